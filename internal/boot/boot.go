@@ -1,0 +1,136 @@
+// Package boot is how a rank learns who it is and where its peers are.
+//
+// A rank started by ftmpirun finds its identity (job, rank, size, host,
+// incarnation) in environment variables (see the Env* constants and
+// FromEnv). It then dials the launcher's control endpoint (Connect),
+// publishes its own endpoint and receives everybody's (Exchange, a
+// PMI-style put + fence + get), and at the end takes part in the
+// Finalize fence. Abort asks the launcher to tear the job down, and Events
+// delivers launcher notifications such as the failure of a rank.
+//
+// The package never carries messages between ranks: it only talks to the
+// launcher. A program started without ftmpirun (FromEnv reports ok=false)
+// runs as a singleton and needs no Client at all.
+package boot
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Env variable names set by ftmpirun for each rank.
+const (
+	EnvJob         = "FTMPI_JOB"         // job id (random hex)
+	EnvRank        = "FTMPI_RANK"        // rank in 0..Size-1
+	EnvSize        = "FTMPI_SIZE"        // number of ranks
+	EnvControl     = "FTMPI_CONTROL"     // "unix:/path/to/sock" or "tcp:127.0.0.1:port": the control endpoint of the launcher
+	EnvHost        = "FTMPI_HOST"        // id of the host/agent the rank runs on (ranks with equal Host may use unix sockets)
+	EnvTmpDir      = "FTMPI_TMPDIR"      // per-job directory, created by the launcher, removed when the job ends (ranks put unix sockets there)
+	EnvTransport   = "FTMPI_TRANSPORT"   // "auto" (default), "unix" or "tcp" (force TCP even on one host)
+	EnvIncarnation = "FTMPI_INCARNATION" // 0 for the first start of a rank; later respawns increase it
+)
+
+// Transport values accepted in EnvTransport.
+const (
+	TransportAuto = "auto"
+	TransportUnix = "unix"
+	TransportTCP  = "tcp"
+)
+
+// Info is what a rank knows about itself before talking to anybody.
+type Info struct {
+	Job         string // job id
+	Rank, Size  int    // 0 <= Rank < Size
+	Control     string // control endpoint of the launcher ("unix:PATH" or "tcp:HOST:PORT")
+	Host        string // host/agent id; ranks with equal Host share a machine
+	TmpDir      string // per-job directory for unix sockets (may be empty)
+	Transport   string // "auto", "unix" or "tcp"
+	Incarnation int    // 0 on first start, increased by respawns
+}
+
+// FromEnv reads Info from the environment. ok=false (and a nil error) when
+// EnvRank is unset: the program was not started by ftmpirun and runs as a
+// singleton. Malformed values give an error naming the variable.
+func FromEnv() (info Info, ok bool, err error) {
+	return fromLookup(os.LookupEnv)
+}
+
+func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err error) {
+	rankStr, present := lookup(EnvRank)
+	if !present {
+		return Info{}, false, nil
+	}
+	get := func(name string) string { v, _ := lookup(name); return strings.TrimSpace(v) }
+	atoi := func(name, v string, min int) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("boot: %s=%q is not an integer", name, v)
+		}
+		if n < min {
+			return 0, fmt.Errorf("boot: %s=%d must be >= %d", name, n, min)
+		}
+		return n, nil
+	}
+	if info.Rank, err = atoi(EnvRank, strings.TrimSpace(rankStr), 0); err != nil {
+		return Info{}, false, err
+	}
+	sizeStr, present := lookup(EnvSize)
+	if !present {
+		return Info{}, false, fmt.Errorf("boot: %s is set but %s is missing", EnvRank, EnvSize)
+	}
+	if info.Size, err = atoi(EnvSize, strings.TrimSpace(sizeStr), 1); err != nil {
+		return Info{}, false, err
+	}
+	if info.Rank >= info.Size {
+		return Info{}, false, fmt.Errorf("boot: %s=%d out of range for %s=%d", EnvRank, info.Rank, EnvSize, info.Size)
+	}
+	if v := get(EnvIncarnation); v != "" {
+		if info.Incarnation, err = atoi(EnvIncarnation, v, 0); err != nil {
+			return Info{}, false, err
+		}
+	}
+	info.Job = get(EnvJob)
+	info.Control = get(EnvControl)
+	if info.Control != "" {
+		if _, _, err := splitControl(info.Control); err != nil {
+			return Info{}, false, err
+		}
+	}
+	info.Host = get(EnvHost)
+	info.TmpDir = get(EnvTmpDir)
+	info.Transport = get(EnvTransport)
+	switch info.Transport {
+	case "":
+		info.Transport = TransportAuto
+	case TransportAuto, TransportUnix, TransportTCP:
+	default:
+		return Info{}, false, fmt.Errorf("boot: %s=%q must be auto, unix or tcp", EnvTransport, info.Transport)
+	}
+	return info, true, nil
+}
+
+// splitControl splits "unix:PATH" or "tcp:HOST:PORT" into a net network and address.
+func splitControl(s string) (network, addr string, err error) {
+	network, addr, found := strings.Cut(s, ":")
+	if !found || addr == "" || (network != "unix" && network != "tcp") {
+		return "", "", fmt.Errorf("boot: %s=%q must be unix:PATH or tcp:HOST:PORT", EnvControl, s)
+	}
+	return network, addr, nil
+}
+
+// Env returns the environment variables ("NAME=value") describing info, as
+// the launcher sets them for a rank.
+func (info Info) Env() []string {
+	return []string{
+		EnvJob + "=" + info.Job,
+		EnvRank + "=" + strconv.Itoa(info.Rank),
+		EnvSize + "=" + strconv.Itoa(info.Size),
+		EnvControl + "=" + info.Control,
+		EnvHost + "=" + info.Host,
+		EnvTmpDir + "=" + info.TmpDir,
+		EnvTransport + "=" + info.Transport,
+		EnvIncarnation + "=" + strconv.Itoa(info.Incarnation),
+	}
+}

@@ -1,0 +1,341 @@
+package boot
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Endpoint is where a rank can be reached.
+type Endpoint struct {
+	Rank  int
+	Host  string
+	Addrs map[string]string // keys "unix" (socket path), "tcp" ("127.0.0.1:port")
+}
+
+// Event is a notification from the launcher.
+type Event struct {
+	Kind        string // EventFailed
+	Rank        int
+	Incarnation int
+	Reason      string
+}
+
+// ErrLost is returned by calls made after (or interrupted by) the loss of
+// the control connection: the launcher died or tore the job down.
+var ErrLost = errors.New("boot: connection to the launcher lost")
+
+// ErrClosed is returned by calls made after Close.
+var ErrClosed = errors.New("boot: client closed")
+
+// FailedError is returned by Exchange when some ranks died (or exited)
+// before publishing their endpoint. The slice returned along with it is
+// still valid for every rank not listed in Ranks.
+type FailedError struct {
+	Ranks []int // sorted
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("boot: ranks %v are gone and did not publish an endpoint", e.Ranks)
+}
+
+// dialTimeout bounds Connect's dial and hello round trip.
+const dialTimeout = 30 * time.Second
+
+// Client is a rank's connection to the launcher. Its methods are safe for
+// concurrent use.
+type Client struct {
+	info Info
+	conn net.Conn
+
+	wmu sync.Mutex // serializes writes
+	enc *json.Encoder
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]chan Msg
+	dead    error // non-nil once the connection is gone (ErrLost or ErrClosed)
+	closing bool
+
+	queue  []Event    // events not yet handed to the consumer
+	qcond  *sync.Cond // signalled on queue append / close
+	events chan Event
+
+	lost    chan struct{}
+	stop    chan struct{} // closed by Close
+	wg      sync.WaitGroup
+	closeMu sync.Once
+}
+
+// Connect dials the launcher's control endpoint named by info.Control and
+// identifies the rank (rank, incarnation, pid). After Connect returns the
+// launcher counts the rank as initialized.
+func Connect(info Info) (*Client, error) {
+	network, addr, err := splitControl(info.Control)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.DialTimeout(network, addr, dialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("boot: dial launcher at %s: %w", info.Control, err)
+	}
+	c := &Client{
+		info:    info,
+		conn:    conn,
+		enc:     json.NewEncoder(conn),
+		pending: make(map[uint64]chan Msg),
+		events:  make(chan Event),
+		lost:    make(chan struct{}),
+		stop:    make(chan struct{}),
+	}
+	c.qcond = sync.NewCond(&c.mu)
+
+	// Hello round trip synchronously, before starting the goroutines.
+	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
+	r := bufio.NewReader(conn)
+	c.nextID = 1
+	hello := Msg{Op: OpHello, ID: 1, Job: info.Job, Rank: info.Rank, Incarnation: info.Incarnation, Pid: os.Getpid(), Host: info.Host}
+	if err := c.enc.Encode(hello); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("boot: hello to launcher: %w", err)
+	}
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("boot: hello to launcher: %w", err)
+	}
+	var m Msg
+	if err := json.Unmarshal(line, &m); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("boot: bad reply from launcher: %w", err)
+	}
+	if m.Op == OpError {
+		conn.Close()
+		return nil, fmt.Errorf("boot: launcher refused rank %d: %s", info.Rank, m.Error)
+	}
+	if m.Op != OpHello || m.ID != 1 {
+		conn.Close()
+		return nil, fmt.Errorf("boot: unexpected reply %q from launcher", m.Op)
+	}
+	_ = conn.SetDeadline(time.Time{})
+
+	c.wg.Add(2)
+	go c.readLoop(r)
+	go c.eventPump()
+	return c, nil
+}
+
+// Info returns the Info the client was connected with.
+func (c *Client) Info() Info { return c.info }
+
+func (c *Client) readLoop(r *bufio.Reader) {
+	defer c.wg.Done()
+	var err error
+	for {
+		var line []byte
+		line, err = r.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		var m Msg
+		if json.Unmarshal(line, &m) != nil {
+			continue // ignore garbage; the protocol is line-framed
+		}
+		if m.ID == 0 {
+			if m.Op == OpEvent {
+				c.mu.Lock()
+				c.queue = append(c.queue, Event{Kind: m.Kind, Rank: m.Rank, Incarnation: m.Incarnation, Reason: m.Reason})
+				c.qcond.Signal()
+				c.mu.Unlock()
+			}
+			continue
+		}
+		c.mu.Lock()
+		ch := c.pending[m.ID]
+		delete(c.pending, m.ID)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- m // buffered, capacity 1
+		}
+	}
+	c.mu.Lock()
+	if c.closing {
+		c.dead = ErrClosed
+	} else {
+		c.dead = ErrLost
+		close(c.lost)
+	}
+	for id, ch := range c.pending {
+		close(ch)
+		delete(c.pending, id)
+	}
+	c.qcond.Broadcast()
+	c.mu.Unlock()
+}
+
+// eventPump moves queued events to the events channel so that the reader
+// never blocks on a slow consumer. It closes the channel once the
+// connection is gone and the queue is drained, or at Close.
+func (c *Client) eventPump() {
+	defer c.wg.Done()
+	defer close(c.events)
+	for {
+		c.mu.Lock()
+		for len(c.queue) == 0 && c.dead == nil && !c.closing {
+			c.qcond.Wait()
+		}
+		if c.closing || len(c.queue) == 0 {
+			c.mu.Unlock()
+			return
+		}
+		ev := c.queue[0]
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		select {
+		case c.events <- ev:
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// call sends a request and waits for its reply.
+func (c *Client) call(m Msg) (Msg, error) {
+	ch := make(chan Msg, 1)
+	c.mu.Lock()
+	if c.dead != nil {
+		err := c.dead
+		c.mu.Unlock()
+		return Msg{}, err
+	}
+	if c.closing {
+		c.mu.Unlock()
+		return Msg{}, ErrClosed
+	}
+	c.nextID++
+	m.ID = c.nextID
+	c.pending[m.ID] = ch
+	c.mu.Unlock()
+
+	c.wmu.Lock()
+	err := c.enc.Encode(m)
+	c.wmu.Unlock()
+	if err != nil {
+		c.mu.Lock()
+		delete(c.pending, m.ID)
+		c.mu.Unlock()
+		return Msg{}, c.deadErr()
+	}
+	reply, ok := <-ch
+	if !ok {
+		return Msg{}, c.deadErr()
+	}
+	if reply.Op == OpError {
+		return Msg{}, fmt.Errorf("boot: launcher: %s", reply.Error)
+	}
+	return reply, nil
+}
+
+func (c *Client) deadErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return ErrClosed
+	}
+	return ErrLost
+}
+
+// Exchange publishes self and returns the endpoints of all Size ranks
+// indexed by rank (a put + fence + get, PMI-style). It returns when every
+// rank has called Exchange (or is gone). If some ranks died before
+// publishing, the error is a *FailedError and the returned slice holds
+// the endpoints of the others (the missing entries have nil Addrs). If the
+// launcher goes away or tears the job down the error is ErrLost.
+func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
+	self.Rank = c.info.Rank
+	if self.Host == "" {
+		self.Host = c.info.Host
+	}
+	b, err := json.Marshal(self)
+	if err != nil {
+		return nil, fmt.Errorf("boot: encode endpoint: %w", err)
+	}
+	reply, err := c.call(Msg{Op: OpFence, Rank: c.info.Rank, KV: map[string]string{EndpointKey(c.info.Rank): string(b)}})
+	if err != nil {
+		return nil, err
+	}
+	eps := make([]Endpoint, c.info.Size)
+	var missing []int
+	for r := range eps {
+		eps[r] = Endpoint{Rank: r}
+		v, ok := reply.KV[EndpointKey(r)]
+		if !ok {
+			missing = append(missing, r)
+			continue
+		}
+		if err := json.Unmarshal([]byte(v), &eps[r]); err != nil {
+			return nil, fmt.Errorf("boot: bad endpoint for rank %d: %w", r, err)
+		}
+		eps[r].Rank = r
+	}
+	if len(missing) > 0 {
+		sort.Ints(missing)
+		return eps, &FailedError{Ranks: missing}
+	}
+	return eps, nil
+}
+
+// Abort asks the launcher to kill the whole job and make ftmpirun exit
+// with code (MPI_Abort). It returns once the launcher has the request; the
+// launcher kills the caller too, usually soon after.
+func (c *Client) Abort(code int, reason string) error {
+	_, err := c.call(Msg{Op: OpAbort, Rank: c.info.Rank, Code: code, Reason: reason})
+	return err
+}
+
+// Finalize is a fence: it tells the launcher this rank has called
+// MPI_Finalize and returns when every rank has finalized or is dead.
+func (c *Client) Finalize() error {
+	_, err := c.call(Msg{Op: OpFinalize, Rank: c.info.Rank})
+	return err
+}
+
+// Events delivers launcher notifications, for now
+// Event{Kind: "failed", Rank: r, Incarnation: i, Reason: "..."} when a
+// rank died after initializing and before finalizing. Events are queued
+// without bound, so a slow consumer never stalls the control connection.
+// The channel is closed when the connection is gone and every queued event
+// was delivered, or at Close.
+func (c *Client) Events() <-chan Event { return c.events }
+
+// Lost is closed when the control connection is lost without Close having
+// been called (the launcher died or tore the job down).
+func (c *Client) Lost() <-chan struct{} { return c.lost }
+
+// Close closes the connection and waits for the client's goroutines.
+// Blocked calls return ErrClosed.
+func (c *Client) Close() error {
+	var err error
+	c.closeMu.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		c.qcond.Broadcast()
+		c.mu.Unlock()
+		close(c.stop)
+		err = c.conn.Close()
+		c.wg.Wait()
+	})
+	return err
+}
+
+// String describes the client for logs.
+func (c *Client) String() string {
+	return "boot.Client{job " + c.info.Job + " rank " + strconv.Itoa(c.info.Rank) + "}"
+}

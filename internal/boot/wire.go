@@ -1,0 +1,60 @@
+package boot
+
+import "strconv"
+
+// Control protocol between a Client and the launcher.
+//
+// Each rank holds one stream connection (unix or TCP) to the launcher.
+// Both directions carry newline-delimited JSON objects of type Msg.
+// Requests from the rank carry a non-zero ID; the launcher answers each
+// request with exactly one message with the same Op and ID (or Op "error"
+// with that ID). Messages with ID 0 sent by the launcher are unsolicited
+// notifications (Op "event").
+//
+//	rank -> launcher                       launcher -> rank
+//	hello    {job, rank, inc, pid, host}   hello    {}                      (first message; identifies the rank)
+//	fence    {kv}                          fence    {kv: all keys, failed}  (put kv, wait for every rank, get all)
+//	finalize {}                            finalize {}                      (when every rank finalized or is gone)
+//	abort    {code, reason}                abort    {}                      (ack; the launcher then kills the job)
+//	                                       event    {kind, rank, inc, reason}
+//	                                       error    {error}
+//
+// The protocol is per rank and carries no host-local state, so a per-host
+// agent can relay it to the head unchanged.
+//
+// This is an internal protocol: both ends live in this module.
+
+// Operations of the control protocol.
+const (
+	OpHello    = "hello"
+	OpFence    = "fence"
+	OpFinalize = "finalize"
+	OpAbort    = "abort"
+	OpEvent    = "event"
+	OpError    = "error"
+)
+
+// Event kinds.
+const (
+	EventFailed = "failed" // a rank died after initializing and before finalizing
+)
+
+// Msg is one control-protocol message. Unused fields are omitted.
+type Msg struct {
+	Op          string            `json:"op"`
+	ID          uint64            `json:"id,omitempty"`
+	Job         string            `json:"job,omitempty"`
+	Rank        int               `json:"rank"`
+	Incarnation int               `json:"inc,omitempty"`
+	Pid         int               `json:"pid,omitempty"`
+	Host        string            `json:"host,omitempty"`
+	Code        int               `json:"code,omitempty"`
+	Reason      string            `json:"reason,omitempty"`
+	Kind        string            `json:"kind,omitempty"`
+	KV          map[string]string `json:"kv,omitempty"`
+	Failed      []int             `json:"failed,omitempty"`
+	Error       string            `json:"error,omitempty"`
+}
+
+// EndpointKey is the key under which Exchange publishes the endpoint of rank.
+func EndpointKey(rank int) string { return "ep/" + strconv.Itoa(rank) }
