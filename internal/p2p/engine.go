@@ -1,0 +1,723 @@
+// Package p2p is the point-to-point protocol engine of one rank: the
+// matching of incoming messages against posted receives (MPI's
+// non-overtaking order, ANY_SOURCE, ANY_TAG), the eager protocol for small
+// messages and the rendezvous protocol (RTS, CTS, DATA) for large and
+// synchronous ones, so that an unexpected large message is never buffered
+// whole at the receiver.
+//
+// It sees communicators only as context ids and ranks; it must not know
+// about groups, error handlers or collectives, and it never blocks while
+// holding its lock (no I/O under the lock).
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// Frame kinds.
+const (
+	KindEager uint8 = 1 + iota // payload follows
+	KindRTS                    // request to send: A=send id, B=message bytes
+	KindCTS                    // clear to send: A=send id, B=receive id (Flags&FlagDiscard: receiver drops)
+	KindData                   // rendezvous payload: A=receive id
+)
+
+// Wildcards, as in MPI.
+const (
+	AnySource = -1
+	AnyTag    = -1
+)
+
+// DefaultEagerLimit is the largest message sent eagerly.
+const DefaultEagerLimit = 64 << 10
+
+// Errors reported by the engine; the mpi package maps them to MPI classes.
+var (
+	ErrTruncate = errors.New("message truncated")
+	ErrType     = errors.New("datatype mismatch")
+	ErrPeerLost = errors.New("peer lost")
+	ErrClosed   = errors.New("engine closed")
+)
+
+// Status describes a completed receive (or probe).
+type Status struct {
+	Source    int // sender's rank in the communicator
+	Tag       int
+	Bytes     int // bytes received (or announced, for probes)
+	DType     uint8
+	Cancelled bool
+	Err       error
+}
+
+// Req is an outstanding send or receive.
+type Req struct {
+	e      *Engine
+	isRecv bool
+
+	// Matching parameters of a receive.
+	ctx   uint32
+	src   int32 // comm rank or AnySource
+	tag   int32 // or AnyTag
+	dtype uint8
+	peer  int // world rank of the peer, -1 for AnySource
+
+	buf []byte
+	id  uint64
+
+	prev, next *Req // posted-queue links
+
+	st     Status
+	done   atomic.Bool
+	ch     chan struct{}
+	waiter atomic.Pointer[chan struct{}]
+}
+
+// Done reports whether r has completed.
+func (r *Req) Done() bool { return r.done.Load() }
+
+// Status returns the completion status; valid once Done.
+func (r *Req) Status() Status { return r.st }
+
+// IsRecv reports whether r is a receive.
+func (r *Req) IsRecv() bool { return r.isRecv }
+
+func (r *Req) complete() {
+	r.done.Store(true)
+	select {
+	case r.ch <- struct{}{}:
+	default:
+	}
+	if w := r.waiter.Load(); w != nil {
+		select {
+		case *w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Wait blocks until r completes or abort is closed (nil abort never fires).
+// It spins briefly (yielding the processor) before blocking.
+func (r *Req) Wait(abort <-chan struct{}) bool {
+	if r.done.Load() {
+		return true
+	}
+	if spin := r.e.spin; spin > 0 {
+		start := time.Now()
+		for i := 0; ; i++ {
+			runtime.Gosched()
+			if r.done.Load() {
+				return true
+			}
+			if i&15 == 15 && time.Since(start) > spin {
+				break
+			}
+		}
+	}
+	for !r.done.Load() {
+		select {
+		case <-r.ch:
+		case <-abort:
+			return r.done.Load()
+		}
+	}
+	return true
+}
+
+// SetWaiter registers a channel signalled (non-blocking) on completion;
+// used by Waitany/Waitsome. Pass nil to clear.
+func (r *Req) SetWaiter(c *chan struct{}) { r.waiter.Store(c) }
+
+// msg is an arrived message no receive matched yet (or one being filled).
+type msg struct {
+	from     int
+	h        transport.Header
+	data     []byte
+	pooled   *[]byte
+	complete bool
+	recv     *Req // matched while its payload was still arriving
+	prev     *msg
+	next     *msg
+}
+
+type probeWaiter struct {
+	ctx      uint32
+	src, tag int32
+	ch       chan struct{}
+}
+
+// Engine is the protocol state of one rank.
+type Engine struct {
+	self       int
+	tr         transport.Transport
+	eagerLimit int
+	spin       time.Duration
+
+	mu         sync.Mutex
+	postHead   *Req
+	postTail   *Req
+	unexHead   *msg
+	unexTail   *msg
+	sends      map[uint64]*Req // rendezvous sends waiting for CTS
+	recvs      map[uint64]*Req // rendezvous receives waiting for DATA
+	nextID     uint64
+	probes     []*probeWaiter
+	lost       map[int]error
+	closed     bool
+	asyncSends sync.WaitGroup
+}
+
+// Config tunes an Engine.
+type Config struct {
+	Self       int           // this rank's world rank
+	EagerLimit int           // 0 means DefaultEagerLimit
+	Spin       time.Duration // how long Wait spins before blocking
+}
+
+// New returns an engine; call SetTransport before use.
+func New(cfg Config) *Engine {
+	if cfg.EagerLimit <= 0 {
+		cfg.EagerLimit = DefaultEagerLimit
+	}
+	return &Engine{
+		self:       cfg.Self,
+		eagerLimit: cfg.EagerLimit,
+		spin:       cfg.Spin,
+		sends:      make(map[uint64]*Req),
+		recvs:      make(map[uint64]*Req),
+		lost:       make(map[int]error),
+	}
+}
+
+// SetTransport sets the transport used for sending.
+func (e *Engine) SetTransport(tr transport.Transport) { e.tr = tr }
+
+var reqPool = sync.Pool{New: func() any { return &Req{ch: make(chan struct{}, 1)} }}
+
+func (e *Engine) newReq() *Req {
+	r := reqPool.Get().(*Req)
+	r.e = e
+	return r
+}
+
+// Release returns a completed request to the pool. The caller must not use
+// r afterwards.
+func (e *Engine) Release(r *Req) {
+	if !r.done.Load() {
+		return
+	}
+	ch := r.ch
+	select {
+	case <-ch:
+	default:
+	}
+	*r = Req{ch: ch}
+	reqPool.Put(r)
+}
+
+// SendBytes sends buf eagerly or by rendezvous. For an eager send it
+// returns (nil, nil) when the data is already handed to the transport.
+// sync forces the rendezvous (MPI_Ssend semantics: completes only once the
+// receive has matched).
+func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sync bool) (*Req, error) {
+	if err := e.peerErr(peer); err != nil {
+		return nil, err
+	}
+	if !sync && len(buf) <= e.eagerLimit {
+		h := transport.Header{Kind: KindEager, DType: dtype, Ctx: ctx, Src: src, Tag: tag, N: uint64(len(buf))}
+		if err := e.tr.Send(peer, &h, buf); err != nil {
+			return nil, e.sendErr(peer, err)
+		}
+		return nil, nil
+	}
+	r := e.newReq()
+	r.peer = peer
+	r.buf = buf
+	r.ctx, r.src, r.tag, r.dtype = ctx, src, tag, dtype
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e.nextID++
+	r.id = e.nextID
+	e.sends[r.id] = r
+	e.mu.Unlock()
+	h := transport.Header{Kind: KindRTS, DType: dtype, Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf))}
+	if err := e.tr.Send(peer, &h, nil); err != nil {
+		e.mu.Lock()
+		delete(e.sends, r.id)
+		e.mu.Unlock()
+		return nil, e.sendErr(peer, err)
+	}
+	return r, nil
+}
+
+func (e *Engine) sendErr(peer int, err error) error {
+	if errors.Is(err, transport.ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
+}
+
+func (e *Engine) peerErr(peer int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err, ok := e.lost[peer]; ok {
+		return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
+	}
+	return nil
+}
+
+func matches(ctx uint32, src, tag int32, h *transport.Header) bool {
+	return ctx == h.Ctx && (src == AnySource || src == h.Src) && (tag == AnyTag || tag == h.Tag)
+}
+
+// Irecv posts a receive. peer is the world rank of src (-1 for AnySource).
+func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte) (*Req, error) {
+	r := e.newReq()
+	r.isRecv = true
+	r.ctx, r.src, r.tag, r.dtype, r.peer, r.buf = ctx, src, tag, dtype, peer, buf
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
+	}
+	for m := e.unexHead; m != nil; m = m.next {
+		if !matches(ctx, src, tag, &m.h) {
+			continue
+		}
+		e.unlinkMsg(m)
+		switch m.h.Kind {
+		case KindEager:
+			if !m.complete {
+				m.recv = r
+				e.mu.Unlock()
+				return r, nil
+			}
+			e.mu.Unlock()
+			e.deliverEager(r, m)
+			return r, nil
+		case KindRTS:
+			e.acceptRTS(r, m.from, &m.h) // unlocks
+			return r, nil
+		}
+	}
+	if peer >= 0 {
+		if err, ok := e.lost[peer]; ok {
+			e.mu.Unlock()
+			r.st = Status{Source: int(src), Tag: int(tag), Err: fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)}
+			r.complete()
+			return r, nil
+		}
+	}
+	e.appendPosted(r)
+	e.mu.Unlock()
+	return r, nil
+}
+
+// acceptRTS matches receive r with a rendezvous announcement; called with
+// e.mu held, returns with it released.
+func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
+	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: h.DType}
+	r.peer = from
+	var flags uint16
+	if err := checkFit(r, h.DType, int(h.B)); err != nil {
+		r.st.Err = err
+		flags = 1 // discard
+	}
+	e.nextID++
+	r.id = e.nextID
+	e.recvs[r.id] = r
+	cts := transport.Header{Kind: KindCTS, Flags: flags, Ctx: h.Ctx, A: h.A, B: r.id}
+	e.asyncSends.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.asyncSends.Done()
+		if err := e.tr.Send(from, &cts, nil); err != nil {
+			e.mu.Lock()
+			_, still := e.recvs[r.id]
+			delete(e.recvs, r.id)
+			e.mu.Unlock()
+			if still {
+				r.st.Err = e.sendErr(from, err)
+				r.complete()
+			}
+		}
+	}()
+}
+
+func checkFit(r *Req, dtype uint8, n int) error {
+	if dtype != r.dtype {
+		return fmt.Errorf("%w: message has type %s, receive buffer has type %s", ErrType, DTypeName(dtype), DTypeName(r.dtype))
+	}
+	if n > len(r.buf) {
+		return fmt.Errorf("%w: message of %d bytes, receive buffer holds %d", ErrTruncate, n, len(r.buf))
+	}
+	return nil
+}
+
+func (e *Engine) deliverEager(r *Req, m *msg) {
+	r.st = Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: len(m.data), DType: m.h.DType}
+	if err := checkFit(r, m.h.DType, len(m.data)); err != nil {
+		r.st.Err = err
+		copy(r.buf, m.data)
+	} else {
+		copy(r.buf, m.data)
+	}
+	putBuf(m.pooled)
+	r.complete()
+}
+
+// Frame implements transport.Handler.
+func (e *Engine) Frame(from int, h *transport.Header) ([]byte, any) {
+	switch h.Kind {
+	case KindEager:
+		e.mu.Lock()
+		if r := e.matchPosted(h); r != nil {
+			e.mu.Unlock()
+			r.peer = from
+			r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.N), DType: h.DType}
+			if err := checkFit(r, h.DType, int(h.N)); err != nil {
+				r.st.Err = err
+				if h.N == 0 {
+					return nil, r
+				}
+				// Drain into a scratch buffer; the fitting prefix is copied.
+				m := &msg{from: from, h: *h, recv: r}
+				m.data, m.pooled = getBuf(int(h.N))
+				return m.data, m
+			}
+			return r.buf[:h.N], r
+		}
+		m := &msg{from: from, h: *h}
+		if h.N > 0 {
+			m.data, m.pooled = getBuf(int(h.N))
+		} else {
+			m.complete = true
+		}
+		e.appendUnex(m)
+		e.wakeProbes(h)
+		e.mu.Unlock()
+		return m.data, m
+	case KindRTS:
+		e.mu.Lock()
+		if r := e.matchPosted(h); r != nil {
+			e.acceptRTS(r, from, h)
+			return nil, nil
+		}
+		m := &msg{from: from, h: *h, complete: true}
+		e.appendUnex(m)
+		e.wakeProbes(h)
+		e.mu.Unlock()
+		return nil, nil
+	case KindCTS:
+		e.mu.Lock()
+		r := e.sends[h.A]
+		delete(e.sends, h.A)
+		if r == nil {
+			e.mu.Unlock()
+			return nil, nil
+		}
+		e.asyncSends.Add(1)
+		e.mu.Unlock()
+		discard := h.Flags&1 != 0
+		recvID := h.B
+		go func() {
+			defer e.asyncSends.Done()
+			d := transport.Header{Kind: KindData, Ctx: r.ctx, A: recvID, N: uint64(len(r.buf))}
+			payload := r.buf
+			if discard {
+				d.N = 0
+				payload = nil
+			}
+			if err := e.tr.Send(from, &d, payload); err != nil {
+				r.st.Err = e.sendErr(from, err)
+			}
+			r.complete()
+		}()
+		return nil, nil
+	case KindData:
+		e.mu.Lock()
+		r := e.recvs[h.A]
+		delete(e.recvs, h.A)
+		e.mu.Unlock()
+		if r == nil || r.st.Err != nil || h.N == 0 {
+			return nil, r
+		}
+		return r.buf[:h.N], r
+	}
+	return nil, nil
+}
+
+// Payload implements transport.Handler.
+func (e *Engine) Payload(from int, h *transport.Header, dst []byte, cookie any) {
+	switch c := cookie.(type) {
+	case *Req:
+		if c != nil {
+			c.complete()
+		}
+	case *msg:
+		if c.recv != nil && c.recv.st.Err != nil && !c.complete {
+			// Truncated eager receive matched at arrival.
+			copy(c.recv.buf, c.data)
+			putBuf(c.pooled)
+			c.recv.complete()
+			return
+		}
+		e.mu.Lock()
+		c.complete = true
+		r := c.recv
+		e.mu.Unlock()
+		if r != nil {
+			e.deliverEager(r, c)
+		}
+	}
+}
+
+// PeerLost implements transport.Handler: operations that can only be
+// completed by peer fail.
+func (e *Engine) PeerLost(peer int, err error) {
+	e.FailPeer(peer, err)
+}
+
+// FailPeer completes with an error every pending operation that depends on
+// peer, and makes later ones fail at once.
+func (e *Engine) FailPeer(peer int, cause error) {
+	e.mu.Lock()
+	if _, ok := e.lost[peer]; ok {
+		e.mu.Unlock()
+		return
+	}
+	e.lost[peer] = cause
+	var failed []*Req
+	for r := e.postHead; r != nil; {
+		next := r.next
+		if r.peer == peer {
+			e.unlinkPosted(r)
+			failed = append(failed, r)
+		}
+		r = next
+	}
+	for id, r := range e.sends {
+		if r.peer == peer {
+			delete(e.sends, id)
+			failed = append(failed, r)
+		}
+	}
+	for id, r := range e.recvs {
+		if r.peer == peer {
+			delete(e.recvs, id)
+			failed = append(failed, r)
+		}
+	}
+	e.mu.Unlock()
+	for _, r := range failed {
+		if r.isRecv && r.st.Err == nil {
+			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
+		}
+		r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
+		r.complete()
+	}
+}
+
+// Cancel cancels a pending receive that has not matched yet. It reports
+// whether the cancellation succeeded. Sends cannot be cancelled (MPI
+// allows a cancellation to fail); they complete normally.
+func (e *Engine) Cancel(r *Req) bool {
+	if !r.isRecv {
+		return false
+	}
+	e.mu.Lock()
+	inQueue := r.prev != nil || e.postHead == r
+	if inQueue {
+		e.unlinkPosted(r)
+	}
+	e.mu.Unlock()
+	if !inQueue {
+		return false
+	}
+	r.st = Status{Source: int(r.src), Tag: int(r.tag), Cancelled: true}
+	r.complete()
+	return true
+}
+
+// Iprobe looks for a matching message without receiving it.
+func (e *Engine) Iprobe(ctx uint32, src, tag int32) (Status, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.probeLocked(ctx, src, tag)
+}
+
+func (e *Engine) probeLocked(ctx uint32, src, tag int32) (Status, bool) {
+	for m := e.unexHead; m != nil; m = m.next {
+		if matches(ctx, src, tag, &m.h) {
+			n := int(m.h.N)
+			if m.h.Kind == KindRTS {
+				n = int(m.h.B)
+			}
+			return Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: n, DType: m.h.DType}, true
+		}
+	}
+	return Status{}, false
+}
+
+// Probe blocks until a matching message has arrived, abort is closed
+// (ok=false), or peer (world rank, -1 for any) is lost.
+func (e *Engine) Probe(ctx uint32, src int32, peer int, tag int32, abort <-chan struct{}) (Status, error) {
+	for {
+		e.mu.Lock()
+		if st, ok := e.probeLocked(ctx, src, tag); ok {
+			e.mu.Unlock()
+			return st, nil
+		}
+		if err, ok := e.lost[peer]; ok && peer >= 0 {
+			e.mu.Unlock()
+			return Status{}, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
+		}
+		if e.closed {
+			e.mu.Unlock()
+			return Status{}, ErrClosed
+		}
+		w := &probeWaiter{ctx: ctx, src: src, tag: tag, ch: make(chan struct{}, 1)}
+		e.probes = append(e.probes, w)
+		e.mu.Unlock()
+		select {
+		case <-w.ch:
+		case <-abort:
+			e.removeProbe(w)
+			return Status{}, ErrClosed
+		}
+	}
+}
+
+func (e *Engine) removeProbe(w *probeWaiter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, p := range e.probes {
+		if p == w {
+			e.probes = append(e.probes[:i], e.probes[i+1:]...)
+			return
+		}
+	}
+}
+
+// wakeProbes wakes waiting probes that h matches; e.mu held.
+func (e *Engine) wakeProbes(h *transport.Header) {
+	if len(e.probes) == 0 {
+		return
+	}
+	kept := e.probes[:0]
+	for _, w := range e.probes {
+		if matches(w.ctx, w.src, w.tag, h) {
+			w.ch <- struct{}{}
+			continue
+		}
+		kept = append(kept, w)
+	}
+	e.probes = kept
+}
+
+// WakeProbes wakes every blocked probe (used on peer loss and shutdown).
+func (e *Engine) wakeAllProbes() {
+	for _, w := range e.probes {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+	e.probes = nil
+}
+
+// Close fails every pending operation and waits for in-flight protocol
+// goroutines.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	e.closed = true
+	var pend []*Req
+	for r := e.postHead; r != nil; r = r.next {
+		pend = append(pend, r)
+	}
+	e.postHead, e.postTail = nil, nil
+	for _, r := range e.sends {
+		pend = append(pend, r)
+	}
+	for _, r := range e.recvs {
+		pend = append(pend, r)
+	}
+	clear(e.sends)
+	clear(e.recvs)
+	e.wakeAllProbes()
+	e.mu.Unlock()
+	for _, r := range pend {
+		r.st.Err = ErrClosed
+		r.complete()
+	}
+	e.asyncSends.Wait()
+}
+
+// matchPosted finds and unlinks the first posted receive matching h.
+func (e *Engine) matchPosted(h *transport.Header) *Req {
+	for r := e.postHead; r != nil; r = r.next {
+		if matches(r.ctx, r.src, r.tag, h) {
+			e.unlinkPosted(r)
+			return r
+		}
+	}
+	return nil
+}
+
+func (e *Engine) appendPosted(r *Req) {
+	r.next = nil
+	r.prev = e.postTail
+	if e.postTail != nil {
+		e.postTail.next = r
+	} else {
+		e.postHead = r
+	}
+	e.postTail = r
+}
+
+func (e *Engine) unlinkPosted(r *Req) {
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		e.postHead = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		e.postTail = r.prev
+	}
+	r.prev, r.next = nil, nil
+}
+
+func (e *Engine) appendUnex(m *msg) {
+	m.prev = e.unexTail
+	if e.unexTail != nil {
+		e.unexTail.next = m
+	} else {
+		e.unexHead = m
+	}
+	e.unexTail = m
+}
+
+func (e *Engine) unlinkMsg(m *msg) {
+	if m.prev != nil {
+		m.prev.next = m.next
+	} else {
+		e.unexHead = m.next
+	}
+	if m.next != nil {
+		m.next.prev = m.prev
+	} else {
+		e.unexTail = m.prev
+	}
+	m.prev, m.next = nil, nil
+}
