@@ -1,0 +1,158 @@
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Class is an MPI error class. Every error returned by this package
+// satisfies errors.Is against exactly one Class value (ErrRankFailStop and
+// ErrProcFailed are the same class under two names).
+type Class struct {
+	name string
+	code int
+}
+
+func (c *Class) Error() string { return c.name }
+
+// Code is the numeric MPI error class value (as in Open MPI's mpi.h where
+// the class exists there).
+func (c *Class) Code() int { return c.code }
+
+// The MPI error classes.
+var (
+	ErrBuffer     = &Class{"MPI_ERR_BUFFER: invalid buffer", 1}          // MPI_ERR_BUFFER
+	ErrCount      = &Class{"MPI_ERR_COUNT: invalid count", 2}            // MPI_ERR_COUNT
+	ErrType       = &Class{"MPI_ERR_TYPE: datatype mismatch", 3}         // MPI_ERR_TYPE
+	ErrTag        = &Class{"MPI_ERR_TAG: invalid tag", 4}                // MPI_ERR_TAG
+	ErrComm       = &Class{"MPI_ERR_COMM: invalid communicator", 5}      // MPI_ERR_COMM
+	ErrRank       = &Class{"MPI_ERR_RANK: invalid rank", 6}              // MPI_ERR_RANK
+	ErrRequest    = &Class{"MPI_ERR_REQUEST: invalid request", 7}        // MPI_ERR_REQUEST
+	ErrRoot       = &Class{"MPI_ERR_ROOT: invalid root", 8}              // MPI_ERR_ROOT
+	ErrGroup      = &Class{"MPI_ERR_GROUP: invalid group", 9}            // MPI_ERR_GROUP
+	ErrOp         = &Class{"MPI_ERR_OP: invalid operation", 10}          // MPI_ERR_OP
+	ErrArg        = &Class{"MPI_ERR_ARG: invalid argument", 13}          // MPI_ERR_ARG
+	ErrUnknown    = &Class{"MPI_ERR_UNKNOWN: unknown error", 14}         // MPI_ERR_UNKNOWN
+	ErrTruncate   = &Class{"MPI_ERR_TRUNCATE: message truncated", 15}    // MPI_ERR_TRUNCATE
+	ErrOther      = &Class{"MPI_ERR_OTHER: other error", 16}             // MPI_ERR_OTHER
+	ErrIntern     = &Class{"MPI_ERR_INTERN: internal error", 17}         // MPI_ERR_INTERN
+	ErrInStatus   = &Class{"MPI_ERR_IN_STATUS: error in status", 18}     // MPI_ERR_IN_STATUS
+	ErrPending    = &Class{"MPI_ERR_PENDING: pending request", 19}       // MPI_ERR_PENDING
+	ErrProcFailed = &Class{"MPI_ERR_PROC_FAILED: process failed", 75}    // MPI_ERR_PROC_FAILED (ULFM)
+	ErrRevoked    = &Class{"MPI_ERR_REVOKED: communicator revoked", 77} // MPI_ERR_REVOKED (ULFM)
+)
+
+// Error is the error type returned by ftmpi calls: an MPI error class with
+// the operation, communicator and peer it happened on.
+type Error struct {
+	Class  *Class // the MPI error class
+	Op     string // the MPI operation, e.g. "MPI_Recv"
+	Comm   string // communicator name, "" if none
+	Peer   int    // peer rank in Comm, or NoPeer
+	Detail string // what exactly was wrong
+}
+
+// NoPeer is Error.Peer when no single peer is involved.
+const NoPeer = -1 << 31
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if e.Comm != "" {
+		b.WriteString(" on ")
+		b.WriteString(e.Comm)
+	}
+	if e.Peer != NoPeer {
+		fmt.Fprintf(&b, " (peer %s)", rankName(e.Peer))
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Class.name)
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	return b.String()
+}
+
+func rankName(r int) string {
+	switch r {
+	case AnySource:
+		return "MPI_ANY_SOURCE"
+	case ProcNull:
+		return "MPI_PROC_NULL"
+	}
+	return fmt.Sprint(r)
+}
+
+// Unwrap returns the error class, so errors.Is(err, mpi.ErrTruncate) works.
+func (e *Error) Unwrap() error { return e.Class }
+
+// ErrorClass returns the MPI error class of err (MPI_Error_class), or nil
+// for a nil error and ErrUnknown for errors not produced by ftmpi.
+func ErrorClass(err error) *Class {
+	if err == nil {
+		return nil
+	}
+	var c *Class
+	if errors.As(err, &c) {
+		return c
+	}
+	return ErrUnknown
+}
+
+func newErr(class *Class, op string, c *Comm, peer int, format string, args ...any) *Error {
+	e := &Error{Class: class, Op: op, Peer: peer, Detail: fmt.Sprintf(format, args...)}
+	if c != nil {
+		e.Comm = c.name
+	}
+	return e
+}
+
+// Errhandler decides what happens when an MPI call on a communicator fails
+// (MPI_Errhandler).
+type Errhandler struct {
+	name string
+	fn   func(*Comm, error)
+}
+
+func (h *Errhandler) String() string { return h.name }
+
+var (
+	// ErrorsAreFatal reports the error and aborts the whole job
+	// (MPI_ERRORS_ARE_FATAL). It is the default on CommWorld.
+	ErrorsAreFatal = &Errhandler{name: "MPI_ERRORS_ARE_FATAL"}
+	// ErrorsReturn returns the error to the caller (MPI_ERRORS_RETURN).
+	ErrorsReturn = &Errhandler{name: "MPI_ERRORS_RETURN"}
+)
+
+// NewErrhandler returns a handler that calls fn with the communicator and
+// the error; the call then returns the error (MPI_Comm_create_errhandler).
+func NewErrhandler(fn func(c *Comm, err error)) *Errhandler {
+	return &Errhandler{name: "user", fn: fn}
+}
+
+// handle applies c's error handler to err and returns err.
+func (c *Comm) handle(err error) error {
+	if err == nil {
+		return nil
+	}
+	h := c.errh.Load()
+	switch {
+	case h == ErrorsReturn:
+		return err
+	case h == nil || h == ErrorsAreFatal:
+		c.w.fatal(err)
+		return err
+	default:
+		h.fn(c, err)
+		return err
+	}
+}
+
+// fatal implements MPI_ERRORS_ARE_FATAL: report and abort the job.
+func (w *World) fatal(err error) {
+	fmt.Fprintf(os.Stderr, "ftmpi: rank %d: fatal error (MPI_ERRORS_ARE_FATAL): %v\n", w.rank, err)
+	w.Abort(1)
+}

@@ -1,0 +1,336 @@
+package mpi
+
+import (
+	"errors"
+
+	"github.com/ftmpi/ftmpi/internal/p2p"
+)
+
+// checkComm validates a communicator argument (no handler can run for nil).
+func checkComm(c *Comm, op string) error {
+	if c == nil {
+		return newErr(ErrComm, op, nil, NoPeer, "nil communicator")
+	}
+	if c.w.finalized.Load() {
+		return newErr(ErrOther, op, c, NoPeer, "called after MPI_Finalize")
+	}
+	return nil
+}
+
+func (c *Comm) checkDest(op string, dest int) error {
+	if dest == ProcNull || (dest >= 0 && dest < c.size) {
+		return nil
+	}
+	return newErr(ErrRank, op, c, dest, "destination rank %d out of range [0, %d)", dest, c.size)
+}
+
+func (c *Comm) checkSource(op string, src int) error {
+	if src == ProcNull || src == AnySource || (src >= 0 && src < c.size) {
+		return nil
+	}
+	return newErr(ErrRank, op, c, src, "source rank %d out of range [0, %d)", src, c.size)
+}
+
+func (c *Comm) checkSendTag(op string, tag, peer int) error {
+	if tag < 0 {
+		return newErr(ErrTag, op, c, peer, "tag %d is negative (valid tags are 0..%d)", tag, TagUB)
+	}
+	return nil
+}
+
+func (c *Comm) checkRecvTag(op string, tag, peer int) error {
+	if tag < 0 && tag != AnyTag {
+		return newErr(ErrTag, op, c, peer, "tag %d is negative (valid tags are 0..%d or MPI_ANY_TAG)", tag, TagUB)
+	}
+	return nil
+}
+
+// engineErr converts an engine error into an MPI error.
+func (c *Comm) engineErr(op string, peer int, err error) error {
+	switch {
+	case errors.Is(err, p2p.ErrTruncate):
+		return newErr(ErrTruncate, op, c, peer, "%v", unwrapDetail(err))
+	case errors.Is(err, p2p.ErrType):
+		return newErr(ErrType, op, c, peer, "%v", unwrapDetail(err))
+	case errors.Is(err, p2p.ErrPeerLost):
+		return newErr(ErrProcFailed, op, c, peer, "%v", unwrapDetail(err))
+	case errors.Is(err, p2p.ErrClosed):
+		return c.w.abortedErr(op, c)
+	}
+	return newErr(ErrIntern, op, c, peer, "%v", err)
+}
+
+func unwrapDetail(err error) string { return err.Error() }
+
+// Send performs a blocking standard-mode send of buf to rank dest
+// (MPI_Send). It returns once buf may be reused.
+func Send[T Numeric](c *Comm, buf []T, dest, tag int) error {
+	return send(c, "MPI_Send", buf, dest, tag, false)
+}
+
+// Ssend performs a synchronous send (MPI_Ssend): it returns only once the
+// matching receive has started.
+func Ssend[T Numeric](c *Comm, buf []T, dest, tag int) error {
+	return send(c, "MPI_Ssend", buf, dest, tag, true)
+}
+
+func send[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) error {
+	if err := checkComm(c, op); err != nil {
+		return err
+	}
+	if err := c.checkDest(op, dest); err != nil {
+		return c.handle(err)
+	}
+	if err := c.checkSendTag(op, tag, dest); err != nil {
+		return c.handle(err)
+	}
+	if dest == ProcNull {
+		return nil
+	}
+	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.worldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
+	if err != nil {
+		return c.handle(c.engineErr(op, dest, err))
+	}
+	if r == nil {
+		return nil
+	}
+	ok := r.Wait(c.w.abort)
+	if !ok {
+		return c.handle(c.w.abortedErr(op, c))
+	}
+	st := r.Status()
+	c.w.eng.Release(r)
+	if st.Err != nil {
+		return c.handle(c.engineErr(op, dest, st.Err))
+	}
+	return nil
+}
+
+// Recv receives a message into buf (MPI_Recv). source may be AnySource,
+// tag may be AnyTag. A message longer than buf is an ErrTruncate error.
+func Recv[T Numeric](c *Comm, buf []T, source, tag int) (Status, error) {
+	const op = "MPI_Recv"
+	if err := checkComm(c, op); err != nil {
+		return emptyStatus(), err
+	}
+	if err := c.checkSource(op, source); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	if err := c.checkRecvTag(op, tag, source); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	if source == ProcNull {
+		return procNullStatus(), nil
+	}
+	r, err := c.postRecv(source, tag, dtypeOf[T](), asBytes(buf))
+	if err != nil {
+		return emptyStatus(), c.handle(c.engineErr(op, source, err))
+	}
+	if !r.Wait(c.w.abort) {
+		return emptyStatus(), c.handle(c.w.abortedErr(op, c))
+	}
+	st, err := c.recvStatus(op, r.Status(), source)
+	c.w.eng.Release(r)
+	return st, c.handle(err)
+}
+
+func (c *Comm) postRecv(source, tag int, dtype uint8, buf []byte) (*p2p.Req, error) {
+	peer := -1
+	if source >= 0 {
+		peer = c.worldRank(source)
+	}
+	return c.w.eng.Irecv(c.ctx, int32(source), peer, int32(tag), dtype, buf)
+}
+
+// recvStatus turns an engine status into an MPI status and error.
+func (c *Comm) recvStatus(op string, ps p2p.Status, source int) (Status, error) {
+	st := Status{Source: ps.Source, Tag: ps.Tag, Count: ps.Bytes / dtypeSize(ps.DType), Cancelled: ps.Cancelled}
+	if ps.Err != nil {
+		peer := ps.Source
+		if peer == AnySource {
+			peer = source
+		}
+		st.Err = c.engineErr(op, peer, ps.Err)
+		return st, st.Err
+	}
+	return st, nil
+}
+
+// Isend starts a standard-mode send (MPI_Isend). buf must not be modified
+// until the request completes.
+func Isend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return isend(c, "MPI_Isend", buf, dest, tag, false)
+}
+
+// Issend starts a synchronous send (MPI_Issend).
+func Issend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return isend(c, "MPI_Issend", buf, dest, tag, true)
+}
+
+func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	if err := c.checkDest(op, dest); err != nil {
+		return nil, c.handle(err)
+	}
+	if err := c.checkSendTag(op, tag, dest); err != nil {
+		return nil, c.handle(err)
+	}
+	req := &Request{c: c, op: op, peer: dest}
+	if dest == ProcNull {
+		req.finish(emptyStatus(), nil)
+		return req, nil
+	}
+	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.worldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
+	if err != nil {
+		return nil, c.handle(c.engineErr(op, dest, err))
+	}
+	if r == nil {
+		req.finish(emptyStatus(), nil)
+		return req, nil
+	}
+	req.pr = r
+	return req, nil
+}
+
+// Irecv starts a receive (MPI_Irecv). buf must not be read until the
+// request completes.
+func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
+	const op = "MPI_Irecv"
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	if err := c.checkSource(op, source); err != nil {
+		return nil, c.handle(err)
+	}
+	if err := c.checkRecvTag(op, tag, source); err != nil {
+		return nil, c.handle(err)
+	}
+	req := &Request{c: c, op: op, peer: source, recv: true}
+	if source == ProcNull {
+		req.finish(procNullStatus(), nil)
+		return req, nil
+	}
+	r, err := c.postRecv(source, tag, dtypeOf[T](), asBytes(buf))
+	if err != nil {
+		return nil, c.handle(c.engineErr(op, source, err))
+	}
+	req.pr = r
+	return req, nil
+}
+
+// Sendrecv sends sendbuf to dest and receives into recvbuf from source in
+// one call that cannot deadlock against a matching Sendrecv
+// (MPI_Sendrecv).
+func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
+	const op = "MPI_Sendrecv"
+	if err := checkComm(c, op); err != nil {
+		return emptyStatus(), err
+	}
+	if err := c.checkDest(op, dest); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	if err := c.checkSendTag(op, sendtag, dest); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	if err := c.checkSource(op, source); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	if err := c.checkRecvTag(op, recvtag, source); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	var rr *p2p.Req
+	if source != ProcNull {
+		var err error
+		rr, err = c.postRecv(source, recvtag, dtypeOf[R](), asBytes(recvbuf))
+		if err != nil {
+			return emptyStatus(), c.handle(c.engineErr(op, source, err))
+		}
+	}
+	var sendErr error
+	if dest != ProcNull {
+		sr, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.worldRank(dest), int32(sendtag), dtypeOf[S](), asBytes(sendbuf), false)
+		switch {
+		case err != nil:
+			sendErr = c.engineErr(op, dest, err)
+		case sr != nil:
+			if !sr.Wait(c.w.abort) {
+				sendErr = c.w.abortedErr(op, c)
+			} else if e := sr.Status().Err; e != nil {
+				sendErr = c.engineErr(op, dest, e)
+			}
+			c.w.eng.Release(sr)
+		}
+	}
+	if rr == nil {
+		return procNullStatus(), c.handle(sendErr)
+	}
+	if sendErr != nil {
+		if c.w.eng.Cancel(rr) {
+			return emptyStatus(), c.handle(sendErr)
+		}
+	}
+	if !rr.Wait(c.w.abort) {
+		return emptyStatus(), c.handle(c.w.abortedErr(op, c))
+	}
+	st, err := c.recvStatus(op, rr.Status(), source)
+	c.w.eng.Release(rr)
+	if err == nil {
+		err = sendErr
+	}
+	return st, c.handle(err)
+}
+
+// Probe blocks until a message matching source and tag can be received and
+// returns its status without receiving it (MPI_Probe). Status.Count is in
+// elements of the type the message was sent with.
+func (c *Comm) Probe(source, tag int) (Status, error) {
+	const op = "MPI_Probe"
+	if err := checkComm(c, op); err != nil {
+		return emptyStatus(), err
+	}
+	if err := c.checkSource(op, source); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	if err := c.checkRecvTag(op, tag, source); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	if source == ProcNull {
+		return procNullStatus(), nil
+	}
+	peer := -1
+	if source >= 0 {
+		peer = c.worldRank(source)
+	}
+	ps, err := c.w.eng.Probe(c.ctx, int32(source), peer, int32(tag), c.w.abort)
+	if err != nil {
+		return emptyStatus(), c.handle(c.engineErr(op, source, err))
+	}
+	st, _ := c.recvStatus(op, ps, source)
+	return st, nil
+}
+
+// Iprobe reports whether a message matching source and tag can be received
+// now, and its status (MPI_Iprobe).
+func (c *Comm) Iprobe(source, tag int) (Status, bool, error) {
+	const op = "MPI_Iprobe"
+	if err := checkComm(c, op); err != nil {
+		return emptyStatus(), false, err
+	}
+	if err := c.checkSource(op, source); err != nil {
+		return emptyStatus(), false, c.handle(err)
+	}
+	if err := c.checkRecvTag(op, tag, source); err != nil {
+		return emptyStatus(), false, c.handle(err)
+	}
+	if source == ProcNull {
+		return procNullStatus(), true, nil
+	}
+	ps, ok := c.w.eng.Iprobe(c.ctx, int32(source), int32(tag))
+	if !ok {
+		return emptyStatus(), false, nil
+	}
+	st, _ := c.recvStatus(op, ps, source)
+	return st, true, nil
+}

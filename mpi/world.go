@@ -1,0 +1,369 @@
+// Package mpi is ftmpi's public API: the MPI programming model (ranks,
+// communicators, point-to-point messaging, collectives) for Go, with
+// MPI's names translated to Go conventions (mpi4py is the model).
+//
+// A program is started by ftmpirun as N processes and calls Init; started
+// on its own it runs as a singleton of size 1. Run starts n ranks as
+// goroutines of one process over an in-memory transport with the same
+// semantics, for tests and simulations.
+//
+// Operations on typed buffers are generic package functions taking the
+// communicator first (Go methods cannot have type parameters); the others
+// are methods. Errors are values of type *Error wrapping one MPI error
+// class (errors.Is(err, mpi.ErrTruncate)); a communicator's error handler
+// decides whether they are returned or abort the job.
+//
+// The package must not hold process-global state: several Worlds live in
+// one process under Run.
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/transport/inproc"
+	"github.com/ftmpi/ftmpi/internal/transport/sock"
+)
+
+// World is one rank's MPI instance: what MPI_Init creates and
+// MPI_Finalize ends. Its methods are safe for concurrent use
+// (MPI_THREAD_MULTIPLE).
+type World struct {
+	rank, size int
+	eng        *p2p.Engine
+	tr         transport.Transport
+	client     *boot.Client
+	run        *runState // non-nil under Run
+	mode       string    // "inproc", "singleton", "unix", "tcp", "auto"
+
+	world, self *Comm
+
+	abort     chan struct{} // closed when this rank's job is torn down
+	abortOnce *sync.Once
+	finalized atomic.Bool
+	finOnce   sync.Once
+	finErr    error
+	stop      chan struct{} // closed by Finalize: stops the event watcher
+	bg        sync.WaitGroup
+}
+
+// Init initialises MPI for this process (MPI_Init). Under ftmpirun the rank
+// learns its rank, size and peers from the launcher; otherwise the program
+// is a singleton of size 1. Errors are returned, never fatal (seed 003,
+// 17.5.2).
+func Init() (*World, error) {
+	info, ok, err := boot.FromEnv()
+	if err != nil {
+		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
+	}
+	if !ok {
+		return newSingleton(), nil
+	}
+	w, err := initProcess(info)
+	if err != nil {
+		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
+	}
+	return w, nil
+}
+
+func newSingleton() *World {
+	fab := inproc.NewFabric(1)
+	eng := p2p.New(p2p.Config{Self: 0})
+	w := newWorld(0, 1, eng, fab.Attach(0, eng), "singleton")
+	w.abort = make(chan struct{})
+	w.abortOnce = new(sync.Once)
+	return w
+}
+
+func newWorld(rank, size int, eng *p2p.Engine, tr transport.Transport, mode string) *World {
+	eng.SetTransport(tr)
+	w := &World{rank: rank, size: size, eng: eng, tr: tr, mode: mode, stop: make(chan struct{})}
+	w.world = &Comm{w: w, name: "MPI_COMM_WORLD", ctx: ctxWorld, rank: rank, size: size}
+	w.world.errh.Store(ErrorsAreFatal)
+	w.self = &Comm{w: w, name: "MPI_COMM_SELF", ctx: ctxSelf, rank: 0, size: 1, members: []int{rank}}
+	w.self.errh.Store(ErrorsAreFatal)
+	return w
+}
+
+// readerSpin is how long a socket reader spins before parking: a short spin
+// buys latency when every rank has a core, and costs throughput when ranks
+// are oversubscribed, so it is off then. FTMPI_SPIN overrides it.
+func readerSpin(ranksOnHost int) time.Duration {
+	if s := os.Getenv("FTMPI_SPIN"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			return d
+		}
+	}
+	if ranksOnHost <= runtime.NumCPU() {
+		return 50 * time.Microsecond
+	}
+	return 0
+}
+
+func initProcess(info boot.Info) (*World, error) {
+	eng := p2p.New(p2p.Config{Self: info.Rank})
+	mode := sock.Mode(info.Transport)
+	switch mode {
+	case "", sock.ModeAuto, sock.ModeUnix, sock.ModeTCP:
+	default:
+		return nil, fmt.Errorf("%s=%q: want auto, unix or tcp", boot.EnvTransport, info.Transport)
+	}
+	spin := &atomicDuration{}
+	tr, err := sock.Listen(sock.Config{
+		Self: info.Rank, Host: info.Host, Mode: mode, Dir: info.TmpDir,
+		Name:    "r" + strconv.Itoa(info.Rank) + "." + strconv.Itoa(info.Incarnation),
+		Handler: eng, SpinFn: spin.Load,
+	})
+	if err != nil {
+		return nil, err
+	}
+	client, err := boot.Connect(info)
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	self := tr.Self()
+	addrs := map[string]string{}
+	if self.Unix != "" {
+		addrs["unix"] = self.Unix
+	}
+	if self.TCP != "" {
+		addrs["tcp"] = self.TCP
+	}
+	eps, err := client.Exchange(boot.Endpoint{Rank: info.Rank, Host: info.Host, Addrs: addrs})
+	if err != nil {
+		client.Close()
+		tr.Close()
+		return nil, err
+	}
+	peers := make([]sock.Peer, len(eps))
+	onHost := 0
+	for i, ep := range eps {
+		peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
+		if ep.Host == info.Host {
+			onHost++
+		}
+	}
+	spin.Store(readerSpin(onHost))
+	tr.SetPeers(peers)
+	w := newWorld(info.Rank, info.Size, eng, tr, string(mode))
+	w.client = client
+	w.abort = make(chan struct{})
+	w.abortOnce = new(sync.Once)
+	w.bg.Add(1)
+	go w.watchLauncher()
+	return w, nil
+}
+
+type atomicDuration struct{ v atomic.Int64 }
+
+func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load()) }
+func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }
+
+// watchLauncher turns launcher notifications into engine state: a failed
+// rank's pending operations complete with ErrProcFailed; a lost launcher
+// ends the process (no orphans).
+func (w *World) watchLauncher() {
+	defer w.bg.Done()
+	for {
+		select {
+		case ev, ok := <-w.client.Events():
+			if !ok {
+				return
+			}
+			if ev.Kind == "failed" {
+				w.eng.FailPeer(ev.Rank, fmt.Errorf("rank %d failed: %s", ev.Rank, ev.Reason))
+			}
+		case <-w.client.Lost():
+			if w.finalized.Load() {
+				return
+			}
+			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: lost contact with ftmpirun; exiting\n", w.rank)
+			os.Exit(1)
+		case <-w.stop:
+			return
+		}
+	}
+}
+
+// Rank is this process's rank in CommWorld.
+func (w *World) Rank() int { return w.rank }
+
+// Size is the number of processes in CommWorld.
+func (w *World) Size() int { return w.size }
+
+// CommWorld returns MPI_COMM_WORLD.
+func (w *World) CommWorld() *Comm { return w.world }
+
+// CommSelf returns MPI_COMM_SELF.
+func (w *World) CommSelf() *Comm { return w.self }
+
+// Transport names the transport in use: "inproc", "singleton", "auto",
+// "unix" or "tcp".
+func (w *World) Transport() string { return w.mode }
+
+// Finalized reports whether Finalize was called (MPI_Finalized).
+func (w *World) Finalized() bool { return w.finalized.Load() }
+
+// Finalize ends MPI for this rank (MPI_Finalize). It waits until every rank
+// has called Finalize, then closes connections. Calling it again is a
+// no-op.
+func (w *World) Finalize() error {
+	w.finOnce.Do(func() {
+		var err error
+		switch {
+		case w.run != nil:
+			err = w.run.fence(w)
+		case w.client != nil:
+			err = w.client.Finalize()
+		}
+		w.finalized.Store(true)
+		close(w.stop)
+		w.tr.Close()
+		w.eng.Close()
+		if w.client != nil {
+			w.client.Close()
+		}
+		w.bg.Wait()
+		if err != nil {
+			w.finErr = newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "%v", err)
+		}
+	})
+	return w.finErr
+}
+
+// Abort terminates every process of the job with exit code code
+// (MPI_Abort). Under ftmpirun the launcher kills the job and exits with
+// code; under Run the calling goroutine exits (runtime.Goexit), every
+// other rank's pending and later calls fail, and Run returns an
+// *AbortError. It does not return.
+func (w *World) Abort(code int) {
+	if w.run != nil {
+		w.run.abortJob(w.rank, code)
+		runtime.Goexit()
+	}
+	if w.client != nil {
+		w.client.Abort(code, "MPI_Abort called")
+	}
+	os.Exit(code)
+}
+
+// aborted returns the error for calls interrupted by a job teardown.
+func (w *World) abortedErr(op string, c *Comm) error {
+	if w.finalized.Load() {
+		return newErr(ErrOther, op, c, NoPeer, "called after MPI_Finalize")
+	}
+	return newErr(ErrOther, op, c, NoPeer, "job aborted")
+}
+
+// AbortError is returned by Run when a rank called Abort (or an error was
+// fatal).
+type AbortError struct {
+	Rank, Code int
+}
+
+func (e *AbortError) Error() string {
+	return fmt.Sprintf("mpi: rank %d aborted the job with code %d", e.Rank, e.Code)
+}
+
+// runState is the shared state of an in-process job started by Run.
+type runState struct {
+	n         int
+	abortCh   chan struct{}
+	abortOnce sync.Once
+	abortErr  *AbortError
+
+	mu      sync.Mutex
+	arrived int
+	allIn   chan struct{}
+}
+
+func (rs *runState) abortJob(rank, code int) {
+	rs.abortOnce.Do(func() {
+		rs.abortErr = &AbortError{Rank: rank, Code: code}
+		close(rs.abortCh)
+	})
+}
+
+// fence is the in-process Finalize barrier.
+func (rs *runState) fence(w *World) error {
+	rs.mu.Lock()
+	rs.arrived++
+	if rs.arrived == rs.n {
+		close(rs.allIn)
+	}
+	rs.mu.Unlock()
+	select {
+	case <-rs.allIn:
+		return nil
+	case <-rs.abortCh:
+		return errors.New("job aborted")
+	}
+}
+
+// Run runs fn as n ranks, each a goroutine with its own World, connected by
+// an in-memory transport with the same semantics as the socket transports.
+// A rank whose fn returns nil is finalized automatically. If any rank
+// returns an error, panics, or aborts, the job is torn down: every other
+// rank's pending and later MPI calls fail, and Run returns the errors
+// (an *AbortError for an abort).
+func Run(n int, fn func(w *World) error) error {
+	if n < 1 {
+		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "need at least 1 rank, got %d", n)
+	}
+	fab := inproc.NewFabric(n)
+	rs := &runState{n: n, abortCh: make(chan struct{}), allIn: make(chan struct{})}
+	worlds := make([]*World, n)
+	for i := range worlds {
+		eng := p2p.New(p2p.Config{Self: i})
+		w := newWorld(i, n, eng, fab.Attach(i, eng), "inproc")
+		w.run = rs
+		w.abort = rs.abortCh
+		w.abortOnce = &rs.abortOnce
+		worlds[i] = w
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, w := range worlds {
+		wg.Add(1)
+		go func() {
+			returned := false
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
+					rs.abortJob(i, 1)
+				} else if !returned && errs[i] == nil {
+					// runtime.Goexit from Abort: the abort error is reported by Run.
+				}
+				w.Finalize()
+				wg.Done()
+			}()
+			err := fn(w)
+			returned = true
+			if err != nil {
+				errs[i] = fmt.Errorf("rank %d: %w", i, err)
+				rs.abortJob(i, 1)
+			}
+		}()
+	}
+	wg.Wait()
+	var all []error
+	for _, e := range errs {
+		if e != nil {
+			all = append(all, e)
+		}
+	}
+	if rs.abortErr != nil && len(all) == 0 {
+		return rs.abortErr
+	}
+	return errors.Join(all...)
+}
