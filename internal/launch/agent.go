@@ -1,0 +1,83 @@
+package launch
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// RankSpec is what an agent needs to start one rank.
+type RankSpec struct {
+	Rank        int
+	Incarnation int
+	Path        string   // executable (absolute path on the agent's host)
+	Args        []string // argv[1:]
+	Env         []string // complete environment, including the FTMPI_* variables
+}
+
+// ExitReport tells the head that a rank's process is gone.
+type ExitReport struct {
+	Host        string
+	Rank        int
+	Incarnation int
+	Pid         int            // 0 if the process never started
+	Status      int            // exit status; meaningful when Signal == 0 and StartErr == nil
+	Signal      syscall.Signal // non-zero if killed by a signal
+	StartErr    error          // non-nil if the process could not be started
+}
+
+// Code is the shell-style exit code of the process: its exit status, or
+// 128+signal, or 127 if it could not be started.
+func (e ExitReport) Code() int {
+	switch {
+	case e.StartErr != nil:
+		return 127
+	case e.Signal != 0:
+		return 128 + int(e.Signal)
+	default:
+		return e.Status
+	}
+}
+
+// String describes how the process ended ("killed by signal 9", ...).
+func (e ExitReport) String() string {
+	switch {
+	case e.StartErr != nil:
+		return fmt.Sprintf("could not be started: %v", e.StartErr)
+	case e.Signal != 0:
+		return fmt.Sprintf("killed by signal %d (%v)", int(e.Signal), e.Signal)
+	default:
+		return fmt.Sprintf("exited with status %d", e.Status)
+	}
+}
+
+// Reporter receives what an agent observes. Calls may come from several
+// goroutines at once. For each rank, every Output call happens before its
+// Exited call, and Exited is called exactly once per started (or
+// failed-to-start) RankSpec.
+type Reporter interface {
+	// Output is one line of the rank's stdout (stderr=false) or stderr,
+	// with its trailing newline; the last line of a stream may lack it.
+	Output(rank int, stderr bool, line []byte)
+	// Exited reports that the rank's process is gone and reaped.
+	Exited(ExitReport)
+}
+
+// Agent starts and supervises the ranks on one host. The head talks to
+// agents only through this interface: the local agent lives in the head's
+// process; remote agents (ssh, Slurm) would relay the same calls and
+// reports over the network, and relay the ranks' control connections to
+// the head's control server.
+type Agent interface {
+	// Host is the host id given to the ranks in FTMPI_HOST.
+	Host() string
+	// Start starts the given ranks concurrently and returns when every one
+	// has been started or has failed to start (reported through Exited).
+	Start(specs []RankSpec)
+	// Signal sends sig to the process group of rank. It is a no-op if the
+	// rank is not running.
+	Signal(rank int, sig syscall.Signal)
+	// SignalAll sends sig to the process groups of all running ranks.
+	SignalAll(sig syscall.Signal)
+	// Wait returns when every started rank has been reported Exited.
+	Wait()
+}

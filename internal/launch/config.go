@@ -1,0 +1,198 @@
+// Package launch is the ftmpirun launcher: a head that runs the control
+// server (key-value store and fences for boot.Client.Exchange, the
+// finalize fence, abort, the failure policy, the exit code, output
+// forwarding) and one Agent per host that starts and supervises the
+// ranks. Only a LocalAgent exists for now, living in the head's process;
+// the head never assumes a single host.
+//
+// Exit codes of Run (and of ftmpirun):
+//
+//	no failure                       rank 0's exit code (128+S if rank 0 was killed by signal S)
+//	rank called Abort(C)             C&0xff, or 1 if that is 0 (an aborted job never exits 0)
+//	failure, --on-failure abort      128+S if the failed rank was killed by signal S, else its status X, or 1 if X was 0
+//	failure, --on-failure continue   MPI 17.5.2: the exit code of the lowest rank that exited after
+//	                                 finalizing, else the last Abort's code, else rank 0's code
+//	a rank could not be started      1
+//	build of a Go package failed     1
+//	--timeout expired                124
+//	SIGINT / SIGTERM to ftmpirun     130 / 143
+//	usage error                      2
+//
+// A failure is the death of a rank that connected to the launcher (became
+// initialized) and had not finalized. A process that exits without ever
+// connecting (a plain program such as hostname) is a normal exit.
+package launch
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// Exit codes with a fixed meaning.
+const (
+	ExitUsage   = 2
+	ExitTimeout = 124
+)
+
+// DefaultKillGrace is how long ranks get between SIGTERM and SIGKILL when
+// ftmpirun is interrupted.
+const DefaultKillGrace = 2 * time.Second
+
+// Config describes one job. The zero value of every field except N and
+// Program is a safe default.
+type Config struct {
+	N         int           // number of ranks (>= 1)
+	Program   string        // executable (looked up in PATH if it has no slash) or Go main package directory
+	Args      []string      // arguments passed to every rank
+	TagOutput bool          // prefix every output line with "[R] "
+	Timeout   time.Duration // kill the job and exit 124 after this long; 0 means no limit
+	Transport string        // FTMPI_TRANSPORT for the ranks: "auto" (default), "unix" or "tcp"
+	OnFailure string        // "abort" (default) or "continue"
+	Verbose   bool          // print launcher progress on Stderr
+
+	Stdout io.Writer // ranks' stdout goes here; default os.Stdout
+	Stderr io.Writer // ranks' stderr and launcher messages; default os.Stderr
+	// Signals, if non-nil, delivers SIGINT/SIGTERM received by the
+	// launcher (signal.Notify is the caller's business): the first one
+	// sends SIGTERM to every rank, SIGKILL follows after KillGrace, and the
+	// exit code is 130 (SIGINT) or 143 (SIGTERM); a second signal kills at once.
+	Signals   <-chan os.Signal
+	KillGrace time.Duration // default DefaultKillGrace
+
+	Env        []string // base environment of the ranks; nil means os.Environ(). The boot.Env* variables are replaced.
+	TmpRoot    string   // where the per-job directory is created; default: os.TempDir() if short, else /tmp
+	CacheDir   string   // where built Go packages are kept; default os.UserCacheDir()/ftmpi/bin
+	ControlNet string   // network of the control server: "unix" (default) or "tcp" (127.0.0.1)
+}
+
+// UsageError is a command-line or configuration mistake (exit code 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp]
+                [--on-failure abort|continue] [-v] [--] PROGRAM [ARGS...]
+  -n, -np N        number of ranks
+  --tag-output     prefix each output line with [rank]
+  --timeout D      kill the job after D (e.g. 30s) and exit 124
+  --transport T    auto (default), unix, or tcp (force TCP even on one host)
+  --on-failure P   abort (default): kill the job when a rank fails; continue: notify survivors
+  -v               verbose
+PROGRAM is an executable (PATH lookup if it has no slash) or a Go main package
+directory, which is built once. stdin of every rank is /dev/null.
+`
+
+// Usage writes the short usage text.
+func Usage(w io.Writer) { _, _ = io.WriteString(w, usageText) }
+
+// ParseArgs parses ftmpirun's command line (without the program name).
+// Errors are *UsageError.
+func ParseArgs(args []string) (Config, error) {
+	var cfg Config
+	fs := flag.NewFlagSet("ftmpirun", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	n := -1
+	fs.IntVar(&n, "n", -1, "")
+	fs.IntVar(&n, "np", -1, "")
+	fs.BoolVar(&cfg.TagOutput, "tag-output", false, "")
+	fs.DurationVar(&cfg.Timeout, "timeout", 0, "")
+	fs.StringVar(&cfg.Transport, "transport", "auto", "")
+	fs.StringVar(&cfg.OnFailure, "on-failure", OnFailureAbort, "")
+	fs.BoolVar(&cfg.Verbose, "v", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, &UsageError{"help requested"}
+		}
+		return cfg, &UsageError{err.Error()}
+	}
+	if n == -1 {
+		return cfg, &UsageError{"missing -n N (number of ranks)"}
+	}
+	cfg.N = n
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return cfg, &UsageError{"missing PROGRAM"}
+	}
+	cfg.Program, cfg.Args = rest[0], rest[1:]
+	return cfg, cfg.validate()
+}
+
+func (cfg *Config) validate() error {
+	if cfg.N < 1 {
+		return &UsageError{fmt.Sprintf("invalid -n %d: need at least 1 rank", cfg.N)}
+	}
+	if cfg.Program == "" {
+		return &UsageError{"missing PROGRAM"}
+	}
+	if cfg.Timeout < 0 {
+		return &UsageError{fmt.Sprintf("invalid --timeout %v: must not be negative", cfg.Timeout)}
+	}
+	switch cfg.Transport {
+	case "":
+		cfg.Transport = "auto"
+	case "auto", "unix", "tcp":
+	default:
+		return &UsageError{fmt.Sprintf("invalid --transport %q: want auto, unix or tcp", cfg.Transport)}
+	}
+	switch cfg.OnFailure {
+	case "":
+		cfg.OnFailure = OnFailureAbort
+	case OnFailureAbort, OnFailureContinue:
+	default:
+		return &UsageError{fmt.Sprintf("invalid --on-failure %q: want abort or continue", cfg.OnFailure)}
+	}
+	switch cfg.ControlNet {
+	case "":
+		cfg.ControlNet = "unix"
+	case "unix", "tcp":
+	default:
+		return &UsageError{fmt.Sprintf("invalid control network %q: want unix or tcp", cfg.ControlNet)}
+	}
+	return nil
+}
+
+// Main runs ftmpirun with the given arguments and returns its exit code.
+func Main(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+	cfg, err := ParseArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "ftmpirun: %v\n", err)
+		Usage(stderr)
+		return ExitUsage
+	}
+	cfg.Stdout, cfg.Stderr, cfg.Signals = stdout, stderr, signals
+	return Run(cfg)
+}
+
+// signalExitCode is the conventional exit code of a process killed by sig.
+func signalExitCode(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 128 + int(syscall.SIGTERM)
+}
+
+// filterEnv drops the variables that the launcher sets for each rank.
+func filterEnv(env []string) []string {
+	drop := make(map[string]bool)
+	for _, kv := range (boot.Info{}).Env() {
+		name, _, _ := strings.Cut(kv, "=")
+		drop[name] = true
+	}
+	out := make([]string, 0, len(env)+8)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !drop[name] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

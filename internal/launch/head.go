@@ -1,0 +1,510 @@
+package launch
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// Failure policies (Config.OnFailure).
+const (
+	OnFailureAbort    = "abort"
+	OnFailureContinue = "continue"
+)
+
+// Kinds of job teardown.
+type causeKind int
+
+const (
+	causeNone    causeKind = iota
+	causeAbort             // a rank called Abort
+	causeFailure           // a rank failed in abort mode
+	causeStart             // a rank could not be started
+	causeTimeout           // --timeout expired
+	causeSignal            // ftmpirun got SIGINT/SIGTERM
+)
+
+type cause struct {
+	kind causeKind
+	code int
+}
+
+type rankState struct {
+	incarnation int
+	pid         int
+	connected   bool // a Client said hello: the rank is initialized
+	finalized   bool // the rank called Finalize
+	finReturned bool // the finalize fence completed for the rank (Finalize returned)
+	gone        bool // the agent reported the process gone
+	failed      bool // died after connecting and before finalizing
+	exit        ExitReport
+	fences      int // number of fences the rank has entered
+	conn        *ctlConn
+}
+
+type waiter struct {
+	c  *ctlConn
+	id uint64
+}
+
+// head is the control server and the job's bookkeeping: key-value store and
+// fences, finalize fence, abort, failure policy, exit code and output. It
+// does not know how ranks are started: agents report to it (it is their
+// Reporter) and it kills through them. Every rank talks to it with the
+// boot protocol, directly or (later) relayed by its host's agent.
+type head struct {
+	job       string
+	size      int
+	onFailure string
+	out       *output
+	verbose   bool
+
+	agentsMu sync.Mutex
+	agents   []Agent
+
+	mu         sync.Mutex
+	ranks      []rankState
+	kv         map[string]string
+	fenceWait  map[int][]waiter
+	finWait    []waiter
+	conns      map[*ctlConn]struct{}
+	closed     bool
+	cause      cause
+	lastAbort  *int
+	anyFailure bool
+	exited     int
+	allExited  chan struct{}
+	tearing    chan struct{} // closed when teardown starts
+	wg         sync.WaitGroup
+	listener   net.Listener
+}
+
+func newHead(job string, size int, onFailure string, out *output, verbose bool) *head {
+	return &head{
+		job:       job,
+		size:      size,
+		onFailure: onFailure,
+		out:       out,
+		verbose:   verbose,
+		ranks:     make([]rankState, size),
+		kv:        make(map[string]string),
+		fenceWait: make(map[int][]waiter),
+		conns:     make(map[*ctlConn]struct{}),
+		allExited: make(chan struct{}),
+		tearing:   make(chan struct{}),
+	}
+}
+
+func (h *head) addAgent(a Agent) {
+	h.agentsMu.Lock()
+	h.agents = append(h.agents, a)
+	h.agentsMu.Unlock()
+}
+
+func (h *head) signalAll(sig syscall.Signal) {
+	h.agentsMu.Lock()
+	agents := append([]Agent(nil), h.agents...)
+	h.agentsMu.Unlock()
+	for _, a := range agents {
+		a.SignalAll(sig)
+	}
+}
+
+// teardown records the first cause of a teardown. It reports whether this
+// call started it. The caller kills the ranks.
+func (h *head) teardownLocked(c cause) bool {
+	if h.cause.kind != causeNone {
+		return false
+	}
+	h.cause = c
+	close(h.tearing)
+	return true
+}
+
+// teardown starts killing the job with SIGKILL unless a teardown is already under way.
+func (h *head) teardown(c cause) {
+	h.mu.Lock()
+	started := h.teardownLocked(c)
+	h.mu.Unlock()
+	if started {
+		h.signalAll(syscall.SIGKILL)
+	}
+}
+
+func (h *head) tearingDown() bool {
+	select {
+	case <-h.tearing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Output implements Reporter.
+func (h *head) Output(rank int, stderr bool, line []byte) {
+	h.out.rankLine(rank, stderr, line)
+}
+
+// Exited implements Reporter.
+func (h *head) Exited(e ExitReport) {
+	killAll := false
+	h.mu.Lock()
+	rs := &h.ranks[e.Rank]
+	rs.gone = true
+	rs.exit = e
+	if e.Pid != 0 {
+		rs.pid = e.Pid
+	}
+	tearing := h.cause.kind != causeNone
+	switch {
+	case e.StartErr != nil && !tearing:
+		h.out.logf("rank %d could not be started: %v", e.Rank, e.StartErr)
+		killAll = h.teardownLocked(cause{kind: causeStart, code: 1})
+	case rs.connected && !rs.finalized && !tearing:
+		rs.failed = true
+		h.anyFailure = true
+		how := fmt.Sprintf("rank %d (pid %d) %s", e.Rank, e.Pid, e)
+		if e.Signal == 0 {
+			how += " before MPI finalize"
+		}
+		if h.onFailure == OnFailureAbort {
+			h.out.logf("%s", how)
+			code := e.Code()
+			if e.Signal == 0 && code == 0 {
+				code = 1
+			}
+			killAll = h.teardownLocked(cause{kind: causeFailure, code: code})
+		} else {
+			h.out.logf("%s; continuing (--on-failure continue)", how)
+			ev := boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: e.Rank, Incarnation: e.Incarnation, Reason: how}
+			for r := range h.ranks {
+				if o := &h.ranks[r]; r != e.Rank && !o.gone && o.conn != nil {
+					o.conn.send(ev)
+				}
+			}
+		}
+	default:
+		if h.verbose {
+			h.out.logf("rank %d (pid %d) %s", e.Rank, e.Pid, e)
+		}
+	}
+	h.checkFencesLocked()
+	h.checkFinalizeLocked()
+	h.exited++
+	if h.exited == h.size {
+		close(h.allExited)
+	}
+	h.mu.Unlock()
+	if killAll {
+		h.signalAll(syscall.SIGKILL)
+	}
+}
+
+// checkFencesLocked completes every fence all ranks have entered or left.
+func (h *head) checkFencesLocked() {
+	if h.cause.kind != causeNone {
+		return // the job is being killed; nobody returns from a fence any more
+	}
+	for seq, ws := range h.fenceWait {
+		var failed []int
+		done := true
+		for r := range h.ranks {
+			rs := &h.ranks[r]
+			if rs.fences >= seq {
+				continue
+			}
+			if !rs.gone {
+				done = false
+				break
+			}
+			failed = append(failed, r)
+		}
+		if !done {
+			continue
+		}
+		kv := make(map[string]string, len(h.kv))
+		for k, v := range h.kv {
+			kv[k] = v
+		}
+		for _, w := range ws {
+			w.c.send(boot.Msg{Op: boot.OpFence, ID: w.id, KV: kv, Failed: failed})
+		}
+		delete(h.fenceWait, seq)
+	}
+}
+
+// checkFinalizeLocked completes the finalize fence once every rank has
+// finalized or is gone.
+func (h *head) checkFinalizeLocked() {
+	if len(h.finWait) == 0 || h.cause.kind != causeNone {
+		return
+	}
+	for r := range h.ranks {
+		if rs := &h.ranks[r]; !rs.finalized && !rs.gone {
+			return
+		}
+	}
+	for _, w := range h.finWait {
+		if w.c.rank >= 0 {
+			h.ranks[w.c.rank].finReturned = true
+		}
+		w.c.send(boot.Msg{Op: boot.OpFinalize, ID: w.id})
+	}
+	h.finWait = nil
+}
+
+// exitCode computes ftmpirun's exit code once every rank is gone.
+func (h *head) exitCode() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch h.cause.kind {
+	case causeFailure, causeStart, causeTimeout, causeSignal:
+		return h.cause.code
+	case causeAbort:
+		if !(h.onFailure == OnFailureContinue && h.anyFailure) {
+			return h.cause.code
+		}
+	}
+	if h.onFailure == OnFailureContinue && h.anyFailure {
+		// MPI 17.5.2, advice to implementors: the lowest rank that exits
+		// after returning from Finalize, else the last abort, else rank 0.
+		for r := range h.ranks {
+			if rs := &h.ranks[r]; rs.finReturned && rs.gone {
+				return rs.exit.Code()
+			}
+		}
+		if h.lastAbort != nil {
+			return *h.lastAbort
+		}
+	}
+	return h.ranks[0].exit.Code()
+}
+
+// abortCode maps an MPI_Abort error code to an exit code: the low 8 bits,
+// except that 0 becomes 1 so that an aborted job never looks successful.
+func abortCode(code int) int {
+	c := code & 0xff
+	if c == 0 {
+		c = 1
+	}
+	return c
+}
+
+// serve accepts control connections until the listener is closed.
+func (h *head) serve(ln net.Listener) {
+	h.mu.Lock()
+	h.listener = ln
+	h.mu.Unlock()
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c := newCtlConn(nc)
+			h.mu.Lock()
+			if h.closed {
+				h.mu.Unlock()
+				nc.Close()
+				continue
+			}
+			h.conns[c] = struct{}{}
+			h.mu.Unlock()
+			h.wg.Add(2)
+			go func() { defer h.wg.Done(); c.writeLoop() }()
+			go func() { defer h.wg.Done(); h.readLoop(c) }()
+		}
+	}()
+}
+
+// close stops the control server: closes the listener and every
+// connection (blocked clients get an error), and waits for its goroutines.
+func (h *head) close() {
+	h.mu.Lock()
+	h.closed = true
+	ln := h.listener
+	conns := make([]*ctlConn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	for _, c := range conns {
+		c.close()
+	}
+	h.wg.Wait()
+}
+
+func (h *head) readLoop(c *ctlConn) {
+	defer func() {
+		c.close()
+		h.mu.Lock()
+		delete(h.conns, c)
+		if c.rank >= 0 && h.ranks[c.rank].conn == c {
+			h.ranks[c.rank].conn = nil
+		}
+		h.mu.Unlock()
+	}()
+	r := bufio.NewReader(c.nc)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var m boot.Msg
+		if err := json.Unmarshal(line, &m); err != nil {
+			c.send(boot.Msg{Op: boot.OpError, Error: "malformed message"})
+			return
+		}
+		if !h.handle(c, m) {
+			return
+		}
+	}
+}
+
+// handle processes one request. It returns false to drop the connection.
+func (h *head) handle(c *ctlConn, m boot.Msg) bool {
+	fail := func(format string, args ...any) bool {
+		c.send(boot.Msg{Op: boot.OpError, ID: m.ID, Error: fmt.Sprintf(format, args...)})
+		return false
+	}
+	if m.ID == 0 {
+		return fail("request without id")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.rank < 0 && m.Op != boot.OpHello {
+		return fail("first message must be hello")
+	}
+	switch m.Op {
+	case boot.OpHello:
+		if c.rank >= 0 {
+			return fail("duplicate hello")
+		}
+		if m.Job != h.job {
+			return fail("job %q is not this launcher's job", m.Job)
+		}
+		if m.Rank < 0 || m.Rank >= h.size {
+			return fail("rank %d out of range", m.Rank)
+		}
+		rs := &h.ranks[m.Rank]
+		if rs.connected {
+			return fail("rank %d is already connected", m.Rank)
+		}
+		if rs.gone {
+			return fail("rank %d is gone", m.Rank)
+		}
+		rs.connected = true
+		rs.incarnation = m.Incarnation
+		if m.Pid != 0 {
+			rs.pid = m.Pid
+		}
+		rs.conn = c
+		c.rank = m.Rank
+		c.send(boot.Msg{Op: boot.OpHello, ID: m.ID, Rank: m.Rank})
+		return true
+	case boot.OpFence:
+		rs := &h.ranks[c.rank]
+		for k, v := range m.KV {
+			h.kv[k] = v
+		}
+		rs.fences++
+		h.fenceWait[rs.fences] = append(h.fenceWait[rs.fences], waiter{c, m.ID})
+		h.checkFencesLocked()
+		return true
+	case boot.OpFinalize:
+		h.ranks[c.rank].finalized = true
+		h.finWait = append(h.finWait, waiter{c, m.ID})
+		h.checkFinalizeLocked()
+		return true
+	case boot.OpAbort:
+		code := abortCode(m.Code)
+		h.lastAbort = &code
+		c.send(boot.Msg{Op: boot.OpAbort, ID: m.ID})
+		if h.teardownLocked(cause{kind: causeAbort, code: code}) {
+			h.out.logf("rank %d called abort with code %d: %s", c.rank, m.Code, m.Reason)
+			h.wg.Add(1)
+			go func() { defer h.wg.Done(); h.signalAll(syscall.SIGKILL) }() // not under h.mu: agents call Exited
+		}
+		return true
+	default:
+		c.send(boot.Msg{Op: boot.OpError, ID: m.ID, Error: "unknown op " + strconv.Quote(m.Op)})
+		return true
+	}
+}
+
+// ctlConn is one control connection. Sends never block: messages are
+// queued and written by the connection's writer goroutine.
+type ctlConn struct {
+	nc   net.Conn
+	rank int // -1 until hello
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  []boot.Msg
+	closed bool
+}
+
+func newCtlConn(nc net.Conn) *ctlConn {
+	c := &ctlConn{nc: nc, rank: -1}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+func (c *ctlConn) send(m boot.Msg) {
+	c.mu.Lock()
+	if !c.closed {
+		c.queue = append(c.queue, m)
+		c.cond.Signal()
+	}
+	c.mu.Unlock()
+}
+
+func (c *ctlConn) writeLoop() {
+	w := bufio.NewWriter(c.nc)
+	enc := json.NewEncoder(w)
+	for {
+		c.mu.Lock()
+		for len(c.queue) == 0 && !c.closed {
+			c.cond.Wait()
+		}
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		q := c.queue
+		c.queue = nil
+		c.mu.Unlock()
+		for _, m := range q {
+			if enc.Encode(m) != nil {
+				c.close()
+				return
+			}
+		}
+		if w.Flush() != nil {
+			c.close()
+			return
+		}
+	}
+}
+
+// close closes the connection; queued messages not yet written are dropped.
+func (c *ctlConn) close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		c.nc.Close()
+		c.cond.Broadcast()
+	}
+	c.mu.Unlock()
+}

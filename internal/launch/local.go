@@ -1,0 +1,220 @@
+package launch
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxLine bounds a forwarded line; longer lines are split (each part is
+// still written whole, so ranks never interleave inside a part).
+const maxLine = 1 << 20
+
+// drainGrace is how long output of a rank whose process group is gone is
+// still read; it only matters if an escaped descendant holds the pipe.
+const drainGrace = 500 * time.Millisecond
+
+// LocalAgent starts ranks as child processes of the current process.
+//
+// Each rank runs in its own process group (so that signals reach every
+// process it forks) with a parent-death signal of SIGKILL (so that
+// SIGKILL of the launcher kills it). stdin is /dev/null; stdout and
+// stderr are pipes read line by line and passed to the Reporter. When a
+// rank's main process exits, the rest of its process group is killed: a
+// rank never leaves orphans behind.
+type LocalAgent struct {
+	host string
+	rep  Reporter
+
+	mu    sync.Mutex
+	procs map[int]*localProc
+	wg    sync.WaitGroup
+}
+
+type localProc struct {
+	mu     sync.Mutex
+	pid    int
+	reaped bool
+}
+
+// NewLocalAgent returns an agent for this host that reports to rep.
+func NewLocalAgent(host string, rep Reporter) *LocalAgent {
+	return &LocalAgent{host: host, rep: rep, procs: make(map[int]*localProc)}
+}
+
+// Host implements Agent.
+func (a *LocalAgent) Host() string { return a.host }
+
+// Start implements Agent.
+func (a *LocalAgent) Start(specs []RankSpec) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		for _, s := range specs {
+			a.wg.Add(1)
+			go func() {
+				defer a.wg.Done()
+				a.rep.Exited(ExitReport{Host: a.host, Rank: s.Rank, Incarnation: s.Incarnation, StartErr: err})
+			}()
+		}
+		return
+	}
+	defer devnull.Close()
+	var started sync.WaitGroup
+	for _, s := range specs {
+		started.Add(1)
+		a.wg.Add(1)
+		go a.run(s, devnull, &started)
+	}
+	started.Wait()
+}
+
+func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup) {
+	defer a.wg.Done()
+	rep := ExitReport{Host: a.host, Rank: s.Rank, Incarnation: s.Incarnation}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		started.Done()
+		rep.StartErr = err
+		a.rep.Exited(rep)
+		return
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		started.Done()
+		rep.StartErr = err
+		a.rep.Exited(rep)
+		return
+	}
+	lp := &localProc{}
+	lp.mu.Lock() // nobody signals the rank before its pid is known
+	a.mu.Lock()
+	a.procs[s.Rank] = lp
+	a.mu.Unlock()
+	attr := &os.ProcAttr{
+		Env:   s.Env,
+		Files: []*os.File{devnull, outW, errW},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	p, err := os.StartProcess(s.Path, append([]string{s.Path}, s.Args...), attr)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		lp.reaped = true
+		lp.mu.Unlock()
+		started.Done()
+		outR.Close()
+		errR.Close()
+		rep.StartErr = err
+		a.rep.Exited(rep)
+		return
+	}
+	lp.pid = p.Pid
+	rep.Pid = p.Pid
+	lp.mu.Unlock()
+	started.Done()
+
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go a.forward(s.Rank, false, outR, &readers)
+	go a.forward(s.Rank, true, errR, &readers)
+
+	// Wait for the exit without reaping, so that the pid (and with it the
+	// process group id) cannot be reused while we kill the leftovers of
+	// the group; then reap.
+	for {
+		var si unix.Siginfo
+		err := unix.Waitid(unix.P_PID, p.Pid, &si, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	lp.mu.Lock()
+	_ = unix.Kill(-p.Pid, unix.SIGKILL)
+	st, werr := p.Wait()
+	lp.reaped = true
+	lp.mu.Unlock()
+	if werr != nil {
+		rep.StartErr = werr
+	} else if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		rep.Signal = ws.Signal()
+	} else {
+		rep.Status = st.ExitCode()
+	}
+
+	deadline := time.Now().Add(drainGrace)
+	_ = outR.SetReadDeadline(deadline)
+	_ = errR.SetReadDeadline(deadline)
+	readers.Wait()
+	outR.Close()
+	errR.Close()
+	a.rep.Exited(rep)
+}
+
+// forward reads r line by line and reports each line.
+func (a *LocalAgent) forward(rank int, stderr bool, r io.Reader, wg *sync.WaitGroup) {
+	defer wg.Done()
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			if err == nil && buf == nil {
+				a.rep.Output(rank, stderr, append([]byte(nil), chunk...))
+				continue
+			}
+			buf = append(buf, chunk...)
+		}
+		if err == nil || len(buf) >= maxLine {
+			a.rep.Output(rank, stderr, buf)
+			buf = nil
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			if len(buf) > 0 {
+				a.rep.Output(rank, stderr, buf) // partial last line
+			}
+			return
+		}
+	}
+}
+
+// Signal implements Agent.
+func (a *LocalAgent) Signal(rank int, sig syscall.Signal) {
+	a.mu.Lock()
+	lp := a.procs[rank]
+	a.mu.Unlock()
+	if lp != nil {
+		lp.signal(sig)
+	}
+}
+
+// SignalAll implements Agent.
+func (a *LocalAgent) SignalAll(sig syscall.Signal) {
+	a.mu.Lock()
+	procs := make([]*localProc, 0, len(a.procs))
+	for _, lp := range a.procs {
+		procs = append(procs, lp)
+	}
+	a.mu.Unlock()
+	for _, lp := range procs {
+		lp.signal(sig)
+	}
+}
+
+func (lp *localProc) signal(sig syscall.Signal) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if !lp.reaped && lp.pid > 0 {
+		_ = unix.Kill(-lp.pid, sig)
+	}
+}
+
+// Wait implements Agent.
+func (a *LocalAgent) Wait() { a.wg.Wait() }

@@ -1,0 +1,183 @@
+package launch
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// maxShortTmp is the longest TmpRoot used by default; unix socket paths
+// must stay below 108 bytes.
+const maxShortTmp = 40
+
+// Run launches the job described by cfg, waits for it and returns
+// ftmpirun's exit code (see the package comment). It leaves no process,
+// goroutine or temporary file behind.
+func Run(cfg Config) int {
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput}
+	if err := cfg.validate(); err != nil {
+		out.logf("%v", err)
+		Usage(cfg.Stderr)
+		return ExitUsage
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	t0 := time.Now()
+
+	path, err := resolveProgram(cfg.Program, cfg.CacheDir)
+	if err != nil {
+		var ue *UsageError
+		var be *BuildError
+		switch {
+		case errors.As(err, &ue):
+			out.logf("%v", err)
+			Usage(cfg.Stderr)
+			return ExitUsage
+		case errors.As(err, &be):
+			if len(be.Output) > 0 {
+				_, _ = cfg.Stderr.Write(be.Output)
+			}
+			out.logf("%v", err)
+			return 1
+		default:
+			out.logf("%v", err)
+			return 1
+		}
+	}
+	if cfg.Verbose {
+		out.logf("program %s (resolved in %v)", path, time.Since(t0).Round(time.Microsecond))
+	}
+
+	root := cfg.TmpRoot
+	if root == "" {
+		root = os.TempDir()
+		if len(root) > maxShortTmp {
+			root = "/tmp"
+		}
+	}
+	tmpDir, err := os.MkdirTemp(root, "ftmpi-")
+	if err != nil {
+		out.logf("cannot create job directory: %v", err)
+		return 1
+	}
+	defer os.RemoveAll(tmpDir)
+
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	job := hex.EncodeToString(rnd[:])
+
+	var ln net.Listener
+	var control string
+	if cfg.ControlNet == "tcp" {
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		if err == nil {
+			control = "tcp:" + ln.Addr().String()
+		}
+	} else {
+		sock := filepath.Join(tmpDir, "ctl")
+		ln, err = net.Listen("unix", sock)
+		control = "unix:" + sock
+	}
+	if err != nil {
+		out.logf("cannot listen for control connections: %v", err)
+		return 1
+	}
+
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	h := newHead(job, cfg.N, cfg.OnFailure, out, cfg.Verbose)
+	h.serve(ln)
+	defer h.close()
+	agent := NewLocalAgent(host, h)
+	h.addAgent(agent)
+
+	baseEnv := cfg.Env
+	if baseEnv == nil {
+		baseEnv = os.Environ()
+	}
+	baseEnv = filterEnv(baseEnv)
+	specs := make([]RankSpec, cfg.N)
+	for r := range specs {
+		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
+		env := make([]string, 0, len(baseEnv)+8)
+		env = append(append(env, baseEnv...), info.Env()...)
+		specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env}
+	}
+	if cfg.Verbose {
+		out.logf("job %s: %d ranks on %s, control %s, tmp %s", job, cfg.N, host, control, tmpDir)
+	}
+
+	var timeout <-chan time.Time
+	if cfg.Timeout > 0 {
+		t := time.NewTimer(cfg.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	agent.Start(specs)
+	if cfg.Verbose {
+		out.logf("%d ranks started in %v", cfg.N, time.Since(t0).Round(time.Microsecond))
+	}
+	// A teardown that began while ranks were still being started may have
+	// missed some of them.
+	if h.tearingDown() {
+		h.signalAll(syscall.SIGKILL)
+	}
+
+	var grace <-chan time.Time
+	signals := cfg.Signals
+	interrupted := false
+wait:
+	for {
+		select {
+		case <-h.allExited:
+			break wait
+		case sig := <-signals:
+			if interrupted {
+				h.signalAll(syscall.SIGKILL)
+				continue
+			}
+			interrupted = true
+			h.mu.Lock()
+			h.teardownLocked(cause{kind: causeSignal, code: signalExitCode(sig)})
+			h.mu.Unlock()
+			out.logf("received %v; terminating the job", sig)
+			h.signalAll(syscall.SIGTERM)
+			gt := time.NewTimer(cfg.KillGrace)
+			defer gt.Stop()
+			grace = gt.C
+		case <-grace:
+			h.signalAll(syscall.SIGKILL)
+		case <-timeout:
+			timeout = nil
+			h.mu.Lock()
+			started := h.teardownLocked(cause{kind: causeTimeout, code: ExitTimeout})
+			h.mu.Unlock()
+			if started {
+				out.logf("job timed out after %v; killing all ranks", cfg.Timeout)
+				h.signalAll(syscall.SIGKILL)
+			}
+		}
+	}
+	agent.Wait()
+	code := h.exitCode()
+	if cfg.Verbose {
+		out.logf("job %s done in %v, exit code %d", job, time.Since(t0).Round(time.Microsecond), code)
+	}
+	return code
+}

@@ -1,0 +1,5 @@
+package main
+
+var x int = "not an int"
+
+func main() {}
