@@ -81,6 +81,13 @@ func TestFailureContinueMode(t *testing.T) {
 		}
 	}
 	expectStderr(t, r, "continuing")
+	// A rank dies before publishing its endpoint: Exchange reports it
+	// instead of hanging.
+	r = run(t, limit, "-n", "3", "--on-failure", "continue", rankprogBin, "crashearly", "2", "20")
+	expectCode(t, r, 20)
+	if strings.Count(r.stdout, "exchange reports [2] gone") != 2 {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
 	// Rank 0 dies: rank 1 is the lowest finalized rank.
 	expectCode(t, run(t, limit, "-n", "3", "--on-failure=continue", rankprogBin, "crash", "0", "10"), 11)
 	// Nobody returns from Finalize: the last abort's code.
@@ -191,6 +198,8 @@ func TestSIGKILLOfLauncherKillsRanks(t *testing.T) {
 	t.Parallel()
 	s := start(t, "-n", "4", rankprogBin, "hangterm")
 	pids := s.readyPids(t, 4, limit)
+	// The job directory cannot be removed by a SIGKILLed launcher.
+	t.Cleanup(func() { os.RemoveAll(s.tmpDir) })
 	if err := s.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -264,13 +273,20 @@ func TestGoPackageDir(t *testing.T) {
 // In-process runs: Run leaves no goroutine behind (goleak in TestMain).
 func TestRunInProcess(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := Run(Config{N: 3, Program: rankprogBin, Args: []string{"hello", "9"}, ControlNet: "tcp", TagOutput: true,
+	code := Run(Config{N: 3, Program: rankprogBin, Args: []string{"hello", "9"}, ControlNet: "tcp", TagOutput: true, Verbose: true,
 		Stdout: &stdout, Stderr: &stderr, Env: append(os.Environ(), "FTMPI_TESTMARK="+newMark(t))})
 	if code != 9 {
 		t.Fatalf("code %d, want 9\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
 	if n := strings.Count(stdout.String(), "endpoints ok"); n != 3 {
 		t.Fatalf("stdout:\n%s", &stdout)
+	}
+	m := regexp.MustCompile(`tmp (/\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("verbose output lacks the job directory:\n%s", &stderr)
+	}
+	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
+		t.Errorf("job directory %s still exists after Run (%v)", m[1], err)
 	}
 }
 

@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 	ftmpirunBin = filepath.Join(dir, "ftmpirun")
 	rankprogBin = filepath.Join(dir, "rankprog")
 	for _, b := range [][2]string{{ftmpirunBin, "../../cmd/ftmpirun"}, {rankprogBin, "./testdata/rankprog"}} {
-		out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
+		args := []string{"build", "-o", b[0]}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, b[1])...).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", b[1], err, out)
 			os.RemoveAll(dir)
@@ -155,6 +159,7 @@ type started struct {
 	mark   string
 	lines  chan string // stdout lines
 	stderr *bytes.Buffer
+	tmpDir string // FTMPI_TMPDIR, known once a rank is ready
 	done   chan struct{}
 	err    error
 }
@@ -200,9 +205,11 @@ func (s *started) readyPids(t *testing.T, n int, d time.Duration) []int {
 			if !ok {
 				t.Fatalf("ftmpirun ended before %d ranks were ready; stderr:\n%s", n, s.stderr)
 			}
-			if p, found := strings.CutPrefix(l, "ready pid "); found {
-				pid, _ := strconv.Atoi(p)
+			var pid int
+			var tmp string
+			if _, err := fmt.Sscanf(l, "ready pid %d tmp %s", &pid, &tmp); err == nil {
 				pids = append(pids, pid)
+				s.tmpDir = tmp
 			}
 		case <-deadline:
 			t.Fatalf("only %d of %d ranks ready after %v", len(pids), n, d)
@@ -239,3 +246,7 @@ func pidAlive(pid int) bool {
 	i := bytes.LastIndexByte(stat, ')')
 	return !(i > 0 && i+2 < len(stat) && stat[i+2] == 'Z')
 }
+
+// raceEnabled is set when the tests run under -race; the binaries are then
+// built with the race detector too.
+var raceEnabled bool

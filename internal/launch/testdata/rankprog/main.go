@@ -8,12 +8,15 @@
 //	nofin R X           exchange; rank R exits X without finalizing; others finalize
 //	abortcont           rank 1 crashes; rank 0 waits for the event and aborts with 7;
 //	                    the others wait in Finalize
-//	hang                connect, print "ready pid P", block forever
+//	crashearly R BASE   rank R SIGKILLs itself before Exchange; the others get a
+//	                    *boot.FailedError naming R, then behave as in crash
+//	hang                connect, print "ready pid P tmp DIR", block forever
 //	hangterm            like hang but ignore SIGTERM
 //	lines K             print K numbered lines on stdout and stderr, then a partial line
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -72,15 +75,30 @@ func main() {
 		if mode == "hangterm" {
 			signal.Ignore(syscall.SIGTERM)
 		}
-		fmt.Printf("ready pid %d\n", os.Getpid())
+		fmt.Printf("ready pid %d tmp %s\n", os.Getpid(), info.TmpDir)
 		select {}
 	}
 	self := boot.Endpoint{Addrs: map[string]string{
 		"unix": filepath.Join(info.TmpDir, "r"+strconv.Itoa(info.Rank)),
 		"tcp":  "127.0.0.1:" + strconv.Itoa(20000+info.Rank),
 	}}
+	if mode == "crashearly" && info.Rank == arg(0) {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
 	eps, err := c.Exchange(self)
-	if err != nil {
+	var fe *boot.FailedError
+	if mode == "crashearly" {
+		if !errors.As(err, &fe) || len(fe.Ranks) != 1 || fe.Ranks[0] != arg(0) {
+			die("exchange: got %v, want a FailedError for rank %d", err, arg(0))
+		}
+		fmt.Printf("rank %d: exchange reports %v gone\n", info.Rank, fe.Ranks)
+		eps[arg(0)] = boot.Endpoint{Rank: arg(0), Host: info.Host, Addrs: map[string]string{
+			"unix": filepath.Join(info.TmpDir, "r"+strconv.Itoa(arg(0))),
+			"tcp":  "127.0.0.1:" + strconv.Itoa(20000+arg(0)),
+		}}
+		mode = "crash"
+	} else if err != nil {
 		die("exchange: %v", err)
 	}
 	if len(eps) != info.Size {

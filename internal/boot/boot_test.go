@@ -1,0 +1,273 @@
+package boot
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func lookupFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestFromEnv(t *testing.T) {
+	if _, ok, err := fromLookup(lookupFrom(nil)); ok || err != nil {
+		t.Fatalf("singleton: ok=%v err=%v", ok, err)
+	}
+	good := Info{Job: "ab12", Rank: 2, Size: 4, Control: "unix:/tmp/x/ctl", Host: "h1", TmpDir: "/tmp/x", Transport: "tcp", Incarnation: 3}
+	env := map[string]string{}
+	for _, kv := range good.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	info, ok, err := fromLookup(lookupFrom(env))
+	if err != nil || !ok || info != good {
+		t.Fatalf("got %+v ok=%v err=%v, want %+v", info, ok, err, good)
+	}
+	delete(env, EnvTransport)
+	delete(env, EnvIncarnation)
+	info, _, err = fromLookup(lookupFrom(env))
+	if err != nil || info.Transport != "auto" || info.Incarnation != 0 {
+		t.Fatalf("defaults: %+v %v", info, err)
+	}
+	for _, tc := range []struct{ name, value string }{
+		{EnvRank, "x"}, {EnvRank, "-1"}, {EnvRank, "4"}, {EnvSize, "0"}, {EnvSize, ""},
+		{EnvIncarnation, "one"}, {EnvControl, "udp:1.2.3.4:5"}, {EnvControl, "nocolon"}, {EnvTransport, "shm"},
+	} {
+		bad := map[string]string{}
+		for k, v := range env {
+			bad[k] = v
+		}
+		bad[tc.name] = tc.value
+		if _, _, err := fromLookup(lookupFrom(bad)); err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s=%q: error %v does not name the variable", tc.name, tc.value, err)
+		}
+	}
+	noSize := map[string]string{EnvRank: "0"}
+	if _, _, err := fromLookup(lookupFrom(noSize)); err == nil || !strings.Contains(err.Error(), EnvSize) {
+		t.Errorf("missing size: %v", err)
+	}
+}
+
+// fakeLauncher is a minimal control server for one rank, scripted by the test.
+type fakeLauncher struct {
+	ln    net.Listener
+	conns chan net.Conn
+}
+
+func newFake(t *testing.T) (*fakeLauncher, Info) {
+	sock := filepath.Join(t.TempDir(), "ctl")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeLauncher{ln: ln, conns: make(chan net.Conn, 1)}
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			f.conns <- c
+		}
+		close(f.conns)
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return f, Info{Job: "j", Rank: 1, Size: 3, Control: "unix:" + sock, Host: "h", Transport: "auto"}
+}
+
+// serve accepts the connection, answers hello and returns a reader/writer.
+func (f *fakeLauncher) serve(t *testing.T) (net.Conn, *bufio.Reader, *json.Encoder) {
+	var c net.Conn
+	select {
+	case c = <-f.conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection")
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	enc := json.NewEncoder(c)
+	m := read(t, r)
+	if m.Op != OpHello || m.Rank != 1 || m.Job != "j" || m.Pid == 0 {
+		t.Fatalf("bad hello %+v", m)
+	}
+	enc.Encode(Msg{Op: OpHello, ID: m.ID})
+	return c, r, enc
+}
+
+func read(t *testing.T, r *bufio.Reader) Msg {
+	t.Helper()
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	var m Msg
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+type connectResult struct {
+	c   *Client
+	err error
+}
+
+func connect(info Info) chan connectResult {
+	ch := make(chan connectResult, 1)
+	go func() { c, err := Connect(info); ch <- connectResult{c, err} }()
+	return ch
+}
+
+func TestClientExchangeEventsFinalize(t *testing.T) {
+	f, info := newFake(t)
+	ch := connect(info)
+	conn, r, enc := f.serve(t)
+	defer conn.Close()
+	res := <-ch
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	c := res.c
+	defer c.Close()
+
+	// Many events while nobody reads Events: the reader must not stall.
+	for i := 0; i < 1000; i++ {
+		enc.Encode(Msg{Op: OpEvent, Kind: EventFailed, Rank: 2, Incarnation: i, Reason: "test"})
+	}
+	done := make(chan error, 1)
+	var eps []Endpoint
+	go func() {
+		var err error
+		eps, err = c.Exchange(Endpoint{Addrs: map[string]string{"tcp": "127.0.0.1:9"}})
+		done <- err
+	}()
+	m := read(t, r)
+	if m.Op != OpFence || m.KV[EndpointKey(1)] == "" {
+		t.Fatalf("bad fence %+v", m)
+	}
+	kv := map[string]string{
+		EndpointKey(0): `{"Rank":0,"Host":"h","Addrs":{"unix":"/s0"}}`,
+		EndpointKey(1): m.KV[EndpointKey(1)],
+	}
+	enc.Encode(Msg{Op: OpFence, ID: m.ID, KV: kv, Failed: []int{2}})
+	select {
+	case err := <-done:
+		var fe *FailedError
+		if !errors.As(err, &fe) || len(fe.Ranks) != 1 || fe.Ranks[0] != 2 {
+			t.Fatalf("exchange error %v, want FailedError{[2]}", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("exchange did not return")
+	}
+	if eps[0].Addrs["unix"] != "/s0" || eps[1].Addrs["tcp"] != "127.0.0.1:9" || eps[1].Host != "h" || eps[2].Addrs != nil {
+		t.Fatalf("endpoints %+v", eps)
+	}
+	for i := 0; i < 1000; i++ {
+		select {
+		case ev := <-c.Events():
+			if ev.Kind != EventFailed || ev.Rank != 2 || ev.Incarnation != i {
+				t.Fatalf("event %d: %+v", i, ev)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d missing", i)
+		}
+	}
+	go func() { done <- c.Finalize() }()
+	m = read(t, r)
+	if m.Op != OpFinalize {
+		t.Fatalf("bad finalize %+v", m)
+	}
+	enc.Encode(Msg{Op: OpFinalize, ID: m.ID})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- c.Abort(3, "why") }()
+	m = read(t, r)
+	if m.Op != OpAbort || m.Code != 3 || m.Reason != "why" {
+		t.Fatalf("bad abort %+v", m)
+	}
+	enc.Encode(Msg{Op: OpAbort, ID: m.ID})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Lost():
+		t.Fatal("Lost closed after Close")
+	default:
+	}
+	if err := c.Finalize(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+func TestClientLostWhenLauncherDies(t *testing.T) {
+	f, info := newFake(t)
+	ch := connect(info)
+	conn, r, _ := f.serve(t)
+	res := <-ch
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	c := res.c
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() { _, err := c.Exchange(Endpoint{}); done <- err }()
+	read(t, r) // the fence request arrived; now the launcher dies
+	conn.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLost) {
+			t.Fatalf("exchange: %v, want ErrLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("exchange hangs after the launcher died")
+	}
+	select {
+	case <-c.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost not closed")
+	}
+	select {
+	case _, ok := <-c.Events():
+		if ok {
+			t.Fatal("unexpected event")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Events not closed after loss")
+	}
+	if err := c.Finalize(); !errors.Is(err, ErrLost) {
+		t.Fatalf("after loss: %v", err)
+	}
+}
+
+func TestConnectRefused(t *testing.T) {
+	f, info := newFake(t)
+	ch := connect(info)
+	var c net.Conn
+	select {
+	case c = <-f.conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection")
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	m := read(t, r)
+	json.NewEncoder(c).Encode(Msg{Op: OpError, ID: m.ID, Error: "rank 1 is already connected"})
+	res := <-ch
+	if res.err == nil || !strings.Contains(res.err.Error(), "already connected") {
+		t.Fatalf("Connect: %v", res.err)
+	}
+	if _, err := Connect(Info{Control: "unix:" + filepath.Join(t.TempDir(), "none")}); err == nil {
+		t.Fatal("Connect to nothing succeeded")
+	}
+}

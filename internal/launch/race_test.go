@@ -1,0 +1,5 @@
+//go:build race
+
+package launch
+
+func init() { raceEnabled = true }
