@@ -337,3 +337,16 @@ func TestParseArgs(t *testing.T) {
 		t.Fatalf("%+v", cfg)
 	}
 }
+
+func TestStartup16(t *testing.T) {
+	t.Parallel()
+	r := run(t, limit, "-n", "16", rankprogBin, "hello")
+	expectCode(t, r, 0)
+	if n := strings.Count(r.stdout, "endpoints ok"); n != 16 {
+		t.Fatalf("%d ranks reported, want 16", n)
+	}
+	t.Logf("ftmpirun -n 16 (race=%v) took %v", raceEnabled, r.elapsed)
+	if r.elapsed > 5*time.Second { // loose: shared CI, race detector; the target without -race is < 375ms
+		t.Errorf("job start too slow: %v", r.elapsed)
+	}
+}
