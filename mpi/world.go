@@ -155,6 +155,12 @@ func initProcess(info boot.Info) (*World, error) {
 	}
 	spin.Store(readerSpin(onHost))
 	tr.SetPeers(peers)
+	if mode == "" || mode == sock.ModeAuto {
+		mode = sock.ModeAuto
+		if onHost == len(eps) {
+			mode = sock.ModeUnix // every peer is local: auto means Unix sockets
+		}
+	}
 	w := newWorld(info.Rank, info.Size, eng, tr, string(mode))
 	w.client = client
 	w.abort = make(chan struct{})

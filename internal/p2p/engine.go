@@ -88,13 +88,18 @@ func (r *Req) Status() Status { return r.st }
 // IsRecv reports whether r is a receive.
 func (r *Req) IsRecv() bool { return r.isRecv }
 
+// complete marks r done and wakes its waiters. Nothing of r is touched
+// after done is set (the waiter may already be recycling r); a late token
+// on ch is harmless because Wait re-checks done.
 func (r *Req) complete() {
+	ch := r.ch
+	w := r.waiter.Load()
 	r.done.Store(true)
 	select {
-	case r.ch <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
-	if w := r.waiter.Load(); w != nil {
+	if w != nil {
 		select {
 		case *w <- struct{}{}:
 		default:
@@ -141,6 +146,7 @@ type msg struct {
 	data     []byte
 	pooled   *[]byte
 	complete bool
+	drain    bool // matched at arrival by a receive too small: drain, copy the prefix
 	recv     *Req // matched while its payload was still arriving
 	prev     *msg
 	next     *msg
@@ -212,12 +218,15 @@ func (e *Engine) Release(r *Req) {
 	if !r.done.Load() {
 		return
 	}
-	ch := r.ch
 	select {
-	case <-ch:
+	case <-r.ch:
 	default:
 	}
-	*r = Req{ch: ch}
+	r.e, r.isRecv, r.buf, r.id, r.prev, r.next = nil, false, nil, 0, nil, nil
+	r.ctx, r.src, r.tag, r.dtype, r.peer = 0, 0, 0, 0, 0
+	r.st = Status{}
+	r.done.Store(false)
+	r.waiter.Store(nil)
 	reqPool.Put(r)
 }
 
@@ -365,12 +374,8 @@ func checkFit(r *Req, dtype uint8, n int) error {
 
 func (e *Engine) deliverEager(r *Req, m *msg) {
 	r.st = Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: len(m.data), DType: m.h.DType}
-	if err := checkFit(r, m.h.DType, len(m.data)); err != nil {
-		r.st.Err = err
-		copy(r.buf, m.data)
-	} else {
-		copy(r.buf, m.data)
-	}
+	r.st.Err = checkFit(r, m.h.DType, len(m.data))
+	copy(r.buf, m.data) // on truncation the fitting prefix
 	putBuf(m.pooled)
 	r.complete()
 }
@@ -390,7 +395,7 @@ func (e *Engine) Frame(from int, h *transport.Header) ([]byte, any) {
 					return nil, r
 				}
 				// Drain into a scratch buffer; the fitting prefix is copied.
-				m := &msg{from: from, h: *h, recv: r}
+				m := &msg{from: from, h: *h, recv: r, drain: true}
 				m.data, m.pooled = getBuf(int(h.N))
 				return m.data, m
 			}
@@ -464,7 +469,7 @@ func (e *Engine) Payload(from int, h *transport.Header, dst []byte, cookie any) 
 			c.complete()
 		}
 	case *msg:
-		if c.recv != nil && c.recv.st.Err != nil && !c.complete {
+		if c.drain {
 			// Truncated eager receive matched at arrival.
 			copy(c.recv.buf, c.data)
 			putBuf(c.pooled)

@@ -1,0 +1,246 @@
+// Command ftmpi-bench measures ftmpi in the style of the OSU micro
+// benchmarks and prints one JSON object per measurement (from rank 0):
+//
+//	{"name":"latency","impl":"ftmpi","transport":"unix","np":2,"size":1,"median":5.9,"unit":"us","runs":5}
+//
+// Run it under the launcher, for example
+//
+//	ftmpirun -n 2 --transport tcp ftmpi-bench -bench latency
+//
+// The medians over -runs repetitions are reported because the machines are
+// noisy; bench/compare.sh runs the same measurements with MPICH and Open MPI
+// and prints the ratios.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+type result struct {
+	Name      string  `json:"name"`
+	Impl      string  `json:"impl"`
+	Transport string  `json:"transport"`
+	NP        int     `json:"np"`
+	Size      int     `json:"size"`
+	Median    float64 `json:"median"`
+	Unit      string  `json:"unit"`
+	Runs      int     `json:"runs"`
+}
+
+type bench struct {
+	c      *mpi.Comm
+	runs   int
+	min    int
+	max    int
+	iters  int
+	window int
+	out    *json.Encoder
+	trans  string
+}
+
+func main() {
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier")
+	runs := flag.Int("runs", 5, "repetitions; the median is reported")
+	minSize := flag.Int("min", 1, "smallest message size in bytes")
+	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
+	iters := flag.Int("iters", 1000, "iterations per repetition for small messages (scaled down for large ones)")
+	flag.Parse()
+
+	w, err := mpi.Init()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ftmpi-bench:", err)
+		os.Exit(1)
+	}
+	b := &bench{c: w.CommWorld(), runs: max(1, *runs), min: max(1, *minSize), max: *maxSize,
+		iters: max(1, *iters), window: 64, out: json.NewEncoder(os.Stdout), trans: w.Transport()}
+	switch *which {
+	case "latency":
+		if b.max == 0 {
+			b.max = 4 << 20
+		}
+		b.need2()
+		b.latency()
+	case "bw", "bibw":
+		if b.max == 0 {
+			b.max = 16 << 20
+		}
+		b.need2()
+		b.bandwidth(*which == "bibw")
+	case "barrier":
+		b.barrier()
+	default:
+		if w.Rank() == 0 {
+			fmt.Fprintf(os.Stderr, "ftmpi-bench: unknown benchmark %q (want latency, bw, bibw or barrier)\n", *which)
+		}
+		w.Finalize()
+		os.Exit(2)
+	}
+	w.Finalize()
+}
+
+func (b *bench) need2() {
+	if b.c.Size() < 2 {
+		fmt.Fprintln(os.Stderr, "ftmpi-bench: this benchmark needs at least 2 ranks (run it under ftmpirun -n 2)")
+		os.Exit(2)
+	}
+}
+
+func (b *bench) emit(name string, size int, samples []float64, unit string) {
+	if b.c.Rank() != 0 {
+		return
+	}
+	slices.Sort(samples)
+	b.out.Encode(result{Name: name, Impl: "ftmpi", Transport: b.trans, NP: b.c.Size(), Size: size,
+		Median: samples[len(samples)/2], Unit: unit, Runs: len(samples)})
+}
+
+func sizes(lo, hi int) []int {
+	var s []int
+	for n := lo; n <= hi; n *= 2 {
+		s = append(s, n)
+	}
+	return s
+}
+
+func scaled(iters, size int) int {
+	switch {
+	case size >= 1<<20:
+		return max(10, iters/50)
+	case size >= 64<<10:
+		return max(20, iters/10)
+	}
+	return iters
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ftmpi-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// latency is OSU latency: ping-pong between ranks 0 and 1, half round trip.
+func (b *bench) latency() {
+	c := b.c
+	buf := make([]byte, b.max)
+	for _, size := range sizes(b.min, b.max) {
+		n := scaled(b.iters, size)
+		warm := max(10, n/10)
+		var samples []float64
+		for run := 0; run < b.runs; run++ {
+			check(c.Barrier())
+			var start time.Time
+			for i := 0; i < warm+n; i++ {
+				if i == warm {
+					start = time.Now()
+				}
+				switch c.Rank() {
+				case 0:
+					check(mpi.Send(c, buf[:size], 1, 1))
+					_, err := mpi.Recv(c, buf[:size], 1, 1)
+					check(err)
+				case 1:
+					_, err := mpi.Recv(c, buf[:size], 0, 1)
+					check(err)
+					check(mpi.Send(c, buf[:size], 0, 1))
+				}
+			}
+			samples = append(samples, float64(time.Since(start).Nanoseconds())/1e3/float64(2*n))
+		}
+		b.emit("latency", size, samples, "us")
+	}
+}
+
+// bandwidth is OSU bw (and bibw): windows of nonblocking sends, then an
+// acknowledgement.
+func (b *bench) bandwidth(bidir bool) {
+	c := b.c
+	sbuf := make([]byte, b.max)
+	rbuf := make([]byte, b.max)
+	ack := make([]byte, 1)
+	reqs := make([]*mpi.Request, 0, 2*b.window)
+	name := "bw"
+	if bidir {
+		name = "bibw"
+	}
+	for _, size := range sizes(b.min, b.max) {
+		n := max(5, scaled(b.iters/10, size))
+		warm := max(2, n/10)
+		var samples []float64
+		for run := 0; run < b.runs; run++ {
+			check(c.Barrier())
+			var start time.Time
+			for i := 0; i < warm+n; i++ {
+				if i == warm {
+					start = time.Now()
+				}
+				reqs = reqs[:0]
+				switch c.Rank() {
+				case 0:
+					if bidir {
+						for j := 0; j < b.window; j++ {
+							r, err := mpi.Irecv(c, rbuf[:size], 1, 2)
+							check(err)
+							reqs = append(reqs, r)
+						}
+					}
+					for j := 0; j < b.window; j++ {
+						r, err := mpi.Isend(c, sbuf[:size], 1, 2)
+						check(err)
+						reqs = append(reqs, r)
+					}
+					_, err := mpi.Waitall(reqs)
+					check(err)
+					_, err = mpi.Recv(c, ack, 1, 3)
+					check(err)
+				case 1:
+					for j := 0; j < b.window; j++ {
+						r, err := mpi.Irecv(c, rbuf[:size], 0, 2)
+						check(err)
+						reqs = append(reqs, r)
+					}
+					if bidir {
+						for j := 0; j < b.window; j++ {
+							r, err := mpi.Isend(c, sbuf[:size], 0, 2)
+							check(err)
+							reqs = append(reqs, r)
+						}
+					}
+					_, err := mpi.Waitall(reqs)
+					check(err)
+					check(mpi.Send(c, ack, 0, 3))
+				}
+			}
+			el := time.Since(start).Seconds()
+			bytes := float64(size) * float64(b.window) * float64(n)
+			if bidir {
+				bytes *= 2
+			}
+			samples = append(samples, bytes/el/1e6)
+		}
+		b.emit(name, size, samples, "MB/s")
+	}
+}
+
+// barrier times MPI_Barrier over all ranks.
+func (b *bench) barrier() {
+	c := b.c
+	n := b.iters
+	var samples []float64
+	for run := 0; run < b.runs; run++ {
+		check(c.Barrier())
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			check(c.Barrier())
+		}
+		samples = append(samples, float64(time.Since(start).Nanoseconds())/1e3/float64(n))
+	}
+	b.emit("barrier", 0, samples, "us")
+}
