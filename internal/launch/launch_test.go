@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
 const limit = 30 * time.Second
@@ -345,7 +347,7 @@ func TestStartup16(t *testing.T) {
 	if n := strings.Count(r.stdout, "endpoints ok"); n != 16 {
 		t.Fatalf("%d ranks reported, want 16", n)
 	}
-	t.Logf("ftmpirun -n 16 (race=%v) took %v", raceEnabled, r.elapsed)
+	t.Logf("ftmpirun -n 16 (race=%v) took %v", jobtest.RaceEnabled, r.elapsed)
 	if r.elapsed > 5*time.Second { // loose: shared CI, race detector; the target without -race is < 375ms
 		t.Errorf("job start too slow: %v", r.elapsed)
 	}

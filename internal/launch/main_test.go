@@ -3,20 +3,17 @@ package launch
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
 var (
@@ -32,17 +29,10 @@ func TestMain(m *testing.M) {
 	}
 	ftmpirunBin = filepath.Join(dir, "ftmpirun")
 	rankprogBin = filepath.Join(dir, "rankprog")
-	for _, b := range [][2]string{{ftmpirunBin, "../../cmd/ftmpirun"}, {rankprogBin, "./testdata/rankprog"}} {
-		args := []string{"build", "-o", b[0]}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, b[1])...).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", b[1], err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
+	if err := jobtest.Build([]string{ftmpirunBin, rankprogBin}, []string{"../../cmd/ftmpirun", "./testdata/rankprog"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -55,55 +45,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// newMark returns a unique value for the FTMPI_TESTMARK variable; every
-// process of a test's job inherits it, which lets leftovers be found.
-func newMark(t *testing.T) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return t.Name() + "-" + hex.EncodeToString(b[:])
-}
+func newMark(t *testing.T) string { return jobtest.NewMark(t) }
 
-// markedPids lists live (non-zombie) processes whose environment holds mark.
-func markedPids(mark string) []int {
-	want := []byte("FTMPI_TESTMARK=" + mark + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(env, want) {
-			continue
-		}
-		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-				continue
-			}
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
+func markedPids(mark string) []int { return jobtest.MarkedPids(mark) }
 
-// assertNoLeftovers fails unless every process of the job is gone within d.
 func assertNoLeftovers(t *testing.T, mark string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		pids := markedPids(mark)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, p := range pids {
-				syscall.Kill(p, syscall.SIGKILL)
-			}
-			t.Fatalf("leftover processes of the job: %v", pids)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
+	jobtest.AssertNoLeftovers(t, mark, d)
 }
 
 type result struct {
@@ -116,27 +64,8 @@ type result struct {
 // nothing of the job is left behind.
 func run(t *testing.T, limit time.Duration, args ...string) result {
 	t.Helper()
-	mark := newMark(t)
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ftmpirunBin, args...)
-	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	res := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
-	if ctx.Err() != nil {
-		assertNoLeftovers(t, mark, 0)
-		t.Fatalf("ftmpirun %q did not finish within %v\nstdout:\n%s\nstderr:\n%s", args, limit, res.stdout, res.stderr)
-	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		res.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("ftmpirun %q: %v", args, err)
-	}
-	assertNoLeftovers(t, mark, 2*time.Second)
-	return res
+	r := jobtest.Run(t, limit, nil, ftmpirunBin, args...)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr, elapsed: r.Elapsed}
 }
 
 func expectCode(t *testing.T, r result, want int) {
@@ -238,15 +167,4 @@ func (s *started) wait(t *testing.T, d time.Duration) int {
 	return 0
 }
 
-func pidAlive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return !(i > 0 && i+2 < len(stat) && stat[i+2] == 'Z')
-}
-
-// raceEnabled is set when the tests run under -race; the binaries are then
-// built with the race detector too.
-var raceEnabled bool
+func pidAlive(pid int) bool { return jobtest.PidAlive(pid) }

@@ -1,0 +1,5 @@
+//go:build race
+
+package jobtest
+
+func init() { RaceEnabled = true }

@@ -1,5 +1,0 @@
-//go:build race
-
-package launch
-
-func init() { raceEnabled = true }
