@@ -173,7 +173,8 @@ mpich_cmd() {
 CMD=()
 
 # run_json LABEL TIMEOUT CMD...: run one benchmark launch; its JSON lines go to
-# stdout and the results file, everything else to a log. Non-zero on failure.
+# stdout and the results file, everything else to a log. Returns 1 on failure,
+# 2 (a skip, not a failure) if the program says it does not know the benchmark.
 N_LAUNCH=0
 run_json() {
 	local label=$1 to=$2
@@ -184,6 +185,10 @@ run_json() {
 	timeout -k 10 "$to" "$@" >"$out" 2>"$err" || rc=$?
 	grep '^{' "$out" | tee -a "$RESULTS" || true
 	if ((rc != 0)); then
+		if ! grep -q '^{' "$out" && grep -qi 'unknown benchmark' "$err"; then
+			skip "$label: not implemented yet ($(grep -i -m1 'unknown benchmark' "$err"))"
+			return 2
+		fi
 		if ((rc == 124 || rc == 137)); then
 			fail "$label: timed out after ${to}s (partial results kept; log $err)"
 		else
@@ -275,7 +280,9 @@ run_coll() {
 	for np in $COLL_NPS; do
 		local args=(-runs "$RUNS")
 		if ((ft)); then
-			run_json "ftmpi coll np $np" "$COLL_TIMEOUT" "$FTRUN" -n "$np" "${fttr[@]}" "$FTBENCH" -bench coll "${args[@]}" || true
+			local rc=0
+			run_json "ftmpi coll np $np" "$COLL_TIMEOUT" "$FTRUN" -n "$np" "${fttr[@]}" "$FTBENCH" -bench coll "${args[@]}" || rc=$?
+			((rc == 2)) && ft=0
 		fi
 		if ((HAVE_MPI)); then
 			ompi_cmd "$np" -- "$BUILD/openmpi/coll" -impl openmpi -transport shm -budget "$COLL_BUDGET_MS" "${args[@]}"
