@@ -83,7 +83,7 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
   -n, -np N        number of ranks
   --tag-output     prefix each output line with [rank]
   --timeout D      kill the job after D (e.g. 30s) and exit 124
-  --transport T    auto (default), unix, or tcp (force TCP even on one host)
+  --transport T    auto (default, or $FTMPI_TRANSPORT), unix, or tcp (force TCP even on one host)
   --on-failure P   abort (default): kill the job when a rank fails; continue: notify survivors
   -v               verbose
 PROGRAM is an executable (PATH lookup if it has no slash) or a Go main package
@@ -105,7 +105,11 @@ func ParseArgs(args []string) (Config, error) {
 	fs.IntVar(&n, "np", -1, "")
 	fs.BoolVar(&cfg.TagOutput, "tag-output", false, "")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "")
-	fs.StringVar(&cfg.Transport, "transport", "auto", "")
+	defTransport := os.Getenv("FTMPI_TRANSPORT") // the environment sets the default; the flag wins
+	if defTransport == "" {
+		defTransport = "auto"
+	}
+	fs.StringVar(&cfg.Transport, "transport", defTransport, "")
 	fs.StringVar(&cfg.OnFailure, "on-failure", OnFailureAbort, "")
 	fs.BoolVar(&cfg.Verbose, "v", false, "")
 	if err := fs.Parse(args); err != nil {
