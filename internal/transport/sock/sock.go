@@ -49,21 +49,25 @@ type Peer struct {
 
 // Config configures a Transport.
 type Config struct {
-	Self    int           // this rank
-	Host    string        // this rank's host id
-	Mode    Mode          // "" means ModeAuto
-	Dir     string        // directory for the Unix socket ("" disables Unix)
-	TCPAddr string        // listen address for TCP, "" means 127.0.0.1:0
+	Self    int                  // this rank
+	Host    string               // this rank's host id
+	Mode    Mode                 // "" means ModeAuto
+	Dir     string               // directory for the Unix socket ("" disables Unix)
+	TCPAddr string               // listen address for TCP, "" means 127.0.0.1:0
 	SpinFn  func() time.Duration // reader spin before parking (read per connection); nil or 0 disables
 	Handler transport.Handler
 	Name    string // socket file name stem (default "r<Self>")
 }
 
 const (
-	helloMagic = 0x66746d70 // "ftmp"
-	kindBye    = 0xff
-	sockBuf    = 4 << 20
-	smallWrite = 16 << 10
+	helloMagic  = 0x66746d70 // "ftmp"
+	replyAccept = 1
+	replyRefuse = 2
+
+	connectTimeout = 30 * time.Second
+	kindBye        = 0xff
+	sockBuf        = 4 << 20
+	smallWrite     = 16 << 10
 )
 
 // Transport implements transport.Transport over sockets.
@@ -75,17 +79,34 @@ type Transport struct {
 	lnTCP  net.Listener
 
 	mu     sync.Mutex
-	out    map[int]*outConn
-	in     map[net.Conn]struct{}
+	sendTo map[int]*peerState
+	conns  map[*conn]struct{}
 	closed bool
 
 	wg sync.WaitGroup
 }
 
-type outConn struct {
+// peerState is how this rank sends to one peer; guarded by Transport.mu.
+type peerState struct {
+	send    *conn         // the connection frames to this peer go on; fixed once set
+	err     error         // dial error: the peer is unreachable
+	dialing bool          // a dial to this peer is in progress
+	expect  bool          // our dial was refused: the peer's own connection is on its way
+	ready   chan struct{} // closed when send, err or dialing changes
+}
+
+func (ps *peerState) changed() {
+	if ps.ready != nil {
+		close(ps.ready)
+	}
+	ps.ready = make(chan struct{})
+}
+
+// conn is one socket; its reader runs in its own goroutine.
+type conn struct {
 	mu      sync.Mutex // serialises writes (frames are never interleaved)
 	c       net.Conn
-	err     error
+	err     error // first write error
 	scratch []byte
 	hdr     [transport.HeaderSize]byte
 	bufs    [2][]byte
@@ -100,7 +121,7 @@ func Listen(cfg Config) (*Transport, error) {
 	if cfg.Name == "" {
 		cfg.Name = "r" + strconv.Itoa(cfg.Self)
 	}
-	t := &Transport{cfg: cfg, out: make(map[int]*outConn), in: make(map[net.Conn]struct{})}
+	t := &Transport{cfg: cfg, sendTo: make(map[int]*peerState), conns: make(map[*conn]struct{})}
 	if cfg.Mode != ModeTCP && cfg.Dir != "" {
 		path := filepath.Join(cfg.Dir, cfg.Name+".sock")
 		_ = os.Remove(path)
@@ -162,17 +183,59 @@ func (t *Transport) acceptLoop(ln net.Listener) {
 		if err != nil {
 			return
 		}
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
+		cc := &conn{c: c}
+		if !t.track(cc) {
 			c.Close()
 			return
 		}
-		t.in[c] = struct{}{}
-		t.wg.Add(1)
-		t.mu.Unlock()
-		go t.readLoop(c)
+		go t.readLoop(cc, -1)
 	}
+}
+
+// untrack forgets a connection that was refused.
+func (t *Transport) untrack(cc *conn) {
+	t.mu.Lock()
+	delete(t.conns, cc)
+	t.mu.Unlock()
+}
+
+// track registers a connection (and its reader); false after Close.
+func (t *Transport) track(cc *conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.conns[cc] = struct{}{}
+	t.wg.Add(1)
+	return true
+}
+
+// peerLocked returns the state of peer r; t.mu held.
+func (t *Transport) peerLocked(r int) *peerState {
+	ps := t.sendTo[r]
+	if ps == nil {
+		ps = &peerState{ready: make(chan struct{})}
+		t.sendTo[r] = ps
+	}
+	return ps
+}
+
+// accepted decides whether a connection dialled by peer becomes the
+// connection both ranks send on. When both ranks dial each other at once,
+// the connection dialled by the lower rank wins; the other is refused
+// before any frame travels on it.
+func (t *Transport) accepted(peer int, cc *conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ps := t.peerLocked(peer)
+	if ps.send != nil || (ps.dialing && peer > t.cfg.Self) {
+		return false
+	}
+	ps.send = cc
+	ps.expect = false
+	ps.changed()
+	return true
 }
 
 func tune(c net.Conn) {
@@ -187,15 +250,12 @@ func tune(c net.Conn) {
 	}
 }
 
-// readLoop reads the frames of one accepted connection.
-func (t *Transport) readLoop(c net.Conn) {
+// readLoop reads the frames of one connection. peer is -1 for an accepted
+// connection, whose first bytes name the peer.
+func (t *Transport) readLoop(cc *conn, peer int) {
 	defer t.wg.Done()
-	defer func() {
-		t.mu.Lock()
-		delete(t.in, c)
-		t.mu.Unlock()
-		c.Close()
-	}()
+	c := cc.c
+	defer c.Close()
 	tune(c)
 	var src io.Reader = c
 	if t.cfg.SpinFn != nil {
@@ -209,13 +269,24 @@ func (t *Transport) readLoop(c net.Conn) {
 	}
 	br := bufio.NewReaderSize(src, 64<<10)
 	var hb [transport.HeaderSize]byte
-	if _, err := io.ReadFull(br, hb[:12]); err != nil {
-		return
+	if peer < 0 {
+		if _, err := io.ReadFull(br, hb[:12]); err != nil {
+			return
+		}
+		if binary.LittleEndian.Uint32(hb[0:]) != helloMagic {
+			return
+		}
+		peer = int(binary.LittleEndian.Uint64(hb[4:]))
+		reply := []byte{replyRefuse}
+		ok := t.accepted(peer, cc)
+		if ok {
+			reply[0] = replyAccept
+		}
+		if _, err := c.Write(reply); err != nil || !ok {
+			t.untrack(cc)
+			return
+		}
 	}
-	if binary.LittleEndian.Uint32(hb[0:]) != helloMagic {
-		return
-	}
-	peer := int(binary.LittleEndian.Uint64(hb[4:]))
 	var h transport.Header
 	for {
 		if _, err := io.ReadFull(br, hb[:]); err != nil {
@@ -298,34 +369,76 @@ func (s *spinReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (t *Transport) conn(to int) (*outConn, error) {
-	t.mu.Lock()
-	if t.closed {
+// sendConn returns the connection to send to peer on, locked for writing.
+func (t *Transport) sendConn(to int) (*conn, error) {
+	deadline := time.Now().Add(connectTimeout)
+	for {
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			return nil, transport.ErrClosed
+		}
+		ps := t.peerLocked(to)
+		if cc := ps.send; cc != nil {
+			t.mu.Unlock()
+			cc.mu.Lock()
+			return cc, nil
+		}
+		if ps.err != nil {
+			err := ps.err
+			t.mu.Unlock()
+			return nil, err
+		}
+		if ps.dialing || ps.expect {
+			ready := ps.ready
+			t.mu.Unlock()
+			select {
+			case <-ready:
+			case <-time.After(time.Until(deadline)):
+				return nil, fmt.Errorf("connect to rank %d: no connection after %v", to, connectTimeout)
+			}
+			continue
+		}
+		ps.dialing = true
 		t.mu.Unlock()
-		return nil, transport.ErrClosed
+
+		c, ok, err := t.dial(to)
+		var cc *conn
+		if err == nil && ok {
+			cc = &conn{c: c}
+			if !t.track(cc) {
+				c.Close()
+				return nil, transport.ErrClosed
+			}
+			go t.readLoop(cc, to)
+		} else if c != nil {
+			c.Close()
+		}
+		t.mu.Lock()
+		ps.dialing = false
+		switch {
+		case err != nil:
+			if ps.send == nil {
+				ps.err = err
+			}
+		case ok:
+			if ps.send == nil {
+				ps.send = cc
+			} // else both dials were accepted: cc stays open for reading only
+		default:
+			ps.expect = ps.send == nil
+		}
+		ps.changed()
+		t.mu.Unlock()
 	}
-	oc := t.out[to]
-	if oc == nil {
-		oc = &outConn{}
-		t.out[to] = oc
-	}
-	t.mu.Unlock()
-	oc.mu.Lock()
-	if oc.c == nil && oc.err == nil {
-		oc.c, oc.err = t.dial(to)
-	}
-	if oc.err != nil {
-		err := oc.err
-		oc.mu.Unlock()
-		return nil, err
-	}
-	return oc, nil // locked
 }
 
-func (t *Transport) dial(to int) (net.Conn, error) {
+// dial connects to rank to and reports whether it accepted the connection
+// as the one both ranks send on.
+func (t *Transport) dial(to int) (net.Conn, bool, error) {
 	pp := t.peers.Load()
 	if pp == nil || to < 0 || to >= len(*pp) {
-		return nil, fmt.Errorf("no address for rank %d", to)
+		return nil, false, fmt.Errorf("no address for rank %d", to)
 	}
 	p := (*pp)[to]
 	network, addr := "tcp", p.TCP
@@ -333,7 +446,7 @@ func (t *Transport) dial(to int) (net.Conn, error) {
 		network, addr = "unix", p.Unix
 	}
 	if addr == "" {
-		return nil, fmt.Errorf("rank %d has no reachable address", to)
+		return nil, false, fmt.Errorf("rank %d has no reachable address", to)
 	}
 	var c net.Conn
 	var err error
@@ -341,29 +454,36 @@ func (t *Transport) dial(to int) (net.Conn, error) {
 	// refused connection means the peer is gone; retry briefly only for the
 	// transient errors of a busy accept queue.
 	for attempt := 0; ; attempt++ {
-		c, err = net.DialTimeout(network, addr, 5*time.Second)
+		c, err = net.DialTimeout(network, addr, connectTimeout)
 		if err == nil || attempt >= 20 || !errors.Is(err, syscall.EAGAIN) {
 			break
 		}
 		time.Sleep(time.Millisecond << min(attempt, 6))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("connect to rank %d at %s %s: %w", to, network, addr, err)
+		return nil, false, fmt.Errorf("connect to rank %d at %s %s: %w", to, network, addr, err)
 	}
 	tune(c)
 	var hello [12]byte
 	binary.LittleEndian.PutUint32(hello[0:], helloMagic)
 	binary.LittleEndian.PutUint64(hello[4:], uint64(t.cfg.Self))
+	var reply [1]byte
+	c.SetDeadline(time.Now().Add(connectTimeout))
 	if _, err := c.Write(hello[:]); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("connect to rank %d: %w", to, err)
+		return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)
 	}
-	return c, nil
+	if _, err := io.ReadFull(c, reply[:]); err != nil {
+		c.Close()
+		return nil, false, fmt.Errorf("connect to rank %d: no handshake reply: %w", to, err)
+	}
+	c.SetDeadline(time.Time{})
+	return c, reply[0] == replyAccept, nil
 }
 
 // Send implements transport.Transport.
 func (t *Transport) Send(to int, h *transport.Header, payload []byte) error {
-	oc, err := t.conn(to)
+	oc, err := t.sendConn(to)
 	if err != nil {
 		if errors.Is(err, transport.ErrClosed) {
 			return err
@@ -371,6 +491,9 @@ func (t *Transport) Send(to int, h *transport.Header, payload []byte) error {
 		return fmt.Errorf("%w: %v", transport.ErrPeerLost, err)
 	}
 	defer oc.mu.Unlock()
+	if oc.err != nil {
+		return fmt.Errorf("%w: send to rank %d: %v", transport.ErrPeerLost, to, oc.err)
+	}
 	n := len(payload)
 	if n <= smallWrite {
 		need := transport.HeaderSize + n
@@ -405,29 +528,26 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	t.closed = true
-	outs := make([]*outConn, 0, len(t.out))
-	for _, oc := range t.out {
-		outs = append(outs, oc)
+	all := make([]*conn, 0, len(t.conns))
+	for cc := range t.conns {
+		all = append(all, cc)
 	}
 	t.mu.Unlock()
+	// Every connection gets a goodbye, so the peer's reader ends quietly
+	// instead of reporting this rank lost.
 	var bye [transport.HeaderSize]byte
 	(&transport.Header{Kind: kindBye}).Encode(bye[:])
-	for _, oc := range outs {
-		oc.mu.Lock()
-		if oc.c != nil && oc.err == nil {
-			oc.c.SetWriteDeadline(time.Now().Add(time.Second))
-			oc.c.Write(bye[:])
-			oc.c.Close()
+	for _, cc := range all {
+		cc.mu.Lock()
+		if cc.err == nil {
+			cc.c.SetWriteDeadline(time.Now().Add(time.Second))
+			cc.c.Write(bye[:])
 		}
-		oc.err = transport.ErrClosed
-		oc.mu.Unlock()
+		cc.err = transport.ErrClosed
+		cc.c.Close()
+		cc.mu.Unlock()
 	}
 	t.closeListeners()
-	t.mu.Lock()
-	for c := range t.in {
-		c.Close()
-	}
-	t.mu.Unlock()
 	t.wg.Wait()
 	if t.lnUnix != nil {
 		os.Remove(t.lnUnix.Addr().String())
