@@ -35,8 +35,16 @@ type Comm struct {
 	rank    int
 	size    int
 	members []int // world rank of each member; nil means identity (CommWorld)
+	remote  []int // intercommunicators: world rank of each remote member; nil for intracommunicators
 	errh    atomic.Pointer[Errhandler]
 }
+
+// IsInter reports whether c is an intercommunicator (MPI_Comm_test_inter).
+func (c *Comm) IsInter() bool { return c.remote != nil }
+
+// RemoteSize is the size of the remote group of an intercommunicator, 0 for
+// an intracommunicator (MPI_Comm_remote_size).
+func (c *Comm) RemoteSize() int { return len(c.remote) }
 
 // Rank is the calling process's rank in c (MPI_Comm_rank).
 func (c *Comm) Rank() int { return c.rank }
