@@ -135,6 +135,19 @@ func (r *Req) Wait(abort <-chan struct{}) bool {
 	return true
 }
 
+// NewLocalReq returns a request that no message completes: its owner
+// completes it with Finish (used for operations run by a goroutine, such
+// as nonblocking collectives). Wait, SetWaiter and Release work on it as on
+// any request.
+func (e *Engine) NewLocalReq() *Req { return e.newReq() }
+
+// Finish completes a request made by NewLocalReq with status st. It must
+// be called exactly once.
+func (r *Req) Finish(st Status) {
+	r.st = st
+	r.complete()
+}
+
 // SetWaiter registers a channel signalled (non-blocking) on completion;
 // used by Waitany/Waitsome. Pass nil to clear.
 func (r *Req) SetWaiter(c *chan struct{}) { r.waiter.Store(c) }
@@ -150,6 +163,20 @@ type msg struct {
 	recv     *Req // matched while its payload was still arriving
 	prev     *msg
 	next     *msg
+}
+
+var msgPool = sync.Pool{New: func() any { return new(msg) }}
+
+func newMsg(from int, h *transport.Header) *msg {
+	m := msgPool.Get().(*msg)
+	m.from, m.h = from, *h
+	return m
+}
+
+// freeMsg recycles an arrived message once nothing refers to it.
+func freeMsg(m *msg) {
+	*m = msg{}
+	msgPool.Put(m)
 }
 
 type probeWaiter struct {
@@ -240,7 +267,7 @@ func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 	}
 	if !sync && len(buf) <= e.eagerLimit {
 		h := transport.Header{Kind: KindEager, DType: dtype, Ctx: ctx, Src: src, Tag: tag, N: uint64(len(buf))}
-		if err := e.tr.Send(peer, &h, buf); err != nil {
+		if err := e.tr.Send(peer, h, buf); err != nil {
 			return nil, e.sendErr(peer, err)
 		}
 		return nil, nil
@@ -259,7 +286,7 @@ func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 	e.sends[r.id] = r
 	e.mu.Unlock()
 	h := transport.Header{Kind: KindRTS, DType: dtype, Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf))}
-	if err := e.tr.Send(peer, &h, nil); err != nil {
+	if err := e.tr.Send(peer, h, nil); err != nil {
 		e.mu.Lock()
 		delete(e.sends, r.id)
 		e.mu.Unlock()
@@ -312,9 +339,11 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 			}
 			e.mu.Unlock()
 			e.deliverEager(r, m)
+			freeMsg(m)
 			return r, nil
 		case KindRTS:
 			e.acceptRTS(r, m.from, &m.h) // unlocks
+			freeMsg(m)
 			return r, nil
 		}
 	}
@@ -349,7 +378,7 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 	e.mu.Unlock()
 	go func() {
 		defer e.asyncSends.Done()
-		if err := e.tr.Send(from, &cts, nil); err != nil {
+		if err := e.tr.Send(from, cts, nil); err != nil {
 			e.mu.Lock()
 			_, still := e.recvs[r.id]
 			delete(e.recvs, r.id)
@@ -381,7 +410,8 @@ func (e *Engine) deliverEager(r *Req, m *msg) {
 }
 
 // Frame implements transport.Handler.
-func (e *Engine) Frame(from int, h *transport.Header) ([]byte, any) {
+func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
+	h := &hv
 	switch h.Kind {
 	case KindEager:
 		e.mu.Lock()
@@ -395,13 +425,14 @@ func (e *Engine) Frame(from int, h *transport.Header) ([]byte, any) {
 					return nil, r
 				}
 				// Drain into a scratch buffer; the fitting prefix is copied.
-				m := &msg{from: from, h: *h, recv: r, drain: true}
+				m := newMsg(from, h)
+				m.recv, m.drain = r, true
 				m.data, m.pooled = getBuf(int(h.N))
 				return m.data, m
 			}
 			return r.buf[:h.N], r
 		}
-		m := &msg{from: from, h: *h}
+		m := newMsg(from, h)
 		if h.N > 0 {
 			m.data, m.pooled = getBuf(int(h.N))
 		} else {
@@ -417,7 +448,8 @@ func (e *Engine) Frame(from int, h *transport.Header) ([]byte, any) {
 			e.acceptRTS(r, from, h)
 			return nil, nil
 		}
-		m := &msg{from: from, h: *h, complete: true}
+		m := newMsg(from, h)
+		m.complete = true
 		e.appendUnex(m)
 		e.wakeProbes(h)
 		e.mu.Unlock()
@@ -442,7 +474,7 @@ func (e *Engine) Frame(from int, h *transport.Header) ([]byte, any) {
 				d.N = 0
 				payload = nil
 			}
-			if err := e.tr.Send(from, &d, payload); err != nil {
+			if err := e.tr.Send(from, d, payload); err != nil {
 				r.st.Err = e.sendErr(from, err)
 			}
 			r.complete()
@@ -462,7 +494,7 @@ func (e *Engine) Frame(from int, h *transport.Header) ([]byte, any) {
 }
 
 // Payload implements transport.Handler.
-func (e *Engine) Payload(from int, h *transport.Header, dst []byte, cookie any) {
+func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any) {
 	switch c := cookie.(type) {
 	case *Req:
 		if c != nil {
@@ -473,7 +505,9 @@ func (e *Engine) Payload(from int, h *transport.Header, dst []byte, cookie any) 
 			// Truncated eager receive matched at arrival.
 			copy(c.recv.buf, c.data)
 			putBuf(c.pooled)
-			c.recv.complete()
+			r := c.recv
+			freeMsg(c)
+			r.complete()
 			return
 		}
 		e.mu.Lock()
@@ -482,6 +516,7 @@ func (e *Engine) Payload(from int, h *transport.Header, dst []byte, cookie any) 
 		e.mu.Unlock()
 		if r != nil {
 			e.deliverEager(r, c)
+			freeMsg(c)
 		}
 	}
 }

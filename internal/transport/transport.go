@@ -72,10 +72,10 @@ type Handler interface {
 	// Frame is called for every frame. When h.N > 0 it returns the buffer of
 	// exactly h.N bytes where the payload must be placed (nil discards the
 	// payload) and a cookie the transport hands back to Payload.
-	Frame(from int, h *Header) (dst []byte, cookie any)
+	Frame(from int, h Header) (dst []byte, cookie any)
 	// Payload is called after every Frame, once the payload (if any) is in
 	// dst, with the cookie Frame returned.
-	Payload(from int, h *Header, dst []byte, cookie any)
+	Payload(from int, h Header, dst []byte, cookie any)
 	// PeerLost is called once when the frames of a peer can no longer
 	// arrive (its connection broke without an orderly goodbye).
 	PeerLost(peer int, err error)
@@ -86,7 +86,7 @@ type Transport interface {
 	// Send delivers h and payload to rank to. len(payload) must equal h.N.
 	// It returns once the caller may reuse payload. Concurrent Sends are
 	// allowed; frames from one goroutine to one peer arrive in order.
-	Send(to int, h *Header, payload []byte) error
+	Send(to int, h Header, payload []byte) error
 	// Close releases connections and goroutines. Peers see an orderly
 	// goodbye, not a failure.
 	Close() error

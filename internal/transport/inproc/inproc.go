@@ -41,7 +41,7 @@ func (f *Fabric) Attach(rank int, h transport.Handler) *Endpoint {
 }
 
 // Send implements transport.Transport.
-func (e *Endpoint) Send(to int, h *transport.Header, payload []byte) error {
+func (e *Endpoint) Send(to int, h transport.Header, payload []byte) error {
 	if e.closed.Load() {
 		return transport.ErrClosed
 	}
@@ -57,12 +57,11 @@ func (e *Endpoint) Send(to int, h *transport.Header, payload []byte) error {
 		return transport.ErrPeerLost
 	}
 	hd := *hp
-	hdr := *h
-	buf, cookie := hd.Frame(e.self, &hdr)
+	buf, cookie := hd.Frame(e.self, h)
 	if len(buf) > 0 {
 		copy(buf, payload)
 	}
-	hd.Payload(e.self, &hdr, buf, cookie)
+	hd.Payload(e.self, h, buf, cookie)
 	return nil
 }
 

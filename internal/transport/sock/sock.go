@@ -110,6 +110,7 @@ type conn struct {
 	scratch []byte
 	hdr     [transport.HeaderSize]byte
 	bufs    [2][]byte
+	nb      net.Buffers
 }
 
 // Listen creates the listeners and starts accepting. Peers must be set with
@@ -262,7 +263,7 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 		if spin := t.cfg.SpinFn(); spin > 0 {
 			if sc, ok := c.(syscall.Conn); ok {
 				if rc, err := sc.SyscallConn(); err == nil {
-					src = &spinReader{rc: rc, spin: spin}
+					src = newSpinReader(rc, spin)
 				}
 			}
 		}
@@ -297,7 +298,7 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 		if h.Kind == kindBye {
 			return
 		}
-		dst, cookie := t.cfg.Handler.Frame(peer, &h)
+		dst, cookie := t.cfg.Handler.Frame(peer, h)
 		if h.N > 0 {
 			var err error
 			if uint64(len(dst)) == h.N {
@@ -310,7 +311,7 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 				return
 			}
 		}
-		t.cfg.Handler.Payload(peer, &h, dst, cookie)
+		t.cfg.Handler.Payload(peer, h, dst, cookie)
 	}
 }
 
@@ -328,45 +329,63 @@ func (t *Transport) lost(peer int, err error) {
 }
 
 // spinReader reads with non-blocking syscalls, yielding the processor for
-// up to spin before letting the poller park the goroutine.
+// up to spin before letting the poller park the goroutine. Its state lives
+// in the struct so that a read allocates nothing.
 type spinReader struct {
-	rc   syscall.RawConn
-	spin time.Duration
+	rc     syscall.RawConn
+	spin   time.Duration
+	fn     func(fd uintptr) bool
+	p      []byte
+	n      int
+	rerr   error
+	start  time.Time
+	parked bool
+}
+
+func newSpinReader(rc syscall.RawConn, spin time.Duration) *spinReader {
+	s := &spinReader{rc: rc, spin: spin}
+	s.fn = s.try
+	return s
+}
+
+// try is the RawConn.Read callback: true when the read is done (data,
+// EOF or an error), false to wait for readability.
+func (s *spinReader) try(fd uintptr) bool {
+	for i := 0; ; i++ {
+		s.n, s.rerr = syscall.Read(int(fd), s.p)
+		if s.rerr != syscall.EAGAIN {
+			return true
+		}
+		if s.parked {
+			return false
+		}
+		if i == 0 {
+			s.start = time.Now()
+		} else if i&7 == 0 && time.Since(s.start) > s.spin {
+			s.parked = true
+			return false
+		}
+		runtime.Gosched()
+	}
 }
 
 func (s *spinReader) Read(p []byte) (int, error) {
-	var n int
-	var rerr error
-	var start time.Time
-	parked := false
-	err := s.rc.Read(func(fd uintptr) bool {
-		for i := 0; ; i++ {
-			n, rerr = syscall.Read(int(fd), p)
-			if rerr != syscall.EAGAIN {
-				return true
-			}
-			if parked {
-				return false
-			}
-			if i == 0 {
-				start = time.Now()
-			} else if i&7 == 0 && time.Since(start) > s.spin {
-				parked = true
-				return false
-			}
-			runtime.Gosched()
-		}
-	})
+	s.p, s.parked = p, false
+	err := s.rc.Read(s.fn)
+	s.p = nil
 	if err != nil {
 		return 0, err
 	}
-	if rerr != nil {
-		return 0, rerr
+	if s.rerr != nil {
+		if s.rerr == syscall.EINTR {
+			return 0, nil // bufio retries
+		}
+		return 0, s.rerr
 	}
-	if n == 0 && len(p) > 0 {
+	if s.n == 0 && len(p) > 0 {
 		return 0, io.EOF
 	}
-	return n, nil
+	return s.n, nil
 }
 
 // sendConn returns the connection to send to peer on, locked for writing.
@@ -482,7 +501,7 @@ func (t *Transport) dial(to int) (net.Conn, bool, error) {
 }
 
 // Send implements transport.Transport.
-func (t *Transport) Send(to int, h *transport.Header, payload []byte) error {
+func (t *Transport) Send(to int, h transport.Header, payload []byte) error {
 	oc, err := t.sendConn(to)
 	if err != nil {
 		if errors.Is(err, transport.ErrClosed) {
@@ -507,8 +526,8 @@ func (t *Transport) Send(to int, h *transport.Header, payload []byte) error {
 	} else {
 		h.Encode(oc.hdr[:])
 		oc.bufs[0], oc.bufs[1] = oc.hdr[:], payload
-		nb := net.Buffers(oc.bufs[:])
-		_, err = nb.WriteTo(oc.c)
+		oc.nb = oc.bufs[:]
+		_, err = oc.nb.WriteTo(oc.c)
 		oc.bufs[1] = nil
 	}
 	if err != nil {

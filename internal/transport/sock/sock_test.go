@@ -25,14 +25,14 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{got: map[int][]uint64{}, lost: make(chan int, 16)} }
 
-func (r *recorder) Frame(from int, h *transport.Header) ([]byte, any) {
+func (r *recorder) Frame(from int, h transport.Header) ([]byte, any) {
 	if h.N == 0 {
 		return nil, nil
 	}
 	return make([]byte, h.N), nil
 }
 
-func (r *recorder) Payload(from int, h *transport.Header, dst []byte, _ any) {
+func (r *recorder) Payload(from int, h transport.Header, dst []byte, _ any) {
 	if len(dst) >= 8 && binary.LittleEndian.Uint64(dst) != h.Seq {
 		panic("payload does not match header")
 	}
@@ -105,7 +105,7 @@ func TestSimultaneousDialsKeepOrderAndOneConnection(t *testing.T) {
 							p := make([]byte, size)
 							binary.LittleEndian.PutUint64(p, uint64(k))
 							h := transport.Header{Kind: 1, Seq: uint64(k), N: uint64(size)}
-							if err := tr.Send(j, &h, p); err != nil {
+							if err := tr.Send(j, h, p); err != nil {
 								t.Error(err)
 								return
 							}
@@ -158,7 +158,7 @@ func TestBrokenConnectionReportsPeerLost(t *testing.T) {
 	trs, recs := newJob(t, 2, ModeUnix)
 	defer trs[0].Close()
 	h := transport.Header{Kind: 1}
-	if err := trs[1].Send(0, &h, nil); err != nil {
+	if err := trs[1].Send(0, h, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "first frame", func() bool { return recs[0].count(1) == 1 })
@@ -191,7 +191,7 @@ func TestUnreachablePeerIsAnError(t *testing.T) {
 	os.Remove(dir + "/gone.sock")
 	trs[0].SetPeers([]Peer{trs[0].Self(), {Host: "h", Unix: dir + "/gone.sock"}})
 	h := transport.Header{Kind: 1}
-	if err := trs[0].Send(1, &h, nil); err == nil {
+	if err := trs[0].Send(1, h, nil); err == nil {
 		t.Fatal("send to a rank that is not listening succeeded")
 	}
 }
