@@ -2,11 +2,54 @@ package mpi
 
 import "github.com/ftmpi/ftmpi/internal/p2p"
 
-// Collective tags on a communicator's collective context (ctx+1); user
-// point-to-point traffic never reaches that context.
-const (
-	tagBarrier = 1
-)
+// Collective operations on intracommunicators (MPI chapter 6).
+//
+// Conventions:
+//
+//   - Typed collectives are generic package functions taking the
+//     communicator first; element counts are the lengths of the slices
+//     (every rank must pass consistent lengths, as MPI requires consistent
+//     counts; a detectable mismatch is an ErrCount or ErrTruncate error).
+//   - Receive buffers may be longer than needed; only the described prefix
+//     or blocks are written. Arguments significant only at the root (the
+//     receive buffer of Reduce, Gather(v); the send buffer of Scatter(v);
+//     counts and displacements of Gatherv and Scatterv) are ignored, and
+//     may be nil, elsewhere.
+//   - Displacements (displs) are in elements; a nil displs slice means the
+//     blocks are packed in rank order (displs[i] = sum of counts[:i]).
+//   - In place (MPI_IN_PLACE) is expressed by aliasing: pass the same
+//     slice as send and recv for Reduce (at the root), Allreduce,
+//     ReduceScatterBlock, ReduceScatter, Scan, Exscan and Alltoall(v); for
+//     Gather(v) and Allgather(v) pass this rank's own block of recv as
+//     send (e.g. recv[r*n:(r+1)*n]); for Scatter(v) the root passes its own
+//     block of send as recv. Any other overlap between send and recv is
+//     erroneous.
+//   - Collectives use the communicator's collective context and a tag made
+//     of the collective kind and a per-communicator sequence number, so
+//     they never match point-to-point messages, and consecutive or
+//     outstanding nonblocking collectives on one communicator never mix
+//     (all ranks must call collectives in the same order, as in MPI).
+//   - The nonblocking forms (I...) validate their arguments at once and
+//     return a Request that completes when the operation has completed
+//     locally; buffers must not be touched until then.
+//   - Intercommunicators: Barrier, Bcast, Allreduce and Allgather (and
+//     their nonblocking forms) follow the intercommunicator semantics; the
+//     other collectives return ErrComm.
+//
+// Algorithms (p processes, n bytes per rank's contribution unless noted;
+// switch points in tune, coll_alg.go):
+//
+//	Barrier            dissemination, ceil(log2 p) rounds
+//	Bcast              n < 64 KiB or p < 4: binomial tree; else binomial scatter + ring allgather
+//	Reduce             binomial tree (non-commutative: rooted at rank 0 in rank order, then forwarded)
+//	Allreduce          n < 64 KiB, count < p or non-commutative: recursive doubling with the
+//	                   non-power-of-two fold; else ring reduce-scatter + ring allgather
+//	Gather, Scatter    p*n <= 32 KiB: binomial tree; else linear (direct to/from the root)
+//	Gatherv, Scatterv  linear
+//	Allgather(v)       total < 64 KiB: Bruck, ceil(log2 p) rounds; else ring
+//	Alltoall(v)        block < 16 KiB: all requests posted at once; else pairwise exchange
+//	ReduceScatter(Block) commutative and total >= 64 KiB: ring; else reduce + scatterv
+//	Scan, Exscan       recursive doubling, ceil(log2 p) rounds
 
 // collSendRecv exchanges buffers with two peers on the collective context.
 func (c *Comm) collSendRecv(op string, send []byte, dest int, recv []byte, src int, tag int32) error {
@@ -39,18 +82,602 @@ func (c *Comm) collSendRecv(op string, send []byte, dest int, recv []byte, src i
 	return nil
 }
 
-// Barrier blocks until every process of c has called it (MPI_Barrier).
-// Dissemination algorithm: ceil(log2 p) rounds of one zero-byte exchange.
-func (c *Comm) Barrier() error {
-	const op = "MPI_Barrier"
-	if err := checkComm(c, op); err != nil {
+// collRun is a prepared collective: validated, sequence number taken.
+type collRun func() error
+
+// blocking runs a prepared collective and applies the error handler.
+func blocking(c *Comm, run collRun, err error) error {
+	if err != nil {
 		return err
 	}
-	p := c.size
-	for k := 1; k < p; k <<= 1 {
-		if err := c.collSendRecv(op, nil, (c.rank+k)%p, nil, (c.rank-k+p)%p, tagBarrier); err != nil {
-			return c.handle(err)
-		}
+	return c.handle(run())
+}
+
+// nonblocking starts a prepared collective in a goroutine.
+func nonblocking(c *Comm, op string, run collRun, err error) (*Request, error) {
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return c.startColl(op, run), nil
+}
+
+// Barrier blocks until every process of c has called it (MPI_Barrier).
+func (c *Comm) Barrier() error {
+	run, err := barrierPrep(c, "MPI_Barrier")
+	return blocking(c, run, err)
+}
+
+// Ibarrier starts a barrier (MPI_Ibarrier); the request completes once
+// every process of c has called Barrier or Ibarrier.
+func (c *Comm) Ibarrier() (*Request, error) {
+	run, err := barrierPrep(c, "MPI_Ibarrier")
+	return nonblocking(c, "MPI_Ibarrier", run, err)
+}
+
+func barrierPrep(c *Comm, op string) (collRun, error) {
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		return func() error { return interBarrier(c) }, nil
+	}
+	x := newCx(c, op, kBarrier, p2p.DTByte)
+	return x.barrier, nil
+}
+
+// Bcast broadcasts buf from root to every process of c (MPI_Bcast). Every
+// rank passes a buffer of the same length.
+func Bcast[T Numeric](c *Comm, buf []T, root int) error {
+	run, err := bcastPrep(c, "MPI_Bcast", buf, root)
+	return blocking(c, run, err)
+}
+
+// Ibcast starts a broadcast (MPI_Ibcast).
+func Ibcast[T Numeric](c *Comm, buf []T, root int) (*Request, error) {
+	run, err := bcastPrep(c, "MPI_Ibcast", buf, root)
+	return nonblocking(c, "MPI_Ibcast", run, err)
+}
+
+func bcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error) {
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		return func() error { return interBcast(c, buf, root) }, nil
+	}
+	if err := c.checkRoot(op, root); err != nil {
+		return nil, c.handle(err)
+	}
+	x := newCx(c, op, kBcast, dtypeOf[T]())
+	return func() error { return x.bcast(asBytes(buf), root) }, nil
+}
+
+// Reduce combines send of every process with op, in rank order, into recv
+// at root (MPI_Reduce). recv (len(recv) >= len(send)) is used at root
+// only. In place: the root passes the same slice as send and recv.
+func Reduce[T Numeric](c *Comm, send, recv []T, op *Op, root int) error {
+	run, err := reducePrep(c, "MPI_Reduce", send, recv, op, root)
+	return blocking(c, run, err)
+}
+
+// Ireduce starts a reduction (MPI_Ireduce).
+func Ireduce[T Numeric](c *Comm, send, recv []T, op *Op, root int) (*Request, error) {
+	run, err := reducePrep(c, "MPI_Ireduce", send, recv, op, root)
+	return nonblocking(c, "MPI_Ireduce", run, err)
+}
+
+func reducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	if err := c.checkRoot(name, root); err != nil {
+		return nil, c.handle(err)
+	}
+	f, err := opFunc[T](c, name, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	if c.rank == root && len(recv) < len(send) {
+		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
+	}
+	x := newCx(c, name, kReduce, dtypeOf[T]())
+	commut := op.commutative
+	return func() error { return x.reduce(asBytes(send), asBytes(recv), root, byteRed(f), commut) }, nil
+}
+
+// Allreduce combines send of every process with op, in rank order, into
+// recv of every process (MPI_Allreduce); len(recv) >= len(send). In
+// place: pass the same slice as send and recv.
+func Allreduce[T Numeric](c *Comm, send, recv []T, op *Op) error {
+	run, err := allreducePrep(c, "MPI_Allreduce", send, recv, op)
+	return blocking(c, run, err)
+}
+
+// Iallreduce starts an all-reduction (MPI_Iallreduce).
+func Iallreduce[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
+	run, err := allreducePrep(c, "MPI_Iallreduce", send, recv, op)
+	return nonblocking(c, "MPI_Iallreduce", run, err)
+}
+
+func allreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		return func() error { return interAllreduce(c, send, recv, op) }, nil
+	}
+	f, err := opFunc[T](c, name, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	if len(recv) < len(send) {
+		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
+	}
+	x := newCx(c, name, kAllreduce, dtypeOf[T]())
+	commut := op.commutative
+	return func() error { return x.allreduce(asBytes(send), asBytes(recv), byteRed(f), commut) }, nil
+}
+
+// Gather collects send (the same length n at every rank) of every process
+// into recv at root, rank i's block at recv[i*n:(i+1)*n] (MPI_Gather).
+// In place: the root passes its own block of recv as send.
+func Gather[T Numeric](c *Comm, send, recv []T, root int) error {
+	run, err := gatherPrep(c, "MPI_Gather", send, recv, root)
+	return blocking(c, run, err)
+}
+
+// Igather starts a gather (MPI_Igather).
+func Igather[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
+	run, err := gatherPrep(c, "MPI_Igather", send, recv, root)
+	return nonblocking(c, "MPI_Igather", run, err)
+}
+
+func gatherPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	if err := c.checkRoot(name, root); err != nil {
+		return nil, c.handle(err)
+	}
+	if c.rank == root && len(recv) < c.size*len(send) {
+		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
+			len(recv), c.size*len(send), c.size, len(send)))
+	}
+	x := newCx(c, name, kGather, dtypeOf[T]())
+	return func() error { return x.gather(asBytes(send), asBytes(recv), root) }, nil
+}
+
+// Gatherv collects send of every process into recv at root, rank i's
+// counts[i] elements at recv[displs[i]:] (MPI_Gatherv). counts, displs
+// and recv are significant at root only; len(send) must equal the root's
+// counts[rank]. nil displs means packed.
+func Gatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) error {
+	run, err := gathervPrep(c, "MPI_Gatherv", send, recv, counts, displs, root)
+	return blocking(c, run, err)
+}
+
+// Igatherv starts a Gatherv (MPI_Igatherv).
+func Igatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
+	run, err := gathervPrep(c, "MPI_Igatherv", send, recv, counts, displs, root)
+	return nonblocking(c, "MPI_Igatherv", run, err)
+}
+
+func scaled(a []int, k int) []int {
+	if a == nil {
+		return nil
+	}
+	b := make([]int, len(a))
+	for i, v := range a {
+		b[i] = v * k
+	}
+	return b
+}
+
+func gathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	if err := c.checkRoot(name, root); err != nil {
+		return nil, c.handle(err)
+	}
+	dt := dtypeOf[T]()
+	esz := dtypeSize(dt)
+	var bc, bd []int
+	if c.rank == root {
+		d, err := c.checkCountsDispls(name, "receive", counts, displs, len(recv), ErrTruncate)
+		if err != nil {
+			return nil, c.handle(err)
+		}
+		if counts[root] != len(send) {
+			return nil, c.handle(errf(ErrCount, name, c, "root sends %d elements but counts[%d] is %d", len(send), root, counts[root]))
+		}
+		bc, bd = scaled(counts, esz), scaled(d, esz)
+	}
+	x := newCx(c, name, kGatherv, dt)
+	return func() error { return x.gatherv(asBytes(send), asBytes(recv), bc, bd, root) }, nil
+}
+
+// Scatter sends block i (recv's length n elements, send[i*n:(i+1)*n]) of
+// send at root to process i's recv (MPI_Scatter). send is significant at
+// root only. In place: the root passes its own block of send as recv.
+func Scatter[T Numeric](c *Comm, send, recv []T, root int) error {
+	run, err := scatterPrep(c, "MPI_Scatter", send, recv, root)
+	return blocking(c, run, err)
+}
+
+// Iscatter starts a scatter (MPI_Iscatter).
+func Iscatter[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
+	run, err := scatterPrep(c, "MPI_Iscatter", send, recv, root)
+	return nonblocking(c, "MPI_Iscatter", run, err)
+}
+
+func scatterPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	if err := c.checkRoot(name, root); err != nil {
+		return nil, c.handle(err)
+	}
+	if c.rank == root && len(send) < c.size*len(recv) {
+		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
+			len(send), c.size*len(recv), c.size, len(recv)))
+	}
+	x := newCx(c, name, kScatter, dtypeOf[T]())
+	return func() error { return x.scatter(asBytes(send), asBytes(recv), root) }, nil
+}
+
+// Scatterv sends counts[i] elements at send[displs[i]:] from root to
+// process i's recv (MPI_Scatterv). send, counts and displs are significant
+// at root only; recv must hold the count destined to the rank. nil displs
+// means packed.
+func Scatterv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) error {
+	run, err := scattervPrep(c, "MPI_Scatterv", send, recv, counts, displs, root)
+	return blocking(c, run, err)
+}
+
+// Iscatterv starts a Scatterv (MPI_Iscatterv).
+func Iscatterv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
+	run, err := scattervPrep(c, "MPI_Iscatterv", send, recv, counts, displs, root)
+	return nonblocking(c, "MPI_Iscatterv", run, err)
+}
+
+func scattervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	if err := c.checkRoot(name, root); err != nil {
+		return nil, c.handle(err)
+	}
+	dt := dtypeOf[T]()
+	esz := dtypeSize(dt)
+	var bc, bd []int
+	if c.rank == root {
+		d, err := c.checkCountsDispls(name, "send", counts, displs, len(send), ErrCount)
+		if err != nil {
+			return nil, c.handle(err)
+		}
+		if len(recv) < counts[root] {
+			return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), counts[root]))
+		}
+		bc, bd = scaled(counts, esz), scaled(d, esz)
+	}
+	x := newCx(c, name, kScatterv, dt)
+	return func() error {
+		r := asBytes(recv)
+		if c.rank == root {
+			r = r[:bc[root]]
+		}
+		return x.scatterv(asBytes(send), r, bc, bd, root, false)
+	}, nil
+}
+
+// Allgather collects send (the same length n at every rank) of every
+// process into recv of every process, rank i's block at recv[i*n:]
+// (MPI_Allgather). In place: pass this rank's own block of recv as send.
+func Allgather[T Numeric](c *Comm, send, recv []T) error {
+	run, err := allgatherPrep(c, "MPI_Allgather", send, recv)
+	return blocking(c, run, err)
+}
+
+// Iallgather starts an Allgather (MPI_Iallgather).
+func Iallgather[T Numeric](c *Comm, send, recv []T) (*Request, error) {
+	run, err := allgatherPrep(c, "MPI_Iallgather", send, recv)
+	return nonblocking(c, "MPI_Iallgather", run, err)
+}
+
+func allgatherPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		return func() error { return interAllgather(c, send, recv) }, nil
+	}
+	p, n := c.size, len(send)
+	if len(recv) < p*n {
+		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
+	}
+	dt := dtypeOf[T]()
+	esz := dtypeSize(dt)
+	x := newCx(c, name, kAllgather, dt)
+	return func() error {
+		counts, displs := make([]int, p), make([]int, p)
+		for i := range p {
+			counts[i], displs[i] = n*esz, i*n*esz
+		}
+		return x.allgatherv(asBytes(send), asBytes(recv), counts, displs)
+	}, nil
+}
+
+// Allgatherv collects send of every process into recv of every process,
+// rank i's counts[i] elements at recv[displs[i]:] (MPI_Allgatherv).
+// len(send) must equal counts[rank]; nil displs means packed. In place:
+// pass this rank's own block of recv as send.
+func Allgatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int) error {
+	run, err := allgathervPrep(c, "MPI_Allgatherv", send, recv, counts, displs)
+	return blocking(c, run, err)
+}
+
+// Iallgatherv starts an Allgatherv (MPI_Iallgatherv).
+func Iallgatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int) (*Request, error) {
+	run, err := allgathervPrep(c, "MPI_Iallgatherv", send, recv, counts, displs)
+	return nonblocking(c, "MPI_Iallgatherv", run, err)
+}
+
+func allgathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	d, err := c.checkCountsDispls(name, "receive", counts, displs, len(recv), ErrTruncate)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	if counts[c.rank] != len(send) {
+		return nil, c.handle(errf(ErrCount, name, c, "rank %d sends %d elements but counts[%d] is %d", c.rank, len(send), c.rank, counts[c.rank]))
+	}
+	dt := dtypeOf[T]()
+	esz := dtypeSize(dt)
+	bc, bd := scaled(counts, esz), scaled(d, esz)
+	x := newCx(c, name, kAllgatherv, dt)
+	return func() error { return x.allgatherv(asBytes(send), asBytes(recv), bc, bd) }, nil
+}
+
+// Alltoall sends block j of send (len(send)/p elements) to process j,
+// which stores it as block i (i the sender) of recv (MPI_Alltoall).
+// len(send) must be a multiple of the size. In place: pass the same slice
+// as send and recv.
+func Alltoall[T Numeric](c *Comm, send, recv []T) error {
+	run, err := alltoallPrep(c, "MPI_Alltoall", send, recv)
+	return blocking(c, run, err)
+}
+
+// Ialltoall starts an Alltoall (MPI_Ialltoall).
+func Ialltoall[T Numeric](c *Comm, send, recv []T) (*Request, error) {
+	run, err := alltoallPrep(c, "MPI_Ialltoall", send, recv)
+	return nonblocking(c, "MPI_Ialltoall", run, err)
+}
+
+func alltoallPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	p := c.size
+	if len(send)%p != 0 {
+		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements is not a multiple of the size %d", len(send), p))
+	}
+	if len(recv) < len(send) {
+		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
+	}
+	dt := dtypeOf[T]()
+	bn := len(send) / p * dtypeSize(dt)
+	x := newCx(c, name, kAlltoall, dt)
+	return func() error {
+		counts, displs := make([]int, p), make([]int, p)
+		for i := range p {
+			counts[i], displs[i] = bn, i*bn
+		}
+		return x.alltoallv(asBytes(send), counts, displs, asBytes(recv), counts, displs, bn >= tune.alltoallLong)
+	}, nil
+}
+
+// Alltoallv sends sendCounts[j] elements at send[sendDispls[j]:] to
+// process j, which stores them at recv[recvDispls[i]:] (i the sender;
+// recvCounts[i] elements) (MPI_Alltoallv). nil displacements mean packed.
+// In place: pass the same slice as send and recv.
+func Alltoallv[T Numeric](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) error {
+	run, err := alltoallvPrep(c, "MPI_Alltoallv", send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return blocking(c, run, err)
+}
+
+// Ialltoallv starts an Alltoallv (MPI_Ialltoallv).
+func Ialltoallv[T Numeric](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) (*Request, error) {
+	run, err := alltoallvPrep(c, "MPI_Ialltoallv", send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return nonblocking(c, "MPI_Ialltoallv", run, err)
+}
+
+func alltoallvPrep[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	sd, err := c.checkCountsDispls(name, "send", sc, sd, len(send), ErrCount)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	rd, err = c.checkCountsDispls(name, "receive", rc, rd, len(recv), ErrTruncate)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	dt := dtypeOf[T]()
+	esz := dtypeSize(dt)
+	bsc, bsd, brc, brd := scaled(sc, esz), scaled(sd, esz), scaled(rc, esz), scaled(rd, esz)
+	maxBlock := 0
+	for _, k := range bsc {
+		maxBlock = max(maxBlock, k)
+	}
+	x := newCx(c, name, kAlltoallv, dt)
+	return func() error {
+		return x.alltoallv(asBytes(send), bsc, bsd, asBytes(recv), brc, brd, maxBlock >= tune.alltoallLong)
+	}, nil
+}
+
+// ReduceScatterBlock combines send (p blocks of n = len(send)/p elements)
+// of every process with op, in rank order, and leaves block i of the
+// result in process i's recv (MPI_Reduce_scatter_block). len(send) must
+// be a multiple of the size. In place: pass the same slice as send and
+// recv (the result lands in its first block).
+func ReduceScatterBlock[T Numeric](c *Comm, send, recv []T, op *Op) error {
+	run, err := reduceScatterBlockPrep(c, "MPI_Reduce_scatter_block", send, recv, op)
+	return blocking(c, run, err)
+}
+
+// IreduceScatterBlock starts a ReduceScatterBlock (MPI_Ireduce_scatter_block).
+func IreduceScatterBlock[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
+	run, err := reduceScatterBlockPrep(c, "MPI_Ireduce_scatter_block", send, recv, op)
+	return nonblocking(c, "MPI_Ireduce_scatter_block", run, err)
+}
+
+func reduceScatterBlockPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	f, err := opFunc[T](c, name, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	p := c.size
+	if len(send)%p != 0 {
+		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements is not a multiple of the size %d", len(send), p))
+	}
+	n := len(send) / p
+	if len(recv) < n {
+		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), n))
+	}
+	dt := dtypeOf[T]()
+	bn := n * dtypeSize(dt)
+	x := newCx(c, name, kReduceScatterBlock, dt)
+	commut := op.commutative
+	return func() error {
+		counts := make([]int, p)
+		for i := range counts {
+			counts[i] = bn
+		}
+		return x.reduceScatter(asBytes(send), asBytes(recv), counts, byteRed(f), commut)
+	}, nil
+}
+
+// ReduceScatter combines send (sum(counts) elements) of every process
+// with op, in rank order, and leaves the counts[i] elements of block i
+// (blocks packed in rank order) in process i's recv
+// (MPI_Reduce_scatter). In place: pass the same slice as send and recv.
+func ReduceScatter[T Numeric](c *Comm, send, recv []T, counts []int, op *Op) error {
+	run, err := reduceScatterPrep(c, "MPI_Reduce_scatter", send, recv, counts, op)
+	return blocking(c, run, err)
+}
+
+// IreduceScatter starts a ReduceScatter (MPI_Ireduce_scatter).
+func IreduceScatter[T Numeric](c *Comm, send, recv []T, counts []int, op *Op) (*Request, error) {
+	run, err := reduceScatterPrep(c, "MPI_Ireduce_scatter", send, recv, counts, op)
+	return nonblocking(c, "MPI_Ireduce_scatter", run, err)
+}
+
+func reduceScatterPrep[T Numeric](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	f, err := opFunc[T](c, name, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	if _, err := c.checkCountsDispls(name, "send", counts, nil, len(send), ErrCount); err != nil {
+		return nil, c.handle(err)
+	}
+	if len(recv) < counts[c.rank] {
+		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), counts[c.rank]))
+	}
+	dt := dtypeOf[T]()
+	bc := scaled(counts, dtypeSize(dt))
+	x := newCx(c, name, kReduceScatter, dt)
+	commut := op.commutative
+	return func() error { return x.reduceScatter(asBytes(send), asBytes(recv), bc, byteRed(f), commut) }, nil
+}
+
+// Scan leaves in recv of process r the combination with op of send of
+// processes 0..r, in rank order (MPI_Scan, an inclusive prefix
+// reduction). In place: pass the same slice as send and recv.
+func Scan[T Numeric](c *Comm, send, recv []T, op *Op) error {
+	run, err := scanPrep(c, "MPI_Scan", send, recv, op, false)
+	return blocking(c, run, err)
+}
+
+// Iscan starts a Scan (MPI_Iscan).
+func Iscan[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
+	run, err := scanPrep(c, "MPI_Iscan", send, recv, op, false)
+	return nonblocking(c, "MPI_Iscan", run, err)
+}
+
+// Exscan leaves in recv of process r > 0 the combination with op of send
+// of processes 0..r-1, in rank order (MPI_Exscan, an exclusive prefix
+// reduction); recv of process 0 is not modified. In place: pass the same
+// slice as send and recv.
+func Exscan[T Numeric](c *Comm, send, recv []T, op *Op) error {
+	run, err := scanPrep(c, "MPI_Exscan", send, recv, op, true)
+	return blocking(c, run, err)
+}
+
+// Iexscan starts an Exscan (MPI_Iexscan).
+func Iexscan[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
+	run, err := scanPrep(c, "MPI_Iexscan", send, recv, op, true)
+	return nonblocking(c, "MPI_Iexscan", run, err)
+}
+
+func scanPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error) {
+	if err := checkComm(c, name); err != nil {
+		return nil, err
+	}
+	if err := notInter(c, name); err != nil {
+		return nil, c.handle(err)
+	}
+	f, err := opFunc[T](c, name, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	if len(recv) < len(send) {
+		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
+	}
+	kind := kScan
+	if exclusive {
+		kind = kExscan
+	}
+	x := newCx(c, name, kind, dtypeOf[T]())
+	commut := op.commutative
+	return func() error { return x.scan(asBytes(send), asBytes(recv), byteRed(f), commut, exclusive) }, nil
 }

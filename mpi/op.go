@@ -1,9 +1,36 @@
 package mpi
 
-// Op is a reduction operation (MPI_Op).
+import (
+	"fmt"
+	"unsafe"
+)
+
+// opKind identifies a predefined operation; opUser marks NewOp operations.
+type opKind uint8
+
+const (
+	opUser opKind = iota
+	opSum
+	opProd
+	opMin
+	opMax
+	opLand
+	opLor
+	opLxor
+	opBand
+	opBor
+	opBxor
+)
+
+// Op is a reduction operation (MPI_Op): one of the predefined operations
+// (Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor, Bxor) or a user
+// operation made by NewOp.
 type Op struct {
 	name        string
 	commutative bool
+	kind        opKind
+	user        any    // func(in, inout []T) for NewOp operations
+	utype       string // element type of a user operation, for errors
 }
 
 // Name returns the MPI name of the operation.
@@ -11,3 +38,271 @@ func (o *Op) Name() string { return o.name }
 
 // Commutative reports whether the operation is commutative (MPI_Op_commutative).
 func (o *Op) Commutative() bool { return o.commutative }
+
+// The predefined reduction operations. Sum and Prod are defined on every
+// Numeric type; Min and Max on integer and floating-point types; the
+// logical operations (nonzero is true, the result is 0 or 1) and the
+// bitwise ones on integer types (byte included). Using one on another type
+// is an ErrOp error.
+var (
+	Sum  = &Op{name: "MPI_SUM", commutative: true, kind: opSum}   // MPI_SUM
+	Prod = &Op{name: "MPI_PROD", commutative: true, kind: opProd} // MPI_PROD
+	Min  = &Op{name: "MPI_MIN", commutative: true, kind: opMin}   // MPI_MIN
+	Max  = &Op{name: "MPI_MAX", commutative: true, kind: opMax}   // MPI_MAX
+	Land = &Op{name: "MPI_LAND", commutative: true, kind: opLand} // MPI_LAND
+	Lor  = &Op{name: "MPI_LOR", commutative: true, kind: opLor}   // MPI_LOR
+	Lxor = &Op{name: "MPI_LXOR", commutative: true, kind: opLxor} // MPI_LXOR
+	Band = &Op{name: "MPI_BAND", commutative: true, kind: opBand} // MPI_BAND
+	Bor  = &Op{name: "MPI_BOR", commutative: true, kind: opBor}   // MPI_BOR
+	Bxor = &Op{name: "MPI_BXOR", commutative: true, kind: opBxor} // MPI_BXOR
+)
+
+// NewOp makes a user reduction operation on elements of type T
+// (MPI_Op_create). fn must set inout[i] = in[i] ∘ inout[i] for every i;
+// in and inout have the same length. Reductions combine contributions in
+// rank order: for a non-commutative operation, in always holds the
+// combination of lower ranks than inout, so the result is
+// x_0 ∘ x_1 ∘ ... ∘ x_(p-1) for any bracketing the algorithm chooses (the
+// operation must be associative). Commutative operations may be applied
+// in any order. fn must not retain the slices, and must not call MPI on
+// the communicator of the reduction. Using the operation with another
+// element type is an ErrOp error.
+func NewOp[T Numeric](fn func(in, inout []T), commutative bool) *Op {
+	var z T
+	o := &Op{name: "user", commutative: commutative, kind: opUser, utype: fmt.Sprintf("%T", z)}
+	if fn != nil {
+		o.user = fn
+	}
+	return o
+}
+
+// Free releases a user operation (MPI_Op_free). It is a no-op: operations
+// are garbage collected.
+func (o *Op) Free() error { return nil }
+
+type integer interface {
+	byte | int8 | int16 | int32 | int64 | uint16 | uint32 | uint64 | int | uint | uintptr
+}
+
+type floating interface{ float32 | float64 }
+
+type ordered interface{ integer | floating }
+
+type cplx interface{ complex64 | complex128 }
+
+// opFunc returns op's typed combining function for T, or an ErrOp error if
+// op is nil or not defined on T.
+func opFunc[T Numeric](c *Comm, name string, op *Op) (func(in, inout []T), error) {
+	if op == nil {
+		return nil, newErr(ErrOp, name, c, NoPeer, "nil operation")
+	}
+	var z T
+	if op.kind == opUser {
+		if op.user == nil {
+			return nil, newErr(ErrOp, name, c, NoPeer, "user operation with a nil function")
+		}
+		f, ok := op.user.(func(in, inout []T))
+		if !ok {
+			return nil, newErr(ErrOp, name, c, NoPeer, "user operation on %s used with %T buffers", op.utype, z)
+		}
+		return f, nil
+	}
+	var f any
+	switch any(z).(type) {
+	case byte:
+		f = intOp[byte](op.kind)
+	case int8:
+		f = intOp[int8](op.kind)
+	case int16:
+		f = intOp[int16](op.kind)
+	case int32:
+		f = intOp[int32](op.kind)
+	case int64:
+		f = intOp[int64](op.kind)
+	case uint16:
+		f = intOp[uint16](op.kind)
+	case uint32:
+		f = intOp[uint32](op.kind)
+	case uint64:
+		f = intOp[uint64](op.kind)
+	case int:
+		f = intOp[int](op.kind)
+	case uint:
+		f = intOp[uint](op.kind)
+	case uintptr:
+		f = intOp[uintptr](op.kind)
+	case float32:
+		f = floatOp[float32](op.kind)
+	case float64:
+		f = floatOp[float64](op.kind)
+	case complex64:
+		f = cplxOp[complex64](op.kind)
+	case complex128:
+		f = cplxOp[complex128](op.kind)
+	}
+	g, _ := f.(func(in, inout []T))
+	if g == nil {
+		return nil, newErr(ErrOp, name, c, NoPeer, "%s is not defined on %T", op.name, z)
+	}
+	return g, nil
+}
+
+func intOp[T integer](k opKind) func(in, inout []T) {
+	switch k {
+	case opSum:
+		return sumLoop[T]
+	case opProd:
+		return prodLoop[T]
+	case opMin:
+		return minLoop[T]
+	case opMax:
+		return maxLoop[T]
+	case opLand:
+		return landLoop[T]
+	case opLor:
+		return lorLoop[T]
+	case opLxor:
+		return lxorLoop[T]
+	case opBand:
+		return bandLoop[T]
+	case opBor:
+		return borLoop[T]
+	case opBxor:
+		return bxorLoop[T]
+	}
+	return nil
+}
+
+func floatOp[T floating](k opKind) func(in, inout []T) {
+	switch k {
+	case opSum:
+		return sumLoop[T]
+	case opProd:
+		return prodLoop[T]
+	case opMin:
+		return minLoop[T]
+	case opMax:
+		return maxLoop[T]
+	}
+	return nil
+}
+
+func cplxOp[T cplx](k opKind) func(in, inout []T) {
+	switch k {
+	case opSum:
+		return sumLoop[T]
+	case opProd:
+		return prodLoop[T]
+	}
+	return nil
+}
+
+// The typed loops of the predefined operations.
+
+func sumLoop[T Numeric](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		inout[i] += v
+	}
+}
+
+func prodLoop[T Numeric](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		inout[i] *= v
+	}
+}
+
+func minLoop[T ordered](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		if v < inout[i] {
+			inout[i] = v
+		}
+	}
+}
+
+func maxLoop[T ordered](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		if v > inout[i] {
+			inout[i] = v
+		}
+	}
+}
+
+func landLoop[T integer](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		if v != 0 && inout[i] != 0 {
+			inout[i] = 1
+		} else {
+			inout[i] = 0
+		}
+	}
+}
+
+func lorLoop[T integer](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		if v != 0 || inout[i] != 0 {
+			inout[i] = 1
+		} else {
+			inout[i] = 0
+		}
+	}
+}
+
+func lxorLoop[T integer](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		if (v != 0) != (inout[i] != 0) {
+			inout[i] = 1
+		} else {
+			inout[i] = 0
+		}
+	}
+}
+
+func bandLoop[T integer](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		inout[i] &= v
+	}
+}
+
+func borLoop[T integer](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		inout[i] |= v
+	}
+}
+
+func bxorLoop[T integer](in, inout []T) {
+	inout = inout[:len(in)]
+	for i, v := range in {
+		inout[i] ^= v
+	}
+}
+
+// redFn combines byte views of element slices: inout = in ∘ inout.
+type redFn func(in, inout []byte)
+
+// byteRed adapts a typed combining function to byte views.
+func byteRed[T Numeric](f func(in, inout []T)) redFn {
+	return func(in, inout []byte) {
+		if len(in) == 0 {
+			return
+		}
+		f(fromBytes[T](in), fromBytes[T](inout))
+	}
+}
+
+// fromBytes views bytes (aligned for T, a multiple of its size) as []T.
+func fromBytes[T Numeric](b []byte) []T {
+	if len(b) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(z)))
+}

@@ -13,7 +13,10 @@ type Request struct {
 	op   string
 	peer int
 	recv bool
-	pr   *p2p.Req // nil once finished
+	// local: pr is completed by a goroutine (nonblocking collectives), its
+	// Status.Err already an MPI error.
+	local bool
+	pr    *p2p.Req // nil once finished
 
 	done bool
 	st   Status
@@ -32,6 +35,12 @@ func (r *Request) finish(st Status, err error) {
 // collect records the outcome of a completed engine request.
 func (r *Request) collect() {
 	ps := r.pr.Status()
+	if r.local {
+		st := emptyStatus()
+		st.Err = ps.Err
+		r.finish(st, ps.Err)
+		return
+	}
 	if r.recv {
 		st, err := r.c.recvStatus(r.op, ps, r.peer)
 		r.finish(st, err)
