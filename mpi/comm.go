@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -13,6 +14,7 @@ const (
 	AnySource = -1     // MPI_ANY_SOURCE
 	AnyTag    = -1     // MPI_ANY_TAG
 	ProcNull  = -2     // MPI_PROC_NULL
+	Root      = -3     // MPI_ROOT: the root's own root argument in an intercommunicator collective
 	Undefined = -32766 // MPI_UNDEFINED
 	// TagUB is the largest valid tag (MPI_TAG_UB).
 	TagUB = math.MaxInt32
@@ -20,23 +22,50 @@ const (
 
 // Context ids of the predefined communicators. Every communicator owns two
 // consecutive ids: ctx for point-to-point and ctx+1 for its collectives,
-// so collective traffic never matches user receives.
+// so collective traffic never matches user receives. The ids of derived
+// communicators are agreed among their members (commmgmt_ctx.go).
 const (
 	ctxWorld uint32 = 0
 	ctxSelf  uint32 = 2
 )
 
 // Comm is a communicator (MPI_Comm): a group of processes and a
-// communication context. Its methods are safe for concurrent use.
+// communication context; an intercommunicator has a local and a remote
+// group. Its methods are safe for concurrent use, except that collective
+// calls on one communicator (including the creation of communicators from
+// it) must be made in the same order by all members, as MPI requires.
+//
+// Fields are grouped by who may change them.
 type Comm struct {
+	// Identity: set at creation, never changed.
 	w       *World
-	name    string
-	ctx     uint32
-	rank    int
-	size    int
-	members []int // world rank of each member; nil means identity (CommWorld)
-	remote  []int // intercommunicators: world rank of each remote member; nil for intracommunicators
-	errh    atomic.Pointer[Errhandler]
+	ctx     uint32 // point-to-point context id; ctx+1 is the collective context
+	rank    int    // rank of this process in the (local) group
+	size    int    // size of the (local) group
+	members []int  // world rank of each member of the (local) group; nil means identity (CommWorld)
+	remote  []int  // intercommunicators: world rank of each remote member; nil for intracommunicators
+	local   *Comm  // intercommunicators: intracommunicator over the local group (internal traffic)
+	owned   bool   // ctx was agreed at creation and returns to the World's pool on Free
+
+	// Name: set by SetName (not concurrently with other calls on c; error
+	// messages read it).
+	name string
+
+	// Mutable state, safe for concurrent use.
+	errh  atomic.Pointer[Errhandler]
+	freed atomic.Bool // Free was called: every later call fails with ErrComm
+
+	// Lazily built views.
+	groupOnce, remoteOnce sync.Once
+	group, remoteGroup    *Group
+
+	// Per-World state hosted by CommWorld only (World has no slot for it):
+	// the table of context ids in use by this process.
+	ctxOnce sync.Once
+	ctxTab  *ctxTable
+
+	// Fault-tolerance state (revoked flag, failed and acknowledged sets)
+	// goes here when it is added.
 }
 
 // IsInter reports whether c is an intercommunicator (MPI_Comm_test_inter).
@@ -46,19 +75,89 @@ func (c *Comm) IsInter() bool { return c.remote != nil }
 // an intracommunicator (MPI_Comm_remote_size).
 func (c *Comm) RemoteSize() int { return len(c.remote) }
 
-// Rank is the calling process's rank in c (MPI_Comm_rank).
+// Rank is the calling process's rank in c (MPI_Comm_rank); for an
+// intercommunicator, in the local group.
 func (c *Comm) Rank() int { return c.rank }
 
-// Size is the number of processes in c (MPI_Comm_size).
+// Size is the number of processes in c (MPI_Comm_size); for an
+// intercommunicator, of the local group.
 func (c *Comm) Size() int { return c.size }
 
-// Name returns the communicator's name (MPI_Comm_get_name).
+// Name returns the communicator's name (MPI_Comm_get_name). Predefined
+// communicators are named as in MPI; derived ones get a descriptive
+// default until SetName.
 func (c *Comm) Name() string { return c.name }
+
+// SetName sets the communicator's name (MPI_Comm_set_name), used in error
+// messages. The name is local to the calling process. It must not be
+// called concurrently with other operations on c.
+func (c *Comm) SetName(name string) error {
+	if c == nil {
+		return newErr(ErrComm, "MPI_Comm_set_name", nil, NoPeer, "nil communicator")
+	}
+	c.name = name
+	return nil
+}
 
 // World returns the World c belongs to.
 func (c *Comm) World() *World { return c.w }
 
+// Group returns the group of c (MPI_Comm_group); for an intercommunicator,
+// the local group.
+func (c *Comm) Group() *Group {
+	c.groupOnce.Do(func() {
+		procs := c.members
+		if procs == nil {
+			procs = make([]int, c.size)
+			for i := range procs {
+				procs[i] = i
+			}
+		}
+		c.group = newGroup(procs, c.w.rank)
+	})
+	return c.group
+}
+
+// RemoteGroup returns the remote group of an intercommunicator, nil for an
+// intracommunicator (MPI_Comm_remote_group).
+func (c *Comm) RemoteGroup() *Group {
+	if c.remote == nil {
+		return nil
+	}
+	c.remoteOnce.Do(func() { c.remoteGroup = newGroup(c.remote, c.w.rank) })
+	return c.remoteGroup
+}
+
+// CompareComms compares two communicators (MPI_Comm_compare): Ident if
+// they are the same object, Congruent if their groups (local and remote)
+// have the same members in the same order, Similar if the same members in
+// another order, Unequal otherwise (and for an intracommunicator against
+// an intercommunicator, or a nil one).
+func CompareComms(a, b *Comm) Comparison {
+	if a == nil || b == nil {
+		return Unequal
+	}
+	if a == b {
+		return Ident
+	}
+	if a.IsInter() != b.IsInter() {
+		return Unequal
+	}
+	r := compareProcs(a.Group(), b.Group())
+	if a.IsInter() {
+		rr := compareProcs(a.RemoteGroup(), b.RemoteGroup())
+		if rr > r {
+			r = rr
+		}
+	}
+	if r == Ident {
+		return Congruent
+	}
+	return r
+}
+
 // SetErrhandler sets the error handler of c (MPI_Comm_set_errhandler).
+// Communicators derived from c later inherit it.
 func (c *Comm) SetErrhandler(h *Errhandler) error {
 	if c == nil {
 		return newErr(ErrComm, "MPI_Comm_set_errhandler", nil, NoPeer, "nil communicator")
@@ -73,12 +172,31 @@ func (c *Comm) SetErrhandler(h *Errhandler) error {
 // Errhandler returns the error handler of c (MPI_Comm_get_errhandler).
 func (c *Comm) Errhandler() *Errhandler { return c.errh.Load() }
 
-// worldRank maps a rank of c to a world rank.
+// worldRank maps a rank of c's (local) group to a world rank.
 func (c *Comm) worldRank(r int) int {
 	if c.members == nil {
 		return r
 	}
 	return c.members[r]
+}
+
+// peerSize is the number of valid point-to-point peers: the size of the
+// group that destination and source ranks refer to (the remote group of
+// an intercommunicator).
+func (c *Comm) peerSize() int {
+	if c.remote != nil {
+		return len(c.remote)
+	}
+	return c.size
+}
+
+// peerWorldRank maps a point-to-point peer rank (remote rank on an
+// intercommunicator) to a world rank.
+func (c *Comm) peerWorldRank(r int) int {
+	if c.remote != nil {
+		return c.remote[r]
+	}
+	return c.worldRank(r)
 }
 
 // Numeric is the set of element types a message buffer may have.

@@ -14,21 +14,24 @@ func checkComm(c *Comm, op string) error {
 	if c.w.finalized.Load() {
 		return newErr(ErrOther, op, c, NoPeer, "called after MPI_Finalize")
 	}
+	if c.freed.Load() {
+		return newErr(ErrComm, op, c, NoPeer, "communicator was freed")
+	}
 	return nil
 }
 
 func (c *Comm) checkDest(op string, dest int) error {
-	if dest == ProcNull || (dest >= 0 && dest < c.size) {
+	if dest == ProcNull || (dest >= 0 && dest < c.peerSize()) {
 		return nil
 	}
-	return newErr(ErrRank, op, c, dest, "destination rank %d out of range [0, %d)", dest, c.size)
+	return newErr(ErrRank, op, c, dest, "destination rank %d out of range [0, %d)", dest, c.peerSize())
 }
 
 func (c *Comm) checkSource(op string, src int) error {
-	if src == ProcNull || src == AnySource || (src >= 0 && src < c.size) {
+	if src == ProcNull || src == AnySource || (src >= 0 && src < c.peerSize()) {
 		return nil
 	}
-	return newErr(ErrRank, op, c, src, "source rank %d out of range [0, %d)", src, c.size)
+	return newErr(ErrRank, op, c, src, "source rank %d out of range [0, %d)", src, c.peerSize())
 }
 
 func (c *Comm) checkSendTag(op string, tag, peer int) error {
@@ -87,7 +90,7 @@ func send[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) erro
 	if dest == ProcNull {
 		return nil
 	}
-	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.worldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
+	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
 	if err != nil {
 		return c.handle(c.engineErr(op, dest, err))
 	}
@@ -137,7 +140,7 @@ func Recv[T Numeric](c *Comm, buf []T, source, tag int) (Status, error) {
 func (c *Comm) postRecv(source, tag int, dtype uint8, buf []byte) (*p2p.Req, error) {
 	peer := -1
 	if source >= 0 {
-		peer = c.worldRank(source)
+		peer = c.peerWorldRank(source)
 	}
 	return c.w.eng.Irecv(c.ctx, int32(source), peer, int32(tag), dtype, buf)
 }
@@ -182,7 +185,7 @@ func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*R
 		req.finish(emptyStatus(), nil)
 		return req, nil
 	}
-	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.worldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
+	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
 	if err != nil {
 		return nil, c.handle(c.engineErr(op, dest, err))
 	}
@@ -250,7 +253,7 @@ func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R
 	}
 	var sendErr error
 	if dest != ProcNull {
-		sr, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.worldRank(dest), int32(sendtag), dtypeOf[S](), asBytes(sendbuf), false)
+		sr, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(sendtag), dtypeOf[S](), asBytes(sendbuf), false)
 		switch {
 		case err != nil:
 			sendErr = c.engineErr(op, dest, err)
@@ -301,7 +304,7 @@ func (c *Comm) Probe(source, tag int) (Status, error) {
 	}
 	peer := -1
 	if source >= 0 {
-		peer = c.worldRank(source)
+		peer = c.peerWorldRank(source)
 	}
 	ps, err := c.w.eng.Probe(c.ctx, int32(source), peer, int32(tag), c.w.abort)
 	if err != nil {

@@ -1,0 +1,244 @@
+package mpi
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Communicator management: Dup, Split, Create, CreateGroup, Free. Each
+// new communicator gets a context-id pair agreed among the processes that
+// take part (commmgmt_ctx.go); the agreement and Split's exchange of
+// (colour, key) run on the parent's collective context with internal
+// tags, so they never match user messages or the public collectives.
+
+// checkLive validates a communicator argument: not nil, not freed, MPI not
+// finalized. (checkComm in p2p.go does the same for the other calls.)
+func checkLive(c *Comm, op string) error { return checkComm(c, op) }
+
+// derivedName is the default name of a communicator made from parent.
+func derivedName(kind string, parent *Comm) string {
+	return kind + "(" + shortName(parent) + ")"
+}
+
+func shortName(c *Comm) string {
+	if len(c.name) > 48 {
+		return c.name[:45] + "..."
+	}
+	return c.name
+}
+
+// newDerived builds a communicator of this process from its parts; pair
+// is its agreed context-id pair. It inherits parent's error handler.
+func newDerived(parent *Comm, name string, pair int, members []int, rank int) *Comm {
+	nc := &Comm{
+		w:       parent.w,
+		ctx:     uint32(2 * pair),
+		rank:    rank,
+		size:    len(members),
+		members: members,
+		owned:   true,
+		name:    name,
+	}
+	nc.errh.Store(parent.errh.Load())
+	return nc
+}
+
+// agreeOnParent runs the context-id agreement over all members of the
+// intracommunicator c.
+func agreeOnParent(c *Comm, op string, k int, join bool) ([]int, error) {
+	x := collSet(c, op, tagMgmtAgree)
+	return ctxAgreement(c.w, c, op, k, uint64(c.ctx), join, x.allAND)
+}
+
+// groupProcs returns the world ranks of c's (local) group.
+func (c *Comm) groupProcs() []int {
+	if c.members != nil {
+		return c.members
+	}
+	return c.Group().procs
+}
+
+// Dup returns a new communicator with the same group (or groups) as c and
+// a new context: messages sent on one are never received on the other
+// (MPI_Comm_dup). It is collective over c. The new communicator inherits
+// c's error handler.
+func (c *Comm) Dup() (*Comm, error) {
+	const op = "MPI_Comm_dup"
+	if err := checkLive(c, op); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		nc, err := c.interDup(op)
+		return nc, c.handle(err)
+	}
+	pairs, err := agreeOnParent(c, op, 1, true)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	return newDerived(c, derivedName("dup", c), pairs[0], c.groupProcs(), c.rank), nil
+}
+
+// Split partitions c by colour: the processes that pass the same colour
+// form a new communicator, ranked by key (ties by rank in c)
+// (MPI_Comm_split). A process passing colour Undefined gets a nil
+// communicator and a nil error. Colours must be >= 0 or Undefined: a
+// negative colour at any process is an ErrArg error at every process.
+// It is collective over c.
+func (c *Comm) Split(color, key int) (*Comm, error) {
+	const op = "MPI_Comm_split"
+	if err := checkLive(c, op); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not supported on intercommunicators"))
+	}
+	// Every process learns every (colour, key): bad colours are reported
+	// consistently, and each process can compute its new group.
+	x := collSet(c, op, tagMgmtGather)
+	all, err := x.allgather(putInts(int64(color), int64(key)))
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	for r := 0; r < c.size; r++ {
+		if col := getInt(all, 2*r); col < 0 && col != Undefined {
+			if r == c.rank {
+				return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "colour %d is negative (colours are >= 0 or mpi.Undefined)", col))
+			}
+			return nil, c.handle(newErr(ErrArg, op, c, r, "rank %d passed colour %d (colours are >= 0 or mpi.Undefined)", r, col))
+		}
+	}
+	join := color != Undefined
+	pairs, err := agreeOnParent(c, op, 1, join)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	if !join {
+		return nil, nil
+	}
+	var ranks []int // ranks in c of the new members, ordered by (key, rank)
+	for r := 0; r < c.size; r++ {
+		if getInt(all, 2*r) == int64(color) {
+			ranks = append(ranks, r)
+		}
+	}
+	slices.SortStableFunc(ranks, func(a, b int) int {
+		ka, kb := getInt(all, 2*a+1), getInt(all, 2*b+1)
+		switch {
+		case ka < kb:
+			return -1
+		case ka > kb:
+			return 1
+		}
+		return 0
+	})
+	members := make([]int, len(ranks))
+	rank := -1
+	for i, r := range ranks {
+		members[i] = c.worldRank(r)
+		if r == c.rank {
+			rank = i
+		}
+	}
+	name := fmt.Sprintf("split(%s, colour %d)", shortName(c), color)
+	return newDerived(c, name, pairs[0], members, rank), nil
+}
+
+// checkSubgroup reports an ErrGroup error if g is nil or not a subset of
+// c's group.
+func (c *Comm) checkSubgroup(op string, g *Group) error {
+	if g == nil {
+		return newErr(ErrGroup, op, c, NoPeer, "nil group")
+	}
+	cg := c.Group()
+	for i, p := range g.procs {
+		if !cg.contains(p) {
+			return newErr(ErrGroup, op, c, NoPeer, "group member %d (world rank %d) is not a member of the communicator", i, p)
+		}
+	}
+	return nil
+}
+
+// Create returns a communicator over the processes of g, which must be a
+// subset of c's group (ErrGroup otherwise), in g's order (MPI_Comm_create).
+// It is collective over all of c, and every process must pass the same
+// group; processes not in g get a nil communicator and a nil error.
+func (c *Comm) Create(g *Group) (*Comm, error) {
+	const op = "MPI_Comm_create"
+	if err := checkLive(c, op); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not supported on intercommunicators"))
+	}
+	if err := c.checkSubgroup(op, g); err != nil {
+		return nil, c.handle(err)
+	}
+	if g.Size() == 0 {
+		return nil, nil // the same at every process: nobody joins
+	}
+	rank := g.index(c.w.rank)
+	pairs, err := agreeOnParent(c, op, 1, rank >= 0)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	if rank < 0 {
+		return nil, nil
+	}
+	return newDerived(c, derivedName("create", c), pairs[0], g.procs, rank), nil
+}
+
+// CreateGroup returns a communicator over the processes of g, a subset of
+// c's group containing the caller, in g's order
+// (MPI_Comm_create_group). Unlike Create it is collective only over the
+// members of g: the other members of c need not take part. Concurrent
+// CreateGroup calls on c with overlapping groups must use different tags.
+func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
+	const op = "MPI_Comm_create_group"
+	if err := checkLive(c, op); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not supported on intercommunicators"))
+	}
+	if tag < 0 {
+		return nil, c.handle(newErr(ErrTag, op, c, NoPeer, "tag %d is negative (valid tags are 0..%d)", tag, TagUB))
+	}
+	if err := c.checkSubgroup(op, g); err != nil {
+		return nil, c.handle(err)
+	}
+	rank := g.index(c.w.rank)
+	if rank < 0 {
+		return nil, c.handle(newErr(ErrGroup, op, c, NoPeer, "the calling process (world rank %d) is not a member of the group", c.w.rank))
+	}
+	x := &xset{w: c.w, c: c, op: op, ctx: c.ctx + 1, tag: createGroupTag(tag), me: rank, n: len(g.procs), procs: g.procs}
+	seed := uint64(c.ctx)<<32 | uint64(tag&(1<<30-1)) | 1<<62
+	pairs, err := ctxAgreement(c.w, c, op, 1, seed, true, x.allAND)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	return newDerived(c, derivedName("create_group", c), pairs[0], g.procs, rank), nil
+}
+
+// Free releases a communicator (MPI_Comm_free): its context ids return to
+// the pool for reuse, and every later call on it fails with ErrComm.
+// Messages sent on c must have been received before it is freed. Freeing
+// CommWorld or CommSelf, or freeing twice, is an ErrComm error. Free is
+// local: it does not wait for the other members.
+func (c *Comm) Free() error {
+	const op = "MPI_Comm_free"
+	if err := checkLive(c, op); err != nil {
+		return err
+	}
+	if !c.owned {
+		return c.handle(newErr(ErrComm, op, c, NoPeer, "%s cannot be freed", c.name))
+	}
+	if c.freed.Swap(true) {
+		return newErr(ErrComm, op, c, NoPeer, "communicator already freed")
+	}
+	t := c.w.ctxTable()
+	t.release(int(c.ctx / 2))
+	if c.local != nil {
+		t.release(int(c.local.ctx / 2))
+	}
+	return nil
+}
