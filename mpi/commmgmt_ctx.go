@@ -45,6 +45,9 @@ type ctxTable struct {
 	mu   sync.Mutex
 	used [ctxWords]uint64 // bit i set: pair i is taken (live communicator or claim in progress)
 	n    int              // pairs taken
+
+	retries  int  // agreements restarted after a failed claim (diagnostics, tests)
+	lowFirst bool // tests: first attempts start at pair 0 whatever the parent, to provoke collisions
 }
 
 // ctxTable returns the World's table, hosted by CommWorld.
@@ -160,7 +163,11 @@ func ctxAgreement(w *World, c *Comm, op string, k int, seed uint64, join bool, a
 		if err := and(mask); err != nil {
 			return nil, err
 		}
-		pairs := pickPairs(mask, k, startPos(seed, attempt))
+		start := startPos(seed, attempt)
+		if attempt == 0 && t.lowFirst {
+			start = 0
+		}
+		pairs := pickPairs(mask, k, start)
 		if pairs == nil {
 			return nil, newErr(ErrComm, op, c, NoPeer,
 				"no free context id common to all members (%d of %d pairs in use at this process)", t.inUse(), ctxPairs)
@@ -182,5 +189,8 @@ func ctxAgreement(w *World, c *Comm, op string, k int, seed uint64, join bool, a
 		if ok && join {
 			t.release(pairs...)
 		}
+		t.mu.Lock()
+		t.retries++
+		t.mu.Unlock()
 	}
 }
