@@ -55,6 +55,8 @@ func (c *Comm) engineErr(op string, peer int, err error) error {
 		return newErr(ErrTruncate, op, c, peer, "%v", unwrapDetail(err))
 	case errors.Is(err, p2p.ErrType):
 		return newErr(ErrType, op, c, peer, "%v", unwrapDetail(err))
+	case errors.Is(err, p2p.ErrRevoked):
+		return newErr(ErrRevoked, op, c, peer, "the communicator was revoked")
 	case errors.Is(err, p2p.ErrPeerLost):
 		return newErr(ErrProcFailed, op, c, peer, "%v", unwrapDetail(err))
 	case errors.Is(err, p2p.ErrClosed):

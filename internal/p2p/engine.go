@@ -43,6 +43,7 @@ var (
 	ErrTruncate = errors.New("message truncated")
 	ErrType     = errors.New("datatype mismatch")
 	ErrPeerLost = errors.New("peer lost")
+	ErrRevoked  = errors.New("communication context revoked")
 	ErrClosed   = errors.New("engine closed")
 )
 
@@ -202,6 +203,8 @@ type Engine struct {
 	nextID     uint64
 	probes     []*probeWaiter
 	lost       map[int]error
+	failSig    chan struct{}   // closed and replaced when a peer is lost
+	revoked    map[uint32]bool // contexts whose operations all fail with ErrRevoked
 	closed     bool
 	asyncSends sync.WaitGroup
 }
@@ -225,6 +228,8 @@ func New(cfg Config) *Engine {
 		sends:      make(map[uint64]*Req),
 		recvs:      make(map[uint64]*Req),
 		lost:       make(map[int]error),
+		failSig:    make(chan struct{}),
+		revoked:    make(map[uint32]bool),
 	}
 }
 
@@ -262,7 +267,7 @@ func (e *Engine) Release(r *Req) {
 // sync forces the rendezvous (MPI_Ssend semantics: completes only once the
 // receive has matched).
 func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sync bool) (*Req, error) {
-	if err := e.peerErr(peer); err != nil {
+	if err := e.peerErr(peer, ctx); err != nil {
 		return nil, err
 	}
 	if !sync && len(buf) <= e.eagerLimit {
@@ -302,9 +307,12 @@ func (e *Engine) sendErr(peer int, err error) error {
 	return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
 }
 
-func (e *Engine) peerErr(peer int) error {
+func (e *Engine) peerErr(peer int, ctx uint32) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.revoked[ctx] {
+		return ErrRevoked
+	}
 	if err, ok := e.lost[peer]; ok {
 		return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
 	}
@@ -324,6 +332,12 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 	if e.closed {
 		e.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if e.revoked[ctx] {
+		e.mu.Unlock()
+		r.st = Status{Source: int(src), Tag: int(tag), Err: ErrRevoked}
+		r.complete()
+		return r, nil
 	}
 	for m := e.unexHead; m != nil; m = m.next {
 		if !matches(ctx, src, tag, &m.h) {
@@ -415,6 +429,10 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 	switch h.Kind {
 	case KindEager:
 		e.mu.Lock()
+		if e.dropLocked(from, h) {
+			e.mu.Unlock()
+			return nil, nil
+		}
 		if r := e.matchPosted(h); r != nil {
 			e.mu.Unlock()
 			r.peer = from
@@ -444,6 +462,10 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 		return m.data, m
 	case KindRTS:
 		e.mu.Lock()
+		if e.dropLocked(from, h) {
+			e.mu.Unlock()
+			return nil, nil
+		}
 		if r := e.matchPosted(h); r != nil {
 			e.acceptRTS(r, from, h)
 			return nil, nil
@@ -521,6 +543,19 @@ func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any) {
 	}
 }
 
+// dropLocked reports whether an arriving message must be discarded: its
+// context is revoked, or its sender was declared lost (a message that
+// arrives after the loss must not complete a receive posted after an
+// earlier one failed for lack of it: seed 003, 17.6, advice to
+// implementors). e.mu held.
+func (e *Engine) dropLocked(from int, h *transport.Header) bool {
+	if e.revoked[h.Ctx] {
+		return true
+	}
+	_, lost := e.lost[from]
+	return lost
+}
+
 // PeerLost implements transport.Handler: operations that can only be
 // completed by peer fail.
 func (e *Engine) PeerLost(peer int, err error) {
@@ -536,6 +571,8 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		return
 	}
 	e.lost[peer] = cause
+	close(e.failSig)
+	e.failSig = make(chan struct{})
 	var failed []*Req
 	for r := e.postHead; r != nil; {
 		next := r.next
@@ -565,6 +602,86 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
 		r.complete()
 	}
+}
+
+// FailureSignal returns a channel closed at the next peer loss, so a waiter
+// can re-examine what the failure means for it (ULFM's ErrPending).
+func (e *Engine) FailureSignal() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failSig
+}
+
+// IsLost reports whether peer was declared lost.
+func (e *Engine) IsLost(peer int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.lost[peer]
+	return ok
+}
+
+// Revoke makes every pending and future operation on the given contexts
+// complete with ErrRevoked and discards their unexpected messages
+// (MPI_Comm_revoke's local effect). It is idempotent.
+func (e *Engine) Revoke(ctxs ...uint32) {
+	e.mu.Lock()
+	fresh := false
+	for _, c := range ctxs {
+		if !e.revoked[c] {
+			e.revoked[c] = true
+			fresh = true
+		}
+	}
+	if !fresh {
+		e.mu.Unlock()
+		return
+	}
+	var failed []*Req
+	for r := e.postHead; r != nil; {
+		next := r.next
+		if e.revoked[r.ctx] {
+			e.unlinkPosted(r)
+			failed = append(failed, r)
+		}
+		r = next
+	}
+	for id, r := range e.sends {
+		if e.revoked[r.ctx] {
+			delete(e.sends, id)
+			failed = append(failed, r)
+		}
+	}
+	for id, r := range e.recvs {
+		if e.revoked[r.ctx] {
+			delete(e.recvs, id)
+			failed = append(failed, r)
+		}
+	}
+	for m := e.unexHead; m != nil; {
+		next := m.next
+		if e.revoked[m.h.Ctx] && m.complete && m.recv == nil {
+			e.unlinkMsg(m)
+			putBuf(m.pooled)
+			freeMsg(m)
+		}
+		m = next
+	}
+	e.wakeAllProbes()
+	e.mu.Unlock()
+	for _, r := range failed {
+		if r.isRecv {
+			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
+		}
+		r.st.Err = ErrRevoked
+		r.complete()
+	}
+}
+
+// IsRevoked reports whether ctx was revoked.
+func (e *Engine) IsRevoked(ctx uint32) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.revoked[ctx]
 }
 
 // Cancel cancels a pending receive that has not matched yet. It reports
@@ -616,6 +733,10 @@ func (e *Engine) Probe(ctx uint32, src int32, peer int, tag int32, abort <-chan 
 		if st, ok := e.probeLocked(ctx, src, tag); ok {
 			e.mu.Unlock()
 			return st, nil
+		}
+		if e.revoked[ctx] {
+			e.mu.Unlock()
+			return Status{}, ErrRevoked
 		}
 		if err, ok := e.lost[peer]; ok && peer >= 0 {
 			e.mu.Unlock()

@@ -1,0 +1,111 @@
+package p2p
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/transport/inproc"
+)
+
+func pair(t *testing.T) (*Engine, *Engine) {
+	t.Helper()
+	fab := inproc.NewFabric(2)
+	a, b := New(Config{Self: 0}), New(Config{Self: 1})
+	a.SetTransport(fab.Attach(0, a))
+	b.SetTransport(fab.Attach(1, b))
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func waitReq(t *testing.T, r *Req) Status {
+	t.Helper()
+	abort := make(chan struct{})
+	timer := time.AfterFunc(10*time.Second, func() { close(abort) })
+	defer timer.Stop()
+	if !r.Wait(abort) {
+		t.Fatal("request did not complete within 10s")
+	}
+	return r.Status()
+}
+
+func TestRevokeFailsPendingAndFutureOperations(t *testing.T) {
+	a, b := pair(t)
+	buf := make([]byte, 8)
+	posted, _ := b.Irecv(4, AnySource, -1, AnyTag, DTByte, buf)
+	big, err := a.Isend(4, 0, 1, 0, DTByte, make([]byte, 1<<20), false) // rendezvous: waits for CTS
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The big RTS matched b's posted receive, so exchange completes; post another.
+	st := waitReq(t, posted)
+	if st.Err != nil {
+		// 1 MiB into 8 bytes: truncation, fine; what matters is completion.
+		if !errors.Is(st.Err, ErrTruncate) {
+			t.Fatal(st.Err)
+		}
+	}
+	waitReq(t, big)
+	pending, _ := b.Irecv(4, 0, 0, 7, DTByte, buf)
+	other, _ := b.Irecv(6, 0, 0, 7, DTByte, buf) // another context: untouched
+	b.Revoke(4, 5)
+	if st := waitReq(t, pending); !errors.Is(st.Err, ErrRevoked) {
+		t.Fatalf("pending receive after revoke: %v", st.Err)
+	}
+	if other.Done() {
+		t.Fatal("revoke of context 4 completed a receive on context 6")
+	}
+	later, _ := b.Irecv(4, 0, 0, 7, DTByte, buf)
+	if st := waitReq(t, later); !errors.Is(st.Err, ErrRevoked) {
+		t.Fatalf("receive posted after revoke: %v", st.Err)
+	}
+	if _, err := b.Isend(5, 1, 0, 0, DTByte, buf, false); !errors.Is(err, ErrRevoked) {
+		t.Fatalf("send on a revoked context: %v", err)
+	}
+	if _, err := b.Probe(4, AnySource, -1, AnyTag, nil); !errors.Is(err, ErrRevoked) {
+		t.Fatalf("probe on a revoked context: %v", err)
+	}
+	// Messages arriving on the revoked context are dropped, not queued.
+	if _, err := a.Isend(4, 0, 1, 9, DTByte, buf, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Iprobe(4, AnySource, AnyTag); ok {
+		t.Fatal("message on a revoked context was queued")
+	}
+	a.Isend(6, 0, 1, 7, DTByte, []byte("x"), false)
+	if st := waitReq(t, other); st.Err != nil || buf[0] != 'x' {
+		t.Fatalf("other context after revoke: %v %q", st.Err, buf[:1])
+	}
+}
+
+func TestLostPeerMessagesOrdering(t *testing.T) {
+	a, b := pair(t)
+	buf := make([]byte, 4)
+	// An early message from a (received before the loss) is still delivered.
+	a.Isend(0, 0, 1, 1, DTByte, []byte("old!"), false)
+	sig := b.FailureSignal()
+	first, _ := b.Irecv(0, 0, 0, 2, DTByte, buf) // nothing matches: fails at the loss
+	b.FailPeer(0, errors.New("killed"))
+	select {
+	case <-sig:
+	default:
+		t.Fatal("failure signal not raised")
+	}
+	if st := waitReq(t, first); !errors.Is(st.Err, ErrPeerLost) {
+		t.Fatalf("pending receive from the lost peer: %v", st.Err)
+	}
+	// A message that arrives after the loss must not satisfy a later receive
+	// (seed 003 17.6 advice to implementors).
+	a.Isend(0, 0, 1, 2, DTByte, []byte("late"), false)
+	second, _ := b.Irecv(0, 0, 0, 2, DTByte, buf)
+	if st := waitReq(t, second); !errors.Is(st.Err, ErrPeerLost) {
+		t.Fatalf("later receive matched a message that arrived after the loss: %v", st.Err)
+	}
+	old, _ := b.Irecv(0, 0, 0, 1, DTByte, buf)
+	if st := waitReq(t, old); st.Err != nil || string(buf) != "old!" {
+		t.Fatalf("message received before the loss: %v %q", st.Err, buf)
+	}
+	if !b.IsLost(0) || b.IsLost(1) {
+		t.Fatal("IsLost")
+	}
+}
