@@ -27,7 +27,16 @@ const (
 	KindRTS                    // request to send: A=send id, B=message bytes
 	KindCTS                    // clear to send: A=send id, B=receive id (Flags&FlagDiscard: receiver drops)
 	KindData                   // rendezvous payload: A=receive id
+	// KindControl frames carry fault-tolerance protocol messages
+	// (heartbeats, failure notices, revoke, agreement). They bypass
+	// matching, revocation and the lost-peer filter, and go to the
+	// control handler.
+	KindControl = 16
 )
+
+// ControlHandler receives control frames; it must not block (hand work to
+// another goroutine) and must copy payload if it keeps it.
+type ControlHandler func(from int, h transport.Header, payload []byte)
 
 // Wildcards, as in MPI.
 const (
@@ -427,6 +436,12 @@ func (e *Engine) deliverEager(r *Req, m *msg) {
 func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 	h := &hv
 	switch h.Kind {
+	case KindControl:
+		if h.N == 0 {
+			return nil, ctlCookie{}
+		}
+		b, pooled := getBuf(int(h.N))
+		return b, ctlCookie{pooled}
 	case KindEager:
 		e.mu.Lock()
 		if e.dropLocked(from, h) {
@@ -518,6 +533,11 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 // Payload implements transport.Handler.
 func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any) {
 	switch c := cookie.(type) {
+	case ctlCookie:
+		if f := e.control.Load(); f != nil {
+			(*f)(from, h, dst)
+		}
+		putBuf(c.pooled)
 	case *Req:
 		if c != nil {
 			c.complete()
@@ -602,6 +622,23 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
 		r.complete()
 	}
+}
+
+type ctlCookie struct{ pooled *[]byte }
+
+// SetControlHandler installs the receiver of control frames.
+func (e *Engine) SetControlHandler(f ControlHandler) { e.control.Store(&f) }
+
+// SendControl sends a control frame (h.Kind is set to KindControl) with
+// payload to peer. It is safe to call from any goroutine except from inside
+// a transport callback.
+func (e *Engine) SendControl(peer int, h transport.Header, payload []byte) error {
+	h.Kind = KindControl
+	h.N = uint64(len(payload))
+	if err := e.tr.Send(peer, h, payload); err != nil {
+		return e.sendErr(peer, err)
+	}
+	return nil
 }
 
 // FailureSignal returns a channel closed at the next peer loss, so a waiter

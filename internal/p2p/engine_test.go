@@ -2,9 +2,11 @@ package p2p
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
