@@ -214,6 +214,7 @@ type Engine struct {
 	lost       map[int]error
 	failSig    chan struct{}   // closed and replaced when a peer is lost
 	revoked    map[uint32]bool // contexts whose operations all fail with ErrRevoked
+	control    atomic.Pointer[ControlHandler]
 	closed     bool
 	asyncSends sync.WaitGroup
 }

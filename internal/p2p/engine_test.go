@@ -111,3 +111,26 @@ func TestLostPeerMessagesOrdering(t *testing.T) {
 		t.Fatal("IsLost")
 	}
 }
+
+func TestControlFramesBypassMatchingAndRevocation(t *testing.T) {
+	a, b := pair(t)
+	got := make(chan string, 4)
+	b.SetControlHandler(func(from int, h transport.Header, payload []byte) {
+		got <- fmt.Sprintf("%d:%d:%d:%s", from, h.Ctx, h.Tag, payload)
+	})
+	b.Revoke(3)
+	if err := a.SendControl(1, transport.Header{Ctx: 3, Tag: 42}, []byte("hb")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		if s != "0:3:42:hb" {
+			t.Fatalf("control frame %q", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("control frame not delivered")
+	}
+	if _, ok := b.Iprobe(3, AnySource, AnyTag); ok {
+		t.Fatal("control frame reached the matching queues")
+	}
+}
