@@ -212,8 +212,8 @@ type Engine struct {
 	nextID     uint64
 	probes     []*probeWaiter
 	lost       map[int]error
-	failSig    chan struct{}   // closed and replaced when a peer is lost
-	revoked    map[uint32]bool // contexts whose operations all fail with ErrRevoked
+	failSig    chan struct{}    // closed and replaced when a peer is lost
+	revoked    map[uint32]error // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
 	control    atomic.Pointer[ControlHandler]
 	closed     bool
 	asyncSends sync.WaitGroup
@@ -239,7 +239,7 @@ func New(cfg Config) *Engine {
 		recvs:      make(map[uint64]*Req),
 		lost:       make(map[int]error),
 		failSig:    make(chan struct{}),
-		revoked:    make(map[uint32]bool),
+		revoked:    make(map[uint32]error),
 	}
 }
 
@@ -320,8 +320,8 @@ func (e *Engine) sendErr(peer int, err error) error {
 func (e *Engine) peerErr(peer int, ctx uint32) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.revoked[ctx] {
-		return ErrRevoked
+	if err := e.revoked[ctx]; err != nil {
+		return err
 	}
 	if err, ok := e.lost[peer]; ok {
 		return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
@@ -343,9 +343,9 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if e.revoked[ctx] {
+	if err := e.revoked[ctx]; err != nil {
 		e.mu.Unlock()
-		r.st = Status{Source: int(src), Tag: int(tag), Err: ErrRevoked}
+		r.st = Status{Source: int(src), Tag: int(tag), Err: err}
 		r.complete()
 		return r, nil
 	}
@@ -570,7 +570,7 @@ func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any) {
 // earlier one failed for lack of it: seed 003, 17.6, advice to
 // implementors). e.mu held.
 func (e *Engine) dropLocked(from int, h *transport.Header) bool {
-	if e.revoked[h.Ctx] {
+	if e.revoked[h.Ctx] != nil {
 		return true
 	}
 	_, lost := e.lost[from]
@@ -661,12 +661,18 @@ func (e *Engine) IsLost(peer int) bool {
 // Revoke makes every pending and future operation on the given contexts
 // complete with ErrRevoked and discards their unexpected messages
 // (MPI_Comm_revoke's local effect). It is idempotent.
-func (e *Engine) Revoke(ctxs ...uint32) {
+func (e *Engine) Revoke(ctxs ...uint32) { e.Poison(ErrRevoked, ctxs...) }
+
+// Poison makes every pending and future operation on the given contexts
+// complete with err, and discards their queued messages. A context keeps
+// the first error it was poisoned with, except that ErrRevoked overrides. Used for revocation and for the
+// collective context of a communicator that lost a member.
+func (e *Engine) Poison(err error, ctxs ...uint32) {
 	e.mu.Lock()
 	fresh := false
 	for _, c := range ctxs {
-		if !e.revoked[c] {
-			e.revoked[c] = true
+		if old := e.revoked[c]; old == nil || (err == ErrRevoked && old != ErrRevoked) {
+			e.revoked[c] = err // revocation overrides any other poison
 			fresh = true
 		}
 	}
@@ -675,29 +681,30 @@ func (e *Engine) Revoke(ctxs ...uint32) {
 		return
 	}
 	var failed []*Req
+	var errs []error
 	for r := e.postHead; r != nil; {
 		next := r.next
-		if e.revoked[r.ctx] {
+		if err := e.revoked[r.ctx]; err != nil {
 			e.unlinkPosted(r)
-			failed = append(failed, r)
+			failed, errs = append(failed, r), append(errs, err)
 		}
 		r = next
 	}
 	for id, r := range e.sends {
-		if e.revoked[r.ctx] {
+		if err := e.revoked[r.ctx]; err != nil {
 			delete(e.sends, id)
-			failed = append(failed, r)
+			failed, errs = append(failed, r), append(errs, err)
 		}
 	}
 	for id, r := range e.recvs {
-		if e.revoked[r.ctx] {
+		if err := e.revoked[r.ctx]; err != nil {
 			delete(e.recvs, id)
-			failed = append(failed, r)
+			failed, errs = append(failed, r), append(errs, err)
 		}
 	}
 	for m := e.unexHead; m != nil; {
 		next := m.next
-		if e.revoked[m.h.Ctx] && m.complete && m.recv == nil {
+		if e.revoked[m.h.Ctx] != nil && m.complete && m.recv == nil {
 			e.unlinkMsg(m)
 			putBuf(m.pooled)
 			freeMsg(m)
@@ -706,11 +713,11 @@ func (e *Engine) Revoke(ctxs ...uint32) {
 	}
 	e.wakeAllProbes()
 	e.mu.Unlock()
-	for _, r := range failed {
+	for i, r := range failed {
 		if r.isRecv {
 			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
 		}
-		r.st.Err = ErrRevoked
+		r.st.Err = errs[i]
 		r.complete()
 	}
 }
@@ -719,7 +726,7 @@ func (e *Engine) Revoke(ctxs ...uint32) {
 func (e *Engine) IsRevoked(ctx uint32) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.revoked[ctx]
+	return errors.Is(e.revoked[ctx], ErrRevoked)
 }
 
 // Cancel cancels a pending receive that has not matched yet. It reports
@@ -772,9 +779,9 @@ func (e *Engine) Probe(ctx uint32, src int32, peer int, tag int32, abort <-chan 
 			e.mu.Unlock()
 			return st, nil
 		}
-		if e.revoked[ctx] {
+		if err := e.revoked[ctx]; err != nil {
 			e.mu.Unlock()
-			return Status{}, ErrRevoked
+			return Status{}, err
 		}
 		if err, ok := e.lost[peer]; ok && peer >= 0 {
 			e.mu.Unlock()
