@@ -158,6 +158,27 @@ func (r *Req) Finish(st Status) {
 	r.complete()
 }
 
+// WaitSignal is Wait that also returns when sig fires: 0 when r completed,
+// 1 when abort closed, 2 when sig closed first.
+func (r *Req) WaitSignal(abort, sig <-chan struct{}) int {
+	for !r.done.Load() {
+		select {
+		case <-r.ch:
+		case <-abort:
+			if r.done.Load() {
+				return 0
+			}
+			return 1
+		case <-sig:
+			if r.done.Load() {
+				return 0
+			}
+			return 2
+		}
+	}
+	return 0
+}
+
 // SetWaiter registers a channel signalled (non-blocking) on completion;
 // used by Waitany/Waitsome. Pass nil to clear.
 func (r *Req) SetWaiter(c *chan struct{}) { r.waiter.Store(c) }
@@ -215,6 +236,8 @@ type Engine struct {
 	failSig    chan struct{}    // closed and replaced when a peer is lost
 	revoked    map[uint32]error // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
 	control    atomic.Pointer[ControlHandler]
+	lostHook   atomic.Pointer[func(peer int, cause error)]
+	lostCount  atomic.Int64
 	closed     bool
 	asyncSends sync.WaitGroup
 }
@@ -592,6 +615,7 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		return
 	}
 	e.lost[peer] = cause
+	e.lostCount.Add(1)
 	close(e.failSig)
 	e.failSig = make(chan struct{})
 	var failed []*Req
@@ -623,7 +647,18 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
 		r.complete()
 	}
+	if f := e.lostHook.Load(); f != nil {
+		(*f)(peer, cause)
+	}
 }
+
+// SetLostHook installs a function called once per lost peer, after the
+// peer's operations failed (not under the engine's lock).
+func (e *Engine) SetLostHook(f func(peer int, cause error)) { e.lostHook.Store(&f) }
+
+// LostCount is the number of peers lost so far; it only grows, so a caller
+// can cache conclusions drawn from the lost set until it changes.
+func (e *Engine) LostCount() int64 { return e.lostCount.Load() }
 
 type ctlCookie struct{ pooled *[]byte }
 
