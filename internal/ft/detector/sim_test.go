@@ -11,7 +11,7 @@ import (
 
 var (
 	seedFlag      = flag.Int64("seed", -1, "replay a single simulator seed (see the failure message)")
-	schedulesFlag = flag.Int("schedules", 2000, "number of seeded schedules TestSimulatedSchedules runs")
+	schedulesFlag = flag.Int("schedules", 1500, "number of seeded schedules TestSimulatedSchedules runs")
 )
 
 const ms = time.Millisecond

@@ -1,0 +1,341 @@
+// Package rbcast is ftmpi's reliable broadcast of failure notices (and of
+// anything else that must reach every live rank, such as revoke notices),
+// written as a pure state machine.
+//
+// # What it is for
+//
+// When one rank learns that a process failed (its heartbeat detector
+// suspected it, a connection broke, the launcher said so), every other live
+// rank must learn it too, quickly and without everyone telling everyone. A
+// Node floods each item over a binomial graph (BMG) overlay: the depth grows
+// as log2(n) and the overlay has many disjoint paths, so it survives many
+// failures; a ring repair rule makes it survive any number of them.
+//
+// # Algorithm
+//
+// Rank r's BMG neighbours are r+2^k and r-2^k (mod n) for k = 0 ..
+// ceil(log2 n)-1 (see Neighbors); the graph is symmetric, has degree at
+// most 2*ceil(log2 n) and diameter at most ceil(log2 n). Items are
+// identified by content (the type parameter T is comparable: "rank p
+// incarnation i failed" is the same item whoever broadcasts it, so
+// concurrent detections of one failure merge), and each Node delivers each
+// item at most once.
+//
+//   - Broadcast(x) delivers x locally and sends it to every neighbour.
+//   - When a rank receives an item it has not delivered, it delivers it and
+//     forwards it to every neighbour except the one it came from. Ranks known
+//     to have failed are skipped. A duplicate is dropped.
+//   - Ring repair: besides its BMG neighbours, each rank also treats as
+//     neighbours its ring successor and predecessor, the next rank in each
+//     direction not known to have failed. Failure-free these are r+1 and
+//     r-1, already BMG neighbours, so this costs nothing. When Failed changes
+//     the successor or predecessor to a rank outside the BMG neighbourhood,
+//     the Node re-sends every item it has delivered to that rank.
+//
+// Failure-free, with unit link delays, an item reaches every rank within the
+// BMG diameter (at most ceil(log2 n) hops) using deg(origin) + sum over the
+// other ranks of (deg-1) messages, about n*(2*ceil(log2 n)-2): flooding pays
+// for its fault tolerance with about twice the n*log2(n) of a tree.
+//
+// # Guarantees
+//
+// Assume (A1) a message between two processes that do not crash is
+// eventually received; (A2) every live rank is eventually told (Failed) of
+// every process that crashed (ftmpi's launcher and heartbeat detector give
+// this: strong completeness); (A3) a live process is never reported failed
+// (ftmpi enforces fail-stop: a reported process is killed, so it is not
+// live). A live process is one that never crashes. Then:
+//
+//   - Integrity: every rank delivers an item at most once, and only an item
+//     some rank broadcast (no false delivery).
+//   - Validity: an item broadcast by a live rank is delivered by every live
+//     rank.
+//   - Agreement: an item delivered by a live rank is delivered by every live
+//     rank.
+//
+// Why: let a be a live rank that delivered x and b the next live rank after
+// a in ring order. When a delivered x it sent x to every rank it did not
+// know failed among its BMG neighbours and its ring successor; by (A3) this
+// included b if b was one of them. Every rank strictly between a and b
+// crashes, so by (A2) a eventually learns of each, and each time its
+// successor changes a re-sends everything it delivered to the new one
+// (unless it is a BMG neighbour, which got x already); the last change makes
+// b the successor. Either way b receives x (A1) and delivers it. By
+// induction around the ring every live rank delivers x. Validity follows
+// since the origin delivers its own broadcast.
+//
+// While the live ranks stay connected in the BMG (which survives up to
+// about 2*log2(n)-1 arbitrary failures, and far more random ones), flooding
+// alone reaches them all within the diameter of the surviving graph,
+// whatever the order in which failures become known. When they do not, the
+// ring repair still delivers, but the path may be longer (up to the number
+// of live ranks, in the worst case) and waits for the failure notices that
+// re-link the ring. Agreement is not uniform: an item delivered only by
+// ranks that all crashed before passing it on may be lost; for failure
+// notices this is harmless because the crashed ranks' own failures, and the
+// original failure, are detected again by the observers and the launcher.
+//
+// # What it must not do
+//
+// No I/O, no goroutines, no clocks: items and messages go in as arguments
+// and out as return values; the runtime sends the returned messages in
+// over reliable links (FIFO order is not needed), feeds received ones to Step, and reports
+// failures with Failed. A Node is not safe for concurrent use. It remembers
+// every item it delivered (for deduplication and ring repair); keep items
+// small and few (failure and revoke notices), or build a new Node.
+package rbcast
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+)
+
+// ID names one process: a world rank and an incarnation (0 at first start,
+// increased by every respawn of that rank).
+type ID struct {
+	Rank int
+	Inc  int
+}
+
+// Config configures a Node.
+type Config struct {
+	// N is the number of ranks (the world size). Must be >= 1.
+	N int
+	// Self is this process's rank, 0 <= Self < N.
+	Self int
+	// Incarnation is this process's incarnation (0 unless respawned).
+	Incarnation int
+}
+
+// Validate reports the first problem with c, or nil.
+func (c Config) Validate() error {
+	switch {
+	case c.N < 1:
+		return fmt.Errorf("rbcast: N is %d, must be at least 1", c.N)
+	case c.Self < 0 || c.Self >= c.N:
+		return fmt.Errorf("rbcast: Self is %d, must be in [0, N=%d)", c.Self, c.N)
+	case c.Incarnation < 0:
+		return fmt.Errorf("rbcast: Incarnation is %d, must not be negative", c.Incarnation)
+	}
+	return nil
+}
+
+// Msg carries one item from a rank to a neighbour.
+type Msg[T comparable] struct {
+	From int // sending rank
+	To   int // receiving rank
+	Item T
+	Hops int // links travelled from the broadcaster, 1 for its own sends
+}
+
+// Neighbors returns rank r's neighbours in the binomial graph over n ranks:
+// r+2^k and r-2^k mod n for k = 0 .. ceil(log2 n)-1, without r itself and
+// without duplicates, in increasing distance.
+func Neighbors(n, r int) []int {
+	if n <= 1 {
+		return nil
+	}
+	var out []int
+	for k := 0; k < Log2Ceil(n); k++ {
+		for _, v := range [2]int{(r + 1<<k) % n, ((r-1<<k)%n + n) % n} {
+			if v != r && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// Log2Ceil returns ceil(log2 n) for n >= 1 (0 for n = 1).
+func Log2Ceil(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return bits.Len(uint(n - 1))
+}
+
+const none = -1
+
+// Node is one rank's reliable-broadcast state. Create it with New.
+type Node[T comparable] struct {
+	cfg        Config
+	nbrs       []int
+	isNbr      []bool
+	inc        []int // current incarnation of each rank
+	dead       []int // highest incarnation known failed, -1 if none
+	succ, pred int
+	selfFailed bool
+	delivered  map[T]int // item -> hops it had travelled when delivered here
+	order      []T       // delivered items, in delivery order, for ring repair
+}
+
+// New returns the Node of rank cfg.Self. All ranks are assumed live at
+// incarnation 0; report other knowledge with Failed and Joined.
+func New[T comparable](cfg Config) (*Node[T], error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Node[T]{cfg: cfg, nbrs: Neighbors(cfg.N, cfg.Self), isNbr: make([]bool, cfg.N),
+		inc: make([]int, cfg.N), dead: make([]int, cfg.N), delivered: map[T]int{}}
+	for _, v := range b.nbrs {
+		b.isNbr[v] = true
+	}
+	for r := range b.dead {
+		b.dead[r] = -1
+	}
+	b.inc[cfg.Self] = cfg.Incarnation
+	b.succ, b.pred = b.ring()
+	return b, nil
+}
+
+func (b *Node[T]) live(r int) bool { return b.inc[r] > b.dead[r] }
+
+func (b *Node[T]) ring() (succ, pred int) {
+	n, self := b.cfg.N, b.cfg.Self
+	succ, pred = none, none
+	for i := 1; i < n; i++ {
+		if r := (self + i) % n; b.live(r) {
+			succ = r
+			break
+		}
+	}
+	for i := 1; i < n; i++ {
+		if r := (self - i + n) % n; b.live(r) {
+			pred = r
+			break
+		}
+	}
+	return succ, pred
+}
+
+// deliver records x and returns its forwards to every live neighbour and
+// ring neighbour except skip.
+func (b *Node[T]) deliver(x T, hops, skip int) []Msg[T] {
+	b.delivered[x] = hops
+	b.order = append(b.order, x)
+	out := make([]Msg[T], 0, len(b.nbrs)+2)
+	send := func(to int) {
+		if to != none && to != skip && b.live(to) {
+			out = append(out, Msg[T]{From: b.cfg.Self, To: to, Item: x, Hops: hops + 1})
+		}
+	}
+	for _, v := range b.nbrs {
+		send(v)
+	}
+	if b.succ != none && !b.isNbr[b.succ] {
+		send(b.succ)
+	}
+	if b.pred != none && !b.isNbr[b.pred] && b.pred != b.succ {
+		send(b.pred)
+	}
+	return out
+}
+
+// Broadcast delivers x at this rank and returns the messages that spread it.
+// fresh is false (and nothing is sent) if x was already delivered here: an
+// item is identified by its value, so broadcasting a notice that arrived
+// from elsewhere is a no-op. A rank reported failed sends nothing.
+func (b *Node[T]) Broadcast(x T) (out []Msg[T], fresh bool) {
+	if b.selfFailed {
+		return nil, false
+	}
+	if _, ok := b.delivered[x]; ok {
+		return nil, false
+	}
+	return b.deliver(x, 0, none), true
+}
+
+// Step processes a received message. If its item is new here, delivered
+// holds it (the caller acts on it exactly once) and out the forwards;
+// otherwise both are empty. Messages from failed processes are still
+// accepted: they were sent before the crash and carry genuine items.
+func (b *Node[T]) Step(m Msg[T]) (out []Msg[T], delivered []T) {
+	if b.selfFailed {
+		return nil, nil
+	}
+	if _, ok := b.delivered[m.Item]; ok {
+		return nil, nil
+	}
+	return b.deliver(m.Item, m.Hops, m.From), []T{m.Item}
+}
+
+// Delivered reports whether x has been delivered at this rank.
+func (b *Node[T]) Delivered(x T) bool { _, ok := b.delivered[x]; return ok }
+
+// Items returns the items delivered at this rank, in delivery order. The
+// slice is shared: do not modify it.
+func (b *Node[T]) Items() []T { return b.order }
+
+// Failed records that process p (and its older incarnations) failed, learnt
+// from any source; it is idempotent and monotone. Nothing in flight is lost
+// (every delivered item already went to every neighbour), but if the ring
+// successor or predecessor moves to a rank outside the BMG neighbourhood,
+// Failed returns the re-sends of every delivered item to it (ring repair,
+// see the package documentation). Failed of this process itself silences
+// the Node.
+func (b *Node[T]) Failed(p ID) []Msg[T] {
+	if b.selfFailed || p.Rank < 0 || p.Rank >= b.cfg.N || p.Inc < 0 || p.Inc <= b.dead[p.Rank] {
+		return nil
+	}
+	b.dead[p.Rank] = p.Inc
+	if p.Inc > b.inc[p.Rank] {
+		b.inc[p.Rank] = p.Inc
+	}
+	if p.Rank == b.cfg.Self && !b.live(p.Rank) {
+		b.selfFailed = true
+		return nil
+	}
+	return b.relink()
+}
+
+// Joined records that p, a new incarnation of rank p.Rank (a respawn), is
+// live; its older incarnations are failed. Items delivered before the join
+// are not re-sent to it (a respawned process receives the current failure
+// knowledge from the runtime when it starts); it receives every item
+// delivered from now on. Joined of an incarnation already known, or known
+// failed, is ignored.
+func (b *Node[T]) Joined(p ID) []Msg[T] {
+	if b.selfFailed || p.Rank < 0 || p.Rank >= b.cfg.N || p.Rank == b.cfg.Self || p.Inc <= b.dead[p.Rank] {
+		return nil
+	}
+	if p.Inc < b.inc[p.Rank] || (p.Inc == b.inc[p.Rank] && b.live(p.Rank)) {
+		return nil
+	}
+	if p.Inc-1 > b.dead[p.Rank] {
+		b.dead[p.Rank] = p.Inc - 1
+	}
+	b.inc[p.Rank] = p.Inc
+	b.succ, b.pred = b.ring() // no re-send: see above
+	return nil
+}
+
+func (b *Node[T]) relink() []Msg[T] {
+	succ, pred := b.ring()
+	var out []Msg[T]
+	resend := func(to int) {
+		if to == none || b.isNbr[to] {
+			return
+		}
+		for _, x := range b.order {
+			out = append(out, Msg[T]{From: b.cfg.Self, To: to, Item: x, Hops: b.delivered[x] + 1})
+		}
+	}
+	if succ != b.succ {
+		resend(succ)
+	}
+	if pred != b.pred && pred != succ {
+		resend(pred)
+	}
+	b.succ, b.pred = succ, pred
+	return out
+}
+
+// IsFailed reports whether p is known to have failed.
+func (b *Node[T]) IsFailed(p ID) bool {
+	return p.Rank >= 0 && p.Rank < b.cfg.N && p.Inc <= b.dead[p.Rank]
+}
+
+// Ring returns the current ring successor and predecessor (ranks not known
+// failed); none is reported as -1.
+func (b *Node[T]) Ring() (succ, pred int) { return b.succ, b.pred }
