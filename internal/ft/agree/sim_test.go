@@ -1,0 +1,604 @@
+package agree
+
+import (
+	"container/heap"
+	"flag"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Flags for the simulator:
+//
+//	go test ./internal/ft/agree -run TestSimulate -seed=1234      replay one schedule
+//	go test ./internal/ft/agree -run TestSimulate -seed=1234 -simtrace   ... with its event trace
+//	go test ./internal/ft/agree -run TestSimulate -sims=1000000 -seedbase=7   explore more
+var (
+	flagSeed     = flag.String("seed", "", "replay only this simulator seed")
+	flagSims     = flag.Int("sims", 0, "number of simulated schedules (default 10000, 2500 with -short)")
+	flagSeedBase = flag.Uint64("seedbase", 1, "first seed of the simulated schedules")
+	flagTrace    = flag.Bool("simtrace", false, "print the event trace of a replayed seed")
+)
+
+// Crash plans.
+const (
+	crashNone        = iota
+	crashBeforeStart // dies before calling Start: never contributes
+	crashAtTime      // dies at a given time, between two steps
+	crashAtStep      // dies during its k-th step, having sent only part of that step's messages
+)
+
+type crashPlan struct {
+	kind int
+	time int64 // crashAtTime
+	step int   // crashAtStep: the step (1 = Start) during which it dies
+}
+
+// simParams is everything a schedule is made of; it is derived from the
+// seed alone, so that the seed replays the schedule.
+type simParams struct {
+	seed       uint64
+	n          int
+	scenario   string
+	maxDelay   int64   // message delays are uniform in [1, maxDelay] ...
+	slowProb   float64 // ... except this fraction, delayed up to 20*maxDelay
+	loseProb   float64 // chance that a message from a crashed sender, delivered after its crash, is lost
+	notifyMax  int64   // failure notifications arrive within [1, notifyMax] after the crash
+	viaStart   float64 // chance that a notification before Start is passed to Start rather than Failed
+	start      []int64
+	crash      []crashPlan
+	contrib    []Value
+	unitDelays bool // every delay is 1, every start 0 (for counting rounds)
+}
+
+func (p *simParams) summary() string {
+	nc := 0
+	kinds := [4]int{}
+	for _, c := range p.crash {
+		if c.kind != crashNone {
+			nc++
+		}
+		kinds[c.kind]++
+	}
+	return fmt.Sprintf("seed=%d n=%d scenario=%s crashes=%d (before-start %d, at-time %d, mid-step %d) maxDelay=%d slow=%.2f lose=%.2f notifyMax=%d",
+		p.seed, p.n, p.scenario, nc, kinds[crashBeforeStart], kinds[crashAtTime], kinds[crashAtStep], p.maxDelay, p.slowProb, p.loseProb, p.notifyMax)
+}
+
+func newRand(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// genParams draws a schedule from seed.
+func genParams(seed uint64) *simParams {
+	r := newRand(seed)
+	p := &simParams{seed: seed}
+	switch x := r.IntN(1000); {
+	case x < 750:
+		p.n = 1 + r.IntN(8)
+	case x < 955:
+		p.n = 9 + r.IntN(32)
+	case x < 995:
+		p.n = 41 + r.IntN(110)
+	default:
+		p.n = 151 + r.IntN(850)
+	}
+	n := p.n
+	p.maxDelay = []int64{1, 2, 5, 20, 100}[r.IntN(5)]
+	p.slowProb = []float64{0, 0, 0.05, 0.3}[r.IntN(4)]
+	p.loseProb = []float64{0, 0.5, 1}[r.IntN(3)]
+	p.notifyMax = []int64{1, 10, 100, 1000}[r.IntN(4)]
+	p.viaStart = r.Float64()
+	span := int64(1 + r.IntN(4))
+	span = []int64{0, 5, 50, 500}[span-1]
+	p.start = make([]int64, n)
+	for i := range p.start {
+		if span > 0 {
+			p.start[i] = r.Int64N(span + 1)
+		}
+	}
+	if r.IntN(10) == 0 { // one very late process
+		p.start[r.IntN(n)] += 2000
+	}
+	p.contrib = make([]Value, n)
+	for i := range p.contrib {
+		v := Value{Flags: ^uint64(0)}
+		if r.IntN(4) == 0 {
+			v.Flags &^= 1 << uint(r.IntN(64))
+		}
+		if r.IntN(3) == 0 {
+			v.Flags &^= 1 // the boolean bit
+		}
+		for k := r.IntN(3); k > 0; k-- {
+			v.Union.Add(r.IntN(n + 5))
+		}
+		for j := 0; j < n+5; j++ {
+			if r.IntN(8) != 0 {
+				v.Inter.Add(j)
+			}
+		}
+		p.contrib[i] = v
+	}
+	s := r.IntN(100)
+	if n > 250 && (s >= 65 && s < 80 || s >= 90) {
+		// Every process crashing costs n*n notifications: keep the
+		// all-but-one and heavy schedules of large n below 250.
+		p.n = 151 + r.IntN(100)
+		n = p.n
+		p.start, p.contrib = p.start[:n], p.contrib[:n]
+	}
+	p.crash = make([]crashPlan, n)
+	// horizon: rough length of a failure-free run
+	horizon := span + 8*int64(bits.Len(uint(n))+1)*p.maxDelay
+	randomCrash := func(q int) {
+		switch r.IntN(3) {
+		case 0:
+			p.crash[q] = crashPlan{kind: crashBeforeStart, time: r.Int64N(p.start[q] + 1)}
+		case 1:
+			p.crash[q] = crashPlan{kind: crashAtTime, time: r.Int64N(horizon + 1)}
+		case 2:
+			p.crash[q] = crashPlan{kind: crashAtStep, step: 1 + r.IntN(2+bits.Len(uint(n))*2)}
+		}
+	}
+	switch {
+	case s < 15 || n == 1 && s < 60:
+		p.scenario = "failure-free"
+	case s < 45:
+		p.scenario = "random"
+		k := 1 + r.IntN(max(1, min(n-1, 4)))
+		if r.IntN(4) == 0 {
+			k = 1 + r.IntN(min(n, 30))
+		}
+		for _, q := range r.Perm(n)[:min(k, n)] {
+			randomCrash(q)
+		}
+	case s < 65:
+		p.scenario = "coordinators" // the successive roots die, in cascade
+		k := 1 + r.IntN(max(1, min(n-1, 6)))
+		if r.IntN(5) == 0 && n <= 250 {
+			k = n // even the last one
+		}
+		t := r.Int64N(horizon + 1)
+		for q := 0; q < k && q < n; q++ {
+			if r.IntN(2) == 0 {
+				p.crash[q] = crashPlan{kind: crashAtStep, step: 1 + r.IntN(2+bits.Len(uint(n))*2)}
+			} else {
+				p.crash[q] = crashPlan{kind: crashAtTime, time: t}
+				t += r.Int64N(4 * p.maxDelay)
+			}
+		}
+	case s < 80:
+		p.scenario = "all-but-one"
+		keep := r.IntN(n)
+		if r.IntN(2) == 0 {
+			keep = n - 1
+		}
+		for q := 0; q < n; q++ {
+			if q != keep {
+				randomCrash(q)
+			}
+		}
+	case s < 90:
+		p.scenario = "mid-step"
+		for _, q := range r.Perm(n)[:1+r.IntN(min(n, 5))] {
+			p.crash[q] = crashPlan{kind: crashAtStep, step: 1 + r.IntN(3+bits.Len(uint(n))*2)}
+		}
+	default:
+		p.scenario = "heavy"
+		for q := 0; q < n; q++ {
+			if r.IntN(3) == 0 {
+				randomCrash(q)
+			}
+		}
+	}
+	return p
+}
+
+// Events.
+const (
+	evStart = iota
+	evDeliver
+	evCrash
+	evNotify
+)
+
+type event struct {
+	at    int64
+	seq   uint64
+	kind  int
+	p     int          // process concerned (receiver, starter, crasher, notified)
+	batch *notifyBatch // evNotify
+	msg   Msg
+	depth int // evDeliver: causal depth (Lamport) of the message
+}
+
+// qitem keeps the ordering keys inline, so that the heap does not chase
+// pointers.
+type qitem struct {
+	at  int64
+	seq uint64
+	e   *event
+}
+
+type eventQueue []qitem
+
+func (h eventQueue) Len() int { return len(h) }
+func (h eventQueue) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventQueue) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventQueue) Push(x any)   { *h = append(*h, x.(qitem)) }
+func (h *eventQueue) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// notifyBatch is the list of notifications of one crash, in time order;
+// only the next one is in the event queue at any time.
+type notifyBatch struct {
+	failed int
+	to     []int
+	at     []int64
+	next   int
+}
+
+func (b *notifyBatch) Len() int { return len(b.to) }
+func (b *notifyBatch) Less(i, j int) bool {
+	return b.at[i] < b.at[j] || b.at[i] == b.at[j] && b.to[i] < b.to[j]
+}
+func (b *notifyBatch) Swap(i, j int) {
+	b.to[i], b.to[j] = b.to[j], b.to[i]
+	b.at[i], b.at[j] = b.at[j], b.at[i]
+}
+
+type simResult struct {
+	msgs      int   // messages sent
+	delivered int   // messages delivered
+	maxDepth  int   // largest causal depth at which a process decided
+	endTime   int64 // time of the last event
+	errs      []string
+	trace     []string
+}
+
+type decisionRec struct {
+	val     Value
+	contrib Set
+	at      int64
+}
+
+// simulate runs one schedule to quiescence and checks the properties.
+func simulate(p *simParams, trace bool) *simResult {
+	n := p.n
+	r := newRand(p.seed ^ 0xa5a5a5a5a5a5a5a5)
+	res := &simResult{}
+	fail := func(format string, args ...any) {
+		if len(res.errs) < 10 {
+			res.errs = append(res.errs, fmt.Sprintf(format, args...))
+		}
+	}
+	logf := func(format string, args ...any) {
+		if trace {
+			res.trace = append(res.trace, fmt.Sprintf(format, args...))
+		}
+	}
+	const instance = 42
+	nodes := make([]*Node, n)
+	for i := range nodes {
+		nodes[i] = New(Config{Self: i, N: n, Instance: instance})
+	}
+	dead := make([]bool, n)
+	deadAt := make([]int64, n)
+	started := make([]bool, n)
+	steps := make([]int, n)
+	clock := make([]int, n) // causal depth seen by each process
+	known := make([]Set, n) // failures notified to each process
+	decs := make([]*decisionRec, n)
+	var q eventQueue
+	var seq uint64
+	push := func(e *event) {
+		seq++
+		e.seq = seq
+		heap.Push(&q, qitem{at: e.at, seq: seq, e: e})
+	}
+	for i := 0; i < n; i++ {
+		c := p.crash[i]
+		switch c.kind {
+		case crashBeforeStart, crashAtTime:
+			push(&event{at: c.time, kind: evCrash, p: i})
+		}
+		push(&event{at: p.start[i], kind: evStart, p: i})
+	}
+	var now int64
+	crash := func(i int) {
+		if dead[i] {
+			return
+		}
+		dead[i] = true
+		deadAt[i] = now
+		logf("t=%d CRASH %d", now, i)
+		b := &notifyBatch{failed: i}
+		for j := 0; j < n; j++ {
+			if j != i && !dead[j] {
+				b.to = append(b.to, j)
+				b.at = append(b.at, now+1+r.Int64N(p.notifyMax))
+			}
+		}
+		sort.Sort(b)
+		if len(b.to) > 0 {
+			push(&event{at: b.at[0], kind: evNotify, p: b.to[0], batch: b})
+		}
+	}
+	delay := func() int64 {
+		if p.unitDelays {
+			return 1
+		}
+		d := 1 + r.Int64N(p.maxDelay)
+		if p.slowProb > 0 && r.Float64() < p.slowProb {
+			d += r.Int64N(20 * p.maxDelay)
+		}
+		return d
+	}
+	// after runs after each step of process i: records its decision, sends
+	// its messages (only some if it dies during this step).
+	after := func(i int, out []Msg) {
+		steps[i]++
+		if v, c, ok := nodes[i].Decision(); ok {
+			if decs[i] == nil {
+				decs[i] = &decisionRec{val: v, contrib: c, at: now}
+				if clock[i] > res.maxDepth {
+					res.maxDepth = clock[i]
+				}
+				logf("t=%d DECIDE %d %v contrib=%v", now, i, v, c)
+			} else if !decs[i].val.Equal(v) || !decs[i].contrib.Equal(c) {
+				fail("process %d changed its decision", i)
+			}
+		} else if decs[i] != nil {
+			fail("process %d un-decided", i)
+		}
+		cp := p.crash[i]
+		dying := cp.kind == crashAtStep && steps[i] == cp.step
+		if dying && len(out) > 0 {
+			r.Shuffle(len(out), func(a, b int) { out[a], out[b] = out[b], out[a] })
+			out = out[:r.IntN(len(out)+1)]
+		}
+		for _, m := range out {
+			if m.From != i || m.To < 0 || m.To >= n || m.To == i || m.Instance != instance {
+				fail("process %d sent a malformed message %v", i, m)
+				continue
+			}
+			res.msgs++
+			push(&event{at: now + delay(), kind: evDeliver, p: m.To, msg: m, depth: clock[i] + 1})
+		}
+		if dying {
+			crash(i)
+		}
+	}
+	limit := 400*n*n + 100000
+	if limit > 20000000 {
+		limit = 20000000
+	}
+	events := 0
+	for q.Len() > 0 {
+		e := heap.Pop(&q).(qitem).e
+		now = e.at
+		res.endTime = now
+		events++
+		if events > limit {
+			fail("no quiescence after %d events (livelock?)", limit)
+			break
+		}
+		i := e.p
+		if dead[i] && e.kind != evCrash && e.kind != evNotify {
+			continue
+		}
+		switch e.kind {
+		case evCrash:
+			crash(i)
+		case evStart:
+			started[i] = true
+			logf("t=%d START %d known=%v", now, i, known[i])
+			after(i, nodes[i].Start(p.contrib[i], known[i].Clone()))
+		case evNotify:
+			b := e.batch
+			if b.next++; b.next < len(b.to) {
+				push(&event{at: b.at[b.next], kind: evNotify, p: b.to[b.next], batch: b})
+			}
+			if dead[i] {
+				continue
+			}
+			known[i].Add(b.failed)
+			if !started[i] && r.Float64() < p.viaStart {
+				logf("t=%d NOTE %d of %d (for Start)", now, i, b.failed)
+				continue // the runtime will pass it to Start
+			}
+			logf("t=%d NOTIFY %d of %d", now, i, b.failed)
+			after(i, nodes[i].Failed(b.failed))
+		case evDeliver:
+			s := e.msg.From
+			if dead[s] && deadAt[s] < now && r.Float64() < p.loseProb {
+				logf("t=%d LOST %v", now, e.msg)
+				continue
+			}
+			res.delivered++
+			if e.depth > clock[i] {
+				clock[i] = e.depth
+			}
+			logf("t=%d DELIVER %v", now, e.msg)
+			after(i, nodes[i].Step(e.msg))
+		}
+	}
+	// Termination: every process that never crashed decided.
+	var alive Set
+	for i := 0; i < n; i++ {
+		if !dead[i] {
+			alive.Add(i)
+			if decs[i] == nil {
+				fail("termination: live process %d did not decide (root in its view %d, ballot %d)", i, nodes[i].Root(), nodes[i].ballot)
+			}
+		}
+	}
+	// Uniform agreement: every decision, of live and crashed processes alike, is the same.
+	var first *decisionRec
+	firstAt := -1
+	for i, d := range decs {
+		if d == nil {
+			continue
+		}
+		if first == nil {
+			first, firstAt = d, i
+			continue
+		}
+		if !d.val.Equal(first.val) || !d.contrib.Equal(first.contrib) {
+			fail("agreement: process %d decided %v contrib=%v but process %d decided %v contrib=%v",
+				firstAt, first.val, first.contrib, i, d.val, d.contrib)
+		}
+	}
+	// Validity.
+	if first != nil {
+		if !alive.SubsetOf(first.contrib) {
+			fail("validity: contributors %v miss live processes %v", first.contrib, alive)
+		}
+		var want Value
+		for k, c := range first.contrib.Members() {
+			if c >= n || !started[c] {
+				fail("validity: contributor %d never started (no decision from nothing)", c)
+				continue
+			}
+			if k == 0 {
+				want = p.contrib[c].Clone()
+			} else {
+				want = want.Combine(p.contrib[c])
+			}
+		}
+		if first.contrib.Empty() {
+			fail("validity: empty contributor set")
+		} else if !want.Equal(first.val) {
+			fail("validity: decided %v but the contributions of %v combine to %v", first.val, first.contrib, want)
+		}
+	}
+	return res
+}
+
+func replayLine(seed uint64) string {
+	return fmt.Sprintf("go test ./internal/ft/agree -run 'TestSimulate$' -seed=%d -simtrace", seed)
+}
+
+// TestSimulate runs thousands of seeded schedules (crashes before Start, at
+// any time and in the middle of a step; cascading root crashes; all but one
+// process failing; random delays, reordering and staggered starts) and
+// checks termination, uniform agreement and validity for each.
+func TestSimulate(t *testing.T) {
+	if *flagSeed != "" {
+		seed, err := strconv.ParseUint(*flagSeed, 10, 64)
+		if err != nil {
+			t.Fatalf("bad -seed: %v", err)
+		}
+		p := genParams(seed)
+		res := simulate(p, *flagTrace)
+		if *flagTrace {
+			t.Log("trace:\n" + strings.Join(res.trace, "\n"))
+		}
+		t.Logf("%s: %d messages, %d events until t=%d", p.summary(), res.msgs, res.delivered, res.endTime)
+		for _, e := range res.errs {
+			t.Error(e)
+		}
+		return
+	}
+	sims := *flagSims
+	if sims == 0 {
+		sims = 10000
+		if testing.Short() {
+			sims = 2500
+		}
+	}
+	const workers = 2
+	stats := make([]struct{ runs, big, msgs int }, workers)
+	t.Run("group", func(t *testing.T) {
+		for w := 0; w < workers; w++ {
+			t.Run(strconv.Itoa(w), func(t *testing.T) {
+				t.Parallel()
+				bad := 0
+				for k := w; k < sims; k += workers {
+					seed := *flagSeedBase + uint64(k)
+					p := genParams(seed)
+					res := simulate(p, false)
+					stats[w].runs++
+					stats[w].msgs += res.msgs
+					if p.n >= 100 {
+						stats[w].big++
+					}
+					if len(res.errs) > 0 {
+						bad++
+						t.Errorf("schedule failed: %s\n  %s\n  replay: %s", p.summary(), strings.Join(res.errs, "\n  "), replayLine(seed))
+						if bad >= 5 {
+							return
+						}
+					}
+				}
+			})
+		}
+	})
+	runs, big, msgs := 0, 0, 0
+	for _, s := range stats {
+		runs += s.runs
+		big += s.big
+		msgs += s.msgs
+	}
+	t.Logf("%d schedules (%d with n >= 100), %d messages", runs, big, msgs)
+}
+
+func TestSimulatorDeterministic(t *testing.T) {
+	for seed := uint64(1); seed <= 50; seed++ {
+		p := genParams(seed)
+		a := simulate(p, true)
+		b := simulate(genParams(seed), true)
+		if strings.Join(a.trace, "\n") != strings.Join(b.trace, "\n") {
+			t.Fatalf("seed %d: two runs differ", seed)
+		}
+	}
+}
+
+// TestFailureFreeCost counts messages and rounds (causal depth) of
+// failure-free agreements with unit delays and simultaneous starts.
+func TestFailureFreeCost(t *testing.T) {
+	sizes := []int{}
+	for n := 1; n <= 256; n++ {
+		sizes = append(sizes, n)
+	}
+	for n := 257; n <= 1024; n += 37 {
+		sizes = append(sizes, n)
+	}
+	for n := 512; n <= 1024; n *= 2 {
+		sizes = append(sizes, n-1, n, n+1)
+	}
+	sizes = append(sizes, 999, 1000)
+	for _, n := range sizes {
+		p := &simParams{seed: uint64(n), n: n, scenario: "cost", maxDelay: 1, notifyMax: 1,
+			start: make([]int64, n), crash: make([]crashPlan, n), contrib: make([]Value, n), unitDelays: true}
+		for i := range p.contrib {
+			p.contrib[i] = Value{Flags: 1}
+		}
+		res := simulate(p, false)
+		for _, e := range res.errs {
+			t.Errorf("n=%d: %s", n, e)
+		}
+		logn := bits.Len(uint(n - 1)) // ceil(log2 n)
+		if res.msgs > 4*n {
+			t.Errorf("n=%d: %d messages > 4n", n, res.msgs)
+		}
+		if res.maxDepth > 4*logn+2 {
+			t.Errorf("n=%d: %d rounds > 4*ceil(log2 n)+2 = %d", n, res.maxDepth, 4*logn+2)
+		}
+		if n == 2 || n == 16 || n == 1000 || n == 1024 || n == 1025 {
+			t.Logf("n=%d: %d messages (4(n-1)=%d), %d rounds (4*ceil(log2 n)=%d)", n, res.msgs, 4*(n-1), res.maxDepth, 4*logn)
+		}
+	}
+}
