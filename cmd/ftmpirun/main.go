@@ -3,10 +3,14 @@
 // to a launcher that handles bootstrap, failures, abort and exit codes.
 //
 //	ftmpirun -n N [--tag-output] [--timeout D] [--transport auto|unix|tcp]
-//	         [--on-failure abort|continue] [-v] [--] PROGRAM [ARGS...]
+//	         [--on-failure abort|continue] [--inject SPEC]... [--chaos ARGS]
+//	         [-v] [--] PROGRAM [ARGS...]
 //
 // The ranks' stdin is /dev/null; their stdout and stderr are forwarded
-// line by line. See package internal/launch for the exit codes.
+// line by line. --inject kill:rank=R,at=D / stop:rank=R,at=D and --chaos
+// seed=S,mttf=D,max=K[,spare=LIST] inject faults (default: $FTMPI_INJECT;
+// grammar in package internal/inject). See package internal/launch for the
+// exit codes and the injection rules.
 package main
 
 import (

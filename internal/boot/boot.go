@@ -5,8 +5,10 @@
 // FromEnv). It then dials the launcher's control endpoint (Connect),
 // publishes its own endpoint and receives everybody's (Exchange, a
 // PMI-style put + fence + get), and at the end takes part in the
-// Finalize fence. Abort asks the launcher to tear the job down, and Events
-// delivers launcher notifications such as the failure of a rank.
+// Finalize fence. Abort asks the launcher to tear the job down, Suspect
+// asks it to kill a peer this rank believes has failed (fail-stop
+// enforcement), and Events delivers launcher notifications such as the
+// failure of a rank.
 //
 // The package never carries messages between ranks: it only talks to the
 // launcher. A program started without ftmpirun (FromEnv reports ok=false)

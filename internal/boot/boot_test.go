@@ -188,6 +188,21 @@ func TestClientExchangeEventsFinalize(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	go func() { done <- c.Suspect(2, "no heartbeat") }()
+	m = read(t, r)
+	if m.Op != OpSuspect || m.Rank != 2 || m.Reason != "no heartbeat" || m.ID == 0 {
+		t.Fatalf("bad suspect %+v", m)
+	}
+	enc.Encode(Msg{Op: OpSuspect, ID: m.ID})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- c.Suspect(7, "") }()
+	m = read(t, r)
+	enc.Encode(Msg{Op: OpError, ID: m.ID, Error: "rank 7 out of range"})
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "rank 7 out of range") {
+		t.Fatalf("suspect error: %v", err)
+	}
 	go func() { done <- c.Abort(3, "why") }()
 	m = read(t, r)
 	if m.Op != OpAbort || m.Code != 3 || m.Reason != "why" {

@@ -300,6 +300,19 @@ func (c *Client) Abort(code int, reason string) error {
 	return err
 }
 
+// Suspect tells the launcher that this rank suspects rank of having
+// failed (for example, its heartbeats stopped), with a reason for the
+// logs. The launcher enforces fail-stop: it SIGKILLs rank (unless it is
+// already gone or has finalized) and treats it as failed, so every
+// survivor, the caller included, then gets the normal failed Event (and in
+// --on-failure abort mode the job is torn down). Suspect returns once the
+// launcher has accepted the request, not when the rank is dead; suspecting
+// a rank out of range or oneself is an error.
+func (c *Client) Suspect(rank int, reason string) error {
+	_, err := c.call(Msg{Op: OpSuspect, Rank: rank, Reason: reason})
+	return err
+}
+
 // Finalize is a fence: it tells the launcher this rank has called
 // MPI_Finalize and returns when every rank has finalized or is dead.
 func (c *Client) Finalize() error {

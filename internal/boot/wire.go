@@ -16,6 +16,7 @@ import "strconv"
 //	fence    {kv}                          fence    {kv: all keys, failed}  (put kv, wait for every rank, get all)
 //	finalize {}                            finalize {}                      (when every rank finalized or is gone)
 //	abort    {code, reason}                abort    {}                      (ack; the launcher then kills the job)
+//	suspect  {rank, reason}                suspect  {}                      (ack; the launcher SIGKILLs rank, which then fails)
 //	                                       event    {kind, rank, inc, reason}
 //	                                       error    {error}
 //
@@ -30,6 +31,7 @@ const (
 	OpFence    = "fence"
 	OpFinalize = "finalize"
 	OpAbort    = "abort"
+	OpSuspect  = "suspect" // rank: the suspected rank (not the sender)
 	OpEvent    = "event"
 	OpError    = "error"
 )

@@ -20,7 +20,33 @@
 //
 // A failure is the death of a rank that connected to the launcher (became
 // initialized) and had not finalized. A process that exits without ever
-// connecting (a plain program such as hostname) is a normal exit.
+// connecting (a plain program such as hostname) is a normal exit, unless
+// the launcher itself killed it (below).
+//
+// # Fault injection
+//
+// Config.Inject (ftmpirun --inject SPEC, repeatable, and --chaos ARGS,
+// which means --inject chaos:ARGS) holds fault-injection specs in the
+// grammar of package internal/inject. If neither flag is given, the specs
+// in ftmpirun's own FTMPI_INJECT environment variable are used instead:
+// flags replace the environment, they do not add to it. ftmpirun removes
+// FTMPI_INJECT from the ranks' environment, since it injects the faults
+// itself (a rank calling inject.Self would otherwise inject them twice).
+//
+// The head computes the schedule (inject.Plan) once and executes it with
+// time 0 = the moment every rank has been started (Agent.Start returned,
+// before any rank need have connected); each event is a SIGKILL or
+// SIGSTOP sent to the rank's process group through its Agent, and each
+// prints "ftmpirun: injected kill|stop of rank R at T" on stderr. Events
+// for ranks already gone, and events during teardown, are skipped (with a
+// line under -v). An injected kill is a failure like any other (abort or
+// continue rules above), also when the rank had not connected yet; only a
+// rank that has finalized is not failed by it. An injected stop leaves the
+// rank stopped: the ranks' heartbeat detector must notice it and ask the
+// launcher, through boot.Client.Suspect (control op "suspect"), to
+// declare it failed; the head then SIGKILLs it (fail-stop enforcement,
+// head.declareFailed) and every survivor gets the usual failed Event. A
+// rank that connects after a failure still gets that failure's Event.
 package launch
 
 import (
@@ -34,6 +60,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/inject"
 )
 
 // Exit codes with a fixed meaning.
@@ -57,6 +84,7 @@ type Config struct {
 	Transport string        // FTMPI_TRANSPORT for the ranks: "auto" (default), "unix" or "tcp"
 	OnFailure string        // "abort" (default) or "continue"
 	Verbose   bool          // print launcher progress on Stderr
+	Inject    inject.Specs  // faults to inject (see the package comment); nil: none
 
 	Stdout io.Writer // ranks' stdout goes here; default os.Stdout
 	Stderr io.Writer // ranks' stderr and launcher messages; default os.Stderr
@@ -79,12 +107,22 @@ type UsageError struct{ Msg string }
 func (e *UsageError) Error() string { return e.Msg }
 
 const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp]
-                [--on-failure abort|continue] [-v] [--] PROGRAM [ARGS...]
+                [--on-failure abort|continue] [--inject SPEC]... [--chaos ARGS]
+                [-v] [--] PROGRAM [ARGS...]
   -n, -np N        number of ranks
   --tag-output     prefix each output line with [rank]
   --timeout D      kill the job after D (e.g. 30s) and exit 124
   --transport T    auto (default, or $FTMPI_TRANSPORT), unix, or tcp (force TCP even on one host)
   --on-failure P   abort (default): kill the job when a rank fails; continue: notify survivors
+  --inject SPEC    inject faults (repeatable; specs may also be joined with ';'):
+                     kill:rank=R,at=D   SIGKILL rank R at time D (e.g. 1.5s)
+                     stop:rank=R,at=D   SIGSTOP rank R (a hang for the heartbeat detector)
+                   time 0 is when every rank has been started
+  --chaos ARGS     random kills, same as --inject chaos:ARGS, ARGS being
+                   seed=S,mttf=D,max=K[,spare=LIST]: at most K SIGKILLs of distinct
+                   ranks, exponential gaps of mean D, replayable by seed S; never the
+                   ranks in LIST (default 0; "none", or e.g. 0,2-3)
+                   Without --inject/--chaos, $FTMPI_INJECT holds the default specs.
   -v               verbose
 PROGRAM is an executable (PATH lookup if it has no slash) or a Go main package
 directory, which is built once. stdin of every rank is /dev/null.
@@ -112,6 +150,26 @@ func ParseArgs(args []string) (Config, error) {
 	fs.StringVar(&cfg.Transport, "transport", defTransport, "")
 	fs.StringVar(&cfg.OnFailure, "on-failure", OnFailureAbort, "")
 	fs.BoolVar(&cfg.Verbose, "v", false, "")
+	injectFlags := false
+	addSpecs := func(s string) error {
+		ss, err := inject.Parse(s)
+		if err != nil {
+			return err
+		}
+		if len(ss) == 0 {
+			return errors.New("empty fault-injection spec")
+		}
+		injectFlags = true
+		cfg.Inject = append(cfg.Inject, ss...)
+		return nil
+	}
+	fs.Func("inject", "", addSpecs)
+	fs.Func("chaos", "", func(s string) error {
+		if !strings.HasPrefix(strings.TrimSpace(s), "chaos:") {
+			s = "chaos:" + s
+		}
+		return addSpecs(s)
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, &UsageError{"help requested"}
@@ -122,6 +180,13 @@ func ParseArgs(args []string) (Config, error) {
 		return cfg, &UsageError{"missing -n N (number of ranks)"}
 	}
 	cfg.N = n
+	if env := os.Getenv(inject.EnvVar); !injectFlags && strings.TrimSpace(env) != "" {
+		ss, err := inject.Parse(env)
+		if err != nil {
+			return cfg, &UsageError{fmt.Sprintf("invalid %s in the environment: %v", inject.EnvVar, err)}
+		}
+		cfg.Inject = ss
+	}
 	rest := fs.Args()
 	if len(rest) == 0 {
 		return cfg, &UsageError{"missing PROGRAM"}
@@ -153,6 +218,9 @@ func (cfg *Config) validate() error {
 	case OnFailureAbort, OnFailureContinue:
 	default:
 		return &UsageError{fmt.Sprintf("invalid --on-failure %q: want abort or continue", cfg.OnFailure)}
+	}
+	if err := cfg.Inject.Validate(cfg.N); err != nil {
+		return &UsageError{err.Error()}
 	}
 	switch cfg.ControlNet {
 	case "":
@@ -186,7 +254,7 @@ func signalExitCode(sig os.Signal) int {
 
 // filterEnv drops the variables that the launcher sets for each rank.
 func filterEnv(env []string) []string {
-	drop := make(map[string]bool)
+	drop := map[string]bool{inject.EnvVar: true} // ftmpirun injects; see the package comment
 	for _, kv := range (boot.Info{}).Env() {
 		name, _, _ := strings.Cut(kv, "=")
 		drop[name] = true

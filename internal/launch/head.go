@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/inject"
 )
 
 // Failure policies (Config.OnFailure).
@@ -46,6 +48,7 @@ type rankState struct {
 	exit        ExitReport
 	fences      int // number of fences the rank has entered
 	conn        *ctlConn
+	killedBy    string // why the launcher SIGKILLed the rank (injection, suspicion); "" if it did not
 }
 
 type waiter struct {
@@ -166,12 +169,14 @@ func (h *head) Exited(e ExitReport) {
 	case e.StartErr != nil && !tearing:
 		h.out.logf("rank %d could not be started: %v", e.Rank, e.StartErr)
 		killAll = h.teardownLocked(cause{kind: causeStart, code: 1})
-	case rs.connected && !rs.finalized && !tearing:
+	case h.isFailureLocked(rs, e) && !tearing:
 		rs.failed = true
 		h.anyFailure = true
 		how := fmt.Sprintf("rank %d (pid %d) %s", e.Rank, e.Pid, e)
 		if e.Signal == 0 {
 			how += " before MPI finalize"
+		} else if e.Signal == syscall.SIGKILL && rs.killedBy != "" {
+			how += ", " + rs.killedBy
 		}
 		if h.onFailure == OnFailureAbort {
 			h.out.logf("%s", how)
@@ -182,7 +187,7 @@ func (h *head) Exited(e ExitReport) {
 			killAll = h.teardownLocked(cause{kind: causeFailure, code: code})
 		} else {
 			h.out.logf("%s; continuing (--on-failure continue)", how)
-			ev := boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: e.Rank, Incarnation: e.Incarnation, Reason: how}
+			ev := h.failedEventLocked(e.Rank)
 			for r := range h.ranks {
 				if o := &h.ranks[r]; r != e.Rank && !o.gone && o.conn != nil {
 					o.conn.send(ev)
@@ -204,6 +209,27 @@ func (h *head) Exited(e ExitReport) {
 	if killAll {
 		h.signalAll(syscall.SIGKILL)
 	}
+}
+
+// isFailureLocked tells whether the death e of a rank is a failure: the
+// rank connected (initialized) and had not finalized, or the launcher
+// itself killed it (an injected kill or a declared failure) before it
+// finalized, even if it had not connected yet.
+func (h *head) isFailureLocked(rs *rankState, e ExitReport) bool {
+	if rs.finalized || e.StartErr != nil {
+		return false
+	}
+	return rs.connected || (rs.killedBy != "" && e.Signal == syscall.SIGKILL)
+}
+
+// failedEventLocked is the failed Event of rank r for the survivors.
+func (h *head) failedEventLocked(r int) boot.Msg {
+	rs := &h.ranks[r]
+	how := fmt.Sprintf("rank %d (pid %d) %s", r, rs.exit.Pid, rs.exit)
+	if rs.exit.Signal == syscall.SIGKILL && rs.killedBy != "" {
+		how += ", " + rs.killedBy
+	}
+	return boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: r, Incarnation: rs.exit.Incarnation, Reason: how}
 }
 
 // checkFencesLocked completes every fence all ranks have entered or left.
@@ -412,6 +438,13 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 		rs.conn = c
 		c.rank = m.Rank
 		c.send(boot.Msg{Op: boot.OpHello, ID: m.ID, Rank: m.Rank})
+		// Failures that happened before this rank connected (an early
+		// injected kill, say): every survivor learns of every failure.
+		for r := range h.ranks {
+			if h.ranks[r].failed {
+				c.send(h.failedEventLocked(r))
+			}
+		}
 		return true
 	case boot.OpFence:
 		rs := &h.ranks[c.rank]
@@ -437,9 +470,127 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 			go func() { defer h.wg.Done(); h.signalAll(syscall.SIGKILL) }() // not under h.mu: agents call Exited
 		}
 		return true
+	case boot.OpSuspect:
+		if m.Rank < 0 || m.Rank >= h.size {
+			c.send(boot.Msg{Op: boot.OpError, ID: m.ID, Error: fmt.Sprintf("suspect: rank %d out of range [0, %d)", m.Rank, h.size)})
+			return true
+		}
+		if m.Rank == c.rank {
+			c.send(boot.Msg{Op: boot.OpError, ID: m.ID, Error: fmt.Sprintf("suspect: rank %d suspects itself", m.Rank)})
+			return true
+		}
+		reason := fmt.Sprintf("declared failed by rank %d", c.rank)
+		if m.Reason != "" {
+			reason += ": " + m.Reason
+		}
+		kill := h.declareFailedLocked(m.Rank, reason)
+		c.send(boot.Msg{Op: boot.OpSuspect, ID: m.ID})
+		if kill {
+			h.wg.Add(1)
+			go func() { defer h.wg.Done(); h.signalRank(m.Rank, syscall.SIGKILL) }() // not under h.mu
+		}
+		return true
 	default:
 		c.send(boot.Msg{Op: boot.OpError, ID: m.ID, Error: "unknown op " + strconv.Quote(m.Op)})
 		return true
+	}
+}
+
+// signalRank sends sig to rank through whichever agent runs it (agents
+// ignore ranks they do not run). Not to be called under h.mu.
+func (h *head) signalRank(rank int, sig syscall.Signal) {
+	h.agentsMu.Lock()
+	agents := append([]Agent(nil), h.agents...)
+	h.agentsMu.Unlock()
+	for _, a := range agents {
+		a.Signal(rank, sig)
+	}
+}
+
+// declareFailed enforces fail-stop: it SIGKILLs rank and makes its death a
+// failure (reason is added to the failure message and Event), even if the
+// rank had not connected yet. It does nothing if the rank is gone, has
+// finalized, or the job is being torn down. It reports whether it killed.
+func (h *head) declareFailed(rank int, reason string) bool {
+	h.mu.Lock()
+	kill := h.declareFailedLocked(rank, reason)
+	h.mu.Unlock()
+	if kill {
+		h.signalRank(rank, syscall.SIGKILL)
+	}
+	return kill
+}
+
+// declareFailedLocked does declareFailed's bookkeeping; the caller sends
+// the SIGKILL (outside h.mu) if it returns true.
+func (h *head) declareFailedLocked(rank int, reason string) bool {
+	rs := &h.ranks[rank]
+	if h.cause.kind != causeNone || rs.gone || rs.finalized {
+		if h.verbose {
+			h.out.logf("not killing rank %d (%s): it is gone, finalized, or the job is ending", rank, reason)
+		}
+		return false
+	}
+	if rs.killedBy == "" {
+		rs.killedBy = reason
+	}
+	h.out.logf("killing rank %d: %s", rank, reason)
+	return true
+}
+
+// inject executes one injection event (time 0 is t0). Events for ranks
+// that are gone, and events during teardown, are skipped silently (a line
+// with -v).
+func (h *head) inject(ev inject.Event) {
+	h.mu.Lock()
+	rs := &h.ranks[ev.Rank]
+	if h.cause.kind != causeNone || rs.gone {
+		if h.verbose {
+			h.out.logf("injection %v skipped: rank %d is gone or the job is ending", ev, ev.Rank)
+		}
+		h.mu.Unlock()
+		return
+	}
+	at := ev.At.Round(time.Microsecond)
+	if ev.Signal == syscall.SIGKILL && rs.killedBy == "" {
+		rs.killedBy = fmt.Sprintf("injected kill at %v", at)
+	}
+	h.out.logf("injected %s of rank %d at %v", ev.Verb(), ev.Rank, at)
+	h.mu.Unlock()
+	h.signalRank(ev.Rank, ev.Signal)
+}
+
+// startInjector executes plan in the background, times measured from now.
+// The returned stop cancels what is left and waits for the goroutine.
+func (h *head) startInjector(plan []inject.Event) (stop func()) {
+	if len(plan) == 0 {
+		return func() {}
+	}
+	t0 := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		timer := time.NewTimer(time.Hour)
+		defer timer.Stop()
+		for _, ev := range plan {
+			timer.Reset(time.Until(t0.Add(ev.At)))
+			select {
+			case <-timer.C:
+				h.inject(ev)
+			case <-done:
+				return
+			case <-h.tearing:
+				return
+			case <-h.allExited:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
 	}
 }
 

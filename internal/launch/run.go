@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/inject"
 )
 
 // maxShortTmp is the longest TmpRoot used by default; unix socket paths
@@ -129,7 +130,13 @@ func Run(cfg Config) int {
 		defer t.Stop()
 		timeout = t.C
 	}
+	plan := inject.Plan(cfg.Inject, cfg.N)
+	if cfg.Verbose && len(plan) > 0 {
+		out.logf("fault injection %s: %d events %v", cfg.Inject, len(plan), plan)
+	}
 	agent.Start(specs)
+	stopInjector := h.startInjector(plan) // time 0 of the plan: every rank started
+	defer stopInjector()
 	if cfg.Verbose {
 		out.logf("%d ranks started in %v", cfg.N, time.Since(t0).Round(time.Microsecond))
 	}

@@ -13,9 +13,19 @@
 //	hang                connect, print "ready pid P tmp DIR", block forever
 //	hangterm            like hang but ignore SIGTERM
 //	lines K             print K numbered lines on stdout and stderr, then a partial line
+//	waitfail K BASE     exchange (ranks gone before it are allowed); wait for failure
+//	                    events of K distinct ranks, printing "rank R saw failure of F"
+//	                    for each, finalize, exit BASE+rank
+//	suspect R BASE      rank 0 (R != 0) first finds rank R's process in /proc, waits
+//	                    until it is stopped, checks that bad Suspect calls fail, and
+//	                    calls Suspect(R); then every rank behaves as in waitfail 1 BASE
+//
+// In every mode, if FTMPI_INJECT is set the rank first calls inject.Self
+// with it, as a rank started by another launcher would.
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -27,6 +37,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/inject"
 )
 
 func die(format string, args ...any) {
@@ -55,6 +66,13 @@ func main() {
 	}
 	if !ok {
 		die("not started by ftmpirun")
+	}
+	if specs := os.Getenv(inject.EnvVar); specs != "" {
+		stop, err := inject.Self(info.Rank, info.Size, specs)
+		if err != nil {
+			die("%v", err)
+		}
+		defer stop()
 	}
 	if mode == "lines" {
 		k := arg(0)
@@ -86,6 +104,9 @@ func main() {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	}
+	if mode == "suspect" && info.Rank == 0 {
+		suspectStopped(c, info, arg(0))
+	}
 	eps, err := c.Exchange(self)
 	var fe *boot.FailedError
 	if mode == "crashearly" {
@@ -98,6 +119,8 @@ func main() {
 			"tcp":  "127.0.0.1:" + strconv.Itoa(20000+arg(0)),
 		}}
 		mode = "crash"
+	} else if errors.As(err, &fe) && (mode == "waitfail" || mode == "suspect") {
+		fmt.Printf("rank %d: exchange reports %v gone\n", info.Rank, fe.Ranks)
 	} else if err != nil {
 		die("exchange: %v", err)
 	}
@@ -105,6 +128,9 @@ func main() {
 		die("exchange returned %d endpoints, want %d", len(eps), info.Size)
 	}
 	for r, ep := range eps {
+		if fe != nil && ep.Addrs == nil {
+			continue // gone before publishing (waitfail, suspect)
+		}
 		if ep.Rank != r || ep.Host != info.Host || ep.Addrs["tcp"] != "127.0.0.1:"+strconv.Itoa(20000+r) ||
 			ep.Addrs["unix"] != filepath.Join(info.TmpDir, "r"+strconv.Itoa(r)) {
 			die("bad endpoint %d: %+v", r, ep)
@@ -124,6 +150,24 @@ func main() {
 				}
 			case <-deadline:
 				die("no failure event for rank %d", rank)
+			}
+		}
+	}
+	waitFailures := func(k int) {
+		deadline := time.After(20 * time.Second)
+		seen := make(map[int]bool)
+		for len(seen) < k {
+			select {
+			case ev, ok := <-c.Events():
+				if !ok {
+					die("events closed")
+				}
+				if ev.Kind == boot.EventFailed && !seen[ev.Rank] {
+					seen[ev.Rank] = true
+					fmt.Printf("rank %d saw failure of %d\n", info.Rank, ev.Rank)
+				}
+			case <-deadline:
+				die("saw %d failures after 20s, want %d", len(seen), k)
 			}
 		}
 	}
@@ -183,7 +227,78 @@ func main() {
 			finalize()
 			select {}
 		}
+	case "waitfail":
+		waitFailures(arg(0))
+		finalize()
+		c.Close()
+		os.Exit(arg(1) + info.Rank)
+	case "suspect":
+		waitFailures(1)
+		finalize()
+		c.Close()
+		os.Exit(arg(1) + info.Rank)
 	default:
 		die("unknown mode %q", mode)
 	}
+}
+
+// suspectStopped is a stand-in for a heartbeat detector: it finds the
+// process of rank target of this job in /proc (it may not have connected
+// yet), waits until it is stopped, and asks the launcher to kill it.
+func suspectStopped(c *boot.Client, info boot.Info, target int) {
+	want := [][]byte{[]byte("\x00" + boot.EnvJob + "=" + info.Job + "\x00"), []byte("\x00" + boot.EnvRank + "=" + strconv.Itoa(target) + "\x00")}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if pid := findStopped(want); pid != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			die("rank %d was not found stopped", target)
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+	if err := c.Suspect(info.Size, "x"); err == nil || !strings.Contains(err.Error(), "out of range") {
+		die("Suspect(size): %v", err)
+	}
+	if err := c.Suspect(info.Rank, "x"); err == nil || !strings.Contains(err.Error(), "suspects itself") {
+		die("Suspect(self): %v", err)
+	}
+	if err := c.Suspect(target, "no heartbeat"); err != nil {
+		die("suspect: %v", err)
+	}
+	fmt.Printf("rank %d suspected %d\n", info.Rank, target)
+}
+
+// findStopped returns the pid of a stopped process whose environment
+// contains every string of want.
+func findStopped(want [][]byte) string {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		env = append([]byte{0}, env...)
+		match := true
+		for _, w := range want {
+			if !bytes.Contains(env, w) {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i > 0 && i+2 < len(stat) && (stat[i+2] == 'T' || stat[i+2] == 't') {
+			return e.Name()
+		}
+	}
+	return ""
 }

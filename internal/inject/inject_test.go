@@ -1,0 +1,360 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// helperVar makes the test binary act as a process that calls Self (see
+// TestMain); its value is "RANK SIZE".
+const helperVar = "FTMPI_INJECT_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(helperVar); v != "" {
+		helper(v)
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// helper calls Self with FTMPI_INJECT, says "armed", and exits 3 after
+// 20s unless injected. With FTMPI_INJECT_TEST_CANCEL it cancels at once and
+// exits 0 after 500ms.
+func helper(v string) {
+	var rank, size int
+	if _, err := fmt.Sscan(v, &rank, &size); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(98)
+	}
+	stop, err := Self(rank, size, os.Getenv(EnvVar))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(97)
+	}
+	fmt.Println("armed")
+	if os.Getenv("FTMPI_INJECT_TEST_CANCEL") != "" {
+		stop()
+		time.Sleep(500 * time.Millisecond)
+		os.Exit(0)
+	}
+	time.Sleep(20 * time.Second)
+	os.Exit(3)
+}
+
+func TestParseValid(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Specs
+		str  string // canonical String(); "" means in itself
+	}{
+		{"", nil, ""},
+		{" ; ;", nil, ""},
+		{"kill:rank=1,at=300ms", Specs{{Kind: Kill, Rank: 1, At: 300 * time.Millisecond}}, ""},
+		{"stop:at=2s,rank=0", Specs{{Kind: Stop, Rank: 0, At: 2 * time.Second}}, "stop:rank=0,at=2s"},
+		{"kill:rank=0,at=0s", Specs{{Kind: Kill, Rank: 0, At: 0}}, ""},
+		{" kill : rank = 3 , at = 1.5s ; stop:rank=2,at=1m ;", Specs{
+			{Kind: Kill, Rank: 3, At: 1500 * time.Millisecond},
+			{Kind: Stop, Rank: 2, At: time.Minute},
+		}, "kill:rank=3,at=1.5s;stop:rank=2,at=1m0s"},
+		{"chaos:seed=7,mttf=100ms,max=2", Specs{{Kind: Chaos, Seed: 7, MTTF: 100 * time.Millisecond, Max: 2, Spare: []int{0}}}, ""},
+		{"chaos:seed=18446744073709551615,mttf=1s,max=0,spare=none", Specs{{Kind: Chaos, Seed: 1<<64 - 1, MTTF: time.Second, Max: 0}}, ""},
+		{"chaos:spare=5,0,2-3,3,max=4,seed=1,mttf=2s", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0, 2, 3, 5}}},
+			"chaos:seed=1,mttf=2s,max=4,spare=0,2-3,5"},
+		{"chaos:seed=1,mttf=2s,max=4,spare=0", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0}}},
+			"chaos:seed=1,mttf=2s,max=4"},
+		{"kill:rank=1,at=1s;chaos:seed=3,mttf=1s,max=1,spare=1-2", Specs{
+			{Kind: Kill, Rank: 1, At: time.Second},
+			{Kind: Chaos, Seed: 3, MTTF: time.Second, Max: 1, Spare: []int{1, 2}},
+		}, ""},
+	} {
+		got, err := Parse(tc.in)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tc.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Parse(%q) = %#v, want %#v", tc.in, got, tc.want)
+		}
+		str := tc.str
+		if str == "" && tc.want != nil {
+			str = tc.in
+		}
+		if got.String() != str {
+			t.Errorf("Parse(%q).String() = %q, want %q", tc.in, got.String(), str)
+		}
+		again, err := Parse(got.String())
+		if err != nil || !reflect.DeepEqual(again, got) {
+			t.Errorf("round trip of %q: %#v, %v", got.String(), again, err)
+		}
+	}
+}
+
+func TestParseInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		in, spec, part, msg string
+	}{
+		{"kil:rank=1,at=1s", "kil:rank=1,at=1s", "kil", "unknown kind: want kill, stop or chaos"},
+		{"kill", "kill", "", "missing ':' after \"kill\""},
+		{"kill:rank=1", "kill:rank=1", "", "missing at="},
+		{"stop:at=1s", "stop:at=1s", "", "missing rank="},
+		{"kill:rank=x,at=1s", "kill:rank=x,at=1s", "rank=x", "rank must be a non-negative integer"},
+		{"kill:rank=-1,at=1s", "kill:rank=-1,at=1s", "rank=-1", "non-negative"},
+		{"kill:rank=1,at=soon", "kill:rank=1,at=soon", "at=soon", "at must be a duration"},
+		{"kill:rank=1,at=-1s", "kill:rank=1,at=-1s", "at=-1s", "must not be negative"},
+		{"kill:rank=1,at=1s,rank=2", "kill:rank=1,at=1s,rank=2", "rank=2", "rank given twice"},
+		{"kill:rank=1,at=1s,seed=3", "kill:rank=1,at=1s,seed=3", "seed=3", `unknown key "seed" for kill (want rank, at)`},
+		{"kill:rank=1,,at=1s", "kill:rank=1,,at=1s", "", "empty parameter"},
+		{"kill:rank=,at=1s", "kill:rank=,at=1s", "rank=", "empty value"},
+		{"kill:rank=1,at=1s;kill:1", "kill:1", "1", "want key=value"},
+		{"chaos:seed=1,mttf=1s", "chaos:seed=1,mttf=1s", "", "missing max="},
+		{"chaos:seed=-1,mttf=1s,max=1", "chaos:seed=-1,mttf=1s,max=1", "seed=-1", "seed must be"},
+		{"chaos:seed=1,mttf=0s,max=1", "chaos:seed=1,mttf=0s,max=1", "mttf=0s", "mttf must be positive"},
+		{"chaos:seed=1,mttf=1s,max=two", "chaos:seed=1,mttf=1s,max=two", "max=two", "max must be"},
+		{"chaos:seed=1,mttf=1s,max=1,spare=a", "chaos:seed=1,mttf=1s,max=1,spare=a", "spare=a", "spare must be"},
+		{"chaos:seed=1,mttf=1s,max=1,spare=3-1", "chaos:seed=1,mttf=1s,max=1,spare=3-1", "spare=3-1", "spare must be"},
+	} {
+		_, err := Parse(tc.in)
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("Parse(%q): %v, want a *ParseError", tc.in, err)
+			continue
+		}
+		if pe.Spec != tc.spec || pe.Part != tc.part || !strings.Contains(pe.Msg, tc.msg) {
+			t.Errorf("Parse(%q): %#v, want spec %q part %q msg ~%q", tc.in, pe, tc.spec, tc.part, tc.msg)
+		}
+		if !strings.Contains(err.Error(), tc.spec) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("Parse(%q): message %q names neither spec nor problem", tc.in, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ss, _ := Parse("kill:rank=3,at=1s;chaos:seed=1,mttf=1s,max=9,spare=0-10")
+	if err := ss.Validate(4); err != nil {
+		t.Fatal(err)
+	}
+	err := ss.Validate(3)
+	if err == nil || !strings.Contains(err.Error(), "rank 3 does not exist in a job of 3 ranks") {
+		t.Fatalf("Validate(3): %v", err)
+	}
+}
+
+func TestPlanExplicit(t *testing.T) {
+	ss, _ := Parse("stop:rank=2,at=2s;kill:rank=0,at=1s;kill:rank=9,at=1s;kill:rank=1,at=2s")
+	got := Plan(ss, 4)
+	want := []Event{
+		{At: time.Second, Rank: 0, Signal: syscall.SIGKILL},
+		{At: 2 * time.Second, Rank: 2, Signal: syscall.SIGSTOP},
+		{At: 2 * time.Second, Rank: 1, Signal: syscall.SIGKILL},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Plan = %v, want %v", got, want)
+	}
+	if s := got[1].String(); s != "stop:rank=2,at=2s" {
+		t.Fatalf("Event.String() = %q", s)
+	}
+}
+
+func TestPlanChaosDeterministic(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		ss := Specs{{Kind: Chaos, Seed: seed, MTTF: time.Second, Max: 3, Spare: []int{0}}}
+		a, b := Plan(ss, 8), Plan(ss, 8)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d: two plans differ: %v vs %v", seed, a, b)
+		}
+		if len(a) != 3 {
+			t.Fatalf("seed %d: %d events, want 3", seed, len(a))
+		}
+	}
+	// Different seeds give different schedules (not a law, but any decent
+	// generator differs on these).
+	p1 := Plan(Specs{{Kind: Chaos, Seed: 1, MTTF: time.Second, Max: 3}}, 8)
+	p2 := Plan(Specs{{Kind: Chaos, Seed: 2, MTTF: time.Second, Max: 3}}, 8)
+	if reflect.DeepEqual(p1, p2) {
+		t.Fatalf("seeds 1 and 2 give the same plan %v", p1)
+	}
+}
+
+// TestPlanChaosGolden pins the schedule of one seed, so that a change of
+// generator (which would silently change every recorded chaos run) is seen.
+func TestPlanChaosGolden(t *testing.T) {
+	ss, _ := Parse("chaos:seed=42,mttf=1s,max=3")
+	got := Plan(ss, 8)
+	var parts []string
+	for _, ev := range got {
+		parts = append(parts, fmt.Sprintf("%d@%v", ev.Rank, ev.At.Round(time.Millisecond)))
+	}
+	if s := strings.Join(parts, " "); s != goldenSeed42 {
+		t.Fatalf("seed 42 plan is %q, was %q", s, goldenSeed42)
+	}
+}
+
+const goldenSeed42 = "5@1.481s 3@2.682s 6@2.945s"
+
+func TestPlanChaosMaxAndSpare(t *testing.T) {
+	counts := make([]int, 6)
+	for seed := uint64(0); seed < 2000; seed++ {
+		ss := Specs{{Kind: Chaos, Seed: seed, MTTF: 100 * time.Millisecond, Max: 2, Spare: []int{0, 3}}}
+		evs := Plan(ss, 6)
+		if len(evs) != 2 {
+			t.Fatalf("seed %d: %d events, want max=2", seed, len(evs))
+		}
+		if evs[0].Rank == evs[1].Rank {
+			t.Fatalf("seed %d: rank %d killed twice", seed, evs[0].Rank)
+		}
+		var prev time.Duration
+		for _, ev := range evs {
+			if ev.Rank == 0 || ev.Rank == 3 {
+				t.Fatalf("seed %d: spare rank %d chosen", seed, ev.Rank)
+			}
+			if ev.Signal != syscall.SIGKILL || ev.At < prev {
+				t.Fatalf("seed %d: bad event %v", seed, ev)
+			}
+			prev = ev.At
+			counts[ev.Rank]++
+		}
+	}
+	for _, r := range []int{1, 2, 4, 5} {
+		if counts[r] < 700 || counts[r] > 1300 { // expected 1000 each
+			t.Errorf("rank %d chosen %d times in 4000 draws over 4 ranks", r, counts[r])
+		}
+	}
+	// Fewer eligible ranks than max: each eligible rank once.
+	evs := Plan(Specs{{Kind: Chaos, Seed: 5, MTTF: time.Second, Max: 10}}, 3) // default spare would be [0], here none
+	if len(evs) != 3 {
+		t.Fatalf("max 10 over 3 ranks with no spare: %v", evs)
+	}
+	ss, _ := Parse("chaos:seed=5,mttf=1s,max=10")
+	if evs := Plan(ss, 3); len(evs) != 2 || evs[0].Rank == 0 || evs[1].Rank == 0 {
+		t.Fatalf("default spare rank 0: %v", evs)
+	}
+	// Mean inter-failure time is about mttf.
+	var sum time.Duration
+	const n = 4000
+	for seed := uint64(0); seed < n; seed++ {
+		sum += Plan(Specs{{Kind: Chaos, Seed: seed, MTTF: time.Second, Max: 1}}, 2)[0].At
+	}
+	if mean := sum / n; mean < 900*time.Millisecond || mean > 1100*time.Millisecond {
+		t.Errorf("mean time to first failure %v, want about 1s", mean)
+	}
+}
+
+func helperCmd(t *testing.T, rank, size int, specs string, extra ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperVar+"="+strconv.Itoa(rank)+" "+strconv.Itoa(size), EnvVar+"="+specs)
+	cmd.Env = append(cmd.Env, extra...)
+	return cmd
+}
+
+func TestSelfKills(t *testing.T) {
+	t.Parallel()
+	cmd := helperCmd(t, 1, 3, "kill:rank=0,at=10ms;kill:rank=1,at=200ms")
+	start := time.Now()
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("helper: %v, want death by SIGKILL; output %q", err, out)
+	}
+	ws := ee.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("helper ended with %v, want SIGKILL; output %q", ee, out)
+	}
+	if string(out) != "armed\n" {
+		t.Fatalf("output %q", out)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond || d > 15*time.Second {
+		t.Fatalf("killed after %v, want about 200ms", d)
+	}
+}
+
+func TestSelfStops(t *testing.T) {
+	t.Parallel()
+	cmd := helperCmd(t, 2, 3, "stop:rank=2,at=100ms")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill() // a stopped process still dies of SIGKILL
+	var ws syscall.WaitStatus
+	done := make(chan error, 1)
+	go func() {
+		for {
+			_, err := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WUNTRACED, nil)
+			if err != syscall.EINTR {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("helper was not stopped")
+	}
+	if !ws.Stopped() || ws.StopSignal() != syscall.SIGSTOP {
+		t.Fatalf("helper status %#x, want stopped by SIGSTOP", ws)
+	}
+}
+
+func TestSelfOtherRankAndCancel(t *testing.T) {
+	t.Parallel()
+	// Not our rank: nothing happens (exit 3 would take 20s, so cancel mode).
+	for _, tc := range []struct {
+		rank  int
+		specs string
+	}{
+		{0, "kill:rank=1,at=10ms"},           // another rank's event
+		{1, "kill:rank=1,at=200ms"},          // cancelled before it fires
+		{1, "chaos:seed=1,mttf=10ms,max=0"},  // no event at all
+		{0, "chaos:seed=1,mttf=10ms,max=10"}, // rank 0 is spare by default
+	} {
+		cmd := helperCmd(t, tc.rank, 4, tc.specs, "FTMPI_INJECT_TEST_CANCEL=1")
+		out, err := cmd.Output()
+		if err != nil || string(out) != "armed\n" {
+			t.Errorf("rank %d %q: %v, output %q", tc.rank, tc.specs, err, out)
+		}
+	}
+}
+
+func TestSelfChaosMatchesPlan(t *testing.T) {
+	t.Parallel()
+	specs := "chaos:seed=9,mttf=50ms,max=1"
+	ss, _ := Parse(specs)
+	victim := Plan(ss, 4)[0].Rank
+	cmd := helperCmd(t, victim, 4, specs)
+	_, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("chaos victim rank %d: %v, want SIGKILL", victim, err)
+	}
+}
+
+func TestSelfInProcess(t *testing.T) {
+	// Far-future event: stop ends the goroutine (goleak in TestMain).
+	stop, err := Self(0, 1, "stop:rank=0,at=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	stop()
+	stop, err = Self(0, 1, "kill:rank=zero,at=1h")
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Part != "rank=zero" {
+		t.Fatalf("bad spec: %v", err)
+	}
+	stop()
+}
