@@ -40,14 +40,34 @@ func newDerived(parent *Comm, name string, pair int, members []int, rank int) *C
 		name:    name,
 	}
 	nc.errh.Store(parent.errh.Load())
+	parent.w.registerComm(nc)
 	return nc
 }
 
 // agreeOnParent runs the context-id agreement over all members of the
-// intracommunicator c.
+// intracommunicator c, combining the bitmaps with the public Allreduce
+// and Band (its prepared form: errors come back raw and go through c's
+// handler once, in the caller).
 func agreeOnParent(c *Comm, op string, k int, join bool) ([]int, error) {
-	x := collSet(c, op, tagMgmtAgree)
-	return ctxAgreement(c.w, c, op, k, uint64(c.ctx), join, x.allAND)
+	and := func(words []uint64) error {
+		run, err := allreducePrep(c, op, words, words, Band)
+		if err != nil {
+			return err
+		}
+		return run()
+	}
+	return ctxAgreement(c.w, c, op, k, uint64(c.ctx), join, and)
+}
+
+// allgatherInts gathers a few int64 from every member of intracommunicator
+// c with the public Allgather (prepared form, raw errors).
+func allgatherInts(c *Comm, op string, vals ...int64) ([]int64, error) {
+	all := make([]int64, len(vals)*c.size)
+	run, err := allgatherPrep(c, op, vals, all)
+	if err != nil {
+		return nil, err
+	}
+	return all, run()
 }
 
 // groupProcs returns the world ranks of c's (local) group.
@@ -94,13 +114,12 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	}
 	// Every process learns every (colour, key): bad colours are reported
 	// consistently, and each process can compute its new group.
-	x := collSet(c, op, tagMgmtGather)
-	all, err := x.allgather(putInts(int64(color), int64(key)))
+	all, err := allgatherInts(c, op, int64(color), int64(key))
 	if err != nil {
 		return nil, c.handle(err)
 	}
 	for r := 0; r < c.size; r++ {
-		if col := getInt(all, 2*r); col < 0 && col != Undefined {
+		if col := all[2*r]; col < 0 && col != Undefined {
 			if r == c.rank {
 				return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "colour %d is negative (colours are >= 0 or mpi.Undefined)", col))
 			}
@@ -117,12 +136,12 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	}
 	var ranks []int // ranks in c of the new members, ordered by (key, rank)
 	for r := 0; r < c.size; r++ {
-		if getInt(all, 2*r) == int64(color) {
+		if all[2*r] == int64(color) {
 			ranks = append(ranks, r)
 		}
 	}
 	slices.SortStableFunc(ranks, func(a, b int) int {
-		ka, kb := getInt(all, 2*a+1), getInt(all, 2*b+1)
+		ka, kb := all[2*a+1], all[2*b+1]
 		switch {
 		case ka < kb:
 			return -1
@@ -235,6 +254,7 @@ func (c *Comm) Free() error {
 	if c.freed.Swap(true) {
 		return newErr(ErrComm, op, c, NoPeer, "communicator already freed")
 	}
+	c.w.forgetFT(c)
 	t := c.w.ctxTable()
 	t.release(int(c.ctx / 2))
 	if c.local != nil {

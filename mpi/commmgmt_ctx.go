@@ -32,9 +32,10 @@ import (
 // communicator (colour Undefined in Split, non-members in Create)
 // contribute an all-free bitmap and claim nothing.
 //
-// The id space is capped at ctxPairs pairs per process (a bitmap of
-// ctxWords words, small enough to AND across 1024 ranks quickly);
-// running out is reported as ErrComm.
+// Step 1 combines only a window of the bitmaps (ctxWindow words from the
+// start position), widened when it holds no common free pair, so the
+// messages stay small. The id space is capped at ctxPairs pairs per
+// process; running out is reported as ErrComm.
 const (
 	ctxPairs = 1 << 14
 	ctxWords = ctxPairs / 64
@@ -62,11 +63,12 @@ func (w *World) ctxTable() *ctxTable {
 	return c.ctxTab
 }
 
-// freeMask returns the bitmap of pairs free at this process.
-func (t *ctxTable) freeMask(m []uint64) {
+// freeMask fills m with the bitmap of pairs free at this process, from
+// word w0 on (wrapping around).
+func (t *ctxTable) freeMask(m []uint64, w0 int) {
 	t.mu.Lock()
 	for i := range m {
-		m[i] = ^t.used[i]
+		m[i] = ^t.used[(w0+i)%ctxWords]
 	}
 	t.mu.Unlock()
 }
@@ -142,6 +144,12 @@ func startPos(seed uint64, attempt int) int {
 	return int(h>>40) % ctxPairs
 }
 
+// ctxWindow is the number of bitmap words ANDed by a first attempt: the
+// agreement needs only k common free pairs, not the whole bitmap, so it
+// combines a window of the bitmap at the start position and widens it
+// (x4) only when the window holds too few common free pairs.
+const ctxWindow = 8
+
 // ctxAgreement runs the agreement on k new pairs among a set of processes.
 // and must AND a word slice across all participants (in place, the same
 // result everywhere). join reports whether this process joins the new
@@ -150,11 +158,17 @@ func startPos(seed uint64, attempt int) int {
 // identical at every participant.
 func ctxAgreement(w *World, c *Comm, op string, k int, seed uint64, join bool, and func([]uint64) error) ([]int, error) {
 	t := w.ctxTable()
-	mask := make([]uint64, ctxWords)
 	flag := make([]uint64, 1)
+	window := ctxWindow
 	for attempt := 0; ; attempt++ {
+		start := startPos(seed, attempt)
+		if attempt == 0 && t.lowFirst {
+			start = 0
+		}
+		w0 := start / 64
+		mask := make([]uint64, window)
 		if join {
-			t.freeMask(mask)
+			t.freeMask(mask, w0)
 		} else {
 			for i := range mask {
 				mask[i] = ^uint64(0)
@@ -163,12 +177,18 @@ func ctxAgreement(w *World, c *Comm, op string, k int, seed uint64, join bool, a
 		if err := and(mask); err != nil {
 			return nil, err
 		}
-		start := startPos(seed, attempt)
-		if attempt == 0 && t.lowFirst {
-			start = 0
+		var pairs []int
+		if rel := pickPairs(mask, k, start%64); rel != nil {
+			pairs = make([]int, k)
+			for i, b := range rel {
+				pairs[i] = (w0*64 + b) % ctxPairs
+			}
 		}
-		pairs := pickPairs(mask, k, start)
 		if pairs == nil {
+			if window < ctxWords {
+				window = min(4*window, ctxWords)
+				continue
+			}
 			return nil, newErr(ErrComm, op, c, NoPeer,
 				"no free context id common to all members (%d of %d pairs in use at this process)", t.inUse(), ctxPairs)
 		}

@@ -8,15 +8,12 @@ import (
 )
 
 // Internal tags of communicator management. They live on collective
-// contexts (ctx+1), where the public collectives use tags >= 0, so they
-// are all negative (and never -1, AnyTag).
+// contexts (ctx+1), where the public collectives use tags >= 1<<24, so
+// they are all negative (and never -1, AnyTag). (Dup, Split and Create
+// agree through the public Allreduce and Allgather on the parent.)
 const (
-	tagMgmtAgree    int32 = -2 // context-id agreement over a parent intracommunicator
-	tagMgmtGather   int32 = -3 // Split's (colour, key) allgather
-	tagInterLocal   int32 = -4 // within the local group of an intercommunicator
-	tagInterCross   int32 = -5 // between the two leaders of an intercommunicator
-	tagInterLocalBc int32 = -6 // intercommunicator collectives, within the local group
-	tagInterCrossBc int32 = -7 // intercommunicator collectives, between the leaders
+	tagInterLocal int32 = -4 // intercommunicator management, within the local group
+	tagInterCross int32 = -5 // intercommunicator management, between the two leaders
 
 	// CreateGroup(g, tag) uses tagCreateGroupBase + tag mod 2^30 on the
 	// parent's collective context; IntercommCreate's leaders use
