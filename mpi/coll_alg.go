@@ -401,7 +401,7 @@ func (x *cx) gather(send, recv []byte, root int) error {
 		}
 		child := vr + mask
 		if child >= p {
-			break
+			continue
 		}
 		cnt := min(mask, p-child)
 		if err := x.recv((r+mask)%p, buf[mask*n:(mask+cnt)*n]); err != nil {
