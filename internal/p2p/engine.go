@@ -490,15 +490,21 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			return r.buf[:h.N], r
 		}
 		m := newMsg(from, h)
+		// Once m is queued and the lock released, a receive may match it and
+		// (if complete) recycle it: take what is returned first, and give
+		// no cookie for a complete (empty) message.
+		var data []byte
+		var cookie any
 		if h.N > 0 {
 			m.data, m.pooled = getBuf(int(h.N))
+			data, cookie = m.data, m
 		} else {
 			m.complete = true
 		}
 		e.appendUnex(m)
 		e.wakeProbes(h)
 		e.mu.Unlock()
-		return m.data, m
+		return data, cookie
 	case KindRTS:
 		e.mu.Lock()
 		if e.dropLocked(from, h) {
