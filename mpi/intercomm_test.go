@@ -310,3 +310,33 @@ func TestIntercommErrors(t *testing.T) {
 		return ic.Barrier()
 	})
 }
+
+func TestIntercommNonblockingOneAtATime(t *testing.T) {
+	run(t, 5, func(w *mpi.World, c *mpi.Comm) error {
+		local, ic, inA, err := halves(c, 2, 0, 8)
+		if err != nil {
+			return err
+		}
+		defer local.Free()
+		defer ic.Free()
+		q, err := ic.Ibarrier()
+		if err != nil {
+			return err
+		}
+		if _, err := q.Wait(); err != nil {
+			return err
+		}
+		recv := []int{0}
+		q, err = mpi.Iallreduce(ic, []int{1}, recv, mpi.Sum)
+		if err != nil {
+			return err
+		}
+		if _, err := q.Wait(); err != nil {
+			return err
+		}
+		if want := map[bool]int{true: 3, false: 2}[inA]; recv[0] != want {
+			return fmt.Errorf("iallreduce: %d, want %d", recv[0], want)
+		}
+		return nil
+	})
+}
