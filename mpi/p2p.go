@@ -131,12 +131,39 @@ func Recv[T Numeric](c *Comm, buf []T, source, tag int) (Status, error) {
 	if err != nil {
 		return emptyStatus(), c.handle(c.engineErr(op, source, err))
 	}
-	if !r.Wait(c.w.abort) {
-		return emptyStatus(), c.handle(c.w.abortedErr(op, c))
+	if err := c.waitRecv(op, r, source); err != nil {
+		return emptyStatus(), c.handle(err)
 	}
 	st, err := c.recvStatus(op, r.Status(), source)
 	c.w.eng.Release(r)
 	return st, c.handle(err)
+}
+
+// waitRecv waits for a blocking receive. A blocking wildcard receive whose
+// potential sender failed without acknowledgement is cancelled and raises
+// ErrProcFailed (seed 002 A.2.1), unless it already matched a message.
+func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
+	w := c.w
+	if source != AnySource {
+		if !r.Wait(w.abort) {
+			return w.abortedErr(op, c)
+		}
+		return nil
+	}
+	for {
+		sig := w.eng.FailureSignal()
+		if !r.Done() && c.hasUnackedFailure() && w.eng.Cancel(r) {
+			w.eng.Release(r)
+			return newErr(ErrProcFailed, op, c, AnySource,
+				"a potential sender failed (%v) and the failure is not acknowledged", c.failedMembers())
+		}
+		switch r.WaitSignal(w.abort, sig) {
+		case 0:
+			return nil
+		case 1:
+			return w.abortedErr(op, c)
+		}
+	}
 }
 
 func (c *Comm) postRecv(source, tag int, dtype uint8, buf []byte) (*p2p.Req, error) {

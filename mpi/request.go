@@ -67,11 +67,40 @@ func (r *Request) Wait() (Status, error) {
 	if r.done {
 		return r.st, r.err
 	}
-	if !r.pr.Wait(r.c.w.abort) {
+	if r.wildcard() {
+		// ULFM (seed 002 A.2.1): a wildcard receive raises ErrPending while
+		// a potential sender failed without acknowledgement; the request
+		// stays pending.
+		w := r.c.w
+		for {
+			sig := w.eng.FailureSignal()
+			if !r.pr.Done() && r.c.hasUnackedFailure() {
+				return emptyStatus(), r.c.handle(r.pendingErr("MPI_Wait"))
+			}
+			switch r.pr.WaitSignal(w.abort, sig) {
+			case 1:
+				return emptyStatus(), r.c.handle(w.abortedErr("MPI_Wait", r.c))
+			case 2:
+				continue
+			}
+			break
+		}
+	} else if !r.pr.Wait(r.c.w.abort) {
 		return emptyStatus(), r.c.handle(r.c.w.abortedErr("MPI_Wait", r.c))
 	}
 	r.collect()
 	return r.st, r.c.handle(r.err)
+}
+
+// wildcard reports whether r is a pending MPI_ANY_SOURCE receive.
+func (r *Request) wildcard() bool {
+	return r.recv && !r.local && r.peer == AnySource && r.pr != nil
+}
+
+func (r *Request) pendingErr(op string) error {
+	return newErr(ErrPending, op, r.c, AnySource,
+		"a potential sender failed (%v) and the failure is not acknowledged; the receive is still pending (acknowledge with FailureAck)",
+		r.c.failedMembers())
 }
 
 // Test reports whether the operation has completed, with its status
@@ -88,6 +117,9 @@ func (r *Request) Test() (Status, bool, error) {
 		case <-r.c.w.abort:
 			return emptyStatus(), false, r.c.handle(r.c.w.abortedErr("MPI_Test", r.c))
 		default:
+		}
+		if r.wildcard() && r.c.hasUnackedFailure() {
+			return emptyStatus(), false, r.c.handle(r.pendingErr("MPI_Test"))
 		}
 		return emptyStatus(), false, nil
 	}

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
@@ -50,10 +51,14 @@ type World struct {
 	abort     chan struct{} // closed when this rank's job is torn down
 	abortOnce *sync.Once
 	finalized atomic.Bool
+	killed    atomic.Bool // Kill was called (in-process fault injection)
 	finOnce   sync.Once
 	finErr    error
 	stop      chan struct{} // closed by Finalize: stops the event watcher
 	bg        sync.WaitGroup
+
+	ft     ftWorld // fault-tolerance state (ft.go)
+	outbox outbox  // sends requested from transport callbacks
 }
 
 // Init initialises MPI for this process (MPI_Init). Under ftmpirun the rank
@@ -87,10 +92,15 @@ func newSingleton() *World {
 func newWorld(rank, size int, eng *p2p.Engine, tr transport.Transport, mode string) *World {
 	eng.SetTransport(tr)
 	w := &World{rank: rank, size: size, eng: eng, tr: tr, mode: mode, stop: make(chan struct{})}
+	eng.SetControlHandler(w.onControl)
+	eng.SetLostHook(w.onLost)
+	w.outbox.start()
 	w.world = &Comm{w: w, name: "MPI_COMM_WORLD", ctx: ctxWorld, rank: rank, size: size}
 	w.world.errh.Store(ErrorsAreFatal)
 	w.self = &Comm{w: w, name: "MPI_COMM_SELF", ctx: ctxSelf, rank: 0, size: 1, members: []int{rank}}
 	w.self.errh.Store(ErrorsAreFatal)
+	w.registerComm(w.world)
+	w.registerComm(w.self)
 	return w
 }
 
@@ -227,6 +237,8 @@ func (w *World) Finalize() error {
 	w.finOnce.Do(func() {
 		var err error
 		switch {
+		case w.killed.Load():
+			// A killed rank takes no part in the fence.
 		case w.run != nil:
 			err = w.run.fence(w)
 		case w.client != nil:
@@ -234,6 +246,7 @@ func (w *World) Finalize() error {
 		}
 		w.finalized.Store(true)
 		close(w.stop)
+		w.outbox.stop()
 		w.tr.Close()
 		w.eng.Close()
 		if w.client != nil {
@@ -263,6 +276,24 @@ func (w *World) Abort(code int) {
 	os.Exit(code)
 }
 
+// Kill simulates the crash of this process (fault injection). Under Run,
+// every other rank learns of the failure as if the process had died, this
+// rank's pending calls fail, and the calling goroutine ends
+// (runtime.Goexit); Run does not count it as an error. In a real process it
+// sends SIGKILL to itself. It does not return.
+func (w *World) Kill() {
+	if w.run == nil {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	if !w.killed.Swap(true) {
+		w.run.fab.Kill(w.rank, errors.New("killed by fault injection"))
+		w.run.dead(w)
+		w.eng.Close()
+	}
+	runtime.Goexit()
+}
+
 // aborted returns the error for calls interrupted by a job teardown.
 func (w *World) abortedErr(op string, c *Comm) error {
 	if w.finalized.Load() {
@@ -284,6 +315,7 @@ func (e *AbortError) Error() string {
 // runState is the shared state of an in-process job started by Run.
 type runState struct {
 	n         int
+	fab       *inproc.Fabric
 	abortCh   chan struct{}
 	abortOnce sync.Once
 	abortErr  *AbortError
@@ -298,6 +330,16 @@ func (rs *runState) abortJob(rank, code int) {
 		rs.abortErr = &AbortError{Rank: rank, Code: code}
 		close(rs.abortCh)
 	})
+}
+
+// dead counts a killed rank as arrived at the Finalize fence.
+func (rs *runState) dead(w *World) {
+	rs.mu.Lock()
+	rs.arrived++
+	if rs.arrived == rs.n {
+		close(rs.allIn)
+	}
+	rs.mu.Unlock()
 }
 
 // fence is the in-process Finalize barrier.
@@ -327,7 +369,7 @@ func Run(n int, fn func(w *World) error) error {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "need at least 1 rank, got %d", n)
 	}
 	fab := inproc.NewFabric(n)
-	rs := &runState{n: n, abortCh: make(chan struct{}), allIn: make(chan struct{})}
+	rs := &runState{n: n, fab: fab, abortCh: make(chan struct{}), allIn: make(chan struct{})}
 	worlds := make([]*World, n)
 	for i := range worlds {
 		eng := p2p.New(p2p.Config{Self: i})

@@ -1,0 +1,373 @@
+package mpi
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// Control frame types (transport.Header.Tag of p2p.KindControl frames).
+const (
+	ctlRevoke = 1 + iota // A = hops; Ctx = the revoked communicator's context
+	ctlAgree             // Ctx = communicator context, Seq = agreement instance
+)
+
+// ftWorld is the fault-tolerance state of one World: the order in which
+// failures became known, and the per-communicator states.
+type ftWorld struct {
+	mu    sync.Mutex
+	order  []int              // world ranks, in the order their failure became known here
+	comms  map[uint32]*commFT // by point-to-point context id
+	parked map[uint32][]parkedMsg
+	byCtx  map[uint32]*Comm // live communicators of this process, by context id
+}
+
+// registerComm makes c findable by its context id, so that fault-tolerance
+// notices (revoke, agreement) for c can be handled before this process
+// uses c for fault tolerance itself.
+func (w *World) registerComm(c *Comm) {
+	w.ft.mu.Lock()
+	if w.ft.byCtx == nil {
+		w.ft.byCtx = make(map[uint32]*Comm)
+	}
+	w.ft.byCtx[c.ctx] = c
+	w.ft.mu.Unlock()
+}
+
+// commFTByCtx returns the fault-tolerance state of the live communicator
+// with context ctx, or nil if there is none.
+func (w *World) commFTByCtx(ctx uint32) *commFT {
+	w.ft.mu.Lock()
+	f := w.ft.comms[ctx]
+	c := w.ft.byCtx[ctx]
+	w.ft.mu.Unlock()
+	if f != nil || c == nil {
+		return f
+	}
+	return w.ftOf(c)
+}
+
+// commFT is the fault-tolerance state of one communicator in one process.
+type commFT struct {
+	c *Comm
+
+	mu      sync.Mutex
+	overlay []int       // sorted world ranks of all members (both groups of an intercommunicator)
+	index   map[int]int // world rank -> position in overlay
+	rb      *rbcast.Node[uint32]
+	acked   []int // world ranks whose failure was acknowledged, in acknowledgement order
+
+	agree *agreeState // see agree.go
+}
+
+// ftOf returns (creating it on first use) the fault-tolerance state of c.
+func (w *World) ftOf(c *Comm) *commFT {
+	w.ft.mu.Lock()
+	defer w.ft.mu.Unlock()
+	if f := w.ft.comms[c.ctx]; f != nil && f.c == c {
+		return f
+	}
+	procs := slices.Clone(c.memberWorldRanks())
+	procs = append(procs, c.remote...)
+	slices.Sort(procs)
+	f := &commFT{c: c, overlay: procs, index: make(map[int]int, len(procs))}
+	for i, p := range procs {
+		f.index[p] = i
+	}
+	rb, err := rbcast.New[uint32](rbcast.Config{N: len(procs), Self: f.index[w.rank]})
+	if err != nil {
+		panic(fmt.Sprintf("ftmpi: internal error: %v", err))
+	}
+	f.rb = rb
+	// Failures already known are known to the overlay too.
+	for _, p := range w.ft.order {
+		if i, ok := f.index[p]; ok {
+			rb.Failed(rbcast.ID{Rank: i})
+		}
+	}
+	if w.ft.comms == nil {
+		w.ft.comms = make(map[uint32]*commFT)
+	}
+	w.ft.comms[c.ctx] = f
+	return f
+}
+
+// memberWorldRanks lists the world ranks of c's (local) group in rank order.
+func (c *Comm) memberWorldRanks() []int {
+	if c.members != nil {
+		return c.members
+	}
+	r := make([]int, c.size)
+	for i := range r {
+		r[i] = i
+	}
+	return r
+}
+
+// forgetFT drops c's fault-tolerance state (on Free).
+func (w *World) forgetFT(c *Comm) {
+	w.ft.mu.Lock()
+	if f := w.ft.comms[c.ctx]; f != nil && f.c == c {
+		delete(w.ft.comms, c.ctx)
+	}
+	if w.ft.byCtx[c.ctx] == c {
+		delete(w.ft.byCtx, c.ctx)
+	}
+	w.ft.mu.Unlock()
+}
+
+// onLost is the engine's lost-peer hook: it records the order of failures
+// and updates every communicator's broadcast overlay.
+func (w *World) onLost(peer int, cause error) {
+	w.ft.mu.Lock()
+	w.ft.order = append(w.ft.order, peer)
+	var resend []func()
+	for _, f := range w.ft.comms {
+		if i, ok := f.index[peer]; ok {
+			f.mu.Lock()
+			msgs := f.rb.Failed(rbcast.ID{Rank: i})
+			f.mu.Unlock()
+			if len(msgs) > 0 {
+				f := f
+				resend = append(resend, func() { w.sendRevokes(f, msgs) })
+			}
+		}
+	}
+	w.ft.mu.Unlock()
+	for _, fn := range resend {
+		w.outbox.push(fn)
+	}
+}
+
+// failedOrder returns the world ranks known failed, in the order their
+// failure became known.
+func (w *World) failedOrder() []int {
+	w.ft.mu.Lock()
+	defer w.ft.mu.Unlock()
+	return slices.Clone(w.ft.order)
+}
+
+// failedMembers returns the world ranks of c's members (both groups of an
+// intercommunicator) known failed, in the order their failure became known.
+func (c *Comm) failedMembers() []int {
+	var out []int
+	for _, p := range c.w.failedOrder() {
+		if c.hasWorldRank(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *Comm) hasWorldRank(p int) bool {
+	if c.members == nil {
+		if p >= 0 && p < c.size {
+			return true
+		}
+	} else if slices.Contains(c.members, p) {
+		return true
+	}
+	return slices.Contains(c.remote, p)
+}
+
+// hasFailedMember reports whether a member of c is known failed.
+func (c *Comm) hasFailedMember() bool {
+	if c.w.eng.LostCount() == 0 {
+		return false
+	}
+	return len(c.failedMembers()) > 0
+}
+
+// hasUnackedFailure reports whether a member of c failed without the
+// failure having been acknowledged on c (ULFM: wildcard receives then
+// raise ErrPending).
+func (c *Comm) hasUnackedFailure() bool {
+	if c.w.eng.LostCount() == 0 {
+		return false
+	}
+	failed := c.failedMembers()
+	if len(failed) == 0 {
+		return false
+	}
+	f := c.w.ftOf(c)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range failed {
+		if !slices.Contains(f.acked, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Revoke revokes c (MPI_Comm_revoke, seed 002 A.2.2): every pending and
+// later non-local operation on c, at every member, completes with
+// ErrRevoked, except Agree and Shrink. The notice spreads by a reliable
+// broadcast over a binomial graph of the members, so it arrives even if
+// members fail while it spreads. Revoke is local: it does not wait.
+func (c *Comm) Revoke() error {
+	const op = "MPI_Comm_revoke"
+	if err := checkComm(c, op); err != nil {
+		return err
+	}
+	w := c.w
+	f := w.ftOf(c)
+	c.revokeLocal()
+	f.mu.Lock()
+	msgs, _ := f.rb.Broadcast(c.ctx)
+	f.mu.Unlock()
+	w.sendRevokes(f, msgs)
+	return nil
+}
+
+// revokeLocal applies a revocation of c in this process.
+func (c *Comm) revokeLocal() {
+	ctxs := []uint32{c.ctx, c.ctx + 1}
+	if c.local != nil {
+		ctxs = append(ctxs, c.local.ctx, c.local.ctx+1)
+	}
+	c.w.eng.Revoke(ctxs...)
+}
+
+// IsRevoked reports whether c was revoked (MPIX_Comm_is_revoked).
+func (c *Comm) IsRevoked() bool {
+	return c != nil && c.w.eng.IsRevoked(c.ctx)
+}
+
+func (w *World) sendRevokes(f *commFT, msgs []rbcast.Msg[uint32]) {
+	for _, m := range msgs {
+		to := f.overlay[m.To]
+		h := transport.Header{Tag: ctlRevoke, Ctx: m.Item, A: uint64(m.Hops)}
+		// A failed send means the neighbour is gone; the broadcast's other
+		// paths (and its ring repair on the failure notice) cover it.
+		_ = w.eng.SendControl(to, h, nil)
+	}
+}
+
+// onControl dispatches control frames (called from transport goroutines:
+// never blocks).
+func (w *World) onControl(from int, h transport.Header, payload []byte) {
+	switch h.Tag {
+	case ctlRevoke:
+		w.onRevoke(from, h)
+	case ctlAgree:
+		w.onAgreeMsg(from, h, payload)
+	default:
+		fmt.Fprintf(os.Stderr, "ftmpi: rank %d: unknown control frame %d from rank %d\n", w.rank, h.Tag, from)
+	}
+}
+
+func (w *World) onRevoke(from int, h transport.Header) {
+	ctx := h.Ctx
+	f := w.commFTByCtx(ctx)
+	if f == nil {
+		// This process has not used c for fault tolerance yet (or does not
+		// know it yet): revoke its contexts; the broadcast reaches the
+		// other members by their other neighbours.
+		w.eng.Revoke(ctx, ctx+1)
+		return
+	}
+	fi, ok := f.index[from]
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	out, delivered := f.rb.Step(rbcast.Msg[uint32]{From: fi, To: f.index[w.rank], Item: ctx, Hops: int(h.A)})
+	f.mu.Unlock()
+	if len(delivered) > 0 {
+		f.c.revokeLocal()
+	}
+	if len(out) > 0 {
+		w.outbox.push(func() { w.sendRevokes(f, out) }) // never send from a transport callback
+	}
+}
+
+// FailureAck acknowledges the failures of c's members known to this process
+// (MPI_Comm_failure_ack): wildcard receives on c stop raising ErrPending for
+// them, and Agree no longer raises ErrProcFailed for them once every
+// participant acknowledged them.
+func (c *Comm) FailureAck() error {
+	const op = "MPI_Comm_failure_ack"
+	if err := checkComm(c, op); err != nil {
+		return err
+	}
+	failed := c.failedMembers()
+	f := c.w.ftOf(c)
+	f.mu.Lock()
+	for _, p := range failed {
+		if !slices.Contains(f.acked, p) {
+			f.acked = append(f.acked, p)
+		}
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+// FailureGetAcked returns the group of c's failed processes acknowledged
+// by the last FailureAck (MPI_Comm_failure_get_acked).
+func (c *Comm) FailureGetAcked() (*Group, error) {
+	const op = "MPI_Comm_failure_get_acked"
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	f := c.w.ftOf(c)
+	f.mu.Lock()
+	acked := slices.Clone(f.acked)
+	f.mu.Unlock()
+	return newGroup(acked, c.w.rank), nil
+}
+
+// GetFailed returns the group of c's processes known failed here, in the
+// order their failure became known (MPI_Comm_get_failed, ULFM in Open MPI 5).
+func (c *Comm) GetFailed() (*Group, error) {
+	const op = "MPI_Comm_get_failed"
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	return newGroup(c.failedMembers(), c.w.rank), nil
+}
+
+// AckFailed acknowledges the first n failures of GetFailed's group and
+// returns how many failures are acknowledged now (MPI_Comm_ack_failed,
+// ULFM in Open MPI 5). AckFailed(0) only reports the count; a large n
+// acknowledges every known failure.
+func (c *Comm) AckFailed(n int) (int, error) {
+	const op = "MPI_Comm_ack_failed"
+	if err := checkComm(c, op); err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, c.handle(newErr(ErrArg, op, c, NoPeer, "number of failures to acknowledge is negative (%d)", n))
+	}
+	failed := c.failedMembers()
+	f := c.w.ftOf(c)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := 0; i < n && i < len(failed); i++ {
+		if !slices.Contains(f.acked, failed[i]) {
+			f.acked = append(f.acked, failed[i])
+		}
+	}
+	return len(f.acked), nil
+}
+
+// procFailedErr builds the error for an operation that involves a failed
+// process.
+func (c *Comm) procFailedErr(op string) error {
+	failed := c.failedMembers()
+	return newErr(ErrProcFailed, op, c, NoPeer, "process(es) %v of the communicator failed", failed)
+}
+
+// encodeU64s is a tiny helper for control payloads.
+func encodeU64s(v ...uint64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], x)
+	}
+	return b
+}

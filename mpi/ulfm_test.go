@@ -1,0 +1,280 @@
+package mpi_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+// gate lets in-process tests order events across ranks without sleeping.
+type gate struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newGate() *gate { return &gate{ch: make(chan struct{})} }
+
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+
+func (g *gate) wait(t *testing.T) {
+	select {
+	case <-g.ch:
+	case <-time.After(20 * time.Second):
+		t.Error("gate not opened within 20s")
+	}
+}
+
+// Seed 002 A.2.1: point-to-point with a failed peer raises ErrProcFailed,
+// and keeps doing so.
+func TestULFMRecvFromFailedPeer(t *testing.T) {
+	killed := newGate()
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		switch c.Rank() {
+		case 1:
+			killed.open()
+			w.Kill()
+		case 0:
+			buf := []int{0}
+			for i := 0; i < 2; i++ {
+				if _, err := mpi.Recv(c, buf, 1, 0); !errors.Is(err, mpi.ErrProcFailed) {
+					return fmt.Errorf("recv %d from failed rank: %v", i, err)
+				}
+			}
+			killed.wait(t)
+			if err := mpi.Send(c, buf, 1, 0); !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("send to failed rank: %v", err)
+			}
+			// Insulation: communication with live ranks is unaffected.
+			if err := mpi.Send(c, []int{42}, 2, 5); err != nil {
+				return err
+			}
+		case 2:
+			buf := []int{0}
+			if _, err := mpi.Recv(c, buf, 0, 5); err != nil || buf[0] != 42 {
+				return fmt.Errorf("recv between live ranks after a failure: %v %v", buf, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Seed 002 A.2.1: a nonblocking ANY_SOURCE receive raises ErrPending while
+// an unacknowledged failure exists and stays pending; after FailureAck it
+// completes; a blocking ANY_SOURCE receive raises ErrProcFailed.
+func TestULFMAnySourcePendingUntilAck(t *testing.T) {
+	killed, acked := newGate(), newGate()
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		switch c.Rank() {
+		case 2:
+			killed.open()
+			w.Kill()
+		case 0:
+			killed.wait(t)
+			buf := []int{0}
+			if _, err := mpi.Recv(c, buf, mpi.AnySource, 0); !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("blocking any-source receive: want ErrProcFailed, got %v", err)
+			}
+			req, err := mpi.Irecv(c, buf, mpi.AnySource, 0)
+			if err != nil {
+				return err
+			}
+			if _, err := req.Wait(); !errors.Is(err, mpi.ErrPending) {
+				return fmt.Errorf("wait on any-source receive: want ErrPending, got %v", err)
+			}
+			if _, done, err := req.Test(); done || !errors.Is(err, mpi.ErrPending) {
+				return fmt.Errorf("test on any-source receive: done=%v err=%v", done, err)
+			}
+			g, err := c.GetFailed()
+			if err != nil || g.Size() != 1 {
+				return fmt.Errorf("GetFailed: %v %v", g, err)
+			}
+			if err := c.FailureAck(); err != nil {
+				return err
+			}
+			ag, _ := c.FailureGetAcked()
+			if ag.Size() != 1 {
+				return fmt.Errorf("acked group size %d", ag.Size())
+			}
+			acked.open()
+			st, err := req.Wait() // the same request, still pending, now matches
+			if err != nil || buf[0] != 11 || st.Source != 1 {
+				return fmt.Errorf("pending receive after ack: %v %+v %v", buf, st, err)
+			}
+		case 1:
+			acked.wait(t)
+			return mpi.Send(c, []int{11}, 0, 0)
+		}
+		return nil
+	})
+}
+
+func TestULFMAckFailedCounts(t *testing.T) {
+	killed := newGate()
+	var once sync.Once
+	kills := make(chan struct{}, 2)
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		switch c.Rank() {
+		case 2, 3:
+			kills <- struct{}{}
+			once.Do(func() {})
+			w.Kill()
+		case 0:
+			<-kills
+			<-kills
+			killed.open()
+			// Both kills are synchronous: the failures are known here now.
+			if n, err := c.AckFailed(0); n != 0 || err != nil {
+				return fmt.Errorf("AckFailed(0) = %d, %v", n, err)
+			}
+			if n, _ := c.AckFailed(1); n != 1 {
+				return fmt.Errorf("AckFailed(1) = %d", n)
+			}
+			if n, _ := c.AckFailed(10); n != 2 {
+				return fmt.Errorf("AckFailed(10) = %d", n)
+			}
+			if _, err := c.AckFailed(-1); !errors.Is(err, mpi.ErrArg) {
+				return fmt.Errorf("AckFailed(-1): %v", err)
+			}
+		}
+		return nil
+	})
+}
+
+// Seed 002 A.2.2: revoke completes pending and later operations with
+// ErrRevoked at every member; Agree still works on a revoked communicator.
+func TestULFMRevokeInterruptsBlockedRanks(t *testing.T) {
+	const n = 6
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 0 {
+			// Wait until everyone else is (about to be) blocked, then revoke.
+			buf := []int{0}
+			for i := 1; i < n; i++ {
+				if _, err := mpi.Recv(c, buf, i, 1); err != nil {
+					return err
+				}
+			}
+			if err := c.Revoke(); err != nil {
+				return err
+			}
+		} else {
+			if err := mpi.Send(c, []int{c.Rank()}, 0, 1); err != nil {
+				return err
+			}
+			// Blocks: nobody sends tag 2. The revoke must release it.
+			_, err := mpi.Recv(c, []int{0}, 0, 2)
+			if !errors.Is(err, mpi.ErrRevoked) {
+				return fmt.Errorf("blocked receive after revoke: %v", err)
+			}
+		}
+		if !c.IsRevoked() {
+			return errors.New("IsRevoked false after revoke")
+		}
+		if err := mpi.Send(c, []int{1}, (c.Rank()+1)%n, 3); !errors.Is(err, mpi.ErrRevoked) {
+			return fmt.Errorf("send on revoked communicator: %v", err)
+		}
+		if err := c.Barrier(); !errors.Is(err, mpi.ErrRevoked) {
+			return fmt.Errorf("barrier on revoked communicator: %v", err)
+		}
+		flag, err := c.Agree(c.Rank() != 3)
+		if err != nil || flag {
+			return fmt.Errorf("agree on revoked communicator: %v %v", flag, err)
+		}
+		return nil
+	})
+}
+
+func TestULFMAgreeFailureFree(t *testing.T) {
+	for _, n := range []int{1, 2, 5, 16, 33} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+				for round := 0; round < 5; round++ {
+					want := round%2 == 0
+					flag, err := c.Agree(want || c.Rank() != n-1)
+					if err != nil || flag != want {
+						return fmt.Errorf("round %d: agree = %v, %v; want %v", round, flag, err, want)
+					}
+				}
+				bits, err := c.AgreeBits(uint64(0xff) &^ (1 << uint(c.Rank()%8)))
+				want := uint64(0xff)
+				for r := 0; r < n; r++ {
+					want &^= 1 << uint(r%8)
+				}
+				if err != nil || bits != want {
+					return fmt.Errorf("AgreeBits = %#x, %v; want %#x", bits, err, want)
+				}
+				var res bool
+				req, err := c.Iagree(true, &res)
+				if err != nil {
+					return err
+				}
+				if _, err := req.Wait(); err != nil || !res {
+					return fmt.Errorf("Iagree: %v %v", res, err)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// Seed 002 A.2.4: a failure before the agreement raises ErrProcFailed at
+// every survivor (uniformly) until every survivor acknowledged it.
+func TestULFMAgreeAfterFailureUniformError(t *testing.T) {
+	const n = 5
+	killed := newGate()
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 2 {
+			killed.open()
+			w.Kill()
+		}
+		killed.wait(t)
+		flag, err := c.Agree(true)
+		if !errors.Is(err, mpi.ErrProcFailed) || !flag {
+			return fmt.Errorf("agree after failure: %v %v (want true, ErrProcFailed)", flag, err)
+		}
+		if err := c.FailureAck(); err != nil {
+			return err
+		}
+		flag, err = c.Agree(c.Rank() != 4)
+		if err != nil || flag {
+			return fmt.Errorf("agree after ack: %v %v (want false, nil)", flag, err)
+		}
+		return nil
+	})
+}
+
+// Kill of the agreement's root (rank 0) in the middle of repeated
+// agreements: every survivor finishes every agreement with the same value.
+func TestULFMAgreeSurvivesRootFailure(t *testing.T) {
+	const n, rounds = 8, 30
+	results := make([][]bool, n)
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		for i := 0; i < rounds; i++ {
+			if c.Rank() == 0 && i == 7 {
+				w.Kill()
+			}
+			flag, err := c.Agree(true)
+			if err != nil && !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("round %d: %v", i, err)
+			}
+			results[c.Rank()] = append(results[c.Rank()], flag)
+			if err != nil {
+				c.FailureAck()
+			}
+		}
+		return nil
+	})
+	for r := 1; r < n; r++ {
+		if len(results[r]) != rounds {
+			t.Fatalf("rank %d finished %d of %d agreements", r, len(results[r]), rounds)
+		}
+		for i, f := range results[r] {
+			if !f {
+				t.Fatalf("rank %d round %d decided false", r, i)
+			}
+		}
+	}
+}
