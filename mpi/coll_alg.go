@@ -1,6 +1,10 @@
 package mpi
 
-import "github.com/ftmpi/ftmpi/internal/p2p"
+import (
+	"runtime"
+
+	"github.com/ftmpi/ftmpi/internal/p2p"
+)
 
 // The collective algorithms, on byte views of typed buffers. Every
 // function here returns raw errors (the public wrappers apply the
@@ -17,7 +21,9 @@ var tune = struct {
 	allgatherLong int // Allgather(v): total >= this: ring; else Bruck (ceil(log2 p) rounds)
 	alltoallLong  int // Alltoall(v): block >= this: pairwise exchange; else all requests posted at once
 	redscatLong   int // ReduceScatter(Block) (commutative op): total >= this: ring; else reduce + scatterv
+	flatMaxP      int // crowded host, p <= this: flat (linear) barrier
 }{
+	flatMaxP:      64,
 	bcastLong:     64 << 10,
 	bcastMinP:     4,
 	allreduceLong: 64 << 10,
@@ -26,6 +32,15 @@ var tune = struct {
 	alltoallLong:  16 << 10,
 	redscatLong:   64 << 10,
 }
+
+// crowded reports whether c has more processes than this host has cores
+// (true of every multi-rank job on a small machine, and of Run). Then
+// every process of a symmetric algorithm (dissemination, recursive
+// doubling, Bruck) must be scheduled in each of its log p rounds, and
+// trees, which send 2(p-1) messages in all and wake most processes once
+// or twice, are several times faster for small messages despite their
+// 2 log p depth.
+func crowded(p int) bool { return p > runtime.NumCPU() }
 
 func lowbit(v int) int { return v & -v }
 
@@ -38,13 +53,69 @@ func ceilPow2(p int) int {
 	return m
 }
 
-// barrier: dissemination, ceil(log2 p) rounds of zero-byte exchanges.
+// barrier: dissemination, ceil(log2 p) rounds of zero-byte exchanges; on
+// a crowded host a binomial fan-in to rank 0 and fan-out.
 func (x *cx) barrier() error {
 	c := x.c
 	p := c.size
+	if p > 1 && crowded(p) {
+		if p <= tune.flatMaxP {
+			return x.flatBarrier()
+		}
+		if err := x.fanIn(); err != nil {
+			return err
+		}
+		return x.phase2().bcastBinomial(nil, 0)
+	}
 	for k := 1; k < p; k <<= 1 {
 		if err := x.sendrecv((c.rank+k)%p, nil, (c.rank-k+p)%p, nil); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// flatBarrier: every rank notifies rank 0, which releases them all: two
+// message hops, the fewest process wake-ups on a crowded host.
+func (x *cx) flatBarrier() error {
+	p, r := x.c.size, x.c.rank
+	if r != 0 {
+		if err := x.send(0, nil); err != nil {
+			return err
+		}
+		return x.phase2().recv(0, nil)
+	}
+	var pd pending
+	for i := 1; i < p; i++ {
+		if err := x.postRecv(&pd, i, nil, true); err != nil {
+			x.cancelAll(&pd)
+			return err
+		}
+	}
+	if err := x.waitAll(&pd); err != nil {
+		return err
+	}
+	y := x.phase2()
+	for i := 1; i < p; i++ {
+		if err := y.postSend(&pd, i, nil); err != nil {
+			y.waitAll(&pd)
+			return err
+		}
+	}
+	return y.waitAll(&pd)
+}
+
+// fanIn: zero-byte binomial gather to rank 0.
+func (x *cx) fanIn() error {
+	p, r := x.c.size, x.c.rank
+	for mask := 1; mask < p; mask <<= 1 {
+		if r&mask != 0 {
+			return x.send(r-mask, nil)
+		}
+		if r+mask < p {
+			if err := x.recv(r+mask, nil); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -217,6 +288,13 @@ func (x *cx) allreduce(send, recv []byte, red redFn, commutative bool) error {
 	}
 	if commutative && n >= tune.allreduceLong && n/x.esz >= p {
 		return x.allreduceRing(recv, red)
+	}
+	if crowded(p) && n < tune.allreduceLong {
+		// Binomial reduce to rank 0 (rank order kept) and broadcast.
+		if err := x.reduce(send, recv, 0, red, commutative); err != nil {
+			return err
+		}
+		return x.phase2().bcast(recv, 0)
 	}
 	return x.allreduceRD(recv, red, commutative)
 }
@@ -551,6 +629,11 @@ func (x *cx) allgatherv(send, recv []byte, counts, displs []int) error {
 	if total >= tune.allgatherLong {
 		return x.ringAllgather(recv, blocks{off: displs, size: counts})
 	}
+	if crowded(p) {
+		// Gather to rank 0 (linear: the blocks land in place), broadcast
+		// the packed blocks.
+		return x.allgathervTree(send, recv, counts, displs, total)
+	}
 	// Bruck: tmp holds the blocks of ranks r, r+1, ... (mod p) packed.
 	tmp, h := getTmp(total)
 	defer putTmp(h)
@@ -568,6 +651,42 @@ func (x *cx) allgatherv(send, recv []byte, counts, displs []int) error {
 	for i := 1; i < p; i++ {
 		j := (r + i) % p
 		copy(recv[displs[j]:displs[j]+counts[j]], tmp[toff[i]:toff[i+1]])
+	}
+	return nil
+}
+
+// allgathervTree: binomial gather of the packed blocks to rank 0, then a
+// broadcast of them.
+func (x *cx) allgathervTree(send, recv []byte, counts, displs []int, total int) error {
+	p, r := x.c.size, x.c.rank
+	tmp, h := getTmp(total)
+	defer putTmp(h)
+	off := make([]int, p+1)
+	for i := range p {
+		off[i+1] = off[i] + counts[i]
+	}
+	// Node r (tree rooted at 0) holds ranks [r, r+min(lowbit(r), p-r)).
+	copy(tmp[off[r]:off[r+1]], send)
+	for mask := 1; mask < p; mask <<= 1 {
+		if r&mask != 0 {
+			if err := x.send(r-mask, tmp[off[r]:off[min(r+mask, p)]]); err != nil {
+				return err
+			}
+			break
+		}
+		if child := r + mask; child < p {
+			if err := x.recv(child, tmp[off[child]:off[min(child+mask, p)]]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := x.phase2().bcast(tmp, 0); err != nil {
+		return err
+	}
+	for j := range p {
+		if j != r {
+			copy(recv[displs[j]:displs[j]+counts[j]], tmp[off[j]:off[j+1]])
+		}
 	}
 	return nil
 }

@@ -46,12 +46,27 @@ type bench struct {
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
 	iters := flag.Int("iters", 1000, "iterations per repetition for small messages (scaled down for large ones)")
+	budget := flag.Duration("budget", 30*time.Millisecond, "coll, collgrowth: target time per repetition")
+	inproc := flag.Bool("inproc", false, "collgrowth: run ranks in process (mpi.Run); required")
+	maxP := flag.Int("maxp", 1024, "collgrowth: largest process count")
 	flag.Parse()
+
+	if *which == "collgrowth" {
+		if !*inproc {
+			fmt.Fprintln(os.Stderr, "ftmpi-bench: collgrowth runs in process: pass -inproc (and do not start it under ftmpirun)")
+			os.Exit(2)
+		}
+		if err := collGrowth(max(1, *runs), *maxP, *budget); err != nil {
+			fmt.Fprintln(os.Stderr, "ftmpi-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	w, err := mpi.Init()
 	if err != nil {
@@ -75,9 +90,14 @@ func main() {
 		b.bandwidth(*which == "bibw")
 	case "barrier":
 		b.barrier()
+	case "coll":
+		if b.max == 0 {
+			b.max = 1 << 20
+		}
+		b.coll(*budget)
 	default:
 		if w.Rank() == 0 {
-			fmt.Fprintf(os.Stderr, "ftmpi-bench: unknown benchmark %q (want latency, bw, bibw or barrier)\n", *which)
+			fmt.Fprintf(os.Stderr, "ftmpi-bench: unknown benchmark %q (want latency, bw, bibw, barrier, coll or collgrowth)\n", *which)
 		}
 		w.Finalize()
 		os.Exit(2)

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+// Collective benchmarks, with the definitions of bench/c/coll.c:
+//
+//	barrier    size 0 (no data)
+//	bcast      root 0 broadcasts size bytes
+//	reduce     size/8 float64s summed to root 0 (at least 1)
+//	allreduce  size/8 float64s summed (at least 1)
+//	allgather  every rank contributes size bytes; each receives np*size
+//	alltoall   every rank sends size bytes to every rank
+//
+// Sizes 8 B, 64 KiB, 1 MiB restricted to [-min, -max]. 2 warm-up calls,
+// one timed calibration call whose maximum over ranks fixes the iteration
+// count (about -budget ms per repetition, 1..10000 calls); each repetition
+// times the loop on every rank and the sample is the maximum of the
+// per-rank means; the median of -runs samples is reported.
+
+var collOps = []string{"barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall"}
+
+type collBufs struct {
+	sbuf, rbuf []byte
+	sf, rf     []float64
+}
+
+func newCollBufs(np, maxSize int) *collBufs {
+	n := np*maxSize + 8
+	b := &collBufs{sbuf: make([]byte, n), rbuf: make([]byte, n), sf: make([]float64, n/8+1), rf: make([]float64, n/8+1)}
+	for i := range b.sf {
+		b.sf[i] = 1
+	}
+	return b
+}
+
+func runCollOp(c *mpi.Comm, b *collBufs, op string, size int) error {
+	d := max(1, size/8)
+	switch op {
+	case "barrier":
+		return c.Barrier()
+	case "bcast":
+		return mpi.Bcast(c, b.sbuf[:size], 0)
+	case "reduce":
+		return mpi.Reduce(c, b.sf[:d], b.rf[:d], mpi.Sum, 0)
+	case "allreduce":
+		return mpi.Allreduce(c, b.sf[:d], b.rf[:d], mpi.Sum)
+	case "allgather":
+		return mpi.Allgather(c, b.sbuf[:size], b.rbuf[:c.Size()*size])
+	case "alltoall":
+		return mpi.Alltoall(c, b.sbuf[:c.Size()*size], b.rbuf[:c.Size()*size])
+	}
+	return fmt.Errorf("unknown collective %q", op)
+}
+
+// timeColl returns the median over runs of the slowest rank's mean time
+// per call in microseconds (valid at rank 0).
+func timeColl(c *mpi.Comm, b *collBufs, op string, size, runs int, budget time.Duration) ([]float64, error) {
+	if err := c.Barrier(); err != nil {
+		return nil, err
+	}
+	for range 2 {
+		if err := runCollOp(c, b, op, size); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Barrier(); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := runCollOp(c, b, op, size); err != nil {
+		return nil, err
+	}
+	one := []float64{time.Since(t0).Seconds()}
+	oneMax := []float64{0}
+	if err := mpi.Allreduce(c, one, oneMax, mpi.Max); err != nil {
+		return nil, err
+	}
+	want := budget.Seconds() / max(oneMax[0], 1e-9)
+	iters := int(min(10000, max(1, want)))
+	var samples []float64
+	for range runs {
+		if err := c.Barrier(); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		for range iters {
+			if err := runCollOp(c, b, op, size); err != nil {
+				return nil, err
+			}
+		}
+		mean := []float64{float64(time.Since(t0).Nanoseconds()) / 1e3 / float64(iters)}
+		maxMean := []float64{0}
+		if err := mpi.Reduce(c, mean, maxMean, mpi.Max, 0); err != nil {
+			return nil, err
+		}
+		samples = append(samples, maxMean[0])
+	}
+	return samples, nil
+}
+
+// coll runs the collective benchmarks on CommWorld (-bench coll).
+func (b *bench) coll(budget time.Duration) {
+	c := b.c
+	sizes := []int{8, 65536, 1 << 20}
+	maxSize := 8
+	for _, s := range sizes {
+		if s >= b.min && s <= b.max {
+			maxSize = max(maxSize, s)
+		}
+	}
+	bufs := newCollBufs(c.Size(), maxSize)
+	for _, op := range collOps {
+		for i, size := range sizes {
+			if op == "barrier" {
+				if i > 0 {
+					break
+				}
+				size = 0
+			} else if size < b.min || size > b.max {
+				continue
+			}
+			samples, err := timeColl(c, bufs, op, size, b.runs, budget)
+			check(err)
+			b.emit(op, size, samples, "us")
+		}
+	}
+}
+
+// collGrowth measures barrier, 8-byte allreduce and 8-byte bcast in
+// process (mpi.Run) at p = 2, 4, ..., maxP (-bench collgrowth -inproc).
+func collGrowth(runs, maxP int, budget time.Duration) error {
+	out := json.NewEncoder(os.Stdout)
+	for p := 2; p <= maxP; p *= 2 {
+		res := map[string][]float64{}
+		err := mpi.Run(p, func(w *mpi.World) error {
+			c := w.CommWorld()
+			c.SetErrhandler(mpi.ErrorsReturn)
+			bufs := newCollBufs(1, 8)
+			for _, op := range []string{"barrier", "allreduce", "bcast"} {
+				size := 8
+				if op == "barrier" {
+					size = 0
+				}
+				s, err := timeColl(c, bufs, op, size, runs, budget)
+				if err != nil {
+					return err
+				}
+				if c.Rank() == 0 {
+					res[op] = s
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, op := range []string{"barrier", "allreduce", "bcast"} {
+			s := res[op]
+			slices.Sort(s)
+			size := 8
+			if op == "barrier" {
+				size = 0
+			}
+			out.Encode(result{Name: op, Impl: "ftmpi-inproc", Transport: "inproc", NP: p, Size: size,
+				Median: s[len(s)/2], Unit: "us", Runs: len(s)})
+		}
+	}
+	return nil
+}
