@@ -278,3 +278,123 @@ func TestULFMAgreeSurvivesRootFailure(t *testing.T) {
 		}
 	}
 }
+
+// Seed 002 A.2.3: Shrink gives every survivor the same communicator of the
+// survivors, in old rank order, also when a process fails during the call.
+func TestULFMShrinkAfterAndDuringFailures(t *testing.T) {
+	const n = 7
+	var mu sync.Mutex
+	views := map[int][]int{}
+	killed := newGate()
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 2 {
+			killed.open()
+			w.Kill() // fails before the shrink
+		}
+		killed.wait(t)
+		if c.Rank() == 5 {
+			w.Kill() // fails during the shrink (the others are in it or entering it)
+		}
+		c.Revoke()
+		s, err := c.Shrink()
+		if err != nil {
+			return err
+		}
+		g := s.Group()
+		mu.Lock()
+		views[c.Rank()] = g.WorldRanks()
+		mu.Unlock()
+		if s.Rank() != g.Rank() {
+			return fmt.Errorf("rank %d in the new group but %d in the communicator", g.Rank(), s.Rank())
+		}
+		// The new communicator works (5 was maybe still in it: tolerate its failure).
+		next := (s.Rank() + 1) % s.Size()
+		prev := (s.Rank() - 1 + s.Size()) % s.Size()
+		s.SetErrhandler(mpi.ErrorsReturn)
+		buf := []int{-1}
+		_, err = mpi.Sendrecv(s, []int{c.Rank()}, next, 0, buf, prev, 0)
+		if err != nil && !errors.Is(err, mpi.ErrProcFailed) {
+			return fmt.Errorf("ring on the shrunk communicator: %v", err)
+		}
+		return nil
+	})
+	var first []int
+	for r, v := range views {
+		if first == nil {
+			first = v
+		}
+		if fmt.Sprint(v) != fmt.Sprint(first) {
+			t.Fatalf("rank %d got %v, another rank %v", r, v, first)
+		}
+		for i := 1; i < len(v); i++ {
+			if v[i] <= v[i-1] {
+				t.Fatalf("not in old rank order: %v", v)
+			}
+		}
+		for _, p := range v {
+			if p == 2 {
+				t.Fatalf("failed rank 2 in the shrunk communicator %v", v)
+			}
+		}
+	}
+	if len(views) != n-2 {
+		t.Fatalf("%d survivors reported, want %d", len(views), n-2)
+	}
+}
+
+// Repeated failures until one process remains: kill, revoke, shrink, and go on.
+func TestULFMShrinkRepeatedlyToOne(t *testing.T) {
+	const n = 6
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		cur := c
+		for cur.Size() > 1 {
+			cur.SetErrhandler(mpi.ErrorsReturn)
+			if cur.Rank() == cur.Size()-1 {
+				w.Kill()
+			}
+			s, err := cur.Shrink()
+			if err != nil {
+				return err
+			}
+			// Every survivor of this round agrees the size dropped by one or stayed
+			// (the victim may not have been noticed before the agreement).
+			flag, err := s.Agree(true)
+			if err != nil && !errors.Is(err, mpi.ErrProcFailed) {
+				return err
+			}
+			if !flag {
+				return errors.New("agree false")
+			}
+			if s.Size() >= cur.Size() && s.Size() > 1 {
+				// Not noticed yet: shrink again (Agree made everyone see it).
+				s.FailureAck()
+			}
+			cur = s
+		}
+		if w.Rank() != 0 {
+			return fmt.Errorf("rank %d is the last survivor, want 0", w.Rank())
+		}
+		return nil
+	})
+}
+
+func TestULFMShrinkFailureFreeKeepsEveryone(t *testing.T) {
+	run(t, 9, func(w *mpi.World, c *mpi.Comm) error {
+		s, err := c.Shrink()
+		if err != nil {
+			return err
+		}
+		if s.Size() != 9 || s.Rank() != c.Rank() || mpi.CompareComms(s, c) != mpi.Congruent {
+			return fmt.Errorf("failure-free shrink: size %d rank %d compare %v", s.Size(), s.Rank(), mpi.CompareComms(s, c))
+		}
+		var got *mpi.Comm
+		req, err := c.Ishrink(&got)
+		if err != nil {
+			return err
+		}
+		if _, err := req.Wait(); err != nil || got.Size() != 9 {
+			return fmt.Errorf("Ishrink: %v", err)
+		}
+		return s.Free()
+	})
+}

@@ -124,3 +124,17 @@ func DecodeMsg(b []byte) (Msg, error) {
 	}
 	return m, nil
 }
+
+// SetFromWords returns the set whose members are the set bits of words
+// (bit i of words[j] is member 64*j+i).
+func SetFromWords(words []uint64) Set {
+	return Set{w: append([]uint64(nil), words...)}
+}
+
+// Words returns the first n bitset words of s (member 64*j+i is bit i of
+// word j), zero-padded.
+func (s Set) Words(n int) []uint64 {
+	out := make([]uint64, n)
+	copy(out, s.w)
+	return out
+}
