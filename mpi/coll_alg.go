@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"runtime"
+	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
@@ -40,7 +41,18 @@ var tune = struct {
 // trees, which send 2(p-1) messages in all and wake most processes once
 // or twice, are several times faster for small messages despite their
 // 2 log p depth.
-func crowded(p int) bool { return p > runtime.NumCPU() }
+func crowded(p int) bool {
+	switch crowdedMode.Load() {
+	case 1:
+		return true
+	case -1:
+		return false
+	}
+	return p > runtime.NumCPU()
+}
+
+// crowdedMode overrides crowded for tests: 1 always, -1 never, 0 auto.
+var crowdedMode atomic.Int32
 
 func lowbit(v int) int { return v & -v }
 
@@ -127,7 +139,7 @@ func (x *cx) bcast(buf []byte, root int) error {
 	if p == 1 || len(buf) == 0 {
 		return nil
 	}
-	if len(buf) >= tune.bcastLong && p >= tune.bcastMinP {
+	if len(buf) >= tune.bcastLong && p >= tune.bcastMinP && !crowded(p) {
 		return x.bcastScatterRing(buf, root)
 	}
 	return x.bcastBinomial(buf, root)
@@ -286,15 +298,15 @@ func (x *cx) allreduce(send, recv []byte, red redFn, commutative bool) error {
 	if p == 1 || n == 0 {
 		return nil
 	}
-	if commutative && n >= tune.allreduceLong && n/x.esz >= p {
-		return x.allreduceRing(recv, red)
-	}
-	if crowded(p) && n < tune.allreduceLong {
+	if crowded(p) {
 		// Binomial reduce to rank 0 (rank order kept) and broadcast.
 		if err := x.reduce(send, recv, 0, red, commutative); err != nil {
 			return err
 		}
 		return x.phase2().bcast(recv, 0)
+	}
+	if commutative && n >= tune.allreduceLong && n/x.esz >= p {
+		return x.allreduceRing(recv, red)
 	}
 	return x.allreduceRD(recv, red, commutative)
 }
@@ -626,13 +638,13 @@ func (x *cx) allgatherv(send, recv []byte, counts, displs []int) error {
 	for _, k := range counts {
 		total += k
 	}
-	if total >= tune.allgatherLong {
-		return x.ringAllgather(recv, blocks{off: displs, size: counts})
-	}
-	if crowded(p) {
+	if crowded(p) && total < tune.allgatherLong {
 		// Gather to rank 0 (linear: the blocks land in place), broadcast
 		// the packed blocks.
 		return x.allgathervTree(send, recv, counts, displs, total)
+	}
+	if total >= tune.allgatherLong {
+		return x.ringAllgather(recv, blocks{off: displs, size: counts})
 	}
 	// Bruck: tmp holds the blocks of ranks r, r+1, ... (mod p) packed.
 	tmp, h := getTmp(total)

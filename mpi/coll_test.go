@@ -200,10 +200,29 @@ func elemSize[T testNum]() int {
 	return 8
 }
 
-// forTypes runs fn for every test element type.
+// forEachP runs fn for every test size, with the algorithms of a crowded
+// host (more ranks than cores: trees) and of an uncrowded one (recursive
+// doubling, dissemination, Bruck, scatter+allgather), whatever this
+// machine has.
 func forEachP(t *testing.T, fn func(t *testing.T, p int)) {
-	for _, p := range collSizes {
-		t.Run(fmt.Sprintf("p%d", p), func(t *testing.T) { fn(t, p) })
+	forEachPMode(t, []int32{-1, 1}, fn)
+}
+
+// forEachP1 is forEachP for collectives whose algorithms do not depend on
+// crowding.
+func forEachP1(t *testing.T, fn func(t *testing.T, p int)) {
+	forEachPMode(t, []int32{0}, fn)
+}
+
+func forEachPMode(t *testing.T, modes []int32, fn func(t *testing.T, p int)) {
+	for _, mode := range modes {
+		name := map[int32]string{-1: "spread", 0: "auto", 1: "crowded"}[mode]
+		t.Run(name, func(t *testing.T) {
+			defer mpi.SetCrowdedForTest(mode)()
+			for _, p := range collSizes {
+				t.Run(fmt.Sprintf("p%d", p), func(t *testing.T) { fn(t, p) })
+			}
+		})
 	}
 }
 
@@ -313,7 +332,7 @@ func reductionSuite(c *mpi.Comm, all bool) error {
 }
 
 func TestReduce(t *testing.T) {
-	forEachP(t, func(t *testing.T, p int) {
+	forEachP1(t, func(t *testing.T, p int) {
 		run(t, p, func(w *mpi.World, c *mpi.Comm) error { return reductionSuite(c, false) })
 	})
 }
@@ -570,7 +589,7 @@ func checkAlltoall[T testNum](c *mpi.Comm) error {
 }
 
 func TestAlltoall(t *testing.T) {
-	forEachP(t, func(t *testing.T, p int) {
+	forEachP1(t, func(t *testing.T, p int) {
 		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			return firstErr(func() error { return checkAlltoall[int32](c) }, func() error { return checkAlltoall[float64](c) },
 				func() error { return checkAlltoall[byte](c) }, func() error { return checkAlltoall[complex128](c) })
@@ -628,7 +647,7 @@ func checkReduceScatter[T testNum](c *mpi.Comm, cases []opCase[T], sizes []int) 
 }
 
 func TestReduceScatter(t *testing.T) {
-	forEachP(t, func(t *testing.T, p int) {
+	forEachP1(t, func(t *testing.T, p int) {
 		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			big := 64<<10/p + 4
 			return firstErr(
@@ -686,7 +705,7 @@ func checkScan[T testNum](c *mpi.Comm, cases []opCase[T], sizes []int) error {
 }
 
 func TestScanExscan(t *testing.T) {
-	forEachP(t, func(t *testing.T, p int) {
+	forEachP1(t, func(t *testing.T, p int) {
 		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			return firstErr(
 				func() error {
@@ -704,7 +723,7 @@ func TestScanExscan(t *testing.T) {
 }
 
 func TestBarrierOrders(t *testing.T) {
-	for _, p := range collSizes {
+	forEachP(t, func(t *testing.T, p int) {
 		// Consecutive barriers (each with its own sequence tag) complete.
 		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			for i := 0; i < 5; i++ {
@@ -714,7 +733,7 @@ func TestBarrierOrders(t *testing.T) {
 			}
 			return nil
 		})
-	}
+	})
 }
 
 // Nonblocking collectives: several outstanding on one communicator,
