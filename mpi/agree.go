@@ -28,8 +28,10 @@ type agreeInst struct {
 	decided chan struct{} // closed at the decision
 }
 
-// instance returns (creating) instance seq of f; f.mu held.
-func (f *commFT) instanceLocked(w *World, seq uint64) *agreeInst {
+// instanceLocked returns (creating) instance seq of f, and the messages
+// its creation produced (to be sent by the caller); f.mu held.
+func (f *commFT) instanceLocked(w *World, seq uint64) (*agreeInst, []agree.Msg) {
+	var msgs []agree.Msg
 	if f.agree == nil {
 		f.agree = &agreeState{insts: make(map[uint64]*agreeInst)}
 	}
@@ -41,17 +43,18 @@ func (f *commFT) instanceLocked(w *World, seq uint64) *agreeInst {
 		// Failures known before the instance existed.
 		for _, p := range w.failedOrder() {
 			if i, ok := f.index[p]; ok {
-				in.node.Failed(i) // nothing to send before Start or a message
+				msgs = append(msgs, in.node.Failed(i)...)
 			}
 		}
-		// Forget old decided instances.
+		// Forget old instances (a decided node is needed only while its
+		// members may still be running it).
 		for s, old := range f.agree.insts {
-			if s+keepDecided < seq && old.node.Decided() {
+			if s+keepDecided < seq && old.isDecided() {
 				delete(f.agree.insts, s)
 			}
 		}
 	}
-	return in
+	return in, msgs
 }
 
 // sendAgree sends agreement messages of communicator f (never from a
@@ -82,10 +85,10 @@ func (w *World) stepAgree(f *commFT, from int, h transport.Header, payload []byt
 		return
 	}
 	f.mu.Lock()
-	in := f.instanceLocked(w, h.Seq)
+	in, out := f.instanceLocked(w, h.Seq)
 	f.mu.Unlock()
 	in.mu.Lock()
-	out := in.node.Step(m)
+	out = append(out, in.node.Step(m)...)
 	decided := in.node.Decided()
 	in.mu.Unlock()
 	if decided {
@@ -93,6 +96,15 @@ func (w *World) stepAgree(f *commFT, from int, h transport.Header, payload []byt
 	}
 	if len(out) > 0 {
 		w.outbox.push(func() { w.sendAgree(f, out) })
+	}
+}
+
+func (in *agreeInst) isDecided() bool {
+	select {
+	case <-in.decided:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -134,8 +146,9 @@ func (c *Comm) agreeOn(op string, v agree.Value) (agree.Value, agree.Set, error)
 	}
 	seq := f.agree.next
 	f.agree.next++
-	in := f.instanceLocked(w, seq)
+	in, early := f.instanceLocked(w, seq)
 	f.mu.Unlock()
+	w.sendAgree(f, early)
 	// Messages that arrived before this communicator was registered.
 	w.ft.mu.Lock()
 	parked := w.ft.parked[c.ctx]

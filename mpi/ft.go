@@ -20,7 +20,7 @@ const (
 // ftWorld is the fault-tolerance state of one World: the order in which
 // failures became known, and the per-communicator states.
 type ftWorld struct {
-	mu    sync.Mutex
+	mu     sync.Mutex
 	order  []int              // world ranks, in the order their failure became known here
 	comms  map[uint32]*commFT // by point-to-point context id
 	parked map[uint32][]parkedMsg
@@ -124,23 +124,29 @@ func (w *World) forgetFT(c *Comm) {
 // onLost is the engine's lost-peer hook: it records the order of failures
 // and updates every communicator's broadcast overlay.
 func (w *World) onLost(peer int, cause error) {
+	if dt := w.det.Load(); dt != nil {
+		dt.failed(peer, 0)
+	}
+	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
 	w.ft.order = append(w.ft.order, peer)
-	var resend []func()
+	comms := make([]*commFT, 0, len(w.ft.comms))
 	for _, f := range w.ft.comms {
-		if i, ok := f.index[peer]; ok {
-			f.mu.Lock()
-			msgs := f.rb.Failed(rbcast.ID{Rank: i})
-			f.mu.Unlock()
-			if len(msgs) > 0 {
-				f := f
-				resend = append(resend, func() { w.sendRevokes(f, msgs) })
-			}
-		}
+		comms = append(comms, f)
 	}
 	w.ft.mu.Unlock()
-	for _, fn := range resend {
-		w.outbox.push(fn)
+	for _, f := range comms {
+		i, ok := f.index[peer]
+		if !ok {
+			continue
+		}
+		f.mu.Lock()
+		msgs := f.rb.Failed(rbcast.ID{Rank: i})
+		f.mu.Unlock()
+		if len(msgs) > 0 {
+			f := f
+			w.outbox.push(func() { w.sendRevokes(f, msgs) })
+		}
 	}
 }
 
@@ -257,6 +263,14 @@ func (w *World) onControl(from int, h transport.Header, payload []byte) {
 		w.onRevoke(from, h)
 	case ctlAgree:
 		w.onAgreeMsg(from, h, payload)
+	case ctlHeartbeat:
+		if dt := w.det.Load(); dt != nil {
+			dt.onHeartbeat(from, h)
+		}
+	case ctlFailNotice:
+		if dt := w.det.Load(); dt != nil {
+			dt.onNotice(from, h)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "ftmpi: rank %d: unknown control frame %d from rank %d\n", w.rank, h.Tag, from)
 	}

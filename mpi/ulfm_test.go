@@ -113,20 +113,17 @@ func TestULFMAnySourcePendingUntilAck(t *testing.T) {
 }
 
 func TestULFMAckFailedCounts(t *testing.T) {
-	killed := newGate()
-	var once sync.Once
-	kills := make(chan struct{}, 2)
 	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
 		switch c.Rank() {
 		case 2, 3:
-			kills <- struct{}{}
-			once.Do(func() {})
 			w.Kill()
 		case 0:
-			<-kills
-			<-kills
-			killed.open()
-			// Both kills are synchronous: the failures are known here now.
+			// A receive from a failed rank returns once its failure is known.
+			for _, r := range []int{2, 3} {
+				if _, err := mpi.Recv(c, []int{0}, r, 0); !errors.Is(err, mpi.ErrProcFailed) {
+					return fmt.Errorf("recv from killed rank %d: %v", r, err)
+				}
+			}
 			if n, err := c.AckFailed(0); n != 0 || err != nil {
 				return fmt.Errorf("AckFailed(0) = %d, %v", n, err)
 			}
@@ -138,6 +135,9 @@ func TestULFMAckFailedCounts(t *testing.T) {
 			}
 			if _, err := c.AckFailed(-1); !errors.Is(err, mpi.ErrArg) {
 				return fmt.Errorf("AckFailed(-1): %v", err)
+			}
+			if g, _ := c.GetFailed(); g.Size() != 2 {
+				return fmt.Errorf("GetFailed size %d", g.Size())
 			}
 		}
 		return nil

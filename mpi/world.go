@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
@@ -48,17 +49,19 @@ type World struct {
 
 	world, self *Comm
 
-	abort     chan struct{} // closed when this rank's job is torn down
-	abortOnce *sync.Once
-	finalized atomic.Bool
-	killed    atomic.Bool // Kill was called (in-process fault injection)
-	finOnce   sync.Once
-	finErr    error
-	stop      chan struct{} // closed by Finalize: stops the event watcher
-	bg        sync.WaitGroup
+	abort      chan struct{} // closed when this rank's job is torn down
+	abortOnce  *sync.Once
+	finalized  atomic.Bool
+	killed     atomic.Bool // Kill was called (in-process fault injection)
+	injectStop func()      // cancels FTMPI_INJECT self-injection
+	finOnce    sync.Once
+	finErr     error
+	stop       chan struct{} // closed by Finalize: stops the event watcher
+	bg         sync.WaitGroup
 
-	ft     ftWorld // fault-tolerance state (ft.go)
-	outbox outbox  // sends requested from transport callbacks
+	ft     ftWorld                   // fault-tolerance state (ft.go)
+	det    atomic.Pointer[detection] // heartbeat detector and failure-notice broadcast (detect.go); nil under Run
+	outbox outbox                    // sends requested from transport callbacks
 }
 
 // Init initialises MPI for this process (MPI_Init). Under ftmpirun the rank
@@ -177,6 +180,22 @@ func initProcess(info boot.Info) (*World, error) {
 	w.abortOnce = new(sync.Once)
 	w.bg.Add(1)
 	go w.watchLauncher()
+	if w.size > 1 {
+		if cfg, on, err := detectorConfig(info.Rank, info.Size, info.Incarnation); err != nil {
+			return nil, err
+		} else if on {
+			if err := w.startDetection(cfg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if spec := os.Getenv("FTMPI_INJECT"); spec != "" {
+		stop, err := inject.Self(info.Rank, info.Size, spec)
+		if err != nil {
+			return nil, err
+		}
+		w.injectStop = stop
+	}
 	return w, nil
 }
 
@@ -245,6 +264,9 @@ func (w *World) Finalize() error {
 			err = w.client.Finalize()
 		}
 		w.finalized.Store(true)
+		if w.injectStop != nil {
+			w.injectStop()
+		}
 		close(w.stop)
 		w.outbox.stop()
 		w.tr.Close()

@@ -184,3 +184,28 @@ func TestJobStart16(t *testing.T) {
 	}
 	t.Logf("ftmpirun -n 16 hello: %v (race=%v)", r.Elapsed, jobtest.RaceEnabled)
 }
+
+// A SIGSTOPped rank sends no more heartbeats: its observer suspects it
+// within the timeout, the launcher kills it (fail-stop), and the rank
+// blocked receiving from it gets ErrProcFailed.
+func TestStoppedRankIsDetectedByHeartbeat(t *testing.T) {
+	r := jobtest.Run(t, 60*time.Second, []string{"FTMPI_HB_TIMEOUT=500ms", "FTMPI_HB_PERIOD=50ms"}, bin["ftmpirun"],
+		"-n", "4", "--on-failure", "continue", "--inject", "stop:rank=2,at=200ms", bin["p2pcheck"], "recvfrom2")
+	if got := resultLine(t, r); got != "result: recv from failed rank 2: procfailed=true" {
+		t.Fatalf("got %q\nstderr:\n%s", got, r.Stderr)
+	}
+	if r.Code != 0 || !strings.Contains(r.Stderr, "killing rank 2") {
+		t.Fatalf("exit %d; stderr:\n%s", r.Code, r.Stderr)
+	}
+}
+
+// A SIGKILLed rank is reported to a rank blocked receiving from it.
+func TestKilledRankReleasesBlockedReceiver(t *testing.T) {
+	r := ftmpirun(t, "-n", "4", "--on-failure", "continue", "--inject", "kill:rank=2,at=200ms", bin["p2pcheck"], "recvfrom2")
+	if got := resultLine(t, r); got != "result: recv from failed rank 2: procfailed=true" {
+		t.Fatalf("got %q\nstderr:\n%s", got, r.Stderr)
+	}
+	if r.Code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.Code, r.Stderr)
+	}
+}

@@ -198,6 +198,17 @@ func (h *head) Exited(e ExitReport) {
 		if h.verbose {
 			h.out.logf("rank %d (pid %d) %s", e.Rank, e.Pid, e)
 		}
+		// A rank killed after calling Finalize is not a failure of the job,
+		// but the survivors must still learn that it is gone: one of them
+		// may be waiting on it (no call blocks forever).
+		if e.Signal != 0 && !tearing && h.onFailure != OnFailureAbort && e.StartErr == nil {
+			ev := h.failedEventLocked(e.Rank)
+			for r := range h.ranks {
+				if o := &h.ranks[r]; r != e.Rank && !o.gone && o.conn != nil {
+					o.conn.send(ev)
+				}
+			}
+		}
 	}
 	h.checkFencesLocked()
 	h.checkFinalizeLocked()
@@ -525,9 +536,12 @@ func (h *head) declareFailed(rank int, reason string) bool {
 // the SIGKILL (outside h.mu) if it returns true.
 func (h *head) declareFailedLocked(rank int, reason string) bool {
 	rs := &h.ranks[rank]
-	if h.cause.kind != causeNone || rs.gone || rs.finalized {
+	// A rank that called Finalize is still killed when it is suspected (it
+	// may be stuck in the finalize fence, stopped): its death then counts
+	// as a normal end, not a failure.
+	if h.cause.kind != causeNone || rs.gone {
 		if h.verbose {
-			h.out.logf("not killing rank %d (%s): it is gone, finalized, or the job is ending", rank, reason)
+			h.out.logf("not killing rank %d (%s): it is gone or the job is ending", rank, reason)
 		}
 		return false
 	}

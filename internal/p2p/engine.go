@@ -622,8 +622,6 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	}
 	e.lost[peer] = cause
 	e.lostCount.Add(1)
-	close(e.failSig)
-	e.failSig = make(chan struct{})
 	var failed []*Req
 	for r := e.postHead; r != nil; {
 		next := r.next
@@ -656,6 +654,12 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	if f := e.lostHook.Load(); f != nil {
 		(*f)(peer, cause)
 	}
+	// Waiters are woken last, once the hook has recorded the loss, so what
+	// they re-examine includes it.
+	e.mu.Lock()
+	close(e.failSig)
+	e.failSig = make(chan struct{})
+	e.mu.Unlock()
 }
 
 // SetLostHook installs a function called once per lost peer, after the
@@ -677,6 +681,9 @@ func (e *Engine) SetControlHandler(f ControlHandler) { e.control.Store(&f) }
 func (e *Engine) SendControl(peer int, h transport.Header, payload []byte) error {
 	h.Kind = KindControl
 	h.N = uint64(len(payload))
+	if e.IsLost(peer) {
+		return fmt.Errorf("%w: rank %d", ErrPeerLost, peer)
+	}
 	if err := e.tr.Send(peer, h, payload); err != nil {
 		return e.sendErr(peer, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/ftmpi/ftmpi/mpi"
 )
@@ -31,6 +32,16 @@ func main() {
 	case "crashrecv":
 		c.SetErrhandler(mpi.ErrorsReturn)
 		crashRecv(w, c)
+	case "recvfrom2":
+		// Rank 0 blocks receiving from rank 2, which is killed or stopped by
+		// fault injection; the failure must release it.
+		c.SetErrhandler(mpi.ErrorsReturn)
+		if c.Rank() == 0 {
+			start := time.Now()
+			_, err := mpi.Recv(c, []int{0}, 2, 0)
+			fmt.Fprintf(os.Stderr, "rank 0: recv from rank 2 returned after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
+			fmt.Printf("result: recv from failed rank 2: procfailed=%v\n", errors.Is(err, mpi.ErrProcFailed))
+		}
 	case "fatal":
 		if c.Rank() == 1 {
 			mpi.Send(c, []int{1}, c.Size()+3, 0) // invalid rank, default handler: fatal
