@@ -80,6 +80,7 @@ type cx struct {
 
 // newCx allocates the next collective sequence number of c.
 func newCx(c *Comm, op string, kind int, dt uint8) *cx {
+	c.collStartCheck()
 	seq := c.collState().seq.Add(1)
 	return &cx{c: c, op: op, tag: int32(kind)<<24 | int32(seq&seqMask), dt: dt, esz: dtypeSize(dt)}
 }
@@ -107,13 +108,20 @@ func (x *cx) irecv(src int, b []byte) (*p2p.Req, error) {
 	return r, nil
 }
 
+// wait waits for r; a failure of a member of the communicator completes it
+// with ErrProcFailed (see World.waitColl).
+func (x *cx) wait(r *p2p.Req) bool {
+	c := x.c
+	return c.w.waitColl(r, c.ctx+1, c.size, c.worldRank)
+}
+
 // waitSend waits for a send request (nil: already done).
 func (x *cx) waitSend(r *p2p.Req, dest int) error {
 	if r == nil {
 		return nil
 	}
 	w := x.c.w
-	if !r.Wait(w.abort) {
+	if !x.wait(r) {
 		return w.abortedErr(x.op, x.c)
 	}
 	e := r.Status().Err
@@ -129,7 +137,7 @@ func (x *cx) waitSend(r *p2p.Req, dest int) error {
 // inconsistent arguments).
 func (x *cx) waitRecv(r *p2p.Req, src, want int) error {
 	w := x.c.w
-	if !r.Wait(w.abort) {
+	if !x.wait(r) {
 		return w.abortedErr(x.op, x.c)
 	}
 	st := r.Status()

@@ -53,6 +53,10 @@ func (x *xset) world(i int) int {
 	return x.procs[i]
 }
 
+// wait waits for r; a failure of a member of the set completes it with
+// ErrProcFailed (see World.waitColl).
+func (x *xset) wait(r *p2p.Req) bool { return x.w.waitColl(r, x.ctx, x.n, x.world) }
+
 func (x *xset) engErr(peer int, err error) error {
 	return x.c.engineErr(x.op, peer, err)
 }
@@ -66,7 +70,7 @@ func (x *xset) send(to int, dtype uint8, b []byte) error {
 	if r == nil {
 		return nil
 	}
-	if !r.Wait(x.w.abort) {
+	if !x.wait(r) {
 		return x.w.abortedErr(x.op, x.c)
 	}
 	st := r.Status()
@@ -83,7 +87,7 @@ func (x *xset) recv(from int, dtype uint8, b []byte) (int, error) {
 	if err != nil {
 		return 0, x.engErr(from, err)
 	}
-	if !r.Wait(x.w.abort) {
+	if !x.wait(r) {
 		return 0, x.w.abortedErr(x.op, x.c)
 	}
 	st := r.Status()
@@ -108,7 +112,7 @@ func (x *xset) sendrecv(peer int, dtype uint8, out, in []byte) (int, error) {
 		}
 		return 0, err
 	}
-	if !rr.Wait(x.w.abort) {
+	if !x.wait(rr) {
 		return 0, x.w.abortedErr(x.op, x.c)
 	}
 	st := rr.Status()

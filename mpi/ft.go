@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
+	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -375,6 +376,50 @@ func (c *Comm) AckFailed(n int) (int, error) {
 func (c *Comm) procFailedErr(op string) error {
 	failed := c.failedMembers()
 	return newErr(ErrProcFailed, op, c, NoPeer, "process(es) %v of the communicator failed", failed)
+}
+
+// errMemberFailed poisons the collective context of a communicator that
+// lost a member.
+var errMemberFailed = fmt.Errorf("%w: a participant of the collective operation failed", p2p.ErrPeerLost)
+
+// waitColl waits for r, a request of a collective protocol on context ctx
+// among the n processes proc(0..n-1) (world ranks). If a failure becomes
+// known while waiting and one of them failed, ctx is poisoned: every
+// pending and later operation on it completes with ErrProcFailed at every
+// process that learns of the failure. So a collective never waits forever,
+// neither on a dead participant nor on a live one that the failure stopped
+// (seed 002 A.2.1: collectives raise ErrProcFailed when a participant
+// failed). It reports false if the job was aborted.
+func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int) bool {
+	for {
+		sig := w.eng.FailureSignal()
+		if !r.Done() && w.eng.LostCount() > 0 && w.anyLost(n, proc) {
+			w.eng.Poison(errMemberFailed, ctx)
+		}
+		switch r.WaitSignal(w.abort, sig) {
+		case 0:
+			return true
+		case 1:
+			return false
+		}
+	}
+}
+
+func (w *World) anyLost(n int, proc func(int) int) bool {
+	for i := 0; i < n; i++ {
+		if w.eng.IsLost(proc(i)) {
+			return true
+		}
+	}
+	return false
+}
+
+// collStartCheck poisons c's collective context if a member of c is known
+// failed, so a collective started after a failure fails at once.
+func (c *Comm) collStartCheck() {
+	if c.w.eng.LostCount() > 0 && c.hasFailedMember() {
+		c.w.eng.Poison(errMemberFailed, c.ctx+1)
+	}
 }
 
 // encodeU64s is a tiny helper for control payloads.

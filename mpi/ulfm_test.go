@@ -398,3 +398,60 @@ func TestULFMShrinkFailureFreeKeepsEveryone(t *testing.T) {
 		return s.Free()
 	})
 }
+
+// Seed 002 A.2.1: a collective whose participant failed raises
+// ErrProcFailed instead of hanging, at every survivor (each in this or a
+// later call); survivors then revoke, shrink and continue (the
+// iterative-refinement pattern of A.5.2). A communicator without the failed
+// process sees nothing (insulation).
+func TestULFMCollectivesRaiseAndRecover(t *testing.T) {
+	const n = 8
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		half, err := c.Split(c.Rank()/4, c.Rank()) // {0..3} and {4..7}
+		if err != nil {
+			return err
+		}
+		half.SetErrhandler(mpi.ErrorsReturn)
+		sum := []float64{0}
+		failedSeen := false
+		for it := 0; it < 50 && !failedSeen; it++ {
+			if c.Rank() == 6 && it == 10 {
+				w.Kill()
+			}
+			err := mpi.Allreduce(c, []float64{1}, sum, mpi.Sum)
+			switch {
+			case err == nil:
+				if sum[0] != n {
+					return fmt.Errorf("iteration %d: sum %v", it, sum[0])
+				}
+			case errors.Is(err, mpi.ErrProcFailed) || errors.Is(err, mpi.ErrRevoked):
+				failedSeen = true
+				c.Revoke()
+			default:
+				return fmt.Errorf("iteration %d: %v", it, err)
+			}
+		}
+		if !failedSeen {
+			return errors.New("the failure of rank 6 was never reported by a collective")
+		}
+		if c.Rank() < 4 {
+			// Insulation: the half without rank 6 still works.
+			if err := mpi.Allreduce(half, []float64{2}, sum, mpi.Sum); err != nil || sum[0] != 8 {
+				return fmt.Errorf("allreduce on the intact half: %v %v", sum, err)
+			}
+		} else if err := half.Barrier(); !errors.Is(err, mpi.ErrProcFailed) {
+			return fmt.Errorf("barrier on the half with the failed rank: %v", err)
+		}
+		s, err := c.Shrink()
+		if err != nil {
+			return err
+		}
+		if s.Size() != n-1 {
+			return fmt.Errorf("shrunk size %d", s.Size())
+		}
+		if err := mpi.Allreduce(s, []float64{1}, sum, mpi.Sum); err != nil || sum[0] != n-1 {
+			return fmt.Errorf("allreduce after shrink: %v %v", sum, err)
+		}
+		return nil
+	})
+}

@@ -233,8 +233,8 @@ type Engine struct {
 	nextID     uint64
 	probes     []*probeWaiter
 	lost       map[int]error
-	failSig    chan struct{}    // closed and replaced when a peer is lost
-	revoked    map[uint32]error // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
+	failSig    atomic.Pointer[chan struct{}] // closed and replaced when a peer is lost
+	revoked    map[uint32]error              // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
 	control    atomic.Pointer[ControlHandler]
 	lostHook   atomic.Pointer[func(peer int, cause error)]
 	lostCount  atomic.Int64
@@ -254,16 +254,18 @@ func New(cfg Config) *Engine {
 	if cfg.EagerLimit <= 0 {
 		cfg.EagerLimit = DefaultEagerLimit
 	}
-	return &Engine{
+	e := &Engine{
 		self:       cfg.Self,
 		eagerLimit: cfg.EagerLimit,
 		spin:       cfg.Spin,
 		sends:      make(map[uint64]*Req),
 		recvs:      make(map[uint64]*Req),
 		lost:       make(map[int]error),
-		failSig:    make(chan struct{}),
 		revoked:    make(map[uint32]error),
 	}
+	sig := make(chan struct{})
+	e.failSig.Store(&sig)
+	return e
 }
 
 // SetTransport sets the transport used for sending.
@@ -656,10 +658,8 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	}
 	// Waiters are woken last, once the hook has recorded the loss, so what
 	// they re-examine includes it.
-	e.mu.Lock()
-	close(e.failSig)
-	e.failSig = make(chan struct{})
-	e.mu.Unlock()
+	next := make(chan struct{})
+	close(*e.failSig.Swap(&next))
 }
 
 // SetLostHook installs a function called once per lost peer, after the
@@ -693,9 +693,7 @@ func (e *Engine) SendControl(peer int, h transport.Header, payload []byte) error
 // FailureSignal returns a channel closed at the next peer loss, so a waiter
 // can re-examine what the failure means for it (ULFM's ErrPending).
 func (e *Engine) FailureSignal() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.failSig
+	return *e.failSig.Load()
 }
 
 // IsLost reports whether peer was declared lost.
