@@ -122,6 +122,10 @@ func readerSpin(ranksOnHost int) time.Duration {
 	return 0
 }
 
+// readerYield reports whether spinning readers yield the processor to other
+// processes (FTMPI_SPIN_YIELD=1), for hosts with more ranks than cores.
+func readerYield() bool { return os.Getenv("FTMPI_SPIN_YIELD") == "1" }
+
 func initProcess(info boot.Info) (*World, error) {
 	eng := p2p.New(p2p.Config{Self: info.Rank})
 	mode := sock.Mode(info.Transport)
@@ -134,7 +138,7 @@ func initProcess(info boot.Info) (*World, error) {
 	tr, err := sock.Listen(sock.Config{
 		Self: info.Rank, Host: info.Host, Mode: mode, Dir: info.TmpDir,
 		Name:    "r" + strconv.Itoa(info.Rank) + "." + strconv.Itoa(info.Incarnation),
-		Handler: eng, SpinFn: spin.Load,
+		Handler: eng, SpinFn: spin.Load, Yield: readerYield(),
 	})
 	if err != nil {
 		return nil, err

@@ -352,3 +352,15 @@ func TestStartup16(t *testing.T) {
 		t.Errorf("job start too slow: %v", r.elapsed)
 	}
 }
+
+func TestWithGoMaxProcs(t *testing.T) {
+	if got := withGoMaxProcs([]string{"A=1"}, 8, 2); got[len(got)-1] != "GOMAXPROCS=1" {
+		t.Fatalf("8 ranks on 2 cores: %v", got)
+	}
+	if got := withGoMaxProcs(nil, 2, 8); got[len(got)-1] != "GOMAXPROCS=4" {
+		t.Fatalf("2 ranks on 8 cores: %v", got)
+	}
+	if got := withGoMaxProcs([]string{"GOMAXPROCS=3"}, 8, 2); len(got) != 1 || got[0] != "GOMAXPROCS=3" {
+		t.Fatalf("user setting overridden: %v", got)
+	}
+}

@@ -55,6 +55,10 @@ type Config struct {
 	Dir     string               // directory for the Unix socket ("" disables Unix)
 	TCPAddr string               // listen address for TCP, "" means 127.0.0.1:0
 	SpinFn  func() time.Duration // reader spin before parking (read per connection); nil or 0 disables
+	// Yield makes a spinning reader give the processor to other processes
+	// (sched_yield) between attempts instead of only to other goroutines:
+	// the right choice when ranks outnumber cores.
+	Yield bool
 	Handler transport.Handler
 	Name    string // socket file name stem (default "r<Self>")
 }
@@ -263,7 +267,7 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 		if spin := t.cfg.SpinFn(); spin > 0 {
 			if sc, ok := c.(syscall.Conn); ok {
 				if rc, err := sc.SyscallConn(); err == nil {
-					src = newSpinReader(rc, spin)
+					src = newSpinReader(rc, spin, t.cfg.Yield)
 				}
 			}
 		}
@@ -340,10 +344,11 @@ type spinReader struct {
 	rerr   error
 	start  time.Time
 	parked bool
+	yield  bool
 }
 
-func newSpinReader(rc syscall.RawConn, spin time.Duration) *spinReader {
-	s := &spinReader{rc: rc, spin: spin}
+func newSpinReader(rc syscall.RawConn, spin time.Duration, yield bool) *spinReader {
+	s := &spinReader{rc: rc, spin: spin, yield: yield}
 	s.fn = s.try
 	return s
 }
@@ -366,6 +371,9 @@ func (s *spinReader) try(fd uintptr) bool {
 			return false
 		}
 		runtime.Gosched()
+		if s.yield {
+			syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		}
 	}
 }
 
