@@ -46,7 +46,7 @@ type bench struct {
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue)")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
@@ -90,6 +90,10 @@ func main() {
 		b.bandwidth(*which == "bibw")
 	case "barrier":
 		b.barrier()
+	case "ft":
+		b.ftFailureFree()
+	case "detect":
+		b.detect()
 	case "coll":
 		if b.max == 0 {
 			b.max = 1 << 20

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+// ftFailureFree times Agree against Allreduce of 8 bytes, and Shrink, with
+// no failure (the cost of the fault-tolerance operations themselves).
+func (b *bench) ftFailureFree() {
+	c := b.c
+	c.SetErrhandler(mpi.ErrorsReturn)
+	n := b.iters
+	in, out := []int64{1}, []int64{0}
+	timeIt := func(iters int, f func() error) float64 {
+		check(c.Barrier())
+		start := time.Now()
+		for i := 0; i < iters; i++ {
+			check(f())
+		}
+		return float64(time.Since(start).Nanoseconds()) / 1e3 / float64(iters)
+	}
+	var ar, ag, sh []float64
+	for run := 0; run < b.runs; run++ {
+		ar = append(ar, timeIt(n, func() error { return mpi.Allreduce(c, in, out, mpi.Band) }))
+		ag = append(ag, timeIt(n, func() error { _, err := c.Agree(true); return err }))
+		sh = append(sh, timeIt(max(1, n/20), func() error {
+			s, err := c.Shrink()
+			if err != nil {
+				return err
+			}
+			return s.Free()
+		}))
+	}
+	b.emit("ft_allreduce8", 8, ar, "us")
+	b.emit("ft_agree", 0, ag, "us")
+	b.emit("ft_shrink", 0, sh, "us")
+}
+
+// detect measures, in the manner of seed 002 section 4.6.2, how long every
+// survivor takes to learn that a killed rank failed: the last rank kills
+// itself (SIGKILL) at an agreed wall-clock time while every other rank is
+// blocked receiving from it. Then it times Revoke + Shrink after the
+// failure and the first Agree after it. Run under
+// `ftmpirun --on-failure continue`; one failure per launch.
+func (b *bench) detect() {
+	c := b.c
+	c.SetErrhandler(mpi.ErrorsReturn)
+	if c.Size() < 2 {
+		fmt.Fprintln(os.Stderr, "ftmpi-bench: detect needs at least 2 ranks")
+		os.Exit(2)
+	}
+	victim := c.Size() - 1
+	at := []int64{0}
+	if c.Rank() == 0 {
+		at[0] = time.Now().Add(200 * time.Millisecond).UnixNano()
+	}
+	check(mpi.Bcast(c, at, 0))
+	if c.Rank() == victim {
+		time.Sleep(time.Until(time.Unix(0, at[0])))
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	_, err := mpi.Recv(c, []byte{0}, victim, 99)
+	learned := time.Now()
+	if err == nil {
+		fmt.Fprintln(os.Stderr, "ftmpi-bench: receive from the killed rank succeeded")
+		os.Exit(1)
+	}
+	detect := float64(learned.UnixNano()-at[0]) / 1e6
+	t0 := time.Now()
+	check(c.Revoke())
+	s, err := c.Shrink()
+	check(err)
+	revokeShrink := float64(time.Since(t0).Nanoseconds()) / 1e6
+	t1 := time.Now()
+	s.Agree(true) // first agreement after the failure (on the new communicator)
+	agreeAfter := float64(time.Since(t1).Nanoseconds()) / 1e6
+	t2 := time.Now()
+	c.Agree(true) // first agreement on the communicator that contains the failed rank
+	agreeFailed := float64(time.Since(t2).Nanoseconds()) / 1e6
+	mine := []float64{detect, revokeShrink, agreeAfter, agreeFailed}
+	var all []float64
+	if s.Rank() == 0 {
+		all = make([]float64, 4*s.Size())
+	}
+	check(mpi.Gather(s, mine, all, 0))
+	if s.Rank() != 0 {
+		return
+	}
+	col := func(k int) []float64 {
+		var v []float64
+		for i := k; i < len(all); i += 4 {
+			v = append(v, all[i])
+		}
+		slices.Sort(v)
+		return v
+	}
+	emit := func(name string, v []float64) {
+		b.out.Encode(result{Name: name, Impl: "ftmpi", Transport: b.trans, NP: c.Size(), Size: 0,
+			Median: v[len(v)-1], Unit: "ms", Runs: 1})
+	}
+	// The slowest survivor is what an application waits for.
+	emit("ft_detect_max", col(0))
+	emit("ft_revoke_shrink_max", col(1))
+	emit("ft_agree_after_failure_max", col(3))
+	emit("ft_agree_new_comm_max", col(2))
+}
