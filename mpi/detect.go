@@ -175,14 +175,31 @@ func (dt *detection) onNotice(from int, h transport.Header) {
 	}
 }
 
-// declareFailed makes a suspicion a failure: the launcher kills the
-// suspect (fail-stop: a wrongly suspected process cannot come back), every
-// rank is told by a reliable broadcast, and this process's operations with
-// it fail at once.
+// declareFailed makes a suspicion a failure: the launcher is asked to kill
+// the suspect (fail-stop: a wrongly suspected process cannot come back);
+// once it accepted, every rank is told by a reliable broadcast over a
+// binomial graph (the launcher tells them too) and this process's
+// operations with the suspect fail. The launcher refuses when it sees the
+// process running or sleeping (alive but starved of CPU on an
+// oversubscribed host): then nothing is declared, and the launcher still
+// sees the process's real death if it comes.
 func (w *World) declareFailed(rank, inc int, reason string) {
-	if w.client != nil {
-		go w.client.Suspect(rank, reason) // the launcher kills it and tells every rank
+	if w.client == nil {
+		w.failAndBroadcast(rank, inc, reason)
+		return
 	}
+	w.bg.Add(1)
+	go func() {
+		defer w.bg.Done()
+		if err := w.client.Suspect(rank, reason); err != nil {
+			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: suspicion of rank %d not confirmed: %v\n", w.rank, rank, err)
+			return
+		}
+		w.failAndBroadcast(rank, inc, reason)
+	}()
+}
+
+func (w *World) failAndBroadcast(rank, inc int, reason string) {
 	if dt := w.det.Load(); dt != nil {
 		dt.mu.Lock()
 		out, _ := dt.rb.Broadcast(rbcast.ID{Rank: rank, Inc: inc})

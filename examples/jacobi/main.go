@@ -23,8 +23,8 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 256, "interior grid points")
-	tol := flag.Float64("tol", 1e-9, "stop when the max-norm of an update is below tol")
+	n := flag.Int("n", 128, "interior grid points")
+	tol := flag.Float64("tol", 1e-8, "stop when the max-norm of an update is below tol")
 	maxIter := flag.Int("maxiter", 200000, "iteration limit")
 	check := flag.Int("check", 100, "iterations between convergence checks")
 	flag.Parse()

@@ -2,9 +2,11 @@ package launch
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -494,6 +496,17 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 		if m.Reason != "" {
 			reason += ": " + m.Reason
 		}
+		// A suspicion is a kill order (fail-stop), but the launcher can see
+		// what a heartbeat cannot: a process that is running or sleeping is
+		// alive and merely starved of CPU (an oversubscribed host), while a
+		// stopped one is hung. Only the latter is killed.
+		if pid := h.ranks[m.Rank].pid; pid > 0 && !h.ranks[m.Rank].gone {
+			if state, alive := procState(pid); alive {
+				h.out.logf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", m.Rank, c.rank, m.Reason, pid, state)
+				c.send(boot.Msg{Op: boot.OpError, ID: m.ID, Error: fmt.Sprintf("suspect: rank %d is alive (process %d %s); not killed", m.Rank, pid, state)})
+				return true
+			}
+		}
 		kill := h.declareFailedLocked(m.Rank, reason)
 		c.send(boot.Msg{Op: boot.OpSuspect, ID: m.ID})
 		if kill {
@@ -672,4 +685,31 @@ func (c *ctlConn) close() {
 		c.cond.Broadcast()
 	}
 	c.mu.Unlock()
+}
+
+// procState reads the scheduler state of a local process: alive is true
+// for a running, sleeping or disk-waiting process, false for a stopped,
+// traced, zombie or vanished one.
+func procState(pid int) (state string, alive bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "gone", false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return "unknown", false
+	}
+	switch b[i+2] {
+	case 'R':
+		return "running", true
+	case 'S', 'I':
+		return "sleeping", true
+	case 'D':
+		return "waiting on disk", true
+	case 'T', 't':
+		return "stopped", false
+	case 'Z', 'X':
+		return "dead", false
+	}
+	return "state " + string(b[i+2]), false
 }
