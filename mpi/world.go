@@ -250,6 +250,11 @@ func (w *World) CommSelf() *Comm { return w.self }
 // "unix" or "tcp".
 func (w *World) Transport() string { return w.mode }
 
+// MessagesSent is the number of messages this process has sent so far,
+// user and collective traffic alike (protocol frames not counted); a
+// performance-variable in the spirit of MPI_T.
+func (w *World) MessagesSent() uint64 { return w.eng.Sent() }
+
 // Finalized reports whether Finalize was called (MPI_Finalized).
 func (w *World) Finalized() bool { return w.finalized.Load() }
 

@@ -138,13 +138,18 @@ func (b *bench) coll(budget time.Duration) {
 // process (mpi.Run) at p = 2, 4, ..., maxP (-bench collgrowth -inproc).
 func collGrowth(runs, maxP int, budget time.Duration) error {
 	out := json.NewEncoder(os.Stdout)
+	ops := []string{"barrier", "allreduce", "bcast"}
 	for p := 2; p <= maxP; p *= 2 {
 		res := map[string][]float64{}
+		msgs := map[string][]uint64{}
+		for _, op := range ops {
+			msgs[op] = make([]uint64, p)
+		}
 		err := mpi.Run(p, func(w *mpi.World) error {
 			c := w.CommWorld()
 			c.SetErrhandler(mpi.ErrorsReturn)
 			bufs := newCollBufs(1, 8)
-			for _, op := range []string{"barrier", "allreduce", "bcast"} {
+			for _, op := range ops {
 				size := 8
 				if op == "barrier" {
 					size = 0
@@ -156,13 +161,24 @@ func collGrowth(runs, maxP int, budget time.Duration) error {
 				if c.Rank() == 0 {
 					res[op] = s
 				}
+				// Messages one call costs each rank: the critical path's
+				// O(log p) shape, which wall time on 2 cores cannot show
+				// (there the total work of all p ranks sets the time).
+				if err := c.Barrier(); err != nil {
+					return err
+				}
+				before := w.MessagesSent()
+				if err := runCollOp(c, bufs, op, size); err != nil {
+					return err
+				}
+				msgs[op][c.Rank()] = w.MessagesSent() - before
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, op := range []string{"barrier", "allreduce", "bcast"} {
+		for _, op := range ops {
 			s := res[op]
 			slices.Sort(s)
 			size := 8
@@ -171,6 +187,8 @@ func collGrowth(runs, maxP int, budget time.Duration) error {
 			}
 			out.Encode(result{Name: op, Impl: "ftmpi-inproc", Transport: "inproc", NP: p, Size: size,
 				Median: s[len(s)/2], Unit: "us", Runs: len(s)})
+			out.Encode(result{Name: op + "_msgs_per_rank_max", Impl: "ftmpi-inproc", Transport: "inproc", NP: p, Size: size,
+				Median: float64(slices.Max(msgs[op])), Unit: "msgs", Runs: 1})
 		}
 	}
 	return nil

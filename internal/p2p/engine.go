@@ -238,6 +238,7 @@ type Engine struct {
 	control    atomic.Pointer[ControlHandler]
 	lostHook   atomic.Pointer[func(peer int, cause error)]
 	lostCount  atomic.Int64
+	sent       atomic.Uint64 // messages started by Isend (eager or rendezvous)
 	closed     bool
 	asyncSends sync.WaitGroup
 }
@@ -305,6 +306,7 @@ func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 	if err := e.peerErr(peer, ctx); err != nil {
 		return nil, err
 	}
+	e.sent.Add(1)
 	if !sync && len(buf) <= e.eagerLimit {
 		h := transport.Header{Kind: KindEager, DType: dtype, Ctx: ctx, Src: src, Tag: tag, N: uint64(len(buf))}
 		if err := e.tr.Send(peer, h, buf); err != nil {
@@ -665,6 +667,10 @@ func (e *Engine) FailPeer(peer int, cause error) {
 // SetLostHook installs a function called once per lost peer, after the
 // peer's operations failed (not under the engine's lock).
 func (e *Engine) SetLostHook(f func(peer int, cause error)) { e.lostHook.Store(&f) }
+
+// Sent is the number of messages this engine started (point-to-point and
+// collective traffic, not protocol or control frames).
+func (e *Engine) Sent() uint64 { return e.sent.Load() }
 
 // LostCount is the number of peers lost so far; it only grows, so a caller
 // can cache conclusions drawn from the lost set until it changes.
