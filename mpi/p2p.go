@@ -48,6 +48,35 @@ func (c *Comm) checkRecvTag(op string, tag, peer int) error {
 	return nil
 }
 
+// checkRecvArgs validates the communicator, source and tag of a receive or
+// probe; a bad source or tag goes through c's error handler.
+func (c *Comm) checkRecvArgs(op string, source, tag int) error {
+	if err := checkComm(c, op); err != nil {
+		return err
+	}
+	if err := c.checkSource(op, source); err != nil {
+		return c.handle(err)
+	}
+	if err := c.checkRecvTag(op, tag, source); err != nil {
+		return c.handle(err)
+	}
+	return nil
+}
+
+// checkSendArgs validates the communicator, destination and tag of a send.
+func (c *Comm) checkSendArgs(op string, dest, tag int) error {
+	if err := checkComm(c, op); err != nil {
+		return err
+	}
+	if err := c.checkDest(op, dest); err != nil {
+		return c.handle(err)
+	}
+	if err := c.checkSendTag(op, tag, dest); err != nil {
+		return c.handle(err)
+	}
+	return nil
+}
+
 // engineErr converts an engine error into an MPI error.
 func (c *Comm) engineErr(op string, peer int, err error) error {
 	switch {
@@ -80,14 +109,8 @@ func Ssend[T Numeric](c *Comm, buf []T, dest, tag int) error {
 }
 
 func send[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) error {
-	if err := checkComm(c, op); err != nil {
+	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return err
-	}
-	if err := c.checkDest(op, dest); err != nil {
-		return c.handle(err)
-	}
-	if err := c.checkSendTag(op, tag, dest); err != nil {
-		return c.handle(err)
 	}
 	if dest == ProcNull {
 		return nil
@@ -115,14 +138,8 @@ func send[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) erro
 // tag may be AnyTag. A message longer than buf is an ErrTruncate error.
 func Recv[T Numeric](c *Comm, buf []T, source, tag int) (Status, error) {
 	const op = "MPI_Recv"
-	if err := checkComm(c, op); err != nil {
+	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return emptyStatus(), err
-	}
-	if err := c.checkSource(op, source); err != nil {
-		return emptyStatus(), c.handle(err)
-	}
-	if err := c.checkRecvTag(op, tag, source); err != nil {
-		return emptyStatus(), c.handle(err)
 	}
 	if source == ProcNull {
 		return procNullStatus(), nil
@@ -200,14 +217,8 @@ func Issend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
 }
 
 func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
-	if err := checkComm(c, op); err != nil {
+	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return nil, err
-	}
-	if err := c.checkDest(op, dest); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkSendTag(op, tag, dest); err != nil {
-		return nil, c.handle(err)
 	}
 	req := &Request{c: c, op: op, peer: dest}
 	if dest == ProcNull {
@@ -230,14 +241,8 @@ func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*R
 // request completes.
 func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
 	const op = "MPI_Irecv"
-	if err := checkComm(c, op); err != nil {
+	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return nil, err
-	}
-	if err := c.checkSource(op, source); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRecvTag(op, tag, source); err != nil {
-		return nil, c.handle(err)
 	}
 	req := &Request{c: c, op: op, peer: source, recv: true}
 	if source == ProcNull {
@@ -319,14 +324,8 @@ func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R
 // elements of the type the message was sent with.
 func (c *Comm) Probe(source, tag int) (Status, error) {
 	const op = "MPI_Probe"
-	if err := checkComm(c, op); err != nil {
+	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return emptyStatus(), err
-	}
-	if err := c.checkSource(op, source); err != nil {
-		return emptyStatus(), c.handle(err)
-	}
-	if err := c.checkRecvTag(op, tag, source); err != nil {
-		return emptyStatus(), c.handle(err)
 	}
 	if source == ProcNull {
 		return procNullStatus(), nil
@@ -347,14 +346,8 @@ func (c *Comm) Probe(source, tag int) (Status, error) {
 // now, and its status (MPI_Iprobe).
 func (c *Comm) Iprobe(source, tag int) (Status, bool, error) {
 	const op = "MPI_Iprobe"
-	if err := checkComm(c, op); err != nil {
+	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return emptyStatus(), false, err
-	}
-	if err := c.checkSource(op, source); err != nil {
-		return emptyStatus(), false, c.handle(err)
-	}
-	if err := c.checkRecvTag(op, tag, source); err != nil {
-		return emptyStatus(), false, c.handle(err)
 	}
 	if source == ProcNull {
 		return procNullStatus(), true, nil

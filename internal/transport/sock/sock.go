@@ -58,7 +58,7 @@ type Config struct {
 	// Yield makes a spinning reader give the processor to other processes
 	// (sched_yield) between attempts instead of only to other goroutines:
 	// the right choice when ranks outnumber cores.
-	Yield bool
+	Yield   bool
 	Handler transport.Handler
 	Name    string // socket file name stem (default "r<Self>")
 }
