@@ -46,10 +46,17 @@ func (c *Comm) shrink(op string) (*Comm, error) {
 	}
 	w := c.w
 	f := w.ftOf(c)
-	// 1. Agree on who failed: the union of what every contributor knew, plus
-	// the processes that failed before contributing.
-	var v agree.Value
-	v.Flags = 1
+	t := w.ctxTable()
+	seed := uint64(c.ctx) ^ 0x5368726b
+	start := startPos(seed, 0)
+	w0 := start / 64
+	// 1. One agreement decides who failed (the union of what every
+	// contributor knew, plus the processes that failed before contributing)
+	// and the context-id pairs free at every contributor (a window of the
+	// bitmaps, intersected).
+	window := make([]uint64, ctxWindow)
+	t.freeMask(window, w0)
+	v := agree.Value{Flags: 1, Inter: agree.SetFromWords(window)}
 	for _, p := range c.failedMembers() {
 		v.Union.Add(f.index[p])
 	}
@@ -73,8 +80,33 @@ func (c *Comm) shrink(op string) (*Comm, error) {
 	if me < 0 {
 		return nil, newErr(ErrIntern, op, c, NoPeer, "this process is not among the survivors")
 	}
-	// 2. Agree on a context-id pair free at every survivor: the bitmap AND
-	// of the context-id agreement runs as fault-tolerant agreements on c.
+	// 2. Claim the first common free pair; a second agreement checks that
+	// every survivor could (a concurrent creation on another communicator
+	// may have taken it meanwhile).
+	if rel := pickPairs(val.Inter.Words(ctxWindow), 1, start%64); rel != nil {
+		pair := (w0*64 + rel[0]) % ctxPairs
+		ok := t.claim([]int{pair})
+		var flag uint64
+		if ok {
+			flag = 1
+		}
+		res, _, err := c.agreeOn(op, agree.Value{Flags: flag})
+		if err != nil {
+			if ok {
+				t.release(pair)
+			}
+			return nil, err
+		}
+		if res.Flags == 1 {
+			return newDerived(c, derivedName("shrink", c), pair, survivors, me), nil
+		}
+		if ok {
+			t.release(pair)
+		}
+	}
+	// 3. Rare: no common free pair in the window, or a claim collided. The
+	// general context-id agreement, its bitmap ANDs run as fault-tolerant
+	// agreements on c.
 	and := func(words []uint64) error {
 		val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(words)})
 		if err != nil {
@@ -83,7 +115,7 @@ func (c *Comm) shrink(op string) (*Comm, error) {
 		copy(words, val.Inter.Words(len(words)))
 		return nil
 	}
-	pairs, err := ctxAgreement(w, c, op, 1, uint64(c.ctx)^0x5368726b, true, and)
+	pairs, err := ctxAgreement(w, c, op, 1, seed+1, true, and)
 	if err != nil {
 		return nil, err
 	}
