@@ -238,19 +238,47 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 		v.Inter.Add(f.index[p])
 	}
 	f.mu.Unlock()
+	// On an intercommunicator each group learns the AND of the *remote*
+	// group's flags (seed 002 A.3.1). Each group's flags travel in their
+	// own 64 positions of Inter (above the acknowledged set), the other
+	// group's positions set to 1, so intersecting gives each group's AND.
+	var mine, remote int
+	if c.IsInter() {
+		n := len(f.overlay)
+		mine, remote = n, n+64
+		if !slices.Contains(c.memberWorldRanks(), f.overlay[0]) {
+			mine, remote = remote, mine
+		}
+		for b := 0; b < 64; b++ {
+			if flags&(1<<b) != 0 {
+				v.Inter.Add(mine + b)
+			}
+			v.Inter.Add(remote + b)
+		}
+		v.Flags = ^uint64(0)
+	}
 	// Inter is intersected over the contributors: a failure is in the
 	// decided Inter only if every contributor had acknowledged it.
 	val, contrib, err := c.agreeOn(op, v)
 	if err != nil {
 		return 0, err
 	}
+	result := val.Flags
+	if c.IsInter() {
+		result = 0
+		for b := 0; b < 64; b++ {
+			if val.Inter.Has(remote + b) {
+				result |= 1 << b
+			}
+		}
+	}
 	for i := range f.overlay {
 		if !contrib.Has(i) && !val.Inter.Has(i) {
-			return val.Flags, newErr(ErrProcFailed, op, c, NoPeer,
+			return result, newErr(ErrProcFailed, op, c, NoPeer,
 				"process %d failed before contributing and not every process acknowledged it", f.overlay[i])
 		}
 	}
-	return val.Flags, nil
+	return result, nil
 }
 
 // Iagree starts a nonblocking agreement (MPI_Comm_iagree); once the request

@@ -455,3 +455,40 @@ func TestULFMCollectivesRaiseAndRecover(t *testing.T) {
 		return nil
 	})
 }
+
+// Seed 002 A.3.1: on an intercommunicator, Agree returns the AND of the
+// remote group's flags; Revoke reaches both groups.
+func TestULFMIntercommAgreeAndRevoke(t *testing.T) {
+	run(t, 7, func(w *mpi.World, c *mpi.Comm) error {
+		_, inter, inA, err := halves(c, 3, 0, 9)
+		if err != nil {
+			return err
+		}
+		inter.SetErrhandler(mpi.ErrorsReturn)
+		// Group A (ranks 0..2) all say true; group B: rank 5 says false.
+		flag, err := inter.Agree(c.Rank() != 5)
+		if err != nil {
+			return err
+		}
+		if want := !inA; flag != want { // A sees B's AND (false); B sees A's AND (true)
+			return fmt.Errorf("in group A=%v: agree = %v, want %v", inA, flag, want)
+		}
+		if c.Rank() == 1 {
+			if err := inter.Revoke(); err != nil {
+				return err
+			}
+		} else if c.Rank() == 4 {
+			// Blocks until the revocation from the other group arrives.
+			if _, err := mpi.Recv(inter, []int{0}, 0, 77); !errors.Is(err, mpi.ErrRevoked) {
+				return fmt.Errorf("receive on the intercommunicator after revoke: %v", err)
+			}
+		}
+		if _, err := inter.Agree(true); err != nil {
+			return err
+		}
+		if !inter.IsRevoked() {
+			return errors.New("intercommunicator not revoked everywhere")
+		}
+		return nil
+	})
+}
