@@ -157,6 +157,14 @@ func initProcess(info boot.Info) (*World, error) {
 		addrs["tcp"] = self.TCP
 	}
 	eps, err := client.Exchange(boot.Endpoint{Rank: info.Rank, Host: info.Host, Addrs: addrs})
+	// Ranks that died before publishing their endpoint are failures like any
+	// other: the job starts without them (a fault-tolerant program goes on;
+	// the default error handler aborts at the first operation with them).
+	var deadAtStart []int
+	var fe *boot.FailedError
+	if errors.As(err, &fe) {
+		deadAtStart, err = fe.Ranks, nil
+	}
 	if err != nil {
 		client.Close()
 		tr.Close()
@@ -182,6 +190,9 @@ func initProcess(info boot.Info) (*World, error) {
 	w.client = client
 	w.abort = make(chan struct{})
 	w.abortOnce = new(sync.Once)
+	for _, r := range deadAtStart {
+		eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
+	}
 	w.bg.Add(1)
 	go w.watchLauncher()
 	if w.size > 1 {
