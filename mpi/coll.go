@@ -492,6 +492,9 @@ func alltoallPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, err
 	bn := len(send) / p * dtypeSize(dt)
 	x := newCx(c, name, kAlltoall, dt)
 	return func() error {
+		if p > 2 && bn > 0 && crowded(p) && p*p*bn <= tune.alltoallRoot {
+			return x.alltoallViaRoot(asBytes(send), asBytes(recv), bn)
+		}
 		counts, displs := make([]int, p), make([]int, p)
 		for i := range p {
 			counts[i], displs[i] = bn, i*bn

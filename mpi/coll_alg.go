@@ -21,6 +21,7 @@ var tune = struct {
 	gatherShort   int // Gather/Scatter: total <= this: binomial tree; else linear (direct)
 	allgatherLong int // Allgather(v): total >= this: ring; else Bruck (ceil(log2 p) rounds)
 	alltoallLong  int // Alltoall(v): block >= this: pairwise exchange; else all requests posted at once
+	alltoallRoot  int // crowded host, Alltoall with p*p*block <= this bytes: through rank 0 (2 hops)
 	redscatLong   int // ReduceScatter(Block) (commutative op): total >= this: ring; else reduce + scatterv
 	flatMaxP      int // crowded host, p <= this: flat (linear) barrier
 }{
@@ -31,6 +32,7 @@ var tune = struct {
 	gatherShort:   32 << 10,
 	allgatherLong: 64 << 10,
 	alltoallLong:  16 << 10,
+	alltoallRoot:  64 << 10,
 	redscatLong:   64 << 10,
 }
 
@@ -701,6 +703,34 @@ func (x *cx) allgathervTree(send, recv []byte, counts, displs []int, total int) 
 		}
 	}
 	return nil
+}
+
+// alltoallViaRoot is Alltoall for small blocks on a crowded host: gather
+// every send buffer at rank 0, transpose, scatter. Two message hops instead
+// of p-1 concurrent exchanges per rank, which on a host with more ranks than
+// cores costs fewer process wake-ups (measured at np 16 on 2 cores).
+func (x *cx) alltoallViaRoot(send, recv []byte, bn int) error {
+	c := x.c
+	p := c.size
+	var all, tr []byte
+	if c.rank == 0 {
+		a, ha := getTmp(p * p * bn)
+		t, ht := getTmp(p * p * bn)
+		defer putTmp(ha)
+		defer putTmp(ht)
+		all, tr = a, t
+	}
+	if err := x.gather(send[:p*bn], all, 0); err != nil {
+		return err
+	}
+	if c.rank == 0 {
+		for i := range p { // source
+			for j := range p { // destination
+				copy(tr[(j*p+i)*bn:(j*p+i+1)*bn], all[(i*p+j)*bn:(i*p+j+1)*bn])
+			}
+		}
+	}
+	return x.phase2().scatter(tr, recv[:p*bn], 0)
 }
 
 // alltoallv: block j of send (scounts[j] bytes at sdispls[j]) goes to rank
