@@ -25,8 +25,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	names := []string{"ftmpirun", "p2pcheck", "ring", "pingpong", "hello"}
-	pkgs := []string{"../../cmd/ftmpirun", "./testdata/p2pcheck", "../../examples/ring", "../../examples/pingpong", "../../examples/hello"}
+	names := []string{"ftmpirun", "p2pcheck", "ring", "pingpong", "hello", "refinement", "masterworker"}
+	pkgs := []string{"../../cmd/ftmpirun", "./testdata/p2pcheck", "../../examples/ring", "../../examples/pingpong", "../../examples/hello",
+		"../../examples/refinement", "../../examples/masterworker"}
 	var outs []string
 	for _, n := range names {
 		bin[n] = filepath.Join(dir, n)
