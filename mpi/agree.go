@@ -22,10 +22,11 @@ type agreeState struct {
 }
 
 type agreeInst struct {
-	mu      sync.Mutex
-	node    *agree.Node
-	started bool
-	decided chan struct{} // closed at the decision
+	mu         sync.Mutex
+	node       *agree.Node
+	started    bool
+	decided    chan struct{} // closed at the decision
+	decideOnce sync.Once
 }
 
 // instanceLocked returns (creating) instance seq of f, and the messages
@@ -108,12 +109,10 @@ func (in *agreeInst) isDecided() bool {
 	}
 }
 
+// markDecided closes decided once; the transport goroutine (stepAgree) and
+// the caller (agreeOn) may both see the decision.
 func (in *agreeInst) markDecided() {
-	select {
-	case <-in.decided:
-	default:
-		close(in.decided)
-	}
+	in.decideOnce.Do(func() { close(in.decided) })
 }
 
 // parkAgreeMsg keeps agreement messages for a communicator this process has
