@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
+)
+
+var (
+	libcomposeOnce sync.Once
+	libcomposeBin  string
+	libcomposeErr  error
+)
+
+// libcomposeExample builds examples/libcompose once.
+func libcomposeExample(t *testing.T) string {
+	t.Helper()
+	libcomposeOnce.Do(func() {
+		dir := filepath.Join(filepath.Dir(bin["ftmpirun"]), "libcompose")
+		if libcomposeErr = os.MkdirAll(dir, 0o755); libcomposeErr != nil {
+			return
+		}
+		libcomposeBin = filepath.Join(dir, "libcompose")
+		libcomposeErr = jobtest.Build([]string{libcomposeBin}, []string{"../../examples/libcompose"})
+	})
+	if libcomposeErr != nil {
+		t.Fatal(libcomposeErr)
+	}
+	return libcomposeBin
+}
+
+// Seed 002 6.2 / appendix B under a real SIGKILL: a library sees the
+// failure, revokes its communicator and returns; the application shrinks,
+// re-creates both libraries and resumes from its last checkpoint. Same
+// result line as without the failure, exit code 0, nothing left behind.
+func TestLibcomposeExampleSurvivesKill(t *testing.T) {
+	prog := libcomposeExample(t)
+	job := []string{prog, "-n", "48", "-steps", "60", "-ckpt", "10", "-delay", "15ms"}
+	base := ftmpirun(t, append([]string{"-n", "4", "--timeout", "40s"}, job...)...)
+	if base.Code != 0 {
+		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
+	}
+	want := resultLine(t, base)
+	t.Logf("failure-free: %s (%v)", want, base.Elapsed)
+
+	r := ftmpirun(t, append([]string{"-n", "4", "--timeout", "40s", "--on-failure", "continue", "--inject", "kill:rank=2,at=400ms"}, job...)...)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if got := resultLine(t, r); got != want {
+		t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, r.Stdout, r.Stderr)
+	}
+	for _, s := range []string{"ftmpirun: injected kill", "libcompose: recovery 1: world rank(s) [2] failed", "'s communicator revoked", "finished on 3 ranks"} {
+		if !strings.Contains(r.Stderr, s) {
+			t.Fatalf("no %q on stderr (did the kill land mid-run?)\nstdout:\n%s\nstderr:\n%s", s, r.Stdout, r.Stderr)
+		}
+	}
+	t.Logf("with a kill: %v\n%s", r.Elapsed, r.Stderr)
+}
