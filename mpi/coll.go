@@ -114,12 +114,25 @@ func (c *Comm) Ibarrier() (*Request, error) {
 	return nonblocking(c, "MPI_Ibarrier", run, err)
 }
 
+// handledPrep applies c's error handler to the error of an
+// intercommunicator prep function (the intracommunicator preps do so
+// themselves). The prep runs at the call, so a nonblocking collective takes
+// its sequence number in call order.
+func handledPrep(c *Comm) func(collRun, error) (collRun, error) {
+	return func(run collRun, err error) (collRun, error) {
+		if err != nil {
+			return nil, c.handle(err)
+		}
+		return run, nil
+	}
+}
+
 func barrierPrep(c *Comm, op string) (collRun, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
 	if c.IsInter() {
-		return func() error { return interBarrier(c) }, nil
+		return handledPrep(c)(interBarrierPrep(c, op))
 	}
 	x := newCx(c, op, kBarrier, p2p.DTByte)
 	return x.barrier, nil
@@ -143,7 +156,7 @@ func bcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error
 		return nil, err
 	}
 	if c.IsInter() {
-		return func() error { return interBcast(c, buf, root) }, nil
+		return handledPrep(c)(interBcastPrep(c, op, buf, root))
 	}
 	if err := c.checkRoot(op, root); err != nil {
 		return nil, c.handle(err)
@@ -207,7 +220,7 @@ func allreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (col
 		return nil, err
 	}
 	if c.IsInter() {
-		return func() error { return interAllreduce(c, send, recv, op) }, nil
+		return handledPrep(c)(interAllreducePrep(c, name, send, recv, op))
 	}
 	f, err := opFunc[T](c, name, op)
 	if err != nil {
@@ -405,7 +418,7 @@ func allgatherPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, er
 		return nil, err
 	}
 	if c.IsInter() {
-		return func() error { return interAllgather(c, send, recv) }, nil
+		return handledPrep(c)(interAllgatherPrep(c, name, send, recv))
 	}
 	p, n := c.size, len(send)
 	if len(recv) < p*n {

@@ -53,14 +53,6 @@ func interBarrierPrep(c *Comm, op string) (collRun, error) {
 	return func() error { return l.and(nil) }, nil
 }
 
-func interBarrier(c *Comm) error {
-	run, err := interBarrierPrep(c, "MPI_Barrier")
-	if err != nil {
-		return err
-	}
-	return run()
-}
-
 // interBcastPrep prepares an intercommunicator broadcast: in the root's
 // group the root passes Root and the others ProcNull; in the other group
 // every process passes the root's rank in the remote group and receives
@@ -96,14 +88,6 @@ func interBcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, 
 		}
 		return nil
 	}, nil
-}
-
-func interBcast[T Numeric](c *Comm, buf []T, root int) error {
-	run, err := interBcastPrep(c, "MPI_Bcast", buf, root)
-	if err != nil {
-		return err
-	}
-	return run()
 }
 
 // interAllreducePrep prepares an intercommunicator all-reduction: every
@@ -149,14 +133,6 @@ func interAllreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op)
 	}, nil
 }
 
-func interAllreduce[T Numeric](c *Comm, send, recv []T, op *Op) error {
-	run, err := interAllreducePrep(c, "MPI_Allreduce", send, recv, op)
-	if err != nil {
-		return err
-	}
-	return run()
-}
-
 // interAllgatherPrep prepares an intercommunicator all-gather: every
 // process of each group receives in recv the send buffers of the OTHER
 // group, in rank order. The processes of a group pass send buffers of one
@@ -187,12 +163,4 @@ func interAllgatherPrep[T Numeric](c *Comm, op string, send, recv []T) (collRun,
 		}
 		return nil
 	}, nil
-}
-
-func interAllgather[T Numeric](c *Comm, send, recv []T) error {
-	run, err := interAllgatherPrep(c, "MPI_Allgather", send, recv)
-	if err != nil {
-		return err
-	}
-	return run()
 }

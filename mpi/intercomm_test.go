@@ -340,3 +340,38 @@ func TestIntercommNonblockingOneAtATime(t *testing.T) {
 		return nil
 	})
 }
+
+// Several nonblocking intercommunicator collectives outstanding at once
+// take their sequence numbers in call order, so they never mix messages.
+func TestIntercommNonblockingOverlapping(t *testing.T) {
+	run(t, 5, func(w *mpi.World, c *mpi.Comm) error {
+		local, ic, inA, err := halves(c, 2, 0, 8)
+		if err != nil {
+			return err
+		}
+		defer local.Free()
+		defer ic.Free()
+		var reqs []*mpi.Request
+		sums := make([][]int, 6)
+		for i := range sums {
+			sums[i] = []int{0}
+			q, err := mpi.Iallreduce(ic, []int{i + 1}, sums[i], mpi.Sum)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, q)
+		}
+		for i := len(reqs) - 1; i >= 0; i-- { // wait in reverse order
+			if _, err := reqs[i].Wait(); err != nil {
+				return err
+			}
+		}
+		for i, s := range sums {
+			remote := map[bool]int{true: 3, false: 2}[inA]
+			if s[0] != remote*(i+1) {
+				return fmt.Errorf("iallreduce %d: %d, want %d", i, s[0], remote*(i+1))
+			}
+		}
+		return nil
+	})
+}
