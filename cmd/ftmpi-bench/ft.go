@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -110,4 +111,55 @@ func (b *bench) detect() {
 	emit("ft_revoke_shrink_max", col(1))
 	emit("ft_agree_after_failure_max", col(3))
 	emit("ft_agree_new_comm_max", col(2))
+}
+
+// ftGrowth runs in process (mpi.Run) at p = 2, 4, ..., maxP and reports the
+// failure-free time of Agree and Shrink, for the growth shape of the
+// fault-tolerance protocols (their message counts are measured by the
+// agreement's own tests: 4(n-1) messages, 4 log2 n rounds).
+func ftGrowth(runs, maxP int) error {
+	out := json.NewEncoder(os.Stdout)
+	for p := 2; p <= maxP; p *= 2 {
+		var agreeUS, shrinkUS []float64
+		err := mpi.Run(p, func(w *mpi.World) error {
+			c := w.CommWorld()
+			c.SetErrhandler(mpi.ErrorsReturn)
+			iters := max(1, 2000/p)
+			for run := 0; run < runs; run++ {
+				if err := c.Barrier(); err != nil {
+					return err
+				}
+				t0 := time.Now()
+				for i := 0; i < iters; i++ {
+					if _, err := c.Agree(true); err != nil {
+						return err
+					}
+				}
+				a := float64(time.Since(t0).Nanoseconds()) / 1e3 / float64(iters)
+				if err := c.Barrier(); err != nil {
+					return err
+				}
+				t1 := time.Now()
+				s, err := c.Shrink()
+				if err != nil {
+					return err
+				}
+				sh := float64(time.Since(t1).Nanoseconds()) / 1e3
+				s.Free()
+				if c.Rank() == 0 {
+					agreeUS = append(agreeUS, a)
+					shrinkUS = append(shrinkUS, sh)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		slices.Sort(agreeUS)
+		slices.Sort(shrinkUS)
+		out.Encode(result{Name: "agree", Impl: "ftmpi-inproc", Transport: "inproc", NP: p, Median: agreeUS[len(agreeUS)/2], Unit: "us", Runs: len(agreeUS)})
+		out.Encode(result{Name: "shrink", Impl: "ftmpi-inproc", Transport: "inproc", NP: p, Median: shrinkUS[len(shrinkUS)/2], Unit: "us", Runs: len(shrinkUS)})
+	}
+	return nil
 }

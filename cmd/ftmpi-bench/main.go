@@ -46,7 +46,7 @@ type bench struct {
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue)")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue)")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
@@ -56,6 +56,17 @@ func main() {
 	maxP := flag.Int("maxp", 1024, "collgrowth: largest process count")
 	flag.Parse()
 
+	if *which == "ftgrowth" {
+		if !*inproc {
+			fmt.Fprintln(os.Stderr, "ftmpi-bench: ftgrowth runs in process: pass -inproc (and do not start it under ftmpirun)")
+			os.Exit(2)
+		}
+		if err := ftGrowth(max(1, *runs), *maxP); err != nil {
+			fmt.Fprintln(os.Stderr, "ftmpi-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *which == "collgrowth" {
 		if !*inproc {
 			fmt.Fprintln(os.Stderr, "ftmpi-bench: collgrowth runs in process: pass -inproc (and do not start it under ftmpirun)")
