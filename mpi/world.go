@@ -190,6 +190,13 @@ func initProcess(info boot.Info) (*World, error) {
 	w.client = client
 	w.abort = make(chan struct{})
 	w.abortOnce = new(sync.Once)
+	// A broken connection is a suspicion: the launcher confirms it (the
+	// process is dead, or it kills it) before this rank declares it failed.
+	eng.SetSuspectHook(func(peer int, cause error) {
+		if !eng.IsLost(peer) && !w.finalized.Load() {
+			w.declareFailed(peer, 0, fmt.Sprintf("connection broken: %v", cause))
+		}
+	})
 	for _, r := range deadAtStart {
 		eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
 	}

@@ -223,24 +223,25 @@ type Engine struct {
 	eagerLimit int
 	spin       time.Duration
 
-	mu         sync.Mutex
-	postHead   *Req
-	postTail   *Req
-	unexHead   *msg
-	unexTail   *msg
-	sends      map[uint64]*Req // rendezvous sends waiting for CTS
-	recvs      map[uint64]*Req // rendezvous receives waiting for DATA
-	nextID     uint64
-	probes     []*probeWaiter
-	lost       map[int]error
-	failSig    atomic.Pointer[chan struct{}] // closed and replaced when a peer is lost
-	revoked    map[uint32]error              // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
-	control    atomic.Pointer[ControlHandler]
-	lostHook   atomic.Pointer[func(peer int, cause error)]
-	lostCount  atomic.Int64
-	sent       atomic.Uint64 // messages started by Isend (eager or rendezvous)
-	closed     bool
-	asyncSends sync.WaitGroup
+	mu          sync.Mutex
+	postHead    *Req
+	postTail    *Req
+	unexHead    *msg
+	unexTail    *msg
+	sends       map[uint64]*Req // rendezvous sends waiting for CTS
+	recvs       map[uint64]*Req // rendezvous receives waiting for DATA
+	nextID      uint64
+	probes      []*probeWaiter
+	lost        map[int]error
+	failSig     atomic.Pointer[chan struct{}] // closed and replaced when a peer is lost
+	revoked     map[uint32]error              // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
+	control     atomic.Pointer[ControlHandler]
+	lostHook    atomic.Pointer[func(peer int, cause error)]
+	suspectHook atomic.Pointer[func(peer int, cause error)]
+	lostCount   atomic.Int64
+	sent        atomic.Uint64 // messages started by Isend (eager or rendezvous)
+	closed      bool
+	asyncSends  sync.WaitGroup
 }
 
 // Config tunes an Engine.
@@ -612,9 +613,22 @@ func (e *Engine) dropLocked(from int, h *transport.Header) bool {
 
 // PeerLost implements transport.Handler: operations that can only be
 // completed by peer fail.
+//
+// If a suspect hook is installed, the loss is only a suspicion handed to it
+// (the runtime confirms it, e.g. by having the launcher kill the peer, and
+// then calls FailPeer): a broken connection alone must not make a live
+// process failed at one rank and not at the others.
 func (e *Engine) PeerLost(peer int, err error) {
+	if f := e.suspectHook.Load(); f != nil {
+		(*f)(peer, err)
+		return
+	}
 	e.FailPeer(peer, err)
 }
+
+// SetSuspectHook installs the receiver of transport-level peer losses (see
+// PeerLost).
+func (e *Engine) SetSuspectHook(f func(peer int, cause error)) { e.suspectHook.Store(&f) }
 
 // FailPeer completes with an error every pending operation that depends on
 // peer, and makes later ones fail at once.
