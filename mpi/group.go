@@ -240,61 +240,51 @@ func selfOf(a, b *Group) int {
 	return b.self
 }
 
+// checkGroups validates the two operands of a group set operation.
+func checkGroups(a, b *Group, op string) error {
+	if err := checkGroup(a, op, "the first group"); err != nil {
+		return err
+	}
+	return checkGroup(b, op, "the second group")
+}
+
+// filterProcs returns the members of a whose membership in b is inB, in
+// a's order, appended to out.
+func filterProcs(out []int, a, b *Group, inB bool) []int {
+	for _, p := range a.procs {
+		if b.contains(p) == inB {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // GroupUnion returns the members of a in a's order followed by the members
 // of b not in a, in b's order (MPI_Group_union).
 func GroupUnion(a, b *Group) (*Group, error) {
-	const op = "MPI_Group_union"
-	if err := checkGroup(a, op, "the first group"); err != nil {
-		return nil, err
-	}
-	if err := checkGroup(b, op, "the second group"); err != nil {
+	if err := checkGroups(a, b, "MPI_Group_union"); err != nil {
 		return nil, err
 	}
 	procs := append(make([]int, 0, len(a.procs)+len(b.procs)), a.procs...)
-	for _, p := range b.procs {
-		if !a.contains(p) {
-			procs = append(procs, p)
-		}
-	}
-	return newGroup(procs, selfOf(a, b)), nil
+	return newGroup(filterProcs(procs, b, a, false), selfOf(a, b)), nil
 }
 
 // GroupIntersection returns the members of a that are also in b, in a's
 // order (MPI_Group_intersection).
 func GroupIntersection(a, b *Group) (*Group, error) {
-	const op = "MPI_Group_intersection"
-	if err := checkGroup(a, op, "the first group"); err != nil {
+	if err := checkGroups(a, b, "MPI_Group_intersection"); err != nil {
 		return nil, err
 	}
-	if err := checkGroup(b, op, "the second group"); err != nil {
-		return nil, err
-	}
-	var procs []int
-	for _, p := range a.procs {
-		if b.contains(p) {
-			procs = append(procs, p)
-		}
-	}
-	return newGroup(procs, selfOf(a, b)), nil
+	return newGroup(filterProcs(nil, a, b, true), selfOf(a, b)), nil
 }
 
 // GroupDifference returns the members of a that are not in b, in a's
 // order (MPI_Group_difference).
 func GroupDifference(a, b *Group) (*Group, error) {
-	const op = "MPI_Group_difference"
-	if err := checkGroup(a, op, "the first group"); err != nil {
+	if err := checkGroups(a, b, "MPI_Group_difference"); err != nil {
 		return nil, err
 	}
-	if err := checkGroup(b, op, "the second group"); err != nil {
-		return nil, err
-	}
-	var procs []int
-	for _, p := range a.procs {
-		if !b.contains(p) {
-			procs = append(procs, p)
-		}
-	}
-	return newGroup(procs, selfOf(a, b)), nil
+	return newGroup(filterProcs(nil, a, b, false), selfOf(a, b)), nil
 }
 
 // TranslateRanks returns, for each rank of g1 in ranks, the rank of the
