@@ -165,6 +165,9 @@ func (c *Comm) SetErrhandler(h *Errhandler) error {
 	if h == nil {
 		return newErr(ErrArg, "MPI_Comm_set_errhandler", c, NoPeer, "nil error handler")
 	}
+	if err := c.checkSetErrhandler(h); err != nil {
+		return err
+	}
 	c.errh.Store(h)
 	return nil
 }

@@ -145,6 +145,8 @@ func (c *Comm) handle(err error) error {
 	case h == nil || h == ErrorsAreFatal:
 		c.w.fatal(err)
 		return err
+	case isReinitHandler(h):
+		return c.reinitHandle(h, err)
 	default:
 		h.fn(c, err)
 		return err

@@ -49,15 +49,21 @@ type World struct {
 
 	world, self *Comm
 
-	abort      chan struct{} // closed when this rank's job is torn down
-	abortOnce  *sync.Once
-	finalized  atomic.Bool
-	killed     atomic.Bool // Kill was called (in-process fault injection)
-	injectStop func()      // cancels FTMPI_INJECT self-injection
-	finOnce    sync.Once
-	finErr     error
-	stop       chan struct{} // closed by Finalize: stops the event watcher
-	bg         sync.WaitGroup
+	abort     chan struct{} // closed when this rank's job is torn down
+	abortOnce *sync.Once
+	finalized atomic.Bool
+	killed    atomic.Bool // Kill was called (in-process fault injection)
+	finOnce   sync.Once
+	finErr    error
+	stop      chan struct{} // closed by Finalize: stops the event watcher
+	bg        sync.WaitGroup
+
+	proc     *procState  // the launched process this World belongs to (reinit.go); nil under Run and for a singleton
+	epoch    int         // Reinit epoch of this World (0: the first)
+	ended    atomic.Bool // a Reinit rollback ended this World's epoch
+	relOnce  sync.Once   // release runs once
+	reinitMu sync.Mutex
+	cancel   func() // cancels the resilient function's context of this epoch
 
 	ft     ftWorld                   // fault-tolerance state (ft.go)
 	det    atomic.Pointer[detection] // heartbeat detector and failure-notice broadcast (detect.go); nil under Run
@@ -127,130 +133,146 @@ func readerSpin(ranksOnHost int) time.Duration {
 func readerYield() bool { return os.Getenv("FTMPI_SPIN_YIELD") == "1" }
 
 func initProcess(info boot.Info) (*World, error) {
-	eng := p2p.New(p2p.Config{Self: info.Rank})
 	mode := sock.Mode(info.Transport)
 	switch mode {
 	case "", sock.ModeAuto, sock.ModeUnix, sock.ModeTCP:
 	default:
 		return nil, fmt.Errorf("%s=%q: want auto, unix or tcp", boot.EnvTransport, info.Transport)
 	}
-	spin := &atomicDuration{}
-	tr, err := sock.Listen(sock.Config{
-		Self: info.Rank, Host: info.Host, Mode: mode, Dir: info.TmpDir,
-		Name:    "r" + strconv.Itoa(info.Rank) + "." + strconv.Itoa(info.Incarnation),
-		Handler: eng, SpinFn: spin.Load, Yield: readerYield(),
-	})
-	if err != nil {
-		return nil, err
-	}
 	client, err := boot.Connect(info)
 	if err != nil {
-		tr.Close()
 		return nil, err
 	}
-	self := tr.Self()
-	addrs := map[string]string{}
-	if self.Unix != "" {
-		addrs["unix"] = self.Unix
-	}
-	if self.TCP != "" {
-		addrs["tcp"] = self.TCP
-	}
-	eps, err := client.Exchange(boot.Endpoint{Rank: info.Rank, Host: info.Host, Addrs: addrs})
-	// Ranks that died before publishing their endpoint are failures like any
-	// other: the job starts without them (a fault-tolerant program goes on;
-	// the default error handler aborts at the first operation with them).
-	var deadAtStart []int
-	var fe *boot.FailedError
-	if errors.As(err, &fe) {
-		deadAtStart, err = fe.Ranks, nil
-	}
+	p := &procState{info: info, client: client, stopCh: make(chan struct{}), epoch: info.Epoch}
+	w, err := p.openEpoch(info.Epoch)
 	if err != nil {
 		client.Close()
-		tr.Close()
 		return nil, err
 	}
-	peers := make([]sock.Peer, len(eps))
-	onHost := 0
-	for i, ep := range eps {
-		peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
-		if ep.Host == info.Host {
-			onHost++
-		}
-	}
-	spin.Store(readerSpin(onHost))
-	tr.SetPeers(peers)
-	if mode == "" || mode == sock.ModeAuto {
-		mode = sock.ModeAuto
-		if onHost == len(eps) {
-			mode = sock.ModeUnix // every peer is local: auto means Unix sockets
-		}
-	}
-	w := newWorld(info.Rank, info.Size, eng, tr, string(mode))
-	w.client = client
-	w.abort = make(chan struct{})
-	w.abortOnce = new(sync.Once)
-	// A broken connection is a suspicion: the launcher confirms it (the
-	// process is dead, or it kills it) before this rank declares it failed.
-	eng.SetSuspectHook(func(peer int, cause error) {
-		if !eng.IsLost(peer) && !w.finalized.Load() {
-			w.declareFailed(peer, 0, fmt.Sprintf("connection broken: %v", cause))
-		}
-	})
-	for _, r := range deadAtStart {
-		eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
-	}
-	w.bg.Add(1)
-	go w.watchLauncher()
-	if w.size > 1 {
-		if cfg, on, err := detectorConfig(info.Rank, info.Size, info.Incarnation); err != nil {
-			return nil, err
-		} else if on {
-			if err := w.startDetection(cfg); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if spec := os.Getenv("FTMPI_INJECT"); spec != "" {
+	p.cur = w
+	p.wg.Add(1)
+	go p.watchLauncher()
+	if spec := os.Getenv("FTMPI_INJECT"); spec != "" && info.Incarnation == 0 {
 		stop, err := inject.Self(info.Rank, info.Size, spec)
+		if err != nil {
+			w.Finalize()
+			return nil, err
+		}
+		p.injectStop = stop
+	}
+	return w, nil
+}
+
+// openEpoch builds this process's World for a Reinit epoch (0: the first
+// start): a fresh engine and transport listening on a fresh address,
+// exchanged with every rank through the launcher. Nothing of an older
+// epoch (connections, queued messages, communicators) survives into it, so
+// a message of an old epoch can never be delivered in a new one. If a
+// newer epoch starts meanwhile (another failure), it joins that one.
+func (p *procState) openEpoch(epoch int) (*World, error) {
+	info := p.info
+	for {
+		eng := p2p.New(p2p.Config{Self: info.Rank})
+		mode := sock.Mode(info.Transport)
+		spin := &atomicDuration{}
+		name := "r" + strconv.Itoa(info.Rank) + "." + strconv.Itoa(info.Incarnation)
+		if epoch > 0 {
+			name += ".e" + strconv.Itoa(epoch)
+		}
+		tr, err := sock.Listen(sock.Config{
+			Self: info.Rank, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
+			Handler: eng, SpinFn: spin.Load, Yield: readerYield(),
+		})
 		if err != nil {
 			return nil, err
 		}
-		w.injectStop = stop
+		self := tr.Self()
+		addrs := map[string]string{}
+		if self.Unix != "" {
+			addrs["unix"] = self.Unix
+		}
+		if self.TCP != "" {
+			addrs["tcp"] = self.TCP
+		}
+		ep := boot.Endpoint{Rank: info.Rank, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
+		var eps []boot.Endpoint
+		var deadAtStart []int
+		if epoch == 0 {
+			eps, err = p.client.Exchange(ep)
+			// Ranks that died before publishing their endpoint are failures
+			// like any other: the job starts without them (a fault-tolerant
+			// program goes on; the default error handler aborts at the first
+			// operation with them).
+			var fe *boot.FailedError
+			if errors.As(err, &fe) {
+				deadAtStart, err = fe.Ranks, nil
+			}
+		} else {
+			eps, err = p.client.Rejoin(epoch, ep)
+			var se *boot.SupersededError
+			if errors.As(err, &se) {
+				tr.Close()
+				eng.Close()
+				epoch = se.Epoch
+				continue
+			}
+		}
+		if err != nil {
+			tr.Close()
+			eng.Close()
+			return nil, err
+		}
+		peers := make([]sock.Peer, len(eps))
+		onHost := 0
+		for i, ep := range eps {
+			peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
+			if ep.Host == info.Host {
+				onHost++
+			}
+		}
+		spin.Store(readerSpin(onHost))
+		tr.SetPeers(peers)
+		if mode == "" || mode == sock.ModeAuto {
+			mode = sock.ModeAuto
+			if onHost == len(eps) {
+				mode = sock.ModeUnix // every peer is local: auto means Unix sockets
+			}
+		}
+		w := newWorld(info.Rank, info.Size, eng, tr, string(mode))
+		w.client = p.client
+		w.proc = p
+		w.epoch = epoch
+		w.abort = make(chan struct{})
+		w.abortOnce = new(sync.Once)
+		// A broken connection is a suspicion: the launcher confirms it (the
+		// process is dead, or it kills it) before this rank declares it failed.
+		eng.SetSuspectHook(func(peer int, cause error) {
+			if !eng.IsLost(peer) && !w.finalized.Load() && !w.ended.Load() {
+				w.declareFailed(peer, 0, fmt.Sprintf("connection broken: %v", cause))
+			}
+		})
+		for _, r := range deadAtStart {
+			eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
+		}
+		if w.size > 1 {
+			cfg, on, err := detectorConfig(info.Rank, info.Size, info.Incarnation)
+			if err == nil && on {
+				err = w.startDetection(cfg)
+			}
+			if err != nil {
+				w.release()
+				return nil, err
+			}
+			w.peersJoined(eps)
+		}
+		return w, nil
 	}
-	return w, nil
 }
 
 type atomicDuration struct{ v atomic.Int64 }
 
 func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load()) }
 func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }
-
-// watchLauncher turns launcher notifications into engine state: a failed
-// rank's pending operations complete with ErrProcFailed; a lost launcher
-// ends the process (no orphans).
-func (w *World) watchLauncher() {
-	defer w.bg.Done()
-	for {
-		select {
-		case ev, ok := <-w.client.Events():
-			if !ok {
-				return
-			}
-			if ev.Kind == "failed" {
-				w.eng.FailPeer(ev.Rank, fmt.Errorf("rank %d failed: %s", ev.Rank, ev.Reason))
-			}
-		case <-w.client.Lost():
-			if w.finalized.Load() {
-				return
-			}
-			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: lost contact with ftmpirun; exiting\n", w.rank)
-			os.Exit(1)
-		case <-w.stop:
-			return
-		}
-	}
-}
 
 // Rank is this process's rank in CommWorld.
 func (w *World) Rank() int { return w.rank }
@@ -280,6 +302,16 @@ func (w *World) Finalized() bool { return w.finalized.Load() }
 // has called Finalize, then closes connections. Calling it again is a
 // no-op.
 func (w *World) Finalize() error {
+	if p := w.proc; p != nil {
+		if p.isActive() {
+			return newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "called inside MPI_Reinit: call it after Reinit returns (seed 000, 1.3)")
+		}
+		if cur := p.current(); cur != w {
+			// A World of an ended Reinit epoch: finalize the current one.
+			w.finalized.Store(true)
+			return cur.Finalize()
+		}
+	}
 	w.finOnce.Do(func() {
 		var err error
 		switch {
@@ -291,22 +323,31 @@ func (w *World) Finalize() error {
 			err = w.client.Finalize()
 		}
 		w.finalized.Store(true)
-		if w.injectStop != nil {
-			w.injectStop()
+		if w.proc != nil {
+			w.proc.finalized.Store(true)
 		}
-		close(w.stop)
-		w.outbox.stop()
-		w.tr.Close()
-		w.eng.Close()
-		if w.client != nil {
-			w.client.Close()
+		w.release()
+		if w.proc != nil {
+			w.proc.close()
 		}
-		w.bg.Wait()
 		if err != nil {
 			w.finErr = newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "%v", err)
 		}
 	})
 	return w.finErr
+}
+
+// release stops this World's goroutines and closes its engine and
+// transport (not the launcher connection, which the process keeps across
+// Reinit epochs).
+func (w *World) release() {
+	w.relOnce.Do(func() {
+		close(w.stop)
+		w.outbox.stop()
+		w.tr.Close()
+		w.eng.Close()
+		w.bg.Wait()
+	})
 }
 
 // Abort terminates every process of the job with exit code code
@@ -345,6 +386,9 @@ func (w *World) Kill() {
 
 // aborted returns the error for calls interrupted by a job teardown.
 func (w *World) abortedErr(op string, c *Comm) error {
+	if w.ended.Load() {
+		return newErr(ErrProcFailed, op, c, NoPeer, "%s", w.endReason())
+	}
 	if w.finalized.Load() {
 		return newErr(ErrOther, op, c, NoPeer, "called after MPI_Finalize")
 	}

@@ -32,7 +32,14 @@ const (
 	EnvTmpDir      = "FTMPI_TMPDIR"      // per-job directory, created by the launcher, removed when the job ends (ranks put unix sockets there)
 	EnvTransport   = "FTMPI_TRANSPORT"   // "auto" (default), "unix" or "tcp" (force TCP even on one host)
 	EnvIncarnation = "FTMPI_INCARNATION" // 0 for the first start of a rank; later respawns increase it
+	EnvEpoch       = "FTMPI_EPOCH"       // Reinit epoch a respawned rank joins (0 at the first start)
+	EnvReinit      = "FTMPI_REINIT"      // "1" when the launcher respawns failed ranks for MPI_Reinit (--on-failure reinit)
 )
+
+// EnvRestart is set by ftmpirun --restart-on-failure: 0 for the first
+// launch of the job, k for its k-th relaunch after a failure
+// (Checkpoint-on-Failure; the ranks restart from their checkpoints).
+const EnvRestart = "FTMPI_RESTART"
 
 // Transport values accepted in EnvTransport.
 const (
@@ -44,12 +51,15 @@ const (
 // Info is what a rank knows about itself before talking to anybody.
 type Info struct {
 	Job         string // job id
+	Restart     int    // how many times ftmpirun relaunched the job before this launch (EnvRestart)
 	Rank, Size  int    // 0 <= Rank < Size
 	Control     string // control endpoint of the launcher ("unix:PATH" or "tcp:HOST:PORT")
 	Host        string // host/agent id; ranks with equal Host share a machine
 	TmpDir      string // per-job directory for unix sockets (may be empty)
 	Transport   string // "auto", "unix" or "tcp"
 	Incarnation int    // 0 on first start, increased by respawns
+	Epoch       int    // Reinit epoch to join at start (0 at the first start)
+	Reinit      bool   // the launcher respawns failed ranks (--on-failure reinit)
 }
 
 // FromEnv reads Info from the environment. ok=false (and a nil error) when
@@ -93,6 +103,18 @@ func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err err
 			return Info{}, false, err
 		}
 	}
+	if v := get(EnvEpoch); v != "" {
+		if info.Epoch, err = atoi(EnvEpoch, v, 0); err != nil {
+			return Info{}, false, err
+		}
+	}
+	switch v := get(EnvReinit); v {
+	case "", "0":
+	case "1":
+		info.Reinit = true
+	default:
+		return Info{}, false, fmt.Errorf("boot: %s=%q must be 0 or 1", EnvReinit, v)
+	}
 	info.Job = get(EnvJob)
 	info.Control = get(EnvControl)
 	if info.Control != "" {
@@ -101,6 +123,11 @@ func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err err
 		}
 	}
 	info.Host = get(EnvHost)
+	if v := get(EnvRestart); v != "" {
+		if info.Restart, err = atoi(EnvRestart, v, 0); err != nil {
+			return Info{}, false, err
+		}
+	}
 	info.TmpDir = get(EnvTmpDir)
 	info.Transport = get(EnvTransport)
 	switch info.Transport {
@@ -127,6 +154,7 @@ func splitControl(s string) (network, addr string, err error) {
 func (info Info) Env() []string {
 	return []string{
 		EnvJob + "=" + info.Job,
+		EnvRestart + "=" + strconv.Itoa(info.Restart),
 		EnvRank + "=" + strconv.Itoa(info.Rank),
 		EnvSize + "=" + strconv.Itoa(info.Size),
 		EnvControl + "=" + info.Control,
@@ -134,5 +162,14 @@ func (info Info) Env() []string {
 		EnvTmpDir + "=" + info.TmpDir,
 		EnvTransport + "=" + info.Transport,
 		EnvIncarnation + "=" + strconv.Itoa(info.Incarnation),
+		EnvEpoch + "=" + strconv.Itoa(info.Epoch),
+		EnvReinit + "=" + reinitFlag(info.Reinit),
 	}
+}
+
+func reinitFlag(on bool) string {
+	if on {
+		return "1"
+	}
+	return "0"
 }

@@ -16,15 +16,17 @@ import (
 // Endpoint is where a rank can be reached.
 type Endpoint struct {
 	Rank  int
+	Inc   int `json:",omitempty"` // incarnation of the process behind the endpoint
 	Host  string
 	Addrs map[string]string // keys "unix" (socket path), "tcp" ("127.0.0.1:port")
 }
 
 // Event is a notification from the launcher.
 type Event struct {
-	Kind        string // EventFailed
+	Kind        string // EventFailed or EventReinit
 	Rank        int
 	Incarnation int
+	Epoch       int // EventReinit: the epoch every process rolls back to
 	Reason      string
 }
 
@@ -151,7 +153,7 @@ func (c *Client) readLoop(r *bufio.Reader) {
 		if m.ID == 0 {
 			if m.Op == OpEvent {
 				c.mu.Lock()
-				c.queue = append(c.queue, Event{Kind: m.Kind, Rank: m.Rank, Incarnation: m.Incarnation, Reason: m.Reason})
+				c.queue = append(c.queue, Event{Kind: m.Kind, Rank: m.Rank, Incarnation: m.Incarnation, Epoch: m.Epoch, Reason: m.Reason})
 				c.qcond.Signal()
 				c.mu.Unlock()
 			}

@@ -17,7 +17,9 @@ import "strconv"
 //	finalize {}                            finalize {}                      (when every rank finalized or is gone)
 //	abort    {code, reason}                abort    {}                      (ack; the launcher then kills the job)
 //	suspect  {rank, reason}                suspect  {}                      (ack; the launcher SIGKILLs rank, which then fails)
-//	                                       event    {kind, rank, inc, reason}
+//	reinit   {kind: enter|leave}           reinit   {epoch}                 (the rank entered / left MPI_Reinit)
+//	rejoin   {epoch, kv}                   rejoin   {epoch, kv}             (fence of a Reinit epoch; a newer epoch in the reply means superseded)
+//	                                       event    {kind, rank, inc, epoch, reason}
 //	                                       error    {error}
 //
 // The protocol is per rank and carries no host-local state, so a per-host
@@ -32,6 +34,8 @@ const (
 	OpFinalize = "finalize"
 	OpAbort    = "abort"
 	OpSuspect  = "suspect" // rank: the suspected rank (not the sender)
+	OpReinit   = "reinit"  // kind: ReinitEnter or ReinitLeave
+	OpRejoin   = "rejoin"  // epoch, kv: the rank's endpoint for that epoch
 	OpEvent    = "event"
 	OpError    = "error"
 )
@@ -39,6 +43,13 @@ const (
 // Event kinds.
 const (
 	EventFailed = "failed" // a rank died after initializing and before finalizing
+	EventReinit = "reinit" // a rank died and was respawned: every process rolls back to epoch Msg.Epoch (--on-failure reinit)
+)
+
+// Kinds of the reinit request.
+const (
+	ReinitEnter = "enter"
+	ReinitLeave = "leave"
 )
 
 // Msg is one control-protocol message. Unused fields are omitted.
@@ -48,6 +59,7 @@ type Msg struct {
 	Job         string            `json:"job,omitempty"`
 	Rank        int               `json:"rank"`
 	Incarnation int               `json:"inc,omitempty"`
+	Epoch       int               `json:"epoch,omitempty"`
 	Pid         int               `json:"pid,omitempty"`
 	Host        string            `json:"host,omitempty"`
 	Code        int               `json:"code,omitempty"`
@@ -60,3 +72,9 @@ type Msg struct {
 
 // EndpointKey is the key under which Exchange publishes the endpoint of rank.
 func EndpointKey(rank int) string { return "ep/" + strconv.Itoa(rank) }
+
+// EpochEndpointKey is the key under which Rejoin publishes the endpoint of
+// rank for a Reinit epoch.
+func EpochEndpointKey(epoch, rank int) string {
+	return "ep/" + strconv.Itoa(epoch) + "/" + strconv.Itoa(rank)
+}

@@ -69,6 +69,10 @@ const (
 	ExitTimeout = 124
 )
 
+// DefaultMaxRestarts is the default --max-restarts: how many failed ranks
+// --on-failure reinit respawns over a job before giving up.
+const DefaultMaxRestarts = 16
+
 // DefaultKillGrace is how long ranks get between SIGTERM and SIGKILL when
 // ftmpirun is interrupted.
 const DefaultKillGrace = 2 * time.Second
@@ -82,7 +86,10 @@ type Config struct {
 	TagOutput bool          // prefix every output line with "[R] "
 	Timeout   time.Duration // kill the job and exit 124 after this long; 0 means no limit
 	Transport string        // FTMPI_TRANSPORT for the ranks: "auto" (default), "unix" or "tcp"
-	OnFailure string        // "abort" (default) or "continue"
+	OnFailure string        // "abort" (default), "continue" or "reinit"
+	// MaxRestarts bounds the respawns of --on-failure reinit over the whole
+	// job; one more failure ends it as a failure. 0 means DefaultMaxRestarts.
+	MaxRestarts int
 	Verbose   bool          // print launcher progress on Stderr
 	Inject    inject.Specs  // faults to inject (see the package comment); nil: none
 
@@ -107,13 +114,16 @@ type UsageError struct{ Msg string }
 func (e *UsageError) Error() string { return e.Msg }
 
 const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp]
-                [--on-failure abort|continue] [--inject SPEC]... [--chaos ARGS]
+                [--on-failure abort|continue|reinit] [--max-restarts K]
+                [--inject SPEC]... [--chaos ARGS]
                 [-v] [--] PROGRAM [ARGS...]
   -n, -np N        number of ranks
   --tag-output     prefix each output line with [rank]
   --timeout D      kill the job after D (e.g. 30s) and exit 124
   --transport T    auto (default, or $FTMPI_TRANSPORT), unix, or tcp (force TCP even on one host)
-  --on-failure P   abort (default): kill the job when a rank fails; continue: notify survivors
+  --on-failure P   abort (default): kill the job when a rank fails; continue: notify survivors;
+                   reinit: respawn the failed rank and roll every rank back into MPI_Reinit
+  --max-restarts K with --on-failure reinit, end the job at the (K+1)th failure (default 16)
   --inject SPEC    inject faults (repeatable; specs may also be joined with ';'):
                      kill:rank=R,at=D   SIGKILL rank R at time D (e.g. 1.5s)
                      stop:rank=R,at=D   SIGSTOP rank R (a hang for the heartbeat detector)
@@ -149,6 +159,7 @@ func ParseArgs(args []string) (Config, error) {
 	}
 	fs.StringVar(&cfg.Transport, "transport", defTransport, "")
 	fs.StringVar(&cfg.OnFailure, "on-failure", OnFailureAbort, "")
+	fs.IntVar(&cfg.MaxRestarts, "max-restarts", 0, "")
 	fs.BoolVar(&cfg.Verbose, "v", false, "")
 	injectFlags := false
 	addSpecs := func(s string) error {
@@ -215,9 +226,15 @@ func (cfg *Config) validate() error {
 	switch cfg.OnFailure {
 	case "":
 		cfg.OnFailure = OnFailureAbort
-	case OnFailureAbort, OnFailureContinue:
+	case OnFailureAbort, OnFailureContinue, OnFailureReinit:
 	default:
-		return &UsageError{fmt.Sprintf("invalid --on-failure %q: want abort or continue", cfg.OnFailure)}
+		return &UsageError{fmt.Sprintf("invalid --on-failure %q: want abort, continue or reinit", cfg.OnFailure)}
+	}
+	switch {
+	case cfg.MaxRestarts < 0:
+		return &UsageError{fmt.Sprintf("invalid --max-restarts %d: must not be negative", cfg.MaxRestarts)}
+	case cfg.MaxRestarts == 0:
+		cfg.MaxRestarts = DefaultMaxRestarts
 	}
 	if err := cfg.Inject.Validate(cfg.N); err != nil {
 		return &UsageError{err.Error()}

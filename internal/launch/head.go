@@ -20,6 +20,7 @@ import (
 const (
 	OnFailureAbort    = "abort"
 	OnFailureContinue = "continue"
+	OnFailureReinit   = "reinit" // respawn the failed rank; every rank rolls back into MPI_Reinit (seed 000)
 )
 
 // Kinds of job teardown.
@@ -51,6 +52,9 @@ type rankState struct {
 	fences      int // number of fences the rank has entered
 	conn        *ctlConn
 	killedBy    string // why the launcher SIGKILLed the rank (injection, suspicion); "" if it did not
+	inReinit    bool   // the rank is inside MPI_Reinit (reinit mode)
+	leftReinit  bool   // the rank returned from MPI_Reinit: a failure now cannot be recovered
+	rejoined    int    // the last Reinit epoch the rank rejoined (0: the initial one)
 }
 
 type waiter struct {
@@ -88,6 +92,16 @@ type head struct {
 	tearing    chan struct{} // closed when teardown starts
 	wg         sync.WaitGroup
 	listener   net.Listener
+
+	// Reinit mode (--on-failure reinit): see reinit.go.
+	respawn     Agent      // agent that restarts failed ranks
+	specs       []RankSpec // how each rank was started
+	maxRestarts int
+	restarts    int
+	epoch       int               // current Reinit epoch (0 until the first failure)
+	epochKV     map[string]string // endpoints published for the current epoch
+	rejoinWait  []waiter
+	epochStart  time.Time // when the current epoch began (the failure)
 }
 
 func newHead(job string, size int, onFailure string, out *output, verbose bool) *head {
@@ -158,7 +172,7 @@ func (h *head) Output(rank int, stderr bool, line []byte) {
 
 // Exited implements Reporter.
 func (h *head) Exited(e ExitReport) {
-	killAll := false
+	killAll, respawned := false, false
 	h.mu.Lock()
 	rs := &h.ranks[e.Rank]
 	rs.gone = true
@@ -180,13 +194,14 @@ func (h *head) Exited(e ExitReport) {
 		} else if e.Signal == syscall.SIGKILL && rs.killedBy != "" {
 			how += ", " + rs.killedBy
 		}
-		if h.onFailure == OnFailureAbort {
-			h.out.logf("%s", how)
-			code := e.Code()
-			if e.Signal == 0 && code == 0 {
-				code = 1
+		if h.onFailure == OnFailureReinit {
+			var ok bool
+			if respawned, ok = h.reinitLocked(e, how); !ok {
+				killAll = h.teardownLocked(cause{kind: causeFailure, code: failureCode(e)})
 			}
-			killAll = h.teardownLocked(cause{kind: causeFailure, code: code})
+		} else if h.onFailure == OnFailureAbort {
+			h.out.logf("%s", how)
+			killAll = h.teardownLocked(cause{kind: causeFailure, code: failureCode(e)})
 		} else {
 			h.out.logf("%s; continuing (--on-failure continue)", how)
 			ev := h.failedEventLocked(e.Rank)
@@ -214,7 +229,10 @@ func (h *head) Exited(e ExitReport) {
 	}
 	h.checkFencesLocked()
 	h.checkFinalizeLocked()
-	h.exited++
+	h.checkRejoinLocked()
+	if !respawned {
+		h.exited++
+	}
 	if h.exited == h.size {
 		close(h.allExited)
 	}
@@ -222,6 +240,15 @@ func (h *head) Exited(e ExitReport) {
 	if killAll {
 		h.signalAll(syscall.SIGKILL)
 	}
+}
+
+// failureCode is the exit code of a job ended by the failure e: the
+// process's code, and 1 for a clean exit before finalizing.
+func failureCode(e ExitReport) int {
+	if code := e.Code(); code != 0 || e.Signal != 0 {
+		return code
+	}
+	return 1
 }
 
 // isFailureLocked tells whether the death e of a rank is a failure: the
@@ -482,6 +509,12 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 			h.wg.Add(1)
 			go func() { defer h.wg.Done(); h.signalAll(syscall.SIGKILL) }() // not under h.mu: agents call Exited
 		}
+		return true
+	case boot.OpReinit:
+		h.reinitActiveLocked(c, m)
+		return true
+	case boot.OpRejoin:
+		h.rejoinLocked(c, m)
 		return true
 	case boot.OpSuspect:
 		if m.Rank < 0 || m.Rank >= h.size {

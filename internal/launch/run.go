@@ -120,6 +120,7 @@ func Run(cfg Config) int {
 	specs := make([]RankSpec, cfg.N)
 	for r := range specs {
 		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
+		info.Reinit = cfg.OnFailure == OnFailureReinit
 		env := make([]string, 0, len(baseEnv)+8)
 		env = append(append(env, baseEnv...), info.Env()...)
 		specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env}
@@ -137,6 +138,9 @@ func Run(cfg Config) int {
 	plan := inject.Plan(cfg.Inject, cfg.N)
 	if cfg.Verbose && len(plan) > 0 {
 		out.logf("fault injection %s: %d events %v", cfg.Inject, len(plan), plan)
+	}
+	if cfg.OnFailure == OnFailureReinit {
+		h.enableRespawn(agent, specs, cfg.MaxRestarts)
 	}
 	agent.Start(specs)
 	stopInjector := h.startInjector(plan) // time 0 of the plan: every rank started

@@ -1,0 +1,69 @@
+package boot
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// SupersededError is returned by Rejoin when the launcher started a newer
+// epoch (another rank failed) before every rank rejoined the requested
+// one: the caller rejoins Epoch instead.
+type SupersededError struct {
+	Requested, Epoch int
+}
+
+func (e *SupersededError) Error() string {
+	return fmt.Sprintf("boot: epoch %d superseded by epoch %d (another failure during recovery)", e.Requested, e.Epoch)
+}
+
+// Rejoin is the bootstrap exchange of a Reinit epoch: it publishes self for
+// epoch and returns the endpoints of all Size ranks once every rank (the
+// survivors rolled back and the respawned ones) has rejoined that epoch. If
+// a failure starts a newer epoch first, the error is a *SupersededError.
+func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
+	self.Rank = c.info.Rank
+	if self.Host == "" {
+		self.Host = c.info.Host
+	}
+	b, err := json.Marshal(self)
+	if err != nil {
+		return nil, fmt.Errorf("boot: encode endpoint: %w", err)
+	}
+	reply, err := c.call(Msg{Op: OpRejoin, Rank: c.info.Rank, Epoch: epoch,
+		KV: map[string]string{EpochEndpointKey(epoch, c.info.Rank): string(b)}})
+	if err != nil {
+		return nil, err
+	}
+	if reply.Epoch != epoch {
+		return nil, &SupersededError{Requested: epoch, Epoch: reply.Epoch}
+	}
+	eps := make([]Endpoint, c.info.Size)
+	for r := range eps {
+		v, ok := reply.KV[EpochEndpointKey(epoch, r)]
+		if !ok {
+			return nil, fmt.Errorf("boot: epoch %d: no endpoint for rank %d", epoch, r)
+		}
+		if err := json.Unmarshal([]byte(v), &eps[r]); err != nil {
+			return nil, fmt.Errorf("boot: bad endpoint for rank %d: %w", r, err)
+		}
+		eps[r].Rank = r
+	}
+	return eps, nil
+}
+
+// ReinitActive tells the launcher that this rank entered (active=true) or
+// left MPI_Reinit. A failure while some live rank is outside Reinit cannot
+// be recovered by a global restart, so the launcher then ends the job as
+// MPI_ERRORS_ARE_FATAL would (seed 000, 1.4.2). It returns the launcher's
+// current epoch.
+func (c *Client) ReinitActive(active bool) (epoch int, err error) {
+	kind := ReinitLeave
+	if active {
+		kind = ReinitEnter
+	}
+	reply, err := c.call(Msg{Op: OpReinit, Rank: c.info.Rank, Kind: kind})
+	if err != nil {
+		return 0, err
+	}
+	return reply.Epoch, nil
+}

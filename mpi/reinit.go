@@ -1,0 +1,448 @@
+package mpi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/ft/detector"
+)
+
+// Global restart (seed 000, "Reinit"): when a process fails, ftmpirun
+// --on-failure reinit respawns it, every survivor rolls back to the
+// function given to Reinit, and the program resumes from its checkpoint,
+// all inside the running job.
+//
+// Each rollback starts a new epoch. A process's World of one epoch owns an
+// engine and a transport of its own, listening on a fresh address that is
+// exchanged through the launcher (the rejoin fence): nothing of an older
+// epoch, no connection, queued message or communicator, survives into the
+// next, so old messages can never be delivered in the new epoch. The
+// launcher connection (procState) is what lives across epochs.
+//
+// Go cannot longjmp out of arbitrary code. The rollback happens (a) at once
+// for a blocked MPI call, which returns into the error handler; (b) at the
+// next MPI call that reports an error; (c) when the resilient function
+// returns; the context given to it is cancelled the moment the failure is
+// known, so compute loops can stop. Under ErrorsReinitAsync the handler
+// unwinds the goroutine to Reinit by panicking with a *Rollback, which
+// Reinit recovers; under ErrorsReinitSync errors are returned and
+// TestFailure unwinds.
+
+// ReinitState tells the resilient function why it runs (MPI_Reinit_state).
+type ReinitState int
+
+const (
+	// ReinitNew: the first run in a process of the first start
+	// (MPI_REINIT_NEW).
+	ReinitNew ReinitState = iota
+	// ReinitReinited: a survivor rolled back after a failure
+	// (MPI_REINIT_REINITED).
+	ReinitReinited
+	// ReinitRestarted: a respawned process replacing a failed one
+	// (MPI_REINIT_RESTARTED).
+	ReinitRestarted
+)
+
+func (s ReinitState) String() string {
+	switch s {
+	case ReinitNew:
+		return "new"
+	case ReinitReinited:
+		return "reinited"
+	case ReinitRestarted:
+		return "restarted"
+	}
+	return fmt.Sprintf("ReinitState(%d)", int(s))
+}
+
+var (
+	// ErrorsReinitAsync rolls every process back into Reinit's resilient
+	// function as soon as a failure is known (MPI_ERRORS_REINIT_ASYNC). Set
+	// it on CommWorld before Reinit.
+	ErrorsReinitAsync = &Errhandler{name: "MPI_ERRORS_REINIT_ASYNC"}
+	// ErrorsReinitSync returns errors to the caller after a failure; the
+	// next TestFailure rolls back (MPI_ERRORS_REINIT_SYNC). Set it on
+	// CommWorld before Reinit.
+	ErrorsReinitSync = &Errhandler{name: "MPI_ERRORS_REINIT_SYNC"}
+)
+
+func isReinitHandler(h *Errhandler) bool { return h == ErrorsReinitAsync || h == ErrorsReinitSync }
+
+// Rollback is the panic value with which ftmpi unwinds a goroutine to
+// Reinit (Go's stand-in for the longjmp of seed 000). Reinit recovers it
+// in the goroutine that runs the resilient function; a program that calls
+// MPI from other goroutines under ErrorsReinitAsync must recover it there
+// (or stop those goroutines when the context is cancelled).
+type Rollback struct {
+	Epoch  int    // the epoch that ended
+	Reason string // the failure that ended it
+}
+
+func (r *Rollback) Error() string {
+	return fmt.Sprintf("mpi: rollback to MPI_Reinit (epoch %d ended: %s)", r.Epoch, r.Reason)
+}
+
+// procState is what a launched process keeps across Reinit epochs: the
+// launcher connection, the current epoch's World, and whether Reinit is
+// active.
+type procState struct {
+	info       boot.Info
+	client     *boot.Client
+	injectStop func()
+
+	mu       sync.Mutex
+	cur      *World
+	epoch    int  // newest epoch announced by the launcher
+	active   bool // inside Reinit
+	called   bool // Reinit was called
+	changed  chan struct{}
+	lastNote string
+
+	finalized atomic.Bool
+	stopCh    chan struct{}
+	stopOnce  sync.Once
+	wg        sync.WaitGroup
+}
+
+func (p *procState) current() *World {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur
+}
+
+func (p *procState) isActive() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.active
+}
+
+func (p *procState) latest() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epoch
+}
+
+// close stops the launcher watcher and closes the launcher connection.
+func (p *procState) close() {
+	p.stopOnce.Do(func() {
+		if p.injectStop != nil {
+			p.injectStop()
+		}
+		close(p.stopCh)
+		p.client.Close()
+		p.wg.Wait()
+	})
+}
+
+// watchLauncher turns launcher notifications into state: a failed rank's
+// pending operations complete with ErrProcFailed; a Reinit epoch ends the
+// current World; a lost launcher ends the process (no orphans).
+func (p *procState) watchLauncher() {
+	defer p.wg.Done()
+	for {
+		select {
+		case ev, ok := <-p.client.Events():
+			if !ok {
+				return
+			}
+			switch ev.Kind {
+			case boot.EventFailed:
+				p.current().eng.FailPeer(ev.Rank, fmt.Errorf("rank %d failed: %s", ev.Rank, ev.Reason))
+			case boot.EventReinit:
+				p.onReinit(ev)
+			}
+		case <-p.client.Lost():
+			if p.finalized.Load() {
+				return
+			}
+			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: lost contact with ftmpirun; exiting\n", p.info.Rank)
+			os.Exit(1)
+		case <-p.stopCh:
+			return
+		}
+	}
+}
+
+// onReinit handles the launcher's announcement of a new epoch: the
+// current World's epoch ends at once (blocked calls return, the resilient
+// function's context is cancelled).
+func (p *procState) onReinit(ev boot.Event) {
+	reason := fmt.Sprintf("rank %d failed (%s)", ev.Rank, ev.Reason)
+	p.mu.Lock()
+	if ev.Epoch <= p.epoch {
+		p.mu.Unlock()
+		return
+	}
+	p.epoch = ev.Epoch
+	p.lastNote = reason
+	cur := p.cur
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+	p.mu.Unlock()
+	cur.endEpoch(reason)
+}
+
+// endReason describes why this World's epoch ended.
+func (w *World) endReason() string {
+	reason := "a process failed"
+	if w.proc != nil {
+		w.proc.mu.Lock()
+		if w.proc.lastNote != "" {
+			reason = w.proc.lastNote
+		}
+		w.proc.mu.Unlock()
+	}
+	return fmt.Sprintf("rolled back by MPI_Reinit: %s; epoch %d is over", reason, w.epoch)
+}
+
+// endEpoch ends this World's epoch: every pending and later operation on
+// it fails with ErrProcFailed (and, under ErrorsReinitAsync, unwinds to
+// Reinit), the resilient function's context is cancelled, and the
+// engine, transport and detector are released.
+func (w *World) endEpoch(reason string) {
+	if w.ended.Swap(true) {
+		return
+	}
+	w.reinitMu.Lock()
+	cancel := w.cancel
+	w.reinitMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	w.abortOnce.Do(func() { close(w.abort) })
+	w.release()
+}
+
+// peersJoined tells a new epoch's detector the incarnation of every peer
+// (respawned ranks have a newer one).
+func (w *World) peersJoined(eps []boot.Endpoint) {
+	dt := w.det.Load()
+	if dt == nil {
+		return
+	}
+	for r, ep := range eps {
+		if ep.Inc > 0 && r != w.rank {
+			dt.mu.Lock()
+			msgs := dt.d.Joined(dt.now(), detector.ID{Rank: r, Inc: ep.Inc})
+			dt.mu.Unlock()
+			dt.sendHeartbeats(msgs)
+		}
+	}
+}
+
+// reinitHandle is the error handling of ErrorsReinitAsync and
+// ErrorsReinitSync.
+func (c *Comm) reinitHandle(h *Errhandler, err error) error {
+	w := c.w
+	p := w.proc
+	if p == nil || !p.isActive() {
+		// Seed 000, 1.4.2: without an active rollback location, as
+		// MPI_ERRORS_ARE_FATAL.
+		w.fatal(err)
+		return err
+	}
+	if h == ErrorsReinitSync {
+		return err // seed 000, 1.4.2: as MPI_ERRORS_RETURN until TestFailure
+	}
+	if w.ended.Load() || (isFailure(err) && w.awaitEpochEnd()) {
+		panic(&Rollback{Epoch: w.epoch, Reason: w.endReason()})
+	}
+	return err
+}
+
+// isFailure reports whether err reports a process failure.
+func isFailure(err error) bool {
+	e, ok := err.(*Error)
+	return ok && e.Class == ErrProcFailed
+}
+
+// awaitEpochEnd waits until the launcher ends this World's epoch after a
+// failure this process saw first (the launcher respawns the rank and
+// announces the new epoch, or tears the job down). It reports true once
+// the epoch ended.
+func (w *World) awaitEpochEnd() bool {
+	if w.proc == nil || !w.proc.info.Reinit {
+		return false
+	}
+	<-w.abort
+	return w.ended.Load()
+}
+
+// TestFailure rolls back to Reinit's resilient function if a failure was
+// detected and ErrorsReinitSync is CommWorld's handler (MPI_Test_failure);
+// then it does not return. Otherwise it returns nil at once.
+func TestFailure(w *World) error {
+	p := w.proc
+	if p == nil || w.world.errh.Load() != ErrorsReinitSync || !p.isActive() {
+		return nil
+	}
+	if w.ended.Load() || p.latest() > w.epoch || (w.eng.LostCount() > 0 && w.awaitEpochEnd()) {
+		panic(&Rollback{Epoch: w.epoch, Reason: w.endReason()})
+	}
+	return nil
+}
+
+// Reinit sets fn as the rollback location and calls it (MPI_Reinit). When
+// a process fails, ftmpirun --on-failure reinit respawns it and every
+// process runs fn again with a World of the new epoch: survivors with
+// ReinitReinited, the respawned process with ReinitRestarted. Only that
+// World's CommWorld and CommSelf are valid in the new epoch; the
+// communicators of older epochs fail with ErrProcFailed. ctx is cancelled
+// the moment a failure is known. Reinit returns fn's result once fn
+// returns in an epoch no failure ended.
+//
+// CommWorld's error handler must be ErrorsReinitAsync or ErrorsReinitSync
+// (seed 000, 1.4.1), Reinit may be called once, and Finalize only after it
+// returns. Without a launcher that respawns (a singleton, or ftmpirun
+// without --on-failure reinit), fn runs once and a failure is handled as
+// the launcher's policy says.
+func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) error) error {
+	const op = "MPI_Reinit"
+	if w == nil || fn == nil {
+		return newErr(ErrArg, op, nil, NoPeer, "nil World or function")
+	}
+	if w.run != nil {
+		return newErr(ErrOther, op, nil, NoPeer, "in-process jobs (mpi.Run) cannot respawn ranks; run the program under ftmpirun --on-failure reinit")
+	}
+	if h := w.world.errh.Load(); !isReinitHandler(h) {
+		return newErr(ErrOther, op, w.world, NoPeer, "set ErrorsReinitAsync or ErrorsReinitSync on CommWorld before MPI_Reinit (seed 000, 1.4.1); its handler is %v", h)
+	}
+	p := w.proc
+	if p == nil { // a singleton: nothing can fail but itself
+		return fn(context.Background(), w, ReinitNew)
+	}
+	p.mu.Lock()
+	if p.called {
+		p.mu.Unlock()
+		return newErr(ErrOther, op, nil, NoPeer, "called more than once (seed 000, 1.3: at most one call)")
+	}
+	if p.cur != w {
+		p.mu.Unlock()
+		return newErr(ErrOther, op, nil, NoPeer, "called with a World of an ended epoch")
+	}
+	p.called = true
+	p.active = true
+	p.mu.Unlock()
+	if _, err := p.client.ReinitActive(true); err != nil {
+		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
+	}
+	state := ReinitNew
+	if p.info.Incarnation > 0 {
+		state = ReinitRestarted
+	}
+	cur := w
+	for {
+		if cur.ended.Load() || p.latest() > cur.epoch {
+			// A failure happened before this process ran fn (or while it
+			// rolled back): join the newest epoch first.
+			next, err := p.rollForward(cur)
+			if err != nil {
+				p.setActive(false)
+				return newErr(ErrOther, op, nil, NoPeer, "rolling back: %v", err)
+			}
+			cur = next
+		}
+		rolled, err := runResilient(fn, cur, state)
+		if !rolled && !cur.ended.Load() {
+			epoch, lerr := p.client.ReinitActive(false)
+			if lerr != nil {
+				p.setActive(false)
+				return newErr(ErrOther, op, nil, NoPeer, "%v", lerr)
+			}
+			if epoch == cur.epoch {
+				p.setActive(false)
+				return err
+			}
+			// A newer epoch began as fn returned: roll back with the others.
+			<-cur.abort
+		}
+		state = ReinitReinited
+		next, rerr := p.rollForward(cur)
+		if rerr != nil {
+			p.setActive(false)
+			return newErr(ErrOther, op, nil, NoPeer, "rolling back: %v", rerr)
+		}
+		cur = next
+	}
+}
+
+func (p *procState) setActive(on bool) {
+	p.mu.Lock()
+	p.active = on
+	p.mu.Unlock()
+}
+
+// rollForward ends old's epoch (if the announcement has not done so yet)
+// and builds the World of the newest epoch, with CommWorld's and
+// CommSelf's error handlers carried over.
+func (p *procState) rollForward(old *World) (*World, error) {
+	if !old.ended.Load() {
+		// Reached when the launcher's announcement is still on its way:
+		// it ends old.
+		<-old.abort
+	}
+	for {
+		target := p.latest()
+		w, err := p.openEpoch(target)
+		if err != nil {
+			return nil, err
+		}
+		w.world.errh.Store(old.world.errh.Load())
+		w.self.errh.Store(old.self.errh.Load())
+		p.mu.Lock()
+		p.cur = w
+		newer := p.epoch > w.epoch
+		p.mu.Unlock()
+		if !newer {
+			return w, nil
+		}
+		w.endEpoch("a newer epoch began during the rollback")
+		old = w
+	}
+}
+
+// runResilient runs fn for one epoch; rolled reports that it was unwound
+// by a Rollback.
+func runResilient(fn func(context.Context, *World, ReinitState) error, w *World, state ReinitState) (rolled bool, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.reinitMu.Lock()
+	w.cancel = cancel
+	w.reinitMu.Unlock()
+	if w.ended.Load() {
+		cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(*Rollback); !ok {
+				panic(r)
+			}
+			rolled = true
+		}
+	}()
+	return false, fn(ctx, w, state)
+}
+
+// Epoch is the number of Reinit rollbacks this World's epoch follows: 0
+// for the first, increased by each failure the job recovered from.
+func (w *World) Epoch() int { return w.epoch }
+
+// checkSetErrhandler enforces seed 000, 1.4: the Reinit handlers belong on
+// CommWorld only, and once one is set no other Reinit handler may be.
+func (c *Comm) checkSetErrhandler(h *Errhandler) error {
+	const op = "MPI_Comm_set_errhandler"
+	cur := c.errh.Load()
+	switch {
+	case isReinitHandler(h) && c != c.w.world:
+		return newErr(ErrArg, op, c, NoPeer, "%v may only be set on MPI_COMM_WORLD (seed 000, 1.4)", h)
+	case isReinitHandler(cur) && c == c.w.world && h != cur:
+		return newErr(ErrArg, op, c, NoPeer, "MPI_COMM_WORLD has %v; another handler may not replace it (seed 000, 1.4.1)", cur)
+	}
+	return nil
+}
