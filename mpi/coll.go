@@ -131,6 +131,9 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
+	if run, err, ok := rtBarrier(c, op); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
+	}
 	if c.IsInter() {
 		return handledPrep(c)(interBarrierPrep(c, op))
 	}
@@ -154,6 +157,9 @@ func Ibcast[T Numeric](c *Comm, buf []T, root int) (*Request, error) {
 func bcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
+	}
+	if run, err, ok := rtBcast(c, op, buf, root); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
 	}
 	if c.IsInter() {
 		return handledPrep(c)(interBcastPrep(c, op, buf, root))
@@ -182,6 +188,9 @@ func Ireduce[T Numeric](c *Comm, send, recv []T, op *Op, root int) (*Request, er
 func reducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
+	}
+	if run, err, ok := rtReduce(c, name, send, recv, op, root); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
@@ -219,6 +228,9 @@ func allreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (col
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
+	if run, err, ok := rtAllreduce(c, name, send, recv, op); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
+	}
 	if c.IsInter() {
 		return handledPrep(c)(interAllreducePrep(c, name, send, recv, op))
 	}
@@ -251,6 +263,9 @@ func Igather[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
 func gatherPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
+	}
+	if run, err, ok := rtGather(c, name, send, recv, root); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
@@ -296,6 +311,9 @@ func gathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
+	if run, err, ok := rtGatherv(c, name, send, recv, counts, displs, root); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
+	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
 	}
@@ -337,6 +355,9 @@ func scatterPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
+	if run, err, ok := rtScatter(c, name, send, recv, root); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
+	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
 	}
@@ -369,6 +390,9 @@ func Iscatterv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root in
 func scattervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
+	}
+	if run, err, ok := rtScatterv(c, name, send, recv, counts, displs, root); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
@@ -417,6 +441,9 @@ func allgatherPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, er
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
+	if run, err, ok := rtAllgather(c, name, send, recv); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
+	}
 	if c.IsInter() {
 		return handledPrep(c)(interAllgatherPrep(c, name, send, recv))
 	}
@@ -455,6 +482,9 @@ func allgathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, dis
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
+	if run, err, ok := rtAllgatherv(c, name, send, recv, counts, displs); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
+	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
 	}
@@ -490,6 +520,9 @@ func Ialltoall[T Numeric](c *Comm, send, recv []T) (*Request, error) {
 func alltoallPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
+	}
+	if run, err, ok := rtAlltoall(c, name, send, recv); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
@@ -535,6 +568,9 @@ func alltoallvPrep[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
+	if run, err, ok := rtAlltoallv(c, name, send, sc, sd, recv, rc, rd); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
+	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
 	}
@@ -578,6 +614,9 @@ func IreduceScatterBlock[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, 
 func reduceScatterBlockPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
+	}
+	if run, err, ok := rtReduceScatterBlock(c, name, send, recv, op); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
@@ -625,6 +664,9 @@ func IreduceScatter[T Numeric](c *Comm, send, recv []T, counts []int, op *Op) (*
 func reduceScatterPrep[T Numeric](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
+	}
+	if run, err, ok := rtReduceScatter(c, name, send, recv, counts, op); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)
@@ -678,6 +720,9 @@ func Iexscan[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
 func scanPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
+	}
+	if run, err, ok := rtScan(c, name, send, recv, op, exclusive); ok { // run-through communicator (runthrough_coll.go)
+		return run, err
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.handle(err)

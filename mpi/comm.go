@@ -66,6 +66,10 @@ type Comm struct {
 
 	// Fault-tolerance state (revoked flag, failed and acknowledged sets)
 	// goes here when it is added.
+
+	// rt is the run-through stabilization state (seed 003, runthrough.go);
+	// nil while c follows the ULFM model.
+	rt atomic.Pointer[rtState]
 }
 
 // IsInter reports whether c is an intercommunicator (MPI_Comm_test_inter).

@@ -87,13 +87,22 @@ func (c *Comm) Dup() (*Comm, error) {
 	if err := checkLive(c, op); err != nil {
 		return nil, err
 	}
-	if c.IsInter() {
-		nc, err := c.interDup(op)
+	if c.rt.Load() != nil {
+		nc, err := c.rtCreate(op, func() (*Comm, error) { return c.dup(op) })
 		return nc, c.handle(err)
+	}
+	nc, err := c.dup(op)
+	return nc, c.handle(err)
+}
+
+// dup is Dup with raw errors.
+func (c *Comm) dup(op string) (*Comm, error) {
+	if c.IsInter() {
+		return c.interDup(op)
 	}
 	pairs, err := agreeOnParent(c, op, 1, true)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, err
 	}
 	return newDerived(c, derivedName("dup", c), pairs[0], c.groupProcs(), c.rank), nil
 }
@@ -112,24 +121,35 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	if c.IsInter() {
 		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not supported on intercommunicators"))
 	}
+	if c.rt.Load() != nil {
+		nc, err := c.rtCreate(op, func() (*Comm, error) { return c.split(op, color, key) })
+		return nc, c.handle(err)
+	}
+	nc, err := c.split(op, color, key)
+	return nc, c.handle(err)
+}
+
+// split is Split on an intracommunicator with raw errors.
+func (c *Comm) split(op string, color, key int) (*Comm, error) {
 	// Every process learns every (colour, key): bad colours are reported
 	// consistently, and each process can compute its new group.
 	all, err := allgatherInts(c, op, int64(color), int64(key))
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, err
 	}
+	c.splitUndefined(all) // run-through: recognised failed processes pass Undefined
 	for r := 0; r < c.size; r++ {
 		if col := all[2*r]; col < 0 && col != Undefined {
 			if r == c.rank {
-				return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "colour %d is negative (colours are >= 0 or mpi.Undefined)", col))
+				return nil, newErr(ErrArg, op, c, NoPeer, "colour %d is negative (colours are >= 0 or mpi.Undefined)", col)
 			}
-			return nil, c.handle(newErr(ErrArg, op, c, r, "rank %d passed colour %d (colours are >= 0 or mpi.Undefined)", r, col))
+			return nil, newErr(ErrArg, op, c, r, "rank %d passed colour %d (colours are >= 0 or mpi.Undefined)", r, col)
 		}
 	}
 	join := color != Undefined
 	pairs, err := agreeOnParent(c, op, 1, join)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, err
 	}
 	if !join {
 		return nil, nil
@@ -195,15 +215,23 @@ func (c *Comm) Create(g *Group) (*Comm, error) {
 	if g.Size() == 0 {
 		return nil, nil // the same at every process: nobody joins
 	}
-	rank := g.index(c.w.rank)
-	pairs, err := agreeOnParent(c, op, 1, rank >= 0)
-	if err != nil {
-		return nil, c.handle(err)
+	create := func() (*Comm, error) {
+		rank := g.index(c.w.rank)
+		pairs, err := agreeOnParent(c, op, 1, rank >= 0)
+		if err != nil {
+			return nil, err
+		}
+		if rank < 0 {
+			return nil, nil
+		}
+		return newDerived(c, derivedName("create", c), pairs[0], g.procs, rank), nil
 	}
-	if rank < 0 {
-		return nil, nil
+	if c.rt.Load() != nil {
+		nc, err := c.rtCreate(op, create)
+		return nc, c.handle(err)
 	}
-	return newDerived(c, derivedName("create", c), pairs[0], g.procs, rank), nil
+	nc, err := create()
+	return nc, c.handle(err)
 }
 
 // CreateGroup returns a communicator over the processes of g, a subset of
@@ -256,6 +284,9 @@ func (c *Comm) Free() error {
 	}
 	c.w.forgetFT(c)
 	t := c.w.ctxTable()
+	if !c.rtFree() {
+		return nil // seed 003 17.8.2: Free completes despite failures (the pair is not reused, see rtFree)
+	}
 	t.release(int(c.ctx / 2))
 	if c.local != nil {
 		t.release(int(c.local.ctx / 2))

@@ -44,6 +44,15 @@ var (
 	ErrRevoked    = &Class{"MPI_ERR_REVOKED: communicator revoked", 77} // MPI_ERR_REVOKED (ULFM)
 )
 
+// ErrRankFailStop is MPI_ERR_RANK_FAIL_STOP, the error class of the
+// run-through stabilization chapter (seed 003, 17.5.1): "a process in the
+// operation is failed (a fail-stop failure)". It is the same class as
+// ULFM's ErrProcFailed under its seed-003 name (one *Class value), so
+// errors.Is(err, ErrRankFailStop) and errors.Is(err, ErrProcFailed) always
+// agree, ErrorClass returns the same value for both, and a program written
+// against either model recognises the other's failures.
+var ErrRankFailStop = ErrProcFailed
+
 // Error is the error type returned by ftmpi calls: an MPI error class with
 // the operation, communicator and peer it happened on.
 type Error struct {

@@ -149,6 +149,9 @@ func (w *World) onLost(peer int, cause error) {
 			w.outbox.push(func() { w.sendRevokes(f, msgs) })
 		}
 	}
+	// Run-through communicators: the failure disables wildcard receives
+	// (seed 003 17.6); pending ones complete with the error.
+	w.outbox.push(func() { w.rtOnLost(comms, peer) })
 }
 
 // failedOrder returns the world ranks known failed, in the order their
@@ -238,6 +241,7 @@ func (c *Comm) revokeLocal() {
 	if c.local != nil {
 		ctxs = append(ctxs, c.local.ctx, c.local.ctx+1)
 	}
+	ctxs = append(ctxs, c.rtContexts()...)
 	c.w.eng.Revoke(ctxs...)
 }
 

@@ -17,6 +17,10 @@ type Request struct {
 	// Status.Err already an MPI error.
 	local bool
 	pr    *p2p.Req // nil once finished
+	// rtWild: a wildcard receive tracked by its run-through communicator
+	// (runthrough.go); userCancel: Cancel was called (a cancelled
+	// run-through wildcard receive was otherwise disabled by a failure).
+	rtWild, userCancel bool
 
 	done bool
 	st   Status
@@ -27,6 +31,9 @@ func (r *Request) finish(st Status, err error) {
 	r.done = true
 	r.st, r.err = st, err
 	if r.pr != nil {
+		if r.rtWild {
+			r.c.untrackWild(r.pr)
+		}
 		r.c.w.eng.Release(r.pr)
 		r.pr = nil
 	}
@@ -43,6 +50,13 @@ func (r *Request) collect() {
 	}
 	if r.recv {
 		st, err := r.c.recvStatus(r.op, ps, r.peer)
+		if ps.Cancelled && !r.userCancel && r.peer == AnySource && r.c.rt.Load() != nil {
+			// Completed by the run-through rules: wildcard receives were
+			// disabled by a failure (seed 003 17.6, 17.6.1).
+			st.Cancelled = false
+			err = r.c.wildErr(r.op)
+			st.Err = err
+		}
 		r.finish(st, err)
 		return
 	}
@@ -67,7 +81,22 @@ func (r *Request) Wait() (Status, error) {
 	if r.done {
 		return r.st, r.err
 	}
-	if r.wildcard() {
+	if r.wildcard() && r.c.rt.Load() != nil {
+		// Run-through (seed 003 17.6): a failure disables wildcard
+		// receives; a pending one completes with ErrRankFailStop.
+		rt, w := r.c.rt.Load(), r.c.w
+		for {
+			sig := w.eng.FailureSignal()
+			if !r.pr.Done() && r.c.wildDisabled(rt) {
+				w.eng.Cancel(r.pr)
+			}
+			if code := r.pr.WaitSignal(w.abort, sig); code == 1 {
+				return emptyStatus(), r.c.handle(w.abortedErr("MPI_Wait", r.c))
+			} else if code == 0 {
+				break
+			}
+		}
+	} else if r.wildcard() {
 		// ULFM (seed 002 A.2.1): a wildcard receive raises ErrPending while
 		// a potential sender failed without acknowledgement; the request
 		// stays pending.
@@ -118,10 +147,18 @@ func (r *Request) Test() (Status, bool, error) {
 			return emptyStatus(), false, r.c.handle(r.c.w.abortedErr("MPI_Test", r.c))
 		default:
 		}
-		if r.wildcard() && r.c.hasUnackedFailure() {
-			return emptyStatus(), false, r.c.handle(r.pendingErr("MPI_Test"))
+		if r.wildcard() {
+			if rt := r.c.rt.Load(); rt != nil {
+				if r.c.wildDisabled(rt) {
+					r.c.w.eng.Cancel(r.pr)
+				}
+			} else if r.c.hasUnackedFailure() {
+				return emptyStatus(), false, r.c.handle(r.pendingErr("MPI_Test"))
+			}
 		}
-		return emptyStatus(), false, nil
+		if !r.pr.Done() {
+			return emptyStatus(), false, nil
+		}
 	}
 	r.collect()
 	return r.st, true, r.c.handle(r.err)
@@ -138,6 +175,7 @@ func (r *Request) Cancel() error {
 	if r.done {
 		return nil
 	}
+	r.userCancel = true
 	r.c.w.eng.Cancel(r.pr)
 	return nil
 }

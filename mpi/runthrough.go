@@ -1,0 +1,622 @@
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+)
+
+// Run-through stabilization (seed 003: the MPI Forum draft chapter 17 of
+// 2011). Processes recognise failures collectively with Validate, after
+// which the same communicator keeps working: collectives skip the
+// recognised failed processes.
+//
+// Two fault-tolerance models, one per communicator. A communicator follows
+// ULFM (seed 002: wildcard receives raise ErrPending until FailureAck,
+// collectives fail until Shrink) until the program calls a chapter-17
+// function on it - GroupFailed, RemoteGroupFailed, ReenableAnySource,
+// Validate, Ivalidate, CollectivesEnabled - or EnableRunThrough; from then
+// on it follows run-through stabilization, for good. Communicators created
+// from a run-through communicator are run-through (with its recognised
+// failures, 17.8.2). ULFM calls (Revoke, Agree, Shrink, FailureAck) keep
+// working on a run-through communicator, and Shrink's result is a fresh
+// ULFM communicator, so one program can validate one communicator and
+// shrink another.
+//
+// Collectives over recognised failures run the ordinary algorithms on a
+// view: an internal communicator of the alive members (in rank order) with
+// its own context-id pair, agreed by Validate. Arguments indexed by rank
+// are mapped to the view and results mapped back; the segments of failed
+// processes in receive buffers are left untouched (17.7: undefined).
+
+// rtState is the run-through state of one communicator.
+type rtState struct {
+	mu        sync.Mutex
+	reenabled []int                 // world ranks known failed at the last ReenableAnySource
+	wild      map[*p2p.Req]*Request // pending nonblocking wildcard receives, completed when wildcards are disabled
+	snap      atomic.Pointer[rtSnap]
+}
+
+// rtSnap is what the last Validate decided; replaced as a whole.
+type rtSnap struct {
+	recognized []int // world ranks of the recognised failed members (both groups), ascending
+	view       *Comm // the alive members of the (local) group; nil if none of them is recognised failed
+	alive      []int // view rank -> rank in the communicator
+	vrank      []int // rank in the communicator -> view rank, -1 for a recognised failure
+	lost       int64 // the engine's LostCount when view was made
+}
+
+var emptySnap = &rtSnap{}
+
+// runThrough switches c to the run-through model (idempotent) and returns
+// its state.
+func (c *Comm) runThrough() *rtState {
+	if rt := c.rt.Load(); rt != nil {
+		return rt
+	}
+	rt := &rtState{wild: make(map[*p2p.Req]*Request)}
+	rt.snap.Store(emptySnap)
+	if !c.rt.CompareAndSwap(nil, rt) {
+		return c.rt.Load()
+	}
+	c.w.ftOf(c) // so that failures reach c's wildcard receives (onLost)
+	return rt
+}
+
+// EnableRunThrough makes c follow the run-through stabilization model of
+// seed 003 instead of ULFM's (an ftmpi call, not an MPI function: the
+// chapter-17 functions do the same implicitly). It is local and cannot be
+// undone.
+func (c *Comm) EnableRunThrough() error {
+	if err := checkComm(c, "MPIX_Comm_enable_run_through"); err != nil {
+		return err
+	}
+	c.runThrough()
+	return nil
+}
+
+// RunThrough reports whether c follows the run-through stabilization model
+// (see EnableRunThrough).
+func (c *Comm) RunThrough() bool { return c != nil && c.rt.Load() != nil }
+
+// failedRanks returns the ranks in the local group (remote: the remote
+// group) of c's processes known failed here, ascending.
+func (c *Comm) failedRanks(remote bool) []int {
+	if c.w.eng.LostCount() == 0 {
+		return nil
+	}
+	procs := c.memberWorldRanks()
+	if remote {
+		procs = c.remote
+	}
+	var out []int
+	for r, p := range procs {
+		if c.w.eng.IsLost(p) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func groupOfRanks(procs, ranks []int, self int) *Group {
+	ps := make([]int, len(ranks))
+	for i, r := range ranks {
+		ps[i] = procs[r]
+	}
+	return newGroup(ps, self)
+}
+
+// GroupFailed returns the group of the processes of c known failed by this
+// process at the time of the call, in rank order (MPI_Comm_group_failed,
+// seed 003 17.4.1); for an intercommunicator, of the local group. It is
+// local. It makes c a run-through communicator (see EnableRunThrough).
+func (c *Comm) GroupFailed() (*Group, error) {
+	if err := checkComm(c, "MPI_Comm_group_failed"); err != nil {
+		return nil, err
+	}
+	c.runThrough()
+	return groupOfRanks(c.memberWorldRanks(), c.failedRanks(false), c.w.rank), nil
+}
+
+// RemoteGroupFailed returns the group of the processes of the remote
+// group of intercommunicator c known failed here, in rank order
+// (MPI_Comm_remote_group_failed, seed 003 17.4.1). On an intracommunicator
+// it is an ErrComm error. It is local.
+func (c *Comm) RemoteGroupFailed() (*Group, error) {
+	const op = "MPI_Comm_remote_group_failed"
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	if !c.IsInter() {
+		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not an intercommunicator"))
+	}
+	c.runThrough()
+	return groupOfRanks(c.remote, c.failedRanks(true), c.w.rank), nil
+}
+
+// CollectivesEnabled reports whether c is collectively active
+// (MPI_Comm_collectives_enabled, seed 003 17.8.2): every failure of a
+// member known here has been recognised by Validate. It is local.
+func (c *Comm) CollectivesEnabled() (bool, error) {
+	if err := checkComm(c, "MPI_Comm_collectives_enabled"); err != nil {
+		return false, err
+	}
+	c.runThrough()
+	return len(c.unrecognized()) == 0, nil
+}
+
+// unrecognized returns the world ranks of c's members known failed here
+// and not recognised by the last Validate.
+func (c *Comm) unrecognized() []int {
+	if c.w.eng.LostCount() == 0 {
+		return nil
+	}
+	var rec []int
+	if rt := c.rt.Load(); rt != nil {
+		rec = rt.snap.Load().recognized
+	}
+	var out []int
+	for _, p := range c.failedMembers() {
+		if _, found := slices.BinarySearch(rec, p); !found {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ReenableAnySource re-enables wildcard (AnySource) receives on c and
+// returns the group of the processes known failed at that moment, in rank
+// order (MPI_Comm_reenable_any_source, seed 003 17.6); for an
+// intercommunicator, of the remote group (the possible sources). A failure
+// detected later disables them again. It is local.
+func (c *Comm) ReenableAnySource() (*Group, error) {
+	if err := checkComm(c, "MPI_Comm_reenable_any_source"); err != nil {
+		return nil, err
+	}
+	rt := c.runThrough()
+	failed := c.failedMembers()
+	rt.mu.Lock()
+	rt.reenabled = failed
+	rt.mu.Unlock()
+	if c.IsInter() {
+		return groupOfRanks(c.remote, c.failedRanks(true), c.w.rank), nil
+	}
+	return groupOfRanks(c.memberWorldRanks(), c.failedRanks(false), c.w.rank), nil
+}
+
+// wildDisabled reports whether wildcard receives on run-through
+// communicator c are disabled: a member failed since the last
+// ReenableAnySource (seed 003 17.6).
+func (c *Comm) wildDisabled(rt *rtState) bool {
+	if c.w.eng.LostCount() == 0 {
+		return false
+	}
+	failed := c.failedMembers()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, p := range failed {
+		if !slices.Contains(rt.reenabled, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Comm) wildErr(op string) error {
+	return newErr(ErrRankFailStop, op, c, AnySource,
+		"wildcard receives are disabled: process(es) %v of the communicator failed (ReenableAnySource re-enables them)", c.failedMembers())
+}
+
+// trackWild registers a nonblocking wildcard receive of run-through
+// communicator c, so that a later failure completes it (17.6), and
+// completes it at once if wildcards are disabled now and no message
+// matched it. (With an already-queued message it completes normally: the
+// advice to implementors of 17.6 for manager/worker programs.)
+func (c *Comm) trackWild(rt *rtState, req *Request) {
+	rt.mu.Lock()
+	rt.wild[req.pr] = req
+	rt.mu.Unlock()
+	req.rtWild = true
+	if c.wildDisabled(rt) {
+		c.disableWild(rt)
+	}
+}
+
+// untrackWild forgets a wildcard receive before its engine request is
+// released.
+func (c *Comm) untrackWild(pr *p2p.Req) {
+	if rt := c.rt.Load(); rt != nil {
+		rt.mu.Lock()
+		delete(rt.wild, pr)
+		rt.mu.Unlock()
+	}
+}
+
+// disableWild completes c's pending wildcard receives with an error (their
+// Wait and Test report ErrRankFailStop).
+func (c *Comm) disableWild(rt *rtState) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for pr := range rt.wild {
+		c.w.eng.Cancel(pr) // fails if it already matched a message: then it completes normally
+		delete(rt.wild, pr)
+	}
+}
+
+// rtOnLost runs (from the outbox) after peer's failure became known: the
+// wildcard receives of every run-through communicator containing it are
+// disabled.
+func (w *World) rtOnLost(comms []*commFT, peer int) {
+	for _, f := range comms {
+		rt := f.c.rt.Load()
+		if rt == nil {
+			continue
+		}
+		if _, ok := f.index[peer]; !ok {
+			continue
+		}
+		if f.c.wildDisabled(rt) {
+			f.c.disableWild(rt)
+		}
+	}
+}
+
+// Validate recognises the failed processes of c collectively and
+// re-activates collectives on c (MPI_Comm_validate, seed 003 17.7.4). It
+// must be called by all alive processes of c, with no collective of c in
+// progress. Every process gets the same group - the local group's failed
+// processes, in rank order - or every process gets an error: the failed
+// set is decided by the fault-tolerant agreement (internal/ft/agree), as
+// the union of the failures known to the participants and the processes
+// that failed before contributing. Afterwards collectives on c run over
+// the alive processes, skipping the recognised failed ones, until another
+// member fails. A process that fails during Validate may be left out of
+// the recognised set; c is then collectively inactive again, and Validate
+// tells so by CollectivesEnabled.
+func (c *Comm) Validate() (*Group, error) {
+	const op = "MPI_Comm_validate"
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	g, err := c.validate(op)
+	return g, c.handle(err)
+}
+
+// Ivalidate starts a nonblocking Validate (MPI_Icomm_validate); once the
+// request completes, *failed holds the group of recognised failed
+// processes.
+func (c *Comm) Ivalidate(failed **Group) (*Request, error) {
+	const op = "MPI_Icomm_validate"
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	if failed == nil {
+		return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "nil result pointer"))
+	}
+	c.runThrough()
+	return c.startColl(op, func() error {
+		g, err := c.validate(op)
+		*failed = g
+		return err
+	}), nil
+}
+
+func (c *Comm) validate(op string) (*Group, error) {
+	rt := c.runThrough()
+	w := c.w
+	f := w.ftOf(c)
+	old := rt.snap.Load()
+	t := w.ctxTable()
+	seed := uint64(c.ctx)<<20 ^ 0x56616c6964617465
+	start := startPos(seed, len(old.recognized))
+	w0 := start / 64
+	// One agreement decides the failed set and a window of context-id
+	// pairs free at every contributor (for the view, if one is needed).
+	window := make([]uint64, ctxWindow)
+	t.freeMask(window, w0)
+	v := agree.Value{Flags: 1, Inter: agree.SetFromWords(window)}
+	for _, p := range c.failedMembers() {
+		v.Union.Add(f.index[p])
+	}
+	val, contrib, err := c.agreeOn(op, v)
+	if err != nil {
+		return nil, err
+	}
+	var failed []int
+	for i, p := range f.overlay {
+		if val.Union.Has(i) || !contrib.Has(i) {
+			failed = append(failed, p)
+		}
+	}
+	if slices.Contains(failed, w.rank) {
+		return nil, newErr(ErrIntern, op, c, NoPeer, "this process was decided failed")
+	}
+	result := func() *Group {
+		var ranks []int
+		for r, p := range c.memberWorldRanks() {
+			if slices.Contains(failed, p) {
+				ranks = append(ranks, r)
+			}
+		}
+		return groupOfRanks(c.memberWorldRanks(), ranks, w.rank)
+	}
+	if slices.Equal(failed, old.recognized) {
+		return result(), nil // the same decision everywhere: nothing new
+	}
+	snap := &rtSnap{recognized: failed}
+	var alive, aliveWorld []int
+	vrank := make([]int, c.size)
+	me := -1
+	for r, p := range c.memberWorldRanks() {
+		vrank[r] = -1
+		if !slices.Contains(failed, p) {
+			vrank[r] = len(alive)
+			if r == c.rank {
+				me = len(alive)
+			}
+			alive = append(alive, r)
+			aliveWorld = append(aliveWorld, p)
+		}
+	}
+	if len(alive) < c.size && !c.IsInter() {
+		pair, err := c.rtViewPair(op, val.Inter.Words(ctxWindow), w0, start, seed)
+		if err != nil {
+			return nil, err
+		}
+		snap.view = newView(c, pair, aliveWorld, me)
+		snap.alive, snap.vrank, snap.lost = alive, vrank, w.eng.LostCount()
+	}
+	rt.snap.Store(snap)
+	old.retire(t)
+	return result(), nil
+}
+
+// rtViewPair claims a context-id pair for a view of c: the first pair of
+// the agreed window, checked by a second agreement (a concurrent creation
+// on another communicator may have taken it), or the general context-id
+// agreement run over fault-tolerant agreements on c.
+func (c *Comm) rtViewPair(op string, window []uint64, w0, start int, seed uint64) (int, error) {
+	t := c.w.ctxTable()
+	if rel := pickPairs(window, 1, start%64); rel != nil {
+		pair := (w0*64 + rel[0]) % ctxPairs
+		ok := t.claim([]int{pair})
+		var flag uint64
+		if ok {
+			flag = 1
+		}
+		res, _, err := c.agreeOn(op, agree.Value{Flags: flag})
+		if err != nil {
+			if ok {
+				t.release(pair)
+			}
+			return 0, err
+		}
+		if res.Flags == 1 {
+			return pair, nil
+		}
+		if ok {
+			t.release(pair)
+		}
+	}
+	and := func(words []uint64) error {
+		val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(words)})
+		if err != nil {
+			return err
+		}
+		copy(words, val.Inter.Words(len(words)))
+		return nil
+	}
+	pairs, err := ctxAgreement(c.w, c, op, 1, seed+1, true, and)
+	if err != nil {
+		return 0, err
+	}
+	return pairs[0], nil
+}
+
+// newView builds the internal communicator of c's alive members.
+func newView(c *Comm, pair int, members []int, rank int) *Comm {
+	v := &Comm{w: c.w, ctx: uint32(2 * pair), rank: rank, size: len(members), members: members, name: c.name}
+	v.errh.Store(ErrorsReturn)
+	return v
+}
+
+// retire gives up a view that was replaced or whose communicator was
+// freed. Its context-id pair returns to the pool only if no failure
+// happened since it was made: a failure may have poisoned its collective
+// context in the engine, and a later communicator must not inherit that.
+// (A few pairs per failure are lost; there are 16384.)
+func (s *rtSnap) retire(t *ctxTable) {
+	v := s.view
+	if v == nil || v.freed.Swap(true) {
+		return
+	}
+	if v.w.eng.LostCount() == s.lost {
+		t.release(int(v.ctx / 2))
+	}
+}
+
+// rtFree releases the run-through state of c on Free. It reports whether
+// c's own context-id pair may return to the pool (not if a member failed:
+// its collective context may be poisoned).
+func (c *Comm) rtFree() (releaseOwn bool) {
+	rt := c.rt.Load()
+	if rt == nil {
+		return true
+	}
+	rt.snap.Load().retire(c.w.ctxTable())
+	return !c.hasFailedMember()
+}
+
+// rtRevoke lists the contexts of c's view, revoked with c.
+func (c *Comm) rtContexts() []uint32 {
+	rt := c.rt.Load()
+	if rt == nil {
+		return nil
+	}
+	if v := rt.snap.Load().view; v != nil {
+		return []uint32{v.ctx, v.ctx + 1}
+	}
+	return nil
+}
+
+// rtCreate wraps the creation of a communicator from run-through
+// communicator c (seed 003 17.8.2-17.8.3): if c is collectively inactive
+// here, creation fails uniformly with ErrRankFailStop; and creation is
+// all-or-nothing - after the creation protocol a fault-tolerant agreement
+// on c decides whether it succeeded at every participant; if not, every
+// participant discards the new communicator and returns an error. The new
+// communicator is a run-through one, with the recognised failures among
+// its members recognised.
+func (c *Comm) rtCreate(op string, create func() (*Comm, error)) (*Comm, error) {
+	rt := c.rt.Load()
+	unrec := c.unrecognized()
+	var nc *Comm
+	var err error
+	if len(unrec) > 0 {
+		err = newErr(ErrRankFailStop, op, c, NoPeer,
+			"the communicator is collectively inactive: failure of %v not recognised (call Validate)", unrec)
+	} else {
+		nc, err = create()
+	}
+	var flag uint64
+	if err == nil {
+		flag = 1
+	}
+	res, _, aerr := c.agreeOn(op, agree.Value{Flags: flag})
+	if aerr != nil {
+		err = aerr
+	}
+	if err == nil && res.Flags != 1 {
+		err = newErr(ErrRankFailStop, op, c, NoPeer, "the creation failed at another process (a process failed or the communicator was inactive there)")
+	}
+	if err != nil {
+		if nc != nil {
+			nc.discard()
+		}
+		return nil, err
+	}
+	if nc == nil {
+		return nil, nil
+	}
+	// The new communicator inherits the model and the recognised failures
+	// among its members (except Split, whose result has none).
+	nrt := nc.runThrough()
+	var rec []int
+	for _, p := range rt.snap.Load().recognized {
+		if nc.hasWorldRank(p) {
+			rec = append(rec, p)
+		}
+	}
+	if len(rec) == 0 {
+		return nc, nil
+	}
+	snap := &rtSnap{recognized: rec}
+	if !nc.IsInter() {
+		if err := nc.rtMakeView(op, snap); err != nil {
+			nc.discard()
+			return nil, err
+		}
+	}
+	nrt.snap.Store(snap)
+	return nc, nil
+}
+
+// rtMakeView makes the view of snap.recognized for a new communicator
+// (collective over its alive members).
+func (c *Comm) rtMakeView(op string, snap *rtSnap) error {
+	var alive, aliveWorld []int
+	vrank := make([]int, c.size)
+	me := -1
+	for r, p := range c.memberWorldRanks() {
+		vrank[r] = -1
+		if _, found := slices.BinarySearch(snap.recognized, p); !found {
+			vrank[r] = len(alive)
+			if r == c.rank {
+				me = len(alive)
+			}
+			alive = append(alive, r)
+			aliveWorld = append(aliveWorld, p)
+		}
+	}
+	if len(alive) == c.size {
+		return nil
+	}
+	seed := uint64(c.ctx)<<20 ^ 0x56696577
+	start := startPos(seed, 0)
+	w0 := start / 64
+	window := make([]uint64, ctxWindow)
+	c.w.ctxTable().freeMask(window, w0)
+	val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(window)})
+	if err != nil {
+		return err
+	}
+	pair, err := c.rtViewPair(op, val.Inter.Words(ctxWindow), w0, start, seed)
+	if err != nil {
+		return err
+	}
+	snap.view = newView(c, pair, aliveWorld, me)
+	snap.alive, snap.vrank, snap.lost = alive, vrank, c.w.eng.LostCount()
+	return nil
+}
+
+// discard drops a communicator that an all-or-nothing creation gave up.
+func (c *Comm) discard() {
+	if c.freed.Swap(true) {
+		return
+	}
+	c.w.forgetFT(c)
+	t := c.w.ctxTable()
+	t.release(int(c.ctx / 2))
+	if c.local != nil {
+		t.release(int(c.local.ctx / 2))
+	}
+}
+
+// splitUndefined gives the recognised failed processes of c the colour
+// Undefined in Split's table of (colour, key) pairs (seed 003 17.8.2).
+func (c *Comm) splitUndefined(all []int64) {
+	rt := c.rt.Load()
+	if rt == nil {
+		return
+	}
+	s := rt.snap.Load()
+	if s.vrank == nil {
+		return
+	}
+	for r, v := range s.vrank {
+		if v < 0 {
+			all[2*r] = Undefined
+		}
+	}
+}
+
+// sendrecvStatus turns a failure in a Sendrecv on run-through
+// communicator c into ErrInStatus with the failed rank in the status
+// (seed 003 17.6.2); other outcomes pass through.
+func (c *Comm) sendrecvStatus(op string, st Status, sendErr, recvErr error, dest, source int) (Status, error) {
+	failed, peer := recvErr, source
+	if !errors.Is(failed, ErrRankFailStop) {
+		failed, peer = sendErr, dest
+	}
+	if !errors.Is(failed, ErrRankFailStop) {
+		if recvErr != nil {
+			return st, recvErr
+		}
+		return st, sendErr
+	}
+	if peer == AnySource {
+		var e *Error
+		if errors.As(failed, &e) && e.Peer >= 0 {
+			peer = e.Peer
+		}
+	}
+	st.Source, st.Err = peer, failed
+	return st, newErr(ErrInStatus, op, c, peer, "rank %s failed (see the status)", rankName(peer))
+}
+
+var _ = fmt.Sprint
