@@ -17,6 +17,7 @@
 //	--timeout expired                124
 //	SIGINT / SIGTERM to ftmpirun     130 / 143
 //	usage error                      2
+//	--restart-on-failure=N used up  the last launch's first failure: 128+S, else its status, else 1
 //
 // A failure is the death of a rank that connected to the launcher (became
 // initialized) and had not finalized. A process that exits without ever
@@ -47,6 +48,11 @@
 // declare it failed; the head then SIGKILLs it (fail-stop enforcement,
 // head.declareFailed) and every survivor gets the usual failed Event. A
 // rank that connects after a failure still gets that failure's Event.
+//
+// # Relaunch (Checkpoint-on-Failure)
+//
+// ftmpirun --restart-on-failure=N relaunches the whole job, at most N
+// times, when a launch ended with a failure; see Run and restart.go.
 package launch
 
 import (
@@ -90,8 +96,13 @@ type Config struct {
 	// MaxRestarts bounds the respawns of --on-failure reinit over the whole
 	// job; one more failure ends it as a failure. 0 means DefaultMaxRestarts.
 	MaxRestarts int
-	Verbose   bool          // print launcher progress on Stderr
-	Inject    inject.Specs  // faults to inject (see the package comment); nil: none
+	Verbose     bool         // print launcher progress on Stderr
+	Inject      inject.Specs // faults to inject (see the package comment); nil: none
+
+	// RestartOnFailure > 0 relaunches the whole job after a failure, at
+	// most that many times (Checkpoint-on-Failure; see Run); OnFailure ""
+	// then means "continue". 0 never relaunches.
+	RestartOnFailure int
 
 	Stdout io.Writer // ranks' stdout goes here; default os.Stdout
 	Stderr io.Writer // ranks' stderr and launcher messages; default os.Stderr
@@ -116,7 +127,7 @@ func (e *UsageError) Error() string { return e.Msg }
 const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp]
                 [--on-failure abort|continue|reinit] [--max-restarts K]
                 [--inject SPEC]... [--chaos ARGS]
-                [-v] [--] PROGRAM [ARGS...]
+                [--restart-on-failure N] [-v] [--] PROGRAM [ARGS...]
   -n, -np N        number of ranks
   --tag-output     prefix each output line with [rank]
   --timeout D      kill the job after D (e.g. 30s) and exit 124
@@ -133,6 +144,11 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    ranks, exponential gaps of mean D, replayable by seed S; never the
                    ranks in LIST (default 0; "none", or e.g. 0,2-3)
                    Without --inject/--chaos, $FTMPI_INJECT holds the default specs.
+  --restart-on-failure N
+                   Checkpoint-on-Failure: when a rank fails, notify the survivors (as
+                   --on-failure continue) and, once every rank has exited, relaunch the
+                   whole job, at most N times; $FTMPI_RESTART tells the ranks which
+                   relaunch it is (0 at first). Survivors should checkpoint and exit.
   -v               verbose
 PROGRAM is an executable (PATH lookup if it has no slash) or a Go main package
 directory, which is built once. stdin of every rank is /dev/null.
@@ -161,6 +177,7 @@ func ParseArgs(args []string) (Config, error) {
 	fs.StringVar(&cfg.OnFailure, "on-failure", OnFailureAbort, "")
 	fs.IntVar(&cfg.MaxRestarts, "max-restarts", 0, "")
 	fs.BoolVar(&cfg.Verbose, "v", false, "")
+	fs.IntVar(&cfg.RestartOnFailure, "restart-on-failure", 0, "")
 	injectFlags := false
 	addSpecs := func(s string) error {
 		ss, err := inject.Parse(s)
@@ -186,6 +203,11 @@ func ParseArgs(args []string) (Config, error) {
 			return cfg, &UsageError{"help requested"}
 		}
 		return cfg, &UsageError{err.Error()}
+	}
+	onFailureSet := false
+	fs.Visit(func(f *flag.Flag) { onFailureSet = onFailureSet || f.Name == "on-failure" })
+	if cfg.RestartOnFailure > 0 && !onFailureSet {
+		cfg.OnFailure = "" // validate picks the policy that lets survivors checkpoint
 	}
 	if n == -1 {
 		return cfg, &UsageError{"missing -n N (number of ranks)"}
@@ -222,6 +244,18 @@ func (cfg *Config) validate() error {
 	case "auto", "unix", "tcp":
 	default:
 		return &UsageError{fmt.Sprintf("invalid --transport %q: want auto, unix or tcp", cfg.Transport)}
+	}
+	if cfg.RestartOnFailure < 0 {
+		return &UsageError{fmt.Sprintf("invalid --restart-on-failure %d: must not be negative", cfg.RestartOnFailure)}
+	}
+	if cfg.RestartOnFailure > 0 {
+		switch cfg.OnFailure {
+		case "":
+			cfg.OnFailure = OnFailureContinue // the survivors must live to checkpoint
+		case OnFailureAbort, OnFailureContinue:
+		default:
+			return &UsageError{fmt.Sprintf("--restart-on-failure cannot be combined with --on-failure %s", cfg.OnFailure)}
+		}
 	}
 	switch cfg.OnFailure {
 	case "":

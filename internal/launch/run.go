@@ -21,10 +21,11 @@ import (
 // must stay below 108 bytes.
 const maxShortTmp = 40
 
-// Run launches the job described by cfg, waits for it and returns
-// ftmpirun's exit code (see the package comment). It leaves no process,
-// goroutine or temporary file behind.
-func Run(cfg Config) int {
+// runOnce launches the job described by cfg once, waits for it and returns
+// its exit code (see the package comment); st is this launch's part of the
+// relaunch loop of Run (restart.go). It leaves no process, goroutine or
+// temporary file behind.
+func runOnce(cfg Config, st *launchState) int {
 	if cfg.Stdout == nil {
 		cfg.Stdout = os.Stdout
 	}
@@ -108,7 +109,7 @@ func Run(cfg Config) int {
 	h := newHead(job, cfg.N, cfg.OnFailure, out, cfg.Verbose)
 	h.serve(ln)
 	defer h.close()
-	agent := NewLocalAgent(host, h)
+	agent := NewLocalAgent(host, st.reporter(h))
 	h.addAgent(agent)
 
 	baseEnv := cfg.Env
@@ -120,6 +121,7 @@ func Run(cfg Config) int {
 	specs := make([]RankSpec, cfg.N)
 	for r := range specs {
 		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
+		info.Restart = st.restart
 		info.Reinit = cfg.OnFailure == OnFailureReinit
 		env := make([]string, 0, len(baseEnv)+8)
 		env = append(append(env, baseEnv...), info.Env()...)
@@ -148,6 +150,7 @@ func Run(cfg Config) int {
 	if cfg.Verbose {
 		out.logf("%d ranks started in %v", cfg.N, time.Since(t0).Round(time.Microsecond))
 	}
+	st.started(out, cfg.Verbose, cfg.N)
 	// A teardown that began while ranks were still being started may have
 	// missed some of them.
 	if h.tearingDown() {
@@ -191,6 +194,7 @@ wait:
 	}
 	agent.Wait()
 	code := h.exitCode()
+	st.finished(h, path)
 	if cfg.Verbose {
 		out.logf("job %s done in %v, exit code %d", job, time.Since(t0).Round(time.Microsecond), code)
 	}

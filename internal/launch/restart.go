@@ -1,0 +1,202 @@
+package launch
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// Checkpoint-on-Failure (seed 002 chapter 4): with Config.RestartOnFailure
+// = N > 0 (ftmpirun --restart-on-failure=N), a failed rank is reported to
+// the survivors as with --on-failure continue (unless --on-failure abort
+// was asked for explicitly, which kills them); they are expected to
+// checkpoint and exit. Once every rank has exited, if a rank had failed and
+// fewer than N relaunches were done, the whole job is started again: a new
+// job id, a new job directory, new ranks, with boot.EnvRestart set to the
+// number of relaunches so far (mpi's World.Restarted). The application's
+// own checkpoint directory is its business and survives the relaunch.
+//
+// No relaunch happens after an Abort that no failure preceded, a start-up
+// error, --timeout (which bounds all launches together) or SIGINT/SIGTERM.
+// When the relaunches are used up, ftmpirun ends with the exit code of the
+// last launch's failure and says so. The failure is the first rank of that
+// launch reported dead by a signal (128+S), else the first rank reported
+// failed (its exit status, 1 if that was 0): survivors that exit without
+// finalizing after their checkpoint are failures too, and may be reaped
+// before the rank whose death they noticed.
+
+// launchState carries what one launch (runOnce) learned to the relaunch
+// loop, and the relaunch's timing to the launch that follows it.
+type launchState struct {
+	restart int    // relaunches before this launch (boot.EnvRestart)
+	cof     bool   // relaunching is enabled: time the failures
+	path    string // the resolved program, once known
+	start   time.Time
+
+	// Set by the relaunch loop for the launch that follows a failure.
+	prevFailure time.Time // when the previous launch's first failure was reported
+	prevEnd     time.Time // when its last rank was gone
+	max         int
+
+	// Filled in by the launch.
+	mu          sync.Mutex
+	failures    []ExitReport // every failure of this launch, in the order reported
+	failureAt   time.Time    // when the first one was reported
+	failure     *ExitReport  // the failure of this launch (see above)
+	failureCode int
+	relaunch    bool // a failure ended this launch and nothing forbids a relaunch
+}
+
+// failureWatch is the Reporter given to the agents: it forwards everything
+// to the head and notes, in order, the reports the head counted as
+// failures.
+type failureWatch struct {
+	*head
+	st *launchState
+	mu sync.Mutex
+}
+
+func (st *launchState) reporter(h *head) Reporter {
+	if !st.cof {
+		return h
+	}
+	return &failureWatch{head: h, st: st}
+}
+
+// Exited implements Reporter.
+func (f *failureWatch) Exited(e ExitReport) {
+	f.mu.Lock() // one report at a time, so the transition is this one's
+	defer f.mu.Unlock()
+	f.head.Exited(e)
+	f.head.mu.Lock()
+	failed := e.Rank >= 0 && e.Rank < len(f.head.ranks) && f.head.ranks[e.Rank].failed &&
+		f.head.ranks[e.Rank].exit.Incarnation == e.Incarnation
+	f.head.mu.Unlock()
+	if failed {
+		f.st.mu.Lock()
+		if len(f.st.failures) == 0 {
+			f.st.failureAt = time.Now()
+		}
+		f.st.failures = append(f.st.failures, e)
+		f.st.mu.Unlock()
+	}
+}
+
+// started is called by runOnce once every rank of the launch has been
+// started: after a relaunch it prints how long the relaunch took.
+func (st *launchState) started(out *output, verbose bool, n int) {
+	if st.restart == 0 || st.prevFailure.IsZero() {
+		return
+	}
+	now := time.Now()
+	out.logf("relaunched the job (relaunch %d of %d): every rank had exited %v after the failure, %d new ranks started %v after it",
+		st.restart, st.max, st.prevEnd.Sub(st.prevFailure).Round(time.Microsecond), n, now.Sub(st.prevFailure).Round(time.Microsecond))
+	if verbose {
+		out.logf("relaunch %d: %v from the end of the previous job to the new ranks' start", st.restart, now.Sub(st.prevEnd).Round(time.Microsecond))
+	}
+}
+
+// finished is called by runOnce once every rank is gone, with the head of
+// the launch and the resolved program.
+func (st *launchState) finished(h *head, path string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.path = path
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.anyFailure {
+		return
+	}
+	for i := range st.failures {
+		if st.failures[i].Signal != 0 {
+			st.failure = &st.failures[i]
+			break
+		}
+	}
+	if st.failure == nil && len(st.failures) > 0 {
+		st.failure = &st.failures[0]
+	}
+	if st.failure == nil { // not seen by the watch (cannot happen with cof)
+		for r := range h.ranks {
+			if rs := &h.ranks[r]; rs.failed {
+				e := rs.exit
+				st.failure = &e
+				break
+			}
+		}
+	}
+	code := 1
+	if st.failure != nil {
+		code = st.failure.Code()
+		if code == 0 {
+			code = 1
+		}
+	}
+	st.failureCode = code
+	switch h.cause.kind {
+	case causeNone, causeFailure, causeAbort:
+		st.relaunch = true
+	}
+}
+
+// Run launches the job described by cfg, waits for it and returns
+// ftmpirun's exit code (see the package comment). With
+// cfg.RestartOnFailure it relaunches the job after failures (see above).
+// It leaves no process, goroutine or temporary file behind.
+func Run(cfg Config) int {
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.RestartOnFailure <= 0 {
+		return runOnce(cfg, &launchState{})
+	}
+	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput}
+	if err := cfg.validate(); err != nil {
+		out.logf("%v", err)
+		Usage(cfg.Stderr)
+		return ExitUsage
+	}
+	begin := time.Now()
+	var deadline time.Time
+	if cfg.Timeout > 0 {
+		deadline = begin.Add(cfg.Timeout)
+	}
+	st := &launchState{cof: true, max: cfg.RestartOnFailure, start: begin}
+	for {
+		code := runOnce(cfg, st)
+		end := time.Now()
+		if !st.relaunch {
+			return code
+		}
+		how := "a rank failed"
+		if st.failure != nil {
+			how = fmt.Sprintf("rank %d %s", st.failure.Rank, st.failure)
+		}
+		if st.restart >= cfg.RestartOnFailure {
+			out.logf("the job failed (%s) after %d relaunches (--restart-on-failure=%d); giving up with exit code %d",
+				how, st.restart, cfg.RestartOnFailure, st.failureCode)
+			return st.failureCode
+		}
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				out.logf("job timed out after %v; not relaunching it", cfg.Timeout)
+				return ExitTimeout
+			}
+			cfg.Timeout = left
+		}
+		if cfg.Verbose {
+			out.logf("the job failed (%s); every rank exited %v after the failure; relaunching it (%d of %d)",
+				how, end.Sub(st.failureAt).Round(time.Microsecond), st.restart+1, cfg.RestartOnFailure)
+		}
+		if st.path != "" {
+			cfg.Program = st.path // resolved (and built) once
+		}
+		st = &launchState{cof: true, max: cfg.RestartOnFailure, restart: st.restart + 1, start: time.Now(),
+			prevFailure: st.failureAt, prevEnd: end}
+	}
+}
