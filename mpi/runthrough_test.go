@@ -338,3 +338,473 @@ func TestRunThroughSendrecvErrInStatus(t *testing.T) {
 		return nil
 	})
 }
+
+// concatOp is an associative, non-commutative user operation on one-digit
+// numbers: the decimal concatenation of the contributions in rank order.
+func concatOp() *mpi.Op {
+	return mpi.NewOp(func(in, inout []int64) {
+		for i := range in {
+			p := int64(1)
+			for p <= inout[i] {
+				p *= 10
+			}
+			inout[i] = in[i]*p + inout[i]
+		}
+	}, false)
+}
+
+// 17.7, 17.7.1-17.7.4: a failure makes the communicator collectively
+// inactive (ErrRankFailStop; for the nonblocking forms at completion);
+// Validate gives every process the same failed group; then every
+// collective runs over the alive processes, results identical to the same
+// collective over the alive processes only, the recognised failed ones
+// skipped (Scan/Exscan rules, user reductions), failed roots refused.
+func TestRunThroughValidatedCollectives(t *testing.T) {
+	const n = 6
+	dead := []int{1, 4}
+	alive := []int{0, 2, 3, 5}
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		me := c.Rank()
+		if slices.Contains(dead, me) {
+			w.Kill()
+		}
+		for _, d := range dead {
+			if err := awaitFailure(c, d); err != nil {
+				return err
+			}
+		}
+		if ok, err := c.CollectivesEnabled(); ok || err != nil {
+			return fmt.Errorf("CollectivesEnabled after failures: %v %v", ok, err)
+		}
+		if err := c.Barrier(); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Barrier on an inactive communicator: %v", err)
+		}
+		if err := mpi.Allreduce(c, []int{1}, []int{0}, mpi.Sum); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Allreduce on an inactive communicator: %v", err)
+		}
+		req, err := c.Ibarrier()
+		if err != nil {
+			return fmt.Errorf("Ibarrier must report at completion (17.7.3), got %v at the start", err)
+		}
+		if _, err := req.Wait(); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Ibarrier on an inactive communicator: %v", err)
+		}
+		g, err := c.Validate()
+		if err != nil || !slices.Equal(worldRanks(g), dead) {
+			return fmt.Errorf("Validate: %v %v, want %v", worldRanks(g), err, dead)
+		}
+		if ok, _ := c.CollectivesEnabled(); !ok {
+			return errors.New("not collectively active after Validate")
+		}
+		if c.Size() != n {
+			return fmt.Errorf("Size %d after failures, want %d (17.8.2)", c.Size(), n)
+		}
+		check := func(what string, err error, ok bool, got any) error {
+			if err != nil {
+				return fmt.Errorf("%s: %v", what, err)
+			}
+			if !ok {
+				return fmt.Errorf("%s: wrong result %v", what, got)
+			}
+			return nil
+		}
+		if err := c.Barrier(); err != nil {
+			return fmt.Errorf("Barrier: %v", err)
+		}
+		// Bcast from an alive root; a recognised failed root is refused.
+		b := []int{0, 0}
+		if me == 3 {
+			b = []int{3, 33}
+		}
+		err = mpi.Bcast(c, b, 3)
+		if e := check("Bcast", err, slices.Equal(b, []int{3, 33}), b); e != nil {
+			return e
+		}
+		if err := mpi.Bcast(c, b, 1); !errors.Is(err, mpi.ErrRoot) {
+			return fmt.Errorf("Bcast from a failed root: %v", err)
+		}
+		// Reduce with a non-commutative user operation, in rank order over
+		// the alive processes; GroupFailed works inside it.
+		var saw atomic.Int32
+		cat := concatOp()
+		rv := []int64{0}
+		err = mpi.Reduce(c, []int64{int64(me + 1)}, rv, cat, 5)
+		if e := check("Reduce", err, me != 5 || rv[0] == 1346, rv); e != nil {
+			return e
+		}
+		av := []int64{0}
+		err = mpi.Allreduce(c, []int64{int64(me + 1)}, av, cat)
+		if e := check("Allreduce", err, av[0] == 1346, av); e != nil {
+			return e
+		}
+		saw.Store(-1)
+		userSum := mpi.NewOp(func(in, inout []int) {
+			if g, err := c.GroupFailed(); err == nil {
+				saw.Store(int32(g.Size()))
+			}
+			for i := range in {
+				inout[i] += in[i]
+			}
+		}, true)
+		si := []int{0}
+		err = mpi.Allreduce(c, []int{me + 1}, si, userSum)
+		if e := check("Allreduce sum", err, si[0] == 14, si); e != nil {
+			return e
+		}
+		// Some processes apply the operation (which ones depends on the
+		// algorithm); those that did saw both failures.
+		sawMax := []int32{0}
+		if err := mpi.Allreduce(c, []int32{saw.Load()}, sawMax, mpi.Max); err != nil || sawMax[0] != 2 || (saw.Load() != -1 && saw.Load() != 2) {
+			return fmt.Errorf("GroupFailed inside the user operation saw %d failures (max %d, %v)", saw.Load(), sawMax[0], err)
+		}
+		// Gather: the failed processes' segments are left alone.
+		gr := slices.Repeat([]int{-1}, 2*n)
+		err = mpi.Gather(c, []int{me, 10 * me}, gr, 0)
+		wantG := []int{0, 0, -1, -1, 2, 20, 3, 30, -1, -1, 5, 50}
+		if e := check("Gather", err, me != 0 || slices.Equal(gr, wantG), gr); e != nil {
+			return e
+		}
+		// Gatherv: rank r sends r+1 elements of value r.
+		counts := []int{1, 2, 3, 4, 5, 6}
+		gv := slices.Repeat([]int{-1}, 21)
+		err = mpi.Gatherv(c, slices.Repeat([]int{me}, me+1), gv, counts, nil, 2)
+		wantGv := []int{0, -1, -1, 2, 2, 2, 3, 3, 3, 3, -1, -1, -1, -1, -1, 5, 5, 5, 5, 5, 5}
+		if e := check("Gatherv", err, me != 2 || slices.Equal(gv, wantGv), gv); e != nil {
+			return e
+		}
+		// Scatter and Scatterv.
+		var ss []int
+		if me == 5 {
+			ss = []int{0, 1, 10, 11, 20, 21, 30, 31, 40, 41, 50, 51}
+		}
+		sr := []int{-1, -1}
+		err = mpi.Scatter(c, ss, sr, 5)
+		if e := check("Scatter", err, slices.Equal(sr, []int{10 * me, 10*me + 1}), sr); e != nil {
+			return e
+		}
+		var sv []int
+		if me == 0 {
+			for r := range n {
+				sv = append(sv, slices.Repeat([]int{100 + r}, r+1)...)
+			}
+		}
+		svr := make([]int, me+1)
+		err = mpi.Scatterv(c, sv, svr, counts, nil, 0)
+		if e := check("Scatterv", err, slices.Equal(svr, slices.Repeat([]int{100 + me}, me+1)), svr); e != nil {
+			return e
+		}
+		// Allgather and Allgatherv.
+		ag := slices.Repeat([]int{-1}, n)
+		err = mpi.Allgather(c, []int{me * 7}, ag)
+		if e := check("Allgather", err, slices.Equal(ag, []int{0, -1, 14, 21, -1, 35}), ag); e != nil {
+			return e
+		}
+		agv := slices.Repeat([]int{-1}, 21)
+		err = mpi.Allgatherv(c, slices.Repeat([]int{me}, me+1), agv, counts, nil)
+		if e := check("Allgatherv", err, slices.Equal(agv, wantGv), agv); e != nil {
+			return e
+		}
+		// Alltoall and Alltoallv: block j of rank i is 100*i+j.
+		send := make([]int, n)
+		for j := range send {
+			send[j] = 100*me + j
+		}
+		want := slices.Repeat([]int{-1}, n)
+		for _, i := range alive {
+			want[i] = 100*i + me
+		}
+		at := slices.Repeat([]int{-1}, n)
+		err = mpi.Alltoall(c, send, at)
+		if e := check("Alltoall", err, slices.Equal(at, want), at); e != nil {
+			return e
+		}
+		ones := slices.Repeat([]int{1}, n)
+		atv := slices.Repeat([]int{-1}, n)
+		err = mpi.Alltoallv(c, send, ones, nil, atv, ones, nil)
+		if e := check("Alltoallv", err, slices.Equal(atv, want), atv); e != nil {
+			return e
+		}
+		// ReduceScatterBlock and ReduceScatter: block j of rank i is i+j.
+		rsSend := make([]int, n)
+		for j := range rsSend {
+			rsSend[j] = me + j
+		}
+		wantRS := 0
+		for _, i := range alive {
+			wantRS += i + me
+		}
+		rs := []int{-1}
+		err = mpi.ReduceScatterBlock(c, rsSend, rs, mpi.Sum)
+		if e := check("ReduceScatterBlock", err, rs[0] == wantRS, rs); e != nil {
+			return e
+		}
+		rs[0] = -1
+		err = mpi.ReduceScatter(c, rsSend, rs, ones, mpi.Sum)
+		if e := check("ReduceScatter", err, rs[0] == wantRS, rs); e != nil {
+			return e
+		}
+		// Scan and Exscan (17.7.2): prefixes over the alive processes; the
+		// first alive process's Exscan buffer is not modified.
+		wantScan, wantEx := 0, -1
+		for _, i := range alive {
+			if i < me {
+				wantScan += i + 1
+				if wantEx < 0 {
+					wantEx = 0
+				}
+				wantEx += i + 1
+			}
+		}
+		wantScan += me + 1
+		sc := []int{0}
+		err = mpi.Scan(c, []int{me + 1}, sc, mpi.Sum)
+		if e := check("Scan", err, sc[0] == wantScan, sc); e != nil {
+			return e
+		}
+		ex := []int{-1}
+		err = mpi.Exscan(c, []int{me + 1}, ex, mpi.Sum)
+		if e := check("Exscan", err, ex[0] == wantEx, ex); e != nil {
+			return e
+		}
+		// Nonblocking forms go the same way.
+		ia := []int{0}
+		req, err = mpi.Iallreduce(c, []int{me + 1}, ia, mpi.Sum)
+		if err != nil {
+			return err
+		}
+		_, err = req.Wait()
+		if e := check("Iallreduce", err, ia[0] == 14, ia); e != nil {
+			return e
+		}
+		// A second Validate without new failures changes nothing.
+		g2, err := c.Validate()
+		if err != nil || mpi.CompareGroups(g, g2) != mpi.Ident {
+			return fmt.Errorf("second Validate: %v %v", worldRanks(g2), err)
+		}
+		return c.Barrier()
+	})
+}
+
+// 17.8.2: creation on a collectively inactive communicator fails uniformly;
+// after Validate, Dup and Create carry the recognised failures (and make
+// run-through communicators), Split gives the failed processes the colour
+// Undefined; Size counts failed processes; Free completes despite
+// failures.
+func TestRunThroughCommunicatorRules(t *testing.T) {
+	const n = 5
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		me := c.Rank()
+		if me == 3 {
+			w.Kill()
+		}
+		c.EnableRunThrough()
+		if err := awaitFailure(c, 3); err != nil {
+			return err
+		}
+		// Inactive: every creation fails, at every process.
+		if nc, err := c.Dup(); nc != nil || !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Dup of an inactive communicator: %v %v", nc, err)
+		}
+		if nc, err := c.Split(0, me); nc != nil || !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Split of an inactive communicator: %v %v", nc, err)
+		}
+		if nc, err := c.Create(c.Group()); nc != nil || !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Create on an inactive communicator: %v %v", nc, err)
+		}
+		if _, err := c.Validate(); err != nil {
+			return err
+		}
+		// Dup: the same members, the failure recognised in the copy.
+		d, err := c.Dup()
+		if err != nil {
+			return fmt.Errorf("Dup after Validate: %v", err)
+		}
+		if !d.RunThrough() || d.Size() != n {
+			return fmt.Errorf("Dup: run-through %v, size %d", d.RunThrough(), d.Size())
+		}
+		if ok, _ := d.CollectivesEnabled(); !ok {
+			return errors.New("Dup of a validated communicator is not collectively active")
+		}
+		sum := []int{0}
+		if err := mpi.Allreduce(d, []int{me + 1}, sum, mpi.Sum); err != nil || sum[0] != 1+2+3+5 {
+			return fmt.Errorf("Allreduce on the Dup: %v %v", sum, err)
+		}
+		if g, _ := d.Validate(); !slices.Equal(worldRanks(g), []int{3}) {
+			return fmt.Errorf("Validate on the Dup: %v", worldRanks(g))
+		}
+		// Split: the failed process passes Undefined.
+		s, err := c.Split(0, -me)
+		if err != nil || s == nil || s.Size() != 4 {
+			return fmt.Errorf("Split after Validate: %v %v", s, err)
+		}
+		if wr := s.Group().WorldRanks(); !slices.Equal(wr, []int{4, 2, 1, 0}) {
+			return fmt.Errorf("Split members %v", wr)
+		}
+		if g, _ := s.GroupFailed(); g.Size() != 0 {
+			return fmt.Errorf("Split result has failures %v", worldRanks(g))
+		}
+		if err := mpi.Allreduce(s, []int{me + 1}, sum, mpi.Sum); err != nil || sum[0] != 11 {
+			return fmt.Errorf("Allreduce on the Split: %v %v", sum, err)
+		}
+		// Create over a group with the failed process.
+		sub, _ := c.Group().Incl([]int{0, 3, 4})
+		cr, err := c.Create(sub)
+		if err != nil {
+			return fmt.Errorf("Create after Validate: %v", err)
+		}
+		if (cr != nil) != (me == 0 || me == 4) {
+			return fmt.Errorf("Create: member %v", cr != nil)
+		}
+		if cr != nil {
+			if cr.Size() != 3 {
+				return fmt.Errorf("Create: size %d", cr.Size())
+			}
+			if err := mpi.Allreduce(cr, []int{me + 1}, sum, mpi.Sum); err != nil || sum[0] != 6 {
+				return fmt.Errorf("Allreduce on the Create result: %v %v", sum, err)
+			}
+			if err := cr.Free(); err != nil {
+				return err
+			}
+		}
+		if err := s.Free(); err != nil {
+			return err
+		}
+		// Free of a communicator with failures completes.
+		if err := d.Free(); err != nil {
+			return fmt.Errorf("Free of a communicator with a recognised failure: %v", err)
+		}
+		return c.Barrier()
+	})
+}
+
+// 17.8.2: creation is all-or-nothing in the presence of failures: a
+// process fails while the others create a communicator; either every
+// survivor gets it or none does.
+func TestRunThroughCreationAllOrNothing(t *testing.T) {
+	for _, victim := range []int{1, 4} {
+		t.Run(fmt.Sprint("victim", victim), func(t *testing.T) {
+			var got, failed atomic.Int32
+			run(t, 5, func(w *mpi.World, c *mpi.Comm) error {
+				c.EnableRunThrough()
+				if c.Rank() == victim {
+					w.Kill()
+				}
+				d, err := c.Dup()
+				switch {
+				case err == nil && d != nil:
+					got.Add(1)
+					if _, err := d.Validate(); err != nil {
+						return err
+					}
+				case errors.Is(err, mpi.ErrRankFailStop):
+					failed.Add(1)
+				default:
+					return fmt.Errorf("Dup during a failure: %v %v", d, err)
+				}
+				return nil
+			})
+			if got.Load() != 0 && failed.Load() != 0 {
+				t.Fatalf("not all-or-nothing: %d got the communicator, %d an error", got.Load(), failed.Load())
+			}
+		})
+	}
+}
+
+// The two models in one program: on one communicator run-through
+// (Validate, then collectives skip the failure; wildcard receives fail
+// and complete), on another ULFM (wildcard receives pending until
+// FailureAck; Shrink).
+func TestRunThroughMixedWithULFM(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		a, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		b, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		if c.Rank() == 3 {
+			w.Kill()
+		}
+		if err := awaitFailure(c, 3); err != nil {
+			return err
+		}
+		// ULFM on b.
+		pend, err := mpi.Irecv(b, []int{0}, mpi.AnySource, 5)
+		if err != nil {
+			return err
+		}
+		if _, err := pend.Wait(); !errors.Is(err, mpi.ErrPending) {
+			return fmt.Errorf("ULFM communicator: wildcard receive want ErrPending, got %v", err)
+		}
+		if err := b.FailureAck(); err != nil {
+			return err
+		}
+		pend.Cancel()
+		if st, err := pend.Wait(); err != nil || !st.Cancelled {
+			return fmt.Errorf("cancel after ack: %+v %v", st, err)
+		}
+		sh, err := b.Shrink()
+		if err != nil || sh.Size() != 3 {
+			return fmt.Errorf("Shrink: %v %v", sh, err)
+		}
+		sum := []int{0}
+		if err := mpi.Allreduce(sh, []int{1}, sum, mpi.Sum); err != nil || sum[0] != 3 {
+			return fmt.Errorf("Allreduce on the shrunk communicator: %v %v", sum, err)
+		}
+		if sh.RunThrough() || b.RunThrough() {
+			return errors.New("ULFM communicators became run-through")
+		}
+		// Run-through on a.
+		g, err := a.Validate()
+		if err != nil || !slices.Equal(worldRanks(g), []int{3}) {
+			return fmt.Errorf("Validate: %v %v", worldRanks(g), err)
+		}
+		if err := mpi.Allreduce(a, []int{1}, sum, mpi.Sum); err != nil || sum[0] != 3 || a.Size() != 4 {
+			return fmt.Errorf("Allreduce on the validated communicator: %v %v", sum, err)
+		}
+		req, err := mpi.Irecv(a, []int{0}, mpi.AnySource, 5)
+		if err != nil {
+			return err
+		}
+		if _, err := req.Wait(); !errors.Is(err, mpi.ErrRankFailStop) || errors.Is(err, mpi.ErrPending) {
+			return fmt.Errorf("run-through communicator: wildcard receive want ErrRankFailStop, got %v", err)
+		}
+		// Agree works on a run-through communicator too.
+		if ok, err := a.Agree(true); !ok || err != nil {
+			return fmt.Errorf("Agree on the run-through communicator: %v %v", ok, err)
+		}
+		return nil
+	})
+}
+
+// Ivalidate is Validate, nonblocking.
+func TestRunThroughIvalidate(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 0 {
+			w.Kill()
+		}
+		if err := awaitFailure(c, 0); err != nil {
+			return err
+		}
+		var g *mpi.Group
+		req, err := c.Ivalidate(&g)
+		if err != nil {
+			return err
+		}
+		if _, err := req.Wait(); err != nil || !slices.Equal(worldRanks(g), []int{0}) {
+			return fmt.Errorf("Ivalidate: %v %v", worldRanks(g), err)
+		}
+		if _, err := c.Ivalidate(nil); !errors.Is(err, mpi.ErrArg) {
+			return fmt.Errorf("Ivalidate(nil): %v", err)
+		}
+		// Rank 0 failed: Bcast from the first alive process works, and
+		// Exscan starts at rank 1.
+		b := []int{c.Rank()}
+		if err := mpi.Bcast(c, b, 1); err != nil || b[0] != 1 {
+			return fmt.Errorf("Bcast: %v %v", b, err)
+		}
+		return nil
+	})
+}
