@@ -52,7 +52,10 @@
 // # Relaunch (Checkpoint-on-Failure)
 //
 // ftmpirun --restart-on-failure=N relaunches the whole job, at most N
-// times, when a launch ended with a failure; see Run and restart.go.
+// times, when a launch ended with a failure; see Run and restart.go. The
+// fault-injection plan then spans the launches: its clock runs only while
+// a launch runs, and each event is executed at most once, in the launch
+// during which its time falls.
 package launch
 
 import (

@@ -5,6 +5,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/inject"
 )
 
 // Checkpoint-on-Failure (seed 002 chapter 4): with Config.RestartOnFailure
@@ -16,6 +18,15 @@ import (
 // job id, a new job directory, new ranks, with boot.EnvRestart set to the
 // number of relaunches so far (mpi's World.Restarted). The application's
 // own checkpoint directory is its business and survives the relaunch.
+//
+// Fault injection (Config.Inject) spans the launches: the plan's clock runs
+// only while a launch runs (time 0 is when every rank of the first launch
+// has been started; it stops when a launch's ranks are all gone and goes
+// on once every rank of the next launch has been started), and each event
+// belongs to the launch during which its time falls. So
+// "--inject kill:rank=2,at=500ms" kills once, not in every launch, and
+// "--inject 'kill:rank=2,at=300ms;kill:rank=1,at=600ms'" may hit the
+// first launch and its relaunch.
 //
 // No relaunch happens after an Abort that no failure preceded, a start-up
 // error, --timeout (which bounds all launches together) or SIGINT/SIGTERM.
@@ -38,6 +49,10 @@ type launchState struct {
 	prevFailure time.Time // when the previous launch's first failure was reported
 	prevEnd     time.Time // when its last rank was gone
 	max         int
+	carry       []inject.Event // fault-injection events no earlier launch reached (restart > 0)
+
+	planStart time.Time      // the plan's time 0 in this launch
+	rest      []inject.Event // events this launch did not reach, times shifted for the next
 
 	// Filled in by the launch.
 	mu          sync.Mutex
@@ -83,13 +98,26 @@ func (f *failureWatch) Exited(e ExitReport) {
 	}
 }
 
+// plan is the fault-injection schedule of this launch, given the whole
+// run's.
+func (st *launchState) plan(full []inject.Event) []inject.Event {
+	if st.restart == 0 {
+		st.rest = full
+		return full
+	}
+	st.rest = st.carry
+	return st.carry
+}
+
 // started is called by runOnce once every rank of the launch has been
-// started: after a relaunch it prints how long the relaunch took.
+// started (the fault-injection plan's time 0): after a relaunch it prints
+// how long the relaunch took.
 func (st *launchState) started(out *output, verbose bool, n int) {
+	now := time.Now()
+	st.planStart = now
 	if st.restart == 0 || st.prevFailure.IsZero() {
 		return
 	}
-	now := time.Now()
 	out.logf("relaunched the job (relaunch %d of %d): every rank had exited %v after the failure, %d new ranks started %v after it",
 		st.restart, st.max, st.prevEnd.Sub(st.prevFailure).Round(time.Microsecond), n, now.Sub(st.prevFailure).Round(time.Microsecond))
 	if verbose {
@@ -103,6 +131,17 @@ func (st *launchState) finished(h *head, path string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.path = path
+	if !st.planStart.IsZero() {
+		ran := time.Since(st.planStart)
+		var rest []inject.Event
+		for _, ev := range st.rest {
+			if ev.At > ran {
+				ev.At -= ran
+				rest = append(rest, ev)
+			}
+		}
+		st.rest = rest
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.anyFailure {
@@ -197,6 +236,6 @@ func Run(cfg Config) int {
 			cfg.Program = st.path // resolved (and built) once
 		}
 		st = &launchState{cof: true, max: cfg.RestartOnFailure, restart: st.restart + 1, start: time.Now(),
-			prevFailure: st.failureAt, prevEnd: end}
+			prevFailure: st.failureAt, prevEnd: end, carry: st.rest}
 	}
 }

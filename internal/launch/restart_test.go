@@ -150,6 +150,31 @@ func TestRestartOnFailure(t *testing.T) {
 		}
 	})
 
+	// An injected fault happens once, not in every launch: the plan's
+	// clock runs on across relaunches.
+	t.Run("injection once", func(t *testing.T) {
+		t.Parallel()
+		r := cofRun(t, "-n", "3", "--restart-on-failure=3", "--inject", "kill:rank=1,at=200ms", cofprog, "1", "1", "hold")
+		expectCode(t, r, 0)
+		if ls := launches(t, r); len(ls) != 2 || ls[1].ok != 3 || strings.Count(r.stderr, "ftmpirun: injected kill") != 1 {
+			t.Fatalf("launches %+v\nstdout:\n%s\nstderr:\n%s", ls, r.stdout, r.stderr)
+		}
+	})
+
+	// An event the first launch did not reach (it ended at the first kill)
+	// belongs to the relaunch.
+	t.Run("injection carried over", func(t *testing.T) {
+		t.Parallel()
+		r := cofRun(t, "-n", "3", "--restart-on-failure=3", "--inject", "kill:rank=1,at=200ms;kill:rank=2,at=400ms", cofprog, "2", "1", "hold")
+		expectCode(t, r, 0)
+		ls := launches(t, r)
+		if len(ls) != 3 || ls[2].ok != 3 || strings.Count(r.stderr, "ftmpirun: injected kill") != 2 {
+			t.Fatalf("launches %+v\nstdout:\n%s\nstderr:\n%s", ls, r.stdout, r.stderr)
+		}
+		expectStderr(t, r, "injected kill of rank 1 at 200ms")
+		expectStderr(t, r, "injected kill of rank 2 at")
+	})
+
 	// --timeout bounds all launches together.
 	t.Run("timeout bounds the relaunches", func(t *testing.T) {
 		t.Parallel()

@@ -137,7 +137,7 @@ func runOnce(cfg Config, st *launchState) int {
 		defer t.Stop()
 		timeout = t.C
 	}
-	plan := inject.Plan(cfg.Inject, cfg.N)
+	plan := st.plan(inject.Plan(cfg.Inject, cfg.N))
 	if cfg.Verbose && len(plan) > 0 {
 		out.logf("fault injection %s: %d events %v", cfg.Inject, len(plan), plan)
 	}

@@ -1,5 +1,5 @@
 // Command cofprog is the launcher's Checkpoint-on-Failure test program
-// (ftmpirun --restart-on-failure). Usage: cofprog FAILLAUNCHES R
+// (ftmpirun --restart-on-failure). Usage: cofprog FAILLAUNCHES R [hold]
 //
 // Every rank prints "rank r launch k job J tmp T" (k = World.Restarted(),
 // which must equal $FTMPI_RESTART) and enters a barrier. In launches
@@ -8,6 +8,10 @@
 // seen" and exit 3 without finalizing, as a Checkpoint-on-Failure
 // survivor does after writing its checkpoint. From launch FAILLAUNCHES on,
 // every rank prints "rank r launch k: ok", finalizes and exits 0.
+//
+// With "hold", rank R does not kill itself: in launches k < FAILLAUNCHES
+// every rank waits (rank R for rank R+1) until a failure, which only an
+// injected fault provides.
 package main
 
 import (
@@ -20,8 +24,9 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: cofprog FAILLAUNCHES R")
+	hold := len(os.Args) == 4 && os.Args[3] == "hold"
+	if len(os.Args) != 3 && !hold {
+		fmt.Fprintln(os.Stderr, "usage: cofprog FAILLAUNCHES R [hold]")
 		os.Exit(99)
 	}
 	failLaunches, err1 := strconv.Atoi(os.Args[1])
@@ -45,11 +50,15 @@ func main() {
 	fmt.Printf("rank %d launch %d job %s tmp %s\n", r, k, os.Getenv("FTMPI_JOB"), os.Getenv("FTMPI_TMPDIR"))
 	err = c.Barrier() // may fail at a rank still in it when the victim dies
 	if k < failLaunches {
+		from := victim
 		if r == victim {
-			w.Kill()
+			if !hold {
+				w.Kill()
+			}
+			from = (r + 1) % c.Size()
 		}
 		if err == nil {
-			_, err = mpi.Recv(c, make([]byte, 1), victim, 0)
+			_, err = mpi.Recv(c, make([]byte, 1), from, 0)
 		}
 		if !errors.Is(err, mpi.ErrProcFailed) {
 			fmt.Fprintf(os.Stderr, "cofprog: rank %d: receive from the victim: %v\n", r, err)
