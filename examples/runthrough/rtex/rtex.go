@@ -189,6 +189,10 @@ const (
 func AnySourceServer(e *Env, perClient int) (received, reenabled int, failed []int, err error) {
 	c := e.C
 	if c.Rank() != 0 {
+		// Start once the server has its initial failed group.
+		if err := c.Barrier(); err != nil {
+			return 0, 0, nil, err
+		}
 		for k := 0; k < perClient; k++ {
 			e.at(fmt.Sprintf("client:%d", k))
 			e.pause()
@@ -213,6 +217,9 @@ func AnySourceServer(e *Env, perClient int) (received, reenabled int, failed []i
 	failedGroup, err = c.GroupFailed()
 	rw.Unlock()
 	if err != nil {
+		return 0, 0, nil, err
+	}
+	if err := c.Barrier(); err != nil {
 		return 0, 0, nil, err
 	}
 	// finished: every client stopped or failed; then the other thread is
