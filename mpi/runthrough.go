@@ -36,6 +36,10 @@ import (
 
 // rtState is the run-through state of one communicator.
 type rtState struct {
+	// activeAt is the engine's LostCount at which every known failure of
+	// a member was found recognised (a cache for the collectives' check).
+	activeAt atomic.Int64
+
 	mu        sync.Mutex
 	reenabled []int                 // world ranks known failed at the last ReenableAnySource
 	wild      map[*p2p.Req]*Request // pending nonblocking wildcard receives, completed when wildcards are disabled
@@ -153,11 +157,16 @@ func (c *Comm) CollectivesEnabled() (bool, error) {
 // unrecognized returns the world ranks of c's members known failed here
 // and not recognised by the last Validate.
 func (c *Comm) unrecognized() []int {
-	if c.w.eng.LostCount() == 0 {
+	lost := c.w.eng.LostCount()
+	if lost == 0 {
 		return nil
 	}
+	rt := c.rt.Load()
 	var rec []int
-	if rt := c.rt.Load(); rt != nil {
+	if rt != nil {
+		if rt.activeAt.Load() == lost {
+			return nil
+		}
 		rec = rt.snap.Load().recognized
 	}
 	var out []int
@@ -165,6 +174,9 @@ func (c *Comm) unrecognized() []int {
 		if _, found := slices.BinarySearch(rec, p); !found {
 			out = append(out, p)
 		}
+	}
+	if len(out) == 0 && rt != nil {
+		rt.activeAt.Store(lost)
 	}
 	return out
 }

@@ -89,6 +89,16 @@ func (s *rtSnap) pick(a []int) []int {
 	return out
 }
 
+// blocks returns the counts and displacements (in elements) of the alive
+// ranks' blocks of n elements in a buffer of blocks in rank order.
+func (s *rtSnap) blocks(n int) (counts, displs []int) {
+	counts, displs = make([]int, len(s.alive)), make([]int, len(s.alive))
+	for j, r := range s.alive {
+		counts[j], displs[j] = n, r*n
+	}
+	return counts, displs
+}
+
 // pack copies the alive ranks' blocks of n elements of src into a new
 // buffer, in view order.
 func pack[T Numeric](s *rtSnap, src []T, n int) []T {
@@ -161,12 +171,22 @@ func rtGather[T Numeric](c *Comm, name string, send, recv []T, root int) (collRu
 		return nil, c.handle(err), true
 	}
 	n := len(send)
+	if c.rank == root && len(recv) < c.size*n {
+		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
+			len(recv), c.size*n, c.size, n)), true
+	}
+	if len(s.alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
+		// The linear algorithm: as Gatherv, straight into place.
+		var counts, displs []int
+		if c.rank == root {
+			counts, displs = s.blocks(n)
+		}
+		run, err := gathervPrep(s.view, name, send, recv, counts, displs, vroot)
+		return s.done(c, run, err, nil)
+	}
+	// The binomial tree needs the view's blocks contiguous.
 	var tmp []T
 	if c.rank == root {
-		if len(recv) < c.size*n {
-			return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
-				len(recv), c.size*n, c.size, n)), true
-		}
 		tmp = make([]T, len(s.alive)*n)
 	}
 	run, err := gatherPrep(s.view, name, send, tmp, vroot)
@@ -208,12 +228,21 @@ func rtScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (collR
 		return nil, c.handle(err), true
 	}
 	n := len(recv)
+	if c.rank == root && len(send) < c.size*n {
+		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
+			len(send), c.size*n, c.size, n)), true
+	}
+	if len(s.alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
+		// The linear algorithm: as Scatterv, straight from place.
+		var counts, displs []int
+		if c.rank == root {
+			counts, displs = s.blocks(n)
+		}
+		run, err := scattervPrep(s.view, name, send, recv, counts, displs, vroot)
+		return s.done(c, run, err, nil)
+	}
 	var tmp []T
 	if c.rank == root {
-		if len(send) < c.size*n {
-			return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
-				len(send), c.size*n, c.size, n)), true
-		}
 		tmp = pack(s, send, n)
 	}
 	run, err := scatterPrep(s.view, name, tmp, recv, vroot)
@@ -251,9 +280,11 @@ func rtAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, erro
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*n, c.size, n)), true
 	}
-	tmp := make([]T, len(s.alive)*n)
-	run, err := allgatherPrep(s.view, name, send, tmp)
-	return s.done(c, run, err, func() { unpack(s, recv, tmp, n) })
+	// Allgather is Allgatherv with equal blocks: the same algorithm, the
+	// blocks straight into place.
+	counts, displs := s.blocks(n)
+	run, err := allgathervPrep(s.view, name, send, recv, counts, displs)
+	return s.done(c, run, err, nil)
 }
 
 func rtAllgatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error, bool) {
@@ -282,6 +313,12 @@ func rtAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, error
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send))), true
 	}
 	n := len(send) / p
+	if n*dtypeSize(dtypeOf[T]()) >= tune.alltoallLong {
+		// Pairwise exchange, as Alltoallv: blocks straight from and into place.
+		counts, displs := s.blocks(n)
+		run, err := alltoallvPrep(s.view, name, send, counts, displs, recv, counts, displs)
+		return s.done(c, run, err, nil)
+	}
 	sb := pack(s, send, n)
 	rb := make([]T, len(sb))
 	run, err := alltoallPrep(s.view, name, sb, rb)

@@ -808,3 +808,75 @@ func TestRunThroughIvalidate(t *testing.T) {
 		return nil
 	})
 }
+
+// The same over large blocks (the linear Gather/Scatter and the pairwise
+// Alltoall, which the validated forms run straight into the user's
+// buffers).
+func TestRunThroughValidatedCollectivesLarge(t *testing.T) {
+	const n, blk = 4, 5000
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		me := c.Rank()
+		if me == 1 {
+			w.Kill()
+		}
+		if err := awaitFailure(c, 1); err != nil {
+			return err
+		}
+		if _, err := c.Validate(); err != nil {
+			return err
+		}
+		fill := func(v int) []int32 { return slices.Repeat([]int32{int32(v)}, blk) }
+		wantBlocks := func(buf []int32, val func(r int) int) error {
+			for r := range n {
+				want := int32(val(r))
+				if r == 1 {
+					want = -1
+				}
+				for _, x := range buf[r*blk : (r+1)*blk] {
+					if x != want {
+						return fmt.Errorf("block %d holds %d, want %d", r, x, want)
+					}
+				}
+			}
+			return nil
+		}
+		recv := slices.Repeat([]int32{-1}, n*blk)
+		if err := mpi.Gather(c, fill(me), recv, 2); err != nil {
+			return fmt.Errorf("Gather: %v", err)
+		}
+		if me == 2 {
+			if err := wantBlocks(recv, func(r int) int { return r }); err != nil {
+				return fmt.Errorf("Gather: %v", err)
+			}
+		}
+		var send []int32
+		if me == 3 {
+			for r := range n {
+				send = append(send, fill(10+r)...)
+			}
+		}
+		one := make([]int32, blk)
+		if err := mpi.Scatter(c, send, one, 3); err != nil || one[0] != int32(10+me) || one[blk-1] != int32(10+me) {
+			return fmt.Errorf("Scatter: %v %v", one[0], err)
+		}
+		recv = slices.Repeat([]int32{-1}, n*blk)
+		if err := mpi.Allgather(c, fill(me), recv); err != nil {
+			return fmt.Errorf("Allgather: %v", err)
+		}
+		if err := wantBlocks(recv, func(r int) int { return r }); err != nil {
+			return fmt.Errorf("Allgather: %v", err)
+		}
+		send = nil
+		for r := range n {
+			send = append(send, fill(100*me+r)...)
+		}
+		recv = slices.Repeat([]int32{-1}, n*blk)
+		if err := mpi.Alltoall(c, send, recv); err != nil {
+			return fmt.Errorf("Alltoall: %v", err)
+		}
+		if err := wantBlocks(recv, func(r int) int { return 100*r + me }); err != nil {
+			return fmt.Errorf("Alltoall: %v", err)
+		}
+		return nil
+	})
+}

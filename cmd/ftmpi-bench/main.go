@@ -46,7 +46,7 @@ type bench struct {
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue)")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue)")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
@@ -54,6 +54,7 @@ func main() {
 	budget := flag.Duration("budget", 30*time.Millisecond, "coll, collgrowth: target time per repetition")
 	inproc := flag.Bool("inproc", false, "collgrowth: run ranks in process (mpi.Run); required")
 	maxP := flag.Int("maxp", 1024, "collgrowth: largest process count")
+	rtKill := flag.Int("kill", 1, "rtcoll: how many ranks kill themselves before Validate (run with --on-failure continue)")
 	flag.Parse()
 
 	if *which == "ftgrowth" {
@@ -105,6 +106,8 @@ func main() {
 		b.ftFailureFree()
 	case "detect":
 		b.detect()
+	case "rtcoll":
+		b.rtColl(*budget, *rtKill)
 	case "coll":
 		if b.max == 0 {
 			b.max = 1 << 20
