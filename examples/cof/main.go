@@ -74,6 +74,9 @@ type params struct {
 	// afterIter, if set, is called by every rank after computing iteration
 	// iter (tests inject failures there).
 	afterIter func(w *mpi.World, iter int)
+	// inRecovery, if set, is called by every rank of a relaunched job once
+	// it has loaded its checkpoint, before the ranks agree (tests).
+	inRecovery func(w *mpi.World)
 	// exit ends a survivor after its checkpoint; nil: os.Exit(exitCheckpointed).
 	exit func(w *mpi.World)
 }
@@ -151,8 +154,9 @@ func run(w *mpi.World, p *params, out io.Writer) (string, error) {
 		st, rec, err = recoverState(c, store, g, p, out)
 		if err != nil {
 			if errors.Is(err, mpi.ErrProcFailed) || errors.Is(err, mpi.ErrRevoked) {
-				// A failure during recovery: what this rank loaded is
-				// still good; keep it for the next launch.
+				// A failure during recovery (seed 002, 4.2): the local
+				// state is not updated; what this rank loaded is saved
+				// again, for the next launch to start the recovery over.
 				return "", failed(w, store, p, st, err, out)
 			}
 			return "", err
@@ -260,12 +264,18 @@ func recoverState(c *mpi.Comm, store *checkpoint.Store, g *graph, p *params, out
 			meta[2] = 1
 		}
 	}
+	var loaded state // returned with an error: what a failure during recovery must keep
 	if mine == nil {
 		fmt.Fprintf(out, "cof: relaunch %d: rank %d has no usable checkpoint: %s\n", p.launch, r, why)
+	} else {
+		loaded = mine.st
+	}
+	if p.inRecovery != nil {
+		p.inRecovery(c.World())
 	}
 	allMeta := make([]int64, 4*n)
 	if err := mpi.Allgather(c, meta, allMeta); err != nil {
-		return state{}, "", err
+		return loaded, "", err
 	}
 	var lost []int
 	target := -1
@@ -327,7 +337,7 @@ func recoverState(c *mpi.Comm, store *checkpoint.Store, g *graph, p *params, out
 			recv = make([]uint64, p.m)
 		}
 		if err := mpi.Reduce(c, contrib, recv, mpi.Sum, L); err != nil {
-			return st, "", err
+			return loaded, "", err
 		}
 		if r == L {
 			st = state{iter: target, cur: recv}

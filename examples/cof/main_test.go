@@ -41,12 +41,22 @@ const np = 4
 // launch failed) and the output.
 func launch(t *testing.T, dir string, k int, kills map[int]int) (string, string) {
 	t.Helper()
+	return launchWith(t, dir, k, kills, -1)
+}
+
+// launchWith is launch, and rank recoveryKill (if >= 0) crashes during the
+// recovery of a relaunched job.
+func launchWith(t *testing.T, dir string, k int, kills map[int]int, recoveryKill int) (string, string) {
+	t.Helper()
 	var out lockedBuf
 	var mu sync.Mutex
 	line := ""
 	err := mpi.Run(np, func(w *mpi.World) error {
 		p := params{m: 8, iters: 300, seed: 7, degree: 4, dir: dir, launch: k}
 		p.exit = func(w *mpi.World) { w.Kill() }
+		if w.Rank() == recoveryKill {
+			p.inRecovery = func(w *mpi.World) { w.Kill() }
+		}
 		if at, ok := kills[w.Rank()]; ok {
 			p.afterIter = func(w *mpi.World, iter int) {
 				if iter == at {
@@ -181,5 +191,23 @@ func TestFreshLaunchIgnoresOldCheckpoints(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 0 {
 		t.Fatalf("old checkpoints left: %v", m)
+	}
+}
+
+// A failure during the recovery (seed 002, 4.2: "the local states are not
+// updated, and the relaunch starts from the beginning"): the survivors
+// save what they loaded, and the next launch recovers from it.
+func TestFailureDuringRecovery(t *testing.T) {
+	want := reference(t)
+	dir := t.TempDir()
+	launch(t, dir, 0, map[int]int{2: 100})
+	// Rank 2, the one to rebuild, dies again before the agreement.
+	line, out := launchWith(t, dir, 1, nil, 2)
+	if line != "" || strings.Count(out, "checkpointed iteration 100") != np-1 {
+		t.Fatalf("launch 1: %q\n%s", line, out)
+	}
+	line, out = launch(t, dir, 2, nil)
+	if line != want || !strings.Contains(out, "cof: relaunch 2: resumed at iteration 100, rank 2's block rebuilt") {
+		t.Fatalf("result %q, want %q\n%s", line, want, out)
 	}
 }
