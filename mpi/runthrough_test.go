@@ -880,3 +880,64 @@ func TestRunThroughValidatedCollectivesLarge(t *testing.T) {
 		return nil
 	})
 }
+
+// 17.4.1 and 17.8.3 on an intercommunicator: GroupFailed is the local
+// group's failures, RemoteGroupFailed the remote group's; a failure in the
+// remote group disables wildcard receives (ReenableAnySource returns the
+// remote failures); Validate recognises failures of both groups
+// uniformly and re-activates the communicator.
+func TestRunThroughIntercommunicator(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		_, inter, inA, err := halves(c, 2, 0, 7) // A = {0, 1}, B = {2, 3}
+		if err != nil {
+			return err
+		}
+		if c.Rank() == 3 {
+			w.Kill()
+		}
+		if err := awaitFailure(c, 3); err != nil {
+			return err
+		}
+		lf, err := inter.GroupFailed()
+		if err != nil {
+			return err
+		}
+		rf, err := inter.RemoteGroupFailed()
+		if err != nil {
+			return err
+		}
+		wantLocal, wantRemote := []int(nil), []int{3}
+		if !inA {
+			wantLocal, wantRemote = []int{3}, nil
+		}
+		if !slices.Equal(worldRanks(lf), wantLocal) || !slices.Equal(worldRanks(rf), wantRemote) {
+			return fmt.Errorf("GroupFailed %v, RemoteGroupFailed %v", worldRanks(lf), worldRanks(rf))
+		}
+		if inA {
+			if _, err := mpi.Recv(inter, []int{0}, mpi.AnySource, 3); !errors.Is(err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("wildcard receive across the intercommunicator: %v", err)
+			}
+			g, _ := inter.ReenableAnySource()
+			if !slices.Equal(worldRanks(g), []int{3}) {
+				return fmt.Errorf("ReenableAnySource on the intercommunicator: %v", worldRanks(g))
+			}
+		}
+		if ok, _ := inter.CollectivesEnabled(); ok {
+			return errors.New("intercommunicator active after a failure")
+		}
+		if err := inter.Barrier(); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Barrier on the inactive intercommunicator: %v", err)
+		}
+		g, err := inter.Validate()
+		if err != nil || !slices.Equal(worldRanks(g), wantLocal) {
+			return fmt.Errorf("Validate on the intercommunicator: %v %v", worldRanks(g), err)
+		}
+		if ok, _ := inter.CollectivesEnabled(); !ok {
+			return errors.New("intercommunicator inactive after Validate")
+		}
+		if inter.RemoteSize() != 2 || inter.Size() != 2 {
+			return fmt.Errorf("sizes %d/%d (17.8.3: failed processes count)", inter.Size(), inter.RemoteSize())
+		}
+		return nil
+	})
+}
