@@ -235,3 +235,19 @@ func (s *Store) LoadCollective(c *mpi.Comm, version int) ([]byte, error) {
 func (s *Store) loadErr(op string, version int, local, buddy error) error {
 	return fmt.Errorf("checkpoint: %s: rank %d cannot restore version %d: local: %w; buddy: %v", op, s.rank, version, local, buddy)
 }
+
+// RestoreLatest is LatestCommon followed by LoadCollective: every rank of c
+// gets the newest version all of them can restore, and its data. With no
+// common version the error wraps ErrNotFound at every rank (start from
+// scratch then).
+func (s *Store) RestoreLatest(c *mpi.Comm) (version int, data []byte, err error) {
+	v, err := s.LatestCommon(c)
+	if err != nil {
+		return -1, nil, err
+	}
+	data, err = s.LoadCollective(c, v)
+	if err != nil {
+		return -1, nil, err
+	}
+	return v, data, nil
+}

@@ -46,13 +46,9 @@ func TestBuddyRestoreAfterDirectoryDeleted(t *testing.T) {
 				return fmt.Errorf("Latest after the directory was deleted: %v", err)
 			}
 		}
-		v, err := s.LatestCommon(c)
+		v, data, err := s.RestoreLatest(c)
 		if err != nil || v != 3 {
-			return fmt.Errorf("LatestCommon = %d, %v; want 3", v, err)
-		}
-		data, err := s.LoadCollective(c, v)
-		if err != nil {
-			return err
+			return fmt.Errorf("RestoreLatest = %d, %v; want 3", v, err)
 		}
 		if !bytes.Equal(data, payload(r, 3)) {
 			return fmt.Errorf("LoadCollective = %q", data)
@@ -180,8 +176,8 @@ func TestLoadCollectiveWhenBuddyLostToo(t *testing.T) {
 				return err
 			}
 		}
-		if v, err := s.LatestCommon(c); !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("LatestCommon = %d, %v; want ErrNotFound", v, err)
+		if v, _, err := s.RestoreLatest(c); !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("RestoreLatest = %d, %v; want ErrNotFound", v, err)
 		}
 		data, err := s.LoadCollective(c, 2)
 		if r != lost {

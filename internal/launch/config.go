@@ -17,7 +17,7 @@
 //	--timeout expired                124
 //	SIGINT / SIGTERM to ftmpirun     130 / 143
 //	usage error                      2
-//	--restart-on-failure=N used up  the last launch's first failure: 128+S, else its status, else 1
+//	--restart-on-failure=N used up  the last launch's failure (restart.go): 128+S, else its status, else 1
 //
 // A failure is the death of a rank that connected to the launcher (became
 // initialized) and had not finalized. A process that exits without ever
