@@ -28,7 +28,7 @@ SPAWN_LAUNCHES=${SPAWN_LAUNCHES:-5}
 FT_RUNS=${FT_RUNS:-5}            # repetitions inside a failure-free launch
 FT_ITERS=${FT_ITERS:-300}
 TIMEOUT=${TIMEOUT:-120}          # per failure-free launch, seconds
-FAIL_TIMEOUT=${FAIL_TIMEOUT:-20} # per one-failure launch (Open MPI 5's Finalize after a failure
+FAIL_TIMEOUT=${FAIL_TIMEOUT:-10} # per one-failure launch (Open MPI 5's Finalize after a failure
                                  # sometimes never returns; the results are printed before it)
 export OMPI5_ROOT=${OMPI5_ROOT:-/var/cache/ftmpi/trixie}
 ROOT=$OMPI5_ROOT
