@@ -191,7 +191,10 @@ func (w *World) declareFailed(rank, inc int, reason string) {
 	w.bg.Add(1)
 	go func() {
 		defer w.bg.Done()
-		if err := w.client.Suspect(rank, reason); err != nil {
+		if inc == 0 && w.peerInc != nil {
+			inc = w.peerInc[rank]
+		}
+		if err := w.client.SuspectIncarnation(rank, inc, reason); err != nil {
 			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: suspicion of rank %d not confirmed: %v\n", w.rank, rank, err)
 			return
 		}

@@ -94,12 +94,14 @@ type procState struct {
 	client     *boot.Client
 	injectStop func()
 
+	curA atomic.Pointer[World] // the current epoch's World
+
 	mu       sync.Mutex
-	cur      *World
+	cur      *World // = curA, under mu
 	epoch    int  // newest epoch announced by the launcher
 	active   bool // inside Reinit
+	running  int  // the epoch whose World the resilient function runs with
 	called   bool // Reinit was called
-	changed  chan struct{}
 	lastNote string
 
 	finalized atomic.Bool
@@ -108,10 +110,11 @@ type procState struct {
 	wg        sync.WaitGroup
 }
 
-func (p *procState) current() *World {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cur
+func (p *procState) current() *World { return p.curA.Load() }
+
+func (p *procState) setCurrentLocked(w *World) {
+	p.cur = w
+	p.curA.Store(w)
 }
 
 func (p *procState) isActive() bool {
@@ -172,18 +175,23 @@ func (p *procState) watchLauncher() {
 // function's context is cancelled).
 func (p *procState) onReinit(ev boot.Event) {
 	reason := fmt.Sprintf("rank %d failed (%s)", ev.Rank, ev.Reason)
+	if ev.Rank < 0 {
+		reason = ev.Reason
+	}
+	p.advance(ev.Epoch, reason)
+}
+
+// advance records that the launcher is at epoch (learnt from an event or a
+// reply) and ends the current World if it belongs to an older one.
+func (p *procState) advance(epoch int, reason string) {
 	p.mu.Lock()
-	if ev.Epoch <= p.epoch {
+	if epoch <= p.epoch {
 		p.mu.Unlock()
 		return
 	}
-	p.epoch = ev.Epoch
+	p.epoch = epoch
 	p.lastNote = reason
 	cur := p.cur
-	if p.changed != nil {
-		close(p.changed)
-		p.changed = nil
-	}
 	p.mu.Unlock()
 	cur.endEpoch(reason)
 }
@@ -247,8 +255,11 @@ func (c *Comm) reinitHandle(h *Errhandler, err error) error {
 		w.fatal(err)
 		return err
 	}
-	if h == ErrorsReinitSync {
-		return err // seed 000, 1.4.2: as MPI_ERRORS_RETURN until TestFailure
+	if h == ErrorsReinitSync || w.epoch != p.runningEpoch() {
+		// Sync: seed 000, 1.4.2, as MPI_ERRORS_RETURN until TestFailure.
+		// A communicator of an older epoch used in a newer one: its
+		// error (the epoch is over) is returned, not a second rollback.
+		return err
 	}
 	if w.ended.Load() || (isFailure(err) && w.awaitEpochEnd()) {
 		panic(&Rollback{Epoch: w.epoch, Reason: w.endReason()})
@@ -280,6 +291,9 @@ func (w *World) awaitEpochEnd() bool {
 func TestFailure(w *World) error {
 	p := w.proc
 	if p == nil || w.world.errh.Load() != ErrorsReinitSync || !p.isActive() {
+		return nil
+	}
+	if w.epoch != p.runningEpoch() {
 		return nil
 	}
 	if w.ended.Load() || p.latest() > w.epoch || (w.eng.LostCount() > 0 && w.awaitEpochEnd()) {
@@ -329,9 +343,11 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	p.called = true
 	p.active = true
 	p.mu.Unlock()
-	if _, err := p.client.ReinitActive(true); err != nil {
+	epoch, err := p.client.ReinitActive(true)
+	if err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
+	p.advance(epoch, "a rank failed before MPI_Reinit")
 	state := ReinitNew
 	if p.info.Incarnation > 0 {
 		state = ReinitRestarted
@@ -348,6 +364,9 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 			}
 			cur = next
 		}
+		p.mu.Lock()
+		p.running = cur.epoch
+		p.mu.Unlock()
 		rolled, err := runResilient(fn, cur, state)
 		if !rolled && !cur.ended.Load() {
 			epoch, lerr := p.client.ReinitActive(false)
@@ -360,7 +379,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 				return err
 			}
 			// A newer epoch began as fn returned: roll back with the others.
-			<-cur.abort
+			p.advance(epoch, "a rank failed as MPI_Reinit was returning")
 		}
 		state = ReinitReinited
 		next, rerr := p.rollForward(cur)
@@ -370,6 +389,12 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 		}
 		cur = next
 	}
+}
+
+func (p *procState) runningEpoch() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
 }
 
 func (p *procState) setActive(on bool) {
@@ -396,7 +421,7 @@ func (p *procState) rollForward(old *World) (*World, error) {
 		w.world.errh.Store(old.world.errh.Load())
 		w.self.errh.Store(old.self.errh.Load())
 		p.mu.Lock()
-		p.cur = w
+		p.setCurrentLocked(w)
 		newer := p.epoch > w.epoch
 		p.mu.Unlock()
 		if !newer {

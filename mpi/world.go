@@ -60,6 +60,7 @@ type World struct {
 
 	proc     *procState  // the launched process this World belongs to (reinit.go); nil under Run and for a singleton
 	epoch    int         // Reinit epoch of this World (0: the first)
+	peerInc  []int       // incarnation of each rank's process in this epoch
 	ended    atomic.Bool // a Reinit rollback ended this World's epoch
 	relOnce  sync.Once   // release runs once
 	reinitMu sync.Mutex
@@ -149,7 +150,7 @@ func initProcess(info boot.Info) (*World, error) {
 		client.Close()
 		return nil, err
 	}
-	p.cur = w
+	p.setCurrentLocked(w) // nobody else knows p yet
 	p.wg.Add(1)
 	go p.watchLauncher()
 	if spec := os.Getenv("FTMPI_INJECT"); spec != "" && info.Incarnation == 0 {
@@ -241,6 +242,10 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 		w := newWorld(info.Rank, info.Size, eng, tr, string(mode))
 		w.client = p.client
 		w.proc = p
+		w.peerInc = make([]int, len(eps))
+		for i, ep := range eps {
+			w.peerInc[i] = ep.Inc
+		}
 		w.epoch = epoch
 		w.abort = make(chan struct{})
 		w.abortOnce = new(sync.Once)
@@ -280,11 +285,27 @@ func (w *World) Rank() int { return w.rank }
 // Size is the number of processes in CommWorld.
 func (w *World) Size() int { return w.size }
 
-// CommWorld returns MPI_COMM_WORLD.
-func (w *World) CommWorld() *Comm { return w.world }
+// CommWorld returns MPI_COMM_WORLD. After a Reinit rollback it is the
+// new epoch's, whichever World of the process it is asked of.
+func (w *World) CommWorld() *Comm {
+	if w.proc != nil {
+		if cur := w.proc.current(); cur != w && cur != nil {
+			return cur.world
+		}
+	}
+	return w.world
+}
 
-// CommSelf returns MPI_COMM_SELF.
-func (w *World) CommSelf() *Comm { return w.self }
+// CommSelf returns MPI_COMM_SELF (the current epoch's after a Reinit
+// rollback).
+func (w *World) CommSelf() *Comm {
+	if w.proc != nil {
+		if cur := w.proc.current(); cur != w && cur != nil {
+			return cur.self
+		}
+	}
+	return w.self
+}
 
 // Transport names the transport in use: "inproc", "singleton", "auto",
 // "unix" or "tcp".

@@ -24,6 +24,7 @@ import (
 
 func main() {
 	p := heat.Flags()
+	loseFiles := flag.Bool("lose-files", false, "a respawned rank deletes its own checkpoint files first (a lost node disk): it restores from its buddy's in-memory copy")
 	flag.Parse()
 	w, err := mpi.Init()
 	if err != nil {
@@ -47,6 +48,12 @@ func main() {
 			rollbacks++
 		}
 		c := w.CommWorld()
+		if state == mpi.ReinitRestarted && *loseFiles {
+			if err := st.Remove(); err != nil {
+				return err
+			}
+			fmt.Printf("reinit-async: rank %d lost its checkpoint files\n", c.Rank())
+		}
 		s := heat.New(*p, c.Rank(), c.Size())
 		resumed, err := heat.Restore(st, c, s)
 		if err != nil {

@@ -311,7 +311,14 @@ func (c *Client) Abort(code int, reason string) error {
 // launcher has accepted the request, not when the rank is dead; suspecting
 // a rank out of range or oneself is an error.
 func (c *Client) Suspect(rank int, reason string) error {
-	_, err := c.call(Msg{Op: OpSuspect, Rank: rank, Reason: reason})
+	return c.SuspectIncarnation(rank, 0, reason)
+}
+
+// SuspectIncarnation is Suspect of incarnation inc of rank: the launcher
+// ignores it if rank has been respawned since (a late suspicion of a
+// process that is already dead must not kill its replacement).
+func (c *Client) SuspectIncarnation(rank, inc int, reason string) error {
+	_, err := c.call(Msg{Op: OpSuspect, Rank: rank, Incarnation: inc, Reason: reason})
 	return err
 }
 

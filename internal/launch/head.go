@@ -485,6 +485,10 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 				c.send(h.failedEventLocked(r))
 			}
 		}
+		// Likewise a Reinit epoch that began before this rank connected.
+		if h.epoch > 0 && rs.rejoined < h.epoch {
+			c.send(boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: -1, Epoch: h.epoch, Reason: "a rank failed before this one connected"})
+		}
 		return true
 	case boot.OpFence:
 		rs := &h.ranks[c.rank]
@@ -525,6 +529,13 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 			c.send(boot.Msg{Op: boot.OpError, ID: m.ID, Error: fmt.Sprintf("suspect: rank %d suspects itself", m.Rank)})
 			return true
 		}
+		if m.Incarnation < h.ranks[m.Rank].incarnation {
+			if h.verbose {
+				h.out.logf("ignoring rank %d's suspicion of rank %d incarnation %d: it was respawned (incarnation %d)", c.rank, m.Rank, m.Incarnation, h.ranks[m.Rank].incarnation)
+			}
+			c.send(boot.Msg{Op: boot.OpSuspect, ID: m.ID})
+			return true
+		}
 		reason := fmt.Sprintf("declared failed by rank %d", c.rank)
 		if m.Reason != "" {
 			reason += ": " + m.Reason
@@ -533,7 +544,9 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 		// what a heartbeat cannot: a process that is running or sleeping is
 		// alive and merely starved of CPU (an oversubscribed host), while a
 		// stopped one is hung. Only the latter is killed.
-		if pid := h.ranks[m.Rank].pid; pid > 0 && !h.ranks[m.Rank].gone {
+		// A rank the launcher already SIGKILLed (an injection) is dying, even
+		// if /proc still shows it running for a moment.
+		if pid := h.ranks[m.Rank].pid; pid > 0 && !h.ranks[m.Rank].gone && h.ranks[m.Rank].killedBy == "" {
 			if state, alive := procState(pid); alive {
 				h.out.logf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", m.Rank, c.rank, m.Reason, pid, state)
 				c.send(boot.Msg{Op: boot.OpError, ID: m.ID, Error: fmt.Sprintf("suspect: rank %d is alive (process %d %s); not killed", m.Rank, pid, state)})

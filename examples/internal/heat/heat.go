@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/ftmpi/ftmpi/checkpoint"
 	"github.com/ftmpi/ftmpi/mpi"
@@ -27,10 +28,11 @@ import (
 
 // Params are the command-line parameters of a run.
 type Params struct {
-	N       int    // interior grid points
-	Steps   int    // time steps
-	Every   int    // steps between checkpoints
-	CkptDir string // checkpoint directory
+	N       int           // interior grid points
+	Steps   int           // time steps
+	Every   int           // steps between checkpoints
+	CkptDir string        // checkpoint directory
+	Pace    time.Duration // extra time per step, standing for more computation
 }
 
 // Flags registers the parameters on the default flag set.
@@ -44,6 +46,7 @@ func Flags() *Params {
 		def = filepath.Join(d, "heat-ckpt") // the job's directory: gone with the job
 	}
 	flag.StringVar(&p.CkptDir, "ckpt", def, "checkpoint directory")
+	flag.DurationVar(&p.Pace, "pace", 0, "extra time per step (more computation per step)")
 	return p
 }
 
@@ -94,6 +97,9 @@ func (s *State) Advance(c *mpi.Comm) error {
 	}
 	s.U, s.next = s.next, s.U
 	s.Step++
+	if s.P.Pace > 0 {
+		time.Sleep(s.P.Pace)
+	}
 	return nil
 }
 
