@@ -43,12 +43,12 @@ type launchState struct {
 	restart int    // relaunches before this launch (boot.EnvRestart)
 	cof     bool   // relaunching is enabled: time the failures
 	path    string // the resolved program, once known
-	start   time.Time
 
 	// Set by the relaunch loop for the launch that follows a failure.
 	prevFailure time.Time // when the previous launch's first failure was reported
 	prevEnd     time.Time // when its last rank was gone
 	max         int
+	timeout     time.Duration  // --timeout over all launches (0: none)
 	carry       []inject.Event // fault-injection events no earlier launch reached (restart > 0)
 
 	planStart time.Time      // the plan's time 0 in this launch
@@ -96,6 +96,15 @@ func (f *failureWatch) Exited(e ExitReport) {
 		f.st.failures = append(f.st.failures, e)
 		f.st.mu.Unlock()
 	}
+}
+
+// timedOut is the --timeout to report when this launch is killed by it: the
+// one over all launches.
+func (st *launchState) timedOut(launch time.Duration) time.Duration {
+	if st.timeout > 0 {
+		return st.timeout
+	}
+	return launch
 }
 
 // plan is the fault-injection schedule of this launch, given the whole
@@ -199,12 +208,12 @@ func Run(cfg Config) int {
 		Usage(cfg.Stderr)
 		return ExitUsage
 	}
-	begin := time.Now()
 	var deadline time.Time
 	if cfg.Timeout > 0 {
-		deadline = begin.Add(cfg.Timeout)
+		deadline = time.Now().Add(cfg.Timeout)
 	}
-	st := &launchState{cof: true, max: cfg.RestartOnFailure, start: begin}
+	total := cfg.Timeout
+	st := &launchState{cof: true, max: cfg.RestartOnFailure, timeout: total}
 	for {
 		code := runOnce(cfg, st)
 		end := time.Now()
@@ -223,7 +232,7 @@ func Run(cfg Config) int {
 		if !deadline.IsZero() {
 			left := time.Until(deadline)
 			if left <= 0 {
-				out.logf("job timed out after %v; not relaunching it", cfg.Timeout)
+				out.logf("job timed out after %v; not relaunching it", total)
 				return ExitTimeout
 			}
 			cfg.Timeout = left
@@ -235,7 +244,7 @@ func Run(cfg Config) int {
 		if st.path != "" {
 			cfg.Program = st.path // resolved (and built) once
 		}
-		st = &launchState{cof: true, max: cfg.RestartOnFailure, restart: st.restart + 1, start: time.Now(),
+		st = &launchState{cof: true, max: cfg.RestartOnFailure, restart: st.restart + 1, timeout: total,
 			prevFailure: st.failureAt, prevEnd: end, carry: st.rest}
 	}
 }

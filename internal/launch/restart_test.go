@@ -186,7 +186,7 @@ func TestRestartOnFailure(t *testing.T) {
 		if n := len(launches(t, r)); n < 2 {
 			t.Fatalf("only %d launches in 3s\nstderr:\n%s", n, r.stderr)
 		}
-		if !strings.Contains(r.stderr, "timed out") {
+		if !strings.Contains(r.stderr, "ftmpirun: job timed out after 3s") {
 			t.Fatalf("no timeout message:\n%s", r.stderr)
 		}
 	})

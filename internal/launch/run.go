@@ -144,6 +144,7 @@ func runOnce(cfg Config, st *launchState) int {
 	if cfg.OnFailure == OnFailureReinit {
 		h.enableRespawn(agent, specs, cfg.MaxRestarts)
 	}
+	h.enableSpawn(agent, specs[0], cfg.CacheDir)
 	agent.Start(specs)
 	stopInjector := h.startInjector(plan) // time 0 of the plan: every rank started
 	defer stopInjector()
@@ -187,7 +188,7 @@ wait:
 			started := h.teardownLocked(cause{kind: causeTimeout, code: ExitTimeout})
 			h.mu.Unlock()
 			if started {
-				out.logf("job timed out after %v; killing all ranks", cfg.Timeout)
+				out.logf("job timed out after %v; killing all ranks", st.timedOut(cfg.Timeout))
 				h.signalAll(syscall.SIGKILL)
 			}
 		}
