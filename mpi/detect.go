@@ -77,6 +77,20 @@ func (w *World) startDetection(cfg detector.Config) error {
 		return err
 	}
 	dt.d, dt.rb = d, rb
+	// Processes outside CommWorld (a spawned world's parents) are not in
+	// the ring: the launcher reports their failures.
+	if members := w.world.members; members != nil {
+		in := make([]bool, w.size)
+		for _, p := range members {
+			in[p] = true
+		}
+		for p, ok := range in {
+			if !ok {
+				d.Failed(0, detector.ID{Rank: p})
+				rb.Failed(rbcast.ID{Rank: p})
+			}
+		}
+	}
 	// Failures already known (the launcher may have reported some).
 	for _, p := range w.failedOrder() {
 		d.Failed(0, detector.ID{Rank: p})
@@ -191,7 +205,7 @@ func (w *World) declareFailed(rank, inc int, reason string) {
 	w.bg.Add(1)
 	go func() {
 		defer w.bg.Done()
-		if inc == 0 && w.peerInc != nil {
+		if inc == 0 && rank < len(w.peerInc) {
 			inc = w.peerInc[rank]
 		}
 		if err := w.client.SuspectIncarnation(rank, inc, reason); err != nil {

@@ -61,6 +61,8 @@ type World struct {
 	proc     *procState  // the launched process this World belongs to (reinit.go); nil under Run and for a singleton
 	epoch    int         // Reinit epoch of this World (0: the first)
 	peerInc  []int       // incarnation of each rank's process in this epoch
+	spawn    spawnState  // Spawn bookkeeping (spawn.go)
+	parent   *Comm       // intercommunicator to the parents of a spawned World
 	ended    atomic.Bool // a Reinit rollback ended this World's epoch
 	relOnce  sync.Once   // release runs once
 	reinitMu sync.Mutex
@@ -100,14 +102,26 @@ func newSingleton() *World {
 }
 
 func newWorld(rank, size int, eng *p2p.Engine, tr transport.Transport, mode string) *World {
+	return newWorldIn(rank, size, nil, rank, eng, tr, mode)
+}
+
+// newWorldIn builds the World of process proc among process ids
+// 0..universe-1 (the engine's address space); CommWorld is the processes
+// members (nil: all of them, in order), proc being its rank wrank. Only
+// spawned worlds have members: their process ids follow the parents'.
+func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string) *World {
 	eng.SetTransport(tr)
-	w := &World{rank: rank, size: size, eng: eng, tr: tr, mode: mode, stop: make(chan struct{})}
+	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{})}
 	eng.SetControlHandler(w.onControl)
 	eng.SetLostHook(w.onLost)
 	w.outbox.start()
-	w.world = &Comm{w: w, name: "MPI_COMM_WORLD", ctx: ctxWorld, rank: rank, size: size}
+	wsize := universe
+	if members != nil {
+		wsize = len(members)
+	}
+	w.world = &Comm{w: w, name: "MPI_COMM_WORLD", ctx: ctxWorld, rank: wrank, size: wsize, members: members}
 	w.world.errh.Store(ErrorsAreFatal)
-	w.self = &Comm{w: w, name: "MPI_COMM_SELF", ctx: ctxSelf, rank: 0, size: 1, members: []int{rank}}
+	w.self = &Comm{w: w, name: "MPI_COMM_SELF", ctx: ctxSelf, rank: 0, size: 1, members: []int{proc}}
 	w.self.errh.Store(ErrorsAreFatal)
 	w.registerComm(w.world)
 	w.registerComm(w.self)
@@ -153,7 +167,7 @@ func initProcess(info boot.Info) (*World, error) {
 	p.setCurrentLocked(w) // nobody else knows p yet
 	p.wg.Add(1)
 	go p.watchLauncher()
-	if spec := os.Getenv("FTMPI_INJECT"); spec != "" && info.Incarnation == 0 {
+	if spec := os.Getenv("FTMPI_INJECT"); spec != "" && info.Incarnation == 0 && info.ParentProcs == nil {
 		stop, err := inject.Self(info.Rank, info.Size, spec)
 		if err != nil {
 			w.Finalize()
@@ -173,15 +187,15 @@ func initProcess(info boot.Info) (*World, error) {
 func (p *procState) openEpoch(epoch int) (*World, error) {
 	info := p.info
 	for {
-		eng := p2p.New(p2p.Config{Self: info.Rank})
+		eng := p2p.New(p2p.Config{Self: info.Proc})
 		mode := sock.Mode(info.Transport)
 		spin := &atomicDuration{}
-		name := "r" + strconv.Itoa(info.Rank) + "." + strconv.Itoa(info.Incarnation)
+		name := "r" + strconv.Itoa(info.Proc) + "." + strconv.Itoa(info.Incarnation)
 		if epoch > 0 {
 			name += ".e" + strconv.Itoa(epoch)
 		}
 		tr, err := sock.Listen(sock.Config{
-			Self: info.Rank, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
+			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
 			Handler: eng, SpinFn: spin.Load, Yield: readerYield(),
 		})
 		if err != nil {
@@ -195,7 +209,7 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 		if self.TCP != "" {
 			addrs["tcp"] = self.TCP
 		}
-		ep := boot.Endpoint{Rank: info.Rank, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
+		ep := boot.Endpoint{Rank: info.Proc, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
 		var eps []boot.Endpoint
 		var deadAtStart []int
 		if epoch == 0 {
@@ -239,9 +253,17 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 				mode = sock.ModeUnix // every peer is local: auto means Unix sockets
 			}
 		}
-		w := newWorld(info.Rank, info.Size, eng, tr, string(mode))
+		var members []int
+		if info.Proc != info.Rank || info.Universe != info.Size {
+			base := info.Proc - info.Rank
+			for i := range info.Size {
+				members = append(members, base+i)
+			}
+		}
+		w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, tr, string(mode))
 		w.client = p.client
 		w.proc = p
+		w.setPeers(peers)
 		w.peerInc = make([]int, len(eps))
 		for i, ep := range eps {
 			w.peerInc[i] = ep.Inc
@@ -259,8 +281,14 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 		for _, r := range deadAtStart {
 			eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
 		}
-		if w.size > 1 {
-			cfg, on, err := detectorConfig(info.Rank, info.Size, info.Incarnation)
+		if info.ParentProcs != nil {
+			if err := w.joinParent(info.ParentPairs, info.ParentProcs); err != nil {
+				w.release()
+				return nil, err
+			}
+		}
+		if info.Size > 1 {
+			cfg, on, err := detectorConfig(info.Proc, info.Universe, info.Incarnation)
 			if err == nil && on {
 				err = w.startDetection(cfg)
 			}
@@ -280,10 +308,10 @@ func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load(
 func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }
 
 // Rank is this process's rank in CommWorld.
-func (w *World) Rank() int { return w.rank }
+func (w *World) Rank() int { return w.world.rank }
 
 // Size is the number of processes in CommWorld.
-func (w *World) Size() int { return w.size }
+func (w *World) Size() int { return w.world.size }
 
 // CommWorld returns MPI_COMM_WORLD. After a Reinit rollback it is the
 // new epoch's, whichever World of the process it is asked of.

@@ -34,6 +34,9 @@ const (
 	EnvIncarnation = "FTMPI_INCARNATION" // 0 for the first start of a rank; later respawns increase it
 	EnvEpoch       = "FTMPI_EPOCH"       // Reinit epoch a respawned rank joins (0 at the first start)
 	EnvReinit      = "FTMPI_REINIT"      // "1" when the launcher respawns failed ranks for MPI_Reinit (--on-failure reinit)
+	EnvProc        = "FTMPI_PROC"        // process id in the job: the rank for the first processes, >= their count for spawned ones (default: the rank)
+	EnvUniverse    = "FTMPI_UNIVERSE"    // number of process ids in use when the process started (default: the size)
+	EnvParent      = "FTMPI_PARENT"      // spawned processes: "PAIR,PAIR;PROC,PROC,...": the context pairs of the intercommunicator to the parents and the parents' process ids in rank order
 )
 
 // EnvRestart is set by ftmpirun --restart-on-failure: 0 for the first
@@ -58,6 +61,10 @@ type Info struct {
 	TmpDir      string // per-job directory for unix sockets (may be empty)
 	Transport   string // "auto", "unix" or "tcp"
 	Incarnation int    // 0 on first start, increased by respawns
+	Proc        int    // process id in the job (= Rank unless spawned): the address of this process for every other one
+	Universe    int    // process ids 0..Universe-1 existed when the process started (= Size unless spawned)
+	ParentPairs []int  // spawned processes: the context pairs of the intercommunicator to the parents
+	ParentProcs []int  // spawned processes: the parents' process ids, in their rank order
 	Epoch       int    // Reinit epoch to join at start (0 at the first start)
 	Reinit      bool   // the launcher respawns failed ranks (--on-failure reinit)
 }
@@ -100,6 +107,25 @@ func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err err
 	}
 	if v := get(EnvIncarnation); v != "" {
 		if info.Incarnation, err = atoi(EnvIncarnation, v, 0); err != nil {
+			return Info{}, false, err
+		}
+	}
+	info.Proc, info.Universe = info.Rank, info.Size
+	if v := get(EnvProc); v != "" {
+		if info.Proc, err = atoi(EnvProc, v, 0); err != nil {
+			return Info{}, false, err
+		}
+	}
+	if v := get(EnvUniverse); v != "" {
+		if info.Universe, err = atoi(EnvUniverse, v, 1); err != nil {
+			return Info{}, false, err
+		}
+	}
+	if info.Proc >= info.Universe || info.Universe < info.Size {
+		return Info{}, false, fmt.Errorf("boot: %s=%d, %s=%d and %s=%d are inconsistent", EnvProc, info.Proc, EnvUniverse, info.Universe, EnvSize, info.Size)
+	}
+	if v := get(EnvParent); v != "" {
+		if info.ParentPairs, info.ParentProcs, err = parseParent(v); err != nil {
 			return Info{}, false, err
 		}
 	}
@@ -152,6 +178,9 @@ func splitControl(s string) (network, addr string, err error) {
 // Env returns the environment variables ("NAME=value") describing info, as
 // the launcher sets them for a rank.
 func (info Info) Env() []string {
+	if info.Universe == 0 { // not set: the process id is the rank
+		info.Proc, info.Universe = info.Rank, info.Size
+	}
 	return []string{
 		EnvJob + "=" + info.Job,
 		EnvRestart + "=" + strconv.Itoa(info.Restart),
@@ -164,6 +193,9 @@ func (info Info) Env() []string {
 		EnvIncarnation + "=" + strconv.Itoa(info.Incarnation),
 		EnvEpoch + "=" + strconv.Itoa(info.Epoch),
 		EnvReinit + "=" + reinitFlag(info.Reinit),
+		EnvProc + "=" + strconv.Itoa(info.Proc),
+		EnvUniverse + "=" + strconv.Itoa(info.Universe),
+		EnvParent + "=" + FormatParent(info.ParentPairs, info.ParentProcs),
 	}
 }
 
@@ -172,4 +204,46 @@ func reinitFlag(on bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// FormatParent encodes EnvParent's value ("" when there is no parent).
+func FormatParent(pairs, procs []int) string {
+	if len(procs) == 0 {
+		return ""
+	}
+	return joinInts(pairs) + ";" + joinInts(procs)
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseParent(v string) (pairs, procs []int, err error) {
+	a, b, ok := strings.Cut(v, ";")
+	bad := func() ([]int, []int, error) {
+		return nil, nil, fmt.Errorf("boot: %s=%q must be PAIR,PAIR;PROC,PROC,...", EnvParent, v)
+	}
+	if !ok {
+		return bad()
+	}
+	for _, part := range []struct {
+		s   string
+		dst *[]int
+	}{{a, &pairs}, {b, &procs}} {
+		for _, f := range strings.Split(part.s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 0 {
+				return bad()
+			}
+			*part.dst = append(*part.dst, n)
+		}
+	}
+	if len(pairs) != 2 {
+		return bad()
+	}
+	return pairs, procs, nil
 }

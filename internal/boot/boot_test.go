@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +24,14 @@ func TestFromEnv(t *testing.T) {
 	if _, ok, err := fromLookup(lookupFrom(nil)); ok || err != nil {
 		t.Fatalf("singleton: ok=%v err=%v", ok, err)
 	}
-	good := Info{Job: "ab12", Rank: 2, Size: 4, Control: "unix:/tmp/x/ctl", Host: "h1", TmpDir: "/tmp/x", Transport: "tcp", Incarnation: 3}
+	good := Info{Job: "ab12", Rank: 2, Size: 4, Control: "unix:/tmp/x/ctl", Host: "h1", TmpDir: "/tmp/x", Transport: "tcp", Incarnation: 3, Proc: 2, Universe: 4}
 	env := map[string]string{}
 	for _, kv := range good.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
 	info, ok, err := fromLookup(lookupFrom(env))
-	if err != nil || !ok || info != good {
+	if err != nil || !ok || !reflect.DeepEqual(info, good) {
 		t.Fatalf("got %+v ok=%v err=%v, want %+v", info, ok, err, good)
 	}
 	delete(env, EnvTransport)
@@ -284,5 +285,32 @@ func TestConnectRefused(t *testing.T) {
 	}
 	if _, err := Connect(Info{Control: "unix:" + filepath.Join(t.TempDir(), "none")}); err == nil {
 		t.Fatal("Connect to nothing succeeded")
+	}
+}
+
+// A spawned process: its process id and universe differ from its rank and
+// size, and it knows its parents.
+func TestFromEnvSpawned(t *testing.T) {
+	good := Info{Job: "ab12", Rank: 1, Size: 2, Control: "unix:/tmp/x/ctl", Transport: "auto", Proc: 5, Universe: 6,
+		ParentPairs: []int{7, 9}, ParentProcs: []int{0, 2, 3}}
+	env := map[string]string{}
+	for _, kv := range good.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	info, ok, err := fromLookup(lookupFrom(env))
+	if err != nil || !ok || !reflect.DeepEqual(info, good) {
+		t.Fatalf("got %+v ok=%v err=%v, want %+v", info, ok, err, good)
+	}
+	for _, bad := range []string{"1;2", "1,2", "a,b;1", "1,2;x"} {
+		env[EnvParent] = bad
+		if _, _, err := fromLookup(lookupFrom(env)); err == nil || !strings.Contains(err.Error(), EnvParent) {
+			t.Errorf("%s=%q: err %v, want one naming the variable", EnvParent, bad, err)
+		}
+	}
+	env[EnvParent] = ""
+	env[EnvProc] = "6"
+	if _, _, err := fromLookup(lookupFrom(env)); err == nil || !strings.Contains(err.Error(), "inconsistent") {
+		t.Errorf("process id beyond the universe: err %v", err)
 	}
 }

@@ -41,7 +41,7 @@ var ErrClosed = errors.New("boot: client closed")
 // before publishing their endpoint. The slice returned along with it is
 // still valid for every rank not listed in Ranks.
 type FailedError struct {
-	Ranks []int // sorted
+	Ranks []int // process ids (the ranks, unless the world was spawned), sorted
 }
 
 func (e *FailedError) Error() string {
@@ -80,6 +80,9 @@ type Client struct {
 // identifies the rank (rank, incarnation, pid). After Connect returns the
 // launcher counts the rank as initialized.
 func Connect(info Info) (*Client, error) {
+	if info.Universe == 0 { // an Info not made by FromEnv: the process id is the rank
+		info.Proc, info.Universe = info.Rank, info.Size
+	}
 	network, addr, err := splitControl(info.Control)
 	if err != nil {
 		return nil, err
@@ -103,7 +106,7 @@ func Connect(info Info) (*Client, error) {
 	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
 	r := bufio.NewReader(conn)
 	c.nextID = 1
-	hello := Msg{Op: OpHello, ID: 1, Job: info.Job, Rank: info.Rank, Incarnation: info.Incarnation, Pid: os.Getpid(), Host: info.Host}
+	hello := Msg{Op: OpHello, ID: 1, Job: info.Job, Rank: info.Proc, Incarnation: info.Incarnation, Pid: os.Getpid(), Host: info.Host}
 	if err := c.enc.Encode(hello); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("boot: hello to launcher: %w", err)
@@ -254,14 +257,15 @@ func (c *Client) deadErr() error {
 	return ErrLost
 }
 
-// Exchange publishes self and returns the endpoints of all Size ranks
-// indexed by rank (a put + fence + get, PMI-style). It returns when every
+// Exchange publishes self and returns the endpoints of every process id
+// below Universe, indexed by process id (the rank, unless this world was
+// spawned), a put + fence + get, PMI-style. It returns when every
 // rank has called Exchange (or is gone). If some ranks died before
 // publishing, the error is a *FailedError and the returned slice holds
 // the endpoints of the others (the missing entries have nil Addrs). If the
 // launcher goes away or tears the job down the error is ErrLost.
 func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
-	self.Rank = c.info.Rank
+	self.Rank = c.info.Proc
 	if self.Host == "" {
 		self.Host = c.info.Host
 	}
@@ -269,23 +273,28 @@ func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boot: encode endpoint: %w", err)
 	}
-	reply, err := c.call(Msg{Op: OpFence, Rank: c.info.Rank, KV: map[string]string{EndpointKey(c.info.Rank): string(b)}})
+	reply, err := c.call(Msg{Op: OpFence, Rank: c.info.Rank, KV: map[string]string{EndpointKey(c.info.Proc): string(b)}})
 	if err != nil {
 		return nil, err
 	}
-	eps := make([]Endpoint, c.info.Size)
+	// Every process id of the universe: this world's members and, for a
+	// spawned world, the parents.
+	eps := make([]Endpoint, c.info.Universe)
+	base := c.info.Proc - c.info.Rank
 	var missing []int
-	for r := range eps {
-		eps[r] = Endpoint{Rank: r}
-		v, ok := reply.KV[EndpointKey(r)]
+	for p := range eps {
+		eps[p] = Endpoint{Rank: p}
+		v, ok := reply.KV[EndpointKey(p)]
 		if !ok {
-			missing = append(missing, r)
+			if p >= base && p < base+c.info.Size {
+				missing = append(missing, p)
+			}
 			continue
 		}
-		if err := json.Unmarshal([]byte(v), &eps[r]); err != nil {
-			return nil, fmt.Errorf("boot: bad endpoint for rank %d: %w", r, err)
+		if err := json.Unmarshal([]byte(v), &eps[p]); err != nil {
+			return nil, fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
 		}
-		eps[r].Rank = r
+		eps[p].Rank = p
 	}
 	if len(missing) > 0 {
 		sort.Ints(missing)

@@ -19,6 +19,7 @@ import "strconv"
 //	suspect  {rank, reason}                suspect  {}                      (ack; the launcher SIGKILLs rank, which then fails)
 //	reinit   {kind: enter|leave}           reinit   {epoch}                 (the rank entered / left MPI_Reinit)
 //	rejoin   {epoch, kv}                   rejoin   {epoch, kv}             (fence of a Reinit epoch; a newer epoch in the reply means superseded)
+//	spawn    {reason: SpawnRequest}        spawn    {kv | error, failed}    (collective over the parents; children started by the launcher)
 //	                                       event    {kind, rank, inc, epoch, reason}
 //	                                       error    {error}
 //
@@ -36,6 +37,7 @@ const (
 	OpSuspect  = "suspect" // rank: the suspected rank (not the sender)
 	OpReinit   = "reinit"  // kind: ReinitEnter or ReinitLeave
 	OpRejoin   = "rejoin"  // epoch, kv: the rank's endpoint for that epoch
+	OpSpawn    = "spawn"   // reason: a JSON SpawnRequest; reply kv: the children's endpoints, or error + failed
 	OpEvent    = "event"
 	OpError    = "error"
 )

@@ -55,6 +55,8 @@ type rankState struct {
 	inReinit    bool   // the rank is inside MPI_Reinit (reinit mode)
 	leftReinit  bool   // the rank returned from MPI_Reinit: a failure now cannot be recovered
 	rejoined    int    // the last Reinit epoch the rank rejoined (0: the initial one)
+	cancelled   bool   // a spawned process killed because its spawn failed: its death is no failure
+	spawning    bool   // a spawned process whose spawn has not completed: its death fails the spawn, not the job
 }
 
 type waiter struct {
@@ -102,6 +104,12 @@ type head struct {
 	epochKV     map[string]string // endpoints published for the current epoch
 	rejoinWait  []waiter
 	epochStart  time.Time // when the current epoch began (the failure)
+
+	// Dynamic processes: see spawn.go.
+	spawnAgent Agent
+	spawnTmpl  RankSpec
+	cacheDir   string
+	spawns     map[string]*spawnOp
 }
 
 func newHead(job string, size int, onFailure string, out *output, verbose bool) *head {
@@ -182,6 +190,10 @@ func (h *head) Exited(e ExitReport) {
 	}
 	tearing := h.cause.kind != causeNone
 	switch {
+	case rs.cancelled || rs.spawning:
+		if h.verbose {
+			h.out.logf("process %d of a failed spawn %s", e.Rank, e)
+		}
 	case e.StartErr != nil && !tearing:
 		h.out.logf("rank %d could not be started: %v", e.Rank, e.StartErr)
 		killAll = h.teardownLocked(cause{kind: causeStart, code: 1})
@@ -230,6 +242,7 @@ func (h *head) Exited(e ExitReport) {
 	h.checkFencesLocked()
 	h.checkFinalizeLocked()
 	h.checkRejoinLocked()
+	h.checkSpawnsLocked()
 	if !respawned {
 		h.exited++
 	}
@@ -498,6 +511,7 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 		rs.fences++
 		h.fenceWait[rs.fences] = append(h.fenceWait[rs.fences], waiter{c, m.ID})
 		h.checkFencesLocked()
+		h.checkSpawnsLocked() // a spawned process initialised
 		return true
 	case boot.OpFinalize:
 		h.ranks[c.rank].finalized = true
@@ -519,6 +533,9 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 		return true
 	case boot.OpRejoin:
 		h.rejoinLocked(c, m)
+		return true
+	case boot.OpSpawn:
+		h.spawnLocked(c, m)
 		return true
 	case boot.OpSuspect:
 		if m.Rank < 0 || m.Rank >= h.size {

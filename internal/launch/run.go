@@ -144,6 +144,7 @@ func runOnce(cfg Config, st *launchState) int {
 	if cfg.OnFailure == OnFailureReinit {
 		h.enableRespawn(agent, specs, cfg.MaxRestarts)
 	}
+	h.enableSpawn(agent, specs[0], cfg.CacheDir)
 	agent.Start(specs)
 	stopInjector := h.startInjector(plan) // time 0 of the plan: every rank started
 	defer stopInjector()

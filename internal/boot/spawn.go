@@ -1,0 +1,67 @@
+package boot
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// SpawnRequest is one process's part of a collective spawn
+// (MPI_Comm_spawn): every parent sends one with the same Key and Procs;
+// the root's carries the command. A parent that failed locally (its
+// context-id agreement, say) still sends one, with Error set, so that every
+// parent gets the same outcome.
+type SpawnRequest struct {
+	Key      string   // identifies the collective call: the same at every parent
+	Procs    []int    // process ids of the parents, in rank order
+	Root     bool     // this is the root's request: Command, Args and MaxProcs count
+	Command  string   // executable; "" means the job's own program
+	Args     []string // argv[1:]
+	MaxProcs int      // number of processes to start
+	Pairs    []int    // the context pairs of the intercommunicator (2)
+	Error    string   // non-empty: this parent cannot take part; the spawn fails everywhere
+}
+
+// SpawnError is the launcher's refusal of a spawn: a parent failed or
+// reported an error, or a child could not start or died before it
+// initialised. No child survives it.
+type SpawnError struct {
+	Failed []int  // process ids that failed (parents or children); empty for other errors
+	Reason string // what went wrong
+}
+
+func (e *SpawnError) Error() string { return "boot: spawn failed: " + e.Reason }
+
+// Spawn takes part in a collective spawn and returns the new processes'
+// endpoints, indexed by their rank among themselves (their process ids are
+// in Endpoint.Rank), once every one of them has initialised. A failure of
+// any parent or child, or an Error in any request, gives every parent a
+// *SpawnError.
+func (c *Client) Spawn(req SpawnRequest) ([]Endpoint, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("boot: encode spawn request: %w", err)
+	}
+	reply, err := c.call(Msg{Op: OpSpawn, Rank: c.info.Rank, Reason: string(b)})
+	if err != nil {
+		return nil, err
+	}
+	if reply.Error != "" {
+		return nil, &SpawnError{Failed: reply.Failed, Reason: reply.Error}
+	}
+	n, err := strconv.Atoi(reply.KV["n"])
+	if err != nil {
+		return nil, fmt.Errorf("boot: spawn reply without a count")
+	}
+	eps := make([]Endpoint, n)
+	for i := range eps {
+		v, ok := reply.KV[strconv.Itoa(i)]
+		if !ok {
+			return nil, fmt.Errorf("boot: spawn reply without child %d", i)
+		}
+		if err := json.Unmarshal([]byte(v), &eps[i]); err != nil {
+			return nil, fmt.Errorf("boot: bad endpoint of child %d: %w", i, err)
+		}
+	}
+	return eps, nil
+}

@@ -1,0 +1,172 @@
+// Command spawncheck exercises Comm.Spawn for the end-to-end tests. The
+// parents run a mode; the children run the same binary with "child" (or
+// "diebeforeinit") as first argument. Rank 0 of the parents prints one
+// "result:" line.
+//
+//	basic    the parents spawn 2 children, exchange messages over the
+//	         intercommunicator, merge and Allreduce over the union
+//	replace  seed 002's recipe after a rank is killed: revoke, shrink,
+//	         spawn one process, merge, split back to the old ranks
+//	badcmd   the command does not exist: ErrSpawn at every parent
+//	diechild a child exits before initialising: an error at every parent,
+//	         no child left
+//	parentdies a parent is killed instead of joining the spawn:
+//	         ErrProcFailed at every other parent, no child left
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: spawncheck basic|replace|badcmd|diechild")
+		os.Exit(2)
+	}
+	if os.Args[1] == "diebeforeinit" {
+		os.Exit(3)
+	}
+	w, err := mpi.Init()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spawncheck:", err)
+		os.Exit(1)
+	}
+	if os.Args[1] == "child" {
+		child(w, os.Args[2])
+		w.Finalize()
+		return
+	}
+	w.CommWorld().SetErrhandler(mpi.ErrorsReturn)
+	var res string
+	switch os.Args[1] {
+	case "basic":
+		res = basic(w)
+	case "replace":
+		res = replace(w, w.CommWorld())
+	case "badcmd":
+		_, err := w.CommWorld().Spawn("/nonexistent/program", nil, 2, 0)
+		res = fmt.Sprintf("badcmd spawn-error=%v", errors.Is(err, mpi.ErrSpawn))
+	case "parentdies":
+		if w.Rank() == 1 {
+			w.Kill() // a parent fails instead of joining the spawn
+		}
+		_, err := w.CommWorld().Spawn("", []string{"child", "basic"}, 2, 0)
+		res = fmt.Sprintf("parentdies procfailed=%v", errors.Is(err, mpi.ErrProcFailed))
+	case "diechild":
+		_, err := w.CommWorld().Spawn("", []string{"diebeforeinit"}, 2, 0)
+		res = fmt.Sprintf("diechild error=%v", err != nil)
+	}
+	if w.Rank() == 0 {
+		fmt.Println("result:", res)
+	}
+	if err := w.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "spawncheck: finalize:", err)
+		os.Exit(1)
+	}
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spawncheck:", err)
+		os.Exit(1)
+	}
+}
+
+func basic(w *mpi.World) string {
+	c := w.CommWorld()
+	ic, err := c.Spawn("", []string{"child", "basic"}, 2, 0)
+	must(err)
+	// Parent r sends 100+r to child r%2; child i answers with its own sum.
+	must(mpi.Send(ic, []int64{int64(100 + c.Rank())}, c.Rank()%ic.RemoteSize(), 1))
+	merged, err := ic.Merge(false)
+	must(err)
+	sum := []int64{0}
+	must(mpi.Allreduce(merged, []int64{int64(merged.Rank())}, sum, mpi.Sum))
+	return fmt.Sprintf("basic remote=%d merged=%d rank=%d sum=%d", ic.RemoteSize(), merged.Size(), merged.Rank(), sum[0])
+}
+
+func child(w *mpi.World, mode string) {
+	pc := w.Parent()
+	if pc == nil {
+		fmt.Fprintln(os.Stderr, "spawncheck: child without a parent")
+		os.Exit(1)
+	}
+	switch mode {
+	case "basic":
+		// Child i receives from the parents that target it.
+		for src := w.Rank(); src < pc.RemoteSize(); src += w.Size() {
+			buf := []int64{0}
+			_, err := mpi.Recv(pc, buf, src, 1)
+			must(err)
+			if buf[0] != int64(100+src) {
+				fmt.Fprintf(os.Stderr, "spawncheck: child got %d from %d\n", buf[0], src)
+				os.Exit(1)
+			}
+		}
+		merged, err := pc.Merge(true)
+		must(err)
+		sum := []int64{0}
+		must(mpi.Allreduce(merged, []int64{int64(merged.Rank())}, sum, mpi.Sum))
+	case "replace":
+		// Learn which rank this process replaces, then rebuild the world.
+		merged, err := pc.Merge(true)
+		must(err)
+		lost := []int64{0}
+		must(mpi.Bcast(merged, lost, 0))
+		world, err := merged.Split(0, int(lost[0]))
+		must(err)
+		finishReplace(world)
+	}
+}
+
+// replace: rank 2 is killed while everybody waits in a Barrier loop; the
+// survivors repair the world with a replacement.
+func replace(w *mpi.World, c *mpi.Comm) string {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := c.Barrier(); err != nil {
+			break
+		}
+	}
+	t0 := time.Now()
+	c.Revoke()
+	shrunk, err := c.Shrink()
+	must(err)
+	failed, err := c.GetFailed()
+	must(err)
+	// The old ranks of the failed processes, in order.
+	idx := make([]int, failed.Size())
+	for i := range idx {
+		idx[i] = i
+	}
+	lost, err := mpi.TranslateRanks(failed, idx, c.Group())
+	must(err)
+	ic, err := shrunk.Spawn("", []string{"child", "replace"}, len(lost), 0)
+	must(err)
+	merged, err := ic.Merge(false)
+	must(err)
+	if len(lost) != 1 {
+		must(fmt.Errorf("%d failures, this check expects 1", len(lost)))
+	}
+	must(mpi.Bcast(merged, []int64{int64(lost[0])}, 0))
+	world, err := merged.Split(0, c.Rank())
+	must(err)
+	took := time.Since(t0)
+	res := finishReplace(world)
+	if c.Rank() == 0 {
+		fmt.Fprintf(os.Stderr, "spawncheck: repaired in %v\n", took)
+	}
+	return fmt.Sprintf("replace lost=%v %s", lost, res)
+}
+
+// finishReplace checks the repaired world: every old rank is back.
+func finishReplace(world *mpi.Comm) string {
+	ranks := make([]int64, world.Size())
+	must(mpi.Allgather(world, []int64{int64(world.Rank())}, ranks))
+	return fmt.Sprintf("size=%d ranks=%v", world.Size(), ranks)
+}

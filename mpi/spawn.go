@@ -1,0 +1,161 @@
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/transport/sock"
+)
+
+// ErrSpawn is MPI_ERR_SPAWN: the processes could not be spawned (a
+// command that cannot be started, a child that died before it initialised).
+var ErrSpawn = &Class{"MPI_ERR_SPAWN: could not spawn processes", 50}
+
+// Dynamic processes. Every process of a job has a process id: the first
+// processes' ids are their ranks, spawned ones get the next free ids. The
+// engine, the transports and communicators' member lists use process ids,
+// so parents and children talk as any two processes do once the launcher
+// has told each side where the other listens.
+
+// spawnState is a World's bookkeeping for Spawn.
+type spawnState struct {
+	mu    sync.Mutex
+	seq   map[string]uint64 // per parent group: spawn calls so far
+	peers []sock.Peer       // every process id's address, as given to the transport
+}
+
+// Spawn starts maxprocs new processes running command with args and
+// returns an intercommunicator whose remote group is them
+// (MPI_Comm_spawn). It is collective over the intracommunicator c; command,
+// args and maxprocs count at root only. command "" runs the job's own
+// program (what replacing a failed process needs); a path or a name looked
+// up in PATH runs another one. The new processes see the intercommunicator
+// as World.Parent, with c's processes as the remote group in c's rank
+// order.
+//
+// The outcome is the same at every process of c: if one of them or a new
+// process fails during the call, or the command cannot be started, Spawn
+// returns an error everywhere (ErrProcFailed for a failed process, ErrSpawn
+// otherwise) and no new process survives: there is never a half-built
+// communicator (seed 002 A.2.3). It needs ftmpirun.
+func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, error) {
+	const op = "MPI_Comm_spawn"
+	if err := checkLive(c, op); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "spawn needs an intracommunicator"))
+	}
+	if root < 0 || root >= c.size {
+		return nil, c.handle(newErr(ErrRoot, op, c, root, "root %d out of range [0, %d)", root, c.size))
+	}
+	w := c.w
+	p := w.proc
+	if p == nil {
+		return nil, c.handle(newErr(ErrSpawn, op, c, NoPeer, "processes can only be spawned in a job started by ftmpirun"))
+	}
+	procs := c.groupProcs()
+	key := spawnKey(c, procs, w.nextSpawn(c.ctx, procs))
+	pairs, perr := agreeOnParent(c, op, 2, true)
+	req := boot.SpawnRequest{Key: key, Procs: procs, Root: c.rank == root, Pairs: pairs}
+	if req.Root {
+		req.Command, req.Args, req.MaxProcs = command, args, maxprocs
+		if maxprocs < 1 && perr == nil {
+			req.Error = fmt.Sprintf("maxprocs %d at the root: must be at least 1", maxprocs)
+		}
+	}
+	if perr != nil {
+		req.Error = perr.Error()
+	}
+	eps, err := p.client.Spawn(req)
+	if err != nil {
+		if perr == nil {
+			w.ctxTable().release(pairs...)
+		}
+		var se *boot.SpawnError
+		switch {
+		case errors.As(err, &se) && len(se.Failed) > 0:
+			return nil, c.handle(newErr(ErrProcFailed, op, c, NoPeer, "%s", se.Reason))
+		case errors.As(err, &se) && req.MaxProcs < 1 && req.Root:
+			return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "%s", se.Reason))
+		case errors.As(err, &se):
+			return nil, c.handle(newErr(ErrSpawn, op, c, NoPeer, "%s", se.Reason))
+		}
+		return nil, c.handle(newErr(ErrOther, op, c, NoPeer, "%v", err))
+	}
+	children := make([]int, len(eps))
+	for i, ep := range eps {
+		children[i] = ep.Rank
+	}
+	w.addPeers(eps)
+	return newInter(c, fmt.Sprintf("spawn(%s)", shortName(c)), pairs, procs, children, c.rank), nil
+}
+
+// spawnKey names one collective Spawn call for the launcher: the same at
+// every parent, different from any other call in the job.
+func spawnKey(c *Comm, procs []int, seq uint64) string {
+	var b strings.Builder
+	b.WriteString(strconv.FormatUint(uint64(c.ctx), 10))
+	b.WriteByte('/')
+	b.WriteString(strconv.FormatUint(seq, 10))
+	for _, p := range procs {
+		b.WriteByte('/')
+		b.WriteString(strconv.Itoa(p))
+	}
+	return b.String()
+}
+
+// nextSpawn counts the Spawn calls of one parent group on one context.
+func (w *World) nextSpawn(ctx uint32, procs []int) uint64 {
+	k := strconv.FormatUint(uint64(ctx), 10) + fmt.Sprint(procs)
+	w.spawn.mu.Lock()
+	defer w.spawn.mu.Unlock()
+	if w.spawn.seq == nil {
+		w.spawn.seq = make(map[string]uint64)
+	}
+	w.spawn.seq[k]++
+	return w.spawn.seq[k]
+}
+
+// setPeers records the address of every process id known at start.
+func (w *World) setPeers(peers []sock.Peer) {
+	w.spawn.mu.Lock()
+	w.spawn.peers = peers
+	w.spawn.mu.Unlock()
+}
+
+// addPeers makes new processes reachable.
+func (w *World) addPeers(eps []boot.Endpoint) {
+	st, ok := w.tr.(interface{ SetPeers([]sock.Peer) })
+	if !ok {
+		return
+	}
+	w.spawn.mu.Lock()
+	defer w.spawn.mu.Unlock()
+	peers := w.spawn.peers
+	for _, ep := range eps {
+		for len(peers) <= ep.Rank {
+			peers = append(peers, sock.Peer{})
+		}
+		peers[ep.Rank] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
+	}
+	w.spawn.peers = peers
+	st.SetPeers(append([]sock.Peer(nil), peers...))
+}
+
+// joinParent builds a spawned World's intercommunicator to its parents.
+func (w *World) joinParent(pairs, parents []int) error {
+	if !w.ctxTable().claim(pairs) {
+		return fmt.Errorf("the context ids %v of the parent intercommunicator are in use", pairs)
+	}
+	w.parent = newInter(w.world, "MPI_COMM_PARENT", pairs, w.world.groupProcs(), parents, w.world.rank)
+	return nil
+}
+
+// Parent returns the intercommunicator to the processes that spawned this
+// one, or nil if it was not spawned (MPI_Comm_get_parent).
+func (w *World) Parent() *Comm { return w.parent }
