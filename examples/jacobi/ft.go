@@ -1,0 +1,304 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+// Fault tolerance by replacement (seed 002, chapter 5 and A.5): in-memory
+// checkpoints with a neighbour copy, and the recipe revoke, shrink, spawn,
+// merge, split back to the old ranks.
+
+const (
+	tagCkpt    = 7001 // checkpoint: a block to the left neighbour
+	tagRestore = 7002 // recovery: a lost block to its replacement
+)
+
+// ckpt is one committed checkpoint: the iteration, this rank's block and a
+// copy of its right neighbour's block.
+type ckpt struct {
+	iter        int
+	own, right  []float64
+	rightRank   int
+	valid, have bool
+}
+
+type ftState struct {
+	w         *mpi.World
+	p         params
+	s         *solver
+	c         *mpi.Comm
+	cur, prev ckpt
+	lost      []int // old ranks replaced in the last repair
+}
+
+// isFailure tells whether err reports a failed process or a revoked
+// communicator: the cases repaired here.
+func isFailure(err error) bool {
+	return errors.Is(err, mpi.ErrProcFailed) || errors.Is(err, mpi.ErrRevoked)
+}
+
+func runFT(w *mpi.World, p params) error {
+	st := &ftState{w: w, p: p}
+	if parent := w.Parent(); parent != nil {
+		if err := st.joinAsReplacement(parent); err != nil {
+			return err
+		}
+	} else {
+		st.c = w.CommWorld()
+		if err := st.c.SetErrhandler(mpi.ErrorsReturn); err != nil {
+			return err
+		}
+		if p.n < st.c.Size() {
+			return fmt.Errorf("%d grid points cannot be split over %d ranks", p.n, st.c.Size())
+		}
+		st.s = newSolver(p, st.c.Rank(), st.c.Size())
+		if err := st.checkpoint(); err != nil { // version 0: the initial state
+			if !isFailure(err) {
+				return err
+			}
+			if err := st.repair(); err != nil {
+				return err
+			}
+		}
+	}
+	for {
+		err := st.run()
+		if err == nil {
+			return nil
+		}
+		if !isFailure(err) {
+			return err
+		}
+		if err := st.repair(); err != nil {
+			return err
+		}
+	}
+}
+
+// run iterates until convergence, checkpointing every -ckpt iterations,
+// and prints the result once every rank agrees that it was computed.
+func (st *ftState) run() error {
+	for {
+		done, err := st.s.step(st.c)
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+		if st.s.iters%st.p.ckpt == 0 {
+			if err := st.checkpoint(); err != nil {
+				return err
+			}
+		}
+	}
+	line, err := st.resultLine()
+	if err == nil {
+		// A failure during the gather must not leave rank 0 printing
+		// while the others repair: agree first (uniformly).
+		_, err = st.c.Agree(true)
+	}
+	if err != nil {
+		return err
+	}
+	if line != "" {
+		fmt.Print(line)
+	}
+	return nil
+}
+
+func (st *ftState) resultLine() (string, error) {
+	s := st.s
+	counts := make([]int, s.size)
+	displs := make([]int, s.size)
+	for r := 0; r < s.size; r++ {
+		counts[r] = (r+1)*s.p.n/s.size - r*s.p.n/s.size
+		displs[r] = r * s.p.n / s.size
+	}
+	var all []float64
+	if s.rank == 0 {
+		all = make([]float64, s.p.n)
+	}
+	if err := mpi.Gatherv(st.c, s.u[1:s.m+1], all, counts, displs, 0); err != nil {
+		return "", err
+	}
+	if s.rank != 0 {
+		return "", nil
+	}
+	sum := 0.0
+	for i, v := range all {
+		sum += v * float64(i+1)
+	}
+	return fmt.Sprintf("jacobi: %d points on %d ranks, %d iterations\nresult: jacobi n=%d iters=%d residual=%.6e checksum=%.15e\n",
+		s.p.n, s.size, s.iters, s.p.n, s.iters, s.diff, sum), nil
+}
+
+// checkpoint gives a copy of this rank's block to its left neighbour and
+// keeps its own, then commits once every rank got that far (a barrier).
+func (st *ftState) checkpoint() error {
+	s := st.s
+	n := s.size
+	left, right := (s.rank-1+n)%n, (s.rank+1)%n
+	own := append([]float64(nil), s.u[1:s.m+1]...)
+	mRight := (right+1)*s.p.n/n - right*s.p.n/n
+	rb := make([]float64, mRight)
+	if _, err := mpi.Sendrecv(st.c, own, left, tagCkpt, rb, right, tagCkpt); err != nil {
+		return err
+	}
+	if err := st.c.Barrier(); err != nil {
+		return err
+	}
+	st.prev = st.cur
+	st.cur = ckpt{iter: s.iters, own: own, right: rb, rightRank: right, valid: true, have: true}
+	return nil
+}
+
+// repair replaces the failed processes of st.c (revoke, shrink, spawn,
+// merge, split to the old ranks) and rolls every rank back to the newest
+// checkpoint all of them have.
+func (st *ftState) repair() error {
+	old := st.c
+	old.Revoke()
+	shrunk, err := old.Shrink()
+	if err != nil {
+		return fmt.Errorf("shrink: %w", err)
+	}
+	og, sg := old.Group(), shrunk.Group()
+	all := make([]int, old.Size())
+	for i := range all {
+		all[i] = i
+	}
+	in, err := mpi.TranslateRanks(og, all, sg)
+	if err != nil {
+		return err
+	}
+	st.lost = st.lost[:0]
+	for r, x := range in {
+		if x == mpi.Undefined {
+			st.lost = append(st.lost, r)
+		}
+	}
+	if st.s.rank == 0 || (len(st.lost) > 0 && shrunk.Rank() == 0) {
+		fmt.Fprintf(os.Stderr, "jacobi: ranks %v failed at iteration ~%d; spawning replacements\n", st.lost, st.s.iters)
+	}
+	ic, err := shrunk.Spawn("", os.Args[1:], len(st.lost), 0)
+	if err != nil {
+		return fmt.Errorf("spawn: %w", err)
+	}
+	merged, err := ic.Merge(false)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	merged.SetErrhandler(mpi.ErrorsReturn)
+	lost := make([]int64, len(st.lost))
+	for i, r := range st.lost {
+		lost[i] = int64(r)
+	}
+	if err := mpi.Bcast(merged, lost, 0); err != nil {
+		return fmt.Errorf("bcast: %w", err)
+	}
+	nc, err := merged.Split(0, old.Rank())
+	if err != nil {
+		return fmt.Errorf("split: %w", err)
+	}
+	nc.SetErrhandler(mpi.ErrorsReturn)
+	st.c = nc
+	return st.restore()
+}
+
+// joinAsReplacement is a spawned process's half of repair.
+func (st *ftState) joinAsReplacement(parent *mpi.Comm) error {
+	parent.SetErrhandler(mpi.ErrorsReturn)
+	merged, err := parent.Merge(true)
+	if err != nil {
+		return err
+	}
+	merged.SetErrhandler(mpi.ErrorsReturn)
+	lost := make([]int64, st.w.Size())
+	if err := mpi.Bcast(merged, lost, 0); err != nil {
+		return err
+	}
+	for _, r := range lost {
+		st.lost = append(st.lost, int(r))
+	}
+	nc, err := merged.Split(0, int(lost[st.w.Rank()]))
+	if err != nil {
+		return err
+	}
+	nc.SetErrhandler(mpi.ErrorsReturn)
+	st.c = nc
+	st.s = newSolver(st.p, nc.Rank(), nc.Size())
+	return st.restore()
+}
+
+// restore agrees on the checkpoint to roll back to (the newest every
+// survivor committed) and gives each replacement its block from its left
+// neighbour's copy.
+func (st *ftState) restore() error {
+	mine := int64(math.MaxInt64) // a replacement has nothing
+	if st.cur.valid {
+		mine = int64(st.cur.iter)
+	}
+	v := []int64{0}
+	if err := mpi.Allreduce(st.c, []int64{mine}, v, mpi.Min); err != nil {
+		return err
+	}
+	version := int(v[0])
+	s := st.s
+	n := s.size
+	var ck ckpt
+	switch {
+	case st.cur.valid && st.cur.iter == version:
+		ck = st.cur
+	case st.prev.valid && st.prev.iter == version:
+		ck = st.prev
+	}
+	replaced := false
+	for _, r := range st.lost {
+		if r == s.rank {
+			replaced = true
+		}
+		holder := (r - 1 + n) % n
+		for _, q := range st.lost {
+			if q == holder && n > 1 {
+				return fmt.Errorf("ranks %d and %d failed together: the copy of rank %d's block is lost", holder, r, r)
+			}
+		}
+		switch s.rank {
+		case holder:
+			if !ck.valid || ck.rightRank != r {
+				return fmt.Errorf("no copy of rank %d's block at iteration %d", r, version)
+			}
+			if err := mpi.Send(st.c, ck.right, r, tagRestore); err != nil {
+				return err
+			}
+		case r:
+			buf := make([]float64, s.m)
+			if _, err := mpi.Recv(st.c, buf, holder, tagRestore); err != nil {
+				return err
+			}
+			ck = ckpt{iter: version, own: buf, valid: true}
+		}
+	}
+	if !ck.valid {
+		return fmt.Errorf("no checkpoint of iteration %d", version)
+	}
+	copy(s.u[1:s.m+1], ck.own)
+	s.iters = version
+	s.diff = math.Inf(1)
+	if s.rank == 0 {
+		fmt.Printf("jacobi: recovered: ranks %v replaced, resuming from iteration %d\n", st.lost, version)
+	}
+	if replaced {
+		st.cur = ckpt{iter: version, own: ck.own, valid: true, rightRank: -1}
+		st.prev = ckpt{}
+	} else {
+		st.cur, st.prev = ck, ckpt{}
+	}
+	return nil
+}

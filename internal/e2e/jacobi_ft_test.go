@@ -1,0 +1,47 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// Issue 4: examples/jacobi -ft survives real SIGKILLs by replacement
+// (revoke, shrink, spawn, merge, split back to the old ranks, the lost block
+// from the left neighbour's copy) and prints the failure-free result line.
+func TestJacobiSurvivesKillsByReplacement(t *testing.T) {
+	b := collExamples(t)
+	args := []string{b["jacobi"], "-ft", "-n", "64", "-check", "100", "-ckpt", "500"}
+	base := reinitRun(t, append([]string{"-n", "4", "--timeout", "60s"}, args...)...)
+	if base.Code != 0 {
+		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
+	}
+	want := resultLine(t, base)
+	for _, tc := range []struct {
+		name      string
+		inject    []string
+		recovered int
+	}{
+		{"kill-rank2", []string{"kill:rank=2,at=400ms"}, 1},
+		{"kill-rank0", []string{"kill:rank=0,at=400ms"}, 1},
+		{"kill-last-rank", []string{"kill:rank=3,at=400ms"}, 1},
+		{"two-kills", []string{"kill:rank=1,at=300ms", "kill:rank=2,at=900ms"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := []string{"-n", "4", "--on-failure", "continue", "--timeout", "60s"}
+			for _, s := range tc.inject {
+				a = append(a, "--inject", s)
+			}
+			r := reinitRun(t, append(a, args...)...)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if got := resultLine(t, r); got != want {
+				t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, r.Stdout, r.Stderr)
+			}
+			if n := strings.Count(r.Stdout, "jacobi: recovered: ranks"); n < tc.recovered {
+				t.Fatalf("%d recoveries reported, want %d (did the kills land mid-run?)\nstdout:\n%s\nstderr:\n%s", n, tc.recovered, r.Stdout, r.Stderr)
+			}
+			t.Logf("%v", r.Elapsed)
+		})
+	}
+}
