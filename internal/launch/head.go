@@ -621,9 +621,14 @@ func (h *head) declareFailedLocked(rank int, reason string) bool {
 		}
 		return false
 	}
-	if rs.killedBy == "" {
-		rs.killedBy = reason
+	if rs.killedBy != "" {
+		// Already killed (an injection, an earlier suspicion): it is dying.
+		if h.verbose {
+			h.out.logf("rank %d %s; already killed (%s)", rank, reason, rs.killedBy)
+		}
+		return true
 	}
+	rs.killedBy = reason
 	h.out.logf("killing rank %d: %s", rank, reason)
 	return true
 }
