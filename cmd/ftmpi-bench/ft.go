@@ -163,3 +163,73 @@ func ftGrowth(runs, maxP int) error {
 	}
 	return nil
 }
+
+// replace measures seed 002's process replacement, the way Open MPI 5's
+// figures in shared/anchors.md were taken: the last rank is SIGKILLed at a
+// set time; the survivors learn of it, revoke, shrink, spawn one process,
+// merge with it and split back to the old ranks. Each phase and the whole
+// (kill → restored communicator) are reported as the slowest survivor's.
+func (b *bench) replace() {
+	c := b.c
+	c.SetErrhandler(mpi.ErrorsReturn)
+	if c.Size() < 2 {
+		fmt.Fprintln(os.Stderr, "ftmpi-bench: replace needs at least 2 ranks")
+		os.Exit(2)
+	}
+	victim := c.Size() - 1
+	at := []int64{0}
+	if c.Rank() == 0 {
+		at[0] = time.Now().Add(200 * time.Millisecond).UnixNano()
+	}
+	check(mpi.Bcast(c, at, 0))
+	if c.Rank() == victim {
+		time.Sleep(time.Until(time.Unix(0, at[0])))
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	if _, err := mpi.Recv(c, []byte{0}, victim, 99); err == nil {
+		fmt.Fprintln(os.Stderr, "ftmpi-bench: receive from the killed rank succeeded")
+		os.Exit(1)
+	}
+	ms := func(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) / 1e6 }
+	t0 := time.Now()
+	check(c.Revoke())
+	s, err := c.Shrink()
+	check(err)
+	shrink := ms(t0)
+	t1 := time.Now()
+	ic, err := s.Spawn("", os.Args[1:], 1, 0)
+	check(err)
+	spawn := ms(t1)
+	t2 := time.Now()
+	m, err := ic.Merge(false)
+	check(err)
+	merge := ms(t2)
+	t3 := time.Now()
+	nc, err := m.Split(0, c.Rank())
+	check(err)
+	split := ms(t3)
+	total := float64(time.Now().UnixNano()-at[0]) / 1e6
+	b.replaceReport(nc, []float64{shrink, spawn, merge, split, total})
+}
+
+// replaceChild is the spawned process's half of replace.
+func (b *bench) replaceChild(parent *mpi.Comm) {
+	parent.SetErrhandler(mpi.ErrorsReturn)
+	m, err := parent.Merge(true)
+	check(err)
+	nc, err := m.Split(0, m.Size()-1) // the killed rank was the last
+	check(err)
+	b.replaceReport(nc, make([]float64, 5))
+}
+
+func (b *bench) replaceReport(nc *mpi.Comm, mine []float64) {
+	maxes := make([]float64, len(mine))
+	check(mpi.Reduce(nc, mine, maxes, mpi.Max, 0))
+	if nc.Rank() != 0 {
+		return
+	}
+	for i, name := range []string{"ft_replace_shrink_max", "ft_replace_spawn_max", "ft_replace_merge_max", "ft_replace_split_max", "ft_replace_total_max"} {
+		b.out.Encode(result{Name: name, Impl: "ftmpi", Transport: b.trans, NP: nc.Size(), Median: maxes[i], Unit: "ms", Runs: 1})
+	}
+}

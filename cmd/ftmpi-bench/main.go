@@ -46,7 +46,7 @@ type bench struct {
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue)")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue)")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
@@ -87,6 +87,11 @@ func main() {
 	}
 	b := &bench{c: w.CommWorld(), runs: max(1, *runs), min: max(1, *minSize), max: *maxSize,
 		iters: max(1, *iters), window: 64, out: json.NewEncoder(os.Stdout), trans: w.Transport()}
+	if parent := w.Parent(); parent != nil { // a process spawned by -bench replace
+		b.replaceChild(parent)
+		w.Finalize()
+		return
+	}
 	switch *which {
 	case "latency":
 		if b.max == 0 {
@@ -106,6 +111,8 @@ func main() {
 		b.ftFailureFree()
 	case "detect":
 		b.detect()
+	case "replace":
+		b.replace()
 	case "rtcoll":
 		b.rtColl(*budget, *rtKill)
 	case "coll":
