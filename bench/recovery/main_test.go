@@ -115,11 +115,14 @@ func TestSummarize(t *testing.T) {
 		reps = append(reps, report{Name: "recovery", Mode: "ulfm", NP: 16, Recovery: v})
 	}
 	reps = append(reps, report{Name: "recovery", Mode: "relaunch", NP: 16, Recovery: 120})
+	reps = append(reps, report{Name: "recovery", Mode: "reinit", NP: 4, Recovery: 5})
 	var b bytes.Buffer
 	summarize(reps, &b)
 	for _, want := range []string{
 		"| 16 | 20.0 (3) | 45.0 (2) | 120.0 (1) | 2.25 | 6.00 |",
 		"| reinit | 16 | 2.0 | - | - | - | - | - | 20.0 |",
+		"| 4 | 5.0 (1) | - (0) | - (0) | - | - |",
+		"(c)/(a) = 6.00, goal >= 6: met; (b)/(a) = 2.25, goal >= 3: not met.",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Fatalf("summary lacks %q:\n%s", want, b.String())

@@ -45,6 +45,13 @@ type modeNP struct {
 	np   int
 }
 
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
+}
+
 func median(v []float64) (float64, bool) {
 	if len(v) == 0 {
 		return 0, false
@@ -105,6 +112,18 @@ func summarize(reps []report, out io.Writer) {
 		fmt.Fprintf(out, "| %d | %s (%d) | %s (%d) | %s (%d) | %s | %s |\n", np,
 			cell(a, okA), n("reinit"), cell(b, okB), n("ulfm"), cell(c, okC), n("relaunch"),
 			ratio(b, a, okB, okA), ratio(c, a, okC, okA))
+	}
+	for _, np := range nps {
+		if np != 16 {
+			continue
+		}
+		a, okA := med(modeNP{"reinit", np}, total)
+		b, okB := med(modeNP{"ulfm", np}, total)
+		c, okC := med(modeNP{"relaunch", np}, total)
+		if okA && okB && okC && a > 0 {
+			fmt.Fprintf(out, "\nGoal at np 16 (issue 5): (c)/(a) = %.2f, goal >= 6: %s; (b)/(a) = %.2f, goal >= 3: %s.\n",
+				c/a, met(c/a >= 6), b/a, met(b/a >= 3))
+		}
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "Phases (ms, medians; each from the end of the previous one, see bench/README.md):")
