@@ -42,7 +42,7 @@ func (c *Comm) Ishrink(result **Comm) (*Request, error) {
 
 func (c *Comm) shrink(op string) (*Comm, error) {
 	if c.IsInter() {
-		return nil, newErr(ErrComm, op, c, NoPeer, "shrinking an intercommunicator is not supported yet")
+		return c.shrinkInter(op)
 	}
 	w := c.w
 	f := w.ftOf(c)
@@ -120,4 +120,59 @@ func (c *Comm) shrink(op string) (*Comm, error) {
 		return nil, err
 	}
 	return newDerived(c, derivedName("shrink", c), pairs[0], survivors, me), nil
+}
+
+// shrinkInter shrinks an intercommunicator: one agreement over both groups
+// decides who failed, each group keeps its survivors in their old order,
+// and the two context pairs of the new intercommunicator are chosen by the
+// context-id agreement with its bitmap ANDs run as fault-tolerant
+// agreements over both groups. Every survivor of either group gets the
+// same result or the same error.
+func (c *Comm) shrinkInter(op string) (*Comm, error) {
+	w := c.w
+	f := w.ftOf(c)
+	v := agree.Value{Flags: 1}
+	for _, p := range c.failedMembers() {
+		v.Union.Add(f.index[p])
+	}
+	val, contrib, err := c.agreeOn(op, v)
+	if err != nil {
+		return nil, err
+	}
+	dead := make(map[int]bool)
+	for i, p := range f.overlay {
+		if val.Union.Has(i) || !contrib.Has(i) {
+			dead[p] = true
+		}
+	}
+	alive := func(procs []int) []int {
+		var out []int
+		for _, p := range procs {
+			if !dead[p] {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	local, remote := alive(c.memberWorldRanks()), alive(c.remote)
+	if len(remote) == 0 || len(local) == 0 {
+		return nil, newErr(ErrProcFailed, op, c, NoPeer, "every process of one group of the intercommunicator failed")
+	}
+	me := slices.Index(local, w.rank)
+	if me < 0 {
+		return nil, newErr(ErrIntern, op, c, NoPeer, "this process is not among the survivors")
+	}
+	and := func(words []uint64) error {
+		val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(words)})
+		if err != nil {
+			return err
+		}
+		copy(words, val.Inter.Words(len(words)))
+		return nil
+	}
+	pairs, err := ctxAgreement(w, c, op, 2, uint64(c.ctx)^0x53687249, true, and)
+	if err != nil {
+		return nil, err
+	}
+	return newInter(c, derivedName("shrink", c), pairs, local, remote, me), nil
 }

@@ -492,3 +492,43 @@ func TestULFMIntercommAgreeAndRevoke(t *testing.T) {
 		return nil
 	})
 }
+
+// Seed 002 A.2.3 on an intercommunicator: Shrink keeps the survivors of
+// both groups (in their old order) and the result works across groups.
+func TestULFMIntercommShrink(t *testing.T) {
+	run(t, 7, func(w *mpi.World, c *mpi.Comm) error {
+		_, inter, inA, err := halves(c, 3, 0, 11)
+		if err != nil {
+			return err
+		}
+		inter.SetErrhandler(mpi.ErrorsReturn)
+		if c.Rank() == 1 || c.Rank() == 5 { // one process of each group fails
+			w.Kill()
+		}
+		inter.Revoke()
+		s, err := inter.Shrink()
+		if err != nil {
+			return fmt.Errorf("shrink: %w", err)
+		}
+		wantLocal, wantRemote := 3, 2 // B keeps 3, 4, 6; A keeps 0, 2
+		if inA {
+			wantLocal, wantRemote = 2, 3
+		}
+		if !s.IsInter() || s.Size() != wantLocal || s.RemoteSize() != wantRemote {
+			return fmt.Errorf("shrunk: inter=%v size %d remote %d, want %d and %d", s.IsInter(), s.Size(), s.RemoteSize(), wantLocal, wantRemote)
+		}
+		// The sum of the other group's old world ranks: A gets 3+4+6, B 0+2.
+		sum := []int{0}
+		if err := mpi.Allreduce(s, []int{c.Rank()}, sum, mpi.Sum); err != nil {
+			return fmt.Errorf("allreduce on the shrunk intercommunicator: %w", err)
+		}
+		want := 2
+		if inA {
+			want = 13
+		}
+		if sum[0] != want {
+			return fmt.Errorf("allreduce across groups = %d, want %d", sum[0], want)
+		}
+		return nil
+	})
+}
