@@ -58,6 +58,39 @@ func (f *commFT) instanceLocked(w *World, seq uint64) (*agreeInst, []agree.Msg) 
 	return in, msgs
 }
 
+// agreeOnLost tells every agreement instance of the communicators that
+// contain peer about its failure - also the decided ones and those no
+// caller waits on any more: a decided node re-sends its decision along
+// its new tree when its failure knowledge changes, and a member that did
+// not get the decision from the failed process depends on that (the
+// caller's loop in agreeOn feeds only the instance it runs).
+func (w *World) agreeOnLost(comms []*commFT, peer int) {
+	for _, f := range comms {
+		i, ok := f.index[peer]
+		if !ok {
+			continue
+		}
+		f.mu.Lock()
+		var insts []*agreeInst
+		if f.agree != nil {
+			for _, in := range f.agree.insts {
+				insts = append(insts, in)
+			}
+		}
+		f.mu.Unlock()
+		var out []agree.Msg
+		for _, in := range insts {
+			in.mu.Lock()
+			out = append(out, in.node.Failed(i)...)
+			in.mu.Unlock()
+		}
+		if len(out) > 0 {
+			f := f
+			w.outbox.push(func() { w.sendAgree(f, out) })
+		}
+	}
+}
+
 // sendAgree sends agreement messages of communicator f (never from a
 // transport callback: use the World's outbox there).
 func (w *World) sendAgree(f *commFT, msgs []agree.Msg) {

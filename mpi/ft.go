@@ -149,6 +149,8 @@ func (w *World) onLost(peer int, cause error) {
 			w.outbox.push(func() { w.sendRevokes(f, msgs) })
 		}
 	}
+	// Every agreement instance learns of the failure (see agreeOnLost).
+	w.agreeOnLost(comms, peer)
 	// Run-through communicators: the failure disables wildcard receives
 	// (seed 003 17.6); pending ones complete with the error.
 	w.outbox.push(func() { w.rtOnLost(comms, peer) })

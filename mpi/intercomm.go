@@ -223,7 +223,11 @@ func putIntSlice(v []int) []byte {
 // interDup duplicates intercommunicator c (MPI_Comm_dup): same groups,
 // new contexts agreed by both groups.
 func (c *Comm) interDup(op string) (*Comm, error) {
-	l := c.link(op, tagInterLocal, tagInterCross)
+	lc := c
+	if v := c.rtView(); v != nil {
+		lc = v // run-through with recognised failures: the alive processes agree
+	}
+	l := lc.link(op, tagInterLocal, tagInterCross)
 	pairs, err := ctxAgreement(c.w, c, op, 2, uint64(c.ctx)|1<<61, true, l.and)
 	if err != nil {
 		return nil, err

@@ -49,10 +49,65 @@ type rtState struct {
 // rtSnap is what the last Validate decided; replaced as a whole.
 type rtSnap struct {
 	recognized []int // world ranks of the recognised failed members (both groups), ascending
-	view       *Comm // the alive members of the (local) group; nil if none of them is recognised failed
-	alive      []int // view rank -> rank in the communicator
-	vrank      []int // rank in the communicator -> view rank, -1 for a recognised failure
-	lost       int64 // the engine's LostCount when view was made
+	// view is the communicator of the alive members (an intercommunicator
+	// of both groups' alive members for an intercommunicator); nil without
+	// recognised failures.
+	view   *Comm
+	alive  []int // view rank -> rank in the (local) group
+	vrank  []int // rank in the (local) group -> view rank, -1 for a recognised failure
+	ralive []int // intercommunicators: remote view rank -> remote rank
+	rvrank []int // intercommunicators: remote rank -> remote view rank, -1 for a recognised failure
+	lost   int64 // the engine's LostCount when view was made
+}
+
+// mapAlive lists the alive positions of procs (not in the sorted list
+// failed): alive[j] is the j-th alive position, vrank[i] the view index of
+// position i (-1 if failed), world the alive world ranks.
+func mapAlive(procs, failed []int) (alive, vrank, world []int) {
+	vrank = make([]int, len(procs))
+	for i, p := range procs {
+		vrank[i] = -1
+		if _, found := slices.BinarySearch(failed, p); !found {
+			vrank[i] = len(alive)
+			alive = append(alive, i)
+			world = append(world, p)
+		}
+	}
+	return alive, vrank, world
+}
+
+// makeSnap builds the snapshot of recognised set failed for c, claiming
+// context-id pairs for a view if there is a failure among the members
+// (collective: every alive member calls it with the same arguments).
+// window (from w0, start) is a bitmap of pairs free at every participant,
+// agreed by the caller.
+func (c *Comm) makeSnap(op string, failed []int, window []uint64, w0, start int, seed uint64) (*rtSnap, error) {
+	snap := &rtSnap{recognized: failed}
+	alive, vrank, aliveWorld := mapAlive(c.memberWorldRanks(), failed)
+	var ralive, rvrank, remoteWorld []int
+	if c.IsInter() {
+		ralive, rvrank, remoteWorld = mapAlive(c.remote, failed)
+	}
+	if len(alive) == c.size && len(ralive) == len(c.remote) {
+		return snap, nil
+	}
+	k := 1
+	if c.IsInter() {
+		k = 2
+	}
+	pairs, err := c.rtViewPairs(op, k, window, w0, start, seed)
+	if err != nil {
+		return nil, err
+	}
+	me := vrank[c.rank]
+	v := newView(c, pairs[0], aliveWorld, me)
+	if c.IsInter() {
+		v.remote = remoteWorld
+		v.local = newView(c, pairs[1], aliveWorld, me)
+	}
+	snap.view, snap.alive, snap.vrank, snap.ralive, snap.rvrank = v, alive, vrank, ralive, rvrank
+	snap.lost = c.w.eng.LostCount()
+	return snap, nil
 }
 
 var emptySnap = &rtSnap{}
@@ -104,6 +159,30 @@ func (c *Comm) failedRanks(remote bool) []int {
 			out = append(out, r)
 		}
 	}
+	return out
+}
+
+// lostMembers returns the world ranks of c's members (both groups) that
+// the engine knows lost, ascending. (failedMembers lists them in the order
+// the failures became known, but is updated a moment after the engine
+// completes the operations that a failure ends: a process that just saw a
+// receive fail must find the failure here.)
+func (c *Comm) lostMembers() []int {
+	if c.w.eng.LostCount() == 0 {
+		return nil
+	}
+	var out []int
+	for _, p := range c.memberWorldRanks() {
+		if c.w.eng.IsLost(p) {
+			out = append(out, p)
+		}
+	}
+	for _, p := range c.remote {
+		if c.w.eng.IsLost(p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -170,7 +249,7 @@ func (c *Comm) unrecognized() []int {
 		rec = rt.snap.Load().recognized
 	}
 	var out []int
-	for _, p := range c.failedMembers() {
+	for _, p := range c.lostMembers() {
 		if _, found := slices.BinarySearch(rec, p); !found {
 			out = append(out, p)
 		}
@@ -191,7 +270,7 @@ func (c *Comm) ReenableAnySource() (*Group, error) {
 		return nil, err
 	}
 	rt := c.runThrough()
-	failed := c.failedMembers()
+	failed := c.lostMembers()
 	rt.mu.Lock()
 	rt.reenabled = failed
 	rt.mu.Unlock()
@@ -208,7 +287,7 @@ func (c *Comm) wildDisabled(rt *rtState) bool {
 	if c.w.eng.LostCount() == 0 {
 		return false
 	}
-	failed := c.failedMembers()
+	failed := c.lostMembers()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	for _, p := range failed {
@@ -221,7 +300,7 @@ func (c *Comm) wildDisabled(rt *rtState) bool {
 
 func (c *Comm) wildErr(op string) error {
 	return newErr(ErrRankFailStop, op, c, AnySource,
-		"wildcard receives are disabled: process(es) %v of the communicator failed (ReenableAnySource re-enables them)", c.failedMembers())
+		"wildcard receives are disabled: process(es) %v of the communicator failed (ReenableAnySource re-enables them)", c.lostMembers())
 }
 
 // trackWild registers a nonblocking wildcard receive of run-through
@@ -332,7 +411,7 @@ func (c *Comm) validate(op string) (*Group, error) {
 	window := make([]uint64, ctxWindow)
 	t.freeMask(window, w0)
 	v := agree.Value{Flags: 1, Inter: agree.SetFromWords(window)}
-	for _, p := range c.failedMembers() {
+	for _, p := range c.lostMembers() {
 		v.Union.Add(f.index[p])
 	}
 	val, contrib, err := c.agreeOn(op, v)
@@ -360,43 +439,27 @@ func (c *Comm) validate(op string) (*Group, error) {
 	if slices.Equal(failed, old.recognized) {
 		return result(), nil // the same decision everywhere: nothing new
 	}
-	snap := &rtSnap{recognized: failed}
-	var alive, aliveWorld []int
-	vrank := make([]int, c.size)
-	me := -1
-	for r, p := range c.memberWorldRanks() {
-		vrank[r] = -1
-		if !slices.Contains(failed, p) {
-			vrank[r] = len(alive)
-			if r == c.rank {
-				me = len(alive)
-			}
-			alive = append(alive, r)
-			aliveWorld = append(aliveWorld, p)
-		}
-	}
-	if len(alive) < c.size && !c.IsInter() {
-		pair, err := c.rtViewPair(op, val.Inter.Words(ctxWindow), w0, start, seed)
-		if err != nil {
-			return nil, err
-		}
-		snap.view = newView(c, pair, aliveWorld, me)
-		snap.alive, snap.vrank, snap.lost = alive, vrank, w.eng.LostCount()
+	snap, err := c.makeSnap(op, failed, val.Inter.Words(ctxWindow), w0, start, seed)
+	if err != nil {
+		return nil, err
 	}
 	rt.snap.Store(snap)
 	old.retire(t)
 	return result(), nil
 }
 
-// rtViewPair claims a context-id pair for a view of c: the first pair of
-// the agreed window, checked by a second agreement (a concurrent creation
-// on another communicator may have taken it), or the general context-id
-// agreement run over fault-tolerant agreements on c.
-func (c *Comm) rtViewPair(op string, window []uint64, w0, start int, seed uint64) (int, error) {
+// rtViewPairs claims k context-id pairs for a view of c: the first pairs
+// of the agreed window, checked by a second agreement (a concurrent
+// creation on another communicator may have taken them), or the general
+// context-id agreement run over fault-tolerant agreements on c.
+func (c *Comm) rtViewPairs(op string, k int, window []uint64, w0, start int, seed uint64) ([]int, error) {
 	t := c.w.ctxTable()
-	if rel := pickPairs(window, 1, start%64); rel != nil {
-		pair := (w0*64 + rel[0]) % ctxPairs
-		ok := t.claim([]int{pair})
+	if rel := pickPairs(window, k, start%64); rel != nil {
+		pairs := make([]int, k)
+		for i, b := range rel {
+			pairs[i] = (w0*64 + b) % ctxPairs
+		}
+		ok := t.claim(pairs)
 		var flag uint64
 		if ok {
 			flag = 1
@@ -404,15 +467,15 @@ func (c *Comm) rtViewPair(op string, window []uint64, w0, start int, seed uint64
 		res, _, err := c.agreeOn(op, agree.Value{Flags: flag})
 		if err != nil {
 			if ok {
-				t.release(pair)
+				t.release(pairs...)
 			}
-			return 0, err
+			return nil, err
 		}
 		if res.Flags == 1 {
-			return pair, nil
+			return pairs, nil
 		}
 		if ok {
-			t.release(pair)
+			t.release(pairs...)
 		}
 	}
 	and := func(words []uint64) error {
@@ -423,11 +486,7 @@ func (c *Comm) rtViewPair(op string, window []uint64, w0, start int, seed uint64
 		copy(words, val.Inter.Words(len(words)))
 		return nil
 	}
-	pairs, err := ctxAgreement(c.w, c, op, 1, seed+1, true, and)
-	if err != nil {
-		return 0, err
-	}
-	return pairs[0], nil
+	return ctxAgreement(c.w, c, op, k, seed+1, true, and)
 }
 
 // newView builds the internal communicator of c's alive members.
@@ -449,7 +508,19 @@ func (s *rtSnap) retire(t *ctxTable) {
 	}
 	if v.w.eng.LostCount() == s.lost {
 		t.release(int(v.ctx / 2))
+		if v.local != nil {
+			t.release(int(v.local.ctx / 2))
+		}
 	}
+}
+
+// rtView returns the view of c's alive processes, nil if c has no
+// recognised failure (or is not run-through).
+func (c *Comm) rtView() *Comm {
+	if rt := c.rt.Load(); rt != nil {
+		return rt.snap.Load().view
+	}
+	return nil
 }
 
 // rtFree releases the run-through state of c on Free. It reports whether
@@ -470,10 +541,14 @@ func (c *Comm) rtContexts() []uint32 {
 	if rt == nil {
 		return nil
 	}
-	if v := rt.snap.Load().view; v != nil {
-		return []uint32{v.ctx, v.ctx + 1}
+	v := rt.snap.Load().view
+	if v == nil {
+		return nil
 	}
-	return nil
+	if v.local != nil {
+		return []uint32{v.ctx, v.ctx + 1, v.local.ctx, v.local.ctx + 1}
+	}
+	return []uint32{v.ctx, v.ctx + 1}
 }
 
 // rtCreate wraps the creation of a communicator from run-through
@@ -527,37 +602,18 @@ func (c *Comm) rtCreate(op string, create func() (*Comm, error)) (*Comm, error) 
 	if len(rec) == 0 {
 		return nc, nil
 	}
-	snap := &rtSnap{recognized: rec}
-	if !nc.IsInter() {
-		if err := nc.rtMakeView(op, snap); err != nil {
-			nc.discard()
-			return nil, err
-		}
+	snap, err := nc.rtMakeView(op, rec)
+	if err != nil {
+		nc.discard()
+		return nil, err
 	}
 	nrt.snap.Store(snap)
 	return nc, nil
 }
 
-// rtMakeView makes the view of snap.recognized for a new communicator
-// (collective over its alive members).
-func (c *Comm) rtMakeView(op string, snap *rtSnap) error {
-	var alive, aliveWorld []int
-	vrank := make([]int, c.size)
-	me := -1
-	for r, p := range c.memberWorldRanks() {
-		vrank[r] = -1
-		if _, found := slices.BinarySearch(snap.recognized, p); !found {
-			vrank[r] = len(alive)
-			if r == c.rank {
-				me = len(alive)
-			}
-			alive = append(alive, r)
-			aliveWorld = append(aliveWorld, p)
-		}
-	}
-	if len(alive) == c.size {
-		return nil
-	}
+// rtMakeView makes the snapshot of the recognised set rec for a new
+// communicator (collective over its alive members).
+func (c *Comm) rtMakeView(op string, rec []int) (*rtSnap, error) {
 	seed := uint64(c.ctx)<<20 ^ 0x56696577
 	start := startPos(seed, 0)
 	w0 := start / 64
@@ -565,15 +621,9 @@ func (c *Comm) rtMakeView(op string, snap *rtSnap) error {
 	c.w.ctxTable().freeMask(window, w0)
 	val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(window)})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pair, err := c.rtViewPair(op, val.Inter.Words(ctxWindow), w0, start, seed)
-	if err != nil {
-		return err
-	}
-	snap.view = newView(c, pair, aliveWorld, me)
-	snap.alive, snap.vrank, snap.lost = alive, vrank, c.w.eng.LostCount()
-	return nil
+	return c.makeSnap(op, rec, val.Inter.Words(ctxWindow), w0, start, seed)
 }
 
 // discard drops a communicator that an all-or-nothing creation gave up.

@@ -22,13 +22,12 @@ func (c *Comm) rtRoute(op string) (s *rtSnap, fail collRun, ok bool) {
 			"the communicator is collectively inactive: failure of %v not recognised (call Validate)", unrec)
 		return nil, func() error { return err }, true
 	}
-	if c.IsInter() && len(s.recognized) > 0 {
-		err := newErr(ErrRankFailStop, op, c, NoPeer,
-			"collectives over recognised failures are not implemented on intercommunicators (failed: %v)", s.recognized)
-		return nil, func() error { return err }, true
-	}
 	if s.view == nil {
 		return nil, nil, false
+	}
+	if c.IsInter() && len(s.ralive) == 0 {
+		err := newErr(ErrRankFailStop, op, c, NoPeer, "every process of the remote group failed (%v)", s.recognized)
+		return nil, func() error { return err }, true
 	}
 	return s, nil, true
 }
@@ -131,8 +130,17 @@ func rtBcast[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error, 
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
-	vroot, err := s.root(c, op, root)
-	if err != nil {
+	var vroot int
+	var err error
+	if c.IsInter() {
+		// Root and ProcNull stay; a remote rank maps to the remote view.
+		vroot = root
+		if root >= 0 && root < len(s.rvrank) {
+			if vroot = s.rvrank[root]; vroot < 0 {
+				return nil, c.handle(newErr(ErrRoot, op, c, root, "root %d of the remote group is a recognised failed process", root)), true
+			}
+		}
+	} else if vroot, err = s.root(c, op, root); err != nil {
 		return nil, c.handle(err), true
 	}
 	run, err := bcastPrep(s.view, op, buf, vroot)
@@ -276,6 +284,16 @@ func rtAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, erro
 		return fail, nil, ok
 	}
 	n := len(send)
+	if c.IsInter() {
+		// The remote group's blocks, through a temporary in view order.
+		tmp := make([]T, len(s.ralive)*n)
+		run, err := allgatherPrep(s.view, name, send, tmp)
+		return s.done(c, run, err, func() {
+			for j, r := range s.ralive {
+				copy(recv[r*n:(r+1)*n], tmp[j*n:(j+1)*n])
+			}
+		})
+	}
 	if len(recv) < c.size*n {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*n, c.size, n)), true

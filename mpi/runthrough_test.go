@@ -22,6 +22,26 @@ func awaitFailure(c *mpi.Comm, r int) error {
 	return nil
 }
 
+// arrivals is a gate that opens once n ranks arrived: a rank that is to be
+// killed after a (non-fault-tolerant) collective waits until every other
+// rank has left that collective, which it may leave before them.
+type arrivals struct {
+	g *gate
+	n atomic.Int32
+}
+
+func newArrivals(n int) *arrivals {
+	a := &arrivals{g: newGate()}
+	a.n.Store(int32(n))
+	return a
+}
+
+func (a *arrivals) arrive() {
+	if a.n.Add(-1) == 0 {
+		a.g.open()
+	}
+}
+
 func worldRanks(g *mpi.Group) []int {
 	if g == nil {
 		return nil
@@ -141,11 +161,14 @@ func TestRunThroughExamples17_1to17_4(t *testing.T) {
 // receives report at completion, not at the start call.
 func TestRunThroughWildcardDisableAndReenable(t *testing.T) {
 	posted, reenabled, second := newGate(), newGate(), newGate()
+	split := newArrivals(4)
 	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
 		other, err := c.Split(c.Rank()%2, 0) // {0,2} and {1,3}
 		if err != nil {
 			return err
 		}
+		split.arrive()
+		split.g.wait(t)
 		switch c.Rank() {
 		case 3:
 			posted.wait(t)
@@ -715,6 +738,7 @@ func TestRunThroughCreationAllOrNothing(t *testing.T) {
 // and complete), on another ULFM (wildcard receives pending until
 // FailureAck; Shrink).
 func TestRunThroughMixedWithULFM(t *testing.T) {
+	dups := newArrivals(4)
 	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
 		a, err := c.Dup()
 		if err != nil {
@@ -724,7 +748,9 @@ func TestRunThroughMixedWithULFM(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		dups.arrive()
 		if c.Rank() == 3 {
+			dups.g.wait(t)
 			w.Kill()
 		}
 		if err := awaitFailure(c, 3); err != nil {
@@ -885,14 +911,18 @@ func TestRunThroughValidatedCollectivesLarge(t *testing.T) {
 // group's failures, RemoteGroupFailed the remote group's; a failure in the
 // remote group disables wildcard receives (ReenableAnySource returns the
 // remote failures); Validate recognises failures of both groups
-// uniformly and re-activates the communicator.
+// uniformly and re-activates the communicator: its collectives then skip
+// the recognised failure, and a Dup carries it.
 func TestRunThroughIntercommunicator(t *testing.T) {
+	made := newArrivals(4)
 	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
 		_, inter, inA, err := halves(c, 2, 0, 7) // A = {0, 1}, B = {2, 3}
 		if err != nil {
 			return err
 		}
+		made.arrive()
 		if c.Rank() == 3 {
+			made.g.wait(t)
 			w.Kill()
 		}
 		if err := awaitFailure(c, 3); err != nil {
@@ -937,6 +967,53 @@ func TestRunThroughIntercommunicator(t *testing.T) {
 		}
 		if inter.RemoteSize() != 2 || inter.Size() != 2 {
 			return fmt.Errorf("sizes %d/%d (17.8.3: failed processes count)", inter.Size(), inter.RemoteSize())
+		}
+		// Collectives over the recognised failure (17.8.3).
+		if err := inter.Barrier(); err != nil {
+			return fmt.Errorf("Barrier after Validate: %v", err)
+		}
+		me := c.Rank()
+		sum := []int{0}
+		if err := mpi.Allreduce(inter, []int{me + 1}, sum, mpi.Sum); err != nil {
+			return fmt.Errorf("Allreduce: %v", err)
+		}
+		if want := map[bool]int{true: 3, false: 3}[inA]; sum[0] != want { // A gets B's 3, B gets A's 1+2
+			return fmt.Errorf("Allreduce: %d, want %d", sum[0], want)
+		}
+		all := []int{-1, -1}
+		if err := mpi.Allgather(inter, []int{10 * me}, all); err != nil {
+			return fmt.Errorf("Allgather: %v", err)
+		}
+		wantAll := []int{20, -1}
+		if !inA {
+			wantAll = []int{0, 10}
+		}
+		if !slices.Equal(all, wantAll) {
+			return fmt.Errorf("Allgather: %v, want %v", all, wantAll)
+		}
+		// Bcast from B's alive process (world 2, B's rank 0) to A.
+		root, buf := 0, []int{0}
+		switch me {
+		case 2:
+			root, buf[0] = mpi.Root, 77
+		}
+		if err := mpi.Bcast(inter, buf, root); err != nil || buf[0] != 77 {
+			return fmt.Errorf("Bcast: %v %v", buf, err)
+		}
+		// The Dup carries the recognised failure and works the same.
+		d, err := inter.Dup()
+		if err != nil {
+			return fmt.Errorf("Dup of the validated intercommunicator: %v", err)
+		}
+		if err := mpi.Allreduce(d, []int{me + 1}, sum, mpi.Sum); err != nil || sum[0] != 3 {
+			return fmt.Errorf("Allreduce on the Dup: %v %v", sum, err)
+		}
+		// A failed root in the remote group is refused (last: the calls no
+		// longer match).
+		if inA {
+			if err := mpi.Bcast(inter, buf, 1); !errors.Is(err, mpi.ErrRoot) {
+				return fmt.Errorf("Bcast from a failed remote root: %v", err)
+			}
 		}
 		return nil
 	})

@@ -175,8 +175,9 @@ var ExscanKills = map[string]int{"exscan1": 2, "exscan2": 0}
 
 // Tags of example 17.5.
 const (
-	tagWork = 1
-	stop    = -1
+	tagWork  = 1
+	tagStart = 2
+	stop     = -1
 )
 
 // AnySourceServer is example 17.5: rank 0 receives with AnySource from two
@@ -190,7 +191,7 @@ func AnySourceServer(e *Env, perClient int) (received, reenabled int, failed []i
 	c := e.C
 	if c.Rank() != 0 {
 		// Start once the server has its initial failed group.
-		if err := c.Barrier(); err != nil {
+		if _, err := mpi.Recv(c, []int{0}, 0, tagStart); err != nil {
 			return 0, 0, nil, err
 		}
 		for k := 0; k < perClient; k++ {
@@ -219,8 +220,10 @@ func AnySourceServer(e *Env, perClient int) (received, reenabled int, failed []i
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	if err := c.Barrier(); err != nil {
-		return 0, 0, nil, err
+	for r := 1; r < c.Size(); r++ {
+		if err := mpi.Send(c, []int{0}, r, tagStart); err != nil {
+			return 0, 0, nil, err
+		}
 	}
 	// finished: every client stopped or failed; then the other thread is
 	// woken by a message to self.
