@@ -19,6 +19,7 @@ const (
 	tagGo      = 60
 	tagData    = 61
 	tagPending = 62
+	tagReady   = 63
 	tagUnused  = 9999
 )
 
@@ -48,6 +49,22 @@ func awaitFailure(r int) {
 	}
 }
 
+// killAfterOthers: the others tell victim that they are past the last
+// collective; victim then kills itself (SIGKILL).
+func killAfterOthers(victim int, others []int) {
+	if me != victim {
+		check("ready", mpi.Send(c, []int{me}, victim, tagReady))
+		return
+	}
+	for _, r := range others {
+		if r != victim {
+			_, err := mpi.Recv(c, []int{0}, r, tagReady)
+			check("ready", err)
+		}
+	}
+	w.Kill()
+}
+
 func main() {
 	var err error
 	if w, err = mpi.Init(); err != nil {
@@ -73,10 +90,9 @@ func main() {
 	}
 	check("barrier", c.Barrier())
 
-	// ---- Rank 4 fails (real SIGKILL).
-	if me == 4 {
-		w.Kill()
-	}
+	// ---- Rank 4 fails (real SIGKILL), once every other rank has left the
+	// Barrier (which it may leave first).
+	killAfterOthers(4, []int{0, 1, 2, 3})
 	awaitFailure(4)
 	ok("17.6 point-to-point with a failed process fails with ErrRankFailStop")
 
@@ -185,9 +201,7 @@ func main() {
 	ok("17.8.2 Dup keeps the recognised failure, Split drops it")
 
 	// ---- Rank 3 fails during a Barrier loop (example 17.6's pattern).
-	if me == 3 {
-		w.Kill()
-	}
+	killAfterOthers(3, []int{0, 1, 2})
 	retries := 0
 	for {
 		err := c.Barrier()
