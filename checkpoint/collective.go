@@ -41,6 +41,10 @@ func (s *Store) checkComm(op string, c *mpi.Comm) error {
 // communication error (a failed process, with mpi.ErrorsReturn on c)
 // leaves the local checkpoint saved; the returned error then says which
 // step failed. On a communicator of size 1 it is Save.
+//
+// A failure never leaves a live rank waiting: every rank performs every
+// exchange of the protocol whatever happened before (see exchange), so it
+// only ever waits for messages that live ranks always send.
 func (s *Store) SaveCollective(c *mpi.Comm, version int, data []byte) error {
 	const op = "SaveCollective"
 	if err := s.checkComm(op, c); err != nil {
@@ -53,22 +57,44 @@ func (s *Store) SaveCollective(c *mpi.Comm, version int, data []byte) error {
 	}
 	r := c.Rank()
 	right, left := Buddy(r, n), (r-1+n)%n
-	hdr := []int64{int64(version), int64(len(data))}
 	got := make([]int64, 2)
-	if _, err := mpi.Sendrecv(c, hdr, right, TagBuddyHeader, got, left, TagBuddyHeader); err != nil {
-		return errors.Join(saveErr, fmt.Errorf("checkpoint: %s version %d: exchange with buddies %d and %d: %w", op, version, right, left, err))
-	}
-	if got[1] < 0 || got[1] > 1<<40 {
-		return errors.Join(saveErr, fmt.Errorf("checkpoint: %s version %d: rank %d announced a copy of %d bytes", op, version, left, got[1]))
+	hr, hs := exchange(c, []int64{int64(version), int64(len(data))}, right, got, left, TagBuddyHeader)
+	if hr != nil || got[1] < 0 || got[1] > 1<<40 {
+		got = []int64{-1, 0}
 	}
 	buf := make([]byte, got[1])
-	if _, err := mpi.Sendrecv(c, data, right, TagBuddyData, buf, left, TagBuddyData); err != nil {
-		return errors.Join(saveErr, fmt.Errorf("checkpoint: %s version %d: copy to buddy %d: %w", op, version, right, err))
+	dr, ds := exchange(c, data, right, buf, left, TagBuddyData)
+	if err := errors.Join(hr, hs, dr, ds); err != nil {
+		return errors.Join(saveErr, fmt.Errorf("checkpoint: %s version %d: buddy exchange: %w", op, version, err))
 	}
 	s.mu.Lock()
 	s.held = &buddyCopy{owner: left, version: int(got[0]), data: buf}
 	s.mu.Unlock()
 	return saveErr
+}
+
+// exchange sends send to dest and receives recv from source with tag, as
+// a receive and a send posted together and both waited for whatever
+// happens to the other (unlike a Sendrecv, which abandons its receive when
+// its send fails): a live source's message is always consumed, so no
+// sender is left waiting and no stale message is matched later.
+// It returns the receive's error and the send's error separately.
+func exchange[T mpi.Numeric](c *mpi.Comm, send []T, dest int, recv []T, source, tag int) (rerr, serr error) {
+	rr, rerr := mpi.Irecv(c, recv, source, tag)
+	sr, serr := mpi.Isend(c, send, dest, tag)
+	if rerr == nil {
+		_, rerr = rr.Wait()
+	}
+	if serr == nil {
+		_, serr = sr.Wait()
+	}
+	if rerr != nil {
+		rerr = fmt.Errorf("from rank %d: %w", source, rerr)
+	}
+	if serr != nil {
+		serr = fmt.Errorf("to rank %d: %w", dest, serr)
+	}
+	return rerr, serr
 }
 
 // Held reports the in-memory copy this store keeps for its left neighbour
@@ -93,11 +119,16 @@ func (s *Store) heldFor(owner int) *buddyCopy {
 	return s.held
 }
 
+// maxCommon is how many of its newest versions each rank offers to
+// LatestCommon.
+const maxCommon = 64
+
 // LatestCommon returns the newest version that every rank of c can
 // restore, from its own valid file or from the copy its buddy holds in
 // memory, so that all ranks restart from the same step. It is collective
-// over c and every rank gets the same answer; if no version is common to
-// all, the error wraps ErrNotFound (at every rank).
+// over c (one Allgather) and every rank gets the same answer; each rank
+// offers its 64 newest valid versions. If no version is common to all, the
+// error wraps ErrNotFound (at every rank).
 func (s *Store) LatestCommon(c *mpi.Comm) (int, error) {
 	const op = "LatestCommon"
 	if err := s.checkComm(op, c); err != nil {
@@ -105,45 +136,32 @@ func (s *Store) LatestCommon(c *mpi.Comm) (int, error) {
 	}
 	vs, err := s.Versions()
 	if err != nil {
-		// Take part with nothing, so the others do not wait forever.
-		vs = nil
+		vs = nil // take part with nothing, so that the others do not wait
 	}
+	vs = vs[max(0, len(vs)-maxCommon):]
 	n, r := c.Size(), c.Rank()
-	held := int64(-1)
+	// [held version for my left neighbour or -1, count, versions..., padding]
+	const width = 2 + maxCommon
+	mine := make([]int64, width)
+	mine[0] = -1
 	if h := s.heldFor((r - 1 + n) % n); h != nil && n > 1 {
-		held = int64(h.version)
+		mine[0] = int64(h.version)
 	}
-	mine := make([]int64, 0, len(vs)+1)
-	mine = append(mine, held)
-	for _, v := range vs {
-		mine = append(mine, int64(v))
+	mine[1] = int64(len(vs))
+	for i, v := range vs {
+		mine[2+i] = int64(v)
 	}
-	counts64 := make([]int64, n)
-	if cerr := mpi.Allgather(c, []int64{int64(len(mine))}, counts64); cerr != nil {
+	all := make([]int64, width*n)
+	if cerr := mpi.Allgather(c, mine, all); cerr != nil {
 		return -1, fmt.Errorf("checkpoint: %s: %w", op, cerr)
-	}
-	counts := make([]int, n)
-	total := 0
-	for i, k := range counts64 {
-		counts[i] = int(k)
-		total += int(k)
-	}
-	all := make([]int64, total)
-	if cerr := mpi.Allgatherv(c, mine, all, counts, nil); cerr != nil {
-		return -1, fmt.Errorf("checkpoint: %s: %w", op, cerr)
-	}
-	// avail[i]: versions rank i can restore.
-	lists := make([][]int64, n)
-	off := 0
-	for i := range n {
-		lists[i] = all[off : off+counts[i]]
-		off += counts[i]
 	}
 	var common []int64
 	for i := range n {
-		avail := slices.Clone(lists[i][1:])
+		row := all[i*width : (i+1)*width]
+		k := min(max(int(row[1]), 0), maxCommon)
+		avail := slices.Clone(row[2 : 2+k])
 		if n > 1 {
-			if hv := lists[Buddy(i, n)][0]; hv >= 0 {
+			if hv := all[Buddy(i, n)*width]; hv >= 0 {
 				avail = append(avail, hv)
 			}
 		}
@@ -168,8 +186,11 @@ func (s *Store) LatestCommon(c *mpi.Comm) (int, error) {
 // It is collective over c: every rank calls it with the same version,
 // normally the one LatestCommon returned. The error, if any, says why
 // neither source had the version (it wraps ErrNotFound or ErrCorrupt as
-// the local file did). Copies a restarted rank used to hold for its left
-// neighbour are not rebuilt: the next SaveCollective does that.
+// the local file did). If the exchange with the buddies fails (a failed
+// process), the error says so, and a rank whose own file was valid still
+// gets its data along with the error. Copies a restarted rank used to hold
+// for its left neighbour are not rebuilt: the next SaveCollective does
+// that. Like SaveCollective, it never leaves a live rank waiting.
 func (s *Store) LoadCollective(c *mpi.Comm, version int) ([]byte, error) {
 	const op = "LoadCollective"
 	if err := s.checkComm(op, c); err != nil {
@@ -182,6 +203,8 @@ func (s *Store) LoadCollective(c *mpi.Comm, version int) ([]byte, error) {
 	}
 	r := c.Rank()
 	right, left := Buddy(r, n), (r-1+n)%n
+	// Every rank performs the three exchanges whatever happened before
+	// (see exchange), so that a failure leaves no live rank waiting.
 	// 1: tell my buddy whether I need my copy; learn whether my left
 	// neighbour needs the copy I hold.
 	need := []int64{0}
@@ -189,8 +212,9 @@ func (s *Store) LoadCollective(c *mpi.Comm, version int) ([]byte, error) {
 		need[0] = 1
 	}
 	leftNeed := make([]int64, 1)
-	if _, err := mpi.Sendrecv(c, need, right, TagBuddyNeed, leftNeed, left, TagBuddyNeed); err != nil {
-		return nil, s.loadErr(op, version, lerr, fmt.Errorf("asking buddy %d: %w", right, err))
+	nr, ns := exchange(c, need, right, leftNeed, left, TagBuddyNeed)
+	if nr != nil {
+		leftNeed[0] = 0
 	}
 	// 2: headers: the version I hold for my left neighbour (-1: none) and
 	// its length if it asked for it.
@@ -205,16 +229,19 @@ func (s *Store) LoadCollective(c *mpi.Comm, version int) ([]byte, error) {
 		}
 	}
 	got := make([]int64, 2)
-	if _, err := mpi.Sendrecv(c, hdr, left, TagBuddyHeader, got, right, TagBuddyHeader); err != nil {
-		return nil, s.loadErr(op, version, lerr, fmt.Errorf("from buddy %d: %w", right, err))
-	}
-	if got[1] < 0 || got[1] > 1<<40 {
-		return nil, s.loadErr(op, version, lerr, fmt.Errorf("buddy %d announced a copy of %d bytes", right, got[1]))
+	hr, hs := exchange(c, hdr, left, got, right, TagBuddyHeader)
+	if hr != nil || got[1] < 0 || got[1] > 1<<40 {
+		got = []int64{-1, 0}
 	}
 	buf := make([]byte, got[1])
 	// 3: the copies themselves (empty unless asked for).
-	if _, err := mpi.Sendrecv(c, give, left, TagBuddyData, buf, right, TagBuddyData); err != nil {
-		return nil, s.loadErr(op, version, lerr, fmt.Errorf("from buddy %d: %w", right, err))
+	dr, ds := exchange(c, give, left, buf, right, TagBuddyData)
+	if cerr := errors.Join(nr, ns, hr, hs, dr, ds); cerr != nil {
+		if lerr == nil {
+			// This rank has its data; the exchange failed for others.
+			return data, fmt.Errorf("checkpoint: %s version %d: buddy exchange: %w", op, version, cerr)
+		}
+		return nil, s.loadErr(op, version, lerr, cerr)
 	}
 	if lerr == nil {
 		return data, nil
