@@ -257,7 +257,11 @@ func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
 	if rank < 0 {
 		return nil, c.handle(newErr(ErrGroup, op, c, NoPeer, "the calling process (world rank %d) is not a member of the group", c.w.rank))
 	}
-	x := &xset{w: c.w, c: c, op: op, ctx: c.ctx + 1, tag: createGroupTag(tag), me: rank, n: len(g.procs), procs: g.procs}
+	ctx := c.ctx + 1
+	if v := c.rtView(); v != nil {
+		ctx = v.ctx + 1 // run-through with recognised failures: c's own collective context saw a failure
+	}
+	x := &xset{w: c.w, c: c, op: op, ctx: ctx, tag: createGroupTag(tag), me: rank, n: len(g.procs), procs: g.procs}
 	seed := uint64(c.ctx)<<32 | uint64(tag&(1<<30-1)) | 1<<62
 	pairs, err := ctxAgreement(c.w, c, op, 1, seed, true, x.allAND)
 	if err != nil {

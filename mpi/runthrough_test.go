@@ -615,12 +615,24 @@ func TestRunThroughValidatedCollectives(t *testing.T) {
 // failures.
 func TestRunThroughCommunicatorRules(t *testing.T) {
 	const n = 5
+	started := newArrivals(n - 1)
 	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
 		me := c.Rank()
+		c.EnableRunThrough()
 		if me == 3 {
+			started.g.wait(t)
 			w.Kill()
 		}
-		c.EnableRunThrough()
+		// A collective in progress when rank 3 fails: it fails (and the
+		// communicator's own collective context is poisoned).
+		req, err := c.Ibarrier()
+		if err != nil {
+			return err
+		}
+		started.arrive()
+		if _, err := req.Wait(); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Ibarrier across the failure: %v", err)
+		}
 		if err := awaitFailure(c, 3); err != nil {
 			return err
 		}
@@ -687,6 +699,17 @@ func TestRunThroughCommunicatorRules(t *testing.T) {
 			}
 			if err := cr.Free(); err != nil {
 				return err
+			}
+		}
+		// CreateGroup over alive processes of the validated communicator.
+		if me == 1 || me == 2 {
+			sub, _ := c.Group().Incl([]int{1, 2})
+			cg, err := c.CreateGroup(sub, 5)
+			if err != nil {
+				return fmt.Errorf("CreateGroup after Validate: %v", err)
+			}
+			if err := mpi.Allreduce(cg, []int{me}, sum, mpi.Sum); err != nil || sum[0] != 3 {
+				return fmt.Errorf("Allreduce on the CreateGroup result: %v %v", sum, err)
 			}
 		}
 		if err := s.Free(); err != nil {
