@@ -2,7 +2,6 @@ package mpi
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -535,7 +534,7 @@ func (c *Comm) rtFree() (releaseOwn bool) {
 	return !c.hasFailedMember()
 }
 
-// rtRevoke lists the contexts of c's view, revoked with c.
+// rtContexts lists the contexts of c's view, revoked with c.
 func (c *Comm) rtContexts() []uint32 {
 	rt := c.rt.Load()
 	if rt == nil {
@@ -680,5 +679,3 @@ func (c *Comm) sendrecvStatus(op string, st Status, sendErr, recvErr error, dest
 	st.Source, st.Err = peer, failed
 	return st, newErr(ErrInStatus, op, c, peer, "rank %s failed (see the status)", rankName(peer))
 }
-
-var _ = fmt.Sprint

@@ -120,4 +120,3 @@ func TestRunThroughExample17_5ThreadedAnySource(t *testing.T) {
 		t.Fatalf("received %d (want %d..%d), re-enabled %d times, failed %v", got, 2*per, 2*per+3, re, failed)
 	}
 }
-

@@ -21,10 +21,10 @@ import (
 // Env is what an example runs with.
 type Env struct {
 	W      *mpi.World
-	C      *mpi.Comm                         // the communicator (ErrorsReturn)
+	C      *mpi.Comm                        // the communicator (ErrorsReturn)
 	Printf func(format string, args ...any) // prints one line of this rank
-	KillAt map[string]int                    // injection point -> rank that dies there
-	Delay  time.Duration                     // pause between steps (for timed injections)
+	KillAt map[string]int                   // injection point -> rank that dies there
+	Delay  time.Duration                    // pause between steps (for timed injections)
 }
 
 // at kills this process if it is scheduled to die at point.
@@ -187,6 +187,8 @@ const (
 // messages received, the number of ReenableAnySource calls and the final
 // failed group; the server stops when every live client's messages have
 // arrived (a client sends a final stop; a failed client counts as done).
+// Clients start when the server, having read its first failed group, tells
+// them to (points "client:K": a client dies before sending message K).
 func AnySourceServer(e *Env, perClient int) (received, reenabled int, failed []int, err error) {
 	c := e.C
 	if c.Rank() != 0 {
