@@ -21,21 +21,29 @@
 //
 //  1. a rank fails; an MPI call returns an error at a survivor
 //     (mpi.ErrorsReturn);
+//
 //  2. the survivor writes a checkpoint (package checkpoint) of its current
 //     and previous blocks and their iteration numbers;
+//
 //  3. it exits without finalizing, so that every rank waiting on it fails
 //     too and checkpoints in turn (the cascade of seed 002, 4.2);
+//
 //  4. ftmpirun relaunches the job once every rank has exited;
+//
 //  5. the ranks of the new job (World.Restarted() > 0) load the checkpoints
 //     of the previous launch and agree on the newest iteration every
 //     survivor has (ranks are at most one iteration apart: finishing the
 //     Allgather of iteration k needs every rank's block k);
+//
 //  6. the rank without a checkpoint gets its block back from the checksum
 //     (a Reduce of C minus the other blocks), or the checksum rank
 //     recomputes C; with more than one block lost, the job starts over from
 //     iteration 0;
+//
 //  7. the computation resumes and ends with the same result line as a
 //     failure-free run.
+//
+// Run it with a failure and without:
 //
 //	go run ./cmd/ftmpirun -n 4 --restart-on-failure=1 --inject kill:rank=2,at=500ms ./examples/cof -dir /tmp/cof
 //	go run ./cmd/ftmpirun -n 4 ./examples/cof -dir /tmp/cof

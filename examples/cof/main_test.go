@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,6 +79,20 @@ func launchWith(t *testing.T, dir string, k int, kills map[int]int, recoveryKill
 	return line, out.String()
 }
 
+// resumedNear reports whether relaunch k resumed at iteration at or at-1:
+// a rank killed after computing iteration at had finished the Allgather
+// of iteration at-1, which some survivors may not have finished yet
+// (ranks are at most one iteration apart, and the relaunch takes the
+// older one).
+func resumedNear(out string, k, at int) bool {
+	for _, it := range []int{at, at - 1} {
+		if strings.Contains(out, fmt.Sprintf("cof: relaunch %d: resumed at iteration %d,", k, it)) {
+			return true
+		}
+	}
+	return false
+}
+
 func reference(t *testing.T) string {
 	t.Helper()
 	line, out := launch(t, t.TempDir(), 0, nil)
@@ -111,7 +126,7 @@ func TestRelaunchRebuildsLostBlock(t *testing.T) {
 			if line != want {
 				t.Fatalf("after the relaunch: %q, want %q\n%s", line, want, out)
 			}
-			if !strings.Contains(out, "cof: relaunch 1: resumed at iteration 120,") || !strings.Contains(out, tc.desc) {
+			if !resumedNear(out, 1, 120) || !strings.Contains(out, tc.desc) {
 				t.Fatalf("no recovery line with %q:\n%s", tc.desc, out)
 			}
 			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
@@ -122,13 +137,23 @@ func TestRelaunchRebuildsLostBlock(t *testing.T) {
 }
 
 // Two blocks lost at once are more than one checksum block can rebuild:
-// the relaunch starts over and still gives the answer.
+// the relaunch starts over and still gives the answer. (Rank 2 is killed;
+// rank 1's files are deleted, as if its node's disk were gone: two kills
+// in one launch would not reliably both land, since a survivor stops at
+// the first failure.)
 func TestTwoLossesStartOver(t *testing.T) {
 	want := reference(t)
 	dir := t.TempDir()
-	launch(t, dir, 0, map[int]int{1: 100, 2: 100})
+	launch(t, dir, 0, map[int]int{2: 100})
+	s, err := checkpoint.Open(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
 	line, out := launch(t, dir, 1, nil)
-	if line != want || !strings.Contains(out, "starting over from iteration 0") {
+	if line != want || !strings.Contains(out, "ranks [1 2] have no usable checkpoint") || !strings.Contains(out, "starting over from iteration 0") {
 		t.Fatalf("result %q, want %q\n%s", line, want, out)
 	}
 }
@@ -168,11 +193,11 @@ func TestSecondFailureAfterRelaunch(t *testing.T) {
 	want := reference(t)
 	dir := t.TempDir()
 	launch(t, dir, 0, map[int]int{2: 80})
-	if line, out := launch(t, dir, 1, map[int]int{1: 200}); line != "" || !strings.Contains(out, "resumed at iteration 80,") {
+	if line, out := launch(t, dir, 1, map[int]int{1: 200}); line != "" || !resumedNear(out, 1, 80) {
 		t.Fatalf("launch 1: %q\n%s", line, out)
 	}
 	line, out := launch(t, dir, 2, nil)
-	if line != want || !strings.Contains(out, "cof: relaunch 2: resumed at iteration 200,") || !strings.Contains(out, "rank 1's block rebuilt") {
+	if line != want || !resumedNear(out, 2, 200) || !strings.Contains(out, "rank 1's block rebuilt") {
 		t.Fatalf("result %q, want %q\n%s", line, want, out)
 	}
 }
@@ -203,11 +228,11 @@ func TestFailureDuringRecovery(t *testing.T) {
 	launch(t, dir, 0, map[int]int{2: 100})
 	// Rank 2, the one to rebuild, dies again before the agreement.
 	line, out := launchWith(t, dir, 1, nil, 2)
-	if line != "" || strings.Count(out, "checkpointed iteration 100") != np-1 {
+	if line != "" || strings.Count(out, "checkpointed iteration") != np-1 {
 		t.Fatalf("launch 1: %q\n%s", line, out)
 	}
 	line, out = launch(t, dir, 2, nil)
-	if line != want || !strings.Contains(out, "cof: relaunch 2: resumed at iteration 100, rank 2's block rebuilt") {
+	if line != want || !resumedNear(out, 2, 100) || !strings.Contains(out, "rank 2's block rebuilt") {
 		t.Fatalf("result %q, want %q\n%s", line, want, out)
 	}
 }
