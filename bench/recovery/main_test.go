@@ -119,9 +119,9 @@ func TestSummarize(t *testing.T) {
 	var b bytes.Buffer
 	summarize(reps, &b)
 	for _, want := range []string{
-		"| 16 | 20.0 (3) | 45.0 (2) | 120.0 (1) | 2.25 | 6.00 |",
+		"| 16 | 20.0 (3: 10.0-30.0) | 45.0 (2: 40.0-50.0) | 120.0 (1: 120.0-120.0) | 2.25 | 6.00 |",
 		"| reinit | 16 | 2.0 | - | - | - | - | - | 20.0 |",
-		"| 4 | 5.0 (1) | - (0) | - (0) | - | - |",
+		"| 4 | 5.0 (1: 5.0-5.0) | - (0) | - (0) | - | - |",
 		"(c)/(a) = 6.00, goal >= 6: met; (b)/(a) = 2.25, goal >= 3: not met.",
 	} {
 		if !strings.Contains(b.String(), want) {

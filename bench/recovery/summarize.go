@@ -100,7 +100,7 @@ func summarize(reps []report, out io.Writer) {
 		return fmt.Sprintf("%.2f", a/b)
 	}
 
-	fmt.Fprintln(out, "Kill -> every rank resumed (ms), median over runs (runs in parentheses):")
+	fmt.Fprintln(out, "Kill -> every rank resumed (ms), median over runs (in parentheses: runs, min-max):")
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "| np | (a) Reinit | (b) ULFM replacement | (c) relaunch | (b)/(a) | (c)/(a) |")
 	fmt.Fprintln(out, "|---:|---:|---:|---:|---:|---:|")
@@ -108,9 +108,19 @@ func summarize(reps []report, out io.Writer) {
 		a, okA := med(modeNP{"reinit", np}, total)
 		b, okB := med(modeNP{"ulfm", np}, total)
 		c, okC := med(modeNP{"relaunch", np}, total)
-		n := func(m string) int { return len(groups[modeNP{m, np}]) }
-		fmt.Fprintf(out, "| %d | %s (%d) | %s (%d) | %s (%d) | %s | %s |\n", np,
-			cell(a, okA), n("reinit"), cell(b, okB), n("ulfm"), cell(c, okC), n("relaunch"),
+		rng := func(m string) string {
+			g := groups[modeNP{m, np}]
+			if len(g) == 0 {
+				return "(0)"
+			}
+			lo, hi := g[0].Recovery, g[0].Recovery
+			for _, r := range g {
+				lo, hi = min(lo, r.Recovery), max(hi, r.Recovery)
+			}
+			return fmt.Sprintf("(%d: %.1f-%.1f)", len(g), lo, hi)
+		}
+		fmt.Fprintf(out, "| %d | %s %s | %s %s | %s %s | %s | %s |\n", np,
+			cell(a, okA), rng("reinit"), cell(b, okB), rng("ulfm"), cell(c, okC), rng("relaunch"),
 			ratio(b, a, okB, okA), ratio(c, a, okC, okA))
 	}
 	for _, np := range nps {
