@@ -134,7 +134,7 @@ func openStore(p *params, rank int) (*checkpoint.Store, error) {
 // resumedHook returns the hook that runs after the first iteration of a
 // recovered job: rank 0 takes the resume time, the phases are combined
 // and rank 0 prints the report.
-func resumedHook(p *params, mode string, c *mpi.Comm, t *timer, restoredIter int, extra func(*[nPhases]int64) error) func() error {
+func resumedHook(p *params, mode string, c *mpi.Comm, t *timer, restoredIter int, extra func(*phases) error) func() error {
 	return func() error {
 		resumed := time.Now().UnixNano()
 		ph, err := gatherPhases(c, t)
@@ -240,11 +240,16 @@ func runRelaunch(w *mpi.World, p *params, inited time.Time) (string, error) {
 			return "", err
 		}
 		t.mark(phRestored)
-		h.resumed = resumedHook(p, "relaunch", c, &t, s.iter, func(ph *[nPhases]int64) error {
+		h.resumed = resumedHook(p, "relaunch", c, &t, s.iter, func(ph *phases) error {
 			// The survivors of the previous launch wrote when they noticed.
 			for r := range c.Size() {
-				if v, err := readNanos(detectFile(p, r)); err == nil && v > ph[phDetected] {
-					ph[phDetected] = v
+				v, err := readNanos(detectFile(p, r))
+				if err != nil {
+					continue
+				}
+				ph.last[phDetected] = max(ph.last[phDetected], v)
+				if ph.firstDetect == 0 || v < ph.firstDetect {
+					ph.firstDetect = v
 				}
 			}
 			return nil

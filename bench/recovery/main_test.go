@@ -94,7 +94,7 @@ func TestEveryModeRecoversWithTheFailureFreeResult(t *testing.T) {
 				t.Fatal(err)
 			}
 			if rep.Mode != mode || rep.NP != 4 || rep.Restored != 30 || rep.Recovery <= 0 ||
-				rep.Detect == nil || rep.Respawn == nil || rep.Load == nil || rep.Iter == nil {
+				rep.Detect == nil || rep.DetectFirst == nil || *rep.DetectFirst > *rep.Detect || rep.Respawn == nil || rep.Load == nil || rep.Iter == nil {
 				t.Fatalf("report %s", reps[0])
 			}
 			if mode == "ulfm" && rep.Shrink == nil {
@@ -120,7 +120,7 @@ func TestSummarize(t *testing.T) {
 	summarize(reps, &b)
 	for _, want := range []string{
 		"| 16 | 20.0 (3: 10.0-30.0) | 45.0 (2: 40.0-50.0) | 120.0 (1: 120.0-120.0) | 2.25 | 6.00 |",
-		"| reinit | 16 | 2.0 | - | - | - | - | - | 20.0 |",
+		"| reinit | 16 | - | 2.0 | - | - | - | - | - | 20.0 |",
 		"| 4 | 5.0 (1: 5.0-5.0) | - (0) | - (0) | - | - |",
 		"(c)/(a) = 6.00, goal >= 6: met; (b)/(a) = 2.25, goal >= 3: not met.",
 	} {

@@ -50,28 +50,52 @@ type report struct {
 	Restored int      `json:"restored_iter"` // the checkpoint the job went back to
 	Recovery float64  `json:"recovery_ms"`   // kill -> every rank resumed (rank 0 done with the first iteration)
 	Detect   *float64 `json:"detect_ms"`     // kill -> the last survivor knew
-	Shrink   *float64 `json:"shrink_ms"`     // ULFM: detected -> revoke + shrink done
-	Respawn  *float64 `json:"respawn_ms"`    // detected -> replacement(s) initialised (ULFM: Spawn returned)
-	Rebuild  *float64 `json:"rebuild_ms"`    // -> every rank holds the recovered communicator
-	Load     *float64 `json:"load_ms"`       // -> every rank loaded the checkpoint
-	Iter     *float64 `json:"iter_ms"`       // -> the first iteration done (rank 0)
+	// DetectFirst: kill -> the first survivor knew (not a phase: the
+	// spread between it and Detect is the survivors' scheduling).
+	DetectFirst *float64 `json:"detect_first_ms"`
+	Shrink      *float64 `json:"shrink_ms"`  // ULFM: detected -> revoke + shrink done
+	Respawn     *float64 `json:"respawn_ms"` // detected -> replacement(s) initialised (ULFM: Spawn returned)
+	Rebuild     *float64 `json:"rebuild_ms"` // -> every rank holds the recovered communicator
+	Load        *float64 `json:"load_ms"`    // -> every rank loaded the checkpoint
+	Iter        *float64 `json:"iter_ms"`    // -> the first iteration done (rank 0)
 	// At: every phase in ms after the kill.
 	At   map[string]float64 `json:"at_ms"`
 	Unit string             `json:"unit"`
 }
 
-// gatherPhases combines every rank's phase times (MPI_MAX) on c.
-func gatherPhases(c *mpi.Comm, t *timer) ([nPhases]int64, error) {
-	var all [nPhases]int64
-	err := mpi.Allreduce(c, t.t[:], all[:], mpi.Max)
-	return all, err
+// phases are the milestones of a recovery over all ranks: the latest
+// time of each, and the earliest detection.
+type phases struct {
+	last        [nPhases]int64
+	firstDetect int64 // the first survivor knew (0: unknown)
+}
+
+// gatherPhases combines every rank's phase times on c (one Allreduce with
+// MPI_MAX; the earliest detection as the maximum of its negation).
+func gatherPhases(c *mpi.Comm, t *timer) (phases, error) {
+	var in, out [nPhases + 1]int64
+	copy(in[:], t.t[:])
+	in[nPhases] = math.MinInt64
+	if d := t.t[phDetected]; d != 0 {
+		in[nPhases] = -d
+	}
+	var ph phases
+	if err := mpi.Allreduce(c, in[:], out[:], mpi.Max); err != nil {
+		return ph, err
+	}
+	copy(ph.last[:], out[:nPhases])
+	if out[nPhases] != math.MinInt64 {
+		ph.firstDetect = -out[nPhases]
+	}
+	return ph, nil
 }
 
 func ms(d int64) float64 { return math.Round(float64(d)/1e4) / 100 }
 
 // makeReport builds the line from the kill time, the combined phases and
 // rank 0's resume time.
-func makeReport(p *params, mode string, np, restoredIter int, kill int64, ph [nPhases]int64, resumed int64) report {
+func makeReport(p *params, mode string, np, restoredIter int, kill int64, phs phases, resumed int64) report {
+	ph := phs.last
 	r := report{Name: "recovery", Impl: "ftmpi", Mode: mode, NP: np, M: p.m, Every: p.every, FailAt: p.failAt,
 		Victim: p.victim, Restored: restoredIter, Recovery: ms(resumed - kill), At: map[string]float64{}, Unit: "ms"}
 	for i, v := range ph {
@@ -88,6 +112,7 @@ func makeReport(p *params, mode string, np, restoredIter int, kill int64, ph [nP
 		return &v
 	}
 	r.Detect = span(kill, ph[phDetected])
+	r.DetectFirst = span(kill, phs.firstDetect)
 	ready := ph[phInited] // the replacement is ready
 	if mode == "ulfm" {
 		r.Shrink = span(ph[phDetected], ph[phShrunk])
