@@ -13,6 +13,21 @@ import (
 	"github.com/ftmpi/ftmpi/mpi"
 )
 
+// runJob is mpi.Run with a deadline: a rank left waiting fails the test
+// instead of hanging it.
+func runJob(t *testing.T, n int, fn func(w *mpi.World) error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- mpi.Run(n, fn) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the %d-rank job did not end within 60s", n)
+		return nil
+	}
+}
+
 func rankDir(base string, r int) string { return filepath.Join(base, fmt.Sprintf("node%d", r)) }
 
 // A rank whose directory is gone and whose memory is fresh (a respawned
@@ -21,7 +36,7 @@ func rankDir(base string, r int) string { return filepath.Join(base, fmt.Sprintf
 func TestBuddyRestoreAfterDirectoryDeleted(t *testing.T) {
 	base := t.TempDir()
 	const n, lost = 4, 2
-	err := mpi.Run(n, func(w *mpi.World) error {
+	err := runJob(t, n, func(w *mpi.World) error {
 		c := w.CommWorld()
 		r := c.Rank()
 		s, err := Open(rankDir(base, r), r)
@@ -70,7 +85,7 @@ func TestBuddyRestoreAfterDirectoryDeleted(t *testing.T) {
 // A damaged newest file is replaced by the buddy's copy.
 func TestBuddyRestoreOfCorruptFile(t *testing.T) {
 	base := t.TempDir()
-	err := mpi.Run(3, func(w *mpi.World) error {
+	err := runJob(t, 3, func(w *mpi.World) error {
 		c := w.CommWorld()
 		r := c.Rank()
 		s, err := Open(base, r) // one shared directory
@@ -115,7 +130,7 @@ func TestLatestCommonOfDifferentSets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
-			err := mpi.Run(len(tc.sets), func(w *mpi.World) error {
+			err := runJob(t, len(tc.sets), func(w *mpi.World) error {
 				c := w.CommWorld()
 				r := c.Rank()
 				s, err := Open(base, r)
@@ -154,7 +169,7 @@ func TestLatestCommonOfDifferentSets(t *testing.T) {
 func TestLoadCollectiveWhenBuddyLostToo(t *testing.T) {
 	base := t.TempDir()
 	const n, lost = 4, 1
-	err := mpi.Run(n, func(w *mpi.World) error {
+	err := runJob(t, n, func(w *mpi.World) error {
 		c := w.CommWorld()
 		r := c.Rank()
 		s, err := Open(rankDir(base, r), r)
@@ -200,7 +215,7 @@ func TestLoadCollectiveWhenBuddyLostToo(t *testing.T) {
 // A buddy that holds an older version than the one asked for says so.
 func TestLoadCollectiveBuddyHoldsOtherVersion(t *testing.T) {
 	base := t.TempDir()
-	err := mpi.Run(2, func(w *mpi.World) error {
+	err := runJob(t, 2, func(w *mpi.World) error {
 		c := w.CommWorld()
 		r := c.Rank()
 		s, err := Open(base, r)
@@ -238,7 +253,7 @@ func TestLoadCollectiveBuddyHoldsOtherVersion(t *testing.T) {
 
 func TestCollectiveOnOneRankAndWrongRank(t *testing.T) {
 	base := t.TempDir()
-	err := mpi.Run(1, func(w *mpi.World) error {
+	err := runJob(t, 1, func(w *mpi.World) error {
 		c := w.CommWorld()
 		s, err := Open(base, 0)
 		if err != nil {
@@ -274,7 +289,7 @@ func TestCollectiveOnOneRankAndWrongRank(t *testing.T) {
 // and the local checkpoint is saved all the same.
 func TestSaveCollectiveWithFailedBuddy(t *testing.T) {
 	base := t.TempDir()
-	err := mpi.Run(3, func(w *mpi.World) error {
+	err := runJob(t, 3, func(w *mpi.World) error {
 		c := w.CommWorld()
 		c.SetErrhandler(mpi.ErrorsReturn)
 		r := c.Rank()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ftmpi/ftmpi/checkpoint"
 	"github.com/ftmpi/ftmpi/mpi"
@@ -52,27 +53,36 @@ func launchWith(t *testing.T, dir string, k int, kills map[int]int, recoveryKill
 	var out lockedBuf
 	var mu sync.Mutex
 	line := ""
-	err := mpi.Run(np, func(w *mpi.World) error {
-		p := params{m: 8, iters: 300, seed: 7, degree: 4, dir: dir, launch: k}
-		p.exit = func(w *mpi.World) { w.Kill() }
-		if w.Rank() == recoveryKill {
-			p.inRecovery = func(w *mpi.World) { w.Kill() }
-		}
-		if at, ok := kills[w.Rank()]; ok {
-			p.afterIter = func(w *mpi.World, iter int) {
-				if iter == at {
-					w.Kill()
+	done := make(chan error, 1)
+	go func() {
+		done <- mpi.Run(np, func(w *mpi.World) error {
+			p := params{m: 8, iters: 300, seed: 7, degree: 4, dir: dir, launch: k}
+			p.exit = func(w *mpi.World) { w.Kill() }
+			if w.Rank() == recoveryKill {
+				p.inRecovery = func(w *mpi.World) { w.Kill() }
+			}
+			if at, ok := kills[w.Rank()]; ok {
+				p.afterIter = func(w *mpi.World, iter int) {
+					if iter == at {
+						w.Kill()
+					}
 				}
 			}
-		}
-		l, err := run(w, &p, &out)
-		if l != "" {
-			mu.Lock()
-			line = l
-			mu.Unlock()
-		}
-		return err
-	})
+			l, err := run(w, &p, &out)
+			if l != "" {
+				mu.Lock()
+				line = l
+				mu.Unlock()
+			}
+			return err
+		})
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("launch %d did not end within 60s\noutput:\n%s", k, out.String())
+	}
 	if err != nil {
 		t.Fatalf("launch %d: %v\noutput:\n%s", k, err, out.String())
 	}
