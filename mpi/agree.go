@@ -226,6 +226,10 @@ func (c *Comm) agreeOn(op string, v agree.Value) (agree.Value, agree.Set, error)
 		case <-sig:
 		case <-w.abort:
 			return agree.Value{}, agree.Set{}, w.abortedErr(op, c)
+		case <-w.stop:
+			// Finalized (or, in process, killed and finalized by Run): a
+			// nonblocking agreement still running in the background ends.
+			return agree.Value{}, agree.Set{}, w.abortedErr(op, c)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -1040,4 +1041,56 @@ func TestRunThroughIntercommunicator(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// 17.7.4: Validate gives every process the same group even when a process
+// fails during it (its contribution may or may not count; everyone
+// decides the same), and Validate again recognises it.
+func TestRunThroughValidateUniformUnderFailure(t *testing.T) {
+	for round := 0; round < 12; round++ {
+		victim := round % 5
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			var mu sync.Mutex
+			first := map[int][]int{}
+			run(t, 5, func(w *mpi.World, c *mpi.Comm) error {
+				var g *mpi.Group
+				req, err := c.Ivalidate(&g)
+				if err != nil {
+					return err
+				}
+				if c.Rank() == victim {
+					w.Kill() // during its own Validate
+				}
+				if _, err := req.Wait(); err != nil {
+					return err
+				}
+				mu.Lock()
+				first[c.Rank()] = worldRanks(g)
+				mu.Unlock()
+				for {
+					g2, err := c.Validate()
+					if err != nil {
+						return err
+					}
+					if ok, _ := c.CollectivesEnabled(); ok && slices.Equal(worldRanks(g2), []int{victim}) {
+						break
+					}
+				}
+				sum := []int{0}
+				if err := mpi.Allreduce(c, []int{1}, sum, mpi.Sum); err != nil || sum[0] != 4 {
+					return fmt.Errorf("Allreduce after validating the failure: %v %v", sum, err)
+				}
+				return nil
+			})
+			var ref []int
+			for r, g := range first {
+				if ref == nil {
+					ref = g
+				}
+				if !slices.Equal(g, ref) || (len(g) > 0 && !slices.Equal(g, []int{victim})) {
+					t.Fatalf("rank %d validated %v, another %v", r, g, ref)
+				}
+			}
+		})
+	}
 }
