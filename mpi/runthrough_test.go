@@ -1094,3 +1094,28 @@ func TestRunThroughValidateUniformUnderFailure(t *testing.T) {
 		})
 	}
 }
+
+// An agreement whose root decides and dies at once: the root's Decide
+// messages may be lost, and a member that learns the decision from the
+// next root before it knows that the first one failed must still pass it
+// on to its new children once it learns of the failure (also when it
+// decided and left the agreement). Without that, this test hangs in about
+// half of its runs (first seen in example 17.8).
+func TestRunThroughAgreementRootDiesAfterDeciding(t *testing.T) {
+	for i := 0; i < 600; i++ {
+		run(t, 5, func(w *mpi.World, c *mpi.Comm) error {
+			if _, err := c.Validate(); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				w.Kill()
+			}
+			for k := 0; k < 2; k++ {
+				if _, err := c.Validate(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+}
