@@ -138,11 +138,11 @@ func TestRunThroughExample17_6BarrierUnderSIGKILL(t *testing.T) {
 // time when the blocks are running; the interrupted block is redone once.
 func TestRunThroughExample17_7BcastUnderInjectedKill(t *testing.T) {
 	_, example := rtBins(t)
-	r := ftmpirunQuickExit(t, "-n", "4", "--timeout", "60s", "--on-failure", "continue", "--inject", "kill:rank=2,at=300ms",
-		example, "-example", "bcast", "-n", "40", "-delay", "10ms")
+	r := ftmpirunQuickExit(t, "-n", "4", "--timeout", "60s", "--on-failure", "continue", "--inject", "kill:rank=2,at=500ms",
+		example, "-example", "bcast", "-n", "60", "-delay", "10ms")
 	mustSucceed(t, r)
-	if got := resultLine(t, r); got != "result: bcast last 42" {
-		t.Fatalf("result %q, want the last broadcast of the last block (39+3)\nstdout:\n%s", got, r.Stdout)
+	if got := resultLine(t, r); got != "result: bcast last 62" {
+		t.Fatalf("result %q, want the last broadcast of the last block (59+3)\nstdout:\n%s", got, r.Stdout)
 	}
 	lines := rankLines(r.Stdout)
 	for _, rank := range []int{0, 1, 3} {
