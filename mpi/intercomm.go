@@ -249,32 +249,44 @@ func (c *Comm) Merge(high bool) (*Comm, error) {
 	if !c.IsInter() {
 		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not an intercommunicator"))
 	}
-	l := c.link(op, tagInterLocal, tagInterCross)
-	h := int64(0)
-	if high {
-		h = 1
+	merge := func() (*Comm, error) {
+		lc := c
+		if v := c.rtView(); v != nil {
+			lc = v // run-through with recognised failures: the alive processes agree
+		}
+		l := lc.link(op, tagInterLocal, tagInterCross)
+		h := int64(0)
+		if high {
+			h = 1
+		}
+		mine := c.groupProcs()
+		raw, err := l.swap(putInts(h, int64(mine[0])), 16)
+		if err != nil {
+			return nil, err
+		}
+		rHigh, rLeader := getInt(raw, 0) != 0, int(getInt(raw, 1))
+		first := !high
+		if high == rHigh {
+			first = mine[0] < rLeader
+		}
+		pairs, err := ctxAgreement(c.w, c, op, 1, uint64(c.ctx)|1<<60, true, l.and)
+		if err != nil {
+			return nil, err
+		}
+		members := make([]int, 0, len(mine)+len(c.remote))
+		rank := c.rank
+		if first {
+			members = append(append(members, mine...), c.remote...)
+		} else {
+			members = append(append(members, c.remote...), mine...)
+			rank += len(c.remote)
+		}
+		return newDerived(c, derivedName("merge", c), pairs[0], members, rank), nil
 	}
-	mine := c.groupProcs()
-	raw, err := l.swap(putInts(h, int64(mine[0])), 16)
-	if err != nil {
-		return nil, c.handle(err)
+	if c.rt.Load() != nil {
+		nc, err := c.rtCreate(op, merge)
+		return nc, c.handle(err)
 	}
-	rHigh, rLeader := getInt(raw, 0) != 0, int(getInt(raw, 1))
-	first := !high
-	if high == rHigh {
-		first = mine[0] < rLeader
-	}
-	pairs, err := ctxAgreement(c.w, c, op, 1, uint64(c.ctx)|1<<60, true, l.and)
-	if err != nil {
-		return nil, c.handle(err)
-	}
-	members := make([]int, 0, len(mine)+len(c.remote))
-	rank := c.rank
-	if first {
-		members = append(append(members, mine...), c.remote...)
-	} else {
-		members = append(append(members, c.remote...), mine...)
-		rank += len(c.remote)
-	}
-	return newDerived(c, derivedName("merge", c), pairs[0], members, rank), nil
+	nc, err := merge()
+	return nc, c.handle(err)
 }

@@ -1032,6 +1032,17 @@ func TestRunThroughIntercommunicator(t *testing.T) {
 		if err := mpi.Allreduce(d, []int{me + 1}, sum, mpi.Sum); err != nil || sum[0] != 3 {
 			return fmt.Errorf("Allreduce on the Dup: %v %v", sum, err)
 		}
+		// Merge: an intracommunicator of both groups, the failure recognised.
+		m, err := inter.Merge(!inA)
+		if err != nil {
+			return fmt.Errorf("Merge of the validated intercommunicator: %v", err)
+		}
+		if m.Size() != 4 || !m.RunThrough() || m.Rank() != me {
+			return fmt.Errorf("Merge: size %d rank %d run-through %v", m.Size(), m.Rank(), m.RunThrough())
+		}
+		if err := mpi.Allreduce(m, []int{me + 1}, sum, mpi.Sum); err != nil || sum[0] != 6 {
+			return fmt.Errorf("Allreduce on the merged communicator: %v %v", sum, err)
+		}
 		// A failed root in the remote group is refused (last: the calls no
 		// longer match).
 		if inA {
