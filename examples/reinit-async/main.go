@@ -25,6 +25,8 @@ import (
 func main() {
 	p := heat.Flags()
 	loseFiles := flag.Bool("lose-files", false, "a respawned rank deletes its own checkpoint files first (a lost node disk): it restores from its buddy's in-memory copy")
+	dieAt := flag.String("die-at", "", "RANK:STEP: that rank's first process SIGKILLs itself when it reaches STEP (a deterministic failure for tests)")
+	corrupt := flag.Bool("corrupt", false, "a respawned rank flips a byte of its newest checkpoint file first: the damage is detected and the buddy's copy used")
 	flag.Parse()
 	w, err := mpi.Init()
 	if err != nil {
@@ -41,6 +43,13 @@ func main() {
 		w.Abort(1)
 	}
 	st.SetKeep(2)
+	dieRank, dieStep := -1, -1
+	if *dieAt != "" {
+		if _, err := fmt.Sscanf(*dieAt, "%d:%d", &dieRank, &dieStep); err != nil {
+			fmt.Fprintf(os.Stderr, "reinit-async: -die-at %q: want RANK:STEP\n", *dieAt)
+			os.Exit(2)
+		}
+	}
 	var sum float64
 	rollbacks := 0
 	err = mpi.Reinit(w, func(ctx context.Context, w *mpi.World, state mpi.ReinitState) error {
@@ -53,6 +62,14 @@ func main() {
 				return err
 			}
 			fmt.Printf("reinit-async: rank %d lost its checkpoint files\n", c.Rank())
+		}
+		if state == mpi.ReinitRestarted && *corrupt {
+			if v, err := st.Latest(); err == nil {
+				if err := flipByte(st.Path(v)); err != nil {
+					return err
+				}
+				fmt.Printf("reinit-async: rank %d corrupted its checkpoint %d\n", c.Rank(), v)
+			}
 		}
 		s := heat.New(*p, c.Rank(), c.Size())
 		resumed, err := heat.Restore(st, c, s)
@@ -73,6 +90,9 @@ func main() {
 			if err := s.Advance(c); err != nil {
 				return err
 			}
+			if s.Step == dieStep && c.Rank() == dieRank && state != mpi.ReinitRestarted {
+				w.Kill()
+			}
 			if s.Step%p.Every == 0 {
 				if err := st.SaveCollective(c, s.Step, s.Encode()); err != nil {
 					return err
@@ -91,4 +111,14 @@ func main() {
 		fmt.Printf("result: heat n=%d steps=%d checksum=%.15e\n", p.N, p.Steps, sum)
 	}
 	w.Finalize()
+}
+
+// flipByte damages the middle of a file (fault injection for -corrupt).
+func flipByte(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	b[len(b)/2] ^= 0xff
+	return os.WriteFile(path, b, 0o644)
 }

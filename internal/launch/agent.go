@@ -76,6 +76,10 @@ type Agent interface {
 	// Signal sends sig to the process group of rank. It is a no-op if the
 	// rank is not running.
 	Signal(rank int, sig syscall.Signal)
+	// SignalIncarnation is Signal limited to incarnation inc of rank: a
+	// no-op if the rank has been respawned since (a kill decided for a
+	// dead process must not hit its replacement).
+	SignalIncarnation(rank, inc int, sig syscall.Signal)
 	// SignalAll sends sig to the process groups of all running ranks.
 	SignalAll(sig syscall.Signal)
 	// Wait returns when every started rank has been reported Exited.

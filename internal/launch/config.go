@@ -78,6 +78,11 @@ const (
 	ExitTimeout = 124
 )
 
+// EnvTimeoutDump, set to 1 in ftmpirun's environment, makes --timeout send
+// SIGQUIT to every rank a second before the SIGKILL: Go programs then print
+// the stacks of all their goroutines (for debugging hangs in tests).
+const EnvTimeoutDump = "FTMPI_TIMEOUT_DUMP"
+
 // DefaultMaxRestarts is the default --max-restarts: how many failed ranks
 // --on-failure reinit respawns over a job before giving up.
 const DefaultMaxRestarts = 16

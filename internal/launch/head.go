@@ -272,6 +272,11 @@ func (h *head) isFailureLocked(rs *rankState, e ExitReport) bool {
 	if rs.finalized || e.StartErr != nil {
 		return false
 	}
+	if h.onFailure == OnFailureReinit && h.respawn != nil {
+		// Every process is expected to rejoin its epoch: a death before it
+		// connected (a respawned one killed early, say) is a failure too.
+		return true
+	}
 	return rs.connected || (rs.killedBy != "" && e.Signal == syscall.SIGKILL)
 }
 
@@ -574,7 +579,8 @@ func (h *head) handle(c *ctlConn, m boot.Msg) bool {
 		c.send(boot.Msg{Op: boot.OpSuspect, ID: m.ID})
 		if kill {
 			h.wg.Add(1)
-			go func() { defer h.wg.Done(); h.signalRank(m.Rank, syscall.SIGKILL) }() // not under h.mu
+			inc := h.ranks[m.Rank].incarnation
+			go func() { defer h.wg.Done(); h.signalIncarnation(m.Rank, inc, syscall.SIGKILL) }() // not under h.mu
 		}
 		return true
 	default:
@@ -594,6 +600,17 @@ func (h *head) signalRank(rank int, sig syscall.Signal) {
 	}
 }
 
+// signalIncarnation sends sig to incarnation inc of rank only (not under
+// h.mu).
+func (h *head) signalIncarnation(rank, inc int, sig syscall.Signal) {
+	h.agentsMu.Lock()
+	agents := append([]Agent(nil), h.agents...)
+	h.agentsMu.Unlock()
+	for _, a := range agents {
+		a.SignalIncarnation(rank, inc, sig)
+	}
+}
+
 // declareFailed enforces fail-stop: it SIGKILLs rank and makes its death a
 // failure (reason is added to the failure message and Event), even if the
 // rank had not connected yet. It does nothing if the rank is gone, has
@@ -601,9 +618,10 @@ func (h *head) signalRank(rank int, sig syscall.Signal) {
 func (h *head) declareFailed(rank int, reason string) bool {
 	h.mu.Lock()
 	kill := h.declareFailedLocked(rank, reason)
+	inc := h.ranks[rank].incarnation
 	h.mu.Unlock()
 	if kill {
-		h.signalRank(rank, syscall.SIGKILL)
+		h.signalIncarnation(rank, inc, syscall.SIGKILL)
 	}
 	return kill
 }
@@ -651,8 +669,9 @@ func (h *head) inject(ev inject.Event) {
 		rs.killedBy = fmt.Sprintf("injected kill at %v", at)
 	}
 	h.out.logf("injected %s of rank %d at %v", ev.Verb(), ev.Rank, at)
+	inc := rs.incarnation
 	h.mu.Unlock()
-	h.signalRank(ev.Rank, ev.Signal)
+	h.signalIncarnation(ev.Rank, inc, ev.Signal)
 }
 
 // startInjector executes plan in the background, times measured from now.

@@ -40,6 +40,7 @@ type LocalAgent struct {
 type localProc struct {
 	mu     sync.Mutex
 	pid    int
+	inc    int // incarnation of the rank this process is
 	reaped bool
 }
 
@@ -93,7 +94,7 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup) 
 		a.rep.Exited(rep)
 		return
 	}
-	lp := &localProc{}
+	lp := &localProc{inc: s.Incarnation}
 	lp.mu.Lock() // nobody signals the rank before its pid is known
 	a.mu.Lock()
 	a.procs[s.Rank] = lp
@@ -191,6 +192,16 @@ func (a *LocalAgent) Signal(rank int, sig syscall.Signal) {
 	lp := a.procs[rank]
 	a.mu.Unlock()
 	if lp != nil {
+		lp.signal(sig)
+	}
+}
+
+// SignalIncarnation implements Agent.
+func (a *LocalAgent) SignalIncarnation(rank, inc int, sig syscall.Signal) {
+	a.mu.Lock()
+	lp := a.procs[rank]
+	a.mu.Unlock()
+	if lp != nil && lp.inc == inc {
 		lp.signal(sig)
 	}
 }

@@ -189,6 +189,12 @@ wait:
 			h.mu.Unlock()
 			if started {
 				out.logf("job timed out after %v; killing all ranks", st.timedOut(cfg.Timeout))
+				if os.Getenv(EnvTimeoutDump) == "1" {
+					// Debugging hangs: Go ranks print every goroutine's stack on
+					// SIGQUIT; their output is forwarded before the kill.
+					h.signalAll(syscall.SIGQUIT)
+					time.Sleep(time.Second)
+				}
 				h.signalAll(syscall.SIGKILL)
 			}
 		}
