@@ -4,7 +4,7 @@
 # Every run must end with the failure-free answer or a clean reported
 # error; a hang (exit 124) or a leftover process is counted as a failure.
 #
-# Usage: bench/chaos.sh [RUNS=200] [NP=4] [EXAMPLE=refinement] [MTTF=300ms] [MAXKILLS=2]
+# Usage: bench/chaos.sh [RUNS=200] [NP=4] [EXAMPLE=refinement] [MTTF=300ms] [MAXKILLS=2] [POLICY=continue|reinit] [ARGS=...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-200}
@@ -12,6 +12,7 @@ NP=${NP:-4}
 EXAMPLE=${EXAMPLE:-refinement}
 MTTF=${MTTF:-300ms}
 MAXKILLS=${MAXKILLS:-2}
+POLICY=${POLICY:-continue}
 ARGS=${ARGS:-}
 B=${BUILD:-bench/build}/chaos
 mkdir -p "$B"
@@ -23,7 +24,7 @@ echo "# failure-free: $want" >&2
 correct=0 clean=0 wrong=0 hangs=0 orphans=0
 for i in $(seq "$RUNS"); do
   mark="chaos-$$-$i"
-  out=$(FTMPI_TESTMARK=$mark "$B/ftmpirun" -n "$NP" --on-failure continue --timeout 60s \
+  out=$(FTMPI_TESTMARK=$mark "$B/ftmpirun" -n "$NP" --on-failure "$POLICY" --timeout 60s \
         --chaos "seed=$i,mttf=$MTTF,max=$MAXKILLS" "$B/$EXAMPLE" $ARGS 2>/tmp/chaos-$$.err)
   code=$?
   got=$(printf '%s\n' "$out" | grep '^result:' | tail -1)

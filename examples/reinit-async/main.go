@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/ftmpi/ftmpi/checkpoint"
 	"github.com/ftmpi/ftmpi/examples/internal/heat"
 	"github.com/ftmpi/ftmpi/mpi"
 )
@@ -28,21 +27,8 @@ func main() {
 	dieAt := flag.String("die-at", "", "RANK:STEP: that rank's first process SIGKILLs itself when it reaches STEP (a deterministic failure for tests)")
 	corrupt := flag.Bool("corrupt", false, "a respawned rank flips a byte of its newest checkpoint file first: the damage is detected and the buddy's copy used")
 	flag.Parse()
-	w, err := mpi.Init()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reinit-async:", err)
-		os.Exit(1)
-	}
-	if err := w.CommWorld().SetErrhandler(mpi.ErrorsReinitAsync); err != nil {
-		fmt.Fprintln(os.Stderr, "reinit-async:", err)
-		os.Exit(1)
-	}
-	st, err := checkpoint.Open(p.CkptDir, w.Rank())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reinit-async:", err)
-		w.Abort(1)
-	}
-	st.SetKeep(2)
+	// MPI_Init, then the Reinit handler on MPI_COMM_WORLD before MPI_Reinit.
+	w, st := heat.Start("reinit-async", p, mpi.ErrorsReinitAsync)
 	dieRank, dieStep := -1, -1
 	if *dieAt != "" {
 		if _, err := fmt.Sscanf(*dieAt, "%d:%d", &dieRank, &dieStep); err != nil {
@@ -52,7 +38,7 @@ func main() {
 	}
 	var sum float64
 	rollbacks := 0
-	err = mpi.Reinit(w, func(ctx context.Context, w *mpi.World, state mpi.ReinitState) error {
+	err := mpi.Reinit(w, func(ctx context.Context, w *mpi.World, state mpi.ReinitState) error {
 		if state != mpi.ReinitNew {
 			rollbacks++
 		}

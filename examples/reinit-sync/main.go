@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/ftmpi/ftmpi/checkpoint"
 	"github.com/ftmpi/ftmpi/examples/internal/heat"
 	"github.com/ftmpi/ftmpi/mpi"
 )
@@ -24,24 +23,11 @@ import (
 func main() {
 	p := heat.Flags()
 	flag.Parse()
-	w, err := mpi.Init()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reinit-sync:", err)
-		os.Exit(1)
-	}
-	if err := w.CommWorld().SetErrhandler(mpi.ErrorsReinitSync); err != nil {
-		fmt.Fprintln(os.Stderr, "reinit-sync:", err)
-		os.Exit(1)
-	}
-	st, err := checkpoint.Open(p.CkptDir, w.Rank())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reinit-sync:", err)
-		w.Abort(1)
-	}
-	st.SetKeep(2)
+	// MPI_Init, then the Reinit handler on MPI_COMM_WORLD before MPI_Reinit.
+	w, st := heat.Start("reinit-sync", p, mpi.ErrorsReinitSync)
 	var sum float64
 	errorsSeen := 0
-	err = mpi.Reinit(w, func(_ context.Context, w *mpi.World, state mpi.ReinitState) error {
+	err := mpi.Reinit(w, func(_ context.Context, w *mpi.World, state mpi.ReinitState) error {
 		c := w.CommWorld()
 		s := heat.New(*p, c.Rank(), c.Size())
 		resumed, err := heat.Restore(st, c, s)

@@ -164,3 +164,25 @@ func (s *State) Checksum(c *mpi.Comm) (float64, error) {
 	}
 	return sum, nil
 }
+
+// Start initialises MPI, sets handler on CommWorld (the seed's examples set
+// a Reinit handler before MPI_Reinit) and opens this rank's checkpoint
+// store; on error it prints prog's name and exits.
+func Start(prog string, p *Params, handler *mpi.Errhandler) (*mpi.World, *checkpoint.Store) {
+	w, err := mpi.Init()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+		os.Exit(1)
+	}
+	if err := w.CommWorld().SetErrhandler(handler); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+		os.Exit(1)
+	}
+	st, err := checkpoint.Open(p.CkptDir, w.Rank())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+		w.Abort(1)
+	}
+	st.SetKeep(2)
+	return w, st
+}
