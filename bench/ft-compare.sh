@@ -12,6 +12,7 @@
 #   bench/ft-compare.sh
 #   NPS="4 8 16" REPS=5 LAUNCHES=9 SPAWN_LAUNCHES=5 bench/ft-compare.sh
 #   FTMPI_REV=HEAD bench/ft-compare.sh   # build ftmpi from a commit (git archive), not the work tree
+#   WAIT_QUIET=600 QUIET_LOAD=1.0 bench/ft-compare.sh   # first wait (at most 600 s) for load < 1.0
 #
 # Output: every raw JSON line on stdout as produced, then the table; progress on
 # stderr. Saved: bench/results/ftcompare-<date>.raw.jsonl (one line per launch and
@@ -52,7 +53,9 @@ reap_chroot() {
     sleep 0.5
   fi
 }
+SRC_TMP=
 cleanup() {
+  [ -n "$SRC_TMP" ] && rm -rf "$SRC_TMP"
   reap_chroot
   bench/ompi5/teardown.sh || log "teardown failed; see 'grep $ROOT /proc/mounts'"
 }
@@ -71,7 +74,8 @@ OMPI_VERSION=$(chroot "$ROOT" mpirun --version 2>/dev/null | head -1)
 mkdir -p "$B"
 SRC=$REPO
 if [ -n "${FTMPI_REV:-}" ]; then
-  SRC=$(mktemp -d)
+  SRC_TMP=$(mktemp -d)
+  SRC=$SRC_TMP
   git archive "$FTMPI_REV" | tar -x -C "$SRC"
   FTMPI_DESC="commit $(git rev-parse --short "$FTMPI_REV")"
 else
@@ -79,9 +83,17 @@ else
 fi
 (cd "$SRC" && go build -o "$B/ftmpirun" ./cmd/ftmpirun && go build -o "$B/ftmpi-bench" ./cmd/ftmpi-bench) || {
   log "cannot build ftmpi from $SRC (someone's edit in progress? try FTMPI_REV=HEAD)"; exit 1; }
-[ -n "${FTMPI_REV:-}" ] && rm -rf "$SRC"
 go build -o "$B/ftmedian" ./bench/ftmedian
 go build -o "$B/fttable" ./bench/ompi5/fttable
+
+# WAIT_QUIET=SECONDS: wait up to that long for the 1-minute load average to drop below QUIET_LOAD.
+if [ "${WAIT_QUIET:-0}" -gt 0 ]; then
+  end=$((SECONDS + WAIT_QUIET))
+  while ! awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v q="${QUIET_LOAD:-1.0}" 'BEGIN { exit !(l < q) }'; do
+    [ $SECONDS -ge $end ] && { log "machine not quiet after ${WAIT_QUIET}s; running anyway"; break; }
+    sleep 10
+  done
+fi
 
 STAMP=$(date -u +%Y%m%d-%H%M%S)
 mkdir -p bench/results "$B/logs/$STAMP"
