@@ -245,6 +245,14 @@ func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*R
 	}
 	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
 	if err != nil {
+		if c.rt.Load() != nil && errors.Is(err, p2p.ErrPeerLost) {
+			// Run-through (seed 003 17.6.1): a failure of the destination
+			// is reported by the completion call, not the start call.
+			r = c.w.eng.NewLocalReq()
+			r.Finish(p2p.Status{Err: err})
+			req.pr = r
+			return req, nil
+		}
 		return nil, c.handle(c.engineErr(op, dest, err))
 	}
 	if r == nil {

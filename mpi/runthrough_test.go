@@ -340,6 +340,14 @@ func TestRunThroughSendrecvErrInStatus(t *testing.T) {
 			if n := calls.Load(); n != 3 {
 				return fmt.Errorf("error handler called %d times for 3 operations", n)
 			}
+			// 17.6.1: Isend to the failed rank fails at completion only.
+			req, err := mpi.Isend(c, []int{1}, 3, 0)
+			if err != nil {
+				return fmt.Errorf("Isend to a failed rank must not fail at the start call: %v", err)
+			}
+			if _, err := req.Wait(); !errors.Is(err, mpi.ErrRankFailStop) || calls.Load() != 4 {
+				return fmt.Errorf("Wait of an Isend to a failed rank: %v (handler calls %d)", err, calls.Load())
+			}
 			// Without failures Sendrecv is unchanged.
 			buf := []int{0}
 			if st, err := mpi.Sendrecv(c, []int{5}, 1, 1, buf, 1, 1); err != nil || buf[0] != 6 || st.Source != 1 {
