@@ -158,13 +158,43 @@ func (st *ftState) checkpoint() error {
 	return nil
 }
 
-// repair replaces the failed processes of st.c (revoke, shrink, spawn,
-// merge, split to the old ranks) and rolls every rank back to the newest
-// checkpoint all of them have.
+// errRetry reports a recovery attempt that the processes agreed to abandon
+// (a failure during it): the survivors try again.
+var errRetry = fmt.Errorf("recovery attempt abandoned: %w", mpi.ErrProcFailed)
+
+// repair replaces the failed processes of st.c and rolls every rank back;
+// a failure during the recovery starts it again (a few times).
 func (st *ftState) repair() error {
+	var err error
+	for attempt := 0; attempt < 8; attempt++ {
+		if err = st.repairOnce(); err == nil || !isFailure(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("too many failures during recovery: %w", err)
+}
+
+// agreeAll decides, the same at every process of both groups of the
+// intercommunicator ic, whether ok holds everywhere: an intercommunicator
+// agreement gives each group the AND of the other's flags, so a second
+// round with ok AND that result gives both groups the global AND.
+func agreeAll(ic *mpi.Comm, ok bool) bool {
+	remote, err := ic.Agree(ok)
+	if err != nil {
+		remote = false
+	}
+	all, err := ic.Agree(ok && remote)
+	return err == nil && all
+}
+
+// repairOnce is one recovery attempt: revoke, shrink, spawn the
+// replacements, merge, split back to the old ranks, restore. The steps
+// whose outcome may differ between processes are followed by agreements,
+// so every process abandons or completes the attempt alike.
+func (st *ftState) repairOnce() error {
 	old := st.c
 	old.Revoke()
-	shrunk, err := old.Shrink()
+	shrunk, err := old.Shrink() // uniform
 	if err != nil {
 		return fmt.Errorf("shrink: %w", err)
 	}
@@ -183,52 +213,56 @@ func (st *ftState) repair() error {
 			st.lost = append(st.lost, r)
 		}
 	}
-	if st.s.rank == 0 || (len(st.lost) > 0 && shrunk.Rank() == 0) {
+	if shrunk.Rank() == 0 {
 		fmt.Fprintf(os.Stderr, "jacobi: ranks %v failed at iteration ~%d; spawning replacements\n", st.lost, st.s.iters)
 	}
-	ic, err := shrunk.Spawn("", os.Args[1:], len(st.lost), 0)
+	ic, err := shrunk.Spawn("", os.Args[1:], len(st.lost), 0) // uniform
 	if err != nil {
 		return fmt.Errorf("spawn: %w", err)
 	}
+	ic.SetErrhandler(mpi.ErrorsReturn)
 	merged, err := ic.Merge(false)
-	if err != nil {
-		return fmt.Errorf("merge: %w", err)
+	if !agreeAll(ic, err == nil) {
+		return errRetry
 	}
 	merged.SetErrhandler(mpi.ErrorsReturn)
 	lost := make([]int64, len(st.lost))
 	for i, r := range st.lost {
 		lost[i] = int64(r)
 	}
-	if err := mpi.Bcast(merged, lost, 0); err != nil {
-		return fmt.Errorf("bcast: %w", err)
+	err = mpi.Bcast(merged, lost, 0)
+	var nc *mpi.Comm
+	if err == nil {
+		nc, err = merged.Split(0, old.Rank())
 	}
-	nc, err := merged.Split(0, old.Rank())
-	if err != nil {
-		return fmt.Errorf("split: %w", err)
+	if ok, aerr := merged.Agree(err == nil); aerr != nil || !ok {
+		return errRetry
 	}
 	nc.SetErrhandler(mpi.ErrorsReturn)
-	st.c = nc
+	st.c = nc // established at every process: later failures repair nc
 	return st.restore()
 }
 
-// joinAsReplacement is a spawned process's half of repair.
+// joinAsReplacement is a spawned process's half of repairOnce. If the
+// attempt is abandoned it exits: the survivors start another one.
 func (st *ftState) joinAsReplacement(parent *mpi.Comm) error {
 	parent.SetErrhandler(mpi.ErrorsReturn)
 	merged, err := parent.Merge(true)
-	if err != nil {
-		return err
+	if !agreeAll(parent, err == nil) {
+		os.Exit(3) // abandoned attempt: not part of the job
 	}
 	merged.SetErrhandler(mpi.ErrorsReturn)
 	lost := make([]int64, st.w.Size())
-	if err := mpi.Bcast(merged, lost, 0); err != nil {
-		return err
+	err = mpi.Bcast(merged, lost, 0)
+	var nc *mpi.Comm
+	if err == nil {
+		nc, err = merged.Split(0, int(lost[st.w.Rank()]))
+	}
+	if ok, aerr := merged.Agree(err == nil); aerr != nil || !ok {
+		os.Exit(3)
 	}
 	for _, r := range lost {
 		st.lost = append(st.lost, int(r))
-	}
-	nc, err := merged.Split(0, int(lost[st.w.Rank()]))
-	if err != nil {
-		return err
 	}
 	nc.SetErrhandler(mpi.ErrorsReturn)
 	st.c = nc
@@ -236,11 +270,13 @@ func (st *ftState) joinAsReplacement(parent *mpi.Comm) error {
 	return st.restore()
 }
 
-// restore agrees on the checkpoint to roll back to (the newest every
-// survivor committed) and gives each replacement its block from its left
-// neighbour's copy.
+// restore agrees on the checkpoint to roll back to (the newest every rank
+// holding one committed) and gives each rank without it (replacements, or
+// a rank whose own recovery was cut short) its block from its left
+// neighbour's copy. Iteration 0 needs no copy: it is the initial state.
+// It ends with a new checkpoint, so every rank holds a neighbour copy again.
 func (st *ftState) restore() error {
-	mine := int64(math.MaxInt64) // a replacement has nothing
+	mine := int64(math.MaxInt64) // nothing to offer
 	if st.cur.valid {
 		mine = int64(st.cur.iter)
 	}
@@ -248,30 +284,51 @@ func (st *ftState) restore() error {
 	if err := mpi.Allreduce(st.c, []int64{mine}, v, mpi.Min); err != nil {
 		return err
 	}
-	version := int(v[0])
 	s := st.s
 	n := s.size
+	version := int(v[0])
 	var ck ckpt
 	switch {
+	case v[0] == math.MaxInt64 || version == 0:
+		// No checkpoint anywhere, or the initial one: start over.
+		version = 0
+		*s = *newSolver(st.p, s.rank, s.size)
+		ck = ckpt{iter: 0, own: append([]float64(nil), s.u[1:s.m+1]...), rightRank: -1, valid: true}
 	case st.cur.valid && st.cur.iter == version:
 		ck = st.cur
 	case st.prev.valid && st.prev.iter == version:
 		ck = st.prev
 	}
-	replaced := false
-	for _, r := range st.lost {
-		if r == s.rank {
-			replaced = true
+	// Who needs a block: every rank without the version.
+	need := make([]int32, n)
+	flag := int32(0)
+	if !ck.valid {
+		flag = 1
+	}
+	if err := mpi.Allgather(st.c, []int32{flag}, need); err != nil {
+		return err
+	}
+	// Two neighbours both without the version: the copy of one block is
+	// lost. Every rank sees the same need list, so all start over from
+	// the initial state together (same answer, more work).
+	for r := range need {
+		if need[r] != 0 && need[(r-1+n)%n] != 0 && n > 1 {
+			if s.rank == 0 {
+				fmt.Printf("jacobi: the copies of neighbouring ranks %d and %d are both lost: starting over\n", (r-1+n)%n, r)
+			}
+			*s = *newSolver(st.p, s.rank, s.size)
+			st.cur, st.prev = ckpt{}, ckpt{}
+			return st.checkpoint()
+		}
+	}
+	for r := range need {
+		if need[r] == 0 {
+			continue
 		}
 		holder := (r - 1 + n) % n
-		for _, q := range st.lost {
-			if q == holder && n > 1 {
-				return fmt.Errorf("ranks %d and %d failed together: the copy of rank %d's block is lost", holder, r, r)
-			}
-		}
 		switch s.rank {
 		case holder:
-			if !ck.valid || ck.rightRank != r {
+			if ck.rightRank != r || ck.right == nil {
 				return fmt.Errorf("no copy of rank %d's block at iteration %d", r, version)
 			}
 			if err := mpi.Send(st.c, ck.right, r, tagRestore); err != nil {
@@ -282,11 +339,8 @@ func (st *ftState) restore() error {
 			if _, err := mpi.Recv(st.c, buf, holder, tagRestore); err != nil {
 				return err
 			}
-			ck = ckpt{iter: version, own: buf, valid: true}
+			ck = ckpt{iter: version, own: buf, rightRank: -1, valid: true}
 		}
-	}
-	if !ck.valid {
-		return fmt.Errorf("no checkpoint of iteration %d", version)
 	}
 	copy(s.u[1:s.m+1], ck.own)
 	s.iters = version
@@ -294,11 +348,6 @@ func (st *ftState) restore() error {
 	if s.rank == 0 {
 		fmt.Printf("jacobi: recovered: ranks %v replaced, resuming from iteration %d\n", st.lost, version)
 	}
-	if replaced {
-		st.cur = ckpt{iter: version, own: ck.own, valid: true, rightRank: -1}
-		st.prev = ckpt{}
-	} else {
-		st.cur, st.prev = ck, ckpt{}
-	}
-	return nil
+	st.cur, st.prev = ck, ckpt{}
+	return st.checkpoint()
 }
