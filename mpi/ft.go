@@ -130,7 +130,7 @@ func (w *World) onLost(peer int, cause error) {
 	}
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
-	w.ft.order = append(w.ft.order, peer)
+	w.recordFailureLocked(peer)
 	comms := make([]*commFT, 0, len(w.ft.comms))
 	for _, f := range w.ft.comms {
 		comms = append(comms, f)
@@ -158,6 +158,22 @@ func (w *World) onLost(peer int, cause error) {
 
 // failedOrder returns the world ranks known failed, in the order their
 // failure became known.
+// recordFailure adds peer to the failures known here (once). The lost hook
+// records every failure; an operation that reports ErrProcFailed for a
+// peer records it too, so GetFailed and AckFailed include the peer as soon
+// as the error is returned (the hook may still be running).
+func (w *World) recordFailure(peer int) {
+	w.ft.mu.Lock()
+	w.recordFailureLocked(peer)
+	w.ft.mu.Unlock()
+}
+
+func (w *World) recordFailureLocked(peer int) {
+	if !slices.Contains(w.ft.order, peer) {
+		w.ft.order = append(w.ft.order, peer)
+	}
+}
+
 func (w *World) failedOrder() []int {
 	w.ft.mu.Lock()
 	defer w.ft.mu.Unlock()

@@ -87,6 +87,9 @@ func (c *Comm) engineErr(op string, peer int, err error) error {
 	case errors.Is(err, p2p.ErrRevoked):
 		return newErr(ErrRevoked, op, c, peer, "the communicator was revoked")
 	case errors.Is(err, p2p.ErrPeerLost):
+		if peer >= 0 && peer < c.peerSize() && c.w.eng.IsLost(c.peerWorldRank(peer)) {
+			c.w.recordFailure(c.peerWorldRank(peer))
+		}
 		return newErr(ErrProcFailed, op, c, peer, "%v", unwrapDetail(err))
 	case errors.Is(err, p2p.ErrClosed):
 		return c.w.abortedErr(op, c)

@@ -502,6 +502,11 @@ func TestULFMIntercommShrink(t *testing.T) {
 			return err
 		}
 		inter.SetErrhandler(mpi.ErrorsReturn)
+		// Everybody has its intercommunicator before anyone dies (the
+		// creation is not fault tolerant).
+		if _, err := c.Agree(true); err != nil {
+			return err
+		}
 		if c.Rank() == 1 || c.Rank() == 5 { // one process of each group fails
 			w.Kill()
 		}
