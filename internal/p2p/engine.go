@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,6 +237,8 @@ type Engine struct {
 	failSig     atomic.Pointer[chan struct{}] // closed and replaced when a peer is lost
 	revoked     map[uint32]error              // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
 	control     atomic.Pointer[ControlHandler]
+	ctlMu       sync.Mutex // orders early control frames with the handler's installation
+	ctlEarly    []ctlFrame // control frames that arrived before the handler; ctlMu held
 	lostHook    atomic.Pointer[func(peer int, cause error)]
 	suspectHook atomic.Pointer[func(peer int, cause error)]
 	lostCount   atomic.Int64
@@ -569,9 +572,7 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any) {
 	switch c := cookie.(type) {
 	case ctlCookie:
-		if f := e.control.Load(); f != nil {
-			(*f)(from, h, dst)
-		}
+		e.deliverControl(from, h, dst)
 		putBuf(c.pooled)
 	case *Req:
 		if c != nil {
@@ -692,8 +693,46 @@ func (e *Engine) LostCount() int64 { return e.lostCount.Load() }
 
 type ctlCookie struct{ pooled *[]byte }
 
-// SetControlHandler installs the receiver of control frames.
-func (e *Engine) SetControlHandler(f ControlHandler) { e.control.Store(&f) }
+// ctlFrame is a control frame kept until the handler is installed.
+type ctlFrame struct {
+	from    int
+	h       transport.Header
+	payload []byte
+}
+
+// deliverControl hands a control frame to the handler. A peer can send one
+// as soon as it knows this rank's address, which may be before the runtime
+// installed its handler: such frames are kept (a lost agreement or revoke
+// message would hang the operation that needs it) and delivered, in
+// arrival order, by SetControlHandler.
+func (e *Engine) deliverControl(from int, h transport.Header, payload []byte) {
+	f := e.control.Load()
+	if f == nil {
+		e.ctlMu.Lock()
+		if f = e.control.Load(); f == nil {
+			e.ctlEarly = append(e.ctlEarly, ctlFrame{from, h, slices.Clone(payload)})
+			e.ctlMu.Unlock()
+			return
+		}
+		e.ctlMu.Unlock()
+	}
+	(*f)(from, h, payload)
+}
+
+// SetControlHandler installs the receiver of control frames and delivers
+// to it those that arrived before. It is meant to be called once; frames
+// of each peer reach the handler in arrival order.
+func (e *Engine) SetControlHandler(f ControlHandler) {
+	e.ctlMu.Lock()
+	defer e.ctlMu.Unlock()
+	// Deliver the early frames before publishing f: a frame arriving
+	// meanwhile waits on ctlMu, so it cannot overtake them.
+	for _, m := range e.ctlEarly {
+		f(m.from, m.h, m.payload)
+	}
+	e.ctlEarly = nil
+	e.control.Store(&f)
+}
 
 // SendControl sends a control frame (h.Kind is set to KindControl) with
 // payload to peer. It is safe to call from any goroutine except from inside

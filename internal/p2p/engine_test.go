@@ -134,3 +134,33 @@ func TestControlFramesBypassMatchingAndRevocation(t *testing.T) {
 		t.Fatal("control frame reached the matching queues")
 	}
 }
+
+// A peer may send control frames (an agreement's first Report) as soon as
+// it knows this rank's address, before this rank installed its handler:
+// they must be kept and delivered in order, not dropped (a dropped Report
+// hung the first Agree of a job).
+func TestControlFramesBeforeHandlerAreKept(t *testing.T) {
+	a, b := pair(t)
+	for i := range 3 {
+		if err := a.SendControl(1, transport.Header{Tag: int32(i)}, []byte{byte('a' + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan string, 8)
+	b.SetControlHandler(func(from int, h transport.Header, payload []byte) {
+		got <- fmt.Sprintf("%d:%d:%s", from, h.Tag, payload)
+	})
+	if err := a.SendControl(1, transport.Header{Tag: 3}, []byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0:0:a", "0:1:b", "0:2:c", "0:3:d"} {
+		select {
+		case s := <-got:
+			if s != want {
+				t.Fatalf("control frame %q, want %q", s, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("control frame %q not delivered", want)
+		}
+	}
+}
