@@ -135,8 +135,26 @@ func run(w *mpi.World, p *params, out, log io.Writer) (string, error) {
 	// The application's communicator: a duplicate, never CommWorld itself
 	// (seed 002 6.2.1).
 	app, err := world.Dup()
-	if err != nil {
-		return "", fmt.Errorf("duplicating the world: %w", err)
+	for {
+		// Uniform: a failure during the Dup may leave it done at some
+		// ranks only. Then shrink the world and duplicate again.
+		ok, aerr := world.Agree(err == nil)
+		if ok && aerr == nil {
+			break
+		}
+		if err == nil {
+			app.Free()
+		}
+		world.Revoke()
+		nw, serr := world.Shrink()
+		if serr != nil {
+			return "", fmt.Errorf("shrinking the world after a failure during start-up: %w", serr)
+		}
+		if nw.Rank() == 0 {
+			fmt.Fprintf(log, "libcompose: a failure during start-up; continuing on %d ranks\n", nw.Size())
+		}
+		world = nw
+		app, err = world.Dup()
 	}
 	if app.Rank() == 0 {
 		fmt.Fprintf(out, "libcompose: %d steps on a vector of %d, %d ranks, checkpoint every %d steps\n", p.steps, p.n, app.Size(), p.ckpt)

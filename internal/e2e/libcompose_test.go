@@ -47,7 +47,7 @@ func TestLibcomposeExampleSurvivesKill(t *testing.T) {
 	want := resultLine(t, base)
 	t.Logf("failure-free: %s (%v)", want, base.Elapsed)
 
-	r := ftmpirun(t, append([]string{"-n", "4", "--timeout", "40s", "--on-failure", "continue", "--inject", "kill:rank=2,at=400ms"}, job...)...)
+	r := ftmpirun(t, append([]string{"-n", "4", "--timeout", "40s", "--on-failure", "continue", "--inject", "kill:rank=2,at=600ms"}, job...)...)
 	if r.Code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
