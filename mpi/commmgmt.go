@@ -291,9 +291,14 @@ func (c *Comm) Free() error {
 	if !c.rtFree() {
 		return nil // seed 003 17.8.2: Free completes despite failures (the pair is not reused, see rtFree)
 	}
-	t.release(int(c.ctx / 2))
-	if c.local != nil {
-		t.release(int(c.local.ctx / 2))
+	// A pair whose contexts a failure or a revocation poisoned stays
+	// retired: reused, it would fail the new communicator's operations at
+	// once, and late messages of the old one could still arrive (a few
+	// pairs of 16384 per failure).
+	for _, x := range []*Comm{c, c.local} {
+		if x != nil && !c.w.eng.IsPoisoned(x.ctx) && !c.w.eng.IsPoisoned(x.ctx+1) {
+			t.release(int(x.ctx / 2))
+		}
 	}
 	return nil
 }

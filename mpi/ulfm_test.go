@@ -537,3 +537,50 @@ func TestULFMIntercommShrink(t *testing.T) {
 		return nil
 	})
 }
+
+// A communicator freed after a failure poisoned it must not hand its
+// context ids to a later communicator: the new one would fail at once.
+func TestULFMFreedPoisonedContextNotReused(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		c.SetErrhandler(mpi.ErrorsReturn)
+		mpi.CtxLowFirst(w) // context ids from the lowest free: a freed pair is reused at once
+		var olds []*mpi.Comm
+		for i := 0; i < 32; i++ {
+			d, err := c.Dup()
+			if err != nil {
+				return err
+			}
+			olds = append(olds, d)
+		}
+		if _, err := c.Agree(true); err != nil {
+			return err
+		}
+		if c.Rank() == 3 {
+			w.Kill()
+		}
+		for _, d := range olds {
+			d.Barrier() // fails: a member died; the context is poisoned
+		}
+		c.Revoke()
+		s, err := c.Shrink()
+		if err != nil {
+			return err
+		}
+		for _, d := range olds {
+			if err := d.Free(); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < 64; i++ {
+			n, err := s.Dup()
+			if err != nil {
+				return fmt.Errorf("dup %d of the survivors: %w", i, err)
+			}
+			if err := n.Barrier(); err != nil {
+				return fmt.Errorf("barrier on dup %d of the survivors: %w", i, err)
+			}
+			n.Free()
+		}
+		return nil
+	})
+}
