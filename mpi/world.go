@@ -392,8 +392,10 @@ func (w *World) Finalize() error {
 func (w *World) release() {
 	w.relOnce.Do(func() {
 		close(w.stop)
-		w.outbox.stop()
+		// The transport first: a send the outbox is blocked in (to a peer
+		// whose epoch ended too, say) then fails at once.
 		w.tr.Close()
+		w.outbox.stop()
 		w.eng.Close()
 		w.bg.Wait()
 	})

@@ -559,6 +559,11 @@ func (t *Transport) Close() error {
 	for cc := range t.conns {
 		all = append(all, cc)
 	}
+	// Senders waiting for a connection to appear give up now, not after
+	// connectTimeout.
+	for _, ps := range t.sendTo {
+		ps.changed()
+	}
 	t.mu.Unlock()
 	// Every connection gets a goodbye, so the peer's reader ends quietly
 	// instead of reporting this rank lost.

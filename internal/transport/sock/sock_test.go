@@ -195,3 +195,29 @@ func TestUnreachablePeerIsAnError(t *testing.T) {
 		t.Fatal("send to a rank that is not listening succeeded")
 	}
 }
+
+// Close releases a sender waiting for a connection that never comes (the
+// peer's own dial was expected): it fails at once, not after the connect
+// timeout.
+func TestCloseReleasesWaitingSender(t *testing.T) {
+	tr, err := Listen(Config{Self: 0, Mode: ModeUnix, Dir: t.TempDir(), Handler: &recorder{lost: make(chan int, 4)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.SetPeers([]Peer{{}, {}})
+	tr.mu.Lock()
+	ps := tr.peerLocked(1)
+	ps.expect = true // as if our dial was refused and the peer's connection is on its way
+	tr.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { _, err := tr.sendConn(1); done <- err }()
+	tr.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("sendConn succeeded on a closed transport")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("sendConn still waiting 5 s after Close")
+	}
+}
