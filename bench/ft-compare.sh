@@ -6,7 +6,9 @@
 #
 #   ftmpi-bench -bench ft     vs  ulfm_ft -bench ft      (failure-free; REPS launches each)
 #   ftmpi-bench -bench detect vs  ulfm_ft -bench detect  (one SIGKILL; LAUNCHES launches each)
-#   ulfm_ft -bench spawn (Open MPI 5 only: ftmpi has no Spawn yet; SPAWN_LAUNCHES launches)
+#   ftmpi-bench -bench replace vs ulfm_ft -bench replace (one SIGKILL, then revoke, shrink,
+#                                 spawn 1, merge, split back; SPAWN_LAUNCHES launches each; Open MPI
+#                                 with --mca btl self,sm,tcp --mca btl_tcp_if_include lo)
 #
 # Usage (root; creates the chroot on first use, about 1.4 GB and a few minutes):
 #   bench/ft-compare.sh
@@ -148,9 +150,15 @@ for np in $NPS; do
     fi
   done
   if [ "$SPAWN_LAUNCHES" -gt 0 ]; then
-    log "np $np: Open MPI 5 replacement by spawn, $SPAWN_LAUNCHES launches (ftmpi has no Spawn yet)"
+    log "np $np: replacement (revoke, shrink, spawn, merge, split), $SPAWN_LAUNCHES launches each, alternating"
     for i in $(seq "$SPAWN_LAUNCHES"); do
-      run "$FAIL_TIMEOUT" "ompi-spawn-np$np-$i" "${ompi_spawn[@]}" -bench spawn -impl "$OMPI_IMPL" -transport shm+tcp
+      if [ $((i % 2)) = 1 ]; then
+        run "$FAIL_TIMEOUT" "ftmpi-spawn-np$np-$i" "${ftmpi[@]}" --on-failure continue "$B/ftmpi-bench" -bench replace
+        run "$FAIL_TIMEOUT" "ompi-spawn-np$np-$i" "${ompi_spawn[@]}" -bench replace -impl "$OMPI_IMPL" -transport shm+tcp
+      else
+        run "$FAIL_TIMEOUT" "ompi-spawn-np$np-$i" "${ompi_spawn[@]}" -bench replace -impl "$OMPI_IMPL" -transport shm+tcp
+        run "$FAIL_TIMEOUT" "ftmpi-spawn-np$np-$i" "${ftmpi[@]}" --on-failure continue "$B/ftmpi-bench" -bench replace
+      fi
     done
   fi
 done
