@@ -36,6 +36,7 @@ for i in $(seq "$RUNS"); do
     correct=$((correct+1))
   elif [ "$code" -ne 0 ] && [ -s /tmp/chaos-$$.err ]; then
     clean=$((clean+1)); echo "# run $i (seed $i): exit $code: $(tail -1 /tmp/chaos-$$.err)" >&2
+    cp /tmp/chaos-$$.err "$B/run-$i.err" # kept for diagnosis
   else
     wrong=$((wrong+1)); echo "# run $i (seed $i): WRONG exit $code: $got" >&2
   fi
