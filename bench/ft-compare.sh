@@ -112,7 +112,7 @@ FAILED=0 HUNG=0 HUNG_OF=0 HUNG_LABELS=
 run() {
   local limit=$1 label=$2; shift 2
   local out=$B/logs/$STAMP/$label
-  case $label in *-detect-*|*-spawn-*) HUNG_OF=$((HUNG_OF + 1)) ;; esac
+  case $label in ompi-detect-*|ompi-spawn-*) HUNG_OF=$((HUNG_OF + 1)) ;; esac
   if timeout -k 5 "$limit" "$@" >"$out.out" 2>"$out.err"; then :; else
     local rc=$?
     if [ "$rc" = 124 ] && grep -q '^{' "$out.out"; then
@@ -175,7 +175,7 @@ MD=bench/results/ftcompare-$STAMP.md
   echo "Open MPI: \`mpirun ${OMPI_FLAGS[*]}\` in a Debian 13 chroot ($ROOT)."
   echo "NPS=\"$NPS\" REPS=$REPS LAUNCHES=$LAUNCHES SPAWN_LAUNCHES=$SPAWN_LAUNCHES FT_RUNS=$FT_RUNS FT_ITERS=$FT_ITERS;"
   echo "load average before: $LOAD_BEFORE; after: $LOAD_AFTER; failed launches: $FAILED;"
-  echo "one-failure launches that printed their results and then hung until killed: $HUNG of $HUNG_OF${HUNG_LABELS:+ (${HUNG_LABELS# })}."
+  echo "launches that printed their results and then hung until killed: $HUNG; Open MPI one-failure launches: $HUNG_OF${HUNG_LABELS:+ (hung: ${HUNG_LABELS# })}."
   echo
   "$B/fttable" -other "$OMPI_IMPL" <"$RAW"
 } >"$MD"
