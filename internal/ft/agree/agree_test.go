@@ -280,11 +280,17 @@ func TestDecidedAnswersNewRoot(t *testing.T) {
 }
 
 func TestTreeShape(t *testing.T) {
+	for _, k := range []int{2, 3, 4, 5, 8, 16, 1000} {
+		testTreeShape(t, k)
+	}
+}
+
+func testTreeShape(t *testing.T, k int) {
 	for n := 1; n <= 70; n++ {
 		for root := 0; root < n; root++ {
 			seen := make([]int, n)
 			for p := root; p < n; p++ {
-				a := New(Config{Self: p, N: n})
+				a := New(Config{Self: p, N: n, Radix: k})
 				for q := 0; q < root; q++ {
 					a.failed.Add(q)
 				}
@@ -292,23 +298,26 @@ func TestTreeShape(t *testing.T) {
 				size := 1
 				for _, c := range a.effChildren(root) {
 					seen[c]++
-					b := New(Config{Self: c, N: n})
+					b := New(Config{Self: c, N: n, Radix: k})
 					if b.effParent(root) != p {
-						t.Fatalf("n=%d root=%d: parent of %d is %d, want %d", n, root, c, b.effParent(root), p)
+						t.Fatalf("k=%d n=%d root=%d: parent of %d is %d, want %d", k, n, root, c, b.effParent(root), p)
 					}
 					clo, chi := b.subtree(root)
 					if clo < lo || chi > hi {
-						t.Fatalf("n=%d: subtree of child %d not inside %d's", n, c, p)
+						t.Fatalf("k=%d n=%d: subtree of child %d not inside %d's", k, n, c, p)
 					}
 					size += chi - clo
 				}
 				if size != hi-lo {
-					t.Fatalf("n=%d root=%d p=%d: children cover %d of %d", n, root, p, size, hi-lo)
+					t.Fatalf("k=%d n=%d root=%d p=%d: children cover %d of %d", k, n, root, p, size, hi-lo)
+				}
+				if k >= n && p == root && len(a.effChildren(root)) != n-1-root {
+					t.Fatalf("k=%d n=%d root=%d: flat tree root has %d children", k, n, root, len(a.effChildren(root)))
 				}
 			}
 			for p := root + 1; p < n; p++ {
 				if seen[p] != 1 {
-					t.Fatalf("n=%d root=%d: %d has %d parents", n, root, p, seen[p])
+					t.Fatalf("k=%d n=%d root=%d: %d has %d parents", k, n, root, p, seen[p])
 				}
 			}
 		}

@@ -28,13 +28,15 @@
 // # Algorithm
 //
 // The agreement is Paxos specialised to a perfect failure detector, run
-// over binomial trees, in the spirit of ERA (Herault et al., SC'15).
+// over k-nomial trees, in the spirit of ERA (Herault et al., SC'15).
 //
 // Trees. The root is the lowest process not known to have failed. The
-// tree of root r is a binomial tree over r..N-1 (virtual rank v = p-r; the
-// parent of v clears v's lowest set bit; v's subtree is the rank range
-// [v, v+lowbit(v))), so every process computes the same tree from the root
-// alone. Failed processes are bypassed: a process sends upward to its
+// tree of root r is a k-nomial tree of radix k (Config.Radix; binomial for
+// k = 2, flat - the root's children are all the others - for k >= N) over
+// r..N-1: with virtual rank v = p-r, the parent of v clears v's lowest
+// nonzero base-k digit, and v's subtree is the rank range [v, v+k^i) for
+// that digit's position i. Every process computes the same tree from the
+// root alone. Failed processes are bypassed: a process sends upward to its
 // nearest ancestor not known to have failed, and sends downward to its
 // children, replacing a failed child by that child's children
 // (recursively). When a process learns of a failure it re-sends what it
@@ -70,10 +72,16 @@
 //     decision is final whatever its ballot, and a late or re-attached
 //     process still learns it.
 //
-// Failure-free this costs 4(N-1) messages and 4*ceil(log2 N) message
-// rounds (measured by TestFailureFreeCost: 3996 messages and 36 rounds for
-// N=1000). Each failure costs at most re-sends along the bypassed edges,
-// plus, when a root fails, one more ballot of 4(N-1) messages.
+// Failure-free this costs 4(N-1) messages and 4*ceil(log_k N) message
+// rounds, whatever the radix (measured by TestFailureFreeCost: 3996
+// messages and 36 rounds for N=1000 and k=2, 16 rounds for k=8). Each
+// failure costs at most re-sends along the bypassed edges, plus, when a
+// root fails, one more ballot of 4(N-1) messages.
+//
+// The radix trades depth for the root's load. Where processes outnumber
+// cores, what an agreement costs is mostly how often processes are woken
+// (each phase wakes every non-root process once in any tree, but an inner
+// node of a deep tree once per child), and a flat tree wakes least.
 //
 // # Why it is correct
 //

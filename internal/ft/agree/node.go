@@ -12,6 +12,12 @@ type Config struct {
 	// Messages of another instance are dropped by Step; the runtime must
 	// route each message to the Node of its instance.
 	Instance uint64
+	// Radix is the radix of the k-nomial trees the protocol runs over
+	// (0 means 2: binomial trees). Every process of an agreement must use
+	// the same radix. A radix >= N gives flat trees (the root talks to every
+	// process directly): 4 rounds instead of 4 log2 N, the same 4(N-1)
+	// messages, but the root handles N-1 messages per phase.
+	Radix int
 }
 
 // Kind is the kind of a protocol message.
@@ -106,6 +112,7 @@ type proposal struct {
 type Node struct {
 	cfg     Config
 	n, self int
+	k       int // tree radix
 
 	started bool
 	halted  bool  // told that it failed itself: silent from then on
@@ -140,10 +147,15 @@ type Node struct {
 // New returns the Node of process cfg.Self in an agreement among cfg.N
 // processes. It panics if the configuration is invalid.
 func New(cfg Config) *Node {
-	if cfg.N < 1 || cfg.Self < 0 || cfg.Self >= cfg.N {
+	if cfg.N < 1 || cfg.Self < 0 || cfg.Self >= cfg.N || cfg.Radix < 0 || cfg.Radix == 1 {
 		panic(fmt.Sprintf("agree: invalid config %+v", cfg))
 	}
-	return &Node{cfg: cfg, n: cfg.N, self: cfg.Self, reportTo: -1, ackTo: -1}
+	k := cfg.Radix
+	if k == 0 {
+		k = 2
+	}
+	k = min(k, max(2, cfg.N)) // a radix above N is a flat tree too
+	return &Node{cfg: cfg, n: cfg.N, self: cfg.Self, k: k, reportTo: -1, ackTo: -1}
 }
 
 // Start contributes v (the Node keeps a copy) and begins the agreement.
@@ -390,15 +402,23 @@ func (a *Node) sendDecide(to int) {
 	a.send(Msg{To: to, Kind: KindDecide, Ballot: a.dec.ballot, Value: a.dec.val.Clone(), Contrib: a.dec.contrib.Clone()})
 }
 
-// The tree of root r is a binomial tree over the processes r..N-1 (all
-// processes below a root have failed), with virtual rank v = p - r. The
-// parent of v is v with its lowest set bit cleared; the children of v are
-// v+2^k for 2^k < lowbit(v) (every 2^k for the root); the subtree of v is
-// the range [v, v+lowbit(v)). Failed processes are bypassed: a process's
-// effective parent is its nearest ancestor not known to have failed, and
-// the effective children of a failed child are adopted.
+// The tree of root r is a k-nomial tree (radix k, binomial for k = 2) over
+// the processes r..N-1 (all processes below a root have failed), with
+// virtual rank v = p - r. Let span(v) be k^i for the lowest nonzero base-k
+// digit i of v. The parent of v is v with that digit cleared; the children
+// of v are v + d*k^j for 1 <= d < k and k^j < span(v) (every k^j for the
+// root); the subtree of v is the range [v, v+span(v)). Failed processes are
+// bypassed: a process's effective parent is its nearest ancestor not known
+// to have failed, and the effective children of a failed child are adopted.
 
-func lowbit(v int) int { return v & -v }
+// span returns k^i for the lowest nonzero base-k digit i of v > 0.
+func (a *Node) span(v int) int {
+	s := 1
+	for v%(s*a.k) == 0 {
+		s *= a.k
+	}
+	return s
+}
 
 // subtree returns the range [lo, hi) of ranks in this process's subtree.
 func (a *Node) subtree(root int) (lo, hi int) {
@@ -406,8 +426,8 @@ func (a *Node) subtree(root int) (lo, hi int) {
 	if v == 0 {
 		return root, a.n
 	}
-	hi = a.self + lowbit(v)
-	if hi > a.n {
+	hi = a.self + a.span(v)
+	if hi > a.n || hi < a.self { // overflow guard
 		hi = a.n
 	}
 	return a.self, hi
@@ -420,7 +440,7 @@ func (a *Node) effParent(root int) int {
 		return -1
 	}
 	for v := a.self - root; v != 0; {
-		v &= v - 1
+		v -= v % (a.span(v) * a.k) // clear the lowest nonzero digit
 		if p := root + v; !a.failed.Has(p) {
 			return p
 		}
@@ -442,24 +462,27 @@ func (a *Node) effChildren(root int) []int {
 
 func (a *Node) addChildren(out []int, root, v int) []int {
 	size := a.n - root
-	lim := lowbit(v)
-	if v == 0 {
-		lim = size
+	lim := size // children's spans are below span(v) (any size for the root)
+	if v != 0 {
+		lim = a.span(v)
 	}
-	// largest subtree first
+	// Largest subtrees first: the highest power of k below lim that has a
+	// child, then down.
 	m := 1
-	for m<<1 < lim && v+m<<1 < size {
-		m <<= 1
+	for m*a.k < lim && v+m*a.k < size {
+		m *= a.k
 	}
-	for ; m >= 1; m >>= 1 {
-		if m >= lim || v+m >= size {
-			continue
-		}
-		c := root + v + m
-		if a.failed.Has(c) {
-			out = a.addChildren(out, root, v+m)
-		} else {
-			out = append(out, c)
+	for ; m >= 1; m /= a.k {
+		for d := 1; d < a.k; d++ {
+			if d*m >= lim || v+d*m >= size {
+				break
+			}
+			c := root + v + d*m
+			if a.failed.Has(c) {
+				out = a.addChildren(out, root, v+d*m)
+			} else {
+				out = append(out, c)
+			}
 		}
 	}
 	return out

@@ -52,6 +52,7 @@ type simParams struct {
 	start      []int64
 	crash      []crashPlan
 	contrib    []Value
+	radix      int  // tree radix (Config.Radix)
 	unitDelays bool // every delay is 1, every start 0 (for counting rounds)
 }
 
@@ -64,8 +65,8 @@ func (p *simParams) summary() string {
 		}
 		kinds[c.kind]++
 	}
-	return fmt.Sprintf("seed=%d n=%d scenario=%s crashes=%d (before-start %d, at-time %d, mid-step %d) maxDelay=%d slow=%.2f lose=%.2f notifyMax=%d",
-		p.seed, p.n, p.scenario, nc, kinds[crashBeforeStart], kinds[crashAtTime], kinds[crashAtStep], p.maxDelay, p.slowProb, p.loseProb, p.notifyMax)
+	return fmt.Sprintf("seed=%d n=%d radix=%d scenario=%s crashes=%d (before-start %d, at-time %d, mid-step %d) maxDelay=%d slow=%.2f lose=%.2f notifyMax=%d",
+		p.seed, p.n, p.radix, p.scenario, nc, kinds[crashBeforeStart], kinds[crashAtTime], kinds[crashAtStep], p.maxDelay, p.slowProb, p.loseProb, p.notifyMax)
 }
 
 func newRand(seed uint64) *rand.Rand {
@@ -194,6 +195,10 @@ func genParams(seed uint64) *simParams {
 			}
 		}
 	}
+	// The tree radix comes from its own stream, so that adding it kept the
+	// schedules of the seeds drawn before: binomial trees half the time,
+	// flat trees (the root talks to everyone) or radix 3, 4 or 8 otherwise.
+	p.radix = []int{2, 2, 2, 2, 2, 2, 3, 4, 8, n + 1}[newRand(seed^0x5bd1e9955bd1e995).IntN(10)]
 	return p
 }
 
@@ -292,7 +297,7 @@ func simulate(p *simParams, trace bool) *simResult {
 	const instance = 42
 	nodes := make([]*Node, n)
 	for i := range nodes {
-		nodes[i] = New(Config{Self: i, N: n, Instance: instance})
+		nodes[i] = New(Config{Self: i, N: n, Instance: instance, Radix: p.radix})
 	}
 	dead := make([]bool, n)
 	deadAt := make([]int64, n)
@@ -580,25 +585,30 @@ func TestFailureFreeCost(t *testing.T) {
 		sizes = append(sizes, n-1, n, n+1)
 	}
 	sizes = append(sizes, 999, 1000)
-	for _, n := range sizes {
-		p := &simParams{seed: uint64(n), n: n, scenario: "cost", maxDelay: 1, notifyMax: 1,
-			start: make([]int64, n), crash: make([]crashPlan, n), contrib: make([]Value, n), unitDelays: true}
-		for i := range p.contrib {
-			p.contrib[i] = Value{Flags: 1}
-		}
-		res := simulate(p, false)
-		for _, e := range res.errs {
-			t.Errorf("n=%d: %s", n, e)
-		}
-		logn := bits.Len(uint(n - 1)) // ceil(log2 n)
-		if res.msgs > 4*n {
-			t.Errorf("n=%d: %d messages > 4n", n, res.msgs)
-		}
-		if res.maxDepth > 4*logn+2 {
-			t.Errorf("n=%d: %d rounds > 4*ceil(log2 n)+2 = %d", n, res.maxDepth, 4*logn+2)
-		}
-		if n == 2 || n == 16 || n == 1000 || n == 1024 || n == 1025 {
-			t.Logf("n=%d: %d messages (4(n-1)=%d), %d rounds (4*ceil(log2 n)=%d)", n, res.msgs, 4*(n-1), res.maxDepth, 4*logn)
+	for _, k := range []int{2, 3, 4, 8, 16, 2000} {
+		for _, n := range sizes {
+			p := &simParams{seed: uint64(n), n: n, scenario: "cost", maxDelay: 1, notifyMax: 1, radix: k,
+				start: make([]int64, n), crash: make([]crashPlan, n), contrib: make([]Value, n), unitDelays: true}
+			for i := range p.contrib {
+				p.contrib[i] = Value{Flags: 1}
+			}
+			res := simulate(p, false)
+			for _, e := range res.errs {
+				t.Errorf("k=%d n=%d: %s", k, n, e)
+			}
+			logn := 0 // ceil(log_k n): the tree's depth
+			for m := 1; m < n; m *= k {
+				logn++
+			}
+			if res.msgs != 4*(n-1) {
+				t.Errorf("k=%d n=%d: %d messages, want 4(n-1) = %d", k, n, res.msgs, 4*(n-1))
+			}
+			if res.maxDepth > 4*logn {
+				t.Errorf("k=%d n=%d: %d rounds > 4*ceil(log_k n) = %d", k, n, res.maxDepth, 4*logn)
+			}
+			if n == 2 || n == 16 || n == 1000 || n == 1024 || n == 1025 {
+				t.Logf("k=%d n=%d: %d messages (4(n-1)=%d), %d rounds (4*ceil(log_k n)=%d)", k, n, res.msgs, 4*(n-1), res.maxDepth, 4*logn)
+			}
 		}
 	}
 }
