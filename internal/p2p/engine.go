@@ -663,6 +663,15 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		}
 	}
 	e.mu.Unlock()
+	if f := e.lostHook.Load(); f != nil {
+		(*f)(peer, cause)
+	}
+	// Waiters are woken once the hook has recorded the loss, so what they
+	// re-examine includes it; the operations that failed are completed
+	// last, so that (with one processor per rank) their callers, readied
+	// last, run first, before what the hook queued.
+	next := make(chan struct{})
+	close(*e.failSig.Swap(&next))
 	for _, r := range failed {
 		if r.isRecv && r.st.Err == nil {
 			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
@@ -670,17 +679,12 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
 		r.complete()
 	}
-	if f := e.lostHook.Load(); f != nil {
-		(*f)(peer, cause)
-	}
-	// Waiters are woken last, once the hook has recorded the loss, so what
-	// they re-examine includes it.
-	next := make(chan struct{})
-	close(*e.failSig.Swap(&next))
 }
 
-// SetLostHook installs a function called once per lost peer, after the
-// peer's operations failed (not under the engine's lock).
+// SetLostHook installs a function called once per lost peer, once the
+// peer is recorded lost and before its pending operations complete with
+// the error (not under the engine's lock): a caller that sees the error
+// also sees what the hook recorded.
 func (e *Engine) SetLostHook(f func(peer int, cause error)) { e.lostHook.Store(&f) }
 
 // Sent is the number of messages this engine started (point-to-point and

@@ -3,6 +3,7 @@ package p2p
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,5 +163,37 @@ func TestControlFramesBeforeHandlerAreKept(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("control frame %q not delivered", want)
 		}
+	}
+}
+
+// The lost hook runs before the peer's pending operations complete: a
+// caller that sees the error sees what the hook recorded (and, with one
+// processor per rank, runs before what the hook queued).
+func TestLostHookRunsBeforeOperationsFail(t *testing.T) {
+	_, b := pair(t)
+	var hooked atomic.Bool
+	b.SetLostHook(func(peer int, cause error) { hooked.Store(true) })
+	r, err := b.Irecv(0, 0, 0, 1, DTByte, make([]byte, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool, 1)
+	abort := make(chan struct{})
+	defer close(abort)
+	go func() {
+		r.Wait(abort)
+		done <- hooked.Load()
+	}()
+	b.FailPeer(0, errors.New("killed"))
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("the receive failed before the lost hook ran")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("receive did not complete")
+	}
+	if st := r.Status(); !errors.Is(st.Err, ErrPeerLost) {
+		t.Fatalf("receive from the lost peer: %v", st.Err)
 	}
 }
