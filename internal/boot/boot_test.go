@@ -314,3 +314,61 @@ func TestFromEnvSpawned(t *testing.T) {
 		t.Errorf("process id beyond the universe: err %v", err)
 	}
 }
+
+// A rank connected over a unix socket offers an event socket in its hello;
+// events sent there as datagrams are delivered like those on the control
+// connection, and Close closes it.
+func TestClientEventSocket(t *testing.T) {
+	f, info := newFake(t)
+	ch := connect(info)
+	var conn net.Conn
+	select {
+	case conn = <-f.conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection")
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(conn)
+	enc := json.NewEncoder(conn)
+	hello := read(t, r)
+	addr := hello.KV[HelloEventAddr]
+	if hello.Op != OpHello || !strings.HasPrefix(addr, "@") {
+		t.Fatalf("hello %+v: want an abstract event socket address", hello)
+	}
+	enc.Encode(Msg{Op: OpHello, ID: hello.ID})
+	res := <-ch
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	c := res.c
+	defer c.Close()
+	dc, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	b, _ := json.Marshal(Msg{Op: OpEvent, Kind: EventFailed, Rank: 2, Reason: "by datagram"})
+	if _, err := dc.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	enc.Encode(Msg{Op: OpEvent, Kind: EventFailed, Rank: 0, Reason: "by stream"})
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case ev := <-c.Events():
+			got[ev.Reason] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("events %v: one missing", got)
+		}
+	}
+	if !got["by datagram"] || !got["by stream"] {
+		t.Fatalf("events %v", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.Write(b); err == nil {
+		t.Fatal("event socket still open after Close")
+	}
+}

@@ -74,7 +74,18 @@ type Client struct {
 	stop    chan struct{} // closed by Close
 	wg      sync.WaitGroup
 	closeMu sync.Once
+
+	// evConn receives events as datagrams (nil if none): with every rank
+	// on its host, the launcher can wake all the survivors of a failure
+	// with one system call instead of one write per control connection.
+	evConn *net.UnixConn
 }
+
+// HelloEventAddr is the key, in the hello request's KV, of the address of
+// the rank's event socket: a unix datagram socket on which the launcher
+// may send events (each datagram one JSON Msg) instead of on the control
+// connection.
+const HelloEventAddr = "events"
 
 // Connect dials the launcher's control endpoint named by info.Control and
 // identifies the rank (rank, incarnation, pid). After Connect returns the
@@ -107,26 +118,38 @@ func Connect(info Info) (*Client, error) {
 	r := bufio.NewReader(conn)
 	c.nextID = 1
 	hello := Msg{Op: OpHello, ID: 1, Job: info.Job, Rank: info.Proc, Incarnation: info.Incarnation, Pid: os.Getpid(), Host: info.Host}
-	if err := c.enc.Encode(hello); err != nil {
+	if network == "unix" { // the launcher is on this host
+		c.evConn = listenEvents()
+		if c.evConn != nil {
+			hello.KV = map[string]string{HelloEventAddr: c.evConn.LocalAddr().String()}
+		}
+	}
+	fail := func() {
 		conn.Close()
+		if c.evConn != nil {
+			c.evConn.Close()
+		}
+	}
+	if err := c.enc.Encode(hello); err != nil {
+		fail()
 		return nil, fmt.Errorf("boot: hello to launcher: %w", err)
 	}
 	line, err := r.ReadBytes('\n')
 	if err != nil {
-		conn.Close()
+		fail()
 		return nil, fmt.Errorf("boot: hello to launcher: %w", err)
 	}
 	var m Msg
 	if err := json.Unmarshal(line, &m); err != nil {
-		conn.Close()
+		fail()
 		return nil, fmt.Errorf("boot: bad reply from launcher: %w", err)
 	}
 	if m.Op == OpError {
-		conn.Close()
+		fail()
 		return nil, fmt.Errorf("boot: launcher refused rank %d: %s", info.Rank, m.Error)
 	}
 	if m.Op != OpHello || m.ID != 1 {
-		conn.Close()
+		fail()
 		return nil, fmt.Errorf("boot: unexpected reply %q from launcher", m.Op)
 	}
 	_ = conn.SetDeadline(time.Time{})
@@ -134,7 +157,48 @@ func Connect(info Info) (*Client, error) {
 	c.wg.Add(2)
 	go c.readLoop(r)
 	go c.eventPump()
+	if c.evConn != nil {
+		c.wg.Add(1)
+		go c.eventLoop()
+	}
 	return c, nil
+}
+
+// listenEvents opens the rank's event socket: a unix datagram socket with
+// an abstract address (nothing to clean up), or nil if that fails (events
+// then come on the control connection only).
+func listenEvents() *net.UnixConn {
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("@ftmpi-events-%d-%d", os.Getpid(), time.Now().UnixNano())
+		if uc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"}); err == nil {
+			return uc
+		}
+	}
+	return nil
+}
+
+// queueEvent hands an event to the consumer (never blocks).
+func (c *Client) queueEvent(m Msg) {
+	c.mu.Lock()
+	c.queue = append(c.queue, Event{Kind: m.Kind, Rank: m.Rank, Incarnation: m.Incarnation, Epoch: m.Epoch, Reason: m.Reason})
+	c.qcond.Signal()
+	c.mu.Unlock()
+}
+
+// eventLoop reads events sent as datagrams, until Close.
+func (c *Client) eventLoop() {
+	defer c.wg.Done()
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, err := c.evConn.ReadFromUnix(buf)
+		if err != nil {
+			return // closed (Close); events come on the control connection then
+		}
+		var m Msg
+		if json.Unmarshal(buf[:n], &m) == nil && m.Op == OpEvent && m.ID == 0 {
+			c.queueEvent(m)
+		}
+	}
 }
 
 // Info returns the Info the client was connected with.
@@ -155,10 +219,7 @@ func (c *Client) readLoop(r *bufio.Reader) {
 		}
 		if m.ID == 0 {
 			if m.Op == OpEvent {
-				c.mu.Lock()
-				c.queue = append(c.queue, Event{Kind: m.Kind, Rank: m.Rank, Incarnation: m.Incarnation, Epoch: m.Epoch, Reason: m.Reason})
-				c.qcond.Signal()
-				c.mu.Unlock()
+				c.queueEvent(m)
 			}
 			continue
 		}
@@ -361,6 +422,9 @@ func (c *Client) Close() error {
 		c.mu.Unlock()
 		close(c.stop)
 		err = c.conn.Close()
+		if c.evConn != nil {
+			c.evConn.Close()
+		}
 		c.wg.Wait()
 	})
 	return err

@@ -1,0 +1,273 @@
+package launch
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// ctlClient is a bare control connection for tests of the head.
+type ctlClient struct {
+	t  *testing.T
+	nc net.Conn
+	r  *bufio.Reader
+	id uint64
+}
+
+func dialHead(t *testing.T, addr string, job string, rank, pid int) *ctlClient {
+	t.Helper()
+	nc, err := net.DialTimeout("unix", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	c := &ctlClient{t: t, nc: nc, r: bufio.NewReader(nc)}
+	c.req(boot.Msg{Op: boot.OpHello, Job: job, Rank: rank, Pid: pid})
+	if m := c.next(); m.Op != boot.OpHello {
+		t.Fatalf("hello reply %+v", m)
+	}
+	return c
+}
+
+func (c *ctlClient) req(m boot.Msg) {
+	c.t.Helper()
+	c.id++
+	m.ID = c.id
+	b, _ := json.Marshal(m)
+	if _, err := c.nc.Write(append(b, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// next reads the next message (every wait is bounded).
+func (c *ctlClient) next() boot.Msg {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	var m boot.Msg
+	if err := json.Unmarshal(line, &m); err != nil {
+		c.t.Fatalf("bad line %q: %v", line, err)
+	}
+	return m
+}
+
+// zombie returns the pid of a process that has exited (or is exiting) and
+// is not reaped yet (what a SIGKILLed rank is until the launcher's wait
+// returns).
+func zombie(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "exec 1>&-; exit 0")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	io.ReadAll(r) // EOF: the child closed its stdout and is exiting
+	r.Close()
+	t.Cleanup(func() { cmd.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if state, alive := procState(cmd.Process.Pid); !alive {
+			if state != "dead" && state != "exiting" {
+				t.Fatalf("child %d is %s, want exiting or dead (a zombie)", cmd.Process.Pid, state)
+			}
+			return cmd.Process.Pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("child did not exit within 10s")
+		}
+		time.Sleep(time.Millisecond) // polling the child's state, not synchronising goroutines
+	}
+}
+
+// A suspicion that finds the suspect dead (a zombie, not reaped yet) tells
+// every survivor at once in --on-failure continue mode, before the death
+// is reaped; the reaped death then sends nothing more.
+func TestSuspectOfDeadRankNotifiesEveryoneAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHead("job", 4, OnFailureContinue, &output{stdout: io.Discard, stderr: io.Discard}, false)
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "ctl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.serve(ln)
+	defer h.close()
+	addr := ln.Addr().String()
+	dead := zombie(t)
+	c0 := dialHead(t, addr, "job", 0, 0)
+	c1 := dialHead(t, addr, "job", 1, 0)
+	dialHead(t, addr, "job", 2, dead)
+
+	c0.req(boot.Msg{Op: boot.OpSuspect, Rank: 2, Reason: "connection broken"})
+	for _, c := range []*ctlClient{c0, c1} {
+		var ev boot.Msg
+		for ev.Op != boot.OpEvent {
+			if ev = c.next(); ev.Op != boot.OpEvent && ev.Op != boot.OpSuspect {
+				t.Fatalf("unexpected %+v", ev)
+			}
+		}
+		if ev.Kind != boot.EventFailed || ev.Rank != 2 || !strings.Contains(ev.Reason, "declared failed by rank 0: connection broken") {
+			t.Fatalf("event %+v", ev)
+		}
+	}
+	// A rank that connects after the notice still learns of the failure.
+	c3 := dialHead(t, addr, "job", 3, 0)
+	if ev := c3.next(); ev.Op != boot.OpEvent || ev.Kind != boot.EventFailed || ev.Rank != 2 {
+		t.Fatalf("late rank: %+v", ev)
+	}
+	// The reaped death: no second event. A request sent after it is
+	// answered next, so a duplicate event would be read first.
+	h.Exited(ExitReport{Rank: 2, Pid: dead, Signal: syscall.SIGKILL})
+	for _, c := range []*ctlClient{c1, c3} {
+		c.req(boot.Msg{Op: boot.OpSuspect, Rank: 2}) // answered at once: rank 2 is gone
+		if m := c.next(); m.Op != boot.OpSuspect {
+			t.Fatalf("after the reaped death: %+v, want the reply to the request", m)
+		}
+	}
+}
+
+// In abort mode a suspicion sends no failed event (the job is torn down
+// when the death is reaped).
+func TestSuspectOfDeadRankAbortModeNoEvent(t *testing.T) {
+	t.Parallel()
+	h := newHead("job", 3, OnFailureAbort, &output{stdout: io.Discard, stderr: io.Discard}, false)
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "ctl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.serve(ln)
+	defer h.close()
+	addr := ln.Addr().String()
+	dead := zombie(t)
+	c0 := dialHead(t, addr, "job", 0, 0)
+	c1 := dialHead(t, addr, "job", 1, 0)
+	dialHead(t, addr, "job", 2, dead)
+	c0.req(boot.Msg{Op: boot.OpSuspect, Rank: 2, Reason: "connection broken"})
+	if m := c0.next(); m.Op != boot.OpSuspect {
+		t.Fatalf("suspect reply %+v", m)
+	}
+	c1.req(boot.Msg{Op: boot.OpSuspect, Rank: 1})
+	if m := c1.next(); m.Op != boot.OpError || !strings.Contains(m.Error, "suspects itself") {
+		t.Fatalf("%+v, want the reply to the request (no event)", m)
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	for _, c := range []struct {
+		stat  string
+		state string
+		alive bool
+	}{
+		{"8572 (cat) R 8445 8445 9774 0 -1 4194304 124 0", "running", true},
+		{"8572 (a) b) S 8445 8445 9774 0 -1 4194304 124 0", "sleeping", true},
+		{"8572 (rank) R 8445 8445 9774 0 -1 4194308 124 0", "exiting", false}, // PF_EXITING: SIGKILLed, being torn down
+		{"8572 (rank) D 8445 8445 9774 0 -1 4194308 124 0", "exiting", false},
+		{"8572 (rank) Z 8445 8445 9774 0 -1 4194308 124 0", "dead", false},
+		{"8572 (rank) T 8445 8445 9774 0 -1 4194304 124 0", "stopped", false},
+		{"8572 (rank", "unknown", false},
+	} {
+		if state, alive := parseProcStat([]byte(c.stat)); state != c.state || alive != c.alive {
+			t.Errorf("%q: %s %v, want %s %v", c.stat, state, alive, c.state, c.alive)
+		}
+	}
+}
+
+// The failed event reaches ranks with an event socket as a datagram (one
+// sendmmsg for all of them), not on their control connection; a rank whose
+// event socket is gone gets it on its control connection.
+func TestFailedEventByDatagram(t *testing.T) {
+	h := newHead("job", 3, OnFailureContinue, &output{stdout: io.Discard, stderr: io.Discard}, false)
+	defer h.close()
+	listen := func(r int) *net.UnixConn {
+		name := fmt.Sprintf("@ftmpi-test-events-%d-%d-%d", os.Getpid(), r, time.Now().UnixNano())
+		uc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uc
+	}
+	type end struct {
+		cc *ctlConn
+		r  *bufio.Reader
+	}
+	ends := make([]end, 3)
+	for r := 1; r < 3; r++ {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		cc := newCtlConn(a)
+		cc.rank = r
+		h.wg.Add(1)
+		go func() { defer h.wg.Done(); cc.writeLoop() }()
+		h.conns[cc] = struct{}{}
+		ends[r] = end{cc, bufio.NewReader(b)}
+		b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	}
+	ev1 := listen(1)
+	defer ev1.Close()
+	ev2 := listen(2)
+	ev2.Close() // gone: the control connection must carry the event
+	h.mu.Lock()
+	h.ranks[0] = rankState{connected: true, pid: 1234, killedBy: "declared failed by rank 1: connection broken"}
+	for r := 1; r < 3; r++ {
+		h.ranks[r] = rankState{connected: true, conn: ends[r].cc}
+	}
+	h.ranks[1].evAddr = eventAddr(ev1.LocalAddr().String())
+	h.ranks[2].evAddr = eventAddr(ev2.LocalAddr().String())
+	if h.ranks[1].evAddr == nil {
+		h.mu.Unlock()
+		t.Fatalf("event address %q not accepted", ev1.LocalAddr())
+	}
+	h.notifyFailedLocked(0)
+	h.mu.Unlock()
+
+	parse := func(b []byte) boot.Msg {
+		var m boot.Msg
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("bad event %q: %v", b, err)
+		}
+		if m.Op != boot.OpEvent || m.Kind != boot.EventFailed || m.Rank != 0 || !strings.Contains(m.Reason, "connection broken") {
+			t.Fatalf("event %+v", m)
+		}
+		return m
+	}
+	buf := make([]byte, 64<<10)
+	ev1.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _, err := ev1.ReadFromUnix(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse(buf[:n])
+	line, err := ends[2].r.ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse(line)
+	// Rank 1's control connection carries the next message, not the event.
+	ends[1].cc.send(boot.Msg{Op: boot.OpHello, ID: 9})
+	line, err = ends[1].r.ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m boot.Msg
+	if json.Unmarshal(line, &m); m.Op != boot.OpHello || m.ID != 9 {
+		t.Fatalf("rank 1's control connection: %q, want only the later message", line)
+	}
+}
