@@ -158,6 +158,18 @@ func (dt *detection) failed(peer, inc int) {
 	dt.mu.Lock()
 	hb := dt.d.Failed(dt.now(), detector.ID{Rank: peer, Inc: inc})
 	notices := dt.rb.Failed(rbcast.ID{Rank: peer, Inc: inc})
+	if dt.w.client != nil {
+		// Under a launcher every failure reaches every rank from the
+		// launcher too (it confirms every suspicion and sees every
+		// death), so a failure learnt here some other way than from the
+		// broadcast counts as delivered without being forwarded: the
+		// notices of the rank that suspected it then stop at the ranks
+		// that already know, instead of flooding all of them (about
+		// 2n log2 n frames, each waking a rank, when the CPUs are most
+		// needed). A failure learnt from the broadcast or broadcast here
+		// was delivered already: this is a no-op for it.
+		dt.rb.Broadcast(rbcast.ID{Rank: peer, Inc: inc})
+	}
 	dt.mu.Unlock()
 	w := dt.w
 	w.outbox.push(func() {

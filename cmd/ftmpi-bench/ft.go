@@ -63,9 +63,7 @@ func (b *bench) detect() {
 	}
 	check(mpi.Bcast(c, at, 0))
 	if c.Rank() == victim {
-		time.Sleep(time.Until(time.Unix(0, at[0])))
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {}
+		killSelfAt(time.Unix(0, at[0]))
 	}
 	_, err := mpi.Recv(c, []byte{0}, victim, 99)
 	learned := time.Now()
@@ -111,6 +109,20 @@ func (b *bench) detect() {
 	emit("ft_revoke_shrink_max", col(1))
 	emit("ft_agree_after_failure_max", col(3))
 	emit("ft_agree_new_comm_max", col(2))
+}
+
+// killSelfAt SIGKILLs this process at t. It sleeps until shortly before
+// t and spins the rest: a sleep alone ends up to a millisecond late (the
+// Go runtime's poller waits in whole milliseconds), and that lateness
+// would be counted as detection time by every survivor.
+func killSelfAt(t time.Time) {
+	if d := time.Until(t) - 2*time.Millisecond; d > 0 {
+		time.Sleep(d)
+	}
+	for time.Now().Before(t) {
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
 }
 
 // ftGrowth runs in process (mpi.Run) at p = 2, 4, ..., maxP and reports the
