@@ -98,10 +98,10 @@ type procState struct {
 
 	mu       sync.Mutex
 	cur      *World // = curA, under mu
-	epoch    int  // newest epoch announced by the launcher
-	active   bool // inside Reinit
-	running  int  // the epoch whose World the resilient function runs with
-	called   bool // Reinit was called
+	epoch    int    // newest epoch announced by the launcher
+	active   bool   // inside Reinit
+	running  int    // the epoch whose World the resilient function runs with
+	called   bool   // Reinit was called
 	lastNote string
 
 	finalized atomic.Bool

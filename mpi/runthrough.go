@@ -477,15 +477,7 @@ func (c *Comm) rtViewPairs(op string, k int, window []uint64, w0, start int, see
 			t.release(pairs...)
 		}
 	}
-	and := func(words []uint64) error {
-		val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(words)})
-		if err != nil {
-			return err
-		}
-		copy(words, val.Inter.Words(len(words)))
-		return nil
-	}
-	return ctxAgreement(c.w, c, op, k, seed+1, true, and)
+	return ctxAgreement(c.w, c, op, k, seed+1, true, c.agreedAnd(op))
 }
 
 // newView builds the internal communicator of c's alive members.

@@ -107,15 +107,7 @@ func (c *Comm) shrink(op string) (*Comm, error) {
 	// 3. Rare: no common free pair in the window, or a claim collided. The
 	// general context-id agreement, its bitmap ANDs run as fault-tolerant
 	// agreements on c.
-	and := func(words []uint64) error {
-		val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(words)})
-		if err != nil {
-			return err
-		}
-		copy(words, val.Inter.Words(len(words)))
-		return nil
-	}
-	pairs, err := ctxAgreement(w, c, op, 1, seed+1, true, and)
+	pairs, err := ctxAgreement(w, c, op, 1, seed+1, true, c.agreedAnd(op))
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +154,19 @@ func (c *Comm) shrinkInter(op string) (*Comm, error) {
 	if me < 0 {
 		return nil, newErr(ErrIntern, op, c, NoPeer, "this process is not among the survivors")
 	}
-	and := func(words []uint64) error {
+	pairs, err := ctxAgreement(w, c, op, 2, uint64(c.ctx)^0x53687249, true, c.agreedAnd(op))
+	if err != nil {
+		return nil, err
+	}
+	return newInter(c, derivedName("shrink", c), pairs, local, remote, me), nil
+}
+
+// agreedAnd is the bitmap AND of the context-id agreement (ctxAgreement)
+// run as a fault-tolerant agreement over c's members: usable on a revoked
+// communicator or one with failed members, with the same result at every
+// process.
+func (c *Comm) agreedAnd(op string) func([]uint64) error {
+	return func(words []uint64) error {
 		val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(words)})
 		if err != nil {
 			return err
@@ -170,9 +174,4 @@ func (c *Comm) shrinkInter(op string) (*Comm, error) {
 		copy(words, val.Inter.Words(len(words)))
 		return nil
 	}
-	pairs, err := ctxAgreement(w, c, op, 2, uint64(c.ctx)^0x53687249, true, and)
-	if err != nil {
-		return nil, err
-	}
-	return newInter(c, derivedName("shrink", c), pairs, local, remote, me), nil
 }
