@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -315,11 +316,13 @@ func TestFromEnvSpawned(t *testing.T) {
 	}
 }
 
-// A rank connected over a unix socket offers an event socket in its hello;
-// events sent there as datagrams are delivered like those on the control
-// connection, and Close closes it.
+// A rank connected over a unix socket offers an event socket in the job's
+// directory in its hello; events sent there as datagrams are delivered
+// like those on the control connection, and Close removes it. Without a
+// job directory there is none.
 func TestClientEventSocket(t *testing.T) {
 	f, info := newFake(t)
+	info.TmpDir = t.TempDir()
 	ch := connect(info)
 	var conn net.Conn
 	select {
@@ -333,8 +336,8 @@ func TestClientEventSocket(t *testing.T) {
 	enc := json.NewEncoder(conn)
 	hello := read(t, r)
 	addr := hello.KV[HelloEventAddr]
-	if hello.Op != OpHello || !strings.HasPrefix(addr, "@") {
-		t.Fatalf("hello %+v: want an abstract event socket address", hello)
+	if hello.Op != OpHello || filepath.Dir(addr) != info.TmpDir {
+		t.Fatalf("hello %+v: want an event socket in %s", hello, info.TmpDir)
 	}
 	enc.Encode(Msg{Op: OpHello, ID: hello.ID})
 	res := <-ch
@@ -370,5 +373,31 @@ func TestClientEventSocket(t *testing.T) {
 	}
 	if _, err := dc.Write(b); err == nil {
 		t.Fatal("event socket still open after Close")
+	}
+	if _, err := os.Stat(addr); !os.IsNotExist(err) {
+		t.Fatalf("event socket %s not removed: %v", addr, err)
+	}
+
+	// No job directory: no event socket.
+	f2, info2 := newFake(t)
+	ch = connect(info2)
+	var conn2 net.Conn
+	select {
+	case conn2 = <-f2.conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection")
+	}
+	defer conn2.Close()
+	conn2.SetDeadline(time.Now().Add(10 * time.Second))
+	r2 := bufio.NewReader(conn2)
+	hello = read(t, r2)
+	if _, ok := hello.KV[HelloEventAddr]; ok {
+		t.Fatalf("hello %+v: event socket without a job directory", hello)
+	}
+	json.NewEncoder(conn2).Encode(Msg{Op: OpHello, ID: hello.ID})
+	if res := <-ch; res.err != nil {
+		t.Fatal(res.err)
+	} else {
+		res.c.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -79,12 +80,14 @@ type Client struct {
 	// on its host, the launcher can wake all the survivors of a failure
 	// with one system call instead of one write per control connection.
 	evConn *net.UnixConn
+	evPath string
 }
 
 // HelloEventAddr is the key, in the hello request's KV, of the address of
-// the rank's event socket: a unix datagram socket on which the launcher
-// may send events (each datagram one JSON Msg) instead of on the control
-// connection.
+// the rank's event socket: a unix datagram socket in the job's directory
+// (Info.TmpDir, which only the job's user can enter, so only that user can
+// send to it) on which the launcher may send events (each datagram one
+// JSON Msg) instead of on the control connection.
 const HelloEventAddr = "events"
 
 // Connect dials the launcher's control endpoint named by info.Control and
@@ -119,16 +122,14 @@ func Connect(info Info) (*Client, error) {
 	c.nextID = 1
 	hello := Msg{Op: OpHello, ID: 1, Job: info.Job, Rank: info.Proc, Incarnation: info.Incarnation, Pid: os.Getpid(), Host: info.Host}
 	if network == "unix" { // the launcher is on this host
-		c.evConn = listenEvents()
+		c.evConn, c.evPath = listenEvents(info.TmpDir)
 		if c.evConn != nil {
-			hello.KV = map[string]string{HelloEventAddr: c.evConn.LocalAddr().String()}
+			hello.KV = map[string]string{HelloEventAddr: c.evPath}
 		}
 	}
 	fail := func() {
 		conn.Close()
-		if c.evConn != nil {
-			c.evConn.Close()
-		}
+		c.closeEvents()
 	}
 	if err := c.enc.Encode(hello); err != nil {
 		fail()
@@ -164,17 +165,31 @@ func Connect(info Info) (*Client, error) {
 	return c, nil
 }
 
-// listenEvents opens the rank's event socket: a unix datagram socket with
-// an abstract address (nothing to clean up), or nil if that fails (events
-// then come on the control connection only).
-func listenEvents() *net.UnixConn {
-	for i := 0; i < 3; i++ {
-		name := fmt.Sprintf("@ftmpi-events-%d-%d", os.Getpid(), time.Now().UnixNano())
-		if uc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"}); err == nil {
-			return uc
-		}
+// listenEvents opens the rank's event socket in the job's directory dir,
+// or returns nil if there is none or that fails (events then come on the
+// control connection only).
+func listenEvents(dir string) (*net.UnixConn, string) {
+	if dir == "" {
+		return nil, ""
 	}
-	return nil
+	path := filepath.Join(dir, "ev-"+strconv.Itoa(os.Getpid())+".sock")
+	if len(path) >= 100 { // sun_path holds 108 bytes
+		return nil, ""
+	}
+	_ = os.Remove(path) // a stale one of a dead process with the same pid
+	uc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return nil, ""
+	}
+	return uc, path
+}
+
+// closeEvents closes and removes the event socket.
+func (c *Client) closeEvents() {
+	if c.evConn != nil {
+		c.evConn.Close()
+		os.Remove(c.evPath)
+	}
 }
 
 // queueEvent hands an event to the consumer (never blocks).
@@ -422,9 +437,7 @@ func (c *Client) Close() error {
 		c.mu.Unlock()
 		close(c.stop)
 		err = c.conn.Close()
-		if c.evConn != nil {
-			c.evConn.Close()
-		}
+		c.closeEvents()
 		c.wg.Wait()
 	})
 	return err

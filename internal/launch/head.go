@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -327,17 +328,17 @@ type eventSockaddr struct {
 	len uint32 // address length for sendmsg
 }
 
-// eventAddr parses the address of a rank's event socket (an abstract unix
-// socket name, "@..."), nil if there is none or it is not one.
+// eventAddr parses the address of a rank's event socket (the path of a
+// unix datagram socket), nil if there is none or it is not one.
 func eventAddr(name string) *eventSockaddr {
 	a := &eventSockaddr{sa: unix.RawSockaddrUnix{Family: unix.AF_UNIX}}
-	if len(name) < 2 || name[0] != '@' || len(name) > len(a.sa.Path) {
+	if len(name) < 2 || name[0] != '/' || len(name) >= len(a.sa.Path) || strings.IndexByte(name, 0) >= 0 {
 		return nil
 	}
-	for i := 1; i < len(name); i++ { // Path[0] = 0: the abstract namespace
+	for i := 0; i < len(name); i++ {
 		a.sa.Path[i] = int8(name[i])
 	}
-	a.len = uint32(unsafe.Offsetof(a.sa.Path)) + uint32(len(name))
+	a.len = uint32(unsafe.Offsetof(a.sa.Path)) + uint32(len(name)) + 1 // with the terminating NUL
 	return a
 }
 

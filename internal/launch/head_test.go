@@ -196,8 +196,9 @@ func TestParseProcStat(t *testing.T) {
 func TestFailedEventByDatagram(t *testing.T) {
 	h := newHead("job", 3, OnFailureContinue, &output{stdout: io.Discard, stderr: io.Discard}, false)
 	defer h.close()
+	dir := t.TempDir()
 	listen := func(r int) *net.UnixConn {
-		name := fmt.Sprintf("@ftmpi-test-events-%d-%d-%d", os.Getpid(), r, time.Now().UnixNano())
+		name := filepath.Join(dir, fmt.Sprintf("ev-%d.sock", r))
 		uc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
 		if err != nil {
 			t.Fatal(err)
