@@ -51,27 +51,12 @@ func (b *bench) ftFailureFree() {
 // `ftmpirun --on-failure continue`; one failure per launch.
 func (b *bench) detect() {
 	c := b.c
-	c.SetErrhandler(mpi.ErrorsReturn)
-	if c.Size() < 2 {
-		fmt.Fprintln(os.Stderr, "ftmpi-bench: detect needs at least 2 ranks")
-		os.Exit(2)
-	}
-	victim := c.Size() - 1
-	at := []int64{0}
-	if c.Rank() == 0 {
-		at[0] = time.Now().Add(200 * time.Millisecond).UnixNano()
-	}
-	check(mpi.Bcast(c, at, 0))
-	if c.Rank() == victim {
-		killSelfAt(time.Unix(0, at[0]))
-	}
-	_, err := mpi.Recv(c, []byte{0}, victim, 99)
-	learned := time.Now()
+	at, learned, err := killLast(c, "detect")
 	if err == nil {
 		fmt.Fprintln(os.Stderr, "ftmpi-bench: receive from the killed rank succeeded")
 		os.Exit(1)
 	}
-	detect := float64(learned.UnixNano()-at[0]) / 1e6
+	detect := float64(learned.UnixNano()-at) / 1e6
 	t0 := time.Now()
 	check(c.Revoke())
 	s, err := c.Shrink()
@@ -183,23 +168,8 @@ func ftGrowth(runs, maxP int) error {
 // (kill → restored communicator) are reported as the slowest survivor's.
 func (b *bench) replace() {
 	c := b.c
-	c.SetErrhandler(mpi.ErrorsReturn)
-	if c.Size() < 2 {
-		fmt.Fprintln(os.Stderr, "ftmpi-bench: replace needs at least 2 ranks")
-		os.Exit(2)
-	}
-	victim := c.Size() - 1
-	at := []int64{0}
-	if c.Rank() == 0 {
-		at[0] = time.Now().Add(200 * time.Millisecond).UnixNano()
-	}
-	check(mpi.Bcast(c, at, 0))
-	if c.Rank() == victim {
-		time.Sleep(time.Until(time.Unix(0, at[0])))
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {}
-	}
-	if _, err := mpi.Recv(c, []byte{0}, victim, 99); err == nil {
+	at, _, err := killLast(c, "replace")
+	if err == nil {
 		fmt.Fprintln(os.Stderr, "ftmpi-bench: receive from the killed rank succeeded")
 		os.Exit(1)
 	}
@@ -221,7 +191,7 @@ func (b *bench) replace() {
 	nc, err := m.Split(0, c.Rank())
 	check(err)
 	split := ms(t3)
-	total := float64(time.Now().UnixNano()-at[0]) / 1e6
+	total := float64(time.Now().UnixNano()-at) / 1e6
 	b.replaceReport(nc, []float64{shrink, spawn, merge, split, total})
 }
 
@@ -244,4 +214,27 @@ func (b *bench) replaceReport(nc *mpi.Comm, mine []float64) {
 	for i, name := range []string{"ft_replace_shrink_max", "ft_replace_spawn_max", "ft_replace_merge_max", "ft_replace_split_max", "ft_replace_total_max"} {
 		b.out.Encode(result{Name: name, Impl: "ftmpi", Transport: b.trans, NP: nc.Size(), Median: maxes[i], Unit: "ms", Runs: 1})
 	}
+}
+
+// killLast is the failure of the detect and replace benchmarks (seed 002
+// 4.6.2): rank 0 sets an instant 200 ms ahead, the last rank SIGKILLs itself
+// then, and every survivor blocks in a receive from it. It returns the
+// instant (Unix ns), when the receive returned, and its error.
+func killLast(c *mpi.Comm, name string) (at int64, learned time.Time, err error) {
+	c.SetErrhandler(mpi.ErrorsReturn)
+	if c.Size() < 2 {
+		fmt.Fprintf(os.Stderr, "ftmpi-bench: %s needs at least 2 ranks\n", name)
+		os.Exit(2)
+	}
+	victim := c.Size() - 1
+	t := []int64{0}
+	if c.Rank() == 0 {
+		t[0] = time.Now().Add(200 * time.Millisecond).UnixNano()
+	}
+	check(mpi.Bcast(c, t, 0))
+	if c.Rank() == victim {
+		killSelfAt(time.Unix(0, t[0]))
+	}
+	_, err = mpi.Recv(c, []byte{0}, victim, 99)
+	return t[0], time.Now(), err
 }
