@@ -32,8 +32,9 @@ import (
 // its recognised failures, 17.8.2). ULFM calls (Revoke, Agree, Shrink,
 // FailureAck) keep working on a run-through communicator, and Shrink's
 // result is a fresh ULFM communicator, so one program can validate one
-// communicator and shrink another. (CreateGroup and IntercommCreate, not
-// collective over the whole parent, give ULFM communicators.)
+// communicator and shrink another. (CreateGroup - collective over its
+// group only, so its creation cannot be all-or-nothing over the parent -
+// and IntercommCreate give ULFM communicators.)
 //
 // Collectives over recognised failures run the ordinary algorithms on a
 // view: an internal communicator of the alive members (in rank order) with
