@@ -99,7 +99,7 @@ func (w *World) ftOf(c *Comm) *commFT {
 		w.ft.byCtx = make(map[uint32]*Comm)
 	}
 	w.ft.byCtx[c.ctx] = c
-	c.ft.Store(f) // under w.ft.mu: onLost sees c either with f or before f learnt the failures known
+	c.ft.Store(f) // under w.ft.mu, as onLost records a failure: each failure is in rb already or reaches it by onLost
 	return f
 }
 

@@ -17,7 +17,8 @@ import (
 // recognised failed processes.
 //
 // This file is the run-through fault-tolerance model (rtModel, an ftModel:
-// model.go) and its public calls; runthrough_coll.go routes collectives,
+// model.go) and its public calls; model_coll.go maps a collective's
+// arguments onto the view that rtModel.collRoute returns, and
 // internal/model/runthrough holds the pure parts (maps onto the view, set
 // arithmetic).
 //
