@@ -17,8 +17,8 @@ import (
 // recognised failed processes.
 //
 // This file is the run-through fault-tolerance model (rtModel, an ftModel:
-// model.go) and its public calls; model_coll.go maps a collective's
-// arguments onto the view that rtModel.collRoute returns, and
+// model.go) and its public calls; runthrough_coll.go routes collectives
+// (rtModel.collRoute) and maps their arguments onto the view, and
 // internal/model/runthrough holds the pure parts (maps onto the view, set
 // arithmetic).
 //
@@ -478,26 +478,6 @@ func newView(c *Comm, pair int, members []int, rank int) *Comm {
 	v := &Comm{w: c.w, ctx: uint32(2 * pair), rank: rank, size: len(members), members: members, name: c.name}
 	v.errh.Store(ErrorsReturn)
 	return v
-}
-
-// collRoute decides how a collective on c runs: it fails while c is
-// collectively inactive (seed 003 17.7.3), then runs on the view of the
-// alive processes (model_coll.go).
-func (rt *rtModel) collRoute(c *Comm, op string) (v *collView, fail collRun, ok bool) {
-	s := rt.snap.Load()
-	if unrec := rt.unrecognized(c); len(unrec) > 0 {
-		err := newErr(ErrRankFailStop, op, c, NoPeer,
-			"the communicator is collectively inactive: failure of %v not recognised (call Validate)", unrec)
-		return nil, func() error { return err }, true
-	}
-	if s.view == nil {
-		return nil, nil, false
-	}
-	if c.IsInter() && len(s.view.remote.Alive) == 0 {
-		err := newErr(ErrRankFailStop, op, c, NoPeer, "every process of the remote group failed (%v)", s.recognized)
-		return nil, func() error { return err }, true
-	}
-	return s.view, nil, true
 }
 
 // retire gives up a view that was replaced or whose communicator was

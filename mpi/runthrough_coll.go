@@ -17,6 +17,26 @@ import (
 // and its results mapped back; the segments of failed processes in receive
 // buffers are left untouched (seed 003 17.7: undefined).
 
+// collRoute decides how a collective on c runs: it fails while c is
+// collectively inactive (seed 003 17.7.3), then runs on the view of the
+// alive processes (below).
+func (rt *rtModel) collRoute(c *Comm, op string) (v *collView, fail collRun, ok bool) {
+	s := rt.snap.Load()
+	if unrec := rt.unrecognized(c); len(unrec) > 0 {
+		err := newErr(ErrRankFailStop, op, c, NoPeer,
+			"the communicator is collectively inactive: failure of %v not recognised (call Validate)", unrec)
+		return nil, func() error { return err }, true
+	}
+	if s.view == nil {
+		return nil, nil, false
+	}
+	if c.IsInter() && len(s.view.remote.Alive) == 0 {
+		err := newErr(ErrRankFailStop, op, c, NoPeer, "every process of the remote group failed (%v)", s.recognized)
+		return nil, func() error { return err }, true
+	}
+	return s.view, nil, true
+}
+
 // route asks c's model how a collective runs (see ftModel.collRoute).
 func (c *Comm) route(op string) (*collView, collRun, bool) { return c.ftm().collRoute(c, op) }
 
