@@ -285,12 +285,10 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 		v.Inter.Add(f.index[p])
 	}
 	f.mu.Unlock()
-	// Run-through (seed 003): failures recognised by Validate count as
-	// acknowledged (the recognised set is the same at every process).
-	if rt := c.rt.Load(); rt != nil {
-		for _, p := range rt.snap.Load().recognized {
-			v.Inter.Add(f.index[p])
-		}
+	// The model's recognised failures count as acknowledged (run-through,
+	// seed 003: recognised by Validate, the same set at every process).
+	for _, p := range c.ftm().recognized() {
+		v.Inter.Add(f.index[p])
 	}
 	// On an intercommunicator each group learns the AND of the *remote*
 	// group's flags (seed 002 A.3.1). Each group's flags travel in their

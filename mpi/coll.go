@@ -131,7 +131,7 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtBarrier(c, op); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeBarrier(c, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if c.IsInter() {
@@ -158,7 +158,7 @@ func bcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtBcast(c, op, buf, root); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeBcast(c, op, buf, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if c.IsInter() {
@@ -189,7 +189,7 @@ func reducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, root in
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtReduce(c, name, send, recv, op, root); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeReduce(c, name, send, recv, op, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -228,7 +228,7 @@ func allreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (col
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtAllreduce(c, name, send, recv, op); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeAllreduce(c, name, send, recv, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if c.IsInter() {
@@ -264,7 +264,7 @@ func gatherPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (coll
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtGather(c, name, send, recv, root); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeGather(c, name, send, recv, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -311,7 +311,7 @@ func gathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtGatherv(c, name, send, recv, counts, displs, root); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeGatherv(c, name, send, recv, counts, displs, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -355,7 +355,7 @@ func scatterPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtScatter(c, name, send, recv, root); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeScatter(c, name, send, recv, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -391,7 +391,7 @@ func scattervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displ
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtScatterv(c, name, send, recv, counts, displs, root); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeScatterv(c, name, send, recv, counts, displs, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -441,7 +441,7 @@ func allgatherPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, er
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtAllgather(c, name, send, recv); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeAllgather(c, name, send, recv); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if c.IsInter() {
@@ -482,7 +482,7 @@ func allgathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, dis
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtAllgatherv(c, name, send, recv, counts, displs); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeAllgatherv(c, name, send, recv, counts, displs); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -521,7 +521,7 @@ func alltoallPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, err
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtAlltoall(c, name, send, recv); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeAlltoall(c, name, send, recv); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -568,7 +568,7 @@ func alltoallvPrep[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtAlltoallv(c, name, send, sc, sd, recv, rc, rd); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeAlltoallv(c, name, send, sc, sd, recv, rc, rd); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -615,7 +615,7 @@ func reduceScatterBlockPrep[T Numeric](c *Comm, name string, send, recv []T, op 
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtReduceScatterBlock(c, name, send, recv, op); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeReduceScatterBlock(c, name, send, recv, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -665,7 +665,7 @@ func reduceScatterPrep[T Numeric](c *Comm, name string, send, recv []T, counts [
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtReduceScatter(c, name, send, recv, counts, op); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeReduceScatter(c, name, send, recv, counts, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
@@ -721,7 +721,7 @@ func scanPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := rtScan(c, name, send, recv, op, exclusive); ok { // run-through communicator (runthrough_coll.go)
+	if run, err, ok := routeScan(c, name, send, recv, op, exclusive); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {

@@ -64,12 +64,13 @@ type Comm struct {
 	ctxOnce sync.Once
 	ctxTab  *ctxTable
 
-	// Fault-tolerance state (revoked flag, failed and acknowledged sets)
-	// goes here when it is added.
-
-	// rt is the run-through stabilization state (seed 003, runthrough.go);
-	// nil while c follows the ULFM model.
-	rt atomic.Pointer[rtState]
+	// Fault tolerance. model is c's fault-tolerance model (model.go), set
+	// at creation (nil: ULFM) and swapped once, atomically, by a switch to
+	// run-through; it holds the model's own state. ft is the state common
+	// to both models (revocation overlay, acknowledged failures,
+	// agreements: ft.go), made on first use.
+	model atomic.Pointer[modelRef]
+	ft    atomic.Pointer[commFT]
 }
 
 // IsInter reports whether c is an intercommunicator (MPI_Comm_test_inter).

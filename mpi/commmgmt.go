@@ -28,7 +28,9 @@ func shortName(c *Comm) string {
 }
 
 // newDerived builds a communicator of this process from its parts; pair
-// is its agreed context-id pair. It inherits parent's error handler.
+// is its agreed context-id pair. It inherits parent's error handler; its
+// fault-tolerance model is ULFM unless the parent's model sets another
+// (ftModel.create) before the communicator is returned.
 func newDerived(parent *Comm, name string, pair int, members []int, rank int) *Comm {
 	nc := &Comm{
 		w:       parent.w,
@@ -87,11 +89,7 @@ func (c *Comm) Dup() (*Comm, error) {
 	if err := checkLive(c, op); err != nil {
 		return nil, err
 	}
-	if c.rt.Load() != nil {
-		nc, err := c.rtCreate(op, func() (*Comm, error) { return c.dup(op) })
-		return nc, c.handle(err)
-	}
-	nc, err := c.dup(op)
+	nc, err := c.ftm().create(c, op, func() (*Comm, error) { return c.dup(op) })
 	return nc, c.handle(err)
 }
 
@@ -121,11 +119,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	if c.IsInter() {
 		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not supported on intercommunicators"))
 	}
-	if c.rt.Load() != nil {
-		nc, err := c.rtCreate(op, func() (*Comm, error) { return c.split(op, color, key) })
-		return nc, c.handle(err)
-	}
-	nc, err := c.split(op, color, key)
+	nc, err := c.ftm().create(c, op, func() (*Comm, error) { return c.split(op, color, key) })
 	return nc, c.handle(err)
 }
 
@@ -137,7 +131,7 @@ func (c *Comm) split(op string, color, key int) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.splitUndefined(all) // run-through: recognised failed processes pass Undefined
+	c.ftm().splitColours(c, all) // run-through: recognised failed processes pass Undefined
 	for r := 0; r < c.size; r++ {
 		if col := all[2*r]; col < 0 && col != Undefined {
 			if r == c.rank {
@@ -226,11 +220,7 @@ func (c *Comm) Create(g *Group) (*Comm, error) {
 		}
 		return newDerived(c, derivedName("create", c), pairs[0], g.procs, rank), nil
 	}
-	if c.rt.Load() != nil {
-		nc, err := c.rtCreate(op, create)
-		return nc, c.handle(err)
-	}
-	nc, err := create()
+	nc, err := c.ftm().create(c, op, create)
 	return nc, c.handle(err)
 }
 
@@ -258,7 +248,7 @@ func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
 		return nil, c.handle(newErr(ErrGroup, op, c, NoPeer, "the calling process (world rank %d) is not a member of the group", c.w.rank))
 	}
 	ctx := c.ctx + 1
-	if v := c.rtView(); v != nil {
+	if v := c.ftm().alive(c); v != nil {
 		ctx = v.ctx + 1 // run-through with recognised failures: c's own collective context saw a failure
 	}
 	x := &xset{w: c.w, c: c, op: op, ctx: ctx, tag: createGroupTag(tag), me: rank, n: len(g.procs), procs: g.procs}
@@ -288,8 +278,8 @@ func (c *Comm) Free() error {
 	}
 	c.w.forgetFT(c)
 	t := c.w.ctxTable()
-	if !c.rtFree() {
-		return nil // seed 003 17.8.2: Free completes despite failures (the pair is not reused, see rtFree)
+	if !c.ftm().free(c) {
+		return nil // seed 003 17.8.2: Free completes despite failures (the pair is not reused, see rtModel.free)
 	}
 	// A pair whose contexts a failure or a revocation poisoned stays
 	// retired: reused, it would fail the new communicator's operations at

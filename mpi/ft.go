@@ -19,11 +19,11 @@ const (
 )
 
 // ftWorld is the fault-tolerance state of one World: the order in which
-// failures became known, and the per-communicator states.
+// failures became known, and the index of live communicators by context
+// (their fault-tolerance state is on the Comm: Comm.ft, Comm.model).
 type ftWorld struct {
 	mu     sync.Mutex
-	order  []int              // world ranks, in the order their failure became known here
-	comms  map[uint32]*commFT // by point-to-point context id
+	order  []int // world ranks, in the order their failure became known here
 	parked map[uint32][]parkedMsg
 	byCtx  map[uint32]*Comm // live communicators of this process, by context id
 }
@@ -44,11 +44,10 @@ func (w *World) registerComm(c *Comm) {
 // with context ctx, or nil if there is none.
 func (w *World) commFTByCtx(ctx uint32) *commFT {
 	w.ft.mu.Lock()
-	f := w.ft.comms[ctx]
 	c := w.ft.byCtx[ctx]
 	w.ft.mu.Unlock()
-	if f != nil || c == nil {
-		return f
+	if c == nil {
+		return nil
 	}
 	return w.ftOf(c)
 }
@@ -67,10 +66,15 @@ type commFT struct {
 }
 
 // ftOf returns (creating it on first use) the fault-tolerance state of c.
+// A communicator with that state is in the index by context, so that
+// failures reach it (onLost).
 func (w *World) ftOf(c *Comm) *commFT {
+	if f := c.ft.Load(); f != nil {
+		return f
+	}
 	w.ft.mu.Lock()
 	defer w.ft.mu.Unlock()
-	if f := w.ft.comms[c.ctx]; f != nil && f.c == c {
+	if f := c.ft.Load(); f != nil {
 		return f
 	}
 	procs := slices.Clone(c.memberWorldRanks())
@@ -91,10 +95,11 @@ func (w *World) ftOf(c *Comm) *commFT {
 			rb.Failed(rbcast.ID{Rank: i})
 		}
 	}
-	if w.ft.comms == nil {
-		w.ft.comms = make(map[uint32]*commFT)
+	if w.ft.byCtx == nil {
+		w.ft.byCtx = make(map[uint32]*Comm)
 	}
-	w.ft.comms[c.ctx] = f
+	w.ft.byCtx[c.ctx] = c
+	c.ft.Store(f) // under w.ft.mu, as onLost records a failure: each failure is in rb already or reaches it by onLost
 	return f
 }
 
@@ -113,9 +118,6 @@ func (c *Comm) memberWorldRanks() []int {
 // forgetFT drops c's fault-tolerance state (on Free).
 func (w *World) forgetFT(c *Comm) {
 	w.ft.mu.Lock()
-	if f := w.ft.comms[c.ctx]; f != nil && f.c == c {
-		delete(w.ft.comms, c.ctx)
-	}
 	if w.ft.byCtx[c.ctx] == c {
 		delete(w.ft.byCtx, c.ctx)
 	}
@@ -131,9 +133,11 @@ func (w *World) onLost(peer int, cause error) {
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
 	w.recordFailureLocked(peer)
-	comms := make([]*commFT, 0, len(w.ft.comms))
-	for _, f := range w.ft.comms {
-		comms = append(comms, f)
+	comms := make([]*commFT, 0, len(w.ft.byCtx))
+	for _, c := range w.ft.byCtx {
+		if f := c.ft.Load(); f != nil {
+			comms = append(comms, f)
+		}
 	}
 	w.ft.mu.Unlock()
 	for _, f := range comms {
@@ -151,9 +155,9 @@ func (w *World) onLost(peer int, cause error) {
 	}
 	// Every agreement instance learns of the failure (see agreeOnLost).
 	w.agreeOnLost(comms, peer)
-	// Run-through communicators: the failure disables wildcard receives
-	// (seed 003 17.6); pending ones complete with the error.
-	w.outbox.push(func() { w.rtOnLost(comms, peer) })
+	// Every communicator's fault-tolerance model learns of the failure
+	// (run-through: it disables wildcard receives, seed 003 17.6).
+	w.outbox.push(func() { w.modelsOnLost(comms, peer) })
 }
 
 // failedOrder returns the world ranks known failed, in the order their
@@ -255,12 +259,7 @@ func (c *Comm) Revoke() error {
 
 // revokeLocal applies a revocation of c in this process.
 func (c *Comm) revokeLocal() {
-	ctxs := []uint32{c.ctx, c.ctx + 1}
-	if c.local != nil {
-		ctxs = append(ctxs, c.local.ctx, c.local.ctx+1)
-	}
-	ctxs = append(ctxs, c.rtContexts()...)
-	c.w.eng.Revoke(ctxs...)
+	c.w.eng.Revoke(c.ftm().contexts(c)...)
 }
 
 // IsRevoked reports whether c was revoked (MPIX_Comm_is_revoked).

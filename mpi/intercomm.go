@@ -228,7 +228,7 @@ func putIntSlice(v []int) []byte {
 // new contexts agreed by both groups.
 func (c *Comm) interDup(op string) (*Comm, error) {
 	lc := c
-	if v := c.rtView(); v != nil {
+	if v := c.ftm().alive(c); v != nil {
 		lc = v // run-through with recognised failures: the alive processes agree
 	}
 	l := lc.link(op, tagInterLocal, tagInterCross)
@@ -255,7 +255,7 @@ func (c *Comm) Merge(high bool) (*Comm, error) {
 	}
 	merge := func() (*Comm, error) {
 		lc := c
-		if v := c.rtView(); v != nil {
+		if v := c.ftm().alive(c); v != nil {
 			lc = v // run-through with recognised failures: the alive processes agree
 		}
 		l := lc.link(op, tagInterLocal, tagInterCross)
@@ -287,10 +287,6 @@ func (c *Comm) Merge(high bool) (*Comm, error) {
 		}
 		return newDerived(c, derivedName("merge", c), pairs[0], members, rank), nil
 	}
-	if c.rt.Load() != nil {
-		nc, err := c.rtCreate(op, merge)
-		return nc, c.handle(err)
-	}
-	nc, err := merge()
+	nc, err := c.ftm().create(c, op, merge)
 	return nc, c.handle(err)
 }

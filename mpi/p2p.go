@@ -160,8 +160,9 @@ func Recv[T Numeric](c *Comm, buf []T, source, tag int) (Status, error) {
 }
 
 // waitRecv waits for a blocking receive. A blocking wildcard receive whose
-// potential sender failed without acknowledgement is cancelled and raises
-// ErrProcFailed (seed 002 A.2.1), unless it already matched a message.
+// potential sender failed is cancelled and raises the model's error
+// (ULFM, seed 002 A.2.1: ErrProcFailed while the failure is not
+// acknowledged), unless it already matched a message.
 func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 	w := c.w
 	if source != AnySource {
@@ -170,30 +171,16 @@ func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 		}
 		return nil
 	}
-	if rt := c.rt.Load(); rt != nil {
-		// Run-through (seed 003 17.6): a receive completes with a message
-		// that already arrived, otherwise with ErrRankFailStop while
-		// wildcards are disabled by a failure.
-		for {
-			sig := w.eng.FailureSignal()
-			if !r.Done() && c.wildDisabled(rt) && w.eng.Cancel(r) {
-				w.eng.Release(r)
-				return c.wildErr(op)
-			}
-			switch r.WaitSignal(w.abort, sig) {
-			case 0:
-				return nil
-			case 1:
-				return w.abortedErr(op, c)
-			}
-		}
-	}
+	// The model says when a failure releases the receive and with which
+	// error (ULFM: an unacknowledged failure, ErrProcFailed; run-through,
+	// seed 003 17.6: wildcards disabled, ErrRankFailStop). A receive that
+	// already matched a message completes with it.
+	m := c.ftm()
 	for {
 		sig := w.eng.FailureSignal()
-		if !r.Done() && c.hasUnackedFailure() && w.eng.Cancel(r) {
+		if !r.Done() && m.wildFailed(c) && w.eng.Cancel(r) {
 			w.eng.Release(r)
-			return newErr(ErrProcFailed, op, c, AnySource,
-				"a potential sender failed (%v) and the failure is not acknowledged", c.failedMembers())
+			return m.wildRecvErr(c, op)
 		}
 		switch r.WaitSignal(w.abort, sig) {
 		case 0:
@@ -248,7 +235,7 @@ func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*R
 	}
 	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
 	if err != nil {
-		if c.rt.Load() != nil && errors.Is(err, p2p.ErrPeerLost) {
+		if errors.Is(err, p2p.ErrPeerLost) && c.ftm().startErrAtCompletion() {
 			// Run-through (seed 003 17.6.1): a failure of the destination
 			// is reported by the completion call, not the start call.
 			r = c.w.eng.NewLocalReq()
@@ -283,8 +270,8 @@ func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
 		return nil, c.handle(c.engineErr(op, source, err))
 	}
 	req.pr = r
-	if rt := c.rt.Load(); rt != nil && source == AnySource {
-		c.trackWild(rt, req)
+	if source == AnySource {
+		c.ftm().trackWild(c, req)
 	}
 	return req, nil
 }
@@ -332,41 +319,28 @@ func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R
 			c.w.eng.Release(sr)
 		}
 	}
-	rt := c.rt.Load() != nil
+	// The model combines the halves' outcomes (run-through, seed 003
+	// 17.6.2: a failed peer's rank in the status, ErrInStatus).
+	m := c.ftm()
 	if rr == nil {
-		if rt {
-			st, err := c.sendrecvStatus(op, procNullStatus(), sendErr, nil, dest, source)
-			return st, c.handle(err)
-		}
-		return procNullStatus(), c.handle(sendErr)
+		st, err := m.sendrecvResult(c, op, procNullStatus(), sendErr, nil, dest, source)
+		return st, c.handle(err)
 	}
 	if sendErr != nil {
 		if c.w.eng.Cancel(rr) {
-			if rt {
-				st, err := c.sendrecvStatus(op, emptyStatus(), sendErr, nil, dest, source)
-				return st, c.handle(err)
-			}
-			return emptyStatus(), c.handle(sendErr)
+			st, err := m.sendrecvResult(c, op, emptyStatus(), sendErr, nil, dest, source)
+			return st, c.handle(err)
 		}
 	}
 	// The receive waits like Recv's: a wildcard one is released by a
 	// failure (ULFM: unacknowledged; run-through: wildcards disabled).
 	if err := c.waitRecv(op, rr, source); err != nil {
-		if rt {
-			st, err := c.sendrecvStatus(op, emptyStatus(), sendErr, err, dest, source)
-			return st, c.handle(err)
-		}
-		return emptyStatus(), c.handle(err)
+		st, err := m.sendrecvResult(c, op, emptyStatus(), sendErr, err, dest, source)
+		return st, c.handle(err)
 	}
 	st, err := c.recvStatus(op, rr.Status(), source)
 	c.w.eng.Release(rr)
-	if rt {
-		st, err = c.sendrecvStatus(op, st, sendErr, err, dest, source)
-		return st, c.handle(err)
-	}
-	if err == nil {
-		err = sendErr
-	}
+	st, err = m.sendrecvResult(c, op, st, sendErr, err, dest, source)
 	return st, c.handle(err)
 }
 

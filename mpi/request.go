@@ -17,10 +17,11 @@ type Request struct {
 	// Status.Err already an MPI error.
 	local bool
 	pr    *p2p.Req // nil once finished
-	// rtWild: a wildcard receive tracked by its run-through communicator
-	// (runthrough.go); userCancel: Cancel was called (a cancelled
-	// run-through wildcard receive was otherwise disabled by a failure).
-	rtWild, userCancel bool
+	// tracked: a wildcard receive tracked by its communicator's
+	// fault-tolerance model (ftModel.trackWild); userCancel: Cancel was
+	// called (a wildcard receive cancelled otherwise was completed by the
+	// model: ftModel.cancelledWildErr).
+	tracked, userCancel bool
 
 	done bool
 	st   Status
@@ -31,8 +32,8 @@ func (r *Request) finish(st Status, err error) {
 	r.done = true
 	r.st, r.err = st, err
 	if r.pr != nil {
-		if r.rtWild {
-			r.c.untrackWild(r.pr)
+		if r.tracked {
+			r.c.ftm().untrackWild(r.c, r.pr)
 		}
 		r.c.w.eng.Release(r.pr)
 		r.pr = nil
@@ -50,12 +51,14 @@ func (r *Request) collect() {
 	}
 	if r.recv {
 		st, err := r.c.recvStatus(r.op, ps, r.peer)
-		if ps.Cancelled && !r.userCancel && r.peer == AnySource && r.c.rt.Load() != nil {
-			// Completed by the run-through rules: wildcard receives were
-			// disabled by a failure (seed 003 17.6, 17.6.1).
-			st.Cancelled = false
-			err = r.c.wildErr(r.op)
-			st.Err = err
+		if ps.Cancelled && !r.userCancel && r.peer == AnySource {
+			// Completed by the model's rules (run-through: wildcard
+			// receives were disabled by a failure, seed 003 17.6, 17.6.1).
+			if werr := r.c.ftm().cancelledWildErr(r.c, r.op); werr != nil {
+				st.Cancelled = false
+				err = werr
+				st.Err = err
+			}
 		}
 		r.finish(st, err)
 		return
@@ -81,30 +84,18 @@ func (r *Request) Wait() (Status, error) {
 	if r.done {
 		return r.st, r.err
 	}
-	if r.wildcard() && r.c.rt.Load() != nil {
-		// Run-through (seed 003 17.6): a failure disables wildcard
-		// receives; a pending one completes with ErrRankFailStop.
-		rt, w := r.c.rt.Load(), r.c.w
+	if r.wildcard() {
+		// A failure that affects wildcard receives is the model's: ULFM
+		// (seed 002 A.2.1) raises ErrPending while a potential sender
+		// failed without acknowledgement, the request staying pending;
+		// run-through (seed 003 17.6) completes it with ErrRankFailStop.
+		m, w := r.c.ftm(), r.c.w
 		for {
 			sig := w.eng.FailureSignal()
-			if !r.pr.Done() && r.c.wildDisabled(rt) {
-				w.eng.Cancel(r.pr)
-			}
-			if code := r.pr.WaitSignal(w.abort, sig); code == 1 {
-				return emptyStatus(), r.c.handle(w.abortedErr("MPI_Wait", r.c))
-			} else if code == 0 {
-				break
-			}
-		}
-	} else if r.wildcard() {
-		// ULFM (seed 002 A.2.1): a wildcard receive raises ErrPending while
-		// a potential sender failed without acknowledgement; the request
-		// stays pending.
-		w := r.c.w
-		for {
-			sig := w.eng.FailureSignal()
-			if !r.pr.Done() && r.c.hasUnackedFailure() {
-				return emptyStatus(), r.c.handle(r.pendingErr("MPI_Wait"))
+			if !r.pr.Done() && m.wildFailed(r.c) {
+				if err := m.wildPending(r, "MPI_Wait"); err != nil {
+					return emptyStatus(), r.c.handle(err)
+				}
 			}
 			switch r.pr.WaitSignal(w.abort, sig) {
 			case 1:
@@ -147,13 +138,9 @@ func (r *Request) Test() (Status, bool, error) {
 			return emptyStatus(), false, r.c.handle(r.c.w.abortedErr("MPI_Test", r.c))
 		default:
 		}
-		if r.wildcard() {
-			if rt := r.c.rt.Load(); rt != nil {
-				if r.c.wildDisabled(rt) {
-					r.c.w.eng.Cancel(r.pr)
-				}
-			} else if r.c.hasUnackedFailure() {
-				return emptyStatus(), false, r.c.handle(r.pendingErr("MPI_Test"))
+		if m := r.c.ftm(); r.wildcard() && m.wildFailed(r.c) {
+			if err := m.wildPending(r, "MPI_Test"); err != nil {
+				return emptyStatus(), false, r.c.handle(err)
 			}
 		}
 		if !r.pr.Done() {

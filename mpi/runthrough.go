@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/model/runthrough"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
@@ -15,17 +16,26 @@ import (
 // which the same communicator keeps working: collectives skip the
 // recognised failed processes.
 //
+// This file is the run-through fault-tolerance model (rtModel, an ftModel:
+// model.go) and its public calls; runthrough_coll.go routes collectives
+// (rtModel.collRoute) and maps their arguments onto the view, and
+// internal/model/runthrough holds the pure parts (maps onto the view, set
+// arithmetic).
+//
 // Two fault-tolerance models, one per communicator. A communicator follows
 // ULFM (seed 002: wildcard receives raise ErrPending until FailureAck,
 // collectives fail until Shrink) until the program calls a chapter-17
 // function on it - GroupFailed, RemoteGroupFailed, ReenableAnySource,
 // Validate, Ivalidate, CollectivesEnabled - or EnableRunThrough; from then
-// on it follows run-through stabilization, for good. Communicators created
-// from a run-through communicator are run-through (with its recognised
-// failures, 17.8.2). ULFM calls (Revoke, Agree, Shrink, FailureAck) keep
-// working on a run-through communicator, and Shrink's result is a fresh
-// ULFM communicator, so one program can validate one communicator and
-// shrink another.
+// on it follows run-through stabilization, for good (one atomic swap of
+// its model). Communicators created from a run-through communicator by
+// Dup, Split, Create and Merge are run-through from their creation (with
+// its recognised failures, 17.8.2). ULFM calls (Revoke, Agree, Shrink,
+// FailureAck) keep working on a run-through communicator, and Shrink's
+// result is a fresh ULFM communicator, so one program can validate one
+// communicator and shrink another. (CreateGroup - collective over its
+// group only, so its creation cannot be all-or-nothing over the parent -
+// and IntercommCreate give ULFM communicators.)
 //
 // Collectives over recognised failures run the ordinary algorithms on a
 // view: an internal communicator of the alive members (in rank order) with
@@ -33,8 +43,8 @@ import (
 // are mapped to the view and results mapped back; the segments of failed
 // processes in receive buffers are left untouched (17.7: undefined).
 
-// rtState is the run-through state of one communicator.
-type rtState struct {
+// rtModel is the run-through model of one communicator, with its state.
+type rtModel struct {
 	// activeAt is the engine's LostCount at which every known failure of
 	// a member was found recognised (a cache for the collectives' check).
 	activeAt atomic.Int64
@@ -48,31 +58,10 @@ type rtState struct {
 // rtSnap is what the last Validate decided; replaced as a whole.
 type rtSnap struct {
 	recognized []int // world ranks of the recognised failed members (both groups), ascending
-	// view is the communicator of the alive members (an intercommunicator
-	// of both groups' alive members for an intercommunicator); nil without
-	// recognised failures.
-	view   *Comm
-	alive  []int // view rank -> rank in the (local) group
-	vrank  []int // rank in the (local) group -> view rank, -1 for a recognised failure
-	ralive []int // intercommunicators: remote view rank -> remote rank
-	rvrank []int // intercommunicators: remote rank -> remote view rank, -1 for a recognised failure
-	lost   int64 // the engine's LostCount when view was made
-}
-
-// mapAlive lists the alive positions of procs (not in the sorted list
-// failed): alive[j] is the j-th alive position, vrank[i] the view index of
-// position i (-1 if failed), world the alive world ranks.
-func mapAlive(procs, failed []int) (alive, vrank, world []int) {
-	vrank = make([]int, len(procs))
-	for i, p := range procs {
-		vrank[i] = -1
-		if _, found := slices.BinarySearch(failed, p); !found {
-			vrank[i] = len(alive)
-			alive = append(alive, i)
-			world = append(world, p)
-		}
-	}
-	return alive, vrank, world
+	// view is the view of the alive members; nil without recognised
+	// failures among them.
+	view *collView
+	lost int64 // the engine's LostCount when view was made
 }
 
 // makeSnap builds the snapshot of recognised set failed for c, claiming
@@ -82,12 +71,13 @@ func mapAlive(procs, failed []int) (alive, vrank, world []int) {
 // agreed by the caller.
 func (c *Comm) makeSnap(op string, failed []int, window []uint64, w0, start int, seed uint64) (*rtSnap, error) {
 	snap := &rtSnap{recognized: failed}
-	alive, vrank, aliveWorld := mapAlive(c.memberWorldRanks(), failed)
-	var ralive, rvrank, remoteWorld []int
+	local, aliveWorld := runthrough.NewMap(c.memberWorldRanks(), failed)
+	var remote runthrough.Map
+	var remoteWorld []int
 	if c.IsInter() {
-		ralive, rvrank, remoteWorld = mapAlive(c.remote, failed)
+		remote, remoteWorld = runthrough.NewMap(c.remote, failed)
 	}
-	if len(alive) == c.size && len(ralive) == len(c.remote) {
+	if local.Full() && remote.Full() {
 		return snap, nil
 	}
 	k := 1
@@ -98,32 +88,41 @@ func (c *Comm) makeSnap(op string, failed []int, window []uint64, w0, start int,
 	if err != nil {
 		return nil, err
 	}
-	me := vrank[c.rank]
+	me := local.VRank[c.rank]
 	v := newView(c, pairs[0], aliveWorld, me)
 	if c.IsInter() {
 		v.remote = remoteWorld
 		v.local = newView(c, pairs[1], aliveWorld, me)
 	}
-	snap.view, snap.alive, snap.vrank, snap.ralive, snap.rvrank = v, alive, vrank, ralive, rvrank
+	snap.view = &collView{comm: v, local: local, remote: remote}
 	snap.lost = c.w.eng.LostCount()
 	return snap, nil
 }
 
 var emptySnap = &rtSnap{}
 
-// runThrough switches c to the run-through model (idempotent) and returns
-// its state.
-func (c *Comm) runThrough() *rtState {
-	if rt := c.rt.Load(); rt != nil {
-		return rt
-	}
-	rt := &rtState{wild: make(map[*p2p.Req]*Request)}
+func newRTModel() *rtModel {
+	rt := &rtModel{wild: make(map[*p2p.Req]*Request)}
 	rt.snap.Store(emptySnap)
-	if !c.rt.CompareAndSwap(nil, rt) {
-		return c.rt.Load()
-	}
-	c.w.ftOf(c) // so that failures reach c's wildcard receives (onLost)
 	return rt
+}
+
+// runThrough switches c to the run-through model (idempotent: one atomic
+// swap of c's model, from ULFM) and returns it.
+func (c *Comm) runThrough() *rtModel {
+	for {
+		ref := c.model.Load()
+		if ref != nil {
+			if rt, ok := ref.m.(*rtModel); ok {
+				return rt
+			}
+		}
+		rt := newRTModel()
+		if c.model.CompareAndSwap(ref, &modelRef{rt}) {
+			c.w.ftOf(c) // so that failures reach c's wildcard receives (onLost)
+			return rt
+		}
+	}
 }
 
 // EnableRunThrough makes c follow the run-through stabilization model of
@@ -140,7 +139,13 @@ func (c *Comm) EnableRunThrough() error {
 
 // RunThrough reports whether c follows the run-through stabilization model
 // (see EnableRunThrough).
-func (c *Comm) RunThrough() bool { return c != nil && c.rt.Load() != nil }
+func (c *Comm) RunThrough() bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.ftm().(*rtModel)
+	return ok
+}
 
 // failedRanks returns the ranks in the local group (remote: the remote
 // group) of c's processes known failed here, ascending.
@@ -228,32 +233,18 @@ func (c *Comm) CollectivesEnabled() (bool, error) {
 	if err := checkComm(c, "MPI_Comm_collectives_enabled"); err != nil {
 		return false, err
 	}
-	c.runThrough()
-	return len(c.unrecognized()) == 0, nil
+	return len(c.runThrough().unrecognized(c)) == 0, nil
 }
 
 // unrecognized returns the world ranks of c's members known failed here
 // and not recognised by the last Validate.
-func (c *Comm) unrecognized() []int {
+func (rt *rtModel) unrecognized(c *Comm) []int {
 	lost := c.w.eng.LostCount()
-	if lost == 0 {
+	if lost == 0 || rt.activeAt.Load() == lost {
 		return nil
 	}
-	rt := c.rt.Load()
-	var rec []int
-	if rt != nil {
-		if rt.activeAt.Load() == lost {
-			return nil
-		}
-		rec = rt.snap.Load().recognized
-	}
-	var out []int
-	for _, p := range c.lostMembers() {
-		if _, found := slices.BinarySearch(rec, p); !found {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 && rt != nil {
+	out := runthrough.Unrecognized(c.lostMembers(), rt.snap.Load().recognized)
+	if len(out) == 0 {
 		rt.activeAt.Store(lost)
 	}
 	return out
@@ -279,57 +270,61 @@ func (c *Comm) ReenableAnySource() (*Group, error) {
 	return groupOfRanks(c.memberWorldRanks(), c.failedRanks(false), c.w.rank), nil
 }
 
-// wildDisabled reports whether wildcard receives on run-through
-// communicator c are disabled: a member failed since the last
-// ReenableAnySource (seed 003 17.6).
-func (c *Comm) wildDisabled(rt *rtState) bool {
+func (*rtModel) name() string { return "run-through" }
+
+// wildFailed reports whether wildcard receives on c are disabled: a member
+// failed since the last ReenableAnySource (seed 003 17.6).
+func (rt *rtModel) wildFailed(c *Comm) bool {
 	if c.w.eng.LostCount() == 0 {
 		return false
 	}
 	failed := c.lostMembers()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	for _, p := range failed {
-		if !slices.Contains(rt.reenabled, p) {
-			return true
-		}
-	}
-	return false
+	return runthrough.WildcardsDisabled(failed, rt.reenabled)
 }
 
-func (c *Comm) wildErr(op string) error {
+func (*rtModel) wildRecvErr(c *Comm, op string) error {
 	return newErr(ErrRankFailStop, op, c, AnySource,
 		"wildcard receives are disabled: process(es) %v of the communicator failed (ReenableAnySource re-enables them)", c.lostMembers())
 }
 
-// trackWild registers a nonblocking wildcard receive of run-through
-// communicator c, so that a later failure completes it (17.6), and
-// completes it at once if wildcards are disabled now and no message
-// matched it. (With an already-queued message it completes normally: the
-// advice to implementors of 17.6 for manager/worker programs.)
-func (c *Comm) trackWild(rt *rtState, req *Request) {
+// wildPending cancels r: it completes with ErrRankFailStop
+// (cancelledWildErr), unless it already matched a message.
+func (*rtModel) wildPending(r *Request, _ string) error {
+	r.c.w.eng.Cancel(r.pr)
+	return nil
+}
+
+// cancelledWildErr: a wildcard receive cancelled without Cancel was
+// completed by the run-through rules: wildcard receives were disabled by a
+// failure (seed 003 17.6, 17.6.1).
+func (rt *rtModel) cancelledWildErr(c *Comm, op string) error { return rt.wildRecvErr(c, op) }
+
+// trackWild registers a nonblocking wildcard receive of c, so that a later
+// failure completes it (17.6), and completes it at once if wildcards are
+// disabled now and no message matched it. (With an already-queued message
+// it completes normally: the advice to implementors of 17.6 for
+// manager/worker programs.)
+func (rt *rtModel) trackWild(c *Comm, req *Request) {
 	rt.mu.Lock()
 	rt.wild[req.pr] = req
 	rt.mu.Unlock()
-	req.rtWild = true
-	if c.wildDisabled(rt) {
-		c.disableWild(rt)
+	req.tracked = true
+	if rt.wildFailed(c) {
+		rt.disableWild(c)
 	}
 }
 
-// untrackWild forgets a wildcard receive before its engine request is
-// released.
-func (c *Comm) untrackWild(pr *p2p.Req) {
-	if rt := c.rt.Load(); rt != nil {
-		rt.mu.Lock()
-		delete(rt.wild, pr)
-		rt.mu.Unlock()
-	}
+func (rt *rtModel) untrackWild(_ *Comm, pr *p2p.Req) {
+	rt.mu.Lock()
+	delete(rt.wild, pr)
+	rt.mu.Unlock()
 }
 
 // disableWild completes c's pending wildcard receives with an error (their
 // Wait and Test report ErrRankFailStop).
-func (c *Comm) disableWild(rt *rtState) {
+func (rt *rtModel) disableWild(c *Comm) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	for pr := range rt.wild {
@@ -338,23 +333,21 @@ func (c *Comm) disableWild(rt *rtState) {
 	}
 }
 
-// rtOnLost runs (from the outbox) after peer's failure became known: the
-// wildcard receives of every run-through communicator containing it are
-// disabled.
-func (w *World) rtOnLost(comms []*commFT, peer int) {
-	for _, f := range comms {
-		rt := f.c.rt.Load()
-		if rt == nil {
-			continue
-		}
-		if _, ok := f.index[peer]; !ok {
-			continue
-		}
-		if f.c.wildDisabled(rt) {
-			f.c.disableWild(rt)
-		}
+// onLost: the failure disables c's wildcard receives (seed 003 17.6);
+// pending ones complete with the error.
+func (rt *rtModel) onLost(c *Comm, _ int) {
+	if rt.wildFailed(c) {
+		rt.disableWild(c)
 	}
 }
+
+// startErrAtCompletion: a failure of the destination is reported by the
+// completion call, not the start call (seed 003 17.6.1).
+func (*rtModel) startErrAtCompletion() bool { return true }
+
+// recognized: failures recognised by Validate count as acknowledged in
+// Agree (the recognised set is the same at every process).
+func (rt *rtModel) recognized() []int { return rt.snap.Load().recognized }
 
 // Validate recognises the failed processes of c collectively and
 // re-activates collectives on c (MPI_Comm_validate, seed 003 17.7.4). It
@@ -493,8 +486,11 @@ func newView(c *Comm, pair int, members []int, rank int) *Comm {
 // context in the engine, and a later communicator must not inherit that.
 // (A few pairs per failure are lost; there are 16384.)
 func (s *rtSnap) retire(t *ctxTable) {
-	v := s.view
-	if v == nil || v.freed.Swap(true) {
+	if s.view == nil {
+		return
+	}
+	v := s.view.comm
+	if v.freed.Swap(true) {
 		return
 	}
 	if v.w.eng.LostCount() == s.lost {
@@ -505,61 +501,48 @@ func (s *rtSnap) retire(t *ctxTable) {
 	}
 }
 
-// rtView returns the view of c's alive processes, nil if c has no
-// recognised failure (or is not run-through).
-func (c *Comm) rtView() *Comm {
-	if rt := c.rt.Load(); rt != nil {
-		return rt.snap.Load().view
+// alive returns the view of c's alive processes, nil if c has no
+// recognised failure.
+func (rt *rtModel) alive(*Comm) *Comm {
+	if v := rt.snap.Load().view; v != nil {
+		return v.comm
 	}
 	return nil
 }
 
-// rtFree releases the run-through state of c on Free. It reports whether
-// c's own context-id pair may return to the pool (not if a member failed:
-// its collective context may be poisoned).
-func (c *Comm) rtFree() (releaseOwn bool) {
-	rt := c.rt.Load()
-	if rt == nil {
-		return true
-	}
+// free releases the view on Free. c's own context-id pair may not return
+// to the pool if a member failed: its collective context may be poisoned.
+func (rt *rtModel) free(c *Comm) (releaseOwn bool) {
 	rt.snap.Load().retire(c.w.ctxTable())
 	return !c.hasFailedMember()
 }
 
-// rtContexts lists the contexts of c's view, revoked with c.
-func (c *Comm) rtContexts() []uint32 {
-	rt := c.rt.Load()
-	if rt == nil {
-		return nil
+// contexts lists c's contexts and its view's, revoked with c.
+func (rt *rtModel) contexts(c *Comm) []uint32 {
+	ctxs := c.ownContexts()
+	if v := rt.snap.Load().view; v != nil {
+		ctxs = append(ctxs, v.comm.ownContexts()...)
 	}
-	v := rt.snap.Load().view
-	if v == nil {
-		return nil
-	}
-	if v.local != nil {
-		return []uint32{v.ctx, v.ctx + 1, v.local.ctx, v.local.ctx + 1}
-	}
-	return []uint32{v.ctx, v.ctx + 1}
+	return ctxs
 }
 
-// rtCreate wraps the creation of a communicator from run-through
-// communicator c (seed 003 17.8.2-17.8.3): if c is collectively inactive
-// here, creation fails uniformly with ErrRankFailStop; and creation is
-// all-or-nothing - after the creation protocol a fault-tolerant agreement
-// on c decides whether it succeeded at every participant; if not, every
-// participant discards the new communicator and returns an error. The new
-// communicator is a run-through one, with the recognised failures among
+// create wraps the creation of a communicator from c (seed 003
+// 17.8.2-17.8.3): if c is collectively inactive here, creation fails
+// uniformly with ErrRankFailStop; and creation is all-or-nothing - after
+// the creation protocol a fault-tolerant agreement on c decides whether it
+// succeeded at every participant; if not, every participant discards the
+// new communicator and returns an error. The new communicator is a
+// run-through one from its creation, with the recognised failures among
 // its members recognised.
-func (c *Comm) rtCreate(op string, create func() (*Comm, error)) (*Comm, error) {
-	rt := c.rt.Load()
-	unrec := c.unrecognized()
+func (rt *rtModel) create(c *Comm, op string, fn func() (*Comm, error)) (*Comm, error) {
+	unrec := rt.unrecognized(c)
 	var nc *Comm
 	var err error
 	if len(unrec) > 0 {
 		err = newErr(ErrRankFailStop, op, c, NoPeer,
 			"the communicator is collectively inactive: failure of %v not recognised (call Validate)", unrec)
 	} else {
-		nc, err = create()
+		nc, err = fn()
 	}
 	var flag uint64
 	if err == nil {
@@ -581,9 +564,11 @@ func (c *Comm) rtCreate(op string, create func() (*Comm, error)) (*Comm, error) 
 	if nc == nil {
 		return nil, nil
 	}
-	// The new communicator inherits the model and the recognised failures
+	// The new communicator gets the model and the recognised failures
 	// among its members (except Split, whose result has none).
-	nrt := nc.runThrough()
+	nrt := newRTModel()
+	nc.setModel(nrt)
+	nc.w.ftOf(nc) // so that failures reach nc's wildcard receives (onLost)
 	var rec []int
 	for _, p := range rt.snap.Load().recognized {
 		if nc.hasWorldRank(p) {
@@ -630,28 +615,24 @@ func (c *Comm) discard() {
 	}
 }
 
-// splitUndefined gives the recognised failed processes of c the colour
+// splitColours gives the recognised failed processes of c the colour
 // Undefined in Split's table of (colour, key) pairs (seed 003 17.8.2).
-func (c *Comm) splitUndefined(all []int64) {
-	rt := c.rt.Load()
-	if rt == nil {
+func (rt *rtModel) splitColours(_ *Comm, all []int64) {
+	v := rt.snap.Load().view
+	if v == nil {
 		return
 	}
-	s := rt.snap.Load()
-	if s.vrank == nil {
-		return
-	}
-	for r, v := range s.vrank {
-		if v < 0 {
+	for r, vr := range v.local.VRank {
+		if vr < 0 {
 			all[2*r] = Undefined
 		}
 	}
 }
 
-// sendrecvStatus turns a failure in a Sendrecv on run-through
-// communicator c into ErrInStatus with the failed rank in the status
-// (seed 003 17.6.2); other outcomes pass through.
-func (c *Comm) sendrecvStatus(op string, st Status, sendErr, recvErr error, dest, source int) (Status, error) {
+// sendrecvResult turns a failure in a Sendrecv on c into ErrInStatus with
+// the failed rank in the status (seed 003 17.6.2); other outcomes pass
+// through (the receive's error, else the send's).
+func (*rtModel) sendrecvResult(c *Comm, op string, st Status, sendErr, recvErr error, dest, source int) (Status, error) {
 	failed, peer := recvErr, source
 	if !errors.Is(failed, ErrRankFailStop) {
 		failed, peer = sendErr, dest

@@ -1,23 +1,28 @@
 package mpi
 
-import "errors"
+import (
+	"errors"
 
-// Collectives on run-through communicators (seed 003 17.7): a
-// collectively inactive communicator fails them with ErrRankFailStop (at
-// completion for the nonblocking forms, 17.7.3); after Validate they run
-// on the view of the alive processes (runthrough.go). The rt* functions
-// below are called first by the prep functions of coll.go; ok=false means
-// the ordinary path (a ULFM communicator, or a run-through one without
-// recognised failures).
+	"github.com/ftmpi/ftmpi/internal/model/runthrough"
+)
 
-// rtRoute decides how a collective on c runs.
-func (c *Comm) rtRoute(op string) (s *rtSnap, fail collRun, ok bool) {
-	rt := c.rt.Load()
-	if rt == nil {
-		return nil, nil, false
-	}
-	s = rt.snap.Load()
-	if unrec := c.unrecognized(); len(unrec) > 0 {
+// Collectives routed by the fault-tolerance model (model.go). The route*
+// functions are called first by the prep functions of coll.go and ask the
+// communicator's model (ftModel.collRoute): ok=false means the ordinary
+// path (a ULFM communicator, or a run-through one without recognised
+// failures); otherwise the collective fails (run-through: a collectively
+// inactive communicator fails them with ErrRankFailStop, at completion for
+// the nonblocking forms, seed 003 17.7.3) or runs on the view of the alive
+// processes (collView), its arguments indexed by rank mapped onto the view
+// and its results mapped back; the segments of failed processes in receive
+// buffers are left untouched (seed 003 17.7: undefined).
+
+// collRoute decides how a collective on c runs: it fails while c is
+// collectively inactive (seed 003 17.7.3), then runs on the view of the
+// alive processes (below).
+func (rt *rtModel) collRoute(c *Comm, op string) (v *collView, fail collRun, ok bool) {
+	s := rt.snap.Load()
+	if unrec := rt.unrecognized(c); len(unrec) > 0 {
 		err := newErr(ErrRankFailStop, op, c, NoPeer,
 			"the communicator is collectively inactive: failure of %v not recognised (call Validate)", unrec)
 		return nil, func() error { return err }, true
@@ -25,31 +30,34 @@ func (c *Comm) rtRoute(op string) (s *rtSnap, fail collRun, ok bool) {
 	if s.view == nil {
 		return nil, nil, false
 	}
-	if c.IsInter() && len(s.ralive) == 0 {
+	if c.IsInter() && len(s.view.remote.Alive) == 0 {
 		err := newErr(ErrRankFailStop, op, c, NoPeer, "every process of the remote group failed (%v)", s.recognized)
 		return nil, func() error { return err }, true
 	}
-	return s, nil, true
+	return s.view, nil, true
 }
 
+// route asks c's model how a collective runs (see ftModel.collRoute).
+func (c *Comm) route(op string) (*collView, collRun, bool) { return c.ftm().collRoute(c, op) }
+
 // remap makes an error of the view an error of c: c's name, ranks of c.
-func (s *rtSnap) remap(c *Comm, err error) error {
+func (s *collView) remap(c *Comm, err error) error {
 	var e *Error
 	if !errors.As(err, &e) {
 		return err
 	}
 	e2 := *e
 	e2.Comm = c.name
-	if e2.Peer >= 0 && e2.Peer < len(s.alive) {
-		e2.Peer = s.alive[e2.Peer]
+	if e2.Peer >= 0 && e2.Peer < len(s.local.Alive) {
+		e2.Peer = s.local.Alive[e2.Peer]
 	}
 	return &e2
 }
 
-// done finishes an rt* function: the view's prep result, with errors
+// done finishes a route* function: the view's prep result, with errors
 // remapped and passed through c's handler (prep errors at once, run
 // errors by blocking/nonblocking), and post run after a successful run.
-func (s *rtSnap) done(c *Comm, run collRun, err error, post func()) (collRun, error, bool) {
+func (s *collView) done(c *Comm, run collRun, err error, post func()) (collRun, error, bool) {
 	if err != nil {
 		return nil, c.handle(s.remap(c, err)), true
 	}
@@ -66,67 +74,27 @@ func (s *rtSnap) done(c *Comm, run collRun, err error, post func()) (collRun, er
 
 // root maps a root rank of c to the view; a recognised failed root is an
 // ErrRoot error.
-func (s *rtSnap) root(c *Comm, op string, root int) (int, error) {
+func (s *collView) root(c *Comm, op string, root int) (int, error) {
 	if err := c.checkRoot(op, root); err != nil {
 		return 0, err
 	}
-	if s.vrank[root] < 0 {
+	if s.local.VRank[root] < 0 {
 		return 0, newErr(ErrRoot, op, c, root, "root %d is a recognised failed process", root)
 	}
-	return s.vrank[root], nil
+	return s.local.VRank[root], nil
 }
 
-// pick returns a[r] for the alive ranks r, in view order.
-func (s *rtSnap) pick(a []int) []int {
-	if a == nil {
-		return nil
-	}
-	out := make([]int, len(s.alive))
-	for j, r := range s.alive {
-		out[j] = a[r]
-	}
-	return out
-}
-
-// blocks returns the counts and displacements (in elements) of the alive
-// ranks' blocks of n elements in a buffer of blocks in rank order.
-func (s *rtSnap) blocks(n int) (counts, displs []int) {
-	counts, displs = make([]int, len(s.alive)), make([]int, len(s.alive))
-	for j, r := range s.alive {
-		counts[j], displs[j] = n, r*n
-	}
-	return counts, displs
-}
-
-// pack copies the alive ranks' blocks of n elements of src into a new
-// buffer, in view order.
-func pack[T Numeric](s *rtSnap, src []T, n int) []T {
-	out := make([]T, len(s.alive)*n)
-	for j, r := range s.alive {
-		copy(out[j*n:(j+1)*n], src[r*n:(r+1)*n])
-	}
-	return out
-}
-
-// unpack copies the view-ordered blocks of src to the alive ranks' blocks
-// of dst.
-func unpack[T Numeric](s *rtSnap, dst, src []T, n int) {
-	for j, r := range s.alive {
-		copy(dst[r*n:(r+1)*n], src[j*n:(j+1)*n])
-	}
-}
-
-func rtBarrier(c *Comm, op string) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(op)
+func routeBarrier(c *Comm, op string) (collRun, error, bool) {
+	s, fail, ok := c.route(op)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
-	run, err := barrierPrep(s.view, op)
+	run, err := barrierPrep(s.comm, op)
 	return s.done(c, run, err, nil)
 }
 
-func rtBcast[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(op)
+func routeBcast[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error, bool) {
+	s, fail, ok := c.route(op)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -135,20 +103,20 @@ func rtBcast[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error, 
 	if c.IsInter() {
 		// Root and ProcNull stay; a remote rank maps to the remote view.
 		vroot = root
-		if root >= 0 && root < len(s.rvrank) {
-			if vroot = s.rvrank[root]; vroot < 0 {
+		if root >= 0 && root < len(s.remote.VRank) {
+			if vroot = s.remote.VRank[root]; vroot < 0 {
 				return nil, c.handle(newErr(ErrRoot, op, c, root, "root %d of the remote group is a recognised failed process", root)), true
 			}
 		}
 	} else if vroot, err = s.root(c, op, root); err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := bcastPrep(s.view, op, buf, vroot)
+	run, err := bcastPrep(s.comm, op, buf, vroot)
 	return s.done(c, run, err, nil)
 }
 
-func rtReduce[T Numeric](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeReduce[T Numeric](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -156,21 +124,21 @@ func rtReduce[T Numeric](c *Comm, name string, send, recv []T, op *Op, root int)
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := reducePrep(s.view, name, send, recv, op, vroot)
+	run, err := reducePrep(s.comm, name, send, recv, op, vroot)
 	return s.done(c, run, err, nil)
 }
 
-func rtAllreduce[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeAllreduce[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
-	run, err := allreducePrep(s.view, name, send, recv, op)
+	run, err := allreducePrep(s.comm, name, send, recv, op)
 	return s.done(c, run, err, nil)
 }
 
-func rtGather[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeGather[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -183,30 +151,30 @@ func rtGather[T Numeric](c *Comm, name string, send, recv []T, root int) (collRu
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*n, c.size, n)), true
 	}
-	if len(s.alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
+	if len(s.local.Alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
 		// The linear algorithm: as Gatherv, straight into place.
 		var counts, displs []int
 		if c.rank == root {
-			counts, displs = s.blocks(n)
+			counts, displs = s.local.Blocks(n)
 		}
-		run, err := gathervPrep(s.view, name, send, recv, counts, displs, vroot)
+		run, err := gathervPrep(s.comm, name, send, recv, counts, displs, vroot)
 		return s.done(c, run, err, nil)
 	}
 	// The binomial tree needs the view's blocks contiguous.
 	var tmp []T
 	if c.rank == root {
-		tmp = make([]T, len(s.alive)*n)
+		tmp = make([]T, len(s.local.Alive)*n)
 	}
-	run, err := gatherPrep(s.view, name, send, tmp, vroot)
+	run, err := gatherPrep(s.comm, name, send, tmp, vroot)
 	return s.done(c, run, err, func() {
 		if c.rank == root {
-			unpack(s, recv, tmp, n)
+			runthrough.Unpack(s.local, recv, tmp, n)
 		}
 	})
 }
 
-func rtGatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeGatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -220,14 +188,14 @@ func rtGatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs [
 		if err != nil {
 			return nil, c.handle(err), true
 		}
-		vc, vd = s.pick(counts), s.pick(d)
+		vc, vd = s.local.Pick(counts), s.local.Pick(d)
 	}
-	run, err := gathervPrep(s.view, name, send, recv, vc, vd, vroot)
+	run, err := gathervPrep(s.comm, name, send, recv, vc, vd, vroot)
 	return s.done(c, run, err, nil)
 }
 
-func rtScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -240,25 +208,25 @@ func rtScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (collR
 		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
 			len(send), c.size*n, c.size, n)), true
 	}
-	if len(s.alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
+	if len(s.local.Alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
 		// The linear algorithm: as Scatterv, straight from place.
 		var counts, displs []int
 		if c.rank == root {
-			counts, displs = s.blocks(n)
+			counts, displs = s.local.Blocks(n)
 		}
-		run, err := scattervPrep(s.view, name, send, recv, counts, displs, vroot)
+		run, err := scattervPrep(s.comm, name, send, recv, counts, displs, vroot)
 		return s.done(c, run, err, nil)
 	}
 	var tmp []T
 	if c.rank == root {
-		tmp = pack(s, send, n)
+		tmp = runthrough.Pack(s.local, send, n)
 	}
-	run, err := scatterPrep(s.view, name, tmp, recv, vroot)
+	run, err := scatterPrep(s.comm, name, tmp, recv, vroot)
 	return s.done(c, run, err, nil)
 }
 
-func rtScatterv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeScatterv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -272,24 +240,24 @@ func rtScatterv[T Numeric](c *Comm, name string, send, recv []T, counts, displs 
 		if err != nil {
 			return nil, c.handle(err), true
 		}
-		vc, vd = s.pick(counts), s.pick(d)
+		vc, vd = s.local.Pick(counts), s.local.Pick(d)
 	}
-	run, err := scattervPrep(s.view, name, send, recv, vc, vd, vroot)
+	run, err := scattervPrep(s.comm, name, send, recv, vc, vd, vroot)
 	return s.done(c, run, err, nil)
 }
 
-func rtAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
 	n := len(send)
 	if c.IsInter() {
 		// The remote group's blocks, through a temporary in view order.
-		tmp := make([]T, len(s.ralive)*n)
-		run, err := allgatherPrep(s.view, name, send, tmp)
+		tmp := make([]T, len(s.remote.Alive)*n)
+		run, err := allgatherPrep(s.comm, name, send, tmp)
 		return s.done(c, run, err, func() {
-			for j, r := range s.ralive {
+			for j, r := range s.remote.Alive {
 				copy(recv[r*n:(r+1)*n], tmp[j*n:(j+1)*n])
 			}
 		})
@@ -300,13 +268,13 @@ func rtAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, erro
 	}
 	// Allgather is Allgatherv with equal blocks: the same algorithm, the
 	// blocks straight into place.
-	counts, displs := s.blocks(n)
-	run, err := allgathervPrep(s.view, name, send, recv, counts, displs)
+	counts, displs := s.local.Blocks(n)
+	run, err := allgathervPrep(s.comm, name, send, recv, counts, displs)
 	return s.done(c, run, err, nil)
 }
 
-func rtAllgatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeAllgatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -314,12 +282,12 @@ func rtAllgatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displ
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := allgathervPrep(s.view, name, send, recv, s.pick(counts), s.pick(d))
+	run, err := allgathervPrep(s.comm, name, send, recv, s.local.Pick(counts), s.local.Pick(d))
 	return s.done(c, run, err, nil)
 }
 
-func rtAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -333,18 +301,18 @@ func rtAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, error
 	n := len(send) / p
 	if n*dtypeSize(dtypeOf[T]()) >= tune.alltoallLong {
 		// Pairwise exchange, as Alltoallv: blocks straight from and into place.
-		counts, displs := s.blocks(n)
-		run, err := alltoallvPrep(s.view, name, send, counts, displs, recv, counts, displs)
+		counts, displs := s.local.Blocks(n)
+		run, err := alltoallvPrep(s.comm, name, send, counts, displs, recv, counts, displs)
 		return s.done(c, run, err, nil)
 	}
-	sb := pack(s, send, n)
+	sb := runthrough.Pack(s.local, send, n)
 	rb := make([]T, len(sb))
-	run, err := alltoallPrep(s.view, name, sb, rb)
-	return s.done(c, run, err, func() { unpack(s, recv, rb, n) })
+	run, err := alltoallPrep(s.comm, name, sb, rb)
+	return s.done(c, run, err, func() { runthrough.Unpack(s.local, recv, rb, n) })
 }
 
-func rtAlltoallv[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeAlltoallv[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -356,12 +324,12 @@ func rtAlltoallv[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv [
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := alltoallvPrep(s.view, name, send, s.pick(sc), s.pick(sd), recv, s.pick(rc), s.pick(rd))
+	run, err := alltoallvPrep(s.comm, name, send, s.local.Pick(sc), s.local.Pick(sd), recv, s.local.Pick(rc), s.local.Pick(rd))
 	return s.done(c, run, err, nil)
 }
 
-func rtReduceScatterBlock[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeReduceScatterBlock[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -373,12 +341,12 @@ func rtReduceScatterBlock[T Numeric](c *Comm, name string, send, recv []T, op *O
 	if len(recv) < n {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), n)), true
 	}
-	run, err := reduceScatterBlockPrep(s.view, name, pack(s, send, n), recv, op)
+	run, err := reduceScatterBlockPrep(s.comm, name, runthrough.Pack(s.local, send, n), recv, op)
 	return s.done(c, run, err, nil)
 }
 
-func rtReduceScatter[T Numeric](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeReduceScatter[T Numeric](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
@@ -386,22 +354,19 @@ func rtReduceScatter[T Numeric](c *Comm, name string, send, recv []T, counts []i
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	var sb []T
-	for _, r := range s.alive {
-		sb = append(sb, send[d[r]:d[r]+counts[r]]...)
-	}
-	run, err := reduceScatterPrep(s.view, name, sb, recv, s.pick(counts), op)
+	sb := runthrough.PackV(s.local, send, counts, d)
+	run, err := reduceScatterPrep(s.comm, name, sb, recv, s.local.Pick(counts), op)
 	return s.done(c, run, err, nil)
 }
 
-// rtScan: the recognised failed processes are skipped and their
+// routeScan: the recognised failed processes are skipped and their
 // contribution ignored; for Exscan the first alive process takes the place
 // of process 0 (its receive buffer is not modified) (seed 003 17.7.2).
-func rtScan[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error, bool) {
-	s, fail, ok := c.rtRoute(name)
+func routeScan[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error, bool) {
+	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
-	run, err := scanPrep(s.view, name, send, recv, op, exclusive)
+	run, err := scanPrep(s.comm, name, send, recv, op, exclusive)
 	return s.done(c, run, err, nil)
 }
