@@ -18,13 +18,6 @@ const (
 	ctlFailNotice             // A = failed rank, B = its incarnation, Seq = hops
 )
 
-// Environment variables tuning the heartbeat detector (ftmpirun sets them
-// from --hb-period and --hb-timeout).
-const (
-	EnvHBPeriod  = "FTMPI_HB_PERIOD"  // heartbeat period, a Go duration (default 100ms)
-	EnvHBTimeout = "FTMPI_HB_TIMEOUT" // suspicion timeout (default 1s); "off" disables the detector
-)
-
 // detection runs the heartbeat ring (internal/ft/detector) and the
 // reliable broadcast of failure notices (internal/ft/rbcast) of a process
 // started by ftmpirun. Both are pure state machines; this is their I/O and
@@ -41,27 +34,13 @@ type detection struct {
 	rb *rbcast.Node[rbcast.ID]
 }
 
-func detectorConfig(rank, size, inc int) (detector.Config, bool, error) {
-	cfg := detector.DefaultConfig()
-	cfg.N, cfg.Self, cfg.Incarnation = size, rank, inc
-	if s := os.Getenv(EnvHBTimeout); s != "" {
-		if s == "off" {
-			return cfg, false, nil
-		}
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return cfg, false, fmt.Errorf("%s=%q: %v", EnvHBTimeout, s, err)
-		}
-		cfg.Timeout = d
-	}
-	if s := os.Getenv(EnvHBPeriod); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return cfg, false, fmt.Errorf("%s=%q: %v", EnvHBPeriod, s, err)
-		}
-		cfg.Period = d
-	}
-	return cfg, true, cfg.Validate()
+// detectorConfig is the heartbeat detector's configuration for process
+// rank among size, incarnation inc.
+func detectorConfig(cfg Config, rank, size, inc int) detector.Config {
+	dc := detector.DefaultConfig()
+	dc.N, dc.Self, dc.Incarnation = size, rank, inc
+	dc.Period, dc.Timeout = cfg.HeartbeatPeriod, cfg.HeartbeatTimeout
+	return dc
 }
 
 // startDetection starts the detector of a launched process (after the

@@ -91,6 +91,7 @@ func (r *Rollback) Error() string {
 // active.
 type procState struct {
 	info       boot.Info
+	cfg        Config // validated, environment applied
 	client     *boot.Client
 	injectStop func()
 

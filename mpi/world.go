@@ -46,6 +46,7 @@ type World struct {
 	client     *boot.Client
 	run        *runState // non-nil under Run
 	mode       string    // "inproc", "singleton", "unix", "tcp", "auto"
+	cfg        Config    // validated
 
 	world, self *Comm
 
@@ -73,29 +74,45 @@ type World struct {
 	outbox outbox                    // sends requested from transport callbacks
 }
 
-// Init initialises MPI for this process (MPI_Init). Under ftmpirun the rank
-// learns its rank, size and peers from the launcher; otherwise the program
-// is a singleton of size 1. Errors are returned, never fatal (seed 003,
+// Init initialises MPI for this process (MPI_Init) with DefaultConfig and
+// the FTMPI_* environment variables applied over it: InitConfig(DefaultConfig()).
+func Init() (*World, error) { return InitConfig(DefaultConfig()) }
+
+// InitConfig initialises MPI for this process (MPI_Init) with cfg, over
+// which the FTMPI_* environment variables are applied (Config.ApplyEnv).
+// Under ftmpirun the rank learns its rank, size and peers from the
+// launcher; otherwise the program is a singleton of size 1. Errors, an
+// invalid Config among them, are returned, never fatal (seed 003,
 // 17.5.2).
-func Init() (*World, error) {
+func InitConfig(cfg Config) (*World, error) {
+	cfg, err := envConfig(cfg)
+	if err != nil {
+		return nil, newErr(ErrArg, "MPI_Init", nil, NoPeer, "%v", err)
+	}
 	info, ok, err := boot.FromEnv()
 	if err != nil {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
 	}
 	if !ok {
-		return newSingleton(), nil
+		return newSingleton(cfg), nil
 	}
-	w, err := initProcess(info)
+	w, err := initProcess(info, cfg)
 	if err != nil {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
 	}
 	return w, nil
 }
 
-func newSingleton() *World {
+// engineConfig is the engine's part of cfg for process id self.
+func engineConfig(self int, cfg Config) p2p.Config {
+	return p2p.Config{Self: self, EagerLimit: cfg.EagerLimit, Spin: cfg.WaitSpin}
+}
+
+func newSingleton(cfg Config) *World {
 	fab := inproc.NewFabric(1)
-	eng := p2p.New(p2p.Config{Self: 0})
+	eng := p2p.New(engineConfig(0, cfg))
 	w := newWorld(0, 1, eng, fab.Attach(0, eng), "singleton")
+	w.cfg = cfg
 	w.abort = make(chan struct{})
 	w.abortOnce = new(sync.Once)
 	return w
@@ -128,14 +145,13 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	return w
 }
 
-// readerSpin is how long a socket reader spins before parking: a short spin
-// buys latency when every rank has a core, and costs throughput when ranks
-// are oversubscribed, so it is off then. FTMPI_SPIN overrides it.
-func readerSpin(ranksOnHost int) time.Duration {
-	if s := os.Getenv("FTMPI_SPIN"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil {
-			return d
-		}
+// readerSpin is how long a socket reader spins before parking
+// (Config.ReaderSpin; SpinAuto: a short spin buys latency when every rank
+// on the host has a core, and costs throughput when ranks are
+// oversubscribed, so it is off then).
+func readerSpin(cfg Config, ranksOnHost int) time.Duration {
+	if cfg.ReaderSpin != SpinAuto {
+		return cfg.ReaderSpin
 	}
 	if ranksOnHost <= runtime.NumCPU() {
 		return 50 * time.Microsecond
@@ -143,22 +159,12 @@ func readerSpin(ranksOnHost int) time.Duration {
 	return 0
 }
 
-// readerYield reports whether spinning readers yield the processor to other
-// processes (FTMPI_SPIN_YIELD=1), for hosts with more ranks than cores.
-func readerYield() bool { return os.Getenv("FTMPI_SPIN_YIELD") == "1" }
-
-func initProcess(info boot.Info) (*World, error) {
-	mode := sock.Mode(info.Transport)
-	switch mode {
-	case "", sock.ModeAuto, sock.ModeUnix, sock.ModeTCP:
-	default:
-		return nil, fmt.Errorf("%s=%q: want auto, unix or tcp", boot.EnvTransport, info.Transport)
-	}
+func initProcess(info boot.Info, cfg Config) (*World, error) {
 	client, err := boot.Connect(info)
 	if err != nil {
 		return nil, err
 	}
-	p := &procState{info: info, client: client, stopCh: make(chan struct{}), epoch: info.Epoch}
+	p := &procState{info: info, cfg: cfg, client: client, stopCh: make(chan struct{}), epoch: info.Epoch}
 	w, err := p.openEpoch(info.Epoch)
 	if err != nil {
 		client.Close()
@@ -167,7 +173,7 @@ func initProcess(info boot.Info) (*World, error) {
 	p.setCurrentLocked(w) // nobody else knows p yet
 	p.wg.Add(1)
 	go p.watchLauncher()
-	if spec := os.Getenv("FTMPI_INJECT"); spec != "" && info.Incarnation == 0 && info.ParentProcs == nil {
+	if spec := cfg.FaultInjection; spec != "" && info.Incarnation == 0 && info.ParentProcs == nil {
 		stop, err := inject.Self(info.Rank, info.Size, spec)
 		if err != nil {
 			w.Finalize()
@@ -185,10 +191,10 @@ func initProcess(info boot.Info) (*World, error) {
 // a message of an old epoch can never be delivered in a new one. If a
 // newer epoch starts meanwhile (another failure), it joins that one.
 func (p *procState) openEpoch(epoch int) (*World, error) {
-	info := p.info
+	info, cfg := p.info, p.cfg
 	for {
-		eng := p2p.New(p2p.Config{Self: info.Proc})
-		mode := sock.Mode(info.Transport)
+		eng := p2p.New(engineConfig(info.Proc, cfg))
+		mode := sock.Mode(cfg.Transport)
 		spin := &atomicDuration{}
 		name := "r" + strconv.Itoa(info.Proc) + "." + strconv.Itoa(info.Incarnation)
 		if epoch > 0 {
@@ -196,7 +202,7 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 		}
 		tr, err := sock.Listen(sock.Config{
 			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
-			Handler: eng, SpinFn: spin.Load, Yield: readerYield(),
+			Handler: eng, SpinFn: spin.Load, Yield: cfg.SpinYield, ConnectTimeout: cfg.ConnectTimeout,
 		})
 		if err != nil {
 			return nil, err
@@ -245,9 +251,9 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 				onHost++
 			}
 		}
-		spin.Store(readerSpin(onHost))
+		spin.Store(readerSpin(cfg, onHost))
 		tr.SetPeers(peers)
-		if mode == "" || mode == sock.ModeAuto {
+		if mode == sock.ModeAuto {
 			mode = sock.ModeAuto
 			if onHost == len(eps) {
 				mode = sock.ModeUnix // every peer is local: auto means Unix sockets
@@ -261,6 +267,7 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 			}
 		}
 		w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, tr, string(mode))
+		w.cfg = cfg
 		w.client = p.client
 		w.proc = p
 		w.setPeers(peers)
@@ -287,12 +294,8 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 				return nil, err
 			}
 		}
-		if info.Size > 1 {
-			cfg, on, err := detectorConfig(info.Proc, info.Universe, info.Incarnation)
-			if err == nil && on {
-				err = w.startDetection(cfg)
-			}
-			if err != nil {
+		if info.Size > 1 && cfg.Detector {
+			if err := w.startDetection(detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)); err != nil {
 				w.release()
 				return nil, err
 			}
@@ -503,21 +506,31 @@ func (rs *runState) fence(w *World) error {
 }
 
 // Run runs fn as n ranks, each a goroutine with its own World, connected by
-// an in-memory transport with the same semantics as the socket transports.
-// A rank whose fn returns nil is finalized automatically. If any rank
-// returns an error, panics, or aborts, the job is torn down: every other
-// rank's pending and later MPI calls fail, and Run returns the errors
-// (an *AbortError for an abort).
-func Run(n int, fn func(w *World) error) error {
+// an in-memory transport with the same semantics as the socket transports:
+// RunConfig(n, DefaultConfig(), fn).
+func Run(n int, fn func(w *World) error) error { return RunConfig(n, DefaultConfig(), fn) }
+
+// RunConfig runs fn as n ranks, each a goroutine with its own World
+// configured by cfg (taken as given: the environment is not read),
+// connected by an in-memory transport with the same semantics as the
+// socket transports. A rank whose fn returns nil is finalized
+// automatically. If any rank returns an error, panics, or aborts, the job
+// is torn down: every other rank's pending and later MPI calls fail, and
+// RunConfig returns the errors (an *AbortError for an abort).
+func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 	if n < 1 {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "need at least 1 rank, got %d", n)
+	}
+	if err := cfg.Validate(); err != nil {
+		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "%v", err)
 	}
 	fab := inproc.NewFabric(n)
 	rs := &runState{n: n, fab: fab, abortCh: make(chan struct{}), allIn: make(chan struct{})}
 	worlds := make([]*World, n)
 	for i := range worlds {
-		eng := p2p.New(p2p.Config{Self: i})
+		eng := p2p.New(engineConfig(i, cfg))
 		w := newWorld(i, n, eng, fab.Attach(i, eng), "inproc")
+		w.cfg = cfg
 		w.run = rs
 		w.abort = rs.abortCh
 		w.abortOnce = &rs.abortOnce
