@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -106,7 +107,7 @@ func (w *World) agreeOnLost(comms []*commFT, peer int) {
 // transport callback: use the World's outbox there).
 func (w *World) sendAgree(f *commFT, msgs []agree.Msg) {
 	for _, m := range msgs {
-		h := transport.Header{Tag: ctlAgree, Ctx: f.c.ctx, Seq: m.Instance}
+		h := transport.Header{Tag: int32(ctl.Agree), Ctx: f.c.ctx, Seq: m.Instance}
 		_ = w.eng.SendControl(f.overlay[m.To], h, agree.EncodeMsg(m))
 	}
 }

@@ -3,19 +3,13 @@ package mpi
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
-)
-
-// Control frame types (transport.Header.Tag of p2p.KindControl frames).
-const (
-	ctlRevoke = 1 + iota // A = hops; Ctx = the revoked communicator's context
-	ctlAgree             // Ctx = communicator context, Seq = agreement instance
 )
 
 // ftWorld is the fault-tolerance state of one World: the order in which
@@ -125,9 +119,7 @@ func (w *World) forgetFT(c *Comm) {
 // onLost is the engine's lost-peer hook: it records the order of failures
 // and updates every communicator's broadcast overlay.
 func (w *World) onLost(peer int, cause error) {
-	if dt := w.det.Load(); dt != nil {
-		dt.failed(peer, 0)
-	}
+	w.fails.Lost(peer, 0)
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
 	w.recordFailureLocked(peer)
@@ -271,35 +263,14 @@ func (c *Comm) IsRevoked() bool {
 func (w *World) sendRevokes(f *commFT, msgs []rbcast.Msg[uint32]) {
 	for _, m := range msgs {
 		to := f.overlay[m.To]
-		h := transport.Header{Tag: ctlRevoke, Ctx: m.Item, A: uint64(m.Hops)}
+		h := transport.Header{Tag: int32(ctl.Revoke), Ctx: m.Item, A: uint64(m.Hops)}
 		// A failed send means the neighbour is gone; the broadcast's other
 		// paths (and its ring repair on the failure notice) cover it.
 		_ = w.eng.SendControl(to, h, nil)
 	}
 }
 
-// onControl dispatches control frames (called from transport goroutines:
-// never blocks).
-func (w *World) onControl(from int, h transport.Header, payload []byte) {
-	switch h.Tag {
-	case ctlRevoke:
-		w.onRevoke(from, h)
-	case ctlAgree:
-		w.onAgreeMsg(from, h, payload)
-	case ctlHeartbeat:
-		if dt := w.det.Load(); dt != nil {
-			dt.onHeartbeat(from, h)
-		}
-	case ctlFailNotice:
-		if dt := w.det.Load(); dt != nil {
-			dt.onNotice(from, h)
-		}
-	default:
-		fmt.Fprintf(os.Stderr, "ftmpi: rank %d: unknown control frame %d from rank %d\n", w.rank, h.Tag, from)
-	}
-}
-
-func (w *World) onRevoke(from int, h transport.Header) {
+func (w *World) onRevoke(from int, h transport.Header, _ []byte) {
 	ctx := h.Ctx
 	f := w.commFTByCtx(ctx)
 	if f == nil {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/ft/detector"
 )
 
 // Global restart (seed 000, "Reinit"): when a process fails, ftmpirun
@@ -226,23 +225,6 @@ func (w *World) endEpoch(reason string) {
 	}
 	w.abortOnce.Do(func() { close(w.abort) })
 	w.release()
-}
-
-// peersJoined tells a new epoch's detector the incarnation of every peer
-// (respawned ranks have a newer one).
-func (w *World) peersJoined(eps []boot.Endpoint) {
-	dt := w.det.Load()
-	if dt == nil {
-		return
-	}
-	for r, ep := range eps {
-		if ep.Inc > 0 && r != w.rank {
-			dt.mu.Lock()
-			msgs := dt.d.Joined(dt.now(), detector.ID{Rank: r, Inc: ep.Inc})
-			dt.mu.Unlock()
-			dt.sendHeartbeats(msgs)
-		}
-	}
 }
 
 // reinitHandle is the error handling of ErrorsReinitAsync and

@@ -31,6 +31,8 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 	"github.com/ftmpi/ftmpi/internal/transport/sock"
@@ -69,9 +71,10 @@ type World struct {
 	reinitMu sync.Mutex
 	cancel   func() // cancels the resilient function's context of this epoch
 
-	ft     ftWorld                   // fault-tolerance state (ft.go)
-	det    atomic.Pointer[detection] // heartbeat detector and failure-notice broadcast (detect.go); nil under Run
-	outbox outbox                    // sends requested from transport callbacks
+	ft     ftWorld           // fault-tolerance state (ft.go)
+	ctl    ctl.Table         // the handlers of control frames
+	fails  *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
+	outbox outbox            // sends requested from transport callbacks
 }
 
 // Init initialises MPI for this process (MPI_Init) with DefaultConfig and
@@ -119,19 +122,30 @@ func newSingleton(cfg Config) *World {
 }
 
 func newWorld(rank, size int, eng *p2p.Engine, tr transport.Transport, mode string) *World {
-	return newWorldIn(rank, size, nil, rank, eng, tr, mode)
+	return newWorldIn(rank, size, nil, rank, eng, tr, mode, nil, nil)
 }
 
 // newWorldIn builds the World of process proc among process ids
 // 0..universe-1 (the engine's address space); CommWorld is the processes
 // members (nil: all of them, in order), proc being its rank wrank. Only
 // spawned worlds have members: their process ids follow the parents'.
-func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string) *World {
+// client is the launcher connection (nil under Run and for a singleton),
+// peerInc the incarnation of each process in this epoch (nil: all 0).
+func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int) *World {
 	eng.SetTransport(tr)
-	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{})}
+	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{}), client: client, peerInc: peerInc}
+	w.outbox.start()
+	env := ftdrive.Env{Eng: eng, Self: proc, N: universe, PeerInc: peerInc, Defer: w.outbox.push, Stop: w.stop, WG: &w.bg}
+	if client != nil {
+		env.Confirm = client.SuspectIncarnation
+	}
+	w.fails = ftdrive.New(env)
+	w.ctl.MustRegister(ctl.Revoke, w.onRevoke)
+	w.ctl.MustRegister(ctl.Agree, w.onAgreeMsg)
+	w.ctl.MustRegister(ctl.Heartbeat, w.fails.OnHeartbeat)
+	w.ctl.MustRegister(ctl.FailNotice, w.fails.OnNotice)
 	eng.SetControlHandler(w.onControl)
 	eng.SetLostHook(w.onLost)
-	w.outbox.start()
 	wsize := universe
 	if members != nil {
 		wsize = len(members)
@@ -143,6 +157,16 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.registerComm(w.world)
 	w.registerComm(w.self)
 	return w
+}
+
+// onControl dispatches control frames through the World's table (called
+// from transport goroutines: never blocks). A frame of an unknown type is
+// dropped with a message: it comes from a peer of another version, or
+// from something that is not a peer.
+func (w *World) onControl(from int, h transport.Header, payload []byte) {
+	if err := w.ctl.Dispatch(from, h, payload); err != nil {
+		fmt.Fprintf(os.Stderr, "ftmpi: rank %d: %v\n", w.rank, err)
+	}
 }
 
 // readerSpin is how long a socket reader spins before parking
@@ -266,15 +290,14 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 				members = append(members, base+i)
 			}
 		}
-		w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, tr, string(mode))
+		peerInc := make([]int, len(eps))
+		for i, ep := range eps {
+			peerInc[i] = ep.Inc
+		}
+		w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, tr, string(mode), p.client, peerInc)
 		w.cfg = cfg
-		w.client = p.client
 		w.proc = p
 		w.setPeers(peers)
-		w.peerInc = make([]int, len(eps))
-		for i, ep := range eps {
-			w.peerInc[i] = ep.Inc
-		}
 		w.epoch = epoch
 		w.abort = make(chan struct{})
 		w.abortOnce = new(sync.Once)
@@ -282,7 +305,7 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 		// process is dead, or it kills it) before this rank declares it failed.
 		eng.SetSuspectHook(func(peer int, cause error) {
 			if !eng.IsLost(peer) && !w.finalized.Load() && !w.ended.Load() {
-				w.declareFailed(peer, 0, fmt.Sprintf("connection broken: %v", cause))
+				w.fails.Declare(peer, 0, fmt.Sprintf("connection broken: %v", cause))
 			}
 		})
 		for _, r := range deadAtStart {
@@ -295,11 +318,12 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 			}
 		}
 		if info.Size > 1 && cfg.Detector {
-			if err := w.startDetection(detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)); err != nil {
+			dc := detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)
+			if err := w.fails.StartDetector(dc, w.world.memberWorldRanks(), w.failedOrder(), epoch == 0); err != nil {
 				w.release()
 				return nil, err
 			}
-			w.peersJoined(eps)
+			w.fails.Joined(peerInc)
 		}
 		return w, nil
 	}
