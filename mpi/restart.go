@@ -10,5 +10,5 @@ func (w *World) Restarted() int {
 	if w.proc == nil {
 		return 0
 	}
-	return w.proc.info.Restart
+	return w.proc.Info().Restart
 }

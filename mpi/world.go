@@ -22,20 +22,17 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
-	"github.com/ftmpi/ftmpi/internal/transport/sock"
 )
 
 // World is one rank's MPI instance: what MPI_Init creates and
@@ -61,7 +58,8 @@ type World struct {
 	stop      chan struct{} // closed by Finalize: stops the event watcher
 	bg        sync.WaitGroup
 
-	proc     *procState  // the launched process this World belongs to (reinit.go); nil under Run and for a singleton
+	proc     *process    // the launched process this World belongs to; nil under Run and for a singleton
+	net      *rte.Net    // the sockets of this epoch of a launched process; nil under Run and for a singleton
 	epoch    int         // Reinit epoch of this World (0: the first)
 	peerInc  []int       // incarnation of each rank's process in this epoch
 	spawn    spawnState  // Spawn bookkeeping (spawn.go)
@@ -169,170 +167,90 @@ func (w *World) onControl(from int, h transport.Header, payload []byte) {
 	}
 }
 
-// readerSpin is how long a socket reader spins before parking
-// (Config.ReaderSpin; SpinAuto: a short spin buys latency when every rank
-// on the host has a core, and costs throughput when ranks are
-// oversubscribed, so it is off then).
-func readerSpin(cfg Config, ranksOnHost int) time.Duration {
-	if cfg.ReaderSpin != SpinAuto {
-		return cfg.ReaderSpin
+// netConfig is the communication part of cfg, for the runtime.
+func (cfg Config) netConfig() rte.NetConfig {
+	return rte.NetConfig{
+		Transport: cfg.Transport, EagerLimit: cfg.EagerLimit, WaitSpin: cfg.WaitSpin,
+		ReaderSpin: cfg.ReaderSpin, SpinYield: cfg.SpinYield, ConnectTimeout: cfg.ConnectTimeout,
 	}
-	if ranksOnHost <= runtime.NumCPU() {
-		return 50 * time.Microsecond
-	}
-	return 0
 }
 
+// process is the runtime of a launched process, whose epochs' Worlds are
+// Worlds.
+type process = rte.Process[World]
+
 func initProcess(info boot.Info, cfg Config) (*World, error) {
-	client, err := boot.Connect(info)
+	p, err := rte.Connect(info, rte.Hooks[World]{
+		FailPeer: func(w *World, rank int, cause error) { w.eng.FailPeer(rank, cause) },
+		EndEpoch: (*World).endEpoch,
+	})
 	if err != nil {
 		return nil, err
 	}
-	p := &procState{info: info, cfg: cfg, client: client, stopCh: make(chan struct{}), epoch: info.Epoch}
-	w, err := p.openEpoch(info.Epoch)
+	w, err := openEpoch(p, info.Epoch, cfg)
 	if err != nil {
-		client.Close()
+		p.Client().Close()
 		return nil, err
 	}
-	p.setCurrentLocked(w) // nobody else knows p yet
-	p.wg.Add(1)
-	go p.watchLauncher()
-	if spec := cfg.FaultInjection; spec != "" && info.Incarnation == 0 && info.ParentProcs == nil {
-		stop, err := inject.Self(info.Rank, info.Size, spec)
-		if err != nil {
-			w.Finalize()
-			return nil, err
-		}
-		p.injectStop = stop
+	p.Start(w)
+	if err := p.Arm(cfg.FaultInjection); err != nil {
+		w.Finalize()
+		return nil, err
 	}
 	return w, nil
 }
 
 // openEpoch builds this process's World for a Reinit epoch (0: the first
-// start): a fresh engine and transport listening on a fresh address,
-// exchanged with every rank through the launcher. Nothing of an older
-// epoch (connections, queued messages, communicators) survives into it, so
-// a message of an old epoch can never be delivered in a new one. If a
-// newer epoch starts meanwhile (another failure), it joins that one.
-func (p *procState) openEpoch(epoch int) (*World, error) {
-	info, cfg := p.info, p.cfg
-	for {
-		eng := p2p.New(engineConfig(info.Proc, cfg))
-		mode := sock.Mode(cfg.Transport)
-		spin := &atomicDuration{}
-		name := "r" + strconv.Itoa(info.Proc) + "." + strconv.Itoa(info.Incarnation)
-		if epoch > 0 {
-			name += ".e" + strconv.Itoa(epoch)
-		}
-		tr, err := sock.Listen(sock.Config{
-			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
-			Handler: eng, SpinFn: spin.Load, Yield: cfg.SpinYield, ConnectTimeout: cfg.ConnectTimeout,
-		})
-		if err != nil {
-			return nil, err
-		}
-		self := tr.Self()
-		addrs := map[string]string{}
-		if self.Unix != "" {
-			addrs["unix"] = self.Unix
-		}
-		if self.TCP != "" {
-			addrs["tcp"] = self.TCP
-		}
-		ep := boot.Endpoint{Rank: info.Proc, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
-		var eps []boot.Endpoint
-		var deadAtStart []int
-		if epoch == 0 {
-			eps, err = p.client.Exchange(ep)
-			// Ranks that died before publishing their endpoint are failures
-			// like any other: the job starts without them (a fault-tolerant
-			// program goes on; the default error handler aborts at the first
-			// operation with them).
-			var fe *boot.FailedError
-			if errors.As(err, &fe) {
-				deadAtStart, err = fe.Ranks, nil
-			}
-		} else {
-			eps, err = p.client.Rejoin(epoch, ep)
-			var se *boot.SupersededError
-			if errors.As(err, &se) {
-				tr.Close()
-				eng.Close()
-				epoch = se.Epoch
-				continue
-			}
-		}
-		if err != nil {
-			tr.Close()
-			eng.Close()
-			return nil, err
-		}
-		peers := make([]sock.Peer, len(eps))
-		onHost := 0
-		for i, ep := range eps {
-			peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
-			if ep.Host == info.Host {
-				onHost++
-			}
-		}
-		spin.Store(readerSpin(cfg, onHost))
-		tr.SetPeers(peers)
-		if mode == sock.ModeAuto {
-			mode = sock.ModeAuto
-			if onHost == len(eps) {
-				mode = sock.ModeUnix // every peer is local: auto means Unix sockets
-			}
-		}
-		var members []int
-		if info.Proc != info.Rank || info.Universe != info.Size {
-			base := info.Proc - info.Rank
-			for i := range info.Size {
-				members = append(members, base+i)
-			}
-		}
-		peerInc := make([]int, len(eps))
-		for i, ep := range eps {
-			peerInc[i] = ep.Inc
-		}
-		w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, tr, string(mode), p.client, peerInc)
-		w.cfg = cfg
-		w.proc = p
-		w.setPeers(peers)
-		w.epoch = epoch
-		w.abort = make(chan struct{})
-		w.abortOnce = new(sync.Once)
-		// A broken connection is a suspicion: the launcher confirms it (the
-		// process is dead, or it kills it) before this rank declares it failed.
-		eng.SetSuspectHook(func(peer int, cause error) {
-			if !eng.IsLost(peer) && !w.finalized.Load() && !w.ended.Load() {
-				w.fails.Declare(peer, 0, fmt.Sprintf("connection broken: %v", cause))
-			}
-		})
-		for _, r := range deadAtStart {
-			eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
-		}
-		if info.ParentProcs != nil {
-			if err := w.joinParent(info.ParentPairs, info.ParentProcs); err != nil {
-				w.release()
-				return nil, err
-			}
-		}
-		if info.Size > 1 && cfg.Detector {
-			dc := detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)
-			if err := w.fails.StartDetector(dc, w.world.memberWorldRanks(), w.failedOrder(), epoch == 0); err != nil {
-				w.release()
-				return nil, err
-			}
-			w.fails.Joined(peerInc)
-		}
-		return w, nil
+// start) around the communication the runtime opened for it
+// (rte.Process.OpenEpoch: nothing of an older epoch survives into it). If
+// a newer epoch starts meanwhile (another failure), it joins that one.
+func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
+	info := p.Info()
+	net, err := p.OpenEpoch(epoch, cfg.netConfig())
+	if err != nil {
+		return nil, err
 	}
+	var members []int
+	if info.Proc != info.Rank || info.Universe != info.Size {
+		base := info.Proc - info.Rank
+		for i := range info.Size {
+			members = append(members, base+i)
+		}
+	}
+	eng := net.Eng
+	w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc)
+	w.cfg = cfg
+	w.proc = p
+	w.net = net
+	w.epoch = net.Epoch
+	w.abort = make(chan struct{})
+	w.abortOnce = new(sync.Once)
+	// A broken connection is a suspicion: the launcher confirms it (the
+	// process is dead, or it kills it) before this rank declares it failed.
+	eng.SetSuspectHook(func(peer int, cause error) {
+		if !eng.IsLost(peer) && !w.finalized.Load() && !w.ended.Load() {
+			w.fails.Declare(peer, 0, fmt.Sprintf("connection broken: %v", cause))
+		}
+	})
+	for _, r := range net.Dead {
+		eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
+	}
+	if info.ParentProcs != nil {
+		if err := w.joinParent(info.ParentPairs, info.ParentProcs); err != nil {
+			w.release()
+			return nil, err
+		}
+	}
+	if info.Size > 1 && cfg.Detector {
+		dc := detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)
+		if err := w.fails.StartDetector(dc, w.world.memberWorldRanks(), w.failedOrder(), w.epoch == 0); err != nil {
+			w.release()
+			return nil, err
+		}
+		w.fails.Joined(net.PeerInc)
+	}
+	return w, nil
 }
-
-type atomicDuration struct{ v atomic.Int64 }
-
-func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load()) }
-func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }
 
 // Rank is this process's rank in CommWorld.
 func (w *World) Rank() int { return w.world.rank }
@@ -344,7 +262,7 @@ func (w *World) Size() int { return w.world.size }
 // new epoch's, whichever World of the process it is asked of.
 func (w *World) CommWorld() *Comm {
 	if w.proc != nil {
-		if cur := w.proc.current(); cur != w && cur != nil {
+		if cur := w.proc.Current(); cur != w && cur != nil {
 			return cur.world
 		}
 	}
@@ -355,7 +273,7 @@ func (w *World) CommWorld() *Comm {
 // rollback).
 func (w *World) CommSelf() *Comm {
 	if w.proc != nil {
-		if cur := w.proc.current(); cur != w && cur != nil {
+		if cur := w.proc.Current(); cur != w && cur != nil {
 			return cur.self
 		}
 	}
@@ -379,10 +297,10 @@ func (w *World) Finalized() bool { return w.finalized.Load() }
 // no-op.
 func (w *World) Finalize() error {
 	if p := w.proc; p != nil {
-		if p.isActive() {
+		if p.Active() {
 			return newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "called inside MPI_Reinit: call it after Reinit returns (seed 000, 1.3)")
 		}
-		if cur := p.current(); cur != w {
+		if cur := p.Current(); cur != w {
 			// A World of an ended Reinit epoch: finalize the current one.
 			w.finalized.Store(true)
 			return cur.Finalize()
@@ -400,11 +318,11 @@ func (w *World) Finalize() error {
 		}
 		w.finalized.Store(true)
 		if w.proc != nil {
-			w.proc.finalized.Store(true)
+			w.proc.Finalizing()
 		}
 		w.release()
 		if w.proc != nil {
-			w.proc.close()
+			w.proc.Close()
 		}
 		if err != nil {
 			w.finErr = newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "%v", err)
