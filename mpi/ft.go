@@ -9,6 +9,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -57,7 +58,7 @@ type commFT struct {
 	rb      *rbcast.Node[uint32]
 	acked   []int // world ranks whose failure was acknowledged, in acknowledgement order
 
-	agree *agreeState // see agree.go
+	ag *ftdrive.Agreements // the agreement instances on c
 }
 
 // ftOf returns (creating it on first use) the fault-tolerance state of c.
@@ -79,6 +80,7 @@ func (w *World) ftOf(c *Comm) *commFT {
 		panic(fmt.Sprintf("ftmpi: internal error: %v", err))
 	}
 	f.rb = rb
+	f.ag = ftdrive.NewAgreements(w.eng, w.outbox.push, c.ctx, w.rank, procs, f.index, w.failedOrder)
 	// Failures already known are known to the overlay too.
 	for _, p := range w.ft.order {
 		if i, ok := f.index[p]; ok {
