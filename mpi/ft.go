@@ -6,9 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
 	"github.com/ftmpi/ftmpi/internal/p2p"
-	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -55,9 +53,9 @@ type commFT struct {
 	mu      sync.Mutex
 	overlay []int       // sorted world ranks of all members (both groups of an intercommunicator)
 	index   map[int]int // world rank -> position in overlay
-	rb      *rbcast.Node[uint32]
-	acked   []int // world ranks whose failure was acknowledged, in acknowledgement order
+	acked   []int       // world ranks whose failure was acknowledged, in acknowledgement order
 
+	rv *ftdrive.Revocation // the broadcast of c's revocation
 	ag *ftdrive.Agreements // the agreement instances on c
 }
 
@@ -75,18 +73,13 @@ func (w *World) ftOf(c *Comm) *commFT {
 	for i, p := range procs {
 		f.index[p] = i
 	}
-	rb, err := rbcast.New[uint32](rbcast.Config{N: len(procs), Self: f.index[w.rank]})
+	// Failures already known are known to the overlay too.
+	rv, err := ftdrive.NewRevocation(w.eng, w.outbox.push, c.ctx, w.rank, procs, f.index, w.ft.order, c.revokeLocal)
 	if err != nil {
 		panic(fmt.Sprintf("ftmpi: internal error: %v", err))
 	}
-	f.rb = rb
+	f.rv = rv
 	f.ag = ftdrive.NewAgreements(w.eng, w.outbox.push, c.ctx, w.rank, procs, f.index, w.failedOrder)
-	// Failures already known are known to the overlay too.
-	for _, p := range w.ft.order {
-		if i, ok := f.index[p]; ok {
-			rb.Failed(rbcast.ID{Rank: i})
-		}
-	}
 	if w.ft.comms == nil {
 		w.ft.comms = make(map[uint32]*commFT)
 	}
@@ -131,17 +124,7 @@ func (w *World) onLost(peer int, cause error) {
 	}
 	w.ft.mu.Unlock()
 	for _, f := range comms {
-		i, ok := f.index[peer]
-		if !ok {
-			continue
-		}
-		f.mu.Lock()
-		msgs := f.rb.Failed(rbcast.ID{Rank: i})
-		f.mu.Unlock()
-		if len(msgs) > 0 {
-			f := f
-			w.outbox.push(func() { w.sendRevokes(f, msgs) })
-		}
+		f.rv.Lost(peer)
 	}
 	// Every agreement instance learns of the failure (see agreeOnLost).
 	w.agreeOnLost(comms, peer)
@@ -237,13 +220,9 @@ func (c *Comm) Revoke() error {
 	if err := checkComm(c, op); err != nil {
 		return err
 	}
-	w := c.w
-	f := w.ftOf(c)
+	f := c.w.ftOf(c)
 	c.revokeLocal()
-	f.mu.Lock()
-	msgs, _ := f.rb.Broadcast(c.ctx)
-	f.mu.Unlock()
-	w.sendRevokes(f, msgs)
+	f.rv.Revoke()
 	return nil
 }
 
@@ -262,16 +241,6 @@ func (c *Comm) IsRevoked() bool {
 	return c != nil && c.w.eng.IsRevoked(c.ctx)
 }
 
-func (w *World) sendRevokes(f *commFT, msgs []rbcast.Msg[uint32]) {
-	for _, m := range msgs {
-		to := f.overlay[m.To]
-		h := transport.Header{Tag: int32(ctl.Revoke), Ctx: m.Item, A: uint64(m.Hops)}
-		// A failed send means the neighbour is gone; the broadcast's other
-		// paths (and its ring repair on the failure notice) cover it.
-		_ = w.eng.SendControl(to, h, nil)
-	}
-}
-
 func (w *World) onRevoke(from int, h transport.Header, _ []byte) {
 	ctx := h.Ctx
 	f := w.commFTByCtx(ctx)
@@ -282,19 +251,7 @@ func (w *World) onRevoke(from int, h transport.Header, _ []byte) {
 		w.eng.Revoke(ctx, ctx+1)
 		return
 	}
-	fi, ok := f.index[from]
-	if !ok {
-		return
-	}
-	f.mu.Lock()
-	out, delivered := f.rb.Step(rbcast.Msg[uint32]{From: fi, To: f.index[w.rank], Item: ctx, Hops: int(h.A)})
-	f.mu.Unlock()
-	if len(delivered) > 0 {
-		f.c.revokeLocal()
-	}
-	if len(out) > 0 {
-		w.outbox.push(func() { w.sendRevokes(f, out) }) // never send from a transport callback
-	}
+	f.rv.OnRevoke(from, h)
 }
 
 // FailureAck acknowledges the failures of c's members known to this process
