@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
 // launcher is a scripted control server for one process.
@@ -213,5 +214,55 @@ func TestReaderSpin(t *testing.T) {
 	}
 	if d := (NetConfig{ReaderSpin: -1}).readerSpin(1); d != 50*time.Microsecond {
 		t.Fatalf("automatic spin, one rank: %v", d)
+	}
+}
+
+// NetConfig.ConnectTimeout reaches the sockets: a send to a process whose
+// listener never answers the handshake fails after it (the default would
+// wait 30 s).
+func TestOpenEpochConnectTimeout(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	p, l := connect(t, make(chan struct{}))
+	defer l.c.Close()
+	defer p.Close()
+	p.Finalizing()
+	// Process 1 listens, but never accepts nor answers.
+	mute, err := net.Listen("unix", filepath.Join(t.TempDir(), "mute.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	type res struct {
+		n   *Net
+		err error
+	}
+	ch := make(chan res, 1)
+	const timeout = 200 * time.Millisecond
+	go func() {
+		n, err := p.OpenEpoch(0, NetConfig{Transport: "unix", ReaderSpin: -1, ConnectTimeout: timeout})
+		ch <- res{n, err}
+	}()
+	m := l.read()
+	ep1, _ := json.Marshal(boot.Endpoint{Rank: 1, Host: "h", Addrs: map[string]string{"unix": mute.Addr().String()}})
+	m.KV[boot.EndpointKey(1)] = string(ep1)
+	l.send(boot.Msg{Op: boot.OpFence, ID: m.ID, KV: m.KV})
+	r := recv(t, ch, "OpenEpoch")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.n.Close()
+	sent := make(chan error, 1)
+	start := time.Now()
+	go func() { sent <- r.n.Eng.SendControl(1, transport.Header{Tag: 16}, nil) }()
+	select {
+	case err := <-sent:
+		if err == nil {
+			t.Fatal("a send to a mute process succeeded")
+		}
+		if d := time.Since(start); d < timeout {
+			t.Fatalf("the send failed after %v, before the connect timeout %v: %v", d, timeout, err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the connect timeout did not reach the sockets: the send still waits after 15 s")
 	}
 }
