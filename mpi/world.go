@@ -13,6 +13,14 @@
 // class (errors.Is(err, mpi.ErrTruncate)); a communicator's error handler
 // decides whether they are returned or abort the job.
 //
+// A process started by ftmpirun runs on the rank runtime of internal/rte
+// (launcher connection, Reinit epochs, sockets, fault injection) and its
+// fault-tolerance drivers (internal/rte/ftdrive: detector, failure
+// notices, revocation and agreement protocols); this package holds the
+// API, the per-communicator state and the construction of Worlds. Config
+// gathers the settings (DefaultConfig, InitConfig, RunConfig; FTMPI_*
+// environment variables are read in one place, Config.ApplyEnv).
+//
 // The package must not hold process-global state: several Worlds live in
 // one process under Run.
 package mpi
