@@ -74,12 +74,13 @@ func (w *World) ftOf(c *Comm) *commFT {
 		f.index[p] = i
 	}
 	// Failures already known are known to the overlay too.
-	rv, err := ftdrive.NewRevocation(w.eng, w.outbox.push, c.ctx, w.rank, procs, f.index, w.ft.order, c.revokeLocal)
+	ov := ftdrive.NewOverlay(w.eng, w.outbox.push, c.ctx, w.rank, procs, f.index)
+	rv, err := ftdrive.NewRevocation(ov, w.ft.order, c.revokeLocal)
 	if err != nil {
 		panic(fmt.Sprintf("ftmpi: internal error: %v", err))
 	}
 	f.rv = rv
-	f.ag = ftdrive.NewAgreements(w.eng, w.outbox.push, c.ctx, w.rank, procs, f.index, w.failedOrder)
+	f.ag = ftdrive.NewAgreements(ov, w.failedOrder)
 	if w.ft.comms == nil {
 		w.ft.comms = make(map[uint32]*commFT)
 	}

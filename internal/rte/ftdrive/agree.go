@@ -31,13 +31,8 @@ const AgreeRadix = 16
 // come in from the engine's lost hook (Lost), and decisions wake the
 // caller (Await).
 type Agreements struct {
-	eng     *p2p.Engine
-	defer_  func(func())
-	ctx     uint32
-	self    int         // this process's position in overlay
-	overlay []int       // process ids of the members, sorted
-	index   map[int]int // process id -> position in overlay
-	known   func() []int
+	*Overlay
+	known func() []int
 
 	mu    sync.Mutex
 	next  uint64 // the instance the next Begin uses
@@ -51,14 +46,32 @@ type agreeInst struct {
 	decideOnce sync.Once
 }
 
-// NewAgreements returns the agreement driver of the communicator with
-// context ctx whose members (both groups of an intercommunicator) have the
-// sorted process ids overlay, index giving each one's position. self is
-// this process's id; known returns the process ids known failed (read
-// when an instance is created); defer_ runs sends requested from
-// transport callbacks on another goroutine.
-func NewAgreements(eng *p2p.Engine, defer_ func(func()), ctx uint32, self int, overlay []int, index map[int]int, known func() []int) *Agreements {
-	return &Agreements{eng: eng, defer_: defer_, ctx: ctx, self: index[self], overlay: overlay, index: index, known: known, insts: make(map[uint64]*agreeInst)}
+// Overlay is one communicator as its fault-tolerance protocols see it:
+// its members' process ids, sorted, over which they run, and the means to
+// send.
+type Overlay struct {
+	eng     *p2p.Engine
+	defer_  func(func())
+	ctx     uint32
+	self    int         // this process's position in overlay
+	overlay []int       // process ids of the members, sorted
+	index   map[int]int // process id -> position in overlay
+}
+
+// NewOverlay describes the communicator with context ctx whose members
+// (both groups of an intercommunicator) have the sorted process ids
+// overlay, index giving each one's position; self is this process's id,
+// and defer_ runs sends requested from transport callbacks on another
+// goroutine, in order.
+func NewOverlay(eng *p2p.Engine, defer_ func(func()), ctx uint32, self int, overlay []int, index map[int]int) *Overlay {
+	return &Overlay{eng: eng, defer_: defer_, ctx: ctx, self: index[self], overlay: overlay, index: index}
+}
+
+// NewAgreements returns the agreement driver of the communicator ov;
+// known returns the process ids known failed (read when an instance is
+// created).
+func NewAgreements(ov *Overlay, known func() []int) *Agreements {
+	return &Agreements{Overlay: ov, known: known, insts: make(map[uint64]*agreeInst)}
 }
 
 // instanceLocked returns (creating) instance seq, and the messages its

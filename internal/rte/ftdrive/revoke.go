@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
-	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -16,32 +15,27 @@ import (
 // frames and applies the revocation the first time it arrives, Lost
 // repairs the graph around a failed member.
 type Revocation struct {
-	eng     *p2p.Engine
-	defer_  func(func())
-	ctx     uint32
-	self    int         // this process's position in overlay
-	overlay []int       // process ids of the members, sorted
-	index   map[int]int // process id -> position in overlay
-	apply   func()      // applies the revocation in this process
+	*Overlay
+	apply func() // applies the revocation in this process
 
 	mu sync.Mutex
 	rb *rbcast.Node[uint32]
 }
 
-// NewRevocation returns the revocation driver of the communicator with
-// context ctx (see NewAgreements for the overlay); known lists the members
-// known failed already; apply revokes the communicator in this process.
-func NewRevocation(eng *p2p.Engine, defer_ func(func()), ctx uint32, self int, overlay []int, index map[int]int, known []int, apply func()) (*Revocation, error) {
-	rb, err := rbcast.New[uint32](rbcast.Config{N: len(overlay), Self: index[self]})
+// NewRevocation returns the revocation driver of the communicator ov;
+// known lists the members known failed already; apply revokes the
+// communicator in this process.
+func NewRevocation(ov *Overlay, known []int, apply func()) (*Revocation, error) {
+	rb, err := rbcast.New[uint32](rbcast.Config{N: len(ov.overlay), Self: ov.self})
 	if err != nil {
-		return nil, fmt.Errorf("ftdrive: revocation of context %d: %w", ctx, err)
+		return nil, fmt.Errorf("ftdrive: revocation of context %d: %w", ov.ctx, err)
 	}
 	for _, p := range known {
-		if i, ok := index[p]; ok {
+		if i, ok := ov.index[p]; ok {
 			rb.Failed(rbcast.ID{Rank: i})
 		}
 	}
-	return &Revocation{eng: eng, defer_: defer_, ctx: ctx, self: index[self], overlay: overlay, index: index, apply: apply, rb: rb}, nil
+	return &Revocation{Overlay: ov, apply: apply, rb: rb}, nil
 }
 
 // Revoke broadcasts the revocation (the caller applied it here already).
