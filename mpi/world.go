@@ -51,9 +51,9 @@ type World struct {
 	eng        *p2p.Engine
 	tr         transport.Transport
 	client     *boot.Client
-	run        *runState // non-nil under Run
-	mode       string    // "inproc", "singleton", "unix", "tcp", "auto"
-	cfg        Config    // validated
+	run        *rte.Job // non-nil under Run
+	mode       string   // "inproc", "singleton", "unix", "tcp", "auto"
+	cfg        Config   // validated
 
 	world, self *Comm
 
@@ -320,7 +320,7 @@ func (w *World) Finalize() error {
 		case w.killed.Load():
 			// A killed rank takes no part in the fence.
 		case w.run != nil:
-			err = w.run.fence(w)
+			err = w.run.Fence()
 		case w.client != nil:
 			err = w.client.Finalize()
 		}
@@ -361,7 +361,7 @@ func (w *World) release() {
 // *AbortError. It does not return.
 func (w *World) Abort(code int) {
 	if w.run != nil {
-		w.run.abortJob(w.rank, code)
+		w.run.Abort(w.rank, code)
 		runtime.Goexit()
 	}
 	if w.client != nil {
@@ -381,8 +381,8 @@ func (w *World) Kill() {
 		select {}
 	}
 	if !w.killed.Swap(true) {
-		w.run.fab.Kill(w.rank, errors.New("killed by fault injection"))
-		w.run.dead(w)
+		w.run.Fab.Kill(w.rank, errors.New("killed by fault injection"))
+		w.run.Dead()
 		w.eng.Close()
 	}
 	runtime.Goexit()
@@ -409,52 +409,6 @@ func (e *AbortError) Error() string {
 	return fmt.Sprintf("mpi: rank %d aborted the job with code %d", e.Rank, e.Code)
 }
 
-// runState is the shared state of an in-process job started by Run.
-type runState struct {
-	n         int
-	fab       *inproc.Fabric
-	abortCh   chan struct{}
-	abortOnce sync.Once
-	abortErr  *AbortError
-
-	mu      sync.Mutex
-	arrived int
-	allIn   chan struct{}
-}
-
-func (rs *runState) abortJob(rank, code int) {
-	rs.abortOnce.Do(func() {
-		rs.abortErr = &AbortError{Rank: rank, Code: code}
-		close(rs.abortCh)
-	})
-}
-
-// dead counts a killed rank as arrived at the Finalize fence.
-func (rs *runState) dead(w *World) {
-	rs.mu.Lock()
-	rs.arrived++
-	if rs.arrived == rs.n {
-		close(rs.allIn)
-	}
-	rs.mu.Unlock()
-}
-
-// fence is the in-process Finalize barrier.
-func (rs *runState) fence(w *World) error {
-	rs.mu.Lock()
-	rs.arrived++
-	if rs.arrived == rs.n {
-		close(rs.allIn)
-	}
-	rs.mu.Unlock()
-	select {
-	case <-rs.allIn:
-		return nil
-	case <-rs.abortCh:
-		return errors.New("job aborted")
-	}
-}
-
 // Run runs fn as n ranks, each a goroutine with its own World, connected by
 // an in-memory transport with the same semantics as the socket transports:
 // RunConfig(n, DefaultConfig(), fn).
@@ -474,16 +428,15 @@ func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 	if err := cfg.Validate(); err != nil {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "%v", err)
 	}
-	fab := inproc.NewFabric(n)
-	rs := &runState{n: n, fab: fab, abortCh: make(chan struct{}), allIn: make(chan struct{})}
+	rs := rte.NewJob(n)
 	worlds := make([]*World, n)
 	for i := range worlds {
 		eng := p2p.New(engineConfig(i, cfg))
-		w := newWorld(i, n, eng, fab.Attach(i, eng), "inproc")
+		w := newWorld(i, n, eng, rs.Fab.Attach(i, eng), "inproc")
 		w.cfg = cfg
 		w.run = rs
-		w.abort = rs.abortCh
-		w.abortOnce = &rs.abortOnce
+		w.abort = rs.AbortCh()
+		w.abortOnce = rs.AbortOnce()
 		worlds[i] = w
 	}
 	errs := make([]error, n)
@@ -495,7 +448,7 @@ func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 			defer func() {
 				if p := recover(); p != nil {
 					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
-					rs.abortJob(i, 1)
+					rs.Abort(i, 1)
 				} else if !returned && errs[i] == nil {
 					// runtime.Goexit from Abort: the abort error is reported by Run.
 				}
@@ -506,7 +459,7 @@ func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 			returned = true
 			if err != nil {
 				errs[i] = fmt.Errorf("rank %d: %w", i, err)
-				rs.abortJob(i, 1)
+				rs.Abort(i, 1)
 			}
 		}()
 	}
@@ -517,8 +470,8 @@ func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 			all = append(all, e)
 		}
 	}
-	if rs.abortErr != nil && len(all) == 0 {
-		return rs.abortErr
+	if rank, code, ok := rs.Aborted(); ok && len(all) == 0 {
+		return &AbortError{Rank: rank, Code: code}
 	}
 	return errors.Join(all...)
 }
