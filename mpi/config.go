@@ -21,15 +21,16 @@ import (
 //
 // A process started by ftmpirun (InitConfig, Init) applies the FTMPI_*
 // environment variables over the Config it is given (see ApplyEnv): the
-// operator of a job has the last word. RunConfig takes the Config as given.
+// operator of a job has the last word; and the launcher's choice of
+// transport. RunConfig takes the Config as given.
 type Config struct {
 	// Transport between the processes of a job started by ftmpirun:
 	// "auto" (Unix sockets when every process is on this host, TCP
-	// otherwise), "unix" or "tcp" (TCP even on one host). ftmpirun sets
-	// FTMPI_TRANSPORT for its ranks from --transport (default "auto"), so
-	// under ftmpirun the launcher decides. In-process jobs (Run) and
-	// singletons always use an in-memory transport.
-	// Default "auto". Env FTMPI_TRANSPORT.
+	// otherwise), "unix" or "tcp" (TCP even on one host). It is the job's
+	// choice, the same for every process: ftmpirun's --transport, which
+	// the bootstrap reads (FTMPI_TRANSPORT, internal/boot), replaces it.
+	// In-process jobs (Run) and singletons always use an in-memory
+	// transport. Default "auto".
 	Transport string
 
 	// EagerLimit is the size in bytes up to which a message is sent
@@ -109,7 +110,6 @@ const (
 
 // Environment variables read by ApplyEnv.
 const (
-	EnvTransport      = boot.EnvTransport       // Config.Transport
 	EnvEagerLimit     = "FTMPI_EAGER_LIMIT"     // Config.EagerLimit, bytes
 	EnvSpin           = "FTMPI_SPIN"            // Config.ReaderSpin: "auto" or a Go duration
 	EnvSpinYield      = "FTMPI_SPIN_YIELD"      // Config.SpinYield: 0 or 1
@@ -217,14 +217,6 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 				return
 			}
 			*dst = d
-		}
-	}
-	if v, ok := get(EnvTransport); ok {
-		switch v {
-		case TransportAuto, TransportUnix, TransportTCP:
-			out.Transport = v
-		default:
-			bad(EnvTransport, v, "want auto, unix or tcp")
 		}
 	}
 	if v, ok := get(EnvEagerLimit); ok {

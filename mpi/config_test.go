@@ -72,8 +72,8 @@ func TestConfigApplyEnv(t *testing.T) {
 		want func(*Config)
 	}{
 		{"nothing set", nil, func(*Config) {}},
+		{"transport is the bootstrap's", map[string]string{"FTMPI_TRANSPORT": "tcp"}, func(*Config) {}},
 		{"empty values ignored", map[string]string{EnvEagerLimit: "", EnvHBTimeout: " "}, func(*Config) {}},
-		{"transport", map[string]string{EnvTransport: "tcp"}, func(c *Config) { c.Transport = TransportTCP }},
 		{"eager limit", map[string]string{EnvEagerLimit: " 4096 "}, func(c *Config) { c.EagerLimit = 4096 }},
 		{"reader spin", map[string]string{EnvSpin: "20us"}, func(c *Config) { c.ReaderSpin = 20 * time.Microsecond }},
 		{"reader spin auto", map[string]string{EnvSpin: "auto"}, func(c *Config) { c.ReaderSpin = SpinAuto }},
@@ -100,7 +100,6 @@ func TestConfigApplyEnv(t *testing.T) {
 	// Malformed values: an error naming the variable and the value, and the
 	// Config unchanged (also the fields whose variables were fine).
 	for _, tc := range []struct{ name, value string }{
-		{EnvTransport, "shm"},
 		{EnvEagerLimit, "64k"},
 		{EnvSpin, "fast"},
 		{EnvSpinYield, "yes"},

@@ -105,6 +105,9 @@ func InitConfig(cfg Config) (*World, error) {
 	if !ok {
 		return newSingleton(cfg), nil
 	}
+	if info.Transport != "" {
+		cfg.Transport = info.Transport // the job's choice (boot validated it)
+	}
 	w, err := initProcess(info, cfg)
 	if err != nil {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)

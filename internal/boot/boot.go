@@ -30,7 +30,7 @@ const (
 	EnvControl     = "FTMPI_CONTROL"     // "unix:/path/to/sock" or "tcp:127.0.0.1:port": the control endpoint of the launcher
 	EnvHost        = "FTMPI_HOST"        // id of the host/agent the rank runs on (ranks with equal Host may use unix sockets)
 	EnvTmpDir      = "FTMPI_TMPDIR"      // per-job directory, created by the launcher, removed when the job ends (ranks put unix sockets there)
-	EnvTransport   = "FTMPI_TRANSPORT"   // "auto" (default), "unix" or "tcp" (force TCP even on one host); read by the rank's configuration (mpi.Config.ApplyEnv), not by FromEnv
+	EnvTransport   = "FTMPI_TRANSPORT"   // "auto" (default), "unix" or "tcp" (force TCP even on one host)
 	EnvIncarnation = "FTMPI_INCARNATION" // 0 for the first start of a rank; later respawns increase it
 	EnvEpoch       = "FTMPI_EPOCH"       // Reinit epoch a respawned rank joins (0 at the first start)
 	EnvReinit      = "FTMPI_REINIT"      // "1" when the launcher respawns failed ranks for MPI_Reinit (--on-failure reinit)
@@ -44,7 +44,7 @@ const (
 // (Checkpoint-on-Failure; the ranks restart from their checkpoints).
 const EnvRestart = "FTMPI_RESTART"
 
-// Transport values of EnvTransport.
+// Transport values accepted in EnvTransport.
 const (
 	TransportAuto = "auto"
 	TransportUnix = "unix"
@@ -59,7 +59,7 @@ type Info struct {
 	Control     string // control endpoint of the launcher ("unix:PATH" or "tcp:HOST:PORT")
 	Host        string // host/agent id; ranks with equal Host share a machine
 	TmpDir      string // per-job directory for unix sockets (may be empty)
-	Transport   string // "auto", "unix" or "tcp": written by Env for the launcher; FromEnv leaves it empty (the rank's configuration reads EnvTransport)
+	Transport   string // "auto", "unix" or "tcp"
 	Incarnation int    // 0 on first start, increased by respawns
 	Proc        int    // process id in the job (= Rank unless spawned): the address of this process for every other one
 	Universe    int    // process ids 0..Universe-1 existed when the process started (= Size unless spawned)
@@ -155,6 +155,14 @@ func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err err
 		}
 	}
 	info.TmpDir = get(EnvTmpDir)
+	info.Transport = get(EnvTransport)
+	switch info.Transport {
+	case "":
+		info.Transport = TransportAuto
+	case TransportAuto, TransportUnix, TransportTCP:
+	default:
+		return Info{}, false, fmt.Errorf("boot: %s=%q must be auto, unix or tcp", EnvTransport, info.Transport)
+	}
 	return info, true, nil
 }
 

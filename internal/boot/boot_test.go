@@ -31,23 +31,19 @@ func TestFromEnv(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	if env[EnvTransport] != "tcp" {
-		t.Fatalf("Env gives %s=%q, want tcp", EnvTransport, env[EnvTransport])
-	}
-	want := good
-	want.Transport = "" // the rank's configuration reads it, not FromEnv
 	info, ok, err := fromLookup(lookupFrom(env))
-	if err != nil || !ok || !reflect.DeepEqual(info, want) {
-		t.Fatalf("got %+v ok=%v err=%v, want %+v", info, ok, err, want)
+	if err != nil || !ok || !reflect.DeepEqual(info, good) {
+		t.Fatalf("got %+v ok=%v err=%v, want %+v", info, ok, err, good)
 	}
+	delete(env, EnvTransport)
 	delete(env, EnvIncarnation)
 	info, _, err = fromLookup(lookupFrom(env))
-	if err != nil || info.Incarnation != 0 {
+	if err != nil || info.Transport != "auto" || info.Incarnation != 0 {
 		t.Fatalf("defaults: %+v %v", info, err)
 	}
 	for _, tc := range []struct{ name, value string }{
 		{EnvRank, "x"}, {EnvRank, "-1"}, {EnvRank, "4"}, {EnvSize, "0"}, {EnvSize, ""},
-		{EnvIncarnation, "one"}, {EnvControl, "udp:1.2.3.4:5"}, {EnvControl, "nocolon"},
+		{EnvIncarnation, "one"}, {EnvControl, "udp:1.2.3.4:5"}, {EnvControl, "nocolon"}, {EnvTransport, "shm"},
 	} {
 		bad := map[string]string{}
 		for k, v := range env {
@@ -296,7 +292,7 @@ func TestConnectRefused(t *testing.T) {
 // A spawned process: its process id and universe differ from its rank and
 // size, and it knows its parents.
 func TestFromEnvSpawned(t *testing.T) {
-	good := Info{Job: "ab12", Rank: 1, Size: 2, Control: "unix:/tmp/x/ctl", Proc: 5, Universe: 6,
+	good := Info{Job: "ab12", Rank: 1, Size: 2, Control: "unix:/tmp/x/ctl", Transport: "auto", Proc: 5, Universe: 6,
 		ParentPairs: []int{7, 9}, ParentProcs: []int{0, 2, 3}}
 	env := map[string]string{}
 	for _, kv := range good.Env() {
