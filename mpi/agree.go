@@ -2,112 +2,21 @@ package mpi
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
-// keepDecided is how many decided agreement instances a communicator keeps
-// to answer members that are still running them.
-const keepDecided = 16
+// The agreement instances of a communicator are driven by
+// internal/rte/ftdrive (commFT.ag); what stays here is the routing of
+// their control frames to a communicator and the MPI operations built on
+// them.
 
-// agreeRadix is the radix of the agreement's trees (agree.Config.Radix;
-// the same at every process, as it must be). Up to 16 processes the tree
-// is flat: with more processes than cores, which is the common case of a
-// small job on one host, an agreement costs what it wakes processes, and
-// the flat tree wakes each non-root process twice (proposal, decision)
-// where the binomial tree wakes inner nodes once more per child; measured
-// on 2 cores, Agree went from 2.2-2.3x to 1.8-2.0x the time of an
-// Allreduce of 8 bytes at 4 to 16 processes. Larger communicators get
-// 16-nomial trees (depth log16 n).
-const agreeRadix = 16
-
-// agreeState drives the agreement instances of one communicator. The
-// protocol itself is the pure state machine of internal/ft/agree; this is
-// its I/O: messages go out as control frames, failures come in from the
-// engine's lost hook, and decisions wake the caller.
-type agreeState struct {
-	next  uint64 // the instance the next Agree/Shrink on this communicator uses
-	insts map[uint64]*agreeInst
-}
-
-type agreeInst struct {
-	mu         sync.Mutex
-	node       *agree.Node
-	started    bool
-	decided    chan struct{} // closed at the decision
-	decideOnce sync.Once
-}
-
-// instanceLocked returns (creating) instance seq of f, and the messages
-// its creation produced (to be sent by the caller); f.mu held.
-func (f *commFT) instanceLocked(w *World, seq uint64) (*agreeInst, []agree.Msg) {
-	var msgs []agree.Msg
-	if f.agree == nil {
-		f.agree = &agreeState{insts: make(map[uint64]*agreeInst)}
-	}
-	in := f.agree.insts[seq]
-	if in == nil {
-		in = &agreeInst{node: agree.New(agree.Config{Self: f.index[w.rank], N: len(f.overlay), Instance: seq, Radix: agreeRadix}),
-			decided: make(chan struct{})}
-		f.agree.insts[seq] = in
-		// Failures known before the instance existed.
-		for _, p := range w.failedOrder() {
-			if i, ok := f.index[p]; ok {
-				msgs = append(msgs, in.node.Failed(i)...)
-			}
-		}
-		// Forget old instances (a decided node is needed only while its
-		// members may still be running it).
-		for s, old := range f.agree.insts {
-			if s+keepDecided < seq && old.isDecided() {
-				delete(f.agree.insts, s)
-			}
-		}
-	}
-	return in, msgs
-}
-
-// agreeOnLost tells every agreement instance of the communicators that
-// contain peer about its failure - also the decided ones and those no
-// caller waits on any more: a decided node re-sends its decision along
-// its new tree when its failure knowledge changes, and a member that did
-// not get the decision from the failed process depends on that (the
-// caller's loop in agreeOn feeds only the instance it runs).
+// agreeOnLost tells the agreement instances of the communicators that
+// contain peer about its failure (see ftdrive.Agreements.Lost).
 func (w *World) agreeOnLost(comms []*commFT, peer int) {
 	for _, f := range comms {
-		i, ok := f.index[peer]
-		if !ok {
-			continue
-		}
-		f.mu.Lock()
-		var insts []*agreeInst
-		if f.agree != nil {
-			for _, in := range f.agree.insts {
-				insts = append(insts, in)
-			}
-		}
-		f.mu.Unlock()
-		var out []agree.Msg
-		for _, in := range insts {
-			in.mu.Lock()
-			out = append(out, in.node.Failed(i)...)
-			in.mu.Unlock()
-		}
-		if len(out) > 0 {
-			f := f
-			w.outbox.push(func() { w.sendAgree(f, out) })
-		}
-	}
-}
-
-// sendAgree sends agreement messages of communicator f (never from a
-// transport callback: use the World's outbox there).
-func (w *World) sendAgree(f *commFT, msgs []agree.Msg) {
-	for _, m := range msgs {
-		h := transport.Header{Tag: ctlAgree, Ctx: f.c.ctx, Seq: m.Instance}
-		_ = w.eng.SendControl(f.overlay[m.To], h, agree.EncodeMsg(m))
+		f.ag.Lost(peer)
 	}
 }
 
@@ -118,45 +27,7 @@ func (w *World) onAgreeMsg(from int, h transport.Header, payload []byte) {
 		w.parkAgreeMsg(from, h, payload)
 		return
 	}
-	w.stepAgree(f, from, h, payload)
-}
-
-func (w *World) stepAgree(f *commFT, from int, h transport.Header, payload []byte) {
-	m, err := agree.DecodeMsg(payload)
-	if err != nil {
-		return
-	}
-	if _, ok := f.index[from]; !ok {
-		return
-	}
-	f.mu.Lock()
-	in, out := f.instanceLocked(w, h.Seq)
-	f.mu.Unlock()
-	in.mu.Lock()
-	out = append(out, in.node.Step(m)...)
-	decided := in.node.Decided()
-	in.mu.Unlock()
-	if decided {
-		in.markDecided()
-	}
-	if len(out) > 0 {
-		w.outbox.push(func() { w.sendAgree(f, out) })
-	}
-}
-
-func (in *agreeInst) isDecided() bool {
-	select {
-	case <-in.decided:
-		return true
-	default:
-		return false
-	}
-}
-
-// markDecided closes decided once; the transport goroutine (stepAgree) and
-// the caller (agreeOn) may both see the decision.
-func (in *agreeInst) markDecided() {
-	in.decideOnce.Do(func() { close(in.decided) })
+	f.ag.Step(from, h, payload)
 }
 
 // parkAgreeMsg keeps agreement messages for a communicator this process has
@@ -183,66 +54,22 @@ type parkedMsg struct {
 func (c *Comm) agreeOn(op string, v agree.Value) (agree.Value, agree.Set, error) {
 	w := c.w
 	f := w.ftOf(c)
-	f.mu.Lock()
-	if f.agree == nil {
-		f.agree = &agreeState{insts: make(map[uint64]*agreeInst)}
-	}
-	seq := f.agree.next
-	f.agree.next++
-	in, early := f.instanceLocked(w, seq)
-	f.mu.Unlock()
-	w.sendAgree(f, early)
+	seq := f.ag.Begin()
 	// Messages that arrived before this communicator was registered.
 	w.ft.mu.Lock()
 	parked := w.ft.parked[c.ctx]
 	delete(w.ft.parked, c.ctx)
 	w.ft.mu.Unlock()
 	for _, p := range parked {
-		w.stepAgree(f, p.from, p.h, p.payload)
+		f.ag.Step(p.from, p.h, p.payload)
 	}
-
-	var failed agree.Set
-	for _, p := range c.failedMembers() {
-		failed.Add(f.index[p])
+	// Finalized (stop; or, in process, killed and finalized by Run): a
+	// nonblocking agreement still running in the background ends.
+	val, contrib, ok := f.ag.Await(seq, v, c.failedMembers, w.abort, w.stop)
+	if !ok {
+		return agree.Value{}, agree.Set{}, w.abortedErr(op, c)
 	}
-	in.mu.Lock()
-	in.started = true
-	out := in.node.Start(v, failed)
-	decided := in.node.Decided()
-	in.mu.Unlock()
-	w.sendAgree(f, out)
-	if decided {
-		in.markDecided()
-	}
-	for {
-		sig := w.eng.FailureSignal()
-		// Failures that happened since the last look.
-		var msgs []agree.Msg
-		in.mu.Lock()
-		for _, p := range c.failedMembers() {
-			msgs = append(msgs, in.node.Failed(f.index[p])...)
-		}
-		done := in.node.Decided()
-		in.mu.Unlock()
-		w.sendAgree(f, msgs)
-		if done {
-			in.markDecided()
-		}
-		select {
-		case <-in.decided:
-			in.mu.Lock()
-			val, contrib, _ := in.node.Decision()
-			in.mu.Unlock()
-			return val, contrib, nil
-		case <-sig:
-		case <-w.abort:
-			return agree.Value{}, agree.Set{}, w.abortedErr(op, c)
-		case <-w.stop:
-			// Finalized (or, in process, killed and finalized by Run): a
-			// nonblocking agreement still running in the background ends.
-			return agree.Value{}, agree.Set{}, w.abortedErr(op, c)
-		}
-	}
+	return val, contrib, nil
 }
 
 // Agree performs a fault-tolerant agreement on flag over c

@@ -3,19 +3,12 @@ package mpi
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 
-	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
-)
-
-// Control frame types (transport.Header.Tag of p2p.KindControl frames).
-const (
-	ctlRevoke = 1 + iota // A = hops; Ctx = the revoked communicator's context
-	ctlAgree             // Ctx = communicator context, Seq = agreement instance
 )
 
 // ftWorld is the fault-tolerance state of one World: the order in which
@@ -59,10 +52,10 @@ type commFT struct {
 	mu      sync.Mutex
 	overlay []int       // sorted world ranks of all members (both groups of an intercommunicator)
 	index   map[int]int // world rank -> position in overlay
-	rb      *rbcast.Node[uint32]
-	acked   []int // world ranks whose failure was acknowledged, in acknowledgement order
+	acked   []int       // world ranks whose failure was acknowledged, in acknowledgement order
 
-	agree *agreeState // see agree.go
+	rv *ftdrive.Revocation // the broadcast of c's revocation
+	ag *ftdrive.Agreements // the agreement instances on c
 }
 
 // ftOf returns (creating it on first use) the fault-tolerance state of c.
@@ -84,17 +77,14 @@ func (w *World) ftOf(c *Comm) *commFT {
 	for i, p := range procs {
 		f.index[p] = i
 	}
-	rb, err := rbcast.New[uint32](rbcast.Config{N: len(procs), Self: f.index[w.rank]})
+	// Failures already known are known to the overlay too.
+	ov := ftdrive.NewOverlay(w.eng, w.outbox.push, c.ctx, w.rank, procs, f.index)
+	rv, err := ftdrive.NewRevocation(ov, w.ft.order, c.revokeLocal)
 	if err != nil {
 		panic(fmt.Sprintf("ftmpi: internal error: %v", err))
 	}
-	f.rb = rb
-	// Failures already known are known to the overlay too.
-	for _, p := range w.ft.order {
-		if i, ok := f.index[p]; ok {
-			rb.Failed(rbcast.ID{Rank: i})
-		}
-	}
+f.rv = rv
+	f.ag = ftdrive.NewAgreements(ov, w.failedOrder)
 	if w.ft.byCtx == nil {
 		w.ft.byCtx = make(map[uint32]*Comm)
 	}
@@ -127,9 +117,7 @@ func (w *World) forgetFT(c *Comm) {
 // onLost is the engine's lost-peer hook: it records the order of failures
 // and updates every communicator's broadcast overlay.
 func (w *World) onLost(peer int, cause error) {
-	if dt := w.det.Load(); dt != nil {
-		dt.failed(peer, 0)
-	}
+	w.fails.Lost(peer, 0)
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
 	w.recordFailureLocked(peer)
@@ -141,17 +129,7 @@ func (w *World) onLost(peer int, cause error) {
 	}
 	w.ft.mu.Unlock()
 	for _, f := range comms {
-		i, ok := f.index[peer]
-		if !ok {
-			continue
-		}
-		f.mu.Lock()
-		msgs := f.rb.Failed(rbcast.ID{Rank: i})
-		f.mu.Unlock()
-		if len(msgs) > 0 {
-			f := f
-			w.outbox.push(func() { w.sendRevokes(f, msgs) })
-		}
+		f.rv.Lost(peer)
 	}
 	// Every agreement instance learns of the failure (see agreeOnLost).
 	w.agreeOnLost(comms, peer)
@@ -247,13 +225,9 @@ func (c *Comm) Revoke() error {
 	if err := checkComm(c, op); err != nil {
 		return err
 	}
-	w := c.w
-	f := w.ftOf(c)
+	f := c.w.ftOf(c)
 	c.revokeLocal()
-	f.mu.Lock()
-	msgs, _ := f.rb.Broadcast(c.ctx)
-	f.mu.Unlock()
-	w.sendRevokes(f, msgs)
+	f.rv.Revoke()
 	return nil
 }
 
@@ -267,38 +241,7 @@ func (c *Comm) IsRevoked() bool {
 	return c != nil && c.w.eng.IsRevoked(c.ctx)
 }
 
-func (w *World) sendRevokes(f *commFT, msgs []rbcast.Msg[uint32]) {
-	for _, m := range msgs {
-		to := f.overlay[m.To]
-		h := transport.Header{Tag: ctlRevoke, Ctx: m.Item, A: uint64(m.Hops)}
-		// A failed send means the neighbour is gone; the broadcast's other
-		// paths (and its ring repair on the failure notice) cover it.
-		_ = w.eng.SendControl(to, h, nil)
-	}
-}
-
-// onControl dispatches control frames (called from transport goroutines:
-// never blocks).
-func (w *World) onControl(from int, h transport.Header, payload []byte) {
-	switch h.Tag {
-	case ctlRevoke:
-		w.onRevoke(from, h)
-	case ctlAgree:
-		w.onAgreeMsg(from, h, payload)
-	case ctlHeartbeat:
-		if dt := w.det.Load(); dt != nil {
-			dt.onHeartbeat(from, h)
-		}
-	case ctlFailNotice:
-		if dt := w.det.Load(); dt != nil {
-			dt.onNotice(from, h)
-		}
-	default:
-		fmt.Fprintf(os.Stderr, "ftmpi: rank %d: unknown control frame %d from rank %d\n", w.rank, h.Tag, from)
-	}
-}
-
-func (w *World) onRevoke(from int, h transport.Header) {
+func (w *World) onRevoke(from int, h transport.Header, _ []byte) {
 	ctx := h.Ctx
 	f := w.commFTByCtx(ctx)
 	if f == nil {
@@ -308,19 +251,7 @@ func (w *World) onRevoke(from int, h transport.Header) {
 		w.eng.Revoke(ctx, ctx+1)
 		return
 	}
-	fi, ok := f.index[from]
-	if !ok {
-		return
-	}
-	f.mu.Lock()
-	out, delivered := f.rb.Step(rbcast.Msg[uint32]{From: fi, To: f.index[w.rank], Item: ctx, Hops: int(h.A)})
-	f.mu.Unlock()
-	if len(delivered) > 0 {
-		f.c.revokeLocal()
-	}
-	if len(out) > 0 {
-		w.outbox.push(func() { w.sendRevokes(f, out) }) // never send from a transport callback
-	}
+	f.rv.OnRevoke(from, h)
 }
 
 // FailureAck acknowledges the failures of c's members known to this process

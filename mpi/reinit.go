@@ -3,12 +3,6 @@ package mpi
 import (
 	"context"
 	"fmt"
-	"os"
-	"sync"
-	"sync/atomic"
-
-	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/ft/detector"
 )
 
 // Global restart (seed 000, "Reinit"): when a process fails, ftmpirun
@@ -21,7 +15,8 @@ import (
 // exchanged through the launcher (the rejoin fence): nothing of an older
 // epoch, no connection, queued message or communicator, survives into the
 // next, so old messages can never be delivered in the new epoch. The
-// launcher connection (procState) is what lives across epochs.
+// launcher connection (the runtime's rte.Process) is what lives across
+// epochs.
 //
 // Go cannot longjmp out of arbitrary code. The rollback happens (a) at once
 // for a blocked MPI call, which returns into the error handler; (b) at the
@@ -86,125 +81,13 @@ func (r *Rollback) Error() string {
 	return fmt.Sprintf("mpi: rollback to MPI_Reinit (epoch %d ended: %s)", r.Epoch, r.Reason)
 }
 
-// procState is what a launched process keeps across Reinit epochs: the
-// launcher connection, the current epoch's World, and whether Reinit is
-// active.
-type procState struct {
-	info       boot.Info
-	client     *boot.Client
-	injectStop func()
-
-	curA atomic.Pointer[World] // the current epoch's World
-
-	mu       sync.Mutex
-	cur      *World // = curA, under mu
-	epoch    int    // newest epoch announced by the launcher
-	active   bool   // inside Reinit
-	running  int    // the epoch whose World the resilient function runs with
-	called   bool   // Reinit was called
-	lastNote string
-
-	finalized atomic.Bool
-	stopCh    chan struct{}
-	stopOnce  sync.Once
-	wg        sync.WaitGroup
-}
-
-func (p *procState) current() *World { return p.curA.Load() }
-
-func (p *procState) setCurrentLocked(w *World) {
-	p.cur = w
-	p.curA.Store(w)
-}
-
-func (p *procState) isActive() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.active
-}
-
-func (p *procState) latest() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.epoch
-}
-
-// close stops the launcher watcher and closes the launcher connection.
-func (p *procState) close() {
-	p.stopOnce.Do(func() {
-		if p.injectStop != nil {
-			p.injectStop()
-		}
-		close(p.stopCh)
-		p.client.Close()
-		p.wg.Wait()
-	})
-}
-
-// watchLauncher turns launcher notifications into state: a failed rank's
-// pending operations complete with ErrProcFailed; a Reinit epoch ends the
-// current World; a lost launcher ends the process (no orphans).
-func (p *procState) watchLauncher() {
-	defer p.wg.Done()
-	for {
-		select {
-		case ev, ok := <-p.client.Events():
-			if !ok {
-				return
-			}
-			switch ev.Kind {
-			case boot.EventFailed:
-				p.current().eng.FailPeer(ev.Rank, fmt.Errorf("rank %d failed: %s", ev.Rank, ev.Reason))
-			case boot.EventReinit:
-				p.onReinit(ev)
-			}
-		case <-p.client.Lost():
-			if p.finalized.Load() {
-				return
-			}
-			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: lost contact with ftmpirun; exiting\n", p.info.Rank)
-			os.Exit(1)
-		case <-p.stopCh:
-			return
-		}
-	}
-}
-
-// onReinit handles the launcher's announcement of a new epoch: the
-// current World's epoch ends at once (blocked calls return, the resilient
-// function's context is cancelled).
-func (p *procState) onReinit(ev boot.Event) {
-	reason := fmt.Sprintf("rank %d failed (%s)", ev.Rank, ev.Reason)
-	if ev.Rank < 0 {
-		reason = ev.Reason
-	}
-	p.advance(ev.Epoch, reason)
-}
-
-// advance records that the launcher is at epoch (learnt from an event or a
-// reply) and ends the current World if it belongs to an older one.
-func (p *procState) advance(epoch int, reason string) {
-	p.mu.Lock()
-	if epoch <= p.epoch {
-		p.mu.Unlock()
-		return
-	}
-	p.epoch = epoch
-	p.lastNote = reason
-	cur := p.cur
-	p.mu.Unlock()
-	cur.endEpoch(reason)
-}
-
 // endReason describes why this World's epoch ended.
 func (w *World) endReason() string {
 	reason := "a process failed"
 	if w.proc != nil {
-		w.proc.mu.Lock()
-		if w.proc.lastNote != "" {
-			reason = w.proc.lastNote
+		if note := w.proc.LastNote(); note != "" {
+			reason = note
 		}
-		w.proc.mu.Unlock()
 	}
 	return fmt.Sprintf("rolled back by MPI_Reinit: %s; epoch %d is over", reason, w.epoch)
 }
@@ -227,35 +110,18 @@ func (w *World) endEpoch(reason string) {
 	w.release()
 }
 
-// peersJoined tells a new epoch's detector the incarnation of every peer
-// (respawned ranks have a newer one).
-func (w *World) peersJoined(eps []boot.Endpoint) {
-	dt := w.det.Load()
-	if dt == nil {
-		return
-	}
-	for r, ep := range eps {
-		if ep.Inc > 0 && r != w.rank {
-			dt.mu.Lock()
-			msgs := dt.d.Joined(dt.now(), detector.ID{Rank: r, Inc: ep.Inc})
-			dt.mu.Unlock()
-			dt.sendHeartbeats(msgs)
-		}
-	}
-}
-
 // reinitHandle is the error handling of ErrorsReinitAsync and
 // ErrorsReinitSync.
 func (c *Comm) reinitHandle(h *Errhandler, err error) error {
 	w := c.w
 	p := w.proc
-	if p == nil || !p.isActive() {
+	if p == nil || !p.Active() {
 		// Seed 000, 1.4.2: without an active rollback location, as
 		// MPI_ERRORS_ARE_FATAL.
 		w.fatal(err)
 		return err
 	}
-	if h == ErrorsReinitSync || w.epoch != p.runningEpoch() {
+	if h == ErrorsReinitSync || w.epoch != p.Running() {
 		// Sync: seed 000, 1.4.2, as MPI_ERRORS_RETURN until TestFailure.
 		// A communicator of an older epoch used in a newer one: its
 		// error (the epoch is over) is returned, not a second rollback.
@@ -278,7 +144,7 @@ func isFailure(err error) bool {
 // announces the new epoch, or tears the job down). It reports true once
 // the epoch ended.
 func (w *World) awaitEpochEnd() bool {
-	if w.proc == nil || !w.proc.info.Reinit {
+	if w.proc == nil || !w.proc.Info().Reinit {
 		return false
 	}
 	<-w.abort
@@ -290,13 +156,13 @@ func (w *World) awaitEpochEnd() bool {
 // then it does not return. Otherwise it returns nil at once.
 func TestFailure(w *World) error {
 	p := w.proc
-	if p == nil || w.world.errh.Load() != ErrorsReinitSync || !p.isActive() {
+	if p == nil || w.world.errh.Load() != ErrorsReinitSync || !p.Active() {
 		return nil
 	}
-	if w.epoch != p.runningEpoch() {
+	if w.epoch != p.Running() {
 		return nil
 	}
-	if w.ended.Load() || p.latest() > w.epoch || (w.eng.LostCount() > 0 && w.awaitEpochEnd()) {
+	if w.ended.Load() || p.Latest() > w.epoch || (w.eng.LostCount() > 0 && w.awaitEpochEnd()) {
 		panic(&Rollback{Epoch: w.epoch, Reason: w.endReason()})
 	}
 	return nil
@@ -331,100 +197,73 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	if p == nil { // a singleton: nothing can fail but itself
 		return fn(context.Background(), w, ReinitNew)
 	}
-	p.mu.Lock()
-	if p.called {
-		p.mu.Unlock()
-		return newErr(ErrOther, op, nil, NoPeer, "called more than once (seed 000, 1.3: at most one call)")
+	if err := p.BeginReinit(w); err != nil {
+		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
-	if p.cur != w {
-		p.mu.Unlock()
-		return newErr(ErrOther, op, nil, NoPeer, "called with a World of an ended epoch")
-	}
-	p.called = true
-	p.active = true
-	p.mu.Unlock()
-	epoch, err := p.client.ReinitActive(true)
+	epoch, err := p.Client().ReinitActive(true)
 	if err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
-	p.advance(epoch, "a rank failed before MPI_Reinit")
+	p.Advance(epoch, "a rank failed before MPI_Reinit")
 	state := ReinitNew
-	if p.info.Incarnation > 0 {
+	if p.Info().Incarnation > 0 {
 		state = ReinitRestarted
 	}
 	cur := w
 	for {
-		if cur.ended.Load() || p.latest() > cur.epoch {
+		if cur.ended.Load() || p.Latest() > cur.epoch {
 			// A failure happened before this process ran fn (or while it
 			// rolled back): join the newest epoch first.
-			next, err := p.rollForward(cur)
+			next, err := rollForward(p, cur)
 			if err != nil {
-				p.setActive(false)
+				p.SetActive(false)
 				return newErr(ErrOther, op, nil, NoPeer, "rolling back: %v", err)
 			}
 			cur = next
 		}
-		p.mu.Lock()
-		p.running = cur.epoch
-		p.mu.Unlock()
+		p.SetRunning(cur.epoch)
 		rolled, err := runResilient(fn, cur, state)
 		if !rolled && !cur.ended.Load() {
-			epoch, lerr := p.client.ReinitActive(false)
+			epoch, lerr := p.Client().ReinitActive(false)
 			if lerr != nil {
-				p.setActive(false)
+				p.SetActive(false)
 				return newErr(ErrOther, op, nil, NoPeer, "%v", lerr)
 			}
 			if epoch == cur.epoch {
-				p.setActive(false)
+				p.SetActive(false)
 				return err
 			}
 			// A newer epoch began as fn returned: roll back with the others.
-			p.advance(epoch, "a rank failed as MPI_Reinit was returning")
+			p.Advance(epoch, "a rank failed as MPI_Reinit was returning")
 		}
 		state = ReinitReinited
-		next, rerr := p.rollForward(cur)
+		next, rerr := rollForward(p, cur)
 		if rerr != nil {
-			p.setActive(false)
+			p.SetActive(false)
 			return newErr(ErrOther, op, nil, NoPeer, "rolling back: %v", rerr)
 		}
 		cur = next
 	}
 }
 
-func (p *procState) runningEpoch() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.running
-}
-
-func (p *procState) setActive(on bool) {
-	p.mu.Lock()
-	p.active = on
-	p.mu.Unlock()
-}
-
 // rollForward ends old's epoch (if the announcement has not done so yet)
 // and builds the World of the newest epoch, with CommWorld's and
 // CommSelf's error handlers carried over.
-func (p *procState) rollForward(old *World) (*World, error) {
+func rollForward(p *process, old *World) (*World, error) {
 	if !old.ended.Load() {
 		// Reached when the launcher's announcement is still on its way:
 		// it ends old.
 		<-old.abort
 	}
 	for {
-		target := p.latest()
-		w, err := p.openEpoch(target)
+		target := p.Latest()
+		w, err := openEpoch(p, target, old.cfg)
 		if err != nil {
 			return nil, err
 		}
 		w.world.errh.Store(old.world.errh.Load())
 		w.self.errh.Store(old.self.errh.Load())
-		p.mu.Lock()
-		p.setCurrentLocked(w)
-		newer := p.epoch > w.epoch
-		p.mu.Unlock()
-		if !newer {
+		if newer := p.Install(w, w.epoch); !newer {
 			return w, nil
 		}
 		w.endEpoch("a newer epoch began during the rollback")

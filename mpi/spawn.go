@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/transport/sock"
 )
 
 // ErrSpawn is MPI_ERR_SPAWN: the processes could not be spawned (a
@@ -23,9 +22,8 @@ var ErrSpawn = &Class{"MPI_ERR_SPAWN: could not spawn processes", 50}
 
 // spawnState is a World's bookkeeping for Spawn.
 type spawnState struct {
-	mu    sync.Mutex
-	seq   map[string]uint64 // per parent group: spawn calls so far
-	peers []sock.Peer       // every process id's address, as given to the transport
+	mu  sync.Mutex
+	seq map[string]uint64 // per parent group: spawn calls so far
 }
 
 // Spawn starts maxprocs new processes running command with args and
@@ -71,7 +69,7 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 	if perr != nil {
 		req.Error = perr.Error()
 	}
-	eps, err := p.client.Spawn(req)
+	eps, err := p.Client().Spawn(req)
 	if err != nil {
 		if perr == nil {
 			w.ctxTable().release(pairs...)
@@ -91,7 +89,7 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 	for i, ep := range eps {
 		children[i] = ep.Rank
 	}
-	w.addPeers(eps)
+	w.net.AddPeers(eps)
 	return newInter(c, fmt.Sprintf("spawn(%s)", shortName(c)), pairs, procs, children, c.rank), nil
 }
 
@@ -119,32 +117,6 @@ func (w *World) nextSpawn(ctx uint32, procs []int) uint64 {
 	}
 	w.spawn.seq[k]++
 	return w.spawn.seq[k]
-}
-
-// setPeers records the address of every process id known at start.
-func (w *World) setPeers(peers []sock.Peer) {
-	w.spawn.mu.Lock()
-	w.spawn.peers = peers
-	w.spawn.mu.Unlock()
-}
-
-// addPeers makes new processes reachable.
-func (w *World) addPeers(eps []boot.Endpoint) {
-	st, ok := w.tr.(interface{ SetPeers([]sock.Peer) })
-	if !ok {
-		return
-	}
-	w.spawn.mu.Lock()
-	defer w.spawn.mu.Unlock()
-	peers := w.spawn.peers
-	for _, ep := range eps {
-		for len(peers) <= ep.Rank {
-			peers = append(peers, sock.Peer{})
-		}
-		peers[ep.Rank] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
-	}
-	w.spawn.peers = peers
-	st.SetPeers(append([]sock.Peer(nil), peers...))
 }
 
 // joinParent builds a spawned World's intercommunicator to its parents.

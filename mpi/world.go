@@ -13,6 +13,14 @@
 // class (errors.Is(err, mpi.ErrTruncate)); a communicator's error handler
 // decides whether they are returned or abort the job.
 //
+// A process started by ftmpirun runs on the rank runtime of internal/rte
+// (launcher connection, Reinit epochs, sockets, fault injection) and its
+// fault-tolerance drivers (internal/rte/ftdrive: detector, failure
+// notices, revocation and agreement protocols); this package holds the
+// API, the per-communicator state and the construction of Worlds. Config
+// gathers the settings (DefaultConfig, InitConfig, RunConfig; FTMPI_*
+// environment variables are read in one place, Config.ApplyEnv).
+//
 // The package must not hold process-global state: several Worlds live in
 // one process under Run.
 package mpi
@@ -22,18 +30,17 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte"
+	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
-	"github.com/ftmpi/ftmpi/internal/transport/sock"
 )
 
 // World is one rank's MPI instance: what MPI_Init creates and
@@ -44,8 +51,9 @@ type World struct {
 	eng        *p2p.Engine
 	tr         transport.Transport
 	client     *boot.Client
-	run        *runState // non-nil under Run
-	mode       string    // "inproc", "singleton", "unix", "tcp", "auto"
+	run        *rte.Job // non-nil under Run
+	mode       string   // "inproc", "singleton", "unix", "tcp", "auto"
+	cfg        Config   // validated
 
 	world, self *Comm
 
@@ -58,7 +66,8 @@ type World struct {
 	stop      chan struct{} // closed by Finalize: stops the event watcher
 	bg        sync.WaitGroup
 
-	proc     *procState  // the launched process this World belongs to (reinit.go); nil under Run and for a singleton
+	proc     *process    // the launched process this World belongs to; nil under Run and for a singleton
+	net      *rte.Net    // the sockets of this epoch of a launched process; nil under Run and for a singleton
 	epoch    int         // Reinit epoch of this World (0: the first)
 	peerInc  []int       // incarnation of each rank's process in this epoch
 	spawn    spawnState  // Spawn bookkeeping (spawn.go)
@@ -68,53 +77,84 @@ type World struct {
 	reinitMu sync.Mutex
 	cancel   func() // cancels the resilient function's context of this epoch
 
-	ft     ftWorld                   // fault-tolerance state (ft.go)
-	det    atomic.Pointer[detection] // heartbeat detector and failure-notice broadcast (detect.go); nil under Run
-	outbox outbox                    // sends requested from transport callbacks
+	ft     ftWorld           // fault-tolerance state (ft.go)
+	ctl    ctl.Table         // the handlers of control frames
+	fails  *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
+	outbox outbox            // sends requested from transport callbacks
 }
 
-// Init initialises MPI for this process (MPI_Init). Under ftmpirun the rank
-// learns its rank, size and peers from the launcher; otherwise the program
-// is a singleton of size 1. Errors are returned, never fatal (seed 003,
+// Init initialises MPI for this process (MPI_Init) with DefaultConfig and
+// the FTMPI_* environment variables applied over it: InitConfig(DefaultConfig()).
+func Init() (*World, error) { return InitConfig(DefaultConfig()) }
+
+// InitConfig initialises MPI for this process (MPI_Init) with cfg, over
+// which the FTMPI_* environment variables are applied (Config.ApplyEnv).
+// Under ftmpirun the rank learns its rank, size and peers from the
+// launcher; otherwise the program is a singleton of size 1. Errors, an
+// invalid Config among them, are returned, never fatal (seed 003,
 // 17.5.2).
-func Init() (*World, error) {
+func InitConfig(cfg Config) (*World, error) {
+	cfg, err := envConfig(cfg)
+	if err != nil {
+		return nil, newErr(ErrArg, "MPI_Init", nil, NoPeer, "%v", err)
+	}
 	info, ok, err := boot.FromEnv()
 	if err != nil {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
 	}
 	if !ok {
-		return newSingleton(), nil
+		return newSingleton(cfg), nil
 	}
-	w, err := initProcess(info)
+	if info.Transport != "" {
+		cfg.Transport = info.Transport // the job's choice (boot validated it)
+	}
+	w, err := initProcess(info, cfg)
 	if err != nil {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
 	}
 	return w, nil
 }
 
-func newSingleton() *World {
+// engineConfig is the engine's part of cfg for process id self.
+func engineConfig(self int, cfg Config) p2p.Config {
+	return p2p.Config{Self: self, EagerLimit: cfg.EagerLimit, Spin: cfg.WaitSpin}
+}
+
+func newSingleton(cfg Config) *World {
 	fab := inproc.NewFabric(1)
-	eng := p2p.New(p2p.Config{Self: 0})
+	eng := p2p.New(engineConfig(0, cfg))
 	w := newWorld(0, 1, eng, fab.Attach(0, eng), "singleton")
+	w.cfg = cfg
 	w.abort = make(chan struct{})
 	w.abortOnce = new(sync.Once)
 	return w
 }
 
 func newWorld(rank, size int, eng *p2p.Engine, tr transport.Transport, mode string) *World {
-	return newWorldIn(rank, size, nil, rank, eng, tr, mode)
+	return newWorldIn(rank, size, nil, rank, eng, tr, mode, nil, nil)
 }
 
 // newWorldIn builds the World of process proc among process ids
 // 0..universe-1 (the engine's address space); CommWorld is the processes
 // members (nil: all of them, in order), proc being its rank wrank. Only
 // spawned worlds have members: their process ids follow the parents'.
-func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string) *World {
+// client is the launcher connection (nil under Run and for a singleton),
+// peerInc the incarnation of each process in this epoch (nil: all 0).
+func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int) *World {
 	eng.SetTransport(tr)
-	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{})}
+	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{}), client: client, peerInc: peerInc}
+	w.outbox.start()
+	env := ftdrive.Env{Eng: eng, Self: proc, N: universe, PeerInc: peerInc, Defer: w.outbox.push, Stop: w.stop, WG: &w.bg}
+	if client != nil {
+		env.Confirm = client.SuspectIncarnation
+	}
+	w.fails = ftdrive.New(env)
+	w.ctl.MustRegister(ctl.Revoke, w.onRevoke)
+	w.ctl.MustRegister(ctl.Agree, w.onAgreeMsg)
+	w.ctl.MustRegister(ctl.Heartbeat, w.fails.OnHeartbeat)
+	w.ctl.MustRegister(ctl.FailNotice, w.fails.OnNotice)
 	eng.SetControlHandler(w.onControl)
 	eng.SetLostHook(w.onLost)
-	w.outbox.start()
 	wsize := universe
 	if members != nil {
 		wsize = len(members)
@@ -128,184 +168,100 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	return w
 }
 
-// readerSpin is how long a socket reader spins before parking: a short spin
-// buys latency when every rank has a core, and costs throughput when ranks
-// are oversubscribed, so it is off then. FTMPI_SPIN overrides it.
-func readerSpin(ranksOnHost int) time.Duration {
-	if s := os.Getenv("FTMPI_SPIN"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil {
-			return d
-		}
+// onControl dispatches control frames through the World's table (called
+// from transport goroutines: never blocks). A frame of an unknown type is
+// dropped with a message: it comes from a peer of another version, or
+// from something that is not a peer.
+func (w *World) onControl(from int, h transport.Header, payload []byte) {
+	if err := w.ctl.Dispatch(from, h, payload); err != nil {
+		fmt.Fprintf(os.Stderr, "ftmpi: rank %d: %v\n", w.rank, err)
 	}
-	if ranksOnHost <= runtime.NumCPU() {
-		return 50 * time.Microsecond
-	}
-	return 0
 }
 
-// readerYield reports whether spinning readers yield the processor to other
-// processes (FTMPI_SPIN_YIELD=1), for hosts with more ranks than cores.
-func readerYield() bool { return os.Getenv("FTMPI_SPIN_YIELD") == "1" }
+// netConfig is the communication part of cfg, for the runtime.
+func (cfg Config) netConfig() rte.NetConfig {
+	return rte.NetConfig{
+		Transport: cfg.Transport, EagerLimit: cfg.EagerLimit, WaitSpin: cfg.WaitSpin,
+		ReaderSpin: cfg.ReaderSpin, SpinYield: cfg.SpinYield, ConnectTimeout: cfg.ConnectTimeout,
+	}
+}
 
-func initProcess(info boot.Info) (*World, error) {
-	mode := sock.Mode(info.Transport)
-	switch mode {
-	case "", sock.ModeAuto, sock.ModeUnix, sock.ModeTCP:
-	default:
-		return nil, fmt.Errorf("%s=%q: want auto, unix or tcp", boot.EnvTransport, info.Transport)
-	}
-	client, err := boot.Connect(info)
+// process is the runtime of a launched process, whose epochs' Worlds are
+// Worlds.
+type process = rte.Process[World]
+
+func initProcess(info boot.Info, cfg Config) (*World, error) {
+	p, err := rte.Connect(info, rte.Hooks[World]{
+		FailPeer: func(w *World, rank int, cause error) { w.eng.FailPeer(rank, cause) },
+		EndEpoch: (*World).endEpoch,
+	})
 	if err != nil {
 		return nil, err
 	}
-	p := &procState{info: info, client: client, stopCh: make(chan struct{}), epoch: info.Epoch}
-	w, err := p.openEpoch(info.Epoch)
+	w, err := openEpoch(p, info.Epoch, cfg)
 	if err != nil {
-		client.Close()
+		p.Client().Close()
 		return nil, err
 	}
-	p.setCurrentLocked(w) // nobody else knows p yet
-	p.wg.Add(1)
-	go p.watchLauncher()
-	if spec := os.Getenv("FTMPI_INJECT"); spec != "" && info.Incarnation == 0 && info.ParentProcs == nil {
-		stop, err := inject.Self(info.Rank, info.Size, spec)
-		if err != nil {
-			w.Finalize()
-			return nil, err
-		}
-		p.injectStop = stop
+	p.Start(w)
+	if err := p.Arm(cfg.FaultInjection); err != nil {
+		w.Finalize()
+		return nil, err
 	}
 	return w, nil
 }
 
 // openEpoch builds this process's World for a Reinit epoch (0: the first
-// start): a fresh engine and transport listening on a fresh address,
-// exchanged with every rank through the launcher. Nothing of an older
-// epoch (connections, queued messages, communicators) survives into it, so
-// a message of an old epoch can never be delivered in a new one. If a
-// newer epoch starts meanwhile (another failure), it joins that one.
-func (p *procState) openEpoch(epoch int) (*World, error) {
-	info := p.info
-	for {
-		eng := p2p.New(p2p.Config{Self: info.Proc})
-		mode := sock.Mode(info.Transport)
-		spin := &atomicDuration{}
-		name := "r" + strconv.Itoa(info.Proc) + "." + strconv.Itoa(info.Incarnation)
-		if epoch > 0 {
-			name += ".e" + strconv.Itoa(epoch)
-		}
-		tr, err := sock.Listen(sock.Config{
-			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
-			Handler: eng, SpinFn: spin.Load, Yield: readerYield(),
-		})
-		if err != nil {
-			return nil, err
-		}
-		self := tr.Self()
-		addrs := map[string]string{}
-		if self.Unix != "" {
-			addrs["unix"] = self.Unix
-		}
-		if self.TCP != "" {
-			addrs["tcp"] = self.TCP
-		}
-		ep := boot.Endpoint{Rank: info.Proc, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
-		var eps []boot.Endpoint
-		var deadAtStart []int
-		if epoch == 0 {
-			eps, err = p.client.Exchange(ep)
-			// Ranks that died before publishing their endpoint are failures
-			// like any other: the job starts without them (a fault-tolerant
-			// program goes on; the default error handler aborts at the first
-			// operation with them).
-			var fe *boot.FailedError
-			if errors.As(err, &fe) {
-				deadAtStart, err = fe.Ranks, nil
-			}
-		} else {
-			eps, err = p.client.Rejoin(epoch, ep)
-			var se *boot.SupersededError
-			if errors.As(err, &se) {
-				tr.Close()
-				eng.Close()
-				epoch = se.Epoch
-				continue
-			}
-		}
-		if err != nil {
-			tr.Close()
-			eng.Close()
-			return nil, err
-		}
-		peers := make([]sock.Peer, len(eps))
-		onHost := 0
-		for i, ep := range eps {
-			peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
-			if ep.Host == info.Host {
-				onHost++
-			}
-		}
-		spin.Store(readerSpin(onHost))
-		tr.SetPeers(peers)
-		if mode == "" || mode == sock.ModeAuto {
-			mode = sock.ModeAuto
-			if onHost == len(eps) {
-				mode = sock.ModeUnix // every peer is local: auto means Unix sockets
-			}
-		}
-		var members []int
-		if info.Proc != info.Rank || info.Universe != info.Size {
-			base := info.Proc - info.Rank
-			for i := range info.Size {
-				members = append(members, base+i)
-			}
-		}
-		w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, tr, string(mode))
-		w.client = p.client
-		w.proc = p
-		w.setPeers(peers)
-		w.peerInc = make([]int, len(eps))
-		for i, ep := range eps {
-			w.peerInc[i] = ep.Inc
-		}
-		w.epoch = epoch
-		w.abort = make(chan struct{})
-		w.abortOnce = new(sync.Once)
-		// A broken connection is a suspicion: the launcher confirms it (the
-		// process is dead, or it kills it) before this rank declares it failed.
-		eng.SetSuspectHook(func(peer int, cause error) {
-			if !eng.IsLost(peer) && !w.finalized.Load() && !w.ended.Load() {
-				w.declareFailed(peer, 0, fmt.Sprintf("connection broken: %v", cause))
-			}
-		})
-		for _, r := range deadAtStart {
-			eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
-		}
-		if info.ParentProcs != nil {
-			if err := w.joinParent(info.ParentPairs, info.ParentProcs); err != nil {
-				w.release()
-				return nil, err
-			}
-		}
-		if info.Size > 1 {
-			cfg, on, err := detectorConfig(info.Proc, info.Universe, info.Incarnation)
-			if err == nil && on {
-				err = w.startDetection(cfg)
-			}
-			if err != nil {
-				w.release()
-				return nil, err
-			}
-			w.peersJoined(eps)
-		}
-		return w, nil
+// start) around the communication the runtime opened for it
+// (rte.Process.OpenEpoch: nothing of an older epoch survives into it). If
+// a newer epoch starts meanwhile (another failure), it joins that one.
+func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
+	info := p.Info()
+	net, err := p.OpenEpoch(epoch, cfg.netConfig())
+	if err != nil {
+		return nil, err
 	}
+	var members []int
+	if info.Proc != info.Rank || info.Universe != info.Size {
+		base := info.Proc - info.Rank
+		for i := range info.Size {
+			members = append(members, base+i)
+		}
+	}
+	eng := net.Eng
+	w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc)
+	w.cfg = cfg
+	w.proc = p
+	w.net = net
+	w.epoch = net.Epoch
+	w.abort = make(chan struct{})
+	w.abortOnce = new(sync.Once)
+	// A broken connection is a suspicion: the launcher confirms it (the
+	// process is dead, or it kills it) before this rank declares it failed.
+	eng.SetSuspectHook(func(peer int, cause error) {
+		if !eng.IsLost(peer) && !w.finalized.Load() && !w.ended.Load() {
+			w.fails.Declare(peer, 0, fmt.Sprintf("connection broken: %v", cause))
+		}
+	})
+	for _, r := range net.Dead {
+		eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
+	}
+	if info.ParentProcs != nil {
+		if err := w.joinParent(info.ParentPairs, info.ParentProcs); err != nil {
+			w.release()
+			return nil, err
+		}
+	}
+	if info.Size > 1 && cfg.Detector {
+		dc := detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)
+		if err := w.fails.StartDetector(dc, w.world.memberWorldRanks(), w.failedOrder(), w.epoch == 0); err != nil {
+			w.release()
+			return nil, err
+		}
+		w.fails.Joined(net.PeerInc)
+	}
+	return w, nil
 }
-
-type atomicDuration struct{ v atomic.Int64 }
-
-func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load()) }
-func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }
 
 // Rank is this process's rank in CommWorld.
 func (w *World) Rank() int { return w.world.rank }
@@ -317,7 +273,7 @@ func (w *World) Size() int { return w.world.size }
 // new epoch's, whichever World of the process it is asked of.
 func (w *World) CommWorld() *Comm {
 	if w.proc != nil {
-		if cur := w.proc.current(); cur != w && cur != nil {
+		if cur := w.proc.Current(); cur != w && cur != nil {
 			return cur.world
 		}
 	}
@@ -328,7 +284,7 @@ func (w *World) CommWorld() *Comm {
 // rollback).
 func (w *World) CommSelf() *Comm {
 	if w.proc != nil {
-		if cur := w.proc.current(); cur != w && cur != nil {
+		if cur := w.proc.Current(); cur != w && cur != nil {
 			return cur.self
 		}
 	}
@@ -352,10 +308,10 @@ func (w *World) Finalized() bool { return w.finalized.Load() }
 // no-op.
 func (w *World) Finalize() error {
 	if p := w.proc; p != nil {
-		if p.isActive() {
+		if p.Active() {
 			return newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "called inside MPI_Reinit: call it after Reinit returns (seed 000, 1.3)")
 		}
-		if cur := p.current(); cur != w {
+		if cur := p.Current(); cur != w {
 			// A World of an ended Reinit epoch: finalize the current one.
 			w.finalized.Store(true)
 			return cur.Finalize()
@@ -367,17 +323,17 @@ func (w *World) Finalize() error {
 		case w.killed.Load():
 			// A killed rank takes no part in the fence.
 		case w.run != nil:
-			err = w.run.fence(w)
+			err = w.run.Fence()
 		case w.client != nil:
 			err = w.client.Finalize()
 		}
 		w.finalized.Store(true)
 		if w.proc != nil {
-			w.proc.finalized.Store(true)
+			w.proc.Finalizing()
 		}
 		w.release()
 		if w.proc != nil {
-			w.proc.close()
+			w.proc.Close()
 		}
 		if err != nil {
 			w.finErr = newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "%v", err)
@@ -408,7 +364,7 @@ func (w *World) release() {
 // *AbortError. It does not return.
 func (w *World) Abort(code int) {
 	if w.run != nil {
-		w.run.abortJob(w.rank, code)
+		w.run.Abort(w.rank, code)
 		runtime.Goexit()
 	}
 	if w.client != nil {
@@ -428,8 +384,8 @@ func (w *World) Kill() {
 		select {}
 	}
 	if !w.killed.Swap(true) {
-		w.run.fab.Kill(w.rank, errors.New("killed by fault injection"))
-		w.run.dead(w)
+		w.run.Fab.Kill(w.rank, errors.New("killed by fault injection"))
+		w.run.Dead()
 		w.eng.Close()
 	}
 	runtime.Goexit()
@@ -456,71 +412,34 @@ func (e *AbortError) Error() string {
 	return fmt.Sprintf("mpi: rank %d aborted the job with code %d", e.Rank, e.Code)
 }
 
-// runState is the shared state of an in-process job started by Run.
-type runState struct {
-	n         int
-	fab       *inproc.Fabric
-	abortCh   chan struct{}
-	abortOnce sync.Once
-	abortErr  *AbortError
-
-	mu      sync.Mutex
-	arrived int
-	allIn   chan struct{}
-}
-
-func (rs *runState) abortJob(rank, code int) {
-	rs.abortOnce.Do(func() {
-		rs.abortErr = &AbortError{Rank: rank, Code: code}
-		close(rs.abortCh)
-	})
-}
-
-// dead counts a killed rank as arrived at the Finalize fence.
-func (rs *runState) dead(w *World) {
-	rs.mu.Lock()
-	rs.arrived++
-	if rs.arrived == rs.n {
-		close(rs.allIn)
-	}
-	rs.mu.Unlock()
-}
-
-// fence is the in-process Finalize barrier.
-func (rs *runState) fence(w *World) error {
-	rs.mu.Lock()
-	rs.arrived++
-	if rs.arrived == rs.n {
-		close(rs.allIn)
-	}
-	rs.mu.Unlock()
-	select {
-	case <-rs.allIn:
-		return nil
-	case <-rs.abortCh:
-		return errors.New("job aborted")
-	}
-}
-
 // Run runs fn as n ranks, each a goroutine with its own World, connected by
-// an in-memory transport with the same semantics as the socket transports.
-// A rank whose fn returns nil is finalized automatically. If any rank
-// returns an error, panics, or aborts, the job is torn down: every other
-// rank's pending and later MPI calls fail, and Run returns the errors
-// (an *AbortError for an abort).
-func Run(n int, fn func(w *World) error) error {
+// an in-memory transport with the same semantics as the socket transports:
+// RunConfig(n, DefaultConfig(), fn).
+func Run(n int, fn func(w *World) error) error { return RunConfig(n, DefaultConfig(), fn) }
+
+// RunConfig runs fn as n ranks, each a goroutine with its own World
+// configured by cfg (taken as given: the environment is not read),
+// connected by an in-memory transport with the same semantics as the
+// socket transports. A rank whose fn returns nil is finalized
+// automatically. If any rank returns an error, panics, or aborts, the job
+// is torn down: every other rank's pending and later MPI calls fail, and
+// RunConfig returns the errors (an *AbortError for an abort).
+func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 	if n < 1 {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "need at least 1 rank, got %d", n)
 	}
-	fab := inproc.NewFabric(n)
-	rs := &runState{n: n, fab: fab, abortCh: make(chan struct{}), allIn: make(chan struct{})}
+	if err := cfg.Validate(); err != nil {
+		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "%v", err)
+	}
+	rs := rte.NewJob(n)
 	worlds := make([]*World, n)
 	for i := range worlds {
-		eng := p2p.New(p2p.Config{Self: i})
-		w := newWorld(i, n, eng, fab.Attach(i, eng), "inproc")
+		eng := p2p.New(engineConfig(i, cfg))
+		w := newWorld(i, n, eng, rs.Fab.Attach(i, eng), "inproc")
+		w.cfg = cfg
 		w.run = rs
-		w.abort = rs.abortCh
-		w.abortOnce = &rs.abortOnce
+		w.abort = rs.AbortCh()
+		w.abortOnce = rs.AbortOnce()
 		worlds[i] = w
 	}
 	errs := make([]error, n)
@@ -532,7 +451,7 @@ func Run(n int, fn func(w *World) error) error {
 			defer func() {
 				if p := recover(); p != nil {
 					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
-					rs.abortJob(i, 1)
+					rs.Abort(i, 1)
 				} else if !returned && errs[i] == nil {
 					// runtime.Goexit from Abort: the abort error is reported by Run.
 				}
@@ -543,7 +462,7 @@ func Run(n int, fn func(w *World) error) error {
 			returned = true
 			if err != nil {
 				errs[i] = fmt.Errorf("rank %d: %w", i, err)
-				rs.abortJob(i, 1)
+				rs.Abort(i, 1)
 			}
 		}()
 	}
@@ -554,8 +473,8 @@ func Run(n int, fn func(w *World) error) error {
 			all = append(all, e)
 		}
 	}
-	if rs.abortErr != nil && len(all) == 0 {
-		return rs.abortErr
+	if rank, code, ok := rs.Aborted(); ok && len(all) == 0 {
+		return &AbortError{Rank: rank, Code: code}
 	}
 	return errors.Join(all...)
 }

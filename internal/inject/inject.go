@@ -402,12 +402,13 @@ func chaosPlan(s Spec, n int) []Event {
 }
 
 // Self executes, in the calling process, the events of the plan of specs
-// (a string in the grammar above, usually os.Getenv(EnvVar)) that target
-// rank in a job of size ranks: at each event's time, measured from the
-// call, the process sends SIGKILL or SIGSTOP to itself. It is meant for
-// ranks started by a launcher other than ftmpirun (srun, hydra): every
-// rank computes the same plan and executes its own share. (ftmpirun
-// injects faults itself and does not pass FTMPI_INJECT to its ranks.)
+// (a string in the grammar above: mpi.Config.FaultInjection, which EnvVar
+// sets) that target rank in a job of size ranks: at each event's time,
+// measured from the call, the process sends SIGKILL or SIGSTOP to itself.
+// It is meant for ranks started by a launcher other than ftmpirun (srun,
+// hydra): every rank computes the same plan and executes its own share.
+// (ftmpirun injects faults itself and does not pass FTMPI_INJECT to its
+// ranks.)
 //
 // stop cancels the events not yet executed and returns once the timer
 // goroutine has ended; it may be called more than once. A malformed spec

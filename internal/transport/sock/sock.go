@@ -61,6 +61,9 @@ type Config struct {
 	Yield   bool
 	Handler transport.Handler
 	Name    string // socket file name stem (default "r<Self>")
+	// ConnectTimeout bounds setting up a connection to a peer (dial and
+	// handshake); 0 means 30 s.
+	ConnectTimeout time.Duration
 }
 
 const (
@@ -125,6 +128,9 @@ func Listen(cfg Config) (*Transport, error) {
 	}
 	if cfg.Name == "" {
 		cfg.Name = "r" + strconv.Itoa(cfg.Self)
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = connectTimeout
 	}
 	t := &Transport{cfg: cfg, sendTo: make(map[int]*peerState), conns: make(map[*conn]struct{})}
 	if cfg.Mode != ModeTCP && cfg.Dir != "" {
@@ -398,7 +404,7 @@ func (s *spinReader) Read(p []byte) (int, error) {
 
 // sendConn returns the connection to send to peer on, locked for writing.
 func (t *Transport) sendConn(to int) (*conn, error) {
-	deadline := time.Now().Add(connectTimeout)
+	deadline := time.Now().Add(t.cfg.ConnectTimeout)
 	for {
 		t.mu.Lock()
 		if t.closed {
@@ -422,7 +428,7 @@ func (t *Transport) sendConn(to int) (*conn, error) {
 			select {
 			case <-ready:
 			case <-time.After(time.Until(deadline)):
-				return nil, fmt.Errorf("connect to rank %d: no connection after %v", to, connectTimeout)
+				return nil, fmt.Errorf("connect to rank %d: no connection after %v", to, t.cfg.ConnectTimeout)
 			}
 			continue
 		}
@@ -481,7 +487,7 @@ func (t *Transport) dial(to int) (net.Conn, bool, error) {
 	// refused connection means the peer is gone; retry briefly only for the
 	// transient errors of a busy accept queue.
 	for attempt := 0; ; attempt++ {
-		c, err = net.DialTimeout(network, addr, connectTimeout)
+		c, err = net.DialTimeout(network, addr, t.cfg.ConnectTimeout)
 		if err == nil || attempt >= 20 || !errors.Is(err, syscall.EAGAIN) {
 			break
 		}
@@ -495,7 +501,7 @@ func (t *Transport) dial(to int) (net.Conn, bool, error) {
 	binary.LittleEndian.PutUint32(hello[0:], helloMagic)
 	binary.LittleEndian.PutUint64(hello[4:], uint64(t.cfg.Self))
 	var reply [1]byte
-	c.SetDeadline(time.Now().Add(connectTimeout))
+	c.SetDeadline(time.Now().Add(t.cfg.ConnectTimeout))
 	if _, err := c.Write(hello[:]); err != nil {
 		c.Close()
 		return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)

@@ -1,0 +1,115 @@
+// Package ctl is the one table of the runtime's control frames: the
+// p2p.KindControl frames that carry fault-tolerance protocols (revocation,
+// agreement, heartbeats, failure notices) beside the user's messages. It
+// declares every control type with its name, and a Table per rank maps
+// each type to the handler the rank registered for it; a frame of any
+// other type, or of a type with no handler, is rejected with an error that
+// names it, its sender and its header.
+//
+// The package only dispatches: it must not decode payloads, send frames or
+// block (Dispatch runs on the transport's goroutines), and it holds no
+// process-global state (a Table belongs to one World).
+package ctl
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// Type is a control frame's type: transport.Header.Tag of a
+// p2p.KindControl frame.
+type Type int32
+
+// The control frame types. Header fields beyond Tag are each type's own.
+const (
+	Revoke     Type = 1  // A = hops; Ctx = the revoked communicator's context
+	Agree      Type = 2  // Ctx = communicator context, Seq = agreement instance; payload agree.EncodeMsg
+	Heartbeat  Type = 16 // A = detector epoch, B = sender incarnation, Seq = receiver incarnation
+	FailNotice Type = 17 // A = failed process, B = its incarnation, Seq = hops
+)
+
+// max bounds the types (the table is an array indexed by type).
+const max = 32
+
+// names is the declaration table: a type is known if it has a name.
+var names = [max]string{
+	Revoke:     "revoke",
+	Agree:      "agree",
+	Heartbeat:  "heartbeat",
+	FailNotice: "failure notice",
+}
+
+// Known reports whether t is a declared control type.
+func (t Type) Known() bool { return t >= 0 && t < max && names[t] != "" }
+
+func (t Type) String() string {
+	if t.Known() {
+		return names[t]
+	}
+	return fmt.Sprintf("control type %d", int32(t))
+}
+
+// Handler handles one control frame from process from. It is called on a
+// transport goroutine: it must not block nor send (hand sends to another
+// goroutine). payload is valid during the call only.
+type Handler func(from int, h transport.Header, payload []byte)
+
+// Table maps control types to the handlers of one rank. Register the
+// handlers before frames are dispatched or while they are (a frame of a
+// type whose handler is not registered yet is rejected); Dispatch is safe
+// for concurrent use.
+type Table struct {
+	h [max]atomic.Pointer[Handler]
+}
+
+// Register sets the handler of type t. It fails for an undeclared type, a
+// nil handler, or a type that already has one.
+func (tb *Table) Register(t Type, fn Handler) error {
+	switch {
+	case !t.Known():
+		return fmt.Errorf("ctl: register %v: not a declared control type", t)
+	case fn == nil:
+		return fmt.Errorf("ctl: register %v: nil handler", t)
+	case !tb.h[t].CompareAndSwap(nil, &fn):
+		return fmt.Errorf("ctl: register %v: it has a handler already", t)
+	}
+	return nil
+}
+
+// MustRegister is Register for handlers a runtime registers at start,
+// where an error is a programming error: it panics.
+func (tb *Table) MustRegister(t Type, fn Handler) {
+	if err := tb.Register(t, fn); err != nil {
+		panic(err)
+	}
+}
+
+// RejectError reports a control frame that was not handled.
+type RejectError struct {
+	From   int
+	Header transport.Header
+	Reason string
+}
+
+func (e *RejectError) Error() string {
+	h := e.Header
+	return fmt.Sprintf("ctl: control frame from process %d rejected (%s): tag %d, context %d, A %d, B %d, seq %d, %d payload bytes",
+		e.From, e.Reason, h.Tag, h.Ctx, h.A, h.B, h.Seq, h.N)
+}
+
+// Dispatch hands a frame to the handler of its type, or returns a
+// *RejectError for an undeclared type or one without a handler.
+func (tb *Table) Dispatch(from int, h transport.Header, payload []byte) error {
+	t := Type(h.Tag)
+	if !t.Known() {
+		return &RejectError{From: from, Header: h, Reason: "unknown type"}
+	}
+	fn := tb.h[t].Load()
+	if fn == nil {
+		return &RejectError{From: from, Header: h, Reason: "no handler for " + t.String()}
+	}
+	(*fn)(from, h, payload)
+	return nil
+}

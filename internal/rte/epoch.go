@@ -1,0 +1,167 @@
+package rte
+
+import (
+	"errors"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/transport/sock"
+)
+
+// NetConfig is how the processes of an epoch communicate (validated by
+// the caller: mpi.Config).
+type NetConfig struct {
+	Transport      string        // "auto", "unix" or "tcp"
+	EagerLimit     int           // p2p.Config.EagerLimit
+	WaitSpin       time.Duration // p2p.Config.Spin
+	ReaderSpin     time.Duration // socket readers' spin; negative: chosen from ranks per host and cores
+	SpinYield      bool          // spinning readers yield to other processes
+	ConnectTimeout time.Duration // sock.Config.ConnectTimeout
+}
+
+// EngineConfig is the engine configuration of process self.
+func (nc NetConfig) EngineConfig(self int) p2p.Config {
+	return p2p.Config{Self: self, EagerLimit: nc.EagerLimit, Spin: nc.WaitSpin}
+}
+
+// readerSpin is how long a socket reader spins before parking: a short
+// spin buys latency when every rank on the host has a core, and costs
+// throughput when ranks are oversubscribed, so it is off then (unless the
+// configuration fixes it).
+func (nc NetConfig) readerSpin(ranksOnHost int) time.Duration {
+	if nc.ReaderSpin >= 0 {
+		return nc.ReaderSpin
+	}
+	if ranksOnHost <= runtime.NumCPU() {
+		return 50 * time.Microsecond
+	}
+	return 0
+}
+
+// Net is the communication of one process in one epoch: an engine and a
+// socket transport of its own, connected to the processes of the epoch.
+type Net struct {
+	Epoch     int             // the epoch joined (newer than asked if one superseded it)
+	Eng       *p2p.Engine     // its transport is set
+	Tr        *sock.Transport // listening, its peers set
+	Mode      string          // the transport as resolved: "unix" (every peer on this host), "tcp", or "auto"
+	Endpoints []boot.Endpoint // every process's, by process id
+	PeerInc   []int           // the incarnation of every process, by process id
+	Dead      []int           // processes that died before publishing their endpoint (first epoch only)
+
+	mu    sync.Mutex
+	peers []sock.Peer // every process id's address, as given to the transport
+}
+
+// OpenEpoch builds this process's communication for a Reinit epoch (0:
+// the first start): a fresh engine and transport listening on a fresh
+// address, exchanged with every process through the launcher. Nothing of
+// an older epoch (connections, queued messages) survives into it, so a
+// message of an old epoch can never be delivered in a new one. If a newer
+// epoch starts meanwhile (another failure), it joins that one.
+func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
+	info := p.info
+	for {
+		eng := p2p.New(nc.EngineConfig(info.Proc))
+		mode := sock.Mode(nc.Transport)
+		spin := &atomicDuration{}
+		name := "r" + strconv.Itoa(info.Proc) + "." + strconv.Itoa(info.Incarnation)
+		if epoch > 0 {
+			name += ".e" + strconv.Itoa(epoch)
+		}
+		tr, err := sock.Listen(sock.Config{
+			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
+			Handler: eng, SpinFn: spin.Load, Yield: nc.SpinYield, ConnectTimeout: nc.ConnectTimeout,
+		})
+		if err != nil {
+			return nil, err
+		}
+		self := tr.Self()
+		addrs := map[string]string{}
+		if self.Unix != "" {
+			addrs["unix"] = self.Unix
+		}
+		if self.TCP != "" {
+			addrs["tcp"] = self.TCP
+		}
+		ep := boot.Endpoint{Rank: info.Proc, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
+		var eps []boot.Endpoint
+		var dead []int
+		if epoch == 0 {
+			eps, err = p.client.Exchange(ep)
+			// Ranks that died before publishing their endpoint are failures
+			// like any other: the job starts without them (a fault-tolerant
+			// program goes on; the default error handler aborts at the first
+			// operation with them).
+			var fe *boot.FailedError
+			if errors.As(err, &fe) {
+				dead, err = fe.Ranks, nil
+			}
+		} else {
+			eps, err = p.client.Rejoin(epoch, ep)
+			var se *boot.SupersededError
+			if errors.As(err, &se) {
+				tr.Close()
+				eng.Close()
+				epoch = se.Epoch
+				continue
+			}
+		}
+		if err != nil {
+			tr.Close()
+			eng.Close()
+			return nil, err
+		}
+		peers := make([]sock.Peer, len(eps))
+		incs := make([]int, len(eps))
+		onHost := 0
+		for i, ep := range eps {
+			peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
+			incs[i] = ep.Inc
+			if ep.Host == info.Host {
+				onHost++
+			}
+		}
+		spin.Store(nc.readerSpin(onHost))
+		tr.SetPeers(peers)
+		if mode == "" || mode == sock.ModeAuto {
+			mode = sock.ModeAuto
+			if onHost == len(eps) {
+				mode = sock.ModeUnix // every peer is local: auto means Unix sockets
+			}
+		}
+		eng.SetTransport(tr)
+		return &Net{Epoch: epoch, Eng: eng, Tr: tr, Mode: string(mode), Endpoints: eps, PeerInc: incs, Dead: dead, peers: peers}, nil
+	}
+}
+
+// AddPeers makes new processes (spawned ones) reachable.
+func (n *Net) AddPeers(eps []boot.Endpoint) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	peers := n.peers
+	for _, ep := range eps {
+		for len(peers) <= ep.Rank {
+			peers = append(peers, sock.Peer{})
+		}
+		peers[ep.Rank] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
+	}
+	n.peers = peers
+	n.Tr.SetPeers(append([]sock.Peer(nil), peers...))
+}
+
+// Close closes the transport and then the engine.
+func (n *Net) Close() {
+	n.Tr.Close()
+	n.Eng.Close()
+}
+
+type atomicDuration struct{ v atomic.Int64 }
+
+func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load()) }
+func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }

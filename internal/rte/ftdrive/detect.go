@@ -1,0 +1,327 @@
+// Package ftdrive drives the failure detector and the failure-notice
+// broadcast of one rank: the heartbeat ring of internal/ft/detector and
+// the reliable broadcast of internal/ft/rbcast are pure state machines,
+// and this package is their I/O and their clock (control frames through
+// the p2p engine, a timer goroutine), plus the turning of a suspicion
+// into a failure (fail-stop: the launcher confirms it, or kills the
+// suspect, before the rank declares anything).
+//
+// It must not know about communicators or the MPI API, and holds no
+// process-global state: one Failures belongs to one World (one epoch of
+// one rank).
+package ftdrive
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/ft/detector"
+	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// Env is what the driver needs from the rank's runtime.
+type Env struct {
+	Eng  *p2p.Engine // sends the control frames; FailPeer makes a failure known
+	Self int         // this process id
+	N    int         // process ids 0..N-1 exist
+	// PeerInc is the incarnation of each process when the epoch started
+	// (respawned processes have a newer one); nil means all 0.
+	PeerInc []int
+	// Defer runs f on another goroutine, in order: sends requested from a
+	// transport callback go through it.
+	Defer func(f func())
+	// Confirm asks the launcher to confirm a suspicion (it kills the
+	// suspect, or refuses when it sees it alive); nil: no launcher, a
+	// suspicion is a failure at once.
+	Confirm func(rank, inc int, reason string) error
+	// Stop is closed when the epoch ends; WG counts the goroutines the
+	// driver starts (the runtime waits for them after closing Stop).
+	Stop <-chan struct{}
+	WG   *sync.WaitGroup
+}
+
+// Failures turns the failure knowledge of one rank into traffic: it
+// declares suspected processes failed, and, once StartDetector ran,
+// drives the heartbeat ring and the notice broadcast.
+type Failures struct {
+	env Env
+	det atomic.Pointer[Detection]
+}
+
+// New returns the failure driver of one epoch of one rank.
+func New(env Env) *Failures { return &Failures{env: env} }
+
+// Detection returns the running detector (nil before StartDetector).
+func (f *Failures) Detection() *Detection { return f.det.Load() }
+
+// Detection runs the heartbeat ring (internal/ft/detector) and the
+// reliable broadcast of failure notices (internal/ft/rbcast). A suspicion
+// is turned into a real failure (fail-stop): the launcher is asked to kill
+// the suspect, and the notice is broadcast to every rank over a binomial
+// graph.
+type Detection struct {
+	f     *Failures
+	start time.Time
+	wake  chan struct{}
+
+	mu sync.Mutex
+	d  *detector.Detector
+	rb *rbcast.Node[rbcast.ID]
+}
+
+// StartDetector starts the detector of a launched process (after the
+// bootstrap exchange, so the start-up grace is one timeout). ring lists
+// the processes in the heartbeat ring (the others, a spawned world's
+// parents, are reported by the launcher), failed those known failed.
+// warm opens the notice overlay's connections in the background (see
+// warmOverlay).
+func (f *Failures) StartDetector(cfg detector.Config, ring, failed []int, warm bool) error {
+	env := &f.env
+	dt := &Detection{f: f, start: time.Now(), wake: make(chan struct{}, 1)}
+	d, err := detector.New(cfg, 0)
+	if err != nil {
+		return err
+	}
+	rb, err := rbcast.New[rbcast.ID](rbcast.Config{N: env.N, Self: env.Self, Incarnation: cfg.Incarnation})
+	if err != nil {
+		return err
+	}
+	dt.d, dt.rb = d, rb
+	in := make([]bool, env.N)
+	for _, p := range ring {
+		in[p] = true
+	}
+	for p, ok := range in {
+		if !ok {
+			d.Failed(0, detector.ID{Rank: p})
+			rb.Failed(rbcast.ID{Rank: p})
+		}
+	}
+	for _, p := range failed {
+		d.Failed(0, detector.ID{Rank: p})
+		rb.Failed(rbcast.ID{Rank: p})
+	}
+	if !f.det.CompareAndSwap(nil, dt) {
+		return fmt.Errorf("ftdrive: the detector of process %d is running already", env.Self)
+	}
+	env.WG.Add(1)
+	go dt.loop()
+	if warm {
+		go dt.warmOverlay(in, cfg.Incarnation)
+	}
+	return nil
+}
+
+// warmOverlay opens the connections of the notices' overlay in the
+// background: one (ignored) heartbeat to each of this rank's binomial-graph
+// neighbours above it (those below dial this rank, so that no pair dials
+// both ways at once). A failure's notices, and a revocation of CommWorld,
+// travel on that graph; without this, their first sends had to set up
+// connections (a connect and a handshake, waking both ranks) right when a
+// failure keeps every processor busy: at 16 ranks on 2 cores, dialling took
+// about a third of the ranks' processor time in the milliseconds after a
+// kill. Only in the first epoch: a Reinit epoch can be superseded while its
+// connections are being set up. It is not waited for (a dial to a stopped
+// process can take the connect timeout); a send after the World ended
+// fails at once.
+func (dt *Detection) warmOverlay(in []bool, inc int) {
+	env := &dt.f.env
+	for _, q := range rbcast.Neighbors(env.N, env.Self) {
+		select {
+		case <-env.Stop:
+			return
+		default:
+		}
+		if q <= env.Self || !in[q] || env.Eng.IsLost(q) {
+			continue
+		}
+		// Epoch 0: a heartbeat that claims nothing (a receiver whose ring
+		// predecessor this rank is takes it as a sign of life, which it is).
+		h := transport.Header{Tag: int32(ctl.Heartbeat), A: 0, B: uint64(inc), Seq: uint64(dt.f.peerInc(q))}
+		_ = env.Eng.SendControl(q, h, nil)
+	}
+}
+
+func (f *Failures) peerInc(p int) int {
+	if p >= 0 && p < len(f.env.PeerInc) {
+		return f.env.PeerInc[p]
+	}
+	return 0
+}
+
+func (dt *Detection) now() time.Duration { return time.Since(dt.start) }
+
+// Config is the detector's configuration.
+func (dt *Detection) Config() detector.Config { return dt.d.Config() }
+
+func (dt *Detection) loop() {
+	env := &dt.f.env
+	defer env.WG.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+		case <-dt.wake:
+		case <-env.Stop:
+			return
+		}
+		dt.mu.Lock()
+		msgs, suspects := dt.d.Tick(dt.now())
+		next, ok := dt.d.Next()
+		dt.mu.Unlock()
+		dt.sendHeartbeats(msgs)
+		for _, s := range suspects {
+			dt.f.Declare(s.Rank, s.Inc, fmt.Sprintf("no heartbeat for %v", dt.d.Config().Timeout))
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		if ok {
+			timer.Reset(max(0, next-dt.now()))
+		} else {
+			timer.Reset(time.Hour)
+		}
+	}
+}
+
+func (dt *Detection) sendHeartbeats(msgs []detector.Msg) {
+	for _, m := range msgs {
+		h := transport.Header{Tag: int32(ctl.Heartbeat), A: m.Epoch, B: uint64(m.From.Inc), Seq: uint64(m.To.Inc)}
+		_ = dt.f.env.Eng.SendControl(m.To.Rank, h, nil)
+	}
+}
+
+// OnHeartbeat is the handler of ctl.Heartbeat frames (dropped while no
+// detector runs).
+func (f *Failures) OnHeartbeat(from int, h transport.Header, _ []byte) {
+	dt := f.det.Load()
+	if dt == nil {
+		return
+	}
+	m := detector.Msg{From: detector.ID{Rank: from, Inc: int(h.B)}, To: detector.ID{Rank: f.env.Self, Inc: int(h.Seq)}, Epoch: h.A}
+	dt.mu.Lock()
+	dt.d.Step(dt.now(), m)
+	dt.mu.Unlock()
+}
+
+// Lost tells the detector and the broadcast that peer failed (from any
+// source: it is the engine's lost hook's first step) and returns after
+// queueing what they need to send.
+func (f *Failures) Lost(peer, inc int) {
+	dt := f.det.Load()
+	if dt == nil {
+		return
+	}
+	dt.mu.Lock()
+	hb := dt.d.Failed(dt.now(), detector.ID{Rank: peer, Inc: inc})
+	notices := dt.rb.Failed(rbcast.ID{Rank: peer, Inc: inc})
+	if f.env.Confirm != nil {
+		// Under a launcher every failure reaches every rank from the
+		// launcher too (it confirms every suspicion and sees every
+		// death), so a failure learnt here some other way than from the
+		// broadcast counts as delivered without being forwarded: the
+		// notices of the rank that suspected it then stop at the ranks
+		// that already know, instead of flooding all of them (about
+		// 2n log2 n frames, each waking a rank, when the CPUs are most
+		// needed). A failure learnt from the broadcast or broadcast here
+		// was delivered already: this is a no-op for it.
+		dt.rb.Broadcast(rbcast.ID{Rank: peer, Inc: inc})
+	}
+	dt.mu.Unlock()
+	f.env.Defer(func() {
+		dt.sendHeartbeats(hb)
+		dt.sendNotices(notices)
+	})
+	select {
+	case dt.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (dt *Detection) sendNotices(msgs []rbcast.Msg[rbcast.ID]) {
+	for _, m := range msgs {
+		h := transport.Header{Tag: int32(ctl.FailNotice), A: uint64(m.Item.Rank), B: uint64(m.Item.Inc), Seq: uint64(m.Hops)}
+		_ = dt.f.env.Eng.SendControl(m.To, h, nil)
+	}
+}
+
+// OnNotice is the handler of ctl.FailNotice frames (dropped while no
+// detector runs).
+func (f *Failures) OnNotice(from int, h transport.Header, _ []byte) {
+	dt := f.det.Load()
+	if dt == nil {
+		return
+	}
+	item := rbcast.ID{Rank: int(h.A), Inc: int(h.B)}
+	dt.mu.Lock()
+	out, delivered := dt.rb.Step(rbcast.Msg[rbcast.ID]{From: from, To: f.env.Self, Item: item, Hops: int(h.Seq)})
+	dt.mu.Unlock()
+	f.env.Defer(func() { dt.sendNotices(out) })
+	for _, id := range delivered {
+		f.env.Eng.FailPeer(id.Rank, fmt.Errorf("rank %d failed (notice from rank %d)", id.Rank, from))
+	}
+}
+
+// Declare makes a suspicion a failure: the launcher is asked to kill the
+// suspect (fail-stop: a wrongly suspected process cannot come back); once
+// it accepted, every rank is told by a reliable broadcast over a binomial
+// graph (the launcher tells them too) and this process's operations with
+// the suspect fail. The launcher refuses when it sees the process running
+// or sleeping (alive but starved of CPU on an oversubscribed host): then
+// nothing is declared, and the launcher still sees the process's real
+// death if it comes. inc 0 means the incarnation the epoch started with.
+func (f *Failures) Declare(rank, inc int, reason string) {
+	if f.env.Confirm == nil {
+		f.failAndBroadcast(rank, inc, reason)
+		return
+	}
+	f.env.WG.Add(1)
+	go func() {
+		defer f.env.WG.Done()
+		if inc == 0 {
+			inc = f.peerInc(rank)
+		}
+		if err := f.env.Confirm(rank, inc, reason); err != nil {
+			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: suspicion of rank %d not confirmed: %v\n", f.env.Self, rank, err)
+			return
+		}
+		f.failAndBroadcast(rank, inc, reason)
+	}()
+}
+
+func (f *Failures) failAndBroadcast(rank, inc int, reason string) {
+	if dt := f.det.Load(); dt != nil {
+		dt.mu.Lock()
+		out, _ := dt.rb.Broadcast(rbcast.ID{Rank: rank, Inc: inc})
+		dt.mu.Unlock()
+		f.env.Defer(func() { dt.sendNotices(out) })
+	}
+	f.env.Eng.FailPeer(rank, fmt.Errorf("rank %d declared failed: %s", rank, reason))
+}
+
+// Joined tells the detector the incarnation of every process of a new
+// epoch (respawned ones have a newer one); incs[p] is p's.
+func (f *Failures) Joined(incs []int) {
+	dt := f.det.Load()
+	if dt == nil {
+		return
+	}
+	for r, inc := range incs {
+		if inc > 0 && r != f.env.Self {
+			dt.mu.Lock()
+			msgs := dt.d.Joined(dt.now(), detector.ID{Rank: r, Inc: inc})
+			dt.mu.Unlock()
+			dt.sendHeartbeats(msgs)
+		}
+	}
+}

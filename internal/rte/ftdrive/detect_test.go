@@ -1,0 +1,176 @@
+package ftdrive
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ftmpi/ftmpi/internal/ft/detector"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/transport/inproc"
+)
+
+// queue is a test's Defer: one goroutine running functions in order;
+// after close, pushes are dropped.
+type queue struct {
+	mu     sync.Mutex
+	fs     []func()
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+func newQueue() *queue {
+	q := &queue{wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		for range q.wake {
+			q.mu.Lock()
+			fs := q.fs
+			q.fs = nil
+			q.mu.Unlock()
+			for _, f := range fs {
+				f()
+			}
+		}
+	}()
+	return q
+}
+
+func (q *queue) push(f func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	q.fs = append(q.fs, f)
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	close(q.wake)
+	q.mu.Unlock()
+	<-q.done
+}
+
+type rank struct {
+	eng  *p2p.Engine
+	f    *Failures
+	q    *queue
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+func (r *rank) halt() { r.once.Do(func() { close(r.stop); r.wg.Wait() }) }
+
+// job starts n ranks over the in-process transport, each with a running
+// detector configured by cfg (N, Self filled in).
+func job(t *testing.T, n int, cfg detector.Config) []*rank {
+	t.Helper()
+	fab := inproc.NewFabric(n)
+	rs := make([]*rank, n)
+	for i := range rs {
+		r := &rank{eng: p2p.New(p2p.Config{Self: i}), q: newQueue(), stop: make(chan struct{})}
+		r.eng.SetTransport(fab.Attach(i, r.eng))
+		r.f = New(Env{Eng: r.eng, Self: i, N: n, Defer: r.q.push, Stop: r.stop, WG: &r.wg})
+		var tb ctl.Table
+		tb.MustRegister(ctl.Heartbeat, r.f.OnHeartbeat)
+		tb.MustRegister(ctl.FailNotice, r.f.OnNotice)
+		r.eng.SetControlHandler(func(from int, h transport.Header, p []byte) {
+			if err := tb.Dispatch(from, h, p); err != nil {
+				t.Errorf("rank %d: %v", i, err)
+			}
+		})
+		r.eng.SetLostHook(func(peer int, _ error) { r.f.Lost(peer, 0) })
+		rs[i] = r
+	}
+	ring := make([]int, n)
+	for i := range ring {
+		ring[i] = i
+	}
+	for i, r := range rs {
+		c := cfg
+		c.N, c.Self = n, i
+		if err := r.f.StartDetector(c, ring, nil, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, r := range rs {
+			r.halt()
+		}
+		for _, r := range rs {
+			r.q.close()
+		}
+		for _, r := range rs {
+			r.eng.Close()
+		}
+		goleak.VerifyNone(t)
+	})
+	return rs
+}
+
+// waitLost waits (bounded) until every rank but skip knows that victim
+// failed.
+func waitLost(t *testing.T, rs []*rank, victim int) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for i, r := range rs {
+		if i == victim {
+			continue
+		}
+		for !r.eng.IsLost(victim) {
+			select {
+			case <-r.eng.FailureSignal():
+			case <-deadline:
+				t.Fatalf("rank %d never learnt that rank %d failed", i, victim)
+			}
+		}
+	}
+}
+
+// A process that stops sending heartbeats (hung, not crashed: its
+// transport is fine) is suspected by its observer after the configured
+// timeout, declared failed (no launcher here) and made known to every
+// other rank by the notice broadcast; never before Timeout-Period.
+func TestStoppedProcessDeclaredFailedEverywhere(t *testing.T) {
+	cfg := detector.DefaultConfig()
+	cfg.Period, cfg.Timeout = 20*time.Millisecond, 300*time.Millisecond
+	rs := job(t, 5, cfg)
+	for i, r := range rs {
+		if got := r.f.Detection().Config(); got.Period != cfg.Period || got.Timeout != cfg.Timeout || got.Self != i {
+			t.Fatalf("rank %d runs with %+v", i, got)
+		}
+	}
+	const victim = 3
+	stopped := time.Now()
+	rs[victim].halt()
+	waitLost(t, rs, victim)
+	if d := time.Since(stopped); d < cfg.Timeout-cfg.Period {
+		t.Fatalf("rank %d declared failed %v after it stopped: before the timeout %v", victim, d, cfg.Timeout)
+	}
+	if rs[0].eng.IsLost(1) || rs[1].eng.IsLost(0) {
+		t.Fatal("a live rank was declared failed")
+	}
+}
+
+// A second detector on the same Failures is refused.
+func TestStartDetectorTwice(t *testing.T) {
+	cfg := detector.DefaultConfig()
+	rs := job(t, 2, cfg)
+	c := cfg
+	c.N, c.Self = 2, 0
+	if err := rs[0].f.StartDetector(c, []int{0, 1}, nil, false); err == nil {
+		t.Fatal("second StartDetector accepted")
+	}
+}

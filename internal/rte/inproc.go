@@ -1,0 +1,80 @@
+package rte
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/ftmpi/ftmpi/internal/transport/inproc"
+)
+
+// Job is the runtime of an in-process job (mpi.Run): n ranks as
+// goroutines over one in-memory fabric, the job's abort, and the Finalize
+// fence. It plays for them the launcher's part.
+type Job struct {
+	n   int
+	Fab *inproc.Fabric
+
+	abortCh   chan struct{} // closed by Abort
+	abortOnce sync.Once
+	abortRank int
+	abortCode int
+
+	mu      sync.Mutex
+	arrived int
+	allIn   chan struct{}
+}
+
+// NewJob returns the runtime of an in-process job of n ranks.
+func NewJob(n int) *Job {
+	return &Job{n: n, Fab: inproc.NewFabric(n), abortCh: make(chan struct{}), allIn: make(chan struct{})}
+}
+
+// Abort tears the job down on behalf of rank with exit code code (the
+// first call wins).
+func (j *Job) Abort(rank, code int) {
+	j.abortOnce.Do(func() {
+		j.abortRank, j.abortCode = rank, code
+		close(j.abortCh)
+	})
+}
+
+// AbortCh is closed when the job is torn down; AbortOnce guards closing
+// it (a World ends through it).
+func (j *Job) AbortCh() chan struct{} { return j.abortCh }
+func (j *Job) AbortOnce() *sync.Once  { return &j.abortOnce }
+
+// Aborted reports who aborted the job and with which code, once it was.
+// Call it after every rank ended.
+func (j *Job) Aborted() (rank, code int, ok bool) {
+	select {
+	case <-j.abortCh:
+		return j.abortRank, j.abortCode, true
+	default:
+		return 0, 0, false
+	}
+}
+
+// arrive counts one rank at the Finalize fence.
+func (j *Job) arrive() {
+	j.mu.Lock()
+	j.arrived++
+	if j.arrived == j.n {
+		close(j.allIn)
+	}
+	j.mu.Unlock()
+}
+
+// Dead counts a killed rank as arrived at the Finalize fence.
+func (j *Job) Dead() { j.arrive() }
+
+// Fence is the Finalize barrier: it returns once every rank arrived or
+// died, or with an error when the job was aborted.
+func (j *Job) Fence() error {
+	j.arrive()
+	select {
+	case <-j.allIn:
+		return nil
+	case <-j.abortCh:
+		return errors.New("job aborted")
+	}
+}

@@ -1,0 +1,260 @@
+// Package rte is the rank runtime of a process started by ftmpirun: what
+// lives beside the MPI API and under it. A Process holds the launcher
+// connection and the Reinit epochs (the launcher watcher turns the
+// connection's events into failures and epoch ends); OpenEpoch builds the
+// communication of one epoch (a p2p engine and a socket transport
+// listening on a fresh address, exchanged with every process through the
+// launcher); Arm starts the self-injection of faults. The drivers of the
+// fault-tolerance state machines are in internal/rte/ftdrive, the table of
+// control frames in internal/rte/ctl.
+//
+// The package must not import mpi: the World of an epoch is a type
+// parameter, and what the runtime does to it goes through Hooks. It holds
+// no process-global state (a Process belongs to one launched process; a
+// test may run many).
+package rte
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/inject"
+)
+
+// Hooks are what a Process does to the World of its current epoch.
+type Hooks[W any] struct {
+	// FailPeer makes the failure of process rank known to w (a launcher
+	// failure event).
+	FailPeer func(w *W, rank int, cause error)
+	// EndEpoch ends w's epoch: a newer one was announced.
+	EndEpoch func(w *W, reason string)
+	// LauncherLost is called when the launcher connection breaks before
+	// Finalize (nil: print a message and exit with status 1, so that no
+	// rank outlives its job).
+	LauncherLost func()
+}
+
+// Process is what a launched process keeps across Reinit epochs: the
+// launcher connection, the current epoch's World (of type W), and the
+// state of Reinit (the newest epoch announced, whether Reinit is active).
+type Process[W any] struct {
+	info   boot.Info
+	client *boot.Client
+	hooks  Hooks[W]
+
+	curA atomic.Pointer[W] // the current epoch's World
+
+	mu         sync.Mutex
+	cur        *W     // = curA, under mu
+	epoch      int    // newest epoch announced by the launcher
+	active     bool   // inside Reinit
+	running    int    // the epoch whose World the resilient function runs with
+	called     bool   // Reinit was called
+	lastNote   string // why the newest epoch began
+	injectStop func()
+
+	finalized atomic.Bool
+	stopCh    chan struct{}
+	stopOnce  sync.Once
+	wg        sync.WaitGroup
+}
+
+// Connect dials the launcher for the process described by info.
+func Connect[W any](info boot.Info, hooks Hooks[W]) (*Process[W], error) {
+	client, err := boot.Connect(info)
+	if err != nil {
+		return nil, err
+	}
+	return &Process[W]{info: info, client: client, hooks: hooks, epoch: info.Epoch, stopCh: make(chan struct{})}, nil
+}
+
+// Info is what the process learnt from its environment at start.
+func (p *Process[W]) Info() boot.Info { return p.info }
+
+// Client is the launcher connection.
+func (p *Process[W]) Client() *boot.Client { return p.client }
+
+// Start makes w the current World and starts the launcher watcher.
+func (p *Process[W]) Start(w *W) {
+	p.mu.Lock()
+	p.setCurrentLocked(w)
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.watchLauncher()
+}
+
+// Arm executes the fault-injection specs (internal/inject) that target
+// this process, if it is a first incarnation of the first processes (a
+// respawned or spawned process does not replay the plan). Close stops
+// them.
+func (p *Process[W]) Arm(specs string) error {
+	if specs == "" || p.info.Incarnation != 0 || p.info.ParentProcs != nil {
+		return nil
+	}
+	stop, err := inject.Self(p.info.Rank, p.info.Size, specs)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.injectStop = stop
+	p.mu.Unlock()
+	return nil
+}
+
+// Current is the current epoch's World.
+func (p *Process[W]) Current() *W { return p.curA.Load() }
+
+func (p *Process[W]) setCurrentLocked(w *W) {
+	p.cur = w
+	p.curA.Store(w)
+}
+
+// Active reports whether Reinit is running.
+func (p *Process[W]) Active() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.active
+}
+
+// SetActive records whether Reinit is running.
+func (p *Process[W]) SetActive(on bool) {
+	p.mu.Lock()
+	p.active = on
+	p.mu.Unlock()
+}
+
+// Latest is the newest epoch the launcher announced.
+func (p *Process[W]) Latest() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epoch
+}
+
+// LastNote says why the newest epoch began ("" before any).
+func (p *Process[W]) LastNote() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastNote
+}
+
+// Running is the epoch whose World the resilient function runs with.
+func (p *Process[W]) Running() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
+}
+
+// SetRunning records the epoch the resilient function runs with.
+func (p *Process[W]) SetRunning(epoch int) {
+	p.mu.Lock()
+	p.running = epoch
+	p.mu.Unlock()
+}
+
+// Errors of BeginReinit.
+var (
+	ErrReinitAgain = errors.New("called more than once (seed 000, 1.3: at most one call)")
+	ErrEndedEpoch  = errors.New("called with a World of an ended epoch")
+)
+
+// BeginReinit marks Reinit called and active, once per process, with the
+// current World w.
+func (p *Process[W]) BeginReinit(w *W) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.called {
+		return ErrReinitAgain
+	}
+	if p.cur != w {
+		return ErrEndedEpoch
+	}
+	p.called = true
+	p.active = true
+	return nil
+}
+
+// Advance records that the launcher is at epoch (learnt from an event or a
+// reply) and ends the current World if it belongs to an older one.
+func (p *Process[W]) Advance(epoch int, reason string) {
+	p.mu.Lock()
+	if epoch <= p.epoch {
+		p.mu.Unlock()
+		return
+	}
+	p.epoch = epoch
+	p.lastNote = reason
+	cur := p.cur
+	p.mu.Unlock()
+	p.hooks.EndEpoch(cur, reason)
+}
+
+// Install makes w, the World of epoch, the current one and reports
+// whether a newer epoch was announced meanwhile (then w must be ended and
+// the newest joined).
+func (p *Process[W]) Install(w *W, epoch int) (newer bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setCurrentLocked(w)
+	return p.epoch > epoch
+}
+
+// Finalizing records that the process finalizes: a launcher connection
+// closing from now on is the end of the job, not a loss.
+func (p *Process[W]) Finalizing() { p.finalized.Store(true) }
+
+// Close stops the fault injection and the launcher watcher and closes the
+// launcher connection.
+func (p *Process[W]) Close() {
+	p.stopOnce.Do(func() {
+		p.mu.Lock()
+		stop := p.injectStop
+		p.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		close(p.stopCh)
+		p.client.Close()
+		p.wg.Wait()
+	})
+}
+
+// watchLauncher turns launcher notifications into state: a failed rank's
+// pending operations complete with ErrProcFailed; a Reinit epoch ends the
+// current World; a lost launcher ends the process (no orphans).
+func (p *Process[W]) watchLauncher() {
+	defer p.wg.Done()
+	for {
+		select {
+		case ev, ok := <-p.client.Events():
+			if !ok {
+				return
+			}
+			switch ev.Kind {
+			case boot.EventFailed:
+				p.hooks.FailPeer(p.Current(), ev.Rank, fmt.Errorf("rank %d failed: %s", ev.Rank, ev.Reason))
+			case boot.EventReinit:
+				reason := fmt.Sprintf("rank %d failed (%s)", ev.Rank, ev.Reason)
+				if ev.Rank < 0 {
+					reason = ev.Reason
+				}
+				p.Advance(ev.Epoch, reason)
+			}
+		case <-p.client.Lost():
+			if p.finalized.Load() {
+				return
+			}
+			if p.hooks.LauncherLost != nil {
+				p.hooks.LauncherLost()
+				return
+			}
+			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: lost contact with ftmpirun; exiting\n", p.info.Rank)
+			os.Exit(1)
+		case <-p.stopCh:
+			return
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package rte
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// launcher is a scripted control server for one process.
+type launcher struct {
+	t   *testing.T
+	c   net.Conn
+	r   *bufio.Reader
+	enc *json.Encoder
+}
+
+func (l *launcher) read() boot.Msg {
+	l.t.Helper()
+	l.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	line, err := l.r.ReadBytes('\n')
+	if err != nil {
+		l.t.Fatalf("launcher: read: %v", err)
+	}
+	var m boot.Msg
+	if err := json.Unmarshal(line, &m); err != nil {
+		l.t.Fatal(err)
+	}
+	return m
+}
+
+func (l *launcher) send(m boot.Msg) {
+	l.t.Helper()
+	if err := l.enc.Encode(m); err != nil {
+		l.t.Fatalf("launcher: write: %v", err)
+	}
+}
+
+// world is the test's stand-in for an epoch's World.
+type world struct {
+	failed chan int
+	ended  chan string
+}
+
+func newWorld() *world { return &world{failed: make(chan int, 4), ended: make(chan string, 4)} }
+
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no %s", what)
+		panic("unreachable")
+	}
+}
+
+// connect starts a Process of rank 0 of 2 against a scripted launcher that
+// answers hello.
+func connect(t *testing.T, lost chan struct{}) (*Process[world], *launcher) {
+	t.Helper()
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, "ctl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	info := boot.Info{Job: "j", Rank: 0, Size: 2, Proc: 0, Universe: 2, Control: "unix:" + filepath.Join(dir, "ctl"), Host: "h", TmpDir: dir}
+	type res struct {
+		p   *Process[world]
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		p, err := Connect(info, Hooks[world]{
+			FailPeer:     func(w *world, rank int, _ error) { w.failed <- rank },
+			EndEpoch:     func(w *world, reason string) { w.ended <- reason },
+			LauncherLost: func() { close(lost) },
+		})
+		ch <- res{p, err}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &launcher{t: t, c: c, r: bufio.NewReader(c), enc: json.NewEncoder(c)}
+	if m := l.read(); m.Op != boot.OpHello {
+		t.Fatalf("first message %+v", m)
+	}
+	l.send(boot.Msg{Op: boot.OpHello, ID: 1})
+	r := recv(t, ch, "Connect")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.p, l
+}
+
+// The launcher watcher turns the connection's events into the hooks: a
+// failure reaches the current World, a newer Reinit epoch ends it (an
+// older one does not), and a lost launcher is reported.
+func TestWatcherTurnsEventsIntoHooks(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	lost := make(chan struct{})
+	p, l := connect(t, lost)
+	defer p.Close()
+	w := newWorld()
+	p.Start(w)
+	if p.Current() != w {
+		t.Fatal("Start did not make the World current")
+	}
+	l.send(boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: 1, Reason: "killed"})
+	if r := recv(t, w.failed, "failure"); r != 1 {
+		t.Fatalf("FailPeer(%d), want 1", r)
+	}
+	l.send(boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: 1, Epoch: 3, Reason: "killed"})
+	if reason := recv(t, w.ended, "epoch end"); !strings.Contains(reason, "rank 1 failed (killed)") {
+		t.Fatalf("EndEpoch(%q)", reason)
+	}
+	if p.Latest() != 3 || !strings.Contains(p.LastNote(), "rank 1") {
+		t.Fatalf("Latest %d, LastNote %q", p.Latest(), p.LastNote())
+	}
+	// An older epoch, then a failure as a marker: the events are handled
+	// in order, so when the marker arrives the old epoch was ignored.
+	l.send(boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: 1, Epoch: 2, Reason: "late"})
+	l.send(boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: 1, Reason: "marker"})
+	recv(t, w.failed, "marker")
+	select {
+	case r := <-w.ended:
+		t.Fatalf("an older epoch ended the World: %q", r)
+	default:
+	}
+	l.c.Close()
+	recv(t, lost, "launcher loss")
+}
+
+// BeginReinit: once per process, and only with the current World.
+func TestBeginReinit(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	p, l := connect(t, make(chan struct{}))
+	defer l.c.Close()
+	defer p.Close()
+	p.Finalizing()
+	w := newWorld()
+	p.Start(w)
+	if err := p.BeginReinit(newWorld()); !errors.Is(err, ErrEndedEpoch) {
+		t.Fatalf("another World: %v", err)
+	}
+	if err := p.BeginReinit(w); err != nil || !p.Active() {
+		t.Fatalf("first call: %v, active %v", err, p.Active())
+	}
+	if err := p.BeginReinit(w); !errors.Is(err, ErrReinitAgain) {
+		t.Fatalf("second call: %v", err)
+	}
+}
+
+// OpenEpoch: the transport and spin settings reach the sockets, the
+// exchange gives every process's endpoint, and a process that died
+// before publishing is reported dead.
+func TestOpenEpochExchange(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	p, l := connect(t, make(chan struct{}))
+	defer l.c.Close()
+	defer p.Close()
+	p.Finalizing()
+	type res struct {
+		n   *Net
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		n, err := p.OpenEpoch(0, NetConfig{Transport: "tcp", EagerLimit: 100, ReaderSpin: -1, ConnectTimeout: time.Second})
+		ch <- res{n, err}
+	}()
+	m := l.read()
+	if m.Op != boot.OpFence {
+		t.Fatalf("expected a fence, got %+v", m)
+	}
+	var ep boot.Endpoint
+	if err := json.Unmarshal([]byte(m.KV[boot.EndpointKey(0)]), &ep); err != nil {
+		t.Fatal(err)
+	}
+	if ep.Addrs["tcp"] == "" || ep.Addrs["unix"] != "" {
+		t.Fatalf("Transport tcp, published endpoint %+v", ep)
+	}
+	l.send(boot.Msg{Op: boot.OpFence, ID: m.ID, KV: m.KV}) // process 1 never published
+	r := recv(t, ch, "OpenEpoch")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.n.Close()
+	if r.n.Mode != "tcp" || len(r.n.Endpoints) != 2 || len(r.n.Dead) != 1 || r.n.Dead[0] != 1 || r.n.Epoch != 0 {
+		t.Fatalf("Net %+v", r.n)
+	}
+	if r.n.Endpoints[0].Addrs["tcp"] != ep.Addrs["tcp"] {
+		t.Fatalf("own endpoint %+v, published %+v", r.n.Endpoints[0], ep)
+	}
+}
+
+func TestReaderSpin(t *testing.T) {
+	if d := (NetConfig{ReaderSpin: 7 * time.Microsecond}).readerSpin(1 << 20); d != 7*time.Microsecond {
+		t.Fatalf("fixed spin: %v", d)
+	}
+	if d := (NetConfig{ReaderSpin: -1}).readerSpin(1 << 20); d != 0 {
+		t.Fatalf("automatic spin, oversubscribed: %v", d)
+	}
+	if d := (NetConfig{ReaderSpin: -1}).readerSpin(1); d != 50*time.Microsecond {
+		t.Fatalf("automatic spin, one rank: %v", d)
+	}
+}
+
+// NetConfig.ConnectTimeout reaches the sockets: a send to a process whose
+// listener never answers the handshake fails after it (the default would
+// wait 30 s).
+func TestOpenEpochConnectTimeout(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	p, l := connect(t, make(chan struct{}))
+	defer l.c.Close()
+	defer p.Close()
+	p.Finalizing()
+	// Process 1 listens, but never accepts nor answers.
+	mute, err := net.Listen("unix", filepath.Join(t.TempDir(), "mute.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	type res struct {
+		n   *Net
+		err error
+	}
+	ch := make(chan res, 1)
+	const timeout = 200 * time.Millisecond
+	go func() {
+		n, err := p.OpenEpoch(0, NetConfig{Transport: "unix", ReaderSpin: -1, ConnectTimeout: timeout})
+		ch <- res{n, err}
+	}()
+	m := l.read()
+	ep1, _ := json.Marshal(boot.Endpoint{Rank: 1, Host: "h", Addrs: map[string]string{"unix": mute.Addr().String()}})
+	m.KV[boot.EndpointKey(1)] = string(ep1)
+	l.send(boot.Msg{Op: boot.OpFence, ID: m.ID, KV: m.KV})
+	r := recv(t, ch, "OpenEpoch")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.n.Close()
+	sent := make(chan error, 1)
+	start := time.Now()
+	go func() { sent <- r.n.Eng.SendControl(1, transport.Header{Tag: 16}, nil) }()
+	select {
+	case err := <-sent:
+		if err == nil {
+			t.Fatal("a send to a mute process succeeded")
+		}
+		if d := time.Since(start); d < timeout {
+			t.Fatalf("the send failed after %v, before the connect timeout %v: %v", d, timeout, err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the connect timeout did not reach the sockets: the send still waits after 15 s")
+	}
+}

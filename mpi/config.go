@@ -1,0 +1,274 @@
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/ft/detector"
+	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+)
+
+// Config holds the tunable settings of a World: how processes talk, when
+// messages switch protocol, how the runtime waits, and how failures are
+// detected. Start from DefaultConfig, change what you need, and pass it to
+// InitConfig or RunConfig; a zero Config is not valid.
+//
+// A process started by ftmpirun (InitConfig, Init) applies the FTMPI_*
+// environment variables over the Config it is given (see ApplyEnv): the
+// operator of a job has the last word; and the launcher's choice of
+// transport. RunConfig takes the Config as given.
+type Config struct {
+	// Transport between the processes of a job started by ftmpirun:
+	// "auto" (Unix sockets when every process is on this host, TCP
+	// otherwise), "unix" or "tcp" (TCP even on one host). It is the job's
+	// choice, the same for every process: ftmpirun's --transport, which
+	// the bootstrap reads (FTMPI_TRANSPORT, internal/boot), replaces it.
+	// In-process jobs (Run) and singletons always use an in-memory
+	// transport. Default "auto".
+	Transport string
+
+	// EagerLimit is the size in bytes up to which a message is sent
+	// eagerly (header and payload in one write, buffered at the receiver if
+	// no receive is posted); larger messages and every Ssend go by
+	// rendezvous (the data moves once the receive is posted). Ranks need
+	// not agree on it. At most MaxEagerLimit (the receiver's buffer pools
+	// serve sizes up to it). Default 64 KiB. Env FTMPI_EAGER_LIMIT.
+	EagerLimit int
+
+	// ReaderSpin is how long a socket reader spins on non-blocking reads
+	// before parking in the poller: a spin buys latency when every process
+	// has a core and costs throughput when processes outnumber cores.
+	// SpinAuto (the default) spins 50 µs when the processes on this host
+	// do not outnumber its cores, 0 otherwise. At most MaxSpin. Env
+	// FTMPI_SPIN ("auto" or a Go duration).
+	ReaderSpin time.Duration
+
+	// SpinYield makes a spinning reader give the processor to other
+	// processes between attempts (sched_yield), not only to other
+	// goroutines: for hosts with more processes than cores. Default false.
+	// Env FTMPI_SPIN_YIELD (0 or 1).
+	SpinYield bool
+
+	// WaitSpin is how long a blocking call (Wait, Recv, ...) spins,
+	// yielding to other goroutines, before it parks. Default 0. At most
+	// MaxSpin. Env FTMPI_WAIT_SPIN.
+	WaitSpin time.Duration
+
+	// Detector turns the heartbeat failure detector of a launched job on:
+	// it finds stopped or hung processes, which the launcher cannot see
+	// die. Crashes are reported by the launcher either way. Default true.
+	// Env FTMPI_HB_TIMEOUT=off turns it off.
+	Detector bool
+
+	// HeartbeatPeriod is the interval between two heartbeats a process
+	// sends to its observer in the detector's ring. Default 100 ms. Env
+	// FTMPI_HB_PERIOD.
+	HeartbeatPeriod time.Duration
+
+	// HeartbeatTimeout is how long an observer waits without a heartbeat
+	// before it suspects the process it observes (which the launcher then
+	// kills: fail-stop). It must exceed HeartbeatPeriod by more than any
+	// heartbeat delay, or a live but slow process is killed. Default 1 s.
+	// Env FTMPI_HB_TIMEOUT (a Go duration, or "off").
+	HeartbeatTimeout time.Duration
+
+	// ConnectTimeout bounds setting up a connection to a peer process
+	// (dial and handshake) before the send fails. Default 30 s. Env
+	// FTMPI_CONNECT_TIMEOUT.
+	ConnectTimeout time.Duration
+
+	// FaultInjection holds fault-injection specs (internal/inject's
+	// grammar: "kill:rank=R,at=D", "stop:...", "chaos:...") that a process
+	// of the first launch executes on itself: for jobs started by a
+	// launcher other than ftmpirun, which injects faults itself and does
+	// not pass them to its ranks. Default "" (none). Env FTMPI_INJECT.
+	FaultInjection string
+}
+
+// Transport names accepted in Config.Transport.
+const (
+	TransportAuto = boot.TransportAuto
+	TransportUnix = boot.TransportUnix
+	TransportTCP  = boot.TransportTCP
+)
+
+// SpinAuto, as Config.ReaderSpin, lets the runtime choose the reader spin
+// from the number of processes on the host and its cores.
+const SpinAuto time.Duration = -1
+
+// Bounds of Config values.
+const (
+	MaxEagerLimit = 1 << 20
+	MaxSpin       = time.Second
+)
+
+// Environment variables read by ApplyEnv.
+const (
+	EnvEagerLimit     = "FTMPI_EAGER_LIMIT"     // Config.EagerLimit, bytes
+	EnvSpin           = "FTMPI_SPIN"            // Config.ReaderSpin: "auto" or a Go duration
+	EnvSpinYield      = "FTMPI_SPIN_YIELD"      // Config.SpinYield: 0 or 1
+	EnvWaitSpin       = "FTMPI_WAIT_SPIN"       // Config.WaitSpin, a Go duration
+	EnvHBPeriod       = "FTMPI_HB_PERIOD"       // Config.HeartbeatPeriod, a Go duration
+	EnvHBTimeout      = "FTMPI_HB_TIMEOUT"      // Config.HeartbeatTimeout, a Go duration; "off": Config.Detector = false
+	EnvConnectTimeout = "FTMPI_CONNECT_TIMEOUT" // Config.ConnectTimeout, a Go duration
+	EnvInject         = inject.EnvVar           // Config.FaultInjection
+)
+
+// DefaultConfig returns the defaults: safe for ranks on one host or a LAN,
+// oversubscribed or not.
+func DefaultConfig() Config {
+	return Config{
+		Transport:        TransportAuto,
+		EagerLimit:       p2p.DefaultEagerLimit,
+		ReaderSpin:       SpinAuto,
+		Detector:         true,
+		HeartbeatPeriod:  detector.DefaultPeriod,
+		HeartbeatTimeout: detector.DefaultTimeout,
+		ConnectTimeout:   30 * time.Second,
+	}
+}
+
+// ConfigError reports a Config field with a value that is not allowed (or
+// the environment variable that set it).
+type ConfigError struct {
+	Field string // "EagerLimit", or the variable: "FTMPI_EAGER_LIMIT"
+	Value string // the value as given
+	Msg   string // what is wrong with it
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("mpi: config: %s=%s: %s", e.Field, e.Value, e.Msg)
+}
+
+// Validate reports the first field of c whose value is not allowed, as a
+// *ConfigError (nil if there is none).
+func (c Config) Validate() error {
+	bad := func(field string, v any, msg string, args ...any) error {
+		return &ConfigError{Field: field, Value: fmt.Sprint(v), Msg: fmt.Sprintf(msg, args...)}
+	}
+	switch c.Transport {
+	case TransportAuto, TransportUnix, TransportTCP:
+	default:
+		return bad("Transport", strconv.Quote(c.Transport), "want %q, %q or %q", TransportAuto, TransportUnix, TransportTCP)
+	}
+	if c.EagerLimit < 1 || c.EagerLimit > MaxEagerLimit {
+		return bad("EagerLimit", c.EagerLimit, "want 1 to %d bytes", MaxEagerLimit)
+	}
+	if c.ReaderSpin != SpinAuto && (c.ReaderSpin < 0 || c.ReaderSpin > MaxSpin) {
+		return bad("ReaderSpin", c.ReaderSpin, "want SpinAuto or 0 to %v", MaxSpin)
+	}
+	if c.WaitSpin < 0 || c.WaitSpin > MaxSpin {
+		return bad("WaitSpin", c.WaitSpin, "want 0 to %v", MaxSpin)
+	}
+	if c.Detector {
+		if c.HeartbeatPeriod <= 0 {
+			return bad("HeartbeatPeriod", c.HeartbeatPeriod, "must be positive")
+		}
+		if c.HeartbeatTimeout <= c.HeartbeatPeriod {
+			return bad("HeartbeatTimeout", c.HeartbeatTimeout, "must exceed HeartbeatPeriod (%v), or every heartbeat gap raises a suspicion", c.HeartbeatPeriod)
+		}
+	}
+	if c.ConnectTimeout <= 0 {
+		return bad("ConnectTimeout", c.ConnectTimeout, "must be positive")
+	}
+	if c.FaultInjection != "" {
+		if _, err := inject.Parse(c.FaultInjection); err != nil {
+			msg := err.Error()
+			var pe *inject.ParseError
+			if errors.As(err, &pe) {
+				msg = pe.Msg
+				if pe.Part != "" && pe.Part != pe.Spec {
+					msg = strconv.Quote(pe.Part) + ": " + msg
+				}
+			}
+			return bad("FaultInjection", strconv.Quote(c.FaultInjection), "%s", msg)
+		}
+	}
+	return nil
+}
+
+// ApplyEnv overrides the fields of c that FTMPI_* environment variables
+// set (the Env* constants), reading them with lookup (os.LookupEnv for the
+// process's environment). A variable that is set but empty is ignored. A
+// malformed value gives a *ConfigError naming the variable, and c is left
+// unchanged. It does not validate the result: call Validate.
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	out := *c
+	var errs []error
+	get := func(name string) (string, bool) {
+		v, ok := lookup(name)
+		v = strings.TrimSpace(v)
+		return v, ok && v != ""
+	}
+	bad := func(name, v, msg string) {
+		errs = append(errs, &ConfigError{Field: name, Value: strconv.Quote(v), Msg: msg})
+	}
+	duration := func(name string, dst *time.Duration) {
+		if v, ok := get(name); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				bad(name, v, "not a Go duration (such as 100ms or 1.5s)")
+				return
+			}
+			*dst = d
+		}
+	}
+	if v, ok := get(EnvEagerLimit); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			bad(EnvEagerLimit, v, "not an integer number of bytes")
+		} else {
+			out.EagerLimit = n
+		}
+	}
+	if v, ok := get(EnvSpin); ok {
+		if v == "auto" {
+			out.ReaderSpin = SpinAuto
+		} else {
+			duration(EnvSpin, &out.ReaderSpin)
+		}
+	}
+	if v, ok := get(EnvSpinYield); ok {
+		switch v {
+		case "0":
+			out.SpinYield = false
+		case "1":
+			out.SpinYield = true
+		default:
+			bad(EnvSpinYield, v, "want 0 or 1")
+		}
+	}
+	duration(EnvWaitSpin, &out.WaitSpin)
+	duration(EnvHBPeriod, &out.HeartbeatPeriod)
+	if v, ok := get(EnvHBTimeout); ok {
+		if v == "off" {
+			out.Detector = false
+		} else {
+			out.Detector = true
+			duration(EnvHBTimeout, &out.HeartbeatTimeout)
+		}
+	}
+	duration(EnvConnectTimeout, &out.ConnectTimeout)
+	if v, ok := get(EnvInject); ok {
+		out.FaultInjection = v
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	*c = out
+	return nil
+}
+
+// envConfig is cfg with the process's environment applied and validated.
+func envConfig(cfg Config) (Config, error) {
+	if err := cfg.ApplyEnv(os.LookupEnv); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
+}
