@@ -391,7 +391,10 @@ func (m *Machine) exited(e Exit) {
 		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
 	case m.isFailure(p, e) && !tearing:
 		p.failed = true
-		m.anyFailure = true
+		if !m.anyFailure {
+			m.anyFailure = true
+			m.emit(Action{Kind: Mark, Text: MarkFailure})
+		}
 		how := m.how(e.Rank, e)
 		if e.Signal == 0 {
 			how = fmt.Sprintf("rank %d (pid %d) %s before MPI finalize", e.Rank, e.Pid, e)
@@ -688,6 +691,9 @@ func (m *Machine) ExitCode() int {
 	}
 	return m.procs[0].exit.Code()
 }
+
+// MarkFailure is the Mark of the first failure of the job.
+const MarkFailure = "failure"
 
 // Outcome is what a finished launch tells the Checkpoint-on-Failure
 // relaunch loop.
