@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"syscall"
 	"time"
 
@@ -175,6 +176,44 @@ const (
 	// Done: every process is gone; the job is over (Machine.ExitCode).
 	Done
 )
+
+var kindNames = [...]string{Reply: "reply", Drop: "drop", Notify: "notify", Check: "check", Signal: "signal",
+	SignalAll: "signal-all", TearDown: "teardown", Respawn: "respawn", StartChildren: "start-children",
+	ArmGrace: "arm-grace", Mark: "mark", Log: "log", Done: "done"}
+
+func (k ActionKind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("action(%d)", int(k))
+}
+
+// String is a short form of a for traces.
+func (a Action) String() string {
+	switch a.Kind {
+	case Reply:
+		return fmt.Sprintf("reply conn %d %s id %d epoch %d err %q", a.Conn, a.Msg.Op, a.Msg.ID, a.Msg.Epoch, a.Msg.Error)
+	case Drop:
+		return fmt.Sprintf("drop conn %d", a.Conn)
+	case Notify:
+		return fmt.Sprintf("notify %v %s rank %d inc %d epoch %d", a.To, a.Msg.Kind, a.Msg.Rank, a.Msg.Incarnation, a.Msg.Epoch)
+	case Check:
+		return fmt.Sprintf("check #%d rank %d inc %d pid %d", a.Token, a.Rank, a.Incarnation, a.Pid)
+	case Signal:
+		return fmt.Sprintf("signal %v rank %d inc %d (any %v) why %d", a.Sig, a.Rank, a.Incarnation, a.AnyIncarnation, a.Why)
+	case SignalAll:
+		return fmt.Sprintf("signal-all %v", a.Sig)
+	case TearDown:
+		return fmt.Sprintf("teardown %+v", a.Cause)
+	case Respawn:
+		return fmt.Sprintf("respawn rank %d inc %d epoch %d", a.Rank, a.Incarnation, a.Epoch)
+	case StartChildren:
+		return fmt.Sprintf("start-children %+v", *a.Start)
+	case Log, Mark:
+		return a.Kind.String() + " " + a.Text
+	}
+	return a.Kind.String()
+}
 
 // Why a Signal is sent.
 type Why int

@@ -374,13 +374,6 @@ func (m *Machine) exited(e Exit) {
 	if e.Pid != 0 {
 		p.pid = e.Pid
 	}
-	// Suspicions of it waiting for their check are answered now.
-	for _, tok := range m.pendingChecks(e.Rank) {
-		c := m.checks[tok]
-		delete(m.checks, tok)
-		m.vlogf("not killing rank %d (%s): it is gone", c.rank, m.suspectReason(c))
-		m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
-	}
 	tearing := m.tearing()
 	switch {
 	case p.cancelled || p.spawning:
@@ -426,6 +419,13 @@ func (m *Machine) exited(e Exit) {
 			m.notifyFailed(e.Rank)
 		}
 		m.vlogf("rank %d (pid %d) %s", e.Rank, e.Pid, e)
+	}
+	// Suspicions of it waiting for their check are answered: it is gone.
+	for _, tok := range m.pendingChecks(e.Rank) {
+		c := m.checks[tok]
+		delete(m.checks, tok)
+		m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
+		m.vlogf("not killing rank %d (%s): it is gone", c.rank, m.suspectReason(c))
 	}
 	m.checkFences()
 	m.checkFinalize()
