@@ -606,12 +606,9 @@ func (m *Machine) liveness(e Liveness) {
 		return // answered already (the process was reaped meanwhile)
 	}
 	delete(m.checks, e.Token)
+	// Still the same incarnation: its Exited would have answered the check
+	// (and a respawn comes only after it).
 	p := &m.procs[c.rank]
-	if p.inc != c.inc {
-		m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
-		m.vlogf("ignoring rank %d's suspicion of rank %d incarnation %d: it was respawned (incarnation %d)", c.by, c.rank, c.inc, p.inc)
-		return
-	}
 	if e.Alive && p.killedBy == "" {
 		m.replyErr(c.conn, c.id, "suspect: rank %d is alive (process %d %s); not killed", c.rank, c.pid, e.State)
 		m.logf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, c.by, c.reason, c.pid, e.State)

@@ -20,7 +20,7 @@ import (
 //	go test ./internal/launch/policy -run TestSimulate -sims=200000          explore more
 var (
 	flagSeed  = flag.Int64("seed", -1, "replay only this simulator seed")
-	flagSims  = flag.Int("sims", 0, "number of simulated schedules (default 4000, 1000 with -short)")
+	flagSims  = flag.Int("sims", 0, "number of simulated schedules (default 10000, 2500 with -short)")
 	flagTrace = flag.Bool("simtrace", false, "print the event trace of a replayed seed")
 )
 
@@ -83,7 +83,14 @@ type pendingCheck struct {
 	rank, inc int
 }
 
+// stats counts what the schedules exercised (so that a weakened
+// simulator shows).
+type stats struct {
+	suspectKills, refused, stale, told, respawns, spawnsOK, spawnsFailed, codes, timeouts, teardowns int
+}
+
 type sim struct {
+	st    *stats
 	rng   *rand.Rand
 	seed  int64
 	n     int
@@ -189,6 +196,7 @@ func (s *sim) feed(ev Event) {
 				s.fail("teardown %+v; the event implies %+v", a.Cause, s.evCause)
 			}
 		case Respawn:
+			s.st.respawns++
 			if s.mode != ModeReinit {
 				s.fail("respawn in mode %d", s.mode)
 			}
@@ -244,6 +252,7 @@ func (s *sim) signal(a Action) {
 	}
 	switch a.Why {
 	case WhySuspect:
+		s.st.suspectKills++
 		// No live process is killed without a confirmed suspicion, and a
 		// respawned incarnation is never killed for its predecessor.
 		if !s.suspected[[2]int{a.Rank, a.Incarnation}] {
@@ -274,6 +283,7 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 	if msg.Op == boot.OpEvent {
 		switch msg.Kind {
 		case boot.EventFailed:
+			s.st.told++
 			p.failedSeen[msg.Rank]++
 			if p.failedSeen[msg.Rank] > 1 && s.mode != ModeReinit {
 				s.fail("rank %d (incarnation %d) told %d times of the failure of rank %d", p.rank, p.inc, p.failedSeen[msg.Rank], msg.Rank)
@@ -326,6 +336,11 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 			p.left, p.phase = true, phFinalize
 		}
 	case boot.OpSpawn:
+		if msg.Error == "" {
+			s.st.spawnsOK++
+		} else {
+			s.st.spawnsFailed++
+		}
 		if p.phase == phInSpawn {
 			p.phase = phFinalize
 		}
@@ -335,7 +350,11 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 	case boot.OpFinalize:
 		p.finRet = true
 		p.phase = phExit
-	case boot.OpSuspect, boot.OpAbort, boot.OpError:
+	case boot.OpError:
+		if strings.Contains(msg.Error, "is alive") {
+			s.st.refused++
+		}
+	case boot.OpSuspect, boot.OpAbort:
 	}
 }
 
@@ -432,6 +451,9 @@ func (s *sim) randomTarget(by *sproc) *sproc {
 // suspect: by suspects q (q may be an old incarnation: a stale suspicion,
 // or a running process: a false one).
 func (s *sim) suspect(by, q *sproc) {
+	if s.cur[q.rank] != q {
+		s.st.stale++
+	}
 	s.suspected[[2]int{q.rank, q.inc}] = true
 	s.feed(Suspect{Conn: by.conn, ID: 5, Rank: q.rank, Incarnation: q.inc, Reason: "sim"})
 }
@@ -457,6 +479,10 @@ func (s *sim) answer(i int) {
 		}
 	}
 	s.feed(Liveness{Token: c.token, State: state, Alive: alive})
+	// A confirmed suspicion kills (fail-stop), unless the job is ending.
+	if p != nil && p.state == stStopped && s.cause.Kind == CauseNone {
+		s.fail("rank %d incarnation %d found stopped on a suspicion but not killed", p.rank, p.inc)
+	}
 }
 
 func (s *sim) closeConn(p *sproc) {
@@ -541,7 +567,7 @@ func (s *sim) parents() []int {
 
 // run plays one schedule: a chaotic phase, then a drain in which every
 // process makes progress until the job ends.
-func runSim(seed int64) (s *sim, err error) {
+func runSim(seed int64, st *stats) (s *sim, err error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	n := 1 + rng.IntN(6)
 	mode := Mode(rng.IntN(3))
@@ -549,7 +575,7 @@ func runSim(seed int64) (s *sim, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &sim{rng: rng, seed: seed, n: n, mode: mode, m: m, cur: map[int]*sproc{}, conns: map[Conn]*sproc{},
+	s = &sim{st: st, rng: rng, seed: seed, n: n, mode: mode, m: m, cur: map[int]*sproc{}, conns: map[Conn]*sproc{},
 		suspected: map[[2]int]bool{}, spawnOK: -1}
 	if mode == ModeReinit {
 		m.EnableRespawn(rng.IntN(4))
@@ -585,6 +611,7 @@ func runSim(seed int64) (s *sim, err error) {
 			// Nothing can move, for a reason the policy cannot see (a stopped
 			// process nobody can suspect): --timeout ends it.
 			s.timedOut = true
+			s.st.timeouts++
 			s.feed(Timeout{})
 			continue
 		}
@@ -657,6 +684,11 @@ func (s *sim) checkEnd() error {
 	want, what := s.wantCode()
 	if got := s.m.ExitCode(); want >= 0 && got != want {
 		return fmt.Errorf("exit code %d, want %d (%s; cause %+v)", got, want, what, s.cause)
+	} else if want >= 0 {
+		s.st.codes++
+	}
+	if s.cause.Kind != CauseNone {
+		s.st.teardowns++
 	}
 	return nil
 }
@@ -736,9 +768,9 @@ func (s *sim) isFailure(p *sproc) bool {
 func TestSimulate(t *testing.T) {
 	sims := *flagSims
 	if sims == 0 {
-		sims = 4000
+		sims = 10000
 		if testing.Short() {
-			sims = 1000
+			sims = 2500
 		}
 	}
 	first := int64(1)
@@ -746,8 +778,9 @@ func TestSimulate(t *testing.T) {
 		first, sims = *flagSeed, 1
 	}
 	modes := map[Mode]int{}
+	var st stats
 	for seed := first; seed < first+int64(sims); seed++ {
-		s, err := runSim(seed)
+		s, err := runSim(seed, &st)
 		if s != nil && *flagTrace {
 			t.Log("\n" + strings.Join(s.trace, "\n"))
 		}
@@ -756,5 +789,5 @@ func TestSimulate(t *testing.T) {
 		}
 		modes[s.mode]++
 	}
-	t.Logf("%d schedules (abort %d, continue %d, reinit %d)", sims, modes[ModeAbort], modes[ModeContinue], modes[ModeReinit])
+	t.Logf("%d schedules (abort %d, continue %d, reinit %d): %+v", sims, modes[ModeAbort], modes[ModeContinue], modes[ModeReinit], st)
 }
