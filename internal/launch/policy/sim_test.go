@@ -203,6 +203,12 @@ func (s *sim) feed(ev Event) {
 			if old := s.cur[a.Rank]; old.state != stReaped {
 				s.fail("rank %d respawned while incarnation %d is not reaped", a.Rank, old.inc)
 			}
+			// Every connected survivor was told of the new epoch, once.
+			for _, q := range s.procs {
+				if q.rank != a.Rank && q.helloOK && q.connOpen && q.reinitSeen[a.Epoch] != 1 {
+					s.fail("rank %d.%d told %d times of epoch %d", q.rank, q.inc, q.reinitSeen[a.Epoch], a.Epoch)
+				}
+			}
 			p := s.newProc(a.Rank, a.Incarnation, false, a.Epoch)
 			p.want = a.Epoch
 		case StartChildren:

@@ -117,9 +117,10 @@ func (m *Machine) checkSpawn(op *spawnOp) {
 		}
 		return
 	}
+	// A child gone before initialising fails the spawn at once, whether or
+	// not the children before it have initialised.
 	for i, p := range op.children {
-		c := &m.procs[p]
-		if c.gone {
+		if c := &m.procs[p]; c.gone {
 			if c.exit.StartErr == nil {
 				op.failed = append(op.failed, p)
 			}
@@ -127,6 +128,8 @@ func (m *Machine) checkSpawn(op *spawnOp) {
 			m.finishSpawn(op)
 			return
 		}
+	}
+	for _, p := range op.children {
 		if _, ok := m.kv[boot.EndpointKey(p)]; !ok {
 			return // not initialised yet
 		}
