@@ -254,9 +254,6 @@ func (m *Machine) teardown(c Cause) bool {
 
 func (m *Machine) tearing() bool { return m.cause.Kind != CauseNone }
 
-// Tearing reports whether the job is being torn down.
-func (m *Machine) Tearing() bool { return m.tearing() }
-
 // Size is the number of process ids in use (ranks and spawned children).
 func (m *Machine) Size() int { return len(m.procs) }
 
@@ -729,7 +726,3 @@ func (m *Machine) Outcome() Outcome {
 	}
 	return o
 }
-
-// Failed reports whether the current incarnation of process r failed
-// (died after connecting and before finalizing).
-func (m *Machine) Failed(r int) bool { return r >= 0 && r < len(m.procs) && m.procs[r].failed }
