@@ -227,7 +227,14 @@ func (h *head) execute(a policy.Action) {
 	case policy.ArmGrace:
 		h.mu.Lock()
 		if !h.closed && h.graceTimer == nil {
-			h.graceTimer = time.AfterFunc(h.killGrace, func() { h.step(policy.Grace{}) })
+			h.graceTimer = time.AfterFunc(h.killGrace, func() {
+				h.mu.Lock()
+				closed := h.closed
+				h.mu.Unlock()
+				if !closed {
+					h.step(policy.Grace{})
+				}
+			})
 		}
 		h.mu.Unlock()
 	case policy.Respawn:

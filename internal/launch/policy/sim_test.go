@@ -20,7 +20,7 @@ import (
 //	go test ./internal/launch/policy -run TestSimulate -sims=200000          explore more
 var (
 	flagSeed  = flag.Int64("seed", -1, "replay only this simulator seed")
-	flagSims  = flag.Int("sims", 0, "number of simulated schedules (default 10000, 2500 with -short)")
+	flagSims  = flag.Int("sims", 0, "number of simulated schedules (default 10000, 2500 with -short or -race)")
 	flagTrace = flag.Bool("simtrace", false, "print the event trace of a replayed seed")
 )
 
@@ -775,7 +775,7 @@ func TestSimulate(t *testing.T) {
 	sims := *flagSims
 	if sims == 0 {
 		sims = 10000
-		if testing.Short() {
+		if testing.Short() || raceEnabled {
 			sims = 2500
 		}
 	}
