@@ -495,3 +495,20 @@ func TestSpawnWithoutAgentOrRoot(t *testing.T) {
 		t.Errorf("%v", acts)
 	}
 }
+
+// A parent killed on a confirmed suspicion is a failed parent at once,
+// before its death is reaped, even when another parent's error ends the
+// spawn first: every parent learns a process failed (ErrProcFailed).
+func TestSpawnParentKilledBeforeReaped(t *testing.T) {
+	m := newM(t, 3, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1, 2)
+	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1})[0]
+	m.Step(Liveness{Token: chk.Token, State: "dead"})
+	b, _ := json.Marshal(boot.SpawnRequest{Key: "k", Procs: []int{0, 1, 2}, Root: true, MaxProcs: 1, Pairs: []int{4, 5}, Error: "peer lost"})
+	acts := m.Step(Spawn{Conn: 1, ID: 7, Request: string(b)})
+	r := find(acts, Reply)
+	if r == nil || !slices.Equal(r.Msg.Failed, []int{1}) || !strings.Contains(r.Msg.Error, "parent process 1 failed") {
+		t.Fatalf("%v %+v", acts, r)
+	}
+}

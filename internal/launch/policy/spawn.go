@@ -94,7 +94,10 @@ func (m *Machine) checkSpawn(op *spawnOp) {
 		if _, ok := op.waiters[p]; ok {
 			continue
 		}
-		if p < 0 || p >= len(m.procs) || m.procs[p].gone {
+		// A parent the launcher killed (fail-stop assured) has failed even
+		// before its death is reaped: every parent must be told it failed,
+		// whichever error ended the spawn first.
+		if p < 0 || p >= len(m.procs) || m.procs[p].gone || m.procs[p].killedBy != "" {
 			if !slices.Contains(op.failed, p) {
 				op.failed = append(op.failed, p)
 				op.errs = append(op.errs, fmt.Sprintf("parent process %d failed", p))
