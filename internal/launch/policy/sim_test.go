@@ -112,6 +112,8 @@ type sim struct {
 	spawnKey  string
 	spawnOK   int // step the spawn succeeded (-1: not)
 	evCause   Cause // the cause the event of the current step implies, if it tears down
+	aborted   bool
+	lastAbort int
 	timedOut  bool
 	interrupt int
 	errs      []error
@@ -438,6 +440,7 @@ func (s *sim) moves(chaos bool) []choice {
 
 func (s *sim) abort(p *sproc, code int) {
 	s.evCause = Cause{CauseAbort, AbortCode(code)}
+	s.aborted, s.lastAbort = true, AbortCode(code)
 	s.feed(Abort{Conn: p.conn, ID: 7, Code: code, Reason: "sim"})
 }
 
@@ -716,17 +719,17 @@ func (s *sim) mustTell(d *sproc) bool {
 }
 
 // wantCode is the exit code the mode implies, from what the simulation
-// saw (-1: no opinion).
+// saw (the teardown's cause is checked against the event that caused it
+// when it happens).
 func (s *sim) wantCode() (int, string) {
 	rank0 := s.cur[0].exit.Code()
-	failed := false
 	var first *sproc
 	for _, p := range s.procs {
 		if s.isFailure(p) && (first == nil || p.reapedAt < first.reapedAt) {
 			first = p
 		}
 	}
-	failed = first != nil
+	failed := first != nil
 	switch s.cause.Kind {
 	case CauseTimeout:
 		return 124, "timeout"
@@ -735,30 +738,31 @@ func (s *sim) wantCode() (int, string) {
 	case CauseStart:
 		return 1, "a start error"
 	case CauseFailure:
-		if s.mode == ModeAbort && first != nil {
+		if s.mode == ModeAbort {
+			if first == nil {
+				return -1, "abort mode: a failure the simulation does not count"
+			}
 			return failureCode(first.exit), fmt.Sprintf("abort mode: the first failure, rank %d %s", first.rank, first.exit)
 		}
-		return -1, ""
+		return s.cause.Code, "reinit: the failure that could not be recovered"
 	case CauseAbort:
 		if !(s.mode == ModeContinue && failed) {
 			return s.cause.Code, "abort"
 		}
 	}
 	if s.mode == ModeContinue && failed {
-		lowest := -1
-		code := 0
+		lowest, code := -1, 0
 		for _, p := range s.procs {
-			if p.finRet && (lowest < 0 || p.rank < lowest) {
+			if p.finRet && p.state == stReaped && (lowest < 0 || p.rank < lowest) {
 				lowest, code = p.rank, p.exit.Code()
 			}
 		}
 		if lowest >= 0 {
 			return code, "continue mode: the lowest rank that returned from Finalize"
 		}
-		return -1, ""
-	}
-	if s.mode == ModeReinit {
-		return -1, ""
+		if s.aborted {
+			return s.lastAbort, "continue mode: the last abort"
+		}
 	}
 	return rank0, "rank 0's exit"
 }
