@@ -269,3 +269,35 @@ func TestFailedEventByDatagram(t *testing.T) {
 		t.Fatalf("rank 1's control connection: %q, want only the later message", line)
 	}
 }
+
+// A suspicion of a rank whose hello carried no pid is still checked: the
+// head asks the agent for the pid and refuses to kill a process that is
+// running or sleeping.
+func TestSuspectOfLiveRankWithoutPidIsRefused(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep program")
+	}
+	h := newHead("job", 2, OnFailureContinue, &output{stdout: io.Discard, stderr: io.Discard}, false)
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "ctl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.serve(ln)
+	defer h.close()
+	agent := NewLocalAgent("host", h)
+	h.addAgent(agent)
+	agent.Start([]RankSpec{{Rank: 1, Path: sleep, Args: []string{"60"}}})
+	defer agent.Wait()
+	defer h.signalAll(syscall.SIGKILL)
+	addr := ln.Addr().String()
+	c0 := dialHead(t, addr, "job", 0, 0)
+	dialHead(t, addr, "job", 1, 0) // the sleeping process's rank, no pid said
+	c0.req(boot.Msg{Op: boot.OpSuspect, Rank: 1, Reason: "no heartbeat"})
+	if m := c0.next(); m.Op != boot.OpError || !strings.Contains(m.Error, fmt.Sprintf("suspect: rank 1 is alive (process %d ", agent.Pid(1, 0))) {
+		t.Fatalf("%+v, want the refusal", m)
+	}
+	if agent.Pid(1, 0) == 0 {
+		t.Fatal("the sleeping rank was killed")
+	}
+}

@@ -61,6 +61,7 @@ type Suspect struct {
 // a stopped, exiting, dead or vanished one.
 type Liveness struct {
 	Token uint64
+	Pid   int    // the process the shell looked at (0: none found)
 	State string // "running", "stopped", "dead", ... for the messages
 	Alive bool
 }

@@ -606,6 +606,10 @@ func (m *Machine) liveness(e Liveness) {
 	// Still the same incarnation: its Exited would have answered the check
 	// (and a respawn comes only after it).
 	p := &m.procs[c.rank]
+	if c.pid == 0 && e.Pid > 0 {
+		c.pid = e.Pid
+		p.pid = e.Pid
+	}
 	if e.Alive && p.killedBy == "" {
 		m.replyErr(c.conn, c.id, "suspect: rank %d is alive (process %d %s); not killed", c.rank, c.pid, e.State)
 		m.logf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, c.by, c.reason, c.pid, e.State)

@@ -512,3 +512,18 @@ func TestSpawnParentKilledBeforeReaped(t *testing.T) {
 		t.Fatalf("%v %+v", acts, r)
 	}
 }
+
+// The shell finds the pid of a suspect that did not say it in its hello.
+func TestSuspectPidFromShell(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	m.Step(Hello{Conn: 1, ID: 1, Job: "job", Rank: 0})
+	m.Step(Hello{Conn: 2, ID: 1, Job: "job", Rank: 1})
+	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1})[0]
+	if chk.Kind != Check || chk.Pid != 0 {
+		t.Fatalf("%v", chk)
+	}
+	acts := m.Step(Liveness{Token: chk.Token, Pid: 4242, State: "stopped"})
+	if n := find(acts, Notify); n == nil || !strings.Contains(n.Msg.Reason, "rank 1 (pid 4242) killed") {
+		t.Fatalf("%v", acts)
+	}
+}

@@ -476,8 +476,9 @@ func (s *sim) answer(i int) {
 			p = q
 		}
 	}
-	state, alive := "gone", false
-	if p != nil {
+	state, alive, pid := "gone", false, 0
+	if p != nil && p.state != stReaped {
+		pid = p.pid
 		switch p.state {
 		case stRunning:
 			state, alive = "running", true
@@ -487,7 +488,7 @@ func (s *sim) answer(i int) {
 			state = "dead"
 		}
 	}
-	s.feed(Liveness{Token: c.token, State: state, Alive: alive})
+	s.feed(Liveness{Token: c.token, Pid: pid, State: state, Alive: alive})
 	// A confirmed suspicion kills (fail-stop), unless the job is ending.
 	if p != nil && p.state == stStopped && s.cause.Kind == CauseNone {
 		s.fail("rank %d incarnation %d found stopped on a suspicion but not killed", p.rank, p.inc)
