@@ -17,9 +17,9 @@ import (
 // goroutine (a rank that does not read its control connection never
 // stalls the launcher).
 type ctlConn struct {
-	nc   net.Conn
-	raw  syscall.RawConn // nil: no direct writes
-	id   policy.Conn     // the policy's name of the connection
+	nc  net.Conn
+	raw syscall.RawConn // nil: no direct writes
+	id  policy.Conn     // the policy's name of the connection
 
 	evAddr *eventSockaddr // the rank's event socket (boot.HelloEventAddr), nil if none; under head.mu
 
@@ -146,4 +146,3 @@ func (c *ctlConn) closeLocked() {
 		c.cond.Broadcast()
 	}
 }
-

@@ -52,9 +52,9 @@ type head struct {
 	evFD      int  // datagram socket for events to the ranks' event sockets (-1: unavailable)
 	evOpened  bool // evFD was opened (or its opening failed)
 
-	killGrace   time.Duration // SIGTERM to SIGKILL after an interrupt
-	graceTimer  *time.Timer
-	dump        bool // SIGQUIT every rank a second before the timeout's SIGKILL (EnvTimeoutDump)
+	killGrace  time.Duration // SIGTERM to SIGKILL after an interrupt
+	graceTimer *time.Timer
+	dump       bool // SIGQUIT every rank a second before the timeout's SIGKILL (EnvTimeoutDump)
 
 	// Reinit mode (--on-failure reinit): how to respawn.
 	respawn Agent

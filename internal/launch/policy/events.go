@@ -220,10 +220,10 @@ func (a Action) String() string {
 type Why int
 
 const (
-	WhySuspect Why = iota + 1 // a suspicion the shell confirmed (the process was not alive), or of a process already killed
-	WhyInject                 // the fault-injection plan
-	WhyCancel                 // a child of a failed spawn
-	WhyTeardown               // a process started while the job was being torn down
+	WhySuspect  Why = iota + 1 // a suspicion the shell confirmed (the process was not alive), or of a process already killed
+	WhyInject                  // the fault-injection plan
+	WhyCancel                  // a child of a failed spawn
+	WhyTeardown                // a process started while the job was being torn down
 )
 
 // Action is an output of the Machine, executed by the shell in order.

@@ -34,9 +34,9 @@ const (
 
 // Script phases of a simulated process.
 const (
-	phHello    = iota // to say hello
-	phWaitHello       // hello sent (the machine answers in the same step)
-	phFence           // to enter the bootstrap fence
+	phHello     = iota // to say hello
+	phWaitHello        // hello sent (the machine answers in the same step)
+	phFence            // to enter the bootstrap fence
 	phInFence
 	phRejoin // reinit: to rejoin epoch want
 	phInRejoin
@@ -110,7 +110,7 @@ type sim struct {
 	causeStep int
 	done      bool
 	spawnKey  string
-	spawnOK   int // step the spawn succeeded (-1: not)
+	spawnOK   int   // step the spawn succeeded (-1: not)
 	evCause   Cause // the cause the event of the current step implies, if it tears down
 	aborted   bool
 	lastAbort int
