@@ -68,7 +68,8 @@ type check struct {
 	waiter
 	by, rank, inc int
 	pid           int
-	reason        string // the suspecting rank's reason
+	reason        string  // the suspecting rank's reason
+	more          []check // later suspicions of the same process, answered with this one
 }
 
 // Machine is the launcher's policy: a pure state machine (see the package
@@ -421,7 +422,9 @@ func (m *Machine) exited(e Exit) {
 	for _, tok := range m.pendingChecks(e.Rank) {
 		c := m.checks[tok]
 		delete(m.checks, tok)
-		m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
+		for _, s := range append([]check{c}, c.more...) {
+			m.reply(s.conn, boot.Msg{Op: boot.OpSuspect, ID: s.id})
+		}
 		m.vlogf("not killing rank %d (%s): it is gone", c.rank, m.suspectReason(c))
 	}
 	m.checkFences()
@@ -573,6 +576,14 @@ func (m *Machine) suspect(by int, e Suspect) {
 		m.declareFailed(c) // no need to look: it is gone or dying
 		return
 	}
+	// Several ranks often suspect a dead process at once (their
+	// connections to it broke together): one look answers all of them.
+	for _, tok := range m.pendingChecks(e.Rank) {
+		first := m.checks[tok]
+		first.more = append(first.more, c)
+		m.checks[tok] = first
+		return
+	}
 	m.nextToken++
 	m.checks[m.nextToken] = c
 	m.emit(Action{Kind: Check, Token: m.nextToken, Rank: c.rank, Incarnation: c.inc, Pid: c.pid})
@@ -611,11 +622,18 @@ func (m *Machine) liveness(e Liveness) {
 		p.pid = e.Pid
 	}
 	if e.Alive && p.killedBy == "" {
-		m.replyErr(c.conn, c.id, "suspect: rank %d is alive (process %d %s); not killed", c.rank, c.pid, e.State)
-		m.logf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, c.by, c.reason, c.pid, e.State)
+		for _, s := range append([]check{c}, c.more...) {
+			m.replyErr(s.conn, s.id, "suspect: rank %d is alive (process %d %s); not killed", c.rank, c.pid, e.State)
+		}
+		for _, s := range append([]check{c}, c.more...) {
+			m.logf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, s.by, s.reason, c.pid, e.State)
+		}
 		return
 	}
 	m.declareFailed(c)
+	for _, s := range c.more { // killed already by the first
+		m.reply(s.conn, boot.Msg{Op: boot.OpSuspect, ID: s.id})
+	}
 }
 
 // declareFailed enforces fail-stop for a confirmed suspicion: it SIGKILLs

@@ -527,3 +527,54 @@ func TestSuspectPidFromShell(t *testing.T) {
 		t.Fatalf("%v", acts)
 	}
 }
+
+// Suspicions of a process whose check is pending share that check: one look
+// at /proc, one kill, every suspecting rank answered.
+func TestSuspicionsShareOneCheck(t *testing.T) {
+	m := newM(t, 4, ModeContinue)
+	connect(t, m, 0, 1, 2, 3)
+	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 3})[0]
+	wantKinds(t, "second", m.Step(Suspect{Conn: 2, ID: 6, Rank: 3}))
+	wantKinds(t, "third", m.Step(Suspect{Conn: 3, ID: 7, Rank: 3}))
+	acts := m.Step(Liveness{Token: chk.Token, State: "exiting"})
+	wantKinds(t, "confirmed", acts, Notify, Signal, Reply, Log, Reply, Reply)
+	if acts[2].Conn != 1 || acts[4].Conn != 2 || acts[4].Msg.ID != 6 || acts[5].Conn != 3 || acts[5].Msg.ID != 7 {
+		t.Errorf("%v", acts)
+	}
+	// Refused: every suspecting rank gets the refusal.
+	m = newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	chk = m.Step(Suspect{Conn: 1, ID: 5, Rank: 2})[0]
+	m.Step(Suspect{Conn: 2, ID: 6, Rank: 2})
+	acts = m.Step(Liveness{Token: chk.Token, State: "running", Alive: true})
+	wantKinds(t, "refused", acts, Reply, Reply, Log, Log)
+	if acts[1].Conn != 2 || !strings.Contains(acts[1].Msg.Error, "is alive") {
+		t.Errorf("%v", acts)
+	}
+	// Reaped while checking: all answered.
+	m = newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	m.Step(Suspect{Conn: 1, ID: 5, Rank: 2})
+	m.Step(Suspect{Conn: 2, ID: 6, Rank: 2})
+	acts = m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}})
+	if n := len(acts); n < 2 || acts[n-2].Kind != Reply || acts[n-1].Kind != Reply {
+		t.Errorf("%v", acts)
+	}
+}
+
+// A rank that left MPI_Reinit, finalized and exited cannot roll back
+// either: a later failure ends the job (before, it was respawned and the
+// new epoch's fence waited for the exited rank forever; found by the
+// simulator, seed 136).
+func TestReinitAfterLeaveAndExitIsFatal(t *testing.T) {
+	m := newM(t, 2, ModeReinit)
+	m.EnableRespawn(5)
+	connect(t, m, 0, 1)
+	m.Step(ReinitActive{Conn: 2, ID: 4, Kind: boot.ReinitLeave})
+	m.Step(Finalize{Conn: 2, ID: 5})
+	m.Step(Exited{Exit{Rank: 1, Status: 0}})
+	acts := m.Step(Exited{Exit{Rank: 0, Signal: syscall.SIGKILL}})
+	if find(acts, Respawn) != nil || find(acts, TearDown) == nil {
+		t.Fatalf("%v", acts)
+	}
+}

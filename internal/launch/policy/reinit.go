@@ -34,8 +34,11 @@ func (m *Machine) reinit(e Exit, how string) bool {
 		m.logf("%s; restart limit reached (--max-restarts %d): ending the job", how, m.maxRestarts)
 		return false
 	}
+	// A rank that returned from MPI_Reinit has no rollback location, whether
+	// it still runs or has already finalized and exited (the new epoch's
+	// fence would wait for it forever).
 	for q := range m.procs {
-		if o := &m.procs[q]; q != r && o.leftReinit && !o.gone {
+		if o := &m.procs[q]; q != r && o.leftReinit {
 			m.logf("%s after rank %d returned from MPI_Reinit: no rollback location, ending the job (seed 000 1.4.2: as MPI_ERRORS_ARE_FATAL)", how, q)
 			return false
 		}
