@@ -17,7 +17,8 @@
 // Rejoin (Reinit epochs), Spawn, Unknown; Closed when a connection ends.
 // From the agents: Exited (status, signal, start error). From the shell:
 // Liveness (the answer to a Check: the suspect's process is running,
-// sleeping, exiting, stopped, dead), Inject (the fault-injection plan),
+// sleeping, exiting, stopped, dead; suspicions that arrive while a check of
+// the same process is pending share it), Inject (the fault-injection plan),
 // Timeout, Interrupt (SIGINT/SIGTERM to ftmpirun) and Grace.
 //
 // # Actions
@@ -46,14 +47,23 @@
 //
 // # Properties
 //
-// Checked by the seeded simulator (sim_test.go) on thousands of random
-// schedules of hellos, exits, injected kills and stops, true, false and
-// stale suspicions, respawns, spawns and finalizes in every go test: every
-// survivor is told of every failure exactly once; no live process is
-// killed without a suspicion the shell confirmed (it saw the process not
-// alive), except children of a failed spawn and teardown; a kill names the
-// incarnation it is for, so a respawned incarnation is never killed for
-// its predecessor; the job always ends, with the exit code of its mode.
+// Checked by the seeded simulator (sim_test.go: 10000 random schedules in
+// every go test, 2500 with -short or -race; a failure prints the seed to
+// replay with -seed and -simtrace) over hellos, fences, exits and crashes,
+// injected kills and stops, true, false and stale suspicions (about older
+// incarnations), liveness answers delayed past other events, respawns,
+// spawns (with children that fail to start or die), Reinit epochs,
+// finalizes, aborts and interrupts:
+//   - every survivor is told of every failure exactly once (continue mode),
+//     and of every Reinit epoch exactly once;
+//   - no failure notification comes after a log line of the same step;
+//   - no running process is killed on a suspicion, and a suspicion the
+//     shell confirmed (the process was stopped, exiting or dead) kills it;
+//   - a kill names the incarnation that was suspected, so a respawned
+//     incarnation is never killed for its predecessor;
+//   - the job always ends (Done once every process is gone; only a stopped
+//     process that nobody can suspect needs --timeout), and ExitCode is the
+//     one the mode and the teardown's cause imply.
 //
 // # What it must not do
 //
