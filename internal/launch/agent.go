@@ -1,8 +1,9 @@
 package launch
 
 import (
-	"fmt"
 	"syscall"
+
+	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
 
 // RankSpec is what an agent needs to start one rank.
@@ -14,41 +15,9 @@ type RankSpec struct {
 	Env         []string // complete environment, including the FTMPI_* variables
 }
 
-// ExitReport tells the head that a rank's process is gone.
-type ExitReport struct {
-	Host        string
-	Rank        int
-	Incarnation int
-	Pid         int            // 0 if the process never started
-	Status      int            // exit status; meaningful when Signal == 0 and StartErr == nil
-	Signal      syscall.Signal // non-zero if killed by a signal
-	StartErr    error          // non-nil if the process could not be started
-}
-
-// Code is the shell-style exit code of the process: its exit status, or
-// 128+signal, or 127 if it could not be started.
-func (e ExitReport) Code() int {
-	switch {
-	case e.StartErr != nil:
-		return 127
-	case e.Signal != 0:
-		return 128 + int(e.Signal)
-	default:
-		return e.Status
-	}
-}
-
-// String describes how the process ended ("killed by signal 9", ...).
-func (e ExitReport) String() string {
-	switch {
-	case e.StartErr != nil:
-		return fmt.Sprintf("could not be started: %v", e.StartErr)
-	case e.Signal != 0:
-		return fmt.Sprintf("killed by signal %d (%v)", int(e.Signal), e.Signal)
-	default:
-		return fmt.Sprintf("exited with status %d", e.Status)
-	}
-}
+// ExitReport tells the head that a rank's process is gone: its exit
+// status or signal, or why it could not be started.
+type ExitReport = policy.Exit
 
 // Reporter receives what an agent observes. Calls may come from several
 // goroutines at once. For each rank, every Output call happens before its

@@ -1,9 +1,12 @@
 // Package launch is the ftmpirun launcher: a head that runs the control
-// server (key-value store and fences for boot.Client.Exchange, the
-// finalize fence, abort, the failure policy, the exit code, output
-// forwarding) and one Agent per host that starts and supervises the
-// ranks. Only a LocalAgent exists for now, living in the head's process;
-// the head never assumes a single host.
+// server and forwards output, and one Agent per host that starts and
+// supervises the ranks. Only a LocalAgent exists for now, living in the
+// head's process; the head never assumes a single host. What the head
+// decides (the key-value store and fences for boot.Client.Exchange, the
+// finalize fence, abort, who is told of which failure, when a process is
+// killed, respawned or spawned, the exit code) is package policy, a pure
+// state machine; the head is its I/O shell (sockets, agents, /proc,
+// timers, logging) and must not decide anything itself.
 //
 // Exit codes of Run (and of ftmpirun):
 //
@@ -45,8 +48,9 @@
 // rank that has finalized is not failed by it. An injected stop leaves the
 // rank stopped: the ranks' heartbeat detector must notice it and ask the
 // launcher, through boot.Client.Suspect (control op "suspect"), to
-// declare it failed; the head then SIGKILLs it (fail-stop enforcement,
-// head.declareFailed) and every survivor gets the usual failed Event. A
+// declare it failed; once the head has seen in /proc that the process is
+// not running or sleeping, it SIGKILLs it (fail-stop enforcement, see
+// package policy) and every survivor gets the usual failed Event. A
 // rank that connects after a failure still gets that failure's Event.
 //
 // # Relaunch (Checkpoint-on-Failure)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
 
 // ctlClient is a bare control connection for tests of the head.
@@ -214,10 +215,10 @@ func TestFailedEventByDatagram(t *testing.T) {
 		a, b := net.Pipe()
 		t.Cleanup(func() { a.Close(); b.Close() })
 		cc := newCtlConn(a)
-		cc.rank = r
+		cc.id = policy.Conn(r)
 		h.wg.Add(1)
 		go func() { defer h.wg.Done(); cc.writeLoop() }()
-		h.conns[cc] = struct{}{}
+		h.conns[cc.id] = cc
 		ends[r] = end{cc, bufio.NewReader(b)}
 		b.SetReadDeadline(time.Now().Add(10 * time.Second))
 	}
@@ -226,17 +227,13 @@ func TestFailedEventByDatagram(t *testing.T) {
 	ev2 := listen(2)
 	ev2.Close() // gone: the control connection must carry the event
 	h.mu.Lock()
-	h.ranks[0] = rankState{connected: true, pid: 1234, killedBy: "declared failed by rank 1: connection broken"}
-	for r := 1; r < 3; r++ {
-		h.ranks[r] = rankState{connected: true, conn: ends[r].cc}
-	}
-	h.ranks[1].evAddr = eventAddr(ev1.LocalAddr().String())
-	h.ranks[2].evAddr = eventAddr(ev2.LocalAddr().String())
-	if h.ranks[1].evAddr == nil {
+	ends[1].cc.evAddr = eventAddr(ev1.LocalAddr().String())
+	ends[2].cc.evAddr = eventAddr(ev2.LocalAddr().String())
+	if ends[1].cc.evAddr == nil {
 		h.mu.Unlock()
 		t.Fatalf("event address %q not accepted", ev1.LocalAddr())
 	}
-	h.notifyFailedLocked(0)
+	h.notify([]policy.Conn{1, 2}, boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: 0, Reason: "rank 0 (pid 1234) killed: declared failed by rank 1: connection broken"})
 	h.mu.Unlock()
 
 	parse := func(b []byte) boot.Msg {
@@ -270,5 +267,37 @@ func TestFailedEventByDatagram(t *testing.T) {
 	var m boot.Msg
 	if json.Unmarshal(line, &m); m.Op != boot.OpHello || m.ID != 9 {
 		t.Fatalf("rank 1's control connection: %q, want only the later message", line)
+	}
+}
+
+// A suspicion of a rank whose hello carried no pid is still checked: the
+// head asks the agent for the pid and refuses to kill a process that is
+// running or sleeping.
+func TestSuspectOfLiveRankWithoutPidIsRefused(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep program")
+	}
+	h := newHead("job", 2, OnFailureContinue, &output{stdout: io.Discard, stderr: io.Discard}, false)
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "ctl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.serve(ln)
+	defer h.close()
+	agent := NewLocalAgent("host", h)
+	h.addAgent(agent)
+	agent.Start([]RankSpec{{Rank: 1, Path: sleep, Args: []string{"60"}}})
+	defer agent.Wait()
+	defer h.signalAll(syscall.SIGKILL)
+	addr := ln.Addr().String()
+	c0 := dialHead(t, addr, "job", 0, 0)
+	dialHead(t, addr, "job", 1, 0) // the sleeping process's rank, no pid said
+	c0.req(boot.Msg{Op: boot.OpSuspect, Rank: 1, Reason: "no heartbeat"})
+	if m := c0.next(); m.Op != boot.OpError || !strings.Contains(m.Error, fmt.Sprintf("suspect: rank 1 is alive (process %d ", agent.Pid(1, 0))) {
+		t.Fatalf("%+v, want the refusal", m)
+	}
+	if agent.Pid(1, 0) == 0 {
+		t.Fatal("the sleeping rank was killed")
 	}
 }

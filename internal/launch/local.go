@@ -229,3 +229,20 @@ func (lp *localProc) signal(sig syscall.Signal) {
 
 // Wait implements Agent.
 func (a *LocalAgent) Wait() { a.wg.Wait() }
+
+// Pid is the process id of incarnation inc of rank, 0 if this agent does
+// not run it (or it has been reaped).
+func (a *LocalAgent) Pid(rank, inc int) int {
+	a.mu.Lock()
+	lp := a.procs[rank]
+	a.mu.Unlock()
+	if lp == nil {
+		return 0
+	}
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.inc != inc || lp.reaped {
+		return 0
+	}
+	return lp.pid
+}

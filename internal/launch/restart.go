@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
 
 // Checkpoint-on-Failure (seed 002 chapter 4): with Config.RestartOnFailure
@@ -41,7 +42,6 @@ import (
 // loop, and the relaunch's timing to the launch that follows it.
 type launchState struct {
 	restart int    // relaunches before this launch (boot.EnvRestart)
-	cof     bool   // relaunching is enabled: time the failures
 	path    string // the resolved program, once known
 
 	// Set by the relaunch loop for the launch that follows a failure.
@@ -56,46 +56,10 @@ type launchState struct {
 
 	// Filled in by the launch.
 	mu          sync.Mutex
-	failures    []ExitReport // every failure of this launch, in the order reported
-	failureAt   time.Time    // when the first one was reported
-	failure     *ExitReport  // the failure of this launch (see above)
+	failureAt   time.Time   // when the first failure was reported
+	failure     *ExitReport // the failure of this launch (see above)
 	failureCode int
 	relaunch    bool // a failure ended this launch and nothing forbids a relaunch
-}
-
-// failureWatch is the Reporter given to the agents: it forwards everything
-// to the head and notes, in order, the reports the head counted as
-// failures.
-type failureWatch struct {
-	*head
-	st *launchState
-	mu sync.Mutex
-}
-
-func (st *launchState) reporter(h *head) Reporter {
-	if !st.cof {
-		return h
-	}
-	return &failureWatch{head: h, st: st}
-}
-
-// Exited implements Reporter.
-func (f *failureWatch) Exited(e ExitReport) {
-	f.mu.Lock() // one report at a time, so the transition is this one's
-	defer f.mu.Unlock()
-	f.head.Exited(e)
-	f.head.mu.Lock()
-	failed := e.Rank >= 0 && e.Rank < len(f.head.ranks) && f.head.ranks[e.Rank].failed &&
-		f.head.ranks[e.Rank].exit.Incarnation == e.Incarnation
-	f.head.mu.Unlock()
-	if failed {
-		f.st.mu.Lock()
-		if len(f.st.failures) == 0 {
-			f.st.failureAt = time.Now()
-		}
-		f.st.failures = append(f.st.failures, e)
-		f.st.mu.Unlock()
-	}
 }
 
 // timedOut is the --timeout to report when this launch is killed by it: the
@@ -151,41 +115,14 @@ func (st *launchState) finished(h *head, path string) {
 		}
 		st.rest = rest
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.anyFailure {
+	o := h.outcome()
+	if !o.Failed {
 		return
 	}
-	for i := range st.failures {
-		if st.failures[i].Signal != 0 {
-			st.failure = &st.failures[i]
-			break
-		}
-	}
-	if st.failure == nil && len(st.failures) > 0 {
-		st.failure = &st.failures[0]
-	}
-	if st.failure == nil { // not seen by the watch (cannot happen with cof)
-		for r := range h.ranks {
-			if rs := &h.ranks[r]; rs.failed {
-				e := rs.exit
-				st.failure = &e
-				break
-			}
-		}
-	}
-	code := 1
-	if st.failure != nil {
-		code = st.failure.Code()
-		if code == 0 {
-			code = 1
-		}
-	}
-	st.failureCode = code
-	switch h.cause.kind {
-	case causeNone, causeFailure, causeAbort:
-		st.relaunch = true
-	}
+	st.failure = o.Failure
+	st.failureCode = o.Code
+	st.relaunch = o.Relaunch
+	st.failureAt = h.mark(policy.MarkFailure)
 }
 
 // Run launches the job described by cfg, waits for it and returns
@@ -213,7 +150,7 @@ func Run(cfg Config) int {
 		deadline = time.Now().Add(cfg.Timeout)
 	}
 	total := cfg.Timeout
-	st := &launchState{cof: true, max: cfg.RestartOnFailure, timeout: total}
+	st := &launchState{max: cfg.RestartOnFailure, timeout: total}
 	for {
 		code := runOnce(cfg, st)
 		end := time.Now()
@@ -244,7 +181,7 @@ func Run(cfg Config) int {
 		if st.path != "" {
 			cfg.Program = st.path // resolved (and built) once
 		}
-		st = &launchState{cof: true, max: cfg.RestartOnFailure, restart: st.restart + 1, timeout: total,
+		st = &launchState{max: cfg.RestartOnFailure, restart: st.restart + 1, timeout: total,
 			prevFailure: st.failureAt, prevEnd: end, carry: st.rest}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
 
 // maxShortTmp is the longest TmpRoot used by default; unix socket paths
@@ -107,9 +108,10 @@ func runOnce(cfg Config, st *launchState) int {
 		host = "localhost"
 	}
 	h := newHead(job, cfg.N, cfg.OnFailure, out, cfg.Verbose)
+	h.killGrace = cfg.KillGrace
 	h.serve(ln)
 	defer h.close()
-	agent := NewLocalAgent(host, st.reporter(h))
+	agent := NewLocalAgent(host, h)
 	h.addAgent(agent)
 
 	baseEnv := cfg.Env
@@ -158,45 +160,21 @@ func runOnce(cfg Config, st *launchState) int {
 		h.signalAll(syscall.SIGKILL)
 	}
 
-	var grace <-chan time.Time
 	signals := cfg.Signals
-	interrupted := false
 wait:
 	for {
 		select {
 		case <-h.allExited:
 			break wait
 		case sig := <-signals:
-			if interrupted {
-				h.signalAll(syscall.SIGKILL)
-				continue
+			s, ok := sig.(syscall.Signal)
+			if !ok {
+				s = syscall.SIGTERM
 			}
-			interrupted = true
-			h.mu.Lock()
-			h.teardownLocked(cause{kind: causeSignal, code: signalExitCode(sig)})
-			h.mu.Unlock()
-			out.logf("received %v; terminating the job", sig)
-			h.signalAll(syscall.SIGTERM)
-			gt := time.NewTimer(cfg.KillGrace)
-			defer gt.Stop()
-			grace = gt.C
-		case <-grace:
-			h.signalAll(syscall.SIGKILL)
+			h.step(policy.Interrupt{Signal: s, Code: signalExitCode(sig)})
 		case <-timeout:
 			timeout = nil
-			h.mu.Lock()
-			started := h.teardownLocked(cause{kind: causeTimeout, code: ExitTimeout})
-			h.mu.Unlock()
-			if started {
-				out.logf("job timed out after %v; killing all ranks", st.timedOut(cfg.Timeout))
-				if os.Getenv(EnvTimeoutDump) == "1" {
-					// Debugging hangs: Go ranks print every goroutine's stack on
-					// SIGQUIT; their output is forwarded before the kill.
-					h.signalAll(syscall.SIGQUIT)
-					time.Sleep(time.Second)
-				}
-				h.signalAll(syscall.SIGKILL)
-			}
+			h.timeout(st.timedOut(cfg.Timeout))
 		}
 	}
 	agent.Wait()

@@ -1,0 +1,275 @@
+package policy
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// Conn names one control connection; the shell numbers them from 1.
+type Conn int
+
+// Event is an input of the Machine.
+type Event interface{ isEvent() }
+
+// Hello: a process connected (boot.OpHello).
+type Hello struct {
+	Conn        Conn
+	ID          uint64
+	Job         string
+	Rank        int // process id
+	Incarnation int
+	Pid         int // 0 if it did not say
+}
+
+// Fence: a rank entered the key-value fence (put, fence and get in one:
+// boot.OpFence).
+type Fence struct {
+	Conn Conn
+	ID   uint64
+	KV   map[string]string
+}
+
+// Finalize: a rank entered the finalize fence.
+type Finalize struct {
+	Conn Conn
+	ID   uint64
+}
+
+// Abort: a rank called Abort.
+type Abort struct {
+	Conn   Conn
+	ID     uint64
+	Code   int
+	Reason string
+}
+
+// Suspect: the rank on Conn suspects process Rank, incarnation Incarnation,
+// and asks the launcher to kill it (fail-stop).
+type Suspect struct {
+	Conn        Conn
+	ID          uint64
+	Rank        int
+	Incarnation int
+	Reason      string
+}
+
+// Liveness answers a Check action: what the shell saw of the process.
+// Alive is true for a running, sleeping or disk-waiting process, false for
+// a stopped, exiting, dead or vanished one.
+type Liveness struct {
+	Token uint64
+	Pid   int    // the process the shell looked at (0: none found)
+	State string // "running", "stopped", "dead", ... for the messages
+	Alive bool
+}
+
+// ReinitActive: a rank entered (Kind boot.ReinitEnter) or left
+// (boot.ReinitLeave) MPI_Reinit.
+type ReinitActive struct {
+	Conn Conn
+	ID   uint64
+	Kind string
+}
+
+// Rejoin: a rank entered the fence of Reinit epoch Epoch with its endpoint.
+type Rejoin struct {
+	Conn  Conn
+	ID    uint64
+	Epoch int
+	KV    map[string]string
+}
+
+// Spawn: a parent's part of a collective spawn (Request: a JSON
+// boot.SpawnRequest, as on the wire).
+type Spawn struct {
+	Conn    Conn
+	ID      uint64
+	Request string
+}
+
+// Unknown: a request the protocol does not define.
+type Unknown struct {
+	Conn Conn
+	ID   uint64
+	Op   string
+}
+
+// Closed: a control connection closed.
+type Closed struct{ Conn Conn }
+
+// Exited: an agent reaped a process, or could not start it.
+type Exited struct{ Exit }
+
+// Inject: the fault-injection plan sends Signal (SIGKILL or SIGSTOP) to
+// Rank, At after its time 0.
+type Inject struct {
+	Rank   int
+	Signal syscall.Signal
+	At     time.Duration
+}
+
+// Timeout: --timeout expired (After is the limit, for the message).
+type Timeout struct{ After time.Duration }
+
+// Interrupt: ftmpirun got Signal (SIGINT or SIGTERM); Code is its exit
+// code.
+type Interrupt struct {
+	Signal syscall.Signal
+	Code   int
+}
+
+// Grace: the grace period after an Interrupt ended.
+type Grace struct{}
+
+func (Hello) isEvent()        {}
+func (Fence) isEvent()        {}
+func (Finalize) isEvent()     {}
+func (Abort) isEvent()        {}
+func (Suspect) isEvent()      {}
+func (Liveness) isEvent()     {}
+func (ReinitActive) isEvent() {}
+func (Rejoin) isEvent()       {}
+func (Spawn) isEvent()        {}
+func (Unknown) isEvent()      {}
+func (Closed) isEvent()       {}
+func (Exited) isEvent()       {}
+func (Inject) isEvent()       {}
+func (Timeout) isEvent()      {}
+func (Interrupt) isEvent()    {}
+func (Grace) isEvent()        {}
+
+// ActionKind says what an Action asks the shell to do.
+type ActionKind int
+
+const (
+	// Reply sends Msg on Conn (a no-op if it is closed).
+	Reply ActionKind = iota + 1
+	// Drop closes Conn.
+	Drop
+	// Notify sends the event Msg to every connection in To.
+	Notify
+	// Check reads the scheduler state of process Pid (Rank, Incarnation;
+	// Pid 0: the shell looks it up by rank and incarnation) and feeds the
+	// answer back as Liveness{Token}.
+	Check
+	// Signal sends Sig to incarnation Incarnation of Rank (any
+	// incarnation if AnyIncarnation), for the reason Why.
+	Signal
+	// SignalAll sends Sig to every process of the job.
+	SignalAll
+	// TearDown: the job is being torn down (Cause); no rank returns from a
+	// fence any more.
+	TearDown
+	// Respawn starts Rank again as Incarnation, joining Reinit epoch Epoch.
+	Respawn
+	// StartChildren starts the processes of a spawn (Start).
+	StartChildren
+	// ArmGrace starts the grace timer; it ends with a Grace event.
+	ArmGrace
+	// Mark records the current time under Text, for a later Log's Since.
+	Mark
+	// Log writes Text on the launcher's stderr; with Since, Text is a
+	// format with one verb for the time elapsed since that Mark.
+	Log
+	// Done: every process is gone; the job is over (Machine.ExitCode).
+	Done
+)
+
+var kindNames = [...]string{Reply: "reply", Drop: "drop", Notify: "notify", Check: "check", Signal: "signal",
+	SignalAll: "signal-all", TearDown: "teardown", Respawn: "respawn", StartChildren: "start-children",
+	ArmGrace: "arm-grace", Mark: "mark", Log: "log", Done: "done"}
+
+func (k ActionKind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("action(%d)", int(k))
+}
+
+// String is a short form of a for traces.
+func (a Action) String() string {
+	switch a.Kind {
+	case Reply:
+		return fmt.Sprintf("reply conn %d %s id %d epoch %d err %q", a.Conn, a.Msg.Op, a.Msg.ID, a.Msg.Epoch, a.Msg.Error)
+	case Drop:
+		return fmt.Sprintf("drop conn %d", a.Conn)
+	case Notify:
+		return fmt.Sprintf("notify %v %s rank %d inc %d epoch %d", a.To, a.Msg.Kind, a.Msg.Rank, a.Msg.Incarnation, a.Msg.Epoch)
+	case Check:
+		return fmt.Sprintf("check #%d rank %d inc %d pid %d", a.Token, a.Rank, a.Incarnation, a.Pid)
+	case Signal:
+		return fmt.Sprintf("signal %v rank %d inc %d (any %v) why %d", a.Sig, a.Rank, a.Incarnation, a.AnyIncarnation, a.Why)
+	case SignalAll:
+		return fmt.Sprintf("signal-all %v", a.Sig)
+	case TearDown:
+		return fmt.Sprintf("teardown %+v", a.Cause)
+	case Respawn:
+		return fmt.Sprintf("respawn rank %d inc %d epoch %d", a.Rank, a.Incarnation, a.Epoch)
+	case StartChildren:
+		return fmt.Sprintf("start-children %+v", *a.Start)
+	case Log, Mark:
+		return a.Kind.String() + " " + a.Text
+	}
+	return a.Kind.String()
+}
+
+// Why a Signal is sent.
+type Why int
+
+const (
+	WhySuspect  Why = iota + 1 // a suspicion the shell confirmed (the process was not alive), or of a process already killed
+	WhyInject                  // the fault-injection plan
+	WhyCancel                  // a child of a failed spawn
+	WhyTeardown                // a process started while the job was being torn down
+)
+
+// Action is an output of the Machine, executed by the shell in order.
+type Action struct {
+	Kind           ActionKind
+	Conn           Conn
+	To             []Conn
+	Msg            boot.Msg
+	Token          uint64
+	Rank           int
+	Incarnation    int
+	AnyIncarnation bool
+	Pid            int
+	Epoch          int
+	Sig            syscall.Signal
+	Why            Why
+	Cause          Cause
+	Start          *ChildrenStart
+	Text           string
+	Since          string
+}
+
+// ChildrenStart describes the processes of a spawn: process ids Base to
+// Base+K-1, started with the root's command and arguments ("" is the job's
+// program), told their parents through Parent (boot.FormatParent).
+type ChildrenStart struct {
+	Base, K int
+	Command string
+	Args    []string
+	Parent  string
+}
+
+// CauseKind is why a job is torn down.
+type CauseKind int
+
+const (
+	CauseNone    CauseKind = iota
+	CauseAbort             // a rank called Abort
+	CauseFailure           // a rank failed in abort mode, or a failure could not be recovered
+	CauseStart             // a rank could not be started
+	CauseTimeout           // --timeout expired
+	CauseSignal            // ftmpirun got SIGINT/SIGTERM
+)
+
+// Cause is the first cause of a teardown and the exit code it implies.
+type Cause struct {
+	Kind CauseKind
+	Code int
+}

@@ -1,0 +1,750 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// Mode is the failure policy (ftmpirun --on-failure).
+type Mode int
+
+const (
+	ModeAbort    Mode = iota // a failure tears the job down (default)
+	ModeContinue             // every survivor is told; the job goes on
+	ModeReinit               // the failed rank is respawned; every rank rolls back to MPI_Reinit
+)
+
+// Config describes the job a Machine keeps.
+type Config struct {
+	Job     string // the job id every hello must carry
+	Size    int    // number of ranks started (process ids 0..Size-1)
+	Mode    Mode
+	Verbose bool // also emit the -v log lines
+}
+
+// Validate reports what is wrong with c.
+func (c Config) Validate() error {
+	switch {
+	case c.Size < 1:
+		return fmt.Errorf("policy: size %d: must be at least 1", c.Size)
+	case c.Mode < ModeAbort || c.Mode > ModeReinit:
+		return fmt.Errorf("policy: unknown mode %d", c.Mode)
+	}
+	return nil
+}
+
+// proc is what the machine knows of one process id (its current
+// incarnation).
+type proc struct {
+	inc         int
+	pid         int
+	conn        Conn // its control connection, 0 if none
+	connected   bool // said hello: the rank is initialized
+	finalized   bool // called Finalize
+	finReturned bool // the finalize fence completed for it (Finalize returned)
+	gone        bool // its agent reported it gone
+	failed      bool // died after connecting and before finalizing
+	exit        Exit
+	fences      int    // number of fences it entered
+	killedBy    string // why the launcher SIGKILLed it; "" if it did not
+	leftReinit  bool   // returned from MPI_Reinit: a failure now cannot be recovered
+	rejoined    int    // the last Reinit epoch it rejoined (0: the initial one)
+	cancelled   bool   // a child killed because its spawn failed: its death is no failure
+	notified    bool   // the survivors were sent its failed event
+	spawning    bool   // a child whose spawn has not completed: its death fails the spawn, not the job
+}
+
+type waiter struct {
+	conn Conn
+	id   uint64
+}
+
+// check is a suspicion waiting for the shell's Liveness answer.
+type check struct {
+	waiter
+	by, rank, inc int
+	pid           int
+	reason        string  // the suspecting rank's reason
+	more          []check // later suspicions of the same process, answered with this one
+}
+
+// Machine is the launcher's policy: a pure state machine (see the package
+// comment). It is not safe for concurrent use: the shell serialises Step.
+type Machine struct {
+	cfg   Config
+	procs []proc
+	conns map[Conn]int // connections that said hello -> process id
+
+	kv        map[string]string
+	fenceWait map[int][]waiter
+	finWait   []waiter
+
+	cause       Cause
+	lastAbort   int
+	aborted     bool // lastAbort is set
+	anyFailure  bool
+	failures    []Exit // every failure, in the order reported (Checkpoint-on-Failure)
+	done        bool
+	interrupted bool
+
+	checks    map[uint64]check
+	nextToken uint64
+
+	// Reinit mode.
+	respawn     bool // a respawning agent is there
+	maxRestarts int
+	restarts    int
+	epoch       int
+	epochKV     map[string]string
+	rejoinWait  []waiter
+
+	// Spawn.
+	canSpawn bool
+	spawns   map[string]*spawnOp
+	spawnSeq []*spawnOp // in creation order (deterministic iteration)
+
+	out []Action
+}
+
+// New returns the policy of a job with every rank started and none
+// connected.
+func New(cfg Config) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Machine{
+		cfg:       cfg,
+		procs:     make([]proc, cfg.Size),
+		conns:     make(map[Conn]int),
+		kv:        make(map[string]string),
+		fenceWait: make(map[int][]waiter),
+		checks:    make(map[uint64]check),
+	}, nil
+}
+
+// EnableRespawn lets reinit mode respawn failed ranks, at most
+// maxRestarts times over the job.
+func (m *Machine) EnableRespawn(maxRestarts int) {
+	m.respawn = true
+	m.maxRestarts = maxRestarts
+	m.epochKV = make(map[string]string)
+}
+
+// EnableSpawn lets ranks spawn processes (StartChildren actions).
+func (m *Machine) EnableSpawn() { m.canSpawn = true }
+
+// Step feeds one event and returns the actions to execute, in order. The
+// slice is valid until the next Step.
+func (m *Machine) Step(ev Event) []Action {
+	m.out = m.out[:0]
+	switch e := ev.(type) {
+	case Hello:
+		m.hello(e)
+	case Fence:
+		if r, ok := m.rank(e.Conn, e.ID); ok {
+			m.fence(r, waiter{e.Conn, e.ID}, e.KV)
+		}
+	case Finalize:
+		if r, ok := m.rank(e.Conn, e.ID); ok {
+			m.procs[r].finalized = true
+			m.finWait = append(m.finWait, waiter{e.Conn, e.ID})
+			m.checkFinalize()
+		}
+	case Abort:
+		if r, ok := m.rank(e.Conn, e.ID); ok {
+			m.abort(r, e)
+		}
+	case Suspect:
+		if r, ok := m.rank(e.Conn, e.ID); ok {
+			m.suspect(r, e)
+		}
+	case Liveness:
+		m.liveness(e)
+	case ReinitActive:
+		if r, ok := m.rank(e.Conn, e.ID); ok {
+			m.reinitActive(r, e)
+		}
+	case Rejoin:
+		if r, ok := m.rank(e.Conn, e.ID); ok {
+			m.rejoin(r, e)
+		}
+	case Spawn:
+		if r, ok := m.rank(e.Conn, e.ID); ok {
+			m.spawn(r, e)
+		}
+	case Unknown:
+		if _, ok := m.rank(e.Conn, e.ID); ok {
+			m.replyErr(e.Conn, e.ID, "unknown op %s", strconv.Quote(e.Op))
+		}
+	case Closed:
+		if r, ok := m.conns[e.Conn]; ok {
+			delete(m.conns, e.Conn)
+			if m.procs[r].conn == e.Conn {
+				m.procs[r].conn = 0
+			}
+		}
+	case Exited:
+		m.exited(e.Exit)
+	case Inject:
+		m.inject(e)
+	case Timeout:
+		if m.teardown(Cause{CauseTimeout, 124}) {
+			m.logf("job timed out after %v; killing all ranks", e.After)
+			m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
+		}
+	case Interrupt:
+		if m.interrupted {
+			m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
+			break
+		}
+		m.interrupted = true
+		m.teardown(Cause{CauseSignal, e.Code})
+		m.logf("received %v; terminating the job", e.Signal)
+		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGTERM}, Action{Kind: ArmGrace})
+	case Grace:
+		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
+	default:
+		panic(fmt.Sprintf("policy: unknown event %T", ev)) // a programming error of the shell
+	}
+	return m.out
+}
+
+// rank is the process id of the rank on conn; for a connection that has
+// not said hello, it answers with an error and drops it.
+func (m *Machine) rank(c Conn, id uint64) (int, bool) {
+	r, ok := m.conns[c]
+	if !ok {
+		m.replyErr(c, id, "first message must be hello")
+		m.emit(Action{Kind: Drop, Conn: c})
+	}
+	return r, ok
+}
+
+func (m *Machine) emit(a ...Action) { m.out = append(m.out, a...) }
+
+func (m *Machine) reply(c Conn, msg boot.Msg) { m.emit(Action{Kind: Reply, Conn: c, Msg: msg}) }
+
+func (m *Machine) replyErr(c Conn, id uint64, format string, args ...any) {
+	m.reply(c, boot.Msg{Op: boot.OpError, ID: id, Error: fmt.Sprintf(format, args...)})
+}
+
+func (m *Machine) logf(format string, args ...any) {
+	m.emit(Action{Kind: Log, Text: fmt.Sprintf(format, args...)})
+}
+
+func (m *Machine) vlogf(format string, args ...any) {
+	if m.cfg.Verbose {
+		m.logf(format, args...)
+	}
+}
+
+// teardown records the first cause of a teardown and reports whether this
+// call started it; the caller kills the ranks.
+func (m *Machine) teardown(c Cause) bool {
+	if m.cause.Kind != CauseNone {
+		return false
+	}
+	m.cause = c
+	m.emit(Action{Kind: TearDown, Cause: c})
+	return true
+}
+
+func (m *Machine) tearing() bool { return m.cause.Kind != CauseNone }
+
+// Size is the number of process ids in use (ranks and spawned children).
+func (m *Machine) Size() int { return len(m.procs) }
+
+func (m *Machine) hello(e Hello) {
+	fail := func(format string, args ...any) {
+		m.replyErr(e.Conn, e.ID, format, args...)
+		m.emit(Action{Kind: Drop, Conn: e.Conn})
+	}
+	if _, ok := m.conns[e.Conn]; ok {
+		fail("duplicate hello")
+		return
+	}
+	if e.Job != m.cfg.Job {
+		fail("job %q is not this launcher's job", e.Job)
+		return
+	}
+	if e.Rank < 0 || e.Rank >= len(m.procs) {
+		fail("rank %d out of range", e.Rank)
+		return
+	}
+	p := &m.procs[e.Rank]
+	if p.connected {
+		fail("rank %d is already connected", e.Rank)
+		return
+	}
+	if p.gone {
+		fail("rank %d is gone", e.Rank)
+		return
+	}
+	p.connected = true
+	p.inc = e.Incarnation
+	if e.Pid != 0 {
+		p.pid = e.Pid
+	}
+	p.conn = e.Conn
+	m.conns[e.Conn] = e.Rank
+	m.reply(e.Conn, boot.Msg{Op: boot.OpHello, ID: e.ID, Rank: e.Rank})
+	// Failures that happened before this rank connected (an early injected
+	// kill, say): every survivor learns of every failure.
+	for r := range m.procs {
+		if q := &m.procs[r]; r != e.Rank && (q.failed || q.notified) {
+			m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: m.failedEvent(r)})
+		}
+	}
+	// Likewise a Reinit epoch that began before this rank connected.
+	if m.epoch > 0 && p.rejoined < m.epoch {
+		m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: -1, Epoch: m.epoch, Reason: "a rank failed before this one connected"}})
+	}
+}
+
+// failedEvent is the failed event of process r for the survivors: how it
+// died, or, before its death was reaped (a suspicion found it dead or
+// stopped, and it is being killed), why it was killed.
+func (m *Machine) failedEvent(r int) boot.Msg {
+	p := &m.procs[r]
+	if !p.gone {
+		how := fmt.Sprintf("rank %d (pid %d) killed: %s", r, p.pid, p.killedBy)
+		return boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: r, Incarnation: p.inc, Reason: how}
+	}
+	return boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: r, Incarnation: p.exit.Incarnation, Reason: m.how(r, p.exit)}
+}
+
+// how describes the death e of process r for messages.
+func (m *Machine) how(r int, e Exit) string {
+	how := fmt.Sprintf("rank %d (pid %d) %s", r, e.Pid, e)
+	if e.Signal == syscall.SIGKILL && m.procs[r].killedBy != "" {
+		how += ", " + m.procs[r].killedBy
+	}
+	return how
+}
+
+// notifyFailed sends the failed event of process r to every other
+// connected process that is not gone, in one Notify.
+func (m *Machine) notifyFailed(r int) {
+	m.procs[r].notified = true
+	var to []Conn
+	for q := range m.procs {
+		if o := &m.procs[q]; q != r && !o.gone && o.conn != 0 {
+			to = append(to, o.conn)
+		}
+	}
+	if len(to) > 0 {
+		m.emit(Action{Kind: Notify, To: to, Msg: m.failedEvent(r)})
+	}
+}
+
+// isFailure tells whether the death e of process p is a failure: it
+// connected (initialized) and had not finalized, or the launcher itself
+// killed it (an injected kill or a declared failure) before it finalized,
+// even if it had not connected yet.
+func (m *Machine) isFailure(p *proc, e Exit) bool {
+	if p.finalized || e.StartErr != nil {
+		return false
+	}
+	if m.cfg.Mode == ModeReinit && m.respawn {
+		// Every process is expected to rejoin its epoch: a death before it
+		// connected (a respawned one killed early, say) is a failure too.
+		return true
+	}
+	return p.connected || (p.killedBy != "" && e.Signal == syscall.SIGKILL)
+}
+
+func (m *Machine) exited(e Exit) {
+	if e.Rank < 0 || e.Rank >= len(m.procs) {
+		m.logf("exit report of unknown process %d (%s) ignored", e.Rank, e)
+		return
+	}
+	p := &m.procs[e.Rank]
+	if p.gone {
+		m.logf("second exit report of rank %d (%s) ignored", e.Rank, e)
+		return
+	}
+	p.gone = true
+	p.exit = e
+	if e.Pid != 0 {
+		p.pid = e.Pid
+	}
+	tearing := m.tearing()
+	switch {
+	case p.cancelled || p.spawning:
+		m.vlogf("process %d of a failed spawn %s", e.Rank, e)
+	case e.StartErr != nil && !tearing:
+		m.logf("rank %d could not be started: %v", e.Rank, e.StartErr)
+		m.teardown(Cause{CauseStart, 1})
+		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
+	case m.isFailure(p, e) && !tearing:
+		p.failed = true
+		if !m.anyFailure {
+			m.anyFailure = true
+			m.emit(Action{Kind: Mark, Text: MarkFailure})
+		}
+		how := m.how(e.Rank, e)
+		if e.Signal == 0 {
+			how = fmt.Sprintf("rank %d (pid %d) %s before MPI finalize", e.Rank, e.Pid, e)
+		}
+		switch m.cfg.Mode {
+		case ModeReinit:
+			if !m.reinit(e, how) { // else respawned: the process id lives on
+				m.failures = append(m.failures, e)
+				m.teardown(Cause{CauseFailure, failureCode(e)})
+				m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
+			}
+		case ModeAbort:
+			m.failures = append(m.failures, e)
+			m.logf("%s", how)
+			m.teardown(Cause{CauseFailure, failureCode(e)})
+			m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
+		default:
+			m.failures = append(m.failures, e)
+			if !p.notified { // else a suspicion already told everyone
+				m.notifyFailed(e.Rank)
+			}
+			m.logf("%s; continuing (--on-failure continue)", how)
+		}
+	default:
+		// A rank killed after calling Finalize is not a failure of the job,
+		// but the survivors must still learn that it is gone: one of them
+		// may be waiting on it (no call blocks forever).
+		if e.Signal != 0 && !tearing && m.cfg.Mode != ModeAbort && e.StartErr == nil && !p.notified {
+			m.notifyFailed(e.Rank)
+		}
+		m.vlogf("rank %d (pid %d) %s", e.Rank, e.Pid, e)
+	}
+	// Suspicions of it waiting for their check are answered: it is gone.
+	for _, tok := range m.pendingChecks(e.Rank) {
+		c := m.checks[tok]
+		delete(m.checks, tok)
+		for _, s := range append([]check{c}, c.more...) {
+			m.reply(s.conn, boot.Msg{Op: boot.OpSuspect, ID: s.id})
+		}
+		m.vlogf("not killing rank %d (%s): it is gone", c.rank, m.suspectReason(c))
+	}
+	m.checkFences()
+	m.checkFinalize()
+	m.checkRejoin()
+	m.checkSpawns()
+	m.checkDone()
+}
+
+func (m *Machine) checkDone() {
+	if m.done {
+		return
+	}
+	for r := range m.procs {
+		if !m.procs[r].gone {
+			return
+		}
+	}
+	m.done = true
+	m.emit(Action{Kind: Done})
+}
+
+// Done reports whether every process is gone.
+func (m *Machine) Done() bool { return m.done }
+
+func (m *Machine) fence(r int, w waiter, kv map[string]string) {
+	for k, v := range kv {
+		m.kv[k] = v
+	}
+	p := &m.procs[r]
+	p.fences++
+	m.fenceWait[p.fences] = append(m.fenceWait[p.fences], w)
+	m.checkFences()
+	m.checkSpawns() // a spawned process initialised
+}
+
+// checkFences completes every fence all processes have entered or left.
+func (m *Machine) checkFences() {
+	if m.tearing() || len(m.fenceWait) == 0 {
+		return // the job is being killed: nobody returns from a fence any more
+	}
+	seqs := make([]int, 0, len(m.fenceWait))
+	for seq := range m.fenceWait {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		var failed []int
+		done := true
+		for r := range m.procs {
+			p := &m.procs[r]
+			if p.fences >= seq {
+				continue
+			}
+			if !p.gone {
+				done = false
+				break
+			}
+			failed = append(failed, r)
+		}
+		if !done {
+			continue
+		}
+		kv := make(map[string]string, len(m.kv))
+		for k, v := range m.kv {
+			kv[k] = v
+		}
+		for _, w := range m.fenceWait[seq] {
+			m.reply(w.conn, boot.Msg{Op: boot.OpFence, ID: w.id, KV: kv, Failed: failed})
+		}
+		delete(m.fenceWait, seq)
+	}
+}
+
+// checkFinalize completes the finalize fence once every process has
+// finalized or is gone.
+func (m *Machine) checkFinalize() {
+	if len(m.finWait) == 0 || m.tearing() {
+		return
+	}
+	for r := range m.procs {
+		if p := &m.procs[r]; !p.finalized && !p.gone {
+			return
+		}
+	}
+	for _, w := range m.finWait {
+		if r, ok := m.conns[w.conn]; ok {
+			m.procs[r].finReturned = true
+		}
+		m.reply(w.conn, boot.Msg{Op: boot.OpFinalize, ID: w.id})
+	}
+	m.finWait = nil
+}
+
+func (m *Machine) abort(r int, e Abort) {
+	code := AbortCode(e.Code)
+	m.lastAbort, m.aborted = code, true
+	m.reply(e.Conn, boot.Msg{Op: boot.OpAbort, ID: e.ID})
+	if m.teardown(Cause{CauseAbort, code}) {
+		m.logf("rank %d called abort with code %d: %s", r, e.Code, e.Reason)
+		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
+	}
+}
+
+func (m *Machine) inject(e Inject) {
+	if e.Rank < 0 || e.Rank >= len(m.procs) {
+		m.logf("injection into unknown rank %d skipped", e.Rank)
+		return
+	}
+	verb := "kill"
+	if e.Signal == syscall.SIGSTOP {
+		verb = "stop"
+	}
+	p := &m.procs[e.Rank]
+	if m.tearing() || p.gone {
+		m.vlogf("injection %s:rank=%d,at=%v skipped: rank %d is gone or the job is ending", verb, e.Rank, e.At, e.Rank)
+		return
+	}
+	if e.Signal == syscall.SIGKILL && p.killedBy == "" {
+		p.killedBy = fmt.Sprintf("injected kill at %v", e.At)
+	}
+	m.logf("injected %s of rank %d at %v", verb, e.Rank, e.At)
+	m.emit(Action{Kind: Signal, Rank: e.Rank, Incarnation: p.inc, Sig: e.Signal, Why: WhyInject})
+}
+
+// suspect handles rank by's suspicion of process e.Rank. A suspicion is a
+// kill order (fail-stop), but the launcher can see what a heartbeat
+// cannot: a process that is running or sleeping is alive and merely
+// starved of CPU (an oversubscribed host), while a stopped one is hung.
+// So the shell checks first (a Check action), and only a process it finds
+// not alive is killed (liveness).
+func (m *Machine) suspect(by int, e Suspect) {
+	if e.Rank < 0 || e.Rank >= len(m.procs) {
+		m.replyErr(e.Conn, e.ID, "suspect: rank %d out of range [0, %d)", e.Rank, len(m.procs))
+		return
+	}
+	if e.Rank == by {
+		m.replyErr(e.Conn, e.ID, "suspect: rank %d suspects itself", e.Rank)
+		return
+	}
+	p := &m.procs[e.Rank]
+	if e.Incarnation < p.inc {
+		m.reply(e.Conn, boot.Msg{Op: boot.OpSuspect, ID: e.ID})
+		m.vlogf("ignoring rank %d's suspicion of rank %d incarnation %d: it was respawned (incarnation %d)", by, e.Rank, e.Incarnation, p.inc)
+		return
+	}
+	c := check{waiter: waiter{e.Conn, e.ID}, by: by, rank: e.Rank, inc: p.inc, pid: p.pid, reason: e.Reason}
+	if m.tearing() || p.gone || p.killedBy != "" {
+		m.declareFailed(c) // no need to look: it is gone or dying
+		return
+	}
+	// Several ranks often suspect a dead process at once (their
+	// connections to it broke together): one look answers all of them.
+	for _, tok := range m.pendingChecks(e.Rank) {
+		first := m.checks[tok]
+		first.more = append(first.more, c)
+		m.checks[tok] = first
+		return
+	}
+	m.nextToken++
+	m.checks[m.nextToken] = c
+	m.emit(Action{Kind: Check, Token: m.nextToken, Rank: c.rank, Incarnation: c.inc, Pid: c.pid})
+}
+
+func (m *Machine) suspectReason(c check) string {
+	reason := fmt.Sprintf("declared failed by rank %d", c.by)
+	if c.reason != "" {
+		reason += ": " + c.reason
+	}
+	return reason
+}
+
+func (m *Machine) pendingChecks(rank int) []uint64 {
+	var toks []uint64
+	for tok, c := range m.checks {
+		if c.rank == rank {
+			toks = append(toks, tok)
+		}
+	}
+	slices.Sort(toks)
+	return toks
+}
+
+func (m *Machine) liveness(e Liveness) {
+	c, ok := m.checks[e.Token]
+	if !ok {
+		return // answered already (the process was reaped meanwhile)
+	}
+	delete(m.checks, e.Token)
+	// Still the same incarnation: its Exited would have answered the check
+	// (and a respawn comes only after it).
+	p := &m.procs[c.rank]
+	if c.pid == 0 && e.Pid > 0 {
+		c.pid = e.Pid
+		p.pid = e.Pid
+	}
+	if e.Alive && p.killedBy == "" {
+		for _, s := range append([]check{c}, c.more...) {
+			m.replyErr(s.conn, s.id, "suspect: rank %d is alive (process %d %s); not killed", c.rank, c.pid, e.State)
+		}
+		for _, s := range append([]check{c}, c.more...) {
+			m.logf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, s.by, s.reason, c.pid, e.State)
+		}
+		return
+	}
+	m.declareFailed(c)
+	for _, s := range c.more { // killed already by the first
+		m.reply(s.conn, boot.Msg{Op: boot.OpSuspect, ID: s.id})
+	}
+}
+
+// declareFailed enforces fail-stop for a confirmed suspicion: it SIGKILLs
+// the suspect and makes its death a failure, even if it had not connected
+// yet. It does nothing if the process is gone or the job is being torn
+// down. A process that called Finalize is still killed (it may be stuck in
+// the finalize fence, stopped): its death then counts as a normal end.
+func (m *Machine) declareFailed(c check) {
+	p := &m.procs[c.rank]
+	reason := m.suspectReason(c)
+	if m.tearing() || p.gone {
+		m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
+		m.vlogf("not killing rank %d (%s): it is gone or the job is ending", c.rank, reason)
+		return
+	}
+	if p.killedBy != "" {
+		// Already killed (an injection, an earlier suspicion): it is dying.
+		m.notifyEarly(c.rank)
+		m.emit(Action{Kind: Signal, Rank: c.rank, Incarnation: p.inc, Sig: syscall.SIGKILL, Why: WhySuspect})
+		m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
+		m.vlogf("rank %d %s; already killed (%s)", c.rank, reason, p.killedBy)
+		return
+	}
+	p.killedBy = reason
+	// Notifications first: each write wakes a rank that may take the
+	// processor from the launcher.
+	m.notifyEarly(c.rank)
+	m.emit(Action{Kind: Signal, Rank: c.rank, Incarnation: p.inc, Sig: syscall.SIGKILL, Why: WhySuspect})
+	m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
+	m.logf("killing rank %d: %s", c.rank, reason)
+}
+
+// notifyEarly tells the survivors at once that process r, which a
+// suspicion found dead or stopped and the launcher is killing, failed:
+// fail-stop is assured (the SIGKILL is on its way, or it was killed
+// already), so there is no need to wait until its death is reaped, which
+// can take milliseconds on a busy host. Only with --on-failure continue
+// (abort tears the job down; reinit announces an epoch instead), and only
+// for a process whose death will count as a failure.
+func (m *Machine) notifyEarly(r int) {
+	p := &m.procs[r]
+	if m.cfg.Mode != ModeContinue || m.tearing() || p.gone || p.notified ||
+		!p.connected || p.finalized || p.cancelled || p.spawning || p.killedBy == "" {
+		return
+	}
+	m.notifyFailed(r)
+}
+
+// ExitCode is ftmpirun's exit code once every process is gone (see
+// package launch).
+func (m *Machine) ExitCode() int {
+	switch m.cause.Kind {
+	case CauseFailure, CauseStart, CauseTimeout, CauseSignal:
+		return m.cause.Code
+	case CauseAbort:
+		if !(m.cfg.Mode == ModeContinue && m.anyFailure) {
+			return m.cause.Code
+		}
+	}
+	if m.cfg.Mode == ModeContinue && m.anyFailure {
+		// MPI 17.5.2, advice to implementors: the lowest rank that exits
+		// after returning from Finalize, else the last abort, else rank 0.
+		for r := range m.procs {
+			if p := &m.procs[r]; p.finReturned && p.gone {
+				return p.exit.Code()
+			}
+		}
+		if m.aborted {
+			return m.lastAbort
+		}
+	}
+	return m.procs[0].exit.Code()
+}
+
+// MarkFailure is the Mark of the first failure of the job.
+const MarkFailure = "failure"
+
+// Outcome is what a finished launch tells the Checkpoint-on-Failure
+// relaunch loop.
+type Outcome struct {
+	Failed   bool  // a rank failed
+	Failure  *Exit // the failure to report: the first death by a signal, else the first failure
+	Code     int   // the exit code the failure implies (its code, 1 if that is 0)
+	Relaunch bool  // a failure ended the launch and nothing forbids a relaunch
+}
+
+// Outcome summarises the launch once every process is gone.
+func (m *Machine) Outcome() Outcome {
+	var o Outcome
+	if !m.anyFailure {
+		return o
+	}
+	o.Failed = true
+	for i := range m.failures {
+		if m.failures[i].Signal != 0 {
+			f := m.failures[i]
+			o.Failure = &f
+			break
+		}
+	}
+	if o.Failure == nil && len(m.failures) > 0 {
+		f := m.failures[0]
+		o.Failure = &f
+	}
+	o.Code = 1
+	if o.Failure != nil && o.Failure.Code() != 0 {
+		o.Code = o.Failure.Code()
+	}
+	switch m.cause.Kind {
+	case CauseNone, CauseFailure, CauseAbort:
+		o.Relaunch = true
+	}
+	return o
+}

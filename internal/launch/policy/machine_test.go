@@ -1,0 +1,580 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+func newM(t *testing.T, n int, mode Mode) *Machine {
+	t.Helper()
+	m, err := New(Config{Job: "job", Size: n, Mode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func kinds(acts []Action) []ActionKind {
+	var ks []ActionKind
+	for _, a := range acts {
+		ks = append(ks, a.Kind)
+	}
+	return ks
+}
+
+func wantKinds(t *testing.T, what string, acts []Action, want ...ActionKind) {
+	t.Helper()
+	if got := kinds(acts); !slices.Equal(got, want) {
+		t.Fatalf("%s: actions %v, want %v\n%v", what, got, want, acts)
+	}
+}
+
+// connect says hello for ranks 0..n-1 on connections 1..n.
+func connect(t *testing.T, m *Machine, ranks ...int) {
+	t.Helper()
+	for _, r := range ranks {
+		acts := m.Step(Hello{Conn: Conn(r + 1), ID: 1, Job: "job", Rank: r, Pid: 100 + r})
+		if len(acts) == 0 || acts[0].Kind != Reply || acts[0].Msg.Op != boot.OpHello {
+			t.Fatalf("hello of rank %d: %v", r, acts)
+		}
+	}
+}
+
+func find(acts []Action, k ActionKind) *Action {
+	for i := range acts {
+		if acts[i].Kind == k {
+			return &acts[i]
+		}
+	}
+	return nil
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{{Size: 0}, {Size: 2, Mode: 7}, {Size: 2, Mode: -1}} {
+		if _, err := New(c); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	if AbortCode(0) != 1 || AbortCode(256) != 1 || AbortCode(3) != 3 || AbortCode(-1) != 255 {
+		t.Error("AbortCode")
+	}
+}
+
+func TestHello(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	for _, c := range []struct {
+		ev   Hello
+		want string
+	}{
+		{Hello{Conn: 9, ID: 1, Job: "other", Rank: 0}, `job "other" is not this launcher's job`},
+		{Hello{Conn: 9, ID: 1, Job: "job", Rank: 2}, "rank 2 out of range"},
+		{Hello{Conn: 9, ID: 1, Job: "job", Rank: -1}, "rank -1 out of range"},
+	} {
+		acts := m.Step(c.ev)
+		wantKinds(t, c.want, acts, Reply, Drop)
+		if acts[0].Msg.Error != c.want {
+			t.Errorf("error %q, want %q", acts[0].Msg.Error, c.want)
+		}
+	}
+	connect(t, m, 0)
+	wantKinds(t, "duplicate", m.Step(Hello{Conn: 1, ID: 2, Job: "job", Rank: 1}), Reply, Drop)
+	acts := m.Step(Hello{Conn: 5, ID: 1, Job: "job", Rank: 0})
+	if acts[0].Msg.Error != "rank 0 is already connected" {
+		t.Errorf("%v", acts)
+	}
+	m.Step(Exited{Exit{Rank: 1, Status: 0}}) // a plain program: gone, no failure
+	if acts := m.Step(Hello{Conn: 6, ID: 1, Job: "job", Rank: 1}); acts[0].Msg.Error != "rank 1 is gone" {
+		t.Errorf("%v", acts)
+	}
+}
+
+func TestRequestBeforeHello(t *testing.T) {
+	m := newM(t, 2, ModeAbort)
+	for _, ev := range []Event{Fence{Conn: 3, ID: 1}, Finalize{Conn: 3, ID: 1}, Suspect{Conn: 3, ID: 1}, Abort{Conn: 3, ID: 1}, Unknown{Conn: 3, ID: 1, Op: "x"}} {
+		acts := m.Step(ev)
+		wantKinds(t, "before hello", acts, Reply, Drop)
+		if acts[0].Msg.Error != "first message must be hello" {
+			t.Errorf("%T: %v", ev, acts)
+		}
+	}
+	connect(t, m, 0)
+	if acts := m.Step(Unknown{Conn: 1, ID: 4, Op: "dance"}); acts[0].Msg.Error != `unknown op "dance"` || len(acts) != 1 {
+		t.Errorf("%v", acts)
+	}
+}
+
+func TestFence(t *testing.T) {
+	m := newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	wantKinds(t, "first", m.Step(Fence{Conn: 1, ID: 2, KV: map[string]string{"a": "0"}}))
+	m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}}) // rank 2 fails
+	acts := m.Step(Fence{Conn: 2, ID: 2, KV: map[string]string{"b": "1"}})
+	wantKinds(t, "complete", acts, Reply, Reply)
+	for _, a := range acts {
+		if a.Msg.Op != boot.OpFence || a.Msg.KV["a"] != "0" || a.Msg.KV["b"] != "1" || !slices.Equal(a.Msg.Failed, []int{2}) {
+			t.Errorf("fence reply %+v", a.Msg)
+		}
+	}
+	if acts[0].Conn != 1 || acts[0].Msg.ID != 2 || acts[1].Conn != 2 {
+		t.Errorf("replies to %d, %d", acts[0].Conn, acts[1].Conn)
+	}
+}
+
+func TestFinalizeAndExitCode(t *testing.T) {
+	m := newM(t, 2, ModeAbort)
+	connect(t, m, 0, 1)
+	wantKinds(t, "one", m.Step(Finalize{Conn: 1, ID: 3}))
+	acts := m.Step(Finalize{Conn: 2, ID: 3})
+	wantKinds(t, "all", acts, Reply, Reply)
+	m.Step(Exited{Exit{Rank: 1, Status: 0}})
+	acts = m.Step(Exited{Exit{Rank: 0, Status: 7}})
+	wantKinds(t, "last exit", acts, Done)
+	if m.ExitCode() != 7 || m.Outcome().Failed {
+		t.Errorf("exit code %d, outcome %+v", m.ExitCode(), m.Outcome())
+	}
+}
+
+func TestAbort(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	connect(t, m, 0, 1)
+	acts := m.Step(Abort{Conn: 2, ID: 3, Code: 256 + 4, Reason: "bad"})
+	wantKinds(t, "abort", acts, Reply, TearDown, Log, SignalAll)
+	if acts[1].Cause != (Cause{CauseAbort, 4}) || acts[3].Sig != syscall.SIGKILL || !strings.Contains(acts[2].Text, "rank 1 called abort with code 260: bad") {
+		t.Errorf("%v", acts)
+	}
+	wantKinds(t, "second", m.Step(Abort{Conn: 1, ID: 3, Code: 9}), Reply)
+	// Nobody returns from a fence during the teardown.
+	wantKinds(t, "fence", m.Step(Fence{Conn: 1, ID: 4}))
+	m.Step(Exited{Exit{Rank: 0, Signal: syscall.SIGKILL}})
+	m.Step(Exited{Exit{Rank: 1, Signal: syscall.SIGKILL}})
+	if m.ExitCode() != 4 {
+		t.Errorf("exit code %d, want the first abort's 4", m.ExitCode())
+	}
+}
+
+func TestSuspectConfirmed(t *testing.T) {
+	m := newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	acts := m.Step(Suspect{Conn: 1, ID: 5, Rank: 2, Reason: "no heartbeat"})
+	wantKinds(t, "suspect", acts, Check)
+	if acts[0].Rank != 2 || acts[0].Pid != 102 || acts[0].Incarnation != 0 {
+		t.Fatalf("%v", acts[0])
+	}
+	acts = m.Step(Liveness{Token: acts[0].Token, State: "stopped"})
+	// Notify before the kill, the reply and the log.
+	wantKinds(t, "confirmed", acts, Notify, Signal, Reply, Log)
+	if !slices.Equal(acts[0].To, []Conn{1, 2}) || acts[0].Msg.Kind != boot.EventFailed || acts[0].Msg.Rank != 2 ||
+		!strings.Contains(acts[0].Msg.Reason, "declared failed by rank 0: no heartbeat") {
+		t.Errorf("notify %v %+v", acts[0], acts[0].Msg)
+	}
+	if a := acts[1]; a.Rank != 2 || a.Incarnation != 0 || a.Sig != syscall.SIGKILL || a.Why != WhySuspect || a.AnyIncarnation {
+		t.Errorf("kill %v", a)
+	}
+	if acts[2].Conn != 1 || acts[2].Msg.Op != boot.OpSuspect || acts[2].Msg.Error != "" {
+		t.Errorf("reply %v", acts[2])
+	}
+	// Another suspicion of the dying process kills again, without asking.
+	wantKinds(t, "again", m.Step(Suspect{Conn: 2, ID: 5, Rank: 2}), Signal, Reply)
+	// Its reaped death tells nobody again.
+	acts = m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})
+	wantKinds(t, "reaped", acts, Mark, Log)
+	if !strings.Contains(acts[1].Text, "killed by signal 9 (killed), declared failed by rank 0: no heartbeat; continuing") {
+		t.Errorf("%q", acts[1].Text)
+	}
+	// A late suspicion of the gone process is answered at once.
+	wantKinds(t, "late", m.Step(Suspect{Conn: 2, ID: 6, Rank: 2}), Reply)
+}
+
+func TestSuspectRefused(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	connect(t, m, 0, 1)
+	acts := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1, Reason: "slow"})
+	acts = m.Step(Liveness{Token: acts[0].Token, State: "sleeping", Alive: true})
+	wantKinds(t, "alive", acts, Reply, Log)
+	if acts[0].Msg.Error != "suspect: rank 1 is alive (process 101 sleeping); not killed" {
+		t.Errorf("%q", acts[0].Msg.Error)
+	}
+	// An answer for an unknown token changes nothing.
+	wantKinds(t, "unknown token", m.Step(Liveness{Token: 99}))
+}
+
+func TestSuspectErrorsAndStale(t *testing.T) {
+	m := newM(t, 2, ModeReinit)
+	m.EnableRespawn(3)
+	connect(t, m, 0, 1)
+	if acts := m.Step(Suspect{Conn: 1, ID: 5, Rank: 4}); acts[0].Msg.Error != "suspect: rank 4 out of range [0, 2)" {
+		t.Errorf("%v", acts)
+	}
+	if acts := m.Step(Suspect{Conn: 1, ID: 5, Rank: 0}); acts[0].Msg.Error != "suspect: rank 0 suspects itself" {
+		t.Errorf("%v", acts)
+	}
+	// Rank 1 dies and is respawned as incarnation 1.
+	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGSEGV}})
+	if r := find(acts, Respawn); r == nil || r.Rank != 1 || r.Incarnation != 1 || r.Epoch != 1 {
+		t.Fatalf("%v", acts)
+	}
+	m.Step(Hello{Conn: 7, ID: 1, Job: "job", Rank: 1, Incarnation: 1, Pid: 201})
+	// A suspicion of incarnation 0 never touches incarnation 1.
+	acts = m.Step(Suspect{Conn: 1, ID: 6, Rank: 1, Incarnation: 0})
+	wantKinds(t, "stale", acts, Reply)
+	if acts[0].Msg.Error != "" {
+		t.Errorf("%v", acts)
+	}
+	// One of incarnation 1 checks incarnation 1's process.
+	if acts := m.Step(Suspect{Conn: 1, ID: 7, Rank: 1, Incarnation: 1}); acts[0].Kind != Check || acts[0].Incarnation != 1 || acts[0].Pid != 201 {
+		t.Errorf("%v", acts)
+	}
+}
+
+// A process reaped while its suspicion is being checked: the suspicion is
+// answered, nothing is killed.
+func TestSuspectReapedDuringCheck(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	connect(t, m, 0, 1)
+	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1})[0]
+	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}})
+	wantKinds(t, "reaped", acts, Mark, Notify, Log, Reply)
+	if acts[3].Conn != 1 || acts[3].Msg.Op != boot.OpSuspect {
+		t.Errorf("%v", acts[3])
+	}
+	wantKinds(t, "late answer", m.Step(Liveness{Token: chk.Token, State: "gone"}))
+}
+
+func TestExitedAbortMode(t *testing.T) {
+	m := newM(t, 3, ModeAbort)
+	connect(t, m, 0, 1, 2)
+	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Status: 0}})
+	wantKinds(t, "failure", acts, Mark, Log, TearDown, SignalAll)
+	if acts[1].Text != "rank 1 (pid 101) exited with status 0 before MPI finalize" || acts[2].Cause != (Cause{CauseFailure, 1}) {
+		t.Errorf("%v", acts)
+	}
+	wantKinds(t, "torn down", m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}}))
+	m.Step(Exited{Exit{Rank: 0, Signal: syscall.SIGKILL}})
+	if m.ExitCode() != 1 {
+		t.Errorf("exit code %d", m.ExitCode())
+	}
+	o := m.Outcome()
+	if !o.Failed || o.Failure.Rank != 1 || o.Code != 1 || !o.Relaunch {
+		t.Errorf("outcome %+v", o)
+	}
+}
+
+func TestExitedContinueMode(t *testing.T) {
+	m := newM(t, 4, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	// A connected rank dies: everyone else is told, then it is logged.
+	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGSEGV}})
+	wantKinds(t, "failure", acts, Mark, Notify, Log)
+	if !slices.Equal(acts[1].To, []Conn{1, 3}) || acts[1].Msg.Rank != 1 {
+		t.Errorf("%v", acts[1])
+	}
+	// A late connector learns of it at hello.
+	acts = m.Step(Hello{Conn: 4, ID: 1, Job: "job", Rank: 3})
+	wantKinds(t, "late", acts, Reply, Notify)
+	if !slices.Equal(acts[1].To, []Conn{4}) || acts[1].Msg.Rank != 1 {
+		t.Errorf("%v", acts[1])
+	}
+	// A rank killed after finalizing is no failure but is told.
+	m.Step(Finalize{Conn: 3, ID: 2})
+	wantKinds(t, "after finalize", m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}}), Notify)
+	// Rank 0 and 3 finalize and exit: 0 returned from Finalize.
+	m.Step(Finalize{Conn: 1, ID: 2})
+	acts = m.Step(Finalize{Conn: 4, ID: 2})
+	wantKinds(t, "finalized", acts, Reply, Reply, Reply)
+	m.Step(Exited{Exit{Rank: 3, Status: 5}})
+	m.Step(Exited{Exit{Rank: 0, Status: 3}})
+	if !m.Done() || m.ExitCode() != 3 {
+		t.Errorf("done %v exit code %d, want rank 0's 3 (the lowest that returned from Finalize)", m.Done(), m.ExitCode())
+	}
+}
+
+func TestExitedPlainProgramAndStartError(t *testing.T) {
+	m := newM(t, 2, ModeAbort)
+	wantKinds(t, "plain", m.Step(Exited{Exit{Rank: 1, Status: 3}}))
+	acts := m.Step(Exited{Exit{Rank: 0, StartErr: errors.New("no such file")}})
+	wantKinds(t, "start error", acts, Log, TearDown, SignalAll, Done)
+	if m.ExitCode() != 1 || acts[1].Cause.Kind != CauseStart {
+		t.Errorf("exit code %d", m.ExitCode())
+	}
+}
+
+func TestInject(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	acts := m.Step(Inject{Rank: 1, Signal: syscall.SIGKILL, At: 5})
+	wantKinds(t, "inject", acts, Log, Signal)
+	if a := acts[1]; a.Why != WhyInject || a.Rank != 1 || a.Sig != syscall.SIGKILL {
+		t.Errorf("%v", a)
+	}
+	// Not connected, but killed by the launcher: a failure.
+	connect(t, m, 0)
+	acts = m.Step(Exited{Exit{Rank: 1, Signal: syscall.SIGKILL}})
+	wantKinds(t, "failure", acts, Mark, Notify, Log)
+	if !strings.Contains(acts[2].Text, "injected kill at 5ns") {
+		t.Errorf("%q", acts[2].Text)
+	}
+	wantKinds(t, "gone", m.Step(Inject{Rank: 1, Signal: syscall.SIGSTOP}))
+	if acts := m.Step(Inject{Rank: 9, Signal: syscall.SIGSTOP}); len(acts) != 1 || acts[0].Kind != Log {
+		t.Errorf("%v", acts)
+	}
+}
+
+func TestTimeoutInterruptGrace(t *testing.T) {
+	m := newM(t, 1, ModeAbort)
+	acts := m.Step(Timeout{After: 3})
+	wantKinds(t, "timeout", acts, TearDown, Log, SignalAll)
+	wantKinds(t, "second timeout", m.Step(Timeout{}))
+	m.Step(Exited{Exit{Rank: 0, Signal: syscall.SIGKILL}})
+	if m.ExitCode() != 124 {
+		t.Errorf("exit code %d", m.ExitCode())
+	}
+
+	m = newM(t, 1, ModeAbort)
+	acts = m.Step(Interrupt{Signal: syscall.SIGINT, Code: 130})
+	wantKinds(t, "interrupt", acts, TearDown, Log, SignalAll, ArmGrace)
+	if acts[2].Sig != syscall.SIGTERM {
+		t.Errorf("%v", acts[2])
+	}
+	if acts := m.Step(Grace{}); acts[0].Sig != syscall.SIGKILL {
+		t.Errorf("%v", acts)
+	}
+	if acts := m.Step(Interrupt{Signal: syscall.SIGINT, Code: 130}); acts[0].Kind != SignalAll || acts[0].Sig != syscall.SIGKILL {
+		t.Errorf("%v", acts)
+	}
+	m.Step(Exited{Exit{Rank: 0, Signal: syscall.SIGTERM}})
+	if m.ExitCode() != 130 {
+		t.Errorf("exit code %d", m.ExitCode())
+	}
+}
+
+func TestClosed(t *testing.T) {
+	m := newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	m.Step(Closed{Conn: 2})
+	if acts := m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}}); !slices.Equal(find(acts, Notify).To, []Conn{1}) {
+		t.Errorf("%v", acts)
+	}
+	wantKinds(t, "request on a closed connection", m.Step(Fence{Conn: 2, ID: 9}), Reply, Drop)
+}
+
+func TestReinit(t *testing.T) {
+	m := newM(t, 3, ModeReinit)
+	m.EnableRespawn(1)
+	connect(t, m, 0, 1, 2)
+	// Rank 0 waits in the fence of epoch 0 (none yet): answered at once.
+	if acts := m.Step(Rejoin{Conn: 1, ID: 2, Epoch: 1}); acts[0].Msg.Epoch != 0 || acts[0].Msg.KV != nil {
+		t.Errorf("%v", acts)
+	}
+	acts := m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})
+	wantKinds(t, "failure", acts, Mark, Notify, Mark, Respawn, Log)
+	if n := acts[1]; !slices.Equal(n.To, []Conn{1, 2}) || n.Msg.Kind != boot.EventReinit || n.Msg.Epoch != 1 || n.Msg.Rank != 2 {
+		t.Errorf("%v", n)
+	}
+	// The epoch's fence: survivors and the new process.
+	wantKinds(t, "rejoin 0", m.Step(Rejoin{Conn: 1, ID: 3, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, 0): "a"}}))
+	wantKinds(t, "rejoin 1", m.Step(Rejoin{Conn: 2, ID: 3, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, 1): "b"}}))
+	m.Step(Hello{Conn: 9, ID: 1, Job: "job", Rank: 2, Incarnation: 1})
+	acts = m.Step(Rejoin{Conn: 9, ID: 2, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, 2): "c"}})
+	wantKinds(t, "complete", acts, Reply, Reply, Reply)
+	if len(acts[2].Msg.KV) != 3 || acts[2].Msg.Epoch != 1 {
+		t.Errorf("%+v", acts[2].Msg)
+	}
+	if acts := m.Step(ReinitActive{Conn: 1, ID: 4, Kind: "sideways"}); acts[0].Msg.Error != `reinit: kind must be enter or leave, not "sideways"` {
+		t.Errorf("%v", acts)
+	}
+	if acts := m.Step(ReinitActive{Conn: 1, ID: 4, Kind: boot.ReinitEnter}); acts[0].Msg.Epoch != 1 {
+		t.Errorf("%v", acts)
+	}
+	// The restart limit (1) is reached: the next failure ends the job.
+	acts = m.Step(Exited{Exit{Rank: 1, Pid: 101, Status: 2}})
+	wantKinds(t, "limit", acts, Log, TearDown, SignalAll)
+	if !strings.Contains(acts[0].Text, "restart limit reached (--max-restarts 1)") || acts[1].Cause != (Cause{CauseFailure, 2}) {
+		t.Errorf("%v", acts)
+	}
+}
+
+func TestReinitAfterLeaveIsFatal(t *testing.T) {
+	m := newM(t, 2, ModeReinit)
+	m.EnableRespawn(5)
+	connect(t, m, 0, 1)
+	m.Step(ReinitActive{Conn: 1, ID: 4, Kind: boot.ReinitLeave})
+	acts := m.Step(Exited{Exit{Rank: 1, Signal: syscall.SIGKILL}})
+	wantKinds(t, "after leave", acts, Mark, Log, TearDown, SignalAll)
+	if !strings.Contains(acts[1].Text, "after rank 0 returned from MPI_Reinit") {
+		t.Errorf("%q", acts[1].Text)
+	}
+}
+
+func spawnReq(t *testing.T, conn Conn, root bool, procs ...int) Spawn {
+	t.Helper()
+	b, err := json.Marshal(boot.SpawnRequest{Key: "k", Procs: procs, Root: root, MaxProcs: 2, Pairs: []int{4, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Spawn{Conn: conn, ID: 7, Request: string(b)}
+}
+
+func TestSpawn(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1)
+	m.Step(Fence{Conn: 1, ID: 2})
+	m.Step(Fence{Conn: 2, ID: 2})
+	if acts := m.Step(Spawn{Conn: 1, ID: 7, Request: "{"}); acts[0].Msg.Error != "spawn: malformed request" {
+		t.Errorf("%v", acts)
+	}
+	if acts := m.Step(spawnReq(t, 1, true, 1)); acts[0].Msg.Error != "spawn: process 0 is not among the parents [1]" {
+		t.Errorf("%v", acts)
+	}
+	wantKinds(t, "root", m.Step(spawnReq(t, 1, true, 0, 1)), Mark)
+	acts := m.Step(spawnReq(t, 2, false, 0, 1))
+	wantKinds(t, "all parents", acts, StartChildren)
+	if s := acts[0].Start; s.Base != 2 || s.K != 2 || s.Parent != boot.FormatParent([]int{4, 5}, []int{0, 1}) {
+		t.Errorf("%+v", s)
+	}
+	// The children initialise: every parent gets their endpoints.
+	m.Step(Hello{Conn: 3, ID: 1, Job: "job", Rank: 2})
+	m.Step(Hello{Conn: 4, ID: 1, Job: "job", Rank: 3})
+	wantKinds(t, "child 0", m.Step(Fence{Conn: 3, ID: 2, KV: map[string]string{boot.EndpointKey(2): "e2"}}))
+	acts = m.Step(Fence{Conn: 4, ID: 2, KV: map[string]string{boot.EndpointKey(3): "e3"}})
+	wantKinds(t, "child 1", acts, Reply, Reply, Reply, Reply) // the children's fence, then the parents
+	if acts[2].Conn != 1 || acts[3].Conn != 2 {
+		t.Errorf("spawn replies to %d, %d", acts[2].Conn, acts[3].Conn)
+	}
+	for _, a := range acts[2:] {
+		if a.Msg.Op != boot.OpSpawn || a.Msg.KV["n"] != "2" || a.Msg.KV["0"] != "e2" || a.Msg.KV["1"] != "e3" {
+			t.Errorf("%+v", a.Msg)
+		}
+	}
+}
+
+func TestSpawnFailureIsUniform(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1)
+	m.Step(spawnReq(t, 1, true, 0, 1))
+	m.Step(spawnReq(t, 2, false, 0, 1))
+	m.Step(Hello{Conn: 3, ID: 1, Job: "job", Rank: 2})
+	// Child 1 dies before initialising: both parents get the error, child 0
+	// is killed, and its death is no failure.
+	acts := m.Step(Exited{Exit{Rank: 3, Pid: 300, Status: 1}})
+	wantKinds(t, "child died", acts, Reply, Reply, Signal, Log)
+	if !strings.Contains(acts[0].Msg.Error, "child 1 (process 3) exited with status 1 before initialising") || !slices.Equal(acts[0].Msg.Failed, []int{3}) {
+		t.Errorf("%+v", acts[0].Msg)
+	}
+	if a := acts[2]; a.Rank != 2 || !a.AnyIncarnation || a.Why != WhyCancel {
+		t.Errorf("%v", a)
+	}
+	wantKinds(t, "cancelled child", m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}}))
+	// A late request of the same spawn gets the same outcome.
+	if acts := m.Step(spawnReq(t, 2, false, 0, 1)); acts[0].Msg.Error == "" {
+		t.Errorf("%v", acts)
+	}
+}
+
+func TestSpawnWithoutAgentOrRoot(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	connect(t, m, 0, 1)
+	m.Step(spawnReq(t, 1, true, 0, 1))
+	if acts := m.Step(spawnReq(t, 2, false, 0, 1)); acts[0].Msg.Error != "this launcher cannot start processes" {
+		t.Errorf("%v", acts)
+	}
+	m = newM(t, 2, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1)
+	m.Step(spawnReq(t, 1, false, 0, 1))
+	// The other parent fails: the spawn fails with it.
+	acts := m.Step(Exited{Exit{Rank: 1, Signal: syscall.SIGKILL}})
+	r := find(acts, Reply)
+	if r == nil || r.Msg.Error != "parent process 1 failed" {
+		t.Errorf("%v", acts)
+	}
+}
+
+// A parent killed on a confirmed suspicion is a failed parent at once,
+// before its death is reaped, even when another parent's error ends the
+// spawn first: every parent learns a process failed (ErrProcFailed).
+func TestSpawnParentKilledBeforeReaped(t *testing.T) {
+	m := newM(t, 3, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1, 2)
+	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1})[0]
+	m.Step(Liveness{Token: chk.Token, State: "dead"})
+	b, _ := json.Marshal(boot.SpawnRequest{Key: "k", Procs: []int{0, 1, 2}, Root: true, MaxProcs: 1, Pairs: []int{4, 5}, Error: "peer lost"})
+	acts := m.Step(Spawn{Conn: 1, ID: 7, Request: string(b)})
+	r := find(acts, Reply)
+	if r == nil || !slices.Equal(r.Msg.Failed, []int{1}) || !strings.Contains(r.Msg.Error, "parent process 1 failed") {
+		t.Fatalf("%v %+v", acts, r)
+	}
+}
+
+// The shell finds the pid of a suspect that did not say it in its hello.
+func TestSuspectPidFromShell(t *testing.T) {
+	m := newM(t, 2, ModeContinue)
+	m.Step(Hello{Conn: 1, ID: 1, Job: "job", Rank: 0})
+	m.Step(Hello{Conn: 2, ID: 1, Job: "job", Rank: 1})
+	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1})[0]
+	if chk.Kind != Check || chk.Pid != 0 {
+		t.Fatalf("%v", chk)
+	}
+	acts := m.Step(Liveness{Token: chk.Token, Pid: 4242, State: "stopped"})
+	if n := find(acts, Notify); n == nil || !strings.Contains(n.Msg.Reason, "rank 1 (pid 4242) killed") {
+		t.Fatalf("%v", acts)
+	}
+}
+
+// Suspicions of a process whose check is pending share that check: one look
+// at /proc, one kill, every suspecting rank answered.
+func TestSuspicionsShareOneCheck(t *testing.T) {
+	m := newM(t, 4, ModeContinue)
+	connect(t, m, 0, 1, 2, 3)
+	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 3})[0]
+	wantKinds(t, "second", m.Step(Suspect{Conn: 2, ID: 6, Rank: 3}))
+	wantKinds(t, "third", m.Step(Suspect{Conn: 3, ID: 7, Rank: 3}))
+	acts := m.Step(Liveness{Token: chk.Token, State: "exiting"})
+	wantKinds(t, "confirmed", acts, Notify, Signal, Reply, Log, Reply, Reply)
+	if acts[2].Conn != 1 || acts[4].Conn != 2 || acts[4].Msg.ID != 6 || acts[5].Conn != 3 || acts[5].Msg.ID != 7 {
+		t.Errorf("%v", acts)
+	}
+	// Refused: every suspecting rank gets the refusal.
+	m = newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	chk = m.Step(Suspect{Conn: 1, ID: 5, Rank: 2})[0]
+	m.Step(Suspect{Conn: 2, ID: 6, Rank: 2})
+	acts = m.Step(Liveness{Token: chk.Token, State: "running", Alive: true})
+	wantKinds(t, "refused", acts, Reply, Reply, Log, Log)
+	if acts[1].Conn != 2 || !strings.Contains(acts[1].Msg.Error, "is alive") {
+		t.Errorf("%v", acts)
+	}
+	// Reaped while checking: all answered.
+	m = newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	m.Step(Suspect{Conn: 1, ID: 5, Rank: 2})
+	m.Step(Suspect{Conn: 2, ID: 6, Rank: 2})
+	acts = m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}})
+	if n := len(acts); n < 2 || acts[n-2].Kind != Reply || acts[n-1].Kind != Reply {
+		t.Errorf("%v", acts)
+	}
+}
+
+// A rank that left MPI_Reinit, finalized and exited cannot roll back
+// either: a later failure ends the job (before, it was respawned and the
+// new epoch's fence waited for the exited rank forever; found by the
+// simulator, seed 136).
+func TestReinitAfterLeaveAndExitIsFatal(t *testing.T) {
+	m := newM(t, 2, ModeReinit)
+	m.EnableRespawn(5)
+	connect(t, m, 0, 1)
+	m.Step(ReinitActive{Conn: 2, ID: 4, Kind: boot.ReinitLeave})
+	m.Step(Finalize{Conn: 2, ID: 5})
+	m.Step(Exited{Exit{Rank: 1, Status: 0}})
+	acts := m.Step(Exited{Exit{Rank: 0, Signal: syscall.SIGKILL}})
+	if find(acts, Respawn) != nil || find(acts, TearDown) == nil {
+		t.Fatalf("%v", acts)
+	}
+}

@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"strconv"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// Reinit mode (--on-failure reinit, seed 000): the launcher's half of a
+// global restart. When a rank fails, a new epoch starts: the rank is
+// respawned (same rank, next incarnation, told the epoch through its
+// environment), every survivor is told to roll back (an EventReinit), and
+// the epoch's rejoin fence runs, through which survivors and the new
+// process exchange fresh endpoints. A failure during the fence starts a
+// newer epoch and supersedes it. A failure while some live rank has
+// already left MPI_Reinit cannot be recovered (no rollback location): the
+// job ends as with MPI_ERRORS_ARE_FATAL, as it does past --max-restarts.
+
+// reinit handles the failure e of a rank in reinit mode (how describes it).
+// It reports whether the rank is being respawned; false means the failure
+// cannot be recovered and the job must end.
+func (m *Machine) reinit(e Exit, how string) bool {
+	r := e.Rank
+	p := &m.procs[r]
+	if !m.respawn {
+		m.logf("%s; no agent to respawn it", how)
+		return false
+	}
+	if r >= m.cfg.Size {
+		m.logf("%s; a spawned process cannot be respawned: ending the job", how)
+		return false
+	}
+	if m.restarts >= m.maxRestarts {
+		m.logf("%s; restart limit reached (--max-restarts %d): ending the job", how, m.maxRestarts)
+		return false
+	}
+	// A rank that returned from MPI_Reinit has no rollback location, whether
+	// it still runs or has already finalized and exited (the new epoch's
+	// fence would wait for it forever).
+	for q := range m.procs {
+		if o := &m.procs[q]; q != r && o.leftReinit {
+			m.logf("%s after rank %d returned from MPI_Reinit: no rollback location, ending the job (seed 000 1.4.2: as MPI_ERRORS_ARE_FATAL)", how, q)
+			return false
+		}
+	}
+	m.restarts++
+	m.epoch++
+	inc := max(p.inc, e.Incarnation) + 1
+	*p = proc{inc: inc, fences: 1, rejoined: m.epoch}
+	// The survivors first (notify before anything else), then the ranks
+	// waiting in an older epoch's fence learn it is superseded.
+	var to []Conn
+	for q := range m.procs {
+		if o := &m.procs[q]; q != r && !o.gone && o.conn != 0 {
+			to = append(to, o.conn)
+		}
+	}
+	if len(to) > 0 {
+		m.emit(Action{Kind: Notify, To: to, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: r, Incarnation: inc - 1, Epoch: m.epoch, Reason: how}})
+	}
+	for _, w := range m.rejoinWait {
+		m.reply(w.conn, boot.Msg{Op: boot.OpRejoin, ID: w.id, Epoch: m.epoch})
+	}
+	m.rejoinWait = nil
+	clear(m.epochKV)
+	m.emit(Action{Kind: Mark, Text: "epoch"})
+	m.emit(Action{Kind: Respawn, Rank: r, Incarnation: inc, Epoch: m.epoch})
+	m.logf("%s; respawning it (incarnation %d), every rank rolls back to MPI_Reinit (epoch %d, restart %d of at most %d)",
+		how, inc, m.epoch, m.restarts, m.maxRestarts)
+	return true
+}
+
+// reinitActive records that rank r entered or left MPI_Reinit and answers
+// with the current epoch. A rank that wants to leave while a newer epoch
+// is under way is not let out: the epoch in the reply tells it to roll
+// back instead.
+func (m *Machine) reinitActive(r int, e ReinitActive) {
+	p := &m.procs[r]
+	switch e.Kind {
+	case boot.ReinitEnter:
+	case boot.ReinitLeave:
+		if p.rejoined == m.epoch {
+			p.leftReinit = true
+		}
+	default:
+		m.replyErr(e.Conn, e.ID, "reinit: kind must be enter or leave, not %s", strconv.Quote(e.Kind))
+		return
+	}
+	m.reply(e.Conn, boot.Msg{Op: boot.OpReinit, ID: e.ID, Epoch: m.epoch})
+}
+
+// rejoin enters rank r into the fence of epoch e.Epoch. A request for any
+// other epoch than the current one is answered at once with the current
+// epoch (superseded).
+func (m *Machine) rejoin(r int, e Rejoin) {
+	if e.Epoch != m.epoch || m.epochKV == nil {
+		m.reply(e.Conn, boot.Msg{Op: boot.OpRejoin, ID: e.ID, Epoch: m.epoch})
+		return
+	}
+	for k, v := range e.KV {
+		m.epochKV[k] = v
+	}
+	m.procs[r].rejoined = e.Epoch
+	m.rejoinWait = append(m.rejoinWait, waiter{e.Conn, e.ID})
+	m.checkRejoin()
+}
+
+// checkRejoin completes the current epoch's fence once every rank has
+// published its endpoint for it.
+func (m *Machine) checkRejoin() {
+	if len(m.rejoinWait) == 0 || m.tearing() {
+		return
+	}
+	for r := range m.procs {
+		if _, ok := m.epochKV[boot.EpochEndpointKey(m.epoch, r)]; !ok || m.procs[r].gone {
+			return
+		}
+	}
+	kv := make(map[string]string, len(m.epochKV))
+	for k, v := range m.epochKV {
+		kv[k] = v
+	}
+	for _, w := range m.rejoinWait {
+		m.reply(w.conn, boot.Msg{Op: boot.OpRejoin, ID: w.id, Epoch: m.epoch, KV: kv})
+	}
+	m.rejoinWait = nil
+	if m.cfg.Verbose {
+		m.emit(Action{Kind: Log, Text: "epoch " + strconv.Itoa(m.epoch) + ": every rank rejoined %v after the failure", Since: "epoch"})
+	}
+}

@@ -1,0 +1,804 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// Flags for the simulator:
+//
+//	go test ./internal/launch/policy -run TestSimulate -seed=1234            replay one schedule
+//	go test ./internal/launch/policy -run TestSimulate -seed=1234 -simtrace  ... with its trace
+//	go test ./internal/launch/policy -run TestSimulate -sims=200000          explore more
+var (
+	flagSeed  = flag.Int64("seed", -1, "replay only this simulator seed")
+	flagSims  = flag.Int("sims", 0, "number of simulated schedules (default 10000, 2500 with -short or -race)")
+	flagTrace = flag.Bool("simtrace", false, "print the event trace of a replayed seed")
+)
+
+// Process states, as the shell's /proc reading would see them.
+const (
+	stRunning = iota
+	stStopped // SIGSTOP: hung
+	stDead    // exited or killed, not reaped yet
+	stReaped  // the agent reported it (Exited fed)
+)
+
+// Script phases of a simulated process.
+const (
+	phHello     = iota // to say hello
+	phWaitHello        // hello sent (the machine answers in the same step)
+	phFence            // to enter the bootstrap fence
+	phInFence
+	phRejoin // reinit: to rejoin epoch want
+	phInRejoin
+	phWork    // initialised: may spawn, leave Reinit, finalize
+	phInSpawn // waiting for the spawn reply
+	phLeave   // reinit: to leave MPI_Reinit
+	phInLeave
+	phFinalize
+	phInFinalize
+	phExit // Finalize returned: exits with status 0
+	phDone
+)
+
+// sproc is one simulated process (a rank's incarnation or a child).
+type sproc struct {
+	id       int // index in sim.procs
+	rank     int // process id
+	inc      int
+	pid      int
+	state    int
+	phase    int
+	conn     Conn // 0: none (not connected yet, or closed)
+	connOpen bool
+	child    bool
+	epoch    int // reinit: the epoch it is in
+	want     int // reinit: the epoch it must rejoin
+	left     bool
+	spawned  bool // took part in the spawn
+
+	helloOK   bool // the machine accepted its hello
+	finSent   bool // it called Finalize
+	finRet    bool // Finalize returned
+	exit      Exit
+	killOrder bool // the launcher (or the plan) sent it SIGKILL
+	closedAt  int  // step its connection closed (-1: open or never)
+	reapedAt  int  // step its Exited was fed (-1: not yet)
+
+	failedSeen map[int]int // rank -> failed events received (continue: one incarnation per rank)
+	reinitSeen map[int]int // epoch -> reinit events received
+}
+
+type pendingCheck struct {
+	token     uint64
+	rank, inc int
+}
+
+// stats counts what the schedules exercised (so that a weakened
+// simulator shows).
+type stats struct {
+	suspectKills, refused, stale, told, respawns, spawnsOK, spawnsFailed, codes, timeouts, teardowns int
+}
+
+type sim struct {
+	st    *stats
+	rng   *rand.Rand
+	seed  int64
+	n     int
+	mode  Mode
+	m     *Machine
+	procs []*sproc
+	cur   map[int]*sproc // process id -> current process
+	conns map[Conn]*sproc
+	next  Conn
+	pid   int
+	step  int
+	trace []string
+
+	checks    []pendingCheck
+	suspected map[[2]int]bool // (rank, inc) suspected by someone
+	cause     Cause
+	causeStep int
+	done      bool
+	spawnKey  string
+	spawnOK   int   // step the spawn succeeded (-1: not)
+	evCause   Cause // the cause the event of the current step implies, if it tears down
+	aborted   bool
+	lastAbort int
+	timedOut  bool
+	interrupt int
+	errs      []error
+}
+
+func (s *sim) tracef(format string, args ...any) {
+	if *flagTrace {
+		s.trace = append(s.trace, fmt.Sprintf("%5d ", s.step)+fmt.Sprintf(format, args...))
+	}
+}
+
+func (s *sim) fail(format string, args ...any) {
+	s.errs = append(s.errs, fmt.Errorf("step %d: "+format, append([]any{s.step}, args...)...))
+}
+
+func (s *sim) newProc(rank, inc int, child bool, epoch int) *sproc {
+	s.pid++
+	p := &sproc{id: len(s.procs), rank: rank, inc: inc, pid: 1000 + s.pid, child: child, epoch: epoch,
+		closedAt: -1, reapedAt: -1, failedSeen: map[int]int{}, reinitSeen: map[int]int{}}
+	s.procs = append(s.procs, p)
+	s.cur[rank] = p
+	return p
+}
+
+// feed steps the machine and applies the actions, checking the properties
+// that concern single actions.
+func (s *sim) feed(ev Event) {
+	s.step++
+	s.tracef("%T %+v", ev, ev)
+	switch e := ev.(type) {
+	case Exited:
+		switch {
+		case e.StartErr != nil:
+			s.evCause = Cause{CauseStart, 1}
+		default:
+			s.evCause = Cause{CauseFailure, failureCode(e.Exit)}
+		}
+	case Timeout:
+		s.evCause = Cause{CauseTimeout, 124}
+	case Interrupt:
+		s.evCause = Cause{CauseSignal, e.Code}
+	case Abort:
+	default:
+		s.evCause = Cause{}
+	}
+	acts := s.m.Step(ev)
+	logged := false
+	for _, a := range acts {
+		s.tracef("    -> %v", a)
+		switch a.Kind {
+		case Log:
+			logged = true
+		case Notify:
+			if logged {
+				s.fail("notification %+v after a log line in the same step", a.Msg)
+			}
+			for _, c := range a.To {
+				s.deliver(c, a.Msg)
+			}
+		case Reply:
+			s.deliver(a.Conn, a.Msg)
+		case Drop:
+			if p := s.conns[a.Conn]; p != nil {
+				s.fail("connection of rank %d dropped: %+v", p.rank, acts)
+			}
+		case Check:
+			s.checks = append(s.checks, pendingCheck{a.Token, a.Rank, a.Incarnation})
+		case Signal:
+			s.signal(a)
+		case SignalAll:
+			for _, p := range s.procs {
+				if p.state == stRunning || p.state == stStopped {
+					s.kill(p, a.Sig)
+				}
+			}
+		case TearDown:
+			if s.cause.Kind != CauseNone {
+				s.fail("second teardown %+v after %+v", a.Cause, s.cause)
+			}
+			s.cause, s.causeStep = a.Cause, s.step
+			if a.Cause != s.evCause {
+				s.fail("teardown %+v; the event implies %+v", a.Cause, s.evCause)
+			}
+		case Respawn:
+			s.st.respawns++
+			if s.mode != ModeReinit {
+				s.fail("respawn in mode %d", s.mode)
+			}
+			if old := s.cur[a.Rank]; old.state != stReaped {
+				s.fail("rank %d respawned while incarnation %d is not reaped", a.Rank, old.inc)
+			}
+			// Every connected survivor was told of the new epoch, once.
+			for _, q := range s.procs {
+				if q.rank != a.Rank && q.helloOK && q.connOpen && q.reinitSeen[a.Epoch] != 1 {
+					s.fail("rank %d.%d told %d times of epoch %d", q.rank, q.inc, q.reinitSeen[a.Epoch], a.Epoch)
+				}
+			}
+			p := s.newProc(a.Rank, a.Incarnation, false, a.Epoch)
+			p.want = a.Epoch
+		case StartChildren:
+			for i := 0; i < a.Start.K; i++ {
+				p := s.newProc(a.Start.Base+i, 0, true, 0)
+				if s.rng.IntN(20) == 0 {
+					p.state = stDead
+					p.exit = Exit{Rank: p.rank, StartErr: errors.New("no such program")}
+				}
+			}
+		case Done:
+			if s.done {
+				s.fail("Done twice")
+			}
+			s.done = true
+		}
+	}
+}
+
+// kill applies sig to p.
+func (s *sim) kill(p *sproc, sig syscall.Signal) {
+	switch sig {
+	case syscall.SIGSTOP:
+		if p.state == stRunning {
+			p.state = stStopped
+		}
+	default:
+		if p.state == stRunning || p.state == stStopped {
+			if sig == syscall.SIGKILL {
+				p.killOrder = true
+			}
+			s.die(p, Exit{Signal: sig})
+		}
+	}
+}
+
+func (s *sim) die(p *sproc, e Exit) {
+	e.Rank, e.Incarnation, e.Pid = p.rank, p.inc, p.pid
+	p.state, p.exit = stDead, e
+}
+
+func (s *sim) signal(a Action) {
+	p := s.cur[a.Rank]
+	if p == nil {
+		s.fail("signal to unknown process %d", a.Rank)
+		return
+	}
+	switch a.Why {
+	case WhySuspect:
+		s.st.suspectKills++
+		// No live process is killed without a confirmed suspicion, and a
+		// respawned incarnation is never killed for its predecessor.
+		if !s.suspected[[2]int{a.Rank, a.Incarnation}] {
+			s.fail("rank %d incarnation %d killed, but nobody suspected that incarnation", a.Rank, a.Incarnation)
+		}
+		if p.inc == a.Incarnation && p.state == stRunning {
+			s.fail("running rank %d incarnation %d killed on a suspicion", a.Rank, a.Incarnation)
+		}
+	case WhyCancel:
+		if !p.child {
+			s.fail("rank %d cancelled: not a spawned process", a.Rank)
+		}
+	case WhyInject:
+	default:
+		s.fail("signal without a reason: %+v", a)
+	}
+	if a.AnyIncarnation || p.inc == a.Incarnation {
+		s.kill(p, a.Sig)
+	}
+}
+
+// deliver hands msg to the process on connection c.
+func (s *sim) deliver(c Conn, msg boot.Msg) {
+	p := s.conns[c]
+	if p == nil {
+		return // closed: the shell drops it
+	}
+	if msg.Op == boot.OpEvent {
+		switch msg.Kind {
+		case boot.EventFailed:
+			s.st.told++
+			p.failedSeen[msg.Rank]++
+			if p.failedSeen[msg.Rank] > 1 && s.mode != ModeReinit {
+				s.fail("rank %d (incarnation %d) told %d times of the failure of rank %d", p.rank, p.inc, p.failedSeen[msg.Rank], msg.Rank)
+			}
+			if msg.Rank == p.rank {
+				s.fail("rank %d told of its own failure", p.rank)
+			}
+		case boot.EventReinit:
+			p.reinitSeen[msg.Epoch]++
+			if p.reinitSeen[msg.Epoch] > 1 {
+				s.fail("rank %d told twice of epoch %d", p.rank, msg.Epoch)
+			}
+			if msg.Epoch > p.want {
+				p.want = msg.Epoch
+			}
+		}
+		return
+	}
+	switch msg.Op {
+	case boot.OpHello:
+		p.helloOK = true
+		p.phase = phFence
+		if s.mode == ModeReinit && p.inc > 0 {
+			p.phase = phRejoin // a respawned process joins its epoch
+		}
+	case boot.OpFence:
+		if p.phase == phInFence {
+			p.phase = phWork
+		}
+	case boot.OpRejoin:
+		if p.phase != phInRejoin {
+			break
+		}
+		if msg.Epoch == p.want && msg.KV != nil {
+			p.epoch, p.phase = msg.Epoch, phWork
+		} else {
+			if msg.Epoch > p.want {
+				p.want = msg.Epoch
+			}
+			p.phase = phRejoin
+		}
+	case boot.OpReinit:
+		if p.phase != phInLeave {
+			break
+		}
+		if msg.Epoch > p.epoch {
+			p.want = max(p.want, msg.Epoch)
+			p.phase = phRejoin
+		} else {
+			p.left, p.phase = true, phFinalize
+		}
+	case boot.OpSpawn:
+		if msg.Error == "" {
+			s.st.spawnsOK++
+		} else {
+			s.st.spawnsFailed++
+		}
+		if p.phase == phInSpawn {
+			p.phase = phFinalize
+		}
+		if msg.Error == "" && s.spawnOK < 0 {
+			s.spawnOK = s.step
+		}
+	case boot.OpFinalize:
+		p.finRet = true
+		p.phase = phExit
+	case boot.OpError:
+		if strings.Contains(msg.Error, "is alive") {
+			s.st.refused++
+		}
+	case boot.OpSuspect, boot.OpAbort:
+	}
+}
+
+// choice is one thing the simulated world can do next.
+type choice struct {
+	weight int
+	do     func()
+}
+
+// moves lists what can happen now. chaos adds failures, suspicions and
+// the like; without it only progress is made (the drain phase).
+func (s *sim) moves(chaos bool) []choice {
+	var cs []choice
+	add := func(w int, f func()) { cs = append(cs, choice{w, f}) }
+	for _, p := range s.procs {
+		p := p
+		switch p.state {
+		case stDead:
+			if p.connOpen {
+				add(4, func() { s.closeConn(p) })
+			}
+			add(3, func() { s.reap(p) })
+		case stRunning:
+			if f := s.progress(p); f != nil {
+				add(6, f)
+			}
+			if !chaos {
+				break
+			}
+			add(1, func() { // crash
+				if s.rng.IntN(2) == 0 {
+					s.die(p, Exit{Signal: syscall.SIGSEGV})
+				} else {
+					s.die(p, Exit{Status: s.rng.IntN(3)})
+				}
+			})
+			if p.helloOK && p.connOpen {
+				if q := s.randomTarget(p); q != nil {
+					add(2, func() { s.suspect(p, q) })
+				}
+				if s.rng.IntN(400) == 0 {
+					add(1, func() { s.abort(p, s.rng.IntN(300)) })
+				}
+			}
+		case stStopped:
+			// The heartbeat detector of a live, connected process suspects it.
+			for _, q := range s.procs {
+				if q.state == stRunning && q.helloOK && q.connOpen {
+					q := q
+					add(2, func() { s.suspect(q, p) })
+					break
+				}
+			}
+		}
+	}
+	for i := range s.checks {
+		i := i
+		add(3, func() { s.answer(i) })
+	}
+	if chaos {
+		add(1, func() { // the fault-injection plan
+			r := s.rng.IntN(s.m.Size())
+			sig := syscall.SIGKILL
+			if s.rng.IntN(2) == 0 {
+				sig = syscall.SIGSTOP
+			}
+			s.feed(Inject{Rank: r, Signal: sig})
+		})
+		if s.rng.IntN(300) == 0 {
+			add(1, func() { s.feed(Interrupt{Signal: syscall.SIGTERM, Code: 143}); s.interrupt++ })
+		}
+	}
+	return cs
+}
+
+func (s *sim) abort(p *sproc, code int) {
+	s.evCause = Cause{CauseAbort, AbortCode(code)}
+	s.aborted, s.lastAbort = true, AbortCode(code)
+	s.feed(Abort{Conn: p.conn, ID: 7, Code: code, Reason: "sim"})
+}
+
+func (s *sim) randomTarget(by *sproc) *sproc {
+	var qs []*sproc
+	for _, q := range s.procs {
+		if q.rank != by.rank {
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) == 0 {
+		return nil
+	}
+	return qs[s.rng.IntN(len(qs))]
+}
+
+// suspect: by suspects q (q may be an old incarnation: a stale suspicion,
+// or a running process: a false one).
+func (s *sim) suspect(by, q *sproc) {
+	if s.cur[q.rank] != q {
+		s.st.stale++
+	}
+	s.suspected[[2]int{q.rank, q.inc}] = true
+	s.feed(Suspect{Conn: by.conn, ID: 5, Rank: q.rank, Incarnation: q.inc, Reason: "sim"})
+}
+
+func (s *sim) answer(i int) {
+	c := s.checks[i]
+	s.checks = append(s.checks[:i], s.checks[i+1:]...)
+	var p *sproc
+	for _, q := range s.procs {
+		if q.rank == c.rank && q.inc == c.inc {
+			p = q
+		}
+	}
+	state, alive, pid := "gone", false, 0
+	if p != nil && p.state != stReaped {
+		pid = p.pid
+		switch p.state {
+		case stRunning:
+			state, alive = "running", true
+		case stStopped:
+			state = "stopped"
+		case stDead:
+			state = "dead"
+		}
+	}
+	s.feed(Liveness{Token: c.token, Pid: pid, State: state, Alive: alive})
+	// A confirmed suspicion kills (fail-stop), unless the job is ending.
+	if p != nil && p.state == stStopped && s.cause.Kind == CauseNone {
+		s.fail("rank %d incarnation %d found stopped on a suspicion but not killed", p.rank, p.inc)
+	}
+}
+
+func (s *sim) closeConn(p *sproc) {
+	p.connOpen, p.closedAt = false, s.step
+	delete(s.conns, p.conn)
+	s.feed(Closed{Conn: p.conn})
+}
+
+func (s *sim) reap(p *sproc) {
+	if p.connOpen {
+		s.closeConn(p)
+	}
+	p.state = stReaped
+	s.feed(Exited{Exit: p.exit})
+	p.reapedAt = s.step
+}
+
+// progress is p's next step of its script, nil if it waits.
+func (s *sim) progress(p *sproc) func() {
+	req := func(f func()) func() { return f }
+	switch p.phase {
+	case phHello:
+		return req(func() {
+			s.next++
+			p.conn, p.connOpen = s.next, true
+			s.conns[p.conn] = p
+			p.phase = phWaitHello
+			s.feed(Hello{Conn: p.conn, ID: 1, Job: "job", Rank: p.rank, Incarnation: p.inc, Pid: p.pid})
+		})
+	case phFence:
+		return func() {
+			p.phase = phInFence
+			s.feed(Fence{Conn: p.conn, ID: 2, KV: map[string]string{boot.EndpointKey(p.rank): fmt.Sprint("ep", p.rank)}})
+		}
+	case phRejoin:
+		return func() {
+			p.phase = phInRejoin
+			s.feed(Rejoin{Conn: p.conn, ID: 3, Epoch: p.want, KV: map[string]string{boot.EpochEndpointKey(p.want, p.rank): "x"}})
+		}
+	case phWork:
+		if s.mode == ModeReinit && p.want > p.epoch {
+			return func() { p.phase = phRejoin }
+		}
+		if s.spawnKey != "" && !p.child && !p.spawned {
+			return func() {
+				p.phase, p.spawned = phInSpawn, true
+				req := boot.SpawnRequest{Key: s.spawnKey, Procs: s.parents(), Root: p.rank == 0, MaxProcs: 2, Pairs: []int{8, 9}}
+				b, _ := json.Marshal(req)
+				s.feed(Spawn{Conn: p.conn, ID: 4, Request: string(b)})
+			}
+		}
+		if s.mode == ModeReinit && !p.left {
+			return func() {
+				p.phase = phInLeave
+				s.feed(ReinitActive{Conn: p.conn, ID: 6, Kind: boot.ReinitLeave})
+			}
+		}
+		return func() { p.phase = phFinalize }
+	case phFinalize:
+		return func() {
+			p.phase, p.finSent = phInFinalize, true
+			s.feed(Finalize{Conn: p.conn, ID: 8})
+		}
+	case phInFence, phInRejoin, phInLeave, phInFinalize, phInSpawn:
+		if s.mode == ModeReinit && p.want > p.epoch && p.phase != phInRejoin && p.phase != phInFinalize {
+			// The reinit event ends the World: a blocked call returns.
+			return func() { p.phase = phRejoin }
+		}
+	case phExit:
+		return func() { p.phase = phDone; s.die(p, Exit{Status: 0}) }
+	}
+	return nil
+}
+
+func (s *sim) parents() []int {
+	ps := make([]int, s.n)
+	for i := range ps {
+		ps[i] = i
+	}
+	return ps
+}
+
+// run plays one schedule: a chaotic phase, then a drain in which every
+// process makes progress until the job ends.
+func runSim(seed int64, st *stats) (s *sim, err error) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	n := 1 + rng.IntN(6)
+	mode := Mode(rng.IntN(3))
+	m, err := New(Config{Job: "job", Size: n, Mode: mode, Verbose: rng.IntN(2) == 0})
+	if err != nil {
+		return nil, err
+	}
+	s = &sim{st: st, rng: rng, seed: seed, n: n, mode: mode, m: m, cur: map[int]*sproc{}, conns: map[Conn]*sproc{},
+		suspected: map[[2]int]bool{}, spawnOK: -1}
+	if mode == ModeReinit {
+		m.EnableRespawn(rng.IntN(4))
+	}
+	if mode != ModeReinit && rng.IntN(3) == 0 {
+		m.EnableSpawn()
+		s.spawnKey = "spawn-1"
+	}
+	for r := 0; r < n; r++ {
+		s.newProc(r, 0, false, 0)
+	}
+	if rng.IntN(10) == 0 {
+		p := s.procs[rng.IntN(n)]
+		p.state, p.exit = stDead, Exit{Rank: p.rank, StartErr: errors.New("exec format error")}
+	}
+	chaos := 20 + rng.IntN(200)
+	for i := 0; i < chaos && !s.done && len(s.errs) == 0; i++ {
+		s.pick(s.moves(true))
+	}
+	for i := 0; !s.done && len(s.errs) == 0; i++ {
+		cs := s.moves(false)
+		if len(cs) == 0 || i > 100000 {
+			stuck := s.stuck()
+			if stuck == "" || s.timedOut {
+				var waiting []string
+				for _, p := range s.procs {
+					if p.state != stReaped {
+						waiting = append(waiting, fmt.Sprintf("rank %d.%d state %d phase %d", p.rank, p.inc, p.state, p.phase))
+					}
+				}
+				return s, fmt.Errorf("the job does not end (%d moves): %v %s", i, waiting, stuck)
+			}
+			// Nothing can move, for a reason the policy cannot see (a stopped
+			// process nobody can suspect): --timeout ends it.
+			s.timedOut = true
+			s.st.timeouts++
+			s.feed(Timeout{})
+			continue
+		}
+		s.pick(cs)
+	}
+	if len(s.errs) > 0 {
+		return s, errors.Join(s.errs...)
+	}
+	return s, s.checkEnd()
+}
+
+// stuck says why nothing can move although the job has not ended, for a
+// reason the policy cannot see (a stopped process nobody can suspect); ""
+// if there is none: then the policy is at fault (someone waits on the
+// launcher forever).
+func (s *sim) stuck() string {
+	for _, p := range s.procs {
+		if p.state == stStopped {
+			return fmt.Sprintf("rank %d is stopped and no connected process can suspect it", p.rank)
+		}
+	}
+	return ""
+}
+
+func (s *sim) pick(cs []choice) {
+	total := 0
+	for _, c := range cs {
+		total += c.weight
+	}
+	k := s.rng.IntN(total)
+	for _, c := range cs {
+		if k -= c.weight; k < 0 {
+			c.do()
+			return
+		}
+	}
+}
+
+// checkEnd checks the properties of a finished job.
+func (s *sim) checkEnd() error {
+	// Every process is gone.
+	for _, p := range s.procs {
+		if p.state != stReaped {
+			return fmt.Errorf("Done with rank %d incarnation %d not reaped", p.rank, p.inc)
+		}
+	}
+	// Every survivor is told of every failure exactly once (continue mode).
+	if s.mode == ModeContinue {
+		for _, d := range s.procs {
+			if !s.mustTell(d) {
+				continue
+			}
+			for _, p := range s.procs {
+				if p == d || p.rank == d.rank || !p.helloOK {
+					continue
+				}
+				// p must know if its connection was open when d's death was
+				// reaped or later.
+				if (p.closedAt < 0 || p.closedAt >= d.reapedAt) && p.failedSeen[d.rank] != 1 {
+					return fmt.Errorf("rank %d.%d (closed at %d) was told %d times of the failure of rank %d (%s, reaped at %d)",
+						p.rank, p.inc, p.closedAt, p.failedSeen[d.rank], d.rank, d.exit, d.reapedAt)
+				}
+			}
+		}
+	}
+	// Reinit: a survivor connected when an epoch began learns it.
+	// (Duplicates are checked at delivery.)
+
+	// The exit code of the mode.
+	want, what := s.wantCode()
+	if got := s.m.ExitCode(); want >= 0 && got != want {
+		return fmt.Errorf("exit code %d, want %d (%s; cause %+v)", got, want, what, s.cause)
+	} else if want >= 0 {
+		s.st.codes++
+	}
+	if s.cause.Kind != CauseNone {
+		s.st.teardowns++
+	}
+	return nil
+}
+
+// mustTell: d's death must reach every survivor (continue mode): it died
+// by a signal, or connected and died before finalizing, not during a
+// teardown, and is not a child of a spawn that had not succeeded.
+func (s *sim) mustTell(d *sproc) bool {
+	if d.exit.StartErr != nil {
+		return false
+	}
+	if s.cause.Kind != CauseNone && s.causeStep <= d.reapedAt {
+		return false
+	}
+	if d.child && (s.spawnOK < 0 || s.spawnOK >= d.reapedAt) {
+		return false
+	}
+	return d.exit.Signal != 0 || d.helloOK && !d.finSent
+}
+
+// wantCode is the exit code the mode implies, from what the simulation
+// saw (the teardown's cause is checked against the event that caused it
+// when it happens).
+func (s *sim) wantCode() (int, string) {
+	rank0 := s.cur[0].exit.Code()
+	var first *sproc
+	for _, p := range s.procs {
+		if s.isFailure(p) && (first == nil || p.reapedAt < first.reapedAt) {
+			first = p
+		}
+	}
+	failed := first != nil
+	switch s.cause.Kind {
+	case CauseTimeout:
+		return 124, "timeout"
+	case CauseSignal:
+		return 143, "interrupted"
+	case CauseStart:
+		return 1, "a start error"
+	case CauseFailure:
+		if s.mode == ModeAbort {
+			if first == nil {
+				return -1, "abort mode: a failure the simulation does not count"
+			}
+			return failureCode(first.exit), fmt.Sprintf("abort mode: the first failure, rank %d %s", first.rank, first.exit)
+		}
+		return s.cause.Code, "reinit: the failure that could not be recovered"
+	case CauseAbort:
+		if !(s.mode == ModeContinue && failed) {
+			return s.cause.Code, "abort"
+		}
+	}
+	if s.mode == ModeContinue && failed {
+		lowest, code := -1, 0
+		for _, p := range s.procs {
+			if p.finRet && p.state == stReaped && (lowest < 0 || p.rank < lowest) {
+				lowest, code = p.rank, p.exit.Code()
+			}
+		}
+		if lowest >= 0 {
+			return code, "continue mode: the lowest rank that returned from Finalize"
+		}
+		if s.aborted {
+			return s.lastAbort, "continue mode: the last abort"
+		}
+	}
+	return rank0, "rank 0's exit"
+}
+
+// isFailure: the death of p is a failure of the job (before any teardown).
+func (s *sim) isFailure(p *sproc) bool {
+	if p.exit.StartErr != nil || p.finSent || p.child && (s.spawnOK < 0 || s.spawnOK >= p.reapedAt) || s.cause.Kind != CauseNone && s.causeStep <= p.reapedAt {
+		return false
+	}
+	return p.helloOK || p.killOrder && p.exit.Signal == syscall.SIGKILL
+}
+
+func TestSimulate(t *testing.T) {
+	sims := *flagSims
+	if sims == 0 {
+		sims = 10000
+		if testing.Short() || raceEnabled {
+			sims = 2500
+		}
+	}
+	first := int64(1)
+	if *flagSeed >= 0 {
+		first, sims = *flagSeed, 1
+	}
+	modes := map[Mode]int{}
+	var st stats
+	for seed := first; seed < first+int64(sims); seed++ {
+		s, err := runSim(seed, &st)
+		if s != nil && *flagTrace {
+			t.Log("\n" + strings.Join(s.trace, "\n"))
+		}
+		if err != nil {
+			t.Fatalf("seed %d: %v\nreplay: go test ./internal/launch/policy -run TestSimulate -seed=%d -simtrace -v", seed, err, seed)
+		}
+		modes[s.mode]++
+	}
+	t.Logf("%d schedules (abort %d, continue %d, reinit %d): %+v", sims, modes[ModeAbort], modes[ModeContinue], modes[ModeReinit], st)
+}

@@ -1,0 +1,209 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// Dynamic processes (MPI_Comm_spawn): the launcher's half. Every parent of
+// the spawning communicator sends a SpawnRequest (the root's carries the
+// command); once all live parents have, the children get fresh process ids
+// after every id in use and are started (StartChildren), and every parent
+// is answered with their endpoints when all of them have initialised. The
+// outcome is the same at every parent: if a parent fails or reports an
+// error, or a child cannot start or dies before initialising, every parent
+// gets the error and every child already started is killed (seed 002
+// A.2.3: no half-built communicator).
+
+type spawnOp struct {
+	key      string
+	procs    []int
+	waiters  map[int]waiter // by parent process id
+	root     *boot.SpawnRequest
+	errs     []string
+	failed   []int
+	children []int // process ids, once started
+	done     bool
+	reply    boot.Msg // the outcome, for every parent (ID replaced)
+}
+
+// spawn handles parent r's spawn request.
+func (m *Machine) spawn(r int, e Spawn) {
+	var req boot.SpawnRequest
+	if err := json.Unmarshal([]byte(e.Request), &req); err != nil || req.Key == "" || len(req.Procs) == 0 {
+		m.replyErr(e.Conn, e.ID, "spawn: malformed request")
+		return
+	}
+	if !slices.Contains(req.Procs, r) {
+		m.replyErr(e.Conn, e.ID, "spawn: process %d is not among the parents %v", r, req.Procs)
+		return
+	}
+	if m.spawns == nil {
+		m.spawns = make(map[string]*spawnOp)
+	}
+	op := m.spawns[req.Key]
+	if op == nil {
+		op = &spawnOp{key: req.Key, procs: req.Procs, waiters: make(map[int]waiter)}
+		m.spawns[req.Key] = op
+		m.spawnSeq = append(m.spawnSeq, op)
+		m.emit(Action{Kind: Mark, Text: "spawn " + req.Key})
+	}
+	if op.done {
+		reply := op.reply
+		reply.ID = e.ID
+		m.reply(e.Conn, reply)
+		return
+	}
+	op.waiters[r] = waiter{e.Conn, e.ID}
+	if !slices.Equal(op.procs, req.Procs) {
+		op.errs = append(op.errs, fmt.Sprintf("process %d spawns from another group of parents (%v, not %v): mismatched collective", r, req.Procs, op.procs))
+	}
+	if req.Error != "" {
+		op.errs = append(op.errs, fmt.Sprintf("process %d: %s", r, req.Error))
+	}
+	if req.Root {
+		if op.root != nil {
+			op.errs = append(op.errs, fmt.Sprintf("two roots (processes %d and another): mismatched collective", r))
+		}
+		root := req
+		op.root = &root
+	}
+	m.checkSpawn(op)
+}
+
+// checkSpawns re-examines every pending spawn (a process is gone or
+// initialised).
+func (m *Machine) checkSpawns() {
+	for _, op := range m.spawnSeq {
+		m.checkSpawn(op)
+	}
+}
+
+func (m *Machine) checkSpawn(op *spawnOp) {
+	if op.done || m.tearing() {
+		return
+	}
+	waiting := false
+	for _, p := range op.procs {
+		if _, ok := op.waiters[p]; ok {
+			continue
+		}
+		// A parent the launcher killed (fail-stop assured) has failed even
+		// before its death is reaped: every parent must be told it failed,
+		// whichever error ended the spawn first.
+		if p < 0 || p >= len(m.procs) || m.procs[p].gone || m.procs[p].killedBy != "" {
+			if !slices.Contains(op.failed, p) {
+				op.failed = append(op.failed, p)
+				op.errs = append(op.errs, fmt.Sprintf("parent process %d failed", p))
+			}
+			continue
+		}
+		waiting = true
+	}
+	if len(op.errs) > 0 {
+		m.finishSpawn(op)
+		return
+	}
+	if waiting {
+		return
+	}
+	if op.children == nil {
+		m.startChildren(op)
+		if len(op.errs) > 0 {
+			m.finishSpawn(op)
+		}
+		return
+	}
+	// A child gone before initialising fails the spawn at once, whether or
+	// not the children before it have initialised.
+	for i, p := range op.children {
+		if c := &m.procs[p]; c.gone {
+			if c.exit.StartErr == nil {
+				op.failed = append(op.failed, p)
+			}
+			op.errs = append(op.errs, fmt.Sprintf("child %d (process %d) %s before initialising", i, p, c.exit))
+			m.finishSpawn(op)
+			return
+		}
+	}
+	for _, p := range op.children {
+		if _, ok := m.kv[boot.EndpointKey(p)]; !ok {
+			return // not initialised yet
+		}
+	}
+	m.finishSpawn(op)
+}
+
+// startChildren gives the children their process ids and asks the shell
+// to start them.
+func (m *Machine) startChildren(op *spawnOp) {
+	root := op.root
+	switch {
+	case root == nil:
+		op.errs = append(op.errs, "no parent called spawn as the root: mismatched collective")
+		return
+	case root.MaxProcs < 1:
+		op.errs = append(op.errs, fmt.Sprintf("maxprocs %d: must be at least 1", root.MaxProcs))
+		return
+	case len(root.Pairs) != 2:
+		op.errs = append(op.errs, "the root sent no context pairs")
+		return
+	case !m.canSpawn:
+		op.errs = append(op.errs, "this launcher cannot start processes")
+		return
+	}
+	base, k := len(m.procs), root.MaxProcs
+	for i := 0; i < k; i++ {
+		op.children = append(op.children, base+i)
+		m.procs = append(m.procs, proc{spawning: true})
+	}
+	m.emit(Action{Kind: StartChildren, Start: &ChildrenStart{Base: base, K: k, Command: root.Command, Args: root.Args,
+		Parent: boot.FormatParent(root.Pairs, op.procs)}})
+	m.vlogf("spawning %d processes (%d..%d) for parents %v", k, base, base+k-1, op.procs)
+}
+
+// finishSpawn answers every parent with the outcome; on failure it kills
+// the children already started.
+func (m *Machine) finishSpawn(op *spawnOp) {
+	op.done = true
+	for _, p := range op.children {
+		m.procs[p].spawning = false
+	}
+	if len(op.errs) > 0 {
+		op.reply = boot.Msg{Op: boot.OpSpawn, Error: strings.Join(op.errs, "; "), Failed: op.failed}
+	} else {
+		kv := map[string]string{"n": strconv.Itoa(len(op.children))}
+		for i, p := range op.children {
+			kv[strconv.Itoa(i)] = m.kv[boot.EndpointKey(p)]
+		}
+		op.reply = boot.Msg{Op: boot.OpSpawn, KV: kv}
+	}
+	parents := make([]int, 0, len(op.waiters))
+	for p := range op.waiters {
+		parents = append(parents, p)
+	}
+	slices.Sort(parents)
+	for _, p := range parents {
+		w := op.waiters[p]
+		reply := op.reply
+		reply.ID = w.id
+		m.reply(w.conn, reply)
+	}
+	if len(op.errs) > 0 {
+		for _, p := range op.children {
+			if c := &m.procs[p]; !c.gone {
+				c.cancelled = true
+				m.emit(Action{Kind: Signal, Rank: p, AnyIncarnation: true, Sig: syscall.SIGKILL, Why: WhyCancel})
+			}
+		}
+		m.logf("spawn failed: %s", op.reply.Error)
+	} else if m.cfg.Verbose {
+		m.emit(Action{Kind: Log, Text: fmt.Sprintf("spawned processes %v in ", op.children) + "%v", Since: "spawn " + op.key})
+	}
+}
