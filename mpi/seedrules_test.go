@@ -142,8 +142,9 @@ func TestULFMMultiCompletionAfterAck(t *testing.T) {
 
 // Seed 002 A.2: "Non-blocking operations must not raise an exception about
 // process failures during initiation": Isend and Issend to a failed peer
-// (eager and rendezvous sizes) return a request whose completion raises
-// ErrProcFailed; to a revoked communicator, ErrRevoked at completion.
+// (eager and rendezvous sizes) and Irecv from one return a request whose
+// completion raises ErrProcFailed; Isend on a revoked communicator,
+// ErrRevoked at completion.
 func TestULFMNonblockingSendDefersFailure(t *testing.T) {
 	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
 		d, err := c.Dup() // before the failure: revoked below
@@ -177,6 +178,13 @@ func TestULFMNonblockingSendDefersFailure(t *testing.T) {
 						return fmt.Errorf("%s of %d bytes: Wait: %v", name, n, err)
 					}
 				}
+			}
+			rr, err := mpi.Irecv(c, []int{0}, 1, 0)
+			if err != nil {
+				return fmt.Errorf("Irecv from a failed rank: the start call raised %v", err)
+			}
+			if _, err := rr.Wait(); !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("Irecv from a failed rank: Wait: %v", err)
 			}
 			d.Revoke()
 			req, err := mpi.Isend(d, []int{1}, 2, 0)
