@@ -15,3 +15,15 @@ func TestFailureRulesUnderSIGKILL(t *testing.T) {
 		t.Fatalf("exit %d, got %q, want %q\nstderr:\n%s", r.Code, got, want, r.Stderr)
 	}
 }
+
+// Seed 000 1.3: under ErrorsReinitAsync, TestFailure after a known failure
+// returns nil and does nothing (the rollback comes with the next MPI call,
+// as the asynchronous handler's).
+func TestReinitTestFailureUnderAsyncHandler(t *testing.T) {
+	b := reinitBins(t)
+	r := reinitRun(t, "-n", "3", "--on-failure", "reinit", "--timeout", "40s", b["reinitcheck"], "asynctf")
+	want := "result: asynctf epoch=1 states=reinited,reinited,restarted testfailure=returned-nil"
+	if r.Code != 0 || resultLine(t, r) != want {
+		t.Fatalf("exit %d, want result %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}
