@@ -84,29 +84,16 @@ func (r *Request) Wait() (Status, error) {
 	if r.done {
 		return r.st, r.err
 	}
-	if r.wildcard() {
-		// A failure that affects wildcard receives is the model's: ULFM
-		// (seed 002 A.2.1) raises ErrPending while a potential sender
-		// failed without acknowledgement, the request staying pending;
-		// run-through (seed 003 17.6) completes it with ErrRankFailStop.
-		m, w := r.c.ftm(), r.c.w
-		for {
-			sig := w.eng.FailureSignal()
-			if !r.pr.Done() && m.wildFailed(r.c) {
-				if err := m.wildPending(r, "MPI_Wait"); err != nil {
-					return emptyStatus(), r.c.handle(err)
-				}
-			}
-			switch r.pr.WaitSignal(w.abort, sig) {
-			case 1:
-				return emptyStatus(), r.c.handle(w.abortedErr("MPI_Wait", r.c))
-			case 2:
-				continue
-			}
-			break
-		}
-	} else if !r.pr.Wait(r.c.w.abort) {
-		return emptyStatus(), r.c.handle(r.c.w.abortedErr("MPI_Wait", r.c))
+	// A failure that affects wildcard receives is the model's (waitOne):
+	// ULFM (seed 002 A.2.2) raises ErrPending while a potential sender
+	// failed without acknowledgement, the request staying pending;
+	// run-through (seed 003 17.6) completes it with ErrRankFailStop.
+	pending, aborted := r.waitOne("MPI_Wait")
+	if aborted != nil {
+		return emptyStatus(), r.c.handle(aborted)
+	}
+	if pending != nil {
+		return emptyStatus(), r.c.handle(pending)
 	}
 	r.collect()
 	return r.st, r.c.handle(r.err)
@@ -138,10 +125,8 @@ func (r *Request) Test() (Status, bool, error) {
 			return emptyStatus(), false, r.c.handle(r.c.w.abortedErr("MPI_Test", r.c))
 		default:
 		}
-		if m := r.c.ftm(); r.wildcard() && m.wildFailed(r.c) {
-			if err := m.wildPending(r, "MPI_Test"); err != nil {
-				return emptyStatus(), false, r.c.handle(err)
-			}
+		if err := r.wildCheck("MPI_Test"); err != nil {
+			return emptyStatus(), false, r.c.handle(err)
 		}
 		if !r.pr.Done() {
 			return emptyStatus(), false, nil
@@ -167,9 +152,9 @@ func (r *Request) Cancel() error {
 	return nil
 }
 
-// wildCheck applies the model's failure rules to r, a request of a
-// multiple-completion call (Waitany, Waitall, Waitsome and the Test
-// forms), as Wait and Test apply them to one request: a pending wildcard
+// wildCheck applies the model's failure rules to r for Wait, Test and the
+// multiple-completion calls (Waitany, Waitall, Waitsome and their Test
+// forms) alike (seed 002 A.1: none blocks forever): a pending wildcard
 // receive of a communicator where a failure affects wildcards gets the
 // model's error with r left pending (ULFM, seed 002 A.2.2 and 5.1.4:
 // ErrPending), or is completed by the model (run-through: then r.ready()).
@@ -236,7 +221,7 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 	}
 }
 
-// waitOne waits for r as part of Waitall: pending is the model's error
+// waitOne waits for r (Wait, Waitall): pending is the model's error
 // when r is a wildcard receive a failure leaves pending (r not completed),
 // aborted the error of an aborted job; both nil once r is ready.
 func (r *Request) waitOne(op string) (pending, aborted error) {
