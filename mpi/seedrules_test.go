@@ -569,3 +569,44 @@ func TestRunThroughErrorPostponedToRelatedCall(t *testing.T) {
 		return nil
 	})
 }
+
+// Probes on a run-through communicator follow its receive rules (seed 003
+// 17.6): a probe of the failed process and a wildcard probe while
+// wildcards are disabled raise ErrRankFailStop; after ReenableAnySource a
+// wildcard probe finds a live sender's message.
+func TestRunThroughProbeFollowsReceiveRules(t *testing.T) {
+	reenabled := newGate()
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		c.EnableRunThrough()
+		switch c.Rank() {
+		case 2:
+			w.Kill()
+		case 1:
+			reenabled.wait(t)
+			return mpi.Send(c, []int{4}, 0, 4)
+		case 0:
+			if err := awaitFailure(c, 2); err != nil {
+				return err
+			}
+			if _, err := c.Probe(2, 4); !errors.Is(err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("Probe of the failed process: %v", err)
+			}
+			if _, err := c.Probe(mpi.AnySource, 4); !errors.Is(err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("Probe(AnySource) while wildcards are disabled: %v", err)
+			}
+			if _, ok, err := c.Iprobe(mpi.AnySource, 4); ok || !errors.Is(err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("Iprobe(AnySource) while wildcards are disabled: %v %v", ok, err)
+			}
+			if _, err := c.ReenableAnySource(); err != nil {
+				return err
+			}
+			reenabled.open()
+			if st, err := c.Probe(mpi.AnySource, 4); err != nil || st.Source != 1 {
+				return fmt.Errorf("Probe(AnySource) after ReenableAnySource: %+v %v", st, err)
+			}
+			_, err := mpi.Recv(c, []int{0}, 1, 4)
+			return err
+		}
+		return nil
+	})
+}
