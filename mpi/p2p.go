@@ -220,12 +220,14 @@ func (c *Comm) recvStatus(op string, ps p2p.Status, source int) (Status, error) 
 }
 
 // Isend starts a standard-mode send (MPI_Isend). buf must not be modified
-// until the request completes.
+// until the request completes. A failure of dest (or a revocation of c) is
+// not reported by Isend but by the request's completion (seed 002 A.2).
 func Isend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return isend(c, "MPI_Isend", buf, dest, tag, false)
 }
 
-// Issend starts a synchronous send (MPI_Issend).
+// Issend starts a synchronous send (MPI_Issend); failures are reported at
+// completion, as for Isend.
 func Issend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return isend(c, "MPI_Issend", buf, dest, tag, true)
 }
