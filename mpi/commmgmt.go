@@ -237,8 +237,8 @@ func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
 	if c.IsInter() {
 		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not supported on intercommunicators"))
 	}
-	if tag < 0 {
-		return nil, c.handle(newErr(ErrTag, op, c, NoPeer, "tag %d is negative (valid tags are 0..%d)", tag, TagUB))
+	if err := c.checkSendTag(op, tag, NoPeer); err != nil {
+		return nil, c.handle(err)
 	}
 	if err := c.checkSubgroup(op, g); err != nil {
 		return nil, c.handle(err)

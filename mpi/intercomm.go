@@ -138,8 +138,8 @@ func IntercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag
 	if localLeader < 0 || localLeader >= local.size {
 		return nil, local.handle(newErr(ErrRank, op, local, localLeader, "local leader %d out of range [0, %d)", localLeader, local.size))
 	}
-	if tag < 0 {
-		return nil, local.handle(newErr(ErrTag, op, local, NoPeer, "tag %d is negative (valid tags are 0..%d)", tag, TagUB))
+	if err := local.checkSendTag(op, tag, NoPeer); err != nil {
+		return nil, local.handle(err)
 	}
 	loc := collSet(local, op, tagInterLocal)
 	l := &interLink{c: local, op: op, loc: loc, leader: localLeader}

@@ -66,10 +66,6 @@ type ftModel interface {
 	// cancelledWildErr is the error of a wildcard receive that completed
 	// as cancelled without a Cancel call; nil: a plain cancellation.
 	cancelledWildErr(c *Comm, op string) error
-	// startErrAtCompletion reports whether a nonblocking send to a peer
-	// already known lost is started and fails at completion (run-through,
-	// 17.6.1) instead of failing the start call (ULFM).
-	startErrAtCompletion() bool
 	// sendrecvResult combines the outcomes of the two halves of a
 	// Sendrecv (st: the receive's status) into its status and error.
 	sendrecvResult(c *Comm, op string, st Status, sendErr, recvErr error, dest, source int) (Status, error)

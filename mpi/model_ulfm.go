@@ -30,8 +30,6 @@ func (ulfmModel) untrackWild(*Comm, *p2p.Req) {}
 
 func (ulfmModel) cancelledWildErr(*Comm, string) error { return nil }
 
-func (ulfmModel) startErrAtCompletion() bool { return false }
-
 // sendrecvResult: the receive's error, else the send's.
 func (ulfmModel) sendrecvResult(_ *Comm, _ string, st Status, sendErr, recvErr error, _, _ int) (Status, error) {
 	if recvErr != nil {

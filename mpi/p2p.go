@@ -34,18 +34,24 @@ func (c *Comm) checkSource(op string, src int) error {
 	return newErr(ErrRank, op, c, src, "source rank %d out of range [0, %d)", src, c.peerSize())
 }
 
+// checkSendTag checks that tag is in 0..TagUB (MPI_TAG_UB): a larger tag
+// would not fit the 32 bits a message carries.
 func (c *Comm) checkSendTag(op string, tag, peer int) error {
-	if tag < 0 {
+	switch {
+	case tag < 0:
 		return newErr(ErrTag, op, c, peer, "tag %d is negative (valid tags are 0..%d)", tag, TagUB)
+	case tag > TagUB:
+		return newErr(ErrTag, op, c, peer, "tag %d is above the upper bound (valid tags are 0..%d)", tag, TagUB)
 	}
 	return nil
 }
 
+// checkRecvTag is checkSendTag that also accepts AnyTag.
 func (c *Comm) checkRecvTag(op string, tag, peer int) error {
-	if tag < 0 && tag != AnyTag {
-		return newErr(ErrTag, op, c, peer, "tag %d is negative (valid tags are 0..%d or MPI_ANY_TAG)", tag, TagUB)
+	if tag == AnyTag {
+		return nil
 	}
-	return nil
+	return c.checkSendTag(op, tag, peer)
 }
 
 // checkRecvArgs validates the communicator, source and tag of a receive or
@@ -214,12 +220,14 @@ func (c *Comm) recvStatus(op string, ps p2p.Status, source int) (Status, error) 
 }
 
 // Isend starts a standard-mode send (MPI_Isend). buf must not be modified
-// until the request completes.
+// until the request completes. A failure of dest (or a revocation of c) is
+// not reported by Isend but by the request's completion (seed 002 A.2).
 func Isend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return isend(c, "MPI_Isend", buf, dest, tag, false)
 }
 
-// Issend starts a synchronous send (MPI_Issend).
+// Issend starts a synchronous send (MPI_Issend); failures are reported at
+// completion, as for Isend.
 func Issend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return isend(c, "MPI_Issend", buf, dest, tag, true)
 }
@@ -235,9 +243,12 @@ func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*R
 	}
 	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
 	if err != nil {
-		if errors.Is(err, p2p.ErrPeerLost) && c.ftm().startErrAtCompletion() {
-			// Run-through (seed 003 17.6.1): a failure of the destination
-			// is reported by the completion call, not the start call.
+		if errors.Is(err, p2p.ErrPeerLost) || errors.Is(err, p2p.ErrRevoked) {
+			// A failure of the destination (or a revocation) is reported
+			// by the completion call, not the start call, in both models
+			// (seed 002 A.2: "All process failure errors are postponed
+			// until the corresponding completion function is called";
+			// seed 003 17.6.1), as Irecv's are.
 			r = c.w.eng.NewLocalReq()
 			r.Finish(p2p.Status{Err: err})
 			req.pr = r
@@ -346,7 +357,12 @@ func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R
 
 // Probe blocks until a message matching source and tag can be received and
 // returns its status without receiving it (MPI_Probe). Status.Count is in
-// elements of the type the message was sent with.
+// elements of the type the message was sent with. A probe follows the
+// receive rules after a failure: a message that arrived is still probed;
+// otherwise a failed source raises ErrProcFailed, and a wildcard probe
+// that a failure affects raises the error of a blocking wildcard receive
+// (ULFM, seed 002 A.2.2: ErrProcFailed while the failure is not
+// acknowledged; run-through: ErrRankFailStop while wildcards are disabled).
 func (c *Comm) Probe(source, tag int) (Status, error) {
 	const op = "MPI_Probe"
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
@@ -359,16 +375,36 @@ func (c *Comm) Probe(source, tag int) (Status, error) {
 	if source >= 0 {
 		peer = c.peerWorldRank(source)
 	}
-	ps, err := c.w.eng.Probe(c.ctx, int32(source), peer, int32(tag), c.w.abort)
-	if err != nil {
-		return emptyStatus(), c.handle(c.engineErr(op, source, err))
+	e, m := c.w.eng, c.ftm()
+	for {
+		sig := e.FailureSignal()
+		if source == AnySource {
+			if ps, ok := e.Iprobe(c.ctx, int32(source), int32(tag)); ok {
+				st, _ := c.recvStatus(op, ps, source)
+				return st, nil
+			}
+			if m.wildFailed(c) {
+				return emptyStatus(), c.handle(m.wildRecvErr(c, op))
+			}
+		}
+		// The engine returns a queued message first, then the failure of
+		// a named source; sig releases a wildcard probe to re-examine.
+		ps, fired, err := e.ProbeSignal(c.ctx, int32(source), peer, int32(tag), c.w.abort, sig)
+		if fired {
+			continue
+		}
+		if err != nil {
+			return emptyStatus(), c.handle(c.engineErr(op, source, err))
+		}
+		st, _ := c.recvStatus(op, ps, source)
+		return st, nil
 	}
-	st, _ := c.recvStatus(op, ps, source)
-	return st, nil
 }
 
 // Iprobe reports whether a message matching source and tag can be received
-// now, and its status (MPI_Iprobe).
+// now, and its status (MPI_Iprobe). Without such a message, it raises the
+// error a receive would (see Probe): ErrProcFailed for a failed source, and
+// the model's error for a wildcard that a failure affects.
 func (c *Comm) Iprobe(source, tag int) (Status, bool, error) {
 	const op = "MPI_Iprobe"
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
@@ -378,9 +414,17 @@ func (c *Comm) Iprobe(source, tag int) (Status, bool, error) {
 		return procNullStatus(), true, nil
 	}
 	ps, ok := c.w.eng.Iprobe(c.ctx, int32(source), int32(tag))
-	if !ok {
-		return emptyStatus(), false, nil
+	if ok {
+		st, _ := c.recvStatus(op, ps, source)
+		return st, true, nil
 	}
-	st, _ := c.recvStatus(op, ps, source)
-	return st, true, nil
+	if source >= 0 {
+		if wr := c.peerWorldRank(source); c.w.eng.IsLost(wr) {
+			c.w.recordFailure(wr)
+			return emptyStatus(), false, c.handle(newErr(ErrProcFailed, op, c, source, "source rank %d failed", source))
+		}
+	} else if m := c.ftm(); m.wildFailed(c) {
+		return emptyStatus(), false, c.handle(m.wildRecvErr(c, op))
+	}
+	return emptyStatus(), false, nil
 }

@@ -84,29 +84,16 @@ func (r *Request) Wait() (Status, error) {
 	if r.done {
 		return r.st, r.err
 	}
-	if r.wildcard() {
-		// A failure that affects wildcard receives is the model's: ULFM
-		// (seed 002 A.2.1) raises ErrPending while a potential sender
-		// failed without acknowledgement, the request staying pending;
-		// run-through (seed 003 17.6) completes it with ErrRankFailStop.
-		m, w := r.c.ftm(), r.c.w
-		for {
-			sig := w.eng.FailureSignal()
-			if !r.pr.Done() && m.wildFailed(r.c) {
-				if err := m.wildPending(r, "MPI_Wait"); err != nil {
-					return emptyStatus(), r.c.handle(err)
-				}
-			}
-			switch r.pr.WaitSignal(w.abort, sig) {
-			case 1:
-				return emptyStatus(), r.c.handle(w.abortedErr("MPI_Wait", r.c))
-			case 2:
-				continue
-			}
-			break
-		}
-	} else if !r.pr.Wait(r.c.w.abort) {
-		return emptyStatus(), r.c.handle(r.c.w.abortedErr("MPI_Wait", r.c))
+	// A failure that affects wildcard receives is the model's (waitOne):
+	// ULFM (seed 002 A.2.2) raises ErrPending while a potential sender
+	// failed without acknowledgement, the request staying pending;
+	// run-through (seed 003 17.6) completes it with ErrRankFailStop.
+	pending, aborted := r.waitOne("MPI_Wait")
+	if aborted != nil {
+		return emptyStatus(), r.c.handle(aborted)
+	}
+	if pending != nil {
+		return emptyStatus(), r.c.handle(pending)
 	}
 	r.collect()
 	return r.st, r.c.handle(r.err)
@@ -138,10 +125,8 @@ func (r *Request) Test() (Status, bool, error) {
 			return emptyStatus(), false, r.c.handle(r.c.w.abortedErr("MPI_Test", r.c))
 		default:
 		}
-		if m := r.c.ftm(); r.wildcard() && m.wildFailed(r.c) {
-			if err := m.wildPending(r, "MPI_Test"); err != nil {
-				return emptyStatus(), false, r.c.handle(err)
-			}
+		if err := r.wildCheck("MPI_Test"); err != nil {
+			return emptyStatus(), false, r.c.handle(err)
 		}
 		if !r.pr.Done() {
 			return emptyStatus(), false, nil
@@ -167,9 +152,41 @@ func (r *Request) Cancel() error {
 	return nil
 }
 
-// waitChan blocks until one of reqs (non-nil, not done) completes or the
-// job is aborted; it reports false on abort.
-func waitAnyReady(reqs []*Request) bool {
+// wildCheck applies the model's failure rules to r for Wait, Test and the
+// multiple-completion calls (Waitany, Waitall, Waitsome and their Test
+// forms) alike (seed 002 A.1: none blocks forever): a pending wildcard
+// receive of a communicator where a failure affects wildcards gets the
+// model's error with r left pending (ULFM, seed 002 A.2.2 and 5.1.4:
+// ErrPending), or is completed by the model (run-through: then r.ready()).
+// It returns nil when r is not affected.
+func (r *Request) wildCheck(op string) error {
+	if r == nil || !r.wildcard() || r.pr.Done() {
+		return nil
+	}
+	m := r.c.ftm()
+	if !m.wildFailed(r.c) {
+		return nil
+	}
+	return m.wildPending(r, op)
+}
+
+// failureSignal returns the failure signal of the engine of the first
+// active request of reqs (nil, which never fires, when there is none).
+// Taken before the requests are examined, it fires on any failure that
+// the examination could have missed.
+func failureSignal(reqs []*Request) <-chan struct{} {
+	for _, r := range reqs {
+		if r != nil && !r.done {
+			return r.c.w.eng.FailureSignal()
+		}
+	}
+	return nil
+}
+
+// waitAnyReady blocks until one of reqs (non-nil, not done) completes,
+// sig fires (a failure became known: the caller re-examines the requests)
+// or the job is aborted; it reports false on abort.
+func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 	var w *World
 	ch := make(chan struct{}, 1)
 	for _, r := range reqs {
@@ -196,8 +213,35 @@ func waitAnyReady(reqs []*Request) bool {
 		}
 		select {
 		case <-ch:
+		case <-sig:
+			return true
 		case <-w.abort:
 			return false
+		}
+	}
+}
+
+// waitOne waits for r (Wait, Waitall): pending is the model's error
+// when r is a wildcard receive a failure leaves pending (r not completed),
+// aborted the error of an aborted job; both nil once r is ready.
+func (r *Request) waitOne(op string) (pending, aborted error) {
+	w := r.c.w
+	if !r.wildcard() {
+		if !r.pr.Wait(w.abort) {
+			return nil, w.abortedErr(op, r.c)
+		}
+		return nil, nil
+	}
+	for {
+		sig := w.eng.FailureSignal()
+		if err := r.wildCheck(op); err != nil {
+			return err, nil
+		}
+		switch r.pr.WaitSignal(w.abort, sig) {
+		case 0:
+			return nil, nil
+		case 1:
+			return nil, w.abortedErr(op, r.c)
 		}
 	}
 }
@@ -205,21 +249,34 @@ func waitAnyReady(reqs []*Request) bool {
 // Waitall waits for every request (MPI_Waitall) and returns their
 // statuses; nil entries are inactive (MPI_REQUEST_NULL) and get an empty
 // status. Completed entries are set to nil. If any request failed, the
-// error is of class ErrInStatus and each status's Err tells which.
+// error is of class ErrInStatus and each status's Err tells which. A
+// wildcard receive that a failure leaves pending (ULFM: a potential sender
+// failed, unacknowledged, seed 002 A.2.2) is not completed: its entry
+// stays, its status's Err is of class ErrPending, and the other requests
+// are completed as usual.
 func Waitall(reqs []*Request) ([]Status, error) {
 	sts := make([]Status, len(reqs))
 	var failed *Request
-	var abortErr error
+	var failErr, abortErr error
 	for i, r := range reqs {
 		if r == nil {
 			sts[i] = emptyStatus()
 			continue
 		}
 		if !r.done {
-			if !r.pr.Wait(r.c.w.abort) {
-				abortErr = r.c.w.abortedErr("MPI_Waitall", r.c)
+			pending, aborted := r.waitOne("MPI_Waitall")
+			if aborted != nil {
+				abortErr = aborted
 				sts[i] = emptyStatus()
-				sts[i].Err = abortErr
+				sts[i].Err = aborted
+				continue
+			}
+			if pending != nil {
+				sts[i] = emptyStatus()
+				sts[i].Err = pending
+				if failed == nil {
+					failed, failErr = r, pending
+				}
 				continue
 			}
 			r.collect()
@@ -227,7 +284,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 		sts[i] = r.st
 		sts[i].Err = r.err
 		if r.err != nil && failed == nil {
-			failed = r
+			failed, failErr = r, r.err
 		}
 		reqs[i] = nil
 	}
@@ -235,39 +292,32 @@ func Waitall(reqs []*Request) ([]Status, error) {
 		return sts, abortErr
 	}
 	if failed != nil {
-		return sts, failed.c.handle(newErr(ErrInStatus, "MPI_Waitall", failed.c, NoPeer, "first failure: %v", failed.err))
+		return sts, failed.c.handle(newErr(ErrInStatus, "MPI_Waitall", failed.c, NoPeer, "first failure: %v", failErr))
 	}
 	return sts, nil
 }
 
 // Waitany waits until one request completes and returns its index and
 // status (MPI_Waitany); the entry is set to nil. With no active request
-// it returns Undefined.
+// it returns Undefined. When no request is complete and a wildcard receive
+// is left pending by a failure (ULFM: ErrPending, seed 002 A.2.2), it
+// returns that request's index and error without completing it (the entry
+// stays).
 func Waitany(reqs []*Request) (int, Status, error) {
-	active := false
-	for _, r := range reqs {
-		if r != nil {
-			active = true
-			break
-		}
-	}
-	if !active {
-		return Undefined, emptyStatus(), nil
-	}
+	const op = "MPI_Waitany"
 	for {
-		for i, r := range reqs {
-			if r != nil && r.ready() {
-				if !r.done {
-					r.collect()
-				}
-				reqs[i] = nil
-				return i, r.st, r.c.handle(r.err)
-			}
+		sig := failureSignal(reqs)
+		i, st, done, err, active := testany(reqs, op)
+		if !active {
+			return Undefined, emptyStatus(), nil
 		}
-		if !waitAnyReady(reqs) {
+		if done || err != nil {
+			return i, st, err
+		}
+		if !waitAnyReady(reqs, sig) {
 			for _, r := range reqs {
 				if r != nil {
-					return Undefined, emptyStatus(), r.c.handle(r.c.w.abortedErr("MPI_Waitany", r.c))
+					return Undefined, emptyStatus(), r.c.handle(r.c.w.abortedErr(op, r.c))
 				}
 			}
 		}
@@ -276,17 +326,22 @@ func Waitany(reqs []*Request) (int, Status, error) {
 
 // Waitsome waits until at least one request completes and returns the
 // indices and statuses of all completed ones (MPI_Waitsome); their entries
-// are set to nil. With no active request it returns nil indices.
+// are set to nil. With no active request it returns nil indices. When none
+// completes and wildcard receives are left pending by a failure (ULFM:
+// ErrPending), it returns their indices with those errors in their
+// statuses (error class ErrInStatus), without completing them.
 func Waitsome(reqs []*Request) ([]int, []Status, error) {
+	const op = "MPI_Waitsome"
 	for {
-		idx, sts, err, active := testsome(reqs, "MPI_Waitsome")
+		sig := failureSignal(reqs)
+		idx, sts, err, active := testsome(reqs, op)
 		if len(idx) > 0 || !active {
 			return idx, sts, err
 		}
-		if !waitAnyReady(reqs) {
+		if !waitAnyReady(reqs, sig) {
 			for _, r := range reqs {
 				if r != nil {
-					return nil, nil, r.c.handle(r.c.w.abortedErr("MPI_Waitsome", r.c))
+					return nil, nil, r.c.handle(r.c.w.abortedErr(op, r.c))
 				}
 			}
 		}
@@ -294,13 +349,28 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 }
 
 // Testsome returns the indices and statuses of the requests that have
-// completed (MPI_Testsome), setting their entries to nil.
+// completed (MPI_Testsome), setting their entries to nil. When none has
+// and wildcard receives are left pending by a failure, it reports them as
+// Waitsome does.
 func Testsome(reqs []*Request) ([]int, []Status, error) {
 	idx, sts, err, _ := testsome(reqs, "MPI_Testsome")
 	return idx, sts, err
 }
 
+// checkWild applies wildCheck to every request of reqs; it returns the
+// indices of those left pending and their errors.
+func checkWild(reqs []*Request, op string) (idx []int, errs []error) {
+	for i, r := range reqs {
+		if err := r.wildCheck(op); err != nil {
+			idx = append(idx, i)
+			errs = append(errs, err)
+		}
+	}
+	return idx, errs
+}
+
 func testsome(reqs []*Request, op string) (idx []int, sts []Status, err error, active bool) {
+	pidx, perrs := checkWild(reqs, op)
 	var failed *Request
 	for i, r := range reqs {
 		if r == nil {
@@ -323,15 +393,39 @@ func testsome(reqs []*Request, op string) (idx []int, sts []Status, err error, a
 		reqs[i] = nil
 	}
 	if failed != nil {
-		err = failed.c.handle(newErr(ErrInStatus, op, failed.c, NoPeer, "first failure: %v", failed.err))
+		return idx, sts, failed.c.handle(newErr(ErrInStatus, op, failed.c, NoPeer, "first failure: %v", failed.err)), active
 	}
-	return idx, sts, err, active
+	if len(idx) == 0 && len(pidx) > 0 {
+		for k, i := range pidx {
+			st := emptyStatus()
+			st.Err = perrs[k]
+			sts = append(sts, st)
+			idx = append(idx, i)
+		}
+		r := reqs[pidx[0]]
+		return idx, sts, r.c.handle(newErr(ErrInStatus, op, r.c, NoPeer, "first failure: %v", perrs[0])), active
+	}
+	return idx, sts, nil, active
 }
 
 // Testall reports whether every request has completed (MPI_Testall). If
 // so it returns their statuses and sets the entries to nil; otherwise it
-// completes none of them.
+// completes none of them. When some wildcard receive is left pending by a
+// failure (ULFM: ErrPending), it reports false with error class
+// ErrInStatus and that error in the request's status, completing none.
 func Testall(reqs []*Request) ([]Status, bool, error) {
+	const op = "MPI_Testall"
+	if pidx, perrs := checkWild(reqs, op); len(pidx) > 0 {
+		sts := make([]Status, len(reqs))
+		for i := range sts {
+			sts[i] = emptyStatus()
+		}
+		for k, i := range pidx {
+			sts[i].Err = perrs[k]
+		}
+		r := reqs[pidx[0]]
+		return sts, false, r.c.handle(newErr(ErrInStatus, op, r.c, NoPeer, "first failure: %v", perrs[0]))
+	}
 	for _, r := range reqs {
 		if r != nil && !r.ready() {
 			return nil, false, nil
@@ -342,9 +436,21 @@ func Testall(reqs []*Request) ([]Status, bool, error) {
 }
 
 // Testany reports whether some request has completed (MPI_Testany); if so
-// it returns its index and status and sets the entry to nil.
+// it returns its index and status and sets the entry to nil. When none has
+// and a wildcard receive is left pending by a failure (ULFM: ErrPending),
+// it returns that request's index and error with false, the entry kept.
 func Testany(reqs []*Request) (int, Status, bool, error) {
-	active := false
+	i, st, done, err, active := testany(reqs, "MPI_Testany")
+	if !active {
+		return Undefined, emptyStatus(), true, nil
+	}
+	return i, st, done, err
+}
+
+// testany completes one ready request of reqs (done), or reports the first
+// wildcard receive a failure leaves pending (err, not done).
+func testany(reqs []*Request, op string) (i int, st Status, done bool, err error, active bool) {
+	pidx, perrs := checkWild(reqs, op)
 	for i, r := range reqs {
 		if r == nil {
 			continue
@@ -355,11 +461,13 @@ func Testany(reqs []*Request) (int, Status, bool, error) {
 				r.collect()
 			}
 			reqs[i] = nil
-			return i, r.st, true, r.c.handle(r.err)
+			return i, r.st, true, r.c.handle(r.err), true
 		}
 	}
-	if !active {
-		return Undefined, emptyStatus(), true, nil
+	if len(pidx) > 0 {
+		st := emptyStatus()
+		st.Err = perrs[0]
+		return pidx[0], st, false, reqs[pidx[0]].c.handle(perrs[0]), active
 	}
-	return Undefined, emptyStatus(), false, nil
+	return Undefined, emptyStatus(), false, nil, active
 }

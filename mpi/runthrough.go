@@ -341,10 +341,6 @@ func (rt *rtModel) onLost(c *Comm, _ int) {
 	}
 }
 
-// startErrAtCompletion: a failure of the destination is reported by the
-// completion call, not the start call (seed 003 17.6.1).
-func (*rtModel) startErrAtCompletion() bool { return true }
-
 // recognized: failures recognised by Validate count as acknowledged in
 // Agree (the recognised set is the same at every process).
 func (rt *rtModel) recognized() []int { return rt.snap.Load().recognized }

@@ -7,8 +7,11 @@ import (
 )
 
 // Shrink creates a communicator of c's surviving processes, in their old
-// rank order (MPI_Comm_shrink, seed 002 A.2.3). It works on a revoked
-// communicator, and every survivor gets the same communicator even if more
+// rank order (MPI_Comm_shrink, seed 002 A.3.1). It works on a revoked
+// communicator and, unlike the seed (which says MPI_ERR_ARG) but as Open
+// MPI 5 and the later ULFM text, on one that was not revoked, which it
+// leaves unrevoked (docs/semantics.md, "Shrink without Revoke"). Every
+// survivor gets the same communicator even if more
 // processes fail during the call: the failed set and the new context id
 // are both decided by fault-tolerant agreements (internal/ft/agree), which
 // are uniform. A process that fails after the failed set was decided may be

@@ -890,23 +890,30 @@ func (e *Engine) probeLocked(ctx uint32, src, tag int32) (Status, bool) {
 // Probe blocks until a matching message has arrived, abort is closed
 // (ok=false), or peer (world rank, -1 for any) is lost.
 func (e *Engine) Probe(ctx uint32, src int32, peer int, tag int32, abort <-chan struct{}) (Status, error) {
+	st, _, err := e.ProbeSignal(ctx, src, peer, tag, abort, nil)
+	return st, err
+}
+
+// ProbeSignal is Probe that also returns, with fired set, when sig closes
+// first (a caller passes FailureSignal to re-examine its failure rules).
+func (e *Engine) ProbeSignal(ctx uint32, src int32, peer int, tag int32, abort, sig <-chan struct{}) (st Status, fired bool, err error) {
 	for {
 		e.mu.Lock()
 		if st, ok := e.probeLocked(ctx, src, tag); ok {
 			e.mu.Unlock()
-			return st, nil
+			return st, false, nil
 		}
 		if err := e.revoked[ctx]; err != nil {
 			e.mu.Unlock()
-			return Status{}, err
+			return Status{}, false, err
 		}
 		if err, ok := e.lost[peer]; ok && peer >= 0 {
 			e.mu.Unlock()
-			return Status{}, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
+			return Status{}, false, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
 		}
 		if e.closed {
 			e.mu.Unlock()
-			return Status{}, ErrClosed
+			return Status{}, false, ErrClosed
 		}
 		w := &probeWaiter{ctx: ctx, src: src, tag: tag, ch: make(chan struct{}, 1)}
 		e.probes = append(e.probes, w)
@@ -915,7 +922,10 @@ func (e *Engine) Probe(ctx uint32, src int32, peer int, tag int32, abort <-chan 
 		case <-w.ch:
 		case <-abort:
 			e.removeProbe(w)
-			return Status{}, ErrClosed
+			return Status{}, false, ErrClosed
+		case <-sig:
+			e.removeProbe(w)
+			return Status{}, true, nil
 		}
 	}
 }

@@ -42,6 +42,9 @@ func main() {
 			fmt.Fprintf(os.Stderr, "rank 0: recv from rank 2 returned after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
 			fmt.Printf("result: recv from failed rank 2: procfailed=%v\n", errors.Is(err, mpi.ErrProcFailed))
 		}
+	case "failrules":
+		c.SetErrhandler(mpi.ErrorsReturn)
+		failRules(c)
 	case "fatal":
 		if c.Rank() == 1 {
 			mpi.Send(c, []int{1}, c.Size()+3, 0) // invalid rank, default handler: fatal
@@ -67,6 +70,47 @@ func crashRecv(w *mpi.World, c *mpi.Comm) {
 		mpi.Send(c, []int{1}, 1, 1) // tells rank 1 to die
 		_, err := mpi.Recv(c, buf, 1, 2)
 		fmt.Printf("result: recv from dead rank: procfailed=%v\n", errors.Is(err, mpi.ErrProcFailed))
+	case 1:
+		mpi.Recv(c, []int{0}, 0, 1)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+}
+
+// failRules: rank 1 is SIGKILLed while rank 0 is blocked probing it; then
+// rank 0 checks the rules a failure sets for probes, multiple-completion
+// calls and nonblocking sends (seed 002 A.1, A.2, A.2.2), and the tag
+// bound. It prints one word per check.
+func failRules(c *mpi.Comm) {
+	switch c.Rank() {
+	case 0:
+		word := func(err error) string {
+			switch {
+			case err == nil:
+				return "nil"
+			case errors.Is(err, mpi.ErrPending):
+				return "pending"
+			case errors.Is(err, mpi.ErrProcFailed):
+				return "procfailed"
+			case errors.Is(err, mpi.ErrTag):
+				return "errtag"
+			}
+			return err.Error()
+		}
+		mpi.Send(c, []int{1}, 1, 1) // tells rank 1 to die
+		_, probe := c.Probe(1, 2)   // blocked until the failure is known
+		_, _, iprobe := c.Iprobe(1, 2)
+		_, probeAny := c.Probe(mpi.AnySource, 2)
+		req, _ := mpi.Irecv(c, []int{0}, mpi.AnySource, 2)
+		_, _, waitany := mpi.Waitany([]*mpi.Request{req})
+		isend := "start-error"
+		if s, err := mpi.Isend(c, []int{1}, 1, 3); err == nil {
+			_, err = s.Wait()
+			isend = "deferred-" + word(err)
+		}
+		ub := mpi.TagUB
+		tag := mpi.Send(c, []int{1}, 0, (ub+1)*2)
+		fmt.Printf("result: failrules probe=%s iprobe=%s probeany=%s waitany=%s isend=%s tag=%s\n",
+			word(probe), word(iprobe), word(probeAny), word(waitany), isend, word(tag))
 	case 1:
 		mpi.Recv(c, []int{0}, 0, 1)
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)

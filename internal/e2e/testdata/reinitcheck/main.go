@@ -7,6 +7,8 @@
 //	sync     sync: errors are returned until TestFailure rolls back
 //	outside  the failure happens after Reinit returned: the job ends
 //	early    the failure happens before the others call Reinit
+//	asynctf  async: TestFailure after a known failure returns nil and does
+//	         nothing; the next MPI call rolls back
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -42,6 +45,8 @@ func main() {
 		res = outside(w)
 	case "early":
 		res = early(w)
+	case "asynctf":
+		res = asyncTestFailure(w)
 	default:
 		fmt.Fprintln(os.Stderr, "reinitcheck: unknown mode", os.Args[1])
 		os.Exit(2)
@@ -213,6 +218,51 @@ func early(w *mpi.World) string {
 		states, err := gatherStates(w.CommWorld(), st)
 		res = fmt.Sprintf("early epoch=%d states=%s", w.Epoch(), states)
 		return err
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "reinitcheck: rank %d: %v\n", w.Rank(), err)
+		os.Exit(1)
+	}
+	return res
+}
+
+// asyncTestFailure: seed 000 1.3, MPI_Test_failure under the asynchronous
+// handler "returns success and does nothing". In epoch 0 rank 2 kills
+// itself once every rank is inside Reinit; the survivors wait, making no
+// MPI call, until the failure is known (ctx cancelled), call TestFailure,
+// which must return nil without rolling back, and then a Barrier, which
+// rolls back. Epoch 1 reports the states and what TestFailure did.
+func asyncTestFailure(w *mpi.World) string {
+	w.CommWorld().SetErrhandler(mpi.ErrorsReinitAsync)
+	tf := "not-called"
+	var res string
+	err := mpi.Reinit(w, func(ctx context.Context, w *mpi.World, st mpi.ReinitState) error {
+		c := w.CommWorld()
+		if w.Epoch() == 0 {
+			if err := c.Barrier(); err != nil { // every rank is inside Reinit
+				return err
+			}
+			if c.Rank() == 2 {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(30 * time.Second):
+				return errors.New("no failure known within 30s")
+			}
+			tf = "returned-nil"
+			if err := mpi.TestFailure(w); err != nil {
+				tf = "returned-" + err.Error()
+			}
+			c.Barrier() // rolls back
+			return errors.New("Barrier after a failure returned under the async handler")
+		}
+		states, err := gatherStates(c, st)
+		if err != nil {
+			return err
+		}
+		res = fmt.Sprintf("asynctf epoch=%d states=%s testfailure=%s", w.Epoch(), states, tf)
+		return nil
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "reinitcheck: rank %d: %v\n", w.Rank(), err)
