@@ -97,13 +97,13 @@ func (w *World) agreeOnLost(comms []*commFT, peer int) {
 		}
 		if len(out) > 0 {
 			f := f
-			w.outbox.push(func() { w.sendAgree(f, out) })
+			w.sendAgree(f, out)
 		}
 	}
 }
 
-// sendAgree sends agreement messages of communicator f (never from a
-// transport callback: use the World's outbox there).
+// sendAgree queues agreement messages of communicator f (safe from a
+// transport callback: control frames are posted, never written inline).
 func (w *World) sendAgree(f *commFT, msgs []agree.Msg) {
 	for _, m := range msgs {
 		h := transport.Header{Tag: ctlAgree, Ctx: f.c.ctx, Seq: m.Instance}
@@ -140,7 +140,7 @@ func (w *World) stepAgree(f *commFT, from int, h transport.Header, payload []byt
 		in.markDecided()
 	}
 	if len(out) > 0 {
-		w.outbox.push(func() { w.sendAgree(f, out) })
+		w.sendAgree(f, out)
 	}
 }
 

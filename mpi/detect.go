@@ -206,11 +206,8 @@ func (dt *detection) failed(peer, inc int) {
 		dt.rb.Broadcast(rbcast.ID{Rank: peer, Inc: inc})
 	}
 	dt.mu.Unlock()
-	w := dt.w
-	w.outbox.push(func() {
-		dt.sendHeartbeats(hb)
-		dt.sendNotices(notices)
-	})
+	dt.sendHeartbeats(hb)
+	dt.sendNotices(notices)
 	select {
 	case dt.wake <- struct{}{}:
 	default:
@@ -230,7 +227,7 @@ func (dt *detection) onNotice(from int, h transport.Header) {
 	out, delivered := dt.rb.Step(rbcast.Msg[rbcast.ID]{From: from, To: dt.w.rank, Item: item, Hops: int(h.Seq)})
 	dt.mu.Unlock()
 	w := dt.w
-	w.outbox.push(func() { dt.sendNotices(out) })
+	dt.sendNotices(out)
 	for _, id := range delivered {
 		w.eng.FailPeer(id.Rank, fmt.Errorf("rank %d failed (notice from rank %d)", id.Rank, from))
 	}
@@ -268,7 +265,7 @@ func (w *World) failAndBroadcast(rank, inc int, reason string) {
 		dt.mu.Lock()
 		out, _ := dt.rb.Broadcast(rbcast.ID{Rank: rank, Inc: inc})
 		dt.mu.Unlock()
-		w.outbox.push(func() { dt.sendNotices(out) })
+		dt.sendNotices(out)
 	}
 	w.eng.FailPeer(rank, fmt.Errorf("rank %d declared failed: %s", rank, reason))
 }

@@ -146,14 +146,14 @@ func (w *World) onLost(peer int, cause error) {
 		f.mu.Unlock()
 		if len(msgs) > 0 {
 			f := f
-			w.outbox.push(func() { w.sendRevokes(f, msgs) })
+			w.sendRevokes(f, msgs)
 		}
 	}
 	// Every agreement instance learns of the failure (see agreeOnLost).
 	w.agreeOnLost(comms, peer)
 	// Run-through communicators: the failure disables wildcard receives
 	// (seed 003 17.6); pending ones complete with the error.
-	w.outbox.push(func() { w.rtOnLost(comms, peer) })
+	w.rtOnLost(comms, peer)
 }
 
 // failedOrder returns the world ranks known failed, in the order their
@@ -320,7 +320,7 @@ func (w *World) onRevoke(from int, h transport.Header) {
 		f.c.revokeLocal()
 	}
 	if len(out) > 0 {
-		w.outbox.push(func() { w.sendRevokes(f, out) }) // never send from a transport callback
+		w.sendRevokes(f, out)
 	}
 }
 

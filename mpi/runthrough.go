@@ -338,7 +338,7 @@ func (c *Comm) disableWild(rt *rtState) {
 	}
 }
 
-// rtOnLost runs (from the outbox) after peer's failure became known: the
+// rtOnLost runs (from the engine's lost hook) after peer's failure became known: the
 // wildcard receives of every run-through communicator containing it are
 // disabled.
 func (w *World) rtOnLost(comms []*commFT, peer int) {

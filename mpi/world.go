@@ -68,9 +68,8 @@ type World struct {
 	reinitMu sync.Mutex
 	cancel   func() // cancels the resilient function's context of this epoch
 
-	ft     ftWorld                   // fault-tolerance state (ft.go)
-	det    atomic.Pointer[detection] // heartbeat detector and failure-notice broadcast (detect.go); nil under Run
-	outbox outbox                    // sends requested from transport callbacks
+	ft  ftWorld                   // fault-tolerance state (ft.go)
+	det atomic.Pointer[detection] // heartbeat detector and failure-notice broadcast (detect.go); nil under Run
 }
 
 // Init initialises MPI for this process (MPI_Init). Under ftmpirun the rank
@@ -114,7 +113,6 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{})}
 	eng.SetControlHandler(w.onControl)
 	eng.SetLostHook(w.onLost)
-	w.outbox.start()
 	wsize := universe
 	if members != nil {
 		wsize = len(members)
@@ -392,10 +390,9 @@ func (w *World) Finalize() error {
 func (w *World) release() {
 	w.relOnce.Do(func() {
 		close(w.stop)
-		// The transport first: a send the outbox is blocked in (to a peer
-		// whose epoch ended too, say) then fails at once.
+		// The transport first: it writes the control frames still queued
+		// (briefly) and gives back the buffers of in-flight requests.
 		w.tr.Close()
-		w.outbox.stop()
 		w.eng.Close()
 		w.bg.Wait()
 	})
