@@ -211,3 +211,66 @@ func waitFlying(t *testing.T, e *Engine, r *Req) {
 		time.Sleep(time.Millisecond) // polling a condition, bounded by the deadline
 	}
 }
+
+// A revocation that comes while the DATA of a rendezvous send is being
+// written marks the send; it completes with ErrRevoked once the transport
+// is done with the buffer (here: the receiver's connection breaks), not
+// before.
+func TestRevocationReachesInFlightSend(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", dir+"/raw.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	e := New(Config{Self: 0})
+	tr, err := sock.Listen(sock.Config{Self: 0, Host: "h", Mode: sock.ModeUnix, Dir: dir, Handler: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.SetPeers([]sock.Peer{tr.Self(), {Host: "h", Unix: dir + "/raw.sock"}})
+	e.SetTransport(tr)
+	defer func() { tr.Close(); e.Close() }()
+
+	type started struct {
+		r   *Req
+		err error
+	}
+	isend := make(chan started, 1)
+	go func() {
+		r, err := e.Isend(7, 0, 1, 0, DTByte, make([]byte, 64<<20), false)
+		isend <- started{r, err}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var hello [12]byte
+	if _, err := io.ReadFull(c, hello[:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte{1}); err != nil { // accept
+		t.Fatal(err)
+	}
+	p := &rawPeer{t: t, c: c}
+	rts := p.readHeader()
+	if rts.Kind != KindRTS {
+		t.Fatalf("expected an RTS, got %+v", rts)
+	}
+	s := <-isend
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	p.header(transport.Header{Kind: KindCTS, Ctx: 7, A: rts.A, B: 99})
+	waitFlying(t, e, s.r) // the DATA is being written; this peer does not read it
+	e.Revoke(7)
+	if s.r.Done() {
+		t.Fatal("send completed while the transport still reads its buffer")
+	}
+	c.Close()
+	st := waitReq(t, s.r)
+	if !errors.Is(st.Err, ErrRevoked) {
+		t.Fatalf("send completed with %v, want ErrRevoked", st.Err)
+	}
+}

@@ -1,6 +1,7 @@
 package sock
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +47,9 @@ func (l *laneHandler) Frame(from int, h transport.Header) ([]byte, any) {
 
 func (l *laneHandler) Payload(from int, h transport.Header, dst []byte, _ any, err error) {
 	l.mu.Lock()
+	if h.Flags&transport.FlagsReserved != 0 {
+		err = fmt.Errorf("the handler saw reserved flag bits %#x", h.Flags)
+	}
 	l.order = append(l.order, h.Kind)
 	l.errs = append(l.errs, err)
 	l.mu.Unlock()
