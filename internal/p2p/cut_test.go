@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 	"github.com/ftmpi/ftmpi/internal/transport/sock"
 )
 
@@ -273,4 +274,29 @@ func TestRevocationReachesInFlightSend(t *testing.T) {
 	if !errors.Is(st.Err, ErrRevoked) {
 		t.Fatalf("send completed with %v, want ErrRevoked", st.Err)
 	}
+}
+
+// A rendezvous announcement that was queued before its sender died can
+// never bring its data: a receive that matches it after the failure fails
+// at once (it used to wait in the rendezvous table, which FailPeer had
+// already scanned: a hang).
+func TestReceiveMatchingAnnouncementOfLostPeerFails(t *testing.T) {
+	fab := inproc.NewFabric(2)
+	a, b := New(Config{Self: 0}), New(Config{Self: 1})
+	ta, tb := fab.Attach(0, a), fab.Attach(1, b)
+	a.SetTransport(ta)
+	b.SetTransport(tb)
+	defer func() { ta.Close(); tb.Close(); a.Close(); b.Close() }()
+	if _, err := a.Isend(7, 0, 1, 0, DTByte, make([]byte, 1<<20), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Iprobe(7, 0, AnyTag); !ok {
+		t.Fatal("the announcement did not arrive")
+	}
+	fab.Kill(0, errors.New("killed"))
+	r, err := b.Irecv(7, 0, 0, AnyTag, DTByte, make([]byte, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, r, ErrPeerLost)
 }

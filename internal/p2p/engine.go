@@ -378,6 +378,16 @@ func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
+	// Checked again under the lock: a FailPeer or Poison since peerErr
+	// would not find r in the table.
+	if err := e.revoked[ctx]; err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	if cause, lost := e.lost[peer]; lost {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
+	}
 	e.nextID++
 	r.id = e.nextID
 	e.sends[r.id] = r
@@ -444,6 +454,9 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 				m.recv = r
 				r.peer = m.from
 				e.flying.push(r, inFlight)
+				if cause, lost := e.lost[m.from]; lost {
+					r.mark = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, m.from, cause)
+				}
 				e.mu.Unlock()
 				return r, nil
 			}
@@ -475,6 +488,14 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: h.DType}
 	r.peer = from
+	if cause, lost := e.lost[from]; lost {
+		// An announcement queued before its sender was lost: the data
+		// can never come, and FailPeer has run already.
+		e.mu.Unlock()
+		r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, cause)
+		r.complete()
+		return
+	}
 	var flags uint16
 	if err := checkFit(r, h.DType, int(h.B)); err != nil {
 		r.st.Err = err
