@@ -78,12 +78,12 @@ func (w *World) ftOf(c *Comm) *commFT {
 		f.index[p] = i
 	}
 	// Failures already known are known to the overlay too.
-	ov := ftdrive.NewOverlay(w.eng, w.outbox.push, c.ctx, w.rank, procs, f.index)
+	ov := ftdrive.NewOverlay(w.eng, c.ctx, w.rank, procs, f.index)
 	rv, err := ftdrive.NewRevocation(ov, w.ft.order, c.revokeLocal)
 	if err != nil {
 		panic(fmt.Sprintf("ftmpi: internal error: %v", err))
 	}
-f.rv = rv
+	f.rv = rv
 	f.ag = ftdrive.NewAgreements(ov, w.failedOrder)
 	if w.ft.byCtx == nil {
 		w.ft.byCtx = make(map[uint32]*Comm)
@@ -135,7 +135,7 @@ func (w *World) onLost(peer int, cause error) {
 	w.agreeOnLost(comms, peer)
 	// Every communicator's fault-tolerance model learns of the failure
 	// (run-through: it disables wildcard receives, seed 003 17.6).
-	w.outbox.push(func() { w.modelsOnLost(comms, peer) })
+	w.modelsOnLost(comms, peer)
 }
 
 // failedOrder returns the world ranks known failed, in the order their

@@ -102,7 +102,7 @@ type ftModel interface {
 	free(c *Comm) (releaseOwn bool)
 	// contexts lists every context of c, revoked with c.
 	contexts(c *Comm) []uint32
-	// onLost runs (from the outbox, never on a transport goroutine) after
+	// onLost runs (from the engine's lost-peer hook; it must not block) after
 	// the failure of world rank peer, a member of c, became known.
 	onLost(c *Comm, peer int)
 }
@@ -136,7 +136,7 @@ func (c *Comm) ownContexts() []uint32 {
 	return ctxs
 }
 
-// modelsOnLost runs (from the outbox) after peer's failure became known:
+// modelsOnLost runs (from the lost-peer hook) after peer's failure became known:
 // the model of every communicator containing peer learns of it.
 func (w *World) modelsOnLost(comms []*commFT, peer int) {
 	for _, f := range comms {

@@ -77,10 +77,9 @@ type World struct {
 	reinitMu sync.Mutex
 	cancel   func() // cancels the resilient function's context of this epoch
 
-	ft     ftWorld           // fault-tolerance state (ft.go)
-	ctl    ctl.Table         // the handlers of control frames
-	fails  *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
-	outbox outbox            // sends requested from transport callbacks
+	ft    ftWorld           // fault-tolerance state (ft.go)
+	ctl   ctl.Table         // the handlers of control frames
+	fails *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
 }
 
 // Init initialises MPI for this process (MPI_Init) with DefaultConfig and
@@ -143,8 +142,7 @@ func newWorld(rank, size int, eng *p2p.Engine, tr transport.Transport, mode stri
 func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int) *World {
 	eng.SetTransport(tr)
 	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{}), client: client, peerInc: peerInc}
-	w.outbox.start()
-	env := ftdrive.Env{Eng: eng, Self: proc, N: universe, PeerInc: peerInc, Defer: w.outbox.push, Stop: w.stop, WG: &w.bg}
+	env := ftdrive.Env{Eng: eng, Self: proc, N: universe, PeerInc: peerInc, Stop: w.stop, WG: &w.bg}
 	if client != nil {
 		env.Confirm = client.SuspectIncarnation
 	}
@@ -348,10 +346,9 @@ func (w *World) Finalize() error {
 func (w *World) release() {
 	w.relOnce.Do(func() {
 		close(w.stop)
-		// The transport first: a send the outbox is blocked in (to a peer
-		// whose epoch ended too, say) then fails at once.
+		// The transport first: it writes the control frames still queued
+		// (briefly) and gives back the buffers of in-flight requests.
 		w.tr.Close()
-		w.outbox.stop()
 		w.eng.Close()
 		w.bg.Wait()
 	})

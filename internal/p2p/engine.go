@@ -5,6 +5,20 @@
 // synchronous ones, so that an unexpected large message is never buffered
 // whole at the receiver.
 //
+// Every request is in one place the engine can find: posted (waiting for a
+// match), in the rendezvous tables (a send waiting for CTS, a receive
+// waiting for DATA), or in flight (a receive whose payload the transport is
+// placing in its buffer, a send whose DATA the transport is writing). A
+// failure (FailPeer) or a revocation (Poison) reaches each of them: it
+// completes the first kinds at once, and marks an in-flight request, which
+// completes with the mark as soon as the transport gives its buffer back
+// (the transport completes every frame it accepted, with an error when it
+// was cut short: see package transport).
+//
+// Protocol sends made from transport callbacks (CTS, DATA) and control
+// frames are posted to the transport's per-peer queues (never a goroutine
+// per message); control frames go on the urgent lane.
+//
 // It sees communicators only as context ids and ranks; it must not know
 // about groups, error handlers or collectives, and it never blocks while
 // holding its lock (no I/O under the lock).
@@ -82,12 +96,50 @@ type Req struct {
 	buf []byte
 	id  uint64
 
-	prev, next *Req // posted-queue links
+	prev, next *Req  // links of the posted queue or the in-flight list
+	where      uint8 // which of them r is in
+	mark       error // in flight: the failure or revocation it completes with
 
 	st     Status
 	done   atomic.Bool
 	ch     chan struct{}
 	waiter atomic.Pointer[chan struct{}]
+}
+
+// Where a request is linked.
+const (
+	nowhere uint8 = iota
+	inPosted
+	inFlight
+)
+
+// reqList is a doubly-linked list of requests (through prev/next).
+type reqList struct{ head, tail *Req }
+
+func (l *reqList) push(r *Req, where uint8) {
+	r.next = nil
+	r.prev = l.tail
+	if l.tail != nil {
+		l.tail.next = r
+	} else {
+		l.head = r
+	}
+	l.tail = r
+	r.where = where
+}
+
+func (l *reqList) unlink(r *Req) {
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		l.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		l.tail = r.prev
+	}
+	r.prev, r.next, r.where = nil, nil, nowhere
 }
 
 // Done reports whether r has completed.
@@ -225,8 +277,8 @@ type Engine struct {
 	spin       time.Duration
 
 	mu          sync.Mutex
-	postHead    *Req
-	postTail    *Req
+	posted      reqList // receives waiting for a match
+	flying      reqList // requests whose completion the transport owes
 	unexHead    *msg
 	unexTail    *msg
 	sends       map[uint64]*Req // rendezvous sends waiting for CTS
@@ -244,7 +296,6 @@ type Engine struct {
 	lostCount   atomic.Int64
 	sent        atomic.Uint64 // messages started by Isend (eager or rendezvous)
 	closed      bool
-	asyncSends  sync.WaitGroup
 }
 
 // Config tunes an Engine.
@@ -294,7 +345,7 @@ func (e *Engine) Release(r *Req) {
 	case <-r.ch:
 	default:
 	}
-	r.e, r.isRecv, r.buf, r.id, r.prev, r.next = nil, false, nil, 0, nil, nil
+	r.e, r.isRecv, r.buf, r.id, r.prev, r.next, r.where, r.mark = nil, false, nil, 0, nil, nil, nowhere, nil
 	r.ctx, r.src, r.tag, r.dtype, r.peer = 0, 0, 0, 0, 0
 	r.st = Status{}
 	r.done.Store(false)
@@ -326,6 +377,16 @@ func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 	if e.closed {
 		e.mu.Unlock()
 		return nil, ErrClosed
+	}
+	// Checked again under the lock: a FailPeer or Poison since peerErr
+	// would not find r in the table.
+	if err := e.revoked[ctx]; err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	if cause, lost := e.lost[peer]; lost {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
 	}
 	e.nextID++
 	r.id = e.nextID
@@ -388,7 +449,14 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 		switch m.h.Kind {
 		case KindEager:
 			if !m.complete {
+				// Its payload is still arriving: r is in flight until the
+				// transport completes the frame.
 				m.recv = r
+				r.peer = m.from
+				e.flying.push(r, inFlight)
+				if cause, lost := e.lost[m.from]; lost {
+					r.mark = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, m.from, cause)
+				}
 				e.mu.Unlock()
 				return r, nil
 			}
@@ -420,6 +488,14 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: h.DType}
 	r.peer = from
+	if cause, lost := e.lost[from]; lost {
+		// An announcement queued before its sender was lost: the data
+		// can never come, and FailPeer has run already.
+		e.mu.Unlock()
+		r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, cause)
+		r.complete()
+		return
+	}
 	var flags uint16
 	if err := checkFit(r, h.DType, int(h.B)); err != nil {
 		r.st.Err = err
@@ -429,21 +505,10 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 	r.id = e.nextID
 	e.recvs[r.id] = r
 	cts := transport.Header{Kind: KindCTS, Flags: flags, Ctx: h.Ctx, A: h.A, B: r.id}
-	e.asyncSends.Add(1)
 	e.mu.Unlock()
-	go func() {
-		defer e.asyncSends.Done()
-		if err := e.tr.Send(from, cts, nil); err != nil {
-			e.mu.Lock()
-			_, still := e.recvs[r.id]
-			delete(e.recvs, r.id)
-			e.mu.Unlock()
-			if still {
-				r.st.Err = e.sendErr(from, err)
-				r.complete()
-			}
-		}
-	}()
+	// A CTS that cannot be written means the connection broke: the peer is
+	// then lost, and FailPeer finds r in the rendezvous table.
+	e.tr.Post(from, cts, nil, nil)
 }
 
 func checkFit(r *Req, dtype uint8, n int) error {
@@ -481,8 +546,9 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			return nil, nil
 		}
 		if r := e.matchPosted(h); r != nil {
-			e.mu.Unlock()
 			r.peer = from
+			e.flying.push(r, inFlight)
+			e.mu.Unlock()
 			r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.N), DType: h.DType}
 			if err := checkFit(r, h.DType, int(h.N)); err != nil {
 				r.st.Err = err
@@ -537,30 +603,26 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			e.mu.Unlock()
 			return nil, nil
 		}
-		e.asyncSends.Add(1)
+		e.flying.push(r, inFlight)
 		e.mu.Unlock()
-		discard := h.Flags&1 != 0
-		recvID := h.B
-		go func() {
-			defer e.asyncSends.Done()
-			d := transport.Header{Kind: KindData, Ctx: r.ctx, A: recvID, N: uint64(len(r.buf))}
-			payload := r.buf
-			if discard {
-				d.N = 0
-				payload = nil
-			}
-			if err := e.tr.Send(from, d, payload); err != nil {
-				r.st.Err = e.sendErr(from, err)
-			}
-			r.complete()
-		}()
+		d := transport.Header{Kind: KindData, Ctx: r.ctx, A: h.B, N: uint64(len(r.buf))}
+		payload := r.buf
+		if h.Flags&1 != 0 { // the receiver drops the message
+			d.N, payload = 0, nil
+		}
+		e.tr.Post(from, d, payload, (*dataSent)(r))
 		return nil, nil
 	case KindData:
 		e.mu.Lock()
 		r := e.recvs[h.A]
 		delete(e.recvs, h.A)
+		if r == nil {
+			e.mu.Unlock()
+			return nil, nil
+		}
+		e.flying.push(r, inFlight)
 		e.mu.Unlock()
-		if r == nil || r.st.Err != nil || h.N == 0 {
+		if r.st.Err != nil || h.N == 0 {
 			return nil, r
 		}
 		return r.buf[:h.N], r
@@ -568,35 +630,104 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 	return nil, nil
 }
 
-// Payload implements transport.Handler.
-func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any) {
+// dataSent is a rendezvous send whose DATA frame is posted: the transport
+// tells it the outcome.
+type dataSent Req
+
+// SendDone implements transport.Done.
+func (d *dataSent) SendDone(err error) {
+	r := (*Req)(d)
+	e := r.e
+	e.mu.Lock()
+	e.flying.unlink(r)
+	if r.mark != nil {
+		err = r.mark
+	} else if err != nil {
+		err = e.sendErr(r.peer, err)
+	}
+	e.mu.Unlock()
+	r.st.Err = err
+	r.complete()
+}
+
+// Payload implements transport.Handler: the frame that Frame accepted is
+// complete (err == nil) or was cut short.
+func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any, err error) {
 	switch c := cookie.(type) {
 	case ctlCookie:
-		e.deliverControl(from, h, dst)
+		if err == nil {
+			e.deliverControl(from, h, dst)
+		}
 		putBuf(c.pooled)
 	case *Req:
 		if c != nil {
-			c.complete()
+			e.landed(c, from, err)
 		}
 	case *msg:
-		if c.drain {
-			// Truncated eager receive matched at arrival.
-			copy(c.recv.buf, c.data)
-			putBuf(c.pooled)
-			r := c.recv
-			freeMsg(c)
-			r.complete()
-			return
-		}
 		e.mu.Lock()
 		c.complete = true
 		r := c.recv
+		if r == nil {
+			if err != nil {
+				// Unexpected and cut short: nobody will receive it.
+				e.unlinkMsg(c)
+				e.mu.Unlock()
+				putBuf(c.pooled)
+				freeMsg(c)
+			} else {
+				e.mu.Unlock()
+			}
+			return
+		}
+		fail := e.landedLocked(r, from, err)
 		e.mu.Unlock()
-		if r != nil {
+		switch {
+		case fail != nil:
+			if !c.drain {
+				r.st = Status{Source: int(c.h.Src), Tag: int(c.h.Tag), Bytes: len(c.data), DType: c.h.DType}
+			}
+			r.st.Err = fail
+			putBuf(c.pooled)
+			freeMsg(c)
+			r.complete()
+		case c.drain:
+			// Truncated eager receive matched at arrival: the fitting
+			// prefix (the status already says truncated).
+			copy(r.buf, c.data)
+			putBuf(c.pooled)
+			freeMsg(c)
+			r.complete()
+		default:
 			e.deliverEager(r, c)
 			freeMsg(c)
 		}
 	}
+}
+
+// landed completes in-flight receive r, whose payload the transport is done
+// with (err says it was cut short).
+func (e *Engine) landed(r *Req, from int, err error) {
+	e.mu.Lock()
+	fail := e.landedLocked(r, from, err)
+	e.mu.Unlock()
+	if fail != nil {
+		r.st.Err = fail
+	}
+	r.complete()
+}
+
+// landedLocked takes r out of the in-flight list and returns the error it
+// completes with, if any: the mark of a failure or revocation that came
+// while its payload was arriving, else the cut. e.mu held.
+func (e *Engine) landedLocked(r *Req, from int, err error) error {
+	e.flying.unlink(r)
+	if r.mark != nil {
+		return r.mark
+	}
+	if err != nil {
+		return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, err)
+	}
+	return nil
 }
 
 // dropLocked reports whether an arriving message must be discarded: its
@@ -642,7 +773,7 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	e.lost[peer] = cause
 	e.lostCount.Add(1)
 	var failed []*Req
-	for r := e.postHead; r != nil; {
+	for r := e.posted.head; r != nil; {
 		next := r.next
 		if r.peer == peer {
 			e.unlinkPosted(r)
@@ -660,6 +791,13 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		if r.peer == peer {
 			delete(e.recvs, id)
 			failed = append(failed, r)
+		}
+	}
+	// In-flight requests complete when the transport gives their buffer
+	// back, which it does promptly for a peer that is gone.
+	for r := e.flying.head; r != nil; r = r.next {
+		if r.peer == peer && r.mark == nil {
+			r.mark = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
 		}
 	}
 	e.mu.Unlock()
@@ -738,18 +876,21 @@ func (e *Engine) SetControlHandler(f ControlHandler) {
 	e.control.Store(&f)
 }
 
-// SendControl sends a control frame (h.Kind is set to KindControl) with
-// payload to peer. It is safe to call from any goroutine except from inside
-// a transport callback.
+// SendControl queues a control frame (h.Kind is set to KindControl) with
+// payload for peer on the transport's urgent lane and returns at once: it
+// is safe to call from any goroutine, transport callbacks included, and a
+// slow or stopped peer never delays it nor the frames to other peers.
+// payload must not be modified afterwards. The error only says the peer is
+// known lost; a frame that cannot be written later is dropped (the peer is
+// then lost, which its connection reports).
 func (e *Engine) SendControl(peer int, h transport.Header, payload []byte) error {
 	h.Kind = KindControl
+	h.Flags |= transport.FlagUrgent
 	h.N = uint64(len(payload))
 	if e.IsLost(peer) {
 		return fmt.Errorf("%w: rank %d", ErrPeerLost, peer)
 	}
-	if err := e.tr.Send(peer, h, payload); err != nil {
-		return e.sendErr(peer, err)
-	}
+	e.tr.Post(peer, h, payload, nil)
 	return nil
 }
 
@@ -791,7 +932,7 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 	}
 	var failed []*Req
 	var errs []error
-	for r := e.postHead; r != nil; {
+	for r := e.posted.head; r != nil; {
 		next := r.next
 		if err := e.revoked[r.ctx]; err != nil {
 			e.unlinkPosted(r)
@@ -809,6 +950,13 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 		if err := e.revoked[r.ctx]; err != nil {
 			delete(e.recvs, id)
 			failed, errs = append(failed, r), append(errs, err)
+		}
+	}
+	// In-flight requests complete with err when the transport gives their
+	// buffer back (the data is already on its way).
+	for r := e.flying.head; r != nil; r = r.next {
+		if err := e.revoked[r.ctx]; err != nil && (r.mark == nil || err == ErrRevoked && !errors.Is(r.mark, ErrRevoked)) {
+			r.mark = err
 		}
 	}
 	for m := e.unexHead; m != nil; {
@@ -854,7 +1002,7 @@ func (e *Engine) Cancel(r *Req) bool {
 		return false
 	}
 	e.mu.Lock()
-	inQueue := r.prev != nil || e.postHead == r
+	inQueue := r.where == inPosted
 	if inQueue {
 		e.unlinkPosted(r)
 	}
@@ -968,16 +1116,16 @@ func (e *Engine) wakeAllProbes() {
 	e.probes = nil
 }
 
-// Close fails every pending operation and waits for in-flight protocol
-// goroutines.
+// Close fails every pending operation. In-flight requests complete when
+// the transport (closed first) gives their buffers back.
 func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
 	var pend []*Req
-	for r := e.postHead; r != nil; r = r.next {
+	for r := e.posted.head; r != nil; r = r.next {
 		pend = append(pend, r)
 	}
-	e.postHead, e.postTail = nil, nil
+	e.posted = reqList{}
 	for _, r := range e.sends {
 		pend = append(pend, r)
 	}
@@ -992,12 +1140,11 @@ func (e *Engine) Close() {
 		r.st.Err = ErrClosed
 		r.complete()
 	}
-	e.asyncSends.Wait()
 }
 
 // matchPosted finds and unlinks the first posted receive matching h.
 func (e *Engine) matchPosted(h *transport.Header) *Req {
-	for r := e.postHead; r != nil; r = r.next {
+	for r := e.posted.head; r != nil; r = r.next {
 		if matches(r.ctx, r.src, r.tag, h) {
 			e.unlinkPosted(r)
 			return r
@@ -1006,30 +1153,9 @@ func (e *Engine) matchPosted(h *transport.Header) *Req {
 	return nil
 }
 
-func (e *Engine) appendPosted(r *Req) {
-	r.next = nil
-	r.prev = e.postTail
-	if e.postTail != nil {
-		e.postTail.next = r
-	} else {
-		e.postHead = r
-	}
-	e.postTail = r
-}
+func (e *Engine) appendPosted(r *Req) { e.posted.push(r, inPosted) }
 
-func (e *Engine) unlinkPosted(r *Req) {
-	if r.prev != nil {
-		r.prev.next = r.next
-	} else {
-		e.postHead = r.next
-	}
-	if r.next != nil {
-		r.next.prev = r.prev
-	} else {
-		e.postTail = r.prev
-	}
-	r.prev, r.next = nil, nil
-}
+func (e *Engine) unlinkPosted(r *Req) { e.posted.unlink(r) }
 
 func (e *Engine) appendUnex(m *msg) {
 	m.prev = e.unexTail

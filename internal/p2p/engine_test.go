@@ -15,9 +15,10 @@ func pair(t *testing.T) (*Engine, *Engine) {
 	t.Helper()
 	fab := inproc.NewFabric(2)
 	a, b := New(Config{Self: 0}), New(Config{Self: 1})
-	a.SetTransport(fab.Attach(0, a))
-	b.SetTransport(fab.Attach(1, b))
-	t.Cleanup(func() { a.Close(); b.Close() })
+	ta, tb := fab.Attach(0, a), fab.Attach(1, b)
+	a.SetTransport(ta)
+	b.SetTransport(tb)
+	t.Cleanup(func() { ta.Close(); tb.Close(); a.Close(); b.Close() })
 	return a, b
 }
 

@@ -2,8 +2,46 @@
 //
 // A frame is a fixed-size Header optionally followed by a payload of
 // Header.N bytes. Implementations (inproc, unix/tcp sockets) deliver every
-// frame a sender hands them to the receiver's Handler, in the order one
-// sender goroutine handed them over, exactly once, or report the peer lost.
+// frame a sender hands them to the receiver's Handler exactly once, or
+// report the peer lost.
+//
+// # The receiving contract (total)
+//
+// Every frame a transport announced with Handler.Frame ends in exactly one
+// Handler.Payload call for it, and that call carries an error when the
+// payload was cut short (the peer died or the connection broke while the
+// payload was arriving). After Payload returns, the transport no longer
+// touches the buffer Frame returned. A peer whose connection breaks is then
+// reported once with PeerLost; a break between frames yields PeerLost only.
+// So a handler can hand out a destination buffer knowing that it gets it
+// back, whatever happens to the peer.
+//
+// Calls for one peer are serialised, in the order its frames were sent on
+// a lane (see below), with one exception: between the Frame and the
+// Payload of a frame with a large payload, a transport may deliver whole
+// urgent frames (their Frame and Payload) of the same peer. Urgent frames
+// are never themselves split.
+//
+// # The sending contract
+//
+// Send blocks until the payload is handed over (the caller may reuse it);
+// Post never blocks: it queues the frame and reports the outcome to a Done
+// once the frame is written (or failed). Neither holds a lock across I/O
+// in a way that lets one peer delay the frames to another. Each peer has
+// two lanes: frames with FlagUrgent (heartbeats, failure notices,
+// revocations, agreement) are written before queued bulk frames and
+// between the chunks of a large payload being written, so control traffic
+// is never stuck behind bulk data. Frames on one lane to one peer keep
+// their order; an urgent frame may overtake bulk frames.
+//
+// # Reserved header bits
+//
+// The bits of Header.Flags in FlagsReserved belong to transports: the
+// protocol sets FlagUrgent and no other reserved bit, and a transport
+// clears them before it hands a header to the Handler. A transport's own
+// frames (connection management: goodbye, payload chunks) are marked with
+// reserved bits, so they never take a frame kind of the protocol, and the
+// Handler never sees them.
 //
 // The package must not know about matching, communicators or any MPI
 // semantics: it only carries frames. Protocol decisions (eager versus
@@ -23,7 +61,7 @@ const HeaderSize = 48
 type Header struct {
 	Kind  uint8  // protocol frame kind
 	DType uint8  // element type code of the payload
-	Flags uint16 // protocol flags
+	Flags uint16 // protocol flags (FlagsReserved bits belong to the transport)
 	Ctx   uint32 // communicator context id
 	Src   int32  // sender's rank in the communicator
 	Tag   int32  // message tag
@@ -31,6 +69,16 @@ type Header struct {
 	A, B  uint64 // protocol arguments (request ids, message sizes)
 	Seq   uint64 // protocol sequence / epoch
 }
+
+// Header.Flags bits reserved to transports.
+const (
+	// FlagUrgent puts a frame on the peer's urgent lane (see the package
+	// comment). It is the only reserved bit the protocol may set.
+	FlagUrgent uint16 = 1 << 15
+	// FlagsReserved are the bits a transport owns; they are cleared in the
+	// headers handed to a Handler.
+	FlagsReserved uint16 = 0xf000
+)
 
 // Encode writes h into b, which must hold HeaderSize bytes.
 func (h *Header) Encode(b []byte) {
@@ -63,22 +111,32 @@ func (h *Header) Decode(b []byte) {
 }
 
 // Handler receives the frames addressed to one rank. A transport calls it
-// from its own goroutines; for each peer the calls are serialised and in
-// send order. Implementations must be safe for concurrent use across peers
-// and must never call Transport.Send synchronously from inside a callback
-// (that could deadlock two ranks writing to each other); they hand such
-// sends to another goroutine.
+// from its own goroutines; for each peer the calls are serialised (see the
+// package comment). Implementations must be safe for concurrent use across
+// peers and must not block; they may Post from inside a callback but never
+// Send (that could deadlock two ranks writing to each other).
 type Handler interface {
 	// Frame is called for every frame. When h.N > 0 it returns the buffer of
 	// exactly h.N bytes where the payload must be placed (nil discards the
 	// payload) and a cookie the transport hands back to Payload.
 	Frame(from int, h Header) (dst []byte, cookie any)
-	// Payload is called after every Frame, once the payload (if any) is in
-	// dst, with the cookie Frame returned.
-	Payload(from int, h Header, dst []byte, cookie any)
+	// Payload is called exactly once after every Frame, with the cookie
+	// Frame returned: with err == nil once the payload (if any) is in dst,
+	// or with the reason the payload was cut short. Either way the
+	// transport is done with dst.
+	Payload(from int, h Header, dst []byte, cookie any, err error)
 	// PeerLost is called once when the frames of a peer can no longer
-	// arrive (its connection broke without an orderly goodbye).
+	// arrive (its connection broke without an orderly goodbye), after the
+	// Payload of a frame the break cut short.
 	PeerLost(peer int, err error)
+}
+
+// Done is told the outcome of a posted frame: err is nil once the frame is
+// written (the payload may be reused), or the reason it was not. It is
+// called once, from a transport goroutine or from Post itself, never with
+// a transport lock held, and must not block.
+type Done interface {
+	SendDone(err error)
 }
 
 // Transport sends frames to the ranks of a job.
@@ -87,8 +145,13 @@ type Transport interface {
 	// It returns once the caller may reuse payload. Concurrent Sends are
 	// allowed; frames from one goroutine to one peer arrive in order.
 	Send(to int, h Header, payload []byte) error
-	// Close releases connections and goroutines. Peers see an orderly
-	// goodbye, not a failure.
+	// Post queues h and payload for rank to and returns at once; payload
+	// must stay untouched until done (which may be nil) is told the
+	// outcome. Frames posted to one peer on one lane arrive in order.
+	Post(to int, h Header, payload []byte, done Done)
+	// Close writes what is queued (briefly: a peer that does not read
+	// loses it), then releases connections and goroutines. Peers see an
+	// orderly goodbye, not a failure.
 	Close() error
 }
 

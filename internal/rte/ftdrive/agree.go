@@ -51,7 +51,6 @@ type agreeInst struct {
 // send.
 type Overlay struct {
 	eng     *p2p.Engine
-	defer_  func(func())
 	ctx     uint32
 	self    int         // this process's position in overlay
 	overlay []int       // process ids of the members, sorted
@@ -60,11 +59,11 @@ type Overlay struct {
 
 // NewOverlay describes the communicator with context ctx whose members
 // (both groups of an intercommunicator) have the sorted process ids
-// overlay, index giving each one's position; self is this process's id,
-// and defer_ runs sends requested from transport callbacks on another
-// goroutine, in order.
-func NewOverlay(eng *p2p.Engine, defer_ func(func()), ctx uint32, self int, overlay []int, index map[int]int) *Overlay {
-	return &Overlay{eng: eng, defer_: defer_, ctx: ctx, self: index[self], overlay: overlay, index: index}
+// overlay, index giving each one's position; self is this process's id.
+// Its frames are control frames, posted by the engine (never written
+// inline), so a transport callback may send them.
+func NewOverlay(eng *p2p.Engine, ctx uint32, self int, overlay []int, index map[int]int) *Overlay {
+	return &Overlay{eng: eng, ctx: ctx, self: index[self], overlay: overlay, index: index}
 }
 
 // NewAgreements returns the agreement driver of the communicator ov;
@@ -124,7 +123,7 @@ func (a *Agreements) Lost(peer int) {
 		in.mu.Unlock()
 	}
 	if len(out) > 0 {
-		a.defer_(func() { a.send(out) })
+		a.send(out)
 	}
 }
 
@@ -158,7 +157,7 @@ func (a *Agreements) Step(from int, h transport.Header, payload []byte) {
 		in.markDecided()
 	}
 	if len(out) > 0 {
-		a.defer_(func() { a.send(out) })
+		a.send(out)
 	}
 }
 

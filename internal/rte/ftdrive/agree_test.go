@@ -45,7 +45,7 @@ func agreeJob(t *testing.T, n int) ([]*agreeRank, *inproc.Fabric) {
 		r := &agreeRank{eng: p2p.New(p2p.Config{Self: i}), q: newQueue()}
 		r.eng.SetTransport(fab.Attach(i, r.eng))
 		eng := r.eng
-		r.ag = NewAgreements(NewOverlay(eng, r.q.push, 9, i, overlay, index), r.known)
+		r.ag = NewAgreements(NewOverlay(eng, 9, i, overlay, index), r.known)
 		var tb ctl.Table
 		tb.MustRegister(ctl.Agree, func(from int, h transport.Header, p []byte) {
 			if h.Ctx == 9 {

@@ -33,9 +33,6 @@ type Env struct {
 	// PeerInc is the incarnation of each process when the epoch started
 	// (respawned processes have a newer one); nil means all 0.
 	PeerInc []int
-	// Defer runs f on another goroutine, in order: sends requested from a
-	// transport callback go through it.
-	Defer func(f func())
 	// Confirm asks the launcher to confirm a suspicion (it kills the
 	// suspect, or refuses when it sees it alive); nil: no launcher, a
 	// suspicion is a failure at once.
@@ -238,10 +235,8 @@ func (f *Failures) Lost(peer, inc int) {
 		dt.rb.Broadcast(rbcast.ID{Rank: peer, Inc: inc})
 	}
 	dt.mu.Unlock()
-	f.env.Defer(func() {
-		dt.sendHeartbeats(hb)
-		dt.sendNotices(notices)
-	})
+	dt.sendHeartbeats(hb)
+	dt.sendNotices(notices)
 	select {
 	case dt.wake <- struct{}{}:
 	default:
@@ -266,7 +261,7 @@ func (f *Failures) OnNotice(from int, h transport.Header, _ []byte) {
 	dt.mu.Lock()
 	out, delivered := dt.rb.Step(rbcast.Msg[rbcast.ID]{From: from, To: f.env.Self, Item: item, Hops: int(h.Seq)})
 	dt.mu.Unlock()
-	f.env.Defer(func() { dt.sendNotices(out) })
+	dt.sendNotices(out)
 	for _, id := range delivered {
 		f.env.Eng.FailPeer(id.Rank, fmt.Errorf("rank %d failed (notice from rank %d)", id.Rank, from))
 	}
@@ -304,7 +299,7 @@ func (f *Failures) failAndBroadcast(rank, inc int, reason string) {
 		dt.mu.Lock()
 		out, _ := dt.rb.Broadcast(rbcast.ID{Rank: rank, Inc: inc})
 		dt.mu.Unlock()
-		f.env.Defer(func() { dt.sendNotices(out) })
+		dt.sendNotices(out)
 	}
 	f.env.Eng.FailPeer(rank, fmt.Errorf("rank %d declared failed: %s", rank, reason))
 }

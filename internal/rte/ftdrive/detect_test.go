@@ -82,7 +82,7 @@ func job(t *testing.T, n int, cfg detector.Config) []*rank {
 	for i := range rs {
 		r := &rank{eng: p2p.New(p2p.Config{Self: i}), q: newQueue(), stop: make(chan struct{})}
 		r.eng.SetTransport(fab.Attach(i, r.eng))
-		r.f = New(Env{Eng: r.eng, Self: i, N: n, Defer: r.q.push, Stop: r.stop, WG: &r.wg})
+		r.f = New(Env{Eng: r.eng, Self: i, N: n, Stop: r.stop, WG: &r.wg})
 		var tb ctl.Table
 		tb.MustRegister(ctl.Heartbeat, r.f.OnHeartbeat)
 		tb.MustRegister(ctl.FailNotice, r.f.OnNotice)

@@ -58,7 +58,7 @@ func (r *Revocation) send(msgs []rbcast.Msg[uint32]) {
 
 // OnRevoke handles a ctl.Revoke frame for this communicator from process
 // from (a transport callback): the first delivery applies the revocation,
-// and the frames to relay go out through defer_.
+// and the frames to relay are posted (control frames never block).
 func (r *Revocation) OnRevoke(from int, h transport.Header) {
 	fi, ok := r.index[from]
 	if !ok {
@@ -71,7 +71,7 @@ func (r *Revocation) OnRevoke(from int, h transport.Header) {
 		r.apply()
 	}
 	if len(out) > 0 {
-		r.defer_(func() { r.send(out) })
+		r.send(out)
 	}
 }
 
@@ -86,6 +86,6 @@ func (r *Revocation) Lost(peer int) {
 	msgs := r.rb.Failed(rbcast.ID{Rank: i})
 	r.mu.Unlock()
 	if len(msgs) > 0 {
-		r.defer_(func() { r.send(msgs) })
+		r.send(msgs)
 	}
 }

@@ -31,7 +31,7 @@ func TestRevocationReachesEveryLiveMember(t *testing.T) {
 		eng := p2p.New(p2p.Config{Self: i})
 		eng.SetTransport(fab.Attach(i, eng))
 		q := newQueue()
-		rv, err := NewRevocation(NewOverlay(eng, q.push, ctx, i, overlay, index), nil, func() { applied <- i })
+		rv, err := NewRevocation(NewOverlay(eng, ctx, i, overlay, index), nil, func() { applied <- i })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,14 @@
 // Package inproc is the in-memory transport: ranks are goroutines of one
 // process and a frame is delivered by calling the receiver's handler
 // directly from the sender's goroutine (one copy, sender buffer to receiver
-// buffer). It must not be used across processes.
+// buffer). Posted frames (Post) are delivered the same way by one poster
+// goroutine per endpoint, started on the first Post and ended by Close, so
+// a handler may Post without calling another handler from inside its own
+// callback. It must not be used across processes.
 package inproc
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -31,6 +35,21 @@ type Endpoint struct {
 	h      atomic.Pointer[transport.Handler]
 	closed atomic.Bool
 	dead   atomic.Bool
+
+	mu      sync.Mutex // guards the posted frames
+	cond    sync.Cond
+	posted  []posted
+	spare   []posted // the other buffer, reused
+	poster  bool     // the poster goroutine runs
+	stopped bool     // Close began: no more posts
+	wg      sync.WaitGroup
+}
+
+type posted struct {
+	to      int
+	h       transport.Header
+	payload []byte
+	done    transport.Done
 }
 
 // Attach sets the handler of rank and returns its transport.
@@ -48,6 +67,10 @@ func (e *Endpoint) Send(to int, h transport.Header, payload []byte) error {
 	if to < 0 || to >= len(e.f.eps) {
 		return transport.ErrPeerLost
 	}
+	return e.deliver(to, h, payload)
+}
+
+func (e *Endpoint) deliver(to int, h transport.Header, payload []byte) error {
 	dst := e.f.eps[to]
 	if dst.dead.Load() {
 		return transport.ErrPeerLost
@@ -61,12 +84,73 @@ func (e *Endpoint) Send(to int, h transport.Header, payload []byte) error {
 	if len(buf) > 0 {
 		copy(buf, payload)
 	}
-	hd.Payload(e.self, h, buf, cookie)
+	hd.Payload(e.self, h, buf, cookie, nil)
 	return nil
 }
 
-// Close implements transport.Transport.
+// Post implements transport.Transport.
+func (e *Endpoint) Post(to int, h transport.Header, payload []byte, done transport.Done) {
+	e.mu.Lock()
+	if e.stopped || e.closed.Load() {
+		e.mu.Unlock()
+		if done != nil {
+			done.SendDone(transport.ErrClosed)
+		}
+		return
+	}
+	e.posted = append(e.posted, posted{to, h, payload, done})
+	if !e.poster {
+		e.poster = true
+		e.cond.L = &e.mu
+		e.wg.Add(1)
+		go e.post()
+	}
+	e.cond.Signal()
+	e.mu.Unlock()
+}
+
+// post delivers the posted frames in order until Close.
+func (e *Endpoint) post() {
+	defer e.wg.Done()
+	e.mu.Lock()
+	for {
+		for len(e.posted) == 0 && !e.stopped {
+			e.cond.Wait()
+		}
+		if len(e.posted) == 0 {
+			e.mu.Unlock()
+			return
+		}
+		q := e.posted
+		e.posted, e.spare = e.spare[:0], nil
+		e.mu.Unlock()
+		for i := range q {
+			p := &q[i]
+			err := transport.ErrClosed
+			if !e.closed.Load() {
+				err = e.deliver(p.to, p.h, p.payload)
+			}
+			if p.done != nil {
+				p.done.SendDone(err)
+			}
+			q[i] = posted{}
+		}
+		e.mu.Lock()
+		if e.spare == nil {
+			e.spare = q[:0]
+		}
+	}
+}
+
+// Close implements transport.Transport: posted frames are delivered first.
 func (e *Endpoint) Close() error {
+	e.mu.Lock()
+	e.stopped = true
+	if e.poster {
+		e.cond.Signal()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
 	e.closed.Store(true)
 	return nil
 }

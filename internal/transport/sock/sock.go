@@ -1,18 +1,39 @@
 // Package sock is the socket transport: Unix-domain sockets between ranks on
 // the same host and TCP (with TCP_NODELAY) between hosts, or on one host when
 // TCP is forced. Connections are opened lazily on the first frame to a peer
-// and are one-way: a rank sends on the connections it dialled and receives
-// on the ones it accepted, so two ranks connecting to each other at the same
-// moment never race.
+// and are bidirectional: each pair of ranks ends up with one connection that
+// both send on. When both ranks dial each other at the same moment, the
+// connection dialled by the lower rank wins and the other is refused in the
+// handshake, before any frame travels on it.
 //
-// Each accepted connection has one reader goroutine that spins briefly on
+// Reading: each connection has one reader goroutine that spins briefly on
 // non-blocking reads (yielding the processor) before parking in the poller,
-// then reads payloads straight into the buffer the handler names. The
-// package must not interpret frames beyond their length.
+// then reads payloads straight into the buffer the handler names. Every
+// frame handed to the handler ends in one Payload call, with an error when
+// the connection broke inside it (see package transport).
+//
+// Writing: each peer has a send queue with two lanes (urgent and bulk) and
+// at most one goroutine writing to its connection at a time: a Send to an
+// idle connection writes from the caller's goroutine (the zero-copy fast
+// path); otherwise the frame is queued and the peer's writer goroutine (one
+// per peer, started on first need) writes it. Payloads above chunkSize go
+// out in chunks, and queued urgent frames are written between chunks, so
+// heartbeats and revocations never wait for a whole bulk transfer. No lock
+// is held across a socket write; a slow or stopped peer only stalls its own
+// queue. Connection set-up (dialling, the handshake) happens in the peer's
+// writer goroutine too, never in a Post caller.
+//
+// Wire: a frame is its 48-byte header and its payload; a chunked frame's
+// header carries flagChunked and its payload follows as chunk frames
+// (flagConn, kind connChunk), between which whole urgent frames may appear.
+// flagConn frames (chunks and the goodbye) use reserved header bits, not
+// the protocol's frame kinds, and never reach the handler. The package
+// must not interpret frames beyond their length and these bits.
 package sock
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -72,9 +93,18 @@ const (
 	replyRefuse = 2
 
 	connectTimeout = 30 * time.Second
-	kindBye        = 0xff
+	closeFlush     = time.Second // how long Close lets queued frames drain
 	sockBuf        = 4 << 20
 	smallWrite     = 16 << 10
+	// chunkSize is the largest piece of a payload written at once: urgent
+	// frames wait at most for one chunk.
+	chunkSize = 1 << 20
+
+	// Reserved header bits (transport.FlagsReserved) used on the wire.
+	flagConn    uint16 = 1 << 14 // a frame of this package; Kind is a conn* kind
+	flagChunked uint16 = 1 << 13 // the payload follows as connChunk frames
+	connBye     uint8  = 1       // orderly goodbye: no more frames on this connection
+	connChunk   uint8  = 2       // a piece of the payload of the chunked frame being read
 )
 
 // Transport implements transport.Transport over sockets.
@@ -85,21 +115,39 @@ type Transport struct {
 	lnUnix net.Listener
 	lnTCP  net.Listener
 
+	ctx    context.Context // cancelled by Close: writers finish, dials give up
+	cancel context.CancelFunc
+
 	mu     sync.Mutex
 	sendTo map[int]*peerState
 	conns  map[*conn]struct{}
+	dials  map[net.Conn]struct{} // connections in their handshake
 	closed bool
 
 	wg sync.WaitGroup
 }
 
-// peerState is how this rank sends to one peer; guarded by Transport.mu.
+// peerState is how this rank sends to one peer.
 type peerState struct {
+	rank int
+
+	// Connection set-up; guarded by Transport.mu.
 	send    *conn         // the connection frames to this peer go on; fixed once set
 	err     error         // dial error: the peer is unreachable
 	dialing bool          // a dial to this peer is in progress
 	expect  bool          // our dial was refused: the peer's own connection is on its way
 	ready   chan struct{} // closed when send, err or dialing changes
+
+	// Sending; guarded by mu (never held across I/O).
+	mu      sync.Mutex
+	idle    sync.Cond // broadcast when busy clears
+	cc      *conn     // send, once established
+	urgent  fifo
+	bulk    fifo
+	busy    bool          // a goroutine owns the write side of cc
+	werr    error         // set once: every later frame fails with it
+	wake    chan struct{} // wakes the writer goroutine
+	writing bool          // the writer goroutine was started
 }
 
 func (ps *peerState) changed() {
@@ -109,11 +157,52 @@ func (ps *peerState) changed() {
 	ps.ready = make(chan struct{})
 }
 
-// conn is one socket; its reader runs in its own goroutine.
+func (ps *peerState) queued() bool { return ps.urgent.len() > 0 || ps.bulk.len() > 0 }
+
+// item is a queued frame.
+type item struct {
+	h       transport.Header
+	payload []byte
+	done    transport.Done
+	w       *waiter // a Send waiting for its frame
+}
+
+func (it *item) finish(err error) {
+	if it.done != nil {
+		it.done.SendDone(err)
+	}
+	if it.w != nil {
+		it.w.ch <- err
+	}
+}
+
+// waiter is how a Send that had to queue its frame learns the outcome.
+type waiter struct{ ch chan error }
+
+var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
+
+// fifo is a queue of items that reuses its storage.
+type fifo struct {
+	q    []item
+	head int
+}
+
+func (f *fifo) len() int     { return len(f.q) - f.head }
+func (f *fifo) push(it item) { f.q = append(f.q, it) }
+func (f *fifo) pop() item {
+	it := f.q[f.head]
+	f.q[f.head] = item{}
+	f.head++
+	if f.head == len(f.q) {
+		f.q, f.head = f.q[:0], 0
+	}
+	return it
+}
+
+// conn is one socket; its reader runs in its own goroutine. Writes are
+// made by the goroutine that owns the peer's busy flag (or by Close).
 type conn struct {
-	mu      sync.Mutex // serialises writes (frames are never interleaved)
 	c       net.Conn
-	err     error // first write error
 	scratch []byte
 	hdr     [transport.HeaderSize]byte
 	bufs    [2][]byte
@@ -132,7 +221,9 @@ func Listen(cfg Config) (*Transport, error) {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
-	t := &Transport{cfg: cfg, sendTo: make(map[int]*peerState), conns: make(map[*conn]struct{})}
+	t := &Transport{cfg: cfg, sendTo: make(map[int]*peerState), conns: make(map[*conn]struct{}),
+		dials: make(map[net.Conn]struct{})}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if cfg.Mode != ModeTCP && cfg.Dir != "" {
 		path := filepath.Join(cfg.Dir, cfg.Name+".sock")
 		_ = os.Remove(path)
@@ -226,27 +317,41 @@ func (t *Transport) track(cc *conn) bool {
 func (t *Transport) peerLocked(r int) *peerState {
 	ps := t.sendTo[r]
 	if ps == nil {
-		ps = &peerState{ready: make(chan struct{})}
+		ps = &peerState{rank: r, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+		ps.idle.L = &ps.mu
 		t.sendTo[r] = ps
 	}
 	return ps
 }
 
+// establishLocked makes cc the connection frames to ps go on; t.mu held.
+// With own set, the caller owns the write side (busy) and must release it.
+func (t *Transport) establishLocked(ps *peerState, cc *conn, own bool) {
+	ps.send = cc
+	ps.expect = false
+	ps.changed()
+	ps.mu.Lock()
+	ps.cc = cc
+	if own {
+		ps.busy = true
+	}
+	ps.mu.Unlock()
+}
+
 // accepted decides whether a connection dialled by peer becomes the
 // connection both ranks send on. When both ranks dial each other at once,
 // the connection dialled by the lower rank wins; the other is refused
-// before any frame travels on it.
-func (t *Transport) accepted(peer int, cc *conn) bool {
+// before any frame travels on it. When accepted, the caller owns the write
+// side (to send the handshake reply before any frame) and releases it.
+func (t *Transport) accepted(peer int, cc *conn) (*peerState, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ps := t.peerLocked(peer)
 	if ps.send != nil || (ps.dialing && peer > t.cfg.Self) {
-		return false
+		return nil, false
 	}
-	ps.send = cc
-	ps.expect = false
-	ps.changed()
-	return true
+	t.establishLocked(ps, cc, true)
+	return ps, true
 }
 
 func tune(c net.Conn) {
@@ -279,50 +384,133 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 		}
 	}
 	br := bufio.NewReaderSize(src, 64<<10)
-	var hb [transport.HeaderSize]byte
 	if peer < 0 {
-		if _, err := io.ReadFull(br, hb[:12]); err != nil {
+		var hello [12]byte
+		if _, err := io.ReadFull(br, hello[:]); err != nil {
 			return
 		}
-		if binary.LittleEndian.Uint32(hb[0:]) != helloMagic {
+		if binary.LittleEndian.Uint32(hello[0:]) != helloMagic {
 			return
 		}
-		peer = int(binary.LittleEndian.Uint64(hb[4:]))
+		peer = int(binary.LittleEndian.Uint64(hello[4:]))
 		reply := []byte{replyRefuse}
-		ok := t.accepted(peer, cc)
+		ps, ok := t.accepted(peer, cc)
 		if ok {
 			reply[0] = replyAccept
 		}
-		if _, err := c.Write(reply); err != nil || !ok {
+		_, err := c.Write(reply)
+		if ok {
+			t.release(ps, err)
+		}
+		if err != nil || !ok {
 			t.untrack(cc)
 			return
 		}
 	}
-	var h transport.Header
+	r := frameReader{t: t, br: br, peer: peer}
 	for {
-		if _, err := io.ReadFull(br, hb[:]); err != nil {
+		h, err := r.header()
+		if err != nil {
 			t.lost(peer, err)
 			return
 		}
-		h.Decode(hb[:])
-		if h.Kind == kindBye {
+		if h.Flags&flagConn != 0 {
+			if h.Kind != connBye {
+				t.lost(peer, fmt.Errorf("rank %d sent a transport frame of kind %d outside a chunked payload", peer, h.Kind))
+			}
 			return
 		}
-		dst, cookie := t.cfg.Handler.Frame(peer, h)
-		if h.N > 0 {
-			var err error
-			if uint64(len(dst)) == h.N {
-				_, err = io.ReadFull(br, dst)
-			} else {
-				_, err = br.Discard(int(h.N))
-			}
-			if err != nil {
-				t.lost(peer, err)
-				return
-			}
+		if err := r.deliver(h, true); err != nil {
+			t.lost(peer, err)
+			return
 		}
-		t.cfg.Handler.Payload(peer, h, dst, cookie)
 	}
+}
+
+// frameReader reads the frames of one connection.
+type frameReader struct {
+	t    *Transport
+	br   *bufio.Reader
+	peer int
+	hb   [transport.HeaderSize]byte
+}
+
+func (r *frameReader) header() (transport.Header, error) {
+	var h transport.Header
+	if _, err := io.ReadFull(r.br, r.hb[:]); err != nil {
+		return h, err
+	}
+	h.Decode(r.hb[:])
+	return h, nil
+}
+
+// deliver hands frame h to the handler and reads its payload: exactly one
+// Payload call follows the Frame call, with the error that cut the payload
+// short if any, which deliver returns too. Whole frames met between the
+// chunks of a chunked payload are delivered on the way (outer is false for
+// them: they cannot be chunked themselves).
+func (r *frameReader) deliver(h transport.Header, outer bool) error {
+	chunked := h.Flags&flagChunked != 0
+	h.Flags &^= transport.FlagsReserved
+	hd := r.t.cfg.Handler
+	dst, cookie := hd.Frame(r.peer, h)
+	var err error
+	if h.N > 0 {
+		keep := uint64(len(dst)) == h.N
+		switch {
+		case chunked && !outer:
+			err = fmt.Errorf("rank %d sent a chunked frame inside a chunked payload", r.peer)
+		case chunked:
+			err = r.chunks(h.N, dst, keep)
+		case keep:
+			_, err = io.ReadFull(r.br, dst)
+		default:
+			_, err = r.br.Discard(int(h.N))
+		}
+	}
+	if err != nil {
+		err = r.t.wireErr(r.peer, err)
+	}
+	hd.Payload(r.peer, h, dst, cookie, err)
+	return err
+}
+
+// chunks reads a chunked payload of n bytes into dst (discarded unless
+// keep), delivering the whole frames sent between its chunks.
+func (r *frameReader) chunks(n uint64, dst []byte, keep bool) error {
+	for off := uint64(0); off < n; {
+		ch, err := r.header()
+		if err != nil {
+			return err
+		}
+		if ch.Flags&flagConn == 0 {
+			if err := r.deliver(ch, false); err != nil {
+				return err
+			}
+			continue
+		}
+		if ch.Kind != connChunk || ch.N == 0 || ch.N > n-off {
+			return fmt.Errorf("rank %d sent a bad chunk (kind %d, %d bytes) at byte %d of a %d-byte payload", r.peer, ch.Kind, ch.N, off, n)
+		}
+		if keep {
+			_, err = io.ReadFull(r.br, dst[off:off+ch.N])
+		} else {
+			_, err = r.br.Discard(int(ch.N))
+		}
+		if err != nil {
+			return err
+		}
+		off += ch.N
+	}
+	return nil
+}
+
+// wireErr names a broken connection.
+func (t *Transport) wireErr(peer int, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("connection from rank %d closed without goodbye", peer)
+	}
+	return err
 }
 
 func (t *Transport) lost(peer int, err error) {
@@ -332,10 +520,7 @@ func (t *Transport) lost(peer int, err error) {
 	if closed {
 		return
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		err = fmt.Errorf("connection from rank %d closed without goodbye", peer)
-	}
-	t.cfg.Handler.PeerLost(peer, err)
+	t.cfg.Handler.PeerLost(peer, t.wireErr(peer, err))
 }
 
 // spinReader reads with non-blocking syscalls, yielding the processor for
@@ -402,19 +587,83 @@ func (s *spinReader) Read(p []byte) (int, error) {
 	return s.n, nil
 }
 
-// sendConn returns the connection to send to peer on, locked for writing.
-func (t *Transport) sendConn(to int) (*conn, error) {
-	deadline := time.Now().Add(t.cfg.ConnectTimeout)
+// dial connects to rank to and reports whether it accepted the connection
+// as the one both ranks send on.
+func (t *Transport) dial(to int) (net.Conn, bool, error) {
+	pp := t.peers.Load()
+	if pp == nil || to < 0 || to >= len(*pp) {
+		return nil, false, fmt.Errorf("no address for rank %d", to)
+	}
+	p := (*pp)[to]
+	network, addr := "tcp", p.TCP
+	if t.cfg.Mode != ModeTCP && p.Unix != "" && (p.Host == t.cfg.Host || p.TCP == "") {
+		network, addr = "unix", p.Unix
+	}
+	if addr == "" {
+		return nil, false, fmt.Errorf("rank %d has no reachable address", to)
+	}
+	var c net.Conn
+	var err error
+	// A peer's listener exists before the address table is published, so a
+	// refused connection means the peer is gone; retry briefly only for the
+	// transient errors of a busy accept queue.
+	d := net.Dialer{Timeout: t.cfg.ConnectTimeout}
+	for attempt := 0; ; attempt++ {
+		c, err = d.DialContext(t.ctx, network, addr)
+		if err == nil || attempt >= 20 || !errors.Is(err, syscall.EAGAIN) {
+			break
+		}
+		time.Sleep(time.Millisecond << min(attempt, 6))
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("connect to rank %d at %s %s: %w", to, network, addr, err)
+	}
+	// Close ends a handshake with a peer that does not answer (stopped).
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		c.Close()
+		return nil, false, transport.ErrClosed
+	}
+	t.dials[c] = struct{}{}
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(t.dials, c)
+		t.mu.Unlock()
+	}()
+	tune(c)
+	var hello [12]byte
+	binary.LittleEndian.PutUint32(hello[0:], helloMagic)
+	binary.LittleEndian.PutUint64(hello[4:], uint64(t.cfg.Self))
+	var reply [1]byte
+	c.SetDeadline(time.Now().Add(t.cfg.ConnectTimeout))
+	if _, err := c.Write(hello[:]); err != nil {
+		c.Close()
+		return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)
+	}
+	if _, err := io.ReadFull(c, reply[:]); err != nil {
+		c.Close()
+		return nil, false, fmt.Errorf("connect to rank %d: no handshake reply: %w", to, err)
+	}
+	c.SetDeadline(time.Time{})
+	return c, reply[0] == replyAccept, nil
+}
+
+// connect returns the connection to send to ps on, dialling it or waiting
+// for the peer's own dial. Only the peer's writer goroutine calls it.
+func (t *Transport) connect(ps *peerState) (*conn, error) {
+	to := ps.rank
+	deadline := time.NewTimer(t.cfg.ConnectTimeout)
+	defer deadline.Stop()
 	for {
 		t.mu.Lock()
 		if t.closed {
 			t.mu.Unlock()
 			return nil, transport.ErrClosed
 		}
-		ps := t.peerLocked(to)
 		if cc := ps.send; cc != nil {
 			t.mu.Unlock()
-			cc.mu.Lock()
 			return cc, nil
 		}
 		if ps.err != nil {
@@ -427,7 +676,7 @@ func (t *Transport) sendConn(to int) (*conn, error) {
 			t.mu.Unlock()
 			select {
 			case <-ready:
-			case <-time.After(time.Until(deadline)):
+			case <-deadline.C:
 				return nil, fmt.Errorf("connect to rank %d: no connection after %v", to, t.cfg.ConnectTimeout)
 			}
 			continue
@@ -454,106 +703,276 @@ func (t *Transport) sendConn(to int) (*conn, error) {
 			if ps.send == nil {
 				ps.err = err
 			}
-		case ok:
-			if ps.send == nil {
-				ps.send = cc
-			} // else both dials were accepted: cc stays open for reading only
+			ps.changed()
+		case ok && ps.send == nil:
+			t.establishLocked(ps, cc, false)
+		case ok: // both dials were accepted: cc stays open for reading only
+			ps.changed()
 		default:
 			ps.expect = ps.send == nil
+			ps.changed()
 		}
-		ps.changed()
 		t.mu.Unlock()
 	}
 }
 
-// dial connects to rank to and reports whether it accepted the connection
-// as the one both ranks send on.
-func (t *Transport) dial(to int) (net.Conn, bool, error) {
-	pp := t.peers.Load()
-	if pp == nil || to < 0 || to >= len(*pp) {
-		return nil, false, fmt.Errorf("no address for rank %d", to)
+// peer returns the sending state of rank to.
+func (t *Transport) peer(to int) (*peerState, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, transport.ErrClosed
 	}
-	p := (*pp)[to]
-	network, addr := "tcp", p.TCP
-	if t.cfg.Mode != ModeTCP && p.Unix != "" && (p.Host == t.cfg.Host || p.TCP == "") {
-		network, addr = "unix", p.Unix
-	}
-	if addr == "" {
-		return nil, false, fmt.Errorf("rank %d has no reachable address", to)
-	}
-	var c net.Conn
-	var err error
-	// A peer's listener exists before the address table is published, so a
-	// refused connection means the peer is gone; retry briefly only for the
-	// transient errors of a busy accept queue.
-	for attempt := 0; ; attempt++ {
-		c, err = net.DialTimeout(network, addr, t.cfg.ConnectTimeout)
-		if err == nil || attempt >= 20 || !errors.Is(err, syscall.EAGAIN) {
-			break
-		}
-		time.Sleep(time.Millisecond << min(attempt, 6))
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("connect to rank %d at %s %s: %w", to, network, addr, err)
-	}
-	tune(c)
-	var hello [12]byte
-	binary.LittleEndian.PutUint32(hello[0:], helloMagic)
-	binary.LittleEndian.PutUint64(hello[4:], uint64(t.cfg.Self))
-	var reply [1]byte
-	c.SetDeadline(time.Now().Add(t.cfg.ConnectTimeout))
-	if _, err := c.Write(hello[:]); err != nil {
-		c.Close()
-		return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)
-	}
-	if _, err := io.ReadFull(c, reply[:]); err != nil {
-		c.Close()
-		return nil, false, fmt.Errorf("connect to rank %d: no handshake reply: %w", to, err)
-	}
-	c.SetDeadline(time.Time{})
-	return c, reply[0] == replyAccept, nil
+	return t.peerLocked(to), nil
 }
 
-// Send implements transport.Transport.
+// sendErr is the error of a frame to rank to that could not be written.
+func sendErr(to int, err error) error {
+	if errors.Is(err, transport.ErrClosed) || errors.Is(err, transport.ErrPeerLost) {
+		return err
+	}
+	return fmt.Errorf("%w: send to rank %d: %v", transport.ErrPeerLost, to, err)
+}
+
+// Send implements transport.Transport. On an idle connection the frame is
+// written from the caller's goroutine; otherwise it waits its turn in the
+// peer's queue.
 func (t *Transport) Send(to int, h transport.Header, payload []byte) error {
-	oc, err := t.sendConn(to)
+	ps, err := t.peer(to)
 	if err != nil {
-		if errors.Is(err, transport.ErrClosed) {
+		return err
+	}
+	ps.mu.Lock()
+	if ps.werr != nil {
+		err := ps.werr
+		ps.mu.Unlock()
+		return err
+	}
+	if cc := ps.cc; cc != nil && !ps.busy && !ps.queued() {
+		ps.busy = true
+		ps.mu.Unlock()
+		err := t.write(ps, cc, h, payload)
+		if err != nil {
+			err = sendErr(to, err)
+		}
+		t.release(ps, err)
+		return err
+	}
+	w := waiterPool.Get().(*waiter)
+	t.queueLocked(ps, item{h: h, payload: payload, w: w})
+	ps.mu.Unlock()
+	err = <-w.ch
+	waiterPool.Put(w)
+	return err
+}
+
+// Post implements transport.Transport.
+func (t *Transport) Post(to int, h transport.Header, payload []byte, done transport.Done) {
+	ps, err := t.peer(to)
+	if err == nil {
+		ps.mu.Lock()
+		if err = ps.werr; err == nil {
+			t.queueLocked(ps, item{h: h, payload: payload, done: done})
+		}
+		ps.mu.Unlock()
+	}
+	if err != nil && done != nil {
+		done.SendDone(err)
+	}
+}
+
+// queueLocked appends it to its lane and makes sure a goroutine will write
+// it; ps.mu held, ps.werr nil.
+func (t *Transport) queueLocked(ps *peerState, it item) {
+	if it.h.Flags&transport.FlagUrgent != 0 {
+		ps.urgent.push(it)
+	} else {
+		ps.bulk.push(it)
+	}
+	if !ps.busy { // else the owner looks at the queue before it lets go
+		t.kickLocked(ps)
+	}
+}
+
+// kickLocked wakes (or starts) the writer goroutine of ps; ps.mu held,
+// ps.werr nil (so Close has not begun waiting for the goroutines).
+func (t *Transport) kickLocked(ps *peerState) {
+	if !ps.writing {
+		ps.writing = true
+		t.wg.Add(1)
+		go t.writeLoop(ps)
+		return
+	}
+	select {
+	case ps.wake <- struct{}{}:
+	default:
+	}
+}
+
+// release gives up the write side of ps after a write that ended with err
+// (or, from the writer, after a failed connect). A write error breaks the
+// connection for good: what is queued fails with it.
+func (t *Transport) release(ps *peerState, err error) {
+	var failed []item
+	ps.mu.Lock()
+	ps.busy = false
+	if err != nil && ps.werr == nil {
+		ps.werr = sendErr(ps.rank, err)
+		if ps.cc != nil {
+			ps.cc.c.Close()
+		}
+	}
+	werr := ps.werr
+	if werr != nil {
+		failed = ps.drainLocked()
+	} else if ps.queued() {
+		t.kickLocked(ps)
+	}
+	ps.idle.Broadcast()
+	ps.mu.Unlock()
+	for i := range failed {
+		failed[i].finish(werr)
+	}
+}
+
+// drainLocked empties both lanes; ps.mu held.
+func (ps *peerState) drainLocked() []item {
+	var out []item
+	for ps.urgent.len() > 0 {
+		out = append(out, ps.urgent.pop())
+	}
+	for ps.bulk.len() > 0 {
+		out = append(out, ps.bulk.pop())
+	}
+	return out
+}
+
+// writeLoop writes the queued frames of one peer, connecting first if
+// needed; it ends once the peer's sending ended (Close, a broken
+// connection).
+func (t *Transport) writeLoop(ps *peerState) {
+	defer t.wg.Done()
+	for {
+		ps.mu.Lock()
+		if ps.werr != nil {
+			ps.mu.Unlock()
+			return
+		}
+		if ps.busy || !ps.queued() {
+			ps.mu.Unlock()
+			select {
+			case <-ps.wake:
+			case <-t.ctx.Done():
+				// Close sets werr once the queue is written.
+				ps.mu.Lock()
+				for ps.werr == nil && !ps.queued() {
+					ps.idle.Wait()
+				}
+				ps.mu.Unlock()
+			}
+			continue
+		}
+		cc := ps.cc
+		if cc == nil {
+			ps.mu.Unlock()
+			if _, err := t.connect(ps); err != nil {
+				t.release(ps, err) // fails the queue
+			}
+			continue
+		}
+		ps.busy = true
+		var it item
+		if ps.urgent.len() > 0 {
+			it = ps.urgent.pop()
+		} else {
+			it = ps.bulk.pop()
+		}
+		ps.mu.Unlock()
+		err := t.write(ps, cc, it.h, it.payload)
+		if err != nil {
+			err = sendErr(ps.rank, err)
+		}
+		it.finish(err)
+		t.release(ps, err)
+	}
+}
+
+// write writes one frame to cc; the caller owns the write side of ps. A
+// payload above chunkSize goes out in chunks, with the urgent frames queued
+// meanwhile written between them.
+func (t *Transport) write(ps *peerState, cc *conn, h transport.Header, payload []byte) error {
+	if len(payload) <= chunkSize {
+		return cc.writeFrame(h, payload)
+	}
+	h.Flags |= flagChunked
+	h.N = uint64(len(payload))
+	if err := cc.writeFrame(h, nil); err != nil {
+		return err
+	}
+	for off := 0; off < len(payload); {
+		if err := t.writeUrgent(ps, cc); err != nil {
 			return err
 		}
-		return fmt.Errorf("%w: %v", transport.ErrPeerLost, err)
-	}
-	defer oc.mu.Unlock()
-	if oc.err != nil {
-		return fmt.Errorf("%w: send to rank %d: %v", transport.ErrPeerLost, to, oc.err)
-	}
-	n := len(payload)
-	if n <= smallWrite {
-		need := transport.HeaderSize + n
-		if cap(oc.scratch) < need {
-			oc.scratch = make([]byte, transport.HeaderSize+smallWrite)
+		end := min(off+chunkSize, len(payload))
+		ch := transport.Header{Kind: connChunk, Flags: flagConn}
+		if err := cc.writeFrame(ch, payload[off:end]); err != nil {
+			return err
 		}
-		b := oc.scratch[:need]
-		h.Encode(b)
-		copy(b[transport.HeaderSize:], payload)
-		_, err = oc.c.Write(b)
-	} else {
-		h.Encode(oc.hdr[:])
-		oc.bufs[0], oc.bufs[1] = oc.hdr[:], payload
-		oc.nb = oc.bufs[:]
-		_, err = oc.nb.WriteTo(oc.c)
-		oc.bufs[1] = nil
-	}
-	if err != nil {
-		oc.err = err
-		oc.c.Close()
-		return fmt.Errorf("%w: send to rank %d: %v", transport.ErrPeerLost, to, err)
+		off = end
 	}
 	return nil
 }
 
-// Close says goodbye on every outgoing connection, closes everything and
-// waits for the transport's goroutines.
+// writeUrgent writes the queued urgent frames of ps (whole, never chunked).
+func (t *Transport) writeUrgent(ps *peerState, cc *conn) error {
+	for {
+		ps.mu.Lock()
+		if ps.urgent.len() == 0 {
+			ps.mu.Unlock()
+			return nil
+		}
+		it := ps.urgent.pop()
+		ps.mu.Unlock()
+		err := cc.writeFrame(it.h, it.payload)
+		if err != nil {
+			err = sendErr(ps.rank, err)
+		}
+		it.finish(err)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// writeFrame writes h and payload as they are; h.N is len(payload) unless
+// h announces a chunked payload.
+func (cc *conn) writeFrame(h transport.Header, payload []byte) error {
+	n := len(payload)
+	if h.Flags&flagChunked == 0 {
+		h.N = uint64(n)
+	}
+	var err error
+	if n <= smallWrite {
+		need := transport.HeaderSize + n
+		if cap(cc.scratch) < need {
+			cc.scratch = make([]byte, transport.HeaderSize+smallWrite)
+		}
+		b := cc.scratch[:need]
+		h.Encode(b)
+		copy(b[transport.HeaderSize:], payload)
+		_, err = cc.c.Write(b)
+	} else {
+		h.Encode(cc.hdr[:])
+		cc.bufs[0], cc.bufs[1] = cc.hdr[:], payload
+		cc.nb = cc.bufs[:]
+		_, err = cc.nb.WriteTo(cc.c)
+		cc.bufs[1] = nil
+	}
+	return err
+}
+
+// Close writes what is queued (for up to closeFlush), says goodbye on every
+// connection, closes everything and waits for the transport's goroutines.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	if t.closed {
@@ -561,29 +980,51 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	t.closed = true
+	t.cancel()
 	all := make([]*conn, 0, len(t.conns))
 	for cc := range t.conns {
 		all = append(all, cc)
 	}
-	// Senders waiting for a connection to appear give up now, not after
+	peers := make([]*peerState, 0, len(t.sendTo))
+	// Writers waiting for a connection to appear give up now, not after
 	// connectTimeout.
 	for _, ps := range t.sendTo {
 		ps.changed()
+		peers = append(peers, ps)
+	}
+	for c := range t.dials {
+		c.Close()
 	}
 	t.mu.Unlock()
-	// Every connection gets a goodbye, so the peer's reader ends quietly
-	// instead of reporting this rank lost.
-	var bye [transport.HeaderSize]byte
-	(&transport.Header{Kind: kindBye}).Encode(bye[:])
+	// A write to a peer that does not read ends at the deadline.
+	deadline := time.Now().Add(closeFlush)
 	for _, cc := range all {
-		cc.mu.Lock()
-		if cc.err == nil {
-			cc.c.SetWriteDeadline(time.Now().Add(time.Second))
-			cc.c.Write(bye[:])
+		cc.c.SetWriteDeadline(deadline)
+	}
+	// Let each peer's queue drain, then take its write side for good.
+	for _, ps := range peers {
+		ps.mu.Lock()
+		for ps.werr == nil && (ps.busy || ps.queued() && ps.writing) {
+			ps.idle.Wait()
 		}
-		cc.err = transport.ErrClosed
+		if ps.werr == nil {
+			ps.werr = transport.ErrClosed
+		}
+		failed := ps.drainLocked()
+		ps.idle.Broadcast()
+		ps.mu.Unlock()
+		for i := range failed {
+			failed[i].finish(transport.ErrClosed)
+		}
+	}
+	// Every connection gets a goodbye, so the peer's reader ends quietly
+	// instead of reporting this rank lost. No frame is being written: each
+	// peer's write side ended above and the other connections are only
+	// read from.
+	bye := transport.Header{Kind: connBye, Flags: flagConn}
+	for _, cc := range all {
+		cc.writeFrame(bye, nil)
 		cc.c.Close()
-		cc.mu.Unlock()
 	}
 	t.closeListeners()
 	t.wg.Wait()

@@ -32,7 +32,10 @@ func (r *recorder) Frame(from int, h transport.Header) ([]byte, any) {
 	return make([]byte, h.N), nil
 }
 
-func (r *recorder) Payload(from int, h transport.Header, dst []byte, _ any) {
+func (r *recorder) Payload(from int, h transport.Header, dst []byte, _ any, err error) {
+	if err != nil {
+		return
+	}
 	if len(dst) >= 8 && binary.LittleEndian.Uint64(dst) != h.Seq {
 		panic("payload does not match header")
 	}
@@ -210,14 +213,20 @@ func TestCloseReleasesWaitingSender(t *testing.T) {
 	ps.expect = true // as if our dial was refused and the peer's connection is on its way
 	tr.mu.Unlock()
 	done := make(chan error, 1)
-	go func() { _, err := tr.sendConn(1); done <- err }()
+	go func() { done <- tr.Send(1, transport.Header{Kind: 1}, nil) }()
+	// The Send is queued once the peer's writer goroutine runs.
+	waitFor(t, "the send to be queued", func() bool {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		return ps.writing
+	})
 	tr.Close()
 	select {
 	case err := <-done:
 		if err == nil {
-			t.Fatal("sendConn succeeded on a closed transport")
+			t.Fatal("Send succeeded on a closed transport")
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("sendConn still waiting 5 s after Close")
+		t.Fatal("Send still waiting 5 s after Close")
 	}
 }

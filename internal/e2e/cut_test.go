@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
+)
+
+// A sender SIGKILLed inside a message (testdata/cutcheck: it kills itself
+// once it has written a given number of bytes, so the cut lands inside the
+// bytes of a message on the wire): the receiver's Recv returns
+// ErrProcFailed, never hangs. Before the transport contract was made total,
+// the receive cut off inside a 64 MiB rendezvous hung in most runs.
+//
+// FTMPI_CUT_RUNS sets the number of jobs per message size (default 5);
+// bench/cut.sh runs the same jobs 200 times and counts hangs.
+
+var cutBuild struct {
+	once sync.Once
+	err  error
+}
+
+func cutBin(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "cutcheck")
+	cutBuild.once.Do(func() { cutBuild.err = jobtest.Build([]string{out}, []string{"./testdata/cutcheck"}) })
+	if cutBuild.err != nil {
+		t.Fatal(cutBuild.err)
+	}
+	return out
+}
+
+// cutOffset is the byte count after which the sender of run i kills
+// itself: spread over the first two messages of each size.
+func cutOffset(mode string, i int) int64 {
+	if mode == "large" {
+		return 4<<20 + int64(i)*9_876_543%(120<<20)
+	}
+	return 100_000 + int64(i)*777_777%(8<<20)
+}
+
+func TestSenderKilledInsideMessage(t *testing.T) {
+	runs := 5
+	if s := os.Getenv("FTMPI_CUT_RUNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("FTMPI_CUT_RUNS=%q: want a positive number of runs", s)
+		}
+		runs = n
+	}
+	cutcheck := cutBin(t)
+	for _, mode := range []string{"large", "medium"} {
+		t.Run(mode, func(t *testing.T) {
+			for i := range runs {
+				off := cutOffset(mode, i)
+				r := jobtest.Run(t, 90*time.Second, nil, bin["ftmpirun"], "-n", "2", "--on-failure", "continue",
+					"--timeout", "60s", cutcheck, mode, strconv.FormatInt(off, 10))
+				line := resultLine(t, r)
+				if !strings.HasPrefix(line, "result: cut procfailed=true intact=true ") || r.Code != 0 {
+					t.Fatalf("run %d (kill after %d bytes): exit %d, %q\nstderr:\n%s", i, off, r.Code, line, r.Stderr)
+				}
+			}
+		})
+	}
+}
