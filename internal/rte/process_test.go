@@ -253,7 +253,7 @@ func TestOpenEpochConnectTimeout(t *testing.T) {
 	defer r.n.Close()
 	sent := make(chan error, 1)
 	start := time.Now()
-	go func() { sent <- r.n.Eng.SendControl(1, transport.Header{Tag: 16}, nil) }()
+	go func() { sent <- r.n.Tr.Send(1, transport.Header{Tag: 16}, nil) }() // blocking: SendControl is posted
 	select {
 	case err := <-sent:
 		if err == nil {

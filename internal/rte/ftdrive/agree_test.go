@@ -18,7 +18,7 @@ import (
 type agreeRank struct {
 	eng *p2p.Engine
 	ag  *Agreements
-	q   *queue
+	ep  *inproc.Endpoint
 
 	mu   sync.Mutex
 	lost []int // in the order the lost hook saw them
@@ -42,8 +42,9 @@ func agreeJob(t *testing.T, n int) ([]*agreeRank, *inproc.Fabric) {
 	}
 	rs := make([]*agreeRank, n)
 	for i := range rs {
-		r := &agreeRank{eng: p2p.New(p2p.Config{Self: i}), q: newQueue()}
-		r.eng.SetTransport(fab.Attach(i, r.eng))
+		r := &agreeRank{eng: p2p.New(p2p.Config{Self: i})}
+		r.ep = fab.Attach(i, r.eng)
+		r.eng.SetTransport(r.ep)
 		eng := r.eng
 		r.ag = NewAgreements(NewOverlay(eng, 9, i, overlay, index), r.known)
 		var tb ctl.Table
@@ -63,7 +64,7 @@ func agreeJob(t *testing.T, n int) ([]*agreeRank, *inproc.Fabric) {
 	}
 	t.Cleanup(func() {
 		for _, r := range rs {
-			r.q.close()
+			r.ep.Close()
 		}
 		for _, r := range rs {
 			r.eng.Close()

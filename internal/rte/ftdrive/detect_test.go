@@ -14,58 +14,11 @@ import (
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
-// queue is a test's Defer: one goroutine running functions in order;
-// after close, pushes are dropped.
-type queue struct {
-	mu     sync.Mutex
-	fs     []func()
-	closed bool
-	wake   chan struct{}
-	done   chan struct{}
-}
-
-func newQueue() *queue {
-	q := &queue{wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go func() {
-		defer close(q.done)
-		for range q.wake {
-			q.mu.Lock()
-			fs := q.fs
-			q.fs = nil
-			q.mu.Unlock()
-			for _, f := range fs {
-				f()
-			}
-		}
-	}()
-	return q
-}
-
-func (q *queue) push(f func()) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return
-	}
-	q.fs = append(q.fs, f)
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *queue) close() {
-	q.mu.Lock()
-	q.closed = true
-	close(q.wake)
-	q.mu.Unlock()
-	<-q.done
-}
 
 type rank struct {
 	eng  *p2p.Engine
 	f    *Failures
-	q    *queue
+	ep   *inproc.Endpoint
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
@@ -80,8 +33,9 @@ func job(t *testing.T, n int, cfg detector.Config) []*rank {
 	fab := inproc.NewFabric(n)
 	rs := make([]*rank, n)
 	for i := range rs {
-		r := &rank{eng: p2p.New(p2p.Config{Self: i}), q: newQueue(), stop: make(chan struct{})}
-		r.eng.SetTransport(fab.Attach(i, r.eng))
+		r := &rank{eng: p2p.New(p2p.Config{Self: i}), stop: make(chan struct{})}
+		r.ep = fab.Attach(i, r.eng)
+		r.eng.SetTransport(r.ep)
 		r.f = New(Env{Eng: r.eng, Self: i, N: n, Stop: r.stop, WG: &r.wg})
 		var tb ctl.Table
 		tb.MustRegister(ctl.Heartbeat, r.f.OnHeartbeat)
@@ -110,7 +64,7 @@ func job(t *testing.T, n int, cfg detector.Config) []*rank {
 			r.halt()
 		}
 		for _, r := range rs {
-			r.q.close()
+			r.ep.Close()
 		}
 		for _, r := range rs {
 			r.eng.Close()

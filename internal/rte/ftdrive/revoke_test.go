@@ -25,12 +25,12 @@ func TestRevocationReachesEveryLiveMember(t *testing.T) {
 	}
 	applied := make(chan int, 2*n)
 	engs := make([]*p2p.Engine, n)
-	qs := make([]*queue, n)
+	eps := make([]*inproc.Endpoint, n)
 	rvs := make([]*Revocation, n)
 	for i := range engs {
 		eng := p2p.New(p2p.Config{Self: i})
-		eng.SetTransport(fab.Attach(i, eng))
-		q := newQueue()
+		ep := fab.Attach(i, eng)
+		eng.SetTransport(ep)
 		rv, err := NewRevocation(NewOverlay(eng, ctx, i, overlay, index), nil, func() { applied <- i })
 		if err != nil {
 			t.Fatal(err)
@@ -39,11 +39,11 @@ func TestRevocationReachesEveryLiveMember(t *testing.T) {
 		tb.MustRegister(ctl.Revoke, func(from int, h transport.Header, _ []byte) { rv.OnRevoke(from, h) })
 		eng.SetControlHandler(func(from int, h transport.Header, p []byte) { _ = tb.Dispatch(from, h, p) })
 		eng.SetLostHook(func(peer int, _ error) { rv.Lost(peer) })
-		engs[i], qs[i], rvs[i] = eng, q, rv
+		engs[i], eps[i], rvs[i] = eng, ep, rv
 	}
 	defer func() {
-		for _, q := range qs {
-			q.close()
+		for _, ep := range eps {
+			ep.Close()
 		}
 		for _, e := range engs {
 			e.Close()
