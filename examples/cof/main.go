@@ -78,6 +78,9 @@ type params struct {
 	delay  time.Duration // pause per iteration, so that an injected failure lands mid-run
 	dir    string        // checkpoint directory
 	launch int           // World.Restarted()
+	// progress: rank 0 prints "cof: launch L: iteration I done" every 100
+	// iterations (points of the run a test can tie a fault to).
+	progress bool
 
 	// afterIter, if set, is called by every rank after computing iteration
 	// iter (tests inject failures there).
@@ -97,6 +100,7 @@ func main() {
 	flag.IntVar(&p.degree, "sparsity", 8, "an edge i->j exists with probability 1/sparsity")
 	flag.DurationVar(&p.delay, "delay", time.Millisecond, "pause in every iteration (so that an injected failure lands mid-run)")
 	flag.StringVar(&p.dir, "dir", filepath.Join(os.TempDir(), "ftmpi-cof"), "checkpoint directory (survives relaunches)")
+	flag.BoolVar(&p.progress, "progress", false, "rank 0 prints a line every 100 iterations (for tests: ftmpirun --inject 'kill:rank=2,on=launch 0: iteration 300 done')")
 	flag.Parse()
 
 	w, err := mpi.Init()
@@ -189,6 +193,9 @@ func run(w *mpi.World, p *params, out io.Writer) (string, error) {
 		st = state{iter: st.iter + 1, cur: next, prev: st.cur}
 		if p.delay > 0 {
 			time.Sleep(p.delay)
+		}
+		if p.progress && r == 0 && st.iter%100 == 0 {
+			fmt.Fprintf(out, "cof: launch %d: iteration %d done\n", p.launch, st.iter)
 		}
 		if p.afterIter != nil {
 			p.afterIter(w, st.iter)

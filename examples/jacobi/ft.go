@@ -34,6 +34,7 @@ type ftState struct {
 	c         *mpi.Comm
 	cur, prev ckpt
 	lost      []int // old ranks replaced in the last repair
+	repairs   int   // repairs this process took part in (for -progress)
 }
 
 // isFailure tells whether err reports a failed process or a revoked
@@ -94,6 +95,9 @@ func (st *ftState) run() error {
 		if st.s.iters%st.p.ckpt == 0 {
 			if err := st.checkpoint(); err != nil {
 				return err
+			}
+			if st.p.progress && st.s.rank == 0 {
+				fmt.Printf("jacobi: checkpoint at iteration %d committed after %d repairs\n", st.s.iters, st.repairs)
 			}
 		}
 	}
@@ -348,6 +352,7 @@ func (st *ftState) restore() error {
 	if s.rank == 0 {
 		fmt.Printf("jacobi: recovered: ranks %v replaced, resuming from iteration %d\n", st.lost, version)
 	}
+	st.repairs++
 	st.cur, st.prev = ck, ckpt{}
 	return st.checkpoint()
 }

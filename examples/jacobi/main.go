@@ -37,7 +37,7 @@ import (
 type params struct {
 	n, maxIter, check, ckpt int
 	tol                     float64
-	ft                      bool
+	ft, progress            bool
 }
 
 // solver is one rank's part of the computation.
@@ -141,6 +141,7 @@ func main() {
 	flag.IntVar(&p.check, "check", 100, "iterations between convergence checks")
 	flag.BoolVar(&p.ft, "ft", false, "survive process failures by replacement (run with ftmpirun --on-failure continue)")
 	flag.IntVar(&p.ckpt, "ckpt", 1000, "with -ft: iterations between in-memory checkpoints (a multiple of -check)")
+	flag.BoolVar(&p.progress, "progress", false, "with -ft: rank 0 prints a line at every checkpoint (points of the run a test can inject a fault at: ftmpirun --inject 'kill:rank=1,on=iteration 2000 committed')")
 	flag.Parse()
 
 	w, err := mpi.Init()

@@ -53,6 +53,8 @@ type params struct {
 	ckpt  int           // steps between checkpoints
 	delay time.Duration // pause in every step
 
+	progress bool // print a line at every agreed checkpoint
+
 	// hook, if set, is called by every rank before each library call of
 	// each step, phase being "smooth", "dot", "sum" or "gather" (tests
 	// inject failures there).
@@ -65,6 +67,7 @@ func main() {
 	flag.IntVar(&p.steps, "steps", 60, "steps")
 	flag.IntVar(&p.ckpt, "ckpt", 10, "steps between agreed checkpoints")
 	flag.DurationVar(&p.delay, "delay", 10*time.Millisecond, "pause in every step (so that an injected failure lands mid-run)")
+	flag.BoolVar(&p.progress, "progress", false, "the lowest rank prints a line at every agreed checkpoint (for tests: ftmpirun --inject 'kill:rank=2,on=step 20 agreed')")
 	flag.Parse()
 
 	w, err := mpi.Init()
@@ -184,6 +187,9 @@ func run(w *mpi.World, p *params, out, log io.Writer) (string, error) {
 			ck = cand // every live rank holds the whole gathered vector
 		}
 		if all && aerr == nil {
+			if p.progress && !creating && app.Rank() == 0 && ck.step < p.steps {
+				fmt.Fprintf(out, "libcompose: checkpoint at step %d agreed\n", ck.step)
+			}
 			continue
 		}
 		// Reconfigure: revoke everything, agree (above), shrink.

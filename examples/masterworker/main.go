@@ -39,10 +39,11 @@ const (
 )
 
 type params struct {
-	tasks int
-	work  int
-	delay time.Duration
-	out   io.Writer // the master's report
+	tasks    int
+	work     int
+	delay    time.Duration
+	out      io.Writer // the master's report
+	progress bool      // the master reports every result
 
 	// onTask, if set, is called by a worker when it receives its k-th task
 	// (from 1), before computing it (tests inject failures there).
@@ -54,6 +55,7 @@ func main() {
 	flag.IntVar(&p.tasks, "tasks", 100, "number of tasks")
 	flag.IntVar(&p.work, "work", 20000, "hash rounds per task")
 	flag.DurationVar(&p.delay, "delay", 40*time.Millisecond, "extra time a worker spends on each task (so that an injected failure lands mid-run)")
+	flag.BoolVar(&p.progress, "progress", false, "the master prints \"tasks done: K of N\" at every result (for tests: ftmpirun --inject 'kill:rank=1,on=tasks done: 10 of')")
 	flag.Parse()
 	p.out = os.Stdout
 
@@ -305,4 +307,7 @@ func (s *state) accept(t, v uint64) {
 	s.ndone++
 	s.sum += v
 	s.xor ^= v * (t + 1)
+	if s.p.progress {
+		fmt.Fprintf(s.p.out, "masterworker: tasks done: %d of %d\n", s.ndone, s.p.tasks)
+	}
 }

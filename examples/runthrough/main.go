@@ -27,6 +27,7 @@ func main() {
 	kill := flag.String("kill", "", "point=rank,... : the rank kills itself at the point")
 	delay := flag.Duration("delay", 0, "pause between steps (so that a timed --inject lands mid-run)")
 	count := flag.Int("n", 10, "bcast: number of recovery blocks; anysource: messages per client")
+	progress := flag.Bool("progress", false, "rank 0 prints \"runthrough: reached POINT.\" at every injection point (for tests: ftmpirun --inject 'kill:rank=2,on=reached bcast:20:0.')")
 	flag.Parse()
 
 	w, err := mpi.Init()
@@ -38,6 +39,9 @@ func main() {
 	c.SetErrhandler(mpi.ErrorsReturn)
 	e := &rtex.Env{W: w, C: c, Delay: *delay, KillAt: map[string]int{},
 		Printf: func(f string, a ...any) { fmt.Printf("[%d] %s\n", c.Rank(), fmt.Sprintf(f, a...)) }}
+	if *progress && c.Rank() == 0 {
+		e.Reached = func(point string) { fmt.Printf("runthrough: reached %s.\n", point) }
+	}
 	if *kill != "" {
 		for _, kv := range strings.Split(*kill, ",") {
 			p, r, ok := strings.Cut(kv, "=")

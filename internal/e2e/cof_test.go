@@ -13,17 +13,16 @@ import (
 // ftmpirun --restart-on-failure with real SIGKILLs. The survivors
 // checkpoint and exit, ftmpirun relaunches the job, the new ranks load the
 // checkpoints and rebuild the killed rank's block from the ABFT checksum,
-// and the result line is the failure-free one. Each launch of the example
-// takes 1.5 s or more (1500 iterations of at least 1 ms); the kills land
-// well inside a launch: the first at 400-700 ms (start-up takes tens of
-// ms), the second, carried over to the relaunch, about 780 ms into it
-// (its recovery takes tens of ms, its remaining iterations over 1.2 s).
+// and the result line is the failure-free one. The kills are tied to
+// points of the run, not to times: with -progress rank 0 prints "cof:
+// launch L: iteration I done" every 100 of the 1500 iterations, and each
+// kill fires at one such line (the second one in the relaunch).
 func TestCheckpointOnFailureExample(t *testing.T) {
 	cof := filepath.Join(t.TempDir(), "cof")
 	if err := jobtest.Build([]string{cof}, []string{"../../examples/cof"}); err != nil {
 		t.Fatal(err)
 	}
-	job := func(dir string) []string { return []string{cof, "-dir", dir} }
+	job := func(dir string) []string { return []string{cof, "-dir", dir, "-progress"} }
 	base := ftmpirunQuickExit(t, append([]string{"-n", "4", "--timeout", "60s"}, job(t.TempDir())...)...)
 	if base.Code != 0 {
 		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
@@ -43,24 +42,24 @@ func TestCheckpointOnFailureExample(t *testing.T) {
 		stderr   []string
 	}{
 		{
-			name: "kill rank 2", restarts: "1", inject: "kill:rank=2,at=500ms",
+			name: "kill rank 2", restarts: "1", inject: "kill:rank=2,on=launch 0: iteration 400 done",
 			recover: []string{"rank 2's block rebuilt from the checksum (ABFT)"},
 			stderr:  []string{"ftmpirun: relaunched the job (relaunch 1 of 1)"},
 		},
 		{
-			name: "kill the checksum rank", restarts: "1", inject: "kill:rank=3,at=700ms",
+			name: "kill the checksum rank", restarts: "1", inject: "kill:rank=3,on=launch 0: iteration 600 done",
 			recover: []string{"checksum rank 3's block recomputed from the data blocks"},
 			stderr:  []string{"ftmpirun: relaunched the job (relaunch 1 of 1)"},
 		},
 		{
-			// The second kill is carried over to the relaunch (it comes
-			// after the first launch has ended).
-			name: "two failures, two relaunches", restarts: "2", inject: "kill:rank=2,at=400ms;kill:rank=0,at=1200ms",
+			// The second kill fires in the relaunch (its line is printed
+			// there only).
+			name: "two failures, two relaunches", restarts: "2", inject: "kill:rank=2,on=launch 0: iteration 300 done;kill:rank=0,on=launch 1: iteration 800 done",
 			recover: []string{"cof: relaunch 1: resumed at iteration", "cof: relaunch 2: resumed at iteration", "rank 0's block rebuilt"},
 			stderr:  []string{"relaunch 1 of 2", "relaunch 2 of 2"},
 		},
 		{
-			name: "restarts exceeded", restarts: "1", inject: "kill:rank=2,at=400ms;kill:rank=1,at=1200ms", code: 128 + 9,
+			name: "restarts exceeded", restarts: "1", inject: "kill:rank=2,on=launch 0: iteration 300 done;kill:rank=1,on=launch 1: iteration 800 done", code: 128 + 9,
 			recover: []string{"cof: relaunch 1: resumed at iteration"},
 			stderr: []string{"ftmpirun: the job failed (rank 1 killed by signal 9",
 				"after 1 relaunches (--restart-on-failure=1); giving up with exit code 137"},

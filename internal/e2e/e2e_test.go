@@ -190,8 +190,8 @@ func TestJobStart16(t *testing.T) {
 // within the timeout, the launcher kills it (fail-stop), and the rank
 // blocked receiving from it gets ErrProcFailed.
 func TestStoppedRankIsDetectedByHeartbeat(t *testing.T) {
-	r := jobtest.Run(t, 60*time.Second, []string{"FTMPI_HB_TIMEOUT=500ms", "FTMPI_HB_PERIOD=50ms"}, bin["ftmpirun"],
-		"-n", "4", "--on-failure", "continue", "--inject", "stop:rank=2,at=200ms", bin["p2pcheck"], "recvfrom2")
+	r := jobtest.Run(t, 60*time.Second, []string{"FTMPI_HB_TIMEOUT=1s", "FTMPI_HB_PERIOD=100ms"}, bin["ftmpirun"],
+		"-n", "4", "--on-failure", "continue", "--inject", "stop:rank=2,on=rank 2 initialised", bin["p2pcheck"], "recvfrom2")
 	if got := resultLine(t, r); got != "result: recv from failed rank 2: procfailed=true" {
 		t.Fatalf("got %q\nstderr:\n%s", got, r.Stderr)
 	}
@@ -202,7 +202,7 @@ func TestStoppedRankIsDetectedByHeartbeat(t *testing.T) {
 
 // A SIGKILLed rank is reported to a rank blocked receiving from it.
 func TestKilledRankReleasesBlockedReceiver(t *testing.T) {
-	r := ftmpirun(t, "-n", "4", "--on-failure", "continue", "--inject", "kill:rank=2,at=200ms", bin["p2pcheck"], "recvfrom2")
+	r := ftmpirun(t, "-n", "4", "--on-failure", "continue", "--inject", "kill:rank=2,on=rank 2 initialised", bin["p2pcheck"], "recvfrom2")
 	if got := resultLine(t, r); got != "result: recv from failed rank 2: procfailed=true" {
 		t.Fatalf("got %q\nstderr:\n%s", got, r.Stderr)
 	}

@@ -72,7 +72,7 @@ func TestReinitRulesGiveClearErrors(t *testing.T) {
 // stay valid).
 func TestReinitAsyncUnwindsBlockedCalls(t *testing.T) {
 	b := reinitBins(t)
-	r := reinitRun(t, "-n", "4", "--on-failure", "reinit", "--timeout", "40s", "--inject", "kill:rank=2,at=300ms", b["reinitcheck"], "blocked")
+	r := reinitRun(t, "-n", "4", "--on-failure", "reinit", "--timeout", "40s", "--inject", "kill:rank=2,on=every rank is about to block", b["reinitcheck"], "blocked")
 	want := "result: blocked epoch=1 states=reinited,reinited,restarted,reinited unwound=true olddup=procfailed"
 	if r.Code != 0 || resultLine(t, r) != want {
 		t.Fatalf("exit %d, want result %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
@@ -86,7 +86,7 @@ func TestReinitAsyncUnwindsBlockedCalls(t *testing.T) {
 // (as MPI_ERRORS_RETURN) until TestFailure rolls back (seed 000 1.4.2).
 func TestReinitSyncReturnsErrorsUntilTestFailure(t *testing.T) {
 	b := reinitBins(t)
-	r := reinitRun(t, "-n", "4", "--on-failure", "reinit", "--timeout", "40s", "--inject", "kill:rank=1,at=300ms", b["reinitcheck"], "sync")
+	r := reinitRun(t, "-n", "4", "--on-failure", "reinit", "--timeout", "40s", "--inject", "kill:rank=1,on=barriers running", b["reinitcheck"], "sync")
 	want := "result: sync epoch=1 states=reinited,restarted,reinited,reinited errors-returned=true"
 	if r.Code != 0 || resultLine(t, r) != want {
 		t.Fatalf("exit %d, want result %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
@@ -99,8 +99,8 @@ func TestReinitSyncReturnsErrorsUntilTestFailure(t *testing.T) {
 // error handler aborts it.
 func TestReinitFailureOutsideReinitIsFatal(t *testing.T) {
 	b := reinitBins(t)
-	for _, at := range []string{"300ms"} {
-		r := reinitRun(t, "-n", "3", "--on-failure", "reinit", "--timeout", "40s", "--inject", "kill:rank=1,at="+at, b["reinitcheck"], "outside")
+	for _, at := range []string{"on=every rank returned from Reinit"} {
+		r := reinitRun(t, "-n", "3", "--on-failure", "reinit", "--timeout", "40s", "--inject", "kill:rank=1,"+at, b["reinitcheck"], "outside")
 		// Either the launcher sees the death first (exit 137, the reason), or a
 		// survivor's receive fails first and its handler aborts (exit 1).
 		launcher := r.Code == 128+9 && strings.Contains(r.Stderr, "returned from MPI_Reinit: no rollback location")
@@ -119,7 +119,10 @@ func TestReinitFailureOutsideReinitIsFatal(t *testing.T) {
 // memory copy; a damaged file is never loaded).
 func TestReinitExamplesSurviveKills(t *testing.T) {
 	b := reinitBins(t)
-	args := []string{"-steps", "2500", "-every", "100", "-pace", "500us"}
+	// The kills are tied to points of the run, not to times: -progress
+	// makes rank 0 print "heat: step S done" every 100 steps, and rank 0
+	// prints "... in epoch E: ..." when an epoch starts (after a rollback).
+	args := []string{"-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
 	base := reinitRun(t, append([]string{"-n", "4", "--timeout", "60s", b["reinit-async"]}, args...)...)
 	if base.Code != 0 {
 		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
@@ -131,14 +134,17 @@ func TestReinitExamplesSurviveKills(t *testing.T) {
 		inject     []string
 		rollbacks  int
 	}{
-		{"async-kill-rank2", "reinit-async", nil, []string{"kill:rank=2,at=700ms"}, 1},
-		{"async-kill-rank0", "reinit-async", nil, []string{"kill:rank=0,at=700ms"}, 1},
-		{"async-repeated", "reinit-async", nil, []string{"kill:rank=1,at=600ms", "kill:rank=3,at=1200ms"}, 2},
-		{"async-during-recovery", "reinit-async", nil, []string{"kill:rank=1,at=700ms", "kill:rank=2,at=705ms"}, 1},
+		{"async-kill-rank2", "reinit-async", nil, []string{"kill:rank=2,on=step 1000 done"}, 1},
+		{"async-kill-rank0", "reinit-async", nil, []string{"kill:rank=0,on=step 1000 done"}, 1},
+		// The second kill once the first rollback is done: a second one.
+		{"async-repeated", "reinit-async", nil, []string{"kill:rank=1,on=step 800 done", "kill:rank=3,on=in epoch 1:"}, 2},
+		// Both kills fire at one line, back to back: the second failure
+		// hits the recovery from the first.
+		{"async-during-recovery", "reinit-async", nil, []string{"kill:rank=1,on=step 1000 done", "kill:rank=2,on=step 1000 done"}, 1},
 		{"async-buddy-restore", "reinit-async", []string{"-lose-files", "-die-at", "2:700"}, nil, 1},
 		{"async-corrupt-checkpoint", "reinit-async", []string{"-corrupt", "-die-at", "2:700"}, nil, 1},
-		{"sync-kill-rank1", "reinit-sync", nil, []string{"kill:rank=1,at=700ms"}, 1},
-		{"sync-kill-rank0", "reinit-sync", nil, []string{"kill:rank=0,at=700ms"}, 1},
+		{"sync-kill-rank1", "reinit-sync", nil, []string{"kill:rank=1,on=step 1000 done"}, 1},
+		{"sync-kill-rank0", "reinit-sync", nil, []string{"kill:rank=0,on=step 1000 done"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,7 +161,7 @@ func TestReinitExamplesSurviveKills(t *testing.T) {
 				t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, r.Stdout, r.Stderr)
 			}
 			if n := strings.Count(r.Stdout, " in epoch ") - strings.Count(r.Stdout, " in epoch 0:"); n < tc.rollbacks {
-				t.Fatalf("%d rollbacks seen at rank 0, want at least %d (did the kills land mid-run?)\nstdout:\n%s\nstderr:\n%s", n, tc.rollbacks, r.Stdout, r.Stderr)
+				t.Fatalf("%d rollbacks seen at rank 0, want at least %d\nstdout:\n%s\nstderr:\n%s", n, tc.rollbacks, r.Stdout, r.Stderr)
 			}
 			if len(tc.extra) > 0 && ((!strings.Contains(r.Stdout, "rank 2 lost its checkpoint files") && !strings.Contains(r.Stdout, "rank 2 corrupted its checkpoint")) || !strings.Contains(r.Stdout, "resume from checkpoint")) {
 				t.Fatalf("the respawned rank did not damage its files and resume from a checkpoint\nstdout:\n%s", r.Stdout)
@@ -170,8 +176,8 @@ func TestReinitExamplesSurviveKills(t *testing.T) {
 func TestReinitRestartLimitEndsJob(t *testing.T) {
 	b := reinitBins(t)
 	r := reinitRun(t, "-n", "4", "--on-failure", "reinit", "--max-restarts", "1", "--timeout", "60s",
-		"--inject", "kill:rank=1,at=300ms", "--inject", "kill:rank=2,at=800ms",
-		b["reinit-async"], "-steps", "3000", "-every", "100", "-pace", "500us")
+		"--inject", "kill:rank=1,on=step 500 done", "--inject", "kill:rank=2,on=in epoch 1:",
+		b["reinit-async"], "-steps", "3000", "-every", "100", "-pace", "500us", "-progress")
 	if r.Code != 128+9 || !strings.Contains(r.Stderr, "restart limit reached (--max-restarts 1)") {
 		t.Fatalf("exit %d, want 137 and the limit named\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}

@@ -45,7 +45,7 @@ func TestSpawnIntercommAndMerge(t *testing.T) {
 // replacement takes the failed rank's place.
 func TestSpawnReplacesKilledRank(t *testing.T) {
 	b := spawnCheck(t)
-	r := reinitRun(t, "-n", "4", "--on-failure", "continue", "--timeout", "40s", "--inject", "kill:rank=2,at=300ms", b, "replace")
+	r := reinitRun(t, "-n", "4", "--on-failure", "continue", "--timeout", "40s", "--inject", "kill:rank=2,on=barriers running", b, "replace")
 	if want := "result: replace lost=[2] size=4 ranks=[0 1 2 3]"; r.Code != 0 || resultLine(t, r) != want {
 		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
 	}

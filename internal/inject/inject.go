@@ -7,15 +7,33 @@
 // around items are ignored, empty items too):
 //
 //	specs  = spec { ";" spec }
-//	spec   = "kill:" "rank=" R "," "at=" DURATION      SIGKILL rank R at time DURATION
-//	       | "stop:" "rank=" R "," "at=" DURATION      SIGSTOP rank R (a hang: only a heartbeat detector sees it)
+//	spec   = "kill:" "rank=" R "," when                SIGKILL rank R
+//	       | "stop:" "rank=" R "," when                SIGSTOP rank R (a hang: only a heartbeat detector sees it)
 //	       | "chaos:" "seed=" S "," "mttf=" DURATION "," "max=" K [ "," "spare=" LIST ]
+//	when   = "at=" DURATION                            at time DURATION
+//	       | "on=" TEXT                                when a rank prints a line containing TEXT
 //	LIST   = "none" | item { "," item }                 item = RANK | RANK "-" RANK
 //
 // Keys may come in any order within a spec; every key except spare is
-// required. DURATION is a Go duration ("300ms", "1.5s"), never negative.
-// Times are measured from time 0 of whoever executes the plan: for
-// ftmpirun the moment every rank has been started, for Self the call.
+// required, and a kill or stop takes exactly one of at= and on=. DURATION
+// is a Go duration ("300ms", "1.5s"), never negative. Times are measured
+// from time 0 of whoever executes the plan: for ftmpirun the moment every
+// rank has been started, for Self the call.
+//
+// # Triggers: on=TEXT
+//
+// A fault tied to a wall-clock time lands at a different point of the
+// program on a fast machine and on a loaded one: a test that kills at 900
+// ms may find the job already finished. on=TEXT ties the fault to an event
+// instead: it fires when any rank writes a line (stdout or stderr)
+// containing TEXT, such as a progress line ("iteration 200") or a
+// program's report of a recovery, so it lands at the same point of the
+// program whatever the machine's speed. TEXT is everything after "on=" up
+// to the next ',' or ';' with surrounding spaces removed; it cannot hold
+// ',' or ';'. Each trigger fires at most once, at the first such line the
+// executor sees after its time 0 (for ftmpirun with relaunches, in the
+// first launch that prints it). Only ftmpirun executes triggers, since it
+// reads every rank's output (see Watch); Self rejects them.
 //
 // chaos draws random SIGKILLs: inter-failure times are exponential with
 // mean mttf, and each victim is drawn uniformly among the ranks that are
@@ -30,6 +48,7 @@
 package inject
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -51,8 +70,8 @@ type Kind int
 
 // Kinds of specs.
 const (
-	Kill  Kind = iota + 1 // SIGKILL one rank at a given time
-	Stop                  // SIGSTOP one rank at a given time
+	Kill  Kind = iota + 1 // SIGKILL one rank at a given time or event
+	Stop                  // SIGSTOP one rank at a given time or event
 	Chaos                 // random SIGKILLs
 )
 
@@ -75,9 +94,11 @@ var DefaultSpare = []int{0}
 type Spec struct {
 	Kind Kind
 
-	// Kill and Stop.
+	// Kill and Stop: at time At, or when a line containing On is printed
+	// (On is not empty).
 	Rank int
 	At   time.Duration
+	On   string
 
 	// Chaos.
 	Seed  uint64
@@ -89,9 +110,11 @@ type Spec struct {
 // Specs is a list of specs, as given in one string or several flags.
 type Specs []Spec
 
-// Event is one scheduled injection: send Signal to Rank at time At.
+// Event is one scheduled injection: send Signal to Rank at time At, or,
+// if On is not empty, when a rank prints a line containing On.
 type Event struct {
 	At     time.Duration
+	On     string
 	Rank   int
 	Signal syscall.Signal // SIGKILL or SIGSTOP
 }
@@ -105,7 +128,23 @@ func (e Event) Verb() string {
 }
 
 func (e Event) String() string {
-	return fmt.Sprintf("%s:rank=%d,at=%v", e.Verb(), e.Rank, e.At)
+	return fmt.Sprintf("%s:rank=%d,%s", e.Verb(), e.Rank, when(e.At, e.On))
+}
+
+// When is "at T" for a timed event, `on "TEXT"` for a triggered one.
+func (e Event) When() string {
+	if e.On != "" {
+		return fmt.Sprintf("on %q", e.On)
+	}
+	return fmt.Sprintf("at %v", e.At)
+}
+
+// when is the at= or on= part of a kill or stop spec.
+func when(at time.Duration, on string) string {
+	if on != "" {
+		return "on=" + on
+	}
+	return fmt.Sprintf("at=%v", at)
 }
 
 // ParseError is a malformed spec. Spec is the whole offending spec, Part
@@ -151,9 +190,9 @@ func parseOne(item string) (Spec, error) {
 	var keys []string
 	switch kindStr {
 	case "kill":
-		sp.Kind, keys = Kill, []string{"rank", "at"}
+		sp.Kind, keys = Kill, []string{"rank", "at", "on"}
 	case "stop":
-		sp.Kind, keys = Stop, []string{"rank", "at"}
+		sp.Kind, keys = Stop, []string{"rank", "at", "on"}
 	case "chaos":
 		sp.Kind, keys = Chaos, []string{"seed", "mttf", "max", "spare"}
 	default:
@@ -193,8 +232,18 @@ func parseOne(item string) (Spec, error) {
 		last = k
 	}
 	for _, k := range keys {
-		if _, ok := vals[k]; !ok && k != "spare" {
+		if _, ok := vals[k]; !ok && k != "spare" && k != "at" && k != "on" {
 			return bad("", "missing %s= (e.g. %s)", k, example(sp.Kind))
+		}
+	}
+	if sp.Kind == Kill || sp.Kind == Stop {
+		_, at := vals["at"]
+		_, on := vals["on"]
+		switch {
+		case at && on:
+			return bad("", "give at= or on=, not both")
+		case !at && !on:
+			return bad("", "missing at= or on= (e.g. %s or %s:rank=1,on=step 10)", example(sp.Kind), sp.Kind)
 		}
 	}
 	for _, k := range order {
@@ -216,6 +265,8 @@ func parseOne(item string) (Spec, error) {
 				return bad(part, "at must not be negative")
 			}
 			sp.At = d
+		case "on":
+			sp.On = v
 		case "seed":
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
@@ -322,7 +373,7 @@ func formatList(list []int) string {
 func (s Spec) String() string {
 	switch s.Kind {
 	case Kill, Stop:
-		return fmt.Sprintf("%v:rank=%d,at=%v", s.Kind, s.Rank, s.At)
+		return fmt.Sprintf("%v:rank=%d,%s", s.Kind, s.Rank, when(s.At, s.On))
 	case Chaos:
 		out := fmt.Sprintf("chaos:seed=%d,mttf=%v,max=%d", s.Seed, s.MTTF, s.Max)
 		if !slices.Equal(s.Spare, DefaultSpare) {
@@ -356,30 +407,95 @@ func (ss Specs) Validate(n int) error {
 // chaosStream is the second PCG word; it only has to be fixed forever.
 const chaosStream = 0x66746d7069636861 // "ftmpicha"
 
-// Plan returns the schedule of the specs for a job of n ranks, sorted by
-// time (ties keep the order of the specs). It is a pure function of its
-// arguments. Events naming ranks outside 0..n-1 are dropped. Several chaos
-// specs are drawn independently; an explicit kill and a chaos kill may hit
-// the same rank (the executor skips events for ranks already gone).
+// Plan returns the timed schedule of the specs for a job of n ranks,
+// sorted by time (ties keep the order of the specs); the triggered events
+// (on=) are Watch's. It is a pure function of its arguments. Events naming
+// ranks outside 0..n-1 are dropped. Several chaos specs are drawn
+// independently; an explicit kill and a chaos kill may hit the same rank
+// (the executor skips events for ranks already gone).
 func Plan(specs Specs, n int) []Event {
 	var evs []Event
 	for _, s := range specs {
 		switch s.Kind {
 		case Kill, Stop:
-			if s.Rank < 0 || s.Rank >= n {
-				continue
+			if ev, ok := s.event(n); ok && ev.On == "" {
+				evs = append(evs, ev)
 			}
-			sig := syscall.SIGKILL
-			if s.Kind == Stop {
-				sig = syscall.SIGSTOP
-			}
-			evs = append(evs, Event{At: s.At, Rank: s.Rank, Signal: sig})
 		case Chaos:
 			evs = append(evs, chaosPlan(s, n)...)
 		}
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At < evs[j].At })
 	return evs
+}
+
+// event is the event of a kill or stop spec; ok is false if its rank is
+// not in 0..n-1.
+func (s Spec) event(n int) (ev Event, ok bool) {
+	if s.Rank < 0 || s.Rank >= n {
+		return Event{}, false
+	}
+	sig := syscall.SIGKILL
+	if s.Kind == Stop {
+		sig = syscall.SIGSTOP
+	}
+	return Event{At: s.At, On: s.On, Rank: s.Rank, Signal: sig}, true
+}
+
+// Watch holds the triggered events (on=TEXT) of a job's specs that have
+// not fired yet. The executor feeds it every line a rank prints; Line
+// returns the events that line fires. A Watch is a pure state machine (no
+// I/O, no clock) and is not safe for concurrent use; the zero Watch, and a
+// nil one, holds nothing.
+type Watch struct {
+	pending []Event
+}
+
+// NewWatch returns the watch of the triggered events of specs in a job of
+// n ranks (events naming ranks outside 0..n-1 are dropped), or nil if
+// there are none.
+func NewWatch(specs Specs, n int) *Watch {
+	var w Watch
+	for _, s := range specs {
+		if s.Kind == Kill || s.Kind == Stop {
+			if ev, ok := s.event(n); ok && ev.On != "" {
+				w.pending = append(w.pending, ev)
+			}
+		}
+	}
+	if len(w.pending) == 0 {
+		return nil
+	}
+	return &w
+}
+
+// Line returns, in the order of the specs, the pending events whose text
+// line contains, and forgets them: each fires at most once.
+func (w *Watch) Line(line []byte) []Event {
+	if w == nil {
+		return nil
+	}
+	var fired []Event
+	keep := w.pending[:0]
+	for _, ev := range w.pending {
+		if bytes.Contains(line, []byte(ev.On)) {
+			fired = append(fired, ev)
+		} else {
+			keep = append(keep, ev)
+		}
+	}
+	clear(w.pending[len(keep):])
+	w.pending = keep
+	return fired
+}
+
+// Pending returns the events that have not fired yet, in the order of the
+// specs.
+func (w *Watch) Pending() []Event {
+	if w == nil {
+		return nil
+	}
+	return slices.Clone(w.pending)
 }
 
 func chaosPlan(s Spec, n int) []Event {
@@ -412,11 +528,18 @@ func chaosPlan(s Spec, n int) []Event {
 //
 // stop cancels the events not yet executed and returns once the timer
 // goroutine has ended; it may be called more than once. A malformed spec
-// gives a *ParseError and a no-op stop.
+// gives a *ParseError and a no-op stop; so does a trigger (on=), which
+// only ftmpirun can execute (a process does not read its own output).
 func Self(rank, size int, specs string) (stop func(), err error) {
 	ss, err := Parse(specs)
 	if err != nil {
 		return func() {}, err
+	}
+	for _, s := range ss {
+		if s.On != "" {
+			return func() {}, &ParseError{Spec: s.String(), Part: "on=" + s.On,
+				Msg: "a trigger needs ftmpirun, which reads the ranks' output; use at= here"}
+		}
 	}
 	var mine []Event
 	for _, ev := range Plan(ss, size) {

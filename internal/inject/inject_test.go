@@ -72,6 +72,9 @@ func TestParseValid(t *testing.T) {
 			"chaos:seed=1,mttf=2s,max=4,spare=0,2-3,5"},
 		{"chaos:seed=1,mttf=2s,max=4,spare=0", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0}}},
 			"chaos:seed=1,mttf=2s,max=4"},
+		{"kill:rank=2,on=jacobi: iteration 200", Specs{{Kind: Kill, Rank: 2, On: "jacobi: iteration 200"}}, ""},
+		{" stop : on = recovered: ranks [1] = ok , rank=0", Specs{{Kind: Stop, Rank: 0, On: "recovered: ranks [1] = ok"}},
+			"stop:rank=0,on=recovered: ranks [1] = ok"},
 		{"kill:rank=1,at=1s;chaos:seed=3,mttf=1s,max=1,spare=1-2", Specs{
 			{Kind: Kill, Rank: 1, At: time.Second},
 			{Kind: Chaos, Seed: 3, MTTF: time.Second, Max: 1, Spare: []int{1, 2}},
@@ -112,7 +115,10 @@ func TestParseInvalid(t *testing.T) {
 		{"kill:rank=1,at=soon", "kill:rank=1,at=soon", "at=soon", "at must be a duration"},
 		{"kill:rank=1,at=-1s", "kill:rank=1,at=-1s", "at=-1s", "must not be negative"},
 		{"kill:rank=1,at=1s,rank=2", "kill:rank=1,at=1s,rank=2", "rank=2", "rank given twice"},
-		{"kill:rank=1,at=1s,seed=3", "kill:rank=1,at=1s,seed=3", "seed=3", `unknown key "seed" for kill (want rank, at)`},
+		{"kill:rank=1,at=1s,seed=3", "kill:rank=1,at=1s,seed=3", "seed=3", `unknown key "seed" for kill (want rank, at, on)`},
+		{"kill:rank=1,at=1s,on=step 3", "kill:rank=1,at=1s,on=step 3", "", "give at= or on=, not both"},
+		{"stop:rank=1,on=", "stop:rank=1,on=", "on=", "empty value"},
+		{"stop:rank=1", "stop:rank=1", "", "missing at= or on="},
 		{"kill:rank=1,,at=1s", "kill:rank=1,,at=1s", "", "empty parameter"},
 		{"kill:rank=,at=1s", "kill:rank=,at=1s", "rank=", "empty value"},
 		{"kill:rank=1,at=1s;kill:1", "kill:1", "1", "want key=value"},
@@ -162,6 +168,63 @@ func TestPlanExplicit(t *testing.T) {
 	}
 	if s := got[1].String(); s != "stop:rank=2,at=2s" {
 		t.Fatalf("Event.String() = %q", s)
+	}
+}
+
+// Triggered events are Watch's, never part of the timed plan, and each
+// fires once, at the first line that contains its text.
+func TestWatchFiresEachTriggerOnce(t *testing.T) {
+	ss, err := Parse("kill:rank=1,on=step 2;kill:rank=0,at=1s;stop:rank=3,on=recovered;kill:rank=9,on=step;kill:rank=2,on=step 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Plan(ss, 4), []Event{{At: time.Second, Rank: 0, Signal: syscall.SIGKILL}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Plan = %v, want only the timed %v", got, want)
+	}
+	w := NewWatch(ss, 4)
+	k1 := Event{On: "step 2", Rank: 1, Signal: syscall.SIGKILL}
+	s3 := Event{On: "recovered", Rank: 3, Signal: syscall.SIGSTOP}
+	k2 := Event{On: "step 2", Rank: 2, Signal: syscall.SIGKILL}
+	if got := w.Pending(); !reflect.DeepEqual(got, []Event{k1, s3, k2}) {
+		t.Fatalf("Pending = %v (rank 9 is outside the job)", got)
+	}
+	for _, tc := range []struct {
+		line string
+		want []Event
+	}{
+		{"step 1", nil},
+		{"[0] step 2 of 10", []Event{k1, k2}},
+		{"step 2", nil}, // fired already
+		{"jacobi: recovered: ranks [1]", []Event{s3}},
+		{"recovered", nil},
+	} {
+		if got := w.Line([]byte(tc.line)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Line(%q) = %v, want %v", tc.line, got, tc.want)
+		}
+	}
+	if p := w.Pending(); len(p) != 0 {
+		t.Errorf("Pending after every trigger fired: %v", p)
+	}
+	if s := k1.String(); s != "kill:rank=1,on=step 2" {
+		t.Errorf("String = %q", s)
+	}
+	if s, s2 := k1.When(), (Event{At: time.Second}).When(); s != `on "step 2"` || s2 != "at 1s" {
+		t.Errorf("When = %q, %q", s, s2)
+	}
+	var none *Watch // no triggers: NewWatch gives nil, which holds nothing
+	if NewWatch(Specs{{Kind: Kill, Rank: 1, At: time.Second}}, 4) != nil || none.Line([]byte("x")) != nil || none.Pending() != nil {
+		t.Error("a watch without triggers is not empty")
+	}
+}
+
+// Self cannot see its own output: a trigger is an error, not a silent
+// no-op.
+func TestSelfRejectsTriggers(t *testing.T) {
+	stop, err := Self(1, 4, "kill:rank=1,on=step 3")
+	stop()
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Part != "on=step 3" || !strings.Contains(err.Error(), "needs ftmpirun") {
+		t.Fatalf("Self with a trigger: %v", err)
 	}
 }
 

@@ -41,7 +41,10 @@
 // time 0 = the moment every rank has been started (Agent.Start returned,
 // before any rank need have connected); each event is a SIGKILL or
 // SIGSTOP sent to the rank's process group through its Agent, and each
-// prints "ftmpirun: injected kill|stop of rank R at T" on stderr. Events
+// prints "ftmpirun: injected kill|stop of rank R at T" on stderr. A
+// trigger (on=TEXT, inject.Watch) fires instead when a rank's output line
+// holding TEXT has been forwarded ("... of rank R on "TEXT""), at most once
+// over all launches. Events
 // for ranks already gone, and events during teardown, are skipped (with a
 // line under -v). An injected kill is a failure like any other (abort or
 // continue rules above), also when the rank had not connected yet; only a

@@ -64,6 +64,17 @@ type head struct {
 	spawnAgent Agent
 	spawnTmpl  RankSpec
 	cacheDir   string
+
+	triggers *triggers // fault injection on a rank's output (on=TEXT); nil: none. Set before any rank starts.
+}
+
+// triggers is the fault-injection watch (inject.Watch) of a run and the
+// lock the head's output readers take to feed it.
+type triggers struct {
+	mu    sync.Mutex
+	w     *inject.Watch
+	armed bool           // every rank of this launch has been started
+	early []inject.Event // fired before that: executed when armed
 }
 
 func newHead(job string, size int, onFailure string, out *output, verbose bool) *head {
@@ -271,6 +282,35 @@ func (h *head) notify(to []policy.Conn, msg boot.Msg) {
 // Output implements Reporter.
 func (h *head) Output(rank int, stderr bool, line []byte) {
 	h.out.rankLine(rank, stderr, line)
+	if tr := h.triggers; tr != nil {
+		tr.mu.Lock()
+		fired := tr.w.Line(line)
+		if !tr.armed { // a rank printed before the last one was started
+			tr.early, fired = append(tr.early, fired...), nil
+		}
+		tr.mu.Unlock()
+		for _, ev := range fired { // after the line, so that the log reads in order
+			h.inject(ev)
+		}
+	}
+}
+
+// armTriggers is called once every rank of the launch has been started
+// (the timed plan's time 0): a trigger fires only then, since its rank may
+// not have existed before. It executes the triggers that fired earlier.
+func (h *head) armTriggers() {
+	tr := h.triggers
+	if tr == nil {
+		return
+	}
+	tr.mu.Lock()
+	tr.armed = true
+	early := tr.early
+	tr.early = nil
+	tr.mu.Unlock()
+	for _, ev := range early {
+		h.inject(ev)
+	}
 }
 
 // Exited implements Reporter.
@@ -411,7 +451,7 @@ func requestEvent(id policy.Conn, m boot.Msg) policy.Event {
 
 // inject executes one injection event of the plan.
 func (h *head) inject(ev inject.Event) {
-	h.step(policy.Inject{Rank: ev.Rank, Signal: ev.Signal, At: ev.At.Round(time.Microsecond)})
+	h.step(policy.Inject{Rank: ev.Rank, Signal: ev.Signal, At: ev.At.Round(time.Microsecond), On: ev.On})
 }
 
 // startInjector executes plan in the background, times measured from now.

@@ -3,9 +3,12 @@ package launch
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,5 +271,117 @@ func TestRunInProcessInject(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "injected kill of rank 1 at 50ms") || strings.Contains(stderr.String(), "rank 0 at") {
 		t.Fatalf("stderr:\n%s", &stderr)
+	}
+}
+
+// An on= injection fires when a rank prints a line holding its text: here
+// rank 0 prints "step 2 done" and rank 1, which would sleep for 20 s, is
+// killed at once. A text nobody prints fires nothing.
+func TestInjectOnOutputTrigger(t *testing.T) {
+	t.Parallel()
+	const prog = `if [ "$FTMPI_RANK" = 0 ]; then echo step 1 done; echo step 2 done >&2; echo step 3 done; exit 0; fi; exec sleep 20`
+	r := run(t, limit, "-n", "2", "--inject", "kill:rank=1,on=step 2 done", "sh", "-c", prog)
+	expectCode(t, r, 128+9)
+	expectStderr(t, r, "step 2 done\nftmpirun: injected kill of rank 1 on \"step 2 done\"\n")
+	expectRE(t, "stderr", r.stderr, `rank 1 \(pid \d+\) killed by signal 9 \(killed\), injected kill on "step 2 done"`)
+	if r.elapsed > 15*time.Second {
+		t.Fatalf("the trigger did not fire at the line: the job took %v", r.elapsed)
+	}
+
+	// A line printed before the victim was even started: the trigger waits
+	// for every rank to be started (rank 0 prints at once, rank 15 starts
+	// last).
+	const early = `if [ "$FTMPI_RANK" = 0 ]; then echo ready; fi; if [ "$FTMPI_RANK" = 15 ]; then exec sleep 20; fi`
+	r = run(t, limit, "-n", "16", "--inject", "kill:rank=15,on=ready", "sh", "-c", early)
+	expectCode(t, r, 128+9)
+	expectRE(t, "stderr", r.stderr, `rank 15 \(pid \d+\) killed by signal 9 \(killed\), injected kill on "ready"`)
+
+	const quick = `echo step 1 done; echo step 3 done`
+	r = run(t, limit, "-n", "2", "-v", "--inject", "kill:rank=1,on=step 2 done", "sh", "-c", quick)
+	expectCode(t, r, 0)
+	expectStderr(t, r, `fault injection triggers: [kill:rank=1,on=step 2 done]`)
+	if strings.Contains(r.stderr, "injected") {
+		t.Fatalf("a trigger fired without its line:\n%s", r.stderr)
+	}
+}
+
+// A trigger fires at most once over all launches: after --restart-on-failure
+// relaunches the job, rank 0 prints the line again and rank 1 lives.
+func TestInjectTriggerFiresOnceAcrossRelaunches(t *testing.T) {
+	t.Parallel()
+	const prog = `echo "rank $FTMPI_RANK launch $FTMPI_RESTART"
+if [ "$FTMPI_RANK" = 0 ]; then echo ready; exit 0; fi
+if [ "$FTMPI_RESTART" = 0 ]; then exec sleep 20; fi
+sleep 1`
+	r := run(t, limit, "-n", "2", "--restart-on-failure=1", "--inject", "kill:rank=1,on=ready", "sh", "-c", prog)
+	expectCode(t, r, 0)
+	if n := strings.Count(r.stderr, "injected kill of rank 1"); n != 1 {
+		t.Fatalf("%d injected kills, want 1\nstdout:\n%s\nstderr:\n%s", n, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "rank 1 launch 1") {
+		t.Fatalf("no relaunch\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+}
+
+// signalLog is an Agent that only records the signals it is asked to send.
+type signalLog struct {
+	mu   sync.Mutex
+	sigs []string
+}
+
+func (a *signalLog) Host() string               { return "test" }
+func (a *signalLog) Start([]RankSpec)           {}
+func (a *signalLog) Signal(int, syscall.Signal) {}
+func (a *signalLog) SignalAll(syscall.Signal)   {}
+func (a *signalLog) Wait()                      {}
+func (a *signalLog) SignalIncarnation(rank, inc int, sig syscall.Signal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sigs = append(a.sigs, fmt.Sprintf("%d.%d %v", rank, inc, sig))
+}
+
+func (a *signalLog) got() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return strings.Join(a.sigs, ", ")
+}
+
+// A line printed before every rank of the launch was started (the victim
+// may not exist yet) fires its trigger only once they all are; later lines
+// fire at once; a relaunch disarms the run's triggers until its own ranks
+// are started.
+func TestTriggersWaitForEveryRankStarted(t *testing.T) {
+	ss, err := inject.Parse("kill:rank=2,on=ready;stop:rank=1,on=later;kill:rank=0,on=relaunched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	h := newHead("job", 3, OnFailureContinue, &output{stdout: io.Discard, stderr: &stderr}, false)
+	defer h.close()
+	ag := &signalLog{}
+	h.addAgent(ag)
+	st := &launchState{}
+	h.triggers = st.watch(ss, 3)
+
+	h.Output(0, false, []byte("ready\n"))
+	if s := ag.got(); s != "" {
+		t.Fatalf("a trigger fired before every rank was started: %s", s)
+	}
+	h.armTriggers()
+	if s := ag.got(); s != "2.0 killed" {
+		t.Fatalf("after arming: %q, want the early kill of rank 2", s)
+	}
+	h.Output(1, true, []byte("later\n"))
+	h.Output(0, false, []byte("ready\n")) // fired already
+	if s := ag.got(); s != "2.0 killed, 1.0 stopped (signal)" {
+		t.Fatalf("after the second line: %q", s)
+	}
+	if !strings.Contains(stderr.String(), `ftmpirun: injected kill of rank 2 on "ready"`) {
+		t.Fatalf("stderr:\n%s", stderr.String())
+	}
+
+	next := &launchState{restart: 1, triggers: st.triggers}
+	if tr := next.watch(ss, 3); tr != st.triggers || tr.armed {
+		t.Fatalf("the relaunch got triggers %p (armed %v), want the run's %p disarmed", tr, tr.armed, st.triggers)
 	}
 }

@@ -50,6 +50,7 @@ type launchState struct {
 	max         int
 	timeout     time.Duration  // --timeout over all launches (0: none)
 	carry       []inject.Event // fault-injection events no earlier launch reached (restart > 0)
+	triggers    *triggers      // fault-injection triggers (on=) of the whole run, nil: none yet
 
 	planStart time.Time      // the plan's time 0 in this launch
 	rest      []inject.Event // events this launch did not reach, times shifted for the next
@@ -80,6 +81,22 @@ func (st *launchState) plan(full []inject.Event) []inject.Event {
 	}
 	st.rest = st.carry
 	return st.carry
+}
+
+// watch is the run's fault-injection triggers (on=TEXT): made at the first
+// launch, carried to the next, so that each fires at most once over all
+// launches. nil if there are none.
+func (st *launchState) watch(specs inject.Specs, n int) *triggers {
+	if st.restart == 0 {
+		if w := inject.NewWatch(specs, n); w != nil {
+			st.triggers = &triggers{w: w}
+		}
+	} else if st.triggers != nil {
+		st.triggers.mu.Lock()
+		st.triggers.armed = false // until this launch's ranks are started
+		st.triggers.mu.Unlock()
+	}
+	return st.triggers
 }
 
 // started is called by runOnce once every rank of the launch has been
@@ -182,6 +199,6 @@ func Run(cfg Config) int {
 			cfg.Program = st.path // resolved (and built) once
 		}
 		st = &launchState{max: cfg.RestartOnFailure, restart: st.restart + 1, timeout: total,
-			prevFailure: st.failureAt, prevEnd: end, carry: st.rest}
+			prevFailure: st.failureAt, prevEnd: end, carry: st.rest, triggers: st.triggers}
 	}
 }

@@ -143,12 +143,17 @@ func runOnce(cfg Config, st *launchState) int {
 	if cfg.Verbose && len(plan) > 0 {
 		out.logf("fault injection %s: %d events %v", cfg.Inject, len(plan), plan)
 	}
+	h.triggers = st.watch(cfg.Inject, cfg.N) // before any rank prints
+	if cfg.Verbose && h.triggers != nil {
+		out.logf("fault injection triggers: %v", h.triggers.w.Pending())
+	}
 	if cfg.OnFailure == OnFailureReinit {
 		h.enableRespawn(agent, specs, cfg.MaxRestarts)
 	}
 	h.enableSpawn(agent, specs[0], cfg.CacheDir)
 	agent.Start(specs)
 	stopInjector := h.startInjector(plan) // time 0 of the plan: every rank started
+	h.armTriggers()
 	defer stopInjector()
 	if cfg.Verbose {
 		out.logf("%d ranks started in %v", cfg.N, time.Since(t0).Round(time.Microsecond))

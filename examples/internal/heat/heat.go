@@ -33,6 +33,9 @@ type Params struct {
 	Every   int           // steps between checkpoints
 	CkptDir string        // checkpoint directory
 	Pace    time.Duration // extra time per step, standing for more computation
+	// Progress makes rank 0 print "heat: step S done" every Every steps,
+	// points of the run a test can tie an injected fault to.
+	Progress bool
 }
 
 // Flags registers the parameters on the default flag set.
@@ -47,6 +50,7 @@ func Flags() *Params {
 	}
 	flag.StringVar(&p.CkptDir, "ckpt", def, "checkpoint directory")
 	flag.DurationVar(&p.Pace, "pace", 0, "extra time per step (more computation per step)")
+	flag.BoolVar(&p.Progress, "progress", false, "rank 0 prints \"heat: step S done\" every -every steps (for tests: ftmpirun --inject 'kill:rank=1,on=step 700 done')")
 	return p
 }
 
@@ -99,6 +103,9 @@ func (s *State) Advance(c *mpi.Comm) error {
 	s.Step++
 	if s.P.Pace > 0 {
 		time.Sleep(s.P.Pace)
+	}
+	if s.P.Progress && s.Rank == 0 && s.Step%s.P.Every == 0 {
+		fmt.Printf("heat: step %d done\n", s.Step)
 	}
 	return nil
 }

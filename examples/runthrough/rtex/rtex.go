@@ -25,10 +25,16 @@ type Env struct {
 	Printf func(format string, args ...any) // prints one line of this rank
 	KillAt map[string]int                   // injection point -> rank that dies there
 	Delay  time.Duration                    // pause between steps (for timed injections)
+	// Reached, if set, is called at every injection point (a test can tie
+	// an injected fault to the line it prints).
+	Reached func(point string)
 }
 
 // at kills this process if it is scheduled to die at point.
 func (e *Env) at(point string) {
+	if e.Reached != nil {
+		e.Reached(point)
+	}
 	if r, ok := e.KillAt[point]; ok && r == e.C.Rank() {
 		e.W.Kill()
 	}

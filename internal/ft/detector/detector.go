@@ -44,11 +44,13 @@
 //
 // # Incarnations
 //
-// A process is identified by ID{Rank, Inc}: a respawned rank has a higher
-// incarnation and is a new process. Failure knowledge is monotone: once
-// incarnation i of rank r is known failed, so are all its older incarnations,
-// heartbeats from them are ignored, and nothing (not even Joined) brings them
-// back. A new incarnation enters the ring only through Joined.
+// A process is identified by member.ID{Rank, Inc}: a respawned rank has a
+// higher incarnation and is a new process. Failure knowledge is monotone and
+// kept in a member.View (shared with the reliable broadcast): once
+// incarnation i of rank r is known failed, so are all its older
+// incarnations, heartbeats from them are ignored, and nothing (not even
+// Joined) brings them back. A new incarnation enters the ring only through
+// Joined.
 //
 // # What it must not do
 //
@@ -68,16 +70,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/ft/member"
 )
-
-// ID names one process: a world rank and an incarnation (0 at first start,
-// increased by every respawn of that rank).
-type ID struct {
-	Rank int
-	Inc  int
-}
-
-func (id ID) String() string { return fmt.Sprintf("%d.%d", id.Rank, id.Inc) }
 
 // Config configures a Detector. Start from DefaultConfig, which has safe
 // defaults for processes on one host or a LAN, and set N and Self.
@@ -120,13 +115,10 @@ func DefaultConfig() Config {
 
 // Validate reports the first problem with c, or nil.
 func (c Config) Validate() error {
+	if err := member.Check(c.N, member.ID{Rank: c.Self, Inc: c.Incarnation}); err != nil {
+		return fmt.Errorf("detector: %w", err)
+	}
 	switch {
-	case c.N < 1:
-		return fmt.Errorf("detector: N is %d, must be at least 1", c.N)
-	case c.Self < 0 || c.Self >= c.N:
-		return fmt.Errorf("detector: Self is %d, must be in [0, N=%d)", c.Self, c.N)
-	case c.Incarnation < 0:
-		return fmt.Errorf("detector: Incarnation is %d, must not be negative", c.Incarnation)
 	case c.Period <= 0:
 		return fmt.Errorf("detector: Period is %v, must be positive", c.Period)
 	case c.Timeout <= c.Period:
@@ -140,25 +132,18 @@ var ErrNoConfig = errors.New("detector: zero Config: start from DefaultConfig()"
 
 // Msg is a heartbeat from one process to its observer.
 type Msg struct {
-	From  ID     // sender
-	To    ID     // receiver, with the incarnation the sender knows
-	Epoch uint64 // number of failures the sender knows (see Detector.Epoch)
+	From  member.ID // sender
+	To    member.ID // receiver, with the incarnation the sender knows
+	Epoch uint64    // number of failures the sender knows (see Detector.Epoch)
 }
-
-// none marks an absent successor or predecessor.
-const none = -1
 
 // Detector is one rank's failure detector state. Create it with New.
 type Detector struct {
-	cfg   Config
-	inc   []int // current incarnation of each rank
-	dead  []int // highest incarnation known failed for each rank, -1 if none
-	epoch uint64
+	cfg  Config
+	view *member.View  // who is live; its Failures are the epoch
+	now  time.Duration // latest time seen; time never goes back
 
-	selfFailed bool
-	now        time.Duration // latest time seen; time never goes back
-
-	succ, pred int           // observer and observed rank, or none
+	succ, pred int           // observer and observed rank, or member.None
 	lastHeard  time.Duration // last heartbeat from pred, or the last (re)link time
 	nextSend   time.Duration // when the next heartbeat to succ is due
 }
@@ -174,18 +159,16 @@ func New(cfg Config, now time.Duration) (*Detector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Detector{cfg: cfg, inc: make([]int, cfg.N), dead: make([]int, cfg.N), now: now, succ: none, pred: none}
-	for r := range d.dead {
-		d.dead[r] = -1
+	view, err := member.New(cfg.N, member.ID{Rank: cfg.Self, Inc: cfg.Incarnation})
+	if err != nil {
+		return nil, fmt.Errorf("detector: %w", err)
 	}
-	d.inc[cfg.Self] = cfg.Incarnation
+	d := &Detector{cfg: cfg, view: view, now: now, succ: member.None, pred: member.None}
 	d.relink(now)
 	return d, nil
 }
 
-func (d *Detector) live(r int) bool { return d.inc[r] > d.dead[r] }
-
-func (d *Detector) id(r int) ID { return ID{Rank: r, Inc: d.inc[r]} }
+func (d *Detector) id(r int) member.ID { id, _ := d.view.Current(r); return id }
 
 func (d *Detector) clock(now time.Duration) time.Duration {
 	if now > d.now {
@@ -197,20 +180,7 @@ func (d *Detector) clock(now time.Duration) time.Duration {
 // relink recomputes successor and predecessor. A new predecessor gets a
 // fresh grace of one Timeout; a new successor gets a heartbeat at once.
 func (d *Detector) relink(now time.Duration) []Msg {
-	n, self := d.cfg.N, d.cfg.Self
-	succ, pred := none, none
-	for i := 1; i < n; i++ {
-		if r := (self + i) % n; d.live(r) {
-			succ = r
-			break
-		}
-	}
-	for i := 1; i < n; i++ {
-		if r := (self - i + n) % n; d.live(r) {
-			pred = r
-			break
-		}
-	}
+	succ, pred := d.view.Ring()
 	if pred != d.pred {
 		d.pred = pred
 		d.lastHeard = now
@@ -223,28 +193,11 @@ func (d *Detector) relink(now time.Duration) []Msg {
 }
 
 func (d *Detector) sendDue(now time.Duration) []Msg {
-	if d.selfFailed || d.succ == none || now < d.nextSend {
+	if d.view.SelfFailed() || d.succ == member.None || now < d.nextSend {
 		return nil
 	}
 	d.nextSend = now + d.cfg.Period
-	return []Msg{{From: d.id(d.cfg.Self), To: d.id(d.succ), Epoch: d.epoch}}
-}
-
-// markFailed records that p (and its older incarnations) failed; it reports
-// whether this was news.
-func (d *Detector) markFailed(p ID) bool {
-	if p.Rank < 0 || p.Rank >= d.cfg.N || p.Inc < 0 || p.Inc <= d.dead[p.Rank] {
-		return false
-	}
-	d.epoch += uint64(p.Inc - d.dead[p.Rank])
-	d.dead[p.Rank] = p.Inc
-	if p.Inc > d.inc[p.Rank] {
-		d.inc[p.Rank] = p.Inc // the newest incarnation we know of is the failed one
-	}
-	if p.Rank == d.cfg.Self && !d.live(p.Rank) {
-		d.selfFailed = true
-	}
-	return true
+	return []Msg{{From: d.id(d.cfg.Self), To: d.id(d.succ), Epoch: d.view.Failures()}}
 }
 
 // Tick advances time to now and returns the heartbeats due and the processes
@@ -252,15 +205,15 @@ func (d *Detector) markFailed(p ID) bool {
 // process as failed at once (the runtime must declare it failed, kill it and
 // spread the news), re-links around it and never reports it again. Call Tick
 // at Next, or at least every Period.
-func (d *Detector) Tick(now time.Duration) (msgs []Msg, suspects []ID) {
+func (d *Detector) Tick(now time.Duration) (msgs []Msg, suspects []member.ID) {
 	now = d.clock(now)
-	if d.selfFailed {
+	if d.view.SelfFailed() {
 		return nil, nil
 	}
 	msgs = d.sendDue(now)
-	if d.pred != none && now-d.lastHeard >= d.cfg.Timeout {
+	if d.pred != member.None && now-d.lastHeard >= d.cfg.Timeout {
 		p := d.id(d.pred)
-		d.markFailed(p)
+		d.view.Fail(p)
 		suspects = append(suspects, p)
 		msgs = append(msgs, d.relink(now)...)
 	}
@@ -276,13 +229,13 @@ func (d *Detector) Tick(now time.Duration) (msgs []Msg, suspects []ID) {
 func (d *Detector) Step(now time.Duration, m Msg) (ahead bool) {
 	now = d.clock(now)
 	r := m.From.Rank
-	if d.selfFailed || r < 0 || r >= d.cfg.N || m.From.Inc != d.inc[r] || !d.live(r) {
+	if d.view.SelfFailed() || !d.view.Live(r) || m.From != d.id(r) {
 		return false
 	}
 	if r == d.pred && now > d.lastHeard {
 		d.lastHeard = now
 	}
-	return m.Epoch > d.epoch
+	return m.Epoch > d.view.Failures()
 }
 
 // Failed records that process p failed, learnt from any source, and returns
@@ -292,12 +245,9 @@ func (d *Detector) Step(now time.Duration, m Msg) (ahead bool) {
 // and a notice about a newer one (a respawn we had not heard of, which then
 // failed) is accepted. Failed of this process itself silences the detector:
 // a declared process is about to be killed.
-func (d *Detector) Failed(now time.Duration, p ID) []Msg {
+func (d *Detector) Failed(now time.Duration, p member.ID) []Msg {
 	now = d.clock(now)
-	if d.selfFailed || !d.markFailed(p) {
-		return nil
-	}
-	if d.selfFailed { // we were declared failed: fall silent
+	if d.view.SelfFailed() || !d.view.Fail(p) || d.view.SelfFailed() {
 		return nil
 	}
 	return d.relink(now)
@@ -308,18 +258,11 @@ func (d *Detector) Failed(now time.Duration, p ID) []Msg {
 // failed. It returns the heartbeat owed to a new successor. Joined of an
 // incarnation already known, or known failed, is ignored: a failed process
 // never comes back.
-func (d *Detector) Joined(now time.Duration, p ID) []Msg {
+func (d *Detector) Joined(now time.Duration, p member.ID) []Msg {
 	now = d.clock(now)
-	if d.selfFailed || p.Rank < 0 || p.Rank >= d.cfg.N || p.Rank == d.cfg.Self || p.Inc <= d.dead[p.Rank] {
+	if d.view.SelfFailed() || !d.view.Join(p) {
 		return nil
 	}
-	if p.Inc < d.inc[p.Rank] || (p.Inc == d.inc[p.Rank] && d.live(p.Rank)) {
-		return nil
-	}
-	if p.Inc > 0 {
-		d.markFailed(ID{Rank: p.Rank, Inc: p.Inc - 1})
-	}
-	d.inc[p.Rank] = p.Inc
 	return d.relink(now)
 }
 
@@ -327,13 +270,13 @@ func (d *Detector) Joined(now time.Duration, p ID) []Msg {
 // or a timeout expiring); ok is false when there is nothing to wait for (a
 // ring of one live rank, or this process was declared failed).
 func (d *Detector) Next() (t time.Duration, ok bool) {
-	if d.selfFailed {
+	if d.view.SelfFailed() {
 		return 0, false
 	}
-	if d.succ != none {
+	if d.succ != member.None {
 		t, ok = d.nextSend, true
 	}
-	if d.pred != none {
+	if d.pred != member.None {
 		if dl := d.lastHeard + d.cfg.Timeout; !ok || dl < t {
 			t, ok = dl, true
 		}
@@ -343,38 +286,36 @@ func (d *Detector) Next() (t time.Duration, ok bool) {
 
 // Observer returns the process this rank sends heartbeats to (its live
 // successor in the ring); ok is false if it is alone.
-func (d *Detector) Observer() (id ID, ok bool) {
-	if d.succ == none {
-		return ID{}, false
+func (d *Detector) Observer() (id member.ID, ok bool) {
+	if d.succ == member.None {
+		return member.ID{}, false
 	}
 	return d.id(d.succ), true
 }
 
 // Observed returns the process this rank watches (its live predecessor in
 // the ring); ok is false if it is alone.
-func (d *Detector) Observed() (id ID, ok bool) {
-	if d.pred == none {
-		return ID{}, false
+func (d *Detector) Observed() (id member.ID, ok bool) {
+	if d.pred == member.None {
+		return member.ID{}, false
 	}
 	return d.id(d.pred), true
 }
 
 // IsFailed reports whether p is known to have failed (p's incarnation or a
 // newer one of the same rank was reported failed or suspected).
-func (d *Detector) IsFailed(p ID) bool {
-	return p.Rank >= 0 && p.Rank < d.cfg.N && p.Inc <= d.dead[p.Rank]
-}
+func (d *Detector) IsFailed(p member.ID) bool { return d.view.IsFailed(p) }
 
 // Current returns the newest known incarnation of rank r and whether it is
 // live.
-func (d *Detector) Current(r int) (id ID, live bool) { return d.id(r), d.live(r) }
+func (d *Detector) Current(r int) (id member.ID, live bool) { return d.view.Current(r) }
 
 // Epoch returns the number of failed processes this rank knows of, counting
 // every failed incarnation. It only grows; heartbeats carry it.
-func (d *Detector) Epoch() uint64 { return d.epoch }
+func (d *Detector) Epoch() uint64 { return d.view.Failures() }
 
 // SelfFailed reports whether this process was itself reported failed.
-func (d *Detector) SelfFailed() bool { return d.selfFailed }
+func (d *Detector) SelfFailed() bool { return d.view.SelfFailed() }
 
 // Config returns the detector's configuration.
 func (d *Detector) Config() Config { return d.cfg }

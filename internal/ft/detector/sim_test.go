@@ -7,7 +7,12 @@ import (
 	"math/rand"
 	"testing"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/ft/member"
 )
+
+// pid is the process rank.inc.
+func pid(rank, inc int) member.ID { return member.ID{Rank: rank, Inc: inc} }
 
 var (
 	seedFlag      = flag.Int64("seed", -1, "replay a single simulator seed (see the failure message)")
@@ -33,7 +38,7 @@ type event struct {
 	rank int
 	gen  uint64
 	msg  Msg
-	id   ID
+	id   member.ID
 }
 
 type evq []event
@@ -58,7 +63,7 @@ func (s *sim) rnd(max time.Duration) time.Duration {
 
 type suspicion struct {
 	by  int
-	who ID
+	who member.ID
 	at  time.Duration
 }
 
@@ -122,7 +127,7 @@ func (s *sim) send(ms []Msg) {
 	}
 }
 
-func (s *sim) notifyAll(except int, id ID) {
+func (s *sim) notifyAll(except int, id member.ID) {
 	for r := 0; r < s.n; r++ {
 		if r != except && s.stopped[r] < 0 {
 			s.push(event{at: s.now + s.rnd(s.noticeMax), kind: evNotice, rank: r, id: id})
@@ -196,7 +201,7 @@ func (s *sim) checkComplete() error {
 	}
 	for _, r := range live {
 		for p := 0; p < s.n; p++ {
-			if s.stopped[p] >= 0 && !s.dets[r].IsFailed(ID{Rank: p}) {
+			if s.stopped[p] >= 0 && !s.dets[r].IsFailed(member.ID{Rank: p}) {
 				return fmt.Errorf("rank %d does not know that rank %d (stopped at %v) failed, at %v", r, p, s.stopped[p], s.now)
 			}
 		}
@@ -417,30 +422,30 @@ func TestIncarnations(t *testing.T) {
 	c := testCfg()
 	c.N, c.Self = 3, 2 // observes rank 1
 	d, _ := New(c, 0)
-	hb := func(now time.Duration, inc int) { d.Step(now, Msg{From: ID{1, inc}, To: ID{2, 0}}) }
+	hb := func(now time.Duration, inc int) { d.Step(now, Msg{From: pid(1, inc), To: pid(2, 0)}) }
 	// A heartbeat from a newer, unannounced incarnation does not count.
 	hb(900*ms, 1)
-	if _, sus := d.Tick(c.Timeout); len(sus) != 1 || sus[0] != (ID{1, 0}) {
+	if _, sus := d.Tick(c.Timeout); len(sus) != 1 || sus[0] != pid(1, 0) {
 		t.Fatalf("want suspicion of 1.0, got %v", sus)
 	}
-	if !d.IsFailed(ID{1, 0}) || d.IsFailed(ID{1, 1}) || d.Epoch() != 1 {
+	if !d.IsFailed(pid(1, 0)) || d.IsFailed(pid(1, 1)) || d.Epoch() != 1 {
 		t.Fatal("failed set wrong")
 	}
 	if o, _ := d.Observed(); o.Rank != 0 {
 		t.Fatalf("observes %v after suspicion", o)
 	}
 	// Failed is monotone: repeated or older notices change nothing.
-	if m := d.Failed(c.Timeout, ID{1, 0}); m != nil || d.Epoch() != 1 {
+	if m := d.Failed(c.Timeout, pid(1, 0)); m != nil || d.Epoch() != 1 {
 		t.Fatal("duplicate notice changed state")
 	}
 	// A failed incarnation cannot come back.
-	if d.Joined(c.Timeout, ID{1, 0}); d.live(1) {
+	if d.Joined(c.Timeout, pid(1, 0)); d.view.Live(1) {
 		t.Fatal("failed incarnation re-joined")
 	}
 	// Rank 1 respawned as incarnation 1: it is observed again with a fresh grace.
 	t0 := 2 * time.Second
-	d.Joined(t0, ID{1, 1})
-	if o, _ := d.Observed(); o != (ID{1, 1}) {
+	d.Joined(t0, pid(1, 1))
+	if o, _ := d.Observed(); o != pid(1, 1) {
 		t.Fatalf("observes %v after join", o)
 	}
 	hb(t0+500*ms, 0) // stale incarnation: ignored
@@ -453,15 +458,15 @@ func TestIncarnations(t *testing.T) {
 	}
 	// A notice about incarnation 2 (a respawn we missed, which then died)
 	// fails 1.1 too.
-	d.Failed(t0+c.Timeout+600*ms, ID{1, 2})
-	if !d.IsFailed(ID{1, 1}) || d.Epoch() != 3 {
+	d.Failed(t0+c.Timeout+600*ms, pid(1, 2))
+	if !d.IsFailed(pid(1, 1)) || d.Epoch() != 3 {
 		t.Fatalf("epoch %d", d.Epoch())
 	}
-	if d.Joined(t0+2*c.Timeout, ID{1, 2}); d.live(1) {
+	if d.Joined(t0+2*c.Timeout, pid(1, 2)); d.view.Live(1) {
 		t.Fatal("failed incarnation 2 re-joined")
 	}
 	// Being declared failed silences the detector.
-	d.Failed(t0+3*c.Timeout, ID{2, 0})
+	d.Failed(t0+3*c.Timeout, pid(2, 0))
 	if m, sus := d.Tick(t0 + 10*c.Timeout); !d.SelfFailed() || m != nil || sus != nil {
 		t.Fatal("declared-failed detector still active")
 	}
@@ -475,11 +480,11 @@ func TestEpochHint(t *testing.T) {
 	c := testCfg()
 	c.N, c.Self = 4, 0
 	d, _ := New(c, 0)
-	if ahead := d.Step(10*ms, Msg{From: ID{3, 0}, To: ID{0, 0}, Epoch: 1}); !ahead {
+	if ahead := d.Step(10*ms, Msg{From: pid(3, 0), To: pid(0, 0), Epoch: 1}); !ahead {
 		t.Fatal("ahead not reported")
 	}
-	d.Failed(20*ms, ID{2, 0})
-	if ahead := d.Step(30*ms, Msg{From: ID{3, 0}, To: ID{0, 0}, Epoch: 1}); ahead {
+	d.Failed(20*ms, pid(2, 0))
+	if ahead := d.Step(30*ms, Msg{From: pid(3, 0), To: pid(0, 0), Epoch: 1}); ahead {
 		t.Fatal("ahead reported for equal epoch")
 	}
 }

@@ -78,9 +78,11 @@
 // # What it must not do
 //
 // No I/O, no goroutines, no clocks: items and messages go in as arguments
-// and out as return values; the runtime sends the returned messages in
-// over reliable links (FIFO order is not needed), feeds received ones to Step, and reports
-// failures with Failed. A Node is not safe for concurrent use. It remembers
+// and out as return values; the runtime sends the returned messages over
+// reliable links (FIFO order is not needed), feeds received ones to Step,
+// and reports failures with Failed. Which ranks are live is a member.View,
+// shared with the failure detector. A Node is not safe for concurrent use.
+// It remembers
 // every item it delivered (for deduplication and ring repair); keep items
 // small and few (failure and revoke notices), or build a new Node.
 package rbcast
@@ -89,14 +91,9 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-)
 
-// ID names one process: a world rank and an incarnation (0 at first start,
-// increased by every respawn of that rank).
-type ID struct {
-	Rank int
-	Inc  int
-}
+	"github.com/ftmpi/ftmpi/internal/ft/member"
+)
 
 // Config configures a Node.
 type Config struct {
@@ -110,13 +107,8 @@ type Config struct {
 
 // Validate reports the first problem with c, or nil.
 func (c Config) Validate() error {
-	switch {
-	case c.N < 1:
-		return fmt.Errorf("rbcast: N is %d, must be at least 1", c.N)
-	case c.Self < 0 || c.Self >= c.N:
-		return fmt.Errorf("rbcast: Self is %d, must be in [0, N=%d)", c.Self, c.N)
-	case c.Incarnation < 0:
-		return fmt.Errorf("rbcast: Incarnation is %d, must not be negative", c.Incarnation)
+	if err := member.Check(c.N, member.ID{Rank: c.Self, Inc: c.Incarnation}); err != nil {
+		return fmt.Errorf("rbcast: %w", err)
 	}
 	return nil
 }
@@ -155,19 +147,15 @@ func Log2Ceil(n int) int {
 	return bits.Len(uint(n - 1))
 }
 
-const none = -1
-
 // Node is one rank's reliable-broadcast state. Create it with New.
 type Node[T comparable] struct {
 	cfg        Config
 	nbrs       []int
 	isNbr      []bool
-	inc        []int // current incarnation of each rank
-	dead       []int // highest incarnation known failed, -1 if none
-	succ, pred int
-	selfFailed bool
-	delivered  map[T]int // item -> hops it had travelled when delivered here
-	order      []T       // delivered items, in delivery order, for ring repair
+	view       *member.View // who is live
+	succ, pred int          // ring successor and predecessor, or member.None
+	delivered  map[T]int    // item -> hops it had travelled when delivered here
+	order      []T          // delivered items, in delivery order, for ring repair
 }
 
 // New returns the Node of rank cfg.Self. All ranks are assumed live at
@@ -176,37 +164,17 @@ func New[T comparable](cfg Config) (*Node[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	view, err := member.New(cfg.N, member.ID{Rank: cfg.Self, Inc: cfg.Incarnation})
+	if err != nil {
+		return nil, fmt.Errorf("rbcast: %w", err)
+	}
 	b := &Node[T]{cfg: cfg, nbrs: Neighbors(cfg.N, cfg.Self), isNbr: make([]bool, cfg.N),
-		inc: make([]int, cfg.N), dead: make([]int, cfg.N), delivered: map[T]int{}}
+		view: view, delivered: map[T]int{}}
 	for _, v := range b.nbrs {
 		b.isNbr[v] = true
 	}
-	for r := range b.dead {
-		b.dead[r] = -1
-	}
-	b.inc[cfg.Self] = cfg.Incarnation
-	b.succ, b.pred = b.ring()
+	b.succ, b.pred = view.Ring()
 	return b, nil
-}
-
-func (b *Node[T]) live(r int) bool { return b.inc[r] > b.dead[r] }
-
-func (b *Node[T]) ring() (succ, pred int) {
-	n, self := b.cfg.N, b.cfg.Self
-	succ, pred = none, none
-	for i := 1; i < n; i++ {
-		if r := (self + i) % n; b.live(r) {
-			succ = r
-			break
-		}
-	}
-	for i := 1; i < n; i++ {
-		if r := (self - i + n) % n; b.live(r) {
-			pred = r
-			break
-		}
-	}
-	return succ, pred
 }
 
 // deliver records x and returns its forwards to every live neighbour and
@@ -216,17 +184,17 @@ func (b *Node[T]) deliver(x T, hops, skip int) []Msg[T] {
 	b.order = append(b.order, x)
 	out := make([]Msg[T], 0, len(b.nbrs)+2)
 	send := func(to int) {
-		if to != none && to != skip && b.live(to) {
+		if to != member.None && to != skip && b.view.Live(to) {
 			out = append(out, Msg[T]{From: b.cfg.Self, To: to, Item: x, Hops: hops + 1})
 		}
 	}
 	for _, v := range b.nbrs {
 		send(v)
 	}
-	if b.succ != none && !b.isNbr[b.succ] {
+	if b.succ != member.None && !b.isNbr[b.succ] {
 		send(b.succ)
 	}
-	if b.pred != none && !b.isNbr[b.pred] && b.pred != b.succ {
+	if b.pred != member.None && !b.isNbr[b.pred] && b.pred != b.succ {
 		send(b.pred)
 	}
 	return out
@@ -237,13 +205,13 @@ func (b *Node[T]) deliver(x T, hops, skip int) []Msg[T] {
 // item is identified by its value, so broadcasting a notice that arrived
 // from elsewhere is a no-op. A rank reported failed sends nothing.
 func (b *Node[T]) Broadcast(x T) (out []Msg[T], fresh bool) {
-	if b.selfFailed {
+	if b.view.SelfFailed() {
 		return nil, false
 	}
 	if _, ok := b.delivered[x]; ok {
 		return nil, false
 	}
-	return b.deliver(x, 0, none), true
+	return b.deliver(x, 0, member.None), true
 }
 
 // Step processes a received message. If its item is new here, delivered
@@ -251,7 +219,7 @@ func (b *Node[T]) Broadcast(x T) (out []Msg[T], fresh bool) {
 // otherwise both are empty. Messages from failed processes are still
 // accepted: they were sent before the crash and carry genuine items.
 func (b *Node[T]) Step(m Msg[T]) (out []Msg[T], delivered []T) {
-	if b.selfFailed {
+	if b.view.SelfFailed() {
 		return nil, nil
 	}
 	if _, ok := b.delivered[m.Item]; ok {
@@ -274,16 +242,8 @@ func (b *Node[T]) Items() []T { return b.order }
 // Failed returns the re-sends of every delivered item to it (ring repair,
 // see the package documentation). Failed of this process itself silences
 // the Node.
-func (b *Node[T]) Failed(p ID) []Msg[T] {
-	if b.selfFailed || p.Rank < 0 || p.Rank >= b.cfg.N || p.Inc < 0 || p.Inc <= b.dead[p.Rank] {
-		return nil
-	}
-	b.dead[p.Rank] = p.Inc
-	if p.Inc > b.inc[p.Rank] {
-		b.inc[p.Rank] = p.Inc
-	}
-	if p.Rank == b.cfg.Self && !b.live(p.Rank) {
-		b.selfFailed = true
+func (b *Node[T]) Failed(p member.ID) []Msg[T] {
+	if b.view.SelfFailed() || !b.view.Fail(p) || b.view.SelfFailed() {
 		return nil
 	}
 	return b.relink()
@@ -295,26 +255,19 @@ func (b *Node[T]) Failed(p ID) []Msg[T] {
 // knowledge from the runtime when it starts); it receives every item
 // delivered from now on. Joined of an incarnation already known, or known
 // failed, is ignored.
-func (b *Node[T]) Joined(p ID) []Msg[T] {
-	if b.selfFailed || p.Rank < 0 || p.Rank >= b.cfg.N || p.Rank == b.cfg.Self || p.Inc <= b.dead[p.Rank] {
+func (b *Node[T]) Joined(p member.ID) []Msg[T] {
+	if b.view.SelfFailed() || !b.view.Join(p) {
 		return nil
 	}
-	if p.Inc < b.inc[p.Rank] || (p.Inc == b.inc[p.Rank] && b.live(p.Rank)) {
-		return nil
-	}
-	if p.Inc-1 > b.dead[p.Rank] {
-		b.dead[p.Rank] = p.Inc - 1
-	}
-	b.inc[p.Rank] = p.Inc
-	b.succ, b.pred = b.ring() // no re-send: see above
+	b.succ, b.pred = b.view.Ring() // no re-send: see above
 	return nil
 }
 
 func (b *Node[T]) relink() []Msg[T] {
-	succ, pred := b.ring()
+	succ, pred := b.view.Ring()
 	var out []Msg[T]
 	resend := func(to int) {
-		if to == none || b.isNbr[to] {
+		if to == member.None || b.isNbr[to] {
 			return
 		}
 		for _, x := range b.order {
@@ -332,10 +285,8 @@ func (b *Node[T]) relink() []Msg[T] {
 }
 
 // IsFailed reports whether p is known to have failed.
-func (b *Node[T]) IsFailed(p ID) bool {
-	return p.Rank >= 0 && p.Rank < b.cfg.N && p.Inc <= b.dead[p.Rank]
-}
+func (b *Node[T]) IsFailed(p member.ID) bool { return b.view.IsFailed(p) }
 
 // Ring returns the current ring successor and predecessor (ranks not known
-// failed); none is reported as -1.
+// failed); none is reported as member.None.
 func (b *Node[T]) Ring() (succ, pred int) { return b.succ, b.pred }

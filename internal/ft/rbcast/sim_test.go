@@ -7,6 +7,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/ft/member"
 )
 
 var (
@@ -33,7 +35,7 @@ type event struct {
 	rank int
 	msg  Msg[item]
 	it   item
-	id   ID
+	id   member.ID
 }
 
 // The event queue is a calendar of integer time steps; events at the same
@@ -88,7 +90,7 @@ func (s *sim) crash(r int) {
 	s.crashed[r] = true
 	for q := 0; q < s.n; q++ {
 		if q != r && !s.crashed[q] {
-			s.push(event{at: s.now + s.nDelay(), kind: evNotice, rank: q, id: ID{Rank: r}})
+			s.push(event{at: s.now + s.nDelay(), kind: evNotice, rank: q, id: member.ID{Rank: r}})
 		}
 	}
 }
@@ -445,7 +447,7 @@ func TestDedupAndIncarnations(t *testing.T) {
 		}
 	}
 	// Failed skips the failed neighbour; monotone.
-	b.Failed(ID{Rank: 2})
+	b.Failed(member.ID{Rank: 2})
 	out, _ = b.Step(Msg[item]{From: 1, To: 0, Item: item{3, 3}, Hops: 1})
 	for _, m := range out {
 		if m.To == 2 {
@@ -453,9 +455,9 @@ func TestDedupAndIncarnations(t *testing.T) {
 		}
 	}
 	// Rank 2 respawns (incarnation 1); a late notice about 2.0 is ignored.
-	b.Joined(ID{Rank: 2, Inc: 1})
-	b.Failed(ID{Rank: 2, Inc: 0})
-	if b.IsFailed(ID{Rank: 2, Inc: 1}) || !b.IsFailed(ID{Rank: 2, Inc: 0}) {
+	b.Joined(member.ID{Rank: 2, Inc: 1})
+	b.Failed(member.ID{Rank: 2, Inc: 0})
+	if b.IsFailed(member.ID{Rank: 2, Inc: 1}) || !b.IsFailed(member.ID{Rank: 2, Inc: 0}) {
 		t.Fatal("incarnations confused")
 	}
 	out, _ = b.Step(Msg[item]{From: 1, To: 0, Item: item{4, 4}, Hops: 1})
@@ -466,7 +468,7 @@ func TestDedupAndIncarnations(t *testing.T) {
 	if !to2 {
 		t.Fatal("joined rank not forwarded to")
 	}
-	if b.Joined(ID{Rank: 2, Inc: 0}); b.IsFailed(ID{Rank: 2, Inc: 1}) {
+	if b.Joined(member.ID{Rank: 2, Inc: 0}); b.IsFailed(member.ID{Rank: 2, Inc: 1}) {
 		t.Fatal("stale join")
 	}
 	items := append([]item(nil), b.Items()...)
@@ -475,7 +477,7 @@ func TestDedupAndIncarnations(t *testing.T) {
 		t.Fatalf("items %v", items)
 	}
 	// Declared failed: silent.
-	b.Failed(ID{Rank: 0})
+	b.Failed(member.ID{Rank: 0})
 	if out, fresh := b.Broadcast(item{9, 9}); out != nil || fresh {
 		t.Fatal("failed node broadcast")
 	}

@@ -104,11 +104,29 @@ type Closed struct{ Conn Conn }
 type Exited struct{ Exit }
 
 // Inject: the fault-injection plan sends Signal (SIGKILL or SIGSTOP) to
-// Rank, At after its time 0.
+// Rank, At after its time 0, or (On not empty) when a rank printed a line
+// holding On (an on=TEXT trigger).
 type Inject struct {
 	Rank   int
 	Signal syscall.Signal
 	At     time.Duration
+	On     string
+}
+
+// spec is the at= or on= part of e's spec.
+func (e Inject) spec() string {
+	if e.On != "" {
+		return "on=" + e.On
+	}
+	return fmt.Sprintf("at=%v", e.At)
+}
+
+// when says when e happened, for the launcher's messages.
+func (e Inject) when() string {
+	if e.On != "" {
+		return fmt.Sprintf("on %q", e.On)
+	}
+	return fmt.Sprintf("at %v", e.At)
 }
 
 // Timeout: --timeout expired (After is the limit, for the message).

@@ -540,13 +540,13 @@ func (m *Machine) inject(e Inject) {
 	}
 	p := &m.procs[e.Rank]
 	if m.tearing() || p.gone {
-		m.vlogf("injection %s:rank=%d,at=%v skipped: rank %d is gone or the job is ending", verb, e.Rank, e.At, e.Rank)
+		m.vlogf("injection %s:rank=%d,%s skipped: rank %d is gone or the job is ending", verb, e.Rank, e.spec(), e.Rank)
 		return
 	}
 	if e.Signal == syscall.SIGKILL && p.killedBy == "" {
-		p.killedBy = fmt.Sprintf("injected kill at %v", e.At)
+		p.killedBy = "injected kill " + e.when()
 	}
-	m.logf("injected %s of rank %d at %v", verb, e.Rank, e.At)
+	m.logf("injected %s of rank %d %s", verb, e.Rank, e.when())
 	m.emit(Action{Kind: Signal, Rank: e.Rank, Incarnation: p.inc, Sig: e.Signal, Why: WhyInject})
 }
 

@@ -13,6 +13,7 @@ package ftdrive
 
 import (
 	"fmt"
+	"github.com/ftmpi/ftmpi/internal/ft/member"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -69,7 +70,7 @@ type Detection struct {
 
 	mu sync.Mutex
 	d  *detector.Detector
-	rb *rbcast.Node[rbcast.ID]
+	rb *rbcast.Node[member.ID]
 }
 
 // StartDetector starts the detector of a launched process (after the
@@ -85,7 +86,7 @@ func (f *Failures) StartDetector(cfg detector.Config, ring, failed []int, warm b
 	if err != nil {
 		return err
 	}
-	rb, err := rbcast.New[rbcast.ID](rbcast.Config{N: env.N, Self: env.Self, Incarnation: cfg.Incarnation})
+	rb, err := rbcast.New[member.ID](rbcast.Config{N: env.N, Self: env.Self, Incarnation: cfg.Incarnation})
 	if err != nil {
 		return err
 	}
@@ -96,13 +97,13 @@ func (f *Failures) StartDetector(cfg detector.Config, ring, failed []int, warm b
 	}
 	for p, ok := range in {
 		if !ok {
-			d.Failed(0, detector.ID{Rank: p})
-			rb.Failed(rbcast.ID{Rank: p})
+			d.Failed(0, member.ID{Rank: p})
+			rb.Failed(member.ID{Rank: p})
 		}
 	}
 	for _, p := range failed {
-		d.Failed(0, detector.ID{Rank: p})
-		rb.Failed(rbcast.ID{Rank: p})
+		d.Failed(0, member.ID{Rank: p})
+		rb.Failed(member.ID{Rank: p})
 	}
 	if !f.det.CompareAndSwap(nil, dt) {
 		return fmt.Errorf("ftdrive: the detector of process %d is running already", env.Self)
@@ -205,7 +206,7 @@ func (f *Failures) OnHeartbeat(from int, h transport.Header, _ []byte) {
 	if dt == nil {
 		return
 	}
-	m := detector.Msg{From: detector.ID{Rank: from, Inc: int(h.B)}, To: detector.ID{Rank: f.env.Self, Inc: int(h.Seq)}, Epoch: h.A}
+	m := detector.Msg{From: member.ID{Rank: from, Inc: int(h.B)}, To: member.ID{Rank: f.env.Self, Inc: int(h.Seq)}, Epoch: h.A}
 	dt.mu.Lock()
 	dt.d.Step(dt.now(), m)
 	dt.mu.Unlock()
@@ -220,8 +221,8 @@ func (f *Failures) Lost(peer, inc int) {
 		return
 	}
 	dt.mu.Lock()
-	hb := dt.d.Failed(dt.now(), detector.ID{Rank: peer, Inc: inc})
-	notices := dt.rb.Failed(rbcast.ID{Rank: peer, Inc: inc})
+	hb := dt.d.Failed(dt.now(), member.ID{Rank: peer, Inc: inc})
+	notices := dt.rb.Failed(member.ID{Rank: peer, Inc: inc})
 	if f.env.Confirm != nil {
 		// Under a launcher every failure reaches every rank from the
 		// launcher too (it confirms every suspicion and sees every
@@ -232,7 +233,7 @@ func (f *Failures) Lost(peer, inc int) {
 		// 2n log2 n frames, each waking a rank, when the CPUs are most
 		// needed). A failure learnt from the broadcast or broadcast here
 		// was delivered already: this is a no-op for it.
-		dt.rb.Broadcast(rbcast.ID{Rank: peer, Inc: inc})
+		dt.rb.Broadcast(member.ID{Rank: peer, Inc: inc})
 	}
 	dt.mu.Unlock()
 	dt.sendHeartbeats(hb)
@@ -243,7 +244,7 @@ func (f *Failures) Lost(peer, inc int) {
 	}
 }
 
-func (dt *Detection) sendNotices(msgs []rbcast.Msg[rbcast.ID]) {
+func (dt *Detection) sendNotices(msgs []rbcast.Msg[member.ID]) {
 	for _, m := range msgs {
 		h := transport.Header{Tag: int32(ctl.FailNotice), A: uint64(m.Item.Rank), B: uint64(m.Item.Inc), Seq: uint64(m.Hops)}
 		_ = dt.f.env.Eng.SendControl(m.To, h, nil)
@@ -257,9 +258,9 @@ func (f *Failures) OnNotice(from int, h transport.Header, _ []byte) {
 	if dt == nil {
 		return
 	}
-	item := rbcast.ID{Rank: int(h.A), Inc: int(h.B)}
+	item := member.ID{Rank: int(h.A), Inc: int(h.B)}
 	dt.mu.Lock()
-	out, delivered := dt.rb.Step(rbcast.Msg[rbcast.ID]{From: from, To: f.env.Self, Item: item, Hops: int(h.Seq)})
+	out, delivered := dt.rb.Step(rbcast.Msg[member.ID]{From: from, To: f.env.Self, Item: item, Hops: int(h.Seq)})
 	dt.mu.Unlock()
 	dt.sendNotices(out)
 	for _, id := range delivered {
@@ -297,7 +298,7 @@ func (f *Failures) Declare(rank, inc int, reason string) {
 func (f *Failures) failAndBroadcast(rank, inc int, reason string) {
 	if dt := f.det.Load(); dt != nil {
 		dt.mu.Lock()
-		out, _ := dt.rb.Broadcast(rbcast.ID{Rank: rank, Inc: inc})
+		out, _ := dt.rb.Broadcast(member.ID{Rank: rank, Inc: inc})
 		dt.mu.Unlock()
 		dt.sendNotices(out)
 	}
@@ -314,7 +315,7 @@ func (f *Failures) Joined(incs []int) {
 	for r, inc := range incs {
 		if inc > 0 && r != f.env.Self {
 			dt.mu.Lock()
-			msgs := dt.d.Joined(dt.now(), detector.ID{Rank: r, Inc: inc})
+			msgs := dt.d.Joined(dt.now(), member.ID{Rank: r, Inc: inc})
 			dt.mu.Unlock()
 			dt.sendHeartbeats(msgs)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
-
 type rank struct {
 	eng  *p2p.Engine
 	f    *Failures

@@ -2,6 +2,7 @@ package ftdrive
 
 import (
 	"fmt"
+	"github.com/ftmpi/ftmpi/internal/ft/member"
 	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
@@ -32,7 +33,7 @@ func NewRevocation(ov *Overlay, known []int, apply func()) (*Revocation, error) 
 	}
 	for _, p := range known {
 		if i, ok := ov.index[p]; ok {
-			rb.Failed(rbcast.ID{Rank: i})
+			rb.Failed(member.ID{Rank: i})
 		}
 	}
 	return &Revocation{Overlay: ov, apply: apply, rb: rb}, nil
@@ -83,7 +84,7 @@ func (r *Revocation) Lost(peer int) {
 		return
 	}
 	r.mu.Lock()
-	msgs := r.rb.Failed(rbcast.ID{Rank: i})
+	msgs := r.rb.Failed(member.ID{Rank: i})
 	r.mu.Unlock()
 	if len(msgs) > 0 {
 		r.send(msgs)

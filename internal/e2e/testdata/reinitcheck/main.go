@@ -130,9 +130,16 @@ func blocked(w *mpi.World) string {
 			}
 			oldDup = d
 			// Everybody waits for a message nobody sends: only the
-			// rollback can end this. Rank 2 gets killed.
+			// rollback can end this. Rank 2 gets killed once every rank
+			// is past the barrier (the test's --inject waits for the line).
 			buf := []int32{0}
 			defer func() { unwound = true }() // runs when the panic unwinds
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				fmt.Println("reinitcheck: every rank is about to block")
+			}
 			_, err = mpi.Recv(c, buf, (c.Rank()+1)%c.Size(), 99)
 			return fmt.Errorf("epoch 0 receive returned: %v", err)
 		}
@@ -169,7 +176,10 @@ func syncMode(w *mpi.World) string {
 		c := w.CommWorld()
 		if w.Epoch() == 0 {
 			deadline := time.Now().Add(30 * time.Second)
-			for time.Now().Before(deadline) {
+			for n := 0; time.Now().Before(deadline); n++ {
+				if n == 1 && c.Rank() == 0 {
+					fmt.Println("reinitcheck: barriers running") // the test kills rank 1 now
+				}
 				if err := c.Barrier(); err != nil {
 					if !errors.Is(err, mpi.ErrProcFailed) {
 						return fmt.Errorf("barrier: %v", err)
@@ -204,8 +214,16 @@ func outside(w *mpi.World) string {
 		fmt.Fprintln(os.Stderr, "reinitcheck:", err)
 		os.Exit(1)
 	}
-	// Outside Reinit: wait for a message nobody sends; rank 1 gets killed.
+	// Outside Reinit: wait for a message nobody sends; rank 1 gets killed
+	// once every rank returned from Reinit (the test waits for the line).
 	c := w.CommWorld()
+	if err := c.Barrier(); err != nil {
+		fmt.Fprintln(os.Stderr, "reinitcheck: barrier:", err)
+		os.Exit(1)
+	}
+	if c.Rank() == 0 {
+		fmt.Println("reinitcheck: every rank returned from Reinit")
+	}
 	buf := []int32{0}
 	_, err := mpi.Recv(c, buf, (c.Rank()+1)%c.Size(), 99)
 	return fmt.Sprintf("outside: receive returned %v", err)
