@@ -67,6 +67,10 @@ type Comm struct {
 	// Fault-tolerance state (revoked flag, failed and acknowledged sets)
 	// goes here when it is added.
 
+	// coll is the collective state: sequence numbers, algorithm choice
+	// inputs (coll_util.go).
+	coll collComm
+
 	// rt is the run-through stabilization state (seed 003, runthrough.go);
 	// nil while c follows the ULFM model.
 	rt atomic.Pointer[rtState]

@@ -1,6 +1,10 @@
 package mpi
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/ftmpi/ftmpi/internal/coll"
+)
 
 // Collectives on run-through communicators (seed 003 17.7): a
 // collectively inactive communicator fails them with ErrRankFailStop (at
@@ -183,7 +187,7 @@ func rtGather[T Numeric](c *Comm, name string, send, recv []T, root int) (collRu
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*n, c.size, n)), true
 	}
-	if len(s.alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
+	if coll.GatherLinear(len(s.alive), n*dtypeSize(dtypeOf[T]())) {
 		// The linear algorithm: as Gatherv, straight into place.
 		var counts, displs []int
 		if c.rank == root {
@@ -240,7 +244,7 @@ func rtScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (collR
 		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
 			len(send), c.size*n, c.size, n)), true
 	}
-	if len(s.alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
+	if coll.GatherLinear(len(s.alive), n*dtypeSize(dtypeOf[T]())) {
 		// The linear algorithm: as Scatterv, straight from place.
 		var counts, displs []int
 		if c.rank == root {
@@ -331,7 +335,7 @@ func rtAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, error
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send))), true
 	}
 	n := len(send) / p
-	if n*dtypeSize(dtypeOf[T]()) >= tune.alltoallLong {
+	if coll.AlltoallPairwise(n * dtypeSize(dtypeOf[T]())) {
 		// Pairwise exchange, as Alltoallv: blocks straight from and into place.
 		counts, displs := s.blocks(n)
 		run, err := alltoallvPrep(s.view, name, send, counts, displs, recv, counts, displs)

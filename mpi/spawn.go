@@ -130,6 +130,7 @@ func (w *World) setPeers(peers []sock.Peer) {
 
 // addPeers makes new processes reachable.
 func (w *World) addPeers(eps []boot.Endpoint) {
+	w.hosts.add(eps)
 	st, ok := w.tr.(interface{ SetPeers([]sock.Peer) })
 	if !ok {
 		return

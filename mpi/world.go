@@ -71,6 +71,7 @@ type World struct {
 	ft     ftWorld                   // fault-tolerance state (ft.go)
 	det    atomic.Pointer[detection] // heartbeat detector and failure-notice broadcast (detect.go); nil under Run
 	outbox outbox                    // sends requested from transport callbacks
+	hosts  hostTable                 // where every process runs, as the launcher told (coll_util.go)
 }
 
 // Init initialises MPI for this process (MPI_Init). Under ftmpirun the rank
@@ -264,6 +265,7 @@ func (p *procState) openEpoch(epoch int) (*World, error) {
 		w.client = p.client
 		w.proc = p
 		w.setPeers(peers)
+		w.hosts.add(eps)
 		w.peerInc = make([]int, len(eps))
 		for i, ep := range eps {
 			w.peerInc[i] = ep.Inc
@@ -513,11 +515,13 @@ func Run(n int, fn func(w *World) error) error {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "need at least 1 rank, got %d", n)
 	}
 	fab := inproc.NewFabric(n)
+	cores := runtime.NumCPU() // read once: every rank of the job sees this one value
 	rs := &runState{n: n, fab: fab, abortCh: make(chan struct{}), allIn: make(chan struct{})}
 	worlds := make([]*World, n)
 	for i := range worlds {
 		eng := p2p.New(p2p.Config{Self: i})
 		w := newWorld(i, n, eng, fab.Attach(i, eng), "inproc")
+		w.hosts.oneHost(n, cores)
 		w.run = rs
 		w.abort = rs.abortCh
 		w.abortOnce = &rs.abortOnce

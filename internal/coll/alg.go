@@ -1,60 +1,40 @@
-package mpi
+package coll
 
-import (
-	"runtime"
-	"sync/atomic"
-
-	"github.com/ftmpi/ftmpi/internal/p2p"
+// The algorithms, on byte views of typed buffers. Every function is
+// written so that send and receive buffers may alias in the ways package
+// mpi documents as "in place". Errors are the Net's, returned as they are.
+//
+// Switch points (bytes; p processes, n bytes per member's contribution):
+//
+//	Barrier            dissemination, ceil(log2 p) rounds; crowded: flat (p <= flatMaxP) or binomial fan-in + fan-out
+//	Bcast              n >= bcastLong and p >= bcastMinP, not crowded: binomial scatter + ring allgather; else binomial tree
+//	Reduce             binomial tree (non-commutative: rooted at 0 in rank order, then forwarded)
+//	Allreduce          crowded: reduce + bcast; commutative, n >= allreduceLong and count >= p: ring
+//	                   reduce-scatter + ring allgather; else recursive doubling with the non-power-of-two fold
+//	Gather, Scatter    p*n <= gatherShort: binomial tree; else linear (direct to/from the root)
+//	Gatherv, Scatterv  linear
+//	Allgather(v)       total >= allgatherLong: ring; crowded: gather to 0 + bcast; else Bruck
+//	Alltoall           crowded, p > 2 and p*p*block <= alltoallRoot: through member 0; else as Alltoallv
+//	Alltoallv          largest block >= alltoallLong: pairwise exchange; else all requests posted at once
+//	ReduceScatter      commutative and total >= redscatLong: ring; else reduce + scatterv
+//	Scan, Exscan       recursive doubling, ceil(log2 p) rounds
+const (
+	bcastLong     = 64 << 10
+	bcastMinP     = 4
+	allreduceLong = 64 << 10
+	gatherShort   = 32 << 10
+	allgatherLong = 64 << 10
+	alltoallLong  = 16 << 10
+	alltoallRoot  = 64 << 10
+	redscatLong   = 64 << 10
+	flatMaxP      = 64
 )
 
-// The collective algorithms, on byte views of typed buffers. Every
-// function here returns raw errors (the public wrappers apply the
-// communicator's error handler) and is written so that send and receive
-// buffers may alias in the ways the public functions document as "in
-// place".
-
-// Algorithm switch points (bytes). See docs in coll.go.
-var tune = struct {
-	bcastLong     int // Bcast: >= this and p >= bcastMinP: scatter + ring allgather; else binomial tree
-	bcastMinP     int
-	allreduceLong int // Allreduce (commutative op, count >= p): >= this: ring reduce-scatter + ring allgather; else recursive doubling
-	gatherShort   int // Gather/Scatter: total <= this: binomial tree; else linear (direct)
-	allgatherLong int // Allgather(v): total >= this: ring; else Bruck (ceil(log2 p) rounds)
-	alltoallLong  int // Alltoall(v): block >= this: pairwise exchange; else all requests posted at once
-	alltoallRoot  int // crowded host, Alltoall with p*p*block <= this bytes: through rank 0 (2 hops)
-	redscatLong   int // ReduceScatter(Block) (commutative op): total >= this: ring; else reduce + scatterv
-	flatMaxP      int // crowded host, p <= this: flat (linear) barrier
-}{
-	flatMaxP:      64,
-	bcastLong:     64 << 10,
-	bcastMinP:     4,
-	allreduceLong: 64 << 10,
-	gatherShort:   32 << 10,
-	allgatherLong: 64 << 10,
-	alltoallLong:  16 << 10,
-	alltoallRoot:  64 << 10,
-	redscatLong:   64 << 10,
-}
-
-// crowded reports whether c has more processes than this host has cores
-// (true of every multi-rank job on a small machine, and of Run). Then
-// every process of a symmetric algorithm (dissemination, recursive
-// doubling, Bruck) must be scheduled in each of its log p rounds, and
-// trees, which send 2(p-1) messages in all and wake most processes once
-// or twice, are several times faster for small messages despite their
-// 2 log p depth.
-func crowded(p int) bool {
-	switch crowdedMode.Load() {
-	case 1:
-		return true
-	case -1:
-		return false
-	}
-	return p > runtime.NumCPU()
-}
-
-// crowdedMode overrides crowded for tests: 1 always, -1 never, 0 auto.
-var crowdedMode atomic.Int32
+// On a crowded host (Set.Crowded) every process of a symmetric algorithm
+// (dissemination, recursive doubling, Bruck) must be scheduled in each of
+// its log p rounds, and trees, which send 2(p-1) messages in all and wake
+// most processes once or twice, are several times faster for small
+// messages despite their 2 log p depth.
 
 func lowbit(v int) int { return v & -v }
 
@@ -69,20 +49,19 @@ func ceilPow2(p int) int {
 
 // barrier: dissemination, ceil(log2 p) rounds of zero-byte exchanges; on
 // a crowded host a binomial fan-in to rank 0 and fan-out.
-func (x *cx) barrier() error {
-	c := x.c
-	p := c.size
-	if p > 1 && crowded(p) {
-		if p <= tune.flatMaxP {
-			return x.flatBarrier()
+func (s *Set) Barrier() error {
+	p := s.N
+	if p > 1 && s.Crowded {
+		if p <= flatMaxP {
+			return s.flatBarrier()
 		}
-		if err := x.fanIn(); err != nil {
+		if err := s.fanIn(); err != nil {
 			return err
 		}
-		return x.phase2().bcastBinomial(nil, 0)
+		return s.phase2().bcastBinomial(nil, 0)
 	}
 	for k := 1; k < p; k <<= 1 {
-		if err := x.sendrecv((c.rank+k)%p, nil, (c.rank-k+p)%p, nil); err != nil {
+		if err := s.sendrecv((s.Me+k)%p, nil, (s.Me-k+p)%p, nil); err != nil {
 			return err
 		}
 	}
@@ -91,43 +70,43 @@ func (x *cx) barrier() error {
 
 // flatBarrier: every rank notifies rank 0, which releases them all: two
 // message hops, the fewest process wake-ups on a crowded host.
-func (x *cx) flatBarrier() error {
-	p, r := x.c.size, x.c.rank
+func (s *Set) flatBarrier() error {
+	p, r := s.N, s.Me
 	if r != 0 {
-		if err := x.send(0, nil); err != nil {
+		if err := s.Send(0, nil); err != nil {
 			return err
 		}
-		return x.phase2().recv(0, nil)
+		return s.phase2().recv(0, nil)
 	}
 	var pd pending
 	for i := 1; i < p; i++ {
-		if err := x.postRecv(&pd, i, nil, true); err != nil {
-			x.cancelAll(&pd)
+		if err := s.postRecv(&pd, i, nil, true); err != nil {
+			s.cancelAll(&pd)
 			return err
 		}
 	}
-	if err := x.waitAll(&pd); err != nil {
+	if err := s.waitAll(&pd); err != nil {
 		return err
 	}
-	y := x.phase2()
+	s2 := s.phase2()
 	for i := 1; i < p; i++ {
-		if err := y.postSend(&pd, i, nil); err != nil {
-			y.waitAll(&pd)
+		if err := s2.postSend(&pd, i, nil); err != nil {
+			s2.waitAll(&pd)
 			return err
 		}
 	}
-	return y.waitAll(&pd)
+	return s2.waitAll(&pd)
 }
 
 // fanIn: zero-byte binomial gather to rank 0.
-func (x *cx) fanIn() error {
-	p, r := x.c.size, x.c.rank
+func (s *Set) fanIn() error {
+	p, r := s.N, s.Me
 	for mask := 1; mask < p; mask <<= 1 {
 		if r&mask != 0 {
-			return x.send(r-mask, nil)
+			return s.Send(r-mask, nil)
 		}
 		if r+mask < p {
-			if err := x.recv(r+mask, nil); err != nil {
+			if err := s.recv(r+mask, nil); err != nil {
 				return err
 			}
 		}
@@ -135,27 +114,26 @@ func (x *cx) fanIn() error {
 	return nil
 }
 
-// bcast broadcasts buf from root.
-func (x *cx) bcast(buf []byte, root int) error {
-	p := x.c.size
+// Bcast broadcasts buf from root.
+func (s *Set) Bcast(buf []byte, root int) error {
+	p := s.N
 	if p == 1 || len(buf) == 0 {
 		return nil
 	}
-	if len(buf) >= tune.bcastLong && p >= tune.bcastMinP && !crowded(p) {
-		return x.bcastScatterRing(buf, root)
+	if len(buf) >= bcastLong && p >= bcastMinP && !s.Crowded {
+		return s.bcastScatterRing(buf, root)
 	}
-	return x.bcastBinomial(buf, root)
+	return s.bcastBinomial(buf, root)
 }
 
 // bcastBinomial: binomial tree rooted at root, ceil(log2 p) rounds.
-func (x *cx) bcastBinomial(buf []byte, root int) error {
-	c := x.c
-	p, r := c.size, c.rank
+func (s *Set) bcastBinomial(buf []byte, root int) error {
+	p, r := s.N, s.Me
 	vr := (r - root + p) % p
 	mask := 1
 	for mask < p {
 		if vr&mask != 0 {
-			if err := x.recv((r-mask+p)%p, buf); err != nil {
+			if err := s.recv((r-mask+p)%p, buf); err != nil {
 				return err
 			}
 			break
@@ -165,13 +143,13 @@ func (x *cx) bcastBinomial(buf []byte, root int) error {
 	var pd pending
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if vr+mask < p {
-			if err := x.postSend(&pd, (r+mask)%p, buf); err != nil {
-				x.waitAll(&pd)
+			if err := s.postSend(&pd, (r+mask)%p, buf); err != nil {
+				s.waitAll(&pd)
 				return err
 			}
 		}
 	}
-	return x.waitAll(&pd)
+	return s.waitAll(&pd)
 }
 
 // chunk returns the byte range of chunk j when n bytes are split into p
@@ -185,20 +163,19 @@ func chunk(n, p, esz, j int) (lo, hi int) {
 
 // bcastScatterRing: binomial scatter of p chunks, then a ring allgather
 // (van de Geijn); about 2n bytes per rank instead of n log p.
-func (x *cx) bcastScatterRing(buf []byte, root int) error {
-	c := x.c
-	p, r, n := c.size, c.rank, len(buf)
+func (s *Set) bcastScatterRing(buf []byte, root int) error {
+	p, r, n := s.N, s.Me, len(buf)
 	vr := (r - root + p) % p
 	rng := func(v, cnt int) (int, int) { // bytes of chunks [v, v+cnt) (relative)
-		lo, _ := chunk(n, p, x.esz, v)
-		_, hi := chunk(n, p, x.esz, min(v+cnt, p)-1)
+		lo, _ := chunk(n, p, s.ESize, v)
+		_, hi := chunk(n, p, s.ESize, min(v+cnt, p)-1)
 		return lo, max(lo, hi)
 	}
 	mask := 1
 	for mask < p {
 		if vr&mask != 0 {
 			lo, hi := rng(vr, min(mask, p-vr))
-			if err := x.recv((r-mask+p)%p, buf[lo:hi]); err != nil {
+			if err := s.recv((r-mask+p)%p, buf[lo:hi]); err != nil {
 				return err
 			}
 			break
@@ -209,34 +186,33 @@ func (x *cx) bcastScatterRing(buf []byte, root int) error {
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if child := vr + mask; child < p {
 			lo, hi := rng(child, min(mask, p-child))
-			if err := x.postSend(&pd, (r+mask)%p, buf[lo:hi]); err != nil {
-				x.waitAll(&pd)
+			if err := s.postSend(&pd, (r+mask)%p, buf[lo:hi]); err != nil {
+				s.waitAll(&pd)
 				return err
 			}
 		}
 	}
-	if err := x.waitAll(&pd); err != nil {
+	if err := s.waitAll(&pd); err != nil {
 		return err
 	}
 	// Ring allgather of the chunks, in relative numbering.
 	right, left := (r+1)%p, (r-1+p)%p
-	for s := 0; s < p-1; s++ {
-		sj, rj := (vr-s+p)%p, (vr-s-1+p)%p
-		slo, shi := chunk(n, p, x.esz, sj)
-		rlo, rhi := chunk(n, p, x.esz, rj)
-		if err := x.sendrecv(right, buf[slo:shi], left, buf[rlo:rhi]); err != nil {
+	for st := 0; st < p-1; st++ {
+		sj, rj := (vr-st+p)%p, (vr-st-1+p)%p
+		slo, shi := chunk(n, p, s.ESize, sj)
+		rlo, rhi := chunk(n, p, s.ESize, rj)
+		if err := s.sendrecv(right, buf[slo:shi], left, buf[rlo:rhi]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// reduce combines send of every rank into recv at root, in rank order
+// Reduce combines send of every rank into recv at root, in rank order
 // (binomial tree; for non-commutative ops the tree is rooted at rank 0
 // and the result forwarded to root). recv is used at root only.
-func (x *cx) reduce(send, recv []byte, root int, red redFn, commutative bool) error {
-	c := x.c
-	p, r, n := c.size, c.rank, len(send)
+func (s *Set) Reduce(send, recv []byte, root int, red ReduceFn, commutative bool) error {
+	p, r, n := s.N, s.Me, len(send)
 	if p == 1 {
 		copy(recv, send)
 		return nil
@@ -255,7 +231,7 @@ func (x *cx) reduce(send, recv []byte, root int, red redFn, commutative bool) er
 	defer func() { putTmp(h1); putTmp(h2) }()
 	for mask := 1; mask < p; mask <<= 1 {
 		if vr&mask != 0 {
-			if err := x.send((r-mask+p)%p, acc); err != nil {
+			if err := s.Send((r-mask+p)%p, acc); err != nil {
 				return err
 			}
 			break
@@ -272,7 +248,7 @@ func (x *cx) reduce(send, recv []byte, root int, red redFn, commutative bool) er
 		if &acc[0] == &t1[0] {
 			in = t2
 		}
-		if err := x.recv((child+troot)%p, in); err != nil {
+		if err := s.recv((child+troot)%p, in); err != nil {
 			return err
 		}
 		// acc holds lower ranks than the child's subtree: in = acc ∘ in.
@@ -284,42 +260,41 @@ func (x *cx) reduce(send, recv []byte, root int, red redFn, commutative bool) er
 			copy(recv[:n], acc)
 			return nil
 		}
-		return x.phase2().send(root, acc) // non-commutative: rank 0 forwards
+		return s.phase2().Send(root, acc) // non-commutative: rank 0 forwards
 	}
 	if r == root { // non-commutative, root != 0
-		return x.phase2().recv(0, recv[:n])
+		return s.phase2().recv(0, recv[:n])
 	}
 	return nil
 }
 
-// allreduce combines send of every rank into recv of every rank.
-func (x *cx) allreduce(send, recv []byte, red redFn, commutative bool) error {
-	p, n := x.c.size, len(send)
+// Allreduce combines send of every rank into recv of every rank.
+func (s *Set) Allreduce(send, recv []byte, red ReduceFn, commutative bool) error {
+	p, n := s.N, len(send)
 	recv = recv[:n]
 	copy(recv, send)
 	if p == 1 || n == 0 {
 		return nil
 	}
-	if crowded(p) {
+	if s.Crowded {
 		// Binomial reduce to rank 0 (rank order kept) and broadcast.
-		if err := x.reduce(send, recv, 0, red, commutative); err != nil {
+		if err := s.Reduce(send, recv, 0, red, commutative); err != nil {
 			return err
 		}
-		return x.phase2().bcast(recv, 0)
+		return s.phase2().Bcast(recv, 0)
 	}
-	if commutative && n >= tune.allreduceLong && n/x.esz >= p {
-		return x.allreduceRing(recv, red)
+	if commutative && n >= allreduceLong && n/s.ESize >= p {
+		return s.allreduceRing(recv, red)
 	}
-	return x.allreduceRD(recv, red, commutative)
+	return s.allreduceRD(recv, red, commutative)
 }
 
 // allreduceRD: recursive doubling on the largest power of two pof2 <= p;
 // the first 2*(p-pof2) ranks pair up first (even ranks hand their data to
 // the odd neighbour and get the result back at the end). Rank order is
 // kept: each of the pof2 participants stands for a contiguous rank range.
-func (x *cx) allreduceRD(buf []byte, red redFn, commutative bool) error {
-	c := x.c
-	p, r, n := c.size, c.rank, len(buf)
+func (s *Set) allreduceRD(buf []byte, red ReduceFn, commutative bool) error {
+	p, r, n := s.N, s.Me, len(buf)
 	pof2 := 1
 	for pof2*2 <= p {
 		pof2 *= 2
@@ -331,12 +306,12 @@ func (x *cx) allreduceRD(buf []byte, red redFn, commutative bool) error {
 	newrank := r - rem
 	if r < 2*rem {
 		if r%2 == 0 {
-			if err := x.send(r+1, cur); err != nil {
+			if err := s.Send(r+1, cur); err != nil {
 				return err
 			}
 			newrank = -1
 		} else {
-			if err := x.recv(r-1, tmp); err != nil {
+			if err := s.recv(r-1, tmp); err != nil {
 				return err
 			}
 			red(tmp, cur) // r-1 is lower
@@ -350,7 +325,7 @@ func (x *cx) allreduceRD(buf []byte, red redFn, commutative bool) error {
 			if nd < rem {
 				dst = nd*2 + 1
 			}
-			if err := x.sendrecv(dst, cur, dst, tmp); err != nil {
+			if err := s.sendrecv(dst, cur, dst, tmp); err != nil {
 				return err
 			}
 			if nd < newrank || commutative {
@@ -363,10 +338,10 @@ func (x *cx) allreduceRD(buf []byte, red redFn, commutative bool) error {
 	}
 	if r < 2*rem {
 		if r%2 == 1 {
-			if err := x.send(r-1, cur); err != nil {
+			if err := s.Send(r-1, cur); err != nil {
 				return err
 			}
-		} else if err := x.recv(r+1, cur); err != nil {
+		} else if err := s.recv(r+1, cur); err != nil {
 			return err
 		}
 	}
@@ -394,24 +369,23 @@ func (b blocks) of(buf []byte, j int) []byte { return buf[b.off[j] : b.off[j]+b.
 
 func (b blocks) maxSize() int {
 	m := 0
-	for _, s := range b.size {
-		m = max(m, s)
+	for _, sz := range b.size {
+		m = max(m, sz)
 	}
 	return m
 }
 
 // ringReduceScatter: p-1 steps; afterwards block r of work holds the
 // reduction of every rank's block r (commutative ops only).
-func (x *cx) ringReduceScatter(work []byte, bl blocks, red redFn) error {
-	c := x.c
-	p, r := c.size, c.rank
+func (s *Set) ringReduceScatter(work []byte, bl blocks, red ReduceFn) error {
+	p, r := s.N, s.Me
 	tmp, h := getTmp(bl.maxSize())
 	defer putTmp(h)
 	right, left := (r+1)%p, (r-1+p)%p
-	for s := 0; s < p-1; s++ {
-		si, ri := (r-s-1+p)%p, (r-s-2+p)%p
+	for st := 0; st < p-1; st++ {
+		si, ri := (r-st-1+p)%p, (r-st-2+p)%p
 		in := tmp[:bl.size[ri]]
-		if err := x.sendrecv(right, bl.of(work, si), left, in); err != nil {
+		if err := s.sendrecv(right, bl.of(work, si), left, in); err != nil {
 			return err
 		}
 		red(in, bl.of(work, ri))
@@ -420,13 +394,12 @@ func (x *cx) ringReduceScatter(work []byte, bl blocks, red redFn) error {
 }
 
 // ringAllgather: p-1 steps; block r of buf is passed around the ring.
-func (x *cx) ringAllgather(buf []byte, bl blocks) error {
-	c := x.c
-	p, r := c.size, c.rank
+func (s *Set) ringAllgather(buf []byte, bl blocks) error {
+	p, r := s.N, s.Me
 	right, left := (r+1)%p, (r-1+p)%p
-	for s := 0; s < p-1; s++ {
-		si, ri := (r-s+p)%p, (r-s-1+p)%p
-		if err := x.sendrecv(right, bl.of(buf, si), left, bl.of(buf, ri)); err != nil {
+	for st := 0; st < p-1; st++ {
+		si, ri := (r-st+p)%p, (r-st-1+p)%p
+		if err := s.sendrecv(right, bl.of(buf, si), left, bl.of(buf, ri)); err != nil {
 			return err
 		}
 	}
@@ -435,44 +408,50 @@ func (x *cx) ringAllgather(buf []byte, bl blocks) error {
 
 // allreduceRing: ring reduce-scatter then ring allgather, 2(p-1)/p n bytes
 // sent per rank.
-func (x *cx) allreduceRing(buf []byte, red redFn) error {
-	bl := evenBlocks(len(buf), x.c.size, x.esz)
-	if err := x.ringReduceScatter(buf, bl, red); err != nil {
+func (s *Set) allreduceRing(buf []byte, red ReduceFn) error {
+	bl := evenBlocks(len(buf), s.N, s.ESize)
+	if err := s.ringReduceScatter(buf, bl, red); err != nil {
 		return err
 	}
-	return x.phase2().ringAllgather(buf, bl)
+	return s.phase2().ringAllgather(buf, bl)
 }
 
-// gather collects n bytes from every rank into recv (p*n bytes) at root.
-func (x *cx) gather(send, recv []byte, root int) error {
-	c := x.c
-	p, r, n := c.size, c.rank, len(send)
+// Gather collects n bytes from every rank into recv (p*n bytes) at root.
+func (s *Set) Gather(send, recv []byte, root int) error {
+	p, r, n := s.N, s.Me, len(send)
 	if p == 1 {
 		copy(recv[:n], send)
 		return nil
 	}
-	if n*p > tune.gatherShort {
+	if GatherLinear(p, n) {
 		if r != root {
-			return x.send(root, send)
+			return s.Send(root, send)
 		}
 		var pd pending
 		for i := range p {
 			if i == root {
 				continue
 			}
-			if err := x.postRecv(&pd, i, recv[i*n:(i+1)*n], true); err != nil {
-				x.cancelAll(&pd)
+			if err := s.postRecv(&pd, i, recv[i*n:(i+1)*n], true); err != nil {
+				s.cancelAll(&pd)
 				return err
 			}
 		}
 		copy(recv[root*n:(root+1)*n], send)
-		return x.waitAll(&pd)
+		return s.waitAll(&pd)
 	}
-	// Binomial tree: node vr collects the blocks of relative ranks
-	// [vr, vr+min(lowbit(vr), p-vr)) in relative order.
+	return s.GatherTree(send, recv, root)
+}
+
+// GatherTree collects n bytes from every member into recv (p*n bytes, in
+// member order) at root over a binomial tree: node vr (relative to the
+// root) collects the blocks of relative ranks [vr, vr+min(lowbit(vr),
+// p-vr)) in relative order.
+func (s *Set) GatherTree(send, recv []byte, root int) error {
+	p, r, n := s.N, s.Me, len(send)
 	vr := (r - root + p) % p
 	if vr&1 == 1 {
-		return x.send((r-1+p)%p, send)
+		return s.Send((r-1+p)%p, send)
 	}
 	var buf []byte
 	var h *tmpBuf
@@ -489,14 +468,14 @@ func (x *cx) gather(send, recv []byte, root int) error {
 	copy(buf[:n], send)
 	for mask := 1; mask < p; mask <<= 1 {
 		if vr&mask != 0 {
-			return x.send((r-mask+p)%p, buf[:min(mask, p-vr)*n])
+			return s.Send((r-mask+p)%p, buf[:min(mask, p-vr)*n])
 		}
 		child := vr + mask
 		if child >= p {
 			continue
 		}
 		cnt := min(mask, p-child)
-		if err := x.recv((r+mask)%p, buf[mask*n:(mask+cnt)*n]); err != nil {
+		if err := s.recv((r+mask)%p, buf[mask*n:(mask+cnt)*n]); err != nil {
 			return err
 		}
 	}
@@ -509,30 +488,29 @@ func (x *cx) gather(send, recv []byte, root int) error {
 	return nil
 }
 
-// scatter sends block i (n bytes) of send at root to rank i's recv.
-func (x *cx) scatter(send, recv []byte, root int) error {
-	c := x.c
-	p, r, n := c.size, c.rank, len(recv)
+// Scatter sends block i (n bytes) of send at root to rank i's recv.
+func (s *Set) Scatter(send, recv []byte, root int) error {
+	p, r, n := s.N, s.Me, len(recv)
 	if p == 1 {
 		copy(recv, send[:n])
 		return nil
 	}
-	if n*p > tune.gatherShort {
+	if GatherLinear(p, n) {
 		if r != root {
-			return x.recv(root, recv)
+			return s.recv(root, recv)
 		}
 		var pd pending
 		for i := range p {
 			if i == root {
 				continue
 			}
-			if err := x.postSend(&pd, i, send[i*n:(i+1)*n]); err != nil {
-				x.waitAll(&pd)
+			if err := s.postSend(&pd, i, send[i*n:(i+1)*n]); err != nil {
+				s.waitAll(&pd)
 				return err
 			}
 		}
 		copy(recv, send[root*n:(root+1)*n])
-		return x.waitAll(&pd)
+		return s.waitAll(&pd)
 	}
 	vr := (r - root + p) % p
 	var buf []byte
@@ -555,7 +533,7 @@ func (x *cx) scatter(send, recv []byte, root int) error {
 		} else {
 			buf, h = getTmp(sub * n)
 		}
-		if err := x.recv((r-mask+p)%p, buf[:sub*n]); err != nil {
+		if err := s.recv((r-mask+p)%p, buf[:sub*n]); err != nil {
 			putTmp(h)
 			return err
 		}
@@ -565,8 +543,8 @@ func (x *cx) scatter(send, recv []byte, root int) error {
 	for m := mask >> 1; m > 0; m >>= 1 {
 		if child := vr + m; child < p {
 			cnt := min(m, p-child)
-			if err := x.postSend(&pd, (r+m)%p, buf[m*n:(m+cnt)*n]); err != nil {
-				x.waitAll(&pd)
+			if err := s.postSend(&pd, (r+m)%p, buf[m*n:(m+cnt)*n]); err != nil {
+				s.waitAll(&pd)
 				return err
 			}
 		}
@@ -574,35 +552,33 @@ func (x *cx) scatter(send, recv []byte, root int) error {
 	if n > 0 && &buf[0] != &recv[0] {
 		copy(recv, buf[:n])
 	}
-	return x.waitAll(&pd)
+	return s.waitAll(&pd)
 }
 
 // gatherv: linear; root receives counts[i] bytes at displs[i] (bytes).
-func (x *cx) gatherv(send, recv []byte, counts, displs []int, root int) error {
-	c := x.c
-	if c.rank != root {
-		return x.send(root, send)
+func (s *Set) Gatherv(send, recv []byte, counts, displs []int, root int) error {
+	if s.Me != root {
+		return s.Send(root, send)
 	}
 	var pd pending
-	for i := range c.size {
+	for i := range s.N {
 		if i == root {
 			continue
 		}
-		if err := x.postRecv(&pd, i, recv[displs[i]:displs[i]+counts[i]], true); err != nil {
-			x.cancelAll(&pd)
+		if err := s.postRecv(&pd, i, recv[displs[i]:displs[i]+counts[i]], true); err != nil {
+			s.cancelAll(&pd)
 			return err
 		}
 	}
 	copy(recv[displs[root]:displs[root]+counts[root]], send)
-	return x.waitAll(&pd)
+	return s.waitAll(&pd)
 }
 
 // scatterv: linear; rank i receives counts[i] bytes from displs[i] of
 // send at root (exact is false when the receivers do not know the count).
-func (x *cx) scatterv(send, recv []byte, counts, displs []int, root int, exact bool) error {
-	c := x.c
-	if c.rank != root {
-		r, err := x.irecv(root, recv)
+func (s *Set) Scatterv(send, recv []byte, counts, displs []int, root int, exact bool) error {
+	if s.Me != root {
+		r, err := s.irecv(root, recv)
 		if err != nil {
 			return err
 		}
@@ -610,28 +586,28 @@ func (x *cx) scatterv(send, recv []byte, counts, displs []int, root int, exact b
 		if exact {
 			want = len(recv)
 		}
-		return x.waitRecv(r, root, want)
+		_, err = s.waitRecv(r, root, want)
+		return err
 	}
 	var pd pending
-	for i := range c.size {
+	for i := range s.N {
 		if i == root {
 			continue
 		}
-		if err := x.postSend(&pd, i, send[displs[i]:displs[i]+counts[i]]); err != nil {
-			x.waitAll(&pd)
+		if err := s.postSend(&pd, i, send[displs[i]:displs[i]+counts[i]]); err != nil {
+			s.waitAll(&pd)
 			return err
 		}
 	}
 	copy(recv, send[displs[root]:displs[root]+counts[root]])
-	return x.waitAll(&pd)
+	return s.waitAll(&pd)
 }
 
-// allgatherv gathers counts[i] bytes of every rank i at displs[i] of
+// Allgatherv gathers counts[i] bytes of every rank i at displs[i] of
 // every rank's recv; send is this rank's contribution (it may be this
 // rank's block of recv).
-func (x *cx) allgatherv(send, recv []byte, counts, displs []int) error {
-	c := x.c
-	p, r := c.size, c.rank
+func (s *Set) Allgatherv(send, recv []byte, counts, displs []int) error {
+	p, r := s.N, s.Me
 	copy(recv[displs[r]:displs[r]+counts[r]], send)
 	if p == 1 {
 		return nil
@@ -640,13 +616,13 @@ func (x *cx) allgatherv(send, recv []byte, counts, displs []int) error {
 	for _, k := range counts {
 		total += k
 	}
-	if crowded(p) && total < tune.allgatherLong {
+	if s.Crowded && total < allgatherLong {
 		// Gather to rank 0 (linear: the blocks land in place), broadcast
 		// the packed blocks.
-		return x.allgathervTree(send, recv, counts, displs, total)
+		return s.allgathervTree(send, recv, counts, displs, total)
 	}
-	if total >= tune.allgatherLong {
-		return x.ringAllgather(recv, blocks{off: displs, size: counts})
+	if total >= allgatherLong {
+		return s.ringAllgather(recv, blocks{off: displs, size: counts})
 	}
 	// Bruck: tmp holds the blocks of ranks r, r+1, ... (mod p) packed.
 	tmp, h := getTmp(total)
@@ -658,7 +634,7 @@ func (x *cx) allgatherv(send, recv []byte, counts, displs []int) error {
 	copy(tmp, send)
 	for d := 1; d < p; d <<= 1 {
 		cnt := min(d, p-d)
-		if err := x.sendrecv((r-d+p)%p, tmp[:toff[cnt]], (r+d)%p, tmp[toff[d]:toff[d+cnt]]); err != nil {
+		if err := s.sendrecv((r-d+p)%p, tmp[:toff[cnt]], (r+d)%p, tmp[toff[d]:toff[d+cnt]]); err != nil {
 			return err
 		}
 	}
@@ -671,8 +647,8 @@ func (x *cx) allgatherv(send, recv []byte, counts, displs []int) error {
 
 // allgathervTree: binomial gather of the packed blocks to rank 0, then a
 // broadcast of them.
-func (x *cx) allgathervTree(send, recv []byte, counts, displs []int, total int) error {
-	p, r := x.c.size, x.c.rank
+func (s *Set) allgathervTree(send, recv []byte, counts, displs []int, total int) error {
+	p, r := s.N, s.Me
 	tmp, h := getTmp(total)
 	defer putTmp(h)
 	off := make([]int, p+1)
@@ -683,18 +659,18 @@ func (x *cx) allgathervTree(send, recv []byte, counts, displs []int, total int) 
 	copy(tmp[off[r]:off[r+1]], send)
 	for mask := 1; mask < p; mask <<= 1 {
 		if r&mask != 0 {
-			if err := x.send(r-mask, tmp[off[r]:off[min(r+mask, p)]]); err != nil {
+			if err := s.Send(r-mask, tmp[off[r]:off[min(r+mask, p)]]); err != nil {
 				return err
 			}
 			break
 		}
 		if child := r + mask; child < p {
-			if err := x.recv(child, tmp[off[child]:off[min(child+mask, p)]]); err != nil {
+			if err := s.recv(child, tmp[off[child]:off[min(child+mask, p)]]); err != nil {
 				return err
 			}
 		}
 	}
-	if err := x.phase2().bcast(tmp, 0); err != nil {
+	if err := s.phase2().Bcast(tmp, 0); err != nil {
 		return err
 	}
 	for j := range p {
@@ -709,39 +685,55 @@ func (x *cx) allgathervTree(send, recv []byte, counts, displs []int, total int) 
 // every send buffer at rank 0, transpose, scatter. Two message hops instead
 // of p-1 concurrent exchanges per rank, which on a host with more ranks than
 // cores costs fewer process wake-ups (measured at np 16 on 2 cores).
-func (x *cx) alltoallViaRoot(send, recv []byte, bn int) error {
-	c := x.c
-	p := c.size
+func (s *Set) alltoallViaRoot(send, recv []byte, bn int) error {
+	p := s.N
 	var all, tr []byte
-	if c.rank == 0 {
+	if s.Me == 0 {
 		a, ha := getTmp(p * p * bn)
 		t, ht := getTmp(p * p * bn)
 		defer putTmp(ha)
 		defer putTmp(ht)
 		all, tr = a, t
 	}
-	if err := x.gather(send[:p*bn], all, 0); err != nil {
+	if err := s.Gather(send[:p*bn], all, 0); err != nil {
 		return err
 	}
-	if c.rank == 0 {
+	if s.Me == 0 {
 		for i := range p { // source
 			for j := range p { // destination
 				copy(tr[(j*p+i)*bn:(j*p+i+1)*bn], all[(i*p+j)*bn:(i*p+j+1)*bn])
 			}
 		}
 	}
-	return x.phase2().scatter(tr, recv[:p*bn], 0)
+	return s.phase2().Scatter(tr, recv[:p*bn], 0)
 }
 
-// alltoallv: block j of send (scounts[j] bytes at sdispls[j]) goes to rank
-// j, which stores it at rdispls[r] of its recv.
-func (x *cx) alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int, pairwise bool) error {
-	c := x.c
-	p, r := c.size, c.rank
-	sendTotal := 0
+// Alltoall sends block j (bn bytes) of send to member j, which stores it
+// as block Me of its recv.
+func (s *Set) Alltoall(send, recv []byte, bn int) error {
+	p := s.N
+	if p > 2 && bn > 0 && s.Crowded && p*p*bn <= alltoallRoot {
+		return s.alltoallViaRoot(send, recv, bn)
+	}
+	counts, displs := make([]int, p), make([]int, p)
+	for i := range p {
+		counts[i], displs[i] = bn, i*bn
+	}
+	return s.Alltoallv(send, counts, displs, recv, counts, displs)
+}
+
+// Alltoallv sends block j of send (scounts[j] bytes at sdispls[j]) to
+// member j, which stores it at rdispls[Me] of its recv. The largest block
+// sent decides the algorithm; for a choice every member agrees on, the
+// blocks must be alike (Alltoall) or the counts known to every member.
+func (s *Set) Alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int) error {
+	p, r := s.N, s.Me
+	sendTotal, maxBlock := 0, 0
 	for j := range p {
 		sendTotal = max(sendTotal, sdispls[j]+scounts[j])
+		maxBlock = max(maxBlock, scounts[j])
 	}
+	pairwise := AlltoallPairwise(maxBlock)
 	if overlap(send[:sendTotal], recv) { // in place: keep the outgoing data
 		tmp, h := getTmp(sendTotal)
 		defer putTmp(h)
@@ -755,35 +747,34 @@ func (x *cx) alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcounts
 	if pairwise {
 		for i := 1; i < p; i++ {
 			dst, src := (r+i)%p, (r-i+p)%p
-			if err := x.sendrecv(dst, send[sdispls[dst]:sdispls[dst]+scounts[dst]], src, recv[rdispls[src]:rdispls[src]+rcounts[src]]); err != nil {
+			if err := s.sendrecv(dst, send[sdispls[dst]:sdispls[dst]+scounts[dst]], src, recv[rdispls[src]:rdispls[src]+rcounts[src]]); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	pd := pending{reqs: make([]*p2p.Req, 0, 2*p), peers: make([]int, 0, 2*p), want: make([]int, 0, 2*p)}
+	pd := pending{reqs: make([]Req, 0, 2*p), peers: make([]int, 0, 2*p), want: make([]int, 0, 2*p)}
 	for i := 1; i < p; i++ {
 		src := (r - i + p) % p
-		if err := x.postRecv(&pd, src, recv[rdispls[src]:rdispls[src]+rcounts[src]], true); err != nil {
-			x.cancelAll(&pd)
+		if err := s.postRecv(&pd, src, recv[rdispls[src]:rdispls[src]+rcounts[src]], true); err != nil {
+			s.cancelAll(&pd)
 			return err
 		}
 	}
 	for i := 1; i < p; i++ {
 		dst := (r + i) % p
-		if err := x.postSend(&pd, dst, send[sdispls[dst]:sdispls[dst]+scounts[dst]]); err != nil {
-			x.cancelAll(&pd)
+		if err := s.postSend(&pd, dst, send[sdispls[dst]:sdispls[dst]+scounts[dst]]); err != nil {
+			s.cancelAll(&pd)
 			return err
 		}
 	}
-	return x.waitAll(&pd)
+	return s.waitAll(&pd)
 }
 
 // reduceScatter: block i (counts[i] bytes, packed) of the reduction ends in
 // rank i's recv.
-func (x *cx) reduceScatter(send, recv []byte, counts []int, red redFn, commutative bool) error {
-	c := x.c
-	p, r := c.size, c.rank
+func (s *Set) ReduceScatter(send, recv []byte, counts []int, red ReduceFn, commutative bool) error {
+	p, r := s.N, s.Me
 	bl := blocks{off: make([]int, p), size: counts}
 	total := 0
 	for i, k := range counts {
@@ -796,26 +787,25 @@ func (x *cx) reduceScatter(send, recv []byte, counts []int, red redFn, commutati
 	}
 	work, h := getTmp(total)
 	defer putTmp(h)
-	if commutative && total >= tune.redscatLong {
+	if commutative && total >= redscatLong {
 		copy(work, send[:total])
-		if err := x.ringReduceScatter(work, bl, red); err != nil {
+		if err := s.ringReduceScatter(work, bl, red); err != nil {
 			return err
 		}
 		copy(recv[:counts[r]], bl.of(work, r))
 		return nil
 	}
-	if err := x.reduce(send[:total], work, 0, red, commutative); err != nil {
+	if err := s.Reduce(send[:total], work, 0, red, commutative); err != nil {
 		return err
 	}
-	return x.phase2().scatterv(work, recv[:counts[r]], counts, bl.off, 0, true)
+	return s.phase2().Scatterv(work, recv[:counts[r]], counts, bl.off, 0, true)
 }
 
 // scan: recursive doubling; recv of rank r gets x_0 ∘ ... ∘ x_r
 // (inclusive) or x_0 ∘ ... ∘ x_(r-1) (exclusive; rank 0's recv is left
 // untouched).
-func (x *cx) scan(send, recv []byte, red redFn, commutative, exclusive bool) error {
-	c := x.c
-	p, r, n := c.size, c.rank, len(send)
+func (s *Set) Scan(send, recv []byte, red ReduceFn, commutative, exclusive bool) error {
+	p, r, n := s.N, s.Me, len(send)
 	recv = recv[:n]
 	if n == 0 {
 		return nil
@@ -834,7 +824,7 @@ func (x *cx) scan(send, recv []byte, red redFn, commutative, exclusive bool) err
 		if dst >= p {
 			continue
 		}
-		if err := x.sendrecv(dst, partial, dst, tmp); err != nil {
+		if err := s.sendrecv(dst, partial, dst, tmp); err != nil {
 			return err
 		}
 		if dst < r { // tmp is the reduction of a lower rank range
