@@ -626,7 +626,9 @@ func reduceScatterPrep[T Numeric](c *Comm, name string, send, recv []T, counts [
 	bc := scaled(counts, dtypeSize(dt))
 	x := newCx(c, name, coll.KReduceScatter, dt)
 	commut := op.commutative
-	return func() error { return x.ReduceScatter(asBytes(send), asBytes(recv), bc, coll.ReduceFn(byteRed(f)), commut) }, nil
+	return func() error {
+		return x.ReduceScatter(asBytes(send), asBytes(recv), bc, coll.ReduceFn(byteRed(f)), commut)
+	}, nil
 }
 
 // Scan leaves in recv of process r the combination with op of send of
@@ -681,5 +683,7 @@ func scanPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive
 	}
 	x := newCx(c, name, kind, dtypeOf[T]())
 	commut := op.commutative
-	return func() error { return x.Scan(asBytes(send), asBytes(recv), coll.ReduceFn(byteRed(f)), commut, exclusive) }, nil
+	return func() error {
+		return x.Scan(asBytes(send), asBytes(recv), coll.ReduceFn(byteRed(f)), commut, exclusive)
+	}, nil
 }
