@@ -154,11 +154,8 @@ func reducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, root in
 	if run, err, ok := rtReduce(c, name, send, recv, op, root); ok { // run-through communicator (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	f, err := opFunc[T](c, name, op)
 	if err != nil {
@@ -229,11 +226,8 @@ func gatherPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (coll
 	if run, err, ok := rtGather(c, name, send, recv, root); ok { // run-through communicator (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	if c.rank == root && len(recv) < c.size*len(send) {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
@@ -276,11 +270,8 @@ func gathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs
 	if run, err, ok := rtGatherv(c, name, send, recv, counts, displs, root); ok { // run-through communicator (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	dt := dtypeOf[T]()
 	esz := dtypeSize(dt)
@@ -320,11 +311,8 @@ func scatterPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 	if run, err, ok := rtScatter(c, name, send, recv, root); ok { // run-through communicator (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	if c.rank == root && len(send) < c.size*len(recv) {
 		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
@@ -356,11 +344,8 @@ func scattervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displ
 	if run, err, ok := rtScatterv(c, name, send, recv, counts, displs, root); ok { // run-through communicator (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	dt := dtypeOf[T]()
 	esz := dtypeSize(dt)

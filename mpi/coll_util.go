@@ -241,6 +241,18 @@ func notInter(c *Comm, op string) error {
 	return nil
 }
 
+// rootedChecks checks the arguments of the collectives with a root that
+// only intracommunicators support; the error has passed c's handler.
+func rootedChecks(c *Comm, op string, root int) error {
+	if err := notInter(c, op); err != nil {
+		return c.handle(err)
+	}
+	if err := c.checkRoot(op, root); err != nil {
+		return c.handle(err)
+	}
+	return nil
+}
+
 // checkCountsDispls validates per-rank counts and displacements (nil
 // displs: packed in rank order) against a buffer of n elements. It returns
 // the displacements to use. what names the buffer for messages; short is

@@ -47,7 +47,7 @@ func ceilPow2(p int) int {
 	return m
 }
 
-// barrier: dissemination, ceil(log2 p) rounds of zero-byte exchanges; on
+// Barrier: dissemination, ceil(log2 p) rounds of zero-byte exchanges; on
 // a crowded host a binomial fan-in to rank 0 and fan-out.
 func (s *Set) Barrier() error {
 	p := s.N
@@ -418,27 +418,14 @@ func (s *Set) allreduceRing(buf []byte, red ReduceFn) error {
 
 // Gather collects n bytes from every rank into recv (p*n bytes) at root.
 func (s *Set) Gather(send, recv []byte, root int) error {
-	p, r, n := s.N, s.Me, len(send)
+	p, n := s.N, len(send)
 	if p == 1 {
 		copy(recv[:n], send)
 		return nil
 	}
 	if GatherLinear(p, n) {
-		if r != root {
-			return s.Send(root, send)
-		}
-		var pd pending
-		for i := range p {
-			if i == root {
-				continue
-			}
-			if err := s.postRecv(&pd, i, recv[i*n:(i+1)*n], true); err != nil {
-				s.cancelAll(&pd)
-				return err
-			}
-		}
-		copy(recv[root*n:(root+1)*n], send)
-		return s.waitAll(&pd)
+		counts, displs := equalBlocks(p, n)
+		return s.Gatherv(send, recv, counts, displs, root)
 	}
 	return s.GatherTree(send, recv, root)
 }
@@ -496,21 +483,8 @@ func (s *Set) Scatter(send, recv []byte, root int) error {
 		return nil
 	}
 	if GatherLinear(p, n) {
-		if r != root {
-			return s.recv(root, recv)
-		}
-		var pd pending
-		for i := range p {
-			if i == root {
-				continue
-			}
-			if err := s.postSend(&pd, i, send[i*n:(i+1)*n]); err != nil {
-				s.waitAll(&pd)
-				return err
-			}
-		}
-		copy(recv, send[root*n:(root+1)*n])
-		return s.waitAll(&pd)
+		counts, displs := equalBlocks(p, n)
+		return s.Scatterv(send, recv, counts, displs, root, true)
 	}
 	vr := (r - root + p) % p
 	var buf []byte
@@ -555,7 +529,16 @@ func (s *Set) Scatter(send, recv []byte, root int) error {
 	return s.waitAll(&pd)
 }
 
-// gatherv: linear; root receives counts[i] bytes at displs[i] (bytes).
+// equalBlocks describes p blocks of n bytes packed in member order.
+func equalBlocks(p, n int) (counts, displs []int) {
+	counts, displs = make([]int, p), make([]int, p)
+	for i := range p {
+		counts[i], displs[i] = n, i*n
+	}
+	return counts, displs
+}
+
+// Gatherv: linear; root receives counts[i] bytes at displs[i] (bytes).
 func (s *Set) Gatherv(send, recv []byte, counts, displs []int, root int) error {
 	if s.Me != root {
 		return s.Send(root, send)
@@ -574,7 +557,7 @@ func (s *Set) Gatherv(send, recv []byte, counts, displs []int, root int) error {
 	return s.waitAll(&pd)
 }
 
-// scatterv: linear; rank i receives counts[i] bytes from displs[i] of
+// Scatterv: linear; rank i receives counts[i] bytes from displs[i] of
 // send at root (exact is false when the receivers do not know the count).
 func (s *Set) Scatterv(send, recv []byte, counts, displs []int, root int, exact bool) error {
 	if s.Me != root {
@@ -715,10 +698,7 @@ func (s *Set) Alltoall(send, recv []byte, bn int) error {
 	if p > 2 && bn > 0 && s.Crowded && p*p*bn <= alltoallRoot {
 		return s.alltoallViaRoot(send, recv, bn)
 	}
-	counts, displs := make([]int, p), make([]int, p)
-	for i := range p {
-		counts[i], displs[i] = bn, i*bn
-	}
+	counts, displs := equalBlocks(p, bn)
 	return s.Alltoallv(send, counts, displs, recv, counts, displs)
 }
 
@@ -771,7 +751,7 @@ func (s *Set) Alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcount
 	return s.waitAll(&pd)
 }
 
-// reduceScatter: block i (counts[i] bytes, packed) of the reduction ends in
+// ReduceScatter: block i (counts[i] bytes, packed) of the reduction ends in
 // rank i's recv.
 func (s *Set) ReduceScatter(send, recv []byte, counts []int, red ReduceFn, commutative bool) error {
 	p, r := s.N, s.Me
@@ -801,7 +781,7 @@ func (s *Set) ReduceScatter(send, recv []byte, counts []int, red ReduceFn, commu
 	return s.phase2().Scatterv(work, recv[:counts[r]], counts, bl.off, 0, true)
 }
 
-// scan: recursive doubling; recv of rank r gets x_0 ∘ ... ∘ x_r
+// Scan: recursive doubling; recv of rank r gets x_0 ∘ ... ∘ x_r
 // (inclusive) or x_0 ∘ ... ∘ x_(r-1) (exclusive; rank 0's recv is left
 // untouched).
 func (s *Set) Scan(send, recv []byte, red ReduceFn, commutative, exclusive bool) error {

@@ -23,11 +23,7 @@ func Crowded(n int, host func(i int) (name string, cores int)) bool {
 // Allgather collects len(send) bytes of every member into recv, member i's
 // block at i*len(send); send may be this member's block of recv.
 func (s *Set) Allgather(send, recv []byte) error {
-	n := len(send)
-	counts, displs := make([]int, s.N), make([]int, s.N)
-	for i := range s.N {
-		counts[i], displs[i] = n, i*n
-	}
+	counts, displs := equalBlocks(s.N, len(send))
 	return s.Allgatherv(send, recv, counts, displs)
 }
 
