@@ -57,7 +57,7 @@ func roots(p int) []int {
 func data(r, n int) []byte {
 	b := make([]byte, n)
 	for i := 0; i+8 <= n; i += 8 {
-		binary.LittleEndian.PutUint32(b[i:], uint32(2*(r+i)+1))      // odd: affine maps stay invertible-looking
+		binary.LittleEndian.PutUint32(b[i:], uint32(2*(r+i)+1))    // odd: affine maps stay invertible-looking
 		binary.LittleEndian.PutUint32(b[i+4:], uint32(r*31+i*7+1)) // distinct per member and element
 	}
 	return b
@@ -371,7 +371,7 @@ func block(from, to, n int) []byte { return data(from*100+to, n) }
 
 func TestAlltoall(t *testing.T) {
 	forJobs(t, func(t *testing.T, j job) {
-		sizes := around(alltoallLong) // pairwise switch
+		sizes := around(alltoallLong)                // pairwise switch
 		for _, total := range around(alltoallRoot) { // through member 0 on a crowded host
 			sizes = append(sizes, max(8, total/(j.n*j.n)/8*8), (total/(j.n*j.n)+8)/8*8)
 		}
