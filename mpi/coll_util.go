@@ -42,6 +42,7 @@ type hostTable struct {
 	mu    sync.Mutex
 	host  []string       // by process id
 	cores map[string]int // cores of each host as the launcher counted them; 0 or absent: unknown
+	local int            // Run: every process on one host of this many cores (host and cores unused)
 	force atomic.Int32   // tests: 1 crowded, -1 not crowded, 0 from the table
 }
 
@@ -63,13 +64,12 @@ func (h *hostTable) add(eps []boot.Endpoint) {
 	}
 }
 
-// oneHost records n processes on one host of the given cores (Run).
-func (h *hostTable) oneHost(n, cores int) {
-	eps := make([]boot.Endpoint, n)
-	for i := range eps {
-		eps[i] = boot.Endpoint{Rank: i, Host: "local", Cores: cores}
-	}
-	h.add(eps)
+// oneHost records that every process runs on one host of the given cores
+// (Run).
+func (h *hostTable) oneHost(cores int) {
+	h.mu.Lock()
+	h.local = cores
+	h.mu.Unlock()
 }
 
 func (h *hostTable) crowded(n int, proc func(int) int) bool {
@@ -81,6 +81,9 @@ func (h *hostTable) crowded(n int, proc func(int) int) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.local > 0 {
+		return n > h.local
+	}
 	return coll.Crowded(n, func(i int) (string, int) {
 		p := proc(i)
 		if p < 0 || p >= len(h.host) {
@@ -90,10 +93,10 @@ func (h *hostTable) crowded(n int, proc func(int) int) bool {
 	})
 }
 
-// collCall is one collective call: the engine's Set and its Net, in one
-// allocation.
+// collCall is one collective call: the engine's Set (with room for its
+// second phase) and its Net, in one allocation.
 type collCall struct {
-	coll.Set
+	coll.Call
 	net collNet
 }
 
@@ -108,7 +111,7 @@ type collNet struct {
 func newCall(c *Comm, op string, ctx uint32, tag int32, dt uint8, me, n int, procs []int) *coll.Set {
 	x := &collCall{net: collNet{c: c, op: op}}
 	x.Set = coll.Set{Net: &x.net, Ctx: ctx, Tag: tag, DT: dt, ESize: dtypeSize(dt), Me: me, N: n, Procs: procs}
-	return &x.Set
+	return x.Init()
 }
 
 // newCx prepares the next collective call of kind on intracommunicator c:

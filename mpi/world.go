@@ -521,7 +521,7 @@ func Run(n int, fn func(w *World) error) error {
 	for i := range worlds {
 		eng := p2p.New(p2p.Config{Self: i})
 		w := newWorld(i, n, eng, fab.Attach(i, eng), "inproc")
-		w.hosts.oneHost(n, cores)
+		w.hosts.oneHost(cores)
 		w.run = rs
 		w.abort = rs.abortCh
 		w.abortOnce = &rs.abortOnce

@@ -54,6 +54,22 @@ type Set struct {
 	Me, N   int
 	Procs   []int // process of each member index; nil: the identity
 	Crowded bool  // some host runs more members than it has cores (see package comment)
+
+	p2 *Set // room for the second phase's Set (Call), so phase2 does not allocate
+}
+
+// Call is a Set with room for the Set of its second phase (a composite
+// algorithm's messages use a second tag): one allocation per call.
+type Call struct {
+	Set    Set
+	second Set
+}
+
+// Init links the room for the second phase and returns the call's Set;
+// call it after filling c.Set.
+func (c *Call) Init() *Set {
+	c.Set.p2 = &c.second
+	return &c.Set
 }
 
 // Proc is the process of member i.
@@ -92,11 +108,18 @@ const (
 // 1<<24 (negative ones included) are left for other internal protocols.
 func Tag(kind int, seq uint32) int32 { return int32(kind)<<24 | int32(seq&(1<<24-1)) }
 
-// phase2 returns a copy of s whose messages use a distinct tag.
+// phase2 returns a copy of s whose messages use a distinct tag. The
+// phases of one call run one after the other, so the copies share one
+// room (Call) when there is one.
 func (s *Set) phase2() *Set {
-	y := *s
+	y := s.p2
+	if y == nil {
+		y = new(Set)
+	}
+	*y = *s
+	y.p2 = nil
 	y.Tag += kPhase2 << 24
-	return &y
+	return y
 }
 
 // ReduceFn combines byte views of element slices: inout = in ∘ inout.
