@@ -1,6 +1,9 @@
 package mpi
 
-import "github.com/ftmpi/ftmpi/internal/p2p"
+import (
+	"github.com/ftmpi/ftmpi/internal/coll"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+)
 
 // Collective operations on intracommunicators (MPI chapter 6).
 //
@@ -36,51 +39,10 @@ import "github.com/ftmpi/ftmpi/internal/p2p"
 //     their nonblocking forms) follow the intercommunicator semantics; the
 //     other collectives return ErrComm.
 //
-// Algorithms (p processes, n bytes per rank's contribution unless noted;
-// switch points in tune, coll_alg.go):
-//
-//	Barrier            dissemination, ceil(log2 p) rounds
-//	Bcast              n < 64 KiB or p < 4: binomial tree; else binomial scatter + ring allgather
-//	Reduce             binomial tree (non-commutative: rooted at rank 0 in rank order, then forwarded)
-//	Allreduce          n < 64 KiB, count < p or non-commutative: recursive doubling with the
-//	                   non-power-of-two fold; else ring reduce-scatter + ring allgather
-//	Gather, Scatter    p*n <= 32 KiB: binomial tree; else linear (direct to/from the root)
-//	Gatherv, Scatterv  linear
-//	Allgather(v)       total < 64 KiB: Bruck, ceil(log2 p) rounds; else ring
-//	Alltoall(v)        block < 16 KiB: all requests posted at once; else pairwise exchange
-//	ReduceScatter(Block) commutative and total >= 64 KiB: ring; else reduce + scatterv
-//	Scan, Exscan       recursive doubling, ceil(log2 p) rounds
-
-// collSendRecv exchanges buffers with two peers on the collective context.
-func (c *Comm) collSendRecv(op string, send []byte, dest int, recv []byte, src int, tag int32) error {
-	w := c.w
-	rr, err := w.eng.Irecv(c.ctx+1, int32(src), c.worldRank(src), tag, p2p.DTByte, recv)
-	if err != nil {
-		return c.engineErr(op, src, err)
-	}
-	sr, err := w.eng.Isend(c.ctx+1, int32(c.rank), c.worldRank(dest), tag, p2p.DTByte, send, false)
-	if err != nil {
-		w.eng.Cancel(rr)
-		return c.engineErr(op, dest, err)
-	}
-	if sr != nil {
-		if !sr.Wait(w.abort) {
-			return w.abortedErr(op, c)
-		}
-		if e := sr.Status().Err; e != nil {
-			return c.engineErr(op, dest, e)
-		}
-		w.eng.Release(sr)
-	}
-	if !rr.Wait(w.abort) {
-		return w.abortedErr(op, c)
-	}
-	if e := rr.Status().Err; e != nil {
-		return c.engineErr(op, src, e)
-	}
-	w.eng.Release(rr)
-	return nil
-}
+// Algorithms and their choice: internal/coll (alg.go). The choice depends
+// only on what every member agrees on: the sizes and counts of the call and
+// whether the members outnumber the cores of a host as the launcher reported
+// them (Comm.crowded), never on this process's CPU count or affinity.
 
 // collRun is a prepared collective: validated, sequence number taken.
 type collRun func() error
@@ -137,8 +99,8 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 	if c.IsInter() {
 		return handledPrep(c)(interBarrierPrep(c, op))
 	}
-	x := newCx(c, op, kBarrier, p2p.DTByte)
-	return x.barrier, nil
+	x := newCx(c, op, coll.KBarrier, p2p.DTByte)
+	return x.Barrier, nil
 }
 
 // Bcast broadcasts buf from root to every process of c (MPI_Bcast). Every
@@ -167,8 +129,8 @@ func bcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error
 	if err := c.checkRoot(op, root); err != nil {
 		return nil, c.handle(err)
 	}
-	x := newCx(c, op, kBcast, dtypeOf[T]())
-	return func() error { return x.bcast(asBytes(buf), root) }, nil
+	x := newCx(c, op, coll.KBcast, dtypeOf[T]())
+	return func() error { return x.Bcast(asBytes(buf), root) }, nil
 }
 
 // Reduce combines send of every process with op, in rank order, into recv
@@ -192,11 +154,8 @@ func reducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, root in
 	if run, err, ok := routeReduce(c, name, send, recv, op, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	f, err := opFunc[T](c, name, op)
 	if err != nil {
@@ -205,9 +164,9 @@ func reducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, root in
 	if c.rank == root && len(recv) < len(send) {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	x := newCx(c, name, kReduce, dtypeOf[T]())
+	x := newCx(c, name, coll.KReduce, dtypeOf[T]())
 	commut := op.commutative
-	return func() error { return x.reduce(asBytes(send), asBytes(recv), root, byteRed(f), commut) }, nil
+	return func() error { return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(byteRed(f)), commut) }, nil
 }
 
 // Allreduce combines send of every process with op, in rank order, into
@@ -241,9 +200,9 @@ func allreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (col
 	if len(recv) < len(send) {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	x := newCx(c, name, kAllreduce, dtypeOf[T]())
+	x := newCx(c, name, coll.KAllreduce, dtypeOf[T]())
 	commut := op.commutative
-	return func() error { return x.allreduce(asBytes(send), asBytes(recv), byteRed(f), commut) }, nil
+	return func() error { return x.Allreduce(asBytes(send), asBytes(recv), coll.ReduceFn(byteRed(f)), commut) }, nil
 }
 
 // Gather collects send (the same length n at every rank) of every process
@@ -267,18 +226,15 @@ func gatherPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (coll
 	if run, err, ok := routeGather(c, name, send, recv, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	if c.rank == root && len(recv) < c.size*len(send) {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*len(send), c.size, len(send)))
 	}
-	x := newCx(c, name, kGather, dtypeOf[T]())
-	return func() error { return x.gather(asBytes(send), asBytes(recv), root) }, nil
+	x := newCx(c, name, coll.KGather, dtypeOf[T]())
+	return func() error { return x.Gather(asBytes(send), asBytes(recv), root) }, nil
 }
 
 // Gatherv collects send of every process into recv at root, rank i's
@@ -314,11 +270,8 @@ func gathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs
 	if run, err, ok := routeGatherv(c, name, send, recv, counts, displs, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	dt := dtypeOf[T]()
 	esz := dtypeSize(dt)
@@ -333,8 +286,8 @@ func gathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs
 		}
 		bc, bd = scaled(counts, esz), scaled(d, esz)
 	}
-	x := newCx(c, name, kGatherv, dt)
-	return func() error { return x.gatherv(asBytes(send), asBytes(recv), bc, bd, root) }, nil
+	x := newCx(c, name, coll.KGatherv, dt)
+	return func() error { return x.Gatherv(asBytes(send), asBytes(recv), bc, bd, root) }, nil
 }
 
 // Scatter sends block i (recv's length n elements, send[i*n:(i+1)*n]) of
@@ -358,18 +311,15 @@ func scatterPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 	if run, err, ok := routeScatter(c, name, send, recv, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	if c.rank == root && len(send) < c.size*len(recv) {
 		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
 			len(send), c.size*len(recv), c.size, len(recv)))
 	}
-	x := newCx(c, name, kScatter, dtypeOf[T]())
-	return func() error { return x.scatter(asBytes(send), asBytes(recv), root) }, nil
+	x := newCx(c, name, coll.KScatter, dtypeOf[T]())
+	return func() error { return x.Scatter(asBytes(send), asBytes(recv), root) }, nil
 }
 
 // Scatterv sends counts[i] elements at send[displs[i]:] from root to
@@ -394,11 +344,8 @@ func scattervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displ
 	if run, err, ok := routeScatterv(c, name, send, recv, counts, displs, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
-	}
-	if err := c.checkRoot(name, root); err != nil {
-		return nil, c.handle(err)
+	if err := rootedChecks(c, name, root); err != nil {
+		return nil, err
 	}
 	dt := dtypeOf[T]()
 	esz := dtypeSize(dt)
@@ -413,13 +360,13 @@ func scattervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displ
 		}
 		bc, bd = scaled(counts, esz), scaled(d, esz)
 	}
-	x := newCx(c, name, kScatterv, dt)
+	x := newCx(c, name, coll.KScatterv, dt)
 	return func() error {
 		r := asBytes(recv)
 		if c.rank == root {
 			r = r[:bc[root]]
 		}
-		return x.scatterv(asBytes(send), r, bc, bd, root, false)
+		return x.Scatterv(asBytes(send), r, bc, bd, root, false)
 	}, nil
 }
 
@@ -451,16 +398,8 @@ func allgatherPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, er
 	if len(recv) < p*n {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
 	}
-	dt := dtypeOf[T]()
-	esz := dtypeSize(dt)
-	x := newCx(c, name, kAllgather, dt)
-	return func() error {
-		counts, displs := make([]int, p), make([]int, p)
-		for i := range p {
-			counts[i], displs[i] = n*esz, i*n*esz
-		}
-		return x.allgatherv(asBytes(send), asBytes(recv), counts, displs)
-	}, nil
+	x := newCx(c, name, coll.KAllgather, dtypeOf[T]())
+	return func() error { return x.Allgather(asBytes(send), asBytes(recv)) }, nil
 }
 
 // Allgatherv collects send of every process into recv of every process,
@@ -498,8 +437,8 @@ func allgathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, dis
 	dt := dtypeOf[T]()
 	esz := dtypeSize(dt)
 	bc, bd := scaled(counts, esz), scaled(d, esz)
-	x := newCx(c, name, kAllgatherv, dt)
-	return func() error { return x.allgatherv(asBytes(send), asBytes(recv), bc, bd) }, nil
+	x := newCx(c, name, coll.KAllgatherv, dt)
+	return func() error { return x.Allgatherv(asBytes(send), asBytes(recv), bc, bd) }, nil
 }
 
 // Alltoall sends block j of send (len(send)/p elements) to process j,
@@ -536,17 +475,8 @@ func alltoallPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, err
 	}
 	dt := dtypeOf[T]()
 	bn := len(send) / p * dtypeSize(dt)
-	x := newCx(c, name, kAlltoall, dt)
-	return func() error {
-		if p > 2 && bn > 0 && crowded(p) && p*p*bn <= tune.alltoallRoot {
-			return x.alltoallViaRoot(asBytes(send), asBytes(recv), bn)
-		}
-		counts, displs := make([]int, p), make([]int, p)
-		for i := range p {
-			counts[i], displs[i] = bn, i*bn
-		}
-		return x.alltoallv(asBytes(send), counts, displs, asBytes(recv), counts, displs, bn >= tune.alltoallLong)
-	}, nil
+	x := newCx(c, name, coll.KAlltoall, dt)
+	return func() error { return x.Alltoall(asBytes(send), asBytes(recv), bn) }, nil
 }
 
 // Alltoallv sends sendCounts[j] elements at send[sendDispls[j]:] to
@@ -585,13 +515,9 @@ func alltoallvPrep[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv
 	dt := dtypeOf[T]()
 	esz := dtypeSize(dt)
 	bsc, bsd, brc, brd := scaled(sc, esz), scaled(sd, esz), scaled(rc, esz), scaled(rd, esz)
-	maxBlock := 0
-	for _, k := range bsc {
-		maxBlock = max(maxBlock, k)
-	}
-	x := newCx(c, name, kAlltoallv, dt)
+	x := newCx(c, name, coll.KAlltoallv, dt)
 	return func() error {
-		return x.alltoallv(asBytes(send), bsc, bsd, asBytes(recv), brc, brd, maxBlock >= tune.alltoallLong)
+		return x.Alltoallv(asBytes(send), bsc, bsd, asBytes(recv), brc, brd)
 	}, nil
 }
 
@@ -635,14 +561,14 @@ func reduceScatterBlockPrep[T Numeric](c *Comm, name string, send, recv []T, op 
 	}
 	dt := dtypeOf[T]()
 	bn := n * dtypeSize(dt)
-	x := newCx(c, name, kReduceScatterBlock, dt)
+	x := newCx(c, name, coll.KReduceScatterBlock, dt)
 	commut := op.commutative
 	return func() error {
 		counts := make([]int, p)
 		for i := range counts {
 			counts[i] = bn
 		}
-		return x.reduceScatter(asBytes(send), asBytes(recv), counts, byteRed(f), commut)
+		return x.ReduceScatter(asBytes(send), asBytes(recv), counts, coll.ReduceFn(byteRed(f)), commut)
 	}, nil
 }
 
@@ -683,9 +609,11 @@ func reduceScatterPrep[T Numeric](c *Comm, name string, send, recv []T, counts [
 	}
 	dt := dtypeOf[T]()
 	bc := scaled(counts, dtypeSize(dt))
-	x := newCx(c, name, kReduceScatter, dt)
+	x := newCx(c, name, coll.KReduceScatter, dt)
 	commut := op.commutative
-	return func() error { return x.reduceScatter(asBytes(send), asBytes(recv), bc, byteRed(f), commut) }, nil
+	return func() error {
+		return x.ReduceScatter(asBytes(send), asBytes(recv), bc, coll.ReduceFn(byteRed(f)), commut)
+	}, nil
 }
 
 // Scan leaves in recv of process r the combination with op of send of
@@ -734,11 +662,13 @@ func scanPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive
 	if len(recv) < len(send) {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	kind := kScan
+	kind := coll.KScan
 	if exclusive {
-		kind = kExscan
+		kind = coll.KExscan
 	}
 	x := newCx(c, name, kind, dtypeOf[T]())
 	commut := op.commutative
-	return func() error { return x.scan(asBytes(send), asBytes(recv), byteRed(f), commut, exclusive) }, nil
+	return func() error {
+		return x.Scan(asBytes(send), asBytes(recv), coll.ReduceFn(byteRed(f)), commut, exclusive)
+	}, nil
 }

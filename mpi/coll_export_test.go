@@ -1,8 +1,10 @@
 package mpi
 
-// SetCrowdedForTest forces the crowded-host algorithm choice (1: trees,
-// -1: symmetric algorithms, 0: automatic) and returns a restore function.
-func SetCrowdedForTest(mode int32) func() {
-	old := crowdedMode.Swap(mode)
-	return func() { crowdedMode.Store(old) }
-}
+// SetCrowdedForTest forces w's choice of collective algorithms (1: those
+// of a crowded host, -1: those of an uncrowded one, 0: from the launcher's
+// data). Every rank of a job must set the same mode, before its first
+// collective on a communicator (the choice is cached per communicator).
+func SetCrowdedForTest(w *World, mode int32) { w.hosts.force.Store(mode) }
+
+// CrowdedForTest reports the algorithm choice input of c.
+func CrowdedForTest(c *Comm) bool { return c.crowded() }

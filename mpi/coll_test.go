@@ -214,11 +214,26 @@ func forEachP1(t *testing.T, fn func(t *testing.T, p int)) {
 	forEachPMode(t, []int32{0}, fn)
 }
 
+// crowdMode is the algorithm choice forEachPMode asks runC for (the
+// subtests run one at a time).
+var crowdMode int32
+
+// runC is run with every rank's algorithm choice forced to crowdMode.
+func runC(t *testing.T, n int, fn func(w *mpi.World, c *mpi.Comm) error) {
+	t.Helper()
+	mode := crowdMode
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		mpi.SetCrowdedForTest(w, mode)
+		return fn(w, c)
+	})
+}
+
 func forEachPMode(t *testing.T, modes []int32, fn func(t *testing.T, p int)) {
 	for _, mode := range modes {
 		name := map[int32]string{-1: "spread", 0: "auto", 1: "crowded"}[mode]
 		t.Run(name, func(t *testing.T) {
-			defer mpi.SetCrowdedForTest(mode)()
+			crowdMode = mode
+			defer func() { crowdMode = 0 }()
 			for _, p := range collSizes {
 				t.Run(fmt.Sprintf("p%d", p), func(t *testing.T) { fn(t, p) })
 			}
@@ -248,7 +263,7 @@ func checkBcast[T testNum](c *mpi.Comm) error {
 
 func TestBcast(t *testing.T) {
 	forEachP(t, func(t *testing.T, p int) {
-		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+		runC(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			return firstErr(func() error { return checkBcast[int32](c) }, func() error { return checkBcast[float64](c) },
 				func() error { return checkBcast[byte](c) }, func() error { return checkBcast[complex128](c) })
 		})
@@ -333,13 +348,13 @@ func reductionSuite(c *mpi.Comm, all bool) error {
 
 func TestReduce(t *testing.T) {
 	forEachP1(t, func(t *testing.T, p int) {
-		run(t, p, func(w *mpi.World, c *mpi.Comm) error { return reductionSuite(c, false) })
+		runC(t, p, func(w *mpi.World, c *mpi.Comm) error { return reductionSuite(c, false) })
 	})
 }
 
 func TestAllreduce(t *testing.T) {
 	forEachP(t, func(t *testing.T, p int) {
-		run(t, p, func(w *mpi.World, c *mpi.Comm) error { return reductionSuite(c, true) })
+		runC(t, p, func(w *mpi.World, c *mpi.Comm) error { return reductionSuite(c, true) })
 	})
 }
 
@@ -437,7 +452,7 @@ func checkGatherScatter[T testNum](c *mpi.Comm) error {
 
 func TestGatherScatterAllgather(t *testing.T) {
 	forEachP(t, func(t *testing.T, p int) {
-		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+		runC(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			return firstErr(func() error { return checkGatherScatter[int32](c) }, func() error { return checkGatherScatter[float64](c) },
 				func() error { return checkGatherScatter[byte](c) }, func() error { return checkGatherScatter[complex128](c) })
 		})
@@ -520,7 +535,7 @@ func checkV[T testNum](c *mpi.Comm) error {
 
 func TestGathervScattervAllgatherv(t *testing.T) {
 	forEachP(t, func(t *testing.T, p int) {
-		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+		runC(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			return firstErr(func() error { return checkV[int32](c) }, func() error { return checkV[float64](c) },
 				func() error { return checkV[byte](c) }, func() error { return checkV[complex128](c) })
 		})
@@ -590,7 +605,7 @@ func checkAlltoall[T testNum](c *mpi.Comm) error {
 
 func TestAlltoall(t *testing.T) {
 	forEachP1(t, func(t *testing.T, p int) {
-		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+		runC(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			return firstErr(func() error { return checkAlltoall[int32](c) }, func() error { return checkAlltoall[float64](c) },
 				func() error { return checkAlltoall[byte](c) }, func() error { return checkAlltoall[complex128](c) })
 		})
@@ -648,7 +663,7 @@ func checkReduceScatter[T testNum](c *mpi.Comm, cases []opCase[T], sizes []int) 
 
 func TestReduceScatter(t *testing.T) {
 	forEachP1(t, func(t *testing.T, p int) {
-		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+		runC(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			big := 64<<10/p + 4
 			return firstErr(
 				func() error {
@@ -706,7 +721,7 @@ func checkScan[T testNum](c *mpi.Comm, cases []opCase[T], sizes []int) error {
 
 func TestScanExscan(t *testing.T) {
 	forEachP1(t, func(t *testing.T, p int) {
-		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+		runC(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			return firstErr(
 				func() error {
 					return checkScan(c, append([]opCase[int32]{sumCase[int32]()}, ordCases[int32]()...), []int{0, 1, 9, 3000})
@@ -725,7 +740,7 @@ func TestScanExscan(t *testing.T) {
 func TestBarrierOrders(t *testing.T) {
 	forEachP(t, func(t *testing.T, p int) {
 		// Consecutive barriers (each with its own sequence tag) complete.
-		run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+		runC(t, p, func(w *mpi.World, c *mpi.Comm) error {
 			for i := 0; i < 5; i++ {
 				if err := c.Barrier(); err != nil {
 					return err
@@ -742,7 +757,7 @@ func TestBarrierOrders(t *testing.T) {
 func TestNonblockingCollectives(t *testing.T) {
 	for _, p := range []int{1, 2, 3, 5, 8} {
 		t.Run(fmt.Sprint(p), func(t *testing.T) {
-			run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+			runC(t, p, func(w *mpi.World, c *mpi.Comm) error {
 				r := c.Rank()
 				n := 1000
 				bc := make([]float64, n)
@@ -846,7 +861,7 @@ func TestNonblockingTestWaitany(t *testing.T) {
 
 func TestCollectives1024(t *testing.T) {
 	const p = 1024
-	run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+	runC(t, p, func(w *mpi.World, c *mpi.Comm) error {
 		r := c.Rank()
 		if err := c.Barrier(); err != nil {
 			return err

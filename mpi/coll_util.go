@@ -1,291 +1,211 @@
 package mpi
 
 import (
-	"fmt"
-	"math/bits"
-	"runtime"
+	"encoding/binary"
+	"math"
 	"sync"
 	"sync/atomic"
-	"unsafe"
-	"weak"
 
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
-// Collective tags. Every collective call on a communicator takes the next
-// value of the communicator's collective sequence number (all ranks call
-// collectives in the same order, so they agree on it) and sends its
-// messages on the collective context (ctx+1) with the tag
-//
-//	kind<<24 | seq mod 2^24
-//
-// so that consecutive and concurrent (nonblocking) collectives never match
-// each other's messages and user point-to-point traffic (context ctx) never
-// sees them. Tags below 1<<24 on the collective context are left for other
-// internal protocols (communicator management).
-const (
-	kBarrier = 1 + iota
-	kBcast
-	kReduce
-	kAllreduce
-	kGather
-	kGatherv
-	kScatter
-	kScatterv
-	kAllgather
-	kAllgatherv
-	kAlltoall
-	kAlltoallv
-	kReduceScatter
-	kReduceScatterBlock
-	kScan
-	kExscan
-	kPhase2 = 64 // added to a kind for the second phase of a composite algorithm
-)
+// The glue between communicators and the collective engine
+// (internal/coll): the per-communicator collective state, the Set of one
+// call, the Net through which the engine reaches the point-to-point engine,
+// and where the processes run (the input of the algorithm choice).
 
-const seqMask = 1<<24 - 1
-
-// tagBarrier is kept for code that used the original fixed barrier tag.
-const tagBarrier = 1
-
-// collState is the per-communicator collective state. It lives outside
-// Comm (whose definition belongs to communicator management) in a map
-// keyed by a weak pointer, so it is dropped when the Comm is collected.
-type collState struct {
+// collComm is a communicator's collective state.
+type collComm struct {
+	// seq numbers the collective calls on the communicator: every member
+	// calls collectives in the same order, so they agree on it (coll.Tag).
 	seq atomic.Uint32
+
+	crowdOnce sync.Once
+	crowded   bool // some host runs more members than it has cores
 }
 
-var collStates sync.Map // weak.Pointer[Comm] -> *collState
-
-func (c *Comm) collState() *collState {
-	k := weak.Make(c)
-	if v, ok := collStates.Load(k); ok {
-		return v.(*collState)
-	}
-	v, loaded := collStates.LoadOrStore(k, &collState{})
-	if !loaded {
-		runtime.AddCleanup(c, func(k weak.Pointer[Comm]) { collStates.Delete(k) }, k)
-	}
-	return v.(*collState)
+// crowded reports whether c's members outnumber the cores of one of their
+// hosts, from the launcher's data (hostTable): every member computes the
+// same value.
+func (c *Comm) crowded() bool {
+	cc := &c.coll
+	cc.crowdOnce.Do(func() { cc.crowded = c.w.hosts.crowded(c.size, c.worldRank) })
+	return cc.crowded
 }
 
-// cx is one collective call: communicator, MPI name, tag and element type.
-type cx struct {
-	c   *Comm
-	op  string
-	tag int32
-	dt  uint8
-	esz int
+// hostTable is where every process runs, as the launcher told all of them
+// (the endpoints exchanged at start, the spawn replies) or as Run decides:
+// the same at every process, unlike the local CPU count or affinity.
+type hostTable struct {
+	mu    sync.Mutex
+	host  []string       // by process id
+	cores map[string]int // cores of each host as the launcher counted them; 0 or absent: unknown
+	local int            // Run: every process on one host of this many cores (host and cores unused)
+	force atomic.Int32   // tests: 1 crowded, -1 not crowded, 0 from the table
 }
 
-// newCx allocates the next collective sequence number of c.
-func newCx(c *Comm, op string, kind int, dt uint8) *cx {
-	c.collStartCheck()
-	seq := c.collState().seq.Add(1)
-	return &cx{c: c, op: op, tag: int32(kind)<<24 | int32(seq&seqMask), dt: dt, esz: dtypeSize(dt)}
-}
-
-// phase2 returns a copy of x whose messages use a distinct tag.
-func (x *cx) phase2() *cx {
-	y := *x
-	y.tag += kPhase2 << 24
-	return &y
-}
-
-func (x *cx) isend(dest int, b []byte) (*p2p.Req, error) {
-	r, err := x.c.w.eng.Isend(x.c.ctx+1, int32(x.c.rank), x.c.worldRank(dest), x.tag, x.dt, b, false)
-	if err != nil {
-		return nil, x.c.engineErr(x.op, dest, err)
+// add records the hosts of eps (by process id).
+func (h *hostTable) add(eps []boot.Endpoint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cores == nil {
+		h.cores = make(map[string]int)
 	}
-	return r, nil
-}
-
-func (x *cx) irecv(src int, b []byte) (*p2p.Req, error) {
-	r, err := x.c.w.eng.Irecv(x.c.ctx+1, int32(src), x.c.worldRank(src), x.tag, x.dt, b)
-	if err != nil {
-		return nil, x.c.engineErr(x.op, src, err)
-	}
-	return r, nil
-}
-
-// wait waits for r; a failure of a member of the communicator completes it
-// with ErrProcFailed (see World.waitColl).
-func (x *cx) wait(r *p2p.Req) bool {
-	c := x.c
-	return c.w.waitColl(r, c.ctx+1, c.size, c.worldRank)
-}
-
-// waitSend waits for a send request (nil: already done).
-func (x *cx) waitSend(r *p2p.Req, dest int) error {
-	if r == nil {
-		return nil
-	}
-	w := x.c.w
-	if !x.wait(r) {
-		return w.abortedErr(x.op, x.c)
-	}
-	e := r.Status().Err
-	w.eng.Release(r)
-	if e != nil {
-		return x.c.engineErr(x.op, dest, e)
-	}
-	return nil
-}
-
-// waitRecv waits for a receive; want >= 0 is the exact byte count the
-// collective's arguments imply (a shorter message means the ranks passed
-// inconsistent arguments).
-func (x *cx) waitRecv(r *p2p.Req, src, want int) error {
-	w := x.c.w
-	if !x.wait(r) {
-		return w.abortedErr(x.op, x.c)
-	}
-	st := r.Status()
-	w.eng.Release(r)
-	if st.Err != nil {
-		return x.c.engineErr(x.op, src, st.Err)
-	}
-	if want >= 0 && st.Bytes != want {
-		return newErr(ErrCount, x.op, x.c, src, "received %d elements from rank %d, expected %d (arguments differ across ranks)",
-			st.Bytes/x.esz, src, want/x.esz)
-	}
-	return nil
-}
-
-func (x *cx) send(dest int, b []byte) error {
-	r, err := x.isend(dest, b)
-	if err != nil {
-		return err
-	}
-	return x.waitSend(r, dest)
-}
-
-func (x *cx) recv(src int, b []byte) error {
-	r, err := x.irecv(src, b)
-	if err != nil {
-		return err
-	}
-	return x.waitRecv(r, src, len(b))
-}
-
-// sendrecv sends sb to dest while receiving exactly len(rb) bytes from src.
-func (x *cx) sendrecv(dest int, sb []byte, src int, rb []byte) error {
-	rr, err := x.irecv(src, rb)
-	if err != nil {
-		return err
-	}
-	sr, err := x.isend(dest, sb)
-	if err != nil {
-		x.c.w.eng.Cancel(rr)
-		return err
-	}
-	err = x.waitSend(sr, dest)
-	if err2 := x.waitRecv(rr, src, len(rb)); err == nil {
-		err = err2
-	}
-	return err
-}
-
-// pending is a set of outstanding requests of one collective.
-type pending struct {
-	reqs  []*p2p.Req
-	peers []int
-	want  []int // -1 for sends, expected bytes (or -2: any) for receives
-}
-
-func (x *cx) postRecv(pd *pending, src int, b []byte, exact bool) error {
-	r, err := x.irecv(src, b)
-	if err != nil {
-		return err
-	}
-	w := len(b)
-	if !exact {
-		w = -2
-	}
-	pd.reqs, pd.peers, pd.want = append(pd.reqs, r), append(pd.peers, src), append(pd.want, w)
-	return nil
-}
-
-func (x *cx) postSend(pd *pending, dest int, b []byte) error {
-	r, err := x.isend(dest, b)
-	if err != nil {
-		return err
-	}
-	if r != nil {
-		pd.reqs, pd.peers, pd.want = append(pd.reqs, r), append(pd.peers, dest), append(pd.want, -1)
-	}
-	return nil
-}
-
-// waitAll waits for every request and returns the first error.
-func (x *cx) waitAll(pd *pending) error {
-	var first error
-	for i, r := range pd.reqs {
-		var err error
-		switch w := pd.want[i]; {
-		case w == -1:
-			err = x.waitSend(r, pd.peers[i])
-		case w == -2:
-			err = x.waitRecv(r, pd.peers[i], -1)
-		default:
-			err = x.waitRecv(r, pd.peers[i], w)
+	for _, ep := range eps {
+		for len(h.host) <= ep.Rank {
+			h.host = append(h.host, "")
 		}
-		if err != nil && first == nil {
-			first = err
+		h.host[ep.Rank] = ep.Host
+		if ep.Host != "" {
+			h.cores[ep.Host] = max(h.cores[ep.Host], ep.Cores)
 		}
 	}
-	pd.reqs, pd.peers, pd.want = pd.reqs[:0], pd.peers[:0], pd.want[:0]
-	return first
 }
 
-// cancelAll cancels posted receives after a local failure to post more.
-func (x *cx) cancelAll(pd *pending) {
-	for i, r := range pd.reqs {
-		if pd.want[i] != -1 {
-			x.c.w.eng.Cancel(r)
-		}
-	}
-	x.waitAll(pd)
+// oneHost records that every process runs on one host of the given cores
+// (Run).
+func (h *hostTable) oneHost(cores int) {
+	h.mu.Lock()
+	h.local = cores
+	h.mu.Unlock()
 }
 
-// Temporary buffers, 8-byte aligned (any element type may be viewed in
-// them), pooled by power-of-two size class.
-const maxTmpShift = 40
-
-var tmpPools [maxTmpShift + 1]sync.Pool
-
-type tmpBuf struct {
-	words []uint64
-}
-
-// getTmp returns an n-byte buffer and its handle for putTmp.
-func getTmp(n int) ([]byte, *tmpBuf) {
-	if n <= 0 {
-		return nil, nil
-	}
-	shift := bits.Len(uint(n+7)/8 - 1)
-	t, _ := tmpPools[shift].Get().(*tmpBuf)
-	if t == nil {
-		t = &tmpBuf{words: make([]uint64, 1<<shift)}
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&t.words[0])), n), t
-}
-
-func putTmp(t *tmpBuf) {
-	if t == nil {
-		return
-	}
-	tmpPools[bits.Len(uint(len(t.words))-1)].Put(t)
-}
-
-// overlap reports whether two byte ranges share memory.
-func overlap(a, b []byte) bool {
-	if len(a) == 0 || len(b) == 0 {
+func (h *hostTable) crowded(n int, proc func(int) int) bool {
+	switch h.force.Load() {
+	case 1:
+		return true
+	case -1:
 		return false
 	}
-	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return pa < pb+uintptr(len(b)) && pb < pa+uintptr(len(a))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.local > 0 {
+		return n > h.local
+	}
+	return coll.Crowded(n, func(i int) (string, int) {
+		p := proc(i)
+		if p < 0 || p >= len(h.host) {
+			return "", 0
+		}
+		return h.host[p], h.cores[h.host[p]]
+	})
 }
+
+// collCall is one collective call: the engine's Set (with room for its
+// second phase) and its Net, in one allocation.
+type collCall struct {
+	coll.Call
+	net collNet
+}
+
+// collNet is coll.Net over the World's engine; errors are those of op on c.
+type collNet struct {
+	c  *Comm
+	op string
+}
+
+// newCall prepares a call of op on a set of c's engine: n members with
+// process mapping procs (nil: identity), this process being me.
+func newCall(c *Comm, op string, ctx uint32, tag int32, dt uint8, me, n int, procs []int) *coll.Set {
+	x := &collCall{net: collNet{c: c, op: op}}
+	x.Set = coll.Set{Net: &x.net, Ctx: ctx, Tag: tag, DT: dt, ESize: dtypeSize(dt), Me: me, N: n, Procs: procs}
+	return x.Init()
+}
+
+// newCx prepares the next collective call of kind on intracommunicator c:
+// its members on its collective context, with the next sequence number.
+func newCx(c *Comm, op string, kind int, dt uint8) *coll.Set {
+	c.collStartCheck()
+	s := newCall(c, op, c.ctx+1, coll.Tag(kind, c.coll.seq.Add(1)), dt, c.rank, c.size, c.members)
+	s.Crowded = c.crowded()
+	return s
+}
+
+// internalSet is a set of n processes procs (nil: identity) exchanging
+// bytes on ctx with an internal tag (communicator management); errors
+// name c.
+func internalSet(c *Comm, op string, ctx uint32, tag int32, me, n int, procs []int) *coll.Set {
+	return newCall(c, op, ctx, tag, p2p.DTByte, me, n, procs)
+}
+
+// collSet is the set of all members of intracommunicator c on its
+// collective context with an internal tag.
+func collSet(c *Comm, op string, tag int32) *coll.Set {
+	return internalSet(c, op, c.ctx+1, tag, c.rank, c.size, c.members)
+}
+
+func (n *collNet) Isend(s *coll.Set, to int, b []byte) (coll.Req, error) {
+	r, err := n.c.w.eng.Isend(s.Ctx, int32(s.Me), s.Proc(to), s.Tag, s.DT, b, false)
+	if err != nil {
+		return nil, n.c.engineErr(n.op, to, err)
+	}
+	if r == nil {
+		return nil, nil // complete (not a typed nil)
+	}
+	return r, nil
+}
+
+func (n *collNet) Irecv(s *coll.Set, from int, b []byte) (coll.Req, error) {
+	r, err := n.c.w.eng.Irecv(s.Ctx, int32(from), s.Proc(from), s.Tag, s.DT, b)
+	if err != nil {
+		return nil, n.c.engineErr(n.op, from, err)
+	}
+	return r, nil
+}
+
+// Wait waits for r; a failure of a member of s completes it with
+// ErrProcFailed (see World.waitColl).
+func (n *collNet) Wait(s *coll.Set, r coll.Req, peer int) (int, error) {
+	pr := r.(*p2p.Req)
+	w := n.c.w
+	if !w.waitColl(pr, s.Ctx, s.N, s.Proc) {
+		return 0, w.abortedErr(n.op, n.c)
+	}
+	st := pr.Status()
+	w.eng.Release(pr)
+	if st.Err != nil {
+		return 0, n.c.engineErr(n.op, peer, st.Err)
+	}
+	return st.Bytes, nil
+}
+
+func (n *collNet) Cancel(r coll.Req) { n.c.w.eng.Cancel(r.(*p2p.Req)) }
+
+func (n *collNet) Mismatch(s *coll.Set, peer, got, want int) error {
+	return newErr(ErrCount, n.op, n.c, peer, "received %d elements from rank %d, expected %d (arguments differ across ranks)",
+		got/s.ESize, peer, want/s.ESize)
+}
+
+// Internal tags of communicator management. They live on collective
+// contexts (ctx+1), where the public collectives use tags >= 1<<24, so
+// they are all negative (and never -1, AnyTag). (Dup, Split and Create
+// agree through the public Allreduce and Allgather on the parent.)
+const (
+	tagInterLocal int32 = -4 // intercommunicator management, within the local group
+	tagInterCross int32 = -5 // intercommunicator management, between the two leaders
+
+	// CreateGroup(g, tag) uses tagCreateGroupBase + tag mod 2^30 on the
+	// parent's collective context; IntercommCreate's leaders use
+	// tagIntercommBase + tag mod 2^30 on the peer's collective context.
+	tagCreateGroupBase int32 = math.MinInt32
+	tagIntercommBase   int32 = math.MinInt32 + 1<<30
+)
+
+func createGroupTag(tag int) int32 { return tagCreateGroupBase + int32(tag&(1<<30-1)) }
+func intercommTag(tag int) int32   { return tagIntercommBase + int32(tag&(1<<30-1)) }
+
+// Word encodings of small records.
+func putInts(vals ...int64) []byte {
+	b := make([]byte, 8*len(vals))
+	for i, v := range vals {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
+	}
+	return b
+}
+
+func getInt(b []byte, i int) int64 { return int64(binary.LittleEndian.Uint64(b[8*i:])) }
 
 // startColl runs a collective in a goroutine and returns the Request that
 // completes when it ends (the nonblocking collectives, MPI_I...). fn
@@ -308,15 +228,6 @@ func (c *Comm) startColl(op string, fn func() error) *Request {
 	return req
 }
 
-// doneRequest returns an already completed request.
-func (c *Comm) doneRequest(op string, err error) *Request {
-	req := &Request{c: c, op: op, peer: NoPeer}
-	st := emptyStatus()
-	st.Err = err
-	req.finish(st, err)
-	return req
-}
-
 // Argument checks shared by the collectives.
 
 func (c *Comm) checkRoot(op string, root int) error {
@@ -329,6 +240,18 @@ func (c *Comm) checkRoot(op string, root int) error {
 func notInter(c *Comm, op string) error {
 	if c.IsInter() {
 		return newErr(ErrComm, op, c, NoPeer, "not supported on intercommunicators")
+	}
+	return nil
+}
+
+// rootedChecks checks the arguments of the collectives with a root that
+// only intracommunicators support; the error has passed c's handler.
+func rootedChecks(c *Comm, op string, root int) error {
+	if err := notInter(c, op); err != nil {
+		return c.handle(err)
+	}
+	if err := c.checkRoot(op, root); err != nil {
+		return c.handle(err)
 	}
 	return nil
 }
@@ -371,5 +294,3 @@ func (c *Comm) checkCountsDispls(op, what string, counts, displs []int, n int, s
 func errf(class *Class, op string, c *Comm, format string, args ...any) error {
 	return newErr(class, op, c, NoPeer, format, args...)
 }
-
-var _ = fmt.Sprint

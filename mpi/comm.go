@@ -71,6 +71,10 @@ type Comm struct {
 	// agreements: ft.go), made on first use.
 	model atomic.Pointer[modelRef]
 	ft    atomic.Pointer[commFT]
+
+	// coll is the collective state: sequence numbers, algorithm choice
+	// inputs (coll_util.go).
+	coll collComm
 }
 
 // IsInter reports whether c is an intercommunicator (MPI_Comm_test_inter).

@@ -251,9 +251,9 @@ func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
 	if v := c.ftm().alive(c); v != nil {
 		ctx = v.ctx + 1 // run-through with recognised failures: c's own collective context saw a failure
 	}
-	x := &xset{w: c.w, c: c, op: op, ctx: ctx, tag: createGroupTag(tag), me: rank, n: len(g.procs), procs: g.procs}
+	x := internalSet(c, op, ctx, createGroupTag(tag), rank, len(g.procs), g.procs)
 	seed := uint64(c.ctx)<<32 | uint64(tag&(1<<30-1)) | 1<<62
-	pairs, err := ctxAgreement(c.w, c, op, 1, seed, true, x.allAND)
+	pairs, err := ctxAgreement(c.w, c, op, 1, seed, true, x.AllAND)
 	if err != nil {
 		return nil, c.handle(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/coll"
 )
 
 // Intercommunicators. An intercommunicator joins two disjoint groups; a
@@ -22,19 +22,18 @@ import (
 type interLink struct {
 	c      *Comm // named in errors
 	op     string
-	loc    *xset
+	loc    *coll.Set
 	leader int // index of the local leader in loc
-	cross  *xset
+	cross  *coll.Set
 	remote int // index of the remote leader in cross
 }
 
-func (l *interLink) isLeader() bool { return l.loc.me == l.leader }
+func (l *interLink) isLeader() bool { return l.loc.Me == l.leader }
 
 // link returns the interLink of intercommunicator c with internal tags.
 func (c *Comm) link(op string, tagLocal, tagCross int32) *interLink {
-	loc := collSet(c.local, op, tagLocal)
-	loc.c = c
-	cross := &xset{w: c.w, c: c, op: op, ctx: c.ctx + 1, tag: tagCross, me: c.rank, n: len(c.remote), procs: c.remote}
+	loc := internalSet(c, op, c.local.ctx+1, tagLocal, c.local.rank, c.local.size, c.local.members)
+	cross := internalSet(c, op, c.ctx+1, tagCross, c.rank, len(c.remote), c.remote)
 	return &interLink{c: c, op: op, loc: loc, leader: 0, cross: cross, remote: 0}
 }
 
@@ -47,13 +46,13 @@ func (l *interLink) and(words []uint64) error {
 	ext := make([]uint64, len(words)+1)
 	copy(ext, words)
 	ext[len(words)] = 1 // status: 0 if the leaders' exchange failed
-	if err := l.loc.reduceAND(ext, l.leader); err != nil {
+	if err := l.loc.ReduceAND(ext, l.leader); err != nil {
 		return err
 	}
 	var ferr error
 	if l.isLeader() {
 		tmp := make([]uint64, len(ext))
-		if _, ferr = l.cross.sendrecv(l.remote, p2p.DTUint64, asBytes(ext), asBytes(tmp)); ferr == nil {
+		if _, ferr = l.cross.SendRecv(l.remote, asBytes(ext), asBytes(tmp)); ferr == nil {
 			for i := range ext {
 				ext[i] &= tmp[i]
 			}
@@ -61,8 +60,8 @@ func (l *interLink) and(words []uint64) error {
 			ext[len(words)] = 0
 		}
 	}
-	if l.loc.n > 1 {
-		if err := l.loc.bcast(asBytes(ext), l.leader); err != nil {
+	if l.loc.N > 1 {
+		if err := l.loc.BcastTree(asBytes(ext), l.leader); err != nil {
 			return err
 		}
 	}
@@ -83,7 +82,7 @@ func (l *interLink) swap(out []byte, n int) ([]byte, error) {
 	var ferr error
 	if l.isLeader() {
 		var got int
-		got, ferr = l.cross.sendrecv(l.remote, p2p.DTByte, out, buf[1:])
+		got, ferr = l.cross.SendRecv(l.remote, out, buf[1:])
 		if ferr == nil && got != n {
 			ferr = newErr(ErrIntern, l.op, l.c, NoPeer, "remote leader sent %d bytes, expected %d", got, n)
 		}
@@ -91,8 +90,8 @@ func (l *interLink) swap(out []byte, n int) ([]byte, error) {
 			buf[0] = 1
 		}
 	}
-	if l.loc.n > 1 {
-		if err := l.loc.bcast(buf, l.leader); err != nil {
+	if l.loc.N > 1 {
+		if err := l.loc.BcastTree(buf, l.leader); err != nil {
 			return nil, err
 		}
 	}
@@ -164,11 +163,11 @@ func IntercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag
 			if peer.IsInter() {
 				procs = peer.remote
 			}
-			l.cross = &xset{w: local.w, c: local, op: op, ctx: peer.ctx + 1, tag: intercommTag(tag), me: peer.rank, n: peer.peerSize(), procs: procs}
+			l.cross = internalSet(local, op, peer.ctx+1, intercommTag(tag), peer.rank, peer.peerSize(), procs)
 			l.remote = remoteLeader
 			out := putInts(int64(len(mine)))
 			in := make([]byte, 8)
-			if _, err := l.cross.sendrecv(remoteLeader, p2p.DTByte, out, in); err != nil {
+			if _, err := l.cross.SendRecv(remoteLeader, out, in); err != nil {
 				return err
 			}
 			copy(hdr[8:], in)
@@ -178,8 +177,8 @@ func IntercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag
 			hdr[0] = 1
 		}
 	}
-	if loc.n > 1 {
-		if err := loc.bcast(hdr, localLeader); err != nil {
+	if loc.N > 1 {
+		if err := loc.BcastTree(hdr, localLeader); err != nil {
 			return nil, local.handle(err)
 		}
 	}

@@ -1,5 +1,7 @@
 package mpi
 
+import "github.com/ftmpi/ftmpi/internal/coll"
+
 // Collectives on intercommunicators (MPI 4.0 section 6.2.2). The
 // intracommunicator collectives dispatch here when c.IsInter().
 //
@@ -20,8 +22,7 @@ package mpi
 
 // interLinkFor returns the link of the next collective of kind on c.
 func (c *Comm) interLinkFor(op string, kind int) *interLink {
-	seq := c.collState().seq.Add(1)
-	tag := int32(kind)<<24 | int32(seq&seqMask)
+	tag := coll.Tag(kind, c.coll.seq.Add(1))
 	return c.link(op, tag, tag)
 }
 
@@ -32,8 +33,8 @@ func (l *interLink) result(ferr error, count int) (int, error) {
 	if l.isLeader() && ferr == nil {
 		st[0] = 1
 	}
-	if l.loc.n > 1 {
-		if err := l.loc.bcast(asBytes(st), l.leader); err != nil {
+	if l.loc.N > 1 {
+		if err := l.loc.BcastTree(asBytes(st), l.leader); err != nil {
 			return 0, err
 		}
 	}
@@ -49,7 +50,7 @@ func (l *interLink) result(ferr error, count int) (int, error) {
 // interBarrierPrep prepares an intercommunicator barrier: no process
 // leaves before every process of both groups has entered.
 func interBarrierPrep(c *Comm, op string) (collRun, error) {
-	l := c.interLinkFor(op, kBarrier)
+	l := c.interLinkFor(op, coll.KBarrier)
 	return func() error { return l.and(nil) }, nil
 }
 
@@ -63,7 +64,7 @@ func interBcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, 
 			"root %d: on an intercommunicator the root passes mpi.Root, the rest of its group mpi.ProcNull, and the other group the root's rank in [0, %d)",
 			root, len(c.remote))
 	}
-	l := c.interLinkFor(op, kBcast)
+	l := c.interLinkFor(op, coll.KBcast)
 	dt := dtypeOf[T]()
 	b := asBytes(buf)
 	return func() error {
@@ -71,20 +72,22 @@ func interBcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, 
 		case ProcNull:
 			return nil
 		case Root:
-			return l.cross.send(l.remote, dt, b)
+			l.cross.DT = dt
+			return l.cross.Send(l.remote, b)
 		}
 		var ferr error
 		if l.isLeader() {
 			var got int
-			if got, ferr = l.cross.recv(root, dt, b); ferr == nil && got != len(b) {
+			l.cross.DT = dt
+			if got, ferr = l.cross.Recv(root, b); ferr == nil && got != len(b) {
 				ferr = newErr(ErrCount, op, c, root, "the root sent %d elements, the buffer holds %d", got/dtypeSize(dt), len(buf))
 			}
 		}
 		if _, err := l.result(ferr, 0); err != nil {
 			return err
 		}
-		if l.loc.n > 1 {
-			return l.loc.bcast(b, l.leader)
+		if l.loc.N > 1 {
+			return l.loc.BcastTree(b, l.leader)
 		}
 		return nil
 	}, nil
@@ -102,9 +105,9 @@ func interAllreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op)
 	if len(recv) < len(send) {
 		return nil, newErr(ErrTruncate, name, c, NoPeer, "receive buffer of %d elements, %d needed", len(recv), len(send))
 	}
-	l := c.interLinkFor(name, kAllreduce)
+	l := c.interLinkFor(name, coll.KAllreduce)
 	dt := dtypeOf[T]()
-	x := newCx(c.local, name, kReduce, dt) // the local reduction, on the local intracommunicator
+	x := newCx(c.local, name, coll.KReduce, dt) // the local reduction, on the local intracommunicator
 	commut := op.commutative
 	return func() error {
 		n := len(send)
@@ -114,20 +117,21 @@ func interAllreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op)
 		if l.isLeader() {
 			tmp = make([]T, n)
 		}
-		if err := x.reduce(asBytes(send), asBytes(tmp), l.leader, byteRed(f), commut); err != nil {
+		if err := x.Reduce(asBytes(send), asBytes(tmp), l.leader, coll.ReduceFn(byteRed(f)), commut); err != nil {
 			return err
 		}
 		if l.isLeader() {
 			var got int
-			if got, ferr = l.cross.sendrecv(l.remote, dt, asBytes(tmp), out); ferr == nil && got != len(out) {
+			l.cross.DT = dt
+			if got, ferr = l.cross.SendRecv(l.remote, asBytes(tmp), out); ferr == nil && got != len(out) {
 				ferr = newErr(ErrCount, name, c, NoPeer, "the remote group reduced %d elements, this group %d", got/dtypeSize(dt), n)
 			}
 		}
 		if _, err := l.result(ferr, 0); err != nil {
 			return err
 		}
-		if l.loc.n > 1 && n > 0 {
-			return l.loc.bcast(out, l.leader)
+		if l.loc.N > 1 && n > 0 {
+			return l.loc.BcastTree(out, l.leader)
 		}
 		return nil
 	}, nil
@@ -138,28 +142,32 @@ func interAllreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op)
 // group, in rank order. The processes of a group pass send buffers of one
 // length; recv must hold RemoteSize times the remote group's length.
 func interAllgatherPrep[T Numeric](c *Comm, op string, send, recv []T) (collRun, error) {
-	l := c.interLinkFor(op, kAllgather)
+	l := c.interLinkFor(op, coll.KAllgather)
 	dt := dtypeOf[T]()
 	return func() error {
-		all, err := l.loc.gather(asBytes(send), l.leader)
-		if err != nil {
+		var all []byte
+		if l.isLeader() {
+			all = make([]byte, l.loc.N*len(asBytes(send)))
+		}
+		if err := l.loc.GatherTree(asBytes(send), all, l.leader); err != nil {
 			return err
 		}
 		out := asBytes(recv)
 		var ferr error
 		got := 0
 		if l.isLeader() {
-			got, ferr = l.cross.sendrecv(l.remote, dt, all, out)
+			l.cross.DT = dt
+			got, ferr = l.cross.SendRecv(l.remote, all, out)
 			if ferr == nil && got%len(c.remote) != 0 {
 				ferr = newErr(ErrCount, op, c, NoPeer, "the remote group sent %d bytes, not a multiple of its size %d", got, len(c.remote))
 			}
 		}
-		got, err = l.result(ferr, got)
+		got, err := l.result(ferr, got)
 		if err != nil {
 			return err
 		}
-		if l.loc.n > 1 && got > 0 {
-			return l.loc.bcast(out[:got], l.leader)
+		if l.loc.N > 1 && got > 0 {
+			return l.loc.BcastTree(out[:got], l.leader)
 		}
 		return nil
 	}, nil

@@ -3,6 +3,7 @@ package mpi
 import (
 	"errors"
 
+	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/model/runthrough"
 )
 
@@ -151,7 +152,7 @@ func routeGather[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*n, c.size, n)), true
 	}
-	if len(s.local.Alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
+	if coll.GatherLinear(len(s.local.Alive), n*dtypeSize(dtypeOf[T]())) {
 		// The linear algorithm: as Gatherv, straight into place.
 		var counts, displs []int
 		if c.rank == root {
@@ -208,7 +209,7 @@ func routeScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (co
 		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
 			len(send), c.size*n, c.size, n)), true
 	}
-	if len(s.local.Alive)*n*dtypeSize(dtypeOf[T]()) > tune.gatherShort {
+	if coll.GatherLinear(len(s.local.Alive), n*dtypeSize(dtypeOf[T]())) {
 		// The linear algorithm: as Scatterv, straight from place.
 		var counts, displs []int
 		if c.rank == root {
@@ -299,7 +300,7 @@ func routeAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, er
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send))), true
 	}
 	n := len(send) / p
-	if n*dtypeSize(dtypeOf[T]()) >= tune.alltoallLong {
+	if coll.AlltoallPairwise(n * dtypeSize(dtypeOf[T]())) {
 		// Pairwise exchange, as Alltoallv: blocks straight from and into place.
 		counts, displs := s.local.Blocks(n)
 		run, err := alltoallvPrep(s.comm, name, send, counts, displs, recv, counts, displs)

@@ -90,6 +90,7 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 		children[i] = ep.Rank
 	}
 	w.net.AddPeers(eps)
+	w.hosts.add(eps)
 	return newInter(c, fmt.Sprintf("spawn(%s)", shortName(c)), pairs, procs, children, c.rank), nil
 }
 

@@ -80,6 +80,7 @@ type World struct {
 	ft    ftWorld           // fault-tolerance state (ft.go)
 	ctl   ctl.Table         // the handlers of control frames
 	fails *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
+	hosts hostTable         // where every process runs, as the launcher told (coll_util.go)
 }
 
 // Init initialises MPI for this process (MPI_Init) with DefaultConfig and
@@ -231,6 +232,7 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 	w.cfg = cfg
 	w.proc = p
 	w.net = net
+	w.hosts.add(net.Endpoints)
 	w.epoch = net.Epoch
 	w.abort = make(chan struct{})
 	w.abortOnce = new(sync.Once)
@@ -429,11 +431,13 @@ func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "%v", err)
 	}
 	rs := rte.NewJob(n)
+	cores := runtime.NumCPU() // read once: every rank of the job sees this one value
 	worlds := make([]*World, n)
 	for i := range worlds {
 		eng := p2p.New(engineConfig(i, cfg))
 		w := newWorld(i, n, eng, rs.Fab.Attach(i, eng), "inproc")
 		w.cfg = cfg
+		w.hosts.oneHost(cores)
 		w.run = rs
 		w.abort = rs.AbortCh()
 		w.abortOnce = rs.AbortOnce()

@@ -29,6 +29,7 @@ const (
 	EnvSize        = "FTMPI_SIZE"        // number of ranks
 	EnvControl     = "FTMPI_CONTROL"     // "unix:/path/to/sock" or "tcp:127.0.0.1:port": the control endpoint of the launcher
 	EnvHost        = "FTMPI_HOST"        // id of the host/agent the rank runs on (ranks with equal Host may use unix sockets)
+	EnvHostCores   = "FTMPI_HOST_CORES"  // cores of that host as the launcher counts them (the same for every rank of the host; 0 or unset: not told)
 	EnvTmpDir      = "FTMPI_TMPDIR"      // per-job directory, created by the launcher, removed when the job ends (ranks put unix sockets there)
 	EnvTransport   = "FTMPI_TRANSPORT"   // "auto" (default), "unix" or "tcp" (force TCP even on one host)
 	EnvIncarnation = "FTMPI_INCARNATION" // 0 for the first start of a rank; later respawns increase it
@@ -58,6 +59,7 @@ type Info struct {
 	Rank, Size  int    // 0 <= Rank < Size
 	Control     string // control endpoint of the launcher ("unix:PATH" or "tcp:HOST:PORT")
 	Host        string // host/agent id; ranks with equal Host share a machine
+	HostCores   int    // cores of the host as the launcher counts them (0: not told); published in the Endpoint so every rank knows every host's
 	TmpDir      string // per-job directory for unix sockets (may be empty)
 	Transport   string // "auto", "unix" or "tcp"
 	Incarnation int    // 0 on first start, increased by respawns
@@ -149,6 +151,11 @@ func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err err
 		}
 	}
 	info.Host = get(EnvHost)
+	if v := get(EnvHostCores); v != "" {
+		if info.HostCores, err = atoi(EnvHostCores, v, 0); err != nil {
+			return Info{}, false, err
+		}
+	}
 	if v := get(EnvRestart); v != "" {
 		if info.Restart, err = atoi(EnvRestart, v, 0); err != nil {
 			return Info{}, false, err
@@ -188,6 +195,7 @@ func (info Info) Env() []string {
 		EnvSize + "=" + strconv.Itoa(info.Size),
 		EnvControl + "=" + info.Control,
 		EnvHost + "=" + info.Host,
+		EnvHostCores + "=" + strconv.Itoa(info.HostCores),
 		EnvTmpDir + "=" + info.TmpDir,
 		EnvTransport + "=" + info.Transport,
 		EnvIncarnation + "=" + strconv.Itoa(info.Incarnation),

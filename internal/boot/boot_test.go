@@ -25,7 +25,7 @@ func TestFromEnv(t *testing.T) {
 	if _, ok, err := fromLookup(lookupFrom(nil)); ok || err != nil {
 		t.Fatalf("singleton: ok=%v err=%v", ok, err)
 	}
-	good := Info{Job: "ab12", Rank: 2, Size: 4, Control: "unix:/tmp/x/ctl", Host: "h1", TmpDir: "/tmp/x", Transport: "tcp", Incarnation: 3, Proc: 2, Universe: 4}
+	good := Info{Job: "ab12", Rank: 2, Size: 4, Control: "unix:/tmp/x/ctl", Host: "h1", HostCores: 8, TmpDir: "/tmp/x", Transport: "tcp", Incarnation: 3, Proc: 2, Universe: 4}
 	env := map[string]string{}
 	for _, kv := range good.Env() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -43,7 +43,7 @@ func TestFromEnv(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, value string }{
 		{EnvRank, "x"}, {EnvRank, "-1"}, {EnvRank, "4"}, {EnvSize, "0"}, {EnvSize, ""},
-		{EnvIncarnation, "one"}, {EnvControl, "udp:1.2.3.4:5"}, {EnvControl, "nocolon"}, {EnvTransport, "shm"},
+		{EnvIncarnation, "one"}, {EnvHostCores, "many"}, {EnvHostCores, "-1"}, {EnvControl, "udp:1.2.3.4:5"}, {EnvControl, "nocolon"}, {EnvTransport, "shm"},
 	} {
 		bad := map[string]string{}
 		for k, v := range env {
@@ -81,7 +81,7 @@ func newFake(t *testing.T) (*fakeLauncher, Info) {
 		close(f.conns)
 	}()
 	t.Cleanup(func() { ln.Close() })
-	return f, Info{Job: "j", Rank: 1, Size: 3, Control: "unix:" + sock, Host: "h", Transport: "auto"}
+	return f, Info{Job: "j", Rank: 1, Size: 3, Control: "unix:" + sock, Host: "h", HostCores: 4, Transport: "auto"}
 }
 
 // serve accepts the connection, answers hello and returns a reader/writer.
@@ -168,7 +168,7 @@ func TestClientExchangeEventsFinalize(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("exchange did not return")
 	}
-	if eps[0].Addrs["unix"] != "/s0" || eps[1].Addrs["tcp"] != "127.0.0.1:9" || eps[1].Host != "h" || eps[2].Addrs != nil {
+	if eps[0].Addrs["unix"] != "/s0" || eps[1].Addrs["tcp"] != "127.0.0.1:9" || eps[1].Host != "h" || eps[1].Cores != 4 || eps[2].Addrs != nil {
 		t.Fatalf("endpoints %+v", eps)
 	}
 	for i := 0; i < 1000; i++ {

@@ -19,6 +19,7 @@ type Endpoint struct {
 	Rank  int
 	Inc   int `json:",omitempty"` // incarnation of the process behind the endpoint
 	Host  string
+	Cores int               `json:",omitempty"` // cores of Host as the launcher counts them (Info.HostCores; 0: not told)
 	Addrs map[string]string // keys "unix" (socket path), "tcp" ("127.0.0.1:port")
 }
 
@@ -47,6 +48,16 @@ type FailedError struct {
 
 func (e *FailedError) Error() string {
 	return fmt.Sprintf("boot: ranks %v are gone and did not publish an endpoint", e.Ranks)
+}
+
+// fillHost completes an endpoint with the host as the launcher told it.
+func (c *Client) fillHost(ep *Endpoint) {
+	if ep.Host == "" {
+		ep.Host = c.info.Host
+	}
+	if ep.Cores == 0 && ep.Host == c.info.Host {
+		ep.Cores = c.info.HostCores
+	}
 }
 
 // dialTimeout bounds Connect's dial and hello round trip.
@@ -342,9 +353,7 @@ func (c *Client) deadErr() error {
 // launcher goes away or tears the job down the error is ErrLost.
 func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
 	self.Rank = c.info.Proc
-	if self.Host == "" {
-		self.Host = c.info.Host
-	}
+	c.fillHost(&self)
 	b, err := json.Marshal(self)
 	if err != nil {
 		return nil, fmt.Errorf("boot: encode endpoint: %w", err)

@@ -22,9 +22,7 @@ func (e *SupersededError) Error() string {
 // a failure starts a newer epoch first, the error is a *SupersededError.
 func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
 	self.Rank = c.info.Rank
-	if self.Host == "" {
-		self.Host = c.info.Host
-	}
+	c.fillHost(&self)
 	b, err := json.Marshal(self)
 	if err != nil {
 		return nil, fmt.Errorf("boot: encode endpoint: %w", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +24,15 @@ func TestPlainProgramsExitCodeIsRank0s(t *testing.T) {
 	// rank 0 exits 0, others do not: rank 0's code wins.
 	expectCode(t, run(t, limit, "--np", "3", "--", "sh", "-c", `exit $FTMPI_RANK`), 0)
 	expectCode(t, run(t, limit, "-n=3", "sh", "-c", `exit $((FTMPI_RANK + 5))`), 5)
+}
+
+// Every rank is told the host's core count as the launcher counts it (the
+// input of the collective algorithm choice, the same at every rank).
+func TestRanksAreToldHostCores(t *testing.T) {
+	t.Parallel()
+	want := runtime.NumCPU()
+	expectCode(t, run(t, limit, "-n", "3", "sh", "-c", fmt.Sprintf(`test "$FTMPI_HOST_CORES" = %d`, want)), 0)
+	expectCode(t, run(t, limit, "-n", "2", "sh", "-c", fmt.Sprintf(`test "$FTMPI_HOST_CORES" = %d`, want+1)), 1)
 }
 
 func TestExchangeEveryEndpoint(t *testing.T) {

@@ -119,12 +119,14 @@ func runOnce(cfg Config, st *launchState) int {
 		baseEnv = os.Environ()
 	}
 	baseEnv = filterEnv(baseEnv)
-	baseEnv = withGoMaxProcs(baseEnv, cfg.N, runtime.NumCPU())
+	cores := runtime.NumCPU()
+	baseEnv = withGoMaxProcs(baseEnv, cfg.N, cores)
 	specs := make([]RankSpec, cfg.N)
 	for r := range specs {
 		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
 		info.Restart = st.restart
 		info.Reinit = cfg.OnFailure == OnFailureReinit
+		info.HostCores = cores // the one count every rank uses to choose collective algorithms
 		env := make([]string, 0, len(baseEnv)+8)
 		env = append(append(env, baseEnv...), info.Env()...)
 		specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env}

@@ -1,0 +1,270 @@
+// Package coll is the collective engine: the participants of one
+// collective call (a Set), the algorithms (barrier, broadcast, reduction,
+// gather, scatter, all-to-all, scan and their variants, on byte views of
+// typed buffers), and the choice among them.
+//
+// It talks to the point-to-point layer only through the Net interface
+// (start a send or a receive of a byte buffer to a member, wait for it,
+// cancel it), so it knows nothing of communicators, error classes or the
+// fault-tolerance models: the caller (package mpi) builds a Set for each
+// call and turns the errors into its own.
+//
+// Every choice of algorithm depends only on values every member agrees on:
+// the set's size, the byte counts and the root of the call, and Crowded,
+// which the caller computes from the launcher's data (ranks per host and the
+// host's cores) identically at every member. It must never read the local
+// process's CPU count, affinity or GOMAXPROCS: members that chose
+// different algorithms for one call would wait for each other forever.
+//
+// The package holds no per-job state: only pools of scratch buffers.
+package coll
+
+// Req is a started send or receive, as Net returns it.
+type Req any
+
+// Net is the point-to-point layer as the collectives of one Set see it.
+// Members are addressed by their index in the set; the implementation maps
+// an index to a process with Set.Proc and sends on Set.Ctx with Set.Tag
+// and Set.DT. Errors it returns are final (already in the caller's terms).
+type Net interface {
+	// Isend starts sending b to member to. A nil Req means the send is
+	// already complete (b may be reused).
+	Isend(s *Set, to int, b []byte) (Req, error)
+	// Irecv starts receiving from member from into b.
+	Irecv(s *Set, from int, b []byte) (Req, error)
+	// Wait waits for r, a request with member peer, releases it and
+	// returns the bytes received. A failure of any member of s must
+	// complete it with an error (a collective never waits forever).
+	Wait(s *Set, r Req, peer int) (int, error)
+	// Cancel cancels a posted receive; it still has to be waited for.
+	Cancel(r Req)
+	// Mismatch is the error of a receive from peer of got bytes where the
+	// call's arguments imply want (the members passed different counts).
+	Mismatch(s *Set, peer, got, want int) error
+}
+
+// Set is the participants of one collective call: N members, this one
+// being Me, exchanging messages on one context and tag.
+type Set struct {
+	Net     Net
+	Ctx     uint32 // context of every message of the call
+	Tag     int32  // tag of every message (see Tag and Phase2)
+	DT      uint8  // element type code carried by the messages
+	ESize   int    // element size: blocks are split on element boundaries
+	Me, N   int
+	Procs   []int // process of each member index; nil: the identity
+	Crowded bool  // some host runs more members than it has cores (see package comment)
+
+	p2 *Set // room for the second phase's Set (Call), so phase2 does not allocate
+}
+
+// Call is a Set with room for the Set of its second phase (a composite
+// algorithm's messages use a second tag): one allocation per call.
+type Call struct {
+	Set    Set
+	second Set
+}
+
+// Init links the room for the second phase and returns the call's Set;
+// call it after filling c.Set.
+func (c *Call) Init() *Set {
+	c.Set.p2 = &c.second
+	return &c.Set
+}
+
+// Proc is the process of member i.
+func (s *Set) Proc(i int) int {
+	if s.Procs == nil {
+		return i
+	}
+	return s.Procs[i]
+}
+
+// Kinds of collective calls, the high byte of their tags.
+const (
+	KBarrier = 1 + iota
+	KBcast
+	KReduce
+	KAllreduce
+	KGather
+	KGatherv
+	KScatter
+	KScatterv
+	KAllgather
+	KAllgatherv
+	KAlltoall
+	KAlltoallv
+	KReduceScatter
+	KReduceScatterBlock
+	KScan
+	KExscan
+	kPhase2 = 64 // added to a kind for the second phase of a composite algorithm
+)
+
+// Tag is the tag of the collective call of kind with sequence number seq:
+// kind<<24 | seq mod 2^24. Every member numbers the collective calls of a
+// communicator in the same order, so consecutive and concurrent
+// (nonblocking) collectives never match each other's messages. Tags below
+// 1<<24 (negative ones included) are left for other internal protocols.
+func Tag(kind int, seq uint32) int32 { return int32(kind)<<24 | int32(seq&(1<<24-1)) }
+
+// phase2 returns a copy of s whose messages use a distinct tag. The
+// phases of one call run one after the other, so the copies share one
+// room (Call) when there is one.
+func (s *Set) phase2() *Set {
+	y := s.p2
+	if y == nil {
+		y = new(Set)
+	}
+	*y = *s
+	y.p2 = nil
+	y.Tag += kPhase2 << 24
+	return y
+}
+
+// ReduceFn combines byte views of element slices: inout = in ∘ inout.
+type ReduceFn func(in, inout []byte)
+
+func (s *Set) isend(to int, b []byte) (Req, error)   { return s.Net.Isend(s, to, b) }
+func (s *Set) irecv(from int, b []byte) (Req, error) { return s.Net.Irecv(s, from, b) }
+
+func (s *Set) waitSend(r Req, to int) error {
+	if r == nil {
+		return nil
+	}
+	_, err := s.Net.Wait(s, r, to)
+	return err
+}
+
+// waitRecv waits for a receive; want >= 0 is the exact byte count the
+// call's arguments imply.
+func (s *Set) waitRecv(r Req, from, want int) (int, error) {
+	got, err := s.Net.Wait(s, r, from)
+	if err == nil && want >= 0 && got != want {
+		err = s.Net.Mismatch(s, from, got, want)
+	}
+	return got, err
+}
+
+// Send sends b to member to and waits until b may be reused.
+func (s *Set) Send(to int, b []byte) error {
+	r, err := s.isend(to, b)
+	if err != nil {
+		return err
+	}
+	return s.waitSend(r, to)
+}
+
+// Recv receives from member from into b and returns the byte count (any
+// count up to len(b)).
+func (s *Set) Recv(from int, b []byte) (int, error) {
+	r, err := s.irecv(from, b)
+	if err != nil {
+		return 0, err
+	}
+	return s.waitRecv(r, from, -1)
+}
+
+// recv receives exactly len(b) bytes from member from.
+func (s *Set) recv(from int, b []byte) error {
+	r, err := s.irecv(from, b)
+	if err != nil {
+		return err
+	}
+	_, err = s.waitRecv(r, from, len(b))
+	return err
+}
+
+// SendRecv sends out to member peer while receiving from it into in,
+// whatever the sizes, and returns the byte count received (up to len(in)).
+func (s *Set) SendRecv(peer int, out, in []byte) (int, error) {
+	return s.exchange(peer, out, peer, in, -1)
+}
+
+// sendrecv sends sb to dest while receiving exactly len(rb) bytes from src.
+func (s *Set) sendrecv(dest int, sb []byte, src int, rb []byte) error {
+	_, err := s.exchange(dest, sb, src, rb, len(rb))
+	return err
+}
+
+func (s *Set) exchange(dest int, sb []byte, src int, rb []byte, want int) (int, error) {
+	rr, err := s.irecv(src, rb)
+	if err != nil {
+		return 0, err
+	}
+	sr, err := s.isend(dest, sb)
+	if err != nil {
+		s.Net.Cancel(rr)
+		s.Net.Wait(s, rr, src)
+		return 0, err
+	}
+	err = s.waitSend(sr, dest)
+	got, err2 := s.waitRecv(rr, src, want)
+	if err == nil {
+		err = err2
+	}
+	return got, err
+}
+
+// pending is a set of outstanding requests of one collective.
+type pending struct {
+	reqs  []Req
+	peers []int
+	want  []int // -1 for sends, the expected bytes (or -2: any) for receives
+}
+
+func (s *Set) postRecv(pd *pending, src int, b []byte, exact bool) error {
+	r, err := s.irecv(src, b)
+	if err != nil {
+		return err
+	}
+	w := len(b)
+	if !exact {
+		w = -2
+	}
+	pd.reqs, pd.peers, pd.want = append(pd.reqs, r), append(pd.peers, src), append(pd.want, w)
+	return nil
+}
+
+func (s *Set) postSend(pd *pending, dest int, b []byte) error {
+	r, err := s.isend(dest, b)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		pd.reqs, pd.peers, pd.want = append(pd.reqs, r), append(pd.peers, dest), append(pd.want, -1)
+	}
+	return nil
+}
+
+// waitAll waits for every request and returns the first error.
+func (s *Set) waitAll(pd *pending) error {
+	var first error
+	for i, r := range pd.reqs {
+		var err error
+		switch w := pd.want[i]; {
+		case w == -1:
+			err = s.waitSend(r, pd.peers[i])
+		case w == -2:
+			_, err = s.waitRecv(r, pd.peers[i], -1)
+		default:
+			_, err = s.waitRecv(r, pd.peers[i], w)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	pd.reqs, pd.peers, pd.want = pd.reqs[:0], pd.peers[:0], pd.want[:0]
+	return first
+}
+
+// cancelAll cancels posted receives after a failure to post more, and
+// waits for everything posted.
+func (s *Set) cancelAll(pd *pending) {
+	for i, r := range pd.reqs {
+		if pd.want[i] != -1 {
+			s.Net.Cancel(r)
+		}
+	}
+	s.waitAll(pd)
+}

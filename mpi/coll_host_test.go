@@ -1,0 +1,56 @@
+package mpi
+
+import (
+	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+)
+
+// The algorithm choice input comes from the endpoints every process
+// received alike: ranks on a host against the cores the launcher told
+// (the largest published for the host), never the local CPU count.
+func TestHostTableCrowded(t *testing.T) {
+	eps := []boot.Endpoint{
+		{Rank: 0, Host: "a", Cores: 1}, // a rank started with a lower count: the largest wins
+		{Rank: 1, Host: "a", Cores: 2},
+		{Rank: 2, Host: "a", Cores: 2},
+		{Rank: 3, Host: "b", Cores: 2},
+		{Rank: 4, Host: "b"}, // did not publish cores
+		{Rank: 5, Host: "c"}, // nobody on c told its cores
+		{Rank: 6, Host: "c"},
+		{Rank: 7, Host: "c"},
+	}
+	var h hostTable
+	h.add(eps)
+	procs := func(p ...int) func(int) int { return func(i int) int { return p[i] } }
+	for _, tc := range []struct {
+		procs []int
+		want  bool
+	}{
+		{[]int{0, 1}, false},
+		{[]int{0, 1, 2}, true}, // 3 ranks on a 2-core host
+		{[]int{0, 3, 4}, false},
+		{[]int{1, 2, 3, 4}, false},
+		{[]int{5, 6, 7}, false}, // unknown cores: never crowded
+		{[]int{0, 9}, false},    // unknown process
+	} {
+		if got := h.crowded(len(tc.procs), procs(tc.procs...)); got != tc.want {
+			t.Errorf("crowded(%v) = %v, want %v", tc.procs, got, tc.want)
+		}
+	}
+	// Spawned processes join the table.
+	h.add([]boot.Endpoint{{Rank: 8, Host: "b", Cores: 2}})
+	if !h.crowded(3, procs(3, 4, 8)) {
+		t.Error("3 ranks on 2-core host b after a spawn: not crowded")
+	}
+	// The test override wins.
+	h.force.Store(-1)
+	if h.crowded(3, procs(0, 1, 2)) {
+		t.Error("override -1 ignored")
+	}
+	var run hostTable
+	run.oneHost(2)
+	if run.crowded(2, procs(0, 1)) || !run.crowded(3, procs(0, 1, 2)) {
+		t.Error("Run: want crowded exactly above 2 ranks on 2 cores")
+	}
+}
