@@ -149,3 +149,47 @@ func TestSemanticsSizesCountFailedAndFreeCompletes(t *testing.T) {
 		return nil
 	})
 }
+
+// Seed 002 5.1.2: MPI_COMM_SHRINK gives a new communicator with a new
+// handle and does not replace the revoked one, which can still be asked for
+// its previous size, rank and group; A.3.1: the new communicator is the
+// survivors in their old order (a split with key = old rank).
+func TestSemanticsShrinkLeavesOldCommQueryable(t *testing.T) {
+	run(t, 5, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 1 {
+			w.Kill()
+		}
+		// Another survivor's revocation may come first.
+		if _, err := mpi.Recv(c, []int{0}, 1, 0); !errors.Is(err, mpi.ErrProcFailed) && !errors.Is(err, mpi.ErrRevoked) {
+			return fmt.Errorf("receive from the failed rank: %v", err)
+		}
+		if err := c.Revoke(); err != nil {
+			return err
+		}
+		nc, err := c.Shrink()
+		if err != nil {
+			return fmt.Errorf("shrink: %v", err)
+		}
+		nc.SetErrhandler(mpi.ErrorsReturn)
+		if nc == c {
+			return fmt.Errorf("shrink returned the revoked communicator")
+		}
+		if c.Size() != 5 || c.Group().Size() != 5 {
+			return fmt.Errorf("old communicator: size %d, group %d, want 5", c.Size(), c.Group().Size())
+		}
+		want := c.Rank()
+		if want > 1 {
+			want--
+		}
+		if nc.Size() != 4 || nc.Rank() != want {
+			return fmt.Errorf("new communicator: rank %d of %d, want %d of 4", nc.Rank(), nc.Size(), want)
+		}
+		if err := mpi.Send(c, []int{0}, 0, 0); !errors.Is(err, mpi.ErrRevoked) {
+			return fmt.Errorf("old communicator still revoked after the shrink: %v", err)
+		}
+		if err := nc.Barrier(); err != nil {
+			return fmt.Errorf("barrier on the shrunk communicator: %v", err)
+		}
+		return nc.Free()
+	})
+}
