@@ -6,7 +6,9 @@ package mpi_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/ftmpi/ftmpi/mpi"
 )
@@ -191,5 +193,39 @@ func TestSemanticsShrinkLeavesOldCommQueryable(t *testing.T) {
 			return fmt.Errorf("barrier on the shrunk communicator: %v", err)
 		}
 		return nc.Free()
+	})
+}
+
+// Seed 003 17.3 (eventually every alive process knows of a failure) and
+// seed 002 A.1 (asynchronous propagation is not required; ftmpi does it):
+// ranks that never communicate with the killed rank learn of its failure
+// through the local query alone. Then seed 002 A.2.1 and seed 003 17.5.2:
+// MPI_FINALIZE completes despite the failure.
+func TestSemanticsFailureKnownEverywhereAndFinalizeCompletes(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 1 {
+			w.Kill()
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			g, err := c.GetFailed()
+			if err != nil {
+				return fmt.Errorf("GetFailed: %v", err)
+			}
+			if g.Size() == 1 {
+				if r, _ := mpi.TranslateRanks(g, []int{0}, c.Group()); r[0] != 1 {
+					return fmt.Errorf("failed group holds rank %v, want 1", r)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the failure of rank 1 not known after 30s without communication")
+			}
+			runtime.Gosched()
+		}
+		if err := w.Finalize(); err != nil {
+			return fmt.Errorf("Finalize after a failure: %v", err)
+		}
+		return nil
 	})
 }
