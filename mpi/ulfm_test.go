@@ -28,7 +28,7 @@ func (g *gate) wait(t *testing.T) {
 	}
 }
 
-// Seed 002 A.2.1: point-to-point with a failed peer raises ErrProcFailed,
+// Seed 002 A.2.2: point-to-point with a failed peer raises ErrProcFailed,
 // and keeps doing so.
 func TestULFMRecvFromFailedPeer(t *testing.T) {
 	killed := newGate()
@@ -62,7 +62,7 @@ func TestULFMRecvFromFailedPeer(t *testing.T) {
 	})
 }
 
-// Seed 002 A.2.1: a nonblocking ANY_SOURCE receive raises ErrPending while
+// Seed 002 A.2.2: a nonblocking ANY_SOURCE receive raises ErrPending while
 // an unacknowledged failure exists and stays pending; after FailureAck it
 // completes; a blocking ANY_SOURCE receive raises ErrProcFailed.
 func TestULFMAnySourcePendingUntilAck(t *testing.T) {
@@ -144,7 +144,7 @@ func TestULFMAckFailedCounts(t *testing.T) {
 	})
 }
 
-// Seed 002 A.2.2: revoke completes pending and later operations with
+// Seed 002 A.3.1: revoke completes pending and later operations with
 // ErrRevoked at every member; Agree still works on a revoked communicator.
 func TestULFMRevokeInterruptsBlockedRanks(t *testing.T) {
 	const n = 6
@@ -220,7 +220,7 @@ func TestULFMAgreeFailureFree(t *testing.T) {
 	}
 }
 
-// Seed 002 A.2.4: a failure before the agreement raises ErrProcFailed at
+// Seed 002 A.3.1: a failure before the agreement raises ErrProcFailed at
 // every survivor (uniformly) until every survivor acknowledged it.
 func TestULFMAgreeAfterFailureUniformError(t *testing.T) {
 	const n = 5
@@ -279,7 +279,7 @@ func TestULFMAgreeSurvivesRootFailure(t *testing.T) {
 	}
 }
 
-// Seed 002 A.2.3: Shrink gives every survivor the same communicator of the
+// Seed 002 A.3.1: Shrink gives every survivor the same communicator of the
 // survivors, in old rank order, also when a process fails during the call.
 func TestULFMShrinkAfterAndDuringFailures(t *testing.T) {
 	const n = 7
@@ -399,7 +399,7 @@ func TestULFMShrinkFailureFreeKeepsEveryone(t *testing.T) {
 	})
 }
 
-// Seed 002 A.2.1: a collective whose participant failed raises
+// Seed 002 A.2.2: a collective whose participant failed raises
 // ErrProcFailed instead of hanging, at every survivor (each in this or a
 // later call); survivors then revoke, shrink and continue (the
 // iterative-refinement pattern of A.5.2). A communicator without the failed
@@ -493,7 +493,7 @@ func TestULFMIntercommAgreeAndRevoke(t *testing.T) {
 	})
 }
 
-// Seed 002 A.2.3 on an intercommunicator: Shrink keeps the survivors of
+// Seed 002 A.3.1 on an intercommunicator: Shrink keeps the survivors of
 // both groups (in their old order) and the result works across groups.
 func TestULFMIntercommShrink(t *testing.T) {
 	run(t, 7, func(w *mpi.World, c *mpi.Comm) error {
