@@ -56,6 +56,7 @@ type proc struct {
 	cancelled   bool   // a child killed because its spawn failed: its death is no failure
 	notified    bool   // the survivors were sent its failed event
 	spawning    bool   // a child whose spawn has not completed: its death fails the spawn, not the job
+	spawnFailed bool   // a child of a spawn that failed: its exit code is not the job's
 }
 
 type waiter struct {
@@ -705,7 +706,28 @@ func (m *Machine) ExitCode() int {
 			return m.lastAbort
 		}
 	}
+	if !m.anyFailure {
+		return m.normalCode()
+	}
 	return m.procs[0].exit.Code()
+}
+
+// normalCode is the exit code of a job that ended without failure and
+// without teardown: like mpirun, non-zero when any process exited non-zero
+// (the lowest process id's code wins). Processes the launcher killed
+// (after they finalized: a SIGKILL death) and children whose spawn failed (their spawner
+// was told) do not count.
+func (m *Machine) normalCode() int {
+	for r := range m.procs {
+		p := &m.procs[r]
+		if p.killedBy != "" && p.exit.Signal == syscall.SIGKILL || p.exit.StartErr != nil || p.spawnFailed {
+			continue
+		}
+		if c := p.exit.Code(); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // MarkFailure is the Mark of the first failure of the job.

@@ -578,3 +578,21 @@ func TestReinitAfterLeaveAndExitIsFatal(t *testing.T) {
 		t.Fatalf("%v", acts)
 	}
 }
+
+// A job without failure exits non-zero when any process did (like mpirun):
+// the lowest process id's code, here rank 1's, though rank 0 exited 0.
+func TestExitCodeWithoutFailureIsAnyNonZero(t *testing.T) {
+	for _, mode := range []Mode{ModeAbort, ModeContinue} {
+		m := newM(t, 3, mode)
+		connect(t, m, 0, 1, 2)
+		m.Step(Finalize{Conn: 1, ID: 3})
+		m.Step(Finalize{Conn: 2, ID: 3})
+		m.Step(Finalize{Conn: 3, ID: 3})
+		m.Step(Exited{Exit{Rank: 2, Status: 6}})
+		m.Step(Exited{Exit{Rank: 1, Status: 5}})
+		m.Step(Exited{Exit{Rank: 0, Status: 0}})
+		if !m.Done() || m.ExitCode() != 5 || m.Outcome().Failed {
+			t.Errorf("mode %v: done %v, exit code %d, outcome %+v; want rank 1's 5", mode, m.Done(), m.ExitCode(), m.Outcome())
+		}
+	}
+}
