@@ -33,7 +33,7 @@ func runOnce(cfg Config, st *launchState) int {
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
-	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput}
+	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput, broken: make(chan struct{})}
 	if err := cfg.validate(); err != nil {
 		out.logf("%v", err)
 		Usage(cfg.Stderr)
@@ -75,7 +75,7 @@ func runOnce(cfg Config, st *launchState) int {
 			root = "/tmp"
 		}
 	}
-	tmpDir, err := os.MkdirTemp(root, "ftmpi-")
+	tmpDir, err := makeJobDir(root)
 	if err != nil {
 		out.logf("cannot create job directory: %v", err)
 		return 1
@@ -161,6 +161,7 @@ func runOnce(cfg Config, st *launchState) int {
 	}
 
 	signals := cfg.Signals
+	broken := out.broken
 wait:
 	for {
 		select {
@@ -175,6 +176,12 @@ wait:
 		case <-timeout:
 			timeout = nil
 			h.timeout(st.timedOut(cfg.Timeout))
+		case <-broken:
+			// Nobody reads the output any more (ftmpirun ... | head -1):
+			// end the job as a SIGPIPE would have ended ftmpirun, but
+			// with its ranks and job directory cleaned up.
+			broken = nil
+			h.step(policy.Interrupt{Signal: syscall.SIGPIPE, Code: signalExitCode(syscall.SIGPIPE)})
 		}
 	}
 	agent.Wait()
