@@ -52,6 +52,10 @@
 // declare it failed; once the head has seen in /proc that the process is
 // not running or sleeping, it SIGKILLs it (fail-stop enforcement, see
 // package policy) and every survivor gets the usual failed Event. A
+// suspicion of a running or sleeping process (starved of CPU), or of one
+// that finalized and is exiting, is refused, and logged only under -v:
+// starvation is not a failure. On an oversubscribed host the launcher also
+// lengthens the heartbeat period and timeout of the ranks (withHeartbeat). A
 // rank that connects after a failure still gets that failure's Event.
 //
 // # Relaunch (Checkpoint-on-Failure)

@@ -623,11 +623,25 @@ func (m *Machine) liveness(e Liveness) {
 		p.pid = e.Pid
 	}
 	if e.Alive && p.killedBy == "" {
+		// Alive, merely starved of CPU: starvation is not a failure, and
+		// is only logged under -v (hundreds of ranks per core can raise
+		// thousands of such suspicions).
 		for _, s := range append([]check{c}, c.more...) {
 			m.replyErr(s.conn, s.id, "suspect: rank %d is alive (process %d %s); not killed", c.rank, c.pid, e.State)
 		}
 		for _, s := range append([]check{c}, c.more...) {
-			m.logf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, s.by, s.reason, c.pid, e.State)
+			m.vlogf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, s.by, s.reason, c.pid, e.State)
+		}
+		return
+	}
+	if p.finalized && !e.Stopped && p.killedBy == "" && !m.tearing() {
+		// It called Finalize and is exiting (or exited): the normal end of
+		// a rank, which its slower peers' detectors may notice before its
+		// death is reaped. No kill, no failure. (A finalized process that
+		// is stopped is hung in the fence: killed below.)
+		for _, s := range append([]check{c}, c.more...) {
+			m.replyErr(s.conn, s.id, "suspect: rank %d finalized (process %d %s); not killed", c.rank, c.pid, e.State)
+			m.vlogf("rank %d suspected by rank %d (%s) after it finalized (process %d %s): not killed", c.rank, s.by, s.reason, c.pid, e.State)
 		}
 		return
 	}

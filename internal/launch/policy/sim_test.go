@@ -489,7 +489,7 @@ func (s *sim) answer(i int) {
 			state = "dead"
 		}
 	}
-	s.feed(Liveness{Token: c.token, Pid: pid, State: state, Alive: alive})
+	s.feed(Liveness{Token: c.token, Pid: pid, State: state, Alive: alive, Stopped: state == "stopped"})
 	// A confirmed suspicion kills (fail-stop), unless the job is ending.
 	if p != nil && p.state == stStopped && s.cause.Kind == CauseNone {
 		s.fail("rank %d incarnation %d found stopped on a suspicion but not killed", p.rank, p.inc)
