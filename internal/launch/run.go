@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/ft/detector"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
@@ -120,6 +121,7 @@ func runOnce(cfg Config, st *launchState) int {
 	}
 	baseEnv = filterEnv(baseEnv)
 	baseEnv = withGoMaxProcs(baseEnv, cfg.N, runtime.NumCPU())
+	baseEnv = withHeartbeat(baseEnv, cfg.N, runtime.NumCPU())
 	specs := make([]RankSpec, cfg.N)
 	for r := range specs {
 		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
@@ -205,4 +207,41 @@ func withGoMaxProcs(env []string, ranksOnHost, cores int) []string {
 		}
 	}
 	return append(env, "GOMAXPROCS="+strconv.Itoa(max(1, cores/ranksOnHost)))
+}
+
+// Heartbeat settings of the ranks (mpi.EnvHBPeriod, mpi.EnvHBTimeout).
+const (
+	envHBPeriod  = "FTMPI_HB_PERIOD"
+	envHBTimeout = "FTMPI_HB_TIMEOUT"
+)
+
+// hbFreeLoad is the number of ranks per core up to which the detector's
+// default heartbeat settings are kept.
+const hbFreeLoad = 8
+
+// withHeartbeat makes the ranks' failure detector load-aware: with more
+// than hbFreeLoad ranks per core on the host, a rank can wait for a
+// processor far longer than the default heartbeat timeout (1 s) while
+// being perfectly alive (at 500 ranks per core, scheduling rounds take
+// seconds), and every heartbeat wakes a process that competes for the
+// same cores. So the period and the timeout are scaled by ranks per core
+// / hbFreeLoad: at -n 1000 on 2 cores, 6.25 s and 62.5 s. A hang is then
+// detected later; an oversubscribed host has nothing better to offer (the
+// launcher refuses suspicions of processes it sees alive anyway). Unless
+// the user set either variable.
+func withHeartbeat(env []string, ranksOnHost, cores int) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, envHBPeriod+"=") || strings.HasPrefix(kv, envHBTimeout+"=") {
+			return env
+		}
+	}
+	cores = max(1, cores)
+	load := (ranksOnHost + cores - 1) / cores
+	if load <= hbFreeLoad {
+		return env
+	}
+	scale := func(d time.Duration) string {
+		return (d * time.Duration(load) / hbFreeLoad).String()
+	}
+	return append(env, envHBPeriod+"="+scale(detector.DefaultPeriod), envHBTimeout+"="+scale(detector.DefaultTimeout))
 }
