@@ -10,7 +10,11 @@
 // line by line. --inject kill:rank=R,at=D / stop:rank=R,at=D and --chaos
 // seed=S,mttf=D,max=K[,spare=LIST] inject faults (default: $FTMPI_INJECT;
 // grammar in package internal/inject). See package internal/launch for the
-// exit codes and the injection rules.
+// exit codes and the injection rules: without failures, like mpirun, 0
+// when every rank exited 0, else the lowest such rank's code; after a
+// failure, the seed's rules (MPI 17.5.2 for --on-failure continue). When
+// its stdout is closed (ftmpirun ... | head -1) it ends the job and exits
+// 141. ftmpirun -h prints the usage and exits 0.
 package main
 
 import (
@@ -24,5 +28,12 @@ import (
 func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	// A write to a closed stdout (ftmpirun ... | head -1) must fail with
+	// EPIPE instead of killing ftmpirun, so that it can stop the ranks and
+	// remove the job directory (and exit 141, as a SIGPIPE death would).
+	// Once SIGPIPE is notified, Go delivers it here and the write fails;
+	// nothing needs to read this channel (a full one drops signals). A
+	// caught signal is reset by exec: the ranks keep the default action.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	os.Exit(launch.Main(os.Args[1:], os.Stdout, os.Stderr, sigs))
 }

@@ -10,7 +10,8 @@
 //
 // Exit codes of Run (and of ftmpirun):
 //
-//	no failure                       rank 0's exit code (128+S if rank 0 was killed by signal S)
+//	no failure                       like mpirun: 0 if every process exited 0, else the code of the
+//	                                 lowest rank that did not (128+S if it was killed by signal S)
 //	rank called Abort(C)             C&0xff, or 1 if that is 0 (an aborted job never exits 0)
 //	failure, --on-failure abort      128+S if the failed rank was killed by signal S, else its status X, or 1 if X was 0
 //	failure, --on-failure continue   MPI 17.5.2: the exit code of the lowest rank that exited after
@@ -19,7 +20,7 @@
 //	build of a Go package failed     1
 //	--timeout expired                124
 //	SIGINT / SIGTERM to ftmpirun     130 / 143
-//	usage error                      2
+//	usage error                      2 (-h / --help is no error: usage on stdout, 0)
 //	--restart-on-failure=N used up  the last launch's failure (restart.go): 128+S, else its status, else 1
 //
 // A failure is the death of a rank that connected to the launcher (became
@@ -54,6 +55,10 @@
 // declare it failed; once the head has seen in /proc that the process is
 // not running or sleeping, it SIGKILLs it (fail-stop enforcement, see
 // package policy) and every survivor gets the usual failed Event. A
+// suspicion of a running or sleeping process (starved of CPU), or of one
+// that finalized and is exiting, is refused, and logged only under -v:
+// starvation is not a failure. On an oversubscribed host the launcher also
+// lengthens the heartbeat period and timeout of the ranks (withHeartbeat). A
 // rank that connects after a failure still gets that failure's Event.
 //
 // # Relaunch (Checkpoint-on-Failure)
@@ -165,6 +170,10 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    whole job, at most N times; $FTMPI_RESTART tells the ranks which
                    relaunch it is (0 at first). Survivors should checkpoint and exit.
   -v               verbose
+  -h, --help       print this help and exit 0
+Exit code: without failures, like mpirun, 0 when every rank exited 0, else the
+code of the lowest rank that did not; after a failure, the first failure's
+(--on-failure abort) or MPI 17.5.2's rule (continue); 124 on --timeout.
 PROGRAM is an executable (PATH lookup if it has no slash) or a Go main package
 directory, which is built once. stdin of every rank is /dev/null.
 `
@@ -173,15 +182,16 @@ directory, which is built once. stdin of every rank is /dev/null.
 func Usage(w io.Writer) { _, _ = io.WriteString(w, usageText) }
 
 // ParseArgs parses ftmpirun's command line (without the program name).
-// Errors are *UsageError.
+// Errors are *UsageError, or flag.ErrHelp for -h / --help (not an error:
+// Main prints the usage on stdout and returns 0).
 func ParseArgs(args []string) (Config, error) {
 	var cfg Config
 	fs := flag.NewFlagSet("ftmpirun", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	n := -1
-	fs.IntVar(&n, "n", -1, "")
-	fs.IntVar(&n, "np", -1, "")
+	n := 0
+	fs.IntVar(&n, "n", 0, "")
+	fs.IntVar(&n, "np", 0, "")
 	fs.BoolVar(&cfg.TagOutput, "tag-output", false, "")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "")
 	defTransport := os.Getenv("FTMPI_TRANSPORT") // the environment sets the default; the flag wins
@@ -215,16 +225,19 @@ func ParseArgs(args []string) (Config, error) {
 	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return cfg, &UsageError{"help requested"}
+			return cfg, flag.ErrHelp
 		}
 		return cfg, &UsageError{err.Error()}
 	}
-	onFailureSet := false
-	fs.Visit(func(f *flag.Flag) { onFailureSet = onFailureSet || f.Name == "on-failure" })
+	onFailureSet, nSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		onFailureSet = onFailureSet || f.Name == "on-failure"
+		nSet = nSet || f.Name == "n" || f.Name == "np"
+	})
 	if cfg.RestartOnFailure > 0 && !onFailureSet {
 		cfg.OnFailure = "" // validate picks the policy that lets survivors checkpoint
 	}
-	if n == -1 {
+	if !nSet {
 		return cfg, &UsageError{"missing -n N (number of ranks)"}
 	}
 	cfg.N = n
@@ -301,6 +314,10 @@ func (cfg *Config) validate() error {
 // Main runs ftmpirun with the given arguments and returns its exit code.
 func Main(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
 	cfg, err := ParseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		Usage(stdout)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ftmpirun: %v\n", err)
 		Usage(stderr)

@@ -214,7 +214,7 @@ func (h *head) execute(a policy.Action) {
 		if pid > 0 {
 			state, alive = procState(pid)
 		}
-		h.step(policy.Liveness{Token: a.Token, Pid: pid, State: state, Alive: alive})
+		h.step(policy.Liveness{Token: a.Token, Pid: pid, State: state, Alive: alive, Stopped: state == stateStopped})
 	case policy.Signal:
 		if a.AnyIncarnation {
 			h.signalRank(a.Rank, a.Sig)

@@ -16,14 +16,17 @@ import (
 
 const limit = 30 * time.Second
 
-func TestPlainProgramsExitCodeIsRank0s(t *testing.T) {
+// Without failures the exit code follows mpirun: non-zero when any rank
+// exited non-zero, the lowest such rank's code.
+func TestPlainProgramsExitCodeIsLowestNonZero(t *testing.T) {
 	t.Parallel()
 	expectCode(t, run(t, limit, "-n", "2", "true"), 0)
 	expectCode(t, run(t, limit, "-n", "2", "false"), 1)
 	expectCode(t, run(t, limit, "-np", "3", "sh", "-c", "exit 3"), 3)
-	// rank 0 exits 0, others do not: rank 0's code wins.
-	expectCode(t, run(t, limit, "--np", "3", "--", "sh", "-c", `exit $FTMPI_RANK`), 0)
+	// rank 0 exits 0, the others do not: rank 1's code.
+	expectCode(t, run(t, limit, "--np", "3", "--", "sh", "-c", `exit $FTMPI_RANK`), 1)
 	expectCode(t, run(t, limit, "-n=3", "sh", "-c", `exit $((FTMPI_RANK + 5))`), 5)
+	expectCode(t, run(t, limit, "-n=3", "sh", "-c", `[ $FTMPI_RANK = 2 ] && kill -TERM $$; exit 0`), 128+int(syscall.SIGTERM))
 }
 
 // Every rank is told the host's core count as the launcher counts it (the
@@ -48,7 +51,8 @@ func TestExchangeEveryEndpoint(t *testing.T) {
 		}
 	}
 	expectCode(t, run(t, limit, "-n", "3", rankprogBin, "hello", "5,0,0"), 5)
-	expectCode(t, run(t, limit, "-n", "3", rankprogBin, "hello", "0,5,6"), 0)
+	// A failure-free job whose rank 1 exits 5 after finalizing exits 5.
+	expectCode(t, run(t, limit, "-n", "3", rankprogBin, "hello", "0,5,6"), 5)
 }
 
 func TestAbort(t *testing.T) {
@@ -243,6 +247,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "2"}, "missing PROGRAM"},
 		{[]string{"-n", "0", "true"}, "invalid -n 0"},
 		{[]string{"-n", "-3", "true"}, "invalid -n -3"},
+		{[]string{"-n", "-1", "true"}, "invalid -n -1: need at least 1 rank"},
+		{[]string{"-np=-1", "true"}, "invalid -n -1"},
 		{[]string{"-n", "abc", "true"}, `invalid value "abc" for flag -n`},
 		{[]string{"-n"}, "flag needs an argument: -n"},
 		{[]string{"--bogus", "-n", "2", "true"}, "flag provided but not defined: -bogus"},
@@ -264,6 +270,18 @@ func TestUsageErrors(t *testing.T) {
 		}
 		if strings.Contains(r.stderr, "panic") {
 			t.Errorf("%q: panic:\n%s", tc.args, r.stderr)
+		}
+	}
+}
+
+// Help is not an error: the usage goes to stdout and the exit code is 0.
+func TestHelpExitsZero(t *testing.T) {
+	t.Parallel()
+	for _, arg := range []string{"-h", "--help", "-help"} {
+		r := run(t, limit, arg)
+		expectCode(t, r, 0)
+		if !strings.Contains(r.stdout, "usage: ftmpirun") || r.stderr != "" {
+			t.Errorf("%s: stdout:\n%s\nstderr:\n%s", arg, r.stdout, r.stderr)
 		}
 	}
 }

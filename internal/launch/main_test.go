@@ -95,9 +95,15 @@ type started struct {
 
 func start(t *testing.T, args ...string) *started {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with env added to ftmpirun's environment.
+func startEnv(t *testing.T, env []string, args ...string) *started {
+	t.Helper()
 	s := &started{mark: newMark(t), lines: make(chan string, 1024), stderr: new(bytes.Buffer), done: make(chan struct{})}
 	s.cmd = exec.Command(ftmpirunBin, args...)
-	s.cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+s.mark)
+	s.cmd.Env = append(append(os.Environ(), env...), "FTMPI_TESTMARK="+s.mark)
 	s.cmd.Stderr = s.stderr
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {

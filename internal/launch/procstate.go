@@ -6,6 +6,9 @@ import (
 	"strconv"
 )
 
+// stateStopped is procState's state of a stopped or traced process.
+const stateStopped = "stopped"
+
 // procState reads the scheduler state of a local process: alive is true
 // for a running, sleeping or disk-waiting process, false for a stopped,
 // traced, zombie or vanished one, and for one that is exiting (a SIGKILLed
@@ -44,7 +47,7 @@ func parseProcStat(b []byte) (state string, alive bool) {
 	case 'D':
 		return "waiting on disk", true
 	case 'T', 't':
-		return "stopped", false
+		return stateStopped, false
 	case 'Z', 'X':
 		return "dead", false
 	}

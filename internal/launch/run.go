@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/ft/detector"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
@@ -33,7 +34,7 @@ func runOnce(cfg Config, st *launchState) int {
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
-	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput}
+	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput, broken: make(chan struct{})}
 	if err := cfg.validate(); err != nil {
 		out.logf("%v", err)
 		Usage(cfg.Stderr)
@@ -75,7 +76,7 @@ func runOnce(cfg Config, st *launchState) int {
 			root = "/tmp"
 		}
 	}
-	tmpDir, err := os.MkdirTemp(root, "ftmpi-")
+	tmpDir, err := makeJobDir(root)
 	if err != nil {
 		out.logf("cannot create job directory: %v", err)
 		return 1
@@ -121,6 +122,7 @@ func runOnce(cfg Config, st *launchState) int {
 	baseEnv = filterEnv(baseEnv)
 	cores := runtime.NumCPU()
 	baseEnv = withGoMaxProcs(baseEnv, cfg.N, cores)
+	baseEnv = withHeartbeat(baseEnv, cfg.N, cores)
 	specs := make([]RankSpec, cfg.N)
 	for r := range specs {
 		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
@@ -168,6 +170,7 @@ func runOnce(cfg Config, st *launchState) int {
 	}
 
 	signals := cfg.Signals
+	broken := out.broken
 wait:
 	for {
 		select {
@@ -182,6 +185,12 @@ wait:
 		case <-timeout:
 			timeout = nil
 			h.timeout(st.timedOut(cfg.Timeout))
+		case <-broken:
+			// Nobody reads the output any more (ftmpirun ... | head -1):
+			// end the job as a SIGPIPE would have ended ftmpirun, but
+			// with its ranks and job directory cleaned up.
+			broken = nil
+			h.step(policy.Interrupt{Signal: syscall.SIGPIPE, Code: signalExitCode(syscall.SIGPIPE)})
 		}
 	}
 	agent.Wait()
@@ -205,4 +214,41 @@ func withGoMaxProcs(env []string, ranksOnHost, cores int) []string {
 		}
 	}
 	return append(env, "GOMAXPROCS="+strconv.Itoa(max(1, cores/ranksOnHost)))
+}
+
+// Heartbeat settings of the ranks (mpi.EnvHBPeriod, mpi.EnvHBTimeout).
+const (
+	envHBPeriod  = "FTMPI_HB_PERIOD"
+	envHBTimeout = "FTMPI_HB_TIMEOUT"
+)
+
+// hbFreeLoad is the number of ranks per core up to which the detector's
+// default heartbeat settings are kept.
+const hbFreeLoad = 8
+
+// withHeartbeat makes the ranks' failure detector load-aware: with more
+// than hbFreeLoad ranks per core on the host, a rank can wait for a
+// processor far longer than the default heartbeat timeout (1 s) while
+// being perfectly alive (at 500 ranks per core, scheduling rounds take
+// seconds), and every heartbeat wakes a process that competes for the
+// same cores. So the period and the timeout are scaled by ranks per core
+// / hbFreeLoad: at -n 1000 on 2 cores, 6.25 s and 62.5 s. A hang is then
+// detected later; an oversubscribed host has nothing better to offer (the
+// launcher refuses suspicions of processes it sees alive anyway). Unless
+// the user set either variable.
+func withHeartbeat(env []string, ranksOnHost, cores int) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, envHBPeriod+"=") || strings.HasPrefix(kv, envHBTimeout+"=") {
+			return env
+		}
+	}
+	cores = max(1, cores)
+	load := (ranksOnHost + cores - 1) / cores
+	if load <= hbFreeLoad {
+		return env
+	}
+	scale := func(d time.Duration) string {
+		return (d * time.Duration(load) / hbFreeLoad).String()
+	}
+	return append(env, envHBPeriod+"="+scale(detector.DefaultPeriod), envHBTimeout+"="+scale(detector.DefaultTimeout))
 }

@@ -8,9 +8,11 @@
 // stopped (SIGSTOP) or sits on a host that vanished. This detector does: the
 // ranks exchange heartbeats among themselves and a rank that falls silent for
 // longer than Config.Timeout is suspected. ftmpi enforces fail-stop (seed
-// 003, section 17.3): the runtime turns every suspicion into a declaration,
-// the suspected process is killed by its agent and its connections are
-// refused, so a wrong suspicion becomes a real failure and every survivor can
+// 003, section 17.3): the runtime turns every suspicion it does not refute
+// (see below: a launcher that sees the process alive refutes it) into a
+// declaration, the suspected process is killed by its agent and its
+// connections are refused, so a wrong suspicion becomes a real failure and
+// every survivor can
 // trust the failed set. The detector is therefore "eventually perfect" in the
 // sense of Chandra and Toueg: strongly complete (every stopped process is
 // suspected) and, as long as heartbeats arrive within Timeout-Period, never
@@ -37,6 +39,15 @@
 // A run of k consecutive ranks that stop at the same moment is detected one
 // after the other, in at most about k*Timeout (each re-link grants a grace).
 //
+// A suspicion is not a failure yet: Tick reports it and waits for the
+// runtime's verdict. Under a launcher the suspect's process is looked at
+// first: stopped or gone, it is killed and declared failed (Failed, and the
+// ring re-links); running or sleeping, it is alive and merely starved of CPU
+// (hundreds of ranks per core), and the suspicion is refuted (Refuted): the
+// same process is observed again with a fresh grace and a doubled timeout
+// (at most 8 Timeouts) until it is heard from again. A starved ring thus
+// neither kills live processes nor re-links around them.
+//
 // Heartbeats carry the sender's (rank, incarnation) and its epoch, the number
 // of failures it knows. The timer logic only needs liveness; the epoch is a
 // hint for anti-entropy: Step reports a heartbeat from a rank that knows more
@@ -44,13 +55,11 @@
 //
 // # Incarnations
 //
-// A process is identified by member.ID{Rank, Inc}: a respawned rank has a
-// higher incarnation and is a new process. Failure knowledge is monotone and
-// kept in a member.View (shared with the reliable broadcast): once
-// incarnation i of rank r is known failed, so are all its older
-// incarnations, heartbeats from them are ignored, and nothing (not even
-// Joined) brings them back. A new incarnation enters the ring only through
-// Joined.
+// A process is identified by ID{Rank, Inc}: a respawned rank has a higher
+// incarnation and is a new process. Failure knowledge is monotone: once
+// incarnation i of rank r is known failed, so are all its older incarnations,
+// heartbeats from them are ignored, and nothing (not even Joined) brings them
+// back. A new incarnation enters the ring only through Joined.
 //
 // # What it must not do
 //
@@ -58,8 +67,8 @@
 // Time is a monotonic time.Duration (offset from any fixed origin) passed to
 // every call; messages come in through Step and go out as return values. The
 // runtime sends the returned messages, feeds received ones to Step, calls
-// Tick at or soon after Next (a timer), and reports failures from other
-// sources with Failed. A Detector is not safe for concurrent use.
+// Tick at or soon after Next (a timer), answers every suspicion with Failed
+// or Refuted, and reports failures from other sources with Failed. A Detector is not safe for concurrent use.
 //
 // Ranks should create their detectors after a start-up barrier (the
 // bootstrap exchange): the start-up grace is a single Timeout, so a rank
@@ -146,7 +155,18 @@ type Detector struct {
 	succ, pred int           // observer and observed rank, or member.None
 	lastHeard  time.Duration // last heartbeat from pred, or the last (re)link time
 	nextSend   time.Duration // when the next heartbeat to succ is due
+
+	// pending: pred is suspected and the runtime has not given its verdict
+	// yet (Failed or Refuted); no further suspicion of it meanwhile.
+	pending bool
+	// patience multiplies Timeout for pred: doubled by every Refuted (up
+	// to maxPatience), back to 1 on a heartbeat from pred or a re-link.
+	patience time.Duration
 }
+
+// maxPatience bounds the growth of the timeout of a process whose
+// suspicions keep being refuted (alive but starved of CPU).
+const maxPatience = 8
 
 // New returns the detector of rank cfg.Self at time now. All other ranks are
 // assumed live at incarnation 0; report other knowledge with Failed and
@@ -163,7 +183,7 @@ func New(cfg Config, now time.Duration) (*Detector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("detector: %w", err)
 	}
-	d := &Detector{cfg: cfg, view: view, now: now, succ: member.None, pred: member.None}
+	d := &Detector{cfg: cfg, view: view, now: now, succ: member.None, pred: member.None, patience: 1}
 	d.relink(now)
 	return d, nil
 }
@@ -184,6 +204,8 @@ func (d *Detector) relink(now time.Duration) []Msg {
 	if pred != d.pred {
 		d.pred = pred
 		d.lastHeard = now
+		d.pending = false
+		d.patience = 1
 	}
 	if succ != d.succ {
 		d.succ = succ
@@ -201,24 +223,47 @@ func (d *Detector) sendDue(now time.Duration) []Msg {
 }
 
 // Tick advances time to now and returns the heartbeats due and the processes
-// newly suspected. A suspicion is final: the detector treats the suspected
-// process as failed at once (the runtime must declare it failed, kill it and
-// spread the news), re-links around it and never reports it again. Call Tick
-// at Next, or at least every Period.
+// newly suspected. A suspicion awaits the runtime's verdict: Failed (the
+// suspect was declared failed, killed under fail-stop; the ring re-links
+// around it) or Refuted (the launcher saw it alive, merely starved of CPU:
+// it is observed again with a fresh, longer grace). Meanwhile it is not
+// reported again. Call Tick at Next, or at least every Period.
 func (d *Detector) Tick(now time.Duration) (msgs []Msg, suspects []member.ID) {
 	now = d.clock(now)
 	if d.view.SelfFailed() {
 		return nil, nil
 	}
 	msgs = d.sendDue(now)
-	if d.pred != member.None && now-d.lastHeard >= d.cfg.Timeout {
-		p := d.id(d.pred)
-		d.view.Fail(p)
-		suspects = append(suspects, p)
-		msgs = append(msgs, d.relink(now)...)
+	if d.pred != member.None && !d.pending && now-d.lastHeard >= d.timeout() {
+		d.pending = true
+		suspects = append(suspects, d.id(d.pred))
 	}
 	return msgs, suspects
 }
+
+func (d *Detector) timeout() time.Duration { return d.cfg.Timeout * d.patience }
+
+// Refuted tells the detector that its suspicion of p was wrong: p is alive
+// (the launcher saw its process running or sleeping, starved of CPU on an
+// oversubscribed host) and was not declared failed. p is observed again
+// with a fresh grace, and its timeout doubles (up to 8 Timeouts) until a
+// heartbeat from it arrives, so that a starved host is not asked again
+// and again. Refuted of a process that is not the pending suspect (the
+// ring re-linked meanwhile, or the suspicion came from elsewhere) does
+// nothing.
+func (d *Detector) Refuted(now time.Duration, p member.ID) {
+	now = d.clock(now)
+	if d.view.SelfFailed() || !d.pending || d.pred == member.None || p != d.id(d.pred) {
+		return
+	}
+	d.pending = false
+	d.lastHeard = now
+	d.patience = min(2*d.patience, maxPatience)
+}
+
+// Suspecting reports whether a suspicion of the observed process awaits
+// the runtime's verdict.
+func (d *Detector) Suspecting() bool { return d.pending }
 
 // Step processes a heartbeat received at time now. A heartbeat from the
 // current incarnation of the observed rank restarts its timeout; anything
@@ -234,6 +279,7 @@ func (d *Detector) Step(now time.Duration, m Msg) (ahead bool) {
 	}
 	if r == d.pred && now > d.lastHeard {
 		d.lastHeard = now
+		d.patience = 1
 	}
 	return m.Epoch > d.view.Failures()
 }
@@ -267,8 +313,9 @@ func (d *Detector) Joined(now time.Duration, p member.ID) []Msg {
 }
 
 // Next returns the time at which Tick next has work to do (a heartbeat due
-// or a timeout expiring); ok is false when there is nothing to wait for (a
-// ring of one live rank, or this process was declared failed).
+// or a timeout expiring, unless a suspicion is pending); ok is false when
+// there is nothing to wait for (a ring of one live rank, or this process
+// was declared failed).
 func (d *Detector) Next() (t time.Duration, ok bool) {
 	if d.view.SelfFailed() {
 		return 0, false
@@ -276,8 +323,8 @@ func (d *Detector) Next() (t time.Duration, ok bool) {
 	if d.succ != member.None {
 		t, ok = d.nextSend, true
 	}
-	if d.pred != member.None {
-		if dl := d.lastHeard + d.cfg.Timeout; !ok || dl < t {
+	if d.pred != member.None && !d.pending {
+		if dl := d.lastHeard + d.timeout(); !ok || dl < t {
 			t, ok = dl, true
 		}
 	}

@@ -29,6 +29,7 @@ const (
 	evNotice               // rank learns that id failed (broadcast, launcher)
 	evStop                 // rank stops (SIGSTOP, crash with no launcher notice)
 	evCrash                // rank crashes and the launcher tells everyone
+	evRefute               // the launcher refused rank's suspicion of id (id was alive)
 )
 
 type event struct {
@@ -72,6 +73,8 @@ type suspicion struct {
 // random delay in [0, maxDelay]; a suspicion is spread to every other rank
 // within noticeMax (the reliable broadcast) and, fail-stop, stops the
 // suspect if it was not stopped already (which counts as a false suspicion).
+// With refute set, the launcher is modelled: a suspicion of a running rank
+// is refused within noticeMax (Refuted), and only stopped ones are declared.
 type sim struct {
 	cfg       Config
 	n         int
@@ -88,6 +91,8 @@ type sim struct {
 	susp      []suspicion
 	falses    []suspicion
 	msgs      int
+	refute    bool
+	refuted   int
 }
 
 func newSim(t testing.TB, n int, cfg Config, rng *rand.Rand, maxDelay, noticeMax time.Duration) *sim {
@@ -159,14 +164,24 @@ func (s *sim) run(until time.Duration) {
 			out, sus := d.Tick(s.now)
 			s.send(out)
 			for _, p := range sus {
+				if s.refute && s.stopped[p.Rank] < 0 {
+					// The launcher sees it running: refused.
+					s.push(event{at: s.now + s.rnd(s.noticeMax), kind: evRefute, rank: r, id: p})
+					continue
+				}
 				sp := suspicion{by: r, who: p, at: s.now}
 				s.susp = append(s.susp, sp)
 				if s.stopped[p.Rank] < 0 {
 					s.falses = append(s.falses, sp)
 					s.stopped[p.Rank] = s.now // fail-stop enforcement
 				}
+				s.send(d.Failed(s.now, p)) // the runtime declares it
 				s.notifyAll(r, p)
 			}
+			s.arm(r)
+		case evRefute:
+			s.refuted++
+			d.Refuted(s.now, e.id)
 			s.arm(r)
 		case evMsg:
 			d.Step(s.now, e.msg)
@@ -428,6 +443,13 @@ func TestIncarnations(t *testing.T) {
 	if _, sus := d.Tick(c.Timeout); len(sus) != 1 || sus[0] != pid(1, 0) {
 		t.Fatalf("want suspicion of 1.0, got %v", sus)
 	}
+	if d.IsFailed(pid(1, 0)) || !d.Suspecting() {
+		t.Fatal("a suspicion is a failure before the runtime's verdict")
+	}
+	if _, sus := d.Tick(10 * c.Timeout); len(sus) != 0 {
+		t.Fatalf("suspected again while pending: %v", sus)
+	}
+	d.Failed(c.Timeout, pid(1, 0)) // the runtime declared it
 	if !d.IsFailed(pid(1, 0)) || d.IsFailed(pid(1, 1)) || d.Epoch() != 1 {
 		t.Fatal("failed set wrong")
 	}
@@ -588,4 +610,114 @@ func runSchedule(t testing.TB, seed int64) (int, error) {
 		}
 	}
 	return s.msgs, nil
+}
+
+// A refuted suspicion (the launcher saw the process alive) leaves the
+// suspect observed, with a fresh and doubled grace, until a heartbeat from
+// it arrives; a verdict about anything else changes nothing.
+func TestRefutedSuspicion(t *testing.T) {
+	c := testCfg()
+	c.N, c.Self = 3, 2 // observes rank 1
+	d, _ := New(c, 0)
+	if _, sus := d.Tick(c.Timeout); len(sus) != 1 || sus[0] != (pid(1, 0)) {
+		t.Fatalf("want suspicion of 1.0, got %v", sus)
+	}
+	if next, ok := d.Next(); !ok || next > c.Timeout+c.Period {
+		t.Fatalf("Next %v %v: heartbeats must go on while the suspicion is pending", next, ok)
+	}
+	d.Refuted(c.Timeout, pid(0, 0)) // not the suspect
+	d.Refuted(c.Timeout, pid(1, 1)) // not its incarnation
+	if !d.Suspecting() {
+		t.Fatal("a verdict about another process ended the suspicion")
+	}
+	t0 := c.Timeout + 300*ms
+	d.Refuted(t0, pid(1, 0))
+	if d.Suspecting() || d.IsFailed(pid(1, 0)) || d.Epoch() != 0 {
+		t.Fatal("refuted suspect counted as failed")
+	}
+	if o, _ := d.Observed(); o != (pid(1, 0)) {
+		t.Fatalf("observes %v after a refutation, want 1.0", o)
+	}
+	// The grace doubles with every refutation, up to 8 Timeouts.
+	t1 := t0
+	for i, g := range []time.Duration{2, 4, 8, 8, 8} {
+		g *= c.Timeout
+		if _, sus := d.Tick(t1 + g - 1); len(sus) != 0 {
+			t.Fatalf("refutation %d: suspected within the grace %v", i+1, g)
+		}
+		if _, sus := d.Tick(t1 + g); len(sus) != 1 {
+			t.Fatalf("refutation %d: no suspicion after the grace %v", i+1, g)
+		}
+		t1 += g
+		d.Refuted(t1, pid(1, 0))
+	}
+	// A heartbeat brings the timeout back to one Timeout.
+	d.Step(t1+ms, Msg{From: pid(1, 0), To: pid(2, 0)})
+	if _, sus := d.Tick(t1 + ms + c.Timeout); len(sus) != 1 {
+		t.Fatal("timeout not back to one Timeout after a heartbeat")
+	}
+	// Confirmed: failed, and the ring re-links around it.
+	d.Failed(t1+ms+c.Timeout, pid(1, 0))
+	if !d.IsFailed(pid(1, 0)) || d.Epoch() != 1 {
+		t.Fatal("declared suspect not failed")
+	}
+	if o, _ := d.Observed(); o.Rank != 0 || d.Suspecting() {
+		t.Fatalf("observes %v (pending %v) after the failure", o, d.Suspecting())
+	}
+}
+
+// Seeded schedules of a starved host: heartbeats take up to several
+// Timeouts, the launcher refutes every suspicion of a running rank, and
+// ranks stop. No running rank is ever declared failed, every stopped one
+// is, and the survivors end in one ring.
+func TestStarvedSchedules(t *testing.T) {
+	seeds := *schedulesFlag / 5 // each is about 5 times longer than runSchedule's
+	if testing.Short() {
+		seeds = 100
+	}
+	first := int64(1)
+	if *seedFlag >= 0 {
+		first, seeds = *seedFlag, 1
+	}
+	refuted := 0
+	for seed := first; seed < first+int64(seeds); seed++ {
+		r, err := runStarved(t, seed)
+		refuted += r
+		if err != nil {
+			t.Fatalf("seed %d: %v\nreplay: go test ./internal/ft/detector -run TestStarvedSchedules -seed=%d -v", seed, err, seed)
+		}
+	}
+	if seeds > 50 && refuted == 0 {
+		t.Fatal("no suspicion was ever refuted: the schedules do not starve")
+	}
+	t.Logf("%d schedules, %d refuted suspicions", seeds, refuted)
+}
+
+func runStarved(t testing.TB, seed int64) (int, error) {
+	rng := rand.New(rand.NewSource(seed))
+	n := 2 + rng.Intn(23)
+	cfg := DefaultConfig()
+	cfg.Period = time.Duration(5+rng.Intn(96)) * ms
+	cfg.Timeout = cfg.Period + time.Duration(1+rng.Intn(int(8*cfg.Period/ms)))*ms
+	maxDelay := cfg.Timeout + time.Duration(rng.Int63n(int64(3*cfg.Timeout)))
+	noticeMax := time.Duration(rng.Int63n(int64(cfg.Timeout)))
+	s := newSim(t, n, cfg, rng, maxDelay, noticeMax)
+	s.refute = true
+	s.jitter = time.Duration(rng.Int63n(int64(cfg.Timeout)))
+	k := rng.Intn(n) // up to everyone but one
+	victims := rng.Perm(n)[:k]
+	settle := (maxPatience+2)*cfg.Timeout + cfg.Period + maxDelay + noticeMax + s.jitter
+	at := time.Duration(rng.Int63n(int64(3 * cfg.Timeout)))
+	for _, v := range victims {
+		at += time.Duration(rng.Int63n(int64(settle)))
+		s.stopAt(v, at)
+	}
+	s.run(at + time.Duration(k+2)*settle)
+	if len(s.falses) != 0 {
+		return s.refuted, fmt.Errorf("n=%d cfg=%v/%v delay<=%v: running ranks declared failed %+v", n, cfg.Period, cfg.Timeout, maxDelay, s.falses)
+	}
+	if err := s.checkComplete(); err != nil {
+		return s.refuted, fmt.Errorf("n=%d cfg=%v/%v delay<=%v victims %v: %v", n, cfg.Period, cfg.Timeout, maxDelay, victims, err)
+	}
+	return s.refuted, nil
 }

@@ -58,7 +58,9 @@
 //     and of every Reinit epoch exactly once;
 //   - no failure notification comes after a log line of the same step;
 //   - no running process is killed on a suspicion, and a suspicion the
-//     shell confirmed (the process was stopped, exiting or dead) kills it;
+//     shell confirmed (the process was stopped, exiting or dead) kills it,
+//     unless the process had finalized and was not stopped (it is ending
+//     normally); refused suspicions are logged only when Verbose;
 //   - a kill names the incarnation that was suspected, so a respawned
 //     incarnation is never killed for its predecessor;
 //   - the job always ends (Done once every process is gone; only a stopped

@@ -60,10 +60,11 @@ type Suspect struct {
 // Alive is true for a running, sleeping or disk-waiting process, false for
 // a stopped, exiting, dead or vanished one.
 type Liveness struct {
-	Token uint64
-	Pid   int    // the process the shell looked at (0: none found)
-	State string // "running", "stopped", "dead", ... for the messages
-	Alive bool
+	Token   uint64
+	Pid     int    // the process the shell looked at (0: none found)
+	State   string // "running", "stopped", "dead", ... for the messages
+	Alive   bool
+	Stopped bool // stopped or traced: hung, as opposed to exiting, dead or gone
 }
 
 // ReinitActive: a rank entered (Kind boot.ReinitEnter) or left

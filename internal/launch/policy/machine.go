@@ -56,6 +56,7 @@ type proc struct {
 	cancelled   bool   // a child killed because its spawn failed: its death is no failure
 	notified    bool   // the survivors were sent its failed event
 	spawning    bool   // a child whose spawn has not completed: its death fails the spawn, not the job
+	spawnFailed bool   // a child of a spawn that failed: its exit code is not the job's
 }
 
 type waiter struct {
@@ -622,11 +623,25 @@ func (m *Machine) liveness(e Liveness) {
 		p.pid = e.Pid
 	}
 	if e.Alive && p.killedBy == "" {
+		// Alive, merely starved of CPU: starvation is not a failure, and
+		// is only logged under -v (hundreds of ranks per core can raise
+		// thousands of such suspicions).
 		for _, s := range append([]check{c}, c.more...) {
 			m.replyErr(s.conn, s.id, "suspect: rank %d is alive (process %d %s); not killed", c.rank, c.pid, e.State)
 		}
 		for _, s := range append([]check{c}, c.more...) {
-			m.logf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, s.by, s.reason, c.pid, e.State)
+			m.vlogf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, s.by, s.reason, c.pid, e.State)
+		}
+		return
+	}
+	if p.finalized && !e.Stopped && p.killedBy == "" && !m.tearing() {
+		// It called Finalize and is exiting (or exited): the normal end of
+		// a rank, which its slower peers' detectors may notice before its
+		// death is reaped. No kill, no failure. (A finalized process that
+		// is stopped is hung in the fence: killed below.)
+		for _, s := range append([]check{c}, c.more...) {
+			m.replyErr(s.conn, s.id, "suspect: rank %d finalized (process %d %s); not killed", c.rank, c.pid, e.State)
+			m.vlogf("rank %d suspected by rank %d (%s) after it finalized (process %d %s): not killed", c.rank, s.by, s.reason, c.pid, e.State)
 		}
 		return
 	}
@@ -705,7 +720,28 @@ func (m *Machine) ExitCode() int {
 			return m.lastAbort
 		}
 	}
+	if !m.anyFailure {
+		return m.normalCode()
+	}
 	return m.procs[0].exit.Code()
+}
+
+// normalCode is the exit code of a job that ended without failure and
+// without teardown: like mpirun, non-zero when any process exited non-zero
+// (the lowest process id's code wins). Processes the launcher killed
+// (after they finalized: a SIGKILL death) and children whose spawn failed (their spawner
+// was told) do not count.
+func (m *Machine) normalCode() int {
+	for r := range m.procs {
+		p := &m.procs[r]
+		if p.killedBy != "" && p.exit.Signal == syscall.SIGKILL || p.exit.StartErr != nil || p.spawnFailed {
+			continue
+		}
+		if c := p.exit.Code(); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // MarkFailure is the Mark of the first failure of the job.

@@ -166,7 +166,7 @@ func TestSuspectConfirmed(t *testing.T) {
 	if acts[0].Rank != 2 || acts[0].Pid != 102 || acts[0].Incarnation != 0 {
 		t.Fatalf("%v", acts[0])
 	}
-	acts = m.Step(Liveness{Token: acts[0].Token, State: "stopped"})
+	acts = m.Step(Liveness{Token: acts[0].Token, State: "stopped", Stopped: true})
 	// Notify before the kill, the reply and the log.
 	wantKinds(t, "confirmed", acts, Notify, Signal, Reply, Log)
 	if !slices.Equal(acts[0].To, []Conn{1, 2}) || acts[0].Msg.Kind != boot.EventFailed || acts[0].Msg.Rank != 2 ||
@@ -196,12 +196,47 @@ func TestSuspectRefused(t *testing.T) {
 	connect(t, m, 0, 1)
 	acts := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1, Reason: "slow"})
 	acts = m.Step(Liveness{Token: acts[0].Token, State: "sleeping", Alive: true})
-	wantKinds(t, "alive", acts, Reply, Log)
+	// Starvation is not a failure: no log line (but under -v).
+	wantKinds(t, "alive", acts, Reply)
 	if acts[0].Msg.Error != "suspect: rank 1 is alive (process 101 sleeping); not killed" {
 		t.Errorf("%q", acts[0].Msg.Error)
 	}
 	// An answer for an unknown token changes nothing.
 	wantKinds(t, "unknown token", m.Step(Liveness{Token: 99}))
+	mv, _ := New(Config{Job: "job", Size: 2, Mode: ModeContinue, Verbose: true})
+	connect(t, mv, 0, 1)
+	acts = mv.Step(Suspect{Conn: 1, ID: 5, Rank: 1, Reason: "slow"})
+	acts = mv.Step(Liveness{Token: acts[0].Token, State: "sleeping", Alive: true})
+	wantKinds(t, "alive, verbose", acts, Reply, Log)
+}
+
+// A rank that finalized and is exiting (not yet reaped) is not killed on
+// a suspicion, and its end is no failure; one that finalized and is
+// stopped (hung in the fence) is killed.
+func TestSuspectFinalizedRank(t *testing.T) {
+	for _, st := range []string{"exiting", "dead", "gone"} {
+		m := newM(t, 3, ModeContinue)
+		connect(t, m, 0, 1, 2)
+		m.Step(Finalize{Conn: 3, ID: 4})
+		acts := m.Step(Suspect{Conn: 1, ID: 5, Rank: 2, Reason: "no heartbeat"})
+		acts = m.Step(Liveness{Token: acts[0].Token, State: st})
+		wantKinds(t, st, acts, Reply)
+		if !strings.Contains(acts[0].Msg.Error, "rank 2 finalized") {
+			t.Errorf("%s: %q", st, acts[0].Msg.Error)
+		}
+		m.Step(Exited{Exit{Rank: 2, Status: 0}})
+		if m.Outcome().Failed {
+			t.Errorf("%s: a finalized rank's exit counted as a failure", st)
+		}
+	}
+	m := newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	m.Step(Finalize{Conn: 3, ID: 4})
+	acts := m.Step(Suspect{Conn: 1, ID: 5, Rank: 2, Reason: "no heartbeat"})
+	acts = m.Step(Liveness{Token: acts[0].Token, State: "stopped", Stopped: true})
+	if s := find(acts, Signal); s == nil || s.Sig != syscall.SIGKILL || s.Rank != 2 {
+		t.Errorf("stopped finalized rank not killed: %v", acts)
+	}
 }
 
 func TestSuspectErrorsAndStale(t *testing.T) {
@@ -522,7 +557,7 @@ func TestSuspectPidFromShell(t *testing.T) {
 	if chk.Kind != Check || chk.Pid != 0 {
 		t.Fatalf("%v", chk)
 	}
-	acts := m.Step(Liveness{Token: chk.Token, Pid: 4242, State: "stopped"})
+	acts := m.Step(Liveness{Token: chk.Token, Pid: 4242, State: "stopped", Stopped: true})
 	if n := find(acts, Notify); n == nil || !strings.Contains(n.Msg.Reason, "rank 1 (pid 4242) killed") {
 		t.Fatalf("%v", acts)
 	}
@@ -547,7 +582,7 @@ func TestSuspicionsShareOneCheck(t *testing.T) {
 	chk = m.Step(Suspect{Conn: 1, ID: 5, Rank: 2})[0]
 	m.Step(Suspect{Conn: 2, ID: 6, Rank: 2})
 	acts = m.Step(Liveness{Token: chk.Token, State: "running", Alive: true})
-	wantKinds(t, "refused", acts, Reply, Reply, Log, Log)
+	wantKinds(t, "refused", acts, Reply, Reply)
 	if acts[1].Conn != 2 || !strings.Contains(acts[1].Msg.Error, "is alive") {
 		t.Errorf("%v", acts)
 	}
@@ -576,5 +611,23 @@ func TestReinitAfterLeaveAndExitIsFatal(t *testing.T) {
 	acts := m.Step(Exited{Exit{Rank: 0, Signal: syscall.SIGKILL}})
 	if find(acts, Respawn) != nil || find(acts, TearDown) == nil {
 		t.Fatalf("%v", acts)
+	}
+}
+
+// A job without failure exits non-zero when any process did (like mpirun):
+// the lowest process id's code, here rank 1's, though rank 0 exited 0.
+func TestExitCodeWithoutFailureIsAnyNonZero(t *testing.T) {
+	for _, mode := range []Mode{ModeAbort, ModeContinue} {
+		m := newM(t, 3, mode)
+		connect(t, m, 0, 1, 2)
+		m.Step(Finalize{Conn: 1, ID: 3})
+		m.Step(Finalize{Conn: 2, ID: 3})
+		m.Step(Finalize{Conn: 3, ID: 3})
+		m.Step(Exited{Exit{Rank: 2, Status: 6}})
+		m.Step(Exited{Exit{Rank: 1, Status: 5}})
+		m.Step(Exited{Exit{Rank: 0, Status: 0}})
+		if !m.Done() || m.ExitCode() != 5 || m.Outcome().Failed {
+			t.Errorf("mode %v: done %v, exit code %d, outcome %+v; want rank 1's 5", mode, m.Done(), m.ExitCode(), m.Outcome())
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -488,7 +489,7 @@ func (s *sim) answer(i int) {
 			state = "dead"
 		}
 	}
-	s.feed(Liveness{Token: c.token, Pid: pid, State: state, Alive: alive})
+	s.feed(Liveness{Token: c.token, Pid: pid, State: state, Alive: alive, Stopped: state == "stopped"})
 	// A confirmed suspicion kills (fail-stop), unless the job is ending.
 	if p != nil && p.state == stStopped && s.cause.Kind == CauseNone {
 		s.fail("rank %d incarnation %d found stopped on a suspicion but not killed", p.rank, p.inc)
@@ -764,6 +765,30 @@ func (s *sim) wantCode() (int, string) {
 		if s.aborted {
 			return s.lastAbort, "continue mode: the last abort"
 		}
+	}
+	respawned := false // a Reinit respawn means a failure, even one the simulation does not count
+	for _, p := range s.procs {
+		respawned = respawned || p.inc > 0
+	}
+	if !failed && !respawned && s.cause.Kind == CauseNone {
+		// No failure: like mpirun, the lowest process id that exited
+		// non-zero (not counting kills by the launcher, start errors, nor
+		// children whose spawn failed).
+		ids := make([]int, 0, len(s.cur))
+		for id := range s.cur {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			p := s.cur[id]
+			if p.killOrder && p.exit.Signal == syscall.SIGKILL || p.exit.StartErr != nil || p.child && (s.spawnOK < 0 || s.spawnOK >= p.reapedAt) {
+				continue
+			}
+			if c := p.exit.Code(); c != 0 {
+				return c, fmt.Sprintf("no failure: process %d exited non-zero", id)
+			}
+		}
+		return 0, "no failure: every process exited 0"
 	}
 	return rank0, "rank 0's exit"
 }

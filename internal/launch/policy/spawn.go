@@ -197,7 +197,9 @@ func (m *Machine) finishSpawn(op *spawnOp) {
 	}
 	if len(op.errs) > 0 {
 		for _, p := range op.children {
-			if c := &m.procs[p]; !c.gone {
+			c := &m.procs[p]
+			c.spawnFailed = true
+			if !c.gone {
 				c.cancelled = true
 				m.emit(Action{Kind: Signal, Rank: p, AnyIncarnation: true, Sig: syscall.SIGKILL, Why: WhyCancel})
 			}

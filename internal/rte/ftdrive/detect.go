@@ -13,13 +13,12 @@ package ftdrive
 
 import (
 	"fmt"
-	"github.com/ftmpi/ftmpi/internal/ft/member"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/ft/detector"
+	"github.com/ftmpi/ftmpi/internal/ft/member"
 	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
@@ -274,8 +273,11 @@ func (f *Failures) OnNotice(from int, h transport.Header, _ []byte) {
 // graph (the launcher tells them too) and this process's operations with
 // the suspect fail. The launcher refuses when it sees the process running
 // or sleeping (alive but starved of CPU on an oversubscribed host): then
-// nothing is declared, and the launcher still sees the process's real
-// death if it comes. inc 0 means the incarnation the epoch started with.
+// nothing is declared, nothing is printed (starvation is not a failure; the
+// launcher logs refusals under -v), the detector is told (Refuted: it keeps
+// observing the suspect, with a longer grace), and the launcher still sees
+// the process's real death if it comes. inc 0 means the incarnation the
+// epoch started with.
 func (f *Failures) Declare(rank, inc int, reason string) {
 	if f.env.Confirm == nil {
 		f.failAndBroadcast(rank, inc, reason)
@@ -288,19 +290,43 @@ func (f *Failures) Declare(rank, inc int, reason string) {
 			inc = f.peerInc(rank)
 		}
 		if err := f.env.Confirm(rank, inc, reason); err != nil {
-			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: suspicion of rank %d not confirmed: %v\n", f.env.Self, rank, err)
+			f.refuted(rank, inc)
 			return
 		}
 		f.failAndBroadcast(rank, inc, reason)
 	}()
 }
 
+// refuted tells the detector that the launcher refused to declare
+// process (rank, inc) failed.
+func (f *Failures) refuted(rank, inc int) {
+	dt := f.det.Load()
+	if dt == nil {
+		return
+	}
+	dt.mu.Lock()
+	dt.d.Refuted(dt.now(), member.ID{Rank: rank, Inc: inc})
+	dt.mu.Unlock()
+	select {
+	case dt.wake <- struct{}{}: // its next deadline moved
+	default:
+	}
+}
+
 func (f *Failures) failAndBroadcast(rank, inc int, reason string) {
 	if dt := f.det.Load(); dt != nil {
 		dt.mu.Lock()
+		// The verdict on the detector's own suspicion (the engine's lost
+		// hook tells it too; Failed is idempotent).
+		hb := dt.d.Failed(dt.now(), member.ID{Rank: rank, Inc: inc})
 		out, _ := dt.rb.Broadcast(member.ID{Rank: rank, Inc: inc})
 		dt.mu.Unlock()
+		dt.sendHeartbeats(hb)
 		dt.sendNotices(out)
+		select {
+		case dt.wake <- struct{}{}:
+		default:
+		}
 	}
 	f.env.Eng.FailPeer(rank, fmt.Errorf("rank %d declared failed: %s", rank, reason))
 }

@@ -1,6 +1,7 @@
 package ftdrive
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -29,13 +30,23 @@ func (r *rank) halt() { r.once.Do(func() { close(r.stop); r.wg.Wait() }) }
 // detector configured by cfg (N, Self filled in).
 func job(t *testing.T, n int, cfg detector.Config) []*rank {
 	t.Helper()
+	return jobConfirm(t, n, cfg, nil)
+}
+
+// jobConfirm is job with confirm as every rank's launcher (nil: none).
+func jobConfirm(t *testing.T, n int, cfg detector.Config, confirm func(self, rank, inc int, reason string) error) []*rank {
+	t.Helper()
 	fab := inproc.NewFabric(n)
 	rs := make([]*rank, n)
 	for i := range rs {
 		r := &rank{eng: p2p.New(p2p.Config{Self: i}), stop: make(chan struct{})}
 		r.ep = fab.Attach(i, r.eng)
 		r.eng.SetTransport(r.ep)
-		r.f = New(Env{Eng: r.eng, Self: i, N: n, Stop: r.stop, WG: &r.wg})
+		env := Env{Eng: r.eng, Self: i, N: n, Stop: r.stop, WG: &r.wg}
+		if confirm != nil {
+			env.Confirm = func(rank, inc int, reason string) error { return confirm(i, rank, inc, reason) }
+		}
+		r.f = New(env)
 		var tb ctl.Table
 		tb.MustRegister(ctl.Heartbeat, r.f.OnHeartbeat)
 		tb.MustRegister(ctl.FailNotice, r.f.OnNotice)
@@ -126,4 +137,63 @@ func TestStartDetectorTwice(t *testing.T) {
 	if err := rs[0].f.StartDetector(c, []int{0, 1}, nil, false); err == nil {
 		t.Fatal("second StartDetector accepted")
 	}
+}
+
+// A launcher that refuses a suspicion (it sees the process alive, starved
+// of CPU) declares nothing: the suspect stays a member everywhere, its
+// observer asks again only after a doubled grace, and once the launcher
+// accepts, the failure is known everywhere.
+func TestRefusedSuspicionDeclaresNothing(t *testing.T) {
+	cfg := detector.DefaultConfig()
+	cfg.Period, cfg.Timeout = 10*time.Millisecond, 100*time.Millisecond
+	type ask struct {
+		by, rank int
+		at       time.Time
+	}
+	asks := make(chan ask, 64)
+	var mu sync.Mutex
+	accept := false
+	rs := jobConfirm(t, 4, cfg, func(self, rank, _ int, _ string) error {
+		select {
+		case asks <- ask{self, rank, time.Now()}:
+		default: // the test has seen enough
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if accept {
+			return nil
+		}
+		return errors.New("suspect: alive; not killed")
+	})
+	const victim = 2
+	rs[victim].halt() // silent but not gone: a starved process
+	var got []ask
+	deadline := time.After(30 * time.Second)
+	for len(got) < 3 {
+		select {
+		case a := <-asks:
+			if a.rank != victim || a.by != victim+1 {
+				t.Fatalf("rank %d suspected rank %d; only rank %d's observer should suspect it", a.by, a.rank, victim)
+			}
+			got = append(got, a)
+		case <-deadline:
+			t.Fatalf("only %d suspicions of the silent rank within 30s", len(got))
+		}
+	}
+	for i, r := range rs {
+		if i != victim && r.eng.IsLost(victim) {
+			t.Fatalf("rank %d declared the refused suspect failed", i)
+		}
+	}
+	// Each refusal doubles the grace: 2, then 4 Timeouts at least.
+	if gap := got[1].at.Sub(got[0].at); gap < 2*cfg.Timeout {
+		t.Errorf("second suspicion %v after the first refused one, want at least %v", gap, 2*cfg.Timeout)
+	}
+	if gap := got[2].at.Sub(got[1].at); gap < 4*cfg.Timeout {
+		t.Errorf("third suspicion %v after the second refused one, want at least %v", gap, 4*cfg.Timeout)
+	}
+	mu.Lock()
+	accept = true
+	mu.Unlock()
+	waitLost(t, rs, victim)
 }
