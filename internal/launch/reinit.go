@@ -15,9 +15,12 @@ import (
 // the environment), tells every survivor to roll back (an EventReinit), and
 // runs the epoch's rejoin fence, through which survivors and the new
 // process exchange fresh endpoints. A failure during the fence starts a
-// newer epoch and supersedes it. A failure while some live rank has already
-// left MPI_Reinit cannot be recovered (no rollback location): the job ends
-// as with MPI_ERRORS_ARE_FATAL, as it does past --max-restarts.
+// newer epoch and supersedes it. A failure while some live rank is outside
+// MPI_Reinit (has not called it yet, or has returned from it) cannot be
+// recovered (no rollback location, seed 000 1.4.2): the job ends as with
+// MPI_ERRORS_ARE_FATAL, as it does past --max-restarts. The launcher's
+// order of events decides: a rank is inside once its enter message was
+// handled, and a respawned process is inside from its respawn.
 
 // enableRespawn turns on reinit mode's respawning through agent, with the
 // specs the ranks were first started with.
@@ -45,11 +48,21 @@ func (h *head) reinitLocked(e ExitReport, how string) (respawned, ok bool) {
 		h.out.logf("%s; restart limit reached (--max-restarts %d): ending the job", how, h.maxRestarts)
 		return false, false
 	}
+	// Seed 000 1.4.2 and 1.6 item 6: a survivor outside MPI_Reinit (not
+	// called yet, or returned) has no active rollback location, so the
+	// failure is fatal there, whether or not it makes an MPI call first.
+	// A respawned process counts as inside: it resumes in MPI_Reinit.
 	for q := range h.ranks {
-		if o := &h.ranks[q]; q != r && o.leftReinit && !o.gone {
-			h.out.logf("%s after rank %d returned from MPI_Reinit: no rollback location, ending the job (seed 000 1.4.2: as MPI_ERRORS_ARE_FATAL)", how, q)
-			return false, false
+		o := &h.ranks[q]
+		if q == r || o.gone || o.inReinit {
+			continue
 		}
+		when := "before rank " + strconv.Itoa(q) + " called MPI_Reinit"
+		if o.leftReinit {
+			when = "after rank " + strconv.Itoa(q) + " returned from MPI_Reinit"
+		}
+		h.out.logf("%s %s: no rollback location, ending the job (seed 000 1.4.2: as MPI_ERRORS_ARE_FATAL)", how, when)
+		return false, false
 	}
 	h.restarts++
 	h.epoch++
@@ -57,7 +70,7 @@ func (h *head) reinitLocked(e ExitReport, how string) (respawned, ok bool) {
 	inc := max(rs.incarnation, e.Incarnation) + 1
 	h.out.logf("%s; respawning it (incarnation %d), every rank rolls back to MPI_Reinit (epoch %d, restart %d of at most %d)",
 		how, inc, h.epoch, h.restarts, h.maxRestarts)
-	*rs = rankState{incarnation: inc, fences: 1, rejoined: h.epoch}
+	*rs = rankState{incarnation: inc, fences: 1, rejoined: h.epoch, inReinit: true}
 	ev := boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: r, Incarnation: inc - 1, Epoch: h.epoch, Reason: how}
 	for q := range h.ranks {
 		if o := &h.ranks[q]; q != r && !o.gone && o.conn != nil {
