@@ -19,7 +19,11 @@ import (
 // outcome is the same at every parent: if a parent fails or reports an
 // error, or a child cannot start or dies before initialising, every parent
 // gets the error and every child already started is killed (seed 002
-// A.2.3: no half-built communicator).
+// A.2.3: no half-built communicator). The reply's failed list, which makes
+// the error ErrProcFailed rather than ErrSpawn, holds every process known
+// failed when the outcome is decided, whoever learnt of it: the launcher
+// (a dead parent, a child dead after initialising) or a parent (its
+// request's Failed).
 
 type spawnOp struct {
 	key      string
@@ -76,6 +80,14 @@ func (h *head) spawnLocked(c *ctlConn, m boot.Msg) {
 	}
 	if req.Error != "" {
 		op.errs = append(op.errs, fmt.Sprintf("process %d: %s", c.rank, req.Error))
+		// A parent's process failure is a failure for every parent, even
+		// before the launcher saw the death itself: the class of the
+		// outcome must not depend on which came first.
+		for _, p := range req.Failed {
+			if !slices.Contains(op.failed, p) {
+				op.failed = append(op.failed, p)
+			}
+		}
 	}
 	if req.Root {
 		if op.root != nil {
@@ -128,15 +140,22 @@ func (h *head) checkSpawnLocked(op *spawnOp) {
 	}
 	for i, p := range op.children {
 		rs := &h.ranks[p]
+		_, initialised := h.kv[boot.EndpointKey(p)]
 		if rs.gone {
-			if rs.exit.StartErr == nil {
+			// A child that initialised and died is a failed process
+			// (ErrProcFailed at the parents); one that could not start or
+			// exited before initialising could not be spawned (ErrSpawn,
+			// seed 003 17.10's advice keeps the two apart).
+			if initialised {
 				op.failed = append(op.failed, p)
+				op.errs = append(op.errs, fmt.Sprintf("child %d (process %d) %s after initialising", i, p, rs.exit))
+			} else {
+				op.errs = append(op.errs, fmt.Sprintf("child %d (process %d) %s before initialising", i, p, rs.exit))
 			}
-			op.errs = append(op.errs, fmt.Sprintf("child %d (process %d) %s before initialising", i, p, rs.exit))
 			h.finishSpawnLocked(op)
 			return
 		}
-		if _, ok := h.kv[boot.EndpointKey(p)]; !ok {
+		if !initialised {
 			return // not initialised yet
 		}
 	}
