@@ -55,7 +55,7 @@ func TestSpawnFailuresAreUniform(t *testing.T) {
 	b := spawnCheck(t)
 	for _, tc := range []struct{ mode, want string }{
 		{"badcmd", "result: badcmd spawn-error=true"},
-		{"diechild", "result: diechild error=true"},
+		{"diechild", "result: diechild spawn-error=true"},
 		{"parentdies", "result: parentdies procfailed=true"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {

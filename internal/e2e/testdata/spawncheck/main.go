@@ -8,8 +8,8 @@
 //	replace  seed 002's recipe after a rank is killed: revoke, shrink,
 //	         spawn one process, merge, split back to the old ranks
 //	badcmd   the command does not exist: ErrSpawn at every parent
-//	diechild a child exits before initialising: an error at every parent,
-//	         no child left
+//	diechild a child exits before initialising: ErrSpawn at every parent
+//	         (it could not be started; it is no failed process), no child left
 //	parentdies a parent is killed instead of joining the spawn:
 //	         ErrProcFailed at every other parent, no child left
 package main
@@ -59,7 +59,7 @@ func main() {
 		res = fmt.Sprintf("parentdies procfailed=%v", errors.Is(err, mpi.ErrProcFailed))
 	case "diechild":
 		_, err := w.CommWorld().Spawn("", []string{"diebeforeinit"}, 2, 0)
-		res = fmt.Sprintf("diechild error=%v", err != nil)
+		res = fmt.Sprintf("diechild spawn-error=%v", errors.Is(err, mpi.ErrSpawn))
 	}
 	if w.Rank() == 0 {
 		fmt.Println("result:", res)
