@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -412,6 +413,25 @@ func (e *AbortError) Error() string {
 	return fmt.Sprintf("mpi: rank %d aborted the job with code %d", e.Rank, e.Code)
 }
 
+// PanicError is returned by Run (joined with the other ranks' errors) for a
+// rank whose function panicked: the value and the goroutine's stack at the
+// panic, so the cause is not lost with the goroutine.
+type PanicError struct {
+	Rank  int
+	Value any    // what was passed to panic
+	Stack []byte // the panicking goroutine's stack (runtime/debug.Stack)
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("mpi: rank %d panicked: %v\n\n%s", e.Rank, e.Value, e.Stack)
+}
+
+// Unwrap returns the panic value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
 // Run runs fn as n ranks, each a goroutine with its own World, connected by
 // an in-memory transport with the same semantics as the socket transports:
 // RunConfig(n, DefaultConfig(), fn).
@@ -423,7 +443,8 @@ func Run(n int, fn func(w *World) error) error { return RunConfig(n, DefaultConf
 // socket transports. A rank whose fn returns nil is finalized
 // automatically. If any rank returns an error, panics, or aborts, the job
 // is torn down: every other rank's pending and later MPI calls fail, and
-// RunConfig returns the errors (an *AbortError for an abort).
+// RunConfig returns the errors (an *AbortError for an abort, a *PanicError
+// with the stack for a panic).
 func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 	if n < 1 {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "need at least 1 rank, got %d", n)
@@ -450,7 +471,7 @@ func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 			returned := false
 			defer func() {
 				if p := recover(); p != nil {
-					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
+					errs[i] = &PanicError{Rank: i, Value: p, Stack: debug.Stack()}
 					rs.Abort(i, 1)
 				} else if !returned && errs[i] == nil {
 					// runtime.Goexit from Abort: the abort error is reported by Run.
