@@ -94,8 +94,21 @@ func Init() (*World, error) { return InitConfig(DefaultConfig()) }
 // launcher; otherwise the program is a singleton of size 1. Errors, an
 // invalid Config among them, are returned, never fatal (seed 003,
 // 17.5.2).
-func InitConfig(cfg Config) (*World, error) {
-	cfg, err := envConfig(cfg)
+//
+// MPI_Init may be called once per process: a second call (also after
+// Finalize) returns ErrOther, under ftmpirun and in a singleton alike. A
+// failed call does not count. mpi.Run does not call Init: its ranks are
+// not processes.
+func InitConfig(cfg Config) (w *World, err error) {
+	if !processInit.CompareAndSwap(false, true) {
+		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "MPI is already initialised in this process (MPI_Init may be called once per process)")
+	}
+	defer func() {
+		if err != nil {
+			processInit.Store(false)
+		}
+	}()
+	cfg, err = envConfig(cfg)
 	if err != nil {
 		return nil, newErr(ErrArg, "MPI_Init", nil, NoPeer, "%v", err)
 	}
@@ -109,12 +122,18 @@ func InitConfig(cfg Config) (*World, error) {
 	if info.Transport != "" {
 		cfg.Transport = info.Transport // the job's choice (boot validated it)
 	}
-	w, err := initProcess(info, cfg)
+	w, err = initProcess(info, cfg)
 	if err != nil {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
 	}
 	return w, nil
 }
+
+// processInit records that MPI_Init succeeded in this process. It is the
+// package's one piece of process-wide state, and deliberately so: MPI_Init
+// is once per process (the launcher's connection, the rank's identity and
+// the environment are the process's); the Worlds of mpi.Run never read it.
+var processInit atomic.Bool
 
 // engineConfig is the engine's part of cfg for process id self.
 func engineConfig(self int, cfg Config) p2p.Config {
