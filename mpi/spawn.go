@@ -3,6 +3,7 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,8 +42,9 @@ type spawnState struct {
 // a half-built communicator (seed 002 A.2.3). The class is the same too:
 // ErrProcFailed when a process failed (a parent, or a child after it
 // initialised), ErrSpawn when a child could not be started or exited
-// before initialising (seed 003 17.10 keeps the two apart). It needs
-// ftmpirun.
+// before initialising (seed 003 17.10 keeps the two apart); on a
+// run-through communicator, a root that is a recognised failed process is
+// ErrRank. It needs ftmpirun.
 func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, error) {
 	const op = "MPI_Comm_spawn"
 	if err := checkLive(c, op); err != nil {
@@ -53,6 +55,12 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 	}
 	if root < 0 || root >= c.size {
 		return nil, c.handle(newErr(ErrRoot, op, c, root, "root %d out of range [0, %d)", root, c.size))
+	}
+	if c.RunThrough() && slices.Contains(c.runThrough().recognized(), c.groupProcs()[root]) {
+		// Seed 003 17.10: a root that is a recognised failed process is an
+		// ErrRank error. Recognition is agreed (Validate), so every parent
+		// returns it, and the launcher is not asked.
+		return nil, c.handle(newErr(ErrRank, op, c, root, "root %d is a recognised failed process (seed 003 17.10)", root))
 	}
 	w := c.w
 	p := w.proc
