@@ -29,9 +29,15 @@ func TestInitReturnsErrorsInsteadOfAborting(t *testing.T) {
 func TestSingletonInit(t *testing.T) {
 	t.Setenv("FTMPI_RANK", "restored after the test")
 	os.Unsetenv("FTMPI_RANK") // not started by ftmpirun
+	t.Cleanup(mpi.ForgetInit)
 	w, err := mpi.Init()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// MPI_Init is once per process: a second call is an error and leaves
+	// the first World as it was.
+	if w2, err := mpi.Init(); w2 != nil || !errors.Is(err, mpi.ErrOther) || !strings.Contains(err.Error(), "once per process") {
+		t.Fatalf("second Init: %v, %v; want ErrOther naming the rule", w2, err)
 	}
 	if w.Rank() != 0 || w.Size() != 1 || w.Transport() != "singleton" {
 		t.Fatalf("singleton: rank %d size %d transport %s", w.Rank(), w.Size(), w.Transport())

@@ -179,9 +179,12 @@ func TestFailure(w *World) error {
 //
 // CommWorld's error handler must be ErrorsReinitAsync or ErrorsReinitSync
 // (seed 000, 1.4.1), Reinit may be called once, and Finalize only after it
-// returns. Without a launcher that respawns (a singleton, or ftmpirun
-// without --on-failure reinit), fn runs once and a failure is handled as
-// the launcher's policy says.
+// returns. A failure while some live process is outside Reinit (before
+// its call, or after it returned) has no rollback location there and
+// ends the job as ErrorsAreFatal would (seed 000, 1.4.2), whether or not
+// that process makes an MPI call first. Without a launcher that respawns
+// (a singleton, or ftmpirun without --on-failure reinit), fn runs once
+// and a failure is handled as the launcher's policy says.
 func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) error) error {
 	const op = "MPI_Reinit"
 	if w == nil || fn == nil {
@@ -204,7 +207,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	if err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
-	p.Advance(epoch, "a rank failed before MPI_Reinit")
+	p.Advance(epoch, "a rank failed before this respawned process entered MPI_Reinit")
 	state := ReinitNew
 	if p.Info().Incarnation > 0 {
 		state = ReinitRestarted

@@ -3,6 +3,7 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,9 +38,13 @@ type spawnState struct {
 //
 // The outcome is the same at every process of c: if one of them or a new
 // process fails during the call, or the command cannot be started, Spawn
-// returns an error everywhere (ErrProcFailed for a failed process, ErrSpawn
-// otherwise) and no new process survives: there is never a half-built
-// communicator (seed 002 A.2.3). It needs ftmpirun.
+// returns an error everywhere and no new process survives: there is never
+// a half-built communicator (seed 002 A.2.3). The class is the same too:
+// ErrProcFailed when a process failed (a parent, or a child after it
+// initialised), ErrSpawn when a child could not be started or exited
+// before initialising (seed 003 17.10 keeps the two apart); on a
+// run-through communicator, a root that is a recognised failed process is
+// ErrRank. It needs ftmpirun.
 func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, error) {
 	const op = "MPI_Comm_spawn"
 	if err := checkLive(c, op); err != nil {
@@ -50,6 +55,12 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 	}
 	if root < 0 || root >= c.size {
 		return nil, c.handle(newErr(ErrRoot, op, c, root, "root %d out of range [0, %d)", root, c.size))
+	}
+	if c.RunThrough() && slices.Contains(c.runThrough().recognized(), c.groupProcs()[root]) {
+		// Seed 003 17.10: a root that is a recognised failed process is an
+		// ErrRank error. Recognition is agreed (Validate), so every parent
+		// returns it, and the launcher is not asked.
+		return nil, c.handle(newErr(ErrRank, op, c, root, "root %d is a recognised failed process (seed 003 17.10)", root))
 	}
 	w := c.w
 	p := w.proc
@@ -68,6 +79,11 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 	}
 	if perr != nil {
 		req.Error = perr.Error()
+		if isFailure(perr) {
+			// The launcher may not know of the failure yet: tell it, so that
+			// every parent gets ErrProcFailed whichever it hears first.
+			req.Failed = w.lostAmong(procs)
+		}
 	}
 	eps, err := p.Client().Spawn(req)
 	if err != nil {
@@ -92,6 +108,17 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 	w.net.AddPeers(eps)
 	w.hosts.add(eps)
 	return newInter(c, fmt.Sprintf("spawn(%s)", shortName(c)), pairs, procs, children, c.rank), nil
+}
+
+// lostAmong returns the processes of procs this process knows failed.
+func (w *World) lostAmong(procs []int) []int {
+	var out []int
+	for _, p := range procs {
+		if w.eng.IsLost(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // spawnKey names one collective Spawn call for the launcher: the same at

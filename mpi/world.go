@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -93,8 +94,21 @@ func Init() (*World, error) { return InitConfig(DefaultConfig()) }
 // launcher; otherwise the program is a singleton of size 1. Errors, an
 // invalid Config among them, are returned, never fatal (seed 003,
 // 17.5.2).
-func InitConfig(cfg Config) (*World, error) {
-	cfg, err := envConfig(cfg)
+//
+// MPI_Init may be called once per process: a second call (also after
+// Finalize) returns ErrOther, under ftmpirun and in a singleton alike. A
+// failed call does not count. mpi.Run does not call Init: its ranks are
+// not processes.
+func InitConfig(cfg Config) (w *World, err error) {
+	if !processInit.CompareAndSwap(false, true) {
+		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "MPI is already initialised in this process (MPI_Init may be called once per process)")
+	}
+	defer func() {
+		if err != nil {
+			processInit.Store(false)
+		}
+	}()
+	cfg, err = envConfig(cfg)
 	if err != nil {
 		return nil, newErr(ErrArg, "MPI_Init", nil, NoPeer, "%v", err)
 	}
@@ -108,12 +122,18 @@ func InitConfig(cfg Config) (*World, error) {
 	if info.Transport != "" {
 		cfg.Transport = info.Transport // the job's choice (boot validated it)
 	}
-	w, err := initProcess(info, cfg)
+	w, err = initProcess(info, cfg)
 	if err != nil {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
 	}
 	return w, nil
 }
+
+// processInit records that MPI_Init succeeded in this process. It is the
+// package's one piece of process-wide state, and deliberately so: MPI_Init
+// is once per process (the launcher's connection, the rank's identity and
+// the environment are the process's); the Worlds of mpi.Run never read it.
+var processInit atomic.Bool
 
 // engineConfig is the engine's part of cfg for process id self.
 func engineConfig(self int, cfg Config) p2p.Config {
@@ -411,6 +431,25 @@ func (e *AbortError) Error() string {
 	return fmt.Sprintf("mpi: rank %d aborted the job with code %d", e.Rank, e.Code)
 }
 
+// PanicError is returned by Run (joined with the other ranks' errors) for a
+// rank whose function panicked: the value and the goroutine's stack at the
+// panic, so the cause is not lost with the goroutine.
+type PanicError struct {
+	Rank  int
+	Value any    // what was passed to panic
+	Stack []byte // the panicking goroutine's stack (runtime/debug.Stack)
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("mpi: rank %d panicked: %v\n\n%s", e.Rank, e.Value, e.Stack)
+}
+
+// Unwrap returns the panic value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
 // Run runs fn as n ranks, each a goroutine with its own World, connected by
 // an in-memory transport with the same semantics as the socket transports:
 // RunConfig(n, DefaultConfig(), fn).
@@ -422,7 +461,8 @@ func Run(n int, fn func(w *World) error) error { return RunConfig(n, DefaultConf
 // socket transports. A rank whose fn returns nil is finalized
 // automatically. If any rank returns an error, panics, or aborts, the job
 // is torn down: every other rank's pending and later MPI calls fail, and
-// RunConfig returns the errors (an *AbortError for an abort).
+// RunConfig returns the errors (an *AbortError for an abort, a *PanicError
+// with the stack for a panic).
 func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 	if n < 1 {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "need at least 1 rank, got %d", n)
@@ -451,7 +491,7 @@ func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 			returned := false
 			defer func() {
 				if p := recover(); p != nil {
-					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
+					errs[i] = &PanicError{Rank: i, Value: p, Stack: debug.Stack()}
 					rs.Abort(i, 1)
 				} else if !returned && errs[i] == nil {
 					// runtime.Goexit from Abort: the abort error is reported by Run.

@@ -20,13 +20,18 @@ type SpawnRequest struct {
 	MaxProcs int      // number of processes to start
 	Pairs    []int    // the context pairs of the intercommunicator (2)
 	Error    string   // non-empty: this parent cannot take part; the spawn fails everywhere
+	Failed   []int    // with Error: the parents this one knows failed (its Error is a process failure)
 }
 
 // SpawnError is the launcher's refusal of a spawn: a parent failed or
 // reported an error, or a child could not start or died before it
 // initialised. No child survives it.
 type SpawnError struct {
-	Failed []int  // process ids that failed (parents or children); empty for other errors
+	// Failed lists the processes that failed: parents (dead, or reported
+	// failed by a parent) and children that died after initialising. It is
+	// empty when no process failed (a command that cannot be started, a
+	// child that exits before initialising, a parent's other error).
+	Failed []int
 	Reason string // what went wrong
 }
 

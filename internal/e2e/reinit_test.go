@@ -182,15 +182,3 @@ func TestReinitRestartLimitEndsJob(t *testing.T) {
 		t.Fatalf("exit %d, want 137 and the limit named\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
-
-// A rank killed before the others called Reinit (even before they
-// connected to the launcher) is respawned; the survivors join the new
-// epoch when they enter Reinit and run the resilient function once, as new.
-func TestReinitFailureBeforeReinit(t *testing.T) {
-	b := reinitBins(t)
-	r := reinitRun(t, "-n", "3", "--on-failure", "reinit", "--timeout", "40s", "--inject", "kill:rank=1,at=1ms", b["reinitcheck"], "early")
-	want := "result: early epoch=1 states=new,restarted,new"
-	if r.Code != 0 || resultLine(t, r) != want {
-		t.Fatalf("exit %d, want result %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
-	}
-}

@@ -53,17 +53,25 @@ func TestSpawnReplacesKilledRank(t *testing.T) {
 
 func TestSpawnFailuresAreUniform(t *testing.T) {
 	b := spawnCheck(t)
-	for _, tc := range []struct{ mode, want string }{
-		{"badcmd", "result: badcmd spawn-error=true"},
-		{"diechild", "result: diechild error=true"},
-		{"parentdies", "result: parentdies procfailed=true"},
+	for _, tc := range []struct {
+		mode, want string
+		local      bool // every parent refuses before asking the launcher
+	}{
+		{"badcmd", "result: badcmd spawn-error=true", false},
+		{"diechild", "result: diechild spawn-error=true", false},
+		{"parentdies", "result: parentdies procfailed=true", false},
+		{"rtdeadroot", "result: rtdeadroot rank-error=true", true},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			r := reinitRun(t, "-n", "3", "--on-failure", "continue", "--timeout", "40s", b, tc.mode)
 			if r.Code != 0 || resultLine(t, r) != tc.want {
 				t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, tc.want, r.Stdout, r.Stderr)
 			}
-			if !strings.Contains(r.Stderr, "spawn failed") {
+			if tc.local {
+				if strings.Contains(r.Stderr, "spawn failed") {
+					t.Fatalf("the launcher was asked to spawn:\n%s", r.Stderr)
+				}
+			} else if !strings.Contains(r.Stderr, "spawn failed") {
 				t.Fatalf("the launcher did not report the failed spawn:\n%s", r.Stderr)
 			}
 		})

@@ -52,6 +52,7 @@ type proc struct {
 	fences      int    // number of fences it entered
 	killedBy    string // why the launcher SIGKILLed it; "" if it did not
 	leftReinit  bool   // returned from MPI_Reinit: a failure now cannot be recovered
+	inReinit    bool   // inside MPI_Reinit (entered, not left; a respawned process from its respawn)
 	rejoined    int    // the last Reinit epoch it rejoined (0: the initial one)
 	cancelled   bool   // a child killed because its spawn failed: its death is no failure
 	notified    bool   // the survivors were sent its failed event

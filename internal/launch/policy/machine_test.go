@@ -46,6 +46,18 @@ func connect(t *testing.T, m *Machine, ranks ...int) {
 	}
 }
 
+// enterReinit has ranks call MPI_Reinit (a failure is recoverable only
+// while every live rank is inside it, seed 000 1.4.2).
+func enterReinit(t *testing.T, m *Machine, ranks ...int) {
+	t.Helper()
+	for _, r := range ranks {
+		acts := m.Step(ReinitActive{Conn: Conn(r + 1), ID: 50, Kind: boot.ReinitEnter})
+		if len(acts) != 1 || acts[0].Kind != Reply || acts[0].Msg.Error != "" {
+			t.Fatalf("enter of rank %d: %v", r, acts)
+		}
+	}
+}
+
 func find(acts []Action, k ActionKind) *Action {
 	for i := range acts {
 		if acts[i].Kind == k {
@@ -243,6 +255,7 @@ func TestSuspectErrorsAndStale(t *testing.T) {
 	m := newM(t, 2, ModeReinit)
 	m.EnableRespawn(3)
 	connect(t, m, 0, 1)
+	enterReinit(t, m, 0, 1)
 	if acts := m.Step(Suspect{Conn: 1, ID: 5, Rank: 4}); acts[0].Msg.Error != "suspect: rank 4 out of range [0, 2)" {
 		t.Errorf("%v", acts)
 	}
@@ -401,6 +414,7 @@ func TestReinit(t *testing.T) {
 	m := newM(t, 3, ModeReinit)
 	m.EnableRespawn(1)
 	connect(t, m, 0, 1, 2)
+	enterReinit(t, m, 0, 1, 2)
 	// Rank 0 waits in the fence of epoch 0 (none yet): answered at once.
 	if acts := m.Step(Rejoin{Conn: 1, ID: 2, Epoch: 1}); acts[0].Msg.Epoch != 0 || acts[0].Msg.KV != nil {
 		t.Errorf("%v", acts)
@@ -499,7 +513,7 @@ func TestSpawnFailureIsUniform(t *testing.T) {
 	// is killed, and its death is no failure.
 	acts := m.Step(Exited{Exit{Rank: 3, Pid: 300, Status: 1}})
 	wantKinds(t, "child died", acts, Reply, Reply, Signal, Log)
-	if !strings.Contains(acts[0].Msg.Error, "child 1 (process 3) exited with status 1 before initialising") || !slices.Equal(acts[0].Msg.Failed, []int{3}) {
+	if !strings.Contains(acts[0].Msg.Error, "child 1 (process 3) exited with status 1 before initialising") || len(acts[0].Msg.Failed) != 0 {
 		t.Errorf("%+v", acts[0].Msg)
 	}
 	if a := acts[2]; a.Rank != 2 || !a.AnyIncarnation || a.Why != WhyCancel {
@@ -629,5 +643,36 @@ func TestExitCodeWithoutFailureIsAnyNonZero(t *testing.T) {
 		if !m.Done() || m.ExitCode() != 5 || m.Outcome().Failed {
 			t.Errorf("mode %v: done %v, exit code %d, outcome %+v; want rank 1's 5", mode, m.Done(), m.ExitCode(), m.Outcome())
 		}
+	}
+}
+
+// Seed 000 1.4.2 / 1.6 item 6: a failure while a live rank has not called
+// MPI_Reinit yet ends the job (no rollback location), as one after a rank
+// returned from it does; once every live rank is inside, it is recovered.
+func TestReinitFailureBeforeReinitIsFatal(t *testing.T) {
+	m := newM(t, 3, ModeReinit)
+	m.EnableRespawn(4)
+	connect(t, m, 0, 1, 2)
+	enterReinit(t, m, 0, 1) // rank 2 has not called MPI_Reinit
+	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}})
+	if find(acts, Respawn) != nil || find(acts, TearDown) == nil {
+		t.Fatalf("a failure before rank 2 called MPI_Reinit was recovered: %v", acts)
+	}
+	if l := find(acts, Log); l == nil || !strings.Contains(l.Text, "before rank 2 called MPI_Reinit") {
+		t.Fatalf("log does not name the rank outside MPI_Reinit: %v", acts)
+	}
+
+	m = newM(t, 3, ModeReinit)
+	m.EnableRespawn(4)
+	connect(t, m, 0, 1, 2)
+	enterReinit(t, m, 0, 1, 2)
+	acts = m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}})
+	if find(acts, Respawn) == nil {
+		t.Fatalf("a failure with every rank inside MPI_Reinit was not recovered: %v", acts)
+	}
+	// The respawned rank counts as inside: a second failure is recovered too.
+	acts = m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})
+	if find(acts, Respawn) == nil {
+		t.Fatalf("a failure during the recovery was not recovered: %v", acts)
 	}
 }

@@ -34,19 +34,30 @@ func (m *Machine) reinit(e Exit, how string) bool {
 		m.logf("%s; restart limit reached (--max-restarts %d): ending the job", how, m.maxRestarts)
 		return false
 	}
-	// A rank that returned from MPI_Reinit has no rollback location, whether
-	// it still runs or has already finalized and exited (the new epoch's
-	// fence would wait for it forever).
+	// Seed 000 1.4.2 and 1.6 item 6: a rank outside MPI_Reinit has no
+	// rollback location, so the failure is fatal, whether or not it makes
+	// an MPI call first: one that returned from it (whether it still runs
+	// or has already finalized and exited: the new epoch's fence would wait
+	// for it forever), and a live one that has not called it yet. The order
+	// of the launcher's events decides; a respawned process is inside.
 	for q := range m.procs {
-		if o := &m.procs[q]; q != r && o.leftReinit {
+		o := &m.procs[q]
+		if q == r {
+			continue
+		}
+		if o.leftReinit {
 			m.logf("%s after rank %d returned from MPI_Reinit: no rollback location, ending the job (seed 000 1.4.2: as MPI_ERRORS_ARE_FATAL)", how, q)
+			return false
+		}
+		if !o.gone && !o.inReinit {
+			m.logf("%s before rank %d called MPI_Reinit: no rollback location, ending the job (seed 000 1.4.2: as MPI_ERRORS_ARE_FATAL)", how, q)
 			return false
 		}
 	}
 	m.restarts++
 	m.epoch++
 	inc := max(p.inc, e.Incarnation) + 1
-	*p = proc{inc: inc, fences: 1, rejoined: m.epoch}
+	*p = proc{inc: inc, fences: 1, rejoined: m.epoch, inReinit: true}
 	// The survivors first (notify before anything else), then the ranks
 	// waiting in an older epoch's fence learn it is superseded.
 	var to []Conn
@@ -78,8 +89,10 @@ func (m *Machine) reinitActive(r int, e ReinitActive) {
 	p := &m.procs[r]
 	switch e.Kind {
 	case boot.ReinitEnter:
+		p.inReinit = true
 	case boot.ReinitLeave:
 		if p.rejoined == m.epoch {
+			p.inReinit = false
 			p.leftReinit = true
 		}
 	default:

@@ -19,7 +19,11 @@ import (
 // outcome is the same at every parent: if a parent fails or reports an
 // error, or a child cannot start or dies before initialising, every parent
 // gets the error and every child already started is killed (seed 002
-// A.2.3: no half-built communicator).
+// A.2.3: no half-built communicator). The reply's failed list, which makes
+// the error ErrProcFailed rather than ErrSpawn, holds every process known
+// failed when the outcome is decided, whoever learnt of it: the launcher
+// (a dead parent, a child dead after initialising) or a parent (its
+// request's Failed).
 
 type spawnOp struct {
 	key      string
@@ -66,6 +70,14 @@ func (m *Machine) spawn(r int, e Spawn) {
 	}
 	if req.Error != "" {
 		op.errs = append(op.errs, fmt.Sprintf("process %d: %s", r, req.Error))
+		// A parent's process failure is a failure for every parent, even
+		// before the launcher saw the death itself: the class of the
+		// outcome must not depend on which came first.
+		for _, q := range req.Failed {
+			if !slices.Contains(op.failed, q) {
+				op.failed = append(op.failed, q)
+			}
+		}
 	}
 	if req.Root {
 		if op.root != nil {
@@ -124,10 +136,16 @@ func (m *Machine) checkSpawn(op *spawnOp) {
 	// not the children before it have initialised.
 	for i, p := range op.children {
 		if c := &m.procs[p]; c.gone {
-			if c.exit.StartErr == nil {
+			// A child that initialised and died is a failed process
+			// (ErrProcFailed at the parents); one that could not start or
+			// exited before initialising could not be spawned (ErrSpawn,
+			// seed 003 17.10's advice keeps the two apart).
+			if _, initialised := m.kv[boot.EndpointKey(p)]; initialised {
 				op.failed = append(op.failed, p)
+				op.errs = append(op.errs, fmt.Sprintf("child %d (process %d) %s after initialising", i, p, c.exit))
+			} else {
+				op.errs = append(op.errs, fmt.Sprintf("child %d (process %d) %s before initialising", i, p, c.exit))
 			}
-			op.errs = append(op.errs, fmt.Sprintf("child %d (process %d) %s before initialising", i, p, c.exit))
 			m.finishSpawn(op)
 			return
 		}

@@ -6,7 +6,7 @@
 //	         once; states and the old epoch's communicators are checked
 //	sync     sync: errors are returned until TestFailure rolls back
 //	outside  the failure happens after Reinit returned: the job ends
-//	early    the failure happens before the others call Reinit
+//	before   the failure happens before anyone calls Reinit: the job ends
 //	asynctf  async: TestFailure after a known failure returns nil and does
 //	         nothing; the next MPI call rolls back
 package main
@@ -25,7 +25,7 @@ import (
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: reinitcheck rules|blocked|sync|outside")
+		fmt.Fprintln(os.Stderr, "usage: reinitcheck rules|blocked|sync|outside|before")
 		os.Exit(2)
 	}
 	w, err := mpi.Init()
@@ -43,8 +43,8 @@ func main() {
 		res = syncMode(w)
 	case "outside":
 		res = outside(w)
-	case "early":
-		res = early(w)
+	case "before":
+		res = before(w)
 	case "asynctf":
 		res = asyncTestFailure(w)
 	default:
@@ -229,12 +229,41 @@ func outside(w *mpi.World) string {
 	return fmt.Sprintf("outside: receive returned %v", err)
 }
 
-func early(w *mpi.World) string {
-	w.CommWorld().SetErrhandler(mpi.ErrorsReinitAsync)
+// before: rank 1 SIGKILLs itself once every rank is initialized, before
+// anyone called Reinit; the survivors make no MPI call until the file
+// named by $REINITCHECK_GO exists (the test creates it once the launcher
+// has handled the death), then call Reinit. Seed 000 1.4.2: with no active
+// rollback location the failure is fatal, so the job must end before a
+// survivor's resilient function reports anything.
+func before(w *mpi.World) string {
+	c := w.CommWorld()
+	c.SetErrhandler(mpi.ErrorsReinitAsync)
+	if err := c.Barrier(); err != nil { // every rank initialized, nobody failed yet
+		fmt.Fprintf(os.Stderr, "reinitcheck: rank %d: barrier: %v\n", w.Rank(), err)
+		os.Exit(1)
+	}
+	if w.Rank() == 1 {
+		fmt.Fprintln(os.Stderr, "reinitcheck: rank 1 kills itself before MPI_Reinit")
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	goFile := os.Getenv("REINITCHECK_GO")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(goFile); err == nil {
+			break
+		}
+		if goFile == "" || time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "reinitcheck: rank %d: $REINITCHECK_GO (%q) never appeared\n", w.Rank(), goFile)
+			os.Exit(3)
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the test's signal, bounded by the deadline
+	}
 	var res string
 	err := mpi.Reinit(w, func(_ context.Context, w *mpi.World, st mpi.ReinitState) error {
 		states, err := gatherStates(w.CommWorld(), st)
-		res = fmt.Sprintf("early epoch=%d states=%s", w.Epoch(), states)
+		res = fmt.Sprintf("before: resilient function ran, epoch=%d states=%s", w.Epoch(), states)
+		fmt.Fprintf(os.Stderr, "reinitcheck: rank %d: %s\n", w.Rank(), res)
 		return err
 	})
 	if err != nil {

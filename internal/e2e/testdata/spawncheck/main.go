@@ -8,10 +8,12 @@
 //	replace  seed 002's recipe after a rank is killed: revoke, shrink,
 //	         spawn one process, merge, split back to the old ranks
 //	badcmd   the command does not exist: ErrSpawn at every parent
-//	diechild a child exits before initialising: an error at every parent,
-//	         no child left
+//	diechild a child exits before initialising: ErrSpawn at every parent
+//	         (it could not be started; it is no failed process), no child left
 //	parentdies a parent is killed instead of joining the spawn:
 //	         ErrProcFailed at every other parent, no child left
+//	rtdeadroot run-through: the root is a recognised failed process:
+//	         ErrRank at every other parent
 package main
 
 import (
@@ -57,9 +59,29 @@ func main() {
 		}
 		_, err := w.CommWorld().Spawn("", []string{"child", "basic"}, 2, 0)
 		res = fmt.Sprintf("parentdies procfailed=%v", errors.Is(err, mpi.ErrProcFailed))
+	case "rtdeadroot":
+		// Run-through: rank 1 is killed, the others recognise its failure
+		// (Validate) and spawn with it as the root: ErrRank everywhere
+		// (seed 003 17.10), no child started.
+		c := w.CommWorld()
+		must(c.EnableRunThrough())
+		if w.Rank() == 1 {
+			w.Kill()
+		}
+		if _, err := mpi.Recv(c, []int{0}, 1, 7); !errors.Is(err, mpi.ErrProcFailed) {
+			fmt.Fprintf(os.Stderr, "spawncheck: receive from the killed rank: %v\n", err)
+			os.Exit(1)
+		}
+		_, err := c.Validate()
+		must(err)
+		_, err = c.Spawn("", []string{"child", "basic"}, 2, 1)
+		res = fmt.Sprintf("rtdeadroot rank-error=%v", errors.Is(err, mpi.ErrRank))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "spawncheck: rank %d: %v\n", w.Rank(), err)
+		}
 	case "diechild":
 		_, err := w.CommWorld().Spawn("", []string{"diebeforeinit"}, 2, 0)
-		res = fmt.Sprintf("diechild error=%v", err != nil)
+		res = fmt.Sprintf("diechild spawn-error=%v", errors.Is(err, mpi.ErrSpawn))
 	}
 	if w.Rank() == 0 {
 		fmt.Println("result:", res)
