@@ -87,8 +87,9 @@ func (k Kind) String() string {
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// DefaultSpare is the spare list of a chaos spec without spare=.
-var DefaultSpare = []int{0}
+// defaultSpare is the spare list of a chaos spec without spare= (a
+// function, not a package variable: no process-global mutable state).
+func defaultSpare() []int { return []int{0} }
 
 // Spec is one parsed fault-injection spec.
 type Spec struct {
@@ -298,7 +299,7 @@ func parseOne(item string) (Spec, error) {
 	}
 	if sp.Kind == Chaos {
 		if _, ok := vals["spare"]; !ok {
-			sp.Spare = slices.Clone(DefaultSpare)
+			sp.Spare = defaultSpare()
 		}
 	}
 	return sp, nil
@@ -376,7 +377,7 @@ func (s Spec) String() string {
 		return fmt.Sprintf("%v:rank=%d,%s", s.Kind, s.Rank, when(s.At, s.On))
 	case Chaos:
 		out := fmt.Sprintf("chaos:seed=%d,mttf=%v,max=%d", s.Seed, s.MTTF, s.Max)
-		if !slices.Equal(s.Spare, DefaultSpare) {
+		if !slices.Equal(s.Spare, defaultSpare()) {
 			out += ",spare=" + formatList(s.Spare)
 		}
 		return out
