@@ -138,8 +138,6 @@ func (w *World) onLost(peer int, cause error) {
 	w.modelsOnLost(comms, peer)
 }
 
-// failedOrder returns the world ranks known failed, in the order their
-// failure became known.
 // recordFailure adds peer to the failures known here (once). The lost hook
 // records every failure; an operation that reports ErrProcFailed for a
 // peer records it too, so GetFailed and AckFailed include the peer as soon
@@ -156,6 +154,8 @@ func (w *World) recordFailureLocked(peer int) {
 	}
 }
 
+// failedOrder returns the world ranks known failed, in the order their
+// failure became known.
 func (w *World) failedOrder() []int {
 	w.ft.mu.Lock()
 	defer w.ft.mu.Unlock()

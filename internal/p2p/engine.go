@@ -979,7 +979,6 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 	}
 }
 
-// IsRevoked reports whether ctx was revoked.
 // IsPoisoned reports whether ctx was revoked or poisoned with any error:
 // its operations fail for good, so the context id must not be reused.
 func (e *Engine) IsPoisoned(ctx uint32) bool {
@@ -988,6 +987,7 @@ func (e *Engine) IsPoisoned(ctx uint32) bool {
 	return e.revoked[ctx] != nil
 }
 
+// IsRevoked reports whether ctx was revoked.
 func (e *Engine) IsRevoked(ctx uint32) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
