@@ -11,25 +11,26 @@ import (
 	"github.com/ftmpi/ftmpi/mpi"
 )
 
-// repeatedPhrase returns a phrase of two words that occurs twice in s
-// (case-insensitive; pairs made only of small words such as "of the" do
-// not count), or "".
+// repeatedPhrase returns a part of s, as split at ": " (the joints
+// between what each layer of an error adds), of two words or more that
+// stands again in a later part (case-insensitive, whole words), or "".
 func repeatedPhrase(s string) string {
-	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_'
-	})
-	small := map[string]bool{"a": true, "an": true, "the": true, "of": true, "in": true, "on": true,
-		"to": true, "is": true, "was": true, "and": true, "or": true, "by": true, "at": true}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(words); i++ {
-		if small[words[i]] && small[words[i+1]] {
+	words := func(p string) string {
+		return " " + strings.Join(strings.FieldsFunc(strings.ToLower(p), func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_'
+		}), " ") + " "
+	}
+	parts := strings.Split(s, ": ")
+	for i, p := range parts {
+		w := words(p)
+		if strings.Count(w, " ") < 3 { // fewer than two words
 			continue
 		}
-		p := words[i] + " " + words[i+1]
-		if seen[p] {
-			return p
+		for _, q := range parts[i+1:] {
+			if strings.Contains(words(q), w) {
+				return strings.TrimSpace(w)
+			}
 		}
-		seen[p] = true
 	}
 	return ""
 }
@@ -38,8 +39,11 @@ func TestRepeatedPhraseFinder(t *testing.T) {
 	if p := repeatedPhrase("MPI_Recv: MPI_ERR_TYPE: datatype mismatch: datatype mismatch: x"); p != "datatype mismatch" {
 		t.Fatalf("repeatedPhrase missed the repetition: %q", p)
 	}
-	if p := repeatedPhrase("MPI_Recv on MPI_COMM_WORLD (peer 1): MPI_ERR_TRUNCATE: message truncated: message of 8 bytes"); p != "" {
-		t.Fatalf("repeatedPhrase found %q where a different phrase follows", p)
+	if p := repeatedPhrase("MPI_Send: MPI_ERR_REVOKED: communicator revoked: the communicator revoked earlier"); p != "communicator revoked" {
+		t.Fatalf("repeatedPhrase missed a repetition inside a later part: %q", p)
+	}
+	if p := repeatedPhrase("MPI_Recv on MPI_COMM_WORLD (peer 1): MPI_ERR_TYPE: datatype mismatch: message has type int32, receive buffer has type float64"); p != "" {
+		t.Fatalf("repeatedPhrase found %q where nothing repeats", p)
 	}
 }
 

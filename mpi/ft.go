@@ -1,7 +1,6 @@
 package mpi
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -323,13 +322,6 @@ func (c *Comm) AckFailed(n int) (int, error) {
 	return len(f.acked), nil
 }
 
-// procFailedErr builds the error for an operation that involves a failed
-// process.
-func (c *Comm) procFailedErr(op string) error {
-	failed := c.failedMembers()
-	return newErr(ErrProcFailed, op, c, NoPeer, "process(es) %v of the communicator failed", failed)
-}
-
 // memberFailedError poisons the collective context of a communicator that
 // lost a member. It names the failed process (a world process id), so the
 // collective's error names that process, not whichever peer the algorithm
@@ -388,13 +380,4 @@ func (c *Comm) collStartCheck() {
 	if failed := c.failedMembers(); len(failed) > 0 {
 		c.w.eng.Poison(&memberFailedError{proc: failed[0]}, c.ctx+1)
 	}
-}
-
-// encodeU64s is a tiny helper for control payloads.
-func encodeU64s(v ...uint64) []byte {
-	b := make([]byte, 8*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint64(b[8*i:], x)
-	}
-	return b
 }

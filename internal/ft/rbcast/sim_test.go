@@ -49,7 +49,6 @@ func (s *sim) push(e event) {
 
 func (s *sim) delay() int64    { return s.minDelay + s.rng.Int63n(s.maxDelay-s.minDelay+1) }
 func (s *sim) nDelay() int64   { return s.rng.Int63n(s.noticeMax + 1) }
-func (s *sim) live(r int) bool { return !s.crashed[r] }
 
 // sim runs n Nodes over a network with random delays (hence reordering
 // even on one link: the protocol does not need FIFO links), crashes
