@@ -140,11 +140,11 @@ func TestCollectiveErrorNamesFailedMember(t *testing.T) {
 			out := make([]int, 1)
 			err := mpi.Allreduce(c, []int{c.Rank()}, out, mpi.Sum)
 			if !errors.Is(err, mpi.ErrProcFailed) {
-				return fmt.Errorf("rank %d: Allreduce with a failed member: want ErrProcFailed, got %v", c.Rank(), err)
+				return fmt.Errorf("Allreduce with a failed member: want ErrProcFailed, got %v", err)
 			}
 			var me *mpi.Error
 			if !errors.As(err, &me) || me.Peer != 3 {
-				return fmt.Errorf("rank %d: Allreduce error should name the failed rank 3: %v", c.Rank(), err)
+				return fmt.Errorf("Allreduce error should name the failed rank 3: %v", err)
 			}
 			return nil
 		})
