@@ -548,8 +548,20 @@ func Self(rank, size int, specs string) (stop func(), err error) {
 			mine = append(mine, ev)
 		}
 	}
-	if len(mine) == 0 {
-		return func() {}, nil
+	return Play(mine, func(ev Event) bool {
+		_ = syscall.Kill(os.Getpid(), ev.Signal)
+		return true
+	}), nil
+}
+
+// Play fires the events of plan, in order, from a goroutine: each at its
+// time (Event.At) measured from the call. fire returning false ends the
+// play. stop cancels the events not yet fired and returns once the
+// goroutine has ended; it may be called more than once. Both the launcher
+// (its head) and Self play their plans with it.
+func Play(plan []Event, fire func(Event) bool) (stop func()) {
+	if len(plan) == 0 {
+		return func() {}
 	}
 	start := time.Now()
 	done := make(chan struct{})
@@ -559,14 +571,16 @@ func Self(rank, size int, specs string) (stop func(), err error) {
 		defer wg.Done()
 		timer := time.NewTimer(time.Hour)
 		defer timer.Stop()
-		for _, ev := range mine {
+		for _, ev := range plan {
 			timer.Reset(time.Until(start.Add(ev.At)))
 			select {
 			case <-done:
 				return
 			case <-timer.C:
 			}
-			_ = syscall.Kill(os.Getpid(), ev.Signal)
+			if !fire(ev) {
+				return
+			}
 		}
 	}()
 	var once sync.Once
@@ -575,5 +589,5 @@ func Self(rank, size int, specs string) (stop func(), err error) {
 			close(done)
 			wg.Wait()
 		})
-	}, nil
+	}
 }
