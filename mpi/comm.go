@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -209,6 +210,25 @@ func (c *Comm) peerWorldRank(r int) int {
 		return c.remote[r]
 	}
 	return c.worldRank(r)
+}
+
+// rankOfProc is the rank in c of world process p: in the remote group of
+// an intercommunicator if p is there (peer ranks of c name the remote
+// group), else in the local group; NoPeer if p is not a member.
+func (c *Comm) rankOfProc(p int) int {
+	if i := slices.Index(c.remote, p); i >= 0 {
+		return i
+	}
+	if c.members == nil {
+		if p >= 0 && p < c.size {
+			return p
+		}
+		return NoPeer
+	}
+	if i := slices.Index(c.members, p); i >= 0 {
+		return i
+	}
+	return NoPeer
 }
 
 // Numeric is the set of element types a message buffer may have.

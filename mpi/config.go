@@ -99,7 +99,8 @@ const (
 )
 
 // SpinAuto, as Config.ReaderSpin, lets the runtime choose the reader spin
-// from the number of processes on the host and its cores.
+// from the number of processes on the host and the host's cores as the
+// launcher counted them (this process's CPU count only when not launched).
 const SpinAuto time.Duration = -1
 
 // Bounds of Config values.

@@ -1,7 +1,6 @@
 package mpi
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -138,8 +137,6 @@ func (w *World) onLost(peer int, cause error) {
 	w.modelsOnLost(comms, peer)
 }
 
-// failedOrder returns the world ranks known failed, in the order their
-// failure became known.
 // recordFailure adds peer to the failures known here (once). The lost hook
 // records every failure; an operation that reports ErrProcFailed for a
 // peer records it too, so GetFailed and AckFailed include the peer as soon
@@ -156,6 +153,8 @@ func (w *World) recordFailureLocked(peer int) {
 	}
 }
 
+// failedOrder returns the world ranks known failed, in the order their
+// failure became known.
 func (w *World) failedOrder() []int {
 	w.ft.mu.Lock()
 	defer w.ft.mu.Unlock()
@@ -323,16 +322,18 @@ func (c *Comm) AckFailed(n int) (int, error) {
 	return len(f.acked), nil
 }
 
-// procFailedErr builds the error for an operation that involves a failed
-// process.
-func (c *Comm) procFailedErr(op string) error {
-	failed := c.failedMembers()
-	return newErr(ErrProcFailed, op, c, NoPeer, "process(es) %v of the communicator failed", failed)
+// memberFailedError poisons the collective context of a communicator that
+// lost a member. It names the failed process (a world process id), so the
+// collective's error names that process, not whichever peer the algorithm
+// happened to be waiting on when the context was poisoned.
+type memberFailedError struct{ proc int }
+
+func (e *memberFailedError) Error() string {
+	return "a participant of the collective operation failed"
 }
 
-// errMemberFailed poisons the collective context of a communicator that
-// lost a member.
-var errMemberFailed = fmt.Errorf("%w: a participant of the collective operation failed", p2p.ErrPeerLost)
+// Unwrap makes it an engine peer-lost error (errors.Is(err, p2p.ErrPeerLost)).
+func (e *memberFailedError) Unwrap() error { return p2p.ErrPeerLost }
 
 // waitColl waits for r, a request of a collective protocol on context ctx
 // among the n processes proc(0..n-1) (world ranks). If a failure becomes
@@ -345,8 +346,10 @@ var errMemberFailed = fmt.Errorf("%w: a participant of the collective operation 
 func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int) bool {
 	for {
 		sig := w.eng.FailureSignal()
-		if !r.Done() && w.eng.LostCount() > 0 && w.anyLost(n, proc) {
-			w.eng.Poison(errMemberFailed, ctx)
+		if !r.Done() && w.eng.LostCount() > 0 {
+			if p := w.firstLost(n, proc); p >= 0 {
+				w.eng.Poison(&memberFailedError{proc: p}, ctx)
+			}
 		}
 		switch r.WaitSignal(w.abort, sig) {
 		case 0:
@@ -357,28 +360,24 @@ func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int) bool
 	}
 }
 
-func (w *World) anyLost(n int, proc func(int) int) bool {
+// firstLost returns the first of the processes proc(0..n-1) that is lost,
+// or -1.
+func (w *World) firstLost(n int, proc func(int) int) int {
 	for i := 0; i < n; i++ {
-		if w.eng.IsLost(proc(i)) {
-			return true
+		if p := proc(i); w.eng.IsLost(p) {
+			return p
 		}
 	}
-	return false
+	return -1
 }
 
 // collStartCheck poisons c's collective context if a member of c is known
 // failed, so a collective started after a failure fails at once.
 func (c *Comm) collStartCheck() {
-	if c.w.eng.LostCount() > 0 && c.hasFailedMember() {
-		c.w.eng.Poison(errMemberFailed, c.ctx+1)
+	if c.w.eng.LostCount() == 0 {
+		return
 	}
-}
-
-// encodeU64s is a tiny helper for control payloads.
-func encodeU64s(v ...uint64) []byte {
-	b := make([]byte, 8*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint64(b[8*i:], x)
+	if failed := c.failedMembers(); len(failed) > 0 {
+		c.w.eng.Poison(&memberFailedError{proc: failed[0]}, c.ctx+1)
 	}
-	return b
 }

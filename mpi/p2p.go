@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
@@ -83,27 +84,45 @@ func (c *Comm) checkSendArgs(op string, dest, tag int) error {
 	return nil
 }
 
-// engineErr converts an engine error into an MPI error.
+// engineErr converts an engine error into an MPI error. The class says
+// what the engine's sentinel says, so the detail is only what the engine
+// added to it (engineDetail): an error text never repeats itself.
 func (c *Comm) engineErr(op string, peer int, err error) error {
 	switch {
 	case errors.Is(err, p2p.ErrTruncate):
-		return newErr(ErrTruncate, op, c, peer, "%v", unwrapDetail(err))
+		return newErr(ErrTruncate, op, c, peer, "%s", engineDetail(err, p2p.ErrTruncate))
 	case errors.Is(err, p2p.ErrType):
-		return newErr(ErrType, op, c, peer, "%v", unwrapDetail(err))
+		return newErr(ErrType, op, c, peer, "%s", engineDetail(err, p2p.ErrType))
 	case errors.Is(err, p2p.ErrRevoked):
-		return newErr(ErrRevoked, op, c, peer, "the communicator was revoked")
+		return newErr(ErrRevoked, op, c, peer, "")
 	case errors.Is(err, p2p.ErrPeerLost):
+		var mf *memberFailedError
+		if errors.As(err, &mf) {
+			// A collective context poisoned by a member's failure: the
+			// error names that member, not the peer the caller waited on.
+			c.w.recordFailure(mf.proc)
+			return newErr(ErrProcFailed, op, c, c.rankOfProc(mf.proc), "%s", mf.Error())
+		}
 		if peer >= 0 && peer < c.peerSize() && c.w.eng.IsLost(c.peerWorldRank(peer)) {
 			c.w.recordFailure(c.peerWorldRank(peer))
 		}
-		return newErr(ErrProcFailed, op, c, peer, "%v", unwrapDetail(err))
+		return newErr(ErrProcFailed, op, c, peer, "%s", engineDetail(err, p2p.ErrPeerLost))
 	case errors.Is(err, p2p.ErrClosed):
 		return c.w.abortedErr(op, c)
 	}
 	return newErr(ErrIntern, op, c, peer, "%v", err)
 }
 
-func unwrapDetail(err error) string { return err.Error() }
+// engineDetail is what err says beyond sentinel, the engine error it
+// wraps as "sentinel: detail" (fmt.Errorf("%w: ...")): the MPI class
+// already says what the sentinel says.
+func engineDetail(err, sentinel error) string {
+	s, prefix := err.Error(), sentinel.Error()
+	if s == prefix {
+		return ""
+	}
+	return strings.TrimPrefix(s, prefix+": ")
+}
 
 // Send performs a blocking standard-mode send of buf to rank dest
 // (MPI_Send). It returns once buf may be reused.

@@ -60,18 +60,9 @@ func (c *Comm) shrink(op string) (*Comm, error) {
 	window := make([]uint64, ctxWindow)
 	t.freeMask(window, w0)
 	v := agree.Value{Flags: 1, Inter: agree.SetFromWords(window)}
-	for _, p := range c.failedMembers() {
-		v.Union.Add(f.index[p])
-	}
-	val, contrib, err := c.agreeOn(op, v)
+	val, dead, err := c.agreeDead(op, f, v)
 	if err != nil {
 		return nil, err
-	}
-	dead := make(map[int]bool)
-	for i, p := range f.overlay {
-		if val.Union.Has(i) || !contrib.Has(i) {
-			dead[p] = true
-		}
 	}
 	var survivors []int
 	for _, p := range c.memberWorldRanks() {
@@ -127,18 +118,9 @@ func (c *Comm) shrinkInter(op string) (*Comm, error) {
 	w := c.w
 	f := w.ftOf(c)
 	v := agree.Value{Flags: 1}
-	for _, p := range c.failedMembers() {
-		v.Union.Add(f.index[p])
-	}
-	val, contrib, err := c.agreeOn(op, v)
+	_, dead, err := c.agreeDead(op, f, v)
 	if err != nil {
 		return nil, err
-	}
-	dead := make(map[int]bool)
-	for i, p := range f.overlay {
-		if val.Union.Has(i) || !contrib.Has(i) {
-			dead[p] = true
-		}
 	}
 	alive := func(procs []int) []int {
 		var out []int
@@ -177,4 +159,25 @@ func (c *Comm) agreedAnd(op string) func([]uint64) error {
 		copy(words, val.Inter.Words(len(words)))
 		return nil
 	}
+}
+
+// agreeDead runs the agreement of a shrink on c: v, with the failures of
+// members known here added to its Union, is agreed on over f's overlay.
+// It returns the decided value and the processes left out of the result:
+// those decided failed and those that failed before contributing.
+func (c *Comm) agreeDead(op string, f *commFT, v agree.Value) (agree.Value, map[int]bool, error) {
+	for _, p := range c.failedMembers() {
+		v.Union.Add(f.index[p])
+	}
+	val, contrib, err := c.agreeOn(op, v)
+	if err != nil {
+		return val, nil, err
+	}
+	dead := make(map[int]bool)
+	for i, p := range f.overlay {
+		if val.Union.Has(i) || !contrib.Has(i) {
+			dead[p] = true
+		}
+	}
+	return val, dead, nil
 }

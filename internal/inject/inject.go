@@ -87,8 +87,9 @@ func (k Kind) String() string {
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// DefaultSpare is the spare list of a chaos spec without spare=.
-var DefaultSpare = []int{0}
+// defaultSpare is the spare list of a chaos spec without spare= (a
+// function, not a package variable: no process-global mutable state).
+func defaultSpare() []int { return []int{0} }
 
 // Spec is one parsed fault-injection spec.
 type Spec struct {
@@ -298,7 +299,7 @@ func parseOne(item string) (Spec, error) {
 	}
 	if sp.Kind == Chaos {
 		if _, ok := vals["spare"]; !ok {
-			sp.Spare = slices.Clone(DefaultSpare)
+			sp.Spare = defaultSpare()
 		}
 	}
 	return sp, nil
@@ -376,7 +377,7 @@ func (s Spec) String() string {
 		return fmt.Sprintf("%v:rank=%d,%s", s.Kind, s.Rank, when(s.At, s.On))
 	case Chaos:
 		out := fmt.Sprintf("chaos:seed=%d,mttf=%v,max=%d", s.Seed, s.MTTF, s.Max)
-		if !slices.Equal(s.Spare, DefaultSpare) {
+		if !slices.Equal(s.Spare, defaultSpare()) {
 			out += ",spare=" + formatList(s.Spare)
 		}
 		return out
@@ -547,8 +548,20 @@ func Self(rank, size int, specs string) (stop func(), err error) {
 			mine = append(mine, ev)
 		}
 	}
-	if len(mine) == 0 {
-		return func() {}, nil
+	return Play(mine, func(ev Event) bool {
+		_ = syscall.Kill(os.Getpid(), ev.Signal)
+		return true
+	}), nil
+}
+
+// Play fires the events of plan, in order, from a goroutine: each at its
+// time (Event.At) measured from the call. fire returning false ends the
+// play. stop cancels the events not yet fired and returns once the
+// goroutine has ended; it may be called more than once. Both the launcher
+// (its head) and Self play their plans with it.
+func Play(plan []Event, fire func(Event) bool) (stop func()) {
+	if len(plan) == 0 {
+		return func() {}
 	}
 	start := time.Now()
 	done := make(chan struct{})
@@ -558,14 +571,16 @@ func Self(rank, size int, specs string) (stop func(), err error) {
 		defer wg.Done()
 		timer := time.NewTimer(time.Hour)
 		defer timer.Stop()
-		for _, ev := range mine {
+		for _, ev := range plan {
 			timer.Reset(time.Until(start.Add(ev.At)))
 			select {
 			case <-done:
 				return
 			case <-timer.C:
 			}
-			_ = syscall.Kill(os.Getpid(), ev.Signal)
+			if !fire(ev) {
+				return
+			}
 		}
 	}()
 	var once sync.Once
@@ -574,5 +589,5 @@ func Self(rank, size int, specs string) (stop func(), err error) {
 			close(done)
 			wg.Wait()
 		})
-	}, nil
+	}
 }

@@ -454,38 +454,21 @@ func (h *head) inject(ev inject.Event) {
 	h.step(policy.Inject{Rank: ev.Rank, Signal: ev.Signal, At: ev.At.Round(time.Microsecond), On: ev.On})
 }
 
-// startInjector executes plan in the background, times measured from now.
-// The returned stop cancels what is left and waits for the goroutine.
+// startInjector executes plan in the background, times measured from now,
+// until the job tears down or every rank has exited. The returned stop
+// cancels what is left and waits for the goroutine.
 func (h *head) startInjector(plan []inject.Event) (stop func()) {
-	if len(plan) == 0 {
-		return func() {}
-	}
-	t0 := time.Now()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		timer := time.NewTimer(time.Hour)
-		defer timer.Stop()
-		for _, ev := range plan {
-			timer.Reset(time.Until(t0.Add(ev.At)))
-			select {
-			case <-timer.C:
-				h.inject(ev)
-			case <-done:
-				return
-			case <-h.tearing:
-				return
-			case <-h.allExited:
-				return
-			}
+	return inject.Play(plan, func(ev inject.Event) bool {
+		select {
+		case <-h.tearing:
+			return false
+		case <-h.allExited:
+			return false
+		default:
 		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
-	}
+		h.inject(ev)
+		return true
+	})
 }
 
 // enableRespawn turns on reinit mode's respawning through agent, with the

@@ -36,11 +36,15 @@ import (
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
+// flagDiscard, in a CTS's Header.Flags, tells the sender that the receiver
+// drops the message (it does not fit the receive): DATA goes without payload.
+const flagDiscard uint16 = 1
+
 // Frame kinds.
 const (
 	KindEager uint8 = 1 + iota // payload follows
 	KindRTS                    // request to send: A=send id, B=message bytes
-	KindCTS                    // clear to send: A=send id, B=receive id (Flags&FlagDiscard: receiver drops)
+	KindCTS                    // clear to send: A=send id, B=receive id (Flags&flagDiscard: the receiver drops the message)
 	KindData                   // rendezvous payload: A=receive id
 	// KindControl frames carry fault-tolerance protocol messages
 	// (heartbeats, failure notices, revoke, agreement). They bypass
@@ -353,7 +357,7 @@ func (e *Engine) Release(r *Req) {
 	reqPool.Put(r)
 }
 
-// SendBytes sends buf eagerly or by rendezvous. For an eager send it
+// Isend sends buf eagerly or by rendezvous. For an eager send it
 // returns (nil, nil) when the data is already handed to the transport.
 // sync forces the rendezvous (MPI_Ssend semantics: completes only once the
 // receive has matched).
@@ -499,7 +503,7 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 	var flags uint16
 	if err := checkFit(r, h.DType, int(h.B)); err != nil {
 		r.st.Err = err
-		flags = 1 // discard
+		flags = flagDiscard
 	}
 	e.nextID++
 	r.id = e.nextID
@@ -607,7 +611,7 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 		e.mu.Unlock()
 		d := transport.Header{Kind: KindData, Ctx: r.ctx, A: h.B, N: uint64(len(r.buf))}
 		payload := r.buf
-		if h.Flags&1 != 0 { // the receiver drops the message
+		if h.Flags&flagDiscard != 0 { // the receiver drops the message
 			d.N, payload = 0, nil
 		}
 		e.tr.Post(from, d, payload, (*dataSent)(r))
@@ -979,7 +983,6 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 	}
 }
 
-// IsRevoked reports whether ctx was revoked.
 // IsPoisoned reports whether ctx was revoked or poisoned with any error:
 // its operations fail for good, so the context id must not be reused.
 func (e *Engine) IsPoisoned(ctx uint32) bool {
@@ -988,6 +991,7 @@ func (e *Engine) IsPoisoned(ctx uint32) bool {
 	return e.revoked[ctx] != nil
 }
 
+// IsRevoked reports whether ctx was revoked.
 func (e *Engine) IsRevoked(ctx uint32) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -1105,7 +1109,7 @@ func (e *Engine) wakeProbes(h *transport.Header) {
 	e.probes = kept
 }
 
-// WakeProbes wakes every blocked probe (used on peer loss and shutdown).
+// wakeAllProbes wakes every blocked probe (used on peer loss and shutdown).
 func (e *Engine) wakeAllProbes() {
 	for _, w := range e.probes {
 		select {

@@ -32,12 +32,18 @@ func (nc NetConfig) EngineConfig(self int) p2p.Config {
 // readerSpin is how long a socket reader spins before parking: a short
 // spin buys latency when every rank on the host has a core, and costs
 // throughput when ranks are oversubscribed, so it is off then (unless the
-// configuration fixes it).
-func (nc NetConfig) readerSpin(ranksOnHost int) time.Duration {
+// configuration fixes it). hostCores is the host's core count as the
+// launcher reported it (boot.Info.HostCores, the same for every rank of the
+// host); this process's own CPU count (which affinity or a container may
+// shrink) is used only when the launcher did not tell (0).
+func (nc NetConfig) readerSpin(ranksOnHost, hostCores int) time.Duration {
 	if nc.ReaderSpin >= 0 {
 		return nc.ReaderSpin
 	}
-	if ranksOnHost <= runtime.NumCPU() {
+	if hostCores <= 0 {
+		hostCores = runtime.NumCPU()
+	}
+	if ranksOnHost <= hostCores {
 		return 50 * time.Microsecond
 	}
 	return 0
@@ -127,7 +133,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 				onHost++
 			}
 		}
-		spin.Store(nc.readerSpin(onHost))
+		spin.Store(nc.readerSpin(onHost, info.HostCores))
 		tr.SetPeers(peers)
 		if mode == "" || mode == sock.ModeAuto {
 			mode = sock.ModeAuto

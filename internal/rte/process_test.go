@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -206,14 +207,23 @@ func TestOpenEpochExchange(t *testing.T) {
 }
 
 func TestReaderSpin(t *testing.T) {
-	if d := (NetConfig{ReaderSpin: 7 * time.Microsecond}).readerSpin(1 << 20); d != 7*time.Microsecond {
+	if d := (NetConfig{ReaderSpin: 7 * time.Microsecond}).readerSpin(1<<20, 0); d != 7*time.Microsecond {
 		t.Fatalf("fixed spin: %v", d)
 	}
-	if d := (NetConfig{ReaderSpin: -1}).readerSpin(1 << 20); d != 0 {
+	if d := (NetConfig{ReaderSpin: -1}).readerSpin(1<<20, 0); d != 0 {
 		t.Fatalf("automatic spin, oversubscribed: %v", d)
 	}
-	if d := (NetConfig{ReaderSpin: -1}).readerSpin(1); d != 50*time.Microsecond {
+	if d := (NetConfig{ReaderSpin: -1}).readerSpin(1, 0); d != 50*time.Microsecond {
 		t.Fatalf("automatic spin, one rank: %v", d)
+	}
+	// The launcher's count of the host's cores decides, not this
+	// process's CPU count (which affinity may shrink or the host exceed).
+	many := runtime.NumCPU() + 8
+	if d := (NetConfig{ReaderSpin: -1}).readerSpin(many, many); d != 50*time.Microsecond {
+		t.Fatalf("automatic spin, %d ranks on a host the launcher counts %d cores: %v", many, many, d)
+	}
+	if d := (NetConfig{ReaderSpin: -1}).readerSpin(2, 1); d != 0 {
+		t.Fatalf("automatic spin, 2 ranks on a host the launcher counts 1 core: %v", d)
 	}
 }
 

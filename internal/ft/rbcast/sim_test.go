@@ -47,9 +47,8 @@ func (s *sim) push(e event) {
 	s.cal[e.at] = append(s.cal[e.at], e)
 }
 
-func (s *sim) delay() int64    { return s.minDelay + s.rng.Int63n(s.maxDelay-s.minDelay+1) }
-func (s *sim) nDelay() int64   { return s.rng.Int63n(s.noticeMax + 1) }
-func (s *sim) live(r int) bool { return !s.crashed[r] }
+func (s *sim) delay() int64  { return s.minDelay + s.rng.Int63n(s.maxDelay-s.minDelay+1) }
+func (s *sim) nDelay() int64 { return s.rng.Int63n(s.noticeMax + 1) }
 
 // sim runs n Nodes over a network with random delays (hence reordering
 // even on one link: the protocol does not need FIFO links), crashes

