@@ -13,6 +13,26 @@
 // class (errors.Is(err, mpi.ErrTruncate)); a communicator's error handler
 // decides whether they are returned or abort the job.
 //
+// # Failures are not reported uniformly
+//
+// Under ftmpirun --on-failure continue (ULFM, seed 002 appendix A), an
+// operation that involves a failed process returns ErrProcFailed, but
+// only at the processes that needed the failed one: a collective can fail
+// at some ranks and succeed at others (a rank that had its data before the
+// crash returns nil). Ranks can therefore disagree about whether a step
+// happened. Decide each step's outcome with Agree, which returns the same
+// answer at every live process even if more fail, and repair (Revoke,
+// FailureAck, Shrink) only on that agreed answer:
+//
+//	err := step(c)                  // e.g. an Allreduce of this round
+//	ok, aerr := c.Agree(err == nil) // uniform
+//	if !ok || aerr != nil {
+//		c.Revoke()
+//		c.FailureAck()
+//		nc, err := c.Shrink() // redo the round on nc
+//		...
+//	}
+//
 // A process started by ftmpirun runs on the rank runtime of internal/rte
 // (launcher connection, Reinit epochs, sockets, fault injection) and its
 // fault-tolerance drivers (internal/rte/ftdrive: detector, failure
