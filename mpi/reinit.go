@@ -121,6 +121,12 @@ func (c *Comm) reinitHandle(h *Errhandler, err error) error {
 		w.fatal(err)
 		return err
 	}
+	if isFailure(err) {
+		// For TestFailure: the operation may have failed on a broken
+		// connection before the launcher confirmed the death (the engine
+		// counts no lost peer yet), and the launcher will end the epoch.
+		w.failSeen.Store(true)
+	}
 	if h == ErrorsReinitSync || w.epoch != p.Running() {
 		// Sync: seed 000, 1.4.2, as MPI_ERRORS_RETURN until TestFailure.
 		// A communicator of an older epoch used in a newer one: its
@@ -162,7 +168,7 @@ func TestFailure(w *World) error {
 	if w.epoch != p.Running() {
 		return nil
 	}
-	if w.ended.Load() || p.Latest() > w.epoch || (w.eng.LostCount() > 0 && w.awaitEpochEnd()) {
+	if w.ended.Load() || p.Latest() > w.epoch || ((w.eng.LostCount() > 0 || w.failSeen.Load()) && w.awaitEpochEnd()) {
 		panic(&Rollback{Epoch: w.epoch, Reason: w.endReason()})
 	}
 	return nil

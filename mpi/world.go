@@ -94,6 +94,7 @@ type World struct {
 	spawn    spawnState  // Spawn bookkeeping (spawn.go)
 	parent   *Comm       // intercommunicator to the parents of a spawned World
 	ended    atomic.Bool // a Reinit rollback ended this World's epoch
+	failSeen atomic.Bool // an operation under a Reinit handler reported a process failure
 	relOnce  sync.Once   // release runs once
 	reinitMu sync.Mutex
 	cancel   func() // cancels the resilient function's context of this epoch
@@ -242,7 +243,7 @@ func initProcess(info boot.Info, cfg Config) (*World, error) {
 		p.Client().Close()
 		return nil, err
 	}
-	p.Start(w)
+	p.Start(w, w.epoch)
 	if err := p.Arm(cfg.FaultInjection); err != nil {
 		w.Finalize()
 		return nil, err

@@ -50,6 +50,7 @@ type Process[W any] struct {
 
 	mu         sync.Mutex
 	cur        *W     // = curA, under mu
+	curEpoch   int    // the epoch cur belongs to
 	epoch      int    // newest epoch announced by the launcher
 	active     bool   // inside Reinit
 	running    int    // the epoch whose World the resilient function runs with
@@ -78,10 +79,11 @@ func (p *Process[W]) Info() boot.Info { return p.info }
 // Client is the launcher connection.
 func (p *Process[W]) Client() *boot.Client { return p.client }
 
-// Start makes w the current World and starts the launcher watcher.
-func (p *Process[W]) Start(w *W) {
+// Start makes w, the World of epoch, the current one and starts the
+// launcher watcher.
+func (p *Process[W]) Start(w *W, epoch int) {
 	p.mu.Lock()
-	p.setCurrentLocked(w)
+	p.setCurrentLocked(w, epoch)
 	p.mu.Unlock()
 	p.wg.Add(1)
 	go p.watchLauncher()
@@ -108,8 +110,9 @@ func (p *Process[W]) Arm(specs string) error {
 // Current is the current epoch's World.
 func (p *Process[W]) Current() *W { return p.curA.Load() }
 
-func (p *Process[W]) setCurrentLocked(w *W) {
+func (p *Process[W]) setCurrentLocked(w *W, epoch int) {
 	p.cur = w
+	p.curEpoch = epoch
 	p.curA.Store(w)
 }
 
@@ -178,7 +181,11 @@ func (p *Process[W]) BeginReinit(w *W) error {
 }
 
 // Advance records that the launcher is at epoch (learnt from an event or a
-// reply) and ends the current World if it belongs to an older one.
+// reply) and ends the current World if it belongs to an older one. The
+// current World may already be of that epoch, though this process never
+// heard it announced: a respawned process whose own epoch was superseded
+// while it started joined the newer one directly. Ending that World would
+// leave its peers waiting for it in the epoch forever.
 func (p *Process[W]) Advance(epoch int, reason string) {
 	p.mu.Lock()
 	if epoch <= p.epoch {
@@ -188,6 +195,10 @@ func (p *Process[W]) Advance(epoch int, reason string) {
 	p.epoch = epoch
 	p.lastNote = reason
 	cur := p.cur
+	if cur == nil || p.curEpoch >= epoch {
+		p.mu.Unlock()
+		return
+	}
 	p.mu.Unlock()
 	p.hooks.EndEpoch(cur, reason)
 }
@@ -198,7 +209,7 @@ func (p *Process[W]) Advance(epoch int, reason string) {
 func (p *Process[W]) Install(w *W, epoch int) (newer bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.setCurrentLocked(w)
+	p.setCurrentLocked(w, epoch)
 	return p.epoch > epoch
 }
 

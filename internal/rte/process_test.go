@@ -114,7 +114,7 @@ func TestWatcherTurnsEventsIntoHooks(t *testing.T) {
 	p, l := connect(t, lost)
 	defer p.Close()
 	w := newWorld()
-	p.Start(w)
+	p.Start(w, 0)
 	if p.Current() != w {
 		t.Fatal("Start did not make the World current")
 	}
@@ -143,6 +143,36 @@ func TestWatcherTurnsEventsIntoHooks(t *testing.T) {
 	recv(t, lost, "launcher loss")
 }
 
+// A respawned process told to join epoch 1 that found epoch 1 superseded
+// joined epoch 2 directly: hearing of epoch 2 afterwards (from the
+// launcher's event or its MPI_Reinit reply) must not end that World, or
+// its peers wait for it in epoch 2 forever (seen as a hang of
+// TestReinitExamplesSurviveKills/async-during-recovery). A later epoch
+// still ends it.
+func TestAdvanceSparesWorldOfThatEpoch(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	p, l := connect(t, make(chan struct{}))
+	defer l.c.Close()
+	defer p.Close()
+	p.Finalizing()
+	p.epoch = 1 // as boot.Info.Epoch of a process respawned for epoch 1
+	w := newWorld()
+	p.Start(w, 2)
+	p.Advance(2, "the epoch this World already belongs to")
+	select {
+	case r := <-w.ended:
+		t.Fatalf("announcing the World's own epoch ended it: %q", r)
+	default:
+	}
+	if p.Latest() != 2 {
+		t.Fatalf("Latest %d, want 2", p.Latest())
+	}
+	p.Advance(3, "a newer failure")
+	if r := recv(t, w.ended, "epoch end"); r != "a newer failure" {
+		t.Fatalf("EndEpoch(%q)", r)
+	}
+}
+
 // BeginReinit: once per process, and only with the current World.
 func TestBeginReinit(t *testing.T) {
 	defer goleak.VerifyNone(t)
@@ -151,7 +181,7 @@ func TestBeginReinit(t *testing.T) {
 	defer p.Close()
 	p.Finalizing()
 	w := newWorld()
-	p.Start(w)
+	p.Start(w, 0)
 	if err := p.BeginReinit(newWorld()); !errors.Is(err, ErrEndedEpoch) {
 		t.Fatalf("another World: %v", err)
 	}
