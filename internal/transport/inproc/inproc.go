@@ -1,7 +1,9 @@
 // Package inproc is the in-memory transport: ranks are goroutines of one
 // process and a frame is delivered by calling the receiver's handler
 // directly from the sender's goroutine (one copy, sender buffer to receiver
-// buffer). Posted frames (Post) are delivered the same way by one poster
+// buffer; a large payload is copied by a few helper goroutines of the
+// sending endpoint at once, started on its first large copy and ended by
+// Close). Posted frames (Post) are delivered the same way by one poster
 // goroutine per endpoint, started on the first Post and ended by Close, so
 // a handler may Post without calling another handler from inside its own
 // callback. It must not be used across processes.
@@ -42,6 +44,7 @@ type Endpoint struct {
 	spare   []posted // the other buffer, reused
 	poster  bool     // the poster goroutine runs
 	stopped bool     // Close began: no more posts
+	cp      *copier  // helpers for large copies (see copy.go)
 	wg      sync.WaitGroup
 }
 
@@ -82,7 +85,7 @@ func (e *Endpoint) deliver(to int, h transport.Header, payload []byte) error {
 	hd := *hp
 	buf, cookie := hd.Frame(e.self, h)
 	if len(buf) > 0 {
-		copy(buf, payload)
+		e.copyPayload(buf, payload)
 	}
 	hd.Payload(e.self, h, buf, cookie, nil)
 	return nil
@@ -145,7 +148,10 @@ func (e *Endpoint) post() {
 // Close implements transport.Transport: posted frames are delivered first.
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
-	e.stopped = true
+	if !e.stopped {
+		e.stopped = true
+		e.cp.stop()
+	}
 	if e.poster {
 		e.cond.Signal()
 	}
