@@ -40,7 +40,10 @@ func TestLargeTransferRaisesNoSuspicion(t *testing.T) {
 		// each other's heartbeats for over 1.5 s during this transfer (the
 		// launcher refuses the suspicions, the job succeeds): to be
 		// understood (the race detector's annotation of large buffers?)
-		// before this runs under -race.
+		// before this runs under -race. Since bigxfer fills and checks its
+		// buffer with block copies instead of byte loops, two runs under
+		// -race (load 12) passed with no suspicion, in 20 s each: too long
+		// for the suite, and too few runs to call it understood.
 		t.Skip("ranks built with -race miss heartbeats for over 1.5 s during a 1 GiB transfer (see the comment)")
 	}
 	env := []string{"FTMPI_HB_TIMEOUT=300ms", "FTMPI_HB_PERIOD=50ms"}
