@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -124,5 +125,48 @@ func TestCopyJobWithoutHelpers(t *testing.T) {
 	j.release()
 	if j.src != nil {
 		t.Fatal("job not recycled once both holders let go")
+	}
+}
+
+// BenchmarkLargeCopy compares one goroutine's copy with the endpoint's
+// parallel copy of a 256 MiB payload, into a warm destination and into
+// pages never touched before (mapped for each copy), where page faults
+// dominate.
+func BenchmarkLargeCopy(b *testing.B) {
+	const n = 256 << 20
+	src := pattern(n, 1)
+	for _, fresh := range []bool{false, true} {
+		for _, parallel := range []bool{false, true} {
+			name := map[bool]string{false: "warm", true: "fresh"}[fresh] + map[bool]string{false: "/serial", true: "/parallel"}[parallel]
+			b.Run(name, func(b *testing.B) {
+				e := NewFabric(1).Attach(0, &sink{})
+				defer e.Close()
+				warm := make([]byte, n)
+				copy(warm, src)
+				b.SetBytes(n)
+				for b.Loop() {
+					dst := warm
+					if fresh {
+						b.StopTimer()
+						m, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+						if err != nil {
+							b.Fatal(err)
+						}
+						dst = m
+						b.StartTimer()
+					}
+					if parallel {
+						e.copyPayload(dst, src)
+					} else {
+						copy(dst, src)
+					}
+					if fresh {
+						b.StopTimer()
+						syscall.Munmap(dst)
+						b.StartTimer()
+					}
+				}
+			})
+		}
 	}
 }
