@@ -35,7 +35,7 @@ func pattern(n int, seed byte) []byte {
 // Large payloads (above parallelMin, with a last piece shorter than the
 // others, and just below the threshold) arrive intact whether they are
 // sent from the caller's goroutine (Send) or posted, while other large
-// copies of the same endpoint compete for its helpers; Close ends the
+// copies compete for the fabric's helpers; the last Close ends the
 // helpers (goleak in TestMain).
 func TestLargeCopiesIntact(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
@@ -44,7 +44,7 @@ func TestLargeCopiesIntact(t *testing.T) {
 	f := NewFabric(2)
 	s := &sink{got: make(chan []byte, 16)}
 	a := f.Attach(0, &sink{got: make(chan []byte, 1)})
-	f.Attach(1, s)
+	defer f.Attach(1, s).Close()
 	sizes := []int{parallelMin + 3*pieceSize + 5, parallelMin - 1, 2*parallelMin + 1}
 	var want [][]byte
 	for i, n := range sizes {

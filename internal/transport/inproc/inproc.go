@@ -1,9 +1,9 @@
 // Package inproc is the in-memory transport: ranks are goroutines of one
 // process and a frame is delivered by calling the receiver's handler
 // directly from the sender's goroutine (one copy, sender buffer to receiver
-// buffer; a large payload is copied by a few helper goroutines of the
-// sending endpoint at once, started on its first large copy and ended by
-// Close). Posted frames (Post) are delivered the same way by one poster
+// buffer; a large payload is copied by the sender and a few helper
+// goroutines of the fabric at once, started on the first large copy and
+// ended when the last endpoint closes). Posted frames (Post) are delivered the same way by one poster
 // goroutine per endpoint, started on the first Post and ended by Close, so
 // a handler may Post without calling another handler from inside its own
 // callback. It must not be used across processes.
@@ -19,11 +19,17 @@ import (
 // Fabric connects n in-process ranks.
 type Fabric struct {
 	eps []*Endpoint
+
+	mu   sync.Mutex // guards cp and open
+	cp   *copier    // helpers for large copies (see copy.go)
+	open int        // endpoints not closed yet
+	wg   sync.WaitGroup
 }
 
-// NewFabric returns a fabric for n ranks. Attach every rank before sending.
+// NewFabric returns a fabric for n ranks. Attach every rank before sending,
+// and close every endpoint: the last Close ends the fabric's helpers.
 func NewFabric(n int) *Fabric {
-	f := &Fabric{eps: make([]*Endpoint, n)}
+	f := &Fabric{eps: make([]*Endpoint, n), open: n}
 	for i := range f.eps {
 		f.eps[i] = &Endpoint{f: f, self: i}
 	}
@@ -44,7 +50,6 @@ type Endpoint struct {
 	spare   []posted // the other buffer, reused
 	poster  bool     // the poster goroutine runs
 	stopped bool     // Close began: no more posts
-	cp      *copier  // helpers for large copies (see copy.go)
 	wg      sync.WaitGroup
 }
 
@@ -148,16 +153,17 @@ func (e *Endpoint) post() {
 // Close implements transport.Transport: posted frames are delivered first.
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
-	if !e.stopped {
-		e.stopped = true
-		e.cp.stop()
-	}
+	first := !e.stopped
+	e.stopped = true
 	if e.poster {
 		e.cond.Signal()
 	}
 	e.mu.Unlock()
 	e.wg.Wait()
 	e.closed.Store(true)
+	if first {
+		e.f.closed()
+	}
 	return nil
 }
 
