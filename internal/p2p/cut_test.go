@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -299,4 +300,34 @@ func TestReceiveMatchingAnnouncementOfLostPeerFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantErr(t, r, ErrPeerLost)
+}
+
+// A rendezvous announcement of a message above 4 GiB (sizes travel as
+// 64-bit values end to end): a probe reports its exact size, a receive
+// too small for it is told the exact size in its truncation error and
+// its status, and the CTS asks for the message to be dropped.
+func TestAnnouncementAbove4GiB(t *testing.T) {
+	e, p := cutSetup(t)
+	const n = 5<<30 + 3
+	p.header(transport.Header{Kind: KindRTS, DType: DTByte, Ctx: 7, Src: 1, A: 77, B: n})
+	abort := make(chan struct{})
+	timer := time.AfterFunc(10*time.Second, func() { close(abort) })
+	defer timer.Stop()
+	st, err := e.Probe(7, 1, 1, AnyTag, abort)
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if st.Bytes != n {
+		t.Fatalf("probe reports %d bytes, want %d", st.Bytes, n)
+	}
+	r := post(t, e, 1024)
+	cts := p.readHeader()
+	if cts.Kind != KindCTS || cts.A != 77 || cts.Flags&flagDiscard == 0 {
+		t.Fatalf("expected a discarding CTS for send 77, got %+v", cts)
+	}
+	p.header(transport.Header{Kind: KindData, Ctx: 7, A: cts.B})
+	st = waitReq(t, r)
+	if !errors.Is(st.Err, ErrTruncate) || st.Bytes != n || !strings.Contains(st.Err.Error(), "message of 5368709123 bytes") {
+		t.Fatalf("status %+v, want a truncation naming %d bytes", st, n)
+	}
 }

@@ -1,7 +1,9 @@
 // Package inproc is the in-memory transport: ranks are goroutines of one
 // process and a frame is delivered by calling the receiver's handler
 // directly from the sender's goroutine (one copy, sender buffer to receiver
-// buffer). Posted frames (Post) are delivered the same way by one poster
+// buffer; a large payload is copied by the sender and a few helper
+// goroutines of the fabric at once, started on the first large copy and
+// ended when the last endpoint closes). Posted frames (Post) are delivered the same way by one poster
 // goroutine per endpoint, started on the first Post and ended by Close, so
 // a handler may Post without calling another handler from inside its own
 // callback. It must not be used across processes.
@@ -17,11 +19,17 @@ import (
 // Fabric connects n in-process ranks.
 type Fabric struct {
 	eps []*Endpoint
+
+	mu   sync.Mutex // guards cp and open
+	cp   *copier    // helpers for large copies (see copy.go)
+	open int        // endpoints not closed yet
+	wg   sync.WaitGroup
 }
 
-// NewFabric returns a fabric for n ranks. Attach every rank before sending.
+// NewFabric returns a fabric for n ranks. Attach every rank before sending,
+// and close every endpoint: the last Close ends the fabric's helpers.
 func NewFabric(n int) *Fabric {
-	f := &Fabric{eps: make([]*Endpoint, n)}
+	f := &Fabric{eps: make([]*Endpoint, n), open: n}
 	for i := range f.eps {
 		f.eps[i] = &Endpoint{f: f, self: i}
 	}
@@ -82,7 +90,7 @@ func (e *Endpoint) deliver(to int, h transport.Header, payload []byte) error {
 	hd := *hp
 	buf, cookie := hd.Frame(e.self, h)
 	if len(buf) > 0 {
-		copy(buf, payload)
+		e.copyPayload(buf, payload)
 	}
 	hd.Payload(e.self, h, buf, cookie, nil)
 	return nil
@@ -145,6 +153,7 @@ func (e *Endpoint) post() {
 // Close implements transport.Transport: posted frames are delivered first.
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
+	first := !e.stopped
 	e.stopped = true
 	if e.poster {
 		e.cond.Signal()
@@ -152,6 +161,9 @@ func (e *Endpoint) Close() error {
 	e.mu.Unlock()
 	e.wg.Wait()
 	e.closed.Store(true)
+	if first {
+		e.f.closed()
+	}
 	return nil
 }
 

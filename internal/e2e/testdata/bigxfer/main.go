@@ -1,11 +1,12 @@
 // Command bigxfer sends one large message from rank 1 to rank 0 (a single
-// Send and Recv of SIZE MiB) and checks its contents. Rank 0 prints
-// "result: bigxfer bytes=<n> intact=<bool>".
+// Send and Recv of SIZE MiB plus EXTRA bytes) and checks its contents.
+// Rank 0 prints "result: bigxfer bytes=<n> intact=<bool>".
 //
-//	bigxfer SIZE_MIB
+//	bigxfer SIZE_MIB [EXTRA_BYTES]
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -13,13 +14,47 @@ import (
 	"github.com/ftmpi/ftmpi/mpi"
 )
 
-func main() {
-	mib, err := 0, error(nil)
-	if len(os.Args) == 2 {
-		mib, err = strconv.Atoi(os.Args[1])
+// period of the pattern: a prime, so that it divides no chunk size and a
+// piece placed at the wrong offset shows.
+const period = 251
+
+// fill writes the pattern into b by doubling copies (a byte-by-byte loop
+// costs seconds per GiB).
+func fill(b []byte) {
+	n := min(len(b), period)
+	for k := range n {
+		b[k] = byte(k*31 + 7)
 	}
-	if len(os.Args) != 2 || err != nil || mib <= 0 {
-		fmt.Fprintf(os.Stderr, "usage: bigxfer SIZE_MIB (got %q)\n", os.Args[1:])
+	for done := n; done < len(b); done *= 2 {
+		copy(b[done:], b[:done])
+	}
+}
+
+// intact reports whether b holds the pattern.
+func intact(b []byte) bool {
+	ref := make([]byte, min(len(b), period<<12))
+	fill(ref)
+	for off := 0; off < len(b); off += len(ref) {
+		end := min(off+len(ref), len(b))
+		if !bytes.Equal(b[off:end], ref[:end-off]) {
+			return false
+		}
+	}
+	return true
+}
+
+func main() {
+	args := os.Args[1:]
+	mib, extra := 0, 0
+	var err error
+	if len(args) >= 1 {
+		mib, err = strconv.Atoi(args[0])
+	}
+	if len(args) == 2 && err == nil {
+		extra, err = strconv.Atoi(args[1])
+	}
+	if len(args) < 1 || len(args) > 2 || err != nil || mib < 0 || extra < 0 || mib == 0 && extra == 0 {
+		fmt.Fprintf(os.Stderr, "usage: bigxfer SIZE_MIB [EXTRA_BYTES] (got %q)\n", args)
 		os.Exit(2)
 	}
 	w, err := mpi.Init()
@@ -28,7 +63,7 @@ func main() {
 		os.Exit(1)
 	}
 	c := w.CommWorld()
-	buf := make([]byte, mib<<20)
+	buf := make([]byte, mib<<20+extra)
 	switch c.Rank() {
 	case 0:
 		st, err := mpi.Recv(c, buf, 1, 0)
@@ -36,18 +71,9 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bigxfer: recv:", err)
 			os.Exit(1)
 		}
-		intact := true
-		for k := range buf {
-			if buf[k] != byte(k*31+7) {
-				intact = false
-				break
-			}
-		}
-		fmt.Printf("result: bigxfer bytes=%d intact=%v\n", st.Count, intact)
+		fmt.Printf("result: bigxfer bytes=%d intact=%v\n", st.Count, intact(buf))
 	case 1:
-		for k := range buf {
-			buf[k] = byte(k*31 + 7)
-		}
+		fill(buf)
 		if err := mpi.Send(c, buf, 0, 0); err != nil {
 			fmt.Fprintln(os.Stderr, "bigxfer: send:", err)
 			os.Exit(1)
