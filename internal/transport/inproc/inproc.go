@@ -1,9 +1,7 @@
 // Package inproc is the in-memory transport: ranks are goroutines of one
 // process and a frame is delivered by calling the receiver's handler
 // directly from the sender's goroutine (one copy, sender buffer to receiver
-// buffer; a large payload is copied by the sender and a few helper
-// goroutines of the fabric at once, started on the first large copy and
-// ended when the last endpoint closes). Posted frames (Post) are delivered the same way by one poster
+// buffer). Posted frames (Post) are delivered the same way by one poster
 // goroutine per endpoint, started on the first Post and ended by Close, so
 // a handler may Post without calling another handler from inside its own
 // callback. It must not be used across processes.
@@ -19,17 +17,11 @@ import (
 // Fabric connects n in-process ranks.
 type Fabric struct {
 	eps []*Endpoint
-
-	mu   sync.Mutex // guards cp and open
-	cp   *copier    // helpers for large copies (see copy.go)
-	open int        // endpoints not closed yet
-	wg   sync.WaitGroup
 }
 
-// NewFabric returns a fabric for n ranks. Attach every rank before sending,
-// and close every endpoint: the last Close ends the fabric's helpers.
+// NewFabric returns a fabric for n ranks. Attach every rank before sending.
 func NewFabric(n int) *Fabric {
-	f := &Fabric{eps: make([]*Endpoint, n), open: n}
+	f := &Fabric{eps: make([]*Endpoint, n)}
 	for i := range f.eps {
 		f.eps[i] = &Endpoint{f: f, self: i}
 	}
@@ -90,7 +82,7 @@ func (e *Endpoint) deliver(to int, h transport.Header, payload []byte) error {
 	hd := *hp
 	buf, cookie := hd.Frame(e.self, h)
 	if len(buf) > 0 {
-		e.copyPayload(buf, payload)
+		copy(buf, payload)
 	}
 	hd.Payload(e.self, h, buf, cookie, nil)
 	return nil
@@ -153,7 +145,6 @@ func (e *Endpoint) post() {
 // Close implements transport.Transport: posted frames are delivered first.
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
-	first := !e.stopped
 	e.stopped = true
 	if e.poster {
 		e.cond.Signal()
@@ -161,9 +152,6 @@ func (e *Endpoint) Close() error {
 	e.mu.Unlock()
 	e.wg.Wait()
 	e.closed.Store(true)
-	if first {
-		e.f.closed()
-	}
 	return nil
 }
 
