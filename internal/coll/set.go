@@ -50,6 +50,7 @@ type Set struct {
 	Ctx     uint32 // context of every message of the call
 	Tag     int32  // tag of every message (see Tag and Phase2)
 	DT      uint8  // element type code carried by the messages
+	Sig     Sig    // signature of the call carried by the messages (0: none, not checked; see sig.go)
 	ESize   int    // element size: blocks are split on element boundaries
 	Me, N   int
 	Procs   []int // process of each member index; nil: the identity
@@ -80,7 +81,7 @@ func (s *Set) Proc(i int) int {
 	return s.Procs[i]
 }
 
-// Kinds of collective calls, the high byte of their tags.
+// Kinds of collective calls (in their signatures, Sig).
 const (
 	KBarrier = 1 + iota
 	KBcast
@@ -101,12 +102,13 @@ const (
 	kPhase2 = 64 // added to a kind for the second phase of a composite algorithm
 )
 
-// Tag is the tag of the collective call of kind with sequence number seq:
-// kind<<24 | seq mod 2^24. Every member numbers the collective calls of a
-// communicator in the same order, so consecutive and concurrent
-// (nonblocking) collectives never match each other's messages. Tags below
-// 1<<24 (negative ones included) are left for other internal protocols.
-func Tag(kind int, seq uint32) int32 { return int32(kind)<<24 | int32(seq&(1<<24-1)) }
+// Tag is the tag of the collective call with sequence number seq in tag
+// space sp (KColl, KInter+kind): sp<<24 | seq mod 2^24. Every member
+// numbers the collective calls of a communicator in the same order, so
+// consecutive and concurrent (nonblocking) collectives never match each
+// other's messages. Tags below 1<<24 (negative ones included) are left for
+// other internal protocols.
+func Tag(sp int, seq uint32) int32 { return int32(sp)<<24 | int32(seq&(1<<24-1)) }
 
 // phase2 returns a copy of s whose messages use a distinct tag. The
 // phases of one call run one after the other, so the copies share one

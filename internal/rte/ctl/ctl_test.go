@@ -12,7 +12,7 @@ import (
 func TestDispatchToRegisteredHandler(t *testing.T) {
 	var tb Table
 	var got []string
-	for _, typ := range []Type{Revoke, Agree, Heartbeat, FailNotice} {
+	for _, typ := range []Type{Revoke, Agree, CollFail, Heartbeat, FailNotice} {
 		if err := tb.Register(typ, func(from int, h transport.Header, p []byte) {
 			got = append(got, Type(h.Tag).String()+"/"+string(p))
 		}); err != nil {
