@@ -150,7 +150,7 @@ func (n *collNet) Isend(s *coll.Set, to int, b []byte) (coll.Req, error) {
 }
 
 func (n *collNet) Irecv(s *coll.Set, from int, b []byte) (coll.Req, error) {
-	r, err := n.c.w.eng.Irecv(s.Ctx, int32(from), s.Proc(from), s.Tag, s.DT, b)
+	r, err := n.c.w.eng.IrecvSig(s.Ctx, int32(from), s.Proc(from), s.Tag, s.DT, b, uint64(s.Sig))
 	if err != nil {
 		return nil, n.err(from, err)
 	}
@@ -171,7 +171,7 @@ func (n *collNet) Wait(s *coll.Set, r coll.Req, peer int) (int, error) {
 	recv := pr.IsRecv()
 	w.eng.Release(pr)
 	if recv && st.Sig != 0 && s.Sig != 0 && (coll.Sig(st.Sig) != s.Sig || st.DType != s.DT) {
-		return 0, n.mismatch(s, peer, coll.Sig(st.Sig), st.DType)
+		return 0, n.mismatch(s, st.Source, coll.Sig(st.Sig), st.DType)
 	}
 	if st.Err != nil {
 		return 0, n.err(peer, st.Err)

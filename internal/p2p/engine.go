@@ -73,6 +73,11 @@ var (
 	ErrPeerLost = errors.New("peer lost")
 	ErrRevoked  = errors.New("communication context revoked")
 	ErrClosed   = errors.New("engine closed")
+	// ErrOtherCall completes a receive posted with IrecvSig when a message
+	// with its context and tag but another word arrived from another
+	// source: the senders are in another call (Status holds the message's
+	// source, type and word).
+	ErrOtherCall = errors.New("message of another call")
 )
 
 // Status describes a completed receive (or probe).
@@ -104,6 +109,7 @@ type Req struct {
 
 	buf []byte
 	id  uint64
+	sig uint64 // a receive's IrecvSig word (0: none)
 
 	prev, next *Req  // links of the posted queue or the in-flight list
 	where      uint8 // which of them r is in
@@ -358,7 +364,7 @@ func (e *Engine) Release(r *Req) {
 	default:
 	}
 	r.e, r.isRecv, r.buf, r.id, r.prev, r.next, r.where, r.mark = nil, false, nil, 0, nil, nil, nowhere, nil
-	r.ctx, r.src, r.tag, r.dtype, r.peer = 0, 0, 0, 0, 0
+	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
 	r.st = Status{}
 	r.done.Store(false)
 	r.waiter.Store(nil)
@@ -447,9 +453,20 @@ func matches(ctx uint32, src, tag int32, h *transport.Header) bool {
 
 // Irecv posts a receive. peer is the world rank of src (-1 for AnySource).
 func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte) (*Req, error) {
+	return e.IrecvSig(ctx, src, peer, tag, dtype, buf, 0)
+}
+
+// IrecvSig is Irecv for a message sent with IsendSig(..., sig). A message
+// with the receive's context and tag from ANOTHER source whose word is not
+// sig (and not 0) completes the receive at once with ErrOtherCall and that
+// message's status (the message itself stays queued): the collectives use
+// it to see a member in another call than this one even when the member
+// they wait for never sends (coll_sig.go in package mpi). Matching is
+// unchanged.
+func (e *Engine) IrecvSig(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sig uint64) (*Req, error) {
 	r := e.newReq()
 	r.isRecv = true
-	r.ctx, r.src, r.tag, r.dtype, r.peer, r.buf = ctx, src, tag, dtype, peer, buf
+	r.ctx, r.src, r.tag, r.dtype, r.peer, r.buf, r.sig = ctx, src, tag, dtype, peer, buf, sig
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -463,6 +480,11 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 	}
 	for m := e.unexHead; m != nil; m = m.next {
 		if !matches(ctx, src, tag, &m.h) {
+			if sig != 0 && otherCall(r, &m.h) {
+				e.mu.Unlock()
+				completeOther(r, &m.h)
+				return r, nil
+			}
 			continue
 		}
 		e.unlinkMsg(m)
@@ -583,6 +605,7 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			}
 			return r.buf[:h.N], r
 		}
+		other := e.otherCallLocked(h)
 		m := newMsg(from, h)
 		// Once m is queued and the lock released, a receive may match it and
 		// (if complete) recycle it: take what is returned first, and give
@@ -598,6 +621,9 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 		e.appendUnex(m)
 		e.wakeProbes(h)
 		e.mu.Unlock()
+		if other != nil {
+			completeOther(other, h)
+		}
 		return data, cookie
 	case KindRTS:
 		e.mu.Lock()
@@ -609,11 +635,15 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			e.acceptRTS(r, from, h)
 			return nil, nil
 		}
+		other := e.otherCallLocked(h)
 		m := newMsg(from, h)
 		m.complete = true
 		e.appendUnex(m)
 		e.wakeProbes(h)
 		e.mu.Unlock()
+		if other != nil {
+			completeOther(other, h)
+		}
 		return nil, nil
 	case KindCTS:
 		e.mu.Lock()
@@ -999,12 +1029,22 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 	}
 }
 
-// IsPoisoned reports whether ctx was revoked or poisoned with any error:
-// its operations fail for good, so the context id must not be reused.
+// IsPoisoned reports whether ctx was revoked or poisoned with any error,
+// or holds a poisoned call (PoisonTags): its operations fail, or late
+// messages of a failed call may still arrive, so the context id must not
+// be reused.
 func (e *Engine) IsPoisoned(ctx uint32) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.revoked[ctx] != nil
+	if e.revoked[ctx] != nil {
+		return true
+	}
+	for k := range e.tagPoison {
+		if k.ctx == ctx {
+			return true
+		}
+	}
+	return false
 }
 
 // IsRevoked reports whether ctx was revoked.
@@ -1305,3 +1345,36 @@ func (e *Engine) ClearTags(ctx uint32, tags ...int32) {
 // TagPoisons is the number of poisoned (context, tag) pairs; a caller
 // checks it (without a lock) before clearing stale ones.
 func (e *Engine) TagPoisons() int { return int(e.nTagPoison.Load()) }
+
+// otherCall reports whether message h, which receive r does not match, is
+// of another call than r (see IrecvSig).
+func otherCall(r *Req, h *transport.Header) bool {
+	return r.sig != 0 && h.Seq != 0 && h.Seq != r.sig && h.Ctx == r.ctx && h.Tag == r.tag
+}
+
+// otherCallLocked unlinks and returns a posted receive that unexpected
+// message h shows in another call (IrecvSig), if any. Only messages that
+// carry a word are looked at. e.mu held.
+func (e *Engine) otherCallLocked(h *transport.Header) *Req {
+	if h.Seq == 0 {
+		return nil
+	}
+	for r := e.posted.head; r != nil; r = r.next {
+		if otherCall(r, h) {
+			e.unlinkPosted(r)
+			return r
+		}
+	}
+	return nil
+}
+
+// completeOther completes receive r, no longer in any table, with the
+// status of message h of another call.
+func completeOther(r *Req, h *transport.Header) {
+	n := int(h.N)
+	if h.Kind == KindRTS {
+		n = int(h.B)
+	}
+	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: n, DType: h.DType, Sig: h.Seq, Err: ErrOtherCall}
+	r.complete()
+}
