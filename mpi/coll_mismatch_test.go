@@ -19,14 +19,15 @@ var modes = []int32{-1, 1}
 
 func modeName(m int32) string { return map[int32]string{-1: "spread", 1: "crowded"}[m] }
 
-// mustMismatch checks that err is of class and names every one of calls.
-func mustMismatch(r int, err error, class *mpi.Class, calls ...string) error {
+// mustMismatch checks that err is of class and names every one of calls
+// (the job's error names the rank).
+func mustMismatch(err error, class *mpi.Class, calls ...string) error {
 	if !errors.Is(err, class) || mpi.ErrorClass(err) != class {
-		return fmt.Errorf("rank %d: got %v, want class %v", r, err, class)
+		return fmt.Errorf("got %v, want class %v", err, class)
 	}
 	for _, s := range calls {
 		if !strings.Contains(err.Error(), s) {
-			return fmt.Errorf("rank %d: error %q does not name %q", r, err, s)
+			return fmt.Errorf("error %q does not name %q", err, s)
 		}
 	}
 	return nil
@@ -59,7 +60,7 @@ func TestMismatchAllreduceCount(t *testing.T) {
 							out := make([]int64, k)
 							err := mpi.Allreduce(c, make([]int64, k), out, mpi.Sum)
 							return errors.Join(
-								mustMismatch(r, err, mpi.ErrCount,
+								mustMismatch(err, mpi.ErrCount,
 									fmt.Sprintf("MPI_Allreduce (%d x int64, MPI_SUM)", n),
 									fmt.Sprintf("MPI_Allreduce (%d x int64, MPI_SUM)", n+1)),
 								sumAfter(c))
@@ -84,7 +85,7 @@ func TestMismatchElementType(t *testing.T) {
 					err = mpi.Allreduce(c, make([]int64, 4), make([]int64, 4), mpi.Sum)
 				}
 				return errors.Join(
-					mustMismatch(r, err, mpi.ErrType, "MPI_Allreduce (4 x int64, MPI_SUM)", "MPI_Allreduce (4 x float64, MPI_SUM)"),
+					mustMismatch(err, mpi.ErrType, "MPI_Allreduce (4 x int64, MPI_SUM)", "MPI_Allreduce (4 x float64, MPI_SUM)"),
 					sumAfter(c))
 			})
 		})
@@ -106,11 +107,11 @@ func TestMismatchBcastRoots(t *testing.T) {
 				buf := []int64{int64(10 * r), 1, 2, 3}
 				err := mpi.Bcast(c, buf, root)
 				if r == 3 || err != nil {
-					if e := mustMismatch(r, err, mpi.ErrRoot, "MPI_Bcast (root 0, 4 x int64)", "MPI_Bcast (root 1, 4 x int64)"); e != nil {
+					if e := mustMismatch(err, mpi.ErrRoot, "MPI_Bcast (root 0, 4 x int64)", "MPI_Bcast (root 1, 4 x int64)"); e != nil {
 						return e
 					}
 				} else if buf[0] != 0 {
-					return fmt.Errorf("rank %d: nil error and %v", r, buf)
+					return fmt.Errorf("nil error and %v", buf)
 				}
 				return sumAfter(c)
 			})
@@ -136,7 +137,7 @@ func TestMismatchBcastReduce(t *testing.T) {
 					err = mpi.Reduce(c, buf, make([]int64, 4), mpi.Sum, 2)
 				}
 				if r == 2 || err != nil {
-					if e := mustMismatch(r, err, mpi.ErrOther, "MPI_Bcast (root 0, 4 x int64)", "MPI_Reduce (root 2, 4 x int64, MPI_SUM)"); e != nil {
+					if e := mustMismatch(err, mpi.ErrOther, "MPI_Bcast (root 0, 4 x int64)", "MPI_Reduce (root 2, 4 x int64, MPI_SUM)"); e != nil {
 						return e
 					}
 				}
@@ -162,7 +163,7 @@ func TestMismatchBarrierBcast(t *testing.T) {
 			err = c.Barrier()
 		}
 		return errors.Join(
-			mustMismatch(r, err, mpi.ErrOther, "MPI_Barrier", "MPI_Bcast (root 0, 4 x int64)"),
+			mustMismatch(err, mpi.ErrOther, "MPI_Barrier", "MPI_Bcast (root 0, 4 x int64)"),
 			sumAfter(c))
 	})
 }
@@ -184,7 +185,7 @@ func TestMismatchScatterShortSendReleases(t *testing.T) {
 						if r != 0 {
 							want = "the call failed at rank 0: send buffer of"
 						}
-						return errors.Join(mustMismatch(r, err, mpi.ErrCount, want), sumAfter(c))
+						return errors.Join(mustMismatch(err, mpi.ErrCount, want), sumAfter(c))
 					})
 				})
 			}
@@ -201,14 +202,14 @@ func TestMismatchLocalFailureNonblockingReleases(t *testing.T) {
 		}
 		req, err := mpi.Ibcast(c, make([]int64, 4), root)
 		if r == 3 {
-			return errors.Join(mustMismatch(r, err, mpi.ErrRoot, "root 7 out of range"), sumAfter(c))
+			return errors.Join(mustMismatch(err, mpi.ErrRoot, "root 7 out of range"), sumAfter(c))
 		}
 		if err != nil {
 			return err
 		}
 		_, err = req.Wait()
 		if r != 1 || err != nil { // the root only sends: it may finish first
-			if e := mustMismatch(r, err, mpi.ErrRoot, "the call failed at rank 3: root 7 out of range"); e != nil {
+			if e := mustMismatch(err, mpi.ErrRoot, "the call failed at rank 3: root 7 out of range"); e != nil {
 				return e
 			}
 		}
@@ -266,11 +267,11 @@ func TestMismatchNonblockingInFlight(t *testing.T) {
 				}
 				for i, err := range errs {
 					if i == 1 {
-						if e := mustMismatch(r, err, mpi.ErrCount, "MPI_Allreduce (5 x int64, MPI_SUM)", "MPI_Allreduce (6 x int64, MPI_SUM)"); e != nil {
+						if e := mustMismatch(err, mpi.ErrCount, "MPI_Allreduce (5 x int64, MPI_SUM)", "MPI_Allreduce (6 x int64, MPI_SUM)"); e != nil {
 							return e
 						}
 					} else if err != nil {
-						return fmt.Errorf("rank %d: request %d: %w", r, i, err)
+						return fmt.Errorf("request %d: %w", i, err)
 					}
 				}
 				var check []error
