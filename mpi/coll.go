@@ -12,7 +12,12 @@ import (
 //   - Typed collectives are generic package functions taking the
 //     communicator first; element counts are the lengths of the slices
 //     (every rank must pass consistent lengths, as MPI requires consistent
-//     counts; a detectable mismatch is an ErrCount or ErrTruncate error).
+//     counts). Calls that differ between members (operation, root, count,
+//     element type, reduction) are erroneous in MPI; ftmpi detects them
+//     and reports both calls (coll_sig.go).
+//   - A call whose arguments this rank rejects (an error returned before
+//     anything is sent) is still a call of the sequence: the other members'
+//     matching calls fail with this rank's reason instead of waiting.
 //   - Receive buffers may be longer than needed; only the described prefix
 //     or blocks are written. Arguments significant only at the root (the
 //     receive buffer of Reduce, Gather(v); the send buffer of Scatter(v);
@@ -28,10 +33,11 @@ import (
 //     block of send as recv. Any other overlap between send and recv is
 //     erroneous.
 //   - Collectives use the communicator's collective context and a tag made
-//     of the collective kind and a per-communicator sequence number, so
-//     they never match point-to-point messages, and consecutive or
-//     outstanding nonblocking collectives on one communicator never mix
-//     (all ranks must call collectives in the same order, as in MPI).
+//     of a per-communicator sequence number, so they never match
+//     point-to-point messages, and consecutive or outstanding nonblocking
+//     collectives on one communicator never mix (all ranks must call
+//     collectives in the same order, as in MPI); the messages carry the
+//     signature of the call (coll_sig.go).
 //   - The nonblocking forms (I...) validate their arguments at once and
 //     return a Request that completes when the operation has completed
 //     locally; buffers must not be touched until then.
