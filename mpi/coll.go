@@ -14,7 +14,8 @@ import (
 //     (every rank must pass consistent lengths, as MPI requires consistent
 //     counts). Calls that differ between members (operation, root, count,
 //     element type, reduction) are erroneous in MPI; ftmpi detects them
-//     and reports both calls (coll_sig.go).
+//     when a message crosses between the differing calls and reports both
+//     calls (coll_sig.go, which also says what it cannot detect).
 //   - A call whose arguments this rank rejects (an error returned before
 //     anything is sent) is still a call of the sequence: the other members'
 //     matching calls fail with this rank's reason instead of waiting.

@@ -20,7 +20,9 @@ import (
 // of a communicator uses the same tag for a given sequence number
 // (coll.TagColl), so a Bcast's messages reach a Reduce made at the same
 // point, and a receiver whose call differs from the sender's fails with an
-// error naming both calls (collNet.Wait -> mismatch): "rank 2 called
+// error naming both calls (collNet.Wait -> mismatch), also when the message
+// of the other call comes from another member than the one it waits for
+// (p2p.Engine.IrecvSig: that member may never send to it): "rank 2 called
 // MPI_Reduce (root 0, 4 x int64, MPI_SUM); this rank MPI_Bcast (root 1, 4
 // x int64)". The class says what differs first: the operation ErrOther,
 // the root ErrRoot, the element type ErrType, the count ErrCount, the
