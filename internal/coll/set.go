@@ -46,17 +46,20 @@ type Net interface {
 // Set is the participants of one collective call: N members, this one
 // being Me, exchanging messages on one context and tag.
 type Set struct {
-	Net     Net
-	Ctx     uint32 // context of every message of the call
-	Tag     int32  // tag of every message (see Tag and Phase2)
-	DT      uint8  // element type code carried by the messages
-	Sig     Sig    // signature of the call carried by the messages (0: none, not checked; see sig.go)
-	ESize   int    // element size: blocks are split on element boundaries
-	Me, N   int
-	Procs   []int // process of each member index; nil: the identity
-	Crowded bool  // some host runs more members than it has cores (see package comment)
+	Net   Net
+	Ctx   uint32 // context of every message of the call
+	Tag   int32  // tag of every message (see Tag and Phase2)
+	Sig   Sig    // signature of the call carried by the messages (0: none, not checked; see sig.go)
+	ESize int    // element size: blocks are split on element boundaries
+	Me, N int
+	Procs []int // process of each member index; nil: the identity
 
 	p2 *Set // room for the second phase's Set (Call), so phase2 does not allocate
+
+	// The two bytes last, beside each other: a Set is 96 bytes, as it was
+	// before it carried Sig.
+	DT      uint8 // element type code carried by the messages
+	Crowded bool  // some host runs more members than it has cores (see package comment)
 }
 
 // Call is a Set with room for the Set of its second phase (a composite

@@ -1,6 +1,9 @@
 package coll
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
 func TestSigRoundTrip(t *testing.T) {
 	for _, c := range []struct{ kind, op, root, count int }{
@@ -26,5 +29,13 @@ func TestSigRoundTrip(t *testing.T) {
 	}
 	if Tag(KInter+KBarrier, 5) == TagColl(5) {
 		t.Error("an intercommunicator's internal tag equals a public collective's")
+	}
+}
+
+func TestSetSize(t *testing.T) {
+	// A Set is allocated twice per collective call (Call): the signature
+	// must not make it larger than the 96 bytes it was before.
+	if n := unsafe.Sizeof(Set{}); n > 96 {
+		t.Errorf("Set is %d bytes", n)
 	}
 }
