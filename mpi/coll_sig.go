@@ -51,7 +51,8 @@ import (
 //
 // What detection cannot do without costing every call a round of messages:
 // a member that receives no message of the mismatched call before its part
-// ends (the root of a broadcast only sends) returns success, and two
+// ends (the root of a broadcast only sends; a call with a count of 0 sends
+// and receives nothing) returns success, and two
 // mismatched members that each wait for the other, with no message between
 // them (a Bcast's tree and a Reduce's tree run in opposite directions), wait
 // until something else ends the wait (a failure, a revocation). The
@@ -95,11 +96,14 @@ func nameOr(names []string, i int, what string) string {
 // int64, MPI_SUM)".
 func describeCall(s coll.Sig, dt uint8) string {
 	k := s.Kind()
+	if k == coll.KBarrier {
+		return nameOr(collNames[:], k, "collective kind")
+	}
 	b := nameOr(collNames[:], k, "collective kind") + " ("
 	if coll.Rooted(k) {
 		b += fmt.Sprintf("root %d, ", s.Root())
 	}
-	if coll.Counted(k) && k != coll.KBarrier {
+	if coll.Counted(k) {
 		n := fmt.Sprint(s.Count())
 		if s.Count() == coll.SigMaxCount {
 			n = ">= " + n
@@ -109,9 +113,6 @@ func describeCall(s coll.Sig, dt uint8) string {
 	b += p2p.DTypeName(dt)
 	if coll.Reducing(k) {
 		b += ", " + nameOr(opNames[:], s.Op(), "operation")
-	}
-	if k == coll.KBarrier {
-		return nameOr(collNames[:], k, "collective kind")
 	}
 	return b + ")"
 }
