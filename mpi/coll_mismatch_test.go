@@ -92,6 +92,20 @@ func TestMismatchElementType(t *testing.T) {
 	}
 }
 
+func TestMismatchReductionOp(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		mpi.SetCrowdedForTest(w, -1)
+		op := mpi.Sum
+		if c.Rank() == 1 {
+			op = mpi.Max
+		}
+		err := mpi.Allreduce(c, make([]int32, 3), make([]int32, 3), op)
+		return errors.Join(
+			mustMismatch(err, mpi.ErrOp, "MPI_Allreduce (3 x int32, MPI_SUM)", "MPI_Allreduce (3 x int32, MPI_MAX)"),
+			sumAfter(c))
+	})
+}
+
 func TestMismatchBcastRoots(t *testing.T) {
 	// Ranks 0-2 broadcast from 0, rank 3 from 1: rank 3 waits for rank 1,
 	// which never sends to it, and gets rank 2's message of the other
