@@ -13,7 +13,9 @@
 // completes the first kinds at once, and marks an in-flight request, which
 // completes with the mark as soon as the transport gives its buffer back
 // (the transport completes every frame it accepted, with an error when it
-// was cut short: see package transport).
+// was cut short: see package transport). PoisonTags does the same for the
+// requests of one (context, tag) pair set, a collective call that failed at
+// some member, without closing the context.
 //
 // Protocol sends made from transport callbacks (CTS, DATA) and control
 // frames are posted to the transport's per-peer queues (never a goroutine
