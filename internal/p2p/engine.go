@@ -14,8 +14,8 @@
 // completes with the mark as soon as the transport gives its buffer back
 // (the transport completes every frame it accepted, with an error when it
 // was cut short: see package transport). PoisonTags does the same for the
-// requests of one (context, tag) pair set, a collective call that failed at
-// some member, without closing the context.
+// requests on given (context, tag) pairs (in package mpi: a collective call
+// that failed at some member), leaving the rest of the context usable.
 //
 // Protocol sends made from transport callbacks (CTS, DATA) and control
 // frames are posted to the transport's per-peer queues (never a goroutine
