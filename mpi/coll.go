@@ -12,7 +12,13 @@ import (
 //   - Typed collectives are generic package functions taking the
 //     communicator first; element counts are the lengths of the slices
 //     (every rank must pass consistent lengths, as MPI requires consistent
-//     counts; a detectable mismatch is an ErrCount or ErrTruncate error).
+//     counts). Calls that differ between members (operation, root, count,
+//     element type, reduction) are erroneous in MPI; ftmpi detects them
+//     when a message crosses between the differing calls and reports both
+//     calls (coll_sig.go, which also says what it cannot detect).
+//   - A call whose arguments this rank rejects (an error returned before
+//     anything is sent) is still a call of the sequence: the other members'
+//     matching calls fail with this rank's reason instead of waiting.
 //   - Receive buffers may be longer than needed; only the described prefix
 //     or blocks are written. Arguments significant only at the root (the
 //     receive buffer of Reduce, Gather(v); the send buffer of Scatter(v);
@@ -28,10 +34,11 @@ import (
 //     block of send as recv. Any other overlap between send and recv is
 //     erroneous.
 //   - Collectives use the communicator's collective context and a tag made
-//     of the collective kind and a per-communicator sequence number, so
-//     they never match point-to-point messages, and consecutive or
-//     outstanding nonblocking collectives on one communicator never mix
-//     (all ranks must call collectives in the same order, as in MPI).
+//     of a per-communicator sequence number, so they never match
+//     point-to-point messages, and consecutive or outstanding nonblocking
+//     collectives on one communicator never mix (all ranks must call
+//     collectives in the same order, as in MPI); the messages carry the
+//     signature of the call (coll_sig.go).
 //   - The nonblocking forms (I...) validate their arguments at once and
 //     return a Request that completes when the operation has completed
 //     locally; buffers must not be touched until then.
@@ -99,7 +106,7 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 	if c.IsInter() {
 		return handledPrep(c)(interBarrierPrep(c, op))
 	}
-	x := newCx(c, op, coll.KBarrier, p2p.DTByte)
+	x := newCx(c, op, sigOf(coll.KBarrier, nil, 0, 0), p2p.DTByte)
 	return x.Barrier, nil
 }
 
@@ -127,9 +134,9 @@ func bcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error
 		return handledPrep(c)(interBcastPrep(c, op, buf, root))
 	}
 	if err := c.checkRoot(op, root); err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
-	x := newCx(c, op, coll.KBcast, dtypeOf[T]())
+	x := newCx(c, op, sigOf(coll.KBcast, nil, root, len(buf)), dtypeOf[T]())
 	return func() error { return x.Bcast(asBytes(buf), root) }, nil
 }
 
@@ -159,12 +166,12 @@ func reducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, root in
 	}
 	f, err := opFunc[T](c, name, op)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	if c.rank == root && len(recv) < len(send) {
-		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
+		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	x := newCx(c, name, coll.KReduce, dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KReduce, op, root, len(send)), dtypeOf[T]())
 	commut := op.commutative
 	return func() error { return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(byteRed(f)), commut) }, nil
 }
@@ -195,12 +202,12 @@ func allreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (col
 	}
 	f, err := opFunc[T](c, name, op)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	if len(recv) < len(send) {
-		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
+		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	x := newCx(c, name, coll.KAllreduce, dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KAllreduce, op, 0, len(send)), dtypeOf[T]())
 	commut := op.commutative
 	return func() error { return x.Allreduce(asBytes(send), asBytes(recv), coll.ReduceFn(byteRed(f)), commut) }, nil
 }
@@ -230,10 +237,10 @@ func gatherPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (coll
 		return nil, err
 	}
 	if c.rank == root && len(recv) < c.size*len(send) {
-		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
+		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*len(send), c.size, len(send)))
 	}
-	x := newCx(c, name, coll.KGather, dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KGather, nil, root, len(send)), dtypeOf[T]())
 	return func() error { return x.Gather(asBytes(send), asBytes(recv), root) }, nil
 }
 
@@ -279,14 +286,14 @@ func gathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs
 	if c.rank == root {
 		d, err := c.checkCountsDispls(name, "receive", counts, displs, len(recv), ErrTruncate)
 		if err != nil {
-			return nil, c.handle(err)
+			return nil, c.failColl(err)
 		}
 		if counts[root] != len(send) {
-			return nil, c.handle(errf(ErrCount, name, c, "root sends %d elements but counts[%d] is %d", len(send), root, counts[root]))
+			return nil, c.failColl(errf(ErrCount, name, c, "root sends %d elements but counts[%d] is %d", len(send), root, counts[root]))
 		}
 		bc, bd = scaled(counts, esz), scaled(d, esz)
 	}
-	x := newCx(c, name, coll.KGatherv, dt)
+	x := newCx(c, name, sigOf(coll.KGatherv, nil, root, -1), dt)
 	return func() error { return x.Gatherv(asBytes(send), asBytes(recv), bc, bd, root) }, nil
 }
 
@@ -315,10 +322,10 @@ func scatterPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 		return nil, err
 	}
 	if c.rank == root && len(send) < c.size*len(recv) {
-		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
+		return nil, c.failColl(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
 			len(send), c.size*len(recv), c.size, len(recv)))
 	}
-	x := newCx(c, name, coll.KScatter, dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KScatter, nil, root, len(recv)), dtypeOf[T]())
 	return func() error { return x.Scatter(asBytes(send), asBytes(recv), root) }, nil
 }
 
@@ -353,14 +360,14 @@ func scattervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displ
 	if c.rank == root {
 		d, err := c.checkCountsDispls(name, "send", counts, displs, len(send), ErrCount)
 		if err != nil {
-			return nil, c.handle(err)
+			return nil, c.failColl(err)
 		}
 		if len(recv) < counts[root] {
-			return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), counts[root]))
+			return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), counts[root]))
 		}
 		bc, bd = scaled(counts, esz), scaled(d, esz)
 	}
-	x := newCx(c, name, coll.KScatterv, dt)
+	x := newCx(c, name, sigOf(coll.KScatterv, nil, root, -1), dt)
 	return func() error {
 		r := asBytes(recv)
 		if c.rank == root {
@@ -396,9 +403,9 @@ func allgatherPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, er
 	}
 	p, n := c.size, len(send)
 	if len(recv) < p*n {
-		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
+		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
 	}
-	x := newCx(c, name, coll.KAllgather, dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KAllgather, nil, 0, len(send)), dtypeOf[T]())
 	return func() error { return x.Allgather(asBytes(send), asBytes(recv)) }, nil
 }
 
@@ -425,19 +432,19 @@ func allgathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, dis
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	d, err := c.checkCountsDispls(name, "receive", counts, displs, len(recv), ErrTruncate)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	if counts[c.rank] != len(send) {
-		return nil, c.handle(errf(ErrCount, name, c, "rank %d sends %d elements but counts[%d] is %d", c.rank, len(send), c.rank, counts[c.rank]))
+		return nil, c.failColl(errf(ErrCount, name, c, "rank %d sends %d elements but counts[%d] is %d", c.rank, len(send), c.rank, counts[c.rank]))
 	}
 	dt := dtypeOf[T]()
 	esz := dtypeSize(dt)
 	bc, bd := scaled(counts, esz), scaled(d, esz)
-	x := newCx(c, name, coll.KAllgatherv, dt)
+	x := newCx(c, name, sigOf(coll.KAllgatherv, nil, 0, sum(counts)), dt)
 	return func() error { return x.Allgatherv(asBytes(send), asBytes(recv), bc, bd) }, nil
 }
 
@@ -464,18 +471,18 @@ func alltoallPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, err
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	p := c.size
 	if len(send)%p != 0 {
-		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements is not a multiple of the size %d", len(send), p))
+		return nil, c.failColl(errf(ErrCount, name, c, "send buffer of %d elements is not a multiple of the size %d", len(send), p))
 	}
 	if len(recv) < len(send) {
-		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
+		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
 	dt := dtypeOf[T]()
 	bn := len(send) / p * dtypeSize(dt)
-	x := newCx(c, name, coll.KAlltoall, dt)
+	x := newCx(c, name, sigOf(coll.KAlltoall, nil, 0, len(send)/p), dt)
 	return func() error { return x.Alltoall(asBytes(send), asBytes(recv), bn) }, nil
 }
 
@@ -502,20 +509,20 @@ func alltoallvPrep[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	sd, err := c.checkCountsDispls(name, "send", sc, sd, len(send), ErrCount)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	rd, err = c.checkCountsDispls(name, "receive", rc, rd, len(recv), ErrTruncate)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	dt := dtypeOf[T]()
 	esz := dtypeSize(dt)
 	bsc, bsd, brc, brd := scaled(sc, esz), scaled(sd, esz), scaled(rc, esz), scaled(rd, esz)
-	x := newCx(c, name, coll.KAlltoallv, dt)
+	x := newCx(c, name, sigOf(coll.KAlltoallv, nil, 0, -1), dt)
 	return func() error {
 		return x.Alltoallv(asBytes(send), bsc, bsd, asBytes(recv), brc, brd)
 	}, nil
@@ -545,23 +552,23 @@ func reduceScatterBlockPrep[T Numeric](c *Comm, name string, send, recv []T, op 
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	f, err := opFunc[T](c, name, op)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	p := c.size
 	if len(send)%p != 0 {
-		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements is not a multiple of the size %d", len(send), p))
+		return nil, c.failColl(errf(ErrCount, name, c, "send buffer of %d elements is not a multiple of the size %d", len(send), p))
 	}
 	n := len(send) / p
 	if len(recv) < n {
-		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), n))
+		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), n))
 	}
 	dt := dtypeOf[T]()
 	bn := n * dtypeSize(dt)
-	x := newCx(c, name, coll.KReduceScatterBlock, dt)
+	x := newCx(c, name, sigOf(coll.KReduceScatterBlock, op, 0, n), dt)
 	commut := op.commutative
 	return func() error {
 		counts := make([]int, p)
@@ -595,21 +602,21 @@ func reduceScatterPrep[T Numeric](c *Comm, name string, send, recv []T, counts [
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	f, err := opFunc[T](c, name, op)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	if _, err := c.checkCountsDispls(name, "send", counts, nil, len(send), ErrCount); err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	if len(recv) < counts[c.rank] {
-		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), counts[c.rank]))
+		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), counts[c.rank]))
 	}
 	dt := dtypeOf[T]()
 	bc := scaled(counts, dtypeSize(dt))
-	x := newCx(c, name, coll.KReduceScatter, dt)
+	x := newCx(c, name, sigOf(coll.KReduceScatter, op, 0, sum(counts)), dt)
 	commut := op.commutative
 	return func() error {
 		return x.ReduceScatter(asBytes(send), asBytes(recv), bc, coll.ReduceFn(byteRed(f)), commut)
@@ -653,22 +660,31 @@ func scanPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive
 		return run, err
 	}
 	if err := notInter(c, name); err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	f, err := opFunc[T](c, name, op)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, c.failColl(err)
 	}
 	if len(recv) < len(send) {
-		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
+		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
 	kind := coll.KScan
 	if exclusive {
 		kind = coll.KExscan
 	}
-	x := newCx(c, name, kind, dtypeOf[T]())
+	x := newCx(c, name, sigOf(kind, op, 0, len(send)), dtypeOf[T]())
 	commut := op.commutative
 	return func() error {
 		return x.Scan(asBytes(send), asBytes(recv), coll.ReduceFn(byteRed(f)), commut, exclusive)
 	}, nil
+}
+
+// sum is the total of counts (every member passes the same counts).
+func sum(counts []int) int {
+	t := 0
+	for _, k := range counts {
+		t += k
+	}
+	return t
 }

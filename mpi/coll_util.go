@@ -114,11 +114,13 @@ func newCall(c *Comm, op string, ctx uint32, tag int32, dt uint8, me, n int, pro
 	return x.Init()
 }
 
-// newCx prepares the next collective call of kind on intracommunicator c:
-// its members on its collective context, with the next sequence number.
-func newCx(c *Comm, op string, kind int, dt uint8) *coll.Set {
+// newCx prepares the next collective call on intracommunicator c, of
+// signature sig (see coll_sig.go): its members on its collective context,
+// with the next sequence number.
+func newCx(c *Comm, op string, sig coll.Sig, dt uint8) *coll.Set {
 	c.collStartCheck()
-	s := newCall(c, op, c.ctx+1, coll.Tag(kind, c.coll.seq.Add(1)), dt, c.rank, c.size, c.members)
+	s := newCall(c, op, c.ctx+1, coll.TagColl(c.nextSeq()), dt, c.rank, c.size, c.members)
+	s.Sig = sig
 	s.Crowded = c.crowded()
 	return s
 }
@@ -137,9 +139,9 @@ func collSet(c *Comm, op string, tag int32) *coll.Set {
 }
 
 func (n *collNet) Isend(s *coll.Set, to int, b []byte) (coll.Req, error) {
-	r, err := n.c.w.eng.Isend(s.Ctx, int32(s.Me), s.Proc(to), s.Tag, s.DT, b, false)
+	r, err := n.c.w.eng.IsendSig(s.Ctx, int32(s.Me), s.Proc(to), s.Tag, s.DT, b, false, uint64(s.Sig))
 	if err != nil {
-		return nil, n.c.engineErr(n.op, to, err)
+		return nil, n.err(to, err)
 	}
 	if r == nil {
 		return nil, nil // complete (not a typed nil)
@@ -148,15 +150,17 @@ func (n *collNet) Isend(s *coll.Set, to int, b []byte) (coll.Req, error) {
 }
 
 func (n *collNet) Irecv(s *coll.Set, from int, b []byte) (coll.Req, error) {
-	r, err := n.c.w.eng.Irecv(s.Ctx, int32(from), s.Proc(from), s.Tag, s.DT, b)
+	r, err := n.c.w.eng.IrecvSig(s.Ctx, int32(from), s.Proc(from), s.Tag, s.DT, b, uint64(s.Sig))
 	if err != nil {
-		return nil, n.c.engineErr(n.op, from, err)
+		return nil, n.err(from, err)
 	}
 	return r, nil
 }
 
 // Wait waits for r; a failure of a member of s completes it with
-// ErrProcFailed (see World.waitColl).
+// ErrProcFailed (see World.waitColl). A message of another call than this
+// member's (its signature, or its element type, differs) fails the call
+// here and at the other members (coll_sig.go).
 func (n *collNet) Wait(s *coll.Set, r coll.Req, peer int) (int, error) {
 	pr := r.(*p2p.Req)
 	w := n.c.w
@@ -164,9 +168,13 @@ func (n *collNet) Wait(s *coll.Set, r coll.Req, peer int) (int, error) {
 		return 0, w.abortedErr(n.op, n.c)
 	}
 	st := pr.Status()
+	recv := pr.IsRecv()
 	w.eng.Release(pr)
+	if recv && st.Sig != 0 && s.Sig != 0 && (coll.Sig(st.Sig) != s.Sig || st.DType != s.DT) {
+		return 0, n.mismatch(s, st.Source, coll.Sig(st.Sig), st.DType)
+	}
 	if st.Err != nil {
-		return 0, n.c.engineErr(n.op, peer, st.Err)
+		return 0, n.err(peer, st.Err)
 	}
 	return st.Bytes, nil
 }
@@ -251,7 +259,7 @@ func rootedChecks(c *Comm, op string, root int) error {
 		return c.handle(err)
 	}
 	if err := c.checkRoot(op, root); err != nil {
-		return c.handle(err)
+		return c.failColl(err)
 	}
 	return nil
 }

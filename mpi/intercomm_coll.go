@@ -8,7 +8,7 @@ import "github.com/ftmpi/ftmpi/internal/coll"
 // Each call takes the next collective sequence number of c when it is
 // prepared (the ...Prep functions; all processes of both groups call the
 // intercommunicator's collectives in the same order, so they agree on it)
-// and tags its messages kind<<24 | seq: on the local intracommunicator's
+// and tags its messages (KInter+kind)<<24 | seq: on the local intracommunicator's
 // collective context within a group, on c's collective context between
 // the two leaders (local rank 0 of each group). Prepared runs may thus be
 // executed concurrently (nonblocking forms) without mixing messages.
@@ -22,7 +22,7 @@ import "github.com/ftmpi/ftmpi/internal/coll"
 
 // interLinkFor returns the link of the next collective of kind on c.
 func (c *Comm) interLinkFor(op string, kind int) *interLink {
-	tag := coll.Tag(kind, c.coll.seq.Add(1))
+	tag := coll.Tag(coll.KInter+kind, c.coll.seq.Add(1))
 	return c.link(op, tag, tag)
 }
 
@@ -107,7 +107,7 @@ func interAllreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op)
 	}
 	l := c.interLinkFor(name, coll.KAllreduce)
 	dt := dtypeOf[T]()
-	x := newCx(c.local, name, coll.KReduce, dt) // the local reduction, on the local intracommunicator
+	x := newCx(c.local, name, sigOf(coll.KReduce, op, 0, len(send)), dt) // the local reduction, on the local intracommunicator
 	commut := op.commutative
 	return func() error {
 		n := len(send)

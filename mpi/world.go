@@ -191,6 +191,7 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.fails = ftdrive.New(env)
 	w.ctl.MustRegister(ctl.Revoke, w.onRevoke)
 	w.ctl.MustRegister(ctl.Agree, w.onAgreeMsg)
+	w.ctl.MustRegister(ctl.CollFail, w.onCollFail)
 	w.ctl.MustRegister(ctl.Heartbeat, w.fails.OnHeartbeat)
 	w.ctl.MustRegister(ctl.FailNotice, w.fails.OnNotice)
 	eng.SetControlHandler(w.onControl)

@@ -46,16 +46,20 @@ type Net interface {
 // Set is the participants of one collective call: N members, this one
 // being Me, exchanging messages on one context and tag.
 type Set struct {
-	Net     Net
-	Ctx     uint32 // context of every message of the call
-	Tag     int32  // tag of every message (see Tag and Phase2)
-	DT      uint8  // element type code carried by the messages
-	ESize   int    // element size: blocks are split on element boundaries
-	Me, N   int
-	Procs   []int // process of each member index; nil: the identity
-	Crowded bool  // some host runs more members than it has cores (see package comment)
+	Net   Net
+	Ctx   uint32 // context of every message of the call
+	Tag   int32  // tag of every message (see Tag and Phase2)
+	Sig   Sig    // signature of the call carried by the messages (0: none, not checked; see sig.go)
+	ESize int    // element size: blocks are split on element boundaries
+	Me, N int
+	Procs []int // process of each member index; nil: the identity
 
 	p2 *Set // room for the second phase's Set (Call), so phase2 does not allocate
+
+	// The two bytes last, beside each other: a Set is 96 bytes, as it was
+	// before it carried Sig.
+	DT      uint8 // element type code carried by the messages
+	Crowded bool  // some host runs more members than it has cores (see package comment)
 }
 
 // Call is a Set with room for the Set of its second phase (a composite
@@ -80,7 +84,7 @@ func (s *Set) Proc(i int) int {
 	return s.Procs[i]
 }
 
-// Kinds of collective calls, the high byte of their tags.
+// Kinds of collective calls (in their signatures, Sig).
 const (
 	KBarrier = 1 + iota
 	KBcast
@@ -101,12 +105,13 @@ const (
 	kPhase2 = 64 // added to a kind for the second phase of a composite algorithm
 )
 
-// Tag is the tag of the collective call of kind with sequence number seq:
-// kind<<24 | seq mod 2^24. Every member numbers the collective calls of a
-// communicator in the same order, so consecutive and concurrent
-// (nonblocking) collectives never match each other's messages. Tags below
-// 1<<24 (negative ones included) are left for other internal protocols.
-func Tag(kind int, seq uint32) int32 { return int32(kind)<<24 | int32(seq&(1<<24-1)) }
+// Tag is the tag of the collective call with sequence number seq in tag
+// space sp (KColl, KInter+kind): sp<<24 | seq mod 2^24. Every member
+// numbers the collective calls of a communicator in the same order, so
+// consecutive and concurrent (nonblocking) collectives never match each
+// other's messages. Tags below 1<<24 (negative ones included) are left for
+// other internal protocols.
+func Tag(sp int, seq uint32) int32 { return int32(sp)<<24 | int32(seq&(1<<24-1)) }
 
 // phase2 returns a copy of s whose messages use a distinct tag. The
 // phases of one call run one after the other, so the copies share one

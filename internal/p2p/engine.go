@@ -13,7 +13,9 @@
 // completes the first kinds at once, and marks an in-flight request, which
 // completes with the mark as soon as the transport gives its buffer back
 // (the transport completes every frame it accepted, with an error when it
-// was cut short: see package transport).
+// was cut short: see package transport). PoisonTags does the same for the
+// requests on given (context, tag) pairs (in package mpi: a collective call
+// that failed at some member), leaving the rest of the context usable.
 //
 // Protocol sends made from transport callbacks (CTS, DATA) and control
 // frames are posted to the transport's per-peer queues (never a goroutine
@@ -73,6 +75,11 @@ var (
 	ErrPeerLost = errors.New("peer lost")
 	ErrRevoked  = errors.New("communication context revoked")
 	ErrClosed   = errors.New("engine closed")
+	// ErrOtherCall completes a receive posted with IrecvSig when a message
+	// with its context and tag but another word arrived from another
+	// source: the senders are in another call (Status holds the message's
+	// source, type and word).
+	ErrOtherCall = errors.New("message of another call")
 )
 
 // Status describes a completed receive (or probe).
@@ -83,6 +90,11 @@ type Status struct {
 	DType     uint8
 	Cancelled bool
 	Err       error
+	// Sig is the word the sender passed to IsendSig (the header's Seq of
+	// an eager message or of a request to send), opaque to the engine: the
+	// collectives carry the signature of the call in it. 0 when no message
+	// matched (a receive completed by a failure, a poison or a cancel).
+	Sig uint64
 }
 
 // Req is an outstanding send or receive.
@@ -99,6 +111,7 @@ type Req struct {
 
 	buf []byte
 	id  uint64
+	sig uint64 // a receive's IrecvSig word (0: none)
 
 	prev, next *Req  // links of the posted queue or the in-flight list
 	where      uint8 // which of them r is in
@@ -292,6 +305,8 @@ type Engine struct {
 	lost        map[int]error
 	failSig     atomic.Pointer[chan struct{}] // closed and replaced when a peer is lost
 	revoked     map[uint32]error              // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
+	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)
+	nTagPoison  atomic.Int32                  // len(tagPoison), read without the lock
 	control     atomic.Pointer[ControlHandler]
 	ctlMu       sync.Mutex // orders early control frames with the handler's installation
 	ctlEarly    []ctlFrame // control frames that arrived before the handler; ctlMu held
@@ -322,6 +337,7 @@ func New(cfg Config) *Engine {
 		recvs:      make(map[uint64]*Req),
 		lost:       make(map[int]error),
 		revoked:    make(map[uint32]error),
+		tagPoison:  make(map[ctxTag]error),
 	}
 	sig := make(chan struct{})
 	e.failSig.Store(&sig)
@@ -350,7 +366,7 @@ func (e *Engine) Release(r *Req) {
 	default:
 	}
 	r.e, r.isRecv, r.buf, r.id, r.prev, r.next, r.where, r.mark = nil, false, nil, 0, nil, nil, nowhere, nil
-	r.ctx, r.src, r.tag, r.dtype, r.peer = 0, 0, 0, 0, 0
+	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
 	r.st = Status{}
 	r.done.Store(false)
 	r.waiter.Store(nil)
@@ -362,12 +378,20 @@ func (e *Engine) Release(r *Req) {
 // sync forces the rendezvous (MPI_Ssend semantics: completes only once the
 // receive has matched).
 func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sync bool) (*Req, error) {
-	if err := e.peerErr(peer, ctx); err != nil {
+	return e.IsendSig(ctx, src, peer, tag, dtype, buf, sync, 0)
+}
+
+// IsendSig is Isend carrying sig beside the tag (in the header's Seq of the
+// eager message or of the request to send, a field those frames do not
+// otherwise use); the receive's Status.Sig holds it. The engine does not
+// match on it.
+func (e *Engine) IsendSig(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sync bool, sig uint64) (*Req, error) {
+	if err := e.peerErr(peer, ctx, tag); err != nil {
 		return nil, err
 	}
 	e.sent.Add(1)
 	if !sync && len(buf) <= e.eagerLimit {
-		h := transport.Header{Kind: KindEager, DType: dtype, Ctx: ctx, Src: src, Tag: tag, N: uint64(len(buf))}
+		h := transport.Header{Kind: KindEager, DType: dtype, Ctx: ctx, Src: src, Tag: tag, N: uint64(len(buf)), Seq: sig}
 		if err := e.tr.Send(peer, h, buf); err != nil {
 			return nil, e.sendErr(peer, err)
 		}
@@ -384,7 +408,7 @@ func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 	}
 	// Checked again under the lock: a FailPeer or Poison since peerErr
 	// would not find r in the table.
-	if err := e.revoked[ctx]; err != nil {
+	if err := e.ctxErrLocked(ctx, tag); err != nil {
 		e.mu.Unlock()
 		return nil, err
 	}
@@ -396,7 +420,7 @@ func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 	r.id = e.nextID
 	e.sends[r.id] = r
 	e.mu.Unlock()
-	h := transport.Header{Kind: KindRTS, DType: dtype, Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf))}
+	h := transport.Header{Kind: KindRTS, DType: dtype, Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf)), Seq: sig}
 	if err := e.tr.Send(peer, h, nil); err != nil {
 		e.mu.Lock()
 		delete(e.sends, r.id)
@@ -413,10 +437,10 @@ func (e *Engine) sendErr(peer int, err error) error {
 	return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
 }
 
-func (e *Engine) peerErr(peer int, ctx uint32) error {
+func (e *Engine) peerErr(peer int, ctx uint32, tag int32) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.revoked[ctx]; err != nil {
+	if err := e.ctxErrLocked(ctx, tag); err != nil {
 		return err
 	}
 	if err, ok := e.lost[peer]; ok {
@@ -431,15 +455,26 @@ func matches(ctx uint32, src, tag int32, h *transport.Header) bool {
 
 // Irecv posts a receive. peer is the world rank of src (-1 for AnySource).
 func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte) (*Req, error) {
+	return e.IrecvSig(ctx, src, peer, tag, dtype, buf, 0)
+}
+
+// IrecvSig is Irecv for a message sent with IsendSig(..., sig). A message
+// with the receive's context and tag from ANOTHER source whose word is not
+// sig (and not 0) completes the receive at once with ErrOtherCall and that
+// message's status (the message itself stays queued): the collectives use
+// it to see a member in another call than this one even when the member
+// they wait for never sends (coll_sig.go in package mpi). Matching is
+// unchanged.
+func (e *Engine) IrecvSig(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sig uint64) (*Req, error) {
 	r := e.newReq()
 	r.isRecv = true
-	r.ctx, r.src, r.tag, r.dtype, r.peer, r.buf = ctx, src, tag, dtype, peer, buf
+	r.ctx, r.src, r.tag, r.dtype, r.peer, r.buf, r.sig = ctx, src, tag, dtype, peer, buf, sig
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if err := e.revoked[ctx]; err != nil {
+	if err := e.ctxErrLocked(ctx, tag); err != nil {
 		e.mu.Unlock()
 		r.st = Status{Source: int(src), Tag: int(tag), Err: err}
 		r.complete()
@@ -447,6 +482,11 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 	}
 	for m := e.unexHead; m != nil; m = m.next {
 		if !matches(ctx, src, tag, &m.h) {
+			if sig != 0 && otherCall(r, &m.h) {
+				e.mu.Unlock()
+				completeOther(r, &m.h)
+				return r, nil
+			}
 			continue
 		}
 		e.unlinkMsg(m)
@@ -490,7 +530,7 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 // acceptRTS matches receive r with a rendezvous announcement; called with
 // e.mu held, returns with it released.
 func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
-	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: h.DType}
+	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: h.DType, Sig: h.Seq}
 	r.peer = from
 	if cause, lost := e.lost[from]; lost {
 		// An announcement queued before its sender was lost: the data
@@ -526,7 +566,7 @@ func checkFit(r *Req, dtype uint8, n int) error {
 }
 
 func (e *Engine) deliverEager(r *Req, m *msg) {
-	r.st = Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: len(m.data), DType: m.h.DType}
+	r.st = Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: len(m.data), DType: m.h.DType, Sig: m.h.Seq}
 	r.st.Err = checkFit(r, m.h.DType, len(m.data))
 	copy(r.buf, m.data) // on truncation the fitting prefix
 	putBuf(m.pooled)
@@ -553,7 +593,7 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			r.peer = from
 			e.flying.push(r, inFlight)
 			e.mu.Unlock()
-			r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.N), DType: h.DType}
+			r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.N), DType: h.DType, Sig: h.Seq}
 			if err := checkFit(r, h.DType, int(h.N)); err != nil {
 				r.st.Err = err
 				if h.N == 0 {
@@ -567,6 +607,7 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			}
 			return r.buf[:h.N], r
 		}
+		other := e.otherCallLocked(h)
 		m := newMsg(from, h)
 		// Once m is queued and the lock released, a receive may match it and
 		// (if complete) recycle it: take what is returned first, and give
@@ -582,6 +623,9 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 		e.appendUnex(m)
 		e.wakeProbes(h)
 		e.mu.Unlock()
+		if other != nil {
+			completeOther(other, h)
+		}
 		return data, cookie
 	case KindRTS:
 		e.mu.Lock()
@@ -593,11 +637,15 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			e.acceptRTS(r, from, h)
 			return nil, nil
 		}
+		other := e.otherCallLocked(h)
 		m := newMsg(from, h)
 		m.complete = true
 		e.appendUnex(m)
 		e.wakeProbes(h)
 		e.mu.Unlock()
+		if other != nil {
+			completeOther(other, h)
+		}
 		return nil, nil
 	case KindCTS:
 		e.mu.Lock()
@@ -688,7 +736,7 @@ func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any, e
 		switch {
 		case fail != nil:
 			if !c.drain {
-				r.st = Status{Source: int(c.h.Src), Tag: int(c.h.Tag), Bytes: len(c.data), DType: c.h.DType}
+				r.st = Status{Source: int(c.h.Src), Tag: int(c.h.Tag), Bytes: len(c.data), DType: c.h.DType, Sig: c.h.Seq}
 			}
 			r.st.Err = fail
 			putBuf(c.pooled)
@@ -740,7 +788,7 @@ func (e *Engine) landedLocked(r *Req, from int, err error) error {
 // earlier one failed for lack of it: seed 003, 17.6, advice to
 // implementors). e.mu held.
 func (e *Engine) dropLocked(from int, h *transport.Header) bool {
-	if e.revoked[h.Ctx] != nil {
+	if e.ctxErrLocked(h.Ctx, h.Tag) != nil {
 		return true
 	}
 	_, lost := e.lost[from]
@@ -983,12 +1031,22 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 	}
 }
 
-// IsPoisoned reports whether ctx was revoked or poisoned with any error:
-// its operations fail for good, so the context id must not be reused.
+// IsPoisoned reports whether ctx was revoked or poisoned with any error,
+// or holds a poisoned call (PoisonTags): its operations fail, or late
+// messages of a failed call may still arrive, so the context id must not
+// be reused.
 func (e *Engine) IsPoisoned(ctx uint32) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.revoked[ctx] != nil
+	if e.revoked[ctx] != nil {
+		return true
+	}
+	for k := range e.tagPoison {
+		if k.ctx == ctx {
+			return true
+		}
+	}
+	return false
 }
 
 // IsRevoked reports whether ctx was revoked.
@@ -1183,4 +1241,142 @@ func (e *Engine) unlinkMsg(m *msg) {
 		e.unexTail = m.prev
 	}
 	m.prev, m.next = nil, nil
+}
+
+// ctxTag is a (context, tag) pair: the messages of one collective call.
+type ctxTag struct {
+	ctx uint32
+	tag int32
+}
+
+// ctxErrLocked is the error every operation on (ctx, tag) fails with: the
+// context's poison or revocation, else the pair's (PoisonTags). e.mu held.
+func (e *Engine) ctxErrLocked(ctx uint32, tag int32) error {
+	if err := e.revoked[ctx]; err != nil {
+		return err
+	}
+	if e.nTagPoison.Load() == 0 {
+		return nil
+	}
+	return e.tagPoison[ctxTag{ctx, tag}]
+}
+
+// PoisonTags makes every pending and future operation on ctx with one of
+// tags complete with err, and discards their queued and arriving messages:
+// the collective call that uses those tags failed at some member (package
+// mpi releases the other members' calls this way). Unlike Poison it keeps
+// the context usable; the poison stays until ClearTags (the caller clears
+// it before the tags can be reused). A pair keeps the first error.
+func (e *Engine) PoisonTags(err error, ctx uint32, tags ...int32) {
+	e.mu.Lock()
+	fresh := false
+	for _, t := range tags {
+		k := ctxTag{ctx, t}
+		if e.tagPoison[k] == nil {
+			e.tagPoison[k] = err
+			fresh = true
+		}
+	}
+	e.nTagPoison.Store(int32(len(e.tagPoison)))
+	if !fresh {
+		e.mu.Unlock()
+		return
+	}
+	hit := func(c uint32, t int32) error {
+		if c != ctx {
+			return nil
+		}
+		return e.tagPoison[ctxTag{c, t}]
+	}
+	var failed []*Req
+	var errs []error
+	for r := e.posted.head; r != nil; {
+		next := r.next
+		if err := hit(r.ctx, r.tag); err != nil {
+			e.unlinkPosted(r)
+			failed, errs = append(failed, r), append(errs, err)
+		}
+		r = next
+	}
+	for id, r := range e.sends {
+		if err := hit(r.ctx, r.tag); err != nil {
+			delete(e.sends, id)
+			failed, errs = append(failed, r), append(errs, err)
+		}
+	}
+	for id, r := range e.recvs {
+		if err := hit(r.ctx, r.tag); err != nil {
+			delete(e.recvs, id)
+			failed, errs = append(failed, r), append(errs, err)
+		}
+	}
+	for r := e.flying.head; r != nil; r = r.next {
+		if err := hit(r.ctx, r.tag); err != nil && r.mark == nil {
+			r.mark = err
+		}
+	}
+	for m := e.unexHead; m != nil; {
+		next := m.next
+		if hit(m.h.Ctx, m.h.Tag) != nil && m.complete && m.recv == nil {
+			e.unlinkMsg(m)
+			putBuf(m.pooled)
+			freeMsg(m)
+		}
+		m = next
+	}
+	e.mu.Unlock()
+	for i, r := range failed {
+		if r.isRecv {
+			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
+		}
+		r.st.Err = errs[i]
+		r.complete()
+	}
+}
+
+// ClearTags removes the poison of (ctx, tag) for each of tags.
+func (e *Engine) ClearTags(ctx uint32, tags ...int32) {
+	e.mu.Lock()
+	for _, t := range tags {
+		delete(e.tagPoison, ctxTag{ctx, t})
+	}
+	e.nTagPoison.Store(int32(len(e.tagPoison)))
+	e.mu.Unlock()
+}
+
+// TagPoisons is the number of poisoned (context, tag) pairs; a caller
+// checks it (without a lock) before clearing stale ones.
+func (e *Engine) TagPoisons() int { return int(e.nTagPoison.Load()) }
+
+// otherCall reports whether message h, which receive r does not match, is
+// of another call than r (see IrecvSig).
+func otherCall(r *Req, h *transport.Header) bool {
+	return r.sig != 0 && h.Seq != 0 && h.Seq != r.sig && h.Ctx == r.ctx && h.Tag == r.tag
+}
+
+// otherCallLocked unlinks and returns a posted receive that unexpected
+// message h shows in another call (IrecvSig), if any. Only messages that
+// carry a word are looked at. e.mu held.
+func (e *Engine) otherCallLocked(h *transport.Header) *Req {
+	if h.Seq == 0 {
+		return nil
+	}
+	for r := e.posted.head; r != nil; r = r.next {
+		if otherCall(r, h) {
+			e.unlinkPosted(r)
+			return r
+		}
+	}
+	return nil
+}
+
+// completeOther completes receive r, no longer in any table, with the
+// status of message h of another call.
+func completeOther(r *Req, h *transport.Header) {
+	n := int(h.N)
+	if h.Kind == KindRTS {
+		n = int(h.B)
+	}
+	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: n, DType: h.DType, Sig: h.Seq, Err: ErrOtherCall}
+	r.complete()
 }

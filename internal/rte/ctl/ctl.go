@@ -26,6 +26,7 @@ type Type int32
 const (
 	Revoke     Type = 1  // A = hops; Ctx = the revoked communicator's context
 	Agree      Type = 2  // Ctx = communicator context, Seq = agreement instance; payload agree.EncodeMsg
+	CollFail   Type = 3  // Ctx = collective context, A = call sequence | sender's rank<<32, B = error class code; payload the reason
 	Heartbeat  Type = 16 // A = detector epoch, B = sender incarnation, Seq = receiver incarnation
 	FailNotice Type = 17 // A = failed process, B = its incarnation, Seq = hops
 )
@@ -37,6 +38,7 @@ const max = 32
 var names = [max]string{
 	Revoke:     "revoke",
 	Agree:      "agree",
+	CollFail:   "collective failure",
 	Heartbeat:  "heartbeat",
 	FailNotice: "failure notice",
 }

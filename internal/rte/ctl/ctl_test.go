@@ -12,7 +12,7 @@ import (
 func TestDispatchToRegisteredHandler(t *testing.T) {
 	var tb Table
 	var got []string
-	for _, typ := range []Type{Revoke, Agree, Heartbeat, FailNotice} {
+	for _, typ := range []Type{Revoke, Agree, CollFail, Heartbeat, FailNotice} {
 		if err := tb.Register(typ, func(from int, h transport.Header, p []byte) {
 			got = append(got, Type(h.Tag).String()+"/"+string(p))
 		}); err != nil {
@@ -38,7 +38,7 @@ func TestUnknownAndUnhandledFramesRejected(t *testing.T) {
 		tag    int32
 		reason string
 	}{
-		{0, "unknown type"}, {3, "unknown type"}, {-1, "unknown type"}, {31, "unknown type"},
+		{0, "unknown type"}, {5, "unknown type"}, {-1, "unknown type"}, {31, "unknown type"},
 		{32, "unknown type"}, {1 << 30, "unknown type"}, {int32(Agree), "no handler for agree"},
 	} {
 		h := transport.Header{Tag: tc.tag, Ctx: 7, N: 4}
@@ -64,7 +64,7 @@ func TestRegisterErrors(t *testing.T) {
 		fn   Handler
 		want string
 	}{
-		{3, nop, "not a declared control type"},
+		{5, nop, "not a declared control type"},
 		{-4, nop, "not a declared control type"},
 		{Heartbeat, nil, "nil handler"},
 	} {
