@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
@@ -149,6 +150,17 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 			if val.Inter.Has(remote + b) {
 				result |= 1 << b
 			}
+		}
+	}
+	// A process that did not contribute failed (the agreement excludes
+	// only failed processes), though this process may not have heard of
+	// it yet: it is made known here, so the error below names a failure
+	// that FailureAck acknowledges and FailureGetAcked lists (seed 002
+	// A.3.1: after every survivor acknowledged it, the next agreement
+	// succeeds).
+	for i, p := range f.overlay {
+		if !contrib.Has(i) && !c.w.eng.IsLost(p) {
+			c.w.eng.FailPeer(p, fmt.Errorf("rank %d failed (excluded from an agreement)", p))
 		}
 	}
 	for i := range f.overlay {
