@@ -9,7 +9,7 @@
 //	specs  = spec { ";" spec }
 //	spec   = "kill:" "rank=" R "," when                SIGKILL rank R
 //	       | "stop:" "rank=" R "," when                SIGSTOP rank R (a hang: only a heartbeat detector sees it)
-//	       | "chaos:" "seed=" S "," "mttf=" DURATION "," "max=" K [ "," "spare=" LIST ] [ "," "stop=" F ]
+//	       | "chaos:" "seed=" S "," "mttf=" DURATION "," "max=" K [ "," "spare=" LIST ] [ "," "stop=" F ] [ "," "from=" DURATION ]
 //	when   = "at=" DURATION                            at time DURATION
 //	       | "on=" TEXT                                when a rank prints a line containing TEXT
 //	LIST   = "none" | item { "," item }                 item = RANK | RANK "-" RANK
@@ -51,7 +51,11 @@
 // generator after the victim: a mix of crashes and hangs (a stopped rank
 // is found by the heartbeat detector, not by a broken connection). With
 // stop=0 nothing more is drawn, so the schedules of seeds recorded before
-// stop= existed are unchanged.
+// stop= existed are unchanged. from=D (default 0) shifts the whole
+// schedule by D: no chaos event comes before D. A rank stopped before
+// every rank has finished Init hangs the job until --timeout (no rank
+// heartbeats it yet, so nobody can suspect it); from= lets a chaos run
+// with stops begin after start-up.
 package inject
 
 import (
@@ -112,8 +116,9 @@ type Spec struct {
 	Seed  uint64
 	MTTF  time.Duration
 	Max   int
-	Spare []int   // sorted, without duplicates; nil: no rank is spared
-	Stop  float64 // probability in [0, 1] that an event is a SIGSTOP rather than a SIGKILL
+	Spare []int         // sorted, without duplicates; nil: no rank is spared
+	Stop  float64       // probability in [0, 1] that an event is a SIGSTOP rather than a SIGKILL
+	From  time.Duration // no event before From
 }
 
 // Specs is a list of specs, as given in one string or several flags.
@@ -203,7 +208,7 @@ func parseOne(item string) (Spec, error) {
 	case "stop":
 		sp.Kind, keys = Stop, []string{"rank", "at", "on"}
 	case "chaos":
-		sp.Kind, keys = Chaos, []string{"seed", "mttf", "max", "spare", "stop"}
+		sp.Kind, keys = Chaos, []string{"seed", "mttf", "max", "spare", "stop", "from"}
 	default:
 		return bad(kindStr, "unknown kind: want kill, stop or chaos")
 	}
@@ -241,7 +246,7 @@ func parseOne(item string) (Spec, error) {
 		last = k
 	}
 	for _, k := range keys {
-		if _, ok := vals[k]; !ok && k != "spare" && k != "stop" && k != "at" && k != "on" {
+		if _, ok := vals[k]; !ok && k != "spare" && k != "stop" && k != "from" && k != "at" && k != "on" {
 			return bad("", "missing %s= (e.g. %s)", k, example(sp.Kind))
 		}
 	}
@@ -297,6 +302,12 @@ func parseOne(item string) (Spec, error) {
 				return bad(part, "max must be a non-negative integer")
 			}
 			sp.Max = n
+		case "from":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return bad(part, "from must be a non-negative duration such as 1s")
+			}
+			sp.From = d
 		case "stop":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || !(f >= 0 && f <= 1) {
@@ -396,6 +407,9 @@ func (s Spec) String() string {
 		}
 		if s.Stop != 0 {
 			out += ",stop=" + strconv.FormatFloat(s.Stop, 'g', -1, 64)
+		}
+		if s.From != 0 {
+			out += fmt.Sprintf(",from=%v", s.From)
 		}
 		return out
 	}
@@ -525,7 +539,7 @@ func chaosPlan(s Spec, n int) []Event {
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, chaosStream))
 	var evs []Event
-	var t time.Duration
+	t := s.From
 	for k := 0; k < s.Max && len(eligible) > 0; k++ {
 		t += time.Duration(rng.ExpFloat64() * float64(s.MTTF))
 		i := rng.IntN(len(eligible))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,6 +76,8 @@ func TestParseValid(t *testing.T) {
 		{"chaos:seed=1,mttf=2s,max=4,stop=0.25", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0}, Stop: 0.25}}, ""},
 		{"chaos:stop=1,seed=1,spare=0-1,mttf=2s,max=4", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0, 1}, Stop: 1}},
 			"chaos:seed=1,mttf=2s,max=4,spare=0-1,stop=1"},
+		{"chaos:seed=1,mttf=2s,max=4,from=1.5s,stop=0.5", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0}, Stop: 0.5, From: 1500 * time.Millisecond}},
+			"chaos:seed=1,mttf=2s,max=4,stop=0.5,from=1.5s"},
 		{"chaos:seed=1,mttf=2s,max=4,stop=0", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0}}},
 			"chaos:seed=1,mttf=2s,max=4"},
 		{"kill:rank=2,on=jacobi: iteration 200", Specs{{Kind: Kill, Rank: 2, On: "jacobi: iteration 200"}}, ""},
@@ -136,6 +139,8 @@ func TestParseInvalid(t *testing.T) {
 		{"chaos:seed=1,mttf=1s,max=1,stop=1.5", "chaos:seed=1,mttf=1s,max=1,stop=1.5", "stop=1.5", "stop must be a fraction from 0 to 1"},
 		{"chaos:seed=1,mttf=1s,max=1,stop=-0.1", "chaos:seed=1,mttf=1s,max=1,stop=-0.1", "stop=-0.1", "stop must be"},
 		{"chaos:seed=1,mttf=1s,max=1,stop=NaN", "chaos:seed=1,mttf=1s,max=1,stop=NaN", "stop=NaN", "stop must be"},
+		{"chaos:seed=1,mttf=1s,max=1,from=-1s", "chaos:seed=1,mttf=1s,max=1,from=-1s", "from=-1s", "from must be a non-negative duration"},
+		{"chaos:seed=1,mttf=1s,max=1,from=soon", "chaos:seed=1,mttf=1s,max=1,from=soon", "from=soon", "from must be"},
 		{"chaos:seed=1,mttf=1s,max=1,stop=half", "chaos:seed=1,mttf=1s,max=1,stop=half", "stop=half", "stop must be"},
 		{"kill:rank=1,at=1s,stop=0.5", "kill:rank=1,at=1s,stop=0.5", "stop=0.5", "unknown key"},
 	} {
@@ -365,6 +370,25 @@ func TestPlanChaosStopMix(t *testing.T) {
 	}
 	if s := strings.Join(parts, " "); s != goldenSeed42 {
 		t.Fatalf("seed 42 with stop=0 plans %q, want the old %q", s, goldenSeed42)
+	}
+}
+
+// TestPlanChaosFrom: from=D shifts the schedule of a seed by D, victims
+// and signals unchanged.
+func TestPlanChaosFrom(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		base := Specs{{Kind: Chaos, Seed: seed, MTTF: 300 * time.Millisecond, Max: 3, Spare: []int{0}, Stop: 0.5}}
+		shifted := slices.Clone(base)
+		shifted[0].From = 2 * time.Second
+		a, b := Plan(base, 8), Plan(shifted, 8)
+		if len(a) != 3 || len(b) != 3 {
+			t.Fatalf("seed %d: plans %v and %v", seed, a, b)
+		}
+		for i := range a {
+			if b[i].At != a[i].At+2*time.Second || b[i].Rank != a[i].Rank || b[i].Signal != a[i].Signal {
+				t.Fatalf("seed %d: event %d is %v, want %v shifted by 2s", seed, i, b[i], a[i])
+			}
+		}
 	}
 }
 

@@ -160,10 +160,11 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                      stop:rank=R,at=D   SIGSTOP rank R (a hang for the heartbeat detector)
                    time 0 is when every rank has been started
   --chaos ARGS     random kills, same as --inject chaos:ARGS, ARGS being
-                   seed=S,mttf=D,max=K[,spare=LIST][,stop=F]: at most K SIGKILLs of
-                   distinct ranks, exponential gaps of mean D, replayable by seed S;
+                   seed=S,mttf=D,max=K[,spare=LIST][,stop=F][,from=D]: at most K SIGKILLs
+                   of distinct ranks, exponential gaps of mean D, replayable by seed S;
                    never the ranks in LIST (default 0; "none", or e.g. 0,2-3); with
-                   stop=F each is a SIGSTOP instead with probability F (default 0)
+                   stop=F each is a SIGSTOP instead with probability F (default 0);
+                   from=D: no fault before D (default 0)
                    Without --inject/--chaos, $FTMPI_INJECT holds the default specs.
   --restart-on-failure N
                    Checkpoint-on-Failure: when a rank fails, notify the survivors (as
