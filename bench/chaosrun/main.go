@@ -131,6 +131,9 @@ func main() {
 		for sc.Scan() {
 			var r Run
 			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Example != "" {
+				if r.Outcome == "clean" && r.Stderr != "" {
+					r.Class = reclassify(r.Stderr, r.Class)
+				}
 				all = append(all, r)
 			}
 		}
@@ -385,10 +388,32 @@ var classes = []struct {
 	re    *regexp.Regexp
 	class string
 }{
-	{regexp.MustCompile(`restart limit|--max-restarts|max-restarts`), "reinit: restart limit"},
-	{regexp.MustCompile(`outside (MPI_)?Reinit|after .*left (MPI_)?Reinit|no rollback location`), "reinit: failure outside Reinit (seed 000 1.4.2)"},
-	{regexp.MustCompile(`relaunch(es)? used up|restart-on-failure.*(used up|exhausted)|no relaunch left`), "cof: relaunches used up"},
+	{regexp.MustCompile(`restart limit reached`), "reinit: restart limit reached (--max-restarts)"},
+	{regexp.MustCompile(`returned from MPI_Reinit: no rollback location`), "reinit: failure after a rank returned from Reinit (seed 000 1.4.2)"},
+	{regexp.MustCompile(`before rank [0-9]+ called MPI_Reinit: no rollback location`), "reinit: failure before a rank called Reinit (seed 000 1.4.2)"},
+	{regexp.MustCompile(`a spawned process cannot be respawned`), "reinit: a spawned process failed"},
+	{regexp.MustCompile(`after [0-9]+ relaunches \(--restart-on-failure`), "cof: relaunches used up (--restart-on-failure)"},
 	{regexp.MustCompile(`non-FT|not fault[- ]tolerant|FT-capable`), "a killed rank was rank 0 of a non-FT-capable part"},
+}
+
+// reclassify classifies again the stderr kept in file (the classes may
+// have been refined since the run), or keeps class if the file is gone.
+func reclassify(file, class string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return class
+	}
+	text := string(b)
+	// Header: two "# " lines; then stderr; then "\n# stdout:\n" and stdout.
+	for i := 0; i < 2; i++ {
+		if _, rest, ok := strings.Cut(text, "\n"); ok && strings.HasPrefix(text, "# ") {
+			text = rest
+		}
+	}
+	if i := strings.LastIndex(text, "\n# stdout:\n"); i >= 0 {
+		text = text[:i]
+	}
+	return classify(text, strings.HasPrefix(class, "correct result, non-zero exit: "))
 }
 
 var digits = regexp.MustCompile(`[0-9]+(\.[0-9]+)?(ms|µs|s)?`)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -19,7 +20,8 @@ func TestResultLineIsTheLast(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	for _, c := range []struct{ stderr, want string }{
-		{"ftmpirun: injected kill of rank 2 at 1.2s\nftmpirun: rank 3 failed after the restart limit (--max-restarts 16)\n", "reinit: restart limit"},
+		{"ftmpirun: injected kill of rank 2 at 1.2s\nftmpirun: rank 3 killed by signal 9; restart limit reached (--max-restarts 16): ending the job\n", "reinit: restart limit reached (--max-restarts)"},
+		{"ftmpirun: rank 2 exited with status 1 after rank 1 returned from MPI_Reinit: no rollback location, ending the job\n", "reinit: failure after a rank returned from Reinit (seed 000 1.4.2)"},
 		// Unknown causes: the last launcher line that is not an injection,
 		// numbers replaced, so that equal causes group.
 		{"ftmpirun: injected kill of rank 2 at 1.2s\nftmpirun: rank 2 (pid 4242) killed by signal 9 after 12.5ms\nrank 1: oops\n",
@@ -62,5 +64,20 @@ func TestSummaryCounts(t *testing.T) {
 	if s8.Runs != 4 || s8.Correct != 1 || s8.Clean != 2 || s8.Hangs != 1 || s8.Orphans != 1 ||
 		s8.Classes["k"] != 2 || s8.MeanMs != 25 || s8.Kills != 1 || s8.Stops != 1 || s8.Chaos != "seed=S,mttf=1s" {
 		t.Errorf("np 8 summary %+v", s8)
+	}
+}
+
+func TestReclassifyReadsTheKeptStderr(t *testing.T) {
+	f := t.TempDir() + "/x.err"
+	body := "# ftmpirun -n 8 ...\n# exit 1 outcome clean class \"old\" orphans []\n" +
+		"ftmpirun: rank 3 killed by signal 9; restart limit reached (--max-restarts 16): ending the job\n\n# stdout:\nresult: x\n"
+	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := reclassify(f, "old"); got != "reinit: restart limit reached (--max-restarts)" {
+		t.Errorf("reclassify = %q", got)
+	}
+	if got := reclassify(f+".gone", "old"); got != "old" {
+		t.Errorf("reclassify of a missing file = %q, want the old class", got)
 	}
 }
