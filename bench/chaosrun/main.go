@@ -97,6 +97,7 @@ type Summary struct {
 	Wrong   int            `json:"wrong"`
 	Hangs   int            `json:"hangs"`
 	Orphans int            `json:"orphans"`
+	Faulted int            `json:"runs_with_faults"` // runs in which at least one fault was injected
 	Stops   int            `json:"stops_injected"`
 	Kills   int            `json:"kills_injected"`
 	MeanMs  int64          `json:"mean_ms"`
@@ -460,6 +461,9 @@ func printSummary(w io.Writer, all []Run) {
 		s.MeanMs += r.Ms
 		s.Stops += r.Stops
 		s.Kills += r.Kills
+		if r.Stops+r.Kills > 0 {
+			s.Faulted++
+		}
 		switch r.Outcome {
 		case "correct":
 			s.Correct++

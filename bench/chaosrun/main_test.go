@@ -62,7 +62,7 @@ func TestSummaryCounts(t *testing.T) {
 		t.Errorf("np 4 summary %+v", s4)
 	}
 	if s8.Runs != 4 || s8.Correct != 1 || s8.Clean != 2 || s8.Hangs != 1 || s8.Orphans != 1 ||
-		s8.Classes["k"] != 2 || s8.MeanMs != 25 || s8.Kills != 1 || s8.Stops != 1 || s8.Chaos != "seed=S,mttf=1s" {
+		s8.Classes["k"] != 2 || s8.MeanMs != 25 || s8.Kills != 1 || s8.Stops != 1 || s8.Faulted != 2 || s8.Chaos != "seed=S,mttf=1s" {
 		t.Errorf("np 8 summary %+v", s8)
 	}
 }
