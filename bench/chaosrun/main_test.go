@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestResultLineIsTheLast(t *testing.T) {
@@ -79,5 +84,39 @@ func TestReclassifyReadsTheKeptStderr(t *testing.T) {
 	}
 	if got := reclassify(f+".gone", "old"); got != "old" {
 		t.Errorf("reclassify of a missing file = %q, want the old class", got)
+	}
+}
+
+// TestOrphansFindsAndKillsMarkedProcesses: a process holding the run's
+// mark in its environment after the run is reported and killed; one
+// with another mark is left alone.
+func TestOrphansFindsAndKillsMarkedProcesses(t *testing.T) {
+	mark := fmt.Sprintf("chaosrun-test-%d", os.Getpid())
+	start := func(m string) *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+m)
+		if err := cmd.Start(); err != nil {
+			t.Skipf("no sleep: %v", err)
+		}
+		return cmd
+	}
+	mine, other := start(mark), start(mark+"-other")
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	done := make(chan error, 1)
+	go func() { done <- mine.Wait() }()
+	got := orphans(mark)
+	if len(got) != 1 || !strings.HasPrefix(got[0], strconv.Itoa(mine.Process.Pid)+" sleep 60 state ") {
+		t.Fatalf("orphans = %q, want the one sleep holding the mark", got)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the orphan was not killed")
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the process with another mark was touched: %v", err)
+	}
+	if got := orphans(mark); got != nil {
+		t.Fatalf("orphans after the kill = %q", got)
 	}
 }
