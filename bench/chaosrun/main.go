@@ -119,6 +119,7 @@ func main() {
 	out := flag.String("out", "", "append one JSON line per run here")
 	keep := flag.String("keep", "", "directory for the stderr of runs that are not correct")
 	summarize := flag.String("summarize", "", "only print the summary of this file of run lines")
+	md := flag.Bool("md", false, "with -summarize: a Markdown table instead of JSON lines")
 	flag.Parse()
 
 	if *summarize != "" {
@@ -138,7 +139,11 @@ func main() {
 				all = append(all, r)
 			}
 		}
-		printSummary(os.Stdout, all)
+		if *md {
+			printMarkdown(os.Stdout, all)
+		} else {
+			printSummary(os.Stdout, all)
+		}
 		return
 	}
 
@@ -443,6 +448,41 @@ func classify(stderr string, resultOK bool) string {
 }
 
 func printSummary(w io.Writer, all []Run) {
+	for _, s := range summaries(all) {
+		line, _ := json.Marshal(s)
+		fmt.Fprintf(w, "%s\n", line)
+	}
+}
+
+// printMarkdown prints the summaries as the table of docs/benchmarks.md.
+func printMarkdown(w io.Writer, all []Run) {
+	fmt.Fprintln(w, "| example | np | runs | with faults | kills | stops | correct | clean error | wrong | hangs | orphans | mean run (s) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, s := range summaries(all) {
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | **%d** | %d | %d | %d | %d | %.1f |\n", s.Example, s.NP, s.Runs, s.Faulted,
+			s.Kills, s.Stops, s.Correct, s.Clean, s.Wrong, s.Hangs, s.Orphans, float64(s.MeanMs)/1000)
+	}
+	classes := map[string]int{}
+	for _, s := range summaries(all) {
+		for c, n := range s.Classes {
+			classes[fmt.Sprintf("%s np %d: %s", s.Example, s.NP, c)] += n
+		}
+	}
+	var keys []string
+	for k := range classes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "\n- %s: %d", k, classes[k])
+	}
+	if len(keys) > 0 {
+		fmt.Fprintln(w)
+	}
+}
+
+// summaries groups the runs by example and np (sorted by example, then np).
+func summaries(all []Run) []*Summary {
 	by := map[string]*Summary{}
 	var keys []string
 	for _, r := range all {
@@ -480,12 +520,12 @@ func printSummary(w io.Writer, all []Run) {
 		}
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
-		s := by[k]
-		s.MeanMs /= int64(s.Runs)
-		line, _ := json.Marshal(s)
-		fmt.Fprintf(w, "%s\n", line)
+	out := make([]*Summary, len(keys))
+	for i, k := range keys {
+		out[i] = by[k]
+		out[i].MeanMs /= int64(out[i].Runs)
 	}
+	return out
 }
 
 func fatalf(format string, args ...any) {
