@@ -57,7 +57,10 @@
 // package policy) and every survivor gets the usual failed Event. A
 // suspicion of a running or sleeping process (starved of CPU), or of one
 // that finalized and is exiting, is refused, and logged only under -v:
-// starvation is not a failure. On an oversubscribed host the launcher also
+// starvation is not a failure. After any failure the head also looks
+// at every other live rank once and kills the stopped ones (a rollback or
+// the survivors' exits may leave nobody to suspect them; package policy,
+// checkOthers). On an oversubscribed host the launcher also
 // lengthens the heartbeat period and timeout of the ranks (withHeartbeat). A
 // rank that connects after a failure still gets that failure's Event.
 //
