@@ -15,7 +15,7 @@
 #
 # Usage: bench/chaos.sh [EXAMPLES=all] [NPS=8:1,4:4,16:4] [RUNS=1000] [DEADLINE=]
 #                       [MTTF=1s] [MAX=4:2,8:3,16:3] [STOP=0.5] [FROM=1s] [SEED0=1]
-#                       [TIMEOUT=90s] [OUT=bench/results/chaos-$(date +%Y%m%d-%H%M)]
+#                       [TIMEOUT=60s] [OUT=bench/results/chaos-$(date +%Y%m%d-%H%M)]
 # NPS lists NP:EVERY (that np every EVERY rounds); MAX lists NP:K (faults per
 # run); DEADLINE (RFC 3339 or a duration) stops starting rounds after it.
 # The issue-4 form still works: EXAMPLE=jacobi ARGS=-ft is replaced by the
@@ -32,7 +32,7 @@ MAX=${MAX:-4:2,8:3,16:3}
 STOP=${STOP:-0.5}
 FROM=${FROM:-1s}
 SEED0=${SEED0:-1}
-TIMEOUT=${TIMEOUT:-90s}
+TIMEOUT=${TIMEOUT:-60s}
 OUT=${OUT:-bench/results/chaos-$(date -u +%Y%m%d-%H%M)}
 B=${BUILD:-bench/build}/chaos
 mkdir -p "$B" "$OUT.keep"

@@ -115,7 +115,7 @@ func main() {
 	stop := flag.Float64("stop", 0.5, "chaos stop= (share of SIGSTOPs)")
 	from := flag.Duration("from", time.Second, "chaos from= (no fault before)")
 	seed0 := flag.Uint64("seed0", 1, "seed of the first round")
-	timeout := flag.Duration("timeout", 90*time.Second, "ftmpirun --timeout")
+	timeout := flag.Duration("timeout", 60*time.Second, "ftmpirun --timeout")
 	out := flag.String("out", "", "append one JSON line per run here")
 	keep := flag.String("keep", "", "directory for the stderr of runs that are not correct")
 	summarize := flag.String("summarize", "", "only print the summary of this file of run lines")
