@@ -1,47 +1,50 @@
 #!/usr/bin/env bash
-# Chaos run (issue 4): RUNS consecutive runs of a fault-tolerant example
-# under random SIGKILLs (`ftmpirun --chaos`), each bounded by --timeout.
-# Every run must end with the failure-free answer or a clean reported
-# error; a hang (exit 124) or a leftover process is counted as a failure.
+# Chaos at scale (issue 4, extended in issue 11): consecutive runs of the
+# fault-tolerant examples under random SIGKILLs and SIGSTOPs
+# (`ftmpirun --chaos seed=S,mttf=D,max=K,stop=F,from=D0`), each bounded by
+# --timeout. Every run must end with the failure-free answer or a clean
+# reported error (classified by cause); a hang (exit 124), a wrong answer or
+# a process left behind (found by its FTMPI_TESTMARK) is a failure.
 #
-# Usage: bench/chaos.sh [RUNS=200] [NP=4] [EXAMPLE=refinement] [MTTF=300ms] [MAXKILLS=2] [POLICY=continue|reinit] [ARGS=...]
+# The bookkeeping is bench/chaosrun (see its package comment): runs go
+# round-robin over the examples and process counts, one JSON line per run
+# goes to $OUT.runs.jsonl as it ends, the stderr of every run that is not
+# correct is kept in $OUT.keep/, and the summary (one JSON line per example
+# and np, with the clean errors per class) goes to stdout. A seed replays
+# its schedule of faults: the kept file starts with the ftmpirun command.
+#
+# Usage: bench/chaos.sh [EXAMPLES=all] [NPS=8:1,4:4,16:4] [RUNS=1000] [DEADLINE=]
+#                       [MTTF=1s] [MAX=4:2,8:3,16:3] [STOP=0.5] [FROM=1s] [SEED0=1]
+#                       [TIMEOUT=60s] [OUT=bench/results/chaos-$(date +%Y%m%d-%H%M)]
+# NPS lists NP:EVERY (that np every EVERY rounds); MAX lists NP:K (faults per
+# run); DEADLINE (RFC 3339 or a duration) stops starting rounds after it.
+# The issue-4 form still works: EXAMPLE=jacobi ARGS=-ft is replaced by the
+# per-example arguments of bench/chaosrun (EXAMPLES=jacobi), NP=4 by NPS=4.
+# Summary of a partial run: go run ./bench/chaosrun -summarize $OUT.runs.jsonl
 set -uo pipefail
 cd "$(dirname "$0")/.."
-RUNS=${RUNS:-200}
-NP=${NP:-4}
-EXAMPLE=${EXAMPLE:-refinement}
-MTTF=${MTTF:-300ms}
-MAXKILLS=${MAXKILLS:-2}
-POLICY=${POLICY:-continue}
-ARGS=${ARGS:-}
+EXAMPLES=${EXAMPLES:-${EXAMPLE:-}}
+NPS=${NPS:-${NP:-8:1,4:4,16:4}}
+RUNS=${RUNS:-1000}
+DEADLINE=${DEADLINE:-}
+MTTF=${MTTF:-1s}
+MAX=${MAX:-4:2,8:3,16:3}
+STOP=${STOP:-0.5}
+FROM=${FROM:-1s}
+SEED0=${SEED0:-1}
+TIMEOUT=${TIMEOUT:-60s}
+OUT=${OUT:-bench/results/chaos-$(date -u +%Y%m%d-%H%M)}
 B=${BUILD:-bench/build}/chaos
-mkdir -p "$B"
+mkdir -p "$B" "$OUT.keep"
 go build -o "$B/ftmpirun" ./cmd/ftmpirun || exit 1
-go build -o "$B/$EXAMPLE" "./examples/$EXAMPLE" || exit 1
-
-want=$("$B/ftmpirun" -n "$NP" --timeout 60s "$B/$EXAMPLE" $ARGS 2>/dev/null | grep '^result:')
-echo "# failure-free: $want" >&2
-correct=0 clean=0 wrong=0 hangs=0 orphans=0
-for i in $(seq "$RUNS"); do
-  mark="chaos-$$-$i"
-  out=$(FTMPI_TESTMARK=$mark "$B/ftmpirun" -n "$NP" --on-failure "$POLICY" --timeout 60s \
-        --chaos "seed=$i,mttf=$MTTF,max=$MAXKILLS" "$B/$EXAMPLE" $ARGS 2>/tmp/chaos-$$.err)
-  code=$?
-  got=$(printf '%s\n' "$out" | grep '^result:' | tail -1)
-  left=$(grep -l "FTMPI_TESTMARK=$mark" /proc/[0-9]*/environ 2>/dev/null | wc -l)
-  if [ "$left" -gt 0 ]; then orphans=$((orphans+1)); fi
-  if [ "$code" -eq 124 ]; then
-    hangs=$((hangs+1)); echo "# run $i (seed $i): HANG" >&2
-  elif [ "$code" -eq 0 ] && [ "$got" = "$want" ]; then
-    correct=$((correct+1))
-  elif [ "$code" -ne 0 ] && [ -s /tmp/chaos-$$.err ]; then
-    clean=$((clean+1)); echo "# run $i (seed $i): exit $code: $(tail -1 /tmp/chaos-$$.err)" >&2
-    cp /tmp/chaos-$$.err "$B/run-$i.err" # kept for diagnosis
-  else
-    wrong=$((wrong+1)); echo "# run $i (seed $i): WRONG exit $code: $got" >&2
-  fi
+go build -o "$B/chaosrun" ./bench/chaosrun || exit 1
+for e in refinement masterworker jacobi runthrough libcompose reinit-async reinit-sync cof; do
+  go build -o "$B/$e" "./examples/$e" || exit 1
 done
-rm -f /tmp/chaos-$$.err
-printf '{"name":"chaos","example":"%s","np":%d,"runs":%d,"mttf":"%s","max_kills":%d,"correct":%d,"clean_error":%d,"wrong":%d,"hangs":%d,"orphans":%d}\n' \
-  "$EXAMPLE" "$NP" "$RUNS" "$MTTF" "$MAXKILLS" "$correct" "$clean" "$wrong" "$hangs" "$orphans"
-[ "$wrong" -eq 0 ] && [ "$hangs" -eq 0 ] && [ "$orphans" -eq 0 ]
+echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"$B/chaosrun" -bin "$B" ${EXAMPLES:+-examples "$EXAMPLES"} -nps "$NPS" -runs "$RUNS" ${DEADLINE:+-deadline "$DEADLINE"} \
+  -mttf "$MTTF" -max "$MAX" -stop "$STOP" -from "$FROM" -seed0 "$SEED0" -timeout "$TIMEOUT" \
+  -out "$OUT.runs.jsonl" -keep "$OUT.keep" | tee "$OUT.summary.jsonl"
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# Failure: any hang, wrong answer or orphan.
+! grep -q -E '"wrong":[1-9]|"hangs":[1-9]|"orphans":[1-9]' "$OUT.summary.jsonl"

@@ -8,7 +8,7 @@
 //
 // The ranks' stdin is /dev/null; their stdout and stderr are forwarded
 // line by line. --inject kill:rank=R,at=D / stop:rank=R,at=D and --chaos
-// seed=S,mttf=D,max=K[,spare=LIST] inject faults (default: $FTMPI_INJECT;
+// seed=S,mttf=D,max=K[,spare=LIST][,stop=F][,from=D] inject faults (default: $FTMPI_INJECT;
 // grammar in package internal/inject). See package internal/launch for the
 // exit codes and the injection rules: without failures, like mpirun, 0
 // when every rank exited 0, else the lowest such rank's code; after a

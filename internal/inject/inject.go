@@ -9,7 +9,7 @@
 //	specs  = spec { ";" spec }
 //	spec   = "kill:" "rank=" R "," when                SIGKILL rank R
 //	       | "stop:" "rank=" R "," when                SIGSTOP rank R (a hang: only a heartbeat detector sees it)
-//	       | "chaos:" "seed=" S "," "mttf=" DURATION "," "max=" K [ "," "spare=" LIST ]
+//	       | "chaos:" "seed=" S "," "mttf=" DURATION "," "max=" K [ "," "spare=" LIST ] [ "," "stop=" F ] [ "," "from=" DURATION ]
 //	when   = "at=" DURATION                            at time DURATION
 //	       | "on=" TEXT                                when a rank prints a line containing TEXT
 //	LIST   = "none" | item { "," item }                 item = RANK | RANK "-" RANK
@@ -45,6 +45,17 @@
 // so that random chaos keeps a job able to report; "spare=none" makes
 // every rank eligible. Explicit kill/stop specs may target any rank,
 // rank 0 included.
+//
+// stop=F (a fraction from 0 to 1, default 0) makes each chaos event a
+// SIGSTOP instead of a SIGKILL with probability F, drawn from the same
+// generator after the victim: a mix of crashes and hangs (a stopped rank
+// is found by the heartbeat detector, not by a broken connection). With
+// stop=0 nothing more is drawn, so the schedules of seeds recorded before
+// stop= existed are unchanged. from=D (default 0) shifts the whole
+// schedule by D: no chaos event comes before D. A rank stopped before
+// every rank has finished Init hangs the job until --timeout (no rank
+// heartbeats it yet, so nobody can suspect it); from= lets a chaos run
+// with stops begin after start-up.
 package inject
 
 import (
@@ -105,7 +116,9 @@ type Spec struct {
 	Seed  uint64
 	MTTF  time.Duration
 	Max   int
-	Spare []int // sorted, without duplicates; nil: no rank is spared
+	Spare []int         // sorted, without duplicates; nil: no rank is spared
+	Stop  float64       // probability in [0, 1] that an event is a SIGSTOP rather than a SIGKILL
+	From  time.Duration // no event before From
 }
 
 // Specs is a list of specs, as given in one string or several flags.
@@ -195,7 +208,7 @@ func parseOne(item string) (Spec, error) {
 	case "stop":
 		sp.Kind, keys = Stop, []string{"rank", "at", "on"}
 	case "chaos":
-		sp.Kind, keys = Chaos, []string{"seed", "mttf", "max", "spare"}
+		sp.Kind, keys = Chaos, []string{"seed", "mttf", "max", "spare", "stop", "from"}
 	default:
 		return bad(kindStr, "unknown kind: want kill, stop or chaos")
 	}
@@ -233,7 +246,7 @@ func parseOne(item string) (Spec, error) {
 		last = k
 	}
 	for _, k := range keys {
-		if _, ok := vals[k]; !ok && k != "spare" && k != "at" && k != "on" {
+		if _, ok := vals[k]; !ok && k != "spare" && k != "stop" && k != "from" && k != "at" && k != "on" {
 			return bad("", "missing %s= (e.g. %s)", k, example(sp.Kind))
 		}
 	}
@@ -289,6 +302,18 @@ func parseOne(item string) (Spec, error) {
 				return bad(part, "max must be a non-negative integer")
 			}
 			sp.Max = n
+		case "from":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return bad(part, "from must be a non-negative duration such as 1s")
+			}
+			sp.From = d
+		case "stop":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f >= 0 && f <= 1) {
+				return bad(part, "stop must be a fraction from 0 to 1 (the share of SIGSTOPs)")
+			}
+			sp.Stop = f
 		case "spare":
 			list, err := parseList(v)
 			if err != nil {
@@ -379,6 +404,12 @@ func (s Spec) String() string {
 		out := fmt.Sprintf("chaos:seed=%d,mttf=%v,max=%d", s.Seed, s.MTTF, s.Max)
 		if !slices.Equal(s.Spare, defaultSpare()) {
 			out += ",spare=" + formatList(s.Spare)
+		}
+		if s.Stop != 0 {
+			out += ",stop=" + strconv.FormatFloat(s.Stop, 'g', -1, 64)
+		}
+		if s.From != 0 {
+			out += fmt.Sprintf(",from=%v", s.From)
 		}
 		return out
 	}
@@ -508,11 +539,15 @@ func chaosPlan(s Spec, n int) []Event {
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, chaosStream))
 	var evs []Event
-	var t time.Duration
+	t := s.From
 	for k := 0; k < s.Max && len(eligible) > 0; k++ {
 		t += time.Duration(rng.ExpFloat64() * float64(s.MTTF))
 		i := rng.IntN(len(eligible))
-		evs = append(evs, Event{At: t, Rank: eligible[i], Signal: syscall.SIGKILL})
+		sig := syscall.SIGKILL
+		if s.Stop > 0 && rng.Float64() < s.Stop {
+			sig = syscall.SIGSTOP
+		}
+		evs = append(evs, Event{At: t, Rank: eligible[i], Signal: sig})
 		eligible = slices.Delete(eligible, i, i+1)
 	}
 	return evs

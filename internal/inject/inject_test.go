@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,6 +73,13 @@ func TestParseValid(t *testing.T) {
 			"chaos:seed=1,mttf=2s,max=4,spare=0,2-3,5"},
 		{"chaos:seed=1,mttf=2s,max=4,spare=0", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0}}},
 			"chaos:seed=1,mttf=2s,max=4"},
+		{"chaos:seed=1,mttf=2s,max=4,stop=0.25", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0}, Stop: 0.25}}, ""},
+		{"chaos:stop=1,seed=1,spare=0-1,mttf=2s,max=4", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0, 1}, Stop: 1}},
+			"chaos:seed=1,mttf=2s,max=4,spare=0-1,stop=1"},
+		{"chaos:seed=1,mttf=2s,max=4,from=1.5s,stop=0.5", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0}, Stop: 0.5, From: 1500 * time.Millisecond}},
+			"chaos:seed=1,mttf=2s,max=4,stop=0.5,from=1.5s"},
+		{"chaos:seed=1,mttf=2s,max=4,stop=0", Specs{{Kind: Chaos, Seed: 1, MTTF: 2 * time.Second, Max: 4, Spare: []int{0}}},
+			"chaos:seed=1,mttf=2s,max=4"},
 		{"kill:rank=2,on=jacobi: iteration 200", Specs{{Kind: Kill, Rank: 2, On: "jacobi: iteration 200"}}, ""},
 		{" stop : on = recovered: ranks [1] = ok , rank=0", Specs{{Kind: Stop, Rank: 0, On: "recovered: ranks [1] = ok"}},
 			"stop:rank=0,on=recovered: ranks [1] = ok"},
@@ -128,6 +136,13 @@ func TestParseInvalid(t *testing.T) {
 		{"chaos:seed=1,mttf=1s,max=two", "chaos:seed=1,mttf=1s,max=two", "max=two", "max must be"},
 		{"chaos:seed=1,mttf=1s,max=1,spare=a", "chaos:seed=1,mttf=1s,max=1,spare=a", "spare=a", "spare must be"},
 		{"chaos:seed=1,mttf=1s,max=1,spare=3-1", "chaos:seed=1,mttf=1s,max=1,spare=3-1", "spare=3-1", "spare must be"},
+		{"chaos:seed=1,mttf=1s,max=1,stop=1.5", "chaos:seed=1,mttf=1s,max=1,stop=1.5", "stop=1.5", "stop must be a fraction from 0 to 1"},
+		{"chaos:seed=1,mttf=1s,max=1,stop=-0.1", "chaos:seed=1,mttf=1s,max=1,stop=-0.1", "stop=-0.1", "stop must be"},
+		{"chaos:seed=1,mttf=1s,max=1,stop=NaN", "chaos:seed=1,mttf=1s,max=1,stop=NaN", "stop=NaN", "stop must be"},
+		{"chaos:seed=1,mttf=1s,max=1,from=-1s", "chaos:seed=1,mttf=1s,max=1,from=-1s", "from=-1s", "from must be a non-negative duration"},
+		{"chaos:seed=1,mttf=1s,max=1,from=soon", "chaos:seed=1,mttf=1s,max=1,from=soon", "from=soon", "from must be"},
+		{"chaos:seed=1,mttf=1s,max=1,stop=half", "chaos:seed=1,mttf=1s,max=1,stop=half", "stop=half", "stop must be"},
+		{"kill:rank=1,at=1s,stop=0.5", "kill:rank=1,at=1s,stop=0.5", "stop=0.5", "unknown key"},
 	} {
 		_, err := Parse(tc.in)
 		var pe *ParseError
@@ -309,6 +324,71 @@ func TestPlanChaosMaxAndSpare(t *testing.T) {
 	}
 	if mean := sum / n; mean < 900*time.Millisecond || mean > 1100*time.Millisecond {
 		t.Errorf("mean time to first failure %v, want about 1s", mean)
+	}
+}
+
+// TestPlanChaosStopMix: stop=F turns about a fraction F of the chaos
+// events into SIGSTOPs, stop=1 all of them, and stop=0 keeps the schedule
+// of a seed exactly as before stop= existed (the golden seed 42).
+func TestPlanChaosStopMix(t *testing.T) {
+	stops, total := 0, 0
+	for seed := uint64(0); seed < 2000; seed++ {
+		ss := Specs{{Kind: Chaos, Seed: seed, MTTF: 100 * time.Millisecond, Max: 2, Spare: []int{0}, Stop: 0.3}}
+		evs := Plan(ss, 8)
+		if len(evs) != 2 || evs[0].Rank == evs[1].Rank || !reflect.DeepEqual(evs, Plan(ss, 8)) {
+			t.Fatalf("seed %d: plan %v (want 2 distinct ranks, replayable)", seed, evs)
+		}
+		for _, ev := range evs {
+			switch ev.Signal {
+			case syscall.SIGSTOP:
+				stops++
+			case syscall.SIGKILL:
+			default:
+				t.Fatalf("seed %d: signal %v", seed, ev.Signal)
+			}
+			if ev.Rank == 0 {
+				t.Fatalf("seed %d: spare rank 0 chosen", seed)
+			}
+			total++
+		}
+	}
+	if frac := float64(stops) / float64(total); frac < 0.25 || frac > 0.35 {
+		t.Errorf("stop=0.3: %d SIGSTOPs of %d events (%.3f)", stops, total, frac)
+	}
+	for _, ev := range Plan(Specs{{Kind: Chaos, Seed: 3, MTTF: time.Second, Max: 5, Stop: 1}}, 8) {
+		if ev.Signal != syscall.SIGSTOP || ev.Verb() != "stop" {
+			t.Fatalf("stop=1: event %v is not a stop", ev)
+		}
+	}
+	ss, _ := Parse("chaos:seed=42,mttf=1s,max=3,stop=0")
+	var parts []string
+	for _, ev := range Plan(ss, 8) {
+		if ev.Signal != syscall.SIGKILL {
+			t.Fatalf("stop=0: event %v is not a kill", ev)
+		}
+		parts = append(parts, fmt.Sprintf("%d@%v", ev.Rank, ev.At.Round(time.Millisecond)))
+	}
+	if s := strings.Join(parts, " "); s != goldenSeed42 {
+		t.Fatalf("seed 42 with stop=0 plans %q, want the old %q", s, goldenSeed42)
+	}
+}
+
+// TestPlanChaosFrom: from=D shifts the schedule of a seed by D, victims
+// and signals unchanged.
+func TestPlanChaosFrom(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		base := Specs{{Kind: Chaos, Seed: seed, MTTF: 300 * time.Millisecond, Max: 3, Spare: []int{0}, Stop: 0.5}}
+		shifted := slices.Clone(base)
+		shifted[0].From = 2 * time.Second
+		a, b := Plan(base, 8), Plan(shifted, 8)
+		if len(a) != 3 || len(b) != 3 {
+			t.Fatalf("seed %d: plans %v and %v", seed, a, b)
+		}
+		for i := range a {
+			if b[i].At != a[i].At+2*time.Second || b[i].Rank != a[i].Rank || b[i].Signal != a[i].Signal {
+				t.Fatalf("seed %d: event %d is %v, want %v shifted by 2s", seed, i, b[i], a[i])
+			}
+		}
 	}
 }
 

@@ -57,7 +57,10 @@
 // package policy) and every survivor gets the usual failed Event. A
 // suspicion of a running or sleeping process (starved of CPU), or of one
 // that finalized and is exiting, is refused, and logged only under -v:
-// starvation is not a failure. On an oversubscribed host the launcher also
+// starvation is not a failure. After any failure the head also looks
+// at every other live rank once and kills the stopped ones (a rollback or
+// the survivors' exits may leave nobody to suspect them; package policy,
+// checkOthers). On an oversubscribed host the launcher also
 // lengthens the heartbeat period and timeout of the ranks (withHeartbeat). A
 // rank that connects after a failure still gets that failure's Event.
 //
@@ -160,9 +163,11 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                      stop:rank=R,at=D   SIGSTOP rank R (a hang for the heartbeat detector)
                    time 0 is when every rank has been started
   --chaos ARGS     random kills, same as --inject chaos:ARGS, ARGS being
-                   seed=S,mttf=D,max=K[,spare=LIST]: at most K SIGKILLs of distinct
-                   ranks, exponential gaps of mean D, replayable by seed S; never the
-                   ranks in LIST (default 0; "none", or e.g. 0,2-3)
+                   seed=S,mttf=D,max=K[,spare=LIST][,stop=F][,from=D]: at most K SIGKILLs
+                   of distinct ranks, exponential gaps of mean D, replayable by seed S;
+                   never the ranks in LIST (default 0; "none", or e.g. 0,2-3); with
+                   stop=F each is a SIGSTOP instead with probability F (default 0);
+                   from=D: no fault before D (default 0)
                    Without --inject/--chaos, $FTMPI_INJECT holds the default specs.
   --restart-on-failure N
                    Checkpoint-on-Failure: when a rank fails, notify the survivors (as

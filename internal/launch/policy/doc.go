@@ -67,6 +67,13 @@
 //     process that nobody can suspect needs --timeout), and ExitCode is the
 //     one the mode and the teardown's cause imply.
 //
+// After a failure (continue and reinit modes) the machine also checks every
+// other live process once (checkOthers) and kills the stopped ones as
+// failed: a failure can end the only watch on a stopped process (a Reinit
+// rollback closes the epoch whose heartbeats would have found it;
+// Checkpoint-on-Failure survivors exit). A process stopped before start-up
+// completes, with no failure after it, is still found by --timeout only.
+//
 // # What it must not do
 //
 // No I/O, goroutines, clocks or randomness; it never decides a process is

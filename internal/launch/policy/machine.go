@@ -228,7 +228,13 @@ func (m *Machine) rank(c Conn, id uint64) (int, bool) {
 
 func (m *Machine) emit(a ...Action) { m.out = append(m.out, a...) }
 
-func (m *Machine) reply(c Conn, msg boot.Msg) { m.emit(Action{Kind: Reply, Conn: c, Msg: msg}) }
+// reply answers a request; a check the launcher started itself (conn 0,
+// see checkOthers) has nobody to answer.
+func (m *Machine) reply(c Conn, msg boot.Msg) {
+	if c != 0 {
+		m.emit(Action{Kind: Reply, Conn: c, Msg: msg})
+	}
+}
 
 func (m *Machine) replyErr(c Conn, id uint64, format string, args ...any) {
 	m.reply(c, boot.Msg{Op: boot.OpError, ID: id, Error: fmt.Sprintf(format, args...)})
@@ -411,6 +417,7 @@ func (m *Machine) exited(e Exit) {
 			}
 			m.logf("%s; continuing (--on-failure continue)", how)
 		}
+		m.checkOthers(e.Rank)
 	default:
 		// A rank killed after calling Finalize is not a failure of the job,
 		// but the survivors must still learn that it is gone: one of them
@@ -591,7 +598,33 @@ func (m *Machine) suspect(by int, e Suspect) {
 	m.emit(Action{Kind: Check, Token: m.nextToken, Rank: c.rank, Incarnation: c.inc, Pid: c.pid})
 }
 
+// checkOthers looks, after the failure of rank failed, at every other
+// live process that nobody is checking yet: a failure can end the watch
+// kept on a stopped process (a Reinit rollback closes the epoch whose
+// heartbeats would have found it; Checkpoint-on-Failure survivors exit;
+// the last watchers may be the ones that died), after which nothing but
+// --timeout would end the job. A process the shell finds stopped is
+// declared failed (liveness), one running or sleeping is left alone.
+func (m *Machine) checkOthers(failed int) {
+	if m.tearing() || m.cfg.Mode == ModeAbort {
+		return
+	}
+	for r := range m.procs {
+		p := &m.procs[r]
+		if r == failed || p.gone || p.killedBy != "" || p.cancelled || p.spawning || len(m.pendingChecks(r)) > 0 {
+			continue
+		}
+		m.nextToken++
+		m.checks[m.nextToken] = check{by: -1, rank: r, inc: p.inc, pid: p.pid,
+			reason: fmt.Sprintf("stopped after the failure of rank %d", failed)}
+		m.emit(Action{Kind: Check, Token: m.nextToken, Rank: r, Incarnation: p.inc, Pid: p.pid})
+	}
+}
+
 func (m *Machine) suspectReason(c check) string {
+	if c.by < 0 { // the launcher's own look (checkOthers)
+		return "found " + c.reason
+	}
 	reason := fmt.Sprintf("declared failed by rank %d", c.by)
 	if c.reason != "" {
 		reason += ": " + c.reason
@@ -623,6 +656,16 @@ func (m *Machine) liveness(e Liveness) {
 		c.pid = e.Pid
 		p.pid = e.Pid
 	}
+	if c.by < 0 && !e.Stopped {
+		// The launcher's own look (checkOthers) kills only a stopped
+		// process: a running one is alive, an exiting or dead one will be
+		// reported by its agent. Suspicions that joined it follow the rules.
+		if len(c.more) == 0 {
+			return
+		}
+		c, c.more = c.more[0], c.more[1:]
+		c.pid = max(c.pid, e.Pid)
+	}
 	if e.Alive && p.killedBy == "" {
 		// Alive, merely starved of CPU: starvation is not a failure, and
 		// is only logged under -v (hundreds of ranks per core can raise
@@ -631,7 +674,9 @@ func (m *Machine) liveness(e Liveness) {
 			m.replyErr(s.conn, s.id, "suspect: rank %d is alive (process %d %s); not killed", c.rank, c.pid, e.State)
 		}
 		for _, s := range append([]check{c}, c.more...) {
-			m.vlogf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, s.by, s.reason, c.pid, e.State)
+			if s.by >= 0 {
+				m.vlogf("rank %d suspected by rank %d (%s) but its process %d is %s: not killed", c.rank, s.by, s.reason, c.pid, e.State)
+			}
 		}
 		return
 	}
@@ -642,7 +687,9 @@ func (m *Machine) liveness(e Liveness) {
 		// is stopped is hung in the fence: killed below.)
 		for _, s := range append([]check{c}, c.more...) {
 			m.replyErr(s.conn, s.id, "suspect: rank %d finalized (process %d %s); not killed", c.rank, c.pid, e.State)
-			m.vlogf("rank %d suspected by rank %d (%s) after it finalized (process %d %s): not killed", c.rank, s.by, s.reason, c.pid, e.State)
+			if s.by >= 0 {
+				m.vlogf("rank %d suspected by rank %d (%s) after it finalized (process %d %s): not killed", c.rank, s.by, s.reason, c.pid, e.State)
+			}
 		}
 		return
 	}

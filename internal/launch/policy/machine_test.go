@@ -195,7 +195,7 @@ func TestSuspectConfirmed(t *testing.T) {
 	wantKinds(t, "again", m.Step(Suspect{Conn: 2, ID: 5, Rank: 2}), Signal, Reply)
 	// Its reaped death tells nobody again.
 	acts = m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})
-	wantKinds(t, "reaped", acts, Mark, Log)
+	wantKinds(t, "reaped", acts, Mark, Log, Check, Check) // the launcher looks at ranks 0 and 1 (checkOthers)
 	if !strings.Contains(acts[1].Text, "killed by signal 9 (killed), declared failed by rank 0: no heartbeat; continuing") {
 		t.Errorf("%q", acts[1].Text)
 	}
@@ -287,9 +287,9 @@ func TestSuspectReapedDuringCheck(t *testing.T) {
 	connect(t, m, 0, 1)
 	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1})[0]
 	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}})
-	wantKinds(t, "reaped", acts, Mark, Notify, Log, Reply)
-	if acts[3].Conn != 1 || acts[3].Msg.Op != boot.OpSuspect {
-		t.Errorf("%v", acts[3])
+	wantKinds(t, "reaped", acts, Mark, Notify, Log, Check, Reply)
+	if acts[4].Conn != 1 || acts[4].Msg.Op != boot.OpSuspect {
+		t.Errorf("%v", acts[4])
 	}
 	wantKinds(t, "late answer", m.Step(Liveness{Token: chk.Token, State: "gone"}))
 }
@@ -318,7 +318,7 @@ func TestExitedContinueMode(t *testing.T) {
 	connect(t, m, 0, 1, 2)
 	// A connected rank dies: everyone else is told, then it is logged.
 	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGSEGV}})
-	wantKinds(t, "failure", acts, Mark, Notify, Log)
+	wantKinds(t, "failure", acts, Mark, Notify, Log, Check, Check, Check)
 	if !slices.Equal(acts[1].To, []Conn{1, 3}) || acts[1].Msg.Rank != 1 {
 		t.Errorf("%v", acts[1])
 	}
@@ -362,7 +362,7 @@ func TestInject(t *testing.T) {
 	// Not connected, but killed by the launcher: a failure.
 	connect(t, m, 0)
 	acts = m.Step(Exited{Exit{Rank: 1, Signal: syscall.SIGKILL}})
-	wantKinds(t, "failure", acts, Mark, Notify, Log)
+	wantKinds(t, "failure", acts, Mark, Notify, Log, Check)
 	if !strings.Contains(acts[2].Text, "injected kill at 5ns") {
 		t.Errorf("%q", acts[2].Text)
 	}
@@ -420,7 +420,7 @@ func TestReinit(t *testing.T) {
 		t.Errorf("%v", acts)
 	}
 	acts := m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})
-	wantKinds(t, "failure", acts, Mark, Notify, Mark, Respawn, Log)
+	wantKinds(t, "failure", acts, Mark, Notify, Mark, Respawn, Log, Check, Check)
 	if n := acts[1]; !slices.Equal(n.To, []Conn{1, 2}) || n.Msg.Kind != boot.EventReinit || n.Msg.Epoch != 1 || n.Msg.Rank != 2 {
 		t.Errorf("%v", n)
 	}
@@ -674,5 +674,81 @@ func TestReinitFailureBeforeReinitIsFatal(t *testing.T) {
 	acts = m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})
 	if find(acts, Respawn) == nil {
 		t.Fatalf("a failure during the recovery was not recovered: %v", acts)
+	}
+}
+
+// TestFailureChecksTheOthers: a failure can end the only watch kept on a
+// stopped process (a Reinit rollback closes the epoch whose heartbeats
+// would have found it; Checkpoint-on-Failure survivors exit), so after a
+// failure the launcher looks at every other live process: a stopped one
+// is killed as failed, a running one is left alone, and nobody is
+// answered (no rank asked). Chaos run: reinit-async, reinit-sync and cof
+// at np 8, --chaos seed=4,mttf=1s,max=3,stop=0.5,from=1s (ranks 7 and 1
+// stopped, rank 4 killed half a second later) hung until --timeout.
+func TestFailureChecksTheOthers(t *testing.T) {
+	for _, mode := range []Mode{ModeContinue, ModeReinit} {
+		m := newM(t, 4, mode)
+		m.EnableRespawn(4)
+		connect(t, m, 0, 1, 2, 3)
+		enterReinit(t, m, 0, 1, 2, 3)
+		m.Step(Inject{Rank: 3, Signal: syscall.SIGSTOP})
+		acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}})
+		var checks []Action
+		for _, a := range acts {
+			if a.Kind == Check {
+				checks = append(checks, a)
+			}
+		}
+		if len(checks) != 3 || checks[0].Rank != 0 || checks[1].Rank != 2 || checks[2].Rank != 3 || checks[2].Pid != 103 {
+			t.Fatalf("mode %v: checks after the failure %v, want ranks 0, 2, 3", mode, checks)
+		}
+		wantKinds(t, "running", m.Step(Liveness{Token: checks[0].Token, Pid: 100, State: "running", Alive: true}))
+		// An exiting process is not killed either: its agent reports it.
+		wantKinds(t, "exiting", m.Step(Liveness{Token: checks[1].Token, Pid: 102, State: "exiting"}))
+		acts = m.Step(Liveness{Token: checks[2].Token, Pid: 103, State: "stopped", Stopped: true})
+		if mode == ModeContinue {
+			wantKinds(t, "stopped", acts, Notify, Signal, Log)
+		} else {
+			wantKinds(t, "stopped", acts, Signal, Log)
+		}
+		kill := find(acts, Signal)
+		if kill.Rank != 3 || kill.Sig != syscall.SIGKILL || kill.Why != WhySuspect {
+			t.Errorf("mode %v: kill %v", mode, kill)
+		}
+		if l := find(acts, Log); !strings.Contains(l.Text, "killing rank 3: found stopped after the failure of rank 1") {
+			t.Errorf("mode %v: log %q", mode, l.Text)
+		}
+	}
+	// Abort mode ends the job anyway: no look.
+	m := newM(t, 3, ModeAbort)
+	connect(t, m, 0, 1, 2)
+	if a := find(m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}}), Check); a != nil {
+		t.Errorf("abort mode checks %v", a)
+	}
+}
+
+// A rank's suspicion that joined the launcher's look is not lost when the
+// look finds the process exiting: it is answered by the usual rules.
+func TestSuspicionJoinsTheLaunchersLook(t *testing.T) {
+	m := newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}})
+	var look *Action
+	for i := range acts {
+		if acts[i].Kind == Check && acts[i].Rank == 2 {
+			look = &acts[i]
+		}
+	}
+	if look == nil {
+		t.Fatalf("no look at rank 2: %v", acts)
+	}
+	wantKinds(t, "joins", m.Step(Suspect{Conn: 1, ID: 7, Rank: 2, Reason: "no heartbeat"}))
+	acts = m.Step(Liveness{Token: look.Token, Pid: 102, State: "exiting"})
+	wantKinds(t, "exiting", acts, Notify, Signal, Reply, Log)
+	if r := find(acts, Reply); r.Conn != 1 || r.Msg.ID != 7 || r.Msg.Error != "" {
+		t.Errorf("reply %v", r)
+	}
+	if l := find(acts, Log); !strings.Contains(l.Text, "killing rank 2: declared failed by rank 0: no heartbeat") {
+		t.Errorf("log %q", l.Text)
 	}
 }

@@ -181,6 +181,9 @@ func (s *sim) feed(ev Event) {
 				s.fail("connection of rank %d dropped: %+v", p.rank, acts)
 			}
 		case Check:
+			// A check the launcher started after a failure (checkOthers)
+			// stands for a suspicion: its confirmation may kill.
+			s.suspected[[2]int{a.Rank, a.Incarnation}] = true
 			s.checks = append(s.checks, pendingCheck{a.Token, a.Rank, a.Incarnation})
 		case Signal:
 			s.signal(a)

@@ -1,0 +1,534 @@
+// Command chaosrun is the bookkeeping of bench/chaos.sh (issue 11, "chaos
+// at scale"): it runs fault-tolerant examples under ftmpirun --chaos
+// (random SIGKILLs and SIGSTOPs), classifies every run and prints the
+// counts as JSON lines.
+//
+// Each run ends in exactly one outcome:
+//
+//	correct  exit 0 and the failure-free run's result: line
+//	clean    a non-zero exit, no wrong result line, a message on stderr;
+//	         classified by cause from the launcher's and the ranks' stderr
+//	wrong    a result: line that differs from the failure-free one, or
+//	         exit 0 without the result line
+//	hang     ftmpirun's --timeout expired (exit 124), or ftmpirun itself
+//	         had to be killed
+//
+// and, independently, orphan: a process holding the run's FTMPI_TESTMARK
+// still alive a second after ftmpirun exited (it is then SIGKILLed, so
+// that it cannot disturb the next runs). The stderr of every run that is
+// not correct, and of every orphan, is kept in -keep.
+//
+// Runs go round-robin (every example at every np due in that round, then
+// the next round), so that whenever the run is stopped (-deadline) every
+// example has the same count at each np. One JSON line per run goes to
+// -out as it ends; at the end (and with -summarize FILE, for a file of
+// such lines, at any time) one JSON line per (example, np) gives the
+// counts and the clean errors per class.
+//
+// It only runs programs and reads /proc; it decides nothing about the
+// runtime and must not need anything beyond the standard library.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// example is how one fault-tolerant example is run.
+type example struct {
+	name     string   // also the binary's name in -bin
+	policy   []string // ftmpirun flags choosing the failure policy
+	args     []string // program arguments
+	perRun   bool     // cof: a fresh -dir per run
+	relaunch bool     // --restart-on-failure=max
+}
+
+var examples = []example{
+	{name: "refinement", policy: []string{"--on-failure", "continue"}},
+	{name: "masterworker", policy: []string{"--on-failure", "continue"}, args: []string{"-tasks", "300"}},
+	{name: "jacobi", policy: []string{"--on-failure", "continue"}, args: []string{"-ft", "-n", "64", "-ckpt", "500"}},
+	{name: "runthrough", policy: []string{"--on-failure", "continue"}, args: []string{"-example", "bcast", "-n", "30", "-delay", "20ms"}},
+	{name: "libcompose", policy: []string{"--on-failure", "continue"}, args: []string{"-steps", "200"}},
+	{name: "reinit-async", policy: []string{"--on-failure", "reinit"}},
+	{name: "reinit-sync", policy: []string{"--on-failure", "reinit"}},
+	{name: "cof", perRun: true, relaunch: true},
+}
+
+// Run is one run's record (a line of -out).
+type Run struct {
+	Example string   `json:"example"`
+	NP      int      `json:"np"`
+	Seed    uint64   `json:"seed"`
+	Chaos   string   `json:"chaos"`
+	Exit    int      `json:"exit"`
+	Ms      int64    `json:"ms"`
+	Outcome string   `json:"outcome"` // correct, clean, wrong, hang
+	Class   string   `json:"class,omitempty"`
+	Result  string   `json:"result,omitempty"`
+	Stops   int      `json:"stops"`
+	Kills   int      `json:"kills"`
+	Orphans []string `json:"orphans,omitempty"`
+	Stderr  string   `json:"stderr,omitempty"` // kept file
+}
+
+// Summary is the line per (example, np).
+type Summary struct {
+	Name    string         `json:"name"`
+	Example string         `json:"example"`
+	NP      int            `json:"np"`
+	Runs    int            `json:"runs"`
+	Chaos   string         `json:"chaos"`
+	Correct int            `json:"correct"`
+	Clean   int            `json:"clean_error"`
+	Wrong   int            `json:"wrong"`
+	Hangs   int            `json:"hangs"`
+	Orphans int            `json:"orphans"`
+	Faulted int            `json:"runs_with_faults"` // runs in which at least one fault was injected
+	Stops   int            `json:"stops_injected"`
+	Kills   int            `json:"kills_injected"`
+	MeanMs  int64          `json:"mean_ms"`
+	Classes map[string]int `json:"clean_by_class,omitempty"`
+}
+
+func main() {
+	bin := flag.String("bin", "bench/build/chaos", "directory with ftmpirun and the example binaries")
+	names := flag.String("examples", "", "comma-separated examples (default: all eight)")
+	nps := flag.String("nps", "8", "np:every,... : run np every that many rounds (e.g. 8:1,4:3,16:3)")
+	runs := flag.Int("runs", 1000, "rounds (runs per example at an np due every round)")
+	deadline := flag.String("deadline", "", "start no round after this time (RFC 3339, or a duration from now)")
+	mttf := flag.Duration("mttf", time.Second, "chaos mttf")
+	maxK := flag.String("max", "4:2,8:3,16:3", "np:max faults per run")
+	stop := flag.Float64("stop", 0.5, "chaos stop= (share of SIGSTOPs)")
+	from := flag.Duration("from", time.Second, "chaos from= (no fault before)")
+	seed0 := flag.Uint64("seed0", 1, "seed of the first round")
+	timeout := flag.Duration("timeout", 60*time.Second, "ftmpirun --timeout")
+	out := flag.String("out", "", "append one JSON line per run here")
+	keep := flag.String("keep", "", "directory for the stderr of runs that are not correct")
+	summarize := flag.String("summarize", "", "only print the summary of this file of run lines")
+	md := flag.Bool("md", false, "with -summarize: a Markdown table instead of JSON lines")
+	flag.Parse()
+
+	if *summarize != "" {
+		f, err := os.Open(*summarize)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		var all []Run
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var r Run
+			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Example != "" {
+				if r.Outcome == "clean" && r.Stderr != "" {
+					r.Class = reclassify(r.Stderr, r.Class)
+				}
+				all = append(all, r)
+			}
+		}
+		if *md {
+			printMarkdown(os.Stdout, all)
+		} else {
+			printSummary(os.Stdout, all)
+		}
+		return
+	}
+
+	sel := examples
+	if *names != "" {
+		sel = nil
+		for _, n := range strings.Split(*names, ",") {
+			found := false
+			for _, e := range examples {
+				if e.name == n {
+					sel, found = append(sel, e), true
+				}
+			}
+			if !found {
+				fatalf("unknown example %q", n)
+			}
+		}
+	}
+	type npEvery struct{ np, every int }
+	var plan []npEvery
+	for _, item := range strings.Split(*nps, ",") {
+		a, b, ok := strings.Cut(item, ":")
+		np, err1 := strconv.Atoi(a)
+		every, err2 := 1, error(nil)
+		if ok {
+			every, err2 = strconv.Atoi(b)
+		}
+		if err1 != nil || err2 != nil || np < 2 || every < 1 {
+			fatalf("bad -nps item %q (want NP or NP:EVERY)", item)
+		}
+		plan = append(plan, npEvery{np, every})
+	}
+	maxOf := map[int]int{}
+	for _, item := range strings.Split(*maxK, ",") {
+		a, b, _ := strings.Cut(item, ":")
+		np, err1 := strconv.Atoi(a)
+		k, err2 := strconv.Atoi(b)
+		if err1 != nil || err2 != nil {
+			fatalf("bad -max item %q (want NP:K)", item)
+		}
+		maxOf[np] = k
+	}
+	var until time.Time
+	if *deadline != "" {
+		if d, err := time.ParseDuration(*deadline); err == nil {
+			until = time.Now().Add(d)
+		} else if t, err := time.Parse(time.RFC3339, *deadline); err == nil {
+			until = t
+		} else {
+			fatalf("bad -deadline %q", *deadline)
+		}
+	}
+	var outF io.Writer = io.Discard
+	if *out != "" {
+		f, err := os.OpenFile(*out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		defer f.Close()
+		outF = f
+	}
+	if *keep != "" {
+		if err := os.MkdirAll(*keep, 0o755); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "chaosrun-")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	r := &runner{bin: *bin, timeout: *timeout, keep: *keep, tmp: tmp, want: map[string]string{}}
+	var all []Run
+	for round := 0; round < *runs; round++ {
+		if !until.IsZero() && time.Now().After(until) {
+			fmt.Fprintf(os.Stderr, "chaosrun: deadline reached after %d rounds\n", round)
+			break
+		}
+		seed := *seed0 + uint64(round)
+		for _, pe := range plan {
+			if round%pe.every != 0 {
+				continue
+			}
+			k := maxOf[pe.np]
+			if k == 0 {
+				k = 2
+			}
+			chaos := fmt.Sprintf("seed=%d,mttf=%v,max=%d,stop=%g,from=%v", seed, *mttf, k, *stop, *from)
+			for _, e := range sel {
+				run := r.run(e, pe.np, seed, chaos, k)
+				all = append(all, run)
+				line, _ := json.Marshal(run)
+				fmt.Fprintf(outF, "%s\n", line)
+				if run.Outcome != "correct" || len(run.Orphans) > 0 {
+					fmt.Fprintf(os.Stderr, "chaosrun: %s np %d seed %d: %s (exit %d) %s %v\n", e.name, pe.np, seed, run.Outcome, run.Exit, run.Class, run.Orphans)
+				}
+			}
+		}
+	}
+	printSummary(os.Stdout, all)
+}
+
+type runner struct {
+	bin, keep, tmp string
+	timeout        time.Duration
+	want           map[string]string // example/np -> failure-free result line
+}
+
+func (r *runner) cmdArgs(e example, np int, dir string, chaos string, k int) []string {
+	args := []string{"-n", strconv.Itoa(np), "--timeout", r.timeout.String()}
+	args = append(args, e.policy...)
+	if e.relaunch && chaos != "" {
+		args = append(args, "--restart-on-failure="+strconv.Itoa(k))
+	}
+	if chaos != "" {
+		args = append(args, "--chaos", chaos)
+	}
+	args = append(args, filepath.Join(r.bin, e.name))
+	args = append(args, e.args...)
+	if e.perRun {
+		args = append(args, "-dir", dir)
+	}
+	return args
+}
+
+// expected runs the example once without faults (cached per np).
+func (r *runner) expected(e example, np int) string {
+	key := e.name + "/" + strconv.Itoa(np)
+	if w, ok := r.want[key]; ok {
+		return w
+	}
+	dir := filepath.Join(r.tmp, "ref-"+key)
+	cmd := exec.Command(filepath.Join(r.bin, "ftmpirun"), r.cmdArgs(e, np, dir, "", 0)...)
+	out, err := cmd.Output()
+	w := resultLine(out)
+	if err != nil || w == "" {
+		fatalf("failure-free run of %s at np %d: %v, result %q", e.name, np, err, w)
+	}
+	fmt.Fprintf(os.Stderr, "chaosrun: %s np %d failure-free: %s\n", e.name, np, w)
+	r.want[key] = w
+	return w
+}
+
+func resultLine(out []byte) string {
+	last := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "result:") {
+			last = l
+		}
+	}
+	return last
+}
+
+func (r *runner) run(e example, np int, seed uint64, chaos string, k int) Run {
+	want := r.expected(e, np)
+	mark := fmt.Sprintf("chaosrun-%d-%s-%d-%d", os.Getpid(), e.name, np, seed)
+	dir := filepath.Join(r.tmp, mark)
+	defer os.RemoveAll(dir)
+	// ftmpirun enforces --timeout itself; the context is the backstop for
+	// a launcher that does not end (counted as a hang too).
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(r.bin, "ftmpirun"), r.cmdArgs(e, np, dir, chaos, k)...)
+	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	run := Run{Example: e.name, NP: np, Seed: seed, Chaos: chaos, Ms: time.Since(start).Milliseconds()}
+	run.Exit = cmd.ProcessState.ExitCode()
+	if ctx.Err() != nil {
+		run.Exit = -1
+	} else if err != nil && run.Exit == 0 {
+		run.Exit = -2
+	}
+	run.Orphans = orphans(mark)
+	errText := stderr.String()
+	run.Stops = strings.Count(errText, "ftmpirun: injected stop of")
+	run.Kills = strings.Count(errText, "ftmpirun: injected kill of")
+	got := resultLine(stdout.Bytes())
+	switch {
+	case run.Exit == 124 || run.Exit == -1:
+		run.Outcome = "hang"
+	case got != "" && got != want:
+		run.Outcome, run.Result = "wrong", got
+	case run.Exit == 0 && got == want:
+		run.Outcome = "correct"
+	case run.Exit == 0:
+		run.Outcome, run.Result = "wrong", "(no result line)"
+	case strings.TrimSpace(errText) == "":
+		run.Outcome, run.Class = "wrong", "non-zero exit without a message"
+	default:
+		run.Outcome, run.Class = "clean", classify(errText, got == want)
+	}
+	if (run.Outcome != "correct" || len(run.Orphans) > 0) && r.keep != "" {
+		p := filepath.Join(r.keep, fmt.Sprintf("%s-np%d-seed%d.err", e.name, np, seed))
+		body := fmt.Sprintf("# ftmpirun %s\n# exit %d outcome %s class %q orphans %v\n%s\n# stdout:\n%s",
+			strings.Join(r.cmdArgs(e, np, "DIR", chaos, k), " "), run.Exit, run.Outcome, run.Class, run.Orphans, errText, stdout.String())
+		if os.WriteFile(p, []byte(body), 0o644) == nil {
+			run.Stderr = p
+		}
+	}
+	return run
+}
+
+// orphans returns the processes holding mark in their environment a
+// second after the run (checked twice: a process being reaped may linger
+// a moment), and SIGKILLs them.
+func orphans(mark string) []string {
+	find := func() []int {
+		var pids []int
+		ents, _ := os.ReadDir("/proc")
+		needle := []byte("FTMPI_TESTMARK=" + mark + "\x00")
+		for _, d := range ents {
+			pid, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + d.Name() + "/environ")
+			if err == nil && bytes.Contains(env, needle) {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	if len(find()) == 0 {
+		return nil
+	}
+	time.Sleep(time.Second)
+	var out []string
+	for _, pid := range find() {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		state := ""
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) {
+			state = string(stat[i+2 : i+3])
+		}
+		out = append(out, fmt.Sprintf("%d %s state %s", pid, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "), state))
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return out
+}
+
+// classes are the causes of clean errors, first match wins; the text
+// searched is the whole stderr of the run.
+var classes = []struct {
+	re    *regexp.Regexp
+	class string
+}{
+	{regexp.MustCompile(`restart limit reached`), "reinit: restart limit reached (--max-restarts)"},
+	{regexp.MustCompile(`returned from MPI_Reinit: no rollback location`), "reinit: failure after a rank returned from Reinit (seed 000 1.4.2)"},
+	{regexp.MustCompile(`before rank [0-9]+ called MPI_Reinit: no rollback location`), "reinit: failure before a rank called Reinit (seed 000 1.4.2)"},
+	{regexp.MustCompile(`a spawned process cannot be respawned`), "reinit: a spawned process failed"},
+	{regexp.MustCompile(`after [0-9]+ relaunches \(--restart-on-failure`), "cof: relaunches used up (--restart-on-failure)"},
+	{regexp.MustCompile(`non-FT|not fault[- ]tolerant|FT-capable`), "a killed rank was rank 0 of a non-FT-capable part"},
+}
+
+// reclassify classifies again the stderr kept in file (the classes may
+// have been refined since the run), or keeps class if the file is gone.
+func reclassify(file, class string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return class
+	}
+	text := string(b)
+	// Header: two "# " lines; then stderr; then "\n# stdout:\n" and stdout.
+	for i := 0; i < 2; i++ {
+		if _, rest, ok := strings.Cut(text, "\n"); ok && strings.HasPrefix(text, "# ") {
+			text = rest
+		}
+	}
+	if i := strings.LastIndex(text, "\n# stdout:\n"); i >= 0 {
+		text = text[:i]
+	}
+	return classify(text, strings.HasPrefix(class, "correct result, non-zero exit: "))
+}
+
+var digits = regexp.MustCompile(`[0-9]+(\.[0-9]+)?(ms|µs|s)?`)
+
+// classify names the cause of a clean error: a known pattern, else the
+// last launcher line (or last line) with numbers replaced by N.
+func classify(stderr string, resultOK bool) string {
+	for _, c := range classes {
+		if c.re.MatchString(stderr) {
+			return c.class
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "ftmpirun:") && !strings.Contains(lines[i], "injected") {
+			last = lines[i]
+			break
+		}
+	}
+	c := digits.ReplaceAllString(last, "N")
+	if resultOK {
+		c = "correct result, non-zero exit: " + c
+	}
+	return c
+}
+
+func printSummary(w io.Writer, all []Run) {
+	for _, s := range summaries(all) {
+		line, _ := json.Marshal(s)
+		fmt.Fprintf(w, "%s\n", line)
+	}
+}
+
+// printMarkdown prints the summaries as the table of docs/benchmarks.md.
+func printMarkdown(w io.Writer, all []Run) {
+	fmt.Fprintln(w, "| example | np | runs | with faults | kills | stops | correct | clean error | wrong | hangs | orphans | mean run (s) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, s := range summaries(all) {
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | **%d** | %d | %d | %d | %d | %.1f |\n", s.Example, s.NP, s.Runs, s.Faulted,
+			s.Kills, s.Stops, s.Correct, s.Clean, s.Wrong, s.Hangs, s.Orphans, float64(s.MeanMs)/1000)
+	}
+	classes := map[string]int{}
+	for _, s := range summaries(all) {
+		for c, n := range s.Classes {
+			classes[fmt.Sprintf("%s np %d: %s", s.Example, s.NP, c)] += n
+		}
+	}
+	var keys []string
+	for k := range classes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "\n- %s: %d", k, classes[k])
+	}
+	if len(keys) > 0 {
+		fmt.Fprintln(w)
+	}
+}
+
+// summaries groups the runs by example and np (sorted by example, then np).
+func summaries(all []Run) []*Summary {
+	by := map[string]*Summary{}
+	var keys []string
+	for _, r := range all {
+		key := fmt.Sprintf("%s/%03d", r.Example, r.NP)
+		s := by[key]
+		if s == nil {
+			chaos := r.Chaos
+			if i := strings.Index(chaos, ","); i >= 0 {
+				chaos = "seed=S" + chaos[i:]
+			}
+			s = &Summary{Name: "chaos_at_scale", Example: r.Example, NP: r.NP, Chaos: chaos, Classes: map[string]int{}}
+			by[key] = s
+			keys = append(keys, key)
+		}
+		s.Runs++
+		s.MeanMs += r.Ms
+		s.Stops += r.Stops
+		s.Kills += r.Kills
+		if r.Stops+r.Kills > 0 {
+			s.Faulted++
+		}
+		switch r.Outcome {
+		case "correct":
+			s.Correct++
+		case "clean":
+			s.Clean++
+			s.Classes[r.Class]++
+		case "wrong":
+			s.Wrong++
+		case "hang":
+			s.Hangs++
+		}
+		if len(r.Orphans) > 0 {
+			s.Orphans++
+		}
+	}
+	sort.Strings(keys)
+	out := make([]*Summary, len(keys))
+	for i, k := range keys {
+		out[i] = by[k]
+		out[i].MeanMs /= int64(out[i].Runs)
+	}
+	return out
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "chaosrun: "+format+"\n", args...)
+	os.Exit(2)
+}
