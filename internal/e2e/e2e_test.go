@@ -200,6 +200,22 @@ func TestStoppedRankIsDetectedByHeartbeat(t *testing.T) {
 	}
 }
 
+// A rank SIGSTOPped at its start, before the ranks' heartbeat detector
+// runs, is watched by nobody while the others wait for it in the start-up
+// exchange: the launcher's periodic look at stalled fences finds it
+// stopped and kills it, and the job starts without it (before, it hung
+// until --timeout; chaos: cof np 8 seed 28). Should the stop land after
+// the exchange, the heartbeat detector kills it: the job ends the same.
+func TestRankStoppedDuringStartUpIsKilled(t *testing.T) {
+	r := ftmpirun(t, "-n", "4", "--on-failure", "continue", "--timeout", "40s", "--inject", "stop:rank=2,at=0s", bin["p2pcheck"], "recvfrom2")
+	if got := resultLine(t, r); got != "result: recv from failed rank 2: procfailed=true" {
+		t.Fatalf("got %q, exit %d\nstderr:\n%s", got, r.Code, r.Stderr)
+	}
+	if r.Code != 0 || !strings.Contains(r.Stderr, "killing rank 2") {
+		t.Fatalf("exit %d; stderr:\n%s", r.Code, r.Stderr)
+	}
+}
+
 // A SIGKILLed rank is reported to a rank blocked receiving from it.
 func TestKilledRankReleasesBlockedReceiver(t *testing.T) {
 	r := ftmpirun(t, "-n", "4", "--on-failure", "continue", "--inject", "kill:rank=2,on=rank 2 initialised", bin["p2pcheck"], "recvfrom2")

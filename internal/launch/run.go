@@ -171,11 +171,15 @@ func runOnce(cfg Config, st *launchState) int {
 
 	signals := cfg.Signals
 	broken := out.broken
+	stall := time.NewTicker(policy.StallEvery) // a process stopped while the others wait in a fence
+	defer stall.Stop()
 wait:
 	for {
 		select {
 		case <-h.allExited:
 			break wait
+		case <-stall.C:
+			h.step(policy.Stall{})
 		case sig := <-signals:
 			s, ok := sig.(syscall.Signal)
 			if !ok {

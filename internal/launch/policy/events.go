@@ -143,6 +143,17 @@ type Interrupt struct {
 // Grace: the grace period after an Interrupt ended.
 type Grace struct{}
 
+// Stall: the shell's periodic look at the launcher's fences (every
+// StallEvery). A process stopped before its ranks' heartbeat detector runs
+// (during start-up, an epoch's rejoin, or finalize) is watched by nobody:
+// when a fence has had waiters and no progress for a whole period, the
+// processes it waits for are looked at, and a stopped one is killed as
+// failed (a running or sleeping one is left alone: it is only slow).
+type Stall struct{}
+
+// StallEvery is how often the shell feeds Stall.
+const StallEvery = time.Second
+
 func (Hello) isEvent()        {}
 func (Fence) isEvent()        {}
 func (Finalize) isEvent()     {}
@@ -158,6 +169,7 @@ func (Exited) isEvent()       {}
 func (Inject) isEvent()       {}
 func (Timeout) isEvent()      {}
 func (Interrupt) isEvent()    {}
+func (Stall) isEvent()        {}
 func (Grace) isEvent()        {}
 
 // ActionKind says what an Action asks the shell to do.

@@ -96,6 +96,12 @@ type Machine struct {
 	checks    map[uint64]check
 	nextToken uint64
 
+	// Fence stalls (Stall): progress counts fence arrivals and
+	// completions; stallAt is its value at the last Stall that saw waiters
+	// (-1: none).
+	progress uint64
+	stallAt  int64
+
 	// Reinit mode.
 	respawn     bool // a respawning agent is there
 	maxRestarts int
@@ -125,6 +131,7 @@ func New(cfg Config) (*Machine, error) {
 		kv:        make(map[string]string),
 		fenceWait: make(map[int][]waiter),
 		checks:    make(map[uint64]check),
+		stallAt:   -1,
 	}, nil
 }
 
@@ -154,6 +161,7 @@ func (m *Machine) Step(ev Event) []Action {
 		if r, ok := m.rank(e.Conn, e.ID); ok {
 			m.procs[r].finalized = true
 			m.finWait = append(m.finWait, waiter{e.Conn, e.ID})
+			m.progress++
 			m.checkFinalize()
 		}
 	case Abort:
@@ -209,6 +217,8 @@ func (m *Machine) Step(ev Event) []Action {
 		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGTERM}, Action{Kind: ArmGrace})
 	case Grace:
 		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
+	case Stall:
+		m.stall()
 	default:
 		panic(fmt.Sprintf("policy: unknown event %T", ev)) // a programming error of the shell
 	}
@@ -377,6 +387,7 @@ func (m *Machine) exited(e Exit) {
 	}
 	p.gone = true
 	p.exit = e
+	m.progress++
 	if e.Pid != 0 {
 		p.pid = e.Pid
 	}
@@ -465,6 +476,7 @@ func (m *Machine) fence(r int, w waiter, kv map[string]string) {
 	}
 	p := &m.procs[r]
 	p.fences++
+	m.progress++
 	m.fenceWait[p.fences] = append(m.fenceWait[p.fences], w)
 	m.checkFences()
 	m.checkSpawns() // a spawned process initialised
@@ -610,14 +622,67 @@ func (m *Machine) checkOthers(failed int) {
 		return
 	}
 	for r := range m.procs {
-		p := &m.procs[r]
-		if r == failed || p.gone || p.killedBy != "" || p.cancelled || p.spawning || len(m.pendingChecks(r)) > 0 {
-			continue
+		if r != failed {
+			m.lookAt(r, fmt.Sprintf("stopped after the failure of rank %d", failed))
 		}
-		m.nextToken++
-		m.checks[m.nextToken] = check{by: -1, rank: r, inc: p.inc, pid: p.pid,
-			reason: fmt.Sprintf("stopped after the failure of rank %d", failed)}
-		m.emit(Action{Kind: Check, Token: m.nextToken, Rank: r, Incarnation: p.inc, Pid: p.pid})
+	}
+}
+
+// lookAt has the launcher look at process r itself (a check nobody asked
+// for, answered by Liveness like a suspicion's): if it is stopped, it is
+// killed as failed, for reason.
+func (m *Machine) lookAt(r int, reason string) {
+	p := &m.procs[r]
+	if p.gone || p.killedBy != "" || p.cancelled || p.spawning || len(m.pendingChecks(r)) > 0 {
+		return
+	}
+	m.nextToken++
+	m.checks[m.nextToken] = check{by: -1, rank: r, inc: p.inc, pid: p.pid, reason: reason}
+	m.emit(Action{Kind: Check, Token: m.nextToken, Rank: r, Incarnation: p.inc, Pid: p.pid})
+}
+
+// stall is the periodic look at the fences (see Stall): when processes
+// have waited in a fence since the previous Stall without any fence
+// progress, those the fence still waits for are looked at.
+func (m *Machine) stall() {
+	waiting := len(m.fenceWait) > 0 || len(m.finWait) > 0 || len(m.rejoinWait) > 0
+	if !waiting || m.tearing() {
+		m.stallAt = -1
+		return
+	}
+	if m.stallAt != int64(m.progress) {
+		m.stallAt = int64(m.progress) // waiters seen: look next time if nothing moved
+		return
+	}
+	missing := make(map[int]bool)
+	for seq := range m.fenceWait {
+		for r := range m.procs {
+			if m.procs[r].fences < seq {
+				missing[r] = true
+			}
+		}
+	}
+	if len(m.finWait) > 0 {
+		for r := range m.procs {
+			if !m.procs[r].finalized {
+				missing[r] = true
+			}
+		}
+	}
+	if len(m.rejoinWait) > 0 {
+		for r := range m.procs {
+			if _, ok := m.epochKV[boot.EpochEndpointKey(m.epoch, r)]; !ok {
+				missing[r] = true
+			}
+		}
+	}
+	rs := make([]int, 0, len(missing))
+	for r := range missing {
+		rs = append(rs, r)
+	}
+	slices.Sort(rs)
+	for _, r := range rs {
+		m.lookAt(r, fmt.Sprintf("stopped while the others waited for it at a launcher fence for over %v", StallEvery))
 	}
 }
 

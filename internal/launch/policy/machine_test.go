@@ -752,3 +752,49 @@ func TestSuspicionJoinsTheLaunchersLook(t *testing.T) {
 		t.Errorf("log %q", l.Text)
 	}
 }
+
+// A rank stopped before the ranks' heartbeat detector runs (here: it never
+// reaches the start-up exchange) is watched by nobody: after two Stalls
+// without fence progress the launcher looks at the ranks the fence waits
+// for, leaves a running one alone and kills a stopped one, and the fence
+// completes without it (chaos: cof np 8 seed 28 hung until --timeout).
+func TestStalledFenceLooksAtTheMissing(t *testing.T) {
+	m := newM(t, 4, ModeContinue)
+	connect(t, m, 0, 1, 2, 3)
+	wantKinds(t, "no waiters", m.Step(Stall{}))
+	wantKinds(t, "no waiters again", m.Step(Stall{}))
+	m.Step(Fence{Conn: 1, ID: 2})
+	m.Step(Fence{Conn: 2, ID: 2})
+	wantKinds(t, "first stall: waiters seen", m.Step(Stall{}))
+	acts := m.Step(Stall{})
+	wantKinds(t, "second stall: look", acts, Check, Check)
+	if acts[0].Rank != 2 || acts[1].Rank != 3 || acts[1].Pid != 103 {
+		t.Fatalf("looked at %v, want ranks 2 and 3 (the ones the fence waits for)", acts)
+	}
+	wantKinds(t, "a pending look is not repeated", m.Step(Stall{}))
+	wantKinds(t, "running: only slow", m.Step(Liveness{Token: acts[0].Token, Pid: 102, State: "running", Alive: true}))
+	kill := m.Step(Liveness{Token: acts[1].Token, Pid: 103, State: "stopped", Stopped: true})
+	if k := find(kill, Signal); k == nil || k.Rank != 3 || k.Sig != syscall.SIGKILL {
+		t.Fatalf("stopped rank 3 not killed: %v", kill)
+	}
+	if l := find(kill, Log); l == nil || !strings.Contains(l.Text, "killing rank 3: found stopped while the others waited for it at a launcher fence") {
+		t.Fatalf("log %v", l)
+	}
+	m.Step(Fence{Conn: 3, ID: 2})
+	acts = m.Step(Exited{Exit{Rank: 3, Pid: 103, Signal: syscall.SIGKILL}})
+	var replies int
+	for _, a := range acts {
+		if a.Kind == Reply && a.Msg.Op == boot.OpFence {
+			replies++
+			if !slices.Equal(a.Msg.Failed, []int{3}) {
+				t.Errorf("fence reply names failed %v, want [3]", a.Msg.Failed)
+			}
+		}
+	}
+	if replies != 3 {
+		t.Fatalf("%d fence replies after the stopped rank's death, want 3: %v", replies, acts)
+	}
+	// Progress re-arms: the next stall only notes the waiters.
+	m.Step(Fence{Conn: 1, ID: 3})
+	wantKinds(t, "new fence, first stall", m.Step(Stall{}))
+}

@@ -426,6 +426,9 @@ func (s *sim) moves(chaos bool) []choice {
 		i := i
 		add(3, func() { s.answer(i) })
 	}
+	if len(cs) > 0 && (len(s.m.fenceWait) > 0 || len(s.m.finWait) > 0 || len(s.m.rejoinWait) > 0) {
+		add(1, func() { s.feed(Stall{}) }) // the shell's periodic look at fences with waiters
+	}
 	if chaos {
 		add(1, func() { // the fault-injection plan
 			r := s.rng.IntN(s.m.Size())
