@@ -1022,13 +1022,7 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 	}
 	e.wakeAllProbes()
 	e.mu.Unlock()
-	for i, r := range failed {
-		if r.isRecv {
-			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
-		}
-		r.st.Err = errs[i]
-		r.complete()
-	}
+	completeFailed(failed, errs)
 }
 
 // IsPoisoned reports whether ctx was revoked or poisoned with any error,
@@ -1325,13 +1319,7 @@ func (e *Engine) PoisonTags(err error, ctx uint32, tags ...int32) {
 		m = next
 	}
 	e.mu.Unlock()
-	for i, r := range failed {
-		if r.isRecv {
-			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
-		}
-		r.st.Err = errs[i]
-		r.complete()
-	}
+	completeFailed(failed, errs)
 }
 
 // ClearTags removes the poison of (ctx, tag) for each of tags.
@@ -1379,4 +1367,16 @@ func completeOther(r *Req, h *transport.Header) {
 	}
 	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: n, DType: h.DType, Sig: h.Seq, Err: ErrOtherCall}
 	r.complete()
+}
+
+// completeFailed completes each request of failed with its error in errs
+// (outside e.mu): a receive's status names what it was posted for.
+func completeFailed(failed []*Req, errs []error) {
+	for i, r := range failed {
+		if r.isRecv {
+			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
+		}
+		r.st.Err = errs[i]
+		r.complete()
+	}
 }
