@@ -2,7 +2,9 @@ package sock
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -190,4 +192,45 @@ func TestStoppedPeerDoesNotBlockOthers(t *testing.T) {
 		t.Fatalf("the bulk frame to the stopped peer completed (%v) while it does not read", err)
 	default:
 	}
+}
+
+// A frame posted after Close has begun but before it ends (a heartbeat
+// from another goroutine during Finalize) is written, and Close returns:
+// the writer that had found its queue empty and waits for Close to take
+// its write side is woken by the new frame. Before the fix the frame
+// stayed queued and Close waited for it forever (a rank hung in Finalize
+// under load, the soak's TestOversubscribedJobHasNoSuspicion).
+func TestFramePostedWhileClosingIsWritten(t *testing.T) {
+	trs, recs := newJob(t, 2, ModeUnix)
+	defer trs[1].Close()
+	frame := func(seq uint64) (transport.Header, []byte) {
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint64(b, seq)
+		return transport.Header{Kind: 1, Seq: seq}, b
+	}
+	post := func(seq uint64) {
+		h, b := frame(seq)
+		done := make(doneCh, 1)
+		trs[0].Post(1, h, b, done)
+	}
+	post(1) // starts rank 0's writer goroutine for rank 1
+	waitFor(t, "the first frame", func() bool { return recs[1].count(0) == 1 })
+
+	// Close begins: the writer, its queue empty, waits for Close to take
+	// the write side (the event: its goroutine parked in that wait).
+	trs[0].cancel()
+	waitFor(t, "the writer to wait for Close", func() bool {
+		buf := make([]byte, 1<<20)
+		for _, g := range bytes.Split(buf[:runtime.Stack(buf, true)], []byte("\n\n")) {
+			if bytes.Contains(g, []byte("sock.(*Transport).writeLoop")) && bytes.Contains(g, []byte("sync.(*Cond).Wait")) {
+				return true
+			}
+		}
+		return false
+	})
+	post(2)
+	waitFor(t, "the frame posted while closing", func() bool { return recs[1].count(0) == 2 })
+	closed := make(chan struct{})
+	go func() { trs[0].Close(); close(closed) }()
+	within(t, "Close", closed)
 }

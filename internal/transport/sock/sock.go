@@ -803,6 +803,11 @@ func (t *Transport) kickLocked(ps *peerState) {
 		go t.writeLoop(ps)
 		return
 	}
+	// The writer waits on wake while the transport is open, and on idle
+	// once Close has begun (it writes what is queued before it lets go):
+	// a frame posted in between must wake it either way, or Close waits
+	// for a queue nobody writes.
+	ps.idle.Broadcast()
 	select {
 	case ps.wake <- struct{}{}:
 	default:
