@@ -72,6 +72,7 @@ func (w *World) ftOf(c *Comm) *commFT {
 	procs := slices.Clone(c.memberWorldRanks())
 	procs = append(procs, c.remote...)
 	slices.Sort(procs)
+	c = c.base // the communicator, not a context view of it
 	f := &commFT{c: c, overlay: procs, index: make(map[int]int, len(procs))}
 	for i, p := range procs {
 		f.index[p] = i
@@ -107,7 +108,7 @@ func (c *Comm) memberWorldRanks() []int {
 // forgetFT drops c's fault-tolerance state (on Free).
 func (w *World) forgetFT(c *Comm) {
 	w.ft.mu.Lock()
-	if w.ft.byCtx[c.ctx] == c {
+	if w.ft.byCtx[c.ctx] == c.base {
 		delete(w.ft.byCtx, c.ctx)
 	}
 	w.ft.mu.Unlock()
