@@ -96,6 +96,13 @@ func (c *Comm) AgreeBits(flags uint64) (uint64, error) {
 	if err := checkComm(c, op); err != nil {
 		return 0, err
 	}
+	if c.done != nil { // a view (ctx.go): the agreement runs to its end in the background
+		v, err := c.detached(op, func() (any, error) { return c.base.agreeBits(op, flags) }, nil)
+		if err != nil {
+			return 0, c.handle(err)
+		}
+		return v.(uint64), nil
+	}
 	v, err := c.agreeBits(op, flags)
 	return v, c.handle(err)
 }

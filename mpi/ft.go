@@ -343,8 +343,9 @@ func (e *memberFailedError) Unwrap() error { return p2p.ErrPeerLost }
 // process that learns of the failure. So a collective never waits forever,
 // neither on a dead participant nor on a live one that the failure stopped
 // (seed 002 A.2.1: collectives raise ErrProcFailed when a participant
-// failed). It reports false if the job was aborted.
-func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int) bool {
+// failed). It returns p2p.WaitDone, p2p.WaitAborted if the job was
+// aborted, or p2p.WaitCancelled if cancel (a view's context) closed first.
+func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int, cancel <-chan struct{}) int {
 	for {
 		sig := w.eng.FailureSignal()
 		if !r.Done() && w.eng.LostCount() > 0 {
@@ -352,11 +353,8 @@ func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int) bool
 				w.eng.Poison(&memberFailedError{proc: p}, ctx)
 			}
 		}
-		switch r.WaitSignal(w.abort, sig) {
-		case 0:
-			return true
-		case 1:
-			return false
+		if how := r.WaitSignalCancel(w.abort, sig, cancel); how != p2p.WaitSignalled {
+			return how
 		}
 	}
 }

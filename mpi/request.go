@@ -1,6 +1,8 @@
 package mpi
 
 import (
+	"context"
+
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
@@ -193,6 +195,15 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 		if r != nil && !r.done {
 			r.pr.SetWaiter(&ch)
 			w = r.c.w
+			if r.c.cctx != nil { // started on a view: its context wakes us (ctx.go)
+				stop := context.AfterFunc(r.c.cctx, func() {
+					select {
+					case ch <- struct{}{}:
+					default:
+					}
+				})
+				defer stop()
+			}
 		}
 	}
 	defer func() {
@@ -207,7 +218,7 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 	}
 	for {
 		for _, r := range reqs {
-			if r != nil && r.ready() {
+			if r != nil && (r.ready() || r.c.cctx != nil && r.c.cctx.Err() != nil) {
 				return true
 			}
 		}
@@ -227,8 +238,11 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 func (r *Request) waitOne(op string) (pending, aborted error) {
 	w := r.c.w
 	if !r.wildcard() {
-		if !r.pr.Wait(w.abort) {
+		switch r.pr.WaitCancel(w.abort, r.c.done) {
+		case p2p.WaitAborted:
 			return nil, w.abortedErr(op, r.c)
+		case p2p.WaitCancelled: // started on a view (ctx.go): r stays pending
+			return r.c.cutErr(op, r.peer, "; the request is still pending"), nil
 		}
 		return nil, nil
 	}
@@ -237,11 +251,13 @@ func (r *Request) waitOne(op string) (pending, aborted error) {
 		if err := r.wildCheck(op); err != nil {
 			return err, nil
 		}
-		switch r.pr.WaitSignal(w.abort, sig) {
-		case 0:
+		switch r.pr.WaitSignalCancel(w.abort, sig, r.c.done) {
+		case p2p.WaitDone:
 			return nil, nil
-		case 1:
+		case p2p.WaitAborted:
 			return nil, w.abortedErr(op, r.c)
+		case p2p.WaitCancelled:
+			return r.c.cutErr(op, r.peer, "; the request is still pending"), nil
 		}
 	}
 }
@@ -291,6 +307,9 @@ func Waitall(reqs []*Request) ([]Status, error) {
 	if abortErr != nil {
 		return sts, abortErr
 	}
+	if isCut(failErr) {
+		return sts, failErr // the pending requests stay (ctx.go)
+	}
 	if failed != nil {
 		return sts, failed.c.handle(newErr(ErrInStatus, "MPI_Waitall", failed.c, NoPeer, "first failure: %v", failErr))
 	}
@@ -313,6 +332,9 @@ func Waitany(reqs []*Request) (int, Status, error) {
 		}
 		if done || err != nil {
 			return i, st, err
+		}
+		if err := cutOf(reqs, op); err != nil {
+			return Undefined, emptyStatus(), err
 		}
 		if !waitAnyReady(reqs, sig) {
 			for _, r := range reqs {
@@ -337,6 +359,9 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 		idx, sts, err, active := testsome(reqs, op)
 		if len(idx) > 0 || !active {
 			return idx, sts, err
+		}
+		if err := cutOf(reqs, op); err != nil {
+			return nil, nil, err
 		}
 		if !waitAnyReady(reqs, sig) {
 			for _, r := range reqs {

@@ -22,6 +22,13 @@ func (c *Comm) Shrink() (*Comm, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
+	if c.done != nil { // a view (ctx.go): the shrink runs to its end in the background
+		v, err := c.detached(op, func() (any, error) { return c.base.shrink(op) }, dropShrunk)
+		if err != nil {
+			return nil, c.handle(err)
+		}
+		return v.(*Comm), nil
+	}
 	nc, err := c.shrink(op)
 	return nc, c.handle(err)
 }
