@@ -309,7 +309,10 @@ func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
 // one call that cannot deadlock against a matching Sendrecv
 // (MPI_Sendrecv).
 func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
-	const op = "MPI_Sendrecv"
+	return sendrecv(c, "MPI_Sendrecv", sendbuf, dest, sendtag, recvbuf, source, recvtag)
+}
+
+func sendrecv[S, R Numeric](c *Comm, op string, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
 	if err := checkComm(c, op); err != nil {
 		return emptyStatus(), err
 	}
