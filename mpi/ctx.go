@@ -43,8 +43,15 @@ import (
 //     socket buffers are full) is not interrupted: the transport owns the
 //     buffer until it has written it or the peer is declared failed;
 //   - a probe (Probe, Mprobe) just stops waiting;
-//   - Wait, Waitall, Waitany, Waitsome of requests started on a view leave
-//     the requests pending (wait again, test or cancel them);
+//   - Wait, Waitall, Waitany, Waitsome of a request started on a view end
+//     it as the blocking call would (Request.cut): a receive that has not
+//     matched is withdrawn (its status says Cancelled, its error is the
+//     cut), a rendezvous send is detached, a matched receive or a send
+//     being written completes; the request is then complete. The request
+//     of a nonblocking collective started on a view completes when its
+//     call, cut by the same context, ends; Iagree and Ishrink requests
+//     complete when their protocol does (use Agree or Shrink on a view to
+//     get control back at the deadline);
 //   - a public collective (Barrier, Bcast, ..., and the nonblocking forms
 //     running on a view) fails at this member and is failed at the others
 //     as a mismatched call is (coll_sig.go: releaseCall): they return an
@@ -192,13 +199,49 @@ func (c *Comm) recvCut(op string, r *p2p.Req, source int) error {
 	return nil
 }
 
-// cutOf returns the cut error of the first pending request of reqs whose
-// view's context is done, or nil.
-func cutOf(reqs []*Request, op string) error {
-	for _, r := range reqs {
-		if r != nil && !r.done && r.c.cctx != nil && r.c.cctx.Err() != nil {
-			return r.c.cutErr(op, NoPeer, "; the request is still pending")
+// cutOne cuts the first pending request of reqs (not a local one) whose
+// view's context is done and returns its index, or -1: the request is
+// then complete (Waitany and Waitsome pick it up).
+func cutOne(reqs []*Request, op string) int {
+	for i, r := range reqs {
+		if r != nil && !r.done && !r.local && r.c.cctx != nil && r.c.cctx.Err() != nil {
+			r.cut(op)
+			return i
 		}
+	}
+	return -1
+}
+
+// cut ends request r, started on a view whose context is done, as the
+// blocking call would end: a receive that has not matched is withdrawn
+// (completed as cancelled with the cut error), a rendezvous send waiting
+// for its receiver is detached (it goes on from a copy), and one that
+// matched or is being written is waited for (nil: r completed on its own,
+// to be collected as usual). A nonblocking collective's request (local)
+// is not cut here: its call, running on the view, ends by the cut itself.
+// It returns the cut error with r finished, or nil.
+func (r *Request) cut(op string) error {
+	c, e := r.c, r.c.w.eng
+	if !r.local {
+		if r.recv && e.Cancel(r.pr) {
+			st := emptyStatus()
+			st.Cancelled = true
+			err := c.cutErr(op, r.peer, "; the receive is withdrawn")
+			st.Err = err
+			r.finish(st, err)
+			return err
+		}
+		if !r.recv && e.Detach(r.pr) {
+			r.pr = nil // the engine completes it on its own
+			err := c.cutErr(op, r.peer, fmt.Sprintf("; the message was already announced to rank %d and is delivered from a copy if that rank receives it (a send cannot be withdrawn)", r.peer))
+			st := emptyStatus()
+			st.Err = err
+			r.finish(st, err)
+			return err
+		}
+	}
+	if !r.pr.Wait(c.w.abort) {
+		return c.w.abortedErr(op, c)
 	}
 	return nil
 }

@@ -95,6 +95,9 @@ func (r *Request) Wait() (Status, error) {
 		return emptyStatus(), r.c.handle(aborted)
 	}
 	if pending != nil {
+		if r.done { // cut (ctx.go): complete, with its status
+			return r.st, r.c.handle(r.err)
+		}
 		return emptyStatus(), r.c.handle(pending)
 	}
 	r.collect()
@@ -241,8 +244,8 @@ func (r *Request) waitOne(op string) (pending, aborted error) {
 		switch r.pr.WaitCancel(w.abort, r.c.done) {
 		case p2p.WaitAborted:
 			return nil, w.abortedErr(op, r.c)
-		case p2p.WaitCancelled: // started on a view (ctx.go): r stays pending
-			return r.c.cutErr(op, r.peer, "; the request is still pending"), nil
+		case p2p.WaitCancelled: // started on a view: r is cut (ctx.go)
+			return r.cut(op), nil
 		}
 		return nil, nil
 	}
@@ -257,7 +260,7 @@ func (r *Request) waitOne(op string) (pending, aborted error) {
 		case p2p.WaitAborted:
 			return nil, w.abortedErr(op, r.c)
 		case p2p.WaitCancelled:
-			return r.c.cutErr(op, r.peer, "; the request is still pending"), nil
+			return r.cut(op), nil
 		}
 	}
 }
@@ -287,7 +290,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 				sts[i].Err = aborted
 				continue
 			}
-			if pending != nil {
+			if pending != nil && !r.done {
 				sts[i] = emptyStatus()
 				sts[i].Err = pending
 				if failed == nil {
@@ -295,7 +298,9 @@ func Waitall(reqs []*Request) ([]Status, error) {
 				}
 				continue
 			}
-			r.collect()
+			if !r.done {
+				r.collect()
+			}
 		}
 		sts[i] = r.st
 		sts[i].Err = r.err
@@ -333,8 +338,8 @@ func Waitany(reqs []*Request) (int, Status, error) {
 		if done || err != nil {
 			return i, st, err
 		}
-		if err := cutOf(reqs, op); err != nil {
-			return Undefined, emptyStatus(), err
+		if i := cutOne(reqs, op); i >= 0 {
+			continue // reqs[i] is complete: cut, or completed with its message
 		}
 		if !waitAnyReady(reqs, sig) {
 			for _, r := range reqs {
@@ -360,8 +365,8 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 		if len(idx) > 0 || !active {
 			return idx, sts, err
 		}
-		if err := cutOf(reqs, op); err != nil {
-			return nil, nil, err
+		if i := cutOne(reqs, op); i >= 0 {
+			continue
 		}
 		if !waitAnyReady(reqs, sig) {
 			for _, r := range reqs {
