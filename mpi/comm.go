@@ -97,6 +97,12 @@ type commState struct {
 	// coll is the collective state: sequence numbers, algorithm choice
 	// inputs (coll_util.go).
 	coll collComm
+
+	// Agree and Shrink run one after the other, in call order, also when
+	// a cut one goes on in the background (ctx.go: protoTurn): protoLast
+	// is closed when the last one started has ended (nil: none).
+	protoMu   sync.Mutex
+	protoLast chan struct{}
 }
 
 // newComm gives a communicator built as a literal its shared state; every

@@ -22,14 +22,9 @@ func (c *Comm) Shrink() (*Comm, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	if c.done != nil { // a view (ctx.go): the shrink runs to its end in the background
-		v, err := c.detached(op, func() (any, error) { return c.base.shrink(op) }, dropShrunk)
-		if err != nil {
-			return nil, c.handle(err)
-		}
-		return v.(*Comm), nil
-	}
-	nc, err := c.shrink(op)
+	// One protocol after the other; on a view, cut by its context (ctx.go).
+	v, err := c.protocol(op, func() (any, error) { return c.base.shrink(op) }, dropShrunk)
+	nc, _ := v.(*Comm)
 	return nc, c.handle(err)
 }
 
