@@ -223,3 +223,59 @@ func TestCtxCollectiveCutReleasesOthers(t *testing.T) {
 		t.Fatal("no other member's barrier failed: the cut member was not waited for")
 	}
 }
+
+// Sendrecv whose receive is cut is withdrawn; Waitall of requests started
+// on a view returns the cut error, the unmatched receive withdrawn and the
+// matched one completed with its message.
+func TestCtxSendrecvAndWaitall(t *testing.T) {
+	cut := newGate()
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		switch c.Rank() {
+		case 0:
+			if err := mpi.Send(c, []int{1}, 1, 1); err != nil { // matches r1 below
+				return err
+			}
+			cut.wait(t)
+			// Rank 1's cut Sendrecv sent 9 on tag 5, and its receives were
+			// withdrawn: these go to its next receives.
+			got := []int{0}
+			if _, err := mpi.Recv(c, got, 1, 5); err != nil || got[0] != 9 {
+				return fmt.Errorf("message of the cut sendrecv: %v %v", got, err)
+			}
+			return mpi.Send(c, []int{2}, 1, 2)
+		case 1:
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			v := c.WithContext(ctx)
+			if _, err := mpi.Sendrecv(v, []int{9}, 0, 5, []int{0}, 0, 2); !isCutBy(err, context.Canceled) {
+				return fmt.Errorf("cut sendrecv: %v", err)
+			}
+			// Wait until rank 0's first message is queued, so r1 matches it.
+			if _, err := c.Probe(0, 1); err != nil {
+				return err
+			}
+			b1, b2 := []int{0}, []int{-1}
+			r1, err := mpi.Irecv(v, b1, 0, 1)
+			if err != nil {
+				return err
+			}
+			r2, err := mpi.Irecv(v, b2, 0, 2)
+			if err != nil {
+				return err
+			}
+			sts, err := mpi.Waitall([]*mpi.Request{r1, r2})
+			if !isCutBy(err, context.Canceled) {
+				return fmt.Errorf("cut waitall: %v", err)
+			}
+			if sts[0].Err != nil || b1[0] != 1 || !sts[1].Cancelled {
+				return fmt.Errorf("cut waitall statuses %+v, buffers %v %v", sts, b1, b2)
+			}
+			cut.open()
+			got := []int{0}
+			if _, err := mpi.Recv(c, got, 0, 2); err != nil || got[0] != 2 || b2[0] != -1 {
+				return fmt.Errorf("receive after the cut: %v %v (cut buffer %v)", got, err, b2)
+			}
+		}
+		return nil
+	})
+}

@@ -312,3 +312,53 @@ func TestMprobeRevoked(t *testing.T) {
 		return nil
 	})
 }
+
+// Run-through (seed 003 17.6): a wildcard matched probe raises
+// ErrRankFailStop while wildcards are disabled by a failure, and works
+// again after ReenableAnySource; a message already queued is still taken.
+func TestMprobeRunThroughWildcards(t *testing.T) {
+	killed, queued := newGate(), newGate()
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		switch c.Rank() {
+		case 2:
+			killed.open()
+			w.Kill()
+		case 1:
+			if err := mpi.Send(c, []int{3}, 0, 1); err != nil {
+				return err
+			}
+			queued.open()
+		case 0:
+			if err := c.EnableRunThrough(); err != nil {
+				return err
+			}
+			killed.wait(t)
+			queued.wait(t)
+			// The failure is known once a receive from rank 2 fails.
+			if _, err := mpi.Recv(c, []int{0}, 2, 0); !errors.Is(err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("receive from the failed rank: %v", err)
+			}
+			msg, _, err := c.Mprobe(mpi.AnySource, 1)
+			if err != nil {
+				return fmt.Errorf("wildcard mprobe of a queued message while disabled: %v", err)
+			}
+			got := []int{0}
+			if _, err := mpi.Mrecv(msg, got); err != nil || got[0] != 3 {
+				return fmt.Errorf("mrecv: %v %v", got, err)
+			}
+			if _, _, err := c.Mprobe(mpi.AnySource, 1); !errors.Is(err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("wildcard mprobe while disabled: %v, want ErrRankFailStop", err)
+			}
+			if _, _, _, err := c.Improbe(mpi.AnySource, 1); !errors.Is(err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("wildcard improbe while disabled: %v, want ErrRankFailStop", err)
+			}
+			if _, err := c.ReenableAnySource(); err != nil {
+				return err
+			}
+			if _, _, ok, err := c.Improbe(mpi.AnySource, 1); ok || err != nil {
+				return fmt.Errorf("wildcard improbe after ReenableAnySource: %v %v", ok, err)
+			}
+		}
+		return nil
+	})
+}
