@@ -279,3 +279,47 @@ func TestCtxSendrecvAndWaitall(t *testing.T) {
 		return nil
 	})
 }
+
+// Run-through: a validated communicator runs its collectives on the view
+// of its alive members; a call on a context view is cut there too, and
+// released at the others.
+func TestCtxRunThroughCollectiveCut(t *testing.T) {
+	cut := newGate()
+	var failedOthers atomic.Int32
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 2 {
+			w.Kill()
+		}
+		if err := awaitFailure(c, 2); err != nil {
+			return err
+		}
+		if _, err := c.Validate(); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			err := c.WithContext(ctx).Barrier()
+			cut.open()
+			if !isCutBy(err, context.Canceled) {
+				return fmt.Errorf("rank 0: cut barrier on the alive view: %v", err)
+			}
+		} else {
+			cut.wait(t)
+			if err := c.Barrier(); err != nil {
+				failedOthers.Add(1)
+				if !errors.Is(err, mpi.ErrOther) {
+					return fmt.Errorf("rank %d: barrier with a cut member: %v", c.Rank(), err)
+				}
+			}
+		}
+		x := []int{1}
+		if err := mpi.Allreduce(c, x, x, mpi.Sum); err != nil || x[0] != 3 {
+			return fmt.Errorf("rank %d: allreduce after the cut: %v %v", c.Rank(), x, err)
+		}
+		return nil
+	})
+	if failedOthers.Load() == 0 {
+		t.Fatal("no other member's barrier failed")
+	}
+}
