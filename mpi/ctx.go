@@ -61,6 +61,12 @@ import (
 //     uniform, as with any collective error: a program that needs to know
 //     agrees on it (Agree) or revokes. The communicator stays usable: the
 //     next collective call is matched as usual;
+//   - communicator creation (Dup, Split, Create, ...) on a view runs its
+//     agreements as public collectives on the view: a cut fails the call
+//     here and at the members that still needed this one, but members that
+//     finished have the new communicator; as after any creation that
+//     failed somewhere, the program must not use it without agreeing on
+//     the outcome (Agree on the parent) and frees it otherwise;
 //   - an internal protocol that carries no call signature (communicator
 //     management's internal exchanges, intercommunicator collectives) cannot
 //     be released call by call: a cut revokes the communicator (Revoke),
