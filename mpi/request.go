@@ -198,7 +198,7 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 		if r != nil && !r.done {
 			r.pr.SetWaiter(&ch)
 			w = r.c.w
-			if r.c.cctx != nil { // started on a view: its context wakes us (ctx.go)
+			if r.c.cctx != nil && !r.local { // started on a view: its context wakes us to cut r (ctx.go)
 				stop := context.AfterFunc(r.c.cctx, func() {
 					select {
 					case ch <- struct{}{}:
@@ -221,7 +221,7 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 	}
 	for {
 		for _, r := range reqs {
-			if r != nil && (r.ready() || r.c.cctx != nil && r.c.cctx.Err() != nil) {
+			if r != nil && (r.ready() || !r.local && r.c.cctx != nil && r.c.cctx.Err() != nil) {
 				return true
 			}
 		}
@@ -313,7 +313,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 		return sts, abortErr
 	}
 	if isCut(failErr) {
-		return sts, failErr // the pending requests stay (ctx.go)
+		return sts, failErr // a request cut by its view's context (ctx.go): the caller's own request
 	}
 	if failed != nil {
 		return sts, failed.c.handle(newErr(ErrInStatus, "MPI_Waitall", failed.c, NoPeer, "first failure: %v", failErr))
