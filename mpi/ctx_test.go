@@ -323,3 +323,36 @@ func TestCtxRunThroughCollectiveCut(t *testing.T) {
 		t.Fatal("no other member's barrier failed")
 	}
 }
+
+// A nonblocking collective started on a view runs on the view: its call is
+// cut by the context and its request completes with the cut error; the
+// others are released as for the blocking form.
+func TestCtxNonblockingCollectiveCut(t *testing.T) {
+	cut := newGate()
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 0 {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			req, err := c.WithContext(ctx).Ibarrier()
+			if err != nil {
+				cut.open()
+				return err
+			}
+			_, _, err = mpi.Waitany([]*mpi.Request{req})
+			cut.open()
+			if !isCutBy(err, context.Canceled) {
+				return fmt.Errorf("rank 0: cut ibarrier: %v", err)
+			}
+		} else {
+			cut.wait(t)
+			if err := c.Barrier(); err != nil && !errors.Is(err, mpi.ErrOther) {
+				return fmt.Errorf("rank %d: barrier with a cut member: %v", c.Rank(), err)
+			}
+		}
+		x := []int{1}
+		if err := mpi.Allreduce(c, x, x, mpi.Sum); err != nil || x[0] != 3 {
+			return fmt.Errorf("rank %d: allreduce after the cut: %v %v", c.Rank(), x, err)
+		}
+		return nil
+	})
+}
