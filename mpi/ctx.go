@@ -21,13 +21,14 @@ import (
 // same ranks, context ids, collective sequence, error handler and
 // fault-tolerance model. The only cost to calls without a context is a
 // nil channel in the select they block in, which never fires (the eager
-// receive path allocates nothing either way: TestRecvEagerAllocs).
+// path allocates nothing either way: TestEagerPathDoesNotAllocate,
+// TestViewEagerPathDoesNotAllocate).
 //
 // Semantics (documented on WithContext): the context bounds the time a
 // call waits; a call that can complete without waiting completes. What a
 // cut leaves behind depends on what MPI can withdraw:
 //
-//   - a receive (Recv, Sendrecv's receive, Mrecv's wait) that has not
+//   - a receive (Recv, Sendrecv's receive) that has not
 //     matched a message is withdrawn from matching (the engine's Cancel),
 //     so a message that arrives later is matched by a later receive, never
 //     written into a buffer the caller got back; one that has matched
@@ -42,7 +43,8 @@ import (
 //     one blocked in the transport (the peer stopped reading and the
 //     socket buffers are full) is not interrupted: the transport owns the
 //     buffer until it has written it or the peer is declared failed;
-//   - a probe (Probe, Mprobe) just stops waiting;
+//   - a probe (Probe, Mprobe) just stops waiting; Mrecv is not cut (its
+//     message is matched already: it completes as a matched receive);
 //   - Wait, Waitall, Waitany, Waitsome of a request started on a view end
 //     it as the blocking call would (Request.cut): a receive that has not
 //     matched is withdrawn (its status says Cancelled, its error is the
