@@ -96,8 +96,10 @@ func (c *Comm) AgreeBits(flags uint64) (uint64, error) {
 	if err := checkComm(c, op); err != nil {
 		return 0, err
 	}
-	v, err := c.agreeBits(op, flags)
-	return v, c.handle(err)
+	// One protocol after the other; on a view, cut by its context (ctx.go).
+	v, err := c.protocol(op, func() (any, error) { return c.base.agreeBits(op, flags) }, nil)
+	out, _ := v.(uint64) // with ErrProcFailed too: the agreed value
+	return out, c.handle(err)
 }
 
 // agreeBits runs the agreement and returns the raw error.

@@ -164,8 +164,11 @@ func (n *collNet) Irecv(s *coll.Set, from int, b []byte) (coll.Req, error) {
 func (n *collNet) Wait(s *coll.Set, r coll.Req, peer int) (int, error) {
 	pr := r.(*p2p.Req)
 	w := n.c.w
-	if !w.waitColl(pr, s.Ctx, s.N, s.Proc) {
+	switch w.waitColl(pr, s.Ctx, s.N, s.Proc, n.c.done) {
+	case p2p.WaitAborted:
 		return 0, w.abortedErr(n.op, n.c)
+	case p2p.WaitCancelled:
+		return 0, n.cut(s, pr)
 	}
 	st := pr.Status()
 	recv := pr.IsRecv()

@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"context"
 	"math"
 	"slices"
 	"sync"
@@ -37,7 +38,15 @@ const (
 // it) must be made in the same order by all members, as MPI requires.
 //
 // Fields are grouped by who may change them.
+//
+// A *Comm is a handle: the state every handle of one communicator shares
+// (error handler, fault-tolerance model and state, collective sequence,
+// lazily built views) is behind commState, so that WithContext (ctx.go) can
+// return another handle of the same communicator whose blocking calls
+// honour a context.
 type Comm struct {
+	*commState // shared by the communicator and its context views
+
 	// Identity: set at creation, never changed.
 	w       *World
 	ctx     uint32 // point-to-point context id; ctx+1 is the collective context
@@ -49,8 +58,20 @@ type Comm struct {
 	owned   bool   // ctx was agreed at creation and returns to the World's pool on Free
 
 	// Name: set by SetName (not concurrently with other calls on c; error
-	// messages read it).
+	// messages read it). A view made by WithContext starts with its
+	// communicator's name.
 	name string
+
+	// A view made by WithContext: its context and that context's Done
+	// channel (both nil on the communicator itself, so a blocking call
+	// without a context waits on a nil channel, which costs nothing).
+	cctx context.Context
+	done <-chan struct{}
+}
+
+// commState is the state shared by a communicator and its context views.
+type commState struct {
+	base *Comm // the communicator itself (not a view): its identity
 
 	// Mutable state, safe for concurrent use.
 	errh  atomic.Pointer[Errhandler]
@@ -76,6 +97,19 @@ type Comm struct {
 	// coll is the collective state: sequence numbers, algorithm choice
 	// inputs (coll_util.go).
 	coll collComm
+
+	// Agree and Shrink run one after the other, in call order, also when
+	// a cut one goes on in the background (ctx.go: protoTurn): protoLast
+	// is closed when the last one started has ended (nil: none).
+	protoMu   sync.Mutex
+	protoLast chan struct{}
+}
+
+// newComm gives a communicator built as a literal its shared state; every
+// communicator is made through it.
+func newComm(c *Comm) *Comm {
+	c.commState = &commState{base: c}
+	return c
 }
 
 // IsInter reports whether c is an intercommunicator (MPI_Comm_test_inter).
@@ -147,7 +181,7 @@ func CompareComms(a, b *Comm) Comparison {
 	if a == nil || b == nil {
 		return Unequal
 	}
-	if a == b {
+	if a.base == b.base {
 		return Ident
 	}
 	if a.IsInter() != b.IsInter() {

@@ -32,7 +32,7 @@ func shortName(c *Comm) string {
 // fault-tolerance model is ULFM unless the parent's model sets another
 // (ftModel.create) before the communicator is returned.
 func newDerived(parent *Comm, name string, pair int, members []int, rank int) *Comm {
-	nc := &Comm{
+	nc := newComm(&Comm{
 		w:       parent.w,
 		ctx:     uint32(2 * pair),
 		rank:    rank,
@@ -40,7 +40,7 @@ func newDerived(parent *Comm, name string, pair int, members []int, rank int) *C
 		members: members,
 		owned:   true,
 		name:    name,
-	}
+	})
 	nc.errh.Store(parent.errh.Load())
 	parent.w.registerComm(nc)
 	return nc

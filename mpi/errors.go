@@ -61,6 +61,8 @@ type Error struct {
 	Comm   string // communicator name, "" if none
 	Peer   int    // peer rank in Comm, or NoPeer
 	Detail string // what exactly was wrong
+
+	cause error // a call cut by its context: the context's error (ctx.go)
 }
 
 // NoPeer is Error.Peer when no single peer is involved.
@@ -95,8 +97,15 @@ func rankName(r int) string {
 	return fmt.Sprint(r)
 }
 
-// Unwrap returns the error class, so errors.Is(err, mpi.ErrTruncate) works.
-func (e *Error) Unwrap() error { return e.Class }
+// Unwrap returns the error class, so errors.Is(err, mpi.ErrTruncate) works,
+// and for a call cut by its context (Comm.WithContext) the context's error
+// too, so errors.Is(err, context.DeadlineExceeded) works.
+func (e *Error) Unwrap() []error {
+	if e.cause != nil {
+		return []error{e.Class, e.cause}
+	}
+	return []error{e.Class}
+}
 
 // ErrorClass returns the MPI error class of err (MPI_Error_class), or nil
 // for a nil error and ErrUnknown for errors not produced by ftmpi.
@@ -146,6 +155,9 @@ func NewErrhandler(fn func(c *Comm, err error)) *Errhandler {
 func (c *Comm) handle(err error) error {
 	if err == nil {
 		return nil
+	}
+	if isCut(err) {
+		return err // the caller's own request (WithContext): not a failure
 	}
 	h := c.errh.Load()
 	switch {

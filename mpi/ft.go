@@ -72,6 +72,7 @@ func (w *World) ftOf(c *Comm) *commFT {
 	procs := slices.Clone(c.memberWorldRanks())
 	procs = append(procs, c.remote...)
 	slices.Sort(procs)
+	c = c.base // the communicator, not a context view of it
 	f := &commFT{c: c, overlay: procs, index: make(map[int]int, len(procs))}
 	for i, p := range procs {
 		f.index[p] = i
@@ -107,7 +108,7 @@ func (c *Comm) memberWorldRanks() []int {
 // forgetFT drops c's fault-tolerance state (on Free).
 func (w *World) forgetFT(c *Comm) {
 	w.ft.mu.Lock()
-	if w.ft.byCtx[c.ctx] == c {
+	if w.ft.byCtx[c.ctx] == c.base {
 		delete(w.ft.byCtx, c.ctx)
 	}
 	w.ft.mu.Unlock()
@@ -342,8 +343,9 @@ func (e *memberFailedError) Unwrap() error { return p2p.ErrPeerLost }
 // process that learns of the failure. So a collective never waits forever,
 // neither on a dead participant nor on a live one that the failure stopped
 // (seed 002 A.2.1: collectives raise ErrProcFailed when a participant
-// failed). It reports false if the job was aborted.
-func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int) bool {
+// failed). It returns p2p.WaitDone, p2p.WaitAborted if the job was
+// aborted, or p2p.WaitCancelled if cancel (a view's context) closed first.
+func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int, cancel <-chan struct{}) int {
 	for {
 		sig := w.eng.FailureSignal()
 		if !r.Done() && w.eng.LostCount() > 0 {
@@ -351,11 +353,8 @@ func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int) bool
 				w.eng.Poison(&memberFailedError{proc: p}, ctx)
 			}
 		}
-		switch r.WaitSignal(w.abort, sig) {
-		case 0:
-			return true
-		case 1:
-			return false
+		if how := r.WaitSignalCancel(w.abort, sig, cancel); how != p2p.WaitSignalled {
+			return how
 		}
 	}
 }

@@ -108,8 +108,8 @@ func (l *interLink) swap(out []byte, n int) ([]byte, error) {
 func newInter(parent *Comm, name string, pairs []int, members, remote []int, rank int) *Comm {
 	// Complete before registerComm publishes it: a revocation arriving on
 	// a transport goroutine reads remote and local (a data race otherwise).
-	ic := &Comm{w: parent.w, ctx: uint32(2 * pairs[0]), rank: rank, size: len(members), members: members,
-		owned: true, name: name, remote: remote}
+	ic := newComm(&Comm{w: parent.w, ctx: uint32(2 * pairs[0]), rank: rank, size: len(members), members: members,
+		owned: true, name: name, remote: remote})
 	ic.errh.Store(parent.errh.Load())
 	ic.local = newDerived(parent, name+".local", pairs[1], members, rank)
 	parent.w.registerComm(ic)

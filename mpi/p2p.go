@@ -18,6 +18,9 @@ func checkComm(c *Comm, op string) error {
 	if c.freed.Load() {
 		return newErr(ErrComm, op, c, NoPeer, "communicator was freed")
 	}
+	if c.done != nil && c.badView() {
+		return c.badViewErr(op)
+	}
 	return nil
 }
 
@@ -150,16 +153,7 @@ func send[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) erro
 	if r == nil {
 		return nil
 	}
-	ok := r.Wait(c.w.abort)
-	if !ok {
-		return c.handle(c.w.abortedErr(op, c))
-	}
-	st := r.Status()
-	c.w.eng.Release(r)
-	if st.Err != nil {
-		return c.handle(c.engineErr(op, dest, st.Err))
-	}
-	return nil
+	return c.handle(c.waitSend(op, r, dest))
 }
 
 // Recv receives a message into buf (MPI_Recv). source may be AnySource,
@@ -191,8 +185,11 @@ func Recv[T Numeric](c *Comm, buf []T, source, tag int) (Status, error) {
 func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 	w := c.w
 	if source != AnySource {
-		if !r.Wait(w.abort) {
+		switch r.WaitCancel(w.abort, c.done) {
+		case p2p.WaitAborted:
 			return w.abortedErr(op, c)
+		case p2p.WaitCancelled:
+			return c.recvCut(op, r, source)
 		}
 		return nil
 	}
@@ -207,11 +204,13 @@ func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 			w.eng.Release(r)
 			return m.wildRecvErr(c, op)
 		}
-		switch r.WaitSignal(w.abort, sig) {
-		case 0:
+		switch r.WaitSignalCancel(w.abort, sig, c.done) {
+		case p2p.WaitDone:
 			return nil
-		case 1:
+		case p2p.WaitAborted:
 			return w.abortedErr(op, c)
+		case p2p.WaitCancelled:
+			return c.recvCut(op, r, source)
 		}
 	}
 }
@@ -310,7 +309,10 @@ func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
 // one call that cannot deadlock against a matching Sendrecv
 // (MPI_Sendrecv).
 func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
-	const op = "MPI_Sendrecv"
+	return sendrecv(c, "MPI_Sendrecv", sendbuf, dest, sendtag, recvbuf, source, recvtag)
+}
+
+func sendrecv[S, R Numeric](c *Comm, op string, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
 	if err := checkComm(c, op); err != nil {
 		return emptyStatus(), err
 	}
@@ -341,12 +343,7 @@ func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R
 		case err != nil:
 			sendErr = c.engineErr(op, dest, err)
 		case sr != nil:
-			if !sr.Wait(c.w.abort) {
-				sendErr = c.w.abortedErr(op, c)
-			} else if e := sr.Status().Err; e != nil {
-				sendErr = c.engineErr(op, dest, e)
-			}
-			c.w.eng.Release(sr)
+			sendErr = c.waitSend(op, sr, dest)
 		}
 	}
 	// The model combines the halves' outcomes (run-through, seed 003
@@ -355,6 +352,13 @@ func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R
 	if rr == nil {
 		st, err := m.sendrecvResult(c, op, procNullStatus(), sendErr, nil, dest, source)
 		return st, c.handle(err)
+	}
+	if isCut(sendErr) {
+		if c.w.eng.Cancel(rr) {
+			c.w.eng.Release(rr)
+			return emptyStatus(), sendErr
+		}
+		sendErr = nil // the receive matched: its outcome is the call's
 	}
 	if sendErr != nil {
 		if c.w.eng.Cancel(rr) {
@@ -408,9 +412,12 @@ func (c *Comm) Probe(source, tag int) (Status, error) {
 		}
 		// The engine returns a queued message first, then the failure of
 		// a named source; sig releases a wildcard probe to re-examine.
-		ps, fired, err := e.ProbeSignal(c.ctx, int32(source), peer, int32(tag), c.w.abort, sig)
-		if fired {
+		ps, how, err := e.ProbeCancel(c.ctx, int32(source), peer, int32(tag), c.w.abort, sig, c.done)
+		switch how {
+		case p2p.WaitSignalled:
 			continue
+		case p2p.WaitCancelled:
+			return emptyStatus(), c.cutErr(op, source, "")
 		}
 		if err != nil {
 			return emptyStatus(), c.handle(c.engineErr(op, source, err))

@@ -312,9 +312,9 @@ func (c *Comm) checkSetErrhandler(h *Errhandler) error {
 	const op = "MPI_Comm_set_errhandler"
 	cur := c.errh.Load()
 	switch {
-	case isReinitHandler(h) && c != c.w.world:
+	case isReinitHandler(h) && c.base != c.w.world:
 		return newErr(ErrArg, op, c, NoPeer, "%v may only be set on MPI_COMM_WORLD (seed 000, 1.4)", h)
-	case isReinitHandler(cur) && c == c.w.world && h != cur:
+	case isReinitHandler(cur) && c.base == c.w.world && h != cur:
 		return newErr(ErrArg, op, c, NoPeer, "MPI_COMM_WORLD has %v; another handler may not replace it (seed 000, 1.4.1)", cur)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package mpi
 
 import (
+	"context"
+
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
@@ -93,6 +95,9 @@ func (r *Request) Wait() (Status, error) {
 		return emptyStatus(), r.c.handle(aborted)
 	}
 	if pending != nil {
+		if r.done { // cut (ctx.go): complete, with its status
+			return r.st, r.c.handle(r.err)
+		}
 		return emptyStatus(), r.c.handle(pending)
 	}
 	r.collect()
@@ -193,6 +198,15 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 		if r != nil && !r.done {
 			r.pr.SetWaiter(&ch)
 			w = r.c.w
+			if r.c.cctx != nil && !r.local { // started on a view: its context wakes us to cut r (ctx.go)
+				stop := context.AfterFunc(r.c.cctx, func() {
+					select {
+					case ch <- struct{}{}:
+					default:
+					}
+				})
+				defer stop()
+			}
 		}
 	}
 	defer func() {
@@ -207,7 +221,7 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 	}
 	for {
 		for _, r := range reqs {
-			if r != nil && r.ready() {
+			if r != nil && (r.ready() || !r.local && r.c.cctx != nil && r.c.cctx.Err() != nil) {
 				return true
 			}
 		}
@@ -227,8 +241,11 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 func (r *Request) waitOne(op string) (pending, aborted error) {
 	w := r.c.w
 	if !r.wildcard() {
-		if !r.pr.Wait(w.abort) {
+		switch r.pr.WaitCancel(w.abort, r.c.done) {
+		case p2p.WaitAborted:
 			return nil, w.abortedErr(op, r.c)
+		case p2p.WaitCancelled: // started on a view: r is cut (ctx.go)
+			return r.cut(op), nil
 		}
 		return nil, nil
 	}
@@ -237,11 +254,13 @@ func (r *Request) waitOne(op string) (pending, aborted error) {
 		if err := r.wildCheck(op); err != nil {
 			return err, nil
 		}
-		switch r.pr.WaitSignal(w.abort, sig) {
-		case 0:
+		switch r.pr.WaitSignalCancel(w.abort, sig, r.c.done) {
+		case p2p.WaitDone:
 			return nil, nil
-		case 1:
+		case p2p.WaitAborted:
 			return nil, w.abortedErr(op, r.c)
+		case p2p.WaitCancelled:
+			return r.cut(op), nil
 		}
 	}
 }
@@ -271,7 +290,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 				sts[i].Err = aborted
 				continue
 			}
-			if pending != nil {
+			if pending != nil && !r.done {
 				sts[i] = emptyStatus()
 				sts[i].Err = pending
 				if failed == nil {
@@ -279,7 +298,9 @@ func Waitall(reqs []*Request) ([]Status, error) {
 				}
 				continue
 			}
-			r.collect()
+			if !r.done {
+				r.collect()
+			}
 		}
 		sts[i] = r.st
 		sts[i].Err = r.err
@@ -290,6 +311,9 @@ func Waitall(reqs []*Request) ([]Status, error) {
 	}
 	if abortErr != nil {
 		return sts, abortErr
+	}
+	if isCut(failErr) {
+		return sts, failErr // a request cut by its view's context (ctx.go): the caller's own request
 	}
 	if failed != nil {
 		return sts, failed.c.handle(newErr(ErrInStatus, "MPI_Waitall", failed.c, NoPeer, "first failure: %v", failErr))
@@ -314,6 +338,9 @@ func Waitany(reqs []*Request) (int, Status, error) {
 		if done || err != nil {
 			return i, st, err
 		}
+		if i := cutOne(reqs, op); i >= 0 {
+			continue // reqs[i] is complete: cut, or completed with its message
+		}
 		if !waitAnyReady(reqs, sig) {
 			for _, r := range reqs {
 				if r != nil {
@@ -337,6 +364,9 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 		idx, sts, err, active := testsome(reqs, op)
 		if len(idx) > 0 || !active {
 			return idx, sts, err
+		}
+		if i := cutOne(reqs, op); i >= 0 {
+			continue
 		}
 		if !waitAnyReady(reqs, sig) {
 			for _, r := range reqs {

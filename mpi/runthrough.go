@@ -471,7 +471,7 @@ func (c *Comm) rtViewPairs(op string, k int, window []uint64, w0, start int, see
 
 // newView builds the internal communicator of c's alive members.
 func newView(c *Comm, pair int, members []int, rank int) *Comm {
-	v := &Comm{w: c.w, ctx: uint32(2 * pair), rank: rank, size: len(members), members: members, name: c.name}
+	v := newComm(&Comm{w: c.w, ctx: uint32(2 * pair), rank: rank, size: len(members), members: members, name: c.name})
 	v.errh.Store(ErrorsReturn)
 	return v
 }

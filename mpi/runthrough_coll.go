@@ -39,7 +39,15 @@ func (rt *rtModel) collRoute(c *Comm, op string) (v *collView, fail collRun, ok 
 }
 
 // route asks c's model how a collective runs (see ftModel.collRoute).
-func (c *Comm) route(op string) (*collView, collRun, bool) { return c.ftm().collRoute(c, op) }
+func (c *Comm) route(op string) (*collView, collRun, bool) {
+	v, fail, ok := c.ftm().collRoute(c, op)
+	if v != nil && c.cctx != nil { // c is a view (ctx.go): bound the call on the alive members too
+		vv := *v
+		vv.comm = v.comm.WithContext(c.cctx)
+		v = &vv
+	}
+	return v, fail, ok
+}
 
 // remap makes an error of the view an error of c: c's name, ranks of c.
 func (s *collView) remap(c *Comm, err error) error {

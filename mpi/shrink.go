@@ -22,7 +22,9 @@ func (c *Comm) Shrink() (*Comm, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	nc, err := c.shrink(op)
+	// One protocol after the other; on a view, cut by its context (ctx.go).
+	v, err := c.protocol(op, func() (any, error) { return c.base.shrink(op) }, dropShrunk)
+	nc, _ := v.(*Comm)
 	return nc, c.handle(err)
 }
 

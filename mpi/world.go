@@ -200,9 +200,9 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	if members != nil {
 		wsize = len(members)
 	}
-	w.world = &Comm{w: w, name: "MPI_COMM_WORLD", ctx: ctxWorld, rank: wrank, size: wsize, members: members}
+	w.world = newComm(&Comm{w: w, name: "MPI_COMM_WORLD", ctx: ctxWorld, rank: wrank, size: wsize, members: members})
 	w.world.errh.Store(ErrorsAreFatal)
-	w.self = &Comm{w: w, name: "MPI_COMM_SELF", ctx: ctxSelf, rank: 0, size: 1, members: []int{proc}}
+	w.self = newComm(&Comm{w: w, name: "MPI_COMM_SELF", ctx: ctxSelf, rank: 0, size: 1, members: []int{proc}})
 	w.self.errh.Store(ErrorsAreFatal)
 	w.registerComm(w.world)
 	w.registerComm(w.self)

@@ -189,30 +189,36 @@ func (r *Req) complete() {
 
 // Wait blocks until r completes or abort is closed (nil abort never fires).
 // It spins briefly (yielding the processor) before blocking.
-func (r *Req) Wait(abort <-chan struct{}) bool {
+func (r *Req) Wait(abort <-chan struct{}) bool { return r.WaitCancel(abort, nil) == WaitDone }
+
+// What WaitCancel and WaitSignalCancel returned.
+const (
+	WaitDone      = 0 // the request completed
+	WaitAborted   = 1 // abort closed first
+	WaitSignalled = 2 // sig closed first
+	WaitCancelled = 3 // cancel closed first (the request is still pending)
+)
+
+// WaitCancel is Wait that also returns WaitCancelled when cancel closes
+// first (a nil cancel never fires and costs nothing): WaitDone when r
+// completed, WaitAborted when abort closed.
+func (r *Req) WaitCancel(abort, cancel <-chan struct{}) int {
 	if r.done.Load() {
-		return true
+		return WaitDone
 	}
 	if spin := r.e.spin; spin > 0 {
 		start := time.Now()
 		for i := 0; ; i++ {
 			runtime.Gosched()
 			if r.done.Load() {
-				return true
+				return WaitDone
 			}
 			if i&15 == 15 && time.Since(start) > spin {
 				break
 			}
 		}
 	}
-	for !r.done.Load() {
-		select {
-		case <-r.ch:
-		case <-abort:
-			return r.done.Load()
-		}
-	}
-	return true
+	return r.WaitSignalCancel(abort, nil, cancel)
 }
 
 // NewLocalReq returns a request that no message completes: its owner
@@ -230,23 +236,32 @@ func (r *Req) Finish(st Status) {
 
 // WaitSignal is Wait that also returns when sig fires: 0 when r completed,
 // 1 when abort closed, 2 when sig closed first.
-func (r *Req) WaitSignal(abort, sig <-chan struct{}) int {
+func (r *Req) WaitSignal(abort, sig <-chan struct{}) int { return r.WaitSignalCancel(abort, sig, nil) }
+
+// WaitSignalCancel is WaitSignal that also returns WaitCancelled when cancel
+// closes first (nil never fires).
+func (r *Req) WaitSignalCancel(abort, sig, cancel <-chan struct{}) int {
 	for !r.done.Load() {
 		select {
 		case <-r.ch:
 		case <-abort:
 			if r.done.Load() {
-				return 0
+				return WaitDone
 			}
-			return 1
+			return WaitAborted
 		case <-sig:
 			if r.done.Load() {
-				return 0
+				return WaitDone
 			}
-			return 2
+			return WaitSignalled
+		case <-cancel:
+			if r.done.Load() {
+				return WaitDone
+			}
+			return WaitCancelled
 		}
 	}
-	return 0
+	return WaitDone
 }
 
 // SetWaiter registers a channel signalled (non-blocking) on completion;
@@ -260,8 +275,10 @@ type msg struct {
 	data     []byte
 	pooled   *[]byte
 	complete bool
-	drain    bool // matched at arrival by a receive too small: drain, copy the prefix
-	recv     *Req // matched while its payload was still arriving
+	drain    bool  // matched at arrival by a receive too small: drain, copy the prefix
+	held     bool  // taken out of the queue by a matched probe (mprobe.go)
+	cut      error // held and its payload cut short: the error its receive gets
+	recv     *Req  // matched while its payload was still arriving
 	prev     *msg
 	next     *msg
 }
@@ -720,6 +737,12 @@ func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any, e
 		c.complete = true
 		r := c.recv
 		if r == nil {
+			if err != nil && c.held {
+				// Held by a matched probe: its receive gets the error.
+				c.cut = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, err)
+				e.mu.Unlock()
+				return
+			}
 			if err != nil {
 				// Unexpected and cut short: nobody will receive it.
 				e.unlinkMsg(c)
@@ -1101,37 +1124,8 @@ func (e *Engine) Probe(ctx uint32, src int32, peer int, tag int32, abort <-chan 
 // ProbeSignal is Probe that also returns, with fired set, when sig closes
 // first (a caller passes FailureSignal to re-examine its failure rules).
 func (e *Engine) ProbeSignal(ctx uint32, src int32, peer int, tag int32, abort, sig <-chan struct{}) (st Status, fired bool, err error) {
-	for {
-		e.mu.Lock()
-		if st, ok := e.probeLocked(ctx, src, tag); ok {
-			e.mu.Unlock()
-			return st, false, nil
-		}
-		if err := e.revoked[ctx]; err != nil {
-			e.mu.Unlock()
-			return Status{}, false, err
-		}
-		if err, ok := e.lost[peer]; ok && peer >= 0 {
-			e.mu.Unlock()
-			return Status{}, false, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
-		}
-		if e.closed {
-			e.mu.Unlock()
-			return Status{}, false, ErrClosed
-		}
-		w := &probeWaiter{ctx: ctx, src: src, tag: tag, ch: make(chan struct{}, 1)}
-		e.probes = append(e.probes, w)
-		e.mu.Unlock()
-		select {
-		case <-w.ch:
-		case <-abort:
-			e.removeProbe(w)
-			return Status{}, false, ErrClosed
-		case <-sig:
-			e.removeProbe(w)
-			return Status{}, true, nil
-		}
-	}
+	_, st, how, err := e.probeWait(ctx, src, peer, tag, abort, sig, nil, false)
+	return st, how == WaitSignalled, err
 }
 
 func (e *Engine) removeProbe(w *probeWaiter) {
