@@ -22,6 +22,9 @@ type Request struct {
 	// called (a wildcard receive cancelled otherwise was completed by the
 	// model: ftModel.cancelledWildErr).
 	tracked, userCancel bool
+	// pers: a persistent request (persistent.go); freed: Free was called.
+	pers  *persistent
+	freed bool
 
 	done bool
 	st   Status
@@ -78,10 +81,14 @@ func (r *Request) ready() bool { return r.done || r.pr.Done() }
 // Wait blocks until the operation completes and returns its status
 // (MPI_Wait). Errors go through the communicator's error handler.
 func (r *Request) Wait() (Status, error) {
-	if r == nil {
-		return emptyStatus(), newErr(ErrRequest, "MPI_Wait", nil, NoPeer, "nil request")
+	if err := r.usable("MPI_Wait"); err != nil {
+		return emptyStatus(), err
+	}
+	if r.inactive() {
+		return emptyStatus(), nil // an inactive persistent request (MPI 3.7.3)
 	}
 	if r.done {
+		r.deactivate()
 		return r.st, r.err
 	}
 	// A failure that affects wildcard receives is the model's (waitOne):
@@ -96,6 +103,7 @@ func (r *Request) Wait() (Status, error) {
 		return emptyStatus(), r.c.handle(pending)
 	}
 	r.collect()
+	r.deactivate()
 	return r.st, r.c.handle(r.err)
 }
 
@@ -113,10 +121,14 @@ func (r *Request) pendingErr(op string) error {
 // Test reports whether the operation has completed, with its status
 // (MPI_Test).
 func (r *Request) Test() (Status, bool, error) {
-	if r == nil {
-		return emptyStatus(), false, newErr(ErrRequest, "MPI_Test", nil, NoPeer, "nil request")
+	if err := r.usable("MPI_Test"); err != nil {
+		return emptyStatus(), false, err
+	}
+	if r.inactive() {
+		return emptyStatus(), true, nil
 	}
 	if r.done {
+		r.deactivate()
 		return r.st, true, r.err
 	}
 	if !r.pr.Done() {
@@ -133,6 +145,7 @@ func (r *Request) Test() (Status, bool, error) {
 		}
 	}
 	r.collect()
+	r.deactivate()
 	return r.st, true, r.c.handle(r.err)
 }
 
@@ -141,8 +154,8 @@ func (r *Request) Test() (Status, bool, error) {
 // (MPI allows cancellation to fail) and completes normally. Wait reports
 // the outcome in Status.Cancelled.
 func (r *Request) Cancel() error {
-	if r == nil {
-		return newErr(ErrRequest, "MPI_Cancel", nil, NoPeer, "nil request")
+	if err := r.usable("MPI_Cancel"); err != nil {
+		return err
 	}
 	if r.done {
 		return nil
@@ -207,7 +220,7 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 	}
 	for {
 		for _, r := range reqs {
-			if r != nil && r.ready() {
+			if !r.inactive() && r.ready() {
 				return true
 			}
 		}
@@ -259,7 +272,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 	var failed *Request
 	var failErr, abortErr error
 	for i, r := range reqs {
-		if r == nil {
+		if r.inactive() {
 			sts[i] = emptyStatus()
 			continue
 		}
@@ -286,7 +299,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 		if r.err != nil && failed == nil {
 			failed, failErr = r, r.err
 		}
-		reqs[i] = nil
+		retire(reqs, i)
 	}
 	if abortErr != nil {
 		return sts, abortErr
@@ -373,7 +386,7 @@ func testsome(reqs []*Request, op string) (idx []int, sts []Status, err error, a
 	pidx, perrs := checkWild(reqs, op)
 	var failed *Request
 	for i, r := range reqs {
-		if r == nil {
+		if r.inactive() {
 			continue
 		}
 		active = true
@@ -390,7 +403,7 @@ func testsome(reqs []*Request, op string) (idx []int, sts []Status, err error, a
 		if r.err != nil && failed == nil {
 			failed = r
 		}
-		reqs[i] = nil
+		retire(reqs, i)
 	}
 	if failed != nil {
 		return idx, sts, failed.c.handle(newErr(ErrInStatus, op, failed.c, NoPeer, "first failure: %v", failed.err)), active
@@ -427,7 +440,7 @@ func Testall(reqs []*Request) ([]Status, bool, error) {
 		return sts, false, r.c.handle(newErr(ErrInStatus, op, r.c, NoPeer, "first failure: %v", perrs[0]))
 	}
 	for _, r := range reqs {
-		if r != nil && !r.ready() {
+		if !r.inactive() && !r.ready() {
 			return nil, false, nil
 		}
 	}
@@ -452,7 +465,7 @@ func Testany(reqs []*Request) (int, Status, bool, error) {
 func testany(reqs []*Request, op string) (i int, st Status, done bool, err error, active bool) {
 	pidx, perrs := checkWild(reqs, op)
 	for i, r := range reqs {
-		if r == nil {
+		if r.inactive() {
 			continue
 		}
 		active = true
@@ -460,7 +473,7 @@ func testany(reqs []*Request, op string) (i int, st Status, done bool, err error
 			if !r.done {
 				r.collect()
 			}
-			reqs[i] = nil
+			retire(reqs, i)
 			return i, r.st, true, r.c.handle(r.err), true
 		}
 	}
