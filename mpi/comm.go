@@ -76,6 +76,9 @@ type Comm struct {
 	// coll is the collective state: sequence numbers, algorithm choice
 	// inputs (coll_util.go).
 	coll collComm
+
+	// attr is the cached attributes and info hints (attr.go, info.go).
+	attr commAttrs
 }
 
 // IsInter reports whether c is an intercommunicator (MPI_Comm_test_inter).
