@@ -107,13 +107,17 @@ func (w *World) BufferDetach() []byte {
 
 // reclaim frees the segments of completed sends; b.mu held.
 func (b *bsendState) reclaim(e *p2p.Engine) {
-	b.segs = slices.DeleteFunc(b.segs, func(s bufSeg) bool {
-		if s.busy || s.req == nil || !s.req.Done() {
-			return false
+	k := 0
+	for _, s := range b.segs {
+		if !s.busy && s.req != nil && s.req.Done() {
+			e.Release(s.req)
+			continue
 		}
-		e.Release(s.req)
-		return true
-	})
+		b.segs[k] = s
+		k++
+	}
+	clear(b.segs[k:])
+	b.segs = b.segs[:k]
 }
 
 // alloc reserves n bytes of the attached buffer (first fit), returning the
@@ -148,12 +152,16 @@ func (b *bsendState) alloc(op string, c *Comm, n int) (int, error) {
 func (b *bsendState) settle(off int, req *p2p.Req) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := slices.IndexFunc(b.segs, func(s bufSeg) bool { return s.off == off && s.busy })
-	if req == nil {
-		b.segs = slices.Delete(b.segs, i, i+1)
-		return
+	for i := range b.segs {
+		if s := &b.segs[i]; s.off == off && s.busy {
+			if req == nil {
+				b.segs = slices.Delete(b.segs, i, i+1)
+				return
+			}
+			s.req, s.busy = req, false
+			return
+		}
 	}
-	b.segs[i].req, b.segs[i].busy = req, false
 }
 
 // Bsend sends buf to dest in buffered mode (MPI_Bsend): the message is

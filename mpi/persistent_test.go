@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ftmpi/ftmpi/internal/jobtest"
 	"github.com/ftmpi/ftmpi/mpi"
 )
 
@@ -609,4 +610,67 @@ func TestPersistentRunThrough(t *testing.T) {
 		}
 		return errors.Join(s.Free(), a.Free())
 	})
+}
+
+// A persistent send and receive allocate nothing per Start once warm (the
+// arguments are bound at Init; engine requests are pooled), nor does an
+// eager Bsend.
+func TestPersistentAndBsendDoNotAllocate(t *testing.T) {
+	if jobtest.RaceEnabled {
+		t.Skip("the race detector's instrumentation allocates; run without -race")
+	}
+	const runs = 2000
+	var persist, buffered float64
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		buf := make([]float64, 8)
+		peer := 1 - c.Rank()
+		s, err := mpi.SendInit(c, buf, peer, 0)
+		if err != nil {
+			return err
+		}
+		r, err := mpi.RecvInit(c, buf, peer, 0)
+		if err != nil {
+			return err
+		}
+		round := func() {
+			if c.Rank() == 1 {
+				r.Start()
+				r.Wait()
+				s.Start()
+				s.Wait()
+				return
+			}
+			s.Start()
+			s.Wait()
+			r.Start()
+			r.Wait()
+		}
+		if c.Rank() == 1 {
+			for i := 0; i < runs+1; i++ {
+				round()
+			}
+			for i := 0; i < runs+1; i++ {
+				if _, err := mpi.Recv(c, buf, 0, 1); err != nil {
+					return err
+				}
+				if err := mpi.Send(c, buf, 0, 1); err != nil {
+					return err
+				}
+			}
+			return errors.Join(s.Free(), r.Free())
+		}
+		persist = testing.AllocsPerRun(runs, round)
+		if err := w.BufferAttach(make([]byte, 1024)); err != nil {
+			return err
+		}
+		buffered = testing.AllocsPerRun(runs, func() {
+			mpi.Bsend(c, buf, 1, 1)
+			mpi.Recv(c, buf, 1, 1)
+		})
+		w.BufferDetach()
+		return errors.Join(s.Free(), r.Free())
+	})
+	if persist > 0.05 || buffered > 0.05 {
+		t.Fatalf("%.2f allocations per persistent round trip, %.2f per Bsend round trip; want 0", persist, buffered)
+	}
 }
