@@ -7,7 +7,10 @@ import (
 // Request is a pending nonblocking operation (MPI_Request). A Request must
 // not be waited on or tested from two goroutines at once; different
 // requests may be used concurrently. Once complete it stays complete:
-// waiting again returns the same status.
+// waiting again returns the same status. A persistent request (SendInit,
+// RecvInit, the *Init collectives: persistent.go) instead becomes inactive
+// once a completion call returned its status: waiting on it then returns
+// an empty status at once, and Start begins its next operation.
 type Request struct {
 	c    *Comm
 	op   string
