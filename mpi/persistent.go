@@ -102,8 +102,9 @@ func retire(reqs []*Request, i int) {
 // Start begins the operation of the persistent request r (MPI_Start). r
 // must be inactive: starting an active request (started and not yet
 // completed by Wait, Test or another completion call) is an ErrRequest
-// error. Failures of the peer and revocations are reported by the
-// completion call, never by Start.
+// error, as is starting a freed request; a request whose communicator was
+// freed is an ErrComm error. Failures of the peer and revocations are
+// reported by the completion call, never by Start.
 func (r *Request) Start() error {
 	const op = "MPI_Start"
 	if err := r.startable(op); err != nil {

@@ -595,6 +595,28 @@ func TestPersistentRunThrough(t *testing.T) {
 				return fmt.Errorf("send to a recognised failed peer: want ErrRankFailStop, got %v", err)
 			}
 		}
+		r, err := mpi.RecvInit(c, []int{0}, 3, 0)
+		if err != nil {
+			return err
+		}
+		if err := r.Start(); err != nil {
+			return err
+		}
+		if _, err := r.Wait(); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("receive from a recognised failed peer: want ErrRankFailStop, got %v", err)
+		}
+		// Wildcards stay disabled until ReenableAnySource (17.6): the
+		// persistent wildcard receive completes with ErrRankFailStop.
+		wr, err := mpi.RecvInit(c, []int{0}, mpi.AnySource, 1)
+		if err != nil {
+			return err
+		}
+		if err := wr.Start(); err != nil {
+			return err
+		}
+		if _, err := wr.Wait(); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("wildcard receive with wildcards disabled: want ErrRankFailStop, got %v", err)
+		}
 		sum := []int{0}
 		a, err := mpi.AllreduceInit(c, []int{c.Rank() + 1}, sum, mpi.Sum)
 		if err != nil {
@@ -608,7 +630,20 @@ func TestPersistentRunThrough(t *testing.T) {
 				return fmt.Errorf("allreduce over the alive processes: %v %v", sum, err)
 			}
 		}
-		return errors.Join(s.Free(), a.Free())
+		// After ReenableAnySource the same wildcard request works.
+		if _, err := c.ReenableAnySource(); err != nil {
+			return err
+		}
+		if err := wr.Start(); err != nil {
+			return err
+		}
+		if err := mpi.Send(c, []int{c.Rank()}, (c.Rank()+1)%3, 1); err != nil {
+			return err
+		}
+		if st, err := wr.Wait(); err != nil || st.Source != (c.Rank()+2)%3 {
+			return fmt.Errorf("wildcard receive after ReenableAnySource: %+v %v", st, err)
+		}
+		return errors.Join(s.Free(), r.Free(), wr.Free(), a.Free())
 	})
 }
 
