@@ -316,3 +316,45 @@ func TestEnvInquiry(t *testing.T) {
 		t.Fatalf("InitThread(7): %v", err)
 	}
 }
+
+// The error texts of persistent requests, buffered sends, attributes and
+// info objects say each thing once.
+func TestPersistAttrInfoErrorTexts(t *testing.T) {
+	var errs []error
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 1 {
+			return nil
+		}
+		r, _ := mpi.RecvInit(c, []int{0}, 1, 5)
+		r.Start()
+		errs = append(errs, r.Start(), mpi.Startall([]*mpi.Request{r, r}))
+		r.Cancel()
+		r.Wait()
+		r.Free()
+		errs = append(errs, r.Start(), r.Free())
+		ir, _ := mpi.Isend(c, []int{0}, mpi.ProcNull, 0)
+		errs = append(errs, ir.Start())
+		errs = append(errs, mpi.Bsend(c, []int{1}, 1, 0))
+		w.BufferAttach(make([]byte, 4))
+		errs = append(errs, w.BufferAttach(make([]byte, 4)), mpi.Bsend(c, []int{1}, 1, 0))
+		w.BufferDetach()
+		k := mpi.CommCreateKeyval(nil, nil)
+		mpi.CommFreeKeyval(k)
+		_, _, gerr := c.GetAttr(k)
+		errs = append(errs, gerr, mpi.CommFreeKeyval(k), c.SetAttr(mpi.AttrTagUB, 1), mpi.CommFreeKeyval(mpi.AttrAppNum))
+		var null *mpi.Info
+		i := mpi.NewInfo()
+		_, nerr := i.GetNthkey(3)
+		errs = append(errs, null.Set("a", "b"), i.Delete("x"), i.Set("", "v"), nerr)
+		return nil
+	})
+	for _, err := range errs {
+		if err == nil {
+			t.Error("an expected error is nil")
+			continue
+		}
+		if p := repeatedPhrase(err.Error()); p != "" {
+			t.Errorf("%q repeats %q", err, p)
+		}
+	}
+}
