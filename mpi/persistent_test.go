@@ -709,3 +709,35 @@ func TestPersistentAndBsendDoNotAllocate(t *testing.T) {
 		t.Fatalf("%.2f allocations per persistent round trip, %.2f per Bsend round trip; want 0", persist, buffered)
 	}
 }
+
+// A persistent request is bound to its communicator: once the
+// communicator is freed, Start is an ErrComm error (nothing is sent).
+func TestPersistentStartOnFreedComm(t *testing.T) {
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		d, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		s, err := mpi.SendInit(d, []int{1}, 1-c.Rank(), 0)
+		if err != nil {
+			return err
+		}
+		b, err := d.BarrierInit()
+		if err != nil {
+			return err
+		}
+		if err := d.Free(); err != nil {
+			return err
+		}
+		if err := s.Start(); !errors.Is(err, mpi.ErrComm) {
+			return fmt.Errorf("start on a freed communicator: want ErrComm, got %v", err)
+		}
+		if err := b.Start(); !errors.Is(err, mpi.ErrComm) {
+			return fmt.Errorf("barrier start on a freed communicator: want ErrComm, got %v", err)
+		}
+		if _, err := s.Wait(); err != nil { // still inactive
+			return err
+		}
+		return errors.Join(s.Free(), b.Free())
+	})
+}
