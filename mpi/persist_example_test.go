@@ -69,7 +69,7 @@ func ExampleBsend() {
 		if c.Rank() == 0 {
 			w.BufferAttach(make([]byte, 1024))
 			mpi.Bsend(c, []float64{1.5, 2.5}, 1, 0) // returns before rank 1 receives
-			w.BufferDetach()                         // waits until the message left the buffer
+			w.BufferDetach()                        // waits until the message left the buffer
 			return nil
 		}
 		buf := make([]float64, 2)
