@@ -25,6 +25,7 @@ const (
 	tagWild
 	tagNever
 	tagReport
+	tagLeft
 )
 
 func word(err error) string {
@@ -101,6 +102,9 @@ func main() {
 	}
 	switch c.Rank() {
 	case 1:
+		// Rank 2 may still be in the last all-reduction, which rank 1 may
+		// have left first: it dies once rank 2 left it too.
+		mpi.Recv(c, []int{0}, 2, tagLeft)
 		mpi.Recv(c, []int{0}, 0, tagDie)
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	case 0:
@@ -141,6 +145,7 @@ func main() {
 		fmt.Printf("result: persist echo=%s recv=%s send=%s allreduce=%s wild=%s revoked=%s shrunk=%s rank2=%s\n",
 			echo, recv, send, allr, wild, revoked, shrunk, peer)
 	case 2:
+		mpi.Send(c, []int{1}, 1, tagLeft)
 		allr := startWait(all) // rank 1 never joins: ErrProcFailed
 		mpi.Recv(c, []int{0}, 0, tagGo)
 		mpi.Send(c, []int{42}, 0, tagWild)
