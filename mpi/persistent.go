@@ -191,7 +191,9 @@ func (r *Request) Free() error {
 		r.c.ftm().untrackWild(r.c, r.pr)
 		r.tracked = false
 	}
-	r.pr = nil // released to the garbage collector once complete
+	// Released to the garbage collector once complete; done keeps the
+	// completion calls from looking at it (a freed request is inactive).
+	r.pr, r.done, r.st = nil, true, emptyStatus()
 	return nil
 }
 

@@ -745,3 +745,44 @@ func TestPersistentStartOnFreedComm(t *testing.T) {
 		return errors.Join(s.Free(), b.Free())
 	})
 }
+
+// A request freed while active counts as inactive in the completion calls
+// (erroneous in MPI, but neither a panic nor a hang).
+func TestFreedActiveRequestInWaitany(t *testing.T) {
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 1 {
+			if _, err := mpi.Recv(c, []int{0}, 0, 1); err != nil {
+				return err
+			}
+			return mpi.Send(c, []int{5}, 0, 78)
+		}
+		r, err := mpi.Irecv(c, []int{0}, 1, 77) // never sent
+		if err != nil {
+			return err
+		}
+		if err := r.Free(); err != nil {
+			return err
+		}
+		live, err := mpi.Irecv(c, []int{0}, 1, 78)
+		if err != nil {
+			return err
+		}
+		if err := mpi.Send(c, []int{1}, 1, 1); err != nil {
+			return err
+		}
+		// Most often live is not complete yet: Waitany blocks on both.
+		if i, _, err := mpi.Waitany([]*mpi.Request{r, live}); i != 1 || err != nil {
+			return fmt.Errorf("waitany beside a freed request: %d %v", i, err)
+		}
+		if i, _, err := mpi.Waitany([]*mpi.Request{r}); i != mpi.Undefined || err != nil {
+			return fmt.Errorf("waitany of a freed request: %d %v", i, err)
+		}
+		if _, err := mpi.Waitall([]*mpi.Request{r}); err != nil {
+			return err
+		}
+		if idx, _, err := mpi.Waitsome([]*mpi.Request{r}); idx != nil || err != nil {
+			return fmt.Errorf("waitsome of a freed request: %v %v", idx, err)
+		}
+		return nil
+	})
+}
