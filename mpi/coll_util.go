@@ -222,8 +222,13 @@ func getInt(b []byte, i int) int64 { return int64(binary.LittleEndian.Uint64(b[8
 // completes when it ends (the nonblocking collectives, MPI_I...). fn
 // returns raw errors; Wait applies the error handler.
 func (c *Comm) startColl(op string, fn func() error) *Request {
+	return &Request{c: c, op: op, peer: NoPeer, local: true, pr: c.goColl(op, fn)}
+}
+
+// goColl runs fn in a goroutine and returns the local engine request its
+// end completes (startColl; a persistent collective's Start).
+func (c *Comm) goColl(op string, fn func() error) *p2p.Req {
 	pr := c.w.eng.NewLocalReq()
-	req := &Request{c: c, op: op, peer: NoPeer, local: true, pr: pr}
 	go func() {
 		var err error
 		func() {
@@ -236,7 +241,7 @@ func (c *Comm) startColl(op string, fn func() error) *Request {
 		}()
 		pr.Finish(p2p.Status{Err: err})
 	}()
-	return req
+	return pr
 }
 
 // Argument checks shared by the collectives.

@@ -98,6 +98,9 @@ type commState struct {
 	// inputs (coll_util.go).
 	coll collComm
 
+	// attr is the cached attributes and info hints (attr.go, info.go).
+	attr commAttrs
+
 	// Agree and Shrink run one after the other, in call order, also when
 	// a cut one goes on in the background (ctx.go: protoTurn): protoLast
 	// is closed when the last one started has ended (nil: none).

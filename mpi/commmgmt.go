@@ -84,12 +84,31 @@ func (c *Comm) groupProcs() []int {
 // a new context: messages sent on one are never received on the other
 // (MPI_Comm_dup). It is collective over c. The new communicator inherits
 // c's error handler.
+//
+// Attributes: the copy callback of each attribute of c decides whether and
+// with which value the new communicator gets it; a failing callback fails
+// Dup at this process (the new communicator is freed). The info hints of c
+// are copied.
 func (c *Comm) Dup() (*Comm, error) {
-	const op = "MPI_Comm_dup"
+	return c.dupInfo("MPI_Comm_dup", nil, false)
+}
+
+// DupWithInfo is Dup with info as the new communicator's hints instead of
+// c's (MPI_Comm_dup_with_info); nil gives it none.
+func (c *Comm) DupWithInfo(info *Info) (*Comm, error) {
+	return c.dupInfo("MPI_Comm_dup_with_info", info, true)
+}
+
+func (c *Comm) dupInfo(op string, info *Info, withInfo bool) (*Comm, error) {
 	if err := checkLive(c, op); err != nil {
 		return nil, err
 	}
 	nc, err := c.ftm().create(c, op, func() (*Comm, error) { return c.dup(op) })
+	if err == nil {
+		if err = c.dupAttrs(op, nc, info, withInfo); err != nil {
+			nc = nil
+		}
+	}
 	return nc, c.handle(err)
 }
 
@@ -264,7 +283,8 @@ func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
 // the pool for reuse, and every later call on it fails with ErrComm.
 // Messages sent on c must have been received before it is freed. Freeing
 // CommWorld or CommSelf, or freeing twice, is an ErrComm error. Free is
-// local: it does not wait for the other members.
+// local: it does not wait for the other members. The delete callbacks of
+// c's attributes run first; if one fails, Free fails and c stays usable.
 func (c *Comm) Free() error {
 	const op = "MPI_Comm_free"
 	if err := checkLive(c, op); err != nil {
@@ -272,6 +292,9 @@ func (c *Comm) Free() error {
 	}
 	if !c.owned {
 		return c.handle(newErr(ErrComm, op, c, NoPeer, "%s cannot be freed", c.name))
+	}
+	if err := c.freeAttrs(op); err != nil { // delete callbacks (MPI-4.1 7.7.2)
+		return c.handle(err)
 	}
 	if c.freed.Swap(true) {
 		return newErr(ErrComm, op, c, NoPeer, "communicator already freed")

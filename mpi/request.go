@@ -9,7 +9,10 @@ import (
 // Request is a pending nonblocking operation (MPI_Request). A Request must
 // not be waited on or tested from two goroutines at once; different
 // requests may be used concurrently. Once complete it stays complete:
-// waiting again returns the same status.
+// waiting again returns the same status. A persistent request (SendInit,
+// RecvInit, the *Init collectives: persistent.go) instead becomes inactive
+// once a completion call returned its status: waiting on it then returns
+// an empty status at once, and Start begins its next operation.
 type Request struct {
 	c    *Comm
 	op   string
@@ -24,6 +27,9 @@ type Request struct {
 	// called (a wildcard receive cancelled otherwise was completed by the
 	// model: ftModel.cancelledWildErr).
 	tracked, userCancel bool
+	// pers: a persistent request (persistent.go); freed: Free was called.
+	pers  *persistent
+	freed bool
 
 	done bool
 	st   Status
@@ -80,10 +86,14 @@ func (r *Request) ready() bool { return r.done || r.pr.Done() }
 // Wait blocks until the operation completes and returns its status
 // (MPI_Wait). Errors go through the communicator's error handler.
 func (r *Request) Wait() (Status, error) {
-	if r == nil {
-		return emptyStatus(), newErr(ErrRequest, "MPI_Wait", nil, NoPeer, "nil request")
+	if err := r.usable("MPI_Wait"); err != nil {
+		return emptyStatus(), err
+	}
+	if r.inactive() {
+		return emptyStatus(), nil // an inactive persistent request (MPI 3.7.3)
 	}
 	if r.done {
+		r.deactivate()
 		return r.st, r.err
 	}
 	// A failure that affects wildcard receives is the model's (waitOne):
@@ -101,6 +111,7 @@ func (r *Request) Wait() (Status, error) {
 		return emptyStatus(), r.c.handle(pending)
 	}
 	r.collect()
+	r.deactivate()
 	return r.st, r.c.handle(r.err)
 }
 
@@ -118,10 +129,14 @@ func (r *Request) pendingErr(op string) error {
 // Test reports whether the operation has completed, with its status
 // (MPI_Test).
 func (r *Request) Test() (Status, bool, error) {
-	if r == nil {
-		return emptyStatus(), false, newErr(ErrRequest, "MPI_Test", nil, NoPeer, "nil request")
+	if err := r.usable("MPI_Test"); err != nil {
+		return emptyStatus(), false, err
+	}
+	if r.inactive() {
+		return emptyStatus(), true, nil
 	}
 	if r.done {
+		r.deactivate()
 		return r.st, true, r.err
 	}
 	if !r.pr.Done() {
@@ -138,6 +153,7 @@ func (r *Request) Test() (Status, bool, error) {
 		}
 	}
 	r.collect()
+	r.deactivate()
 	return r.st, true, r.c.handle(r.err)
 }
 
@@ -146,8 +162,8 @@ func (r *Request) Test() (Status, bool, error) {
 // (MPI allows cancellation to fail) and completes normally. Wait reports
 // the outcome in Status.Cancelled.
 func (r *Request) Cancel() error {
-	if r == nil {
-		return newErr(ErrRequest, "MPI_Cancel", nil, NoPeer, "nil request")
+	if err := r.usable("MPI_Cancel"); err != nil {
+		return err
 	}
 	if r.done {
 		return nil
@@ -221,7 +237,7 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 	}
 	for {
 		for _, r := range reqs {
-			if r != nil && (r.ready() || !r.local && r.c.cctx != nil && r.c.cctx.Err() != nil) {
+			if !r.inactive() && (r.ready() || !r.local && r.c.cctx != nil && r.c.cctx.Err() != nil) {
 				return true
 			}
 		}
@@ -278,7 +294,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 	var failed *Request
 	var failErr, abortErr error
 	for i, r := range reqs {
-		if r == nil {
+		if r.inactive() {
 			sts[i] = emptyStatus()
 			continue
 		}
@@ -307,7 +323,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 		if r.err != nil && failed == nil {
 			failed, failErr = r, r.err
 		}
-		reqs[i] = nil
+		retire(reqs, i)
 	}
 	if abortErr != nil {
 		return sts, abortErr
@@ -403,7 +419,7 @@ func testsome(reqs []*Request, op string) (idx []int, sts []Status, err error, a
 	pidx, perrs := checkWild(reqs, op)
 	var failed *Request
 	for i, r := range reqs {
-		if r == nil {
+		if r.inactive() {
 			continue
 		}
 		active = true
@@ -420,7 +436,7 @@ func testsome(reqs []*Request, op string) (idx []int, sts []Status, err error, a
 		if r.err != nil && failed == nil {
 			failed = r
 		}
-		reqs[i] = nil
+		retire(reqs, i)
 	}
 	if failed != nil {
 		return idx, sts, failed.c.handle(newErr(ErrInStatus, op, failed.c, NoPeer, "first failure: %v", failed.err)), active
@@ -457,7 +473,7 @@ func Testall(reqs []*Request) ([]Status, bool, error) {
 		return sts, false, r.c.handle(newErr(ErrInStatus, op, r.c, NoPeer, "first failure: %v", perrs[0]))
 	}
 	for _, r := range reqs {
-		if r != nil && !r.ready() {
+		if !r.inactive() && !r.ready() {
 			return nil, false, nil
 		}
 	}
@@ -482,7 +498,7 @@ func Testany(reqs []*Request) (int, Status, bool, error) {
 func testany(reqs []*Request, op string) (i int, st Status, done bool, err error, active bool) {
 	pidx, perrs := checkWild(reqs, op)
 	for i, r := range reqs {
-		if r == nil {
+		if r.inactive() {
 			continue
 		}
 		active = true
@@ -490,7 +506,7 @@ func testany(reqs []*Request, op string) (i int, st Status, done bool, err error
 			if !r.done {
 				r.collect()
 			}
-			reqs[i] = nil
+			retire(reqs, i)
 			return i, r.st, true, r.c.handle(r.err), true
 		}
 	}

@@ -6,12 +6,16 @@ package mpi
 // complete and keeps its status), so GetStatus answers as Test does and
 // the request can still be waited on or tested: Wait after GetStatus
 // returned true returns the same status. A wildcard receive that a failure
-// leaves pending raises the model's error, as for Test.
+// leaves pending raises the model's error, as for Test. A persistent
+// request stays active (GetStatus does not complete it for Start).
 func (r *Request) GetStatus() (Status, bool, error) {
-	if r == nil {
-		return emptyStatus(), false, newErr(ErrRequest, "MPI_Request_get_status", nil, NoPeer, "nil request")
-	}
 	const op = "MPI_Request_get_status"
+	if err := r.usable(op); err != nil {
+		return emptyStatus(), false, err
+	}
+	if r.inactive() { // an inactive persistent request: MPI's empty status, flag true
+		return emptyStatus(), true, nil
+	}
 	if r.done {
 		return r.st, true, r.err
 	}

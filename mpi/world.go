@@ -103,6 +103,7 @@ type World struct {
 	ctl   ctl.Table         // the handlers of control frames
 	fails *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
 	hosts hostTable         // where every process runs, as the launcher told (coll_util.go)
+	bsend bsendState        // the attached buffer of buffered sends (bsend.go)
 }
 
 // Init initialises MPI for this process (MPI_Init) with DefaultConfig and
