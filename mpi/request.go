@@ -22,6 +22,10 @@ type Request struct {
 	// called (a wildcard receive cancelled otherwise was completed by the
 	// model: ftModel.cancelledWildErr).
 	tracked, userCancel bool
+	// onDone, if set, is given the engine request once it completed,
+	// before it is released (IrecvValue takes the received data,
+	// IsendValue recycles its encoded buffer).
+	onDone func(*p2p.Req)
 
 	done bool
 	st   Status
@@ -32,6 +36,10 @@ func (r *Request) finish(st Status, err error) {
 	r.done = true
 	r.st, r.err = st, err
 	if r.pr != nil {
+		if r.onDone != nil {
+			r.onDone(r.pr)
+			r.onDone = nil
+		}
 		if r.tracked {
 			r.c.ftm().untrackWild(r.c, r.pr)
 		}

@@ -366,23 +366,15 @@ func (c *Comm) Validate() (*Group, error) {
 	return g, c.handle(err)
 }
 
-// Ivalidate starts a nonblocking Validate (MPI_Icomm_validate); once the
-// request completes, *failed holds the group of recognised failed
-// processes.
-func (c *Comm) Ivalidate(failed **Group) (*Request, error) {
+// Ivalidate starts a nonblocking Validate (MPI_Icomm_validate); the
+// request's Wait returns the group of recognised failed processes.
+func (c *Comm) Ivalidate() (*RequestOf[*Group], error) {
 	const op = "MPI_Icomm_validate"
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	if failed == nil {
-		return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "nil result pointer"))
-	}
 	c.runThrough()
-	return c.startColl(op, func() error {
-		g, err := c.validate(op)
-		*failed = g
-		return err
-	}), nil
+	return startCollOf(c, op, func() (*Group, error) { return c.validate(op) }), nil
 }
 
 func (c *Comm) validate(op string) (*Group, error) {
