@@ -55,7 +55,7 @@ type Comm struct {
 	// Mutable state, safe for concurrent use.
 	errh  atomic.Pointer[Errhandler]
 	codec atomic.Pointer[Codec] // the codec of Go values (codec.go); nil: GobCodec
-	freed atomic.Bool // Free was called: every later call fails with ErrComm
+	freed atomic.Bool           // Free was called: every later call fails with ErrComm
 
 	// Lazily built views.
 	groupOnce, remoteOnce sync.Once
