@@ -110,26 +110,43 @@ func (e *encoded) free() {
 
 // encodeValue encodes *v with codec; the error names the codec and the
 // type, class ErrType (a codec that panics: ErrOther).
-func encodeValue[T any](codec Codec, op string, c *Comm, peer int, v *T) (enc encoded, err error) {
+func encodeValue[T any](codec Codec, op string, c *Comm, peer int, v *T) (encoded, error) {
+	buf := encBufs.Get().(*bytes.Buffer)
+	if err := appendValue(codec, op, c, peer, buf, v); err != nil {
+		buf.Reset()
+		encBufs.Put(buf)
+		return encoded{}, err
+	}
+	return encoded{b: buf.Bytes(), pooled: buf}, nil
+}
+
+// appendValue appends the encoding of *v with codec to buf (see
+// encodeValue).
+func appendValue[T any](codec Codec, op string, c *Comm, peer int, buf *bytes.Buffer, v *T) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			enc, err = encoded{}, newErr(ErrOther, op, c, peer, "codec %s panicked encoding a %s: %v", codec.Name(), typeName[T](), p)
+			err = newErr(ErrOther, op, c, peer, "codec %s panicked encoding a %s: %v", codec.Name(), typeName[T](), p)
 		}
 	}()
 	if _, ok := codec.(gobCodec); ok {
-		buf := encBufs.Get().(*bytes.Buffer)
-		if err := gob.NewEncoder(buf).Encode(v); err != nil {
-			buf.Reset()
-			encBufs.Put(buf)
-			return encoded{}, codecErr(ErrType, op, c, peer, codec, "encoding a "+typeName[T](), err)
+		err = gob.NewEncoder(buf).Encode(v)
+	} else {
+		var b []byte
+		if b, err = codec.Marshal(v); err == nil {
+			buf.Write(b)
 		}
-		return encoded{b: buf.Bytes(), pooled: buf}, nil
 	}
-	b, err := codec.Marshal(v)
 	if err != nil {
-		return encoded{}, codecErr(ErrType, op, c, peer, codec, "encoding a "+typeName[T](), err)
+		return codecErr(ErrType, op, c, peer, codec, "encoding a "+typeName[T](), err)
 	}
-	return encoded{b: b}, nil
+	return nil
+}
+
+// scratch is a pooled buffer of n bytes (recycled by free).
+func scratch(n int) encoded {
+	buf := encBufs.Get().(*bytes.Buffer)
+	buf.Grow(n)
+	return encoded{b: buf.AvailableBuffer()[:n], pooled: buf}
 }
 
 // decodeValue decodes data (a message from peer) into a new T with codec;
