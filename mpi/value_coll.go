@@ -183,7 +183,7 @@ func gatherValues[T any](x *valueColl, v T, root int) []T {
 	n := []int64{int64(len(enc.b))}
 	var lens []int64
 	if c.rank == root {
-		lens = make([]int64, c.size)
+		lens = noValues(c.size)
 	}
 	x.call(func() (collRun, error) { return gatherPrep(c, op, n, lens, root) })
 	var all encoded
@@ -199,18 +199,23 @@ func gatherValues[T any](x *valueColl, v T, root int) []T {
 	if c.rank != root || !x.ok() {
 		return nil
 	}
-	return decodeBlocks(x, all.b, counts, c.rank, v)
+	return decodeBlocks(x, all.b, lens, c.rank, v)
 }
 
-// decodeBlocks decodes the blocks of data (counts[i] bytes from rank i, in
+// decodeBlocks decodes the blocks of data (lens[i] bytes from rank i, in
 // rank order) into a slice, with own (this rank's value) at index me (its
-// block, if any, is skipped).
-func decodeBlocks[T any](x *valueColl, data []byte, counts []int, me int, own T) []T {
-	out := make([]T, len(counts))
+// block, if any, is skipped). A length of -1 (noValue) marks a rank that
+// sent nothing (run-through: a recognised failed process): its element is
+// T's zero value.
+func decodeBlocks[T any](x *valueColl, data []byte, lens []int64, me int, own T) []T {
+	out := make([]T, len(lens))
 	off := 0
-	for i, k := range counts {
-		if i == me {
-			out[i] = own
+	for i, n := range lens {
+		k := int(max(n, 0))
+		if i == me || n == noValue {
+			if i == me {
+				out[i] = own
+			}
 			off += k
 			continue
 		}
@@ -225,11 +230,25 @@ func decodeBlocks[T any](x *valueColl, data []byte, counts []int, me int, own T)
 	return out
 }
 
-// ints converts lengths received as int64.
+// noValue is the length of the value of a rank that sent none: the
+// lengths are received into slices filled with it, and a collective routed
+// to the alive processes (run-through) leaves the failed ones' untouched.
+const noValue = -1
+
+// noValues is n lengths of noValue.
+func noValues(n int) []int64 {
+	a := make([]int64, n)
+	for i := range a {
+		a[i] = noValue
+	}
+	return a
+}
+
+// ints converts lengths received as int64 into counts (noValue: 0).
 func ints(a []int64) []int {
 	b := make([]int, len(a))
 	for i, v := range a {
-		b[i] = int(v)
+		b[i] = int(max(v, 0))
 	}
 	return b
 }
@@ -248,7 +267,7 @@ func AllgatherValue[T any](c *Comm, v T) ([]T, error) {
 	}
 	defer x.free(&enc)
 	n := []int64{int64(len(enc.b))}
-	lens := make([]int64, c.size)
+	lens := noValues(c.size)
 	x.call(func() (collRun, error) { return allgatherPrep(c, x.op, n, lens) })
 	var all encoded
 	var counts []int
@@ -261,9 +280,13 @@ func AllgatherValue[T any](c *Comm, v T) ([]T, error) {
 	if !x.ok() {
 		return nil, x.done()
 	}
-	out := decodeBlocks(x, all.b, counts, c.rank, v)
+	out := decodeBlocks(x, all.b, lens, c.rank, v)
 	return out, x.done()
 }
+
+// In run-through mode, after Validate, the collectives run on the alive
+// processes, and the elements of the recognised failed processes in the
+// results are T's zero value.
 
 // ScatterValue sends vs[i] from root to rank i, which returns it (mpi4py's
 // comm.scatter); vs (len c.Size()) is significant at the root only, whose
@@ -348,7 +371,7 @@ func AlltoallValue[T any](c *Comm, vs []T) ([]T, error) {
 		enc, lens = encodeBlocks(x, vs, c.rank)
 	}
 	defer x.free(&enc)
-	rlens := make([]int64, c.size)
+	rlens := noValues(c.size)
 	x.call(func() (collRun, error) { return alltoallPrep(c, op, lens, rlens) })
 	var all encoded
 	var rcounts []int
@@ -365,7 +388,7 @@ func AlltoallValue[T any](c *Comm, vs []T) ([]T, error) {
 	if c.rank < len(vs) {
 		own = vs[c.rank]
 	}
-	out := decodeBlocks(x, all.b, rcounts, c.rank, own)
+	out := decodeBlocks(x, all.b, rlens, c.rank, own)
 	return out, x.done()
 }
 
