@@ -167,10 +167,13 @@ func GatherValue[T any](c *Comm, v T, root int) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gatherValues(x, v, root), x.done()
+	out, _ := gatherValues(x, v, root)
+	return out, x.done()
 }
 
-func gatherValues[T any](x *valueColl, v T, root int) []T {
+// gatherValues is GatherValue; at the root it also returns the lengths
+// received (noValue: a rank that sent none).
+func gatherValues[T any](x *valueColl, v T, root int) ([]T, []int64) {
 	c, op := x.c, x.op
 	var enc encoded
 	if c.rank != root && x.ok() {
@@ -197,9 +200,9 @@ func gatherValues[T any](x *valueColl, v T, root int) []T {
 	})
 	defer x.free(&all)
 	if c.rank != root || !x.ok() {
-		return nil
+		return nil, nil
 	}
-	return decodeBlocks(x, all.b, lens, c.rank, v)
+	return decodeBlocks(x, all.b, lens, c.rank, v), lens
 }
 
 // decodeBlocks decodes the blocks of data (lens[i] bytes from rank i, in
@@ -285,8 +288,9 @@ func AllgatherValue[T any](c *Comm, v T) ([]T, error) {
 }
 
 // In run-through mode, after Validate, the collectives run on the alive
-// processes, and the elements of the recognised failed processes in the
-// results are T's zero value.
+// processes: the elements of the recognised failed processes in the
+// results are T's zero value, and ReduceValue and AllreduceValue leave
+// them out of the fold.
 
 // ScatterValue sends vs[i] from root to rank i, which returns it (mpi4py's
 // comm.scatter); vs (len c.Size()) is significant at the root only, whose
@@ -407,11 +411,11 @@ func ReduceValue[T any](c *Comm, v T, fn func(a, b T) T, root int) (T, error) {
 	if fn == nil {
 		x.fail(newErr(ErrOp, x.op, c, NoPeer, "nil reduction function"))
 	}
-	vals := gatherValues(x, v, root)
+	vals, lens := gatherValues(x, v, root)
 	if c.rank != root || !x.ok() {
 		return zero, x.done()
 	}
-	return fold(x, vals, fn), x.done()
+	return fold(x, vals, lens, fn), x.done()
 }
 
 // AllreduceValue combines v of every process with fn, in rank order, and
@@ -431,10 +435,10 @@ func AllreduceValue[T any](c *Comm, v T, fn func(a, b T) T) (T, error) {
 	if fn == nil {
 		x.fail(newErr(ErrOp, x.op, c, NoPeer, "nil reduction function"))
 	}
-	vals := gatherValues(x, v, 0)
+	vals, lens := gatherValues(x, v, 0)
 	var acc T
 	if c.rank == 0 && x.ok() {
-		acc = fold(x, vals, fn)
+		acc = fold(x, vals, lens, fn)
 	}
 	out := bcastValue(x, acc, 0)
 	if !x.ok() {
@@ -443,9 +447,11 @@ func AllreduceValue[T any](c *Comm, v T, fn func(a, b T) T) (T, error) {
 	return out, nil
 }
 
-// fold is fn over vals in order; a panic of fn is x's failure (ErrOther),
-// so that the members waiting for the result are released.
-func fold[T any](x *valueColl, vals []T, fn func(a, b T) T) (acc T) {
+// fold is fn over vals in order, leaving out the ranks that sent no value
+// (lens[i] == noValue: run-through's failed processes); a panic of fn is
+// x's failure (ErrOther), so that the members waiting for the result are
+// released.
+func fold[T any](x *valueColl, vals []T, lens []int64, fn func(a, b T) T) (acc T) {
 	defer func() {
 		if p := recover(); p != nil {
 			var zero T
@@ -453,12 +459,15 @@ func fold[T any](x *valueColl, vals []T, fn func(a, b T) T) (acc T) {
 			x.fail(newErr(ErrOther, x.op, x.c, NoPeer, "the reduction function panicked: %v", p))
 		}
 	}()
-	if len(vals) == 0 {
-		return acc
-	}
-	acc = vals[0]
-	for _, v := range vals[1:] {
-		acc = fn(acc, v)
+	first := true
+	for i, v := range vals {
+		switch {
+		case lens[i] == noValue && i != x.c.rank:
+		case first:
+			acc, first = v, false
+		default:
+			acc = fn(acc, v)
+		}
 	}
 	return acc
 }
