@@ -63,7 +63,7 @@ func (gobCodec) Unmarshal(data []byte, v any) error {
 var encBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // maxPooledEnc is the largest encoding buffer kept for reuse.
-const maxPooledEnc = 1 << 20
+const maxPooledEnc = 64 << 20
 
 // SetCodec sets the codec of c's Go values (SendValue, RecvValue, the
 // value collectives). Communicators created from c afterwards inherit it,
