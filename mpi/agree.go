@@ -96,7 +96,7 @@ func (c *Comm) AgreeBits(flags uint64) (uint64, error) {
 	if err := checkComm(c, op); err != nil {
 		return 0, err
 	}
-	v, err := c.agreeBits(op, flags)
+	v, err := inTurn(c.takeTurn(), op, func() (uint64, error) { return c.agreeBits(op, flags) })
 	return v, c.handle(err)
 }
 
@@ -184,8 +184,9 @@ func (c *Comm) Iagree(flag bool) (*RequestOf[bool], error) {
 	if flag {
 		bits = 1
 	}
+	t := c.takeTurn()
 	return startCollOf(c, op, func() (bool, error) {
-		v, err := c.agreeBits(op, bits)
+		v, err := inTurn(t, op, func() (uint64, error) { return c.agreeBits(op, bits) })
 		return v&1 == 1, err
 	}), nil
 }

@@ -362,7 +362,7 @@ func (c *Comm) Validate() (*Group, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	g, err := c.validate(op)
+	g, err := inTurn(c.takeTurn(), op, func() (*Group, error) { return c.validate(op) })
 	return g, c.handle(err)
 }
 
@@ -374,7 +374,8 @@ func (c *Comm) Ivalidate() (*RequestOf[*Group], error) {
 		return nil, err
 	}
 	c.runThrough()
-	return startCollOf(c, op, func() (*Group, error) { return c.validate(op) }), nil
+	t := c.takeTurn()
+	return startCollOf(c, op, func() (*Group, error) { return inTurn(t, op, func() (*Group, error) { return c.validate(op) }) }), nil
 }
 
 func (c *Comm) validate(op string) (*Group, error) {
@@ -523,6 +524,10 @@ func (rt *rtModel) contexts(c *Comm) []uint32 {
 // run-through one from its creation, with the recognised failures among
 // its members recognised.
 func (rt *rtModel) create(c *Comm, op string, fn func() (*Comm, error)) (*Comm, error) {
+	return inTurn(c.takeTurn(), op, func() (*Comm, error) { return rt.createInTurn(c, op, fn) })
+}
+
+func (rt *rtModel) createInTurn(c *Comm, op string, fn func() (*Comm, error)) (*Comm, error) {
 	unrec := rt.unrecognized(c)
 	var nc *Comm
 	var err error

@@ -22,7 +22,7 @@ func (c *Comm) Shrink() (*Comm, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	nc, err := c.shrink(op)
+	nc, err := inTurn(c.takeTurn(), op, func() (*Comm, error) { return c.shrink(op) })
 	return nc, c.handle(err)
 }
 
@@ -33,7 +33,8 @@ func (c *Comm) Ishrink() (*RequestOf[*Comm], error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	return startCollOf(c, op, func() (*Comm, error) { return c.shrink(op) }), nil
+	t := c.takeTurn()
+	return startCollOf(c, op, func() (*Comm, error) { return inTurn(t, op, func() (*Comm, error) { return c.shrink(op) }) }), nil
 }
 
 func (c *Comm) shrink(op string) (*Comm, error) {

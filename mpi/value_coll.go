@@ -421,11 +421,12 @@ func ReduceValue[T any](c *Comm, v T, fn func(a, b T) T, root int) (T, error) {
 // AllreduceValue combines v of every process with fn, in rank order, and
 // returns the result at every process (mpi4py's comm.allreduce with a
 // Python function): fn(...fn(fn(v0, v1), v2)..., vp-1), so fn need not be
-// commutative (nor associative). fn runs at rank 0 only, which then
-// broadcasts the result: every process gets the same value, even from an
-// fn that is not deterministic (rank 0's is the result itself, the
-// others' decoded copies). It is ReduceValue to rank 0 followed by
-// BcastValue (four collective calls); rank 0 holds p values at once.
+// commutative (nor associative). fn runs at rank 0 only (run-through: the
+// lowest alive rank), which then broadcasts the result: every process gets
+// the same value, even from an fn that is not deterministic (rank 0's is
+// the result itself, the others' decoded copies). It is ReduceValue to
+// rank 0 followed by BcastValue (four collective calls); rank 0 holds p
+// values at once.
 func AllreduceValue[T any](c *Comm, v T, fn func(a, b T) T) (T, error) {
 	var zero T
 	x, err := newValueColl(c, "AllreduceValue")
@@ -435,16 +436,27 @@ func AllreduceValue[T any](c *Comm, v T, fn func(a, b T) T) (T, error) {
 	if fn == nil {
 		x.fail(newErr(ErrOp, x.op, c, NoPeer, "nil reduction function"))
 	}
-	vals, lens := gatherValues(x, v, 0)
+	root := c.firstAlive(x.op)
+	vals, lens := gatherValues(x, v, root)
 	var acc T
-	if c.rank == 0 && x.ok() {
+	if c.rank == root && x.ok() {
 		acc = fold(x, vals, lens, fn)
 	}
-	out := bcastValue(x, acc, 0)
+	out := bcastValue(x, acc, root)
 	if !x.ok() {
 		return zero, x.done()
 	}
 	return out, nil
+}
+
+// firstAlive is the lowest rank of c that its collectives run on: 0, or
+// the lowest alive process when the fault-tolerance model routes them to
+// the alive processes (run-through, after Validate).
+func (c *Comm) firstAlive(op string) int {
+	if s, fail, ok := c.route(op); ok && fail == nil && len(s.local.Alive) > 0 {
+		return s.local.Alive[0]
+	}
+	return 0
 }
 
 // fold is fn over vals in order, leaving out the ranks that sent no value

@@ -286,15 +286,15 @@ func TestValueULFMCollectiveDeadMember(t *testing.T) {
 // Run-through: collectives are inactive until Validate (ErrRankFailStop),
 // then run on the alive processes; the failed ones' elements are zero.
 func TestValueRunThroughCollectives(t *testing.T) {
-	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+	run(t, 5, func(w *mpi.World, c *mpi.Comm) error {
 		if err := c.EnableRunThrough(); err != nil {
 			return err
 		}
-		if c.Rank() == 1 {
+		if c.Rank() == 1 || c.Rank() == 4 {
 			w.Kill()
 			return nil
 		}
-		if err := awaitFailure(c, 1); err != nil {
+		if err := firstErr(func() error { return awaitFailure(c, 1) }, func() error { return awaitFailure(c, 4) }); err != nil {
 			return err
 		}
 		if _, err := mpi.AllgatherValue(c, c.Rank()); !errors.Is(err, mpi.ErrRankFailStop) {
@@ -304,7 +304,7 @@ func TestValueRunThroughCollectives(t *testing.T) {
 			return err
 		}
 		all, err := mpi.AllgatherValue(c, fmt.Sprint("r", c.Rank()))
-		if err != nil || strings.Join(all, ",") != "r0,,r2,r3" {
+		if err != nil || strings.Join(all, ",") != "r0,,r2,r3," {
 			return fmt.Errorf("AllgatherValue after Validate: %q %v", all, err)
 		}
 		got, err := mpi.BcastValue(c, map[string]int{"from": c.Rank()}, 3)
@@ -314,6 +314,31 @@ func TestValueRunThroughCollectives(t *testing.T) {
 		s, err := mpi.AllreduceValue(c, fmt.Sprint(c.Rank()), func(a, b string) string { return a + "," + b })
 		if err != nil || s != "0,2,3" {
 			return fmt.Errorf("AllreduceValue after Validate: %q %v", s, err)
+		}
+		return nil
+	})
+}
+
+// Run-through with rank 0 failed: AllreduceValue folds at the lowest
+// alive rank.
+func TestValueRunThroughRankZeroFailed(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		if err := c.EnableRunThrough(); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			w.Kill()
+			return nil
+		}
+		if err := awaitFailure(c, 0); err != nil {
+			return err
+		}
+		if _, err := c.Validate(); err != nil {
+			return err
+		}
+		s, err := mpi.AllreduceValue(c, fmt.Sprint(c.Rank()), func(a, b string) string { return a + "," + b })
+		if err != nil || s != "1,2" {
+			return fmt.Errorf("AllreduceValue without rank 0: %q %v", s, err)
 		}
 		return nil
 	})
