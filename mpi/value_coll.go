@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 )
 
@@ -9,7 +10,8 @@ import (
 // scatter, alltoall, reduce, allreduce). Each is made of two collective
 // calls of coll.go on c (four for AllreduceValue): the encoded lengths
 // first (an int64 per value), then the encoded bytes (Bcast, Gatherv,
-// Scatterv, Allgatherv, Alltoallv); so they run the same algorithms, are
+// Scatterv, Allgatherv, Alltoallv; BcastValue sends a small encoding in
+// its first call); so they run the same algorithms, are
 // routed by the communicator's fault-tolerance model and fail like them
 // (ULFM: ErrProcFailed at every member once a member failed, ErrRevoked;
 // run-through: on the alive processes after Validate, ErrRankFailStop
@@ -117,7 +119,9 @@ func (c *Comm) releaseRouted(op string, err error) {
 // BcastValue broadcasts v from root to every process of c and returns it
 // (mpi4py's comm.bcast): the root encodes v with c's codec, the others
 // return a decoded copy (the root returns v itself); their v is ignored.
-// It is a Bcast of the encoded length, then one of the bytes.
+// It is one Bcast of a small block holding the encoded length and, when
+// it fits (bcastInline bytes), the encoding; a larger encoding follows in
+// a second Bcast.
 func BcastValue[T any](c *Comm, v T, root int) (T, error) {
 	x, err := newValueColl(c, "BcastValue")
 	if err != nil {
@@ -127,33 +131,53 @@ func BcastValue[T any](c *Comm, v T, root int) (T, error) {
 	return bcastValue(x, v, root), x.done()
 }
 
+// bcastInline is the largest encoding BcastValue sends in its first
+// block; the block is 8 bytes more (the length).
+const bcastInline = 248
+
 func bcastValue[T any](x *valueColl, v T, root int) T {
 	c, op := x.c, x.op
 	var zero T
 	var enc encoded
-	n := []int64{0}
+	head := make([]byte, 8+bcastInline)
 	if c.rank == root && x.ok() {
 		var err error
 		if enc, err = encodeValue(x.codec, op, c, NoPeer, &v); err != nil {
 			x.fail(err)
 		}
-		n[0] = int64(len(enc.b))
-	}
-	x.call(func() (collRun, error) { return bcastPrep(c, op, n, root) })
-	x.call(func() (collRun, error) {
-		if c.rank != root {
-			enc = scratch(int(n[0]))
+		binary.LittleEndian.PutUint64(head, uint64(len(enc.b)))
+		if len(enc.b) <= bcastInline {
+			copy(head[8:], enc.b)
 		}
-		return bcastPrep(c, op, enc.b, root)
-	})
+	}
 	defer x.free(&enc)
-	if c.rank == root {
-		return v
+	x.call(func() (collRun, error) { return bcastPrep(c, op, head, root) })
+	n := int(binary.LittleEndian.Uint64(head))
+	if !x.ok() {
+		// Whether a second call follows is the root's to say, and this
+		// member failed to hear it: it makes none and releases none
+		// (the others fail theirs by the same failure, except after a
+		// mismatched call, an erroneous program, where a root that
+		// passed the first call may wait in its second; see coll_sig.go).
+		return zero
+	}
+	data := head[8 : 8+min(n, bcastInline)]
+	if n > bcastInline {
+		x.call(func() (collRun, error) {
+			if c.rank != root {
+				enc = scratch(n)
+			}
+			return bcastPrep(c, op, enc.b, root)
+		})
+		data = enc.b
 	}
 	if !x.ok() {
 		return zero
 	}
-	out, err := decodeValue[T](x.codec, op, c, root, enc.b)
+	if c.rank == root {
+		return v
+	}
+	out, err := decodeValue[T](x.codec, op, c, root, data)
 	x.fail(err)
 	return out
 }

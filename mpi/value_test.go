@@ -490,3 +490,20 @@ func TestValueCustomCodec(t *testing.T) {
 		t.Fatalf("the json codec was not used: %d marshals, %d unmarshals", marshals.Load(), unmarshals.Load())
 	}
 }
+
+// BcastValue around the size of its first block: one call or two.
+func TestValueBcastInlineBoundary(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		for n := 200; n < 300; n += 3 {
+			var v string
+			if c.Rank() == 1 {
+				v = strings.Repeat("q", n)
+			}
+			got, err := mpi.BcastValue(c, v, 1)
+			if err != nil || got != strings.Repeat("q", n) {
+				return fmt.Errorf("BcastValue of %d bytes: %d bytes, %v", n, len(got), err)
+			}
+		}
+		return nil
+	})
+}
