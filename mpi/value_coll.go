@@ -7,12 +7,13 @@ import (
 )
 
 // Collectives of Go values (mpi4py's lower-case bcast, gather, allgather,
-// scatter, alltoall, reduce, allreduce). Each is made of two collective
-// calls of coll.go on c (four for AllreduceValue): the encoded lengths
-// first (an int64 per value), then the encoded bytes (Bcast, Gatherv,
-// Scatterv, Allgatherv, Alltoallv; BcastValue sends a small encoding in
-// its first call); so they run the same algorithms, are
-// routed by the communicator's fault-tolerance model and fail like them
+// scatter, alltoall, reduce, allreduce). Each is made of collective calls
+// of coll.go on c: the encoded lengths first (an int64 per value), then
+// the encoded bytes (Gather+Gatherv, Scatter+Scatterv,
+// Allgather+Allgatherv, Alltoall+Alltoallv; BcastValue is one Bcast of the
+// length and, up to 248 bytes, the encoding, and a second Bcast for a
+// larger one; ReduceValue is GatherValue, AllreduceValue GatherValue and
+// BcastValue); so they run the same algorithms, are routed by the communicator's fault-tolerance model and fail like them
 // (ULFM: ErrProcFailed at every member once a member failed, ErrRevoked;
 // run-through: on the alive processes after Validate, ErrRankFailStop
 // while the communicator is collectively inactive).
@@ -449,7 +450,7 @@ func ReduceValue[T any](c *Comm, v T, fn func(a, b T) T, root int) (T, error) {
 // lowest alive rank), which then broadcasts the result: every process gets
 // the same value, even from an fn that is not deterministic (rank 0's is
 // the result itself, the others' decoded copies). It is ReduceValue to
-// rank 0 followed by BcastValue (four collective calls); rank 0 holds p
+// rank 0 followed by BcastValue (three or four collective calls); rank 0 holds p
 // values at once.
 func AllreduceValue[T any](c *Comm, v T, fn func(a, b T) T) (T, error) {
 	var zero T
