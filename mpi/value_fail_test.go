@@ -240,6 +240,7 @@ func TestValueULFMRecvFromKilled(t *testing.T) {
 // at every survivor; on a revoked communicator value calls raise
 // ErrRevoked; after Shrink they work on the survivors.
 func TestValueULFMCollectiveDeadMember(t *testing.T) {
+	passed := newArrivals(3)
 	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
 		if c.Rank() == 3 {
 			w.Kill()
@@ -254,6 +255,9 @@ func TestValueULFMCollectiveDeadMember(t *testing.T) {
 		if _, err := mpi.AllreduceValue(c, 1, func(a, b int) int { return a + b }); !errors.Is(err, mpi.ErrProcFailed) {
 			return fmt.Errorf("AllreduceValue with a dead member: %v", err)
 		}
+		// Every survivor saw the failure before one revokes.
+		passed.arrive()
+		passed.g.wait(t)
 		if err := c.Revoke(); err != nil {
 			return err
 		}
