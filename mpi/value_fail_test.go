@@ -347,3 +347,30 @@ func TestValueRunThroughRankZeroFailed(t *testing.T) {
 		return nil
 	})
 }
+
+// Value collectives are for intracommunicators; point-to-point values
+// work on an intercommunicator (ranks of the remote group).
+func TestValueIntercomm(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		local, inter, inA, err := halves(c, 2, 0, 5)
+		if err != nil {
+			return err
+		}
+		defer local.Free()
+		defer inter.Free()
+		if _, err := mpi.BcastValue(inter, 1, mpi.Root); !errors.Is(err, mpi.ErrComm) {
+			return fmt.Errorf("BcastValue on an intercommunicator: %v", err)
+		}
+		if _, err := mpi.AllgatherValue(inter, 1); !errors.Is(err, mpi.ErrComm) {
+			return fmt.Errorf("AllgatherValue on an intercommunicator: %v", err)
+		}
+		if inA {
+			return mpi.SendValue(inter, fmt.Sprint("to ", inter.Rank()), inter.Rank(), 0)
+		}
+		s, st, err := mpi.RecvValue[string](inter, mpi.AnySource, 0)
+		if err != nil || s != fmt.Sprint("to ", inter.Rank()) || st.Source != inter.Rank() {
+			return fmt.Errorf("RecvValue over an intercommunicator: %q %+v %v", s, st, err)
+		}
+		return nil
+	})
+}
