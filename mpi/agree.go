@@ -174,23 +174,21 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	return result, nil
 }
 
-// Iagree starts a nonblocking agreement (MPI_Comm_iagree); once the request
-// completes, *result holds the agreed flag.
-func (c *Comm) Iagree(flag bool, result *bool) (*Request, error) {
+// Iagree starts a nonblocking agreement (MPI_Comm_iagree); the request's
+// Wait returns the agreed flag, with the error Agree would return (the
+// flag is valid with ErrProcFailed too).
+func (c *Comm) Iagree(flag bool) (*RequestOf[bool], error) {
 	const op = "MPI_Comm_iagree"
 	if err := checkComm(c, op); err != nil {
 		return nil, err
-	}
-	if result == nil {
-		return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "nil result pointer"))
 	}
 	var bits uint64
 	if flag {
 		bits = 1
 	}
-	return c.startColl(op, func() error {
-		v, err := c.agreeBits(op, bits)
-		*result = v&1 == 1
-		return err
+	t := c.takeTurn()
+	return startCollOf(c, op, func() (bool, error) {
+		v, err := inTurn(t, op, func() (uint64, error) { return c.agreeBits(op, bits) })
+		return v&1 == 1, err
 	}), nil
 }

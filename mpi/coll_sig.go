@@ -233,15 +233,25 @@ func (c *Comm) nextSeq() uint32 {
 // members' calls fail with the reason (releaseCall) instead of waiting
 // for this member. The error has passed c's handler.
 func (c *Comm) failColl(err error) error {
-	if e, ok := err.(*Error); ok && !c.IsInter() && c.size > 1 {
-		seq := c.nextSeq()
-		procs := make([]int, 0, c.size-1)
-		for i := range c.size {
-			if i != c.rank {
-				procs = append(procs, c.worldRank(i))
-			}
-		}
-		c.w.releaseCall(c.ctx+1, seq, c.rank, e.Class, e.Detail, procs)
+	if e, ok := err.(*Error); ok {
+		c.releaseNext(e)
 	}
 	return c.handle(err)
+}
+
+// releaseNext takes the sequence number of the next collective call on
+// intracommunicator c and fails that call at the other members with e's
+// class and detail (see failColl).
+func (c *Comm) releaseNext(e *Error) {
+	if c.IsInter() || c.size <= 1 {
+		return
+	}
+	seq := c.nextSeq()
+	procs := make([]int, 0, c.size-1)
+	for i := range c.size {
+		if i != c.rank {
+			procs = append(procs, c.worldRank(i))
+		}
+	}
+	c.w.releaseCall(c.ctx+1, seq, c.rank, e.Class, e.Detail, procs)
 }

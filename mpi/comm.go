@@ -75,7 +75,8 @@ type commState struct {
 
 	// Mutable state, safe for concurrent use.
 	errh  atomic.Pointer[Errhandler]
-	freed atomic.Bool // Free was called: every later call fails with ErrComm
+	codec atomic.Pointer[Codec] // the codec of Go values (codec.go); nil: GobCodec
+	freed atomic.Bool           // Free was called: every later call fails with ErrComm
 
 	// Lazily built views.
 	groupOnce, remoteOnce sync.Once
@@ -100,12 +101,6 @@ type commState struct {
 
 	// attr is the cached attributes and info hints (attr.go, info.go).
 	attr commAttrs
-
-	// Agree and Shrink run one after the other, in call order, also when
-	// a cut one goes on in the background (ctx.go: protoTurn): protoLast
-	// is closed when the last one started has ended (nil: none).
-	protoMu   sync.Mutex
-	protoLast chan struct{}
 }
 
 // newComm gives a communicator built as a literal its shared state; every

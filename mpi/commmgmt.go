@@ -42,6 +42,7 @@ func newDerived(parent *Comm, name string, pair int, members []int, rank int) *C
 		name:    name,
 	})
 	nc.errh.Store(parent.errh.Load())
+	nc.codec.Store(parent.codec.Load())
 	parent.w.registerComm(nc)
 	return nc
 }

@@ -254,38 +254,14 @@ func (r *Request) cut(op string) error {
 	return nil
 }
 
-// protoTurn takes c's turn for a fault-tolerant protocol (Agree,
-// Shrink): the agreement instances of one such call must all be started
-// before those of the next, at every member, and a call cut by its
-// context goes on in the background, where it could otherwise race with
-// the caller's next call. It returns the channel closed when the previous
-// call ends (nil: none) and the one to close when this call ends.
-func (c *Comm) protoTurn() (prev <-chan struct{}, mine chan struct{}) {
-	mine = make(chan struct{})
-	c.protoMu.Lock()
-	prev, c.protoLast = c.protoLast, mine
-	c.protoMu.Unlock()
-	return prev, mine
-}
-
 // protocol runs fn, a fault-tolerant protocol on c that must run to its
-// end at every live member (Agree, Shrink), after the previous one. On a
+// end at every live member (Agree, Shrink), in its turn (agreeturn.go). On a
 // view it waits for fn or the view's context: on a cut fn goes on in the
 // background; drop, if not nil, is called there with what fn made once it
 // ends (see Shrink).
 func (c *Comm) protocol(op string, fn func() (any, error), drop func(any)) (any, error) {
-	prev, mine := c.protoTurn()
-	run := func() (any, error) {
-		defer close(mine)
-		if prev != nil {
-			select {
-			case <-prev:
-			case <-c.w.abort:
-				return nil, c.w.abortedErr(op, c)
-			}
-		}
-		return fn()
-	}
+	t := c.takeTurn() // agreeturn.go: in call order with the other agreement operations
+	run := func() (any, error) { return inTurn(t, op, fn) }
 	if c.done == nil {
 		return run()
 	}

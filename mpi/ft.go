@@ -55,6 +55,9 @@ type commFT struct {
 
 	rv *ftdrive.Revocation // the broadcast of c's revocation
 	ag *ftdrive.Agreements // the agreement instances on c
+	// lastTurn is closed when the last agreement operation of c taken so
+	// far ends (agreeturn.go); mu held.
+	lastTurn chan struct{}
 }
 
 // ftOf returns (creating it on first use) the fault-tolerance state of c.

@@ -111,6 +111,7 @@ func newInter(parent *Comm, name string, pairs []int, members, remote []int, ran
 	ic := newComm(&Comm{w: parent.w, ctx: uint32(2 * pairs[0]), rank: rank, size: len(members), members: members,
 		owned: true, name: name, remote: remote})
 	ic.errh.Store(parent.errh.Load())
+	ic.codec.Store(parent.codec.Load())
 	ic.local = newDerived(parent, name+".local", pairs[1], members, rank)
 	parent.w.registerComm(ic)
 	return ic

@@ -146,14 +146,30 @@ func send[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) erro
 	if dest == ProcNull {
 		return nil
 	}
-	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
+	_, err := c.sendBytes(op, dtypeOf[T](), asBytes(buf), dest, tag, sync)
+	return c.handle(err)
+}
+
+// sendBytes sends b (elements of type dt) to dest, a rank of c, and waits
+// until b may be reused. The error is raw; aborted says the wait ended
+// with the job (the transport may still hold b).
+func (c *Comm) sendBytes(op string, dt uint8, b []byte, dest, tag int, sync bool) (aborted bool, err error) {
+	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, b, sync)
 	if err != nil {
-		return c.handle(c.engineErr(op, dest, err))
+		return false, c.engineErr(op, dest, err)
 	}
 	if r == nil {
-		return nil
+		return false, nil
 	}
-	return c.handle(c.waitSend(op, r, dest))
+	if err := c.waitSend(op, r, dest); err != nil {
+		select {
+		case <-c.w.abort: // the transport may still hold b
+			return true, err
+		default:
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // Recv receives a message into buf (MPI_Recv). source may be AnySource,
@@ -259,7 +275,14 @@ func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*R
 		req.finish(emptyStatus(), nil)
 		return req, nil
 	}
-	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
+	return c.isendBytes(req, dtypeOf[T](), asBytes(buf), dest, tag, sync)
+}
+
+// isendBytes starts the send of req: b (elements of type dt) to dest, a
+// rank of c. The error has passed c's handler.
+func (c *Comm) isendBytes(req *Request, dt uint8, b []byte, dest, tag int, sync bool) (*Request, error) {
+	op := req.op
+	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, b, sync)
 	if err != nil {
 		if errors.Is(err, p2p.ErrPeerLost) || errors.Is(err, p2p.ErrRevoked) {
 			// A failure of the destination (or a revocation) is reported
@@ -286,6 +309,12 @@ func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*R
 // request completes.
 func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
 	const op = "MPI_Irecv"
+	return c.irecv(op, source, tag, func() (*p2p.Req, error) { return c.postRecv(source, tag, dtypeOf[T](), asBytes(buf)) })
+}
+
+// irecv starts a receive from source with tag, posted by post; the error
+// has passed c's handler.
+func (c *Comm) irecv(op string, source, tag int, post func() (*p2p.Req, error)) (*Request, error) {
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return nil, err
 	}
@@ -294,7 +323,7 @@ func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
 		req.finish(procNullStatus(), nil)
 		return req, nil
 	}
-	r, err := c.postRecv(source, tag, dtypeOf[T](), asBytes(buf))
+	r, err := post()
 	if err != nil {
 		return nil, c.handle(c.engineErr(op, source, err))
 	}
@@ -309,10 +338,18 @@ func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
 // one call that cannot deadlock against a matching Sendrecv
 // (MPI_Sendrecv).
 func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
-	return sendrecv(c, "MPI_Sendrecv", sendbuf, dest, sendtag, recvbuf, source, recvtag)
+	return sendrecvTyped(c, "MPI_Sendrecv", sendbuf, dest, sendtag, recvbuf, source, recvtag)
 }
 
-func sendrecv[S, R Numeric](c *Comm, op string, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
+func sendrecvTyped[S, R Numeric](c *Comm, op string, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
+	return c.sendrecv(op, dtypeOf[S](), asBytes(sendbuf), dest, sendtag, source, recvtag,
+		func() (*p2p.Req, error) { return c.postRecv(source, recvtag, dtypeOf[R](), asBytes(recvbuf)) }, nil)
+}
+
+// sendrecv is Sendrecv of b (elements of type sdt) with the receive posted
+// by post; got, if not nil, is given the receive once it completed without
+// error, before it is released, and its error is the call's.
+func (c *Comm) sendrecv(op string, sdt uint8, b []byte, dest, sendtag, source, recvtag int, post func() (*p2p.Req, error), got func(*p2p.Req, Status) error) (Status, error) {
 	if err := checkComm(c, op); err != nil {
 		return emptyStatus(), err
 	}
@@ -331,14 +368,14 @@ func sendrecv[S, R Numeric](c *Comm, op string, sendbuf []S, dest, sendtag int, 
 	var rr *p2p.Req
 	if source != ProcNull {
 		var err error
-		rr, err = c.postRecv(source, recvtag, dtypeOf[R](), asBytes(recvbuf))
+		rr, err = post()
 		if err != nil {
 			return emptyStatus(), c.handle(c.engineErr(op, source, err))
 		}
 	}
 	var sendErr error
 	if dest != ProcNull {
-		sr, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(sendtag), dtypeOf[S](), asBytes(sendbuf), false)
+		sr, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(sendtag), sdt, b, false)
 		switch {
 		case err != nil:
 			sendErr = c.engineErr(op, dest, err)
@@ -373,8 +410,15 @@ func sendrecv[S, R Numeric](c *Comm, op string, sendbuf []S, dest, sendtag int, 
 		return st, c.handle(err)
 	}
 	st, err := c.recvStatus(op, rr.Status(), source)
+	var gotErr error
+	if err == nil && got != nil {
+		gotErr = got(rr, st)
+	}
 	c.w.eng.Release(rr)
 	st, err = m.sendrecvResult(c, op, st, sendErr, err, dest, source)
+	if err == nil {
+		err = gotErr
+	}
 	return st, c.handle(err)
 }
 

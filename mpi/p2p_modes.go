@@ -25,5 +25,5 @@ func SendrecvReplace[T Numeric](c *Comm, buf []T, dest, sendtag, source, recvtag
 	if dest != ProcNull {
 		out = slices.Clone(buf)
 	}
-	return sendrecv(c, "MPI_Sendrecv_replace", out, dest, sendtag, buf, source, recvtag)
+	return sendrecvTyped(c, "MPI_Sendrecv_replace", out, dest, sendtag, buf, source, recvtag)
 }

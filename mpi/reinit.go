@@ -257,7 +257,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 
 // rollForward ends old's epoch (if the announcement has not done so yet)
 // and builds the World of the newest epoch, with CommWorld's and
-// CommSelf's error handlers carried over.
+// CommSelf's error handlers and codecs carried over.
 func rollForward(p *process, old *World) (*World, error) {
 	if !old.ended.Load() {
 		// Reached when the launcher's announcement is still on its way:
@@ -272,6 +272,8 @@ func rollForward(p *process, old *World) (*World, error) {
 		}
 		w.world.errh.Store(old.world.errh.Load())
 		w.self.errh.Store(old.self.errh.Load())
+		w.world.codec.Store(old.world.codec.Load())
+		w.self.codec.Store(old.self.codec.Load())
 		if newer := p.Install(w, w.epoch); !newer {
 			return w, nil
 		}

@@ -30,6 +30,10 @@ type Request struct {
 	// pers: a persistent request (persistent.go); freed: Free was called.
 	pers  *persistent
 	freed bool
+	// onDone, if set, is given the engine request once it completed,
+	// before it is released (IrecvValue takes the received data,
+	// IsendValue recycles its encoded buffer).
+	onDone func(*p2p.Req)
 
 	done bool
 	st   Status
@@ -40,6 +44,10 @@ func (r *Request) finish(st Status, err error) {
 	r.done = true
 	r.st, r.err = st, err
 	if r.pr != nil {
+		if r.onDone != nil {
+			r.onDone(r.pr)
+			r.onDone = nil
+		}
 		if r.tracked {
 			r.c.ftm().untrackWild(r.c, r.pr)
 		}

@@ -362,27 +362,20 @@ func (c *Comm) Validate() (*Group, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	g, err := c.validate(op)
+	g, err := inTurn(c.takeTurn(), op, func() (*Group, error) { return c.validate(op) })
 	return g, c.handle(err)
 }
 
-// Ivalidate starts a nonblocking Validate (MPI_Icomm_validate); once the
-// request completes, *failed holds the group of recognised failed
-// processes.
-func (c *Comm) Ivalidate(failed **Group) (*Request, error) {
+// Ivalidate starts a nonblocking Validate (MPI_Icomm_validate); the
+// request's Wait returns the group of recognised failed processes.
+func (c *Comm) Ivalidate() (*RequestOf[*Group], error) {
 	const op = "MPI_Icomm_validate"
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	if failed == nil {
-		return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "nil result pointer"))
-	}
 	c.runThrough()
-	return c.startColl(op, func() error {
-		g, err := c.validate(op)
-		*failed = g
-		return err
-	}), nil
+	t := c.takeTurn()
+	return startCollOf(c, op, func() (*Group, error) { return inTurn(t, op, func() (*Group, error) { return c.validate(op) }) }), nil
 }
 
 func (c *Comm) validate(op string) (*Group, error) {
@@ -531,6 +524,10 @@ func (rt *rtModel) contexts(c *Comm) []uint32 {
 // run-through one from its creation, with the recognised failures among
 // its members recognised.
 func (rt *rtModel) create(c *Comm, op string, fn func() (*Comm, error)) (*Comm, error) {
+	return inTurn(c.takeTurn(), op, func() (*Comm, error) { return rt.createInTurn(c, op, fn) })
+}
+
+func (rt *rtModel) createInTurn(c *Comm, op string, fn func() (*Comm, error)) (*Comm, error) {
 	unrec := rt.unrecognized(c)
 	var nc *Comm
 	var err error

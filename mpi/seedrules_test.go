@@ -478,22 +478,21 @@ func TestULFMIagreeUnderFailures(t *testing.T) {
 		if _, err := mpi.Recv(c, []int{0}, 4, 0); !errors.Is(err, mpi.ErrProcFailed) {
 			return fmt.Errorf("receive from the killed rank: %v", err)
 		}
-		var res bool
-		req, err := c.Iagree(true, &res)
+		req, err := c.Iagree(true)
 		if err != nil {
 			return fmt.Errorf("Iagree start with a failure: %v", err)
 		}
-		if _, err := req.Wait(); !errors.Is(err, mpi.ErrProcFailed) || !res {
+		if res, err := req.Wait(); !errors.Is(err, mpi.ErrProcFailed) || !res {
 			return fmt.Errorf("Iagree with an unacknowledged failure: %v %v (want true, ErrProcFailed)", res, err)
 		}
 		if err := c.FailureAck(); err != nil {
 			return err
 		}
-		req, err = c.Iagree(c.Rank() != 1, &res)
+		req, err = c.Iagree(c.Rank() != 1)
 		if err != nil {
 			return err
 		}
-		if _, err := req.Wait(); err != nil || res {
+		if res, err := req.Wait(); err != nil || res {
 			return fmt.Errorf("Iagree after FailureAck: %v %v (want false: rank 1 passed false)", res, err)
 		}
 		return nil

@@ -28,21 +28,15 @@ func (c *Comm) Shrink() (*Comm, error) {
 	return nc, c.handle(err)
 }
 
-// Ishrink starts a nonblocking Shrink (MPI_Comm_ishrink); once the request
-// completes, *result is the new communicator.
-func (c *Comm) Ishrink(result **Comm) (*Request, error) {
+// Ishrink starts a nonblocking Shrink (MPI_Comm_ishrink); the request's
+// Wait returns the new communicator.
+func (c *Comm) Ishrink() (*RequestOf[*Comm], error) {
 	const op = "MPI_Comm_ishrink"
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	if result == nil {
-		return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "nil result pointer"))
-	}
-	return c.startColl(op, func() error {
-		nc, err := c.shrink(op)
-		*result = nc
-		return err
-	}), nil
+	t := c.takeTurn()
+	return startCollOf(c, op, func() (*Comm, error) { return inTurn(t, op, func() (*Comm, error) { return c.shrink(op) }) }), nil
 }
 
 func (c *Comm) shrink(op string) (*Comm, error) {

@@ -206,12 +206,11 @@ func TestULFMAgreeFailureFree(t *testing.T) {
 				if err != nil || bits != want {
 					return fmt.Errorf("AgreeBits = %#x, %v; want %#x", bits, err, want)
 				}
-				var res bool
-				req, err := c.Iagree(true, &res)
+				req, err := c.Iagree(true)
 				if err != nil {
 					return err
 				}
-				if _, err := req.Wait(); err != nil || !res {
+				if res, err := req.Wait(); err != nil || !res {
 					return fmt.Errorf("Iagree: %v %v", res, err)
 				}
 				return nil
@@ -387,12 +386,12 @@ func TestULFMShrinkFailureFreeKeepsEveryone(t *testing.T) {
 		if s.Size() != 9 || s.Rank() != c.Rank() || mpi.CompareComms(s, c) != mpi.Congruent {
 			return fmt.Errorf("failure-free shrink: size %d rank %d compare %v", s.Size(), s.Rank(), mpi.CompareComms(s, c))
 		}
-		var got *mpi.Comm
-		req, err := c.Ishrink(&got)
+		req, err := c.Ishrink()
 		if err != nil {
 			return err
 		}
-		if _, err := req.Wait(); err != nil || got.Size() != 9 {
+		got, err := req.Wait()
+		if err != nil || got.Size() != 9 {
 			return fmt.Errorf("Ishrink: %v", err)
 		}
 		return s.Free()

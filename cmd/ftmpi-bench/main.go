@@ -46,7 +46,7 @@ type bench struct {
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue)")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue), value (SendValue/RecvValue of a []float64 against gob by hand + Send/Recv)")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
@@ -120,6 +120,12 @@ func main() {
 			b.max = 1 << 20
 		}
 		b.coll(*budget)
+	case "value":
+		if b.max == 0 {
+			b.max = 1 << 20
+		}
+		b.need2()
+		b.values()
 	default:
 		if w.Rank() == 0 {
 			fmt.Fprintf(os.Stderr, "ftmpi-bench: unknown benchmark %q (want latency, bw, bibw, barrier, coll or collgrowth)\n", *which)

@@ -26,11 +26,12 @@ var dtypeNames = [...]string{
 	DTUint8: "uint8", DTUint16: "uint16", DTUint32: "uint32", DTUint64: "uint64",
 	DTInt: "int", DTUint: "uint", DTUintptr: "uintptr",
 	DTFloat32: "float32", DTFloat64: "float64", DTComplex64: "complex64", DTComplex128: "complex128",
+	DTValue: "Go value",
 }
 
 // DTypeName names a type code for error messages.
 func DTypeName(d uint8) string {
-	if int(d) < len(dtypeNames) {
+	if int(d) < len(dtypeNames) && dtypeNames[d] != "" {
 		return dtypeNames[d]
 	}
 	return "unknown"

@@ -112,6 +112,11 @@ type Req struct {
 	buf []byte
 	id  uint64
 	sig uint64 // a receive's IrecvSig word (0: none)
+	// alloc: a receive whose buffer the engine provides at the match
+	// (IrecvAlloc); pooled is that buffer's pool handle, recycled by
+	// Release.
+	alloc  bool
+	pooled *[]byte
 
 	prev, next *Req  // links of the posted queue or the in-flight list
 	where      uint8 // which of them r is in
@@ -382,7 +387,9 @@ func (e *Engine) Release(r *Req) {
 	case <-r.ch:
 	default:
 	}
+	putBuf(r.pooled)
 	r.e, r.isRecv, r.buf, r.id, r.prev, r.next, r.where, r.mark = nil, false, nil, 0, nil, nil, nowhere, nil
+	r.alloc, r.pooled = false, nil
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
 	r.st = Status{}
 	r.done.Store(false)
@@ -483,8 +490,12 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 // they wait for never sends (coll_sig.go in package mpi). Matching is
 // unchanged.
 func (e *Engine) IrecvSig(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sig uint64) (*Req, error) {
+	return e.irecv(ctx, src, peer, tag, dtype, buf, sig, false)
+}
+
+func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sig uint64, alloc bool) (*Req, error) {
 	r := e.newReq()
-	r.isRecv = true
+	r.isRecv, r.alloc = true, alloc
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.buf, r.sig = ctx, src, tag, dtype, peer, buf, sig
 	e.mu.Lock()
 	if e.closed {
@@ -558,6 +569,7 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 		return
 	}
 	var flags uint16
+	allocFor(r, h.DType, int(h.B))
 	if err := checkFit(r, h.DType, int(h.B)); err != nil {
 		r.st.Err = err
 		flags = flagDiscard
@@ -584,6 +596,13 @@ func checkFit(r *Req, dtype uint8, n int) error {
 
 func (e *Engine) deliverEager(r *Req, m *msg) {
 	r.st = Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: len(m.data), DType: m.h.DType, Sig: m.h.Seq}
+	if r.alloc && m.h.DType == r.dtype {
+		// The message's own buffer becomes the receive's: no copy.
+		r.buf, r.pooled = m.data, m.pooled
+		m.pooled = nil
+		r.complete()
+		return
+	}
 	r.st.Err = checkFit(r, m.h.DType, len(m.data))
 	copy(r.buf, m.data) // on truncation the fitting prefix
 	putBuf(m.pooled)
@@ -611,6 +630,7 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			e.flying.push(r, inFlight)
 			e.mu.Unlock()
 			r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.N), DType: h.DType, Sig: h.Seq}
+			allocFor(r, h.DType, int(h.N))
 			if err := checkFit(r, h.DType, int(h.N)); err != nil {
 				r.st.Err = err
 				if h.N == 0 {
