@@ -126,19 +126,22 @@ func engineDetail(err, sentinel error) string {
 
 // Send performs a blocking standard-mode send of buf to rank dest
 // (MPI_Send). It returns once buf may be reused.
-func Send[T Numeric](c *Comm, buf []T, dest, tag int) error {
+func Send[T Elem](c *Comm, buf []T, dest, tag int) error {
 	return send(c, "MPI_Send", buf, dest, tag, false)
 }
 
 // Ssend performs a synchronous send (MPI_Ssend): it returns only once the
 // matching receive has started.
-func Ssend[T Numeric](c *Comm, buf []T, dest, tag int) error {
+func Ssend[T Elem](c *Comm, buf []T, dest, tag int) error {
 	return send(c, "MPI_Ssend", buf, dest, tag, true)
 }
 
-func send[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) error {
+func send[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) error {
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return err
+	}
+	if err := elemCheck[T](c, op); err != nil {
+		return c.handle(err)
 	}
 	if dest == ProcNull {
 		return nil
@@ -164,10 +167,13 @@ func send[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) erro
 
 // Recv receives a message into buf (MPI_Recv). source may be AnySource,
 // tag may be AnyTag. A message longer than buf is an ErrTruncate error.
-func Recv[T Numeric](c *Comm, buf []T, source, tag int) (Status, error) {
+func Recv[T Elem](c *Comm, buf []T, source, tag int) (Status, error) {
 	const op = "MPI_Recv"
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return emptyStatus(), err
+	}
+	if err := elemCheck[T](c, op); err != nil {
+		return emptyStatus(), c.handle(err)
 	}
 	if source == ProcNull {
 		return procNullStatus(), nil
@@ -216,7 +222,7 @@ func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 	}
 }
 
-func (c *Comm) postRecv(source, tag int, dtype uint8, buf []byte) (*p2p.Req, error) {
+func (c *Comm) postRecv(source, tag int, dtype p2p.DType, buf []byte) (*p2p.Req, error) {
 	peer := -1
 	if source >= 0 {
 		peer = c.peerWorldRank(source)
@@ -241,19 +247,22 @@ func (c *Comm) recvStatus(op string, ps p2p.Status, source int) (Status, error) 
 // Isend starts a standard-mode send (MPI_Isend). buf must not be modified
 // until the request completes. A failure of dest (or a revocation of c) is
 // not reported by Isend but by the request's completion (seed 002 A.2).
-func Isend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func Isend[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return isend(c, "MPI_Isend", buf, dest, tag, false)
 }
 
 // Issend starts a synchronous send (MPI_Issend); failures are reported at
 // completion, as for Isend.
-func Issend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func Issend[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return isend(c, "MPI_Issend", buf, dest, tag, true)
 }
 
-func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
+func isend[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return nil, err
+	}
+	if err := elemCheck[T](c, op); err != nil {
+		return nil, c.handle(err)
 	}
 	req := &Request{c: c, op: op, peer: dest}
 	if dest == ProcNull {
@@ -285,10 +294,13 @@ func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*R
 
 // Irecv starts a receive (MPI_Irecv). buf must not be read until the
 // request completes.
-func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
+func Irecv[T Elem](c *Comm, buf []T, source, tag int) (*Request, error) {
 	const op = "MPI_Irecv"
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return nil, err
+	}
+	if err := elemCheck[T](c, op); err != nil {
+		return nil, c.handle(err)
 	}
 	req := &Request{c: c, op: op, peer: source, recv: true}
 	if source == ProcNull {
@@ -309,7 +321,7 @@ func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
 // Sendrecv sends sendbuf to dest and receives into recvbuf from source in
 // one call that cannot deadlock against a matching Sendrecv
 // (MPI_Sendrecv).
-func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
+func Sendrecv[S, R Elem](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
 	const op = "MPI_Sendrecv"
 	if err := checkComm(c, op); err != nil {
 		return emptyStatus(), err
@@ -324,6 +336,12 @@ func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R
 		return emptyStatus(), c.handle(err)
 	}
 	if err := c.checkRecvTag(op, recvtag, source); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	if err := elemCheck[S](c, op); err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	if err := elemCheck[R](c, op); err != nil {
 		return emptyStatus(), c.handle(err)
 	}
 	var rr *p2p.Req

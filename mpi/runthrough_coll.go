@@ -94,7 +94,7 @@ func routeBarrier(c *Comm, op string) (collRun, error, bool) {
 	return s.done(c, run, err, nil)
 }
 
-func routeBcast[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error, bool) {
+func routeBcast[T Elem](c *Comm, op string, buf []T, root int) (collRun, error, bool) {
 	s, fail, ok := c.route(op)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -116,7 +116,7 @@ func routeBcast[T Numeric](c *Comm, op string, buf []T, root int) (collRun, erro
 	return s.done(c, run, err, nil)
 }
 
-func routeReduce[T Numeric](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error, bool) {
+func routeReduce[T Elem](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -129,7 +129,7 @@ func routeReduce[T Numeric](c *Comm, name string, send, recv []T, op *Op, root i
 	return s.done(c, run, err, nil)
 }
 
-func routeAllreduce[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
+func routeAllreduce[T Elem](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -138,7 +138,7 @@ func routeAllreduce[T Numeric](c *Comm, name string, send, recv []T, op *Op) (co
 	return s.done(c, run, err, nil)
 }
 
-func routeGather[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
+func routeGather[T Elem](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -174,7 +174,7 @@ func routeGather[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 	})
 }
 
-func routeGatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
+func routeGatherv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -195,7 +195,7 @@ func routeGatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displ
 	return s.done(c, run, err, nil)
 }
 
-func routeScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
+func routeScatter[T Elem](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -226,7 +226,7 @@ func routeScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (co
 	return s.done(c, run, err, nil)
 }
 
-func routeScatterv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
+func routeScatterv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -247,7 +247,7 @@ func routeScatterv[T Numeric](c *Comm, name string, send, recv []T, counts, disp
 	return s.done(c, run, err, nil)
 }
 
-func routeAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, error, bool) {
+func routeAllgather[T Elem](c *Comm, name string, send, recv []T) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -274,7 +274,7 @@ func routeAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, e
 	return s.done(c, run, err, nil)
 }
 
-func routeAllgatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error, bool) {
+func routeAllgatherv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -287,7 +287,7 @@ func routeAllgatherv[T Numeric](c *Comm, name string, send, recv []T, counts, di
 	return s.done(c, run, err, nil)
 }
 
-func routeAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, error, bool) {
+func routeAlltoall[T Elem](c *Comm, name string, send, recv []T) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -312,7 +312,7 @@ func routeAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, er
 	return s.done(c, run, err, func() { runthrough.Unpack(s.local, recv, rb, n) })
 }
 
-func routeAlltoallv[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int) (collRun, error, bool) {
+func routeAlltoallv[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -329,7 +329,7 @@ func routeAlltoallv[T Numeric](c *Comm, name string, send []T, sc, sd []int, rec
 	return s.done(c, run, err, nil)
 }
 
-func routeReduceScatterBlock[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
+func routeReduceScatterBlock[T Elem](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -346,7 +346,7 @@ func routeReduceScatterBlock[T Numeric](c *Comm, name string, send, recv []T, op
 	return s.done(c, run, err, nil)
 }
 
-func routeReduceScatter[T Numeric](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error, bool) {
+func routeReduceScatter[T Elem](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -363,7 +363,7 @@ func routeReduceScatter[T Numeric](c *Comm, name string, send, recv []T, counts 
 // routeScan: the recognised failed processes are skipped and their
 // contribution ignored; for Exscan the first alive process takes the place
 // of process 0 (its receive buffer is not modified) (seed 003 17.7.2).
-func routeScan[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error, bool) {
+func routeScan[T Elem](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
