@@ -274,8 +274,8 @@ func computeFacts(t reflect.Type) *elemFacts {
 		return f
 	}
 	f.dt = layoutDType(runs, f.size)
-	f.name = t.String() + describeLayout(runs, f.size)
-	p2p.RegisterLayout(f.dt, f.name, f.size)
+	// Registered by layout, not by name: types of one layout share it.
+	p2p.RegisterLayout(f.dt, "struct"+describeLayout(runs, f.size), f.size)
 	return f
 }
 

@@ -530,7 +530,11 @@ func (e *Engine) IrecvSig(ctx uint32, src int32, peer int, tag int32, dtype DTyp
 // acceptRTS matches receive r with a rendezvous announcement; called with
 // e.mu held, returns with it released.
 func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
-	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: hdrDType(h), Sig: h.Seq}
+	d := DType(h.DType)
+	if d == DTStruct && r.dtype.Code() == DTStruct {
+		d = r.dtype // the layout comes with the data (KindData)
+	}
+	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: d, Sig: h.Seq}
 	r.peer = from
 	if cause, lost := e.lost[from]; lost {
 		// An announcement queued before its sender was lost: the data
@@ -541,10 +545,6 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 		return
 	}
 	var flags uint16
-	d := DType(h.DType)
-	if d == DTStruct && r.dtype.Code() == DTStruct {
-		d = r.dtype // the layout comes with the data (KindData)
-	}
 	if err := checkFit(r, d, int(h.B)); err != nil {
 		r.st.Err = err
 		flags = flagDiscard
