@@ -123,23 +123,23 @@ func Ibcast[T Elem](c *Comm, buf []T, root int) (*Request, error) {
 	return nonblocking(c, "MPI_Ibcast", run, err)
 }
 
-func bcastPrep[T Elem](c *Comm, op string, buf []T, root int) (collRun, error) {
+func bcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeBcast(c, op, buf, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeBcast(c, op, buf, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, op); err != nil {
+	if err := elemCheckOv[T](c, op, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() {
-		return handledPrep(c)(interBcastPrep(c, op, buf, root))
+		return handledPrep(c)(interBcastPrep(c, op, buf, root, ov...))
 	}
 	if err := c.checkRoot(op, root); err != nil {
 		return nil, c.failColl(err)
 	}
-	x := newCx(c, op, sigOf(coll.KBcast, nil, root, len(buf)), dtypeOf[T]())
+	x := newCx(c, op, sigOf(coll.KBcast, nil, root, len(buf)), factsFor[T](ov).dt)
 	return func() error { return x.Bcast(asBytes(buf), root) }, nil
 }
 
@@ -235,14 +235,14 @@ func Igather[T Elem](c *Comm, send, recv []T, root int) (*Request, error) {
 	return nonblocking(c, "MPI_Igather", run, err)
 }
 
-func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int) (collRun, error) {
+func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeGather(c, name, send, recv, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeGather(c, name, send, recv, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
@@ -252,7 +252,7 @@ func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int) (collRun
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*len(send), c.size, len(send)))
 	}
-	x := newCx(c, name, sigOf(coll.KGather, nil, root, len(send)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KGather, nil, root, len(send)), factsFor[T](ov).dt)
 	return func() error { return x.Gather(asBytes(send), asBytes(recv), root) }, nil
 }
 
@@ -282,21 +282,21 @@ func scaled(a []int, k int) []int {
 	return b
 }
 
-func gathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error) {
+func gathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeGatherv(c, name, send, recv, counts, displs, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeGatherv(c, name, send, recv, counts, displs, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
-	dt := dtypeOf[T]()
-	esz := dtypeSize(dt)
+	dt := factsFor[T](ov).dt
+	esz := esizeOf[T]()
 	var bc, bd []int
 	if c.rank == root {
 		d, err := c.checkCountsDispls(name, "receive", counts, displs, len(recv), ErrTruncate)
@@ -326,14 +326,14 @@ func Iscatter[T Elem](c *Comm, send, recv []T, root int) (*Request, error) {
 	return nonblocking(c, "MPI_Iscatter", run, err)
 }
 
-func scatterPrep[T Elem](c *Comm, name string, send, recv []T, root int) (collRun, error) {
+func scatterPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeScatter(c, name, send, recv, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeScatter(c, name, send, recv, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
@@ -343,7 +343,7 @@ func scatterPrep[T Elem](c *Comm, name string, send, recv []T, root int) (collRu
 		return nil, c.failColl(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
 			len(send), c.size*len(recv), c.size, len(recv)))
 	}
-	x := newCx(c, name, sigOf(coll.KScatter, nil, root, len(recv)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KScatter, nil, root, len(recv)), factsFor[T](ov).dt)
 	return func() error { return x.Scatter(asBytes(send), asBytes(recv), root) }, nil
 }
 
@@ -362,21 +362,21 @@ func Iscatterv[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) 
 	return nonblocking(c, "MPI_Iscatterv", run, err)
 }
 
-func scattervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error) {
+func scattervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeScatterv(c, name, send, recv, counts, displs, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeScatterv(c, name, send, recv, counts, displs, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
-	dt := dtypeOf[T]()
-	esz := dtypeSize(dt)
+	dt := factsFor[T](ov).dt
+	esz := esizeOf[T]()
 	var bc, bd []int
 	if c.rank == root {
 		d, err := c.checkCountsDispls(name, "send", counts, displs, len(send), ErrCount)
@@ -412,24 +412,24 @@ func Iallgather[T Elem](c *Comm, send, recv []T) (*Request, error) {
 	return nonblocking(c, "MPI_Iallgather", run, err)
 }
 
-func allgatherPrep[T Elem](c *Comm, name string, send, recv []T) (collRun, error) {
+func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAllgather(c, name, send, recv); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAllgather(c, name, send, recv, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() {
-		return handledPrep(c)(interAllgatherPrep(c, name, send, recv))
+		return handledPrep(c)(interAllgatherPrep(c, name, send, recv, ov...))
 	}
 	p, n := c.size, len(send)
 	if len(recv) < p*n {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
 	}
-	x := newCx(c, name, sigOf(coll.KAllgather, nil, 0, len(send)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt)
 	return func() error { return x.Allgather(asBytes(send), asBytes(recv)) }, nil
 }
 
@@ -448,14 +448,14 @@ func Iallgatherv[T Elem](c *Comm, send, recv []T, counts, displs []int) (*Reques
 	return nonblocking(c, "MPI_Iallgatherv", run, err)
 }
 
-func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error) {
+func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAllgatherv(c, name, send, recv, counts, displs); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAllgatherv(c, name, send, recv, counts, displs, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
@@ -468,8 +468,8 @@ func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs
 	if counts[c.rank] != len(send) {
 		return nil, c.failColl(errf(ErrCount, name, c, "rank %d sends %d elements but counts[%d] is %d", c.rank, len(send), c.rank, counts[c.rank]))
 	}
-	dt := dtypeOf[T]()
-	esz := dtypeSize(dt)
+	dt := factsFor[T](ov).dt
+	esz := esizeOf[T]()
 	bc, bd := scaled(counts, esz), scaled(d, esz)
 	x := newCx(c, name, sigOf(coll.KAllgatherv, nil, 0, sum(counts)), dt)
 	return func() error { return x.Allgatherv(asBytes(send), asBytes(recv), bc, bd) }, nil
@@ -511,7 +511,7 @@ func alltoallPrep[T Elem](c *Comm, name string, send, recv []T) (collRun, error)
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
 	dt := dtypeOf[T]()
-	bn := len(send) / p * dtypeSize(dt)
+	bn := len(send) / p * esizeOf[T]()
 	x := newCx(c, name, sigOf(coll.KAlltoall, nil, 0, len(send)/p), dt)
 	return func() error { return x.Alltoall(asBytes(send), asBytes(recv), bn) }, nil
 }
@@ -553,7 +553,7 @@ func alltoallvPrep[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []
 		return nil, c.failColl(err)
 	}
 	dt := dtypeOf[T]()
-	esz := dtypeSize(dt)
+	esz := esizeOf[T]()
 	bsc, bsd, brc, brd := scaled(sc, esz), scaled(sd, esz), scaled(rc, esz), scaled(rd, esz)
 	x := newCx(c, name, sigOf(coll.KAlltoallv, nil, 0, -1), dt)
 	return func() error {
@@ -603,7 +603,7 @@ func reduceScatterBlockPrep[T Elem](c *Comm, name string, send, recv []T, op *Op
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), n))
 	}
 	dt := dtypeOf[T]()
-	bn := n * dtypeSize(dt)
+	bn := n * esizeOf[T]()
 	x := newCx(c, name, sigOf(coll.KReduceScatterBlock, op, 0, n), dt)
 	commut := op.commutative
 	return func() error {
@@ -654,7 +654,7 @@ func reduceScatterPrep[T Elem](c *Comm, name string, send, recv []T, counts []in
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), counts[c.rank]))
 	}
 	dt := dtypeOf[T]()
-	bc := scaled(counts, dtypeSize(dt))
+	bc := scaled(counts, esizeOf[T]())
 	x := newCx(c, name, sigOf(coll.KReduceScatter, op, 0, sum(counts)), dt)
 	commut := op.commutative
 	return func() error {

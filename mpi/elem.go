@@ -318,3 +318,20 @@ func asBytes[T any](buf []T) []byte {
 	var z T
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)*int(unsafe.Sizeof(z)))
 }
+
+// factsFor is ov[0] if given (a derived datatype's signature, carried by
+// a buffer of another element type: datatype.go), else T's facts.
+func factsFor[T any](ov []*elemFacts) *elemFacts {
+	if len(ov) > 0 {
+		return ov[0]
+	}
+	return elemOf[T]()
+}
+
+// elemCheckOv is elemCheck of the element type factsFor says.
+func elemCheckOv[T any](c *Comm, op string, ov []*elemFacts) error {
+	if len(ov) > 0 {
+		return nil
+	}
+	return elemCheck[T](c, op)
+}

@@ -58,14 +58,14 @@ func interBarrierPrep(c *Comm, op string) (collRun, error) {
 // group the root passes Root and the others ProcNull; in the other group
 // every process passes the root's rank in the remote group and receives
 // buf. Buffers must have the same length at the root and the receivers.
-func interBcastPrep[T Elem](c *Comm, op string, buf []T, root int) (collRun, error) {
+func interBcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) (collRun, error) {
 	if root != Root && root != ProcNull && (root < 0 || root >= len(c.remote)) {
 		return nil, newErr(ErrRoot, op, c, NoPeer,
 			"root %d: on an intercommunicator the root passes mpi.Root, the rest of its group mpi.ProcNull, and the other group the root's rank in [0, %d)",
 			root, len(c.remote))
 	}
 	l := c.interLinkFor(op, coll.KBcast)
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	b := asBytes(buf)
 	return func() error {
 		switch root {
@@ -141,9 +141,9 @@ func interAllreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op) (c
 // process of each group receives in recv the send buffers of the OTHER
 // group, in rank order. The processes of a group pass send buffers of one
 // length; recv must hold RemoteSize times the remote group's length.
-func interAllgatherPrep[T Elem](c *Comm, op string, send, recv []T) (collRun, error) {
+func interAllgatherPrep[T Elem](c *Comm, op string, send, recv []T, ov ...*elemFacts) (collRun, error) {
 	l := c.interLinkFor(op, coll.KAllgather)
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	return func() error {
 		var all []byte
 		if l.isLeader() {

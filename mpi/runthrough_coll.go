@@ -94,7 +94,7 @@ func routeBarrier(c *Comm, op string) (collRun, error, bool) {
 	return s.done(c, run, err, nil)
 }
 
-func routeBcast[T Elem](c *Comm, op string, buf []T, root int) (collRun, error, bool) {
+func routeBcast[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(op)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -112,7 +112,7 @@ func routeBcast[T Elem](c *Comm, op string, buf []T, root int) (collRun, error, 
 	} else if vroot, err = s.root(c, op, root); err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := bcastPrep(s.comm, op, buf, vroot)
+	run, err := bcastPrep(s.comm, op, buf, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
@@ -138,7 +138,7 @@ func routeAllreduce[T Elem](c *Comm, name string, send, recv []T, op *Op) (collR
 	return s.done(c, run, err, nil)
 }
 
-func routeGather[T Elem](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
+func routeGather[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -152,13 +152,13 @@ func routeGather[T Elem](c *Comm, name string, send, recv []T, root int) (collRu
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*n, c.size, n)), true
 	}
-	if coll.GatherLinear(len(s.local.Alive), n*dtypeSize(dtypeOf[T]())) {
+	if coll.GatherLinear(len(s.local.Alive), n*esizeOf[T]()) {
 		// The linear algorithm: as Gatherv, straight into place.
 		var counts, displs []int
 		if c.rank == root {
 			counts, displs = s.local.Blocks(n)
 		}
-		run, err := gathervPrep(s.comm, name, send, recv, counts, displs, vroot)
+		run, err := gathervPrep(s.comm, name, send, recv, counts, displs, vroot, ov...)
 		return s.done(c, run, err, nil)
 	}
 	// The binomial tree needs the view's blocks contiguous.
@@ -166,7 +166,7 @@ func routeGather[T Elem](c *Comm, name string, send, recv []T, root int) (collRu
 	if c.rank == root {
 		tmp = make([]T, len(s.local.Alive)*n)
 	}
-	run, err := gatherPrep(s.comm, name, send, tmp, vroot)
+	run, err := gatherPrep(s.comm, name, send, tmp, vroot, ov...)
 	return s.done(c, run, err, func() {
 		if c.rank == root {
 			runthrough.Unpack(s.local, recv, tmp, n)
@@ -174,7 +174,7 @@ func routeGather[T Elem](c *Comm, name string, send, recv []T, root int) (collRu
 	})
 }
 
-func routeGatherv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
+func routeGatherv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -191,11 +191,11 @@ func routeGatherv[T Elem](c *Comm, name string, send, recv []T, counts, displs [
 		}
 		vc, vd = s.local.Pick(counts), s.local.Pick(d)
 	}
-	run, err := gathervPrep(s.comm, name, send, recv, vc, vd, vroot)
+	run, err := gathervPrep(s.comm, name, send, recv, vc, vd, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeScatter[T Elem](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
+func routeScatter[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -209,24 +209,24 @@ func routeScatter[T Elem](c *Comm, name string, send, recv []T, root int) (collR
 		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
 			len(send), c.size*n, c.size, n)), true
 	}
-	if coll.GatherLinear(len(s.local.Alive), n*dtypeSize(dtypeOf[T]())) {
+	if coll.GatherLinear(len(s.local.Alive), n*esizeOf[T]()) {
 		// The linear algorithm: as Scatterv, straight from place.
 		var counts, displs []int
 		if c.rank == root {
 			counts, displs = s.local.Blocks(n)
 		}
-		run, err := scattervPrep(s.comm, name, send, recv, counts, displs, vroot)
+		run, err := scattervPrep(s.comm, name, send, recv, counts, displs, vroot, ov...)
 		return s.done(c, run, err, nil)
 	}
 	var tmp []T
 	if c.rank == root {
 		tmp = runthrough.Pack(s.local, send, n)
 	}
-	run, err := scatterPrep(s.comm, name, tmp, recv, vroot)
+	run, err := scatterPrep(s.comm, name, tmp, recv, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeScatterv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
+func routeScatterv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -243,11 +243,11 @@ func routeScatterv[T Elem](c *Comm, name string, send, recv []T, counts, displs 
 		}
 		vc, vd = s.local.Pick(counts), s.local.Pick(d)
 	}
-	run, err := scattervPrep(s.comm, name, send, recv, vc, vd, vroot)
+	run, err := scattervPrep(s.comm, name, send, recv, vc, vd, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeAllgather[T Elem](c *Comm, name string, send, recv []T) (collRun, error, bool) {
+func routeAllgather[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -256,7 +256,7 @@ func routeAllgather[T Elem](c *Comm, name string, send, recv []T) (collRun, erro
 	if c.IsInter() {
 		// The remote group's blocks, through a temporary in view order.
 		tmp := make([]T, len(s.remote.Alive)*n)
-		run, err := allgatherPrep(s.comm, name, send, tmp)
+		run, err := allgatherPrep(s.comm, name, send, tmp, ov...)
 		return s.done(c, run, err, func() {
 			for j, r := range s.remote.Alive {
 				copy(recv[r*n:(r+1)*n], tmp[j*n:(j+1)*n])
@@ -270,11 +270,11 @@ func routeAllgather[T Elem](c *Comm, name string, send, recv []T) (collRun, erro
 	// Allgather is Allgatherv with equal blocks: the same algorithm, the
 	// blocks straight into place.
 	counts, displs := s.local.Blocks(n)
-	run, err := allgathervPrep(s.comm, name, send, recv, counts, displs)
+	run, err := allgathervPrep(s.comm, name, send, recv, counts, displs, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeAllgatherv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error, bool) {
+func routeAllgatherv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -283,7 +283,7 @@ func routeAllgatherv[T Elem](c *Comm, name string, send, recv []T, counts, displ
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := allgathervPrep(s.comm, name, send, recv, s.local.Pick(counts), s.local.Pick(d))
+	run, err := allgathervPrep(s.comm, name, send, recv, s.local.Pick(counts), s.local.Pick(d), ov...)
 	return s.done(c, run, err, nil)
 }
 
@@ -300,7 +300,7 @@ func routeAlltoall[T Elem](c *Comm, name string, send, recv []T) (collRun, error
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send))), true
 	}
 	n := len(send) / p
-	if coll.AlltoallPairwise(n * dtypeSize(dtypeOf[T]())) {
+	if coll.AlltoallPairwise(n * esizeOf[T]()) {
 		// Pairwise exchange, as Alltoallv: blocks straight from and into place.
 		counts, displs := s.local.Blocks(n)
 		run, err := alltoallvPrep(s.comm, name, send, counts, displs, recv, counts, displs)
