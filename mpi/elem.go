@@ -51,6 +51,7 @@ type elemFacts struct {
 	size int
 	name string // the type as errors name it
 	err  string // non-empty: the type cannot be an element, and why
+	runs []run  // the layout (structs and arrays; nil for basic types)
 }
 
 var numFacts = func() (f [p2p.DTBool + 1]elemFacts) {
@@ -274,6 +275,7 @@ func computeFacts(t reflect.Type) *elemFacts {
 		return f
 	}
 	f.dt = layoutDType(runs, f.size)
+	f.runs = runs
 	// Registered by layout, not by name: types of one layout share it.
 	p2p.RegisterLayout(f.dt, "struct"+describeLayout(runs, f.size), f.size)
 	return f
