@@ -359,3 +359,23 @@ func TestEagerPathStructDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%.2f allocations per round trip, want 0", allocs)
 	}
 }
+
+// A collective whose members pass structs of different layouts fails with
+// ErrType naming both calls' layouts, eager and rendezvous; the
+// communicator stays usable.
+func TestElemCollectiveLayoutMismatch(t *testing.T) {
+	for _, n := range []int{2, 10000} {
+		run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+			var err error
+			if c.Rank() == 0 {
+				err = mpi.Allreduce(c, make([]pairA, n), make([]pairA, n), mpi.NewOp(func(in, inout []pairA) {}, true))
+			} else {
+				err = mpi.Allreduce(c, make([]pairB, n), make([]pairB, n), mpi.NewOp(func(in, inout []pairB) {}, true))
+			}
+			if err := mustMismatch(err, mpi.ErrType, "struct{float64@0 int32@8} of 16 bytes", "struct{int32@0 float64@8} of 16 bytes"); err != nil {
+				return fmt.Errorf("n=%d rank %d: %w", n, c.Rank(), err)
+			}
+			return sumAfter(c)
+		})
+	}
+}
