@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -63,7 +64,11 @@ type Datatype struct {
 	nbasic    int   // basic elements of one element
 	sig       *elemFacts
 	contig    bool // the data of count elements is the bytes [0, count*size)
-	committed atomic.Bool
+	// Regular typemaps (a vector of a basic type, say): nreg runs of blen
+	// bytes each, step bytes apart from the first run's offset; 0: not
+	// regular. pack and unpack copy them with word moves.
+	nreg, blen, step int
+	committed        atomic.Bool
 }
 
 // maxRuns bounds the typemap of one element.
@@ -157,6 +162,17 @@ func newDatatype(name string, runs []run, lb, ub int) (*Datatype, error) {
 		d.sig = f
 	}
 	d.contig = len(runs) == 1 && runs[0].off == 0 && d.size == d.ub-d.lb && d.lb == 0
+	if len(runs) >= 2 && ub > lb {
+		bl := runs[0].count * numFacts[runs[0].code].size
+		st := runs[1].off - runs[0].off
+		ok := st >= bl
+		for i := 1; i < len(runs) && ok; i++ {
+			ok = runs[i].count*numFacts[runs[i].code].size == bl && runs[i].off-runs[i-1].off == st
+		}
+		if ok {
+			d.nreg, d.blen, d.step = len(runs), bl, st
+		}
+	}
 	return d, nil
 }
 
@@ -388,6 +404,12 @@ func (d *Datatype) pack(dst, src []byte, count int) {
 		return
 	}
 	pos, ext := 0, d.ext()
+	if d.nreg > 0 {
+		for i := range count {
+			pos += d.gather(dst[pos:pos+d.size], src[i*ext+d.runs[0].off:])
+		}
+		return
+	}
 	for i := range count {
 		base := i * ext
 		for _, r := range d.runs {
@@ -405,6 +427,17 @@ func (d *Datatype) unpack(dst, src []byte) {
 		return
 	}
 	pos, ext := 0, d.ext()
+	if d.nreg > 0 {
+		for i := 0; len(src)-pos >= d.size; i++ {
+			pos += d.scatter(dst[i*ext+d.runs[0].off:], src[pos:pos+d.size])
+		}
+		if pos == len(src) {
+			return
+		}
+		// A partial element: the general loop below from it on.
+		dst, src = dst[(pos/d.size)*ext:], src[pos:]
+		pos = 0
+	}
 	for i := 0; pos < len(src); i++ {
 		base := i * ext
 		for _, r := range d.runs {
@@ -415,6 +448,50 @@ func (d *Datatype) unpack(dst, src []byte) {
 			pos += copy(dst[base+r.off:base+r.off+n], src[pos:pos+n])
 		}
 	}
+}
+
+// gather packs one element of a regular typemap from src (at its first
+// run) into dst (d.size bytes): word moves for 8- and 4-byte blocks.
+func (d *Datatype) gather(dst, src []byte) int {
+	st := d.step
+	switch d.blen {
+	case 8:
+		for j := range d.nreg {
+			binary.LittleEndian.PutUint64(dst[8*j:], binary.LittleEndian.Uint64(src[j*st:]))
+		}
+	case 4:
+		for j := range d.nreg {
+			binary.LittleEndian.PutUint32(dst[4*j:], binary.LittleEndian.Uint32(src[j*st:]))
+		}
+	default:
+		bl := d.blen
+		for j := range d.nreg {
+			copy(dst[bl*j:bl*j+bl], src[j*st:])
+		}
+	}
+	return d.size
+}
+
+// scatter is gather's inverse: one packed element of src into dst (at its
+// first run).
+func (d *Datatype) scatter(dst, src []byte) int {
+	st := d.step
+	switch d.blen {
+	case 8:
+		for j := range d.nreg {
+			binary.LittleEndian.PutUint64(dst[j*st:], binary.LittleEndian.Uint64(src[8*j:]))
+		}
+	case 4:
+		for j := range d.nreg {
+			binary.LittleEndian.PutUint32(dst[j*st:], binary.LittleEndian.Uint32(src[4*j:]))
+		}
+	default:
+		bl := d.blen
+		for j := range d.nreg {
+			copy(dst[j*st:j*st+bl], src[bl*j:bl*j+bl])
+		}
+	}
+	return d.size
 }
 
 // packed returns the packed data of count elements of d over b: b itself

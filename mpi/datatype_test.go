@@ -262,3 +262,20 @@ func TestDatatypeRecvFromFailedPeer(t *testing.T) {
 		return nil
 	})
 }
+
+// A message shorter than the receive's elements fills whole elements and
+// then part of the next (typemap order); Count counts whole elements.
+func TestDatatypePartialReceive(t *testing.T) {
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 0 {
+			return mpi.Send(c, []float64{1, 2, 3}, 1, 0)
+		}
+		vec := must(mpi.TypeVector(2, 1, 2, mpi.Float64)) // elements at 0 and 2; extent 3
+		dst := make([]float64, 6)
+		st, err := mpi.RecvTyped(c, dst, 2, vec, 0, 0)
+		if err != nil || st.Count != 1 || !slices.Equal(dst, []float64{1, 0, 2, 3, 0, 0}) {
+			return fmt.Errorf("partial receive: %v %+v %v", dst, st, err)
+		}
+		return nil
+	})
+}
