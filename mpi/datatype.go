@@ -378,12 +378,10 @@ func checkTyped[T Elem](op string, c *Comm, buf []T, count int, d *Datatype) ([]
 	if f.err != "" {
 		return nil, newErr(ErrType, op, c, NoPeer, "%s", f.err)
 	}
-	if f.runs == nil && f.dt != p2p.DTByte {
-		for _, r := range d.runs {
-			if r.code != f.dt {
-				return nil, newErr(ErrType, op, c, NoPeer, "datatype %s has %s elements, the buffer is a []%s", d.name, p2p.DTypeName(r.code), f.name)
-			}
-		}
+	if f.runs == nil && f.dt != p2p.DTByte && d.size > 0 && d.sig.dt != f.dt {
+		// A buffer of a basic type takes datatypes of that type only
+		// (bytes and structs take any).
+		return nil, newErr(ErrType, op, c, NoPeer, "datatype %s has %s elements, the buffer is a []%s", d.name, p2p.DTypeName(d.sig.dt), f.name)
 	}
 	b := asBytes(buf)
 	if count == 0 || d.size == 0 {

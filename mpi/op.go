@@ -46,8 +46,11 @@ func (o *Op) Commutative() bool { return o.commutative }
 // The predefined reduction operations. Sum and Prod are defined on every
 // Numeric type; Min and Max on integer and floating-point types; the
 // logical operations (nonzero is true, the result is 0 or 1) and the
-// bitwise ones on integer types (byte included). Using one on another type
-// is an ErrOp error.
+// bitwise ones on integer types (byte included); the logical ones on bool
+// too. Named types apply them through their underlying type
+// (type Celsius float64 sums as a float64). Using one on another type
+// (a struct, say: write a NewOp) is an ErrOp error. MinLoc and MaxLoc
+// (below) apply to ValLoc elements.
 var (
 	Sum  = &Op{name: "MPI_SUM", commutative: true, kind: opSum}   // MPI_SUM
 	Prod = &Op{name: "MPI_PROD", commutative: true, kind: opProd} // MPI_PROD
@@ -70,7 +73,9 @@ var (
 // operation must be associative). Commutative operations may be applied
 // in any order. fn must not retain the slices, and must not call MPI on
 // the communicator of the reduction. Using the operation with another
-// element type is an ErrOp error.
+// element type is an ErrOp error. T may be any element type (Elem): a
+// struct with a user operation is MPI's reduction over a derived
+// datatype (a MINLOC over struct{Val float64; Idx int32}, say).
 func NewOp[T Elem](fn func(in, inout []T), commutative bool) *Op {
 	var z T
 	o := &Op{name: "user", commutative: commutative, kind: opUser, utype: fmt.Sprintf("%T", z)}
