@@ -337,3 +337,14 @@ func elemCheckOv[T any](c *Comm, op string, ov []*elemFacts) error {
 	}
 	return elemCheck[T](c, op)
 }
+
+// elemFor is T's message type, or the ErrType error of op when T cannot
+// be an element (elemCheck and dtypeOf in one look-up, for the
+// point-to-point fast path).
+func elemFor[T any](c *Comm, op string) (p2p.DType, error) {
+	f := elemOf[T]()
+	if f.err != "" {
+		return 0, newErr(ErrType, op, c, NoPeer, "%s", f.err)
+	}
+	return f.dt, nil
+}

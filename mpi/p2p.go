@@ -140,13 +140,14 @@ func send[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) error {
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return err
 	}
-	if err := elemCheck[T](c, op); err != nil {
+	dt, err := elemFor[T](c, op)
+	if err != nil {
 		return c.handle(err)
 	}
 	if dest == ProcNull {
 		return nil
 	}
-	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
+	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, asBytes(buf), sync)
 	if err != nil {
 		return c.handle(c.engineErr(op, dest, err))
 	}
@@ -172,13 +173,14 @@ func Recv[T Elem](c *Comm, buf []T, source, tag int) (Status, error) {
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return emptyStatus(), err
 	}
-	if err := elemCheck[T](c, op); err != nil {
+	dt, err := elemFor[T](c, op)
+	if err != nil {
 		return emptyStatus(), c.handle(err)
 	}
 	if source == ProcNull {
 		return procNullStatus(), nil
 	}
-	r, err := c.postRecv(source, tag, dtypeOf[T](), asBytes(buf))
+	r, err := c.postRecv(source, tag, dt, asBytes(buf))
 	if err != nil {
 		return emptyStatus(), c.handle(c.engineErr(op, source, err))
 	}
@@ -261,7 +263,8 @@ func isend[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Requ
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return nil, err
 	}
-	if err := elemCheck[T](c, op); err != nil {
+	dt, err := elemFor[T](c, op)
+	if err != nil {
 		return nil, c.handle(err)
 	}
 	req := &Request{c: c, op: op, peer: dest}
@@ -269,7 +272,7 @@ func isend[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Requ
 		req.finish(emptyStatus(), nil)
 		return req, nil
 	}
-	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dtypeOf[T](), asBytes(buf), sync)
+	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, asBytes(buf), sync)
 	if err != nil {
 		if errors.Is(err, p2p.ErrPeerLost) || errors.Is(err, p2p.ErrRevoked) {
 			// A failure of the destination (or a revocation) is reported
@@ -299,7 +302,8 @@ func Irecv[T Elem](c *Comm, buf []T, source, tag int) (*Request, error) {
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return nil, err
 	}
-	if err := elemCheck[T](c, op); err != nil {
+	dt, err := elemFor[T](c, op)
+	if err != nil {
 		return nil, c.handle(err)
 	}
 	req := &Request{c: c, op: op, peer: source, recv: true}
@@ -307,7 +311,7 @@ func Irecv[T Elem](c *Comm, buf []T, source, tag int) (*Request, error) {
 		req.finish(procNullStatus(), nil)
 		return req, nil
 	}
-	r, err := c.postRecv(source, tag, dtypeOf[T](), asBytes(buf))
+	r, err := c.postRecv(source, tag, dt, asBytes(buf))
 	if err != nil {
 		return nil, c.handle(c.engineErr(op, source, err))
 	}
