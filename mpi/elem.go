@@ -261,11 +261,14 @@ func computeFacts(t reflect.Type) *elemFacts {
 				walk(fd.Type, off+int(fd.Offset), path+"."+fd.Name)
 			}
 		default:
-			what := t.Kind().String()
+			what := "a " + t.Kind().String()
+			if strings.ContainsRune("aeiou", rune(what[2])) {
+				what = "an " + what[2:]
+			}
 			if path == "" {
-				bad = fmt.Sprintf("element type %s is a %s", f.name, what)
+				bad = fmt.Sprintf("element type %s is %s", f.name, what)
 			} else {
-				bad = fmt.Sprintf("element type %s: field %s (%s) is a %s", f.name, strings.TrimPrefix(path, "."), t, what)
+				bad = fmt.Sprintf("element type %s: field %s (%s) is %s", f.name, strings.TrimPrefix(path, "."), t, what)
 			}
 		}
 	}

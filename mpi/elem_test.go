@@ -379,3 +379,29 @@ func TestElemCollectiveLayoutMismatch(t *testing.T) {
 		})
 	}
 }
+
+// Element types that are interfaces or hold channels or functions are
+// refused as well, naming what they are.
+func TestElemUnsupportedKinds(t *testing.T) {
+	type withChan struct {
+		N  [2]int16
+		Ch [1]chan int
+	}
+	type withFunc struct{ F func() }
+	run(t, 1, func(w *mpi.World, c *mpi.Comm) error {
+		for _, x := range []struct {
+			err  error
+			want string
+		}{
+			{mpi.Send(c, []any{1}, 0, 0), "element type interface {} is an interface"},
+			{mpi.Send(c, []withChan{{}}, 0, 0), "field Ch[0] (chan int) is a chan"},
+			{mpi.Send(c, []withFunc{{}}, 0, 0), "field F (func()) is a func"},
+			{mpi.Send(c, [][]int{{1}}, 0, 0), "element type []int is a slice"},
+		} {
+			if !errors.Is(x.err, mpi.ErrType) || !strings.Contains(x.err.Error(), x.want) {
+				return fmt.Errorf("got %v, want ErrType naming %q", x.err, x.want)
+			}
+		}
+		return nil
+	})
+}
