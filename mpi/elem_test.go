@@ -405,3 +405,25 @@ func TestElemUnsupportedKinds(t *testing.T) {
 		return nil
 	})
 }
+
+// Probe's Count of a struct message is in elements, eager or rendezvous.
+func TestElemProbeCountsStructs(t *testing.T) {
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		for _, n := range []int{3, 9000} {
+			if c.Rank() == 0 {
+				if err := mpi.Send(c, make([]minLoc, n), 1, n); err != nil {
+					return err
+				}
+				continue
+			}
+			st, err := c.Probe(0, n)
+			if err != nil || st.Count != n {
+				return fmt.Errorf("probe of %d structs: %+v %v", n, st, err)
+			}
+			if _, err := mpi.Recv(c, make([]minLoc, n), 0, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

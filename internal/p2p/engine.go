@@ -420,7 +420,11 @@ func (e *Engine) IsendSig(ctx uint32, src int32, peer int, tag int32, dtype DTyp
 	r.id = e.nextID
 	e.sends[r.id] = r
 	e.mu.Unlock()
-	h := transport.Header{Kind: KindRTS, DType: uint8(dtype), Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf)), Seq: sig}
+	seq := sig
+	if sig == 0 {
+		seq = dtype.Layout() // a point-to-point message's layout (see hdrDType)
+	}
+	h := transport.Header{Kind: KindRTS, DType: uint8(dtype), Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf)), Seq: seq}
 	if err := e.tr.Send(peer, h, nil); err != nil {
 		e.mu.Lock()
 		delete(e.sends, r.id)
@@ -530,11 +534,11 @@ func (e *Engine) IrecvSig(ctx uint32, src int32, peer int, tag int32, dtype DTyp
 // acceptRTS matches receive r with a rendezvous announcement; called with
 // e.mu held, returns with it released.
 func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
-	d := DType(h.DType)
+	d := hdrDType(h)
 	if d == DTStruct && r.dtype.Code() == DTStruct {
-		d = r.dtype // the layout comes with the data (KindData)
+		d = r.dtype // a collective's: the layout comes with the data (KindData)
 	}
-	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: d, Sig: h.Seq}
+	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: d, Sig: hdrSig(h)}
 	r.peer = from
 	if cause, lost := e.lost[from]; lost {
 		// An announcement queued before its sender was lost: the data
@@ -560,13 +564,28 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 }
 
 // hdrDType is the type of the message h announces: an eager message
-// carries its layout in A; a request to send carries only the code (its
-// DATA frame carries the layout).
+// carries its layout in A; a request to send of a point-to-point message
+// (no collective word: IsendSig's sig 0) in Seq, which a collective's
+// word never resembles (its top bit is set, a layout's top byte is 0); a
+// collective's request to send carries only the code, and its DATA frame
+// the layout (checked when the data arrives).
 func hdrDType(h *transport.Header) DType {
-	if h.Kind == KindEager {
+	switch {
+	case h.Kind == KindEager:
 		return DType(h.DType) | DType(h.A<<8)
+	case h.Kind == KindRTS && DType(h.DType) == DTStruct && h.Seq>>56 == 0:
+		return DType(h.DType) | DType(h.Seq<<8)
 	}
 	return DType(h.DType)
+}
+
+// hdrSig is the collective word of h (0: none; a point-to-point request to
+// send carries its layout in Seq instead).
+func hdrSig(h *transport.Header) uint64 {
+	if h.Kind == KindRTS && h.Seq>>56 == 0 {
+		return 0
+	}
+	return h.Seq
 }
 
 func checkFit(r *Req, dtype DType, n int) error {
