@@ -427,3 +427,44 @@ func TestElemProbeCountsStructs(t *testing.T) {
 		return nil
 	})
 }
+
+// Intercommunicator collectives carry structs too: a Bcast from one group
+// to the other and an Allreduce with a user MINLOC across the groups.
+func TestElemIntercommStructs(t *testing.T) {
+	run(t, 5, func(w *mpi.World, c *mpi.Comm) error {
+		local, ic, inA, err := halves(c, 2, 0, 7)
+		if err != nil {
+			return err
+		}
+		defer local.Free()
+		r := ic.Rank()
+		b := make([]particle, 2)
+		root := 0 // group B receives from A's rank 0
+		if inA {
+			root = mpi.ProcNull
+			if r == 0 {
+				root = mpi.Root
+				b = []particle{mkParticle(4), mkParticle(5)}
+			}
+		}
+		if err := mpi.Bcast(ic, b, root); err != nil {
+			return err
+		}
+		if !inA && (b[0] != mkParticle(4) || b[1] != mkParticle(5)) {
+			return fmt.Errorf("inter Bcast: %+v", b)
+		}
+		// Each group receives the other group's minimum.
+		out := make([]minLoc, 1)
+		if err := mpi.Allreduce(ic, []minLoc{{Val: float64(10 - c.Rank()), Idx: int32(c.Rank())}}, out, minLocOp); err != nil {
+			return err
+		}
+		want := minLoc{4 + 2, 4} // group A sees B's (ranks 2..4) minimum: rank 4
+		if !inA {
+			want = minLoc{9, 1} // group B sees A's (ranks 0, 1): rank 1
+		}
+		if out[0] != want {
+			return fmt.Errorf("inter Allreduce(MINLOC): %+v, want %+v", out[0], want)
+		}
+		return nil
+	})
+}
