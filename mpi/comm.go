@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-
 )
 
 // Special ranks and tags, as in MPI.

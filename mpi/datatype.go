@@ -56,14 +56,14 @@ import (
 
 // Datatype is a derived (or predefined) datatype (MPI_Datatype).
 type Datatype struct {
-	name      string
-	runs      []run // the typemap of one element: byte offsets from the element's origin
-	lb, ub    int   // extent = ub - lb
-	size      int   // bytes of data of one element (MPI_Type_size)
-	lo, hi    int   // bytes the data spans: [lo, hi) from the origin
-	nbasic    int   // basic elements of one element
-	sig       *elemFacts
-	contig    bool // the data of count elements is the bytes [0, count*size)
+	name   string
+	runs   []run // the typemap of one element: byte offsets from the element's origin
+	lb, ub int   // extent = ub - lb
+	size   int   // bytes of data of one element (MPI_Type_size)
+	lo, hi int   // bytes the data spans: [lo, hi) from the origin
+	nbasic int   // basic elements of one element
+	sig    *elemFacts
+	contig bool // the data of count elements is the bytes [0, count*size)
 	// Regular typemaps (a vector of a basic type, say): nreg runs of blen
 	// bytes each, step bytes apart from the first run's offset; 0: not
 	// regular. pack and unpack copy them with word moves.

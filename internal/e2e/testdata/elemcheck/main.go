@@ -33,7 +33,9 @@ type minLoc struct {
 	Idx int32
 }
 
-func mk(i int) rec { return rec{Pos: [3]float64{float64(i), -float64(i), 0.5}, ID: int32(i), Good: i%3 == 0} }
+func mk(i int) rec {
+	return rec{Pos: [3]float64{float64(i), -float64(i), 0.5}, ID: int32(i), Good: i%3 == 0}
+}
 
 func fail(format string, a ...any) {
 	fmt.Printf("elemcheck: FAIL: %s\n", fmt.Sprintf(format, a...))
