@@ -12,13 +12,11 @@ import (
 // DType differs from the message's fails with ErrType.
 //
 // On the wire the code travels in Header.DType and the layout in header
-// fields the frame kind does not otherwise use: an eager message's A; a
-// point-to-point request to send's Seq (free when IsendSig has no
-// collective word; a collective word has its top bit set, a layout its top
-// byte clear: hdrDType tells them apart); a rendezvous DATA frame's B (for
-// a collective's request to send, which carries the code only, the
-// receiver compares the layout when the data arrives and drops the data of
-// a mismatch). Numeric messages have layout 0: no field more is read or
+// fields the frame kind does not otherwise use: an eager message's A; the
+// Seq of a request to send without an IsendSig word (point-to-point),
+// marked by the flag flagLayout; a rendezvous DATA frame's B (for a request
+// to send with a word, which carries the code only, the receiver compares
+// the layout when the data arrives and drops the data of a mismatch). Numeric messages have layout 0: no field more is read or
 // written for them.
 type DType uint64
 

@@ -42,6 +42,11 @@ import (
 // drops the message (it does not fit the receive): DATA goes without payload.
 const flagDiscard uint16 = 1
 
+// flagLayout, in a request to send's Header.Flags, says that its Seq holds
+// the layout of its struct type (a point-to-point message: no collective
+// word), see hdrDType.
+const flagLayout uint16 = 2
+
 // Frame kinds.
 const (
 	KindEager uint8 = 1 + iota // payload follows
@@ -420,11 +425,10 @@ func (e *Engine) IsendSig(ctx uint32, src int32, peer int, tag int32, dtype DTyp
 	r.id = e.nextID
 	e.sends[r.id] = r
 	e.mu.Unlock()
-	seq := sig
-	if sig == 0 {
-		seq = dtype.Layout() // a point-to-point message's layout (see hdrDType)
+	h := transport.Header{Kind: KindRTS, DType: uint8(dtype), Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf)), Seq: sig}
+	if sig == 0 && dtype.Layout() != 0 {
+		h.Seq, h.Flags = dtype.Layout(), flagLayout // a point-to-point message's layout (see hdrDType)
 	}
-	h := transport.Header{Kind: KindRTS, DType: uint8(dtype), Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf)), Seq: seq}
 	if err := e.tr.Send(peer, h, nil); err != nil {
 		e.mu.Lock()
 		delete(e.sends, r.id)
@@ -564,25 +568,24 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 }
 
 // hdrDType is the type of the message h announces: an eager message
-// carries its layout in A; a request to send of a point-to-point message
-// (no collective word: IsendSig's sig 0) in Seq, which a collective's
-// word never resembles (its top bit is set, a layout's top byte is 0); a
-// collective's request to send carries only the code, and its DATA frame
-// the layout (checked when the data arrives).
+// carries its layout in A; a request to send without a word (IsendSig's
+// sig 0) in Seq, marked by flagLayout; a request to send with a word
+// carries only the code, and its DATA frame the layout (checked when the
+// data arrives).
 func hdrDType(h *transport.Header) DType {
 	switch {
 	case h.Kind == KindEager:
 		return DType(h.DType) | DType(h.A<<8)
-	case h.Kind == KindRTS && DType(h.DType) == DTStruct && h.Seq>>56 == 0:
+	case h.Kind == KindRTS && h.Flags&flagLayout != 0:
 		return DType(h.DType) | DType(h.Seq<<8)
 	}
 	return DType(h.DType)
 }
 
-// hdrSig is the collective word of h (0: none; a point-to-point request to
-// send carries its layout in Seq instead).
+// hdrSig is the IsendSig word of h (a request to send with flagLayout has
+// none: its Seq is the layout).
 func hdrSig(h *transport.Header) uint64 {
-	if h.Kind == KindRTS && h.Seq>>56 == 0 {
+	if h.Kind == KindRTS && h.Flags&flagLayout != 0 {
 		return 0
 	}
 	return h.Seq
@@ -1378,14 +1381,15 @@ func (e *Engine) TagPoisons() int { return int(e.nTagPoison.Load()) }
 // otherCall reports whether message h, which receive r does not match, is
 // of another call than r (see IrecvSig).
 func otherCall(r *Req, h *transport.Header) bool {
-	return r.sig != 0 && h.Seq != 0 && h.Seq != r.sig && h.Ctx == r.ctx && h.Tag == r.tag
+	w := hdrSig(h)
+	return r.sig != 0 && w != 0 && w != r.sig && h.Ctx == r.ctx && h.Tag == r.tag
 }
 
 // otherCallLocked unlinks and returns a posted receive that unexpected
 // message h shows in another call (IrecvSig), if any. Only messages that
 // carry a word are looked at. e.mu held.
 func (e *Engine) otherCallLocked(h *transport.Header) *Req {
-	if h.Seq == 0 {
+	if hdrSig(h) == 0 {
 		return nil
 	}
 	for r := e.posted.head; r != nil; r = r.next {
@@ -1404,7 +1408,7 @@ func completeOther(r *Req, h *transport.Header) {
 	if h.Kind == KindRTS {
 		n = int(h.B)
 	}
-	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: n, DType: hdrDType(h), Sig: h.Seq, Err: ErrOtherCall}
+	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: n, DType: hdrDType(h), Sig: hdrSig(h), Err: ErrOtherCall}
 	r.complete()
 }
 
