@@ -208,6 +208,20 @@ func TestElemStructCollectives(t *testing.T) {
 		if want := (minLoc{0, int32((p - r) % p)}); rs[0] != want {
 			return fmt.Errorf("ReduceScatterBlock(MINLOC): %+v, want %+v", rs, want)
 		}
+		// ReduceScatter with counts 1, 2, 0, 1: rank i gets blocks of
+		// send[displ_i:]; element j's minimum 0 is at the rank with
+		// (r+j)%p == 0.
+		counts := []int{1, 2, 0, 1}
+		rsv := make([]minLoc, 2)
+		if err := mpi.ReduceScatter(c, send, rsv, counts, minLocOp); err != nil {
+			return err
+		}
+		displ := []int{0, 1, 3, 3}[r]
+		for k := range counts[r] {
+			if want := (minLoc{0, int32((p - displ - k) % p)}); rsv[k] != want {
+				return fmt.Errorf("ReduceScatter(MINLOC): %d: %+v, want %+v", k, rsv[k], want)
+			}
+		}
 		// A predefined arithmetic operation on structs is an ErrOp error.
 		if err := mpi.Allreduce(c, in, out, mpi.Sum); !errors.Is(err, mpi.ErrOp) {
 			return fmt.Errorf("Allreduce(Sum) of a struct: %v", err)
