@@ -490,14 +490,14 @@ func Ialltoall[T Elem](c *Comm, send, recv []T) (*Request, error) {
 	return nonblocking(c, "MPI_Ialltoall", run, err)
 }
 
-func alltoallPrep[T Elem](c *Comm, name string, send, recv []T) (collRun, error) {
+func alltoallPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAlltoall(c, name, send, recv); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAlltoall(c, name, send, recv, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
@@ -510,7 +510,7 @@ func alltoallPrep[T Elem](c *Comm, name string, send, recv []T) (collRun, error)
 	if len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	bn := len(send) / p * esizeOf[T]()
 	x := newCx(c, name, sigOf(coll.KAlltoall, nil, 0, len(send)/p), dt)
 	return func() error { return x.Alltoall(asBytes(send), asBytes(recv), bn) }, nil
@@ -531,14 +531,14 @@ func Ialltoallv[T Elem](c *Comm, send []T, sendCounts, sendDispls []int, recv []
 	return nonblocking(c, "MPI_Ialltoallv", run, err)
 }
 
-func alltoallvPrep[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int) (collRun, error) {
+func alltoallvPrep[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAlltoallv(c, name, send, sc, sd, recv, rc, rd); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAlltoallv(c, name, send, sc, sd, recv, rc, rd, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
@@ -552,7 +552,7 @@ func alltoallvPrep[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []
 	if err != nil {
 		return nil, c.failColl(err)
 	}
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	esz := esizeOf[T]()
 	bsc, bsd, brc, brd := scaled(sc, esz), scaled(sd, esz), scaled(rc, esz), scaled(rd, esz)
 	x := newCx(c, name, sigOf(coll.KAlltoallv, nil, 0, -1), dt)

@@ -24,15 +24,16 @@ import (
 // How operations take one. The buffer-taking functions have *Typed
 // variants that take MPI's (buffer, count, datatype) triple instead of a
 // slice: SendTyped, SsendTyped, IsendTyped, RecvTyped, IrecvTyped,
-// BcastTyped, GatherTyped, ScatterTyped, AllgatherTyped. We chose variants
-// over changing every function to accept a "buffer" interface (which
+// BcastTyped, GatherTyped, ScatterTyped, AllgatherTyped, AlltoallTyped.
+// We chose variants over changing every function to accept a "buffer"
+// interface (which
 // would box every slice and cost the numeric fast path) or over a typed
 // view type (which would still need a variant per function, Go having no
 // overloading): the plain slice functions stay as they are, and the
 // variants follow MPI's argument lists one to one. The reductions have no
 // Typed variants (MPI's predefined operations apply to basic types only;
 // a Go struct element with a user operation covers the rest), nor the
-// v-variants and Alltoall (reachable by Pack and the byte functions).
+// v-variants (reachable by Pack and the byte functions).
 //
 // What travels. A message is the packed data: the basic elements in
 // typemap order, without the gaps. Its type signature is what the
@@ -767,6 +768,8 @@ func carrierRun[T any](c *Comm, op string, kind int, f *elemFacts, s, r []byte, 
 		return gatherPrep(c, op, sb, rb, root, f)
 	case coll.KScatter:
 		return scatterPrep(c, op, sb, rb, root, f)
+	case coll.KAlltoall:
+		return alltoallPrep(c, op, sb, rb, f)
 	}
 	return allgatherPrep(c, op, sb, rb, f)
 }
@@ -892,6 +895,41 @@ func AllgatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Da
 	rroom, rp := recvtype.room(rb, recvcount*c.size)
 	defer p2p.PutBuf(rp)
 	run, err := runCarrier(c, op, coll.KAllgather, sendtype.sig, sdata, rroom, 0)
+	if err = blocking(c, run, err); err != nil {
+		return err
+	}
+	if !recvtype.contig {
+		recvtype.unpack(rb, rroom)
+	}
+	return nil
+}
+
+// AlltoallTyped sends block j (sendcount elements of sendtype at element
+// j*sendcount of sendbuf) to member j, which stores it as block i (i the
+// sender; recvcount elements of recvtype at element i*recvcount of
+// recvbuf) (MPI_Alltoall with datatypes).
+func AlltoallTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype) error {
+	const op = "MPI_Alltoall"
+	if err := checkComm(c, op); err != nil {
+		return err
+	}
+	sb, err := checkTypedColl(c, op, sendbuf, sendcount*c.size, sendtype)
+	if err != nil {
+		return err
+	}
+	rb, err := checkTypedColl(c, op, recvbuf, recvcount*c.size, recvtype)
+	if err != nil {
+		return err
+	}
+	if recvtype.sig.dt != sendtype.sig.dt || recvcount*recvtype.size != sendcount*sendtype.size {
+		return c.failColl(newErr(ErrType, op, c, NoPeer, "this rank sends %d x %s and receives %d x %s per rank: the signatures differ",
+			sendcount, sendtype.name, recvcount, recvtype.name))
+	}
+	sdata, sp := sendtype.packed(sb, sendcount*c.size)
+	defer p2p.PutBuf(sp)
+	rroom, rp := recvtype.room(rb, recvcount*c.size)
+	defer p2p.PutBuf(rp)
+	run, err := runCarrier(c, op, coll.KAlltoall, sendtype.sig, sdata, rroom, 0)
 	if err = blocking(c, run, err); err != nil {
 		return err
 	}

@@ -233,6 +233,24 @@ func TestDatatypeCollectives(t *testing.T) {
 		if want := []int32{int32(10*r + 3), 0, int32(10 * r)}; !slices.Equal(dst, want) {
 			return fmt.Errorf("ScatterTyped: %v, want %v", dst, want)
 		}
+		// Alltoall: vectors out, contiguous blocks in.
+		v2 := must(mpi.TypeVector(2, 1, 2, mpi.Float64)) // extent: 3 float64
+		c2 := must(mpi.TypeContiguous(2, mpi.Float64))
+		out := make([]float64, 3*p)
+		for i := range out {
+			out[i] = float64(100*r + i)
+		}
+		in := make([]float64, 2*p)
+		if err := mpi.AlltoallTyped(c, out, 1, v2, in, 1, c2); err != nil {
+			return err
+		}
+		for i := range p {
+			for k := range 2 {
+				if want := float64(100*i + 3*r + 2*k); in[2*i+k] != want {
+					return fmt.Errorf("AlltoallTyped: %v", in)
+				}
+			}
+		}
 		// Allgather of a struct datatype.
 		st := must(mpi.TypeCreateStruct([]int{1, 1}, []int{0, 8}, []*mpi.Datatype{mpi.Float64, mpi.Int32}))
 		all := make([]pairA, p)

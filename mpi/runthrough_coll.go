@@ -287,7 +287,7 @@ func routeAllgatherv[T Elem](c *Comm, name string, send, recv []T, counts, displ
 	return s.done(c, run, err, nil)
 }
 
-func routeAlltoall[T Elem](c *Comm, name string, send, recv []T) (collRun, error, bool) {
+func routeAlltoall[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -303,16 +303,16 @@ func routeAlltoall[T Elem](c *Comm, name string, send, recv []T) (collRun, error
 	if coll.AlltoallPairwise(n * esizeOf[T]()) {
 		// Pairwise exchange, as Alltoallv: blocks straight from and into place.
 		counts, displs := s.local.Blocks(n)
-		run, err := alltoallvPrep(s.comm, name, send, counts, displs, recv, counts, displs)
+		run, err := alltoallvPrep(s.comm, name, send, counts, displs, recv, counts, displs, ov...)
 		return s.done(c, run, err, nil)
 	}
 	sb := runthrough.Pack(s.local, send, n)
 	rb := make([]T, len(sb))
-	run, err := alltoallPrep(s.comm, name, sb, rb)
+	run, err := alltoallPrep(s.comm, name, sb, rb, ov...)
 	return s.done(c, run, err, func() { runthrough.Unpack(s.local, recv, rb, n) })
 }
 
-func routeAlltoallv[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int) (collRun, error, bool) {
+func routeAlltoallv[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -325,7 +325,7 @@ func routeAlltoallv[T Elem](c *Comm, name string, send []T, sc, sd []int, recv [
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := alltoallvPrep(s.comm, name, send, s.local.Pick(sc), s.local.Pick(sd), recv, s.local.Pick(rc), s.local.Pick(rd))
+	run, err := alltoallvPrep(s.comm, name, send, s.local.Pick(sc), s.local.Pick(sd), recv, s.local.Pick(rc), s.local.Pick(rd), ov...)
 	return s.done(c, run, err, nil)
 }
 
