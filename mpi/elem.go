@@ -41,8 +41,18 @@ import (
 // reflect.Type: facts about types, the same for every World). The exact
 // numeric types skip the cache: a type switch maps them to static facts.
 
-// Elem is the constraint of message element types: any type, checked at
-// run time (see above: numbers, bools, and arrays and structs of them).
+// Elem is the constraint of message element types. Go cannot say "a
+// fixed-size type", so it admits any type, and every call checks the type
+// at run time (once per type per process): the numeric types and bool,
+// named types of them (type Celsius float64 travels as, and matches, a
+// float64), and arrays and structs made only of those, nested ones
+// included. Their slices travel as their bytes, without encoding; a struct
+// or array carries a hash of its layout (basic types, offsets, size,
+// padding included) that the receiver compares (ErrType naming both
+// layouts on a mismatch). Any other type (a pointer, slice, string, map,
+// interface, channel or function, at any depth, or a type of size 0) is an
+// ErrType error of the call naming the type and the field, before anything
+// is sent.
 type Elem interface{}
 
 // elemFacts is what the runtime needs to know about an element type.
