@@ -806,7 +806,7 @@ func BcastTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, root int) erro
 	if err = blocking(c, run, err); err != nil {
 		return err
 	}
-	if !me && !d.contig {
+	if !me && root != ProcNull && !d.contig { // ProcNull: an intercommunicator's root group, no data
 		d.unpack(b, room)
 	}
 	return nil
