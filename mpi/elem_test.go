@@ -467,6 +467,22 @@ func TestElemIntercommStructs(t *testing.T) {
 		if !inA && (b[0] != mkParticle(4) || b[1] != mkParticle(5)) {
 			return fmt.Errorf("inter Bcast: %+v", b)
 		}
+		// A typed Bcast: A's root sends a vector, B receives through it
+		// too (its gaps untouched), A's other members' buffers stay as they were.
+		vec := must(mpi.TypeVector(2, 1, 2, mpi.Float64))
+		vb := []float64{9, 9, 9}
+		if inA && r == 0 {
+			vb = []float64{1, 0, 2}
+		}
+		if err := mpi.BcastTyped(ic, vb, 1, vec, root); err != nil {
+			return err
+		}
+		switch {
+		case !inA && (vb[0] != 1 || vb[1] != 9 || vb[2] != 2):
+			return fmt.Errorf("inter BcastTyped: %v", vb)
+		case inA && r != 0 && vb[0] != 9:
+			return fmt.Errorf("inter BcastTyped touched a ProcNull member's buffer: %v", vb)
+		}
 		// Each group receives the other group's minimum.
 		out := make([]minLoc, 1)
 		if err := mpi.Allreduce(ic, []minLoc{{Val: float64(10 - c.Rank()), Idx: int32(c.Rank())}}, out, minLocOp); err != nil {
