@@ -895,7 +895,7 @@ func AllgatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Da
 	if err != nil {
 		return err
 	}
-	rb, err := checkTypedColl(c, op, recvbuf, recvcount*c.size, recvtype)
+	rb, err := checkTypedColl(c, op, recvbuf, recvcount*c.peerSize(), recvtype) // the remote group's blocks on an intercommunicator
 	if err != nil {
 		return err
 	}
@@ -905,7 +905,7 @@ func AllgatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Da
 	}
 	sdata, sp := sendtype.packed(sb, sendcount)
 	defer p2p.PutBuf(sp)
-	rroom, rp := recvtype.room(rb, recvcount*c.size)
+	rroom, rp := recvtype.room(rb, recvcount*c.peerSize())
 	defer p2p.PutBuf(rp)
 	run, err := runCarrier(c, op, coll.KAllgather, sendtype.sig, sdata, rroom, 0)
 	if err = blocking(c, run, err); err != nil {

@@ -3,6 +3,7 @@ package mpi_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -482,6 +483,14 @@ func TestElemIntercommStructs(t *testing.T) {
 			return fmt.Errorf("inter BcastTyped: %v", vb)
 		case inA && r != 0 && vb[0] != 9:
 			return fmt.Errorf("inter BcastTyped touched a ProcNull member's buffer: %v", vb)
+		}
+		// A typed Allgather: each group receives the other's blocks.
+		ag := make([]float64, ic.RemoteSize())
+		if err := mpi.AllgatherTyped(ic, []float64{float64(c.Rank())}, 1, mpi.Float64, ag, 1, mpi.Float64); err != nil {
+			return err
+		}
+		if want := []float64{2, 3, 4}; inA && !slices.Equal(ag, want) || !inA && !slices.Equal(ag, []float64{0, 1}) {
+			return fmt.Errorf("inter AllgatherTyped: %v", ag)
 		}
 		// Each group receives the other group's minimum.
 		out := make([]minLoc, 1)
