@@ -157,27 +157,27 @@ func Ireduce[T Elem](c *Comm, send, recv []T, op *Op, root int) (*Request, error
 	return nonblocking(c, "MPI_Ireduce", run, err)
 }
 
-func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error) {
+func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeReduce(c, name, send, recv, op, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeReduce(c, name, send, recv, op, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
-	f, err := opFunc[T](c, name, op)
+	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
 		return nil, c.failColl(err)
 	}
 	if c.rank == root && len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	x := newCx(c, name, sigOf(coll.KReduce, op, root, len(send)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KReduce, op, root, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
 	return func() error { return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(f), commut) }, nil
 }
@@ -196,27 +196,27 @@ func Iallreduce[T Elem](c *Comm, send, recv []T, op *Op) (*Request, error) {
 	return nonblocking(c, "MPI_Iallreduce", run, err)
 }
 
-func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
+func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAllreduce(c, name, send, recv, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAllreduce(c, name, send, recv, op, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() {
-		return handledPrep(c)(interAllreducePrep(c, name, send, recv, op))
+		return handledPrep(c)(interAllreducePrep(c, name, send, recv, op, ov...))
 	}
-	f, err := opFunc[T](c, name, op)
+	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
 		return nil, c.failColl(err)
 	}
 	if len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	x := newCx(c, name, sigOf(coll.KAllreduce, op, 0, len(send)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
 	return func() error { return x.Allreduce(asBytes(send), asBytes(recv), coll.ReduceFn(f), commut) }, nil
 }

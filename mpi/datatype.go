@@ -24,16 +24,17 @@ import (
 // How operations take one. The buffer-taking functions have *Typed
 // variants that take MPI's (buffer, count, datatype) triple instead of a
 // slice: SendTyped, SsendTyped, IsendTyped, RecvTyped, IrecvTyped,
-// BcastTyped, GatherTyped, ScatterTyped, AllgatherTyped, AlltoallTyped.
-// We chose variants over changing every function to accept a "buffer"
-// interface (which
+// BcastTyped, GatherTyped, ScatterTyped, AllgatherTyped, AlltoallTyped,
+// ReduceTyped, AllreduceTyped. We chose variants over changing every
+// function to accept a "buffer" interface (which
 // would box every slice and cost the numeric fast path) or over a typed
 // view type (which would still need a variant per function, Go having no
 // overloading): the plain slice functions stay as they are, and the
-// variants follow MPI's argument lists one to one. The reductions have no
-// Typed variants (MPI's predefined operations apply to basic types only;
-// a Go struct element with a user operation covers the rest), nor the
-// v-variants (reachable by Pack and the byte functions).
+// variants follow MPI's argument lists one to one. The typed reductions
+// take the predefined operations on a datatype of one basic type (a Go
+// struct element with a user operation covers the rest); the v-variants,
+// the scans and the reduce-scatters have no typed form (reachable by Pack
+// and the byte functions, or Go struct elements).
 //
 // What travels. A message is the packed data: the basic elements in
 // typemap order, without the gaps. Its type signature is what the
@@ -754,27 +755,31 @@ func IrecvTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, source, tag in
 // counts in basic elements, so that plain slices of that type match at
 // the other members), bytes for a struct signature; the messages carry
 // f's type (the prep's ov argument).
-func runCarrier(c *Comm, op string, kind int, f *elemFacts, s, r []byte, root int) (collRun, error) {
+func runCarrier(c *Comm, op string, kind int, f *elemFacts, s, r []byte, root int, red ...*Op) (collRun, error) {
 	n := 1
 	if f.runs == nil {
 		n = f.size
 	}
 	switch n {
 	case 2:
-		return carrierRun[uint16](c, op, kind, f, s, r, root)
+		return carrierRun[uint16](c, op, kind, f, s, r, root, red...)
 	case 4:
-		return carrierRun[uint32](c, op, kind, f, s, r, root)
+		return carrierRun[uint32](c, op, kind, f, s, r, root, red...)
 	case 8:
-		return carrierRun[uint64](c, op, kind, f, s, r, root)
+		return carrierRun[uint64](c, op, kind, f, s, r, root, red...)
 	case 16:
-		return carrierRun[[2]uint64](c, op, kind, f, s, r, root)
+		return carrierRun[[2]uint64](c, op, kind, f, s, r, root, red...)
 	}
-	return carrierRun[byte](c, op, kind, f, s, r, root)
+	return carrierRun[byte](c, op, kind, f, s, r, root, red...)
 }
 
-func carrierRun[T any](c *Comm, op string, kind int, f *elemFacts, s, r []byte, root int) (collRun, error) {
+func carrierRun[T any](c *Comm, op string, kind int, f *elemFacts, s, r []byte, root int, red ...*Op) (collRun, error) {
 	sb, rb := fromBytes[T](s), fromBytes[T](r)
 	switch kind {
+	case coll.KReduce:
+		return reducePrep(c, op, sb, rb, red[0], root, f)
+	case coll.KAllreduce:
+		return allreducePrep(c, op, sb, rb, red[0], f)
 	case coll.KBcast:
 		return bcastPrep(c, op, sb, root, f)
 	case coll.KGather:
@@ -913,6 +918,66 @@ func AllgatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Da
 	}
 	if !recvtype.contig {
 		recvtype.unpack(rb, rroom)
+	}
+	return nil
+}
+
+// ReduceTyped combines count elements of d laid over sendbuf of every
+// member with op, in rank order, into recvbuf at root, laid over by d
+// (MPI_Reduce with a datatype). op must be a predefined operation defined
+// on d's basic type (a vector of float64 with Sum, say); a user operation
+// takes Go elements (NewOp) instead.
+func ReduceTyped[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, count int, d *Datatype, op *Op, root int) error {
+	const name = "MPI_Reduce"
+	sb, err := checkTypedColl(c, name, sendbuf, count, d)
+	if err != nil {
+		return err
+	}
+	atRoot := c.rank == root
+	var rb, rroom []byte
+	if atRoot {
+		if rb, err = checkTypedColl(c, name, recvbuf, count, d); err != nil {
+			return err
+		}
+		var rp *[]byte
+		rroom, rp = d.room(rb, count)
+		defer p2p.PutBuf(rp)
+	}
+	sdata, sp := d.packed(sb, count)
+	defer p2p.PutBuf(sp)
+	run, err := runCarrier(c, name, coll.KReduce, d.sig, sdata, rroom, root, op)
+	if err = blocking(c, run, err); err != nil {
+		return err
+	}
+	if atRoot && !d.contig {
+		d.unpack(rb, rroom)
+	}
+	return nil
+}
+
+// AllreduceTyped combines count elements of d laid over sendbuf of every
+// member with op, in rank order, into every member's recvbuf, laid over by
+// d (MPI_Allreduce with a datatype); op as for ReduceTyped.
+func AllreduceTyped[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, count int, d *Datatype, op *Op) error {
+	const name = "MPI_Allreduce"
+	sb, err := checkTypedColl(c, name, sendbuf, count, d)
+	if err != nil {
+		return err
+	}
+	rb, err := checkTypedColl(c, name, recvbuf, count, d)
+	if err != nil {
+		return err
+	}
+	sdata, sp := d.packed(sb, count)
+	defer p2p.PutBuf(sp)
+	rroom, rp := d.room(rb, count)
+	defer p2p.PutBuf(rp)
+	run, err := runCarrier(c, name, coll.KAllreduce, d.sig, sdata, rroom, 0, op)
+	if err = blocking(c, run, err); err != nil {
+		return err
+	}
+	if !d.contig {
+		d.unpack(rb, rroom)
 	}
 	return nil
 }

@@ -297,3 +297,36 @@ func TestDatatypePartialReceive(t *testing.T) {
 		return nil
 	})
 }
+
+// Reductions with a datatype of one basic type take the predefined
+// operations; other operations are ErrOp.
+func TestDatatypeReductions(t *testing.T) {
+	const p = 3
+	run(t, p, func(w *mpi.World, c *mpi.Comm) error {
+		r := float64(c.Rank())
+		vec := must(mpi.TypeVector(2, 1, 2, mpi.Float64))
+		out := []float64{7, 7, 7}
+		if err := mpi.AllreduceTyped(c, []float64{r, -1, 2 * r}, out, 1, vec, mpi.Sum); err != nil {
+			return err
+		}
+		if !slices.Equal(out, []float64{3, 7, 6}) {
+			return fmt.Errorf("AllreduceTyped(Sum): %v", out)
+		}
+		mx := []float64{5, 5, 5}
+		if err := mpi.ReduceTyped(c, []float64{r, -r, 0}, mx, 1, vec, mpi.Max, 1); err != nil {
+			return err
+		}
+		if c.Rank() == 1 && !slices.Equal(mx, []float64{2, 5, 0}) {
+			return fmt.Errorf("ReduceTyped(Max): %v", mx)
+		}
+		if err := mpi.AllreduceTyped(c, []float64{r, 0, r}, out, 1, vec, minLocOp); !errors.Is(err, mpi.ErrOp) {
+			return fmt.Errorf("a user operation with a datatype: %v", err)
+		}
+		st := must(mpi.TypeCreateStruct([]int{1, 1}, []int{0, 8}, []*mpi.Datatype{mpi.Float64, mpi.Int32}))
+		ps := make([]pairA, 1)
+		if err := mpi.AllreduceTyped(c, []pairA{{1, 1}}, ps, 1, st, mpi.Sum); !errors.Is(err, mpi.ErrOp) {
+			return fmt.Errorf("Sum on a struct datatype: %v", err)
+		}
+		return nil
+	})
+}

@@ -97,8 +97,8 @@ func interBcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFa
 // process of each group receives in recv the reduction (in rank order) of
 // the send buffers of the OTHER group. Both groups pass the same length;
 // len(recv) >= len(send).
-func interAllreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
-	f, err := opFunc[T](c, name, op)
+func interAllreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*elemFacts) (collRun, error) {
+	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func interAllreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op) (c
 		return nil, newErr(ErrTruncate, name, c, NoPeer, "receive buffer of %d elements, %d needed", len(recv), len(send))
 	}
 	l := c.interLinkFor(name, coll.KAllreduce)
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	x := newCx(c.local, name, sigOf(coll.KReduce, op, 0, len(send)), dt) // the local reduction, on the local intracommunicator
 	commut := op.commutative
 	return func() error {

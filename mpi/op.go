@@ -104,9 +104,21 @@ type cplx interface{ complex64 | complex128 }
 // operations apply to numeric elements (named numeric types by their
 // underlying type), the logical ones to bools too; MinLoc and MaxLoc to
 // ValLoc elements; user operations to the element type they were made for.
-func opFunc[T Elem](c *Comm, name string, op *Op) (redFn, error) {
+//
+// ov (a derived datatype's signature, the data in carrier elements:
+// datatype.go) admits the predefined operations on its basic type only.
+func opFunc[T Elem](c *Comm, name string, op *Op, ov ...*elemFacts) (redFn, error) {
 	if op == nil {
 		return nil, newErr(ErrOp, name, c, NoPeer, "nil operation")
+	}
+	if len(ov) > 0 {
+		f := ov[0]
+		if op.kind != opUser && op.kind < opMinLoc && f.runs == nil && f.dt < p2p.DType(len(predRed)) {
+			if g := predRed[f.dt][op.kind]; g != nil {
+				return g, nil
+			}
+		}
+		return nil, newErr(ErrOp, name, c, NoPeer, "%s is not defined on datatype elements of %s (reductions with a datatype take a predefined operation on its basic type; for others use Go struct elements)", op.name, f.name)
 	}
 	var z T
 	if op.kind == opUser {

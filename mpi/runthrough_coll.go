@@ -116,7 +116,7 @@ func routeBcast[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts)
 	return s.done(c, run, err, nil)
 }
 
-func routeReduce[T Elem](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error, bool) {
+func routeReduce[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -125,16 +125,16 @@ func routeReduce[T Elem](c *Comm, name string, send, recv []T, op *Op, root int)
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := reducePrep(s.comm, name, send, recv, op, vroot)
+	run, err := reducePrep(s.comm, name, send, recv, op, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeAllreduce[T Elem](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
+func routeAllreduce[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
-	run, err := allreducePrep(s.comm, name, send, recv, op)
+	run, err := allreducePrep(s.comm, name, send, recv, op, ov...)
 	return s.done(c, run, err, nil)
 }
 
