@@ -168,33 +168,49 @@ func (b *bsendState) settle(off int, req *p2p.Req) {
 // copied into the attached buffer and Bsend returns at once, whether or
 // not a matching receive was posted. A message that does not fit the free
 // space of the buffer (or no buffer attached) is an ErrBuffer error.
-func Bsend[T Numeric](c *Comm, buf []T, dest, tag int) error {
-	return bsend(c, "MPI_Bsend", dtypeOf[T](), asBytes(buf), dest, tag)
+func Bsend[T Elem](c *Comm, buf []T, dest, tag int) error {
+	const op = "MPI_Bsend"
+	if err := c.checkSendArgs(op, dest, tag); err != nil {
+		return err
+	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return c.handle(err)
+	}
+	return c.handle(bsendRaw(c, op, dt, asBytes(buf), dest, tag))
 }
 
 // Ibsend starts a buffered-mode send (MPI_Ibsend). The message is copied
 // into the attached buffer at once, so the request is already complete;
 // errors other than argument errors (a failed destination, a revoked
 // communicator, a full buffer) are reported by its completion.
-func Ibsend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func Ibsend[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	const op = "MPI_Ibsend"
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return nil, err
 	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
 	req := &Request{c: c, op: op, peer: dest}
-	req.finishBsend(bsendRaw(c, op, dtypeOf[T](), asBytes(buf), dest, tag))
+	req.finishBsend(bsendRaw(c, op, dt, asBytes(buf), dest, tag))
 	return req, nil
 }
 
 // BsendInit makes a persistent buffered-mode send (MPI_Bsend_init): each
 // Start copies buf into the attached buffer as Ibsend does.
-func BsendInit[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func BsendInit[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	const op = "MPI_Bsend_init"
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return nil, err
 	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
 	req := newPersistent(c, op, dest, false)
-	dt, b := dtypeOf[T](), asBytes(buf)
+	b := asBytes(buf)
 	req.pers.start = func(r *Request) error {
 		r.finishBsend(bsendRaw(c, op, dt, b, dest, tag))
 		return nil
@@ -209,15 +225,8 @@ func (r *Request) finishBsend(err error) {
 	r.finish(st, err)
 }
 
-func bsend(c *Comm, op string, dt uint8, b []byte, dest, tag int) error {
-	if err := c.checkSendArgs(op, dest, tag); err != nil {
-		return err
-	}
-	return c.handle(bsendRaw(c, op, dt, b, dest, tag))
-}
-
 // bsendRaw buffers and starts one message; the error is raw.
-func bsendRaw(c *Comm, op string, dt uint8, b []byte, dest, tag int) error {
+func bsendRaw(c *Comm, op string, dt p2p.DType, b []byte, dest, tag int) error {
 	if dest == ProcNull {
 		return nil
 	}

@@ -112,126 +112,138 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 
 // Bcast broadcasts buf from root to every process of c (MPI_Bcast). Every
 // rank passes a buffer of the same length.
-func Bcast[T Numeric](c *Comm, buf []T, root int) error {
+func Bcast[T Elem](c *Comm, buf []T, root int) error {
 	run, err := bcastPrep(c, "MPI_Bcast", buf, root)
 	return blocking(c, run, err)
 }
 
 // Ibcast starts a broadcast (MPI_Ibcast).
-func Ibcast[T Numeric](c *Comm, buf []T, root int) (*Request, error) {
+func Ibcast[T Elem](c *Comm, buf []T, root int) (*Request, error) {
 	run, err := bcastPrep(c, "MPI_Ibcast", buf, root)
 	return nonblocking(c, "MPI_Ibcast", run, err)
 }
 
-func bcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error) {
+func bcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeBcast(c, op, buf, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeBcast(c, op, buf, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
+	if err := elemCheckOv[T](c, op, ov); err != nil {
+		return nil, c.failColl(err)
+	}
 	if c.IsInter() {
-		return handledPrep(c)(interBcastPrep(c, op, buf, root))
+		return handledPrep(c)(interBcastPrep(c, op, buf, root, ov...))
 	}
 	if err := c.checkRoot(op, root); err != nil {
 		return nil, c.failColl(err)
 	}
-	x := newCx(c, op, sigOf(coll.KBcast, nil, root, len(buf)), dtypeOf[T]())
+	x := newCx(c, op, sigOf(coll.KBcast, nil, root, len(buf)), factsFor[T](ov).dt)
 	return func() error { return x.Bcast(asBytes(buf), root) }, nil
 }
 
 // Reduce combines send of every process with op, in rank order, into recv
 // at root (MPI_Reduce). recv (len(recv) >= len(send)) is used at root
 // only. In place: the root passes the same slice as send and recv.
-func Reduce[T Numeric](c *Comm, send, recv []T, op *Op, root int) error {
+func Reduce[T Elem](c *Comm, send, recv []T, op *Op, root int) error {
 	run, err := reducePrep(c, "MPI_Reduce", send, recv, op, root)
 	return blocking(c, run, err)
 }
 
 // Ireduce starts a reduction (MPI_Ireduce).
-func Ireduce[T Numeric](c *Comm, send, recv []T, op *Op, root int) (*Request, error) {
+func Ireduce[T Elem](c *Comm, send, recv []T, op *Op, root int) (*Request, error) {
 	run, err := reducePrep(c, "MPI_Ireduce", send, recv, op, root)
 	return nonblocking(c, "MPI_Ireduce", run, err)
 }
 
-func reducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error) {
+func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeReduce(c, name, send, recv, op, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeReduce(c, name, send, recv, op, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
-	f, err := opFunc[T](c, name, op)
+	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
 		return nil, c.failColl(err)
 	}
 	if c.rank == root && len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	x := newCx(c, name, sigOf(coll.KReduce, op, root, len(send)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KReduce, op, root, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
-	return func() error { return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(byteRed(f)), commut) }, nil
+	return func() error { return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(f), commut) }, nil
 }
 
 // Allreduce combines send of every process with op, in rank order, into
 // recv of every process (MPI_Allreduce); len(recv) >= len(send). In
 // place: pass the same slice as send and recv.
-func Allreduce[T Numeric](c *Comm, send, recv []T, op *Op) error {
+func Allreduce[T Elem](c *Comm, send, recv []T, op *Op) error {
 	run, err := allreducePrep(c, "MPI_Allreduce", send, recv, op)
 	return blocking(c, run, err)
 }
 
 // Iallreduce starts an all-reduction (MPI_Iallreduce).
-func Iallreduce[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
+func Iallreduce[T Elem](c *Comm, send, recv []T, op *Op) (*Request, error) {
 	run, err := allreducePrep(c, "MPI_Iallreduce", send, recv, op)
 	return nonblocking(c, "MPI_Iallreduce", run, err)
 }
 
-func allreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
+func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAllreduce(c, name, send, recv, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAllreduce(c, name, send, recv, op, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if c.IsInter() {
-		return handledPrep(c)(interAllreducePrep(c, name, send, recv, op))
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
 	}
-	f, err := opFunc[T](c, name, op)
+	if c.IsInter() {
+		return handledPrep(c)(interAllreducePrep(c, name, send, recv, op, ov...))
+	}
+	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
 		return nil, c.failColl(err)
 	}
 	if len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	x := newCx(c, name, sigOf(coll.KAllreduce, op, 0, len(send)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
-	return func() error { return x.Allreduce(asBytes(send), asBytes(recv), coll.ReduceFn(byteRed(f)), commut) }, nil
+	return func() error { return x.Allreduce(asBytes(send), asBytes(recv), coll.ReduceFn(f), commut) }, nil
 }
 
 // Gather collects send (the same length n at every rank) of every process
 // into recv at root, rank i's block at recv[i*n:(i+1)*n] (MPI_Gather).
 // In place: the root passes its own block of recv as send.
-func Gather[T Numeric](c *Comm, send, recv []T, root int) error {
+func Gather[T Elem](c *Comm, send, recv []T, root int) error {
 	run, err := gatherPrep(c, "MPI_Gather", send, recv, root)
 	return blocking(c, run, err)
 }
 
 // Igather starts a gather (MPI_Igather).
-func Igather[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
+func Igather[T Elem](c *Comm, send, recv []T, root int) (*Request, error) {
 	run, err := gatherPrep(c, "MPI_Igather", send, recv, root)
 	return nonblocking(c, "MPI_Igather", run, err)
 }
 
-func gatherPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error) {
+func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeGather(c, name, send, recv, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeGather(c, name, send, recv, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
@@ -240,7 +252,7 @@ func gatherPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (coll
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*len(send), c.size, len(send)))
 	}
-	x := newCx(c, name, sigOf(coll.KGather, nil, root, len(send)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KGather, nil, root, len(send)), factsFor[T](ov).dt)
 	return func() error { return x.Gather(asBytes(send), asBytes(recv), root) }, nil
 }
 
@@ -248,13 +260,13 @@ func gatherPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (coll
 // counts[i] elements at recv[displs[i]:] (MPI_Gatherv). counts, displs
 // and recv are significant at root only; len(send) must equal the root's
 // counts[rank]. nil displs means packed.
-func Gatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) error {
+func Gatherv[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) error {
 	run, err := gathervPrep(c, "MPI_Gatherv", send, recv, counts, displs, root)
 	return blocking(c, run, err)
 }
 
 // Igatherv starts a Gatherv (MPI_Igatherv).
-func Igatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
+func Igatherv[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
 	run, err := gathervPrep(c, "MPI_Igatherv", send, recv, counts, displs, root)
 	return nonblocking(c, "MPI_Igatherv", run, err)
 }
@@ -270,18 +282,21 @@ func scaled(a []int, k int) []int {
 	return b
 }
 
-func gathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error) {
+func gathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeGatherv(c, name, send, recv, counts, displs, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeGatherv(c, name, send, recv, counts, displs, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
-	dt := dtypeOf[T]()
-	esz := dtypeSize(dt)
+	dt := factsFor[T](ov).dt
+	esz := esizeOf[T]()
 	var bc, bd []int
 	if c.rank == root {
 		d, err := c.checkCountsDispls(name, "receive", counts, displs, len(recv), ErrTruncate)
@@ -300,23 +315,26 @@ func gathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs
 // Scatter sends block i (recv's length n elements, send[i*n:(i+1)*n]) of
 // send at root to process i's recv (MPI_Scatter). send is significant at
 // root only. In place: the root passes its own block of send as recv.
-func Scatter[T Numeric](c *Comm, send, recv []T, root int) error {
+func Scatter[T Elem](c *Comm, send, recv []T, root int) error {
 	run, err := scatterPrep(c, "MPI_Scatter", send, recv, root)
 	return blocking(c, run, err)
 }
 
 // Iscatter starts a scatter (MPI_Iscatter).
-func Iscatter[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
+func Iscatter[T Elem](c *Comm, send, recv []T, root int) (*Request, error) {
 	run, err := scatterPrep(c, "MPI_Iscatter", send, recv, root)
 	return nonblocking(c, "MPI_Iscatter", run, err)
 }
 
-func scatterPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error) {
+func scatterPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeScatter(c, name, send, recv, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeScatter(c, name, send, recv, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
@@ -325,7 +343,7 @@ func scatterPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 		return nil, c.failColl(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
 			len(send), c.size*len(recv), c.size, len(recv)))
 	}
-	x := newCx(c, name, sigOf(coll.KScatter, nil, root, len(recv)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KScatter, nil, root, len(recv)), factsFor[T](ov).dt)
 	return func() error { return x.Scatter(asBytes(send), asBytes(recv), root) }, nil
 }
 
@@ -333,29 +351,32 @@ func scatterPrep[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 // process i's recv (MPI_Scatterv). send, counts and displs are significant
 // at root only; recv must hold the count destined to the rank. nil displs
 // means packed.
-func Scatterv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) error {
+func Scatterv[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) error {
 	run, err := scattervPrep(c, "MPI_Scatterv", send, recv, counts, displs, root)
 	return blocking(c, run, err)
 }
 
 // Iscatterv starts a Scatterv (MPI_Iscatterv).
-func Iscatterv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
+func Iscatterv[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
 	run, err := scattervPrep(c, "MPI_Iscatterv", send, recv, counts, displs, root)
 	return nonblocking(c, "MPI_Iscatterv", run, err)
 }
 
-func scattervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error) {
+func scattervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeScatterv(c, name, send, recv, counts, displs, root); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeScatterv(c, name, send, recv, counts, displs, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
-	dt := dtypeOf[T]()
-	esz := dtypeSize(dt)
+	dt := factsFor[T](ov).dt
+	esz := esizeOf[T]()
 	var bc, bd []int
 	if c.rank == root {
 		d, err := c.checkCountsDispls(name, "send", counts, displs, len(send), ErrCount)
@@ -380,32 +401,35 @@ func scattervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displ
 // Allgather collects send (the same length n at every rank) of every
 // process into recv of every process, rank i's block at recv[i*n:]
 // (MPI_Allgather). In place: pass this rank's own block of recv as send.
-func Allgather[T Numeric](c *Comm, send, recv []T) error {
+func Allgather[T Elem](c *Comm, send, recv []T) error {
 	run, err := allgatherPrep(c, "MPI_Allgather", send, recv)
 	return blocking(c, run, err)
 }
 
 // Iallgather starts an Allgather (MPI_Iallgather).
-func Iallgather[T Numeric](c *Comm, send, recv []T) (*Request, error) {
+func Iallgather[T Elem](c *Comm, send, recv []T) (*Request, error) {
 	run, err := allgatherPrep(c, "MPI_Iallgather", send, recv)
 	return nonblocking(c, "MPI_Iallgather", run, err)
 }
 
-func allgatherPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, error) {
+func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAllgather(c, name, send, recv); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAllgather(c, name, send, recv, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
+	}
 	if c.IsInter() {
-		return handledPrep(c)(interAllgatherPrep(c, name, send, recv))
+		return handledPrep(c)(interAllgatherPrep(c, name, send, recv, ov...))
 	}
 	p, n := c.size, len(send)
 	if len(recv) < p*n {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
 	}
-	x := newCx(c, name, sigOf(coll.KAllgather, nil, 0, len(send)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt)
 	return func() error { return x.Allgather(asBytes(send), asBytes(recv)) }, nil
 }
 
@@ -413,23 +437,26 @@ func allgatherPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, er
 // rank i's counts[i] elements at recv[displs[i]:] (MPI_Allgatherv).
 // len(send) must equal counts[rank]; nil displs means packed. In place:
 // pass this rank's own block of recv as send.
-func Allgatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int) error {
+func Allgatherv[T Elem](c *Comm, send, recv []T, counts, displs []int) error {
 	run, err := allgathervPrep(c, "MPI_Allgatherv", send, recv, counts, displs)
 	return blocking(c, run, err)
 }
 
 // Iallgatherv starts an Allgatherv (MPI_Iallgatherv).
-func Iallgatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int) (*Request, error) {
+func Iallgatherv[T Elem](c *Comm, send, recv []T, counts, displs []int) (*Request, error) {
 	run, err := allgathervPrep(c, "MPI_Iallgatherv", send, recv, counts, displs)
 	return nonblocking(c, "MPI_Iallgatherv", run, err)
 }
 
-func allgathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error) {
+func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAllgatherv(c, name, send, recv, counts, displs); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAllgatherv(c, name, send, recv, counts, displs, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.failColl(err)
@@ -441,8 +468,8 @@ func allgathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, dis
 	if counts[c.rank] != len(send) {
 		return nil, c.failColl(errf(ErrCount, name, c, "rank %d sends %d elements but counts[%d] is %d", c.rank, len(send), c.rank, counts[c.rank]))
 	}
-	dt := dtypeOf[T]()
-	esz := dtypeSize(dt)
+	dt := factsFor[T](ov).dt
+	esz := esizeOf[T]()
 	bc, bd := scaled(counts, esz), scaled(d, esz)
 	x := newCx(c, name, sigOf(coll.KAllgatherv, nil, 0, sum(counts)), dt)
 	return func() error { return x.Allgatherv(asBytes(send), asBytes(recv), bc, bd) }, nil
@@ -452,23 +479,26 @@ func allgathervPrep[T Numeric](c *Comm, name string, send, recv []T, counts, dis
 // which stores it as block i (i the sender) of recv (MPI_Alltoall).
 // len(send) must be a multiple of the size. In place: pass the same slice
 // as send and recv.
-func Alltoall[T Numeric](c *Comm, send, recv []T) error {
+func Alltoall[T Elem](c *Comm, send, recv []T) error {
 	run, err := alltoallPrep(c, "MPI_Alltoall", send, recv)
 	return blocking(c, run, err)
 }
 
 // Ialltoall starts an Alltoall (MPI_Ialltoall).
-func Ialltoall[T Numeric](c *Comm, send, recv []T) (*Request, error) {
+func Ialltoall[T Elem](c *Comm, send, recv []T) (*Request, error) {
 	run, err := alltoallPrep(c, "MPI_Ialltoall", send, recv)
 	return nonblocking(c, "MPI_Ialltoall", run, err)
 }
 
-func alltoallPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, error) {
+func alltoallPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAlltoall(c, name, send, recv); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAlltoall(c, name, send, recv, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.failColl(err)
@@ -480,8 +510,8 @@ func alltoallPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, err
 	if len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	dt := dtypeOf[T]()
-	bn := len(send) / p * dtypeSize(dt)
+	dt := factsFor[T](ov).dt
+	bn := len(send) / p * esizeOf[T]()
 	x := newCx(c, name, sigOf(coll.KAlltoall, nil, 0, len(send)/p), dt)
 	return func() error { return x.Alltoall(asBytes(send), asBytes(recv), bn) }, nil
 }
@@ -490,23 +520,26 @@ func alltoallPrep[T Numeric](c *Comm, name string, send, recv []T) (collRun, err
 // process j, which stores them at recv[recvDispls[i]:] (i the sender;
 // recvCounts[i] elements) (MPI_Alltoallv). nil displacements mean packed.
 // In place: pass the same slice as send and recv.
-func Alltoallv[T Numeric](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) error {
+func Alltoallv[T Elem](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) error {
 	run, err := alltoallvPrep(c, "MPI_Alltoallv", send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	return blocking(c, run, err)
 }
 
 // Ialltoallv starts an Alltoallv (MPI_Ialltoallv).
-func Ialltoallv[T Numeric](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) (*Request, error) {
+func Ialltoallv[T Elem](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) (*Request, error) {
 	run, err := alltoallvPrep(c, "MPI_Ialltoallv", send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	return nonblocking(c, "MPI_Ialltoallv", run, err)
 }
 
-func alltoallvPrep[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int) (collRun, error) {
+func alltoallvPrep[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeAlltoallv(c, name, send, sc, sd, recv, rc, rd); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeAlltoallv(c, name, send, sc, sd, recv, rc, rd, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheckOv[T](c, name, ov); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.failColl(err)
@@ -519,8 +552,8 @@ func alltoallvPrep[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv
 	if err != nil {
 		return nil, c.failColl(err)
 	}
-	dt := dtypeOf[T]()
-	esz := dtypeSize(dt)
+	dt := factsFor[T](ov).dt
+	esz := esizeOf[T]()
 	bsc, bsd, brc, brd := scaled(sc, esz), scaled(sd, esz), scaled(rc, esz), scaled(rd, esz)
 	x := newCx(c, name, sigOf(coll.KAlltoallv, nil, 0, -1), dt)
 	return func() error {
@@ -533,23 +566,26 @@ func alltoallvPrep[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv
 // result in process i's recv (MPI_Reduce_scatter_block). len(send) must
 // be a multiple of the size. In place: pass the same slice as send and
 // recv (the result lands in its first block).
-func ReduceScatterBlock[T Numeric](c *Comm, send, recv []T, op *Op) error {
+func ReduceScatterBlock[T Elem](c *Comm, send, recv []T, op *Op) error {
 	run, err := reduceScatterBlockPrep(c, "MPI_Reduce_scatter_block", send, recv, op)
 	return blocking(c, run, err)
 }
 
 // IreduceScatterBlock starts a ReduceScatterBlock (MPI_Ireduce_scatter_block).
-func IreduceScatterBlock[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
+func IreduceScatterBlock[T Elem](c *Comm, send, recv []T, op *Op) (*Request, error) {
 	run, err := reduceScatterBlockPrep(c, "MPI_Ireduce_scatter_block", send, recv, op)
 	return nonblocking(c, "MPI_Ireduce_scatter_block", run, err)
 }
 
-func reduceScatterBlockPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
+func reduceScatterBlockPrep[T Elem](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
 	if run, err, ok := routeReduceScatterBlock(c, name, send, recv, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheck[T](c, name); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.failColl(err)
@@ -567,7 +603,7 @@ func reduceScatterBlockPrep[T Numeric](c *Comm, name string, send, recv []T, op 
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), n))
 	}
 	dt := dtypeOf[T]()
-	bn := n * dtypeSize(dt)
+	bn := n * esizeOf[T]()
 	x := newCx(c, name, sigOf(coll.KReduceScatterBlock, op, 0, n), dt)
 	commut := op.commutative
 	return func() error {
@@ -575,7 +611,7 @@ func reduceScatterBlockPrep[T Numeric](c *Comm, name string, send, recv []T, op 
 		for i := range counts {
 			counts[i] = bn
 		}
-		return x.ReduceScatter(asBytes(send), asBytes(recv), counts, coll.ReduceFn(byteRed(f)), commut)
+		return x.ReduceScatter(asBytes(send), asBytes(recv), counts, coll.ReduceFn(f), commut)
 	}, nil
 }
 
@@ -583,23 +619,26 @@ func reduceScatterBlockPrep[T Numeric](c *Comm, name string, send, recv []T, op 
 // with op, in rank order, and leaves the counts[i] elements of block i
 // (blocks packed in rank order) in process i's recv
 // (MPI_Reduce_scatter). In place: pass the same slice as send and recv.
-func ReduceScatter[T Numeric](c *Comm, send, recv []T, counts []int, op *Op) error {
+func ReduceScatter[T Elem](c *Comm, send, recv []T, counts []int, op *Op) error {
 	run, err := reduceScatterPrep(c, "MPI_Reduce_scatter", send, recv, counts, op)
 	return blocking(c, run, err)
 }
 
 // IreduceScatter starts a ReduceScatter (MPI_Ireduce_scatter).
-func IreduceScatter[T Numeric](c *Comm, send, recv []T, counts []int, op *Op) (*Request, error) {
+func IreduceScatter[T Elem](c *Comm, send, recv []T, counts []int, op *Op) (*Request, error) {
 	run, err := reduceScatterPrep(c, "MPI_Ireduce_scatter", send, recv, counts, op)
 	return nonblocking(c, "MPI_Ireduce_scatter", run, err)
 }
 
-func reduceScatterPrep[T Numeric](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error) {
+func reduceScatterPrep[T Elem](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
 	if run, err, ok := routeReduceScatter(c, name, send, recv, counts, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheck[T](c, name); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.failColl(err)
@@ -615,24 +654,24 @@ func reduceScatterPrep[T Numeric](c *Comm, name string, send, recv []T, counts [
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), counts[c.rank]))
 	}
 	dt := dtypeOf[T]()
-	bc := scaled(counts, dtypeSize(dt))
+	bc := scaled(counts, esizeOf[T]())
 	x := newCx(c, name, sigOf(coll.KReduceScatter, op, 0, sum(counts)), dt)
 	commut := op.commutative
 	return func() error {
-		return x.ReduceScatter(asBytes(send), asBytes(recv), bc, coll.ReduceFn(byteRed(f)), commut)
+		return x.ReduceScatter(asBytes(send), asBytes(recv), bc, coll.ReduceFn(f), commut)
 	}, nil
 }
 
 // Scan leaves in recv of process r the combination with op of send of
 // processes 0..r, in rank order (MPI_Scan, an inclusive prefix
 // reduction). In place: pass the same slice as send and recv.
-func Scan[T Numeric](c *Comm, send, recv []T, op *Op) error {
+func Scan[T Elem](c *Comm, send, recv []T, op *Op) error {
 	run, err := scanPrep(c, "MPI_Scan", send, recv, op, false)
 	return blocking(c, run, err)
 }
 
 // Iscan starts a Scan (MPI_Iscan).
-func Iscan[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
+func Iscan[T Elem](c *Comm, send, recv []T, op *Op) (*Request, error) {
 	run, err := scanPrep(c, "MPI_Iscan", send, recv, op, false)
 	return nonblocking(c, "MPI_Iscan", run, err)
 }
@@ -641,23 +680,26 @@ func Iscan[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
 // of processes 0..r-1, in rank order (MPI_Exscan, an exclusive prefix
 // reduction); recv of process 0 is not modified. In place: pass the same
 // slice as send and recv.
-func Exscan[T Numeric](c *Comm, send, recv []T, op *Op) error {
+func Exscan[T Elem](c *Comm, send, recv []T, op *Op) error {
 	run, err := scanPrep(c, "MPI_Exscan", send, recv, op, true)
 	return blocking(c, run, err)
 }
 
 // Iexscan starts an Exscan (MPI_Iexscan).
-func Iexscan[T Numeric](c *Comm, send, recv []T, op *Op) (*Request, error) {
+func Iexscan[T Elem](c *Comm, send, recv []T, op *Op) (*Request, error) {
 	run, err := scanPrep(c, "MPI_Iexscan", send, recv, op, true)
 	return nonblocking(c, "MPI_Iexscan", run, err)
 }
 
-func scanPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error) {
+func scanPrep[T Elem](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
 	if run, err, ok := routeScan(c, name, send, recv, op, exclusive); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
+	}
+	if err := elemCheck[T](c, name); err != nil {
+		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.failColl(err)
@@ -676,7 +718,7 @@ func scanPrep[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive
 	x := newCx(c, name, sigOf(kind, op, 0, len(send)), dtypeOf[T]())
 	commut := op.commutative
 	return func() error {
-		return x.Scan(asBytes(send), asBytes(recv), coll.ReduceFn(byteRed(f)), commut, exclusive)
+		return x.Scan(asBytes(send), asBytes(recv), coll.ReduceFn(f), commut, exclusive)
 	}, nil
 }
 

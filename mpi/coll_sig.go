@@ -94,7 +94,7 @@ func nameOr(names []string, i int, what string) string {
 
 // describeCall is a call as errors name it: "MPI_Reduce (root 0, 4 x
 // int64, MPI_SUM)".
-func describeCall(s coll.Sig, dt uint8) string {
+func describeCall(s coll.Sig, dt p2p.DType) string {
 	k := s.Kind()
 	if k == coll.KBarrier {
 		return nameOr(collNames[:], k, "collective kind")
@@ -118,7 +118,7 @@ func describeCall(s coll.Sig, dt uint8) string {
 }
 
 // mismatchClass is the class of a mismatch: what differs first.
-func mismatchClass(a, b coll.Sig, adt, bdt uint8) *Class {
+func mismatchClass(a, b coll.Sig, adt, bdt p2p.DType) *Class {
 	switch {
 	case a.Kind() != b.Kind():
 		return ErrOther
@@ -134,9 +134,9 @@ func mismatchClass(a, b coll.Sig, adt, bdt uint8) *Class {
 
 // mismatch is the error of a message of call theirs (element type tdt) from
 // member peer of s: it fails this member's call, which releases the others.
-func (n *collNet) mismatch(s *coll.Set, peer int, theirs coll.Sig, tdt uint8) error {
-	class := mismatchClass(theirs, s.Sig, tdt, s.DT)
-	them, us := describeCall(theirs, tdt), describeCall(s.Sig, s.DT)
+func (n *collNet) mismatch(s *coll.Set, peer int, theirs coll.Sig, tdt p2p.DType) error {
+	class := mismatchClass(theirs, s.Sig, tdt, n.dt)
+	them, us := describeCall(theirs, tdt), describeCall(s.Sig, n.dt)
 	n.c.releaseCall(s, class, fmt.Sprintf("it called %s, rank %d %s", us, peer, them))
 	return newErr(class, n.op, n.c, NoPeer, "rank %d called %s; this rank %s", peer, them, us)
 }

@@ -104,20 +104,21 @@ type collCall struct {
 type collNet struct {
 	c  *Comm
 	op string
+	dt p2p.DType // element type of the messages (Set.DT holds its code only)
 }
 
 // newCall prepares a call of op on a set of c's engine: n members with
 // process mapping procs (nil: identity), this process being me.
-func newCall(c *Comm, op string, ctx uint32, tag int32, dt uint8, me, n int, procs []int) *coll.Set {
-	x := &collCall{net: collNet{c: c, op: op}}
-	x.Set = coll.Set{Net: &x.net, Ctx: ctx, Tag: tag, DT: dt, ESize: dtypeSize(dt), Me: me, N: n, Procs: procs}
+func newCall(c *Comm, op string, ctx uint32, tag int32, dt p2p.DType, me, n int, procs []int) *coll.Set {
+	x := &collCall{net: collNet{c: c, op: op, dt: dt}}
+	x.Set = coll.Set{Net: &x.net, Ctx: ctx, Tag: tag, DT: uint8(dt), ESize: dtypeSize(dt), Me: me, N: n, Procs: procs}
 	return x.Init()
 }
 
 // newCx prepares the next collective call on intracommunicator c, of
 // signature sig (see coll_sig.go): its members on its collective context,
 // with the next sequence number.
-func newCx(c *Comm, op string, sig coll.Sig, dt uint8) *coll.Set {
+func newCx(c *Comm, op string, sig coll.Sig, dt p2p.DType) *coll.Set {
 	c.collStartCheck()
 	s := newCall(c, op, c.ctx+1, coll.TagColl(c.nextSeq()), dt, c.rank, c.size, c.members)
 	s.Sig = sig
@@ -139,7 +140,7 @@ func collSet(c *Comm, op string, tag int32) *coll.Set {
 }
 
 func (n *collNet) Isend(s *coll.Set, to int, b []byte) (coll.Req, error) {
-	r, err := n.c.w.eng.IsendSig(s.Ctx, int32(s.Me), s.Proc(to), s.Tag, s.DT, b, false, uint64(s.Sig))
+	r, err := n.c.w.eng.IsendSig(s.Ctx, int32(s.Me), s.Proc(to), s.Tag, n.dt, b, false, uint64(s.Sig))
 	if err != nil {
 		return nil, n.err(to, err)
 	}
@@ -150,7 +151,7 @@ func (n *collNet) Isend(s *coll.Set, to int, b []byte) (coll.Req, error) {
 }
 
 func (n *collNet) Irecv(s *coll.Set, from int, b []byte) (coll.Req, error) {
-	r, err := n.c.w.eng.IrecvSig(s.Ctx, int32(from), s.Proc(from), s.Tag, s.DT, b, uint64(s.Sig))
+	r, err := n.c.w.eng.IrecvSig(s.Ctx, int32(from), s.Proc(from), s.Tag, n.dt, b, uint64(s.Sig))
 	if err != nil {
 		return nil, n.err(from, err)
 	}
@@ -173,7 +174,7 @@ func (n *collNet) Wait(s *coll.Set, r coll.Req, peer int) (int, error) {
 	st := pr.Status()
 	recv := pr.IsRecv()
 	w.eng.Release(pr)
-	if recv && st.Sig != 0 && s.Sig != 0 && (coll.Sig(st.Sig) != s.Sig || st.DType != s.DT) {
+	if recv && st.Sig != 0 && s.Sig != 0 && (coll.Sig(st.Sig) != s.Sig || st.DType != n.dt) {
 		return 0, n.mismatch(s, st.Source, coll.Sig(st.Sig), st.DType)
 	}
 	if st.Err != nil {
@@ -309,4 +310,10 @@ func (c *Comm) checkCountsDispls(op, what string, counts, displs []int, n int, s
 
 func errf(class *Class, op string, c *Comm, format string, args ...any) error {
 	return newErr(class, op, c, NoPeer, format, args...)
+}
+
+// setDT sets the element type of the messages of s (a Set of newCall).
+func setDT(s *coll.Set, dt p2p.DType) {
+	s.DT = uint8(dt)
+	s.Net.(*collNet).dt = dt
 }

@@ -6,9 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"unsafe"
-
-	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
 // Special ranks and tags, as in MPI.
@@ -263,70 +260,11 @@ func (c *Comm) rankOfProc(p int) int {
 	return NoPeer
 }
 
-// Numeric is the set of element types a message buffer may have.
+// Numeric is the set of numeric element types: the element types of the
+// predefined reduction operations' loops. Buffers take any Elem.
 type Numeric interface {
 	byte | int8 | int16 | int32 | int64 | uint16 | uint32 | uint64 | int | uint | uintptr |
 		float32 | float64 | complex64 | complex128
-}
-
-func dtypeOf[T Numeric]() uint8 {
-	var z T
-	switch any(z).(type) {
-	case byte:
-		return p2p.DTByte
-	case int8:
-		return p2p.DTInt8
-	case int16:
-		return p2p.DTInt16
-	case int32:
-		return p2p.DTInt32
-	case int64:
-		return p2p.DTInt64
-	case uint16:
-		return p2p.DTUint16
-	case uint32:
-		return p2p.DTUint32
-	case uint64:
-		return p2p.DTUint64
-	case int:
-		return p2p.DTInt
-	case uint:
-		return p2p.DTUint
-	case uintptr:
-		return p2p.DTUintptr
-	case float32:
-		return p2p.DTFloat32
-	case float64:
-		return p2p.DTFloat64
-	case complex64:
-		return p2p.DTComplex64
-	case complex128:
-		return p2p.DTComplex128
-	}
-	return 0
-}
-
-var dtypeSizes = [...]int{
-	p2p.DTByte: 1, p2p.DTInt8: 1, p2p.DTInt16: 2, p2p.DTInt32: 4, p2p.DTInt64: 8,
-	p2p.DTUint8: 1, p2p.DTUint16: 2, p2p.DTUint32: 4, p2p.DTUint64: 8,
-	p2p.DTInt: int(unsafe.Sizeof(int(0))), p2p.DTUint: int(unsafe.Sizeof(uint(0))), p2p.DTUintptr: int(unsafe.Sizeof(uintptr(0))),
-	p2p.DTFloat32: 4, p2p.DTFloat64: 8, p2p.DTComplex64: 8, p2p.DTComplex128: 16,
-}
-
-func dtypeSize(d uint8) int {
-	if int(d) < len(dtypeSizes) && dtypeSizes[d] > 0 {
-		return dtypeSizes[d]
-	}
-	return 1
-}
-
-// asBytes views a typed slice as bytes without copying.
-func asBytes[T Numeric](buf []T) []byte {
-	if len(buf) == 0 {
-		return nil
-	}
-	var z T
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)*int(unsafe.Sizeof(z)))
 }
 
 // Status describes a completed receive or probe (MPI_Status).

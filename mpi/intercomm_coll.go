@@ -58,27 +58,27 @@ func interBarrierPrep(c *Comm, op string) (collRun, error) {
 // group the root passes Root and the others ProcNull; in the other group
 // every process passes the root's rank in the remote group and receives
 // buf. Buffers must have the same length at the root and the receivers.
-func interBcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error) {
+func interBcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) (collRun, error) {
 	if root != Root && root != ProcNull && (root < 0 || root >= len(c.remote)) {
 		return nil, newErr(ErrRoot, op, c, NoPeer,
 			"root %d: on an intercommunicator the root passes mpi.Root, the rest of its group mpi.ProcNull, and the other group the root's rank in [0, %d)",
 			root, len(c.remote))
 	}
 	l := c.interLinkFor(op, coll.KBcast)
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	b := asBytes(buf)
 	return func() error {
 		switch root {
 		case ProcNull:
 			return nil
 		case Root:
-			l.cross.DT = dt
+			setDT(l.cross, dt)
 			return l.cross.Send(l.remote, b)
 		}
 		var ferr error
 		if l.isLeader() {
 			var got int
-			l.cross.DT = dt
+			setDT(l.cross, dt)
 			if got, ferr = l.cross.Recv(root, b); ferr == nil && got != len(b) {
 				ferr = newErr(ErrCount, op, c, root, "the root sent %d elements, the buffer holds %d", got/dtypeSize(dt), len(buf))
 			}
@@ -97,8 +97,8 @@ func interBcastPrep[T Numeric](c *Comm, op string, buf []T, root int) (collRun, 
 // process of each group receives in recv the reduction (in rank order) of
 // the send buffers of the OTHER group. Both groups pass the same length;
 // len(recv) >= len(send).
-func interAllreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
-	f, err := opFunc[T](c, name, op)
+func interAllreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*elemFacts) (collRun, error) {
+	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func interAllreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op)
 		return nil, newErr(ErrTruncate, name, c, NoPeer, "receive buffer of %d elements, %d needed", len(recv), len(send))
 	}
 	l := c.interLinkFor(name, coll.KAllreduce)
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	x := newCx(c.local, name, sigOf(coll.KReduce, op, 0, len(send)), dt) // the local reduction, on the local intracommunicator
 	commut := op.commutative
 	return func() error {
@@ -117,12 +117,12 @@ func interAllreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op)
 		if l.isLeader() {
 			tmp = make([]T, n)
 		}
-		if err := x.Reduce(asBytes(send), asBytes(tmp), l.leader, coll.ReduceFn(byteRed(f)), commut); err != nil {
+		if err := x.Reduce(asBytes(send), asBytes(tmp), l.leader, coll.ReduceFn(f), commut); err != nil {
 			return err
 		}
 		if l.isLeader() {
 			var got int
-			l.cross.DT = dt
+			setDT(l.cross, dt)
 			if got, ferr = l.cross.SendRecv(l.remote, asBytes(tmp), out); ferr == nil && got != len(out) {
 				ferr = newErr(ErrCount, name, c, NoPeer, "the remote group reduced %d elements, this group %d", got/dtypeSize(dt), n)
 			}
@@ -141,9 +141,9 @@ func interAllreducePrep[T Numeric](c *Comm, name string, send, recv []T, op *Op)
 // process of each group receives in recv the send buffers of the OTHER
 // group, in rank order. The processes of a group pass send buffers of one
 // length; recv must hold RemoteSize times the remote group's length.
-func interAllgatherPrep[T Numeric](c *Comm, op string, send, recv []T) (collRun, error) {
+func interAllgatherPrep[T Elem](c *Comm, op string, send, recv []T, ov ...*elemFacts) (collRun, error) {
 	l := c.interLinkFor(op, coll.KAllgather)
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	return func() error {
 		var all []byte
 		if l.isLeader() {
@@ -156,7 +156,7 @@ func interAllgatherPrep[T Numeric](c *Comm, op string, send, recv []T) (collRun,
 		var ferr error
 		got := 0
 		if l.isLeader() {
-			l.cross.DT = dt
+			setDT(l.cross, dt)
 			got, ferr = l.cross.SendRecv(l.remote, all, out)
 			if ferr == nil && got%len(c.remote) != 0 {
 				ferr = newErr(ErrCount, op, c, NoPeer, "the remote group sent %d bytes, not a multiple of its size %d", got, len(c.remote))

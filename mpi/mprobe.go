@@ -129,8 +129,13 @@ func (msg *Message) take(op string) error {
 // for a message's data is not cut by a view's context (the message is
 // matched already: as with a matched receive, it completes). A second
 // Mrecv of msg fails with ErrRequest.
-func Mrecv[T Numeric](msg *Message, buf []T) (Status, error) {
+func Mrecv[T Elem](msg *Message, buf []T) (Status, error) {
 	const op = "MPI_Mrecv"
+	if msg != nil && msg.c != nil { // checked before the message is taken: a bad buffer type leaves it receivable
+		if err := elemCheck[T](msg.c, op); err != nil {
+			return emptyStatus(), msg.c.handle(err)
+		}
+	}
 	if err := msg.take(op); err != nil {
 		return emptyStatus(), err
 	}
@@ -152,8 +157,13 @@ func Mrecv[T Numeric](msg *Message, buf []T) (Status, error) {
 
 // Imrecv starts the receive of msg into buf (MPI_Imrecv); buf must not be
 // read until the request completes. The rules are Mrecv's.
-func Imrecv[T Numeric](msg *Message, buf []T) (*Request, error) {
+func Imrecv[T Elem](msg *Message, buf []T) (*Request, error) {
 	const op = "MPI_Imrecv"
+	if msg != nil && msg.c != nil { // checked before the message is taken: a bad buffer type leaves it receivable
+		if err := elemCheck[T](msg.c, op); err != nil {
+			return nil, msg.c.handle(err)
+		}
+	}
 	if err := msg.take(op); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package mpi
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
 // opKind identifies a predefined operation; opUser marks NewOp operations.
@@ -20,6 +22,8 @@ const (
 	opBand
 	opBor
 	opBxor
+	opMinLoc
+	opMaxLoc
 )
 
 // Op is a reduction operation (MPI_Op): one of the predefined operations
@@ -42,8 +46,11 @@ func (o *Op) Commutative() bool { return o.commutative }
 // The predefined reduction operations. Sum and Prod are defined on every
 // Numeric type; Min and Max on integer and floating-point types; the
 // logical operations (nonzero is true, the result is 0 or 1) and the
-// bitwise ones on integer types (byte included). Using one on another type
-// is an ErrOp error.
+// bitwise ones on integer types (byte included); the logical ones on bool
+// too. Named types apply them through their underlying type
+// (type Celsius float64 sums as a float64). Using one on another type
+// (a struct, say: write a NewOp) is an ErrOp error. MinLoc and MaxLoc
+// (below) apply to ValLoc elements.
 var (
 	Sum  = &Op{name: "MPI_SUM", commutative: true, kind: opSum}   // MPI_SUM
 	Prod = &Op{name: "MPI_PROD", commutative: true, kind: opProd} // MPI_PROD
@@ -66,8 +73,10 @@ var (
 // operation must be associative). Commutative operations may be applied
 // in any order. fn must not retain the slices, and must not call MPI on
 // the communicator of the reduction. Using the operation with another
-// element type is an ErrOp error.
-func NewOp[T Numeric](fn func(in, inout []T), commutative bool) *Op {
+// element type is an ErrOp error. T may be any element type (Elem): a
+// struct with a user operation is MPI's reduction over a derived
+// datatype (a MINLOC over struct{Val float64; Idx int32}, say).
+func NewOp[T Elem](fn func(in, inout []T), commutative bool) *Op {
 	var z T
 	o := &Op{name: "user", commutative: commutative, kind: opUser, utype: fmt.Sprintf("%T", z)}
 	if fn != nil {
@@ -90,11 +99,26 @@ type ordered interface{ integer | floating }
 
 type cplx interface{ complex64 | complex128 }
 
-// opFunc returns op's typed combining function for T, or an ErrOp error if
-// op is nil or not defined on T.
-func opFunc[T Numeric](c *Comm, name string, op *Op) (func(in, inout []T), error) {
+// opFunc returns op's combining function on byte views of T elements, or
+// an ErrOp error if op is nil or not defined on T. The predefined
+// operations apply to numeric elements (named numeric types by their
+// underlying type), the logical ones to bools too; MinLoc and MaxLoc to
+// ValLoc elements; user operations to the element type they were made for.
+//
+// ov (a derived datatype's signature, the data in carrier elements:
+// datatype.go) admits the predefined operations on its basic type only.
+func opFunc[T Elem](c *Comm, name string, op *Op, ov ...*elemFacts) (redFn, error) {
 	if op == nil {
 		return nil, newErr(ErrOp, name, c, NoPeer, "nil operation")
+	}
+	if len(ov) > 0 {
+		f := ov[0]
+		if op.kind != opUser && op.kind < opMinLoc && f.runs == nil && f.dt < p2p.DType(len(predRed)) {
+			if g := predRed[f.dt][op.kind]; g != nil {
+				return g, nil
+			}
+		}
+		return nil, newErr(ErrOp, name, c, NoPeer, "%s is not defined on datatype elements of %s (reductions with a datatype take a predefined operation on its basic type; for others use Go struct elements)", op.name, f.name)
 	}
 	var z T
 	if op.kind == opUser {
@@ -105,46 +129,77 @@ func opFunc[T Numeric](c *Comm, name string, op *Op) (func(in, inout []T), error
 		if !ok {
 			return nil, newErr(ErrOp, name, c, NoPeer, "user operation on %s used with %T buffers", op.utype, z)
 		}
-		return f, nil
+		return byteRed(f), nil
 	}
-	var f any
-	switch any(z).(type) {
-	case byte:
-		f = intOp[byte](op.kind)
-	case int8:
-		f = intOp[int8](op.kind)
-	case int16:
-		f = intOp[int16](op.kind)
-	case int32:
-		f = intOp[int32](op.kind)
-	case int64:
-		f = intOp[int64](op.kind)
-	case uint16:
-		f = intOp[uint16](op.kind)
-	case uint32:
-		f = intOp[uint32](op.kind)
-	case uint64:
-		f = intOp[uint64](op.kind)
-	case int:
-		f = intOp[int](op.kind)
-	case uint:
-		f = intOp[uint](op.kind)
-	case uintptr:
-		f = intOp[uintptr](op.kind)
-	case float32:
-		f = floatOp[float32](op.kind)
-	case float64:
-		f = floatOp[float64](op.kind)
-	case complex64:
-		f = cplxOp[complex64](op.kind)
-	case complex128:
-		f = cplxOp[complex128](op.kind)
+	if op.kind == opMinLoc || op.kind == opMaxLoc {
+		if l, ok := any(z).(valLoc); ok {
+			return l.locRed(op.kind), nil
+		}
+		return nil, newErr(ErrOp, name, c, NoPeer, "%s is defined on mpi.ValLoc elements, not on %T", op.name, z)
 	}
-	g, _ := f.(func(in, inout []T))
-	if g == nil {
-		return nil, newErr(ErrOp, name, c, NoPeer, "%s is not defined on %T", op.name, z)
+	f := elemOf[T]()
+	if f.err == "" && f.dt < p2p.DType(len(predRed)) {
+		if g := predRed[f.dt][op.kind]; g != nil {
+			return g, nil
+		}
 	}
-	return g, nil
+	return nil, newErr(ErrOp, name, c, NoPeer, "%s is not defined on %T", op.name, z)
+}
+
+// predRed are the predefined operations by type code and kind, on byte
+// views (immutable after init).
+var predRed = func() (t [p2p.DTBool + 1][opBxor + 1]redFn) {
+	for k := opSum; k <= opBxor; k++ {
+		t[p2p.DTByte][k] = redOf(intOp[byte](k))
+		t[p2p.DTInt8][k] = redOf(intOp[int8](k))
+		t[p2p.DTInt16][k] = redOf(intOp[int16](k))
+		t[p2p.DTInt32][k] = redOf(intOp[int32](k))
+		t[p2p.DTInt64][k] = redOf(intOp[int64](k))
+		t[p2p.DTUint16][k] = redOf(intOp[uint16](k))
+		t[p2p.DTUint32][k] = redOf(intOp[uint32](k))
+		t[p2p.DTUint64][k] = redOf(intOp[uint64](k))
+		t[p2p.DTInt][k] = redOf(intOp[int](k))
+		t[p2p.DTUint][k] = redOf(intOp[uint](k))
+		t[p2p.DTUintptr][k] = redOf(intOp[uintptr](k))
+		t[p2p.DTFloat32][k] = redOf(floatOp[float32](k))
+		t[p2p.DTFloat64][k] = redOf(floatOp[float64](k))
+		t[p2p.DTComplex64][k] = redOf(cplxOp[complex64](k))
+		t[p2p.DTComplex128][k] = redOf(cplxOp[complex128](k))
+		t[p2p.DTBool][k] = redOf(boolOp(k))
+	}
+	return
+}()
+
+// redOf is byteRed of f, nil for nil.
+func redOf[T any](f func(in, inout []T)) redFn {
+	if f == nil {
+		return nil
+	}
+	return byteRed(f)
+}
+
+func boolOp(k opKind) func(in, inout []bool) {
+	switch k {
+	case opLand:
+		return func(in, inout []bool) {
+			for i, v := range in {
+				inout[i] = v && inout[i]
+			}
+		}
+	case opLor:
+		return func(in, inout []bool) {
+			for i, v := range in {
+				inout[i] = v || inout[i]
+			}
+		}
+	case opLxor:
+		return func(in, inout []bool) {
+			for i, v := range in {
+				inout[i] = v != inout[i]
+			}
+		}
+	}
+	return nil
 }
 
 func intOp[T integer](k opKind) func(in, inout []T) {
@@ -289,7 +344,7 @@ func bxorLoop[T integer](in, inout []T) {
 type redFn func(in, inout []byte)
 
 // byteRed adapts a typed combining function to byte views.
-func byteRed[T Numeric](f func(in, inout []T)) redFn {
+func byteRed[T any](f func(in, inout []T)) redFn {
 	return func(in, inout []byte) {
 		if len(in) == 0 {
 			return
@@ -299,10 +354,54 @@ func byteRed[T Numeric](f func(in, inout []T)) redFn {
 }
 
 // fromBytes views bytes (aligned for T, a multiple of its size) as []T.
-func fromBytes[T Numeric](b []byte) []T {
+func fromBytes[T any](b []byte) []T {
 	if len(b) == 0 {
 		return nil
 	}
 	var z T
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(z)))
+}
+
+// ValLoc is a value with its location (a rank, an index): the element of
+// MinLoc and MaxLoc reductions, like MPI's pair types (MPI_DOUBLE_INT,
+// MPI_2INT, ...). It is an ordinary struct element: it travels and is
+// checked like any other.
+type ValLoc[V interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr | ~float32 | ~float64
+}] struct {
+	Val V
+	Loc int
+}
+
+// MinLoc and MaxLoc reduce ValLoc elements to the least (greatest) Val
+// with its Loc; of equal values, the least Loc (MPI_MINLOC, MPI_MAXLOC).
+var (
+	MinLoc = &Op{name: "MPI_MINLOC", commutative: true, kind: opMinLoc} // MPI_MINLOC
+	MaxLoc = &Op{name: "MPI_MAXLOC", commutative: true, kind: opMaxLoc} // MPI_MAXLOC
+)
+
+// valLoc is implemented by every ValLoc type.
+type valLoc interface {
+	locRed(k opKind) redFn
+}
+
+func (ValLoc[V]) locRed(k opKind) redFn {
+	if k == opMinLoc {
+		return func(in, inout []byte) {
+			a, b := fromBytes[ValLoc[V]](in), fromBytes[ValLoc[V]](inout)
+			for i := range a {
+				if a[i].Val < b[i].Val || a[i].Val == b[i].Val && a[i].Loc < b[i].Loc {
+					b[i] = a[i]
+				}
+			}
+		}
+	}
+	return func(in, inout []byte) {
+		a, b := fromBytes[ValLoc[V]](in), fromBytes[ValLoc[V]](inout)
+		for i := range a {
+			if a[i].Val > b[i].Val || a[i].Val == b[i].Val && a[i].Loc < b[i].Loc {
+				b[i] = a[i]
+			}
+		}
+	}
 }

@@ -129,31 +129,35 @@ func engineDetail(err, sentinel error) string {
 
 // Send performs a blocking standard-mode send of buf to rank dest
 // (MPI_Send). It returns once buf may be reused.
-func Send[T Numeric](c *Comm, buf []T, dest, tag int) error {
+func Send[T Elem](c *Comm, buf []T, dest, tag int) error {
 	return send(c, "MPI_Send", buf, dest, tag, false)
 }
 
 // Ssend performs a synchronous send (MPI_Ssend): it returns only once the
 // matching receive has started.
-func Ssend[T Numeric](c *Comm, buf []T, dest, tag int) error {
+func Ssend[T Elem](c *Comm, buf []T, dest, tag int) error {
 	return send(c, "MPI_Ssend", buf, dest, tag, true)
 }
 
-func send[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) error {
+func send[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) error {
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return err
+	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return c.handle(err)
 	}
 	if dest == ProcNull {
 		return nil
 	}
-	_, err := c.sendBytes(op, dtypeOf[T](), asBytes(buf), dest, tag, sync)
+	_, err = c.sendBytes(op, dt, asBytes(buf), dest, tag, sync)
 	return c.handle(err)
 }
 
 // sendBytes sends b (elements of type dt) to dest, a rank of c, and waits
 // until b may be reused. The error is raw; aborted says the wait ended
 // with the job (the transport may still hold b).
-func (c *Comm) sendBytes(op string, dt uint8, b []byte, dest, tag int, sync bool) (aborted bool, err error) {
+func (c *Comm) sendBytes(op string, dt p2p.DType, b []byte, dest, tag int, sync bool) (aborted bool, err error) {
 	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, b, sync)
 	if err != nil {
 		return false, c.engineErr(op, dest, err)
@@ -174,15 +178,19 @@ func (c *Comm) sendBytes(op string, dt uint8, b []byte, dest, tag int, sync bool
 
 // Recv receives a message into buf (MPI_Recv). source may be AnySource,
 // tag may be AnyTag. A message longer than buf is an ErrTruncate error.
-func Recv[T Numeric](c *Comm, buf []T, source, tag int) (Status, error) {
+func Recv[T Elem](c *Comm, buf []T, source, tag int) (Status, error) {
 	const op = "MPI_Recv"
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return emptyStatus(), err
 	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return emptyStatus(), c.handle(err)
+	}
 	if source == ProcNull {
 		return procNullStatus(), nil
 	}
-	r, err := c.postRecv(source, tag, dtypeOf[T](), asBytes(buf))
+	r, err := c.postRecv(source, tag, dt, asBytes(buf))
 	if err != nil {
 		return emptyStatus(), c.handle(c.engineErr(op, source, err))
 	}
@@ -231,7 +239,7 @@ func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 	}
 }
 
-func (c *Comm) postRecv(source, tag int, dtype uint8, buf []byte) (*p2p.Req, error) {
+func (c *Comm) postRecv(source, tag int, dtype p2p.DType, buf []byte) (*p2p.Req, error) {
 	peer := -1
 	if source >= 0 {
 		peer = c.peerWorldRank(source)
@@ -256,31 +264,35 @@ func (c *Comm) recvStatus(op string, ps p2p.Status, source int) (Status, error) 
 // Isend starts a standard-mode send (MPI_Isend). buf must not be modified
 // until the request completes. A failure of dest (or a revocation of c) is
 // not reported by Isend but by the request's completion (seed 002 A.2).
-func Isend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func Isend[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return isend(c, "MPI_Isend", buf, dest, tag, false)
 }
 
 // Issend starts a synchronous send (MPI_Issend); failures are reported at
 // completion, as for Isend.
-func Issend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func Issend[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return isend(c, "MPI_Issend", buf, dest, tag, true)
 }
 
-func isend[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
+func isend[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return nil, err
+	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return nil, c.handle(err)
 	}
 	req := &Request{c: c, op: op, peer: dest}
 	if dest == ProcNull {
 		req.finish(emptyStatus(), nil)
 		return req, nil
 	}
-	return c.isendBytes(req, dtypeOf[T](), asBytes(buf), dest, tag, sync)
+	return c.isendBytes(req, dt, asBytes(buf), dest, tag, sync)
 }
 
 // isendBytes starts the send of req: b (elements of type dt) to dest, a
 // rank of c. The error has passed c's handler.
-func (c *Comm) isendBytes(req *Request, dt uint8, b []byte, dest, tag int, sync bool) (*Request, error) {
+func (c *Comm) isendBytes(req *Request, dt p2p.DType, b []byte, dest, tag int, sync bool) (*Request, error) {
 	op := req.op
 	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, b, sync)
 	if err != nil {
@@ -307,9 +319,16 @@ func (c *Comm) isendBytes(req *Request, dt uint8, b []byte, dest, tag int, sync 
 
 // Irecv starts a receive (MPI_Irecv). buf must not be read until the
 // request completes.
-func Irecv[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
+func Irecv[T Elem](c *Comm, buf []T, source, tag int) (*Request, error) {
 	const op = "MPI_Irecv"
-	return c.irecv(op, source, tag, func() (*p2p.Req, error) { return c.postRecv(source, tag, dtypeOf[T](), asBytes(buf)) })
+	if err := c.checkRecvArgs(op, source, tag); err != nil {
+		return nil, err
+	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	return c.irecv(op, source, tag, func() (*p2p.Req, error) { return c.postRecv(source, tag, dt, asBytes(buf)) })
 }
 
 // irecv starts a receive from source with tag, posted by post; the error
@@ -337,19 +356,30 @@ func (c *Comm) irecv(op string, source, tag int, post func() (*p2p.Req, error)) 
 // Sendrecv sends sendbuf to dest and receives into recvbuf from source in
 // one call that cannot deadlock against a matching Sendrecv
 // (MPI_Sendrecv).
-func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
+func Sendrecv[S, R Elem](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
 	return sendrecvTyped(c, "MPI_Sendrecv", sendbuf, dest, sendtag, recvbuf, source, recvtag)
 }
 
-func sendrecvTyped[S, R Numeric](c *Comm, op string, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
-	return c.sendrecv(op, dtypeOf[S](), asBytes(sendbuf), dest, sendtag, source, recvtag,
-		func() (*p2p.Req, error) { return c.postRecv(source, recvtag, dtypeOf[R](), asBytes(recvbuf)) }, nil)
+func sendrecvTyped[S, R Elem](c *Comm, op string, sendbuf []S, dest, sendtag int, recvbuf []R, source, recvtag int) (Status, error) {
+	if err := checkComm(c, op); err != nil {
+		return emptyStatus(), err
+	}
+	sdt, err := elemFor[S](c, op)
+	if err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	rdt, err := elemFor[R](c, op)
+	if err != nil {
+		return emptyStatus(), c.handle(err)
+	}
+	return c.sendrecv(op, sdt, asBytes(sendbuf), dest, sendtag, source, recvtag,
+		func() (*p2p.Req, error) { return c.postRecv(source, recvtag, rdt, asBytes(recvbuf)) }, nil)
 }
 
 // sendrecv is Sendrecv of b (elements of type sdt) with the receive posted
 // by post; got, if not nil, is given the receive once it completed without
 // error, before it is released, and its error is the call's.
-func (c *Comm) sendrecv(op string, sdt uint8, b []byte, dest, sendtag, source, recvtag int, post func() (*p2p.Req, error), got func(*p2p.Req, Status) error) (Status, error) {
+func (c *Comm) sendrecv(op string, sdt p2p.DType, b []byte, dest, sendtag, source, recvtag int, post func() (*p2p.Req, error), got func(*p2p.Req, Status) error) (Status, error) {
 	if err := checkComm(c, op); err != nil {
 		return emptyStatus(), err
 	}

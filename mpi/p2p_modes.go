@@ -7,12 +7,12 @@ import "slices"
 // implementation to treat it as a standard send; ftmpi does: Rsend is Send
 // (the receiver does not need a posted receive, and nothing is faster for
 // having one).
-func Rsend[T Numeric](c *Comm, buf []T, dest, tag int) error {
+func Rsend[T Elem](c *Comm, buf []T, dest, tag int) error {
 	return send(c, "MPI_Rsend", buf, dest, tag, false)
 }
 
 // Irsend starts a ready-mode send (MPI_Irsend): Isend, as Rsend is Send.
-func Irsend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func Irsend[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return isend(c, "MPI_Irsend", buf, dest, tag, false)
 }
 
@@ -20,7 +20,7 @@ func Irsend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
 // one call (MPI_Sendrecv_replace), with Sendrecv's rules. The message sent
 // is a copy of buf taken at the call, so the receive may overwrite buf
 // while the send is under way; the message received must fit buf.
-func SendrecvReplace[T Numeric](c *Comm, buf []T, dest, sendtag, source, recvtag int) (Status, error) {
+func SendrecvReplace[T Elem](c *Comm, buf []T, dest, sendtag, source, recvtag int) (Status, error) {
 	var out []T
 	if dest != ProcNull {
 		out = slices.Clone(buf)

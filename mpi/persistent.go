@@ -200,29 +200,33 @@ func (r *Request) Free() error {
 // SendInit makes a persistent standard-mode send of buf to dest
 // (MPI_Send_init). buf is sent as it is at each Start and must not be
 // modified until that operation completes.
-func SendInit[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func SendInit[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return sendInit(c, "MPI_Send_init", buf, dest, tag, false)
 }
 
 // SsendInit makes a persistent synchronous send (MPI_Ssend_init): each
 // operation completes once the matching receive has started.
-func SsendInit[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func SsendInit[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return sendInit(c, "MPI_Ssend_init", buf, dest, tag, true)
 }
 
 // RsendInit makes a persistent ready-mode send (MPI_Rsend_init). A correct
 // ready-mode program has its receive posted before each Start; ftmpi sends
 // it as a standard-mode send, which MPI allows (MPI-4.1 3.4).
-func RsendInit[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+func RsendInit[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return sendInit(c, "MPI_Rsend_init", buf, dest, tag, false)
 }
 
-func sendInit[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
+func sendInit[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return nil, err
 	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
 	req := newPersistent(c, op, dest, false)
-	dt, b := dtypeOf[T](), asBytes(buf)
+	b := asBytes(buf)
 	req.pers.start = func(r *Request) error {
 		r.startSend(dt, b, dest, tag, sync)
 		return nil
@@ -233,7 +237,7 @@ func sendInit[T Numeric](c *Comm, op string, buf []T, dest, tag int, sync bool) 
 // startSend begins one send of a persistent request, as isend does; a
 // failure or a revocation completes r with its error (at completion, seed
 // 002 A.2).
-func (r *Request) startSend(dt uint8, b []byte, dest, tag int, sync bool) {
+func (r *Request) startSend(dt p2p.DType, b []byte, dest, tag int, sync bool) {
 	c := r.c
 	if dest == ProcNull {
 		r.finish(emptyStatus(), nil)
@@ -255,13 +259,17 @@ func (r *Request) startSend(dt uint8, b []byte, dest, tag int, sync bool) {
 // RecvInit makes a persistent receive into buf (MPI_Recv_init). source
 // may be AnySource, tag AnyTag. buf must not be read until each operation
 // completes.
-func RecvInit[T Numeric](c *Comm, buf []T, source, tag int) (*Request, error) {
+func RecvInit[T Elem](c *Comm, buf []T, source, tag int) (*Request, error) {
 	const op = "MPI_Recv_init"
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return nil, err
 	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return nil, c.handle(err)
+	}
 	req := newPersistent(c, op, source, true)
-	dt, b := dtypeOf[T](), asBytes(buf)
+	b := asBytes(buf)
 	req.pers.start = func(r *Request) error {
 		if source == ProcNull {
 			r.finish(procNullStatus(), nil)
@@ -322,69 +330,69 @@ func (c *Comm) BarrierInit() (*Request, error) {
 }
 
 // BcastInit makes a persistent broadcast of buf from root (MPI_Bcast_init).
-func BcastInit[T Numeric](c *Comm, buf []T, root int) (*Request, error) {
+func BcastInit[T Elem](c *Comm, buf []T, root int) (*Request, error) {
 	const op = "MPI_Bcast_init"
 	return collInit(c, op, func() (collRun, error) { return bcastPrep(c, op, buf, root) })
 }
 
 // ReduceInit makes a persistent reduction (MPI_Reduce_init).
-func ReduceInit[T Numeric](c *Comm, send, recv []T, rop *Op, root int) (*Request, error) {
+func ReduceInit[T Elem](c *Comm, send, recv []T, rop *Op, root int) (*Request, error) {
 	const op = "MPI_Reduce_init"
 	return collInit(c, op, func() (collRun, error) { return reducePrep(c, op, send, recv, rop, root) })
 }
 
 // AllreduceInit makes a persistent all-reduction (MPI_Allreduce_init).
-func AllreduceInit[T Numeric](c *Comm, send, recv []T, rop *Op) (*Request, error) {
+func AllreduceInit[T Elem](c *Comm, send, recv []T, rop *Op) (*Request, error) {
 	const op = "MPI_Allreduce_init"
 	return collInit(c, op, func() (collRun, error) { return allreducePrep(c, op, send, recv, rop) })
 }
 
 // GatherInit makes a persistent gather (MPI_Gather_init).
-func GatherInit[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
+func GatherInit[T Elem](c *Comm, send, recv []T, root int) (*Request, error) {
 	const op = "MPI_Gather_init"
 	return collInit(c, op, func() (collRun, error) { return gatherPrep(c, op, send, recv, root) })
 }
 
 // GathervInit makes a persistent gather with counts (MPI_Gatherv_init).
-func GathervInit[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
+func GathervInit[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
 	const op = "MPI_Gatherv_init"
 	return collInit(c, op, func() (collRun, error) { return gathervPrep(c, op, send, recv, counts, displs, root) })
 }
 
 // ScatterInit makes a persistent scatter (MPI_Scatter_init).
-func ScatterInit[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
+func ScatterInit[T Elem](c *Comm, send, recv []T, root int) (*Request, error) {
 	const op = "MPI_Scatter_init"
 	return collInit(c, op, func() (collRun, error) { return scatterPrep(c, op, send, recv, root) })
 }
 
 // ScattervInit makes a persistent scatter with counts (MPI_Scatterv_init).
-func ScattervInit[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
+func ScattervInit[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
 	const op = "MPI_Scatterv_init"
 	return collInit(c, op, func() (collRun, error) { return scattervPrep(c, op, send, recv, counts, displs, root) })
 }
 
 // AllgatherInit makes a persistent all-gather (MPI_Allgather_init).
-func AllgatherInit[T Numeric](c *Comm, send, recv []T) (*Request, error) {
+func AllgatherInit[T Elem](c *Comm, send, recv []T) (*Request, error) {
 	const op = "MPI_Allgather_init"
 	return collInit(c, op, func() (collRun, error) { return allgatherPrep(c, op, send, recv) })
 }
 
 // AllgathervInit makes a persistent all-gather with counts
 // (MPI_Allgatherv_init).
-func AllgathervInit[T Numeric](c *Comm, send, recv []T, counts, displs []int) (*Request, error) {
+func AllgathervInit[T Elem](c *Comm, send, recv []T, counts, displs []int) (*Request, error) {
 	const op = "MPI_Allgatherv_init"
 	return collInit(c, op, func() (collRun, error) { return allgathervPrep(c, op, send, recv, counts, displs) })
 }
 
 // AlltoallInit makes a persistent all-to-all (MPI_Alltoall_init).
-func AlltoallInit[T Numeric](c *Comm, send, recv []T) (*Request, error) {
+func AlltoallInit[T Elem](c *Comm, send, recv []T) (*Request, error) {
 	const op = "MPI_Alltoall_init"
 	return collInit(c, op, func() (collRun, error) { return alltoallPrep(c, op, send, recv) })
 }
 
 // AlltoallvInit makes a persistent all-to-all with counts
 // (MPI_Alltoallv_init).
-func AlltoallvInit[T Numeric](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) (*Request, error) {
+func AlltoallvInit[T Elem](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) (*Request, error) {
 	const op = "MPI_Alltoallv_init"
 	return collInit(c, op, func() (collRun, error) {
 		return alltoallvPrep(c, op, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
@@ -393,26 +401,26 @@ func AlltoallvInit[T Numeric](c *Comm, send []T, sendCounts, sendDispls []int, r
 
 // ReduceScatterBlockInit makes a persistent reduce-scatter with equal
 // blocks (MPI_Reduce_scatter_block_init).
-func ReduceScatterBlockInit[T Numeric](c *Comm, send, recv []T, rop *Op) (*Request, error) {
+func ReduceScatterBlockInit[T Elem](c *Comm, send, recv []T, rop *Op) (*Request, error) {
 	const op = "MPI_Reduce_scatter_block_init"
 	return collInit(c, op, func() (collRun, error) { return reduceScatterBlockPrep(c, op, send, recv, rop) })
 }
 
 // ReduceScatterInit makes a persistent reduce-scatter
 // (MPI_Reduce_scatter_init).
-func ReduceScatterInit[T Numeric](c *Comm, send, recv []T, counts []int, rop *Op) (*Request, error) {
+func ReduceScatterInit[T Elem](c *Comm, send, recv []T, counts []int, rop *Op) (*Request, error) {
 	const op = "MPI_Reduce_scatter_init"
 	return collInit(c, op, func() (collRun, error) { return reduceScatterPrep(c, op, send, recv, counts, rop) })
 }
 
 // ScanInit makes a persistent inclusive scan (MPI_Scan_init).
-func ScanInit[T Numeric](c *Comm, send, recv []T, rop *Op) (*Request, error) {
+func ScanInit[T Elem](c *Comm, send, recv []T, rop *Op) (*Request, error) {
 	const op = "MPI_Scan_init"
 	return collInit(c, op, func() (collRun, error) { return scanPrep(c, op, send, recv, rop, false) })
 }
 
 // ExscanInit makes a persistent exclusive scan (MPI_Exscan_init).
-func ExscanInit[T Numeric](c *Comm, send, recv []T, rop *Op) (*Request, error) {
+func ExscanInit[T Elem](c *Comm, send, recv []T, rop *Op) (*Request, error) {
 	const op = "MPI_Exscan_init"
 	return collInit(c, op, func() (collRun, error) { return scanPrep(c, op, send, recv, rop, true) })
 }

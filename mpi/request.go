@@ -38,6 +38,8 @@ type Request struct {
 	done bool
 	st   Status
 	err  error
+
+	typed *typedReq // a derived-datatype request: unpack at completion (datatype.go)
 }
 
 func (r *Request) finish(st Status, err error) {
@@ -64,6 +66,9 @@ func (r *Request) collect() {
 		st.Err = ps.Err
 		r.finish(st, ps.Err)
 		return
+	}
+	if r.typed != nil {
+		defer func() { r.typed.done(&r.st, ps, r.err) }()
 	}
 	if r.recv {
 		st, err := r.c.recvStatus(r.op, ps, r.peer)

@@ -102,7 +102,7 @@ func routeBarrier(c *Comm, op string) (collRun, error, bool) {
 	return s.done(c, run, err, nil)
 }
 
-func routeBcast[T Numeric](c *Comm, op string, buf []T, root int) (collRun, error, bool) {
+func routeBcast[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(op)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -120,11 +120,11 @@ func routeBcast[T Numeric](c *Comm, op string, buf []T, root int) (collRun, erro
 	} else if vroot, err = s.root(c, op, root); err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := bcastPrep(s.comm, op, buf, vroot)
+	run, err := bcastPrep(s.comm, op, buf, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeReduce[T Numeric](c *Comm, name string, send, recv []T, op *Op, root int) (collRun, error, bool) {
+func routeReduce[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -133,20 +133,20 @@ func routeReduce[T Numeric](c *Comm, name string, send, recv []T, op *Op, root i
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := reducePrep(s.comm, name, send, recv, op, vroot)
+	run, err := reducePrep(s.comm, name, send, recv, op, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeAllreduce[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
+func routeAllreduce[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
-	run, err := allreducePrep(s.comm, name, send, recv, op)
+	run, err := allreducePrep(s.comm, name, send, recv, op, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeGather[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
+func routeGather[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -160,13 +160,13 @@ func routeGather[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*n, c.size, n)), true
 	}
-	if coll.GatherLinear(len(s.local.Alive), n*dtypeSize(dtypeOf[T]())) {
+	if coll.GatherLinear(len(s.local.Alive), n*esizeOf[T]()) {
 		// The linear algorithm: as Gatherv, straight into place.
 		var counts, displs []int
 		if c.rank == root {
 			counts, displs = s.local.Blocks(n)
 		}
-		run, err := gathervPrep(s.comm, name, send, recv, counts, displs, vroot)
+		run, err := gathervPrep(s.comm, name, send, recv, counts, displs, vroot, ov...)
 		return s.done(c, run, err, nil)
 	}
 	// The binomial tree needs the view's blocks contiguous.
@@ -174,7 +174,7 @@ func routeGather[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 	if c.rank == root {
 		tmp = make([]T, len(s.local.Alive)*n)
 	}
-	run, err := gatherPrep(s.comm, name, send, tmp, vroot)
+	run, err := gatherPrep(s.comm, name, send, tmp, vroot, ov...)
 	return s.done(c, run, err, func() {
 		if c.rank == root {
 			runthrough.Unpack(s.local, recv, tmp, n)
@@ -182,7 +182,7 @@ func routeGather[T Numeric](c *Comm, name string, send, recv []T, root int) (col
 	})
 }
 
-func routeGatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
+func routeGatherv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -199,11 +199,11 @@ func routeGatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displ
 		}
 		vc, vd = s.local.Pick(counts), s.local.Pick(d)
 	}
-	run, err := gathervPrep(s.comm, name, send, recv, vc, vd, vroot)
+	run, err := gathervPrep(s.comm, name, send, recv, vc, vd, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (collRun, error, bool) {
+func routeScatter[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -217,24 +217,24 @@ func routeScatter[T Numeric](c *Comm, name string, send, recv []T, root int) (co
 		return nil, c.handle(errf(ErrCount, name, c, "send buffer of %d elements, %d needed (%d ranks x %d)",
 			len(send), c.size*n, c.size, n)), true
 	}
-	if coll.GatherLinear(len(s.local.Alive), n*dtypeSize(dtypeOf[T]())) {
+	if coll.GatherLinear(len(s.local.Alive), n*esizeOf[T]()) {
 		// The linear algorithm: as Scatterv, straight from place.
 		var counts, displs []int
 		if c.rank == root {
 			counts, displs = s.local.Blocks(n)
 		}
-		run, err := scattervPrep(s.comm, name, send, recv, counts, displs, vroot)
+		run, err := scattervPrep(s.comm, name, send, recv, counts, displs, vroot, ov...)
 		return s.done(c, run, err, nil)
 	}
 	var tmp []T
 	if c.rank == root {
 		tmp = runthrough.Pack(s.local, send, n)
 	}
-	run, err := scatterPrep(s.comm, name, tmp, recv, vroot)
+	run, err := scatterPrep(s.comm, name, tmp, recv, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeScatterv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int, root int) (collRun, error, bool) {
+func routeScatterv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, root int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -251,11 +251,11 @@ func routeScatterv[T Numeric](c *Comm, name string, send, recv []T, counts, disp
 		}
 		vc, vd = s.local.Pick(counts), s.local.Pick(d)
 	}
-	run, err := scattervPrep(s.comm, name, send, recv, vc, vd, vroot)
+	run, err := scattervPrep(s.comm, name, send, recv, vc, vd, vroot, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, error, bool) {
+func routeAllgather[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -264,7 +264,7 @@ func routeAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, e
 	if c.IsInter() {
 		// The remote group's blocks, through a temporary in view order.
 		tmp := make([]T, len(s.remote.Alive)*n)
-		run, err := allgatherPrep(s.comm, name, send, tmp)
+		run, err := allgatherPrep(s.comm, name, send, tmp, ov...)
 		return s.done(c, run, err, func() {
 			for j, r := range s.remote.Alive {
 				copy(recv[r*n:(r+1)*n], tmp[j*n:(j+1)*n])
@@ -278,11 +278,11 @@ func routeAllgather[T Numeric](c *Comm, name string, send, recv []T) (collRun, e
 	// Allgather is Allgatherv with equal blocks: the same algorithm, the
 	// blocks straight into place.
 	counts, displs := s.local.Blocks(n)
-	run, err := allgathervPrep(s.comm, name, send, recv, counts, displs)
+	run, err := allgathervPrep(s.comm, name, send, recv, counts, displs, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeAllgatherv[T Numeric](c *Comm, name string, send, recv []T, counts, displs []int) (collRun, error, bool) {
+func routeAllgatherv[T Elem](c *Comm, name string, send, recv []T, counts, displs []int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -291,11 +291,11 @@ func routeAllgatherv[T Numeric](c *Comm, name string, send, recv []T, counts, di
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := allgathervPrep(s.comm, name, send, recv, s.local.Pick(counts), s.local.Pick(d))
+	run, err := allgathervPrep(s.comm, name, send, recv, s.local.Pick(counts), s.local.Pick(d), ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, error, bool) {
+func routeAlltoall[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -308,19 +308,19 @@ func routeAlltoall[T Numeric](c *Comm, name string, send, recv []T) (collRun, er
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send))), true
 	}
 	n := len(send) / p
-	if coll.AlltoallPairwise(n * dtypeSize(dtypeOf[T]())) {
+	if coll.AlltoallPairwise(n * esizeOf[T]()) {
 		// Pairwise exchange, as Alltoallv: blocks straight from and into place.
 		counts, displs := s.local.Blocks(n)
-		run, err := alltoallvPrep(s.comm, name, send, counts, displs, recv, counts, displs)
+		run, err := alltoallvPrep(s.comm, name, send, counts, displs, recv, counts, displs, ov...)
 		return s.done(c, run, err, nil)
 	}
 	sb := runthrough.Pack(s.local, send, n)
 	rb := make([]T, len(sb))
-	run, err := alltoallPrep(s.comm, name, sb, rb)
+	run, err := alltoallPrep(s.comm, name, sb, rb, ov...)
 	return s.done(c, run, err, func() { runthrough.Unpack(s.local, recv, rb, n) })
 }
 
-func routeAlltoallv[T Numeric](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int) (collRun, error, bool) {
+func routeAlltoallv[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -333,11 +333,11 @@ func routeAlltoallv[T Numeric](c *Comm, name string, send []T, sc, sd []int, rec
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	run, err := alltoallvPrep(s.comm, name, send, s.local.Pick(sc), s.local.Pick(sd), recv, s.local.Pick(rc), s.local.Pick(rd))
+	run, err := alltoallvPrep(s.comm, name, send, s.local.Pick(sc), s.local.Pick(sd), recv, s.local.Pick(rc), s.local.Pick(rd), ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeReduceScatterBlock[T Numeric](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
+func routeReduceScatterBlock[T Elem](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -354,7 +354,7 @@ func routeReduceScatterBlock[T Numeric](c *Comm, name string, send, recv []T, op
 	return s.done(c, run, err, nil)
 }
 
-func routeReduceScatter[T Numeric](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error, bool) {
+func routeReduceScatter[T Elem](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -371,7 +371,7 @@ func routeReduceScatter[T Numeric](c *Comm, name string, send, recv []T, counts 
 // routeScan: the recognised failed processes are skipped and their
 // contribution ignored; for Exscan the first alive process takes the place
 // of process 0 (its receive buffer is not modified) (seed 003 17.7.2).
-func routeScan[T Numeric](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error, bool) {
+func routeScan[T Elem](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok

@@ -15,30 +15,30 @@ import (
 	"github.com/ftmpi/ftmpi/mpi"
 )
 
-// particle is a struct with slices, strings, a map and pointers: what a
+// valueParticle is a struct with slices, strings, a map and pointers: what a
 // numeric message cannot carry.
-type particle struct {
+type valueParticle struct {
 	Name   string
 	Pos    []float64
 	Tags   map[string]int
-	Next   *particle
+	Next   *valueParticle
 	Weight *float64
 }
 
-func mkParticle(r int) particle {
+func mkValueParticle(r int) valueParticle {
 	w := float64(r)/3 + 1 // not 0: gob does not send zero values, so a pointer to 0 arrives nil
-	return particle{
+	return valueParticle{
 		Name:   strings.Repeat("p", r+1),
 		Pos:    []float64{float64(r), -1.5, 1e300},
 		Tags:   map[string]int{"rank": r, "x": 7},
-		Next:   &particle{Name: fmt.Sprint("child", r), Pos: []float64{}},
+		Next:   &valueParticle{Name: fmt.Sprint("child", r), Pos: []float64{}},
 		Weight: &w,
 	}
 }
 
 // sameParticle compares particles (gob decodes an empty slice as nil).
-func sameParticle(a, b particle) bool {
-	norm := func(p *particle) {
+func sameParticle(a, b valueParticle) bool {
+	norm := func(p *valueParticle) {
 		for q := p; q != nil; q = q.Next {
 			if len(q.Pos) == 0 {
 				q.Pos = nil
@@ -56,16 +56,16 @@ func TestValueSendRecv(t *testing.T) {
 	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
 		if c.Rank() == 0 {
 			return firstErr(
-				func() error { return mpi.SendValue(c, mkParticle(3), 1, 1) },
+				func() error { return mpi.SendValue(c, mkValueParticle(3), 1, 1) },
 				func() error { return mpi.SendValue(c, map[string][]int{"a": {1, 2}, "b": nil}, 1, 2) },
 				func() error { return mpi.SendValue(c, "héllo", 1, 3) },
 				func() error { return mpi.SendValue(c, 42, 1, 4) },
-				func() error { return mpi.SendValue(c, []particle{mkParticle(0), mkParticle(1)}, 1, 5) },
+				func() error { return mpi.SendValue(c, []valueParticle{mkValueParticle(0), mkValueParticle(1)}, 1, 5) },
 			)
 		}
-		p, st, err := mpi.RecvValue[particle](c, 0, 1)
-		if err != nil || !sameParticle(p, mkParticle(3)) || st.Source != 0 || st.Tag != 1 || st.Count <= 0 {
-			return fmt.Errorf("particle: %+v %+v %v", p, st, err)
+		p, st, err := mpi.RecvValue[valueParticle](c, 0, 1)
+		if err != nil || !sameParticle(p, mkValueParticle(3)) || st.Source != 0 || st.Tag != 1 || st.Count <= 0 {
+			return fmt.Errorf("valueParticle: %+v %+v %v", p, st, err)
 		}
 		m, _, err := mpi.RecvValue[map[string][]int](c, 0, mpi.AnyTag)
 		if err != nil || !slices.Equal(m["a"], []int{1, 2}) || len(m) != 1 && m["b"] != nil {
@@ -79,8 +79,8 @@ func TestValueSendRecv(t *testing.T) {
 		if err != nil || i != 42 {
 			return fmt.Errorf("int: %v %v", i, err)
 		}
-		ps, _, err := mpi.RecvValue[[]particle](c, 0, 5)
-		if err != nil || len(ps) != 2 || !sameParticle(ps[1], mkParticle(1)) {
+		ps, _, err := mpi.RecvValue[[]valueParticle](c, 0, 5)
+		if err != nil || len(ps) != 2 || !sameParticle(ps[1], mkValueParticle(1)) {
 			return fmt.Errorf("slice of structs: %v %v", ps, err)
 		}
 		// ProcNull: nothing to receive, nothing sent.
@@ -190,7 +190,7 @@ func TestValueNonblocking(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		r2, err := mpi.IrecvValue[particle](c, mpi.AnySource, 2)
+		r2, err := mpi.IrecvValue[valueParticle](c, mpi.AnySource, 2)
 		if err != nil {
 			return err
 		}
@@ -200,7 +200,7 @@ func TestValueNonblocking(t *testing.T) {
 			return err
 		}
 		mine[0] = "changed after IsendValue" // encoded already
-		s2, err := mpi.IsendValue(c, mkParticle(c.Rank()), peer, 2)
+		s2, err := mpi.IsendValue(c, mkValueParticle(c.Rank()), peer, 2)
 		if err != nil {
 			return err
 		}
@@ -214,13 +214,13 @@ func TestValueNonblocking(t *testing.T) {
 		if st := r1.Status(); st.Source != peer || st.Tag != 1 || st.Count <= 70000 {
 			return fmt.Errorf("status after Waitall: %+v", st)
 		}
-		var v2 particle
+		var v2 valueParticle
 		for done := false; !done; {
 			if v2, done, err = r2.Test(); err != nil {
 				return err
 			}
 		}
-		if !sameParticle(v2, mkParticle(peer)) || r2.Status().Source != peer {
+		if !sameParticle(v2, mkValueParticle(peer)) || r2.Status().Source != peer {
 			return fmt.Errorf("IrecvValue by Test: %+v %+v", v2, r2.Status())
 		}
 		if v, err := r2.Wait(); err != nil || !sameParticle(v, v2) {
@@ -315,15 +315,15 @@ func TestValueCollectives(t *testing.T) {
 func valueCollectives(c *mpi.Comm) error {
 	p, r := c.Size(), c.Rank()
 	for root := range p {
-		var v particle
+		var v valueParticle
 		if r == root {
-			v = mkParticle(root)
+			v = mkValueParticle(root)
 		}
 		got, err := mpi.BcastValue(c, v, root)
-		if err != nil || !sameParticle(got, mkParticle(root)) {
+		if err != nil || !sameParticle(got, mkValueParticle(root)) {
 			return fmt.Errorf("BcastValue root %d: %+v %v", root, got, err)
 		}
-		all, err := mpi.GatherValue(c, mkParticle(r), root)
+		all, err := mpi.GatherValue(c, mkValueParticle(r), root)
 		if err != nil {
 			return fmt.Errorf("GatherValue root %d: %v", root, err)
 		}
@@ -331,7 +331,7 @@ func valueCollectives(c *mpi.Comm) error {
 			return fmt.Errorf("GatherValue root %d: %d values at rank %d", root, len(all), r)
 		}
 		for i := range all {
-			if !sameParticle(all[i], mkParticle(i)) {
+			if !sameParticle(all[i], mkValueParticle(i)) {
 				return fmt.Errorf("GatherValue root %d: element %d is %+v", root, i, all[i])
 			}
 		}
@@ -365,7 +365,7 @@ func valueCollectives(c *mpi.Comm) error {
 	}
 	// Not commutative: the result is the ranks in order at every rank.
 	s, err := mpi.AllreduceValue(c, []int{r}, func(a, b []int) []int { return append(slices.Clone(a), b...) })
-	if err != nil || !slices.Equal(s, seq(p)) {
+	if err != nil || !slices.Equal(s, valueSeq(p)) {
 		return fmt.Errorf("AllreduceValue: %v %v", s, err)
 	}
 	// A word count: maps merged.
@@ -403,7 +403,7 @@ func rankStrings(p int) []string {
 	return s
 }
 
-func seq(p int) []int {
+func valueSeq(p int) []int {
 	s := make([]int, p)
 	for i := range s {
 		s[i] = i

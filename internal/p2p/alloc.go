@@ -12,7 +12,7 @@ package p2p
 // DTValue is the type code of a message whose payload is an encoded Go
 // value (package mpi's SendValue and the value collectives), so that a
 // receive of a typed buffer does not take it for its elements.
-const DTValue uint8 = 64
+const DTValue DType = 64
 
 // IrecvAlloc posts a receive of a message of dtype of any length into a
 // buffer the engine provides (see above). peer is the world rank of src
@@ -21,14 +21,14 @@ const DTValue uint8 = 64
 // the data (or have taken it with TakeData) before releasing. A matching
 // message of another dtype completes the receive with ErrType (the
 // message is consumed, as by Irecv).
-func (e *Engine) IrecvAlloc(ctx uint32, src int32, peer int, tag int32, dtype uint8) (*Req, error) {
+func (e *Engine) IrecvAlloc(ctx uint32, src int32, peer int, tag int32, dtype DType) (*Req, error) {
 	return e.irecv(ctx, src, peer, tag, dtype, nil, 0, true)
 }
 
 // allocFor gives an IrecvAlloc receive r a buffer for a matching message
 // of n bytes of type dtype (none for another type: the receive then fails
 // with ErrType).
-func allocFor(r *Req, dtype uint8, n int) {
+func allocFor(r *Req, dtype DType, n int) {
 	if r.alloc && dtype == r.dtype && r.buf == nil {
 		r.buf, r.pooled = getBuf(n)
 	}

@@ -34,3 +34,10 @@ func putBuf(p *[]byte) {
 	*p = (*p)[:cap(*p)]
 	bufPools[shift].Put(p)
 }
+
+// GetBuf returns a pooled buffer of n bytes and its handle for PutBuf
+// (nil: not pooled). Package mpi packs derived-datatype messages into it.
+func GetBuf(n int) ([]byte, *[]byte) { return getBuf(n) }
+
+// PutBuf returns a buffer of GetBuf to its pool.
+func PutBuf(p *[]byte) { putBuf(p) }

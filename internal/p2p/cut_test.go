@@ -80,7 +80,7 @@ func (p *rawPeer) readHeader() transport.Header {
 // the CTS the engine answers with.
 func (p *rawPeer) rendezvous(n int) uint64 {
 	p.t.Helper()
-	p.header(transport.Header{Kind: KindRTS, DType: DTByte, Ctx: 7, Src: 1, A: 77, B: uint64(n)})
+	p.header(transport.Header{Kind: KindRTS, DType: uint8(DTByte), Ctx: 7, Src: 1, A: 77, B: uint64(n)})
 	cts := p.readHeader()
 	if cts.Kind != KindCTS || cts.A != 77 {
 		p.t.Fatalf("expected the CTS of send 77, got %+v", cts)
@@ -110,7 +110,7 @@ func TestCutMidHeader(t *testing.T) {
 	e, p := cutSetup(t)
 	r := post(t, e, 1000)
 	var b [transport.HeaderSize]byte
-	(&transport.Header{Kind: KindEager, DType: DTByte, Ctx: 7, Src: 1, N: 1000}).Encode(b[:])
+	(&transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 7, Src: 1, N: 1000}).Encode(b[:])
 	p.write(b[:20])
 	p.c.Close()
 	wantErr(t, r, ErrPeerLost)
@@ -120,7 +120,7 @@ func TestCutMidHeader(t *testing.T) {
 func TestCutMidEagerPayload(t *testing.T) {
 	e, p := cutSetup(t)
 	r := post(t, e, 1000)
-	p.header(transport.Header{Kind: KindEager, DType: DTByte, Ctx: 7, Src: 1, N: 1000})
+	p.header(transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 7, Src: 1, N: 1000})
 	p.write(make([]byte, 500))
 	p.c.Close()
 	wantErr(t, r, ErrPeerLost)
@@ -130,7 +130,7 @@ func TestCutMidEagerPayload(t *testing.T) {
 // arriving, then the sender dies.
 func TestCutMidUnexpectedEagerPayload(t *testing.T) {
 	e, p := cutSetup(t)
-	p.header(transport.Header{Kind: KindEager, DType: DTByte, Ctx: 7, Src: 1, N: 1000})
+	p.header(transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 7, Src: 1, N: 1000})
 	p.write(make([]byte, 10))
 	probe, err := e.Probe(7, 1, 1, AnyTag, nil) // the header arrived
 	if err != nil || probe.Bytes != 1000 {
@@ -309,7 +309,7 @@ func TestReceiveMatchingAnnouncementOfLostPeerFails(t *testing.T) {
 func TestAnnouncementAbove4GiB(t *testing.T) {
 	e, p := cutSetup(t)
 	const n = 5<<30 + 3
-	p.header(transport.Header{Kind: KindRTS, DType: DTByte, Ctx: 7, Src: 1, A: 77, B: n})
+	p.header(transport.Header{Kind: KindRTS, DType: uint8(DTByte), Ctx: 7, Src: 1, A: 77, B: n})
 	abort := make(chan struct{})
 	timer := time.AfterFunc(10*time.Second, func() { close(abort) })
 	defer timer.Stop()

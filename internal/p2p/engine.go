@@ -42,6 +42,11 @@ import (
 // drops the message (it does not fit the receive): DATA goes without payload.
 const flagDiscard uint16 = 1
 
+// flagLayout, in a request to send's Header.Flags, says that its Seq holds
+// the layout of its struct type (a point-to-point message: no collective
+// word), see hdrDType.
+const flagLayout uint16 = 2
+
 // Frame kinds.
 const (
 	KindEager uint8 = 1 + iota // payload follows
@@ -87,7 +92,7 @@ type Status struct {
 	Source    int // sender's rank in the communicator
 	Tag       int
 	Bytes     int // bytes received (or announced, for probes)
-	DType     uint8
+	DType     DType
 	Cancelled bool
 	Err       error
 	// Sig is the word the sender passed to IsendSig (the header's Seq of
@@ -106,7 +111,7 @@ type Req struct {
 	ctx   uint32
 	src   int32 // comm rank or AnySource
 	tag   int32 // or AnyTag
-	dtype uint8
+	dtype DType
 	peer  int // world rank of the peer, -1 for AnySource
 
 	buf []byte
@@ -401,7 +406,7 @@ func (e *Engine) Release(r *Req) {
 // returns (nil, nil) when the data is already handed to the transport.
 // sync forces the rendezvous (MPI_Ssend semantics: completes only once the
 // receive has matched).
-func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sync bool) (*Req, error) {
+func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype DType, buf []byte, sync bool) (*Req, error) {
 	return e.IsendSig(ctx, src, peer, tag, dtype, buf, sync, 0)
 }
 
@@ -409,13 +414,13 @@ func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 // eager message or of the request to send, a field those frames do not
 // otherwise use); the receive's Status.Sig holds it. The engine does not
 // match on it.
-func (e *Engine) IsendSig(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sync bool, sig uint64) (*Req, error) {
+func (e *Engine) IsendSig(ctx uint32, src int32, peer int, tag int32, dtype DType, buf []byte, sync bool, sig uint64) (*Req, error) {
 	if err := e.peerErr(peer, ctx, tag); err != nil {
 		return nil, err
 	}
 	e.sent.Add(1)
 	if !sync && len(buf) <= e.eagerLimit {
-		h := transport.Header{Kind: KindEager, DType: dtype, Ctx: ctx, Src: src, Tag: tag, N: uint64(len(buf)), Seq: sig}
+		h := transport.Header{Kind: KindEager, DType: uint8(dtype), Ctx: ctx, Src: src, Tag: tag, N: uint64(len(buf)), A: dtype.Layout(), Seq: sig}
 		if err := e.tr.Send(peer, h, buf); err != nil {
 			return nil, e.sendErr(peer, err)
 		}
@@ -444,7 +449,10 @@ func (e *Engine) IsendSig(ctx uint32, src int32, peer int, tag int32, dtype uint
 	r.id = e.nextID
 	e.sends[r.id] = r
 	e.mu.Unlock()
-	h := transport.Header{Kind: KindRTS, DType: dtype, Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf)), Seq: sig}
+	h := transport.Header{Kind: KindRTS, DType: uint8(dtype), Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf)), Seq: sig}
+	if sig == 0 && dtype.Layout() != 0 {
+		h.Seq, h.Flags = dtype.Layout(), flagLayout // a point-to-point message's layout (see hdrDType)
+	}
 	if err := e.tr.Send(peer, h, nil); err != nil {
 		e.mu.Lock()
 		delete(e.sends, r.id)
@@ -478,7 +486,7 @@ func matches(ctx uint32, src, tag int32, h *transport.Header) bool {
 }
 
 // Irecv posts a receive. peer is the world rank of src (-1 for AnySource).
-func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte) (*Req, error) {
+func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype DType, buf []byte) (*Req, error) {
 	return e.IrecvSig(ctx, src, peer, tag, dtype, buf, 0)
 }
 
@@ -489,11 +497,11 @@ func (e *Engine) Irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 // it to see a member in another call than this one even when the member
 // they wait for never sends (coll_sig.go in package mpi). Matching is
 // unchanged.
-func (e *Engine) IrecvSig(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sig uint64) (*Req, error) {
+func (e *Engine) IrecvSig(ctx uint32, src int32, peer int, tag int32, dtype DType, buf []byte, sig uint64) (*Req, error) {
 	return e.irecv(ctx, src, peer, tag, dtype, buf, sig, false)
 }
 
-func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, buf []byte, sig uint64, alloc bool) (*Req, error) {
+func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype DType, buf []byte, sig uint64, alloc bool) (*Req, error) {
 	r := e.newReq()
 	r.isRecv, r.alloc = true, alloc
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.buf, r.sig = ctx, src, tag, dtype, peer, buf, sig
@@ -558,7 +566,11 @@ func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype uint8, 
 // acceptRTS matches receive r with a rendezvous announcement; called with
 // e.mu held, returns with it released.
 func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
-	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: h.DType, Sig: h.Seq}
+	d := hdrDType(h)
+	if d == DTStruct && r.dtype.Code() == DTStruct {
+		d = r.dtype // a collective's: the layout comes with the data (KindData)
+	}
+	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.B), DType: d, Sig: hdrSig(h)}
 	r.peer = from
 	if cause, lost := e.lost[from]; lost {
 		// An announcement queued before its sender was lost: the data
@@ -569,8 +581,8 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 		return
 	}
 	var flags uint16
-	allocFor(r, h.DType, int(h.B))
-	if err := checkFit(r, h.DType, int(h.B)); err != nil {
+	allocFor(r, d, int(h.B))
+	if err := checkFit(r, d, int(h.B)); err != nil {
 		r.st.Err = err
 		flags = flagDiscard
 	}
@@ -584,7 +596,31 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 	e.tr.Post(from, cts, nil, nil)
 }
 
-func checkFit(r *Req, dtype uint8, n int) error {
+// hdrDType is the type of the message h announces: an eager message
+// carries its layout in A; a request to send without a word (IsendSig's
+// sig 0) in Seq, marked by flagLayout; a request to send with a word
+// carries only the code, and its DATA frame the layout (checked when the
+// data arrives).
+func hdrDType(h *transport.Header) DType {
+	switch {
+	case h.Kind == KindEager:
+		return DType(h.DType) | DType(h.A<<8)
+	case h.Kind == KindRTS && h.Flags&flagLayout != 0:
+		return DType(h.DType) | DType(h.Seq<<8)
+	}
+	return DType(h.DType)
+}
+
+// hdrSig is the IsendSig word of h (a request to send with flagLayout has
+// none: its Seq is the layout).
+func hdrSig(h *transport.Header) uint64 {
+	if h.Kind == KindRTS && h.Flags&flagLayout != 0 {
+		return 0
+	}
+	return h.Seq
+}
+
+func checkFit(r *Req, dtype DType, n int) error {
 	if dtype != r.dtype {
 		return fmt.Errorf("%w: message has type %s, receive buffer has type %s", ErrType, DTypeName(dtype), DTypeName(r.dtype))
 	}
@@ -595,15 +631,15 @@ func checkFit(r *Req, dtype uint8, n int) error {
 }
 
 func (e *Engine) deliverEager(r *Req, m *msg) {
-	r.st = Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: len(m.data), DType: m.h.DType, Sig: m.h.Seq}
-	if r.alloc && m.h.DType == r.dtype {
+	r.st = Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: len(m.data), DType: hdrDType(&m.h), Sig: m.h.Seq}
+	if r.alloc && r.st.DType == r.dtype {
 		// The message's own buffer becomes the receive's: no copy.
 		r.buf, r.pooled = m.data, m.pooled
 		m.pooled = nil
 		r.complete()
 		return
 	}
-	r.st.Err = checkFit(r, m.h.DType, len(m.data))
+	r.st.Err = checkFit(r, r.st.DType, len(m.data))
 	copy(r.buf, m.data) // on truncation the fitting prefix
 	putBuf(m.pooled)
 	r.complete()
@@ -629,9 +665,9 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			r.peer = from
 			e.flying.push(r, inFlight)
 			e.mu.Unlock()
-			r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.N), DType: h.DType, Sig: h.Seq}
-			allocFor(r, h.DType, int(h.N))
-			if err := checkFit(r, h.DType, int(h.N)); err != nil {
+			r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: int(h.N), DType: hdrDType(h), Sig: h.Seq}
+			allocFor(r, r.st.DType, int(h.N))
+			if err := checkFit(r, r.st.DType, int(h.N)); err != nil {
 				r.st.Err = err
 				if h.N == 0 {
 					return nil, r
@@ -694,7 +730,7 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 		}
 		e.flying.push(r, inFlight)
 		e.mu.Unlock()
-		d := transport.Header{Kind: KindData, Ctx: r.ctx, A: h.B, N: uint64(len(r.buf))}
+		d := transport.Header{Kind: KindData, Ctx: r.ctx, A: h.B, B: r.dtype.Layout(), N: uint64(len(r.buf))}
 		payload := r.buf
 		if h.Flags&flagDiscard != 0 { // the receiver drops the message
 			d.N, payload = 0, nil
@@ -711,6 +747,12 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 		}
 		e.flying.push(r, inFlight)
 		e.mu.Unlock()
+		if r.st.Err == nil && r.dtype.Code() == DTStruct && h.B != r.dtype.Layout() {
+			// The layouts differ (the codes matched at the request to
+			// send): drop the data.
+			r.st.DType = MakeStruct(h.B)
+			r.st.Err = checkFit(r, r.st.DType, 0)
+		}
 		if r.st.Err != nil || h.N == 0 {
 			return nil, r
 		}
@@ -779,7 +821,7 @@ func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any, e
 		switch {
 		case fail != nil:
 			if !c.drain {
-				r.st = Status{Source: int(c.h.Src), Tag: int(c.h.Tag), Bytes: len(c.data), DType: c.h.DType, Sig: c.h.Seq}
+				r.st = Status{Source: int(c.h.Src), Tag: int(c.h.Tag), Bytes: len(c.data), DType: hdrDType(&c.h), Sig: c.h.Seq}
 			}
 			r.st.Err = fail
 			putBuf(c.pooled)
@@ -1128,7 +1170,7 @@ func (e *Engine) probeLocked(ctx uint32, src, tag int32) (Status, bool) {
 			if m.h.Kind == KindRTS {
 				n = int(m.h.B)
 			}
-			return Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: n, DType: m.h.DType}, true
+			return Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: n, DType: hdrDType(&m.h)}, true
 		}
 	}
 	return Status{}, false
@@ -1353,14 +1395,15 @@ func (e *Engine) TagPoisons() int { return int(e.nTagPoison.Load()) }
 // otherCall reports whether message h, which receive r does not match, is
 // of another call than r (see IrecvSig).
 func otherCall(r *Req, h *transport.Header) bool {
-	return r.sig != 0 && h.Seq != 0 && h.Seq != r.sig && h.Ctx == r.ctx && h.Tag == r.tag
+	w := hdrSig(h)
+	return r.sig != 0 && w != 0 && w != r.sig && h.Ctx == r.ctx && h.Tag == r.tag
 }
 
 // otherCallLocked unlinks and returns a posted receive that unexpected
 // message h shows in another call (IrecvSig), if any. Only messages that
 // carry a word are looked at. e.mu held.
 func (e *Engine) otherCallLocked(h *transport.Header) *Req {
-	if h.Seq == 0 {
+	if hdrSig(h) == 0 {
 		return nil
 	}
 	for r := e.posted.head; r != nil; r = r.next {
@@ -1379,7 +1422,7 @@ func completeOther(r *Req, h *transport.Header) {
 	if h.Kind == KindRTS {
 		n = int(h.B)
 	}
-	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: n, DType: h.DType, Sig: h.Seq, Err: ErrOtherCall}
+	r.st = Status{Source: int(h.Src), Tag: int(h.Tag), Bytes: n, DType: hdrDType(h), Sig: hdrSig(h), Err: ErrOtherCall}
 	r.complete()
 }
 

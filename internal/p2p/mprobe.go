@@ -65,7 +65,7 @@ func (e *Engine) takeLocked(ctx uint32, src, tag int32, take bool) (*msg, Status
 			if m.h.Kind == KindRTS {
 				n = int(m.h.B)
 			}
-			st := Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: n, DType: m.h.DType, Sig: m.h.Seq}
+			st := Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: n, DType: hdrDType(&m.h), Sig: hdrSig(&m.h)}
 			if take {
 				e.unlinkMsg(m)
 				m.held = true
@@ -122,7 +122,7 @@ func (e *Engine) probeWait(ctx uint32, src int32, peer int, tag int32, abort, si
 // Mrecv receives held message mm into buf (element type dtype) and
 // returns the request, complete or completing as a receive that matched
 // the message at arrival. A second Mrecv of mm fails with ErrMsgUsed.
-func (e *Engine) Mrecv(mm *Msg, dtype uint8, buf []byte) (*Req, error) {
+func (e *Engine) Mrecv(mm *Msg, dtype DType, buf []byte) (*Req, error) {
 	if mm.used {
 		return nil, ErrMsgUsed
 	}
@@ -160,7 +160,7 @@ func (e *Engine) Mrecv(mm *Msg, dtype uint8, buf []byte) (*Req, error) {
 		}
 		e.mu.Unlock()
 		if m.cut != nil {
-			r.st = Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: int(m.h.N), DType: m.h.DType, Err: m.cut}
+			r.st = Status{Source: int(m.h.Src), Tag: int(m.h.Tag), Bytes: int(m.h.N), DType: hdrDType(&m.h), Err: m.cut}
 			putBuf(m.pooled)
 			r.complete()
 		} else {

@@ -11,7 +11,7 @@ import (
 // payload not yet placed.
 func arriving(t *testing.T, e *Engine, n int) (transport.Header, []byte, any) {
 	t.Helper()
-	h := transport.Header{Kind: KindEager, DType: DTByte, Ctx: 4, Src: 1, Tag: 3, N: uint64(n)}
+	h := transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 4, Src: 1, Tag: 3, N: uint64(n)}
 	dst, cookie := e.Frame(1, h)
 	if len(dst) != n {
 		t.Fatalf("Frame gave a %d-byte buffer for %d bytes", len(dst), n)
