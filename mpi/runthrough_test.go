@@ -1134,3 +1134,53 @@ func TestRunThroughAgreementRootDiesAfterDeciding(t *testing.T) {
 		})
 	}
 }
+
+// Seed 003 17.6.2: MPI_SENDRECV_REPLACE follows MPI_SENDRECV's rules on a
+// run-through communicator: a failed peer (destination or source) gives
+// ErrInStatus with the failed rank and ErrRankFailStop in the status, the
+// handler called once per call; with live peers the buffer is replaced.
+func TestRunThroughSendrecvReplaceErrInStatus(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		switch c.Rank() {
+		case 2:
+			w.Kill()
+		case 0:
+			var calls atomic.Int32
+			c.SetErrhandler(mpi.NewErrhandler(func(*mpi.Comm, error) { calls.Add(1) }))
+			defer c.SetErrhandler(mpi.ErrorsReturn)
+			c.EnableRunThrough()
+			if err := awaitFailure(c, 2); err != nil {
+				return err
+			}
+			calls.Store(0)
+			buf := []int{7}
+			st, err := mpi.SendrecvReplace(c, buf, 2, 0, 1, 0) // failed destination
+			if !errors.Is(err, mpi.ErrInStatus) || st.Source != 2 || !errors.Is(st.Err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("failed destination: %+v %v", st, err)
+			}
+			st, err = mpi.SendrecvReplace(c, buf, 1, 0, 2, 0) // failed source
+			if !errors.Is(err, mpi.ErrInStatus) || st.Source != 2 || !errors.Is(st.Err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("failed source: %+v %v", st, err)
+			}
+			if n := calls.Load(); n != 2 {
+				return fmt.Errorf("error handler called %d times for 2 operations", n)
+			}
+			buf[0] = 5
+			if st, err := mpi.SendrecvReplace(c, buf, 1, 1, 1, 1); err != nil || buf[0] != 6 || st.Source != 1 {
+				return fmt.Errorf("failure-free SendrecvReplace: %v %+v %v", buf, st, err)
+			}
+		case 1:
+			buf := []int{0}
+			if _, err := mpi.Recv(c, buf, 0, 0); err != nil || buf[0] != 7 {
+				return fmt.Errorf("rank 1: %v %v", buf, err)
+			}
+			if _, err := mpi.Recv(c, buf, 0, 1); err != nil || buf[0] != 5 {
+				return fmt.Errorf("rank 1: %v %v", buf, err)
+			}
+			if err := mpi.Send(c, []int{6}, 0, 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
