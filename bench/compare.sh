@@ -55,18 +55,8 @@ SKIPPED=()
 FAILED=()
 T_BEGIN=$(date +%s)
 
-log() { echo "# $*" >&2; }
-
-# The machine is shared and has 2 cores: anything else running skews results.
-load_check() {
-	local l1
-	l1=$(cut -d' ' -f1 /proc/loadavg)
-	if awk -v l="$l1" 'BEGIN {exit !(l > 0.5)}'; then
-		log "WARNING: load average $l1 $1: other work on this host will skew the numbers"
-	fi
-}
-skip() { SKIPPED+=("$*"); log "SKIP: $*"; }
-fail() { FAILED+=("$*"); log "FAILED: $*"; }
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
 
 want() { # want PART: is PART selected by $COMPARE?
 	local p
@@ -85,26 +75,6 @@ for p in ${COMPARE//,/ }; do
 done
 
 # ---------------------------------------------------------------- packages
-PKGS=(mpich libmpich-dev openmpi-bin libopenmpi-dev)
-ensure_packages() {
-	local missing=() p
-	for p in "${PKGS[@]}"; do
-		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-			missing+=("$p")
-		fi
-	done
-	((${#missing[@]} == 0)) && return 0
-	if [[ $SKIP_INSTALL == 1 ]]; then
-		log "missing packages ${missing[*]} and SKIP_INSTALL=1"
-		return 1
-	fi
-	local sudo=()
-	((EUID != 0)) && sudo=(sudo)
-	log "installing ${missing[*]}"
-	"${sudo[@]}" apt-get update -q >&2
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${missing[@]}" >&2
-}
-
 HAVE_MPI=1
 if ! ensure_packages; then
 	HAVE_MPI=0
@@ -121,19 +91,6 @@ if ((HAVE_MPI)); then
 	fi
 fi
 
-# go_build NAME PKG: build one Go binary; a missing package is a skip.
-go_build() {
-	local out=$1 pkg=$2
-	if [[ ! -d $ROOT/${pkg#./} ]]; then
-		skip "$pkg does not exist yet (no $(basename "$out"))"
-		return 1
-	fi
-	if ! (cd "$ROOT" && go build -o "$out" "$pkg") >"$LOGDIR/go-build-$(basename "$out").log" 2>&1; then
-		skip "go build $pkg failed: $(head -n 3 "$LOGDIR/go-build-$(basename "$out").log" | tr '\n' ' ')"
-		return 1
-	fi
-	log "built $out"
-}
 HAVE_FTMPIRUN=0 HAVE_FTBENCH=0 HAVE_FTHELLO=0
 mkdir -p "$BUILD/ftmpi"
 go_build "$BUILD/ftmpi/ftmpirun" ./cmd/ftmpirun && HAVE_FTMPIRUN=1
@@ -150,28 +107,6 @@ FTRUN=$BUILD/ftmpi/ftmpirun
 FTBENCH=$BUILD/ftmpi/ftmpi-bench
 
 # ---------------------------------------------------------------- launchers
-OMPI_ROOT=()
-((EUID == 0)) && OMPI_ROOT=(--allow-run-as-root)
-
-# ompi_cmd NP [mpirun options...] -- PROGRAM ARGS...: set CMD to the Open MPI launch.
-ompi_cmd() {
-	local np=$1
-	shift
-	local opts=()
-	while [[ $1 != -- ]]; do opts+=("$1"); shift; done
-	shift
-	local over=()
-	((np > 2)) && over=(--oversubscribe)
-	CMD=(mpirun.openmpi "${OMPI_ROOT[@]}" "${over[@]}" "${opts[@]}" -n "$np" "$@")
-}
-# mpich_cmd NP PROGRAM ARGS...: set CMD to the MPICH launch.
-mpich_cmd() {
-	local np=$1
-	shift
-	CMD=(mpirun.mpich -n "$np" "$@")
-}
-CMD=()
-
 # run_json LABEL TIMEOUT CMD...: run one benchmark launch; its JSON lines go to
 # stdout and the results file, everything else to a log. Returns 1 on failure,
 # 2 (a skip, not a failure) if the program says it does not know the benchmark.
@@ -294,12 +229,6 @@ run_coll() {
 }
 
 # ---------------------------------------------------------------- job start
-now_ns() { date +%s%N; }
-
-median_of() { # median_of NUMBERS...
-	printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
-}
-
 run_start() {
 	log "=== job start (launcher + init + barrier + finalize), np $START_NPS, $START_RUNS launches each ==="
 	local launchers=()
