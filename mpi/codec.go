@@ -39,7 +39,8 @@ type Codec interface {
 // stream per message (the type's description travels with every
 // message). Interface values need their concrete types registered with
 // gob.Register, as gob always requires; unexported struct fields are not
-// sent.
+// sent. It has no MPI counterpart: it plays the part of mpi4py's default
+// pickle (MPI.pickle).
 var GobCodec Codec = gobCodec{}
 
 type gobCodec struct{}
@@ -83,7 +84,8 @@ func (c *Comm) SetCodec(codec Codec) error {
 	return nil
 }
 
-// Codec returns the codec of c's Go values (see SetCodec).
+// Codec returns the codec of c's Go values (see SetCodec). It has no MPI
+// counterpart (mpi4py's MPI.pickle is process-wide).
 func (c *Comm) Codec() Codec {
 	if p := c.codec.Load(); p != nil {
 		return *p

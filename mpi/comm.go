@@ -138,7 +138,8 @@ func (c *Comm) SetName(name string) error {
 	return nil
 }
 
-// World returns the World c belongs to.
+// World returns the World c belongs to. It has no MPI counterpart:
+// Go-specific (MPI's per-process state is global; ftmpi's is the World).
 func (c *Comm) World() *World { return c.w }
 
 // Group returns the group of c (MPI_Comm_group); for an intercommunicator,
@@ -261,7 +262,9 @@ func (c *Comm) rankOfProc(p int) int {
 }
 
 // Numeric is the set of numeric element types: the element types of the
-// predefined reduction operations' loops. Buffers take any Elem.
+// predefined reduction operations' loops. Buffers take any Elem. It has no
+// MPI counterpart as a type: it is the Go side of MPI's predefined numeric
+// datatypes (MPI_BYTE, MPI_INT8_T ... MPI_DOUBLE, MPI_C_DOUBLE_COMPLEX).
 type Numeric interface {
 	byte | int8 | int16 | int32 | int64 | uint16 | uint32 | uint64 | int | uint | uintptr |
 		float32 | float64 | complex64 | complex128

@@ -17,7 +17,9 @@ import (
 // Config holds the tunable settings of a World: how processes talk, when
 // messages switch protocol, how the runtime waits, and how failures are
 // detected. Start from DefaultConfig, change what you need, and pass it to
-// InitConfig or RunConfig; a zero Config is not valid.
+// InitConfig or RunConfig; a zero Config is not valid. It has no MPI
+// counterpart (the analogue is an implementation's run-time parameters,
+// such as Open MPI's MCA parameters).
 //
 // A process started by ftmpirun (InitConfig, Init) applies the FTMPI_*
 // environment variables over the Config it is given (see ApplyEnv): the
@@ -91,7 +93,8 @@ type Config struct {
 	FaultInjection string
 }
 
-// Transport names accepted in Config.Transport.
+// Transport names accepted in Config.Transport. They have no MPI
+// counterpart (Config).
 const (
 	TransportAuto = boot.TransportAuto
 	TransportUnix = boot.TransportUnix
@@ -101,15 +104,17 @@ const (
 // SpinAuto, as Config.ReaderSpin, lets the runtime choose the reader spin
 // from the number of processes on the host and the host's cores as the
 // launcher counted them (this process's CPU count only when not launched).
+// It has no MPI counterpart (Config).
 const SpinAuto time.Duration = -1
 
-// Bounds of Config values.
+// Bounds of Config values. They have no MPI counterpart (Config).
 const (
 	MaxEagerLimit = 1 << 20
 	MaxSpin       = time.Second
 )
 
-// Environment variables read by ApplyEnv.
+// Environment variables read by ApplyEnv. They have no MPI counterpart
+// (Open MPI's OMPI_MCA_* variables are the analogue).
 const (
 	EnvEagerLimit     = "FTMPI_EAGER_LIMIT"     // Config.EagerLimit, bytes
 	EnvSpin           = "FTMPI_SPIN"            // Config.ReaderSpin: "auto" or a Go duration
@@ -122,7 +127,7 @@ const (
 )
 
 // DefaultConfig returns the defaults: safe for ranks on one host or a LAN,
-// oversubscribed or not.
+// oversubscribed or not. It has no MPI counterpart (Config).
 func DefaultConfig() Config {
 	return Config{
 		Transport:        TransportAuto,
@@ -136,7 +141,8 @@ func DefaultConfig() Config {
 }
 
 // ConfigError reports a Config field with a value that is not allowed (or
-// the environment variable that set it).
+// the environment variable that set it). It has no MPI counterpart
+// (Config).
 type ConfigError struct {
 	Field string // "EagerLimit", or the variable: "FTMPI_EAGER_LIMIT"
 	Value string // the value as given
@@ -148,7 +154,7 @@ func (e *ConfigError) Error() string {
 }
 
 // Validate reports the first field of c whose value is not allowed, as a
-// *ConfigError (nil if there is none).
+// *ConfigError (nil if there is none). It has no MPI counterpart (Config).
 func (c Config) Validate() error {
 	bad := func(field string, v any, msg string, args ...any) error {
 		return &ConfigError{Field: field, Value: fmt.Sprint(v), Msg: fmt.Sprintf(msg, args...)}
@@ -198,7 +204,8 @@ func (c Config) Validate() error {
 // set (the Env* constants), reading them with lookup (os.LookupEnv for the
 // process's environment). A variable that is set but empty is ignored. A
 // malformed value gives a *ConfigError naming the variable, and c is left
-// unchanged. It does not validate the result: call Validate.
+// unchanged. It does not validate the result: call Validate. It has no
+// MPI counterpart (Config).
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	out := *c
 	var errs []error

@@ -105,6 +105,9 @@ import (
 // communicator) is described at the top of ctx.go and in docs/semantics.md.
 //
 // A nil ctx gives a view on which every call fails with ErrArg.
+//
+// It has no MPI counterpart: Go-specific (MPI has no cancellation or
+// deadline of a blocking call).
 func (c *Comm) WithContext(ctx context.Context) *Comm {
 	if c == nil {
 		return nil
@@ -128,7 +131,8 @@ func (c *Comm) WithContext(ctx context.Context) *Comm {
 }
 
 // Context returns the context of a view made by WithContext, or
-// context.Background() for a communicator without one.
+// context.Background() for a communicator without one. It has no MPI
+// counterpart: Go-specific (see WithContext).
 func (c *Comm) Context() context.Context {
 	if c == nil || c.cctx == nil {
 		return context.Background()

@@ -85,6 +85,9 @@ func errType(class *Class, op, format string, args ...any) error {
 // numeric types and bool (named ones included), the layout of a struct or
 // array type (its fields in memory order; its extent is the Go size, so
 // consecutive elements of a []T follow each other). It is committed.
+// It has no MPI counterpart as a call: it returns the predefined datatype
+// (MPI_DOUBLE ...) or the layout a C program builds by hand with
+// MPI_Type_create_struct and MPI_Type_commit.
 func TypeOf[T Elem]() (*Datatype, error) {
 	f := elemOf[T]()
 	if f.err != "" {

@@ -52,7 +52,8 @@ import (
 // layouts on a mismatch). Any other type (a pointer, slice, string, map,
 // interface, channel or function, at any depth, or a type of size 0) is an
 // ErrType error of the call naming the type and the field, before anything
-// is sent.
+// is sent. It has no MPI counterpart as a type: the element type of a
+// buffer stands for the MPI_Datatype argument of the C calls.
 type Elem interface{}
 
 // elemFacts is what the runtime needs to know about an element type.

@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// Class is an MPI error class. Every error returned by this package
+// Class is an MPI error class (MPI_ERR_BUFFER ...; MPI_Error_class maps an
+// error to it). Every error returned by this package
 // satisfies errors.Is against exactly one Class value (ErrRankFailStop and
 // ErrProcFailed are the same class under two names).
 type Class struct {
@@ -18,7 +19,7 @@ type Class struct {
 func (c *Class) Error() string { return c.name }
 
 // Code is the numeric MPI error class value (as in Open MPI's mpi.h where
-// the class exists there).
+// the class exists there): the int that MPI_Error_class returns.
 func (c *Class) Code() int { return c.code }
 
 // The MPI error classes.
@@ -54,7 +55,8 @@ var (
 var ErrRankFailStop = ErrProcFailed
 
 // Error is the error type returned by ftmpi calls: an MPI error class with
-// the operation, communicator and peer it happened on.
+// the operation, communicator and peer it happened on. It stands for an
+// MPI error code; Error() is its MPI_Error_string.
 type Error struct {
 	Class  *Class // the MPI error class
 	Op     string // the MPI operation, e.g. "MPI_Recv"
@@ -65,7 +67,8 @@ type Error struct {
 	cause error // a call cut by its context: the context's error (ctx.go)
 }
 
-// NoPeer is Error.Peer when no single peer is involved.
+// NoPeer is Error.Peer when no single peer is involved. It has no MPI
+// counterpart (Error).
 const NoPeer = -1 << 31
 
 func (e *Error) Error() string {

@@ -24,7 +24,9 @@ type Group struct {
 // GroupEmpty is the group with no members (MPI_GROUP_EMPTY).
 var GroupEmpty = &Group{self: -1, rank: Undefined}
 
-// Comparison is the result of CompareGroups and CompareComms.
+// Comparison is the result of CompareGroups and CompareComms
+// (MPI_Group_compare, MPI_Comm_compare): MPI_IDENT, MPI_CONGRUENT,
+// MPI_SIMILAR or MPI_UNEQUAL.
 type Comparison int
 
 // Results of CompareGroups and CompareComms, with MPI's values.
@@ -118,7 +120,8 @@ func (g *Group) String() string {
 }
 
 // WorldRanks returns the CommWorld rank of each member, in group order
-// (a copy).
+// (a copy): MPI_Group_translate_ranks of every rank of g against the group
+// of MPI_COMM_WORLD.
 func (g *Group) WorldRanks() []int {
 	if g == nil {
 		return nil

@@ -136,7 +136,7 @@ func (i *Info) GetNthkey(n int) (string, error) {
 }
 
 // Keys returns the keys in the order they were first set (nil for a nil
-// Info).
+// Info): MPI_Info_get_nthkey for each n below MPI_Info_get_nkeys.
 func (i *Info) Keys() []string {
 	if i == nil {
 		return nil

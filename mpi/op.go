@@ -37,7 +37,8 @@ type Op struct {
 	utype       string // element type of a user operation, for errors
 }
 
-// Name returns the MPI name of the operation.
+// Name returns the MPI name of the operation ("MPI_SUM"). It has no MPI
+// counterpart (MPI operations have no name to query).
 func (o *Op) Name() string { return o.name }
 
 // Commutative reports whether the operation is commutative (MPI_Op_commutative).

@@ -71,7 +71,8 @@ func isReinitHandler(h *Errhandler) bool { return h == ErrorsReinitAsync || h ==
 // Reinit (Go's stand-in for the longjmp of seed 000). Reinit recovers it
 // in the goroutine that runs the resilient function; a program that calls
 // MPI from other goroutines under ErrorsReinitAsync must recover it there
-// (or stop those goroutines when the context is cancelled).
+// (or stop those goroutines when the context is cancelled). It has no MPI
+// counterpart: the longjmp back to MPI_Reinit is Go's panic here.
 type Rollback struct {
 	Epoch  int    // the epoch that ended
 	Reason string // the failure that ended it
@@ -305,7 +306,9 @@ func runResilient(fn func(context.Context, *World, ReinitState) error, w *World,
 }
 
 // Epoch is the number of Reinit rollbacks this World's epoch follows: 0
-// for the first, increased by each failure the job recovered from.
+// for the first, increased by each failure the job recovered from. It has
+// no MPI counterpart (MPI_Reinit tells the resilient function only its
+// state: new, reinited or restarted).
 func (w *World) Epoch() int { return w.epoch }
 
 // checkSetErrhandler enforces seed 000, 1.4: the Reinit handlers belong on

@@ -5,7 +5,8 @@ package mpi
 // --restart-on-failure (Checkpoint-on-Failure, seed 002 chapter 4). A
 // relaunched job is a new job (new ranks, new communicators); a program
 // uses this to know that it should restart from the checkpoints its
-// previous launch wrote. It is 0 under Run and for a singleton.
+// previous launch wrote. It is 0 under Run and for a singleton. It has no
+// MPI counterpart (Checkpoint-on-Failure leaves it to the launcher).
 func (w *World) Restarted() int {
 	if w.proc == nil {
 		return 0

@@ -126,9 +126,10 @@ func (c *Comm) runThrough() *rtModel {
 }
 
 // EnableRunThrough makes c follow the run-through stabilization model of
-// seed 003 instead of ULFM's (an ftmpi call, not an MPI function: the
-// chapter-17 functions do the same implicitly). It is local and cannot be
-// undone.
+// seed 003 instead of ULFM's. It has no MPI counterpart: an ftmpi call,
+// not an MPI function (the chapter-17 functions of seed 003 do the same
+// implicitly; errors name it MPIX_Comm_enable_run_through). It is local
+// and cannot be undone.
 func (c *Comm) EnableRunThrough() error {
 	if err := checkComm(c, "MPIX_Comm_enable_run_through"); err != nil {
 		return err
@@ -138,7 +139,7 @@ func (c *Comm) EnableRunThrough() error {
 }
 
 // RunThrough reports whether c follows the run-through stabilization model
-// (see EnableRunThrough).
+// (see EnableRunThrough). It has no MPI counterpart (see EnableRunThrough).
 func (c *Comm) RunThrough() bool {
 	if c == nil {
 		return false

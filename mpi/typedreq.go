@@ -1,7 +1,7 @@
 package mpi
 
-// RequestOf is a pending nonblocking operation whose completion yields a
-// value of type T: the value IrecvValue receives, the flag Iagree agrees
+// RequestOf is a pending nonblocking operation (an MPI_Request) whose
+// completion yields a value of type T: the value IrecvValue receives, the flag Iagree agrees
 // on, the communicator Ishrink creates, the group Ivalidate recognises.
 // Its Wait and Test return the value with the outcome, where the MPI
 // calls write through an output argument.
@@ -53,7 +53,8 @@ func (r *RequestOf[T]) Test() (T, bool, error) {
 
 // Status is the status of the completed operation (for IrecvValue: the
 // source, tag and length in bytes of the message); an empty status
-// before completion.
+// before completion. It is the MPI_Status that MPI_Wait or MPI_Test
+// filled in.
 func (r *RequestOf[T]) Status() Status {
 	if r == nil || r.Request == nil || !r.Request.done {
 		return emptyStatus()

@@ -306,10 +306,12 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 	return w, nil
 }
 
-// Rank is this process's rank in CommWorld.
+// Rank is this process's rank in CommWorld (MPI_Comm_rank of
+// MPI_COMM_WORLD).
 func (w *World) Rank() int { return w.world.rank }
 
-// Size is the number of processes in CommWorld.
+// Size is the number of processes in CommWorld (MPI_Comm_size of
+// MPI_COMM_WORLD).
 func (w *World) Size() int { return w.world.size }
 
 // CommWorld returns MPI_COMM_WORLD. After a Reinit rollback it is the
@@ -335,7 +337,7 @@ func (w *World) CommSelf() *Comm {
 }
 
 // Transport names the transport in use: "inproc", "singleton", "auto",
-// "unix" or "tcp".
+// "unix" or "tcp". It has no MPI counterpart (Config.Transport).
 func (w *World) Transport() string { return w.mode }
 
 // MessagesSent is the number of messages this process has sent so far,
@@ -419,7 +421,8 @@ func (w *World) Abort(code int) {
 // every other rank learns of the failure as if the process had died, this
 // rank's pending calls fail, and the calling goroutine ends
 // (runtime.Goexit); Run does not count it as an error. In a real process it
-// sends SIGKILL to itself. It does not return.
+// sends SIGKILL to itself. It does not return. It has no MPI
+// counterpart: fault injection (the in-process kill -9).
 func (w *World) Kill() {
 	if w.run == nil {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -444,8 +447,8 @@ func (w *World) abortedErr(op string, c *Comm) error {
 	return newErr(ErrOther, op, c, NoPeer, "job aborted")
 }
 
-// AbortError is returned by Run when a rank called Abort (or an error was
-// fatal).
+// AbortError is returned by Run when a rank called Abort (MPI_Abort) or an
+// error was fatal (MPI_ERRORS_ARE_FATAL).
 type AbortError struct {
 	Rank, Code int
 }
@@ -456,7 +459,8 @@ func (e *AbortError) Error() string {
 
 // PanicError is returned by Run (joined with the other ranks' errors) for a
 // rank whose function panicked: the value and the goroutine's stack at the
-// panic, so the cause is not lost with the goroutine.
+// panic, so the cause is not lost with the goroutine. It has no MPI
+// counterpart: Go-specific.
 type PanicError struct {
 	Rank  int
 	Value any    // what was passed to panic
@@ -475,7 +479,8 @@ func (e *PanicError) Unwrap() error {
 
 // Run runs fn as n ranks, each a goroutine with its own World, connected by
 // an in-memory transport with the same semantics as the socket transports:
-// RunConfig(n, DefaultConfig(), fn).
+// RunConfig(n, DefaultConfig(), fn). It has no MPI counterpart (see
+// RunConfig).
 func Run(n int, fn func(w *World) error) error { return RunConfig(n, DefaultConfig(), fn) }
 
 // RunConfig runs fn as n ranks, each a goroutine with its own World
@@ -485,7 +490,9 @@ func Run(n int, fn func(w *World) error) error { return RunConfig(n, DefaultConf
 // automatically. If any rank returns an error, panics, or aborts, the job
 // is torn down: every other rank's pending and later MPI calls fail, and
 // RunConfig returns the errors (an *AbortError for an abort, a *PanicError
-// with the stack for a panic).
+// with the stack for a panic). It has no MPI counterpart: it is what
+// mpiexec -n n does, in one process, with MPI_Init and MPI_Finalize
+// around each fn.
 func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 	if n < 1 {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "need at least 1 rank, got %d", n)
