@@ -13,6 +13,16 @@
 // class (errors.Is(err, mpi.ErrTruncate)); a communicator's error handler
 // decides whether they are returned or abort the job.
 //
+// A buffer is a slice of any fixed-size element type (Elem): numbers,
+// bools, named types of them, and arrays and structs made of those, sent
+// as their bytes (a struct's layout is checked by the receiver). Derived
+// datatypes (TypeVector, TypeCreateStruct, ...) describe other layouts for
+// the *Typed calls; any Go value travels through SendValue, RecvValue and
+// the *Value collectives, encoded by the communicator's Codec (gob by
+// default), as mpi4py's lower-case calls do with pickle. Every blocking
+// call can be bounded by a context.Context by making it on a view of the
+// communicator (Comm.WithContext).
+//
 // # Failures are not reported uniformly
 //
 // Under ftmpirun --on-failure continue (ULFM, seed 002 appendix A), an
