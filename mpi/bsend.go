@@ -170,12 +170,9 @@ func (b *bsendState) settle(off int, req *p2p.Req) {
 // space of the buffer (or no buffer attached) is an ErrBuffer error.
 func Bsend[T Elem](c *Comm, buf []T, dest, tag int) error {
 	const op = "MPI_Bsend"
-	if err := c.checkSendArgs(op, dest, tag); err != nil {
-		return err
-	}
-	dt, err := elemFor[T](c, op)
+	dt, err := sendArgs[T](c, op, dest, tag)
 	if err != nil {
-		return c.handle(err)
+		return err
 	}
 	return c.handle(bsendRaw(c, op, dt, asBytes(buf), dest, tag))
 }
@@ -186,12 +183,9 @@ func Bsend[T Elem](c *Comm, buf []T, dest, tag int) error {
 // communicator, a full buffer) are reported by its completion.
 func Ibsend[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	const op = "MPI_Ibsend"
-	if err := c.checkSendArgs(op, dest, tag); err != nil {
-		return nil, err
-	}
-	dt, err := elemFor[T](c, op)
+	dt, err := sendArgs[T](c, op, dest, tag)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, err
 	}
 	req := &Request{c: c, op: op, peer: dest}
 	req.finishBsend(bsendRaw(c, op, dt, asBytes(buf), dest, tag))
@@ -202,12 +196,9 @@ func Ibsend[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 // Start copies buf into the attached buffer as Ibsend does.
 func BsendInit[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	const op = "MPI_Bsend_init"
-	if err := c.checkSendArgs(op, dest, tag); err != nil {
-		return nil, err
-	}
-	dt, err := elemFor[T](c, op)
+	dt, err := sendArgs[T](c, op, dest, tag)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, err
 	}
 	req := newPersistent(c, op, dest, false)
 	b := asBytes(buf)

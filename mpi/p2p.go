@@ -87,6 +87,32 @@ func (c *Comm) checkSendArgs(op string, dest, tag int) error {
 	return nil
 }
 
+// sendArgs checks the communicator, destination, tag and element type of
+// a send of T elements and returns T's message type; an error has passed
+// c's handler where one can run.
+func sendArgs[T Elem](c *Comm, op string, dest, tag int) (p2p.DType, error) {
+	if err := c.checkSendArgs(op, dest, tag); err != nil {
+		return 0, err
+	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return 0, c.handle(err)
+	}
+	return dt, nil
+}
+
+// recvArgs is sendArgs for a receive from source.
+func recvArgs[T Elem](c *Comm, op string, source, tag int) (p2p.DType, error) {
+	if err := c.checkRecvArgs(op, source, tag); err != nil {
+		return 0, err
+	}
+	dt, err := elemFor[T](c, op)
+	if err != nil {
+		return 0, c.handle(err)
+	}
+	return dt, nil
+}
+
 // engineErr converts an engine error into an MPI error. The class says
 // what the engine's sentinel says, so the detail is only what the engine
 // added to it (engineDetail): an error text never repeats itself.
@@ -140,12 +166,9 @@ func Ssend[T Elem](c *Comm, buf []T, dest, tag int) error {
 }
 
 func send[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) error {
-	if err := c.checkSendArgs(op, dest, tag); err != nil {
-		return err
-	}
-	dt, err := elemFor[T](c, op)
+	dt, err := sendArgs[T](c, op, dest, tag)
 	if err != nil {
-		return c.handle(err)
+		return err
 	}
 	if dest == ProcNull {
 		return nil
@@ -180,12 +203,9 @@ func (c *Comm) sendBytes(op string, dt p2p.DType, b []byte, dest, tag int, sync 
 // tag may be AnyTag. A message longer than buf is an ErrTruncate error.
 func Recv[T Elem](c *Comm, buf []T, source, tag int) (Status, error) {
 	const op = "MPI_Recv"
-	if err := c.checkRecvArgs(op, source, tag); err != nil {
-		return emptyStatus(), err
-	}
-	dt, err := elemFor[T](c, op)
+	dt, err := recvArgs[T](c, op, source, tag)
 	if err != nil {
-		return emptyStatus(), c.handle(err)
+		return emptyStatus(), err
 	}
 	if source == ProcNull {
 		return procNullStatus(), nil
@@ -275,12 +295,9 @@ func Issend[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 }
 
 func isend[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
-	if err := c.checkSendArgs(op, dest, tag); err != nil {
-		return nil, err
-	}
-	dt, err := elemFor[T](c, op)
+	dt, err := sendArgs[T](c, op, dest, tag)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, err
 	}
 	req := &Request{c: c, op: op, peer: dest}
 	if dest == ProcNull {
@@ -321,12 +338,9 @@ func (c *Comm) isendBytes(req *Request, dt p2p.DType, b []byte, dest, tag int, s
 // request completes.
 func Irecv[T Elem](c *Comm, buf []T, source, tag int) (*Request, error) {
 	const op = "MPI_Irecv"
-	if err := c.checkRecvArgs(op, source, tag); err != nil {
-		return nil, err
-	}
-	dt, err := elemFor[T](c, op)
+	dt, err := recvArgs[T](c, op, source, tag)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, err
 	}
 	return c.irecv(op, source, tag, func() (*p2p.Req, error) { return c.postRecv(source, tag, dt, asBytes(buf)) })
 }

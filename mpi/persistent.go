@@ -218,12 +218,9 @@ func RsendInit[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 }
 
 func sendInit[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Request, error) {
-	if err := c.checkSendArgs(op, dest, tag); err != nil {
-		return nil, err
-	}
-	dt, err := elemFor[T](c, op)
+	dt, err := sendArgs[T](c, op, dest, tag)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, err
 	}
 	req := newPersistent(c, op, dest, false)
 	b := asBytes(buf)
@@ -261,12 +258,9 @@ func (r *Request) startSend(dt p2p.DType, b []byte, dest, tag int, sync bool) {
 // completes.
 func RecvInit[T Elem](c *Comm, buf []T, source, tag int) (*Request, error) {
 	const op = "MPI_Recv_init"
-	if err := c.checkRecvArgs(op, source, tag); err != nil {
-		return nil, err
-	}
-	dt, err := elemFor[T](c, op)
+	dt, err := recvArgs[T](c, op, source, tag)
 	if err != nil {
-		return nil, c.handle(err)
+		return nil, err
 	}
 	req := newPersistent(c, op, source, true)
 	b := asBytes(buf)
