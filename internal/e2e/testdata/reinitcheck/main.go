@@ -229,8 +229,9 @@ func outside(w *mpi.World) string {
 	return fmt.Sprintf("outside: receive returned %v", err)
 }
 
-// before: rank 1 SIGKILLs itself once every rank is initialized, before
-// anyone called Reinit; the survivors make no MPI call until the file
+// before: rank 1 SIGKILLs itself once every rank is initialized and has
+// left the start-up barrier, before anyone called Reinit; the survivors
+// make no further MPI call until the file
 // named by $REINITCHECK_GO exists (the test creates it once the launcher
 // has handled the death), then call Reinit. Seed 000 1.4.2: with no active
 // rollback location the failure is fatal, so the job must end before a
@@ -242,10 +243,26 @@ func before(w *mpi.World) string {
 		fmt.Fprintf(os.Stderr, "reinitcheck: rank %d: barrier: %v\n", w.Rank(), err)
 		os.Exit(1)
 	}
+	// Rank 1 dies once every other rank has left the barrier (their
+	// arrival messages), not while one still needs its part of it: a
+	// barrier failing at a survivor would be an MPI call seeing the
+	// failure, which this case excludes.
 	if w.Rank() == 1 {
+		for r := 0; r < c.Size(); r++ {
+			if r != 1 {
+				if _, err := mpi.Recv(c, []int32{0}, r, 98); err != nil {
+					fmt.Fprintf(os.Stderr, "reinitcheck: rank 1: arrival of rank %d: %v\n", r, err)
+					os.Exit(1)
+				}
+			}
+		}
 		fmt.Fprintln(os.Stderr, "reinitcheck: rank 1 kills itself before MPI_Reinit")
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
+	}
+	if err := mpi.Send(c, []int32{1}, 1, 98); err != nil {
+		fmt.Fprintf(os.Stderr, "reinitcheck: rank %d: arrival: %v\n", w.Rank(), err)
+		os.Exit(1)
 	}
 	goFile := os.Getenv("REINITCHECK_GO")
 	deadline := time.Now().Add(60 * time.Second)
