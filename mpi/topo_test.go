@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -755,4 +756,71 @@ func TestTopologyRunThrough(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Seed 003 17.9: topology creation is all-or-nothing when a process fails
+// during it: every survivor gets the new communicator, or every survivor
+// an ErrRankFailStop error (the run-through model's creation rule, which
+// the topology constructors are built on).
+func TestTopologyRunThroughCreationAllOrNothing(t *testing.T) {
+	kinds := []string{"cart", "cartsub", "graph", "distgraph", "adjacent"}
+	for _, kind := range kinds {
+		for _, victim := range []int{1, 4} {
+			t.Run(fmt.Sprint(kind, victim), func(t *testing.T) {
+				const n = 5
+				var got, failed atomic.Int32
+				ready := newArrivals(n)
+				run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+					me := c.Rank()
+					if err := c.EnableRunThrough(); err != nil {
+						return err
+					}
+					ring, err := c.CartCreate([]int{n}, []bool{true}, false)
+					if err != nil {
+						return err
+					}
+					ready.arrive()
+					if me == victim {
+						ready.g.wait(t)
+						w.Kill()
+						return nil
+					}
+					var nc *mpi.Comm
+					switch kind {
+					case "cart":
+						nc, err = c.CartCreate([]int{n}, []bool{false}, false)
+					case "cartsub":
+						nc, err = ring.CartSub([]bool{true})
+					case "graph":
+						nc, err = c.GraphCreate([]int{1, 2, 3, 4, 5}, []int{1, 2, 3, 4, 0}, false)
+					case "distgraph":
+						nc, err = c.DistGraphCreate([]int{me}, []int{1}, []int{(me + 1) % n}, nil, false)
+					case "adjacent":
+						nc, err = c.DistGraphCreateAdjacent([]int{(me + n - 1) % n}, nil, []int{(me + 1) % n}, nil, false)
+					}
+					switch {
+					case err == nil && nc != nil:
+						got.Add(1)
+						if nc.Topo() == mpi.Undefined {
+							return errors.New("the new communicator has no topology")
+						}
+						if _, err := nc.Validate(); err != nil {
+							return err
+						}
+					case errors.Is(err, mpi.ErrRankFailStop):
+						failed.Add(1)
+					default:
+						return fmt.Errorf("rank %d: %s during a failure: %v %v", me, kind, nc, err)
+					}
+					return nil
+				})
+				if got.Load() != 0 && failed.Load() != 0 {
+					t.Fatalf("not all-or-nothing: %d got the communicator, %d an error", got.Load(), failed.Load())
+				}
+				if got.Load()+failed.Load() != n-1 {
+					t.Fatalf("%d outcomes, want %d", got.Load()+failed.Load(), n-1)
+				}
+			})
+		}
+	}
 }
