@@ -705,6 +705,11 @@ func TestTopologyRunThrough(t *testing.T) {
 		if err := c.EnableRunThrough(); err != nil {
 			return err
 		}
+		dims, per := []int{2, 2}, []bool{true, false}
+		before, err := c.CartCreate(dims, per, false)
+		if err != nil {
+			return err
+		}
 		started.arrive()
 		if me == victim {
 			started.g.wait(t)
@@ -714,7 +719,11 @@ func TestTopologyRunThrough(t *testing.T) {
 		if err := awaitFailure(c, victim); err != nil {
 			return err
 		}
-		dims, per := []int{2, 2}, []bool{true, false}
+		// A neighbour collective on a communicator with an unrecognised
+		// failure: ErrRankFailStop, at neighbours and others alike.
+		if err := mpi.NeighborAllgather(before, []int{me}, make([]int, 4)); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("rank %d: neighbour collective with an unrecognised failure: %v", me, err)
+		}
 		if nc, err := c.CartCreate(dims, per, false); nc != nil || !errors.Is(err, mpi.ErrRankFailStop) {
 			return fmt.Errorf("rank %d: CartCreate on an inactive communicator: %v %v", me, nc, err)
 		}
