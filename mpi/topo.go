@@ -51,6 +51,17 @@ type topology struct {
 	sources, dests []int
 	sw, dw         []int
 	weighted       bool
+
+	// The neighbour lists of the neighbourhood collectives at this
+	// process (neighbors), computed once at creation (finish).
+	nin, nout, norder []int
+}
+
+// finish computes t's neighbour lists for the process of rank rank and
+// returns t.
+func (t *topology) finish(rank int) *topology {
+	t.nin, t.nout, t.norder = t.neighbors(rank)
+	return t
 }
 
 // topoOf returns c's topology or an ErrTopology error (kind 0: any kind).
@@ -166,15 +177,16 @@ func digestInts(parts ...[]int) uint64 {
 
 // agreeArgs exchanges the verdicts and digests of a topology creation
 // among c's members (raw errors): if some member rejected its arguments,
-// every member returns an error (its own reason, or naming the member);
+// every member returns an error of that class (its own reason, or naming
+// the member);
 // differing digests are an ErrArg error everywhere. Recognised failed
 // members (run-through: slots left 0) contribute nothing.
 func agreeArgs(c *Comm, op string, a topoArgs) error {
-	bad := int64(0)
+	verdict := int64(1) // accepted; 2+code: rejected with that class
 	if a.err != nil {
-		bad = 1
+		verdict = 2 + int64(a.err.Class.code)
 	}
-	all, err := allgatherInts(c, op, 1+bad, int64(a.digest))
+	all, err := allgatherInts(c, op, verdict, int64(a.digest))
 	if err != nil {
 		return err
 	}
@@ -183,8 +195,8 @@ func agreeArgs(c *Comm, op string, a topoArgs) error {
 	}
 	var first uint64
 	for r := 0; r < c.size; r++ {
-		if all[2*r] == 2 {
-			return newErr(ErrArg, op, c, r, "rank %d rejected its arguments", r)
+		if v := all[2*r]; v >= 2 {
+			return newErr(classByCode(int(v-2)), op, c, r, "rank %d rejected its arguments", r)
 		}
 		d := uint64(all[2*r+1])
 		if d == 0 || all[2*r] == 0 {
@@ -228,7 +240,7 @@ func createTopo(c *Comm, op, kind string, n int, a topoArgs, t func(rank int) *t
 			return nil, nil
 		}
 		nc := newDerived(c, derivedName(kind, c), pairs[0], slices.Clone(c.groupProcs()[:n]), c.rank)
-		nc.topo = t(c.rank)
+		nc.topo = t(c.rank).finish(c.rank)
 		return nc, nil
 	}
 	nc, err := c.ftm().create(c, op, fn)
@@ -455,7 +467,7 @@ func (c *Comm) CartSub(remain []bool) (*Comm, error) {
 		}
 		nc := newDerived(c, derivedName("cart_sub", c), pairs[0], members, rank)
 		sub.coords = sub.cartCoords(rank)
-		nc.topo = sub
+		nc.topo = sub.finish(rank)
 		return nc, nil
 	}
 	nc, err := c.ftm().create(c, op, fn)
@@ -722,7 +734,7 @@ func (c *Comm) DistGraphCreate(sources, degrees, dests, weights []int, reorder b
 			return nil, err
 		}
 		nc := newDerived(c, derivedName("dist_graph", c), pairs[0], slices.Clone(c.groupProcs()), c.rank)
-		nc.topo = t
+		nc.topo = t.finish(c.rank)
 		return nc, nil
 	}
 	nc, err := c.ftm().create(c, op, fn)

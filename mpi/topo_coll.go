@@ -147,7 +147,7 @@ func neighborPrep[T Elem](c *Comm, name string, kind int, send []T, sc, sd []int
 	if c.IsInter() || c.topo == nil {
 		return nil, c.failColl(newErr(ErrTopology, name, c, NoPeer, "the communicator has no process topology"))
 	}
-	in, out, order := c.topo.neighbors(c.rank)
+	in, out, order := c.topo.nin, c.topo.nout, c.topo.norder
 	var err error
 	count := -1 // in the signature: the v-variants have none
 	switch kind {
