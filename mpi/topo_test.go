@@ -833,3 +833,52 @@ func TestTopologyRunThroughCreationAllOrNothing(t *testing.T) {
 		}
 	}
 }
+
+// Neighbourhood collectives are collective calls on the communicator's
+// collective context: a wildcard user receive posted before them never
+// takes their messages, and a call whose count differs at one process
+// fails with ErrCount at that process and its neighbours (the call's signature)
+// instead of a wrong result or a hang; the communicator then works.
+func TestNeighborCollectiveIsolationAndMismatch(t *testing.T) {
+	const n = 4
+	dims, per := []int{2, 2}, []bool{true, true}
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		me := c.Rank()
+		cart, err := c.CartCreate(dims, per, false)
+		if err != nil {
+			return err
+		}
+		cart.SetErrhandler(mpi.ErrorsReturn)
+		user := []int{-1}
+		req, err := mpi.Irecv(cart, user, mpi.AnySource, mpi.AnyTag)
+		if err != nil {
+			return err
+		}
+		if err := checkNeighborColls(cart, func(r int) topoRef { return cartRef(r, dims, per) }); err != nil {
+			return err
+		}
+		// The user message, sent after the collectives, is the one received.
+		if err := mpi.Send(cart, []int{100 + me}, (me+1)%n, 3); err != nil {
+			return err
+		}
+		st, err := req.Wait()
+		if err != nil || user[0] != 100+(me+n-1)%n || st.Tag != 3 {
+			return fmt.Errorf("wildcard user receive got %v (tag %d), %v", user, st.Tag, err)
+		}
+		// Rank 0 sends 2 elements, the others 1: rank 0 and its neighbours
+		// 1 and 2 see a mismatch; rank 3 (a neighbour of 1 and 2 only)
+		// may finish first or be released by them.
+		k := 1
+		if me == 0 {
+			k = 2
+		}
+		err = mpi.NeighborAllgather(cart, make([]int, k), make([]int, 4*k))
+		if err == nil && me != 3 {
+			return fmt.Errorf("rank %d: mismatched NeighborAllgather succeeded", me)
+		}
+		if err != nil && !errors.Is(err, mpi.ErrCount) && !errors.Is(err, mpi.ErrTruncate) {
+			return fmt.Errorf("rank %d: mismatched NeighborAllgather: %v", me, err)
+		}
+		return checkNeighborColls(cart, func(r int) topoRef { return cartRef(r, dims, per) })
+	})
+}
