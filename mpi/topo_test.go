@@ -755,6 +755,28 @@ func TestTopologyRunThrough(t *testing.T) {
 		if err := checkNeighborColls(cart, ref); err != nil {
 			return err
 		}
+		// DistGraphCreate: the recognised failed process contributes no
+		// edge (its 3->0 is missing); the edge 2->3 to it stays, and the
+		// neighbour collective skips it.
+		dg, err := c.DistGraphCreate([]int{me}, []int{1}, []int{(me + 1) % n}, nil, false)
+		if err != nil {
+			return fmt.Errorf("DistGraphCreate after Validate: %v", err)
+		}
+		srcs, _, dsts, _, err := dg.DistGraphNeighbors()
+		wantSrc := []int{me - 1}
+		if me == 0 {
+			wantSrc = nil
+		}
+		if err != nil || !slices.Equal(srcs, wantSrc) || !slices.Equal(dsts, []int{me + 1}) {
+			return fmt.Errorf("rank %d: DistGraphCreate over a recognised failure: sources %v dests %v %v", me, srcs, dsts, err)
+		}
+		got := []int{-1}
+		if err := mpi.NeighborAllgather(dg, []int{10 + me}, got[:len(srcs)]); err != nil {
+			return fmt.Errorf("rank %d: NeighborAllgather on the dist graph: %v", me, err)
+		}
+		if me > 0 && got[0] != 10+me-1 {
+			return fmt.Errorf("rank %d: NeighborAllgather on the dist graph got %v", me, got)
+		}
 		sub, err := cart.CartSub([]bool{false, true})
 		if err != nil {
 			return fmt.Errorf("CartSub after Validate: %v", err)
