@@ -120,35 +120,7 @@ func DimsCreate(nnodes int, dims []int) ([]int, error) {
 		}
 		return out, nil
 	}
-	// Prime factors of rest, largest first, each to the currently smallest
-	// free dimension: a balanced split.
-	var primes []int
-	for n, p := rest, 2; n > 1; {
-		if p*p > n {
-			primes = append(primes, n)
-			break
-		}
-		if n%p == 0 {
-			primes = append(primes, p)
-			n /= p
-		} else {
-			p++
-		}
-	}
-	f := make([]int, free)
-	for i := range f {
-		f[i] = 1
-	}
-	for i := len(primes) - 1; i >= 0; i-- {
-		k := 0
-		for j := range f {
-			if f[j] < f[k] {
-				k = j
-			}
-		}
-		f[k] *= primes[i]
-	}
-	slices.SortFunc(f, func(a, b int) int { return b - a })
+	f := balanced(rest, free)
 	k := 0
 	for i := range out {
 		if out[i] == 0 {
@@ -157,6 +129,71 @@ func DimsCreate(nnodes int, dims []int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// balanced splits n into k factors, non-increasing, whose largest and
+// smallest differ least (ties: the smallest largest factor): an exact
+// search over the divisors of n, cheap at any process count (a greedy
+// split of the prime factors is not always best: 72 = 12x6, not 9x8).
+func balanced(n, k int) []int {
+	var divs []int
+	for d := 1; d*d <= n; d++ {
+		if n%d == 0 {
+			divs = append(divs, d)
+			if d*d != n {
+				divs = append(divs, n/d)
+			}
+		}
+	}
+	slices.Sort(divs)
+	best := make([]int, k)
+	bestSpread := -1
+	cur := make([]int, k)
+	var search func(i, rest, hi int)
+	search = func(i, rest, hi int) {
+		if i == k-1 {
+			if rest > hi {
+				return
+			}
+			cur[i] = rest
+			if spread := cur[0] - rest; bestSpread < 0 || spread <= bestSpread { // <=: the smaller largest factor
+				bestSpread = spread
+				copy(best, cur)
+			}
+			return
+		}
+		// cur[i] is at most hi and at least the (k-i)-th root of rest (the
+		// largest of the remaining factors); with cur[0] fixed, a spread of
+		// cur[0]-1 or more cannot win.
+		for j := len(divs) - 1; j >= 0; j-- {
+			d := divs[j]
+			if d > hi || rest%d != 0 {
+				continue
+			}
+			if pow(d, k-i) < rest {
+				break
+			}
+			if bestSpread >= 0 && i > 0 && cur[0]-d > bestSpread {
+				continue
+			}
+			cur[i] = d
+			search(i+1, rest/d, d)
+		}
+	}
+	search(0, n, n)
+	return best
+}
+
+// pow is b**e, saturated above 1<<62.
+func pow(b, e int) int {
+	r := 1
+	for range e {
+		if r > (1<<62)/b {
+			return 1 << 62
+		}
+		r *= b
+	}
+	return r
 }
 
 // topoArgs is the check of a topology creation's arguments shared by every

@@ -25,6 +25,7 @@ func TestDimsCreate(t *testing.T) {
 		{12, []int{0, 0}, []int{4, 3}, nil},
 		{16, []int{0, 0, 0}, []int{4, 2, 2}, nil},
 		{36, []int{0, 0}, []int{6, 6}, nil},
+		{72, []int{0, 0}, []int{9, 8}, nil},
 		{1, []int{0, 0, 0}, []int{1, 1, 1}, nil},
 		{8, []int{2, 4}, []int{2, 4}, nil},
 		{8, []int{2, 2}, nil, mpi.ErrDims},
@@ -49,6 +50,82 @@ func TestDimsCreate(t *testing.T) {
 			t.Errorf("DimsCreate modified its argument: %v", in)
 		}
 	}
+}
+
+// DimsCreate's split is the most balanced one (least spread between the
+// largest and the smallest dimension), checked against an exhaustive search
+// at every n up to 300 over 1 to 4 free dimensions, with a fixed one too.
+func TestDimsCreateBalanced(t *testing.T) {
+	var minSpread func(n, k, hi int) int // -1: impossible
+	minSpread = func(n, k, hi int) int {
+		if k == 1 {
+			if n <= hi {
+				return 0
+			}
+			return -1
+		}
+		best := -1
+		for d := min(n, hi); d >= 1; d-- {
+			if n%d != 0 {
+				continue
+			}
+			// spread of (d, rest...) = d - the rest's largest possible smallest factor.
+			if s := spreadWith(n/d, k-1, d); s >= 0 {
+				if sp := d - s; best < 0 || sp < best {
+					best = sp
+				}
+			}
+		}
+		return best
+	}
+	for n := 1; n <= 300; n++ {
+		for k := 1; k <= 4; k++ {
+			dims := make([]int, k)
+			got, err := mpi.DimsCreate(n, dims)
+			if err != nil {
+				t.Fatalf("DimsCreate(%d, %d zeros): %v", n, k, err)
+			}
+			prod := 1
+			for i, d := range got {
+				prod *= d
+				if i > 0 && d > got[i-1] {
+					t.Fatalf("DimsCreate(%d, %d zeros) = %v: not non-increasing", n, k, got)
+				}
+			}
+			if prod != n {
+				t.Fatalf("DimsCreate(%d, %d zeros) = %v: product %d", n, k, got, prod)
+			}
+			if want := minSpread(n, k, n); got[0]-got[k-1] != want {
+				t.Fatalf("DimsCreate(%d, %d zeros) = %v: spread %d, best %d", n, k, got, got[0]-got[k-1], want)
+			}
+		}
+		if n%2 == 0 { // a fixed dimension is kept, the others balanced
+			got, err := mpi.DimsCreate(n, []int{0, 2, 0})
+			if err != nil || got[1] != 2 || got[0]*got[2] != n/2 || got[0] < got[2] {
+				t.Fatalf("DimsCreate(%d, [0 2 0]) = %v %v", n, got, err)
+			}
+		}
+	}
+}
+
+// spreadWith returns the largest possible smallest factor of n split into k
+// non-increasing factors each at most hi (-1: impossible).
+func spreadWith(n, k, hi int) int {
+	if k == 1 {
+		if n <= hi {
+			return n
+		}
+		return -1
+	}
+	best := -1
+	for d := min(n, hi); d >= 1; d-- {
+		if n%d == 0 {
+			if s := spreadWith(n/d, k-1, d); s > best {
+				best = s
+			}
+		}
+	}
+	return best
 }
 
 // refCoords is the row-major decomposition of r in dims.
