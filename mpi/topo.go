@@ -132,9 +132,10 @@ func DimsCreate(nnodes int, dims []int) ([]int, error) {
 }
 
 // balanced splits n into k factors, non-increasing, whose largest and
-// smallest differ least (ties: the smallest largest factor): an exact
-// search over the divisors of n, cheap at any process count (a greedy
-// split of the prime factors is not always best: 72 = 12x6, not 9x8).
+// smallest differ least: an exact branch-and-bound search over the divisors
+// of n (a greedy split of the prime factors is not always best: 72 = 12x6,
+// not 9x8), bounded by the greedy split and by the fact that m factors of
+// a product r have a smallest factor of at most the m-th root of r.
 func balanced(n, k int) []int {
 	var divs []int
 	for d := 1; d*d <= n; d++ {
@@ -146,42 +147,99 @@ func balanced(n, k int) []int {
 		}
 	}
 	slices.Sort(divs)
-	best := make([]int, k)
-	bestSpread := -1
+	best := greedySplit(n, k)
+	bestSpread := best[0] - best[k-1]
 	cur := make([]int, k)
 	var search func(i, rest, hi int)
 	search = func(i, rest, hi int) {
-		if i == k-1 {
-			if rest > hi {
-				return
-			}
-			cur[i] = rest
-			if spread := cur[0] - rest; bestSpread < 0 || spread <= bestSpread { // <=: the smaller largest factor
-				bestSpread = spread
+		m := k - i // factors left, of product rest, each at most hi
+		if i > 0 && cur[0]-iroot(rest, m) >= bestSpread {
+			return // cannot beat the best
+		}
+		if m == 1 {
+			if rest <= hi {
+				cur[i] = rest
+				bestSpread = cur[0] - rest
 				copy(best, cur)
 			}
 			return
 		}
-		// cur[i] is at most hi and at least the (k-i)-th root of rest (the
-		// largest of the remaining factors); with cur[0] fixed, a spread of
-		// cur[0]-1 or more cannot win.
-		for j := len(divs) - 1; j >= 0; j-- {
-			d := divs[j]
-			if d > hi || rest%d != 0 {
-				continue
+		lo := iroot(rest, m) // the largest remaining factor is at least this
+		if pow(lo, m) < rest {
+			lo++
+		}
+		if i == 0 { // the largest factor, from the most balanced up
+			for _, d := range divs {
+				if d < lo {
+					continue
+				}
+				cur[0] = d
+				search(1, rest/d, d)
 			}
-			if pow(d, k-i) < rest {
-				break
+			return
+		}
+		for j := len(divs) - 1; j >= 0 && divs[j] >= lo; j-- {
+			if d := divs[j]; d <= hi && rest%d == 0 {
+				cur[i] = d
+				search(i+1, rest/d, d)
 			}
-			if bestSpread >= 0 && i > 0 && cur[0]-d > bestSpread {
-				continue
-			}
-			cur[i] = d
-			search(i+1, rest/d, d)
 		}
 	}
 	search(0, n, n)
 	return best
+}
+
+// greedySplit gives the prime factors of n, largest first, each to the
+// currently smallest of k factors; sorted non-increasing.
+func greedySplit(n, k int) []int {
+	f := make([]int, k)
+	for i := range f {
+		f[i] = 1
+	}
+	var primes []int
+	for m, p := n, 2; m > 1; {
+		if p*p > m {
+			primes = append(primes, m)
+			break
+		}
+		if m%p == 0 {
+			primes = append(primes, p)
+			m /= p
+		} else {
+			p++
+		}
+	}
+	for i := len(primes) - 1; i >= 0; i-- {
+		j := 0
+		for x := range f {
+			if f[x] < f[j] {
+				j = x
+			}
+		}
+		f[j] *= primes[i]
+	}
+	slices.SortFunc(f, func(a, b int) int { return b - a })
+	return f
+}
+
+// iroot is the largest r with r**m <= n (n >= 1, m >= 1).
+func iroot(n, m int) int {
+	if m == 1 {
+		return n
+	}
+	lo, hi := 1, 1
+	for pow(hi, m) <= n {
+		hi *= 2
+	}
+	for lo+1 < hi { // pow(lo) <= n < pow(hi)
+		mid := (lo + hi) / 2
+		if pow(mid, m) <= n {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // pow is b**e, saturated above 1<<62.
