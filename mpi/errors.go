@@ -24,27 +24,27 @@ func (c *Class) Code() int { return c.code }
 
 // The MPI error classes.
 var (
-	ErrBuffer     = &Class{"MPI_ERR_BUFFER: invalid buffer", 1}            // MPI_ERR_BUFFER
-	ErrCount      = &Class{"MPI_ERR_COUNT: invalid count", 2}              // MPI_ERR_COUNT
-	ErrType       = &Class{"MPI_ERR_TYPE: datatype mismatch", 3}           // MPI_ERR_TYPE
-	ErrTag        = &Class{"MPI_ERR_TAG: invalid tag", 4}                  // MPI_ERR_TAG
-	ErrComm       = &Class{"MPI_ERR_COMM: invalid communicator", 5}        // MPI_ERR_COMM
-	ErrRank       = &Class{"MPI_ERR_RANK: invalid rank", 6}                // MPI_ERR_RANK
-	ErrRequest    = &Class{"MPI_ERR_REQUEST: invalid request", 7}          // MPI_ERR_REQUEST
-	ErrRoot       = &Class{"MPI_ERR_ROOT: invalid root", 8}                // MPI_ERR_ROOT
-	ErrGroup      = &Class{"MPI_ERR_GROUP: invalid group", 9}              // MPI_ERR_GROUP
-	ErrOp         = &Class{"MPI_ERR_OP: invalid operation", 10}            // MPI_ERR_OP
-	ErrTopology   = &Class{"MPI_ERR_TOPOLOGY: invalid topology", 11}       // MPI_ERR_TOPOLOGY
-	ErrDims       = &Class{"MPI_ERR_DIMS: invalid dimension argument", 12} // MPI_ERR_DIMS
-	ErrArg        = &Class{"MPI_ERR_ARG: invalid argument", 13}            // MPI_ERR_ARG
-	ErrUnknown    = &Class{"MPI_ERR_UNKNOWN: unknown error", 14}           // MPI_ERR_UNKNOWN
-	ErrTruncate   = &Class{"MPI_ERR_TRUNCATE: message truncated", 15}      // MPI_ERR_TRUNCATE
-	ErrOther      = &Class{"MPI_ERR_OTHER: other error", 16}               // MPI_ERR_OTHER
-	ErrIntern     = &Class{"MPI_ERR_INTERN: internal error", 17}           // MPI_ERR_INTERN
-	ErrInStatus   = &Class{"MPI_ERR_IN_STATUS: error in status", 18}       // MPI_ERR_IN_STATUS
-	ErrPending    = &Class{"MPI_ERR_PENDING: pending request", 19}         // MPI_ERR_PENDING
-	ErrProcFailed = &Class{"MPI_ERR_PROC_FAILED: process failed", 75}      // MPI_ERR_PROC_FAILED (ULFM)
-	ErrRevoked    = &Class{"MPI_ERR_REVOKED: communicator revoked", 77}    // MPI_ERR_REVOKED (ULFM)
+	ErrBuffer     = &Class{"MPI_ERR_BUFFER: invalid buffer", 1}         // MPI_ERR_BUFFER
+	ErrCount      = &Class{"MPI_ERR_COUNT: invalid count", 2}           // MPI_ERR_COUNT
+	ErrType       = &Class{"MPI_ERR_TYPE: datatype mismatch", 3}        // MPI_ERR_TYPE
+	ErrTag        = &Class{"MPI_ERR_TAG: invalid tag", 4}               // MPI_ERR_TAG
+	ErrComm       = &Class{"MPI_ERR_COMM: invalid communicator", 5}     // MPI_ERR_COMM
+	ErrRank       = &Class{"MPI_ERR_RANK: invalid rank", 6}             // MPI_ERR_RANK
+	ErrRequest    = &Class{"MPI_ERR_REQUEST: invalid request", 7}       // MPI_ERR_REQUEST
+	ErrRoot       = &Class{"MPI_ERR_ROOT: invalid root", 8}             // MPI_ERR_ROOT
+	ErrGroup      = &Class{"MPI_ERR_GROUP: invalid group", 9}           // MPI_ERR_GROUP
+	ErrOp         = &Class{"MPI_ERR_OP: invalid operation", 10}         // MPI_ERR_OP
+	ErrTopology   = &Class{"MPI_ERR_TOPOLOGY: invalid topology", 11}    // MPI_ERR_TOPOLOGY
+	ErrDims       = &Class{"MPI_ERR_DIMS: invalid dimensions", 12}      // MPI_ERR_DIMS
+	ErrArg        = &Class{"MPI_ERR_ARG: invalid argument", 13}         // MPI_ERR_ARG
+	ErrUnknown    = &Class{"MPI_ERR_UNKNOWN: unknown error", 14}        // MPI_ERR_UNKNOWN
+	ErrTruncate   = &Class{"MPI_ERR_TRUNCATE: message truncated", 15}   // MPI_ERR_TRUNCATE
+	ErrOther      = &Class{"MPI_ERR_OTHER: other error", 16}            // MPI_ERR_OTHER
+	ErrIntern     = &Class{"MPI_ERR_INTERN: internal error", 17}        // MPI_ERR_INTERN
+	ErrInStatus   = &Class{"MPI_ERR_IN_STATUS: error in status", 18}    // MPI_ERR_IN_STATUS
+	ErrPending    = &Class{"MPI_ERR_PENDING: pending request", 19}      // MPI_ERR_PENDING
+	ErrProcFailed = &Class{"MPI_ERR_PROC_FAILED: process failed", 75}   // MPI_ERR_PROC_FAILED (ULFM)
+	ErrRevoked    = &Class{"MPI_ERR_REVOKED: communicator revoked", 77} // MPI_ERR_REVOKED (ULFM)
 )
 
 // ErrRankFailStop is MPI_ERR_RANK_FAIL_STOP, the error class of the
