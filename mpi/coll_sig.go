@@ -76,6 +76,8 @@ var collNames = [...]string{
 	coll.KAllgatherv: "MPI_Allgatherv", coll.KAlltoall: "MPI_Alltoall", coll.KAlltoallv: "MPI_Alltoallv",
 	coll.KReduceScatter: "MPI_Reduce_scatter", coll.KReduceScatterBlock: "MPI_Reduce_scatter_block",
 	coll.KScan: "MPI_Scan", coll.KExscan: "MPI_Exscan",
+	coll.KNeighborAllgather: "MPI_Neighbor_allgather", coll.KNeighborAllgatherv: "MPI_Neighbor_allgatherv",
+	coll.KNeighborAlltoall: "MPI_Neighbor_alltoall", coll.KNeighborAlltoallv: "MPI_Neighbor_alltoallv",
 }
 
 // opNames are the names of the reduction codes of signatures (sigOf).
@@ -204,7 +206,7 @@ func (w *World) onCollFail(from int, h transport.Header, payload []byte) {
 
 // classes are the classes a CollFail frame may name.
 var classes = []*Class{ErrBuffer, ErrCount, ErrType, ErrTag, ErrComm, ErrRank, ErrRequest, ErrRoot,
-	ErrGroup, ErrOp, ErrArg, ErrUnknown, ErrTruncate, ErrOther, ErrIntern, ErrInStatus, ErrPending,
+	ErrGroup, ErrOp, ErrTopology, ErrDims, ErrArg, ErrUnknown, ErrTruncate, ErrOther, ErrIntern, ErrInStatus, ErrPending,
 	ErrProcFailed, ErrRevoked}
 
 func classByCode(code int) *Class {

@@ -98,6 +98,10 @@ type commState struct {
 
 	// attr is the cached attributes and info hints (attr.go, info.go).
 	attr commAttrs
+
+	// topo is the process topology (topo.go), nil for none; set at
+	// creation, never changed, shared by Dup's copy.
+	topo *topology
 }
 
 // newComm gives a communicator built as a literal its shared state; every

@@ -122,7 +122,9 @@ func (c *Comm) dup(op string) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newDerived(c, derivedName("dup", c), pairs[0], c.groupProcs(), c.rank), nil
+	nc := newDerived(c, derivedName("dup", c), pairs[0], c.groupProcs(), c.rank)
+	nc.topo = c.topo // MPI-4.1 7.4.2: the copy has the same topology
+	return nc, nil
 }
 
 // Split partitions c by colour: the processes that pass the same colour

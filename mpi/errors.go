@@ -34,6 +34,8 @@ var (
 	ErrRoot       = &Class{"MPI_ERR_ROOT: invalid root", 8}             // MPI_ERR_ROOT
 	ErrGroup      = &Class{"MPI_ERR_GROUP: invalid group", 9}           // MPI_ERR_GROUP
 	ErrOp         = &Class{"MPI_ERR_OP: invalid operation", 10}         // MPI_ERR_OP
+	ErrTopology   = &Class{"MPI_ERR_TOPOLOGY: invalid topology", 11}    // MPI_ERR_TOPOLOGY
+	ErrDims       = &Class{"MPI_ERR_DIMS: invalid dimensions", 12}      // MPI_ERR_DIMS
 	ErrArg        = &Class{"MPI_ERR_ARG: invalid argument", 13}         // MPI_ERR_ARG
 	ErrUnknown    = &Class{"MPI_ERR_UNKNOWN: unknown error", 14}        // MPI_ERR_UNKNOWN
 	ErrTruncate   = &Class{"MPI_ERR_TRUNCATE: message truncated", 15}   // MPI_ERR_TRUNCATE

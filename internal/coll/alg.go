@@ -18,6 +18,7 @@ package coll
 //	Alltoallv          largest block >= alltoallLong: pairwise exchange; else all requests posted at once
 //	ReduceScatter      commutative and total >= redscatLong: ring; else reduce + scatterv
 //	Scan, Exscan       recursive doubling, ceil(log2 p) rounds
+//	Neighbor           (neighbourhood collectives, neighbor.go) every receive posted, then every send, then wait
 const (
 	bcastLong     = 64 << 10
 	bcastMinP     = 4

@@ -102,6 +102,10 @@ const (
 	KReduceScatterBlock
 	KScan
 	KExscan
+	KNeighborAllgather
+	KNeighborAllgatherv
+	KNeighborAlltoall
+	KNeighborAlltoallv
 	kPhase2 = 64 // added to a kind for the second phase of a composite algorithm
 )
 

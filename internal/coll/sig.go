@@ -62,7 +62,7 @@ func Rooted(kind int) bool {
 // (every member passes the same one).
 func Counted(kind int) bool {
 	switch kind {
-	case KBarrier, KGatherv, KScatterv, KAlltoallv:
+	case KBarrier, KGatherv, KScatterv, KAlltoallv, KNeighborAllgatherv, KNeighborAlltoallv:
 		return false
 	}
 	return true
