@@ -39,9 +39,28 @@ package mpi
 // unacquirable for ever; ftmpi releases it, as issue 16 asks: the window
 // stays usable for the survivors.)
 //
-// Fence completes the caller's operations (they are complete already) and
-// runs a barrier on wc: a member that failed makes the barrier, and so the
-// fence, raise ErrProcFailed at every survivor instead of waiting.
+// Active target. Since every operation is complete when its call returns,
+// a synchronisation only has to tell the targets that an origin's
+// operations are done: Fence sends a marker of its fence epoch to every
+// member's server and waits until every member not known failed sent its
+// own (so Fence is a barrier of markers, not the collective Barrier: a
+// barrier fails at once when a member fails, while the epoch must still
+// complete among the live members, seed 003 17.11); Post sends a post
+// marker to its origins and Start waits for them; Complete sends a
+// completion marker to its targets and Wait (Test) waits for them. Every
+// such wait re-examines its condition when a marker arrives and when the
+// engine's failure signal fires, and stops waiting for a member known
+// failed: no synchronisation blocks on a failed process.
+//
+// Failures. An operation whose target failed returns nil; the failure is
+// kept per target and raised by the next Fence, Complete, Flush or Unlock
+// as ErrProcFailed. Fence also raises ErrProcFailed while a member is
+// known failed that GetFailed (seed 002: MPI_WIN_GET_FAILED acknowledges,
+// it is MPI_COMM_FAILURE_ACK and _GET_ACKED in one) or Validate (seed 003)
+// has not reported yet; once reported, fences among the survivors succeed
+// again. The window memory targeted during an epoch that raised a failure
+// is undefined (nothing is rolled back: the operations of live origins
+// are applied, those of the failed process may be partly applied).
 
 import (
 	"encoding/binary"
@@ -89,7 +108,9 @@ const (
 	rmaCAS
 	rmaLock
 	rmaUnlock
-	rmaFence // a member reached fence epoch disp (no reply)
+	rmaFence    // a member reached fence epoch disp (no reply)
+	rmaPost     // the target posted an exposure epoch to this origin (no reply)
+	rmaComplete // the origin completed its access epoch to this target (no reply)
 
 	tagRMAReq   = 1
 	tagRMAReply = 2
@@ -133,7 +154,13 @@ type Win struct {
 	marks map[uint64]map[int]bool
 	fch   chan struct{}
 	epoch uint64 // this member's fences so far (omu)
-	acked []int  // failed members reported by GetFailed (fmu)
+	acked []int  // failed members reported by GetFailed or Validate (fmu)
+	posts []int  // per member: its Posts not yet matched by a Start here (fmu)
+	dones []int  // per member: its Completes not yet matched by a Wait here (fmu)
+
+	// Generalized active target (omu): the window ranks of the current
+	// access (Start) and exposure (Post) epochs; nil outside them.
+	startGrp, postGrp []int
 
 	// Server side.
 	lk     lockTable
@@ -204,7 +231,8 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 		failed: map[int]error{}, locked: map[int]int{},
 		lk:   lockTable{excl: -1, shared: map[int]int{}},
 		stop: make(chan struct{}), served: make(chan struct{}),
-		marks: map[uint64]map[int]bool{}, fch: make(chan struct{})}
+		marks: map[uint64]map[int]bool{}, fch: make(chan struct{}),
+		posts: make([]int, c.size), dones: make([]int, c.size)}
 	for r := 0; r < c.size; r++ {
 		w.tdt[r], w.tsize[r], w.tlen[r] = p2p.DType(all[3*r]), int(all[3*r+1]), int(all[3*r+2])
 	}
@@ -224,9 +252,10 @@ func (w *Win) Group() (*Group, error) {
 
 // GetFailed returns the group of the window's processes known failed at
 // this process, in the order their failure became known
-// (MPI_WIN_GET_FAILED, seed 002 A.3.2; MPI_Win_get_group_failed of seed
-// 003 17.4.2 returns the same group). It is local: another member may know
-// of other failures.
+// (MPI_WIN_GET_FAILED, seed 002 A.3.2). It is local: another member may
+// know of other failures. It also acknowledges them, as seed 002 says it
+// combines MPI_COMM_FAILURE_ACK and MPI_COMM_FAILURE_GET_ACKED: Fence no
+// longer raises ErrProcFailed for them.
 func (w *Win) GetFailed() (*Group, error) {
 	const op = "MPI_Win_get_failed"
 	if err := w.check(op); err != nil {
@@ -297,9 +326,9 @@ func (w *Win) Free() error {
 		return err
 	}
 	w.omu.Lock()
-	if len(w.locked) > 0 {
+	if err := w.noEpoch(op); err != nil {
 		w.omu.Unlock()
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "a lock epoch is open (Unlock first)"))
+		return w.parent.handle(err)
 	}
 	w.freed = true
 	err := w.syncAll(op) // every member's operations are complete
@@ -316,21 +345,24 @@ func (w *Win) Free() error {
 // Fence synchronises the window (MPI_Win_fence): the operations every
 // member started since the previous fence are complete at origin and
 // target when it returns. It is collective. A failure of a target of
-// this process's operations since the last fence, or of any member during
-// the fence, raises ErrProcFailed (seed 002 A.2.4, seed 003 17.11): the
-// epoch is complete, the operations not involving the failed process
-// succeeded, the memory the failed process targeted (or that was targeted
-// at it) is undefined; the fence never waits for a failed process. A
-// revoked window raises ErrRevoked.
+// this process's operations since the last fence, or a member known failed
+// and not yet reported by GetFailed or Validate, raises ErrProcFailed
+// (seed 002 A.2.4, seed 003 17.11): the epoch is complete anyway, the
+// operations not involving the failed process succeeded, the memory the
+// failed process targeted (or that was targeted at it) is undefined. The
+// fence never waits for a failed process. A revoked window raises
+// ErrRevoked. Like MPI, it does not stop other members from starting the
+// next epoch's operations as soon as they leave their fence: read local
+// window memory that the next epoch targets only after the next fence.
 func (w *Win) Fence() error {
 	const op = "MPI_Win_fence"
 	if err := w.check(op); err != nil {
 		return err
 	}
 	w.omu.Lock()
-	if len(w.locked) > 0 {
+	if err := w.noEpoch(op); err != nil {
 		w.omu.Unlock()
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "a lock epoch is open (Unlock first)"))
+		return w.parent.handle(err)
 	}
 	ferr := w.takeFailed(op, -1)
 	err := w.syncAll(op)
@@ -342,6 +374,20 @@ func (w *Win) Fence() error {
 		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed", f))
 	}
 	return w.parent.handle(ferr)
+}
+
+// noEpoch is the ErrRMASync error of a call that needs no lock,
+// access or exposure epoch open. omu held.
+func (w *Win) noEpoch(op string) error {
+	switch {
+	case len(w.locked) > 0:
+		return w.err(ErrRMASync, op, NoPeer, "a lock epoch is open (Unlock first)")
+	case w.startGrp != nil:
+		return w.err(ErrRMASync, op, NoPeer, "an access epoch is open (Complete first)")
+	case w.postGrp != nil:
+		return w.err(ErrRMASync, op, NoPeer, "an exposure epoch is open (Wait first)")
+	}
+	return nil
 }
 
 // unacked returns the world ranks of the failed members that GetFailed
@@ -376,6 +422,24 @@ func (w *Win) syncAll(op string) error {
 		binary.LittleEndian.PutUint64(h[8:], k)
 		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false) // a failed or revoked member is seen below
 	}
+	return w.waitFor(op, func(failed []int) bool {
+		m := w.marks[k]
+		for r := 0; r < w.c.size; r++ {
+			if !m[r] && !slices.Contains(failed, w.c.worldRank(r)) {
+				return false
+			}
+		}
+		delete(w.marks, k)
+		return true
+	})
+}
+
+// waitFor waits until ready, called under fmu with the world ranks of the
+// window's failed members, returns true: it re-evaluates ready when a
+// marker arrives at this member's server and when a failure becomes known,
+// so a wait for a marker of a failed process ends. It returns a
+// revocation or an abort.
+func (w *Win) waitFor(op string, ready func(failed []int) bool) error {
 	e := w.c.w.eng
 	for {
 		sig := e.FailureSignal()
@@ -384,14 +448,7 @@ func (w *Win) syncAll(op string) error {
 		}
 		failed := w.c.failedMembers()
 		w.fmu.Lock()
-		m, ch := w.marks[k], w.fch
-		done := true
-		for r := 0; r < w.c.size && done; r++ {
-			done = m[r] || slices.Contains(failed, w.c.worldRank(r))
-		}
-		if done {
-			delete(w.marks, k)
-		}
+		done, ch := ready(failed), w.fch
 		w.fmu.Unlock()
 		if done {
 			return nil
@@ -899,6 +956,16 @@ func (w *Win) handleReq(origin int, b []byte) {
 		close(w.fch)
 		w.fch = make(chan struct{})
 		w.fmu.Unlock()
+	case rmaPost, rmaComplete:
+		w.fmu.Lock()
+		if kind == rmaPost {
+			w.posts[origin]++
+		} else {
+			w.dones[origin]++
+		}
+		close(w.fch)
+		w.fch = make(chan struct{})
+		w.fmu.Unlock()
 	case rmaUnlock:
 		w.lk.release(origin)
 		w.reply(origin, 0, nil)
@@ -998,3 +1065,246 @@ func (w *Win) dropFailed() {
 // String names the window. It has no MPI counterpart (MPI_Win_get_name
 // analogue).
 func (w *Win) String() string { return w.name }
+
+// winRanks returns the window ranks of g's processes, or an ErrGroup
+// error naming a process that is not a member.
+func (w *Win) winRanks(op string, g *Group) ([]int, error) {
+	if g == nil {
+		return nil, w.err(ErrGroup, op, NoPeer, "nil group")
+	}
+	out := make([]int, 0, len(g.procs))
+	for _, p := range g.procs {
+		r := w.c.rankOfProc(p)
+		if r < 0 {
+			return nil, w.err(ErrGroup, op, NoPeer, "world process %d is not a process of the window", p)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// mark sends a marker of kind to each of ranks' servers; a failed or
+// revoked member is seen by the wait that follows.
+func (w *Win) mark(op string, kind int, ranks []int) {
+	for _, t := range ranks {
+		h := make([]byte, rmaHdr)
+		h[0] = byte(kind)
+		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false)
+	}
+}
+
+// Post starts an exposure epoch of this member's window to the origins of
+// g (MPI_Win_post); it does not wait. Wait or Test ends it.
+func (w *Win) Post(g *Group) error {
+	const op = "MPI_Win_post"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	ranks, err := w.winRanks(op, g)
+	if err != nil {
+		return w.parent.handle(err)
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if w.postGrp != nil || len(w.locked) > 0 {
+		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "an exposure or lock epoch is already open"))
+	}
+	w.postGrp = ranks
+	w.mark(op, rmaPost, ranks)
+	return nil
+}
+
+// Start starts an access epoch to the targets of g (MPI_Win_start): it
+// returns once each of them posted a matching exposure epoch, or is known
+// failed (the failure is reported by Complete, seed 002 A.2.4).
+func (w *Win) Start(g *Group) error {
+	const op = "MPI_Win_start"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	ranks, err := w.winRanks(op, g)
+	if err != nil {
+		return w.parent.handle(err)
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if w.startGrp != nil || len(w.locked) > 0 {
+		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "an access or lock epoch is already open"))
+	}
+	pending := slices.Clone(ranks)
+	err = w.waitFor(op, func(failed []int) bool {
+		pending = slices.DeleteFunc(pending, func(t int) bool {
+			if w.posts[t] > 0 {
+				w.posts[t]--
+				return true
+			}
+			if slices.Contains(failed, w.c.worldRank(t)) {
+				if _, ok := w.failed[t]; !ok {
+					w.failed[t] = w.err(ErrProcFailed, op, t, "target failed before posting")
+				}
+				return true
+			}
+			return false
+		})
+		return len(pending) == 0
+	})
+	if err != nil {
+		return w.parent.handle(err)
+	}
+	w.startGrp = ranks
+	return nil
+}
+
+// Complete ends the access epoch begun by Start (MPI_Win_complete): the
+// operations to its targets are complete. If a target failed during the
+// epoch it raises ErrProcFailed; the epoch is complete anyway, and the
+// operations to the live targets succeeded (seed 002 A.2.4 item 1, seed
+// 003 17.11).
+func (w *Win) Complete() error {
+	const op = "MPI_Win_complete"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if w.startGrp == nil {
+		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no access epoch (Start first)"))
+	}
+	ranks := w.startGrp
+	w.startGrp = nil
+	w.mark(op, rmaComplete, ranks)
+	var ferr error
+	for _, t := range ranks {
+		if err := w.takeFailed(op, t); err != nil && ferr == nil {
+			ferr = err
+		}
+	}
+	if ferr == nil {
+		for _, t := range ranks {
+			if w.c.w.eng.IsLost(w.c.worldRank(t)) {
+				ferr = w.err(ErrProcFailed, op, t, "target failed during the epoch")
+				break
+			}
+		}
+	}
+	return w.parent.handle(ferr)
+}
+
+// Wait ends the exposure epoch begun by Post (MPI_Win_wait): it returns
+// once every origin of the epoch called Complete, or is known failed. If
+// an origin failed during the epoch it raises ErrProcFailed; the epoch is
+// complete, and the window memory the failed origin accessed is undefined
+// (seed 003 17.11). It never waits for a failed origin.
+func (w *Win) Wait() error {
+	_, err := w.waitEpoch("MPI_Win_wait", true)
+	return err
+}
+
+// Test is Wait that does not block (MPI_Win_test): it reports whether the
+// exposure epoch ended (and then ends it, as Wait would).
+func (w *Win) Test() (bool, error) {
+	return w.waitEpoch("MPI_Win_test", false)
+}
+
+func (w *Win) waitEpoch(op string, block bool) (bool, error) {
+	if err := w.check(op); err != nil {
+		return false, err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if w.postGrp == nil {
+		return false, w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no exposure epoch (Post first)"))
+	}
+	var dead []int
+	ready := func(failed []int) bool {
+		dead = dead[:0]
+		for _, o := range w.postGrp {
+			if w.dones[o] == 0 {
+				if !slices.Contains(failed, w.c.worldRank(o)) {
+					return false
+				}
+				dead = append(dead, o)
+			}
+		}
+		for _, o := range w.postGrp {
+			if w.dones[o] > 0 {
+				w.dones[o]--
+			}
+		}
+		return true
+	}
+	if block {
+		if err := w.waitFor(op, ready); err != nil {
+			return false, w.parent.handle(err)
+		}
+	} else {
+		if w.c.IsRevoked() {
+			return false, w.parent.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
+		}
+		failed := w.c.failedMembers()
+		w.fmu.Lock()
+		ok := ready(failed)
+		w.fmu.Unlock()
+		if !ok {
+			return false, nil
+		}
+	}
+	w.postGrp = nil
+	if len(dead) > 0 {
+		return true, w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "origins %v failed during the epoch", dead))
+	}
+	return true, nil
+}
+
+// GroupFailed returns the group of the window's processes known failed at
+// this process, in rank order (MPI_Win_get_group_failed, seed 003 17.4.2).
+// It is local, and unlike GetFailed it does not acknowledge them: a fence
+// still raises ErrRankFailStop for them until Validate recognises them.
+func (w *Win) GroupFailed() (*Group, error) {
+	const op = "MPI_Win_get_group_failed"
+	if err := w.check(op); err != nil {
+		return nil, err
+	}
+	failed := w.c.failedMembers()
+	var ranks []int
+	for _, p := range failed {
+		ranks = append(ranks, w.c.rankOfProc(p))
+	}
+	slices.Sort(ranks)
+	procs := make([]int, len(ranks))
+	for i, r := range ranks {
+		procs[i] = w.c.worldRank(r)
+	}
+	return newGroup(procs, w.c.w.rank), nil
+}
+
+// Validate recognises the window's failed processes collectively
+// (MPI_Win_validate, seed 003 17.11.1): every live process gets the same
+// group of failed processes, or every one gets an error. It must be called
+// by all live processes of the window, outside any epoch. Afterwards
+// fences no longer raise ErrRankFailStop for the recognised processes. It
+// runs the run-through agreement of Comm.Validate on the window's private
+// communicator.
+func (w *Win) Validate() (*Group, error) {
+	const op = "MPI_Win_validate"
+	if err := w.check(op); err != nil {
+		return nil, err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if err := w.noEpoch(op); err != nil {
+		return nil, w.parent.handle(err)
+	}
+	g, err := w.c.Validate()
+	if err != nil {
+		return nil, w.parent.handle(w.rerr(err))
+	}
+	w.fmu.Lock()
+	for _, p := range g.procs {
+		if !slices.Contains(w.acked, p) {
+			w.acked = append(w.acked, p)
+		}
+	}
+	w.fmu.Unlock()
+	return g, nil
+}
