@@ -3,6 +3,7 @@ package mpi_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -460,5 +461,145 @@ func TestWinRevoke(t *testing.T) {
 			return fmt.Errorf("Free of a revoked window: %v", err)
 		}
 		return nil
+	})
+}
+
+// Generalized active target: each rank exposes its window to its left
+// neighbour and accesses its right one, for several epochs; Test polls
+// the exposure epoch to its end.
+func TestWinPostStartCompleteWait(t *testing.T) {
+	for _, np := range []int{1, 2, 5} {
+		t.Run(fmt.Sprint("np", np), func(t *testing.T) {
+			run(t, np, func(w *mpi.World, c *mpi.Comm) error {
+				p, me := c.Size(), c.Rank()
+				next, prev := (me+1)%p, (me+p-1)%p
+				win, base, err := mpi.WinAllocate[int32](c, 1)
+				if err != nil {
+					return err
+				}
+				wg, _ := win.Group()
+				gn, _ := wg.Incl([]int{next})
+				gp, _ := wg.Incl([]int{prev})
+				for e := int32(1); e <= 3; e++ {
+					if err := win.Post(gp); err != nil {
+						return err
+					}
+					if err := win.Start(gn); err != nil {
+						return err
+					}
+					if err := mpi.Put(win, []int32{100*e + int32(me)}, next, 0); err != nil {
+						return err
+					}
+					if err := win.Complete(); err != nil {
+						return err
+					}
+					if e%2 == 0 {
+						for {
+							done, err := win.Test()
+							if err != nil {
+								return err
+							}
+							if done {
+								break
+							}
+							runtime.Gosched()
+						}
+					} else if err := win.Wait(); err != nil {
+						return err
+					}
+					if base[0] != 100*e+int32(prev) {
+						return fmt.Errorf("epoch %d: window %d, want %d", e, base[0], 100*e+int32(prev))
+					}
+				}
+				if err := errors.Join(win.Complete(), win.Wait()); !errors.Is(err, mpi.ErrRMASync) {
+					return fmt.Errorf("Complete and Wait outside epochs: %v", err)
+				}
+				return win.Free()
+			})
+		})
+	}
+}
+
+// Seed 002 A.2.4 item 1, 003 17.11: an origin killed inside an access
+// epoch: the target's Wait raises ErrProcFailed without waiting for it;
+// a target killed before posting: the origin's Start returns and its
+// Complete raises ErrProcFailed; the live pair's epoch completes.
+func TestWinPSCWFailure(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		win, base, err := mpi.WinAllocate[int32](c, 4)
+		if err != nil {
+			return err
+		}
+		wg, _ := win.Group()
+		grp := func(r ...int) *mpi.Group { g, _ := wg.Incl(r); return g }
+		switch c.Rank() {
+		case 1, 3: // 1: origin to 0; 3: target of 2; both die
+			w.Kill()
+		case 0: // target of 1 and 2
+			if err := win.Post(grp(1, 2)); err != nil {
+				return err
+			}
+			if err := win.Wait(); !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("Wait with a failed origin: %v", err)
+			}
+			if base[2] != 7 {
+				return fmt.Errorf("the live origin's Put is missing: %v", base)
+			}
+		case 2: // origin to 0 and 3
+			if err := win.Start(grp(0, 3)); err != nil {
+				return err
+			}
+			if err := mpi.Put(win, []int32{7}, 0, 2); err != nil {
+				return err
+			}
+			if err := mpi.Put(win, []int32{7}, 3, 2); err != nil {
+				return fmt.Errorf("Put to a failed target: %v, want nil", err)
+			}
+			if err := win.Complete(); !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("Complete with a failed target: %v", err)
+			}
+		}
+		return win.Free()
+	})
+}
+
+// Seed 003 17.4.2 and 17.11.1: GroupFailed is local and recognises
+// nothing (a fence still raises ErrRankFailStop); Validate gives every
+// survivor the same group, and fences succeed afterwards.
+func TestWinGroupFailedValidate(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		win, err := mpi.WinCreate(c, make([]int8, 1))
+		if err != nil {
+			return err
+		}
+		if c.Rank() == 2 {
+			w.Kill()
+		}
+		if err := win.Fence(); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Fence with an unrecognised failure: %v", err)
+		}
+		g, err := win.GroupFailed()
+		if err != nil {
+			return err
+		}
+		if err := win.Fence(); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Fence after GroupFailed (%d failed): %v", g.Size(), err)
+		}
+		v, err := win.Validate()
+		if err != nil {
+			return err
+		}
+		wg, _ := win.Group()
+		r, err := mpi.TranslateRanks(v, []int{0}, wg)
+		if err != nil || v.Size() != 1 || r[0] != 2 {
+			return fmt.Errorf("Validate gave %v (size %d): %v", r, v.Size(), err)
+		}
+		if err := mpi.Put(win, []int8{1}, (c.Rank()+1)%2, 0); err != nil {
+			return err
+		}
+		if err := win.Fence(); err != nil {
+			return fmt.Errorf("Fence after Validate: %v", err)
+		}
+		return win.Free()
 	})
 }
