@@ -146,6 +146,7 @@ type Win struct {
 	locked map[int]int   // lock type held per target (passive target epochs)
 	all    bool          // LockAll epoch
 	scr    []uint64      // reply scratch (8-aligned)
+	sbuf   []uint64      // request scratch
 	freed  bool
 
 	// Fence markers: which members reached each fence epoch (fmu);
@@ -163,6 +164,7 @@ type Win struct {
 	startGrp, postGrp []int
 
 	// Server side.
+	rbuf   []byte // reply scratch
 	lk     lockTable
 	stop   chan struct{}
 	served chan struct{}
@@ -782,6 +784,43 @@ func CompareAndSwap[T Elem](w *Win, x, compare T, target, disp int) (T, error) {
 	return out[0], nil
 }
 
+// Rput is Put returning a request (MPI_Rput). The operation is complete
+// when Rput returns, so the request is complete: its Wait returns at once
+// and succeeds even if the target failed; the failure is raised by the
+// epoch's synchronisation, and the target memory is then undefined (seed
+// 002 A.2.4, advice to users).
+func Rput[T Elem](w *Win, buf []T, target, disp int) (*Request, error) {
+	return done(w, "MPI_Rput", target, Put(w, buf, target, disp))
+}
+
+// Rget is Get returning a request (MPI_Rget); see Rput. buf is undefined
+// if the epoch's synchronisation raises the failure of target.
+func Rget[T Elem](w *Win, buf []T, target, disp int) (*Request, error) {
+	return done(w, "MPI_Rget", target, Get(w, buf, target, disp))
+}
+
+// Raccumulate is Accumulate returning a request (MPI_Raccumulate); see
+// Rput.
+func Raccumulate[T Elem](w *Win, buf []T, target, disp int, o *Op) (*Request, error) {
+	return done(w, "MPI_Raccumulate", target, Accumulate(w, buf, target, disp, o))
+}
+
+// RgetAccumulate is GetAccumulate returning a request
+// (MPI_Rget_accumulate); see Rput.
+func RgetAccumulate[T Elem](w *Win, buf, result []T, target, disp int, o *Op) (*Request, error) {
+	return done(w, "MPI_Rget_accumulate", target, GetAccumulate(w, buf, result, target, disp, o))
+}
+
+// done returns the completed request of an operation, or its error.
+func done(w *Win, op string, target int, err error) (*Request, error) {
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{c: w.parent, op: op, peer: target}
+	r.finish(emptyStatus(), nil)
+	return r, nil
+}
+
 // start runs one operation as a round trip to target. A failure of the
 // target is kept for the next synchronisation and not returned (seed 002
 // A.2.4); a revocation is returned.
@@ -811,7 +850,11 @@ func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, i
 func (w *Win) rpc(op string, target int, h, data []byte, want int) ([]byte, error) {
 	msg := h
 	if len(data) > 0 {
-		msg = make([]byte, len(h)+len(data))
+		n := (len(h) + len(data) + 7) / 8
+		if cap(w.sbuf) < n {
+			w.sbuf = make([]uint64, n)
+		}
+		msg = asBytes(w.sbuf[:n])[:len(h)+len(data)]
 		copy(msg, h)
 		copy(msg[len(h):], data)
 	}
@@ -913,14 +956,14 @@ func (w *Win) handleReq(origin int, b []byte) {
 		w.reply(origin, 0, nil)
 	case rmaGet:
 		w.mu.Lock()
-		out := append([]byte{0}, w.mem[lo:hi]...)
+		out := w.fetched(w.mem[lo:hi])
 		w.mu.Unlock()
 		w.replyRaw(origin, out)
 	case rmaAcc, rmaGetAcc:
 		var out []byte
 		w.mu.Lock()
 		if kind == rmaGetAcc {
-			out = append([]byte{0}, w.mem[lo:hi]...)
+			out = w.fetched(w.mem[lo:hi])
 		}
 		w.apply(ok, data, w.mem[lo:hi])
 		w.mu.Unlock()
@@ -931,7 +974,7 @@ func (w *Win) handleReq(origin int, b []byte) {
 		}
 	case rmaCAS:
 		w.mu.Lock()
-		out := append([]byte{0}, w.mem[lo:hi]...)
+		out := w.fetched(w.mem[lo:hi])
 		if string(w.mem[lo:hi]) == string(data[:w.esize]) {
 			copy(w.mem[lo:hi], data[w.esize:])
 		}
@@ -991,8 +1034,16 @@ func (w *Win) apply(k opKind, in, inout []byte) {
 	}
 }
 
+// fetched is a success reply carrying b, in the server's scratch buffer
+// (the reply is sent before the next request is read). w.mu held.
+func (w *Win) fetched(b []byte) []byte {
+	w.rbuf = append(append(w.rbuf[:0], 0), b...)
+	return w.rbuf
+}
+
 func (w *Win) reply(origin int, status byte, _ []byte) {
-	w.replyRaw(origin, []byte{status})
+	w.rbuf = append(w.rbuf[:0], status)
+	w.replyRaw(origin, w.rbuf)
 }
 
 // replyRaw sends a reply; a failed origin is ignored (it is no longer

@@ -157,7 +157,11 @@ func TestWinSharedLockAtomics(t *testing.T) {
 			return err
 		}
 		got := make([]float64, 2)
-		if err := mpi.Get(win, got, 0, 0); err != nil {
+		req, err := mpi.Rget(win, got, 0, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := req.Wait(); err != nil {
 			return err
 		}
 		if err := win.Flush(0); err != nil {
