@@ -147,6 +147,7 @@ type Win struct {
 	all    bool          // LockAll epoch
 	scr    []uint64      // reply scratch (8-aligned)
 	sbuf   []uint64      // request scratch
+	hdr    [rmaHdr]byte  // header scratch
 	freed  bool
 
 	// Fence markers: which members reached each fence epoch (fmu);
@@ -825,13 +826,14 @@ func done(w *Win, op string, target int, err error) (*Request, error) {
 // target is kept for the next synchronisation and not returned (seed 002
 // A.2.4); a revocation is returned.
 func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, into []byte) error {
-	var h [rmaHdr]byte
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	h := w.hdr[:]
+	clear(h)
 	h[0], h[1] = byte(kind), byte(ok)
 	binary.LittleEndian.PutUint64(h[8:], uint64(disp))
 	binary.LittleEndian.PutUint64(h[16:], uint64(n))
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	rep, err := w.rpc(op, target, h[:], data, len(into))
+	rep, err := w.rpc(op, target, h, data, len(into))
 	if err != nil {
 		if ErrorClass(err) == ErrRevoked {
 			return w.parent.handle(err)
