@@ -219,14 +219,24 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 		return nil, c.handle(err)
 	}
 	f := elemOf[T]()
-	wc, err := c.ftm().create(c, op, func() (*Comm, error) { return c.dup(op) })
+	// The private communicator and the exchange of the members' window
+	// shapes are one creation of the model (run-through, seed 003 17.11:
+	// refused while the communicator is collectively inactive, and created
+	// at every process or at none).
+	var all []int64
+	wc, err := c.ftm().create(c, op, func() (*Comm, error) {
+		var err error
+		if all, err = allgatherInts(c, op, int64(f.dt), int64(f.size), int64(len(base))); err != nil {
+			return nil, err
+		}
+		wc, err := c.dup(op)
+		if err != nil {
+			return nil, err
+		}
+		wc.errh.Store(ErrorsReturn)
+		return wc, nil
+	})
 	if err != nil {
-		return nil, c.handle(err)
-	}
-	wc.errh.Store(ErrorsReturn)
-	all, err := allgatherInts(wc, op, int64(f.dt), int64(f.size), int64(len(base)))
-	if err != nil {
-		wc.Free()
 		return nil, c.handle(err)
 	}
 	w := &Win{parent: c, c: wc, name: "window on " + shortName(c), mem: asBytes(base), dt: f.dt, esize: f.size, tname: f.name,
@@ -236,6 +246,9 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 		stop: make(chan struct{}), served: make(chan struct{}),
 		marks: map[uint64]map[int]bool{}, fch: make(chan struct{}),
 		posts: make([]int, c.size), dones: make([]int, c.size)}
+	// Seed 003 17.11: a failed process recognised on c is recognised in
+	// the window's group too.
+	w.acked = slices.Clone(c.ftm().recognized())
 	for r := 0; r < c.size; r++ {
 		w.tdt[r], w.tsize[r], w.tlen[r] = p2p.DType(all[3*r]), int(all[3*r+1]), int(all[3*r+2])
 	}
@@ -661,6 +674,11 @@ func rmaArgs[T Elem](w *Win, op string, target, disp, n int) error {
 	f := elemOf[T]()
 	if f.err != "" {
 		return w.parent.handle(w.err(ErrType, op, target, "%s", f.err))
+	}
+	if w.tsize[target] == 0 {
+		// A process recognised failed before the window was made: its
+		// shape is unknown; the operation fails at the synchronisation.
+		return nil
 	}
 	if f.dt != w.tdt[target] || f.size != w.tsize[target] {
 		return w.parent.handle(w.err(ErrType, op, target, "origin elements are %s, the target's window holds another element type", f.name))

@@ -607,3 +607,39 @@ func TestWinGroupFailedValidate(t *testing.T) {
 		return win.Free()
 	})
 }
+
+// Seed 003 17.11 under run-through: WinCreate on a collectively inactive
+// communicator (an unrecognised failure) raises ErrRankFailStop at every
+// survivor; after Comm.Validate it succeeds, the recognised failure is
+// recognised in the window, and fences among the survivors succeed.
+func TestWinCreateRunThrough(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		if err := c.EnableRunThrough(); err != nil {
+			return err
+		}
+		if c.Rank() == 2 {
+			w.Kill()
+		}
+		// Learn of the failure (a receive from the dead rank fails).
+		if _, err := mpi.Recv(c, make([]int, 1), 2, 0); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("Recv from the killed rank: %v", err)
+		}
+		if _, err := mpi.WinCreate(c, make([]int, 1)); !errors.Is(err, mpi.ErrRankFailStop) {
+			return fmt.Errorf("WinCreate on an inactive communicator: %v", err)
+		}
+		if _, err := c.Validate(); err != nil {
+			return err
+		}
+		win, err := mpi.WinCreate(c, make([]int, 1))
+		if err != nil {
+			return fmt.Errorf("WinCreate after Validate: %v", err)
+		}
+		if err := mpi.Put(win, []int{1}, 1-c.Rank(), 0); err != nil {
+			return err
+		}
+		if err := win.Fence(); err != nil {
+			return fmt.Errorf("Fence with a recognised failure only: %v", err)
+		}
+		return win.Free()
+	})
+}
