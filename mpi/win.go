@@ -347,7 +347,7 @@ func (w *Win) Free() error {
 		return w.parent.handle(err)
 	}
 	w.freed = true
-	err := w.syncAll(op) // every member's operations are complete
+	_, err := w.syncAll(op) // every member's operations are complete
 	w.omu.Unlock()
 	close(w.stop)
 	<-w.served
@@ -381,13 +381,17 @@ func (w *Win) Fence() error {
 		return w.parent.handle(err)
 	}
 	ferr := w.takeFailed(op, -1)
-	err := w.syncAll(op)
+	before := w.unacked()
+	missing, err := w.syncAll(op)
 	w.omu.Unlock()
 	if err != nil {
 		return w.parent.handle(err)
 	}
-	if f := w.unacked(); len(f) > 0 {
-		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed", f))
+	if len(before) > 0 {
+		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed", before))
+	}
+	if missing = w.unackedOf(missing); len(missing) > 0 {
+		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed before the fence", missing))
 	}
 	return w.parent.handle(ferr)
 }
@@ -408,9 +412,12 @@ func (w *Win) noEpoch(op string) error {
 
 // unacked returns the world ranks of the failed members that GetFailed
 // has not reported yet.
-func (w *Win) unacked() []int {
+func (w *Win) unacked() []int { return w.unackedOf(w.c.failedMembers()) }
+
+// unackedOf returns the world ranks of failed that GetFailed or Validate
+// has not reported yet.
+func (w *Win) unackedOf(failed []int) []int {
 	var out []int
-	failed := w.c.failedMembers()
 	w.fmu.Lock()
 	for _, p := range failed {
 		if !slices.Contains(w.acked, p) {
@@ -428,8 +435,9 @@ func (w *Win) unacked() []int {
 // its operations of the epoch are complete; a failed member is waited for
 // only until its failure is known, so syncAll never blocks on a failed
 // process. It returns a revocation or an abort; the caller decides what
-// the failures mean. omu held.
-func (w *Win) syncAll(op string) error {
+// the failures mean, from missing: the world ranks of the members that
+// failed without sending their marker. omu held.
+func (w *Win) syncAll(op string) (missing []int, err error) {
 	w.epoch++
 	k := w.epoch
 	for t := 0; t < w.c.size; t++ {
@@ -438,16 +446,22 @@ func (w *Win) syncAll(op string) error {
 		binary.LittleEndian.PutUint64(h[8:], k)
 		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false) // a failed or revoked member is seen below
 	}
-	return w.waitFor(op, func(failed []int) bool {
+	err = w.waitFor(op, func(failed []int) bool {
 		m := w.marks[k]
+		missing = missing[:0]
 		for r := 0; r < w.c.size; r++ {
-			if !m[r] && !slices.Contains(failed, w.c.worldRank(r)) {
-				return false
+			if !m[r] {
+				p := w.c.worldRank(r)
+				if !slices.Contains(failed, p) {
+					return false
+				}
+				missing = append(missing, p)
 			}
 		}
 		delete(w.marks, k)
 		return true
 	})
+	return missing, err
 }
 
 // waitFor waits until ready, called under fmu with the world ranks of the
@@ -921,12 +935,20 @@ func (w *Win) serve() {
 	c := w.c
 	e := c.w.eng
 	var buf []uint64
+	var seen int64 // the engine's count of lost peers last handled
 	for {
+		// The signal first, then the count: a loss that the count misses
+		// closes the signal (the engine counts a loss before it records
+		// it and closes the signal after), and a loss during a request's
+		// handling is caught by the count.
 		sig := e.FailureSignal()
+		if n := e.LostCount(); n != seen {
+			seen = n
+			w.dropFailed()
+		}
 		st, how, err := e.ProbeCancel(c.ctx, AnySource, -1, tagRMAReq, c.w.abort, sig, w.stop)
 		switch how {
 		case p2p.WaitSignalled:
-			w.dropFailed()
 			continue
 		case p2p.WaitCancelled, p2p.WaitAborted:
 			return

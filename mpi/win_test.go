@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -291,13 +292,16 @@ func TestWinBadInput(t *testing.T) {
 // process, after which fences among the survivors succeed again.
 func TestWinFailureAtFence(t *testing.T) {
 	const np, victim = 4, 3
+	made := newCountGate(np) // every member made the window
 	run(t, np, func(w *mpi.World, c *mpi.Comm) error {
 		base := make([]int64, 2*np) // a slot per origin and epoch
 		win, err := mpi.WinCreate(c, base)
 		if err != nil {
 			return err
 		}
+		made.done()
 		if c.Rank() == victim {
+			made.wait(t)
 			w.Kill()
 		}
 		if err := mpi.Put(win, []int64{int64(c.Rank() + 1)}, victim, c.Rank()); err != nil {
@@ -339,29 +343,36 @@ func TestWinFailureAtFence(t *testing.T) {
 	})
 }
 
-// Seed 003 17.11: Lock and Unlock of a failed target raise ErrProcFailed
-// (no hang); a Get inside the epoch returns nil.
+// Seed 003 17.11, 002 A.2.4 (2): Unlock of a target that failed inside
+// the epoch raises ErrProcFailed (the Put in the epoch returned nil), and
+// so does a later Lock of it; neither waits for it.
 func TestWinLockFailedTarget(t *testing.T) {
-	killed := newGate()
+	made := newCountGate(3) // every member made the window (rank 0: and locked rank 2)
 	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
 		win, err := mpi.WinCreate(c, make([]int64, 1))
 		if err != nil {
 			return err
 		}
+		if c.Rank() == 0 {
+			if err := win.Lock(mpi.LockExclusive, 2); err != nil {
+				return err
+			}
+		}
+		made.done()
 		switch c.Rank() {
 		case 2:
-			killed.open()
+			made.wait(t)
 			w.Kill()
 		case 0:
-			if err := win.Lock(mpi.LockExclusive, 1); err != nil {
-				return err
+			// Wait until the failure is known here.
+			if _, err := mpi.Recv(c, make([]int, 1), 2, 0); !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("Recv from the killed rank: %v", err)
 			}
-			killed.wait(t)
-			if err := mpi.Get(win, make([]int64, 1), 2, 0); err != nil {
-				return fmt.Errorf("Get from a failed target outside its epoch: %v", err)
+			if err := mpi.Put(win, []int64{1}, 2, 0); err != nil {
+				return fmt.Errorf("Put to a failed target: %v, want nil", err)
 			}
-			if err := win.Unlock(1); err != nil {
-				return err
+			if err := win.Unlock(2); !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("Unlock of a failed target: %v", err)
 			}
 			if err := win.Lock(mpi.LockExclusive, 2); !errors.Is(err, mpi.ErrProcFailed) {
 				return fmt.Errorf("Lock of a failed target: %v", err)
@@ -369,9 +380,13 @@ func TestWinLockFailedTarget(t *testing.T) {
 			if err := win.Unlock(2); !errors.Is(err, mpi.ErrRMASync) {
 				return fmt.Errorf("Unlock after a failed Lock: %v", err)
 			}
-		}
-		if _, err := win.GetFailed(); err != nil {
-			return err
+			// A live target still works.
+			if err := win.Lock(mpi.LockExclusive, 1); err != nil {
+				return err
+			}
+			if err := win.Unlock(1); err != nil {
+				return err
+			}
 		}
 		return win.Free()
 	})
@@ -382,15 +397,18 @@ func TestWinLockFailedTarget(t *testing.T) {
 func TestWinLockHolderKilled(t *testing.T) {
 	const np = 4
 	held := newGate()
+	made := newCountGate(np) // every member made the window
 	run(t, np, func(w *mpi.World, c *mpi.Comm) error {
 		win, base, err := mpi.WinAllocate[int64](c, 1)
 		if err != nil {
 			return err
 		}
+		made.done()
 		if c.Rank() == 1 {
 			if err := win.Lock(mpi.LockExclusive, 0); err != nil {
 				return err
 			}
+			made.wait(t)
 			held.open()
 			w.Kill() // dies holding the lock
 		}
@@ -431,12 +449,15 @@ func TestWinLockHolderKilled(t *testing.T) {
 // synchronisation on the window raises ErrRevoked at every member; Free
 // still releases it.
 func TestWinRevoke(t *testing.T) {
+	made := newCountGate(3) // every member made the window
 	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
 		win, err := mpi.WinCreate(c, make([]int64, 2))
 		if err != nil {
 			return err
 		}
+		made.done()
 		if c.Rank() == 0 {
+			made.wait(t)
 			if err := win.Revoke(); err != nil {
 				return err
 			}
@@ -529,15 +550,18 @@ func TestWinPostStartCompleteWait(t *testing.T) {
 // a target killed before posting: the origin's Start returns and its
 // Complete raises ErrProcFailed; the live pair's epoch completes.
 func TestWinPSCWFailure(t *testing.T) {
+	made := newCountGate(4) // every member made the window
 	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
 		win, base, err := mpi.WinAllocate[int32](c, 4)
 		if err != nil {
 			return err
 		}
+		made.done()
 		wg, _ := win.Group()
 		grp := func(r ...int) *mpi.Group { g, _ := wg.Incl(r); return g }
 		switch c.Rank() {
 		case 1, 3: // 1: origin to 0; 3: target of 2; both die
+			made.wait(t)
 			w.Kill()
 		case 0: // target of 1 and 2
 			if err := win.Post(grp(1, 2)); err != nil {
@@ -571,12 +595,15 @@ func TestWinPSCWFailure(t *testing.T) {
 // nothing (a fence still raises ErrRankFailStop); Validate gives every
 // survivor the same group, and fences succeed afterwards.
 func TestWinGroupFailedValidate(t *testing.T) {
+	made := newCountGate(4) // every member made the window
 	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
 		win, err := mpi.WinCreate(c, make([]int8, 1))
 		if err != nil {
 			return err
 		}
+		made.done()
 		if c.Rank() == 2 {
+			made.wait(t)
 			w.Kill()
 		}
 		if err := win.Fence(); !errors.Is(err, mpi.ErrRankFailStop) {
@@ -643,3 +670,23 @@ func TestWinCreateRunThrough(t *testing.T) {
 		return win.Free()
 	})
 }
+
+// countGate opens once done was called n times.
+type countGate struct {
+	mu sync.Mutex
+	n  int
+	g  *gate
+}
+
+func newCountGate(n int) *countGate { return &countGate{n: n, g: newGate()} }
+
+func (c *countGate) done() {
+	c.mu.Lock()
+	c.n--
+	if c.n == 0 {
+		c.g.open()
+	}
+	c.mu.Unlock()
+}
+
+func (c *countGate) wait(t *testing.T) { c.g.wait(t) }
