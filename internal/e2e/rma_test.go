@@ -62,3 +62,22 @@ func TestRMAHaloSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("exit %d, want 0\nstderr:\n%s", r.Code, r.Stderr)
 	}
 }
+
+// Seed 002 A.2.4 (2), argued deviation (docs/semantics.md): a process
+// SIGKILLed while holding an exclusive lock: the target's server releases
+// it, the survivors acquire it and finish; no update is lost.
+func TestRMALockHolderSIGKILL(t *testing.T) {
+	b := rmaBin(t)
+	r := ftmpirun(t, "-n", "4", "--on-failure", "continue", b, "lockkill")
+	if got := resultLine(t, r); got != "result: rma lock holder killed: counter=32 want=32" {
+		t.Fatalf("got %q\nstdout:\n%s\nstderr:\n%s", got, r.Stdout, r.Stderr)
+	}
+	for _, rank := range []int{0, 1, 3} {
+		if !strings.Contains(r.Stdout, fmt.Sprintf("rmacheck: rank %d survived", rank)) {
+			t.Fatalf("rank %d did not survive\nstdout:\n%s\nstderr:\n%s", rank, r.Stdout, r.Stderr)
+		}
+	}
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\nstderr:\n%s", r.Code, r.Stderr)
+	}
+}

@@ -6,7 +6,12 @@
 // step; every survivor's next Fence must raise ErrProcFailed (the Put to
 // the dead rank returned nil), Win.GetFailed must name rank 2, and a fence
 // among the survivors must then succeed; each survivor prints
-// "rmacheck: rank R survived", and rank 0 prints the result line.
+// "rmacheck: rank R survived", and rank 0 prints the result line. Mode
+// "lockkill" (np >= 3): every rank increments a counter at rank 0 k times
+// by Get and Put under an exclusive lock; rank 2 SIGKILLs itself while
+// holding the lock (its third acquisition): the lock is released at rank
+// 0 and the survivors finish; rank 0 prints the counter, which must be
+// (np-1)*k+2.
 package main
 
 import (
@@ -42,6 +47,10 @@ func main() {
 		mode = os.Args[1]
 	}
 	r, p := c.Rank(), c.Size()
+	if mode == "lockkill" {
+		lockKill(w, c)
+		return
+	}
 	next, prev := (r+1)%p, (r+p-1)%p
 	halo := make([]float64, 2) // [0]: from prev, [1]: from next
 	win, err := mpi.WinCreate(c, halo)
@@ -90,5 +99,36 @@ func main() {
 	if r == 0 {
 		fmt.Printf("result: rma halo ok np=%d sum=%.6f\n", p, sum[0])
 	}
+	w.Finalize()
+}
+
+func lockKill(w *mpi.World, c *mpi.Comm) {
+	const k = 10
+	r, p := c.Rank(), c.Size()
+	win, counter, err := mpi.WinAllocate[int64](c, 1)
+	check("WinAllocate", err)
+	check("Fence", win.Fence()) // every member made the window
+	for i := 0; i < k; i++ {
+		check("Lock", win.Lock(mpi.LockExclusive, 0))
+		if r == 2 && i == 2 {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL) // dies holding the lock
+		}
+		v := []int64{0}
+		check("Get", mpi.Get(win, v, 0, 0))
+		v[0]++
+		check("Put", mpi.Put(win, v, 0, 0))
+		check("Unlock", win.Unlock(0))
+	}
+	if err := win.Fence(); !errors.Is(err, mpi.ErrProcFailed) {
+		fail("rank %d: fence after the kill: %v, want ErrProcFailed", r, err)
+	}
+	_, err = win.GetFailed()
+	check("GetFailed", err)
+	check("Fence among survivors", win.Fence())
+	if r == 0 {
+		fmt.Printf("result: rma lock holder killed: counter=%d want=%d\n", counter[0], (p-1)*k+2)
+	}
+	check("Win.Free", win.Free())
+	fmt.Printf("rmacheck: rank %d survived\n", r)
 	w.Finalize()
 }
