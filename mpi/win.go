@@ -1392,6 +1392,41 @@ func (w *Win) Validate() (*Group, error) {
 	if err != nil {
 		return nil, w.parent.handle(w.rerr(err))
 	}
+	w.recognize(g)
+	return g, nil
+}
+
+// Ivalidate starts a nonblocking Validate (MPI_Iwin_validate, seed 003
+// 17.11.1): the request's Wait returns the group of recognised failed
+// processes, and the window recognises them when it completes. The
+// request's errors are returned, not given to an error handler.
+func (w *Win) Ivalidate() (*RequestOf[*Group], error) {
+	const op = "MPI_Iwin_validate"
+	if err := w.check(op); err != nil {
+		return nil, err
+	}
+	w.omu.Lock()
+	err := w.noEpoch(op)
+	w.omu.Unlock()
+	if err != nil {
+		return nil, w.parent.handle(err)
+	}
+	c := w.c
+	c.runThrough()
+	t := c.takeTurn()
+	return startCollOf(c, op, func() (*Group, error) {
+		g, err := inTurn(t, op, func() (*Group, error) { return c.validate(op) })
+		if err != nil {
+			return nil, w.rerr(err)
+		}
+		w.recognize(g)
+		return g, nil
+	}), nil
+}
+
+// recognize adds the processes of g to the recognised (acknowledged)
+// failures of the window.
+func (w *Win) recognize(g *Group) {
 	w.fmu.Lock()
 	for _, p := range g.procs {
 		if !slices.Contains(w.acked, p) {
@@ -1399,5 +1434,4 @@ func (w *Win) Validate() (*Group, error) {
 		}
 	}
 	w.fmu.Unlock()
-	return g, nil
 }
