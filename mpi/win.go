@@ -1023,12 +1023,8 @@ func (w *Win) handleReq(origin int, b []byte) {
 		w.mu.Unlock()
 		w.replyRaw(origin, out)
 	case rmaLock:
-		typ := LockExclusive + int(b[2])
-		if len(w.lk.queue) == 0 && w.lk.compatible(typ) {
-			w.lk.grant(origin, typ)
+		if w.lk.request(origin, LockExclusive+int(b[2])) {
 			w.reply(origin, 0, nil)
-		} else {
-			w.lk.queue = append(w.lk.queue, lockWait{origin, typ})
 		}
 	case rmaFence:
 		w.fmu.Lock()
@@ -1052,9 +1048,9 @@ func (w *Win) handleReq(origin int, b []byte) {
 		w.fch = make(chan struct{})
 		w.fmu.Unlock()
 	case rmaUnlock:
-		w.lk.release(origin)
+		granted := w.lk.release(origin)
 		w.reply(origin, 0, nil)
-		w.grantWaiters()
+		w.grant(granted)
 	default:
 		w.reply(origin, 2, nil)
 	}
@@ -1101,7 +1097,7 @@ func (l *lockTable) compatible(typ int) bool {
 	return typ == LockShared || len(l.shared) == 0
 }
 
-func (l *lockTable) grant(r, typ int) {
+func (l *lockTable) take(r, typ int) {
 	if typ == LockExclusive {
 		l.excl = r
 	} else {
@@ -1109,25 +1105,56 @@ func (l *lockTable) grant(r, typ int) {
 	}
 }
 
-func (l *lockTable) release(r int) {
+// request asks for a lock of typ for rank r: granted at once (true) when
+// nobody waits and it is compatible with the holders, else queued.
+func (l *lockTable) request(r, typ int) bool {
+	if len(l.queue) == 0 && l.compatible(typ) {
+		l.take(r, typ)
+		return true
+	}
+	l.queue = append(l.queue, lockWait{r, typ})
+	return false
+}
+
+// release releases r's lock and returns the waiters granted by it, in
+// order.
+func (l *lockTable) release(r int) []lockWait {
 	if l.excl == r {
 		l.excl = -1
-		return
-	}
-	if l.shared[r] > 1 {
+	} else if l.shared[r] > 1 {
 		l.shared[r]--
 	} else {
 		delete(l.shared, r)
 	}
+	return l.next()
 }
 
-// grantWaiters grants the queued lock requests that became compatible, in
-// order.
-func (w *Win) grantWaiters() {
-	for len(w.lk.queue) > 0 && w.lk.compatible(w.lk.queue[0].typ) {
-		q := w.lk.queue[0]
-		w.lk.queue = w.lk.queue[1:]
-		w.lk.grant(q.rank, q.typ)
+// drop forgets rank r, failed: its lock is released and its queued
+// requests removed. It returns the waiters granted by it.
+func (l *lockTable) drop(r int) []lockWait {
+	if l.excl == r {
+		l.excl = -1
+	}
+	delete(l.shared, r)
+	l.queue = slices.DeleteFunc(l.queue, func(x lockWait) bool { return x.rank == r })
+	return l.next()
+}
+
+// next grants the queued requests that became compatible, in order.
+func (l *lockTable) next() []lockWait {
+	var out []lockWait
+	for len(l.queue) > 0 && l.compatible(l.queue[0].typ) {
+		q := l.queue[0]
+		l.queue = l.queue[1:]
+		l.take(q.rank, q.typ)
+		out = append(out, q)
+	}
+	return out
+}
+
+// grant answers the lock requests granted.
+func (w *Win) grant(granted []lockWait) {
+	for _, q := range granted {
 		w.reply(q.rank, 0, nil)
 	}
 }
@@ -1136,23 +1163,10 @@ func (w *Win) grantWaiters() {
 // queued requests, then grants the waiters that became compatible.
 func (w *Win) dropFailed() {
 	for _, p := range w.c.failedMembers() {
-		r := w.c.rankOfProc(p)
-		if r < 0 {
-			continue
+		if r := w.c.rankOfProc(p); r >= 0 {
+			w.grant(w.lk.drop(r))
 		}
-		if w.lk.excl == r {
-			w.lk.excl = -1
-		}
-		delete(w.lk.shared, r)
-		q := w.lk.queue[:0]
-		for _, x := range w.lk.queue {
-			if x.rank != r {
-				q = append(q, x)
-			}
-		}
-		w.lk.queue = q
 	}
-	w.grantWaiters()
 }
 
 // String names the window. It has no MPI counterpart (MPI_Win_get_name
