@@ -5,7 +5,7 @@ package mpi
 // and the fence and passive-target (lock) synchronisations, with the
 // failure rules of seed 002 (5.2, A.2.4, A.3.2) and seed 003 (17.11).
 //
-// Design. A window owns a private duplicate of its communicator (wc): its
+// Design. A window owns a private duplicate of its communicator (Win.c): its
 // context pair is agreed like any Dup's, so its traffic never meets the
 // user's, and a revocation of wc (Win.Revoke) reaches every member by the
 // communicator's reliable broadcast. The target side is served by the
@@ -21,8 +21,8 @@ package mpi
 //
 // Every origin operation is a round trip (request, reply) completed before
 // the call returns; a failure of the target is not returned by the call
-// but kept and reported by the next synchronisation (Fence, Unlock, Flush,
-// Free), as seed 002 A.2.4 requires. Completing operations early is allowed
+// but kept and reported by the next synchronisation (Fence, Complete,
+// Unlock, Flush), as seed 002 A.2.4 requires. Completing operations early is allowed
 // by MPI (completion only has to happen by the synchronisation); the cost
 // is one round trip per operation, paid by a first version for the
 // simplicity of its failure handling.
