@@ -1,0 +1,1451 @@
+package mpi
+
+// One-sided communication (MPI-4.1 chapter 12, "RMA"): windows over a typed
+// slice, Put, Get, Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap,
+// and the fence and passive-target (lock) synchronisations, with the
+// failure rules of seed 002 (5.2, A.2.4, A.3.2) and seed 003 (17.11).
+//
+// Design. A window owns a private duplicate of its communicator (Win.c): its
+// context pair is agreed like any Dup's, so its traffic never meets the
+// user's, and a revocation of wc (Win.Revoke) reaches every member by the
+// communicator's reliable broadcast. The target side is served by the
+// runtime: one goroutine per window at each member (serve, not one per
+// message) probes wc's point-to-point context for request messages from
+// any source, directly on the engine (not through the fault-tolerance
+// model: it is not a user receive, so acknowledgements and disabled
+// wildcards do not concern it), applies them to the window memory under
+// the window's mutex (so Accumulate is atomic per element, and the
+// accumulate operations of several origins do not interleave within an
+// element), and answers each with a reply message. Nothing is needed at
+// the target for passive target.
+//
+// Every origin operation is a round trip (request, reply) completed before
+// the call returns; a failure of the target is not returned by the call
+// but kept and reported by the next synchronisation (Fence, Complete,
+// Unlock, Flush), as seed 002 A.2.4 requires. Completing operations early is allowed
+// by MPI (completion only has to happen by the synchronisation); the cost
+// is one round trip per operation, paid by a first version for the
+// simplicity of its failure handling.
+//
+// Locks: each member's server keeps the lock state of its window (one
+// exclusive holder or a count of shared holders per origin, and a FIFO
+// queue of waiters). A Lock is a request answered when the lock is
+// granted; Unlock releases it and grants the waiters that became
+// compatible. When the engine reports a peer lost (its failure signal
+// wakes the server's probe), the server drops the failed process from the
+// holders and the waiters and grants the next waiters: a lock held by a
+// failed process is released. The memory the failed holder targeted during
+// its epoch is undefined. (Seed 002 A.2.4 item 2 instead makes such a lock
+// unacquirable for ever; ftmpi releases it, as issue 16 asks: the window
+// stays usable for the survivors.)
+//
+// Active target. Since every operation is complete when its call returns,
+// a synchronisation only has to tell the targets that an origin's
+// operations are done: Fence sends a marker of its fence epoch to every
+// member's server and waits until every member not known failed sent its
+// own (so Fence is a barrier of markers, not the collective Barrier: a
+// barrier fails at once when a member fails, while the epoch must still
+// complete among the live members, seed 003 17.11); Post sends a post
+// marker to its origins and Start waits for them; Complete sends a
+// completion marker to its targets and Wait (Test) waits for them. Every
+// such wait re-examines its condition when a marker arrives and when the
+// engine's failure signal fires, and stops waiting for a member known
+// failed: no synchronisation blocks on a failed process.
+//
+// Failures. An operation whose target failed returns nil; the failure is
+// kept per target and raised by the next Fence, Complete, Flush or Unlock
+// as ErrProcFailed. Fence also raises ErrProcFailed while a member is
+// known failed that GetFailed (seed 002: MPI_WIN_GET_FAILED acknowledges,
+// it is MPI_COMM_FAILURE_ACK and _GET_ACKED in one) or Validate (seed 003)
+// has not reported yet; once reported, fences among the survivors succeed
+// again. The window memory targeted during an epoch that raised a failure
+// is undefined (nothing is rolled back: the operations of live origins
+// are applied, those of the failed process may be partly applied).
+
+import (
+	"encoding/binary"
+	"slices"
+	"sync"
+
+	"github.com/ftmpi/ftmpi/internal/p2p"
+)
+
+// The one-sided error classes (codes as in Open MPI's mpi.h).
+var (
+	ErrWin      = &Class{"MPI_ERR_WIN: invalid window", 45}                          // MPI_ERR_WIN
+	ErrLocktype = &Class{"MPI_ERR_LOCKTYPE: invalid lock type", 47}                  // MPI_ERR_LOCKTYPE
+	ErrRMASync  = &Class{"MPI_ERR_RMA_SYNC: wrong synchronization of RMA calls", 50} // MPI_ERR_RMA_SYNC
+	ErrRMARange = &Class{"MPI_ERR_RMA_RANGE: target memory outside the window", 55}  // MPI_ERR_RMA_RANGE
+)
+
+// Lock types of Win.Lock.
+const (
+	LockExclusive = 234 // MPI_LOCK_EXCLUSIVE
+	LockShared    = 235 // MPI_LOCK_SHARED
+)
+
+// Replace and NoOp are the one-sided operations beside the predefined
+// reductions: Replace stores the origin data (MPI_REPLACE), NoOp leaves
+// the target unchanged and only fetches it (MPI_NO_OP, for GetAccumulate
+// and FetchAndOp). They are valid in Accumulate, GetAccumulate and
+// FetchAndOp only.
+var (
+	Replace = &Op{name: "MPI_REPLACE", kind: opReplace} // MPI_REPLACE
+	NoOp    = &Op{name: "MPI_NO_OP", kind: opNoOp}      // MPI_NO_OP
+)
+
+const (
+	opReplace = opMaxLoc + 1 + iota
+	opNoOp
+)
+
+// Message kinds and tags on the window's communicator.
+const (
+	rmaPut = iota + 1
+	rmaGet
+	rmaAcc    // accumulate (op), no reply data
+	rmaGetAcc // accumulate (op) returning the previous contents
+	rmaCAS
+	rmaLock
+	rmaUnlock
+	rmaFence    // a member reached fence epoch disp (no reply)
+	rmaPost     // the target posted an exposure epoch to this origin (no reply)
+	rmaComplete // the origin completed its access epoch to this target (no reply)
+
+	tagRMAReq   = 1
+	tagRMAReply = 2
+
+	rmaHdr = 24 // kind, op, lock type, pad, disp int64, count int64
+)
+
+// Win is a window of memory exposed to one-sided communication by every
+// member of a communicator (MPI_Win). Make one with WinCreate or
+// WinAllocate; it is freed by Free. The operations of one origin on a
+// window are serialised (concurrent calls from several goroutines are
+// safe but take turns).
+type Win struct {
+	parent *Comm // the communicator it was created on (error handler, names)
+	c      *Comm // private duplicate: the window's contexts
+	name   string
+
+	mem   []byte // this member's window memory (a view of the base slice)
+	dt    p2p.DType
+	esize int
+	tname string
+
+	// Every member's window: element type code, element size, length.
+	tdt   []p2p.DType
+	tsize []int
+	tlen  []int
+
+	mu sync.Mutex // window memory and lock table (server side)
+
+	// Origin side, under omu.
+	omu    sync.Mutex
+	failed map[int]error // first failure per target since its last synchronisation
+	locked map[int]int   // lock type held per target (passive target epochs)
+	all    bool          // LockAll epoch
+	scr    []uint64      // reply scratch (8-aligned)
+	sbuf   []uint64      // request scratch
+	hdr    [rmaHdr]byte  // header scratch
+	freed  bool
+
+	// Fence markers: which members reached each fence epoch (fmu);
+	// fch is closed and replaced when a marker arrives.
+	fmu   sync.Mutex
+	marks map[uint64]map[int]bool
+	fch   chan struct{}
+	epoch uint64 // this member's fences so far (omu)
+	acked []int  // failed members reported by GetFailed or Validate (fmu)
+	posts []int  // per member: its Posts not yet matched by a Start here (fmu)
+	dones []int  // per member: its Completes not yet matched by a Wait here (fmu)
+
+	// Generalized active target (omu): the window ranks of the current
+	// access (Start) and exposure (Post) epochs; nil outside them.
+	startGrp, postGrp []int
+
+	// Server side.
+	rbuf   []byte // reply scratch
+	lk     lockTable
+	stop   chan struct{}
+	served chan struct{}
+}
+
+// lockTable is a window's lock state at its target (server goroutine
+// only, under Win.mu for the memory it guards).
+type lockTable struct {
+	excl   int         // rank holding the exclusive lock, -1 if none
+	shared map[int]int // shared holders: rank -> count
+	queue  []lockWait
+}
+
+type lockWait struct{ rank, typ int }
+
+// WinCreate makes a window over base at every member of c (MPI_Win_create).
+// It is collective over c; base may have a different length (or be empty)
+// at each member, and its elements are the unit of target displacements.
+// The window keeps base: the member reads and writes it directly between
+// synchronisations. Errors go to c's error handler.
+func WinCreate[T Elem](c *Comm, base []T) (*Win, error) {
+	return winCreate(c, "MPI_Win_create", base)
+}
+
+// WinAllocate makes a window over n new zeroed elements at this member
+// and returns it with them (MPI_Win_allocate). It is collective over c.
+func WinAllocate[T Elem](c *Comm, n int) (*Win, []T, error) {
+	const op = "MPI_Win_allocate"
+	if n < 0 {
+		if err := checkComm(c, op); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, c.handle(newErr(ErrArg, op, c, NoPeer, "negative size %d", n))
+	}
+	base := make([]T, n)
+	w, err := winCreate(c, op, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, base, nil
+}
+
+func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
+	if err := checkComm(c, op); err != nil {
+		return nil, err
+	}
+	if c.IsInter() {
+		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "windows are made on intracommunicators"))
+	}
+	if err := elemCheck[T](c, op); err != nil {
+		return nil, c.handle(err)
+	}
+	f := elemOf[T]()
+	// The private communicator and the exchange of the members' window
+	// shapes are one creation of the model (run-through, seed 003 17.11:
+	// refused while the communicator is collectively inactive, and created
+	// at every process or at none).
+	var all []int64
+	wc, err := c.ftm().create(c, op, func() (*Comm, error) {
+		var err error
+		if all, err = allgatherInts(c, op, int64(f.dt), int64(f.size), int64(len(base))); err != nil {
+			return nil, err
+		}
+		wc, err := c.dup(op)
+		if err != nil {
+			return nil, err
+		}
+		wc.errh.Store(ErrorsReturn)
+		return wc, nil
+	})
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	w := &Win{parent: c, c: wc, name: "window on " + shortName(c), mem: asBytes(base), dt: f.dt, esize: f.size, tname: f.name,
+		tdt: make([]p2p.DType, c.size), tsize: make([]int, c.size), tlen: make([]int, c.size),
+		failed: map[int]error{}, locked: map[int]int{},
+		lk:   lockTable{excl: -1, shared: map[int]int{}},
+		stop: make(chan struct{}), served: make(chan struct{}),
+		marks: map[uint64]map[int]bool{}, fch: make(chan struct{}),
+		posts: make([]int, c.size), dones: make([]int, c.size)}
+	// Seed 003 17.11: a failed process recognised on c is recognised in
+	// the window's group too.
+	w.acked = slices.Clone(c.ftm().recognized())
+	for r := 0; r < c.size; r++ {
+		w.tdt[r], w.tsize[r], w.tlen[r] = p2p.DType(all[3*r]), int(all[3*r+1]), int(all[3*r+2])
+	}
+	wc.name = w.name
+	go w.serve()
+	return w, nil
+}
+
+// Group returns the group of the window's processes (MPI_Win_get_group).
+func (w *Win) Group() (*Group, error) {
+	const op = "MPI_Win_get_group"
+	if err := w.check(op); err != nil {
+		return nil, err
+	}
+	return w.c.Group(), nil
+}
+
+// GetFailed returns the group of the window's processes known failed at
+// this process, in the order their failure became known
+// (MPI_WIN_GET_FAILED, seed 002 A.3.2). It is local: another member may
+// know of other failures. It also acknowledges them, as seed 002 says it
+// combines MPI_COMM_FAILURE_ACK and MPI_COMM_FAILURE_GET_ACKED: Fence no
+// longer raises ErrProcFailed for them.
+func (w *Win) GetFailed() (*Group, error) {
+	const op = "MPI_Win_get_failed"
+	if err := w.check(op); err != nil {
+		return nil, err
+	}
+	failed := w.c.failedMembers()
+	w.fmu.Lock()
+	w.acked = append(w.acked[:0], failed...)
+	w.fmu.Unlock()
+	return newGroup(failed, w.c.w.rank), nil
+}
+
+// Revoke revokes the window (MPI_WIN_REVOKE, seed 002 A.3.2): every later
+// (and every pending) non-local operation on it, at every member, fails
+// with ErrRevoked. It is local and not collective: the notice spreads like
+// Comm.Revoke's, by a reliable broadcast on the window's private
+// communicator. Free still releases the window.
+func (w *Win) Revoke() error {
+	const op = "MPI_Win_revoke"
+	if err := w.checkFreed(op); err != nil {
+		return err
+	}
+	return w.c.Revoke()
+}
+
+// IsRevoked reports whether the window was revoked. It has no MPI
+// counterpart (the analogue of MPIX_Comm_is_revoked for windows).
+func (w *Win) IsRevoked() bool { return w != nil && w.c.IsRevoked() }
+
+func (w *Win) checkFreed(op string) error {
+	if w == nil {
+		return newErr(ErrWin, op, nil, NoPeer, "nil window")
+	}
+	w.omu.Lock()
+	freed := w.freed
+	w.omu.Unlock()
+	if freed {
+		return w.parent.handle(newErr(ErrWin, op, w.parent, NoPeer, "window already freed"))
+	}
+	return nil
+}
+
+// check is checkFreed plus the revocation.
+func (w *Win) check(op string) error {
+	if err := w.checkFreed(op); err != nil {
+		return err
+	}
+	if w.c.IsRevoked() {
+		return w.parent.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
+	}
+	return nil
+}
+
+func (w *Win) err(class *Class, op string, peer int, format string, args ...any) *Error {
+	e := newErr(class, op, nil, peer, format, args...)
+	e.Comm = w.name
+	return e
+}
+
+// Free frees the window (MPI_Win_free). It is collective over the
+// window's processes; it completes even if some of them failed (seed 003
+// 17.11) and returns nil then, unless the window was revoked
+// (ErrRevoked). Freeing with a lock epoch open is an ErrRMASync error (the
+// window stays usable); freeing twice is an ErrWin error.
+func (w *Win) Free() error {
+	const op = "MPI_Win_free"
+	if err := w.checkFreed(op); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	if err := w.noEpoch(op); err != nil {
+		w.omu.Unlock()
+		return w.parent.handle(err)
+	}
+	w.freed = true
+	_, err := w.syncAll(op) // every member's operations are complete
+	w.omu.Unlock()
+	close(w.stop)
+	<-w.served
+	w.c.Free()
+	if err != nil {
+		return w.parent.handle(err)
+	}
+	return nil
+}
+
+// Fence synchronises the window (MPI_Win_fence): the operations every
+// member started since the previous fence are complete at origin and
+// target when it returns. It is collective. A failure of a target of
+// this process's operations since the last fence, or a member known failed
+// and not yet reported by GetFailed or Validate, raises ErrProcFailed
+// (seed 002 A.2.4, seed 003 17.11): the epoch is complete anyway, the
+// operations not involving the failed process succeeded, the memory the
+// failed process targeted (or that was targeted at it) is undefined. The
+// fence never waits for a failed process. A revoked window raises
+// ErrRevoked. Like MPI, it does not stop other members from starting the
+// next epoch's operations as soon as they leave their fence: read local
+// window memory that the next epoch targets only after the next fence.
+func (w *Win) Fence() error {
+	const op = "MPI_Win_fence"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	if err := w.noEpoch(op); err != nil {
+		w.omu.Unlock()
+		return w.parent.handle(err)
+	}
+	ferr := w.takeFailed(op, -1)
+	before := w.unacked()
+	missing, err := w.syncAll(op)
+	w.omu.Unlock()
+	if err != nil {
+		return w.parent.handle(err)
+	}
+	if len(before) > 0 {
+		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed", before))
+	}
+	if missing = w.unackedOf(missing); len(missing) > 0 {
+		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed before the fence", missing))
+	}
+	return w.parent.handle(ferr)
+}
+
+// noEpoch is the ErrRMASync error of a call that needs no lock,
+// access or exposure epoch open. omu held.
+func (w *Win) noEpoch(op string) error {
+	switch {
+	case len(w.locked) > 0:
+		return w.err(ErrRMASync, op, NoPeer, "a lock epoch is open (Unlock first)")
+	case w.startGrp != nil:
+		return w.err(ErrRMASync, op, NoPeer, "an access epoch is open (Complete first)")
+	case w.postGrp != nil:
+		return w.err(ErrRMASync, op, NoPeer, "an exposure epoch is open (Wait first)")
+	}
+	return nil
+}
+
+// unacked returns the world ranks of the failed members that GetFailed
+// has not reported yet.
+func (w *Win) unacked() []int { return w.unackedOf(w.c.failedMembers()) }
+
+// unackedOf returns the world ranks of failed that GetFailed or Validate
+// has not reported yet.
+func (w *Win) unackedOf(failed []int) []int {
+	var out []int
+	w.fmu.Lock()
+	for _, p := range failed {
+		if !slices.Contains(w.acked, p) {
+			out = append(out, p)
+		}
+	}
+	w.fmu.Unlock()
+	return out
+}
+
+// syncAll is the synchronisation of Fence and Free: it sends this
+// member's marker of its next fence epoch to every member's server and
+// waits until every member not known failed sent its own. Since every
+// operation is complete when its call returns, a member's marker says that
+// its operations of the epoch are complete; a failed member is waited for
+// only until its failure is known, so syncAll never blocks on a failed
+// process. It returns a revocation or an abort; the caller decides what
+// the failures mean, from missing: the world ranks of the members that
+// failed without sending their marker. omu held.
+func (w *Win) syncAll(op string) (missing []int, err error) {
+	w.epoch++
+	k := w.epoch
+	for t := 0; t < w.c.size; t++ {
+		h := make([]byte, rmaHdr)
+		h[0] = rmaFence
+		binary.LittleEndian.PutUint64(h[8:], k)
+		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false) // a failed or revoked member is seen below
+	}
+	err = w.waitFor(op, func(failed []int) bool {
+		m := w.marks[k]
+		missing = missing[:0]
+		for r := 0; r < w.c.size; r++ {
+			if !m[r] {
+				p := w.c.worldRank(r)
+				if !slices.Contains(failed, p) {
+					return false
+				}
+				missing = append(missing, p)
+			}
+		}
+		delete(w.marks, k)
+		return true
+	})
+	return missing, err
+}
+
+// waitFor waits until ready, called under fmu with the world ranks of the
+// window's failed members, returns true: it re-evaluates ready when a
+// marker arrives at this member's server and when a failure becomes known,
+// so a wait for a marker of a failed process ends. It returns a
+// revocation or an abort.
+func (w *Win) waitFor(op string, ready func(failed []int) bool) error {
+	e := w.c.w.eng
+	for {
+		sig := e.FailureSignal()
+		if w.c.IsRevoked() {
+			return w.err(ErrRevoked, op, NoPeer, "window revoked")
+		}
+		failed := w.c.failedMembers()
+		w.fmu.Lock()
+		done, ch := ready(failed), w.fch
+		w.fmu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-sig:
+		case <-w.served:
+			if !w.c.IsRevoked() {
+				return w.c.w.abortedErr(op, w.parent)
+			}
+		case <-w.c.w.abort:
+			return w.c.w.abortedErr(op, w.parent)
+		}
+	}
+}
+
+func unwrapDetail(err error) string {
+	if e, ok := err.(*Error); ok && e.Detail != "" {
+		return e.Detail
+	}
+	return err.Error()
+}
+
+// takeFailed returns (and forgets) the failure kept for target, or for
+// any target if target < 0. omu held.
+func (w *Win) takeFailed(op string, target int) error {
+	var first error
+	for t, e := range w.failed {
+		if target >= 0 && t != target {
+			continue
+		}
+		if first == nil {
+			first = e
+		}
+		delete(w.failed, t)
+	}
+	if first == nil {
+		return nil
+	}
+	return w.err(ErrorClass(first), op, NoPeer, "an operation of this epoch failed: %v", unwrapDetail(first))
+}
+
+// Lock starts a passive-target access epoch to target's window
+// (MPI_Win_lock), with lockType LockExclusive or LockShared. It returns
+// once the lock is granted; nothing is needed at the target. A failed
+// target raises ErrProcFailed (seed 003 17.11); a lock whose holder failed
+// is released at the target (see the top of win.go). Locking a target
+// twice without Unlock is an ErrRMASync error.
+func (w *Win) Lock(lockType, target int) error {
+	const op = "MPI_Win_lock"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	if lockType != LockExclusive && lockType != LockShared {
+		return w.parent.handle(w.err(ErrLocktype, op, NoPeer, "lock type %d is neither LockExclusive nor LockShared", lockType))
+	}
+	if err := w.checkTarget(op, target); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if _, ok := w.locked[target]; ok {
+		return w.parent.handle(w.err(ErrRMASync, op, target, "target already locked by this process"))
+	}
+	var h [rmaHdr]byte
+	h[0], h[2] = rmaLock, byte(lockType-LockExclusive)
+	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
+		return w.parent.handle(err)
+	}
+	w.locked[target] = lockType
+	return nil
+}
+
+// Unlock ends the passive-target epoch to target (MPI_Win_unlock): the
+// operations to it are complete at origin and target, and the lock is
+// released. A failure of the target, or of an operation of the epoch,
+// raises ErrProcFailed; the epoch is complete. Unlock without Lock is an
+// ErrRMASync error.
+func (w *Win) Unlock(target int) error {
+	const op = "MPI_Win_unlock"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	if err := w.checkTarget(op, target); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if _, ok := w.locked[target]; !ok || w.all {
+		return w.parent.handle(w.err(ErrRMASync, op, target, "target not locked by Lock"))
+	}
+	return w.parent.handle(w.unlock(op, target))
+}
+
+func (w *Win) unlock(op string, target int) error {
+	delete(w.locked, target)
+	ferr := w.takeFailed(op, target)
+	var h [rmaHdr]byte
+	h[0] = rmaUnlock
+	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// LockAll starts a shared passive-target epoch to every member
+// (MPI_Win_lock_all). A failed member raises ErrProcFailed and the epoch
+// is not started (the locks taken are released).
+func (w *Win) LockAll() error {
+	const op = "MPI_Win_lock_all"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if len(w.locked) > 0 {
+		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "a lock epoch is open"))
+	}
+	var h [rmaHdr]byte
+	h[0], h[2] = rmaLock, byte(LockShared-LockExclusive)
+	for t := 0; t < w.c.size; t++ {
+		if _, err := w.rpc(op, t, h[:], nil, 0); err != nil {
+			for u := range w.locked {
+				w.unlock(op, u)
+			}
+			return w.parent.handle(err)
+		}
+		w.locked[t] = LockShared
+	}
+	w.all = true
+	return nil
+}
+
+// UnlockAll ends a LockAll epoch (MPI_Win_unlock_all): every operation is
+// complete and the locks are released. The first failure (of a member or
+// an operation) is raised as ErrProcFailed after every live member's lock
+// was released. UnlockAll without LockAll is an ErrRMASync error.
+func (w *Win) UnlockAll() error {
+	const op = "MPI_Win_unlock_all"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if !w.all {
+		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no LockAll epoch is open"))
+	}
+	w.all = false
+	var first error
+	for t := 0; t < w.c.size; t++ {
+		if err := w.unlock(op, t); err != nil && first == nil {
+			first = err
+		}
+	}
+	return w.parent.handle(first)
+}
+
+// Flush completes the operations of this process to target at origin and
+// target (MPI_Win_flush), within a passive-target epoch. A failure of the
+// target during them raises ErrProcFailed.
+func (w *Win) Flush(target int) error {
+	const op = "MPI_Win_flush"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	if err := w.checkTarget(op, target); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if _, ok := w.locked[target]; !ok {
+		return w.parent.handle(w.err(ErrRMASync, op, target, "no passive-target epoch to this target"))
+	}
+	return w.parent.handle(w.takeFailed(op, target))
+}
+
+// FlushAll is Flush to every target (MPI_Win_flush_all).
+func (w *Win) FlushAll() error {
+	const op = "MPI_Win_flush_all"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if len(w.locked) == 0 {
+		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no passive-target epoch"))
+	}
+	return w.parent.handle(w.takeFailed(op, -1))
+}
+
+func (w *Win) checkTarget(op string, target int) error {
+	if target < 0 || target >= w.c.size {
+		return w.parent.handle(w.err(ErrRank, op, target, "target rank out of range [0, %d)", w.c.size))
+	}
+	return nil
+}
+
+// rmaArgs checks an operation's target, element type and target range.
+func rmaArgs[T Elem](w *Win, op string, target, disp, n int) error {
+	if err := w.check(op); err != nil {
+		return err
+	}
+	if err := w.checkTarget(op, target); err != nil {
+		return err
+	}
+	f := elemOf[T]()
+	if f.err != "" {
+		return w.parent.handle(w.err(ErrType, op, target, "%s", f.err))
+	}
+	if w.tsize[target] == 0 {
+		// A process recognised failed before the window was made: its
+		// shape is unknown; the operation fails at the synchronisation.
+		return nil
+	}
+	if f.dt != w.tdt[target] || f.size != w.tsize[target] {
+		return w.parent.handle(w.err(ErrType, op, target, "origin elements are %s, the target's window holds another element type", f.name))
+	}
+	if disp < 0 || n > w.tlen[target] || disp > w.tlen[target]-n {
+		return w.parent.handle(w.err(ErrRMARange, op, target, "elements [%d, %d) outside the target's window of %d", disp, disp+n, w.tlen[target]))
+	}
+	return nil
+}
+
+// accOp checks an accumulate operation: predefined (or Replace, or NoOp
+// where allowed) and defined on T.
+func accOp[T Elem](w *Win, op string, o *Op, noop bool) error {
+	if o == Replace || (noop && o == NoOp) {
+		return nil
+	}
+	if o == NoOp {
+		return w.parent.handle(w.err(ErrOp, op, NoPeer, "MPI_NO_OP is valid in GetAccumulate and FetchAndOp only"))
+	}
+	if o != nil && o.kind == opUser {
+		return w.parent.handle(w.err(ErrOp, op, NoPeer, "one-sided accumulates take a predefined operation, not a user one"))
+	}
+	if _, err := opFunc[T](w.c, op, o); err != nil {
+		e := err.(*Error)
+		e.Comm = w.name
+		return w.parent.handle(e)
+	}
+	return nil
+}
+
+// Put stores buf in target's window from element disp on (MPI_Put).
+// A failure of target is not returned here but by the next synchronisation.
+func Put[T Elem](w *Win, buf []T, target, disp int) error {
+	const op = "MPI_Put"
+	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
+		return err
+	}
+	return w.start(op, target, rmaPut, 0, disp, len(buf), asBytes(buf), nil)
+}
+
+// Get loads len(buf) elements of target's window from element disp on
+// into buf (MPI_Get). A failure of target is not returned here but by the
+// next synchronisation; buf is undefined then.
+func Get[T Elem](w *Win, buf []T, target, disp int) error {
+	const op = "MPI_Get"
+	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
+		return err
+	}
+	return w.start(op, target, rmaGet, 0, disp, len(buf), nil, asBytes(buf))
+}
+
+// Accumulate combines buf into target's window from element disp on with
+// the predefined operation o (Sum, Prod, Min, Max, the logical and bitwise
+// ones, or Replace): target[disp+i] = buf[i] o target[disp+i], atomically
+// per element with respect to other accumulates (MPI_Accumulate).
+func Accumulate[T Elem](w *Win, buf []T, target, disp int, o *Op) error {
+	const op = "MPI_Accumulate"
+	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
+		return err
+	}
+	if err := accOp[T](w, op, o, false); err != nil {
+		return err
+	}
+	return w.start(op, target, rmaAcc, o.kind, disp, len(buf), asBytes(buf), nil)
+}
+
+// GetAccumulate is Accumulate that also returns the target's previous
+// contents in result (len(result) == len(buf)); with NoOp it only fetches
+// (MPI_Get_accumulate). The fetch and the update are one atomic step per
+// element.
+func GetAccumulate[T Elem](w *Win, buf, result []T, target, disp int, o *Op) error {
+	const op = "MPI_Get_accumulate"
+	if len(result) != len(buf) {
+		if err := w.check(op); err != nil {
+			return err
+		}
+		return w.parent.handle(w.err(ErrCount, op, target, "result has %d elements, buf %d", len(result), len(buf)))
+	}
+	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
+		return err
+	}
+	if err := accOp[T](w, op, o, true); err != nil {
+		return err
+	}
+	return w.start(op, target, rmaGetAcc, o.kind, disp, len(buf), asBytes(buf), asBytes(result))
+}
+
+// FetchAndOp is GetAccumulate of one element (MPI_Fetch_and_op): it
+// returns target's element disp and combines x into it with o.
+func FetchAndOp[T Elem](w *Win, x T, target, disp int, o *Op) (T, error) {
+	in, out := []T{x}, make([]T, 1)
+	if err := fetchOp(w, "MPI_Fetch_and_op", in, out, target, disp, o); err != nil {
+		var z T
+		return z, err
+	}
+	return out[0], nil
+}
+
+func fetchOp[T Elem](w *Win, op string, in, out []T, target, disp int, o *Op) error {
+	if err := rmaArgs[T](w, op, target, disp, 1); err != nil {
+		return err
+	}
+	if err := accOp[T](w, op, o, true); err != nil {
+		return err
+	}
+	return w.start(op, target, rmaGetAcc, o.kind, disp, 1, asBytes(in), asBytes(out))
+}
+
+// CompareAndSwap replaces target's element disp by x if it equals compare
+// (bytewise), atomically, and returns its previous value
+// (MPI_Compare_and_swap).
+func CompareAndSwap[T Elem](w *Win, x, compare T, target, disp int) (T, error) {
+	const op = "MPI_Compare_and_swap"
+	var z T
+	if err := rmaArgs[T](w, op, target, disp, 1); err != nil {
+		return z, err
+	}
+	in, out := []T{compare, x}, make([]T, 1)
+	if err := w.start(op, target, rmaCAS, 0, disp, 1, asBytes(in), asBytes(out)); err != nil {
+		return z, err
+	}
+	return out[0], nil
+}
+
+// Rput is Put returning a request (MPI_Rput). The operation is complete
+// when Rput returns, so the request is complete: its Wait returns at once
+// and succeeds even if the target failed; the failure is raised by the
+// epoch's synchronisation, and the target memory is then undefined (seed
+// 002 A.2.4, advice to users).
+func Rput[T Elem](w *Win, buf []T, target, disp int) (*Request, error) {
+	return done(w, "MPI_Rput", target, Put(w, buf, target, disp))
+}
+
+// Rget is Get returning a request (MPI_Rget); see Rput. buf is undefined
+// if the epoch's synchronisation raises the failure of target.
+func Rget[T Elem](w *Win, buf []T, target, disp int) (*Request, error) {
+	return done(w, "MPI_Rget", target, Get(w, buf, target, disp))
+}
+
+// Raccumulate is Accumulate returning a request (MPI_Raccumulate); see
+// Rput.
+func Raccumulate[T Elem](w *Win, buf []T, target, disp int, o *Op) (*Request, error) {
+	return done(w, "MPI_Raccumulate", target, Accumulate(w, buf, target, disp, o))
+}
+
+// RgetAccumulate is GetAccumulate returning a request
+// (MPI_Rget_accumulate); see Rput.
+func RgetAccumulate[T Elem](w *Win, buf, result []T, target, disp int, o *Op) (*Request, error) {
+	return done(w, "MPI_Rget_accumulate", target, GetAccumulate(w, buf, result, target, disp, o))
+}
+
+// done returns the completed request of an operation, or its error.
+func done(w *Win, op string, target int, err error) (*Request, error) {
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{c: w.parent, op: op, peer: target}
+	r.finish(emptyStatus(), nil)
+	return r, nil
+}
+
+// start runs one operation as a round trip to target. A failure of the
+// target is kept for the next synchronisation and not returned (seed 002
+// A.2.4); a revocation is returned.
+func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, into []byte) error {
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	h := w.hdr[:]
+	clear(h)
+	h[0], h[1] = byte(kind), byte(ok)
+	binary.LittleEndian.PutUint64(h[8:], uint64(disp))
+	binary.LittleEndian.PutUint64(h[16:], uint64(n))
+	rep, err := w.rpc(op, target, h, data, len(into))
+	if err != nil {
+		if ErrorClass(err) == ErrRevoked {
+			return w.parent.handle(err)
+		}
+		if _, ok := w.failed[target]; !ok {
+			w.failed[target] = err
+		}
+		return nil
+	}
+	copy(into, rep)
+	return nil
+}
+
+// rpc sends a request (header and data) to target's server and waits for
+// its reply of want bytes. omu held.
+func (w *Win) rpc(op string, target int, h, data []byte, want int) ([]byte, error) {
+	msg := h
+	if len(data) > 0 {
+		n := (len(h) + len(data) + 7) / 8
+		if cap(w.sbuf) < n {
+			w.sbuf = make([]uint64, n)
+		}
+		msg = asBytes(w.sbuf[:n])[:len(h)+len(data)]
+		copy(msg, h)
+		copy(msg[len(h):], data)
+	}
+	c := w.c
+	if _, err := c.sendBytes(op, p2p.DTByte, msg, target, tagRMAReq, false); err != nil {
+		return nil, w.rerr(err)
+	}
+	n := (1 + want + 7) / 8
+	if cap(w.scr) < n {
+		w.scr = make([]uint64, n)
+	}
+	rb := asBytes(w.scr[:n])[:1+want]
+	r, err := c.postRecv(target, tagRMAReply, p2p.DTByte, rb)
+	if err != nil {
+		return nil, w.rerr(c.engineErr(op, target, err))
+	}
+	if err := c.waitRecv(op, r, target); err != nil {
+		return nil, w.rerr(err)
+	}
+	ps := r.Status()
+	c.w.eng.Release(r)
+	if ps.Err != nil {
+		return nil, w.rerr(c.engineErr(op, target, ps.Err))
+	}
+	if rb[0] != 0 {
+		return nil, w.err(ErrIntern, op, target, "target refused the request (code %d)", rb[0])
+	}
+	return rb[1:], nil
+}
+
+// rerr names the window in an error of its communicator.
+func (w *Win) rerr(err error) error {
+	if e, ok := err.(*Error); ok {
+		e.Comm = w.name
+	}
+	return err
+}
+
+// serve is the window's target side at this member: it receives the
+// requests of every origin on the window's context and answers them,
+// until Free stops it, the window is revoked, or the job ends.
+func (w *Win) serve() {
+	defer close(w.served)
+	c := w.c
+	e := c.w.eng
+	var buf []uint64
+	var seen int64 // the engine's count of lost peers last handled
+	for {
+		// The signal first, then the count: a loss that the count misses
+		// closes the signal (the engine counts a loss before it records
+		// it and closes the signal after), and a loss during a request's
+		// handling is caught by the count.
+		sig := e.FailureSignal()
+		if n := e.LostCount(); n != seen {
+			seen = n
+			w.dropFailed()
+		}
+		st, how, err := e.ProbeCancel(c.ctx, AnySource, -1, tagRMAReq, c.w.abort, sig, w.stop)
+		switch how {
+		case p2p.WaitSignalled:
+			continue
+		case p2p.WaitCancelled, p2p.WaitAborted:
+			return
+		}
+		if err != nil {
+			return // revoked, or the engine closed
+		}
+		n := (st.Bytes + 7) / 8
+		if cap(buf) < n {
+			buf = make([]uint64, n)
+		}
+		b := asBytes(buf[:n])[:st.Bytes]
+		r, err := c.postRecv(st.Source, tagRMAReq, p2p.DTByte, b)
+		if err != nil {
+			return
+		}
+		if r.WaitCancel(c.w.abort, w.stop) != p2p.WaitDone {
+			e.Cancel(r)
+			e.Release(r)
+			return
+		}
+		ps := r.Status()
+		e.Release(r)
+		if ps.Err != nil || ps.Bytes < rmaHdr {
+			continue
+		}
+		w.handleReq(ps.Source, b[:ps.Bytes])
+	}
+}
+
+// handleReq applies one request from origin and replies.
+func (w *Win) handleReq(origin int, b []byte) {
+	kind, ok := int(b[0]), opKind(b[1])
+	disp := int(binary.LittleEndian.Uint64(b[8:]))
+	n := int(binary.LittleEndian.Uint64(b[16:]))
+	data := b[rmaHdr:]
+	lo, hi := disp*w.esize, (disp+n)*w.esize
+	if kind <= rmaCAS && (disp < 0 || n < 0 || hi > len(w.mem) || lo > hi) {
+		w.reply(origin, 1, nil)
+		return
+	}
+	switch kind {
+	case rmaPut:
+		w.mu.Lock()
+		copy(w.mem[lo:hi], data)
+		w.mu.Unlock()
+		w.reply(origin, 0, nil)
+	case rmaGet:
+		w.mu.Lock()
+		out := w.fetched(w.mem[lo:hi])
+		w.mu.Unlock()
+		w.replyRaw(origin, out)
+	case rmaAcc, rmaGetAcc:
+		var out []byte
+		w.mu.Lock()
+		if kind == rmaGetAcc {
+			out = w.fetched(w.mem[lo:hi])
+		}
+		w.apply(ok, data, w.mem[lo:hi])
+		w.mu.Unlock()
+		if out == nil {
+			w.reply(origin, 0, nil)
+		} else {
+			w.replyRaw(origin, out)
+		}
+	case rmaCAS:
+		w.mu.Lock()
+		out := w.fetched(w.mem[lo:hi])
+		if string(w.mem[lo:hi]) == string(data[:w.esize]) {
+			copy(w.mem[lo:hi], data[w.esize:])
+		}
+		w.mu.Unlock()
+		w.replyRaw(origin, out)
+	case rmaLock:
+		if w.lk.request(origin, LockExclusive+int(b[2])) {
+			w.reply(origin, 0, nil)
+		}
+	case rmaFence:
+		w.fmu.Lock()
+		m := w.marks[uint64(disp)]
+		if m == nil {
+			m = map[int]bool{}
+			w.marks[uint64(disp)] = m
+		}
+		m[origin] = true
+		close(w.fch)
+		w.fch = make(chan struct{})
+		w.fmu.Unlock()
+	case rmaPost, rmaComplete:
+		w.fmu.Lock()
+		if kind == rmaPost {
+			w.posts[origin]++
+		} else {
+			w.dones[origin]++
+		}
+		close(w.fch)
+		w.fch = make(chan struct{})
+		w.fmu.Unlock()
+	case rmaUnlock:
+		granted := w.lk.release(origin)
+		w.reply(origin, 0, nil)
+		w.grant(granted)
+	default:
+		w.reply(origin, 2, nil)
+	}
+}
+
+// apply combines in into inout with operation kind (predefined, Replace
+// or NoOp) on the window's element type. w.mu held.
+func (w *Win) apply(k opKind, in, inout []byte) {
+	switch k {
+	case opReplace:
+		copy(inout, in)
+	case opNoOp:
+	default:
+		if int(w.dt) < len(predRed) && int(k) < len(predRed[0]) {
+			if f := predRed[w.dt][k]; f != nil {
+				f(in[:len(inout)], inout)
+			}
+		}
+	}
+}
+
+// fetched is a success reply carrying b, in the server's scratch buffer
+// (the reply is sent before the next request is read). w.mu held.
+func (w *Win) fetched(b []byte) []byte {
+	w.rbuf = append(append(w.rbuf[:0], 0), b...)
+	return w.rbuf
+}
+
+func (w *Win) reply(origin int, status byte, _ []byte) {
+	w.rbuf = append(w.rbuf[:0], status)
+	w.replyRaw(origin, w.rbuf)
+}
+
+// replyRaw sends a reply; a failed origin is ignored (it is no longer
+// waiting).
+func (w *Win) replyRaw(origin int, b []byte) {
+	w.c.sendBytes("MPI_Win (target)", p2p.DTByte, b, origin, tagRMAReply, false)
+}
+
+func (l *lockTable) compatible(typ int) bool {
+	if l.excl >= 0 {
+		return false
+	}
+	return typ == LockShared || len(l.shared) == 0
+}
+
+func (l *lockTable) take(r, typ int) {
+	if typ == LockExclusive {
+		l.excl = r
+	} else {
+		l.shared[r]++
+	}
+}
+
+// request asks for a lock of typ for rank r: granted at once (true) when
+// nobody waits and it is compatible with the holders, else queued.
+func (l *lockTable) request(r, typ int) bool {
+	if len(l.queue) == 0 && l.compatible(typ) {
+		l.take(r, typ)
+		return true
+	}
+	l.queue = append(l.queue, lockWait{r, typ})
+	return false
+}
+
+// release releases r's lock and returns the waiters granted by it, in
+// order.
+func (l *lockTable) release(r int) []lockWait {
+	if l.excl == r {
+		l.excl = -1
+	} else if l.shared[r] > 1 {
+		l.shared[r]--
+	} else {
+		delete(l.shared, r)
+	}
+	return l.next()
+}
+
+// drop forgets rank r, failed: its lock is released and its queued
+// requests removed. It returns the waiters granted by it.
+func (l *lockTable) drop(r int) []lockWait {
+	if l.excl == r {
+		l.excl = -1
+	}
+	delete(l.shared, r)
+	l.queue = slices.DeleteFunc(l.queue, func(x lockWait) bool { return x.rank == r })
+	return l.next()
+}
+
+// next grants the queued requests that became compatible, in order.
+func (l *lockTable) next() []lockWait {
+	var out []lockWait
+	for len(l.queue) > 0 && l.compatible(l.queue[0].typ) {
+		q := l.queue[0]
+		l.queue = l.queue[1:]
+		l.take(q.rank, q.typ)
+		out = append(out, q)
+	}
+	return out
+}
+
+// grant answers the lock requests granted.
+func (w *Win) grant(granted []lockWait) {
+	for _, q := range granted {
+		w.reply(q.rank, 0, nil)
+	}
+}
+
+// dropFailed releases the locks of failed processes and forgets their
+// queued requests, then grants the waiters that became compatible.
+func (w *Win) dropFailed() {
+	for _, p := range w.c.failedMembers() {
+		if r := w.c.rankOfProc(p); r >= 0 {
+			w.grant(w.lk.drop(r))
+		}
+	}
+}
+
+// String names the window. It has no MPI counterpart (MPI_Win_get_name
+// analogue).
+func (w *Win) String() string { return w.name }
+
+// winRanks returns the window ranks of g's processes, or an ErrGroup
+// error naming a process that is not a member.
+func (w *Win) winRanks(op string, g *Group) ([]int, error) {
+	if g == nil {
+		return nil, w.err(ErrGroup, op, NoPeer, "nil group")
+	}
+	out := make([]int, 0, len(g.procs))
+	for _, p := range g.procs {
+		r := w.c.rankOfProc(p)
+		if r < 0 {
+			return nil, w.err(ErrGroup, op, NoPeer, "world process %d is not a process of the window", p)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// mark sends a marker of kind to each of ranks' servers; a failed or
+// revoked member is seen by the wait that follows.
+func (w *Win) mark(op string, kind int, ranks []int) {
+	for _, t := range ranks {
+		h := make([]byte, rmaHdr)
+		h[0] = byte(kind)
+		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false)
+	}
+}
+
+// Post starts an exposure epoch of this member's window to the origins of
+// g (MPI_Win_post); it does not wait. Wait or Test ends it.
+func (w *Win) Post(g *Group) error {
+	const op = "MPI_Win_post"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	ranks, err := w.winRanks(op, g)
+	if err != nil {
+		return w.parent.handle(err)
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if w.postGrp != nil || len(w.locked) > 0 {
+		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "an exposure or lock epoch is already open"))
+	}
+	w.postGrp = ranks
+	w.mark(op, rmaPost, ranks)
+	return nil
+}
+
+// Start starts an access epoch to the targets of g (MPI_Win_start): it
+// returns once each of them posted a matching exposure epoch, or is known
+// failed (the failure is reported by Complete, seed 002 A.2.4).
+func (w *Win) Start(g *Group) error {
+	const op = "MPI_Win_start"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	ranks, err := w.winRanks(op, g)
+	if err != nil {
+		return w.parent.handle(err)
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if w.startGrp != nil || len(w.locked) > 0 {
+		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "an access or lock epoch is already open"))
+	}
+	pending := slices.Clone(ranks)
+	err = w.waitFor(op, func(failed []int) bool {
+		pending = slices.DeleteFunc(pending, func(t int) bool {
+			if w.posts[t] > 0 {
+				w.posts[t]--
+				return true
+			}
+			if slices.Contains(failed, w.c.worldRank(t)) {
+				if _, ok := w.failed[t]; !ok {
+					w.failed[t] = w.err(ErrProcFailed, op, t, "target failed before posting")
+				}
+				return true
+			}
+			return false
+		})
+		return len(pending) == 0
+	})
+	if err != nil {
+		return w.parent.handle(err)
+	}
+	w.startGrp = ranks
+	return nil
+}
+
+// Complete ends the access epoch begun by Start (MPI_Win_complete): the
+// operations to its targets are complete. If a target failed during the
+// epoch it raises ErrProcFailed; the epoch is complete anyway, and the
+// operations to the live targets succeeded (seed 002 A.2.4 item 1, seed
+// 003 17.11).
+func (w *Win) Complete() error {
+	const op = "MPI_Win_complete"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if w.startGrp == nil {
+		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no access epoch (Start first)"))
+	}
+	ranks := w.startGrp
+	w.startGrp = nil
+	w.mark(op, rmaComplete, ranks)
+	var ferr error
+	for _, t := range ranks {
+		if err := w.takeFailed(op, t); err != nil && ferr == nil {
+			ferr = err
+		}
+	}
+	if ferr == nil {
+		for _, t := range ranks {
+			if w.c.w.eng.IsLost(w.c.worldRank(t)) {
+				ferr = w.err(ErrProcFailed, op, t, "target failed during the epoch")
+				break
+			}
+		}
+	}
+	return w.parent.handle(ferr)
+}
+
+// Wait ends the exposure epoch begun by Post (MPI_Win_wait): it returns
+// once every origin of the epoch called Complete, or is known failed. If
+// an origin failed during the epoch it raises ErrProcFailed; the epoch is
+// complete, and the window memory the failed origin accessed is undefined
+// (seed 003 17.11). It never waits for a failed origin.
+func (w *Win) Wait() error {
+	_, err := w.waitEpoch("MPI_Win_wait", true)
+	return err
+}
+
+// Test is Wait that does not block (MPI_Win_test): it reports whether the
+// exposure epoch ended (and then ends it, as Wait would).
+func (w *Win) Test() (bool, error) {
+	return w.waitEpoch("MPI_Win_test", false)
+}
+
+func (w *Win) waitEpoch(op string, block bool) (bool, error) {
+	if err := w.check(op); err != nil {
+		return false, err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if w.postGrp == nil {
+		return false, w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no exposure epoch (Post first)"))
+	}
+	var dead []int
+	ready := func(failed []int) bool {
+		dead = dead[:0]
+		for _, o := range w.postGrp {
+			if w.dones[o] == 0 {
+				if !slices.Contains(failed, w.c.worldRank(o)) {
+					return false
+				}
+				dead = append(dead, o)
+			}
+		}
+		for _, o := range w.postGrp {
+			if w.dones[o] > 0 {
+				w.dones[o]--
+			}
+		}
+		return true
+	}
+	if block {
+		if err := w.waitFor(op, ready); err != nil {
+			return false, w.parent.handle(err)
+		}
+	} else {
+		if w.c.IsRevoked() {
+			return false, w.parent.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
+		}
+		failed := w.c.failedMembers()
+		w.fmu.Lock()
+		ok := ready(failed)
+		w.fmu.Unlock()
+		if !ok {
+			return false, nil
+		}
+	}
+	w.postGrp = nil
+	if len(dead) > 0 {
+		return true, w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "origins %v failed during the epoch", dead))
+	}
+	return true, nil
+}
+
+// GroupFailed returns the group of the window's processes known failed at
+// this process, in rank order (MPI_Win_get_group_failed, seed 003 17.4.2).
+// It is local, and unlike GetFailed it does not acknowledge them: a fence
+// still raises ErrRankFailStop for them until Validate recognises them.
+func (w *Win) GroupFailed() (*Group, error) {
+	const op = "MPI_Win_get_group_failed"
+	if err := w.check(op); err != nil {
+		return nil, err
+	}
+	failed := w.c.failedMembers()
+	var ranks []int
+	for _, p := range failed {
+		ranks = append(ranks, w.c.rankOfProc(p))
+	}
+	slices.Sort(ranks)
+	procs := make([]int, len(ranks))
+	for i, r := range ranks {
+		procs[i] = w.c.worldRank(r)
+	}
+	return newGroup(procs, w.c.w.rank), nil
+}
+
+// Validate recognises the window's failed processes collectively
+// (MPI_Win_validate, seed 003 17.11.1): every live process gets the same
+// group of failed processes, or every one gets an error. It must be called
+// by all live processes of the window, outside any epoch. Afterwards
+// fences no longer raise ErrRankFailStop for the recognised processes. It
+// runs the run-through agreement of Comm.Validate on the window's private
+// communicator.
+func (w *Win) Validate() (*Group, error) {
+	const op = "MPI_Win_validate"
+	if err := w.check(op); err != nil {
+		return nil, err
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if err := w.noEpoch(op); err != nil {
+		return nil, w.parent.handle(err)
+	}
+	g, err := w.c.Validate()
+	if err != nil {
+		return nil, w.parent.handle(w.rerr(err))
+	}
+	w.recognize(g)
+	return g, nil
+}
+
+// Ivalidate starts a nonblocking Validate (MPI_Iwin_validate, seed 003
+// 17.11.1): the request's Wait returns the group of recognised failed
+// processes, and the window recognises them when it completes. The
+// request's errors are returned, not given to an error handler.
+func (w *Win) Ivalidate() (*RequestOf[*Group], error) {
+	const op = "MPI_Iwin_validate"
+	if err := w.check(op); err != nil {
+		return nil, err
+	}
+	w.omu.Lock()
+	err := w.noEpoch(op)
+	w.omu.Unlock()
+	if err != nil {
+		return nil, w.parent.handle(err)
+	}
+	c := w.c
+	c.runThrough()
+	t := c.takeTurn()
+	return startCollOf(c, op, func() (*Group, error) {
+		g, err := inTurn(t, op, func() (*Group, error) { return c.validate(op) })
+		if err != nil {
+			return nil, w.rerr(err)
+		}
+		w.recognize(g)
+		return g, nil
+	}), nil
+}
+
+// recognize adds the processes of g to the recognised (acknowledged)
+// failures of the window.
+func (w *Win) recognize(g *Group) {
+	w.fmu.Lock()
+	for _, p := range g.procs {
+		if !slices.Contains(w.acked, p) {
+			w.acked = append(w.acked, p)
+		}
+	}
+	w.fmu.Unlock()
+}
