@@ -105,27 +105,40 @@ func main() {
 }
 
 func run(w *mpi.World, c *mpi.Comm, docs, kill int) error {
+	// The job description, from rank 0. A failure during the broadcast
+	// (a rank dying as soon as its own part returned) is repaired like a
+	// failed round below.
 	var job Job
-	if c.Rank() == 0 {
-		job = Job{
-			Name:       "word count",
-			Vocabulary: strings.Fields("the of and to in a is that for it as was with be by on not he this are or his from at which"),
-			Docs:       docs,
-			WordsPer:   50,
-			Seed:       12345,
+	for {
+		if c.Rank() == 0 {
+			job = Job{
+				Name:       "word count",
+				Vocabulary: strings.Fields("the of and to in a is that for it as was with be by on not he this are or his from at which"),
+				Docs:       docs,
+				WordsPer:   50,
+				Seed:       12345,
+			}
 		}
-	}
-	job, err := mpi.BcastValue(c, job, 0)
-	if err != nil {
-		return err
+		j, err := mpi.BcastValue(c, job, 0)
+		ok, err := agreed(c, err)
+		if err != nil {
+			return err
+		}
+		if ok {
+			job = j
+			break
+		}
+		if c, err = repair(c); err != nil {
+			return err
+		}
 	}
 	for round := 0; ; round++ {
 		total, err := countRound(w, c, job, round == 0 && w.Rank() == kill)
-		ok, aerr := c.Agree(err == nil)
-		if aerr != nil && !errors.Is(aerr, mpi.ErrProcFailed) {
+		ok, aerr := agreed(c, err)
+		if aerr != nil {
 			return aerr
 		}
-		if ok && aerr == nil {
+		if ok {
 			if c.Rank() == 0 {
 				printResult(job, total)
 			}
@@ -136,13 +149,29 @@ func run(w *mpi.World, c *mpi.Comm, docs, kill int) error {
 		if c.Rank() == 0 {
 			fmt.Printf("round %d failed (%v); shrinking\n", round, err)
 		}
-		c.Revoke()
-		s, err := c.Shrink()
-		if err != nil {
+		if c, err = repair(c); err != nil {
 			return err
 		}
-		c = s
 	}
+}
+
+// agreed makes a step's outcome uniform: whether it succeeded at every
+// live process (errors are not uniform: a collective can fail at some
+// ranks and succeed at others). The error is one that is not a process
+// failure.
+func agreed(c *mpi.Comm, stepErr error) (bool, error) {
+	ok, err := c.Agree(stepErr == nil)
+	if err != nil && !errors.Is(err, mpi.ErrProcFailed) {
+		return false, err
+	}
+	return ok && err == nil, nil
+}
+
+// repair leaves a failed step together and goes on without the failed
+// processes: revoke, then shrink.
+func repair(c *mpi.Comm) (*mpi.Comm, error) {
+	c.Revoke()
+	return c.Shrink()
 }
 
 // countRound counts this rank's share, reports it to rank 0 and merges
