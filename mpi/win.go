@@ -66,16 +66,18 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
 // The one-sided error classes (codes as in Open MPI's mpi.h).
 var (
-	ErrWin      = &Class{"MPI_ERR_WIN: invalid window", 45}                          // MPI_ERR_WIN
-	ErrLocktype = &Class{"MPI_ERR_LOCKTYPE: invalid lock type", 47}                  // MPI_ERR_LOCKTYPE
-	ErrRMASync  = &Class{"MPI_ERR_RMA_SYNC: wrong synchronization of RMA calls", 50} // MPI_ERR_RMA_SYNC
-	ErrRMARange = &Class{"MPI_ERR_RMA_RANGE: target memory outside the window", 55}  // MPI_ERR_RMA_RANGE
+	ErrWin      = &Class{"MPI_ERR_WIN: invalid window", 53}                          // MPI_ERR_WIN
+	ErrLocktype = &Class{"MPI_ERR_LOCKTYPE: invalid lock type", 37}                  // MPI_ERR_LOCKTYPE
+	ErrRMASync  = &Class{"MPI_ERR_RMA_SYNC: wrong synchronization of RMA calls", 47} // MPI_ERR_RMA_SYNC
+	ErrRMARange = &Class{"MPI_ERR_RMA_RANGE: target memory outside the window", 68}  // MPI_ERR_RMA_RANGE
+	ErrAssert   = &Class{"MPI_ERR_ASSERT: invalid assertion", 22}                    // MPI_ERR_ASSERT
 )
 
 // Lock types of Win.Lock.
@@ -164,6 +166,21 @@ type Win struct {
 	// access (Start) and exposure (Post) epochs; nil outside them.
 	startGrp, postGrp []int
 
+	// Epochs (omu): fenceOpen is true between fences (after a Fence
+	// without ModeNoSucceed); fenceOps counts the operations this process
+	// issued in the fence epoch; nocheck holds the targets locked with
+	// ModeNoCheck (no lock request was sent).
+	fenceOpen bool
+	fenceOps  int
+	nocheck   map[int]bool
+
+	// Handles of MPI-4.1 12.2.6-12.2.7 (win_extra.go).
+	base   any                        // the slice given to WinCreate / made by WinAllocate
+	flavor int                        // WinFlavorCreate or WinFlavorAllocate
+	errh   atomic.Pointer[Errhandler] // nil: the creating communicator's
+	info   atomic.Pointer[Info]
+	attrs  attrTable[*Win]
+
 	// Server side.
 	rbuf   []byte // reply scratch
 	lk     lockTable
@@ -241,7 +258,7 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 	}
 	w := &Win{parent: c, c: wc, name: "window on " + shortName(c), mem: asBytes(base), dt: f.dt, esize: f.size, tname: f.name,
 		tdt: make([]p2p.DType, c.size), tsize: make([]int, c.size), tlen: make([]int, c.size),
-		failed: map[int]error{}, locked: map[int]int{},
+		failed: map[int]error{}, locked: map[int]int{}, nocheck: map[int]bool{}, base: base, flavor: WinFlavorCreate,
 		lk:   lockTable{excl: -1, shared: map[int]int{}},
 		stop: make(chan struct{}), served: make(chan struct{}),
 		marks: map[uint64]map[int]bool{}, fch: make(chan struct{}),
@@ -249,6 +266,9 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 	// Seed 003 17.11: a failed process recognised on c is recognised in
 	// the window's group too.
 	w.acked = slices.Clone(c.ftm().recognized())
+	if op == "MPI_Win_allocate" {
+		w.flavor = WinFlavorAllocate
+	}
 	for r := 0; r < c.size; r++ {
 		w.tdt[r], w.tsize[r], w.tlen[r] = p2p.DType(all[3*r]), int(all[3*r+1]), int(all[3*r+2])
 	}
@@ -309,7 +329,7 @@ func (w *Win) checkFreed(op string) error {
 	freed := w.freed
 	w.omu.Unlock()
 	if freed {
-		return w.parent.handle(newErr(ErrWin, op, w.parent, NoPeer, "window already freed"))
+		return w.handle(newErr(ErrWin, op, w.parent, NoPeer, "window already freed"))
 	}
 	return nil
 }
@@ -320,7 +340,7 @@ func (w *Win) check(op string) error {
 		return err
 	}
 	if w.c.IsRevoked() {
-		return w.parent.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
+		return w.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
 	}
 	return nil
 }
@@ -344,7 +364,18 @@ func (w *Win) Free() error {
 	w.omu.Lock()
 	if err := w.noEpoch(op); err != nil {
 		w.omu.Unlock()
-		return w.parent.handle(err)
+		return w.handle(err)
+	}
+	w.omu.Unlock()
+	// The delete callbacks of the window's attributes run first (MPI-4.1
+	// 7.7.4); if one fails, Free fails and the window stays usable.
+	if err := w.attrs.clear(w); err != nil {
+		return w.handle(w.err(ErrOther, op, NoPeer, "attribute delete callback failed: %v", err))
+	}
+	w.omu.Lock()
+	if err := w.noEpoch(op); err != nil {
+		w.omu.Unlock()
+		return w.handle(err)
 	}
 	w.freed = true
 	_, err := w.syncAll(op) // every member's operations are complete
@@ -353,7 +384,7 @@ func (w *Win) Free() error {
 	<-w.served
 	w.c.Free()
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	return nil
 }
@@ -370,30 +401,49 @@ func (w *Win) Free() error {
 // ErrRevoked. Like MPI, it does not stop other members from starting the
 // next epoch's operations as soon as they leave their fence: read local
 // window memory that the next epoch targets only after the next fence.
-func (w *Win) Fence() error {
+//
+// assert is 0 or an OR of ModeNoStore, ModeNoPut, ModeNoPrecede and
+// ModeNoSucceed (mpi4py's assertion argument; MPI's assert): another bit is
+// an ErrAssert error. ModeNoPrecede after operations of this process since
+// the last fence is an ErrRMASync error; after ModeNoSucceed no fence epoch
+// is open, and an operation before the next fence (or another epoch) is an
+// ErrRMASync error. The other assertions change nothing (they are true of
+// a correct program, and ftmpi needs no hint).
+func (w *Win) Fence(assert ...int) error {
 	const op = "MPI_Win_fence"
 	if err := w.check(op); err != nil {
+		return err
+	}
+	a, err := w.assertion(op, assert, ModeNoStore|ModeNoPut|ModeNoPrecede|ModeNoSucceed)
+	if err != nil {
 		return err
 	}
 	w.omu.Lock()
 	if err := w.noEpoch(op); err != nil {
 		w.omu.Unlock()
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
+	if a&ModeNoPrecede != 0 && w.fenceOps > 0 {
+		n := w.fenceOps
+		w.omu.Unlock()
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "MPI_MODE_NOPRECEDE given, but this process issued %d operations since the last fence", n))
+	}
+	w.fenceOps = 0
+	w.fenceOpen = a&ModeNoSucceed == 0
 	ferr := w.takeFailed(op, -1)
 	before := w.unacked()
 	missing, err := w.syncAll(op)
 	w.omu.Unlock()
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	if len(before) > 0 {
-		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed", before))
+		return w.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed", before))
 	}
 	if missing = w.unackedOf(missing); len(missing) > 0 {
-		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed before the fence", missing))
+		return w.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed before the fence", missing))
 	}
-	return w.parent.handle(ferr)
+	return w.handle(ferr)
 }
 
 // noEpoch is the ErrRMASync error of a call that needs no lock,
@@ -527,27 +577,47 @@ func (w *Win) takeFailed(op string, target int) error {
 // once the lock is granted; nothing is needed at the target. A failed
 // target raises ErrProcFailed (seed 003 17.11); a lock whose holder failed
 // is released at the target (see the top of win.go). Locking a target
-// twice without Unlock is an ErrRMASync error.
-func (w *Win) Lock(lockType, target int) error {
+// twice without Unlock, or while operations of a fence epoch or an access
+// epoch (Start) are open, is an ErrRMASync error.
+//
+// assert is 0 or ModeNoCheck (mpi4py's assertion): the program asserts that
+// no other process holds or asks for a conflicting lock of target during
+// the epoch, so no lock request is sent (the epoch costs no round trip of
+// its own); another bit is an ErrAssert error.
+func (w *Win) Lock(lockType, target int, assert ...int) error {
 	const op = "MPI_Win_lock"
 	if err := w.check(op); err != nil {
 		return err
 	}
 	if lockType != LockExclusive && lockType != LockShared {
-		return w.parent.handle(w.err(ErrLocktype, op, NoPeer, "lock type %d is neither LockExclusive nor LockShared", lockType))
+		return w.handle(w.err(ErrLocktype, op, NoPeer, "lock type %d is neither LockExclusive nor LockShared", lockType))
 	}
 	if err := w.checkTarget(op, target); err != nil {
+		return err
+	}
+	a, err := w.assertion(op, assert, ModeNoCheck)
+	if err != nil {
 		return err
 	}
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if _, ok := w.locked[target]; ok {
-		return w.parent.handle(w.err(ErrRMASync, op, target, "target already locked by this process"))
+		return w.handle(w.err(ErrRMASync, op, target, "target already locked by this process"))
+	}
+	if err := w.activeOpen(op); err != nil {
+		return w.handle(err)
+	}
+	if a&ModeNoCheck != 0 {
+		if w.c.w.eng.IsLost(w.c.worldRank(target)) {
+			return w.handle(w.err(ErrProcFailed, op, target, "target failed"))
+		}
+		w.locked[target], w.nocheck[target] = lockType, true
+		return nil
 	}
 	var h [rmaHdr]byte
 	h[0], h[2] = rmaLock, byte(lockType-LockExclusive)
 	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	w.locked[target] = lockType
 	return nil
@@ -569,14 +639,21 @@ func (w *Win) Unlock(target int) error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if _, ok := w.locked[target]; !ok || w.all {
-		return w.parent.handle(w.err(ErrRMASync, op, target, "target not locked by Lock"))
+		return w.handle(w.err(ErrRMASync, op, target, "target not locked by Lock"))
 	}
-	return w.parent.handle(w.unlock(op, target))
+	return w.handle(w.unlock(op, target))
 }
 
 func (w *Win) unlock(op string, target int) error {
 	delete(w.locked, target)
 	ferr := w.takeFailed(op, target)
+	if w.nocheck[target] {
+		delete(w.nocheck, target)
+		if ferr == nil && w.c.w.eng.IsLost(w.c.worldRank(target)) {
+			ferr = w.err(ErrProcFailed, op, target, "target failed during the epoch")
+		}
+		return ferr
+	}
 	var h [rmaHdr]byte
 	h[0] = rmaUnlock
 	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
@@ -587,16 +664,31 @@ func (w *Win) unlock(op string, target int) error {
 
 // LockAll starts a shared passive-target epoch to every member
 // (MPI_Win_lock_all). A failed member raises ErrProcFailed and the epoch
-// is not started (the locks taken are released).
-func (w *Win) LockAll() error {
+// is not started (the locks taken are released). assert is 0 or
+// ModeNoCheck, as for Lock: then no lock request is sent.
+func (w *Win) LockAll(assert ...int) error {
 	const op = "MPI_Win_lock_all"
 	if err := w.check(op); err != nil {
+		return err
+	}
+	a, err := w.assertion(op, assert, ModeNoCheck)
+	if err != nil {
 		return err
 	}
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if len(w.locked) > 0 {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "a lock epoch is open"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "a lock epoch is open"))
+	}
+	if err := w.activeOpen(op); err != nil {
+		return w.handle(err)
+	}
+	if a&ModeNoCheck != 0 {
+		for t := 0; t < w.c.size; t++ {
+			w.locked[t], w.nocheck[t] = LockShared, true
+		}
+		w.all = true
+		return nil
 	}
 	var h [rmaHdr]byte
 	h[0], h[2] = rmaLock, byte(LockShared-LockExclusive)
@@ -605,7 +697,7 @@ func (w *Win) LockAll() error {
 			for u := range w.locked {
 				w.unlock(op, u)
 			}
-			return w.parent.handle(err)
+			return w.handle(err)
 		}
 		w.locked[t] = LockShared
 	}
@@ -625,7 +717,7 @@ func (w *Win) UnlockAll() error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if !w.all {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no LockAll epoch is open"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "no LockAll epoch is open"))
 	}
 	w.all = false
 	var first error
@@ -634,7 +726,7 @@ func (w *Win) UnlockAll() error {
 			first = err
 		}
 	}
-	return w.parent.handle(first)
+	return w.handle(first)
 }
 
 // Flush completes the operations of this process to target at origin and
@@ -651,9 +743,9 @@ func (w *Win) Flush(target int) error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if _, ok := w.locked[target]; !ok {
-		return w.parent.handle(w.err(ErrRMASync, op, target, "no passive-target epoch to this target"))
+		return w.handle(w.err(ErrRMASync, op, target, "no passive-target epoch to this target"))
 	}
-	return w.parent.handle(w.takeFailed(op, target))
+	return w.handle(w.takeFailed(op, target))
 }
 
 // FlushAll is Flush to every target (MPI_Win_flush_all).
@@ -665,14 +757,14 @@ func (w *Win) FlushAll() error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if len(w.locked) == 0 {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no passive-target epoch"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "no passive-target epoch"))
 	}
-	return w.parent.handle(w.takeFailed(op, -1))
+	return w.handle(w.takeFailed(op, -1))
 }
 
 func (w *Win) checkTarget(op string, target int) error {
 	if target < 0 || target >= w.c.size {
-		return w.parent.handle(w.err(ErrRank, op, target, "target rank out of range [0, %d)", w.c.size))
+		return w.handle(w.err(ErrRank, op, target, "target rank out of range [0, %d)", w.c.size))
 	}
 	return nil
 }
@@ -687,7 +779,7 @@ func rmaArgs[T Elem](w *Win, op string, target, disp, n int) error {
 	}
 	f := elemOf[T]()
 	if f.err != "" {
-		return w.parent.handle(w.err(ErrType, op, target, "%s", f.err))
+		return w.handle(w.err(ErrType, op, target, "%s", f.err))
 	}
 	if w.tsize[target] == 0 {
 		// A process recognised failed before the window was made: its
@@ -695,10 +787,10 @@ func rmaArgs[T Elem](w *Win, op string, target, disp, n int) error {
 		return nil
 	}
 	if f.dt != w.tdt[target] || f.size != w.tsize[target] {
-		return w.parent.handle(w.err(ErrType, op, target, "origin elements are %s, the target's window holds another element type", f.name))
+		return w.handle(w.err(ErrType, op, target, "origin elements are %s, the target's window holds another element type", f.name))
 	}
 	if disp < 0 || n > w.tlen[target] || disp > w.tlen[target]-n {
-		return w.parent.handle(w.err(ErrRMARange, op, target, "elements [%d, %d) outside the target's window of %d", disp, disp+n, w.tlen[target]))
+		return w.handle(w.err(ErrRMARange, op, target, "elements [%d, %d) outside the target's window of %d", disp, disp+n, w.tlen[target]))
 	}
 	return nil
 }
@@ -710,15 +802,15 @@ func accOp[T Elem](w *Win, op string, o *Op, noop bool) error {
 		return nil
 	}
 	if o == NoOp {
-		return w.parent.handle(w.err(ErrOp, op, NoPeer, "MPI_NO_OP is valid in GetAccumulate and FetchAndOp only"))
+		return w.handle(w.err(ErrOp, op, NoPeer, "MPI_NO_OP is valid in GetAccumulate and FetchAndOp only"))
 	}
 	if o != nil && o.kind == opUser {
-		return w.parent.handle(w.err(ErrOp, op, NoPeer, "one-sided accumulates take a predefined operation, not a user one"))
+		return w.handle(w.err(ErrOp, op, NoPeer, "one-sided accumulates take a predefined operation, not a user one"))
 	}
 	if _, err := opFunc[T](w.c, op, o); err != nil {
 		e := err.(*Error)
 		e.Comm = w.name
-		return w.parent.handle(e)
+		return w.handle(e)
 	}
 	return nil
 }
@@ -769,7 +861,7 @@ func GetAccumulate[T Elem](w *Win, buf, result []T, target, disp int, o *Op) err
 		if err := w.check(op); err != nil {
 			return err
 		}
-		return w.parent.handle(w.err(ErrCount, op, target, "result has %d elements, buf %d", len(result), len(buf)))
+		return w.handle(w.err(ErrCount, op, target, "result has %d elements, buf %d", len(result), len(buf)))
 	}
 	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
 		return err
@@ -860,6 +952,9 @@ func done(w *Win, op string, target int, err error) (*Request, error) {
 func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, into []byte) error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
+	if err := w.inEpoch(op, target); err != nil {
+		return w.handle(err)
+	}
 	h := w.hdr[:]
 	clear(h)
 	h[0], h[1] = byte(kind), byte(ok)
@@ -868,7 +963,7 @@ func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, i
 	rep, err := w.rpc(op, target, h, data, len(into))
 	if err != nil {
 		if ErrorClass(err) == ErrRevoked {
-			return w.parent.handle(err)
+			return w.handle(err)
 		}
 		if _, ok := w.failed[target]; !ok {
 			w.failed[target] = err
@@ -1201,20 +1296,25 @@ func (w *Win) mark(op string, kind int, ranks []int) {
 }
 
 // Post starts an exposure epoch of this member's window to the origins of
-// g (MPI_Win_post); it does not wait. Wait or Test ends it.
-func (w *Win) Post(g *Group) error {
+// g (MPI_Win_post); it does not wait. Wait or Test ends it. assert is 0 or
+// an OR of ModeNoCheck, ModeNoStore and ModeNoPut (accepted: ftmpi needs
+// no hint); another bit is an ErrAssert error.
+func (w *Win) Post(g *Group, assert ...int) error {
 	const op = "MPI_Win_post"
 	if err := w.check(op); err != nil {
 		return err
 	}
+	if _, err := w.assertion(op, assert, ModeNoCheck|ModeNoStore|ModeNoPut); err != nil {
+		return err
+	}
 	ranks, err := w.winRanks(op, g)
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if w.postGrp != nil || len(w.locked) > 0 {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "an exposure or lock epoch is already open"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "an exposure or lock epoch is already open"))
 	}
 	w.postGrp = ranks
 	w.mark(op, rmaPost, ranks)
@@ -1223,20 +1323,30 @@ func (w *Win) Post(g *Group) error {
 
 // Start starts an access epoch to the targets of g (MPI_Win_start): it
 // returns once each of them posted a matching exposure epoch, or is known
-// failed (the failure is reported by Complete, seed 002 A.2.4).
-func (w *Win) Start(g *Group) error {
+// failed (the failure is reported by Complete, seed 002 A.2.4). assert is
+// 0 or ModeNoCheck (accepted: Start still waits for the posts, which the
+// matching Post sent before, as ModeNoCheck requires); another bit is an
+// ErrAssert error. Start while operations of a fence epoch are open is an
+// ErrRMASync error.
+func (w *Win) Start(g *Group, assert ...int) error {
 	const op = "MPI_Win_start"
 	if err := w.check(op); err != nil {
 		return err
 	}
+	if _, err := w.assertion(op, assert, ModeNoCheck); err != nil {
+		return err
+	}
 	ranks, err := w.winRanks(op, g)
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if w.startGrp != nil || len(w.locked) > 0 {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "an access or lock epoch is already open"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "an access or lock epoch is already open"))
+	}
+	if w.fenceOps > 0 {
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "operations of a fence epoch are open (Fence first)"))
 	}
 	pending := slices.Clone(ranks)
 	err = w.waitFor(op, func(failed []int) bool {
@@ -1256,7 +1366,7 @@ func (w *Win) Start(g *Group) error {
 		return len(pending) == 0
 	})
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	w.startGrp = ranks
 	return nil
@@ -1275,7 +1385,7 @@ func (w *Win) Complete() error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if w.startGrp == nil {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no access epoch (Start first)"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "no access epoch (Start first)"))
 	}
 	ranks := w.startGrp
 	w.startGrp = nil
@@ -1294,7 +1404,7 @@ func (w *Win) Complete() error {
 			}
 		}
 	}
-	return w.parent.handle(ferr)
+	return w.handle(ferr)
 }
 
 // Wait ends the exposure epoch begun by Post (MPI_Win_wait): it returns
@@ -1320,7 +1430,7 @@ func (w *Win) waitEpoch(op string, block bool) (bool, error) {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if w.postGrp == nil {
-		return false, w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no exposure epoch (Post first)"))
+		return false, w.handle(w.err(ErrRMASync, op, NoPeer, "no exposure epoch (Post first)"))
 	}
 	var dead []int
 	ready := func(failed []int) bool {
@@ -1342,11 +1452,11 @@ func (w *Win) waitEpoch(op string, block bool) (bool, error) {
 	}
 	if block {
 		if err := w.waitFor(op, ready); err != nil {
-			return false, w.parent.handle(err)
+			return false, w.handle(err)
 		}
 	} else {
 		if w.c.IsRevoked() {
-			return false, w.parent.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
+			return false, w.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
 		}
 		failed := w.c.failedMembers()
 		w.fmu.Lock()
@@ -1358,7 +1468,7 @@ func (w *Win) waitEpoch(op string, block bool) (bool, error) {
 	}
 	w.postGrp = nil
 	if len(dead) > 0 {
-		return true, w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "origins %v failed during the epoch", dead))
+		return true, w.handle(w.err(ErrProcFailed, op, NoPeer, "origins %v failed during the epoch", dead))
 	}
 	return true, nil
 }
@@ -1400,11 +1510,11 @@ func (w *Win) Validate() (*Group, error) {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if err := w.noEpoch(op); err != nil {
-		return nil, w.parent.handle(err)
+		return nil, w.handle(err)
 	}
 	g, err := w.c.Validate()
 	if err != nil {
-		return nil, w.parent.handle(w.rerr(err))
+		return nil, w.handle(w.rerr(err))
 	}
 	w.recognize(g)
 	return g, nil
@@ -1423,7 +1533,7 @@ func (w *Win) Ivalidate() (*RequestOf[*Group], error) {
 	err := w.noEpoch(op)
 	w.omu.Unlock()
 	if err != nil {
-		return nil, w.parent.handle(err)
+		return nil, w.handle(err)
 	}
 	c := w.c
 	c.runThrough()
