@@ -19,13 +19,22 @@ package mpi
 // element), and answers each with a reply message. Nothing is needed at
 // the target for passive target.
 //
-// Every origin operation is a round trip (request, reply) completed before
-// the call returns; a failure of the target is not returned by the call
-// but kept and reported by the next synchronisation (Fence, Complete,
-// Unlock, Flush), as seed 002 A.2.4 requires. Completing operations early is allowed
-// by MPI (completion only has to happen by the synchronisation); the cost
-// is one round trip per operation, paid by a first version for the
-// simplicity of its failure handling.
+// Put and Accumulate are sent one way (no reply): a member's server
+// applies the requests of one origin in the order they were sent (one
+// ordered connection per pair, probed and received in arrival order), so
+// the fence marker, completion marker, unlock request or flush request
+// that the origin's synchronisation sends afterwards reaches the server
+// only after them, and its effect (a fence completing at the target, an
+// unlock or flush reply) says that they were applied. The operations that
+// return data (Get, GetAccumulate, FetchAndOp, CompareAndSwap) are a round
+// trip (request, reply) completed before the call returns, which MPI
+// allows (completion only has to happen by the synchronisation). An
+// operation on the caller's own window is applied in the call, under the
+// window's mutex, without a message. A failure of the target is not
+// returned by the call but kept and reported by the next synchronisation
+// (Fence, Complete, Unlock, Flush), as seed 002 A.2.4 requires; for a
+// one-way operation, the synchronisation also raises it when the target
+// is known failed by then (its operations may not have been applied).
 //
 // Locks: each member's server keeps the lock state of its window (one
 // exclusive holder or a count of shared holders per origin, and a FIFO
@@ -39,10 +48,10 @@ package mpi
 // unacquirable for ever; ftmpi releases it, as issue 16 asks: the window
 // stays usable for the survivors.)
 //
-// Active target. Since every operation is complete when its call returns,
-// a synchronisation only has to tell the targets that an origin's
-// operations are done: Fence sends a marker of its fence epoch to every
-// member's server and waits until every member not known failed sent its
+// Active target. A synchronisation only has to tell the targets that an
+// origin's operations are done (the markers follow the one-way operations
+// on the same ordered channel): Fence sends a marker of its fence epoch to
+// every other member's server (its own is recorded directly) and waits until every member not known failed sent its
 // own (so Fence is a barrier of markers, not the collective Barrier: a
 // barrier fails at once when a member fails, while the epoch must still
 // complete among the live members, seed 003 17.11); Post sends a post
@@ -113,11 +122,14 @@ const (
 	rmaFence    // a member reached fence epoch disp (no reply)
 	rmaPost     // the target posted an exposure epoch to this origin (no reply)
 	rmaComplete // the origin completed its access epoch to this target (no reply)
+	rmaFlush    // reply once the origin's earlier requests are applied
+
+	rmaNoReply = 1 // header flag (byte 3): a Put or Accumulate sent one way
 
 	tagRMAReq   = 1
 	tagRMAReply = 2
 
-	rmaHdr = 24 // kind, op, lock type, pad, disp int64, count int64
+	rmaHdr = 24 // kind, op, lock type, flags, pad, disp int64, count int64
 )
 
 // Win is a window of memory exposed to one-sided communication by every
@@ -173,6 +185,9 @@ type Win struct {
 	fenceOpen bool
 	fenceOps  int
 	nocheck   map[int]bool
+	// sent holds the targets of the one-way operations (Put, Accumulate)
+	// not yet completed by a synchronisation.
+	sent map[int]bool
 
 	// Handles of MPI-4.1 12.2.6-12.2.7 (win_extra.go).
 	base   any                        // the slice given to WinCreate / made by WinAllocate
@@ -258,7 +273,7 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 	}
 	w := &Win{parent: c, c: wc, name: "window on " + shortName(c), mem: asBytes(base), dt: f.dt, esize: f.size, tname: f.name,
 		tdt: make([]p2p.DType, c.size), tsize: make([]int, c.size), tlen: make([]int, c.size),
-		failed: map[int]error{}, locked: map[int]int{}, nocheck: map[int]bool{}, base: base, flavor: WinFlavorCreate,
+		failed: map[int]error{}, locked: map[int]int{}, nocheck: map[int]bool{}, sent: map[int]bool{}, base: base, flavor: WinFlavorCreate,
 		lk:   lockTable{excl: -1, shared: map[int]int{}},
 		stop: make(chan struct{}), served: make(chan struct{}),
 		marks: map[uint64]map[int]bool{}, fch: make(chan struct{}),
@@ -379,6 +394,7 @@ func (w *Win) Free() error {
 	}
 	w.freed = true
 	_, err := w.syncAll(op) // every member's operations are complete
+	clear(w.sent)
 	w.omu.Unlock()
 	close(w.stop)
 	<-w.served
@@ -433,6 +449,10 @@ func (w *Win) Fence(assert ...int) error {
 	ferr := w.takeFailed(op, -1)
 	before := w.unacked()
 	missing, err := w.syncAll(op)
+	w.settle(op, nil)
+	if ferr == nil {
+		ferr = w.takeFailed(op, -1)
+	}
 	w.omu.Unlock()
 	if err != nil {
 		return w.handle(err)
@@ -479,10 +499,12 @@ func (w *Win) unackedOf(failed []int) []int {
 }
 
 // syncAll is the synchronisation of Fence and Free: it sends this
-// member's marker of its next fence epoch to every member's server and
-// waits until every member not known failed sent its own. Since every
-// operation is complete when its call returns, a member's marker says that
-// its operations of the epoch are complete; a failed member is waited for
+// member's marker of its next fence epoch to every other member's server
+// (its own is recorded directly) and waits until every member not known
+// failed sent its own. A member's marker follows its one-way operations on
+// the same ordered channel and its other operations are complete when
+// their calls return, so the marker says that its operations of the epoch
+// to this member are applied; a failed member is waited for
 // only until its failure is known, so syncAll never blocks on a failed
 // process. It returns a revocation or an abort; the caller decides what
 // the failures mean, from missing: the world ranks of the members that
@@ -490,10 +512,15 @@ func (w *Win) unackedOf(failed []int) []int {
 func (w *Win) syncAll(op string) (missing []int, err error) {
 	w.epoch++
 	k := w.epoch
+	h := w.hdr[:]
+	clear(h)
+	h[0] = rmaFence
+	binary.LittleEndian.PutUint64(h[8:], k)
 	for t := 0; t < w.c.size; t++ {
-		h := make([]byte, rmaHdr)
-		h[0] = rmaFence
-		binary.LittleEndian.PutUint64(h[8:], k)
+		if t == w.c.rank {
+			w.addMark(k, t) // this member's operations to itself are applied in its calls
+			continue
+		}
 		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false) // a failed or revoked member is seen below
 	}
 	err = w.waitFor(op, func(failed []int) bool {
@@ -649,11 +676,18 @@ func (w *Win) unlock(op string, target int) error {
 	ferr := w.takeFailed(op, target)
 	if w.nocheck[target] {
 		delete(w.nocheck, target)
+		// No lock to release: a flush completes the operations.
+		w.flushSent(op, target)
+		if ferr == nil {
+			ferr = w.takeFailed(op, target)
+		}
 		if ferr == nil && w.c.w.eng.IsLost(w.c.worldRank(target)) {
 			ferr = w.err(ErrProcFailed, op, target, "target failed during the epoch")
 		}
 		return ferr
 	}
+	// The unlock is answered after the epoch's one-way operations.
+	delete(w.sent, target)
 	var h [rmaHdr]byte
 	h[0] = rmaUnlock
 	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
@@ -730,8 +764,10 @@ func (w *Win) UnlockAll() error {
 }
 
 // Flush completes the operations of this process to target at origin and
-// target (MPI_Win_flush), within a passive-target epoch. A failure of the
-// target during them raises ErrProcFailed.
+// target (MPI_Win_flush), within a passive-target epoch: if one-way
+// operations (Put, Accumulate) are outstanding, it sends a flush request
+// that the target's server answers after them. A failure of the target
+// during them raises ErrProcFailed.
 func (w *Win) Flush(target int) error {
 	const op = "MPI_Win_flush"
 	if err := w.check(op); err != nil {
@@ -745,6 +781,7 @@ func (w *Win) Flush(target int) error {
 	if _, ok := w.locked[target]; !ok {
 		return w.handle(w.err(ErrRMASync, op, target, "no passive-target epoch to this target"))
 	}
+	w.flushSent(op, target)
 	return w.handle(w.takeFailed(op, target))
 }
 
@@ -758,6 +795,11 @@ func (w *Win) FlushAll() error {
 	defer w.omu.Unlock()
 	if len(w.locked) == 0 {
 		return w.handle(w.err(ErrRMASync, op, NoPeer, "no passive-target epoch"))
+	}
+	for t := range w.sent {
+		if _, ok := w.locked[t]; ok {
+			w.flushSent(op, t)
+		}
 	}
 	return w.handle(w.takeFailed(op, -1))
 }
@@ -815,8 +857,11 @@ func accOp[T Elem](w *Win, op string, o *Op, noop bool) error {
 	return nil
 }
 
-// Put stores buf in target's window from element disp on (MPI_Put).
-// A failure of target is not returned here but by the next synchronisation.
+// Put stores buf in target's window from element disp on (MPI_Put). It
+// is sent one way: buf may be reused when Put returns, and the epoch's
+// synchronisation (or Flush) completes it at the target. A failure of
+// target is not returned here but by the next synchronisation. An
+// operation outside an access epoch to target is an ErrRMASync error.
 func Put[T Elem](w *Win, buf []T, target, disp int) error {
 	const op = "MPI_Put"
 	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
@@ -839,7 +884,9 @@ func Get[T Elem](w *Win, buf []T, target, disp int) error {
 // Accumulate combines buf into target's window from element disp on with
 // the predefined operation o (Sum, Prod, Min, Max, the logical and bitwise
 // ones, or Replace): target[disp+i] = buf[i] o target[disp+i], atomically
-// per element with respect to other accumulates (MPI_Accumulate).
+// per element with respect to other accumulates (MPI_Accumulate). Like
+// Put it is sent one way; the accumulates of one origin to one target are
+// applied in the order they were issued.
 func Accumulate[T Elem](w *Win, buf []T, target, disp int, o *Op) error {
 	const op = "MPI_Accumulate"
 	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
@@ -909,11 +956,12 @@ func CompareAndSwap[T Elem](w *Win, x, compare T, target, disp int) (T, error) {
 	return out[0], nil
 }
 
-// Rput is Put returning a request (MPI_Rput). The operation is complete
-// when Rput returns, so the request is complete: its Wait returns at once
-// and succeeds even if the target failed; the failure is raised by the
-// epoch's synchronisation, and the target memory is then undefined (seed
-// 002 A.2.4, advice to users).
+// Rput is Put returning a request (MPI_Rput). The operation is complete at
+// the origin when Rput returns (buf may be reused), so the request is
+// complete: its Wait returns at once and succeeds even if the target
+// failed; completion at the target and the failure are the epoch's
+// synchronisation's, and the target memory is then undefined (seed 002
+// A.2.4, advice to users).
 func Rput[T Elem](w *Win, buf []T, target, disp int) (*Request, error) {
 	return done(w, "MPI_Rput", target, Put(w, buf, target, disp))
 }
@@ -955,11 +1003,35 @@ func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, i
 	if err := w.inEpoch(op, target); err != nil {
 		return w.handle(err)
 	}
+	if target == w.c.rank {
+		// This member's own window: no message (the server would do
+		// the same under w.mu).
+		w.applyLocal(kind, ok, disp, n, data, into)
+		return nil
+	}
 	h := w.hdr[:]
 	clear(h)
 	h[0], h[1] = byte(kind), byte(ok)
 	binary.LittleEndian.PutUint64(h[8:], uint64(disp))
 	binary.LittleEndian.PutUint64(h[16:], uint64(n))
+	if kind == rmaPut || kind == rmaAcc {
+		// One way: the target applies requests of one origin in order,
+		// so the synchronisation's marker, unlock or flush that follows
+		// completes it.
+		h[3] = rmaNoReply
+		err := w.send(op, target, h, data)
+		if err == nil {
+			w.sent[target] = true
+			return nil
+		}
+		if ErrorClass(err) == ErrRevoked {
+			return w.handle(err)
+		}
+		if _, ok := w.failed[target]; !ok {
+			w.failed[target] = err
+		}
+		return nil
+	}
 	rep, err := w.rpc(op, target, h, data, len(into))
 	if err != nil {
 		if ErrorClass(err) == ErrRevoked {
@@ -974,9 +1046,8 @@ func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, i
 	return nil
 }
 
-// rpc sends a request (header and data) to target's server and waits for
-// its reply of want bytes. omu held.
-func (w *Win) rpc(op string, target int, h, data []byte, want int) ([]byte, error) {
+// send sends a request (header and data) to target's server. omu held.
+func (w *Win) send(op string, target int, h, data []byte) error {
 	msg := h
 	if len(data) > 0 {
 		n := (len(h) + len(data) + 7) / 8
@@ -987,10 +1058,76 @@ func (w *Win) rpc(op string, target int, h, data []byte, want int) ([]byte, erro
 		copy(msg, h)
 		copy(msg[len(h):], data)
 	}
-	c := w.c
-	if _, err := c.sendBytes(op, p2p.DTByte, msg, target, tagRMAReq, false); err != nil {
-		return nil, w.rerr(err)
+	if _, err := w.c.sendBytes(op, p2p.DTByte, msg, target, tagRMAReq, false); err != nil {
+		return w.rerr(err)
 	}
+	return nil
+}
+
+// applyLocal performs an operation on this member's own window in the
+// caller's goroutine, as the server would under w.mu; into gets the
+// fetched elements. The range was checked by rmaArgs.
+func (w *Win) applyLocal(kind int, ok opKind, disp, n int, data, into []byte) {
+	mem := w.mem[disp*w.esize : (disp+n)*w.esize]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch kind {
+	case rmaPut:
+		copy(mem, data)
+	case rmaGet:
+		copy(into, mem)
+	case rmaAcc:
+		w.apply(ok, data, mem)
+	case rmaGetAcc:
+		copy(into, mem)
+		w.apply(ok, data, mem)
+	case rmaCAS:
+		copy(into, mem)
+		if string(mem) == string(data[:w.esize]) {
+			copy(mem, data[w.esize:])
+		}
+	}
+}
+
+// settle ends the one-way operations to the targets that in selects (all
+// if in is nil) at a synchronisation that completed them (their target's
+// server applied them before the marker, unlock or flush that followed):
+// a target now known failed gets a kept failure. omu held.
+func (w *Win) settle(op string, in func(t int) bool) {
+	for t := range w.sent {
+		if in != nil && !in(t) {
+			continue
+		}
+		delete(w.sent, t)
+		if _, ok := w.failed[t]; !ok && w.c.w.eng.IsLost(w.c.worldRank(t)) {
+			w.failed[t] = w.err(ErrProcFailed, op, t, "target failed before its operations of the epoch were confirmed")
+		}
+	}
+}
+
+// flushSent completes the one-way operations to target with a flush
+// request (answered after them); a failure is kept. omu held.
+func (w *Win) flushSent(op string, target int) {
+	if !w.sent[target] {
+		return
+	}
+	delete(w.sent, target)
+	var h [rmaHdr]byte
+	h[0] = rmaFlush
+	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
+		if _, ok := w.failed[target]; !ok {
+			w.failed[target] = err
+		}
+	}
+}
+
+// rpc sends a request (header and data) to target's server and waits for
+// its reply of want bytes. omu held.
+func (w *Win) rpc(op string, target int, h, data []byte, want int) ([]byte, error) {
+	if err := w.send(op, target, h, data); err != nil {
+		return nil, err
+	}
+	c := w.c
 	n := (1 + want + 7) / 8
 	if cap(w.scr) < n {
 		w.scr = make([]uint64, n)
@@ -1080,9 +1217,12 @@ func (w *Win) handleReq(origin int, b []byte) {
 	disp := int(binary.LittleEndian.Uint64(b[8:]))
 	n := int(binary.LittleEndian.Uint64(b[16:]))
 	data := b[rmaHdr:]
+	noReply := b[3]&rmaNoReply != 0
 	lo, hi := disp*w.esize, (disp+n)*w.esize
 	if kind <= rmaCAS && (disp < 0 || n < 0 || hi > len(w.mem) || lo > hi) {
-		w.reply(origin, 1, nil)
+		if !noReply {
+			w.reply(origin, 1, nil)
+		}
 		return
 	}
 	switch kind {
@@ -1090,7 +1230,9 @@ func (w *Win) handleReq(origin int, b []byte) {
 		w.mu.Lock()
 		copy(w.mem[lo:hi], data)
 		w.mu.Unlock()
-		w.reply(origin, 0, nil)
+		if !noReply {
+			w.reply(origin, 0, nil)
+		}
 	case rmaGet:
 		w.mu.Lock()
 		out := w.fetched(w.mem[lo:hi])
@@ -1104,10 +1246,11 @@ func (w *Win) handleReq(origin int, b []byte) {
 		}
 		w.apply(ok, data, w.mem[lo:hi])
 		w.mu.Unlock()
-		if out == nil {
-			w.reply(origin, 0, nil)
-		} else {
+		switch {
+		case out != nil:
 			w.replyRaw(origin, out)
+		case !noReply:
+			w.reply(origin, 0, nil)
 		}
 	case rmaCAS:
 		w.mu.Lock()
@@ -1122,16 +1265,7 @@ func (w *Win) handleReq(origin int, b []byte) {
 			w.reply(origin, 0, nil)
 		}
 	case rmaFence:
-		w.fmu.Lock()
-		m := w.marks[uint64(disp)]
-		if m == nil {
-			m = map[int]bool{}
-			w.marks[uint64(disp)] = m
-		}
-		m[origin] = true
-		close(w.fch)
-		w.fch = make(chan struct{})
-		w.fmu.Unlock()
+		w.addMark(uint64(disp), origin)
 	case rmaPost, rmaComplete:
 		w.fmu.Lock()
 		if kind == rmaPost {
@@ -1142,6 +1276,8 @@ func (w *Win) handleReq(origin int, b []byte) {
 		close(w.fch)
 		w.fch = make(chan struct{})
 		w.fmu.Unlock()
+	case rmaFlush:
+		w.reply(origin, 0, nil)
 	case rmaUnlock:
 		granted := w.lk.release(origin)
 		w.reply(origin, 0, nil)
@@ -1149,6 +1285,20 @@ func (w *Win) handleReq(origin int, b []byte) {
 	default:
 		w.reply(origin, 2, nil)
 	}
+}
+
+// addMark records that origin reached fence epoch k and wakes the waits.
+func (w *Win) addMark(k uint64, origin int) {
+	w.fmu.Lock()
+	m := w.marks[k]
+	if m == nil {
+		m = map[int]bool{}
+		w.marks[k] = m
+	}
+	m[origin] = true
+	close(w.fch)
+	w.fch = make(chan struct{})
+	w.fmu.Unlock()
 }
 
 // apply combines in into inout with operation kind (predefined, Replace
@@ -1389,7 +1539,8 @@ func (w *Win) Complete() error {
 	}
 	ranks := w.startGrp
 	w.startGrp = nil
-	w.mark(op, rmaComplete, ranks)
+	w.mark(op, rmaComplete, ranks) // after the epoch's one-way operations
+	w.settle(op, func(t int) bool { return slices.Contains(ranks, t) })
 	var ferr error
 	for _, t := range ranks {
 		if err := w.takeFailed(op, t); err != nil && ferr == nil {

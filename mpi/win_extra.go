@@ -97,10 +97,11 @@ func (w *Win) activeOpen(op string) error {
 
 // FlushLocal completes at the origin the operations of this process to
 // target (MPI_Win_flush_local), within a passive-target epoch: the origin
-// buffers may be reused. ftmpi's operations are complete at origin and
-// target when their call returns, so it only reports a failure of target
-// during them (ErrProcFailed); the failure stays kept for the Flush or
-// Unlock that completes them at the target.
+// buffers may be reused. ftmpi's operations are complete at the origin
+// when their call returns (one-way ones are sent, the others answered), so
+// it sends nothing and only reports a failure of target seen by them
+// (ErrProcFailed); the failure stays kept for the Flush or Unlock that
+// completes them at the target.
 func (w *Win) FlushLocal(target int) error {
 	const op = "MPI_Win_flush_local"
 	if err := w.check(op); err != nil {

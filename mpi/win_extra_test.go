@@ -477,3 +477,75 @@ func TestWinInfoNameErrhandler(t *testing.T) {
 		return win.Free()
 	})
 }
+
+// Put and Accumulate are sent one way; Flush, and Unlock of a
+// ModeNoCheck lock (which releases nothing at the target), complete them
+// at the target: once they return, another process told by a message sees
+// the data in the target's window. Many rounds, so a flush that did not
+// wait for the target would be caught.
+func TestWinFlushCompletesAtTarget(t *testing.T) {
+	const rounds = 200
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		win, base, err := mpi.WinAllocate[int64](c, 2)
+		if err != nil {
+			return err
+		}
+		for i := 1; i <= rounds; i++ {
+			nocheck := i%2 == 0
+			if c.Rank() == 0 {
+				var err error
+				if nocheck {
+					err = win.Lock(mpi.LockShared, 1, mpi.ModeNoCheck)
+				} else {
+					err = win.Lock(mpi.LockShared, 1)
+				}
+				if err != nil {
+					return err
+				}
+				if err := mpi.Put(win, []int64{int64(i)}, 1, 0); err != nil {
+					return err
+				}
+				if err := mpi.Accumulate(win, []int64{1}, 1, 1, mpi.Sum); err != nil {
+					return err
+				}
+				if nocheck {
+					err = win.Unlock(1) // no lock to release: a flush
+				} else {
+					err = win.Flush(1)
+				}
+				if err != nil {
+					return err
+				}
+				if err := mpi.Send(c, []int{i}, 1, 9); err != nil {
+					return err
+				}
+				if !nocheck {
+					if err := win.Unlock(1); err != nil {
+						return err
+					}
+				}
+				// The next round's Put waits for the check.
+				if _, err := mpi.Recv(c, make([]int, 1), 1, 10); err != nil {
+					return err
+				}
+			} else {
+				if _, err := mpi.Recv(c, make([]int, 1), 0, 9); err != nil {
+					return err
+				}
+				if err := win.Sync(); err != nil {
+					return err
+				}
+				if base[0] != int64(i) || base[1] != int64(i) {
+					return fmt.Errorf("round %d: window %v after the origin's flush", i, base)
+				}
+				if err := mpi.Send(c, []int{i}, 0, 10); err != nil {
+					return err
+				}
+			}
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		return win.Free()
+	})
+}
