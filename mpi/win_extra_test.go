@@ -549,3 +549,54 @@ func TestWinFlushCompletesAtTarget(t *testing.T) {
 		return win.Free()
 	})
 }
+
+// Seed 002 A.2.4 with one-way operations: a Put sent while its target was
+// alive, the target killed before the fence: the fence raises
+// ErrProcFailed even though the failure was acknowledged (GetFailed)
+// before it, since the Put may not have been applied; the next epoch,
+// without operations to the dead process, succeeds.
+func TestWinOneWayPutTargetDiesBeforeFence(t *testing.T) {
+	const np, victim = 3, 2
+	put := newGate()
+	run(t, np, func(w *mpi.World, c *mpi.Comm) error {
+		win, err := mpi.WinCreate(c, make([]int64, np))
+		if err != nil {
+			return err
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		switch c.Rank() {
+		case 0:
+			if err := mpi.Put(win, []int64{5}, victim, 0); err != nil {
+				return err
+			}
+			put.open()
+		case victim:
+			put.wait(t)
+			w.Kill()
+		}
+		put.wait(t)
+		// Learn of the failure and acknowledge it.
+		if _, err := mpi.Recv(c, make([]int, 1), victim, 0); !errors.Is(err, mpi.ErrProcFailed) {
+			return fmt.Errorf("Recv from the killed rank: %v", err)
+		}
+		if _, err := win.GetFailed(); err != nil {
+			return err
+		}
+		err = win.Fence()
+		switch {
+		case c.Rank() == 0 && !errors.Is(err, mpi.ErrProcFailed):
+			return fmt.Errorf("Fence after a Put to a target that died: %v, want ErrProcFailed", err)
+		case c.Rank() != 0 && err != nil:
+			return fmt.Errorf("Fence of a process without operations to the dead one: %v", err)
+		}
+		if err := mpi.Put(win, []int64{int64(c.Rank() + 1)}, 1-c.Rank(), c.Rank()); err != nil {
+			return err
+		}
+		if err := win.Fence(); err != nil {
+			return fmt.Errorf("the next epoch: %v", err)
+		}
+		return win.Free()
+	})
+}
