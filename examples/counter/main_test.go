@@ -7,7 +7,11 @@ import (
 	"testing"
 
 	"github.com/ftmpi/ftmpi/mpi"
+	"go.uber.org/goleak"
 )
+
+// No goroutine outlives the jobs (window servers included).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type lockedWriter struct {
 	mu *sync.Mutex

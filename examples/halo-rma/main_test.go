@@ -7,7 +7,11 @@ import (
 	"testing"
 
 	"github.com/ftmpi/ftmpi/mpi"
+	"go.uber.org/goleak"
 )
+
+// No goroutine outlives the jobs (window servers included).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // runInProcess runs the solver on n goroutine ranks with the kills
 // (world rank -> iteration) and returns the result line and rank 0's
