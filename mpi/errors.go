@@ -138,6 +138,7 @@ func newErr(class *Class, op string, c *Comm, peer int, format string, args ...a
 type Errhandler struct {
 	name string
 	fn   func(*Comm, error)
+	win  func(*Win, error) // a window handler (WinCreateErrhandler)
 }
 
 func (h *Errhandler) String() string { return h.name }

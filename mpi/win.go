@@ -19,13 +19,22 @@ package mpi
 // element), and answers each with a reply message. Nothing is needed at
 // the target for passive target.
 //
-// Every origin operation is a round trip (request, reply) completed before
-// the call returns; a failure of the target is not returned by the call
-// but kept and reported by the next synchronisation (Fence, Complete,
-// Unlock, Flush), as seed 002 A.2.4 requires. Completing operations early is allowed
-// by MPI (completion only has to happen by the synchronisation); the cost
-// is one round trip per operation, paid by a first version for the
-// simplicity of its failure handling.
+// Put and Accumulate are sent one way (no reply): a member's server
+// applies the requests of one origin in the order they were sent (one
+// ordered connection per pair, probed and received in arrival order), so
+// the fence marker, completion marker, unlock request or flush request
+// that the origin's synchronisation sends afterwards reaches the server
+// only after them, and its effect (a fence completing at the target, an
+// unlock or flush reply) says that they were applied. The operations that
+// return data (Get, GetAccumulate, FetchAndOp, CompareAndSwap) are a round
+// trip (request, reply) completed before the call returns, which MPI
+// allows (completion only has to happen by the synchronisation). An
+// operation on the caller's own window is applied in the call, under the
+// window's mutex, without a message. A failure of the target is not
+// returned by the call but kept and reported by the next synchronisation
+// (Fence, Complete, Unlock, Flush), as seed 002 A.2.4 requires; for a
+// one-way operation, the synchronisation also raises it when the target
+// is known failed by then (its operations may not have been applied).
 //
 // Locks: each member's server keeps the lock state of its window (one
 // exclusive holder or a count of shared holders per origin, and a FIFO
@@ -39,10 +48,10 @@ package mpi
 // unacquirable for ever; ftmpi releases it, as issue 16 asks: the window
 // stays usable for the survivors.)
 //
-// Active target. Since every operation is complete when its call returns,
-// a synchronisation only has to tell the targets that an origin's
-// operations are done: Fence sends a marker of its fence epoch to every
-// member's server and waits until every member not known failed sent its
+// Active target. A synchronisation only has to tell the targets that an
+// origin's operations are done (the markers follow the one-way operations
+// on the same ordered channel): Fence sends a marker of its fence epoch to
+// every other member's server (its own is recorded directly) and waits until every member not known failed sent its
 // own (so Fence is a barrier of markers, not the collective Barrier: a
 // barrier fails at once when a member fails, while the epoch must still
 // complete among the live members, seed 003 17.11); Post sends a post
@@ -66,16 +75,18 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
 // The one-sided error classes (codes as in Open MPI's mpi.h).
 var (
-	ErrWin      = &Class{"MPI_ERR_WIN: invalid window", 45}                          // MPI_ERR_WIN
-	ErrLocktype = &Class{"MPI_ERR_LOCKTYPE: invalid lock type", 47}                  // MPI_ERR_LOCKTYPE
-	ErrRMASync  = &Class{"MPI_ERR_RMA_SYNC: wrong synchronization of RMA calls", 50} // MPI_ERR_RMA_SYNC
-	ErrRMARange = &Class{"MPI_ERR_RMA_RANGE: target memory outside the window", 55}  // MPI_ERR_RMA_RANGE
+	ErrWin      = &Class{"MPI_ERR_WIN: invalid window", 53}                          // MPI_ERR_WIN
+	ErrLocktype = &Class{"MPI_ERR_LOCKTYPE: invalid lock type", 37}                  // MPI_ERR_LOCKTYPE
+	ErrRMASync  = &Class{"MPI_ERR_RMA_SYNC: wrong synchronization of RMA calls", 47} // MPI_ERR_RMA_SYNC
+	ErrRMARange = &Class{"MPI_ERR_RMA_RANGE: target memory outside the window", 68}  // MPI_ERR_RMA_RANGE
+	ErrAssert   = &Class{"MPI_ERR_ASSERT: invalid assertion", 22}                    // MPI_ERR_ASSERT
 )
 
 // Lock types of Win.Lock.
@@ -111,11 +122,14 @@ const (
 	rmaFence    // a member reached fence epoch disp (no reply)
 	rmaPost     // the target posted an exposure epoch to this origin (no reply)
 	rmaComplete // the origin completed its access epoch to this target (no reply)
+	rmaFlush    // reply once the origin's earlier requests are applied
+
+	rmaNoReply = 1 // header flag (byte 3): a Put or Accumulate sent one way
 
 	tagRMAReq   = 1
 	tagRMAReply = 2
 
-	rmaHdr = 24 // kind, op, lock type, pad, disp int64, count int64
+	rmaHdr = 24 // kind, op, lock type, flags, pad, disp int64, count int64
 )
 
 // Win is a window of memory exposed to one-sided communication by every
@@ -163,6 +177,24 @@ type Win struct {
 	// Generalized active target (omu): the window ranks of the current
 	// access (Start) and exposure (Post) epochs; nil outside them.
 	startGrp, postGrp []int
+
+	// Epochs (omu): fenceOpen is true between fences (after a Fence
+	// without ModeNoSucceed); fenceOps counts the operations this process
+	// issued in the fence epoch; nocheck holds the targets locked with
+	// ModeNoCheck (no lock request was sent).
+	fenceOpen bool
+	fenceOps  int
+	nocheck   map[int]bool
+	// sent holds the targets of the one-way operations (Put, Accumulate)
+	// not yet completed by a synchronisation.
+	sent map[int]bool
+
+	// Handles of MPI-4.1 12.2.6-12.2.7 (win_extra.go).
+	base   any                        // the slice given to WinCreate / made by WinAllocate
+	flavor int                        // WinFlavorCreate or WinFlavorAllocate
+	errh   atomic.Pointer[Errhandler] // nil: the creating communicator's
+	info   atomic.Pointer[Info]
+	attrs  attrTable[*Win]
 
 	// Server side.
 	rbuf   []byte // reply scratch
@@ -241,7 +273,7 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 	}
 	w := &Win{parent: c, c: wc, name: "window on " + shortName(c), mem: asBytes(base), dt: f.dt, esize: f.size, tname: f.name,
 		tdt: make([]p2p.DType, c.size), tsize: make([]int, c.size), tlen: make([]int, c.size),
-		failed: map[int]error{}, locked: map[int]int{},
+		failed: map[int]error{}, locked: map[int]int{}, nocheck: map[int]bool{}, sent: map[int]bool{}, base: base, flavor: WinFlavorCreate,
 		lk:   lockTable{excl: -1, shared: map[int]int{}},
 		stop: make(chan struct{}), served: make(chan struct{}),
 		marks: map[uint64]map[int]bool{}, fch: make(chan struct{}),
@@ -249,6 +281,9 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 	// Seed 003 17.11: a failed process recognised on c is recognised in
 	// the window's group too.
 	w.acked = slices.Clone(c.ftm().recognized())
+	if op == "MPI_Win_allocate" {
+		w.flavor = WinFlavorAllocate
+	}
 	for r := 0; r < c.size; r++ {
 		w.tdt[r], w.tsize[r], w.tlen[r] = p2p.DType(all[3*r]), int(all[3*r+1]), int(all[3*r+2])
 	}
@@ -309,7 +344,7 @@ func (w *Win) checkFreed(op string) error {
 	freed := w.freed
 	w.omu.Unlock()
 	if freed {
-		return w.parent.handle(newErr(ErrWin, op, w.parent, NoPeer, "window already freed"))
+		return w.handle(newErr(ErrWin, op, w.parent, NoPeer, "window already freed"))
 	}
 	return nil
 }
@@ -320,7 +355,7 @@ func (w *Win) check(op string) error {
 		return err
 	}
 	if w.c.IsRevoked() {
-		return w.parent.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
+		return w.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
 	}
 	return nil
 }
@@ -344,16 +379,28 @@ func (w *Win) Free() error {
 	w.omu.Lock()
 	if err := w.noEpoch(op); err != nil {
 		w.omu.Unlock()
-		return w.parent.handle(err)
+		return w.handle(err)
+	}
+	w.omu.Unlock()
+	// The delete callbacks of the window's attributes run first (MPI-4.1
+	// 7.7.4); if one fails, Free fails and the window stays usable.
+	if err := w.attrs.clear(w); err != nil {
+		return w.handle(w.err(ErrOther, op, NoPeer, "attribute delete callback failed: %v", err))
+	}
+	w.omu.Lock()
+	if err := w.noEpoch(op); err != nil {
+		w.omu.Unlock()
+		return w.handle(err)
 	}
 	w.freed = true
 	_, err := w.syncAll(op) // every member's operations are complete
+	clear(w.sent)
 	w.omu.Unlock()
 	close(w.stop)
 	<-w.served
 	w.c.Free()
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	return nil
 }
@@ -370,30 +417,53 @@ func (w *Win) Free() error {
 // ErrRevoked. Like MPI, it does not stop other members from starting the
 // next epoch's operations as soon as they leave their fence: read local
 // window memory that the next epoch targets only after the next fence.
-func (w *Win) Fence() error {
+//
+// assert is 0 or an OR of ModeNoStore, ModeNoPut, ModeNoPrecede and
+// ModeNoSucceed (mpi4py's assertion argument; MPI's assert): another bit is
+// an ErrAssert error. ModeNoPrecede after operations of this process since
+// the last fence is an ErrRMASync error; after ModeNoSucceed no fence epoch
+// is open, and an operation before the next fence (or another epoch) is an
+// ErrRMASync error. The other assertions change nothing (they are true of
+// a correct program, and ftmpi needs no hint).
+func (w *Win) Fence(assert ...int) error {
 	const op = "MPI_Win_fence"
 	if err := w.check(op); err != nil {
+		return err
+	}
+	a, err := w.assertion(op, assert, ModeNoStore|ModeNoPut|ModeNoPrecede|ModeNoSucceed)
+	if err != nil {
 		return err
 	}
 	w.omu.Lock()
 	if err := w.noEpoch(op); err != nil {
 		w.omu.Unlock()
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
+	if a&ModeNoPrecede != 0 && w.fenceOps > 0 {
+		n := w.fenceOps
+		w.omu.Unlock()
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "MPI_MODE_NOPRECEDE given, but this process issued %d operations since the last fence", n))
+	}
+	w.fenceOps = 0
+	w.fenceOpen = a&ModeNoSucceed == 0
 	ferr := w.takeFailed(op, -1)
 	before := w.unacked()
 	missing, err := w.syncAll(op)
+	w.settle(op, nil)
+	if ferr == nil {
+		ferr = w.takeFailed(op, -1)
+	}
 	w.omu.Unlock()
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	if len(before) > 0 {
-		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed", before))
+		return w.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed", before))
 	}
 	if missing = w.unackedOf(missing); len(missing) > 0 {
-		return w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed before the fence", missing))
+		return w.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed before the fence", missing))
 	}
-	return w.parent.handle(ferr)
+	return w.handle(ferr)
 }
 
 // noEpoch is the ErrRMASync error of a call that needs no lock,
@@ -429,10 +499,12 @@ func (w *Win) unackedOf(failed []int) []int {
 }
 
 // syncAll is the synchronisation of Fence and Free: it sends this
-// member's marker of its next fence epoch to every member's server and
-// waits until every member not known failed sent its own. Since every
-// operation is complete when its call returns, a member's marker says that
-// its operations of the epoch are complete; a failed member is waited for
+// member's marker of its next fence epoch to every other member's server
+// (its own is recorded directly) and waits until every member not known
+// failed sent its own. A member's marker follows its one-way operations on
+// the same ordered channel and its other operations are complete when
+// their calls return, so the marker says that its operations of the epoch
+// to this member are applied; a failed member is waited for
 // only until its failure is known, so syncAll never blocks on a failed
 // process. It returns a revocation or an abort; the caller decides what
 // the failures mean, from missing: the world ranks of the members that
@@ -440,10 +512,15 @@ func (w *Win) unackedOf(failed []int) []int {
 func (w *Win) syncAll(op string) (missing []int, err error) {
 	w.epoch++
 	k := w.epoch
+	h := w.hdr[:]
+	clear(h)
+	h[0] = rmaFence
+	binary.LittleEndian.PutUint64(h[8:], k)
 	for t := 0; t < w.c.size; t++ {
-		h := make([]byte, rmaHdr)
-		h[0] = rmaFence
-		binary.LittleEndian.PutUint64(h[8:], k)
+		if t == w.c.rank {
+			w.addMark(k, t) // this member's operations to itself are applied in its calls
+			continue
+		}
 		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false) // a failed or revoked member is seen below
 	}
 	err = w.waitFor(op, func(failed []int) bool {
@@ -527,27 +604,47 @@ func (w *Win) takeFailed(op string, target int) error {
 // once the lock is granted; nothing is needed at the target. A failed
 // target raises ErrProcFailed (seed 003 17.11); a lock whose holder failed
 // is released at the target (see the top of win.go). Locking a target
-// twice without Unlock is an ErrRMASync error.
-func (w *Win) Lock(lockType, target int) error {
+// twice without Unlock, or while operations of a fence epoch or an access
+// epoch (Start) are open, is an ErrRMASync error.
+//
+// assert is 0 or ModeNoCheck (mpi4py's assertion): the program asserts that
+// no other process holds or asks for a conflicting lock of target during
+// the epoch, so no lock request is sent (the epoch costs no round trip of
+// its own); another bit is an ErrAssert error.
+func (w *Win) Lock(lockType, target int, assert ...int) error {
 	const op = "MPI_Win_lock"
 	if err := w.check(op); err != nil {
 		return err
 	}
 	if lockType != LockExclusive && lockType != LockShared {
-		return w.parent.handle(w.err(ErrLocktype, op, NoPeer, "lock type %d is neither LockExclusive nor LockShared", lockType))
+		return w.handle(w.err(ErrLocktype, op, NoPeer, "lock type %d is neither LockExclusive nor LockShared", lockType))
 	}
 	if err := w.checkTarget(op, target); err != nil {
+		return err
+	}
+	a, err := w.assertion(op, assert, ModeNoCheck)
+	if err != nil {
 		return err
 	}
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if _, ok := w.locked[target]; ok {
-		return w.parent.handle(w.err(ErrRMASync, op, target, "target already locked by this process"))
+		return w.handle(w.err(ErrRMASync, op, target, "target already locked by this process"))
+	}
+	if err := w.activeOpen(op); err != nil {
+		return w.handle(err)
+	}
+	if a&ModeNoCheck != 0 {
+		if w.c.w.eng.IsLost(w.c.worldRank(target)) {
+			return w.handle(w.err(ErrProcFailed, op, target, "target failed"))
+		}
+		w.locked[target], w.nocheck[target] = lockType, true
+		return nil
 	}
 	var h [rmaHdr]byte
 	h[0], h[2] = rmaLock, byte(lockType-LockExclusive)
 	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	w.locked[target] = lockType
 	return nil
@@ -569,14 +666,28 @@ func (w *Win) Unlock(target int) error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if _, ok := w.locked[target]; !ok || w.all {
-		return w.parent.handle(w.err(ErrRMASync, op, target, "target not locked by Lock"))
+		return w.handle(w.err(ErrRMASync, op, target, "target not locked by Lock"))
 	}
-	return w.parent.handle(w.unlock(op, target))
+	return w.handle(w.unlock(op, target))
 }
 
 func (w *Win) unlock(op string, target int) error {
 	delete(w.locked, target)
 	ferr := w.takeFailed(op, target)
+	if w.nocheck[target] {
+		delete(w.nocheck, target)
+		// No lock to release: a flush completes the operations.
+		w.flushSent(op, target)
+		if ferr == nil {
+			ferr = w.takeFailed(op, target)
+		}
+		if ferr == nil && w.c.w.eng.IsLost(w.c.worldRank(target)) {
+			ferr = w.err(ErrProcFailed, op, target, "target failed during the epoch")
+		}
+		return ferr
+	}
+	// The unlock is answered after the epoch's one-way operations.
+	delete(w.sent, target)
 	var h [rmaHdr]byte
 	h[0] = rmaUnlock
 	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
@@ -587,16 +698,31 @@ func (w *Win) unlock(op string, target int) error {
 
 // LockAll starts a shared passive-target epoch to every member
 // (MPI_Win_lock_all). A failed member raises ErrProcFailed and the epoch
-// is not started (the locks taken are released).
-func (w *Win) LockAll() error {
+// is not started (the locks taken are released). assert is 0 or
+// ModeNoCheck, as for Lock: then no lock request is sent.
+func (w *Win) LockAll(assert ...int) error {
 	const op = "MPI_Win_lock_all"
 	if err := w.check(op); err != nil {
+		return err
+	}
+	a, err := w.assertion(op, assert, ModeNoCheck)
+	if err != nil {
 		return err
 	}
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if len(w.locked) > 0 {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "a lock epoch is open"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "a lock epoch is open"))
+	}
+	if err := w.activeOpen(op); err != nil {
+		return w.handle(err)
+	}
+	if a&ModeNoCheck != 0 {
+		for t := 0; t < w.c.size; t++ {
+			w.locked[t], w.nocheck[t] = LockShared, true
+		}
+		w.all = true
+		return nil
 	}
 	var h [rmaHdr]byte
 	h[0], h[2] = rmaLock, byte(LockShared-LockExclusive)
@@ -605,7 +731,7 @@ func (w *Win) LockAll() error {
 			for u := range w.locked {
 				w.unlock(op, u)
 			}
-			return w.parent.handle(err)
+			return w.handle(err)
 		}
 		w.locked[t] = LockShared
 	}
@@ -625,7 +751,7 @@ func (w *Win) UnlockAll() error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if !w.all {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no LockAll epoch is open"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "no LockAll epoch is open"))
 	}
 	w.all = false
 	var first error
@@ -634,12 +760,14 @@ func (w *Win) UnlockAll() error {
 			first = err
 		}
 	}
-	return w.parent.handle(first)
+	return w.handle(first)
 }
 
 // Flush completes the operations of this process to target at origin and
-// target (MPI_Win_flush), within a passive-target epoch. A failure of the
-// target during them raises ErrProcFailed.
+// target (MPI_Win_flush), within a passive-target epoch: if one-way
+// operations (Put, Accumulate) are outstanding, it sends a flush request
+// that the target's server answers after them. A failure of the target
+// during them raises ErrProcFailed.
 func (w *Win) Flush(target int) error {
 	const op = "MPI_Win_flush"
 	if err := w.check(op); err != nil {
@@ -651,9 +779,10 @@ func (w *Win) Flush(target int) error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if _, ok := w.locked[target]; !ok {
-		return w.parent.handle(w.err(ErrRMASync, op, target, "no passive-target epoch to this target"))
+		return w.handle(w.err(ErrRMASync, op, target, "no passive-target epoch to this target"))
 	}
-	return w.parent.handle(w.takeFailed(op, target))
+	w.flushSent(op, target)
+	return w.handle(w.takeFailed(op, target))
 }
 
 // FlushAll is Flush to every target (MPI_Win_flush_all).
@@ -665,14 +794,19 @@ func (w *Win) FlushAll() error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if len(w.locked) == 0 {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no passive-target epoch"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "no passive-target epoch"))
 	}
-	return w.parent.handle(w.takeFailed(op, -1))
+	for t := range w.sent {
+		if _, ok := w.locked[t]; ok {
+			w.flushSent(op, t)
+		}
+	}
+	return w.handle(w.takeFailed(op, -1))
 }
 
 func (w *Win) checkTarget(op string, target int) error {
 	if target < 0 || target >= w.c.size {
-		return w.parent.handle(w.err(ErrRank, op, target, "target rank out of range [0, %d)", w.c.size))
+		return w.handle(w.err(ErrRank, op, target, "target rank out of range [0, %d)", w.c.size))
 	}
 	return nil
 }
@@ -687,7 +821,7 @@ func rmaArgs[T Elem](w *Win, op string, target, disp, n int) error {
 	}
 	f := elemOf[T]()
 	if f.err != "" {
-		return w.parent.handle(w.err(ErrType, op, target, "%s", f.err))
+		return w.handle(w.err(ErrType, op, target, "%s", f.err))
 	}
 	if w.tsize[target] == 0 {
 		// A process recognised failed before the window was made: its
@@ -695,10 +829,10 @@ func rmaArgs[T Elem](w *Win, op string, target, disp, n int) error {
 		return nil
 	}
 	if f.dt != w.tdt[target] || f.size != w.tsize[target] {
-		return w.parent.handle(w.err(ErrType, op, target, "origin elements are %s, the target's window holds another element type", f.name))
+		return w.handle(w.err(ErrType, op, target, "origin elements are %s, the target's window holds another element type", f.name))
 	}
 	if disp < 0 || n > w.tlen[target] || disp > w.tlen[target]-n {
-		return w.parent.handle(w.err(ErrRMARange, op, target, "elements [%d, %d) outside the target's window of %d", disp, disp+n, w.tlen[target]))
+		return w.handle(w.err(ErrRMARange, op, target, "elements [%d, %d) outside the target's window of %d", disp, disp+n, w.tlen[target]))
 	}
 	return nil
 }
@@ -710,21 +844,24 @@ func accOp[T Elem](w *Win, op string, o *Op, noop bool) error {
 		return nil
 	}
 	if o == NoOp {
-		return w.parent.handle(w.err(ErrOp, op, NoPeer, "MPI_NO_OP is valid in GetAccumulate and FetchAndOp only"))
+		return w.handle(w.err(ErrOp, op, NoPeer, "MPI_NO_OP is valid in GetAccumulate and FetchAndOp only"))
 	}
 	if o != nil && o.kind == opUser {
-		return w.parent.handle(w.err(ErrOp, op, NoPeer, "one-sided accumulates take a predefined operation, not a user one"))
+		return w.handle(w.err(ErrOp, op, NoPeer, "one-sided accumulates take a predefined operation, not a user one"))
 	}
 	if _, err := opFunc[T](w.c, op, o); err != nil {
 		e := err.(*Error)
 		e.Comm = w.name
-		return w.parent.handle(e)
+		return w.handle(e)
 	}
 	return nil
 }
 
-// Put stores buf in target's window from element disp on (MPI_Put).
-// A failure of target is not returned here but by the next synchronisation.
+// Put stores buf in target's window from element disp on (MPI_Put). It
+// is sent one way: buf may be reused when Put returns, and the epoch's
+// synchronisation (or Flush) completes it at the target. A failure of
+// target is not returned here but by the next synchronisation. An
+// operation outside an access epoch to target is an ErrRMASync error.
 func Put[T Elem](w *Win, buf []T, target, disp int) error {
 	const op = "MPI_Put"
 	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
@@ -747,7 +884,9 @@ func Get[T Elem](w *Win, buf []T, target, disp int) error {
 // Accumulate combines buf into target's window from element disp on with
 // the predefined operation o (Sum, Prod, Min, Max, the logical and bitwise
 // ones, or Replace): target[disp+i] = buf[i] o target[disp+i], atomically
-// per element with respect to other accumulates (MPI_Accumulate).
+// per element with respect to other accumulates (MPI_Accumulate). Like
+// Put it is sent one way; the accumulates of one origin to one target are
+// applied in the order they were issued.
 func Accumulate[T Elem](w *Win, buf []T, target, disp int, o *Op) error {
 	const op = "MPI_Accumulate"
 	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
@@ -769,7 +908,7 @@ func GetAccumulate[T Elem](w *Win, buf, result []T, target, disp int, o *Op) err
 		if err := w.check(op); err != nil {
 			return err
 		}
-		return w.parent.handle(w.err(ErrCount, op, target, "result has %d elements, buf %d", len(result), len(buf)))
+		return w.handle(w.err(ErrCount, op, target, "result has %d elements, buf %d", len(result), len(buf)))
 	}
 	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
 		return err
@@ -817,11 +956,12 @@ func CompareAndSwap[T Elem](w *Win, x, compare T, target, disp int) (T, error) {
 	return out[0], nil
 }
 
-// Rput is Put returning a request (MPI_Rput). The operation is complete
-// when Rput returns, so the request is complete: its Wait returns at once
-// and succeeds even if the target failed; the failure is raised by the
-// epoch's synchronisation, and the target memory is then undefined (seed
-// 002 A.2.4, advice to users).
+// Rput is Put returning a request (MPI_Rput). The operation is complete at
+// the origin when Rput returns (buf may be reused), so the request is
+// complete: its Wait returns at once and succeeds even if the target
+// failed; completion at the target and the failure are the epoch's
+// synchronisation's, and the target memory is then undefined (seed 002
+// A.2.4, advice to users).
 func Rput[T Elem](w *Win, buf []T, target, disp int) (*Request, error) {
 	return done(w, "MPI_Rput", target, Put(w, buf, target, disp))
 }
@@ -860,15 +1000,42 @@ func done(w *Win, op string, target int, err error) (*Request, error) {
 func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, into []byte) error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
+	if err := w.inEpoch(op, target); err != nil {
+		return w.handle(err)
+	}
+	if target == w.c.rank {
+		// This member's own window: no message (the server would do
+		// the same under w.mu).
+		w.applyLocal(kind, ok, disp, n, data, into)
+		return nil
+	}
 	h := w.hdr[:]
 	clear(h)
 	h[0], h[1] = byte(kind), byte(ok)
 	binary.LittleEndian.PutUint64(h[8:], uint64(disp))
 	binary.LittleEndian.PutUint64(h[16:], uint64(n))
+	if kind == rmaPut || kind == rmaAcc {
+		// One way: the target applies requests of one origin in order,
+		// so the synchronisation's marker, unlock or flush that follows
+		// completes it.
+		h[3] = rmaNoReply
+		err := w.send(op, target, h, data)
+		if err == nil {
+			w.sent[target] = true
+			return nil
+		}
+		if ErrorClass(err) == ErrRevoked {
+			return w.handle(err)
+		}
+		if _, ok := w.failed[target]; !ok {
+			w.failed[target] = err
+		}
+		return nil
+	}
 	rep, err := w.rpc(op, target, h, data, len(into))
 	if err != nil {
 		if ErrorClass(err) == ErrRevoked {
-			return w.parent.handle(err)
+			return w.handle(err)
 		}
 		if _, ok := w.failed[target]; !ok {
 			w.failed[target] = err
@@ -879,9 +1046,8 @@ func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, i
 	return nil
 }
 
-// rpc sends a request (header and data) to target's server and waits for
-// its reply of want bytes. omu held.
-func (w *Win) rpc(op string, target int, h, data []byte, want int) ([]byte, error) {
+// send sends a request (header and data) to target's server. omu held.
+func (w *Win) send(op string, target int, h, data []byte) error {
 	msg := h
 	if len(data) > 0 {
 		n := (len(h) + len(data) + 7) / 8
@@ -892,10 +1058,76 @@ func (w *Win) rpc(op string, target int, h, data []byte, want int) ([]byte, erro
 		copy(msg, h)
 		copy(msg[len(h):], data)
 	}
-	c := w.c
-	if _, err := c.sendBytes(op, p2p.DTByte, msg, target, tagRMAReq, false); err != nil {
-		return nil, w.rerr(err)
+	if _, err := w.c.sendBytes(op, p2p.DTByte, msg, target, tagRMAReq, false); err != nil {
+		return w.rerr(err)
 	}
+	return nil
+}
+
+// applyLocal performs an operation on this member's own window in the
+// caller's goroutine, as the server would under w.mu; into gets the
+// fetched elements. The range was checked by rmaArgs.
+func (w *Win) applyLocal(kind int, ok opKind, disp, n int, data, into []byte) {
+	mem := w.mem[disp*w.esize : (disp+n)*w.esize]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch kind {
+	case rmaPut:
+		copy(mem, data)
+	case rmaGet:
+		copy(into, mem)
+	case rmaAcc:
+		w.apply(ok, data, mem)
+	case rmaGetAcc:
+		copy(into, mem)
+		w.apply(ok, data, mem)
+	case rmaCAS:
+		copy(into, mem)
+		if string(mem) == string(data[:w.esize]) {
+			copy(mem, data[w.esize:])
+		}
+	}
+}
+
+// settle ends the one-way operations to the targets that in selects (all
+// if in is nil) at a synchronisation that completed them (their target's
+// server applied them before the marker, unlock or flush that followed):
+// a target now known failed gets a kept failure. omu held.
+func (w *Win) settle(op string, in func(t int) bool) {
+	for t := range w.sent {
+		if in != nil && !in(t) {
+			continue
+		}
+		delete(w.sent, t)
+		if _, ok := w.failed[t]; !ok && w.c.w.eng.IsLost(w.c.worldRank(t)) {
+			w.failed[t] = w.err(ErrProcFailed, op, t, "target failed before its operations of the epoch were confirmed")
+		}
+	}
+}
+
+// flushSent completes the one-way operations to target with a flush
+// request (answered after them); a failure is kept. omu held.
+func (w *Win) flushSent(op string, target int) {
+	if !w.sent[target] {
+		return
+	}
+	delete(w.sent, target)
+	var h [rmaHdr]byte
+	h[0] = rmaFlush
+	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
+		if _, ok := w.failed[target]; !ok {
+			w.failed[target] = err
+		}
+	}
+}
+
+// rpc sends a request (header and data) to target's server and waits for
+// its reply of want bytes. omu held.
+func (w *Win) rpc(op string, target int, h, data []byte, want int) ([]byte, error) {
+	if err := w.send(op, target, h, data); err != nil {
+		return nil, err
+	}
+	c := w.c
 	n := (1 + want + 7) / 8
 	if cap(w.scr) < n {
 		w.scr = make([]uint64, n)
@@ -985,9 +1217,12 @@ func (w *Win) handleReq(origin int, b []byte) {
 	disp := int(binary.LittleEndian.Uint64(b[8:]))
 	n := int(binary.LittleEndian.Uint64(b[16:]))
 	data := b[rmaHdr:]
+	noReply := b[3]&rmaNoReply != 0
 	lo, hi := disp*w.esize, (disp+n)*w.esize
 	if kind <= rmaCAS && (disp < 0 || n < 0 || hi > len(w.mem) || lo > hi) {
-		w.reply(origin, 1, nil)
+		if !noReply {
+			w.reply(origin, 1, nil)
+		}
 		return
 	}
 	switch kind {
@@ -995,7 +1230,9 @@ func (w *Win) handleReq(origin int, b []byte) {
 		w.mu.Lock()
 		copy(w.mem[lo:hi], data)
 		w.mu.Unlock()
-		w.reply(origin, 0, nil)
+		if !noReply {
+			w.reply(origin, 0, nil)
+		}
 	case rmaGet:
 		w.mu.Lock()
 		out := w.fetched(w.mem[lo:hi])
@@ -1009,10 +1246,11 @@ func (w *Win) handleReq(origin int, b []byte) {
 		}
 		w.apply(ok, data, w.mem[lo:hi])
 		w.mu.Unlock()
-		if out == nil {
-			w.reply(origin, 0, nil)
-		} else {
+		switch {
+		case out != nil:
 			w.replyRaw(origin, out)
+		case !noReply:
+			w.reply(origin, 0, nil)
 		}
 	case rmaCAS:
 		w.mu.Lock()
@@ -1027,16 +1265,7 @@ func (w *Win) handleReq(origin int, b []byte) {
 			w.reply(origin, 0, nil)
 		}
 	case rmaFence:
-		w.fmu.Lock()
-		m := w.marks[uint64(disp)]
-		if m == nil {
-			m = map[int]bool{}
-			w.marks[uint64(disp)] = m
-		}
-		m[origin] = true
-		close(w.fch)
-		w.fch = make(chan struct{})
-		w.fmu.Unlock()
+		w.addMark(uint64(disp), origin)
 	case rmaPost, rmaComplete:
 		w.fmu.Lock()
 		if kind == rmaPost {
@@ -1047,6 +1276,8 @@ func (w *Win) handleReq(origin int, b []byte) {
 		close(w.fch)
 		w.fch = make(chan struct{})
 		w.fmu.Unlock()
+	case rmaFlush:
+		w.reply(origin, 0, nil)
 	case rmaUnlock:
 		granted := w.lk.release(origin)
 		w.reply(origin, 0, nil)
@@ -1054,6 +1285,20 @@ func (w *Win) handleReq(origin int, b []byte) {
 	default:
 		w.reply(origin, 2, nil)
 	}
+}
+
+// addMark records that origin reached fence epoch k and wakes the waits.
+func (w *Win) addMark(k uint64, origin int) {
+	w.fmu.Lock()
+	m := w.marks[k]
+	if m == nil {
+		m = map[int]bool{}
+		w.marks[k] = m
+	}
+	m[origin] = true
+	close(w.fch)
+	w.fch = make(chan struct{})
+	w.fmu.Unlock()
 }
 
 // apply combines in into inout with operation kind (predefined, Replace
@@ -1201,20 +1446,25 @@ func (w *Win) mark(op string, kind int, ranks []int) {
 }
 
 // Post starts an exposure epoch of this member's window to the origins of
-// g (MPI_Win_post); it does not wait. Wait or Test ends it.
-func (w *Win) Post(g *Group) error {
+// g (MPI_Win_post); it does not wait. Wait or Test ends it. assert is 0 or
+// an OR of ModeNoCheck, ModeNoStore and ModeNoPut (accepted: ftmpi needs
+// no hint); another bit is an ErrAssert error.
+func (w *Win) Post(g *Group, assert ...int) error {
 	const op = "MPI_Win_post"
 	if err := w.check(op); err != nil {
 		return err
 	}
+	if _, err := w.assertion(op, assert, ModeNoCheck|ModeNoStore|ModeNoPut); err != nil {
+		return err
+	}
 	ranks, err := w.winRanks(op, g)
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if w.postGrp != nil || len(w.locked) > 0 {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "an exposure or lock epoch is already open"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "an exposure or lock epoch is already open"))
 	}
 	w.postGrp = ranks
 	w.mark(op, rmaPost, ranks)
@@ -1223,20 +1473,30 @@ func (w *Win) Post(g *Group) error {
 
 // Start starts an access epoch to the targets of g (MPI_Win_start): it
 // returns once each of them posted a matching exposure epoch, or is known
-// failed (the failure is reported by Complete, seed 002 A.2.4).
-func (w *Win) Start(g *Group) error {
+// failed (the failure is reported by Complete, seed 002 A.2.4). assert is
+// 0 or ModeNoCheck (accepted: Start still waits for the posts, which the
+// matching Post sent before, as ModeNoCheck requires); another bit is an
+// ErrAssert error. Start while operations of a fence epoch are open is an
+// ErrRMASync error.
+func (w *Win) Start(g *Group, assert ...int) error {
 	const op = "MPI_Win_start"
 	if err := w.check(op); err != nil {
 		return err
 	}
+	if _, err := w.assertion(op, assert, ModeNoCheck); err != nil {
+		return err
+	}
 	ranks, err := w.winRanks(op, g)
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if w.startGrp != nil || len(w.locked) > 0 {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "an access or lock epoch is already open"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "an access or lock epoch is already open"))
+	}
+	if w.fenceOps > 0 {
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "operations of a fence epoch are open (Fence first)"))
 	}
 	pending := slices.Clone(ranks)
 	err = w.waitFor(op, func(failed []int) bool {
@@ -1256,7 +1516,7 @@ func (w *Win) Start(g *Group) error {
 		return len(pending) == 0
 	})
 	if err != nil {
-		return w.parent.handle(err)
+		return w.handle(err)
 	}
 	w.startGrp = ranks
 	return nil
@@ -1275,11 +1535,12 @@ func (w *Win) Complete() error {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if w.startGrp == nil {
-		return w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no access epoch (Start first)"))
+		return w.handle(w.err(ErrRMASync, op, NoPeer, "no access epoch (Start first)"))
 	}
 	ranks := w.startGrp
 	w.startGrp = nil
-	w.mark(op, rmaComplete, ranks)
+	w.mark(op, rmaComplete, ranks) // after the epoch's one-way operations
+	w.settle(op, func(t int) bool { return slices.Contains(ranks, t) })
 	var ferr error
 	for _, t := range ranks {
 		if err := w.takeFailed(op, t); err != nil && ferr == nil {
@@ -1294,7 +1555,7 @@ func (w *Win) Complete() error {
 			}
 		}
 	}
-	return w.parent.handle(ferr)
+	return w.handle(ferr)
 }
 
 // Wait ends the exposure epoch begun by Post (MPI_Win_wait): it returns
@@ -1320,7 +1581,7 @@ func (w *Win) waitEpoch(op string, block bool) (bool, error) {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if w.postGrp == nil {
-		return false, w.parent.handle(w.err(ErrRMASync, op, NoPeer, "no exposure epoch (Post first)"))
+		return false, w.handle(w.err(ErrRMASync, op, NoPeer, "no exposure epoch (Post first)"))
 	}
 	var dead []int
 	ready := func(failed []int) bool {
@@ -1342,11 +1603,11 @@ func (w *Win) waitEpoch(op string, block bool) (bool, error) {
 	}
 	if block {
 		if err := w.waitFor(op, ready); err != nil {
-			return false, w.parent.handle(err)
+			return false, w.handle(err)
 		}
 	} else {
 		if w.c.IsRevoked() {
-			return false, w.parent.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
+			return false, w.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
 		}
 		failed := w.c.failedMembers()
 		w.fmu.Lock()
@@ -1358,7 +1619,7 @@ func (w *Win) waitEpoch(op string, block bool) (bool, error) {
 	}
 	w.postGrp = nil
 	if len(dead) > 0 {
-		return true, w.parent.handle(w.err(ErrProcFailed, op, NoPeer, "origins %v failed during the epoch", dead))
+		return true, w.handle(w.err(ErrProcFailed, op, NoPeer, "origins %v failed during the epoch", dead))
 	}
 	return true, nil
 }
@@ -1400,11 +1661,11 @@ func (w *Win) Validate() (*Group, error) {
 	w.omu.Lock()
 	defer w.omu.Unlock()
 	if err := w.noEpoch(op); err != nil {
-		return nil, w.parent.handle(err)
+		return nil, w.handle(err)
 	}
 	g, err := w.c.Validate()
 	if err != nil {
-		return nil, w.parent.handle(w.rerr(err))
+		return nil, w.handle(w.rerr(err))
 	}
 	w.recognize(g)
 	return g, nil
@@ -1423,7 +1684,7 @@ func (w *Win) Ivalidate() (*RequestOf[*Group], error) {
 	err := w.noEpoch(op)
 	w.omu.Unlock()
 	if err != nil {
-		return nil, w.parent.handle(err)
+		return nil, w.handle(err)
 	}
 	c := w.c
 	c.runThrough()

@@ -299,6 +299,9 @@ func TestWinFailureAtFence(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		if err := win.Fence(); err != nil { // opens the first epoch
+			return err
+		}
 		made.done()
 		if c.Rank() == victim {
 			made.wait(t)
@@ -669,6 +672,9 @@ func TestWinCreateRunThrough(t *testing.T) {
 		win, err := mpi.WinCreate(c, make([]int, 1))
 		if err != nil {
 			return fmt.Errorf("WinCreate after Validate: %v", err)
+		}
+		if err := win.Fence(); err != nil {
+			return fmt.Errorf("first Fence with a recognised failure only: %v", err)
 		}
 		if err := mpi.Put(win, []int{1}, 1-c.Rank(), 0); err != nil {
 			return err

@@ -46,7 +46,7 @@ type bench struct {
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue), value (SendValue/RecvValue of a []float64 against gob by hand + Send/Recv), dtype (strided vector and struct messages at 1 KiB and 1 MiB)")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue), value (SendValue/RecvValue of a []float64 against gob by hand + Send/Recv), dtype (strided vector and struct messages at 1 KiB and 1 MiB), rma (one-sided Put/Get/Accumulate latency and Put bandwidth with fence and lock, 8 B to 1 MiB)")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
@@ -118,6 +118,9 @@ func main() {
 	case "dtype":
 		b.need2()
 		b.dtype()
+	case "rma":
+		b.need2()
+		b.rma()
 	case "coll":
 		if b.max == 0 {
 			b.max = 1 << 20
