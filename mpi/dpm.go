@@ -90,7 +90,7 @@ type dpmState struct {
 	ports    map[int64]*openPort
 	nextConn uint32
 	conns    map[uint64]*dpmConn
-	names    boot.NameTable // a singleton's name service
+	names    boot.NameTable     // a singleton's name service
 	hook     func(stage string) // tests: called at a root's stages (in package tests only)
 }
 
@@ -609,7 +609,7 @@ func (d *dpmCall) build(lc *Comm, loc interface {
 		var ferr error
 		if d.me {
 			d.steps++
-			if ferr = d.w.sendStep(d.conn, dpmStep, d.steps, asBytes(ext[:last])); ferr == nil {
+			if ferr = d.w.sendStep(d.conn, dpmStep, d.steps, slices.Clone(asBytes(ext[:last]))); ferr == nil {
 				var m dpmMsg
 				if m, ferr = d.w.wait(d.conn, dpmStep, d.steps, op, c, nil); ferr == nil && len(m.body) == 8*last {
 					for i := range last {
@@ -838,8 +838,8 @@ func decideClass(codes agree.Set) *Class {
 // It is collective. It completes normally despite process failures,
 // whenever they happen and whether or not they are acknowledged (seed 003
 // 17.10.1): the wait is a fault-tolerant agreement, which failed processes
-// do not hold up. On a revoked communicator it frees c and returns
-// ErrRevoked.
+// do not hold up; also on a revoked communicator (an agreement ignores
+// revocation).
 func (c *Comm) Disconnect() error {
 	const op = "MPI_Comm_disconnect"
 	if err := checkLive(c, op); err != nil {
@@ -849,20 +849,13 @@ func (c *Comm) Disconnect() error {
 		return c.handle(newErr(ErrComm, op, c, NoPeer, "%s cannot be disconnected", c.name))
 	}
 	b := c.base
-	revoked := b.w.eng.IsRevoked(b.ctx)
 	if _, err := inTurn(b.takeTurn(), op, func() (agree.Value, error) {
 		v, _, err := b.agreeOn(op, agree.Value{Flags: 1})
 		return v, err
 	}); err != nil {
 		return c.handle(err) // the job ended
 	}
-	if err := b.Free(); err != nil {
-		return err
-	}
-	if revoked {
-		return c.handle(newErr(ErrRevoked, op, c, NoPeer, "the communicator was revoked (it is freed)"))
-	}
-	return nil
+	return b.Free()
 }
 
 // nameTable is the name service this process uses without a launcher.
