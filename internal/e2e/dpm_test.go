@@ -65,3 +65,35 @@ func TestConnectAcrossSpawnedJob(t *testing.T) {
 		}
 	}
 }
+
+var csBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// examples/clientserver: the same result line with and without a client
+// SIGKILLed mid-session; the server notices it on the session's
+// intercommunicator, disconnects and serves the next client.
+func TestClientServerExample(t *testing.T) {
+	csBuild.once.Do(func() {
+		csBuild.bin = filepath.Join(filepath.Dir(bin["ftmpirun"]), "clientserver")
+		csBuild.err = jobtest.Build([]string{csBuild.bin}, []string{"../../examples/clientserver"})
+	})
+	if csBuild.err != nil {
+		t.Fatal(csBuild.err)
+	}
+	const want = "result: tasks=12 sum=650"
+	r := reinitRun(t, "-n", "4", "--timeout", "60s", csBuild.bin)
+	if r.Code != 0 || resultLine(t, r) != want {
+		t.Fatalf("no kill: exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+	r = reinitRun(t, "-n", "4", "--on-failure", "continue", "--timeout", "60s",
+		"--inject", "kill:rank=3,on=client 3 stalls", csBuild.bin, "-stall", "3")
+	if r.Code != 0 || resultLine(t, r) != want {
+		t.Fatalf("kill: exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, "server: client 3 failed mid-session") || !strings.Contains(r.Stdout, "1 client(s) lost mid-session") {
+		t.Fatalf("the server did not notice the killed client\nstdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+}
