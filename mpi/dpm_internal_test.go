@@ -135,6 +135,9 @@ func TestConnectRunThrough(t *testing.T) {
 			return err
 		}
 		me := c.Rank()
+		if err := arrived(c, 2); err != nil {
+			return err
+		}
 		if server {
 			info := NewInfo()
 			info.Set("timeout", "60")
