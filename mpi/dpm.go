@@ -385,6 +385,11 @@ func (w *World) wait(c *dpmConn, kind, step uint64, op string, comm *Comm, deadl
 // that is a recognised failed process is ErrRank; recognised failures of
 // either group are recognised in the new intercommunicator (it is
 // validated at its creation).
+//
+// The info key "ftmpi_trace" = "true" at root makes it print a line on
+// stderr ("ftmpi-trace: process P: MPI_Comm_accept: connected to process
+// Q") once it has found the other root: an event to tie a fault injection
+// to (ftmpirun --inject kill:...,on=TEXT).
 func (c *Comm) Accept(port string, info *Info, root int) (*Comm, error) {
 	ic, err := c.establish("MPI_Comm_accept", true, port, info, root)
 	return ic, c.handle(err)
@@ -397,7 +402,7 @@ func (c *Comm) Accept(port string, info *Info, root int) (*Comm, error) {
 // port, one of another launcher, a closed port, or when the info key
 // "timeout" (seconds) at root passes before the port's group accepts;
 // with ErrProcFailed when the process that opened the port failed. The
-// failure rules are Accept's.
+// failure rules and the info key "ftmpi_trace" are Accept's.
 func (c *Comm) Connect(port string, info *Info, root int) (*Comm, error) {
 	ic, err := c.establish("MPI_Comm_connect", false, port, info, root)
 	return ic, c.handle(err)

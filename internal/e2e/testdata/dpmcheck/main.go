@@ -146,6 +146,14 @@ func child(w *mpi.World) {
 	var port string
 	var err error
 	if c.Rank() == 0 {
+		if _, err := w.LookupName("nobody", nil); !errors.Is(err, mpi.ErrName) {
+			fmt.Fprintf(os.Stderr, "dpmcheck: lookup of an unknown name through the launcher: %v, want ErrName\n", err)
+			os.Exit(1)
+		}
+		if err := w.PublishName("dpm-svc", nil, "ftmpi-port:{\"proc\":1,\"port\":1}"); !errors.Is(err, mpi.ErrService) {
+			fmt.Fprintf(os.Stderr, "dpmcheck: publish of a name the parents published: %v, want ErrService\n", err)
+			os.Exit(1)
+		}
 		port, err = w.LookupName("dpm-svc", nil)
 		must(err)
 	}
