@@ -492,21 +492,14 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 
 	// All or nothing: the verdict of each side, exchanged by the roots.
 	f := w.ftOf(c)
-	pos, _ := f.index[rootProc]
-	vote := agree.Value{Flags: 1}
-	if d.err != nil {
-		vote.Flags = 0
-		vote.Union.Add(classCode(d.err))
-	}
-	side, _, err := c.agreeOn(op, vote)
+	pos := f.index[rootProc]
+	side, _, err := c.agreeOn(op, dpmVote(d.err))
 	if err != nil {
 		d.fail(err)
 	}
-	verdict := side
+	verdict := agree.Value{Flags: 1}
 	if d.me {
 		verdict = d.exchangeVerdict(side)
-	} else {
-		verdict = agree.Value{Flags: 1}
 	}
 	res, contrib, err := c.agreeOn(op, verdict)
 	if err != nil {
@@ -515,12 +508,11 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 	if d.conn != nil {
 		w.endConn(d.conn)
 	}
+	ok, cls := dpmDecide(res, contrib, pos)
 	if err == nil && !contrib.Has(pos) {
-		res.Flags = 0
-		res.Union.Add(ErrProcFailed.code)
 		d.fail(newErr(ErrProcFailed, op, c, root, "the root failed during the call"))
 	}
-	if err == nil && res.Flags&1 == 1 && ic != nil {
+	if err == nil && ok && ic != nil {
 		if len(d.remote.Rec) > 0 || len(c.ftm().recognized()) > 0 {
 			// Seed 003 17.10.1: recognised failures stay recognised (both
 			// sides know of the other's, so both validate).
@@ -534,7 +526,9 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 	if ic != nil {
 		ic.discard()
 	}
-	cls := decideClass(res.Union)
+	if err != nil {
+		cls = ErrorClass(d.err)
+	}
 	if d.err != nil && ErrorClass(d.err) == cls {
 		return nil, d.err
 	}
@@ -659,36 +653,94 @@ func (d *dpmCall) build(lc *Comm, loc interface {
 // exchangeVerdict sends this side's verdict to the other root and
 // combines it with the other's (the root only).
 func (d *dpmCall) exchangeVerdict(side agree.Value) agree.Value {
-	out := side.Clone()
-	if d.conn == nil {
-		if out.Flags&1 == 1 { // cannot be: no other root, so this side failed
-			out.Flags = 0
-			out.Union.Add(ErrIntern.code)
-		}
-		return out
+	if d.conn == nil { // the roots never found each other: this side failed
+		return dpmCombine(side, nil, ErrIntern.code)
 	}
-	codes := side.Union.Members()
+	if err := d.w.sendStep(d.conn, dpmFinal, 0, dpmEncode(side)); err != nil {
+		return dpmCombine(side, nil, ErrProcFailed.code)
+	}
+	m, err := d.w.wait(d.conn, dpmFinal, 0, d.op, d.c, nil)
+	if err != nil {
+		return dpmCombine(side, nil, classCode(err))
+	}
+	other, ok := dpmDecode(m.body)
+	if !ok {
+		return dpmCombine(side, nil, ErrIntern.code)
+	}
+	return dpmCombine(side, &other, 0)
+}
+
+// The decision, as pure functions (dpm_sim_test.go runs them through
+// seeded schedules of failures).
+
+// dpmVote is a process's vote in its group's first agreement: yes, or no
+// with the class of its error.
+func dpmVote(err error) agree.Value {
+	if err == nil {
+		return agree.Value{Flags: 1}
+	}
+	var v agree.Value
+	v.Union.Add(classCode(err))
+	return v
+}
+
+// dpmEncode and dpmDecode carry a group's verdict between the roots:
+// flags, then the class codes.
+func dpmEncode(v agree.Value) []byte {
+	codes := v.Union.Members()
 	b := make([]byte, 8*(1+len(codes)))
-	binary.LittleEndian.PutUint64(b, side.Flags)
+	binary.LittleEndian.PutUint64(b, v.Flags)
 	for i, x := range codes {
 		binary.LittleEndian.PutUint64(b[8*(i+1):], uint64(x))
 	}
-	if err := d.w.sendStep(d.conn, dpmFinal, 0, b); err != nil {
+	return b
+}
+
+func dpmDecode(b []byte) (agree.Value, bool) {
+	var v agree.Value
+	if len(b) < 8 || len(b)%8 != 0 {
+		return v, false
+	}
+	v.Flags = binary.LittleEndian.Uint64(b)
+	for i := 8; i < len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if x > 1<<16 {
+			return agree.Value{}, false
+		}
+		v.Union.Add(int(x))
+	}
+	return v, true
+}
+
+// dpmCombine is the root's contribution to its group's second agreement:
+// its group's verdict side ANDed with the other group's, other; nil other:
+// none came (code: why, a class code).
+func dpmCombine(side agree.Value, other *agree.Value, code int) agree.Value {
+	out := side.Clone()
+	if other == nil {
 		out.Flags = 0
-		out.Union.Add(ErrProcFailed.code)
+		out.Union.Add(code)
 		return out
 	}
-	m, err := d.w.wait(d.conn, dpmFinal, 0, d.op, d.c, nil)
-	if err != nil || len(m.body) < 8 {
-		out.Flags = 0
-		out.Union.Add(classCode(err))
-		return out
-	}
-	out.Flags &= binary.LittleEndian.Uint64(m.body)
-	for i := 8; i+8 <= len(m.body); i += 8 {
-		out.Union.Add(int(binary.LittleEndian.Uint64(m.body[i:])))
-	}
+	out.Flags &= other.Flags
+	out.Union.UnionWith(other.Union)
 	return out
+}
+
+// dpmDecide is a process's outcome from its group's second agreement
+// (result res, contributors contrib; the root is at position rootPos): the
+// intercommunicator if the root contributed a yes, else the class to
+// report.
+func dpmDecide(res agree.Value, contrib agree.Set, rootPos int) (bool, *Class) {
+	if !contrib.Has(rootPos) {
+		res = res.Clone()
+		res.Flags = 0
+		res.Union.Add(ErrProcFailed.code)
+	}
+	if res.Flags&1 == 1 {
+		return true, nil
+	}
+	return false, decideClass(res.Union)
 }
 
 // connectRoot sends the connection request and waits for the answer.
