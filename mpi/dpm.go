@@ -532,8 +532,11 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 	if d.err != nil && ErrorClass(d.err) == cls {
 		return nil, d.err
 	}
+	if e, ok := d.err.(*Error); ok {
+		return nil, newErr(cls, op, c, NoPeer, "the connection failed (here: %s: %s)", e.Class, e.Detail)
+	}
 	if d.err != nil {
-		return nil, newErr(cls, op, c, NoPeer, "the connection failed (%v here)", d.err)
+		return nil, newErr(cls, op, c, NoPeer, "the connection failed (here: %v)", d.err)
 	}
 	return nil, newErr(cls, op, c, NoPeer, "the connection failed at another process")
 }
