@@ -97,3 +97,13 @@ func TestClientServerExample(t *testing.T) {
 		t.Fatalf("the server did not notice the killed client\nstdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
 }
+
+// MPI-4.1 11.10.5 between two processes of a job: Join over a loopback
+// TCP connection they opened themselves.
+func TestJoinAcrossProcesses(t *testing.T) {
+	b := dpmBin(t)
+	r := reinitRun(t, "-n", "3", "--timeout", "60s", b, "join")
+	if want := "result: join remote=[1] got=101"; r.Code != 0 || resultLine(t, r) != want {
+		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}

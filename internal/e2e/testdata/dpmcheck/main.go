@@ -6,6 +6,9 @@
 //	          the roots have found each other (its trace line), while it
 //	          waits for rank 2, which enters Connect only after it saw the
 //	          failure: every survivor gets ErrProcFailed, nobody hangs
+//	join      ranks 0 and 1 join over a loopback TCP connection (rank 0
+//	          listens, sends the address to rank 1) and exchange over the
+//	          intercommunicator
 //	spawn     the job publishes a port under a name and spawns 2 children
 //	          (another job of the launcher), which look the name up,
 //	          connect and exchange with the servers
@@ -14,6 +17,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -36,6 +40,8 @@ func main() {
 		rootkill(w)
 	case "spawn":
 		spawnServe(w)
+	case "join":
+		join(w)
 	case "child":
 		child(w)
 	default:
@@ -167,4 +173,37 @@ func child(w *mpi.World) {
 	must(mpi.Allreduce(ic, []int{v[0]}, []int{0}, mpi.Sum))
 	must(ic.Disconnect())
 	must(w.Parent().Disconnect())
+}
+
+func join(w *mpi.World) {
+	c := w.CommWorld()
+	var conn net.Conn
+	switch c.Rank() {
+	case 0:
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		must(err)
+		must(mpi.SendValue(c, ln.Addr().String(), 1, 3))
+		conn, err = ln.Accept()
+		must(err)
+		ln.Close()
+	case 1:
+		addr, _, err := mpi.RecvValue[string](c, 0, 3)
+		must(err)
+		conn, err = net.Dial("tcp", addr)
+		must(err)
+	default:
+		return
+	}
+	defer conn.Close()
+	ic, err := w.Join(conn)
+	must(err)
+	ic.SetErrhandler(mpi.ErrorsReturn)
+	in := []int{-1}
+	_, err = mpi.Sendrecv(ic, []int{100 + c.Rank()}, 0, 1, in, 0, 1)
+	must(err)
+	remote := ic.RemoteGroup().WorldRanks()
+	must(ic.Disconnect())
+	if c.Rank() == 0 {
+		fmt.Printf("result: join remote=%v got=%d\n", remote, in[0])
+	}
 }
