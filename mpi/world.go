@@ -114,6 +114,7 @@ type World struct {
 	fails *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
 	hosts hostTable         // where every process runs, as the launcher told (coll_util.go)
 	bsend bsendState        // the attached buffer of buffered sends (bsend.go)
+	dpm   dpmState          // ports and connections in progress (dpm.go)
 }
 
 // Init initialises MPI for this process (MPI_Init) with DefaultConfig and
@@ -205,6 +206,7 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.ctl.MustRegister(ctl.CollFail, w.onCollFail)
 	w.ctl.MustRegister(ctl.Heartbeat, w.fails.OnHeartbeat)
 	w.ctl.MustRegister(ctl.FailNotice, w.fails.OnNotice)
+	w.ctl.MustRegister(ctl.Port, w.onPort)
 	eng.SetControlHandler(w.onControl)
 	eng.SetLostHook(w.onLost)
 	wsize := universe

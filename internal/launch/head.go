@@ -66,6 +66,10 @@ type head struct {
 	cacheDir   string
 
 	triggers *triggers // fault injection on a rank's output (on=TEXT); nil: none. Set before any rank starts.
+
+	// names is the name service (MPI_Publish_name ...) of every process
+	// of the launch; a table, not policy: its requests bypass the policy.
+	names boot.NameTable
 }
 
 // triggers is the fault-injection watch (inject.Watch) of a run and the
@@ -414,6 +418,10 @@ func (h *head) readLoop(c *ctlConn) {
 		if m.ID == 0 {
 			c.send(boot.Msg{Op: boot.OpError, Error: "request without id"})
 			return
+		}
+		if m.Op == boot.OpName {
+			c.send(h.names.Serve(m))
+			continue
 		}
 		if m.Op == boot.OpHello {
 			a := eventAddr(m.KV[boot.HelloEventAddr]) // before the hello is answered: events may follow at once

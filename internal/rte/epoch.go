@@ -161,6 +161,25 @@ func (n *Net) AddPeers(eps []boot.Endpoint) {
 	n.Tr.SetPeers(append([]sock.Peer(nil), peers...))
 }
 
+// Endpoint returns where process p can be reached, as far as this process
+// knows (ok false: not known).
+func (n *Net) Endpoint(p int) (ep boot.Endpoint, ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p < 0 || p >= len(n.peers) || (n.peers[p].Unix == "" && n.peers[p].TCP == "") {
+		return boot.Endpoint{}, false
+	}
+	pe := n.peers[p]
+	addrs := map[string]string{}
+	if pe.Unix != "" {
+		addrs["unix"] = pe.Unix
+	}
+	if pe.TCP != "" {
+		addrs["tcp"] = pe.TCP
+	}
+	return boot.Endpoint{Rank: p, Host: pe.Host, Addrs: addrs}, true
+}
+
 // Close closes the transport and then the engine.
 func (n *Net) Close() {
 	n.Tr.Close()

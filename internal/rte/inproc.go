@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/ftmpi/ftmpi/internal/boot"
+
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
@@ -18,6 +20,10 @@ type Job struct {
 	abortOnce sync.Once
 	abortRank int
 	abortCode int
+
+	// Names is the job's name service (MPI_Publish_name ...), the
+	// launcher's part under mpi.Run.
+	Names boot.NameTable
 
 	mu      sync.Mutex
 	arrived int

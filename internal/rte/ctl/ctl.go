@@ -27,6 +27,7 @@ const (
 	Revoke     Type = 1  // A = hops; Ctx = the revoked communicator's context
 	Agree      Type = 2  // Ctx = communicator context, Seq = agreement instance; payload agree.EncodeMsg
 	CollFail   Type = 3  // Ctx = collective context, A = call sequence | sender's rank<<32, B = error class code; payload the reason
+	Port       Type = 4  // connect/accept between two roots: B = kind, A = port or step, Seq = connection id; payload the kind's
 	Heartbeat  Type = 16 // A = detector epoch, B = sender incarnation, Seq = receiver incarnation
 	FailNotice Type = 17 // A = failed process, B = its incarnation, Seq = hops
 )
@@ -39,6 +40,7 @@ var names = [max]string{
 	Revoke:     "revoke",
 	Agree:      "agree",
 	CollFail:   "collective failure",
+	Port:       "port",
 	Heartbeat:  "heartbeat",
 	FailNotice: "failure notice",
 }
