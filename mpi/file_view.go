@@ -179,9 +179,7 @@ func (f *File) SetView(disp int64, etype, filetype *Datatype) error {
 			return err
 		}
 		k := agreedK(rows, live, 1)
-		if err := f.resetShared(op, k); err != nil {
-			return err
-		}
+		f.resetShared(op, k)
 		f.mu.Lock()
 		f.view, f.pos = v, 0
 		f.mu.Unlock()
