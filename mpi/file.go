@@ -60,18 +60,18 @@ import (
 
 // The I/O error classes (codes as in Open MPI's mpi.h).
 var (
-	ErrAccess               = &Class{"MPI_ERR_ACCESS: permission denied", 20}                  // MPI_ERR_ACCESS
-	ErrAmode                = &Class{"MPI_ERR_AMODE: invalid access mode", 21}                 // MPI_ERR_AMODE
-	ErrBadFile              = &Class{"MPI_ERR_BAD_FILE: invalid file name", 23}                // MPI_ERR_BAD_FILE
-	ErrFileExists           = &Class{"MPI_ERR_FILE_EXISTS: file exists", 28}                   // MPI_ERR_FILE_EXISTS
-	ErrFile                 = &Class{"MPI_ERR_FILE: invalid file handle", 30}                  // MPI_ERR_FILE
-	ErrIO                   = &Class{"MPI_ERR_IO: input/output error", 35}                     // MPI_ERR_IO
+	ErrAccess               = &Class{"MPI_ERR_ACCESS: permission denied", 20}                    // MPI_ERR_ACCESS
+	ErrAmode                = &Class{"MPI_ERR_AMODE: invalid access mode", 21}                   // MPI_ERR_AMODE
+	ErrBadFile              = &Class{"MPI_ERR_BAD_FILE: invalid file name", 23}                  // MPI_ERR_BAD_FILE
+	ErrFileExists           = &Class{"MPI_ERR_FILE_EXISTS: file exists", 28}                     // MPI_ERR_FILE_EXISTS
+	ErrFile                 = &Class{"MPI_ERR_FILE: invalid file handle", 30}                    // MPI_ERR_FILE
+	ErrIO                   = &Class{"MPI_ERR_IO: input/output error", 35}                       // MPI_ERR_IO
 	ErrNotSame              = &Class{"MPI_ERR_NOT_SAME: arguments differ between processes", 40} // MPI_ERR_NOT_SAME
-	ErrNoSpace              = &Class{"MPI_ERR_NO_SPACE: out of space", 41}                     // MPI_ERR_NO_SPACE
-	ErrNoSuchFile           = &Class{"MPI_ERR_NO_SUCH_FILE: file does not exist", 42}          // MPI_ERR_NO_SUCH_FILE
-	ErrQuota                = &Class{"MPI_ERR_QUOTA: quota exceeded", 44}                      // MPI_ERR_QUOTA
-	ErrReadOnly             = &Class{"MPI_ERR_READ_ONLY: read-only file or file system", 45}   // MPI_ERR_READ_ONLY
-	ErrUnsupportedOperation = &Class{"MPI_ERR_UNSUPPORTED_OPERATION: not supported here", 52} // MPI_ERR_UNSUPPORTED_OPERATION
+	ErrNoSpace              = &Class{"MPI_ERR_NO_SPACE: out of space", 41}                       // MPI_ERR_NO_SPACE
+	ErrNoSuchFile           = &Class{"MPI_ERR_NO_SUCH_FILE: file does not exist", 42}            // MPI_ERR_NO_SUCH_FILE
+	ErrQuota                = &Class{"MPI_ERR_QUOTA: quota exceeded", 44}                        // MPI_ERR_QUOTA
+	ErrReadOnly             = &Class{"MPI_ERR_READ_ONLY: read-only file or file system", 45}     // MPI_ERR_READ_ONLY
+	ErrUnsupportedOperation = &Class{"MPI_ERR_UNSUPPORTED_OPERATION: not supported here", 52}    // MPI_ERR_UNSUPPORTED_OPERATION
 )
 
 // Access modes of FileOpen (MPI_MODE_*, values as in Open MPI's mpi.h);

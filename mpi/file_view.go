@@ -13,15 +13,15 @@ import "sort"
 
 // fileView is a view with its filetype flattened into segments.
 type fileView struct {
-	disp  int64
-	etype *Datatype
-	ftype *Datatype
-	esize int64
-	segs  []fseg  // the data of one filetype tile: byte offsets from the tile's origin, ascending
-	cum   []int64 // data bytes before each segment within a tile
-	tsize int64   // data bytes of a tile
-	text  int64   // the tile's extent
-	contig bool   // the view is the bytes from disp on
+	disp   int64
+	etype  *Datatype
+	ftype  *Datatype
+	esize  int64
+	segs   []fseg  // the data of one filetype tile: byte offsets from the tile's origin, ascending
+	cum    []int64 // data bytes before each segment within a tile
+	tsize  int64   // data bytes of a tile
+	text   int64   // the tile's extent
+	contig bool    // the view is the bytes from disp on
 }
 
 type fseg struct{ off, n int64 }
