@@ -409,7 +409,7 @@ func (f *File) check(op string) error {
 		return err
 	}
 	if f.c.IsRevoked() {
-		return f.handle(f.err(ErrRevoked, op, "file handle revoked"))
+		return f.handle(f.err(ErrRevoked, op, "the file handle (File.Revoke)"))
 	}
 	return nil
 }
@@ -430,7 +430,7 @@ func (f *File) ferr(err error) error {
 	e2 := *e
 	e2.Comm = f.name
 	if e2.Class == ErrRevoked {
-		e2.Detail = "file handle revoked"
+		e2.Detail = "the file handle (File.Revoke)"
 	}
 	return &e2
 }
@@ -612,7 +612,7 @@ func (f *File) Close() error {
 		return f.handle(cerr)
 	}
 	if revoked {
-		return f.handle(f.err(ErrRevoked, op, "file handle revoked (it is closed)"))
+		return f.handle(f.err(ErrRevoked, op, "the file handle (File.Revoke); it is closed"))
 	}
 	return nil
 }
