@@ -178,6 +178,8 @@ type File struct {
 	shk      uint64 // collective operations on the shared pointer so far (file_shared.go)
 	shfd     *os.File
 	lastColl chan struct{} // the end of the last collective started (turn)
+	split    *RequestOf[int] // the active split collective (file_coll.go)
+	splitOp  string
 }
 
 // Default collective-buffering size per aggregator and round.

@@ -508,3 +508,135 @@ func IreadAtAll[T Elem](f *File, offset int64, buf []T) (*RequestOf[int], error)
 	})
 	return r, nil
 }
+
+// IwriteAll starts a WriteAll (MPI_File_iwrite_all): the individual file
+// pointer moves past buf at once.
+func IwriteAll[T Elem](f *File, buf []T) (*Request, error) {
+	const op = "MPI_File_iwrite_all"
+	b, v, err := collBuf(f, op, buf, true)
+	if err != nil {
+		return nil, err
+	}
+	at := f.take(v, int64(len(b)))
+	return f.startOrdered(op, func() error { return f.writeAll(op, v, at, b) }), nil
+}
+
+// IreadAll starts a ReadAll (MPI_File_iread_all): the individual file
+// pointer moves past len(buf) elements at once; the request's Wait returns
+// the number of whole elements read.
+func IreadAll[T Elem](f *File, buf []T) (*RequestOf[int], error) {
+	const op = "MPI_File_iread_all"
+	b, v, err := collBuf(f, op, buf, false)
+	if err != nil {
+		return nil, err
+	}
+	at := f.take(v, int64(len(b)))
+	r := &RequestOf[int]{}
+	r.Request = f.startOrdered(op, func() error {
+		n, err := f.readAll(op, v, at, b)
+		r.val = n / esizeOf[T]()
+		return err
+	})
+	return r, nil
+}
+
+// splitBegin records the split collective started on f (one at a time
+// per handle, MPI-4.1 14.4.5).
+func (f *File) splitBegin(op string, start func() (*RequestOf[int], error)) error {
+	f.mu.Lock()
+	busy := f.split != nil
+	f.mu.Unlock()
+	if busy {
+		return f.handle(f.err(ErrOther, op, "a split collective is already active on the file (%s)", f.splitOp))
+	}
+	r, err := start()
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.split, f.splitOp = r, op
+	f.mu.Unlock()
+	return nil
+}
+
+// splitEnd completes the split collective begun by begin.
+func (f *File) splitEnd(op, begin string) (int, error) {
+	if err := f.checkOpen(op); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	r, bop := f.split, f.splitOp
+	if r != nil && bop == begin {
+		f.split, f.splitOp = nil, ""
+	}
+	f.mu.Unlock()
+	if r == nil || bop != begin {
+		return 0, f.handle(f.err(ErrOther, op, "no matching %s is active (active: %q)", begin, bop))
+	}
+	n, err := r.Wait()
+	return n, f.handle(f.ferr(err))
+}
+
+func asCount(r *Request, err error) (*RequestOf[int], error) {
+	if err != nil {
+		return nil, err
+	}
+	return &RequestOf[int]{Request: r}, nil
+}
+
+// WriteAtAllBegin begins a split collective WriteAtAll
+// (MPI_File_write_at_all_begin); WriteAtAllEnd completes it. buf must not
+// change in between. Under run-through, a handle collectively inactive is
+// reported by the end call, not the begin call (seed 003 17.12.4).
+func WriteAtAllBegin[T Elem](f *File, offset int64, buf []T) error {
+	const op = "MPI_File_write_at_all_begin"
+	return f.splitBegin(op, func() (*RequestOf[int], error) { return asCount(IwriteAtAll(f, offset, buf)) })
+}
+
+// WriteAtAllEnd completes the split collective begun by WriteAtAllBegin
+// (MPI_File_write_at_all_end).
+func (f *File) WriteAtAllEnd() error {
+	_, err := f.splitEnd("MPI_File_write_at_all_end", "MPI_File_write_at_all_begin")
+	return err
+}
+
+// ReadAtAllBegin begins a split collective ReadAtAll
+// (MPI_File_read_at_all_begin); ReadAtAllEnd completes it and returns the
+// number of whole elements read.
+func ReadAtAllBegin[T Elem](f *File, offset int64, buf []T) error {
+	const op = "MPI_File_read_at_all_begin"
+	return f.splitBegin(op, func() (*RequestOf[int], error) { return IreadAtAll(f, offset, buf) })
+}
+
+// ReadAtAllEnd completes the split collective begun by ReadAtAllBegin
+// (MPI_File_read_at_all_end).
+func (f *File) ReadAtAllEnd() (int, error) {
+	return f.splitEnd("MPI_File_read_at_all_end", "MPI_File_read_at_all_begin")
+}
+
+// WriteAllBegin begins a split collective WriteAll
+// (MPI_File_write_all_begin); WriteAllEnd completes it.
+func WriteAllBegin[T Elem](f *File, buf []T) error {
+	const op = "MPI_File_write_all_begin"
+	return f.splitBegin(op, func() (*RequestOf[int], error) { return asCount(IwriteAll(f, buf)) })
+}
+
+// WriteAllEnd completes the split collective begun by WriteAllBegin
+// (MPI_File_write_all_end).
+func (f *File) WriteAllEnd() error {
+	_, err := f.splitEnd("MPI_File_write_all_end", "MPI_File_write_all_begin")
+	return err
+}
+
+// ReadAllBegin begins a split collective ReadAll
+// (MPI_File_read_all_begin); ReadAllEnd completes it.
+func ReadAllBegin[T Elem](f *File, buf []T) error {
+	const op = "MPI_File_read_all_begin"
+	return f.splitBegin(op, func() (*RequestOf[int], error) { return IreadAll(f, buf) })
+}
+
+// ReadAllEnd completes the split collective begun by ReadAllBegin
+// (MPI_File_read_all_end) and returns the number of whole elements read.
+func (f *File) ReadAllEnd() (int, error) {
+	return f.splitEnd("MPI_File_read_all_end", "MPI_File_read_all_begin")
+}

@@ -416,6 +416,58 @@ func TestFilePointerAndNonblocking(t *testing.T) {
 		if n, err := cr2.Wait(); err != nil || n != 1 || one[0] != 7 {
 			return fmt.Errorf("IreadAtAll = %d %v %v", n, one, err)
 		}
+		// Split collectives; the individual-pointer nonblocking forms.
+		if err := mpi.WriteAtAllBegin(f, 1, []float64{20}); err != nil {
+			return err
+		}
+		if err := mpi.ReadAtAllBegin(f, 1, one); !errors.Is(err, mpi.ErrOther) {
+			return fmt.Errorf("a second split collective: %v", err)
+		}
+		if _, err := f.ReadAtAllEnd(); !errors.Is(err, mpi.ErrOther) {
+			return fmt.Errorf("ReadAtAllEnd without its begin: %v", err)
+		}
+		if err := f.WriteAtAllEnd(); err != nil {
+			return err
+		}
+		if err := mpi.ReadAtAllBegin(f, 1, one); err != nil {
+			return err
+		}
+		if n, err := f.ReadAtAllEnd(); err != nil || n != 1 || one[0] != 20 {
+			return fmt.Errorf("ReadAtAllEnd = %d %v %v", n, one, err)
+		}
+		if _, err := f.Seek(2, mpi.SeekSet); err != nil {
+			return err
+		}
+		if err := mpi.WriteAllBegin(f, []float64{30, 31}); err != nil {
+			return err
+		}
+		if err := f.WriteAllEnd(); err != nil {
+			return err
+		}
+		iw, err := mpi.IwriteAll(f, []float64{32})
+		if err != nil {
+			return err
+		}
+		if _, err := iw.Wait(); err != nil {
+			return err
+		}
+		if _, err := f.Seek(2, mpi.SeekSet); err != nil {
+			return err
+		}
+		three := make([]float64, 3)
+		if err := mpi.ReadAllBegin(f, three[:2]); err != nil {
+			return err
+		}
+		if n, err := f.ReadAllEnd(); err != nil || n != 2 {
+			return fmt.Errorf("ReadAllEnd = %d, %v", n, err)
+		}
+		ir2, err := mpi.IreadAll(f, three[2:])
+		if err != nil {
+			return err
+		}
+		if n, err := ir2.Wait(); err != nil || n != 1 || !slices.Equal(three, []float64{30, 31, 32}) {
+			return fmt.Errorf("IreadAll = %d %v %v", n, three, err)
+		}
 		if p, err := f.Seek(0, mpi.SeekEnd); err != nil || p != 7+int64(8*(1-c.Rank())) {
 			return fmt.Errorf("Seek to the end = %d, %v", p, err)
 		}
@@ -788,6 +840,12 @@ func TestFileRunThroughRules(t *testing.T) {
 			"WriteOrdered": func() error { return mpi.WriteOrdered(f, []int64{1}) },
 			"SeekShared":   func() error { return f.SeekShared(0, mpi.SeekSet) },
 			"Close":        func() error { return f.Close() },
+			"WriteAtAllBegin/End": func() error {
+				if err := mpi.WriteAtAllBegin(f, 0, []int64{1}); err != nil {
+					return fmt.Errorf("the begin call failed: %v", err)
+				}
+				return f.WriteAtAllEnd()
+			},
 			"IwriteAtAll": func() error {
 				r, err := mpi.IwriteAtAll(f, 0, []int64{1})
 				if err != nil {
