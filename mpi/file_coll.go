@@ -18,7 +18,10 @@ import (
 // (an info hint) evenly spaced over the participating processes, else the
 // first participating process of every host. A domain larger than
 // cb_buffer_size (16 MiB by default) is handled in rounds of that size, so
-// an aggregator holds at most that much at a time.
+// an aggregator holds at most that much at a time. When the processes'
+// file ranges do not interleave (a block per process), every process
+// accesses its own range directly, as ROMIO does: aggregation would only
+// add copies.
 //
 // Every exchange is a collective on the handle's private communicator:
 // under run-through, recognised failed processes take no part (seed 003
@@ -43,6 +46,29 @@ type plan struct {
 	lo, hi   int64 // the file range touched by the call
 	dom, buf int64 // domain size, bytes per round
 	rounds   int
+	// interleaved: the processes' file ranges overlap. If not (a block per
+	// process, say), every process accesses its own range directly, as
+	// ROMIO does: aggregation would only add copies.
+	interleaved bool
+}
+
+// interleaved reports whether the [lo, hi) ranges of the live rows with
+// data overlap.
+func interleaved(rows [][]int64, live []bool) bool {
+	type rng struct{ lo, hi int64 }
+	var rs []rng
+	for r, row := range rows {
+		if live[r] && row[1] > row[0] {
+			rs = append(rs, rng{row[0], row[1]})
+		}
+	}
+	slices.SortFunc(rs, func(a, b rng) int { return int(a.lo - b.lo) })
+	for i := 1; i < len(rs); i++ {
+		if rs[i].lo < rs[i-1].hi {
+			return true
+		}
+	}
+	return false
 }
 
 // window is aggregator a's file range in round k.
@@ -123,6 +149,7 @@ func (f *File) makePlan(rows [][]int64, live []bool) *plan {
 			}
 		}
 	}
+	p.interleaved = interleaved(rows, live)
 	na := int64(len(p.aggs))
 	p.dom = (p.hi - p.lo + na - 1) / na
 	p.buf = min(buf, p.dom)
@@ -197,6 +224,9 @@ func (f *File) writeAll(op string, v *fileView, l int64, b []byte) error {
 	p, exts, err := f.collPlan(op, v, l, int64(len(b)))
 	if err != nil || p == nil {
 		return err
+	}
+	if !p.interleaved {
+		return f.errFlag(op, f.pwrite(op, v, l, b))
 	}
 	pieces := p.split(exts)
 	me := slices.Index(p.aggs, f.c.rank)
@@ -288,6 +318,10 @@ func (f *File) readAll(op string, v *fileView, l int64, b []byte) (int, error) {
 	p, exts, err := f.collPlan(op, v, l, int64(len(b)))
 	if err != nil || p == nil {
 		return 0, err
+	}
+	if !p.interleaved {
+		n, lerr := f.pread(op, v, l, b)
+		return n, f.errFlag(op, lerr)
 	}
 	pieces := p.split(exts)
 	me := slices.Index(p.aggs, f.c.rank)

@@ -107,6 +107,18 @@ func viewPlanSchedule(seed uint64) string {
 		}
 		return ""
 	}
+	overlap := false
+	for r := range np {
+		for q := range r {
+			a, b := rows[r], rows[q]
+			if live[r] && live[q] && a[1] > a[0] && b[1] > b[0] && a[0] < b[1] && b[0] < a[1] {
+				overlap = true
+			}
+		}
+	}
+	if p.interleaved != overlap {
+		return "interleaved differs from a pairwise overlap check"
+	}
 	for _, a := range p.aggs {
 		if !live[a] {
 			return "a rank that took no part is an aggregator"

@@ -46,7 +46,7 @@ type bench struct {
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue), value (SendValue/RecvValue of a []float64 against gob by hand + Send/Recv), dtype (strided vector and struct messages at 1 KiB and 1 MiB)")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue), value (SendValue/RecvValue of a []float64 against gob by hand + Send/Recv), dtype (strided vector and struct messages at 1 KiB and 1 MiB), io (collective file write/read bandwidth, a block per rank, and strided 4 KiB blocks; -dir)")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
@@ -54,6 +54,7 @@ func main() {
 	budget := flag.Duration("budget", 30*time.Millisecond, "coll, collgrowth: target time per repetition")
 	inproc := flag.Bool("inproc", false, "collgrowth: run ranks in process (mpi.Run); required")
 	maxP := flag.Int("maxp", 1024, "collgrowth: largest process count")
+	ioDir := flag.String("dir", os.TempDir(), "io: directory of the benchmark file (shared by the ranks)")
 	rtKill := flag.Int("kill", 1, "rtcoll: how many ranks kill themselves before Validate (run with --on-failure continue)")
 	flag.Parse()
 
@@ -118,6 +119,8 @@ func main() {
 	case "dtype":
 		b.need2()
 		b.dtype()
+	case "io":
+		b.io(*ioDir)
 	case "coll":
 		if b.max == 0 {
 			b.max = 1 << 20
