@@ -177,7 +177,7 @@ type File struct {
 	cbBuf    int64  // bytes an aggregator handles per round (cb_buffer_size)
 	shk      uint64 // collective operations on the shared pointer so far (file_shared.go)
 	shfd     *os.File
-	lastColl chan struct{} // the end of the last collective started (turn)
+	lastColl chan struct{}   // the end of the last collective started (turn)
 	split    *RequestOf[int] // the active split collective (file_coll.go)
 	splitOp  string
 }
