@@ -160,48 +160,66 @@ func (f *File) makePlan(rows [][]int64, live []bool) *plan {
 func putI64(b []byte, v int64) { binary.LittleEndian.PutUint64(b, uint64(v)) }
 func getI64(b []byte) int64    { return int64(binary.LittleEndian.Uint64(b)) }
 
-// exchange sends send[j] to rank j and returns what every rank sent here
-// (an alltoall of the sizes, an alltoallv of the bytes).
-func (f *File) exchange(op string, send [][]byte) ([][]byte, error) {
-	n := f.c.size
-	sc := make([]int64, n)
-	for j, b := range send {
-		sc[j] = int64(len(b))
+// xbuf is the scratch of one collective call's exchanges: a flat send
+// buffer with per-rank counts, reused across rounds.
+type xbuf struct {
+	sbuf, rbuf     []byte
+	scounts, sdisp []int
+	rcounts, rdisp []int
+	sc, rc         []int64
+}
+
+func newXbuf(n int) *xbuf {
+	return &xbuf{scounts: make([]int, n), sdisp: make([]int, n), rcounts: make([]int, n), rdisp: make([]int, n),
+		sc: make([]int64, n), rc: make([]int64, n)}
+}
+
+// layout sizes the send buffer from scounts (set by the caller) and
+// returns it; sdisp[j] is where rank j's bytes go.
+func (x *xbuf) layout() []byte {
+	total := 0
+	for j, c := range x.scounts {
+		x.sdisp[j] = total
+		total += c
 	}
-	rc := make([]int64, n)
-	run, err := alltoallPrep(f.c, op, sc, rc)
+	if cap(x.sbuf) < total {
+		x.sbuf = make([]byte, total)
+	}
+	x.sbuf = x.sbuf[:total]
+	return x.sbuf
+}
+
+// exchange sends sbuf[sdisp[j]:][:scounts[j]] to rank j and returns what
+// every rank sent here: rank j's bytes are from(j) (an alltoall of the
+// sizes, an alltoallv of the bytes).
+func (f *File) exchange(op string, x *xbuf) (from func(j int) []byte, err error) {
+	for j, c := range x.scounts {
+		x.sc[j], x.rc[j] = int64(c), 0
+	}
+	run, err := alltoallPrep(f.c, op, x.sc, x.rc)
 	if err == nil {
 		err = run()
 	}
 	if err != nil {
 		return nil, f.ferr(err)
-	}
-	scounts, rcounts := make([]int, n), make([]int, n)
-	var sbuf []byte
-	for j, b := range send {
-		scounts[j] = len(b)
-		sbuf = append(sbuf, b...)
 	}
 	total := 0
-	for j := range rc {
-		rcounts[j] = int(rc[j])
-		total += rcounts[j]
+	for j := range x.rc {
+		x.rcounts[j], x.rdisp[j] = int(x.rc[j]), total
+		total += x.rcounts[j]
 	}
-	rbuf := make([]byte, total)
-	run, err = alltoallvPrep(f.c, op, sbuf, scounts, nil, rbuf, rcounts, nil)
+	if cap(x.rbuf) < total {
+		x.rbuf = make([]byte, total)
+	}
+	x.rbuf = x.rbuf[:total]
+	run, err = alltoallvPrep(f.c, op, x.sbuf, x.scounts, x.sdisp, x.rbuf, x.rcounts, x.rdisp)
 	if err == nil {
 		err = run()
 	}
 	if err != nil {
 		return nil, f.ferr(err)
 	}
-	out := make([][]byte, n)
-	at := 0
-	for j := range out {
-		out[j] = rbuf[at : at+rcounts[j]]
-		at += rcounts[j]
-	}
-	return out, nil
+	return func(j int) []byte { return x.rbuf[x.rdisp[j] : x.rdisp[j]+x.rcounts[j]] }, nil
 }
 
 // collPlan runs the first exchange of a collective access (each rank's
@@ -232,28 +250,47 @@ func (f *File) writeAll(op string, v *fileView, l int64, b []byte) error {
 	me := slices.Index(p.aggs, f.c.rank)
 	var lerr error
 	var wb []byte
+	var got []fext
+	x := newXbuf(f.c.size)
+	cnt, at := make([]int, f.c.size), make([]int, f.c.size)
 	for k := 0; k < p.rounds; k++ {
 		// This round's pieces per aggregator: [count, (off, n)..., data].
-		send := make([][]byte, f.c.size)
+		clear(cnt)
+		clear(x.scounts)
+		for _, pc := range pieces {
+			if pc.round == k {
+				r := p.aggs[pc.agg]
+				cnt[r]++
+				x.scounts[r] += 16 + int(pc.n)
+			}
+		}
+		for r, c := range cnt {
+			if c > 0 {
+				x.scounts[r] += 8
+			}
+		}
+		sbuf := x.layout()
+		for r, c := range cnt {
+			if c > 0 {
+				putI64(sbuf[x.sdisp[r]:], int64(c))
+				at[r] = x.sdisp[r] + 8 + 16*c // the data follow the (off, n) pairs
+			}
+		}
+		meta := slices.Clone(x.sdisp)
+		for r := range meta {
+			meta[r] += 8
+		}
 		for _, pc := range pieces {
 			if pc.round != k {
 				continue
 			}
 			r := p.aggs[pc.agg]
-			if send[r] == nil {
-				send[r] = make([]byte, 8)
-			}
-			send[r] = binary.LittleEndian.AppendUint64(send[r], uint64(pc.off))
-			send[r] = binary.LittleEndian.AppendUint64(send[r], uint64(pc.n))
-			putI64(send[r], getI64(send[r])+1)
+			putI64(sbuf[meta[r]:], pc.off)
+			putI64(sbuf[meta[r]+8:], pc.n)
+			meta[r] += 16
+			at[r] += copy(sbuf[at[r]:], b[pc.at:pc.at+pc.n])
 		}
-		for _, pc := range pieces {
-			if pc.round == k {
-				r := p.aggs[pc.agg]
-				send[r] = append(send[r], b[pc.at:pc.at+pc.n]...)
-			}
-		}
-		recv, err := f.exchange(op, send)
+		from, err := f.exchange(op, x)
 		if err != nil {
 			return err
 		}
@@ -265,8 +302,9 @@ func (f *File) writeAll(op string, v *fileView, l int64, b []byte) error {
 			wb = make([]byte, whi-wlo)
 		}
 		wb = wb[:whi-wlo]
-		var got []fext
-		for _, m := range recv {
+		got = got[:0]
+		for j := range f.c.size {
+			m := from(j)
 			if len(m) == 0 {
 				continue
 			}
@@ -327,33 +365,46 @@ func (f *File) readAll(op string, v *fileView, l int64, b []byte) (int, error) {
 	me := slices.Index(p.aggs, f.c.rank)
 	var lerr error
 	var wb []byte
+	x := newXbuf(f.c.size)
+	at := make([]int, f.c.size)
 	for k := 0; k < p.rounds; k++ {
 		// Requests: [(off, n)...] per aggregator.
-		send := make([][]byte, f.c.size)
+		clear(x.scounts)
+		for _, pc := range pieces {
+			if pc.round == k {
+				x.scounts[p.aggs[pc.agg]] += 16
+			}
+		}
+		sbuf := x.layout()
+		copy(at, x.sdisp)
 		for _, pc := range pieces {
 			if pc.round == k {
 				r := p.aggs[pc.agg]
-				send[r] = binary.LittleEndian.AppendUint64(send[r], uint64(pc.off))
-				send[r] = binary.LittleEndian.AppendUint64(send[r], uint64(pc.n))
+				putI64(sbuf[at[r]:], pc.off)
+				putI64(sbuf[at[r]+8:], pc.n)
+				at[r] += 16
 			}
 		}
-		reqs, err := f.exchange(op, send)
+		from, err := f.exchange(op, x)
 		if err != nil {
 			return 0, err
 		}
-		reply := make([][]byte, f.c.size)
+		// The replies: the requested pieces, in request order.
+		clear(x.scounts)
+		lo, hi := int64(-1), int64(0)
 		if me >= 0 {
-			// Read the span of the requests in one piece (data sieving).
-			lo, hi := int64(-1), int64(0)
-			for _, m := range reqs {
+			for j := range f.c.size {
+				m := from(j)
 				for q := 0; q+16 <= len(m); q += 16 {
 					off, n := getI64(m[q:]), getI64(m[q+8:])
 					if lo < 0 || off < lo {
 						lo = off
 					}
 					hi = max(hi, off+n)
+					x.scounts[j] += int(n)
 				}
 			}
+			// Read the span of the requests in one piece (data sieving).
 			if lo >= 0 && lerr == nil {
 				if cap(wb) < int(hi-lo) {
 					wb = make([]byte, hi-lo)
@@ -367,22 +418,29 @@ func (f *File) readAll(op string, v *fileView, l int64, b []byte) (int, error) {
 					lerr = fileErr(op, f.name, err)
 				}
 			}
-			for r, m := range reqs {
-				for q := 0; q+16 <= len(m); q += 16 {
-					off, n := getI64(m[q:]), getI64(m[q+8:])
-					reply[r] = append(reply[r], wb[off-lo:off-lo+n]...)
-				}
+		}
+		reqs := slices.Clone(x.rbuf[:len(x.rbuf)])
+		rdisp, rcounts := slices.Clone(x.rdisp), slices.Clone(x.rcounts)
+		sbuf = x.layout()
+		for j := range f.c.size {
+			m := reqs[rdisp[j] : rdisp[j]+rcounts[j]]
+			o := x.sdisp[j]
+			for q := 0; q+16 <= len(m); q += 16 {
+				off, n := getI64(m[q:]), getI64(m[q+8:])
+				o += copy(sbuf[o:], wb[off-lo:off-lo+n])
 			}
 		}
-		data, err := f.exchange(op, reply)
+		from, err = f.exchange(op, x)
 		if err != nil {
 			return 0, err
+		}
+		for j := range at {
+			at[j] = 0
 		}
 		for _, pc := range pieces {
 			if pc.round == k {
 				r := p.aggs[pc.agg]
-				copy(b[pc.at:pc.at+pc.n], data[r][:pc.n])
-				data[r] = data[r][pc.n:]
+				at[r] += copy(b[pc.at:pc.at+pc.n], from(r)[at[r]:])
 			}
 		}
 	}
