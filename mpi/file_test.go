@@ -964,3 +964,54 @@ func wantFileRank(rank, n int) []byte {
 	}
 	return b
 }
+
+// MPI-4.1 14.7: a file's error handler (MPI_ERRORS_RETURN by default; a
+// user handler gets the communicator the file was opened on); FileDelete
+// of an existing file; String names the file.
+func TestFileErrhandlerAndDelete(t *testing.T) {
+	dir := t.TempDir()
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		path := filepath.Join(dir, fmt.Sprintf("e%d.dat", 0))
+		f, err := mpi.FileOpen(c, path, mpi.ModeCreate|mpi.ModeWronly, nil)
+		if err != nil {
+			return err
+		}
+		if f.Errhandler() != mpi.ErrorsReturn {
+			return fmt.Errorf("default file handler %v, want MPI_ERRORS_RETURN", f.Errhandler())
+		}
+		if !strings.Contains(f.String(), path) {
+			return fmt.Errorf("String() = %q", f.String())
+		}
+		var got *mpi.Comm
+		var gotErr error
+		if err := f.SetErrhandler(mpi.NewErrhandler(func(hc *mpi.Comm, e error) { got, gotErr = hc, e })); err != nil {
+			return err
+		}
+		_, err = mpi.ReadAt(f, 0, make([]byte, 1))
+		if got != c || !errors.Is(gotErr, mpi.ErrAccess) || gotErr != err {
+			return fmt.Errorf("user handler got (%v, %v) for %v", got, gotErr, err)
+		}
+		if err := f.SetErrhandler(nil); !errors.Is(err, mpi.ErrArg) {
+			return fmt.Errorf("SetErrhandler(nil): %v", err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			if err := mpi.FileDelete(path, nil); err != nil {
+				return err
+			}
+			if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("FileDelete left the file: %v", err)
+			}
+		}
+		if err := mpi.FileDelete("", nil); !errors.Is(err, mpi.ErrBadFile) {
+			return fmt.Errorf("FileDelete of an empty name: %v", err)
+		}
+		var nilFile *mpi.File
+		if err := nilFile.Close(); !errors.Is(err, mpi.ErrFile) {
+			return fmt.Errorf("Close of a nil file: %v", err)
+		}
+		return nil
+	})
+}
