@@ -828,35 +828,39 @@ func TestFileRunThroughRules(t *testing.T) {
 		if gf.Size() != 1 {
 			return fmt.Errorf("GroupFailed size %d", gf.Size())
 		}
-		for name, call := range map[string]func() error{
-			"SetSize":      func() error { return f.SetSize(0) },
-			"Preallocate":  func() error { return f.Preallocate(10) },
-			"SetInfo":      func() error { return f.SetInfo(mpi.NewInfo()) },
-			"SetView":      func() error { return blockView(f, c, blk) },
-			"SetAtomicity": func() error { return f.SetAtomicity(false) },
-			"Sync":         func() error { return f.Sync() },
-			"WriteAtAll":   func() error { return mpi.WriteAtAll(f, 0, []int64{1}) },
-			"ReadAll":      func() error { _, err := mpi.ReadAll(f, make([]int64, 1)); return err },
-			"WriteOrdered": func() error { return mpi.WriteOrdered(f, []int64{1}) },
-			"SeekShared":   func() error { return f.SeekShared(0, mpi.SeekSet) },
-			"Close":        func() error { return f.Close() },
-			"WriteAtAllBegin/End": func() error {
+		// In one order at every process (the calls are collective).
+		for _, tc := range []struct {
+			name string
+			call func() error
+		}{
+			{"SetSize", func() error { return f.SetSize(0) }},
+			{"Preallocate", func() error { return f.Preallocate(10) }},
+			{"SetInfo", func() error { return f.SetInfo(mpi.NewInfo()) }},
+			{"SetView", func() error { return blockView(f, c, blk) }},
+			{"SetAtomicity", func() error { return f.SetAtomicity(false) }},
+			{"Sync", func() error { return f.Sync() }},
+			{"WriteAtAll", func() error { return mpi.WriteAtAll(f, 0, []int64{1}) }},
+			{"ReadAll", func() error { _, err := mpi.ReadAll(f, make([]int64, 1)); return err }},
+			{"WriteOrdered", func() error { return mpi.WriteOrdered(f, []int64{1}) }},
+			{"SeekShared", func() error { return f.SeekShared(0, mpi.SeekSet) }},
+			{"Close", func() error { return f.Close() }},
+			{"WriteAtAllBegin/End", func() error {
 				if err := mpi.WriteAtAllBegin(f, 0, []int64{1}); err != nil {
 					return fmt.Errorf("the begin call failed: %v", err)
 				}
 				return f.WriteAtAllEnd()
-			},
-			"IwriteAtAll": func() error {
+			}},
+			{"IwriteAtAll", func() error {
 				r, err := mpi.IwriteAtAll(f, 0, []int64{1})
 				if err != nil {
 					return fmt.Errorf("the start call failed: %v", err)
 				}
 				_, err = r.Wait()
 				return err
-			},
+			}},
 		} {
-			if err := call(); !errors.Is(err, mpi.ErrRankFailStop) {
-				return fmt.Errorf("%s on a collectively inactive file: %v", name, err)
+			if err := tc.call(); !errors.Is(err, mpi.ErrRankFailStop) {
+				return fmt.Errorf("%s on a collectively inactive file: %v", tc.name, err)
 			}
 		}
 		if _, err := f.GetSize(); err != nil {
