@@ -294,3 +294,95 @@ func (f *File) GetPositionShared() (int64, error) {
 	})
 	return at, f.handle(err)
 }
+
+// IwriteShared starts a WriteShared (MPI_File_iwrite_shared): the shared
+// file pointer moves past buf at once; buf must not change until the
+// request completes.
+func IwriteShared[T Elem](f *File, buf []T) (*Request, error) {
+	const op = "MPI_File_iwrite_shared"
+	b, v, err := ioBuf(f, op, buf, true)
+	if err != nil {
+		return nil, err
+	}
+	at, err := f.sharedReserve(op, int64(len(b))/v.esize)
+	if err != nil {
+		return nil, f.handle(err)
+	}
+	return f.c.startColl(op, func() error { return f.pwrite(op, v, at*v.esize, b) }), nil
+}
+
+// IreadShared starts a ReadShared (MPI_File_iread_shared): the shared
+// file pointer moves past len(buf) elements at once; the request's Wait
+// returns the number of whole elements read.
+func IreadShared[T Elem](f *File, buf []T) (*RequestOf[int], error) {
+	const op = "MPI_File_iread_shared"
+	b, v, err := ioBuf(f, op, buf, false)
+	if err != nil {
+		return nil, err
+	}
+	at, err := f.sharedReserve(op, int64(len(b))/v.esize)
+	if err != nil {
+		return nil, f.handle(err)
+	}
+	return startCollOf(f.c, op, func() (int, error) {
+		n, err := f.pread(op, v, at*v.esize, b)
+		return n / esizeOf[T](), err
+	}), nil
+}
+
+// WriteOrderedBegin begins a split collective WriteOrdered
+// (MPI_File_write_ordered_begin); WriteOrderedEnd completes it. buf must
+// not change in between.
+func WriteOrderedBegin[T Elem](f *File, buf []T) error {
+	const op = "MPI_File_write_ordered_begin"
+	return f.splitBegin(op, func() (*RequestOf[int], error) {
+		b, v, err := ioBuf(f, op, buf, true)
+		if err != nil {
+			return nil, err
+		}
+		return &RequestOf[int]{Request: f.startOrdered(op, func() error {
+			at, err := f.ordered(op, v, int64(len(b)))
+			if err != nil {
+				return err
+			}
+			return f.writeAll(op, v, at, b)
+		})}, nil
+	})
+}
+
+// WriteOrderedEnd completes the split collective begun by
+// WriteOrderedBegin (MPI_File_write_ordered_end).
+func (f *File) WriteOrderedEnd() error {
+	_, err := f.splitEnd("MPI_File_write_ordered_end", "MPI_File_write_ordered_begin")
+	return err
+}
+
+// ReadOrderedBegin begins a split collective ReadOrdered
+// (MPI_File_read_ordered_begin); ReadOrderedEnd completes it and returns
+// the number of whole elements read.
+func ReadOrderedBegin[T Elem](f *File, buf []T) error {
+	const op = "MPI_File_read_ordered_begin"
+	return f.splitBegin(op, func() (*RequestOf[int], error) {
+		b, v, err := ioBuf(f, op, buf, false)
+		if err != nil {
+			return nil, err
+		}
+		r := &RequestOf[int]{}
+		r.Request = f.startOrdered(op, func() error {
+			at, err := f.ordered(op, v, int64(len(b)))
+			if err != nil {
+				return err
+			}
+			n, err := f.readAll(op, v, at, b)
+			r.val = n / esizeOf[T]()
+			return err
+		})
+		return r, nil
+	})
+}
+
+// ReadOrderedEnd completes the split collective begun by ReadOrderedBegin
+// (MPI_File_read_ordered_end).
+func (f *File) ReadOrderedEnd() (int, error) {
+	return f.splitEnd("MPI_File_read_ordered_end", "MPI_File_read_ordered_begin")
+}

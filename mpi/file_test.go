@@ -546,6 +546,45 @@ func TestFileSharedPointer(t *testing.T) {
 		if p, _ := f.GetPositionShared(); p != 0 {
 			return fmt.Errorf("shared pointer after SetView = %d", p)
 		}
+		if err := c.Barrier(); err != nil { // every rank checked before anyone moves it
+			return err
+		}
+		// Nonblocking and split forms: read the first np*blk elements back.
+		ir, err := mpi.IreadShared(f, one)
+		if err != nil {
+			return err
+		}
+		if n, err := ir.Wait(); err != nil || n != blk || one[0]%100 != 0 {
+			return fmt.Errorf("IreadShared = %d %v %v", n, one, err)
+		}
+		if err := f.Sync(); err != nil { // every IreadShared reserved its block
+			return err
+		}
+		if p, _ := f.GetPositionShared(); p != np*blk {
+			return fmt.Errorf("shared pointer after IreadShared = %d", p)
+		}
+		if err := mpi.ReadOrderedBegin(f, got); err != nil {
+			return err
+		}
+		if n, err := f.ReadOrderedEnd(); err != nil || n != len(got) || !slices.Equal(got, mine[:c.Rank()+1]) {
+			return fmt.Errorf("ReadOrderedBegin/End = %d %v %v", n, got, err)
+		}
+		if err := f.SeekShared(0, mpi.SeekEnd); err != nil {
+			return err
+		}
+		if err := mpi.WriteOrderedBegin(f, []int32{int32(7 + c.Rank())}); err != nil {
+			return err
+		}
+		if err := f.WriteOrderedEnd(); err != nil {
+			return err
+		}
+		wr, err := mpi.IwriteShared(f, []int32{-1})
+		if err != nil {
+			return err
+		}
+		if _, err := wr.Wait(); err != nil {
+			return err
+		}
 		return f.Close()
 	})
 	b, err := os.ReadFile(path)
@@ -576,8 +615,17 @@ func TestFileSharedPointer(t *testing.T) {
 			ord = append(ord, int32(100*r+i))
 		}
 	}
-	if !slices.Equal(vals[np*blk:], ord) {
-		t.Fatalf("ordered part %v, want %v", vals[np*blk:], ord)
+	tail := np*blk + len(ord)
+	if !slices.Equal(vals[np*blk:tail], ord) {
+		t.Fatalf("ordered part %v, want %v", vals[np*blk:tail], ord)
+	}
+	for r := range np {
+		if vals[tail+r] != int32(7+r) {
+			t.Fatalf("WriteOrderedBegin/End part %v", vals[tail:])
+		}
+	}
+	if len(vals) != tail+2*np || slices.Index(vals[tail+np:], -1) != 0 || slices.Max(vals[tail+np:]) != -1 {
+		t.Fatalf("IwriteShared part %v", vals[tail:])
 	}
 }
 
