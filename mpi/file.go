@@ -39,8 +39,9 @@ package mpi
 // raises ErrProcFailed at the processes whose exchanges the failure cut
 // (seed 002 A.2.5 allows others to succeed: their part may be written or
 // not); the file contents of that call and both file pointers are then
-// undefined (the individual pointer has not moved where the call failed;
-// the shared pointer may or may not have). The advice of A.2.5 holds: an
+// undefined (the individual pointer has moved past the call's data as if
+// it had succeeded; a collective update of the shared pointer may or may
+// not have been applied). The advice of A.2.5 holds: an
 // Agree on a communicator of the same group tells the survivors whether
 // the call succeeded everywhere.
 

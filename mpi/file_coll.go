@@ -539,7 +539,9 @@ func ReadAll[T Elem](f *File, buf []T) (int, error) {
 	err = f.inOrder(op, func() error {
 		var err error
 		n, err = f.readAll(op, v, f.take(v, int64(len(b))), b)
-		f.giveBack(v, int64(len(b)-n))
+		if err == nil {
+			f.giveBack(v, int64(len(b)-n)) // stopped at the end of the file
+		}
 		return err
 	})
 	return n / esizeOf[T](), f.handle(err)
