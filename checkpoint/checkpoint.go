@@ -32,6 +32,15 @@
 //	...
 //	err = s.SaveCollective(c, step, state) // every k steps
 //
+// Beside the file-per-rank format, a collective MPI-IO format (file.go):
+// SaveFile writes the blocks of every rank of a communicator into one file
+// per version by one collective write through a file view, with a CRC per
+// block in the header; LoadFile reads them back collectively - after a
+// failure and a Shrink, the survivors read their own blocks and whoever
+// takes over a dead rank's work reads its block too (LatestFile finds the
+// newest version). It needs a directory that every rank sees (one host,
+// or a shared file system).
+//
 // What the package must not do: it is not a job-wide or remote store (files
 // are local, buddy copies live in memory and die with their holder; two
 // adjacent failures lose a checkpoint that is not on disk), it never

@@ -67,6 +67,7 @@ type Error struct {
 	Detail string // what exactly was wrong
 
 	cause error // a call cut by its context: the context's error (ctx.go)
+	sys   error // a file operation: the operating system's error (file.go)
 }
 
 // NoPeer is Error.Peer when no single peer is involved. It has no MPI
@@ -104,12 +105,17 @@ func rankName(r int) string {
 
 // Unwrap returns the error class, so errors.Is(err, mpi.ErrTruncate) works,
 // and for a call cut by its context (Comm.WithContext) the context's error
-// too, so errors.Is(err, context.DeadlineExceeded) works.
+// too, so errors.Is(err, context.DeadlineExceeded) works, and for a file
+// operation the operating system's error (errors.Is(err, fs.ErrNotExist)).
 func (e *Error) Unwrap() []error {
+	out := []error{e.Class}
 	if e.cause != nil {
-		return []error{e.Class, e.cause}
+		out = append(out, e.cause)
 	}
-	return []error{e.Class}
+	if e.sys != nil {
+		out = append(out, e.sys)
+	}
+	return out
 }
 
 // ErrorClass returns the MPI error class of err (MPI_Error_class), or nil

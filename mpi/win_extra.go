@@ -22,7 +22,7 @@ const (
 	ModeNoSucceed = 16 // MPI_MODE_NOSUCCEED
 )
 
-var modeNames = []struct {
+var assertNames = []struct {
 	bit  int
 	name string
 }{{ModeNoCheck, "MPI_MODE_NOCHECK"}, {ModeNoPrecede, "MPI_MODE_NOPRECEDE"}, {ModeNoPut, "MPI_MODE_NOPUT"},
@@ -31,7 +31,7 @@ var modeNames = []struct {
 // modeString names the bits of a.
 func modeString(a int) string {
 	var out []string
-	for _, m := range modeNames {
+	for _, m := range assertNames {
 		if a&m.bit != 0 {
 			out = append(out, m.name)
 			a &^= m.bit

@@ -54,6 +54,7 @@ func main() {
 	budget := flag.Duration("budget", 30*time.Millisecond, "coll, collgrowth: target time per repetition")
 	inproc := flag.Bool("inproc", false, "collgrowth: run ranks in process (mpi.Run); required")
 	maxP := flag.Int("maxp", 1024, "collgrowth: largest process count")
+	ioDir := flag.String("dir", os.TempDir(), "io: directory of the benchmark file (shared by the ranks)")
 	rtKill := flag.Int("kill", 1, "rtcoll: how many ranks kill themselves before Validate (run with --on-failure continue)")
 	flag.Parse()
 
@@ -121,6 +122,8 @@ func main() {
 	case "rma":
 		b.need2()
 		b.rma()
+	case "io":
+		b.io(*ioDir)
 	case "coll":
 		if b.max == 0 {
 			b.max = 1 << 20

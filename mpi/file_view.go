@@ -1,0 +1,216 @@
+package mpi
+
+import "sort"
+
+// File views (MPI-4.1 14.3): a view is a displacement in bytes, an
+// elementary type (etype: the unit of offsets and of the file pointers)
+// and a filetype: a datatype built of etypes whose data positions, tiled
+// from the displacement at every filetype extent, are the bytes of the file
+// this process sees. The default view is displacement 0, etype and
+// filetype Byte: the whole file, byte by byte. A strided filetype (a
+// TypeVector of blocks per rank, a TypeCreateSubarray-like TypeIndexed)
+// gives each process its blocks of a shared layout.
+
+// fileView is a view with its filetype flattened into segments.
+type fileView struct {
+	disp   int64
+	etype  *Datatype
+	ftype  *Datatype
+	esize  int64
+	segs   []fseg  // the data of one filetype tile: byte offsets from the tile's origin, ascending
+	cum    []int64 // data bytes before each segment within a tile
+	tsize  int64   // data bytes of a tile
+	text   int64   // the tile's extent
+	contig bool    // the view is the bytes from disp on
+}
+
+type fseg struct{ off, n int64 }
+
+// fext is a range of file bytes.
+type fext struct{ off, n int64 }
+
+func defaultView() *fileView {
+	return &fileView{etype: Byte, ftype: Byte, esize: 1, segs: []fseg{{0, 1}}, cum: []int64{0}, tsize: 1, text: 1, contig: true}
+}
+
+// newView checks and flattens a view (MPI-4.1 14.3: the filetype's
+// displacements are non-negative and nondecreasing, it is made of whole
+// etypes, the etype has data).
+func newFileView(op string, disp int64, etype, ftype *Datatype) (*fileView, error) {
+	if etype == nil {
+		etype = Byte
+	}
+	if ftype == nil {
+		ftype = etype
+	}
+	if disp < 0 {
+		return nil, newErr(ErrArg, op, nil, NoPeer, "negative displacement %d", disp)
+	}
+	for _, d := range []*Datatype{etype, ftype} {
+		if !d.committed.Load() {
+			return nil, newErr(ErrType, op, nil, NoPeer, "datatype %s is not committed", d.name)
+		}
+	}
+	if etype.size == 0 {
+		return nil, newErr(ErrType, op, nil, NoPeer, "etype %s has no data", etype.name)
+	}
+	if ftype.size == 0 || ftype.size%etype.size != 0 {
+		return nil, newErr(ErrType, op, nil, NoPeer, "filetype %s (%d bytes of data) is not made of whole etypes %s (%d bytes)", ftype.name, ftype.size, etype.name, etype.size)
+	}
+	if ftype.lb < 0 || ftype.ext() <= 0 {
+		return nil, newErr(ErrType, op, nil, NoPeer, "filetype %s has a negative lower bound or no extent (lb %d, extent %d)", ftype.name, ftype.lb, ftype.ext())
+	}
+	v := &fileView{disp: disp, etype: etype, ftype: ftype, esize: int64(etype.size), text: int64(ftype.ext())}
+	end := int64(0)
+	for _, r := range ftype.runs {
+		off, n := int64(r.off), int64(r.count*numFacts[r.code].size)
+		if off < end {
+			return nil, newErr(ErrType, op, nil, NoPeer, "filetype %s has overlapping or decreasing displacements (byte %d after %d)", ftype.name, off, end)
+		}
+		if k := len(v.segs); k > 0 && v.segs[k-1].off+v.segs[k-1].n == off {
+			v.segs[k-1].n += n
+		} else {
+			v.segs = append(v.segs, fseg{off, n})
+			v.cum = append(v.cum, v.tsize)
+		}
+		v.tsize += n
+		end = off + n
+	}
+	if end > int64(ftype.ub) {
+		return nil, newErr(ErrType, op, nil, NoPeer, "filetype %s has data beyond its extent", ftype.name)
+	}
+	v.contig = len(v.segs) == 1 && v.segs[0].off == 0 && v.segs[0].n == v.text
+	return v, nil
+}
+
+// extents appends to out the file ranges of n bytes of the view from view
+// byte l on, in view order (ascending in the file), merged where adjacent.
+func (v *fileView) extents(out []fext, l, n int64) []fext {
+	add := func(off, k int64) {
+		if j := len(out); j > 0 && out[j-1].off+out[j-1].n == off {
+			out[j-1].n += k
+			return
+		}
+		out = append(out, fext{off, k})
+	}
+	if n <= 0 {
+		return out
+	}
+	if v.contig {
+		add(v.disp+l, n)
+		return out
+	}
+	tile, in := l/v.tsize, l%v.tsize
+	i := sort.Search(len(v.segs), func(i int) bool { return v.cum[i]+v.segs[i].n > in })
+	for n > 0 {
+		s := v.segs[i]
+		skip := in - v.cum[i]
+		k := min(s.n-skip, n)
+		add(v.disp+tile*v.text+s.off+skip, k)
+		n -= k
+		in += k
+		if i++; i == len(v.segs) {
+			i, in = 0, 0
+			tile++
+		}
+	}
+	return out
+}
+
+// viewBytesBefore returns how many bytes of the view lie in the file
+// before byte b (the inverse of extents: the view offset of the end of
+// the file, for SeekEnd).
+func (v *fileView) viewBytesBefore(b int64) int64 {
+	if b <= v.disp {
+		return 0
+	}
+	rel := b - v.disp
+	if v.contig {
+		return rel
+	}
+	tile, in := rel/v.text, rel%v.text
+	out := tile * v.tsize
+	for i, s := range v.segs {
+		if in <= s.off {
+			break
+		}
+		out = v.cum[i] + min(in-s.off, s.n) + tile*v.tsize
+	}
+	return out
+}
+
+// SetView sets this process's view of the file (MPI_File_set_view): the
+// data start at byte disp, offsets and file pointers count etypes, and the
+// process sees the data positions of filetype tiled from disp on (nil
+// etype: Byte; nil filetype: the etype, all bytes from disp on). Both
+// datatypes must be committed; the filetype's displacements must be
+// non-negative and nondecreasing and it must be made of whole etypes.
+// The individual and shared file pointers are reset to zero. It is
+// collective: disp and filetype may differ between processes, the etype's
+// size may not (else ErrNotSame). Under run-through the handle must be
+// collectively active (seed 003 17.12.3): recognised failed processes
+// take no part. The data representation is "native" (MPI's default).
+func (f *File) SetView(disp int64, etype, filetype *Datatype) error {
+	const op = "MPI_File_set_view"
+	if err := f.check(op); err != nil {
+		return err
+	}
+	v, err := newFileView(op, disp, etype, filetype)
+	esize := int64(-1) // a bad view still takes part, so every process fails
+	if err == nil {
+		esize = v.esize
+	} else {
+		err.(*Error).Comm = f.name
+	}
+	return f.handle(f.inOrder(op, func() error {
+		rows, live, cerr := f.together(op, esize, int64(f.shk))
+		if cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return err
+		}
+		for r, row := range rows {
+			if live[r] && row[0] < 0 {
+				return f.err(ErrArg, op, "the view is invalid at rank %d", r)
+			}
+		}
+		if err := f.sameEverywhere(op, "etype size", rows, live, 0, esize); err != nil {
+			return err
+		}
+		k := agreedK(rows, live, 1)
+		f.resetShared(op, k)
+		f.mu.Lock()
+		f.view, f.pos = v, 0
+		f.mu.Unlock()
+		return nil
+	}))
+}
+
+// GetView returns this process's view: displacement, etype and filetype
+// (MPI_File_get_view; the data representation is always "native").
+func (f *File) GetView() (disp int64, etype, filetype *Datatype, err error) {
+	if err := f.checkOpen("MPI_File_get_view"); err != nil {
+		return 0, nil, nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.view.disp, f.view.etype, f.view.ftype, nil
+}
+
+// GetByteOffset returns the absolute byte position in the file of the
+// view offset offset (in etypes) (MPI_File_get_byte_offset).
+func (f *File) GetByteOffset(offset int64) (int64, error) {
+	const op = "MPI_File_get_byte_offset"
+	if err := f.checkOpen(op); err != nil {
+		return 0, err
+	}
+	if offset < 0 {
+		return 0, f.handle(f.err(ErrArg, op, "negative offset %d", offset))
+	}
+	f.mu.Lock()
+	v := f.view
+	f.mu.Unlock()
+	e := v.extents(nil, offset*v.esize, 1)
+	return e[0].off, nil
+}
