@@ -648,6 +648,9 @@ func (e *Engine) deliverEager(r *Req, m *msg) {
 // Frame implements transport.Handler.
 func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 	h := &hv
+	if err := checkFrame(h); err != nil {
+		return reject(from, h, err)
+	}
 	switch h.Kind {
 	case KindControl:
 		if h.N == 0 {
@@ -744,6 +747,16 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 		if r == nil {
 			e.mu.Unlock()
 			return nil, nil
+		}
+		if h.N > uint64(len(r.buf)) {
+			// The clear to send said what the receive takes; a larger
+			// payload cannot be placed: the receive fails with the
+			// connection the transport closes.
+			e.mu.Unlock()
+			err := fmt.Errorf("rendezvous data of %d bytes for a %d-byte receive", h.N, len(r.buf))
+			r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, err)
+			r.complete()
+			return reject(from, h, err)
 		}
 		e.flying.push(r, inFlight)
 		e.mu.Unlock()
