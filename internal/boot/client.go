@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // Endpoint is where a rank can be reached.
@@ -127,8 +129,16 @@ func Connect(info Info) (*Client, error) {
 	}
 	c.qcond = sync.NewCond(&c.mu)
 
-	// Hello round trip synchronously, before starting the goroutines.
+	// Authentication and the hello round trip synchronously, before
+	// starting the goroutines.
 	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
+	if info.Auth != nil {
+		h := wireauth.Hello{Proto: wireauth.ProtoControl, From: uint64(info.Proc), To: wireauth.Launcher}
+		if err := wireauth.Dial(conn, info.Auth, h); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("boot: launcher at %s: %w", info.Control, err)
+		}
+	}
 	r := bufio.NewReader(conn)
 	c.nextID = 1
 	hello := Msg{Op: OpHello, ID: 1, Job: info.Job, Rank: info.Proc, Incarnation: info.Incarnation, Pid: os.Getpid(), Host: info.Host}
@@ -220,9 +230,19 @@ func (c *Client) eventLoop() {
 		if err != nil {
 			return // closed (Close); events come on the control connection then
 		}
+		b := buf[:n]
+		if c.info.Auth != nil {
+			var err error
+			if b, err = c.info.Auth.Open(b); err != nil {
+				fmt.Fprintf(os.Stderr, "ftmpi: rank %d: dropped an event datagram: %v\n", c.info.Rank, err)
+				continue
+			}
+		}
 		var m Msg
-		if json.Unmarshal(buf[:n], &m) == nil && m.Op == OpEvent && m.ID == 0 {
+		if json.Unmarshal(b, &m) == nil && m.Op == OpEvent && m.ID == 0 {
 			c.queueEvent(m)
+		} else {
+			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: dropped a malformed event datagram\n", c.info.Rank)
 		}
 	}
 }

@@ -2,8 +2,9 @@ package launch
 
 import (
 	"bufio"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // Failure policies (Config.OnFailure).
@@ -35,6 +37,7 @@ const (
 type head struct {
 	out     *output
 	verbose bool
+	key     *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
 
 	agentsMu sync.Mutex
 	agents   []Agent
@@ -271,7 +274,13 @@ func (h *head) notify(to []policy.Conn, msg boot.Msg) {
 			dgram = append(dgram, c)
 		}
 	}
-	sent := h.sendEvents(dgram, line)
+	dline := line
+	if h.key != nil && len(dgram) > 0 {
+		// A datagram stands alone: it carries its own MAC (a connection
+		// proved itself once, at its start).
+		dline = h.key.Seal(line)
+	}
+	sent := h.sendEvents(dgram, dline)
 	for _, id := range to {
 		if c := h.conns[id]; c != nil && !sent[c] {
 			c.sendLine(line)
@@ -400,19 +409,28 @@ func (h *head) readLoop(c *ctlConn) {
 		h.mu.Unlock()
 		h.step(policy.Closed{Conn: c.id})
 	}()
-	r := bufio.NewReader(c.nc)
-	for {
-		line, err := r.ReadBytes('\n')
+	proc := -1 // the process id the connection proved, -1: not authenticated
+	if h.key != nil {
+		hello, err := acceptControl(c.nc, h.key)
 		if err != nil {
+			h.out.logf("refused a control connection%s: %v", remoteAddr(c.nc), err)
 			return
 		}
-		var m boot.Msg
-		if err := json.Unmarshal(line, &m); err != nil {
-			c.send(boot.Msg{Op: boot.OpError, Error: "malformed message"})
+		proc = int(hello.From)
+	}
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				h.out.logf("closed the control connection of process %d: %v", proc, err)
+			}
 			return
 		}
-		if m.ID == 0 {
-			c.send(boot.Msg{Op: boot.OpError, Error: "request without id"})
+		m, err := decodeRequest(line, proc)
+		if err != nil {
+			h.out.logf("closed the control connection of process %d: %v", proc, err)
+			c.send(boot.Msg{Op: boot.OpError, Error: err.Error()})
 			return
 		}
 		if m.Op == boot.OpHello {

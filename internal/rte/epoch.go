@@ -83,6 +83,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		tr, err := sock.Listen(sock.Config{
 			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
 			Handler: eng, SpinFn: spin.Load, Yield: nc.SpinYield, ConnectTimeout: nc.ConnectTimeout,
+			Auth: info.Auth, // every connection proves the job's secret (nil: none was handed over)
 		})
 		if err != nil {
 			return nil, err
