@@ -230,21 +230,32 @@ func (c *Client) eventLoop() {
 		if err != nil {
 			return // closed (Close); events come on the control connection then
 		}
-		b := buf[:n]
-		if c.info.Auth != nil {
-			var err error
-			if b, err = c.info.Auth.Open(b); err != nil {
-				fmt.Fprintf(os.Stderr, "ftmpi: rank %d: dropped an event datagram: %v\n", c.info.Rank, err)
-				continue
-			}
+		m, err := decodeDatagram(c.info.Auth, buf[:n])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: dropped an event datagram: %v\n", c.info.Rank, err)
+			continue
 		}
-		var m Msg
-		if json.Unmarshal(b, &m) == nil && m.Op == OpEvent && m.ID == 0 {
-			c.queueEvent(m)
-		} else {
-			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: dropped a malformed event datagram\n", c.info.Rank)
+		c.queueEvent(m)
+	}
+}
+
+// decodeDatagram checks and parses an event datagram: sealed with the
+// job's key (when there is one) and an event.
+func decodeDatagram(key *wireauth.Key, b []byte) (Msg, error) {
+	if key != nil {
+		var err error
+		if b, err = key.Open(b); err != nil {
+			return Msg{}, err
 		}
 	}
+	var m Msg
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Msg{}, fmt.Errorf("malformed: %v", err)
+	}
+	if m.Op != OpEvent || m.ID != 0 {
+		return Msg{}, fmt.Errorf("%q with id %d is not an event", m.Op, m.ID)
+	}
+	return m, nil
 }
 
 // Info returns the Info the client was connected with.
