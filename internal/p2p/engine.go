@@ -335,7 +335,8 @@ type Engine struct {
 	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)
 	nTagPoison  atomic.Int32                  // len(tagPoison), read without the lock
 	control     atomic.Pointer[ControlHandler]
-	ctlMu       sync.Mutex // orders early control frames with the handler's installation
+	ctlCheck    atomic.Pointer[func(transport.Header) error] // validates a control frame's header (SetControlCheck)
+	ctlMu       sync.Mutex                                     // orders early control frames with the handler's installation
 	ctlEarly    []ctlFrame // control frames that arrived before the handler; ctlMu held
 	lostHook    atomic.Pointer[func(peer int, cause error)]
 	suspectHook atomic.Pointer[func(peer int, cause error)]
@@ -653,6 +654,11 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 	}
 	switch h.Kind {
 	case KindControl:
+		if chk := e.ctlCheck.Load(); chk != nil {
+			if err := (*chk)(hv); err != nil {
+				return reject(from, h, err)
+			}
+		}
 		if h.N == 0 {
 			return nil, ctlCookie{}
 		}
@@ -1010,6 +1016,11 @@ func (e *Engine) deliverControl(from int, h transport.Header, payload []byte) {
 	}
 	(*f)(from, h, payload)
 }
+
+// SetControlCheck sets the validation of control frames' headers, run
+// before their payload is read: a frame it refuses closes the connection
+// it came on (transport.Reject).
+func (e *Engine) SetControlCheck(f func(transport.Header) error) { e.ctlCheck.Store(&f) }
 
 // SetControlHandler installs the receiver of control frames and delivers
 // to it those that arrived before. It is meant to be called once; frames
