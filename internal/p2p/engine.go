@@ -335,14 +335,16 @@ type Engine struct {
 	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)
 	nTagPoison  atomic.Int32                  // len(tagPoison), read without the lock
 	control     atomic.Pointer[ControlHandler]
-	ctlCheck    atomic.Pointer[func(transport.Header) error] // validates a control frame's header (SetControlCheck)
-	ctlMu       sync.Mutex                                     // orders early control frames with the handler's installation
+	ctlMu       sync.Mutex // orders early control frames with the handler's installation
 	ctlEarly    []ctlFrame // control frames that arrived before the handler; ctlMu held
 	lostHook    atomic.Pointer[func(peer int, cause error)]
 	suspectHook atomic.Pointer[func(peer int, cause error)]
 	lostCount   atomic.Int64
 	sent        atomic.Uint64 // messages started by Isend (eager or rendezvous)
 	closed      bool
+
+	// ctlCheck validates a control frame's header (SetControlCheck).
+	ctlCheck atomic.Pointer[func(transport.Header) error]
 }
 
 // Config tunes an Engine.
