@@ -177,13 +177,15 @@ func acceptControl(nc net.Conn, key *wireauth.Key) (wireauth.Hello, error) {
 	})
 }
 
+var errLongLine = fmt.Errorf("a request line over %d bytes", maxRequest)
+
 // readLine reads one request line of at most maxRequest bytes.
 func readLine(r *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > maxRequest {
-			return nil, fmt.Errorf("a request line over %d bytes", maxRequest)
+			return nil, errLongLine
 		}
 		if err == nil {
 			if line == nil {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -421,11 +420,12 @@ func (h *head) readLoop(c *ctlConn) {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
 		line, err := readLine(r)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				h.out.logf("closed the control connection of process %d: %v", proc, err)
-			}
+		if errors.Is(err, errLongLine) {
+			h.out.logf("closed the control connection of process %d: %v", proc, err)
 			return
+		}
+		if err != nil {
+			return // the rank is gone (or the launcher closes)
 		}
 		m, err := decodeRequest(line, proc)
 		if err != nil {
@@ -554,7 +554,7 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 			} {
 				env = setEnv(env, kv[0], kv[1])
 			}
-			specs[i] = RankSpec{Rank: base + i, Path: path, Args: st.Args, Env: env}
+			specs[i] = RankSpec{Rank: base + i, Path: path, Args: st.Args, Env: env, Auth: tmpl.Auth}
 		}
 		if err != nil {
 			for _, s := range specs {

@@ -84,11 +84,11 @@ func FuzzHello(f *testing.F) {
 	f.Add(ah[:])
 	tr := &Transport{cfg: Config{Self: 0}}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if from, err := decodeHello(b, 0); err == nil && (from <= 0 || from >= maxProc) {
+		if from, err := decodeHello(b, 0); err == nil && (from < 0 || from >= maxProc) {
 			t.Fatalf("accepted process id %d", from)
 		}
 		if wh, err := wireauth.DecodeHello(b); err == nil {
-			if tr.checkHello(wh) == nil && (wh.From == 0 || wh.From >= maxProc || wh.To != 0 || wh.Proto != wireauth.ProtoSock) {
+			if tr.checkHello(wh) == nil && (wh.From >= maxProc || wh.To != 0 || wh.Proto != wireauth.ProtoSock) {
 				t.Fatalf("accepted %+v", wh)
 			}
 		}

@@ -491,13 +491,11 @@ func (t *Transport) checkHello(h wireauth.Hello) error {
 	return checkPeer(h.From, t.cfg.Self)
 }
 
-// checkPeer validates the process id a peer claims.
+// checkPeer validates the process id a peer claims (a process may
+// connect to itself: one-sided windows send to their own rank).
 func checkPeer(from uint64, self int) error {
 	if from >= maxProc {
 		return fmt.Errorf("claims process id %d (at most %d)", from, maxProc-1)
-	}
-	if int(from) == self {
-		return fmt.Errorf("claims this process's own id %d", self)
 	}
 	return nil
 }
