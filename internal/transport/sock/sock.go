@@ -4,7 +4,14 @@
 // and are bidirectional: each pair of ranks ends up with one connection that
 // both send on. When both ranks dial each other at the same moment, the
 // connection dialled by the lower rank wins and the other is refused in the
-// handshake, before any frame travels on it.
+// handshake, before any frame travels on it. With the job's secret
+// (Config.Auth) the handshake is wireauth's: both ends prove they know it
+// and who they are; a connection that fails it is closed and logged.
+//
+// Validation: a frame that breaks the wire rules (reserved flag bits, a
+// whole frame over chunkSize, a chunk out of place), or that the handler
+// refuses (transport.Reject), closes its connection with the defect
+// logged, and the peer is reported lost; nothing panics on peer input.
 //
 // Reading: each connection has one reader goroutine that spins briefly on
 // non-blocking reads (yielding the processor) before parking in the poller,
