@@ -259,3 +259,29 @@ func tcpListener(t *testing.T, pid int) string {
 	t.Fatalf("process %d listens on no TCP socket", pid)
 	return ""
 }
+
+// A member of the job (a process with the secret, here a test client in
+// rank 2's place) that sends malformed frames after a valid handshake: each
+// rank closes that connection with the defect in its log, nothing panics,
+// and the two real ranks finish their exchange.
+func TestHostileMemberFramesCloseConnection(t *testing.T) {
+	prog := filepath.Join(filepath.Dir(bin["ftmpirun"]), "hostilecheck")
+	if err := jobtest.Build([]string{prog}, []string{"./testdata/hostilecheck"}); err != nil {
+		t.Fatal(err)
+	}
+	r := ftmpirun(t, "-n", "3", "--transport", "unix", "--timeout", "80s", prog)
+	if r.Code != 0 || resultLine(t, r) != "result: ranks 0 and 1 exchanged sum=5050" || !strings.Contains(r.Stdout, "hostile: both connections closed") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{
+		"ftmpi: process 0: closed the connection from process 2: malformed frame: unknown frame kind 9 (kind 9, context 0, tag 3, 0 payload bytes)",
+		"ftmpi: process 1: closed the connection from process 2: malformed frame: a whole frame of 4194304 bytes (at most 1048576)",
+	} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("the log lacks %q\nstderr:\n%s", want, r.Stderr)
+		}
+	}
+	if strings.Contains(r.Stderr, "panic") {
+		t.Errorf("a panic:\n%s", r.Stderr)
+	}
+}

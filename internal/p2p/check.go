@@ -52,7 +52,8 @@ func checkFrame(h *transport.Header) error {
 	return nil
 }
 
-// reject is Frame's answer to a malformed frame from peer from.
+// reject is Frame's answer to a malformed frame (the transport names the
+// peer when it closes the connection).
 func reject(from int, h *transport.Header, err error) (dst []byte, cookie any) {
-	return nil, &transport.Reject{Err: fmt.Errorf("malformed frame from process %d: %v (kind %d, context %d, tag %d, %d payload bytes)", from, err, h.Kind, h.Ctx, h.Tag, h.N)}
+	return nil, &transport.Reject{Err: fmt.Errorf("%v (kind %d, context %d, tag %d, %d payload bytes)", err, h.Kind, h.Ctx, h.Tag, h.N)}
 }

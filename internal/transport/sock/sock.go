@@ -555,7 +555,7 @@ func (r *frameReader) header() (transport.Header, error) {
 	}
 	h.Decode(r.hb[:])
 	if err := checkHeader(&h); err != nil {
-		return h, &malformedError{fmt.Errorf("rank %d: %v", r.peer, err)}
+		return h, &malformedError{err}
 	}
 	return h, nil
 }
