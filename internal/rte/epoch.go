@@ -96,6 +96,9 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		if self.TCP != "" {
 			addrs["tcp"] = self.TCP
 		}
+		if self.Nonce != "" {
+			addrs["nonce"] = self.Nonce // one-round-trip handshakes (wireauth)
+		}
 		ep := boot.Endpoint{Rank: info.Proc, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
 		var eps []boot.Endpoint
 		var dead []int
@@ -128,7 +131,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		incs := make([]int, len(eps))
 		onHost := 0
 		for i, ep := range eps {
-			peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
+			peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"], Nonce: ep.Addrs["nonce"]}
 			incs[i] = ep.Inc
 			if ep.Host == info.Host {
 				onHost++
@@ -156,7 +159,7 @@ func (n *Net) AddPeers(eps []boot.Endpoint) {
 		for len(peers) <= ep.Rank {
 			peers = append(peers, sock.Peer{})
 		}
-		peers[ep.Rank] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
+		peers[ep.Rank] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"], Nonce: ep.Addrs["nonce"]}
 	}
 	n.peers = peers
 	n.Tr.SetPeers(append([]sock.Peer(nil), peers...))

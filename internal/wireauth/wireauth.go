@@ -64,8 +64,9 @@ const (
 )
 
 const (
-	magic   = 0x616d7466 // "ftma" little endian
-	version = 1
+	magic       = 0x616d7466 // "ftma" little endian
+	version     = 1          // the three-message handshake
+	versionFast = 2          // the two-message handshake (see Listener)
 )
 
 // Protocols a connection may be for: part of what the MACs cover, so a
@@ -123,6 +124,7 @@ func (k *Key) String() string { return "wireauth.Key{…}" }
 
 // Hello is the first message of a handshake.
 type Hello struct {
+	Fast  bool   // a two-message handshake (set by NewFastDialer; see Listener)
 	Proto uint8  // ProtoSock, ProtoControl, ProtoAgent
 	Scope uint64 // what the connection belongs to within the job (the socket transport: the Reinit epoch)
 	From  uint64 // the dialer's identity (a process id)
@@ -135,6 +137,9 @@ func (h *Hello) Encode(b []byte) {
 	_ = b[HelloSize-1]
 	binary.LittleEndian.PutUint32(b[0:], magic)
 	b[4] = version
+	if h.Fast {
+		b[4] = versionFast
+	}
 	b[5] = h.Proto
 	b[6], b[7] = 0, 0
 	binary.LittleEndian.PutUint64(b[8:], h.Scope)
@@ -159,9 +164,10 @@ func DecodeHello(b []byte) (Hello, error) {
 	if m := binary.LittleEndian.Uint32(b[0:]); m != magic {
 		return h, fmt.Errorf("%w: bad magic %#x (not an authenticated ftmpi peer)", ErrMalformed, m)
 	}
-	if b[4] != version {
-		return h, fmt.Errorf("%w: version %d, want %d", ErrMalformed, b[4], version)
+	if b[4] != version && b[4] != versionFast {
+		return h, fmt.Errorf("%w: version %d, want %d or %d", ErrMalformed, b[4], version, versionFast)
 	}
+	h.Fast = b[4] == versionFast
 	if b[6] != 0 || b[7] != 0 {
 		return h, fmt.Errorf("%w: reserved bytes set", ErrMalformed)
 	}
@@ -248,6 +254,9 @@ func (a *Acceptor) Hello(msg []byte) (Hello, []byte, error) {
 	if err != nil {
 		return h, nil, err
 	}
+	if h.Fast {
+		return h, nil, fmt.Errorf("%w: a two-message hello where three messages are expected", ErrMalformed)
+	}
 	if h.Nonce == a.nonceA {
 		return h, nil, fmt.Errorf("%w: the peer echoed this side's nonce", ErrMalformed)
 	}
@@ -321,16 +330,21 @@ func Dial(rw io.ReadWriter, key *Key, h Hello) error {
 // hello once the dialer proved it knows the key. Exactly the handshake's
 // bytes are read from r.
 func Accept(r io.Reader, w io.Writer, key *Key, check func(Hello) error) (Hello, error) {
+	var hb [HelloSize]byte
+	if _, err := io.ReadFull(r, hb[:]); err != nil {
+		return Hello{}, fmt.Errorf("wireauth: no hello: %w", err)
+	}
+	return acceptRest(r, w, key, check, hb[:])
+}
+
+// acceptRest is the three-message handshake after its hello was read.
+func acceptRest(r io.Reader, w io.Writer, key *Key, check func(Hello) error, hb []byte) (Hello, error) {
 	n, err := Nonce()
 	if err != nil {
 		return Hello{}, err
 	}
 	a := NewAcceptor(key, n, check)
-	var hb [HelloSize]byte
-	if _, err := io.ReadFull(r, hb[:]); err != nil {
-		return Hello{}, fmt.Errorf("wireauth: no hello: %w", err)
-	}
-	h, ch, err := a.Hello(hb[:])
+	h, ch, err := a.Hello(hb)
 	if err != nil {
 		return h, fmt.Errorf("wireauth: %w", err)
 	}

@@ -3,6 +3,7 @@ package sock
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -141,21 +142,36 @@ func TestAuthConnects(t *testing.T) {
 	}
 }
 
-// A process with another secret cannot connect: its own dial fails (the
-// acceptor's MAC is wrong), and the acceptor logs the connection it
-// refused.
+// A process with another secret cannot connect: the acceptor refuses its
+// proof (one-round-trip handshake, the peer's nonce known) or the dialer
+// refuses the acceptor's MAC (three messages, no nonce known), and the
+// acceptor logs the connection it refused.
 func TestAuthWrongKeyRefused(t *testing.T) {
 	for _, mode := range []Mode{ModeUnix, ModeTCP} {
 		trs, recs, logs := authJob(t, mode, []*wireauth.Key{testKey(t, 1), testKey(t, 2)}, 0)
 		err := trs[1].Send(0, transport.Header{Kind: 1}, nil)
-		if err == nil || !strings.Contains(err.Error(), "wrong MAC") {
+		if err == nil || !strings.Contains(err.Error(), "no answer from the peer") {
 			t.Fatalf("%s: send with a wrong key: %v", mode, err)
 		}
-		logs[0].waitLine(t, "refused a connection", "no proof from the peer claiming 1")
+		logs[0].waitLine(t, "refused a connection", "wrong MAC", "claiming 1")
 		if recs[0].count(1) != 0 {
 			t.Fatalf("%s: a frame got through", mode)
 		}
 		closeAll(trs)
+	}
+	// Without the peer's nonce: the three-message handshake.
+	trs, recs, logs := authJob(t, ModeUnix, []*wireauth.Key{testKey(t, 1), testKey(t, 2)}, 0)
+	defer closeAll(trs)
+	peers := []Peer{trs[0].Self(), trs[1].Self()}
+	peers[0].Nonce = ""
+	trs[1].SetPeers(peers)
+	err := trs[1].Send(0, transport.Header{Kind: 1}, nil)
+	if err == nil || !strings.Contains(err.Error(), "wrong MAC") {
+		t.Fatalf("three messages, send with a wrong key: %v", err)
+	}
+	logs[0].waitLine(t, "refused a connection", "no proof from the peer claiming 1")
+	if recs[0].count(1) != 0 {
+		t.Fatal("a frame got through")
 	}
 }
 
@@ -371,5 +387,32 @@ func TestAuthHostileFrames(t *testing.T) {
 		}
 	default:
 		t.Fatal("no Payload for the rejected frame")
+	}
+}
+
+// A one-round-trip handshake captured on the wire and replayed to the same
+// listener is refused: its nonce was used.
+func TestAuthFastReplayRefused(t *testing.T) {
+	k := testKey(t, 1)
+	trs, recs, logs := authJob(t, ModeUnix, []*wireauth.Key{k, k}, 0)
+	defer closeAll(trs)
+	n, err := hex.DecodeString(trs[0].Self().Nonce)
+	if err != nil || len(n) != wireauth.NonceSize {
+		t.Fatalf("published nonce %q: %v", trs[0].Self().Nonce, err)
+	}
+	c := rogue(t, trs[0])
+	rc := &recordingConn{Conn: c}
+	v, err := wireauth.FastDial(rc, k, wireauth.Hello{Proto: wireauth.ProtoSock, From: 1, To: 0}, [wireauth.NonceSize]byte(n))
+	if err != nil || v != replyAccept {
+		t.Fatalf("verdict %d: %v", v, err)
+	}
+	c.Close()
+	c = rogue(t, trs[0])
+	c.Write(rc.written)
+	closedByPeer(t, c)
+	c.Close()
+	logs[0].waitLine(t, "refused a connection", "replayed handshake", "claiming 1")
+	if recs[0].count(1) != 0 {
+		t.Fatal("a frame got through")
 	}
 }

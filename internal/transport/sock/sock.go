@@ -42,6 +42,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -74,6 +75,10 @@ type Peer struct {
 	Host string
 	Unix string // socket path, "" if none
 	TCP  string // host:port, "" if none
+	// Nonce is the peer's published handshake nonce (hex, Self with
+	// Config.Auth): with it the handshake takes one round trip
+	// (wireauth.FastDial) instead of two. "" if none.
+	Nonce string
 }
 
 // Config configures a Transport.
@@ -139,6 +144,7 @@ type Transport struct {
 
 	lnUnix net.Listener
 	lnTCP  net.Listener
+	auth   *wireauth.Listener // the accepting side of handshakes (Config.Auth)
 
 	ctx    context.Context // cancelled by Close: writers finish, dials give up
 	cancel context.CancelFunc
@@ -249,6 +255,13 @@ func Listen(cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg, sendTo: make(map[int]*peerState), conns: make(map[*conn]struct{}),
 		dials: make(map[net.Conn]struct{})}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
+	if cfg.Auth != nil {
+		n, err := wireauth.Nonce()
+		if err != nil {
+			return nil, err
+		}
+		t.auth = wireauth.NewListener(cfg.Auth, n)
+	}
 	if cfg.Mode != ModeTCP && cfg.Dir != "" {
 		path := filepath.Join(cfg.Dir, cfg.Name+".sock")
 		_ = os.Remove(path)
@@ -287,6 +300,10 @@ func (t *Transport) Self() Peer {
 	}
 	if t.lnTCP != nil {
 		p.TCP = t.lnTCP.Addr().String()
+	}
+	if t.auth != nil {
+		n := t.auth.Nonce()
+		p.Nonce = hex.EncodeToString(n[:])
 	}
 	return p
 }
@@ -411,7 +428,8 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 	br := bufio.NewReaderSize(src, 64<<10)
 	if peer < 0 {
 		var err error
-		if peer, err = t.acceptHello(c, br); err != nil {
+		var answer func(verdict byte) []byte
+		if peer, answer, err = t.acceptHello(c, br); err != nil {
 			t.mu.Lock()
 			closed := t.closed
 			t.mu.Unlock()
@@ -420,10 +438,14 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 			}
 			return
 		}
-		reply := []byte{replyRefuse}
+		verdict := byte(replyRefuse)
 		ps, ok := t.accepted(peer, cc)
 		if ok {
-			reply[0] = replyAccept
+			verdict = replyAccept
+		}
+		reply := []byte{verdict}
+		if answer != nil { // the one-round-trip handshake: the verdict with the MAC
+			reply = answer(verdict)
 		}
 		_, err = c.Write(reply)
 		if ok {
@@ -464,24 +486,26 @@ func (r *frameReader) loop() error {
 	}
 }
 
-// acceptHello reads the hello of an accepted connection (the wireauth
+// acceptHello reads the hello of an accepted connection (a wireauth
 // handshake with Config.Auth, else the plain hello) and returns the
-// process id the peer proved (or claimed).
-func (t *Transport) acceptHello(c net.Conn, br *bufio.Reader) (int, error) {
+// process id the peer proved (or claimed); answer, non-nil after a
+// one-round-trip handshake, makes the reply that carries the verdict.
+func (t *Transport) acceptHello(c net.Conn, br *bufio.Reader) (peer int, answer func(byte) []byte, err error) {
 	c.SetReadDeadline(time.Now().Add(t.cfg.ConnectTimeout))
 	defer c.SetReadDeadline(time.Time{})
-	if t.cfg.Auth != nil {
-		h, err := wireauth.Accept(br, c, t.cfg.Auth, t.checkHello)
+	if t.auth != nil {
+		h, answer, err := t.auth.Accept(br, c, t.checkHello)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-		return int(h.From), nil
+		return int(h.From), answer, nil
 	}
 	var hello [helloSize]byte
 	if _, err := io.ReadFull(br, hello[:]); err != nil {
-		return 0, fmt.Errorf("no hello: %w", err)
+		return 0, nil, fmt.Errorf("no hello: %w", err)
 	}
-	return decodeHello(hello[:], t.cfg.Self)
+	peer, err = decodeHello(hello[:], t.cfg.Self)
+	return peer, nil, err
 }
 
 // checkHello decides whether an authenticated hello may open a connection
@@ -798,6 +822,15 @@ func (t *Transport) dial(to int) (net.Conn, bool, error) {
 	c.SetDeadline(time.Now().Add(t.cfg.ConnectTimeout))
 	if t.cfg.Auth != nil {
 		h := wireauth.Hello{Proto: wireauth.ProtoSock, Scope: t.cfg.Scope, From: uint64(t.cfg.Self), To: uint64(to)}
+		if n, err := hex.DecodeString(p.Nonce); err == nil && len(n) == wireauth.NonceSize {
+			v, err := wireauth.FastDial(c, t.cfg.Auth, h, [wireauth.NonceSize]byte(n))
+			if err != nil {
+				c.Close()
+				return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)
+			}
+			c.SetDeadline(time.Time{})
+			return t.verdict(c, to, v)
+		}
 		if err := wireauth.Dial(c, t.cfg.Auth, h); err != nil {
 			c.Close()
 			return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)
@@ -816,11 +849,16 @@ func (t *Transport) dial(to int) (net.Conn, bool, error) {
 		return nil, false, fmt.Errorf("connect to rank %d: no handshake reply: %w", to, err)
 	}
 	c.SetDeadline(time.Time{})
-	if reply[0] != replyAccept && reply[0] != replyRefuse {
+	return t.verdict(c, to, reply[0])
+}
+
+// verdict is dial's outcome for the peer's handshake reply v.
+func (t *Transport) verdict(c net.Conn, to int, v byte) (net.Conn, bool, error) {
+	if v != replyAccept && v != replyRefuse {
 		c.Close()
-		return nil, false, fmt.Errorf("connect to rank %d: handshake reply %d", to, reply[0])
+		return nil, false, fmt.Errorf("connect to rank %d: handshake reply %d", to, v)
 	}
-	return c, reply[0] == replyAccept, nil
+	return c, v == replyAccept, nil
 }
 
 // connect returns the connection to send to ps on, dialling it or waiting
