@@ -16,7 +16,9 @@
 // be reflected (the roles' keys differ), and a connection cannot claim
 // another identity, protocol or scope than the one its MAC was made for.
 // After the proof each protocol sends its own verdict (the socket
-// transport's accept/refuse byte, the launcher's hello reply).
+// transport's accept/refuse byte, the launcher's hello reply). A listener
+// that publishes a nonce of its own (Listener) also serves a
+// one-round-trip form of the same handshake (fast.go).
 //
 // The core (Dialer, Acceptor, the message codecs) is pure: nonces come
 // from the caller, no I/O, no clock. Dial and Accept are its I/O shell
