@@ -207,6 +207,7 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.ctl.MustRegister(ctl.Heartbeat, w.fails.OnHeartbeat)
 	w.ctl.MustRegister(ctl.FailNotice, w.fails.OnNotice)
 	w.ctl.MustRegister(ctl.Port, w.onPort)
+	eng.SetControlCheck(ctl.Check) // a malformed control frame closes its connection
 	eng.SetControlHandler(w.onControl)
 	eng.SetLostHook(w.onLost)
 	wsize := universe

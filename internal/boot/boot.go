@@ -20,6 +20,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // Env variable names set by ftmpirun for each rank.
@@ -69,13 +71,29 @@ type Info struct {
 	ParentProcs []int  // spawned processes: the parents' process ids, in their rank order
 	Epoch       int    // Reinit epoch to join at start (0 at the first start)
 	Reinit      bool   // the launcher respawns failed ranks (--on-failure reinit)
+	// Auth is the job's secret, read by FromEnv from the descriptor the
+	// launcher handed over (wireauth.EnvFD); nil: none was. Connect and
+	// the socket transport authenticate every connection with it. It is
+	// never part of Env.
+	Auth *wireauth.Key
 }
 
 // FromEnv reads Info from the environment. ok=false (and a nil error) when
 // EnvRank is unset: the program was not started by ftmpirun and runs as a
 // singleton. Malformed values give an error naming the variable.
+//
+// The job's secret is read from its inherited descriptor (wireauth.EnvFD)
+// and the descriptor closed, so FromEnv reads it once per process: a
+// second call finds the descriptor gone and fails.
 func FromEnv() (info Info, ok bool, err error) {
-	return fromLookup(os.LookupEnv)
+	info, ok, err = fromLookup(os.LookupEnv)
+	if !ok || err != nil {
+		return info, ok, err
+	}
+	if info.Auth, err = wireauth.Inherit(os.Getenv(wireauth.EnvFD)); err != nil {
+		return Info{}, false, fmt.Errorf("boot: %w", err)
+	}
+	return info, true, nil
 }
 
 func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err error) {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // Endpoint is where a rank can be reached.
@@ -127,8 +129,16 @@ func Connect(info Info) (*Client, error) {
 	}
 	c.qcond = sync.NewCond(&c.mu)
 
-	// Hello round trip synchronously, before starting the goroutines.
+	// Authentication and the hello round trip synchronously, before
+	// starting the goroutines.
 	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
+	if info.Auth != nil {
+		h := wireauth.Hello{Proto: wireauth.ProtoControl, From: uint64(info.Proc), To: wireauth.Launcher}
+		if err := wireauth.Dial(conn, info.Auth, h); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("boot: launcher at %s: %w", info.Control, err)
+		}
+	}
 	r := bufio.NewReader(conn)
 	c.nextID = 1
 	hello := Msg{Op: OpHello, ID: 1, Job: info.Job, Rank: info.Proc, Incarnation: info.Incarnation, Pid: os.Getpid(), Host: info.Host}
@@ -220,11 +230,32 @@ func (c *Client) eventLoop() {
 		if err != nil {
 			return // closed (Close); events come on the control connection then
 		}
-		var m Msg
-		if json.Unmarshal(buf[:n], &m) == nil && m.Op == OpEvent && m.ID == 0 {
-			c.queueEvent(m)
+		m, err := decodeDatagram(c.info.Auth, buf[:n])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: dropped an event datagram: %v\n", c.info.Rank, err)
+			continue
+		}
+		c.queueEvent(m)
+	}
+}
+
+// decodeDatagram checks and parses an event datagram: sealed with the
+// job's key (when there is one) and an event.
+func decodeDatagram(key *wireauth.Key, b []byte) (Msg, error) {
+	if key != nil {
+		var err error
+		if b, err = key.Open(b); err != nil {
+			return Msg{}, err
 		}
 	}
+	var m Msg
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Msg{}, fmt.Errorf("malformed: %v", err)
+	}
+	if m.Op != OpEvent || m.ID != 0 {
+		return Msg{}, fmt.Errorf("%q with id %d is not an event", m.Op, m.ID)
+	}
+	return m, nil
 }
 
 // Info returns the Info the client was connected with.

@@ -5,7 +5,12 @@ import "strconv"
 // Control protocol between a Client and the launcher.
 //
 // Each rank holds one stream connection (unix or TCP) to the launcher.
-// Both directions carry newline-delimited JSON objects of type Msg.
+// With the job's secret (Info.Auth) the rank first runs the wireauth
+// handshake (protocol wireauth.ProtoControl, from its process id to
+// wireauth.Launcher); the launcher refuses a connection without it and a
+// hello in the name of another process. Then both directions carry
+// newline-delimited JSON objects of type Msg; event datagrams on the
+// rank's event socket are sealed with the secret (wireauth.Key.Seal).
 // Requests from the rank carry a non-zero ID; the launcher answers each
 // request with exactly one message with the same Op and ID (or Op "error"
 // with that ID). Messages with ID 0 sent by the launcher are unsolicited

@@ -4,6 +4,7 @@ import (
 	"syscall"
 
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // RankSpec is what an agent needs to start one rank.
@@ -13,6 +14,10 @@ type RankSpec struct {
 	Path        string   // executable (absolute path on the agent's host)
 	Args        []string // argv[1:]
 	Env         []string // complete environment, including the FTMPI_* variables
+	// Auth is the job's secret (nil: none). The agent hands it to the
+	// process through an inherited pipe (wireauth.Key.Pipe, the
+	// descriptor's number in wireauth.EnvFD), never in Env or Args.
+	Auth *wireauth.Key
 }
 
 // ExitReport tells the head that a rank's process is gone: its exit

@@ -1,14 +1,18 @@
 package launch
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // ctlConn is one control connection. Sends never block: a message is
@@ -145,4 +149,87 @@ func (c *ctlConn) closeLocked() {
 		c.nc.Close()
 		c.cond.Broadcast()
 	}
+}
+
+// controlTimeout bounds the handshake of a control connection.
+const controlTimeout = 30 * time.Second
+
+// maxRequest bounds a request line from a rank (its largest is a fence
+// with the rank's endpoint, or a spawn request: a few KiB).
+const maxRequest = 1 << 20
+
+// acceptControl runs the launcher's side of the wireauth handshake of a
+// control connection: the rank proves it knows the job's secret and which
+// process it is.
+func acceptControl(nc net.Conn, key *wireauth.Key) (wireauth.Hello, error) {
+	nc.SetDeadline(time.Now().Add(controlTimeout))
+	defer nc.SetDeadline(time.Time{})
+	return wireauth.Accept(nc, nc, key, func(h wireauth.Hello) error {
+		switch {
+		case h.Proto != wireauth.ProtoControl:
+			return fmt.Errorf("protocol %d is not the control protocol", h.Proto)
+		case h.To != wireauth.Launcher:
+			return fmt.Errorf("addressed to process %d, not to the launcher", h.To)
+		case h.From >= 1<<24:
+			return fmt.Errorf("claims process id %d", h.From)
+		}
+		return nil
+	})
+}
+
+var errLongLine = fmt.Errorf("a request line over %d bytes", maxRequest)
+
+// readLine reads one request line of at most maxRequest bytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > maxRequest {
+			return nil, errLongLine
+		}
+		if err == nil {
+			if line == nil {
+				return chunk, nil // valid until the next read
+			}
+			return append(line, chunk...), nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+		line = append(line, chunk...)
+	}
+}
+
+// decodeRequest parses and validates one request line of a connection
+// that proved process id proc (-1: not authenticated): well-formed JSON,
+// a request id, a known operation, and a hello in the name of proc.
+func decodeRequest(line []byte, proc int) (boot.Msg, error) {
+	var m boot.Msg
+	if err := json.Unmarshal(line, &m); err != nil {
+		return m, fmt.Errorf("malformed message: %v", err)
+	}
+	if m.ID == 0 {
+		return m, fmt.Errorf("request %q without id", m.Op)
+	}
+	switch m.Op {
+	case boot.OpHello:
+		if proc >= 0 && m.Rank != proc {
+			return m, fmt.Errorf("hello as process %d on a connection authenticated as process %d", m.Rank, proc)
+		}
+	case boot.OpFence, boot.OpFinalize, boot.OpAbort, boot.OpReinit, boot.OpRejoin, boot.OpSpawn, boot.OpSuspect:
+	default:
+		return m, fmt.Errorf("unknown request %q", m.Op)
+	}
+	if m.Rank < -1 || m.Incarnation < 0 || m.Epoch < 0 {
+		return m, fmt.Errorf("%s request with rank %d, incarnation %d, epoch %d", m.Op, m.Rank, m.Incarnation, m.Epoch)
+	}
+	return m, nil
+}
+
+// remoteAddr describes the other end of nc for a log line.
+func remoteAddr(nc net.Conn) string {
+	if a := nc.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {
+		return " from " + a.String()
+	}
+	return ""
 }

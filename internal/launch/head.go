@@ -2,7 +2,7 @@ package launch
 
 import (
 	"bufio"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +14,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // Failure policies (Config.OnFailure).
@@ -35,6 +36,7 @@ const (
 type head struct {
 	out     *output
 	verbose bool
+	key     *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
 
 	agentsMu sync.Mutex
 	agents   []Agent
@@ -275,7 +277,13 @@ func (h *head) notify(to []policy.Conn, msg boot.Msg) {
 			dgram = append(dgram, c)
 		}
 	}
-	sent := h.sendEvents(dgram, line)
+	dline := line
+	if h.key != nil && len(dgram) > 0 {
+		// A datagram stands alone: it carries its own MAC (a connection
+		// proved itself once, at its start).
+		dline = h.key.Seal(line)
+	}
+	sent := h.sendEvents(dgram, dline)
 	for _, id := range to {
 		if c := h.conns[id]; c != nil && !sent[c] {
 			c.sendLine(line)
@@ -404,19 +412,29 @@ func (h *head) readLoop(c *ctlConn) {
 		h.mu.Unlock()
 		h.step(policy.Closed{Conn: c.id})
 	}()
-	r := bufio.NewReader(c.nc)
-	for {
-		line, err := r.ReadBytes('\n')
+	proc := -1 // the process id the connection proved, -1: not authenticated
+	if h.key != nil {
+		hello, err := acceptControl(c.nc, h.key)
 		if err != nil {
+			h.out.logf("refused a control connection%s: %v", remoteAddr(c.nc), err)
 			return
 		}
-		var m boot.Msg
-		if err := json.Unmarshal(line, &m); err != nil {
-			c.send(boot.Msg{Op: boot.OpError, Error: "malformed message"})
+		proc = int(hello.From)
+	}
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		line, err := readLine(r)
+		if errors.Is(err, errLongLine) {
+			h.out.logf("closed the control connection of process %d: %v", proc, err)
 			return
 		}
-		if m.ID == 0 {
-			c.send(boot.Msg{Op: boot.OpError, Error: "request without id"})
+		if err != nil {
+			return // the rank is gone (or the launcher closes)
+		}
+		m, err := decodeRequest(line, proc)
+		if err != nil {
+			h.out.logf("closed the control connection of process %d: %v", proc, err)
+			c.send(boot.Msg{Op: boot.OpError, Error: err.Error()})
 			return
 		}
 		if m.Op == boot.OpName {
@@ -544,7 +562,7 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 			} {
 				env = setEnv(env, kv[0], kv[1])
 			}
-			specs[i] = RankSpec{Rank: base + i, Path: path, Args: st.Args, Env: env}
+			specs[i] = RankSpec{Rank: base + i, Path: path, Args: st.Args, Env: env, Auth: tmpl.Auth}
 		}
 		if err != nil {
 			for _, s := range specs {

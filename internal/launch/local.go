@@ -5,11 +5,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // maxLine bounds a forwarded line; longer lines are split (each part is
@@ -94,19 +97,41 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup) 
 		a.rep.Exited(rep)
 		return
 	}
+	files := []*os.File{devnull, outW, errW}
+	env := s.Env
+	var secret *os.File
+	if s.Auth != nil {
+		// The job's secret: the read end of a pipe that holds it becomes
+		// the child's descriptor 3; only its number is in the environment.
+		if secret, err = s.Auth.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			started.Done()
+			rep.StartErr = err
+			a.rep.Exited(rep)
+			return
+		}
+		files = append(files, secret)
+		env = setEnv(env, wireauth.EnvFD, strconv.Itoa(len(files)-1))
+	}
 	lp := &localProc{inc: s.Incarnation}
 	lp.mu.Lock() // nobody signals the rank before its pid is known
 	a.mu.Lock()
 	a.procs[s.Rank] = lp
 	a.mu.Unlock()
 	attr := &os.ProcAttr{
-		Env:   s.Env,
-		Files: []*os.File{devnull, outW, errW},
+		Env:   env,
+		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	p, err := os.StartProcess(s.Path, append([]string{s.Path}, s.Args...), attr)
 	outW.Close()
 	errW.Close()
+	if secret != nil {
+		secret.Close()
+	}
 	if err != nil {
 		lp.reaped = true
 		lp.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/ft/detector"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // maxShortTmp is the longest TmpRoot used by default; unix socket paths
@@ -108,7 +109,16 @@ func runOnce(cfg Config, st *launchState) int {
 	if err != nil || host == "" {
 		host = "localhost"
 	}
+	// The job's secret: every control and rank-to-rank connection proves
+	// it knows it (package wireauth). Ranks get it through an inherited
+	// pipe (LocalAgent), never on a command line or in the environment.
+	key, err := wireauth.New()
+	if err != nil {
+		out.logf("%v", err)
+		return 1
+	}
 	h := newHead(job, cfg.N, cfg.OnFailure, out, cfg.Verbose)
+	h.key = key
 	h.killGrace = cfg.KillGrace
 	h.serve(ln)
 	defer h.close()
@@ -131,7 +141,7 @@ func runOnce(cfg Config, st *launchState) int {
 		info.HostCores = cores // the one count every rank uses to choose collective algorithms
 		env := make([]string, 0, len(baseEnv)+8)
 		env = append(append(env, baseEnv...), info.Env()...)
-		specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env}
+		specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env, Auth: key}
 	}
 	if cfg.Verbose {
 		out.logf("job %s: %d ranks on %s, control %s, tmp %s", job, cfg.N, host, control, tmpDir)

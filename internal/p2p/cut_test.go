@@ -157,9 +157,9 @@ func TestCutMidRendezvousData(t *testing.T) {
 				p.header(transport.Header{Kind: KindData, Flags: 1 << 13, Ctx: 7, A: id, N: n})
 				p.header(transport.Header{Kind: 2, Flags: 1 << 14, N: 1 << 20})
 				p.write(make([]byte, 1<<19))
-			} else {
-				p.header(transport.Header{Kind: KindData, Ctx: 7, A: id, N: n})
-				p.write(make([]byte, 1<<20))
+			} else { // a whole frame (a sender chunks every payload over 1 MiB)
+				p.header(transport.Header{Kind: KindData, Ctx: 7, A: id, N: 1 << 20})
+				p.write(make([]byte, 1<<19))
 			}
 			p.c.Close()
 			wantErr(t, r, ErrPeerLost)

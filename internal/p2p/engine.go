@@ -342,6 +342,9 @@ type Engine struct {
 	lostCount   atomic.Int64
 	sent        atomic.Uint64 // messages started by Isend (eager or rendezvous)
 	closed      bool
+
+	// ctlCheck validates a control frame's header (SetControlCheck).
+	ctlCheck atomic.Pointer[func(transport.Header) error]
 }
 
 // Config tunes an Engine.
@@ -648,8 +651,16 @@ func (e *Engine) deliverEager(r *Req, m *msg) {
 // Frame implements transport.Handler.
 func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 	h := &hv
+	if err := checkFrame(h); err != nil {
+		return reject(from, h, err)
+	}
 	switch h.Kind {
 	case KindControl:
+		if chk := e.ctlCheck.Load(); chk != nil {
+			if err := (*chk)(hv); err != nil {
+				return reject(from, h, err)
+			}
+		}
 		if h.N == 0 {
 			return nil, ctlCookie{}
 		}
@@ -744,6 +755,16 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 		if r == nil {
 			e.mu.Unlock()
 			return nil, nil
+		}
+		if h.N > uint64(len(r.buf)) {
+			// The clear to send said what the receive takes; a larger
+			// payload cannot be placed: the receive fails with the
+			// connection the transport closes.
+			e.mu.Unlock()
+			err := fmt.Errorf("rendezvous data of %d bytes for a %d-byte receive", h.N, len(r.buf))
+			r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, err)
+			r.complete()
+			return reject(from, h, err)
 		}
 		e.flying.push(r, inFlight)
 		e.mu.Unlock()
@@ -997,6 +1018,11 @@ func (e *Engine) deliverControl(from int, h transport.Header, payload []byte) {
 	}
 	(*f)(from, h, payload)
 }
+
+// SetControlCheck sets the validation of control frames' headers, run
+// before their payload is read: a frame it refuses closes the connection
+// it came on (transport.Reject).
+func (e *Engine) SetControlCheck(f func(transport.Header) error) { e.ctlCheck.Store(&f) }
 
 // SetControlHandler installs the receiver of control frames and delivers
 // to it those that arrived before. It is meant to be called once; frames

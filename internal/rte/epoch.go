@@ -83,6 +83,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		tr, err := sock.Listen(sock.Config{
 			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
 			Handler: eng, SpinFn: spin.Load, Yield: nc.SpinYield, ConnectTimeout: nc.ConnectTimeout,
+			Auth: info.Auth, // every connection proves the job's secret (nil: none was handed over)
 		})
 		if err != nil {
 			return nil, err
@@ -94,6 +95,9 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		}
 		if self.TCP != "" {
 			addrs["tcp"] = self.TCP
+		}
+		if self.Nonce != "" {
+			addrs["nonce"] = self.Nonce // one-round-trip handshakes (wireauth)
 		}
 		ep := boot.Endpoint{Rank: info.Proc, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
 		var eps []boot.Endpoint
@@ -127,7 +131,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		incs := make([]int, len(eps))
 		onHost := 0
 		for i, ep := range eps {
-			peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
+			peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"], Nonce: ep.Addrs["nonce"]}
 			incs[i] = ep.Inc
 			if ep.Host == info.Host {
 				onHost++
@@ -155,7 +159,7 @@ func (n *Net) AddPeers(eps []boot.Endpoint) {
 		for len(peers) <= ep.Rank {
 			peers = append(peers, sock.Peer{})
 		}
-		peers[ep.Rank] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"]}
+		peers[ep.Rank] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"], Nonce: ep.Addrs["nonce"]}
 	}
 	n.peers = peers
 	n.Tr.SetPeers(append([]sock.Peer(nil), peers...))

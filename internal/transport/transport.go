@@ -131,6 +131,16 @@ type Handler interface {
 	PeerLost(peer int, err error)
 }
 
+// Reject is the cookie a Handler's Frame returns for a frame it refuses
+// to use (a malformed or hostile header: an unknown kind, a length over
+// its cap, a size that does not fit). A transport then reads nothing more
+// from that connection: it calls Payload once with the Reject and its
+// error (the contract stays total), logs the reason, closes the
+// connection and reports the peer lost. A Reject's Err names the defect.
+type Reject struct{ Err error }
+
+func (r *Reject) Error() string { return r.Err.Error() }
+
 // Done is told the outcome of a posted frame: err is nil once the frame is
 // written (the payload may be reused), or the reason it was not. It is
 // called once, from a transport goroutine or from Post itself, never with

@@ -86,7 +86,7 @@ func (r *reader) byte1() byte {
 
 func (r *reader) set() Set {
 	n := r.uvarint()
-	if r.err != nil || uint64(len(r.b)) < 8*n {
+	if r.err != nil || n > uint64(len(r.b))/8 { // (8*n would overflow)
 		r.err = errShort
 		return Set{}
 	}

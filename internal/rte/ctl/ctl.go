@@ -45,6 +45,10 @@ var names = [max]string{
 	FailNotice: "failure notice",
 }
 
+// carries says which types have a payload; the others carry everything
+// in their header, and a payload on them is a malformed frame.
+var carries = [max]bool{Agree: true, CollFail: true, Port: true}
+
 // Known reports whether t is a declared control type.
 func (t Type) Known() bool { return t >= 0 && t < max && names[t] != "" }
 
@@ -103,12 +107,29 @@ func (e *RejectError) Error() string {
 		e.From, e.Reason, h.Tag, h.Ctx, h.A, h.B, h.Seq, h.N)
 }
 
+// Check validates a control frame's header before its payload is read (the
+// engine's control check): a declared type, and a payload only on the
+// types that carry one. The error names the defect.
+func Check(h transport.Header) error {
+	t := Type(h.Tag)
+	if !t.Known() {
+		return fmt.Errorf("unknown control type %d", h.Tag)
+	}
+	if !carries[t] && h.N != 0 {
+		return fmt.Errorf("a %v carries no payload, this one %d bytes", t, h.N)
+	}
+	return nil
+}
+
 // Dispatch hands a frame to the handler of its type, or returns a
 // *RejectError for an undeclared type or one without a handler.
 func (tb *Table) Dispatch(from int, h transport.Header, payload []byte) error {
 	t := Type(h.Tag)
 	if !t.Known() {
 		return &RejectError{From: from, Header: h, Reason: "unknown type"}
+	}
+	if !carries[t] && (h.N != 0 || len(payload) != 0) {
+		return &RejectError{From: from, Header: h, Reason: fmt.Sprintf("a %v carries no payload", t)}
 	}
 	fn := tb.h[t].Load()
 	if fn == nil {

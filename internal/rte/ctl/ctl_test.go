@@ -20,11 +20,15 @@ func TestDispatchToRegisteredHandler(t *testing.T) {
 		}
 	}
 	for _, typ := range []Type{FailNotice, Revoke, Heartbeat, Agree} {
-		if err := tb.Dispatch(3, transport.Header{Tag: int32(typ)}, []byte("x")); err != nil {
+		var p []byte
+		if typ == Agree { // the others carry no payload
+			p = []byte("x")
+		}
+		if err := tb.Dispatch(3, transport.Header{Tag: int32(typ), N: uint64(len(p))}, p); err != nil {
 			t.Fatalf("Dispatch(%v): %v", typ, err)
 		}
 	}
-	want := "failure notice/x revoke/x heartbeat/x agree/x"
+	want := "failure notice/ revoke/ heartbeat/ agree/x"
 	if s := strings.Join(got, " "); s != want {
 		t.Fatalf("handled %q, want %q", s, want)
 	}
@@ -101,5 +105,35 @@ func TestConcurrentRegisterAndDispatch(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("handler never called")
+	}
+}
+
+// Types that carry everything in their header reject a payload.
+func TestPayloadOnHeaderOnlyTypeRejected(t *testing.T) {
+	var tb Table
+	called := false
+	tb.MustRegister(FailNotice, func(int, transport.Header, []byte) { called = true })
+	err := tb.Dispatch(2, transport.Header{Tag: int32(FailNotice), A: 1, N: 4}, []byte{1, 2, 3, 4})
+	var rj *RejectError
+	if !errors.As(err, &rj) || !strings.Contains(err.Error(), "a failure notice carries no payload") || called {
+		t.Fatalf("err %v, called %v", err, called)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		h    transport.Header
+		want string
+	}{
+		{transport.Header{Tag: int32(Agree), N: 10}, ""},
+		{transport.Header{Tag: int32(Heartbeat)}, ""},
+		{transport.Header{Tag: 9}, "unknown control type 9"},
+		{transport.Header{Tag: -1}, "unknown control type -1"},
+		{transport.Header{Tag: int32(Revoke), N: 2}, "a revoke carries no payload, this one 2 bytes"},
+	} {
+		err := Check(c.h)
+		if (c.want == "") != (err == nil) || err != nil && err.Error() != c.want {
+			t.Errorf("%+v: %v, want %q", c.h, err, c.want)
+		}
 	}
 }

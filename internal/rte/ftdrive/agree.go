@@ -143,7 +143,9 @@ func (a *Agreements) Step(from int, h transport.Header, payload []byte) {
 	if err != nil {
 		return
 	}
-	if _, ok := a.index[from]; !ok {
+	// The message must be the sender's own, for the instance its header
+	// names (a member cannot speak for another).
+	if i, ok := a.index[from]; !ok || m.From != i || m.Instance != h.Seq {
 		return
 	}
 	a.mu.Lock()

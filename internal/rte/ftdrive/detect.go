@@ -13,6 +13,7 @@ package ftdrive
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -255,6 +256,11 @@ func (dt *Detection) sendNotices(msgs []rbcast.Msg[member.ID]) {
 func (f *Failures) OnNotice(from int, h transport.Header, _ []byte) {
 	dt := f.det.Load()
 	if dt == nil {
+		return
+	}
+	if h.A >= uint64(f.env.N) || h.B > 1<<30 {
+		// Not a process of this World: a malformed notice is dropped.
+		fmt.Fprintf(os.Stderr, "ftmpi: process %d: dropped a failure notice from process %d naming process %d incarnation %d\n", f.env.Self, from, h.A, h.B)
 		return
 	}
 	item := member.ID{Rank: int(h.A), Inc: int(h.B)}

@@ -4,7 +4,14 @@
 // and are bidirectional: each pair of ranks ends up with one connection that
 // both send on. When both ranks dial each other at the same moment, the
 // connection dialled by the lower rank wins and the other is refused in the
-// handshake, before any frame travels on it.
+// handshake, before any frame travels on it. With the job's secret
+// (Config.Auth) the handshake is wireauth's: both ends prove they know it
+// and who they are; a connection that fails it is closed and logged.
+//
+// Validation: a frame that breaks the wire rules (reserved flag bits, a
+// whole frame over chunkSize, a chunk out of place), or that the handler
+// refuses (transport.Reject), closes its connection with the defect
+// logged, and the peer is reported lost; nothing panics on peer input.
 //
 // Reading: each connection has one reader goroutine that spins briefly on
 // non-blocking reads (yielding the processor) before parking in the poller,
@@ -35,6 +42,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +57,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // Mode selects which socket family is used between ranks of the same host.
@@ -66,6 +75,10 @@ type Peer struct {
 	Host string
 	Unix string // socket path, "" if none
 	TCP  string // host:port, "" if none
+	// Nonce is the peer's published handshake nonce (hex, Self with
+	// Config.Auth): with it the handshake takes one round trip
+	// (wireauth.FastDial) instead of two. "" if none.
+	Nonce string
 }
 
 // Config configures a Transport.
@@ -85,12 +98,26 @@ type Config struct {
 	// ConnectTimeout bounds setting up a connection to a peer (dial and
 	// handshake); 0 means 30 s.
 	ConnectTimeout time.Duration
+	// Auth is the job's secret: every connection, dialled or accepted,
+	// runs the wireauth handshake (protocol wireauth.ProtoSock, scope
+	// Scope, the two process ids) before any frame, and a connection
+	// that fails it is closed and logged. nil: the plain hello (a process
+	// id), for tests and in-process use only.
+	Auth  *wireauth.Key
+	Scope uint64 // what the connections belong to (the Reinit epoch); both ends must agree
+	// Log receives the reasons connections were refused or closed for a
+	// malformed frame (nil: standard error).
+	Log func(msg string)
 }
+
+// maxProc bounds the process ids a peer may claim.
+const maxProc = 1 << 24
 
 const (
 	helloMagic  = 0x66746d70 // "ftmp"
 	replyAccept = 1
 	replyRefuse = 2
+	helloSize   = 12 // the plain hello: magic, process id
 
 	connectTimeout = 30 * time.Second
 	closeFlush     = time.Second // how long Close lets queued frames drain
@@ -105,6 +132,9 @@ const (
 	flagChunked uint16 = 1 << 13 // the payload follows as connChunk frames
 	connBye     uint8  = 1       // orderly goodbye: no more frames on this connection
 	connChunk   uint8  = 2       // a piece of the payload of the chunked frame being read
+
+	// flagsKnown are the reserved bits that may appear on the wire.
+	flagsKnown = transport.FlagUrgent | flagConn | flagChunked
 )
 
 // Transport implements transport.Transport over sockets.
@@ -114,6 +144,7 @@ type Transport struct {
 
 	lnUnix net.Listener
 	lnTCP  net.Listener
+	auth   *wireauth.Listener // the accepting side of handshakes (Config.Auth)
 
 	ctx    context.Context // cancelled by Close: writers finish, dials give up
 	cancel context.CancelFunc
@@ -224,6 +255,13 @@ func Listen(cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg, sendTo: make(map[int]*peerState), conns: make(map[*conn]struct{}),
 		dials: make(map[net.Conn]struct{})}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
+	if cfg.Auth != nil {
+		n, err := wireauth.Nonce()
+		if err != nil {
+			return nil, err
+		}
+		t.auth = wireauth.NewListener(cfg.Auth, n)
+	}
 	if cfg.Mode != ModeTCP && cfg.Dir != "" {
 		path := filepath.Join(cfg.Dir, cfg.Name+".sock")
 		_ = os.Remove(path)
@@ -262,6 +300,10 @@ func (t *Transport) Self() Peer {
 	}
 	if t.lnTCP != nil {
 		p.TCP = t.lnTCP.Addr().String()
+	}
+	if t.auth != nil {
+		n := t.auth.Nonce()
+		p.Nonce = hex.EncodeToString(n[:])
 	}
 	return p
 }
@@ -385,20 +427,27 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 	}
 	br := bufio.NewReaderSize(src, 64<<10)
 	if peer < 0 {
-		var hello [12]byte
-		if _, err := io.ReadFull(br, hello[:]); err != nil {
+		var err error
+		var answer func(verdict byte) []byte
+		if peer, answer, err = t.acceptHello(c, br); err != nil {
+			t.mu.Lock()
+			closed := t.closed
+			t.mu.Unlock()
+			if !closed {
+				t.logf("refused a connection%s: %v", remote(c), err)
+			}
 			return
 		}
-		if binary.LittleEndian.Uint32(hello[0:]) != helloMagic {
-			return
-		}
-		peer = int(binary.LittleEndian.Uint64(hello[4:]))
-		reply := []byte{replyRefuse}
+		verdict := byte(replyRefuse)
 		ps, ok := t.accepted(peer, cc)
 		if ok {
-			reply[0] = replyAccept
+			verdict = replyAccept
 		}
-		_, err := c.Write(reply)
+		reply := []byte{verdict}
+		if answer != nil { // the one-round-trip handshake: the verdict with the MAC
+			reply = answer(verdict)
+		}
+		_, err = c.Write(reply)
 		if ok {
 			t.release(ps, err)
 		}
@@ -408,23 +457,111 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 		}
 	}
 	r := frameReader{t: t, br: br, peer: peer}
+	err := r.loop()
+	if bad, ok := err.(*malformedError); ok {
+		t.malformed(peer, bad)
+	} else if err != nil {
+		t.lost(peer, err)
+	}
+}
+
+// loop delivers the frames of the connection until its goodbye (nil) or
+// an error: a *malformedError for a frame that breaks the wire rules, else
+// why the connection broke.
+func (r *frameReader) loop() error {
 	for {
 		h, err := r.header()
 		if err != nil {
-			t.lost(peer, err)
-			return
+			return err
 		}
 		if h.Flags&flagConn != 0 {
-			if h.Kind != connBye {
-				t.lost(peer, fmt.Errorf("rank %d sent a transport frame of kind %d outside a chunked payload", peer, h.Kind))
+			if h.Kind != connBye || h.N != 0 {
+				return &malformedError{fmt.Errorf("rank %d sent a transport frame of kind %d (%d bytes) outside a chunked payload", r.peer, h.Kind, h.N)}
 			}
-			return
+			return nil
 		}
 		if err := r.deliver(h, true); err != nil {
-			t.lost(peer, err)
-			return
+			return err
 		}
 	}
+}
+
+// acceptHello reads the hello of an accepted connection (a wireauth
+// handshake with Config.Auth, else the plain hello) and returns the
+// process id the peer proved (or claimed); answer, non-nil after a
+// one-round-trip handshake, makes the reply that carries the verdict.
+func (t *Transport) acceptHello(c net.Conn, br *bufio.Reader) (peer int, answer func(byte) []byte, err error) {
+	c.SetReadDeadline(time.Now().Add(t.cfg.ConnectTimeout))
+	defer c.SetReadDeadline(time.Time{})
+	if t.auth != nil {
+		h, answer, err := t.auth.Accept(br, c, t.checkHello)
+		if err != nil {
+			return 0, nil, err
+		}
+		return int(h.From), answer, nil
+	}
+	var hello [helloSize]byte
+	if _, err := io.ReadFull(br, hello[:]); err != nil {
+		return 0, nil, fmt.Errorf("no hello: %w", err)
+	}
+	peer, err = decodeHello(hello[:], t.cfg.Self)
+	return peer, nil, err
+}
+
+// checkHello decides whether an authenticated hello may open a connection
+// to this process: the right protocol, scope and identities.
+func (t *Transport) checkHello(h wireauth.Hello) error {
+	switch {
+	case h.Proto != wireauth.ProtoSock:
+		return fmt.Errorf("protocol %d is not the transport's", h.Proto)
+	case h.Scope != t.cfg.Scope:
+		return fmt.Errorf("scope %d (an epoch of another time?), this process is in %d", h.Scope, t.cfg.Scope)
+	case h.To != uint64(t.cfg.Self):
+		return fmt.Errorf("addressed to process %d, this is process %d", h.To, t.cfg.Self)
+	}
+	return checkPeer(h.From, t.cfg.Self)
+}
+
+// checkPeer validates the process id a peer claims (a process may
+// connect to itself: one-sided windows send to their own rank).
+func checkPeer(from uint64, self int) error {
+	if from >= maxProc {
+		return fmt.Errorf("claims process id %d (at most %d)", from, maxProc-1)
+	}
+	return nil
+}
+
+// decodeHello parses the plain hello (no Config.Auth).
+func decodeHello(b []byte, self int) (int, error) {
+	if len(b) != helloSize {
+		return 0, fmt.Errorf("hello of %d bytes", len(b))
+	}
+	if m := binary.LittleEndian.Uint32(b); m != helloMagic {
+		return 0, fmt.Errorf("bad hello magic %#x", m)
+	}
+	from := binary.LittleEndian.Uint64(b[4:])
+	if err := checkPeer(from, self); err != nil {
+		return 0, err
+	}
+	return int(from), nil
+}
+
+// remote describes the other end of c for a log line.
+func remote(c net.Conn) string {
+	if a := c.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {
+		return " from " + a.String()
+	}
+	return ""
+}
+
+// logf logs why a connection was refused or closed.
+func (t *Transport) logf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if t.cfg.Log != nil {
+		t.cfg.Log(msg)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "ftmpi: process %d: %s\n", t.cfg.Self, msg)
 }
 
 // frameReader reads the frames of one connection.
@@ -441,7 +578,48 @@ func (r *frameReader) header() (transport.Header, error) {
 		return h, err
 	}
 	h.Decode(r.hb[:])
+	if err := checkHeader(&h); err != nil {
+		return h, &malformedError{err}
+	}
 	return h, nil
+}
+
+// malformedError is a frame that breaks the wire rules: the connection is
+// closed with it logged.
+type malformedError struct{ err error }
+
+func (e *malformedError) Error() string { return "malformed frame: " + e.err.Error() }
+
+// checkHeader validates what the transport owns in a header: its reserved
+// bits and the payload length of a whole frame (a writer chunks every
+// payload above chunkSize).
+func checkHeader(h *transport.Header) error {
+	if bad := h.Flags & transport.FlagsReserved &^ flagsKnown; bad != 0 {
+		return fmt.Errorf("unknown transport flags %#x", bad)
+	}
+	chunked := h.Flags&flagChunked != 0
+	switch {
+	case h.Flags&flagConn != 0 && chunked:
+		return fmt.Errorf("a transport frame marked chunked")
+	case chunked && h.N <= chunkSize:
+		return fmt.Errorf("a chunked frame of %d bytes (chunks are for payloads over %d)", h.N, chunkSize)
+	case !chunked && h.N > chunkSize:
+		return fmt.Errorf("a whole frame of %d bytes (at most %d)", h.N, chunkSize)
+	}
+	return nil
+}
+
+// malformed closes the connection of peer for a malformed frame, logs the
+// reason and reports the peer lost.
+func (t *Transport) malformed(peer int, err error) {
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return
+	}
+	t.logf("closed the connection from process %d: %v", peer, err)
+	t.cfg.Handler.PeerLost(peer, err)
 }
 
 // deliver hands frame h to the handler and reads its payload: exactly one
@@ -454,12 +632,17 @@ func (r *frameReader) deliver(h transport.Header, outer bool) error {
 	h.Flags &^= transport.FlagsReserved
 	hd := r.t.cfg.Handler
 	dst, cookie := hd.Frame(r.peer, h)
+	if rj, ok := cookie.(*transport.Reject); ok {
+		err := &malformedError{rj.Err}
+		hd.Payload(r.peer, h, nil, cookie, err)
+		return err
+	}
 	var err error
 	if h.N > 0 {
 		keep := uint64(len(dst)) == h.N
 		switch {
 		case chunked && !outer:
-			err = fmt.Errorf("rank %d sent a chunked frame inside a chunked payload", r.peer)
+			err = &malformedError{fmt.Errorf("rank %d sent a chunked frame inside a chunked payload", r.peer)}
 		case chunked:
 			err = r.chunks(h.N, dst, keep)
 		case keep:
@@ -469,7 +652,9 @@ func (r *frameReader) deliver(h transport.Header, outer bool) error {
 		}
 	}
 	if err != nil {
-		err = r.t.wireErr(r.peer, err)
+		if _, bad := err.(*malformedError); !bad {
+			err = r.t.wireErr(r.peer, err)
+		}
 	}
 	hd.Payload(r.peer, h, dst, cookie, err)
 	return err
@@ -490,7 +675,7 @@ func (r *frameReader) chunks(n uint64, dst []byte, keep bool) error {
 			continue
 		}
 		if ch.Kind != connChunk || ch.N == 0 || ch.N > n-off {
-			return fmt.Errorf("rank %d sent a bad chunk (kind %d, %d bytes) at byte %d of a %d-byte payload", r.peer, ch.Kind, ch.N, off, n)
+			return &malformedError{fmt.Errorf("rank %d sent a bad chunk (kind %d, %d bytes) at byte %d of a %d-byte payload", r.peer, ch.Kind, ch.N, off, n)}
 		}
 		if keep {
 			_, err = io.ReadFull(r.br, dst[off:off+ch.N])
@@ -633,21 +818,47 @@ func (t *Transport) dial(to int) (net.Conn, bool, error) {
 		t.mu.Unlock()
 	}()
 	tune(c)
-	var hello [12]byte
-	binary.LittleEndian.PutUint32(hello[0:], helloMagic)
-	binary.LittleEndian.PutUint64(hello[4:], uint64(t.cfg.Self))
 	var reply [1]byte
 	c.SetDeadline(time.Now().Add(t.cfg.ConnectTimeout))
-	if _, err := c.Write(hello[:]); err != nil {
-		c.Close()
-		return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)
+	if t.cfg.Auth != nil {
+		h := wireauth.Hello{Proto: wireauth.ProtoSock, Scope: t.cfg.Scope, From: uint64(t.cfg.Self), To: uint64(to)}
+		if n, err := hex.DecodeString(p.Nonce); err == nil && len(n) == wireauth.NonceSize {
+			v, err := wireauth.FastDial(c, t.cfg.Auth, h, [wireauth.NonceSize]byte(n))
+			if err != nil {
+				c.Close()
+				return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)
+			}
+			c.SetDeadline(time.Time{})
+			return t.verdict(c, to, v)
+		}
+		if err := wireauth.Dial(c, t.cfg.Auth, h); err != nil {
+			c.Close()
+			return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)
+		}
+	} else {
+		var hello [helloSize]byte
+		binary.LittleEndian.PutUint32(hello[0:], helloMagic)
+		binary.LittleEndian.PutUint64(hello[4:], uint64(t.cfg.Self))
+		if _, err := c.Write(hello[:]); err != nil {
+			c.Close()
+			return nil, false, fmt.Errorf("connect to rank %d: %w", to, err)
+		}
 	}
 	if _, err := io.ReadFull(c, reply[:]); err != nil {
 		c.Close()
 		return nil, false, fmt.Errorf("connect to rank %d: no handshake reply: %w", to, err)
 	}
 	c.SetDeadline(time.Time{})
-	return c, reply[0] == replyAccept, nil
+	return t.verdict(c, to, reply[0])
+}
+
+// verdict is dial's outcome for the peer's handshake reply v.
+func (t *Transport) verdict(c net.Conn, to int, v byte) (net.Conn, bool, error) {
+	if v != replyAccept && v != replyRefuse {
+		c.Close()
+		return nil, false, fmt.Errorf("connect to rank %d: handshake reply %d", to, v)
+	}
+	return c, v == replyAccept, nil
 }
 
 // connect returns the connection to send to ps on, dialling it or waiting
@@ -932,7 +1143,9 @@ func (t *Transport) write(ps *peerState, cc *conn, h transport.Header, payload [
 func (t *Transport) writeUrgent(ps *peerState, cc *conn) error {
 	for {
 		ps.mu.Lock()
-		if ps.urgent.len() == 0 {
+		if ps.urgent.len() == 0 || len(ps.urgent.q[ps.urgent.head].payload) > chunkSize {
+			// (a large urgent frame waits for the end of the chunked one:
+			// whole frames are never above chunkSize)
 			ps.mu.Unlock()
 			return nil
 		}

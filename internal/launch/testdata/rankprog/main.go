@@ -67,13 +67,6 @@ func main() {
 	if !ok {
 		die("not started by ftmpirun")
 	}
-	if specs := os.Getenv(inject.EnvVar); specs != "" {
-		stop, err := inject.Self(info.Rank, info.Size, specs)
-		if err != nil {
-			die("%v", err)
-		}
-		defer stop()
-	}
 	if mode == "lines" {
 		k := arg(0)
 		pad := strings.Repeat("x", 100+info.Rank*37)
@@ -89,6 +82,16 @@ func main() {
 		die("connect: %v", err)
 	}
 	defer c.Close()
+	// Self-injection starts once the rank is connected, as under mpi.Init
+	// (rte.Process.Arm): a kill before the hello would make the rank a
+	// plain program that died, not a failed rank.
+	if specs := os.Getenv(inject.EnvVar); specs != "" {
+		stop, err := inject.Self(info.Rank, info.Size, specs)
+		if err != nil {
+			die("%v", err)
+		}
+		defer stop()
+	}
 	if mode == "hang" || mode == "hangterm" {
 		if mode == "hangterm" {
 			signal.Ignore(syscall.SIGTERM)
