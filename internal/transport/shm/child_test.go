@@ -60,7 +60,7 @@ func runChild(role string) int {
 	}()
 	dir := os.Getenv(envDir)
 	ch := &childHandler{hold: role == "hold-receiver", block: stdinClosed}
-	cfg := Config{Self: 1, Dir: dir, Name: sockName(1), Handler: ch}
+	cfg := Config{Self: 1, Dir: dir, Name: sockName(1), Handler: ch, NoCMA: role == "cut-mid-frame"}
 	puts := 0
 	switch role {
 	case "cut-before-publish":
@@ -87,7 +87,7 @@ func runChild(role string) int {
 	switch role {
 	case "cut-before-publish":
 		tr.Send(0, transport.Header{Kind: 7, Seq: 7}, make([]byte, 100))
-	case "cut-mid-frame":
+	case "cut-mid-frame", "big-sender":
 		b := make([]byte, 8<<20)
 		fill(b, 7)
 		tr.Send(0, transport.Header{Kind: 1, Seq: 7}, b)
@@ -247,6 +247,37 @@ func TestCrashSenderKilledMidFrame(t *testing.T) {
 	c := startChild(t, "cut-mid-frame", dir)
 	c.expect(t, "midframe")
 	c.kill(t, syscall.SIGKILL)
+	ev := untilLost(t, rec)
+	if strings.Join(ev, ",") != "cut 7,lost 1" || rec.frames != 1 {
+		t.Fatalf("events %v with %d frames announced, want the frame cut then the loss", ev, rec.frames)
+	}
+	rec.check(t)
+}
+
+// A sender killed while its 8 MiB payload waits in its memory for the
+// receiver to read it (the receiver holds inside the frame's Frame call
+// until the sender is dead): the frame ends with an error, then the peer
+// is reported lost.
+func TestCrashSenderKilledBeforeItsPayloadIsRead(t *testing.T) {
+	dir := t.TempDir()
+	rec := newRecorder()
+	rx := &holdHandler{recorder: rec, seen: make(chan struct{}), hold: make(chan struct{})}
+	tr := parent(t, dir, 2, rx)
+	defer tr.Close()
+	c := startChild(t, "big-sender", dir)
+	select {
+	case <-rx.seen:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the big frame did not arrive")
+	}
+	tr.mu.Lock()
+	cma := tr.pairs[1].in.cma.Load() == 1
+	tr.mu.Unlock()
+	if !cma {
+		t.Fatal("the payload is not to be read from the sender's memory")
+	}
+	c.kill(t, syscall.SIGKILL)
+	close(rx.hold)
 	ev := untilLost(t, rec)
 	if strings.Join(ev, ",") != "cut 7,lost 1" || rec.frames != 1 {
 		t.Fatalf("events %v with %d frames announced, want the frame cut then the loss", ev, rec.frames)

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 
@@ -21,6 +22,7 @@ const (
 	offBHead     = 3 * lineSize // bulk ring: bytes consumed
 	offSpaceSeq  = 4 * lineSize // futex word: bumped when the consumer frees space
 	offSpaceWait = 5 * lineSize // the producer waits for space (1)
+	offCMA       = 6 * lineSize // the consumer reads the producer's memory (process_vm_readv works: 1)
 
 	urgentSize = 64 << 10  // urgent ring bytes (power of two)
 	bulkSize   = 256 << 10 // bulk ring bytes (power of two)
@@ -38,8 +40,12 @@ const (
 const (
 	flagShm     uint16 = 1 << 14 // a record of this package; Kind is a rec* kind
 	flagChunked uint16 = 1 << 13 // the payload follows as recChunk records
+	flagCMA     uint16 = 1 << 12 // the payload stays in the sender: the record holds its address
 	recChunk    uint8  = 2       // a piece of the payload of the chunked frame being read
 	recPad      uint8  = 3       // skip to the start of the ring
+
+	cmaBody  = 16      // a flagCMA record's body: the payload's address in the sender, and 0
+	cmaPiece = 4 << 20 // a flagCMA payload is read in pieces of this size, urgent frames between them
 )
 
 // recLen is the ring space of a record with n payload bytes: header and
@@ -99,6 +105,7 @@ type dirView struct {
 	urgent, bulk ring
 	spaceSeq     *atomic.Uint32
 	spaceWait    *atomic.Uint32
+	cma          *atomic.Uint32
 }
 
 func viewDir(seg region, d int) dirView {
@@ -108,6 +115,7 @@ func viewDir(seg region, d int) dirView {
 		bulk:      ring{data: seg.b[base+ctlSize+urgentSize : base+dirSize], tail: seg.u64(base + offBTail), head: seg.u64(base + offBHead)},
 		spaceSeq:  seg.u32(base + offSpaceSeq),
 		spaceWait: seg.u32(base + offSpaceWait),
+		cma:       seg.u32(base + offCMA),
 	}
 }
 
@@ -135,10 +143,12 @@ func errCorrupt(peer int, what string, args ...any) error {
 }
 
 // consume delivers the next record of r (which holds tail-head > 0
-// published bytes) to hd: a whole frame, a frame's header (its payload
-// follows in chunks), or a chunk. It returns an error when the record is
-// malformed; the ring is then left as it is.
-func consume(r *ring, rx *rxFrame, tail uint64, peer int, hd transport.Handler) error {
+// published bytes) from p: a whole frame, a frame's header (its payload
+// follows in chunks), a chunk, or a frame whose payload it reads from the
+// sender's memory. It returns an error when the record is malformed or
+// the payload could not be read; the ring is then left as it is.
+func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
+	peer, hd := p.rank, p.t.cfg.Handler
 	size := uint64(len(r.data))
 	head := r.head.Load()
 	pos := head & (size - 1)
@@ -180,7 +190,26 @@ func consume(r *ring, rx *rxFrame, tail uint64, peer int, hd transport.Handler) 
 		return errCorrupt(peer, "a frame inside a chunked payload")
 	}
 	chunked := h.Flags&flagChunked != 0
+	cma := h.Flags&flagCMA != 0
 	h.Flags &^= transport.FlagsReserved
+	if cma {
+		if rx.active || h.N == 0 || avail < recLen(cmaBody) || recLen(cmaBody) > toEnd {
+			return errCorrupt(peer, "a frame of %d bytes in the sender's memory", h.N)
+		}
+		addr := binary.LittleEndian.Uint64(r.data[pos+transport.HeaderSize:])
+		dst, cookie := hd.Frame(peer, h)
+		var err error
+		if uint64(len(dst)) == h.N {
+			err = p.readPeer(dst, addr)
+		}
+		if err != nil {
+			hd.Payload(peer, h, dst, cookie, err)
+			return err
+		}
+		r.head.Store(head + recLen(cmaBody)) // the sender may reuse the payload
+		hd.Payload(peer, h, dst, cookie, nil)
+		return nil
+	}
 	if chunked {
 		if h.N == 0 {
 			return errCorrupt(peer, "a chunked frame without payload")

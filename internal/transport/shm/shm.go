@@ -45,6 +45,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -70,6 +71,10 @@ type Config struct {
 	// means 30 s.
 	ConnectTimeout time.Duration
 
+	// NoCMA makes every payload travel through the rings, even where the
+	// receiver may read the sender's memory (process_vm_readv).
+	NoCMA bool
+
 	beforePublish func() // tests: runs between writing a record and publishing it
 }
 
@@ -93,6 +98,8 @@ const (
 // Transport implements transport.Transport over shared memory.
 type Transport struct {
 	cfg   Config
+	pid   int
+	probe [8]byte // a peer reads it to learn whether it may read this process's memory
 	ln    *net.UnixListener
 	path  string
 	addrs atomic.Pointer[[]string]
@@ -130,13 +137,15 @@ type pair struct {
 	err     error
 	ready   chan struct{} // closed when up, err, dialing or expect change
 
-	c     *net.UnixConn
-	seg   region
-	pbell region // the peer's doorbell
-	out   dirView
-	in    dirView
-	state atomic.Int32
-	why   error // why the peer was lost; written before state
+	c       *net.UnixConn
+	pid     int // the peer's process id
+	byeOnce sync.Once
+	seg     region
+	pbell   region // the peer's doorbell
+	out     dirView
+	in      dirView
+	state   atomic.Int32
+	why     error // why the peer was lost; written before state
 
 	// Sending; guarded by mu (held for a copy into a ring, never across a
 	// wait).
@@ -167,6 +176,7 @@ type item struct {
 	w       *waiter
 	started bool
 	off     int
+	ack     uint64 // a payload read from this process's memory: the ring's head once it is read
 }
 
 func (it *item) finish(err error) {
@@ -215,7 +225,8 @@ func Listen(cfg Config) (*Transport, error) {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
-	t := &Transport{cfg: cfg, pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{}, rxDone: make(chan struct{})}
+	t := &Transport{cfg: cfg, pid: os.Getpid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{}, rxDone: make(chan struct{})}
+	copy(t.probe[:], probeMagic)
 	var err error
 	t.bell, t.bellFd, err = newRegion("ftmpi-bell", bellSize)
 	if err != nil {
@@ -444,6 +455,22 @@ func (p *pair) progressLocked(done []item) ([]item, bool) {
 func (p *pair) writeItem(r *ring, it *item) (finished, progressed bool) {
 	before := p.t.cfg.beforePublish
 	n := len(it.payload)
+	if r == &p.out.bulk && uint64(n) > r.maxRec()-transport.HeaderSize && (it.ack != 0 || !it.started && p.out.cma.Load() == 1) {
+		// The receiver reads the payload from this process's memory; the
+		// frame is written once its record is consumed.
+		if it.started {
+			return r.head.Load() >= it.ack, false
+		}
+		h := it.h
+		h.Flags |= flagCMA
+		var body [cmaBody]byte
+		binary.LittleEndian.PutUint64(body[:], uint64(uintptr(unsafe.Pointer(&it.payload[0]))))
+		if !r.put(&h, body[:], before) {
+			return false, false
+		}
+		it.started, it.ack = true, r.tail.Load()
+		return false, true
+	}
 	if !it.started {
 		if recLen(uint64(n)) <= r.maxRec() {
 			if !r.put(&it.h, it.payload, before) {
@@ -530,6 +557,11 @@ func (p *pair) writeLoop() {
 		}
 		if waiting {
 			if by := t.closeBy.Load(); by != 0 && time.Now().UnixNano() > by {
+				// A payload the receiver may be reading from this process's
+				// memory: the goodbye comes first, so the receiver, which
+				// checks the connection after reading, discards what it read
+				// if the caller reuses the buffer.
+				p.sayBye()
 				p.fail(transport.ErrClosed)
 				continue
 			}
@@ -647,12 +679,11 @@ func (t *Transport) pollAll() bool {
 // reported lost (unless it said goodbye). finished is true then.
 func (p *pair) poll() (progress, finished bool) {
 	st := p.state.Load()
-	hd := p.t.cfg.Handler
 	var err error
 	bt := p.in.bulk.tail.Load()
 	progress, err = p.drainUrgent()
 	for err == nil && !p.ur.active && p.in.bulk.head.Load() != bt {
-		if err = consume(&p.in.bulk, &p.br, bt, p.rank, hd); err == nil {
+		if err = consume(&p.in.bulk, &p.br, bt, p); err == nil {
 			var prog bool
 			prog, err = p.drainUrgent()
 			progress = progress || prog
@@ -674,7 +705,7 @@ func (p *pair) drainUrgent() (bool, error) {
 	progress := false
 	ut := p.in.urgent.tail.Load()
 	for p.in.urgent.head.Load() != ut {
-		if err := consume(&p.in.urgent, &p.ur, ut, p.rank, p.t.cfg.Handler); err != nil {
+		if err := consume(&p.in.urgent, &p.ur, ut, p); err != nil {
 			return true, err
 		}
 		progress = true
@@ -784,9 +815,7 @@ func (t *Transport) Close() error {
 			failed[i].finish(transport.ErrClosed)
 		}
 		if p.up.Load() {
-			p.c.SetWriteDeadline(time.Now().Add(closeFlush))
-			p.c.Write([]byte{byeByte})
-			p.c.Close()
+			p.sayBye()
 		}
 	}
 	t.stop.Store(true)
@@ -805,6 +834,71 @@ func (t *Transport) Close() error {
 		return t.cfg.Fallback.Close()
 	}
 	return nil
+}
+
+// sayBye writes the goodbye on p's connection and closes it (once); p up.
+func (p *pair) sayBye() {
+	p.byeOnce.Do(func() {
+		p.c.SetWriteDeadline(time.Now().Add(closeFlush))
+		p.c.Write([]byte{byeByte})
+		p.c.Close()
+	})
+}
+
+// probeMagic is what Transport.probe holds.
+const probeMagic = "ftmpiCMA"
+
+// canRead reports whether this process may read the memory of process pid
+// (process_vm_readv; refused by ptrace rules such as Yama's), trying on
+// the peer's probe at addr.
+func canRead(pid int, addr uint64) bool {
+	var b [8]byte
+	local := []unix.Iovec{{Base: &b[0], Len: 8}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: 8}}
+	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	return err == nil && n == 8 && string(b[:]) == probeMagic
+}
+
+// readPeer reads len(dst) bytes at addr in the peer's memory into dst, in
+// pieces between which the peer's urgent frames are delivered. The
+// connection is checked after the read: open, the peer lived through it
+// (its process id was not reused) and had not given up the frame.
+func (p *pair) readPeer(dst []byte, addr uint64) error {
+	for off := 0; off < len(dst); {
+		n := min(cmaPiece, len(dst)-off)
+		local := []unix.Iovec{{Base: &dst[off], Len: uint64(n)}}
+		remote := []unix.RemoteIovec{{Base: uintptr(addr) + uintptr(off), Len: n}}
+		got, err := unix.ProcessVMReadv(p.pid, local, remote, 0)
+		if err != nil || got != n {
+			return fmt.Errorf("rank %d's payload (%d of %d bytes read): %v", p.rank, off+max(got, 0), len(dst), errOr(err, "short read"))
+		}
+		off += n
+		if off < len(dst) {
+			if _, err := p.drainUrgent(); err != nil {
+				return err
+			}
+		}
+	}
+	if !p.open() {
+		return fmt.Errorf("rank %d ended while its payload was read", p.rank)
+	}
+	return nil
+}
+
+// open reports whether p's connection has neither ended nor carries the
+// goodbye.
+func (p *pair) open() bool {
+	rc, err := p.c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	rc.Control(func(fd uintptr) {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		ok = err == unix.EAGAIN
+	})
+	return ok && p.state.Load() == alive
 }
 
 // --- pair set-up ---------------------------------------------------------
@@ -878,7 +972,7 @@ func (t *Transport) accept(c *net.UnixConn) {
 		t.mu.Unlock()
 	}()
 	c.SetDeadline(time.Now().Add(t.cfg.ConnectTimeout))
-	var hello [12]byte
+	var hello [helloSize]byte
 	fds, err := readFds(c, hello[:], 2)
 	if err != nil || binary.LittleEndian.Uint32(hello[0:]) != helloMagic {
 		closeFds(fds)
@@ -886,6 +980,8 @@ func (t *Transport) accept(c *net.UnixConn) {
 		return
 	}
 	peer := int(binary.LittleEndian.Uint64(hello[4:]))
+	pid := int(binary.LittleEndian.Uint32(hello[12:]))
+	probe := binary.LittleEndian.Uint64(hello[16:])
 	defer closeFds(fds)
 	t.mu.Lock()
 	if t.closed {
@@ -896,7 +992,8 @@ func (t *Transport) accept(c *net.UnixConn) {
 	p := t.pairLocked(peer)
 	if p.up.Load() || (p.dialing && peer > t.cfg.Self) {
 		t.mu.Unlock()
-		c.Write([]byte{replyRefuse})
+		reply := t.reply(replyRefuse)
+		c.Write(reply[:])
 		c.Close()
 		return
 	}
@@ -913,9 +1010,14 @@ func (t *Transport) accept(c *net.UnixConn) {
 		c.Close()
 		return
 	}
+	p.pid = pid
+	if !t.cfg.NoCMA && canRead(pid, probe) {
+		viewDir(seg, 0).cma.Store(1)
+	}
 	t.establishLocked(p, c, seg, pbell, 1)
 	t.mu.Unlock()
-	_, _, err = c.WriteMsgUnix([]byte{replyAccept}, unix.UnixRights(t.bellFd), nil)
+	reply := t.reply(replyAccept)
+	_, _, err = c.WriteMsgUnix(reply[:], unix.UnixRights(t.bellFd), nil)
 	c.SetDeadline(time.Time{})
 	if err != nil {
 		c.Close() // the watcher reports the peer lost
@@ -1009,6 +1111,30 @@ func (t *Transport) connect(p *pair) error {
 
 var errRefused = errors.New("refused")
 
+// The handshake: the dialler's hello (magic, rank, process id, probe
+// address; with the segment's and its doorbell's descriptors) and the
+// reply (accept or refuse, process id, probe address; with the doorbell's
+// descriptor when accepted).
+const (
+	helloSize = 24
+	replySize = 13
+)
+
+func (t *Transport) hello() (b [helloSize]byte) {
+	binary.LittleEndian.PutUint32(b[0:], helloMagic)
+	binary.LittleEndian.PutUint64(b[4:], uint64(t.cfg.Self))
+	binary.LittleEndian.PutUint32(b[12:], uint32(t.pid))
+	binary.LittleEndian.PutUint64(b[16:], uint64(uintptr(unsafe.Pointer(&t.probe[0]))))
+	return b
+}
+
+func (t *Transport) reply(status byte) (b [replySize]byte) {
+	b[0] = status
+	binary.LittleEndian.PutUint32(b[1:], uint32(t.pid))
+	binary.LittleEndian.PutUint64(b[5:], uint64(uintptr(unsafe.Pointer(&t.probe[0]))))
+	return b
+}
+
 // dial connects to p's peer, creates the segment and passes it; on
 // acceptance p is up.
 func (t *Transport) dial(p *pair) error {
@@ -1041,9 +1167,7 @@ func (t *Transport) dial(p *pair) error {
 		return err
 	}
 	defer unix.Close(segFd) // the peer has its own descriptor once it read the hello
-	var hello [12]byte
-	binary.LittleEndian.PutUint32(hello[0:], helloMagic)
-	binary.LittleEndian.PutUint64(hello[4:], uint64(t.cfg.Self))
+	hello := t.hello()
 	c.SetDeadline(time.Now().Add(t.cfg.ConnectTimeout))
 	fail := func(err error) error {
 		seg.unmap()
@@ -1053,23 +1177,33 @@ func (t *Transport) dial(p *pair) error {
 	if _, _, err := c.WriteMsgUnix(hello[:], unix.UnixRights(segFd, t.bellFd), nil); err != nil {
 		return fail(fmt.Errorf("connect to rank %d: %w", p.rank, err))
 	}
-	var reply [1]byte
+	var reply [replySize]byte
+	c.SetReadDeadline(time.Now().Add(t.cfg.ConnectTimeout))
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := c.ReadMsgUnix(reply[:], oob)
-	if err != nil || n != 1 {
-		return fail(fmt.Errorf("connect to rank %d: no handshake reply: %v", p.rank, errOr(err, "short reply")))
+	var fds []int
+	if err == nil && oobn > 0 {
+		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil && len(msgs) == 1 {
+			fds, _ = unix.ParseUnixRights(&msgs[0])
+		}
+	}
+	if err == nil && n < replySize {
+		_, err = io.ReadFull(c, reply[n:])
+	}
+	if err != nil {
+		closeFds(fds)
+		return fail(fmt.Errorf("connect to rank %d: no handshake reply: %w", p.rank, err))
 	}
 	if reply[0] != replyAccept {
+		closeFds(fds)
 		return fail(errRefused)
-	}
-	var fds []int
-	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
-		fds, _ = unix.ParseUnixRights(&msgs[0])
 	}
 	if len(fds) != 1 {
 		closeFds(fds)
 		return fail(fmt.Errorf("connect to rank %d: %d descriptors in the reply, want its doorbell", p.rank, len(fds)))
 	}
+	pid := int(binary.LittleEndian.Uint32(reply[1:]))
+	probe := binary.LittleEndian.Uint64(reply[5:])
 	pbell, err := mapRegion(fds[0], bellSize)
 	unix.Close(fds[0])
 	if err != nil {
@@ -1081,6 +1215,10 @@ func (t *Transport) dial(p *pair) error {
 		t.mu.Unlock()
 		pbell.unmap()
 		return fail(transport.ErrClosed)
+	}
+	p.pid = pid
+	if !t.cfg.NoCMA && canRead(pid, probe) {
+		viewDir(seg, 1).cma.Store(1)
 	}
 	t.establishLocked(p, c, seg, pbell, 0)
 	t.mu.Unlock()

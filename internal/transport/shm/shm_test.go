@@ -129,10 +129,16 @@ func addrs(dir string, n int) []string {
 
 // newJob starts n transports in this process, sharing dir.
 func newJob(t *testing.T, dir string, n int, hs ...transport.Handler) []*Transport {
+	return newJobCMA(t, dir, n, true, hs...)
+}
+
+// newJobCMA is newJob with large payloads read from the sender's memory
+// (cma) or copied through the rings.
+func newJobCMA(t *testing.T, dir string, n int, cma bool, hs ...transport.Handler) []*Transport {
 	t.Helper()
 	trs := make([]*Transport, n)
 	for i := range trs {
-		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: hs[i],
+		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: hs[i], NoCMA: !cma,
 			SpinFn: func() time.Duration { return 10 * time.Microsecond }})
 		if err != nil {
 			t.Fatal(err)
@@ -163,12 +169,18 @@ func closeAll(trs []*Transport) {
 }
 
 // Frames of every size (inline, exactly at the chunk limits, chunked
-// through many ring turns) arrive intact and in order per sender, from
-// several senders at once, sent and posted, on both lanes.
+// through many ring turns or read from the sender's memory) arrive intact
+// and in order per sender, from several senders at once, sent and
+// posted.
 func TestFramesArriveIntactAndInOrder(t *testing.T) {
+	t.Run("ring", func(t *testing.T) { testFramesIntact(t, false) })
+	t.Run("cma", func(t *testing.T) { testFramesIntact(t, true) })
+}
+
+func testFramesIntact(t *testing.T, cma bool) {
 	dir := t.TempDir()
 	recs := []*recorder{newRecorder(), newRecorder(), newRecorder()}
-	trs := newJob(t, dir, 3, recs[0], recs[1], recs[2])
+	trs := newJobCMA(t, dir, 3, cma, recs[0], recs[1], recs[2])
 	defer closeAll(trs)
 	sizes := []int{0, 8, 9, 100, 4096, 16 << 10, int(bulkSize/4 - transport.HeaderSize - 1), int(bulkSize / 4), 100 << 10, 1 << 20, 3<<20 + 13}
 	const rounds = 3
@@ -205,6 +217,9 @@ func TestFramesArriveIntactAndInOrder(t *testing.T) {
 	total := rounds * len(sizes)
 	waitFor(t, "every frame", func() bool { return recs[1].count(0) == total && recs[1].count(2) == total })
 	recs[1].check(t)
+	if got := trs[0].pairs[1].out.cma.Load() == 1; got != cma {
+		t.Fatalf("payloads read from the sender's memory: %v, want %v", got, cma)
+	}
 	for _, from := range []int{0, 2} {
 		for i, s := range recs[1].got[from] {
 			if s != uint64(i+1) {
@@ -266,12 +281,18 @@ func (h *holdHandler) Frame(from int, hd transport.Header) ([]byte, any) {
 }
 
 // An urgent frame posted while a 16 MiB frame to the same peer waits for
-// ring space arrives before that frame completes, which arrives intact;
-// and an urgent frame sent before a bulk one is not overtaken by it.
+// ring space (or for the receiver to read it from the sender's memory)
+// arrives before that frame completes, which arrives intact; and an
+// urgent frame sent before a bulk one is not overtaken by it.
 func TestUrgentFrameOvertakesBulkTransfer(t *testing.T) {
+	t.Run("ring", func(t *testing.T) { testUrgentOvertakes(t, false) })
+	t.Run("cma", func(t *testing.T) { testUrgentOvertakes(t, true) })
+}
+
+func testUrgentOvertakes(t *testing.T, cma bool) {
 	dir := t.TempDir()
 	rx := &holdHandler{recorder: newRecorder(), seen: make(chan struct{}), hold: make(chan struct{})}
-	trs := newJob(t, dir, 2, newRecorder(), rx)
+	trs := newJobCMA(t, dir, 2, cma, newRecorder(), rx)
 	defer closeAll(trs)
 	big := make([]byte, 16<<20)
 	fill(big, 1)
