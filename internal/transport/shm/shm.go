@@ -137,8 +137,8 @@ type pair struct {
 	err     error
 	ready   chan struct{} // closed when up, err, dialing or expect change
 
-	c       *net.UnixConn
-	pid     int // the peer's process id
+	c       *net.UnixConn // nil for the pair of this rank with itself
+	pid     int           // the peer's process id
 	byeOnce sync.Once
 	seg     region
 	pbell   region // the peer's doorbell
@@ -561,7 +561,9 @@ func (p *pair) writeLoop() {
 				// memory: the goodbye comes first, so the receiver, which
 				// checks the connection after reading, discards what it read
 				// if the caller reuses the buffer.
-				p.sayBye()
+				if p.c != nil {
+					p.sayBye()
+				}
 				p.fail(transport.ErrClosed)
 				continue
 			}
@@ -720,7 +722,9 @@ func (p *pair) end(st int32, err error) {
 	t := p.t
 	if err != nil {
 		st = lost
-		p.c.Close() // the peer sees the break
+		if p.c != nil {
+			p.c.Close() // the peer sees the break
+		}
 	} else if st == lost {
 		err = p.why
 	}
@@ -772,7 +776,9 @@ func (p *pair) unmapLocked() {
 	}
 	p.unmapped = true
 	p.seg.unmap()
-	p.pbell.unmap()
+	if p.c != nil { // else pbell is this transport's own doorbell
+		p.pbell.unmap()
+	}
 }
 
 // Close writes what is queued (for up to closeFlush: a peer that does not
@@ -814,7 +820,7 @@ func (t *Transport) Close() error {
 		for i := range failed {
 			failed[i].finish(transport.ErrClosed)
 		}
-		if p.up.Load() {
+		if p.up.Load() && p.c != nil {
 			p.sayBye()
 		}
 	}
@@ -1024,6 +1030,25 @@ func (t *Transport) accept(c *net.UnixConn) {
 	}
 }
 
+// selfLocked sets up the pair of this rank with itself: one direction of
+// a segment of its own, this transport's doorbell, no connection (it
+// cannot be lost); t.mu held.
+func (t *Transport) selfLocked(p *pair) error {
+	seg, fd, err := newRegion("ftmpi-self", segSize)
+	if err != nil {
+		return err
+	}
+	unix.Close(fd)
+	p.seg, p.pbell = seg, t.bell
+	p.in = viewDir(seg, 0)
+	p.out = p.in
+	p.up.Store(true)
+	p.changed()
+	rx := append(append([]*pair(nil), *t.rx.Load()...), p)
+	t.rx.Store(&rx)
+	return nil
+}
+
 // establishLocked makes p up on connection c and segment seg, where this
 // rank receives on direction in; t.mu held.
 func (t *Transport) establishLocked(p *pair, c *net.UnixConn, seg, pbell region, in int) {
@@ -1091,6 +1116,11 @@ func (t *Transport) connect(p *pair) error {
 				return fmt.Errorf("connect to rank %d: no connection after %v", p.rank, t.cfg.ConnectTimeout)
 			}
 			continue
+		}
+		if p.rank == t.cfg.Self {
+			err := t.selfLocked(p)
+			t.mu.Unlock()
+			return err
 		}
 		p.dialing = true
 		t.mu.Unlock()

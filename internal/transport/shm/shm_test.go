@@ -401,3 +401,25 @@ func TestNewEpochGetsFreshRings(t *testing.T) {
 		}
 	}
 }
+
+// A rank sends to itself through a ring of its own (the protocol sends
+// fence markers and the like to every member, itself included).
+func TestSendToSelf(t *testing.T) {
+	dir := t.TempDir()
+	rec := newRecorder()
+	trs := newJob(t, dir, 1, rec)
+	defer closeAll(trs)
+	for i, n := range []int{0, 100, 1 << 20, 10} {
+		b := make([]byte, n)
+		fill(b, uint64(i+1))
+		if i%2 == 0 {
+			if err := trs[0].Send(0, transport.Header{Kind: 1, Seq: uint64(i + 1)}, b); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			trs[0].Post(0, transport.Header{Kind: 1, Seq: uint64(i + 1), Flags: transport.FlagUrgent}, b, nil)
+		}
+	}
+	waitFor(t, "the frames to self", func() bool { return rec.count(0) == 4 })
+	rec.check(t)
+}
