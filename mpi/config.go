@@ -27,9 +27,9 @@ import (
 // transport. RunConfig takes the Config as given.
 type Config struct {
 	// Transport between the processes of a job started by ftmpirun:
-	// "auto" (Unix sockets when every process is on this host, TCP
-	// otherwise), "unix", "tcp" (TCP even on one host) or "shm" (shared
-	// memory between the processes of one host, sockets to other hosts). It is the job's
+	// "auto" (shared memory between the processes of one host, TCP to
+	// other hosts), "unix" (Unix sockets on one host), "tcp" (TCP even on
+	// one host) or "shm" (as auto, forced). It is the job's
 	// choice, the same for every process: ftmpirun's --transport, which
 	// the bootstrap reads (FTMPI_TRANSPORT, internal/boot), replaces it.
 	// In-process jobs (Run) and singletons always use an in-memory

@@ -31,7 +31,7 @@ const (
 	EnvHost        = "FTMPI_HOST"        // id of the host/agent the rank runs on (ranks with equal Host may use unix sockets)
 	EnvHostCores   = "FTMPI_HOST_CORES"  // cores of that host as the launcher counts them (the same for every rank of the host; 0 or unset: not told)
 	EnvTmpDir      = "FTMPI_TMPDIR"      // per-job directory, created by the launcher, removed when the job ends (ranks put unix sockets there)
-	EnvTransport   = "FTMPI_TRANSPORT"   // "auto" (default), "unix", "tcp" (force TCP even on one host) or "shm" (shared memory on one host, sockets to others)
+	EnvTransport   = "FTMPI_TRANSPORT"   // "auto" (default: shared memory on one host, TCP to others), "unix", "tcp" (force TCP even on one host) or "shm"
 	EnvIncarnation = "FTMPI_INCARNATION" // 0 for the first start of a rank; later respawns increase it
 	EnvEpoch       = "FTMPI_EPOCH"       // Reinit epoch a respawned rank joins (0 at the first start)
 	EnvReinit      = "FTMPI_REINIT"      // "1" when the launcher respawns failed ranks for MPI_Reinit (--on-failure reinit)

@@ -154,8 +154,9 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
   -n, -np N        number of ranks
   --tag-output     prefix each output line with [rank]
   --timeout D      kill the job after D (e.g. 30s) and exit 124
-  --transport T    auto (default, or $FTMPI_TRANSPORT), unix, tcp (force TCP even on one host),
-                   or shm (shared memory between the ranks of one host, sockets to others)
+  --transport T    auto (default, or $FTMPI_TRANSPORT): shared memory between the ranks of one
+                   host, TCP to others; unix (Unix sockets on one host), tcp (TCP even on one
+                   host), or shm (shared memory, as auto)
   --on-failure P   abort (default): kill the job when a rank fails; continue: notify survivors;
                    reinit: respawn the failed rank and roll every rank back into MPI_Reinit
   --max-restarts K with --on-failure reinit, end the job at the (K+1)th failure (default 16)

@@ -17,7 +17,7 @@ import (
 
 // autoShm makes "auto" use shared memory between the processes of one
 // host (sockets to other hosts); otherwise "auto" means sockets only.
-const autoShm = false
+const autoShm = true
 
 // NetConfig is how the processes of an epoch communicate (validated by
 // the caller: mpi.Config).

@@ -193,7 +193,7 @@ func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
 	cma := h.Flags&flagCMA != 0
 	h.Flags &^= transport.FlagsReserved
 	if cma {
-		if rx.active || h.N == 0 || avail < recLen(cmaBody) || recLen(cmaBody) > toEnd {
+		if r != &p.in.bulk || rx.active || h.N == 0 || avail < recLen(cmaBody) || recLen(cmaBody) > toEnd {
 			return errCorrupt(peer, "a frame of %d bytes in the sender's memory", h.N)
 		}
 		addr := binary.LittleEndian.Uint64(r.data[pos+transport.HeaderSize:])

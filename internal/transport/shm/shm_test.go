@@ -423,3 +423,42 @@ func TestSendToSelf(t *testing.T) {
 	waitFor(t, "the frames to self", func() bool { return rec.count(0) == 4 })
 	rec.check(t)
 }
+
+// A peer that writes a malformed record (here a chunk outside any chunked
+// frame, then a frame longer than the ring) is reported lost, with a
+// clear error, never a panic; the connection breaks, so the writer is
+// told the same.
+func TestMalformedRecordIsALoss(t *testing.T) {
+	for _, bad := range []transport.Header{
+		{Kind: recChunk, Flags: flagShm, N: 10},
+		{Kind: 1, N: 1 << 40},
+		{Kind: 9, Flags: flagShm},
+		{Kind: 1, Flags: flagCMA, N: 100},
+	} {
+		dir := t.TempDir()
+		recs := []*recorder{newRecorder(), newRecorder()}
+		trs := newJob(t, dir, 2, recs[0], recs[1])
+		if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		trs[0].mu.Lock()
+		p := trs[0].pairs[1]
+		trs[0].mu.Unlock()
+		p.mu.Lock()
+		h := bad
+		if !p.out.urgent.put(&h, make([]byte, 10), nil) {
+			t.Fatal("no room for the bad record")
+		}
+		sleeping := p.ringLocked()
+		p.mu.Unlock()
+		p.wakePeer(sleeping)
+		for _, r := range []*recorder{recs[1], recs[0]} {
+			select {
+			case <-r.lost:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("header %+v: the loss was not reported", bad)
+			}
+		}
+		closeAll(trs)
+	}
+}
