@@ -311,15 +311,19 @@ func (t *Transport) Send(to int, h transport.Header, payload []byte) error {
 		p.mu.Unlock()
 		return err
 	}
-	if p.fastLocked(&h, payload) {
+	it := item{h: h, payload: payload}
+	if p.directLocked(&it) {
 		sleeping := p.ringLocked()
 		p.mu.Unlock()
 		p.wakePeer(sleeping)
 		return nil
 	}
+	sleeping := it.started && p.ringLocked()
 	w := waiterPool.Get().(*waiter)
-	p.queueLocked(item{h: h, payload: payload, w: w})
+	it.w = w
+	p.queueLocked(it)
 	p.mu.Unlock()
+	p.wakePeer(sleeping)
 	err = <-w.ch
 	waiterPool.Put(w)
 	return err
@@ -353,7 +357,8 @@ func (t *Transport) Post(to int, h transport.Header, payload []byte, done transp
 		}
 		return
 	}
-	if p.fastLocked(&h, payload) {
+	it := item{h: h, payload: payload}
+	if p.directLocked(&it) {
 		sleeping := p.ringLocked()
 		p.mu.Unlock()
 		p.wakePeer(sleeping)
@@ -362,28 +367,32 @@ func (t *Transport) Post(to int, h transport.Header, payload []byte, done transp
 		}
 		return
 	}
-	p.queueLocked(item{h: h, payload: payload, done: done})
+	sleeping := it.started && p.ringLocked()
+	it.done = done
+	p.queueLocked(it)
 	p.mu.Unlock()
+	p.wakePeer(sleeping)
 }
 
-// fastLocked writes a frame that needs no chunks into its ring when
-// nothing is queued before it (an urgent frame: on the urgent lane; a
-// bulk one: on either lane) and it fits now; p.mu held.
-func (p *pair) fastLocked(h *transport.Header, payload []byte) bool {
+// directLocked writes what fits of a frame into its ring from the
+// caller's goroutine when nothing is queued before it (an urgent frame:
+// on the urgent lane; a bulk one: on either lane), and reports whether
+// the frame is written; if not, what was written of it is recorded in it
+// and the caller queues it (the writer goroutine goes on from there);
+// p.mu held.
+func (p *pair) directLocked(it *item) bool {
 	if !p.up.Load() || p.urgent.len() > 0 {
 		return false
 	}
 	r := &p.out.urgent
-	if h.Flags&transport.FlagUrgent == 0 {
+	if it.h.Flags&transport.FlagUrgent == 0 {
 		if p.bulk.len() > 0 {
 			return false
 		}
 		r = &p.out.bulk
 	}
-	if recLen(h.N) > r.maxRec() {
-		return false
-	}
-	return r.put(h, payload, p.t.cfg.beforePublish)
+	fin, _ := p.writeItem(r, it)
+	return fin
 }
 
 // ringLocked bumps the peer's doorbell after a publish and reports
@@ -455,7 +464,7 @@ func (p *pair) progressLocked(done []item) ([]item, bool) {
 func (p *pair) writeItem(r *ring, it *item) (finished, progressed bool) {
 	before := p.t.cfg.beforePublish
 	n := len(it.payload)
-	if r == &p.out.bulk && uint64(n) > r.maxRec()-transport.HeaderSize && (it.ack != 0 || !it.started && p.out.cma.Load() == 1) {
+	if r == &p.out.bulk && n >= cmaMin && (it.ack != 0 || !it.started && p.out.cma.Load() == 1) {
 		// The receiver reads the payload from this process's memory; the
 		// frame is written once its record is consumed.
 		if it.started {
