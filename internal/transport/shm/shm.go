@@ -1068,6 +1068,7 @@ func (t *Transport) establishLocked(p *pair, c *net.UnixConn, seg, pbell region,
 	p.changed()
 	rx := append(append([]*pair(nil), *t.rx.Load()...), p)
 	t.rx.Store(&rx)
+	t.ringSelf() // the peer may have published (and rung) before the pair was polled
 	t.wg.Add(1)
 	go t.watch(p)
 	p.mu.Lock()
