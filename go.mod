@@ -4,5 +4,5 @@ go 1.26.8
 
 require (
 	go.uber.org/goleak v1.3.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.49.0
 )

@@ -27,8 +27,9 @@ import (
 // transport. RunConfig takes the Config as given.
 type Config struct {
 	// Transport between the processes of a job started by ftmpirun:
-	// "auto" (Unix sockets when every process is on this host, TCP
-	// otherwise), "unix" or "tcp" (TCP even on one host). It is the job's
+	// "auto" (shared memory between the processes of one host, TCP to
+	// other hosts), "unix" (Unix sockets on one host), "tcp" (TCP even on
+	// one host) or "shm" (as auto, forced). It is the job's
 	// choice, the same for every process: ftmpirun's --transport, which
 	// the bootstrap reads (FTMPI_TRANSPORT, internal/boot), replaces it.
 	// In-process jobs (Run) and singletons always use an in-memory
@@ -99,6 +100,7 @@ const (
 	TransportAuto = boot.TransportAuto
 	TransportUnix = boot.TransportUnix
 	TransportTCP  = boot.TransportTCP
+	TransportShm  = boot.TransportShm
 )
 
 // SpinAuto, as Config.ReaderSpin, lets the runtime choose the reader spin
@@ -160,9 +162,9 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: field, Value: fmt.Sprint(v), Msg: fmt.Sprintf(msg, args...)}
 	}
 	switch c.Transport {
-	case TransportAuto, TransportUnix, TransportTCP:
+	case TransportAuto, TransportUnix, TransportTCP, TransportShm:
 	default:
-		return bad("Transport", strconv.Quote(c.Transport), "want %q, %q or %q", TransportAuto, TransportUnix, TransportTCP)
+		return bad("Transport", strconv.Quote(c.Transport), "want %q, %q, %q or %q", TransportAuto, TransportUnix, TransportTCP, TransportShm)
 	}
 	if c.EagerLimit < 1 || c.EagerLimit > MaxEagerLimit {
 		return bad("EagerLimit", c.EagerLimit, "want 1 to %d bytes", MaxEagerLimit)

@@ -27,7 +27,7 @@ func TestConfigValidateNamesFieldAndValue(t *testing.T) {
 		field, value string
 		set          func(*Config)
 	}{
-		{"Transport", `"shm"`, func(c *Config) { c.Transport = "shm" }},
+		{"Transport", `"ib"`, func(c *Config) { c.Transport = "ib" }},
 		{"Transport", `""`, func(c *Config) { c.Transport = "" }},
 		{"EagerLimit", "0", func(c *Config) { c.EagerLimit = 0 }},
 		{"EagerLimit", "-5", func(c *Config) { c.EagerLimit = -5 }},

@@ -33,7 +33,7 @@ const (
 	EnvHost        = "FTMPI_HOST"        // id of the host/agent the rank runs on (ranks with equal Host may use unix sockets)
 	EnvHostCores   = "FTMPI_HOST_CORES"  // cores of that host as the launcher counts them (the same for every rank of the host; 0 or unset: not told)
 	EnvTmpDir      = "FTMPI_TMPDIR"      // per-job directory, created by the launcher, removed when the job ends (ranks put unix sockets there)
-	EnvTransport   = "FTMPI_TRANSPORT"   // "auto" (default), "unix" or "tcp" (force TCP even on one host)
+	EnvTransport   = "FTMPI_TRANSPORT"   // "auto" (default: shared memory on one host, TCP to others), "unix", "tcp" (force TCP even on one host) or "shm"
 	EnvIncarnation = "FTMPI_INCARNATION" // 0 for the first start of a rank; later respawns increase it
 	EnvEpoch       = "FTMPI_EPOCH"       // Reinit epoch a respawned rank joins (0 at the first start)
 	EnvReinit      = "FTMPI_REINIT"      // "1" when the launcher respawns failed ranks for MPI_Reinit (--on-failure reinit)
@@ -52,6 +52,7 @@ const (
 	TransportAuto = "auto"
 	TransportUnix = "unix"
 	TransportTCP  = "tcp"
+	TransportShm  = "shm"
 )
 
 // Info is what a rank knows about itself before talking to anybody.
@@ -63,7 +64,7 @@ type Info struct {
 	Host        string // host/agent id; ranks with equal Host share a machine
 	HostCores   int    // cores of the host as the launcher counts them (0: not told); published in the Endpoint so every rank knows every host's
 	TmpDir      string // per-job directory for unix sockets (may be empty)
-	Transport   string // "auto", "unix" or "tcp"
+	Transport   string // "auto", "unix", "tcp" or "shm"
 	Incarnation int    // 0 on first start, increased by respawns
 	Proc        int    // process id in the job (= Rank unless spawned): the address of this process for every other one
 	Universe    int    // process ids 0..Universe-1 existed when the process started (= Size unless spawned)
@@ -184,9 +185,9 @@ func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err err
 	switch info.Transport {
 	case "":
 		info.Transport = TransportAuto
-	case TransportAuto, TransportUnix, TransportTCP:
+	case TransportAuto, TransportUnix, TransportTCP, TransportShm:
 	default:
-		return Info{}, false, fmt.Errorf("boot: %s=%q must be auto, unix or tcp", EnvTransport, info.Transport)
+		return Info{}, false, fmt.Errorf("boot: %s=%q must be auto, unix, tcp or shm", EnvTransport, info.Transport)
 	}
 	return info, true, nil
 }

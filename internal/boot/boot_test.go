@@ -43,7 +43,7 @@ func TestFromEnv(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, value string }{
 		{EnvRank, "x"}, {EnvRank, "-1"}, {EnvRank, "4"}, {EnvSize, "0"}, {EnvSize, ""},
-		{EnvIncarnation, "one"}, {EnvHostCores, "many"}, {EnvHostCores, "-1"}, {EnvControl, "udp:1.2.3.4:5"}, {EnvControl, "nocolon"}, {EnvTransport, "shm"},
+		{EnvIncarnation, "one"}, {EnvHostCores, "many"}, {EnvHostCores, "-1"}, {EnvControl, "udp:1.2.3.4:5"}, {EnvControl, "nocolon"}, {EnvTransport, "ib"},
 	} {
 		bad := map[string]string{}
 		for k, v := range env {

@@ -70,7 +70,7 @@ func resultLine(t *testing.T, r jobtest.Result) string {
 }
 
 func TestP2PCheckAllTransports(t *testing.T) {
-	for _, tr := range []string{"unix", "tcp", "auto"} {
+	for _, tr := range []string{"unix", "tcp", "shm", "auto"} {
 		for _, np := range []int{2, 4} {
 			t.Run(fmt.Sprintf("%s/np%d", tr, np), func(t *testing.T) {
 				r := ftmpirun(t, "-n", fmt.Sprint(np), "--transport", tr, bin["p2pcheck"])
@@ -79,7 +79,7 @@ func TestP2PCheckAllTransports(t *testing.T) {
 				}
 				want := tr
 				if tr == "auto" {
-					want = "unix" // one host: auto picks Unix sockets
+					want = "shm" // one host: auto picks shared memory
 				}
 				if got := resultLine(t, r); got != fmt.Sprintf("result: ok np=%d transport=%s", np, want) {
 					t.Fatalf("got %q\nstderr:\n%s", got, r.Stderr)

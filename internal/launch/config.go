@@ -114,7 +114,7 @@ type Config struct {
 	Args      []string      // arguments passed to every rank
 	TagOutput bool          // prefix every output line with "[R] "
 	Timeout   time.Duration // kill the job and exit 124 after this long; 0 means no limit
-	Transport string        // FTMPI_TRANSPORT for the ranks: "auto" (default), "unix" or "tcp"
+	Transport string        // FTMPI_TRANSPORT for the ranks: "auto" (default), "unix", "tcp" or "shm"
 	OnFailure string        // "abort" (default), "continue" or "reinit"
 	// MaxRestarts bounds the respawns of --on-failure reinit over the whole
 	// job; one more failure ends it as a failure. 0 means DefaultMaxRestarts.
@@ -147,14 +147,16 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
-const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp]
+const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp|shm]
                 [--on-failure abort|continue|reinit] [--max-restarts K]
                 [--inject SPEC]... [--chaos ARGS]
                 [--restart-on-failure N] [-v] [--] PROGRAM [ARGS...]
   -n, -np N        number of ranks
   --tag-output     prefix each output line with [rank]
   --timeout D      kill the job after D (e.g. 30s) and exit 124
-  --transport T    auto (default, or $FTMPI_TRANSPORT), unix, or tcp (force TCP even on one host)
+  --transport T    auto (default, or $FTMPI_TRANSPORT): shared memory between the ranks of one
+                   host, TCP to others; unix (Unix sockets on one host), tcp (TCP even on one
+                   host), or shm (shared memory, as auto)
   --on-failure P   abort (default): kill the job when a rank fails; continue: notify survivors;
                    reinit: respawn the failed rank and roll every rank back into MPI_Reinit
   --max-restarts K with --on-failure reinit, end the job at the (K+1)th failure (default 16)
@@ -274,9 +276,9 @@ func (cfg *Config) validate() error {
 	switch cfg.Transport {
 	case "":
 		cfg.Transport = "auto"
-	case "auto", "unix", "tcp":
+	case "auto", "unix", "tcp", "shm":
 	default:
-		return &UsageError{fmt.Sprintf("invalid --transport %q: want auto, unix or tcp", cfg.Transport)}
+		return &UsageError{fmt.Sprintf("invalid --transport %q: want auto, unix, tcp or shm", cfg.Transport)}
 	}
 	if cfg.RestartOnFailure < 0 {
 		return &UsageError{fmt.Sprintf("invalid --restart-on-failure %d: must not be negative", cfg.RestartOnFailure)}

@@ -40,7 +40,7 @@ func TestRanksAreToldHostCores(t *testing.T) {
 
 func TestExchangeEveryEndpoint(t *testing.T) {
 	t.Parallel()
-	for _, transport := range []string{"auto", "tcp"} {
+	for _, transport := range []string{"auto", "tcp", "shm"} {
 		r := run(t, limit, "-n", "5", "--transport", transport, "--tag-output", rankprogBin, "hello")
 		expectCode(t, r, 0)
 		for rank := 0; rank < 5; rank++ {

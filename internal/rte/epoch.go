@@ -10,13 +10,19 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/transport/shm"
 	"github.com/ftmpi/ftmpi/internal/transport/sock"
 )
+
+// autoShm makes "auto" use shared memory between the processes of one
+// host (sockets to other hosts); otherwise "auto" means sockets only.
+const autoShm = true
 
 // NetConfig is how the processes of an epoch communicate (validated by
 // the caller: mpi.Config).
 type NetConfig struct {
-	Transport      string        // "auto", "unix" or "tcp"
+	Transport      string        // "auto", "unix", "tcp" or "shm"
 	EagerLimit     int           // p2p.Config.EagerLimit
 	WaitSpin       time.Duration // p2p.Config.Spin
 	ReaderSpin     time.Duration // socket readers' spin; negative: chosen from ranks per host and cores
@@ -50,18 +56,30 @@ func (nc NetConfig) readerSpin(ranksOnHost, hostCores int) time.Duration {
 }
 
 // Net is the communication of one process in one epoch: an engine and a
-// socket transport of its own, connected to the processes of the epoch.
+// transport of its own (sockets, and shared memory in front of them when
+// chosen), connected to the processes of the epoch.
 type Net struct {
-	Epoch     int             // the epoch joined (newer than asked if one superseded it)
-	Eng       *p2p.Engine     // its transport is set
-	Tr        *sock.Transport // listening, its peers set
-	Mode      string          // the transport as resolved: "unix" (every peer on this host), "tcp", or "auto"
-	Endpoints []boot.Endpoint // every process's, by process id
-	PeerInc   []int           // the incarnation of every process, by process id
-	Dead      []int           // processes that died before publishing their endpoint (first epoch only)
+	Epoch     int                 // the epoch joined (newer than asked if one superseded it)
+	Eng       *p2p.Engine         // its transport is set
+	Tr        transport.Transport // listening, its peers set
+	Mode      string              // the transport as resolved: "unix" (every peer on this host), "shm" (every peer on this host, shared memory), "tcp", or "auto"
+	Endpoints []boot.Endpoint     // every process's, by process id
+	PeerInc   []int               // the incarnation of every process, by process id
+	Dead      []int               // processes that died before publishing their endpoint (first epoch only)
+
+	sock *sock.Transport
+	shm  *shm.Transport // nil unless shared memory is used
+	host string
 
 	mu    sync.Mutex
 	peers []sock.Peer // every process id's address, as given to the transport
+	local []string    // every process id's shared-memory address ("" for other hosts)
+}
+
+// useShm reports whether transport (as configured) puts shared memory in
+// front of the sockets.
+func useShm(transport string) bool {
+	return transport == boot.TransportShm || (autoShm && (transport == "" || transport == boot.TransportAuto))
 }
 
 // OpenEpoch builds this process's communication for a Reinit epoch (0:
@@ -75,6 +93,10 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 	for {
 		eng := p2p.New(nc.EngineConfig(info.Proc))
 		mode := sock.Mode(nc.Transport)
+		withShm := useShm(nc.Transport) && info.TmpDir != ""
+		if mode == boot.TransportShm {
+			mode = sock.ModeAuto // sockets to the other hosts
+		}
 		spin := &atomicDuration{}
 		name := "r" + strconv.Itoa(info.Proc) + "." + strconv.Itoa(info.Incarnation)
 		if epoch > 0 {
@@ -88,8 +110,25 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		if err != nil {
 			return nil, err
 		}
+		var top transport.Transport = tr
+		var sh *shm.Transport
+		if withShm {
+			sh, err = shm.Listen(shm.Config{
+				Self: info.Proc, Dir: info.TmpDir, Name: name + ".shm", Handler: eng, Fallback: tr,
+				SpinFn: spin.Load, Yield: nc.SpinYield, ConnectTimeout: nc.ConnectTimeout,
+			})
+			if err != nil {
+				tr.Close()
+				eng.Close()
+				return nil, err
+			}
+			top = sh
+		}
 		self := tr.Self()
 		addrs := map[string]string{}
+		if sh != nil {
+			addrs["shm"] = sh.Addr()
+		}
 		if self.Unix != "" {
 			addrs["unix"] = self.Unix
 		}
@@ -116,18 +155,19 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			eps, err = p.client.Rejoin(epoch, ep)
 			var se *boot.SupersededError
 			if errors.As(err, &se) {
-				tr.Close()
+				top.Close()
 				eng.Close()
 				epoch = se.Epoch
 				continue
 			}
 		}
 		if err != nil {
-			tr.Close()
+			top.Close()
 			eng.Close()
 			return nil, err
 		}
 		peers := make([]sock.Peer, len(eps))
+		local := make([]string, len(eps))
 		incs := make([]int, len(eps))
 		onHost := 0
 		for i, ep := range eps {
@@ -135,6 +175,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			incs[i] = ep.Inc
 			if ep.Host == info.Host {
 				onHost++
+				local[i] = ep.Addrs["shm"]
 			}
 		}
 		spin.Store(nc.readerSpin(onHost, info.HostCores))
@@ -143,10 +184,17 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			mode = sock.ModeAuto
 			if onHost == len(eps) {
 				mode = sock.ModeUnix // every peer is local: auto means Unix sockets
+				if sh != nil {
+					mode = boot.TransportShm
+				}
 			}
 		}
-		eng.SetTransport(tr)
-		return &Net{Epoch: epoch, Eng: eng, Tr: tr, Mode: string(mode), Endpoints: eps, PeerInc: incs, Dead: dead, peers: peers}, nil
+		if sh != nil {
+			sh.SetPeers(local)
+		}
+		eng.SetTransport(top)
+		return &Net{Epoch: epoch, Eng: eng, Tr: top, Mode: string(mode), Endpoints: eps, PeerInc: incs, Dead: dead,
+			sock: tr, shm: sh, host: info.Host, peers: peers, local: local}, nil
 	}
 }
 
@@ -154,15 +202,24 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 func (n *Net) AddPeers(eps []boot.Endpoint) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	peers := n.peers
+	peers, local := n.peers, n.local
 	for _, ep := range eps {
 		for len(peers) <= ep.Rank {
 			peers = append(peers, sock.Peer{})
 		}
+		for len(local) <= ep.Rank {
+			local = append(local, "")
+		}
 		peers[ep.Rank] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"], Nonce: ep.Addrs["nonce"]}
+		if ep.Host == n.host {
+			local[ep.Rank] = ep.Addrs["shm"]
+		}
 	}
-	n.peers = peers
-	n.Tr.SetPeers(append([]sock.Peer(nil), peers...))
+	n.peers, n.local = peers, local
+	n.sock.SetPeers(append([]sock.Peer(nil), peers...))
+	if n.shm != nil {
+		n.shm.SetPeers(append([]string(nil), local...))
+	}
 }
 
 // Endpoint returns where process p can be reached, as far as this process
@@ -181,10 +238,17 @@ func (n *Net) Endpoint(p int) (ep boot.Endpoint, ok bool) {
 	if pe.TCP != "" {
 		addrs["tcp"] = pe.TCP
 	}
+	if pe.Nonce != "" {
+		addrs["nonce"] = pe.Nonce
+	}
+	if p < len(n.local) && n.local[p] != "" {
+		addrs["shm"] = n.local[p]
+	}
 	return boot.Endpoint{Rank: p, Host: pe.Host, Addrs: addrs}, true
 }
 
-// Close closes the transport and then the engine.
+// Close closes the transport (shared memory and sockets) and then the
+// engine.
 func (n *Net) Close() {
 	n.Tr.Close()
 	n.Eng.Close()

@@ -1,0 +1,257 @@
+package shm
+
+// Receiving: the receiver goroutine, polling, the end of a peer, and the
+// reads from a sender's memory.
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// recvLoop polls every pair's rings and delivers their frames; it sleeps
+// on the doorbell when all are empty.
+func (t *Transport) recvLoop() {
+	defer close(t.rxDone)
+	spinning := false
+	var idleSince time.Time
+	for !t.stop.Load() {
+		if t.pollAll() {
+			spinning = false
+			continue
+		}
+		if t.cfg.SpinFn != nil {
+			if spin := t.cfg.SpinFn(); spin > 0 {
+				if !spinning {
+					spinning, idleSince = true, time.Now()
+				}
+				if time.Since(idleSince) < spin {
+					runtime.Gosched()
+					if t.cfg.Yield {
+						syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+					}
+					continue
+				}
+			}
+		}
+		spinning = false
+		seq := t.bellSeq.Load()
+		t.bellSleep.Store(1)
+		if t.pollAll() || t.stop.Load() {
+			t.bellSleep.Store(0)
+			continue
+		}
+		futexWaitOn(t.bellSeq, seq, sleepMax)
+		t.bellSleep.Store(0)
+	}
+}
+
+// ringSelf wakes this transport's own receiver.
+func (t *Transport) ringSelf() {
+	t.bellSeq.Add(1)
+	futexWakeAll(t.bellSeq)
+}
+
+func (t *Transport) pollAll() bool {
+	progress := false
+	ended := false
+	for _, p := range *t.rx.Load() {
+		if p.finished {
+			continue
+		}
+		prog, fin := p.poll()
+		progress = progress || prog
+		ended = ended || fin
+	}
+	if ended {
+		t.mu.Lock()
+		var keep []*pair
+		for _, p := range *t.rx.Load() {
+			if !p.finished {
+				keep = append(keep, p)
+			}
+		}
+		t.rx.Store(&keep)
+		t.mu.Unlock()
+	}
+	return progress
+}
+
+// poll delivers the frames published on p's incoming rings: the urgent
+// ring first and again between bulk records, bulk records only up to the
+// tail seen before the urgent ring was read (so an urgent frame published
+// before a bulk one is delivered first). When the peer is gone (seen
+// before the tails were read: what it published before is all there),
+// the frames are drained, a cut frame ends with an error, and the peer is
+// reported lost (unless it said goodbye). finished is true then.
+func (p *pair) poll() (progress, finished bool) {
+	st := p.state.Load()
+	var err error
+	bt := p.in.bulk.tail.Load()
+	progress, err = p.drainUrgent()
+	for err == nil && !p.ur.active && p.in.bulk.head.Load() != bt {
+		if err = consume(&p.in.bulk, &p.br, bt, p); err == nil {
+			var prog bool
+			prog, err = p.drainUrgent()
+			progress = progress || prog
+		}
+		progress = true
+	}
+	if progress && p.in.spaceWait.Load() != 0 {
+		p.in.spaceWait.Store(0)
+		p.in.wakeProducer()
+	}
+	if err == nil && st == alive {
+		return progress, false
+	}
+	p.end(st, err)
+	return true, true
+}
+
+func (p *pair) drainUrgent() (bool, error) {
+	progress := false
+	ut := p.in.urgent.tail.Load()
+	for p.in.urgent.head.Load() != ut {
+		if err := consume(&p.in.urgent, &p.ur, ut, p); err != nil {
+			return true, err
+		}
+		progress = true
+	}
+	return progress, nil
+}
+
+// end finishes receiving from p: the peer is gone (st) or wrote a bad
+// record (err). Frames cut short end with an error, the peer is reported
+// lost unless it said goodbye between frames, and the segment is unmapped.
+func (p *pair) end(st int32, err error) {
+	t := p.t
+	if err != nil {
+		st = lost
+		if p.c != nil {
+			p.c.Close() // the peer sees the break
+		}
+	} else if st == lost {
+		err = p.why
+	}
+	cut := false
+	for _, rx := range []*rxFrame{&p.br, &p.ur} {
+		if rx.active {
+			f := *rx
+			*rx = rxFrame{}
+			cerr := err
+			if cerr == nil {
+				cerr = fmt.Errorf("rank %d said goodbye inside a frame", p.rank)
+			}
+			t.cfg.Handler.Payload(p.rank, f.h, f.dst, f.cookie, cerr)
+			cut = true
+		}
+	}
+	if cut && err == nil {
+		err = fmt.Errorf("rank %d said goodbye inside a frame", p.rank)
+		st = lost
+	}
+	p.fail(fmt.Errorf("%w: rank %d: %v", transport.ErrPeerLost, p.rank, errOr(err, "it closed its transport")))
+	p.mu.Lock()
+	p.unmapLocked()
+	p.mu.Unlock()
+	p.finished = true
+	if st == lost && !t.stop.Load() {
+		t.mu.Lock()
+		closed := t.closed
+		t.mu.Unlock()
+		if !closed {
+			t.cfg.Handler.PeerLost(p.rank, err)
+		}
+	}
+}
+
+func errOr(err error, s string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+// unmapLocked releases the pair's mappings once nothing can touch them:
+// sending ended (werr set, so no writer enters the rings) and the
+// receiver is done; p.mu held.
+func (p *pair) unmapLocked() {
+	if p.unmapped || !p.up.Load() {
+		return
+	}
+	p.unmapped = true
+	p.seg.unmap()
+	if p.c != nil { // else pbell is this transport's own doorbell
+		p.pbell.unmap()
+	}
+}
+
+// sayBye writes the goodbye on p's connection and closes it (once); p up.
+func (p *pair) sayBye() {
+	p.byeOnce.Do(func() {
+		p.c.SetWriteDeadline(time.Now().Add(closeFlush))
+		p.c.Write([]byte{byeByte})
+		p.c.Close()
+	})
+}
+
+// probeMagic is what Transport.probe holds.
+const probeMagic = "ftmpiCMA"
+
+// canRead reports whether this process may read the memory of process pid
+// (process_vm_readv; refused by ptrace rules such as Yama's), trying on
+// the peer's probe at addr.
+func canRead(pid int, addr uint64) bool {
+	var b [8]byte
+	local := []unix.Iovec{{Base: &b[0], Len: 8}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: 8}}
+	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	return err == nil && n == 8 && string(b[:]) == probeMagic
+}
+
+// readPeer reads len(dst) bytes at addr in the peer's memory into dst, in
+// pieces between which the peer's urgent frames are delivered. The
+// connection is checked after the read: open, the peer lived through it
+// (its process id was not reused) and had not given up the frame.
+func (p *pair) readPeer(dst []byte, addr uint64) error {
+	for off := 0; off < len(dst); {
+		n := min(cmaPiece, len(dst)-off)
+		local := []unix.Iovec{{Base: &dst[off], Len: uint64(n)}}
+		remote := []unix.RemoteIovec{{Base: uintptr(addr) + uintptr(off), Len: n}}
+		got, err := unix.ProcessVMReadv(p.pid, local, remote, 0)
+		if err != nil || got != n {
+			return fmt.Errorf("rank %d's payload (%d of %d bytes read): %v", p.rank, off+max(got, 0), len(dst), errOr(err, "short read"))
+		}
+		off += n
+		if off < len(dst) {
+			if _, err := p.drainUrgent(); err != nil {
+				return err
+			}
+		}
+	}
+	if !p.open() {
+		return fmt.Errorf("rank %d ended while its payload was read", p.rank)
+	}
+	return nil
+}
+
+// open reports whether p's connection has neither ended nor carries the
+// goodbye.
+func (p *pair) open() bool {
+	rc, err := p.c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	rc.Control(func(fd uintptr) {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		ok = err == unix.EAGAIN
+	})
+	return ok && p.state.Load() == alive
+}

@@ -1,0 +1,234 @@
+package shm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// Layout of a pair's segment: two directions (0: from the rank that
+// dialled to the rank that accepted, 1: back), each a control page and
+// two rings. In the control page every index has a cache line of its
+// own, so producer and consumer never share a line they write.
+const (
+	lineSize = 64
+	ctlSize  = 4096
+
+	offUTail     = 0 * lineSize // urgent ring: bytes published (producer)
+	offUHead     = 1 * lineSize // urgent ring: bytes consumed (consumer)
+	offBTail     = 2 * lineSize // bulk ring: bytes published
+	offBHead     = 3 * lineSize // bulk ring: bytes consumed
+	offSpaceSeq  = 4 * lineSize // futex word: bumped when the consumer frees space
+	offSpaceWait = 5 * lineSize // the producer waits for space (1)
+	offCMA       = 6 * lineSize // the consumer reads the producer's memory (process_vm_readv works: 1)
+
+	urgentSize = 64 << 10  // urgent ring bytes (power of two)
+	bulkSize   = 256 << 10 // bulk ring bytes (power of two)
+	dirSize    = ctlSize + urgentSize + bulkSize
+	segSize    = 2 * dirSize
+
+	// The doorbell of a receiving process: one page of its own, mapped by
+	// every peer that sends to it.
+	bellSize     = 4096
+	offBellSeq   = 0        // futex word: bumped after every publish
+	offBellSleep = lineSize // the receiver is (about to be) asleep on the word
+)
+
+// Reserved header bits (transport.FlagsReserved) used in the rings.
+const (
+	flagShm     uint16 = 1 << 14 // a record of this package; Kind is a rec* kind
+	flagChunked uint16 = 1 << 13 // the payload follows as recChunk records
+	flagCMA     uint16 = 1 << 12 // the payload stays in the sender: the record holds its address
+	recChunk    uint8  = 2       // a piece of the payload of the chunked frame being read
+	recPad      uint8  = 3       // skip to the start of the ring
+
+	cmaMin   = 256 << 10 // smallest payload read from the sender's memory (smaller ones are copied through the ring, pipelined)
+	cmaBody  = 16        // a flagCMA record's body: the payload's address in the sender, and 0
+	cmaPiece = 4 << 20   // a flagCMA payload is read in pieces of this size, urgent frames between them
+)
+
+// recLen is the ring space of a record with n payload bytes: header and
+// payload rounded up to a cache line, so that the space left before the
+// end of a ring always holds at least a header (for a pad record).
+func recLen(n uint64) uint64 {
+	return (transport.HeaderSize + n + lineSize - 1) &^ (lineSize - 1)
+}
+
+// ring is one single-producer single-consumer ring of records. Indices
+// count bytes since the start and only grow; the producer publishes with
+// a store of tail after the bytes are written, so a consumer never sees
+// part of a record.
+type ring struct {
+	data       []byte
+	tail, head *atomic.Uint64
+}
+
+// maxRec is the largest record: a quarter of the ring, so a producer can
+// write while the consumer copies.
+func (r *ring) maxRec() uint64 { return uint64(len(r.data)) / 4 }
+
+// put writes one record (h, then payload; h.N is set by the caller) and
+// publishes it; false when the ring has no room for it now. Only the
+// producer calls it. before, if set, runs after the bytes are written and
+// before they are published (tests stop a process there).
+func (r *ring) put(h *transport.Header, payload []byte, before func()) bool {
+	size := uint64(len(r.data))
+	n := recLen(uint64(len(payload)))
+	t, hd := r.tail.Load(), r.head.Load()
+	pos := t & (size - 1)
+	toEnd := size - pos
+	need := n
+	if n > toEnd {
+		need += toEnd
+	}
+	if size-(t-hd) < need {
+		return false
+	}
+	if n > toEnd {
+		pad := transport.Header{Kind: recPad, Flags: flagShm, N: toEnd - transport.HeaderSize}
+		pad.Encode(r.data[pos:])
+		t += toEnd
+		pos = 0
+	}
+	h.Encode(r.data[pos:])
+	copy(r.data[pos+transport.HeaderSize:], payload)
+	if before != nil {
+		before()
+	}
+	r.tail.Store(t + n)
+	return true
+}
+
+// dirView is one direction of a segment.
+type dirView struct {
+	urgent, bulk ring
+	spaceSeq     *atomic.Uint32
+	spaceWait    *atomic.Uint32
+	cma          *atomic.Uint32
+}
+
+func viewDir(seg region, d int) dirView {
+	base := d * dirSize
+	return dirView{
+		urgent:    ring{data: seg.b[base+ctlSize : base+ctlSize+urgentSize], tail: seg.u64(base + offUTail), head: seg.u64(base + offUHead)},
+		bulk:      ring{data: seg.b[base+ctlSize+urgentSize : base+dirSize], tail: seg.u64(base + offBTail), head: seg.u64(base + offBHead)},
+		spaceSeq:  seg.u32(base + offSpaceSeq),
+		spaceWait: seg.u32(base + offSpaceWait),
+		cma:       seg.u32(base + offCMA),
+	}
+}
+
+// wakeProducer tells a producer waiting for space (or for anything: its
+// own process uses this to wake its writer) to look again.
+func (d *dirView) wakeProducer() {
+	d.spaceSeq.Add(1)
+	futexWakeAll(d.spaceSeq)
+}
+
+// rxFrame is the frame being received on a ring whose payload arrives in
+// chunks.
+type rxFrame struct {
+	active bool
+	h      transport.Header
+	dst    []byte
+	cookie any
+	off, n uint64
+	keep   bool
+}
+
+// errCorrupt names a ring whose content breaks the record rules.
+func errCorrupt(peer int, what string, args ...any) error {
+	return fmt.Errorf("rank %d wrote a bad record in shared memory: "+what, append([]any{peer}, args...)...)
+}
+
+// consume delivers the next record of r (which holds tail-head > 0
+// published bytes) from p: a whole frame, a frame's header (its payload
+// follows in chunks), a chunk, or a frame whose payload it reads from the
+// sender's memory. It returns an error when the record is malformed or
+// the payload could not be read; the ring is then left as it is.
+func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
+	peer, hd := p.rank, p.t.cfg.Handler
+	size := uint64(len(r.data))
+	head := r.head.Load()
+	pos := head & (size - 1)
+	toEnd := size - pos
+	avail := tail - head
+	if avail < lineSize || avail > size {
+		return errCorrupt(peer, "%d bytes published", avail)
+	}
+	var h transport.Header
+	h.Decode(r.data[pos:])
+	if h.Flags&flagShm != 0 {
+		switch h.Kind {
+		case recPad:
+			if h.N != toEnd-transport.HeaderSize {
+				return errCorrupt(peer, "a pad of %d bytes with %d bytes to the end of the ring", h.N, toEnd)
+			}
+			r.head.Store(head + toEnd)
+			return nil
+		case recChunk:
+			n := recLen(h.N)
+			if !rx.active || h.N == 0 || h.N > rx.n-rx.off || n > avail || n > toEnd {
+				return errCorrupt(peer, "a chunk of %d bytes", h.N)
+			}
+			if rx.keep {
+				copy(rx.dst[rx.off:], r.data[pos+transport.HeaderSize:pos+transport.HeaderSize+h.N])
+			}
+			rx.off += h.N
+			r.head.Store(head + n)
+			if rx.off == rx.n {
+				f := *rx
+				*rx = rxFrame{}
+				hd.Payload(peer, f.h, f.dst, f.cookie, nil)
+			}
+			return nil
+		}
+		return errCorrupt(peer, "a record of kind %d", h.Kind)
+	}
+	if rx.active {
+		return errCorrupt(peer, "a frame inside a chunked payload")
+	}
+	chunked := h.Flags&flagChunked != 0
+	cma := h.Flags&flagCMA != 0
+	h.Flags &^= transport.FlagsReserved
+	if cma {
+		if r != &p.in.bulk || rx.active || h.N == 0 || avail < recLen(cmaBody) || recLen(cmaBody) > toEnd {
+			return errCorrupt(peer, "a frame of %d bytes in the sender's memory", h.N)
+		}
+		addr := binary.LittleEndian.Uint64(r.data[pos+transport.HeaderSize:])
+		dst, cookie := hd.Frame(peer, h)
+		var err error
+		if uint64(len(dst)) == h.N {
+			err = p.readPeer(dst, addr)
+		}
+		if err != nil {
+			hd.Payload(peer, h, dst, cookie, err)
+			return err
+		}
+		r.head.Store(head + recLen(cmaBody)) // the sender may reuse the payload
+		hd.Payload(peer, h, dst, cookie, nil)
+		return nil
+	}
+	if chunked {
+		if h.N == 0 {
+			return errCorrupt(peer, "a chunked frame without payload")
+		}
+		dst, cookie := hd.Frame(peer, h)
+		*rx = rxFrame{active: true, h: h, dst: dst, cookie: cookie, n: h.N, keep: uint64(len(dst)) == h.N}
+		r.head.Store(head + lineSize)
+		return nil
+	}
+	n := recLen(h.N)
+	if h.N > size || n > avail || n > toEnd {
+		return errCorrupt(peer, "a frame of %d bytes", h.N)
+	}
+	dst, cookie := hd.Frame(peer, h)
+	if h.N > 0 && uint64(len(dst)) == h.N {
+		copy(dst, r.data[pos+transport.HeaderSize:pos+transport.HeaderSize+h.N])
+	}
+	r.head.Store(head + n)
+	hd.Payload(peer, h, dst, cookie, nil)
+	return nil
+}

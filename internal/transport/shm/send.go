@@ -1,0 +1,334 @@
+package shm
+
+// Sending: the caller's direct write, the per-peer queues and writer.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// Send implements transport.Transport: a frame that fits the ring now is
+// written from the caller's goroutine; otherwise it waits its turn.
+func (t *Transport) Send(to int, h transport.Header, payload []byte) error {
+	if !t.local(to) {
+		if t.cfg.Fallback == nil {
+			return fmt.Errorf("%w: no address for rank %d", transport.ErrPeerLost, to)
+		}
+		return t.cfg.Fallback.Send(to, h, payload)
+	}
+	p, err := t.pair(to)
+	if err != nil {
+		return err
+	}
+	h.N = uint64(len(payload))
+	p.mu.Lock()
+	if p.werr != nil {
+		err := p.werr
+		p.mu.Unlock()
+		return err
+	}
+	it := item{h: h, payload: payload}
+	if p.directLocked(&it) {
+		sleeping := p.ringLocked()
+		p.mu.Unlock()
+		p.wakePeer(sleeping)
+		return nil
+	}
+	sleeping := it.started && p.ringLocked()
+	w := waiterPool.Get().(*waiter)
+	it.w = w
+	p.queueLocked(it)
+	p.mu.Unlock()
+	p.wakePeer(sleeping)
+	err = <-w.ch
+	waiterPool.Put(w)
+	return err
+}
+
+// Post implements transport.Transport.
+func (t *Transport) Post(to int, h transport.Header, payload []byte, done transport.Done) {
+	if !t.local(to) {
+		if t.cfg.Fallback == nil {
+			if done != nil {
+				done.SendDone(fmt.Errorf("%w: no address for rank %d", transport.ErrPeerLost, to))
+			}
+			return
+		}
+		t.cfg.Fallback.Post(to, h, payload, done)
+		return
+	}
+	p, err := t.pair(to)
+	if err != nil {
+		if done != nil {
+			done.SendDone(err)
+		}
+		return
+	}
+	h.N = uint64(len(payload))
+	p.mu.Lock()
+	if err := p.werr; err != nil {
+		p.mu.Unlock()
+		if done != nil {
+			done.SendDone(err)
+		}
+		return
+	}
+	it := item{h: h, payload: payload}
+	if p.directLocked(&it) {
+		sleeping := p.ringLocked()
+		p.mu.Unlock()
+		p.wakePeer(sleeping)
+		if done != nil {
+			done.SendDone(nil)
+		}
+		return
+	}
+	sleeping := it.started && p.ringLocked()
+	it.done = done
+	p.queueLocked(it)
+	p.mu.Unlock()
+	p.wakePeer(sleeping)
+}
+
+// directLocked writes what fits of a frame into its ring from the
+// caller's goroutine when nothing is queued before it (an urgent frame:
+// on the urgent lane; a bulk one: on either lane), and reports whether
+// the frame is written; if not, what was written of it is recorded in it
+// and the caller queues it (the writer goroutine goes on from there);
+// p.mu held.
+func (p *pair) directLocked(it *item) bool {
+	if !p.up.Load() || p.urgent.len() > 0 {
+		return false
+	}
+	r := &p.out.urgent
+	if it.h.Flags&transport.FlagUrgent == 0 {
+		if p.bulk.len() > 0 {
+			return false
+		}
+		r = &p.out.bulk
+	}
+	fin, _ := p.writeItem(r, it)
+	return fin
+}
+
+// ringLocked bumps the peer's doorbell after a publish and reports
+// whether the peer sleeps (wakePeer then wakes it, outside the lock);
+// p.mu held, the segment mapped.
+func (p *pair) ringLocked() bool {
+	seq := p.pbell.u32(offBellSeq)
+	seq.Add(1)
+	return p.pbell.u32(offBellSleep).Load() != 0
+}
+
+func (p *pair) wakePeer(sleeping bool) {
+	if !sleeping {
+		return
+	}
+	p.mu.Lock()
+	if !p.unmapped {
+		futexWakeAll(p.pbell.u32(offBellSeq))
+	}
+	p.mu.Unlock()
+}
+
+// queueLocked appends it to its lane and makes sure the writer goroutine
+// will write it; p.mu held, p.werr nil.
+func (p *pair) queueLocked(it item) {
+	if it.h.Flags&transport.FlagUrgent != 0 {
+		p.urgent.push(it)
+	} else {
+		p.bulk.push(it)
+	}
+	if !p.writing {
+		p.writing = true
+		p.t.wg.Add(1)
+		go p.writeLoop()
+		return
+	}
+	if p.up.Load() && !p.unmapped {
+		p.out.wakeProducer() // the writer may wait for space on the other lane
+	}
+}
+
+// progressLocked writes what fits of the queued frames, the urgent lane
+// first; a bulk frame waits while urgent ones are queued, so that a bulk
+// frame never overtakes an urgent one sent before it. It returns the
+// frames completely written; p.mu held, the pair up.
+func (p *pair) progressLocked(done []item) ([]item, bool) {
+	progressed := false
+	for p.urgent.len() > 0 {
+		fin, prog := p.writeItem(&p.out.urgent, p.urgent.front())
+		progressed = progressed || prog
+		if !fin {
+			return done, progressed
+		}
+		done = append(done, p.urgent.pop())
+	}
+	for p.bulk.len() > 0 {
+		fin, prog := p.writeItem(&p.out.bulk, p.bulk.front())
+		progressed = progressed || prog
+		if !fin {
+			return done, progressed
+		}
+		done = append(done, p.bulk.pop())
+	}
+	return done, progressed
+}
+
+// writeItem writes what fits of it into r: the whole frame when it needs
+// no chunks, else its header and as many chunks as fit.
+func (p *pair) writeItem(r *ring, it *item) (finished, progressed bool) {
+	before := p.t.cfg.beforePublish
+	n := len(it.payload)
+	if r == &p.out.bulk && n >= cmaMin && (it.ack != 0 || !it.started && p.out.cma.Load() == 1) {
+		// The receiver reads the payload from this process's memory; the
+		// frame is written once its record is consumed.
+		if it.started {
+			return r.head.Load() >= it.ack, false
+		}
+		h := it.h
+		h.Flags |= flagCMA
+		var body [cmaBody]byte
+		binary.LittleEndian.PutUint64(body[:], uint64(uintptr(unsafe.Pointer(&it.payload[0]))))
+		if !r.put(&h, body[:], before) {
+			return false, false
+		}
+		it.started, it.ack = true, r.tail.Load()
+		return false, true
+	}
+	if !it.started {
+		if recLen(uint64(n)) <= r.maxRec() {
+			if !r.put(&it.h, it.payload, before) {
+				return false, false
+			}
+			return true, true
+		}
+		h := it.h
+		h.Flags |= flagChunked
+		if !r.put(&h, nil, before) {
+			return false, false
+		}
+		it.started, progressed = true, true
+	}
+	maxChunk := int(r.maxRec()) - transport.HeaderSize
+	for it.off < n {
+		c := min(maxChunk, n-it.off)
+		ch := transport.Header{Kind: recChunk, Flags: flagShm, N: uint64(c)}
+		if !r.put(&ch, it.payload[it.off:it.off+c], before) {
+			return false, progressed
+		}
+		it.off += c
+		progressed = true
+	}
+	return true, progressed
+}
+
+// writeLoop writes the queued frames of one peer, setting the pair up
+// first if needed, and ends when the queue is empty or sending ended.
+func (p *pair) writeLoop() {
+	t := p.t
+	defer t.wg.Done()
+	var done []item
+	for {
+		p.mu.Lock()
+		if p.werr == nil && !p.up.Load() {
+			p.mu.Unlock()
+			if err := t.connect(p); err != nil {
+				p.fail(err)
+			}
+			continue
+		}
+		if p.werr != nil {
+			failed := p.drainLocked()
+			err := p.werr
+			p.writing = false
+			p.idle.Broadcast()
+			p.mu.Unlock()
+			for i := range failed {
+				failed[i].finish(err)
+			}
+			return
+		}
+		var progressed bool
+		done, progressed = p.progressLocked(done[:0])
+		var seq uint32
+		waiting := false
+		if !progressed && (p.urgent.len() > 0 || p.bulk.len() > 0) {
+			// Ask the consumer to wake us, then look once more (it may have
+			// freed space before it saw the request).
+			p.out.spaceWait.Store(1)
+			seq = p.out.spaceSeq.Load()
+			done, progressed = p.progressLocked(done)
+			waiting = !progressed
+		}
+		sleeping := false
+		if len(done) > 0 || progressed {
+			sleeping = p.ringLocked()
+		}
+		empty := p.urgent.len() == 0 && p.bulk.len() == 0
+		if empty {
+			p.writing = false
+			p.idle.Broadcast()
+		}
+		spaceSeq := p.out.spaceSeq
+		p.mu.Unlock()
+		p.wakePeer(sleeping)
+		for i := range done {
+			done[i].finish(nil)
+			done[i] = item{}
+		}
+		if empty {
+			return
+		}
+		if waiting {
+			if by := t.closeBy.Load(); by != 0 && time.Now().UnixNano() > by {
+				// A payload the receiver may be reading from this process's
+				// memory: the goodbye comes first, so the receiver, which
+				// checks the connection after reading, discards what it read
+				// if the caller reuses the buffer.
+				if p.c != nil {
+					p.sayBye()
+				}
+				p.fail(transport.ErrClosed)
+				continue
+			}
+			futexWaitOn(spaceSeq, seq, sleepMax)
+		}
+	}
+}
+
+// fail ends sending to p with err: queued frames fail with it (the writer
+// goroutine fails them if it runs).
+func (p *pair) fail(err error) {
+	p.mu.Lock()
+	if p.werr == nil {
+		p.werr = err
+	}
+	var failed []item
+	if !p.writing {
+		failed = p.drainLocked()
+	} else if p.up.Load() && !p.unmapped {
+		p.out.wakeProducer()
+	}
+	err = p.werr
+	p.idle.Broadcast()
+	p.mu.Unlock()
+	for i := range failed {
+		failed[i].finish(err)
+	}
+}
+
+func (p *pair) drainLocked() []item {
+	var out []item
+	for p.urgent.len() > 0 {
+		out = append(out, p.urgent.pop())
+	}
+	for p.bulk.len() > 0 {
+		out = append(out, p.bulk.pop())
+	}
+	return out
+}

@@ -1,0 +1,348 @@
+// Package shm is the shared-memory transport between the ranks of one
+// host. Each pair of ranks that talk shares a segment (an anonymous
+// memory file, memfd, passed over a Unix socket: no name in /dev/shm or in
+// the job directory, so nothing is left behind whoever crashes) holding,
+// per direction, an urgent and a bulk single-producer single-consumer
+// ring of frames in the transport's format (transport.Header and payload;
+// payloads larger than a quarter of a ring follow their header in chunk
+// records). Frames to ranks without a shared-memory address (other
+// hosts) go to a fallback transport (the sockets).
+//
+// Liveness: the Unix socket the segment was passed on stays open and
+// carries nothing more until the end: an orderly Close writes a goodbye
+// byte after its last frame, a process that dies closes it without one.
+// The socket's break is the failure (exactly as with the socket
+// transport); the receiver then delivers the frames the peer published
+// before it died, ends a frame its death cut short with an error, and
+// reports the peer lost. A producer publishes a record with a store of
+// the ring's tail after the bytes are written, so a peer killed inside a
+// write never makes its receiver see part of a frame.
+//
+// Waiting: every process has a doorbell page that its peers map; a sender
+// bumps the doorbell word after publishing and wakes the receiver with
+// FUTEX_WAKE only when it said it sleeps. The receiver (one goroutine per
+// transport, polling every ring) spins briefly when told to (ranks do not
+// outnumber cores), then sleeps with FUTEX_WAIT. A writer that finds a
+// ring full waits on the direction's space word, bumped by the consumer;
+// a peer's death or Close wakes it too.
+//
+// The package must not interpret frames beyond their length and its
+// reserved bits, and keeps no process-global state.
+package shm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// Config configures a Transport.
+type Config struct {
+	Self    int
+	Dir     string // directory of the listening socket (required)
+	Name    string // socket file name stem (default "r<Self>.shm")
+	Handler transport.Handler
+	// Fallback carries the frames to ranks without a shared-memory address
+	// (nil: such a send fails). Close closes it.
+	Fallback transport.Transport
+	// SpinFn is how long the receiver spins before it sleeps (read at each
+	// idle period); nil or 0: it never spins.
+	SpinFn func() time.Duration
+	// Yield makes the spinning receiver give the processor to other
+	// processes (sched_yield) between polls.
+	Yield bool
+	// ConnectTimeout bounds setting up a pair (dial and handshake); 0
+	// means 30 s.
+	ConnectTimeout time.Duration
+
+	// NoCMA makes every payload travel through the rings, even where the
+	// receiver may read the sender's memory (process_vm_readv).
+	NoCMA bool
+
+	beforePublish func() // tests: runs between writing a record and publishing it
+}
+
+const (
+	helloMagic     = 0x66746d73 // "ftms"
+	replyAccept    = 1
+	replyRefuse    = 2
+	byeByte        = 0xb7
+	connectTimeout = 30 * time.Second
+	closeFlush     = time.Second            // how long Close lets queued frames drain
+	sleepMax       = 100 * time.Millisecond // longest futex sleep (a lost wake-up costs at most this)
+)
+
+// Peer states (pair.state).
+const (
+	alive int32 = iota
+	gone        // orderly goodbye
+	lost        // the socket broke without one
+)
+
+// Transport implements transport.Transport over shared memory.
+type Transport struct {
+	cfg   Config
+	pid   int
+	probe [8]byte // a peer reads it to learn whether it may read this process's memory
+	ln    *net.UnixListener
+	path  string
+	addrs atomic.Pointer[[]string]
+
+	bell      region
+	bellFd    int
+	bellSeq   *atomic.Uint32
+	bellSleep *atomic.Uint32
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	pairs   map[int]*pair
+	hs      map[*net.UnixConn]struct{} // connections in their handshake
+	closed  bool
+	closeBy atomic.Int64 // unix nanos after which writers give up (0: not closing)
+
+	rx     atomic.Pointer[[]*pair] // the pairs the receiver polls
+	stop   atomic.Bool
+	rxDone chan struct{}
+
+	wg sync.WaitGroup
+}
+
+// pair is this rank's side of the segment shared with one peer.
+type pair struct {
+	t    *Transport
+	rank int
+
+	// Set-up; guarded by Transport.mu.
+	up      atomic.Bool // the segment is mapped and the socket connected (set once)
+	dialing bool
+	expect  bool // our dial was refused: the peer's is on its way
+	err     error
+	ready   chan struct{} // closed when up, err, dialing or expect change
+
+	c       *net.UnixConn // nil for the pair of this rank with itself
+	pid     int           // the peer's process id
+	byeOnce sync.Once
+	seg     region
+	pbell   region // the peer's doorbell
+	out     dirView
+	in      dirView
+	state   atomic.Int32
+	why     error // why the peer was lost; written before state
+
+	// Sending; guarded by mu (held for a copy into a ring, never across a
+	// wait).
+	mu       sync.Mutex
+	idle     sync.Cond // broadcast when writing clears
+	urgent   fifo
+	bulk     fifo
+	writing  bool // the writer goroutine runs
+	werr     error
+	unmapped bool
+
+	// Receiving; owned by the receiver goroutine.
+	ur, br   rxFrame
+	finished bool
+}
+
+func (p *pair) changed() {
+	close(p.ready)
+	p.ready = make(chan struct{})
+}
+
+// item is a queued frame; off counts the payload bytes written, started
+// whether its header is.
+type item struct {
+	h       transport.Header
+	payload []byte
+	done    transport.Done
+	w       *waiter
+	started bool
+	off     int
+	ack     uint64 // a payload read from this process's memory: the ring's head once it is read
+}
+
+func (it *item) finish(err error) {
+	if it.done != nil {
+		it.done.SendDone(err)
+	}
+	if it.w != nil {
+		it.w.ch <- err
+	}
+}
+
+type waiter struct{ ch chan error }
+
+var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
+
+type fifo struct {
+	q    []item
+	head int
+}
+
+func (f *fifo) len() int     { return len(f.q) - f.head }
+func (f *fifo) push(it item) { f.q = append(f.q, it) }
+func (f *fifo) front() *item { return &f.q[f.head] }
+func (f *fifo) pop() item {
+	it := f.q[f.head]
+	f.q[f.head] = item{}
+	f.head++
+	if f.head == len(f.q) {
+		f.q, f.head = f.q[:0], 0
+	}
+	return it
+}
+
+// Listen creates the doorbell and the listening socket and starts the
+// receiver. Peers must be set with SetPeers before the first Send.
+func Listen(cfg Config) (*Transport, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("shm: no directory for the listening socket")
+	}
+	if cfg.Handler == nil {
+		return nil, errors.New("shm: no handler")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "r" + strconv.Itoa(cfg.Self) + ".shm"
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = connectTimeout
+	}
+	t := &Transport{cfg: cfg, pid: os.Getpid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{}, rxDone: make(chan struct{})}
+	copy(t.probe[:], probeMagic)
+	var err error
+	t.bell, t.bellFd, err = newRegion("ftmpi-bell", bellSize)
+	if err != nil {
+		return nil, fmt.Errorf("shm doorbell: %w", err)
+	}
+	t.bellSeq, t.bellSleep = t.bell.u32(offBellSeq), t.bell.u32(offBellSleep)
+	t.path = filepath.Join(cfg.Dir, cfg.Name+".sock")
+	_ = os.Remove(t.path)
+	t.ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: t.path, Net: "unix"})
+	if err != nil {
+		t.bell.unmap()
+		unix.Close(t.bellFd)
+		return nil, fmt.Errorf("listen on unix socket %s: %w", t.path, err)
+	}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	empty := []*pair{}
+	t.rx.Store(&empty)
+	t.wg.Add(1)
+	go t.acceptLoop()
+	go t.recvLoop()
+	return t, nil
+}
+
+// Addr is the address peers give SetPeers for this rank.
+func (t *Transport) Addr() string { return t.path }
+
+// SetPeers installs the address table, indexed by rank: "" for ranks
+// reached through the fallback.
+func (t *Transport) SetPeers(addrs []string) { t.addrs.Store(&addrs) }
+
+// local reports whether rank to is reached through shared memory.
+func (t *Transport) local(to int) bool {
+	a := t.addrs.Load()
+	return a != nil && to >= 0 && to < len(*a) && (*a)[to] != ""
+}
+
+func (t *Transport) addrOf(to int) string {
+	a := t.addrs.Load()
+	if a == nil || to < 0 || to >= len(*a) {
+		return ""
+	}
+	return (*a)[to]
+}
+
+// pairOf returns the state of peer r, created on first use; t.mu held.
+func (t *Transport) pairLocked(r int) *pair {
+	p := t.pairs[r]
+	if p == nil {
+		p = &pair{t: t, rank: r, ready: make(chan struct{})}
+		p.idle.L = &p.mu
+		t.pairs[r] = p
+	}
+	return p
+}
+
+func (t *Transport) pair(r int) (*pair, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, transport.ErrClosed
+	}
+	return t.pairLocked(r), nil
+}
+
+// Close writes what is queued (for up to closeFlush: a peer that does not
+// read loses it), says goodbye to every peer, and releases the memory,
+// the sockets and the goroutines. Peers see an orderly goodbye. It closes
+// the fallback too.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	t.closeBy.Store(time.Now().Add(closeFlush).UnixNano())
+	t.cancel()
+	t.ln.Close()
+	for c := range t.hs {
+		c.Close()
+	}
+	pairs := make([]*pair, 0, len(t.pairs))
+	for _, p := range t.pairs {
+		p.changed()
+		pairs = append(pairs, p)
+	}
+	t.mu.Unlock()
+	for _, p := range pairs {
+		p.mu.Lock()
+		if p.writing && p.up.Load() && !p.unmapped {
+			p.out.wakeProducer()
+		}
+		for p.writing {
+			p.idle.Wait()
+		}
+		if p.werr == nil {
+			p.werr = transport.ErrClosed
+		}
+		failed := p.drainLocked()
+		p.mu.Unlock()
+		for i := range failed {
+			failed[i].finish(transport.ErrClosed)
+		}
+		if p.up.Load() && p.c != nil {
+			p.sayBye()
+		}
+	}
+	t.stop.Store(true)
+	t.ringSelf()
+	<-t.rxDone
+	t.wg.Wait()
+	for _, p := range pairs {
+		p.mu.Lock()
+		p.unmapLocked()
+		p.mu.Unlock()
+	}
+	t.bell.unmap()
+	unix.Close(t.bellFd)
+	os.Remove(t.path)
+	if t.cfg.Fallback != nil {
+		return t.cfg.Fallback.Close()
+	}
+	return nil
+}
