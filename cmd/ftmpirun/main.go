@@ -4,10 +4,14 @@
 //
 //	ftmpirun -n N [--tag-output] [--timeout D] [--transport auto|unix|tcp]
 //	         [--on-failure abort|continue] [--inject SPEC]... [--chaos ARGS]
-//	         [-v] [--] PROGRAM [ARGS...]
+//	         [--host H[:N],... | --hostfile FILE] [--map-by slot|node] [--oversubscribe]
+//	         [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary] [--launch-agent CMD]
+//	         [--interface IF|CIDR] [-v] [--] PROGRAM [ARGS...]
 //
 // The ranks' stdin is /dev/null; their stdout and stderr are forwarded
-// line by line. --inject kill:rank=R,at=D / stop:rank=R,at=D and --chaos
+// line by line. With --host/--hostfile the ranks run on several hosts:
+// ftmpirun starts itself in agent mode on every other host over ssh
+// (--launch-agent, $FTMPI_SSH); see package internal/launch. --inject kill:rank=R,at=D / stop:rank=R,at=D and --chaos
 // seed=S,mttf=D,max=K[,spare=LIST][,stop=F][,from=D] inject faults (default: $FTMPI_INJECT;
 // grammar in package internal/inject). See package internal/launch for the
 // exit codes and the injection rules: without failures, like mpirun, 0

@@ -17,6 +17,7 @@ package boot
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -39,6 +40,7 @@ const (
 	EnvReinit      = "FTMPI_REINIT"      // "1" when the launcher respawns failed ranks for MPI_Reinit (--on-failure reinit)
 	EnvProc        = "FTMPI_PROC"        // process id in the job: the rank for the first processes, >= their count for spawned ones (default: the rank)
 	EnvUniverse    = "FTMPI_UNIVERSE"    // number of process ids in use when the process started (default: the size)
+	EnvListen      = "FTMPI_LISTEN"      // IP address the rank's TCP listener binds (the host's address on the job's network; unset: 127.0.0.1)
 	EnvParent      = "FTMPI_PARENT"      // spawned processes: "PAIR,PAIR;PROC,PROC,...": the context pairs of the intercommunicator to the parents and the parents' process ids in rank order
 )
 
@@ -72,6 +74,7 @@ type Info struct {
 	ParentProcs []int  // spawned processes: the parents' process ids, in their rank order
 	Epoch       int    // Reinit epoch to join at start (0 at the first start)
 	Reinit      bool   // the launcher respawns failed ranks (--on-failure reinit)
+	Listen      string // IP address for the rank's TCP listener (EnvListen; "": loopback)
 	// Auth is the job's secret, read by FromEnv from the descriptor the
 	// launcher handed over (wireauth.EnvFD); nil: none was. Connect and
 	// the socket transport authenticate every connection with it. It is
@@ -181,6 +184,12 @@ func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err err
 		}
 	}
 	info.TmpDir = get(EnvTmpDir)
+	if v := get(EnvListen); v != "" {
+		if net.ParseIP(v) == nil {
+			return Info{}, false, fmt.Errorf("boot: %s=%q is not an IP address", EnvListen, v)
+		}
+		info.Listen = v
+	}
 	info.Transport = get(EnvTransport)
 	switch info.Transport {
 	case "":
@@ -223,6 +232,7 @@ func (info Info) Env() []string {
 		EnvProc + "=" + strconv.Itoa(info.Proc),
 		EnvUniverse + "=" + strconv.Itoa(info.Universe),
 		EnvParent + "=" + FormatParent(info.ParentPairs, info.ParentProcs),
+		EnvListen + "=" + info.Listen,
 	}
 }
 

@@ -14,6 +14,7 @@ type RankSpec struct {
 	Path        string   // executable (absolute path on the agent's host)
 	Args        []string // argv[1:]
 	Env         []string // complete environment, including the FTMPI_* variables
+	Dir         string   // working directory ("": the agent's)
 	// Auth is the job's secret (nil: none). The agent hands it to the
 	// process through an inherited pipe (wireauth.Key.Pipe, the
 	// descriptor's number in wireauth.EnvFD), never in Env or Args.
@@ -38,9 +39,9 @@ type Reporter interface {
 
 // Agent starts and supervises the ranks on one host. The head talks to
 // agents only through this interface: the local agent lives in the head's
-// process; remote agents (ssh, Slurm) would relay the same calls and
-// reports over the network, and relay the ranks' control connections to
-// the head's control server.
+// process; a remote agent (remoteAgent) relays the same calls and reports
+// over its ssh session to ftmpirun in agent mode on its host, whose ranks
+// dial the head's control server over TCP.
 type Agent interface {
 	// Host is the host id given to the ranks in FTMPI_HOST.
 	Host() string

@@ -1,7 +1,12 @@
 // Package launch is the ftmpirun launcher: a head that runs the control
 // server and forwards output, and one Agent per host that starts and
-// supervises the ranks. Only a LocalAgent exists for now, living in the
-// head's process; the head never assumes a single host. What the head
+// supervises the ranks: a LocalAgent in the head's process for its own
+// host, and for every other host of --host/--hostfile a remoteAgent that
+// relays the same calls over ssh to ftmpirun in agent mode on that host
+// (RunAgent; protocol in package agentwire; see multihost.go). Head and
+// agents heartbeat each other: a lost agent is the failure of every rank
+// it held (policy.HostLost), and an agent that loses the head kills its
+// ranks (partitions are fail-stop). What the head
 // decides (the key-value store and fences for boot.Client.Exchange, the
 // finalize fence, abort, who is told of which failure, when a process is
 // killed, respawned or spawned, the exit code) is package policy, a pure
@@ -140,6 +145,27 @@ type Config struct {
 	TmpRoot    string   // where the per-job directory is created; default: os.TempDir() if short, else /tmp
 	CacheDir   string   // where built Go packages are kept; default os.UserCacheDir()/ftmpi/bin
 	ControlNet string   // network of the control server: "unix" (default) or "tcp" (127.0.0.1)
+
+	// Multi-host jobs (see hosts.go, remote.go). Hosts nil: every rank on
+	// this host, as before.
+	Hosts         []HostSlots // --host, --hostfile
+	MapBy         string      // "slot" (default) or "node"
+	Export        []string    // -x VAR or VAR=value: set for every rank (VAR: this process's value)
+	Oversubscribe bool        // allow more ranks than slots
+	Wdir          string      // working directory of the ranks; default: ftmpirun's
+	LaunchAgent   string      // how to reach a host: default $FTMPI_SSH, else "ssh"
+	Interface     string      // the network between hosts: an interface name or a CIDR; default: the route to the first remote host
+	// AgentHBPeriod and AgentHBTimeout: the heartbeat between the head and
+	// its remote agents (default $FTMPI_AGENT_HB_PERIOD / _TIMEOUT, else
+	// DefaultAgentHBPeriod / DefaultAgentHBTimeout).
+	AgentHBPeriod, AgentHBTimeout time.Duration
+	// AgentPath is the ftmpirun binary run in agent mode on the remote
+	// hosts (the same path on every host); default: this executable.
+	AgentPath string
+	// PreloadBinary sends the program to each remote host over its agent's
+	// connection (into the agent's job directory) instead of relying on a
+	// shared path.
+	PreloadBinary bool
 }
 
 // UsageError is a command-line or configuration mistake (exit code 2).
@@ -150,8 +176,11 @@ func (e *UsageError) Error() string { return e.Msg }
 const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp|shm]
                 [--on-failure abort|continue|reinit] [--max-restarts K]
                 [--inject SPEC]... [--chaos ARGS]
-                [--restart-on-failure N] [-v] [--] PROGRAM [ARGS...]
-  -n, -np N        number of ranks
+                [--restart-on-failure N] [-v]
+                [--host H[:N],... | --hostfile FILE] [--map-by slot|node] [--oversubscribe]
+                [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary] [--launch-agent CMD] [--interface IF|CIDR]
+                [--] PROGRAM [ARGS...]
+  -n, -np N        number of ranks (default with --host/--hostfile: every slot)
   --tag-output     prefix each output line with [rank]
   --timeout D      kill the job after D (e.g. 30s) and exit 124
   --transport T    auto (default, or $FTMPI_TRANSPORT): shared memory between the ranks of one
@@ -176,6 +205,19 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    --on-failure continue) and, once every rank has exited, relaunch the
                    whole job, at most N times; $FTMPI_RESTART tells the ranks which
                    relaunch it is (0 at first). Survivors should checkpoint and exit.
+  --host LIST      hosts and slots, e.g. h1:4,h2:4 (a host without :N has 1 slot)
+  --hostfile FILE  one host per line: "h1 slots=4" (Open MPI) or "h1:4" (MPICH)
+  --map-by P       slot (default: fill each host in turn) or node (round robin)
+  --oversubscribe  allow more ranks than slots
+  -x VAR[=VALUE]   export VAR (this process's value, or VALUE) to every rank (repeatable)
+  --wdir DIR       working directory of the ranks (default: the current one)
+  --preload-binary send PROGRAM to every remote host over its agent's connection
+                   (default: the same path must be valid on every host)
+  --launch-agent CMD
+                   how to start the agent on a remote host (default $FTMPI_SSH, else ssh);
+                   run as CMD HOST COMMAND
+  --interface IF   the network between hosts: an interface name or a CIDR (IPv4 or IPv6);
+                   default: the route to the first remote host
   -v               verbose
   -h, --help       print this help and exit 0
 Exit code: without failures, like mpirun, 0 when every rank exited 0, else the
@@ -224,6 +266,31 @@ func ParseArgs(args []string) (Config, error) {
 		return nil
 	}
 	fs.Func("inject", "", addSpecs)
+	fs.Func("host", "", func(s string) error {
+		hs, err := parseHostList(s)
+		for _, h := range hs {
+			cfg.Hosts = addHost(cfg.Hosts, h)
+		}
+		return err
+	})
+	fs.Func("H", "", func(s string) error { return fs.Lookup("host").Value.Set(s) })
+	hostfile := ""
+	fs.StringVar(&hostfile, "hostfile", "", "")
+	fs.StringVar(&hostfile, "machinefile", "", "")
+	fs.StringVar(&cfg.MapBy, "map-by", MapBySlot, "")
+	fs.Func("x", "", func(s string) error {
+		name, _, _ := strings.Cut(s, "=")
+		if name == "" || strings.ContainsAny(name, " \t\x00") {
+			return fmt.Errorf("invalid -x %q: want VAR or VAR=VALUE", s)
+		}
+		cfg.Export = append(cfg.Export, s)
+		return nil
+	})
+	fs.BoolVar(&cfg.Oversubscribe, "oversubscribe", false, "")
+	fs.BoolVar(&cfg.PreloadBinary, "preload-binary", false, "")
+	fs.StringVar(&cfg.Wdir, "wdir", "", "")
+	fs.StringVar(&cfg.LaunchAgent, "launch-agent", os.Getenv(EnvSSH), "")
+	fs.StringVar(&cfg.Interface, "interface", "", "")
 	fs.Func("chaos", "", func(s string) error {
 		if !strings.HasPrefix(strings.TrimSpace(s), "chaos:") {
 			s = "chaos:" + s
@@ -244,10 +311,25 @@ func ParseArgs(args []string) (Config, error) {
 	if cfg.RestartOnFailure > 0 && !onFailureSet {
 		cfg.OnFailure = "" // validate picks the policy that lets survivors checkpoint
 	}
-	if !nSet {
+	if hostfile != "" {
+		if cfg.Hosts != nil {
+			return cfg, &UsageError{"--host and --hostfile cannot be combined"}
+		}
+		hs, err := parseHostfile(hostfile)
+		if err != nil {
+			return cfg, &UsageError{err.Error()}
+		}
+		cfg.Hosts = hs
+	}
+	if !nSet && cfg.Hosts == nil {
 		return cfg, &UsageError{"missing -n N (number of ranks)"}
 	}
 	cfg.N = n
+	if !nSet {
+		for _, h := range cfg.Hosts {
+			cfg.N += h.Slots
+		}
+	}
 	if env := os.Getenv(inject.EnvVar); !injectFlags && strings.TrimSpace(env) != "" {
 		ss, err := inject.Parse(env)
 		if err != nil {
@@ -308,6 +390,9 @@ func (cfg *Config) validate() error {
 	if err := cfg.Inject.Validate(cfg.N); err != nil {
 		return &UsageError{err.Error()}
 	}
+	if err := cfg.validateHosts(); err != nil {
+		return err
+	}
 	switch cfg.ControlNet {
 	case "":
 		cfg.ControlNet = "unix"
@@ -318,8 +403,81 @@ func (cfg *Config) validate() error {
 	return nil
 }
 
+// EnvSSH is the default of --launch-agent.
+const EnvSSH = "FTMPI_SSH"
+
+// Heartbeat between the head and its remote agents.
+const (
+	DefaultAgentHBPeriod  = 250 * time.Millisecond
+	DefaultAgentHBTimeout = 3 * time.Second
+	EnvAgentHBPeriod      = "FTMPI_AGENT_HB_PERIOD"
+	EnvAgentHBTimeout     = "FTMPI_AGENT_HB_TIMEOUT"
+)
+
+// validateHosts checks the multi-host settings.
+func (cfg *Config) validateHosts() error {
+	if cfg.MapBy == "" {
+		cfg.MapBy = MapBySlot
+	}
+	if cfg.MapBy != MapBySlot && cfg.MapBy != MapByNode {
+		return &UsageError{fmt.Sprintf("invalid --map-by %q: want slot or node", cfg.MapBy)}
+	}
+	if err := validInterface(cfg.Interface); err != nil {
+		return &UsageError{err.Error()}
+	}
+	for _, kv := range cfg.Export {
+		if name, _, _ := strings.Cut(kv, "="); name == "" {
+			return &UsageError{fmt.Sprintf("invalid -x %q: want VAR or VAR=VALUE", kv)}
+		}
+	}
+	for _, h := range cfg.Hosts {
+		if h.Name == "" || h.Slots < 1 || strings.ContainsAny(h.Name, " \t'\"$`;&|<>") {
+			return &UsageError{fmt.Sprintf("invalid host %q with %d slots", h.Name, h.Slots)}
+		}
+	}
+	if cfg.Hosts != nil {
+		if _, err := mapRanks(cfg.Hosts, cfg.N, cfg.MapBy, cfg.Oversubscribe); err != nil {
+			return err
+		}
+	}
+	if cfg.Wdir != "" {
+		if st, err := os.Stat(cfg.Wdir); err != nil || !st.IsDir() {
+			return &UsageError{fmt.Sprintf("invalid --wdir %q: not a directory", cfg.Wdir)}
+		}
+	}
+	hb := func(v *time.Duration, env string, def time.Duration) error {
+		if *v != 0 {
+			return nil
+		}
+		*v = def
+		if s := os.Getenv(env); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 {
+				return &UsageError{fmt.Sprintf("invalid %s=%q: want a positive duration", env, s)}
+			}
+			*v = d
+		}
+		return nil
+	}
+	if err := hb(&cfg.AgentHBPeriod, EnvAgentHBPeriod, DefaultAgentHBPeriod); err != nil {
+		return err
+	}
+	if err := hb(&cfg.AgentHBTimeout, EnvAgentHBTimeout, DefaultAgentHBTimeout); err != nil {
+		return err
+	}
+	if cfg.AgentHBTimeout <= cfg.AgentHBPeriod {
+		return &UsageError{fmt.Sprintf("agent heartbeat timeout %v must exceed its period %v", cfg.AgentHBTimeout, cfg.AgentHBPeriod)}
+	}
+	return nil
+}
+
 // Main runs ftmpirun with the given arguments and returns its exit code.
+// With AgentCommand as its first argument it is a remote agent instead
+// (agentmode.go), speaking package agentwire on stdin and stdout.
 func Main(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+	if len(args) > 0 && args[0] == AgentCommand {
+		return RunAgent(os.Stdin, os.Stdout, stderr)
+	}
 	cfg, err := ParseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
 		Usage(stdout)

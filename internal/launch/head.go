@@ -50,7 +50,7 @@ type head struct {
 	allExited chan struct{}
 	tearing   chan struct{} // closed when teardown starts
 	wg        sync.WaitGroup
-	listener  net.Listener
+	listeners []net.Listener
 	evFD      int  // datagram socket for events to the ranks' event sockets (-1: unavailable)
 	evOpened  bool // evFD was opened (or its opening failed)
 
@@ -72,6 +72,15 @@ type head struct {
 	// names is the name service (MPI_Publish_name ...) of every process
 	// of the launch; a table, not policy: its requests bypass the policy.
 	names boot.NameTable
+
+	// Multi-host jobs: the agent of each host (policy host index) and the
+	// variables that differ from host to host (FTMPI_HOST, FTMPI_CONTROL,
+	// ...), applied to a spec moved to that host (respawn, spawn). Set
+	// before any rank starts; nil for a one-host job.
+	hostAgents []Agent
+	hostVars   [][]string
+	hostPath   []string // --preload-binary: the program's copy on each host ("": the shared path)
+	program    string   // the job's program (the path a preloaded copy replaces)
 }
 
 // triggers is the fault-injection watch (inject.Watch) of a run and the
@@ -84,6 +93,12 @@ type triggers struct {
 }
 
 func newHead(job string, size int, onFailure string, out *output, verbose bool) *head {
+	return newHeadHosts(job, size, onFailure, out, verbose, nil, nil)
+}
+
+// newHeadHosts is newHead for a job over several hosts: hosts and the host
+// index of each rank (policy.Config.Hosts and Place).
+func newHeadHosts(job string, size int, onFailure string, out *output, verbose bool, hosts []policy.Host, place []int) *head {
 	mode := policy.ModeAbort
 	switch onFailure {
 	case OnFailureContinue:
@@ -91,7 +106,7 @@ func newHead(job string, size int, onFailure string, out *output, verbose bool) 
 	case OnFailureReinit:
 		mode = policy.ModeReinit
 	}
-	m, err := policy.New(policy.Config{Job: job, Size: size, Mode: mode, Verbose: verbose})
+	m, err := policy.New(policy.Config{Job: job, Size: size, Mode: mode, Verbose: verbose, Hosts: hosts, Place: place})
 	if err != nil {
 		panic(fmt.Sprintf("launch: %v", err)) // Config.validate admits no such job
 	}
@@ -212,6 +227,17 @@ func (h *head) execute(a policy.Action) {
 	case policy.Log:
 		h.out.logf("%s", a.Text)
 	case policy.Check:
+		if ra := h.remoteOf(a.Rank, a.Incarnation); ra != nil {
+			// Its agent reads its state; the answer comes back as an event
+			// (never wait here: this may be the agent's own reader).
+			h.wg.Add(1)
+			go func() {
+				defer h.wg.Done()
+				pid, state, alive := ra.check(a.Rank, a.Incarnation)
+				h.step(policy.Liveness{Token: a.Token, Pid: pid, State: state, Alive: alive, Stopped: state == stateStopped})
+			}()
+			return
+		}
 		pid := a.Pid
 		if pid == 0 {
 			pid = h.pidOf(a.Rank, a.Incarnation)
@@ -255,7 +281,7 @@ func (h *head) execute(a policy.Action) {
 		}
 		h.mu.Unlock()
 	case policy.Respawn:
-		h.startRespawn(a.Rank, a.Incarnation, a.Epoch)
+		h.startRespawn(a.Rank, a.Incarnation, a.Epoch, a.Host)
 	case policy.StartChildren:
 		h.startChildren(a.Start)
 	}
@@ -349,10 +375,64 @@ func (h *head) mark(name string) time.Time {
 	return h.marks[name]
 }
 
-// serve accepts control connections until the listener is closed.
+// remoteOf is the remote agent of incarnation inc of rank: the agent of
+// the host the policy placed it on (even if that agent was just lost: its
+// answer is then "gone", never a reading of a local pid), nil for a rank
+// of the head's own host. Not under h.mu.
+func (h *head) remoteOf(rank, inc int) *remoteAgent {
+	if h.hostAgents != nil {
+		h.mu.Lock()
+		idx := h.m.HostOf(rank)
+		h.mu.Unlock()
+		if idx >= 0 && idx < len(h.hostAgents) {
+			ra, _ := h.hostAgents[idx].(*remoteAgent)
+			return ra
+		}
+	}
+	for _, a := range h.agentList() {
+		if ra, ok := a.(*remoteAgent); ok && ra.runs(rank, inc) {
+			return ra
+		}
+	}
+	return nil
+}
+
+// hostLost is the loss of the agent of host index host (a remote agent's
+// onLost).
+func (h *head) hostLost(host int, reason string) {
+	h.step(policy.HostLost{Host: host, Reason: reason})
+}
+
+// onHost moves spec to host index host: its agent, and the spec with the
+// host's variables (a one-host job: the given agent, spec unchanged).
+func (h *head) onHost(host int, agent Agent, spec RankSpec) (Agent, RankSpec) {
+	if h.hostAgents == nil || host < 0 || host >= len(h.hostAgents) {
+		return agent, spec
+	}
+	for _, kv := range h.hostVars[host] {
+		name, val, _ := cutEnv(kv)
+		spec.Env = setEnv(spec.Env, name, val)
+	}
+	if h.hostPath != nil {
+		orig := spec.Path
+		for _, p := range h.hostPath {
+			if p != "" && p == spec.Path {
+				orig = h.program // a preloaded copy on another host
+			}
+		}
+		spec.Path = orig
+		if p := h.hostPath[host]; p != "" && orig == h.program {
+			spec.Path = p
+		}
+	}
+	return h.hostAgents[host], spec
+}
+
+// serve accepts control connections until the listener is closed (it may
+// be called for several listeners).
 func (h *head) serve(ln net.Listener) {
 	h.mu.Lock()
-	h.listener = ln
+	h.listeners = append(h.listeners, ln)
 	h.mu.Unlock()
 	h.wg.Add(1)
 	go func() {
@@ -385,7 +465,7 @@ func (h *head) serve(ln net.Listener) {
 func (h *head) close() {
 	h.mu.Lock()
 	h.closed = true
-	ln := h.listener
+	lns := h.listeners
 	conns := make([]*ctlConn, 0, len(h.conns))
 	for _, c := range h.conns {
 		conns = append(conns, c)
@@ -395,7 +475,7 @@ func (h *head) close() {
 		h.graceTimer.Stop()
 	}
 	h.mu.Unlock()
-	if ln != nil {
+	for _, ln := range lns {
 		ln.Close()
 	}
 	for _, c := range conns {
@@ -507,12 +587,14 @@ func (h *head) enableRespawn(agent Agent, specs []RankSpec, maxRestarts int) {
 	h.mu.Unlock()
 }
 
-// startRespawn starts incarnation inc of rank r for Reinit epoch epoch.
-func (h *head) startRespawn(r, inc, epoch int) {
+// startRespawn starts incarnation inc of rank r for Reinit epoch epoch on
+// host index host.
+func (h *head) startRespawn(r, inc, epoch, host int) {
 	h.mu.Lock()
 	agent := h.respawn
 	spec := h.specs[r]
 	h.mu.Unlock()
+	agent, spec = h.onHost(host, agent, spec)
 	spec.Incarnation = inc
 	spec.Env = setEnv(spec.Env, boot.EnvIncarnation, strconv.Itoa(inc))
 	spec.Env = setEnv(spec.Env, boot.EnvEpoch, strconv.Itoa(epoch))
@@ -570,7 +652,26 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 			}
 			return
 		}
-		agent.Start(specs)
+		if h.hostAgents != nil && len(st.Hosts) == len(specs) {
+			// Each child on its host (one with a free slot), one start per host.
+			byHost := map[Agent][]RankSpec{}
+			var order []Agent
+			for i, s := range specs {
+				a, s := h.onHost(st.Hosts[i], agent, s)
+				if byHost[a] == nil {
+					order = append(order, a)
+				}
+				byHost[a] = append(byHost[a], s)
+			}
+			var starts sync.WaitGroup
+			for _, a := range order {
+				starts.Add(1)
+				go func(a Agent, ss []RankSpec) { defer starts.Done(); a.Start(ss) }(a, byHost[a])
+			}
+			starts.Wait()
+		} else {
+			agent.Start(specs)
+		}
 		if h.tearingDown() {
 			for _, s := range specs {
 				h.signalRank(s.Rank, syscall.SIGKILL)

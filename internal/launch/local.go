@@ -122,6 +122,7 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup) 
 	a.procs[s.Rank] = lp
 	a.mu.Unlock()
 	attr := &os.ProcAttr{
+		Dir:   s.Dir,
 		Env:   env,
 		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},

@@ -3,6 +3,7 @@ package launch
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +61,8 @@ type launchState struct {
 	failureAt   time.Time   // when the first failure was reported
 	failure     *ExitReport // the failure of this launch (see above)
 	failureCode int
-	relaunch    bool // a failure ended this launch and nothing forbids a relaunch
+	relaunch    bool  // a failure ended this launch and nothing forbids a relaunch
+	lostHosts   []int // indexes (in Config.Hosts) of the hosts this launch lost
 }
 
 // timedOut is the --timeout to report when this launch is killed by it: the
@@ -132,6 +134,9 @@ func (st *launchState) finished(h *head, path string) {
 		}
 		st.rest = rest
 	}
+	h.mu.Lock()
+	st.lostHosts = h.m.LostHosts()
+	h.mu.Unlock()
 	o := h.outcome()
 	if !o.Failed {
 		return
@@ -197,6 +202,29 @@ func Run(cfg Config) int {
 		}
 		if st.path != "" {
 			cfg.Program = st.path // resolved (and built) once
+		}
+		if len(st.lostHosts) > 0 {
+			// As SCR's relaunch loop within an allocation: without the
+			// hosts that were lost, on the slots that are left (more ranks
+			// than slots then is no error).
+			lost := map[int]bool{}
+			var names []string
+			for _, i := range st.lostHosts {
+				lost[i] = true
+				names = append(names, cfg.Hosts[i].Name)
+			}
+			var left []HostSlots
+			for i, hs := range cfg.Hosts {
+				if !lost[i] {
+					left = append(left, hs)
+				}
+			}
+			if len(left) == 0 {
+				out.logf("every host is lost; not relaunching the job")
+				return st.failureCode
+			}
+			cfg.Hosts, cfg.Oversubscribe = left, true
+			out.logf("relaunching without the lost host(s) %s", strings.Join(names, ","))
 		}
 		st = &launchState{max: cfg.RestartOnFailure, restart: st.restart + 1, timeout: total,
 			prevFailure: st.failureAt, prevEnd: end, carry: st.rest, triggers: st.triggers}

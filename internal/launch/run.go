@@ -112,39 +112,68 @@ func runOnce(cfg Config, st *launchState) int {
 	// The job's secret: every control and rank-to-rank connection proves
 	// it knows it (package wireauth). Ranks get it through an inherited
 	// pipe (LocalAgent), never on a command line or in the environment.
+	// Multi-host jobs do not carry it to remote agents yet (the agent
+	// protocol's Hello has the field reserved): they run unauthenticated.
 	key, err := wireauth.New()
 	if err != nil {
 		out.logf("%v", err)
 		return 1
 	}
-	h := newHead(job, cfg.N, cfg.OnFailure, out, cfg.Verbose)
-	h.key = key
-	h.killGrace = cfg.KillGrace
-	h.serve(ln)
-	defer h.close()
-	agent := NewLocalAgent(host, h)
-	h.addAgent(agent)
-
 	baseEnv := cfg.Env
 	if baseEnv == nil {
 		baseEnv = os.Environ()
 	}
-	baseEnv = filterEnv(baseEnv)
-	cores := runtime.NumCPU()
-	baseEnv = withGoMaxProcs(baseEnv, cfg.N, cores)
-	baseEnv = withHeartbeat(baseEnv, cfg.N, cores)
-	specs := make([]RankSpec, cfg.N)
-	for r := range specs {
-		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
-		info.Restart = st.restart
-		info.Reinit = cfg.OnFailure == OnFailureReinit
-		info.HostCores = cores // the one count every rank uses to choose collective algorithms
-		env := make([]string, 0, len(baseEnv)+8)
-		env = append(append(env, baseEnv...), info.Env()...)
-		specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env, Auth: key}
+	baseEnv = withExports(filterEnv(baseEnv), cfg.Export)
+	wdir := cfg.Wdir
+	if wdir == "" {
+		wdir, _ = os.Getwd()
+	}
+
+	var h *head
+	var specs []RankSpec
+	var agent Agent         // the agent of rank 0 (respawns and spawns of a one-host job)
+	var groups [][]RankSpec // by host: the ranks each agent starts
+	var agents []Agent      // by host
+	var remotes []*remoteAgent
+	if cfg.Hosts == nil {
+		h = newHead(job, cfg.N, cfg.OnFailure, out, cfg.Verbose)
+		h.key = key
+		h.killGrace = cfg.KillGrace
+		h.serve(ln)
+		defer h.close()
+		la := NewLocalAgent(host, h)
+		h.addAgent(la)
+		agent = la
+		cores := runtime.NumCPU()
+		env0 := withGoMaxProcs(baseEnv, cfg.N, cores)
+		env0 = withHeartbeat(env0, cfg.N, cores)
+		specs = make([]RankSpec, cfg.N)
+		for r := range specs {
+			info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
+			info.Restart = st.restart
+			info.Reinit = cfg.OnFailure == OnFailureReinit
+			info.HostCores = cores // the one count every rank uses to choose collective algorithms
+			env := make([]string, 0, len(env0)+8)
+			env = append(append(env, env0...), info.Env()...)
+			specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env, Dir: cfg.Wdir, Auth: key}
+		}
+		agents, groups = []Agent{la}, [][]RankSpec{specs}
+	} else {
+		mh, code := setupHosts(cfg, st, out, job, path, tmpDir, ln, control, baseEnv, wdir)
+		if mh == nil {
+			return code
+		}
+		h, specs, agents, groups, remotes = mh.h, mh.specs, mh.agents, mh.groups, mh.remotes
+		defer h.close()
+		defer func() {
+			for _, ra := range remotes {
+				ra.close(10 * time.Second)
+			}
+		}()
+		agent = agents[mh.place[0]]
 	}
 	if cfg.Verbose {
-		out.logf("job %s: %d ranks on %s, control %s, tmp %s", job, cfg.N, host, control, tmpDir)
+		out.logf("job %s: %d ranks on %d hosts, control %s, tmp %s", job, cfg.N, len(agents), control, tmpDir)
 	}
 
 	var timeout <-chan time.Time
@@ -165,7 +194,7 @@ func runOnce(cfg Config, st *launchState) int {
 		h.enableRespawn(agent, specs, cfg.MaxRestarts)
 	}
 	h.enableSpawn(agent, specs[0], cfg.CacheDir)
-	agent.Start(specs)
+	startAll(agents, groups)
 	stopInjector := h.startInjector(plan) // time 0 of the plan: every rank started
 	h.armTriggers()
 	defer stopInjector()
@@ -207,7 +236,9 @@ wait:
 			h.step(policy.Interrupt{Signal: syscall.SIGPIPE, Code: signalExitCode(syscall.SIGPIPE)})
 		}
 	}
-	agent.Wait()
+	for _, a := range agents {
+		a.Wait()
+	}
 	code := h.exitCode()
 	st.finished(h, path)
 	if cfg.Verbose {

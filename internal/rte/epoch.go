@@ -2,6 +2,7 @@ package rte
 
 import (
 	"errors"
+	"net"
 	"runtime"
 	"strconv"
 	"sync"
@@ -103,7 +104,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			name += ".e" + strconv.Itoa(epoch)
 		}
 		tr, err := sock.Listen(sock.Config{
-			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name,
+			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name, TCPAddr: listenAddr(info.Listen),
 			Handler: eng, SpinFn: spin.Load, Yield: nc.SpinYield, ConnectTimeout: nc.ConnectTimeout,
 			Auth: info.Auth, // every connection proves the job's secret (nil: none was handed over)
 		})
@@ -252,6 +253,15 @@ func (n *Net) Endpoint(p int) (ep boot.Endpoint, ok bool) {
 func (n *Net) Close() {
 	n.Tr.Close()
 	n.Eng.Close()
+}
+
+// listenAddr is the TCP listen address for the host address ip ("":
+// the transport's default, loopback).
+func listenAddr(ip string) string {
+	if ip == "" {
+		return ""
+	}
+	return net.JoinHostPort(ip, "0")
 }
 
 type atomicDuration struct{ v atomic.Int64 }

@@ -16,7 +16,8 @@
 // to kill B, incarnation I: fail-stop enforcement), ReinitActive and
 // Rejoin (Reinit epochs), Spawn, Unknown; Closed when a connection ends.
 // From the agents: Exited (status, signal, start error). From the shell:
-// Liveness (the answer to a Check: the suspect's process is running,
+// HostLost (the agent of a host is gone or silent: every process it held
+// fails at once, as killed by the launcher), Liveness (the answer to a Check: the suspect's process is running,
 // sleeping, exiting, stopped, dead; suspicions that arrive while a check of
 // the same process is pending share it), Inject (the fault-injection plan),
 // Timeout, Interrupt (SIGINT/SIGTERM to ftmpirun) and Grace.
@@ -63,6 +64,10 @@
 //     normally); refused suspicions are logged only when Verbose;
 //   - a kill names the incarnation that was suspected, so a respawned
 //     incarnation is never killed for its predecessor;
+//   - a lost host's processes are failed and their connections dropped, and
+//     no respawn or spawned child is placed on a lost host (Respawn.Host,
+//     ChildrenStart.Hosts: the process's own host if it is not lost, else
+//     one with a free slot, else the least loaded one left);
 //   - the job always ends (Done once every process is gone; only a stopped
 //     process that nobody can suspect needs --timeout), and ExitCode is the
 //     one the mode and the teardown's cause imply.

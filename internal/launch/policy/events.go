@@ -194,7 +194,8 @@ const (
 	// TearDown: the job is being torn down (Cause); no rank returns from a
 	// fence any more.
 	TearDown
-	// Respawn starts Rank again as Incarnation, joining Reinit epoch Epoch.
+	// Respawn starts Rank again as Incarnation, joining Reinit epoch Epoch,
+	// on host Host (its own unless that host is lost).
 	Respawn
 	// StartChildren starts the processes of a spawn (Start).
 	StartChildren
@@ -238,7 +239,7 @@ func (a Action) String() string {
 	case TearDown:
 		return fmt.Sprintf("teardown %+v", a.Cause)
 	case Respawn:
-		return fmt.Sprintf("respawn rank %d inc %d epoch %d", a.Rank, a.Incarnation, a.Epoch)
+		return fmt.Sprintf("respawn rank %d inc %d epoch %d host %d", a.Rank, a.Incarnation, a.Epoch, a.Host)
 	case StartChildren:
 		return fmt.Sprintf("start-children %+v", *a.Start)
 	case Log, Mark:
@@ -269,6 +270,7 @@ type Action struct {
 	AnyIncarnation bool
 	Pid            int
 	Epoch          int
+	Host           int // Respawn: the host index to start it on
 	Sig            syscall.Signal
 	Why            Why
 	Cause          Cause
@@ -285,6 +287,7 @@ type ChildrenStart struct {
 	Command string
 	Args    []string
 	Parent  string
+	Hosts   []int // the host index of each child (a host with a free slot)
 }
 
 // CauseKind is why a job is torn down.

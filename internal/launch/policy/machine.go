@@ -24,6 +24,12 @@ type Config struct {
 	Size    int    // number of ranks started (process ids 0..Size-1)
 	Mode    Mode
 	Verbose bool // also emit the -v log lines
+	// Hosts and Place: the job's hosts and the host index of each of the
+	// Size ranks (nil: one host holding every rank). New processes
+	// (respawns, spawned children) are placed by the machine (Respawn's
+	// and ChildrenStart's Host).
+	Hosts []Host
+	Place []int
 }
 
 // Validate reports what is wrong with c.
@@ -33,6 +39,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("policy: size %d: must be at least 1", c.Size)
 	case c.Mode < ModeAbort || c.Mode > ModeReinit:
 		return fmt.Errorf("policy: unknown mode %d", c.Mode)
+	case c.Place != nil && len(c.Place) != c.Size:
+		return fmt.Errorf("policy: %d placements for %d ranks", len(c.Place), c.Size)
+	}
+	for r, h := range c.Place {
+		if h < 0 || h >= max(1, len(c.Hosts)) {
+			return fmt.Errorf("policy: rank %d placed on unknown host %d", r, h)
+		}
 	}
 	return nil
 }
@@ -58,6 +71,7 @@ type proc struct {
 	notified    bool   // the survivors were sent its failed event
 	spawning    bool   // a child whose spawn has not completed: its death fails the spawn, not the job
 	spawnFailed bool   // a child of a spawn that failed: its exit code is not the job's
+	host        int    // index of the host it runs on (Config.Hosts)
 }
 
 type waiter struct {
@@ -115,6 +129,8 @@ type Machine struct {
 	spawns   map[string]*spawnOp
 	spawnSeq []*spawnOp // in creation order (deterministic iteration)
 
+	lost []bool // by host index: its agent is lost (HostLost)
+
 	out []Action
 }
 
@@ -124,7 +140,7 @@ func New(cfg Config) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Machine{
+	m := &Machine{
 		cfg:       cfg,
 		procs:     make([]proc, cfg.Size),
 		conns:     make(map[Conn]int),
@@ -132,7 +148,12 @@ func New(cfg Config) (*Machine, error) {
 		fenceWait: make(map[int][]waiter),
 		checks:    make(map[uint64]check),
 		stallAt:   -1,
-	}, nil
+		lost:      make([]bool, max(1, len(cfg.Hosts))),
+	}
+	for r, h := range cfg.Place {
+		m.procs[r].host = h
+	}
+	return m, nil
 }
 
 // EnableRespawn lets reinit mode respawn failed ranks, at most
@@ -219,6 +240,8 @@ func (m *Machine) Step(ev Event) []Action {
 		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
 	case Stall:
 		m.stall()
+	case HostLost:
+		m.hostLost(e)
 	default:
 		panic(fmt.Sprintf("policy: unknown event %T", ev)) // a programming error of the shell
 	}
@@ -381,6 +404,10 @@ func (m *Machine) exited(e Exit) {
 		return
 	}
 	p := &m.procs[e.Rank]
+	if e.Incarnation < p.inc {
+		m.vlogf("exit report of rank %d incarnation %d ignored: incarnation %d runs now", e.Rank, e.Incarnation, p.inc)
+		return
+	}
 	if p.gone {
 		m.logf("second exit report of rank %d (%s) ignored", e.Rank, e)
 		return

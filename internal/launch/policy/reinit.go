@@ -57,7 +57,12 @@ func (m *Machine) reinit(e Exit, how string) bool {
 	m.restarts++
 	m.epoch++
 	inc := max(p.inc, e.Incarnation) + 1
-	*p = proc{inc: inc, fences: 1, rejoined: m.epoch, inReinit: true}
+	host := m.place(p.host) // its own host, unless that is lost
+	if host < 0 {
+		m.logf("%s; no host left to respawn it on, ending the job", how)
+		return false
+	}
+	*p = proc{inc: inc, fences: 1, rejoined: m.epoch, inReinit: true, host: host}
 	// The survivors first (notify before anything else), then the ranks
 	// waiting in an older epoch's fence learn it is superseded.
 	var to []Conn
@@ -75,9 +80,9 @@ func (m *Machine) reinit(e Exit, how string) bool {
 	m.rejoinWait = nil
 	clear(m.epochKV)
 	m.emit(Action{Kind: Mark, Text: "epoch"})
-	m.emit(Action{Kind: Respawn, Rank: r, Incarnation: inc, Epoch: m.epoch})
-	m.logf("%s; respawning it (incarnation %d), every rank rolls back to MPI_Reinit (epoch %d, restart %d of at most %d)",
-		how, inc, m.epoch, m.restarts, m.maxRestarts)
+	m.emit(Action{Kind: Respawn, Rank: r, Incarnation: inc, Epoch: m.epoch, Host: host})
+	m.logf("%s; respawning it (incarnation %d%s), every rank rolls back to MPI_Reinit (epoch %d, restart %d of at most %d)",
+		how, inc, m.onHostText(host), m.epoch, m.restarts, m.maxRestarts)
 	return true
 }
 

@@ -75,6 +75,9 @@ type sproc struct {
 	closedAt  int  // step its connection closed (-1: open or never)
 	reapedAt  int  // step its Exited was fed (-1: not yet)
 
+	host int  // host index
+	lost bool // its host was lost (HostLost): gone without an Exited
+
 	failedSeen map[int]int // rank -> failed events received (continue: one incarnation per rank)
 	reinitSeen map[int]int // epoch -> reinit events received
 }
@@ -87,7 +90,7 @@ type pendingCheck struct {
 // stats counts what the schedules exercised (so that a weakened
 // simulator shows).
 type stats struct {
-	suspectKills, refused, stale, told, respawns, spawnsOK, spawnsFailed, codes, timeouts, teardowns int
+	suspectKills, refused, stale, told, respawns, spawnsOK, spawnsFailed, codes, timeouts, teardowns, hostsLost int
 }
 
 type sim struct {
@@ -118,6 +121,10 @@ type sim struct {
 	timedOut  bool
 	interrupt int
 	errs      []error
+
+	nhosts   int
+	lostHost []bool
+	hostLoss int // hosts lost in this schedule
 }
 
 func (s *sim) tracef(format string, args ...any) {
@@ -157,6 +164,8 @@ func (s *sim) feed(ev Event) {
 	case Interrupt:
 		s.evCause = Cause{CauseSignal, e.Code}
 	case Abort:
+	case HostLost:
+		s.evCause = Cause{CauseFailure, 128 + int(syscall.SIGKILL)}
 	default:
 		s.evCause = Cause{}
 	}
@@ -177,7 +186,7 @@ func (s *sim) feed(ev Event) {
 		case Reply:
 			s.deliver(a.Conn, a.Msg)
 		case Drop:
-			if p := s.conns[a.Conn]; p != nil {
+			if p := s.conns[a.Conn]; p != nil && !p.lost {
 				s.fail("connection of rank %d dropped: %+v", p.rank, acts)
 			}
 		case Check:
@@ -215,11 +224,23 @@ func (s *sim) feed(ev Event) {
 					s.fail("rank %d.%d told %d times of epoch %d", q.rank, q.inc, q.reinitSeen[a.Epoch], a.Epoch)
 				}
 			}
+			if a.Host < 0 || a.Host >= s.nhosts || s.lostHost[a.Host] {
+				s.fail("rank %d respawned on host %d (lost: %v)", a.Rank, a.Host, s.lostHost)
+			}
 			p := s.newProc(a.Rank, a.Incarnation, false, a.Epoch)
 			p.want = a.Epoch
+			p.host = a.Host
 		case StartChildren:
+			if len(a.Start.Hosts) != a.Start.K {
+				s.fail("spawn of %d children placed on %v", a.Start.K, a.Start.Hosts)
+				break
+			}
 			for i := 0; i < a.Start.K; i++ {
+				if h := a.Start.Hosts[i]; h < 0 || h >= s.nhosts || s.lostHost[h] {
+					s.fail("child %d placed on host %d (lost: %v)", i, h, s.lostHost)
+				}
 				p := s.newProc(a.Start.Base+i, 0, true, 0)
+				p.host = a.Start.Hosts[i]
 				if s.rng.IntN(20) == 0 {
 					p.state = stDead
 					p.exit = Exit{Rank: p.rank, StartErr: errors.New("no such program")}
@@ -441,8 +462,36 @@ func (s *sim) moves(chaos bool) []choice {
 		if s.rng.IntN(300) == 0 {
 			add(1, func() { s.feed(Interrupt{Signal: syscall.SIGTERM, Code: 143}); s.interrupt++ })
 		}
+		for h := 1; h < s.nhosts; h++ { // the head's host (0) is never lost: its loss ends the job
+			if !s.lostHost[h] {
+				add(1, func() { s.loseHost(h) })
+			}
+		}
 	}
 	return cs
+}
+
+// loseHost: host h crashes or is cut off. Its processes are gone at once
+// as far as the launcher can tell: no Exited will ever come for them (the
+// agent is gone), their connections are dropped by the policy.
+func (s *sim) loseHost(h int) {
+	s.lostHost[h] = true
+	s.hostLoss++
+	var held []*sproc
+	for _, p := range s.procs {
+		if p.host == h && p.state != stReaped {
+			p.lost, p.killOrder = true, true
+			p.state, p.reapedAt = stReaped, s.step+1
+			p.exit = Exit{Rank: p.rank, Incarnation: p.inc, Pid: p.pid, Signal: syscall.SIGKILL}
+			held = append(held, p)
+		}
+	}
+	s.feed(HostLost{Host: h, Reason: "sim"})
+	for _, p := range held {
+		if p.connOpen {
+			s.closeConn(p)
+		}
+	}
 }
 
 func (s *sim) abort(p *sproc, code int) {
@@ -588,12 +637,21 @@ func runSim(seed int64, st *stats) (s *sim, err error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	n := 1 + rng.IntN(6)
 	mode := Mode(rng.IntN(3))
-	m, err := New(Config{Job: "job", Size: n, Mode: mode, Verbose: rng.IntN(2) == 0})
+	nh := 1 + rng.IntN(3)
+	hosts := make([]Host, nh)
+	for h := range hosts {
+		hosts[h] = Host{Name: fmt.Sprint("h", h), Slots: (n + nh - 1) / nh}
+	}
+	place := make([]int, n)
+	for r := range place {
+		place[r] = r % nh
+	}
+	m, err := New(Config{Job: "job", Size: n, Mode: mode, Verbose: rng.IntN(2) == 0, Hosts: hosts, Place: place})
 	if err != nil {
 		return nil, err
 	}
 	s = &sim{st: st, rng: rng, seed: seed, n: n, mode: mode, m: m, cur: map[int]*sproc{}, conns: map[Conn]*sproc{},
-		suspected: map[[2]int]bool{}, spawnOK: -1}
+		suspected: map[[2]int]bool{}, spawnOK: -1, nhosts: nh, lostHost: make([]bool, nh)}
 	if mode == ModeReinit {
 		m.EnableRespawn(rng.IntN(4))
 	}
@@ -602,7 +660,7 @@ func runSim(seed int64, st *stats) (s *sim, err error) {
 		s.spawnKey = "spawn-1"
 	}
 	for r := 0; r < n; r++ {
-		s.newProc(r, 0, false, 0)
+		s.newProc(r, 0, false, 0).host = place[r]
 	}
 	if rng.IntN(10) == 0 {
 		p := s.procs[rng.IntN(n)]
@@ -634,6 +692,7 @@ func runSim(seed int64, st *stats) (s *sim, err error) {
 		}
 		s.pick(cs)
 	}
+	st.hostsLost += s.hostLoss
 	if len(s.errs) > 0 {
 		return s, errors.Join(s.errs...)
 	}
@@ -682,7 +741,7 @@ func (s *sim) checkEnd() error {
 				continue
 			}
 			for _, p := range s.procs {
-				if p == d || p.rank == d.rank || !p.helloOK {
+				if p == d || p.rank == d.rank || !p.helloOK || p.lost {
 					continue
 				}
 				// p must know if its connection was open when d's death was

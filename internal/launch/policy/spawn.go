@@ -177,13 +177,28 @@ func (m *Machine) startChildren(op *spawnOp) {
 		return
 	}
 	base, k := len(m.procs), root.MaxProcs
+	hosts := make([]int, k)
 	for i := 0; i < k; i++ {
+		hosts[i] = m.place(-1) // a host with a free slot
+		if hosts[i] < 0 {
+			op.errs = append(op.errs, "every host is lost")
+			m.procs = m.procs[:base]
+			op.children = nil
+			return
+		}
 		op.children = append(op.children, base+i)
-		m.procs = append(m.procs, proc{spawning: true})
+		m.procs = append(m.procs, proc{spawning: true, host: hosts[i]})
 	}
 	m.emit(Action{Kind: StartChildren, Start: &ChildrenStart{Base: base, K: k, Command: root.Command, Args: root.Args,
-		Parent: boot.FormatParent(root.Pairs, op.procs)}})
-	m.vlogf("spawning %d processes (%d..%d) for parents %v", k, base, base+k-1, op.procs)
+		Parent: boot.FormatParent(root.Pairs, op.procs), Hosts: hosts}})
+	names := ""
+	for i, h := range hosts {
+		if i > 0 {
+			names += ","
+		}
+		names += m.hostName(h)
+	}
+	m.vlogf("spawning %d processes (%d..%d) for parents %v on %s", k, base, base+k-1, op.procs, names)
 }
 
 // finishSpawn answers every parent with the outcome; on failure it kills

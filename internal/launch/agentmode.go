@@ -1,0 +1,325 @@
+package launch
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
+)
+
+// AgentCommand, as ftmpirun's first argument, runs it as a remote agent
+// (RunAgent): the head starts `ftmpirun AgentCommand` on each remote host
+// over ssh. It is not in the usage text.
+const AgentCommand = "__ftmpi_agent"
+
+// helloWait bounds the wait for the head's first message.
+const helloWait = 30 * time.Second
+
+// RunAgent is ftmpirun in agent mode on a remote host: it reads the head's
+// Hello from in (the ssh session's standard input; the first message,
+// which is where a job secret will come from), makes its job directory,
+// answers Ready, and then starts, signals, checks and reports its ranks
+// through a LocalAgent exactly as the head's own host does, relaying
+// everything over out (agentwire frames). Head and agent heartbeat each
+// other: when the head is lost (in closed, or silent for the heartbeat
+// timeout: a partition), the agent SIGKILLs its ranks and exits 1
+// (fail-stop: the cut-off side never goes on alone). After the head's Bye
+// it kills what is left, removes its job directory and exits 0.
+func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(errw, "ftmpirun agent: "+format+"\n", args...)
+	}
+	frames := make(chan agentwire.Msg, 64)
+	readErr := make(chan error, 1)
+	go func() { // ends with the process (in is the ssh session)
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			m, err := agentwire.Read(r)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			frames <- m
+		}
+	}()
+	var hello agentwire.Msg
+	select {
+	case hello = <-frames:
+	case err := <-readErr:
+		logf("no hello from the head: %v", err)
+		return 1
+	case <-time.After(helloWait):
+		logf("no hello from the head within %v", helloWait)
+		return 1
+	}
+	w := newFrameWriter(out)
+	defer w.stop()
+	if hello.Type != agentwire.THello {
+		logf("first message is %v, not hello", hello.Type)
+		return 1
+	}
+	fail := func(format string, args ...any) int {
+		msg := fmt.Sprintf(format, args...)
+		w.send(agentwire.Msg{Type: agentwire.TReady, Error: msg})
+		w.flush(time.Second)
+		logf("%s", msg)
+		return 1
+	}
+	ip, err := interfaceAddr(hello.Interface, hello.HeadAddr)
+	if err != nil {
+		return fail("host %s: %v", hello.Host, err)
+	}
+	root := hello.TmpRoot
+	if root == "" {
+		root = "/tmp"
+	}
+	dir, err := makeJobDir(root)
+	if err != nil {
+		return fail("host %s: cannot create job directory: %v", hello.Host, err)
+	}
+	defer os.RemoveAll(dir)
+
+	la := NewLocalAgent(hello.Host, &wireReporter{w: w})
+	w.send(agentwire.Msg{Type: agentwire.TReady, Pid: os.Getpid(), Cores: runtime.NumCPU(), TmpDir: dir, Listen: ip.String()})
+	baseEnv := filterEnv(os.Environ())
+	period, timeout := time.Duration(hello.HBPeriod), time.Duration(hello.HBTimeout)
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	lastSeen := time.Now()
+	var starts sync.WaitGroup
+	files := map[string]*os.File{} // --preload-binary: files being received
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	code := 0
+loop:
+	for {
+		select {
+		case m := <-frames:
+			lastSeen = time.Now()
+			switch m.Type {
+			case agentwire.TStart:
+				specs := make([]RankSpec, len(m.Specs))
+				for i, s := range m.Specs {
+					env := append([]string(nil), baseEnv...)
+					for _, kv := range s.Env {
+						name, val, _ := cutEnv(kv)
+						env = setEnv(env, name, val)
+					}
+					env = setEnv(env, "FTMPI_TMPDIR", dir)
+					specs[i] = RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir}
+				}
+				starts.Add(1)
+				go func(seq uint64) {
+					defer starts.Done()
+					la.Start(specs)
+					w.send(agentwire.Msg{Type: agentwire.TStarted, Seq: seq})
+				}(m.Seq)
+			case agentwire.TSignal:
+				if m.Inc < 0 {
+					la.Signal(m.Rank, syscall.Signal(m.Sig))
+				} else {
+					la.SignalIncarnation(m.Rank, m.Inc, syscall.Signal(m.Sig))
+				}
+			case agentwire.TSignalAll:
+				la.SignalAll(syscall.Signal(m.Sig))
+			case agentwire.TCheck:
+				pid := la.Pid(m.Rank, m.Inc)
+				state, alive := "gone", false
+				if pid > 0 {
+					state, alive = procState(pid)
+				}
+				w.send(agentwire.Msg{Type: agentwire.TState, Token: m.Token, Rank: m.Rank, Inc: m.Inc, Pid: pid, State: state, Alive: alive})
+			case agentwire.TFile:
+				path, done, err := receiveFile(dir, files, m)
+				if err != nil {
+					w.send(agentwire.Msg{Type: agentwire.TFileDone, File: m.File, Error: err.Error()})
+				} else if done {
+					w.send(agentwire.Msg{Type: agentwire.TFileDone, File: m.File, Path: path})
+				}
+			case agentwire.TPing:
+			case agentwire.TBye:
+				break loop
+			default:
+				logf("unexpected %v from the head ignored", m.Type)
+			}
+		case err := <-readErr:
+			if errors.Is(err, agentwire.ErrFrame) {
+				logf("bad message from the head: %v; killing the ranks", err)
+			} else {
+				logf("lost the head (%v); killing the ranks", err)
+			}
+			code = 1
+			break loop
+		case <-tick.C:
+			if d := time.Since(lastSeen); d > timeout {
+				logf("no heartbeat from the head for %v; killing the ranks", d.Round(time.Millisecond))
+				code = 1
+				break loop
+			}
+			w.send(agentwire.Msg{Type: agentwire.TPing})
+		}
+	}
+	la.SignalAll(syscall.SIGKILL)
+	starts.Wait()
+	la.SignalAll(syscall.SIGKILL) // ranks whose start was under way
+	la.Wait()
+	if code == 0 {
+		w.flush(5 * time.Second)
+	}
+	return code
+}
+
+// receiveFile appends a piece of a preloaded file (m.File, a base name
+// the decoder checked) under dir; on the last piece the file is made
+// executable and its path returned with done.
+func receiveFile(dir string, files map[string]*os.File, m agentwire.Msg) (path string, done bool, err error) {
+	path = filepath.Join(dir, "preload-"+m.File)
+	f := files[m.File]
+	if f == nil {
+		if f, err = os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o700); err != nil {
+			return "", false, err
+		}
+		files[m.File] = f
+	}
+	if _, err = f.Write(m.Data); err == nil && m.Final {
+		err = f.Close()
+		delete(files, m.File)
+		return path, true, err
+	}
+	if err != nil {
+		f.Close()
+		delete(files, m.File)
+	}
+	return path, false, err
+}
+
+// cutEnv splits "NAME=value".
+func cutEnv(kv string) (name, value string, ok bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+// wireReporter relays a LocalAgent's reports to the head.
+type wireReporter struct{ w *frameWriter }
+
+func (r *wireReporter) Output(rank int, stderr bool, line []byte) {
+	r.w.send(agentwire.Msg{Type: agentwire.TOutput, Rank: rank, Stderr: stderr, Line: line})
+}
+
+func (r *wireReporter) Exited(e ExitReport) {
+	m := agentwire.Msg{Type: agentwire.TExited, Rank: e.Rank, Inc: e.Incarnation, Pid: e.Pid, Status: e.Status & 0xff, Sig: int(e.Signal)}
+	if e.StartErr != nil {
+		m.StartErr = e.StartErr.Error()
+	}
+	r.w.send(m)
+}
+
+// frameWriter writes frames from a queue on its own goroutine: a sender
+// never blocks (the other side may be cut off, its pipe full), so the
+// heartbeat keeps its time.
+type frameWriter struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   [][]byte
+	busy    bool
+	stopped bool
+	err     error
+	w       io.Writer
+	done    chan struct{}
+}
+
+func newFrameWriter(w io.Writer) *frameWriter {
+	fw := &frameWriter{w: w, done: make(chan struct{})}
+	fw.cond = sync.NewCond(&fw.mu)
+	go fw.loop()
+	return fw
+}
+
+func (fw *frameWriter) send(m agentwire.Msg) {
+	b, err := agentwire.Encode(nil, m)
+	if err != nil {
+		return // an output line over the frame limit cannot happen (maxLine)
+	}
+	fw.mu.Lock()
+	if !fw.stopped && fw.err == nil {
+		fw.queue = append(fw.queue, b)
+		fw.cond.Broadcast()
+	}
+	fw.mu.Unlock()
+}
+
+func (fw *frameWriter) loop() {
+	defer close(fw.done)
+	for {
+		fw.mu.Lock()
+		for len(fw.queue) == 0 && !fw.stopped {
+			fw.cond.Wait()
+		}
+		if len(fw.queue) == 0 {
+			fw.mu.Unlock()
+			return
+		}
+		q := fw.queue
+		fw.queue = nil
+		fw.busy = true
+		fw.mu.Unlock()
+		var err error
+		for _, b := range q {
+			if _, err = fw.w.Write(b); err != nil {
+				break
+			}
+		}
+		fw.mu.Lock()
+		fw.busy = false
+		fw.cond.Broadcast()
+		if err != nil {
+			fw.err = err
+			fw.queue = nil
+			fw.mu.Unlock()
+			return
+		}
+		fw.mu.Unlock()
+	}
+}
+
+// flush waits until everything queued is written (or the writer failed),
+// at most d.
+func (fw *frameWriter) flush(d time.Duration) {
+	expired := false
+	t := time.AfterFunc(d, func() {
+		fw.mu.Lock()
+		expired = true
+		fw.cond.Broadcast()
+		fw.mu.Unlock()
+	})
+	defer t.Stop()
+	fw.mu.Lock()
+	for (len(fw.queue) > 0 || fw.busy) && fw.err == nil && !expired {
+		fw.cond.Wait()
+	}
+	fw.mu.Unlock()
+}
+
+// stop ends the writer once its queue is written (a blocked write keeps
+// it until the process exits).
+func (fw *frameWriter) stop() {
+	fw.mu.Lock()
+	fw.stopped = true
+	fw.cond.Broadcast()
+	fw.mu.Unlock()
+}

@@ -1,0 +1,301 @@
+// Package agentwire is the protocol between ftmpirun's head and a remote
+// agent (ftmpirun in agent mode on another host, started over ssh): framed
+// messages on the ssh session's standard input (head to agent) and standard
+// output (agent to head).
+//
+// A frame is a 4-byte big-endian length n (1 <= n <= MaxFrame), then n
+// bytes: one type byte and a JSON body. The first frame the head sends is
+// Hello: it carries the protocol version, the job, the agent's host id, the
+// heartbeat settings, the network interface, and Secret, a field reserved
+// for the per-job secret of an authenticated wire (empty today; the agent
+// reads it before anything else, so the secret never appears on a command
+// line or in ps). The agent answers Ready, then both sides exchange the
+// other messages in any order; each side sends Ping every heartbeat period
+// and declares the other lost after the heartbeat timeout without any frame.
+//
+// The decoder is defensive: a length out of range, an unknown type, a body
+// that is not the type's JSON, or a field out of range (a negative rank, a
+// signal outside 1..64, ...) is an error naming what was wrong, never a
+// panic; FuzzDecode checks it. The package does no I/O of its own beyond
+// the reader and writer it is given, and knows nothing of processes.
+package agentwire
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Version is the protocol version carried by Hello.
+const Version = 1
+
+// MaxFrame bounds a frame's length (a forwarded output line is at most
+// 1 MiB, base64 in JSON).
+const MaxFrame = 4 << 20
+
+// Type is a message type.
+type Type uint8
+
+// Message types. Head to agent: Hello (first), Start, Signal, SignalAll,
+// Check, Bye. Agent to head: Ready (first), Started, Output, Exited, State.
+// Both ways: Ping.
+const (
+	THello Type = iota + 1
+	TReady
+	TStart
+	TStarted
+	TSignal
+	TSignalAll
+	TCheck
+	TState
+	TOutput
+	TExited
+	TPing
+	TBye
+	TFile     // head to agent: a piece of a file to keep in the agent's job directory (--preload-binary)
+	TFileDone // agent to head: the file is complete (Path), or Error
+	tEnd
+)
+
+var typeNames = [...]string{THello: "hello", TReady: "ready", TStart: "start", TStarted: "started",
+	TSignal: "signal", TSignalAll: "signal-all", TCheck: "check", TState: "state", TOutput: "output",
+	TExited: "exited", TPing: "ping", TBye: "bye", TFile: "file", TFileDone: "file-done"}
+
+func (t Type) String() string {
+	if t > 0 && t < tEnd {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", int(t))
+}
+
+// Spec is one rank to start (launch.RankSpec on the wire). Env holds the
+// variables the head sets; the agent adds them to its own environment.
+type Spec struct {
+	Rank int      `json:"rank"`
+	Inc  int      `json:"inc,omitempty"`
+	Path string   `json:"path"`
+	Args []string `json:"args,omitempty"`
+	Env  []string `json:"env,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
+}
+
+// Msg is one message; which fields mean something depends on Type.
+type Msg struct {
+	Type Type `json:"-"`
+
+	// Hello.
+	Version   int    `json:"version,omitempty"`
+	Job       string `json:"job,omitempty"`
+	Host      string `json:"host,omitempty"`
+	Secret    string `json:"secret,omitempty"`     // reserved: the job's secret (authenticated wire)
+	HBPeriod  int64  `json:"hb_period,omitempty"`  // nanoseconds
+	HBTimeout int64  `json:"hb_timeout,omitempty"` // nanoseconds
+	Interface string `json:"iface,omitempty"`      // --interface: a name or a CIDR ("" : the route to HeadAddr)
+	HeadAddr  string `json:"head,omitempty"`       // the head's IP on the job's network
+	TmpRoot   string `json:"tmp,omitempty"`        // where the agent makes its job directory ("": /tmp)
+
+	// Ready.
+	Pid    int    `json:"pid,omitempty"`
+	Cores  int    `json:"cores,omitempty"`
+	TmpDir string `json:"tmpdir,omitempty"`
+	Listen string `json:"listen,omitempty"` // the agent host's IP on the job's network
+	Error  string `json:"error,omitempty"`  // Ready: the agent cannot run the job
+
+	// Start, Started.
+	Seq   uint64 `json:"seq,omitempty"`
+	Specs []Spec `json:"specs,omitempty"`
+
+	// Signal, SignalAll, Check, State, Output, Exited.
+	Rank   int    `json:"rank,omitempty"`
+	Inc    int    `json:"inc,omitempty"` // Signal: -1 means any incarnation
+	Sig    int    `json:"sig,omitempty"`
+	Token  uint64 `json:"token,omitempty"`
+	State  string `json:"state,omitempty"`
+	Alive  bool   `json:"alive,omitempty"`
+	Stderr bool   `json:"stderr,omitempty"`
+	Line   []byte `json:"line,omitempty"`
+	Status int    `json:"status,omitempty"`
+	// StartErr: Exited of a rank that could not be started.
+	StartErr string `json:"start_err,omitempty"`
+
+	// File, FileDone: File is a base name; Data the next piece; Final the
+	// last one (the agent then makes it executable and answers FileDone
+	// with its Path).
+	File  string `json:"file,omitempty"`
+	Data  []byte `json:"data,omitempty"`
+	Final bool   `json:"final,omitempty"`
+	Path  string `json:"path,omitempty"`
+}
+
+// Encode appends the frame of m to b.
+func Encode(b []byte, m Msg) ([]byte, error) {
+	if m.Type == 0 || m.Type >= tEnd {
+		return b, fmt.Errorf("agentwire: encode: unknown %v", m.Type)
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return b, fmt.Errorf("agentwire: encode %v: %w", m.Type, err)
+	}
+	n := 1 + len(body)
+	if n > MaxFrame {
+		return b, fmt.Errorf("agentwire: encode %v: %d bytes over the %d-byte limit", m.Type, n, MaxFrame)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	b = append(b, byte(m.Type))
+	return append(b, body...), nil
+}
+
+// Write writes the frame of m to w in one call.
+func Write(w io.Writer, m Msg) error {
+	b, err := Encode(nil, m)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// ErrFrame is wrapped by every decoding error.
+var ErrFrame = errors.New("agentwire: bad frame")
+
+// Read reads one frame from r and decodes it. io.EOF means the stream
+// ended between frames; a stream cut inside a frame is
+// io.ErrUnexpectedEOF.
+func Read(r *bufio.Reader) (Msg, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return Msg{}, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n < 1 || n > MaxFrame {
+		return Msg{}, fmt.Errorf("%w: length %d out of range 1..%d", ErrFrame, n, MaxFrame)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Msg{}, err
+	}
+	return Decode(buf)
+}
+
+// Decode decodes a frame's contents (the type byte and the body, without
+// the length) and checks its fields.
+func Decode(b []byte) (Msg, error) {
+	if len(b) < 1 {
+		return Msg{}, fmt.Errorf("%w: empty", ErrFrame)
+	}
+	t := Type(b[0])
+	if t == 0 || t >= tEnd {
+		return Msg{}, fmt.Errorf("%w: unknown message type %d", ErrFrame, b[0])
+	}
+	var m Msg
+	dec := json.NewDecoder(bytes.NewReader(b[1:]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return Msg{}, fmt.Errorf("%w: %v body: %v", ErrFrame, t, err)
+	}
+	if dec.More() {
+		return Msg{}, fmt.Errorf("%w: %v body: data after the JSON value", ErrFrame, t)
+	}
+	m.Type = t
+	// One form for "none": an empty list decodes like an absent one.
+	if len(m.Line) == 0 {
+		m.Line = nil
+	}
+	if len(m.Data) == 0 {
+		m.Data = nil
+	}
+	if len(m.Specs) == 0 {
+		m.Specs = nil
+	}
+	for i := range m.Specs {
+		if len(m.Specs[i].Args) == 0 {
+			m.Specs[i].Args = nil
+		}
+		if len(m.Specs[i].Env) == 0 {
+			m.Specs[i].Env = nil
+		}
+	}
+	if err := m.check(); err != nil {
+		return Msg{}, fmt.Errorf("%w: %v: %v", ErrFrame, t, err)
+	}
+	return m, nil
+}
+
+// maxRank bounds process ids on the wire.
+const maxRank = 1 << 24
+
+func (m *Msg) check() error {
+	rank := func() error {
+		if m.Rank < 0 || m.Rank >= maxRank {
+			return fmt.Errorf("rank %d out of range", m.Rank)
+		}
+		return nil
+	}
+	sig := func() error {
+		if m.Sig < 1 || m.Sig > 64 {
+			return fmt.Errorf("signal %d out of range 1..64", m.Sig)
+		}
+		return nil
+	}
+	switch m.Type {
+	case THello:
+		if m.Version != Version {
+			return fmt.Errorf("protocol version %d, want %d", m.Version, Version)
+		}
+		if m.Job == "" || m.Host == "" {
+			return errors.New("job or host missing")
+		}
+		if m.HBPeriod <= 0 || m.HBTimeout <= m.HBPeriod {
+			return fmt.Errorf("heartbeat period %d and timeout %d: want 0 < period < timeout", m.HBPeriod, m.HBTimeout)
+		}
+	case TReady:
+		if m.Error == "" && (m.Pid <= 0 || m.Cores <= 0) {
+			return fmt.Errorf("pid %d or cores %d missing", m.Pid, m.Cores)
+		}
+	case TStart:
+		if len(m.Specs) == 0 {
+			return errors.New("no rank to start")
+		}
+		for _, s := range m.Specs {
+			if s.Rank < 0 || s.Rank >= maxRank || s.Inc < 0 {
+				return fmt.Errorf("rank %d incarnation %d out of range", s.Rank, s.Inc)
+			}
+			if s.Path == "" {
+				return fmt.Errorf("rank %d: no program", s.Rank)
+			}
+		}
+	case TSignal:
+		if err := rank(); err != nil {
+			return err
+		}
+		if m.Inc < -1 {
+			return fmt.Errorf("incarnation %d out of range", m.Inc)
+		}
+		return sig()
+	case TSignalAll:
+		return sig()
+	case TCheck, TOutput:
+		if m.Inc < 0 {
+			return fmt.Errorf("incarnation %d out of range", m.Inc)
+		}
+		return rank()
+	case TFile, TFileDone:
+		if m.File == "" || m.File == "." || m.File == ".." || strings.ContainsAny(m.File, "/\x00") {
+			return fmt.Errorf("file name %q: want a base name", m.File)
+		}
+	case TExited:
+		if m.Inc < 0 || m.Sig < 0 || m.Sig > 64 || m.Status < 0 || m.Status > 255 {
+			return fmt.Errorf("incarnation %d, signal %d or status %d out of range", m.Inc, m.Sig, m.Status)
+		}
+		return rank()
+	}
+	return nil
+}

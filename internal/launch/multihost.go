@@ -1,0 +1,248 @@
+package launch
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
+	"github.com/ftmpi/ftmpi/internal/launch/policy"
+)
+
+// multiHost is a job over the hosts of --host/--hostfile: the head, one
+// agent per host (the head's own host, if listed, by a LocalAgent; every
+// other by a remoteAgent over ssh), the ranks' specs and their placement.
+type multiHost struct {
+	h       *head
+	place   []int        // host index of each rank
+	specs   []RankSpec   // by rank
+	agents  []Agent      // by host index
+	groups  [][]RankSpec // by host index: the ranks its agent starts
+	remotes []*remoteAgent
+}
+
+// setupHosts starts the agents of a multi-host job and builds its specs.
+// On failure it has logged why, cleaned up, and returns nil and the exit
+// code. ln/control are the head's Unix control socket (for the ranks on
+// its own host); ranks on other hosts dial a TCP listener on the head's
+// address on the job's network (--interface).
+func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir string, ln net.Listener, control string,
+	baseEnv []string, wdir string) (*multiHost, int) {
+	fail := func(format string, args ...any) (*multiHost, int) {
+		out.logf(format, args...)
+		ln.Close()
+		return nil, 1
+	}
+	place, err := mapRanks(cfg.Hosts, cfg.N, cfg.MapBy, cfg.Oversubscribe)
+	if err != nil {
+		return fail("%v", err)
+	}
+	local := -1
+	var remote []int
+	for i, hs := range cfg.Hosts {
+		if local < 0 && isLocalHost(hs.Name) {
+			local = i
+		} else {
+			remote = append(remote, i)
+		}
+	}
+	mh := &multiHost{place: place, agents: make([]Agent, len(cfg.Hosts)), groups: make([][]RankSpec, len(cfg.Hosts))}
+	hosts := make([]policy.Host, len(cfg.Hosts))
+	for i, hs := range cfg.Hosts {
+		hosts[i] = policy.Host{Name: hs.Name, Slots: hs.Slots}
+	}
+	vars := make([][]string, len(cfg.Hosts))
+	cores := make([]int, len(cfg.Hosts))
+	var tcpControl string
+	var headIP netip.Addr
+	var tcpLn net.Listener
+	if len(remote) > 0 {
+		if cfg.Transport == boot.TransportUnix {
+			return fail("--transport unix cannot reach ranks on other hosts (%s)", cfg.Hosts[remote[0]].Name)
+		}
+		toward := ""
+		if cfg.Interface == "" {
+			name := cfg.Hosts[remote[0]].Name
+			addrs, err := net.LookupHost(name)
+			if err != nil || len(addrs) == 0 {
+				return fail("cannot find the network to host %s (%v): name it with --interface", name, err)
+			}
+			toward = addrs[0]
+		}
+		headIP, err = interfaceAddr(cfg.Interface, toward)
+		if err != nil {
+			return fail("%v", err)
+		}
+		tcpLn, err = net.Listen("tcp", net.JoinHostPort(headIP.String(), "0"))
+		if err != nil {
+			return fail("cannot listen for control connections on %s: %v", headIP, err)
+		}
+		tcpControl = "tcp:" + tcpLn.Addr().String()
+	}
+	h := newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, hosts, place)
+	h.killGrace = cfg.KillGrace
+	h.serve(ln)
+	if tcpLn != nil {
+		h.serve(tcpLn)
+	}
+	mh.h = h
+
+	// The remote agents, all at once.
+	if len(remote) > 0 {
+		self := cfg.AgentPath
+		if self == "" {
+			if self, err = os.Executable(); err != nil {
+				h.close()
+				return fail("cannot find ftmpirun's own path for the remote agents: %v", err)
+			}
+		}
+		launch := strings.Fields(cfg.LaunchAgent)
+		if len(launch) == 0 {
+			launch = []string{"ssh"}
+		}
+		hello := agentwire.Msg{Type: agentwire.THello, Version: agentwire.Version, Job: job,
+			HBPeriod: int64(cfg.AgentHBPeriod), HBTimeout: int64(cfg.AgentHBTimeout), Interface: cfg.Interface, HeadAddr: headIP.String()}
+		errs := make([]error, len(cfg.Hosts))
+		var wg sync.WaitGroup
+		for _, i := range remote {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				hm := hello
+				hm.Host = cfg.Hosts[i].Name
+				ra, err := startRemote(hm.Host, launch, self, hm, h, func(reason string) { h.hostLost(i, reason) })
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				mh.agents[i] = ra
+			}(i)
+		}
+		wg.Wait()
+		for _, i := range remote {
+			if ra, ok := mh.agents[i].(*remoteAgent); ok && ra != nil {
+				mh.remotes = append(mh.remotes, ra)
+			}
+		}
+		for _, i := range remote {
+			if errs[i] != nil {
+				for _, ra := range mh.remotes {
+					ra.close(5 * time.Second)
+				}
+				h.close()
+				out.logf("cannot start the agent on host %s: %v", cfg.Hosts[i].Name, errs[i])
+				return nil, 1
+			}
+		}
+		hostPath := make([]string, len(cfg.Hosts))
+		if cfg.PreloadBinary {
+			perrs := make([]error, len(cfg.Hosts))
+			var pw sync.WaitGroup
+			for _, i := range remote {
+				pw.Add(1)
+				go func(i int) {
+					defer pw.Done()
+					hostPath[i], perrs[i] = mh.agents[i].(*remoteAgent).preload(path)
+				}(i)
+			}
+			pw.Wait()
+			for _, i := range remote {
+				if perrs[i] != nil {
+					for _, ra := range mh.remotes {
+						ra.close(5 * time.Second)
+					}
+					h.close()
+					out.logf("cannot preload %s on host %s: %v", path, cfg.Hosts[i].Name, perrs[i])
+					return nil, 1
+				}
+			}
+		}
+		h.hostPath, h.program = hostPath, path
+		for _, i := range remote {
+			ra := mh.agents[i].(*remoteAgent)
+			h.addAgent(ra)
+			cores[i] = ra.ready.Cores
+			vars[i] = []string{boot.EnvHost + "=" + cfg.Hosts[i].Name, boot.EnvControl + "=" + tcpControl,
+				boot.EnvHostCores + "=" + strconv.Itoa(cores[i]), boot.EnvTmpDir + "=" + ra.ready.TmpDir,
+				boot.EnvListen + "=" + ra.ready.Listen}
+			if cfg.Verbose {
+				out.logf("agent on %s: pid %d, %d cores, address %s", cfg.Hosts[i].Name, ra.ready.Pid, cores[i], ra.ready.Listen)
+			}
+		}
+	}
+	if local >= 0 {
+		la := NewLocalAgent(cfg.Hosts[local].Name, h)
+		h.addAgent(la)
+		mh.agents[local] = la
+		cores[local] = runtime.NumCPU()
+		listen := ""
+		if headIP.IsValid() {
+			listen = headIP.String()
+		}
+		vars[local] = []string{boot.EnvHost + "=" + cfg.Hosts[local].Name, boot.EnvControl + "=" + control,
+			boot.EnvHostCores + "=" + strconv.Itoa(cores[local]), boot.EnvTmpDir + "=" + tmpDir, boot.EnvListen + "=" + listen}
+	}
+	h.hostAgents, h.hostVars = mh.agents, vars
+
+	onHost := make([]int, len(cfg.Hosts))
+	for _, hi := range place {
+		onHost[hi]++
+	}
+	mh.specs = make([]RankSpec, cfg.N)
+	for r := range mh.specs {
+		hi := place[r]
+		env := withGoMaxProcs(baseEnv, onHost[hi], cores[hi])
+		env = withHeartbeat(env, onHost[hi], cores[hi])
+		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Transport: cfg.Transport, Restart: st.restart,
+			Reinit: cfg.OnFailure == OnFailureReinit}
+		env = append(append([]string(nil), env...), info.Env()...)
+		for _, kv := range vars[hi] {
+			name, val, _ := cutEnv(kv)
+			env = setEnv(env, name, val)
+		}
+		p := path
+		if h.hostPath != nil && h.hostPath[hi] != "" {
+			p = h.hostPath[hi]
+		}
+		mh.specs[r] = RankSpec{Rank: r, Path: p, Args: cfg.Args, Env: env, Dir: wdir}
+		mh.groups[hi] = append(mh.groups[hi], mh.specs[r])
+	}
+	return mh, 0
+}
+
+// startAll starts each agent's ranks, all agents at once, and returns when
+// every rank has been started or has failed to start.
+func startAll(agents []Agent, groups [][]RankSpec) {
+	var wg sync.WaitGroup
+	for i, a := range agents {
+		if len(groups[i]) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func(a Agent, specs []RankSpec) { defer wg.Done(); a.Start(specs) }(a, groups[i])
+	}
+	wg.Wait()
+}
+
+// withExports applies -x: "VAR=value" sets VAR; "VAR" passes ftmpirun's
+// own value (nothing if it has none).
+func withExports(env, exports []string) []string {
+	for _, x := range exports {
+		name, val, ok := cutEnv(x)
+		if !ok {
+			v, set := os.LookupEnv(name)
+			if !set {
+				continue
+			}
+			val = v
+		}
+		env = setEnv(env, name, val)
+	}
+	return env
+}

@@ -1,0 +1,102 @@
+package nshosts
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ssh runs `ssh hTO cmd` from host from, with a deadline.
+func sshRun(h *Hosts, from, to int, cmd string) (string, error) {
+	c := h.Command(from, "timeout", "5", "ssh", "-F", h.SSHConfig, "-o", "ConnectTimeout=1", h.Name(to), cmd)
+	out, err := c.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func TestHostsUpCutHealKillDown(t *testing.T) {
+	h := ForTest(t, 3)
+	// Every host reaches every other over ssh, by name, and the command
+	// runs in the target's namespace (its address is on its eth0).
+	for from := 1; from <= 3; from++ {
+		for to := 1; to <= 3; to++ {
+			out, err := sshRun(h, from, to, "ip -brief addr show dev eth0")
+			if err != nil || !strings.Contains(out, h.Addr(to)+"/24") {
+				t.Fatalf("ssh h%d -> h%d: %v: %s", from, to, err, out)
+			}
+		}
+	}
+	// One way: h3 -> h1 dropped; TCP needs both ways, so both fail, but
+	// h2 still reaches both.
+	if err := h.Cut(3, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sshRun(h, 3, 1, "true"); err == nil {
+		t.Fatal("h3 -> h1 works through a cut")
+	}
+	if out, err := sshRun(h, 2, 1, "true"); err != nil {
+		t.Fatalf("h2 -> h1 cut too: %v %s", err, out)
+	}
+	if err := h.Heal(1); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := sshRun(h, 3, 1, "true"); err != nil {
+		t.Fatalf("h3 -> h1 after heal: %v %s", err, out)
+	}
+	// Isolation both ways, then heal.
+	if err := h.Isolate(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sshRun(h, 1, 2, "true"); err == nil {
+		t.Fatal("h1 -> h2 works while h2 is isolated")
+	}
+	if _, err := sshRun(h, 2, 3, "true"); err == nil {
+		t.Fatal("h2 -> h3 works while h2 is isolated")
+	}
+	if err := h.Heal(2); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := sshRun(h, 1, 2, "true"); err != nil {
+		t.Fatalf("h1 -> h2 after heal: %v %s", err, out)
+	}
+	// A process started on h3, then the host killed: nothing left on it.
+	sleeper := h.Command(3, "sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Kill(3); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sleeper.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a process of the killed host survived")
+	}
+	if p := h.Pids(3); len(p) != 0 {
+		t.Fatalf("killed host still runs %v", p)
+	}
+	if left := h.WaitNoJob(5 * time.Second); left != nil {
+		t.Fatalf("leftovers: %v", left)
+	}
+	// Close removes everything; a second Close is harmless.
+	ns, dir := h.NS(1), h.Dir
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/run/netns/" + ns); err == nil {
+		t.Fatalf("namespace %s left", ns)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("directory %s left", dir)
+	}
+	if _, err := os.Stat("/etc/netns/" + ns); err == nil {
+		t.Fatalf("/etc/netns/%s left", ns)
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	if strings.Contains(string(out), h.Prefix) {
+		t.Fatalf("namespaces left: %s", out)
+	}
+}
