@@ -230,3 +230,16 @@ func FuzzControlRequest(f *testing.F) {
 		pm.Step(requestEvent(1, m))
 	})
 }
+
+// Every request a rank sends is one the control server accepts: a request
+// kind added elsewhere (the name service's "name") and missing from
+// decodeRequest would close the rank's control connection.
+func TestDecodeRequestAcceptsEveryRankRequest(t *testing.T) {
+	for _, op := range []string{boot.OpHello, boot.OpFence, boot.OpFinalize, boot.OpAbort, boot.OpReinit,
+		boot.OpRejoin, boot.OpSpawn, boot.OpSuspect, boot.OpName} {
+		line := []byte(`{"op":"` + op + `","id":1,"rank":1}`)
+		if _, err := decodeRequest(line, 1); err != nil {
+			t.Errorf("%s: %v", op, err)
+		}
+	}
+}
