@@ -48,13 +48,7 @@ source "$HERE/lib.sh"
 
 need_posint ROUNDS RUNS ITERS TIMEOUT
 
-LOGDIR=$BUILD/logs/dtype-$STAMP
-mkdir -p "$BUILD/ftmpi" "$LOGDIR" "$(dirname "$RESULTS")"
-: >"$RESULTS"
-
-SKIPPED=()
-FAILED=()
-T_BEGIN=$(date +%s)
+start_run dtype
 
 # ---------------------------------------------------------------- builds
 build_mpi_bench dtype

@@ -59,13 +59,7 @@ for np in $NPS; do
 	fi
 done
 
-LOGDIR=$BUILD/logs/io-$STAMP
-mkdir -p "$BUILD/ftmpi" "$LOGDIR" "$DIR" "$(dirname "$RESULTS")"
-: >"$RESULTS"
-
-SKIPPED=()
-FAILED=()
-T_BEGIN=$(date +%s)
+start_run io "$DIR"
 
 # ---------------------------------------------------------------- builds
 build_mpi_bench io

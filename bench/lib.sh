@@ -85,6 +85,20 @@ median_of() { # median_of NUMBERS...
 	printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
 }
 
+# start_run NAME [DIR...]: set LOGDIR to $BUILD/logs/NAME-$STAMP, make it,
+# $BUILD/ftmpi, the DIRs and RESULTS' folder, empty RESULTS, and start the
+# run: SKIPPED, FAILED and T_BEGIN.
+start_run() {
+	local name=$1
+	shift
+	LOGDIR=$BUILD/logs/$name-$STAMP
+	mkdir -p "$BUILD/ftmpi" "$LOGDIR" "$@" "$(dirname "$RESULTS")"
+	: >"$RESULTS"
+	SKIPPED=()
+	FAILED=()
+	T_BEGIN=$(date +%s)
+}
+
 # need_posint VAR...: exit 2 unless every named variable holds a positive integer.
 need_posint() {
 	local v

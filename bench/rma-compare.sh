@@ -56,13 +56,7 @@ source "$HERE/lib.sh"
 
 need_posint ROUNDS RUNS ITERS TIMEOUT
 
-LOGDIR=$BUILD/logs/rma-$STAMP
-mkdir -p "$BUILD/ftmpi" "$LOGDIR" "$(dirname "$RESULTS")"
-: >"$RESULTS"
-
-SKIPPED=()
-FAILED=()
-T_BEGIN=$(date +%s)
+start_run rma
 
 # ---------------------------------------------------------------- builds
 build_mpi_bench osc

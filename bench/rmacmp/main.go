@@ -219,15 +219,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rmacmp: -pairs:", err)
 		os.Exit(2)
 	}
-	var recs []Record
-	if err := results.EachInput(flag.Args(), func(r io.Reader, name string) error {
-		rs, err := Parse(r, os.Stderr)
-		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
-		}
-		recs = append(recs, rs...)
-		return nil
-	}); err != nil {
+	recs, err := results.ReadAll(flag.Args(), Parse)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "rmacmp:", err)
 		os.Exit(1)
 	}

@@ -66,6 +66,22 @@ func EachInput(files []string, read func(r io.Reader, name string) error) error 
 	return nil
 }
 
+// ReadAll reads the records of files (stdin if none) with parse, which
+// reports malformed lines to os.Stderr; a read error is returned with the
+// input's name in front.
+func ReadAll[T any](files []string, parse func(io.Reader, io.Writer) ([]T, error)) ([]T, error) {
+	var recs []T
+	err := EachInput(files, func(r io.Reader, name string) error {
+		rs, err := parse(r, os.Stderr)
+		if err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+		recs = append(recs, rs...)
+		return nil
+	})
+	return recs, err
+}
+
 // Median is the median of v (v is not changed; NaN-free input expected).
 // It panics on an empty v.
 func Median(v []float64) float64 {
