@@ -70,10 +70,7 @@ ARGS=(-runs "$RUNS" -min "$MIN" -max "$MAX" -dir "$DIR")
 LAUNCHERS=()
 ((HAVE_FT)) && LAUNCHERS+=(ftmpi/unix)
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/shm mpich/shm)
-if ((${#LAUNCHERS[@]} == 0)); then
-	echo "nothing to run (see the skips above)" >&2
-	exit 1
-fi
+need_launchers
 
 # launch_cmd LAUNCHER NP: set CMD.
 launch_cmd() {

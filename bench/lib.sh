@@ -146,6 +146,14 @@ build_table_tool() {
 	}
 }
 
+# need_launchers: exit 1 if LAUNCHERS is empty (everything was skipped).
+need_launchers() {
+	if ((${#LAUNCHERS[@]} == 0)); then
+		echo "nothing to run (see the skips above)" >&2
+		exit 1
+	fi
+}
+
 # launch_order ROUND: set ORDER to LAUNCHERS, reversed in even rounds (so no
 # launcher always goes first).
 ORDER=()

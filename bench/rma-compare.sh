@@ -69,10 +69,7 @@ LAUNCHERS=()
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/tcp)
 ((HAVE_FT)) && LAUNCHERS+=(ftmpi/unix)
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/shm openmpi/osc-sm mpich/shm)
-if ((${#LAUNCHERS[@]} == 0)); then
-	echo "nothing to run (see the skips above)" >&2
-	exit 1
-fi
+need_launchers
 
 # launch_cmd LAUNCHER: set CMD.
 launch_cmd() {

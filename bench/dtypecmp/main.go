@@ -26,15 +26,7 @@ import (
 )
 
 // Record is one result line.
-type Record struct {
-	Name      string   `json:"name"`
-	Impl      string   `json:"impl"`
-	Transport string   `json:"transport"`
-	Size      int64    `json:"size"`
-	Median    float64  `json:"median"`
-	Unit      string   `json:"unit"`
-	Load1     *float64 `json:"load1"` // set by dtype-compare.sh; absent in plain bench output
-}
+type Record = results.Record
 
 // ParsePairs reads "a/t:b/u,c/v:d/w".
 var ParsePairs = results.ParsePairs

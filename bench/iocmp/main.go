@@ -27,15 +27,7 @@ import (
 )
 
 // Record is one result line.
-type Record struct {
-	Name      string  `json:"name"`
-	Impl      string  `json:"impl"`
-	Transport string  `json:"transport"`
-	NP        int     `json:"np"`
-	Size      int64   `json:"size"`
-	Median    float64 `json:"median"`
-	Unit      string  `json:"unit"`
-}
+type Record = results.Record
 
 // Parse reads JSON lines, keeping those whose name starts with "io-".
 // Blank lines are ignored; malformed lines are reported to warn and skipped.

@@ -32,15 +32,7 @@ import (
 )
 
 // Record is one result line.
-type Record struct {
-	Name      string   `json:"name"`
-	Impl      string   `json:"impl"`
-	Transport string   `json:"transport"`
-	Size      int64    `json:"size"`
-	Median    float64  `json:"median"`
-	Unit      string   `json:"unit"`
-	Load1     *float64 `json:"load1"`
-}
+type Record = results.Record
 
 // Col is an implementation over a transport, "impl/transport".
 type Col = results.Col

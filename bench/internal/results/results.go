@@ -1,6 +1,6 @@
 // Package results holds what the benchmark table tools in bench/ (rmacmp,
-// iocmp, dtypecmp, ratios) share: reading JSON-lines result files (stdin or
-// named files), medians, impl/transport columns and ratio pairs, row and
+// iocmp, dtypecmp, ratios) share: the result-line record, reading JSON-lines
+// result files (stdin or named files), medians, impl/transport columns and ratio pairs, row and
 // column ordering, and size labels.
 //
 // It only reads and formats what the bench scripts wrote. It must not
@@ -18,6 +18,20 @@ import (
 	"slices"
 	"strings"
 )
+
+// Record is one result line of the bench programs (ftmpi-bench and
+// bench/c), as the compare scripts tag it: NP only where the case has a
+// process count, Load1 only in lines a script tagged.
+type Record struct {
+	Name      string   `json:"name"`
+	Impl      string   `json:"impl"`
+	Transport string   `json:"transport"`
+	NP        int      `json:"np"`
+	Size      int64    `json:"size"`
+	Median    float64  `json:"median"`
+	Unit      string   `json:"unit"`
+	Load1     *float64 `json:"load1"`
+}
 
 // ReadLines decodes r's JSON lines into T and keeps those keep accepts (all
 // if keep is nil). Blank lines are ignored; malformed lines are reported to
