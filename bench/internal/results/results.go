@@ -1,7 +1,7 @@
 // Package results holds what the benchmark table tools in bench/ (rmacmp,
-// iocmp, dtypecmp, ratios) share: the result-line record, reading JSON-lines
-// result files (stdin or named files), medians, impl/transport columns and ratio pairs, row and
-// column ordering, and size labels.
+// iocmp, dtypecmp, ratios) share: the result-line record, reading
+// JSON-lines result files (stdin or named files), medians, impl/transport
+// columns and ratio pairs, row and column ordering, and size labels.
 //
 // It only reads and formats what the bench scripts wrote. It must not
 // measure, launch or write anything, and it must not decide a tool's output
