@@ -43,45 +43,17 @@ RESULTS=${RESULTS:-$HERE/results/dtype-$STAMP.jsonl}
 SKIP_INSTALL=${SKIP_INSTALL:-0}
 TIMEOUT=${TIMEOUT:-120}
 
-for v in ROUNDS RUNS ITERS TIMEOUT; do
-	if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
-		echo "$v=${!v}: want a positive integer" >&2
-		exit 2
-	fi
-done
-
-LOGDIR=$BUILD/logs/dtype-$STAMP
-mkdir -p "$BUILD/ftmpi" "$LOGDIR" "$(dirname "$RESULTS")"
-: >"$RESULTS"
-
-SKIPPED=()
-FAILED=()
-T_BEGIN=$(date +%s)
-
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
+need_posint ROUNDS RUNS ITERS TIMEOUT
+
+start_run dtype
+
 # ---------------------------------------------------------------- builds
-HAVE_MPI=1
-if ! ensure_packages; then
-	HAVE_MPI=0
-	skip "Open MPI and MPICH (packages missing and not installable)"
-fi
-if ((HAVE_MPI)); then
-	log "building bench/c/dtype.c into $BUILD/{mpich,openmpi}/dtype"
-	if ! make -s -C "$HERE/c" BUILD="$BUILD" "$BUILD/openmpi/dtype" "$BUILD/mpich/dtype" >"$LOGDIR/make.log" 2>&1; then
-		cat "$LOGDIR/make.log" >&2
-		fail "building bench/c/dtype.c"
-		HAVE_MPI=0
-	fi
-fi
-HAVE_FT=1
-go_build "$BUILD/ftmpi/ftmpirun" ./cmd/ftmpirun || HAVE_FT=0
-go_build "$BUILD/ftmpi/ftmpi-bench" ./cmd/ftmpi-bench || HAVE_FT=0
-go_build "$BUILD/dtypecmp" ./bench/dtypecmp || {
-	echo "cannot build bench/dtypecmp: no table possible" >&2
-	exit 1
-}
+build_mpi_bench dtype
+build_ftmpi
+build_table_tool dtypecmp
 
 ARGS=(-runs "$RUNS" -iters "$ITERS")
 LAUNCHERS=()
@@ -89,10 +61,7 @@ LAUNCHERS=()
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/tcp)
 ((HAVE_FT)) && LAUNCHERS+=(ftmpi/unix)
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/shm mpich/shm)
-if ((${#LAUNCHERS[@]} == 0)); then
-	echo "nothing to run (see the skips above)" >&2
-	exit 1
-fi
+need_launchers
 
 # launch_cmd LAUNCHER: set CMD.
 launch_cmd() {
@@ -109,27 +78,8 @@ launch_cmd() {
 # that fails is not launched again.
 declare -A BAD=()
 run_launch() {
-	local round=$1 l=$2 rc=0 load1 out err
-	out="$LOGDIR/r$round-${l/\//-}.out" err="$LOGDIR/r$round-${l/\//-}.err"
-	launch_cmd "$l"
-	load1=$(cut -d' ' -f1 /proc/loadavg)
-	log "round $round $l (load $load1): ${CMD[*]}"
-	timeout -k 10 "$TIMEOUT" "${CMD[@]}" >"$out" 2>"$err" || rc=$?
-	if ((rc != 0)); then
-		BAD[$l]=1
-		if ((rc == 124 || rc == 137)); then
-			fail "$l round $round: timed out after ${TIMEOUT}s (log $err)"
-		else
-			fail "$l round $round: exit $rc: $(tail -n 3 "$err" | tr '\n' ' ')"
-		fi
-		return
-	fi
-	if ! grep -q '^{"name":"dtype-' "$out"; then
-		BAD[$l]=1
-		fail "$l round $round: no dtype result lines ($(tail -n 3 "$err" | tr '\n' ' '))"
-		return
-	fi
-	grep '^{"name":"dtype-' "$out" | sed "s/}\$/,\"round\":$round,\"load1\":$load1}/" >>"$RESULTS"
+	launch_cmd "$2"
+	run_tagged "$1" "$2" "r$1-${2/\//-}" "$2" dtype
 }
 
 # ---------------------------------------------------------------- rounds
@@ -137,38 +87,17 @@ LOAD_BEGIN=$(cut -d' ' -f1-3 /proc/loadavg)
 load_check "before the benchmarks"
 log "=== dtype, np 2: $ROUNDS rounds of ${LAUNCHERS[*]} (RUNS=$RUNS ITERS=$ITERS) ==="
 for ((r = 1; r <= ROUNDS; r++)); do
-	order=("${LAUNCHERS[@]}")
-	if ((r % 2 == 0)); then
-		order=()
-		for ((i = ${#LAUNCHERS[@]} - 1; i >= 0; i--)); do order+=("${LAUNCHERS[i]}"); done
-	fi
-	for l in "${order[@]}"; do
+	launch_order "$r"
+	for l in "${ORDER[@]}"; do
 		[[ -n ${BAD[$l]:-} ]] && continue
 		run_launch "$r" "$l"
 	done
 done
 
 # ---------------------------------------------------------------- report
-TABLE=${RESULTS%.jsonl}.md
-if [[ -s $RESULTS ]]; then
-	{
-		echo "# ftmpi vs Open MPI: derived datatypes ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(hostname))"
-		echo
-		echo "Half round trip of a ping-pong between 2 processes; size = bytes of data. $ROUNDS rounds, RUNS=$RUNS, ITERS=$ITERS."
-		echo "Load average before: $LOAD_BEGIN, after: $(cut -d' ' -f1-3 /proc/loadavg)."
-		echo "Open MPI and MPICH run dtype-struct and dtype-structdt as one measurement (the same MPI struct datatype; see bench/c/dtype.c)."
-		echo
-		"$BUILD/dtypecmp" "$RESULTS"
-	} >"$TABLE" 2>>"$LOGDIR/dtypecmp.err" || fail "table: $(tail -n 2 "$LOGDIR/dtypecmp.err" | tr '\n' ' ')"
-	[[ -s $TABLE ]] && cat "$TABLE"
-else
-	fail "no results at all"
-fi
+write_table dtypecmp "ftmpi vs Open MPI: derived datatypes" \
+	"Half round trip of a ping-pong between 2 processes; size = bytes of data. $ROUNDS rounds, RUNS=$RUNS, ITERS=$ITERS." \
+	"$(load_line)" \
+	"Open MPI and MPICH run dtype-struct and dtype-structdt as one measurement (the same MPI struct datatype; see bench/c/dtype.c)."
 
-log "results: $RESULTS"
-[[ -s ${TABLE:-} ]] && log "table:   $TABLE"
-log "logs:    $LOGDIR"
-for s in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do log "skipped: $s"; done
-for s in "${FAILED[@]+"${FAILED[@]}"}"; do log "failed:  $s"; done
-log "elapsed: $(($(date +%s) - T_BEGIN)) s"
-((${#FAILED[@]} == 0))
+report_end

@@ -48,12 +48,10 @@ RESULTS=${RESULTS:-$HERE/results/io-$STAMP.jsonl}
 SKIP_INSTALL=${SKIP_INSTALL:-0}
 TIMEOUT=${TIMEOUT:-300}
 
-for v in ROUNDS RUNS MIN MAX TIMEOUT; do
-	if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
-		echo "$v=${!v}: want a positive integer" >&2
-		exit 2
-	fi
-done
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+
+need_posint ROUNDS RUNS MIN MAX TIMEOUT
 for np in $NPS; do
 	if ! [[ $np =~ ^[1-9][0-9]*$ ]]; then
 		echo "NPS=$NPS: want positive integers" >&2
@@ -61,47 +59,18 @@ for np in $NPS; do
 	fi
 done
 
-LOGDIR=$BUILD/logs/io-$STAMP
-mkdir -p "$BUILD/ftmpi" "$LOGDIR" "$DIR" "$(dirname "$RESULTS")"
-: >"$RESULTS"
-
-SKIPPED=()
-FAILED=()
-T_BEGIN=$(date +%s)
-
-# shellcheck source=lib.sh
-source "$HERE/lib.sh"
+start_run io "$DIR"
 
 # ---------------------------------------------------------------- builds
-HAVE_MPI=1
-if ! ensure_packages; then
-	HAVE_MPI=0
-	skip "Open MPI and MPICH (packages missing and not installable)"
-fi
-if ((HAVE_MPI)); then
-	log "building bench/c/io.c into $BUILD/{mpich,openmpi}/io"
-	if ! make -s -C "$HERE/c" BUILD="$BUILD" "$BUILD/openmpi/io" "$BUILD/mpich/io" >"$LOGDIR/make.log" 2>&1; then
-		cat "$LOGDIR/make.log" >&2
-		fail "building bench/c/io.c"
-		HAVE_MPI=0
-	fi
-fi
-HAVE_FT=1
-go_build "$BUILD/ftmpi/ftmpirun" ./cmd/ftmpirun || HAVE_FT=0
-go_build "$BUILD/ftmpi/ftmpi-bench" ./cmd/ftmpi-bench || HAVE_FT=0
-go_build "$BUILD/iocmp" ./bench/iocmp || {
-	echo "cannot build bench/iocmp: no table possible" >&2
-	exit 1
-}
+build_mpi_bench io
+build_ftmpi
+build_table_tool iocmp
 
 ARGS=(-runs "$RUNS" -min "$MIN" -max "$MAX" -dir "$DIR")
 LAUNCHERS=()
 ((HAVE_FT)) && LAUNCHERS+=(ftmpi/unix)
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/shm mpich/shm)
-if ((${#LAUNCHERS[@]} == 0)); then
-	echo "nothing to run (see the skips above)" >&2
-	exit 1
-fi
+need_launchers
 
 # launch_cmd LAUNCHER NP: set CMD.
 launch_cmd() {
@@ -117,27 +86,9 @@ launch_cmd() {
 # launcher that fails is not launched again at that process count.
 declare -A BAD=()
 run_launch() {
-	local round=$1 l=$2 np=$3 rc=0 load1 out err
-	out="$LOGDIR/r$round-np$np-${l/\//-}.out" err="$LOGDIR/r$round-np$np-${l/\//-}.err"
+	local round=$1 l=$2 np=$3
 	launch_cmd "$l" "$np"
-	load1=$(cut -d' ' -f1 /proc/loadavg)
-	log "round $round np $np $l (load $load1): ${CMD[*]}"
-	timeout -k 10 "$TIMEOUT" "${CMD[@]}" >"$out" 2>"$err" || rc=$?
-	if ((rc != 0)); then
-		BAD[$l/$np]=1
-		if ((rc == 124 || rc == 137)); then
-			fail "$l np $np round $round: timed out after ${TIMEOUT}s (log $err)"
-		else
-			fail "$l np $np round $round: exit $rc: $(tail -n 3 "$err" | tr '\n' ' ')"
-		fi
-		return
-	fi
-	if ! grep -q '^{"name":"io-' "$out"; then
-		BAD[$l/$np]=1
-		fail "$l np $np round $round: no io result lines ($(tail -n 3 "$err" | tr '\n' ' '))"
-		return
-	fi
-	grep '^{"name":"io-' "$out" | sed "s/}\$/,\"round\":$round,\"load1\":$load1}/" >>"$RESULTS"
+	run_tagged "$round" "$l np $np" "r$round-np$np-${l/\//-}" "$l/$np" io
 }
 
 # ---------------------------------------------------------------- rounds
@@ -146,12 +97,8 @@ load_check "before the benchmarks"
 log "=== io, np $NPS: $ROUNDS rounds of ${LAUNCHERS[*]} (RUNS=$RUNS, bytes per rank $MIN..$MAX, dir $DIR) ==="
 for ((r = 1; r <= ROUNDS; r++)); do
 	for np in $NPS; do
-		order=("${LAUNCHERS[@]}")
-		if ((r % 2 == 0)); then
-			order=()
-			for ((i = ${#LAUNCHERS[@]} - 1; i >= 0; i--)); do order+=("${LAUNCHERS[i]}"); done
-		fi
-		for l in "${order[@]}"; do
+		launch_order "$r"
+		for l in "${ORDER[@]}"; do
 			[[ -n ${BAD[$l/$np]:-} ]] && continue
 			run_launch "$r" "$l" "$np"
 		done
@@ -160,25 +107,8 @@ done
 rm -rf "$DIR"
 
 # ---------------------------------------------------------------- report
-TABLE=${RESULTS%.jsonl}.md
-if [[ -s $RESULTS ]]; then
-	{
-		echo "# ftmpi vs Open MPI and MPICH: collective file bandwidth ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(hostname))"
-		echo
-		echo "Aggregate MB/s of np processes, each S bytes of one file in $DIR ($(df -T "$BUILD" | awk 'NR==2 {print $2}')). $ROUNDS rounds, RUNS=$RUNS."
-		echo "Load average before: $LOAD_BEGIN, after: $(cut -d' ' -f1-3 /proc/loadavg)."
-		echo
-		"$BUILD/iocmp" "$RESULTS"
-	} >"$TABLE" 2>>"$LOGDIR/iocmp.err" || fail "table: $(tail -n 2 "$LOGDIR/iocmp.err" | tr '\n' ' ')"
-	[[ -s $TABLE ]] && cat "$TABLE"
-else
-	fail "no results at all"
-fi
+write_table iocmp "ftmpi vs Open MPI and MPICH: collective file bandwidth" \
+	"Aggregate MB/s of np processes, each S bytes of one file in $DIR ($(df -T "$BUILD" | awk 'NR==2 {print $2}')). $ROUNDS rounds, RUNS=$RUNS." \
+	"$(load_line)"
 
-log "results: $RESULTS"
-[[ -s ${TABLE:-} ]] && log "table:   $TABLE"
-log "logs:    $LOGDIR"
-for s in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do log "skipped: $s"; done
-for s in "${FAILED[@]+"${FAILED[@]}"}"; do log "failed:  $s"; done
-log "elapsed: $(($(date +%s) - T_BEGIN)) s"
-((${#FAILED[@]} == 0))
+report_end

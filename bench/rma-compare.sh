@@ -51,45 +51,17 @@ RESULTS=${RESULTS:-$HERE/results/rma-$STAMP.jsonl}
 SKIP_INSTALL=${SKIP_INSTALL:-0}
 TIMEOUT=${TIMEOUT:-600}
 
-for v in ROUNDS RUNS ITERS TIMEOUT; do
-	if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
-		echo "$v=${!v}: want a positive integer" >&2
-		exit 2
-	fi
-done
-
-LOGDIR=$BUILD/logs/rma-$STAMP
-mkdir -p "$BUILD/ftmpi" "$LOGDIR" "$(dirname "$RESULTS")"
-: >"$RESULTS"
-
-SKIPPED=()
-FAILED=()
-T_BEGIN=$(date +%s)
-
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
+need_posint ROUNDS RUNS ITERS TIMEOUT
+
+start_run rma
+
 # ---------------------------------------------------------------- builds
-HAVE_MPI=1
-if ! ensure_packages; then
-	HAVE_MPI=0
-	skip "Open MPI and MPICH (packages missing and not installable)"
-fi
-if ((HAVE_MPI)); then
-	log "building bench/c/osc.c into $BUILD/{mpich,openmpi}/osc"
-	if ! make -s -C "$HERE/c" BUILD="$BUILD" "$BUILD/openmpi/osc" "$BUILD/mpich/osc" >"$LOGDIR/make.log" 2>&1; then
-		cat "$LOGDIR/make.log" >&2
-		fail "building bench/c/osc.c"
-		HAVE_MPI=0
-	fi
-fi
-HAVE_FT=1
-go_build "$BUILD/ftmpi/ftmpirun" ./cmd/ftmpirun || HAVE_FT=0
-go_build "$BUILD/ftmpi/ftmpi-bench" ./cmd/ftmpi-bench || HAVE_FT=0
-go_build "$BUILD/rmacmp" ./bench/rmacmp || {
-	echo "cannot build bench/rmacmp: no table possible" >&2
-	exit 1
-}
+build_mpi_bench osc
+build_ftmpi
+build_table_tool rmacmp
 
 ARGS=(-runs "$RUNS" -iters "$ITERS")
 LAUNCHERS=()
@@ -97,10 +69,7 @@ LAUNCHERS=()
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/tcp)
 ((HAVE_FT)) && LAUNCHERS+=(ftmpi/unix)
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/shm openmpi/osc-sm mpich/shm)
-if ((${#LAUNCHERS[@]} == 0)); then
-	echo "nothing to run (see the skips above)" >&2
-	exit 1
-fi
+need_launchers
 
 # launch_cmd LAUNCHER: set CMD.
 launch_cmd() {
@@ -118,27 +87,8 @@ launch_cmd() {
 # that fails is not launched again.
 declare -A BAD=()
 run_launch() {
-	local round=$1 l=$2 rc=0 load1 out err
-	out="$LOGDIR/r$round-${l/\//-}.out" err="$LOGDIR/r$round-${l/\//-}.err"
-	launch_cmd "$l"
-	load1=$(cut -d' ' -f1 /proc/loadavg)
-	log "round $round $l (load $load1): ${CMD[*]}"
-	timeout -k 10 "$TIMEOUT" "${CMD[@]}" >"$out" 2>"$err" || rc=$?
-	if ((rc != 0)); then
-		BAD[$l]=1
-		if ((rc == 124 || rc == 137)); then
-			fail "$l round $round: timed out after ${TIMEOUT}s (log $err)"
-		else
-			fail "$l round $round: exit $rc: $(tail -n 3 "$err" | tr '\n' ' ')"
-		fi
-		return
-	fi
-	if ! grep -q '^{"name":"rma-' "$out"; then
-		BAD[$l]=1
-		fail "$l round $round: no rma result lines ($(tail -n 3 "$err" | tr '\n' ' '))"
-		return
-	fi
-	grep '^{"name":"rma-' "$out" | sed "s/}\$/,\"round\":$round,\"load1\":$load1}/" >>"$RESULTS"
+	launch_cmd "$2"
+	run_tagged "$1" "$2" "r$1-${2/\//-}" "$2" rma
 }
 
 # ---------------------------------------------------------------- rounds
@@ -146,41 +96,21 @@ LOAD_BEGIN=$(cut -d' ' -f1-3 /proc/loadavg)
 load_check "before the benchmarks"
 log "=== rma, np 2: $ROUNDS rounds of ${LAUNCHERS[*]} (RUNS=$RUNS ITERS=$ITERS) ==="
 for ((r = 1; r <= ROUNDS; r++)); do
-	order=("${LAUNCHERS[@]}")
-	if ((r % 2 == 0)); then
-		order=()
-		for ((i = ${#LAUNCHERS[@]} - 1; i >= 0; i--)); do order+=("${LAUNCHERS[i]}"); done
-	fi
-	for l in "${order[@]}"; do
+	launch_order "$r"
+	for l in "${ORDER[@]}"; do
 		[[ -n ${BAD[$l]:-} ]] && continue
 		run_launch "$r" "$l"
 	done
 done
 
 # ---------------------------------------------------------------- report
-TABLE=${RESULTS%.jsonl}.md
-ROWS=${RESULTS%.jsonl}.rows.jsonl
+write_table rmacmp "ftmpi vs Open MPI: one-sided communication" \
+	"2 processes; size = bytes per operation. Latencies in µs per operation (fence: one operation each way and a fence after each; lock: lock, operation, unlock), bandwidth in MB/s (64 Puts per epoch). $ROUNDS rounds, RUNS=$RUNS, ITERS=$ITERS." \
+	"Open MPI's tcp and shm columns use osc pt2pt (operations as messages, like ftmpi); openmpi/osc-sm and mpich/shm use shared-memory windows (no messages): reference only." \
+	"$(load_line)"
 if [[ -s $RESULTS ]]; then
-	{
-		echo "# ftmpi vs Open MPI: one-sided communication ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(hostname))"
-		echo
-		echo "2 processes; size = bytes per operation. Latencies in µs per operation (fence: one operation each way and a fence after each; lock: lock, operation, unlock), bandwidth in MB/s (64 Puts per epoch). $ROUNDS rounds, RUNS=$RUNS, ITERS=$ITERS."
-		echo "Open MPI's tcp and shm columns use osc pt2pt (operations as messages, like ftmpi); openmpi/osc-sm and mpich/shm use shared-memory windows (no messages): reference only."
-		echo "Load average before: $LOAD_BEGIN, after: $(cut -d' ' -f1-3 /proc/loadavg)."
-		echo
-		"$BUILD/rmacmp" "$RESULTS"
-	} >"$TABLE" 2>>"$LOGDIR/rmacmp.err" || fail "table: $(tail -n 2 "$LOGDIR/rmacmp.err" | tr '\n' ' ')"
+	ROWS=${RESULTS%.jsonl}.rows.jsonl
 	"$BUILD/rmacmp" -json "$RESULTS" >"$ROWS" 2>>"$LOGDIR/rmacmp.err" || fail "rows: $(tail -n 2 "$LOGDIR/rmacmp.err" | tr '\n' ' ')"
-	[[ -s $TABLE ]] && cat "$TABLE"
-else
-	fail "no results at all"
 fi
 
-log "results: $RESULTS"
-[[ -s ${TABLE:-} ]] && log "table:   $TABLE"
-[[ -s ${ROWS:-} ]] && log "rows:    $ROWS"
-log "logs:    $LOGDIR"
-for s in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do log "skipped: $s"; done
-for s in "${FAILED[@]+"${FAILED[@]}"}"; do log "failed:  $s"; done
-log "elapsed: $(($(date +%s) - T_BEGIN)) s"
-((${#FAILED[@]} == 0))
+report_end

@@ -14,8 +14,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,114 +21,33 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/ftmpi/ftmpi/bench/internal/results"
 )
 
 // Record is one result line.
-type Record struct {
-	Name      string   `json:"name"`
-	Impl      string   `json:"impl"`
-	Transport string   `json:"transport"`
-	Size      int64    `json:"size"`
-	Median    float64  `json:"median"`
-	Unit      string   `json:"unit"`
-	Load1     *float64 `json:"load1"` // set by dtype-compare.sh; absent in plain bench output
-}
-
-// col is one implementation over one transport, written "impl/transport".
-type col struct{ impl, transport string }
-
-func (c col) String() string { return c.impl + "/" + c.transport }
-
-func parseCol(s string) (col, error) {
-	i, t, ok := strings.Cut(s, "/")
-	if !ok || i == "" || t == "" {
-		return col{}, fmt.Errorf("column %q: want impl/transport", s)
-	}
-	return col{i, t}, nil
-}
-
-// pair is one ratio column: num ÷ den.
-type pair struct{ num, den col }
+type Record = results.Record
 
 // ParsePairs reads "a/t:b/u,c/v:d/w".
-func ParsePairs(s string) ([]pair, error) {
-	var out []pair
-	for _, p := range strings.Split(s, ",") {
-		a, b, ok := strings.Cut(strings.TrimSpace(p), ":")
-		if !ok {
-			return nil, fmt.Errorf("pair %q: want impl/transport:impl/transport", p)
-		}
-		num, err := parseCol(a)
-		if err != nil {
-			return nil, err
-		}
-		den, err := parseCol(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pair{num, den})
-	}
-	return out, nil
-}
+var ParsePairs = results.ParsePairs
 
 // Parse reads JSON lines, keeping those whose name starts with "dtype-".
 // Blank lines are ignored; malformed lines are reported to warn and skipped.
 func Parse(r io.Reader, warn io.Writer) ([]Record, error) {
-	var out []Record
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var rec Record
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			fmt.Fprintf(warn, "dtypecmp: line %d skipped: %v\n", n, err)
-			continue
-		}
-		if strings.HasPrefix(rec.Name, "dtype-") {
-			out = append(out, rec)
-		}
-	}
-	return out, sc.Err()
+	return results.ReadLines(r, warn, "dtypecmp", func(rec Record) bool { return strings.HasPrefix(rec.Name, "dtype-") })
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+var median = results.Median
 
 // caseOrder fixes the row order; other dtype-* names follow alphabetically.
 var caseOrder = []string{"dtype-contig", "dtype-vector", "dtype-struct", "dtype-structdt"}
 
 // colOrder fixes the column order; other columns follow alphabetically.
-var colOrder = []col{{"ftmpi", "tcp"}, {"openmpi", "tcp"}, {"ftmpi", "unix"}, {"openmpi", "shm"}, {"mpich", "shm"}}
-
-func orderIndex[T comparable](list []T, v T) int {
-	if i := slices.Index(list, v); i >= 0 {
-		return i
-	}
-	return len(list)
-}
-
-func formatSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}
+var colOrder = results.Cols("ftmpi/tcp", "openmpi/tcp", "ftmpi/unix", "openmpi/shm", "mpich/shm")
 
 // Render writes the table of recs to w. goal is the bound every ratio is
 // checked against (0: no check).
-func Render(w io.Writer, recs []Record, pairs []pair, goal float64) error {
+func Render(w io.Writer, recs []Record, pairs []results.Pair, goal float64) error {
 	if len(recs) == 0 {
 		return errors.New("no dtype-* result lines")
 	}
@@ -138,17 +55,17 @@ func Render(w io.Writer, recs []Record, pairs []pair, goal float64) error {
 		name string
 		size int64
 	}
-	vals := map[row]map[col][]float64{}
-	cols := map[col]bool{}
+	vals := map[row]map[results.Col][]float64{}
+	cols := map[results.Col]bool{}
 	var loads []float64
 	unit := recs[0].Unit
 	for _, r := range recs {
 		if r.Unit != unit {
 			return fmt.Errorf("%s %s/%s %d: unit %q, other lines %q", r.Name, r.Impl, r.Transport, r.Size, r.Unit, unit)
 		}
-		k, c := row{r.Name, r.Size}, col{r.Impl, r.Transport}
+		k, c := row{r.Name, r.Size}, results.Col{Impl: r.Impl, Transport: r.Transport}
 		if vals[k] == nil {
-			vals[k] = map[col][]float64{}
+			vals[k] = map[results.Col][]float64{}
 		}
 		vals[k][c] = append(vals[k][c], r.Median)
 		cols[c] = true
@@ -161,7 +78,7 @@ func Render(w io.Writer, recs []Record, pairs []pair, goal float64) error {
 		rows = append(rows, k)
 	}
 	slices.SortFunc(rows, func(a, b row) int {
-		if d := orderIndex(caseOrder, a.name) - orderIndex(caseOrder, b.name); d != 0 {
+		if d := results.OrderIndex(caseOrder, a.name) - results.OrderIndex(caseOrder, b.name); d != 0 {
 			return d
 		}
 		if a.name != b.name {
@@ -169,29 +86,24 @@ func Render(w io.Writer, recs []Record, pairs []pair, goal float64) error {
 		}
 		return int(a.size - b.size)
 	})
-	var cs []col
+	var cs []results.Col
 	for c := range cols {
 		cs = append(cs, c)
 	}
-	slices.SortFunc(cs, func(a, b col) int {
-		if d := orderIndex(colOrder, a) - orderIndex(colOrder, b); d != 0 {
-			return d
-		}
-		return strings.Compare(a.String(), b.String())
-	})
+	results.SortCols(cs, colOrder)
 
 	hdr := []string{"case", "size"}
 	for _, c := range cs {
 		hdr = append(hdr, fmt.Sprintf("%s (%s)", c, unit))
 	}
 	for _, p := range pairs {
-		hdr = append(hdr, fmt.Sprintf("%s ÷ %s", p.num, p.den))
+		hdr = append(hdr, p.String())
 	}
 	fmt.Fprintf(w, "| %s |\n", strings.Join(hdr, " | "))
 	fmt.Fprintf(w, "|---|---:%s|\n", strings.Repeat("|---:", len(hdr)-2))
 	over := 0
 	for _, k := range rows {
-		cells := []string{k.name, formatSize(k.size)}
+		cells := []string{k.name, results.FormatSize(k.size)}
 		for _, c := range cs {
 			if v := vals[k][c]; len(v) > 0 {
 				cells = append(cells, fmt.Sprintf("%.2f", median(v)))
@@ -200,7 +112,7 @@ func Render(w io.Writer, recs []Record, pairs []pair, goal float64) error {
 			}
 		}
 		for _, p := range pairs {
-			a, b := vals[k][p.num], vals[k][p.den]
+			a, b := vals[k][p.Num], vals[k][p.Den]
 			if len(a) == 0 || len(b) == 0 || median(b) == 0 {
 				cells = append(cells, "—")
 				continue
@@ -250,26 +162,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dtypecmp: -pairs:", err)
 		os.Exit(2)
 	}
-	var recs []Record
-	read := func(r io.Reader, name string) {
-		rs, err := Parse(r, os.Stderr)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "dtypecmp: %s: %v\n", name, err)
-			os.Exit(1)
-		}
-		recs = append(recs, rs...)
-	}
-	if flag.NArg() == 0 {
-		read(os.Stdin, "stdin")
-	}
-	for _, f := range flag.Args() {
-		fh, err := os.Open(f)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "dtypecmp:", err)
-			os.Exit(1)
-		}
-		read(fh, f)
-		fh.Close()
+	recs, err := results.ReadAll(flag.Args(), Parse)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dtypecmp:", err)
+		os.Exit(1)
 	}
 	if err := Render(os.Stdout, recs, pairs, *goal); err != nil {
 		fmt.Fprintln(os.Stderr, "dtypecmp:", err)

@@ -15,8 +15,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,71 +22,24 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/ftmpi/ftmpi/bench/internal/results"
 )
 
 // Record is one result line.
-type Record struct {
-	Name      string  `json:"name"`
-	Impl      string  `json:"impl"`
-	Transport string  `json:"transport"`
-	NP        int     `json:"np"`
-	Size      int64   `json:"size"`
-	Median    float64 `json:"median"`
-	Unit      string  `json:"unit"`
-}
+type Record = results.Record
 
 // Parse reads JSON lines, keeping those whose name starts with "io-".
 // Blank lines are ignored; malformed lines are reported to warn and skipped.
 func Parse(r io.Reader, warn io.Writer) ([]Record, error) {
-	var out []Record
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var rec Record
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			fmt.Fprintf(warn, "iocmp: line %d skipped: %v\n", n, err)
-			continue
-		}
-		if strings.HasPrefix(rec.Name, "io-") {
-			out = append(out, rec)
-		}
-	}
-	return out, sc.Err()
+	return results.ReadLines(r, warn, "iocmp", func(rec Record) bool { return strings.HasPrefix(rec.Name, "io-") })
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+var median = results.Median
 
 var caseOrder = []string{"io-write", "io-read", "io-strided-write"}
 
 var colOrder = []string{"ftmpi/unix", "ftmpi/tcp", "openmpi/shm", "mpich/shm"}
-
-func orderIndex(list []string, v string) int {
-	if i := slices.Index(list, v); i >= 0 {
-		return i
-	}
-	return len(list)
-}
-
-func formatSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}
 
 // Render writes the table of recs to w: the ratio num ÷ den checked against
 // goal (0: no check).
@@ -119,7 +70,7 @@ func Render(w io.Writer, recs []Record, num, den string, goal float64) error {
 		rows = append(rows, k)
 	}
 	slices.SortFunc(rows, func(a, b row) int {
-		if d := orderIndex(caseOrder, a.name) - orderIndex(caseOrder, b.name); d != 0 {
+		if d := results.OrderIndex(caseOrder, a.name) - results.OrderIndex(caseOrder, b.name); d != 0 {
 			return d
 		}
 		if a.name != b.name {
@@ -135,7 +86,7 @@ func Render(w io.Writer, recs []Record, num, den string, goal float64) error {
 		cs = append(cs, c)
 	}
 	slices.SortFunc(cs, func(a, b string) int {
-		if d := orderIndex(colOrder, a) - orderIndex(colOrder, b); d != 0 {
+		if d := results.OrderIndex(colOrder, a) - results.OrderIndex(colOrder, b); d != 0 {
 			return d
 		}
 		return strings.Compare(a, b)
@@ -150,7 +101,7 @@ func Render(w io.Writer, recs []Record, num, den string, goal float64) error {
 	}
 	fmt.Fprintln(w, "---|")
 	for _, k := range rows {
-		fmt.Fprintf(w, "| %s | %d | %s |", k.name, k.np, formatSize(k.size))
+		fmt.Fprintf(w, "| %s | %d | %s |", k.name, k.np, results.FormatSize(k.size))
 		for _, c := range cs {
 			if v := vals[k][c]; len(v) > 0 {
 				fmt.Fprintf(w, " %.1f (%d) |", median(v), len(v))
@@ -184,25 +135,13 @@ func main() {
 	den := flag.String("den", "openmpi/shm", "denominator column impl/transport")
 	flag.Parse()
 	var recs []Record
-	read := func(r io.Reader) {
+	if err := results.EachInput(flag.Args(), func(r io.Reader, _ string) error {
 		rs, err := Parse(r, os.Stderr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "iocmp:", err)
-			os.Exit(1)
-		}
 		recs = append(recs, rs...)
-	}
-	if flag.NArg() == 0 {
-		read(os.Stdin)
-	}
-	for _, name := range flag.Args() {
-		f, err := os.Open(name)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "iocmp:", err)
-			os.Exit(1)
-		}
-		read(f)
-		f.Close()
+		return err
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "iocmp:", err)
+		os.Exit(1)
 	}
 	if err := Render(os.Stdout, recs, *num, *den, *goal); err != nil {
 		fmt.Fprintln(os.Stderr, "iocmp:", err)

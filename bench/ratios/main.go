@@ -29,6 +29,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/ftmpi/ftmpi/bench/internal/results"
 )
 
 // Record is one result line.
@@ -94,36 +96,12 @@ type rowKey struct {
 	np   int
 }
 
-func rank(list []string, s string) int {
-	for i, v := range list {
-		if v == s {
-			return i
-		}
-	}
-	return len(list)
-}
+var rank = results.OrderIndex[string]
 
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+var median = results.Median
 
 // FormatSize prints a byte count as B, KiB or MiB.
-func FormatSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	default:
-		return fmt.Sprintf("%d B", n)
-	}
-}
+var FormatSize = results.FormatSize
 
 // FormatValue prints a measurement with about three significant digits.
 func FormatValue(v float64) string {
@@ -342,25 +320,13 @@ func main() {
 	}
 	flag.Parse()
 	var recs []Record
-	read := func(r io.Reader) {
+	if err := results.EachInput(flag.Args(), func(r io.Reader, _ string) error {
 		got, err := Parse(r, os.Stderr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "ratios:", err)
-			os.Exit(1)
-		}
 		recs = append(recs, got...)
-	}
-	if flag.NArg() == 0 {
-		read(os.Stdin)
-	}
-	for _, p := range flag.Args() {
-		f, err := os.Open(p)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "ratios:", err)
-			os.Exit(1)
-		}
-		read(f)
-		f.Close()
+		return err
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "ratios:", err)
+		os.Exit(1)
 	}
 	if *names != "" {
 		keep := map[string]bool{}

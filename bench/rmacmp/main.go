@@ -19,7 +19,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -28,89 +27,29 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/ftmpi/ftmpi/bench/internal/results"
 )
 
 // Record is one result line.
-type Record struct {
-	Name      string   `json:"name"`
-	Impl      string   `json:"impl"`
-	Transport string   `json:"transport"`
-	Size      int64    `json:"size"`
-	Median    float64  `json:"median"`
-	Unit      string   `json:"unit"`
-	Load1     *float64 `json:"load1"`
-}
+type Record = results.Record
 
 // Col is an implementation over a transport, "impl/transport".
-type Col struct{ Impl, Transport string }
-
-func (c Col) String() string { return c.Impl + "/" + c.Transport }
+type Col = results.Col
 
 // Pair is one ratio: Num against Den.
-type Pair struct{ Num, Den Col }
-
-func (p Pair) String() string { return p.Num.String() + " ÷ " + p.Den.String() }
-
-func parseCol(s string) (Col, error) {
-	i, t, ok := strings.Cut(strings.TrimSpace(s), "/")
-	if !ok || i == "" || t == "" {
-		return Col{}, fmt.Errorf("column %q: want impl/transport", s)
-	}
-	return Col{i, t}, nil
-}
+type Pair = results.Pair
 
 // ParsePairs reads "a/t:b/u,c/v:d/w".
-func ParsePairs(s string) ([]Pair, error) {
-	var out []Pair
-	for _, p := range strings.Split(s, ",") {
-		a, b, ok := strings.Cut(p, ":")
-		if !ok {
-			return nil, fmt.Errorf("pair %q: want impl/transport:impl/transport", p)
-		}
-		num, err := parseCol(a)
-		if err != nil {
-			return nil, err
-		}
-		den, err := parseCol(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Pair{num, den})
-	}
-	return out, nil
-}
+var ParsePairs = results.ParsePairs
 
 // Parse reads JSON lines and keeps the rma-* ones; malformed lines are
 // reported to warn and skipped, blank lines ignored.
 func Parse(r io.Reader, warn io.Writer) ([]Record, error) {
-	var out []Record
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var rec Record
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			fmt.Fprintf(warn, "rmacmp: line %d skipped: %v\n", n, err)
-			continue
-		}
-		if strings.HasPrefix(rec.Name, "rma-") {
-			out = append(out, rec)
-		}
-	}
-	return out, sc.Err()
+	return results.ReadLines(r, warn, "rmacmp", func(rec Record) bool { return strings.HasPrefix(rec.Name, "rma-") })
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+var median = results.Median
 
 // Row is one case and size with its medians and ratios (the -json form).
 type Row struct {
@@ -128,14 +67,7 @@ var caseOrder = []string{"rma-put-lat-fence", "rma-put-lat-lock", "rma-get-lat-f
 	"rma-acc-lat-fence", "rma-acc-lat-lock", "rma-put-bw-fence", "rma-put-bw-lock"}
 
 // colOrder fixes the column order; others follow alphabetically.
-var colOrder = []Col{{"ftmpi", "tcp"}, {"openmpi", "tcp"}, {"ftmpi", "unix"}, {"openmpi", "shm"}, {"openmpi", "osc-sm"}, {"mpich", "shm"}}
-
-func orderIndex[T comparable](list []T, v T) int {
-	if i := slices.Index(list, v); i >= 0 {
-		return i
-	}
-	return len(list)
-}
+var colOrder = results.Cols("ftmpi/tcp", "openmpi/tcp", "ftmpi/unix", "openmpi/shm", "openmpi/osc-sm", "mpich/shm")
 
 // Rows groups recs into rows, with ratios for pairs and goal checks on
 // latency rows (goal 0: none).
@@ -158,7 +90,7 @@ func Rows(recs []Record, pairs []Pair, goal float64) ([]Row, []Col, error) {
 			return nil, nil, fmt.Errorf("%s: unit %q (want us or MB/s)", r.Name, r.Unit)
 		}
 		units[r.Name] = r.Unit
-		k, c := key{r.Name, r.Size}, Col{r.Impl, r.Transport}
+		k, c := key{r.Name, r.Size}, Col{Impl: r.Impl, Transport: r.Transport}
 		if vals[k] == nil {
 			vals[k] = map[Col][]float64{}
 		}
@@ -170,7 +102,7 @@ func Rows(recs []Record, pairs []Pair, goal float64) ([]Row, []Col, error) {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		if d := orderIndex(caseOrder, a.name) - orderIndex(caseOrder, b.name); d != 0 {
+		if d := results.OrderIndex(caseOrder, a.name) - results.OrderIndex(caseOrder, b.name); d != 0 {
 			return d
 		}
 		if c := strings.Compare(a.name, b.name); c != 0 {
@@ -182,12 +114,7 @@ func Rows(recs []Record, pairs []Pair, goal float64) ([]Row, []Col, error) {
 	for c := range cols {
 		cs = append(cs, c)
 	}
-	slices.SortFunc(cs, func(a, b Col) int {
-		if d := orderIndex(colOrder, a) - orderIndex(colOrder, b); d != 0 {
-			return d
-		}
-		return strings.Compare(a.String(), b.String())
-	})
+	results.SortCols(cs, colOrder)
 	var rows []Row
 	for _, k := range keys {
 		row := Row{Name: k.name, Size: k.size, Unit: units[k.name], Launches: map[string]int{}, Medians: map[string]float64{}, Ratios: map[string]float64{}}
@@ -218,16 +145,6 @@ func Rows(recs []Record, pairs []Pair, goal float64) ([]Row, []Col, error) {
 	return rows, cs, nil
 }
 
-func formatSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
 // Render writes the markdown table of rows.
 func Render(w io.Writer, rows []Row, cs []Col, pairs []Pair, goal float64, loads []float64) {
 	hdr := []string{"case", "size", "unit"}
@@ -241,7 +158,7 @@ func Render(w io.Writer, rows []Row, cs []Col, pairs []Pair, goal float64, loads
 	fmt.Fprintf(w, "|---|---:|---%s|\n", strings.Repeat("|---:", len(hdr)-3))
 	over, maxN := 0, 0
 	for _, r := range rows {
-		cells := []string{r.Name, formatSize(r.Size), r.Unit}
+		cells := []string{r.Name, results.FormatSize(r.Size), r.Unit}
 		for _, c := range cs {
 			if v, ok := r.Medians[c.String()]; ok {
 				cells = append(cells, fmt.Sprintf("%.2f", v))
@@ -294,26 +211,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rmacmp: -pairs:", err)
 		os.Exit(2)
 	}
-	var recs []Record
-	read := func(r io.Reader, name string) {
-		rs, err := Parse(r, os.Stderr)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "rmacmp: %s: %v\n", name, err)
-			os.Exit(1)
-		}
-		recs = append(recs, rs...)
-	}
-	if flag.NArg() == 0 {
-		read(os.Stdin, "stdin")
-	}
-	for _, f := range flag.Args() {
-		fh, err := os.Open(f)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "rmacmp:", err)
-			os.Exit(1)
-		}
-		read(fh, f)
-		fh.Close()
+	recs, err := results.ReadAll(flag.Args(), Parse)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rmacmp:", err)
+		os.Exit(1)
 	}
 	rows, cs, err := Rows(recs, pairs, *goal)
 	if err != nil {
