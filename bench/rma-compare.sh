@@ -13,6 +13,7 @@
 #   openmpi/tcp     mpirun.openmpi --mca pml ob1 --mca btl tcp,self --mca osc pt2pt -n 2 osc
 #                   (one-sided operations as messages over TCP: the same kind of transport)
 #   ftmpi/unix      ftmpirun --transport unix -n 2 ftmpi-bench -bench rma
+#   ftmpi/shm       ftmpirun --transport shm -n 2 ftmpi-bench -bench rma (shared-memory rings, the default on one host)
 #   openmpi/shm     mpirun.openmpi --mca pml ob1 --mca btl vader,self --mca osc pt2pt -n 2 osc
 #                   (messages over shared memory)
 #   openmpi/osc-sm  mpirun.openmpi -n 2 osc   (reference: Open MPI's default for MPI_Win_allocate on
@@ -67,7 +68,7 @@ ARGS=(-runs "$RUNS" -iters "$ITERS")
 LAUNCHERS=()
 ((HAVE_FT)) && LAUNCHERS+=(ftmpi/tcp)
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/tcp)
-((HAVE_FT)) && LAUNCHERS+=(ftmpi/unix)
+((HAVE_FT)) && LAUNCHERS+=(ftmpi/unix ftmpi/shm)
 ((HAVE_MPI)) && LAUNCHERS+=(openmpi/shm openmpi/osc-sm mpich/shm)
 need_launchers
 

@@ -3,7 +3,7 @@
 // line, tagged by the script with the launch's round and the 1-minute load
 // before it) and prints, per case and size, the median over launches of
 // every impl/transport and the ratios of the pairs named by -pairs
-// (default ftmpi/tcp ÷ openmpi/tcp and ftmpi/unix ÷ openmpi/shm).
+// (default ftmpi/tcp ÷ openmpi/tcp, ftmpi/unix ÷ openmpi/shm and ftmpi/shm ÷ openmpi/shm).
 //
 // Every ratio is a time ratio, how many times longer ftmpi takes: for
 // latencies (µs) ftmpi's ÷ the other's, for bandwidths (MB/s) the other's
@@ -67,7 +67,7 @@ var caseOrder = []string{"rma-put-lat-fence", "rma-put-lat-lock", "rma-get-lat-f
 	"rma-acc-lat-fence", "rma-acc-lat-lock", "rma-put-bw-fence", "rma-put-bw-lock"}
 
 // colOrder fixes the column order; others follow alphabetically.
-var colOrder = results.Cols("ftmpi/tcp", "openmpi/tcp", "ftmpi/unix", "openmpi/shm", "openmpi/osc-sm", "mpich/shm")
+var colOrder = results.Cols("ftmpi/tcp", "openmpi/tcp", "ftmpi/unix", "ftmpi/shm", "openmpi/shm", "openmpi/osc-sm", "mpich/shm")
 
 // Rows groups recs into rows, with ratios for pairs and goal checks on
 // latency rows (goal 0: none).
@@ -199,7 +199,7 @@ func Render(w io.Writer, rows []Row, cs []Col, pairs []Pair, goal float64, loads
 
 func main() {
 	goal := flag.Float64("goal", 1.5, "bound for every latency ratio (0: no check)")
-	pairsFlag := flag.String("pairs", "ftmpi/tcp:openmpi/tcp,ftmpi/unix:openmpi/shm", "ratio columns: num:den pairs of impl/transport, comma-separated")
+	pairsFlag := flag.String("pairs", "ftmpi/tcp:openmpi/tcp,ftmpi/unix:openmpi/shm,ftmpi/shm:openmpi/shm", "ratio columns: num:den pairs of impl/transport, comma-separated")
 	asJSON := flag.Bool("json", false, "print one JSON object per row instead of the table")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: rmacmp [-goal 1.5] [-pairs a/t:b/u,...] [-json] [FILE.jsonl ...]\n")
