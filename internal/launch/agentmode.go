@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bufio"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // AgentCommand, as ftmpirun's first argument, runs it as a remote agent
@@ -73,6 +75,16 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 		logf("%s", msg)
 		return 1
 	}
+	var key *wireauth.Key // the job's secret, handed to every rank started here
+	if hello.Secret != "" {
+		b, err := hex.DecodeString(hello.Secret)
+		if err == nil {
+			key, err = wireauth.FromBytes(b)
+		}
+		if err != nil {
+			return fail("host %s: the job's secret in the hello: %v", hello.Host, err)
+		}
+	}
 	ip, err := interfaceAddr(hello.Interface, hello.HeadAddr)
 	if err != nil {
 		return fail("host %s: %v", hello.Host, err)
@@ -117,7 +129,7 @@ loop:
 						env = setEnv(env, name, val)
 					}
 					env = setEnv(env, "FTMPI_TMPDIR", dir)
-					specs[i] = RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir}
+					specs[i] = RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir, Auth: key}
 				}
 				starts.Add(1)
 				go func(seq uint64) {

@@ -182,3 +182,22 @@ func TestAgentByeReportsAndExits(t *testing.T) {
 		t.Fatalf("exit %d: %s", c, a.stderr.String())
 	}
 }
+
+// TestAgentRejectsMalformedSecret: a hello whose secret is not a secret
+// (not hex, or the wrong length) makes the agent refuse the job with the
+// reason in its Ready, never start ranks without it.
+func TestAgentRejectsMalformedSecret(t *testing.T) {
+	for _, secret := range []string{"zz", "abcd"} {
+		a := startAgent(t)
+		h := agentHello()
+		h.Secret = secret
+		a.send(t, h)
+		m := a.next(t)
+		if m.Type != agentwire.TReady || !strings.Contains(m.Error, "the job's secret in the hello") {
+			t.Fatalf("secret %q: reply %+v", secret, m)
+		}
+		if c := a.exit(t, 10*time.Second); c != 1 {
+			t.Fatalf("secret %q: exit %d: %s", secret, c, a.stderr.String())
+		}
+	}
+}

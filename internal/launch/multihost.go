@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"bytes"
+	"encoding/hex"
 	"net"
 	"net/netip"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // multiHost is a job over the hosts of --host/--hostfile: the head, one
@@ -33,7 +36,7 @@ type multiHost struct {
 // its own host); ranks on other hosts dial a TCP listener on the head's
 // address on the job's network (--interface).
 func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir string, ln net.Listener, control string,
-	baseEnv []string, wdir string) (*multiHost, int) {
+	baseEnv []string, wdir string, key *wireauth.Key) (*multiHost, int) {
 	fail := func(format string, args ...any) (*multiHost, int) {
 		out.logf(format, args...)
 		ln.Close()
@@ -86,6 +89,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		tcpControl = "tcp:" + tcpLn.Addr().String()
 	}
 	h := newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, hosts, place)
+	h.key = key // every control connection, local or remote, proves the job's secret
 	h.killGrace = cfg.KillGrace
 	h.serve(ln)
 	if tcpLn != nil {
@@ -106,7 +110,13 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		if len(launch) == 0 {
 			launch = []string{"ssh"}
 		}
-		hello := agentwire.Msg{Type: agentwire.THello, Version: agentwire.Version, Job: job,
+		// The job's secret travels in the hello over the agent's ssh
+		// standard input (encrypted by ssh, never on a command line).
+		var secret bytes.Buffer
+		if key != nil {
+			_, _ = key.WriteTo(&secret)
+		}
+		hello := agentwire.Msg{Type: agentwire.THello, Version: agentwire.Version, Job: job, Secret: hex.EncodeToString(secret.Bytes()),
 			HBPeriod: int64(cfg.AgentHBPeriod), HBTimeout: int64(cfg.AgentHBTimeout), Interface: cfg.Interface, HeadAddr: headIP.String()}
 		errs := make([]error, len(cfg.Hosts))
 		var wg sync.WaitGroup
@@ -210,7 +220,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		if h.hostPath != nil && h.hostPath[hi] != "" {
 			p = h.hostPath[hi]
 		}
-		mh.specs[r] = RankSpec{Rank: r, Path: p, Args: cfg.Args, Env: env, Dir: wdir}
+		mh.specs[r] = RankSpec{Rank: r, Path: p, Args: cfg.Args, Env: env, Dir: wdir, Auth: key}
 		mh.groups[hi] = append(mh.groups[hi], mh.specs[r])
 	}
 	return mh, 0

@@ -112,8 +112,7 @@ func runOnce(cfg Config, st *launchState) int {
 	// The job's secret: every control and rank-to-rank connection proves
 	// it knows it (package wireauth). Ranks get it through an inherited
 	// pipe (LocalAgent), never on a command line or in the environment.
-	// Multi-host jobs do not carry it to remote agents yet (the agent
-	// protocol's Hello has the field reserved): they run unauthenticated.
+	// Remote agents get it in their hello over ssh's standard input.
 	key, err := wireauth.New()
 	if err != nil {
 		out.logf("%v", err)
@@ -159,7 +158,7 @@ func runOnce(cfg Config, st *launchState) int {
 		}
 		agents, groups = []Agent{la}, [][]RankSpec{specs}
 	} else {
-		mh, code := setupHosts(cfg, st, out, job, path, tmpDir, ln, control, baseEnv, wdir)
+		mh, code := setupHosts(cfg, st, out, job, path, tmpDir, ln, control, baseEnv, wdir, key)
 		if mh == nil {
 			return code
 		}

@@ -6,8 +6,8 @@
 // A frame is a 4-byte big-endian length n (1 <= n <= MaxFrame), then n
 // bytes: one type byte and a JSON body. The first frame the head sends is
 // Hello: it carries the protocol version, the job, the agent's host id, the
-// heartbeat settings, the network interface, and Secret, a field reserved
-// for the per-job secret of an authenticated wire (empty today; the agent
+// heartbeat settings, the network interface, and Secret, the per-job
+// secret of the authenticated wire in hex (the agent
 // reads it before anything else, so the secret never appears on a command
 // line or in ps). The agent answers Ready, then both sides exchange the
 // other messages in any order; each side sends Ping every heartbeat period
@@ -92,7 +92,7 @@ type Msg struct {
 	Version   int    `json:"version,omitempty"`
 	Job       string `json:"job,omitempty"`
 	Host      string `json:"host,omitempty"`
-	Secret    string `json:"secret,omitempty"`     // reserved: the job's secret (authenticated wire)
+	Secret    string `json:"secret,omitempty"`     // the job's secret in hex (authenticated wire); "": none
 	HBPeriod  int64  `json:"hb_period,omitempty"`  // nanoseconds
 	HBTimeout int64  `json:"hb_timeout,omitempty"` // nanoseconds
 	Interface string `json:"iface,omitempty"`      // --interface: a name or a CIDR ("" : the route to HeadAddr)
