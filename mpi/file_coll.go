@@ -467,18 +467,6 @@ func validBytes(exts []fext, size int64) int {
 	return int(n)
 }
 
-// collBuf is ioBuf plus the checks of the collective calls.
-func collBuf[T Elem](f *File, op string, buf []T, write bool) ([]byte, *fileView, error) {
-	b, v, err := ioBuf(f, op, buf, write)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := f.noSequential(op); err != nil {
-		return nil, nil, err
-	}
-	return b, v, nil
-}
-
 // WriteAtAll is the collective WriteAt (MPI_File_write_at_all): every
 // process of the file calls it (with its own offset and buffer, possibly
 // empty); the data go through the aggregators (two-phase I/O, see the top
@@ -486,11 +474,8 @@ func collBuf[T Elem](f *File, op string, buf []T, write bool) ([]byte, *fileView
 // active (seed 003 17.12.4).
 func WriteAtAll[T Elem](f *File, offset int64, buf []T) error {
 	const op = "MPI_File_write_at_all"
-	b, v, err := collBuf(f, op, buf, true)
+	b, v, err := ioBufAt(f, op, buf, true, offset)
 	if err != nil {
-		return err
-	}
-	if err := f.checkOffset(op, offset); err != nil {
 		return err
 	}
 	return f.handle(f.inOrder(op, func() error { return f.writeAll(op, v, offset*v.esize, b) }))
@@ -500,11 +485,8 @@ func WriteAtAll[T Elem](f *File, offset int64, buf []T) error {
 // the number of whole elements read.
 func ReadAtAll[T Elem](f *File, offset int64, buf []T) (int, error) {
 	const op = "MPI_File_read_at_all"
-	b, v, err := collBuf(f, op, buf, false)
+	b, v, err := ioBufAt(f, op, buf, false, offset)
 	if err != nil {
-		return 0, err
-	}
-	if err := f.checkOffset(op, offset); err != nil {
 		return 0, err
 	}
 	var n int
@@ -520,7 +502,7 @@ func ReadAtAll[T Elem](f *File, offset int64, buf []T) (int, error) {
 // (MPI_File_write_all): the pointer moves past buf.
 func WriteAll[T Elem](f *File, buf []T) error {
 	const op = "MPI_File_write_all"
-	b, v, err := collBuf(f, op, buf, true)
+	b, v, err := ioBufSeq(f, op, buf, true)
 	if err != nil {
 		return err
 	}
@@ -531,7 +513,7 @@ func WriteAll[T Elem](f *File, buf []T) error {
 // (MPI_File_read_all): the pointer moves past what was read.
 func ReadAll[T Elem](f *File, buf []T) (int, error) {
 	const op = "MPI_File_read_all"
-	b, v, err := collBuf(f, op, buf, false)
+	b, v, err := ioBufSeq(f, op, buf, false)
 	if err != nil {
 		return 0, err
 	}
@@ -573,11 +555,8 @@ func (f *File) startOrdered(op string, fn func() error) *Request {
 // completion, not here (seed 003 17.12.4).
 func IwriteAtAll[T Elem](f *File, offset int64, buf []T) (*Request, error) {
 	const op = "MPI_File_iwrite_at_all"
-	b, v, err := collBuf(f, op, buf, true)
+	b, v, err := ioBufAt(f, op, buf, true, offset)
 	if err != nil {
-		return nil, err
-	}
-	if err := f.checkOffset(op, offset); err != nil {
 		return nil, err
 	}
 	return f.startOrdered(op, func() error { return f.writeAll(op, v, offset*v.esize, b) }), nil
@@ -587,11 +566,8 @@ func IwriteAtAll[T Elem](f *File, offset int64, buf []T) (*Request, error) {
 // Wait returns the number of whole elements read.
 func IreadAtAll[T Elem](f *File, offset int64, buf []T) (*RequestOf[int], error) {
 	const op = "MPI_File_iread_at_all"
-	b, v, err := collBuf(f, op, buf, false)
+	b, v, err := ioBufAt(f, op, buf, false, offset)
 	if err != nil {
-		return nil, err
-	}
-	if err := f.checkOffset(op, offset); err != nil {
 		return nil, err
 	}
 	r := &RequestOf[int]{}
@@ -607,7 +583,7 @@ func IreadAtAll[T Elem](f *File, offset int64, buf []T) (*RequestOf[int], error)
 // pointer moves past buf at once.
 func IwriteAll[T Elem](f *File, buf []T) (*Request, error) {
 	const op = "MPI_File_iwrite_all"
-	b, v, err := collBuf(f, op, buf, true)
+	b, v, err := ioBufSeq(f, op, buf, true)
 	if err != nil {
 		return nil, err
 	}
@@ -620,7 +596,7 @@ func IwriteAll[T Elem](f *File, buf []T) (*Request, error) {
 // the number of whole elements read.
 func IreadAll[T Elem](f *File, buf []T) (*RequestOf[int], error) {
 	const op = "MPI_File_iread_all"
-	b, v, err := collBuf(f, op, buf, false)
+	b, v, err := ioBufSeq(f, op, buf, false)
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,26 @@ func ioBuf[T Elem](f *File, op string, buf []T, write bool) ([]byte, *fileView, 
 	return b, v, nil
 }
 
+// ioBufSeq is ioBuf for an access that moves a file pointer or takes an
+// explicit offset: refused on a file opened with ModeSequential.
+func ioBufSeq[T Elem](f *File, op string, buf []T, write bool) ([]byte, *fileView, error) {
+	b, v, err := ioBuf(f, op, buf, write)
+	if err == nil {
+		err = f.noSequential(op)
+	}
+	return b, v, err
+}
+
+// ioBufAt is ioBufSeq for an access at an explicit view offset, which it
+// checks too.
+func ioBufAt[T Elem](f *File, op string, buf []T, write bool, offset int64) ([]byte, *fileView, error) {
+	b, v, err := ioBufSeq(f, op, buf, write)
+	if err == nil {
+		err = f.checkOffset(op, offset)
+	}
+	return b, v, err
+}
+
 func (f *File) noSequential(op string) error {
 	if f.amode&ModeSequential != 0 {
 		return f.handle(f.err(ErrUnsupportedOperation, op, "file opened MPI_MODE_SEQUENTIAL: only the shared file pointer may be used"))
@@ -123,14 +143,8 @@ func (f *File) pread(op string, v *fileView, l int64, b []byte) (int, error) {
 // at the end of the file. It is independent (not collective).
 func ReadAt[T Elem](f *File, offset int64, buf []T) (int, error) {
 	const op = "MPI_File_read_at"
-	b, v, err := ioBuf(f, op, buf, false)
+	b, v, err := ioBufAt(f, op, buf, false, offset)
 	if err != nil {
-		return 0, err
-	}
-	if err := f.noSequential(op); err != nil {
-		return 0, err
-	}
-	if err := f.checkOffset(op, offset); err != nil {
 		return 0, err
 	}
 	n, err := f.pread(op, v, offset*v.esize, b)
@@ -141,14 +155,8 @@ func ReadAt[T Elem](f *File, offset int64, buf []T) (int, error) {
 // (MPI_File_write_at). It is independent.
 func WriteAt[T Elem](f *File, offset int64, buf []T) error {
 	const op = "MPI_File_write_at"
-	b, v, err := ioBuf(f, op, buf, true)
+	b, v, err := ioBufAt(f, op, buf, true, offset)
 	if err != nil {
-		return err
-	}
-	if err := f.noSequential(op); err != nil {
-		return err
-	}
-	if err := f.checkOffset(op, offset); err != nil {
 		return err
 	}
 	return f.handle(f.pwrite(op, v, offset*v.esize, b))
@@ -176,11 +184,8 @@ func (f *File) giveBack(v *fileView, short int64) {
 // past them (MPI_File_read); it returns the number of whole elements read.
 func Read[T Elem](f *File, buf []T) (int, error) {
 	const op = "MPI_File_read"
-	b, v, err := ioBuf(f, op, buf, false)
+	b, v, err := ioBufSeq(f, op, buf, false)
 	if err != nil {
-		return 0, err
-	}
-	if err := f.noSequential(op); err != nil {
 		return 0, err
 	}
 	at := f.take(v, int64(len(b)))
@@ -193,11 +198,8 @@ func Read[T Elem](f *File, buf []T) (int, error) {
 // (MPI_File_write).
 func Write[T Elem](f *File, buf []T) error {
 	const op = "MPI_File_write"
-	b, v, err := ioBuf(f, op, buf, true)
+	b, v, err := ioBufSeq(f, op, buf, true)
 	if err != nil {
-		return err
-	}
-	if err := f.noSequential(op); err != nil {
 		return err
 	}
 	return f.handle(f.pwrite(op, v, f.take(v, int64(len(b))), b))
@@ -275,14 +277,8 @@ func (f *File) GetPosition() (int64, error) {
 // the number of whole elements read. buf must not be used until then.
 func IreadAt[T Elem](f *File, offset int64, buf []T) (*RequestOf[int], error) {
 	const op = "MPI_File_iread_at"
-	b, v, err := ioBuf(f, op, buf, false)
+	b, v, err := ioBufAt(f, op, buf, false, offset)
 	if err != nil {
-		return nil, err
-	}
-	if err := f.noSequential(op); err != nil {
-		return nil, err
-	}
-	if err := f.checkOffset(op, offset); err != nil {
 		return nil, err
 	}
 	return startCollOf(f.c, op, func() (int, error) {
@@ -295,14 +291,8 @@ func IreadAt[T Elem](f *File, offset int64, buf []T) (*RequestOf[int], error) {
 // until the request completes.
 func IwriteAt[T Elem](f *File, offset int64, buf []T) (*Request, error) {
 	const op = "MPI_File_iwrite_at"
-	b, v, err := ioBuf(f, op, buf, true)
+	b, v, err := ioBufAt(f, op, buf, true, offset)
 	if err != nil {
-		return nil, err
-	}
-	if err := f.noSequential(op); err != nil {
-		return nil, err
-	}
-	if err := f.checkOffset(op, offset); err != nil {
 		return nil, err
 	}
 	return f.c.startColl(op, func() error { return f.pwrite(op, v, offset*v.esize, b) }), nil
@@ -312,11 +302,8 @@ func IwriteAt[T Elem](f *File, offset int64, buf []T) (*Request, error) {
 // past len(buf) elements at once.
 func Iread[T Elem](f *File, buf []T) (*RequestOf[int], error) {
 	const op = "MPI_File_iread"
-	b, v, err := ioBuf(f, op, buf, false)
+	b, v, err := ioBufSeq(f, op, buf, false)
 	if err != nil {
-		return nil, err
-	}
-	if err := f.noSequential(op); err != nil {
 		return nil, err
 	}
 	at := f.take(v, int64(len(b)))
@@ -330,11 +317,8 @@ func Iread[T Elem](f *File, buf []T) (*RequestOf[int], error) {
 // moves past buf at once.
 func Iwrite[T Elem](f *File, buf []T) (*Request, error) {
 	const op = "MPI_File_iwrite"
-	b, v, err := ioBuf(f, op, buf, true)
+	b, v, err := ioBufSeq(f, op, buf, true)
 	if err != nil {
-		return nil, err
-	}
-	if err := f.noSequential(op); err != nil {
 		return nil, err
 	}
 	at := f.take(v, int64(len(b)))
