@@ -657,10 +657,7 @@ func (w *Win) Lock(lockType, target int, assert ...int) error {
 // ErrRMASync error.
 func (w *Win) Unlock(target int) error {
 	const op = "MPI_Win_unlock"
-	if err := w.check(op); err != nil {
-		return err
-	}
-	if err := w.checkTarget(op, target); err != nil {
+	if err := w.checkWithTarget(op, target); err != nil {
 		return err
 	}
 	w.omu.Lock()
@@ -770,10 +767,7 @@ func (w *Win) UnlockAll() error {
 // during them raises ErrProcFailed.
 func (w *Win) Flush(target int) error {
 	const op = "MPI_Win_flush"
-	if err := w.check(op); err != nil {
-		return err
-	}
-	if err := w.checkTarget(op, target); err != nil {
+	if err := w.checkWithTarget(op, target); err != nil {
 		return err
 	}
 	w.omu.Lock()
@@ -811,12 +805,18 @@ func (w *Win) checkTarget(op string, target int) error {
 	return nil
 }
 
-// rmaArgs checks an operation's target, element type and target range.
-func rmaArgs[T Elem](w *Win, op string, target, disp, n int) error {
+// checkWithTarget is check followed by checkTarget: the prelude of every
+// call that names a target.
+func (w *Win) checkWithTarget(op string, target int) error {
 	if err := w.check(op); err != nil {
 		return err
 	}
-	if err := w.checkTarget(op, target); err != nil {
+	return w.checkTarget(op, target)
+}
+
+// rmaArgs checks an operation's target, element type and target range.
+func rmaArgs[T Elem](w *Win, op string, target, disp, n int) error {
+	if err := w.checkWithTarget(op, target); err != nil {
 		return err
 	}
 	f := elemOf[T]()

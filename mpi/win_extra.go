@@ -104,10 +104,7 @@ func (w *Win) activeOpen(op string) error {
 // completes them at the target.
 func (w *Win) FlushLocal(target int) error {
 	const op = "MPI_Win_flush_local"
-	if err := w.check(op); err != nil {
-		return err
-	}
-	if err := w.checkTarget(op, target); err != nil {
+	if err := w.checkWithTarget(op, target); err != nil {
 		return err
 	}
 	w.omu.Lock()
