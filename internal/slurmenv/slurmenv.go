@@ -41,7 +41,8 @@ type Alloc struct {
 }
 
 // FromEnv reads the allocation ftmpirun runs in. ok is false when
-// SLURM_JOB_ID or SLURM_JOB_NODELIST is unset (not inside salloc/sbatch).
+// SLURM_JOB_ID or SLURM_JOB_NODELIST is unset (not inside salloc/sbatch);
+// with an error, a holds only the job id.
 // Slots come from SLURM_TASKS_PER_NODE when the job was given a task count
 // (SLURM_NTASKS is set: sbatch -n), else from SLURM_JOB_CPUS_PER_NODE (a
 // slot per allocated CPU), as mpirun does.
@@ -51,9 +52,11 @@ func FromEnv(getenv func(string) string) (a Alloc, ok bool, err error) {
 	if a.JobID == "" || list == "" {
 		return Alloc{}, false, nil
 	}
+	// An error still names the job.
+	fail := func(err error) (Alloc, bool, error) { return Alloc{JobID: a.JobID}, true, err }
 	names, err := Hostlist(list)
 	if err != nil {
-		return Alloc{}, true, fmt.Errorf("%s: %v", EnvNodeList, err)
+		return fail(fmt.Errorf("%s: %v", EnvNodeList, err))
 	}
 	a.SlotsFrom = EnvCPUsPerNode
 	if getenv(EnvNTasks) != "" && getenv(EnvTasksPerNode) != "" || getenv(EnvCPUsPerNode) == "" {
@@ -61,18 +64,18 @@ func FromEnv(getenv func(string) string) (a Alloc, ok bool, err error) {
 	}
 	counts := getenv(a.SlotsFrom)
 	if counts == "" {
-		return Alloc{}, true, fmt.Errorf("neither %s nor %s is set: cannot tell how many processes each node takes", EnvCPUsPerNode, EnvTasksPerNode)
+		return fail(fmt.Errorf("neither %s nor %s is set: cannot tell how many processes each node takes", EnvCPUsPerNode, EnvTasksPerNode))
 	}
 	slots, err := Counts(counts)
 	if err != nil {
-		return Alloc{}, true, fmt.Errorf("%s: %v", a.SlotsFrom, err)
+		return fail(fmt.Errorf("%s: %v", a.SlotsFrom, err))
 	}
 	if len(slots) != len(names) {
-		return Alloc{}, true, fmt.Errorf("%s=%q gives %d nodes but %s=%q gives %d", EnvNodeList, list, len(names), a.SlotsFrom, counts, len(slots))
+		return fail(fmt.Errorf("%s=%q gives %d nodes but %s=%q gives %d", EnvNodeList, list, len(names), a.SlotsFrom, counts, len(slots)))
 	}
 	for i, n := range names {
 		if slots[i] < 1 {
-			return Alloc{}, true, fmt.Errorf("%s=%q: node %s has %d slots", a.SlotsFrom, counts, n, slots[i])
+			return fail(fmt.Errorf("%s=%q: node %s has %d slots", a.SlotsFrom, counts, n, slots[i]))
 		}
 		a.Hosts = append(a.Hosts, Host{Name: n, Slots: slots[i]})
 	}
