@@ -1,0 +1,260 @@
+// Package slurm_test holds the scenarios that run ftmpi on a real Slurm
+// cluster (package slurmtest: munged, slurmctld and three slurmd nodes in
+// namespace hosts, one cluster shared by every test of the binary and
+// reset after each): a plain srun as a smoke test of the cluster, and
+// ftmpirun inside salloc, its agents started by srun, with and without the
+// crash of a whole node. They need root, the Slurm packages, sshd and nft
+// (skipped otherwise) and, like the multi-host scenarios, run once: under
+// -race they are skipped (race-built ranks on 2 cores would blow CI's
+// budget; the srun launch path is raced by TestSlurmAllocationFakeSrun in
+// package launch).
+package slurm_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/internal/slurmtest"
+	"go.uber.org/goleak"
+)
+
+const nodes = 3
+
+// bin holds the binaries built once by TestMain.
+var bin = map[string]string{}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ftmpi-slurm-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_ = os.Chmod(dir, 0o755)
+	names := []string{"ftmpirun", "ring", "reinit-async"}
+	pkgs := []string{"../../../cmd/ftmpirun", "../../../examples/ring", "../../../examples/reinit-async"}
+	var outs []string
+	for _, n := range names {
+		bin[n] = filepath.Join(dir, n)
+		outs = append(outs, bin[n])
+	}
+	code := 0
+	if jobtest.RaceEnabled {
+		fmt.Fprintln(os.Stderr, "Slurm scenarios skipped under -race (see the package comment)")
+	} else if err := jobtest.Build(outs, pkgs); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if code == 0 {
+		code = m.Run()
+	}
+	if err := slurmtest.CloseShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "slurm cluster teardown:", err)
+		code = 1
+	}
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func cluster(t *testing.T) *slurmtest.Cluster {
+	t.Helper()
+	if jobtest.RaceEnabled {
+		t.Skip("skipped under -race: run once without it (see the package comment)")
+	}
+	return slurmtest.Shared(t, nodes)
+}
+
+// job is a command running on the login host, its output read line by line.
+type job struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	lines  chan string
+	done   chan struct{}
+}
+
+func start(t *testing.T, c *slurmtest.Cluster, limit time.Duration, env []string, name string, args ...string) *job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	j := &job{t: t, cancel: cancel, lines: make(chan string, 4096), done: make(chan struct{})}
+	j.cmd = c.Command(ctx, name, args...)
+	j.cmd.Env = append(j.cmd.Env, env...)
+	j.cmd.Dir = os.TempDir()
+	so, _ := j.cmd.StdoutPipe()
+	se, _ := j.cmd.StderrPipe()
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, p := range []struct {
+		r   *bufio.Scanner
+		buf *bytes.Buffer
+	}{{bufio.NewScanner(so), &j.stdout}, {bufio.NewScanner(se), &j.stderr}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p.r.Scan() {
+				line := p.r.Text()
+				j.mu.Lock()
+				p.buf.WriteString(line + "\n")
+				j.mu.Unlock()
+				select {
+				case j.lines <- line:
+				default:
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(j.done) }()
+	t.Cleanup(func() {
+		j.cancel()
+		<-j.done
+	})
+	return j
+}
+
+func (j *job) waitLine(s string) {
+	j.t.Helper()
+	for {
+		select {
+		case l := <-j.lines:
+			if strings.Contains(l, s) {
+				return
+			}
+		case <-j.done:
+			j.t.Fatalf("job ended before printing %q\nstdout:\n%s\nstderr:\n%s", s, j.out(), j.errOut())
+		}
+	}
+}
+
+func (j *job) out() string    { j.mu.Lock(); defer j.mu.Unlock(); return j.stdout.String() }
+func (j *job) errOut() string { j.mu.Lock(); defer j.mu.Unlock(); return j.stderr.String() }
+
+func (j *job) wait() int {
+	j.t.Helper()
+	defer j.cancel()
+	go func() {
+		for range j.lines {
+		}
+	}()
+	<-j.done
+	err := j.cmd.Wait()
+	close(j.lines)
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	} else if err != nil {
+		j.t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, j.out(), j.errOut())
+	}
+	return 0
+}
+
+func noLeftovers(t *testing.T, c *slurmtest.Cluster) {
+	t.Helper()
+	if left := c.WaitNoJob(15 * time.Second); left != nil {
+		t.Fatalf("processes left on the cluster: %v", left)
+	}
+}
+
+func resultLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, "result:"); i >= 0 {
+			lines = append(lines, l[i:])
+		}
+	}
+	return lines
+}
+
+// TestSlurmSrunSmoke: a plain srun of a shell program, one task on each
+// node, each in its node's namespace host (its own address), and a
+// 6-task step spread over the nodes.
+func TestSlurmSrunSmoke(t *testing.T) {
+	c := cluster(t)
+	j := start(t, c, 60*time.Second, nil, "srun", "-N3", "--ntasks-per-node=2", "-l", "sh", "-c",
+		`echo "task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME $(ip -4 -o addr show dev eth0 | awk '{print $4}')"`)
+	if code := j.wait(); code != 0 {
+		t.Fatalf("srun exit %d\n%s\n%s", code, j.out(), j.errOut())
+	}
+	for i := 1; i <= nodes; i++ {
+		want := fmt.Sprintf("of 6 on %s %s/24", c.Node(i), c.Hosts.Addr(i))
+		if n := strings.Count(j.out(), want); n != 2 {
+			t.Fatalf("%d tasks print %q, want 2:\n%s", n, want, j.out())
+		}
+	}
+	noLeftovers(t, c)
+}
+
+// TestSlurmSallocRing: ftmpirun inside salloc over the 3 nodes takes its
+// hosts and slots from the allocation and starts one agent per node with
+// srun (it runs on the login host, which is in no allocation); the ring
+// goes round over TCP between the nodes.
+func TestSlurmSallocRing(t *testing.T) {
+	c := cluster(t)
+	j := start(t, c, 90*time.Second, nil, "salloc", "-N3", "--ntasks-per-node=2", "--no-kill",
+		bin["ftmpirun"], "-v", "--tag-output", bin["ring"])
+	code := j.wait()
+	if code != 0 || !strings.Contains(j.out(), "[0] result: ranks=6 token=15 ok") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	}
+	for i := 1; i <= nodes; i++ {
+		if want := "agent on " + c.Node(i) + ": pid"; !strings.Contains(j.errOut(), want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, j.errOut())
+		}
+	}
+	// Fewer slots than ranks: a clear error before anything starts.
+	j = start(t, c, 60*time.Second, nil, "salloc", "-N3", "--ntasks-per-node=1", bin["ftmpirun"], "-n", "4", bin["ring"])
+	if code := j.wait(); code == 0 || !strings.Contains(j.errOut(), "(slots from SLURM_TASKS_PER_NODE): 4 ranks asked but only 3 slots on the hosts (h1:1,h2:1,h3:1)") {
+		t.Fatalf("-n 4 in 3 slots: exit %d\n%s", code, j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSlurmSallocReinitNodeCrash: examples/reinit-async under ftmpirun
+// --on-failure reinit inside salloc --no-kill over 3 nodes (by node: h1
+// {0,3}, h2 {1}, h3 {2}); node h3 crashes at step 1000 (slurmd, the
+// agent's slurmstepd, the agent and rank 2 SIGKILLed). The head loses h3's
+// agent, rank 2 is respawned on a surviving node with a free slot, and the
+// run ends with the failure-free result line.
+func TestSlurmSallocReinitNodeCrash(t *testing.T) {
+	c := cluster(t)
+	args := []string{bin["reinit-async"], "-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
+	base := start(t, c, 90*time.Second, nil, bin["ftmpirun"], append([]string{"-n", "4"}, args...)...)
+	if code := base.wait(); code != 0 || len(resultLines(base.out())) != 1 {
+		t.Fatalf("failure-free run: exit %d\n%s\n%s", code, base.out(), base.errOut())
+	}
+	want := resultLines(base.out())[0]
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	salloc := []string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "-n", "4", "--map-by", "node", "--on-failure", "reinit"}
+	j := start(t, c, 150*time.Second, env, "salloc", append(salloc, args...)...)
+	j.waitLine("step 1000 done")
+	if err := c.CrashNode(3); err != nil {
+		t.Fatal(err)
+	}
+	code := j.wait()
+	got := resultLines(j.out())
+	if code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.errOut(), "respawning it (incarnation 1 on host h") {
+		t.Fatalf("no host loss or respawn:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
