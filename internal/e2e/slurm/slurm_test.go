@@ -3,7 +3,9 @@
 // namespace hosts, one cluster shared by every test of the binary and
 // reset after each): a plain srun as a smoke test of the cluster, and
 // ftmpirun inside salloc, its agents started by srun, with and without the
-// crash of a whole node. They need root, the Slurm packages, sshd and nft
+// crash of a whole node; and ranks started by srun itself (srun --mpi=pmi2:
+// the PMI bootstrap, no ftmpirun, no head), with a rank killed and with a
+// node crashed. They need root, the Slurm packages, sshd and nft
 // (skipped otherwise) and, like the multi-host scenarios, run once: under
 // -race they are skipped (race-built ranks on 2 cores would blow CI's
 // budget; the srun launch path is raced by TestSlurmAllocationFakeSrun in
@@ -18,8 +20,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,8 +44,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	_ = os.Chmod(dir, 0o755)
-	names := []string{"ftmpirun", "ring", "reinit-async"}
-	pkgs := []string{"../../../cmd/ftmpirun", "../../../examples/ring", "../../../examples/reinit-async"}
+	names := []string{"ftmpirun", "ring", "reinit-async", "refinement"}
+	pkgs := []string{"../../../cmd/ftmpirun", "../../../examples/ring", "../../../examples/reinit-async", "../../../examples/refinement"}
 	var outs []string
 	for _, n := range names {
 		bin[n] = filepath.Join(dir, n)
@@ -255,6 +259,121 @@ func TestSlurmSallocReinitNodeCrash(t *testing.T) {
 	}
 	if !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.errOut(), "respawning it (incarnation 1 on host h") {
 		t.Fatalf("no host loss or respawn:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSrunRing: srun --mpi=pmi2 -n 4 ./ring: the ranks find each other
+// through Slurm's PMI-2 server, without ftmpirun; then 6 ranks over the 3
+// nodes.
+func TestSrunRing(t *testing.T) {
+	c := cluster(t)
+	j := start(t, c, 60*time.Second, nil, "srun", "--mpi=pmi2", "-n", "4", bin["ring"])
+	if code := j.wait(); code != 0 || !strings.Contains(j.out(), "result: ranks=4 token=6 ok") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	}
+	j = start(t, c, 60*time.Second, nil, "srun", "--mpi=pmi2", "-N3", "--ntasks-per-node=2", bin["ring"])
+	if code := j.wait(); code != 0 || !strings.Contains(j.out(), "result: ranks=6 token=15 ok") {
+		t.Fatalf("6 ranks on 3 nodes: exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+func refinementArgs() []string { return []string{"-delay", "2ms", "-ckpt", "100", "-progress"} }
+
+var refinementRef struct {
+	once sync.Once
+	line string
+}
+
+// refinementReference is the failure-free result line (ftmpirun, one host).
+func refinementReference(t *testing.T, c *slurmtest.Cluster) string {
+	t.Helper()
+	refinementRef.once.Do(func() {
+		j := start(t, c, 90*time.Second, nil, bin["ftmpirun"], append([]string{"-n", "6", bin["refinement"]}, refinementArgs()...)...)
+		if code := j.wait(); code == 0 && len(resultLines(j.out())) == 1 {
+			refinementRef.line = resultLines(j.out())[0]
+		}
+	})
+	if refinementRef.line == "" {
+		t.Fatal("the failure-free refinement run failed")
+	}
+	return refinementRef.line
+}
+
+// taskPid finds the process of task procid (SLURM_PROCID) named comm on
+// node i.
+func taskPid(c *slurmtest.Cluster, i, procid int, comm string) int {
+	want := "SLURM_PROCID=" + strconv.Itoa(procid)
+	for _, pid := range c.JobPids(i) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if strings.TrimSpace(string(b)) != comm {
+			continue
+		}
+		env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == want {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// srunRefinement starts examples/refinement as 6 tasks of srun, two per
+// node (ranks 4 and 5 on h3), with the options a fault-tolerant step
+// needs: --no-kill (a node's failure does not end the job) and -K0 (a
+// task's death does not end the step).
+func srunRefinement(t *testing.T, c *slurmtest.Cluster) *job {
+	args := append([]string{"--mpi=pmi2", "--no-kill", "--kill-on-bad-exit=0", "-N3", "--ntasks-per-node=2", "-l", bin["refinement"]}, refinementArgs()...)
+	return start(t, c, 120*time.Second, nil, "srun", args...)
+}
+
+// TestSrunRefinementRankKilled: refinement under srun (no head: the ranks
+// detect the failure themselves); rank 5 is SIGKILLed when the first
+// checkpoint is committed; the survivors shrink, roll back and print the
+// failure-free result.
+func TestSrunRefinementRankKilled(t *testing.T) {
+	c := cluster(t)
+	want := refinementReference(t, c)
+	j := srunRefinement(t, c)
+	j.waitLine("iteration 100 committed")
+	pid := taskPid(c, 3, 5, "refinement")
+	if pid == 0 {
+		t.Fatalf("rank 5 not found on h3\nstdout:\n%s", j.out())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	j.wait() // srun's code says a task was killed; the result is what counts
+	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.out(), "world rank(s) [5] failed") {
+		t.Fatalf("no recovery from rank 5's failure:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSrunRefinementNodeCrash: refinement under srun --no-kill; node h3
+// crashes (slurmd, slurmstepd, ranks 4 and 5) when the first checkpoint is
+// committed; the four survivors on h1 and h2 detect it, shrink and print
+// the failure-free result. srun ends once slurmctld has declared the node
+// down.
+func TestSrunRefinementNodeCrash(t *testing.T) {
+	c := cluster(t)
+	want := refinementReference(t, c)
+	j := srunRefinement(t, c)
+	j.waitLine("iteration 100 committed")
+	if err := c.CrashNode(3); err != nil {
+		t.Fatal(err)
+	}
+	j.wait()
+	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.out(), "world rank(s) [4 5] failed") && !strings.Contains(j.out(), "converged on 4 ranks") {
+		t.Fatalf("no recovery from h3's ranks:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
 	}
 	noLeftovers(t, c)
 }
