@@ -178,6 +178,9 @@ func (c *Cluster) NodeList() string {
 	return fmt.Sprintf("h[1-%d]", c.Nodes)
 }
 
+// nodeTmp is the cluster's TmpFS: on every node, that node's own directory.
+func (c *Cluster) nodeTmp() string { return filepath.Join(c.Dir, "ntmp", "self") }
+
 func (c *Cluster) munge() string { return filepath.Join(c.Dir, "munge", "munge.sock") }
 
 func (c *Cluster) config(o Options) string {
@@ -193,6 +196,7 @@ AuthType=auth/munge
 AuthInfo=socket=%s
 CredType=cred/munge
 StateSaveLocation=%s
+TmpFS=%s
 SlurmdSpoolDir=%s/%%n
 SlurmctldPidFile=%s/slurmctld.pid
 SlurmdPidFile=%s/slurmd-%%n.pid
@@ -218,7 +222,7 @@ WaitTime=0
 InactiveLimit=0
 KillWait=2
 MinJobAge=2
-`, c.Hosts.Addr(c.Login()), ctlPort, dPort, c.munge(), filepath.Join(c.Dir, "state"), filepath.Join(c.Dir, "spool"),
+`, c.Hosts.Addr(c.Login()), ctlPort, dPort, c.munge(), filepath.Join(c.Dir, "state"), c.nodeTmp(), filepath.Join(c.Dir, "spool"),
 		c.Dir, c.Dir, filepath.Join(c.Dir, "log"), filepath.Join(c.Dir, "log"), int(o.SlurmdTimeout/time.Second))
 	for i := 1; i <= c.Nodes; i++ {
 		fmt.Fprintf(&b, "NodeName=%s NodeAddr=%s NodeHostname=%s CPUs=%d RealMemory=1000 State=UNKNOWN\n",
@@ -260,12 +264,19 @@ func (c *Cluster) startMunge() error {
 	return fmt.Errorf("slurmtest: munged not answering: %v (log: %s)", last, c.logTail("munged.log"))
 }
 
-// nodeShell starts a node's slurmd (sh -c nodeShell SLURMD NS ARGS...): in
+// nodeShell starts a node's slurmd (sh -c nodeShell SLURMD NS OWN SELF NAME
+// ARGS...): in
 // a mount namespace of its own, the host's /etc/hosts bound over the
 // machine's, only the network namespace entered. Not `ip netns exec`: it
 // mounts a /sys of the namespace's own, without the cgroup file systems
 // slurmd insists on finding at start.
-const nodeShell = `d=$0 ns=$1; shift; mount --bind "/etc/netns/$ns/hosts" /etc/hosts && exec nsenter --net="/run/netns/$ns" "$d" "$@"`
+// The node's own directory is bound over ntmp/self, the cluster's TmpFS
+// (where the pmix plugin makes its per-step directories, whose names are
+// the same on every node: a shared /tmp would make them collide).
+// The node has its own host name too (a UTS namespace): what tells
+// machines apart (Open MPI's shared-memory segments and session
+// directories, ftmpi's host identity) tells the nodes apart.
+const nodeShell = `d=$0 ns=$1 own=$2 self=$3 name=$4; shift 4; mount --bind "/etc/netns/$ns/hosts" /etc/hosts && mount --bind "$own" "$self" && hostname "$name" && exec nsenter --net="/run/netns/$ns" "$d" "$@"`
 
 // start runs a daemon in the foreground on host i; its output goes to
 // log/NAME.out.
@@ -283,7 +294,8 @@ func (c *Cluster) start(name string, host int, tool string, args ...string) erro
 	if host == c.Login() {
 		cmd = c.Hosts.Command(host, path, args...)
 	} else {
-		cmd = exec.Command("unshare", append([]string{"--mount", "--propagation", "slave", "sh", "-c", nodeShell, path, c.Hosts.NS(host)}, args...)...)
+		cmd = exec.Command("unshare", append([]string{"--mount", "--uts", "--propagation", "slave", "sh", "-c", nodeShell, path, c.Hosts.NS(host),
+			filepath.Join(c.Dir, "ntmp", c.Node(host)), c.nodeTmp(), c.Node(host)}, args...)...)
 	}
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.Conf)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -302,7 +314,12 @@ func (c *Cluster) StartNode(i int) error {
 	if i < 1 || i > c.Nodes {
 		return fmt.Errorf("slurmtest: no node %d", i)
 	}
-	if err := os.MkdirAll(filepath.Join(c.Dir, "spool", c.Node(i)), 0o755); err != nil {
+	for _, d := range []string{filepath.Join(c.Dir, "spool", c.Node(i)), filepath.Join(c.Dir, "ntmp", c.Node(i)), c.nodeTmp()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(filepath.Join(c.Dir, "ntmp", c.Node(i)), 0o1777); err != nil {
 		return err
 	}
 	return c.start("slurmd-"+c.Node(i), i, "slurmd", "-D", "-N", c.Node(i), "-f", c.Conf)
