@@ -377,3 +377,34 @@ func TestSrunRefinementNodeCrash(t *testing.T) {
 	}
 	noLeftovers(t, c)
 }
+
+// TestSlurmSbatchRing: ftmpirun in an sbatch script. The script runs on the
+// allocation's first node (h1), so ftmpirun runs h1's ranks itself and
+// starts the agents of h2 and h3 with srun; sbatch --wait ends with the
+// job's exit code.
+func TestSlurmSbatchRing(t *testing.T) {
+	c := cluster(t)
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o777)
+	script := filepath.Join(dir, "job.sh")
+	out := filepath.Join(dir, "job.out")
+	body := "#!/bin/sh\n#SBATCH -N 3\n#SBATCH --ntasks-per-node=2\n#SBATCH --no-kill\nexec " + bin["ftmpirun"] + " -v --tag-output " + bin["ring"] + "\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j := start(t, c, 90*time.Second, nil, "sbatch", "--wait", "--output="+out, script)
+	code := j.wait()
+	b, _ := os.ReadFile(out)
+	if code != 0 || !strings.Contains(string(b), "[0] result: ranks=6 token=15 ok") {
+		t.Fatalf("sbatch exit %d\n%s%s\njob output:\n%s", code, j.out(), j.errOut(), b)
+	}
+	for _, want := range []string{"agent on h2: pid", "agent on h3: pid"} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("job output lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "agent on h1") {
+		t.Fatalf("an agent was started for the batch host h1:\n%s", b)
+	}
+	noLeftovers(t, c)
+}
