@@ -493,6 +493,19 @@ func (c *Cluster) JobPids(i int) []int {
 	return out
 }
 
+// JobPidsNamed lists the job processes of host i whose command name
+// (/proc/PID/comm) is comm.
+func (c *Cluster) JobPidsNamed(i int, comm string) []int {
+	var out []int
+	for _, pid := range c.JobPids(i) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if strings.TrimSpace(string(b)) == comm {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // WaitNoJob waits until no process but the daemons is left on any host,
 // at most d; it returns the leftovers (host name -> pid and command line)
 // if some remain.

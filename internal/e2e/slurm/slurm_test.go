@@ -408,3 +408,42 @@ func TestSlurmSbatchRing(t *testing.T) {
 	}
 	noLeftovers(t, c)
 }
+
+// TestSlurmSallocNodeCutOff: refinement under ftmpirun --on-failure
+// continue inside salloc over 3 nodes (h3 holds ranks 4 and 5); h3 is cut
+// off (every packet in and out dropped) at the first committed checkpoint.
+// The head hears no heartbeat from h3's agent and declares its ranks
+// failed; the survivors finish with the failure-free result; h3's agent,
+// hearing no head, kills its ranks (fail-stop): once the link heals,
+// nothing of the job is left on any node.
+func TestSlurmSallocNodeCutOff(t *testing.T) {
+	c := cluster(t)
+	want := refinementReference(t, c)
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	args := append([]string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
+	j := start(t, c, 120*time.Second, env, "salloc", args...)
+	j.waitLine("iteration 100 committed")
+	if err := c.Hosts.Isolate(3); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(c.JobPidsNamed(3, "refinement")) > 0 { // the agent on h3 kills its ranks
+		if time.Now().After(deadline) {
+			t.Fatalf("the ranks on the cut-off node still run: %v", c.JobPidsNamed(3, "refinement"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code := j.wait()
+	if got := resultLines(j.out()); code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.errOut(), "host h3 lost") {
+		t.Fatalf("h3 not lost:\nstderr:\n%s", j.errOut())
+	}
+	if err := c.Hosts.Heal(3); err != nil {
+		t.Fatal(err)
+	}
+	if left := c.WaitNoJob(60 * time.Second); left != nil {
+		t.Fatalf("processes left on the cluster after the heal: %v", left)
+	}
+}
