@@ -44,8 +44,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	_ = os.Chmod(dir, 0o755)
-	names := []string{"ftmpirun", "ring", "reinit-async", "refinement"}
-	pkgs := []string{"../../../cmd/ftmpirun", "../../../examples/ring", "../../../examples/reinit-async", "../../../examples/refinement"}
+	names := []string{"ftmpirun", "ring", "reinit-async", "refinement", "jacobi", "cof"}
+	pkgs := []string{"../../../cmd/ftmpirun", "../../../examples/ring", "../../../examples/reinit-async", "../../../examples/refinement",
+		"../../../examples/jacobi", "../../../examples/cof"}
 	var outs []string
 	for _, n := range names {
 		bin[n] = filepath.Join(dir, n)
@@ -446,4 +447,70 @@ func TestSlurmSallocNodeCutOff(t *testing.T) {
 	if left := c.WaitNoJob(60 * time.Second); left != nil {
 		t.Fatalf("processes left on the cluster after the heal: %v", left)
 	}
+}
+
+// baseline runs a failure-free job with ftmpirun on the login host alone
+// and returns its result line.
+func baseline(t *testing.T, c *slurmtest.Cluster, args ...string) string {
+	t.Helper()
+	j := start(t, c, 90*time.Second, nil, bin["ftmpirun"], args...)
+	if code := j.wait(); code != 0 || len(resultLines(j.out())) != 1 {
+		t.Fatalf("failure-free run: exit %d\n%s\n%s", code, j.out(), j.errOut())
+	}
+	return resultLines(j.out())[0]
+}
+
+// TestSlurmSallocJacobiSpawnNodeCrash: examples/jacobi -ft under ftmpirun
+// in salloc over 3 nodes (by node: h1 {0,3}, h2 {1}, h3 {2}); h3 crashes
+// at a checkpoint; the survivors spawn the replacement of rank 2, which
+// the launcher places on the node with a free slot (h2, through its srun
+// agent), and the result is the failure-free one.
+func TestSlurmSallocJacobiSpawnNodeCrash(t *testing.T) {
+	c := cluster(t)
+	args := []string{bin["jacobi"], "-ft", "-n", "64", "-check", "100", "-ckpt", "500", "-progress"}
+	want := baseline(t, c, append([]string{"-n", "4"}, args...)...)
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	salloc := []string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "-n", "4", "--map-by", "node", "--on-failure", "continue", "-v"}
+	j := start(t, c, 150*time.Second, env, "salloc", append(salloc, args...)...)
+	j.waitLine("iteration 2000 committed")
+	if err := c.CrashNode(3); err != nil {
+		t.Fatal(err)
+	}
+	code := j.wait()
+	if got := resultLines(j.out()); code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.out(), "jacobi: recovered") || !strings.Contains(j.errOut(), "] on h2") {
+		t.Fatalf("no host loss or recovery:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSlurmSallocRestartWithoutLostNode: Checkpoint-on-Failure
+// (examples/cof, --restart-on-failure 1) under ftmpirun in salloc over 3
+// nodes (by node: h1 {0,3}, h2 {1}, h3 {2}); h3 crashes; the survivors
+// checkpoint and exit; ftmpirun relaunches the job on h1 and h2 only (new
+// srun agents) and the result is the failure-free one.
+func TestSlurmSallocRestartWithoutLostNode(t *testing.T) {
+	c := cluster(t)
+	want := baseline(t, c, "-n", "4", bin["cof"], "-dir", t.TempDir(), "-progress")
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o777)
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	j := start(t, c, 150*time.Second, env, "salloc", "-N3", "--ntasks-per-node=2", "--no-kill",
+		bin["ftmpirun"], "-n", "4", "--map-by", "node", "--restart-on-failure", "1", bin["cof"], "-dir", dir, "-progress")
+	j.waitLine("launch 0: iteration 600 done")
+	if err := c.CrashNode(3); err != nil {
+		t.Fatal(err)
+	}
+	code := j.wait()
+	if got := resultLines(j.out()); code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	}
+	for _, s := range []string{"host h3 lost", "relaunching without the lost host(s) h3", "relaunched the job (relaunch 1 of 1)"} {
+		if !strings.Contains(j.errOut(), s) {
+			t.Fatalf("stderr lacks %q:\n%s", s, j.errOut())
+		}
+	}
+	noLeftovers(t, c)
 }
