@@ -514,3 +514,26 @@ func TestSlurmSallocRestartWithoutLostNode(t *testing.T) {
 	}
 	noLeftovers(t, c)
 }
+
+// TestSlurmSallocHeadKilled: ftmpirun is SIGKILLed inside salloc while the
+// ranks run on the 3 nodes: its srun agents lose it and kill their ranks,
+// salloc ends, and nothing of the job is left on any node.
+func TestSlurmSallocHeadKilled(t *testing.T) {
+	c := cluster(t)
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	args := append([]string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
+	j := start(t, c, 120*time.Second, env, "salloc", args...)
+	j.waitLine("iteration 100 committed")
+	heads := c.JobPidsNamed(c.Login(), "ftmpirun")
+	if len(heads) != 1 {
+		t.Fatalf("ftmpirun processes on the login host: %v", heads)
+	}
+	if err := syscall.Kill(heads[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	j.wait()
+	if strings.Contains(j.out(), "result:") {
+		t.Fatalf("the job finished although its head was killed:\n%s", j.out())
+	}
+	noLeftovers(t, c)
+}
