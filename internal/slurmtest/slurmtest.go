@@ -486,7 +486,10 @@ func ppid(pid int) int {
 func (c *Cluster) JobPids(i int) []int {
 	var out []int
 	for _, pid := range c.Hosts.JobPids(i) {
-		if !c.daemonPid(pid) && !c.daemonPid(ppid(pid)) || i != c.Login() && !c.daemonPid(pid) {
+		switch {
+		case c.daemonPid(pid):
+		case i == c.Login() && c.daemonPid(ppid(pid)): // slurmscriptd, forked by slurmctld
+		default: // on a node, slurmd's children (slurmstepd) belong to jobs
 			out = append(out, pid)
 		}
 	}
