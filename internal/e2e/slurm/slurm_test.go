@@ -55,6 +55,8 @@ func TestMain(m *testing.M) {
 	code := 0
 	if jobtest.RaceEnabled {
 		fmt.Fprintln(os.Stderr, "Slurm scenarios skipped under -race (see the package comment)")
+	} else if err := slurmtest.Available(); err != nil {
+		fmt.Fprintln(os.Stderr, "Slurm scenarios skipped:", err) // nothing to build for
 	} else if err := jobtest.Build(outs, pkgs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
