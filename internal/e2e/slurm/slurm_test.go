@@ -539,3 +539,41 @@ func TestSlurmSallocHeadKilled(t *testing.T) {
 	}
 	noLeftovers(t, c)
 }
+
+// TestSrunRefinementNodeCutOff: refinement under srun --mpi=pmi2 (no head);
+// node h3 (ranks 4 and 5) is cut off at the first committed checkpoint. The
+// four others declare h3's ranks failed (heartbeat), shrink and print the
+// failure-free result; the ranks on h3, cut off from every other process,
+// end themselves (fail-stop without a head): nothing is left once the link
+// heals.
+func TestSrunRefinementNodeCutOff(t *testing.T) {
+	c := cluster(t)
+	want := refinementReference(t, c)
+	j := srunRefinement(t, c)
+	j.waitLine("iteration 100 committed")
+	t0 := time.Now()
+	if err := c.Hosts.Isolate(3); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(c.JobPidsNamed(3, "refinement")) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ranks on the cut-off node still run: %v", c.JobPidsNamed(3, "refinement"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("h3's ranks gone after %v", time.Since(t0))
+	j.waitLine("result:")
+	t.Logf("result after %v", time.Since(t0))
+	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	}
+	if err := c.Hosts.Heal(3); err != nil {
+		t.Fatal(err)
+	}
+	j.wait()
+	t.Logf("srun done after %v", time.Since(t0))
+	if left := c.WaitNoJob(60 * time.Second); left != nil {
+		t.Fatalf("processes left on the cluster after the heal: %v", left)
+	}
+}
