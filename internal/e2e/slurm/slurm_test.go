@@ -1,15 +1,17 @@
 // Package slurm_test holds the scenarios that run ftmpi on a real Slurm
 // cluster (package slurmtest: munged, slurmctld and three slurmd nodes in
 // namespace hosts, one cluster shared by every test of the binary and
-// reset after each): a plain srun as a smoke test of the cluster, and
-// ftmpirun inside salloc, its agents started by srun, with and without the
-// crash of a whole node; and ranks started by srun itself (srun --mpi=pmi2:
-// the PMI bootstrap, no ftmpirun, no head), with a rank killed and with a
-// node crashed. They need root, the Slurm packages, sshd and nft
-// (skipped otherwise) and, like the multi-host scenarios, run once: under
-// -race they are skipped (race-built ranks on 2 cores would blow CI's
-// budget; the srun launch path is raced by TestSlurmAllocationFakeSrun in
-// package launch).
+// reset after each): a plain srun as a smoke test of the cluster;
+// ftmpirun inside salloc and sbatch, its agents started by srun, through a
+// node's crash (reinit, a spawned replacement, a relaunch without the
+// node), a node cut off, and its own death; and ranks started by srun
+// itself (srun --mpi=pmi2: the PMI bootstrap, no ftmpirun, no head) through
+// a rank's kill, a node's crash and a node cut off. Every kill and cut is
+// tied to a line the job printed. They need root, the Slurm packages, sshd
+// and nft (skipped otherwise) and, like the multi-host scenarios, run once:
+// under -race they are skipped (race-built ranks on 2 cores would blow
+// CI's budget; the srun launch path is raced by TestSlurmAllocationFakeSrun
+// in package launch).
 package slurm_test
 
 import (
