@@ -26,7 +26,11 @@ func (w *World) nameCall(op, kind, service, port string) (string, error) {
 	var out string
 	var err error
 	if w.proc != nil {
-		out, err = w.proc.Client().Name(kind, service, port)
+		head, herr := w.proc.Head("the name service")
+		if herr != nil {
+			return "", newErr(ErrService, op, nil, NoPeer, "%v", herr)
+		}
+		out, err = head.Name(kind, service, port)
 	} else {
 		t := w.nameTable()
 		switch kind {

@@ -207,10 +207,14 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	if p == nil { // a singleton: nothing can fail but itself
 		return fn(context.Background(), w, ReinitNew)
 	}
+	head, err := p.Head("MPI_Reinit (the launcher respawns failed processes)")
+	if err != nil {
+		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
+	}
 	if err := p.BeginReinit(w); err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
-	epoch, err := p.Client().ReinitActive(true)
+	epoch, err := head.ReinitActive(true)
 	if err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
@@ -234,7 +238,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 		p.SetRunning(cur.epoch)
 		rolled, err := runResilient(fn, cur, state)
 		if !rolled && !cur.ended.Load() {
-			epoch, lerr := p.Client().ReinitActive(false)
+			epoch, lerr := head.ReinitActive(false)
 			if lerr != nil {
 				p.SetActive(false)
 				return newErr(ErrOther, op, nil, NoPeer, "%v", lerr)

@@ -67,6 +67,10 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 	if p == nil {
 		return nil, c.handle(newErr(ErrSpawn, op, c, NoPeer, "processes can only be spawned in a job started by ftmpirun"))
 	}
+	head, err := p.Head("spawn")
+	if err != nil {
+		return nil, c.handle(newErr(ErrSpawn, op, c, NoPeer, "%v", err))
+	}
 	procs := c.groupProcs()
 	key := spawnKey(c, procs, w.nextSpawn(c.ctx, procs))
 	pairs, perr := agreeOnParent(c, op, 2, true)
@@ -85,7 +89,7 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 			req.Failed = w.lostAmong(procs)
 		}
 	}
-	eps, err := p.Client().Spawn(req)
+	eps, err := head.Spawn(req)
 	if err != nil {
 		if perr == nil {
 			w.ctxTable().release(pairs...)

@@ -150,7 +150,20 @@ func InitConfig(cfg Config) (w *World, err error) {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
 	}
 	if !ok {
-		return newSingleton(cfg), nil
+		// Started by a foreign launcher (srun, mpiexec: PMI), or alone.
+		pinfo, job, pok, perr := boot.FromPMIEnv()
+		if perr != nil {
+			return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", perr)
+		}
+		if !pok {
+			return newSingleton(cfg), nil
+		}
+		cfg.Transport = pinfo.Transport
+		w, err = initPMI(pinfo, job, cfg)
+		if err != nil {
+			return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
+		}
+		return w, nil
 	}
 	if info.Transport != "" {
 		cfg.Transport = info.Transport // the job's choice (boot validated it)
@@ -223,11 +236,25 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	return w
 }
 
+// headlessExit is how a process without a head ends itself when the
+// ranks' fail-stop rule says so (it was declared failed, or it lost
+// contact with every other process): at once, with a non-zero status.
+func headlessExit(proc int) func(reason string) {
+	return func(reason string) {
+		fmt.Fprintf(os.Stderr, "ftmpi: process %d: %s; exiting\n", proc, reason)
+		os.Exit(1)
+	}
+}
+
 // onControl dispatches control frames through the World's table (called
 // from transport goroutines: never blocks). A frame of an unknown type is
 // dropped with a message: it comes from a peer of another version, or
-// from something that is not a peer.
+// from something that is not a peer. Without a head, a process declared
+// failed is refused (and told).
 func (w *World) onControl(from int, h transport.Header, payload []byte) {
+	if w.fails.Refuse(from) {
+		return
+	}
 	if err := w.ctl.Dispatch(from, h, payload); err != nil {
 		fmt.Fprintf(os.Stderr, "ftmpi: rank %d: %v\n", w.rank, err)
 	}
@@ -266,6 +293,24 @@ func initProcess(info boot.Info, cfg Config) (*World, error) {
 	return w, nil
 }
 
+// initPMI starts a process that a PMI launcher started (no ftmpirun
+// head): one PMI exchange, then the ranks detect and enforce failures
+// themselves.
+func initPMI(info boot.Info, job *boot.PMIJob, cfg Config) (*World, error) {
+	p := rte.ConnectPMI(info, job, rte.Hooks[World]{})
+	w, err := openEpoch(p, 0, cfg)
+	if err != nil {
+		job.Close()
+		return nil, err
+	}
+	p.Start(w, w.epoch)
+	if err := p.Arm(cfg.FaultInjection); err != nil {
+		w.Finalize()
+		return nil, err
+	}
+	return w, nil
+}
+
 // openEpoch builds this process's World for a Reinit epoch (0: the first
 // start) around the communication the runtime opened for it
 // (rte.Process.OpenEpoch: nothing of an older epoch survives into it). If
@@ -285,6 +330,9 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 	}
 	eng := net.Eng
 	w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc)
+	if p.Headless() {
+		w.fails.Headless(headlessExit(info.Proc))
+	}
 	w.cfg = cfg
 	w.proc = p
 	w.net = net
@@ -384,6 +432,8 @@ func (w *World) Finalize() error {
 			err = w.run.Fence()
 		case w.client != nil:
 			err = w.client.Finalize()
+		case w.proc != nil:
+			err = w.proc.Finalize() // under a PMI launcher: not a fence
 		}
 		w.finalized.Store(true)
 		if w.proc != nil {
@@ -426,6 +476,8 @@ func (w *World) Abort(code int) {
 	}
 	if w.client != nil {
 		w.client.Abort(code, "MPI_Abort called")
+	} else if w.proc != nil {
+		w.proc.Abort(code, "MPI_Abort called")
 	}
 	os.Exit(code)
 }

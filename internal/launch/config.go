@@ -90,6 +90,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/slurmenv"
 )
 
 // Exit codes with a fixed meaning.
@@ -162,6 +163,12 @@ type Config struct {
 	// AgentPath is the ftmpirun binary run in agent mode on the remote
 	// hosts (the same path on every host); default: this executable.
 	AgentPath string
+	// SlurmJob is the id of the Slurm allocation Hosts were taken from
+	// (ParseArgs: salloc/sbatch, no --host/--hostfile); "" otherwise. With
+	// it and no LaunchAgent, remote agents are started by srun.
+	SlurmJob string
+	// SlurmSlots names the variable the slots came from (error messages).
+	SlurmSlots string
 	// PreloadBinary sends the program to each remote host over its agent's
 	// connection (into the agent's job directory) instead of relying on a
 	// shared path.
@@ -214,8 +221,8 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
   --preload-binary send PROGRAM to every remote host over its agent's connection
                    (default: the same path must be valid on every host)
   --launch-agent CMD
-                   how to start the agent on a remote host (default $FTMPI_SSH, else ssh);
-                   run as CMD HOST COMMAND
+                   how to start the agent on a remote host (default $FTMPI_SSH, else srun
+                   inside a Slurm allocation, else ssh); run as CMD HOST COMMAND
   --interface IF   the network between hosts: an interface name or a CIDR (IPv4 or IPv6);
                    default: the route to the first remote host
   -v               verbose
@@ -223,6 +230,10 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
 Exit code: without failures, like mpirun, 0 when every rank exited 0, else the
 code of the lowest rank that did not; after a failure, the first failure's
 (--on-failure abort) or MPI 17.5.2's rule (continue); 124 on --timeout.
+Inside a Slurm allocation (salloc, sbatch: SLURM_JOB_ID and SLURM_JOB_NODELIST set)
+without --host/--hostfile, the hosts are the allocation's nodes, their slots
+SLURM_JOB_CPUS_PER_NODE (SLURM_TASKS_PER_NODE if the job was given -n), and the
+agents are started by srun, one step per node.
 PROGRAM is an executable (PATH lookup if it has no slash) or a Go main package
 directory, which is built once. stdin of every rank is /dev/null.
 `
@@ -320,6 +331,19 @@ func ParseArgs(args []string) (Config, error) {
 			return cfg, &UsageError{err.Error()}
 		}
 		cfg.Hosts = hs
+	}
+	if cfg.Hosts == nil {
+		// Inside salloc/sbatch, the allocation is the host list (as for mpirun).
+		a, ok, err := slurmenv.FromEnv(os.Getenv)
+		if err != nil {
+			return cfg, &UsageError{fmt.Sprintf("inside Slurm job %s: %v (or name the hosts with --host)", a.JobID, err)}
+		}
+		if ok {
+			for _, h := range a.Hosts {
+				cfg.Hosts = append(cfg.Hosts, HostSlots{Name: h.Name, Slots: h.Slots})
+			}
+			cfg.SlurmJob, cfg.SlurmSlots = a.JobID, a.SlotsFrom
+		}
 	}
 	if !nSet && cfg.Hosts == nil {
 		return cfg, &UsageError{"missing -n N (number of ranks)"}
@@ -437,6 +461,10 @@ func (cfg *Config) validateHosts() error {
 	}
 	if cfg.Hosts != nil {
 		if _, err := mapRanks(cfg.Hosts, cfg.N, cfg.MapBy, cfg.Oversubscribe); err != nil {
+			var ue *UsageError
+			if cfg.SlurmJob != "" && errors.As(err, &ue) {
+				return &UsageError{fmt.Sprintf("Slurm job %s (slots from %s): %s", cfg.SlurmJob, cfg.SlurmSlots, ue.Msg)}
+			}
 			return err
 		}
 	}

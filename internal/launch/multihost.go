@@ -18,9 +18,10 @@ import (
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
-// multiHost is a job over the hosts of --host/--hostfile: the head, one
-// agent per host (the head's own host, if listed, by a LocalAgent; every
-// other by a remoteAgent over ssh), the ranks' specs and their placement.
+// multiHost is a job over the hosts of --host/--hostfile or of the Slurm
+// allocation it runs in: the head, one agent per host (the head's own
+// host, if listed, by a LocalAgent; every other by a remoteAgent over ssh,
+// or srun in an allocation), the ranks' specs and their placement.
 type multiHost struct {
 	h       *head
 	place   []int        // host index of each rank
@@ -106,10 +107,6 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 				return fail("cannot find ftmpirun's own path for the remote agents: %v", err)
 			}
 		}
-		launch := strings.Fields(cfg.LaunchAgent)
-		if len(launch) == 0 {
-			launch = []string{"ssh"}
-		}
 		// The job's secret travels in the hello over the agent's ssh
 		// standard input (encrypted by ssh, never on a command line).
 		var secret bytes.Buffer
@@ -126,7 +123,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 				defer wg.Done()
 				hm := hello
 				hm.Host = cfg.Hosts[i].Name
-				ra, err := startRemote(hm.Host, launch, self, hm, h, func(reason string) { h.hostLost(i, reason) })
+				ra, err := startRemote(hm.Host, agentArgv(cfg, hm.Host, self), hm, h, func(reason string) { h.hostLost(i, reason) })
 				if err != nil {
 					errs[i] = err
 					return
@@ -255,4 +252,32 @@ func withExports(env, exports []string) []string {
 		env = setEnv(env, name, val)
 	}
 	return env
+}
+
+// agentArgv is the command that starts the agent on host: the launch agent
+// (--launch-agent, $FTMPI_SSH) run as CMD HOST COMMAND; else, inside a
+// Slurm allocation, one srun step on that node (srunAgentArgs); else ssh.
+func agentArgv(cfg Config, host, self string) []string {
+	launch := strings.Fields(cfg.LaunchAgent)
+	if len(launch) == 0 && cfg.SlurmJob != "" {
+		return srunAgentArgs(host, self)
+	}
+	if len(launch) == 0 {
+		launch = []string{"ssh"}
+	}
+	return append(append(launch, host), shellQuote(self)+" "+AgentCommand)
+}
+
+// srunAgentArgs starts the agent as a step of one task on host, inside the
+// allocation (SLURM_JOB_ID is in ftmpirun's environment): sharing the
+// node's CPUs with every other step (--overlap; without --exact the step
+// has all of them), bound to none (the ranks inherit the agent's
+// affinity), without PMI (the agent is no MPI process), the step kept
+// when a task fails (-K0: the agent decides), and unbuffered: slurmstepd
+// otherwise holds output until a newline, and agentwire frames are binary.
+// The hello still travels on the step's standard input (srun forwards its
+// own to the one task).
+func srunAgentArgs(host, self string) []string {
+	return []string{"srun", "--nodes=1", "--ntasks=1", "--nodelist=" + host, "--overlap", "--cpu-bind=none",
+		"--mpi=none", "--kill-on-bad-exit=0", "--unbuffered", "--quiet", "--job-name=ftmpi-agent", self, AgentCommand}
 }

@@ -84,17 +84,16 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// startRemote starts the agent on host through launch (the launch agent
-// command, e.g. ssh -F cfg, split into words), sends it hello and waits
-// for its Ready.
-func startRemote(host string, launch []string, self string, hello agentwire.Msg, rep Reporter, onLost func(string)) (*remoteAgent, error) {
+// startRemote starts the agent on host by running argv (ssh HOST COMMAND,
+// or srun inside a Slurm allocation: see agentArgv), sends it hello and
+// waits for its Ready.
+func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, onLost func(string)) (*remoteAgent, error) {
 	a := &remoteAgent{host: host, rep: rep, onLost: onLost,
 		period: time.Duration(hello.HBPeriod), timeout: time.Duration(hello.HBTimeout),
 		stderr: &tailBuffer{}, running: map[int]int{}, started: map[uint64]chan struct{}{},
 		checks: map[uint64]chan agentwire.Msg{}, files: map[string]chan agentwire.Msg{}, lostCh: make(chan struct{}), seen: make(chan struct{}, 1)}
-	args := append(append([]string(nil), launch[1:]...), host, shellQuote(self)+" "+AgentCommand)
-	a.cmd = exec.Command(launch[0], args...)
-	// ssh dies with ftmpirun (its session's end kills the agent's ranks).
+	a.cmd = exec.Command(argv[0], argv[1:]...)
+	// ssh (srun) dies with ftmpirun (its session's end kills the agent's ranks).
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	a.cmd.Stderr = a.stderr
 	stdin, err := a.cmd.StdinPipe()
@@ -106,7 +105,7 @@ func startRemote(host string, launch []string, self string, hello agentwire.Msg,
 		return nil, err
 	}
 	if err := a.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("launch agent %q: %v", strings.Join(launch, " "), err)
+		return nil, fmt.Errorf("launch agent %q: %v", argv[0], err)
 	}
 	a.w = newFrameWriter(stdin)
 	a.w.send(hello)

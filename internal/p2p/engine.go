@@ -1057,6 +1057,17 @@ func (e *Engine) SendControl(peer int, h transport.Header, payload []byte) error
 	return nil
 }
 
+// TellLost posts a control frame (no payload) to a peer that was
+// declared lost, which SendControl refuses: without a launcher to kill
+// it, a process declared failed that is still alive is told so (and then
+// ends itself).
+func (e *Engine) TellLost(peer int, h transport.Header) {
+	h.Kind = KindControl
+	h.Flags |= transport.FlagUrgent
+	h.N = 0
+	e.tr.Post(peer, h, nil, nil)
+}
+
 // FailureSignal returns a channel closed at the next peer loss, so a waiter
 // can re-examine what the failure means for it (ULFM's ErrPending).
 func (e *Engine) FailureSignal() <-chan struct{} {

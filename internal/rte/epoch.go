@@ -14,6 +14,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/transport/shm"
 	"github.com/ftmpi/ftmpi/internal/transport/sock"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // autoShm makes "auto" use shared memory between the processes of one
@@ -107,6 +108,8 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name, TCPAddr: listenAddr(info.Listen),
 			Handler: eng, SpinFn: spin.Load, Yield: nc.SpinYield, ConnectTimeout: nc.ConnectTimeout,
 			Auth: info.Auth, // every connection proves the job's secret (nil: none was handed over)
+			// Without a head the secret comes with the exchange below.
+			AuthLater: p.pmi != nil,
 		})
 		if err != nil {
 			return nil, err
@@ -142,7 +145,19 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		ep := boot.Endpoint{Rank: info.Proc, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
 		var eps []boot.Endpoint
 		var dead []int
-		if epoch == 0 {
+		if p.pmi != nil {
+			// No head: one PMI fence, the job's secret with it; every
+			// process of the PMI job must publish (a failure before or
+			// during the fence is an error within its deadline).
+			var key *wireauth.Key
+			eps, key, err = p.pmi.Exchange(ep)
+			if err == nil {
+				err = tr.SetAuth(key)
+				p.mu.Lock()
+				p.info.Auth = key
+				p.mu.Unlock()
+			}
+		} else if epoch == 0 {
 			eps, err = p.client.Exchange(ep)
 			// Ranks that died before publishing their endpoint are failures
 			// like any other: the job starts without them (a fault-tolerant

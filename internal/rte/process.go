@@ -43,7 +43,8 @@ type Hooks[W any] struct {
 // state of Reinit (the newest epoch announced, whether Reinit is active).
 type Process[W any] struct {
 	info   boot.Info
-	client *boot.Client
+	client *boot.Client // the launcher connection (nil when started by a PMI launcher)
+	pmi    *boot.PMIJob // the PMI connection of a process started without ftmpirun (nil under ftmpirun)
 	hooks  Hooks[W]
 
 	curA atomic.Pointer[W] // the current epoch's World
@@ -73,10 +74,48 @@ func Connect[W any](info boot.Info, hooks Hooks[W]) (*Process[W], error) {
 	return &Process[W]{info: info, client: client, hooks: hooks, epoch: info.Epoch, stopCh: make(chan struct{})}, nil
 }
 
+// ConnectPMI is the Process of a process started by a foreign launcher
+// (srun, mpiexec: no ftmpirun head), bootstrapped through job (PMI).
+func ConnectPMI[W any](info boot.Info, job *boot.PMIJob, hooks Hooks[W]) *Process[W] {
+	return &Process[W]{info: info, pmi: job, hooks: hooks, stopCh: make(chan struct{})}
+}
+
+// Headless reports whether the process has no ftmpirun head (started by
+// a PMI launcher): failures are detected and enforced by the ranks.
+func (p *Process[W]) Headless() bool { return p.pmi != nil }
+
+// Head returns the launcher connection for op, which only ftmpirun's head
+// can serve, or the error that says op is not available under the
+// process's launcher.
+func (p *Process[W]) Head(op string) (*boot.Client, error) {
+	if p.pmi != nil {
+		return nil, boot.NoHeadError(op, p.pmi.Launcher())
+	}
+	return p.client, nil
+}
+
+// Finalize ends the process's part of the job: the launcher's finalize
+// fence under ftmpirun; under a PMI launcher PMI's finalize, which waits
+// for nobody.
+func (p *Process[W]) Finalize() error {
+	if p.pmi != nil {
+		return p.pmi.Finalize()
+	}
+	return p.client.Finalize()
+}
+
+// Abort asks the launcher to end the whole job with code.
+func (p *Process[W]) Abort(code int, reason string) error {
+	if p.pmi != nil {
+		return p.pmi.Abort(code, reason)
+	}
+	return p.client.Abort(code, reason)
+}
+
 // Info is what the process learnt from its environment at start.
 func (p *Process[W]) Info() boot.Info { return p.info }
 
-// Client is the launcher connection.
+// Client is the launcher connection (nil when Headless: use Head).
 func (p *Process[W]) Client() *boot.Client { return p.client }
 
 // Start makes w, the World of epoch, the current one and starts the
@@ -85,6 +124,9 @@ func (p *Process[W]) Start(w *W, epoch int) {
 	p.mu.Lock()
 	p.setCurrentLocked(w, epoch)
 	p.mu.Unlock()
+	if p.client == nil {
+		return // no launcher to watch: the ranks detect failures themselves
+	}
 	p.wg.Add(1)
 	go p.watchLauncher()
 }
@@ -228,7 +270,11 @@ func (p *Process[W]) Close() {
 			stop()
 		}
 		close(p.stopCh)
-		p.client.Close()
+		if p.client != nil {
+			p.client.Close()
+		} else {
+			p.pmi.Close()
+		}
 		p.wg.Wait()
 	})
 }

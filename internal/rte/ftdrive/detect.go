@@ -50,6 +50,65 @@ type Env struct {
 type Failures struct {
 	env Env
 	det atomic.Pointer[Detection]
+
+	// Without a head (Headless): how the process ends itself, and the
+	// declared-failed processes told so already.
+	exit atomic.Pointer[func(reason string)]
+	mu   sync.Mutex
+	told map[int]bool
+}
+
+// Headless makes the ranks enforce fail-stop themselves (no launcher
+// kills a suspect; Env.Confirm is nil): every frame of a process declared
+// failed is refused and the process told; a process that learns it was
+// declared failed, or that lost every other process, calls exit (which
+// must end it at once).
+func (f *Failures) Headless(exit func(reason string)) { f.exit.Store(&exit) }
+
+// Refuse reports whether a control frame from process from must be
+// dropped: without a head, from was declared failed. The first refused
+// frame tells it so (a notice naming itself), so that a live process
+// wrongly declared failed ends instead of going on alone.
+func (f *Failures) Refuse(from int) bool {
+	if f.exit.Load() == nil || from == f.env.Self || !f.env.Eng.IsLost(from) {
+		return false
+	}
+	f.mu.Lock()
+	first := !f.told[from]
+	if first {
+		if f.told == nil {
+			f.told = map[int]bool{}
+		}
+		f.told[from] = true
+	}
+	f.mu.Unlock()
+	if first {
+		f.env.Eng.TellLost(from, transport.Header{Tag: int32(ctl.FailNotice), A: uint64(from), B: uint64(f.peerInc(from))})
+	}
+	return true
+}
+
+// selfNamed ends this process if a failure notice names it (headless:
+// the others declared it failed and refuse it).
+func (f *Failures) selfNamed(from int, h transport.Header) {
+	if ex := f.exit.Load(); ex != nil && h.A == uint64(f.env.Self) && h.B == uint64(f.peerInc(f.env.Self)) {
+		(*ex)(fmt.Sprintf("declared failed by the others (notice from process %d)", from))
+	}
+}
+
+// isolated ends this process if every other one is lost (headless: cut
+// off from the rest, it must not go on as if it were the job).
+func (f *Failures) isolated() {
+	ex := f.exit.Load()
+	if ex == nil || f.env.N < 2 {
+		return
+	}
+	for p := range f.env.N {
+		if p != f.env.Self && !f.env.Eng.IsLost(p) {
+			return
+		}
+	}
+	(*ex)("lost contact with every other process")
 }
 
 // New returns the failure driver of one epoch of one rank.
@@ -216,6 +275,7 @@ func (f *Failures) OnHeartbeat(from int, h transport.Header, _ []byte) {
 // source: it is the engine's lost hook's first step) and returns after
 // queueing what they need to send.
 func (f *Failures) Lost(peer, inc int) {
+	defer f.isolated()
 	dt := f.det.Load()
 	if dt == nil {
 		return
@@ -254,6 +314,7 @@ func (dt *Detection) sendNotices(msgs []rbcast.Msg[member.ID]) {
 // OnNotice is the handler of ctl.FailNotice frames (dropped while no
 // detector runs).
 func (f *Failures) OnNotice(from int, h transport.Header, _ []byte) {
+	f.selfNamed(from, h)
 	dt := f.det.Load()
 	if dt == nil {
 		return

@@ -416,3 +416,49 @@ func TestAuthFastReplayRefused(t *testing.T) {
 		t.Fatal("a frame got through")
 	}
 }
+
+// With AuthLater the secret comes after Listen (a bootstrap without a
+// launcher learns it in the exchange that publishes the addresses): a
+// connection accepted before SetAuth waits for it, then authenticates.
+func TestAuthLater(t *testing.T) {
+	for _, mode := range []Mode{ModeUnix, ModeTCP} {
+		dir := t.TempDir()
+		k := testKey(t, 3)
+		trs := make([]*Transport, 2)
+		recs := make([]*recorder, 2)
+		peers := make([]Peer, 2)
+		for i := range trs {
+			recs[i] = newRecorder()
+			tr, err := Listen(Config{Self: i, Host: "h", Mode: mode, Dir: dir, Handler: recs[i], AuthLater: true, ConnectTimeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			trs[i], peers[i] = tr, tr.Self()
+			if peers[i].Nonce == "" {
+				t.Fatalf("%s: no nonce published before the secret", mode)
+			}
+		}
+		// Rank 1 knows the secret and sends; rank 0 does not know it yet.
+		if err := trs[1].SetAuth(k); err != nil {
+			t.Fatal(err)
+		}
+		trs[1].SetPeers(peers)
+		sent := make(chan error, 1)
+		go func() { sent <- trs[1].Send(0, transport.Header{Kind: 1, Seq: 7}, nil) }()
+		if recs[0].count(1) != 0 {
+			t.Fatal("a frame arrived before the secret")
+		}
+		if err := trs[0].SetAuth(k); err != nil {
+			t.Fatal(err)
+		}
+		if err := trs[0].SetAuth(k); err == nil || !strings.Contains(err.Error(), "twice") {
+			t.Fatalf("second SetAuth: %v", err)
+		}
+		trs[0].SetPeers(peers)
+		if err := <-sent; err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		waitFor(t, "frame", func() bool { return recs[0].count(1) == 1 })
+		closeAll(trs)
+	}
+}

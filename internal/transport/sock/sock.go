@@ -103,8 +103,13 @@ type Config struct {
 	// Scope, the two process ids) before any frame, and a connection
 	// that fails it is closed and logged. nil: the plain hello (a process
 	// id), for tests and in-process use only.
-	Auth  *wireauth.Key
-	Scope uint64 // what the connections belong to (the Reinit epoch); both ends must agree
+	Auth *wireauth.Key
+	// AuthLater (with a nil Auth) means the secret is not known yet at
+	// Listen (a bootstrap without a launcher learns it in the same
+	// exchange that publishes this transport's address): SetAuth gives
+	// it, before SetPeers, and accepted connections wait for it.
+	AuthLater bool
+	Scope     uint64 // what the connections belong to (the Reinit epoch); both ends must agree
 	// Log receives the reasons connections were refused or closed for a
 	// malformed frame (nil: standard error).
 	Log func(msg string)
@@ -145,6 +150,10 @@ type Transport struct {
 	lnUnix net.Listener
 	lnTCP  net.Listener
 	auth   *wireauth.Listener // the accepting side of handshakes (Config.Auth)
+	// With Config.AuthLater: the published nonce, and a channel closed by
+	// SetAuth (then auth and cfg.Auth are set).
+	nonce     [wireauth.NonceSize]byte
+	authReady chan struct{}
 
 	ctx    context.Context // cancelled by Close: writers finish, dials give up
 	cancel context.CancelFunc
@@ -261,6 +270,12 @@ func Listen(cfg Config) (*Transport, error) {
 			return nil, err
 		}
 		t.auth = wireauth.NewListener(cfg.Auth, n)
+	} else if cfg.AuthLater {
+		n, err := wireauth.Nonce()
+		if err != nil {
+			return nil, err
+		}
+		t.nonce, t.authReady = n, make(chan struct{})
 	}
 	if cfg.Mode != ModeTCP && cfg.Dir != "" {
 		path := filepath.Join(cfg.Dir, cfg.Name+".sock")
@@ -301,11 +316,31 @@ func (t *Transport) Self() Peer {
 	if t.lnTCP != nil {
 		p.TCP = t.lnTCP.Addr().String()
 	}
-	if t.auth != nil {
+	switch {
+	case t.authReady != nil:
+		p.Nonce = hex.EncodeToString(t.nonce[:])
+	case t.auth != nil:
 		n := t.auth.Nonce()
 		p.Nonce = hex.EncodeToString(n[:])
 	}
 	return p
+}
+
+// SetAuth gives the job's secret to a transport made with
+// Config.AuthLater, before SetPeers; once only.
+func (t *Transport) SetAuth(k *wireauth.Key) error {
+	if t.authReady == nil || k == nil {
+		return errors.New("sock: SetAuth needs Config.AuthLater and a key")
+	}
+	select {
+	case <-t.authReady:
+		return errors.New("sock: SetAuth called twice")
+	default:
+	}
+	t.cfg.Auth = k
+	t.auth = wireauth.NewListener(k, t.nonce)
+	close(t.authReady)
+	return nil
 }
 
 // SetPeers installs the address table, indexed by rank.
@@ -493,6 +528,17 @@ func (r *frameReader) loop() error {
 func (t *Transport) acceptHello(c net.Conn, br *bufio.Reader) (peer int, answer func(byte) []byte, err error) {
 	c.SetReadDeadline(time.Now().Add(t.cfg.ConnectTimeout))
 	defer c.SetReadDeadline(time.Time{})
+	if t.authReady != nil {
+		wait := time.NewTimer(t.cfg.ConnectTimeout)
+		defer wait.Stop()
+		select {
+		case <-t.authReady:
+		case <-wait.C:
+			return 0, nil, errors.New("the job's secret never came (SetAuth)")
+		case <-t.ctx.Done():
+			return 0, nil, errors.New("transport closed")
+		}
+	}
 	if t.auth != nil {
 		h, answer, err := t.auth.Accept(br, c, t.checkHello)
 		if err != nil {

@@ -1,0 +1,287 @@
+package boot
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/ftmpi/ftmpi/internal/boot/pmi"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
+)
+
+// A process started by a foreign launcher (Slurm's srun --mpi=pmi2,
+// MPICH's mpiexec.hydra) has no ftmpirun head: no FTMPI_* identity, no
+// control connection, no job secret handed down. It finds itself through
+// the PMI environment (FromPMIEnv), and the one start-up exchange goes
+// through the launcher's PMI server (PMIJob.Exchange): every process puts
+// its endpoint (and rank 0 the job's secret), fences once, and gets
+// everybody's. After that, PMI is used only to finalize or abort: no PMI
+// fence is ever needed again, so no failure can hang one. What only a
+// head can do is refused with NoHeadError.
+
+// EnvSpares (set by the launcher of spare processes, or by the user under
+// srun) is how many of the last processes of a start set wait as spares.
+const EnvSpares = "FTMPI_SPARES"
+
+// PMI keys of the start-up exchange.
+const (
+	pmiKeyAuth = "ftmpi-auth"  // the job's secret, put by rank 0
+	pmiKeyEp   = "ftmpi-ep-"   // + process id: the process's Endpoint (JSON)
+	pmiDirPfx  = "ftmpi-pmi-"  // the private socket directory of a process (os.TempDir)
+	envSlurm   = "SLURM_STEP_ID"
+	launchSrun = "srun (PMI)"
+	launchMPI  = "mpiexec (PMI)"
+)
+
+// PMIJob is a process's PMI connection, from FromPMIEnv to Finalize.
+type PMIJob struct {
+	pc       *pmi.Conn
+	info     Info
+	launcher string // "srun (PMI)" or "mpiexec (PMI)", for error messages
+}
+
+// WorldSize is the size of CommWorld of a start set of n processes whose
+// last spares wait as spare processes (EnvSpares): n - spares. Every
+// process, spares included, takes part in the start-up exchange.
+func WorldSize(n, spares int) (int, error) {
+	if spares < 0 || spares >= n {
+		return 0, fmt.Errorf("boot: %s=%d must leave at least one of the %d processes in the world", EnvSpares, spares, n)
+	}
+	return n - spares, nil
+}
+
+// FromPMIEnv recognises a process started by a PMI launcher (PMI_FD or
+// PMI_PORT set, and no FTMPI_RANK: ftmpirun's own environment wins),
+// opens the PMI connection and fills Info: rank and size from the
+// server, Host from the machine's identity (hostname and boot id), a
+// private socket directory, the transport and TCP address from
+// FTMPI_TRANSPORT and FTMPI_LISTEN. ok false (nil error): not a PMI
+// launch. Info.Auth stays nil: the secret comes with the exchange.
+func FromPMIEnv() (info Info, job *PMIJob, ok bool, err error) {
+	return fromPMI(os.LookupEnv, pmi.Dial)
+}
+
+func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, error)) (info Info, job *PMIJob, ok bool, err error) {
+	if _, set := lookup(EnvRank); set {
+		return Info{}, nil, false, nil
+	}
+	env, ok, err := pmi.FromEnv(lookup)
+	if err != nil || !ok {
+		return Info{}, nil, false, err
+	}
+	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
+	launcher := launchMPI
+	if get(envSlurm) != "" {
+		launcher = launchSrun
+	}
+	spares := 0
+	if v := get(EnvSpares); v != "" {
+		if spares, err = strconv.Atoi(v); err != nil {
+			return Info{}, nil, false, fmt.Errorf("boot: %s=%q is not an integer", EnvSpares, v)
+		}
+	}
+	info.Transport = get(EnvTransport)
+	switch info.Transport {
+	case "":
+		info.Transport = TransportAuto
+	case TransportAuto, TransportUnix, TransportTCP, TransportShm:
+	default:
+		return Info{}, nil, false, fmt.Errorf("boot: %s=%q must be auto, unix, tcp or shm", EnvTransport, info.Transport)
+	}
+	if v := get(EnvListen); v != "" {
+		if net.ParseIP(v) == nil {
+			return Info{}, nil, false, fmt.Errorf("boot: %s=%q is not an IP address", EnvListen, v)
+		}
+		info.Listen = v
+	}
+	pc, err := dial(env)
+	if err != nil {
+		return Info{}, nil, false, fmt.Errorf("boot: started by %s: %w", launcher, err)
+	}
+	info.Universe = pc.Size()
+	if info.Size, err = WorldSize(pc.Size(), spares); err != nil {
+		pc.Close()
+		return Info{}, nil, false, err
+	}
+	info.Rank, info.Proc = pc.Rank(), pc.Rank()
+	if info.Rank >= info.Size {
+		pc.Close()
+		return Info{}, nil, false, fmt.Errorf("boot: process %d of %d is a spare (%s=%d): spare processes need the spares support in Init", info.Proc, info.Universe, EnvSpares, spares)
+	}
+	info.Job = pc.KVSName()
+	info.Host = HostID()
+	if info.Listen == "" && info.Transport != TransportUnix {
+		info.Listen = hostAddr()
+	}
+	if info.Transport != TransportTCP {
+		dir, err := os.MkdirTemp("", pmiDirPfx)
+		if err != nil {
+			pc.Close()
+			return Info{}, nil, false, fmt.Errorf("boot: socket directory: %w", err)
+		}
+		info.TmpDir = dir
+	}
+	return info, &PMIJob{pc: pc, info: info, launcher: launcher}, true, nil
+}
+
+// HostID identifies the machine: its hostname and, where Linux tells it,
+// its boot id (two containers with one hostname are told apart).
+func HostID() string {
+	h, _ := os.Hostname()
+	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		h += "/" + strings.TrimSpace(string(b))
+	}
+	return h
+}
+
+// hostAddr is the address other hosts reach this one at: the first
+// non-loopback address of an interface that is up (IPv4 first), else
+// loopback (a machine alone). FTMPI_LISTEN overrides it.
+func hostAddr() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	var v6 string
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || !ipn.IP.IsGlobalUnicast() {
+				continue
+			}
+			if ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+			if v6 == "" {
+				v6 = ipn.IP.String()
+			}
+		}
+	}
+	return v6
+}
+
+// Info is what the process learnt at start.
+func (j *PMIJob) Info() Info { return j.info }
+
+// Launcher names the launcher for messages ("srun (PMI)", "mpiexec (PMI)").
+func (j *PMIJob) Launcher() string { return j.launcher }
+
+// NoHeadError is the error of op (an MPI call or a launcher mode) that
+// needs ftmpirun's head, which a process started by launcher does not
+// have. The one text of every such refusal.
+func NoHeadError(op, launcher string) error {
+	return fmt.Errorf("%s is not available when started by %s: start with ftmpirun or use spare processes", op, launcher)
+}
+
+// Exchange publishes self and returns every process's endpoint, by
+// process id, and the job's secret: rank 0 makes the secret and puts it
+// beside its endpoint, every process puts its endpoint, one fence, then
+// gets. It fails (never hangs) when a process does not reach the fence
+// within the fence deadline or the launcher gives up on the job.
+func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
+	self.Rank = j.info.Proc
+	if self.Host == "" {
+		self.Host = j.info.Host
+	}
+	b, err := json.Marshal(self)
+	if err != nil {
+		return nil, nil, fmt.Errorf("boot: encode endpoint: %w", err)
+	}
+	if j.info.Proc == 0 {
+		key, err := wireauth.New()
+		if err != nil {
+			return nil, nil, fmt.Errorf("boot: %w", err)
+		}
+		if err := j.pc.PutLong(pmiKeyAuth, key.Bytes()); err != nil {
+			return nil, nil, j.fail(err)
+		}
+	}
+	if err := j.pc.PutLong(pmiKeyEp+strconv.Itoa(j.info.Proc), b); err != nil {
+		return nil, nil, j.fail(err)
+	}
+	if err := j.pc.Fence(); err != nil {
+		return nil, nil, j.fail(err)
+	}
+	kb, found, err := j.pc.GetLong(pmiKeyAuth)
+	if err != nil {
+		return nil, nil, j.fail(err)
+	}
+	if !found {
+		return nil, nil, j.fail(fmt.Errorf("rank 0 published no job secret (is it an ftmpi program?)"))
+	}
+	key, err := wireauth.FromBytes(kb)
+	if err != nil {
+		return nil, nil, j.fail(fmt.Errorf("the job secret of rank 0: %w", err))
+	}
+	eps := make([]Endpoint, j.info.Universe)
+	for p := range eps {
+		v, found, err := j.pc.GetLong(pmiKeyEp + strconv.Itoa(p))
+		if err != nil {
+			return nil, nil, j.fail(err)
+		}
+		if !found {
+			return nil, nil, j.fail(fmt.Errorf("process %d published no endpoint (is it an ftmpi program?)", p))
+		}
+		if err := json.Unmarshal(v, &eps[p]); err != nil {
+			return nil, nil, j.fail(fmt.Errorf("bad endpoint of process %d: %w", p, err))
+		}
+		eps[p].Rank = p
+	}
+	return eps, key, nil
+}
+
+func (j *PMIJob) fail(err error) error {
+	return fmt.Errorf("boot: start-up exchange through %s: %w", j.launcher, err)
+}
+
+// Finalize ends the PMI connection (PMI finalize: not a fence) and
+// removes the process's socket directory.
+func (j *PMIJob) Finalize() error {
+	err := j.pc.Finalize()
+	j.removeDir()
+	if err != nil {
+		return fmt.Errorf("boot: finalize with %s: %w", j.launcher, err)
+	}
+	return nil
+}
+
+// Abort asks the launcher to end the whole job with code.
+func (j *PMIJob) Abort(code int, reason string) error {
+	err := j.pc.Abort(code, reason)
+	j.removeDir()
+	return err
+}
+
+// Close closes the PMI connection without finalizing and removes the
+// socket directory (Init failed).
+func (j *PMIJob) Close() {
+	j.pc.Close()
+	j.removeDir()
+}
+
+func (j *PMIJob) removeDir() {
+	if j.info.TmpDir != "" {
+		os.RemoveAll(j.info.TmpDir)
+	}
+}
+
+// RemovePeerDir removes the socket directory of a process of this host
+// that failed (it cannot remove it itself), given the path of one of its
+// sockets. Only a directory this bootstrap makes is removed.
+func RemovePeerDir(sockPath string) {
+	dir := sockPath[:max(0, strings.LastIndexByte(sockPath, '/'))]
+	if dir == "" || !strings.HasPrefix(dir[strings.LastIndexByte(dir, '/')+1:], pmiDirPfx) {
+		return
+	}
+	os.RemoveAll(dir)
+}

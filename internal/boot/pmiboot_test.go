@@ -1,0 +1,139 @@
+package boot
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot/pmi"
+	"github.com/ftmpi/ftmpi/internal/boot/pmi/pmitest"
+)
+
+// pmiLookup is the environment a PMI launcher gives process rank of n.
+func pmiLookup(rank, n int, extra ...string) func(string) (string, bool) {
+	m := map[string]string{"PMI_FD": "9", "PMI_RANK": strconv.Itoa(rank), "PMI_SIZE": strconv.Itoa(n)}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func fakeDial(s *pmitest.Server, rank int) func(pmi.Env) (*pmi.Conn, error) {
+	return func(e pmi.Env) (*pmi.Conn, error) { return pmi.Open(s.Conn(rank), e, 5*time.Second) }
+}
+
+// Every process of the PMI job publishes its endpoint and gets every
+// other one, with the secret rank 0 made; FTMPI_RANK (ftmpirun) wins over
+// PMI; the socket directory is removed at Finalize.
+func TestPMIExchange(t *testing.T) {
+	for _, v := range []string{"1", "2"} {
+		const n = 4
+		s := pmitest.New(n)
+		s.Errorf = t.Errorf
+		var wg sync.WaitGroup
+		keys := make([][]byte, n)
+		errs := make([]error, n)
+		for r := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[r] = func() error {
+					info, job, ok, err := fromPMI(pmiLookup(r, n, "FTMPI_PMI", v), fakeDial(s, r))
+					if err != nil || !ok {
+						return fmt.Errorf("ok %v err %v", ok, err)
+					}
+					if info.Rank != r || info.Size != n || info.Universe != n || info.Host != HostID() || info.TmpDir == "" || info.Auth != nil {
+						return fmt.Errorf("info %+v", info)
+					}
+					eps, key, err := job.Exchange(Endpoint{Addrs: map[string]string{"unix": "/x/" + strconv.Itoa(r)}})
+					if err != nil {
+						return err
+					}
+					for p, ep := range eps {
+						if ep.Rank != p || ep.Addrs["unix"] != "/x/"+strconv.Itoa(p) || ep.Host != HostID() {
+							return fmt.Errorf("endpoint %d: %+v", p, ep)
+						}
+					}
+					keys[r] = key.Bytes()
+					dir := info.TmpDir
+					if err := job.Finalize(); err != nil {
+						return err
+					}
+					if _, err := os.Stat(dir); !os.IsNotExist(err) {
+						return fmt.Errorf("socket directory %s left: %v", dir, err)
+					}
+					return nil
+				}()
+			}()
+		}
+		wg.Wait()
+		s.Wait()
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("PMI-%s: process %d: %v", v, r, err)
+			}
+			if !bytes.Equal(keys[r], keys[0]) {
+				t.Fatalf("PMI-%s: process %d has another secret", v, r)
+			}
+		}
+	}
+	if _, _, ok, err := fromPMI(pmiLookup(0, 1, EnvRank, "0"), nil); ok || err != nil {
+		t.Fatalf("under ftmpirun: ok %v err %v", ok, err)
+	}
+}
+
+// A process that never reaches the fence (it died first): the others'
+// Init fails with a clear error at the fence deadline.
+func TestPMIExchangeDeadline(t *testing.T) {
+	s := pmitest.New(2)
+	_, job, _, err := fromPMI(pmiLookup(0, 2, "FTMPI_PMI_TIMEOUT", "200ms"), fakeDial(s, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err = job.Exchange(Endpoint{})
+	want := "boot: start-up exchange through mpiexec (PMI): pmi: fence: no answer from the launcher within 200ms"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err %v\nwant %s", err, want)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("after %v", el)
+	}
+	job.Close()
+	s.Release()
+	s.Wait()
+}
+
+func TestPMISparesAndErrors(t *testing.T) {
+	if n, err := WorldSize(8, 2); n != 6 || err != nil {
+		t.Fatalf("WorldSize(8, 2) = %d, %v", n, err)
+	}
+	for _, k := range []int{-1, 4} {
+		if _, err := WorldSize(4, k); err == nil || !strings.Contains(err.Error(), "must leave at least one") {
+			t.Fatalf("WorldSize(4, %d): %v", k, err)
+		}
+	}
+	s := pmitest.New(4)
+	_, _, _, err := fromPMI(pmiLookup(3, 4, EnvSpares, "1", "SLURM_STEP_ID", "0"), fakeDial(s, 3))
+	if err == nil || !strings.Contains(err.Error(), "process 3 of 4 is a spare") {
+		t.Fatalf("spare: %v", err)
+	}
+	s.Wait()
+	for _, tc := range []struct{ k, v, want string }{
+		{EnvTransport, "ib", "must be auto, unix, tcp or shm"},
+		{EnvListen, "nowhere", "not an IP address"},
+		{EnvSpares, "x", "not an integer"},
+	} {
+		if _, _, _, err := fromPMI(pmiLookup(0, 1, tc.k, tc.v), nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%s: %v", tc.k, tc.v, err)
+		}
+	}
+	if err := NoHeadError("MPI_Comm_spawn", launchSrun); err.Error() != "MPI_Comm_spawn is not available when started by srun (PMI): start with ftmpirun or use spare processes" {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,581 @@
+// Package slurm_test holds the scenarios that run ftmpi on a real Slurm
+// cluster (package slurmtest: munged, slurmctld and three slurmd nodes in
+// namespace hosts, one cluster shared by every test of the binary and
+// reset after each): a plain srun as a smoke test of the cluster;
+// ftmpirun inside salloc and sbatch, its agents started by srun, through a
+// node's crash (reinit, a spawned replacement, a relaunch without the
+// node), a node cut off, and its own death; and ranks started by srun
+// itself (srun --mpi=pmi2: the PMI bootstrap, no ftmpirun, no head) through
+// a rank's kill, a node's crash and a node cut off. Every kill and cut is
+// tied to a line the job printed. They need root, the Slurm packages, sshd
+// and nft (skipped otherwise) and, like the multi-host scenarios, run once:
+// under -race they are skipped (race-built ranks on 2 cores would blow
+// CI's budget; the srun launch path is raced by TestSlurmAllocationFakeSrun
+// in package launch).
+package slurm_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/internal/slurmtest"
+	"go.uber.org/goleak"
+)
+
+const nodes = 3
+
+// bin holds the binaries built once by TestMain.
+var bin = map[string]string{}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ftmpi-slurm-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_ = os.Chmod(dir, 0o755)
+	names := []string{"ftmpirun", "ring", "reinit-async", "refinement", "jacobi", "cof"}
+	pkgs := []string{"../../../cmd/ftmpirun", "../../../examples/ring", "../../../examples/reinit-async", "../../../examples/refinement",
+		"../../../examples/jacobi", "../../../examples/cof"}
+	var outs []string
+	for _, n := range names {
+		bin[n] = filepath.Join(dir, n)
+		outs = append(outs, bin[n])
+	}
+	code := 0
+	if jobtest.RaceEnabled {
+		fmt.Fprintln(os.Stderr, "Slurm scenarios skipped under -race (see the package comment)")
+	} else if err := slurmtest.Available(); err != nil {
+		fmt.Fprintln(os.Stderr, "Slurm scenarios skipped:", err) // nothing to build for
+	} else if err := jobtest.Build(outs, pkgs); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if code == 0 {
+		code = m.Run()
+	}
+	if err := slurmtest.CloseShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "slurm cluster teardown:", err)
+		code = 1
+	}
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func cluster(t *testing.T) *slurmtest.Cluster {
+	t.Helper()
+	if jobtest.RaceEnabled {
+		t.Skip("skipped under -race: run once without it (see the package comment)")
+	}
+	return slurmtest.Shared(t, nodes)
+}
+
+// job is a command running on the login host, its output read line by line.
+type job struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	lines  chan string
+	done   chan struct{}
+}
+
+func start(t *testing.T, c *slurmtest.Cluster, limit time.Duration, env []string, name string, args ...string) *job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	j := &job{t: t, cancel: cancel, lines: make(chan string, 4096), done: make(chan struct{})}
+	j.cmd = c.Command(ctx, name, args...)
+	j.cmd.Env = append(j.cmd.Env, env...)
+	j.cmd.Dir = os.TempDir()
+	so, _ := j.cmd.StdoutPipe()
+	se, _ := j.cmd.StderrPipe()
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, p := range []struct {
+		r   *bufio.Scanner
+		buf *bytes.Buffer
+	}{{bufio.NewScanner(so), &j.stdout}, {bufio.NewScanner(se), &j.stderr}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p.r.Scan() {
+				line := p.r.Text()
+				j.mu.Lock()
+				p.buf.WriteString(line + "\n")
+				j.mu.Unlock()
+				select {
+				case j.lines <- line:
+				default:
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(j.done) }()
+	t.Cleanup(func() {
+		j.cancel()
+		<-j.done
+	})
+	return j
+}
+
+func (j *job) waitLine(s string) {
+	j.t.Helper()
+	for {
+		select {
+		case l := <-j.lines:
+			if strings.Contains(l, s) {
+				return
+			}
+		case <-j.done:
+			j.t.Fatalf("job ended before printing %q\nstdout:\n%s\nstderr:\n%s", s, j.out(), j.errOut())
+		}
+	}
+}
+
+func (j *job) out() string    { j.mu.Lock(); defer j.mu.Unlock(); return j.stdout.String() }
+func (j *job) errOut() string { j.mu.Lock(); defer j.mu.Unlock(); return j.stderr.String() }
+
+func (j *job) wait() int {
+	j.t.Helper()
+	defer j.cancel()
+	go func() {
+		for range j.lines {
+		}
+	}()
+	<-j.done
+	err := j.cmd.Wait()
+	close(j.lines)
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	} else if err != nil {
+		j.t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, j.out(), j.errOut())
+	}
+	return 0
+}
+
+func noLeftovers(t *testing.T, c *slurmtest.Cluster) {
+	t.Helper()
+	if left := c.WaitNoJob(15 * time.Second); left != nil {
+		t.Fatalf("processes left on the cluster: %v", left)
+	}
+}
+
+func resultLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, "result:"); i >= 0 {
+			lines = append(lines, l[i:])
+		}
+	}
+	return lines
+}
+
+// TestSlurmSrunSmoke: a plain srun of a shell program, one task on each
+// node, each in its node's namespace host (its own address), and a
+// 6-task step spread over the nodes.
+func TestSlurmSrunSmoke(t *testing.T) {
+	c := cluster(t)
+	j := start(t, c, 60*time.Second, nil, "srun", "-N3", "--ntasks-per-node=2", "-l", "sh", "-c",
+		`echo "task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME $(ip -4 -o addr show dev eth0 | awk '{print $4}')"`)
+	if code := j.wait(); code != 0 {
+		t.Fatalf("srun exit %d\n%s\n%s", code, j.out(), j.errOut())
+	}
+	for i := 1; i <= nodes; i++ {
+		want := fmt.Sprintf("of 6 on %s %s/24", c.Node(i), c.Hosts.Addr(i))
+		if n := strings.Count(j.out(), want); n != 2 {
+			t.Fatalf("%d tasks print %q, want 2:\n%s", n, want, j.out())
+		}
+	}
+	noLeftovers(t, c)
+}
+
+// TestSlurmSallocRing: ftmpirun inside salloc over the 3 nodes takes its
+// hosts and slots from the allocation and starts one agent per node with
+// srun (it runs on the login host, which is in no allocation); the ring
+// goes round over TCP between the nodes.
+func TestSlurmSallocRing(t *testing.T) {
+	c := cluster(t)
+	j := start(t, c, 90*time.Second, nil, "salloc", "-N3", "--ntasks-per-node=2", "--no-kill",
+		bin["ftmpirun"], "-v", "--tag-output", bin["ring"])
+	code := j.wait()
+	if code != 0 || !strings.Contains(j.out(), "[0] result: ranks=6 token=15 ok") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	}
+	for i := 1; i <= nodes; i++ {
+		if want := "agent on " + c.Node(i) + ": pid"; !strings.Contains(j.errOut(), want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, j.errOut())
+		}
+	}
+	// Fewer slots than ranks: a clear error before anything starts.
+	j = start(t, c, 60*time.Second, nil, "salloc", "-N3", "--ntasks-per-node=1", bin["ftmpirun"], "-n", "4", bin["ring"])
+	if code := j.wait(); code == 0 || !strings.Contains(j.errOut(), "(slots from SLURM_TASKS_PER_NODE): 4 ranks asked but only 3 slots on the hosts (h1:1,h2:1,h3:1)") {
+		t.Fatalf("-n 4 in 3 slots: exit %d\n%s", code, j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSlurmSallocReinitNodeCrash: examples/reinit-async under ftmpirun
+// --on-failure reinit inside salloc --no-kill over 3 nodes (by node: h1
+// {0,3}, h2 {1}, h3 {2}); node h3 crashes at step 1000 (slurmd, the
+// agent's slurmstepd, the agent and rank 2 SIGKILLed). The head loses h3's
+// agent, rank 2 is respawned on a surviving node with a free slot, and the
+// run ends with the failure-free result line.
+func TestSlurmSallocReinitNodeCrash(t *testing.T) {
+	c := cluster(t)
+	args := []string{bin["reinit-async"], "-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
+	base := start(t, c, 90*time.Second, nil, bin["ftmpirun"], append([]string{"-n", "4"}, args...)...)
+	if code := base.wait(); code != 0 || len(resultLines(base.out())) != 1 {
+		t.Fatalf("failure-free run: exit %d\n%s\n%s", code, base.out(), base.errOut())
+	}
+	want := resultLines(base.out())[0]
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	salloc := []string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "-n", "4", "--map-by", "node", "--on-failure", "reinit"}
+	j := start(t, c, 150*time.Second, env, "salloc", append(salloc, args...)...)
+	j.waitLine("step 1000 done")
+	if err := c.CrashNode(3); err != nil {
+		t.Fatal(err)
+	}
+	code := j.wait()
+	got := resultLines(j.out())
+	if code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.errOut(), "respawning it (incarnation 1 on host h") {
+		t.Fatalf("no host loss or respawn:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSrunRing: srun --mpi=pmi2 -n 4 ./ring: the ranks find each other
+// through Slurm's PMI-2 server, without ftmpirun; then 6 ranks over the 3
+// nodes.
+func TestSrunRing(t *testing.T) {
+	c := cluster(t)
+	j := start(t, c, 60*time.Second, nil, "srun", "--mpi=pmi2", "-n", "4", bin["ring"])
+	if code := j.wait(); code != 0 || !strings.Contains(j.out(), "result: ranks=4 token=6 ok") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	}
+	j = start(t, c, 60*time.Second, nil, "srun", "--mpi=pmi2", "-N3", "--ntasks-per-node=2", bin["ring"])
+	if code := j.wait(); code != 0 || !strings.Contains(j.out(), "result: ranks=6 token=15 ok") {
+		t.Fatalf("6 ranks on 3 nodes: exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+func refinementArgs() []string { return []string{"-delay", "2ms", "-ckpt", "100", "-progress"} }
+
+var refinementRef struct {
+	once sync.Once
+	line string
+}
+
+// refinementReference is the failure-free result line (ftmpirun, one host).
+func refinementReference(t *testing.T, c *slurmtest.Cluster) string {
+	t.Helper()
+	refinementRef.once.Do(func() {
+		j := start(t, c, 90*time.Second, nil, bin["ftmpirun"], append([]string{"-n", "6", bin["refinement"]}, refinementArgs()...)...)
+		if code := j.wait(); code == 0 && len(resultLines(j.out())) == 1 {
+			refinementRef.line = resultLines(j.out())[0]
+		}
+	})
+	if refinementRef.line == "" {
+		t.Fatal("the failure-free refinement run failed")
+	}
+	return refinementRef.line
+}
+
+// taskPid finds the process of task procid (SLURM_PROCID) named comm on
+// node i.
+func taskPid(c *slurmtest.Cluster, i, procid int, comm string) int {
+	want := "SLURM_PROCID=" + strconv.Itoa(procid)
+	for _, pid := range c.JobPids(i) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if strings.TrimSpace(string(b)) != comm {
+			continue
+		}
+		env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == want {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// srunRefinement starts examples/refinement as 6 tasks of srun, two per
+// node (ranks 4 and 5 on h3), with the options a fault-tolerant step
+// needs: --no-kill (a node's failure does not end the job) and -K0 (a
+// task's death does not end the step).
+func srunRefinement(t *testing.T, c *slurmtest.Cluster) *job {
+	args := append([]string{"--mpi=pmi2", "--no-kill", "--kill-on-bad-exit=0", "-N3", "--ntasks-per-node=2", "-l", bin["refinement"]}, refinementArgs()...)
+	return start(t, c, 120*time.Second, nil, "srun", args...)
+}
+
+// TestSrunRefinementRankKilled: refinement under srun (no head: the ranks
+// detect the failure themselves); rank 5 is SIGKILLed when the first
+// checkpoint is committed; the survivors shrink, roll back and print the
+// failure-free result.
+func TestSrunRefinementRankKilled(t *testing.T) {
+	c := cluster(t)
+	want := refinementReference(t, c)
+	j := srunRefinement(t, c)
+	j.waitLine("iteration 100 committed")
+	pid := taskPid(c, 3, 5, "refinement")
+	if pid == 0 {
+		t.Fatalf("rank 5 not found on h3\nstdout:\n%s", j.out())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	j.wait() // srun's code says a task was killed; the result is what counts
+	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.out(), "world rank(s) [5] failed") {
+		t.Fatalf("no recovery from rank 5's failure:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSrunRefinementNodeCrash: refinement under srun --no-kill; node h3
+// crashes (slurmd, slurmstepd, ranks 4 and 5) when the first checkpoint is
+// committed; the four survivors on h1 and h2 detect it, shrink and print
+// the failure-free result. srun ends once slurmctld has declared the node
+// down.
+func TestSrunRefinementNodeCrash(t *testing.T) {
+	c := cluster(t)
+	want := refinementReference(t, c)
+	j := srunRefinement(t, c)
+	j.waitLine("iteration 100 committed")
+	if err := c.CrashNode(3); err != nil {
+		t.Fatal(err)
+	}
+	j.wait()
+	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.out(), "world rank(s) [4 5] failed") && !strings.Contains(j.out(), "converged on 4 ranks") {
+		t.Fatalf("no recovery from h3's ranks:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSlurmSbatchRing: ftmpirun in an sbatch script. The script runs on the
+// allocation's first node (h1), so ftmpirun runs h1's ranks itself and
+// starts the agents of h2 and h3 with srun; sbatch --wait ends with the
+// job's exit code.
+func TestSlurmSbatchRing(t *testing.T) {
+	c := cluster(t)
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o777)
+	script := filepath.Join(dir, "job.sh")
+	out := filepath.Join(dir, "job.out")
+	body := "#!/bin/sh\n#SBATCH -N 3\n#SBATCH --ntasks-per-node=2\n#SBATCH --no-kill\nexec " + bin["ftmpirun"] + " -v --tag-output " + bin["ring"] + "\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j := start(t, c, 90*time.Second, nil, "sbatch", "--wait", "--output="+out, script)
+	code := j.wait()
+	b, _ := os.ReadFile(out)
+	if code != 0 || !strings.Contains(string(b), "[0] result: ranks=6 token=15 ok") {
+		t.Fatalf("sbatch exit %d\n%s%s\njob output:\n%s", code, j.out(), j.errOut(), b)
+	}
+	for _, want := range []string{"agent on h2: pid", "agent on h3: pid"} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("job output lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "agent on h1") {
+		t.Fatalf("an agent was started for the batch host h1:\n%s", b)
+	}
+	noLeftovers(t, c)
+}
+
+// TestSlurmSallocNodeCutOff: refinement under ftmpirun --on-failure
+// continue inside salloc over 3 nodes (h3 holds ranks 4 and 5); h3 is cut
+// off (every packet in and out dropped) at the first committed checkpoint.
+// The head hears no heartbeat from h3's agent and declares its ranks
+// failed; the survivors finish with the failure-free result; h3's agent,
+// hearing no head, kills its ranks (fail-stop): once the link heals,
+// nothing of the job is left on any node.
+func TestSlurmSallocNodeCutOff(t *testing.T) {
+	c := cluster(t)
+	want := refinementReference(t, c)
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	args := append([]string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
+	j := start(t, c, 120*time.Second, env, "salloc", args...)
+	j.waitLine("iteration 100 committed")
+	if err := c.Hosts.Isolate(3); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(c.JobPidsNamed(3, "refinement")) > 0 { // the agent on h3 kills its ranks
+		if time.Now().After(deadline) {
+			t.Fatalf("the ranks on the cut-off node still run: %v", c.JobPidsNamed(3, "refinement"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code := j.wait()
+	if got := resultLines(j.out()); code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.errOut(), "host h3 lost") {
+		t.Fatalf("h3 not lost:\nstderr:\n%s", j.errOut())
+	}
+	if err := c.Hosts.Heal(3); err != nil {
+		t.Fatal(err)
+	}
+	if left := c.WaitNoJob(60 * time.Second); left != nil {
+		t.Fatalf("processes left on the cluster after the heal: %v", left)
+	}
+}
+
+// baseline runs a failure-free job with ftmpirun on the login host alone
+// and returns its result line.
+func baseline(t *testing.T, c *slurmtest.Cluster, args ...string) string {
+	t.Helper()
+	j := start(t, c, 90*time.Second, nil, bin["ftmpirun"], args...)
+	if code := j.wait(); code != 0 || len(resultLines(j.out())) != 1 {
+		t.Fatalf("failure-free run: exit %d\n%s\n%s", code, j.out(), j.errOut())
+	}
+	return resultLines(j.out())[0]
+}
+
+// TestSlurmSallocJacobiSpawnNodeCrash: examples/jacobi -ft under ftmpirun
+// in salloc over 3 nodes (by node: h1 {0,3}, h2 {1}, h3 {2}); h3 crashes
+// at a checkpoint; the survivors spawn the replacement of rank 2, which
+// the launcher places on the node with a free slot (h2, through its srun
+// agent), and the result is the failure-free one.
+func TestSlurmSallocJacobiSpawnNodeCrash(t *testing.T) {
+	c := cluster(t)
+	args := []string{bin["jacobi"], "-ft", "-n", "64", "-check", "100", "-ckpt", "500", "-progress"}
+	want := baseline(t, c, append([]string{"-n", "4"}, args...)...)
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	salloc := []string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "-n", "4", "--map-by", "node", "--on-failure", "continue", "-v"}
+	j := start(t, c, 150*time.Second, env, "salloc", append(salloc, args...)...)
+	j.waitLine("iteration 2000 committed")
+	if err := c.CrashNode(3); err != nil {
+		t.Fatal(err)
+	}
+	code := j.wait()
+	if got := resultLines(j.out()); code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.out(), "jacobi: recovered") || !strings.Contains(j.errOut(), "] on h2") {
+		t.Fatalf("no host loss or recovery:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSlurmSallocRestartWithoutLostNode: Checkpoint-on-Failure
+// (examples/cof, --restart-on-failure 1) under ftmpirun in salloc over 3
+// nodes (by node: h1 {0,3}, h2 {1}, h3 {2}); h3 crashes; the survivors
+// checkpoint and exit; ftmpirun relaunches the job on h1 and h2 only (new
+// srun agents) and the result is the failure-free one.
+func TestSlurmSallocRestartWithoutLostNode(t *testing.T) {
+	c := cluster(t)
+	want := baseline(t, c, "-n", "4", bin["cof"], "-dir", t.TempDir(), "-progress")
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o777)
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	j := start(t, c, 150*time.Second, env, "salloc", "-N3", "--ntasks-per-node=2", "--no-kill",
+		bin["ftmpirun"], "-n", "4", "--map-by", "node", "--restart-on-failure", "1", bin["cof"], "-dir", dir, "-progress")
+	j.waitLine("launch 0: iteration 600 done")
+	if err := c.CrashNode(3); err != nil {
+		t.Fatal(err)
+	}
+	code := j.wait()
+	if got := resultLines(j.out()); code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	}
+	for _, s := range []string{"host h3 lost", "relaunching without the lost host(s) h3", "relaunched the job (relaunch 1 of 1)"} {
+		if !strings.Contains(j.errOut(), s) {
+			t.Fatalf("stderr lacks %q:\n%s", s, j.errOut())
+		}
+	}
+	noLeftovers(t, c)
+}
+
+// TestSlurmSallocHeadKilled: ftmpirun is SIGKILLed inside salloc while the
+// ranks run on the 3 nodes: its srun agents lose it and kill their ranks,
+// salloc ends, and nothing of the job is left on any node.
+func TestSlurmSallocHeadKilled(t *testing.T) {
+	c := cluster(t)
+	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
+	args := append([]string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
+	j := start(t, c, 120*time.Second, env, "salloc", args...)
+	j.waitLine("iteration 100 committed")
+	heads := c.JobPidsNamed(c.Login(), "ftmpirun")
+	if len(heads) != 1 {
+		t.Fatalf("ftmpirun processes on the login host: %v", heads)
+	}
+	if err := syscall.Kill(heads[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	j.wait()
+	if strings.Contains(j.out(), "result:") {
+		t.Fatalf("the job finished although its head was killed:\n%s", j.out())
+	}
+	noLeftovers(t, c)
+}
+
+// TestSrunRefinementNodeCutOff: refinement under srun --mpi=pmi2 (no head);
+// node h3 (ranks 4 and 5) is cut off at the first committed checkpoint. The
+// four others declare h3's ranks failed (heartbeat), shrink and print the
+// failure-free result; the ranks on h3, cut off from every other process,
+// end themselves (fail-stop without a head): nothing is left once the link
+// heals.
+func TestSrunRefinementNodeCutOff(t *testing.T) {
+	c := cluster(t)
+	want := refinementReference(t, c)
+	j := srunRefinement(t, c)
+	j.waitLine("iteration 100 committed")
+	t0 := time.Now()
+	if err := c.Hosts.Isolate(3); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(c.JobPidsNamed(3, "refinement")) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ranks on the cut-off node still run: %v", c.JobPidsNamed(3, "refinement"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("h3's ranks gone after %v", time.Since(t0))
+	j.waitLine("result:")
+	t.Logf("result after %v", time.Since(t0))
+	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	}
+	if err := c.Hosts.Heal(3); err != nil {
+		t.Fatal(err)
+	}
+	j.wait()
+	t.Logf("srun done after %v", time.Since(t0))
+	if left := c.WaitNoJob(60 * time.Second); left != nil {
+		t.Fatalf("processes left on the cluster after the heal: %v", left)
+	}
+}

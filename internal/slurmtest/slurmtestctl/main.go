@@ -1,0 +1,56 @@
+// Command slurmtestctl brings a throw-away Slurm cluster up and down by
+// hand (see package slurmtest and bench/slurm-start.sh):
+//
+//	slurmtestctl up N DIR    start nodes h1..hN and a login host, files in DIR;
+//	                         prints the login namespace and SLURM_CONF as shell
+//	                         assignments (eval them)
+//	slurmtestctl down DIR    kill everything of the cluster and remove it and DIR
+//
+// The daemons outlive the command (they are reparented to init) until down.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/ftmpi/ftmpi/internal/slurmtest"
+)
+
+func main() {
+	if len(os.Args) < 3 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "up":
+		if len(os.Args) != 4 {
+			usage()
+		}
+		n, err := strconv.Atoi(os.Args[2])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "slurmtestctl: node count %q is not a number\n", os.Args[2])
+			os.Exit(2)
+		}
+		c, err := slurmtest.Up(n, os.Args[3], slurmtest.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "slurmtestctl:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("SLURM_LOGIN_NS=%s\nSLURM_CONF=%s\nSLURM_NODES=%s\n", c.Hosts.NS(c.Login()), c.Conf, c.NodeList())
+	case "down":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		if err := slurmtest.Down(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "slurmtestctl:", err)
+			os.Exit(1)
+		}
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: slurmtestctl up N DIR | slurmtestctl down DIR")
+	os.Exit(2)
+}
