@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/ftmpi/ftmpi/internal/boot/pmi"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
@@ -28,9 +30,9 @@ const EnvSpares = "FTMPI_SPARES"
 
 // PMI keys of the start-up exchange.
 const (
-	pmiKeyAuth = "ftmpi-auth"  // the job's secret, put by rank 0
-	pmiKeyEp   = "ftmpi-ep-"   // + process id: the process's Endpoint (JSON)
-	pmiDirPfx  = "ftmpi-pmi-"  // the private socket directory of a process (os.TempDir)
+	pmiKeyAuth = "ftmpi-auth" // the job's secret, put by rank 0
+	pmiKeyEp   = "ftmpi-ep-"  // + process id: the process's Endpoint (JSON)
+	pmiDirPfx  = "ftmpi-pmi-" // the private socket directory of a process (os.TempDir)
 	envSlurm   = "SLURM_STEP_ID"
 	launchSrun = "srun (PMI)"
 	launchMPI  = "mpiexec (PMI)"
@@ -41,6 +43,17 @@ type PMIJob struct {
 	pc       *pmi.Conn
 	info     Info
 	launcher string // "srun (PMI)" or "mpiexec (PMI)", for error messages
+	usr1     chan os.Signal
+}
+
+// ignoreUSR1 keeps hydra's failure signal from killing the process:
+// with -disable-auto-cleanup, hydra's proxy sends SIGUSR1 to every
+// process of the job when one dies (MPICH's ranks take it as a hint),
+// and a Go program that does not catch SIGUSR1 dies of it. The ranks
+// detect the failure themselves.
+func (j *PMIJob) ignoreUSR1() {
+	j.usr1 = make(chan os.Signal, 1)
+	signal.Notify(j.usr1, syscall.SIGUSR1)
 }
 
 // WorldSize is the size of CommWorld of a start set of n processes whose
@@ -124,7 +137,11 @@ func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, 
 		}
 		info.TmpDir = dir
 	}
-	return info, &PMIJob{pc: pc, info: info, launcher: launcher}, true, nil
+	job = &PMIJob{pc: pc, info: info, launcher: launcher}
+	if launcher == launchMPI {
+		job.ignoreUSR1()
+	}
+	return info, job, true, nil
 }
 
 // HostID identifies the machine: its hostname and, where Linux tells it,
@@ -270,6 +287,9 @@ func (j *PMIJob) Close() {
 }
 
 func (j *PMIJob) removeDir() {
+	if j.usr1 != nil {
+		signal.Stop(j.usr1)
+	}
 	if j.info.TmpDir != "" {
 		os.RemoveAll(j.info.TmpDir)
 	}
