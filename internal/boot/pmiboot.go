@@ -244,7 +244,7 @@ func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 	for p := range eps {
 		v, found, err := j.pc.GetLong(pmiKeyEp + strconv.Itoa(p))
 		if err != nil {
-			return nil, nil, j.fail(err)
+			return nil, nil, j.fail(fmt.Errorf("no endpoint of process %d (did it end before the fence?): %w", p, err))
 		}
 		if !found {
 			return nil, nil, j.fail(fmt.Errorf("process %d published no endpoint (is it an ftmpi program?)", p))

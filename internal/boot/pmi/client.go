@@ -464,14 +464,16 @@ func (pc *Conn) Fence() error {
 	return err
 }
 
-// Get returns the value of key (found false: no such key).
+// Get returns the value of key (found false: no such key). It has the
+// fence's deadline: a server may hold a get until the key is put (hydra
+// does), so a get of a process that never put is the wait of a fence.
 func (pc *Conn) Get(key string) (value string, found bool, err error) {
 	if err := validKey(key, pc.maxKey); err != nil {
 		return "", false, err
 	}
 	what := "get " + key
 	if pc.v == 1 {
-		m, err := pc.exchange([]byte(FormatV1("get", "kvsname", pc.kvs, "key", key)), "get_result", pc.timeout, what)
+		m, err := pc.exchange([]byte(FormatV1("get", "kvsname", pc.kvs, "key", key)), "get_result", pc.fence, what)
 		if err != nil {
 			if m.Cmd == "get_result" {
 				return "", false, nil // rc=-1: not found
@@ -488,7 +490,7 @@ func (pc *Conn) Get(key string) (value string, found bool, err error) {
 	if pc.jobid != "" {
 		kv = append(kv, "jobid", pc.jobid, "srcid", "-1")
 	}
-	m, err := pc.exchange(FormatV2("kvs-get", append(kv, "key", key)...), "kvs-get-response", pc.timeout, what)
+	m, err := pc.exchange(FormatV2("kvs-get", append(kv, "key", key)...), "kvs-get-response", pc.fence, what)
 	if err != nil {
 		return "", false, err
 	}
