@@ -144,12 +144,17 @@ func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, 
 	return info, job, true, nil
 }
 
-// HostID identifies the machine: its hostname and, where Linux tells it,
-// its boot id (two containers with one hostname are told apart).
+// HostID identifies the machine: its hostname, its boot id and its
+// network namespace (where Linux tells them), so that two containers with
+// one hostname, or two namespace "hosts" of one kernel, are told apart:
+// processes with one HostID use the local transports, others TCP.
 func HostID() string {
 	h, _ := os.Hostname()
 	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
 		h += "/" + strings.TrimSpace(string(b))
+	}
+	if ns, err := os.Readlink("/proc/self/ns/net"); err == nil {
+		h += "/" + ns
 	}
 	return h
 }
