@@ -279,7 +279,7 @@ func (j *PMIJob) Finalize() error {
 
 // Abort asks the launcher to end the whole job with code.
 func (j *PMIJob) Abort(code int, reason string) error {
-	err := j.pc.Abort(code, reason)
+	err := j.pc.Abort(code, reason, j.launcher == launchMPI)
 	j.removeDir()
 	return err
 }

@@ -196,3 +196,15 @@ func TestHydraStartupFenceFailure(t *testing.T) {
 		t.Fatalf("took %v", el)
 	}
 }
+
+// MPI_Abort under mpiexec.hydra ends the whole job with the code, over
+// PMI-1 and PMI-2 (hydra has no PMI-2 abort: the PMI-1 line is sent).
+func TestHydraAbort(t *testing.T) {
+	h := hydra(t)
+	for _, v := range []string{"1", "2"} {
+		r := jobtest.Run(t, 90*time.Second, hydraEnv("FTMPI_PMI="+v), h, "-n", "4", bin["p2pcheck"], "abort")
+		if r.Code != 5 {
+			t.Fatalf("PMI-%s: exit %d, want 5\nstderr:\n%s", v, r.Code, r.Stderr)
+		}
+	}
+}

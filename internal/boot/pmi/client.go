@@ -589,8 +589,10 @@ func (pc *Conn) Finalize() error {
 }
 
 // Abort asks the launcher to end the whole job with code (it does not
-// wait for an answer: the launcher kills the caller).
-func (pc *Conn) Abort(code int, msg string) error {
+// wait for an answer: the launcher kills the caller). lineV1 sends the
+// PMI-1 abort line even on a PMI-2 connection: hydra reads each command's
+// protocol from its first bytes and has no PMI-2 abort (Slurm has).
+func (pc *Conn) Abort(code int, msg string, lineV1 bool) error {
 	msg = strings.Map(func(r rune) rune {
 		if r == ' ' || r == ';' || r == '\n' || r == '\t' || r == '\r' || r == '=' {
 			return '_'
@@ -598,7 +600,7 @@ func (pc *Conn) Abort(code int, msg string) error {
 		return r
 	}, msg)
 	var req []byte
-	if pc.v == 1 {
+	if pc.v == 1 || lineV1 {
 		req = []byte(FormatV1("abort", "exitcode", strconv.Itoa(code)))
 	} else {
 		req = FormatV2("abort", "isworld", "TRUE", "msg", msg)
