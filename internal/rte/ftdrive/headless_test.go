@@ -14,6 +14,12 @@ import (
 // headlessJob is job with the ranks enforcing fail-stop themselves (no
 // launcher: Headless), each rank's exit recorded instead of taken.
 func headlessJob(t *testing.T, n int) ([]*rank, []chan string) {
+	return headlessJobConfirm(t, n, nil)
+}
+
+// headlessJobConfirm is headlessJob with confirm as every rank's own
+// check of a suspicion (nil: none).
+func headlessJobConfirm(t *testing.T, n int, confirm func(rank, inc int, reason string) error) ([]*rank, []chan string) {
 	t.Helper()
 	cfg := detector.DefaultConfig()
 	cfg.Period, cfg.Timeout = 20*time.Millisecond, 5*time.Second // no suspicion of its own in the test
@@ -26,7 +32,7 @@ func headlessJob(t *testing.T, n int) ([]*rank, []chan string) {
 			case exits[i] <- reason:
 			default:
 			}
-		})
+		}, confirm)
 		var tb ctl.Table
 		tb.MustRegister(ctl.Heartbeat, r.f.OnHeartbeat)
 		tb.MustRegister(ctl.FailNotice, r.f.OnNotice)
@@ -97,5 +103,27 @@ func TestRefuseOnlyHeadless(t *testing.T) {
 	rs[0].eng.FailPeer(1, errors.New("test"))
 	if rs[0].f.Refuse(1) {
 		t.Fatal("refused under a launcher")
+	}
+}
+
+// A suspicion the rank's own check refutes (a process of its host seen
+// running or sleeping) declares nothing.
+func TestHeadlessConfirmRefutes(t *testing.T) {
+	checked := make(chan int, 8)
+	rs, _ := headlessJobConfirm(t, 3, func(rank, _ int, _ string) error {
+		checked <- rank
+		if rank == 1 {
+			return errors.New("alive")
+		}
+		return nil
+	})
+	rs[0].f.Declare(1, 0, "suspected by the test")
+	if got := <-checked; got != 1 {
+		t.Fatalf("checked %d", got)
+	}
+	rs[0].f.Declare(2, 0, "suspected by the test")
+	waitLost(t, rs[:2], 2)
+	if rs[0].eng.IsLost(1) || rs[2].eng.IsLost(1) {
+		t.Fatal("a refuted suspicion was declared")
 	}
 }
