@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot/pmi"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
@@ -284,10 +285,13 @@ func (j *PMIJob) Abort(code int, reason string) error {
 	return err
 }
 
-// Close closes the PMI connection without finalizing and removes the
-// socket directory (Init failed).
+// Close ends the PMI connection after a failed Init (or after Finalize)
+// and removes the socket directory. It finalizes briefly first: a process
+// that leaves PMI without finalize is a crash to hydra, which then
+// SIGKILLs every process of the job, and may do so before it forwarded
+// the error the process printed.
 func (j *PMIJob) Close() {
-	j.pc.Close()
+	j.pc.FinalizeWithin(time.Second)
 	j.removeDir()
 }
 

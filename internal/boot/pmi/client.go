@@ -577,12 +577,15 @@ func (pc *Conn) GetLong(key string) (value []byte, found bool, err error) {
 
 // Finalize tells the launcher the process is done with PMI (not a fence)
 // and closes the connection.
-func (pc *Conn) Finalize() error {
+func (pc *Conn) Finalize() error { return pc.FinalizeWithin(pc.timeout) }
+
+// FinalizeWithin is Finalize with deadline d.
+func (pc *Conn) FinalizeWithin(d time.Duration) error {
 	var err error
 	if pc.v == 1 {
-		_, err = pc.exchange([]byte(FormatV1("finalize")), "finalize_ack", pc.timeout, "finalize")
+		_, err = pc.exchange([]byte(FormatV1("finalize")), "finalize_ack", d, "finalize")
 	} else {
-		_, err = pc.exchange(FormatV2("finalize"), "finalize-response", pc.timeout, "finalize")
+		_, err = pc.exchange(FormatV2("finalize"), "finalize-response", d, "finalize")
 	}
 	pc.c.Close()
 	return err
