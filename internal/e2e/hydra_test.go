@@ -60,11 +60,30 @@ func hydraEnv(extra ...string) []string {
 	return append([]string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}, extra...)
 }
 
+// sockDir is a TMPDIR for a job's socket directories, and the check that
+// the job left none (each rank removes its own at exit; the survivors on
+// its host remove a dead rank's).
+func sockDir(t *testing.T) (env string, check func()) {
+	dir := t.TempDir()
+	return "TMPDIR=" + dir, func() {
+		t.Helper()
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) > 0 {
+			t.Fatalf("the job left %d socket directories (%s ...)", len(ents), ents[0].Name())
+		}
+	}
+}
+
 func TestHydraRing(t *testing.T) {
 	h := hydra(t)
 	for _, env := range [][]string{nil, {"FTMPI_PMI=1"}, {"FTMPI_PMI=2", "FTMPI_TRANSPORT=tcp"}, {"FTMPI_TRANSPORT=unix"}} {
 		t.Run(strings.Join(append([]string{"default"}, env...), ","), func(t *testing.T) {
-			r := jobtest.Run(t, 90*time.Second, hydraEnv(env...), h, "-n", "4", bin["ring"])
+			tmp, check := sockDir(t)
+			r := jobtest.Run(t, 90*time.Second, hydraEnv(append(env, tmp)...), h, "-n", "4", bin["ring"])
+			check()
 			if r.Code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 			}
@@ -89,8 +108,10 @@ func TestHydraRefinementSurvivesKill(t *testing.T) {
 	}
 	want := resultLine(t, base)
 
+	tmp, check := sockDir(t)
 	out, errOut, code := runKillOnLine(t, h, append([]string{"-disable-auto-cleanup", "-n", "4", g}, args...),
-		"iteration 100 committed", bin["refinement"], 2)
+		"iteration 100 committed", bin["refinement"], 2, tmp)
+	check()
 	r := jobtest.Result{Code: code, Stdout: out, Stderr: errOut}
 	if got := resultLine(t, r); got != want {
 		t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, out, errOut)
@@ -109,13 +130,13 @@ func TestHydraRefinementSurvivesKill(t *testing.T) {
 // of program prog with PMI rank victim when a line of the job's standard
 // output contains line, and returns the outputs and the exit code once
 // every process of the job is gone.
-func runKillOnLine(t *testing.T, bin string, args []string, line, prog string, victim int) (stdout, stderr string, code int) {
+func runKillOnLine(t *testing.T, bin string, args []string, line, prog string, victim int, env ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	mark := jobtest.NewMark(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(append(os.Environ(), hydraEnv()...), jobtest.MarkVar+"="+mark)
+	cmd.Env = append(append(os.Environ(), hydraEnv(env...)...), jobtest.MarkVar+"="+mark)
 	var errBuf bytes.Buffer
 	cmd.Stderr = &errBuf
 	pipe, err := cmd.StdoutPipe()
@@ -185,7 +206,9 @@ func rankPid(mark, prog string, r int) int {
 func TestHydraStartupFenceFailure(t *testing.T) {
 	h := hydra(t)
 	start := time.Now()
-	r := jobtest.Run(t, 90*time.Second, hydraEnv("FTMPI_PMI_TIMEOUT=2s"), h, "-n", "3", bin["ring"], ":", "-n", "1", "/bin/sh", "-c", "exit 0")
+	tmp, check := sockDir(t)
+	r := jobtest.Run(t, 90*time.Second, hydraEnv("FTMPI_PMI_TIMEOUT=2s", tmp), h, "-n", "3", bin["ring"], ":", "-n", "1", "/bin/sh", "-c", "exit 0")
+	check()
 	if r.Code != 1 {
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -210,7 +233,8 @@ func TestHydraStartupFenceFailure(t *testing.T) {
 func TestHydraAbort(t *testing.T) {
 	h := hydra(t)
 	for _, v := range []string{"1", "2"} {
-		r := jobtest.Run(t, 90*time.Second, hydraEnv("FTMPI_PMI="+v), h, "-n", "4", bin["p2pcheck"], "abort")
+		tmp, _ := sockDir(t) // an aborted job's processes are killed: they cannot remove theirs
+		r := jobtest.Run(t, 90*time.Second, hydraEnv("FTMPI_PMI="+v, tmp), h, "-n", "4", bin["p2pcheck"], "abort")
 		if r.Code != 5 {
 			t.Fatalf("PMI-%s: exit %d, want 5\nstderr:\n%s", v, r.Code, r.Stderr)
 		}

@@ -66,14 +66,20 @@ func headlessConfirm(host string, eps []boot.Endpoint) func(rank, inc int, reaso
 			return nil
 		}
 		state, start, ok := procStat(ep.Pid)
-		if !ok || start != ep.Start {
-			return nil // gone (the pid may be another process's now)
+		if ok && start == ep.Start { // else gone (the pid may be another process's now)
+			switch state {
+			case "R", "S", "D":
+				return fmt.Errorf("process %d (pid %d): %w", rank, ep.Pid, errAlive)
+			case "T", "t":
+				syscall.Kill(ep.Pid, syscall.SIGKILL)
+			}
 		}
-		switch state {
-		case "R", "S", "D":
-			return fmt.Errorf("process %d (pid %d): %w", rank, ep.Pid, errAlive)
-		case "T", "t":
-			syscall.Kill(ep.Pid, syscall.SIGKILL)
+		// It cannot remove its socket directory any more: this host's
+		// processes that see it dead do.
+		for _, a := range []string{ep.Addrs["unix"], ep.Addrs["shm"]} {
+			if a != "" {
+				boot.RemovePeerDir(a)
+			}
 		}
 		return nil
 	}

@@ -2,7 +2,9 @@ package rte
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -37,11 +39,20 @@ func TestHeadlessConfirm(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling /proc, bounded by the deadline
 	}
+	tmp := t.TempDir()
+	deadDir, otherDir := filepath.Join(tmp, "ftmpi-pmi-123"), filepath.Join(tmp, "mine")
+	for _, d := range []string{deadDir, otherDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	eps := []boot.Endpoint{
-		{Host: "h", Pid: self, Start: start},                 // alive
-		{Host: "h", Pid: self, Start: start + 1},             // the pid is another process's now
-		{Host: "other", Pid: self, Start: start},             // another host: cannot look
-		{Host: "h"},                                          // identity unknown
+		{Host: "h", Pid: self, Start: start}, // alive
+		// The pid is another process's now: the process is gone, its directory goes.
+		{Host: "h", Pid: self, Start: start + 1, Addrs: map[string]string{"unix": filepath.Join(deadDir, "r1.0.sock")}},
+		{Host: "other", Pid: self, Start: start}, // another host: cannot look
+		// Identity unknown: failed, but its directory is kept (and so is one the bootstrap did not make).
+		{Host: "h", Addrs: map[string]string{"unix": filepath.Join(otherDir, "r.sock")}},
 		{Host: "h", Pid: stopped.Process.Pid, Start: sstart}, // stopped: killed
 	}
 	confirm := headlessConfirm("h", eps)
@@ -52,6 +63,12 @@ func TestHeadlessConfirm(t *testing.T) {
 		if err := confirm(r, 0, "test"); err != nil {
 			t.Fatalf("suspect %d: %v", r, err)
 		}
+	}
+	if _, err := os.Stat(deadDir); !os.IsNotExist(err) {
+		t.Fatalf("the dead process's socket directory is left: %v", err)
+	}
+	if _, err := os.Stat(otherDir); err != nil {
+		t.Fatalf("another directory was removed: %v", err)
 	}
 	err := stopped.Wait()
 	var ee *exec.ExitError

@@ -591,10 +591,15 @@ func (pc *Conn) FinalizeWithin(d time.Duration) error {
 	return err
 }
 
-// Abort asks the launcher to end the whole job with code (it does not
-// wait for an answer: the launcher kills the caller). lineV1 sends the
-// PMI-1 abort line even on a PMI-2 connection: hydra reads each command's
-// protocol from its first bytes and has no PMI-2 abort (Slurm has).
+// abortWait is how long Abort waits for the launcher to end the process.
+const abortWait = 5 * time.Second
+
+// Abort asks the launcher to end the whole job with code and waits (at
+// most abortWait) for it to do so: a process that exited at once would be
+// a crash to the launcher, which might then end the job with another
+// code. lineV1 sends the PMI-1 abort line even on a PMI-2 connection:
+// hydra reads each command's protocol from its first bytes and has no
+// PMI-2 abort (Slurm has).
 func (pc *Conn) Abort(code int, msg string, lineV1 bool) error {
 	msg = strings.Map(func(r rune) rune {
 		if r == ' ' || r == ';' || r == '\n' || r == '\t' || r == '\r' || r == '=' {
@@ -608,11 +613,12 @@ func (pc *Conn) Abort(code int, msg string, lineV1 bool) error {
 	} else {
 		req = FormatV2("abort", "isworld", "TRUE", "msg", msg)
 	}
-	_ = pc.c.SetWriteDeadline(time.Now().Add(pc.timeout))
-	_, err := pc.c.Write(req)
-	if err != nil {
+	_ = pc.c.SetDeadline(time.Now().Add(pc.timeout))
+	if _, err := pc.c.Write(req); err != nil {
 		return pc.ioErr("abort", err, pc.timeout)
 	}
+	_ = pc.c.SetReadDeadline(time.Now().Add(abortWait))
+	_, _ = io.Copy(io.Discard, pc.r) // until the launcher kills us, closes, or the wait ends
 	return nil
 }
 
