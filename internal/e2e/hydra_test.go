@@ -126,11 +126,44 @@ func TestHydraRefinementSurvivesKill(t *testing.T) {
 	}
 }
 
+// A rank stopped (SIGSTOP: hung, not dead) mid-run under mpiexec.hydra:
+// no launcher watches it; its observer's heartbeats time out, and the
+// suspecting rank, on the same host, finds it stopped in /proc and kills
+// it (fail-stop without a head). The survivors recover and print the
+// failure-free result.
+func TestHydraRefinementSurvivesStop(t *testing.T) {
+	h := hydra(t)
+	g := guard(t)
+	args := []string{bin["refinement"], "-n", "32", "-ckpt", "100", "-progress"}
+	base := jobtest.Run(t, 90*time.Second, hydraEnv(), h, append([]string{"-n", "4"}, args...)...)
+	if base.Code != 0 {
+		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
+	}
+	want := resultLine(t, base)
+	tmp, check := sockDir(t)
+	out, errOut, code := runSignalOnLine(t, syscall.SIGSTOP, h, append([]string{"-disable-auto-cleanup", "-n", "4", g}, args...),
+		"iteration 100 committed", bin["refinement"], 1, tmp)
+	check()
+	r := jobtest.Result{Code: code, Stdout: out, Stderr: errOut}
+	if got := resultLine(t, r); got != want {
+		t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, out, errOut)
+	}
+	if !strings.Contains(out, "world rank(s) [1] failed") || !strings.Contains(errOut, "(PMI rank 1) killed by signal 9") || code != 137 {
+		t.Fatalf("exit %d; want rank 1 failed and killed, exit 137\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
 // runKillOnLine runs bin with args under a deadline, SIGKILLs the process
 // of program prog with PMI rank victim when a line of the job's standard
 // output contains line, and returns the outputs and the exit code once
 // every process of the job is gone.
 func runKillOnLine(t *testing.T, bin string, args []string, line, prog string, victim int, env ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runSignalOnLine(t, syscall.SIGKILL, bin, args, line, prog, victim, env...)
+}
+
+// runSignalOnLine is runKillOnLine with signal sig.
+func runSignalOnLine(t *testing.T, sig syscall.Signal, bin string, args []string, line, prog string, victim int, env ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	mark := jobtest.NewMark(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -156,7 +189,7 @@ func runKillOnLine(t *testing.T, bin string, args []string, line, prog string, v
 			if pid == 0 {
 				t.Errorf("no process of %s with PMI rank %d", prog, victim)
 			} else {
-				syscall.Kill(pid, syscall.SIGKILL)
+				syscall.Kill(pid, sig)
 				killed = true
 			}
 		}
