@@ -280,9 +280,8 @@ func (j *PMIJob) Finalize() error {
 
 // Abort asks the launcher to end the whole job with code.
 func (j *PMIJob) Abort(code int, reason string) error {
-	err := j.pc.Abort(code, reason, j.launcher == launchMPI)
-	j.removeDir()
-	return err
+	j.removeDir() // first: the launcher kills the process
+	return j.pc.Abort(code, reason, j.launcher == launchMPI)
 }
 
 // Close ends the PMI connection after a failed Init (or after Finalize)
