@@ -273,3 +273,18 @@ func TestHydraAbort(t *testing.T) {
 		}
 	}
 }
+
+// What only ftmpirun's head can do is refused under hydra with one clear
+// error naming the launcher, at every parent.
+func TestHydraSpawnNeedsHead(t *testing.T) {
+	h := hydra(t)
+	b := spawnCheck(t)
+	tmp, check := sockDir(t)
+	r := jobtest.Run(t, 90*time.Second, hydraEnv(tmp), h, "-n", "2", b, "spawnerr")
+	check()
+	const want = "result: spawnerr spawn-error=true: MPI_Comm_spawn on MPI_COMM_WORLD: MPI_ERR_SPAWN"
+	if got := resultLine(t, r); r.Code != 0 || !strings.HasPrefix(got, want) ||
+		!strings.HasSuffix(got, "spawn is not available when started by mpiexec (PMI): start with ftmpirun or use spare processes") {
+		t.Fatalf("exit %d, result %q\nstdout:\n%s\nstderr:\n%s", r.Code, got, r.Stdout, r.Stderr)
+	}
+}
