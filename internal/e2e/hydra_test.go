@@ -79,10 +79,21 @@ func sockDir(t *testing.T) (env string, check func()) {
 
 func TestHydraRing(t *testing.T) {
 	h := hydra(t)
-	for _, env := range [][]string{nil, {"FTMPI_PMI=1"}, {"FTMPI_PMI=2", "FTMPI_TRANSPORT=tcp"}, {"FTMPI_TRANSPORT=unix"}} {
-		t.Run(strings.Join(append([]string{"default"}, env...), ","), func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"default", nil, nil},
+		{"pmi1", []string{"FTMPI_PMI=1"}, nil},
+		{"pmi2-tcp", []string{"FTMPI_PMI=2", "FTMPI_TRANSPORT=tcp"}, nil},
+		{"unix", []string{"FTMPI_TRANSPORT=unix"}, nil},
+		{"pmi-port", nil, []string{"-pmi-port"}}, // PMI_PORT and PMI_ID instead of PMI_FD: rank and size from initack
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			tmp, check := sockDir(t)
-			r := jobtest.Run(t, 90*time.Second, hydraEnv(append(env, tmp)...), h, "-n", "4", bin["ring"])
+			args := append(append(tc.args, "-n", "4"), bin["ring"])
+			r := jobtest.Run(t, 90*time.Second, hydraEnv(append(tc.env, tmp)...), h, args...)
 			check()
 			if r.Code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
