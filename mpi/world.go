@@ -331,7 +331,7 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 	eng := net.Eng
 	w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc)
 	if p.Headless() {
-		w.fails.Headless(headlessExit(info.Proc))
+		w.fails.Headless(headlessExit(info.Proc), p.Confirm(net))
 	}
 	w.cfg = cfg
 	w.proc = p

@@ -23,6 +23,11 @@ type Endpoint struct {
 	Host  string
 	Cores int               `json:",omitempty"` // cores of Host as the launcher counts them (Info.HostCores; 0: not told)
 	Addrs map[string]string // keys "unix" (socket path), "tcp" ("127.0.0.1:port")
+	// Pid and Start (the process's start time in clock ticks since boot,
+	// /proc/PID/stat) identify the process to the others of its host when
+	// there is no launcher to look at it (a PMI start); 0: not told.
+	Pid   int    `json:",omitempty"`
+	Start uint64 `json:",omitempty"`
 }
 
 // Event is a notification from the launcher.

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot/pmi"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
@@ -28,9 +31,9 @@ const EnvSpares = "FTMPI_SPARES"
 
 // PMI keys of the start-up exchange.
 const (
-	pmiKeyAuth = "ftmpi-auth"  // the job's secret, put by rank 0
-	pmiKeyEp   = "ftmpi-ep-"   // + process id: the process's Endpoint (JSON)
-	pmiDirPfx  = "ftmpi-pmi-"  // the private socket directory of a process (os.TempDir)
+	pmiKeyAuth = "ftmpi-auth" // the job's secret, put by rank 0
+	pmiKeyEp   = "ftmpi-ep-"  // + process id: the process's Endpoint (JSON)
+	pmiDirPfx  = "ftmpi-pmi-" // the private socket directory of a process (os.TempDir)
 	envSlurm   = "SLURM_STEP_ID"
 	launchSrun = "srun (PMI)"
 	launchMPI  = "mpiexec (PMI)"
@@ -41,6 +44,17 @@ type PMIJob struct {
 	pc       *pmi.Conn
 	info     Info
 	launcher string // "srun (PMI)" or "mpiexec (PMI)", for error messages
+	usr1     chan os.Signal
+}
+
+// ignoreUSR1 keeps hydra's failure signal from killing the process:
+// with -disable-auto-cleanup, hydra's proxy sends SIGUSR1 to every
+// process of the job when one dies (MPICH's ranks take it as a hint),
+// and a Go program that does not catch SIGUSR1 dies of it. The ranks
+// detect the failure themselves.
+func (j *PMIJob) ignoreUSR1() {
+	j.usr1 = make(chan os.Signal, 1)
+	signal.Notify(j.usr1, syscall.SIGUSR1)
 }
 
 // WorldSize is the size of CommWorld of a start set of n processes whose
@@ -124,15 +138,24 @@ func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, 
 		}
 		info.TmpDir = dir
 	}
-	return info, &PMIJob{pc: pc, info: info, launcher: launcher}, true, nil
+	job = &PMIJob{pc: pc, info: info, launcher: launcher}
+	if launcher == launchMPI {
+		job.ignoreUSR1()
+	}
+	return info, job, true, nil
 }
 
-// HostID identifies the machine: its hostname and, where Linux tells it,
-// its boot id (two containers with one hostname are told apart).
+// HostID identifies the machine: its hostname, its boot id and its
+// network namespace (where Linux tells them), so that two containers with
+// one hostname, or two namespace "hosts" of one kernel, are told apart:
+// processes with one HostID use the local transports, others TCP.
 func HostID() string {
 	h, _ := os.Hostname()
 	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
 		h += "/" + strings.TrimSpace(string(b))
+	}
+	if ns, err := os.Readlink("/proc/self/ns/net"); err == nil {
+		h += "/" + ns
 	}
 	return h
 }
@@ -227,7 +250,7 @@ func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 	for p := range eps {
 		v, found, err := j.pc.GetLong(pmiKeyEp + strconv.Itoa(p))
 		if err != nil {
-			return nil, nil, j.fail(err)
+			return nil, nil, j.fail(fmt.Errorf("no endpoint of process %d (did it end before the fence?): %w", p, err))
 		}
 		if !found {
 			return nil, nil, j.fail(fmt.Errorf("process %d published no endpoint (is it an ftmpi program?)", p))
@@ -257,19 +280,24 @@ func (j *PMIJob) Finalize() error {
 
 // Abort asks the launcher to end the whole job with code.
 func (j *PMIJob) Abort(code int, reason string) error {
-	err := j.pc.Abort(code, reason)
-	j.removeDir()
-	return err
+	j.removeDir() // first: the launcher kills the process
+	return j.pc.Abort(code, reason, j.launcher == launchMPI)
 }
 
-// Close closes the PMI connection without finalizing and removes the
-// socket directory (Init failed).
+// Close ends the PMI connection after a failed Init (or after Finalize)
+// and removes the socket directory. It finalizes briefly first: a process
+// that leaves PMI without finalize is a crash to hydra, which then
+// SIGKILLs every process of the job, and may do so before it forwarded
+// the error the process printed.
 func (j *PMIJob) Close() {
-	j.pc.Close()
+	j.pc.FinalizeWithin(time.Second)
 	j.removeDir()
 }
 
 func (j *PMIJob) removeDir() {
+	if j.usr1 != nil {
+		signal.Stop(j.usr1)
+	}
 	if j.info.TmpDir != "" {
 		os.RemoveAll(j.info.TmpDir)
 	}

@@ -143,6 +143,9 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			addrs["nonce"] = self.Nonce // one-round-trip handshakes (wireauth)
 		}
 		ep := boot.Endpoint{Rank: info.Proc, Inc: info.Incarnation, Host: info.Host, Addrs: addrs}
+		if p.pmi != nil {
+			ep.Pid, ep.Start = ProcIdentity() // no launcher looks at this process: its host's others do
+		}
 		var eps []boot.Endpoint
 		var dead []int
 		if p.pmi != nil {

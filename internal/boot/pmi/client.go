@@ -464,14 +464,16 @@ func (pc *Conn) Fence() error {
 	return err
 }
 
-// Get returns the value of key (found false: no such key).
+// Get returns the value of key (found false: no such key). It has the
+// fence's deadline: a server may hold a get until the key is put (hydra
+// does), so a get of a process that never put is the wait of a fence.
 func (pc *Conn) Get(key string) (value string, found bool, err error) {
 	if err := validKey(key, pc.maxKey); err != nil {
 		return "", false, err
 	}
 	what := "get " + key
 	if pc.v == 1 {
-		m, err := pc.exchange([]byte(FormatV1("get", "kvsname", pc.kvs, "key", key)), "get_result", pc.timeout, what)
+		m, err := pc.exchange([]byte(FormatV1("get", "kvsname", pc.kvs, "key", key)), "get_result", pc.fence, what)
 		if err != nil {
 			if m.Cmd == "get_result" {
 				return "", false, nil // rc=-1: not found
@@ -488,7 +490,7 @@ func (pc *Conn) Get(key string) (value string, found bool, err error) {
 	if pc.jobid != "" {
 		kv = append(kv, "jobid", pc.jobid, "srcid", "-1")
 	}
-	m, err := pc.exchange(FormatV2("kvs-get", append(kv, "key", key)...), "kvs-get-response", pc.timeout, what)
+	m, err := pc.exchange(FormatV2("kvs-get", append(kv, "key", key)...), "kvs-get-response", pc.fence, what)
 	if err != nil {
 		return "", false, err
 	}
@@ -575,20 +577,30 @@ func (pc *Conn) GetLong(key string) (value []byte, found bool, err error) {
 
 // Finalize tells the launcher the process is done with PMI (not a fence)
 // and closes the connection.
-func (pc *Conn) Finalize() error {
+func (pc *Conn) Finalize() error { return pc.FinalizeWithin(pc.timeout) }
+
+// FinalizeWithin is Finalize with deadline d.
+func (pc *Conn) FinalizeWithin(d time.Duration) error {
 	var err error
 	if pc.v == 1 {
-		_, err = pc.exchange([]byte(FormatV1("finalize")), "finalize_ack", pc.timeout, "finalize")
+		_, err = pc.exchange([]byte(FormatV1("finalize")), "finalize_ack", d, "finalize")
 	} else {
-		_, err = pc.exchange(FormatV2("finalize"), "finalize-response", pc.timeout, "finalize")
+		_, err = pc.exchange(FormatV2("finalize"), "finalize-response", d, "finalize")
 	}
 	pc.c.Close()
 	return err
 }
 
-// Abort asks the launcher to end the whole job with code (it does not
-// wait for an answer: the launcher kills the caller).
-func (pc *Conn) Abort(code int, msg string) error {
+// abortWait is how long Abort waits for the launcher to end the process.
+const abortWait = 5 * time.Second
+
+// Abort asks the launcher to end the whole job with code and waits (at
+// most abortWait) for it to do so: a process that exited at once would be
+// a crash to the launcher, which might then end the job with another
+// code. lineV1 sends the PMI-1 abort line even on a PMI-2 connection:
+// hydra reads each command's protocol from its first bytes and has no
+// PMI-2 abort (Slurm has).
+func (pc *Conn) Abort(code int, msg string, lineV1 bool) error {
 	msg = strings.Map(func(r rune) rune {
 		if r == ' ' || r == ';' || r == '\n' || r == '\t' || r == '\r' || r == '=' {
 			return '_'
@@ -596,16 +608,17 @@ func (pc *Conn) Abort(code int, msg string) error {
 		return r
 	}, msg)
 	var req []byte
-	if pc.v == 1 {
+	if pc.v == 1 || lineV1 {
 		req = []byte(FormatV1("abort", "exitcode", strconv.Itoa(code)))
 	} else {
 		req = FormatV2("abort", "isworld", "TRUE", "msg", msg)
 	}
-	_ = pc.c.SetWriteDeadline(time.Now().Add(pc.timeout))
-	_, err := pc.c.Write(req)
-	if err != nil {
+	_ = pc.c.SetDeadline(time.Now().Add(pc.timeout))
+	if _, err := pc.c.Write(req); err != nil {
 		return pc.ioErr("abort", err, pc.timeout)
 	}
+	_ = pc.c.SetReadDeadline(time.Now().Add(abortWait))
+	_, _ = io.Copy(io.Discard, pc.r) // until the launcher kills us, closes, or the wait ends
 	return nil
 }
 

@@ -288,7 +288,7 @@ func TestAbort(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := pc.Abort(7, "MPI_Abort called; bye"); err != nil {
+		if err := pc.Abort(7, "MPI_Abort called; bye", false); err != nil {
 			t.Fatal(err)
 		}
 		s.Wait()

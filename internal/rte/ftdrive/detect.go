@@ -53,17 +53,25 @@ type Failures struct {
 
 	// Without a head (Headless): how the process ends itself, and the
 	// declared-failed processes told so already.
-	exit atomic.Pointer[func(reason string)]
-	mu   sync.Mutex
-	told map[int]bool
+	exit    atomic.Pointer[func(reason string)]
+	confirm atomic.Pointer[func(rank, inc int, reason string) error]
+	mu      sync.Mutex
+	told    map[int]bool
 }
 
 // Headless makes the ranks enforce fail-stop themselves (no launcher
 // kills a suspect; Env.Confirm is nil): every frame of a process declared
 // failed is refused and the process told; a process that learns it was
 // declared failed, or that lost every other process, calls exit (which
-// must end it at once).
-func (f *Failures) Headless(exit func(reason string)) { f.exit.Store(&exit) }
+// must end it at once). confirm (nil: none) checks a suspicion as the
+// launcher would for the processes it can look at (those of this host):
+// an error refutes it.
+func (f *Failures) Headless(exit func(reason string), confirm func(rank, inc int, reason string) error) {
+	if confirm != nil {
+		f.confirm.Store(&confirm)
+	}
+	f.exit.Store(&exit)
+}
 
 // Refuse reports whether a control frame from process from must be
 // dropped: without a head, from was declared failed. The first refused
@@ -346,7 +354,11 @@ func (f *Failures) OnNotice(from int, h transport.Header, _ []byte) {
 // the process's real death if it comes. inc 0 means the incarnation the
 // epoch started with.
 func (f *Failures) Declare(rank, inc int, reason string) {
-	if f.env.Confirm == nil {
+	confirm := f.env.Confirm
+	if c := f.confirm.Load(); c != nil {
+		confirm = *c
+	}
+	if confirm == nil {
 		f.failAndBroadcast(rank, inc, reason)
 		return
 	}
@@ -356,7 +368,7 @@ func (f *Failures) Declare(rank, inc int, reason string) {
 		if inc == 0 {
 			inc = f.peerInc(rank)
 		}
-		if err := f.env.Confirm(rank, inc, reason); err != nil {
+		if err := confirm(rank, inc, reason); err != nil {
 			f.refuted(rank, inc)
 			return
 		}

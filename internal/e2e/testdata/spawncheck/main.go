@@ -53,6 +53,9 @@ func main() {
 	case "badcmd":
 		_, err := w.CommWorld().Spawn("/nonexistent/program", nil, 2, 0)
 		res = fmt.Sprintf("badcmd spawn-error=%v", errors.Is(err, mpi.ErrSpawn))
+	case "spawnerr": // the error itself (under a launcher that cannot spawn)
+		_, err := w.CommWorld().Spawn("", []string{"child", "basic"}, 2, 0)
+		res = fmt.Sprintf("spawnerr spawn-error=%v: %v", errors.Is(err, mpi.ErrSpawn), err)
 	case "parentdies":
 		if w.Rank() == 1 {
 			w.Kill() // a parent fails instead of joining the spawn
