@@ -139,6 +139,8 @@ func (w *World) onLost(peer int, cause error) {
 	// Every communicator's fault-tolerance model learns of the failure
 	// (run-through: it disables wildcard receives, seed 003 17.6).
 	w.modelsOnLost(comms, peer)
+	// A spare held by a repair whose survivors all failed must not wait.
+	w.spareLost(peer)
 }
 
 // recordFailure adds peer to the failures known here (once). The lost hook

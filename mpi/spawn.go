@@ -62,19 +62,36 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 		// returns it, and the launcher is not asked.
 		return nil, c.handle(newErr(ErrRank, op, c, root, "root %d is a recognised failed process (seed 003 17.10)", root))
 	}
+	eps, pairs, err := c.spawnRaw(op, command, args, maxprocs, root, false)
+	if err != nil {
+		return nil, c.handle(err)
+	}
+	procs := c.groupProcs()
+	children := make([]int, len(eps))
+	for i, ep := range eps {
+		children[i] = ep.Rank
+	}
+	return newInter(c, fmt.Sprintf("spawn(%s)", shortName(c)), pairs, procs, children, c.rank), nil
+}
+
+// spawnRaw is Spawn's part with the launcher: every parent asks it to
+// start the processes (spares: as spare processes, MPIX_Comm_replace's
+// fallback) and gets their endpoints and the agreed context pairs of the
+// intercommunicator, or an error not yet given to c's handler.
+func (c *Comm) spawnRaw(op, command string, args []string, maxprocs, root int, spares bool) ([]boot.Endpoint, []int, error) {
 	w := c.w
 	p := w.proc
 	if p == nil {
-		return nil, c.handle(newErr(ErrSpawn, op, c, NoPeer, "processes can only be spawned in a job started by ftmpirun"))
+		return nil, nil, newErr(ErrSpawn, op, c, NoPeer, "processes can only be spawned in a job started by ftmpirun")
 	}
 	head, err := p.Head("spawn")
 	if err != nil {
-		return nil, c.handle(newErr(ErrSpawn, op, c, NoPeer, "%v", err))
+		return nil, nil, newErr(ErrSpawn, op, c, NoPeer, "%v", err)
 	}
 	procs := c.groupProcs()
 	key := spawnKey(c, procs, w.nextSpawn(c.ctx, procs))
 	pairs, perr := agreeOnParent(c, op, 2, true)
-	req := boot.SpawnRequest{Key: key, Procs: procs, Root: c.rank == root, Pairs: pairs}
+	req := boot.SpawnRequest{Key: key, Procs: procs, Root: c.rank == root, Pairs: pairs, Spares: spares}
 	if req.Root {
 		req.Command, req.Args, req.MaxProcs = command, args, maxprocs
 		if maxprocs < 1 && perr == nil {
@@ -97,21 +114,17 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 		var se *boot.SpawnError
 		switch {
 		case errors.As(err, &se) && len(se.Failed) > 0:
-			return nil, c.handle(newErr(ErrProcFailed, op, c, NoPeer, "%s", se.Reason))
+			return nil, nil, newErr(ErrProcFailed, op, c, NoPeer, "%s", se.Reason)
 		case errors.As(err, &se) && req.MaxProcs < 1 && req.Root:
-			return nil, c.handle(newErr(ErrArg, op, c, NoPeer, "%s", se.Reason))
+			return nil, nil, newErr(ErrArg, op, c, NoPeer, "%s", se.Reason)
 		case errors.As(err, &se):
-			return nil, c.handle(newErr(ErrSpawn, op, c, NoPeer, "%s", se.Reason))
+			return nil, nil, newErr(ErrSpawn, op, c, NoPeer, "%s", se.Reason)
 		}
-		return nil, c.handle(newErr(ErrOther, op, c, NoPeer, "%v", err))
-	}
-	children := make([]int, len(eps))
-	for i, ep := range eps {
-		children[i] = ep.Rank
+		return nil, nil, newErr(ErrOther, op, c, NoPeer, "%v", err)
 	}
 	w.net.AddPeers(eps)
 	w.hosts.add(eps)
-	return newInter(c, fmt.Sprintf("spawn(%s)", shortName(c)), pairs, procs, children, c.rank), nil
+	return eps, pairs, nil
 }
 
 // lostAmong returns the processes of procs this process knows failed.

@@ -115,6 +115,11 @@ type World struct {
 	hosts hostTable         // where every process runs, as the launcher told (coll_util.go)
 	bsend bsendState        // the attached buffer of buffered sends (bsend.go)
 	dpm   dpmState          // ports and connections in progress (dpm.go)
+
+	spares      spareState        // spare processes: this one as a spare, or the pool it may take (spare.go)
+	replacement *Comm             // the communicator a repair took this spare into (Replacement)
+	runWorlds   []*World          // under Run: every process's World (tests reach a spare through it)
+	replaceHook func(step string) // tests: called at a step of Replace
 }
 
 // Init initialises MPI for this process (MPI_Init) with DefaultConfig and
@@ -197,7 +202,14 @@ func newSingleton(cfg Config) *World {
 }
 
 func newWorld(rank, size int, eng *p2p.Engine, tr transport.Transport, mode string) *World {
-	return newWorldIn(rank, size, nil, rank, eng, tr, mode, nil, nil)
+	return newWorldIn(rank, size, nil, rank, eng, tr, mode, nil, nil, worldSpares{})
+}
+
+// worldSpares is a World's part in the spare processes of its start set:
+// the pool a rank may take, or that the World is a spare.
+type worldSpares struct {
+	pool    []int // process ids of the spares
+	isSpare bool
 }
 
 // newWorldIn builds the World of process proc among process ids
@@ -206,7 +218,7 @@ func newWorld(rank, size int, eng *p2p.Engine, tr transport.Transport, mode stri
 // spawned worlds have members: their process ids follow the parents'.
 // client is the launcher connection (nil under Run and for a singleton),
 // peerInc the incarnation of each process in this epoch (nil: all 0).
-func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int) *World {
+func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int, sp worldSpares) *World {
 	eng.SetTransport(tr)
 	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{}), client: client, peerInc: peerInc}
 	env := ftdrive.Env{Eng: eng, Self: proc, N: universe, PeerInc: peerInc, Stop: w.stop, WG: &w.bg}
@@ -220,7 +232,8 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.ctl.MustRegister(ctl.Heartbeat, w.fails.OnHeartbeat)
 	w.ctl.MustRegister(ctl.FailNotice, w.fails.OnNotice)
 	w.ctl.MustRegister(ctl.Port, w.onPort)
-	eng.SetControlCheck(ctl.Check) // a malformed control frame closes its connection
+	w.initSpares(sp.pool, sp.isSpare) // before the control handler: an activation may be among the early frames
+	eng.SetControlCheck(ctl.Check)    // a malformed control frame closes its connection
 	eng.SetControlHandler(w.onControl)
 	eng.SetLostHook(w.onLost)
 	wsize := universe
@@ -276,6 +289,7 @@ func initProcess(info boot.Info, cfg Config) (*World, error) {
 	p, err := rte.Connect(info, rte.Hooks[World]{
 		FailPeer: func(w *World, rank int, cause error) { w.eng.FailPeer(rank, cause) },
 		EndEpoch: (*World).endEpoch,
+		Spare:    (*World).onLauncherSpare,
 	})
 	if err != nil {
 		return nil, err
@@ -289,6 +303,9 @@ func initProcess(info boot.Info, cfg Config) (*World, error) {
 	if err := p.Arm(cfg.FaultInjection); err != nil {
 		w.Finalize()
 		return nil, err
+	}
+	if w.spares.isSpare {
+		return w.spareInit()
 	}
 	return w, nil
 }
@@ -308,7 +325,51 @@ func initPMI(info boot.Info, job *boot.PMIJob, cfg Config) (*World, error) {
 		w.Finalize()
 		return nil, err
 	}
+	if w.spares.isSpare { // the last FTMPI_SPARES tasks of the step
+		return w.spareInit()
+	}
 	return w, nil
+}
+
+// spareInit is the wait of a spare process inside Init (ftmpirun
+// --spares, or a process Replace spawned): it returns once a repair took
+// it (CommWorld is then the repaired communicator). A spare released at
+// the end of the job finalizes and exits with status 0 without returning
+// to the program; an orphaned one (its repair's survivors all failed)
+// exits with status 1, a failure the others learn of.
+func (w *World) spareInit() (*World, error) {
+	take, err := w.awaitActivation()
+	switch {
+	case take != nil:
+		// The launcher took it instead of respawning the rank: it is that
+		// rank's new incarnation and joins the rank's Reinit epoch, as a
+		// respawned process would.
+		p := w.proc
+		p.Become(take.rank, take.inc, take.epoch)
+		w.release()
+		nw, err := openEpoch(p, take.epoch, w.cfg)
+		if err != nil {
+			return nil, err
+		}
+		p.Install(nw, nw.epoch) // a newer epoch meanwhile: Reinit rolls forward
+		return nw, nil
+	case err == nil:
+		// A repair of the ranks took it: for the launcher it is a rank now
+		// (its death a failure, no longer the pool's loss).
+		if p := w.proc; p != nil && p.Client() != nil { // none without a launcher (srun)
+			if err := p.Client().SpareTaken(); err != nil {
+				return nil, err
+			}
+		}
+		return w, nil
+	case errors.Is(err, errSpareReleased):
+		w.Finalize()
+		os.Exit(0)
+	case errors.Is(err, errSpareOrphaned):
+		fmt.Fprintf(os.Stderr, "ftmpi: spare process %d: %v; exiting\n", w.rank, err)
+		os.Exit(1)
+	}
+	return nil, err
 }
 
 // openEpoch builds this process's World for a Reinit epoch (0: the first
@@ -322,14 +383,22 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 		return nil, err
 	}
 	var members []int
-	if info.Proc != info.Rank || info.Universe != info.Size {
-		base := info.Proc - info.Rank
-		for i := range info.Size {
+	base := info.Proc - info.Rank
+	if info.Proc != info.Rank || info.Universe != info.Size || info.Spares > 0 {
+		for i := range info.WorldSize() {
 			members = append(members, base+i)
 		}
 	}
+	var sp worldSpares
+	for i := info.WorldSize(); i < info.Size; i++ {
+		sp.pool = append(sp.pool, base+i)
+	}
+	wrank := info.Rank
+	if sp.isSpare = info.IsSpare(); sp.isSpare {
+		members, wrank = []int{info.Proc}, 0 // in no CommWorld until a repair takes it
+	}
 	eng := net.Eng
-	w := newWorldIn(info.Proc, info.Universe, members, info.Rank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc)
+	w := newWorldIn(info.Proc, info.Universe, members, wrank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc, sp)
 	if p.Headless() {
 		w.fails.Headless(headlessExit(info.Proc), p.Confirm(net))
 	}
@@ -350,13 +419,13 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 	for _, r := range net.Dead {
 		eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
 	}
-	if info.ParentProcs != nil {
+	if info.ParentProcs != nil && !sp.isSpare {
 		if err := w.joinParent(info.ParentPairs, info.ParentProcs); err != nil {
 			w.release()
 			return nil, err
 		}
 	}
-	if info.Size > 1 && cfg.Detector {
+	if info.WorldSize() > 1 && cfg.Detector && !sp.isSpare {
 		dc := detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)
 		if err := w.fails.StartDetector(dc, w.world.memberWorldRanks(), w.failedOrder(), w.epoch == 0); err != nil {
 			w.release()
@@ -424,6 +493,9 @@ func (w *World) Finalize() error {
 		}
 	}
 	w.finOnce.Do(func() {
+		if !w.killed.Load() {
+			w.releaseSpares() // the job ends: waiting spares leave Init
+		}
 		var err error
 		switch {
 		case w.killed.Load():
@@ -493,12 +565,22 @@ func (w *World) Kill() {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	}
+	w.killInProc()
+	runtime.Goexit()
+}
+
+// killInProc is Kill's effect under Run, without ending the calling
+// goroutine: every other process learns of the failure, and a waiting
+// spare leaves its wait.
+func (w *World) killInProc() {
 	if !w.killed.Swap(true) {
 		w.run.Fab.Kill(w.rank, errors.New("killed by fault injection"))
 		w.run.Dead()
 		w.eng.Close()
+		if w.spares.killed != nil {
+			close(w.spares.killed)
+		}
 	}
-	runtime.Goexit()
 }
 
 // aborted returns the error for calls interrupted by a job teardown.
@@ -558,19 +640,50 @@ func Run(n int, fn func(w *World) error) error { return RunConfig(n, DefaultConf
 // with the stack for a panic). It has no MPI counterpart: it is what
 // mpiexec -n n does, in one process, with MPI_Init and MPI_Finalize
 // around each fn.
-func RunConfig(n int, cfg Config, fn func(w *World) error) error {
+func RunConfig(n int, cfg Config, fn func(w *World) error) error { return runJob(n, 0, cfg, fn) }
+
+// RunSpares is RunConfig with spares extra processes (process ids n ..
+// n+spares-1) that wait, as goroutines, until Comm.Replace takes them as
+// replacements of failed ranks: fn runs for a spare only once it was taken,
+// with the repaired communicator as CommWorld (World.Replacement); a spare
+// the job did not need ends without calling fn. It has no MPI counterpart:
+// it is ftmpirun --spares in one process (Fenix's spare processes).
+func RunSpares(n, spares int, cfg Config, fn func(w *World) error) error {
+	return runJob(n, spares, cfg, fn)
+}
+
+func runJob(n, spares int, cfg Config, fn func(w *World) error) error {
 	if n < 1 {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "need at least 1 rank, got %d", n)
+	}
+	if spares < 0 {
+		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "spares %d: must not be negative", spares)
 	}
 	if err := cfg.Validate(); err != nil {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "%v", err)
 	}
-	rs := rte.NewJob(n)
+	total := n + spares
+	rs := rte.NewJob(total)
 	cores := runtime.NumCPU() // read once: every rank of the job sees this one value
-	worlds := make([]*World, n)
+	worlds := make([]*World, total)
+	var pool, ranks []int
+	for i := range total {
+		if i < n {
+			if spares > 0 {
+				ranks = append(ranks, i)
+			}
+		} else {
+			pool = append(pool, i)
+		}
+	}
 	for i := range worlds {
 		eng := p2p.New(engineConfig(i, cfg))
-		w := newWorld(i, n, eng, rs.Fab.Attach(i, eng), "inproc")
+		var w *World
+		if i < n {
+			w = newWorldIn(i, total, ranks, i, eng, rs.Fab.Attach(i, eng), "inproc", nil, nil, worldSpares{pool: pool})
+		} else {
+			w = newWorldIn(i, total, []int{i}, 0, eng, rs.Fab.Attach(i, eng), "inproc", nil, nil, worldSpares{pool: pool, isSpare: true})
+		}
 		w.cfg = cfg
 		w.hosts.oneHost(cores)
 		w.run = rs
@@ -580,6 +693,9 @@ func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
+	for _, w := range worlds {
+		w.runWorlds = worlds
+	}
 	for i, w := range worlds {
 		wg.Add(1)
 		go func() {
@@ -594,6 +710,20 @@ func RunConfig(n int, cfg Config, fn func(w *World) error) error {
 				w.Finalize()
 				wg.Done()
 			}()
+			if w.spares.isSpare {
+				switch _, err := w.awaitActivation(); {
+				case errors.Is(err, errSpareReleased):
+					returned = true
+					return
+				case errors.Is(err, errSpareOrphaned):
+					w.killInProc()
+					returned = true
+					return
+				case err != nil:
+					returned = true
+					return // the job was aborted
+				}
+			}
 			err := fn(w)
 			returned = true
 			if err != nil {

@@ -195,6 +195,43 @@ func (b *bench) replace() {
 	b.replaceReport(nc, []float64{shrink, spawn, merge, split, total})
 }
 
+// replaceCall measures kill → restored communicator with one call,
+// Comm.Replace (MPIX_Comm_replace): from a spare when the job has one
+// (ftmpirun --spares K), else by spawning (its fallback). The call and the
+// whole are the slowest survivor's (the restored communicator exists once
+// every survivor returned); the name says which path it took.
+func (b *bench) replaceCall(w *mpi.World) {
+	c := b.c
+	path := "spawn"
+	if len(w.Spares()) > 0 {
+		path = "spares"
+	}
+	at, _, err := killLast(c, "replace-call")
+	if err == nil {
+		fmt.Fprintln(os.Stderr, "ftmpi-bench: receive from the killed rank succeeded")
+		os.Exit(1)
+	}
+	t0 := time.Now()
+	nc, err := c.Replace()
+	check(err)
+	call := float64(time.Since(t0).Nanoseconds()) / 1e6
+	total := float64(time.Now().UnixNano()-at) / 1e6
+	b.replaceCallReport(nc, path, []float64{call, total})
+}
+
+// replaceCallReport gathers the slowest member's figures at rank 0 of nc
+// (the new process contributes zeros).
+func (b *bench) replaceCallReport(nc *mpi.Comm, path string, mine []float64) {
+	maxes := make([]float64, len(mine))
+	check(mpi.Reduce(nc, mine, maxes, mpi.Max, 0))
+	if nc.Rank() != 0 {
+		return
+	}
+	for i, name := range []string{"ft_replace_call_max", "ft_replace_call_total_max"} {
+		b.out.Encode(result{Name: name + "_" + path, Impl: "ftmpi", Transport: b.trans, NP: nc.Size(), Median: maxes[i], Unit: "ms", Runs: 1})
+	}
+}
+
 // replaceChild is the spawned process's half of replace.
 func (b *bench) replaceChild(parent *mpi.Comm) {
 	parent.SetErrhandler(mpi.ErrorsReturn)

@@ -46,7 +46,7 @@ type bench struct {
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue), value (SendValue/RecvValue of a []float64 against gob by hand + Send/Recv), dtype (strided vector and struct messages at 1 KiB and 1 MiB), rma (one-sided Put/Get/Accumulate latency and Put bandwidth with fence and lock, 8 B to 1 MiB)")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), replace-call (one rank killed, kill -> restored communicator by Comm.Replace: from a spare with ftmpirun --spares 1, else spawned; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue), value (SendValue/RecvValue of a []float64 against gob by hand + Send/Recv), dtype (strided vector and struct messages at 1 KiB and 1 MiB), rma (one-sided Put/Get/Accumulate latency and Put bandwidth with fence and lock, 8 B to 1 MiB)")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
@@ -88,6 +88,11 @@ func main() {
 	}
 	b := &bench{c: w.CommWorld(), runs: max(1, *runs), min: max(1, *minSize), max: *maxSize,
 		iters: max(1, *iters), window: 64, out: json.NewEncoder(os.Stdout), trans: w.Transport()}
+	if nc := w.Replacement(); nc != nil { // a process -bench replace-call took (a spare, or spawned)
+		b.replaceCallReport(nc, "", []float64{0, 0})
+		w.Finalize()
+		return
+	}
 	if parent := w.Parent(); parent != nil { // a process spawned by -bench replace
 		b.replaceChild(parent)
 		w.Finalize()
@@ -114,6 +119,8 @@ func main() {
 		b.detect()
 	case "replace":
 		b.replace()
+	case "replace-call":
+		b.replaceCall(w)
 	case "rtcoll":
 		b.rtColl(*budget, *rtKill)
 	case "dtype":

@@ -45,7 +45,17 @@ func isFailure(err error) bool {
 
 func runFT(w *mpi.World, p params) error {
 	st := &ftState{w: w, p: p}
-	if parent := w.Parent(); parent != nil {
+	if nc := w.Replacement(); nc != nil {
+		// A spare that Comm.Replace took: it holds no block yet.
+		if err := st.joinReplaced(nc); err != nil {
+			if !isFailure(err) {
+				return err
+			}
+			if err := st.repair(); err != nil { // a failure during the rollback
+				return err
+			}
+		}
+	} else if parent := w.Parent(); parent != nil {
 		if err := st.joinAsReplacement(parent); err != nil {
 			return err
 		}
@@ -169,9 +179,13 @@ var errRetry = fmt.Errorf("recovery attempt abandoned: %w", mpi.ErrProcFailed)
 // repair replaces the failed processes of st.c and rolls every rank back;
 // a failure during the recovery starts it again (a few times).
 func (st *ftState) repair() error {
+	once := st.repairOnce
+	if st.p.replace {
+		once = st.repairReplace
+	}
 	var err error
 	for attempt := 0; attempt < 8; attempt++ {
-		if err = st.repairOnce(); err == nil || !isFailure(err) {
+		if err = once(); err == nil || !isFailure(err) {
 			return err
 		}
 	}
@@ -244,6 +258,35 @@ func (st *ftState) repairOnce() error {
 	}
 	nc.SetErrhandler(mpi.ErrorsReturn)
 	st.c = nc // established at every process: later failures repair nc
+	return st.restore()
+}
+
+// repairReplace is repairOnce in one call: Comm.Replace (MPIX_Comm_replace)
+// revokes, shrinks, takes spares (or spawns when none are left) and gives
+// every survivor its old rank, uniformly; then the rollback.
+func (st *ftState) repairReplace() error {
+	old := st.c
+	nc, err := old.Replace()
+	if err != nil {
+		return fmt.Errorf("replace: %w", err)
+	}
+	nc.SetErrhandler(mpi.ErrorsReturn)
+	st.lost = st.lost[:0]
+	og, ng := old.Group(), nc.Group()
+	for r := 0; r < old.Size(); r++ {
+		if x, err := mpi.TranslateRanks(og, []int{r}, ng); err == nil && x[0] == mpi.Undefined {
+			st.lost = append(st.lost, r)
+		}
+	}
+	st.c = nc
+	return st.restore()
+}
+
+// joinReplaced is a taken spare's half of repairReplace.
+func (st *ftState) joinReplaced(nc *mpi.Comm) error {
+	nc.SetErrhandler(mpi.ErrorsReturn)
+	st.c = nc
+	st.s = newSolver(st.p, nc.Rank(), nc.Size())
 	return st.restore()
 }
 

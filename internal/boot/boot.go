@@ -42,6 +42,7 @@ const (
 	EnvUniverse    = "FTMPI_UNIVERSE"    // number of process ids in use when the process started (default: the size)
 	EnvListen      = "FTMPI_LISTEN"      // IP address the rank's TCP listener binds (the host's address on the job's network; unset: 127.0.0.1)
 	EnvParent      = "FTMPI_PARENT"      // spawned processes: "PAIR,PAIR;PROC,PROC,...": the context pairs of the intercommunicator to the parents and the parents' process ids in rank order
+	EnvSpares      = "FTMPI_SPARES"      // K: the last K processes of the start set (ranks Size-K..Size-1) are spares that wait inside MPI_Init until a repair takes them; CommWorld has Size-K ranks (unset: 0)
 )
 
 // EnvRestart is set by ftmpirun --restart-on-failure: 0 for the first
@@ -75,6 +76,11 @@ type Info struct {
 	Epoch       int    // Reinit epoch to join at start (0 at the first start)
 	Reinit      bool   // the launcher respawns failed ranks (--on-failure reinit)
 	Listen      string // IP address for the rank's TCP listener (EnvListen; "": loopback)
+	// Spares is how many of the start set's processes are spares
+	// (EnvSpares): the last ones, Rank >= Size-Spares. They take part in
+	// the endpoint exchange and then wait inside Init for an activation
+	// (IsSpare); CommWorld has WorldSize ranks.
+	Spares int
 	// Auth is the job's secret, read by FromEnv from the descriptor the
 	// launcher handed over (wireauth.EnvFD); nil: none was. Connect and
 	// the socket transport authenticate every connection with it. It is
@@ -165,6 +171,14 @@ func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err err
 	default:
 		return Info{}, false, fmt.Errorf("boot: %s=%q must be 0 or 1", EnvReinit, v)
 	}
+	if v := get(EnvSpares); v != "" {
+		if info.Spares, err = atoi(EnvSpares, v, 0); err != nil {
+			return Info{}, false, err
+		}
+		if info.Spares > info.Size {
+			return Info{}, false, fmt.Errorf("boot: %s=%d is more than %s=%d processes", EnvSpares, info.Spares, EnvSize, info.Size)
+		}
+	}
 	info.Job = get(EnvJob)
 	info.Control = get(EnvControl)
 	if info.Control != "" {
@@ -201,6 +215,15 @@ func fromLookup(lookup func(string) (string, bool)) (info Info, ok bool, err err
 	return info, true, nil
 }
 
+// IsSpare reports whether this process is a spare: one of the last Spares
+// processes of its start set. A start set of spares only (Spares == Size:
+// the processes a repair spawned when no spare was left) has no ranks.
+func (info Info) IsSpare() bool { return info.Spares > 0 && info.Rank >= info.Size-info.Spares }
+
+// WorldSize is the number of ranks of the start set: Size without the
+// spares.
+func (info Info) WorldSize() int { return info.Size - info.Spares }
+
 // splitControl splits "unix:PATH" or "tcp:HOST:PORT" into a net network and address.
 func splitControl(s string) (network, addr string, err error) {
 	network, addr, found := strings.Cut(s, ":")
@@ -233,6 +256,7 @@ func (info Info) Env() []string {
 		EnvUniverse + "=" + strconv.Itoa(info.Universe),
 		EnvParent + "=" + FormatParent(info.ParentPairs, info.ParentProcs),
 		EnvListen + "=" + info.Listen,
+		EnvSpares + "=" + strconv.Itoa(info.Spares),
 	}
 }
 

@@ -401,3 +401,34 @@ func TestClientEventSocket(t *testing.T) {
 		res.c.Close()
 	}
 }
+
+// FTMPI_SPARES marks the last K processes of the start set as spares: the
+// value round-trips through Env, IsSpare and WorldSize follow from it, and a
+// malformed or too large count is refused with the variable named.
+func TestFromEnvSpares(t *testing.T) {
+	good := Info{Job: "ab12", Rank: 5, Size: 6, Control: "unix:/tmp/x/ctl", Transport: "auto", Proc: 5, Universe: 6, Spares: 2}
+	env := map[string]string{}
+	for _, kv := range good.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	info, ok, err := fromLookup(lookupFrom(env))
+	if err != nil || !ok || !reflect.DeepEqual(info, good) {
+		t.Fatalf("got %+v ok=%v err=%v, want %+v", info, ok, err, good)
+	}
+	if !info.IsSpare() || info.WorldSize() != 4 {
+		t.Fatalf("rank 5 of 6 with 2 spares: IsSpare %v, WorldSize %d; want true, 4", info.IsSpare(), info.WorldSize())
+	}
+	if r := (Info{Rank: 3, Size: 6, Spares: 2}); r.IsSpare() {
+		t.Fatalf("rank 3 of 6 with 2 spares is a rank, not a spare")
+	}
+	if r := (Info{Rank: 0, Size: 2}); r.IsSpare() || r.WorldSize() != 2 {
+		t.Fatalf("no spares: IsSpare %v, WorldSize %d", r.IsSpare(), r.WorldSize())
+	}
+	for _, bad := range []string{"x", "-1", "7"} {
+		env[EnvSpares] = bad
+		if _, _, err := fromLookup(lookupFrom(env)); err == nil || !strings.Contains(err.Error(), EnvSpares) {
+			t.Errorf("%s=%q: err %v, want one naming the variable", EnvSpares, bad, err)
+		}
+	}
+}

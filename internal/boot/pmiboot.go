@@ -25,10 +25,6 @@ import (
 // fence is ever needed again, so no failure can hang one. What only a
 // head can do is refused with NoHeadError.
 
-// EnvSpares (set by the launcher of spare processes, or by the user under
-// srun) is how many of the last processes of a start set wait as spares.
-const EnvSpares = "FTMPI_SPARES"
-
 // PMI keys of the start-up exchange.
 const (
 	pmiKeyAuth = "ftmpi-auth" // the job's secret, put by rank 0
@@ -57,14 +53,16 @@ func (j *PMIJob) ignoreUSR1() {
 	signal.Notify(j.usr1, syscall.SIGUSR1)
 }
 
-// WorldSize is the size of CommWorld of a start set of n processes whose
-// last spares wait as spare processes (EnvSpares): n - spares. Every
-// process, spares included, takes part in the start-up exchange.
-func WorldSize(n, spares int) (int, error) {
+// checkSpares says whether spares (EnvSpares, set by the user under
+// srun or mpiexec) of a start set of n processes leave at least one rank:
+// the last spares processes wait as spare processes, CommWorld has the
+// others (Info.WorldSize). Every process, spares included, takes part in
+// the start-up exchange.
+func checkSpares(n, spares int) error {
 	if spares < 0 || spares >= n {
-		return 0, fmt.Errorf("boot: %s=%d must leave at least one of the %d processes in the world", EnvSpares, spares, n)
+		return fmt.Errorf("boot: %s=%d must leave at least one of the %d processes in the world", EnvSpares, spares, n)
 	}
-	return n - spares, nil
+	return nil
 }
 
 // FromPMIEnv recognises a process started by a PMI launcher (PMI_FD or
@@ -115,16 +113,12 @@ func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, 
 	if err != nil {
 		return Info{}, nil, false, fmt.Errorf("boot: started by %s: %w", launcher, err)
 	}
-	info.Universe = pc.Size()
-	if info.Size, err = WorldSize(pc.Size(), spares); err != nil {
+	if err = checkSpares(pc.Size(), spares); err != nil {
 		pc.Close()
 		return Info{}, nil, false, err
 	}
+	info.Size, info.Universe, info.Spares = pc.Size(), pc.Size(), spares
 	info.Rank, info.Proc = pc.Rank(), pc.Rank()
-	if info.Rank >= info.Size {
-		pc.Close()
-		return Info{}, nil, false, fmt.Errorf("boot: process %d of %d is a spare (%s=%d): spare processes need the spares support in Init", info.Proc, info.Universe, EnvSpares, spares)
-	}
 	info.Job = pc.KVSName()
 	info.Host = HostID()
 	if info.Listen == "" && info.Transport != TransportUnix {

@@ -110,19 +110,21 @@ func TestPMIExchangeDeadline(t *testing.T) {
 }
 
 func TestPMISparesAndErrors(t *testing.T) {
-	if n, err := WorldSize(8, 2); n != 6 || err != nil {
-		t.Fatalf("WorldSize(8, 2) = %d, %v", n, err)
+	if err := checkSpares(8, 2); err != nil {
+		t.Fatalf("checkSpares(8, 2): %v", err)
 	}
 	for _, k := range []int{-1, 4} {
-		if _, err := WorldSize(4, k); err == nil || !strings.Contains(err.Error(), "must leave at least one") {
-			t.Fatalf("WorldSize(4, %d): %v", k, err)
+		if err := checkSpares(4, k); err == nil || !strings.Contains(err.Error(), "must leave at least one") {
+			t.Fatalf("checkSpares(4, %d): %v", k, err)
 		}
 	}
+	// The last task of 4 with FTMPI_SPARES=1 is a spare: CommWorld has 3.
 	s := pmitest.New(4)
-	_, _, _, err := fromPMI(pmiLookup(3, 4, EnvSpares, "1", "SLURM_STEP_ID", "0"), fakeDial(s, 3))
-	if err == nil || !strings.Contains(err.Error(), "process 3 of 4 is a spare") {
-		t.Fatalf("spare: %v", err)
+	info, job, ok, err := fromPMI(pmiLookup(3, 4, EnvSpares, "1", "SLURM_STEP_ID", "0"), fakeDial(s, 3))
+	if err != nil || !ok || !info.IsSpare() || info.WorldSize() != 3 || info.Size != 4 {
+		t.Fatalf("spare: ok %v, IsSpare %v, WorldSize %d, Size %d, %v", ok, info.IsSpare(), info.WorldSize(), info.Size, err)
 	}
+	job.Close()
 	s.Wait()
 	for _, tc := range []struct{ k, v, want string }{
 		{EnvTransport, "ib", "must be auto, unix, tcp or shm"},

@@ -17,7 +17,8 @@ func (e *SupersededError) Error() string {
 }
 
 // Rejoin is the bootstrap exchange of a Reinit epoch: it publishes self for
-// epoch and returns the endpoints of all Size ranks once every rank (the
+// epoch and returns the endpoints of all WorldSize ranks (a waiting spare
+// is in no epoch: the launcher takes and releases it) once every rank (the
 // survivors rolled back and the respawned ones) has rejoined that epoch. If
 // a failure starts a newer epoch first, the error is a *SupersededError.
 func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
@@ -35,7 +36,7 @@ func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
 	if reply.Epoch != epoch {
 		return nil, &SupersededError{Requested: epoch, Epoch: reply.Epoch}
 	}
-	eps := make([]Endpoint, c.info.Size)
+	eps := make([]Endpoint, c.info.WorldSize())
 	for r := range eps {
 		v, ok := reply.KV[EpochEndpointKey(epoch, r)]
 		if !ok {
@@ -64,4 +65,20 @@ func (c *Client) ReinitActive(active bool) (epoch int, err error) {
 		return 0, err
 	}
 	return reply.Epoch, nil
+}
+
+// Become makes a spare's client speak as incarnation inc of rank (the
+// launcher took the spare instead of respawning the rank: boot.EventActivate):
+// its later requests (Rejoin above all) carry that rank. Call it before
+// any of them; the launcher already counts the connection as the rank's.
+func (c *Client) Become(rank, inc int) {
+	c.info.Rank, c.info.Proc, c.info.Incarnation = rank, rank, inc
+}
+
+// SpareTaken tells the launcher that a repair of the ranks took this spare
+// (MPIX_Comm_replace): its death is a rank's failure from now on, not the
+// pool's loss.
+func (c *Client) SpareTaken() error {
+	_, err := c.call(Msg{Op: OpSpare, Rank: c.info.Rank})
+	return err
 }

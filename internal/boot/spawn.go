@@ -21,6 +21,10 @@ type SpawnRequest struct {
 	Pairs    []int    // the context pairs of the intercommunicator (2)
 	Error    string   // non-empty: this parent cannot take part; the spawn fails everywhere
 	Failed   []int    // with Error: the parents this one knows failed (its Error is a process failure)
+	// Spares (at the root): the new processes are spares (EnvSpares = MaxProcs):
+	// they wait inside Init for an activation (MPIX_Comm_replace when no
+	// spare of the job is left) instead of running as a spawned world.
+	Spares bool `json:",omitempty"`
 }
 
 // SpawnError is the launcher's refusal of a spawn: a parent failed or

@@ -43,6 +43,7 @@ const (
 	OpReinit   = "reinit"  // kind: ReinitEnter or ReinitLeave
 	OpRejoin   = "rejoin"  // epoch, kv: the rank's endpoint for that epoch
 	OpSpawn    = "spawn"   // reason: a JSON SpawnRequest; reply kv: the children's endpoints, or error + failed
+	OpSpare    = "spare"   // a spare that a repair of the ranks took (MPIX_Comm_replace): it is a rank now
 	OpEvent    = "event"
 	OpError    = "error"
 )
@@ -51,6 +52,13 @@ const (
 const (
 	EventFailed = "failed" // a rank died after initializing and before finalizing
 	EventReinit = "reinit" // a rank died and was respawned: every process rolls back to epoch Msg.Epoch (--on-failure reinit)
+	// EventActivate takes a spare (to it alone): it becomes incarnation
+	// Msg.Incarnation of rank Msg.Rank and joins Reinit epoch Msg.Epoch
+	// (--on-failure reinit with spares: a spare instead of a respawn).
+	EventActivate = "activate"
+	// EventRelease ends a waiting spare (to it alone): every rank has
+	// finalized or is gone; it finalizes and exits 0.
+	EventRelease = "release"
 )
 
 // Kinds of the reinit request.

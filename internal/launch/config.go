@@ -115,7 +115,11 @@ const DefaultKillGrace = 2 * time.Second
 // Config describes one job. The zero value of every field except N and
 // Program is a safe default.
 type Config struct {
-	N         int           // number of ranks (>= 1)
+	N int // number of ranks (>= 1)
+	// Spares starts that many spare processes beside the N ranks (process
+	// ids N..N+Spares-1, boot.EnvSpares): they wait inside MPI_Init until
+	// a repair (mpi.Comm.Replace) takes them, and are in no CommWorld.
+	Spares    int
 	Program   string        // executable (looked up in PATH if it has no slash) or Go main package directory
 	Args      []string      // arguments passed to every rank
 	TagOutput bool          // prefix every output line with "[R] "
@@ -181,7 +185,7 @@ type UsageError struct{ Msg string }
 func (e *UsageError) Error() string { return e.Msg }
 
 const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp|shm]
-                [--on-failure abort|continue|reinit] [--max-restarts K]
+                [--on-failure abort|continue|reinit] [--max-restarts K] [--spares K]
                 [--inject SPEC]... [--chaos ARGS]
                 [--restart-on-failure N] [-v]
                 [--host H[:N],... | --hostfile FILE] [--map-by slot|node] [--oversubscribe]
@@ -196,6 +200,9 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
   --on-failure P   abort (default): kill the job when a rank fails; continue: notify survivors;
                    reinit: respawn the failed rank and roll every rank back into MPI_Reinit
   --max-restarts K with --on-failure reinit, end the job at the (K+1)th failure (default 16)
+  --spares K       start K spare processes beside the N ranks: they wait inside MPI_Init
+                   (in no MPI_COMM_WORLD) until a repair (MPIX_Comm_replace) takes one as
+                   the replacement of a failed rank; unused ones exit 0 at the end
   --inject SPEC    inject faults (repeatable; specs may also be joined with ';'):
                      kill:rank=R,at=D   SIGKILL rank R at time D (e.g. 1.5s)
                      stop:rank=R,at=D   SIGSTOP rank R (a hang for the heartbeat detector)
@@ -261,6 +268,7 @@ func ParseArgs(args []string) (Config, error) {
 	fs.StringVar(&cfg.Transport, "transport", defTransport, "")
 	fs.StringVar(&cfg.OnFailure, "on-failure", OnFailureAbort, "")
 	fs.IntVar(&cfg.MaxRestarts, "max-restarts", 0, "")
+	fs.IntVar(&cfg.Spares, "spares", 0, "")
 	fs.BoolVar(&cfg.Verbose, "v", false, "")
 	fs.IntVar(&cfg.RestartOnFailure, "restart-on-failure", 0, "")
 	injectFlags := false
@@ -376,6 +384,9 @@ func (cfg *Config) validate() error {
 	if cfg.Program == "" {
 		return &UsageError{"missing PROGRAM"}
 	}
+	if cfg.Spares < 0 {
+		return &UsageError{fmt.Sprintf("invalid --spares %d: must not be negative", cfg.Spares)}
+	}
 	if cfg.Timeout < 0 {
 		return &UsageError{fmt.Sprintf("invalid --timeout %v: must not be negative", cfg.Timeout)}
 	}
@@ -411,7 +422,7 @@ func (cfg *Config) validate() error {
 	case cfg.MaxRestarts == 0:
 		cfg.MaxRestarts = DefaultMaxRestarts
 	}
-	if err := cfg.Inject.Validate(cfg.N); err != nil {
+	if err := cfg.Inject.Validate(cfg.N + cfg.Spares); err != nil { // a spare may be killed too
 		return &UsageError{err.Error()}
 	}
 	if err := cfg.validateHosts(); err != nil {
@@ -460,7 +471,7 @@ func (cfg *Config) validateHosts() error {
 		}
 	}
 	if cfg.Hosts != nil {
-		if _, err := mapRanks(cfg.Hosts, cfg.N, cfg.MapBy, cfg.Oversubscribe); err != nil {
+		if _, err := mapRanks(cfg.Hosts, cfg.N+cfg.Spares, cfg.MapBy, cfg.Oversubscribe); err != nil {
 			var ue *UsageError
 			if cfg.SlurmJob != "" && errors.As(err, &ue) {
 				return &UsageError{fmt.Sprintf("Slurm job %s (slots from %s): %s", cfg.SlurmJob, cfg.SlurmSlots, ue.Msg)}

@@ -41,9 +41,13 @@ type head struct {
 	agentsMu sync.Mutex
 	agents   []Agent
 
-	mu        sync.Mutex
-	m         *policy.Machine
-	conns     map[policy.Conn]*ctlConn
+	mu    sync.Mutex
+	m     *policy.Machine
+	conns map[policy.Conn]*ctlConn
+	// adopted: spares taken as a rank's incarnation (policy.Adopt); their
+	// agent knows them as the spare's process id, incarnation 0.
+	adopted   map[[2]int]int // {rank, incarnation} -> spare
+	adoptedBy map[int][2]int // spare -> {rank, incarnation}
 	nextConn  policy.Conn
 	marks     map[string]time.Time // policy.Mark instants
 	closed    bool
@@ -93,12 +97,13 @@ type triggers struct {
 }
 
 func newHead(job string, size int, onFailure string, out *output, verbose bool) *head {
-	return newHeadHosts(job, size, onFailure, out, verbose, nil, nil)
+	return newHeadHosts(job, size, onFailure, out, verbose, nil, nil, 0)
 }
 
 // newHeadHosts is newHead for a job over several hosts: hosts and the host
-// index of each rank (policy.Config.Hosts and Place).
-func newHeadHosts(job string, size int, onFailure string, out *output, verbose bool, hosts []policy.Host, place []int) *head {
+// index of each rank (policy.Config.Hosts and Place); the last spares of
+// the size processes are spares (policy.Config.Spares).
+func newHeadHosts(job string, size int, onFailure string, out *output, verbose bool, hosts []policy.Host, place []int, spares int) *head {
 	mode := policy.ModeAbort
 	switch onFailure {
 	case OnFailureContinue:
@@ -106,7 +111,7 @@ func newHeadHosts(job string, size int, onFailure string, out *output, verbose b
 	case OnFailureReinit:
 		mode = policy.ModeReinit
 	}
-	m, err := policy.New(policy.Config{Job: job, Size: size, Mode: mode, Verbose: verbose, Hosts: hosts, Place: place})
+	m, err := policy.New(policy.Config{Job: job, Size: size, Mode: mode, Verbose: verbose, Hosts: hosts, Place: place, Spares: spares})
 	if err != nil {
 		panic(fmt.Sprintf("launch: %v", err)) // Config.validate admits no such job
 	}
@@ -143,14 +148,37 @@ func (h *head) signalAll(sig syscall.Signal) {
 // signalRank sends sig to rank through whichever agent runs it (agents
 // ignore ranks they do not run). Not to be called under h.mu.
 func (h *head) signalRank(rank int, sig syscall.Signal) {
+	h.mu.Lock()
+	var spares []int
+	for ri, s := range h.adopted {
+		if ri[0] == rank {
+			spares = append(spares, s)
+		}
+	}
+	h.mu.Unlock()
 	for _, a := range h.agentList() {
 		a.Signal(rank, sig)
+		for _, s := range spares {
+			a.SignalIncarnation(s, 0, sig)
+		}
 	}
+}
+
+// agentID is how the agents know incarnation inc of rank: a spare the
+// policy adopted as it is known by its own process id, incarnation 0.
+func (h *head) agentID(rank, inc int) (int, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.adopted[[2]int{rank, inc}]; ok {
+		return s, 0
+	}
+	return rank, inc
 }
 
 // signalIncarnation sends sig to incarnation inc of rank only (not under
 // h.mu).
 func (h *head) signalIncarnation(rank, inc int, sig syscall.Signal) {
+	rank, inc = h.agentID(rank, inc)
 	for _, a := range h.agentList() {
 		a.SignalIncarnation(rank, inc, sig)
 	}
@@ -159,6 +187,7 @@ func (h *head) signalIncarnation(rank, inc int, sig syscall.Signal) {
 // pidOf asks the agents for the pid of incarnation inc of rank (0 if none
 // knows it).
 func (h *head) pidOf(rank, inc int) int {
+	rank, inc = h.agentID(rank, inc)
 	for _, a := range h.agentList() {
 		if pa, ok := a.(interface{ Pid(rank, inc int) int }); ok {
 			if pid := pa.Pid(rank, inc); pid > 0 {
@@ -199,6 +228,12 @@ func (h *head) step(ev policy.Event) {
 			}
 		case policy.Notify:
 			h.notify(a.To, a.Msg)
+		case policy.Adopt:
+			if h.adopted == nil {
+				h.adopted, h.adoptedBy = make(map[[2]int]int), make(map[int][2]int)
+			}
+			h.adopted[[2]int{a.Rank, a.Incarnation}] = a.Spare
+			h.adoptedBy[a.Spare] = [2]int{a.Rank, a.Incarnation}
 		case policy.TearDown:
 			close(h.tearing)
 			later = append(later, a)
@@ -233,7 +268,7 @@ func (h *head) execute(a policy.Action) {
 			h.wg.Add(1)
 			go func() {
 				defer h.wg.Done()
-				pid, state, alive := ra.check(a.Rank, a.Incarnation)
+				pid, state, alive := ra.check(h.agentID(a.Rank, a.Incarnation))
 				h.step(policy.Liveness{Token: a.Token, Pid: pid, State: state, Alive: alive, Stopped: state == stateStopped})
 			}()
 			return
@@ -352,7 +387,15 @@ func (h *head) armTriggers() {
 }
 
 // Exited implements Reporter.
-func (h *head) Exited(e ExitReport) { h.step(policy.Exited{Exit: e}) }
+// The exit of an adopted spare is its rank's.
+func (h *head) Exited(e ExitReport) {
+	h.mu.Lock()
+	if ri, ok := h.adoptedBy[e.Rank]; ok && e.Incarnation == 0 {
+		e.Rank, e.Incarnation = ri[0], ri[1]
+	}
+	h.mu.Unlock()
+	h.step(policy.Exited{Exit: e})
+}
 
 // exitCode computes ftmpirun's exit code once every rank is gone.
 func (h *head) exitCode() int {
@@ -389,6 +432,7 @@ func (h *head) remoteOf(rank, inc int) *remoteAgent {
 			return ra
 		}
 	}
+	rank, inc = h.agentID(rank, inc)
 	for _, a := range h.agentList() {
 		if ra, ok := a.(*remoteAgent); ok && ra.runs(rank, inc) {
 			return ra
@@ -550,6 +594,8 @@ func requestEvent(id policy.Conn, m boot.Msg) policy.Event {
 		return policy.Spawn{Conn: id, ID: m.ID, Request: m.Reason}
 	case boot.OpSuspect:
 		return policy.Suspect{Conn: id, ID: m.ID, Rank: m.Rank, Incarnation: m.Incarnation, Reason: m.Reason}
+	case boot.OpSpare:
+		return policy.SpareTaken{Conn: id, ID: m.ID}
 	default:
 		return policy.Unknown{Conn: id, ID: m.ID, Op: m.Op}
 	}
@@ -644,6 +690,11 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 			} {
 				env = setEnv(env, kv[0], kv[1])
 			}
+			spares := 0
+			if st.Spares {
+				spares = k // a repair's spawned spares: every one waits to be taken
+			}
+			env = setEnv(env, boot.EnvSpares, strconv.Itoa(spares))
 			specs[i] = RankSpec{Rank: base + i, Path: path, Args: st.Args, Env: env, Auth: tmpl.Auth}
 		}
 		if err != nil {

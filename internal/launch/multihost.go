@@ -89,7 +89,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		}
 		tcpControl = "tcp:" + tcpLn.Addr().String()
 	}
-	h := newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, hosts, place)
+	h := newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, hosts, place, cfg.Spares)
 	h.key = key // every control connection, local or remote, proves the job's secret
 	h.killGrace = cfg.KillGrace
 	h.serve(ln)
@@ -207,7 +207,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		env := withGoMaxProcs(baseEnv, onHost[hi], cores[hi])
 		env = withHeartbeat(env, onHost[hi], cores[hi])
 		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Transport: cfg.Transport, Restart: st.restart,
-			Reinit: cfg.OnFailure == OnFailureReinit}
+			Reinit: cfg.OnFailure == OnFailureReinit, Spares: cfg.Spares}
 		env = append(append([]string(nil), env...), info.Env()...)
 		for _, kv := range vars[hi] {
 			name, val, _ := cutEnv(kv)

@@ -44,6 +44,9 @@ func runOnce(cfg Config, st *launchState) int {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = DefaultKillGrace
 	}
+	// From here on N counts every process started: the ranks and, last,
+	// the spares (their environment says how many are spares).
+	cfg.N += cfg.Spares
 	t0 := time.Now()
 
 	path, err := resolveProgram(cfg.Program, cfg.CacheDir)
@@ -135,7 +138,7 @@ func runOnce(cfg Config, st *launchState) int {
 	var agents []Agent      // by host
 	var remotes []*remoteAgent
 	if cfg.Hosts == nil {
-		h = newHead(job, cfg.N, cfg.OnFailure, out, cfg.Verbose)
+		h = newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, nil, nil, cfg.Spares)
 		h.key = key
 		h.killGrace = cfg.KillGrace
 		h.serve(ln)
@@ -150,6 +153,7 @@ func runOnce(cfg Config, st *launchState) int {
 		for r := range specs {
 			info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
 			info.Restart = st.restart
+			info.Spares = cfg.Spares
 			info.Reinit = cfg.OnFailure == OnFailureReinit
 			info.HostCores = cores // the one count every rank uses to choose collective algorithms
 			env := make([]string, 0, len(env0)+8)

@@ -91,7 +91,7 @@ func useShm(transport string) bool {
 // message of an old epoch can never be delivered in a new one. If a newer
 // epoch starts meanwhile (another failure), it joins that one.
 func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
-	info := p.info
+	info := p.Info()
 	for {
 		eng := p2p.New(nc.EngineConfig(info.Proc))
 		mode := sock.Mode(nc.Transport)

@@ -32,6 +32,10 @@ type Hooks[W any] struct {
 	FailPeer func(w *W, rank int, cause error)
 	// EndEpoch ends w's epoch: a newer one was announced.
 	EndEpoch func(w *W, reason string)
+	// Spare hands a spare its launcher events (boot.EventActivate: the
+	// launcher took it as a rank's new incarnation; boot.EventRelease: the
+	// job ends without it). nil: they are dropped.
+	Spare func(w *W, ev boot.Event)
 	// LauncherLost is called when the launcher connection breaks before
 	// Finalize (nil: print a message and exit with status 1, so that no
 	// rank outlives its job).
@@ -113,7 +117,11 @@ func (p *Process[W]) Abort(code int, reason string) error {
 }
 
 // Info is what the process learnt from its environment at start.
-func (p *Process[W]) Info() boot.Info { return p.info }
+func (p *Process[W]) Info() boot.Info {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.info
+}
 
 // Client is the launcher connection (nil when Headless: use Head).
 func (p *Process[W]) Client() *boot.Client { return p.client }
@@ -255,6 +263,19 @@ func (p *Process[W]) Install(w *W, epoch int) (newer bool) {
 	return p.epoch > epoch
 }
 
+// Become makes a spare process incarnation inc of rank, joining Reinit
+// epoch epoch (the launcher took it instead of respawning the rank): its
+// identity (and its launcher client's) is the rank's from now on, so the
+// next OpenEpoch publishes its endpoint as that rank's. The caller ends
+// the spare's World and opens the epoch.
+func (p *Process[W]) Become(rank, inc, epoch int) {
+	p.mu.Lock()
+	p.info.Rank, p.info.Proc, p.info.Incarnation, p.info.Epoch = rank, rank, inc, epoch
+	p.epoch = max(p.epoch, epoch)
+	p.mu.Unlock()
+	p.client.Become(rank, inc)
+}
+
 // Finalizing records that the process finalizes: a launcher connection
 // closing from now on is the end of the job, not a loss.
 func (p *Process[W]) Finalizing() { p.finalized.Store(true) }
@@ -293,6 +314,10 @@ func (p *Process[W]) watchLauncher() {
 			switch ev.Kind {
 			case boot.EventFailed:
 				p.hooks.FailPeer(p.Current(), ev.Rank, fmt.Errorf("rank %d failed: %s", ev.Rank, ev.Reason))
+			case boot.EventActivate, boot.EventRelease:
+				if p.hooks.Spare != nil {
+					p.hooks.Spare(p.Current(), ev)
+				}
 			case boot.EventReinit:
 				reason := fmt.Sprintf("rank %d failed (%s)", ev.Rank, ev.Reason)
 				if ev.Rank < 0 {
@@ -308,7 +333,7 @@ func (p *Process[W]) watchLauncher() {
 				p.hooks.LauncherLost()
 				return
 			}
-			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: lost contact with ftmpirun; exiting\n", p.info.Rank)
+			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: lost contact with ftmpirun; exiting\n", p.Info().Rank)
 			os.Exit(1)
 		case <-p.stopCh:
 			return

@@ -68,6 +68,12 @@
 //     no respawn or spawned child is placed on a lost host (Respawn.Host,
 //     ChildrenStart.Hosts: the process's own host if it is not lost, else
 //     one with a free slot, else the least loaded one left);
+//   - spares (Config.Spares): a waiting spare is never told of an epoch
+//     and its death is no failure of the job; reinit mode takes a waiting,
+//     connected spare (Adopt, then EventActivate to it alone) and respawns
+//     only when none is left; a spare is adopted at most once; the waiting
+//     spares are released (EventRelease) once every other process has
+//     finalized or is gone, so the job still ends;
 //   - the job always ends (Done once every process is gone; only a stopped
 //     process that nobody can suspect needs --timeout), and ExitCode is the
 //     one the mode and the teardown's cause imply.

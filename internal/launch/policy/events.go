@@ -67,6 +67,13 @@ type Liveness struct {
 	Stopped bool // stopped or traced: hung, as opposed to exiting, dead or gone
 }
 
+// SpareTaken: a repair of the ranks took the spare on Conn
+// (MPIX_Comm_replace): it is a rank from now on.
+type SpareTaken struct {
+	Conn Conn
+	ID   uint64
+}
+
 // ReinitActive: a rank entered (Kind boot.ReinitEnter) or left
 // (boot.ReinitLeave) MPI_Reinit.
 type ReinitActive struct {
@@ -155,6 +162,7 @@ type Stall struct{}
 const StallEvery = time.Second
 
 func (Hello) isEvent()        {}
+func (SpareTaken) isEvent()   {}
 func (Fence) isEvent()        {}
 func (Finalize) isEvent()     {}
 func (Abort) isEvent()        {}
@@ -199,6 +207,10 @@ const (
 	Respawn
 	// StartChildren starts the processes of a spawn (Start).
 	StartChildren
+	// Adopt: the process started as spare Spare is incarnation Incarnation
+	// of rank Rank from now on (it was taken instead of a respawn); the
+	// shell sends its signals there and reports its exit as that rank's.
+	Adopt
 	// ArmGrace starts the grace timer; it ends with a Grace event.
 	ArmGrace
 	// Mark records the current time under Text, for a later Log's Since.
@@ -212,7 +224,7 @@ const (
 
 var kindNames = [...]string{Reply: "reply", Drop: "drop", Notify: "notify", Check: "check", Signal: "signal",
 	SignalAll: "signal-all", TearDown: "teardown", Respawn: "respawn", StartChildren: "start-children",
-	ArmGrace: "arm-grace", Mark: "mark", Log: "log", Done: "done"}
+	Adopt: "adopt", ArmGrace: "arm-grace", Mark: "mark", Log: "log", Done: "done"}
 
 func (k ActionKind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -242,6 +254,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("respawn rank %d inc %d epoch %d host %d", a.Rank, a.Incarnation, a.Epoch, a.Host)
 	case StartChildren:
 		return fmt.Sprintf("start-children %+v", *a.Start)
+	case Adopt:
+		return fmt.Sprintf("adopt spare %d as rank %d inc %d", a.Spare, a.Rank, a.Incarnation)
 	case Log, Mark:
 		return a.Kind.String() + " " + a.Text
 	}
@@ -271,6 +285,7 @@ type Action struct {
 	Pid            int
 	Epoch          int
 	Host           int // Respawn: the host index to start it on
+	Spare          int // Adopt: the spare's process id (its agent knows it by it, incarnation 0)
 	Sig            syscall.Signal
 	Why            Why
 	Cause          Cause
@@ -288,6 +303,7 @@ type ChildrenStart struct {
 	Args    []string
 	Parent  string
 	Hosts   []int // the host index of each child (a host with a free slot)
+	Spares  bool  // the children are spares (boot.EnvSpares = K): a repair takes them
 }
 
 // CauseKind is why a job is torn down.

@@ -30,6 +30,14 @@ type Config struct {
 	// and ChildrenStart's Host).
 	Hosts []Host
 	Place []int
+	// Spares: the last Spares of the Size processes are spares
+	// (boot.EnvSpares): they wait inside MPI_Init. The death of a waiting
+	// spare is no failure of the job (the pool shrinks; the ranks are
+	// told, so they drop it); reinit mode takes a waiting spare instead of
+	// respawning a failed rank (Adopt), and respawns once none is left;
+	// the waiting spares are released (boot.EventRelease) once every other
+	// process has finalized or is gone.
+	Spares int
 }
 
 // Validate reports what is wrong with c.
@@ -39,6 +47,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("policy: size %d: must be at least 1", c.Size)
 	case c.Mode < ModeAbort || c.Mode > ModeReinit:
 		return fmt.Errorf("policy: unknown mode %d", c.Mode)
+	case c.Spares < 0 || c.Spares >= c.Size:
+		return fmt.Errorf("policy: %d spares among %d processes: want 0 to %d", c.Spares, c.Size, c.Size-1)
 	case c.Place != nil && len(c.Place) != c.Size:
 		return fmt.Errorf("policy: %d placements for %d ranks", len(c.Place), c.Size)
 	}
@@ -72,6 +82,9 @@ type proc struct {
 	spawning    bool   // a child whose spawn has not completed: its death fails the spawn, not the job
 	spawnFailed bool   // a child of a spawn that failed: its exit code is not the job's
 	host        int    // index of the host it runs on (Config.Hosts)
+	spare       bool   // a spare of the start set that nobody took yet (as far as the launcher knows)
+	released    bool   // a spare sent EventRelease
+	adopted     bool   // a spare taken as a rank's new incarnation: its process is that rank's now
 }
 
 type waiter struct {
@@ -153,6 +166,9 @@ func New(cfg Config) (*Machine, error) {
 	for r, h := range cfg.Place {
 		m.procs[r].host = h
 	}
+	for r := cfg.Size - cfg.Spares; r < cfg.Size; r++ {
+		m.procs[r].spare = true
+	}
 	return m, nil
 }
 
@@ -206,6 +222,14 @@ func (m *Machine) Step(ev Event) []Action {
 	case Spawn:
 		if r, ok := m.rank(e.Conn, e.ID); ok {
 			m.spawn(r, e)
+		}
+	case SpareTaken:
+		if r, ok := m.rank(e.Conn, e.ID); ok {
+			if p := &m.procs[r]; p.spare {
+				p.spare = false
+				m.vlogf("spare process %d taken by a repair of the ranks; %d spares left", r, m.sparesLeft())
+			}
+			m.reply(e.Conn, boot.Msg{Op: boot.OpSpare, ID: e.ID})
 		}
 	case Unknown:
 		if _, ok := m.rank(e.Conn, e.ID); ok {
@@ -340,8 +364,14 @@ func (m *Machine) hello(e Hello) {
 			m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: m.failedEvent(r)})
 		}
 	}
+	// A spare that connects after the release is released at once.
+	if p.spare && m.sparesReleased() {
+		p.released = true
+		m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventRelease, Rank: e.Rank}})
+		return
+	}
 	// Likewise a Reinit epoch that began before this rank connected.
-	if m.epoch > 0 && p.rejoined < m.epoch {
+	if m.epoch > 0 && p.rejoined < m.epoch && !p.spare {
 		m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: -1, Epoch: m.epoch, Reason: "a rank failed before this one connected"}})
 	}
 }
@@ -365,6 +395,45 @@ func (m *Machine) how(r int, e Exit) string {
 		how += ", " + m.procs[r].killedBy
 	}
 	return how
+}
+
+// sparesLeft counts the waiting spares that are not gone.
+func (m *Machine) sparesLeft() int {
+	n := 0
+	for r := range m.procs {
+		if p := &m.procs[r]; p.spare && !p.gone {
+			n++
+		}
+	}
+	return n
+}
+
+// sparesReleased reports whether the job no longer needs its spares:
+// every process that is not a waiting spare has finalized or is gone.
+func (m *Machine) sparesReleased() bool {
+	if m.cfg.Spares == 0 {
+		return false
+	}
+	for r := range m.procs {
+		if p := &m.procs[r]; !p.spare && !p.finalized && !p.gone {
+			return false
+		}
+	}
+	return true
+}
+
+// releaseSpares sends EventRelease to the waiting spares once the job no
+// longer needs them (they then finalize, which completes the fence).
+func (m *Machine) releaseSpares() {
+	if !m.sparesReleased() {
+		return
+	}
+	for r := range m.procs {
+		if p := &m.procs[r]; p.spare && !p.gone && !p.released && p.conn != 0 {
+			p.released = true
+			m.emit(Action{Kind: Notify, To: []Conn{p.conn}, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventRelease, Rank: r}})
+		}
+	}
 }
 
 // notifyFailed sends the failed event of process r to every other
@@ -422,6 +491,13 @@ func (m *Machine) exited(e Exit) {
 	switch {
 	case p.cancelled || p.spawning:
 		m.vlogf("process %d of a failed spawn %s", e.Rank, e)
+	case p.spare && !tearing && !p.finalized:
+		// A spare that dies waiting is no failure of the job: the pool
+		// shrinks. The ranks are told, so they drop it from their pool.
+		if !p.notified {
+			m.notifyFailed(e.Rank)
+		}
+		m.logf("spare process %d (pid %d) %s; %d spares left", e.Rank, e.Pid, e, m.sparesLeft())
 	case e.StartErr != nil && !tearing:
 		m.logf("rank %d could not be started: %v", e.Rank, e.StartErr)
 		m.teardown(Cause{CauseStart, 1})
@@ -476,6 +552,7 @@ func (m *Machine) exited(e Exit) {
 	}
 	m.checkFences()
 	m.checkFinalize()
+	m.releaseSpares() // also when nobody finalizes (every rank died)
 	m.checkRejoin()
 	m.checkSpawns()
 	m.checkDone()
@@ -553,6 +630,7 @@ func (m *Machine) checkFinalize() {
 	if len(m.finWait) == 0 || m.tearing() {
 		return
 	}
+	m.releaseSpares()
 	for r := range m.procs {
 		if p := &m.procs[r]; !p.finalized && !p.gone {
 			return
@@ -874,8 +952,8 @@ func (m *Machine) ExitCode() int {
 func (m *Machine) normalCode() int {
 	for r := range m.procs {
 		p := &m.procs[r]
-		if p.killedBy != "" && p.exit.Signal == syscall.SIGKILL || p.exit.StartErr != nil || p.spawnFailed {
-			continue
+		if p.killedBy != "" && p.exit.Signal == syscall.SIGKILL || p.exit.StartErr != nil || p.spawnFailed || p.spare && !p.finalized {
+			continue // (a spare that died waiting: the pool shrank)
 		}
 		if c := p.exit.Code(); c != 0 {
 			return c

@@ -42,8 +42,8 @@ func (m *Machine) reinit(e Exit, how string) bool {
 	// of the launcher's events decides; a respawned process is inside.
 	for q := range m.procs {
 		o := &m.procs[q]
-		if q == r {
-			continue
+		if q == r || o.spare || o.adopted {
+			continue // a waiting spare is in no epoch
 		}
 		if o.leftReinit {
 			m.logf("%s after rank %d returned from MPI_Reinit: no rollback location, ending the job (seed 000 1.4.2: as MPI_ERRORS_ARE_FATAL)", how, q)
@@ -62,12 +62,22 @@ func (m *Machine) reinit(e Exit, how string) bool {
 		m.logf("%s; no host left to respawn it on, ending the job", how)
 		return false
 	}
-	*p = proc{inc: inc, fences: 1, rejoined: m.epoch, inReinit: true, host: host}
+	sp := m.takeSpare()
+	if sp >= 0 {
+		// A waiting spare becomes the rank's new incarnation: no process to
+		// start, and it is connected already.
+		s := &m.procs[sp]
+		*p = proc{inc: inc, fences: 1, rejoined: m.epoch, inReinit: true, host: s.host, connected: true, conn: s.conn, pid: s.pid}
+		m.conns[s.conn] = r
+		s.spare, s.adopted, s.gone, s.conn = false, true, true, 0
+	} else {
+		*p = proc{inc: inc, fences: 1, rejoined: m.epoch, inReinit: true, host: host}
+	}
 	// The survivors first (notify before anything else), then the ranks
 	// waiting in an older epoch's fence learn it is superseded.
 	var to []Conn
 	for q := range m.procs {
-		if o := &m.procs[q]; q != r && !o.gone && o.conn != 0 {
+		if o := &m.procs[q]; q != r && !o.gone && o.conn != 0 && !o.spare {
 			to = append(to, o.conn)
 		}
 	}
@@ -80,10 +90,29 @@ func (m *Machine) reinit(e Exit, how string) bool {
 	m.rejoinWait = nil
 	clear(m.epochKV)
 	m.emit(Action{Kind: Mark, Text: "epoch"})
+	if sp >= 0 {
+		m.emit(Action{Kind: Adopt, Rank: r, Incarnation: inc, Spare: sp})
+		m.emit(Action{Kind: Notify, To: []Conn{p.conn}, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventActivate, Rank: r, Incarnation: inc, Epoch: m.epoch, Reason: how}})
+		m.logf("%s; spare process %d takes its place (incarnation %d, %d spares left), every rank rolls back to MPI_Reinit (epoch %d, restart %d of at most %d)",
+			how, sp, inc, m.sparesLeft(), m.epoch, m.restarts, m.maxRestarts)
+		return true
+	}
 	m.emit(Action{Kind: Respawn, Rank: r, Incarnation: inc, Epoch: m.epoch, Host: host})
 	m.logf("%s; respawning it (incarnation %d%s), every rank rolls back to MPI_Reinit (epoch %d, restart %d of at most %d)",
 		how, inc, m.onHostText(host), m.epoch, m.restarts, m.maxRestarts)
 	return true
+}
+
+// takeSpare returns the waiting spare to take instead of a respawn: the
+// lowest process id that is connected (it can be told), not gone and not
+// on a lost host; -1 when none is left.
+func (m *Machine) takeSpare() int {
+	for q := range m.procs {
+		if o := &m.procs[q]; o.spare && !o.gone && o.conn != 0 && !o.finalized && !o.released && !m.lost[o.host] {
+			return q
+		}
+	}
+	return -1
 }
 
 // reinitActive records that rank r entered or left MPI_Reinit and answers
@@ -130,6 +159,9 @@ func (m *Machine) checkRejoin() {
 		return
 	}
 	for r := range m.procs {
+		if p := &m.procs[r]; p.spare || p.adopted {
+			continue // in no epoch (an adopted one rejoins as its rank)
+		}
 		if _, ok := m.epochKV[boot.EpochEndpointKey(m.epoch, r)]; !ok || m.procs[r].gone {
 			return
 		}

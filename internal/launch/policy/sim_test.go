@@ -49,6 +49,7 @@ const (
 	phInFinalize
 	phExit // Finalize returned: exits with status 0
 	phDone
+	phSpare // a spare after the bootstrap fence: waits for EventActivate or EventRelease
 )
 
 // sproc is one simulated process (a rank's incarnation or a child).
@@ -78,6 +79,11 @@ type sproc struct {
 	host int  // host index
 	lost bool // its host was lost (HostLost): gone without an Exited
 
+	spare     bool // a spare of the start set, not taken (yet)
+	spareDied bool // it died as a waiting spare (no failure of the job)
+	released  bool // it was sent EventRelease
+	wasSpare  int  // the spare's process id it started as (-1: not a spare)
+
 	failedSeen map[int]int // rank -> failed events received (continue: one incarnation per rank)
 	reinitSeen map[int]int // epoch -> reinit events received
 }
@@ -91,6 +97,7 @@ type pendingCheck struct {
 // simulator shows).
 type stats struct {
 	suspectKills, refused, stale, told, respawns, spawnsOK, spawnsFailed, codes, timeouts, teardowns, hostsLost int
+	adopted, released, sparesDied                                                                               int
 }
 
 type sim struct {
@@ -125,6 +132,9 @@ type sim struct {
 	nhosts   int
 	lostHost []bool
 	hostLoss int // hosts lost in this schedule
+
+	nspares int          // the last nspares of the n+nspares processes are spares
+	taken   map[int]bool // spares adopted (process ids)
 }
 
 func (s *sim) tracef(format string, args ...any) {
@@ -140,7 +150,7 @@ func (s *sim) fail(format string, args ...any) {
 func (s *sim) newProc(rank, inc int, child bool, epoch int) *sproc {
 	s.pid++
 	p := &sproc{id: len(s.procs), rank: rank, inc: inc, pid: 1000 + s.pid, child: child, epoch: epoch,
-		closedAt: -1, reapedAt: -1, failedSeen: map[int]int{}, reinitSeen: map[int]int{}}
+		closedAt: -1, reapedAt: -1, failedSeen: map[int]int{}, reinitSeen: map[int]int{}, wasSpare: -1}
 	s.procs = append(s.procs, p)
 	s.cur[rank] = p
 	return p
@@ -177,7 +187,7 @@ func (s *sim) feed(ev Event) {
 		case Log:
 			logged = true
 		case Notify:
-			if logged {
+			if logged && a.Msg.Kind != boot.EventRelease { // a release tells of no failure
 				s.fail("notification %+v after a log line in the same step", a.Msg)
 			}
 			for _, c := range a.To {
@@ -220,16 +230,39 @@ func (s *sim) feed(ev Event) {
 			}
 			// Every connected survivor was told of the new epoch, once.
 			for _, q := range s.procs {
-				if q.rank != a.Rank && q.helloOK && q.connOpen && q.reinitSeen[a.Epoch] != 1 {
+				if q.rank != a.Rank && q.helloOK && q.connOpen && !q.spare && q.reinitSeen[a.Epoch] != 1 {
 					s.fail("rank %d.%d told %d times of epoch %d", q.rank, q.inc, q.reinitSeen[a.Epoch], a.Epoch)
 				}
 			}
 			if a.Host < 0 || a.Host >= s.nhosts || s.lostHost[a.Host] {
 				s.fail("rank %d respawned on host %d (lost: %v)", a.Rank, a.Host, s.lostHost)
 			}
+			// A spare is taken instead when one waits, connected, on a live host.
+			for _, q := range s.procs {
+				if q.spare && q.connOpen && q.helloOK && !q.released && !q.finSent && !s.lostHost[q.host] {
+					s.fail("rank %d respawned while spare %d waits", a.Rank, q.rank)
+				}
+			}
 			p := s.newProc(a.Rank, a.Incarnation, false, a.Epoch)
 			p.want = a.Epoch
 			p.host = a.Host
+		case Adopt:
+			s.st.adopted++
+			if s.mode != ModeReinit {
+				s.fail("spare %d adopted in mode %d", a.Spare, s.mode)
+			}
+			if a.Spare < s.n || a.Spare >= s.n+s.nspares || s.taken[a.Spare] {
+				s.fail("adopt of process %d: not a spare, or taken before (%v)", a.Spare, s.taken)
+			}
+			s.taken[a.Spare] = true
+			if old := s.cur[a.Rank]; old.state != stReaped {
+				s.fail("spare %d adopted as rank %d while incarnation %d is not reaped", a.Spare, a.Rank, old.inc)
+			}
+			for _, q := range s.procs {
+				if q.rank != a.Rank && q.helloOK && q.connOpen && !q.spare && q.wasSpare != a.Spare && q.reinitSeen[m0(s, a)] != 1 {
+					s.fail("rank %d.%d told %d times of the epoch of the adoption", q.rank, q.inc, q.reinitSeen[m0(s, a)])
+				}
+			}
 		case StartChildren:
 			if len(a.Start.Hosts) != a.Start.K {
 				s.fail("spawn of %d children placed on %v", a.Start.K, a.Start.Hosts)
@@ -255,6 +288,9 @@ func (s *sim) feed(ev Event) {
 	}
 }
 
+// m0 is the epoch an Adopt action belongs to: the machine's current one.
+func m0(s *sim, _ Action) int { return s.m.epoch }
+
 // kill applies sig to p.
 func (s *sim) kill(p *sproc, sig syscall.Signal) {
 	switch sig {
@@ -273,6 +309,10 @@ func (s *sim) kill(p *sproc, sig syscall.Signal) {
 }
 
 func (s *sim) die(p *sproc, e Exit) {
+	if p.spare && !p.finSent {
+		p.spareDied = true
+		s.st.sparesDied++
+	}
 	e.Rank, e.Incarnation, e.Pid = p.rank, p.inc, p.pid
 	p.state, p.exit = stDead, e
 }
@@ -315,6 +355,27 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 	}
 	if msg.Op == boot.OpEvent {
 		switch msg.Kind {
+		case boot.EventActivate:
+			if !p.spare {
+				s.fail("activation of process %d (rank %d.%d), not a waiting spare", p.wasSpare, p.rank, p.inc)
+				return
+			}
+			// The spare becomes the rank's new incarnation (the shell reports
+			// its signals and exit as the rank's: Adopt).
+			delete(s.cur, p.rank)
+			p.spare, p.wasSpare = false, p.rank
+			p.rank, p.inc, p.want, p.epoch = msg.Rank, msg.Incarnation, msg.Epoch, 0
+			s.cur[p.rank] = p
+			if p.phase == phSpare {
+				p.phase = phRejoin
+			}
+		case boot.EventRelease:
+			s.st.released++
+			p.released = true
+			if !p.spare || p.phase != phSpare && p.phase > phInFence {
+				s.fail("release of process %d (spare %v, phase %d)", p.rank, p.spare, p.phase)
+			}
+			p.phase = phFinalize
 		case boot.EventFailed:
 			s.st.told++
 			p.failedSeen[msg.Rank]++
@@ -325,6 +386,9 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 				s.fail("rank %d told of its own failure", p.rank)
 			}
 		case boot.EventReinit:
+			if p.spare {
+				s.fail("waiting spare %d told of epoch %d", p.rank, msg.Epoch)
+			}
 			p.reinitSeen[msg.Epoch]++
 			if p.reinitSeen[msg.Epoch] > 1 {
 				s.fail("rank %d told twice of epoch %d", p.rank, msg.Epoch)
@@ -345,6 +409,9 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 	case boot.OpFence:
 		if p.phase == phInFence {
 			p.phase = phWork
+			if p.spare {
+				p.phase = phSpare
+			}
 		}
 	case boot.OpRejoin:
 		if p.phase != phInRejoin {
@@ -480,6 +547,9 @@ func (s *sim) loseHost(h int) {
 	var held []*sproc
 	for _, p := range s.procs {
 		if p.host == h && p.state != stReaped {
+			if p.spare && !p.finSent && p.state != stDead {
+				p.spareDied = true
+			}
 			p.lost, p.killOrder = true, true
 			p.state, p.reapedAt = stReaped, s.step+1
 			p.exit = Exit{Rank: p.rank, Incarnation: p.inc, Pid: p.pid, Signal: syscall.SIGKILL}
@@ -562,6 +632,10 @@ func (s *sim) reap(p *sproc) {
 		s.closeConn(p)
 	}
 	p.state = stReaped
+	if p.wasSpare >= 0 && !p.spare && p.exit.StartErr == nil {
+		// An adopted spare: the shell reports its exit as its rank's (Adopt).
+		p.exit.Rank, p.exit.Incarnation = p.rank, p.inc
+	}
 	s.feed(Exited{Exit: p.exit})
 	p.reapedAt = s.step
 }
@@ -638,20 +712,24 @@ func runSim(seed int64, st *stats) (s *sim, err error) {
 	n := 1 + rng.IntN(6)
 	mode := Mode(rng.IntN(3))
 	nh := 1 + rng.IntN(3)
+	nspares := 0
+	if rng.IntN(3) == 0 {
+		nspares = 1 + rng.IntN(2)
+	}
 	hosts := make([]Host, nh)
 	for h := range hosts {
-		hosts[h] = Host{Name: fmt.Sprint("h", h), Slots: (n + nh - 1) / nh}
+		hosts[h] = Host{Name: fmt.Sprint("h", h), Slots: (n + nspares + nh - 1) / nh}
 	}
-	place := make([]int, n)
+	place := make([]int, n+nspares)
 	for r := range place {
 		place[r] = r % nh
 	}
-	m, err := New(Config{Job: "job", Size: n, Mode: mode, Verbose: rng.IntN(2) == 0, Hosts: hosts, Place: place})
+	m, err := New(Config{Job: "job", Size: n + nspares, Mode: mode, Verbose: rng.IntN(2) == 0, Hosts: hosts, Place: place, Spares: nspares})
 	if err != nil {
 		return nil, err
 	}
 	s = &sim{st: st, rng: rng, seed: seed, n: n, mode: mode, m: m, cur: map[int]*sproc{}, conns: map[Conn]*sproc{},
-		suspected: map[[2]int]bool{}, spawnOK: -1, nhosts: nh, lostHost: make([]bool, nh)}
+		suspected: map[[2]int]bool{}, spawnOK: -1, nhosts: nh, lostHost: make([]bool, nh), nspares: nspares, taken: map[int]bool{}}
 	if mode == ModeReinit {
 		m.EnableRespawn(rng.IntN(4))
 	}
@@ -659,8 +737,12 @@ func runSim(seed int64, st *stats) (s *sim, err error) {
 		m.EnableSpawn()
 		s.spawnKey = "spawn-1"
 	}
-	for r := 0; r < n; r++ {
-		s.newProc(r, 0, false, 0).host = place[r]
+	for r := 0; r < n+nspares; r++ {
+		p := s.newProc(r, 0, false, 0)
+		p.host = place[r]
+		if r >= n {
+			p.spare, p.wasSpare = true, r
+		}
 	}
 	if rng.IntN(10) == 0 {
 		p := s.procs[rng.IntN(n)]
@@ -846,7 +928,7 @@ func (s *sim) wantCode() (int, string) {
 		slices.Sort(ids)
 		for _, id := range ids {
 			p := s.cur[id]
-			if p.killOrder && p.exit.Signal == syscall.SIGKILL || p.exit.StartErr != nil || p.child && (s.spawnOK < 0 || s.spawnOK >= p.reapedAt) {
+			if p.killOrder && p.exit.Signal == syscall.SIGKILL || p.exit.StartErr != nil || p.child && (s.spawnOK < 0 || s.spawnOK >= p.reapedAt) || p.spareDied {
 				continue
 			}
 			if c := p.exit.Code(); c != 0 {
@@ -860,6 +942,9 @@ func (s *sim) wantCode() (int, string) {
 
 // isFailure: the death of p is a failure of the job (before any teardown).
 func (s *sim) isFailure(p *sproc) bool {
+	if p.spareDied {
+		return false // the pool shrank
+	}
 	if p.exit.StartErr != nil || p.finSent || p.child && (s.spawnOK < 0 || s.spawnOK >= p.reapedAt) || s.cause.Kind != CauseNone && s.causeStep <= p.reapedAt {
 		return false
 	}

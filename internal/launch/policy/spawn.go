@@ -190,7 +190,7 @@ func (m *Machine) startChildren(op *spawnOp) {
 		m.procs = append(m.procs, proc{spawning: true, host: hosts[i]})
 	}
 	m.emit(Action{Kind: StartChildren, Start: &ChildrenStart{Base: base, K: k, Command: root.Command, Args: root.Args,
-		Parent: boot.FormatParent(root.Pairs, op.procs), Hosts: hosts}})
+		Parent: boot.FormatParent(root.Pairs, op.procs), Hosts: hosts, Spares: root.Spares}})
 	names := ""
 	for i, h := range hosts {
 		if i > 0 {

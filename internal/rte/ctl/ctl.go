@@ -28,6 +28,7 @@ const (
 	Agree      Type = 2  // Ctx = communicator context, Seq = agreement instance; payload agree.EncodeMsg
 	CollFail   Type = 3  // Ctx = collective context, A = call sequence | sender's rank<<32, B = error class code; payload the reason
 	Port       Type = 4  // connect/accept between two roots: B = kind, A = port or step, Seq = connection id; payload the kind's
+	Spare      Type = 12 // spare processes (MPIX_Comm_replace, reinit): B = kind, Seq = activation key; payload the kind's
 	Heartbeat  Type = 16 // A = detector epoch, B = sender incarnation, Seq = receiver incarnation
 	FailNotice Type = 17 // A = failed process, B = its incarnation, Seq = hops
 )
@@ -41,13 +42,14 @@ var names = [max]string{
 	Agree:      "agree",
 	CollFail:   "collective failure",
 	Port:       "port",
+	Spare:      "spare",
 	Heartbeat:  "heartbeat",
 	FailNotice: "failure notice",
 }
 
 // carries says which types have a payload; the others carry everything
 // in their header, and a payload on them is a malformed frame.
-var carries = [max]bool{Agree: true, CollFail: true, Port: true}
+var carries = [max]bool{Agree: true, CollFail: true, Port: true, Spare: true}
 
 // Known reports whether t is a declared control type.
 func (t Type) Known() bool { return t >= 0 && t < max && names[t] != "" }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package spare
+
+const raceEnabled = false

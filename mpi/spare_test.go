@@ -1,0 +1,316 @@
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// runSpares runs fn under RunSpares with a deadline (a hang is a failure).
+func runSpares(t *testing.T, n, spares int, fn func(w *World) error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- RunSpares(n, spares, DefaultConfig(), fn) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatal("RunSpares did not return within 60 s")
+		return nil
+	}
+}
+
+// untilFailure runs barriers on c until one fails: a failure of a member
+// ends the loop at every survivor, whenever it happens.
+func untilFailure(c *Comm) error {
+	for i := 0; i < 1_000_000; i++ {
+		if err := c.Barrier(); err != nil {
+			if !isFailure(err) && !errors.Is(err, ErrRevoked) {
+				return err
+			}
+			return nil
+		}
+	}
+	return errors.New("no failure seen")
+}
+
+// checkRepaired checks, at every member of nc (survivors and new
+// processes alike), that nc has want members, that a collective over it
+// works, and returns nc's process ids.
+func checkRepaired(nc *Comm, want int) ([]int, error) {
+	if nc.Size() != want {
+		return nil, fmt.Errorf("repaired size %d, want %d", nc.Size(), want)
+	}
+	sum := []int64{0}
+	if err := Allreduce(nc, []int64{int64(nc.Rank())}, sum, Sum); err != nil {
+		return nil, fmt.Errorf("allreduce over the repaired communicator: %w", err)
+	}
+	if w := int64(want * (want - 1) / 2); sum[0] != w {
+		return nil, fmt.Errorf("allreduce of the ranks %d, want %d", sum[0], w)
+	}
+	return slices.Clone(nc.groupProcs()), nil
+}
+
+// A killed rank is replaced by a spare: every survivor keeps its rank, the
+// spare returns from its wait as the failed rank with the repaired
+// communicator as CommWorld (Replacement), a collective over it works, and
+// the unused spare ends without running fn.
+func TestReplaceWithSpares(t *testing.T) {
+	var spareCalls atomic.Int32
+	var mu sync.Mutex
+	procs := map[int][]int{}
+	err := runSpares(t, 4, 2, func(w *World) error {
+		if nc := w.Replacement(); nc != nil {
+			spareCalls.Add(1)
+			if w.CommWorld() != nc || w.Rank() != 3 || nc.Rank() != 3 {
+				return fmt.Errorf("spare %d: CommWorld %v, rank %d", w.rank, w.CommWorld() == nc, w.Rank())
+			}
+			got, err := checkRepaired(nc, 4)
+			mu.Lock()
+			procs[w.rank] = got
+			mu.Unlock()
+			return err
+		}
+		c := w.CommWorld()
+		c.SetErrhandler(ErrorsReturn)
+		if c.Size() != 4 {
+			return fmt.Errorf("CommWorld has %d ranks with 2 spares, want 4", c.Size())
+		}
+		if w.Rank() == 3 {
+			w.Kill()
+		}
+		if err := untilFailure(c); err != nil {
+			return err
+		}
+		nc, err := c.Replace()
+		if err != nil {
+			return fmt.Errorf("rank %d: Replace: %w", w.Rank(), err)
+		}
+		if nc.Rank() != c.Rank() {
+			return fmt.Errorf("rank %d is rank %d after Replace", c.Rank(), nc.Rank())
+		}
+		got, err := checkRepaired(nc, 4)
+		mu.Lock()
+		procs[w.rank] = got
+		mu.Unlock()
+		if len(w.Spares()) != 1 {
+			return fmt.Errorf("rank %d: %d spares left, want 1", w.Rank(), len(w.Spares()))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := spareCalls.Load(); n != 1 {
+		t.Fatalf("fn ran at %d spares, want 1 (the unused spare must not run it)", n)
+	}
+	for p, got := range procs {
+		if !slices.Equal(got, []int{0, 1, 2, 4}) {
+			t.Errorf("process %d sees the repaired members %v, want [0 1 2 4]", p, got)
+		}
+	}
+	if len(procs) != 4 {
+		t.Errorf("%d processes checked the repaired communicator, want 4", len(procs))
+	}
+}
+
+// A spare that died before being taken is not taken: the repair uses the
+// next one, and the dead one is gone from every survivor's pool.
+func TestReplaceSpareKilledBeforeTaken(t *testing.T) {
+	var mu sync.Mutex
+	procs := map[int][]int{}
+	err := runSpares(t, 4, 2, func(w *World) error {
+		if nc := w.Replacement(); nc != nil {
+			got, err := checkRepaired(nc, 4)
+			mu.Lock()
+			procs[w.rank] = got
+			mu.Unlock()
+			return err
+		}
+		c := w.CommWorld()
+		c.SetErrhandler(ErrorsReturn)
+		if w.Rank() == 0 {
+			w.runWorlds[4].killInProc() // the first spare dies
+		}
+		if err := c.Barrier(); err != nil { // every rank learnt of it (in process: at once)
+			return err
+		}
+		if sp := w.Spares(); !slices.Equal(sp, []int{5}) {
+			return fmt.Errorf("rank %d: spares %v after the death of spare 4, want [5]", w.Rank(), sp)
+		}
+		if w.Rank() == 3 {
+			w.Kill()
+		}
+		if err := untilFailure(c); err != nil {
+			return err
+		}
+		nc, err := c.Replace()
+		if err != nil {
+			return err
+		}
+		got, err := checkRepaired(nc, 4)
+		mu.Lock()
+		procs[w.rank] = got
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, got := range procs {
+		if !slices.Equal(got, []int{0, 1, 2, 5}) {
+			t.Errorf("process %d sees %v, want [0 1 2 5]", p, got)
+		}
+	}
+	if len(procs) != 4 {
+		t.Errorf("%d processes checked the repaired communicator, want 4", len(procs))
+	}
+}
+
+// More failed ranks than spares: the rest would be spawned, which Run
+// cannot do; every survivor gets the same ErrSpawn, and the spares the
+// attempt picked are released at the end (Run returns).
+func TestReplaceNoSparesLeft(t *testing.T) {
+	var mu sync.Mutex
+	var errs []error
+	err := runSpares(t, 4, 1, func(w *World) error {
+		if w.Replacement() != nil {
+			return errors.New("a spare was taken by a repair that could not complete")
+		}
+		c := w.CommWorld()
+		c.SetErrhandler(ErrorsReturn)
+		if w.Rank() == 2 || w.Rank() == 3 {
+			w.Kill()
+		}
+		if err := untilFailure(c); err != nil {
+			return err
+		}
+		_, err := c.Replace()
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(errs) != 2 {
+		t.Fatalf("%d survivors returned from Replace, want 2", len(errs))
+	}
+	for _, e := range errs {
+		if !errors.Is(e, ErrSpawn) {
+			t.Errorf("Replace with no spare left under Run: %v, want ErrSpawn at every survivor", e)
+		}
+	}
+}
+
+// A survivor that fails during the repair (after the spares were
+// activated, before the outcome was agreed) makes the survivors abandon
+// the attempt and start over: the spare that accepted waits again, goes
+// back to the pool, and the second attempt replaces both failed ranks with
+// the two spares (there are no more).
+func TestReplaceFailureDuringRepair(t *testing.T) {
+	var mu sync.Mutex
+	procs := map[int][]int{}
+	var hooked atomic.Int32
+	err := runSpares(t, 4, 2, func(w *World) error {
+		if nc := w.Replacement(); nc != nil {
+			got, err := checkRepaired(nc, 4)
+			mu.Lock()
+			procs[w.rank] = got
+			mu.Unlock()
+			return err
+		}
+		c := w.CommWorld()
+		c.SetErrhandler(ErrorsReturn)
+		if w.Rank() == 1 {
+			w.replaceHook = func(step string) {
+				if step == "activated" && hooked.Add(1) == 1 {
+					w.Kill() // dies inside Replace, between activation and the outcome
+				}
+			}
+		}
+		if w.Rank() == 3 {
+			w.Kill()
+		}
+		if err := untilFailure(c); err != nil {
+			return err
+		}
+		nc, err := c.Replace()
+		if err != nil {
+			return err
+		}
+		got, err := checkRepaired(nc, 4)
+		mu.Lock()
+		procs[w.rank] = got
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hooked.Load() == 0 {
+		t.Fatal("rank 1 never reached the activation step")
+	}
+	if len(procs) != 4 {
+		t.Fatalf("%d processes checked the repaired communicator, want 4", len(procs))
+	}
+	var first []int
+	for p, got := range procs {
+		if first == nil {
+			first = got
+		}
+		if !slices.Equal(got, first) {
+			t.Errorf("process %d sees %v, another %v: not uniform", p, got, first)
+		}
+		if got[0] != 0 || got[2] != 2 || got[1] < 4 || got[3] < 4 || got[1] == got[3] {
+			t.Errorf("process %d sees %v: want 0 and 2 in place, ranks 1 and 3 taken by the two spares", p, got)
+		}
+	}
+}
+
+// Without a failure Replace returns a communicator of the same ranks and
+// takes no spare.
+func TestReplaceNoFailure(t *testing.T) {
+	err := runSpares(t, 3, 1, func(w *World) error {
+		if w.Replacement() != nil {
+			return errors.New("a spare was taken without a failure")
+		}
+		c := w.CommWorld()
+		nc, err := c.Replace()
+		if err != nil {
+			return err
+		}
+		if nc.Size() != 3 || nc.Rank() != c.Rank() {
+			return fmt.Errorf("size %d rank %d, want 3 and %d", nc.Size(), nc.Rank(), c.Rank())
+		}
+		if len(w.Spares()) != 1 {
+			return fmt.Errorf("%d spares left, want 1", len(w.Spares()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A malformed activation is refused by the decoder with the defect named.
+func TestDecodeActivationRejects(t *testing.T) {
+	good := (&activation{pair: 3, rank: 1, members: []int{0, 9}, survivors: []int{0}, name: "x"}).encode()
+	if a, err := decodeActivation(7, good); err != nil || a.rank != 1 || a.name != "x" || !slices.Equal(a.members, []int{0, 9}) {
+		t.Fatalf("round trip: %+v, %v", a, err)
+	}
+	for _, bad := range [][]byte{nil, good[:20], good[:24+8]} {
+		if _, err := decodeActivation(7, bad); err == nil {
+			t.Errorf("%d bytes of an activation accepted", len(bad))
+		}
+	}
+	huge := (&activation{pair: 3, rank: 5, members: []int{0, 9}, survivors: []int{0}}).encode()
+	if _, err := decodeActivation(7, huge); err == nil {
+		t.Error("a rank beyond the members accepted")
+	}
+}
