@@ -14,18 +14,27 @@ import (
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
+// Who holds rxLock (polls the rings).
+const (
+	rxByReceiver int32 = 1
+	rxByCaller   int32 = 2
+)
+
 // recvLoop polls every pair's rings and delivers their frames; it sleeps
-// on the doorbell when all are empty.
+// on the doorbell when all are empty. It spins first (SpinFn) only while
+// no caller polls (PollUntil): then a caller is the one spinning. It
+// polls again after every poll of its own, so whoever finds it holding
+// the rings may count on a poll after its own release.
 func (t *Transport) recvLoop() {
 	defer close(t.rxDone)
 	spinning := false
 	var idleSince time.Time
 	for !t.stop.Load() {
-		if t.pollAll() {
+		if t.pollHeld() {
 			spinning = false
 			continue
 		}
-		if t.cfg.SpinFn != nil {
+		if t.cfg.SpinFn != nil && t.bellPoll.Load() == 0 {
 			if spin := t.cfg.SpinFn(); spin > 0 {
 				if !spinning {
 					spinning, idleSince = true, time.Now()
@@ -42,13 +51,144 @@ func (t *Transport) recvLoop() {
 		spinning = false
 		seq := t.bellSeq.Load()
 		t.bellSleep.Store(1)
-		if t.pollAll() || t.stop.Load() {
+		if t.pollHeld() || t.stop.Load() {
 			t.bellSleep.Store(0)
 			continue
 		}
-		futexWaitOn(t.bellSeq, seq, sleepMax)
+		futexWaitOn(t.bellSeq, seq, t.cfg.sleepMax)
 		t.bellSleep.Store(0)
 	}
+}
+
+// pollHeld polls every ring as the receiver if no caller holds them, and
+// reports whether a frame moved. A caller holding them looks again after
+// it lets go (PollUntil), or hands its leftovers over with a wake-up.
+func (t *Transport) pollHeld() bool {
+	if !t.rxLock.CompareAndSwap(0, rxByReceiver) {
+		return false
+	}
+	t.handoff.Store(false)
+	progress := t.pollAll()
+	t.rxLock.Store(0)
+	return progress
+}
+
+// PollUntil is caller-driven progress: the calling goroutine, waiting for
+// c (a request of the handler), polls the rings itself for at most
+// budget, delivering ordinary frames to the handler from its own
+// goroutine, until c.Done(). It returns c.Done(). Frames it must not
+// deliver inline (urgent ones: control traffic, whose handlers may take
+// locks a waiting caller holds; chunked and CMA payloads; a peer's end or
+// a bad record) are left in place and handed to the receiver goroutine
+// with a wake-up. Only one goroutine polls at a time; the others wait for
+// c as before. The caller must hold no lock the handler takes.
+func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
+	if c.Done() {
+		return true
+	}
+	t.bellPoll.Add(1)
+	start := time.Now()
+	for i := 1; ; i++ {
+		if !t.handoff.Load() && t.rxLock.CompareAndSwap(0, rxByCaller) {
+			if t.stop.Load() {
+				t.rxLock.Store(0)
+				break
+			}
+			progress, leave := t.pollInline()
+			t.rxLock.Store(0)
+			if leave {
+				t.handOff()
+			}
+			if progress && c.Done() {
+				break
+			}
+		}
+		if c.Done() {
+			break
+		}
+		if i&7 == 0 {
+			if time.Since(start) >= budget {
+				break
+			}
+			runtime.Gosched()
+			if t.cfg.Yield {
+				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+			}
+		}
+	}
+	if t.bellPoll.Add(^uint32(0)) == 0 {
+		t.lastLook()
+	}
+	return c.Done()
+}
+
+// lastLook is the poll owed by the last caller to stop polling: a sender
+// that saw it counted in the poll word did not wake the receiver, and its
+// record, published before the count dropped, is seen here. If the
+// receiver holds the rings it polls again anyway; another caller holding
+// them may be in the middle of a poll that began before the record, so
+// that one is waited for.
+func (t *Transport) lastLook() {
+	for {
+		if t.rxLock.CompareAndSwap(0, rxByCaller) {
+			leave := false
+			if !t.stop.Load() && !t.handoff.Load() {
+				_, leave = t.pollInline()
+			}
+			t.rxLock.Store(0)
+			if leave {
+				t.handOff()
+			}
+			return
+		}
+		if t.rxLock.Load() == rxByReceiver || t.bellPoll.Load() != 0 || t.stop.Load() {
+			return // the receiver, or a caller now counted, looks again
+		}
+		runtime.Gosched()
+	}
+}
+
+// handOff wakes the receiver for frames a caller must not deliver;
+// callers stop polling until the receiver has polled.
+func (t *Transport) handOff() {
+	t.handoff.Store(true)
+	t.ringSelf()
+}
+
+// pollInline delivers, from a caller's goroutine, the whole bulk frames
+// published by peers whose urgent rings are empty, and reports whether
+// frames moved and whether any pair has something only the receiver
+// delivers (see PollUntil); rxLock held by the caller.
+func (t *Transport) pollInline() (progress, leave bool) {
+	for _, p := range *t.rx.Load() {
+		if p.finished {
+			continue
+		}
+		if p.state.Load() != alive || p.ur.active || p.br.active {
+			leave = true
+			continue
+		}
+		prog := false
+		bt := p.in.bulk.tail.Load()
+		for p.in.bulk.head.Load() != bt {
+			if p.in.urgent.head.Load() != p.in.urgent.tail.Load() || !consumeWhole(&p.in.bulk, bt, p) {
+				leave = true
+				break
+			}
+			prog = true
+		}
+		if p.in.urgent.head.Load() != p.in.urgent.tail.Load() {
+			leave = true
+		}
+		if prog {
+			progress = true
+			if p.in.spaceWait.Load() != 0 {
+				p.in.spaceWait.Store(0)
+				p.in.wakeProducer()
+			}
+		}
+	}
+	return progress, leave
 }
 
 // ringSelf wakes this transport's own receiver.

@@ -32,8 +32,9 @@ const (
 	// The doorbell of a receiving process: one page of its own, mapped by
 	// every peer that sends to it.
 	bellSize     = 4096
-	offBellSeq   = 0        // futex word: bumped after every publish
-	offBellSleep = lineSize // the receiver is (about to be) asleep on the word
+	offBellSeq   = 0            // futex word: bumped after every publish
+	offBellSleep = lineSize     // the receiver is (about to be) asleep on the word
+	offBellPoll  = 2 * lineSize // goroutines of the receiving process polling the rings in PollUntil
 )
 
 // Reserved header bits (transport.FlagsReserved) used in the rings.
@@ -231,4 +232,41 @@ func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
 	r.head.Store(head + n)
 	hd.Payload(peer, h, dst, cookie, nil)
 	return nil
+}
+
+// consumeWhole delivers the next record of r (below tail) if it is a
+// whole frame or a pad, and reports whether it did; anything else (a
+// chunked or CMA frame, a malformed record) is left for consume, which
+// the receiver goroutine runs. The checks are consume's.
+func consumeWhole(r *ring, tail uint64, p *pair) bool {
+	size := uint64(len(r.data))
+	head := r.head.Load()
+	pos := head & (size - 1)
+	toEnd := size - pos
+	avail := tail - head
+	if avail < lineSize || avail > size {
+		return false
+	}
+	var h transport.Header
+	h.Decode(r.data[pos:])
+	if h.Flags&flagShm != 0 {
+		if h.Kind != recPad || h.N != toEnd-transport.HeaderSize {
+			return false
+		}
+		r.head.Store(head + toEnd)
+		return true
+	}
+	n := recLen(h.N)
+	if h.Flags&(flagChunked|flagCMA) != 0 || h.N > size || n > avail || n > toEnd {
+		return false
+	}
+	h.Flags &^= transport.FlagsReserved
+	hd := p.t.cfg.Handler
+	dst, cookie := hd.Frame(p.rank, h)
+	if h.N > 0 && uint64(len(dst)) == h.N {
+		copy(dst, r.data[pos+transport.HeaderSize:pos+transport.HeaderSize+h.N])
+	}
+	r.head.Store(head + n)
+	hd.Payload(p.rank, h, dst, cookie, nil)
+	return true
 }
