@@ -51,7 +51,7 @@ func (t *Transport) recvLoop() {
 		spinning = false
 		seq := t.bellSeq.Load()
 		t.bellSleep.Store(1)
-		if t.pollHeld() || t.stop.Load() {
+		if t.pollOrMiss() || t.stop.Load() {
 			t.bellSleep.Store(0)
 			continue
 		}
@@ -64,13 +64,45 @@ func (t *Transport) recvLoop() {
 // reports whether a frame moved. A caller holding them looks again after
 // it lets go (PollUntil), or hands its leftovers over with a wake-up.
 func (t *Transport) pollHeld() bool {
+	_, progress := t.tryPoll()
+	return progress
+}
+
+// tryPoll is pollHeld that also reports whether it got the rings.
+func (t *Transport) tryPoll() (got, progress bool) {
 	if !t.rxLock.CompareAndSwap(0, rxByReceiver) {
-		return false
+		return false, false
 	}
 	t.handoff.Store(false)
-	progress := t.pollAll()
+	progress = t.pollAll()
 	t.rxLock.Store(0)
+	return true, progress
+}
+
+// pollOrMiss is pollHeld before a sleep: if a caller holds the rings,
+// the receiver says so (rxMissed) and tries once more, so that either it
+// polls after the caller let go or the caller, letting go, sees the flag
+// and wakes it (releaseCaller): its last poll before sleeping is never
+// lost to a caller's poll that began before a record was published.
+func (t *Transport) pollOrMiss() bool {
+	if got, progress := t.tryPoll(); got {
+		return progress
+	}
+	t.rxMissed.Store(1)
+	got, progress := t.tryPoll()
+	if got {
+		t.rxMissed.Store(0)
+	}
 	return progress
+}
+
+// releaseCaller lets go of the rings held by a caller and wakes the
+// receiver if it found them held on its way to sleep.
+func (t *Transport) releaseCaller() {
+	t.rxLock.Store(0)
+	if t.rxMissed.Load() != 0 && t.rxMissed.Swap(0) != 0 {
+		t.ringSelf()
+	}
 }
 
 // PollUntil is caller-driven progress: the calling goroutine, waiting for
@@ -95,7 +127,7 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 				break
 			}
 			progress, leave := t.pollInline()
-			t.rxLock.Store(0)
+			t.releaseCaller()
 			if leave {
 				t.handOff()
 			}
@@ -135,7 +167,7 @@ func (t *Transport) lastLook() {
 			if !t.stop.Load() && !t.handoff.Load() {
 				_, leave = t.pollInline()
 			}
-			t.rxLock.Store(0)
+			t.releaseCaller()
 			if leave {
 				t.handOff()
 			}

@@ -122,11 +122,12 @@ type Transport struct {
 	closed  bool
 	closeBy atomic.Int64 // unix nanos after which writers give up (0: not closing)
 
-	rx      atomic.Pointer[[]*pair] // the pairs the receiver polls
-	rxLock  atomic.Int32            // who polls the rings now: 0 nobody, rxByReceiver or rxByCaller
-	handoff atomic.Bool             // a caller left frames to the receiver: callers do not poll until it has
-	stop    atomic.Bool
-	rxDone  chan struct{}
+	rx       atomic.Pointer[[]*pair] // the pairs the receiver polls
+	rxLock   atomic.Int32            // who polls the rings now: 0 nobody, rxByReceiver or rxByCaller
+	handoff  atomic.Bool             // a caller left frames to the receiver: callers do not poll until it has
+	rxMissed atomic.Int32            // the receiver found a caller holding the rings on its way to sleep
+	stop     atomic.Bool
+	rxDone   chan struct{}
 
 	wg sync.WaitGroup
 }
