@@ -56,6 +56,10 @@ func (h *stackHandler) Payload(from int, hd transport.Header, dst []byte, _ any,
 
 func (h *stackHandler) PeerLost(int, error) {}
 
+// receiverIdle reports whether t's receiver goroutine sleeps on the
+// doorbell or is parked while callers poll.
+func (t *Transport) receiverIdle() bool { return t.bellSleep.Load() != 0 || t.rxParked.Load() != 0 }
+
 type doneFn func() bool
 
 func (f doneFn) Done() bool { return f() }
@@ -97,7 +101,7 @@ func TestPollUntilDeliversInline(t *testing.T) {
 		go func() {
 			// Send once the receiver sleeps and the caller polls.
 			deadline := time.Now().Add(10 * time.Second)
-			for trs[1].bellSleep.Load() == 0 || trs[1].bellPoll.Load() == 0 {
+			for !trs[1].receiverIdle() || trs[1].bellPoll.Load() == 0 {
 				if time.Now().After(deadline) {
 					sent <- nil
 					return
@@ -143,7 +147,7 @@ func TestPollUntilLeavesUrgentFramesToTheReceiver(t *testing.T) {
 		sent := make(chan error, 1)
 		go func() {
 			deadline := time.Now().Add(10 * time.Second)
-			for trs[1].bellSleep.Load() == 0 || trs[1].bellPoll.Load() == 0 {
+			for !trs[1].receiverIdle() || trs[1].bellPoll.Load() == 0 {
 				if time.Now().After(deadline) {
 					break
 				}
@@ -158,8 +162,12 @@ func TestPollUntilLeavesUrgentFramesToTheReceiver(t *testing.T) {
 			sent <- trs[0].Send(1, transport.Header{Kind: 1}, make([]byte, 16))
 		}()
 		want := int64(3 + 2*i)
+		t0 := time.Now()
 		if !trs[1].PollUntil(doneFn(func() bool { return h1.n.Load() >= want }), 20*time.Second) {
 			t.Fatalf("round %d: frames not delivered within 20 s", i)
+		}
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Fatalf("round %d: the receiver took %v to deliver the frames handed over", i, d)
 		}
 		if err := <-sent; err != nil {
 			t.Fatal(err)

@@ -49,6 +49,17 @@ func (t *Transport) recvLoop() {
 			}
 		}
 		spinning = false
+		if t.bellPoll.Load() != 0 {
+			// A caller polls: wait for it to stop without a futex, which
+			// would keep this goroutine's processor (a system call does
+			// until the runtime's monitor takes it back, 20 µs to 10 ms)
+			// from the caller's goroutine.
+			t.park()
+			continue
+		}
+		// Let the goroutines this receiver readied run before it blocks
+		// its processor in the futex (same reason).
+		runtime.Gosched()
 		seq := t.bellSeq.Load()
 		t.bellSleep.Store(1)
 		if t.pollOrMiss() || t.stop.Load() {
@@ -150,6 +161,7 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	}
 	if t.bellPoll.Add(^uint32(0)) == 0 {
 		t.lastLook()
+		t.unpark()
 	}
 	return c.Done()
 }
@@ -223,10 +235,30 @@ func (t *Transport) pollInline() (progress, leave bool) {
 	return progress, leave
 }
 
-// ringSelf wakes this transport's own receiver.
+// ringSelf wakes this transport's own receiver, asleep or parked.
 func (t *Transport) ringSelf() {
 	t.bellSeq.Add(1)
 	futexWakeAll(t.bellSeq)
+	t.unpark()
+}
+
+// park waits until no caller polls (or a wake-up): rxParked is set, then
+// bellPoll and handoff checked, so the caller that brings bellPoll to 0
+// (PollUntil) or hands frames over (handOff, ringSelf) sees the flag and
+// sends the token, or this sees what it did.
+func (t *Transport) park() {
+	t.rxParked.Store(1)
+	if (t.bellPoll.Load() == 0 || t.handoff.Load() || t.stop.Load()) && t.rxParked.CompareAndSwap(1, 0) {
+		return
+	}
+	<-t.rxWake
+}
+
+// unpark ends the receiver's park, if it is parked (or about to be).
+func (t *Transport) unpark() {
+	if t.rxParked.Load() != 0 && t.rxParked.CompareAndSwap(1, 0) {
+		t.rxWake <- struct{}{}
+	}
 }
 
 func (t *Transport) pollAll() bool {

@@ -126,6 +126,8 @@ type Transport struct {
 	rxLock   atomic.Int32            // who polls the rings now: 0 nobody, rxByReceiver or rxByCaller
 	handoff  atomic.Bool             // a caller left frames to the receiver: callers do not poll until it has
 	rxMissed atomic.Int32            // the receiver found a caller holding the rings on its way to sleep
+	rxParked atomic.Int32            // the receiver waits on rxWake for callers to stop polling
+	rxWake   chan struct{}           // its token (capacity 1)
 	stop     atomic.Bool
 	rxDone   chan struct{}
 
@@ -235,7 +237,7 @@ func Listen(cfg Config) (*Transport, error) {
 	if cfg.sleepMax <= 0 {
 		cfg.sleepMax = sleepMax
 	}
-	t := &Transport{cfg: cfg, pid: os.Getpid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{}, rxDone: make(chan struct{})}
+	t := &Transport{cfg: cfg, pid: os.Getpid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{}, rxDone: make(chan struct{}), rxWake: make(chan struct{}, 1)}
 	copy(t.probe[:], probeMagic)
 	var err error
 	t.bell, t.bellFd, err = newRegion("ftmpi-bell", bellSize)
