@@ -26,7 +26,7 @@
 #
 # Environment (all optional):
 #   PARTS="stab coll ftcost mem"   LAUNCHES=10   ROUNDS=3   COLL_NPS="2 4 8 16"
-#   FTCOST_ROUNDS=6   FTCOST_NPS="2 4"   MEM_NPS="16 64"   RUNS=5 (repetitions inside a launch)
+#   FTCOST_ROUNDS=6   FTCOST_NPS="2 4"   MEM_NPS="16 64"   MEM_RUNS=20   RUNS=5 (repetitions inside a launch)
 #   BUSY=1   (0: skip the busy half of stab)   NO_MPICH=1 (leave MPICH out)
 #   BUILD=bench/build   RESULTS=bench/results/shm-<date>.jsonl   SKIP_INSTALL=1   TIMEOUT=120
 #
@@ -46,6 +46,7 @@ COLL_NPS=${COLL_NPS:-"2 4 8 16"}
 FTCOST_ROUNDS=${FTCOST_ROUNDS:-6}
 FTCOST_NPS=${FTCOST_NPS:-"2 4"}
 MEM_NPS=${MEM_NPS:-"16 64"}
+MEM_RUNS=${MEM_RUNS:-20} # repetitions of the collectives while memory is sampled (about 4 s a launch)
 RUNS=${RUNS:-5}
 BUSY=${BUSY:-1}
 NO_MPICH=${NO_MPICH:-0}
@@ -199,21 +200,19 @@ run_ftcost() {
 # (KiB) of the processes running BIN, over samples with all NP ranks alive.
 mem_sample() {
 	local bin=$1 np=$2 best_pss=0 best_rss=0
-	bin=$(readlink -f "$bin")
 	while :; do
 		local pids=() p
-		for p in /proc/[0-9]*; do
-			[[ $(readlink "$p/exe" 2>/dev/null) == "$bin" ]] && pids+=("$p")
-		done
+		# Reading only: the processes whose command line starts with BIN.
+		for p in $(pgrep -f "^$bin( |\$)" || true); do pids+=("/proc/$p/smaps_rollup"); done
 		if ((${#pids[@]} == np)); then
-			local s
-			s=$(cat "${pids[@]/%//smaps_rollup}" 2>/dev/null | awk '/^Pss:/ {p += $2} /^Rss:/ {r += $2} END {printf "%d %d", p, r}')
-			local ps=${s% *} rs=${s#* }
+			local s ps rs
+			s=$(cat "${pids[@]}" 2>/dev/null | awk '/^Pss:/ {p += $2} /^Rss:/ {r += $2} END {printf "%d %d", p, r}')
+			ps=${s% *} rs=${s#* }
 			((ps > best_pss)) && best_pss=$ps
 			((rs > best_rss)) && best_rss=$rs
 		fi
 		[[ -e $MEM_STOP ]] && break
-		sleep 0.2
+		sleep 0.1
 	done
 	echo "$((best_pss / np)) $((best_rss / np))"
 }
@@ -226,7 +225,7 @@ run_mem() {
 			ftmpi) ((HAVE_FT)) || continue; bin=$FT/ftmpi-bench ;;
 			openmpi) ((HAVE_MPI)) || continue; bin=$BUILD/openmpi/coll ;;
 			esac
-			coll_cmd "$impl" "$np" 8 8 10 1
+			coll_cmd "$impl" "$np" 8 8 30 "$MEM_RUNS"
 			MEM_STOP=$LOGDIR/mem-stop
 			rm -f "$MEM_STOP"
 			local res=$LOGDIR/mem-$impl-$np

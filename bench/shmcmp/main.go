@@ -113,7 +113,7 @@ func Render(w io.Writer, recs []Record) error {
 		}
 	}
 	if len(loads) > 0 {
-		fmt.Fprintf(w, "Load (1-minute average before each launch): median %.2f, max %.2f over %d launches.\n\n",
+		fmt.Fprintf(w, "Load (1-minute average before each launch): median %.2f, max %.2f over %d result lines.\n\n",
 			median(loads), slices.Max(loads), len(loads))
 	}
 	if rs := by["stab"]; len(rs) > 0 {
