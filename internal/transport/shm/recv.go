@@ -20,6 +20,17 @@ const (
 	rxByCaller   int32 = 2
 )
 
+// A polling caller (PollUntil) lets go of the rings every pollLetGo
+// polls (about a microsecond: one poll of an empty pair is a few loads),
+// and reads the clock and yields its processor to other goroutines every
+// pollCheck polls (some microseconds: on a virtual machine a clock read
+// costs as much as tens of polls, and a yield is a trip through the
+// scheduler's global queue).
+const (
+	pollLetGo = 64
+	pollCheck = 512
+)
+
 // recvLoop polls every pair's rings and delivers their frames; it sleeps
 // on the doorbell when all are empty. It spins first (SpinFn) only while
 // no caller polls (PollUntil): then a caller is the one spinning. It
@@ -131,15 +142,20 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	}
 	t.bellPoll.Add(1)
 	start := time.Now()
+	held := false // the rings are held across polls, let go every pollLetGo
 	for i := 1; ; i++ {
-		if !t.handoff.Load() && t.rxLock.CompareAndSwap(0, rxByCaller) {
+		if !held && !t.handoff.Load() && t.rxLock.CompareAndSwap(0, rxByCaller) {
+			held = true
 			if t.stop.Load() {
 				t.rxLock.Store(0)
 				break
 			}
+		}
+		if held {
 			progress, leave := t.pollInline()
-			t.releaseCaller()
 			if leave {
+				t.releaseCaller()
+				held = false
 				t.handOff()
 			}
 			if progress && c.Done() {
@@ -149,15 +165,24 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 		if c.Done() {
 			break
 		}
-		if i&7 == 0 {
-			if time.Since(start) >= budget {
-				break
+		if i%pollLetGo == 0 {
+			if held {
+				t.releaseCaller() // the receiver may be waiting for them
+				held = false
 			}
-			runtime.Gosched()
-			if t.cfg.Yield {
-				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+			if i%pollCheck == 0 {
+				if time.Since(start) >= budget {
+					break
+				}
+				runtime.Gosched()
+				if t.cfg.Yield {
+					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+				}
 			}
 		}
+	}
+	if held {
+		t.releaseCaller()
 	}
 	if t.bellPoll.Add(^uint32(0)) == 0 {
 		t.lastLook()
