@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -259,4 +260,54 @@ func TestPollUntilNoLostWakeUp(t *testing.T) {
 
 func errLost(rank int, msg int64) error {
 	return fmt.Errorf("rank %d: message %d not delivered within 10 s (a lost wake-up)", rank, msg)
+}
+
+// A sender killed (SIGKILL, a real process) after writing a frame but
+// before publishing it, while this rank's caller polls the rings in
+// PollUntil: the caller delivers nothing of the frame and hands the end
+// of the peer to the receiver, which reports it lost while the caller
+// still polls (not at the end of its budget).
+func TestCrashSenderKilledWhileCallerPolls(t *testing.T) {
+	dir := t.TempDir()
+	rec := newRecorder()
+	tr := parent(t, dir, 2, rec)
+	defer tr.Close()
+	c := startChild(t, "cut-before-publish", dir)
+	c.expect(t, "written")
+	var lost atomic.Bool
+	go func() {
+		for e := range rec.event {
+			if e == "lost 1" {
+				lost.Store(true)
+				return
+			}
+		}
+	}()
+	polled := make(chan bool, 1)
+	go func() { polled <- tr.PollUntil(doneFn(lost.Load), time.Minute) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for tr.bellPoll.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the caller never started polling")
+		}
+		runtime.Gosched()
+	}
+	t0 := time.Now()
+	c.kill(t, syscall.SIGKILL)
+	select {
+	case ok := <-polled:
+		if !ok {
+			t.Fatal("PollUntil returned without the loss")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the loss was not reported within 30 s of the kill")
+	}
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Fatalf("the loss took %v to reach the polling caller", d)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.frames != 0 {
+		t.Fatalf("%d frames announced from a frame never published", rec.frames)
+	}
 }
