@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"strings"
@@ -40,6 +41,12 @@ func (h *stackHandler) Payload(from int, hd transport.Header, dst []byte, _ any,
 	h.mu.Lock()
 	if err != nil {
 		h.bad = append(h.bad, err.Error())
+	} else if len(dst) >= 8 {
+		want := make([]byte, len(dst))
+		fill(want, hd.Seq)
+		if !bytes.Equal(dst, want) {
+			h.bad = append(h.bad, fmt.Sprintf("frame %d: %d bytes altered", hd.Seq, len(dst)))
+		}
 	}
 	if inPoll {
 		h.inline++
@@ -85,13 +92,15 @@ func newPollJob(t *testing.T, n int, sleep time.Duration, hs ...transport.Handle
 	return trs
 }
 
-// A goroutine waiting in PollUntil receives the frames itself: the
-// receiver goroutine, asleep, is not woken and hands nothing over.
+// A goroutine waiting in PollUntil receives the frames itself, whole or
+// in chunks, intact: the receiver goroutine, asleep, is not woken and
+// hands nothing over.
 func TestPollUntilDeliversInline(t *testing.T) {
 	h0, h1 := newStackHandler(), newStackHandler()
 	trs := newPollJob(t, 2, sleepMax, h0, h1)
 	defer closeAll(trs)
-	payload := make([]byte, 100)
+	payload, big := make([]byte, 100), make([]byte, 100<<10)
+	fill(payload, 0)
 	if err := trs[0].Send(1, transport.Header{Kind: 1}, payload); err != nil { // sets the pair up
 		t.Fatal(err)
 	}
@@ -109,7 +118,13 @@ func TestPollUntilDeliversInline(t *testing.T) {
 				}
 				runtime.Gosched()
 			}
-			sent <- trs[0].Send(1, transport.Header{Kind: 1}, payload)
+			// Small frames whole, every third one of 100 KiB in chunks.
+			b := payload
+			if i%3 == 0 {
+				b = big
+			}
+			fill(b, uint64(i))
+			sent <- trs[0].Send(1, transport.Header{Kind: 1, Seq: uint64(i)}, b)
 		}()
 		want := int64(i)
 		if !trs[1].PollUntil(doneFn(func() bool { return h1.n.Load() >= want }), 10*time.Second) {

@@ -129,12 +129,12 @@ func (t *Transport) releaseCaller() {
 
 // PollUntil is caller-driven progress: the calling goroutine, waiting for
 // c (a request of the handler), polls the rings itself for at most
-// budget, delivering ordinary frames to the handler from its own
-// goroutine, until c.Done(). It returns c.Done(). Frames it must not
-// deliver inline (urgent ones: control traffic, whose handlers may take
-// locks a waiting caller holds; chunked and CMA payloads; a peer's end or
-// a bad record) are left in place and handed to the receiver goroutine
-// with a wake-up. Only one goroutine polls at a time; the others wait for
+// budget, delivering bulk frames to the handler from its own goroutine,
+// until c.Done(). It returns c.Done(). Frames it must not deliver inline
+// (urgent ones: control traffic, whose handlers may take locks a waiting
+// caller holds; payloads read from the sender's memory, between whose
+// pieces urgent frames are delivered; a peer's end or a bad record) are
+// left in place and handed to the receiver goroutine with a wake-up. Only one goroutine polls at a time; the others wait for
 // c as before. The caller must hold no lock the handler takes.
 func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
 	if c.Done() {
@@ -144,7 +144,9 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	start := time.Now()
 	held := false // the rings are held across polls, let go every pollLetGo
 	for i := 1; ; i++ {
-		if !held && !t.handoff.Load() && t.rxLock.CompareAndSwap(0, rxByCaller) {
+		if !held && t.handoff.Load() {
+			runtime.Gosched() // the receiver takes what was handed to it
+		} else if !held && t.rxLock.CompareAndSwap(0, rxByCaller) {
 			held = true
 			if t.stop.Load() {
 				t.rxLock.Store(0)
@@ -224,8 +226,10 @@ func (t *Transport) handOff() {
 	t.ringSelf()
 }
 
-// pollInline delivers, from a caller's goroutine, the whole bulk frames
-// published by peers whose urgent rings are empty, and reports whether
+// pollInline delivers, from a caller's goroutine, the bulk frames (whole
+// or in chunks; not those read from the sender's memory, whose reads
+// deliver urgent frames between pieces) published by peers whose urgent
+// rings are empty, and reports whether
 // frames moved and whether any pair has something only the receiver
 // delivers (see PollUntil); rxLock held by the caller.
 func (t *Transport) pollInline() (progress, leave bool) {
@@ -233,14 +237,15 @@ func (t *Transport) pollInline() (progress, leave bool) {
 		if p.finished {
 			continue
 		}
-		if p.state.Load() != alive || p.ur.active || p.br.active {
+		if p.state.Load() != alive || p.ur.active {
 			leave = true
 			continue
 		}
 		prog := false
 		bt := p.in.bulk.tail.Load()
 		for p.in.bulk.head.Load() != bt {
-			if p.in.urgent.head.Load() != p.in.urgent.tail.Load() || !consumeWhole(&p.in.bulk, bt, p) {
+			if p.in.urgent.head.Load() != p.in.urgent.tail.Load() || inSenderMemory(&p.in.bulk, bt) ||
+				consume(&p.in.bulk, &p.br, bt, p) != nil {
 				leave = true
 				break
 			}
@@ -260,10 +265,14 @@ func (t *Transport) pollInline() (progress, leave bool) {
 	return progress, leave
 }
 
-// ringSelf wakes this transport's own receiver, asleep or parked.
+// ringSelf wakes this transport's own receiver, asleep or parked. The
+// futex is woken only if the receiver said it sleeps (as senders do): one
+// that has not yet said so loads the sequence bumped here or polls after.
 func (t *Transport) ringSelf() {
 	t.bellSeq.Add(1)
-	futexWakeAll(t.bellSeq)
+	if t.bellSleep.Load() != 0 {
+		futexWakeAll(t.bellSeq)
+	}
 	t.unpark()
 }
 

@@ -234,39 +234,16 @@ func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
 	return nil
 }
 
-// consumeWhole delivers the next record of r (below tail) if it is a
-// whole frame or a pad, and reports whether it did; anything else (a
-// chunked or CMA frame, a malformed record) is left for consume, which
-// the receiver goroutine runs. The checks are consume's.
-func consumeWhole(r *ring, tail uint64, p *pair) bool {
+// inSenderMemory reports whether the next record of r (below tail) is a
+// frame whose payload stays in the sender's memory (flagCMA). A record
+// too short to hold a header is not: consume reports it.
+func inSenderMemory(r *ring, tail uint64) bool {
 	size := uint64(len(r.data))
 	head := r.head.Load()
+	if tail-head < lineSize || tail-head > size {
+		return false
+	}
 	pos := head & (size - 1)
-	toEnd := size - pos
-	avail := tail - head
-	if avail < lineSize || avail > size {
-		return false
-	}
-	var h transport.Header
-	h.Decode(r.data[pos:])
-	if h.Flags&flagShm != 0 {
-		if h.Kind != recPad || h.N != toEnd-transport.HeaderSize {
-			return false
-		}
-		r.head.Store(head + toEnd)
-		return true
-	}
-	n := recLen(h.N)
-	if h.Flags&(flagChunked|flagCMA) != 0 || h.N > size || n > avail || n > toEnd {
-		return false
-	}
-	h.Flags &^= transport.FlagsReserved
-	hd := p.t.cfg.Handler
-	dst, cookie := hd.Frame(p.rank, h)
-	if h.N > 0 && uint64(len(dst)) == h.N {
-		copy(dst, r.data[pos+transport.HeaderSize:pos+transport.HeaderSize+h.N])
-	}
-	r.head.Store(head + n)
-	hd.Payload(p.rank, h, dst, cookie, nil)
-	return true
+	flags := binary.LittleEndian.Uint16(r.data[pos+2:])
+	return flags&flagShm == 0 && flags&flagCMA != 0
 }
