@@ -206,7 +206,8 @@ mem_sample() {
 		for p in $(pgrep -f "^$bin( |\$)" || true); do pids+=("/proc/$p/smaps_rollup"); done
 		if ((${#pids[@]} == np)); then
 			local s ps rs
-			s=$(cat "${pids[@]}" 2>/dev/null | awk '/^Pss:/ {p += $2} /^Rss:/ {r += $2} END {printf "%d %d", p, r}')
+			# A rank may end while it is read (cat fails): that sample is partial, and smaller.
+			s=$(cat "${pids[@]}" 2>/dev/null | awk '/^Pss:/ {p += $2} /^Rss:/ {r += $2} END {printf "%d %d", p, r}' || true)
 			ps=${s% *} rs=${s#* }
 			((ps > best_pss)) && best_pss=$ps
 			((rs > best_rss)) && best_rss=$rs
@@ -238,8 +239,8 @@ run_mem() {
 			touch "$MEM_STOP"
 			wait "$sp" || true
 			((rc == 0)) || fail "mem $impl np $np: exit $rc: $(tail -n 2 "$res.err" | tr '\n' ' ')"
-			local pss rss
-			read -r pss rss <"$res"
+			local pss=0 rss=0
+			read -r pss rss <"$res" || true
 			if ((pss == 0)); then
 				fail "mem $impl np $np: never saw $np ranks running"
 				continue
