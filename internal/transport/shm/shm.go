@@ -24,9 +24,9 @@
 // The rings are polled by one goroutine at a time: the receiver (one
 // goroutine per transport, polling every ring), or a goroutine waiting
 // for its own request (PollUntil: caller-driven progress, which saves the
-// two goroutine switches of a hand-over), which delivers ordinary frames
-// inline and leaves urgent frames, chunked or CMA payloads and the end of
-// a peer to the receiver. The receiver spins briefly when told to (ranks
+// two goroutine switches of a hand-over), which delivers bulk frames
+// inline and leaves urgent frames, payloads read from the sender's memory
+// and the end of a peer to the receiver. The receiver spins briefly when told to (ranks
 // do not outnumber cores) and no caller polls, then sleeps with
 // FUTEX_WAIT. A writer that finds a ring full waits on the direction's
 // space word, bumped by the consumer; a peer's death or Close wakes it
