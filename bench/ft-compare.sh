@@ -15,6 +15,7 @@
 #   NPS="4 8 16" REPS=5 LAUNCHES=9 SPAWN_LAUNCHES=5 bench/ft-compare.sh
 #   FTMPI_REV=HEAD bench/ft-compare.sh   # build ftmpi from a commit (git archive), not the work tree
 #   WAIT_QUIET=600 QUIET_LOAD=1.0 bench/ft-compare.sh   # first wait (at most 600 s) for load < 1.0
+#   FT_TRANSPORT=unix bench/ft-compare.sh   # ftmpi's transport (default shm: shared memory, as auto on one host)
 #
 # Output: every raw JSON line on stdout as produced, then the table; progress on
 # stderr. Saved: bench/results/ftcompare-<date>.raw.jsonl (one line per launch and
@@ -30,6 +31,7 @@ LAUNCHES=${LAUNCHES:-9}          # one-failure launches per impl and np
 SPAWN_LAUNCHES=${SPAWN_LAUNCHES:-5}
 FT_RUNS=${FT_RUNS:-5}            # repetitions inside a failure-free launch
 FT_ITERS=${FT_ITERS:-300}
+FT_TRANSPORT=${FT_TRANSPORT:-shm} # ftmpirun --transport (auto picks shm on one host)
 TIMEOUT=${TIMEOUT:-120}          # per failure-free launch, seconds
 FAIL_TIMEOUT=${FAIL_TIMEOUT:-10} # per one-failure launch (Open MPI 5's Finalize after a failure
                                  # sometimes never returns; the results are printed before it)
@@ -125,7 +127,7 @@ run() {
   grep '^{' "$out.out" | tee -a "$RAW" || log "no result from $label"
 }
 for np in $NPS; do
-  ftmpi=("$B/ftmpirun" -n "$np")
+  ftmpi=("$B/ftmpirun" -n "$np" --transport "$FT_TRANSPORT")
   ompi=(chroot "$ROOT" mpirun "${OMPI_FLAGS[@]}" -n "$np" /opt/ftmpi/bin/ulfm_ft)
   ompi_spawn=(chroot "$ROOT" mpirun "${OMPI_SPAWN_FLAGS[@]}" -n "$np" /opt/ftmpi/bin/ulfm_ft)
   log "np $np: failure-free, $REPS launches each, alternating"
@@ -171,7 +173,7 @@ MD=bench/results/ftcompare-$STAMP.md
 {
   echo "# Fault tolerance: ftmpi vs $OMPI_VERSION ULFM, run $STAMP"
   echo
-  echo "Host: $(nproc) cores, $(uname -r); ftmpi: $FTMPI_DESC, Unix sockets (default transport);"
+  echo "Host: $(nproc) cores, $(uname -r); ftmpi: $FTMPI_DESC, \`--transport $FT_TRANSPORT\`;"
   echo "Open MPI: \`mpirun ${OMPI_FLAGS[*]}\` in a Debian 13 chroot ($ROOT)."
   echo "NPS=\"$NPS\" REPS=$REPS LAUNCHES=$LAUNCHES SPAWN_LAUNCHES=$SPAWN_LAUNCHES FT_RUNS=$FT_RUNS FT_ITERS=$FT_ITERS;"
   echo "load average before: $LOAD_BEFORE; after: $LOAD_AFTER; failed launches: $FAILED;"

@@ -48,8 +48,10 @@ type Config struct {
 	// before parking in the poller: a spin buys latency when every process
 	// has a core and costs throughput when processes outnumber cores.
 	// SpinAuto (the default) spins 50 µs when the processes on this host
-	// do not outnumber its cores, 0 otherwise. At most MaxSpin. Env
-	// FTMPI_SPIN ("auto" or a Go duration).
+	// do not outnumber its cores, 0 otherwise. Over shared memory it is
+	// also how long a goroutine blocked in a wait polls the rings itself
+	// before it parks (caller-driven progress; 0: never). At most MaxSpin.
+	// Env FTMPI_SPIN ("auto" or a Go duration).
 	ReaderSpin time.Duration
 
 	// SpinYield makes a spinning reader give the processor to other

@@ -64,6 +64,12 @@ func (c *Comm) shrink(op string) (*Comm, error) {
 	for _, p := range c.memberWorldRanks() {
 		if !dead[p] {
 			survivors = append(survivors, p)
+		} else {
+			// A failure the agreement established is known here from now
+			// on (GetFailed, AckFailed), even while this process's own
+			// notice of it is still on its way, as for an operation that
+			// returns ErrProcFailed.
+			w.recordFailure(p)
 		}
 	}
 	me := slices.Index(survivors, w.rank)

@@ -231,6 +231,32 @@ func (r *Req) WaitCancel(abort, cancel <-chan struct{}) int {
 	return r.WaitSignalCancel(abort, nil, cancel)
 }
 
+// Poller is a transport whose frames a goroutine waiting for a request
+// can receive itself (caller-driven progress, internal/transport/shm):
+// PollUntil polls for at most budget, delivering frames to the engine from
+// the caller's goroutine, until c.Done(), and returns c.Done(). It must
+// not deliver control frames inline (their handler may take locks the
+// waiting goroutine holds).
+type Poller interface {
+	PollUntil(c interface{ Done() bool }, budget time.Duration) bool
+}
+
+type pollCfg struct {
+	p      Poller
+	budget time.Duration
+}
+
+// SetPoller makes blocking waits (Wait and its variants) poll p for at
+// most budget before they park; nil p or budget <= 0 turns it off. Only
+// where every rank of the host has a core: the waiter spins.
+func (e *Engine) SetPoller(p Poller, budget time.Duration) {
+	if p == nil || budget <= 0 {
+		e.poller.Store(nil)
+		return
+	}
+	e.poller.Store(&pollCfg{p: p, budget: budget})
+}
+
 // NewLocalReq returns a request that no message completes: its owner
 // completes it with Finish (used for operations run by a goroutine, such
 // as nonblocking collectives). Wait, SetWaiter and Release work on it as on
@@ -251,6 +277,11 @@ func (r *Req) WaitSignal(abort, sig <-chan struct{}) int { return r.WaitSignalCa
 // WaitSignalCancel is WaitSignal that also returns WaitCancelled when cancel
 // closes first (nil never fires).
 func (r *Req) WaitSignalCancel(abort, sig, cancel <-chan struct{}) int {
+	if !r.done.Load() {
+		if pc := r.e.poller.Load(); pc != nil && pc.p.PollUntil(r, pc.budget) {
+			return WaitDone
+		}
+	}
 	for !r.done.Load() {
 		select {
 		case <-r.ch:
@@ -319,6 +350,7 @@ type Engine struct {
 	tr         transport.Transport
 	eagerLimit int
 	spin       time.Duration
+	poller     atomic.Pointer[pollCfg] // caller-driven progress (SetPoller)
 
 	mu          sync.Mutex
 	posted      reqList // receives waiting for a match

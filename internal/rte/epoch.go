@@ -210,6 +210,10 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		}
 		if sh != nil {
 			sh.SetPeers(local)
+			// A goroutine blocked in a wait polls the rings itself for as
+			// long as a reader would spin (only when ranks have a core
+			// each): no hand-over from the receiver goroutine.
+			eng.SetPoller(sh, spin.Load())
 		}
 		eng.SetTransport(top)
 		return &Net{Epoch: epoch, Eng: eng, Tr: top, Mode: string(mode), Endpoints: eps, PeerInc: incs, Dead: dead,

@@ -14,18 +14,38 @@ import (
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
+// Who holds rxLock (polls the rings).
+const (
+	rxByReceiver int32 = 1
+	rxByCaller   int32 = 2
+)
+
+// A polling caller (PollUntil) lets go of the rings every pollLetGo
+// polls (about a microsecond: one poll of an empty pair is a few loads),
+// and reads the clock and yields its processor to other goroutines every
+// pollCheck polls (some microseconds: on a virtual machine a clock read
+// costs as much as tens of polls, and a yield is a trip through the
+// scheduler's global queue).
+const (
+	pollLetGo = 64
+	pollCheck = 512
+)
+
 // recvLoop polls every pair's rings and delivers their frames; it sleeps
-// on the doorbell when all are empty.
+// on the doorbell when all are empty. It spins first (SpinFn) only while
+// no caller polls (PollUntil): then a caller is the one spinning. It
+// polls again after every poll of its own, so whoever finds it holding
+// the rings may count on a poll after its own release.
 func (t *Transport) recvLoop() {
 	defer close(t.rxDone)
 	spinning := false
 	var idleSince time.Time
 	for !t.stop.Load() {
-		if t.pollAll() {
+		if t.pollHeld() {
 			spinning = false
 			continue
 		}
-		if t.cfg.SpinFn != nil {
+		if t.cfg.SpinFn != nil && t.bellPoll.Load() == 0 {
 			if spin := t.cfg.SpinFn(); spin > 0 {
 				if !spinning {
 					spinning, idleSince = true, time.Now()
@@ -40,21 +60,239 @@ func (t *Transport) recvLoop() {
 			}
 		}
 		spinning = false
+		if t.bellPoll.Load() != 0 {
+			// A caller polls: wait for it to stop without a futex, which
+			// would keep this goroutine's processor (a system call does
+			// until the runtime's monitor takes it back, 20 µs to 10 ms)
+			// from the caller's goroutine.
+			t.park()
+			continue
+		}
+		// Let the goroutines this receiver readied run before it blocks
+		// its processor in the futex (same reason).
+		runtime.Gosched()
 		seq := t.bellSeq.Load()
 		t.bellSleep.Store(1)
-		if t.pollAll() || t.stop.Load() {
+		if t.pollOrMiss() || t.stop.Load() {
 			t.bellSleep.Store(0)
 			continue
 		}
-		futexWaitOn(t.bellSeq, seq, sleepMax)
+		futexWaitOn(t.bellSeq, seq, t.cfg.sleepMax)
 		t.bellSleep.Store(0)
 	}
 }
 
-// ringSelf wakes this transport's own receiver.
+// pollHeld polls every ring as the receiver if no caller holds them, and
+// reports whether a frame moved. A caller holding them looks again after
+// it lets go (PollUntil), or hands its leftovers over with a wake-up.
+func (t *Transport) pollHeld() bool {
+	_, progress := t.tryPoll()
+	return progress
+}
+
+// tryPoll is pollHeld that also reports whether it got the rings.
+func (t *Transport) tryPoll() (got, progress bool) {
+	if !t.rxLock.CompareAndSwap(0, rxByReceiver) {
+		return false, false
+	}
+	t.handoff.Store(false)
+	progress = t.pollAll()
+	t.rxLock.Store(0)
+	return true, progress
+}
+
+// pollOrMiss is pollHeld before a sleep: if a caller holds the rings,
+// the receiver says so (rxMissed) and tries once more, so that either it
+// polls after the caller let go or the caller, letting go, sees the flag
+// and wakes it (releaseCaller): its last poll before sleeping is never
+// lost to a caller's poll that began before a record was published.
+func (t *Transport) pollOrMiss() bool {
+	if got, progress := t.tryPoll(); got {
+		return progress
+	}
+	t.rxMissed.Store(1)
+	got, progress := t.tryPoll()
+	if got {
+		t.rxMissed.Store(0)
+	}
+	return progress
+}
+
+// releaseCaller lets go of the rings held by a caller and wakes the
+// receiver if it found them held on its way to sleep.
+func (t *Transport) releaseCaller() {
+	t.rxLock.Store(0)
+	if t.rxMissed.Load() != 0 && t.rxMissed.Swap(0) != 0 {
+		t.ringSelf()
+	}
+}
+
+// PollUntil is caller-driven progress: the calling goroutine, waiting for
+// c (a request of the handler), polls the rings itself for at most
+// budget, delivering bulk frames to the handler from its own goroutine,
+// until c.Done(). It returns c.Done(). Frames it must not deliver inline
+// (urgent ones: control traffic, whose handlers may take locks a waiting
+// caller holds; payloads read from the sender's memory, between whose
+// pieces urgent frames are delivered; a peer's end or a bad record) are
+// left in place and handed to the receiver goroutine with a wake-up. Only one goroutine polls at a time; the others wait for
+// c as before. The caller must hold no lock the handler takes.
+func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
+	if c.Done() {
+		return true
+	}
+	t.bellPoll.Add(1)
+	start := time.Now()
+	held := false // the rings are held across polls, let go every pollLetGo
+	for i := 1; ; i++ {
+		if !held && t.handoff.Load() {
+			runtime.Gosched() // the receiver takes what was handed to it
+		} else if !held && t.rxLock.CompareAndSwap(0, rxByCaller) {
+			held = true
+			if t.stop.Load() {
+				t.rxLock.Store(0)
+				break
+			}
+		}
+		if held {
+			progress, leave := t.pollInline()
+			if leave {
+				t.releaseCaller()
+				held = false
+				t.handOff()
+			}
+			if progress && c.Done() {
+				break
+			}
+		}
+		if c.Done() {
+			break
+		}
+		if i%pollLetGo == 0 {
+			if held {
+				t.releaseCaller() // the receiver may be waiting for them
+				held = false
+			}
+			if i%pollCheck == 0 {
+				if time.Since(start) >= budget {
+					break
+				}
+				runtime.Gosched()
+				if t.cfg.Yield {
+					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+				}
+			}
+		}
+	}
+	if held {
+		t.releaseCaller()
+	}
+	if t.bellPoll.Add(^uint32(0)) == 0 {
+		t.lastLook()
+		t.unpark()
+	}
+	return c.Done()
+}
+
+// lastLook is the poll owed by the last caller to stop polling: a sender
+// that saw it counted in the poll word did not wake the receiver, and its
+// record, published before the count dropped, is seen here. If the
+// receiver holds the rings it polls again anyway; another caller holding
+// them may be in the middle of a poll that began before the record, so
+// that one is waited for.
+func (t *Transport) lastLook() {
+	for {
+		if t.rxLock.CompareAndSwap(0, rxByCaller) {
+			leave := false
+			if !t.stop.Load() && !t.handoff.Load() {
+				_, leave = t.pollInline()
+			}
+			t.releaseCaller()
+			if leave {
+				t.handOff()
+			}
+			return
+		}
+		if t.rxLock.Load() == rxByReceiver || t.bellPoll.Load() != 0 || t.stop.Load() {
+			return // the receiver, or a caller now counted, looks again
+		}
+		runtime.Gosched()
+	}
+}
+
+// handOff wakes the receiver for frames a caller must not deliver;
+// callers stop polling until the receiver has polled.
+func (t *Transport) handOff() {
+	t.handoff.Store(true)
+	t.ringSelf()
+}
+
+// pollInline delivers, from a caller's goroutine, the bulk frames (whole
+// or in chunks; not those read from the sender's memory, whose reads
+// deliver urgent frames between pieces) published by peers whose urgent
+// rings are empty, and reports whether
+// frames moved and whether any pair has something only the receiver
+// delivers (see PollUntil); rxLock held by the caller.
+func (t *Transport) pollInline() (progress, leave bool) {
+	for _, p := range *t.rx.Load() {
+		if p.finished {
+			continue
+		}
+		if p.state.Load() != alive || p.ur.active {
+			leave = true
+			continue
+		}
+		prog := false
+		bt := p.in.bulk.tail.Load()
+		for p.in.bulk.head.Load() != bt {
+			if p.in.urgent.head.Load() != p.in.urgent.tail.Load() || inSenderMemory(&p.in.bulk, bt) ||
+				consume(&p.in.bulk, &p.br, bt, p) != nil {
+				leave = true
+				break
+			}
+			prog = true
+		}
+		if p.in.urgent.head.Load() != p.in.urgent.tail.Load() {
+			leave = true
+		}
+		if prog {
+			progress = true
+			if p.in.spaceWait.Load() != 0 {
+				p.in.spaceWait.Store(0)
+				p.in.wakeProducer()
+			}
+		}
+	}
+	return progress, leave
+}
+
+// ringSelf wakes this transport's own receiver, asleep or parked. The
+// futex is woken only if the receiver said it sleeps (as senders do): one
+// that has not yet said so loads the sequence bumped here or polls after.
 func (t *Transport) ringSelf() {
 	t.bellSeq.Add(1)
-	futexWakeAll(t.bellSeq)
+	if t.bellSleep.Load() != 0 {
+		futexWakeAll(t.bellSeq)
+	}
+	t.unpark()
+}
+
+// park waits until no caller polls (or a wake-up): rxParked is set, then
+// bellPoll and handoff checked, so the caller that brings bellPoll to 0
+// (PollUntil) or hands frames over (handOff, ringSelf) sees the flag and
+// sends the token, or this sees what it did.
+func (t *Transport) park() {
+	t.rxParked.Store(1)
+	if (t.bellPoll.Load() == 0 || t.handoff.Load() || t.stop.Load()) && t.rxParked.CompareAndSwap(1, 0) {
+		return
+	}
+	<-t.rxWake
+}
+
+// unpark ends the receiver's park, if it is parked (or about to be).
+func (t *Transport) unpark() {
+	if t.rxParked.Load() != 0 && t.rxParked.CompareAndSwap(1, 0) {
+		t.rxWake <- struct{}{}
+	}
 }
 
 func (t *Transport) pollAll() bool {

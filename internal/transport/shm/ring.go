@@ -32,8 +32,9 @@ const (
 	// The doorbell of a receiving process: one page of its own, mapped by
 	// every peer that sends to it.
 	bellSize     = 4096
-	offBellSeq   = 0        // futex word: bumped after every publish
-	offBellSleep = lineSize // the receiver is (about to be) asleep on the word
+	offBellSeq   = 0            // futex word: bumped after every publish
+	offBellSleep = lineSize     // the receiver is (about to be) asleep on the word
+	offBellPoll  = 2 * lineSize // goroutines of the receiving process polling the rings in PollUntil
 )
 
 // Reserved header bits (transport.FlagsReserved) used in the rings.
@@ -231,4 +232,18 @@ func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
 	r.head.Store(head + n)
 	hd.Payload(peer, h, dst, cookie, nil)
 	return nil
+}
+
+// inSenderMemory reports whether the next record of r (below tail) is a
+// frame whose payload stays in the sender's memory (flagCMA). A record
+// too short to hold a header is not: consume reports it.
+func inSenderMemory(r *ring, tail uint64) bool {
+	size := uint64(len(r.data))
+	head := r.head.Load()
+	if tail-head < lineSize || tail-head > size {
+		return false
+	}
+	pos := head & (size - 1)
+	flags := binary.LittleEndian.Uint16(r.data[pos+2:])
+	return flags&flagShm == 0 && flags&flagCMA != 0
 }

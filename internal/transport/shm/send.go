@@ -5,6 +5,7 @@ package shm
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"time"
 	"unsafe"
 
@@ -116,12 +117,15 @@ func (p *pair) directLocked(it *item) bool {
 }
 
 // ringLocked bumps the peer's doorbell after a publish and reports
-// whether the peer sleeps (wakePeer then wakes it, outside the lock);
-// p.mu held, the segment mapped.
+// whether the peer's receiver sleeps while none of its goroutines polls
+// (wakePeer then wakes it, outside the lock); p.mu held, the segment
+// mapped. A goroutine polling in PollUntil looks at the rings once more
+// after it stops counting itself in the poll word, so a record this
+// sender saw it count in is never left unread.
 func (p *pair) ringLocked() bool {
 	seq := p.pbell.u32(offBellSeq)
 	seq.Add(1)
-	return p.pbell.u32(offBellSleep).Load() != 0
+	return p.pbell.u32(offBellSleep).Load() != 0 && p.pbell.u32(offBellPoll).Load() == 0
 }
 
 func (p *pair) wakePeer(sleeping bool) {
@@ -296,7 +300,11 @@ func (p *pair) writeLoop() {
 				p.fail(transport.ErrClosed)
 				continue
 			}
-			futexWaitOn(spaceSeq, seq, sleepMax)
+			// Let runnable goroutines (a caller polling in PollUntil, the
+			// receiver) have the processor first: a futex keeps it until
+			// the runtime's monitor takes it back (20 µs to 10 ms).
+			runtime.Gosched()
+			futexWaitOn(spaceSeq, seq, t.cfg.sleepMax)
 		}
 	}
 }

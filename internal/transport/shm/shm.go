@@ -20,11 +20,17 @@
 //
 // Waiting: every process has a doorbell page that its peers map; a sender
 // bumps the doorbell word after publishing and wakes the receiver with
-// FUTEX_WAKE only when it said it sleeps. The receiver (one goroutine per
-// transport, polling every ring) spins briefly when told to (ranks do not
-// outnumber cores), then sleeps with FUTEX_WAIT. A writer that finds a
-// ring full waits on the direction's space word, bumped by the consumer;
-// a peer's death or Close wakes it too.
+// FUTEX_WAKE only when it said it sleeps and no goroutine of it polls.
+// The rings are polled by one goroutine at a time: the receiver (one
+// goroutine per transport, polling every ring), or a goroutine waiting
+// for its own request (PollUntil: caller-driven progress, which saves the
+// two goroutine switches of a hand-over), which delivers bulk frames
+// inline and leaves urgent frames, payloads read from the sender's memory
+// and the end of a peer to the receiver. The receiver spins briefly when told to (ranks
+// do not outnumber cores) and no caller polls, then sleeps with
+// FUTEX_WAIT. A writer that finds a ring full waits on the direction's
+// space word, bumped by the consumer; a peer's death or Close wakes it
+// too.
 //
 // The package must not interpret frames beyond their length and its
 // reserved bits, and keeps no process-global state.
@@ -37,6 +43,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,7 +77,8 @@ type Config struct {
 	// receiver may read the sender's memory (process_vm_readv).
 	NoCMA bool
 
-	beforePublish func() // tests: runs between writing a record and publishing it
+	beforePublish func()        // tests: runs between writing a record and publishing it
+	sleepMax      time.Duration // tests: the longest futex sleep (0: sleepMax), long to make a lost wake-up a hang
 }
 
 const (
@@ -103,6 +111,7 @@ type Transport struct {
 	bellFd    int
 	bellSeq   *atomic.Uint32
 	bellSleep *atomic.Uint32
+	bellPoll  *atomic.Uint32 // callers polling now (PollUntil); senders do not wake the receiver while it is not 0
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -113,9 +122,14 @@ type Transport struct {
 	closed  bool
 	closeBy atomic.Int64 // unix nanos after which writers give up (0: not closing)
 
-	rx     atomic.Pointer[[]*pair] // the pairs the receiver polls
-	stop   atomic.Bool
-	rxDone chan struct{}
+	rx       atomic.Pointer[[]*pair] // the pairs the receiver polls
+	rxLock   atomic.Int32            // who polls the rings now: 0 nobody, rxByReceiver or rxByCaller
+	handoff  atomic.Bool             // a caller left frames to the receiver: callers do not poll until it has
+	rxMissed atomic.Int32            // the receiver found a caller holding the rings on its way to sleep
+	rxParked atomic.Int32            // the receiver waits on rxWake for callers to stop polling
+	rxWake   chan struct{}           // its token (capacity 1)
+	stop     atomic.Bool
+	rxDone   chan struct{}
 
 	wg sync.WaitGroup
 }
@@ -220,14 +234,17 @@ func Listen(cfg Config) (*Transport, error) {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
-	t := &Transport{cfg: cfg, pid: os.Getpid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{}, rxDone: make(chan struct{})}
+	if cfg.sleepMax <= 0 {
+		cfg.sleepMax = sleepMax
+	}
+	t := &Transport{cfg: cfg, pid: os.Getpid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{}, rxDone: make(chan struct{}), rxWake: make(chan struct{}, 1)}
 	copy(t.probe[:], probeMagic)
 	var err error
 	t.bell, t.bellFd, err = newRegion("ftmpi-bell", bellSize)
 	if err != nil {
 		return nil, fmt.Errorf("shm doorbell: %w", err)
 	}
-	t.bellSeq, t.bellSleep = t.bell.u32(offBellSeq), t.bell.u32(offBellSleep)
+	t.bellSeq, t.bellSleep, t.bellPoll = t.bell.u32(offBellSeq), t.bell.u32(offBellSleep), t.bell.u32(offBellPoll)
 	t.path = filepath.Join(cfg.Dir, cfg.Name+".sock")
 	_ = os.Remove(t.path)
 	t.ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: t.path, Net: "unix"})
@@ -332,6 +349,11 @@ func (t *Transport) Close() error {
 	t.stop.Store(true)
 	t.ringSelf()
 	<-t.rxDone
+	// Callers may still be polling: take the rings from them for good
+	// before they are unmapped (a caller sees stop and lets go).
+	for !t.rxLock.CompareAndSwap(0, rxByReceiver) {
+		runtime.Gosched()
+	}
 	t.wg.Wait()
 	for _, p := range pairs {
 		p.mu.Lock()

@@ -1,0 +1,94 @@
+package p2p
+
+import (
+	"bytes"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// inlinePoller is a Poller that, when a wait polls it, delivers one eager
+// message (as a shared-memory transport's polling caller would, from the
+// waiting goroutine) and records the goroutine it ran on.
+type inlinePoller struct {
+	e      *Engine
+	h      transport.Header
+	data   []byte
+	calls  int
+	budget time.Duration
+	stack  string
+}
+
+func (p *inlinePoller) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
+	p.calls++
+	p.budget = budget
+	var buf [4 << 10]byte
+	p.stack = string(buf[:runtime.Stack(buf[:], false)])
+	if p.data != nil {
+		dst, cookie := p.e.Frame(1, p.h)
+		copy(dst, p.data)
+		p.e.Payload(1, p.h, dst, cookie, nil)
+		p.data = nil
+	}
+	return c.Done()
+}
+
+// A blocking wait polls the engine's poller before it parks, with the
+// budget it was given, and the message the poller delivers from the
+// waiting goroutine completes the receive; without a poller (or with a
+// zero budget) nothing polls.
+func TestWaitPollsThePoller(t *testing.T) {
+	e := New(Config{Self: 0})
+	defer e.Close()
+	e.SetTransport(&postRecorder{})
+	msg := []byte("inline!!")
+	p := &inlinePoller{e: e, h: transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 3, N: uint64(len(msg))}, data: msg}
+	e.SetPoller(p, 7*time.Microsecond)
+	buf := make([]byte, len(msg))
+	r, err := e.Irecv(5, 1, 1, 3, DTByte, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() { done <- r.WaitSignalCancel(nil, nil, nil) }()
+	select {
+	case how := <-done:
+		if how != WaitDone {
+			t.Fatalf("wait returned %d, want WaitDone", how)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait did not complete through the poller")
+	}
+	if p.calls != 1 || p.budget != 7*time.Microsecond {
+		t.Fatalf("%d polls with budget %v, want 1 with 7µs", p.calls, p.budget)
+	}
+	if !strings.Contains(p.stack, "WaitSignalCancel") {
+		t.Fatalf("the poller did not run on the waiting goroutine:\n%s", p.stack)
+	}
+	if !bytes.Equal(buf, msg) || r.Status().Bytes != len(msg) {
+		t.Fatalf("received %q (status %+v), want %q", buf, r.Status(), msg)
+	}
+	e.Release(r)
+
+	// Turned off: a wait no longer polls.
+	e.SetPoller(p, 0)
+	r, err = e.Irecv(5, 1, 1, 4, DTByte, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- r.WaitSignalCancel(nil, nil, nil) }()
+	h := transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 4, N: 1}
+	dst, cookie := e.Frame(1, h)
+	e.Payload(1, h, dst, cookie, nil)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait did not complete")
+	}
+	if p.calls != 1 {
+		t.Fatalf("%d polls after SetPoller(p, 0), want none", p.calls-1)
+	}
+}
