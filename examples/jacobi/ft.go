@@ -285,6 +285,7 @@ func (st *ftState) repairReplace() error {
 // joinReplaced is a taken spare's half of repairReplace.
 func (st *ftState) joinReplaced(nc *mpi.Comm) error {
 	nc.SetErrhandler(mpi.ErrorsReturn)
+	fmt.Printf("jacobi: spare process taken as rank %d\n", nc.Rank())
 	st.c = nc
 	st.s = newSolver(st.p, nc.Rank(), nc.Size())
 	return st.restore()
@@ -312,6 +313,7 @@ func (st *ftState) joinAsReplacement(parent *mpi.Comm) error {
 		st.lost = append(st.lost, int(r))
 	}
 	nc.SetErrhandler(mpi.ErrorsReturn)
+	fmt.Printf("jacobi: spare process taken as rank %d\n", nc.Rank())
 	st.c = nc
 	st.s = newSolver(st.p, nc.Rank(), nc.Size())
 	return st.restore()

@@ -579,3 +579,37 @@ func TestSrunRefinementNodeCutOff(t *testing.T) {
 		t.Fatalf("processes left on the cluster after the heal: %v", left)
 	}
 }
+
+// TestSrunJacobiReplacedFromSpare: examples/jacobi -ft -replace as 5 tasks
+// of srun --mpi=pmi2 --no-kill -K0 over the 3 nodes with FTMPI_SPARES=1 exported to the step: task 4 is a spare
+// waiting in Init, the world has 4 ranks. Rank 2 is SIGKILLed when the
+// checkpoint of iteration 2000 is committed; Comm.Replace (no launcher: it
+// cannot spawn) takes the spare, which says so ("4: jacobi: spare process
+// taken as rank 2": srun -l prefixes its task id), and the run ends with
+// the failure-free result.
+func TestSrunJacobiReplacedFromSpare(t *testing.T) {
+	c := cluster(t)
+	args := []string{bin["jacobi"], "-ft", "-replace", "-n", "64", "-check", "100", "-ckpt", "500", "-progress"}
+	want := baseline(t, c, append([]string{"-n", "4"}, args...)...)
+	srun := []string{"--mpi=pmi2", "--no-kill", "--kill-on-bad-exit=0", "-N3", "-n", "5", "-l"}
+	j := start(t, c, 150*time.Second, []string{"FTMPI_SPARES=1"}, "srun", append(srun, args...)...)
+	j.waitLine("iteration 2000 committed")
+	pid := 0
+	for i := 1; i <= nodes && pid == 0; i++ {
+		pid = taskPid(c, i, 2, "jacobi")
+	}
+	if pid == 0 {
+		t.Fatalf("rank 2 not found on any node\nstdout:\n%s", j.out())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	j.wait() // srun's code says a task was killed; the result is what counts
+	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	}
+	if !strings.Contains(j.out(), "jacobi: recovered: ranks [2] replaced") || !strings.Contains(j.out(), "4: jacobi: spare process taken as rank 2") {
+		t.Fatalf("rank 2 not replaced by the spare (task 4):\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	}
+	noLeftovers(t, c)
+}
