@@ -34,10 +34,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -201,6 +203,14 @@ func run(c config) int {
 		return 1
 	}
 	r.h = h
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() { // interrupted: nothing may be left behind
+		s := <-sigs
+		logf("%v: tearing the hosts down", s)
+		_ = h.Close()
+		os.Exit(130)
+	}()
 	defer func() {
 		if err := h.Close(); err != nil {
 			logf("tearing the hosts down: %v", err)
@@ -318,13 +328,20 @@ func (r *runner) prog(impl, name string, args ...string) []string {
 	return append([]string{filepath.Join(r.c.build, impl, name)}, args...)
 }
 
-// job is one launch running on h1.
+// job is one launch running on h1. Its standard output and error are
+// pipes of its own (not exec's copying goroutines): the launcher's exit
+// is seen when it happens even if a process it left behind (an ssh to a
+// silent host) still holds them.
 type job struct {
 	cmd     *exec.Cmd
-	lines   chan string // stdout lines
+	lines   chan string // stdout lines, closed at stdout's end
+	mu      sync.Mutex
 	stdout  bytes.Buffer
 	stderr  bytes.Buffer
-	done    chan struct{} // stdout closed and the process reaped
+	outEnd  chan struct{} // stdout and stderr read to their end
+	outR    *os.File
+	errR    *os.File
+	done    chan struct{} // the launcher exited (ended, err set)
 	began   time.Time
 	ended   time.Time
 	err     error
@@ -334,46 +351,99 @@ type job struct {
 
 func (r *runner) startJob(label, name string, args, env []string) (*job, error) {
 	r.n++
-	j := &job{label: label, lines: make(chan string, 1024), done: make(chan struct{})}
+	j := &job{label: label, lines: make(chan string, 1024), done: make(chan struct{}), outEnd: make(chan struct{})}
 	j.cmd = r.h.Command(1, name, args...)
 	j.cmd.Env = append(os.Environ(), env...)
 	j.cmd.Dir = os.TempDir()
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	j.cmd.Stderr = &j.stderr
-	so, err := j.cmd.StdoutPipe()
-	if err != nil {
+	var outW, errW *os.File
+	var err error
+	if j.outR, outW, err = os.Pipe(); err != nil {
 		return nil, err
 	}
+	if j.errR, errW, err = os.Pipe(); err != nil {
+		j.outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	j.cmd.Stdout, j.cmd.Stderr = outW, errW
 	if r.c.logDir != "" {
 		j.logStem = filepath.Join(r.c.logDir, fmt.Sprintf("%03d-%s", r.n, strings.ReplaceAll(label, " ", "_")))
 		_ = os.WriteFile(j.logStem+".cmd", []byte(strings.Join(append(append(env, name), args...), " ")+"\n"), 0o644)
 	}
 	j.began = time.Now()
-	if err := j.cmd.Start(); err != nil {
+	err = j.cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		j.outR.Close()
+		j.errR.Close()
 		return nil, err
 	}
+	var reading sync.WaitGroup
+	reading.Add(2)
 	go func() {
-		sc := bufio.NewScanner(so)
+		defer reading.Done()
+		sc := bufio.NewScanner(j.outR)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			l := sc.Text()
+			j.mu.Lock()
 			j.stdout.WriteString(l + "\n")
+			j.mu.Unlock()
 			select {
 			case j.lines <- l:
 			default:
 			}
 		}
 		close(j.lines)
+	}()
+	go func() {
+		defer reading.Done()
+		b := make([]byte, 32<<10)
+		for {
+			n, err := j.errR.Read(b)
+			j.mu.Lock()
+			j.stderr.Write(b[:n])
+			j.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		reading.Wait()
+		j.outR.Close()
+		j.errR.Close()
+		close(j.outEnd)
+	}()
+	go func() {
 		j.err = j.cmd.Wait()
 		j.ended = time.Now()
-		if j.logStem != "" {
-			_ = os.WriteFile(j.logStem+".out", j.stdout.Bytes(), 0o644)
-			_ = os.WriteFile(j.logStem+".err", j.stderr.Bytes(), 0o644)
-		}
 		close(j.done)
 	}()
 	return j, nil
 }
+
+// finish waits (at most 2 s) until the output is read to its end (what
+// the launcher wrote before it exited), then unblocks the readers if a
+// leftover process still holds the pipes, and keeps the logs.
+func (j *job) finish() {
+	select {
+	case <-j.outEnd:
+	case <-time.After(2 * time.Second):
+		j.outR.SetReadDeadline(time.Now())
+		j.errR.SetReadDeadline(time.Now())
+		<-j.outEnd
+	}
+	if j.logStem != "" {
+		_ = os.WriteFile(j.logStem+".out", []byte(j.out()), 0o644)
+		_ = os.WriteFile(j.logStem+".err", []byte(j.errText()), 0o644)
+	}
+}
+
+func (j *job) out() string     { j.mu.Lock(); defer j.mu.Unlock(); return j.stdout.String() }
+func (j *job) errText() string { j.mu.Lock(); defer j.mu.Unlock(); return j.stderr.String() }
 
 // waitLine waits for a stdout line holding s, at most d.
 func (j *job) waitLine(s string, d time.Duration) bool {
@@ -403,19 +473,21 @@ func (j *job) wait(d time.Duration) bool {
 		for range j.lines { // nobody reads lines any more
 		}
 	}()
+	ok := true
 	select {
 	case <-j.done:
-		return true
 	case <-t.C:
 		_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
 		<-j.done
-		return false
+		ok = false
 	}
+	j.finish()
+	return ok
 }
 
 // tail is the end of the job's stderr, for messages.
 func (j *job) tail() string {
-	s := strings.TrimSpace(j.stderr.String())
+	s := strings.TrimSpace(j.errText())
 	if len(s) > 300 {
 		s = "..." + s[len(s)-300:]
 	}
@@ -442,7 +514,7 @@ func (r *runner) cleanup(after string) {
 // results reads the JSON result lines of a finished p2p job.
 func results(j *job) []rec {
 	var out []rec
-	for _, l := range strings.Split(j.stdout.String(), "\n") {
+	for _, l := range strings.Split(j.out(), "\n") {
 		var x rec
 		if strings.HasPrefix(l, `{"name":`) && json.Unmarshal([]byte(l), &x) == nil {
 			out = append(out, x)
@@ -631,7 +703,7 @@ func (r *runner) hostLoss(silent, replace bool, runs int) {
 					RestoredNS int64  `json:"restored_ns"`
 				}
 				okLine := false
-				for _, l := range strings.Split(j.stdout.String(), "\n") {
+				for _, l := range strings.Split(j.out(), "\n") {
 					if strings.HasPrefix(l, `{"name":"xhost-hostloss"`) && json.Unmarshal([]byte(l), &line) == nil {
 						okLine = true
 					}
@@ -659,7 +731,7 @@ func (r *runner) hostLoss(silent, replace bool, runs int) {
 			// No ULFM: did any survivor's receive return, and when did the
 			// launcher end the job?
 			returned, lastRet := 0, int64(0)
-			for _, l := range strings.Split(j.stdout.String(), "\n") {
+			for _, l := range strings.Split(j.out(), "\n") {
 				var x struct {
 					Rank   int   `json:"rank"`
 					UnixNS int64 `json:"unix_ns"`
