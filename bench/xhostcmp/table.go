@@ -207,7 +207,11 @@ func writeTable(w io.Writer, recs []rec, hbTimeout time.Duration) {
 			}
 			fmt.Fprintf(w, " %.2f |", ft.median/os.median)
 		}
-		fmt.Fprintf(w, " %s |\n", verdict(r, st))
+		if v := verdict(r, st); v != "" {
+			fmt.Fprintf(w, " %s |\n", v)
+		} else {
+			fmt.Fprintln(w, " |")
+		}
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
