@@ -152,6 +152,7 @@ type runner struct {
 	recs    []rec
 	n       int // launches so far
 	failed  []string
+	skipped []string
 	sshWrap string // ssh -F cfg as one executable (MPICH's -launcher-exec)
 }
 
@@ -249,6 +250,9 @@ func run(c config) int {
 		}
 	}
 	logf("load average at the end: %s; %d launches in %v", loadEnd, r.n, time.Since(began).Round(time.Second))
+	for _, f := range r.skipped {
+		logf("skipped: %s", f)
+	}
 	for _, f := range r.failed {
 		logf("failed: %s", f)
 	}
@@ -266,6 +270,20 @@ func (r *runner) emit(x rec) {
 		b, _ := json.Marshal(x)
 		r.file.Write(append(b, '\n'))
 	}
+}
+
+// failImpl is a failure of one of impl's launches. MPICH is compared
+// where it works: its failures are listed as skips and do not fail the
+// run (Debian's MPICH 4.0 over UCX's TCP transport has hung in
+// MPI_Finalize with 4 ranks per namespace host).
+func (r *runner) failImpl(impl, format string, args ...any) {
+	if impl != "mpich" {
+		r.fail(format, args...)
+		return
+	}
+	s := fmt.Sprintf(format, args...)
+	r.skipped = append(r.skipped, s)
+	logf("SKIP: %s (MPICH is left out of this part)", s)
 }
 
 func (r *runner) fail(format string, args ...any) {
@@ -550,19 +568,19 @@ func (r *runner) p2p() {
 				logf("p2p round %d/%d: %s %s (load %.2f)", k+1, c.rounds, impl, b.name, l1)
 				j, err := r.startJob(label, name, args, env)
 				if err != nil {
-					r.fail("%s: %v", label, err)
+					r.failImpl(impl, "%s: %v", label, err)
 					bad[impl] = true
 					continue
 				}
 				if !j.wait(c.timeout) || j.err != nil {
-					r.fail("%s: %v %s", label, j.err, j.tail())
+					r.failImpl(impl, "%s: %v %s", label, j.err, j.tail())
 					bad[impl] = true
 					r.cleanup(label)
 					continue
 				}
 				got := results(j)
 				if len(got) == 0 {
-					r.fail("%s: no result lines: %s", label, j.tail())
+					r.failImpl(impl, "%s: no result lines: %s", label, j.tail())
 					bad[impl] = true
 				}
 				for _, x := range got {
@@ -574,6 +592,10 @@ func (r *runner) p2p() {
 		}
 	}
 }
+
+// startLimit bounds a job-start launch (a hello takes a second or two
+// even on a loaded machine).
+const startLimit = 30 * time.Second
 
 // start: job start at np hosts×slots, the launcher's wall time.
 func (r *runner) start() {
@@ -597,12 +619,12 @@ func (r *runner) start() {
 			}
 			j, err := r.startJob(label, name, args, env)
 			if err != nil {
-				r.fail("%s: %v", label, err)
+				r.failImpl(impl, "%s: %v", label, err)
 				bad[impl] = true
 				continue
 			}
-			if !j.wait(c.timeout) || j.err != nil {
-				r.fail("%s: %v %s", label, j.err, j.tail())
+			if !j.wait(min(c.timeout, startLimit)) || j.err != nil {
+				r.failImpl(impl, "%s: %v (limit %v) %s", label, j.err, min(c.timeout, startLimit), j.tail())
 				bad[impl] = true
 				r.cleanup(label)
 				continue
@@ -665,13 +687,13 @@ func (r *runner) hostLoss(silent, replace bool, runs int) {
 			logf("%s %d/%d: %s (load %.2f)", what, k+1, runs, impl, l1)
 			j, err := r.startJob(label, name, args, env)
 			if err != nil {
-				r.fail("%s: %v", label, err)
+				r.failImpl(impl, "%s: %v", label, err)
 				bad[impl] = true
 				continue
 			}
 			if !j.waitLine("xhost: armed", c.timeout) {
 				j.wait(time.Second)
-				r.fail("%s: never armed: %v %s", label, j.err, j.tail())
+				r.failImpl(impl, "%s: never armed: %v %s", label, j.err, j.tail())
 				bad[impl] = true
 				r.cleanup(label)
 				continue
@@ -679,11 +701,11 @@ func (r *runner) hostLoss(silent, replace bool, runs int) {
 			t0 := time.Now()
 			if silent {
 				if err := r.h.Isolate(victim); err != nil {
-					r.fail("%s: cutting h%d: %v", label, victim, err)
+					r.failImpl(impl, "%s: cutting h%d: %v", label, victim, err)
 				}
 			}
 			if err := r.h.KillExcept(victim); err != nil {
-				r.fail("%s: killing h%d: %v", label, victim, err)
+				r.failImpl(impl, "%s: killing h%d: %v", label, victim, err)
 			}
 			limit := c.timeout
 			if impl != "ftmpi" {
@@ -709,7 +731,7 @@ func (r *runner) hostLoss(silent, replace bool, runs int) {
 					}
 				}
 				if !ended || !okLine || (replace && line.RestoredNS == 0) {
-					r.fail("%s: ended %v, result line %v: %v %s", label, ended, okLine, j.err, j.tail())
+					r.failImpl(impl, "%s: ended %v, result line %v: %v %s", label, ended, okLine, j.err, j.tail())
 					bad[impl] = true
 					r.cleanup(label)
 					continue
