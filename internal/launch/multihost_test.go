@@ -305,3 +305,19 @@ func TestMultiHostLostRankNamesItsPid(t *testing.T) {
 	}
 	assertNoLeftovers(t, mark, 5*time.Second)
 }
+
+// TestMultiHostAgentStartFails: the launch agent fails before the agent
+// answers (ssh refused: an sshd that resets the connection, a host that
+// does not resolve); ftmpirun says so and exits at once. It used to wait
+// forever for the answer it had already read.
+func TestMultiHostAgentStartFails(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "badssh")
+	script := "#!/bin/sh\necho 'kex_exchange_identification: read: Connection reset by peer' >&2\nexit 255\n"
+	if err := os.WriteFile(bad, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, 30*time.Second, "--host", "localhost:1,fake2:1,fake3:1", "--interface", "lo", "--launch-agent", bad, "true")
+	expectCode(t, r, 1)
+	expectStderr(t, r, "cannot start the agent on host fake2: ")
+	expectStderr(t, r, "(kex_exchange_identification: read: Connection reset by peer)")
+}

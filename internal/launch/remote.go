@@ -120,8 +120,10 @@ func startRemote(host string, launch []string, self string, hello agentwire.Msg,
 	first := make(chan res, 1)
 	go func() { m, err := agentwire.Read(r); first <- res{m, err} }()
 	var got res
+	answered := false
 	select {
 	case got = <-first:
+		answered = true
 	case <-time.After(readyWait):
 		got.err = fmt.Errorf("no answer within %v", readyWait)
 	}
@@ -134,7 +136,9 @@ func startRemote(host string, launch []string, self string, hello agentwire.Msg,
 	if got.err != nil {
 		a.kill()
 		stdin.Close()
-		<-first // the reader ends with the killed ssh
+		if !answered {
+			<-first // the reader ends with the killed ssh
+		}
 		_ = a.cmd.Wait()
 		a.w.stop()
 		if e := a.stderr.String(); e != "" && got.err != nil {
