@@ -204,13 +204,18 @@ func run(c config) int {
 		return 1
 	}
 	r.h = h
-	sigs := make(chan os.Signal, 1)
+	sigs, over := make(chan os.Signal, 1), make(chan struct{})
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer close(over)
+	defer signal.Stop(sigs)
 	go func() { // interrupted: nothing may be left behind
-		s := <-sigs
-		logf("%v: tearing the hosts down", s)
-		_ = h.Close()
-		os.Exit(130)
+		select {
+		case s := <-sigs:
+			logf("%v: tearing the hosts down", s)
+			_ = h.Close()
+			os.Exit(130)
+		case <-over:
+		}
 	}()
 	defer func() {
 		if err := h.Close(); err != nil {
