@@ -384,19 +384,25 @@ func killNS(ns string) error {
 // is SIGKILLed (the kernel still answers for it: peers see resets).
 func (h *Hosts) Kill(i int) error { return killNS(h.NS(i)) }
 
-// KillExcept SIGKILLs the processes of host i except its sshd listener
-// (the job's processes only: the host stays usable).
+// KillExcept crashes the job on host i: every process in its namespace
+// but its sshd listener is SIGKILLed, again until none is left (a process
+// forked while the others were being killed must not outlive the crash),
+// for at most 5 s. The host stays usable.
 func (h *Hosts) KillExcept(i int) error {
-	keep := 0
-	if c := h.sshd[i-1]; c != nil && c.Process != nil {
-		keep = c.Process.Pid
-	}
-	for _, pid := range h.Pids(i) {
-		if pid != keep && !h.isSSHDListener(pid) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := h.JobPids(i)
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nshosts: processes left on %s: %v", h.Name(i), pids)
+		}
+		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return nil
 }
 
 // isSSHDListener tells whether pid is an sshd started by this set (the

@@ -142,3 +142,29 @@ func sshdRunning() bool {
 	}
 	return false
 }
+
+// TestKillExceptKeepsSSHD: the job's processes on a host are killed, its
+// sshd stays and takes logins.
+func TestKillExceptKeepsSSHD(t *testing.T) {
+	h := ForTest(t, 2)
+	job := h.Command(2, "sh", "-c", "sleep 60 & exec sleep 60")
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- job.Wait() }()
+	if err := h.KillExcept(2); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job's process survived KillExcept")
+	}
+	if left := h.JobPids(2); len(left) != 0 {
+		t.Fatalf("left on h2: %v", left)
+	}
+	if out, err := sshRun(h, 1, 2, "true"); err != nil {
+		t.Fatalf("ssh to h2 after KillExcept: %v %s", err, out)
+	}
+}
