@@ -43,10 +43,11 @@ type bench struct {
 	window int
 	out    *json.Encoder
 	trans  string
+	bytes  int64 // bw, bibw: bytes per repetition (-bytes; 0: from iters)
 }
 
 func main() {
-	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), replace-call (one rank killed, kill -> restored communicator by Comm.Replace: from a spare with ftmpirun --spares 1, else spawned; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue), value (SendValue/RecvValue of a []float64 against gob by hand + Send/Recv), dtype (strided vector and struct messages at 1 KiB and 1 MiB), rma (one-sided Put/Get/Accumulate latency and Put bandwidth with fence and lock, 8 B to 1 MiB)")
+	which := flag.String("bench", "latency", "benchmark: latency, bw, bibw, barrier, coll, collgrowth, ftgrowth, ft (agree/shrink failure-free), detect (one rank killed; run with --on-failure continue), replace (one rank killed and replaced: shrink, spawn, merge, split; --on-failure continue), replace-call (one rank killed, kill -> restored communicator by Comm.Replace: from a spare with ftmpirun --spares 1, else spawned; --on-failure continue), rtcoll (collectives over recognised failures vs the alive processes only; --on-failure continue), value (SendValue/RecvValue of a []float64 against gob by hand + Send/Recv), dtype (strided vector and struct messages at 1 KiB and 1 MiB), rma (one-sided Put/Get/Accumulate latency and Put bandwidth with fence and lock, 8 B to 1 MiB), hostloss (the last -victims ranks' host is killed from outside after rank 0 prints \"xhost: armed\": when the survivors learn, and with -replace when the communicator is restored; --on-failure continue)")
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	minSize := flag.Int("min", 1, "smallest message size in bytes")
 	maxSize := flag.Int("max", 0, "largest message size in bytes (default 4 MiB for latency, 16 MiB for bandwidth)")
@@ -56,6 +57,9 @@ func main() {
 	maxP := flag.Int("maxp", 1024, "collgrowth: largest process count")
 	ioDir := flag.String("dir", os.TempDir(), "io: directory of the benchmark file (shared by the ranks)")
 	rtKill := flag.Int("kill", 1, "rtcoll: how many ranks kill themselves before Validate (run with --on-failure continue)")
+	victims := flag.Int("victims", 4, "hostloss: how many of the last ranks are on the host that is killed")
+	replace := flag.Bool("replace", false, "hostloss: replace the lost ranks (revoke, shrink, spawn, merge, split back)")
+	bwBytes := flag.Int64("bytes", 0, "bw, bibw: move about this many bytes per repetition and direction, as bench/c/bw.c (1 to 100 windows; 0: windows scaled from -iters)")
 	flag.Parse()
 
 	if *which == "ftgrowth" {
@@ -87,14 +91,18 @@ func main() {
 		os.Exit(1)
 	}
 	b := &bench{c: w.CommWorld(), runs: max(1, *runs), min: max(1, *minSize), max: *maxSize,
-		iters: max(1, *iters), window: 64, out: json.NewEncoder(os.Stdout), trans: w.Transport()}
+		iters: max(1, *iters), window: 64, out: json.NewEncoder(os.Stdout), trans: w.Transport(), bytes: *bwBytes}
 	if nc := w.Replacement(); nc != nil { // a process -bench replace-call took (a spare, or spawned)
 		b.replaceCallReport(nc, "", []float64{0, 0})
 		w.Finalize()
 		return
 	}
-	if parent := w.Parent(); parent != nil { // a process spawned by -bench replace
-		b.replaceChild(parent)
+	if parent := w.Parent(); parent != nil { // a process spawned by -bench replace or hostloss
+		if *which == "hostloss" {
+			b.hostLossChild(parent)
+		} else {
+			b.replaceChild(parent)
+		}
 		w.Finalize()
 		return
 	}
@@ -121,6 +129,8 @@ func main() {
 		b.replace()
 	case "replace-call":
 		b.replaceCall(w)
+	case "hostloss":
+		b.hostLoss(*victims, *replace)
 	case "rtcoll":
 		b.rtColl(*budget, *rtKill)
 	case "dtype":
@@ -240,6 +250,9 @@ func (b *bench) bandwidth(bidir bool) {
 	for _, size := range sizes(b.min, b.max) {
 		n := max(5, scaled(b.iters/10, size))
 		warm := max(2, n/10)
+		if b.bytes > 0 {
+			n, warm = bwWindows(b.bytes, b.window, size)
+		}
 		var samples []float64
 		for run := 0; run < b.runs; run++ {
 			check(c.Barrier())
@@ -294,6 +307,18 @@ func (b *bench) bandwidth(bidir bool) {
 		}
 		b.emit(name, size, samples, "MB/s")
 	}
+}
+
+// bwWindows is bench/c/bw.c's rule: enough windows to move about total
+// bytes per repetition, 1 to 100, a tenth of them (at least one) more as
+// warm-up, none from 4 MiB (a window of 4 MiB messages warms up alone).
+func bwWindows(total int64, window, size int) (n, warm int) {
+	n = int(min(100, max(1, total/(int64(window)*int64(size)))))
+	warm = max(1, n/10)
+	if size >= 4<<20 {
+		warm = 0
+	}
+	return n, warm
 }
 
 // barrier times MPI_Barrier over all ranks.

@@ -442,9 +442,9 @@ func (h *head) remoteOf(rank, inc int) *remoteAgent {
 }
 
 // hostLost is the loss of the agent of host index host (a remote agent's
-// onLost).
-func (h *head) hostLost(host int, reason string) {
-	h.step(policy.HostLost{Host: host, Reason: reason})
+// onLost), with the process ids its ranks had there.
+func (h *head) hostLost(host int, reason string, pids map[int]int) {
+	h.step(policy.HostLost{Host: host, Reason: reason, Pids: pids})
 }
 
 // onHost moves spec to host index host: its agent, and the spec with the

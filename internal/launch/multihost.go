@@ -123,7 +123,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 				defer wg.Done()
 				hm := hello
 				hm.Host = cfg.Hosts[i].Name
-				ra, err := startRemote(hm.Host, agentArgv(cfg, hm.Host, self), hm, h, func(reason string) { h.hostLost(i, reason) })
+				ra, err := startRemote(hm.Host, agentArgv(cfg, hm.Host, self), hm, h, func(reason string, pids map[int]int) { h.hostLost(i, reason, pids) })
 				if err != nil {
 					errs[i] = err
 					return

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,4 +260,64 @@ func TestMultiHostSuspectRemoteRank(t *testing.T) {
 	if !strings.Contains(r.stdout, "rank 0 suspected 2\n") {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
+}
+
+// TestMultiHostLostRankNamesItsPid: the agent of a host is SIGKILLed
+// while its rank runs but has not connected to the head (no hello, which
+// is where a rank tells its pid); the head's messages name the rank's
+// real pid, which the agent reported when it started it, not "pid 0".
+func TestMultiHostLostRankNamesItsPid(t *testing.T) {
+	ssh, dir := fakeSSH(t)
+	mark := newMark(t)
+	cmd := exec.Command(ftmpirunBin, "--host", "localhost:1,fake2:1", "--interface", "lo", "--launch-agent", ssh,
+		"--on-failure", "continue", "sh", "-c", `if [ "$FTMPI_RANK" = 1 ]; then echo "remote pid $$"; exec sleep 60; fi`)
+	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, EnvAgentHBPeriod+"=100ms", EnvAgentHBTimeout+"=1s")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer kill.Stop()
+	sc := bufio.NewScanner(out)
+	pid := 0
+	for pid == 0 && sc.Scan() {
+		fmt.Sscanf(sc.Text(), "remote pid %d", &pid)
+	}
+	if pid <= 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the remote rank never printed its pid\nstderr:\n%s", stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "agent-fake2.pid"))
+	agent, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || agent <= 0 {
+		t.Fatalf("agent pid: %v %q", err, b)
+	}
+	syscall.Kill(agent, syscall.SIGKILL)
+	for sc.Scan() {
+	}
+	cmd.Wait()
+	want := fmt.Sprintf("rank 1 (pid %d) killed by signal 9 (killed), its host fake2 was lost", pid)
+	if !strings.Contains(stderr.String(), want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	assertNoLeftovers(t, mark, 5*time.Second)
+}
+
+// TestMultiHostAgentStartFails: the launch agent fails before the agent
+// answers (ssh refused: an sshd that resets the connection, a host that
+// does not resolve); ftmpirun says so and exits at once. It used to wait
+// forever for the answer it had already read.
+func TestMultiHostAgentStartFails(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "badssh")
+	script := "#!/bin/sh\necho 'kex_exchange_identification: read: Connection reset by peer' >&2\nexit 255\n"
+	if err := os.WriteFile(bad, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, 30*time.Second, "--host", "localhost:1,fake2:1,fake3:1", "--interface", "lo", "--launch-agent", bad, "true")
+	expectCode(t, r, 1)
+	expectStderr(t, r, "cannot start the agent on host fake2: ")
+	expectStderr(t, r, "(kex_exchange_identification: read: Connection reset by peer)")
 }

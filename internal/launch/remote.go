@@ -30,7 +30,7 @@ const readyWait = 60 * time.Second
 type remoteAgent struct {
 	host    string
 	rep     Reporter
-	onLost  func(reason string)
+	onLost  func(reason string, pids map[int]int)
 	period  time.Duration
 	timeout time.Duration
 
@@ -41,7 +41,9 @@ type remoteAgent struct {
 
 	mu      sync.Mutex
 	running map[int]int // rank -> incarnation, started and not reported gone
+	pids    map[int]int // rank -> process id of its running incarnation (Started)
 	started map[uint64]chan struct{}
+	starts  map[uint64][]agentwire.Spec // the ranks of each Start not yet Started
 	checks  map[uint64]chan agentwire.Msg
 	files   map[string]chan agentwire.Msg // --preload-binary: FileDone awaited, by name
 	seq     uint64
@@ -87,10 +89,10 @@ func shellQuote(s string) string {
 // startRemote starts the agent on host by running argv (ssh HOST COMMAND,
 // or srun inside a Slurm allocation: see agentArgv), sends it hello and
 // waits for its Ready.
-func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, onLost func(string)) (*remoteAgent, error) {
+func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, onLost func(string, map[int]int)) (*remoteAgent, error) {
 	a := &remoteAgent{host: host, rep: rep, onLost: onLost,
 		period: time.Duration(hello.HBPeriod), timeout: time.Duration(hello.HBTimeout),
-		stderr: &tailBuffer{}, running: map[int]int{}, started: map[uint64]chan struct{}{},
+		stderr: &tailBuffer{}, running: map[int]int{}, pids: map[int]int{}, started: map[uint64]chan struct{}{}, starts: map[uint64][]agentwire.Spec{},
 		checks: map[uint64]chan agentwire.Msg{}, files: map[string]chan agentwire.Msg{}, lostCh: make(chan struct{}), seen: make(chan struct{}, 1)}
 	a.cmd = exec.Command(argv[0], argv[1:]...)
 	// ssh (srun) dies with ftmpirun (its session's end kills the agent's ranks).
@@ -117,8 +119,10 @@ func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, 
 	first := make(chan res, 1)
 	go func() { m, err := agentwire.Read(r); first <- res{m, err} }()
 	var got res
+	answered := false
 	select {
 	case got = <-first:
+		answered = true
 	case <-time.After(readyWait):
 		got.err = fmt.Errorf("no answer within %v", readyWait)
 	}
@@ -131,7 +135,9 @@ func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, 
 	if got.err != nil {
 		a.kill()
 		stdin.Close()
-		<-first // the reader ends with the killed ssh
+		if !answered {
+			<-first // the reader ends with the killed ssh
+		}
 		_ = a.cmd.Wait()
 		a.w.stop()
 		if e := a.stderr.String(); e != "" && got.err != nil {
@@ -189,6 +195,7 @@ func (a *remoteAgent) deliver(m agentwire.Msg) {
 		inc, ok := a.running[m.Rank]
 		if ok && inc == m.Inc {
 			delete(a.running, m.Rank)
+			delete(a.pids, m.Rank)
 		} else {
 			ok = false
 		}
@@ -204,6 +211,12 @@ func (a *remoteAgent) deliver(m agentwire.Msg) {
 		a.ranks.Done()
 	case agentwire.TStarted:
 		a.mu.Lock()
+		for i, s := range a.starts[m.Seq] {
+			if cur, ok := a.running[s.Rank]; ok && cur == s.Inc && i < len(m.Pids) && m.Pids[i] > 0 {
+				a.pids[s.Rank] = m.Pids[i]
+			}
+		}
+		delete(a.starts, m.Seq)
 		if ch := a.started[m.Seq]; ch != nil {
 			close(ch)
 			delete(a.started, m.Seq)
@@ -264,7 +277,13 @@ func (a *remoteAgent) lose(reason string) {
 	close(a.lostCh)
 	closing := a.closing
 	n := len(a.running)
+	pids := make(map[int]int, len(a.pids))
+	for r, p := range a.pids {
+		pids[r] = p
+	}
 	clear(a.running)
+	clear(a.pids)
+	clear(a.starts)
 	for seq, ch := range a.started {
 		close(ch)
 		delete(a.started, seq)
@@ -280,7 +299,7 @@ func (a *remoteAgent) lose(reason string) {
 	a.mu.Unlock()
 	a.kill()
 	if !closing {
-		a.onLost(reason)
+		a.onLost(reason, pids)
 	}
 	for i := 0; i < n; i++ {
 		a.ranks.Done()
@@ -308,9 +327,11 @@ func (a *remoteAgent) Start(specs []RankSpec) {
 	m := agentwire.Msg{Type: agentwire.TStart, Seq: seq}
 	for _, s := range specs {
 		a.running[s.Rank] = s.Incarnation
+		delete(a.pids, s.Rank) // an older incarnation's
 		a.ranks.Add(1)
 		m.Specs = append(m.Specs, agentwire.Spec{Rank: s.Rank, Inc: s.Incarnation, Path: s.Path, Args: s.Args, Env: s.Env, Dir: s.Dir})
 	}
+	a.starts[seq] = m.Specs
 	a.mu.Unlock()
 	a.w.send(m)
 	<-ch // closed by Started or by the loss
@@ -344,6 +365,18 @@ func (a *remoteAgent) SignalAll(sig syscall.Signal) {
 
 // Wait implements Agent.
 func (a *remoteAgent) Wait() { a.ranks.Wait() }
+
+// Pid is the process id of incarnation inc of rank on this agent's host,
+// as the agent reported it when it started the rank (0 if unknown, or
+// not running here).
+func (a *remoteAgent) Pid(rank, inc int) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cur, ok := a.running[rank]; ok && cur == inc {
+		return a.pids[rank]
+	}
+	return 0
+}
 
 // runs tells whether incarnation inc of rank runs on this agent.
 func (a *remoteAgent) runs(rank, inc int) bool {

@@ -6,7 +6,8 @@
 // through a hosts file that `ip netns exec` binds over /etc/hosts. Links can
 // be cut one way or both with nftables and healed; a host can be killed
 // (every process in its namespace). Close removes everything: processes,
-// namespaces, files.
+// namespaces, files (but /run/sshd, sshd's privilege separation directory,
+// which Up makes if missing: other sets may be using it).
 //
 // It needs root, ip (iproute2), nft (nftables), sshd, ssh and ssh-keygen;
 // Available says what is missing. The filesystem is shared by all hosts
@@ -41,9 +42,8 @@ type Hosts struct {
 	Dir       string // keys, configs, logs, state
 	SSHConfig string // ssh client configuration (ssh -F SSHConfig hI works from any host)
 
-	sshd        []*exec.Cmd     // by host index - 1
-	sshdDone    []chan struct{} // closed once that sshd is reaped
-	madeRunSSHD bool
+	sshd     []*exec.Cmd     // by host index - 1
+	sshdDone []chan struct{} // closed once that sshd is reaped
 }
 
 // state is what Down needs to tear a set down from another process.
@@ -52,8 +52,6 @@ type state struct {
 	N      int
 	Dir    string
 	Sshd   []int
-	// MadeRunSSHD: Up created /run/sshd (removed again by Close).
-	MadeRunSSHD bool
 }
 
 const stateFile = "state.json"
@@ -271,11 +269,11 @@ func (h *Hosts) keys() error {
 	if err := os.WriteFile(h.SSHConfig, []byte(client), 0o600); err != nil {
 		return err
 	}
-	if _, err := os.Stat("/run/sshd"); err == nil {
-		return nil
-	}
-	h.madeRunSSHD = true
-	return os.MkdirAll("/run/sshd", 0o755) // sshd's privilege separation directory
+	// sshd's privilege separation directory. It is made if missing and
+	// never removed: every sshd of every set on this machine (another
+	// test's, a bench script's) needs it for each connection, so removing
+	// it when one set closes would break the others' logins.
+	return os.MkdirAll("/run/sshd", 0o755)
 }
 
 func (h *Hosts) startSSHD(i int) error {
@@ -336,7 +334,7 @@ func (h *Hosts) waitSSH(i int, deadline time.Time) error {
 }
 
 func (h *Hosts) saveState() error {
-	st := state{Prefix: h.Prefix, N: h.N, Dir: h.Dir, MadeRunSSHD: h.madeRunSSHD}
+	st := state{Prefix: h.Prefix, N: h.N, Dir: h.Dir}
 	for _, c := range h.sshd {
 		if c != nil && c.Process != nil {
 			st.Sshd = append(st.Sshd, c.Process.Pid)
@@ -386,19 +384,25 @@ func killNS(ns string) error {
 // is SIGKILLed (the kernel still answers for it: peers see resets).
 func (h *Hosts) Kill(i int) error { return killNS(h.NS(i)) }
 
-// KillExcept SIGKILLs the processes of host i except its sshd listener
-// (the job's processes only: the host stays usable).
+// KillExcept crashes the job on host i: every process in its namespace
+// but its sshd listener is SIGKILLed, again until none is left (a process
+// forked while the others were being killed must not outlive the crash),
+// for at most 5 s. The host stays usable.
 func (h *Hosts) KillExcept(i int) error {
-	keep := 0
-	if c := h.sshd[i-1]; c != nil && c.Process != nil {
-		keep = c.Process.Pid
-	}
-	for _, pid := range h.Pids(i) {
-		if pid != keep && !h.isSSHDListener(pid) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := h.JobPids(i)
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nshosts: processes left on %s: %v", h.Name(i), pids)
+		}
+		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return nil
 }
 
 // isSSHDListener tells whether pid is an sshd started by this set (the
@@ -475,7 +479,7 @@ func (h *Hosts) Heal(i int) error { return runIn(h.NS(i), "", "nft", "flush", "r
 // Close kills every process on the hosts and removes the namespaces, the
 // hosts files and the directory. It is safe to call more than once.
 func (h *Hosts) Close() error {
-	err := down(state{Prefix: h.Prefix, N: h.N, Dir: h.Dir, MadeRunSSHD: h.madeRunSSHD})
+	err := down(state{Prefix: h.Prefix, N: h.N, Dir: h.Dir})
 	// The sshds are dead (their namespaces are empty): wait until they are
 	// reaped, so that no goroutine of this set outlives Close.
 	for i, done := range h.sshdDone {
@@ -529,9 +533,6 @@ func down(st state) error {
 		if err := run("ip", "netns", "del", sw); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if st.MadeRunSSHD {
-		_ = os.Remove("/run/sshd") // only if empty
 	}
 	if st.Dir != "" {
 		if err := os.RemoveAll(st.Dir); err != nil {

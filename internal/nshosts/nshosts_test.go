@@ -3,6 +3,7 @@ package nshosts
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,72 @@ func TestHostsUpCutHealKillDown(t *testing.T) {
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	if strings.Contains(string(out), h.Prefix) {
 		t.Fatalf("namespaces left: %s", out)
+	}
+}
+
+// TestCloseKeepsOtherSetsUsable: two sets live at once (tests of two
+// packages, or a test and bench/nshosts.sh); closing one must leave the
+// other's sshd able to take logins. Closing the first used to remove
+// /run/sshd, sshd's privilege separation directory, which every new
+// connection of every sshd needs ("Missing privilege separation
+// directory"): the other set's ssh connections were reset.
+func TestCloseKeepsOtherSetsUsable(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	// As on a machine where no sshd ran yet, so that the first set makes
+	// the directory; only when no sshd runs (another test's would need it).
+	if !sshdRunning() {
+		if err := os.RemoveAll("/run/sshd"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := ForTest(t, 1)
+	b := ForTest(t, 1)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/run/sshd"); err != nil {
+		t.Fatalf("closing a set removed sshd's directory: %v", err)
+	}
+	if out, err := sshRun(b, 1, 1, "true"); err != nil {
+		t.Fatalf("ssh on the other set after the first closed: %v %s", err, out)
+	}
+}
+
+// sshdRunning tells whether any sshd process runs on the machine.
+func sshdRunning() bool {
+	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, c := range comms {
+		if b, err := os.ReadFile(c); err == nil && strings.TrimSpace(string(b)) == "sshd" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestKillExceptKeepsSSHD: the job's processes on a host are killed, its
+// sshd stays and takes logins.
+func TestKillExceptKeepsSSHD(t *testing.T) {
+	h := ForTest(t, 2)
+	job := h.Command(2, "sh", "-c", "sleep 60 & exec sleep 60")
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- job.Wait() }()
+	if err := h.KillExcept(2); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job's process survived KillExcept")
+	}
+	if left := h.JobPids(2); len(left) != 0 {
+		t.Fatalf("left on h2: %v", left)
+	}
+	if out, err := sshRun(h, 1, 2, "true"); err != nil {
+		t.Fatalf("ssh to h2 after KillExcept: %v %s", err, out)
 	}
 }

@@ -106,9 +106,11 @@ type Msg struct {
 	Listen string `json:"listen,omitempty"` // the agent host's IP on the job's network
 	Error  string `json:"error,omitempty"`  // Ready: the agent cannot run the job
 
-	// Start, Started.
+	// Start, Started. Pids (Started): the process id of each rank of the
+	// Start, in its order (0: that one could not be started).
 	Seq   uint64 `json:"seq,omitempty"`
 	Specs []Spec `json:"specs,omitempty"`
+	Pids  []int  `json:"pids,omitempty"`
 
 	// Signal, SignalAll, Check, State, Output, Exited.
 	Rank   int    `json:"rank,omitempty"`
@@ -215,6 +217,9 @@ func Decode(b []byte) (Msg, error) {
 	if len(m.Specs) == 0 {
 		m.Specs = nil
 	}
+	if len(m.Pids) == 0 {
+		m.Pids = nil
+	}
 	for i := range m.Specs {
 		if len(m.Specs[i].Args) == 0 {
 			m.Specs[i].Args = nil
@@ -270,6 +275,12 @@ func (m *Msg) check() error {
 			}
 			if s.Path == "" {
 				return fmt.Errorf("rank %d: no program", s.Rank)
+			}
+		}
+	case TStarted:
+		for _, p := range m.Pids {
+			if p < 0 {
+				return fmt.Errorf("process id %d out of range", p)
 			}
 		}
 	case TSignal:

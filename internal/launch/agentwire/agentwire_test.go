@@ -17,6 +17,7 @@ func samples() []Msg {
 		{Type: TReady, Error: "no address on eth9"},
 		{Type: TStart, Seq: 3, Specs: []Spec{{Rank: 1, Path: "/bin/true", Args: []string{"a b"}, Env: []string{"X=1"}, Dir: "/"}}},
 		{Type: TStarted, Seq: 3},
+		{Type: TStarted, Seq: 4, Pids: []int{1234, 0}},
 		{Type: TSignal, Rank: 2, Inc: -1, Sig: 9},
 		{Type: TSignalAll, Sig: 15},
 		{Type: TCheck, Token: 7, Rank: 1, Inc: 2},
@@ -72,6 +73,7 @@ func TestDecodeRejects(t *testing.T) {
 		{frame(byte(TStart), `{"specs":[]}`), "no rank"},
 		{frame(byte(TStart), `{"specs":[{"rank":1}]}`), "no program"},
 		{frame(byte(TExited), `{"rank":1,"status":300}`), "out of range"},
+		{frame(byte(TStarted), `{"seq":1,"pids":[5,-3]}`), "process id -3"},
 		{frame(byte(TFile), `{"file":"../etc/passwd"}`), "want a base name"},
 		{frame(byte(TFile), `{"file":".."}`), "want a base name"},
 	} {

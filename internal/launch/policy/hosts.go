@@ -17,9 +17,13 @@ type Host struct {
 // as if SIGKILLed: the shell never reports them (their agent is gone) and
 // the partition's side cut off from the head kills them itself
 // (fail-stop). The head's own host is never lost: its loss ends the job.
+// Pids: the process ids of the host's ranks as its agent reported them
+// when it started them (rank -> pid of the incarnation it ran): for the
+// messages about a rank lost before its hello told its pid.
 type HostLost struct {
 	Host   int
 	Reason string
+	Pids   map[int]int
 }
 
 func (HostLost) isEvent() {}
@@ -66,6 +70,9 @@ func (m *Machine) hostLost(e HostLost) {
 	}
 	for _, r := range held {
 		p := &m.procs[r]
+		if p.pid == 0 {
+			p.pid = e.Pids[r]
+		}
 		m.exited(Exit{Host: name, Rank: r, Incarnation: p.inc, Pid: p.pid, Signal: syscall.SIGKILL})
 	}
 	// Every survivor learns of every process of the host before the

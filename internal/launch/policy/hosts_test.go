@@ -112,3 +112,35 @@ func TestPlaceFreeSlot(t *testing.T) {
 		t.Fatalf("place with every host lost = %d", h)
 	}
 }
+
+// TestHostLostNamesAgentPids: ranks of a host lost before their hello
+// (which carries the pid) are named with the pids their agent reported
+// when it started them, not "pid 0"; a pid from the hello wins.
+func TestHostLostNamesAgentPids(t *testing.T) {
+	m, err := New(Config{Job: "j", Size: 4, Mode: ModeContinue, Hosts: []Host{{"h0", 2}, {"h1", 2}}, Place: []int{0, 0, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Step(Hello{Conn: 1, ID: 1, Job: "j", Rank: 0, Pid: 100})
+	m.Step(Hello{Conn: 2, ID: 1, Job: "j", Rank: 1, Pid: 101})
+	m.Step(Hello{Conn: 4, ID: 1, Job: "j", Rank: 3, Pid: 103}) // rank 2 never said hello
+	acts := m.Step(HostLost{Host: 1, Reason: "connection lost", Pids: map[int]int{2: 4242, 3: 999}})
+	var logs, reasons []string
+	for _, a := range acts {
+		switch a.Kind {
+		case Log:
+			logs = append(logs, a.Text)
+		case Notify:
+			reasons = append(reasons, a.Msg.Reason)
+		}
+	}
+	all := strings.Join(append(logs, reasons...), "\n")
+	for _, want := range []string{"rank 2 (pid 4242)", "rank 3 (pid 103)"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %q in the messages:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "pid 0") || strings.Contains(all, "pid 999") {
+		t.Errorf("a pid not the process's:\n%s", all)
+	}
+}
