@@ -31,7 +31,16 @@ func main() {
 			fmt.Fprintf(os.Stderr, "slurmtestctl: node count %q is not a number\n", os.Args[2])
 			os.Exit(2)
 		}
-		c, err := slurmtest.Up(n, os.Args[3], slurmtest.Options{})
+		// CPUs each node advertises: SLURMTEST_CPUS (default 16, so that
+		// np 16 fits on any node count without oversubscription errors).
+		cpus := 16
+		if v := os.Getenv("SLURMTEST_CPUS"); v != "" {
+			if cpus, err = strconv.Atoi(v); err != nil || cpus < 1 {
+				fmt.Fprintf(os.Stderr, "slurmtestctl: SLURMTEST_CPUS=%q is not a positive number\n", v)
+				os.Exit(2)
+			}
+		}
+		c, err := slurmtest.Up(n, os.Args[3], slurmtest.Options{CPUs: cpus})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "slurmtestctl:", err)
 			os.Exit(1)
