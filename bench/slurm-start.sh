@@ -19,6 +19,7 @@
 #
 # Environment:
 #   NP=16 NODES=3 RUNS=7   processes, nodes, launches per line
+#   DETECT_RUNS=7          launches per line of the detection part (ftmpi under srun vs ftmpirun)
 #   IMPLS="ftmpi/srun mpich/srun openmpi/srun ftmpi/ftmpirun"
 #   TIMEOUT=120            seconds per launch
 #   OUT=bench/results/slurm-start-DATE   (.jsonl: one line per launch and one
@@ -57,13 +58,35 @@ if [[ ${1:-} == inner ]]; then
 				"$impl" "$NP" "$SLURM_JOB_NUM_NODES" "$r" "$ms" >>"$RESULTS"
 		done
 	done
+	# Detection without a head (srun: the ranks alone) against detection
+	# under ftmpirun (agents by srun): ftmpi-bench -bench detect, the last
+	# rank SIGKILLs itself; when every survivor's blocked receive returned.
+	for ((r = 1; r <= DETECT_RUNS; r++)); do
+		for impl in ftmpi/srun ftmpi/ftmpirun; do
+			case $impl in
+			ftmpi/srun) cmd=(srun --mpi=pmi2 --no-kill -K0 -n "$NP" --overcommit "$BUILD/ftmpi/ftmpi-bench" -bench detect) ;;
+			ftmpi/ftmpirun) cmd=("$BUILD/ftmpi/ftmpirun" -n "$NP" --oversubscribe --on-failure continue "$BUILD/ftmpi/ftmpi-bench" -bench detect) ;;
+			esac
+			rc=0
+			timeout -k 5 "$TIMEOUT" "${cmd[@]}" >"$BUILD/last.out" 2>"$BUILD/last.err" || rc=$?
+			line=$(grep '"name":"ft_detect_max"' "$BUILD/last.out" | head -1 || true)
+			if [[ -z $line ]]; then
+				echo "# FAILED detect $impl round $r: exit $rc: $(tail -n 3 "$BUILD/last.err" | tr '\n' ' ')" >&2
+				continue
+			fi
+			ms=$(echo "$line" | sed 's/.*"median":\([0-9.]*\).*/\1/')
+			echo "# detect $impl round $r: $ms ms" >&2
+			printf '{"name":"slurm-detect","impl":"%s","np":%d,"nodes":%d,"round":%d,"ms":%s}\n' \
+				"$impl" "$NP" "$SLURM_JOB_NUM_NODES" "$r" "$ms" >>"$RESULTS"
+		done
+	done
 	exit 0
 fi
 
 # ------------------------------------------------------------ outer part
-NP=${NP:-16} NODES=${NODES:-3} RUNS=${RUNS:-7} TIMEOUT=${TIMEOUT:-120}
+NP=${NP:-16} NODES=${NODES:-3} RUNS=${RUNS:-7} TIMEOUT=${TIMEOUT:-120} DETECT_RUNS=${DETECT_RUNS:-7}
 IMPLS=${IMPLS:-"ftmpi/srun mpich/srun openmpi/srun ftmpi/ftmpirun"}
-export NP RUNS TIMEOUT IMPLS
+export NP RUNS TIMEOUT IMPLS DETECT_RUNS
 log() { echo "# $*" >&2; }
 ((EUID == 0)) || { log "needs root (namespace hosts, Slurm daemons)"; exit 1; }
 for tool in slurmctld slurmd srun salloc munged; do
@@ -87,7 +110,8 @@ trap cleanup EXIT
 
 log "building into $BUILD"
 (cd "$ROOT" && go build -o "$BUILD/slurmtestctl" ./internal/slurmtest/slurmtestctl &&
-	go build -o "$BUILD/ftmpi/ftmpirun" ./cmd/ftmpirun && go build -o "$BUILD/ftmpi/hello" ./examples/hello)
+	go build -o "$BUILD/ftmpi/ftmpirun" ./cmd/ftmpirun && go build -o "$BUILD/ftmpi/hello" ./examples/hello &&
+	go build -o "$BUILD/ftmpi/ftmpi-bench" ./cmd/ftmpi-bench)
 want_c=()
 for impl in $IMPLS; do
 	case $impl in mpich/*) want_c+=("$BUILD/mpich/hello") ;; openmpi/*) want_c+=("$BUILD/openmpi/hello") ;; esac
@@ -126,7 +150,7 @@ per=$(((NP + NODES - 1) / NODES))
 	echo "|---|---|---|---|---|"
 } >"$OUT.md"
 for impl in $IMPLS; do
-	vals=$(grep "\"impl\":\"$impl\"" "$RESULTS" | sed 's/.*"ms":\([0-9.]*\).*/\1/' | sort -n || true)
+	vals=$(grep "\"name\":\"slurm-start\"" "$RESULTS" | grep "\"impl\":\"$impl\"" | sed 's/.*"ms":\([0-9.]*\).*/\1/' | sort -n || true)
 	n=$(echo "$vals" | grep -c . || true)
 	if ((n == 0)); then
 		echo "| $impl | failed | | | 0 |" >>"$OUT.md"
@@ -134,6 +158,27 @@ for impl in $IMPLS; do
 	fi
 	med=$(echo "$vals" | awk '{v[NR]=$1} END{if (NR%2) print v[(NR+1)/2]; else printf "%.1f\n", (v[NR/2]+v[NR/2+1])/2}')
 	printf '{"name":"slurm-start","impl":"%s","np":%d,"nodes":%d,"median":%s,"unit":"ms","runs":%d}\n' \
+		"$impl" "$NP" "$NODES" "$med" "$n" >>"$RESULTS"
+	echo "| $impl | $med | $(echo "$vals" | head -1) | $(echo "$vals" | tail -1) | $n |" >>"$OUT.md"
+done
+{
+	echo
+	echo "Detection of a SIGKILLed rank (the last one kills itself; when every survivor's blocked receive"
+	echo "returned), np $NP over $NODES nodes, median of $DETECT_RUNS interleaved launches: without a head under srun"
+	echo "(the ranks' own heartbeat ring, broken connections, reliable broadcast) and under ftmpirun (agents by srun)."
+	echo
+	echo "| launch | median (ms) | min | max | launches |"
+	echo "|---|---|---|---|---|"
+} >>"$OUT.md"
+for impl in ftmpi/srun ftmpi/ftmpirun; do
+	vals=$(grep '"name":"slurm-detect"' "$RESULTS" | grep "\"impl\":\"$impl\"" | sed 's/.*"ms":\([0-9.]*\).*/\1/' | sort -n || true)
+	n=$(echo "$vals" | grep -c . || true)
+	if ((n == 0)); then
+		echo "| $impl | failed | | | 0 |" >>"$OUT.md"
+		continue
+	fi
+	med=$(echo "$vals" | awk '{v[NR]=$1} END{if (NR%2) print v[(NR+1)/2]; else printf "%.2f\n", (v[NR/2]+v[NR/2+1])/2}')
+	printf '{"name":"slurm-detect","impl":"%s","np":%d,"nodes":%d,"median":%s,"unit":"ms","runs":%d}\n' \
 		"$impl" "$NP" "$NODES" "$med" "$n" >>"$RESULTS"
 	echo "| $impl | $med | $(echo "$vals" | head -1) | $(echo "$vals" | tail -1) | $n |" >>"$OUT.md"
 done
