@@ -141,46 +141,42 @@ per=$(((NP + NODES - 1) / NODES))
 (cd "$WORK" && ip netns exec "$SLURM_LOGIN_NS" salloc -N "$NODES" --ntasks-per-node="$per" --overcommit --no-kill \
 	"$HERE/slurm-start.sh" inner "$BUILD" "$RESULTS")
 
-# Medians and the table.
+# Medians and the tables. rows NAME IMPL...: one median line per
+# implementation (appended to RESULTS) and one table row each (to OUT.md).
+rows() {
+	local name=$1 impl vals n med
+	shift
+	for impl in "$@"; do
+		vals=$(grep "\"name\":\"$name\"" "$RESULTS" | grep "\"impl\":\"$impl\"" | sed 's/.*"ms":\([0-9.]*\).*/\1/' | sort -n || true)
+		n=$(echo "$vals" | grep -c . || true)
+		if ((n == 0)); then
+			echo "| $impl | failed | | | 0 |" >>"$OUT.md"
+			continue
+		fi
+		med=$(echo "$vals" | awk '{v[NR]=$1} END{if (NR%2) print v[(NR+1)/2]; else printf "%.2f\n", (v[NR/2]+v[NR/2+1])/2}')
+		printf '{"name":"%s","impl":"%s","np":%d,"nodes":%d,"median":%s,"unit":"ms","runs":%d}\n' \
+			"$name" "$impl" "$NP" "$NODES" "$med" "$n" >>"$RESULTS"
+		echo "| $impl | $med | $(echo "$vals" | head -1) | $(echo "$vals" | tail -1) | $n |" >>"$OUT.md"
+	done
+}
+header="| launch | median (ms) | min | max | launches |
+|---|---|---|---|---|"
 {
 	echo "Job start under Slurm (launch to exit of init + barrier + finalize), np $NP over $NODES nodes,"
 	echo "median of $RUNS interleaved launches, $(date -u +%Y-%m-%d), load average $load at start."
 	echo
-	echo "| launch | median (ms) | min | max | launches |"
-	echo "|---|---|---|---|---|"
+	echo "$header"
 } >"$OUT.md"
-for impl in $IMPLS; do
-	vals=$(grep "\"name\":\"slurm-start\"" "$RESULTS" | grep "\"impl\":\"$impl\"" | sed 's/.*"ms":\([0-9.]*\).*/\1/' | sort -n || true)
-	n=$(echo "$vals" | grep -c . || true)
-	if ((n == 0)); then
-		echo "| $impl | failed | | | 0 |" >>"$OUT.md"
-		continue
-	fi
-	med=$(echo "$vals" | awk '{v[NR]=$1} END{if (NR%2) print v[(NR+1)/2]; else printf "%.1f\n", (v[NR/2]+v[NR/2+1])/2}')
-	printf '{"name":"slurm-start","impl":"%s","np":%d,"nodes":%d,"median":%s,"unit":"ms","runs":%d}\n' \
-		"$impl" "$NP" "$NODES" "$med" "$n" >>"$RESULTS"
-	echo "| $impl | $med | $(echo "$vals" | head -1) | $(echo "$vals" | tail -1) | $n |" >>"$OUT.md"
-done
+# shellcheck disable=SC2086
+rows slurm-start $IMPLS
 {
 	echo
 	echo "Detection of a SIGKILLed rank (the last one kills itself; when every survivor's blocked receive"
 	echo "returned), np $NP over $NODES nodes, median of $DETECT_RUNS interleaved launches: without a head under srun"
 	echo "(the ranks' own heartbeat ring, broken connections, reliable broadcast) and under ftmpirun (agents by srun)."
 	echo
-	echo "| launch | median (ms) | min | max | launches |"
-	echo "|---|---|---|---|---|"
+	echo "$header"
 } >>"$OUT.md"
-for impl in ftmpi/srun ftmpi/ftmpirun; do
-	vals=$(grep '"name":"slurm-detect"' "$RESULTS" | grep "\"impl\":\"$impl\"" | sed 's/.*"ms":\([0-9.]*\).*/\1/' | sort -n || true)
-	n=$(echo "$vals" | grep -c . || true)
-	if ((n == 0)); then
-		echo "| $impl | failed | | | 0 |" >>"$OUT.md"
-		continue
-	fi
-	med=$(echo "$vals" | awk '{v[NR]=$1} END{if (NR%2) print v[(NR+1)/2]; else printf "%.2f\n", (v[NR/2]+v[NR/2+1])/2}')
-	printf '{"name":"slurm-detect","impl":"%s","np":%d,"nodes":%d,"median":%s,"unit":"ms","runs":%d}\n' \
-		"$impl" "$NP" "$NODES" "$med" "$n" >>"$RESULTS"
-	echo "| $impl | $med | $(echo "$vals" | head -1) | $(echo "$vals" | tail -1) | $n |" >>"$OUT.md"
-done
+rows slurm-detect ftmpi/srun ftmpi/ftmpirun
 cat "$OUT.md"
 log "results: $RESULTS and $OUT.md; total $(($(date +%s) - T0)) s after the builds"

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,16 +27,7 @@ import (
 const mhAgentTimeout = 3 * time.Second
 
 // mhJob is ftmpirun running on host 1.
-type mhJob struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	stderr bytes.Buffer
-	lines  chan string // stdout and stderr lines, as they come
-	done   chan struct{}
-}
+type mhJob struct{ *jobtest.Live }
 
 func multiHostHosts(t *testing.T) *nshosts.Hosts {
 	t.Helper()
@@ -54,78 +42,10 @@ func multiHostHosts(t *testing.T) *nshosts.Hosts {
 func startMH(t *testing.T, h *nshosts.Hosts, limit time.Duration, args ...string) *mhJob {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	j := &mhJob{t: t, cancel: cancel, lines: make(chan string, 4096), done: make(chan struct{})}
-	j.cmd = h.CommandContext(ctx, 1, bin["ftmpirun"], args...)
-	j.cmd.Env = append(os.Environ(), "FTMPI_SSH="+h.SSH(), "FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT="+mhAgentTimeout.String())
-	j.cmd.Dir = os.TempDir()
-	so, _ := j.cmd.StdoutPipe()
-	se, _ := j.cmd.StderrPipe()
-	if err := j.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for _, p := range []struct {
-		r   *bufio.Scanner
-		buf *bytes.Buffer
-	}{{bufio.NewScanner(so), &j.stdout}, {bufio.NewScanner(se), &j.stderr}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p.r.Scan() {
-				line := p.r.Text()
-				j.mu.Lock()
-				p.buf.WriteString(line + "\n")
-				j.mu.Unlock()
-				select {
-				case j.lines <- line:
-				default:
-				}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(j.done) }()
-	t.Cleanup(func() { // a test that failed before wait: end the job
-		j.cancel()
-		<-j.done
-	})
-	return j
-}
-
-// waitLine waits for a line holding s (stdout or stderr).
-func (j *mhJob) waitLine(s string) {
-	j.t.Helper()
-	for {
-		select {
-		case l := <-j.lines:
-			if strings.Contains(l, s) {
-				return
-			}
-		case <-j.done:
-			j.t.Fatalf("job ended before printing %q\nstdout:\n%s\nstderr:\n%s", s, j.out(), j.errOut())
-		}
-	}
-}
-
-func (j *mhJob) out() string    { j.mu.Lock(); defer j.mu.Unlock(); return j.stdout.String() }
-func (j *mhJob) errOut() string { j.mu.Lock(); defer j.mu.Unlock(); return j.stderr.String() }
-
-// wait waits for ftmpirun's exit and returns its code.
-func (j *mhJob) wait() int {
-	j.t.Helper()
-	defer j.cancel()
-	go func() {
-		for range j.lines { // drain: nobody waits on lines any more
-		}
-	}()
-	<-j.done
-	err := j.cmd.Wait()
-	close(j.lines)
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	} else if err != nil {
-		j.t.Fatalf("ftmpirun: %v\nstdout:\n%s\nstderr:\n%s", err, j.out(), j.errOut())
-	}
-	return 0
+	cmd := h.CommandContext(ctx, 1, bin["ftmpirun"], args...)
+	cmd.Env = append(os.Environ(), "FTMPI_SSH="+h.SSH(), "FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT="+mhAgentTimeout.String())
+	cmd.Dir = os.TempDir()
+	return &mhJob{jobtest.StartLive(t, cmd, cancel)}
 }
 
 func checkNoLeftovers(t *testing.T, h *nshosts.Hosts) {
@@ -138,13 +58,13 @@ func checkNoLeftovers(t *testing.T, h *nshosts.Hosts) {
 func mhResult(t *testing.T, j *mhJob) string {
 	t.Helper()
 	var lines []string
-	for _, l := range strings.Split(j.out(), "\n") {
+	for _, l := range strings.Split(j.Stdout(), "\n") {
 		if strings.HasPrefix(l, "result:") {
 			lines = append(lines, l)
 		}
 	}
 	if len(lines) != 1 {
-		t.Fatalf("want one result line, got %d\nstdout:\n%s\nstderr:\n%s", len(lines), j.out(), j.errOut())
+		t.Fatalf("want one result line, got %d\nstdout:\n%s\nstderr:\n%s", len(lines), j.Stdout(), j.Stderr())
 	}
 	return lines[0]
 }
@@ -175,11 +95,11 @@ func refinementReference(t *testing.T) string {
 func TestMultiHostRing(t *testing.T) {
 	h := multiHostHosts(t)
 	j := startMH(t, h, 90*time.Second, "--host", "h1:2,h2:2,h3:2", "--interface", h.Subnet4(), "--tag-output", bin["ring"])
-	if code := j.wait(); code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	if code := j.Wait(); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.out(), "[0] result: ranks=6 token=15 ok") {
-		t.Fatalf("ring output:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stdout(), "[0] result: ranks=6 token=15 ok") {
+		t.Fatalf("ring output:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	checkNoLeftovers(t, h)
 	// The same over the hosts' IPv6 network, mapped by node, the hosts in
@@ -189,17 +109,17 @@ func TestMultiHostRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	j = startMH(t, h, 90*time.Second, "--hostfile", hostfile, "--map-by", "node", "--interface", h.Subnet6(), "-v", "--tag-output", bin["ring"])
-	if code := j.wait(); code != 0 {
-		t.Fatalf("IPv6: exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	if code := j.Wait(); code != 0 {
+		t.Fatalf("IPv6: exit %d\nstdout:\n%s\nstderr:\n%s", code, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.out(), "[0] result: ranks=6 token=15 ok") || !strings.Contains(j.errOut(), "address "+h.Addr6(2)) {
-		t.Fatalf("IPv6 ring output:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stdout(), "[0] result: ranks=6 token=15 ok") || !strings.Contains(j.Stderr(), "address "+h.Addr6(2)) {
+		t.Fatalf("IPv6 ring output:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	checkNoLeftovers(t, h)
 	// And with the program sent to h2 and h3 over the agents' ssh sessions.
 	j = startMH(t, h, 90*time.Second, "--host", "h1:2,h2:2,h3:2", "--preload-binary", "--tag-output", bin["ring"])
-	if code := j.wait(); code != 0 || !strings.Contains(j.out(), "[0] result: ranks=6 token=15 ok") {
-		t.Fatalf("--preload-binary: exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	if code := j.Wait(); code != 0 || !strings.Contains(j.Stdout(), "[0] result: ranks=6 token=15 ok") {
+		t.Fatalf("--preload-binary: exit %d\nstdout:\n%s\nstderr:\n%s", code, j.Stdout(), j.Stderr())
 	}
 	checkNoLeftovers(t, h)
 }
@@ -213,12 +133,12 @@ func TestMultiHostRefinementRemoteRankKilled(t *testing.T) {
 	args := append([]string{"--host", "h1:2,h2:2,h3:2", "--on-failure", "continue",
 		"--inject", "kill:rank=5,on=iteration 100 committed", bin["refinement"]}, refinementArgs()...)
 	j := startMH(t, h, 120*time.Second, args...)
-	code := j.wait()
+	code := j.Wait()
 	if got := mhResult(t, j); got != want {
-		t.Fatalf("result %q, want %q\nstderr:\n%s", got, want, j.errOut())
+		t.Fatalf("result %q, want %q\nstderr:\n%s", got, want, j.Stderr())
 	}
-	if code != 0 || !strings.Contains(j.errOut(), "injected kill of rank 5") {
-		t.Fatalf("exit %d\nstderr:\n%s", code, j.errOut())
+	if code != 0 || !strings.Contains(j.Stderr(), "injected kill of rank 5") {
+		t.Fatalf("exit %d\nstderr:\n%s", code, j.Stderr())
 	}
 	checkNoLeftovers(t, h)
 }
@@ -233,7 +153,7 @@ func killHostCase(t *testing.T, silent bool) {
 	want := refinementReference(t)
 	args := append([]string{"--host", "h1:2,h2:2,h3:2", "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
 	j := startMH(t, h, 120*time.Second, args...)
-	j.waitLine("iteration 100 committed")
+	j.WaitLine("iteration 100 committed")
 	cut := time.Now()
 	if silent {
 		if err := h.Isolate(3); err != nil {
@@ -243,17 +163,17 @@ func killHostCase(t *testing.T, silent bool) {
 	if err := h.Kill(3); err != nil {
 		t.Fatal(err)
 	}
-	j.waitLine("host h3 lost")
+	j.WaitLine("host h3 lost")
 	t.Logf("host h3 declared lost %v after it was cut or killed (agent heartbeat timeout %v)", time.Since(cut).Round(time.Millisecond), mhAgentTimeout)
-	code := j.wait()
+	code := j.Wait()
 	if got := mhResult(t, j); got != want {
-		t.Fatalf("result %q, want %q\nstderr:\n%s", got, want, j.errOut())
+		t.Fatalf("result %q, want %q\nstderr:\n%s", got, want, j.Stderr())
 	}
-	if code != 0 || !strings.Contains(j.errOut(), "host h3 lost") {
-		t.Fatalf("exit %d\nstderr:\n%s", code, j.errOut())
+	if code != 0 || !strings.Contains(j.Stderr(), "host h3 lost") {
+		t.Fatalf("exit %d\nstderr:\n%s", code, j.Stderr())
 	}
-	if silent && !strings.Contains(j.errOut(), "no heartbeat from its agent") {
-		t.Fatalf("a silent host must be found by the heartbeat:\n%s", j.errOut())
+	if silent && !strings.Contains(j.Stderr(), "no heartbeat from its agent") {
+		t.Fatalf("a silent host must be found by the heartbeat:\n%s", j.Stderr())
 	}
 	if silent {
 		if err := h.Heal(3); err != nil {
@@ -277,11 +197,11 @@ func TestMultiHostPartitionHealed(t *testing.T) {
 	want := refinementReference(t)
 	args := append([]string{"--host", "h1:2,h2:2,h3:2", "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
 	j := startMH(t, h, 120*time.Second, args...)
-	j.waitLine("iteration 100 committed")
+	j.WaitLine("iteration 100 committed")
 	if err := h.Isolate(3); err != nil {
 		t.Fatal(err)
 	}
-	j.waitLine("refinement: recovery 1")
+	j.WaitLine("refinement: recovery 1")
 	// On h3 the agent must kill its ranks by itself (it cannot hear the head).
 	deadline := time.Now().Add(30 * time.Second)
 	for len(h.JobPids(3)) > 0 && time.Now().Before(deadline) {
@@ -290,12 +210,12 @@ func TestMultiHostPartitionHealed(t *testing.T) {
 	if err := h.Heal(3); err != nil {
 		t.Fatal(err)
 	}
-	code := j.wait()
+	code := j.Wait()
 	if got := mhResult(t, j); got != want {
-		t.Fatalf("result %q, want %q\nstderr:\n%s", got, want, j.errOut())
+		t.Fatalf("result %q, want %q\nstderr:\n%s", got, want, j.Stderr())
 	}
-	if code != 0 || !strings.Contains(j.errOut(), "host h3 lost") || strings.Contains(j.out(), "converged on 6") {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	if code != 0 || !strings.Contains(j.Stderr(), "host h3 lost") || strings.Contains(j.Stdout(), "converged on 6") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.Stdout(), j.Stderr())
 	}
 	checkNoLeftovers(t, h)
 }
@@ -316,17 +236,17 @@ func TestMultiHostJacobiReplacementOnAnotherHost(t *testing.T) {
 	want := resultLine(t, base)
 	j := startMH(t, h, 120*time.Second, append([]string{"-n", "4", "--host", "h1:2,h2:2,h3:2", "--map-by", "node",
 		"--on-failure", "continue", "-v"}, args...)...)
-	j.waitLine("iteration 2000 committed")
+	j.WaitLine("iteration 2000 committed")
 	if err := h.Kill(3); err != nil {
 		t.Fatal(err)
 	}
-	code := j.wait()
+	code := j.Wait()
 	if got := mhResult(t, j); got != want || code != 0 {
-		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.out(), "jacobi: recovered") ||
-		!strings.Contains(j.errOut(), "] on h2") {
-		t.Fatalf("no host loss or recovery:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stderr(), "host h3 lost") || !strings.Contains(j.Stdout(), "jacobi: recovered") ||
+		!strings.Contains(j.Stderr(), "] on h2") {
+		t.Fatalf("no host loss or recovery:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	checkNoLeftovers(t, h)
 }
@@ -347,16 +267,16 @@ func TestMultiHostReinitRespawnOnSurvivingHost(t *testing.T) {
 	want := resultLine(t, base)
 	j := startMH(t, h, 120*time.Second, append([]string{"-n", "4", "--host", "h1:2,h2:2,h3:2", "--map-by", "node",
 		"--on-failure", "reinit"}, args...)...)
-	j.waitLine("step 1000 done")
+	j.WaitLine("step 1000 done")
 	if err := h.Kill(3); err != nil {
 		t.Fatal(err)
 	}
-	code := j.wait()
+	code := j.Wait()
 	if got := mhResult(t, j); got != want || code != 0 {
-		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.errOut(), "respawning it (incarnation 1 on host h2)") {
-		t.Fatalf("no host loss or respawn:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stderr(), "host h3 lost") || !strings.Contains(j.Stderr(), "respawning it (incarnation 1 on host h2)") {
+		t.Fatalf("no host loss or respawn:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	checkNoLeftovers(t, h)
 }
@@ -368,12 +288,12 @@ func TestMultiHostHeadHostLost(t *testing.T) {
 	h := multiHostHosts(t)
 	args := append([]string{"--host", "h1:2,h2:2,h3:2", "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
 	j := startMH(t, h, 120*time.Second, args...)
-	j.waitLine("iteration 100 committed")
+	j.WaitLine("iteration 100 committed")
 	if err := h.Kill(1); err != nil {
 		t.Fatal(err)
 	}
-	if code := j.wait(); code == 0 {
-		t.Fatalf("ftmpirun survived its host's death\n%s", j.errOut())
+	if code := j.Wait(); code == 0 {
+		t.Fatalf("ftmpirun survived its host's death\n%s", j.Stderr())
 	}
 	checkNoLeftovers(t, h)
 }
@@ -390,16 +310,16 @@ func TestMultiHostMasterWorkerHostKilled(t *testing.T) {
 	}
 	want := resultLine(t, base)
 	j := startMH(t, h, 120*time.Second, append([]string{"--host", "h1:2,h2:2,h3:2", "--on-failure", "continue"}, args...)...)
-	j.waitLine("tasks done: 10 of")
+	j.WaitLine("tasks done: 10 of")
 	if err := h.Kill(3); err != nil {
 		t.Fatal(err)
 	}
-	code := j.wait()
+	code := j.Wait()
 	if got := mhResult(t, j); got != want || code != 0 {
-		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.out(), "failed workers [4 5]") {
-		t.Fatalf("the master did not drop workers 4 and 5:\n%s", j.out())
+	if !strings.Contains(j.Stdout(), "failed workers [4 5]") {
+		t.Fatalf("the master did not drop workers 4 and 5:\n%s", j.Stdout())
 	}
 	checkNoLeftovers(t, h)
 }
@@ -414,19 +334,19 @@ func TestMultiHostHeadIsolated(t *testing.T) {
 	want := refinementReference(t)
 	args := append([]string{"--host", "h1:2,h2:2,h3:2", "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
 	j := startMH(t, h, 120*time.Second, args...)
-	j.waitLine("iteration 100 committed")
+	j.WaitLine("iteration 100 committed")
 	if err := h.Isolate(1); err != nil {
 		t.Fatal(err)
 	}
-	code := j.wait()
+	code := j.Wait()
 	if err := h.Heal(1); err != nil {
 		t.Fatal(err)
 	}
 	if got := mhResult(t, j); got != want || code != 0 {
-		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.errOut(), "host h2 lost") || !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.out(), "converged on 2 ranks") {
-		t.Fatalf("stdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stderr(), "host h2 lost") || !strings.Contains(j.Stderr(), "host h3 lost") || !strings.Contains(j.Stdout(), "converged on 2 ranks") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	checkNoLeftovers(t, h)
 }
@@ -449,17 +369,17 @@ func TestMultiHostRestartWithoutLostHost(t *testing.T) {
 	want := resultLine(t, base)
 	dir := t.TempDir()
 	j := startMH(t, h, 120*time.Second, "-n", "4", "--host", "h1:2,h2:1,h3:1", "--restart-on-failure", "1", cof, "-dir", dir, "-progress")
-	j.waitLine("launch 0: iteration 600 done")
+	j.WaitLine("launch 0: iteration 600 done")
 	if err := h.Kill(3); err != nil {
 		t.Fatal(err)
 	}
-	code := j.wait()
+	code := j.Wait()
 	if got := mhResult(t, j); got != want || code != 0 {
-		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.Stdout(), j.Stderr())
 	}
 	for _, s := range []string{"host h3 lost", "relaunching without the lost host(s) h3", "relaunched the job (relaunch 1 of 1)"} {
-		if !strings.Contains(j.errOut(), s) {
-			t.Fatalf("stderr lacks %q:\n%s", s, j.errOut())
+		if !strings.Contains(j.Stderr(), s) {
+			t.Fatalf("stderr lacks %q:\n%s", s, j.Stderr())
 		}
 	}
 	checkNoLeftovers(t, h)

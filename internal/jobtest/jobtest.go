@@ -5,6 +5,7 @@
 package jobtest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -132,4 +134,109 @@ func Run(t testing.TB, limit time.Duration, env []string, bin string, args ...st
 	}
 	AssertNoLeftovers(t, mark, 2*time.Second)
 	return res
+}
+
+// Live is a running command a test watches: its standard output and error
+// are kept whole, and each of their lines is also offered, as it comes, to
+// WaitLine (lines nobody waits for are dropped from the offer, never from
+// the kept output).
+type Live struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	lines  chan string
+	done   chan struct{} // closed when both outputs reached their end
+}
+
+// StartLive starts cmd, made with a context that cancel ends (its
+// deadline bounds the whole job). The test's cleanup cancels a job it did
+// not wait for and waits for its outputs to end.
+func StartLive(t testing.TB, cmd *exec.Cmd, cancel context.CancelFunc) *Live {
+	t.Helper()
+	j := &Live{t: t, cmd: cmd, cancel: cancel, lines: make(chan string, 4096), done: make(chan struct{})}
+	so, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	se, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, p := range []struct {
+		r   *bufio.Scanner
+		buf *bytes.Buffer
+	}{{bufio.NewScanner(so), &j.stdout}, {bufio.NewScanner(se), &j.stderr}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p.r.Scan() {
+				line := p.r.Text()
+				j.mu.Lock()
+				p.buf.WriteString(line + "\n")
+				j.mu.Unlock()
+				select {
+				case j.lines <- line:
+				default:
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(j.done) }()
+	t.Cleanup(func() { // a test that failed before Wait: end the job
+		j.cancel()
+		<-j.done
+	})
+	return j
+}
+
+// WaitLine waits for a line holding s (standard output or error); the job
+// ending first fails the test.
+func (j *Live) WaitLine(s string) {
+	j.t.Helper()
+	for {
+		select {
+		case l := <-j.lines:
+			if strings.Contains(l, s) {
+				return
+			}
+		case <-j.done:
+			j.t.Fatalf("job ended before printing %q\nstdout:\n%s\nstderr:\n%s", s, j.Stdout(), j.Stderr())
+		}
+	}
+}
+
+// Stdout is the standard output so far.
+func (j *Live) Stdout() string { j.mu.Lock(); defer j.mu.Unlock(); return j.stdout.String() }
+
+// Stderr is the standard error so far.
+func (j *Live) Stderr() string { j.mu.Lock(); defer j.mu.Unlock(); return j.stderr.String() }
+
+// Cmd is the command (its Process, to signal it).
+func (j *Live) Cmd() *exec.Cmd { return j.cmd }
+
+// Wait waits for the command's exit and returns its code.
+func (j *Live) Wait() int {
+	j.t.Helper()
+	defer j.cancel()
+	go func() {
+		for range j.lines { // drain: nobody waits on lines any more
+		}
+	}()
+	<-j.done
+	err := j.cmd.Wait()
+	close(j.lines)
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	} else if err != nil {
+		j.t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", j.cmd.Path, err, j.Stdout(), j.Stderr())
+	}
+	return 0
 }

@@ -15,12 +15,9 @@
 package slurm_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,90 +86,15 @@ func cluster(t *testing.T) *slurmtest.Cluster {
 }
 
 // job is a command running on the login host, its output read line by line.
-type job struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	stderr bytes.Buffer
-	lines  chan string
-	done   chan struct{}
-}
+type job struct{ *jobtest.Live }
 
 func start(t *testing.T, c *slurmtest.Cluster, limit time.Duration, env []string, name string, args ...string) *job {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	j := &job{t: t, cancel: cancel, lines: make(chan string, 4096), done: make(chan struct{})}
-	j.cmd = c.Command(ctx, name, args...)
-	j.cmd.Env = append(j.cmd.Env, env...)
-	j.cmd.Dir = os.TempDir()
-	so, _ := j.cmd.StdoutPipe()
-	se, _ := j.cmd.StderrPipe()
-	if err := j.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for _, p := range []struct {
-		r   *bufio.Scanner
-		buf *bytes.Buffer
-	}{{bufio.NewScanner(so), &j.stdout}, {bufio.NewScanner(se), &j.stderr}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p.r.Scan() {
-				line := p.r.Text()
-				j.mu.Lock()
-				p.buf.WriteString(line + "\n")
-				j.mu.Unlock()
-				select {
-				case j.lines <- line:
-				default:
-				}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(j.done) }()
-	t.Cleanup(func() {
-		j.cancel()
-		<-j.done
-	})
-	return j
-}
-
-func (j *job) waitLine(s string) {
-	j.t.Helper()
-	for {
-		select {
-		case l := <-j.lines:
-			if strings.Contains(l, s) {
-				return
-			}
-		case <-j.done:
-			j.t.Fatalf("job ended before printing %q\nstdout:\n%s\nstderr:\n%s", s, j.out(), j.errOut())
-		}
-	}
-}
-
-func (j *job) out() string    { j.mu.Lock(); defer j.mu.Unlock(); return j.stdout.String() }
-func (j *job) errOut() string { j.mu.Lock(); defer j.mu.Unlock(); return j.stderr.String() }
-
-func (j *job) wait() int {
-	j.t.Helper()
-	defer j.cancel()
-	go func() {
-		for range j.lines {
-		}
-	}()
-	<-j.done
-	err := j.cmd.Wait()
-	close(j.lines)
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	} else if err != nil {
-		j.t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, j.out(), j.errOut())
-	}
-	return 0
+	cmd := c.Command(ctx, name, args...)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Dir = os.TempDir()
+	return &job{jobtest.StartLive(t, cmd, cancel)}
 }
 
 func noLeftovers(t *testing.T, c *slurmtest.Cluster) {
@@ -199,13 +121,13 @@ func TestSlurmSrunSmoke(t *testing.T) {
 	c := cluster(t)
 	j := start(t, c, 60*time.Second, nil, "srun", "-N3", "--ntasks-per-node=2", "-l", "sh", "-c",
 		`echo "task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME $(ip -4 -o addr show dev eth0 | awk '{print $4}')"`)
-	if code := j.wait(); code != 0 {
-		t.Fatalf("srun exit %d\n%s\n%s", code, j.out(), j.errOut())
+	if code := j.Wait(); code != 0 {
+		t.Fatalf("srun exit %d\n%s\n%s", code, j.Stdout(), j.Stderr())
 	}
 	for i := 1; i <= nodes; i++ {
 		want := fmt.Sprintf("of 6 on %s %s/24", c.Node(i), c.Hosts.Addr(i))
-		if n := strings.Count(j.out(), want); n != 2 {
-			t.Fatalf("%d tasks print %q, want 2:\n%s", n, want, j.out())
+		if n := strings.Count(j.Stdout(), want); n != 2 {
+			t.Fatalf("%d tasks print %q, want 2:\n%s", n, want, j.Stdout())
 		}
 	}
 	noLeftovers(t, c)
@@ -219,19 +141,19 @@ func TestSlurmSallocRing(t *testing.T) {
 	c := cluster(t)
 	j := start(t, c, 90*time.Second, nil, "salloc", "-N3", "--ntasks-per-node=2", "--no-kill",
 		bin["ftmpirun"], "-v", "--tag-output", bin["ring"])
-	code := j.wait()
-	if code != 0 || !strings.Contains(j.out(), "[0] result: ranks=6 token=15 ok") {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	code := j.Wait()
+	if code != 0 || !strings.Contains(j.Stdout(), "[0] result: ranks=6 token=15 ok") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.Stdout(), j.Stderr())
 	}
 	for i := 1; i <= nodes; i++ {
-		if want := "agent on " + c.Node(i) + ": pid"; !strings.Contains(j.errOut(), want) {
-			t.Fatalf("stderr lacks %q:\n%s", want, j.errOut())
+		if want := "agent on " + c.Node(i) + ": pid"; !strings.Contains(j.Stderr(), want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, j.Stderr())
 		}
 	}
 	// Fewer slots than ranks: a clear error before anything starts.
 	j = start(t, c, 60*time.Second, nil, "salloc", "-N3", "--ntasks-per-node=1", bin["ftmpirun"], "-n", "4", bin["ring"])
-	if code := j.wait(); code == 0 || !strings.Contains(j.errOut(), "(slots from SLURM_TASKS_PER_NODE): 4 ranks asked but only 3 slots on the hosts (h1:1,h2:1,h3:1)") {
-		t.Fatalf("-n 4 in 3 slots: exit %d\n%s", code, j.errOut())
+	if code := j.Wait(); code == 0 || !strings.Contains(j.Stderr(), "(slots from SLURM_TASKS_PER_NODE): 4 ranks asked but only 3 slots on the hosts (h1:1,h2:1,h3:1)") {
+		t.Fatalf("-n 4 in 3 slots: exit %d\n%s", code, j.Stderr())
 	}
 	noLeftovers(t, c)
 }
@@ -246,24 +168,24 @@ func TestSlurmSallocReinitNodeCrash(t *testing.T) {
 	c := cluster(t)
 	args := []string{bin["reinit-async"], "-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
 	base := start(t, c, 90*time.Second, nil, bin["ftmpirun"], append([]string{"-n", "4"}, args...)...)
-	if code := base.wait(); code != 0 || len(resultLines(base.out())) != 1 {
-		t.Fatalf("failure-free run: exit %d\n%s\n%s", code, base.out(), base.errOut())
+	if code := base.Wait(); code != 0 || len(resultLines(base.Stdout())) != 1 {
+		t.Fatalf("failure-free run: exit %d\n%s\n%s", code, base.Stdout(), base.Stderr())
 	}
-	want := resultLines(base.out())[0]
+	want := resultLines(base.Stdout())[0]
 	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
 	salloc := []string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "-n", "4", "--map-by", "node", "--on-failure", "reinit"}
 	j := start(t, c, 150*time.Second, env, "salloc", append(salloc, args...)...)
-	j.waitLine("step 1000 done")
+	j.WaitLine("step 1000 done")
 	if err := c.CrashNode(3); err != nil {
 		t.Fatal(err)
 	}
-	code := j.wait()
-	got := resultLines(j.out())
+	code := j.Wait()
+	got := resultLines(j.Stdout())
 	if code != 0 || len(got) != 1 || got[0] != want {
-		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.errOut(), "respawning it (incarnation 1 on host h") {
-		t.Fatalf("no host loss or respawn:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stderr(), "host h3 lost") || !strings.Contains(j.Stderr(), "respawning it (incarnation 1 on host h") {
+		t.Fatalf("no host loss or respawn:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	noLeftovers(t, c)
 }
@@ -274,12 +196,12 @@ func TestSlurmSallocReinitNodeCrash(t *testing.T) {
 func TestSrunRing(t *testing.T) {
 	c := cluster(t)
 	j := start(t, c, 60*time.Second, nil, "srun", "--mpi=pmi2", "-n", "4", bin["ring"])
-	if code := j.wait(); code != 0 || !strings.Contains(j.out(), "result: ranks=4 token=6 ok") {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	if code := j.Wait(); code != 0 || !strings.Contains(j.Stdout(), "result: ranks=4 token=6 ok") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, j.Stdout(), j.Stderr())
 	}
 	j = start(t, c, 60*time.Second, nil, "srun", "--mpi=pmi2", "-N3", "--ntasks-per-node=2", bin["ring"])
-	if code := j.wait(); code != 0 || !strings.Contains(j.out(), "result: ranks=6 token=15 ok") {
-		t.Fatalf("6 ranks on 3 nodes: exit %d\nstdout:\n%s\nstderr:\n%s", code, j.out(), j.errOut())
+	if code := j.Wait(); code != 0 || !strings.Contains(j.Stdout(), "result: ranks=6 token=15 ok") {
+		t.Fatalf("6 ranks on 3 nodes: exit %d\nstdout:\n%s\nstderr:\n%s", code, j.Stdout(), j.Stderr())
 	}
 	noLeftovers(t, c)
 }
@@ -296,8 +218,8 @@ func refinementReference(t *testing.T, c *slurmtest.Cluster) string {
 	t.Helper()
 	refinementRef.once.Do(func() {
 		j := start(t, c, 90*time.Second, nil, bin["ftmpirun"], append([]string{"-n", "6", bin["refinement"]}, refinementArgs()...)...)
-		if code := j.wait(); code == 0 && len(resultLines(j.out())) == 1 {
-			refinementRef.line = resultLines(j.out())[0]
+		if code := j.Wait(); code == 0 && len(resultLines(j.Stdout())) == 1 {
+			refinementRef.line = resultLines(j.Stdout())[0]
 		}
 	})
 	if refinementRef.line == "" {
@@ -342,20 +264,20 @@ func TestSrunRefinementRankKilled(t *testing.T) {
 	c := cluster(t)
 	want := refinementReference(t, c)
 	j := srunRefinement(t, c)
-	j.waitLine("iteration 100 committed")
+	j.WaitLine("iteration 100 committed")
 	pid := taskPid(c, 3, 5, "refinement")
 	if pid == 0 {
-		t.Fatalf("rank 5 not found on h3\nstdout:\n%s", j.out())
+		t.Fatalf("rank 5 not found on h3\nstdout:\n%s", j.Stdout())
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	j.wait() // srun's code says a task was killed; the result is what counts
-	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
-		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	j.Wait() // srun's code says a task was killed; the result is what counts
+	if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.out(), "world rank(s) [5] failed") {
-		t.Fatalf("no recovery from rank 5's failure:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stdout(), "world rank(s) [5] failed") {
+		t.Fatalf("no recovery from rank 5's failure:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	noLeftovers(t, c)
 }
@@ -369,16 +291,16 @@ func TestSrunRefinementNodeCrash(t *testing.T) {
 	c := cluster(t)
 	want := refinementReference(t, c)
 	j := srunRefinement(t, c)
-	j.waitLine("iteration 100 committed")
+	j.WaitLine("iteration 100 committed")
 	if err := c.CrashNode(3); err != nil {
 		t.Fatal(err)
 	}
-	j.wait()
-	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
-		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	j.Wait()
+	if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.out(), "world rank(s) [4 5] failed") && !strings.Contains(j.out(), "converged on 4 ranks") {
-		t.Fatalf("no recovery from h3's ranks:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stdout(), "world rank(s) [4 5] failed") && !strings.Contains(j.Stdout(), "converged on 4 ranks") {
+		t.Fatalf("no recovery from h3's ranks:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	noLeftovers(t, c)
 }
@@ -398,10 +320,10 @@ func TestSlurmSbatchRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := start(t, c, 90*time.Second, nil, "sbatch", "--wait", "--output="+out, script)
-	code := j.wait()
+	code := j.Wait()
 	b, _ := os.ReadFile(out)
 	if code != 0 || !strings.Contains(string(b), "[0] result: ranks=6 token=15 ok") {
-		t.Fatalf("sbatch exit %d\n%s%s\njob output:\n%s", code, j.out(), j.errOut(), b)
+		t.Fatalf("sbatch exit %d\n%s%s\njob output:\n%s", code, j.Stdout(), j.Stderr(), b)
 	}
 	for _, want := range []string{"agent on h2: pid", "agent on h3: pid"} {
 		if !strings.Contains(string(b), want) {
@@ -427,7 +349,7 @@ func TestSlurmSallocNodeCutOff(t *testing.T) {
 	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
 	args := append([]string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
 	j := start(t, c, 120*time.Second, env, "salloc", args...)
-	j.waitLine("iteration 100 committed")
+	j.WaitLine("iteration 100 committed")
 	if err := c.Hosts.Isolate(3); err != nil {
 		t.Fatal(err)
 	}
@@ -438,12 +360,12 @@ func TestSlurmSallocNodeCutOff(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	code := j.wait()
-	if got := resultLines(j.out()); code != 0 || len(got) != 1 || got[0] != want {
-		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	code := j.Wait()
+	if got := resultLines(j.Stdout()); code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.errOut(), "host h3 lost") {
-		t.Fatalf("h3 not lost:\nstderr:\n%s", j.errOut())
+	if !strings.Contains(j.Stderr(), "host h3 lost") {
+		t.Fatalf("h3 not lost:\nstderr:\n%s", j.Stderr())
 	}
 	if err := c.Hosts.Heal(3); err != nil {
 		t.Fatal(err)
@@ -458,10 +380,10 @@ func TestSlurmSallocNodeCutOff(t *testing.T) {
 func baseline(t *testing.T, c *slurmtest.Cluster, args ...string) string {
 	t.Helper()
 	j := start(t, c, 90*time.Second, nil, bin["ftmpirun"], args...)
-	if code := j.wait(); code != 0 || len(resultLines(j.out())) != 1 {
-		t.Fatalf("failure-free run: exit %d\n%s\n%s", code, j.out(), j.errOut())
+	if code := j.Wait(); code != 0 || len(resultLines(j.Stdout())) != 1 {
+		t.Fatalf("failure-free run: exit %d\n%s\n%s", code, j.Stdout(), j.Stderr())
 	}
-	return resultLines(j.out())[0]
+	return resultLines(j.Stdout())[0]
 }
 
 // TestSlurmSallocJacobiSpawnNodeCrash: examples/jacobi -ft under ftmpirun
@@ -476,16 +398,16 @@ func TestSlurmSallocJacobiSpawnNodeCrash(t *testing.T) {
 	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
 	salloc := []string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "-n", "4", "--map-by", "node", "--on-failure", "continue", "-v"}
 	j := start(t, c, 150*time.Second, env, "salloc", append(salloc, args...)...)
-	j.waitLine("iteration 2000 committed")
+	j.WaitLine("iteration 2000 committed")
 	if err := c.CrashNode(3); err != nil {
 		t.Fatal(err)
 	}
-	code := j.wait()
-	if got := resultLines(j.out()); code != 0 || len(got) != 1 || got[0] != want {
-		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	code := j.Wait()
+	if got := resultLines(j.Stdout()); code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.errOut(), "host h3 lost") || !strings.Contains(j.out(), "jacobi: recovered") || !strings.Contains(j.errOut(), "] on h2") {
-		t.Fatalf("no host loss or recovery:\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stderr(), "host h3 lost") || !strings.Contains(j.Stdout(), "jacobi: recovered") || !strings.Contains(j.Stderr(), "] on h2") {
+		t.Fatalf("no host loss or recovery:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	noLeftovers(t, c)
 }
@@ -503,17 +425,17 @@ func TestSlurmSallocRestartWithoutLostNode(t *testing.T) {
 	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
 	j := start(t, c, 150*time.Second, env, "salloc", "-N3", "--ntasks-per-node=2", "--no-kill",
 		bin["ftmpirun"], "-n", "4", "--map-by", "node", "--restart-on-failure", "1", bin["cof"], "-dir", dir, "-progress")
-	j.waitLine("launch 0: iteration 600 done")
+	j.WaitLine("launch 0: iteration 600 done")
 	if err := c.CrashNode(3); err != nil {
 		t.Fatal(err)
 	}
-	code := j.wait()
-	if got := resultLines(j.out()); code != 0 || len(got) != 1 || got[0] != want {
-		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.out(), j.errOut())
+	code := j.Wait()
+	if got := resultLines(j.Stdout()); code != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("exit %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", code, got, want, j.Stdout(), j.Stderr())
 	}
 	for _, s := range []string{"host h3 lost", "relaunching without the lost host(s) h3", "relaunched the job (relaunch 1 of 1)"} {
-		if !strings.Contains(j.errOut(), s) {
-			t.Fatalf("stderr lacks %q:\n%s", s, j.errOut())
+		if !strings.Contains(j.Stderr(), s) {
+			t.Fatalf("stderr lacks %q:\n%s", s, j.Stderr())
 		}
 	}
 	noLeftovers(t, c)
@@ -527,7 +449,7 @@ func TestSlurmSallocHeadKilled(t *testing.T) {
 	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
 	args := append([]string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "--on-failure", "continue", bin["refinement"]}, refinementArgs()...)
 	j := start(t, c, 120*time.Second, env, "salloc", args...)
-	j.waitLine("iteration 100 committed")
+	j.WaitLine("iteration 100 committed")
 	heads := c.JobPidsNamed(c.Login(), "ftmpirun")
 	if len(heads) != 1 {
 		t.Fatalf("ftmpirun processes on the login host: %v", heads)
@@ -535,9 +457,9 @@ func TestSlurmSallocHeadKilled(t *testing.T) {
 	if err := syscall.Kill(heads[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	j.wait()
-	if strings.Contains(j.out(), "result:") {
-		t.Fatalf("the job finished although its head was killed:\n%s", j.out())
+	j.Wait()
+	if strings.Contains(j.Stdout(), "result:") {
+		t.Fatalf("the job finished although its head was killed:\n%s", j.Stdout())
 	}
 	noLeftovers(t, c)
 }
@@ -552,7 +474,7 @@ func TestSrunRefinementNodeCutOff(t *testing.T) {
 	c := cluster(t)
 	want := refinementReference(t, c)
 	j := srunRefinement(t, c)
-	j.waitLine("iteration 100 committed")
+	j.WaitLine("iteration 100 committed")
 	t0 := time.Now()
 	if err := c.Hosts.Isolate(3); err != nil {
 		t.Fatal(err)
@@ -565,15 +487,15 @@ func TestSrunRefinementNodeCutOff(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("h3's ranks gone after %v", time.Since(t0))
-	j.waitLine("result:")
+	j.WaitLine("result:")
 	t.Logf("result after %v", time.Since(t0))
-	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
-		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
 	}
 	if err := c.Hosts.Heal(3); err != nil {
 		t.Fatal(err)
 	}
-	j.wait()
+	j.Wait()
 	t.Logf("srun done after %v", time.Since(t0))
 	if left := c.WaitNoJob(60 * time.Second); left != nil {
 		t.Fatalf("processes left on the cluster after the heal: %v", left)
@@ -593,23 +515,23 @@ func TestSrunJacobiReplacedFromSpare(t *testing.T) {
 	want := baseline(t, c, append([]string{"-n", "4"}, args...)...)
 	srun := []string{"--mpi=pmi2", "--no-kill", "--kill-on-bad-exit=0", "-N3", "-n", "5", "-l"}
 	j := start(t, c, 150*time.Second, []string{"FTMPI_SPARES=1"}, "srun", append(srun, args...)...)
-	j.waitLine("iteration 2000 committed")
+	j.WaitLine("iteration 2000 committed")
 	pid := 0
 	for i := 1; i <= nodes && pid == 0; i++ {
 		pid = taskPid(c, i, 2, "jacobi")
 	}
 	if pid == 0 {
-		t.Fatalf("rank 2 not found on any node\nstdout:\n%s", j.out())
+		t.Fatalf("rank 2 not found on any node\nstdout:\n%s", j.Stdout())
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	j.wait() // srun's code says a task was killed; the result is what counts
-	if got := resultLines(j.out()); len(got) != 1 || got[0] != want {
-		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.out(), j.errOut())
+	j.Wait() // srun's code says a task was killed; the result is what counts
+	if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
+		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
 	}
-	if !strings.Contains(j.out(), "jacobi: recovered: ranks [2] replaced") || !strings.Contains(j.out(), "4: jacobi: spare process taken as rank 2") {
-		t.Fatalf("rank 2 not replaced by the spare (task 4):\nstdout:\n%s\nstderr:\n%s", j.out(), j.errOut())
+	if !strings.Contains(j.Stdout(), "jacobi: recovered: ranks [2] replaced") || !strings.Contains(j.Stdout(), "4: jacobi: spare process taken as rank 2") {
+		t.Fatalf("rank 2 not replaced by the spare (task 4):\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	noLeftovers(t, c)
 }
