@@ -313,7 +313,7 @@ func (st *ftState) joinAsReplacement(parent *mpi.Comm) error {
 		st.lost = append(st.lost, int(r))
 	}
 	nc.SetErrhandler(mpi.ErrorsReturn)
-	fmt.Printf("jacobi: spare process taken as rank %d\n", nc.Rank())
+	fmt.Printf("jacobi: spawned process joined as rank %d\n", nc.Rank())
 	st.c = nc
 	st.s = newSolver(st.p, nc.Rank(), nc.Size())
 	return st.restore()
