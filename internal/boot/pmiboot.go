@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot/pmi"
+	"github.com/ftmpi/ftmpi/internal/ownerdir"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -125,7 +126,9 @@ func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, 
 		info.Listen = hostAddr()
 	}
 	if info.Transport != TransportTCP {
-		dir, err := os.MkdirTemp("", pmiDirPfx)
+		// Owned (package ownerdir): the directory of a process killed
+		// before it could remove it is swept by the next one started here.
+		dir, err := ownerdir.Make(os.TempDir(), pmiDirPfx)
 		if err != nil {
 			pc.Close()
 			return Info{}, nil, false, fmt.Errorf("boot: socket directory: %w", err)

@@ -1,0 +1,117 @@
+// Package ownerdir makes temporary directories that name their owner
+// process (its pid and start time in an "owner" file) and removes those
+// whose owner is dead, so that what a process killed by SIGKILL leaves
+// behind (it cannot clean up) is swept by the next one that makes such a
+// directory under the same root: the launcher's job directories, and the
+// socket directories of ranks started by srun or mpiexec (no launcher of
+// ours outlives them there).
+//
+// It must not remove a directory it cannot prove dead: one without an
+// owner file (being created, or made by another program), one of another
+// user, or one whose owner is alive.
+package ownerdir
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// File names the owner file in a directory this package makes.
+const File = "owner"
+
+// Make removes the dead-owned directories named prefix* under root (Sweep),
+// then creates a new one (os.MkdirTemp(root, prefix)) owned by this process.
+func Make(root, prefix string) (string, error) {
+	Sweep(root, prefix)
+	dir, err := os.MkdirTemp(root, prefix)
+	if err != nil {
+		return "", err
+	}
+	self := os.Getpid()
+	owner := fmt.Sprintf("%d %d\n", self, StartTime(self))
+	if err := os.WriteFile(filepath.Join(dir, File), []byte(owner), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// Sweep removes the directories named prefix* under root, owned by this
+// user, whose owner process is dead. Errors are ignored: sweeping is best
+// effort and never stops a start.
+func Sweep(root, prefix string) {
+	dirs, _ := filepath.Glob(filepath.Join(root, prefix+"*"))
+	uid := os.Getuid()
+	for _, dir := range dirs {
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, File))
+		if err != nil {
+			continue
+		}
+		if pid, start, ok := parseOwner(b); ok && !alive(pid, start) {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
+// parseOwner parses the contents of an owner file: "PID STARTTIME\n".
+func parseOwner(b []byte) (pid int, start uint64, ok bool) {
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	start, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 {
+		return 0, 0, false
+	}
+	return pid, start, true
+}
+
+// alive reports whether process pid exists and is the one that started at
+// start (0: unknown, the pid alone decides).
+func alive(pid int, start uint64) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	if st := StartTime(pid); start != 0 && st != 0 && st != start {
+		return false // the pid was reused
+	}
+	return true
+}
+
+// StartTime is the start time of process pid in clock ticks since boot
+// (field 22 of /proc/PID/stat), 0 if unknown.
+func StartTime(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')') // the command may hold spaces and ')'
+	if i < 0 {
+		return 0
+	}
+	// After the command: state (field 3) ... starttime is field 22, the
+	// 20th after the command.
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	st, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return st
+}

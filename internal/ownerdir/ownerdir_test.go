@@ -1,0 +1,76 @@
+package ownerdir
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func names(t *testing.T, root string) []string {
+	t.Helper()
+	es, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n []string
+	for _, e := range es {
+		n = append(n, e.Name())
+	}
+	return n
+}
+
+// A directory whose owner died is swept by the next Make under the same
+// root and prefix; the directories of a live owner, of a reused pid's new
+// process being alive (same pid, other start time: dead owner), without an
+// owner file, or of another prefix stay.
+func TestMakeSweepsOnlyDeadOwners(t *testing.T) {
+	root := t.TempDir()
+	// A real process that has exited: its pid and start time.
+	c := exec.Command("sleep", "0")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadPid, deadStart := c.Process.Pid, StartTime(c.Process.Pid)
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name, owner string) {
+		t.Helper()
+		d := filepath.Join(root, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(filepath.Join(d, File), []byte(owner), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	self := os.Getpid()
+	mk("p-dead", fmt.Sprintf("%d %d\n", deadPid, deadStart))
+	mk("p-reused", fmt.Sprintf("%d %d\n", self, StartTime(self)+1)) // this pid, another process's start time
+	mk("p-alive", fmt.Sprintf("%d %d\n", self, StartTime(self)))
+	mk("p-noowner", "")
+	mk("p-garbled", "not an owner\n")
+	mk("q-dead", fmt.Sprintf("%d %d\n", deadPid, deadStart))
+	dir, err := Make(root, "p-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := names(t, root)
+	want := []string{filepath.Base(dir), "p-alive", "p-garbled", "p-noowner", "q-dead"}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("after Make: %v, want %v", got, want)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, File))
+	if err != nil || string(b) != fmt.Sprintf("%d %d\n", self, StartTime(self)) {
+		t.Fatalf("owner file %q, %v", b, err)
+	}
+	if StartTime(self) == 0 {
+		t.Fatal("no start time for this process")
+	}
+}
