@@ -24,6 +24,24 @@ func runSpares(t *testing.T, n, spares int, fn func(w *World) error) error {
 	}
 }
 
+// views records, per process, the members each one sees in its repaired
+// communicator (checkRepaired).
+type views struct {
+	mu    sync.Mutex
+	procs map[int][]int
+}
+
+func newViews() *views { return &views{procs: map[int][]int{}} }
+
+// check runs checkRepaired(nc, want) at w's process and records what it saw.
+func (v *views) check(w *World, nc *Comm, want int) error {
+	got, err := checkRepaired(nc, want)
+	v.mu.Lock()
+	v.procs[w.rank] = got
+	v.mu.Unlock()
+	return err
+}
+
 // untilFailure runs barriers on c until one fails: a failure of a member
 // ends the loop at every survivor, whenever it happens.
 func untilFailure(c *Comm) error {
@@ -61,19 +79,14 @@ func checkRepaired(nc *Comm, want int) ([]int, error) {
 // the unused spare ends without running fn.
 func TestReplaceWithSpares(t *testing.T) {
 	var spareCalls atomic.Int32
-	var mu sync.Mutex
-	procs := map[int][]int{}
+	seen := newViews()
 	err := runSpares(t, 4, 2, func(w *World) error {
 		if nc := w.Replacement(); nc != nil {
 			spareCalls.Add(1)
 			if w.CommWorld() != nc || w.Rank() != 3 || nc.Rank() != 3 {
 				return fmt.Errorf("spare %d: CommWorld %v, rank %d", w.rank, w.CommWorld() == nc, w.Rank())
 			}
-			got, err := checkRepaired(nc, 4)
-			mu.Lock()
-			procs[w.rank] = got
-			mu.Unlock()
-			return err
+			return seen.check(w, nc, 4)
 		}
 		c := w.CommWorld()
 		c.SetErrhandler(ErrorsReturn)
@@ -93,10 +106,7 @@ func TestReplaceWithSpares(t *testing.T) {
 		if nc.Rank() != c.Rank() {
 			return fmt.Errorf("rank %d is rank %d after Replace", c.Rank(), nc.Rank())
 		}
-		got, err := checkRepaired(nc, 4)
-		mu.Lock()
-		procs[w.rank] = got
-		mu.Unlock()
+		err = seen.check(w, nc, 4)
 		if len(w.Spares()) != 1 {
 			return fmt.Errorf("rank %d: %d spares left, want 1", w.Rank(), len(w.Spares()))
 		}
@@ -108,28 +118,23 @@ func TestReplaceWithSpares(t *testing.T) {
 	if n := spareCalls.Load(); n != 1 {
 		t.Fatalf("fn ran at %d spares, want 1 (the unused spare must not run it)", n)
 	}
-	for p, got := range procs {
+	for p, got := range seen.procs {
 		if !slices.Equal(got, []int{0, 1, 2, 4}) {
 			t.Errorf("process %d sees the repaired members %v, want [0 1 2 4]", p, got)
 		}
 	}
-	if len(procs) != 4 {
-		t.Errorf("%d processes checked the repaired communicator, want 4", len(procs))
+	if len(seen.procs) != 4 {
+		t.Errorf("%d processes checked the repaired communicator, want 4", len(seen.procs))
 	}
 }
 
 // A spare that died before being taken is not taken: the repair uses the
 // next one, and the dead one is gone from every survivor's pool.
 func TestReplaceSpareKilledBeforeTaken(t *testing.T) {
-	var mu sync.Mutex
-	procs := map[int][]int{}
+	seen := newViews()
 	err := runSpares(t, 4, 2, func(w *World) error {
 		if nc := w.Replacement(); nc != nil {
-			got, err := checkRepaired(nc, 4)
-			mu.Lock()
-			procs[w.rank] = got
-			mu.Unlock()
-			return err
+			return seen.check(w, nc, 4)
 		}
 		c := w.CommWorld()
 		c.SetErrhandler(ErrorsReturn)
@@ -152,22 +157,18 @@ func TestReplaceSpareKilledBeforeTaken(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		got, err := checkRepaired(nc, 4)
-		mu.Lock()
-		procs[w.rank] = got
-		mu.Unlock()
-		return err
+		return seen.check(w, nc, 4)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, got := range procs {
+	for p, got := range seen.procs {
 		if !slices.Equal(got, []int{0, 1, 2, 5}) {
 			t.Errorf("process %d sees %v, want [0 1 2 5]", p, got)
 		}
 	}
-	if len(procs) != 4 {
-		t.Errorf("%d processes checked the repaired communicator, want 4", len(procs))
+	if len(seen.procs) != 4 {
+		t.Errorf("%d processes checked the repaired communicator, want 4", len(seen.procs))
 	}
 }
 
@@ -214,16 +215,11 @@ func TestReplaceNoSparesLeft(t *testing.T) {
 // back to the pool, and the second attempt replaces both failed ranks with
 // the two spares (there are no more).
 func TestReplaceFailureDuringRepair(t *testing.T) {
-	var mu sync.Mutex
-	procs := map[int][]int{}
+	seen := newViews()
 	var hooked atomic.Int32
 	err := runSpares(t, 4, 2, func(w *World) error {
 		if nc := w.Replacement(); nc != nil {
-			got, err := checkRepaired(nc, 4)
-			mu.Lock()
-			procs[w.rank] = got
-			mu.Unlock()
-			return err
+			return seen.check(w, nc, 4)
 		}
 		c := w.CommWorld()
 		c.SetErrhandler(ErrorsReturn)
@@ -244,11 +240,7 @@ func TestReplaceFailureDuringRepair(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		got, err := checkRepaired(nc, 4)
-		mu.Lock()
-		procs[w.rank] = got
-		mu.Unlock()
-		return err
+		return seen.check(w, nc, 4)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -256,11 +248,11 @@ func TestReplaceFailureDuringRepair(t *testing.T) {
 	if hooked.Load() == 0 {
 		t.Fatal("rank 1 never reached the activation step")
 	}
-	if len(procs) != 4 {
-		t.Fatalf("%d processes checked the repaired communicator, want 4", len(procs))
+	if len(seen.procs) != 4 {
+		t.Fatalf("%d processes checked the repaired communicator, want 4", len(seen.procs))
 	}
 	var first []int
-	for p, got := range procs {
+	for p, got := range seen.procs {
 		if first == nil {
 			first = got
 		}
