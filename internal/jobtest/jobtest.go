@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/procstat"
 )
 
 // RaceEnabled reports whether the test binary runs under -race; binaries
@@ -74,12 +76,8 @@ func MarkedPids(mark string) []int {
 
 // PidAlive reports whether pid exists and is not a zombie.
 func PidAlive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return !(i > 0 && i+2 < len(stat) && stat[i+2] == 'Z')
+	f, ok := procstat.Fields(pid)
+	return ok && f[0] != "Z"
 }
 
 // AssertNoLeftovers fails unless every process of the job is gone within d;

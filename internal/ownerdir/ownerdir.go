@@ -12,7 +12,6 @@
 package ownerdir
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/ftmpi/ftmpi/internal/procstat"
 )
 
 // File names the owner file in a directory this package makes.
@@ -34,7 +35,7 @@ func Make(root, prefix string) (string, error) {
 		return "", err
 	}
 	self := os.Getpid()
-	owner := fmt.Sprintf("%d %d\n", self, StartTime(self))
+	owner := fmt.Sprintf("%d %d\n", self, procstat.StartTime(self))
 	if err := os.WriteFile(filepath.Join(dir, File), []byte(owner), 0o600); err != nil {
 		os.RemoveAll(dir)
 		return "", err
@@ -86,32 +87,8 @@ func alive(pid int, start uint64) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}
-	if st := StartTime(pid); start != 0 && st != 0 && st != start {
+	if st := procstat.StartTime(pid); start != 0 && st != 0 && st != start {
 		return false // the pid was reused
 	}
 	return true
-}
-
-// StartTime is the start time of process pid in clock ticks since boot
-// (field 22 of /proc/PID/stat), 0 if unknown.
-func StartTime(pid int) uint64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')') // the command may hold spaces and ')'
-	if i < 0 {
-		return 0
-	}
-	// After the command: state (field 3) ... starttime is field 22, the
-	// 20th after the command.
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 {
-		return 0
-	}
-	st, err := strconv.ParseUint(string(f[19]), 10, 64)
-	if err != nil {
-		return 0
-	}
-	return st
 }

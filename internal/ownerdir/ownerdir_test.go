@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/procstat"
 )
 
 func names(t *testing.T, root string) []string {
@@ -33,7 +35,7 @@ func TestMakeSweepsOnlyDeadOwners(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadPid, deadStart := c.Process.Pid, StartTime(c.Process.Pid)
+	deadPid, deadStart := c.Process.Pid, procstat.StartTime(c.Process.Pid)
 	if err := c.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +53,8 @@ func TestMakeSweepsOnlyDeadOwners(t *testing.T) {
 	}
 	self := os.Getpid()
 	mk("p-dead", fmt.Sprintf("%d %d\n", deadPid, deadStart))
-	mk("p-reused", fmt.Sprintf("%d %d\n", self, StartTime(self)+1)) // this pid, another process's start time
-	mk("p-alive", fmt.Sprintf("%d %d\n", self, StartTime(self)))
+	mk("p-reused", fmt.Sprintf("%d %d\n", self, procstat.StartTime(self)+1)) // this pid, another process's start time
+	mk("p-alive", fmt.Sprintf("%d %d\n", self, procstat.StartTime(self)))
 	mk("p-noowner", "")
 	mk("p-garbled", "not an owner\n")
 	mk("q-dead", fmt.Sprintf("%d %d\n", deadPid, deadStart))
@@ -67,10 +69,10 @@ func TestMakeSweepsOnlyDeadOwners(t *testing.T) {
 		t.Fatalf("after Make: %v, want %v", got, want)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, File))
-	if err != nil || string(b) != fmt.Sprintf("%d %d\n", self, StartTime(self)) {
+	if err != nil || string(b) != fmt.Sprintf("%d %d\n", self, procstat.StartTime(self)) {
 		t.Fatalf("owner file %q, %v", b, err)
 	}
-	if StartTime(self) == 0 {
+	if procstat.StartTime(self) == 0 {
 		t.Fatal("no start time for this process")
 	}
 }

@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/procstat"
 )
 
 // Without a head (a PMI start) nobody reads /proc for the ranks, so a
@@ -24,31 +23,8 @@ var errAlive = errors.New("the suspect is alive (running or sleeping)")
 // endpoint so that the others of its host can look at it.
 func ProcIdentity() (pid int, start uint64) {
 	pid = os.Getpid()
-	_, start, _ = procStat(pid)
+	_, start, _ = procstat.Read(pid)
 	return pid, start
-}
-
-// procStat reads the state and the start time of pid from /proc (ok
-// false: no such process).
-func procStat(pid int) (state string, start uint64, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command may hold spaces and ')'
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state), f[19] field 22 (starttime)
-	if len(f) < 20 {
-		return "", 0, false
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return "", 0, false
-	}
-	return f[0], start, true
 }
 
 // headlessConfirm is the suspicion check of a process without a head,
@@ -65,7 +41,7 @@ func headlessConfirm(host string, eps []boot.Endpoint) func(rank, inc int, reaso
 		if ep.Host != host || ep.Pid <= 0 {
 			return nil
 		}
-		state, start, ok := procStat(ep.Pid)
+		state, start, ok := procstat.Read(ep.Pid)
 		if ok && start == ep.Start { // else gone (the pid may be another process's now)
 			switch state {
 			case "R", "S", "D":

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/procstat"
 )
 
 // Without a head a rank looks at the suspects of its own host as the
@@ -29,7 +30,7 @@ func TestHeadlessConfirm(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var sstart uint64
 	for {
-		st, s, ok := procStat(stopped.Process.Pid)
+		st, s, ok := procstat.Read(stopped.Process.Pid)
 		if ok && st == "T" {
 			sstart = s
 			break

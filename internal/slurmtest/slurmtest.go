@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/nshosts"
+	"github.com/ftmpi/ftmpi/internal/procstat"
 )
 
 // Packages are the Debian packages the cluster is made of (installed with
@@ -467,13 +468,8 @@ func (c *Cluster) daemonPid(pid int) bool {
 
 // ppid is pid's parent (0 if unknown).
 func ppid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// pid (comm) state ppid ...: comm may hold spaces; it ends at the last ')'.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 2 {
+	f, ok := procstat.Fields(pid)
+	if !ok || len(f) < 2 {
 		return 0
 	}
 	p, _ := strconv.Atoi(f[1])
