@@ -141,6 +141,8 @@ func (w *World) onLost(peer int, cause error) {
 	w.modelsOnLost(comms, peer)
 	// A spare held by a repair whose survivors all failed must not wait.
 	w.spareLost(peer)
+	// A Finalize waiting for the peer need not any more.
+	w.fence.wake()
 }
 
 // recordFailure adds peer to the failures known here (once). The lost hook

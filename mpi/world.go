@@ -117,6 +117,7 @@ type World struct {
 	dpm   dpmState          // ports and connections in progress (dpm.go)
 
 	spares      spareState        // spare processes: this one as a spare, or the pool it may take (spare.go)
+	fence       finalFence        // MPI_Finalize without a head: who has entered it (finalize.go)
 	replacement *Comm             // the communicator a repair took this spare into (Replacement)
 	runWorlds   []*World          // under Run: every process's World (tests reach a spare through it)
 	replaceHook func(step string) // tests: called at a step of Replace
@@ -232,6 +233,7 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.ctl.MustRegister(ctl.Heartbeat, w.fails.OnHeartbeat)
 	w.ctl.MustRegister(ctl.FailNotice, w.fails.OnNotice)
 	w.ctl.MustRegister(ctl.Port, w.onPort)
+	w.ctl.MustRegister(ctl.Finalize, w.onFinalize)
 	w.initSpares(sp.pool, sp.isSpare) // before the control handler: an activation may be among the early frames
 	eng.SetControlCheck(ctl.Check)    // a malformed control frame closes its connection
 	eng.SetControlHandler(w.onControl)
@@ -505,7 +507,10 @@ func (w *World) Finalize() error {
 		case w.client != nil:
 			err = w.client.Finalize()
 		case w.proc != nil:
-			err = w.proc.Finalize() // under a PMI launcher: not a fence
+			// Under a PMI launcher: the ranks' own fence, then PMI's
+			// finalize (which is not a fence).
+			w.finalizeFence()
+			err = w.proc.Finalize()
 		}
 		w.finalized.Store(true)
 		if w.proc != nil {

@@ -31,6 +31,7 @@ const (
 	Spare      Type = 12 // spare processes (MPIX_Comm_replace, reinit): B = kind, Seq = activation key; payload the kind's
 	Heartbeat  Type = 16 // A = detector epoch, B = sender incarnation, Seq = receiver incarnation
 	FailNotice Type = 17 // A = failed process, B = its incarnation, Seq = hops
+	Finalize   Type = 18 // a process without a head entered MPI_Finalize (no fields)
 )
 
 // max bounds the types (the table is an array indexed by type).
@@ -45,6 +46,7 @@ var names = [max]string{
 	Spare:      "spare",
 	Heartbeat:  "heartbeat",
 	FailNotice: "failure notice",
+	Finalize:   "finalize",
 }
 
 // carries says which types have a payload; the others carry everything
