@@ -206,7 +206,18 @@ func (j *Live) WaitLine(s string) {
 				return
 			}
 		case <-j.done:
-			j.t.Fatalf("job ended before printing %q\nstdout:\n%s\nstderr:\n%s", s, j.Stdout(), j.Stderr())
+			// Every line is offered before done closes: look at the
+			// ones still offered (select picks either ready case).
+			for {
+				select {
+				case l := <-j.lines:
+					if strings.Contains(l, s) {
+						return
+					}
+				default:
+					j.t.Fatalf("job ended before printing %q\nstdout:\n%s\nstderr:\n%s", s, j.Stdout(), j.Stderr())
+				}
+			}
 		}
 	}
 }

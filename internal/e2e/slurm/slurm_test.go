@@ -16,6 +16,7 @@ package slurm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,7 +87,23 @@ func cluster(t *testing.T) *slurmtest.Cluster {
 }
 
 // job is a command running on the login host, its output read line by line.
-type job struct{ *jobtest.Live }
+type job struct {
+	*jobtest.Live
+	t     *testing.T
+	ctx   context.Context
+	limit time.Duration
+}
+
+// Wait waits for the job's end and returns its exit code; a job that ran
+// into its limit (killed: a hang) fails the test.
+func (j *job) Wait() int {
+	j.t.Helper()
+	code := j.Live.Wait()
+	if errors.Is(j.ctx.Err(), context.DeadlineExceeded) {
+		j.t.Fatalf("the job still ran at its %v limit and was killed (a hang)\nstdout:\n%s\nstderr:\n%s", j.limit, j.Stdout(), j.Stderr())
+	}
+	return code
+}
 
 func start(t *testing.T, c *slurmtest.Cluster, limit time.Duration, env []string, name string, args ...string) *job {
 	t.Helper()
@@ -94,7 +111,7 @@ func start(t *testing.T, c *slurmtest.Cluster, limit time.Duration, env []string
 	cmd := c.Command(ctx, name, args...)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Dir = os.TempDir()
-	return &job{jobtest.StartLive(t, cmd, cancel)}
+	return &job{Live: jobtest.StartLive(t, cmd, cancel), t: t, ctx: ctx, limit: limit}
 }
 
 func noLeftovers(t *testing.T, c *slurmtest.Cluster) {

@@ -4,6 +4,7 @@ package shm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -243,6 +244,7 @@ func (p *pair) writeLoop() {
 			p.mu.Unlock()
 			if err := t.connect(p); err != nil {
 				p.fail(err)
+				t.unreachable(p, err)
 			}
 			continue
 		}
@@ -311,6 +313,21 @@ func (p *pair) writeLoop() {
 
 // fail ends sending to p with err: queued frames fail with it (the writer
 // goroutine fails them if it runs).
+// unreachable reports a peer that could not be connected to as lost (its
+// listener exists before its address is published), so that a frame that
+// completes nobody (a control frame) is not dropped unnoticed.
+func (t *Transport) unreachable(p *pair, err error) {
+	if errors.Is(err, transport.ErrClosed) || errors.Is(err, transport.ErrPeerLost) || t.stop.Load() {
+		return
+	}
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if !closed {
+		t.cfg.Handler.PeerLost(p.rank, err)
+	}
+}
+
 func (p *pair) fail(err error) {
 	p.mu.Lock()
 	if p.werr == nil {

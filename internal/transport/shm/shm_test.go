@@ -462,3 +462,23 @@ func TestMalformedRecordIsALoss(t *testing.T) {
 		closeAll(trs)
 	}
 }
+
+// A frame that completes nobody (posted without a done) to a rank that is
+// not listening any more reports the rank lost, so that it never vanishes
+// unnoticed.
+func TestUnreachablePeerIsReportedLost(t *testing.T) {
+	dir := t.TempDir()
+	recs := []*recorder{newRecorder(), newRecorder()}
+	trs := newJob(t, dir, 2, recs[0], recs[1])
+	defer trs[0].Close()
+	trs[1].Close() // never connected: its socket is gone
+	trs[0].Post(1, transport.Header{Kind: 3}, nil, nil)
+	select {
+	case p := <-recs[0].lost:
+		if p != 1 {
+			t.Fatalf("lost peer %d, want 1", p)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the unreachable rank was not reported lost")
+	}
+}

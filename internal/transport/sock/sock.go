@@ -1139,6 +1139,12 @@ func (t *Transport) writeLoop(ps *peerState) {
 			ps.mu.Unlock()
 			if _, err := t.connect(ps); err != nil {
 				t.release(ps, err) // fails the queue
+				// A listener exists before its address is published:
+				// a peer that cannot be reached is lost, also when only
+				// control frames (which complete nobody) were queued.
+				if !errors.Is(err, transport.ErrClosed) {
+					t.lost(ps.rank, err)
+				}
 			}
 			continue
 		}

@@ -230,3 +230,26 @@ func TestCloseReleasesWaitingSender(t *testing.T) {
 		t.Fatal("Send still waiting 5 s after Close")
 	}
 }
+
+// A frame that completes nobody (a control frame, posted) to a rank that
+// is not listening any more reports the rank lost: a listener exists
+// before its address is published, so an unreachable rank is gone, and
+// the frame must not vanish unnoticed (a fence waiting for it would hang).
+func TestUnreachablePeerIsReportedLost(t *testing.T) {
+	for _, mode := range []Mode{ModeUnix, ModeTCP} {
+		t.Run(string(mode), func(t *testing.T) {
+			trs, recs := newJob(t, 2, mode)
+			defer trs[0].Close()
+			trs[1].Close() // never connected: its listener is gone
+			trs[0].Post(1, transport.Header{Kind: 1}, nil, nil)
+			select {
+			case p := <-recs[0].lost:
+				if p != 1 {
+					t.Fatalf("lost peer %d, want 1", p)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the unreachable rank was not reported lost")
+			}
+		})
+	}
+}
