@@ -26,7 +26,7 @@ type simMsg struct {
 type simRepair struct {
 	key       uint64
 	tag       uint64 // what every survivor knows of the attempt (mpi: the agreed context pair)
-	survivors []int // survivors[0] is the leader
+	survivors []int  // survivors[0] is the leader
 	picked    []int
 	replies   map[int]Kind
 	decided   bool
