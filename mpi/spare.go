@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"os"
 	"slices"
 	"sync"
@@ -218,16 +217,7 @@ func (w *World) onSpare(from int, h transport.Header, payload []byte) {
 			fmt.Fprintf(os.Stderr, "ftmpi: process %d: malformed spare activation from process %d dropped: %v\n", w.rank, from, err)
 			return
 		}
-		ev.Survivors, ev.Tag = act.survivors, h.A
-	}
-	if kind == spare.KindCommit && len(payload) > 0 {
-		// The activation the spare becomes a rank by (its context pair
-		// was not agreed yet when it was activated).
-		var err error
-		if act, err = decodeActivation(h.Seq, payload); err != nil {
-			fmt.Fprintf(os.Stderr, "ftmpi: process %d: malformed spare commit from process %d dropped: %v\n", w.rank, from, err)
-			return
-		}
+		ev.Survivors, ev.Tag = act.survivors, uint64(act.pair)
 	}
 	w.stepSpareLocked(ev, act)
 }
@@ -251,12 +241,9 @@ func (w *World) stepSpareLocked(ev spare.Event, act *activation) {
 		}
 		_ = w.eng.SendControl(a.To, transport.Header{Tag: int32(ctl.Spare), B: uint64(a.Reply), Seq: a.Key}, nil)
 	case a.Return:
-		held := act // the Commit's
-		if held == nil {
-			var err error
-			if held, err = decodeActivation(a.Key, s.held[a.Key]); err != nil { // encoded here: cannot happen
-				held = nil
-			}
+		held, err := decodeActivation(a.Key, s.held[a.Key])
+		if err != nil { // encoded here: cannot happen
+			held = nil
 		}
 		s.outcome <- spareOutcome{act: held}
 	case a.Exit:
@@ -459,74 +446,42 @@ func (c *Comm) Replace() (*Comm, error) {
 	return nil, c.handle(newErr(ErrProcFailed, op, c, NoPeer, "%d attempts abandoned, the last: %v", replaceAttempts, last))
 }
 
-// replaceOnce is one attempt of Replace. Fault-tolerant agreements over c
-// (revoked) decide it, so every survivor goes on or starts over with the
-// others; in the usual case (c's rank 0 survives and already knows every
-// failure) one agreement is enough:
+// replaceOnce is one attempt of Replace: two fault-tolerant agreements
+// over c (revoked) decide it, so every survivor goes on or starts over
+// with the others.
 //
-//  1. Rank 0 of c, if it knows of failed ranks, picks a spare for each and
-//     activates it before the agreement (the activation names the
-//     survivors as rank 0 sees them and c's context, which tags the
-//     attempt for a Drop). Every survivor reserves the context-id pairs
-//     free here in a window (so that a pair free at every survivor is
-//     claimed at every survivor: no second agreement to check claims).
-//  2. The agreement decides who failed (as Shrink's), the pairs reserved
-//     at every survivor, and carries rank 0's word (its key, its pick for
-//     which failed ranks, whether every spare accepted).
-//  3. If rank 0 survived, its pick covers exactly the agreed failed ranks
-//     and every spare accepted, the attempt commits: every survivor sends
-//     the spares Commit with their place in the repaired communicator,
-//     which is built directly from the agreed members (no merge, no
-//     split). Otherwise rank 0's spares are abandoned (by key if its word
-//     is there, else by a Drop to every spare: it failed before telling)
-//     and the attempt goes on with a leader known to all (the lowest
-//     survivor) and a second agreement (replaceLed).
+//  1. The first decides who failed and which context-id pairs are free at
+//     every survivor (as Shrink's): every survivor derives the same
+//     survivors, failed ranks, leader (the lowest surviving rank) and two
+//     pairs, the repaired communicator's and a shrunk one's (used only
+//     when spawning), and claims both.
+//  2. The leader picks spares from its pool and activates them (the
+//     others are already in the second agreement meanwhile); the second
+//     agreement ANDs the claims and carries the leader's word: the key of
+//     the attempt, its pick, how many must be spawned, whether every
+//     picked spare accepted and which may serve again. If every survivor
+//     contributed, every claim held and every spare accepted, the attempt
+//     commits: the repaired communicator is built directly from the agreed
+//     members (no merge, no split). If spares were missing, the shrunk
+//     communicator spawns the rest (replaceSpawn). Else it is abandoned;
+//     when the leader failed before contributing, nobody knows whom it
+//     activated, and every survivor sends Drop to every spare it knows.
 func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	w := c.w
-	if h := w.replaceHook; h != nil {
-		h("entered")
-	}
 	_ = c.Revoke()
 	b := c.base
 	f := w.ftOf(b)
 	t := w.ctxTable()
-	old := c.groupProcs()
-	tag := uint64(b.ctx)
-	name := derivedName("replace", c)
-	var word leaderWord
-	if c.rank == 0 {
-		var known []int // old ranks
-		for r, p := range old {
-			if w.eng.IsLost(p) {
-				known = append(known, r)
-			}
-		}
-		if len(known) > 0 {
-			var guess []int
-			for _, p := range old {
-				if !w.eng.IsLost(p) {
-					guess = append(guess, p)
-				}
-			}
-			word = w.leadReplace(-1, tag, old, known, guess, name)
-		}
-		if h := w.replaceHook; h != nil {
-			h("activated")
-		}
-	}
 	seed := uint64(b.ctx) ^ 0x5265706c
 	start := startPos(seed, 0)
 	w0 := start / 64
 	window := make([]uint64, ctxWindow)
-	reserved := t.reserve(window, w0)
-	lw := (len(f.overlay) + 63) / 64 // rank 0's word follows the failed set in the Union
-	union := make([]uint64, lw, lw+len(word.encode()))
-	union = append(union, word.encode()...)
-	val, dead, err := b.agreeDead(op, f, agree.Value{Flags: 1, Union: agree.SetFromWords(union), Inter: agree.SetFromWords(window)})
+	t.freeMask(window, w0)
+	val, dead, err := b.agreeDead(op, f, agree.Value{Flags: 1, Inter: agree.SetFromWords(window)})
 	if err != nil {
-		t.release(reserved...)
 		return nil, err
 	}
+	old := c.groupProcs()
 	var survivors, lost []int // process ids, old ranks
 	for r, p := range old {
 		if dead[p] {
@@ -538,19 +493,14 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	}
 	me := slices.Index(survivors, w.rank)
 	if me < 0 {
-		t.release(reserved...)
 		return nil, newErr(ErrIntern, op, c, NoPeer, "this process is not among the survivors")
 	}
 	var pairs []int
+	claimed := true
 	if rel := pickPairs(val.Inter.Words(ctxWindow), 2, start%64); rel != nil {
 		pairs = []int{(w0*64 + rel[0]) % ctxPairs, (w0*64 + rel[1]) % ctxPairs}
-	}
-	for _, p := range reserved {
-		if !slices.Contains(pairs, p) {
-			t.release(p)
-		}
-	}
-	if pairs == nil {
+		claimed = t.claim(pairs) // checked by the second agreement
+	} else {
 		// Rare: no pair free at every survivor in the window. The general
 		// context-id agreement (its ANDs fault-tolerant agreements too).
 		if pairs, err = ctxAgreement(w, b, op, 2, seed+1, true, b.agreedAnd(op)); err != nil {
@@ -560,165 +510,111 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 			return nil, err
 		}
 	}
-	r0, told := decodeLeaderWord(val.Union, lw)
-	if told && c.rank != 0 {
-		w.markTaken(r0.chosen) // as rank 0 did: an abandoned attempt returns those that may serve
-	}
-	if told && !dead[old[0]] && r0.spawn == 0 && r0.accepted && slices.Equal(r0.ranks, lost) {
-		t.release(pairs[1])
-		return w.commitReplace(c, r0, pairs[0], old, survivors, name), nil
-	}
-	// Rank 0's attempt does not commit: its spares wait again.
-	switch {
-	case told:
-		w.sendOutcome(r0, spare.KindAbandon, nil)
-		w.unmarkTaken(r0.back())
-	case dead[old[0]]:
-		w.dropLeader(old[0], tag) // it may have activated spares nobody knows of
-	}
-	return c.replaceLed(op, pairs, tag, old, survivors, lost, me, name)
-}
-
-// replaceLed is the rest of an attempt whose first agreement did not
-// commit: the lowest survivor leads, picks spares for the agreed failed
-// ranks and activates them, and a second agreement carries its word. If
-// spares were missing, the shrunk communicator spawns the rest
-// (replaceSpawn). When the leader failed before contributing, nobody
-// knows whom it activated: every survivor sends Drop to every spare it
-// knows.
-func (c *Comm) replaceLed(op string, pairs []int, tag uint64, old, survivors, lost []int, me int, name string) (*Comm, error) {
-	w := c.w
-	b := c.base
-	f := w.ftOf(b)
-	t := w.ctxTable()
+	name := derivedName("replace", c)
+	members := slices.Clone(old)
+	leader := survivors[0]
 	var word leaderWord
 	if me == 0 {
-		word = w.leadReplace(pairs[0], tag, old, lost, survivors, name)
+		word = w.leadReplace(claimed, pairs[0], old, lost, survivors, name)
 	}
 	if h := w.replaceHook; h != nil {
 		h("activated")
 	}
-	res, contrib, err := b.agreeOn(op, agree.Value{Flags: 1, Union: agree.SetFromWords(word.encode())})
+	var flags uint64
+	if claimed {
+		flags = 1
+	}
+	res, contrib, err := b.agreeOn(op, agree.Value{Flags: flags, Union: agree.SetFromWords(word.encode())})
 	if err != nil {
-		t.release(pairs...)
 		return nil, err
 	}
 	all := true
 	for _, p := range survivors {
 		all = all && contrib.Has(f.index[p])
 	}
-	got, told := decodeLeaderWord(res.Union, 0)
+	got, told := decodeLeaderWord(res.Union.Words(leaderWordLen(len(lost))), len(lost))
 	if !told {
 		// The leader failed before it contributed: its attempt cannot
 		// commit, and nobody knows whom it activated.
-		t.release(pairs...)
-		w.dropLeader(survivors[0], tag)
+		if claimed {
+			t.release(pairs...)
+		}
+		w.dropLeader(leader, pairs[0])
 		return nil, fmt.Errorf("%w: the leader failed during the repair", errRetryReplace)
 	}
 	if me != 0 {
 		w.markTaken(got.chosen)
 	}
-	if all && got.spawn > 0 {
-		return c.replaceSpawn(op, pairs, tag, survivors, me, slices.Clone(old), lost, got)
+	ok := res.Flags&1 == 1 && all
+	if ok && got.spawn > 0 {
+		return c.replaceSpawn(op, pairs, survivors, me, members, lost, got)
 	}
-	if all && got.accepted && slices.Equal(got.ranks, lost) {
-		t.release(pairs[1])
-		return w.commitReplace(c, got, pairs[0], old, survivors, name), nil
+	commit := ok && got.accepted
+	kind := spare.KindAbandon
+	if commit {
+		kind = spare.KindCommit
 	}
-	w.sendOutcome(got, spare.KindAbandon, nil)
-	t.release(pairs...)
-	w.unmarkTaken(got.back())
-	return nil, fmt.Errorf("%w: a new process refused, or a process failed during the repair", errRetryReplace)
-}
-
-// commitReplace ends a committed attempt: every new process is told its
-// place (Commit, with the activation it becomes a rank by), and the
-// repaired communicator is built from the agreed members.
-func (w *World) commitReplace(c *Comm, l leaderWord, pair int, old, survivors []int, name string) *Comm {
-	members := slices.Clone(old)
-	for i, r := range l.ranks {
-		members[r] = l.chosen[i]
+	for _, p := range got.chosen {
+		_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(kind), Seq: got.key}, nil)
 	}
-	w.sendOutcome(l, spare.KindCommit, func(r int) []byte {
-		return (&activation{pair: pair, rank: r, members: members, survivors: survivors, name: name}).encode()
-	})
-	return newDerived(c, name, pair, members, c.rank)
-}
-
-// sendOutcome sends kind for l's attempt to each spare l picked (every
-// survivor does: the death of one cannot leave them waiting); with a
-// Commit, act(r) is the activation of the new process of old rank r.
-func (w *World) sendOutcome(l leaderWord, kind spare.Kind, act func(r int) []byte) {
-	for i, p := range l.chosen {
-		var payload []byte
-		if act != nil {
-			payload = act(l.ranks[i])
+	if !commit {
+		if claimed {
+			t.release(pairs...)
 		}
-		_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(kind), Seq: l.key}, payload)
+		w.unmarkTaken(got.back())
+		return nil, fmt.Errorf("%w: a new process refused, or a process failed during the repair", errRetryReplace)
 	}
-}
-
-// reserve claims every pair free in the window of ctxWindow words from
-// word w0 and reports them in m (a bitmap over the window) and as a list:
-// an agreement that intersects the members' reservations then finds a
-// pair claimed at every member, without a second agreement to check.
-func (t *ctxTable) reserve(m []uint64, w0 int) []int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []int
-	for i := range m {
-		wi := (w0 + i) % ctxWords
-		m[i] = ^t.used[wi]
-		t.used[wi] = ^uint64(0)
-		for x := m[i]; x != 0; x &= x - 1 {
-			out = append(out, wi*64+bits.TrailingZeros64(x))
-		}
+	t.release(pairs[1])
+	for i, r := range lost {
+		members[r] = got.chosen[i]
 	}
-	t.n += len(out)
-	return out
+	return newDerived(c, name, pairs[0], members, c.rank), nil
 }
 
 // leaderWord is what the leader of a repair attempt tells the others in
-// an agreement (its Union, to which nobody else contributes).
+// the second agreement (its Union, to which nobody else contributes).
 type leaderWord struct {
 	key      uint64
 	accepted bool   // every picked spare accepted (with spawn 0)
 	spawn    int    // failed ranks without a spare: to spawn
 	refused  uint64 // bit i: chosen[i] refused, failed or did not answer (it does not go back to the pool)
-	ranks    []int  // the failed ranks it picked for, in order
-	chosen   []int  // the spares picked for them
+	chosen   []int  // the spares picked, for the failed ranks in order
 }
 
-// encode lays l out as Union words: key; flags (bit 0: the word is there
-// at all, bit 1: accepted, bits 8-31: spawn, bits 32-63: the number of
-// picks); refused; then a word per pick, rank<<32 | process+1.
+// leaderWordLen is the length in words of a leaderWord for n failed
+// ranks: key, flags and spawn count, refused, then the picks.
+func leaderWordLen(n int) int { return 3 + n }
+
+// The flags word: bit 0, the leader contributed (its word is there at
+// all); bit 1, accepted; the spawn count from bit 8.
 func (l leaderWord) encode() []uint64 {
 	if l.key == 0 {
 		return nil // not the leader
 	}
-	fl := uint64(1) | uint64(l.spawn)<<8 | uint64(len(l.chosen))<<32
+	out := make([]uint64, 0, leaderWordLen(len(l.chosen)+l.spawn))
+	fl := uint64(1) | uint64(l.spawn)<<8
 	if l.accepted {
 		fl |= 2
 	}
-	out := append(make([]uint64, 0, 3+len(l.chosen)), l.key, fl, l.refused)
-	for i, p := range l.chosen {
-		out = append(out, uint64(l.ranks[i])<<32|uint64(p+1))
+	out = append(out, l.key, fl, l.refused)
+	for _, p := range l.chosen {
+		out = append(out, uint64(p)+1)
 	}
 	return out
 }
 
-// decodeLeaderWord reads the word at word offset off of an agreed Union;
-// told is false when the leader did not contribute.
-func decodeLeaderWord(u agree.Set, off int) (l leaderWord, told bool) {
-	head := u.Words(off + 3)[off:]
-	if head[1]&1 == 0 {
+// decodeLeaderWord reads the agreed word for n failed ranks; told is
+// false when the leader did not contribute.
+func decodeLeaderWord(words []uint64, n int) (l leaderWord, told bool) {
+	if words[1]&1 == 0 {
 		return leaderWord{}, false
 	}
-	n := int(head[1] >> 32)
-	l.key, l.accepted, l.spawn, l.refused = head[0], head[1]&2 != 0, int(head[1]>>8)&0xffffff, head[2]
-	for _, v := range u.Words(off + 3 + n)[off+3:] {
-		l.ranks = append(l.ranks, int(v>>32))
-		l.chosen = append(l.chosen, int(v&0xffffffff)-1)
+	l.key, l.accepted, l.spawn, l.refused = words[0], words[1]&2 != 0, int(words[1]>>8), words[2]
+	if l.spawn > n {
+		l.spawn = n // cannot happen: the leader wrote it for n
+	}
+	for _, v := range words[3 : 3+n-l.spawn] {
+		l.chosen = append(l.chosen, int(v)-1)
 	}
 	return l, true
 }
@@ -736,26 +632,25 @@ func (l leaderWord) back() []int {
 }
 
 // leadReplace is the leader's part of a repair attempt: it picks a spare
-// for each of the failed ranks lost and, when there is one for each,
-// activates them for the communicator of the given members (old, the
-// failed ranks replaced) on context pair pair (-1: not agreed yet, the
-// Commit brings it), tagged tag.
-func (w *World) leadReplace(pair int, tag uint64, old, lost, survivors []int, name string) leaderWord {
+// for each failed rank and, when there is one for every failed rank and
+// its claim of the context pair held, activates them (the repaired
+// communicator's pair and members are agreed already).
+func (w *World) leadReplace(claimed bool, pair int, old, lost, survivors []int, name string) leaderWord {
 	l := leaderWord{key: w.nextActivationKey()}
 	avail := w.Spares()
 	n := min(len(avail), len(lost))
-	l.chosen, l.ranks, l.spawn = avail[:n:n], lost[:n:n], len(lost)-n
+	l.chosen, l.spawn = avail[:n:n], len(lost)-n
 	w.markTaken(l.chosen) // whatever the outcome: a refused spare serves another repair
-	if l.spawn > 0 {
+	if l.spawn > 0 || !claimed {
 		// Spawning: the shrunk communicator activates them all once the
-		// rest are spawned (replaceSpawn).
+		// rest are spawned (replaceSpawn). A failed claim: nothing to ask.
 		return l
 	}
 	members := slices.Clone(old)
 	for i, r := range lost {
 		members[r] = l.chosen[i]
 	}
-	all, answered := w.activate(l.key, max(pair, 0), tag, members, lost, survivors, name)
+	all, answered := w.activate(l.key, pair, members, lost, survivors, name)
 	for i, p := range l.chosen {
 		if i >= 64 || !answered[p] {
 			l.refused |= 1 << min(i, 63)
@@ -766,16 +661,16 @@ func (w *World) leadReplace(pair int, tag uint64, old, lost, survivors []int, na
 }
 
 // dropLeader tells every spare this process knows that the attempt of
-// leader on the communicator tagged tag is abandoned: the leader failed
-// before telling anyone whom it activated.
-func (w *World) dropLeader(leader int, tag uint64) {
+// leader (tagged by the context pair it would have used) is abandoned:
+// the leader failed before telling anyone whom it activated.
+func (w *World) dropLeader(leader, pair int) {
 	s := &w.spares
 	s.mu.Lock()
 	pool := slices.Clone(s.pool)
 	s.mu.Unlock()
 	for _, p := range pool {
 		if !w.eng.IsLost(p) {
-			_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(spare.KindDrop), A: uint64(leader), Seq: tag}, nil)
+			_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(spare.KindDrop), A: uint64(leader), Seq: uint64(pair)}, nil)
 		}
 	}
 }
@@ -786,7 +681,7 @@ func (w *World) dropLeader(leader int, tag uint64) {
 // activates the picked and the spawned ones for the repaired communicator
 // (on the first agreed pair), and an agreement decides the outcome
 // (Spawn's path: under ftmpirun only).
-func (c *Comm) replaceSpawn(op string, pairs []int, tag uint64, survivors []int, me int, members, lost []int, l leaderWord) (*Comm, error) {
+func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, lost []int, l leaderWord) (*Comm, error) {
 	w := c.w
 	shrunk := newDerived(c, derivedName("shrink", c), pairs[1], survivors, me)
 	shrunk.errh.Store(ErrorsReturn)
@@ -816,7 +711,7 @@ func (c *Comm) replaceSpawn(op string, pairs []int, tag uint64, survivors []int,
 	// whether chosen[i] may serve again if the attempt is abandoned.
 	bits := ^uint64(0)
 	if shrunk.rank == 0 {
-		all, answered := w.activate(l.key, pairs[0], tag, members, lost, survivors, derivedName("replace", c))
+		all, answered := w.activate(l.key, pairs[0], members, lost, survivors, derivedName("replace", c))
 		if !all {
 			bits &^= 1
 		}
@@ -870,7 +765,7 @@ func (w *World) nextActivationKey() uint64 {
 // waits for every answer: all reports that all accepted, accepted which
 // did. A new process that fails, or does not answer within the activation
 // timeout, counts as a refusal.
-func (w *World) activate(key uint64, pair int, tag uint64, members, lost, survivors []int, name string) (all bool, accepted map[int]bool) {
+func (w *World) activate(key uint64, pair int, members, lost, survivors []int, name string) (all bool, accepted map[int]bool) {
 	accepted = map[int]bool{}
 	s := &w.spares
 	ch := make(chan spareReply, 2*len(lost))
@@ -889,7 +784,7 @@ func (w *World) activate(key uint64, pair int, tag uint64, members, lost, surviv
 	for _, r := range lost {
 		p := members[r]
 		a := &activation{key: key, pair: pair, rank: r, members: members, survivors: survivors, name: name}
-		if err := w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(spare.KindActivate), Seq: key, A: tag}, a.encode()); err != nil {
+		if err := w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(spare.KindActivate), Seq: key}, a.encode()); err != nil {
 			return false, accepted
 		}
 		pending[p] = true

@@ -6,8 +6,8 @@
 //
 // A repair (MPIX_Comm_replace, mpi.Comm.Replace) is run by the survivors of
 // a communicator; one of them, the leader, sends Activate to each spare it
-// picked, naming the survivors and the repair's tag (the communicator
-// under repair, as every survivor names it). The spare answers Accept if it was waiting (it is then held
+// picked, naming the survivors and the repair attempt's tag (known to every
+// survivor). The spare answers Accept if it was waiting (it is then held
 // by that repair) and Refuse otherwise, so a spare is never taken by two
 // repairs: the spare itself is the arbiter, and a refusal makes the repair
 // try again with other spares. The survivors then agree among themselves
@@ -74,8 +74,8 @@ const (
 	// (--on-failure reinit), the only arbiter of its spares there.
 	KindTake Kind = 7
 	// KindDrop: survivor -> every spare: leader Leader failed before it
-	// told the others its pick for the repair tagged Tag, whose attempt
-	// is abandoned.
+	// told the others its pick for the attempt tagged Tag, which is
+	// abandoned.
 	KindDrop Kind = 8
 )
 
@@ -85,7 +85,7 @@ type Event struct {
 	From      int  // the sender's process id
 	Key       uint64
 	Survivors []int  // KindActivate: the processes that decide the repair
-	Tag       uint64 // KindActivate, KindDrop: the repair as its survivors name it
+	Tag       uint64 // KindActivate, KindDrop: the repair attempt as its survivors name it
 	Leader    int    // KindDrop: the failed leader
 	Lost      int    // a process failed (Kind 0); -1 otherwise
 }
@@ -105,7 +105,7 @@ type Machine struct {
 	phase     Phase
 	key       uint64 // Held, Active: the repair
 	from      int    // Held: the leader
-	tag       uint64 // Held: the repair's tag
+	tag       uint64 // Held: the attempt's tag
 	survivors []int  // Held: who may commit or abandon
 	lost      map[int]bool
 	decided   map[uint64]bool // repairs whose Abandon or Commit arrived (an Activate may come after them)
