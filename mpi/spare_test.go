@@ -314,6 +314,54 @@ func TestReplaceLeaderFailsAfterActivation(t *testing.T) {
 	}
 }
 
+// Ranks 0 and 4 failed, so rank 1 leads the repair; it fails after
+// activating two spares, before the second agreement: the others send
+// Drop to every spare, and the next attempt, led by rank 2, replaces
+// ranks 0, 1 and 4 with the three spares.
+func TestReplaceSecondLeaderFailsAfterActivation(t *testing.T) {
+	seen := newViews()
+	var hooked atomic.Int32
+	err := runSpares(t, 5, 3, func(w *World) error {
+		if nc := w.Replacement(); nc != nil {
+			return seen.check(w, nc, 5)
+		}
+		c := w.CommWorld()
+		c.SetErrhandler(ErrorsReturn)
+		if w.Rank() == 1 {
+			w.replaceHook = func(step string) {
+				if step == "activated" && hooked.Add(1) == 1 {
+					w.Kill()
+				}
+			}
+		}
+		if w.Rank() == 0 || w.Rank() == 4 {
+			w.Kill()
+		}
+		if err := untilFailure(c); err != nil {
+			return err
+		}
+		nc, err := c.Replace()
+		if err != nil {
+			return fmt.Errorf("rank %d: Replace: %w", w.Rank(), err)
+		}
+		return seen.check(w, nc, 5)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hooked.Load() == 0 {
+		t.Fatal("rank 1 never reached the activation step")
+	}
+	if len(seen.procs) != 5 {
+		t.Fatalf("%d processes checked the repaired communicator, want 5", len(seen.procs))
+	}
+	for p, got := range seen.procs {
+		if got[2] != 2 || got[3] != 3 || got[0] < 5 || got[1] < 5 || got[4] < 5 {
+			t.Errorf("process %d sees %v: want 2 and 3 in place, ranks 0, 1 and 4 taken by the spares", p, got)
+		}
+	}
+}
+
 // Without a failure Replace returns a communicator of the same ranks and
 // takes no spare.
 func TestReplaceNoFailure(t *testing.T) {
