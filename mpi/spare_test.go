@@ -294,7 +294,7 @@ func TestReplaceLeaderFailsAfterActivation(t *testing.T) {
 		}
 		nc, err := c.Replace()
 		if err != nil {
-			return fmt.Errorf("rank %d: Replace: %w", w.Rank(), err)
+			return fmt.Errorf("Replace: %w", err)
 		}
 		return seen.check(w, nc, 4)
 	})
@@ -342,7 +342,7 @@ func TestReplaceSecondLeaderFailsAfterActivation(t *testing.T) {
 		}
 		nc, err := c.Replace()
 		if err != nil {
-			return fmt.Errorf("rank %d: Replace: %w", w.Rank(), err)
+			return fmt.Errorf("Replace: %w", err)
 		}
 		return seen.check(w, nc, 5)
 	})
