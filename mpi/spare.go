@@ -409,10 +409,11 @@ var errRetryReplace = errors.New("repair attempt abandoned")
 // Replace repairs c after failures and returns a communicator with c's
 // size in which every survivor keeps its rank and every failed rank is
 // taken by a new process: MPIX_Comm_replace (the ULFM tutorials' helper;
-// no MPI standard function). It revokes c, shrinks it, takes spare
-// processes for the failed ranks (ftmpirun --spares, RunSpares) or, when
+// no MPI standard function). It revokes c, agrees on the failed ranks,
+// takes spare processes for them (ftmpirun --spares, RunSpares) or, when
 // none are left, spawns them as spares (Spawn's path, under ftmpirun
-// only), and builds the new communicator over them in c's rank order; the
+// only), and builds the new communicator over them in c's rank order
+// (directly: no shrunk communicator, merge or split unless it spawns); the
 // new processes return from Init with it as CommWorld (World.Replacement).
 // It is collective over c's survivors.
 //
@@ -420,7 +421,7 @@ var errRetryReplace = errors.New("repair attempt abandoned")
 // communicator, or every survivor gets the same error. A failure during
 // the repair, or a spare that another repair took first (a spare is never
 // taken twice: it accepts one activation only), starts it over, up to 16
-// times. With no failed process it returns the shrunk duplicate of c.
+// times. With no failed process it returns a duplicate of c.
 // Errors: ErrSpawn when no spare is left and processes cannot be spawned
 // (under mpi.Run, or the launcher refused), ErrProcFailed after too many
 // attempts.
