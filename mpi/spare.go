@@ -355,19 +355,6 @@ func (w *World) releaseSpares() {
 	}
 }
 
-// pickSpares takes up to n spares from the pool (the leader's choice).
-func (w *World) pickSpares(n int) []int64 {
-	avail := w.Spares()
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = -1
-		if i < len(avail) {
-			out[i] = int64(avail[i])
-		}
-	}
-	return out
-}
-
 // markTaken removes procs from this process's pool.
 func (w *World) markTaken(procs []int) {
 	s := &w.spares
