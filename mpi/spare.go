@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/ft/spare"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -192,7 +193,7 @@ func (w *World) onSpare(from int, h transport.Header, payload []byte) {
 			}
 		}
 		return
-	case spare.KindActivate, spare.KindCommit, spare.KindAbandon, spare.KindRelease:
+	case spare.KindActivate, spare.KindCommit, spare.KindAbandon, spare.KindRelease, spare.KindDrop:
 	default:
 		fmt.Fprintf(os.Stderr, "ftmpi: process %d: spare frame of unknown kind %d from process %d dropped\n", w.rank, h.B, from)
 		return
@@ -206,6 +207,9 @@ func (w *World) onSpare(from int, h transport.Header, payload []byte) {
 		return
 	}
 	ev := spare.Event{Kind: kind, From: from, Key: h.Seq, Lost: -1}
+	if kind == spare.KindDrop { // the attempt of leader A with context pair Seq
+		ev.Key, ev.Leader, ev.Tag = 0, int(h.A), h.Seq
+	}
 	var act *activation
 	if kind == spare.KindActivate {
 		var err error
@@ -213,7 +217,7 @@ func (w *World) onSpare(from int, h transport.Header, payload []byte) {
 			fmt.Fprintf(os.Stderr, "ftmpi: process %d: malformed spare activation from process %d dropped: %v\n", w.rank, from, err)
 			return
 		}
-		ev.Survivors = act.survivors
+		ev.Survivors, ev.Tag = act.survivors, uint64(act.pair)
 	}
 	w.stepSpareLocked(ev, act)
 }
@@ -351,19 +355,6 @@ func (w *World) releaseSpares() {
 	}
 }
 
-// pickSpares takes up to n spares from the pool (the leader's choice).
-func (w *World) pickSpares(n int) []int64 {
-	avail := w.Spares()
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = -1
-		if i < len(avail) {
-			out[i] = int64(avail[i])
-		}
-	}
-	return out
-}
-
 // markTaken removes procs from this process's pool.
 func (w *World) markTaken(procs []int) {
 	s := &w.spares
@@ -405,10 +396,11 @@ var errRetryReplace = errors.New("repair attempt abandoned")
 // Replace repairs c after failures and returns a communicator with c's
 // size in which every survivor keeps its rank and every failed rank is
 // taken by a new process: MPIX_Comm_replace (the ULFM tutorials' helper;
-// no MPI standard function). It revokes c, shrinks it, takes spare
-// processes for the failed ranks (ftmpirun --spares, RunSpares) or, when
+// no MPI standard function). It revokes c, agrees on the failed ranks,
+// takes spare processes for them (ftmpirun --spares, RunSpares) or, when
 // none are left, spawns them as spares (Spawn's path, under ftmpirun
-// only), and builds the new communicator over them in c's rank order; the
+// only), and builds the new communicator over them in c's rank order
+// (directly: no shrunk communicator, merge or split unless it spawns); the
 // new processes return from Init with it as CommWorld (World.Replacement).
 // It is collective over c's survivors.
 //
@@ -416,7 +408,7 @@ var errRetryReplace = errors.New("repair attempt abandoned")
 // communicator, or every survivor gets the same error. A failure during
 // the repair, or a spare that another repair took first (a spare is never
 // taken twice: it accepts one activation only), starts it over, up to 16
-// times. With no failed process it returns the shrunk duplicate of c.
+// times. With no failed process it returns a duplicate of c.
 // Errors: ErrSpawn when no spare is left and processes cannot be spawned
 // (under mpi.Run, or the launcher refused), ErrProcFailed after too many
 // attempts.
@@ -442,89 +434,272 @@ func (c *Comm) Replace() (*Comm, error) {
 	return nil, c.handle(newErr(ErrProcFailed, op, c, NoPeer, "%d attempts abandoned, the last: %v", replaceAttempts, last))
 }
 
-// replaceOnce is one attempt of Replace. Every step whose outcome may
-// differ between survivors is followed by an agreement among them, so all
-// go on or all start over.
+// replaceOnce is one attempt of Replace: two fault-tolerant agreements
+// over c (revoked) decide it, so every survivor goes on or starts over
+// with the others.
+//
+//  1. The first decides who failed and which context-id pairs are free at
+//     every survivor (as Shrink's): every survivor derives the same
+//     survivors, failed ranks, leader (the lowest surviving rank) and two
+//     pairs, the repaired communicator's and a shrunk one's (used only
+//     when spawning), and claims both.
+//  2. The leader picks spares from its pool and activates them (the
+//     others are already in the second agreement meanwhile); the second
+//     agreement ANDs the claims and carries the leader's word: the key of
+//     the attempt, its pick, how many must be spawned, whether every
+//     picked spare accepted and which may serve again. If every survivor
+//     contributed, every claim held and every spare accepted, the attempt
+//     commits: the repaired communicator is built directly from the agreed
+//     members (no merge, no split). If spares were missing, the shrunk
+//     communicator spawns the rest (replaceSpawn). Else it is abandoned;
+//     when the leader failed before contributing, nobody knows whom it
+//     activated, and every survivor sends Drop to every spare it knows.
 func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	w := c.w
 	_ = c.Revoke()
-	shrunk, err := c.base.shrink(op) // uniform
+	b := c.base
+	f := w.ftOf(b)
+	t := w.ctxTable()
+	seed := uint64(b.ctx) ^ 0x5265706c
+	start := startPos(seed, 0)
+	w0 := start / 64
+	window := make([]uint64, ctxWindow)
+	t.freeMask(window, w0)
+	val, dead, err := b.agreeDead(op, f, agree.Value{Flags: 1, Inter: agree.SetFromWords(window)})
 	if err != nil {
-		if isFailure(err) {
-			return nil, fmt.Errorf("%w: shrink: %v", errRetryReplace, err)
-		}
 		return nil, err
 	}
-	shrunk.errh.Store(ErrorsReturn)
-	old, alive := c.groupProcs(), shrunk.groupProcs()
-	var lost []int // old ranks
+	old := c.groupProcs()
+	var survivors, lost []int // process ids, old ranks
 	for r, p := range old {
-		if !slices.Contains(alive, p) {
+		if dead[p] {
+			w.recordFailure(p) // known here from now on, as after Shrink
 			lost = append(lost, r)
-		}
-	}
-	if len(lost) == 0 {
-		shrunk.errh.Store(c.errh.Load())
-		return shrunk, nil
-	}
-	// 1. The leader picks the spares; the others learn its choice.
-	// The last word is the attempt's key, the leader's: the spares it
-	// activates hold it, and every survivor names it in the outcome.
-	pick := make([]int64, len(lost)+1)
-	if shrunk.rank == 0 {
-		pick = append(w.pickSpares(len(lost)), int64(w.nextActivationKey()))
-	}
-	berr := Bcast(shrunk, pick, 0)
-	if ok, aerr := shrunk.Agree(berr == nil); !ok || aerr != nil {
-		return nil, fmt.Errorf("%w: the choice of spares did not reach every survivor", errRetryReplace)
-	}
-	key := uint64(pick[len(lost)])
-	pick = pick[:len(lost)]
-	var chosen []int
-	nspawn := 0
-	for _, p := range pick {
-		if p < 0 {
-			nspawn++
 		} else {
-			chosen = append(chosen, int(p))
+			survivors = append(survivors, p)
 		}
 	}
-	w.markTaken(chosen) // whatever the outcome: a refused spare serves another repair
-	// 2. No spare left for some: spawn them as spares (uniform).
-	if nspawn > 0 {
-		eps, pairs, err := shrunk.spawnRaw(op, "", os.Args[1:], nspawn, 0, true)
-		if err != nil {
+	me := slices.Index(survivors, w.rank)
+	if me < 0 {
+		return nil, newErr(ErrIntern, op, c, NoPeer, "this process is not among the survivors")
+	}
+	var pairs []int
+	claimed := true
+	if rel := pickPairs(val.Inter.Words(ctxWindow), 2, start%64); rel != nil {
+		pairs = []int{(w0*64 + rel[0]) % ctxPairs, (w0*64 + rel[1]) % ctxPairs}
+		claimed = t.claim(pairs) // checked by the second agreement
+	} else {
+		// Rare: no pair free at every survivor in the window. The general
+		// context-id agreement (its ANDs fault-tolerant agreements too).
+		if pairs, err = ctxAgreement(w, b, op, 2, seed+1, true, b.agreedAnd(op)); err != nil {
 			if isFailure(err) {
-				return nil, fmt.Errorf("%w: spawn: %v", errRetryReplace, err)
+				return nil, fmt.Errorf("%w: context ids: %v", errRetryReplace, err)
 			}
 			return nil, err
 		}
-		w.ctxTable().release(pairs...) // no intercommunicator: they become ranks
-		var spawned []int
-		for _, ep := range eps {
-			spawned = append(spawned, ep.Rank)
+	}
+	name := derivedName("replace", c)
+	members := slices.Clone(old)
+	leader := survivors[0]
+	var word leaderWord
+	if me == 0 {
+		word = w.leadReplace(claimed, pairs[0], old, lost, survivors, name)
+	}
+	if h := w.replaceHook; h != nil {
+		h("activated")
+	}
+	var flags uint64
+	if claimed {
+		flags = 1
+	}
+	res, contrib, err := b.agreeOn(op, agree.Value{Flags: flags, Union: agree.SetFromWords(word.encode())})
+	if err != nil {
+		return nil, err
+	}
+	all := true
+	for _, p := range survivors {
+		all = all && contrib.Has(f.index[p])
+	}
+	got, told := decodeLeaderWord(res.Union.Words(leaderWordLen(len(lost))), len(lost))
+	if !told {
+		// The leader failed before it contributed: its attempt cannot
+		// commit, and nobody knows whom it activated.
+		if claimed {
+			t.release(pairs...)
 		}
-		w.addToPool(spawned) // an abandoned attempt returns them; the end of the job releases them
-		chosen = append(chosen, spawned...)
-		w.markTaken(chosen)
+		w.dropLeader(leader, pairs[0])
+		return nil, fmt.Errorf("%w: the leader failed during the repair", errRetryReplace)
+	}
+	if me != 0 {
+		w.markTaken(got.chosen)
+	}
+	ok := res.Flags&1 == 1 && all
+	if ok && got.spawn > 0 {
+		return c.replaceSpawn(op, pairs, survivors, me, members, lost, got)
+	}
+	commit := ok && got.accepted
+	kind := spare.KindAbandon
+	if commit {
+		kind = spare.KindCommit
+	}
+	for _, p := range got.chosen {
+		_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(kind), Seq: got.key}, nil)
+	}
+	if !commit {
+		if claimed {
+			t.release(pairs...)
+		}
+		w.unmarkTaken(got.back())
+		return nil, fmt.Errorf("%w: a new process refused, or a process failed during the repair", errRetryReplace)
+	}
+	t.release(pairs[1])
+	for i, r := range lost {
+		members[r] = got.chosen[i]
+	}
+	return newDerived(c, name, pairs[0], members, c.rank), nil
+}
+
+// leaderWord is what the leader of a repair attempt tells the others in
+// the second agreement (its Union, to which nobody else contributes).
+type leaderWord struct {
+	key      uint64
+	accepted bool   // every picked spare accepted (with spawn 0)
+	spawn    int    // failed ranks without a spare: to spawn
+	refused  uint64 // bit i: chosen[i] refused, failed or did not answer (it does not go back to the pool)
+	chosen   []int  // the spares picked, for the failed ranks in order
+}
+
+// leaderWordLen is the length in words of a leaderWord for n failed
+// ranks: key, flags and spawn count, refused, then the picks.
+func leaderWordLen(n int) int { return 3 + n }
+
+// The flags word: bit 0, the leader contributed (its word is there at
+// all); bit 1, accepted; the spawn count from bit 8.
+func (l leaderWord) encode() []uint64 {
+	if l.key == 0 {
+		return nil // not the leader
+	}
+	out := make([]uint64, 0, leaderWordLen(len(l.chosen)+l.spawn))
+	fl := uint64(1) | uint64(l.spawn)<<8
+	if l.accepted {
+		fl |= 2
+	}
+	out = append(out, l.key, fl, l.refused)
+	for _, p := range l.chosen {
+		out = append(out, uint64(p)+1)
+	}
+	return out
+}
+
+// decodeLeaderWord reads the agreed word for n failed ranks; told is
+// false when the leader did not contribute.
+func decodeLeaderWord(words []uint64, n int) (l leaderWord, told bool) {
+	if words[1]&1 == 0 {
+		return leaderWord{}, false
+	}
+	l.key, l.accepted, l.spawn, l.refused = words[0], words[1]&2 != 0, int(words[1]>>8), words[2]
+	if l.spawn > n {
+		l.spawn = n // cannot happen: the leader wrote it for n
+	}
+	for _, v := range words[3 : 3+n-l.spawn] {
+		l.chosen = append(l.chosen, int(v)-1)
+	}
+	return l, true
+}
+
+// back returns the picked spares that may serve again after an abandoned
+// attempt: those that accepted (they wait again) or were not asked.
+func (l leaderWord) back() []int {
+	var out []int
+	for i, p := range l.chosen {
+		if i < 64 && l.refused&(1<<i) == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// leadReplace is the leader's part of a repair attempt: it picks a spare
+// for each failed rank and, when there is one for every failed rank and
+// its claim of the context pair held, activates them (the repaired
+// communicator's pair and members are agreed already).
+func (w *World) leadReplace(claimed bool, pair int, old, lost, survivors []int, name string) leaderWord {
+	l := leaderWord{key: w.nextActivationKey()}
+	avail := w.Spares()
+	n := min(len(avail), len(lost))
+	l.chosen, l.spawn = avail[:n:n], len(lost)-n
+	w.markTaken(l.chosen) // whatever the outcome: a refused spare serves another repair
+	if l.spawn > 0 || !claimed {
+		// Spawning: the shrunk communicator activates them all once the
+		// rest are spawned (replaceSpawn). A failed claim: nothing to ask.
+		return l
 	}
 	members := slices.Clone(old)
 	for i, r := range lost {
+		members[r] = l.chosen[i]
+	}
+	all, answered := w.activate(l.key, pair, members, lost, survivors, name)
+	for i, p := range l.chosen {
+		if i >= 64 || !answered[p] {
+			l.refused |= 1 << min(i, 63)
+		}
+	}
+	l.accepted = all
+	return l
+}
+
+// dropLeader tells every spare this process knows that the attempt of
+// leader (tagged by the context pair it would have used) is abandoned:
+// the leader failed before telling anyone whom it activated.
+func (w *World) dropLeader(leader, pair int) {
+	s := &w.spares
+	s.mu.Lock()
+	pool := slices.Clone(s.pool)
+	s.mu.Unlock()
+	for _, p := range pool {
+		if !w.eng.IsLost(p) {
+			_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(spare.KindDrop), A: uint64(leader), Seq: uint64(pair)}, nil)
+		}
+	}
+}
+
+// replaceSpawn is the rest of a repair attempt that found too few spares:
+// over the shrunk communicator (the survivors, on the second agreed
+// pair), the missing processes are spawned as spares, the leader
+// activates the picked and the spawned ones for the repaired communicator
+// (on the first agreed pair), and an agreement decides the outcome
+// (Spawn's path: under ftmpirun only).
+func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, lost []int, l leaderWord) (*Comm, error) {
+	w := c.w
+	shrunk := newDerived(c, derivedName("shrink", c), pairs[1], survivors, me)
+	shrunk.errh.Store(ErrorsReturn)
+	chosen := l.chosen
+	eps, spairs, err := shrunk.spawnRaw(op, "", os.Args[1:], l.spawn, 0, true)
+	if err != nil {
+		w.ctxTable().release(pairs[0])
+		w.unmarkTaken(chosen) // none was asked
+		if isFailure(err) {
+			return nil, fmt.Errorf("%w: spawn: %v", errRetryReplace, err)
+		}
+		return nil, err
+	}
+	w.ctxTable().release(spairs...) // no intercommunicator: they become ranks
+	var spawned []int
+	for _, ep := range eps {
+		spawned = append(spawned, ep.Rank)
+	}
+	w.addToPool(spawned) // an abandoned attempt returns them; the end of the job releases them
+	chosen = append(slices.Clone(chosen), spawned...)
+	w.markTaken(chosen)
+	for i, r := range lost {
 		members[r] = chosen[i]
 	}
-	// 3. The context pair of the new communicator, agreed by the survivors.
-	pairs, perr := agreeOnParent(shrunk, op, 1, true)
-	// 4. The leader activates the new processes; they accept or refuse.
-	// The agreement's bit 0 says whether everything succeeded; bit 1+i
-	// whether chosen[i] may serve again if the attempt is abandoned (the
-	// leader clears it for a spare that refused, failed or did not answer:
-	// taken by another repair, dead, or maybe still held).
+	// The leader activates the new processes; they accept or refuse. The
+	// agreement's bit 0 says whether everything succeeded; bit 1+i
+	// whether chosen[i] may serve again if the attempt is abandoned.
 	bits := ^uint64(0)
-	if perr != nil {
-		bits &^= 1
-	}
-	if shrunk.rank == 0 && perr == nil {
-		all, answered := w.activate(key, pairs[0], members, lost, alive, derivedName("replace", c))
+	if shrunk.rank == 0 {
+		all, answered := w.activate(l.key, pairs[0], members, lost, survivors, derivedName("replace", c))
 		if !all {
 			bits &^= 1
 		}
@@ -534,28 +709,18 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 			}
 		}
 	}
-	if h := w.replaceHook; h != nil {
-		h("activated")
-	}
 	agreed, aerr := shrunk.AgreeBits(bits)
 	commit := agreed&1 == 1 && aerr == nil
-	// 5. Every survivor tells every new process the outcome (each takes the
-	// first it gets; several, so the death of one survivor cannot leave
-	// them waiting).
 	kind := spare.KindAbandon
 	if commit {
 		kind = spare.KindCommit
 	}
 	for _, p := range chosen {
-		_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(kind), Seq: key}, nil)
+		_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(kind), Seq: l.key}, nil)
 	}
 	if !commit {
-		if perr == nil {
-			w.ctxTable().release(pairs...)
-		}
+		w.ctxTable().release(pairs[0])
 		if aerr == nil || isFailure(aerr) { // the value is agreed either way
-			// The spares that accepted (they wait again) or were never
-			// asked go back to the pool.
 			var back []int
 			for i, p := range chosen {
 				if i < 63 && agreed&(1<<(i+1)) != 0 {

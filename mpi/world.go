@@ -427,9 +427,9 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 			return nil, err
 		}
 	}
-	if info.WorldSize() > 1 && cfg.Detector && !sp.isSpare {
+	if info.WorldSize() > 1 && cfg.Detector {
 		dc := detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)
-		if err := w.fails.StartDetector(dc, w.world.memberWorldRanks(), w.failedOrder(), w.epoch == 0); err != nil {
+		if err := w.fails.StartDetector(dc, w.heartbeatRing(base, info.WorldSize()), w.failedOrder(), w.epoch == 0); err != nil {
 			w.release()
 			return nil, err
 		}

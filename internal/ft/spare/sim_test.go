@@ -19,21 +19,27 @@ type simMsg struct {
 	kind     Kind
 	key      uint64
 	lost     int // kind 0: a failure notice about lost
+	leader   int // KindDrop: the failed leader
+	tag      uint64
 }
 
 type simRepair struct {
 	key       uint64
-	survivors []int // survivors[0] is the leader
+	tag       uint64 // what every survivor knows of the attempt (mpi: the agreed context pair)
+	survivors []int  // survivors[0] is the leader
 	picked    []int
 	replies   map[int]Kind
 	decided   bool
 	committed bool
 }
 
-// One schedule: S spares, R concurrent repairs of disjoint survivor groups
-// picking overlapping spares, messages delivered in random order (a
-// message of a process that fails may be lost), survivors failing at
-// random, a release at a random moment.
+// One schedule: S spares, R concurrent repairs of survivor groups (disjoint,
+// or one group running two repairs at once: the same leader, other keys
+// and tags) picking overlapping spares, messages delivered in random order
+// (a message of a process that fails may be lost), survivors failing at
+// random, a release at a random moment. A leader that fails may have told
+// the others its pick and key before (they send the outcome by key) or not
+// (they send Drop to every spare).
 func simulate(seed int64, trace bool) error {
 	rng := rand.New(rand.NewSource(seed))
 	S := 1 + rng.Intn(4)
@@ -44,9 +50,13 @@ func simulate(seed int64, trace bool) error {
 	send := func(m simMsg) { q = append(q, m) }
 	reps := make([]*simRepair, R)
 	for r := range reps {
-		rp := &simRepair{key: uint64(r + 1), replies: map[int]Kind{}}
-		for i := 0; i < 1+rng.Intn(3); i++ {
-			rp.survivors = append(rp.survivors, 100+10*r+i)
+		rp := &simRepair{key: uint64(r + 1), tag: uint64(1000 + r), replies: map[int]Kind{}}
+		if r > 0 && rng.Intn(3) == 0 {
+			rp.survivors = reps[0].survivors // the same processes repair another communicator
+		} else {
+			for i := 0; i < 1+rng.Intn(3); i++ {
+				rp.survivors = append(rp.survivors, 100+10*r+i)
+			}
 		}
 		for _, s := range rng.Perm(S)[:1+rng.Intn(min(S, 2))] {
 			rp.picked = append(rp.picked, s)
@@ -65,7 +75,10 @@ func simulate(seed int64, trace bool) error {
 			return
 		}
 		rp.decided = true
-		ok := !dead[leader] && rng.Intn(5) != 0 // else a failure during the repair
+		// The leader's word (pick, key, whether all accepted) is in the
+		// agreement if it contributed before it failed.
+		told := !dead[leader] || rng.Intn(2) == 0
+		ok := told && all && rng.Intn(5) != 0 // else a failure during the repair
 		for _, s := range rp.picked {
 			ok = ok && rp.replies[s] == KindAccept
 		}
@@ -76,6 +89,12 @@ func simulate(seed int64, trace bool) error {
 		}
 		for _, p := range rp.survivors {
 			if dead[p] {
+				continue
+			}
+			if !told {
+				for s := range spares {
+					send(simMsg{from: p, to: s, kind: KindDrop, leader: leader, tag: rp.tag})
+				}
 				continue
 			}
 			for _, s := range rp.picked {
@@ -124,6 +143,9 @@ func simulate(seed int64, trace bool) error {
 		if trace {
 			fmt.Printf("  %d -> %d: kind %d key %d lost %d\n", m.from, m.to, m.kind, m.key, m.lost)
 		}
+		if trace && m.kind == KindDrop {
+			fmt.Printf("    (drop: leader %d tag %d)\n", m.leader, m.tag)
+		}
 		if m.to >= 100 { // a reply to a leader
 			rp := reps[m.key-1]
 			if !dead[m.to] {
@@ -137,6 +159,10 @@ func simulate(seed int64, trace bool) error {
 		}
 		if m.kind == KindActivate {
 			ev.Survivors = reps[m.key-1].survivors
+			ev.Tag = reps[m.key-1].tag
+		}
+		if m.kind == KindDrop {
+			ev.Leader, ev.Tag = m.leader, m.tag
 		}
 		if spares[m.to].Phase() == Orphaned {
 			// It left as a failed process: the others learn it.
@@ -257,6 +283,25 @@ func TestSpareMachine(t *testing.T) {
 	}
 	if _, ok := m.Step(Event{Kind: KindRelease, Lost: -1}); ok || m.Phase() != Active {
 		t.Fatalf("release of an active spare: phase %v", m.Phase())
+	}
+	// Drop: only for the holding attempt (leader and tag), only from one
+	// of its survivors; the failed leader's later activations are refused.
+	m = Machine{}
+	m.Step(Event{Kind: KindActivate, From: 7, Key: 10, Tag: 3, Survivors: []int{7, 8}, Lost: -1})
+	m.Step(Event{Kind: KindDrop, From: 8, Leader: 7, Tag: 4, Lost: -1})
+	m.Step(Event{Kind: KindDrop, From: 9, Leader: 7, Tag: 3, Lost: -1})
+	if m.Phase() != Held {
+		t.Fatalf("a drop of another attempt, or from no survivor of it: phase %v, want held", m.Phase())
+	}
+	m.Step(Event{Kind: KindDrop, From: 8, Leader: 7, Tag: 3, Lost: -1})
+	if m.Phase() != Waiting {
+		t.Fatalf("dropped by a survivor of its attempt: phase %v, want waiting", m.Phase())
+	}
+	if a, _ := m.Step(Event{Kind: KindActivate, From: 7, Key: 11, Tag: 5, Survivors: []int{7, 8}, Lost: -1}); a.Reply != KindRefuse {
+		t.Fatalf("activation by the dropped leader: %+v, want refuse", a)
+	}
+	if a, _ := m.Step(Event{Kind: KindActivate, From: 8, Key: 12, Tag: 5, Survivors: []int{8}, Lost: -1}); a.Reply != KindAccept {
+		t.Fatalf("activation by another leader after a drop: %+v, want accept", a)
 	}
 	var w Machine
 	if a, ok := w.Step(Event{Kind: KindRelease, Lost: -1}); !ok || !a.Exit || w.Phase() != Released {

@@ -6,13 +6,19 @@
 //
 // A repair (MPIX_Comm_replace, mpi.Comm.Replace) is run by the survivors of
 // a communicator; one of them, the leader, sends Activate to each spare it
-// picked, naming the survivors. The spare answers Accept if it was waiting
-// (it is then held by that repair) and Refuse otherwise, so a spare is
-// never taken by two repairs: the spare itself is the arbiter, and a
-// refusal makes the repair try again with other spares. The survivors then
-// agree among themselves (a fault-tolerant agreement) whether every picked
-// spare accepted and nothing failed, and send Commit (the spare becomes
-// the rank: Return) or Abandon (the spare waits again). A held spare whose
+// picked, naming the survivors and the repair attempt's tag (known to every
+// survivor). The spare answers Accept if it was waiting (it is then held
+// by that repair) and Refuse otherwise, so a spare is never taken by two
+// repairs: the spare itself is the arbiter, and a refusal makes the repair
+// try again with other spares. The survivors then agree among themselves
+// (a fault-tolerant agreement, to which the leader contributes its pick
+// and whether every picked spare accepted) whether to commit, and send
+// Commit (the spare becomes the rank: Return) or Abandon (the spare waits
+// again). If the leader failed before contributing, the survivors do not
+// know whom it activated, nor the key: they send Drop (naming the leader
+// and the tag) to every spare they know; a spare held by that leader's
+// attempt waits again (the attempt cannot have committed without the
+// leader's word), and refuses any later activation of the failed leader. A held spare whose
 // survivors all failed before telling it the outcome leaves as a failed
 // process (Orphaned): the repair may have committed with another spare
 // that now counts on it. Release ends a waiting spare
@@ -67,6 +73,10 @@ const (
 	// KindTake is no frame: a launcher took the spare directly
 	// (--on-failure reinit), the only arbiter of its spares there.
 	KindTake Kind = 7
+	// KindDrop: survivor -> every spare: leader Leader failed before it
+	// told the others its pick for the attempt tagged Tag, which is
+	// abandoned.
+	KindDrop Kind = 8
 )
 
 // Event is one input of the machine.
@@ -74,8 +84,10 @@ type Event struct {
 	Kind      Kind // KindActivate, KindCommit, KindAbandon, KindRelease; or 0 with Lost >= 0
 	From      int  // the sender's process id
 	Key       uint64
-	Survivors []int // KindActivate: the processes that decide the repair
-	Lost      int   // a process failed (Kind 0); -1 otherwise
+	Survivors []int  // KindActivate: the processes that decide the repair
+	Tag       uint64 // KindActivate, KindDrop: the repair attempt as its survivors name it
+	Leader    int    // KindDrop: the failed leader
+	Lost      int    // a process failed (Kind 0); -1 otherwise
 }
 
 // Action is one output: a reply to send, or what the spare does next.
@@ -93,6 +105,7 @@ type Machine struct {
 	phase     Phase
 	key       uint64 // Held, Active: the repair
 	from      int    // Held: the leader
+	tag       uint64 // Held: the attempt's tag
 	survivors []int  // Held: who may commit or abandon
 	lost      map[int]bool
 	decided   map[uint64]bool // repairs whose Abandon or Commit arrived (an Activate may come after them)
@@ -108,8 +121,10 @@ func (m *Machine) Key() uint64 { return m.key }
 func (m *Machine) Step(e Event) (Action, bool) {
 	switch e.Kind {
 	case KindActivate:
-		if m.phase == Waiting && !m.allLost(e.Survivors) && !m.decided[e.Key] {
-			m.phase, m.key, m.from = Held, e.Key, e.From
+		// A leader known failed cannot say its pick accepted: refusing it
+		// is safe, and needed after a Drop (its Activate may come later).
+		if m.phase == Waiting && !m.allLost(e.Survivors) && !m.decided[e.Key] && !m.lost[e.From] {
+			m.phase, m.key, m.from, m.tag = Held, e.Key, e.From, e.Tag
 			m.survivors = slices.Clone(e.Survivors)
 			return Action{Reply: KindAccept, To: e.From, Key: e.Key}, true
 		}
@@ -129,6 +144,15 @@ func (m *Machine) Step(e Event) (Action, bool) {
 		if m.phase == Held && m.key == e.Key {
 			m.toWaiting()
 		}
+	case KindDrop:
+		m.markLost(e.Leader)
+		if m.phase == Held && m.from == e.Leader && m.tag == e.Tag && slices.Contains(m.survivors, e.From) {
+			// A survivor of the holding attempt sends its outcome (Commit,
+			// Abandon) before any later Drop: a Drop from one of them that
+			// names this attempt means it was abandoned.
+			m.decide(m.key)
+			m.toWaiting()
+		}
 	case KindTake:
 		if m.phase == Waiting {
 			m.phase = Active
@@ -143,10 +167,7 @@ func (m *Machine) Step(e Event) (Action, bool) {
 		if e.Lost < 0 {
 			return Action{}, false
 		}
-		if m.lost == nil {
-			m.lost = make(map[int]bool)
-		}
-		m.lost[e.Lost] = true
+		m.markLost(e.Lost)
 		if m.phase == Held && m.allLost(m.survivors) {
 			// Nobody is left to tell it the outcome. The repair may have
 			// committed, and another spare of it may be a rank now that
@@ -169,7 +190,14 @@ func (m *Machine) decide(key uint64) {
 }
 
 func (m *Machine) toWaiting() {
-	m.phase, m.key, m.from, m.survivors = Waiting, 0, 0, nil
+	m.phase, m.key, m.from, m.tag, m.survivors = Waiting, 0, 0, 0, nil
+}
+
+func (m *Machine) markLost(p int) {
+	if m.lost == nil {
+		m.lost = make(map[int]bool)
+	}
+	m.lost[p] = true
 }
 
 // allLost reports whether every process of procs is known failed (true

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
+)
+
+// Waiting spares are watched like ranks (in the heartbeat ring): a spare
+// that dies or is stopped while it waits is known failed by every rank
+// within the detector's timeout, with a launcher and without one, and the
+// job's Finalize ends (without a head it is a fence over every process of
+// the job, spares included: a stopped spare nobody watched hung it).
+
+var sparewatchOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// sparewatch builds testdata/sparewatch once.
+func sparewatch(t *testing.T) string {
+	t.Helper()
+	sparewatchOnce.Do(func() {
+		sparewatchOnce.path = filepath.Join(filepath.Dir(bin["ftmpirun"]), "sparewatch")
+		sparewatchOnce.err = jobtest.Build([]string{sparewatchOnce.path}, []string{"./testdata/sparewatch"})
+	})
+	if sparewatchOnce.err != nil {
+		t.Fatal(sparewatchOnce.err)
+	}
+	return sparewatchOnce.path
+}
+
+const sparewatchResult = "result: ranks=4 spares 1 -> 0, known at 4 of 4 ranks"
+
+// Under mpiexec.hydra with FTMPI_SPARES=1 (PMI rank 4 is the spare): the
+// spare SIGKILLed, or SIGSTOPped (its observer finds it stopped in /proc
+// and kills it: fail-stop without a head), once every rank is up.
+func TestHydraSpareWatched(t *testing.T) {
+	h := hydra(t)
+	g := guard(t)
+	p := sparewatch(t)
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+	}{
+		{"killed", syscall.SIGKILL},
+		{"stopped", syscall.SIGSTOP},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp, check := sockDir(t)
+			out, errOut, code := runSignalOnLine(t, tc.sig, h, []string{"-disable-auto-cleanup", "-n", "5", g, p},
+				"sparewatch: armed", p, 4, tmp, "FTMPI_SPARES=1")
+			check()
+			if !strings.Contains(out, sparewatchResult) {
+				t.Fatalf("exit %d; want %q\nstdout:\n%s\nstderr:\n%s", code, sparewatchResult, out, errOut)
+			}
+			if !strings.Contains(errOut, "(PMI rank 4) killed by signal 9") || code != 137 {
+				t.Fatalf("exit %d; want the spare killed, exit 137\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// Under ftmpirun --spares 1: the spare (process 4) killed or stopped by
+// the launcher's injection once every rank is up. The stopped one is seen
+// by its observer's heartbeats only; the launcher confirms the suspicion
+// (kills it) and the ranks learn it. The job ends with exit 0 (a spare's
+// death is no failure of the job).
+func TestSpareWatchedUnderLauncher(t *testing.T) {
+	p := sparewatch(t)
+	for _, tc := range []struct{ name, inject string }{
+		{"killed", "kill:rank=4,on=sparewatch: armed"},
+		{"stopped", "stop:rank=4,on=sparewatch: armed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := reinitRun(t, "-n", "4", "--spares", "1", "--on-failure", "continue", "--timeout", "60s", "--inject", tc.inject, p)
+			if r.Code != 0 || !strings.Contains(r.Stdout, sparewatchResult) {
+				t.Fatalf("exit %d; want 0 and %q\nstdout:\n%s\nstderr:\n%s", r.Code, sparewatchResult, r.Stdout, r.Stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,36 @@
+package mpi
+
+// The waiting spares are watched like the ranks: they are in the heartbeat
+// ring (internal/ft/detector) with them, every process of the start set
+// that is in this epoch, each observing its predecessor. A spare that dies
+// or stops while it waits is suspected by its observer within the
+// detector's timeout and declared failed like a rank (under ftmpirun the
+// launcher confirms it; without a head the observer enforces it), and the
+// notice reaches every process: World.Spares shrinks, and a repair never
+// waits on it, nor does the headless Finalize fence (finalize.go). A spare
+// watches its neighbours in turn, so it also learns the failures of the
+// survivors that may hold it (its machine orphans it when all are lost).
+
+// heartbeatRing returns the processes of this World's heartbeat ring: the
+// ranks of its start set (CommWorld's members; for a spare, which is in
+// no CommWorld, the WorldSize processes from base) and the spares of the
+// pool that are in this epoch.
+func (w *World) heartbeatRing(base, worldSize int) []int {
+	var ring []int
+	if w.spares.isSpare {
+		for i := range worldSize {
+			ring = append(ring, base+i)
+		}
+	} else {
+		ring = append(ring, w.world.memberWorldRanks()...)
+	}
+	for _, p := range w.spares.pool {
+		if w.net != nil {
+			if _, ok := w.net.Endpoint(p); !ok {
+				continue // not in this Reinit epoch: the launcher watches it
+			}
+		}
+		ring = append(ring, p)
+	}
+	return ring
+}
