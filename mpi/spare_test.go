@@ -265,28 +265,28 @@ func TestReplaceFailureDuringRepair(t *testing.T) {
 	}
 }
 
-// The leader of the repair (rank 0) fails after it activated the spare,
-// before it told the others its pick: they abandon the attempt without
-// knowing whom it activated and send Drop to every spare; the spare waits
-// again, and the second attempt, led by rank 1, takes both spares for the
-// two failed ranks.
-func TestReplaceLeaderFailsAfterActivation(t *testing.T) {
+// leaderFailsAfterActivation runs n ranks and spares spares; the ranks in
+// killed die, and leader (the repair's leader) dies once it activated its
+// spares, before the second agreement. It returns what each process saw
+// of the repaired communicator.
+func leaderFailsAfterActivation(t *testing.T, n, spares, leader int, killed ...int) map[int][]int {
+	t.Helper()
 	seen := newViews()
 	var hooked atomic.Int32
-	err := runSpares(t, 4, 2, func(w *World) error {
+	err := runSpares(t, n, spares, func(w *World) error {
 		if nc := w.Replacement(); nc != nil {
-			return seen.check(w, nc, 4)
+			return seen.check(w, nc, n)
 		}
 		c := w.CommWorld()
 		c.SetErrhandler(ErrorsReturn)
-		if w.Rank() == 0 {
+		if w.Rank() == leader {
 			w.replaceHook = func(step string) {
 				if step == "activated" && hooked.Add(1) == 1 {
-					w.Kill() // the leader dies between the activation and the agreement
+					w.Kill() // between the activation and the agreement
 				}
 			}
 		}
-		if w.Rank() == 3 {
+		if slices.Contains(killed, w.Rank()) {
 			w.Kill()
 		}
 		if err := untilFailure(c); err != nil {
@@ -296,18 +296,27 @@ func TestReplaceLeaderFailsAfterActivation(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("Replace: %w", err)
 		}
-		return seen.check(w, nc, 4)
+		return seen.check(w, nc, n)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if hooked.Load() == 0 {
-		t.Fatal("rank 0 never reached the activation step")
+		t.Fatalf("rank %d never reached the activation step", leader)
 	}
-	if len(seen.procs) != 4 {
-		t.Fatalf("%d processes checked the repaired communicator, want 4", len(seen.procs))
+	if len(seen.procs) != n {
+		t.Fatalf("%d processes checked the repaired communicator, want %d", len(seen.procs), n)
 	}
-	for p, got := range seen.procs {
+	return seen.procs
+}
+
+// The leader of the repair (rank 0) fails after it activated the spare,
+// before it told the others its pick: they abandon the attempt without
+// knowing whom it activated and send Drop to every spare; the spare waits
+// again, and the second attempt, led by rank 1, takes both spares for the
+// two failed ranks.
+func TestReplaceLeaderFailsAfterActivation(t *testing.T) {
+	for p, got := range leaderFailsAfterActivation(t, 4, 2, 0, 3) {
 		if got[1] != 1 || got[2] != 2 || got[0] < 4 || got[3] < 4 || got[0] == got[3] {
 			t.Errorf("process %d sees %v: want 1 and 2 in place, ranks 0 and 3 taken by the two spares", p, got)
 		}
@@ -319,43 +328,7 @@ func TestReplaceLeaderFailsAfterActivation(t *testing.T) {
 // Drop to every spare, and the next attempt, led by rank 2, replaces
 // ranks 0, 1 and 4 with the three spares.
 func TestReplaceSecondLeaderFailsAfterActivation(t *testing.T) {
-	seen := newViews()
-	var hooked atomic.Int32
-	err := runSpares(t, 5, 3, func(w *World) error {
-		if nc := w.Replacement(); nc != nil {
-			return seen.check(w, nc, 5)
-		}
-		c := w.CommWorld()
-		c.SetErrhandler(ErrorsReturn)
-		if w.Rank() == 1 {
-			w.replaceHook = func(step string) {
-				if step == "activated" && hooked.Add(1) == 1 {
-					w.Kill()
-				}
-			}
-		}
-		if w.Rank() == 0 || w.Rank() == 4 {
-			w.Kill()
-		}
-		if err := untilFailure(c); err != nil {
-			return err
-		}
-		nc, err := c.Replace()
-		if err != nil {
-			return fmt.Errorf("Replace: %w", err)
-		}
-		return seen.check(w, nc, 5)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hooked.Load() == 0 {
-		t.Fatal("rank 1 never reached the activation step")
-	}
-	if len(seen.procs) != 5 {
-		t.Fatalf("%d processes checked the repaired communicator, want 5", len(seen.procs))
-	}
-	for p, got := range seen.procs {
+	for p, got := range leaderFailsAfterActivation(t, 5, 3, 1, 0, 4) {
 		if got[2] != 2 || got[3] != 3 || got[0] < 5 || got[1] < 5 || got[4] < 5 {
 			t.Errorf("process %d sees %v: want 2 and 3 in place, ranks 0, 1 and 4 taken by the spares", p, got)
 		}
