@@ -28,6 +28,7 @@ func TestCtxAndMatchedProbe(t *testing.T) {
 	}
 	for _, tr := range []string{"unix", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
 			r := jobtest.Run(t, 90*time.Second, nil, bin["ftmpirun"], "-n", "3", "--on-failure", "continue", "--transport", tr, out)
 			if line := resultLine(t, r); strings.TrimSpace(line) != "result: ok" {
 				t.Fatalf("%s\nstderr:\n%s", line, r.Stderr)

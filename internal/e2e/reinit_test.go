@@ -148,6 +148,7 @@ func TestReinitExamplesSurviveKills(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // paced runs (-pace): mostly waiting, independent jobs
 			a := []string{"-n", "4", "--on-failure", "reinit", "--timeout", "60s"}
 			for _, s := range tc.inject {
 				a = append(a, "--inject", s)

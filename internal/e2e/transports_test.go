@@ -27,6 +27,7 @@ func TestFailureModelsOverEveryTransport(t *testing.T) {
 
 	for _, tr := range []string{"shm", "unix", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
+			t.Parallel() // independent jobs, mostly paced or waiting
 			t.Run("ulfm-refinement", func(t *testing.T) {
 				r := ftmpirunQuickExit(t, append([]string{"-n", "4", "--timeout", "40s", "--transport", tr,
 					"--on-failure", "continue", "--inject", "kill:rank=2,on=iteration 100 committed"}, refArgs...)...)
