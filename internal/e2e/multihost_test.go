@@ -34,6 +34,9 @@ func multiHostHosts(t *testing.T) *nshosts.Hosts {
 	if jobtest.RaceEnabled {
 		t.Skip("skipped under -race: run once without it (CI runs both; see the file comment)")
 	}
+	// Each test has its own hosts, and mostly waits (heartbeat timeouts,
+	// ssh): two at a time (go test's -parallel is GOMAXPROCS).
+	t.Parallel()
 	return nshosts.ForTest(t, 3)
 }
 
