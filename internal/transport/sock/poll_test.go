@@ -267,13 +267,15 @@ func (h *tapHandler) snapshot() ([]event, []error) {
 // cond is a PollUntil condition over the tap's events.
 type cond struct {
 	h       *tapHandler
-	started chan struct{} // closed at the first Done (the caller polls)
-	once    sync.Once
+	started chan struct{} // closed at the second Done (the caller polls: counted in Transport.polling)
+	calls   int
 	f       func(ev []event, lost []error) bool
 }
 
 func (c *cond) Done() bool {
-	c.once.Do(func() { close(c.started) })
+	if c.calls++; c.calls == 2 {
+		close(c.started)
+	}
 	ev, lost := c.h.snapshot()
 	return c.f(ev, lost)
 }
@@ -320,7 +322,18 @@ func rawPeer(t *testing.T, h transport.Handler) (*Transport, *net.TCPConn) {
 	if _, err := io.ReadFull(c, reply[:]); err != nil || reply[0] != replyAccept {
 		t.Fatalf("handshake: %v %v", reply, err)
 	}
+	idle(t, tr)
 	return tr, c.(*net.TCPConn)
+}
+
+// idle waits until tr's one connection is registered for callers and its
+// reader goroutine waits for bytes without owning it.
+func idle(t *testing.T, tr *Transport) {
+	t.Helper()
+	waitFor(t, "the reader to wait", func() bool {
+		p := tr.rxs.Load()
+		return p != nil && len(*p) == 1 && (*p)[0].waiting.Load() == 1 && (*p)[0].own.Load() == ownFree
+	})
 }
 
 func frames(ev []event, payload bool) []event {
@@ -344,7 +357,10 @@ func poll(tr *Transport, h *tapHandler, f func([]event, []error) bool) (uint64, 
 		g.Store(gid())
 		tr.PollUntil(c, 20*time.Second)
 	}()
-	<-c.started
+	select {
+	case <-c.started:
+	case <-done:
+	}
 	return g.Load(), done
 }
 
@@ -386,6 +402,7 @@ func TestPollReaderStartsCallerFinishes(t *testing.T) {
 	wire := frameBytes(transport.Header{Kind: 1, Seq: 1, N: 100}, payload)
 	c.Write(wire[:transport.HeaderSize+40])
 	waitTap(t, h, "the frame", func(ev []event, _ []error) bool { return len(ev) == 1 })
+	idle(t, tr) // inside the frame
 	g, done := poll(tr, h, func(ev []event, _ []error) bool { return len(frames(ev, true)) == 1 })
 	c.Write(wire[transport.HeaderSize+40:])
 	within(t, "the poll", done)
