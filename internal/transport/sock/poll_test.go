@@ -716,3 +716,38 @@ func pairTCP(t *testing.T, hs ...transport.Handler) []*Transport {
 	}
 	return trs
 }
+
+// A round trip of small frames received by polling callers allocates
+// nothing (the reader goroutine's waits and the hand-offs are not on this
+// path).
+func TestPollRoundTripAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	a, b := &pingHandler{got: make(chan uint64, 1)}, &pingHandler{got: make(chan uint64, 1)}
+	trs := pairTCP(t, a, b)
+	defer closeAll(trs)
+	ca, cb := &chanDone{ch: a.got}, &chanDone{ch: b.got}
+	round := func() {
+		ca.done, cb.done = false, false
+		if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		for !trs[1].PollUntil(cb, time.Second) {
+		}
+		if err := trs[1].Send(0, transport.Header{Kind: 1, Seq: 2}, nil); err != nil {
+			t.Fatal(err)
+		}
+		for !trs[0].PollUntil(ca, time.Second) {
+		}
+	}
+	for i := 0; i < 100; i++ { // connect, warm up
+		round()
+	}
+	if n := testing.AllocsPerRun(500, round); n != 0 {
+		t.Fatalf("%.1f allocations per round trip", n)
+	}
+}
+
+// raceEnabled is set when the tests run under -race.
+var raceEnabled bool
