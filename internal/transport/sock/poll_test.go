@@ -302,7 +302,13 @@ func waitTap(t *testing.T, h *tapHandler, what string, f func([]event, []error) 
 // connection to it that says the plain hello as process 1.
 func rawPeer(t *testing.T, h transport.Handler) (*Transport, *net.TCPConn) {
 	t.Helper()
-	tr, err := Listen(Config{Self: 0, Host: "h", Mode: ModeTCP, Handler: h})
+	return rawPeerLog(t, h, nil)
+}
+
+// rawPeerLog is rawPeer with the transport's log going to log.
+func rawPeerLog(t *testing.T, h transport.Handler, log func(string)) (*Transport, *net.TCPConn) {
+	t.Helper()
+	tr, err := Listen(Config{Self: 0, Host: "h", Mode: ModeTCP, Handler: h, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,6 +487,28 @@ func TestPollPeerClosesBetweenFrames(t *testing.T) {
 	_, lost := h.snapshot()
 	if len(lost) != 1 || !strings.Contains(lost[0].Error(), "closed without goodbye") {
 		t.Fatalf("lost %v", lost)
+	}
+}
+
+// A malformed frame met by a polling caller closes the connection with
+// the reason logged and the peer reported lost once, by the reader
+// goroutine; the frames before it are delivered.
+func TestPollHostileFrame(t *testing.T) {
+	h := newTap()
+	lb := newLogBook()
+	tr, c := rawPeerLog(t, h, lb.log)
+	defer tr.Close()
+	defer c.Close()
+	g, done := poll(tr, h, func(ev []event, lost []error) bool { return len(lost) > 0 })
+	wire := frameBytes(transport.Header{Kind: 1, Seq: 1, N: 2}, []byte{1, 2})
+	wire = append(wire, frameBytes(transport.Header{Kind: 1, Seq: 2, Flags: 1 << 12}, nil)...)
+	c.Write(wire)
+	within(t, "the poll", done)
+	lb.waitLine(t, "closed the connection from process 1", "unknown transport flags")
+	closedByPeer(t, c)
+	ev, lost := h.snapshot()
+	if len(ev) != 2 || ev[1].h.Seq != 1 || ev[1].err != nil || ev[1].g != g || len(lost) != 1 {
+		t.Fatalf("events %+v, lost %v (caller %d)", ev, lost, g)
 	}
 }
 
