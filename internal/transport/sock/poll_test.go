@@ -3,7 +3,9 @@ package sock
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand"
 	"net"
@@ -38,7 +40,11 @@ func feed(x *rx, r io.Reader, inline func() bool) error {
 		case pBatch:
 			continue
 		}
-		n, err := r.Read(x.target())
+		p := x.target()
+		if len(p) == 0 {
+			return errors.New("the frame reader has nowhere to read into")
+		}
+		n, err := r.Read(p)
 		if n == 0 && err == nil {
 			continue
 		}
@@ -72,7 +78,7 @@ func (l *logHandler) Payload(from int, h transport.Header, dst []byte, c any, er
 	if seq, ok := c.(uint64); ok && seq != h.Seq {
 		l.t.Fatalf("cookie %d for frame %d", seq, h.Seq)
 	}
-	l.log = append(l.log, fmt.Sprintf("P %d %d %x %v", h.Kind, h.Seq, dst, err != nil))
+	l.log = append(l.log, fmt.Sprintf("P %d %d %d %08x %v", h.Kind, h.Seq, len(dst), crc32.ChecksumIEEE(dst), err != nil))
 }
 
 func (l *logHandler) PeerLost(int, error) {}
@@ -113,10 +119,14 @@ func (c *chunky) Read(p []byte) (int, error) {
 	if len(c.b) == 0 {
 		return 0, io.EOF
 	}
-	n := min(len(p), len(c.b), 1+c.rng.Intn(3*transport.HeaderSize))
-	if c.rng.Intn(8) == 0 {
-		n = min(len(p), len(c.b)) // sometimes all there is
+	n := 1 + c.rng.Intn(3*transport.HeaderSize) // pieces of headers
+	switch c.rng.Intn(8) {
+	case 0:
+		n = len(c.b) // sometimes all there is
+	case 1, 2, 3:
+		n = 1 + c.rng.Intn(16<<10)
 	}
+	n = min(n, len(p), len(c.b))
 	copy(p, c.b[:n])
 	c.b = c.b[n:]
 	return n, nil
