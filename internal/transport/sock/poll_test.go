@@ -789,3 +789,58 @@ func TestPollRoundTripAllocatesNothing(t *testing.T) {
 
 // raceEnabled is set when the tests run under -race.
 var raceEnabled bool
+
+// BenchmarkPingPong is a round trip of 1-byte frames over loopback TCP,
+// each side receiving by polling (PollUntil) or through its reader
+// goroutine (waiting on the handler's channel).
+func BenchmarkPingPong(b *testing.B) {
+	for _, mode := range []string{"poll", "reader"} {
+		b.Run(mode, func(b *testing.B) {
+			a, c := &pingHandler{got: make(chan uint64, 1)}, &pingHandler{got: make(chan uint64, 1)}
+			trs := make([]*Transport, 2)
+			peers := make([]Peer, 2)
+			for i, h := range []transport.Handler{a, c} {
+				tr, err := Listen(Config{Self: i, Host: "h", Mode: ModeTCP, Handler: h,
+					SpinFn: func() time.Duration { return 50 * time.Microsecond }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				trs[i], peers[i] = tr, tr.Self()
+			}
+			for _, tr := range trs {
+				tr.SetPeers(peers)
+			}
+			defer closeAll(trs)
+			one := []byte{1}
+			wait := func(tr *Transport, h *pingHandler) {
+				if mode == "poll" {
+					cd := &chanDone{ch: h.got}
+					if tr.PollUntil(cd, 50*time.Microsecond) {
+						return
+					}
+				}
+				<-h.got
+			}
+			stop := make(chan struct{})
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					wait(trs[1], c)
+					trs[1].Send(0, transport.Header{Kind: 1}, one)
+				}
+			}()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				trs[0].Send(1, transport.Header{Kind: 1}, one)
+				wait(trs[0], a)
+			}
+			b.StopTimer()
+			close(stop)
+			trs[0].Send(1, transport.Header{Kind: 1}, one) // let the echo goroutine see stop
+		})
+	}
+}
