@@ -15,10 +15,10 @@ package sock
 // The reader goroutine owns the connection while it reads; when the
 // socket is empty it lets go (unless it is inside something only it may
 // finish, below) and waits for readability in the runtime's poller. Woken
-// while callers poll, it does not take the connection back: it waits on a
-// channel (park) until the last polling caller stops or a caller hands
-// the connection over, so that frames read by callers do not also cost a
-// wake-up of the reader each.
+// while callers poll, it does not take the connection back: it marks it
+// (missed) and waits again, and the last caller to stop polling looks at
+// the marked connections once more itself, so that frames read by callers
+// cost no wake-up of a reader goroutine.
 //
 // A polling caller delivers only whole bulk frames, from its own
 // goroutine. Urgent frames (control traffic, whose handlers may take
@@ -81,12 +81,6 @@ const (
 	pFail         // the connection broke (rx.err); every open frame got its Payload
 )
 
-// What the reader goroutine's wait ended with.
-const (
-	wRead  = iota // it owns the connection and read something (or an error)
-	wYield        // woken while callers poll or own the connection: park
-)
-
 // rxFrame is a frame being received: announced to the handler, its
 // payload read up to off.
 type rxFrame struct {
@@ -118,10 +112,11 @@ type rx struct {
 	frames     uint64 // frames delivered (Payload called)
 
 	own     atomic.Int32
-	handoff atomic.Bool  // a caller left something only the reader goroutine does
-	stop    atomic.Bool  // the reader goroutine is ending: callers keep off
-	parked  atomic.Int32 // the reader goroutine waits on wake
-	wake    chan struct{}
+	handoff atomic.Bool // a caller left something only the reader goroutine does
+	stop    atomic.Bool // the reader goroutine is ending: callers keep off
+	// missed is set by the reader goroutine woken while callers poll: the
+	// last of them to stop looks at x once more (PollUntil).
+	missed atomic.Int32
 	// waiting is set while the reader goroutine waits for readability
 	// without owning x: a caller handing x over kicks it out of that wait
 	// with a read deadline in the past (the bytes the caller read do not
@@ -134,13 +129,12 @@ type rx struct {
 	readerFn  func(fd uintptr) bool
 	pollFn    func(fd uintptr)
 	released  bool // it let go of own before waiting for readability
-	wres      int
 	spin      time.Duration
 	spinStart time.Time
 }
 
 func newRx(t *Transport, peer int) *rx {
-	x := &rx{t: t, peer: peer, buf: make([]byte, rxBufSize), wake: make(chan struct{}, 1)}
+	x := &rx{t: t, peer: peer, buf: make([]byte, rxBufSize)}
 	x.readerFn = x.readerTry
 	x.pollFn = x.pollRead
 	return x
@@ -237,13 +231,12 @@ func (t *Transport) removeRx(x *rx) {
 	t.rxs.Store(&list)
 }
 
-// stopReaders makes every reader goroutine that waits for polling callers
-// go on (Close, after closing the connections).
+// stopReaders keeps polling callers off every connection (Close, after
+// closing them: their reader goroutines end).
 func (t *Transport) stopReaders() {
 	if p := t.rxs.Load(); p != nil {
 		for _, x := range *p {
 			x.stop.Store(true)
-			x.unpark()
 		}
 	}
 }
@@ -267,48 +260,81 @@ func (x *rx) receive() error {
 // waitRead reads what comes next, waiting for it in the runtime's poller;
 // it returns owning x.
 func (x *rx) waitRead() {
-	x.wres = wRead
 	x.spin = 0
 	if fn := x.t.cfg.SpinFn; fn != nil {
 		x.spin = fn()
 	}
-	err := x.rc.Read(x.readerFn)
-	x.waiting.Store(0)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) { // kicked (handOff)
-		x.c.SetReadDeadline(time.Time{})
-		if x.released {
-			x.reacquire()
+	for {
+		err := x.rc.Read(x.readerFn)
+		if err == nil {
+			return
 		}
-		return
-	}
-	if err != nil { // closed
+		if errors.Is(err, os.ErrDeadlineExceeded) { // kicked (handOff)
+			x.c.SetReadDeadline(time.Time{})
+			if !x.released || x.retake() {
+				return
+			}
+			continue
+		}
+		// Closed: take x back from whoever holds it (a caller does not
+		// hold it long, and keeps off once stop is set).
 		if x.released {
 			x.stop.Store(true)
-			x.reacquire()
+			for !x.own.CompareAndSwap(ownFree, ownReader) {
+				runtime.Gosched()
+			}
+			x.owned()
 		}
 		if x.rerr == nil {
 			x.rerr = err
 		}
 		return
 	}
-	if x.wres == wYield {
-		x.reacquire()
+}
+
+// retake tries to take x back for the reader goroutine, which let go of it
+// and was woken: true when it owns x. While callers poll it leaves x to
+// them, marked missed: they read what woke it, or the last of them looks
+// once more. Handed x, it waits for the caller that holds x to let go.
+func (x *rx) retake() bool {
+	if x.handoff.Load() || x.stop.Load() {
+		for !x.own.CompareAndSwap(ownFree, ownReader) {
+			runtime.Gosched() // a caller that took x before it saw the hand-off lets go
+		}
+		x.owned()
+		return true
 	}
+	if x.t.polling.Load() != 0 {
+		x.missed.Store(1)
+		if x.t.polling.Load() != 0 {
+			return false
+		}
+	}
+	// No caller polls: one that still holds x (the last look) reads
+	// until the socket is empty, or hands x over.
+	if x.own.CompareAndSwap(ownFree, ownReader) {
+		x.owned()
+		return true
+	}
+	return false
+}
+
+// owned records that the reader goroutine holds x again.
+func (x *rx) owned() {
+	x.released = false
+	x.waiting.Store(0)
+	x.missed.Store(0)
+	x.handoff.Store(false)
 }
 
 // readerTry is the reader goroutine's RawConn.Read callback: true once it
-// owns x and read something (or an error), or when it must park (wYield);
-// false to wait for readability. It spins first (SpinFn) while no caller
-// polls; before it waits it lets go of x if a caller may go on from here.
+// owns x and read something (or an error); false to wait for readability.
+// It spins first (SpinFn) while no caller polls; before it waits it lets
+// go of x if a caller may go on from here.
 func (x *rx) readerTry(fd uintptr) bool {
 	if x.released {
-		if x.t.polling.Load() != 0 && !x.handoff.Load() || !x.own.CompareAndSwap(ownFree, ownReader) {
-			x.wres = wYield
-			return true
-		}
-		x.released = false
-		x.handoff.Store(false)
-		return true // what a caller left in the buffer comes first
+		// What a caller left in the buffer comes first.
+		return x.retake()
 	}
 	for i := 0; ; i++ {
 		n, err := syscall.Read(int(fd), x.target())
@@ -343,42 +369,6 @@ func (x *rx) readerTry(fd uintptr) bool {
 	}
 }
 
-// reacquire takes x back for the reader goroutine, parking while callers
-// poll and nothing was handed over.
-func (x *rx) reacquire() {
-	for {
-		if x.t.polling.Load() == 0 || x.handoff.Load() || x.stop.Load() {
-			if x.own.CompareAndSwap(ownFree, ownReader) {
-				x.released = false
-				x.handoff.Store(false)
-				return
-			}
-			runtime.Gosched() // a caller ends its poll of x
-			continue
-		}
-		x.park()
-	}
-}
-
-// park waits until no caller polls, a caller hands x over or the reader
-// ends: parked is set, then the conditions checked, so whoever changes
-// one afterwards sees the flag and sends the token (unpark), or this sees
-// what it did.
-func (x *rx) park() {
-	x.parked.Store(1)
-	if (x.t.polling.Load() == 0 || x.handoff.Load() || x.stop.Load()) && x.parked.CompareAndSwap(1, 0) {
-		return
-	}
-	<-x.wake
-}
-
-// unpark ends the reader goroutine's park, if it is parked (or about to).
-func (x *rx) unpark() {
-	if x.parked.Load() != 0 && x.parked.CompareAndSwap(1, 0) {
-		x.wake <- struct{}{}
-	}
-}
-
 // inlineOK reports whether a polling caller may go on from where x is:
 // between frames or inside the payload of a whole bulk frame; owner only.
 func (x *rx) inlineOK() bool {
@@ -402,11 +392,7 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	for i := 1; ; i++ {
 		if p := t.rxs.Load(); p != nil {
 			for _, x := range *p {
-				if x.handoff.Load() || x.stop.Load() || !x.own.CompareAndSwap(ownFree, ownCaller) {
-					continue
-				}
-				if x.handoff.Load() || x.stop.Load() { // changed before the swap
-					x.own.Store(ownFree)
+				if !x.callerTake() {
 					continue
 				}
 				x.poll()
@@ -429,14 +415,30 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 		}
 	}
 	if t.polling.Add(-1) == 0 {
-		// Readers parked for the callers take their connections back.
+		// The last look, for the reader goroutines woken while callers
+		// polled: what woke them may still be unread.
 		if p := t.rxs.Load(); p != nil {
 			for _, x := range *p {
-				x.unpark()
+				if x.missed.Load() != 0 && x.missed.Swap(0) != 0 && x.callerTake() {
+					x.poll()
+				}
 			}
 		}
 	}
 	return c.Done()
+}
+
+// callerTake tries to take x for a polling caller; false if another owner
+// has it, it was handed to the reader goroutine or the reader ends.
+func (x *rx) callerTake() bool {
+	if x.handoff.Load() || x.stop.Load() || !x.own.CompareAndSwap(ownFree, ownCaller) {
+		return false
+	}
+	if x.handoff.Load() || x.stop.Load() { // set before the swap: the reader may wait for it
+		x.handOff()
+		return false
+	}
+	return true
 }
 
 // poll reads and delivers what x has for a caller, which owns x, and lets
@@ -467,12 +469,11 @@ func (x *rx) poll() {
 	x.own.Store(ownFree)
 }
 
-// handOff gives x, owned by a caller, to the reader goroutine: parked, it
-// is woken; waiting for readability, it is kicked out of the wait.
+// handOff gives x, owned by a caller, to the reader goroutine: waiting for
+// readability, it is kicked out of the wait.
 func (x *rx) handOff() {
 	x.handoff.Store(true)
 	x.own.Store(ownFree)
-	x.unpark()
 	if x.waiting.Load() != 0 && x.c != nil {
 		x.c.SetReadDeadline(aLongTimeAgo)
 	}
