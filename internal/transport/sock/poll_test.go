@@ -344,12 +344,44 @@ func rawPeerLog(t *testing.T, h transport.Handler, log func(string)) (*Transport
 
 // idle waits until tr's one connection is registered for callers and its
 // reader goroutine waits for bytes without owning it.
-func idle(t *testing.T, tr *Transport) {
+func idle(t *testing.T, tr *Transport) { idleN(t, tr, 1) }
+
+// idleN is idle for n connections.
+func idleN(t *testing.T, tr *Transport, n int) {
 	t.Helper()
-	waitFor(t, "the reader to wait", func() bool {
+	waitFor(t, "the readers to wait", func() bool {
 		p := tr.rxs.Load()
-		return p != nil && len(*p) == 1 && (*p)[0].waiting.Load() == 1 && (*p)[0].own.Load() == ownFree
+		if p == nil || len(*p) != n {
+			return false
+		}
+		for _, x := range *p {
+			if x.waiting.Load() != 1 || x.own.Load() != ownFree {
+				return false
+			}
+		}
+		return true
 	})
+}
+
+// dialPlain connects to tr over TCP with the plain hello of process from.
+func dialPlain(t *testing.T, tr *Transport, from int) *net.TCPConn {
+	t.Helper()
+	c, err := net.Dial("tcp", tr.Self().TCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hello [helloSize]byte
+	binary.LittleEndian.PutUint32(hello[0:], helloMagic)
+	binary.LittleEndian.PutUint64(hello[4:], uint64(from))
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := c.Write(hello[:]); err != nil {
+		t.Fatal(err)
+	}
+	var reply [1]byte
+	if _, err := io.ReadFull(c, reply[:]); err != nil || reply[0] != replyAccept {
+		t.Fatalf("handshake: %v %v", reply, err)
+	}
+	return c.(*net.TCPConn)
 }
 
 func frames(ev []event, payload bool) []event {
@@ -378,6 +410,38 @@ func poll(tr *Transport, h *tapHandler, f func([]event, []error) bool) (uint64, 
 	case <-done:
 	}
 	return g.Load(), done
+}
+
+// A caller polls five connections in turn (the one that last gave it
+// frames, and one other per round): frames from every peer, in rounds
+// where each time another peer sends, are all delivered by the caller.
+func TestPollEveryPeerInTurn(t *testing.T) {
+	h := newTap()
+	tr, err := Listen(Config{Self: 0, Host: "h", Mode: ModeTCP, Handler: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	const peers = 5
+	var cs []*net.TCPConn
+	for p := 1; p <= peers; p++ {
+		c := dialPlain(t, tr, p)
+		defer c.Close()
+		cs = append(cs, c)
+	}
+	idleN(t, tr, peers)
+	for round := 0; round < 3*peers; round++ {
+		want := round + 1
+		g, done := poll(tr, h, func(ev []event, _ []error) bool { return len(frames(ev, true)) == want })
+		cs[(round*3)%peers].Write(frameBytes(transport.Header{Kind: 1, Seq: uint64(round), N: 1}, []byte{byte(round)}))
+		within(t, "the poll", done)
+		ev, _ := h.snapshot()
+		p := frames(ev, true)
+		if last := p[len(p)-1]; last.h.Seq != uint64(round) || last.g != g {
+			t.Fatalf("round %d: payload %+v, caller %d", round, last, g)
+		}
+		idleN(t, tr, peers)
+	}
 }
 
 // A frame split between a polling caller and the reader goroutine: the

@@ -229,6 +229,7 @@ func (t *Transport) removeRx(x *rx) {
 		}
 	}
 	t.rxs.Store(&list)
+	t.hot.CompareAndSwap(x, nil)
 }
 
 // stopReaders keeps polling callers off every connection (Close, after
@@ -389,16 +390,19 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	}
 	t.polling.Add(1)
 	start := time.Now()
+	turn := 0
 	for i := 1; ; i++ {
-		if p := t.rxs.Load(); p != nil {
-			for _, x := range *p {
-				if !x.callerTake() {
-					continue
-				}
-				x.poll()
-				if c.Done() {
-					break
-				}
+		// Each round: the connection that last gave a caller frames, and
+		// the next in turn (a round reads two sockets at most, however
+		// many peers there are).
+		hot := t.hot.Load()
+		if hot != nil && hot.callerTake() {
+			hot.poll()
+		}
+		if p := t.rxs.Load(); p != nil && len(*p) > 0 && !c.Done() {
+			turn++
+			if x := (*p)[turn%len(*p)]; x != hot && x.callerTake() && x.poll() {
+				t.hot.Store(x)
 			}
 		}
 		if c.Done() {
@@ -442,8 +446,10 @@ func (x *rx) callerTake() bool {
 }
 
 // poll reads and delivers what x has for a caller, which owns x, and lets
-// go of it (handing it to the reader goroutine if needed).
-func (x *rx) poll() {
+// go of it (handing it to the reader goroutine if needed); true if it
+// delivered frames.
+func (x *rx) poll() bool {
+	frames := x.frames
 	leave := false
 	for {
 		res := x.process(true)
@@ -462,11 +468,13 @@ func (x *rx) poll() {
 			break
 		}
 	}
+	delivered := x.frames != frames // read while x is held
 	if leave {
 		x.handOff()
-		return
+	} else {
+		x.own.Store(ownFree)
 	}
-	x.own.Store(ownFree)
+	return delivered
 }
 
 // handOff gives x, owned by a caller, to the reader goroutine: waiting for

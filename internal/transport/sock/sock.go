@@ -171,6 +171,7 @@ type Transport struct {
 	// Caller-driven progress (recv.go): the connections' read sides, and
 	// how many goroutines poll them.
 	rxs     atomic.Pointer[[]*rx]
+	hot     atomic.Pointer[rx] // the connection that last gave a polling caller frames
 	polling atomic.Int32
 }
 
