@@ -381,9 +381,11 @@ func (x *rx) inlineOK() bool {
 // non-blocking reads for at most budget, delivering whole bulk frames to
 // the handler from its own goroutine, until c.Done(). It returns
 // c.Done(). What it must not deliver (see the top of this file) is handed
-// to the connection's reader goroutine. Any number of goroutines may poll
-// at once; one at a time reads a connection. The caller must hold no lock
-// the handler takes. Only where ranks have a core each: it spins.
+// to the connection's reader goroutine. Each round reads at most two
+// connections: the one that last gave a caller frames and the next in
+// turn. Any number of goroutines may poll at once; one at a time reads a
+// connection. The caller must hold no lock the handler takes. Only where
+// ranks have a core each: it spins.
 func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
 	if c.Done() {
 		return true
