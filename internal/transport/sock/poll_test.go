@@ -885,8 +885,9 @@ func BenchmarkPingPong(b *testing.B) {
 				}
 				<-h.got
 			}
-			stop := make(chan struct{})
+			stop, echoed := make(chan struct{}), make(chan struct{})
 			go func() {
+				defer close(echoed)
 				for {
 					select {
 					case <-stop:
@@ -905,6 +906,7 @@ func BenchmarkPingPong(b *testing.B) {
 			b.StopTimer()
 			close(stop)
 			trs[0].Send(1, transport.Header{Kind: 1}, one) // let the echo goroutine see stop
+			<-echoed
 		})
 	}
 }
