@@ -586,6 +586,44 @@ func TestPollHostileFrame(t *testing.T) {
 	}
 }
 
+// Close while callers poll a busy connection: Close returns (the reader
+// goroutines end although callers keep taking their connections), the
+// callers' waits end, and nothing is left running.
+func TestPollWhileClosing(t *testing.T) {
+	h := newTap()
+	tr, c := rawPeer(t, h)
+	defer c.Close()
+	var polls sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		polls.Add(1)
+		go func() {
+			defer polls.Done()
+			tr.PollUntil(&cond{h: h, started: make(chan struct{}), f: func([]event, []error) bool { return false }}, 300*time.Millisecond)
+		}()
+	}
+	go func() { // keeps the connection busy with bulk frames
+		for k := 0; ; k++ {
+			if _, err := c.Write(frameBytes(transport.Header{Kind: 1, Seq: uint64(k), N: 3}, []byte{1, 2, 3})); err != nil {
+				return
+			}
+		}
+	}()
+	waitTap(t, h, "frames", func(ev []event, _ []error) bool { return len(ev) > 100 })
+	closed := make(chan struct{})
+	go func() {
+		tr.Close()
+		close(closed)
+	}()
+	within(t, "Close", closed)
+	polled := make(chan struct{})
+	go func() {
+		polls.Wait()
+		close(polled)
+	}()
+	within(t, "the polls", polled)
+	c.Close()
+}
+
 // seqHandler counts frames per sender and checks they come in order, each
 // once, with their payload.
 type seqHandler struct {
