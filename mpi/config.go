@@ -48,9 +48,11 @@ type Config struct {
 	// before parking in the poller: a spin buys latency when every process
 	// has a core and costs throughput when processes outnumber cores.
 	// SpinAuto (the default) spins 50 µs when the processes on this host
-	// do not outnumber its cores, 0 otherwise. Over shared memory it is
-	// also how long a goroutine blocked in a wait polls the rings itself
-	// before it parks (caller-driven progress; 0: never). At most MaxSpin.
+	// do not outnumber its cores, 0 otherwise. Over shared memory (and
+	// over sockets when no other process of the job is on the host) it is
+	// also how long a goroutine blocked in a wait polls the rings (the
+	// sockets) itself before it parks (caller-driven progress; 0: never).
+	// At most MaxSpin.
 	// Env FTMPI_SPIN ("auto" or a Go duration).
 	ReaderSpin time.Duration
 

@@ -232,7 +232,8 @@ func (r *Req) WaitCancel(abort, cancel <-chan struct{}) int {
 }
 
 // Poller is a transport whose frames a goroutine waiting for a request
-// can receive itself (caller-driven progress, internal/transport/shm):
+// can receive itself (caller-driven progress, internal/transport/shm and
+// internal/transport/sock):
 // PollUntil polls for at most budget, delivering frames to the engine from
 // the caller's goroutine, until c.Done(), and returns c.Done(). It must
 // not deliver control frames inline (their handler may take locks the

@@ -210,10 +210,15 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		}
 		if sh != nil {
 			sh.SetPeers(local)
-			// A goroutine blocked in a wait polls the rings itself for as
-			// long as a reader would spin (only when ranks have a core
-			// each): no hand-over from the receiver goroutine.
+		}
+		// A goroutine blocked in a wait polls the rings (or, when no other
+		// process of the job is on this host, the sockets) itself for as
+		// long as a reader would spin (only when ranks have a core each):
+		// no hand-over from the receiver goroutine.
+		if sh != nil && onHost > 1 {
 			eng.SetPoller(sh, spin.Load())
+		} else {
+			eng.SetPoller(tr, spin.Load())
 		}
 		eng.SetTransport(top)
 		return &Net{Epoch: epoch, Eng: eng, Tr: top, Mode: string(mode), Endpoints: eps, PeerInc: incs, Dead: dead,

@@ -111,8 +111,9 @@ func (h *Header) Decode(b []byte) {
 }
 
 // Handler receives the frames addressed to one rank. A transport calls it
-// from its own goroutines; for each peer the calls are serialised (see the
-// package comment). Implementations must be safe for concurrent use across
+// from its own goroutines, and with caller-driven progress (PollUntil of
+// shm and sock) for bulk frames from a goroutine waiting for a request;
+// for each peer the calls are serialised (see the package comment). Implementations must be safe for concurrent use across
 // peers and must not block; they may Post from inside a callback but never
 // Send (that could deadlock two ranks writing to each other).
 type Handler interface {

@@ -1,7 +1,6 @@
 package sock
 
 import (
-	"bufio"
 	"bytes"
 	"testing"
 
@@ -65,8 +64,7 @@ func FuzzFrameStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		hd := &countingHandler{t: t}
 		tr := &Transport{cfg: Config{Self: 0, Handler: hd}}
-		r := frameReader{t: tr, br: bufio.NewReader(bytes.NewReader(data)), peer: 1}
-		r.loop()
+		feed(newRx(tr, 1), bytes.NewReader(data), nil)
 		if hd.open != 0 {
 			t.Fatalf("%d frames without their Payload", hd.open)
 		}

@@ -15,9 +15,12 @@
 //
 // Reading: each connection has one reader goroutine that spins briefly on
 // non-blocking reads (yielding the processor) before parking in the poller,
-// then reads payloads straight into the buffer the handler names. Every
-// frame handed to the handler ends in one Payload call, with an error when
-// the connection broke inside it (see package transport).
+// and reads large payloads straight into the buffer the handler names.
+// Every frame handed to the handler ends in one Payload call, with an error
+// when the connection broke inside it (see package transport). A goroutine
+// waiting for a request may read the connections itself (PollUntil:
+// caller-driven progress, see recv.go); one owner at a time reads a
+// connection.
 //
 // Writing: each peer has a send queue with two lanes (urgent and bulk) and
 // at most one goroutine writing to its connection at a time: a Send to an
@@ -49,7 +52,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -165,6 +167,12 @@ type Transport struct {
 	closed bool
 
 	wg sync.WaitGroup
+
+	// Caller-driven progress (recv.go): the connections' read sides, and
+	// how many goroutines poll them.
+	rxs     atomic.Pointer[[]*rx]
+	hot     atomic.Pointer[rx] // the connection that last gave a polling caller frames
+	polling atomic.Int32
 }
 
 // peerState is how this rank sends to one peer.
@@ -443,84 +451,6 @@ func tune(c net.Conn) {
 	}
 }
 
-// readLoop reads the frames of one connection. peer is -1 for an accepted
-// connection, whose first bytes name the peer.
-func (t *Transport) readLoop(cc *conn, peer int) {
-	defer t.wg.Done()
-	c := cc.c
-	defer c.Close()
-	tune(c)
-	var src io.Reader = c
-	if t.cfg.SpinFn != nil {
-		if spin := t.cfg.SpinFn(); spin > 0 {
-			if sc, ok := c.(syscall.Conn); ok {
-				if rc, err := sc.SyscallConn(); err == nil {
-					src = newSpinReader(rc, spin, t.cfg.Yield)
-				}
-			}
-		}
-	}
-	br := bufio.NewReaderSize(src, 64<<10)
-	if peer < 0 {
-		var err error
-		var answer func(verdict byte) []byte
-		if peer, answer, err = t.acceptHello(c, br); err != nil {
-			t.mu.Lock()
-			closed := t.closed
-			t.mu.Unlock()
-			if !closed {
-				t.logf("refused a connection%s: %v", remote(c), err)
-			}
-			return
-		}
-		verdict := byte(replyRefuse)
-		ps, ok := t.accepted(peer, cc)
-		if ok {
-			verdict = replyAccept
-		}
-		reply := []byte{verdict}
-		if answer != nil { // the one-round-trip handshake: the verdict with the MAC
-			reply = answer(verdict)
-		}
-		_, err = c.Write(reply)
-		if ok {
-			t.release(ps, err)
-		}
-		if err != nil || !ok {
-			t.untrack(cc)
-			return
-		}
-	}
-	r := frameReader{t: t, br: br, peer: peer}
-	err := r.loop()
-	if bad, ok := err.(*malformedError); ok {
-		t.malformed(peer, bad)
-	} else if err != nil {
-		t.lost(peer, err)
-	}
-}
-
-// loop delivers the frames of the connection until its goodbye (nil) or
-// an error: a *malformedError for a frame that breaks the wire rules, else
-// why the connection broke.
-func (r *frameReader) loop() error {
-	for {
-		h, err := r.header()
-		if err != nil {
-			return err
-		}
-		if h.Flags&flagConn != 0 {
-			if h.Kind != connBye || h.N != 0 {
-				return &malformedError{fmt.Errorf("rank %d sent a transport frame of kind %d (%d bytes) outside a chunked payload", r.peer, h.Kind, h.N)}
-			}
-			return nil
-		}
-		if err := r.deliver(h, true); err != nil {
-			return err
-		}
-	}
-}
-
 // acceptHello reads the hello of an accepted connection (a wireauth
 // handshake with Config.Auth, else the plain hello) and returns the
 // process id the peer proved (or claimed); answer, non-nil after a
@@ -610,26 +540,6 @@ func (t *Transport) logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "ftmpi: process %d: %s\n", t.cfg.Self, msg)
 }
 
-// frameReader reads the frames of one connection.
-type frameReader struct {
-	t    *Transport
-	br   *bufio.Reader
-	peer int
-	hb   [transport.HeaderSize]byte
-}
-
-func (r *frameReader) header() (transport.Header, error) {
-	var h transport.Header
-	if _, err := io.ReadFull(r.br, r.hb[:]); err != nil {
-		return h, err
-	}
-	h.Decode(r.hb[:])
-	if err := checkHeader(&h); err != nil {
-		return h, &malformedError{err}
-	}
-	return h, nil
-}
-
 // malformedError is a frame that breaks the wire rules: the connection is
 // closed with it logged.
 type malformedError struct{ err error }
@@ -668,74 +578,6 @@ func (t *Transport) malformed(peer int, err error) {
 	t.cfg.Handler.PeerLost(peer, err)
 }
 
-// deliver hands frame h to the handler and reads its payload: exactly one
-// Payload call follows the Frame call, with the error that cut the payload
-// short if any, which deliver returns too. Whole frames met between the
-// chunks of a chunked payload are delivered on the way (outer is false for
-// them: they cannot be chunked themselves).
-func (r *frameReader) deliver(h transport.Header, outer bool) error {
-	chunked := h.Flags&flagChunked != 0
-	h.Flags &^= transport.FlagsReserved
-	hd := r.t.cfg.Handler
-	dst, cookie := hd.Frame(r.peer, h)
-	if rj, ok := cookie.(*transport.Reject); ok {
-		err := &malformedError{rj.Err}
-		hd.Payload(r.peer, h, nil, cookie, err)
-		return err
-	}
-	var err error
-	if h.N > 0 {
-		keep := uint64(len(dst)) == h.N
-		switch {
-		case chunked && !outer:
-			err = &malformedError{fmt.Errorf("rank %d sent a chunked frame inside a chunked payload", r.peer)}
-		case chunked:
-			err = r.chunks(h.N, dst, keep)
-		case keep:
-			_, err = io.ReadFull(r.br, dst)
-		default:
-			_, err = r.br.Discard(int(h.N))
-		}
-	}
-	if err != nil {
-		if _, bad := err.(*malformedError); !bad {
-			err = r.t.wireErr(r.peer, err)
-		}
-	}
-	hd.Payload(r.peer, h, dst, cookie, err)
-	return err
-}
-
-// chunks reads a chunked payload of n bytes into dst (discarded unless
-// keep), delivering the whole frames sent between its chunks.
-func (r *frameReader) chunks(n uint64, dst []byte, keep bool) error {
-	for off := uint64(0); off < n; {
-		ch, err := r.header()
-		if err != nil {
-			return err
-		}
-		if ch.Flags&flagConn == 0 {
-			if err := r.deliver(ch, false); err != nil {
-				return err
-			}
-			continue
-		}
-		if ch.Kind != connChunk || ch.N == 0 || ch.N > n-off {
-			return &malformedError{fmt.Errorf("rank %d sent a bad chunk (kind %d, %d bytes) at byte %d of a %d-byte payload", r.peer, ch.Kind, ch.N, off, n)}
-		}
-		if keep {
-			_, err = io.ReadFull(r.br, dst[off:off+ch.N])
-		} else {
-			_, err = r.br.Discard(int(ch.N))
-		}
-		if err != nil {
-			return err
-		}
-		off += ch.N
-	}
-	return nil
-}
-
 // wireErr names a broken connection.
 func (t *Transport) wireErr(peer int, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -752,70 +594,6 @@ func (t *Transport) lost(peer int, err error) {
 		return
 	}
 	t.cfg.Handler.PeerLost(peer, t.wireErr(peer, err))
-}
-
-// spinReader reads with non-blocking syscalls, yielding the processor for
-// up to spin before letting the poller park the goroutine. Its state lives
-// in the struct so that a read allocates nothing.
-type spinReader struct {
-	rc     syscall.RawConn
-	spin   time.Duration
-	fn     func(fd uintptr) bool
-	p      []byte
-	n      int
-	rerr   error
-	start  time.Time
-	parked bool
-	yield  bool
-}
-
-func newSpinReader(rc syscall.RawConn, spin time.Duration, yield bool) *spinReader {
-	s := &spinReader{rc: rc, spin: spin, yield: yield}
-	s.fn = s.try
-	return s
-}
-
-// try is the RawConn.Read callback: true when the read is done (data,
-// EOF or an error), false to wait for readability.
-func (s *spinReader) try(fd uintptr) bool {
-	for i := 0; ; i++ {
-		s.n, s.rerr = syscall.Read(int(fd), s.p)
-		if s.rerr != syscall.EAGAIN {
-			return true
-		}
-		if s.parked {
-			return false
-		}
-		if i == 0 {
-			s.start = time.Now()
-		} else if i&7 == 0 && time.Since(s.start) > s.spin {
-			s.parked = true
-			return false
-		}
-		runtime.Gosched()
-		if s.yield {
-			syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
-		}
-	}
-}
-
-func (s *spinReader) Read(p []byte) (int, error) {
-	s.p, s.parked = p, false
-	err := s.rc.Read(s.fn)
-	s.p = nil
-	if err != nil {
-		return 0, err
-	}
-	if s.rerr != nil {
-		if s.rerr == syscall.EINTR {
-			return 0, nil // bufio retries
-		}
-		return 0, s.rerr
-	}
-	if s.n == 0 && len(p) > 0 {
-		return 0, io.EOF
-	}
-	return s.n, nil
 }
 
 // dial connects to rank to and reports whether it accepted the connection
@@ -1296,6 +1074,7 @@ func (t *Transport) Close() error {
 		cc.writeFrame(bye, nil)
 		cc.c.Close()
 	}
+	t.stopReaders()
 	t.closeListeners()
 	t.wg.Wait()
 	if t.lnUnix != nil {

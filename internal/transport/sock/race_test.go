@@ -1,0 +1,5 @@
+//go:build race
+
+package sock
+
+func init() { raceEnabled = true }
