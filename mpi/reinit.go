@@ -108,7 +108,11 @@ func (w *World) endEpoch(reason string) {
 		cancel()
 	}
 	w.abortOnce.Do(func() { close(w.abort) })
-	w.release()
+	if w.hr == nil {
+		w.release()
+	}
+	// Without a head the old epoch's connections carry the failure round
+	// and the exchange of the next epoch's endpoints (hreinit.go).
 }
 
 // reinitHandle is the error handling of ErrorsReinitAsync and
@@ -207,6 +211,9 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	if p == nil { // a singleton: nothing can fail but itself
 		return fn(context.Background(), w, ReinitNew)
 	}
+	if w.hr != nil {
+		return reinitHeadless(w, fn)
+	}
 	head, err := p.Head("MPI_Reinit (the launcher respawns failed processes)")
 	if err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
@@ -271,7 +278,7 @@ func rollForward(p *process, old *World) (*World, error) {
 	}
 	for {
 		target := p.Latest()
-		w, err := openEpoch(p, target, old.cfg)
+		w, err := openEpoch(p, target, old.cfg, nil, nil)
 		if err != nil {
 			return nil, err
 		}
