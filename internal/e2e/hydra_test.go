@@ -299,3 +299,32 @@ func TestHydraSpawnNeedsHead(t *testing.T) {
 		t.Fatalf("exit %d, result %q\nstdout:\n%s\nstderr:\n%s", r.Code, got, r.Stdout, r.Stderr)
 	}
 }
+
+// MPI_Reinit without a head under mpiexec.hydra (FTMPI_REINIT=1,
+// FTMPI_SPARES=1: 4 ranks and a spare): failure-free, the spare is
+// released at the end and the job exits 0; with rank 2 SIGKILLed when
+// step 800 is reported, the survivors agree on the failure, adopt the
+// spare as rank 2's next incarnation and print the failure-free result.
+func TestHydraReinitAsyncSpare(t *testing.T) {
+	h := hydra(t)
+	g := guard(t)
+	b := reinitBins(t)
+	ckpt := func() []string { return []string{"-ckpt", t.TempDir()} }
+	args := []string{"-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
+	env := []string{"FTMPI_REINIT=1", "FTMPI_SPARES=1"}
+	tmp, check := sockDir(t)
+	base := jobtest.Run(t, 90*time.Second, hydraEnv(append(env, tmp)...), h, append(append([]string{"-n", "5", b["reinit-async"]}, ckpt()...), args...)...)
+	check()
+	if base.Code != 0 {
+		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
+	}
+	want := resultLine(t, base)
+	tmp, check = sockDir(t)
+	out, errOut, code := runKillOnLine(t, h, append(append([]string{"-disable-auto-cleanup", "-n", "5", g, b["reinit-async"]}, ckpt()...), args...),
+		"step 800 done", b["reinit-async"], 2, append(env, tmp)...)
+	check()
+	r := jobtest.Result{Code: code, Stdout: out, Stderr: errOut}
+	if got := resultLine(t, r); got != want || !strings.Contains(out, "reinit-async: reinited in epoch 1: resume from checkpoint at step 800") {
+		t.Fatalf("result %q, want the failure-free %q after one rollback\nstdout:\n%s\nstderr:\n%s", got, want, out, errOut)
+	}
+}
