@@ -256,9 +256,20 @@ func reinitHeadless(w *World, fn func(ctx context.Context, w *World, state Reini
 // agreement, the decision, the spares told, the next epoch opened.
 func (hr *hreinit) round(p *process, old *World) (*World, error) {
 	<-old.abort // ended (the lost hook ends it before anything unwinds)
-	failed, err := old.agreeFailed()
+	next, err := hr.decide(old)
 	if err != nil {
 		return nil, err
+	}
+	return hr.join(p, old, next)
+}
+
+// decide is the round's agreement and decision at a survivor whose epoch
+// old ended, and the telling of the spares: the next epoch's State, or
+// the error (ErrNoSpare) every survivor gets.
+func (hr *hreinit) decide(old *World) (reincarnate.State, error) {
+	failed, err := old.agreeFailed()
+	if err != nil {
+		return reincarnate.State{}, err
 	}
 	hr.mu.Lock()
 	st := hr.state.Clone()
@@ -270,7 +281,7 @@ func (hr *hreinit) round(p *process, old *World) (*World, error) {
 				_ = old.eng.SendControl(s, transport.Header{Tag: int32(ctl.Reinit), B: hrEnd, A: uint64(st.Epoch + 1)}, []byte(derr.Error()))
 			}
 		}
-		return nil, derr
+		return reincarnate.State{}, derr
 	}
 	enc := plan.Next.Encode(nil)
 	for _, t := range plan.Takes {
@@ -279,7 +290,7 @@ func (hr *hreinit) round(p *process, old *World) (*World, error) {
 	for _, s := range plan.Next.Pool {
 		_ = old.eng.SendControl(s, transport.Header{Tag: int32(ctl.Reinit), B: hrDecide, A: uint64(plan.Next.Epoch)}, enc)
 	}
-	return hr.join(p, old, plan.Next)
+	return plan.Next, nil
 }
 
 // agreeFailed is the round's agreement among w's ranks: the process ids
@@ -358,6 +369,16 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 		prev.release()
 	}
 	p.Install(nw, nw.epoch)
+	// A rank lost before nw was current (left out by the exchange, or
+	// failed as the epoch opened) found no current World in the lost hook:
+	// its failure ends nw now (from here on the hook does it).
+	if nw.round != nil {
+		for _, m := range nw.round.memberWorldRanks() {
+			if nw.eng.IsLost(m) {
+				nw.hreinitLost(m)
+			}
+		}
+	}
 	return nw, nil
 }
 
