@@ -328,3 +328,23 @@ func TestHydraReinitAsyncSpare(t *testing.T) {
 		t.Fatalf("result %q, want the failure-free %q after one rollback\nstdout:\n%s\nstderr:\n%s", got, want, out, errOut)
 	}
 }
+
+// A failure after every rank returned from MPI_Reinit, without a head
+// (FTMPI_REINIT=1 under mpiexec.hydra): no rollback location (seed 000
+// 1.4.2), so the job ends, as under ftmpirun: the survivor that learns of
+// the failure first aborts it (through the lost hook, or the fatal
+// handler of the receive that fails).
+func TestHydraReinitFailureOutsideIsFatal(t *testing.T) {
+	h := hydra(t)
+	g := guard(t)
+	b := reinitBins(t)
+	tmp, _ := sockDir(t) // an aborted job's processes are killed: they cannot remove theirs
+	_, errOut, code := runKillOnLine(t, h, []string{"-disable-auto-cleanup", "-n", "3", g, b["reinitcheck"], "outside"},
+		"every rank returned from Reinit", b["reinitcheck"], 1, "FTMPI_REINIT=1", tmp)
+	lost := strings.Contains(errOut, "failed while rank 0 is outside MPI_Reinit: no rollback location (seed 000, 1.4.2)") ||
+		strings.Contains(errOut, "failed while rank 2 is outside MPI_Reinit: no rollback location (seed 000, 1.4.2)")
+	fatal := strings.Contains(errOut, "fatal error (MPI_ERRORS_ARE_FATAL)")
+	if code == 0 || (!lost && !fatal) {
+		t.Fatalf("exit %d, want the job ended as MPI_ERRORS_ARE_FATAL\nstderr:\n%s", code, errOut)
+	}
+}
