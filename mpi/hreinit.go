@@ -274,6 +274,11 @@ func (hr *hreinit) decide(old *World) (reincarnate.State, error) {
 	hr.mu.Lock()
 	st := hr.state.Clone()
 	hr.mu.Unlock()
+	if slices.Contains(failed, old.rank) {
+		// The others count this process failed (they suspected it during
+		// the round): fail-stop, it must not go on.
+		headlessExit(old.rank)("declared failed by the others in the Reinit failure round")
+	}
 	plan, derr := reincarnate.Decide(st, failed)
 	if derr != nil {
 		for _, s := range st.Pool {
@@ -340,8 +345,14 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 	self := old.rank
 	rank, spare := next.Role(self)
 	if rank < 0 && !spare {
-		return nil, fmt.Errorf("process %d is not in Reinit epoch %d (%v, spares %v)", self, next.Epoch, next.Procs, next.Pool)
+		// The survivors agreed that this process failed (a spare
+		// suspected while they decided): fail-stop.
+		headlessExit(self)(fmt.Sprintf("not in Reinit epoch %d: the survivors count it failed", next.Epoch))
 	}
+	// From here on the old epoch serves the exchange only: a peer that
+	// has sent its endpoint and retired its connections is not a failure
+	// worth ending this process for (the new epoch enforces fail-stop).
+	old.fails.Headless(func(string) {}, p.Confirm(old.net))
 	hr.mu.Lock()
 	hr.state = next.Clone()
 	hr.mu.Unlock()
