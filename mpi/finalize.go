@@ -3,6 +3,7 @@ package mpi
 import (
 	"sync"
 
+	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -26,7 +27,17 @@ import (
 type finalFence struct {
 	mu      sync.Mutex
 	entered map[int]bool
+	unsent  int           // own Finalize frames not yet written (nor failed)
 	ch      chan struct{} // signalled (capacity 1) when entered or the lost set grows
+}
+
+// SendDone is told that one of this process's Finalize frames was written
+// (or could not be: its peer is lost, which the wait counts).
+func (f *finalFence) SendDone(error) {
+	f.mu.Lock()
+	f.unsent--
+	f.mu.Unlock()
+	f.wake()
 }
 
 // signal returns the fence's wake channel (made on first use).
@@ -65,10 +76,20 @@ func (w *World) onFinalize(from int, _ transport.Header, _ []byte) {
 // waits until each has done the same or is known failed, or until the
 // World is aborted.
 func (w *World) finalizeFence() {
+	// Each frame is posted with the fence as its Done, and the process
+	// leaves only once its own frames are written: closing the transport
+	// drops a frame still waiting for its connection (a spare and a rank
+	// that never talked dial each other only now), and the peer, told
+	// only the orderly goodbye, would wait for it forever (a released
+	// spare under mpiexec, one run in twelve).
+	f := &w.fence
 	for p := 0; p < w.size; p++ {
 		if p != w.rank && !w.eng.IsLost(p) {
 			// A failed send is a lost peer: the wait below counts it so.
-			_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Finalize)}, nil)
+			f.mu.Lock()
+			f.unsent++
+			f.mu.Unlock()
+			w.tr.Post(p, transport.Header{Tag: int32(ctl.Finalize), Kind: p2p.KindControl, Flags: transport.FlagUrgent}, nil, f)
 		}
 	}
 	ch := w.fence.signal()
@@ -86,6 +107,9 @@ func (w *World) fenceDone() bool {
 	f := &w.fence
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.unsent > 0 {
+		return false
+	}
 	for p := 0; p < w.size; p++ {
 		if p != w.rank && !f.entered[p] && !w.eng.IsLost(p) {
 			return false

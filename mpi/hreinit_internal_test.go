@@ -222,3 +222,44 @@ func TestHeadlessDecisionFramesChecked(t *testing.T) {
 		t.Fatalf("fresh decision: %+v, %v", take, err)
 	}
 }
+
+// heldPosts is a transport whose Posts are held until the test lets them
+// go (a frame waiting for its connection).
+type heldPosts struct {
+	transport.Transport
+	posted chan func()
+}
+
+func (h *heldPosts) Post(to int, hd transport.Header, payload []byte, done transport.Done) {
+	h.posted <- func() { h.Transport.Post(to, hd, payload, done) }
+}
+
+// Without a head, a process leaves MPI_Finalize only once its own
+// Finalize frames are written, not merely queued: Close drops a frame
+// still waiting for its connection, and its peer would wait for it
+// forever (a released spare under mpiexec hung one run in twelve).
+func TestFinalizeFenceWaitsForItsOwnFrames(t *testing.T) {
+	j := newHRJob(t, 2, 0)
+	w := j.w[0]
+	held := &heldPosts{Transport: w.tr, posted: make(chan func(), 1)}
+	w.tr = held
+	w.onFinalize(1, transport.Header{}, nil) // the peer entered Finalize
+	left := make(chan struct{})
+	go func() { w.finalizeFence(); close(left) }()
+	var release func()
+	select {
+	case release = <-held.posted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Finalize frame posted within 30s")
+	}
+	if w.fenceDone() {
+		t.Fatal("the fence is done while this process's Finalize frame is not written")
+	}
+	release()
+	select {
+	case <-left:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fence did not end within 30s of its frame being written")
+	}
+	w.tr = held.Transport // Cleanup releases the real one
+}
