@@ -532,7 +532,9 @@ func TestSrunJacobiReplacedFromSpare(t *testing.T) {
 	noLeftovers(t, c)
 }
 
-func reinitArgs() []string { return []string{"-steps", "2500", "-every", "100", "-pace", "500us", "-progress"} }
+func reinitArgs() []string {
+	return []string{"-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
+}
 
 var reinitRef struct {
 	once sync.Once
