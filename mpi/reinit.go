@@ -195,7 +195,12 @@ func TestFailure(w *World) error {
 // ends the job as ErrorsAreFatal would (seed 000, 1.4.2), whether or not
 // that process makes an MPI call first. Without a launcher that respawns
 // (a singleton, or ftmpirun without --on-failure reinit), fn runs once
-// and a failure is handled as the launcher's policy says.
+// and a failure is handled as the launcher's policy says. Under srun or
+// mpiexec (no head) with FTMPI_REINIT=1, the new incarnation of a failed
+// rank is a waiting spare process (FTMPI_SPARES) the survivors agree on
+// (hreinit.go); with no spare left every survivor's Reinit returns the
+// error that says so. Without FTMPI_REINIT=1 there it returns ErrOther
+// naming the launcher.
 func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) error) error {
 	const op = "MPI_Reinit"
 	if w == nil || fn == nil {
@@ -214,7 +219,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	if w.hr != nil {
 		return reinitHeadless(w, fn)
 	}
-	head, err := p.Head("MPI_Reinit (the launcher respawns failed processes)")
+	head, err := p.Head("MPI_Reinit without FTMPI_REINIT=1")
 	if err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
