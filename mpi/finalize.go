@@ -27,17 +27,32 @@ import (
 type finalFence struct {
 	mu      sync.Mutex
 	entered map[int]bool
-	unsent  int           // own Finalize frames not yet written (nor failed)
+	unsent  map[int]bool  // peers whose Finalize frame from this process is not written yet (nor failed)
+	unreach map[int]bool  // peers the Finalize frame could not be written to: gone, as far as the fence is concerned
 	ch      chan struct{} // signalled (capacity 1) when entered or the lost set grows
 }
 
-// SendDone is told that one of this process's Finalize frames was written
-// (or could not be: its peer is lost, which the wait counts).
-func (f *finalFence) SendDone(error) {
-	f.mu.Lock()
-	f.unsent--
-	f.mu.Unlock()
-	f.wake()
+// fenceSend is the transport.Done of this process's Finalize frame to
+// peer: written, or not (its peer is lost, which the wait counts).
+type fenceSend struct {
+	f    *finalFence
+	peer int
+}
+
+func (s fenceSend) SendDone(err error) {
+	s.f.mu.Lock()
+	delete(s.f.unsent, s.peer)
+	if err != nil {
+		// Not reachable (a process that died before this one ever talked
+		// to it, unknown to its engine: a spare taken by a repair never
+		// heard of the failures before): it cannot finalize.
+		if s.f.unreach == nil {
+			s.f.unreach = make(map[int]bool)
+		}
+		s.f.unreach[s.peer] = true
+	}
+	s.f.mu.Unlock()
+	s.f.wake()
 }
 
 // signal returns the fence's wake channel (made on first use).
@@ -87,9 +102,12 @@ func (w *World) finalizeFence() {
 		if p != w.rank && !w.eng.IsLost(p) {
 			// A failed send is a lost peer: the wait below counts it so.
 			f.mu.Lock()
-			f.unsent++
+			if f.unsent == nil {
+				f.unsent = make(map[int]bool)
+			}
+			f.unsent[p] = true
 			f.mu.Unlock()
-			w.tr.Post(p, transport.Header{Tag: int32(ctl.Finalize), Kind: p2p.KindControl, Flags: transport.FlagUrgent}, nil, f)
+			w.tr.Post(p, transport.Header{Tag: int32(ctl.Finalize), Kind: p2p.KindControl, Flags: transport.FlagUrgent}, nil, fenceSend{f, p})
 		}
 	}
 	ch := w.fence.signal()
@@ -107,12 +125,9 @@ func (w *World) fenceDone() bool {
 	f := &w.fence
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.unsent > 0 {
-		return false
-	}
 	for p := 0; p < w.size; p++ {
-		if p != w.rank && !f.entered[p] && !w.eng.IsLost(p) {
-			return false
+		if p != w.rank && (!f.entered[p] || f.unsent[p]) && !f.unreach[p] && !w.eng.IsLost(p) {
+			return false // a lost peer needs neither (a frame to it may wait for a dial that cannot succeed)
 		}
 	}
 	return true

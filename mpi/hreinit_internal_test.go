@@ -227,11 +227,18 @@ func TestHeadlessDecisionFramesChecked(t *testing.T) {
 // go (a frame waiting for its connection).
 type heldPosts struct {
 	transport.Transport
-	posted chan func()
+	posted chan heldPost
+}
+
+// heldPost is one held frame: send it, or fail it as a dial to a dead
+// process would.
+type heldPost struct {
+	send func()
+	fail func(error)
 }
 
 func (h *heldPosts) Post(to int, hd transport.Header, payload []byte, done transport.Done) {
-	h.posted <- func() { h.Transport.Post(to, hd, payload, done) }
+	h.posted <- heldPost{func() { h.Transport.Post(to, hd, payload, done) }, done.SendDone}
 }
 
 // Without a head, a process leaves MPI_Finalize only once its own
@@ -241,12 +248,12 @@ func (h *heldPosts) Post(to int, hd transport.Header, payload []byte, done trans
 func TestFinalizeFenceWaitsForItsOwnFrames(t *testing.T) {
 	j := newHRJob(t, 2, 0)
 	w := j.w[0]
-	held := &heldPosts{Transport: w.tr, posted: make(chan func(), 1)}
+	held := &heldPosts{Transport: w.tr, posted: make(chan heldPost, 1)}
 	w.tr = held
 	w.onFinalize(1, transport.Header{}, nil) // the peer entered Finalize
 	left := make(chan struct{})
 	go func() { w.finalizeFence(); close(left) }()
-	var release func()
+	var release heldPost
 	select {
 	case release = <-held.posted:
 	case <-time.After(30 * time.Second):
@@ -255,11 +262,38 @@ func TestFinalizeFenceWaitsForItsOwnFrames(t *testing.T) {
 	if w.fenceDone() {
 		t.Fatal("the fence is done while this process's Finalize frame is not written")
 	}
-	release()
+	release.send()
 	select {
 	case <-left:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the fence did not end within 30s of its frame being written")
 	}
 	w.tr = held.Transport // Cleanup releases the real one
+}
+
+// A peer this process cannot write its Finalize frame to (dead before
+// this process ever talked to it, unknown to its engine: a spare taken by
+// Replace never heard of the failures before) does not hold the fence.
+func TestFinalizeFenceCountsUnreachablePeer(t *testing.T) {
+	j := newHRJob(t, 2, 0)
+	w := j.w[0]
+	held := &heldPosts{Transport: w.tr, posted: make(chan heldPost, 1)}
+	w.tr = held
+	defer func() { w.tr = held.Transport }()
+	left := make(chan struct{})
+	go func() { w.finalizeFence(); close(left) }()
+	select {
+	case p := <-held.posted:
+		if w.fenceDone() {
+			t.Fatal("the fence is done before the frame's outcome is known")
+		}
+		p.fail(errors.New("connect to rank 1: connection refused"))
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Finalize frame posted within 30s")
+	}
+	select {
+	case <-left:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fence waits for a peer its frame could not reach")
+	}
 }

@@ -522,7 +522,11 @@ func TestSrunJacobiReplacedFromSpare(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	j.Wait() // srun's code says a task was killed; the result is what counts
+	// srun's code says a task was killed; the result is what counts, and
+	// that the step ended by itself (-1: killed at the deadline, a hang).
+	if code := j.Wait(); code == -1 {
+		t.Fatalf("the job hung until its deadline\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
+	}
 	if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
 		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
 	}
@@ -605,7 +609,9 @@ func TestSrunReinitAsyncSpares(t *testing.T) {
 		killTask(t, c, j, 1, "reinit-async")
 		j.WaitLine("reinit-async: reinited in epoch 1:")
 		killTask(t, c, j, 3, "reinit-async")
-		j.Wait() // srun's code says tasks were killed; the result is what counts
+		if code := j.Wait(); code == -1 { // srun's code says tasks were killed; the result is what counts
+			t.Fatalf("the job hung until its deadline\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
+		}
 		if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
 			t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
 		}
@@ -622,9 +628,9 @@ func TestSrunReinitAsyncSpares(t *testing.T) {
 		killTask(t, c, j, 3, "reinit-async")
 		j.WaitLine("reinit-async: reinited in epoch 2:")
 		killTask(t, c, j, 4, "reinit-async") // rank 1's second incarnation
-		code := j.Wait()
+		code := j.Wait()                     // -1: killed at the deadline
 		const why = "no launcher to start processes: rank(s) [1] failed, 0 spare process(es) waiting ([]): not enough waiting spare processes, the job cannot continue"
-		if code == 0 || !strings.Contains(j.Stderr(), why) || len(resultLines(j.Stdout())) != 0 {
+		if code == 0 || code == -1 || !strings.Contains(j.Stderr(), why) || len(resultLines(j.Stdout())) != 0 {
 			t.Fatalf("exit %d, want non-zero with %q\nstdout:\n%s\nstderr:\n%s", code, why, j.Stdout(), j.Stderr())
 		}
 		noLeftovers(t, c)
