@@ -86,7 +86,9 @@ func useShm(transport string) bool {
 
 // OpenEpoch builds this process's communication for a Reinit epoch (0:
 // the first start): a fresh engine and transport listening on a fresh
-// address, exchanged with every process through the launcher. Nothing of
+// address, exchanged with every process through the launcher (without a
+// head: through PMI for the first epoch, by the function SetRejoin
+// installed for the later ones). Nothing of
 // an older epoch (connections, queued messages) survives into it, so a
 // message of an old epoch can never be delivered in a new one. If a newer
 // epoch starts meanwhile (another failure), it joins that one.
