@@ -39,9 +39,9 @@ import (
 //     nothing of the old epoch can be matched in the new one) and sends its
 //     new endpoint to every other member over the old epoch's connections;
 //     it opens the epoch once each member's endpoint arrived or the member
-//     is known failed, or at a deadline, without the missing ones (marked
-//     failed in the new epoch's engine: a failure of the new epoch, which a
-//     next round repairs). Process ids stay the PMI ranks in every epoch;
+//     is known failed, or after half a heartbeat timeout, without the
+//     missing ones (failed in the new epoch's engine and announced: a
+//     failure of the new epoch, which a next round repairs). Process ids stay the PMI ranks in every epoch;
 //     a failed process never comes back, so no id is reused.
 //  5. The old epoch's World is retired (its goroutines stopped, its frames
 //     dropped) but its connections are kept until the process opens the
@@ -359,7 +359,15 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 	if rank >= 0 && p.Info().Rank != rank {
 		p.Adopt(rank, next.Inc[rank], next.Epoch) // a spare taken as rank's new incarnation
 	}
-	timeout := old.activationTimeout()
+	// A member that sends no endpoint within half a heartbeat timeout is
+	// left out (and announced failed): the members already in the new
+	// epoch run their detectors, which would declare a member still
+	// waiting here failed after one timeout (a member that died after
+	// reaching some members only is seen dead by nobody else).
+	timeout := old.cfg.HeartbeatTimeout / 2
+	if timeout <= 0 {
+		timeout = old.activationTimeout()
+	}
 	p.SetRejoin(func(epoch int, ep boot.Endpoint) ([]boot.Endpoint, []int, error) {
 		return hr.exchange(old, next, epoch, ep, timeout)
 	})
@@ -380,6 +388,15 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 		prev.release()
 	}
 	p.Install(nw, nw.epoch)
+	// The members this process opened the epoch without are failed here
+	// only: tell the others (they may have their endpoints and count them
+	// alive; a death right after sending its endpoint is seen by nobody
+	// else, and the detector's observer of it may be this process).
+	for _, m := range next.Members() {
+		if m != self && nw.eng.IsLost(m) {
+			nw.fails.Announce(m, fmt.Sprintf("left out of Reinit epoch %d (no endpoint)", next.Epoch))
+		}
+	}
 	// A rank lost before nw was current (left out by the exchange, or
 	// failed as the epoch opened) found no current World in the lost hook:
 	// its failure ends nw now (from here on the hook does it).

@@ -577,7 +577,8 @@ func killTask(t *testing.T, c *slurmtest.Cluster, j *job, procid int, comm strin
 }
 
 // srunReinitSpares starts examples/reinit-async as 6 tasks of srun over
-// the 3 nodes (block: h1 {0,1}, h2 {2,3}, h3 {4,5}) with FTMPI_REINIT=1
+// the 3 nodes (of 16 CPUs each: srun puts tasks 0-3 on h1, the spares 4
+// and 5 on h2 and h3) with FTMPI_REINIT=1
 // and FTMPI_SPARES=2: 4 ranks and 2 spares, no head (MPI_Reinit without
 // a launcher: the survivors adopt a spare per failed rank).
 func srunReinitSpares(t *testing.T, c *slurmtest.Cluster) *job {
@@ -593,13 +594,14 @@ func srunReinitSpares(t *testing.T, c *slurmtest.Cluster) *job {
 }
 
 // TestSrunReinitAsyncSpares: examples/reinit-async under srun with two
-// spares and no head. Rank 1 (task 1, h1) is SIGKILLed when step 800 is
-// reported, rank 3 (task 3, h2) when the run resumed in epoch 1: the
+// spares and no head. Rank 1 (task 1) is SIGKILLed when step 800 is
+// reported, rank 3 (task 3) when the run resumed in epoch 1: the
 // survivors agree on the failure, adopt spare 4, then spare 5, roll back
 // twice and print the failure-free result. Then a second run with a third
-// kill, of the spare that became rank 1 (task 4, h3) in epoch 2: no spare
+// kill, of the spare that became rank 1 (task 4, on h2) in epoch 2: no spare
 // is left, and the survivors end with the error that says so (the first
-// one's MPI_Abort ends the step), not a hang.
+// one's MPI_Abort ends the step), not a hang. In between, two kills at
+// once.
 func TestSrunReinitAsyncSpares(t *testing.T) {
 	c := cluster(t)
 	want := reinitReference(t, c)
@@ -617,6 +619,22 @@ func TestSrunReinitAsyncSpares(t *testing.T) {
 		}
 		if !strings.Contains(j.Stdout(), "reinited in epoch 2:") || !strings.Contains(j.Stdout(), "done after 2 rollbacks") {
 			t.Fatalf("not two rollbacks:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
+		}
+		noLeftovers(t, c)
+	})
+	// Two kills back to back: one round for both, or a second round when
+	// the second dies during the first (after sending its endpoint to some
+	// members only: the others open the epoch without it and announce it).
+	t.Run("concurrent-kills", func(t *testing.T) {
+		j := srunReinitSpares(t, c)
+		j.WaitLine("heat: step 800 done")
+		killTask(t, c, j, 1, "reinit-async")
+		killTask(t, c, j, 3, "reinit-async")
+		if code := j.Wait(); code == -1 {
+			t.Fatalf("the job hung until its deadline\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
+		}
+		if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
+			t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
 		}
 		noLeftovers(t, c)
 	})
