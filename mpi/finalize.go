@@ -3,6 +3,7 @@ package mpi
 import (
 	"sync"
 
+	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -26,7 +27,32 @@ import (
 type finalFence struct {
 	mu      sync.Mutex
 	entered map[int]bool
+	unsent  map[int]bool  // peers whose Finalize frame from this process is not written yet (nor failed)
+	unreach map[int]bool  // peers the Finalize frame could not be written to: gone, as far as the fence is concerned
 	ch      chan struct{} // signalled (capacity 1) when entered or the lost set grows
+}
+
+// fenceSend is the transport.Done of this process's Finalize frame to
+// peer: written, or not (its peer is lost, which the wait counts).
+type fenceSend struct {
+	f    *finalFence
+	peer int
+}
+
+func (s fenceSend) SendDone(err error) {
+	s.f.mu.Lock()
+	delete(s.f.unsent, s.peer)
+	if err != nil {
+		// Not reachable (a process that died before this one ever talked
+		// to it, unknown to its engine: a spare taken by a repair never
+		// heard of the failures before): it cannot finalize.
+		if s.f.unreach == nil {
+			s.f.unreach = make(map[int]bool)
+		}
+		s.f.unreach[s.peer] = true
+	}
+	s.f.mu.Unlock()
+	s.f.wake()
 }
 
 // signal returns the fence's wake channel (made on first use).
@@ -65,10 +91,23 @@ func (w *World) onFinalize(from int, _ transport.Header, _ []byte) {
 // waits until each has done the same or is known failed, or until the
 // World is aborted.
 func (w *World) finalizeFence() {
+	// Each frame is posted with the fence as its Done, and the process
+	// leaves only once its own frames are written: closing the transport
+	// drops a frame still waiting for its connection (a spare and a rank
+	// that never talked dial each other only now), and the peer, told
+	// only the orderly goodbye, would wait for it forever (a released
+	// spare under mpiexec, one run in twelve).
+	f := &w.fence
 	for p := 0; p < w.size; p++ {
 		if p != w.rank && !w.eng.IsLost(p) {
 			// A failed send is a lost peer: the wait below counts it so.
-			_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Finalize)}, nil)
+			f.mu.Lock()
+			if f.unsent == nil {
+				f.unsent = make(map[int]bool)
+			}
+			f.unsent[p] = true
+			f.mu.Unlock()
+			w.tr.Post(p, transport.Header{Tag: int32(ctl.Finalize), Kind: p2p.KindControl, Flags: transport.FlagUrgent}, nil, fenceSend{f, p})
 		}
 	}
 	ch := w.fence.signal()
@@ -87,8 +126,8 @@ func (w *World) fenceDone() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for p := 0; p < w.size; p++ {
-		if p != w.rank && !f.entered[p] && !w.eng.IsLost(p) {
-			return false
+		if p != w.rank && (!f.entered[p] || f.unsent[p]) && !f.unreach[p] && !w.eng.IsLost(p) {
+			return false // a lost peer needs neither (a frame to it may wait for a dial that cannot succeed)
 		}
 	}
 	return true

@@ -120,6 +120,9 @@ func (w *World) forgetFT(c *Comm) {
 // onLost is the engine's lost-peer hook: it records the order of failures
 // and updates every communicator's broadcast overlay.
 func (w *World) onLost(peer int, cause error) {
+	if w.retired.Load() {
+		return // a kept connection of an epoch that is over (hreinit.go)
+	}
 	w.fails.Lost(peer, 0)
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
@@ -143,6 +146,8 @@ func (w *World) onLost(peer int, cause error) {
 	w.spareLost(peer)
 	// A Finalize waiting for the peer need not any more.
 	w.fence.wake()
+	// Without a head, a rank's failure ends the Reinit epoch (hreinit.go).
+	w.hreinitLost(peer)
 }
 
 // recordFailure adds peer to the failures known here (once). The lost hook

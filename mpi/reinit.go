@@ -108,7 +108,11 @@ func (w *World) endEpoch(reason string) {
 		cancel()
 	}
 	w.abortOnce.Do(func() { close(w.abort) })
-	w.release()
+	if w.hr == nil {
+		w.release()
+	}
+	// Without a head the old epoch's connections carry the failure round
+	// and the exchange of the next epoch's endpoints (hreinit.go).
 }
 
 // reinitHandle is the error handling of ErrorsReinitAsync and
@@ -191,7 +195,12 @@ func TestFailure(w *World) error {
 // ends the job as ErrorsAreFatal would (seed 000, 1.4.2), whether or not
 // that process makes an MPI call first. Without a launcher that respawns
 // (a singleton, or ftmpirun without --on-failure reinit), fn runs once
-// and a failure is handled as the launcher's policy says.
+// and a failure is handled as the launcher's policy says. Under srun or
+// mpiexec (no head) with FTMPI_REINIT=1, the new incarnation of a failed
+// rank is a waiting spare process (FTMPI_SPARES) the survivors agree on
+// (hreinit.go); with no spare left every survivor's Reinit returns the
+// error that says so. Without FTMPI_REINIT=1 there it returns ErrOther
+// naming the launcher.
 func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) error) error {
 	const op = "MPI_Reinit"
 	if w == nil || fn == nil {
@@ -207,7 +216,10 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	if p == nil { // a singleton: nothing can fail but itself
 		return fn(context.Background(), w, ReinitNew)
 	}
-	head, err := p.Head("MPI_Reinit (the launcher respawns failed processes)")
+	if w.hr != nil {
+		return reinitHeadless(w, fn)
+	}
+	head, err := p.Head("MPI_Reinit without FTMPI_REINIT=1")
 	if err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
@@ -271,7 +283,7 @@ func rollForward(p *process, old *World) (*World, error) {
 	}
 	for {
 		target := p.Latest()
-		w, err := openEpoch(p, target, old.cfg)
+		w, err := openEpoch(p, target, old.cfg, nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
 	"github.com/ftmpi/ftmpi/internal/ft/spare"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -46,12 +47,16 @@ type spareOutcome struct {
 	act    *activation   // non-nil: a repair made it a rank
 	take   *launcherTake // non-nil: the launcher made it a rank's new incarnation (reinit)
 	failed bool          // orphaned: leave as a failed process
+	ended  string        // without a head: the job cannot continue (the survivors' reason)
 }
 
 // launcherTake is the launcher's activation of a spare (boot.EventActivate,
 // --on-failure reinit): it becomes incarnation inc of rank and joins
 // Reinit epoch epoch.
-type launcherTake struct{ rank, inc, epoch int }
+type launcherTake struct {
+	rank, inc, epoch int
+	next             *reincarnate.State // without a head: the ranks' decision of a new epoch (hreinit.go); the other fields unused
+}
 
 // onLauncherSpare handles the launcher's events for a spare (rte.Hooks.Spare).
 func (w *World) onLauncherSpare(ev boot.Event) {
@@ -268,6 +273,10 @@ var errSpareReleased = errors.New("spare released: the job ended without needing
 // errSpareOrphaned: the spare leaves as a failed process.
 var errSpareOrphaned = errors.New("spare orphaned: every survivor of the repair that held it failed")
 
+// errSpareEnded: the ranks cannot continue (headless Reinit with no
+// spare left for every failed rank); the spare leaves as a failed process.
+var errSpareEnded = errors.New("the job cannot continue")
+
 // awaitActivation is a spare's wait inside Init. It returns nil when a
 // repair took the spare (CommWorld is then the repaired communicator, and
 // Replacement returns it), the launcher's take (the caller opens the
@@ -283,6 +292,8 @@ func (w *World) awaitActivation() (*launcherTake, error) {
 			return nil, w.becomeRank(o.act)
 		case o.take != nil:
 			return o.take, nil
+		case o.ended != "":
+			return nil, fmt.Errorf("%w: %s", errSpareEnded, o.ended)
 		case o.failed:
 			return nil, errSpareOrphaned
 		}

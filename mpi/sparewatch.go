@@ -12,15 +12,13 @@ package mpi
 // survivors that may hold it (its machine orphans it when all are lost).
 
 // heartbeatRing returns the processes of this World's heartbeat ring: the
-// ranks of its start set (CommWorld's members; for a spare, which is in
-// no CommWorld, the WorldSize processes from base) and the spares of the
-// pool that are in this epoch.
-func (w *World) heartbeatRing(base, worldSize int) []int {
+// ranks of its epoch (CommWorld's members; for a spare, which is in no
+// CommWorld, starters: the epoch's ranks as process ids) and the spares
+// of the pool that are in this epoch.
+func (w *World) heartbeatRing(starters []int) []int {
 	var ring []int
 	if w.spares.isSpare {
-		for i := range worldSize {
-			ring = append(ring, base+i)
-		}
+		ring = append(ring, starters...)
 	} else {
 		ring = append(ring, w.world.memberWorldRanks()...)
 	}

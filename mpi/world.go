@@ -106,6 +106,10 @@ type World struct {
 	ended    atomic.Bool // a Reinit rollback ended this World's epoch
 	failSeen atomic.Bool // an operation under a Reinit handler reported a process failure
 	relOnce  sync.Once   // release runs once
+	stopOnce sync.Once   // stop is closed once (release, retire)
+	retired  atomic.Bool // headless Reinit: the epoch's exchange is over, its connections only kept (hreinit.go)
+	hr       *hreinit    // headless Reinit (FTMPI_REINIT=1 under srun/mpiexec): the process's state across epochs; nil otherwise
+	round    *Comm       // headless Reinit: the ranks' communicator of the failure round (hreinit.go)
 	reinitMu sync.Mutex
 	cancel   func() // cancels the resilient function's context of this epoch
 
@@ -211,6 +215,7 @@ func newWorld(rank, size int, eng *p2p.Engine, tr transport.Transport, mode stri
 type worldSpares struct {
 	pool    []int // process ids of the spares
 	isSpare bool
+	hr      *hreinit // headless Reinit state (nil: none)
 }
 
 // newWorldIn builds the World of process proc among process ids
@@ -221,7 +226,7 @@ type worldSpares struct {
 // peerInc the incarnation of each process in this epoch (nil: all 0).
 func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int, sp worldSpares) *World {
 	eng.SetTransport(tr)
-	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{}), client: client, peerInc: peerInc}
+	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{}), client: client, peerInc: peerInc, hr: sp.hr}
 	env := ftdrive.Env{Eng: eng, Self: proc, N: universe, PeerInc: peerInc, Stop: w.stop, WG: &w.bg}
 	if client != nil {
 		env.Confirm = client.SuspectIncarnation
@@ -234,6 +239,7 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.ctl.MustRegister(ctl.FailNotice, w.fails.OnNotice)
 	w.ctl.MustRegister(ctl.Port, w.onPort)
 	w.ctl.MustRegister(ctl.Finalize, w.onFinalize)
+	w.ctl.MustRegister(ctl.Reinit, w.onHReinit)
 	w.initSpares(sp.pool, sp.isSpare) // before the control handler: an activation may be among the early frames
 	eng.SetControlCheck(ctl.Check)    // a malformed control frame closes its connection
 	eng.SetControlHandler(w.onControl)
@@ -248,6 +254,9 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.self.errh.Store(ErrorsAreFatal)
 	w.registerComm(w.world)
 	w.registerComm(w.self)
+	if sp.hr != nil && !sp.isSpare {
+		w.newRoundComm()
+	}
 	return w
 }
 
@@ -267,7 +276,7 @@ func headlessExit(proc int) func(reason string) {
 // from something that is not a peer. Without a head, a process declared
 // failed is refused (and told).
 func (w *World) onControl(from int, h transport.Header, payload []byte) {
-	if w.fails.Refuse(from) {
+	if w.retired.Load() || w.fails.Refuse(from) {
 		return
 	}
 	if err := w.ctl.Dispatch(from, h, payload); err != nil {
@@ -296,7 +305,7 @@ func initProcess(info boot.Info, cfg Config) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := openEpoch(p, info.Epoch, cfg)
+	w, err := openEpoch(p, info.Epoch, cfg, nil, nil)
 	if err != nil {
 		p.Client().Close()
 		return nil, err
@@ -316,8 +325,12 @@ func initProcess(info boot.Info, cfg Config) (*World, error) {
 // head): one PMI exchange, then the ranks detect and enforce failures
 // themselves.
 func initPMI(info boot.Info, job *boot.PMIJob, cfg Config) (*World, error) {
-	p := rte.ConnectPMI(info, job, rte.Hooks[World]{})
-	w, err := openEpoch(p, 0, cfg)
+	p := rte.ConnectPMI(info, job, rte.Hooks[World]{EndEpoch: (*World).endEpoch})
+	var hr *hreinit
+	if info.Reinit {
+		hr = newHReinit(info)
+	}
+	w, err := openEpoch(p, 0, cfg, hr, nil)
 	if err != nil {
 		job.Close()
 		return nil, err
@@ -341,6 +354,19 @@ func initPMI(info boot.Info, job *boot.PMIJob, cfg Config) (*World, error) {
 // exits with status 1, a failure the others learn of.
 func (w *World) spareInit() (*World, error) {
 	take, err := w.awaitActivation()
+	for err == nil && take != nil && take.next != nil {
+		// Without a head: the ranks decided a new Reinit epoch (hreinit.go);
+		// this process joins it as a rank's new incarnation or still a spare.
+		nw, jerr := w.hr.join(w.proc, w, *take.next)
+		if jerr != nil {
+			return nil, jerr
+		}
+		if !nw.spares.isSpare {
+			return nw, nil
+		}
+		w = nw
+		take, err = w.awaitActivation()
+	}
 	switch {
 	case take != nil:
 		// The launcher took it instead of respawning the rank: it is that
@@ -349,7 +375,7 @@ func (w *World) spareInit() (*World, error) {
 		p := w.proc
 		p.Become(take.rank, take.inc, take.epoch)
 		w.release()
-		nw, err := openEpoch(p, take.epoch, w.cfg)
+		nw, err := openEpoch(p, take.epoch, w.cfg, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -367,18 +393,31 @@ func (w *World) spareInit() (*World, error) {
 	case errors.Is(err, errSpareReleased):
 		w.Finalize()
 		os.Exit(0)
-	case errors.Is(err, errSpareOrphaned):
+	case errors.Is(err, errSpareOrphaned), errors.Is(err, errSpareEnded):
 		fmt.Fprintf(os.Stderr, "ftmpi: spare process %d: %v; exiting\n", w.rank, err)
 		os.Exit(1)
 	}
 	return nil, err
 }
 
+// epochLayout is who is who in a Reinit epoch without a head
+// (hreinit.go): CommWorld's processes in rank order, this process's rank
+// there, the waiting spares, and whether this process is one of them.
+type epochLayout struct {
+	members []int
+	wrank   int
+	pool    []int
+	isSpare bool
+}
+
 // openEpoch builds this process's World for a Reinit epoch (0: the first
 // start) around the communication the runtime opened for it
 // (rte.Process.OpenEpoch: nothing of an older epoch survives into it). If
 // a newer epoch starts meanwhile (another failure), it joins that one.
-func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
+// hr is the headless Reinit state (nil: none); lay, when not nil, says
+// who is who (a headless Reinit epoch after the first), else the start
+// information does.
+func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout) (*World, error) {
 	info := p.Info()
 	net, err := p.OpenEpoch(epoch, cfg.netConfig())
 	if err != nil {
@@ -386,18 +425,30 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 	}
 	var members []int
 	base := info.Proc - info.Rank
-	if info.Proc != info.Rank || info.Universe != info.Size || info.Spares > 0 {
-		for i := range info.WorldSize() {
-			members = append(members, base+i)
-		}
-	}
-	var sp worldSpares
-	for i := info.WorldSize(); i < info.Size; i++ {
-		sp.pool = append(sp.pool, base+i)
-	}
+	sp := worldSpares{hr: hr}
 	wrank := info.Rank
-	if sp.isSpare = info.IsSpare(); sp.isSpare {
-		members, wrank = []int{info.Proc}, 0 // in no CommWorld until a repair takes it
+	var starters []int // the epoch's ranks (process ids), also at a spare
+	if lay != nil {
+		members, wrank, sp.pool, sp.isSpare = lay.members, lay.wrank, lay.pool, lay.isSpare
+		starters = lay.members
+		if sp.isSpare {
+			members, wrank = []int{info.Proc}, 0
+		}
+	} else {
+		if info.Proc != info.Rank || info.Universe != info.Size || info.Spares > 0 {
+			for i := range info.WorldSize() {
+				members = append(members, base+i)
+			}
+		}
+		for i := range info.WorldSize() {
+			starters = append(starters, base+i)
+		}
+		for i := info.WorldSize(); i < info.Size; i++ {
+			sp.pool = append(sp.pool, base+i)
+		}
+		if sp.isSpare = info.IsSpare(); sp.isSpare {
+			members, wrank = []int{info.Proc}, 0 // in no CommWorld until a repair takes it
+		}
 	}
 	eng := net.Eng
 	w := newWorldIn(info.Proc, info.Universe, members, wrank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc, sp)
@@ -414,7 +465,7 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 	// A broken connection is a suspicion: the launcher confirms it (the
 	// process is dead, or it kills it) before this rank declares it failed.
 	eng.SetSuspectHook(func(peer int, cause error) {
-		if !eng.IsLost(peer) && !w.finalized.Load() && !w.ended.Load() {
+		if !eng.IsLost(peer) && !w.finalized.Load() && (!w.ended.Load() || w.roundNeeds(peer)) {
 			w.fails.Declare(peer, 0, fmt.Sprintf("connection broken: %v", cause))
 		}
 	})
@@ -427,9 +478,9 @@ func openEpoch(p *process, epoch int, cfg Config) (*World, error) {
 			return nil, err
 		}
 	}
-	if info.WorldSize() > 1 && cfg.Detector {
+	if ring := w.heartbeatRing(starters); len(ring) > 1 && cfg.Detector {
 		dc := detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)
-		if err := w.fails.StartDetector(dc, w.heartbeatRing(base, info.WorldSize()), w.failedOrder(), w.epoch == 0); err != nil {
+		if err := w.fails.StartDetector(dc, ring, w.failedOrder(), w.epoch == 0); err != nil {
 			w.release()
 			return nil, err
 		}
@@ -517,6 +568,9 @@ func (w *World) Finalize() error {
 			w.proc.Finalizing()
 		}
 		w.release()
+		if w.hr != nil {
+			w.hr.releasePrev()
+		}
 		if w.proc != nil {
 			w.proc.Close()
 		}
@@ -532,7 +586,7 @@ func (w *World) Finalize() error {
 // Reinit epochs).
 func (w *World) release() {
 	w.relOnce.Do(func() {
-		close(w.stop)
+		w.stopBG()
 		// The transport first: it writes the control frames still queued
 		// (briefly) and gives back the buffers of in-flight requests.
 		w.tr.Close()
@@ -540,6 +594,9 @@ func (w *World) release() {
 		w.bg.Wait()
 	})
 }
+
+// stopBG closes stop: the World's goroutines (detector) end.
+func (w *World) stopBG() { w.stopOnce.Do(func() { close(w.stop) }) }
 
 // Abort terminates every process of the job with exit code code
 // (MPI_Abort). Under ftmpirun the launcher kills the job and exits with

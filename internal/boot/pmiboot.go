@@ -96,6 +96,13 @@ func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, 
 			return Info{}, nil, false, fmt.Errorf("boot: %s=%q is not an integer", EnvSpares, v)
 		}
 	}
+	switch v := get(EnvReinit); v {
+	case "", "0":
+	case "1":
+		info.Reinit = true // MPI_Reinit without a head: spares are the new incarnations
+	default:
+		return Info{}, nil, false, fmt.Errorf("boot: %s=%q must be 0 or 1", EnvReinit, v)
+	}
 	info.Transport = get(EnvTransport)
 	switch info.Transport {
 	case "":

@@ -121,8 +121,16 @@ func TestPMISparesAndErrors(t *testing.T) {
 	// The last task of 4 with FTMPI_SPARES=1 is a spare: CommWorld has 3.
 	s := pmitest.New(4)
 	info, job, ok, err := fromPMI(pmiLookup(3, 4, EnvSpares, "1", "SLURM_STEP_ID", "0"), fakeDial(s, 3))
-	if err != nil || !ok || !info.IsSpare() || info.WorldSize() != 3 || info.Size != 4 {
-		t.Fatalf("spare: ok %v, IsSpare %v, WorldSize %d, Size %d, %v", ok, info.IsSpare(), info.WorldSize(), info.Size, err)
+	if err != nil || !ok || !info.IsSpare() || info.WorldSize() != 3 || info.Size != 4 || info.Reinit {
+		t.Fatalf("spare: ok %v, IsSpare %v, WorldSize %d, Size %d, Reinit %v, %v", ok, info.IsSpare(), info.WorldSize(), info.Size, info.Reinit, err)
+	}
+	job.Close()
+	s.Wait()
+	// FTMPI_REINIT=1 (MPI_Reinit without a head, with the spares).
+	s = pmitest.New(4)
+	info, job, ok, err = fromPMI(pmiLookup(0, 4, EnvSpares, "1", EnvReinit, "1"), fakeDial(s, 0))
+	if err != nil || !ok || !info.Reinit || info.Spares != 1 {
+		t.Fatalf("reinit: ok %v, Reinit %v, Spares %d, %v", ok, info.Reinit, info.Spares, err)
 	}
 	job.Close()
 	s.Wait()
@@ -130,6 +138,7 @@ func TestPMISparesAndErrors(t *testing.T) {
 		{EnvTransport, "ib", "must be auto, unix, tcp or shm"},
 		{EnvListen, "nowhere", "not an IP address"},
 		{EnvSpares, "x", "not an integer"},
+		{EnvReinit, "yes", "must be 0 or 1"},
 	} {
 		if _, _, _, err := fromPMI(pmiLookup(0, 1, tc.k, tc.v), nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s=%s: %v", tc.k, tc.v, err)

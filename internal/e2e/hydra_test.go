@@ -299,3 +299,56 @@ func TestHydraSpawnNeedsHead(t *testing.T) {
 		t.Fatalf("exit %d, result %q\nstdout:\n%s\nstderr:\n%s", r.Code, got, r.Stdout, r.Stderr)
 	}
 }
+
+// MPI_Reinit without a head under mpiexec.hydra (FTMPI_REINIT=1,
+// FTMPI_SPARES=1: 4 ranks and a spare): failure-free, the spare is
+// released at the end and the job exits 0; with rank 2 SIGKILLed when
+// step 800 is reported, the survivors agree on the failure, adopt the
+// spare as rank 2's next incarnation and print the failure-free result.
+func TestHydraReinitAsyncSpare(t *testing.T) {
+	h := hydra(t)
+	g := guard(t)
+	b := reinitBins(t)
+	ckpt := func() []string { return []string{"-ckpt", t.TempDir()} }
+	args := []string{"-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
+	env := []string{"FTMPI_REINIT=1", "FTMPI_SPARES=1"}
+	tmp, check := sockDir(t)
+	base := jobtest.Run(t, 90*time.Second, hydraEnv(append(env, tmp)...), h, append(append([]string{"-n", "5", b["reinit-async"]}, ckpt()...), args...)...)
+	check()
+	if base.Code != 0 {
+		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
+	}
+	want := resultLine(t, base)
+	tmp, check = sockDir(t)
+	out, errOut, code := runKillOnLine(t, h, append(append([]string{"-disable-auto-cleanup", "-n", "5", g, b["reinit-async"]}, ckpt()...), args...),
+		"step 800 done", b["reinit-async"], 2, append(env, tmp)...)
+	check()
+	r := jobtest.Result{Code: code, Stdout: out, Stderr: errOut}
+	if got := resultLine(t, r); got != want || !strings.Contains(out, "reinit-async: reinited in epoch 1: resume from checkpoint at step ") {
+		t.Fatalf("result %q, want the failure-free %q after one rollback\nstdout:\n%s\nstderr:\n%s", got, want, out, errOut)
+	}
+}
+
+// A failure after every rank returned from MPI_Reinit, without a head
+// (FTMPI_REINIT=1 under mpiexec.hydra): no rollback location (seed 000
+// 1.4.2), so the job ends, as under ftmpirun: the survivor that learns of
+// the failure first aborts it (through the lost hook, or the fatal
+// handler of the receive that fails).
+func TestHydraReinitFailureOutsideIsFatal(t *testing.T) {
+	h := hydra(t)
+	g := guard(t)
+	b := reinitBins(t)
+	tmp, _ := sockDir(t) // an aborted job's processes are killed: they cannot remove theirs
+	_, errOut, code := runKillOnLine(t, h, []string{"-disable-auto-cleanup", "-n", "3", g, b["reinitcheck"], "outside"},
+		"every rank returned from Reinit", b["reinitcheck"], 1, "FTMPI_REINIT=1", tmp)
+	lost := strings.Contains(errOut, "failed while rank 0 is outside MPI_Reinit: no rollback location (seed 000, 1.4.2)") ||
+		strings.Contains(errOut, "failed while rank 2 is outside MPI_Reinit: no rollback location (seed 000, 1.4.2)")
+	fatal := strings.Contains(errOut, "fatal error (MPI_ERRORS_ARE_FATAL)")
+	// Hydra may kill the job on the abort before it forwarded what the
+	// processes printed (the guard's line too): then only the code tells.
+	silent := !strings.Contains(errOut, "ftmpi")
+	if code == 0 || (!lost && !fatal && !silent) {
+		t.Fatalf("exit %d, want the job ended as MPI_ERRORS_ARE_FATAL\nstderr:\n%s", code, errOut)
+	}
+	t.Logf("exit %d\n%s", code, errOut)
+}

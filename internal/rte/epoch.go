@@ -86,7 +86,9 @@ func useShm(transport string) bool {
 
 // OpenEpoch builds this process's communication for a Reinit epoch (0:
 // the first start): a fresh engine and transport listening on a fresh
-// address, exchanged with every process through the launcher. Nothing of
+// address, exchanged with every process through the launcher (without a
+// head: through PMI for the first epoch, by the function SetRejoin
+// installed for the later ones). Nothing of
 // an older epoch (connections, queued messages) survives into it, so a
 // message of an old epoch can never be delivered in a new one. If a newer
 // epoch starts meanwhile (another failure), it joins that one.
@@ -108,8 +110,8 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			Self: info.Proc, Host: info.Host, Mode: mode, Dir: info.TmpDir, Name: name, TCPAddr: listenAddr(info.Listen),
 			Handler: eng, SpinFn: spin.Load, Yield: nc.SpinYield, ConnectTimeout: nc.ConnectTimeout,
 			Auth: info.Auth, // every connection proves the job's secret (nil: none was handed over)
-			// Without a head the secret comes with the exchange below.
-			AuthLater: p.pmi != nil,
+			// Without a head the secret comes with the first exchange below.
+			AuthLater: p.pmi != nil && info.Auth == nil,
 		})
 		if err != nil {
 			return nil, err
@@ -148,7 +150,18 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		}
 		var eps []boot.Endpoint
 		var dead []int
-		if p.pmi != nil {
+		if p.pmi != nil && epoch > 0 {
+			// No head, a later Reinit epoch: the processes exchange their
+			// new endpoints themselves, over the old epoch's connections.
+			p.mu.Lock()
+			rejoin := p.rejoin
+			p.mu.Unlock()
+			if rejoin == nil {
+				err = boot.NoHeadError("a Reinit epoch", p.pmi.Launcher())
+			} else {
+				eps, dead, err = rejoin(epoch, ep)
+			}
+		} else if p.pmi != nil {
 			// No head: one PMI fence, the job's secret with it; every
 			// process of the PMI job must publish (a failure before or
 			// during the fence is an error within its deadline).

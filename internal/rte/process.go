@@ -63,6 +63,10 @@ type Process[W any] struct {
 	lastNote   string // why the newest epoch began
 	injectStop func()
 
+	// rejoin is the endpoint exchange of a Reinit epoch after the first
+	// without a head (SetRejoin); nil: none is possible.
+	rejoin func(epoch int, self boot.Endpoint) ([]boot.Endpoint, []int, error)
+
 	finalized atomic.Bool
 	stopCh    chan struct{}
 	stopOnce  sync.Once
@@ -273,7 +277,39 @@ func (p *Process[W]) Become(rank, inc, epoch int) {
 	p.info.Rank, p.info.Proc, p.info.Incarnation, p.info.Epoch = rank, rank, inc, epoch
 	p.epoch = max(p.epoch, epoch)
 	p.mu.Unlock()
-	p.client.Become(rank, inc)
+	if p.client != nil {
+		p.client.Become(rank, inc)
+	}
+}
+
+// Adopt makes a spare process of a start without a head incarnation inc
+// of rank, from Reinit epoch epoch on (the survivors agreed to take it;
+// no launcher is told). Unlike Become its process id stays: without a
+// head, process ids are the PMI ranks in every epoch.
+func (p *Process[W]) Adopt(rank, inc, epoch int) {
+	p.mu.Lock()
+	p.info.Rank, p.info.Incarnation, p.info.Epoch = rank, inc, epoch
+	p.epoch = max(p.epoch, epoch)
+	p.mu.Unlock()
+}
+
+// Inside reports whether a failure now has a rollback location here:
+// Reinit is running, or the process is a new incarnation that has not
+// called Reinit yet (it resumes there).
+func (p *Process[W]) Inside() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.active || (!p.called && p.info.Incarnation > 0)
+}
+
+// SetRejoin installs the endpoint exchange of the Reinit epochs after the
+// first for a process without a head: given this process's new endpoint,
+// it returns every process's (by process id) and the processes that are
+// not in the epoch. OpenEpoch calls it for an epoch > 0.
+func (p *Process[W]) SetRejoin(f func(epoch int, self boot.Endpoint) ([]boot.Endpoint, []int, error)) {
+	p.mu.Lock()
+	p.rejoin = f
+	p.mu.Unlock()
 }
 
 // Finalizing records that the process finalizes: a launcher connection

@@ -183,12 +183,8 @@ func TestSlurmSallocRing(t *testing.T) {
 // run ends with the failure-free result line.
 func TestSlurmSallocReinitNodeCrash(t *testing.T) {
 	c := cluster(t)
-	args := []string{bin["reinit-async"], "-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
-	base := start(t, c, 90*time.Second, nil, bin["ftmpirun"], append([]string{"-n", "4"}, args...)...)
-	if code := base.Wait(); code != 0 || len(resultLines(base.Stdout())) != 1 {
-		t.Fatalf("failure-free run: exit %d\n%s\n%s", code, base.Stdout(), base.Stderr())
-	}
-	want := resultLines(base.Stdout())[0]
+	args := append([]string{bin["reinit-async"]}, reinitArgs()...)
+	want := reinitReference(t, c)
 	env := []string{"FTMPI_AGENT_HB_PERIOD=200ms", "FTMPI_AGENT_HB_TIMEOUT=3s"}
 	salloc := []string{"-N3", "--ntasks-per-node=2", "--no-kill", bin["ftmpirun"], "-n", "4", "--map-by", "node", "--on-failure", "reinit"}
 	j := start(t, c, 150*time.Second, env, "salloc", append(salloc, args...)...)
@@ -543,7 +539,11 @@ func TestSrunJacobiReplacedFromSpare(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	j.Wait() // srun's code says a task was killed; the result is what counts
+	// srun's code says a task was killed; the result is what counts, and
+	// that the step ended by itself (-1: killed at the deadline, a hang).
+	if code := j.Wait(); code == -1 {
+		t.Fatalf("the job hung until its deadline\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
+	}
 	if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
 		t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
 	}
@@ -551,4 +551,123 @@ func TestSrunJacobiReplacedFromSpare(t *testing.T) {
 		t.Fatalf("rank 2 not replaced by the spare (task 4):\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	noLeftovers(t, c)
+}
+
+func reinitArgs() []string {
+	return []string{"-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
+}
+
+var reinitRef struct {
+	once sync.Once
+	line string
+}
+
+// reinitReference is examples/reinit-async's failure-free result line
+// (ftmpirun, 4 ranks on one host).
+func reinitReference(t *testing.T, c *slurmtest.Cluster) string {
+	t.Helper()
+	reinitRef.once.Do(func() {
+		j := start(t, c, 90*time.Second, nil, bin["ftmpirun"], append([]string{"-n", "4", bin["reinit-async"]}, reinitArgs()...)...)
+		if code := j.Wait(); code == 0 && len(resultLines(j.Stdout())) == 1 {
+			reinitRef.line = resultLines(j.Stdout())[0]
+		}
+	})
+	if reinitRef.line == "" {
+		t.Fatal("the failure-free reinit-async run failed")
+	}
+	return reinitRef.line
+}
+
+// killTask SIGKILLs task procid of the job (whichever node runs it).
+func killTask(t *testing.T, c *slurmtest.Cluster, j *job, procid int, comm string) {
+	t.Helper()
+	pid := 0
+	for i := 1; i <= nodes && pid == 0; i++ {
+		pid = taskPid(c, i, procid, comm)
+	}
+	if pid == 0 {
+		t.Fatalf("task %d not found on any node\nstdout:\n%s", procid, j.Stdout())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// srunReinitSpares starts examples/reinit-async as 6 tasks of srun over
+// the 3 nodes (of 16 CPUs each: srun puts tasks 0-3 on h1, the spares 4
+// and 5 on h2 and h3) with FTMPI_REINIT=1
+// and FTMPI_SPARES=2: 4 ranks and 2 spares, no head (MPI_Reinit without
+// a launcher: the survivors adopt a spare per failed rank).
+func srunReinitSpares(t *testing.T, c *slurmtest.Cluster) *job {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ftmpi-slurm-ckpt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	_ = os.Chmod(dir, 0o777)
+	srun := []string{"--mpi=pmi2", "--no-kill", "--kill-on-bad-exit=0", "-N3", "-n", "6", "-l", bin["reinit-async"], "-ckpt", dir}
+	return start(t, c, 120*time.Second, []string{"FTMPI_SPARES=2", "FTMPI_REINIT=1"}, "srun", append(srun, reinitArgs()...)...)
+}
+
+// TestSrunReinitAsyncSpares: examples/reinit-async under srun with two
+// spares and no head. Rank 1 (task 1) is SIGKILLed when step 800 is
+// reported, rank 3 (task 3) when the run resumed in epoch 1: the
+// survivors agree on the failure, adopt spare 4, then spare 5, roll back
+// twice and print the failure-free result. Then a second run with a third
+// kill, of the spare that became rank 1 (task 4, on h2) in epoch 2: no spare
+// is left, and the survivors end with the error that says so (the first
+// one's MPI_Abort ends the step), not a hang. In between, two kills at
+// once.
+func TestSrunReinitAsyncSpares(t *testing.T) {
+	c := cluster(t)
+	want := reinitReference(t, c)
+	t.Run("two-kills", func(t *testing.T) {
+		j := srunReinitSpares(t, c)
+		j.WaitLine("heat: step 800 done")
+		killTask(t, c, j, 1, "reinit-async")
+		j.WaitLine("reinit-async: reinited in epoch 1:")
+		killTask(t, c, j, 3, "reinit-async")
+		if code := j.Wait(); code == -1 { // srun's code says tasks were killed; the result is what counts
+			t.Fatalf("the job hung until its deadline\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
+		}
+		if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
+			t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
+		}
+		if !strings.Contains(j.Stdout(), "reinited in epoch 2:") || !strings.Contains(j.Stdout(), "done after 2 rollbacks") {
+			t.Fatalf("not two rollbacks:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
+		}
+		noLeftovers(t, c)
+	})
+	// Two kills back to back: one round for both, or a second round when
+	// the second dies during the first (after sending its endpoint to some
+	// members only: the others open the epoch without it and announce it).
+	t.Run("concurrent-kills", func(t *testing.T) {
+		j := srunReinitSpares(t, c)
+		j.WaitLine("heat: step 800 done")
+		killTask(t, c, j, 1, "reinit-async")
+		killTask(t, c, j, 3, "reinit-async")
+		if code := j.Wait(); code == -1 {
+			t.Fatalf("the job hung until its deadline\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
+		}
+		if got := resultLines(j.Stdout()); len(got) != 1 || got[0] != want {
+			t.Fatalf("result %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, j.Stdout(), j.Stderr())
+		}
+		noLeftovers(t, c)
+	})
+	t.Run("no-spare-left", func(t *testing.T) {
+		j := srunReinitSpares(t, c)
+		j.WaitLine("heat: step 800 done")
+		killTask(t, c, j, 1, "reinit-async")
+		j.WaitLine("reinit-async: reinited in epoch 1:")
+		killTask(t, c, j, 3, "reinit-async")
+		j.WaitLine("reinit-async: reinited in epoch 2:")
+		killTask(t, c, j, 4, "reinit-async") // rank 1's second incarnation
+		code := j.Wait()                     // -1: killed at the deadline
+		const why = "no launcher to start processes: rank(s) [1] failed, 0 spare process(es) waiting ([]): not enough waiting spare processes, the job cannot continue"
+		if code == 0 || code == -1 || !strings.Contains(j.Stderr(), why) || len(resultLines(j.Stdout())) != 0 {
+			t.Fatalf("exit %d, want non-zero with %q\nstdout:\n%s\nstderr:\n%s", code, why, j.Stdout(), j.Stderr())
+		}
+		noLeftovers(t, c)
+	})
 }

@@ -97,7 +97,7 @@ func Decide(s State, agreed []int) (Plan, error) {
 		return Plan{Next: next}, nil
 	}
 	if len(ranks) > len(next.Pool) {
-		return Plan{}, fmt.Errorf("MPI_Reinit without a launcher: rank(s) %v failed, %d spare process(es) waiting (%v): %w, the job cannot continue", ranks, len(next.Pool), next.Pool, ErrNoSpare)
+		return Plan{}, fmt.Errorf("no launcher to start processes: rank(s) %v failed, %d spare process(es) waiting (%v): %w, the job cannot continue", ranks, len(next.Pool), next.Pool, ErrNoSpare)
 	}
 	takes := make([]Take, len(ranks))
 	for i, r := range ranks {
@@ -108,6 +108,54 @@ func Decide(s State, agreed []int) (Plan, error) {
 	next.Pool = next.Pool[len(ranks):]
 	next.Epoch++
 	return Plan{Takes: takes, Next: next}, nil
+}
+
+// Members lists the processes of the epoch s describes: the ranks'
+// processes in rank order, then the waiting spares.
+func (s State) Members() []int { return append(slices.Clone(s.Procs), s.Pool...) }
+
+// Role is what process proc is in s: the rank it serves (spare false),
+// a waiting spare (rank -1, spare true), or not in it (rank -1, false).
+func (s State) Role(proc int) (rank int, spare bool) {
+	if r := slices.Index(s.Procs, proc); r >= 0 {
+		return r, false
+	}
+	return -1, slices.Contains(s.Pool, proc)
+}
+
+// Rejoined is the end of the exchange of the new epoch's endpoints at
+// process self, which opens the epoch s describes (Plan.Next) among
+// universe process ids: every other member of s sends its endpoint. The
+// wait is over once each other member's endpoint arrived (have) or the
+// member is known failed (lost), or when the exchange timed out; dead
+// lists the process ids the new epoch starts without (members that sent
+// nothing, and every id that is no member), ascending. A member left out
+// at some process and not at others is not a disagreement that matters:
+// the processes that left it out refuse it, it is told and ends, and the
+// others learn its failure in the new epoch (another round). The function
+// is pure: have and lost are the caller's knowledge at the time.
+func Rejoined(s State, universe, self int, have, lost func(p int) bool, timedOut bool) (done bool, dead []int) {
+	member := make(map[int]bool, len(s.Procs)+len(s.Pool))
+	for _, p := range s.Members() {
+		member[p] = true
+	}
+	waiting := false
+	for p := 0; p < universe; p++ {
+		switch {
+		case p == self:
+		case !member[p]:
+			dead = append(dead, p)
+		case have(p):
+		case lost(p) || timedOut:
+			dead = append(dead, p)
+		default:
+			waiting = true
+		}
+	}
+	if waiting {
+		return false, nil
+	}
+	return true, dead
 }
 
 // maxSize bounds the counts a decoded State may claim (a corrupt or

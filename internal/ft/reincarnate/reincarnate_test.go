@@ -72,7 +72,7 @@ func TestNoSpareLeft(t *testing.T) {
 	if !errors.Is(err, ErrNoSpare) {
 		t.Fatalf("error %v, want ErrNoSpare", err)
 	}
-	want := "MPI_Reinit without a launcher: rank(s) [1 2] failed, 0 spare process(es) waiting ([]): not enough waiting spare processes, the job cannot continue"
+	want := "no launcher to start processes: rank(s) [1 2] failed, 0 spare process(es) waiting ([]): not enough waiting spare processes, the job cannot continue"
 	if err.Error() != want {
 		t.Fatalf("error %q\nwant  %q", err, want)
 	}

@@ -29,6 +29,7 @@ const (
 	CollFail   Type = 3  // Ctx = collective context, A = call sequence | sender's rank<<32, B = error class code; payload the reason
 	Port       Type = 4  // connect/accept between two roots: B = kind, A = port or step, Seq = connection id; payload the kind's
 	Spare      Type = 12 // spare processes (MPIX_Comm_replace, reinit): B = kind, Seq = activation key; payload the kind's
+	Reinit     Type = 13 // MPI_Reinit without a head: B = kind, A = the next epoch; payload the kind's
 	Heartbeat  Type = 16 // A = detector epoch, B = sender incarnation, Seq = receiver incarnation
 	FailNotice Type = 17 // A = failed process, B = its incarnation, Seq = hops
 	Finalize   Type = 18 // a process without a head entered MPI_Finalize (no fields)
@@ -44,6 +45,7 @@ var names = [max]string{
 	CollFail:   "collective failure",
 	Port:       "port",
 	Spare:      "spare",
+	Reinit:     "reinit",
 	Heartbeat:  "heartbeat",
 	FailNotice: "failure notice",
 	Finalize:   "finalize",
@@ -51,7 +53,7 @@ var names = [max]string{
 
 // carries says which types have a payload; the others carry everything
 // in their header, and a payload on them is a malformed frame.
-var carries = [max]bool{Agree: true, CollFail: true, Port: true, Spare: true}
+var carries = [max]bool{Agree: true, CollFail: true, Port: true, Spare: true, Reinit: true}
 
 // Known reports whether t is a declared control type.
 func (t Type) Known() bool { return t >= 0 && t < max && names[t] != "" }

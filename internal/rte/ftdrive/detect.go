@@ -376,6 +376,15 @@ func (f *Failures) Declare(rank, inc int, reason string) {
 	}()
 }
 
+// Announce declares process rank failed without asking anybody (no
+// launcher, no suspicion check) and broadcasts the notice: a process an
+// epoch was opened without (its endpoint never arrived) is failed here
+// whatever it is doing, and the others must learn it, since only this
+// process knows (a start-up failure is not broadcast by the engine).
+func (f *Failures) Announce(rank int, reason string) {
+	f.failAndBroadcast(rank, f.peerInc(rank), reason)
+}
+
 // refuted tells the detector that the launcher refused to declare
 // process (rank, inc) failed.
 func (f *Failures) refuted(rank, inc int) {

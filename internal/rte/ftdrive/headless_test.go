@@ -127,3 +127,17 @@ func TestHeadlessConfirmRefutes(t *testing.T) {
 		t.Fatal("a refuted suspicion was declared")
 	}
 }
+
+// A failure known at one process only (a process a headless Reinit epoch
+// was opened without: failed in its engine, never broadcast) reaches every
+// other by Announce, whatever the suspicion check would say (here it
+// refutes everything).
+func TestAnnounceReachesEveryProcess(t *testing.T) {
+	rs, _ := headlessJobConfirm(t, 4, func(int, int, string) error { return errors.New("alive") })
+	rs[0].eng.FailPeer(2, errors.New("left out of the epoch"))
+	if rs[1].eng.IsLost(2) || rs[3].eng.IsLost(2) {
+		t.Fatal("a failure known at one process reached the others without Announce")
+	}
+	rs[0].f.Announce(2, "left out of the epoch")
+	waitLost(t, rs, 2)
+}
