@@ -53,6 +53,18 @@ type parkedMsg struct {
 // the decision: the combined value and the overlay indices of the
 // contributors.
 func (c *Comm) agreeOn(op string, v agree.Value) (agree.Value, agree.Set, error) {
+	// Finalized (stop; or, in process, killed and finalized by Run): a
+	// nonblocking agreement still running in the background ends.
+	val, contrib, ok := c.awaitAgreement(v, c.w.abort)
+	if !ok {
+		return agree.Value{}, agree.Set{}, c.w.abortedErr(op, c)
+	}
+	return val, contrib, nil
+}
+
+// awaitAgreement runs one agreement instance on c with contribution v
+// until it decides, abort closes or the World stops (ok false).
+func (c *Comm) awaitAgreement(v agree.Value, abort <-chan struct{}) (val agree.Value, contrib agree.Set, ok bool) {
 	w := c.w
 	f := w.ftOf(c)
 	seq := f.ag.Begin()
@@ -64,13 +76,7 @@ func (c *Comm) agreeOn(op string, v agree.Value) (agree.Value, agree.Set, error)
 	for _, p := range parked {
 		f.ag.Step(p.from, p.h, p.payload)
 	}
-	// Finalized (stop; or, in process, killed and finalized by Run): a
-	// nonblocking agreement still running in the background ends.
-	val, contrib, ok := f.ag.Await(seq, v, c.failedMembers, w.abort, w.stop)
-	if !ok {
-		return agree.Value{}, agree.Set{}, w.abortedErr(op, c)
-	}
-	return val, contrib, nil
+	return f.ag.Await(seq, v, c.failedMembers, abort, w.stop)
 }
 
 // Agree performs a fault-tolerant agreement on flag over c

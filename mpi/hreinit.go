@@ -310,16 +310,8 @@ func (w *World) agreeFailed() ([]int, error) {
 			v.Union.Add(p)
 		}
 	}
-	seq := f.ag.Begin()
-	w.ft.mu.Lock()
-	parked := w.ft.parked[c.ctx]
-	delete(w.ft.parked, c.ctx)
-	w.ft.mu.Unlock()
-	for _, m := range parked {
-		f.ag.Step(m.from, m.h, m.payload)
-	}
 	// Not w.abort: it is closed (the epoch ended); the round still runs.
-	val, contrib, ok := f.ag.Await(seq, v, c.failedMembers, nil, w.stop)
+	val, contrib, ok := c.awaitAgreement(v, nil)
 	if !ok {
 		return nil, errors.New("the failure round's agreement was stopped")
 	}

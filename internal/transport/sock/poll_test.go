@@ -690,19 +690,7 @@ func TestPollManyWaiters(t *testing.T) {
 	for i := 0; i < senders; i++ {
 		hs = append(hs, newRecorder())
 	}
-	trs := make([]*Transport, len(hs))
-	peers := make([]Peer, len(hs))
-	for i, h := range hs {
-		tr, err := Listen(Config{Self: i, Host: "h", Mode: ModeTCP, Handler: h,
-			SpinFn: func() time.Duration { return 10 * time.Microsecond }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs[i], peers[i] = tr, tr.Self()
-	}
-	for _, tr := range trs {
-		tr.SetPeers(peers)
-	}
+	trs := jobTCP(t, 10*time.Microsecond, hs...)
 	defer closeAll(trs)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4*senders)
@@ -841,11 +829,18 @@ func (c *chanDone) Done() bool {
 
 func pairTCP(t *testing.T, hs ...transport.Handler) []*Transport {
 	t.Helper()
+	return jobTCP(t, 5*time.Microsecond, hs...)
+}
+
+// jobTCP starts a TCP transport per handler, each knowing the others,
+// whose reader goroutines spin for spin.
+func jobTCP(t *testing.T, spin time.Duration, hs ...transport.Handler) []*Transport {
+	t.Helper()
 	trs := make([]*Transport, len(hs))
 	peers := make([]Peer, len(hs))
 	for i, h := range hs {
 		tr, err := Listen(Config{Self: i, Host: "h", Mode: ModeTCP, Handler: h,
-			SpinFn: func() time.Duration { return 5 * time.Microsecond }})
+			SpinFn: func() time.Duration { return spin }})
 		if err != nil {
 			t.Fatal(err)
 		}
