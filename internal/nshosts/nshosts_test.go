@@ -1,6 +1,7 @@
 package nshosts
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,9 +148,32 @@ func sshdRunning() bool {
 // sshd stays and takes logins.
 func TestKillExceptKeepsSSHD(t *testing.T) {
 	h := ForTest(t, 2)
-	job := h.Command(2, "sh", "-c", "sleep 60 & exec sleep 60")
-	if err := job.Start(); err != nil {
+	// "ready" once both processes run inside h2 (before it, KillExcept
+	// could find the host empty while ip netns exec is still entering it).
+	job := h.Command(2, "sh", "-c", "sleep 60 & echo ready; exec sleep 60")
+	out, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer out.Close()
+	job.Stdout = w
+	err = job.Start()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		ready <- line
+	}()
+	select {
+	case line := <-ready:
+		if strings.TrimSpace(line) != "ready" {
+			t.Fatalf("the job printed %q, want ready", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the job did not start within 20s")
 	}
 	done := make(chan error, 1)
 	go func() { done <- job.Wait() }()
