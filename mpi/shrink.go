@@ -39,6 +39,19 @@ func (c *Comm) Ishrink() (*RequestOf[*Comm], error) {
 	return startCollOf(c, op, func() (*Comm, error) { return inTurn(t, op, func() (*Comm, error) { return c.shrink(op) }) }), nil
 }
 
+// agreeDeadAndFree runs the agreement that decides who failed (the union
+// of what every contributor knew, plus the processes that failed before
+// contributing) and the context-id pairs free at every contributor (a
+// window of the bitmaps, intersected), the window starting at start (from
+// seed).
+func (c *Comm) agreeDeadAndFree(op string, f *commFT, seed uint64) (val agree.Value, dead map[int]bool, start int, err error) {
+	start = startPos(seed, 0)
+	window := make([]uint64, ctxWindow)
+	c.w.ctxTable().freeMask(window, start/64)
+	val, dead, err = c.agreeDead(op, f, agree.Value{Flags: 1, Inter: agree.SetFromWords(window)})
+	return val, dead, start, err
+}
+
 func (c *Comm) shrink(op string) (*Comm, error) {
 	if c.IsInter() {
 		return c.shrinkInter(op)
@@ -47,16 +60,9 @@ func (c *Comm) shrink(op string) (*Comm, error) {
 	f := w.ftOf(c)
 	t := w.ctxTable()
 	seed := uint64(c.ctx) ^ 0x5368726b
-	start := startPos(seed, 0)
+	// 1. One agreement decides who failed and the free context-id pairs.
+	val, dead, start, err := c.agreeDeadAndFree(op, f, seed)
 	w0 := start / 64
-	// 1. One agreement decides who failed (the union of what every
-	// contributor knew, plus the processes that failed before contributing)
-	// and the context-id pairs free at every contributor (a window of the
-	// bitmaps, intersected).
-	window := make([]uint64, ctxWindow)
-	t.freeMask(window, w0)
-	v := agree.Value{Flags: 1, Inter: agree.SetFromWords(window)}
-	val, dead, err := c.agreeDead(op, f, v)
 	if err != nil {
 		return nil, err
 	}

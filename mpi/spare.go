@@ -472,11 +472,8 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	f := w.ftOf(b)
 	t := w.ctxTable()
 	seed := uint64(b.ctx) ^ 0x5265706c
-	start := startPos(seed, 0)
+	val, dead, start, err := b.agreeDeadAndFree(op, f, seed)
 	w0 := start / 64
-	window := make([]uint64, ctxWindow)
-	t.freeMask(window, w0)
-	val, dead, err := b.agreeDead(op, f, agree.Value{Flags: 1, Inter: agree.SetFromWords(window)})
 	if err != nil {
 		return nil, err
 	}

@@ -322,24 +322,10 @@ func rawPeerLog(t *testing.T, h transport.Handler, log func(string)) (*Transport
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := net.Dial("tcp", tr.Self().TCP)
-	if err != nil {
-		tr.Close()
-		t.Fatal(err)
-	}
-	var hello [helloSize]byte
-	binary.LittleEndian.PutUint32(hello[0:], helloMagic)
-	binary.LittleEndian.PutUint64(hello[4:], 1)
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	if _, err := c.Write(hello[:]); err != nil {
-		t.Fatal(err)
-	}
-	var reply [1]byte
-	if _, err := io.ReadFull(c, reply[:]); err != nil || reply[0] != replyAccept {
-		t.Fatalf("handshake: %v %v", reply, err)
-	}
+	t.Cleanup(func() { tr.Close() })
+	c := dialPlain(t, tr, 1)
 	idle(t, tr)
-	return tr, c.(*net.TCPConn)
+	return tr, c
 }
 
 // idle waits until tr's one connection is registered for callers and its
