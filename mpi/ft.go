@@ -148,6 +148,9 @@ func (w *World) onLost(peer int, cause error) {
 	w.fence.wake()
 	// Without a head, a rank's failure ends the Reinit epoch (hreinit.go).
 	w.hreinitLost(peer)
+	if gone := w.peerGone.Load(); gone != nil {
+		(*gone)(peer)
+	}
 }
 
 // recordFailure adds peer to the failures known here (once). The lost hook

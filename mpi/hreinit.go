@@ -277,7 +277,7 @@ func (hr *hreinit) decide(old *World) (reincarnate.State, error) {
 	if slices.Contains(failed, old.rank) {
 		// The others count this process failed (they suspected it during
 		// the round): fail-stop, it must not go on.
-		headlessExit(old.rank)("declared failed by the others in the Reinit failure round")
+		headlessExit(old.rank, old.proc.RemoveDir)("declared failed by the others in the Reinit failure round")
 	}
 	plan, derr := reincarnate.Decide(st, failed)
 	if derr != nil {
@@ -339,7 +339,7 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 	if rank < 0 && !spare {
 		// The survivors agreed that this process failed (a spare
 		// suspected while they decided): fail-stop.
-		headlessExit(self)(fmt.Sprintf("not in Reinit epoch %d: the survivors count it failed", next.Epoch))
+		headlessExit(self, p.RemoveDir)(fmt.Sprintf("not in Reinit epoch %d: the survivors count it failed", next.Epoch))
 	}
 	// From here on the old epoch serves the exchange only: a peer that
 	// has sent its endpoint and retired its connections is not a failure

@@ -116,9 +116,12 @@ type World struct {
 	ft    ftWorld           // fault-tolerance state (ft.go)
 	ctl   ctl.Table         // the handlers of control frames
 	fails *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
-	hosts hostTable         // where every process runs, as the launcher told (coll_util.go)
-	bsend bsendState        // the attached buffer of buffered sends (bsend.go)
-	dpm   dpmState          // ports and connections in progress (dpm.go)
+	// peerGone (without a head) removes a failed process's socket
+	// directories when it ran on this host (rte.Process.PeerGone).
+	peerGone atomic.Pointer[func(peer int)]
+	hosts    hostTable  // where every process runs, as the launcher told (coll_util.go)
+	bsend    bsendState // the attached buffer of buffered sends (bsend.go)
+	dpm      dpmState   // ports and connections in progress (dpm.go)
 
 	spares      spareState        // spare processes: this one as a spare, or the pool it may take (spare.go)
 	fence       finalFence        // MPI_Finalize without a head: who has entered it (finalize.go)
@@ -262,10 +265,13 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 
 // headlessExit is how a process without a head ends itself when the
 // ranks' fail-stop rule says so (it was declared failed, or it lost
-// contact with every other process): at once, with a non-zero status.
-func headlessExit(proc int) func(reason string) {
+// contact with every other process): at once, with a non-zero status,
+// removing its socket directory first (nothing else on its host may see
+// it dead to remove it).
+func headlessExit(proc int, removeDir func()) func(reason string) {
 	return func(reason string) {
 		fmt.Fprintf(os.Stderr, "ftmpi: process %d: %s; exiting\n", proc, reason)
+		removeDir()
 		os.Exit(1)
 	}
 }
@@ -395,6 +401,9 @@ func (w *World) spareInit() (*World, error) {
 		os.Exit(0)
 	case errors.Is(err, errSpareOrphaned), errors.Is(err, errSpareEnded):
 		fmt.Fprintf(os.Stderr, "ftmpi: spare process %d: %v; exiting\n", w.rank, err)
+		if w.proc != nil {
+			w.proc.RemoveDir()
+		}
 		os.Exit(1)
 	}
 	return nil, err
@@ -453,7 +462,10 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 	eng := net.Eng
 	w := newWorldIn(info.Proc, info.Universe, members, wrank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc, sp)
 	if p.Headless() {
-		w.fails.Headless(headlessExit(info.Proc), p.Confirm(net))
+		w.fails.Headless(headlessExit(info.Proc, p.RemoveDir), p.Confirm(net))
+		if gone := p.PeerGone(net); gone != nil {
+			w.peerGone.Store(&gone)
+		}
 	}
 	w.cfg = cfg
 	w.proc = p

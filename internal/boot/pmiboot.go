@@ -275,7 +275,7 @@ func (j *PMIJob) fail(err error) error {
 // removes the process's socket directory.
 func (j *PMIJob) Finalize() error {
 	err := j.pc.Finalize()
-	j.removeDir()
+	j.RemoveDir()
 	if err != nil {
 		return fmt.Errorf("boot: finalize with %s: %w", j.launcher, err)
 	}
@@ -284,7 +284,7 @@ func (j *PMIJob) Finalize() error {
 
 // Abort asks the launcher to end the whole job with code.
 func (j *PMIJob) Abort(code int, reason string) error {
-	j.removeDir() // first: the launcher kills the process
+	j.RemoveDir() // first: the launcher kills the process
 	return j.pc.Abort(code, reason, j.launcher == launchMPI)
 }
 
@@ -295,10 +295,13 @@ func (j *PMIJob) Abort(code int, reason string) error {
 // the error the process printed.
 func (j *PMIJob) Close() {
 	j.pc.FinalizeWithin(time.Second)
-	j.removeDir()
+	j.RemoveDir()
 }
 
-func (j *PMIJob) removeDir() {
+// RemoveDir removes the process's socket directory (its sockets stop
+// accepting connections): at Finalize, Abort, Close, and before a process
+// ends itself (fail-stop without a head).
+func (j *PMIJob) RemoveDir() {
 	if j.usr1 != nil {
 		signal.Stop(j.usr1)
 	}

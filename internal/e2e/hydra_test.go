@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -61,18 +62,25 @@ func hydraEnv(extra ...string) []string {
 }
 
 // sockDir is a TMPDIR for a job's socket directories, and the check that
-// the job left none (each rank removes its own at exit; the survivors on
-// its host remove a dead rank's).
-func sockDir(t *testing.T) (env string, check func()) {
+// the job left none (each rank removes its own at exit, also one that ends
+// itself by the fail-stop rule; the processes of its host that learn a
+// process failed remove its). The check names each directory's owner and
+// shows the job's output given to it.
+func sockDir(t *testing.T) (env string, check func(stdout, stderr string)) {
 	dir := t.TempDir()
-	return "TMPDIR=" + dir, func() {
+	return "TMPDIR=" + dir, func(stdout, stderr string) {
 		t.Helper()
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ents) > 0 {
-			t.Fatalf("the job left %d socket directories (%s ...)", len(ents), ents[0].Name())
+		var left []string
+		for _, e := range ents {
+			owner, _ := os.ReadFile(filepath.Join(dir, e.Name(), "owner"))
+			left = append(left, fmt.Sprintf("%s (owner pid, start: %s)", e.Name(), strings.TrimSpace(string(owner))))
+		}
+		if len(left) > 0 {
+			t.Fatalf("the job left %d socket directories: %v\nstdout:\n%s\nstderr:\n%s", len(left), left, stdout, stderr)
 		}
 	}
 }
@@ -94,7 +102,7 @@ func TestHydraRing(t *testing.T) {
 			tmp, check := sockDir(t)
 			args := append(append(tc.args, "-n", "4"), bin["ring"])
 			r := jobtest.Run(t, 90*time.Second, hydraEnv(append(tc.env, tmp)...), h, args...)
-			check()
+			check(r.Stdout, r.Stderr)
 			if r.Code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 			}
@@ -122,7 +130,7 @@ func TestHydraRefinementSurvivesKill(t *testing.T) {
 	tmp, check := sockDir(t)
 	out, errOut, code := runKillOnLine(t, h, append([]string{"-disable-auto-cleanup", "-n", "4", g}, args...),
 		"iteration 100 committed", bin["refinement"], 2, tmp)
-	check()
+	check(out, errOut)
 	r := jobtest.Result{Code: code, Stdout: out, Stderr: errOut}
 	if got := resultLine(t, r); got != want {
 		t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, out, errOut)
@@ -154,7 +162,7 @@ func TestHydraRefinementSurvivesStop(t *testing.T) {
 	tmp, check := sockDir(t)
 	out, errOut, code := runSignalOnLine(t, syscall.SIGSTOP, h, append([]string{"-disable-auto-cleanup", "-n", "4", g}, args...),
 		"iteration 100 committed", bin["refinement"], 1, tmp)
-	check()
+	check(out, errOut)
 	r := jobtest.Result{Code: code, Stdout: out, Stderr: errOut}
 	if got := resultLine(t, r); got != want {
 		t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, out, errOut)
@@ -252,7 +260,7 @@ func TestHydraStartupFenceFailure(t *testing.T) {
 	start := time.Now()
 	tmp, check := sockDir(t)
 	r := jobtest.Run(t, 90*time.Second, hydraEnv("FTMPI_PMI_TIMEOUT=2s", tmp), h, "-n", "3", bin["ring"], ":", "-n", "1", "/bin/sh", "-c", "exit 0")
-	check()
+	check(r.Stdout, r.Stderr)
 	if r.Code != 1 {
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -292,7 +300,7 @@ func TestHydraSpawnNeedsHead(t *testing.T) {
 	b := spawnCheck(t)
 	tmp, check := sockDir(t)
 	r := jobtest.Run(t, 90*time.Second, hydraEnv(tmp), h, "-n", "2", b, "spawnerr")
-	check()
+	check(r.Stdout, r.Stderr)
 	const want = "result: spawnerr spawn-error=true: MPI_Comm_spawn on MPI_COMM_WORLD: MPI_ERR_SPAWN"
 	if got := resultLine(t, r); r.Code != 0 || !strings.HasPrefix(got, want) ||
 		!strings.HasSuffix(got, "spawn is not available when started by mpiexec (PMI): start with ftmpirun or use spare processes") {
@@ -314,7 +322,7 @@ func TestHydraReinitAsyncSpare(t *testing.T) {
 	env := []string{"FTMPI_REINIT=1", "FTMPI_SPARES=1"}
 	tmp, check := sockDir(t)
 	base := jobtest.Run(t, 90*time.Second, hydraEnv(append(env, tmp)...), h, append(append([]string{"-n", "5", b["reinit-async"]}, ckpt()...), args...)...)
-	check()
+	check(base.Stdout, base.Stderr)
 	if base.Code != 0 {
 		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
 	}
@@ -322,7 +330,7 @@ func TestHydraReinitAsyncSpare(t *testing.T) {
 	tmp, check = sockDir(t)
 	out, errOut, code := runKillOnLine(t, h, append(append([]string{"-disable-auto-cleanup", "-n", "5", g, b["reinit-async"]}, ckpt()...), args...),
 		"step 800 done", b["reinit-async"], 2, append(env, tmp)...)
-	check()
+	check(out, errOut)
 	r := jobtest.Result{Code: code, Stdout: out, Stderr: errOut}
 	if got := resultLine(t, r); got != want || !strings.Contains(out, "reinit-async: reinited in epoch 1: resume from checkpoint at step ") {
 		t.Fatalf("result %q, want the failure-free %q after one rollback\nstdout:\n%s\nstderr:\n%s", got, want, out, errOut)

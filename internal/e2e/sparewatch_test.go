@@ -55,12 +55,18 @@ func TestHydraSpareWatched(t *testing.T) {
 			tmp, check := sockDir(t)
 			out, errOut, code := runSignalOnLine(t, tc.sig, h, []string{"-disable-auto-cleanup", "-n", "5", g, p},
 				"sparewatch: armed", p, 4, tmp, "FTMPI_SPARES=1")
-			check()
+			check(out, errOut)
 			if !strings.Contains(out, sparewatchResult) {
 				t.Fatalf("exit %d; want %q\nstdout:\n%s\nstderr:\n%s", code, sparewatchResult, out, errOut)
 			}
-			if !strings.Contains(errOut, "(PMI rank 4) killed by signal 9") || code != 137 {
-				t.Fatalf("exit %d; want the spare killed, exit 137\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			// Hydra's exit code is the OR of the processes' wait statuses:
+			// 137 from the spare's guard. But hydra 4.0.2 sometimes reports
+			// status 1 for the spare ("Hangup (signal 1)": no SIGHUP was
+			// sent, its proxy's wait4 returned exit 137; strace shows it
+			// then handling the close of the spare's PMI descriptor), about
+			// 1 run in 40 under load.
+			if !strings.Contains(errOut, "(PMI rank 4) killed by signal 9") || (code != 137 && code != 1) {
+				t.Fatalf("exit %d; want the spare killed, exit 137 (or 1)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 			}
 		})
 	}

@@ -50,14 +50,39 @@ func headlessConfirm(host string, eps []boot.Endpoint) func(rank, inc int, reaso
 				syscall.Kill(ep.Pid, syscall.SIGKILL)
 			}
 		}
-		// It cannot remove its socket directory any more: this host's
-		// processes that see it dead do.
-		for _, a := range []string{ep.Addrs["unix"], ep.Addrs["shm"]} {
-			if a != "" {
-				boot.RemovePeerDir(a)
-			}
-		}
+		removeDirs(ep)
 		return nil
+	}
+}
+
+// removeDirs removes the socket directories of a failed process of this
+// host: it cannot any more.
+func removeDirs(ep boot.Endpoint) {
+	for _, a := range []string{ep.Addrs["unix"], ep.Addrs["shm"]} {
+		if a != "" {
+			boot.RemovePeerDir(a)
+		}
+	}
+}
+
+// PeerGone is what a process without a head does when it learns that a
+// process of the job failed, by its own detection or the others' notice:
+// if the failed one ran on this host, its socket directories are removed
+// (every process of the host that learns it does; removing is
+// idempotent). Nil under ftmpirun, whose launcher removes the job's
+// directory.
+func (p *Process[W]) PeerGone(n *Net) func(peer int) {
+	if p.pmi == nil {
+		return nil
+	}
+	return peerGone(p.info.Host, p.info.Proc, n.Endpoints)
+}
+
+func peerGone(host string, self int, eps []boot.Endpoint) func(peer int) {
+	return func(peer int) {
+		if peer >= 0 && peer < len(eps) && peer != self && eps[peer].Host == host {
+			removeDirs(eps[peer])
+		}
 	}
 }
 

@@ -80,3 +80,36 @@ func TestHeadlessConfirm(t *testing.T) {
 		t.Fatalf("out of range: %v", err)
 	}
 }
+
+// A process without a head that learns a process of its own host failed
+// (by its own detection or by the others' notice) removes the failed
+// one's socket directories, which it cannot remove any more; not those of
+// another host's process (another file system, as far as it knows), nor
+// its own, nor one the bootstrap did not make.
+func TestPeerGoneRemovesDirsOfThisHost(t *testing.T) {
+	tmp := t.TempDir()
+	mk := func(name string) string {
+		d := filepath.Join(tmp, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	dead, deadShm, remote, self, foreign := mk("ftmpi-pmi-1"), mk("ftmpi-pmi-1s"), mk("ftmpi-pmi-2"), mk("ftmpi-pmi-0"), mk("mine")
+	eps := []boot.Endpoint{
+		{Host: "h", Addrs: map[string]string{"unix": filepath.Join(self, "r0.sock")}},
+		{Host: "h", Addrs: map[string]string{"unix": filepath.Join(dead, "r1.sock"), "shm": filepath.Join(deadShm, "r1.shm")}},
+		{Host: "other", Addrs: map[string]string{"unix": filepath.Join(remote, "r2.sock")}},
+		{Host: "h", Addrs: map[string]string{"unix": filepath.Join(foreign, "r3.sock")}},
+	}
+	gone := peerGone("h", 0, eps)
+	for _, p := range []int{0, 1, 2, 3, -1, 4} {
+		gone(p)
+	}
+	gone(1) // twice: idempotent
+	for dir, want := range map[string]bool{dead: false, deadShm: false, remote: true, self: true, foreign: true} {
+		if _, err := os.Stat(dir); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", filepath.Base(dir), err == nil, want)
+		}
+	}
+}

@@ -112,6 +112,15 @@ func (p *Process[W]) Finalize() error {
 	return p.client.Finalize()
 }
 
+// RemoveDir removes the process's socket directory under a PMI launcher
+// (nothing under ftmpirun, whose launcher removes the job's directory):
+// before the process ends itself.
+func (p *Process[W]) RemoveDir() {
+	if p.pmi != nil {
+		p.pmi.RemoveDir()
+	}
+}
+
 // Abort asks the launcher to end the whole job with code.
 func (p *Process[W]) Abort(code int, reason string) error {
 	if p.pmi != nil {

@@ -109,9 +109,47 @@ func start(t *testing.T, c *slurmtest.Cluster, limit time.Duration, env []string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	cmd := c.Command(ctx, name, args...)
+	cmd.Env = append(cmd.Env, "GOTRACEBACK=all")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Dir = os.TempDir()
+	// A job still running shortly before its limit hangs: its tasks are
+	// sent SIGQUIT first, so that their goroutines are on its stderr.
+	dump := time.AfterFunc(limit-limit/8, func() { quitTasks(c) })
+	t.Cleanup(func() { dump.Stop() })
 	return &job{Live: jobtest.StartLive(t, cmd, cancel), t: t, ctx: ctx, limit: limit}
+}
+
+// quitTasks sends SIGQUIT to every task of a job step on every node (the
+// children of slurmstepd): a Go task prints its goroutines and exits.
+func quitTasks(c *slurmtest.Cluster) {
+	for i := 1; i <= nodes; i++ {
+		for _, pid := range c.JobPids(i) {
+			if comm(pid) != "slurmstepd" && comm(ppid(pid)) == "slurmstepd" {
+				syscall.Kill(pid, syscall.SIGQUIT)
+			}
+		}
+	}
+}
+
+func comm(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return strings.TrimSpace(string(b))
+}
+
+// ppid is the parent of pid (0: unknown).
+func ppid(pid int) int {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
 }
 
 func noLeftovers(t *testing.T, c *slurmtest.Cluster) {
@@ -264,9 +302,32 @@ func taskPid(c *slurmtest.Cluster, i, procid int, comm string) int {
 // node (ranks 4 and 5 on h3), with the options a fault-tolerant step
 // needs: --no-kill (a node's failure does not end the job) and -K0 (a
 // task's death does not end the step).
-func srunRefinement(t *testing.T, c *slurmtest.Cluster) *job {
+func srunRefinement(t *testing.T, c *slurmtest.Cluster, env ...string) *job {
 	args := append([]string{"--mpi=pmi2", "--no-kill", "--kill-on-bad-exit=0", "-N3", "--ntasks-per-node=2", "-l", bin["refinement"]}, refinementArgs()...)
-	return start(t, c, 120*time.Second, nil, "srun", args...)
+	return start(t, c, 120*time.Second, env, "srun", args...)
+}
+
+// sockDir is a TMPDIR for the tasks' socket directories (the namespace
+// hosts share one file system), and the check that a job left none: each
+// task removes its own at exit, also one that ends itself by the
+// fail-stop rule; the survivors on a host remove a killed task's.
+func sockDir(t *testing.T) (env string, check func()) {
+	dir := t.TempDir()
+	return "TMPDIR=" + dir, func() {
+		t.Helper()
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for _, e := range ents {
+			owner, _ := os.ReadFile(filepath.Join(dir, e.Name(), "owner"))
+			left = append(left, fmt.Sprintf("%s (owner pid, start: %s)", e.Name(), strings.TrimSpace(string(owner))))
+		}
+		if len(left) > 0 {
+			t.Fatalf("the job left %d socket directories: %v", len(left), left)
+		}
+	}
 }
 
 // TestSrunRefinementRankKilled: refinement under srun (no head: the ranks
@@ -276,7 +337,8 @@ func srunRefinement(t *testing.T, c *slurmtest.Cluster) *job {
 func TestSrunRefinementRankKilled(t *testing.T) {
 	c := cluster(t)
 	want := refinementReference(t, c)
-	j := srunRefinement(t, c)
+	tmp, check := sockDir(t)
+	j := srunRefinement(t, c, tmp)
 	j.WaitLine("iteration 100 committed")
 	pid := taskPid(c, 3, 5, "refinement")
 	if pid == 0 {
@@ -293,6 +355,7 @@ func TestSrunRefinementRankKilled(t *testing.T) {
 		t.Fatalf("no recovery from rank 5's failure:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	noLeftovers(t, c)
+	check()
 }
 
 // TestSrunRefinementNodeCrash: refinement under srun --no-kill; node h3
@@ -486,7 +549,8 @@ func TestSlurmSallocHeadKilled(t *testing.T) {
 func TestSrunRefinementNodeCutOff(t *testing.T) {
 	c := cluster(t)
 	want := refinementReference(t, c)
-	j := srunRefinement(t, c)
+	tmp, check := sockDir(t)
+	j := srunRefinement(t, c, tmp)
 	j.WaitLine("iteration 100 committed")
 	t0 := time.Now()
 	if err := c.Hosts.Isolate(3); err != nil {
@@ -509,10 +573,11 @@ func TestSrunRefinementNodeCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	j.Wait()
-	t.Logf("srun done after %v", time.Since(t0))
+	t.Logf("srun done after %v\nstderr:\n%s", time.Since(t0), j.Stderr())
 	if left := c.WaitNoJob(60 * time.Second); left != nil {
 		t.Fatalf("processes left on the cluster after the heal: %v", left)
 	}
+	check() // h3's ranks ended themselves (cut off from the rest)
 }
 
 // TestSrunJacobiReplacedFromSpare: examples/jacobi -ft -replace as 5 tasks
@@ -535,7 +600,7 @@ func TestSrunJacobiReplacedFromSpare(t *testing.T) {
 	args := []string{bin["jacobi"], "-ft", "-replace", "-n", "64", "-check", "100", "-ckpt", "500", "-progress"}
 	want := baseline(t, c, append([]string{"-n", "4"}, args...)...)
 	srun := []string{"--mpi=pmi2", "--no-kill", "--kill-on-bad-exit=0", "-N3", "-n", "5", "-l"}
-	j := start(t, c, 150*time.Second, []string{"FTMPI_SPARES=1"}, "srun", append(srun, args...)...)
+	j := start(t, c, 60*time.Second, []string{"FTMPI_SPARES=1"}, "srun", append(srun, args...)...)
 	j.WaitLine("iteration 2000 committed")
 	pid := 0
 	for i := 1; i <= nodes && pid == 0; i++ {
