@@ -140,7 +140,7 @@ func TestHydraRefinementSurvivesKill(t *testing.T) {
 			t.Fatalf("no %q\nstdout:\n%s\nstderr:\n%s", s, out, errOut)
 		}
 	}
-	if !strings.Contains(errOut, "(PMI rank 2) killed by signal 9") || code != 137 {
+	if !strings.Contains(errOut, "(PMI rank 2) killed by signal 9") || !hydraKillCode(code) {
 		t.Fatalf("exit %d, want 137 with the guard's report of rank 2\nstderr:\n%s", code, errOut)
 	}
 }
@@ -167,10 +167,19 @@ func TestHydraRefinementSurvivesStop(t *testing.T) {
 	if got := resultLine(t, r); got != want {
 		t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, out, errOut)
 	}
-	if !strings.Contains(out, "world rank(s) [1] failed") || !strings.Contains(errOut, "(PMI rank 1) killed by signal 9") || code != 137 {
+	if !strings.Contains(out, "world rank(s) [1] failed") || !strings.Contains(errOut, "(PMI rank 1) killed by signal 9") || !hydraKillCode(code) {
 		t.Fatalf("exit %d; want rank 1 failed and killed, exit 137\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
+
+// hydraKillCode reports whether code is mpiexec.hydra's exit code for a
+// job one of whose processes was killed by SIGKILL under ftmpi-guard, the
+// others ending well. Hydra's code is the OR of the processes' wait
+// statuses: 137 from the guard. But hydra 4.0.2 sometimes reports status
+// 1 for that process ("Hangup (signal 1)": no SIGHUP was sent, its proxy's
+// wait4 returned exit 137; strace shows the proxy then handling the close
+// of the process's PMI descriptor), about 1 run in 40 under load.
+func hydraKillCode(code int) bool { return code == 137 || code == 1 }
 
 // runKillOnLine runs bin with args under a deadline, SIGKILLs the process
 // of program prog with PMI rank victim when a line of the job's standard

@@ -59,13 +59,7 @@ func TestHydraSpareWatched(t *testing.T) {
 			if !strings.Contains(out, sparewatchResult) {
 				t.Fatalf("exit %d; want %q\nstdout:\n%s\nstderr:\n%s", code, sparewatchResult, out, errOut)
 			}
-			// Hydra's exit code is the OR of the processes' wait statuses:
-			// 137 from the spare's guard. But hydra 4.0.2 sometimes reports
-			// status 1 for the spare ("Hangup (signal 1)": no SIGHUP was
-			// sent, its proxy's wait4 returned exit 137; strace shows it
-			// then handling the close of the spare's PMI descriptor), about
-			// 1 run in 40 under load.
-			if !strings.Contains(errOut, "(PMI rank 4) killed by signal 9") || (code != 137 && code != 1) {
+			if !strings.Contains(errOut, "(PMI rank 4) killed by signal 9") || !hydraKillCode(code) {
 				t.Fatalf("exit %d; want the spare killed, exit 137 (or 1)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 			}
 		})
