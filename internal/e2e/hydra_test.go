@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -61,30 +60,6 @@ func hydraEnv(extra ...string) []string {
 	return append([]string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}, extra...)
 }
 
-// sockDir is a TMPDIR for a job's socket directories, and the check that
-// the job left none (each rank removes its own at exit, also one that ends
-// itself by the fail-stop rule; the processes of its host that learn a
-// process failed remove its). The check names each directory's owner and
-// shows the job's output given to it.
-func sockDir(t *testing.T) (env string, check func(stdout, stderr string)) {
-	dir := t.TempDir()
-	return "TMPDIR=" + dir, func(stdout, stderr string) {
-		t.Helper()
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var left []string
-		for _, e := range ents {
-			owner, _ := os.ReadFile(filepath.Join(dir, e.Name(), "owner"))
-			left = append(left, fmt.Sprintf("%s (owner pid, start: %s)", e.Name(), strings.TrimSpace(string(owner))))
-		}
-		if len(left) > 0 {
-			t.Fatalf("the job left %d socket directories: %v\nstdout:\n%s\nstderr:\n%s", len(left), left, stdout, stderr)
-		}
-	}
-}
-
 func TestHydraRing(t *testing.T) {
 	h := hydra(t)
 	for _, tc := range []struct {
@@ -99,7 +74,7 @@ func TestHydraRing(t *testing.T) {
 		{"pmi-port", nil, []string{"-pmi-port"}}, // PMI_PORT and PMI_ID instead of PMI_FD: rank and size from initack
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tmp, check := sockDir(t)
+			tmp, check := jobtest.SockDir(t)
 			args := append(append(tc.args, "-n", "4"), bin["ring"])
 			r := jobtest.Run(t, 90*time.Second, hydraEnv(append(tc.env, tmp)...), h, args...)
 			check(r.Stdout, r.Stderr)
@@ -127,7 +102,7 @@ func TestHydraRefinementSurvivesKill(t *testing.T) {
 	}
 	want := resultLine(t, base)
 
-	tmp, check := sockDir(t)
+	tmp, check := jobtest.SockDir(t)
 	out, errOut, code := runKillOnLine(t, h, append([]string{"-disable-auto-cleanup", "-n", "4", g}, args...),
 		"iteration 100 committed", bin["refinement"], 2, tmp)
 	check(out, errOut)
@@ -159,7 +134,7 @@ func TestHydraRefinementSurvivesStop(t *testing.T) {
 		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
 	}
 	want := resultLine(t, base)
-	tmp, check := sockDir(t)
+	tmp, check := jobtest.SockDir(t)
 	out, errOut, code := runSignalOnLine(t, syscall.SIGSTOP, h, append([]string{"-disable-auto-cleanup", "-n", "4", g}, args...),
 		"iteration 100 committed", bin["refinement"], 1, tmp)
 	check(out, errOut)
@@ -267,7 +242,7 @@ func rankPid(mark, prog string, r int) int {
 func TestHydraStartupFenceFailure(t *testing.T) {
 	h := hydra(t)
 	start := time.Now()
-	tmp, check := sockDir(t)
+	tmp, check := jobtest.SockDir(t)
 	r := jobtest.Run(t, 90*time.Second, hydraEnv("FTMPI_PMI_TIMEOUT=2s", tmp), h, "-n", "3", bin["ring"], ":", "-n", "1", "/bin/sh", "-c", "exit 0")
 	check(r.Stdout, r.Stderr)
 	if r.Code != 1 {
@@ -294,7 +269,7 @@ func TestHydraStartupFenceFailure(t *testing.T) {
 func TestHydraAbort(t *testing.T) {
 	h := hydra(t)
 	for _, v := range []string{"1", "2"} {
-		tmp, _ := sockDir(t) // an aborted job's processes are killed: they cannot remove theirs
+		tmp, _ := jobtest.SockDir(t) // an aborted job's processes are killed: they cannot remove theirs
 		r := jobtest.Run(t, 90*time.Second, hydraEnv("FTMPI_PMI="+v, tmp), h, "-n", "4", bin["p2pcheck"], "abort")
 		if r.Code != 5 {
 			t.Fatalf("PMI-%s: exit %d, want 5\nstderr:\n%s", v, r.Code, r.Stderr)
@@ -307,7 +282,7 @@ func TestHydraAbort(t *testing.T) {
 func TestHydraSpawnNeedsHead(t *testing.T) {
 	h := hydra(t)
 	b := spawnCheck(t)
-	tmp, check := sockDir(t)
+	tmp, check := jobtest.SockDir(t)
 	r := jobtest.Run(t, 90*time.Second, hydraEnv(tmp), h, "-n", "2", b, "spawnerr")
 	check(r.Stdout, r.Stderr)
 	const want = "result: spawnerr spawn-error=true: MPI_Comm_spawn on MPI_COMM_WORLD: MPI_ERR_SPAWN"
@@ -329,14 +304,14 @@ func TestHydraReinitAsyncSpare(t *testing.T) {
 	ckpt := func() []string { return []string{"-ckpt", t.TempDir()} }
 	args := []string{"-steps", "2500", "-every", "100", "-pace", "500us", "-progress"}
 	env := []string{"FTMPI_REINIT=1", "FTMPI_SPARES=1"}
-	tmp, check := sockDir(t)
+	tmp, check := jobtest.SockDir(t)
 	base := jobtest.Run(t, 90*time.Second, hydraEnv(append(env, tmp)...), h, append(append([]string{"-n", "5", b["reinit-async"]}, ckpt()...), args...)...)
 	check(base.Stdout, base.Stderr)
 	if base.Code != 0 {
 		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
 	}
 	want := resultLine(t, base)
-	tmp, check = sockDir(t)
+	tmp, check = jobtest.SockDir(t)
 	out, errOut, code := runKillOnLine(t, h, append(append([]string{"-disable-auto-cleanup", "-n", "5", g, b["reinit-async"]}, ckpt()...), args...),
 		"step 800 done", b["reinit-async"], 2, append(env, tmp)...)
 	check(out, errOut)
@@ -355,7 +330,7 @@ func TestHydraReinitFailureOutsideIsFatal(t *testing.T) {
 	h := hydra(t)
 	g := guard(t)
 	b := reinitBins(t)
-	tmp, _ := sockDir(t) // an aborted job's processes are killed: they cannot remove theirs
+	tmp, _ := jobtest.SockDir(t) // an aborted job's processes are killed: they cannot remove theirs
 	_, errOut, code := runKillOnLine(t, h, []string{"-disable-auto-cleanup", "-n", "3", g, b["reinitcheck"], "outside"},
 		"every rank returned from Reinit", b["reinitcheck"], 1, "FTMPI_REINIT=1", tmp)
 	lost := strings.Contains(errOut, "failed while rank 0 is outside MPI_Reinit: no rollback location (seed 000, 1.4.2)") ||

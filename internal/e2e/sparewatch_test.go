@@ -52,7 +52,7 @@ func TestHydraSpareWatched(t *testing.T) {
 		{"stopped", syscall.SIGSTOP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tmp, check := sockDir(t)
+			tmp, check := jobtest.SockDir(t)
 			out, errOut, code := runSignalOnLine(t, tc.sig, h, []string{"-disable-auto-cleanup", "-n", "5", g, p},
 				"sparewatch: armed", p, 4, tmp, "FTMPI_SPARES=1")
 			check(out, errOut)

@@ -307,29 +307,6 @@ func srunRefinement(t *testing.T, c *slurmtest.Cluster, env ...string) *job {
 	return start(t, c, 120*time.Second, env, "srun", args...)
 }
 
-// sockDir is a TMPDIR for the tasks' socket directories (the namespace
-// hosts share one file system), and the check that a job left none: each
-// task removes its own at exit, also one that ends itself by the
-// fail-stop rule; the survivors on a host remove a killed task's.
-func sockDir(t *testing.T) (env string, check func()) {
-	dir := t.TempDir()
-	return "TMPDIR=" + dir, func() {
-		t.Helper()
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var left []string
-		for _, e := range ents {
-			owner, _ := os.ReadFile(filepath.Join(dir, e.Name(), "owner"))
-			left = append(left, fmt.Sprintf("%s (owner pid, start: %s)", e.Name(), strings.TrimSpace(string(owner))))
-		}
-		if len(left) > 0 {
-			t.Fatalf("the job left %d socket directories: %v", len(left), left)
-		}
-	}
-}
-
 // TestSrunRefinementRankKilled: refinement under srun (no head: the ranks
 // detect the failure themselves); rank 5 is SIGKILLed when the first
 // checkpoint is committed; the survivors shrink, roll back and print the
@@ -337,7 +314,7 @@ func sockDir(t *testing.T) (env string, check func()) {
 func TestSrunRefinementRankKilled(t *testing.T) {
 	c := cluster(t)
 	want := refinementReference(t, c)
-	tmp, check := sockDir(t)
+	tmp, check := jobtest.SockDir(t)
 	j := srunRefinement(t, c, tmp)
 	j.WaitLine("iteration 100 committed")
 	pid := taskPid(c, 3, 5, "refinement")
@@ -355,7 +332,7 @@ func TestSrunRefinementRankKilled(t *testing.T) {
 		t.Fatalf("no recovery from rank 5's failure:\nstdout:\n%s\nstderr:\n%s", j.Stdout(), j.Stderr())
 	}
 	noLeftovers(t, c)
-	check()
+	check(j.Stdout(), j.Stderr())
 }
 
 // TestSrunRefinementNodeCrash: refinement under srun --no-kill; node h3
@@ -549,7 +526,7 @@ func TestSlurmSallocHeadKilled(t *testing.T) {
 func TestSrunRefinementNodeCutOff(t *testing.T) {
 	c := cluster(t)
 	want := refinementReference(t, c)
-	tmp, check := sockDir(t)
+	tmp, check := jobtest.SockDir(t)
 	j := srunRefinement(t, c, tmp)
 	j.WaitLine("iteration 100 committed")
 	t0 := time.Now()
@@ -577,7 +554,7 @@ func TestSrunRefinementNodeCutOff(t *testing.T) {
 	if left := c.WaitNoJob(60 * time.Second); left != nil {
 		t.Fatalf("processes left on the cluster after the heal: %v", left)
 	}
-	check() // h3's ranks ended themselves (cut off from the rest)
+	check(j.Stdout(), j.Stderr()) // h3's ranks ended themselves (cut off from the rest)
 }
 
 // TestSrunJacobiReplacedFromSpare: examples/jacobi -ft -replace as 5 tasks
