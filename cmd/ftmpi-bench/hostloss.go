@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -31,12 +32,16 @@ type hostLossLine struct {
 // victims: the driver kills the victims' host when it reads it.
 const hostLossArmed = "xhost: armed"
 
+// hostLossArrived is the tag of the message every rank but 0 sends rank 0
+// once its receive is posted (the tags 98 and 99 are the receives').
+const hostLossArrived = 97
+
 // hostLoss waits for the loss of a whole host, killed from outside: the
 // last `victims` ranks are the host's (ftmpirun --map-by slot with equal
 // slots). Every survivor posts a receive from the first victim, every
-// rank enters a barrier, rank 0 prints hostLossArmed and the survivors
-// wait: their receive returns ErrProcFailed once they learn. Then revoke
-// and shrink; with replace, the survivors spawn `victims` processes,
+// rank tells rank 0 it arrived (hostLossArm), rank 0 prints
+// hostLossArmed and the survivors wait: their receive returns
+// ErrProcFailed once they learn. Then revoke and shrink; with replace, the survivors spawn `victims` processes,
 // merge and split back to the old ranks (kill → restored communicator).
 // Run under ftmpirun --on-failure continue.
 func (b *bench) hostLoss(victims int, replace bool) {
@@ -49,15 +54,10 @@ func (b *bench) hostLoss(victims int, replace bool) {
 	}
 	first := n - victims
 	buf := []byte{0}
-	var r *mpi.Request
-	var err error
-	if c.Rank() >= first {
-		r, err = mpi.Irecv(c, buf, 0, 98) // never sent: the victim waits to be killed
-	} else {
-		r, err = mpi.Irecv(c, buf, first, 99)
-	}
-	check(err)
-	check(c.Barrier())
+	r, err := hostLossArm(c, first, buf)
+	if err != nil && (r == nil || c.Rank() == 0 || !failure(err)) {
+		check(err)
+	} // (else the loss came while this rank's "arrived" completed: its receive fails too)
 	if c.Rank() == 0 {
 		fmt.Println(hostLossArmed)
 	}
@@ -102,6 +102,39 @@ func (b *bench) hostLoss(victims int, replace bool) {
 	if s.Rank() == 0 {
 		check(json.NewEncoder(os.Stdout).Encode(line))
 	}
+}
+
+// hostLossArm posts this rank's receive (a survivor's from the first
+// victim, a victim's from rank 0, never sent) and tells rank 0 it
+// arrived; at rank 0 it returns once every other rank did, so that no
+// rank is inside anything but that receive when the host is killed. (A
+// barrier is not enough: rank 0 may leave it while a slow survivor is
+// still inside, and that one's barrier fails then, with the loss or the
+// revocation of a survivor that learned of it first.) r is nil when the
+// receive could not be posted.
+func hostLossArm(c *mpi.Comm, first int, buf []byte) (r *mpi.Request, err error) {
+	if c.Rank() >= first {
+		r, err = mpi.Irecv(c, buf, 0, 98) // never sent: the victim waits to be killed
+	} else {
+		r, err = mpi.Irecv(c, buf, first, 99)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.Rank() != 0 {
+		return r, mpi.Send(c, buf[:0], 0, hostLossArrived)
+	}
+	for src := 1; src < c.Size(); src++ {
+		if _, err := mpi.Recv(c, buf[:0], src, hostLossArrived); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// failure reports whether err is a process failure or a revocation.
+func failure(err error) bool {
+	return errors.Is(err, mpi.ErrProcFailed) || errors.Is(err, mpi.ErrRevoked)
 }
 
 // hostLossChild is a replacement spawned by hostLoss: it takes the rank
