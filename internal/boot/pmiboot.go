@@ -306,7 +306,7 @@ func (j *PMIJob) RemoveDir() {
 		signal.Stop(j.usr1)
 	}
 	if j.info.TmpDir != "" {
-		os.RemoveAll(j.info.TmpDir)
+		ownerdir.Remove(j.info.TmpDir)
 	}
 }
 
@@ -318,5 +318,5 @@ func RemovePeerDir(sockPath string) {
 	if dir == "" || !strings.HasPrefix(dir[strings.LastIndexByte(dir, '/')+1:], pmiDirPfx) {
 		return
 	}
-	os.RemoveAll(dir)
+	ownerdir.Remove(dir)
 }

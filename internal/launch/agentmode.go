@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
+	"github.com/ftmpi/ftmpi/internal/ownerdir"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -97,7 +98,7 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 	if err != nil {
 		return fail("host %s: cannot create job directory: %v", hello.Host, err)
 	}
-	defer os.RemoveAll(dir)
+	defer ownerdir.Remove(dir)
 
 	la := NewLocalAgent(hello.Host, &wireReporter{w: w})
 	w.send(agentwire.Msg{Type: agentwire.TReady, Pid: os.Getpid(), Cores: runtime.NumCPU(), TmpDir: dir, Listen: ip.String()})

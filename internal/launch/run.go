@@ -17,6 +17,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/ft/detector"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/ownerdir"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -85,7 +86,7 @@ func runOnce(cfg Config, st *launchState) int {
 		out.logf("cannot create job directory: %v", err)
 		return 1
 	}
-	defer os.RemoveAll(tmpDir)
+	defer ownerdir.Remove(tmpDir)
 
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])

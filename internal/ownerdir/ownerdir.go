@@ -43,6 +43,29 @@ func Make(root, prefix string) (string, error) {
 	return dir, nil
 }
 
+// removeEntry removes one entry of a directory being removed (a variable
+// so that a test can interrupt a removal).
+var removeEntry = os.RemoveAll
+
+// Remove removes a directory made by Make: its entries first, the owner
+// file last, then the directory. A process killed in the middle (a host
+// lost while its launcher agent or a rank cleans up) leaves a directory
+// that still names its owner, which the next Sweep removes; os.RemoveAll
+// may remove the owner file first and leave a directory nothing can prove
+// dead. Errors are ignored (best effort, like Sweep).
+func Remove(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != File {
+			if removeEntry(filepath.Join(dir, e.Name())) != nil {
+				return
+			}
+		}
+	}
+	_ = os.Remove(filepath.Join(dir, File))
+	_ = os.RemoveAll(dir) // with what a live process made meanwhile
+}
+
 // Sweep removes the directories named prefix* under root, owned by this
 // user, whose owner process is dead. Errors are ignored: sweeping is best
 // effort and never stops a start.
@@ -62,7 +85,7 @@ func Sweep(root, prefix string) {
 			continue
 		}
 		if pid, start, ok := parseOwner(b); ok && !alive(pid, start) {
-			_ = os.RemoveAll(dir)
+			Remove(dir)
 		}
 	}
 }

@@ -76,3 +76,42 @@ func TestMakeSweepsOnlyDeadOwners(t *testing.T) {
 		t.Fatal("no start time for this process")
 	}
 }
+
+// Remove takes the owner file last: a removal interrupted half-way (the
+// process killed while cleaning up) leaves a directory that still names
+// its owner, so that the next Sweep can prove it dead; an uninterrupted
+// Remove leaves nothing.
+func TestRemoveTakesOwnerLast(t *testing.T) {
+	root := t.TempDir()
+	dir, err := Make(root, "x-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a.sock", "b.sock", "sub"} {
+		if n == "sub" {
+			err = os.Mkdir(filepath.Join(dir, n), 0o700)
+		} else {
+			err = os.WriteFile(filepath.Join(dir, n), nil, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := 0
+	removeEntry = func(p string) error {
+		if removed == 1 {
+			return fmt.Errorf("interrupted") // the process dies here
+		}
+		removed++
+		return os.RemoveAll(p)
+	}
+	Remove(dir)
+	removeEntry = os.RemoveAll
+	if _, err := os.Stat(filepath.Join(dir, File)); err != nil {
+		t.Fatalf("an interrupted removal lost the owner file: %v (left %v)", err, names(t, dir))
+	}
+	Remove(dir)
+	if left := names(t, root); len(left) != 0 {
+		t.Fatalf("Remove left %v", left)
+	}
+}
