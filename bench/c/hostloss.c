@@ -6,7 +6,9 @@
  *
  * The last K ranks are the host that the driver kills. Every other rank
  * posts a receive from the first of them (the victims one from rank 0 that
- * is never sent), all enter a barrier, rank 0 prints "xhost: armed" and
+ * is never sent) and tells rank 0 so (a zero-byte message, tag 97); rank
+ * 0 prints "xhost: armed" once it heard from every rank (not after a
+ * barrier: rank 0 can leave one while a slow rank is still inside), and
  * every rank waits with MPI_ERRORS_RETURN. A survivor whose receive
  * returns prints one JSON line with the return code and the instant
  * (Unix ns of the machine's clock, shared by the namespace hosts):
@@ -49,8 +51,11 @@ int main(int argc, char **argv)
         MPI_Irecv(&buf, 1, MPI_CHAR, 0, 98, MPI_COMM_WORLD, &req);
     else
         MPI_Irecv(&buf, 1, MPI_CHAR, first, 99, MPI_COMM_WORLD, &req);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) {
+    if (rank != 0) {
+        MPI_Send(NULL, 0, MPI_CHAR, 0, 97, MPI_COMM_WORLD);
+    } else {
+        for (int i = 1; i < np; i++)
+            MPI_Recv(NULL, 0, MPI_CHAR, MPI_ANY_SOURCE, 97, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         printf("xhost: armed\n");
         fflush(stdout);
     }
