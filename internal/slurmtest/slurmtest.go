@@ -497,12 +497,29 @@ func (c *Cluster) JobPids(i int) []int {
 func (c *Cluster) JobPidsNamed(i int, comm string) []int {
 	var out []int
 	for _, pid := range c.JobPids(i) {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-		if strings.TrimSpace(string(b)) == comm {
+		if commOf(pid) == comm {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// TaskPids lists the tasks of job steps on host i: the job processes
+// whose parent is a slurmstepd.
+func (c *Cluster) TaskPids(i int) []int {
+	var out []int
+	for _, pid := range c.JobPids(i) {
+		if commOf(pid) != "slurmstepd" && commOf(ppid(pid)) == "slurmstepd" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// commOf is pid's command name ("" if unknown).
+func commOf(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return strings.TrimSpace(string(b))
 }
 
 // WaitNoJob waits until no process but the daemons is left on any host,

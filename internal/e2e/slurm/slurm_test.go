@@ -123,33 +123,10 @@ func start(t *testing.T, c *slurmtest.Cluster, limit time.Duration, env []string
 // children of slurmstepd): a Go task prints its goroutines and exits.
 func quitTasks(c *slurmtest.Cluster) {
 	for i := 1; i <= nodes; i++ {
-		for _, pid := range c.JobPids(i) {
-			if comm(pid) != "slurmstepd" && comm(ppid(pid)) == "slurmstepd" {
-				syscall.Kill(pid, syscall.SIGQUIT)
-			}
+		for _, pid := range c.TaskPids(i) {
+			syscall.Kill(pid, syscall.SIGQUIT)
 		}
 	}
-}
-
-func comm(pid int) string {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-	return strings.TrimSpace(string(b))
-}
-
-// ppid is the parent of pid (0: unknown).
-func ppid(pid int) int {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
 }
 
 func noLeftovers(t *testing.T, c *slurmtest.Cluster) {
@@ -283,11 +260,7 @@ func refinementReference(t *testing.T, c *slurmtest.Cluster) string {
 // node i.
 func taskPid(c *slurmtest.Cluster, i, procid int, comm string) int {
 	want := "SLURM_PROCID=" + strconv.Itoa(procid)
-	for _, pid := range c.JobPids(i) {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-		if strings.TrimSpace(string(b)) != comm {
-			continue
-		}
+	for _, pid := range c.JobPidsNamed(i, comm) {
 		env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 		for _, kv := range strings.Split(string(env), "\x00") {
 			if kv == want {
