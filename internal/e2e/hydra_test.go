@@ -36,24 +36,42 @@ func hydra(t *testing.T) string {
 	return p
 }
 
-var guardOnce struct {
-	sync.Once
+// extra holds the programs that only some tests need, each built once
+// (buildOnce), beside the binaries TestMain builds.
+var extra struct {
+	mu sync.Mutex
+	m  map[string]*extraBuild
+}
+
+type extraBuild struct {
+	once sync.Once
 	path string
 	err  error
 }
 
-// guard builds cmd/ftmpi-guard once.
-func guard(t *testing.T) string {
+// buildOnce builds the Go package pkg as program name, once per test
+// binary, next to TestMain's binaries, and returns its path.
+func buildOnce(t *testing.T, name, pkg string) string {
 	t.Helper()
-	guardOnce.Do(func() {
-		guardOnce.path = filepath.Join(filepath.Dir(bin["ftmpirun"]), "ftmpi-guard")
-		guardOnce.err = jobtest.Build([]string{guardOnce.path}, []string{"../../cmd/ftmpi-guard"})
-	})
-	if guardOnce.err != nil {
-		t.Fatal(guardOnce.err)
+	extra.mu.Lock()
+	if extra.m == nil {
+		extra.m = map[string]*extraBuild{}
 	}
-	return guardOnce.path
+	b := extra.m[name]
+	if b == nil {
+		b = &extraBuild{path: filepath.Join(filepath.Dir(bin["ftmpirun"]), name)}
+		extra.m[name] = b
+	}
+	extra.mu.Unlock()
+	b.once.Do(func() { b.err = jobtest.Build([]string{b.path}, []string{pkg}) })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
 }
+
+// guard builds cmd/ftmpi-guard once.
+func guard(t *testing.T) string { return buildOnce(t, "ftmpi-guard", "../../cmd/ftmpi-guard") }
 
 // hydraEnv is the environment of a hydra job: quick exits under -race.
 func hydraEnv(extra ...string) []string {

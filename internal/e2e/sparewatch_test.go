@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -16,24 +14,8 @@ import (
 // job's Finalize ends (without a head it is a fence over every process of
 // the job, spares included: a stopped spare nobody watched hung it).
 
-var sparewatchOnce struct {
-	sync.Once
-	path string
-	err  error
-}
-
 // sparewatch builds testdata/sparewatch once.
-func sparewatch(t *testing.T) string {
-	t.Helper()
-	sparewatchOnce.Do(func() {
-		sparewatchOnce.path = filepath.Join(filepath.Dir(bin["ftmpirun"]), "sparewatch")
-		sparewatchOnce.err = jobtest.Build([]string{sparewatchOnce.path}, []string{"./testdata/sparewatch"})
-	})
-	if sparewatchOnce.err != nil {
-		t.Fatal(sparewatchOnce.err)
-	}
-	return sparewatchOnce.path
-}
+func sparewatch(t *testing.T) string { return buildOnce(t, "sparewatch", "./testdata/sparewatch") }
 
 const sparewatchResult = "result: ranks=4 spares 1 -> 0, known at 4 of 4 ranks"
 
