@@ -929,3 +929,101 @@ func BenchmarkPingPong(b *testing.B) {
 		})
 	}
 }
+
+// The last look of PollUntil holds a connection while no caller polls.
+// Bytes that come after its last read wake the reader goroutine, which
+// cannot take the connection (the caller holds it) and waits again: the
+// caller must read them once it lets go, or they stay unread until more
+// bytes come (a receive that never completes). The hooks put the frame's
+// arrival exactly there.
+func TestPollLastLookReadsWhatWokeTheReader(t *testing.T) {
+	var armed, sent, left atomic.Bool
+	var target atomic.Pointer[rx]
+	var sender atomic.Pointer[Transport]
+	leftCh := make(chan struct{})
+	testHookRetakeLeft = func(x *rx) {
+		if x == target.Load() && armed.Load() && left.CompareAndSwap(false, true) {
+			close(leftCh)
+		}
+	}
+	testHookPollEmpty = func(x *rx) {
+		if x != target.Load() || x.t.polling.Load() != 0 || !armed.Load() || !sent.CompareAndSwap(false, true) {
+			return
+		}
+		if err := sender.Load().Send(0, transport.Header{Kind: 1, Seq: 7}, nil); err != nil {
+			t.Error(err)
+		}
+		select {
+		case <-leftCh: // the reader goroutine was woken and left the bytes to this caller
+		case <-time.After(10 * time.Second):
+			t.Error("the reader goroutine was not woken by the frame")
+		}
+	}
+	defer func() { testHookRetakeLeft, testHookPollEmpty = nil, nil }()
+
+	a, b := &pingHandler{got: make(chan uint64, 4)}, &pingHandler{got: make(chan uint64, 4)}
+	trs := pairTCP(t, a, b)
+	defer closeAll(trs)
+	sender.Store(trs[1])
+	// Connect both ways.
+	if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitSeq(t, b.got, 1)
+	if err := trs[1].Send(0, transport.Header{Kind: 1, Seq: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitSeq(t, a.got, 2)
+	// Every connection of rank 0 idle, its reader goroutine waiting
+	// without owning it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		idle := true
+		if p := trs[0].rxs.Load(); p != nil {
+			for _, x := range *p {
+				if x.waiting.Load() == 0 || x.own.Load() != ownFree {
+					idle = false
+				}
+			}
+		}
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rank 0's reader goroutines never let go of their connections")
+		}
+		runtime.Gosched()
+	}
+	for _, x := range *trs[0].rxs.Load() {
+		if x.peer == 1 {
+			target.Store(x)
+		}
+	}
+	x := target.Load()
+	if x == nil {
+		t.Fatal("no connection from rank 1")
+	}
+	// What the last look does with a marked connection (lookAgain), with
+	// no caller polling.
+	armed.Store(true)
+	if !x.callerTake() {
+		t.Fatal("the idle connection could not be taken")
+	}
+	x.poll()
+	if !left.Load() {
+		t.Fatal("the reader goroutine never left the frame to the caller")
+	}
+	waitSeq(t, a.got, 7)
+}
+
+func waitSeq(t *testing.T, ch chan uint64, want uint64) {
+	t.Helper()
+	select {
+	case k := <-ch:
+		if k != want {
+			t.Fatalf("got frame %d, want %d", k, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("frame %d never came", want)
+	}
+}

@@ -18,7 +18,11 @@ package sock
 // while callers poll, it does not take the connection back: it marks it
 // (missed) and waits again, and the last caller to stop polling looks at
 // the marked connections once more itself, so that frames read by callers
-// cost no wake-up of a reader goroutine.
+// cost no wake-up of a reader goroutine. Woken while no caller polls but
+// one still holds the connection (its last read may have come before the
+// bytes that woke the reader), it marks it too, and that caller looks at
+// the mark after it lets go: a failed taker marks and tries once more, a
+// releaser lets go and then looks, so one of the two always reads.
 //
 // A polling caller delivers only whole bulk frames, from its own
 // goroutine. Urgent frames (control traffic, whose handlers may take
@@ -114,8 +118,9 @@ type rx struct {
 	own     atomic.Int32
 	handoff atomic.Bool // a caller left something only the reader goroutine does
 	stop    atomic.Bool // the reader goroutine is ending: callers keep off
-	// missed is set by the reader goroutine woken while callers poll: the
-	// last of them to stop looks at x once more (PollUntil).
+	// missed is set by the reader goroutine woken when it leaves x to
+	// callers: the last of them to stop polling, or the caller that holds
+	// x when it lets go, looks at x once more (retake, lookAgain).
 	missed atomic.Int32
 	// waiting is set while the reader goroutine waits for readability
 	// without owning x: a caller handing x over kicks it out of that wait
@@ -294,9 +299,13 @@ func (x *rx) waitRead() {
 }
 
 // retake tries to take x back for the reader goroutine, which let go of it
-// and was woken: true when it owns x. While callers poll it leaves x to
-// them, marked missed: they read what woke it, or the last of them looks
-// once more. Handed x, it waits for the caller that holds x to let go.
+// and was woken: true when it owns x. Handed x, it waits for the caller
+// that holds x to let go. Else it marks x (missed) before it looks: while
+// callers poll it leaves x to them, and the last of them looks at every
+// marked connection (PollUntil); when none polls but one holds x (the last
+// look, or a caller that began since), that caller looks at the mark after
+// it lets go (poll). Whatever woke this goroutine is so read by a caller
+// when it does not take x itself.
 func (x *rx) retake() bool {
 	if x.handoff.Load() || x.stop.Load() {
 		for !x.own.CompareAndSwap(ownFree, ownReader) {
@@ -305,20 +314,21 @@ func (x *rx) retake() bool {
 		x.owned()
 		return true
 	}
-	if x.t.polling.Load() != 0 {
-		x.missed.Store(1)
-		if x.t.polling.Load() != 0 {
-			return false
-		}
-	}
-	// No caller polls: one that still holds x (the last look) reads
-	// until the socket is empty, or hands x over.
-	if x.own.CompareAndSwap(ownFree, ownReader) {
+	x.missed.Store(1)
+	if x.t.polling.Load() == 0 && x.own.CompareAndSwap(ownFree, ownReader) {
 		x.owned()
 		return true
 	}
+	if testHookRetakeLeft != nil {
+		testHookRetakeLeft(x)
+	}
 	return false
 }
+
+// Test hooks, nil outside tests: the reader goroutine left x to callers
+// (retake), and a caller is about to let go of x after a read found the
+// socket empty (pollOnce).
+var testHookRetakeLeft, testHookPollEmpty func(x *rx)
 
 // owned records that the reader goroutine holds x again.
 func (x *rx) owned() {
@@ -425,9 +435,7 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 		// polled: what woke them may still be unread.
 		if p := t.rxs.Load(); p != nil {
 			for _, x := range *p {
-				if x.missed.Load() != 0 && x.missed.Swap(0) != 0 && x.callerTake() {
-					x.poll()
-				}
+				x.lookAgain()
 			}
 		}
 	}
@@ -448,9 +456,19 @@ func (x *rx) callerTake() bool {
 }
 
 // poll reads and delivers what x has for a caller, which owns x, and lets
-// go of it (handing it to the reader goroutine if needed); true if it
-// delivered frames.
+// go of it (handing it to the reader goroutine if needed); then it reads x
+// again while x is marked (lookAgain). True if it delivered frames.
 func (x *rx) poll() bool {
+	delivered, handed := x.pollOnce()
+	if !handed && x.lookAgain() {
+		delivered = true
+	}
+	return delivered
+}
+
+// pollOnce is poll up to letting go of x: handed reports that it handed x
+// to the reader goroutine (which then reads everything that comes).
+func (x *rx) pollOnce() (delivered, handed bool) {
 	frames := x.frames
 	leave := false
 	for {
@@ -470,11 +488,41 @@ func (x *rx) poll() bool {
 			break
 		}
 	}
-	delivered := x.frames != frames // read while x is held
+	delivered = x.frames != frames // read while x is held
 	if leave {
 		x.handOff()
-	} else {
-		x.own.Store(ownFree)
+		return delivered, true
+	}
+	if testHookPollEmpty != nil {
+		testHookPollEmpty(x)
+	}
+	x.own.Store(ownFree)
+	return delivered, false
+}
+
+// lookAgain reads x for a caller while it is marked missed (the reader
+// goroutine was woken and left x to callers, retake), and lets go of it
+// each time; true if it delivered frames. Finding x held by another
+// caller, it marks x again and tries once more: either that caller lets go
+// after the mark and looks at it, or the second try takes x.
+func (x *rx) lookAgain() bool {
+	delivered := false
+	for x.missed.Load() != 0 && x.missed.Swap(0) != 0 {
+		if !x.callerTake() {
+			if x.handoff.Load() || x.stop.Load() {
+				return delivered // the reader goroutine reads what comes
+			}
+			x.missed.Store(1)
+			if !x.callerTake() {
+				return delivered
+			}
+			x.missed.Store(0)
+		}
+		d, handed := x.pollOnce()
+		delivered = delivered || d
+		if handed {
+			return delivered
+		}
 	}
 	return delivered
 }
