@@ -45,8 +45,7 @@ func reinitBins(t *testing.T) map[string]string {
 func reinitRun(t *testing.T, args ...string) jobtest.Result {
 	t.Helper()
 	mark := jobtest.NewMark(t)
-	env := []string{jobtest.MarkVar + "=" + mark, "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
-		"FTMPI_TIMEOUT_DUMP=1"} // a hang shows every rank's goroutines
+	env := []string{jobtest.MarkVar + "=" + mark, "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
 	r := jobtest.Run(t, 90*time.Second, env, bin["ftmpirun"], args...)
 	jobtest.AssertNoLeftovers(t, mark, 5*time.Second)
 	return r

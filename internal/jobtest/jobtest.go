@@ -108,14 +108,17 @@ type Result struct {
 }
 
 // Run executes bin with args (and extra environment), waits at most limit,
-// and checks that nothing of the job is left behind.
+// and checks that nothing of the job is left behind. An ftmpirun --timeout
+// that strikes first sends every rank SIGQUIT before its SIGKILL
+// (FTMPI_TIMEOUT_DUMP, unless env says otherwise): a hang comes with every
+// rank's goroutines in Stderr.
 func Run(t testing.TB, limit time.Duration, env []string, bin string, args ...string) Result {
 	t.Helper()
 	mark := NewMark(t)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(append(os.Environ(), env...), MarkVar+"="+mark)
+	cmd.Env = append(append(append(os.Environ(), "FTMPI_TIMEOUT_DUMP=1"), env...), MarkVar+"="+mark)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
