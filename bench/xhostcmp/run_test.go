@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +39,8 @@ func TestRunFtmpiHostLoss(t *testing.T) {
 	logs := t.TempDir()
 	parts, want := []string{"crash", "replace"}, []string{mCrashFirst, mCrashLast, mReplaceTotal}
 	c := config{logDir: logs, build: build, impls: []string{"ftmpi"}, parts: parts, crashRuns: 1, replaceRuns: 1,
-		hosts: 3, slots: 2, cap: 10 * time.Second, timeout: 60 * time.Second, hbTimeout: 3 * time.Second, results: results}
+		hosts: 3, slots: 2, cap: 10 * time.Second, timeout: 60 * time.Second, hbTimeout: 3 * time.Second, results: results,
+		table: filepath.Join(logs, "table.md")}
 	if code := run(c); code != 0 {
 		errs, _ := filepath.Glob(filepath.Join(logs, "*.err"))
 		for _, e := range errs {
@@ -63,6 +65,9 @@ func TestRunFtmpiHostLoss(t *testing.T) {
 		if !ok || v <= 0 || v > 30000 {
 			t.Fatalf("%s = %v (present %v), want a time after the kill; all: %v", name, v, ok, got)
 		}
+	}
+	if tb, err := os.ReadFile(filepath.Join(logs, "table.md")); err != nil || !strings.Contains(string(tb), "np 6, every rank of a host lost") {
+		t.Errorf("the table does not name the job size it was measured at (np 6): %v\n%s", err, tb)
 	}
 	if got[mCrashFirst] > got[mCrashLast] {
 		t.Fatalf("first survivor %v ms after the last %v ms", got[mCrashFirst], got[mCrashLast])
