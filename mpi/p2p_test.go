@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,9 @@ func runErr(t *testing.T, n int, fn func(w *mpi.World, c *mpi.Comm) error) error
 	case err := <-done:
 		return err
 	case <-time.After(60 * time.Second):
-		t.Fatalf("job of %d ranks did not finish within 60s (hang)", n)
+		buf := make([]byte, 8<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("job of %d ranks did not finish within 60s (hang); goroutines:\n%s", n, buf)
 		return nil
 	}
 }

@@ -859,8 +859,11 @@ func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any, e
 				e.mu.Unlock()
 				return
 			}
-			if err != nil {
-				// Unexpected and cut short: nobody will receive it.
+			if err != nil || !c.held && e.ctxErrLocked(c.h.Ctx, c.h.Tag) != nil {
+				// Unexpected and cut short, or its context revoked (or its
+				// call poisoned) while its payload arrived, after Poison
+				// discarded the complete ones: nobody will receive it, and
+				// left queued a probe would still find it.
 				e.unlinkMsg(c)
 				e.mu.Unlock()
 				putBuf(c.pooled)

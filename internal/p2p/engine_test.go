@@ -198,3 +198,45 @@ func TestLostHookRunsBeforeOperationsFail(t *testing.T) {
 		t.Fatalf("receive from the lost peer: %v", st.Err)
 	}
 }
+
+// An unexpected message whose payload is still arriving when its context
+// is revoked (or its call poisoned) is discarded once the payload lands,
+// as Poison discards the complete ones: left queued, no receive could take
+// it (they fail with ErrRevoked) while a probe kept finding it, and a
+// server loop of probe and receive (a window's target side) spun on it.
+func TestMessageLandingAfterRevocationIsDiscarded(t *testing.T) {
+	for _, how := range []string{"revoke", "poison-tags"} {
+		t.Run(how, func(t *testing.T) {
+			e := New(Config{Self: 0})
+			defer e.Close()
+			e.SetTransport(&postRecorder{})
+			h := transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 3, N: 8}
+			dst, cookie := e.Frame(1, h)
+			if len(dst) != 8 {
+				t.Fatalf("buffer of %d bytes for an 8-byte message", len(dst))
+			}
+			if _, ok := e.Iprobe(5, AnySource, AnyTag); !ok {
+				t.Fatal("the arriving message is not queued")
+			}
+			want := ErrRevoked
+			if how == "revoke" {
+				e.Revoke(5)
+			} else {
+				want = errors.New("the call failed elsewhere")
+				e.PoisonTags(want, 5, 3)
+			}
+			copy(dst, "12345678")
+			e.Payload(1, h, dst, cookie, nil)
+			if _, ok := e.Iprobe(5, AnySource, AnyTag); ok {
+				t.Fatal("the message that landed after the revocation is still queued")
+			}
+			if how == "revoke" {
+				abort := make(chan struct{})
+				defer time.AfterFunc(10*time.Second, func() { close(abort) }).Stop()
+				if _, err := e.Probe(5, AnySource, -1, 3, abort); !errors.Is(err, want) {
+					t.Fatalf("Probe: %v, want %v", err, want)
+				}
+			}
+		})
+	}
+}
