@@ -213,8 +213,9 @@ func NoHeadError(op, launcher string) error {
 // Exchange publishes self and returns every process's endpoint, by
 // process id, and the job's secret: rank 0 makes the secret and puts it
 // beside its endpoint, every process puts its endpoint, one fence, then
-// gets. It fails (never hangs) when a process does not reach the fence
-// within the fence deadline or the launcher gives up on the job.
+// gets, then a closing fence. It fails (never hangs) when a process does
+// not reach a fence within the fence deadline or the launcher gives up on
+// the job.
 func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 	self.Rank = j.info.Proc
 	if self.Host == "" {
@@ -263,6 +264,15 @@ func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 			return nil, nil, j.fail(fmt.Errorf("bad endpoint of process %d: %w", p, err))
 		}
 		eps[p].Rank = p
+	}
+	// The closing fence: no process leaves the exchange before every
+	// process has its answers, so a process that fails once any process
+	// left Init has no PMI request outstanding. Hydra 4.0.2's proxy
+	// crashes when it answers a request of a process that died meanwhile
+	// (a write to the descriptor it closed), and takes the whole job down
+	// with it: a spare killed while it still read endpoints did that.
+	if err := j.pc.Fence(); err != nil {
+		return nil, nil, j.fail(err)
 	}
 	return eps, key, nil
 }

@@ -148,3 +148,67 @@ func TestPMISparesAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// No process leaves the exchange while another still reads endpoints (the
+// closing fence): process 3's first endpoint get is held until either
+// another process's Exchange returned (the property broken) or every
+// other process waits in a second fence.
+func TestPMIExchangeEndsAfterEveryGet(t *testing.T) {
+	const n, slow = 4, 3
+	s := pmitest.New(n)
+	s.Errorf = t.Errorf
+	returned := make(chan int, n)
+	var held sync.Once
+	var heldErr error
+	s.Reply = func(rank int, req pmi.Msg) (string, bool) {
+		if rank != slow || req.Cmd != "get" || !strings.HasPrefix(req.Get("key"), pmiKeyEp) {
+			return "", false
+		}
+		held.Do(func() {
+			deadline := time.After(10 * time.Second)
+			for {
+				if ended, waiting := s.Fences(); ended == 1 && waiting == n-1 {
+					return // the others wait in the closing fence
+				}
+				select {
+				case r := <-returned:
+					heldErr = fmt.Errorf("process %d left the exchange while process %d still read endpoints", r, slow)
+					return
+				case <-deadline:
+					heldErr = fmt.Errorf("the others neither left the exchange nor reached a second fence within 10s")
+					return
+				case <-time.After(time.Millisecond): // polling the server's fence count, bounded by the deadline
+				}
+			}
+		})
+		return "", false
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, job, _, err := fromPMI(pmiLookup(r, n, "FTMPI_PMI", "1"), fakeDial(s, r))
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			_, _, errs[r] = job.Exchange(Endpoint{Addrs: map[string]string{"unix": "/x/" + strconv.Itoa(r)}})
+			returned <- r
+			if err := job.Finalize(); err != nil && errs[r] == nil {
+				errs[r] = err
+			}
+		}()
+	}
+	wg.Wait()
+	s.Wait()
+	if heldErr != nil {
+		t.Fatal(heldErr)
+	}
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("process %d: %v", r, err)
+		}
+	}
+}

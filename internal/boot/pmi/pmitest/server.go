@@ -65,6 +65,14 @@ func (s *Server) Conn(rank int) net.Conn {
 	return a
 }
 
+// Fences reports how many fences ended and how many processes wait in
+// the one in progress.
+func (s *Server) Fences() (ended, waiting int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen, s.arrived
+}
+
 // Wait waits until every connection is served to its end.
 func (s *Server) Wait() { s.wg.Wait() }
 
