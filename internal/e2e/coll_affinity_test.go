@@ -3,30 +3,15 @@ package e2e
 import (
 	"fmt"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
-var (
-	collcheckOnce sync.Once
-	collcheckBin  string
-	collcheckErr  error
-)
-
 func collcheck(t *testing.T) string {
 	t.Helper()
-	collcheckOnce.Do(func() {
-		collcheckBin = filepath.Join(filepath.Dir(bin["ftmpirun"]), "collcheck")
-		collcheckErr = jobtest.Build([]string{collcheckBin}, []string{"./testdata/collcheck"})
-	})
-	if collcheckErr != nil {
-		t.Fatal(collcheckErr)
-	}
-	return collcheckBin
+	return buildOnce(t, "collcheck", "./testdata/collcheck")
 }
 
 // Issue 10: the collective algorithms are chosen from values every rank

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,19 +19,9 @@ import (
 // FTMPI_CUT_RUNS sets the number of jobs per message size (default 5);
 // bench/cut.sh runs the same jobs 200 times and counts hangs.
 
-var cutBuild struct {
-	once sync.Once
-	err  error
-}
-
 func cutBin(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "cutcheck")
-	cutBuild.once.Do(func() { cutBuild.err = jobtest.Build([]string{out}, []string{"./testdata/cutcheck"}) })
-	if cutBuild.err != nil {
-		t.Fatal(cutBuild.err)
-	}
-	return out
+	return buildOnce(t, "cutcheck", "./testdata/cutcheck")
 }
 
 // cutOffset is the byte count after which the sender of run i kills

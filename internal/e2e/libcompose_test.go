@@ -1,36 +1,14 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
-)
-
-var (
-	libcomposeOnce sync.Once
-	libcomposeBin  string
-	libcomposeErr  error
 )
 
 // libcomposeExample builds examples/libcompose once.
 func libcomposeExample(t *testing.T) string {
 	t.Helper()
-	libcomposeOnce.Do(func() {
-		dir := filepath.Join(filepath.Dir(bin["ftmpirun"]), "libcompose")
-		if libcomposeErr = os.MkdirAll(dir, 0o755); libcomposeErr != nil {
-			return
-		}
-		libcomposeBin = filepath.Join(dir, "libcompose")
-		libcomposeErr = jobtest.Build([]string{libcomposeBin}, []string{"../../examples/libcompose"})
-	})
-	if libcomposeErr != nil {
-		t.Fatal(libcomposeErr)
-	}
-	return libcomposeBin
+	return buildOnce(t, "libcompose/libcompose", "../../examples/libcompose")
 }
 
 // Seed 002 6.2 / appendix B under a real SIGKILL: a library sees the

@@ -1,26 +1,12 @@
 package e2e
 
 import (
-	"path/filepath"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var persistBuild struct {
-	once sync.Once
-	err  error
-}
 
 func persistBin(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "persistcheck")
-	persistBuild.once.Do(func() { persistBuild.err = jobtest.Build([]string{out}, []string{"./testdata/persistcheck"}) })
-	if persistBuild.err != nil {
-		t.Fatal(persistBuild.err)
-	}
-	return out
+	return buildOnce(t, "persistcheck", "./testdata/persistcheck")
 }
 
 // Persistent requests under a real SIGKILL (testdata/persistcheck): the

@@ -1,26 +1,12 @@
 package e2e
 
 import (
-	"path/filepath"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var topoBuild struct {
-	once sync.Once
-	err  error
-}
 
 func topoBin(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "topocheck")
-	topoBuild.once.Do(func() { topoBuild.err = jobtest.Build([]string{out}, []string{"./testdata/topocheck"}) })
-	if topoBuild.err != nil {
-		t.Fatal(topoBuild.err)
-	}
-	return out
+	return buildOnce(t, "topocheck", "./testdata/topocheck")
 }
 
 // A 2-D halo exchange with NeighborAlltoall on a periodic 3x2 grid under a

@@ -1,32 +1,17 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
-var valuesBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // valuesBin builds examples/values next to the other test binaries.
 func valuesBin(t *testing.T) string {
 	t.Helper()
-	valuesBuild.once.Do(func() {
-		valuesBuild.path = filepath.Join(filepath.Dir(bin["ftmpirun"]), "values")
-		valuesBuild.err = jobtest.Build([]string{valuesBuild.path}, []string{"../../examples/values"})
-	})
-	if valuesBuild.err != nil {
-		t.Fatal(valuesBuild.err)
-	}
-	return valuesBuild.path
+	return buildOnce(t, "values", "../../examples/values")
 }
 
 // Issue 12: Go values (a struct broadcast, structs sent to rank 0, maps
