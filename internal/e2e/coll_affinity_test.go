@@ -9,11 +9,6 @@ import (
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
-func collcheck(t *testing.T) string {
-	t.Helper()
-	return buildOnce(t, "collcheck", "./testdata/collcheck")
-}
-
 // Issue 10: the collective algorithms are chosen from values every rank
 // agrees on, never from the rank's own CPU count, affinity or GOMAXPROCS.
 // Each job's ranks run with different GOMAXPROCS and CPU masks (rank 0 on
@@ -28,7 +23,7 @@ func TestCollectivesAgreeAcrossAffinityAndGOMAXPROCS(t *testing.T) {
 	if err := exec.Command("taskset", "-c", "0", "true").Run(); err != nil {
 		t.Skipf("taskset unavailable: %v", err)
 	}
-	prog := collcheck(t)
+	prog := buildOnce(t, "collcheck", "./testdata/collcheck")
 	// Per rank: GOMAXPROCS and CPU mask; rank 0 may also claim more cores.
 	script := func(raiseCores bool) string {
 		raise := ""

@@ -19,11 +19,6 @@ import (
 // FTMPI_CUT_RUNS sets the number of jobs per message size (default 5);
 // bench/cut.sh runs the same jobs 200 times and counts hangs.
 
-func cutBin(t *testing.T) string {
-	t.Helper()
-	return buildOnce(t, "cutcheck", "./testdata/cutcheck")
-}
-
 // cutOffset is the byte count after which the sender of run i kills
 // itself: spread over the first two messages of each size.
 func cutOffset(mode string, i int) int64 {
@@ -42,7 +37,7 @@ func TestSenderKilledInsideMessage(t *testing.T) {
 		}
 		runs = n
 	}
-	cutcheck := cutBin(t)
+	cutcheck := buildOnce(t, "cutcheck", "./testdata/cutcheck")
 	for _, mode := range []string{"large", "medium"} {
 		t.Run(mode, func(t *testing.T) {
 			for i := range runs {

@@ -4,11 +4,6 @@ import (
 	"testing"
 )
 
-func topoBin(t *testing.T) string {
-	t.Helper()
-	return buildOnce(t, "topocheck", "./testdata/topocheck")
-}
-
 // A 2-D halo exchange with NeighborAlltoall on a periodic 3x2 grid under a
 // real SIGKILL (testdata/topocheck): the exchange across the failure
 // raises ErrProcFailed (or ErrRevoked, after a neighbour revoked the grid)
@@ -16,7 +11,7 @@ func topoBin(t *testing.T) string {
 // the five survivors as 5x1 and the halo exchange gives the right values
 // everywhere.
 func TestHaloExchangeNeighborAlltoallUnderSIGKILL(t *testing.T) {
-	r := ftmpirun(t, "-n", "6", "--on-failure", "continue", topoBin(t))
+	r := ftmpirun(t, "-n", "6", "--on-failure", "continue", buildOnce(t, "topocheck", "./testdata/topocheck"))
 	want := "result: topo grid=[3 2] first=failed survivors=5 regrid=[5 1] after=ok"
 	if got := resultLine(t, r); got != want || r.Code != 0 {
 		t.Fatalf("exit %d, got %q, want %q\nstderr:\n%s", r.Code, got, want, r.Stderr)

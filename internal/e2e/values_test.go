@@ -8,12 +8,6 @@ import (
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
-// valuesBin builds examples/values next to the other test binaries.
-func valuesBin(t *testing.T) string {
-	t.Helper()
-	return buildOnce(t, "values", "../../examples/values")
-}
-
 // Issue 12: Go values (a struct broadcast, structs sent to rank 0, maps
 // of word counts merged by AllreduceValue) give the same result line for
 // any number of processes, and after a real SIGKILL of a rank before it
@@ -21,7 +15,7 @@ func valuesBin(t *testing.T) string {
 // AllreduceValue fails at every survivor, and the survivors shrink and
 // count again.
 func TestValuesExample(t *testing.T) {
-	prog := valuesBin(t)
+	prog := buildOnce(t, "values", "../../examples/values")
 	single := jobtest.Run(t, 60*time.Second, nil, prog)
 	mustSucceed(t, single)
 	want := resultLine(t, single)
