@@ -2,19 +2,12 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var bigxferBuild struct {
-	once sync.Once
-	err  error
-}
 
 // bigxferMiB is the size of the one message: large enough that its
 // transfer lasts many heartbeat timeouts (300 ms) on any machine.
@@ -30,11 +23,7 @@ func TestLargeTransferRaisesNoSuspicion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves 1 GiB")
 	}
-	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "bigxfer")
-	bigxferBuild.once.Do(func() { bigxferBuild.err = jobtest.Build([]string{out}, []string{"./testdata/bigxfer"}) })
-	if bigxferBuild.err != nil {
-		t.Fatal(bigxferBuild.err)
-	}
+	out := buildOnce(t, "bigxfer", "./testdata/bigxfer")
 	if jobtest.RaceEnabled {
 		// Measured: with the ranks built with -race, both ranks go without
 		// each other's heartbeats for over 1.5 s during this transfer (the
@@ -76,11 +65,7 @@ func TestMessageAbove2GiB(t *testing.T) {
 	if jobtest.RaceEnabled {
 		t.Skip("ranks built with -race need several GiB of shadow memory for 2 GiB buffers")
 	}
-	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "bigxfer")
-	bigxferBuild.once.Do(func() { bigxferBuild.err = jobtest.Build([]string{out}, []string{"./testdata/bigxfer"}) })
-	if bigxferBuild.err != nil {
-		t.Fatal(bigxferBuild.err)
-	}
+	out := buildOnce(t, "bigxfer", "./testdata/bigxfer")
 	const mib, extra = 2048, 3
 	r := jobtest.Run(t, 240*time.Second, nil, bin["ftmpirun"], "-n", "2", out, fmt.Sprint(mib), fmt.Sprint(extra))
 	if got, want := resultLine(t, r), fmt.Sprintf("result: bigxfer bytes=%d intact=true", mib<<20+extra); got != want {

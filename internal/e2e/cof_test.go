@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
 // Checkpoint-on-Failure (seed 002 chapter 4) end to end: examples/cof under
@@ -18,10 +15,7 @@ import (
 // launch L: iteration I done" every 100 of the 1500 iterations, and each
 // kill fires at one such line (the second one in the relaunch).
 func TestCheckpointOnFailureExample(t *testing.T) {
-	cof := filepath.Join(t.TempDir(), "cof")
-	if err := jobtest.Build([]string{cof}, []string{"../../examples/cof"}); err != nil {
-		t.Fatal(err)
-	}
+	cof := buildOnce(t, "cof", "../../examples/cof")
 	job := func(dir string) []string { return []string{cof, "-dir", dir, "-progress"} }
 	base := ftmpirunQuickExit(t, append([]string{"-n", "4", "--timeout", "60s"}, job(t.TempDir())...)...)
 	if base.Code != 0 {

@@ -3,31 +3,11 @@ package e2e
 import (
 	"fmt"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var (
-	collcheckOnce sync.Once
-	collcheckBin  string
-	collcheckErr  error
-)
-
-func collcheck(t *testing.T) string {
-	t.Helper()
-	collcheckOnce.Do(func() {
-		collcheckBin = filepath.Join(filepath.Dir(bin["ftmpirun"]), "collcheck")
-		collcheckErr = jobtest.Build([]string{collcheckBin}, []string{"./testdata/collcheck"})
-	})
-	if collcheckErr != nil {
-		t.Fatal(collcheckErr)
-	}
-	return collcheckBin
-}
 
 // Issue 10: the collective algorithms are chosen from values every rank
 // agrees on, never from the rank's own CPU count, affinity or GOMAXPROCS.
@@ -43,7 +23,7 @@ func TestCollectivesAgreeAcrossAffinityAndGOMAXPROCS(t *testing.T) {
 	if err := exec.Command("taskset", "-c", "0", "true").Run(); err != nil {
 		t.Skipf("taskset unavailable: %v", err)
 	}
-	prog := collcheck(t)
+	prog := buildOnce(t, "collcheck", "./testdata/collcheck")
 	// Per rank: GOMAXPROCS and CPU mask; rank 0 may also claim more cores.
 	script := func(raiseCores bool) string {
 		raise := ""

@@ -1,35 +1,18 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
-var (
-	collBinOnce sync.Once
-	collBins    map[string]string
-	collBinErr  error
-)
-
 // collExamples builds examples/jacobi and examples/pi once.
 func collExamples(t *testing.T) map[string]string {
 	t.Helper()
-	collBinOnce.Do(func() {
-		dir := filepath.Join(filepath.Dir(bin["ftmpirun"]), "coll")
-		if collBinErr = os.MkdirAll(dir, 0o755); collBinErr != nil {
-			return
-		}
-		collBins = map[string]string{"jacobi": filepath.Join(dir, "jacobi"), "pi": filepath.Join(dir, "pi")}
-		collBinErr = jobtest.Build([]string{collBins["jacobi"], collBins["pi"]}, []string{"../../examples/jacobi", "../../examples/pi"})
-	})
-	if collBinErr != nil {
-		t.Fatal(collBinErr)
+	return map[string]string{
+		"jacobi": buildOnce(t, "coll/jacobi", "../../examples/jacobi"),
+		"pi":     buildOnce(t, "coll/pi", "../../examples/pi"),
 	}
-	return collBins
 }
 
 // Issue 3: the Jacobi solver's result line is identical for 1 and 8

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,21 +18,6 @@ import (
 //
 // FTMPI_CUT_RUNS sets the number of jobs per message size (default 5);
 // bench/cut.sh runs the same jobs 200 times and counts hangs.
-
-var cutBuild struct {
-	once sync.Once
-	err  error
-}
-
-func cutBin(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "cutcheck")
-	cutBuild.once.Do(func() { cutBuild.err = jobtest.Build([]string{out}, []string{"./testdata/cutcheck"}) })
-	if cutBuild.err != nil {
-		t.Fatal(cutBuild.err)
-	}
-	return out
-}
 
 // cutOffset is the byte count after which the sender of run i kills
 // itself: spread over the first two messages of each size.
@@ -54,7 +37,7 @@ func TestSenderKilledInsideMessage(t *testing.T) {
 		}
 		runs = n
 	}
-	cutcheck := cutBin(t)
+	cutcheck := buildOnce(t, "cutcheck", "./testdata/cutcheck")
 	for _, mode := range []string{"large", "medium"} {
 		t.Run(mode, func(t *testing.T) {
 			for i := range runs {

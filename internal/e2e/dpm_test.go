@@ -1,33 +1,16 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
 // Connect/accept under ftmpirun (issue 16 item 6): processes of one job
 // and of the jobs it spawned; a real SIGKILL of a root during the call.
 
-var dpmBuild struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
 func dpmBin(t *testing.T) string {
 	t.Helper()
-	dpmBuild.once.Do(func() {
-		dpmBuild.bin = filepath.Join(filepath.Dir(bin["ftmpirun"]), "dpmcheck")
-		dpmBuild.err = jobtest.Build([]string{dpmBuild.bin}, []string{"./testdata/dpmcheck"})
-	})
-	if dpmBuild.err != nil {
-		t.Fatal(dpmBuild.err)
-	}
-	return dpmBuild.bin
+	return buildOnce(t, "dpmcheck", "./testdata/dpmcheck")
 }
 
 // Seed 002 A.2.3 (1), 5.2.1; seed 003 17.10.1: the client root is
@@ -66,30 +49,18 @@ func TestConnectAcrossSpawnedJob(t *testing.T) {
 	}
 }
 
-var csBuild struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
 // examples/clientserver: the same result line with and without a client
 // SIGKILLed mid-session; the server notices it on the session's
 // intercommunicator, disconnects and serves the next client.
 func TestClientServerExample(t *testing.T) {
-	csBuild.once.Do(func() {
-		csBuild.bin = filepath.Join(filepath.Dir(bin["ftmpirun"]), "clientserver")
-		csBuild.err = jobtest.Build([]string{csBuild.bin}, []string{"../../examples/clientserver"})
-	})
-	if csBuild.err != nil {
-		t.Fatal(csBuild.err)
-	}
+	cs := buildOnce(t, "clientserver", "../../examples/clientserver")
 	const want = "result: tasks=12 sum=650"
-	r := reinitRun(t, "-n", "4", "--timeout", "60s", csBuild.bin)
+	r := reinitRun(t, "-n", "4", "--timeout", "60s", cs)
 	if r.Code != 0 || resultLine(t, r) != want {
 		t.Fatalf("no kill: exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
 	}
 	r = reinitRun(t, "-n", "4", "--on-failure", "continue", "--timeout", "60s",
-		"--inject", "kill:rank=3,on=client 3 stalls", csBuild.bin, "-stall", "3")
+		"--inject", "kill:rank=3,on=client 3 stalls", cs, "-stall", "3")
 	if r.Code != 0 || resultLine(t, r) != want {
 		t.Fatalf("kill: exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
 	}

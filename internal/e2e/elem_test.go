@@ -1,33 +1,17 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
-var elemBuild struct {
-	once      sync.Once
-	check, ex string
-	err       error
-}
-
 // elemBins builds testdata/elemcheck and examples/particles next to the
 // other test binaries (TestMain removes that directory).
 func elemBins(t *testing.T) (check, example string) {
 	t.Helper()
-	dir := filepath.Dir(bin["ftmpirun"])
-	elemBuild.once.Do(func() {
-		elemBuild.check, elemBuild.ex = filepath.Join(dir, "elemcheck"), filepath.Join(dir, "particles")
-		elemBuild.err = jobtest.Build([]string{elemBuild.check, elemBuild.ex}, []string{"./testdata/elemcheck", "../../examples/particles"})
-	})
-	if elemBuild.err != nil {
-		t.Fatal(elemBuild.err)
-	}
-	return elemBuild.check, elemBuild.ex
+	return buildOnce(t, "elemcheck", "./testdata/elemcheck"), buildOnce(t, "particles", "../../examples/particles")
 }
 
 // Issue 12: struct elements and derived datatypes between processes, over

@@ -2,34 +2,15 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var fileBuild struct {
-	once            sync.Once
-	check, ckptfile string
-	err             error
-}
 
 // fileBins builds testdata/filecheck and examples/ckptfile next to the
 // other test binaries.
 func fileBins(t *testing.T) (check, ckptfile string) {
 	t.Helper()
-	fileBuild.once.Do(func() {
-		dir := filepath.Dir(bin["ftmpirun"])
-		fileBuild.check, fileBuild.ckptfile = filepath.Join(dir, "filecheck"), filepath.Join(dir, "ckptfile")
-		fileBuild.err = jobtest.Build([]string{fileBuild.check, fileBuild.ckptfile},
-			[]string{"./testdata/filecheck", "../../examples/ckptfile"})
-	})
-	if fileBuild.err != nil {
-		t.Fatal(fileBuild.err)
-	}
-	return fileBuild.check, fileBuild.ckptfile
+	return buildOnce(t, "filecheck", "./testdata/filecheck"), buildOnce(t, "ckptfile", "../../examples/ckptfile")
 }
 
 // Issue 16: a collective write through a strided view across processes,

@@ -7,10 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,40 +32,6 @@ func hydra(t *testing.T) string {
 		t.Skip("mpiexec.hydra not found (Debian: apt-get install mpich): the hydra scenarios need it")
 	}
 	return p
-}
-
-// extra holds the programs that only some tests need, each built once
-// (buildOnce), beside the binaries TestMain builds.
-var extra struct {
-	mu sync.Mutex
-	m  map[string]*extraBuild
-}
-
-type extraBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// buildOnce builds the Go package pkg as program name, once per test
-// binary, next to TestMain's binaries, and returns its path.
-func buildOnce(t *testing.T, name, pkg string) string {
-	t.Helper()
-	extra.mu.Lock()
-	if extra.m == nil {
-		extra.m = map[string]*extraBuild{}
-	}
-	b := extra.m[name]
-	if b == nil {
-		b = &extraBuild{path: filepath.Join(filepath.Dir(bin["ftmpirun"]), name)}
-		extra.m[name] = b
-	}
-	extra.mu.Unlock()
-	b.once.Do(func() { b.err = jobtest.Build([]string{b.path}, []string{pkg}) })
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
 }
 
 // guard builds cmd/ftmpi-guard once.

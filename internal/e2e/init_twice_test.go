@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +14,7 @@ import (
 // naming the rule, under ftmpirun and in a singleton alike, and the first
 // World keeps working (a barrier and an allreduce over it, then Finalize).
 func TestInitTwiceIsAnError(t *testing.T) {
-	prog := filepath.Join(filepath.Dir(bin["ftmpirun"]), "initcheck")
-	if err := jobtest.Build([]string{prog}, []string{"./testdata/initcheck"}); err != nil {
-		t.Fatal(err)
-	}
+	prog := buildOnce(t, "initcheck", "./testdata/initcheck")
 	check := func(t *testing.T, r jobtest.Result, size int) {
 		t.Helper()
 		want := fmt.Sprintf("result: second-init world=false other=true rule=true; first world size=%d sum=%d err=<nil>", size, size)

@@ -1,44 +1,16 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var (
-	libcomposeOnce sync.Once
-	libcomposeBin  string
-	libcomposeErr  error
-)
-
-// libcomposeExample builds examples/libcompose once.
-func libcomposeExample(t *testing.T) string {
-	t.Helper()
-	libcomposeOnce.Do(func() {
-		dir := filepath.Join(filepath.Dir(bin["ftmpirun"]), "libcompose")
-		if libcomposeErr = os.MkdirAll(dir, 0o755); libcomposeErr != nil {
-			return
-		}
-		libcomposeBin = filepath.Join(dir, "libcompose")
-		libcomposeErr = jobtest.Build([]string{libcomposeBin}, []string{"../../examples/libcompose"})
-	})
-	if libcomposeErr != nil {
-		t.Fatal(libcomposeErr)
-	}
-	return libcomposeBin
-}
 
 // Seed 002 6.2 / appendix B under a real SIGKILL: a library sees the
 // failure, revokes its communicator and returns; the application shrinks,
 // re-creates both libraries and resumes from its last checkpoint. Same
 // result line as without the failure, exit code 0, nothing left behind.
 func TestLibcomposeExampleSurvivesKill(t *testing.T) {
-	prog := libcomposeExample(t)
+	prog := buildOnce(t, "libcompose/libcompose", "../../examples/libcompose")
 	// -progress: the lowest rank prints "checkpoint at step S agreed", and
 	// the kill is tied to that line, not to a time.
 	job := []string{prog, "-n", "48", "-steps", "60", "-ckpt", "10", "-delay", "15ms", "-progress"}

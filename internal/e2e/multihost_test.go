@@ -361,10 +361,7 @@ func TestMultiHostHeadIsolated(t *testing.T) {
 // the failure-free one.
 func TestMultiHostRestartWithoutLostHost(t *testing.T) {
 	h := multiHostHosts(t)
-	cof := filepath.Join(t.TempDir(), "cof")
-	if err := jobtest.Build([]string{cof}, []string{"../../examples/cof"}); err != nil {
-		t.Fatal(err)
-	}
+	cof := buildOnce(t, "cof", "../../examples/cof")
 	base := ftmpirunQuickExit(t, "-n", "4", "--timeout", "60s", cof, "-dir", t.TempDir(), "-progress")
 	if base.Code != 0 {
 		t.Fatalf("failure-free run: exit %d\n%s\n%s", base.Code, base.Stdout, base.Stderr)

@@ -1,27 +1,8 @@
 package e2e
 
 import (
-	"path/filepath"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var persistBuild struct {
-	once sync.Once
-	err  error
-}
-
-func persistBin(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "persistcheck")
-	persistBuild.once.Do(func() { persistBuild.err = jobtest.Build([]string{out}, []string{"./testdata/persistcheck"}) })
-	if persistBuild.err != nil {
-		t.Fatal(persistBuild.err)
-	}
-	return out
-}
 
 // Persistent requests under a real SIGKILL (testdata/persistcheck): the
 // echo peer of a persistent send and receive kills itself between two
@@ -31,7 +12,7 @@ func persistBin(t *testing.T) string {
 // send completes with ErrRevoked; after Shrink a persistent all-reduction
 // on the new communicator works at both survivors.
 func TestPersistentRequestsUnderSIGKILL(t *testing.T) {
-	r := ftmpirun(t, "-n", "3", "--on-failure", "continue", persistBin(t))
+	r := ftmpirun(t, "-n", "3", "--on-failure", "continue", buildOnce(t, "persistcheck", "./testdata/persistcheck"))
 	want := "result: persist echo=ok recv=procfailed send=procfailed allreduce=procfailed wild=pending-then-ok revoked=revoked shrunk=ok rank2=ok"
 	if got := resultLine(t, r); got != want || r.Code != 0 {
 		t.Fatalf("exit %d, got %q, want %q\nstderr:\n%s", r.Code, got, want, r.Stderr)

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,30 +12,14 @@ import (
 // Reinit (seed 000) under real SIGKILLs: ftmpirun --on-failure reinit
 // respawns the failed rank and every rank rolls back into MPI_Reinit.
 
-var (
-	reinitOnce sync.Once
-	reinitBin  map[string]string
-	reinitErr  error
-)
-
 // reinitBins builds the Reinit programs once (into the e2e binary directory).
 func reinitBins(t *testing.T) map[string]string {
 	t.Helper()
-	reinitOnce.Do(func() {
-		dir := filepath.Dir(bin["ftmpirun"])
-		reinitBin = map[string]string{
-			"reinitcheck":  filepath.Join(dir, "reinitcheck"),
-			"reinit-async": filepath.Join(dir, "reinit-async"),
-			"reinit-sync":  filepath.Join(dir, "reinit-sync"),
-		}
-		reinitErr = jobtest.Build(
-			[]string{reinitBin["reinitcheck"], reinitBin["reinit-async"], reinitBin["reinit-sync"]},
-			[]string{"./testdata/reinitcheck", "../../examples/reinit-async", "../../examples/reinit-sync"})
-	})
-	if reinitErr != nil {
-		t.Fatal(reinitErr)
+	return map[string]string{
+		"reinitcheck":  buildOnce(t, "reinitcheck", "./testdata/reinitcheck"),
+		"reinit-async": buildOnce(t, "reinit-async", "../../examples/reinit-async"),
+		"reinit-sync":  buildOnce(t, "reinit-sync", "../../examples/reinit-sync"),
 	}
-	return reinitBin
 }
 
 // reinitRun runs ftmpirun with args under a deadline and checks that no

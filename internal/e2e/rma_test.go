@@ -2,31 +2,14 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var rmaBuild struct {
-	once sync.Once
-	bin  string
-	err  error
-}
 
 // rmaBin builds testdata/rmacheck next to the other test binaries.
 func rmaBin(t *testing.T) string {
 	t.Helper()
-	rmaBuild.once.Do(func() {
-		rmaBuild.bin = filepath.Join(filepath.Dir(bin["ftmpirun"]), "rmacheck")
-		rmaBuild.err = jobtest.Build([]string{rmaBuild.bin}, []string{"./testdata/rmacheck"})
-	})
-	if rmaBuild.err != nil {
-		t.Fatal(rmaBuild.err)
-	}
-	return rmaBuild.bin
+	return buildOnce(t, "rmacheck", "./testdata/rmacheck")
 }
 
 // Issue 16: a Put+Fence halo exchange between processes, over both socket

@@ -1,34 +1,18 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var rmaExBuild struct {
-	once sync.Once
-	bins map[string]string
-	err  error
-}
 
 // rmaExamples builds examples/halo-rma and examples/counter next to the
 // other test binaries.
 func rmaExamples(t *testing.T) map[string]string {
 	t.Helper()
-	rmaExBuild.once.Do(func() {
-		dir := filepath.Dir(bin["ftmpirun"])
-		rmaExBuild.bins = map[string]string{"halo-rma": filepath.Join(dir, "halo-rma"), "counter": filepath.Join(dir, "counter")}
-		rmaExBuild.err = jobtest.Build([]string{rmaExBuild.bins["halo-rma"], rmaExBuild.bins["counter"]},
-			[]string{"../../examples/halo-rma", "../../examples/counter"})
-	})
-	if rmaExBuild.err != nil {
-		t.Fatal(rmaExBuild.err)
+	return map[string]string{
+		"halo-rma": buildOnce(t, "halo-rma", "../../examples/halo-rma"),
+		"counter":  buildOnce(t, "counter", "../../examples/counter"),
 	}
-	return rmaExBuild.bins
 }
 
 // rmaExampleCase is one run of an example with real SIGKILLs.

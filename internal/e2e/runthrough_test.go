@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ftmpi/ftmpi/examples/runthrough/rtex"
@@ -18,24 +16,11 @@ import (
 // with self-kills at the seed's points or timed kills by ftmpirun
 // --inject).
 
-var rtBuild struct {
-	once sync.Once
-	err  error
-}
-
 // rtBins builds rtcheck and the runthrough example next to the other test
 // binaries (TestMain removes that directory).
 func rtBins(t *testing.T) (rtcheck, example string) {
 	t.Helper()
-	dir := filepath.Dir(bin["ftmpirun"])
-	rtcheck, example = filepath.Join(dir, "rtcheck"), filepath.Join(dir, "runthrough")
-	rtBuild.once.Do(func() {
-		rtBuild.err = jobtest.Build([]string{rtcheck, example}, []string{"./testdata/rtcheck", "../../examples/runthrough"})
-	})
-	if rtBuild.err != nil {
-		t.Fatal(rtBuild.err)
-	}
-	return rtcheck, example
+	return buildOnce(t, "rtcheck", "./testdata/rtcheck"), buildOnce(t, "runthrough", "../../examples/runthrough")
 }
 
 // rankLines splits "[r] text" lines of stdout by rank.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,19 +18,9 @@ import (
 // The shared-memory transport's failure cases in real jobs (the transport
 // package's own tests cover the ring-level cases with real processes).
 
-var shmBuild struct {
-	once sync.Once
-	err  error
-}
-
 func shmBin(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "shmcheck")
-	shmBuild.once.Do(func() { shmBuild.err = jobtest.Build([]string{out}, []string{"./testdata/shmcheck"}) })
-	if shmBuild.err != nil {
-		t.Fatal(shmBuild.err)
-	}
-	return out
+	return buildOnce(t, "shmcheck", "./testdata/shmcheck")
 }
 
 // shmJob is a running ftmpirun and its output lines.

@@ -1,12 +1,8 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
 // Comm.Spawn (MPI_Comm_spawn) under ftmpirun: children reachable over the
@@ -14,22 +10,9 @@ import (
 // a real SIGKILL; every failure during a spawn gives the same error at every
 // parent and leaves no child behind (A.2.3).
 
-var (
-	spawnOnce sync.Once
-	spawnBin  string
-	spawnErr  error
-)
-
 func spawnCheck(t *testing.T) string {
 	t.Helper()
-	spawnOnce.Do(func() {
-		spawnBin = filepath.Join(filepath.Dir(bin["ftmpirun"]), "spawncheck")
-		spawnErr = jobtest.Build([]string{spawnBin}, []string{"./testdata/spawncheck"})
-	})
-	if spawnErr != nil {
-		t.Fatal(spawnErr)
-	}
-	return spawnBin
+	return buildOnce(t, "spawncheck", "./testdata/spawncheck")
 }
 
 func TestSpawnIntercommAndMerge(t *testing.T) {

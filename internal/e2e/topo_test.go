@@ -1,27 +1,8 @@
 package e2e
 
 import (
-	"path/filepath"
-	"sync"
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var topoBuild struct {
-	once sync.Once
-	err  error
-}
-
-func topoBin(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(filepath.Dir(bin["ftmpirun"]), "topocheck")
-	topoBuild.once.Do(func() { topoBuild.err = jobtest.Build([]string{out}, []string{"./testdata/topocheck"}) })
-	if topoBuild.err != nil {
-		t.Fatal(topoBuild.err)
-	}
-	return out
-}
 
 // A 2-D halo exchange with NeighborAlltoall on a periodic 3x2 grid under a
 // real SIGKILL (testdata/topocheck): the exchange across the failure
@@ -30,7 +11,7 @@ func topoBin(t *testing.T) string {
 // the five survivors as 5x1 and the halo exchange gives the right values
 // everywhere.
 func TestHaloExchangeNeighborAlltoallUnderSIGKILL(t *testing.T) {
-	r := ftmpirun(t, "-n", "6", "--on-failure", "continue", topoBin(t))
+	r := ftmpirun(t, "-n", "6", "--on-failure", "continue", buildOnce(t, "topocheck", "./testdata/topocheck"))
 	want := "result: topo grid=[3 2] first=failed survivors=5 regrid=[5 1] after=ok"
 	if got := resultLine(t, r); got != want || r.Code != 0 {
 		t.Fatalf("exit %d, got %q, want %q\nstderr:\n%s", r.Code, got, want, r.Stderr)

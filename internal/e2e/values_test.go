@@ -1,33 +1,12 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
-
-var valuesBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// valuesBin builds examples/values next to the other test binaries.
-func valuesBin(t *testing.T) string {
-	t.Helper()
-	valuesBuild.once.Do(func() {
-		valuesBuild.path = filepath.Join(filepath.Dir(bin["ftmpirun"]), "values")
-		valuesBuild.err = jobtest.Build([]string{valuesBuild.path}, []string{"../../examples/values"})
-	})
-	if valuesBuild.err != nil {
-		t.Fatal(valuesBuild.err)
-	}
-	return valuesBuild.path
-}
 
 // Issue 12: Go values (a struct broadcast, structs sent to rank 0, maps
 // of word counts merged by AllreduceValue) give the same result line for
@@ -36,7 +15,7 @@ func valuesBin(t *testing.T) string {
 // AllreduceValue fails at every survivor, and the survivors shrink and
 // count again.
 func TestValuesExample(t *testing.T) {
-	prog := valuesBin(t)
+	prog := buildOnce(t, "values", "../../examples/values")
 	single := jobtest.Run(t, 60*time.Second, nil, prog)
 	mustSucceed(t, single)
 	want := resultLine(t, single)
