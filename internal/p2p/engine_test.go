@@ -225,6 +225,14 @@ func TestMessageLandingAfterRevocationIsDiscarded(t *testing.T) {
 				want = errors.New("the call failed elsewhere")
 				e.PoisonTags(want, 5, 3)
 			}
+			if how == "revoke" {
+				// A blocking probe does not find it while it arrives either.
+				abort := make(chan struct{})
+				defer time.AfterFunc(10*time.Second, func() { close(abort) }).Stop()
+				if _, err := e.Probe(5, AnySource, -1, 3, abort); !errors.Is(err, want) {
+					t.Fatalf("Probe while the payload arrives: %v, want %v", err, want)
+				}
+			}
 			copy(dst, "12345678")
 			e.Payload(1, h, dst, cookie, nil)
 			if _, ok := e.Iprobe(5, AnySource, AnyTag); ok {

@@ -82,16 +82,19 @@ func (e *Engine) takeLocked(ctx uint32, src, tag int32, take bool) (*msg, Status
 func (e *Engine) probeWait(ctx uint32, src int32, peer int, tag int32, abort, sig, cancel <-chan struct{}, take bool) (*msg, Status, int, error) {
 	for {
 		e.mu.Lock()
+		// The revocation first: a message still arriving when the context
+		// was revoked is queued until its payload lands (then discarded),
+		// and no operation may find it.
+		if err := e.revoked[ctx]; err != nil {
+			e.mu.Unlock()
+			return nil, Status{}, WaitDone, err
+		}
 		if m, st, ok := e.takeLocked(ctx, src, tag, take); ok {
 			e.mu.Unlock()
 			if !take {
 				m = nil
 			}
 			return m, st, WaitDone, nil
-		}
-		if err := e.revoked[ctx]; err != nil {
-			e.mu.Unlock()
-			return nil, Status{}, WaitDone, err
 		}
 		if err, ok := e.lost[peer]; ok && peer >= 0 {
 			e.mu.Unlock()
