@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -60,6 +61,7 @@ func main() {
 	victims := flag.Int("victims", 4, "hostloss: how many of the last ranks are on the host that is killed")
 	replace := flag.Bool("replace", false, "hostloss: replace the lost ranks (revoke, shrink, spawn, merge, split back)")
 	bwBytes := flag.Int64("bytes", 0, "bw, bibw: move about this many bytes per repetition and direction, as bench/c/bw.c (1 to 100 windows; 0: windows scaled from -iters)")
+	cpuProfile := flag.String("cpuprofile", "", "write each rank's CPU profile to FILE.RANK (go tool pprof)")
 	flag.Parse()
 
 	if *which == "ftgrowth" {
@@ -89,6 +91,14 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ftmpi-bench:", err)
 		os.Exit(1)
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile, w.Rank())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ftmpi-bench:", err)
+			os.Exit(2)
+		}
+		defer stop()
 	}
 	b := &bench{c: w.CommWorld(), runs: max(1, *runs), min: max(1, *minSize), max: *maxSize,
 		iters: max(1, *iters), window: 64, out: json.NewEncoder(os.Stdout), trans: w.Transport(), bytes: *bwBytes}
@@ -335,4 +345,18 @@ func (b *bench) barrier() {
 		samples = append(samples, float64(time.Since(start).Nanoseconds())/1e3/float64(n))
 	}
 	b.emit("barrier", 0, samples, "us")
+}
+
+// startCPUProfile profiles this rank's CPU time into path.RANK until the
+// returned function is called.
+func startCPUProfile(path string, rank int) (stop func(), err error) {
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, rank))
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
