@@ -1204,9 +1204,6 @@ func (w *Win) serve() {
 		}
 		ps := r.Status()
 		e.Release(r)
-		if ps.Err != nil && c.IsRevoked() {
-			return // the probe found a request the revocation failed
-		}
 		if ps.Err != nil || ps.Bytes < rmaHdr {
 			continue
 		}
