@@ -282,6 +282,7 @@ type Status struct {
 	Source    int   // rank of the sender in the communicator (MPI_SOURCE)
 	Tag       int   // tag of the message (MPI_TAG)
 	Count     int   // number of elements received (MPI_Get_count)
+	Bytes     int   // bytes received (MPI_Get_elements of MPI_BYTE; the C library's status)
 	Cancelled bool  // the request was cancelled (MPI_Test_cancelled)
 	Err       error // per-request error, set by Waitall and friends (MPI_ERROR)
 }

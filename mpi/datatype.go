@@ -367,6 +367,31 @@ func (d *Datatype) TrueExtent() (lb, extent int) { return d.lo, d.hi - d.lo }
 // String names the datatype as it was built.
 func (d *Datatype) String() string { return d.name }
 
+// Elements returns how many basic elements (the numbers, bools and bytes
+// its typemap is made of) the first n bytes of data of d hold, counting
+// whole elements of d and then the basic elements of a partial one
+// (MPI_Get_elements of a status of n bytes).
+func (d *Datatype) Elements(n int) int {
+	if d.size == 0 || n <= 0 {
+		return 0
+	}
+	out := n / d.size * d.nbasic
+	rest := n % d.size
+	for _, r := range d.runs {
+		if rest <= 0 {
+			break
+		}
+		sz := dtypeSize(r.code)
+		k := min(r.count, rest/sz)
+		out += k
+		rest -= k * sz
+		if k < r.count {
+			break
+		}
+	}
+	return out
+}
+
 // check validates count elements of d over a buffer of n bytes of element
 // type T.
 func checkTyped[T Elem](op string, c *Comm, buf []T, count int, d *Datatype) ([]byte, error) {
@@ -580,6 +605,7 @@ func Unpack[T Elem](in []byte, out []T, count int, d *Datatype) (int, error) {
 // typedStatus is the status of a typed receive of d: Count in elements of
 // d (whole elements received).
 func typedStatus(st Status, bytes int, d *Datatype) Status {
+	st.Bytes = bytes
 	if d.size > 0 {
 		st.Count = bytes / d.size
 	}
@@ -685,7 +711,16 @@ func (t *typedReq) done(st *Status, ps p2p.Status, err error) {
 // with a datatype). The data is packed at the call (buf may be reused at
 // once when d is not contiguous; MPI does not promise it).
 func IsendTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, dest, tag int) (*Request, error) {
-	const op = "MPI_Isend"
+	return isendTyped(c, "MPI_Isend", buf, count, d, dest, tag, false)
+}
+
+// IssendTyped is IsendTyped in synchronous mode (MPI_Issend with a
+// datatype): the request completes once the receiver matched the message.
+func IssendTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, dest, tag int) (*Request, error) {
+	return isendTyped(c, "MPI_Issend", buf, count, d, dest, tag, true)
+}
+
+func isendTyped[T Elem](c *Comm, op string, buf []T, count int, d *Datatype, dest, tag int, sync bool) (*Request, error) {
 	if err := c.checkSendArgs(op, dest, tag); err != nil {
 		return nil, err
 	}
@@ -699,7 +734,7 @@ func IsendTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, dest, tag int)
 		return req, nil
 	}
 	data, pooled := d.packed(b, count)
-	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), d.sig.dt, data, false)
+	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), d.sig.dt, data, sync)
 	if err != nil {
 		p2p.PutBuf(pooled)
 		if errors.Is(err, p2p.ErrPeerLost) || errors.Is(err, p2p.ErrRevoked) {

@@ -186,6 +186,17 @@ func (c *Comm) handle(err error) error {
 	}
 }
 
+// CallErrhandler invokes c's error handler on err as if a call on c had
+// failed with it (MPI_Comm_call_errhandler): MPI_ERRORS_ARE_FATAL aborts,
+// a user handler is called; err is returned. The C library uses it for the
+// errors it finds in a call's arguments before the call reaches c.
+func (c *Comm) CallErrhandler(err error) error {
+	if c == nil {
+		return err
+	}
+	return c.handle(err)
+}
+
 // fatal implements MPI_ERRORS_ARE_FATAL: report and abort the job.
 func (w *World) fatal(err error) {
 	fmt.Fprintf(os.Stderr, "ftmpi: rank %d: fatal error (MPI_ERRORS_ARE_FATAL): %v\n", w.rank, err)

@@ -269,7 +269,7 @@ func (c *Comm) postRecv(source, tag int, dtype p2p.DType, buf []byte) (*p2p.Req,
 
 // recvStatus turns an engine status into an MPI status and error.
 func (c *Comm) recvStatus(op string, ps p2p.Status, source int) (Status, error) {
-	st := Status{Source: ps.Source, Tag: ps.Tag, Count: ps.Bytes / dtypeSize(ps.DType), Cancelled: ps.Cancelled}
+	st := Status{Source: ps.Source, Tag: ps.Tag, Count: ps.Bytes / dtypeSize(ps.DType), Bytes: ps.Bytes, Cancelled: ps.Cancelled}
 	if ps.Err != nil {
 		peer := ps.Source
 		if peer == AnySource {

@@ -1,0 +1,246 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cside.h"
+*/
+import "C"
+
+import (
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+// The process's MPI state.
+var (
+	world     *mpi.World
+	initOnce  sync.Mutex
+	finalized atomic.Bool
+	threadLvl = 0 // the level provided, in the ABI's values
+
+	comms = newTable[*mpi.Comm](kindComm)
+	reqs  = newTable[*creq](kindRequest)
+)
+
+// commOf resolves a communicator handle for op. An invalid handle is an
+// MPI_ERR_COMM error raised on MPI_COMM_WORLD's error handler.
+func commOf(h C.uintptr_t, op string) (*mpi.Comm, error) {
+	if world == nil {
+		return nil, bad(mpi.ErrOther, op, "MPI is not initialized (call MPI_Init first)")
+	}
+	switch uintptr(h) {
+	case hWorld:
+		return world.CommWorld(), nil
+	case hSelf:
+		return world.CommSelf(), nil
+	case hCommNull:
+		return nil, worldFail(bad(mpi.ErrComm, op, "MPI_COMM_NULL is not a communicator"))
+	}
+	if c, ok := comms.get(uintptr(h)); ok {
+		return c, nil
+	}
+	return nil, worldFail(bad(mpi.ErrComm, op, "invalid communicator handle %#x (a %s handle, or freed)", uintptr(h), kindName(uintptr(h))))
+}
+
+// commHandle returns the C handle of c, allocating one if c is new to C.
+func commHandle(c *mpi.Comm) C.uintptr_t {
+	if c == nil {
+		return hCommNull
+	}
+	if world != nil {
+		if c == world.CommWorld() {
+			return hWorld
+		}
+		if c == world.CommSelf() {
+			return hSelf
+		}
+	}
+	return C.uintptr_t(comms.put(c))
+}
+
+// worldFail raises err, found by the binding before any communicator, on
+// MPI_COMM_WORLD's error handler, and returns it.
+func worldFail(err error) error {
+	if world != nil {
+		return world.CommWorld().CallErrhandler(err)
+	}
+	return err
+}
+
+// fail raises err, found by the binding in a call on c, on c's error
+// handler and returns its code.
+func fail(c *mpi.Comm, err error) C.int {
+	if c != nil {
+		c.CallErrhandler(err)
+	} else {
+		worldFail(err)
+	}
+	return code(err)
+}
+
+//export ftmpi_Init
+func ftmpi_Init(argc *C.int, argv ***C.char) C.int {
+	var provided C.int
+	return ftmpi_Init_thread(argc, argv, 0, &provided)
+}
+
+//export ftmpi_Init_thread
+func ftmpi_Init_thread(argc *C.int, argv ***C.char, required C.int, provided *C.int) C.int {
+	initOnce.Lock()
+	defer initOnce.Unlock()
+	if world != nil || finalized.Load() {
+		return code(bad(mpi.ErrOther, "MPI_Init", "MPI is already initialized (or finalized): MPI_Init may be called once"))
+	}
+	w, _, err := mpi.InitThread(mpi.ThreadMultiple)
+	if err != nil {
+		return code(err)
+	}
+	world = w
+	threadLvl = C.MPI_THREAD_MULTIPLE
+	if provided != nil {
+		*provided = C.MPI_THREAD_MULTIPLE
+	}
+	initCSide()
+	return cSuccess
+}
+
+//export ftmpi_Initialized
+func ftmpi_Initialized(flag *C.int) C.int {
+	*flag = cbool(world != nil || finalized.Load())
+	return cSuccess
+}
+
+//export ftmpi_Finalized
+func ftmpi_Finalized(flag *C.int) C.int {
+	*flag = cbool(finalized.Load())
+	return cSuccess
+}
+
+//export ftmpi_Finalize
+func ftmpi_Finalize() C.int {
+	if world == nil {
+		return code(bad(mpi.ErrOther, "MPI_Finalize", "MPI is not initialized"))
+	}
+	err := world.Finalize()
+	finalized.Store(true)
+	return code(err)
+}
+
+//export ftmpi_Abort
+func ftmpi_Abort(comm C.uintptr_t, errorcode C.int) C.int {
+	if world == nil {
+		os.Exit(int(errorcode))
+	}
+	world.Abort(int(errorcode))
+	return cSuccess
+}
+
+//export ftmpi_Query_thread
+func ftmpi_Query_thread(provided *C.int) C.int {
+	*provided = C.int(threadLvl)
+	return cSuccess
+}
+
+//export ftmpi_Is_thread_main
+func ftmpi_Is_thread_main(flag *C.int) C.int {
+	*flag = cbool(C.ftmpi_is_main_thread() != 0)
+	return cSuccess
+}
+
+//export ftmpi_Comm_rank
+func ftmpi_Comm_rank(comm C.uintptr_t, rank *C.int) C.int {
+	c, err := commOf(comm, "MPI_Comm_rank")
+	if err != nil {
+		return code(err)
+	}
+	if rank == nil {
+		return fail(c, bad(mpi.ErrArg, "MPI_Comm_rank", "rank is NULL"))
+	}
+	*rank = C.int(c.Rank())
+	return cSuccess
+}
+
+//export ftmpi_Comm_size
+func ftmpi_Comm_size(comm C.uintptr_t, size *C.int) C.int {
+	c, err := commOf(comm, "MPI_Comm_size")
+	if err != nil {
+		return code(err)
+	}
+	if size == nil {
+		return fail(c, bad(mpi.ErrArg, "MPI_Comm_size", "size is NULL"))
+	}
+	*size = C.int(c.Size())
+	return cSuccess
+}
+
+//export ftmpi_Get_processor_name
+func ftmpi_Get_processor_name(name *C.char, resultlen *C.int) C.int {
+	n, err := mpi.GetProcessorName()
+	if err != nil {
+		return code(err)
+	}
+	*resultlen = C.int(cstr(name, n, C.MPI_MAX_PROCESSOR_NAME))
+	return cSuccess
+}
+
+//export ftmpi_Get_version
+func ftmpi_Get_version(version, subversion *C.int) C.int {
+	*version, *subversion = C.MPI_VERSION, C.MPI_SUBVERSION
+	return cSuccess
+}
+
+//export ftmpi_Get_library_version
+func ftmpi_Get_library_version(version *C.char, resultlen *C.int) C.int {
+	*resultlen = C.int(cstr(version, "ftmpi libmpi (MPI-5.0 standard ABI; ULFM, run-through stabilization, Reinit): "+mpi.GetLibraryVersion(), C.MPI_MAX_LIBRARY_VERSION_STRING))
+	return cSuccess
+}
+
+//export ftmpi_Abi_get_version
+func ftmpi_Abi_get_version(major, minor *C.int) C.int {
+	*major, *minor = C.MPI_ABI_VERSION, C.MPI_ABI_SUBVERSION
+	return cSuccess
+}
+
+//export ftmpi_Error_string
+func ftmpi_Error_string(errorcode C.int, str *C.char, resultlen *C.int) C.int {
+	*resultlen = C.int(cstr(str, errString(int(errorcode)), C.MPI_MAX_ERROR_STRING))
+	return cSuccess
+}
+
+//export ftmpi_Error_class
+func ftmpi_Error_class(errorcode C.int, errorclass *C.int) C.int {
+	c := classOf(int(errorcode))
+	if c < 0 {
+		return code(worldFail(bad(mpi.ErrArg, "MPI_Error_class", "%d is not an error code", int(errorcode))))
+	}
+	*errorclass = C.int(c)
+	return cSuccess
+}
+
+// cstr copies s into the C buffer p of max bytes (NUL included) and
+// returns the length copied.
+func cstr(p *C.char, s string, max int) int {
+	if p == nil {
+		return 0
+	}
+	if len(s) > max-1 {
+		s = s[:max-1]
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(p)), len(s)+1)
+	copy(b, s)
+	b[len(s)] = 0
+	return len(s)
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}

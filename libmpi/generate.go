@@ -1,0 +1,3 @@
+package main
+
+//go:generate sh -c "cd .. && go run ./libmpi/gen"
