@@ -8,6 +8,7 @@
 
 int ftmpi_is_main_thread(void);
 void ftmpi_cside_init(void);
+void ftmpi_fast_init(int rank, int size);
 int ftmpi_unsupported(const char *name);
 
 /* Trampolines: call a C function pointer with its arguments. */

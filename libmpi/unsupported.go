@@ -7,8 +7,12 @@ import "C"
 
 import "github.com/ftmpi/ftmpi/mpi"
 
-// initCSide records the facts the C side keeps (the main thread).
-func initCSide() { C.ftmpi_cside_init() }
+// initCSide records the facts the C side keeps (the main thread, the
+// rank and size of MPI_COMM_WORLD: fast.c).
+func initCSide() {
+	C.ftmpi_cside_init()
+	C.ftmpi_fast_init(C.int(world.Rank()), C.int(world.Size()))
+}
 
 // ftmpi_unsupported_go is the answer of every function declared in mpi.h
 // that ftmpi does not implement: MPI_ERR_UNSUPPORTED_OPERATION on

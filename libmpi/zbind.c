@@ -52,18 +52,6 @@ int PMPI_Is_thread_main(int *flag)
 }
 int MPI_Is_thread_main(int *flag) __attribute__((weak, alias("PMPI_Is_thread_main")));
 
-int PMPI_Comm_rank(MPI_Comm comm, int *rank)
-{
-    return ftmpi_Comm_rank((uintptr_t)comm, (void *)rank);
-}
-int MPI_Comm_rank(MPI_Comm comm, int *rank) __attribute__((weak, alias("PMPI_Comm_rank")));
-
-int PMPI_Comm_size(MPI_Comm comm, int *size)
-{
-    return ftmpi_Comm_size((uintptr_t)comm, (void *)size);
-}
-int MPI_Comm_size(MPI_Comm comm, int *size) __attribute__((weak, alias("PMPI_Comm_size")));
-
 int PMPI_Get_processor_name(char *name, int *resultlen)
 {
     return ftmpi_Get_processor_name((void *)name, (void *)resultlen);
