@@ -17,8 +17,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // SourceRoot returns the root of the ftmpi source tree: $FTMPI_ROOT, or
@@ -178,7 +180,36 @@ func Build(root string, log io.Writer) (Lib, error) {
 	if err := os.Rename(tmp, lib.Dir); err != nil {
 		return Lib{}, err
 	}
+	prune(cache, lib.Dir)
 	return lib, nil
+}
+
+// keepBuilds is how many built libraries the cache keeps; older ones are
+// removed once they are an hour old (a job may still run on one).
+const keepBuilds = 12
+
+// prune removes the oldest built libraries beyond keepBuilds.
+func prune(cache, current string) {
+	dirs, _ := filepath.Glob(filepath.Join(cache, "libmpi-*"))
+	type built struct {
+		dir string
+		mod time.Time
+	}
+	var bs []built
+	for _, d := range dirs {
+		st, err := os.Stat(filepath.Join(d, ".built"))
+		if err != nil || d == current {
+			continue
+		}
+		bs = append(bs, built{d, st.ModTime()})
+	}
+	sort.Slice(bs, func(i, j int) bool { return bs[i].mod.After(bs[j].mod) })
+	for i, b := range bs {
+		if i >= keepBuilds-1 && time.Since(b.mod) > time.Hour {
+			os.RemoveAll(b.dir)
+			os.Remove(b.dir + ".lock")
+		}
+	}
 }
 
 func copyTree(src, dst string) error {

@@ -1,0 +1,42 @@
+package cbuild
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestCompileArgs(t *testing.T) {
+	l := Lib{Dir: "/c"}
+	got := CompileArgs(l, []string{"-O2", "x.c", "-o", "x"})
+	want := []string{"-I/c/include", "-O2", "x.c", "-o", "x", "-L/c/lib", "-Wl,-rpath,/c/lib", "-lmpi"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("link: got %q, want %q", got, want)
+	}
+	got = CompileArgs(l, []string{"-c", "x.c"})
+	want = []string{"-I/c/include", "-c", "x.c"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("compile only: got %q, want %q", got, want)
+	}
+}
+
+func TestSourceRootAndHashStable(t *testing.T) {
+	root, err := SourceRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := sourceHash(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sourceHash(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b || len(a) != 16 {
+		t.Fatalf("hash not stable or malformed: %q %q", a, b)
+	}
+	t.Setenv("FTMPI_ROOT", t.TempDir())
+	if _, err := SourceRoot(); err == nil {
+		t.Fatal("an empty FTMPI_ROOT was accepted as the source tree")
+	}
+}
