@@ -84,6 +84,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -103,6 +104,11 @@ const (
 // SIGQUIT to every rank a second before the SIGKILL: Go programs then print
 // the stacks of all their goroutines (for debugging hangs in tests).
 const EnvTimeoutDump = "FTMPI_TIMEOUT_DUMP"
+
+// EnvMPIExecTimeout, whole seconds, is ftmpirun's --timeout when the
+// command line gives none: the variable MPICH's mpiexec honours and its
+// test harness (runtests) sets for each test. 0 means no limit.
+const EnvMPIExecTimeout = "MPIEXEC_TIMEOUT"
 
 // DefaultMaxRestarts is the default --max-restarts: how many failed ranks
 // --on-failure reinit respawns over a job before giving up.
@@ -193,7 +199,8 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                 [--] PROGRAM [ARGS...]
   -n, -np N        number of ranks (default with --host/--hostfile: every slot)
   --tag-output     prefix each output line with [rank]
-  --timeout D      kill the job after D (e.g. 30s) and exit 124
+  --timeout D      kill the job after D (e.g. 30s) and exit 124; default: $MPIEXEC_TIMEOUT
+                   seconds (the variable MPICH's mpiexec and test harness use), if set
   --transport T    auto (default, or $FTMPI_TRANSPORT): shared memory between the ranks of one
                    host, TCP to others; unix (Unix sockets on one host), tcp (TCP even on one
                    host), or shm (shared memory, as auto)
@@ -232,6 +239,9 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    inside a Slurm allocation, else ssh); run as CMD HOST COMMAND
   --interface IF   the network between hosts: an interface name or a CIDR (IPv4 or IPv6);
                    default: the route to the first remote host
+  -disable-auto-cleanup
+                   (hydra's flag, which MPICH's fault-tolerance tests pass) same as
+                   --on-failure continue unless --on-failure is given
   -v               verbose
   -h, --help       print this help and exit 0
 Exit code: without failures, like mpirun, 0 when every rank exited 0, else the
@@ -270,6 +280,8 @@ func ParseArgs(args []string) (Config, error) {
 	fs.IntVar(&cfg.MaxRestarts, "max-restarts", 0, "")
 	fs.IntVar(&cfg.Spares, "spares", 0, "")
 	fs.BoolVar(&cfg.Verbose, "v", false, "")
+	noCleanup := false
+	fs.BoolVar(&noCleanup, "disable-auto-cleanup", false, "")
 	fs.IntVar(&cfg.RestartOnFailure, "restart-on-failure", 0, "")
 	injectFlags := false
 	addSpecs := func(s string) error {
@@ -322,11 +334,22 @@ func ParseArgs(args []string) (Config, error) {
 		}
 		return cfg, &UsageError{err.Error()}
 	}
-	onFailureSet, nSet := false, false
+	onFailureSet, nSet, timeoutSet := false, false, false
 	fs.Visit(func(f *flag.Flag) {
 		onFailureSet = onFailureSet || f.Name == "on-failure"
 		nSet = nSet || f.Name == "n" || f.Name == "np"
+		timeoutSet = timeoutSet || f.Name == "timeout"
 	})
+	if noCleanup && !onFailureSet {
+		cfg.OnFailure, onFailureSet = OnFailureContinue, true
+	}
+	if env := strings.TrimSpace(os.Getenv(EnvMPIExecTimeout)); !timeoutSet && env != "" {
+		sec, err := strconv.Atoi(env)
+		if err != nil || sec < 0 {
+			return cfg, &UsageError{fmt.Sprintf("invalid %s=%q in the environment: want whole seconds", EnvMPIExecTimeout, env)}
+		}
+		cfg.Timeout = time.Duration(sec) * time.Second
+	}
 	if cfg.RestartOnFailure > 0 && !onFailureSet {
 		cfg.OnFailure = "" // validate picks the policy that lets survivors checkpoint
 	}
