@@ -32,6 +32,12 @@ func main() {
 }
 
 func run(name string, args []string, stdout, stderr io.Writer) int {
+	if os.Getenv("FTMPICC_ACTIVE") != "" {
+		// Started by the build of the library itself (a CC=mpicc that
+		// reached cgo): building again would recurse without end.
+		fmt.Fprintln(stderr, "ftmpicc: called from within the build of libmpi (CC or CXX names an MPI wrapper there); refusing to recurse")
+		return 1
+	}
 	cxx := strings.Contains(name, "cxx") || strings.Contains(name, "c++")
 	show, bin := false, false
 	var rest []string
@@ -92,14 +98,17 @@ func run(name string, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// compiler is the C or C++ compiler: $CC or $CXX unless they name an MPI
+// wrapper (a build system's CC=mpicc: that would be ftmpicc itself), else
+// cc or c++.
 func compiler(cxx bool) string {
 	if cxx {
-		if c := os.Getenv("CXX"); c != "" {
+		if c := os.Getenv("CXX"); c != "" && !cbuild.IsWrapper(c) {
 			return c
 		}
 		return "c++"
 	}
-	if c := os.Getenv("CC"); c != "" {
+	if c := os.Getenv("CC"); c != "" && !cbuild.IsWrapper(c) {
 		return c
 	}
 	return "cc"
@@ -120,6 +129,7 @@ func binDir(root string, stderr io.Writer) (string, error) {
 	for _, c := range []string{"ftmpicc", "ftmpirun"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
 		cmd.Dir = root
+		cmd.Env = cbuild.BuildEnv()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			stderr.Write(out)
 			return "", fmt.Errorf("building %s: %w", c, err)

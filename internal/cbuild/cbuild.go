@@ -159,6 +159,7 @@ func Build(root string, log io.Writer) (Lib, error) {
 		"-ldflags", "-extldflags=-Wl,-soname,libmpi_abi.so.1",
 		"-o", so, "./libmpi")
 	cmd.Dir = root
+	cmd.Env = BuildEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		log.Write(out)
 		return Lib{}, fmt.Errorf("building libmpi (go build -buildmode=c-shared ./libmpi in %s): %w", root, err)
@@ -228,6 +229,31 @@ func copyTree(src, dst string) error {
 		}
 		return os.WriteFile(t, data, 0o644)
 	})
+}
+
+// BuildEnv is the environment of the go commands that build libmpi and the
+// tools: the caller's without the compiler settings a build system exports
+// for MPI programs (CC=mpicc, CFLAGS, ...), which must not reach cgo (CC=mpicc
+// would make the library's build call the wrapper that builds the library),
+// and with FTMPICC_ACTIVE set, so that a wrapper started anyway refuses.
+func BuildEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LIBS", "FTMPICC_ACTIVE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "FTMPICC_ACTIVE=1")
+}
+
+// IsWrapper reports whether the compiler command cc names an MPI compiler
+// wrapper (mpicc, ftmpicc, ...) rather than a compiler.
+func IsWrapper(cc string) bool {
+	b := filepath.Base(strings.Fields(cc + " x")[0])
+	return strings.HasPrefix(b, "mpic") || strings.HasPrefix(b, "ftmpic") || strings.HasPrefix(b, "mpiCC")
 }
 
 // CompileArgs returns the compiler's arguments for a C or C++ command line

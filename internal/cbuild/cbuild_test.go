@@ -40,3 +40,22 @@ func TestSourceRootAndHashStable(t *testing.T) {
 		t.Fatal("an empty FTMPI_ROOT was accepted as the source tree")
 	}
 }
+
+func TestBuildEnvDropsWrapperSettings(t *testing.T) {
+	t.Setenv("CC", "mpicc")
+	t.Setenv("CFLAGS", "-O3")
+	env := BuildEnv()
+	for _, kv := range env {
+		if kv == "CC=mpicc" || kv == "CFLAGS=-O3" {
+			t.Fatalf("%s reached the library's build", kv)
+		}
+	}
+	if env[len(env)-1] != "FTMPICC_ACTIVE=1" {
+		t.Fatal("FTMPICC_ACTIVE not set")
+	}
+	for cc, want := range map[string]bool{"mpicc": true, "/x/bin/mpicxx": true, "ftmpicc -g": true, "gcc": false, "cc": false, "clang -m64": false} {
+		if IsWrapper(cc) != want {
+			t.Errorf("IsWrapper(%q) = %v", cc, !want)
+		}
+	}
+}
