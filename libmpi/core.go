@@ -45,7 +45,7 @@ func commOf(h C.uintptr_t, op string) (*mpi.Comm, error) {
 	if c, ok := comms.get(uintptr(h)); ok {
 		return c, nil
 	}
-	return nil, worldFail(bad(mpi.ErrComm, op, "invalid communicator handle %#x (a %s handle, or freed)", uintptr(h), kindName(uintptr(h))))
+	return nil, worldFail(bad(mpi.ErrComm, op, "invalid communicator handle %#x (%s)", uintptr(h), describe(uintptr(h), kindComm)))
 }
 
 // commHandle returns the C handle of c, allocating one if c is new to C.

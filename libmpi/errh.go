@@ -55,7 +55,7 @@ func ftmpi_Comm_create_errhandler(fn unsafe.Pointer, errhandler *C.uintptr_t) C.
 		*v = code(err)
 		C.ftmpi_call_comm_errhandler(fn, (*C.MPI_Comm)(unsafe.Pointer(h)), v)
 	})
-	*errhandler = C.uintptr_t(errhs.putNew(e))
+	*errhandler = C.uintptr_t(errhs.put(e))
 	return cSuccess
 }
 

@@ -141,29 +141,28 @@ func (t *table[T]) del(h uintptr) {
 	t.free = append(t.free, i)
 }
 
-// kindName names a handle kind for messages.
-func kindName(h uintptr) string {
-	switch h >> kindShift {
-	case kindComm:
-		return "communicator"
-	case kindGroup:
-		return "group"
-	case kindDatatype:
-		return "datatype"
-	case kindOp:
-		return "operation"
-	case kindRequest:
-		return "request"
-	case kindErrhandler:
-		return "error handler"
-	case kindInfo:
-		return "info"
-	case kindWin:
-		return "window"
-	case kindFile:
-		return "file"
-	case kindMessage:
-		return "message"
+// describe says what is wrong with handle h, which is not a live handle of
+// kind want, for messages.
+func describe(h, want uintptr) string {
+	switch {
+	case h>>kindShift == want:
+		return "freed, or never allocated"
+	case h>>kindShift >= kindComm && h>>kindShift <= kindSession:
+		return "a " + kindNames[h>>kindShift] + " handle"
 	}
-	return "unknown handle"
+	return "not a handle of this library"
+}
+
+var kindNames = map[uintptr]string{
+	kindComm: "communicator", kindGroup: "group", kindDatatype: "datatype", kindOp: "operation",
+	kindRequest: "request", kindErrhandler: "error handler", kindInfo: "info", kindWin: "window",
+	kindFile: "file", kindMessage: "message", kindKeyval: "keyval", kindSession: "session",
+}
+
+// kindName names a handle's kind for messages.
+func kindName(h uintptr) string {
+	if n, ok := kindNames[h>>kindShift]; ok {
+		return n
+	}
+	return "unknown"
 }

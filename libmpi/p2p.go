@@ -23,16 +23,24 @@ type creq struct {
 	done func(st *mpi.Status)
 }
 
-// tagIn converts a C tag: MPI_ANY_TAG is the Go AnyTag, other negative
-// tags stay negative (and invalid) without becoming AnyTag.
+// tagIn converts a C tag: MPI_ANY_TAG is the Go AnyTag.
 func tagIn(t C.int) int {
 	if t == C.MPI_ANY_TAG {
 		return mpi.AnyTag
 	}
-	if t < 0 {
-		return int(t) - 1000
-	}
 	return int(t)
+}
+
+// checkTag rejects the negative tags that are not MPI_ANY_TAG (a receive's
+// only wildcard) before they reach Go, where -1 is the wildcard.
+func checkTag(c *mpi.Comm, op string, t C.int, recv bool) C.int {
+	if t >= 0 || (recv && t == C.MPI_ANY_TAG) {
+		return cSuccess
+	}
+	if t == C.MPI_ANY_TAG {
+		return fail(c, bad(mpi.ErrTag, op, "MPI_ANY_TAG is a receive's wildcard, not a tag to send with"))
+	}
+	return fail(c, bad(mpi.ErrTag, op, "tag %d is negative (valid tags are 0..MPI_TAG_UB, or MPI_ANY_TAG to receive)", int(t)))
 }
 
 // setStatus writes st into the C status s (nil: MPI_STATUS_IGNORE).
@@ -88,6 +96,9 @@ func send(op string, buf unsafe.Pointer, count C.int, dt C.uintptr_t, dest, tag 
 	if rc != cSuccess {
 		return rc
 	}
+	if rc := checkTag(c, op, tag, false); rc != cSuccess {
+		return rc
+	}
 	if sync {
 		return code(mpi.SsendTyped(c, b, int(count), d, int(dest), tagIn(tag)))
 	}
@@ -115,6 +126,9 @@ func ftmpi_Recv(buf unsafe.Pointer, count C.int, dt C.uintptr_t, source, tag C.i
 	if rc != cSuccess {
 		return rc
 	}
+	if rc := checkTag(c, "MPI_Recv", tag, true); rc != cSuccess {
+		return rc
+	}
 	st, err := mpi.RecvTyped(c, b, int(count), d, int(source), tagIn(tag))
 	setStatus(status, st)
 	return code(err)
@@ -126,6 +140,9 @@ func newReq(cr *creq) C.uintptr_t { return C.uintptr_t(reqs.putNew(cr)) }
 func isend(op string, buf unsafe.Pointer, count C.int, dt C.uintptr_t, dest, tag C.int, comm C.uintptr_t, request *C.uintptr_t, sync bool) C.int {
 	c, b, d, rc := p2pArgs(op, buf, count, dt, comm)
 	if rc != cSuccess {
+		return rc
+	}
+	if rc := checkTag(c, op, tag, false); rc != cSuccess {
 		return rc
 	}
 	var r *mpi.Request
@@ -161,6 +178,9 @@ func ftmpi_Irsend(buf unsafe.Pointer, count C.int, dt C.uintptr_t, dest, tag C.i
 func ftmpi_Irecv(buf unsafe.Pointer, count C.int, dt C.uintptr_t, source, tag C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
 	c, b, d, rc := p2pArgs("MPI_Irecv", buf, count, dt, comm)
 	if rc != cSuccess {
+		return rc
+	}
+	if rc := checkTag(c, "MPI_Irecv", tag, true); rc != cSuccess {
 		return rc
 	}
 	r, err := mpi.IrecvTyped(c, b, int(count), d, int(source), tagIn(tag))
@@ -207,6 +227,9 @@ func ftmpi_Recv_init(buf unsafe.Pointer, count C.int, dt C.uintptr_t, source, ta
 func persistent(op string, buf unsafe.Pointer, count C.int, dt C.uintptr_t, peer, tag C.int, comm C.uintptr_t, request *C.uintptr_t, mk func(*mpi.Comm, []byte, *mpi.Datatype) (*mpi.Request, error)) C.int {
 	c, b, d, rc := p2pArgs(op, buf, count, dt, comm)
 	if rc != cSuccess {
+		return rc
+	}
+	if rc := checkTag(c, op, tag, op == "MPI_Recv_init"); rc != cSuccess {
 		return rc
 	}
 	*request = newReq(&creq{start: func() (*mpi.Request, error) { return mk(c, b, d) }})
@@ -611,6 +634,12 @@ func ftmpi_Sendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_
 	if rc != cSuccess {
 		return rc
 	}
+	if rc := checkTag(c, op, sendtag, false); rc != cSuccess {
+		return rc
+	}
+	if rc := checkTag(c, op, recvtag, true); rc != cSuccess {
+		return rc
+	}
 	r, err := mpi.IrecvTyped(c, rb, int(recvcount), rd, int(source), tagIn(recvtag))
 	if err != nil {
 		return code(err)
@@ -629,6 +658,12 @@ func ftmpi_Sendrecv_replace(buf unsafe.Pointer, count C.int, dt C.uintptr_t, des
 	const op = "MPI_Sendrecv_replace"
 	c, b, d, rc := p2pArgs(op, buf, count, dt, comm)
 	if rc != cSuccess {
+		return rc
+	}
+	if rc := checkTag(c, op, sendtag, false); rc != cSuccess {
+		return rc
+	}
+	if rc := checkTag(c, op, recvtag, true); rc != cSuccess {
 		return rc
 	}
 	tmp := make([]byte, len(b))

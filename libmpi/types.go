@@ -136,7 +136,7 @@ func typeOf(h C.uintptr_t, c *mpi.Comm, op string) (*mpi.Datatype, error) {
 	if uintptr(h) == hTypeNull {
 		err = bad(mpi.ErrType, op, "MPI_DATATYPE_NULL is not a datatype")
 	} else {
-		err = bad(mpi.ErrType, op, "invalid datatype handle %#x (a %s handle, or freed)", uintptr(h), kindName(uintptr(h)))
+		err = bad(mpi.ErrType, op, "invalid datatype handle %#x (%s)", uintptr(h), describe(uintptr(h), kindDatatype))
 	}
 	if c != nil {
 		return nil, c.CallErrhandler(err)
