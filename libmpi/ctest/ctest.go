@@ -65,6 +65,13 @@ type buildErr struct {
 
 func (e *buildErr) Error() string { return e.err.Error() + "\n" + e.log }
 
+// Cleanup removes what the tests compiled (TestMain calls it).
+func Cleanup() {
+	if work != "" {
+		os.RemoveAll(work)
+	}
+}
+
 // Lib returns the built library, building it on first use.
 func Lib(t testing.TB) cbuild.Lib {
 	t.Helper()
