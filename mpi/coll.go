@@ -577,20 +577,20 @@ func IreduceScatterBlock[T Elem](c *Comm, send, recv []T, op *Op) (*Request, err
 	return nonblocking(c, "MPI_Ireduce_scatter_block", run, err)
 }
 
-func reduceScatterBlockPrep[T Elem](c *Comm, name string, send, recv []T, op *Op) (collRun, error) {
+func reduceScatterBlockPrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeReduceScatterBlock(c, name, send, recv, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeReduceScatterBlock(c, name, send, recv, op, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.failColl(err)
 	}
-	f, err := opFunc[T](c, name, op)
+	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
 		return nil, c.failColl(err)
 	}
@@ -602,7 +602,7 @@ func reduceScatterBlockPrep[T Elem](c *Comm, name string, send, recv []T, op *Op
 	if len(recv) < n {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), n))
 	}
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	bn := n * esizeOf[T]()
 	x := newCx(c, name, sigOf(coll.KReduceScatterBlock, op, 0, n), dt)
 	commut := op.commutative
@@ -630,20 +630,20 @@ func IreduceScatter[T Elem](c *Comm, send, recv []T, counts []int, op *Op) (*Req
 	return nonblocking(c, "MPI_Ireduce_scatter", run, err)
 }
 
-func reduceScatterPrep[T Elem](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error) {
+func reduceScatterPrep[T Elem](c *Comm, name string, send, recv []T, counts []int, op *Op, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeReduceScatter(c, name, send, recv, counts, op); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeReduceScatter(c, name, send, recv, counts, op, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.failColl(err)
 	}
-	f, err := opFunc[T](c, name, op)
+	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
 		return nil, c.failColl(err)
 	}
@@ -653,7 +653,7 @@ func reduceScatterPrep[T Elem](c *Comm, name string, send, recv []T, counts []in
 	if len(recv) < counts[c.rank] {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), counts[c.rank]))
 	}
-	dt := dtypeOf[T]()
+	dt := factsFor[T](ov).dt
 	bc := scaled(counts, esizeOf[T]())
 	x := newCx(c, name, sigOf(coll.KReduceScatter, op, 0, sum(counts)), dt)
 	commut := op.commutative
@@ -691,20 +691,20 @@ func Iexscan[T Elem](c *Comm, send, recv []T, op *Op) (*Request, error) {
 	return nonblocking(c, "MPI_Iexscan", run, err)
 }
 
-func scanPrep[T Elem](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error) {
+func scanPrep[T Elem](c *Comm, name string, send, recv []T, op *Op, exclusive bool, ov ...*elemFacts) (collRun, error) {
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if run, err, ok := routeScan(c, name, send, recv, op, exclusive); ok { // the fault-tolerance model routes it (runthrough_coll.go)
+	if run, err, ok := routeScan(c, name, send, recv, op, exclusive, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	if err := elemCheck[T](c, name); err != nil {
+	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
 	if err := notInter(c, name); err != nil {
 		return nil, c.failColl(err)
 	}
-	f, err := opFunc[T](c, name, op)
+	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
 		return nil, c.failColl(err)
 	}
@@ -715,7 +715,7 @@ func scanPrep[T Elem](c *Comm, name string, send, recv []T, op *Op, exclusive bo
 	if exclusive {
 		kind = coll.KExscan
 	}
-	x := newCx(c, name, sigOf(kind, op, 0, len(send)), dtypeOf[T]())
+	x := newCx(c, name, sigOf(kind, op, 0, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
 	return func() error {
 		return x.Scan(asBytes(send), asBytes(recv), coll.ReduceFn(f), commut, exclusive)

@@ -112,6 +112,9 @@ func opFunc[T Elem](c *Comm, name string, op *Op, ov ...*elemFacts) (redFn, erro
 	if op == nil {
 		return nil, newErr(ErrOp, name, c, NoPeer, "nil operation")
 	}
+	if r := boundRed(op); r != nil { // bound to a datatype (typed_op.go)
+		return r, nil
+	}
 	if len(ov) > 0 {
 		f := ov[0]
 		if op.kind != opUser && op.kind < opMinLoc && f.runs == nil && f.dt < p2p.DType(len(predRed)) {

@@ -337,7 +337,7 @@ func routeAlltoallv[T Elem](c *Comm, name string, send []T, sc, sd []int, recv [
 	return s.done(c, run, err, nil)
 }
 
-func routeReduceScatterBlock[T Elem](c *Comm, name string, send, recv []T, op *Op) (collRun, error, bool) {
+func routeReduceScatterBlock[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -350,11 +350,11 @@ func routeReduceScatterBlock[T Elem](c *Comm, name string, send, recv []T, op *O
 	if len(recv) < n {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), n)), true
 	}
-	run, err := reduceScatterBlockPrep(s.comm, name, runthrough.Pack(s.local, send, n), recv, op)
+	run, err := reduceScatterBlockPrep(s.comm, name, runthrough.Pack(s.local, send, n), recv, op, ov...)
 	return s.done(c, run, err, nil)
 }
 
-func routeReduceScatter[T Elem](c *Comm, name string, send, recv []T, counts []int, op *Op) (collRun, error, bool) {
+func routeReduceScatter[T Elem](c *Comm, name string, send, recv []T, counts []int, op *Op, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
@@ -364,18 +364,18 @@ func routeReduceScatter[T Elem](c *Comm, name string, send, recv []T, counts []i
 		return nil, c.handle(err), true
 	}
 	sb := runthrough.PackV(s.local, send, counts, d)
-	run, err := reduceScatterPrep(s.comm, name, sb, recv, s.local.Pick(counts), op)
+	run, err := reduceScatterPrep(s.comm, name, sb, recv, s.local.Pick(counts), op, ov...)
 	return s.done(c, run, err, nil)
 }
 
 // routeScan: the recognised failed processes are skipped and their
 // contribution ignored; for Exscan the first alive process takes the place
 // of process 0 (its receive buffer is not modified) (seed 003 17.7.2).
-func routeScan[T Elem](c *Comm, name string, send, recv []T, op *Op, exclusive bool) (collRun, error, bool) {
+func routeScan[T Elem](c *Comm, name string, send, recv []T, op *Op, exclusive bool, ov ...*elemFacts) (collRun, error, bool) {
 	s, fail, ok := c.route(name)
 	if !ok || fail != nil {
 		return fail, nil, ok
 	}
-	run, err := scanPrep(s.comm, name, send, recv, op, exclusive)
+	run, err := scanPrep(s.comm, name, send, recv, op, exclusive, ov...)
 	return s.done(c, run, err, nil)
 }
