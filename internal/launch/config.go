@@ -135,8 +135,14 @@ type Config struct {
 	// MaxRestarts bounds the respawns of --on-failure reinit over the whole
 	// job; one more failure ends it as a failure. 0 means DefaultMaxRestarts.
 	MaxRestarts int
-	Verbose     bool         // print launcher progress on Stderr
-	Inject      inject.Specs // faults to inject (see the package comment); nil: none
+	Verbose     bool // print launcher progress on Stderr
+	// Hydra: MPICH's launcher conventions, which its fault-tolerance tests
+	// (test/mpi/ft, run with hydra's -disable-auto-cleanup) rely on: the
+	// policy's failure notices are printed only with Verbose (the tests
+	// take every output line but " No Errors" for an error), and a job in
+	// which a rank failed never exits 0 (they require a non-zero status).
+	Hydra  bool
+	Inject inject.Specs // faults to inject (see the package comment); nil: none
 
 	// RestartOnFailure > 0 relaunches the whole job after a failure, at
 	// most that many times (Checkpoint-on-Failure; see Run); OnFailure ""
@@ -240,8 +246,9 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
   --interface IF   the network between hosts: an interface name or a CIDR (IPv4 or IPv6);
                    default: the route to the first remote host
   -disable-auto-cleanup
-                   (hydra's flag, which MPICH's fault-tolerance tests pass) same as
-                   --on-failure continue unless --on-failure is given
+                   (hydra's flag, which MPICH's fault-tolerance tests pass) --on-failure
+                   continue unless --on-failure is given, failure notices only with -v,
+                   and a non-zero exit code when a rank failed, as hydra
   -v               verbose
   -h, --help       print this help and exit 0
 Exit code: without failures, like mpirun, 0 when every rank exited 0, else the
@@ -340,8 +347,11 @@ func ParseArgs(args []string) (Config, error) {
 		nSet = nSet || f.Name == "n" || f.Name == "np"
 		timeoutSet = timeoutSet || f.Name == "timeout"
 	})
-	if noCleanup && !onFailureSet {
-		cfg.OnFailure, onFailureSet = OnFailureContinue, true
+	if noCleanup {
+		cfg.Hydra = true
+		if !onFailureSet {
+			cfg.OnFailure, onFailureSet = OnFailureContinue, true
+		}
 	}
 	if env := strings.TrimSpace(os.Getenv(EnvMPIExecTimeout)); !timeoutSet && env != "" {
 		sec, err := strconv.Atoi(env)

@@ -34,9 +34,10 @@ const (
 // started: agents report to it (it is their Reporter) and it kills through
 // them.
 type head struct {
-	out     *output
-	verbose bool
-	key     *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
+	out      *output
+	verbose  bool
+	quietLog bool          // the policy's messages only when verbose (Config.Hydra)
+	key      *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
 
 	agentsMu sync.Mutex
 	agents   []Agent
@@ -260,7 +261,9 @@ func (h *head) step(ev policy.Event) {
 func (h *head) execute(a policy.Action) {
 	switch a.Kind {
 	case policy.Log:
-		h.out.logf("%s", a.Text)
+		if !h.quietLog || h.verbose {
+			h.out.logf("%s", a.Text)
+		}
 	case policy.Check:
 		if ra := h.remoteOf(a.Rank, a.Incarnation); ra != nil {
 			// Its agent reads its state; the answer comes back as an event

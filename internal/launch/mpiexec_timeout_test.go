@@ -2,6 +2,7 @@ package launch
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,4 +48,30 @@ func TestParseArgsMPIExecTimeout(t *testing.T) {
 			t.Errorf("MPIEXEC_TIMEOUT=%q %v: timeout %v, on-failure %s; want %v, %s", tc.env, tc.args, cfg.Timeout, cfg.OnFailure, tc.timeout, tc.policy)
 		}
 	}
+}
+
+// With -disable-auto-cleanup (MPICH's ft tests), a failed rank is reported
+// by the exit code alone: no launcher line on stderr (runtests takes every
+// line but " No Errors" for an error), and the code is never 0.
+func TestHydraDisableAutoCleanup(t *testing.T) {
+	t.Parallel()
+	// Rank 1 exits 4 without finalizing; nobody finalizes: --on-failure
+	// continue alone exits 0 (rank 0's code), hydra's convention 4.
+	r := run(t, limit, "-n", "2", "-disable-auto-cleanup", rankprogBin, "nofin", "1", "4")
+	expectCode(t, r, 4)
+	if r.stderr != "" {
+		t.Errorf("stderr %q, want none", r.stderr)
+	}
+	// A rank killed by a signal: the survivors finalize; code 128+9.
+	r = run(t, limit, "-n", "3", "-disable-auto-cleanup", rankprogBin, "crash", "1", "10")
+	if r.code == 0 {
+		t.Errorf("exit code 0 after a failure")
+	}
+	if strings.Contains(r.stderr, "ftmpirun:") {
+		t.Errorf("stderr has launcher lines:\n%s", r.stderr)
+	}
+	// -v still prints them.
+	r = run(t, limit, "-n", "2", "-v", "-disable-auto-cleanup", rankprogBin, "nofin", "1", "4")
+	expectCode(t, r, 4)
+	expectStderr(t, r, "continuing (--on-failure continue)")
 }

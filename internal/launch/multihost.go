@@ -90,6 +90,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		tcpControl = "tcp:" + tcpLn.Addr().String()
 	}
 	h := newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, hosts, place, cfg.Spares)
+	h.quietLog = cfg.Hydra
 	h.key = key // every control connection, local or remote, proves the job's secret
 	h.killGrace = cfg.KillGrace
 	h.serve(ln)

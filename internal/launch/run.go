@@ -140,6 +140,7 @@ func runOnce(cfg Config, st *launchState) int {
 	var remotes []*remoteAgent
 	if cfg.Hosts == nil {
 		h = newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, nil, nil, cfg.Spares)
+		h.quietLog = cfg.Hydra
 		h.key = key
 		h.killGrace = cfg.KillGrace
 		h.serve(ln)
@@ -244,6 +245,11 @@ wait:
 		a.Wait()
 	}
 	code := h.exitCode()
+	if cfg.Hydra && code == 0 {
+		if o := h.outcome(); o.Failed {
+			code = o.Code // hydra: a failed rank makes the job fail
+		}
+	}
 	st.finished(h, path)
 	if cfg.Verbose {
 		out.logf("job %s done in %v, exit code %d", job, time.Since(t0).Round(time.Microsecond), code)
