@@ -4,6 +4,1278 @@
 #include "cside.h"
 #include "_cgo_export.h"
 
+int PMPI_Barrier(MPI_Comm comm)
+{
+    (void)comm;
+    return ftmpi_unsupported("MPI_Barrier");
+}
+int MPI_Barrier(MPI_Comm comm) __attribute__((weak, alias("PMPI_Barrier")));
+
+int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    (void)buffer;
+    (void)count;
+    (void)datatype;
+    (void)root;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Bcast");
+}
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Bcast")));
+
+int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)root;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Reduce");
+}
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Reduce")));
+
+int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Allreduce");
+}
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Allreduce")));
+
+int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Gather");
+}
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Gather")));
+
+int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Gatherv");
+}
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Gatherv")));
+
+int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Scatter");
+}
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Scatter")));
+
+int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)displs;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Scatterv");
+}
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Scatterv")));
+
+int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Allgather");
+}
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Allgather")));
+
+int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Allgatherv");
+}
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Allgatherv")));
+
+int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Alltoall");
+}
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Alltoall")));
+
+int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Alltoallv");
+}
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Alltoallv")));
+
+int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtypes;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtypes;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Alltoallw");
+}
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) __attribute__((weak, alias("PMPI_Alltoallw")));
+
+int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Reduce_scatter");
+}
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Reduce_scatter")));
+
+int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Reduce_scatter_block");
+}
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Reduce_scatter_block")));
+
+int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Scan");
+}
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Scan")));
+
+int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Exscan");
+}
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Exscan")));
+
+int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
+{
+    (void)inbuf;
+    (void)inoutbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    return ftmpi_unsupported("MPI_Reduce_local");
+}
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op) __attribute__((weak, alias("PMPI_Reduce_local")));
+
+int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ibarrier");
+}
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ibarrier")));
+
+int PMPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    (void)buffer;
+    (void)count;
+    (void)datatype;
+    (void)root;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ibcast");
+}
+int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ibcast")));
+
+int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)root;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ireduce");
+}
+int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ireduce")));
+
+int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Iallreduce");
+}
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iallreduce")));
+
+int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Igather");
+}
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Igather")));
+
+int PMPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Igatherv");
+}
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Igatherv")));
+
+int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Iscatter");
+}
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iscatter")));
+
+int PMPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)displs;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Iscatterv");
+}
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iscatterv")));
+
+int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Iallgather");
+}
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iallgather")));
+
+int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Iallgatherv");
+}
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iallgatherv")));
+
+int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ialltoall");
+}
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ialltoall")));
+
+int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ialltoallv");
+}
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ialltoallv")));
+
+int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtypes;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtypes;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ialltoallw");
+}
+int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ialltoallw")));
+
+int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ireduce_scatter");
+}
+int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ireduce_scatter")));
+
+int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ireduce_scatter_block");
+}
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_block")));
+
+int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Iscan");
+}
+int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iscan")));
+
+int PMPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Iexscan");
+}
+int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iexscan")));
+
+int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Barrier_init");
+}
+int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Barrier_init")));
+
+int PMPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)buffer;
+    (void)count;
+    (void)datatype;
+    (void)root;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Bcast_init");
+}
+int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Bcast_init")));
+
+int PMPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)root;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Reduce_init");
+}
+int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Reduce_init")));
+
+int PMPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Allreduce_init");
+}
+int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Allreduce_init")));
+
+int PMPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Gather_init");
+}
+int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Gather_init")));
+
+int PMPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Gatherv_init");
+}
+int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Gatherv_init")));
+
+int PMPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Scatter_init");
+}
+int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Scatter_init")));
+
+int PMPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)displs;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)root;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Scatterv_init");
+}
+int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Scatterv_init")));
+
+int PMPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Allgather_init");
+}
+int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Allgather_init")));
+
+int PMPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Allgatherv_init");
+}
+int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Allgatherv_init")));
+
+int PMPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Alltoall_init");
+}
+int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Alltoall_init")));
+
+int PMPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtype;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Alltoallv_init");
+}
+int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Alltoallv_init")));
+
+int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtypes;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtypes;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Alltoallw_init");
+}
+int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Alltoallw_init")));
+
+int PMPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Reduce_scatter_init");
+}
+int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Reduce_scatter_init")));
+
+int PMPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Reduce_scatter_block_init");
+}
+int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Reduce_scatter_block_init")));
+
+int PMPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Scan_init");
+}
+int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Scan_init")));
+
+int PMPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)count;
+    (void)datatype;
+    (void)op;
+    (void)comm;
+    (void)info;
+    (void)request;
+    return ftmpi_unsupported("MPI_Exscan_init");
+}
+int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Exscan_init")));
+
+int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_allgather");
+}
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_allgather")));
+
+int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_allgatherv");
+}
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv")));
+
+int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_alltoall");
+}
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall")));
+
+int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_alltoallv");
+}
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv")));
+
+int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtypes;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtypes;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_alltoallw");
+}
+int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw")));
+
+int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_allgather");
+}
+int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather")));
+
+int PMPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_allgatherv");
+}
+int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv")));
+
+int PMPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_alltoall");
+}
+int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall")));
+
+int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_alltoallv");
+}
+int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv")));
+
+int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtypes;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtypes;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_alltoallw");
+}
+int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw")));
+
+int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
+{
+    return ftmpi_Op_create((void *)user_fn, commute, (uintptr_t *)op);
+}
+int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op) __attribute__((weak, alias("PMPI_Op_create")));
+
+int PMPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op)
+{
+    return ftmpi_Op_create_c((void *)user_fn, commute, (uintptr_t *)op);
+}
+int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op) __attribute__((weak, alias("PMPI_Op_create_c")));
+
+int PMPI_Op_free(MPI_Op *op)
+{
+    return ftmpi_Op_free((uintptr_t *)op);
+}
+int MPI_Op_free(MPI_Op *op) __attribute__((weak, alias("PMPI_Op_free")));
+
+int PMPI_Op_commutative(MPI_Op op, int *commute)
+{
+    return ftmpi_Op_commutative((uintptr_t)op, (void *)commute);
+}
+int MPI_Op_commutative(MPI_Op op, int *commute) __attribute__((weak, alias("PMPI_Op_commutative")));
+
+int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
+{
+    return ftmpi_Comm_group((uintptr_t)comm, (uintptr_t *)group);
+}
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) __attribute__((weak, alias("PMPI_Comm_group")));
+
+int PMPI_Group_size(MPI_Group group, int *size)
+{
+    return ftmpi_Group_size((uintptr_t)group, (void *)size);
+}
+int MPI_Group_size(MPI_Group group, int *size) __attribute__((weak, alias("PMPI_Group_size")));
+
+int PMPI_Group_rank(MPI_Group group, int *rank)
+{
+    return ftmpi_Group_rank((uintptr_t)group, (void *)rank);
+}
+int MPI_Group_rank(MPI_Group group, int *rank) __attribute__((weak, alias("PMPI_Group_rank")));
+
+int PMPI_Group_free(MPI_Group *group)
+{
+    return ftmpi_Group_free((uintptr_t *)group);
+}
+int MPI_Group_free(MPI_Group *group) __attribute__((weak, alias("PMPI_Group_free")));
+
+int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
+{
+    return ftmpi_Group_incl((uintptr_t)group, n, (void *)ranks, (uintptr_t *)newgroup);
+}
+int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup) __attribute__((weak, alias("PMPI_Group_incl")));
+
+int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
+{
+    return ftmpi_Group_excl((uintptr_t)group, n, (void *)ranks, (uintptr_t *)newgroup);
+}
+int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup) __attribute__((weak, alias("PMPI_Group_excl")));
+
+int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+{
+    return ftmpi_Group_union((uintptr_t)group1, (uintptr_t)group2, (uintptr_t *)newgroup);
+}
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) __attribute__((weak, alias("PMPI_Group_union")));
+
+int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+{
+    return ftmpi_Group_intersection((uintptr_t)group1, (uintptr_t)group2, (uintptr_t *)newgroup);
+}
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) __attribute__((weak, alias("PMPI_Group_intersection")));
+
+int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+{
+    return ftmpi_Group_difference((uintptr_t)group1, (uintptr_t)group2, (uintptr_t *)newgroup);
+}
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) __attribute__((weak, alias("PMPI_Group_difference")));
+
+int PMPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
+{
+    return ftmpi_Group_compare((uintptr_t)group1, (uintptr_t)group2, (void *)result);
+}
+int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result) __attribute__((weak, alias("PMPI_Group_compare")));
+
+int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[])
+{
+    return ftmpi_Group_translate_ranks((uintptr_t)group1, n, (void *)ranks1, (uintptr_t)group2, (void *)ranks2);
+}
+int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]) __attribute__((weak, alias("PMPI_Group_translate_ranks")));
+
+int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_dup((uintptr_t)comm, (uintptr_t *)newcomm);
+}
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_dup")));
+
+int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_dup_with_info((uintptr_t)comm, (uintptr_t)info, (uintptr_t *)newcomm);
+}
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_dup_with_info")));
+
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    return ftmpi_Comm_idup((uintptr_t)comm, (uintptr_t *)newcomm, (uintptr_t *)request);
+}
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) __attribute__((weak, alias("PMPI_Comm_idup")));
+
+int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request)
+{
+    return ftmpi_Comm_idup_with_info((uintptr_t)comm, (uintptr_t)info, (uintptr_t *)newcomm, (uintptr_t *)request);
+}
+int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) __attribute__((weak, alias("PMPI_Comm_idup_with_info")));
+
+int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_split((uintptr_t)comm, color, key, (uintptr_t *)newcomm);
+}
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_split")));
+
+int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_split_type((uintptr_t)comm, split_type, key, (uintptr_t)info, (uintptr_t *)newcomm);
+}
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_split_type")));
+
+int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_create((uintptr_t)comm, (uintptr_t)group, (uintptr_t *)newcomm);
+}
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_create")));
+
+int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_create_group((uintptr_t)comm, (uintptr_t)group, tag, (uintptr_t *)newcomm);
+}
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_create_group")));
+
+int PMPI_Comm_free(MPI_Comm *comm)
+{
+    return ftmpi_Comm_free((uintptr_t *)comm);
+}
+int MPI_Comm_free(MPI_Comm *comm) __attribute__((weak, alias("PMPI_Comm_free")));
+
+int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
+{
+    return ftmpi_Comm_compare((uintptr_t)comm1, (uintptr_t)comm2, (void *)result);
+}
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) __attribute__((weak, alias("PMPI_Comm_compare")));
+
+int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
+{
+    return ftmpi_Comm_set_name((uintptr_t)comm, (void *)comm_name);
+}
+int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name) __attribute__((weak, alias("PMPI_Comm_set_name")));
+
+int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
+{
+    return ftmpi_Comm_get_name((uintptr_t)comm, (void *)comm_name, (void *)resultlen);
+}
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen) __attribute__((weak, alias("PMPI_Comm_get_name")));
+
+int PMPI_Comm_test_inter(MPI_Comm comm, int *flag)
+{
+    return ftmpi_Comm_test_inter((uintptr_t)comm, (void *)flag);
+}
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag) __attribute__((weak, alias("PMPI_Comm_test_inter")));
+
+int PMPI_Comm_remote_size(MPI_Comm comm, int *size)
+{
+    return ftmpi_Comm_remote_size((uintptr_t)comm, (void *)size);
+}
+int MPI_Comm_remote_size(MPI_Comm comm, int *size) __attribute__((weak, alias("PMPI_Comm_remote_size")));
+
+int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
+{
+    return ftmpi_Comm_remote_group((uintptr_t)comm, (uintptr_t *)group);
+}
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) __attribute__((weak, alias("PMPI_Comm_remote_group")));
+
+int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm)
+{
+    return ftmpi_Intercomm_create((uintptr_t)local_comm, local_leader, (uintptr_t)peer_comm, remote_leader, tag, (uintptr_t *)newintercomm);
+}
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm) __attribute__((weak, alias("PMPI_Intercomm_create")));
+
+int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+{
+    return ftmpi_Intercomm_merge((uintptr_t)intercomm, high, (uintptr_t *)newintracomm);
+}
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) __attribute__((weak, alias("PMPI_Intercomm_merge")));
+
+int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
+{
+    return ftmpi_Comm_set_info((uintptr_t)comm, (uintptr_t)info);
+}
+int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) __attribute__((weak, alias("PMPI_Comm_set_info")));
+
+int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
+{
+    return ftmpi_Comm_get_info((uintptr_t)comm, (uintptr_t *)info_used);
+}
+int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) __attribute__((weak, alias("PMPI_Comm_get_info")));
+
+int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart)
+{
+    return ftmpi_Cart_create((uintptr_t)comm_old, ndims, (void *)dims, (void *)periods, reorder, (uintptr_t *)comm_cart);
+}
+int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart) __attribute__((weak, alias("PMPI_Cart_create")));
+
+int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[])
+{
+    return ftmpi_Cart_get((uintptr_t)comm, maxdims, (void *)dims, (void *)periods, (void *)coords);
+}
+int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) __attribute__((weak, alias("PMPI_Cart_get")));
+
+int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
+{
+    return ftmpi_Cart_rank((uintptr_t)comm, (void *)coords, (void *)rank);
+}
+int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank) __attribute__((weak, alias("PMPI_Cart_rank")));
+
+int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
+{
+    return ftmpi_Cart_coords((uintptr_t)comm, rank, maxdims, (void *)coords);
+}
+int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) __attribute__((weak, alias("PMPI_Cart_coords")));
+
+int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest)
+{
+    return ftmpi_Cart_shift((uintptr_t)comm, direction, disp, (void *)rank_source, (void *)rank_dest);
+}
+int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest) __attribute__((weak, alias("PMPI_Cart_shift")));
+
+int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+{
+    return ftmpi_Cart_sub((uintptr_t)comm, (void *)remain_dims, (uintptr_t *)newcomm);
+}
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Cart_sub")));
+
+int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank)
+{
+    return ftmpi_Cart_map((uintptr_t)comm, ndims, (void *)dims, (void *)periods, (void *)newrank);
+}
+int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank) __attribute__((weak, alias("PMPI_Cart_map")));
+
+int PMPI_Cartdim_get(MPI_Comm comm, int *ndims)
+{
+    return ftmpi_Cartdim_get((uintptr_t)comm, (void *)ndims);
+}
+int MPI_Cartdim_get(MPI_Comm comm, int *ndims) __attribute__((weak, alias("PMPI_Cartdim_get")));
+
+int PMPI_Dims_create(int nnodes, int ndims, int dims[])
+{
+    return ftmpi_Dims_create(nnodes, ndims, (void *)dims);
+}
+int MPI_Dims_create(int nnodes, int ndims, int dims[]) __attribute__((weak, alias("PMPI_Dims_create")));
+
+int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder, MPI_Comm *comm_graph)
+{
+    return ftmpi_Graph_create((uintptr_t)comm_old, nnodes, (void *)index, (void *)edges, reorder, (uintptr_t *)comm_graph);
+}
+int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder, MPI_Comm *comm_graph) __attribute__((weak, alias("PMPI_Graph_create")));
+
+int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[])
+{
+    return ftmpi_Graph_get((uintptr_t)comm, maxindex, maxedges, (void *)index, (void *)edges);
+}
+int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]) __attribute__((weak, alias("PMPI_Graph_get")));
+
+int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[])
+{
+    return ftmpi_Graph_neighbors((uintptr_t)comm, rank, maxneighbors, (void *)neighbors);
+}
+int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) __attribute__((weak, alias("PMPI_Graph_neighbors")));
+
+int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
+{
+    return ftmpi_Graph_neighbors_count((uintptr_t)comm, rank, (void *)nneighbors);
+}
+int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors) __attribute__((weak, alias("PMPI_Graph_neighbors_count")));
+
+int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
+{
+    return ftmpi_Graphdims_get((uintptr_t)comm, (void *)nnodes, (void *)nedges);
+}
+int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges) __attribute__((weak, alias("PMPI_Graphdims_get")));
+
+int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int *newrank)
+{
+    return ftmpi_Graph_map((uintptr_t)comm, nnodes, (void *)index, (void *)edges, (void *)newrank);
+}
+int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int *newrank) __attribute__((weak, alias("PMPI_Graph_map")));
+
+int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted)
+{
+    return ftmpi_Dist_graph_neighbors_count((uintptr_t)comm, (void *)indegree, (void *)outdegree, (void *)weighted);
+}
+int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted) __attribute__((weak, alias("PMPI_Dist_graph_neighbors_count")));
+
+int PMPI_Topo_test(MPI_Comm comm, int *status)
+{
+    return ftmpi_Topo_test((uintptr_t)comm, (void *)status);
+}
+int MPI_Topo_test(MPI_Comm comm, int *status) __attribute__((weak, alias("PMPI_Topo_test")));
+
+int PMPI_Comm_free_keyval(int *comm_keyval)
+{
+    return ftmpi_Comm_free_keyval((void *)comm_keyval);
+}
+int MPI_Comm_free_keyval(int *comm_keyval) __attribute__((weak, alias("PMPI_Comm_free_keyval")));
+
+int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
+{
+    return ftmpi_Comm_get_attr((uintptr_t)comm, comm_keyval, (void *)attribute_val, (void *)flag);
+}
+int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag) __attribute__((weak, alias("PMPI_Comm_get_attr")));
+
+int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval)
+{
+    return ftmpi_Comm_delete_attr((uintptr_t)comm, comm_keyval);
+}
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) __attribute__((weak, alias("PMPI_Comm_delete_attr")));
+
+int PMPI_Keyval_free(int *keyval)
+{
+    return ftmpi_Keyval_free((void *)keyval);
+}
+int MPI_Keyval_free(int *keyval) __attribute__((weak, alias("PMPI_Keyval_free")));
+
+int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+    return ftmpi_Attr_get((uintptr_t)comm, keyval, (void *)attribute_val, (void *)flag);
+}
+int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag) __attribute__((weak, alias("PMPI_Attr_get")));
+
+int PMPI_Attr_delete(MPI_Comm comm, int keyval)
+{
+    return ftmpi_Attr_delete((uintptr_t)comm, keyval);
+}
+int MPI_Attr_delete(MPI_Comm comm, int keyval) __attribute__((weak, alias("PMPI_Attr_delete")));
+
+int PMPI_Info_create(MPI_Info *info)
+{
+    return ftmpi_Info_create((uintptr_t *)info);
+}
+int MPI_Info_create(MPI_Info *info) __attribute__((weak, alias("PMPI_Info_create")));
+
+int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *info)
+{
+    return ftmpi_Info_create_env(argc, (void *)argv, (uintptr_t *)info);
+}
+int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info) __attribute__((weak, alias("PMPI_Info_create_env")));
+
+int PMPI_Info_free(MPI_Info *info)
+{
+    return ftmpi_Info_free((uintptr_t *)info);
+}
+int MPI_Info_free(MPI_Info *info) __attribute__((weak, alias("PMPI_Info_free")));
+
+int PMPI_Info_set(MPI_Info info, const char *key, const char *value)
+{
+    return ftmpi_Info_set((uintptr_t)info, (void *)key, (void *)value);
+}
+int MPI_Info_set(MPI_Info info, const char *key, const char *value) __attribute__((weak, alias("PMPI_Info_set")));
+
+int PMPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag)
+{
+    return ftmpi_Info_get((uintptr_t)info, (void *)key, valuelen, (void *)value, (void *)flag);
+}
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag) __attribute__((weak, alias("PMPI_Info_get")));
+
+int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag)
+{
+    return ftmpi_Info_get_string((uintptr_t)info, (void *)key, (void *)buflen, (void *)value, (void *)flag);
+}
+int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag) __attribute__((weak, alias("PMPI_Info_get_string")));
+
+int PMPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag)
+{
+    return ftmpi_Info_get_valuelen((uintptr_t)info, (void *)key, (void *)valuelen, (void *)flag);
+}
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag) __attribute__((weak, alias("PMPI_Info_get_valuelen")));
+
+int PMPI_Info_delete(MPI_Info info, const char *key)
+{
+    return ftmpi_Info_delete((uintptr_t)info, (void *)key);
+}
+int MPI_Info_delete(MPI_Info info, const char *key) __attribute__((weak, alias("PMPI_Info_delete")));
+
+int PMPI_Info_get_nkeys(MPI_Info info, int *nkeys)
+{
+    return ftmpi_Info_get_nkeys((uintptr_t)info, (void *)nkeys);
+}
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys) __attribute__((weak, alias("PMPI_Info_get_nkeys")));
+
+int PMPI_Info_get_nthkey(MPI_Info info, int n, char *key)
+{
+    return ftmpi_Info_get_nthkey((uintptr_t)info, n, (void *)key);
+}
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key) __attribute__((weak, alias("PMPI_Info_get_nthkey")));
+
+int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
+{
+    return ftmpi_Info_dup((uintptr_t)info, (uintptr_t *)newinfo);
+}
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo) __attribute__((weak, alias("PMPI_Info_dup")));
+
 int PMPI_Init(int *argc, char ***argv)
 {
     return ftmpi_Init((void *)argc, (void *)argv);
@@ -209,6 +1481,174 @@ int PMPI_Get_hw_resource_info(MPI_Info *hw_info)
     return ftmpi_unsupported("MPI_Get_hw_resource_info");
 }
 int MPI_Get_hw_resource_info(MPI_Info *hw_info) __attribute__((weak, alias("PMPI_Get_hw_resource_info")));
+
+int PMPI_Comm_revoke(MPI_Comm comm)
+{
+    return ftmpi_Comm_revoke((uintptr_t)comm);
+}
+int MPI_Comm_revoke(MPI_Comm comm) __attribute__((weak, alias("PMPI_Comm_revoke")));
+
+int PMPI_Comm_is_revoked(MPI_Comm comm, int *flag)
+{
+    return ftmpi_Comm_is_revoked((uintptr_t)comm, (void *)flag);
+}
+int MPI_Comm_is_revoked(MPI_Comm comm, int *flag) __attribute__((weak, alias("PMPI_Comm_is_revoked")));
+
+int PMPI_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_shrink((uintptr_t)comm, (uintptr_t *)newcomm);
+}
+int MPI_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_shrink")));
+
+int PMPI_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    return ftmpi_Comm_ishrink((uintptr_t)comm, (uintptr_t *)newcomm, (uintptr_t *)request);
+}
+int MPI_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) __attribute__((weak, alias("PMPI_Comm_ishrink")));
+
+int PMPI_Comm_agree(MPI_Comm comm, int *flag)
+{
+    return ftmpi_Comm_agree((uintptr_t)comm, (void *)flag);
+}
+int MPI_Comm_agree(MPI_Comm comm, int *flag) __attribute__((weak, alias("PMPI_Comm_agree")));
+
+int PMPI_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request)
+{
+    return ftmpi_Comm_iagree((uintptr_t)comm, (void *)flag, (uintptr_t *)request);
+}
+int MPI_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request) __attribute__((weak, alias("PMPI_Comm_iagree")));
+
+int PMPI_Comm_failure_ack(MPI_Comm comm)
+{
+    return ftmpi_Comm_failure_ack((uintptr_t)comm);
+}
+int MPI_Comm_failure_ack(MPI_Comm comm) __attribute__((weak, alias("PMPI_Comm_failure_ack")));
+
+int PMPI_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp)
+{
+    return ftmpi_Comm_failure_get_acked((uintptr_t)comm, (uintptr_t *)failedgrp);
+}
+int MPI_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp) __attribute__((weak, alias("PMPI_Comm_failure_get_acked")));
+
+int PMPI_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked)
+{
+    return ftmpi_Comm_ack_failed((uintptr_t)comm, num_to_ack, (void *)num_acked);
+}
+int MPI_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked) __attribute__((weak, alias("PMPI_Comm_ack_failed")));
+
+int PMPI_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp)
+{
+    return ftmpi_Comm_get_failed((uintptr_t)comm, (uintptr_t *)failedgrp);
+}
+int MPI_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp) __attribute__((weak, alias("PMPI_Comm_get_failed")));
+
+int PMPIX_Comm_revoke(MPI_Comm comm)
+{
+    return ftmpi_Comm_revoke((uintptr_t)comm);
+}
+int MPIX_Comm_revoke(MPI_Comm comm) __attribute__((weak, alias("PMPIX_Comm_revoke")));
+
+int PMPIX_Comm_is_revoked(MPI_Comm comm, int *flag)
+{
+    return ftmpi_Comm_is_revoked((uintptr_t)comm, (void *)flag);
+}
+int MPIX_Comm_is_revoked(MPI_Comm comm, int *flag) __attribute__((weak, alias("PMPIX_Comm_is_revoked")));
+
+int PMPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_shrink((uintptr_t)comm, (uintptr_t *)newcomm);
+}
+int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm) __attribute__((weak, alias("PMPIX_Comm_shrink")));
+
+int PMPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    return ftmpi_Comm_ishrink((uintptr_t)comm, (uintptr_t *)newcomm, (uintptr_t *)request);
+}
+int MPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) __attribute__((weak, alias("PMPIX_Comm_ishrink")));
+
+int PMPIX_Comm_agree(MPI_Comm comm, int *flag)
+{
+    return ftmpi_Comm_agree((uintptr_t)comm, (void *)flag);
+}
+int MPIX_Comm_agree(MPI_Comm comm, int *flag) __attribute__((weak, alias("PMPIX_Comm_agree")));
+
+int PMPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request)
+{
+    return ftmpi_Comm_iagree((uintptr_t)comm, (void *)flag, (uintptr_t *)request);
+}
+int MPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request) __attribute__((weak, alias("PMPIX_Comm_iagree")));
+
+int PMPIX_Comm_failure_ack(MPI_Comm comm)
+{
+    return ftmpi_Comm_failure_ack((uintptr_t)comm);
+}
+int MPIX_Comm_failure_ack(MPI_Comm comm) __attribute__((weak, alias("PMPIX_Comm_failure_ack")));
+
+int PMPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp)
+{
+    return ftmpi_Comm_failure_get_acked((uintptr_t)comm, (uintptr_t *)failedgrp);
+}
+int MPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp) __attribute__((weak, alias("PMPIX_Comm_failure_get_acked")));
+
+int PMPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked)
+{
+    return ftmpi_Comm_ack_failed((uintptr_t)comm, num_to_ack, (void *)num_acked);
+}
+int MPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked) __attribute__((weak, alias("PMPIX_Comm_ack_failed")));
+
+int PMPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp)
+{
+    return ftmpi_Comm_get_failed((uintptr_t)comm, (uintptr_t *)failedgrp);
+}
+int MPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp) __attribute__((weak, alias("PMPIX_Comm_get_failed")));
+
+int PMPI_Comm_validate(MPI_Comm comm, MPI_Group *failed)
+{
+    return ftmpi_Comm_validate((uintptr_t)comm, (uintptr_t *)failed);
+}
+int MPI_Comm_validate(MPI_Comm comm, MPI_Group *failed) __attribute__((weak, alias("PMPI_Comm_validate")));
+
+int PMPI_Icomm_validate(MPI_Comm comm, MPI_Group *failed, MPI_Request *req)
+{
+    return ftmpi_Icomm_validate((uintptr_t)comm, (uintptr_t *)failed, (uintptr_t *)req);
+}
+int MPI_Icomm_validate(MPI_Comm comm, MPI_Group *failed, MPI_Request *req) __attribute__((weak, alias("PMPI_Icomm_validate")));
+
+int PMPI_Comm_ivalidate(MPI_Comm comm, MPI_Group *failed, MPI_Request *req)
+{
+    return ftmpi_Comm_ivalidate((uintptr_t)comm, (uintptr_t *)failed, (uintptr_t *)req);
+}
+int MPI_Comm_ivalidate(MPI_Comm comm, MPI_Group *failed, MPI_Request *req) __attribute__((weak, alias("PMPI_Comm_ivalidate")));
+
+int PMPI_Comm_group_failed(MPI_Comm comm, MPI_Group *failed)
+{
+    return ftmpi_Comm_group_failed((uintptr_t)comm, (uintptr_t *)failed);
+}
+int MPI_Comm_group_failed(MPI_Comm comm, MPI_Group *failed) __attribute__((weak, alias("PMPI_Comm_group_failed")));
+
+int PMPI_Comm_remote_group_failed(MPI_Comm comm, MPI_Group *failed)
+{
+    return ftmpi_Comm_remote_group_failed((uintptr_t)comm, (uintptr_t *)failed);
+}
+int MPI_Comm_remote_group_failed(MPI_Comm comm, MPI_Group *failed) __attribute__((weak, alias("PMPI_Comm_remote_group_failed")));
+
+int PMPI_Comm_reenable_any_source(MPI_Comm comm, MPI_Group *failed)
+{
+    return ftmpi_Comm_reenable_any_source((uintptr_t)comm, (uintptr_t *)failed);
+}
+int MPI_Comm_reenable_any_source(MPI_Comm comm, MPI_Group *failed) __attribute__((weak, alias("PMPI_Comm_reenable_any_source")));
+
+int PMPI_Comm_collectives_enabled(MPI_Comm comm, int *active)
+{
+    return ftmpi_Comm_collectives_enabled((uintptr_t)comm, (void *)active);
+}
+int MPI_Comm_collectives_enabled(MPI_Comm comm, int *active) __attribute__((weak, alias("PMPI_Comm_collectives_enabled")));
+
+int PMPI_Reinit_state(int *state)
+{
+    return ftmpi_Reinit_state((void *)state);
+}
+int MPI_Reinit_state(int *state) __attribute__((weak, alias("PMPI_Reinit_state")));
 
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
@@ -514,8 +1954,331 @@ int PMPI_Grequest_complete(MPI_Request request)
 }
 int MPI_Grequest_complete(MPI_Request request) __attribute__((weak, alias("PMPI_Grequest_complete")));
 
-/* 87 functions, 14 of them not implemented:
- * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Buffer_attach MPI_Buffer_detach MPI_Get_hw_resource_info
- * MPI_Bsend MPI_Ibsend MPI_Mprobe MPI_Improbe MPI_Mrecv MPI_Imrecv
- * MPI_Grequest_start MPI_Grequest_complete
+int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    return ftmpi_Win_create((void *)base, size, disp_unit, (uintptr_t)info, (uintptr_t)comm, (uintptr_t *)win);
+}
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_create")));
+
+int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    return ftmpi_Win_allocate(size, disp_unit, (uintptr_t)info, (uintptr_t)comm, (void *)baseptr, (uintptr_t *)win);
+}
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_allocate")));
+
+int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    (void)size;
+    (void)disp_unit;
+    (void)info;
+    (void)comm;
+    (void)baseptr;
+    (void)win;
+    return ftmpi_unsupported("MPI_Win_allocate_shared");
+}
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_allocate_shared")));
+
+int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
+{
+    (void)win;
+    (void)rank;
+    (void)size;
+    (void)disp_unit;
+    (void)baseptr;
+    return ftmpi_unsupported("MPI_Win_shared_query");
+}
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query")));
+
+int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    (void)info;
+    (void)comm;
+    (void)win;
+    return ftmpi_unsupported("MPI_Win_create_dynamic");
+}
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_create_dynamic")));
+
+int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+{
+    (void)win;
+    (void)base;
+    (void)size;
+    return ftmpi_unsupported("MPI_Win_attach");
+}
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) __attribute__((weak, alias("PMPI_Win_attach")));
+
+int PMPI_Win_detach(MPI_Win win, const void *base)
+{
+    (void)win;
+    (void)base;
+    return ftmpi_unsupported("MPI_Win_detach");
+}
+int MPI_Win_detach(MPI_Win win, const void *base) __attribute__((weak, alias("PMPI_Win_detach")));
+
+int PMPI_Win_free(MPI_Win *win)
+{
+    return ftmpi_Win_free((uintptr_t *)win);
+}
+int MPI_Win_free(MPI_Win *win) __attribute__((weak, alias("PMPI_Win_free")));
+
+int PMPI_Win_fence(int assert, MPI_Win win)
+{
+    return ftmpi_Win_fence(assert, (uintptr_t)win);
+}
+int MPI_Win_fence(int assert, MPI_Win win) __attribute__((weak, alias("PMPI_Win_fence")));
+
+int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    return ftmpi_Put((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)win);
+}
+int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) __attribute__((weak, alias("PMPI_Put")));
+
+int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    return ftmpi_Get((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)win);
+}
+int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) __attribute__((weak, alias("PMPI_Get")));
+
+int PMPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    return ftmpi_Accumulate((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)op, (uintptr_t)win);
+}
+int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) __attribute__((weak, alias("PMPI_Accumulate")));
+
+int PMPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    return ftmpi_Get_accumulate((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, (void *)result_addr, result_count, (uintptr_t)result_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)op, (uintptr_t)win);
+}
+int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) __attribute__((weak, alias("PMPI_Get_accumulate")));
+
+int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+    return ftmpi_Fetch_and_op((void *)origin_addr, (void *)result_addr, (uintptr_t)datatype, target_rank, target_disp, (uintptr_t)op, (uintptr_t)win);
+}
+int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win) __attribute__((weak, alias("PMPI_Fetch_and_op")));
+
+int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+{
+    return ftmpi_Compare_and_swap((void *)origin_addr, (void *)compare_addr, (void *)result_addr, (uintptr_t)datatype, target_rank, target_disp, (uintptr_t)win);
+}
+int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) __attribute__((weak, alias("PMPI_Compare_and_swap")));
+
+int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+    return ftmpi_Rput((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)win, (uintptr_t *)request);
+}
+int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rput")));
+
+int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+    return ftmpi_Rget((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)win, (uintptr_t *)request);
+}
+int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget")));
+
+int PMPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    return ftmpi_Raccumulate((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)op, (uintptr_t)win, (uintptr_t *)request);
+}
+int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Raccumulate")));
+
+int PMPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    return ftmpi_Rget_accumulate((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, (void *)result_addr, result_count, (uintptr_t)result_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)op, (uintptr_t)win, (uintptr_t *)request);
+}
+int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate")));
+
+int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
+{
+    return ftmpi_Win_lock(lock_type, rank, assert, (uintptr_t)win);
+}
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) __attribute__((weak, alias("PMPI_Win_lock")));
+
+int PMPI_Win_unlock(int rank, MPI_Win win)
+{
+    return ftmpi_Win_unlock(rank, (uintptr_t)win);
+}
+int MPI_Win_unlock(int rank, MPI_Win win) __attribute__((weak, alias("PMPI_Win_unlock")));
+
+int PMPI_Win_lock_all(int assert, MPI_Win win)
+{
+    return ftmpi_Win_lock_all(assert, (uintptr_t)win);
+}
+int MPI_Win_lock_all(int assert, MPI_Win win) __attribute__((weak, alias("PMPI_Win_lock_all")));
+
+int PMPI_Win_unlock_all(MPI_Win win)
+{
+    return ftmpi_Win_unlock_all((uintptr_t)win);
+}
+int MPI_Win_unlock_all(MPI_Win win) __attribute__((weak, alias("PMPI_Win_unlock_all")));
+
+int PMPI_Win_flush(int rank, MPI_Win win)
+{
+    return ftmpi_Win_flush(rank, (uintptr_t)win);
+}
+int MPI_Win_flush(int rank, MPI_Win win) __attribute__((weak, alias("PMPI_Win_flush")));
+
+int PMPI_Win_flush_all(MPI_Win win)
+{
+    return ftmpi_Win_flush_all((uintptr_t)win);
+}
+int MPI_Win_flush_all(MPI_Win win) __attribute__((weak, alias("PMPI_Win_flush_all")));
+
+int PMPI_Win_flush_local(int rank, MPI_Win win)
+{
+    return ftmpi_Win_flush_local(rank, (uintptr_t)win);
+}
+int MPI_Win_flush_local(int rank, MPI_Win win) __attribute__((weak, alias("PMPI_Win_flush_local")));
+
+int PMPI_Win_flush_local_all(MPI_Win win)
+{
+    return ftmpi_Win_flush_local_all((uintptr_t)win);
+}
+int MPI_Win_flush_local_all(MPI_Win win) __attribute__((weak, alias("PMPI_Win_flush_local_all")));
+
+int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win)
+{
+    return ftmpi_Win_post((uintptr_t)group, assert, (uintptr_t)win);
+}
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win) __attribute__((weak, alias("PMPI_Win_post")));
+
+int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win)
+{
+    return ftmpi_Win_start((uintptr_t)group, assert, (uintptr_t)win);
+}
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) __attribute__((weak, alias("PMPI_Win_start")));
+
+int PMPI_Win_complete(MPI_Win win)
+{
+    return ftmpi_Win_complete((uintptr_t)win);
+}
+int MPI_Win_complete(MPI_Win win) __attribute__((weak, alias("PMPI_Win_complete")));
+
+int PMPI_Win_wait(MPI_Win win)
+{
+    return ftmpi_Win_wait((uintptr_t)win);
+}
+int MPI_Win_wait(MPI_Win win) __attribute__((weak, alias("PMPI_Win_wait")));
+
+int PMPI_Win_test(MPI_Win win, int *flag)
+{
+    return ftmpi_Win_test((uintptr_t)win, (void *)flag);
+}
+int MPI_Win_test(MPI_Win win, int *flag) __attribute__((weak, alias("PMPI_Win_test")));
+
+int PMPI_Win_sync(MPI_Win win)
+{
+    return ftmpi_Win_sync((uintptr_t)win);
+}
+int MPI_Win_sync(MPI_Win win) __attribute__((weak, alias("PMPI_Win_sync")));
+
+int PMPI_Win_get_group(MPI_Win win, MPI_Group *group)
+{
+    return ftmpi_Win_get_group((uintptr_t)win, (uintptr_t *)group);
+}
+int MPI_Win_get_group(MPI_Win win, MPI_Group *group) __attribute__((weak, alias("PMPI_Win_get_group")));
+
+int PMPI_Win_set_name(MPI_Win win, const char *win_name)
+{
+    return ftmpi_Win_set_name((uintptr_t)win, (void *)win_name);
+}
+int MPI_Win_set_name(MPI_Win win, const char *win_name) __attribute__((weak, alias("PMPI_Win_set_name")));
+
+int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
+{
+    return ftmpi_Win_get_name((uintptr_t)win, (void *)win_name, (void *)resultlen);
+}
+int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen) __attribute__((weak, alias("PMPI_Win_get_name")));
+
+int PMPI_Win_set_info(MPI_Win win, MPI_Info info)
+{
+    return ftmpi_Win_set_info((uintptr_t)win, (uintptr_t)info);
+}
+int MPI_Win_set_info(MPI_Win win, MPI_Info info) __attribute__((weak, alias("PMPI_Win_set_info")));
+
+int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
+{
+    return ftmpi_Win_get_info((uintptr_t)win, (uintptr_t *)info_used);
+}
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) __attribute__((weak, alias("PMPI_Win_get_info")));
+
+int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)
+{
+    return ftmpi_Win_get_attr((uintptr_t)win, win_keyval, (void *)attribute_val, (void *)flag);
+}
+int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag) __attribute__((weak, alias("PMPI_Win_get_attr")));
+
+int PMPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val)
+{
+    (void)win;
+    (void)win_keyval;
+    (void)attribute_val;
+    return ftmpi_unsupported("MPI_Win_set_attr");
+}
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Win_set_attr")));
+
+int PMPI_Win_delete_attr(MPI_Win win, int win_keyval)
+{
+    (void)win;
+    (void)win_keyval;
+    return ftmpi_unsupported("MPI_Win_delete_attr");
+}
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval) __attribute__((weak, alias("PMPI_Win_delete_attr")));
+
+int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state)
+{
+    (void)win_copy_attr_fn;
+    (void)win_delete_attr_fn;
+    (void)win_keyval;
+    (void)extra_state;
+    return ftmpi_unsupported("MPI_Win_create_keyval");
+}
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Win_create_keyval")));
+
+int PMPI_Win_free_keyval(int *win_keyval)
+{
+    (void)win_keyval;
+    return ftmpi_unsupported("MPI_Win_free_keyval");
+}
+int MPI_Win_free_keyval(int *win_keyval) __attribute__((weak, alias("PMPI_Win_free_keyval")));
+
+int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler)
+{
+    return ftmpi_Win_create_errhandler((void *)win_errhandler_fn, (uintptr_t *)errhandler);
+}
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler) __attribute__((weak, alias("PMPI_Win_create_errhandler")));
+
+int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
+{
+    return ftmpi_Win_set_errhandler((uintptr_t)win, (uintptr_t)errhandler);
+}
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler) __attribute__((weak, alias("PMPI_Win_set_errhandler")));
+
+int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
+{
+    return ftmpi_Win_get_errhandler((uintptr_t)win, (uintptr_t *)errhandler);
+}
+int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler) __attribute__((weak, alias("PMPI_Win_get_errhandler")));
+
+int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
+{
+    return ftmpi_Win_call_errhandler((uintptr_t)win, errorcode);
+}
+int MPI_Win_call_errhandler(MPI_Win win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
+
+/* 303 functions, 85 of them not implemented:
+ * MPI_Barrier MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Gather MPI_Gatherv
+ * MPI_Scatter MPI_Scatterv MPI_Allgather MPI_Allgatherv MPI_Alltoall MPI_Alltoallv
+ * MPI_Alltoallw MPI_Reduce_scatter MPI_Reduce_scatter_block MPI_Scan MPI_Exscan MPI_Reduce_local
+ * MPI_Ibarrier MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Igather MPI_Igatherv
+ * MPI_Iscatter MPI_Iscatterv MPI_Iallgather MPI_Iallgatherv MPI_Ialltoall MPI_Ialltoallv
+ * MPI_Ialltoallw MPI_Ireduce_scatter MPI_Ireduce_scatter_block MPI_Iscan MPI_Iexscan MPI_Barrier_init
+ * MPI_Bcast_init MPI_Reduce_init MPI_Allreduce_init MPI_Gather_init MPI_Gatherv_init MPI_Scatter_init
+ * MPI_Scatterv_init MPI_Allgather_init MPI_Allgatherv_init MPI_Alltoall_init MPI_Alltoallv_init MPI_Alltoallw_init
+ * MPI_Reduce_scatter_init MPI_Reduce_scatter_block_init MPI_Scan_init MPI_Exscan_init MPI_Neighbor_allgather MPI_Neighbor_allgatherv
+ * MPI_Neighbor_alltoall MPI_Neighbor_alltoallv MPI_Neighbor_alltoallw MPI_Ineighbor_allgather MPI_Ineighbor_allgatherv MPI_Ineighbor_alltoall
+ * MPI_Ineighbor_alltoallv MPI_Ineighbor_alltoallw MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Buffer_attach
+ * MPI_Buffer_detach MPI_Get_hw_resource_info MPI_Bsend MPI_Ibsend MPI_Mprobe MPI_Improbe
+ * MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query
+ * MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr MPI_Win_create_keyval
+ * MPI_Win_free_keyval
  */

@@ -192,6 +192,7 @@ type Win struct {
 	// Handles of MPI-4.1 12.2.6-12.2.7 (win_extra.go).
 	base   any                        // the slice given to WinCreate / made by WinAllocate
 	flavor int                        // WinFlavorCreate or WinFlavorAllocate
+	units  []int                      // every member's displacement unit (byte windows of the C binding, cbind_win.go); nil otherwise
 	errh   atomic.Pointer[Errhandler] // nil: the creating communicator's
 	info   atomic.Pointer[Info]
 	attrs  attrTable[*Win]
@@ -1244,7 +1245,7 @@ func (w *Win) handleReq(origin int, b []byte) {
 		if kind == rmaGetAcc {
 			out = w.fetched(w.mem[lo:hi])
 		}
-		w.apply(ok, data, w.mem[lo:hi])
+		w.applyDT(w.reqDT(b), ok, data, w.mem[lo:hi])
 		w.mu.Unlock()
 		switch {
 		case out != nil:
@@ -1255,8 +1256,8 @@ func (w *Win) handleReq(origin int, b []byte) {
 	case rmaCAS:
 		w.mu.Lock()
 		out := w.fetched(w.mem[lo:hi])
-		if string(w.mem[lo:hi]) == string(data[:w.esize]) {
-			copy(w.mem[lo:hi], data[w.esize:])
+		if string(w.mem[lo:hi]) == string(data[:hi-lo]) {
+			copy(w.mem[lo:hi], data[hi-lo:])
 		}
 		w.mu.Unlock()
 		w.replyRaw(origin, out)

@@ -1,0 +1,129 @@
+package mpi_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+// A byte window with displacement unit 4 over int32s: a strided Put
+// (vector target type), an accumulate of int32 sums from every rank, a
+// fetch-and-op ticket, a compare-and-swap and a strided Get, at np 3.
+func TestWinBytesTyped(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		p, me := c.Size(), c.Rank()
+		mem := make([]byte, 4*16)
+		win, err := mpi.WinCreateBytes(c, mem, 4, false)
+		if err != nil {
+			return err
+		}
+		if win.DispUnit() != 4 {
+			return fmt.Errorf("disp unit %d", win.DispUnit())
+		}
+		i32 := func(v ...int32) []byte {
+			b := make([]byte, 4*len(v))
+			for i, x := range v {
+				binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+			}
+			return b
+		}
+		at := func(b []byte, i int) int32 { return int32(binary.LittleEndian.Uint32(b[4*i:])) }
+		vec, err := mpi.TypeVector(3, 1, 2, mpi.Int32)
+		if err != nil {
+			return err
+		}
+		if err := vec.Commit(); err != nil {
+			return err
+		}
+		next := (me + 1) % p
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		// Slots 0, 2, 4 of next: 10*me+1..3 (a vector target type).
+		if err := mpi.PutTyped(win, i32(int32(10*me+1), int32(10*me+2), int32(10*me+3)), 3, mpi.Int32, next, 0, 1, vec); err != nil {
+			return err
+		}
+		// Slot 8 of every rank: sum of me+1.
+		for tgt := 0; tgt < p; tgt++ {
+			if err := mpi.AccumulateTyped(win, i32(int32(me+1)), 1, mpi.Int32, tgt, 8, 1, mpi.Int32, mpi.Sum); err != nil {
+				return err
+			}
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		prev := (me - 1 + p) % p
+		for k, slot := range []int{0, 2, 4} {
+			if got, want := at(mem, slot), int32(10*prev+k+1); got != want {
+				return fmt.Errorf("slot %d: %d, want %d", slot, got, want)
+			}
+		}
+		if got, want := at(mem, 8), int32(p*(p+1)/2); got != want {
+			return fmt.Errorf("sum slot: %d, want %d", got, want)
+		}
+		// Passive target: a ticket counter at rank 0, slot 10.
+		if err := win.Lock(mpi.LockShared, 0); err != nil {
+			return err
+		}
+		old := make([]byte, 4)
+		if err := mpi.FetchAndOpTyped(win, i32(1), old, mpi.Int32, 0, 10, mpi.Sum); err != nil {
+			return err
+		}
+		if err := win.Unlock(0); err != nil {
+			return err
+		}
+		if v := at(old, 0); v < 0 || int(v) >= p {
+			return fmt.Errorf("ticket %d", v)
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		// Read back next's strided slots into the same slots here (vector
+		// origin and target types).
+		if err := win.Lock(mpi.LockShared, next); err != nil {
+			return err
+		}
+		got := make([]byte, 4*5)
+		if err := mpi.GetTyped(win, got, 1, vec, next, 0, 1, vec); err != nil {
+			return err
+		}
+		cas := make([]byte, 4)
+		if err := mpi.CompareAndSwapTyped(win, i32(-5), i32(int32(10*me+1)), cas, mpi.Int32, next, 0); err != nil {
+			return err
+		}
+		if err := win.Unlock(next); err != nil {
+			return err
+		}
+		if at(got, 0) != int32(10*me+1) || at(got, 2) != int32(10*me+2) || at(got, 4) != int32(10*me+3) || at(cas, 0) != int32(10*me+1) {
+			return fmt.Errorf("get %v cas %d", got, at(cas, 0))
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		if me == 0 {
+			if v := at(mem, 10); v != int32(p) {
+				return fmt.Errorf("tickets %d, want %d", v, p)
+			}
+		}
+		if v := at(mem, 0); v != -5 {
+			return fmt.Errorf("CAS left %d", v)
+		}
+		// Out of range: MPI_ERR_RMA_RANGE, returned.
+		if err := win.SetErrhandler(mpi.ErrorsReturn); err != nil {
+			return err
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		err = mpi.PutTyped(win, i32(1, 2), 2, mpi.Int32, next, 15, 2, mpi.Int32)
+		if mpi.ErrorClass(err) != mpi.ErrRMARange {
+			return fmt.Errorf("put past the end: %v", err)
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		return win.Free()
+	})
+}
