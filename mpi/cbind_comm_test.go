@@ -1,0 +1,82 @@
+package mpi_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+// TestSplitTypeShared: under Run every rank is on one host, so the shared
+// split is CommWorld's group in key order; an unknown split type gives
+// nil at every rank.
+func TestSplitTypeShared(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		nc, err := c.SplitType(mpi.CommTypeShared, -c.Rank())
+		if err != nil {
+			return err
+		}
+		if nc.Size() != 3 || nc.Rank() != 2-c.Rank() {
+			return fmt.Errorf("shared split: rank %d of %d, want %d of 3", nc.Rank(), nc.Size(), 2-c.Rank())
+		}
+		if err := ringCheck(nc, 3); err != nil {
+			return err
+		}
+		none, err := c.SplitType(mpi.Undefined, 0)
+		if err != nil || none != nil {
+			return fmt.Errorf("undefined split type: %v, %v", none, err)
+		}
+		return nc.Free()
+	})
+}
+
+// TestIdupCartGraphMap: Idup's request is complete and its communicator
+// works; CartMap and GraphMap keep the ranks that fit.
+func TestIdupCartGraphMap(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		info := mpi.NewInfo()
+		info.Set("k", "v")
+		nc, r, err := c.Idup(info, true)
+		if err != nil {
+			return err
+		}
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
+		if err := ringCheck(nc, 4); err != nil {
+			return err
+		}
+		got, _ := nc.GetInfo()
+		if v, _ := got.Get("k"); v != "v" {
+			return fmt.Errorf("idup_with_info: hint %q", v)
+		}
+		r2, err := c.CartMap([]int{2}, []bool{false})
+		if err != nil {
+			return err
+		}
+		want := c.Rank()
+		if want >= 2 {
+			want = mpi.Undefined
+		}
+		if r2 != want {
+			return fmt.Errorf("CartMap: %d, want %d", r2, want)
+		}
+		if _, err := c.CartMap([]int{4}, []bool{false}); mpi.ErrorClass(err) != mpi.ErrDims {
+			return fmt.Errorf("CartMap of a grid too large: %v", err)
+		}
+		g, err := c.GraphMap([]int{1, 2}, []int{1, 0})
+		if err != nil || g != want {
+			return fmt.Errorf("GraphMap: %d, %v, want %d", g, err, want)
+		}
+		if v, ok, _ := c.GetAttr(mpi.AttrHost); !ok || v != mpi.ProcNull {
+			return fmt.Errorf("MPI_HOST: %v %v", v, ok)
+		}
+		if v, ok, _ := c.GetAttr(mpi.AttrIO); !ok || v != mpi.AnySource {
+			return fmt.Errorf("MPI_IO: %v %v", v, ok)
+		}
+		if v, _ := w.InfoEnv().Get("maxprocs"); v != "3" {
+			return fmt.Errorf("InfoEnv maxprocs %q", v)
+		}
+		return nc.Free()
+	})
+}
