@@ -1,0 +1,78 @@
+package ctest
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Fault tolerance from C: ULFM (seed 002 appendix A), run-through
+// stabilization (seed 003) and Reinit (seed 000) under real SIGKILLs. The
+// kills are tied to lines the programs print (ftmpirun --inject
+// kill:rank=R,on=TEXT), never to times; each program prints one result
+// line from its lowest surviving rank, the same with and without a kill.
+
+// resultOf returns the one "result:" line of a run.
+func resultOf(t *testing.T, out string) string {
+	t.Helper()
+	lines := regexp.MustCompile(`(?m)^result: .*$`).FindAllString(out, -1)
+	if len(lines) != 1 {
+		t.Fatalf("%d result lines, want 1:\n%s", len(lines), out)
+	}
+	return lines[0]
+}
+
+type ftCase struct {
+	name    string
+	np      string
+	policy  string   // --on-failure
+	inject  []string // --inject specs
+	recover string   // a line (part) every run with a kill prints
+}
+
+// runFT runs bin failure-free (under policy, with no kill) and then once
+// per case, and checks that each prints the failure-free result line.
+func runFT(t *testing.T, bin, want string, cases []ftCase, args ...string) {
+	t.Helper()
+	base := runC(t, cases[0].np, []string{"--on-failure", cases[0].policy}, bin, args...)
+	if base.Code != 0 {
+		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
+	}
+	if got := resultOf(t, base.Stdout); got != want {
+		t.Fatalf("failure-free result %q, want %q\nstdout:\n%s", got, want, base.Stdout)
+	}
+	t.Logf("failure-free: %v", base.Elapsed)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := []string{"--on-failure", tc.policy}
+			for _, s := range tc.inject {
+				flags = append(flags, "--inject", s)
+			}
+			r := runC(t, tc.np, flags, bin, args...)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if n := strings.Count(r.Stderr, "ftmpirun: injected kill"); n != len(tc.inject) {
+				t.Fatalf("%d injected kills reported, want %d\nstdout:\n%s\nstderr:\n%s", n, len(tc.inject), r.Stdout, r.Stderr)
+			}
+			if got := resultOf(t, r.Stdout); got != want {
+				t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, r.Stdout, r.Stderr)
+			}
+			if !strings.Contains(r.Stdout, tc.recover) {
+				t.Fatalf("no line %q\nstdout:\n%s\nstderr:\n%s", tc.recover, r.Stdout, r.Stderr)
+			}
+			t.Logf("%v", r.Elapsed)
+		})
+	}
+}
+
+// TestFTOmpiStyle: a program written for Open MPI's ULFM (mpi-ext.h, MPIX_
+// names, MPI_ERRORS_RETURN, rc == MPIX_ERR_PROC_FAILED) compiles unchanged
+// and survives the kill of a rank, and of rank 0.
+func TestFTOmpiStyle(t *testing.T) {
+	bin := Compile(t, "testdata/ft_ompi_style.c")
+	runFT(t, bin, "result: ompi-style total 232267500 iterations 30", []ftCase{
+		{"kill-rank2", "4", "continue", []string{"kill:rank=2,on=ompi: iteration 10 committed"}, "ompi: recovery 1 at iteration 11: revoked 1 acked 1, 3 ranks left"},
+		{"kill-rank0", "4", "continue", []string{"kill:rank=0,on=ompi: iteration 5 committed"}, "ompi: recovery 1 at iteration 6: revoked 1 acked 1, 3 ranks left"},
+	})
+}
