@@ -4,6 +4,487 @@
 #include "cside.h"
 #include "_cgo_export.h"
 
+int PMPI_Barrier(MPI_Comm comm)
+{
+    return ftmpi_Barrier((uintptr_t)comm);
+}
+int MPI_Barrier(MPI_Comm comm) __attribute__((weak, alias("PMPI_Barrier")));
+
+int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    return ftmpi_Bcast((void *)buffer, count, (uintptr_t)datatype, root, (uintptr_t)comm);
+}
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Bcast")));
+
+int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
+    return ftmpi_Reduce((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, root, (uintptr_t)comm);
+}
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Reduce")));
+
+int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Allreduce((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Allreduce")));
+
+int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return ftmpi_Gather((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm);
+}
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Gather")));
+
+int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return ftmpi_Gatherv((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, root, (uintptr_t)comm);
+}
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Gatherv")));
+
+int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return ftmpi_Scatter((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm);
+}
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Scatter")));
+
+int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return ftmpi_Scatterv((void *)sendbuf, (void *)sendcounts, (void *)displs, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm);
+}
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Scatterv")));
+
+int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Allgather((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Allgather")));
+
+int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Allgatherv((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Allgatherv")));
+
+int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Alltoall((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Alltoall")));
+
+int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Alltoallv((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Alltoallv")));
+
+int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    return ftmpi_Alltoallw((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm);
+}
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) __attribute__((weak, alias("PMPI_Alltoallw")));
+
+int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Reduce_scatter((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Reduce_scatter")));
+
+int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Reduce_scatter_block((void *)sendbuf, (void *)recvbuf, recvcount, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Reduce_scatter_block")));
+
+int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Scan((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Scan")));
+
+int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Exscan((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Exscan")));
+
+int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
+{
+    return ftmpi_Reduce_local((void *)inbuf, (void *)inoutbuf, count, (uintptr_t)datatype, (uintptr_t)op);
+}
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op) __attribute__((weak, alias("PMPI_Reduce_local")));
+
+int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ibarrier((uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ibarrier")));
+
+int PMPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ibcast((void *)buffer, count, (uintptr_t)datatype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ibcast")));
+
+int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ireduce((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ireduce")));
+
+int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iallreduce((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iallreduce")));
+
+int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Igather((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Igather")));
+
+int PMPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Igatherv((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Igatherv")));
+
+int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iscatter((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iscatter")));
+
+int PMPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iscatterv((void *)sendbuf, (void *)sendcounts, (void *)displs, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iscatterv")));
+
+int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iallgather((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iallgather")));
+
+int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iallgatherv((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iallgatherv")));
+
+int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ialltoall((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ialltoall")));
+
+int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ialltoallv((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ialltoallv")));
+
+int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ialltoallw((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ialltoallw")));
+
+int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ireduce_scatter((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ireduce_scatter")));
+
+int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ireduce_scatter_block((void *)sendbuf, (void *)recvbuf, recvcount, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_block")));
+
+int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iscan((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iscan")));
+
+int PMPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iexscan((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iexscan")));
+
+int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Barrier_init((uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Barrier_init")));
+
+int PMPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Bcast_init((void *)buffer, count, (uintptr_t)datatype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Bcast_init")));
+
+int PMPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Reduce_init((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Reduce_init")));
+
+int PMPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Allreduce_init((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Allreduce_init")));
+
+int PMPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Gather_init((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Gather_init")));
+
+int PMPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Gatherv_init((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Gatherv_init")));
+
+int PMPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Scatter_init((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Scatter_init")));
+
+int PMPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Scatterv_init((void *)sendbuf, (void *)sendcounts, (void *)displs, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Scatterv_init")));
+
+int PMPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Allgather_init((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Allgather_init")));
+
+int PMPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Allgatherv_init((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Allgatherv_init")));
+
+int PMPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Alltoall_init((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Alltoall_init")));
+
+int PMPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Alltoallv_init((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Alltoallv_init")));
+
+int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Alltoallw_init((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Alltoallw_init")));
+
+int PMPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Reduce_scatter_init((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Reduce_scatter_init")));
+
+int PMPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Reduce_scatter_block_init((void *)sendbuf, (void *)recvbuf, recvcount, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Reduce_scatter_block_init")));
+
+int PMPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Scan_init((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Scan_init")));
+
+int PMPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Exscan_init((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Exscan_init")));
+
+int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_allgather");
+}
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_allgather")));
+
+int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_allgatherv");
+}
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv")));
+
+int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_alltoall");
+}
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall")));
+
+int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtype;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_alltoallv");
+}
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv")));
+
+int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtypes;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtypes;
+    (void)comm;
+    return ftmpi_unsupported("MPI_Neighbor_alltoallw");
+}
+int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw")));
+
+int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_allgather");
+}
+int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather")));
+
+int PMPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)displs;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_allgatherv");
+}
+int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv")));
+
+int PMPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcount;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcount;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_alltoall");
+}
+int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall")));
+
+int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtype;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtype;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_alltoallv");
+}
+int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv")));
+
+int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf;
+    (void)sendcounts;
+    (void)sdispls;
+    (void)sendtypes;
+    (void)recvbuf;
+    (void)recvcounts;
+    (void)rdispls;
+    (void)recvtypes;
+    (void)comm;
+    (void)request;
+    return ftmpi_unsupported("MPI_Ineighbor_alltoallw");
+}
+int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw")));
+
+int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
+{
+    return ftmpi_Op_create((void *)user_fn, commute, (uintptr_t *)op);
+}
+int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op) __attribute__((weak, alias("PMPI_Op_create")));
+
+int PMPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op)
+{
+    return ftmpi_Op_create_c((void *)user_fn, commute, (uintptr_t *)op);
+}
+int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op) __attribute__((weak, alias("PMPI_Op_create_c")));
+
+int PMPI_Op_free(MPI_Op *op)
+{
+    return ftmpi_Op_free((uintptr_t *)op);
+}
+int MPI_Op_free(MPI_Op *op) __attribute__((weak, alias("PMPI_Op_free")));
+
+int PMPI_Op_commutative(MPI_Op op, int *commute)
+{
+    return ftmpi_Op_commutative((uintptr_t)op, (void *)commute);
+}
+int MPI_Op_commutative(MPI_Op op, int *commute) __attribute__((weak, alias("PMPI_Op_commutative")));
+
 int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
     return ftmpi_Comm_group((uintptr_t)comm, (uintptr_t *)group);
@@ -594,6 +1075,290 @@ int PMPI_Get_hw_resource_info(MPI_Info *hw_info)
 }
 int MPI_Get_hw_resource_info(MPI_Info *hw_info) __attribute__((weak, alias("PMPI_Get_hw_resource_info")));
 
+int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_contiguous(count, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_contiguous")));
+
+int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_vector(count, blocklength, stride, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_vector")));
+
+int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_hvector(count, blocklength, stride, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_hvector")));
+
+int PMPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_hvector(count, blocklength, stride, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_hvector")));
+
+int PMPI_Type_indexed(int count, const int array_of_blocklengths[], const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_indexed(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_indexed(int count, const int array_of_blocklengths[], const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_indexed")));
+
+int PMPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_hindexed(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed")));
+
+int PMPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_hindexed(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_hindexed")));
+
+int PMPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_indexed_block(count, blocklength, (void *)array_of_displacements, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_indexed_block")));
+
+int PMPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_hindexed_block(count, blocklength, (void *)array_of_displacements, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_block")));
+
+int PMPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_struct(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (uintptr_t *)array_of_types, (uintptr_t *)newtype);
+}
+int MPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_struct")));
+
+int PMPI_Type_struct(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype array_of_types[], MPI_Datatype *newtype)
+{
+    return ftmpi_Type_struct(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (uintptr_t *)array_of_types, (uintptr_t *)newtype);
+}
+int MPI_Type_struct(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype array_of_types[], MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_struct")));
+
+int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_resized((uintptr_t)oldtype, lb, extent, (uintptr_t *)newtype);
+}
+int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_resized")));
+
+int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_subarray(ndims, (void *)array_of_sizes, (void *)array_of_subsizes, (void *)array_of_starts, order, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_subarray")));
+
+int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_darray(size, rank, ndims, (void *)array_of_gsizes, (void *)array_of_distribs, (void *)array_of_dargs, (void *)array_of_psizes, order, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_darray")));
+
+int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_dup((uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_dup")));
+
+int PMPI_Type_commit(MPI_Datatype *datatype)
+{
+    return ftmpi_Type_commit((uintptr_t *)datatype);
+}
+int MPI_Type_commit(MPI_Datatype *datatype) __attribute__((weak, alias("PMPI_Type_commit")));
+
+int PMPI_Type_free(MPI_Datatype *datatype)
+{
+    return ftmpi_Type_free((uintptr_t *)datatype);
+}
+int MPI_Type_free(MPI_Datatype *datatype) __attribute__((weak, alias("PMPI_Type_free")));
+
+int PMPI_Type_size(MPI_Datatype datatype, int *size)
+{
+    return ftmpi_Type_size((uintptr_t)datatype, (void *)size);
+}
+int MPI_Type_size(MPI_Datatype datatype, int *size) __attribute__((weak, alias("PMPI_Type_size")));
+
+int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
+{
+    return ftmpi_Type_size_x((uintptr_t)datatype, (void *)size);
+}
+int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size) __attribute__((weak, alias("PMPI_Type_size_x")));
+
+int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
+{
+    return ftmpi_Type_get_extent((uintptr_t)datatype, (void *)lb, (void *)extent);
+}
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent) __attribute__((weak, alias("PMPI_Type_get_extent")));
+
+int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
+{
+    return ftmpi_Type_get_extent_x((uintptr_t)datatype, (void *)lb, (void *)extent);
+}
+int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) __attribute__((weak, alias("PMPI_Type_get_extent_x")));
+
+int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)
+{
+    return ftmpi_Type_get_true_extent((uintptr_t)datatype, (void *)true_lb, (void *)true_extent);
+}
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent")));
+
+int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)
+{
+    return ftmpi_Type_get_true_extent_x((uintptr_t)datatype, (void *)true_lb, (void *)true_extent);
+}
+int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent_x")));
+
+int PMPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent)
+{
+    return ftmpi_Type_extent((uintptr_t)datatype, (void *)extent);
+}
+int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent) __attribute__((weak, alias("PMPI_Type_extent")));
+
+int PMPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement)
+{
+    return ftmpi_Type_lb((uintptr_t)datatype, (void *)displacement);
+}
+int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement) __attribute__((weak, alias("PMPI_Type_lb")));
+
+int PMPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement)
+{
+    return ftmpi_Type_ub((uintptr_t)datatype, (void *)displacement);
+}
+int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement) __attribute__((weak, alias("PMPI_Type_ub")));
+
+int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner)
+{
+    return ftmpi_Type_get_envelope((uintptr_t)datatype, (void *)num_integers, (void *)num_addresses, (void *)num_datatypes, (void *)combiner);
+}
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner) __attribute__((weak, alias("PMPI_Type_get_envelope")));
+
+int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[])
+{
+    return ftmpi_Type_get_contents((uintptr_t)datatype, max_integers, max_addresses, max_datatypes, (void *)array_of_integers, (void *)array_of_addresses, (uintptr_t *)array_of_datatypes);
+}
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]) __attribute__((weak, alias("PMPI_Type_get_contents")));
+
+int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
+{
+    return ftmpi_Type_set_name((uintptr_t)datatype, (void *)type_name);
+}
+int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name) __attribute__((weak, alias("PMPI_Type_set_name")));
+
+int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
+{
+    return ftmpi_Type_get_name((uintptr_t)datatype, (void *)type_name, (void *)resultlen);
+}
+int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen) __attribute__((weak, alias("PMPI_Type_get_name")));
+
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
+{
+    return ftmpi_Type_match_size(typeclass, size, (uintptr_t *)datatype);
+}
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype) __attribute__((weak, alias("PMPI_Type_match_size")));
+
+int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm)
+{
+    return ftmpi_Pack((void *)inbuf, incount, (uintptr_t)datatype, (void *)outbuf, outsize, (void *)position, (uintptr_t)comm);
+}
+int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm) __attribute__((weak, alias("PMPI_Pack")));
+
+int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm)
+{
+    return ftmpi_Unpack((void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, (uintptr_t)datatype, (uintptr_t)comm);
+}
+int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Unpack")));
+
+int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
+{
+    return ftmpi_Pack_size(incount, (uintptr_t)datatype, (uintptr_t)comm, (void *)size);
+}
+int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size) __attribute__((weak, alias("PMPI_Pack_size")));
+
+int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position)
+{
+    (void)datarep;
+    (void)inbuf;
+    (void)incount;
+    (void)datatype;
+    (void)outbuf;
+    (void)outsize;
+    (void)position;
+    return ftmpi_unsupported("MPI_Pack_external");
+}
+int MPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position) __attribute__((weak, alias("PMPI_Pack_external")));
+
+int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype)
+{
+    (void)datarep;
+    (void)inbuf;
+    (void)insize;
+    (void)position;
+    (void)outbuf;
+    (void)outcount;
+    (void)datatype;
+    return ftmpi_unsupported("MPI_Unpack_external");
+}
+int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_Unpack_external")));
+
+int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size)
+{
+    (void)datarep;
+    (void)incount;
+    (void)datatype;
+    (void)size;
+    return ftmpi_unsupported("MPI_Pack_external_size");
+}
+int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size) __attribute__((weak, alias("PMPI_Pack_external_size")));
+
+int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state)
+{
+    (void)type_copy_attr_fn;
+    (void)type_delete_attr_fn;
+    (void)type_keyval;
+    (void)extra_state;
+    return ftmpi_unsupported("MPI_Type_create_keyval");
+}
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Type_create_keyval")));
+
+int PMPI_Type_free_keyval(int *type_keyval)
+{
+    (void)type_keyval;
+    return ftmpi_unsupported("MPI_Type_free_keyval");
+}
+int MPI_Type_free_keyval(int *type_keyval) __attribute__((weak, alias("PMPI_Type_free_keyval")));
+
+int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val)
+{
+    (void)datatype;
+    (void)type_keyval;
+    (void)attribute_val;
+    return ftmpi_unsupported("MPI_Type_set_attr");
+}
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Type_set_attr")));
+
+int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag)
+{
+    (void)datatype;
+    (void)type_keyval;
+    (void)attribute_val;
+    (void)flag;
+    return ftmpi_unsupported("MPI_Type_get_attr");
+}
+int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag) __attribute__((weak, alias("PMPI_Type_get_attr")));
+
+int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval)
+{
+    (void)datatype;
+    (void)type_keyval;
+    return ftmpi_unsupported("MPI_Type_delete_attr");
+}
+int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) __attribute__((weak, alias("PMPI_Type_delete_attr")));
+
 int PMPI_Comm_revoke(MPI_Comm comm)
 {
     return ftmpi_Comm_revoke((uintptr_t)comm);
@@ -761,6 +1526,371 @@ int PMPI_Reinit_state(int *state)
     return ftmpi_Reinit_state((void *)state);
 }
 int MPI_Reinit_state(int *state) __attribute__((weak, alias("PMPI_Reinit_state")));
+
+int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
+{
+    return ftmpi_File_open((uintptr_t)comm, (void *)filename, amode, (uintptr_t)info, (uintptr_t *)fh);
+}
+int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) __attribute__((weak, alias("PMPI_File_open")));
+
+int PMPI_File_close(MPI_File *fh)
+{
+    return ftmpi_File_close((uintptr_t *)fh);
+}
+int MPI_File_close(MPI_File *fh) __attribute__((weak, alias("PMPI_File_close")));
+
+int PMPI_File_delete(const char *filename, MPI_Info info)
+{
+    return ftmpi_File_delete((void *)filename, (uintptr_t)info);
+}
+int MPI_File_delete(const char *filename, MPI_Info info) __attribute__((weak, alias("PMPI_File_delete")));
+
+int PMPI_File_set_size(MPI_File fh, MPI_Offset size)
+{
+    return ftmpi_File_set_size((uintptr_t)fh, size);
+}
+int MPI_File_set_size(MPI_File fh, MPI_Offset size) __attribute__((weak, alias("PMPI_File_set_size")));
+
+int PMPI_File_preallocate(MPI_File fh, MPI_Offset size)
+{
+    return ftmpi_File_preallocate((uintptr_t)fh, size);
+}
+int MPI_File_preallocate(MPI_File fh, MPI_Offset size) __attribute__((weak, alias("PMPI_File_preallocate")));
+
+int PMPI_File_get_size(MPI_File fh, MPI_Offset *size)
+{
+    return ftmpi_File_get_size((uintptr_t)fh, (void *)size);
+}
+int MPI_File_get_size(MPI_File fh, MPI_Offset *size) __attribute__((weak, alias("PMPI_File_get_size")));
+
+int PMPI_File_get_group(MPI_File fh, MPI_Group *group)
+{
+    return ftmpi_File_get_group((uintptr_t)fh, (uintptr_t *)group);
+}
+int MPI_File_get_group(MPI_File fh, MPI_Group *group) __attribute__((weak, alias("PMPI_File_get_group")));
+
+int PMPI_File_get_amode(MPI_File fh, int *amode)
+{
+    return ftmpi_File_get_amode((uintptr_t)fh, (void *)amode);
+}
+int MPI_File_get_amode(MPI_File fh, int *amode) __attribute__((weak, alias("PMPI_File_get_amode")));
+
+int PMPI_File_set_info(MPI_File fh, MPI_Info info)
+{
+    return ftmpi_File_set_info((uintptr_t)fh, (uintptr_t)info);
+}
+int MPI_File_set_info(MPI_File fh, MPI_Info info) __attribute__((weak, alias("PMPI_File_set_info")));
+
+int PMPI_File_get_info(MPI_File fh, MPI_Info *info_used)
+{
+    return ftmpi_File_get_info((uintptr_t)fh, (uintptr_t *)info_used);
+}
+int MPI_File_get_info(MPI_File fh, MPI_Info *info_used) __attribute__((weak, alias("PMPI_File_get_info")));
+
+int PMPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info)
+{
+    return ftmpi_File_set_view((uintptr_t)fh, disp, (uintptr_t)etype, (uintptr_t)filetype, (void *)datarep, (uintptr_t)info);
+}
+int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info) __attribute__((weak, alias("PMPI_File_set_view")));
+
+int PMPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep)
+{
+    return ftmpi_File_get_view((uintptr_t)fh, (void *)disp, (uintptr_t *)etype, (uintptr_t *)filetype, (void *)datarep);
+}
+int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep) __attribute__((weak, alias("PMPI_File_get_view")));
+
+int PMPI_File_read_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_at((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_at")));
+
+int PMPI_File_read_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_at_all((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_at_all")));
+
+int PMPI_File_write_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_at((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_at")));
+
+int PMPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_at_all((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_at_all")));
+
+int PMPI_File_iread_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_at((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_at")));
+
+int PMPI_File_iwrite_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_at((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_at")));
+
+int PMPI_File_iread_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_at_all((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_at_all")));
+
+int PMPI_File_iwrite_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_at_all((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_at_all")));
+
+int PMPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read")));
+
+int PMPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_all((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_all")));
+
+int PMPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write")));
+
+int PMPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_all((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_all")));
+
+int PMPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread")));
+
+int PMPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite")));
+
+int PMPI_File_iread_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_all((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_all")));
+
+int PMPI_File_iwrite_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_all((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_all")));
+
+int PMPI_File_seek(MPI_File fh, MPI_Offset offset, int whence)
+{
+    return ftmpi_File_seek((uintptr_t)fh, offset, whence);
+}
+int MPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) __attribute__((weak, alias("PMPI_File_seek")));
+
+int PMPI_File_get_position(MPI_File fh, MPI_Offset *offset)
+{
+    return ftmpi_File_get_position((uintptr_t)fh, (void *)offset);
+}
+int MPI_File_get_position(MPI_File fh, MPI_Offset *offset) __attribute__((weak, alias("PMPI_File_get_position")));
+
+int PMPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp)
+{
+    return ftmpi_File_get_byte_offset((uintptr_t)fh, offset, (void *)disp);
+}
+int MPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp) __attribute__((weak, alias("PMPI_File_get_byte_offset")));
+
+int PMPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_shared((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_shared")));
+
+int PMPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_shared((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_shared")));
+
+int PMPI_File_iread_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_shared((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_shared")));
+
+int PMPI_File_iwrite_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_shared((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_shared")));
+
+int PMPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_ordered((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_ordered")));
+
+int PMPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_ordered((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_ordered")));
+
+int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence)
+{
+    return ftmpi_File_seek_shared((uintptr_t)fh, offset, whence);
+}
+int MPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) __attribute__((weak, alias("PMPI_File_seek_shared")));
+
+int PMPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset)
+{
+    return ftmpi_File_get_position_shared((uintptr_t)fh, (void *)offset);
+}
+int MPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) __attribute__((weak, alias("PMPI_File_get_position_shared")));
+
+int PMPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_read_at_all_begin((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_read_at_all_begin")));
+
+int PMPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *status)
+{
+    return ftmpi_File_read_at_all_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_at_all_end")));
+
+int PMPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_write_at_all_begin((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_write_at_all_begin")));
+
+int PMPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *status)
+{
+    return ftmpi_File_write_at_all_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_at_all_end")));
+
+int PMPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_read_all_begin((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_read_all_begin")));
+
+int PMPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *status)
+{
+    return ftmpi_File_read_all_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_all_end")));
+
+int PMPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_write_all_begin((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_write_all_begin")));
+
+int PMPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *status)
+{
+    return ftmpi_File_write_all_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_all_end")));
+
+int PMPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_read_ordered_begin((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_read_ordered_begin")));
+
+int PMPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *status)
+{
+    return ftmpi_File_read_ordered_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_ordered_end")));
+
+int PMPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_write_ordered_begin((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_write_ordered_begin")));
+
+int PMPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status)
+{
+    return ftmpi_File_write_ordered_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_ordered_end")));
+
+int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent)
+{
+    return ftmpi_File_get_type_extent((uintptr_t)fh, (uintptr_t)datatype, (void *)extent);
+}
+int MPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent) __attribute__((weak, alias("PMPI_File_get_type_extent")));
+
+int PMPI_File_set_atomicity(MPI_File fh, int flag)
+{
+    return ftmpi_File_set_atomicity((uintptr_t)fh, flag);
+}
+int MPI_File_set_atomicity(MPI_File fh, int flag) __attribute__((weak, alias("PMPI_File_set_atomicity")));
+
+int PMPI_File_get_atomicity(MPI_File fh, int *flag)
+{
+    return ftmpi_File_get_atomicity((uintptr_t)fh, (void *)flag);
+}
+int MPI_File_get_atomicity(MPI_File fh, int *flag) __attribute__((weak, alias("PMPI_File_get_atomicity")));
+
+int PMPI_File_sync(MPI_File fh)
+{
+    return ftmpi_File_sync((uintptr_t)fh);
+}
+int MPI_File_sync(MPI_File fh) __attribute__((weak, alias("PMPI_File_sync")));
+
+int PMPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler)
+{
+    return ftmpi_File_create_errhandler((void *)file_errhandler_fn, (uintptr_t *)errhandler);
+}
+int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler) __attribute__((weak, alias("PMPI_File_create_errhandler")));
+
+int PMPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler)
+{
+    return ftmpi_File_set_errhandler((uintptr_t)file, (uintptr_t)errhandler);
+}
+int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) __attribute__((weak, alias("PMPI_File_set_errhandler")));
+
+int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler)
+{
+    return ftmpi_File_get_errhandler((uintptr_t)file, (uintptr_t *)errhandler);
+}
+int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler) __attribute__((weak, alias("PMPI_File_get_errhandler")));
+
+int PMPI_File_call_errhandler(MPI_File fh, int errorcode)
+{
+    return ftmpi_File_call_errhandler((uintptr_t)fh, errorcode);
+}
+int MPI_File_call_errhandler(MPI_File fh, int errorcode) __attribute__((weak, alias("PMPI_File_call_errhandler")));
+
+int PMPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)
+{
+    (void)datarep;
+    (void)read_conversion_fn;
+    (void)write_conversion_fn;
+    (void)dtype_file_extent_fn;
+    (void)extra_state;
+    return ftmpi_unsupported("MPI_Register_datarep");
+}
+int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("PMPI_Register_datarep")));
 
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
@@ -1377,9 +2507,12 @@ int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
 }
 int MPI_Win_call_errhandler(MPI_Win win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
 
-/* 237 functions, 23 of them not implemented:
- * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Buffer_attach MPI_Buffer_detach MPI_Get_hw_resource_info
- * MPI_Bsend MPI_Ibsend MPI_Mprobe MPI_Improbe MPI_Mrecv MPI_Imrecv
- * MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach
- * MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr MPI_Win_create_keyval MPI_Win_free_keyval
+/* 405 functions, 42 of them not implemented:
+ * MPI_Neighbor_allgather MPI_Neighbor_allgatherv MPI_Neighbor_alltoall MPI_Neighbor_alltoallv MPI_Neighbor_alltoallw MPI_Ineighbor_allgather
+ * MPI_Ineighbor_allgatherv MPI_Ineighbor_alltoall MPI_Ineighbor_alltoallv MPI_Ineighbor_alltoallw MPI_Remove_error_class MPI_Remove_error_code
+ * MPI_Remove_error_string MPI_Buffer_attach MPI_Buffer_detach MPI_Get_hw_resource_info MPI_Pack_external MPI_Unpack_external
+ * MPI_Pack_external_size MPI_Type_create_keyval MPI_Type_free_keyval MPI_Type_set_attr MPI_Type_get_attr MPI_Type_delete_attr
+ * MPI_Register_datarep MPI_Bsend MPI_Ibsend MPI_Mprobe MPI_Improbe MPI_Mrecv
+ * MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query MPI_Win_create_dynamic
+ * MPI_Win_attach MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr MPI_Win_create_keyval MPI_Win_free_keyval
  */

@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"sync"
 
@@ -209,13 +210,13 @@ func locRed(k opKind, d *Datatype) (redFn, error) {
 		codes = []p2p.DType{d.sig.dt, d.sig.dt}
 	}
 	if len(codes) != 2 {
-		return nil, errType(ErrOp, "", "defined on pairs (value, location), not on elements of %d basic elements", d.nbasic)
+		return nil, fmt.Errorf("defined on pairs (value, location), not on elements of %d basic element(s)", d.nbasic)
 	}
 	vt, lt := codes[0], codes[1]
 	vget, ok1 := numGetter(vt)
 	lget, ok2 := numGetter(lt)
 	if !ok1 || !ok2 || vt == p2p.DTComplex64 || vt == p2p.DTComplex128 {
-		return nil, errType(ErrOp, "", "the pair (%s, %s) is not a (number, location)", p2p.DTypeName(vt), p2p.DTypeName(lt))
+		return nil, fmt.Errorf("the pair (%s, %s) is not a (number, location)", p2p.DTypeName(vt), p2p.DTypeName(lt))
 	}
 	vs := numFacts[vt].size
 	size := d.size

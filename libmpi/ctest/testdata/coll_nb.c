@@ -1,0 +1,100 @@
+/* coll_nb.c: nonblocking collectives outstanding together on one
+ * communicator (completed in another order than started), and persistent
+ * collectives started twice. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+    int rank, size, i, r, bad = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int p = size;
+    MPI_Request reqs[12];
+    int bc[4] = {0, 0, 0, 0}, x = rank + 1, sum = 0, scan = 0, ex = -1;
+    int *g = malloc(sizeof(int) * p), *a2a_s = malloc(sizeof(int) * p), *a2a_r = malloc(sizeof(int) * p);
+    int *gv = malloc(sizeof(int) * p * p), *cnt = malloc(sizeof(int) * p), *dsp = malloc(sizeof(int) * p);
+    int *rs = malloc(sizeof(int) * p), rsout = 0, sc = -1, *scv = malloc(sizeof(int) * p);
+    double dmax = 0, d = rank;
+    if (rank == 0)
+        for (i = 0; i < 4; i++)
+            bc[i] = 40 + i;
+    for (r = 0; r < p; r++) {
+        a2a_s[r] = 100 * rank + r;
+        cnt[r] = r + 1;
+        dsp[r] = r * p;
+        rs[r] = r + rank;
+        scv[r] = 7 * r;
+    }
+    MPI_Ibarrier(MPI_COMM_WORLD, &reqs[0]);
+    MPI_Ibcast(bc, 4, MPI_INT, 0, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[2]);
+    MPI_Igather(&x, 1, MPI_INT, g, 1, MPI_INT, p - 1, MPI_COMM_WORLD, &reqs[3]);
+    MPI_Ialltoall(a2a_s, 1, MPI_INT, a2a_r, 1, MPI_INT, MPI_COMM_WORLD, &reqs[4]);
+    MPI_Iscan(&x, &scan, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[5]);
+    MPI_Iexscan(&x, &ex, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[6]);
+    int mine[64];
+    for (i = 0; i < rank + 1; i++)
+        mine[i] = 10 * rank + i;
+    MPI_Iallgatherv(mine, rank + 1, MPI_INT, gv, cnt, dsp, MPI_INT, MPI_COMM_WORLD, &reqs[7]);
+    MPI_Ireduce_scatter_block(rs, &rsout, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[8]);
+    MPI_Iscatter(scv, 1, MPI_INT, &sc, 1, MPI_INT, 1 % p, MPI_COMM_WORLD, &reqs[9]);
+    MPI_Ireduce(&d, &dmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, &reqs[10]);
+    /* Complete the last ones first. */
+    for (i = 10; i >= 6; i--)
+        MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+    MPI_Waitall(6, reqs, MPI_STATUSES_IGNORE);
+    for (i = 0; i < 4; i++)
+        bad += bc[i] != 40 + i;
+    bad += sum != p * (p + 1) / 2;
+    if (rank == p - 1)
+        for (r = 0; r < p; r++)
+            bad += g[r] != r + 1;
+    for (r = 0; r < p; r++)
+        bad += a2a_r[r] != 100 * r + rank;
+    bad += scan != (rank + 1) * (rank + 2) / 2;
+    bad += rank > 0 && ex != rank * (rank + 1) / 2;
+    for (r = 0; r < p; r++)
+        for (i = 0; i < r + 1; i++)
+            bad += gv[r * p + i] != 10 * r + i;
+    bad += rsout != p * rank + p * (p - 1) / 2;
+    bad += sc != 7 * rank;
+    bad += rank == 0 && dmax != p - 1;
+    for (i = 0; i <= 10; i++)
+        bad += reqs[i] != MPI_REQUEST_NULL;
+
+    /* Persistent: an Allreduce and a Bcast started twice with new data. */
+    MPI_Request pr[2];
+    int in = 0, out = 0, pb = 0;
+    MPI_Allreduce_init(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &pr[0]);
+    MPI_Bcast_init(&pb, 1, MPI_INT, p - 1, MPI_COMM_WORLD, MPI_INFO_NULL, &pr[1]);
+    for (int round = 1; round <= 2; round++) {
+        in = round * (rank + 1);
+        if (rank == p - 1)
+            pb = 1000 * round;
+        MPI_Startall(2, pr);
+        MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+        bad += out != round * p * (p + 1) / 2;
+        bad += pb != 1000 * round;
+    }
+    bad += pr[0] == MPI_REQUEST_NULL;
+    MPI_Request_free(&pr[0]);
+    MPI_Request_free(&pr[1]);
+
+    int all = 0;
+    MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("result: nonblocking and persistent wrong %d\n", all);
+    free(g);
+    free(a2a_s);
+    free(a2a_r);
+    free(gv);
+    free(cnt);
+    free(dsp);
+    free(rs);
+    free(scv);
+    MPI_Finalize();
+    return 0;
+}
