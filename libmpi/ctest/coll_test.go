@@ -107,5 +107,5 @@ func TestCollDerived(t *testing.T) {
 		t.Skip("MPI_Type_vector / MPI_Type_create_resized are not declared in dtype.h yet")
 	}
 	out := collRun(t, "testdata/coll_dtype.c", "4")
-	collWant(t, out, "result: derived wrong 0")
+	collWant(t, out, "result: derived wrong 0 user function called 1")
 }
