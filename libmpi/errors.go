@@ -144,9 +144,15 @@ func errString(v int) string {
 	}
 	userMu.Lock()
 	s, ok := userStrings[v]
+	_, user := userClassOf[v]
 	userMu.Unlock()
 	if ok {
 		return s
+	}
+	if user {
+		// MPI 9.5: the string of an added class or code that was given
+		// none is empty.
+		return ""
 	}
 	if v == cSuccess {
 		return "MPI_SUCCESS: no errors"

@@ -294,6 +294,9 @@ func reqOf(h *C.uintptr_t, op string) (*creq, C.int) {
 
 func emptyStatus(s *C.MPI_Status) {
 	setStatus(s, mpi.Status{Source: mpi.AnySource, Tag: mpi.AnyTag})
+	if s != nil {
+		s.MPI_ERROR = cSuccess // MPI 3.7.3: an empty status's error is MPI_SUCCESS
+	}
 }
 
 //export ftmpi_Wait

@@ -105,9 +105,10 @@ const (
 // the stacks of all their goroutines (for debugging hangs in tests).
 const EnvTimeoutDump = "FTMPI_TIMEOUT_DUMP"
 
-// EnvMPIExecTimeout, whole seconds, is ftmpirun's --timeout when the
-// command line gives none: the variable MPICH's mpiexec honours and its
-// test harness (runtests) sets for each test. 0 means no limit.
+// EnvMPIExecTimeout, in seconds, is ftmpirun's --timeout when the command
+// line gives none: the variable MPICH's mpiexec honours and its test
+// harness (runtests) sets for each test (a test's limit times
+// MPITEST_TIMEOUT_MULTIPLIER, so possibly fractional). 0 means no limit.
 const EnvMPIExecTimeout = "MPIEXEC_TIMEOUT"
 
 // DefaultMaxRestarts is the default --max-restarts: how many failed ranks
@@ -354,11 +355,11 @@ func ParseArgs(args []string) (Config, error) {
 		}
 	}
 	if env := strings.TrimSpace(os.Getenv(EnvMPIExecTimeout)); !timeoutSet && env != "" {
-		sec, err := strconv.Atoi(env)
-		if err != nil || sec < 0 {
-			return cfg, &UsageError{fmt.Sprintf("invalid %s=%q in the environment: want whole seconds", EnvMPIExecTimeout, env)}
+		sec, err := strconv.ParseFloat(env, 64)
+		if err != nil || sec < 0 || sec > 1e9 {
+			return cfg, &UsageError{fmt.Sprintf("invalid %s=%q in the environment: want seconds", EnvMPIExecTimeout, env)}
 		}
-		cfg.Timeout = time.Duration(sec) * time.Second
+		cfg.Timeout = time.Duration(sec * float64(time.Second))
 	}
 	if cfg.RestartOnFailure > 0 && !onFailureSet {
 		cfg.OnFailure = "" // validate picks the policy that lets survivors checkpoint

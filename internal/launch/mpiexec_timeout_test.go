@@ -27,7 +27,8 @@ func TestParseArgsMPIExecTimeout(t *testing.T) {
 		{"10", []string{"-n", "2", "--timeout", "0", "prog"}, 0, OnFailureAbort, false},
 		{"10", []string{"-n", "4", "-disable-auto-cleanup", "./die"}, 10 * time.Second, OnFailureContinue, false},
 		{"", []string{"-n", "4", "--disable-auto-cleanup", "--on-failure", "abort", "prog"}, 0, OnFailureAbort, false},
-		{"1.5", []string{"-n", "2", "prog"}, 0, "", true},
+		{"2.5", []string{"-n", "2", "prog"}, 2500 * time.Millisecond, OnFailureAbort, false},
+		{"1e99", []string{"-n", "2", "prog"}, 0, "", true},
 		{"-3", []string{"-n", "2", "prog"}, 0, "", true},
 		{"soon", []string{"-n", "2", "prog"}, 0, "", true},
 	} {
