@@ -4,9 +4,11 @@
 # run by MPICH's runtests with ftmpirun as mpiexec, one directory at a time.
 #
 # Usage: bench/mpich-tests.sh [DIR...]      (or DIRS="ft pt2pt" bench/mpich-tests.sh)
+#        bench/mpich-tests.sh --fetch       (only fetch; print the unpacked test/mpi)
 #
 #   WORK     work directory (default ${WORK:-/tmp}/ftmpi-mpich-tests); the
-#            sources go to $WORK/src, the pinned library to $WORK/ftmpi,
+#            sources to $WORK/pristine (as unpacked) and $WORK/src (a copy,
+#            configured and built), the pinned library to $WORK/ftmpi,
 #            results to $WORK/results, logs to $WORK/logs
 #   DIRS     directories of test/mpi to build and run (default: all below)
 #   OUT      the machine-readable result (default $WORK/results/summary.tsv):
@@ -17,6 +19,8 @@
 #   REBUILD  1: make clean each directory first (default: only when the
 #            library's headers changed since the directory was built)
 #   FTMPI_MPICH_TESTS  an unpacked test/mpi to copy instead of fetching one
+#   MPITEST_TIMEOUT  runtests' limit of a test without its own timeLimit
+#            (default here 60 s, runtests' own 180 s): a hang costs that long
 #   ALLOW_UNDEFINED  1: link with undefined MPI functions allowed (a program
 #            calling one crashes (SIGSEGV at address 0)): a diagnostic for
 #            while other areas are missing (MPICH's test library calls
@@ -42,7 +46,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-/tmp}
 case $WORK in */ftmpi-mpich-tests) ;; *) WORK=$WORK/ftmpi-mpich-tests ;; esac
 ALL="ft pt2pt coll comm group datatype init errhan attr info topo rma io spawn"
-if (($# > 0)); then DIRS="$*"; fi
+if (($# > 0)) && [[ $1 != --fetch ]]; then DIRS="$*"; fi
 DIRS=${DIRS:-$ALL}
 JOBS=${JOBS:-2}
 RES=$WORK/results
@@ -53,14 +57,10 @@ log() { echo "# $*" >&2; }
 die() { echo "mpich-tests: $*" >&2; exit 1; }
 
 # --- 1. the sources ---------------------------------------------------------
+# $WORK/pristine/test/mpi as unpacked; $T, a copy, is configured and built.
+PRISTINE=$WORK/pristine/test/mpi
 T=$WORK/src/test/mpi
 fetch() {
-	if [[ -n ${FTMPI_MPICH_TESTS:-} ]]; then
-		[[ -f $FTMPI_MPICH_TESTS/runtests.in ]] || die "FTMPI_MPICH_TESTS=$FTMPI_MPICH_TESTS is not an unpacked test/mpi"
-		mkdir -p "$WORK/src/test"
-		cp -a "$FTMPI_MPICH_TESTS" "$T"
-		return
-	fi
 	local sudo=()
 	((EUID != 0)) && sudo=(sudo)
 	if ! command -v dpkg-source >/dev/null; then
@@ -91,11 +91,28 @@ fetch() {
 	local tmp=$WORK/unpack
 	rm -rf "$tmp" && mkdir -p "$tmp"
 	tar -xf "$tarball" -C "$tmp" --wildcards '*/test/mpi/*'
-	mkdir -p "$WORK/src/test"
-	mv "$tmp"/*/test/mpi "$T"
+	rm -rf "$PRISTINE" && mkdir -p "$(dirname "$PRISTINE")"
+	mv "$tmp"/*/test/mpi "$PRISTINE"
 	rm -rf "$tmp"
 }
-[[ -f $T/runtests.in ]] || fetch
+if [[ ${1:-} == --fetch ]]; then
+	# .ci/run: export FTMPI_MPICH_TESTS=$(bench/mpich-tests.sh --fetch)
+	[[ -f $PRISTINE/runtests.in ]] || fetch
+	echo "$PRISTINE"
+	exit 0
+fi
+if [[ ! -f $T/runtests.in ]]; then
+	src=${FTMPI_MPICH_TESTS:-$PRISTINE}
+	if [[ -z ${FTMPI_MPICH_TESTS:-} && ! -f $PRISTINE/runtests.in ]]; then
+		fetch
+	fi
+	[[ -f $src/runtests.in ]] || die "$src is not an unpacked test/mpi of MPICH"
+	mkdir -p "$(dirname "$T")"
+	cp -a "$src" "$T"
+	# A tree configured elsewhere is configured and built again here.
+	rm -f "$T/config.status"
+	find "$T" -name .ftmpi-headers -delete
+fi
 
 # --- 2. the library, pinned, and the wrappers ---------------------------------
 t0=$(date +%s)
@@ -155,7 +172,7 @@ for d in $DIRS; do
 	r0=$(date +%s)
 	log "$d: built in $((r0 - b0)) s; running"
 	rm -f "$RES/$d.tap"
-	(cd "$T/$d" && LD_LIBRARY_PATH=$P/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+	(cd "$T/$d" && MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-60} LD_LIBRARY_PATH=$P/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
 		perl ../runtests -srcdir=. -tests=testlist -mpiexec="$WORK/bin/mpiexec" \
 		-tapfile="$RES/$d.tap") >"$LOGS/run-$d.log" 2>&1 || true
 	r1=$(date +%s)

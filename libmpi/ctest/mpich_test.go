@@ -1,6 +1,10 @@
 package ctest
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -22,4 +26,128 @@ func TestMPICHFixes(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
 		}
 	}
+}
+
+// mpichDirs is the part of MPICH's test/mpi that TestMPICHSuite runs: ft,
+// and small directories that take a few seconds each when nothing hangs
+// ($FTMPI_MPICH_DIRS overrides it).
+const mpichDirs = "ft init errhan group info"
+
+// TestMPICHSuite runs MPICH's own tests (bench/mpich-tests.sh: MPICH's
+// runtests, ftmpirun as mpiexec) on mpichDirs when $FTMPI_MPICH_TESTS names
+// an unpacked test/mpi of MPICH 4.0.2 (bench/mpich-tests.sh --fetch prints
+// one), and fails if a directory passes fewer tests than docs/conformance.md
+// records in its summary table.
+func TestMPICHSuite(t *testing.T) {
+	src := os.Getenv("FTMPI_MPICH_TESTS")
+	if src == "" {
+		t.Skip("FTMPI_MPICH_TESTS is not set: to run MPICH's test suite, " +
+			"export FTMPI_MPICH_TESTS=$(bench/mpich-tests.sh --fetch) (apt-get source mpich; see docs/conformance.md)")
+	}
+	if _, err := os.Stat(filepath.Join(src, "runtests.in")); err != nil {
+		t.Fatalf("FTMPI_MPICH_TESTS=%s is not an unpacked test/mpi of MPICH: %v", src, err)
+	}
+	if testing.Short() {
+		t.Skip("MPICH's test suite takes minutes; not with -short")
+	}
+	for _, tool := range []string{"bash", "perl", "make", "cc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: MPICH's test suite needs it", tool)
+		}
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := conformanceBaseline(filepath.Join(root, "docs", "conformance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := mpichDirs
+	if d := os.Getenv("FTMPI_MPICH_DIRS"); d != "" {
+		dirs = d
+	}
+	work := t.TempDir()
+	cmd := exec.Command("bash", filepath.Join(root, "bench", "mpich-tests.sh"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "WORK="+work, "DIRS="+dirs, "MPITEST_TIMEOUT=30")
+	out, err := cmd.CombinedOutput()
+	t.Logf("bench/mpich-tests.sh DIRS=%q:\n%s", dirs, out)
+	if err != nil {
+		t.Fatalf("bench/mpich-tests.sh: %v", err)
+	}
+	res := filepath.Join(work, "ftmpi-mpich-tests", "results")
+	got, err := readSummary(filepath.Join(res, "summary.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range strings.Fields(dirs) {
+		g, ok := got[d]
+		if !ok {
+			t.Errorf("%s: no result", d)
+			continue
+		}
+		w, ok := want[d]
+		if !ok {
+			t.Logf("%s: %d passed (docs/conformance.md records no count)", d, g.passed)
+			continue
+		}
+		if g.passed < w.passed {
+			failed, _ := os.ReadFile(filepath.Join(res, d+".tests"))
+			t.Errorf("%s: %d passed, docs/conformance.md records %d; the tests:\n%s", d, g.passed, w.passed, failed)
+		}
+	}
+}
+
+type mpichCount struct{ passed, failed, skipped int }
+
+// conformanceBaseline reads the table under "## Summary" in
+// docs/conformance.md: | dir | passed | failed | skipped | ... |.
+func conformanceBaseline(path string) (map[string]mpichCount, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]mpichCount{}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			in = strings.TrimSpace(line) == "## Summary"
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "|") {
+			continue
+		}
+		f := strings.Split(strings.Trim(line, "| "), "|")
+		if len(f) < 4 {
+			continue
+		}
+		var c mpichCount
+		if _, err := fmt.Sscan(f[1]+" "+f[2]+" "+f[3], &c.passed, &c.failed, &c.skipped); err != nil {
+			continue // the header and the rule
+		}
+		m[strings.Trim(strings.TrimSpace(f[0]), "`")] = c
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("%s: no counts in a table under ## Summary", path)
+	}
+	return m, nil
+}
+
+// readSummary reads bench/mpich-tests.sh's summary.tsv.
+func readSummary(path string) (map[string]mpichCount, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]mpichCount{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+		var d string
+		var c mpichCount
+		if _, err := fmt.Sscan(line, &d, &c.passed, &c.failed, &c.skipped); err != nil {
+			return nil, fmt.Errorf("%s: %q: %v", path, line, err)
+		}
+		m[d] = c
+	}
+	return m, nil
 }
