@@ -120,14 +120,25 @@ var predefTypes = map[uintptr]*mpi.Datatype{
 	0x2eb: contigBytes(32), // MPI_COMPLEX32
 }
 
+// predefByIndex is predefTypes as an array indexed by handle-0x200, for
+// typeOf's hot path.
+var predefByIndex = func() (a [0x100]*mpi.Datatype) {
+	for h, d := range predefTypes {
+		a[h-0x200] = d
+	}
+	return
+}()
+
 // types holds the derived datatypes made from C.
 var types = newTable[*mpi.Datatype](kindDatatype)
 
 // typeOf resolves a datatype handle for op; an invalid one is an
 // MPI_ERR_TYPE error on c's error handler (c may be nil: MPI_COMM_WORLD).
 func typeOf(h C.uintptr_t, c *mpi.Comm, op string) (*mpi.Datatype, error) {
-	if d, ok := predefTypes[uintptr(h)]; ok {
-		return d, nil
+	if i := uintptr(h) - 0x200; i < uintptr(len(predefByIndex)) {
+		if d := predefByIndex[i]; d != nil {
+			return d, nil // the hot path: an array, not a map
+		}
 	}
 	if d, ok := types.get(uintptr(h)); ok {
 		return d, nil
