@@ -144,7 +144,8 @@ func newErr(class *Class, op string, c *Comm, peer int, format string, args ...a
 type Errhandler struct {
 	name string
 	fn   func(*Comm, error)
-	win  func(*Win, error) // a window handler (WinCreateErrhandler)
+	win  func(*Win, error)  // a window handler (WinCreateErrhandler)
+	file func(*File, error) // a file handler (FileCreateErrhandler, cbind_file.go)
 }
 
 func (h *Errhandler) String() string { return h.name }

@@ -449,6 +449,8 @@ func (f *File) handle(err error) error {
 		f.parent.w.fatal(err)
 	case isReinitHandler(h):
 		return f.parent.reinitHandle(h, err)
+	case h.file != nil:
+		h.file(f, err)
 	default:
 		h.fn(f.parent, err)
 	}

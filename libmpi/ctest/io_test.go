@@ -1,0 +1,53 @@
+package ctest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestIO: MPI-IO from C at np 4 (io_basic.c): a collective write through
+// per-rank views read back as exact bytes and through another rank's
+// view, positions and offsets, nonblocking and split collective accesses,
+// the shared file pointer in rank order (write_ordered, read_ordered) and
+// in a token order (write_shared), MPI_ERR_NO_SUCH_FILE returned.
+func TestIO(t *testing.T) {
+	bin := Compile(t, "testdata/io_basic.c")
+	dir := t.TempDir()
+	p1, p2 := filepath.Join(dir, "blocks"), filepath.Join(dir, "shared")
+	r := runC(t, "4", nil, bin, p1, p2)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{
+		"rank 0: missing class 42 want 42",
+		"rank 0: wrote 4 pos 4 byteoff 8 size 64 return 1 amode 1",
+		"rank 3: wrote 4 pos 4 byteoff 56 size 64 return 1 amode 1",
+		"rank 0: next block 10 11 12 13 count 4",
+		"rank 3: next block 0 1 2 3 count 4",
+		"result: file 0 1 2 3 10 11 12 13 20 21 22 23 30 31 32 33 bytes 64 view 0 1 1 native",
+		"result: tail bytes 4",
+		"rank 0: nonblocking wrote 4 read 1001 (4) split 1001",
+		"rank 3: nonblocking wrote 4 read 1000 (4) split 1000",
+		"rank 1: closed 1",
+		"rank 0: ordered back a 1",
+		"rank 3: ordered back dddd 4",
+		"result: shared pos 18",
+		"result: shared abbcccddddR0R1R2R3 size 18",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	b, err := os.ReadFile(p1)
+	if err != nil || len(b) != 96 || b[4] != 1 || b[64] != 0xe8 || b[65] != 0x03 {
+		t.Errorf("file %s: %v, %d bytes %v", p1, err, len(b), b)
+	}
+	if _, err := os.Stat(p2); !os.IsNotExist(err) {
+		t.Errorf("MPI_MODE_DELETE_ON_CLOSE left %s: %v", p2, err)
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+}
