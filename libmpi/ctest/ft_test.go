@@ -27,14 +27,15 @@ type ftCase struct {
 	np      string
 	policy  string   // --on-failure
 	inject  []string // --inject specs
-	recover string   // a line (part) every run with a kill prints
+	recover []string // lines (parts) a run with the kill prints
 }
 
 // runFT runs bin failure-free (under policy, with no kill) and then once
-// per case, and checks that each prints the failure-free result line.
+// per case, and checks that each prints the failure-free result line. An
+// argument "{tmp}" is a new temporary directory in each run.
 func runFT(t *testing.T, bin, want string, cases []ftCase, args ...string) {
 	t.Helper()
-	base := runC(t, cases[0].np, []string{"--on-failure", cases[0].policy}, bin, args...)
+	base := runC(t, cases[0].np, []string{"--on-failure", cases[0].policy}, bin, tmpArgs(t, args)...)
 	if base.Code != 0 {
 		t.Fatalf("failure-free run: exit %d\nstdout:\n%s\nstderr:\n%s", base.Code, base.Stdout, base.Stderr)
 	}
@@ -48,7 +49,7 @@ func runFT(t *testing.T, bin, want string, cases []ftCase, args ...string) {
 			for _, s := range tc.inject {
 				flags = append(flags, "--inject", s)
 			}
-			r := runC(t, tc.np, flags, bin, args...)
+			r := runC(t, tc.np, flags, bin, tmpArgs(t, args)...)
 			if r.Code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 			}
@@ -58,12 +59,24 @@ func runFT(t *testing.T, bin, want string, cases []ftCase, args ...string) {
 			if got := resultOf(t, r.Stdout); got != want {
 				t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, r.Stdout, r.Stderr)
 			}
-			if !strings.Contains(r.Stdout, tc.recover) {
-				t.Fatalf("no line %q\nstdout:\n%s\nstderr:\n%s", tc.recover, r.Stdout, r.Stderr)
+			for _, l := range tc.recover {
+				if !strings.Contains(r.Stdout, l) {
+					t.Fatalf("no line %q\nstdout:\n%s\nstderr:\n%s", l, r.Stdout, r.Stderr)
+				}
 			}
 			t.Logf("%v", r.Elapsed)
 		})
 	}
+}
+
+func tmpArgs(t *testing.T, args []string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if a == "{tmp}" {
+			out[i] = t.TempDir()
+		}
+	}
+	return out
 }
 
 // TestFTOmpiStyle: a program written for Open MPI's ULFM (mpi-ext.h, MPIX_
@@ -72,7 +85,25 @@ func runFT(t *testing.T, bin, want string, cases []ftCase, args ...string) {
 func TestFTOmpiStyle(t *testing.T) {
 	bin := Compile(t, "testdata/ft_ompi_style.c")
 	runFT(t, bin, "result: ompi-style total 232267500 iterations 30", []ftCase{
-		{"kill-rank2", "4", "continue", []string{"kill:rank=2,on=ompi: iteration 10 committed"}, "ompi: recovery 1 at iteration 11: revoked 1 acked 1, 3 ranks left"},
-		{"kill-rank0", "4", "continue", []string{"kill:rank=0,on=ompi: iteration 5 committed"}, "ompi: recovery 1 at iteration 6: revoked 1 acked 1, 3 ranks left"},
+		{"kill-rank2", "4", "continue", []string{"kill:rank=2,on=ompi: iteration 10 committed"}, []string{"ompi: recovery 1 at iteration 11: revoked 1 acked 1, 3 ranks left"}},
+		{"kill-rank0", "4", "continue", []string{"kill:rank=0,on=ompi: iteration 5 committed"}, []string{"ompi: recovery 1 at iteration 6: revoked 1 acked 1, 3 ranks left"}},
 	})
+}
+
+// TestFTReinit: seed 000's examples in C (examples/c/reinit.c). Under
+// --on-failure reinit a killed rank is respawned, every rank runs the
+// resilient function again and resumes from the checkpoint: with
+// MPI_ERRORS_REINIT_SYNC through MPI_Test_failure (a longjmp in C), with
+// MPI_ERRORS_REINIT_ASYNC at the failing call.
+func TestFTReinit(t *testing.T) {
+	bin := Compile(t, "../../examples/c/reinit.c")
+	const want = "result: reinit total 63112375000 steps 100"
+	for _, mode := range []string{"sync", "async"} {
+		t.Run(mode, func(t *testing.T) {
+			runFT(t, bin, want, []ftCase{
+				{"kill-rank2", "4", "reinit", []string{"kill:rank=2,on=reinit: step 40 done"}, []string{"reinit: rank 2 restarted: resume from checkpoint at step 40", "reinit: rank 0 reinited: resume from checkpoint at step 40"}},
+				{"kill-rank0", "4", "reinit", []string{"kill:rank=0,on=reinit: step 60 done"}, []string{"reinit: rank 0 restarted: resume from checkpoint at step 60"}},
+			}, "{tmp}", mode)
+		})
+	}
 }
