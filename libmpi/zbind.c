@@ -1527,6 +1527,371 @@ int PMPI_Reinit_state(int *state)
 }
 int MPI_Reinit_state(int *state) __attribute__((weak, alias("PMPI_Reinit_state")));
 
+int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
+{
+    return ftmpi_File_open((uintptr_t)comm, (void *)filename, amode, (uintptr_t)info, (uintptr_t *)fh);
+}
+int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) __attribute__((weak, alias("PMPI_File_open")));
+
+int PMPI_File_close(MPI_File *fh)
+{
+    return ftmpi_File_close((uintptr_t *)fh);
+}
+int MPI_File_close(MPI_File *fh) __attribute__((weak, alias("PMPI_File_close")));
+
+int PMPI_File_delete(const char *filename, MPI_Info info)
+{
+    return ftmpi_File_delete((void *)filename, (uintptr_t)info);
+}
+int MPI_File_delete(const char *filename, MPI_Info info) __attribute__((weak, alias("PMPI_File_delete")));
+
+int PMPI_File_set_size(MPI_File fh, MPI_Offset size)
+{
+    return ftmpi_File_set_size((uintptr_t)fh, size);
+}
+int MPI_File_set_size(MPI_File fh, MPI_Offset size) __attribute__((weak, alias("PMPI_File_set_size")));
+
+int PMPI_File_preallocate(MPI_File fh, MPI_Offset size)
+{
+    return ftmpi_File_preallocate((uintptr_t)fh, size);
+}
+int MPI_File_preallocate(MPI_File fh, MPI_Offset size) __attribute__((weak, alias("PMPI_File_preallocate")));
+
+int PMPI_File_get_size(MPI_File fh, MPI_Offset *size)
+{
+    return ftmpi_File_get_size((uintptr_t)fh, (void *)size);
+}
+int MPI_File_get_size(MPI_File fh, MPI_Offset *size) __attribute__((weak, alias("PMPI_File_get_size")));
+
+int PMPI_File_get_group(MPI_File fh, MPI_Group *group)
+{
+    return ftmpi_File_get_group((uintptr_t)fh, (uintptr_t *)group);
+}
+int MPI_File_get_group(MPI_File fh, MPI_Group *group) __attribute__((weak, alias("PMPI_File_get_group")));
+
+int PMPI_File_get_amode(MPI_File fh, int *amode)
+{
+    return ftmpi_File_get_amode((uintptr_t)fh, (void *)amode);
+}
+int MPI_File_get_amode(MPI_File fh, int *amode) __attribute__((weak, alias("PMPI_File_get_amode")));
+
+int PMPI_File_set_info(MPI_File fh, MPI_Info info)
+{
+    return ftmpi_File_set_info((uintptr_t)fh, (uintptr_t)info);
+}
+int MPI_File_set_info(MPI_File fh, MPI_Info info) __attribute__((weak, alias("PMPI_File_set_info")));
+
+int PMPI_File_get_info(MPI_File fh, MPI_Info *info_used)
+{
+    return ftmpi_File_get_info((uintptr_t)fh, (uintptr_t *)info_used);
+}
+int MPI_File_get_info(MPI_File fh, MPI_Info *info_used) __attribute__((weak, alias("PMPI_File_get_info")));
+
+int PMPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info)
+{
+    return ftmpi_File_set_view((uintptr_t)fh, disp, (uintptr_t)etype, (uintptr_t)filetype, (void *)datarep, (uintptr_t)info);
+}
+int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info) __attribute__((weak, alias("PMPI_File_set_view")));
+
+int PMPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep)
+{
+    return ftmpi_File_get_view((uintptr_t)fh, (void *)disp, (uintptr_t *)etype, (uintptr_t *)filetype, (void *)datarep);
+}
+int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep) __attribute__((weak, alias("PMPI_File_get_view")));
+
+int PMPI_File_read_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_at((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_at")));
+
+int PMPI_File_read_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_at_all((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_at_all")));
+
+int PMPI_File_write_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_at((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_at")));
+
+int PMPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_at_all((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_at_all")));
+
+int PMPI_File_iread_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_at((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_at")));
+
+int PMPI_File_iwrite_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_at((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_at")));
+
+int PMPI_File_iread_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_at_all((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_at_all")));
+
+int PMPI_File_iwrite_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_at_all((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_at_all")));
+
+int PMPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read")));
+
+int PMPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_all((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_all")));
+
+int PMPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write")));
+
+int PMPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_all((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_all")));
+
+int PMPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread")));
+
+int PMPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite")));
+
+int PMPI_File_iread_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_all((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_all")));
+
+int PMPI_File_iwrite_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_all((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_all")));
+
+int PMPI_File_seek(MPI_File fh, MPI_Offset offset, int whence)
+{
+    return ftmpi_File_seek((uintptr_t)fh, offset, whence);
+}
+int MPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) __attribute__((weak, alias("PMPI_File_seek")));
+
+int PMPI_File_get_position(MPI_File fh, MPI_Offset *offset)
+{
+    return ftmpi_File_get_position((uintptr_t)fh, (void *)offset);
+}
+int MPI_File_get_position(MPI_File fh, MPI_Offset *offset) __attribute__((weak, alias("PMPI_File_get_position")));
+
+int PMPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp)
+{
+    return ftmpi_File_get_byte_offset((uintptr_t)fh, offset, (void *)disp);
+}
+int MPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp) __attribute__((weak, alias("PMPI_File_get_byte_offset")));
+
+int PMPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_shared((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_shared")));
+
+int PMPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_shared((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_shared")));
+
+int PMPI_File_iread_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_shared((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_shared")));
+
+int PMPI_File_iwrite_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_shared((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_shared")));
+
+int PMPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_ordered((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_ordered")));
+
+int PMPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_ordered((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_ordered")));
+
+int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence)
+{
+    return ftmpi_File_seek_shared((uintptr_t)fh, offset, whence);
+}
+int MPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) __attribute__((weak, alias("PMPI_File_seek_shared")));
+
+int PMPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset)
+{
+    return ftmpi_File_get_position_shared((uintptr_t)fh, (void *)offset);
+}
+int MPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) __attribute__((weak, alias("PMPI_File_get_position_shared")));
+
+int PMPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_read_at_all_begin((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_read_at_all_begin")));
+
+int PMPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *status)
+{
+    return ftmpi_File_read_at_all_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_at_all_end")));
+
+int PMPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_write_at_all_begin((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_write_at_all_begin")));
+
+int PMPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *status)
+{
+    return ftmpi_File_write_at_all_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_at_all_end")));
+
+int PMPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_read_all_begin((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_read_all_begin")));
+
+int PMPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *status)
+{
+    return ftmpi_File_read_all_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_all_end")));
+
+int PMPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_write_all_begin((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_write_all_begin")));
+
+int PMPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *status)
+{
+    return ftmpi_File_write_all_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_all_end")));
+
+int PMPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_read_ordered_begin((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_read_ordered_begin")));
+
+int PMPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *status)
+{
+    return ftmpi_File_read_ordered_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_ordered_end")));
+
+int PMPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype)
+{
+    return ftmpi_File_write_ordered_begin((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_write_ordered_begin")));
+
+int PMPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status)
+{
+    return ftmpi_File_write_ordered_end((uintptr_t)fh, (void *)buf, (void *)status);
+}
+int MPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_ordered_end")));
+
+int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent)
+{
+    return ftmpi_File_get_type_extent((uintptr_t)fh, (uintptr_t)datatype, (void *)extent);
+}
+int MPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent) __attribute__((weak, alias("PMPI_File_get_type_extent")));
+
+int PMPI_File_set_atomicity(MPI_File fh, int flag)
+{
+    return ftmpi_File_set_atomicity((uintptr_t)fh, flag);
+}
+int MPI_File_set_atomicity(MPI_File fh, int flag) __attribute__((weak, alias("PMPI_File_set_atomicity")));
+
+int PMPI_File_get_atomicity(MPI_File fh, int *flag)
+{
+    return ftmpi_File_get_atomicity((uintptr_t)fh, (void *)flag);
+}
+int MPI_File_get_atomicity(MPI_File fh, int *flag) __attribute__((weak, alias("PMPI_File_get_atomicity")));
+
+int PMPI_File_sync(MPI_File fh)
+{
+    return ftmpi_File_sync((uintptr_t)fh);
+}
+int MPI_File_sync(MPI_File fh) __attribute__((weak, alias("PMPI_File_sync")));
+
+int PMPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler)
+{
+    return ftmpi_File_create_errhandler((void *)file_errhandler_fn, (uintptr_t *)errhandler);
+}
+int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler) __attribute__((weak, alias("PMPI_File_create_errhandler")));
+
+int PMPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler)
+{
+    return ftmpi_File_set_errhandler((uintptr_t)file, (uintptr_t)errhandler);
+}
+int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) __attribute__((weak, alias("PMPI_File_set_errhandler")));
+
+int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler)
+{
+    return ftmpi_File_get_errhandler((uintptr_t)file, (uintptr_t *)errhandler);
+}
+int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler) __attribute__((weak, alias("PMPI_File_get_errhandler")));
+
+int PMPI_File_call_errhandler(MPI_File fh, int errorcode)
+{
+    return ftmpi_File_call_errhandler((uintptr_t)fh, errorcode);
+}
+int MPI_File_call_errhandler(MPI_File fh, int errorcode) __attribute__((weak, alias("PMPI_File_call_errhandler")));
+
+int PMPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)
+{
+    (void)datarep;
+    (void)read_conversion_fn;
+    (void)write_conversion_fn;
+    (void)dtype_file_extent_fn;
+    (void)extra_state;
+    return ftmpi_unsupported("MPI_Register_datarep");
+}
+int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("PMPI_Register_datarep")));
+
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     return ftmpi_Send((void *)buf, count, (uintptr_t)datatype, dest, tag, (uintptr_t)comm);
@@ -2142,12 +2507,12 @@ int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
 }
 int MPI_Win_call_errhandler(MPI_Win win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
 
-/* 345 functions, 41 of them not implemented:
+/* 405 functions, 42 of them not implemented:
  * MPI_Neighbor_allgather MPI_Neighbor_allgatherv MPI_Neighbor_alltoall MPI_Neighbor_alltoallv MPI_Neighbor_alltoallw MPI_Ineighbor_allgather
  * MPI_Ineighbor_allgatherv MPI_Ineighbor_alltoall MPI_Ineighbor_alltoallv MPI_Ineighbor_alltoallw MPI_Remove_error_class MPI_Remove_error_code
  * MPI_Remove_error_string MPI_Buffer_attach MPI_Buffer_detach MPI_Get_hw_resource_info MPI_Pack_external MPI_Unpack_external
  * MPI_Pack_external_size MPI_Type_create_keyval MPI_Type_free_keyval MPI_Type_set_attr MPI_Type_get_attr MPI_Type_delete_attr
- * MPI_Bsend MPI_Ibsend MPI_Mprobe MPI_Improbe MPI_Mrecv MPI_Imrecv
- * MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach
- * MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr MPI_Win_create_keyval MPI_Win_free_keyval
+ * MPI_Register_datarep MPI_Bsend MPI_Ibsend MPI_Mprobe MPI_Improbe MPI_Mrecv
+ * MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query MPI_Win_create_dynamic
+ * MPI_Win_attach MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr MPI_Win_create_keyval MPI_Win_free_keyval
  */
