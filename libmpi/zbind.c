@@ -318,146 +318,61 @@ int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 
 int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    (void)sendbuf;
-    (void)sendcount;
-    (void)sendtype;
-    (void)recvbuf;
-    (void)recvcount;
-    (void)recvtype;
-    (void)comm;
-    return ftmpi_unsupported("MPI_Neighbor_allgather");
+    return ftmpi_Neighbor_allgather((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm);
 }
 int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_allgather")));
 
 int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    (void)sendbuf;
-    (void)sendcount;
-    (void)sendtype;
-    (void)recvbuf;
-    (void)recvcounts;
-    (void)displs;
-    (void)recvtype;
-    (void)comm;
-    return ftmpi_unsupported("MPI_Neighbor_allgatherv");
+    return ftmpi_Neighbor_allgatherv((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm);
 }
 int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv")));
 
 int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    (void)sendbuf;
-    (void)sendcount;
-    (void)sendtype;
-    (void)recvbuf;
-    (void)recvcount;
-    (void)recvtype;
-    (void)comm;
-    return ftmpi_unsupported("MPI_Neighbor_alltoall");
+    return ftmpi_Neighbor_alltoall((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm);
 }
 int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall")));
 
 int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    (void)sendbuf;
-    (void)sendcounts;
-    (void)sdispls;
-    (void)sendtype;
-    (void)recvbuf;
-    (void)recvcounts;
-    (void)rdispls;
-    (void)recvtype;
-    (void)comm;
-    return ftmpi_unsupported("MPI_Neighbor_alltoallv");
+    return ftmpi_Neighbor_alltoallv((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm);
 }
 int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv")));
 
 int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
-    (void)sendbuf;
-    (void)sendcounts;
-    (void)sdispls;
-    (void)sendtypes;
-    (void)recvbuf;
-    (void)recvcounts;
-    (void)rdispls;
-    (void)recvtypes;
-    (void)comm;
-    return ftmpi_unsupported("MPI_Neighbor_alltoallw");
+    return ftmpi_Neighbor_alltoallw((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm);
 }
 int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw")));
 
 int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    (void)sendbuf;
-    (void)sendcount;
-    (void)sendtype;
-    (void)recvbuf;
-    (void)recvcount;
-    (void)recvtype;
-    (void)comm;
-    (void)request;
-    return ftmpi_unsupported("MPI_Ineighbor_allgather");
+    return ftmpi_Ineighbor_allgather((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
 }
 int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather")));
 
 int PMPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    (void)sendbuf;
-    (void)sendcount;
-    (void)sendtype;
-    (void)recvbuf;
-    (void)recvcounts;
-    (void)displs;
-    (void)recvtype;
-    (void)comm;
-    (void)request;
-    return ftmpi_unsupported("MPI_Ineighbor_allgatherv");
+    return ftmpi_Ineighbor_allgatherv((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
 }
 int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv")));
 
 int PMPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    (void)sendbuf;
-    (void)sendcount;
-    (void)sendtype;
-    (void)recvbuf;
-    (void)recvcount;
-    (void)recvtype;
-    (void)comm;
-    (void)request;
-    return ftmpi_unsupported("MPI_Ineighbor_alltoall");
+    return ftmpi_Ineighbor_alltoall((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
 }
 int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall")));
 
 int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    (void)sendbuf;
-    (void)sendcounts;
-    (void)sdispls;
-    (void)sendtype;
-    (void)recvbuf;
-    (void)recvcounts;
-    (void)rdispls;
-    (void)recvtype;
-    (void)comm;
-    (void)request;
-    return ftmpi_unsupported("MPI_Ineighbor_alltoallv");
+    return ftmpi_Ineighbor_alltoallv((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
 }
 int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv")));
 
 int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
 {
-    (void)sendbuf;
-    (void)sendcounts;
-    (void)sdispls;
-    (void)sendtypes;
-    (void)recvbuf;
-    (void)recvcounts;
-    (void)rdispls;
-    (void)recvtypes;
-    (void)comm;
-    (void)request;
-    return ftmpi_unsupported("MPI_Ineighbor_alltoallw");
+    return ftmpi_Ineighbor_alltoallw((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm, (uintptr_t *)request);
 }
 int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw")));
 
@@ -1074,6 +989,78 @@ int PMPI_Get_hw_resource_info(MPI_Info *hw_info)
     return ftmpi_unsupported("MPI_Get_hw_resource_info");
 }
 int MPI_Get_hw_resource_info(MPI_Info *hw_info) __attribute__((weak, alias("PMPI_Get_hw_resource_info")));
+
+int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])
+{
+    return ftmpi_Comm_spawn((void *)command, (void *)argv, maxprocs, (uintptr_t)info, root, (uintptr_t)comm, (uintptr_t *)intercomm, (void *)array_of_errcodes);
+}
+int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) __attribute__((weak, alias("PMPI_Comm_spawn")));
+
+int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])
+{
+    return ftmpi_Comm_spawn_multiple(count, (void *)array_of_commands, (void *)array_of_argv, (void *)array_of_maxprocs, (uintptr_t *)array_of_info, root, (uintptr_t)comm, (uintptr_t *)intercomm, (void *)array_of_errcodes);
+}
+int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) __attribute__((weak, alias("PMPI_Comm_spawn_multiple")));
+
+int PMPI_Comm_get_parent(MPI_Comm *parent)
+{
+    return ftmpi_Comm_get_parent((uintptr_t *)parent);
+}
+int MPI_Comm_get_parent(MPI_Comm *parent) __attribute__((weak, alias("PMPI_Comm_get_parent")));
+
+int PMPI_Open_port(MPI_Info info, char *port_name)
+{
+    return ftmpi_Open_port((uintptr_t)info, (void *)port_name);
+}
+int MPI_Open_port(MPI_Info info, char *port_name) __attribute__((weak, alias("PMPI_Open_port")));
+
+int PMPI_Close_port(const char *port_name)
+{
+    return ftmpi_Close_port((void *)port_name);
+}
+int MPI_Close_port(const char *port_name) __attribute__((weak, alias("PMPI_Close_port")));
+
+int PMPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_accept((void *)port_name, (uintptr_t)info, root, (uintptr_t)comm, (uintptr_t *)newcomm);
+}
+int MPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_accept")));
+
+int PMPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_connect((void *)port_name, (uintptr_t)info, root, (uintptr_t)comm, (uintptr_t *)newcomm);
+}
+int MPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_connect")));
+
+int PMPI_Comm_disconnect(MPI_Comm *comm)
+{
+    return ftmpi_Comm_disconnect((uintptr_t *)comm);
+}
+int MPI_Comm_disconnect(MPI_Comm *comm) __attribute__((weak, alias("PMPI_Comm_disconnect")));
+
+int PMPI_Comm_join(int fd, MPI_Comm *intercomm)
+{
+    return ftmpi_Comm_join(fd, (uintptr_t *)intercomm);
+}
+int MPI_Comm_join(int fd, MPI_Comm *intercomm) __attribute__((weak, alias("PMPI_Comm_join")));
+
+int PMPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name)
+{
+    return ftmpi_Publish_name((void *)service_name, (uintptr_t)info, (void *)port_name);
+}
+int MPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name) __attribute__((weak, alias("PMPI_Publish_name")));
+
+int PMPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name)
+{
+    return ftmpi_Unpublish_name((void *)service_name, (uintptr_t)info, (void *)port_name);
+}
+int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name) __attribute__((weak, alias("PMPI_Unpublish_name")));
+
+int PMPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name)
+{
+    return ftmpi_Lookup_name((void *)service_name, (uintptr_t)info, (void *)port_name);
+}
+int MPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name) __attribute__((weak, alias("PMPI_Lookup_name")));
 
 int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
@@ -2507,12 +2494,11 @@ int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
 }
 int MPI_Win_call_errhandler(MPI_Win win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
 
-/* 405 functions, 42 of them not implemented:
- * MPI_Neighbor_allgather MPI_Neighbor_allgatherv MPI_Neighbor_alltoall MPI_Neighbor_alltoallv MPI_Neighbor_alltoallw MPI_Ineighbor_allgather
- * MPI_Ineighbor_allgatherv MPI_Ineighbor_alltoall MPI_Ineighbor_alltoallv MPI_Ineighbor_alltoallw MPI_Remove_error_class MPI_Remove_error_code
- * MPI_Remove_error_string MPI_Buffer_attach MPI_Buffer_detach MPI_Get_hw_resource_info MPI_Pack_external MPI_Unpack_external
- * MPI_Pack_external_size MPI_Type_create_keyval MPI_Type_free_keyval MPI_Type_set_attr MPI_Type_get_attr MPI_Type_delete_attr
- * MPI_Register_datarep MPI_Bsend MPI_Ibsend MPI_Mprobe MPI_Improbe MPI_Mrecv
- * MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query MPI_Win_create_dynamic
- * MPI_Win_attach MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr MPI_Win_create_keyval MPI_Win_free_keyval
+/* 417 functions, 32 of them not implemented:
+ * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Buffer_attach MPI_Buffer_detach MPI_Get_hw_resource_info
+ * MPI_Pack_external MPI_Unpack_external MPI_Pack_external_size MPI_Type_create_keyval MPI_Type_free_keyval MPI_Type_set_attr
+ * MPI_Type_get_attr MPI_Type_delete_attr MPI_Register_datarep MPI_Bsend MPI_Ibsend MPI_Mprobe
+ * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
+ * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr
+ * MPI_Win_create_keyval MPI_Win_free_keyval
  */

@@ -109,3 +109,10 @@ func TestCollDerived(t *testing.T) {
 	out := collRun(t, "testdata/coll_dtype.c", "4")
 	collWant(t, out, "result: derived wrong 0 user function called 1")
 }
+
+// TestCollTopoInter: neighbourhood collectives on a periodic ring and the
+// intercommunicator collectives with MPI_ROOT / MPI_PROC_NULL roots.
+func TestCollTopoInter(t *testing.T) {
+	out := collRun(t, "testdata/coll_topo.c", "4")
+	collWant(t, out, "result: neighbourhood wrong 0 intercommunicator wrong 0")
+}
