@@ -127,6 +127,11 @@ func ftmpi_Finalize() C.int {
 	if world == nil {
 		return code(bad(mpi.ErrOther, "MPI_Finalize", "MPI is not initialized"))
 	}
+	// MPI_COMM_SELF's attributes go first, their delete callbacks running
+	// while MPI is still usable (MPICH init/attrself).
+	if err := world.DeleteSelfAttrs(); err != nil {
+		return code(err)
+	}
 	err := world.Finalize()
 	finalized.Store(true)
 	return code(err)
