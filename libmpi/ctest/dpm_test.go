@@ -1,0 +1,33 @@
+package ctest
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDPM: dynamic processes from C at np 4 (dpm_basic.c): two children
+// of a C program spawned by half of the job answer their parent through
+// MPI_Comm_get_parent's intercommunicator; the two halves meet through a
+// port published under a service name (accept/connect); lookups of an
+// unpublished name fail with MPI_ERR_NAME.
+func TestDPM(t *testing.T) {
+	bin := Compile(t, "testdata/dpm_basic.c")
+	r := runC(t, "4", nil, bin, bin)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{
+		"result: spawned 2 errcodes 0 0 answers 70 71",
+		"rank 0: kids disconnected 1", "rank 1: kids disconnected 1",
+		"rank 0: connected remote 2 peer 2", "rank 1: connected remote 2 peer 3",
+		"rank 2: connected remote 2 peer 0", "rank 3: connected remote 2 peer 1",
+		"result: unpublished class 38 want 38",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+}
