@@ -116,3 +116,25 @@ func TestCollTopoInter(t *testing.T) {
 	out := collRun(t, "testdata/coll_topo.c", "4")
 	collWant(t, out, "result: neighbourhood wrong 0 intercommunicator wrong 0")
 }
+
+// TestCollMismatch: members disagreeing on a collective's count,
+// operation, signature or user operation get the class of the difference
+// (and a message naming both calls), and the communicator stays usable.
+func TestCollMismatch(t *testing.T) {
+	out := collRun(t, "testdata/coll_mismatch.c", "3")
+	for _, want := range []string{
+		"rank 1 bcast-count rc 2: ", "rank 2 bcast-count rc 2: ", "rank 0 bcast-count rc 0: ",
+		"rank 0 allreduce-op rc 10: ", "rank 1 allreduce-op rc 10: ", "rank 2 allreduce-op rc 10: ",
+		"rank 0 gather-sig rc 3: ", "rank 1 gather-sig rc 3: ", "rank 2 gather-sig rc 3: ",
+		"rank 0 allreduce-type rc 3: ", "rank 1 allreduce-type rc 3: ", "rank 2 allreduce-type rc 3: ",
+		"rank 0 reduce-userop rc 10: ",
+		"rank 0 after rc 0 sum 3", "rank 1 after rc 0 sum 3", "rank 2 after rc 0 sum 3",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "rank 1 called MPI_Allreduce (2 x int32, MPI_MAX); this rank MPI_Allreduce (2 x int32, MPI_SUM)") {
+		t.Errorf("the operation mismatch does not name both calls:\n%s", out)
+	}
+}

@@ -29,6 +29,13 @@ static void isum(void *in, void *inout, int *len, MPI_Datatype *dt)
         ((int *)inout)[i] += ((int *)in)[i];
 }
 
+static void isum_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (MPI_Count i = 0; i < *len; i++)
+        ((int *)inout)[i] += ((int *)in)[i];
+}
+
 static affine mapof(int r, int k) { affine f = {(r + k) % 3 + 1, r - 2 * k}; return f; }
 
 static affine then(affine f, affine g) { affine r = {f.a * g.a, g.a * f.b + g.b}; return r; }
@@ -128,6 +135,14 @@ int main(int argc, char **argv)
     if (!ok) printf("rank %d: commutative user op wrong\n", rank);
     free(v);
     free(w);
+
+    /* MPI_Op_create_c: the length is an MPI_Count. */
+    MPI_Op sumc;
+    int xs[2] = {rank + 1, 1}, ys[2] = {0, 0};
+    MPI_Op_create_c(isum_c, 1, &sumc);
+    MPI_Allreduce(xs, ys, 2, MPI_INT, sumc, MPI_COMM_WORLD);
+    bad += ys[0] != size * (size + 1) / 2 || ys[1] != size;
+    MPI_Op_free(&sumc);
 
     MPI_Op_free(&op);
     MPI_Op_free(&sum);
