@@ -107,3 +107,14 @@ func TestFTReinit(t *testing.T) {
 		})
 	}
 }
+
+// TestFTRefinement: seed 002 A.5.2 in C (examples/c/refinement.c):
+// MPI_Allreduce fails, revoke, agree, shrink, one more iteration; the
+// same solution after the kill of rank 2 or of rank 0.
+func TestFTRefinement(t *testing.T) {
+	bin := Compile(t, "../../examples/c/refinement.c", "-lm")
+	runFT(t, bin, "result: refinement n=2000 sum=3996.400281 x[n/2]=2.760563", []ftCase{
+		{"kill-rank2", "4", "continue", []string{"kill:rank=2,on=refinement: iteration 10"}, []string{"refinement: recovery 1 after iteration", ": 3 ranks left"}},
+		{"kill-rank0", "4", "continue", []string{"kill:rank=0,on=refinement: iteration 15"}, []string{"refinement: recovery 1 after iteration"}},
+	})
+}
