@@ -33,8 +33,15 @@ var (
 // made (freed by MPI_Win_free).
 type cwin struct {
 	base  unsafe.Pointer
-	attrs *[4]C.int64_t // size, disp unit, flavor, model
+	attrs *winAttrs
 	alloc bool
+}
+
+// winAttrs are the values of the predefined window attributes, in C
+// memory, in their C types.
+type winAttrs struct {
+	size                   C.MPI_Aint
+	unit, flavor, model, _ C.int
 }
 
 // winOf resolves a window handle for op. An invalid handle is an
@@ -138,12 +145,11 @@ func newWin(op string, base unsafe.Pointer, size C.MPI_Aint, dispUnit C.int, com
 	if err != nil {
 		return code(err)
 	}
-	attrs := (*[4]C.int64_t)(C.calloc(4, 8))
-	flavor := C.MPI_WIN_FLAVOR_CREATE
+	attrs := (*winAttrs)(C.calloc(1, C.size_t(unsafe.Sizeof(winAttrs{}))))
+	attrs.size, attrs.unit, attrs.flavor, attrs.model = size, dispUnit, C.MPI_WIN_FLAVOR_CREATE, C.MPI_WIN_UNIFIED
 	if alloc {
-		flavor = C.MPI_WIN_FLAVOR_ALLOCATE
+		attrs.flavor = C.MPI_WIN_FLAVOR_ALLOCATE
 	}
-	attrs[0], attrs[1], attrs[2], attrs[3] = C.int64_t(size), C.int64_t(dispUnit), C.int64_t(flavor), C.MPI_WIN_UNIFIED
 	winMu.Lock()
 	winC[w] = &cwin{base: base, attrs: attrs, alloc: alloc}
 	winMu.Unlock()
@@ -619,13 +625,13 @@ func ftmpi_Win_get_attr(win C.uintptr_t, keyval C.int, val unsafe.Pointer, flag 
 	case C.MPI_WIN_BASE:
 		*out = cw.base
 	case C.MPI_WIN_SIZE:
-		*out = unsafe.Pointer(&cw.attrs[0])
+		*out = unsafe.Pointer(&cw.attrs.size)
 	case C.MPI_WIN_DISP_UNIT:
-		*out = unsafe.Pointer(&cw.attrs[1])
+		*out = unsafe.Pointer(&cw.attrs.unit)
 	case C.MPI_WIN_CREATE_FLAVOR:
-		*out = unsafe.Pointer(&cw.attrs[2])
+		*out = unsafe.Pointer(&cw.attrs.flavor)
 	case C.MPI_WIN_MODEL:
-		*out = unsafe.Pointer(&cw.attrs[3])
+		*out = unsafe.Pointer(&cw.attrs.model)
 	default:
 		*flag = 0
 	}

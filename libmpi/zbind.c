@@ -1268,37 +1268,19 @@ int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size) 
 
 int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position)
 {
-    (void)datarep;
-    (void)inbuf;
-    (void)incount;
-    (void)datatype;
-    (void)outbuf;
-    (void)outsize;
-    (void)position;
-    return ftmpi_unsupported("MPI_Pack_external");
+    return ftmpi_Pack_external((void *)datarep, (void *)inbuf, incount, (uintptr_t)datatype, (void *)outbuf, outsize, (void *)position);
 }
 int MPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position) __attribute__((weak, alias("PMPI_Pack_external")));
 
 int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype)
 {
-    (void)datarep;
-    (void)inbuf;
-    (void)insize;
-    (void)position;
-    (void)outbuf;
-    (void)outcount;
-    (void)datatype;
-    return ftmpi_unsupported("MPI_Unpack_external");
+    return ftmpi_Unpack_external((void *)datarep, (void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, (uintptr_t)datatype);
 }
 int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_Unpack_external")));
 
 int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size)
 {
-    (void)datarep;
-    (void)incount;
-    (void)datatype;
-    (void)size;
-    return ftmpi_unsupported("MPI_Pack_external_size");
+    return ftmpi_Pack_external_size((void *)datarep, incount, (uintptr_t)datatype, (void *)size);
 }
 int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size) __attribute__((weak, alias("PMPI_Pack_external_size")));
 
@@ -2494,11 +2476,10 @@ int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
 }
 int MPI_Win_call_errhandler(MPI_Win win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
 
-/* 417 functions, 32 of them not implemented:
+/* 417 functions, 29 of them not implemented:
  * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Buffer_attach MPI_Buffer_detach MPI_Get_hw_resource_info
- * MPI_Pack_external MPI_Unpack_external MPI_Pack_external_size MPI_Type_create_keyval MPI_Type_free_keyval MPI_Type_set_attr
- * MPI_Type_get_attr MPI_Type_delete_attr MPI_Register_datarep MPI_Bsend MPI_Ibsend MPI_Mprobe
- * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
- * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr
- * MPI_Win_create_keyval MPI_Win_free_keyval
+ * MPI_Type_create_keyval MPI_Type_free_keyval MPI_Type_set_attr MPI_Type_get_attr MPI_Type_delete_attr MPI_Register_datarep
+ * MPI_Bsend MPI_Ibsend MPI_Mprobe MPI_Improbe MPI_Mrecv MPI_Imrecv
+ * MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach
+ * MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr MPI_Win_create_keyval MPI_Win_free_keyval
  */

@@ -11,12 +11,14 @@ import (
 // per-rank views read back as exact bytes and through another rank's
 // view, positions and offsets, nonblocking and split collective accesses,
 // the shared file pointer in rank order (write_ordered, read_ordered) and
-// in a token order (write_shared), MPI_ERR_NO_SUCH_FILE returned.
+// in a token order (write_shared), MPI_ERR_NO_SUCH_FILE returned; a
+// strided memory datatype written through an interleaved filetype, read
+// back whole; a file error handler written in C.
 func TestIO(t *testing.T) {
 	bin := Compile(t, "testdata/io_basic.c")
 	dir := t.TempDir()
-	p1, p2 := filepath.Join(dir, "blocks"), filepath.Join(dir, "shared")
-	r := runC(t, "4", nil, bin, p1, p2)
+	p1, p2, p3 := filepath.Join(dir, "blocks"), filepath.Join(dir, "shared"), filepath.Join(dir, "interleaved")
+	r := runC(t, "4", nil, bin, p1, p2, p3)
 	if r.Code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -35,6 +37,10 @@ func TestIO(t *testing.T) {
 		"rank 3: ordered back dddd 4",
 		"result: shared pos 18",
 		"result: shared abbcccddddR0R1R2R3 size 18",
+		"rank 0: interleaved wrote 6 back 0 1 2 3 4 5",
+		"rank 3: interleaved wrote 6 back 300 301 302 303 304 305",
+		"rank 2: file errh calls 2 last 35 same 1 rc 1",
+		"result: interleaved 0 1 100 101 200 201 300 301 2 3 102 103 202 203 302 303 4 5 104 105 204 205 304 305",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("stdout lacks %q", want)

@@ -10,7 +10,8 @@ import (
 // locks, fetch-and-op tickets, compare-and-swap, post/start/complete/wait
 // and test, the window attributes, group and name, MPI_ERR_RMA_RANGE and
 // MPI_ERR_RMA_SYNC returned under MPI_ERRORS_RETURN, and MPI_Win_allocate
-// (displacement unit 1) with Rput and Get_accumulate.
+// (displacement unit 1) with Rput and Get_accumulate; a strided target
+// datatype, MPI_PROC_NULL targets and a window error handler written in C.
 func TestRMA(t *testing.T) {
 	bin := Compile(t, "testdata/rma_basic.c")
 	r := runC(t, "4", nil, bin)
@@ -31,6 +32,8 @@ func TestRMA(t *testing.T) {
 		"rank 2: alloc fetched 3.5 4.5 0.0 now 1.5 12.5 13.5 10.0",
 		"rank 3: alloc fetched 4.5 5.5 0.0 now 2.5 13.5 14.5 10.0",
 		"rank 0: freed 1", "rank 3: freed 1",
+		"rank 0: strided -1 3 13 23 -1 -1 errh calls 2 last 16 same-win 1 bad 49",
+		"rank 2: strided -1 1 11 21 -1 -1 errh calls 2 last 16 same-win 1 bad 49",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("stdout lacks %q", want)

@@ -3,10 +3,21 @@
  * exclusive locks, a fetch-and-op ticket counter, a compare-and-swap,
  * generalized active target (post/start/complete/wait), the window
  * attributes, MPI_Win_allocate (displacement unit 1) with Rput and
- * Get_accumulate, and
+ * Get_accumulate, a strided target datatype, MPI_PROC_NULL targets, a
+ * window error handler written in C, and
  * MPI_ERR_RMA_RANGE for a Put outside the window under MPI_ERRORS_RETURN. */
 #include <mpi.h>
 #include <stdio.h>
+
+static int errh_calls = 0, errh_last = -1;
+static MPI_Win errh_win = MPI_WIN_NULL;
+
+static void win_errh(MPI_Win *w, int *code, ...)
+{
+    errh_calls++;
+    errh_last = *code;
+    errh_win = *w;
+}
 
 int main(int argc, char **argv)
 {
@@ -148,6 +159,30 @@ int main(int argc, char **argv)
            mem[3]);
     MPI_Win_free(&win);
     printf("rank %d: freed %d\n", rank, win == MPI_WIN_NULL);
+
+    /* A strided target datatype; a C error handler on the window. */
+    int grid[10];
+    for (i = 0; i < 10; i++)
+        grid[i] = -1;
+    MPI_Win_create(grid, sizeof grid, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Errhandler weh;
+    MPI_Win_create_errhandler(win_errh, &weh);
+    MPI_Win_set_errhandler(win, weh);
+    MPI_Datatype vec;
+    MPI_Type_vector(3, 1, 3, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int three[3] = {rank, rank + 10, rank + 20};
+    MPI_Win_fence(0, win);
+    MPI_Put(three, 3, MPI_INT, next, 1, 1, vec, win);                /* slots 1, 4, 7 */
+    MPI_Put(three, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win);   /* nothing */
+    int bad = MPI_Put(three, 3, MPI_INT, next, 5, 1, vec, win);      /* slots 5, 8, 11: outside */
+    MPI_Win_fence(0, win);
+    MPI_Win_call_errhandler(win, MPI_ERR_OTHER);
+    printf("rank %d: strided %d %d %d %d %d %d errh calls %d last %d same-win %d bad %d\n", rank, grid[0], grid[1], grid[4],
+           grid[7], grid[5], grid[8], errh_calls, errh_last, errh_win == win, bad);
+    MPI_Type_free(&vec);
+    MPI_Errhandler_free(&weh);
+    MPI_Win_free(&win);
     MPI_Finalize();
     return 0;
 }
