@@ -98,7 +98,10 @@ func bindOp(c *Comm, name string, op *Op, d *Datatype) (*Op, *elemFacts, error) 
 	case op.kind > opBxor:
 		return nil, nil, newErr(ErrOp, name, c, NoPeer, "%s is a one-sided operation (Accumulate), not a reduction", op.name)
 	case d.sig.runs == nil:
-		return op, d.sig, nil // the engine's own (opFunc checks the type)
+		if dt := d.sig.dt; dt >= p2p.DType(len(predRed)) || predRed[dt][op.kind] == nil {
+			return nil, nil, newErr(ErrOp, name, c, NoPeer, "%s is not defined on the %s elements of datatype %s", op.name, p2p.DTypeName(dt), d.name)
+		}
+		return op, d.sig, nil // the engine's own
 	}
 	// A predefined operation on a struct: each basic element by its type.
 	runs := d.sig.runs
