@@ -665,3 +665,64 @@ func ftmpi_Pack_size(incount C.int, dt C.uintptr_t, comm C.uintptr_t, size *C.in
 	*size = sizeOut(n)
 	return cSuccess
 }
+
+//export ftmpi_Pack_external
+func ftmpi_Pack_external(datarep *C.char, inbuf unsafe.Pointer, incount C.int, dt C.uintptr_t, outbuf unsafe.Pointer, outsize C.MPI_Aint, position *C.MPI_Aint) C.int {
+	const op = "MPI_Pack_external"
+	_, d, rc := packArgs(op, hWorld, dt)
+	if rc != cSuccess {
+		return rc
+	}
+	pos := int(*position)
+	if pos < 0 || pos > int(outsize) {
+		return worldCode(bad(mpi.ErrArg, op, "position %d outside the output buffer of %d bytes", pos, int(outsize)))
+	}
+	b, v, err := view(inbuf, int(incount), d, op)
+	if err != nil {
+		return worldCode(err)
+	}
+	n, err := mpi.PackExternal(C.GoString(datarep), b, int(incount), v, window(outbuf, pos, int(outsize)))
+	if err != nil {
+		return worldCode(err)
+	}
+	*position = C.MPI_Aint(pos + n)
+	return cSuccess
+}
+
+//export ftmpi_Unpack_external
+func ftmpi_Unpack_external(datarep *C.char, inbuf unsafe.Pointer, insize C.MPI_Aint, position *C.MPI_Aint, outbuf unsafe.Pointer, outcount C.int, dt C.uintptr_t) C.int {
+	const op = "MPI_Unpack_external"
+	_, d, rc := packArgs(op, hWorld, dt)
+	if rc != cSuccess {
+		return rc
+	}
+	pos := int(*position)
+	if pos < 0 || pos > int(insize) {
+		return worldCode(bad(mpi.ErrArg, op, "position %d outside the input buffer of %d bytes", pos, int(insize)))
+	}
+	b, v, err := view(outbuf, int(outcount), d, op)
+	if err != nil {
+		return worldCode(err)
+	}
+	n, err := mpi.UnpackExternal(C.GoString(datarep), window(inbuf, pos, int(insize)), b, int(outcount), v)
+	if err != nil {
+		return worldCode(err)
+	}
+	*position = C.MPI_Aint(pos + n)
+	return cSuccess
+}
+
+//export ftmpi_Pack_external_size
+func ftmpi_Pack_external_size(datarep *C.char, incount C.int, dt C.uintptr_t, size *C.MPI_Aint) C.int {
+	const op = "MPI_Pack_external_size"
+	d, err := dtIn(dt, op)
+	if err != nil {
+		return code(err)
+	}
+	n, err := mpi.PackExternalSize(C.GoString(datarep), int(incount), d)
+	if err != nil {
+		return worldCode(err)
+	}
+	*size = C.MPI_Aint(n)
+	return cSuccess
+}

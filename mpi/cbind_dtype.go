@@ -6,7 +6,12 @@ package mpi
 // build typemaps as the other constructors do (derive), so the results
 // travel, pack and compare like any datatype.
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ftmpi/ftmpi/internal/p2p"
+)
 
 // TypeCreateHindexed is blocks of blocklens[i] copies of old at byte
 // displacements displs[i] (MPI_Type_create_hindexed). Unlike
@@ -282,4 +287,90 @@ func darrayCyclic(op, name string, global, nprocs, rank, darg int, inner bool, e
 	}
 	nt, err = newDatatype(name, nt.runs, 0, global*t.ext())
 	return nt, off, err
+}
+
+// External32 is the portable data representation of PackExternal
+// ("external32", MPI-4.1 13.5.2): the packed data with every basic element
+// big-endian (a complex number as two big-endian reals). ftmpi keeps the
+// sizes of its basic types, which are those of external32 except that a
+// C long (8 bytes here) is 4 bytes there: data packed from MPI_LONG is not
+// portable to a 32-bit long.
+const External32 = "external32"
+
+func checkDatarep(op, datarep string) error {
+	if datarep != External32 {
+		return errType(ErrArg, op, "data representation %q (ftmpi has %q only)", datarep, External32)
+	}
+	return nil
+}
+
+// PackExternal is Pack in the external32 representation
+// (MPI_Pack_external): it packs count elements of d laid over in into out
+// and returns the number of bytes written.
+func PackExternal[T Elem](datarep string, in []T, count int, d *Datatype, out []byte) (int, error) {
+	const op = "MPI_Pack_external"
+	if err := checkDatarep(op, datarep); err != nil {
+		return 0, err
+	}
+	n, err := Pack(in, count, d, out)
+	if err != nil {
+		return 0, err
+	}
+	d.swapPacked(out[:n], count)
+	return n, nil
+}
+
+// UnpackExternal is Unpack from the external32 representation
+// (MPI_Unpack_external); it returns the number of bytes read.
+func UnpackExternal[T Elem](datarep string, in []byte, out []T, count int, d *Datatype) (int, error) {
+	const op = "MPI_Unpack_external"
+	if err := checkDatarep(op, datarep); err != nil {
+		return 0, err
+	}
+	if d == nil {
+		return 0, errType(ErrType, op, "nil datatype")
+	}
+	if count < 0 {
+		return 0, errType(ErrCount, op, "negative count %d", count)
+	}
+	n := count * d.size
+	if len(in) < n {
+		return 0, errType(ErrTruncate, op, "%d bytes to unpack, the input holds %d", n, len(in))
+	}
+	tmp := make([]byte, n)
+	copy(tmp, in)
+	d.swapPacked(tmp, count)
+	return Unpack(tmp, out, count, d)
+}
+
+// PackExternalSize is the number of bytes PackExternal writes for count
+// elements of d (MPI_Pack_external_size).
+func PackExternalSize(datarep string, count int, d *Datatype) (int, error) {
+	if err := checkDatarep("MPI_Pack_external_size", datarep); err != nil {
+		return 0, err
+	}
+	return PackSize(count, d)
+}
+
+// swapPacked reverses the byte order of every basic element of count
+// packed elements of d in b (little-endian <-> big-endian).
+func (d *Datatype) swapPacked(b []byte, count int) {
+	pos := 0
+	for range count {
+		for _, r := range d.runs {
+			sz := numFacts[r.code].size
+			unit := sz
+			switch r.code.Code() {
+			case p2p.DTComplex64, p2p.DTComplex128:
+				unit = sz / 2
+			}
+			n := r.count * sz
+			if unit > 1 {
+				for k := pos; k+unit <= pos+n; k += unit {
+					slices.Reverse(b[k : k+unit])
+				}
+			}
+			pos += n
+		}
+	}
 }

@@ -82,3 +82,35 @@ func TestTypeConstructorsForC(t *testing.T) {
 		t.Errorf("darray blocks too small: %v", err)
 	}
 }
+
+func TestPackExternal(t *testing.T) {
+	type rec struct {
+		A int32
+		B float64
+		C complex64
+	}
+	d, err := mpi.TypeOf[rec]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []rec{{0x01020304, 1, complex(1, 2)}}
+	n, err := mpi.PackExternalSize(mpi.External32, 1, d)
+	if err != nil || n != 20 {
+		t.Fatalf("PackExternalSize: %d, %v", n, err)
+	}
+	out := make([]byte, n)
+	if _, err := mpi.PackExternal(mpi.External32, in, 1, d, out); err != nil {
+		t.Fatal(err)
+	}
+	want := []byte{1, 2, 3, 4, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x3f, 0x80, 0, 0, 0x40, 0, 0, 0}
+	if !slices.Equal(out, want) {
+		t.Fatalf("external32: % x, want % x", out, want)
+	}
+	back := make([]rec, 1)
+	if _, err := mpi.UnpackExternal(mpi.External32, out, back, 1, d); err != nil || back[0] != in[0] {
+		t.Fatalf("UnpackExternal: %+v, %v", back[0], err)
+	}
+	if _, err := mpi.PackExternal("native", in, 1, d, out); mpi.ErrorClass(err) != mpi.ErrArg {
+		t.Fatalf("datarep native: %v", err)
+	}
+}

@@ -208,6 +208,17 @@ int main(int argc, char **argv)
                pc == MPI_COMBINER_NAMED, name, dname, dlen, (int)lb1, (int)ub1, (int)ex1, freed, (int)ilb, (int)iext,
                (int)hlb, (int)hext);
 
+    /* 8. external32: big-endian, and back. */
+    int ev[2] = {0x01020304, -2}, eb[2] = {0, 0};
+    unsigned char ext[16];
+    MPI_Aint epos = 0, esz, upos = 0;
+    MPI_Pack_external_size("external32", 2, MPI_INT, &esz);
+    MPI_Pack_external("external32", ev, 2, MPI_INT, ext, sizeof ext, &epos);
+    MPI_Unpack_external("external32", ext, epos, &upos, eb, 2, MPI_INT);
+    if (rank == 1)
+        printf("result: external %d %d bytes %02x%02x%02x%02x %02x%02x%02x%02x back %#x %d pos %d\n", (int)esz, (int)epos,
+               ext[0], ext[1], ext[2], ext[3], ext[4], ext[5], ext[6], ext[7], (unsigned)eb[0], eb[1], (int)upos);
+
     MPI_Type_free(&ind);
     MPI_Type_free(&hv);
     MPI_Type_free(&dar);
