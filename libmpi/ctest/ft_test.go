@@ -64,7 +64,7 @@ func runFT(t *testing.T, bin, want string, cases []ftCase, args ...string) {
 					t.Fatalf("no line %q\nstdout:\n%s\nstderr:\n%s", l, r.Stdout, r.Stderr)
 				}
 			}
-			t.Logf("%v", r.Elapsed)
+			t.Logf("%v; stdout:\n%s", r.Elapsed, r.Stdout)
 		})
 	}
 }
@@ -116,5 +116,17 @@ func TestFTRefinement(t *testing.T) {
 	runFT(t, bin, "result: refinement n=2000 sum=3996.400281 x[n/2]=2.760563", []ftCase{
 		{"kill-rank2", "4", "continue", []string{"kill:rank=2,on=refinement: iteration 10"}, []string{"refinement: recovery 1 after iteration", ": 3 ranks left"}},
 		{"kill-rank0", "4", "continue", []string{"kill:rank=0,on=refinement: iteration 15"}, []string{"refinement: recovery 1 after iteration"}},
+	})
+}
+
+// TestFTMasterWorker: seed 002 A.5.1 in C (examples/c/masterworker.c):
+// an MPI_ANY_SOURCE receive reports the failure of a worker, the master
+// acknowledges it and requeues its task; the same total after the kill of
+// one worker and of two.
+func TestFTMasterWorker(t *testing.T) {
+	bin := Compile(t, "../../examples/c/masterworker.c")
+	runFT(t, bin, "result: masterworker tasks=60 total=6047595776", []ftCase{
+		{"kill-worker2", "4", "continue", []string{"kill:rank=2,on=masterworker: 20 tasks done"}, []string{"masterworker: worker 2 failed; requeued its task (", "masterworker: 1 worker failures"}},
+		{"kill-workers-1-3", "4", "continue", []string{"kill:rank=1,on=masterworker: 10 tasks done", "kill:rank=3,on=masterworker: 30 tasks done"}, []string{"masterworker: 2 worker failures"}},
 	})
 }
