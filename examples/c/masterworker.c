@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define TASKS 60
+#define TASKS 150
 #define TAG_WORK 1
 #define TAG_STOP 2
 #define TAG_ANSWER 3

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STEPS 100
+#define STEPS 200
 #define EVERY 10
 #define WORK 5000
 

@@ -16,7 +16,7 @@
 #error "no ULFM extension"
 #endif
 
-#define ITERS 30
+#define ITERS 100
 #define WORK 1000
 
 /* part sums the terms i*iter (mod 1000003) of [0, WORK) that rank r of n owns. */
