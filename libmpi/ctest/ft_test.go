@@ -143,3 +143,15 @@ func TestFTHalo(t *testing.T) {
 		{"kill-two", "4", "continue", []string{"kill:rank=2,on=halo: step 30 done", "kill:rank=3,on=halo: step 70 done"}, []string{"halo: recovery 2: 2 ranks resume at step "}},
 	})
 }
+
+// TestFTRunThrough: seed 003's run-through stabilization in C
+// (examples/c/runthrough.c): broadcasts in recovery blocks redone after
+// MPI_Comm_validate finds a failure (17.7), collectives over the live
+// ranks, and MPI_ANY_SOURCE receives re-enabled after a failure (17.5).
+func TestFTRunThrough(t *testing.T) {
+	bin := Compile(t, "../../examples/c/runthrough.c")
+	runFT(t, bin, "result: runthrough blocks=150 sum=45600 agreed=1", []ftCase{
+		{"kill-rank2", "4", "continue", []string{"kill:rank=2,on=runthrough: block 20 done"}, []string{"runthrough: some process failed in block ", "runthrough: 2 clients answered, 1 failed"}},
+		{"kill-rank1-3", "4", "continue", []string{"kill:rank=1,on=runthrough: block 10 done", "kill:rank=3,on=runthrough: block 40 done"}, []string{"runthrough: 1 clients answered, 2 failed"}},
+	})
+}
