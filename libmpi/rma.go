@@ -4,6 +4,7 @@ package main
 #include <stdint.h>
 #include <stdlib.h>
 #include "cside.h"
+#include "comm_cside.h"
 */
 import "C"
 
@@ -603,8 +604,7 @@ func ftmpi_Win_get_info(win C.uintptr_t, info *C.uintptr_t) C.int {
 // MPI_Win_get_attr answers the predefined window attributes (MPI-4.1
 // 12.2.6): MPI_WIN_BASE is the base address itself, the others point at
 // C memory holding the value (MPI_Aint for the size, int otherwise).
-// Other keyvals have no value here (flag 0): window keyvals are not
-// implemented.
+// Other keyvals are those of MPI_Win_create_keyval.
 //
 //export ftmpi_Win_get_attr
 func ftmpi_Win_get_attr(win C.uintptr_t, keyval C.int, val unsafe.Pointer, flag *C.int) C.int {
@@ -633,9 +633,107 @@ func ftmpi_Win_get_attr(win C.uintptr_t, keyval C.int, val unsafe.Pointer, flag 
 	case C.MPI_WIN_MODEL:
 		*out = unsafe.Pointer(&cw.attrs.model)
 	default:
-		*flag = 0
+		k, rc := winKeyOf(keyval, w, op)
+		if rc != cSuccess {
+			return rc
+		}
+		v, ok, err := w.GetAttr(k)
+		if err != nil {
+			return code(err)
+		}
+		*flag = cbool(ok)
+		if ok {
+			u, _ := v.(uintptr)
+			*(*C.uintptr_t)(val) = C.uintptr_t(u)
+		}
 	}
 	return cSuccess
+}
+
+// winKeyOf resolves a window keyval (a handle of attr.go's keyvals
+// table); an invalid one is an MPI_ERR_KEYVAL error on w's handler.
+func winKeyOf(keyval C.int, w *mpi.Win, op string) (*mpi.Keyval, C.int) {
+	if keyval >= 0 {
+		if ck, ok := keyvals.get(uintptr(keyval)); ok {
+			return ck.k, cSuccess
+		}
+	}
+	return nil, winFail(w, bad(mpi.ErrKeyval, op, "invalid keyval %d (not a window keyval, or freed)", int(keyval)))
+}
+
+// ftmpi_Win_create_keyval serves MPI_Win_create_keyval (rma_cside.c):
+// delFn is a C function pointer, 0 for MPI_WIN_NULL_DELETE_FN. Windows
+// are never duplicated, so the copy callback is never called.
+//
+//export ftmpi_Win_create_keyval
+func ftmpi_Win_create_keyval(copyFn, delFn C.uintptr_t, keyval *C.int, extra C.uintptr_t) C.int {
+	if keyval == nil {
+		return code(worldFail(bad(mpi.ErrArg, "MPI_Win_create_keyval", "win_keyval is NULL")))
+	}
+	ck := &ckey{}
+	var del mpi.WinDeleteAttrFn
+	if delFn != 0 {
+		del = func(w *mpi.Win, _ *mpi.Keyval, val any) error {
+			v, _ := val.(uintptr)
+			rc := C.ftmpi_attr_delete_tramp(C.FTMPI_ATTR_WIN, delFn, winHandle(w), ck.handle, C.uintptr_t(v), extra)
+			if rc != C.MPI_SUCCESS {
+				return errOf(int(rc), "MPI_Win_delete_attr_function")
+			}
+			return nil
+		}
+	}
+	ck.k = mpi.WinCreateKeyval(del)
+	ck.handle = C.int(keyvals.putNew(ck))
+	*keyval = ck.handle
+	return cSuccess
+}
+
+//export ftmpi_Win_free_keyval
+func ftmpi_Win_free_keyval(keyval *C.int) C.int {
+	const op = "MPI_Win_free_keyval"
+	if keyval == nil {
+		return code(worldFail(bad(mpi.ErrArg, op, "win_keyval is NULL")))
+	}
+	ck, ok := keyvals.get(uintptr(*keyval))
+	if !ok || *keyval < 0 {
+		return code(worldFail(bad(mpi.ErrKeyval, op, "invalid keyval %d (not a window keyval, or freed)", int(*keyval))))
+	}
+	if err := mpi.WinFreeKeyval(ck.k); err != nil {
+		return code(worldFail(err))
+	}
+	keyvals.del(uintptr(*keyval))
+	*keyval = C.MPI_KEYVAL_INVALID
+	return cSuccess
+}
+
+// ftmpi_Win_set_attr serves MPI_Win_set_attr (rma_cside.c).
+//
+//export ftmpi_Win_set_attr
+func ftmpi_Win_set_attr(win C.uintptr_t, keyval C.int, val C.uintptr_t) C.int {
+	const op = "MPI_Win_set_attr"
+	w, err := winOf(win, op)
+	if err != nil {
+		return code(err)
+	}
+	k, rc := winKeyOf(keyval, w, op)
+	if rc != cSuccess {
+		return rc
+	}
+	return code(w.SetAttr(k, uintptr(val)))
+}
+
+//export ftmpi_Win_delete_attr
+func ftmpi_Win_delete_attr(win C.uintptr_t, keyval C.int) C.int {
+	const op = "MPI_Win_delete_attr"
+	w, err := winOf(win, op)
+	if err != nil {
+		return code(err)
+	}
+	k, rc := winKeyOf(keyval, w, op)
+	if rc != cSuccess {
+		return rc
+	}
+	return code(w.DeleteAttr(k))
 }
 
 //export ftmpi_Win_create_errhandler

@@ -400,6 +400,360 @@ int PMPI_Op_commutative(MPI_Op op, int *commute)
 }
 int MPI_Op_commutative(MPI_Op op, int *commute) __attribute__((weak, alias("PMPI_Op_commutative")));
 
+int PMPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    return ftmpi_Bcast_c((void *)buffer, count, (uintptr_t)datatype, root, (uintptr_t)comm);
+}
+int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Bcast_c")));
+
+int PMPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
+    return ftmpi_Reduce_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, root, (uintptr_t)comm);
+}
+int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Reduce_c")));
+
+int PMPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Allreduce_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Allreduce_c")));
+
+int PMPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return ftmpi_Gather_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm);
+}
+int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Gather_c")));
+
+int PMPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return ftmpi_Gatherv_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, root, (uintptr_t)comm);
+}
+int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Gatherv_c")));
+
+int PMPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return ftmpi_Scatter_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm);
+}
+int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Scatter_c")));
+
+int PMPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return ftmpi_Scatterv_c((void *)sendbuf, (void *)sendcounts, (void *)displs, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm);
+}
+int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) __attribute__((weak, alias("PMPI_Scatterv_c")));
+
+int PMPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Allgather_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Allgather_c")));
+
+int PMPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Allgatherv_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Allgatherv_c")));
+
+int PMPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Alltoall_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Alltoall_c")));
+
+int PMPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Alltoallv_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Alltoallv_c")));
+
+int PMPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    return ftmpi_Alltoallw_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm);
+}
+int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) __attribute__((weak, alias("PMPI_Alltoallw_c")));
+
+int PMPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Reduce_scatter_c((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Reduce_scatter_c")));
+
+int PMPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Reduce_scatter_block_c((void *)sendbuf, (void *)recvbuf, recvcount, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Reduce_scatter_block_c")));
+
+int PMPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Scan_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Scan_c")));
+
+int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return ftmpi_Exscan_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm);
+}
+int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) __attribute__((weak, alias("PMPI_Exscan_c")));
+
+int PMPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)
+{
+    return ftmpi_Reduce_local_c((void *)inbuf, (void *)inoutbuf, count, (uintptr_t)datatype, (uintptr_t)op);
+}
+int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op) __attribute__((weak, alias("PMPI_Reduce_local_c")));
+
+int PMPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ibcast_c((void *)buffer, count, (uintptr_t)datatype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ibcast_c")));
+
+int PMPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ireduce_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ireduce_c")));
+
+int PMPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iallreduce_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iallreduce_c")));
+
+int PMPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Igather_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Igather_c")));
+
+int PMPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Igatherv_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Igatherv_c")));
+
+int PMPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iscatter_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iscatter_c")));
+
+int PMPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iscatterv_c((void *)sendbuf, (void *)sendcounts, (void *)displs, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iscatterv_c")));
+
+int PMPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iallgather_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iallgather_c")));
+
+int PMPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iallgatherv_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iallgatherv_c")));
+
+int PMPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ialltoall_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ialltoall_c")));
+
+int PMPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ialltoallv_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ialltoallv_c")));
+
+int PMPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ialltoallw_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ialltoallw_c")));
+
+int PMPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ireduce_scatter_c((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_c")));
+
+int PMPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ireduce_scatter_block_c((void *)sendbuf, (void *)recvbuf, recvcount, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_block_c")));
+
+int PMPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iscan_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iscan_c")));
+
+int PMPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Iexscan_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Iexscan_c")));
+
+int PMPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Bcast_init_c((void *)buffer, count, (uintptr_t)datatype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Bcast_init_c")));
+
+int PMPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Reduce_init_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Reduce_init_c")));
+
+int PMPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Allreduce_init_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Allreduce_init_c")));
+
+int PMPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Gather_init_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Gather_init_c")));
+
+int PMPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Gatherv_init_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Gatherv_init_c")));
+
+int PMPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Scatter_init_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Scatter_init_c")));
+
+int PMPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Scatterv_init_c((void *)sendbuf, (void *)sendcounts, (void *)displs, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, root, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Scatterv_init_c")));
+
+int PMPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Allgather_init_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Allgather_init_c")));
+
+int PMPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Allgatherv_init_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Allgatherv_init_c")));
+
+int PMPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Alltoall_init_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Alltoall_init_c")));
+
+int PMPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Alltoallv_init_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Alltoallv_init_c")));
+
+int PMPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Alltoallw_init_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Alltoallw_init_c")));
+
+int PMPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Reduce_scatter_init_c((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Reduce_scatter_init_c")));
+
+int PMPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Reduce_scatter_block_init_c((void *)sendbuf, (void *)recvbuf, recvcount, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Reduce_scatter_block_init_c")));
+
+int PMPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Scan_init_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Scan_init_c")));
+
+int PMPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return ftmpi_Exscan_init_c((void *)sendbuf, (void *)recvbuf, count, (uintptr_t)datatype, (uintptr_t)op, (uintptr_t)comm, (uintptr_t)info, (uintptr_t *)request);
+}
+int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) __attribute__((weak, alias("PMPI_Exscan_init_c")));
+
+int PMPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Neighbor_allgather_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_allgather_c")));
+
+int PMPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Neighbor_allgatherv_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_c")));
+
+int PMPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Neighbor_alltoall_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall_c")));
+
+int PMPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return ftmpi_Neighbor_alltoallv_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm);
+}
+int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_c")));
+
+int PMPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    return ftmpi_Neighbor_alltoallw_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm);
+}
+int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_c")));
+
+int PMPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ineighbor_allgather_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather_c")));
+
+int PMPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ineighbor_allgatherv_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv_c")));
+
+int PMPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ineighbor_alltoall_c((void *)sendbuf, sendcount, (uintptr_t)sendtype, (void *)recvbuf, recvcount, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall_c")));
+
+int PMPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ineighbor_alltoallv_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t)sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t)recvtype, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv_c")));
+
+int PMPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Ineighbor_alltoallw_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (uintptr_t *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (uintptr_t *)recvtypes, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw_c")));
+
 int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
     return ftmpi_Comm_group((uintptr_t)comm, (uintptr_t *)group);
@@ -969,17 +1323,13 @@ int MPI_Free_mem(void *base) __attribute__((weak, alias("PMPI_Free_mem")));
 
 int PMPI_Buffer_attach(void *buffer, int size)
 {
-    (void)buffer;
-    (void)size;
-    return ftmpi_unsupported("MPI_Buffer_attach");
+    return ftmpi_Buffer_attach((void *)buffer, size);
 }
 int MPI_Buffer_attach(void *buffer, int size) __attribute__((weak, alias("PMPI_Buffer_attach")));
 
 int PMPI_Buffer_detach(void *buffer_addr, int *size)
 {
-    (void)buffer_addr;
-    (void)size;
-    return ftmpi_unsupported("MPI_Buffer_detach");
+    return ftmpi_Buffer_detach((void *)buffer_addr, (void *)size);
 }
 int MPI_Buffer_detach(void *buffer_addr, int *size) __attribute__((weak, alias("PMPI_Buffer_detach")));
 
@@ -1284,47 +1634,21 @@ int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype data
 }
 int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size) __attribute__((weak, alias("PMPI_Pack_external_size")));
 
-int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state)
-{
-    (void)type_copy_attr_fn;
-    (void)type_delete_attr_fn;
-    (void)type_keyval;
-    (void)extra_state;
-    return ftmpi_unsupported("MPI_Type_create_keyval");
-}
-int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Type_create_keyval")));
-
 int PMPI_Type_free_keyval(int *type_keyval)
 {
-    (void)type_keyval;
-    return ftmpi_unsupported("MPI_Type_free_keyval");
+    return ftmpi_Type_free_keyval((void *)type_keyval);
 }
 int MPI_Type_free_keyval(int *type_keyval) __attribute__((weak, alias("PMPI_Type_free_keyval")));
 
-int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val)
-{
-    (void)datatype;
-    (void)type_keyval;
-    (void)attribute_val;
-    return ftmpi_unsupported("MPI_Type_set_attr");
-}
-int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Type_set_attr")));
-
 int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag)
 {
-    (void)datatype;
-    (void)type_keyval;
-    (void)attribute_val;
-    (void)flag;
-    return ftmpi_unsupported("MPI_Type_get_attr");
+    return ftmpi_Type_get_attr((uintptr_t)datatype, type_keyval, (void *)attribute_val, (void *)flag);
 }
 int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag) __attribute__((weak, alias("PMPI_Type_get_attr")));
 
 int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval)
 {
-    (void)datatype;
-    (void)type_keyval;
-    return ftmpi_unsupported("MPI_Type_delete_attr");
+    return ftmpi_Type_delete_attr((uintptr_t)datatype, type_keyval);
 }
 int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) __attribute__((weak, alias("PMPI_Type_delete_attr")));
 
@@ -1881,13 +2205,7 @@ int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 
 int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    (void)buf;
-    (void)count;
-    (void)datatype;
-    (void)dest;
-    (void)tag;
-    (void)comm;
-    return ftmpi_unsupported("MPI_Bsend");
+    return ftmpi_Bsend((void *)buf, count, (uintptr_t)datatype, dest, tag, (uintptr_t)comm);
 }
 int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) __attribute__((weak, alias("PMPI_Bsend")));
 
@@ -1917,14 +2235,7 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 
 int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    (void)buf;
-    (void)count;
-    (void)datatype;
-    (void)dest;
-    (void)tag;
-    (void)comm;
-    (void)request;
-    return ftmpi_unsupported("MPI_Ibsend");
+    return ftmpi_Ibsend((void *)buf, count, (uintptr_t)datatype, dest, tag, (uintptr_t)comm, (uintptr_t *)request);
 }
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Ibsend")));
 
@@ -2418,37 +2729,15 @@ int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *fla
 }
 int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag) __attribute__((weak, alias("PMPI_Win_get_attr")));
 
-int PMPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val)
-{
-    (void)win;
-    (void)win_keyval;
-    (void)attribute_val;
-    return ftmpi_unsupported("MPI_Win_set_attr");
-}
-int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Win_set_attr")));
-
 int PMPI_Win_delete_attr(MPI_Win win, int win_keyval)
 {
-    (void)win;
-    (void)win_keyval;
-    return ftmpi_unsupported("MPI_Win_delete_attr");
+    return ftmpi_Win_delete_attr((uintptr_t)win, win_keyval);
 }
 int MPI_Win_delete_attr(MPI_Win win, int win_keyval) __attribute__((weak, alias("PMPI_Win_delete_attr")));
 
-int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state)
-{
-    (void)win_copy_attr_fn;
-    (void)win_delete_attr_fn;
-    (void)win_keyval;
-    (void)extra_state;
-    return ftmpi_unsupported("MPI_Win_create_keyval");
-}
-int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Win_create_keyval")));
-
 int PMPI_Win_free_keyval(int *win_keyval)
 {
-    (void)win_keyval;
-    return ftmpi_unsupported("MPI_Win_free_keyval");
+    return ftmpi_Win_free_keyval((void *)win_keyval);
 }
 int MPI_Win_free_keyval(int *win_keyval) __attribute__((weak, alias("PMPI_Win_free_keyval")));
 
@@ -2476,10 +2765,8 @@ int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
 }
 int MPI_Win_call_errhandler(MPI_Win win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
 
-/* 417 functions, 29 of them not implemented:
- * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Buffer_attach MPI_Buffer_detach MPI_Get_hw_resource_info
- * MPI_Type_create_keyval MPI_Type_free_keyval MPI_Type_set_attr MPI_Type_get_attr MPI_Type_delete_attr MPI_Register_datarep
- * MPI_Bsend MPI_Ibsend MPI_Mprobe MPI_Improbe MPI_Mrecv MPI_Imrecv
- * MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach
- * MPI_Win_detach MPI_Win_set_attr MPI_Win_delete_attr MPI_Win_create_keyval MPI_Win_free_keyval
+/* 476 functions, 16 of them not implemented:
+ * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Mprobe
+ * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
+ * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach
  */

@@ -11,7 +11,8 @@ import (
 // and test, the window attributes, group and name, MPI_ERR_RMA_RANGE and
 // MPI_ERR_RMA_SYNC returned under MPI_ERRORS_RETURN, and MPI_Win_allocate
 // (displacement unit 1) with Rput and Get_accumulate; a strided target
-// datatype, MPI_PROC_NULL targets and a window error handler written in C.
+// datatype, MPI_PROC_NULL targets, a window error handler written in C,
+// and attributes of a window keyval with a C delete callback.
 func TestRMA(t *testing.T) {
 	bin := Compile(t, "testdata/rma_basic.c")
 	r := runC(t, "4", nil, bin)
@@ -34,6 +35,7 @@ func TestRMA(t *testing.T) {
 		"rank 0: freed 1", "rank 3: freed 1",
 		"rank 0: strided -1 3 13 23 -1 -1 errh calls 2 last 16 same-win 1 bad 49",
 		"rank 2: strided -1 1 11 21 -1 -1 errh calls 2 last 16 same-win 1 bad 49",
+		"rank 0: keyval got 1 gone 1 deletes 2 invalid 1", "rank 3: keyval got 1 gone 1 deletes 2 invalid 1",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("stdout lacks %q", want)

@@ -7,10 +7,20 @@
  * window error handler written in C, and
  * MPI_ERR_RMA_RANGE for a Put outside the window under MPI_ERRORS_RETURN. */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static int errh_calls = 0, errh_last = -1;
 static MPI_Win errh_win = MPI_WIN_NULL;
+static int del_calls = 0;
+
+static int del_attr(MPI_Win w, int key, void *val, void *extra)
+{
+    (void)w;
+    (void)key;
+    del_calls += (int)(intptr_t)val == 42 && (int)(intptr_t)extra == 5;
+    return MPI_SUCCESS;
+}
 
 static void win_errh(MPI_Win *w, int *code, ...)
 {
@@ -180,9 +190,23 @@ int main(int argc, char **argv)
     MPI_Win_call_errhandler(win, MPI_ERR_OTHER);
     printf("rank %d: strided %d %d %d %d %d %d errh calls %d last %d same-win %d bad %d\n", rank, grid[0], grid[1], grid[4],
            grid[7], grid[5], grid[8], errh_calls, errh_last, errh_win == win, bad);
+    /* Window attributes of a C keyval: the delete callback runs on
+     * MPI_Win_delete_attr and on MPI_Win_free. */
+    int key = MPI_KEYVAL_INVALID, aflag = 0;
+    void *aval = 0;
+    MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, del_attr, &key, (void *)(intptr_t)5);
+    MPI_Win_set_attr(win, key, (void *)(intptr_t)42);
+    MPI_Win_get_attr(win, key, &aval, &aflag);
+    int got42 = aflag && (intptr_t)aval == 42;
+    MPI_Win_delete_attr(win, key);
+    MPI_Win_get_attr(win, key, &aval, &aflag);
+    int gone = !aflag;
+    MPI_Win_set_attr(win, key, (void *)(intptr_t)42);
     MPI_Type_free(&vec);
     MPI_Errhandler_free(&weh);
     MPI_Win_free(&win);
+    MPI_Win_free_keyval(&key);
+    printf("rank %d: keyval got %d gone %d deletes %d invalid %d\n", rank, got42, gone, del_calls, key == MPI_KEYVAL_INVALID);
     MPI_Finalize();
     return 0;
 }
