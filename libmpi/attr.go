@@ -226,3 +226,127 @@ func ftmpi_Comm_delete_attr(comm C.uintptr_t, keyval C.int) C.int {
 func ftmpi_Attr_delete(comm C.uintptr_t, keyval C.int) C.int {
 	return ftmpi_Comm_delete_attr(comm, keyval)
 }
+
+// Datatype attributes.
+
+// ftmpi_Type_create_keyval serves MPI_Type_create_keyval (comm_cside.c):
+// copyFn and delFn as for ftmpi_Comm_create_keyval (1: MPI_TYPE_DUP_FN).
+//
+//export ftmpi_Type_create_keyval
+func ftmpi_Type_create_keyval(copyFn, delFn C.uintptr_t, keyval *C.int, extra C.uintptr_t) C.int {
+	if keyval == nil {
+		return worldCode(bad(mpi.ErrArg, "MPI_Type_create_keyval", "type_keyval is NULL"))
+	}
+	ck := &ckey{}
+	var cp mpi.TypeCopyAttrFn
+	switch copyFn {
+	case 0:
+	case 1:
+		cp = func(_ *mpi.Datatype, _ *mpi.Keyval, val any) (any, bool, error) { return val, true, nil }
+	default:
+		cp = func(old *mpi.Datatype, _ *mpi.Keyval, val any) (any, bool, error) {
+			in, _ := val.(uintptr)
+			var out C.uintptr_t
+			var flag C.int
+			rc := C.ftmpi_attr_copy_tramp(C.FTMPI_ATTR_TYPE, copyFn, typeHandle(old), ck.handle, extra, C.uintptr_t(in), &out, &flag)
+			if rc != C.MPI_SUCCESS {
+				return nil, false, errOf(int(rc), "MPI_Type_copy_attr_function")
+			}
+			return uintptr(out), flag != 0, nil
+		}
+	}
+	var del mpi.TypeDeleteAttrFn
+	if delFn != 0 {
+		del = func(d *mpi.Datatype, _ *mpi.Keyval, val any) error {
+			v, _ := val.(uintptr)
+			rc := C.ftmpi_attr_delete_tramp(C.FTMPI_ATTR_TYPE, delFn, typeHandle(d), ck.handle, C.uintptr_t(v), extra)
+			if rc != C.MPI_SUCCESS {
+				return errOf(int(rc), "MPI_Type_delete_attr_function")
+			}
+			return nil
+		}
+	}
+	ck.k = mpi.TypeCreateKeyval(cp, del)
+	ck.handle = C.int(keyvals.putNew(ck))
+	*keyval = ck.handle
+	return cSuccess
+}
+
+// typeKeyOf resolves a datatype keyval (an invalid one: MPI_ERR_KEYVAL on
+// MPI_COMM_WORLD's handler).
+func typeKeyOf(keyval C.int, op string) (*mpi.Keyval, error) {
+	if keyval >= 0 {
+		if ck, ok := keyvals.get(uintptr(keyval)); ok {
+			return ck.k, nil
+		}
+	}
+	return nil, worldFail(bad(mpi.ErrKeyval, op, "invalid keyval %d (not a datatype keyval, or freed)", int(keyval)))
+}
+
+//export ftmpi_Type_free_keyval
+func ftmpi_Type_free_keyval(keyval *C.int) C.int {
+	const op = "MPI_Type_free_keyval"
+	k, err := typeKeyOf(*keyval, op)
+	if err != nil {
+		return code(err)
+	}
+	if err := mpi.TypeFreeKeyval(k); err != nil {
+		return worldCode(err)
+	}
+	keyvals.del(uintptr(*keyval))
+	*keyval = C.MPI_KEYVAL_INVALID
+	return cSuccess
+}
+
+// ftmpi_Type_set_attr serves MPI_Type_set_attr (comm_cside.c).
+//
+//export ftmpi_Type_set_attr
+func ftmpi_Type_set_attr(datatype C.uintptr_t, keyval C.int, val C.uintptr_t) C.int {
+	const op = "MPI_Type_set_attr"
+	d, err := dtIn(datatype, op)
+	if err != nil {
+		return code(err)
+	}
+	k, err := typeKeyOf(keyval, op)
+	if err != nil {
+		return code(err)
+	}
+	return worldCode(d.SetAttr(k, uintptr(val)))
+}
+
+//export ftmpi_Type_get_attr
+func ftmpi_Type_get_attr(datatype C.uintptr_t, keyval C.int, attr unsafe.Pointer, flag *C.int) C.int {
+	const op = "MPI_Type_get_attr"
+	d, err := dtIn(datatype, op)
+	if err != nil {
+		return code(err)
+	}
+	k, err := typeKeyOf(keyval, op)
+	if err != nil {
+		return code(err)
+	}
+	val, ok, err := d.GetAttr(k)
+	if err != nil {
+		return worldCode(err)
+	}
+	*flag = cbool(ok)
+	if ok {
+		v, _ := val.(uintptr)
+		*(*C.uintptr_t)(attr) = C.uintptr_t(v)
+	}
+	return cSuccess
+}
+
+//export ftmpi_Type_delete_attr
+func ftmpi_Type_delete_attr(datatype C.uintptr_t, keyval C.int) C.int {
+	const op = "MPI_Type_delete_attr"
+	d, err := dtIn(datatype, op)
+	if err != nil {
+		return code(err)
+	}
+	k, err := typeKeyOf(keyval, op)
+	if err != nil {
+		return code(err)
+	}
+	return worldCode(d.DeleteAttr(k))
+}

@@ -103,3 +103,15 @@ int PMPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val)
     return ftmpi_Comm_set_attr((uintptr_t)comm, keyval, (uintptr_t)attribute_val);
 }
 int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Attr_put")));
+
+int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state)
+{
+    return ftmpi_Type_create_keyval((uintptr_t)type_copy_attr_fn, (uintptr_t)type_delete_attr_fn, type_keyval, (uintptr_t)extra_state);
+}
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Type_create_keyval")));
+
+int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val)
+{
+    return ftmpi_Type_set_attr((uintptr_t)datatype, type_keyval, (uintptr_t)attribute_val);
+}
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Type_set_attr")));

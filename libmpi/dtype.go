@@ -351,6 +351,9 @@ func ftmpi_Type_free(datatype *C.uintptr_t) C.int {
 	if err != nil {
 		return code(err)
 	}
+	if err := d.DeleteAttrs(); err != nil {
+		return worldCode(err)
+	}
 	d.Free()
 	types.del(h)
 	dtNames.Delete(h)
@@ -541,7 +544,12 @@ func ftmpi_Type_get_contents(datatype C.uintptr_t, maxInts, maxAddrs, maxTypes C
 				continue
 			}
 			// A derived datatype: a new one the caller frees.
-			nd, err := mpi.TypeDup(r.objs[i])
+			o := r.objs[i]
+			lb, ext := o.Extent()
+			nd, err := mpi.TypeCreateResized(o, lb, ext) // equivalent, without o's attributes
+			if err == nil && o.Committed() {
+				err = nd.Commit()
+			}
 			if err != nil {
 				return worldCode(err)
 			}

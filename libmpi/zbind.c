@@ -1712,6 +1712,24 @@ int PMPI_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp)
 }
 int MPI_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp) __attribute__((weak, alias("PMPI_Comm_get_failed")));
 
+int PMPI_Win_revoke(MPI_Win win)
+{
+    return ftmpi_Win_revoke((uintptr_t)win);
+}
+int MPI_Win_revoke(MPI_Win win) __attribute__((weak, alias("PMPI_Win_revoke")));
+
+int PMPI_Win_get_failed(MPI_Win win, MPI_Group *failedgrp)
+{
+    return ftmpi_Win_get_failed((uintptr_t)win, (uintptr_t *)failedgrp);
+}
+int MPI_Win_get_failed(MPI_Win win, MPI_Group *failedgrp) __attribute__((weak, alias("PMPI_Win_get_failed")));
+
+int PMPI_File_revoke(MPI_File fh)
+{
+    return ftmpi_File_revoke((uintptr_t)fh);
+}
+int MPI_File_revoke(MPI_File fh) __attribute__((weak, alias("PMPI_File_revoke")));
+
 int PMPIX_Comm_revoke(MPI_Comm comm)
 {
     return ftmpi_Comm_revoke((uintptr_t)comm);
@@ -1813,6 +1831,48 @@ int PMPI_Comm_collectives_enabled(MPI_Comm comm, int *active)
     return ftmpi_Comm_collectives_enabled((uintptr_t)comm, (void *)active);
 }
 int MPI_Comm_collectives_enabled(MPI_Comm comm, int *active) __attribute__((weak, alias("PMPI_Comm_collectives_enabled")));
+
+int PMPI_Win_validate(MPI_Win win, MPI_Group *failed)
+{
+    return ftmpi_Win_validate((uintptr_t)win, (uintptr_t *)failed);
+}
+int MPI_Win_validate(MPI_Win win, MPI_Group *failed) __attribute__((weak, alias("PMPI_Win_validate")));
+
+int PMPI_Iwin_validate(MPI_Win win, MPI_Group *failed, MPI_Request *req)
+{
+    return ftmpi_Iwin_validate((uintptr_t)win, (uintptr_t *)failed, (uintptr_t *)req);
+}
+int MPI_Iwin_validate(MPI_Win win, MPI_Group *failed, MPI_Request *req) __attribute__((weak, alias("PMPI_Iwin_validate")));
+
+int PMPI_Win_get_group_failed(MPI_Win win, MPI_Group *failed)
+{
+    return ftmpi_Win_get_group_failed((uintptr_t)win, (uintptr_t *)failed);
+}
+int MPI_Win_get_group_failed(MPI_Win win, MPI_Group *failed) __attribute__((weak, alias("PMPI_Win_get_group_failed")));
+
+int PMPI_File_validate(MPI_File fh, MPI_Group *failed)
+{
+    return ftmpi_File_validate((uintptr_t)fh, (uintptr_t *)failed);
+}
+int MPI_File_validate(MPI_File fh, MPI_Group *failed) __attribute__((weak, alias("PMPI_File_validate")));
+
+int PMPI_Ifile_validate(MPI_File fh, MPI_Group *failed, MPI_Request *req)
+{
+    return ftmpi_Ifile_validate((uintptr_t)fh, (uintptr_t *)failed, (uintptr_t *)req);
+}
+int MPI_Ifile_validate(MPI_File fh, MPI_Group *failed, MPI_Request *req) __attribute__((weak, alias("PMPI_Ifile_validate")));
+
+int PMPI_File_get_group_failed(MPI_File fh, MPI_Group *failed)
+{
+    return ftmpi_File_get_group_failed((uintptr_t)fh, (uintptr_t *)failed);
+}
+int MPI_File_get_group_failed(MPI_File fh, MPI_Group *failed) __attribute__((weak, alias("PMPI_File_get_group_failed")));
+
+int PMPI_File_collectives_enabled(MPI_File fh, int *active)
+{
+    return ftmpi_File_collectives_enabled((uintptr_t)fh, (void *)active);
+}
+int MPI_File_collectives_enabled(MPI_File fh, int *active) __attribute__((weak, alias("PMPI_File_collectives_enabled")));
 
 int PMPI_Reinit_state(int *state)
 {
@@ -2765,7 +2825,7 @@ int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
 }
 int MPI_Win_call_errhandler(MPI_Win win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
 
-/* 476 functions, 16 of them not implemented:
+/* 486 functions, 16 of them not implemented:
  * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Mprobe
  * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
  * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach

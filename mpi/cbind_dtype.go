@@ -9,6 +9,7 @@ package mpi
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
@@ -46,16 +47,25 @@ func TypeCreateHindexedBlock(blocklen int, displs []int, old *Datatype) (*Dataty
 }
 
 // TypeDup is a copy of old with the same typemap and bounds
-// (MPI_Type_dup); it is committed if old is.
+// (MPI_Type_dup); it is committed if old is, and gets the copies of old's
+// attributes that their copy callbacks make (a failing one fails TypeDup).
 func TypeDup(old *Datatype) (*Datatype, error) {
+	const op = "MPI_Type_dup"
 	if old == nil {
-		return nil, errType(ErrType, "MPI_Type_dup", "nil datatype")
+		return nil, errType(ErrType, op, "nil datatype")
 	}
 	d, err := newDatatype(old.name, old.runs, old.lb, old.ub)
 	if err != nil {
 		return nil, err
 	}
 	d.committed.Store(old.committed.Load())
+	if t := old.attrs(false); t != nil {
+		nt := d.attrs(true)
+		if err := t.copyTo(old, nt); err != nil {
+			typeAttrs.Delete(d)
+			return nil, newErr(ErrOther, op, nil, NoPeer, "attribute copy callback failed: %v", err)
+		}
+	}
 	return d, nil
 }
 
@@ -373,4 +383,120 @@ func (d *Datatype) swapPacked(b []byte, count int) {
 			pos += n
 		}
 	}
+}
+
+// Datatype attributes (MPI-4.1 7.7.4): keyvals for datatypes, whose
+// attributes are copied by TypeDup and deleted by DeleteAttrs
+// (MPI_Type_free). A datatype's attributes live beside it (typeAttrs),
+// Datatype having no room for them. The predefined datatypes of the C
+// binding that share a Go datatype (MPI_INT and MPI_INT32_T, say) share
+// their attributes.
+
+const kindDatatype = "datatype"
+
+// typeAttrs are the attributes of datatypes that have some.
+var typeAttrs sync.Map // *Datatype -> *attrTable[*Datatype]
+
+func (d *Datatype) attrs(create bool) *attrTable[*Datatype] {
+	if t, ok := typeAttrs.Load(d); ok {
+		return t.(*attrTable[*Datatype])
+	}
+	if !create {
+		return nil
+	}
+	t, _ := typeAttrs.LoadOrStore(d, &attrTable[*Datatype]{})
+	return t.(*attrTable[*Datatype])
+}
+
+// TypeCopyAttrFn is a datatype attribute's copy callback
+// (MPI_Type_copy_attr_function), run by TypeDup.
+type TypeCopyAttrFn func(old *Datatype, k *Keyval, val any) (newVal any, keep bool, err error)
+
+// TypeDeleteAttrFn is a datatype attribute's delete callback
+// (MPI_Type_delete_attr_function), run by DeleteAttr, SetAttr over an
+// existing value and DeleteAttrs.
+type TypeDeleteAttrFn func(d *Datatype, k *Keyval, val any) error
+
+// TypeCreateKeyval makes a keyval for datatype attributes
+// (MPI_Type_create_keyval); nil callbacks do nothing (the attribute is not
+// copied).
+func TypeCreateKeyval(copyFn TypeCopyAttrFn, deleteFn TypeDeleteAttrFn) *Keyval {
+	return &Keyval{kind: kindDatatype, fns: keyFns[*Datatype]{copy: copyFn, del: deleteFn}}
+}
+
+// TypeFreeKeyval frees k (MPI_Type_free_keyval); attributes set with it
+// stay until deleted.
+func TypeFreeKeyval(k *Keyval) error {
+	const op = "MPI_Type_free_keyval"
+	if err := k.check(op, nil, kindDatatype); err != nil {
+		return err
+	}
+	if k.freed.Swap(true) {
+		return newErr(ErrKeyval, op, nil, NoPeer, "keyval already freed")
+	}
+	return nil
+}
+
+// SetAttr attaches val to d under k (MPI_Type_set_attr), deleting the
+// previous value first.
+func (d *Datatype) SetAttr(k *Keyval, val any) error {
+	const op = "MPI_Type_set_attr"
+	if d == nil {
+		return errType(ErrType, op, "nil datatype")
+	}
+	if err := k.check(op, nil, kindDatatype); err != nil {
+		return err
+	}
+	if err := d.attrs(true).set(d, k, val); err != nil {
+		return newErr(ErrOther, op, nil, NoPeer, "delete callback of the previous value failed: %v", err)
+	}
+	return nil
+}
+
+// GetAttr returns the value attached to d under k and whether there is
+// one (MPI_Type_get_attr).
+func (d *Datatype) GetAttr(k *Keyval) (val any, ok bool, err error) {
+	const op = "MPI_Type_get_attr"
+	if d == nil {
+		return nil, false, errType(ErrType, op, "nil datatype")
+	}
+	if err := k.check(op, nil, kindDatatype); err != nil {
+		return nil, false, err
+	}
+	if t := d.attrs(false); t != nil {
+		val, ok = t.get(k)
+	}
+	return val, ok, nil
+}
+
+// DeleteAttr deletes the attribute of d under k, running its delete
+// callback (MPI_Type_delete_attr).
+func (d *Datatype) DeleteAttr(k *Keyval) error {
+	const op = "MPI_Type_delete_attr"
+	if d == nil {
+		return errType(ErrType, op, "nil datatype")
+	}
+	if err := k.check(op, nil, kindDatatype); err != nil {
+		return err
+	}
+	if t := d.attrs(false); t != nil {
+		if _, err := t.del(d, k); err != nil {
+			return newErr(ErrOther, op, nil, NoPeer, "delete callback failed: %v", err)
+		}
+	}
+	return nil
+}
+
+// DeleteAttrs deletes every attribute of d, running their delete
+// callbacks (what MPI_Type_free does first); a failing callback stops it.
+func (d *Datatype) DeleteAttrs() error {
+	t := d.attrs(false)
+	if t == nil {
+		return nil
+	}
+	if err := t.clear(d); err != nil {
+		return newErr(ErrOther, "MPI_Type_free", nil, NoPeer, "attribute delete callback failed: %v", err)
+	}
+	typeAttrs.Delete(d)
+	return nil
 }

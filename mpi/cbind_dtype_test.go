@@ -114,3 +114,37 @@ func TestPackExternal(t *testing.T) {
 		t.Fatalf("datarep native: %v", err)
 	}
 }
+
+func TestTypeAttrs(t *testing.T) {
+	copies, deletes := 0, 0
+	k := mpi.TypeCreateKeyval(func(_ *mpi.Datatype, _ *mpi.Keyval, v any) (any, bool, error) {
+		copies++
+		return v.(int) + 1, true, nil
+	}, func(*mpi.Datatype, *mpi.Keyval, any) error { deletes++; return nil })
+	d, _ := mpi.TypeContiguous(2, mpi.Int32)
+	if err := d.SetAttr(k, 1); err != nil {
+		t.Fatal(err)
+	}
+	dup, err := mpi.TypeDup(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, _ := dup.GetAttr(k); !ok || v != 2 || copies != 1 {
+		t.Fatalf("dup's attribute %v %v, copies %d", v, ok, copies)
+	}
+	if err := dup.DeleteAttrs(); err != nil || deletes != 1 {
+		t.Fatalf("DeleteAttrs: %v, deletes %d", err, deletes)
+	}
+	if err := d.DeleteAttr(k); err != nil || deletes != 2 {
+		t.Fatalf("DeleteAttr: %v, deletes %d", err, deletes)
+	}
+	if err := mpi.TypeFreeKeyval(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetAttr(k, 1); mpi.ErrorClass(err) != mpi.ErrKeyval {
+		t.Fatalf("SetAttr with a freed keyval: %v", err)
+	}
+	if err := d.SetAttr(mpi.AttrTagUB, 1); mpi.ErrorClass(err) != mpi.ErrKeyval {
+		t.Fatalf("SetAttr with a communicator keyval: %v", err)
+	}
+}

@@ -5,8 +5,28 @@
  * and the queries (size, extents, envelope and contents, names). Rank 1
  * prints what it received. */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+static int tcopies, tdeletes, tlast;
+
+static int tcopy(MPI_Datatype t, int key, void *extra, void *in, void *out, int *flag)
+{
+    (void)t, (void)key, (void)extra;
+    tcopies++;
+    *(void **)out = (void *)((intptr_t)in * 2);
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int tdelete(MPI_Datatype t, int key, void *val, void *extra)
+{
+    (void)t, (void)key, (void)extra;
+    tdeletes++;
+    tlast = (int)(intptr_t)val;
+    return MPI_SUCCESS;
+}
 
 struct rec {
     char c;
@@ -218,6 +238,24 @@ int main(int argc, char **argv)
     if (rank == 1)
         printf("result: external %d %d bytes %02x%02x%02x%02x %02x%02x%02x%02x back %#x %d pos %d\n", (int)esz, (int)epos,
                ext[0], ext[1], ext[2], ext[3], ext[4], ext[5], ext[6], ext[7], (unsigned)eb[0], eb[1], (int)upos);
+
+    /* 9. Datatype attributes: copied by dup, deleted by free. */
+    int tkey, tf, tf2;
+    void *tv;
+    MPI_Type_create_keyval(tcopy, tdelete, &tkey, NULL);
+    MPI_Type_set_attr(ind, tkey, (void *)(intptr_t)21);
+    MPI_Datatype indd;
+    MPI_Type_dup(ind, &indd);
+    MPI_Type_get_attr(indd, tkey, &tv, &tf);
+    int tdup = tf ? (int)(intptr_t)tv : -1;
+    MPI_Type_free(&indd);
+    int tdel1 = tdeletes, tlast1 = tlast;
+    MPI_Type_delete_attr(ind, tkey);
+    MPI_Type_get_attr(ind, tkey, &tv, &tf2);
+    MPI_Type_free_keyval(&tkey);
+    if (rank == 1)
+        printf("result: type attrs copies %d dup %d free %d:%d deleted %d:%d gone %d\n", tcopies, tdup, tdel1, tlast1,
+               tdeletes, tlast, !tf2);
 
     MPI_Type_free(&ind);
     MPI_Type_free(&hv);
