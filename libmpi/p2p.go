@@ -212,7 +212,79 @@ func ftmpi_Rsend_init(buf unsafe.Pointer, count C.int, dt C.uintptr_t, dest, tag
 
 //export ftmpi_Bsend_init
 func ftmpi_Bsend_init(buf unsafe.Pointer, count C.int, dt C.uintptr_t, dest, tag C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return ftmpi_Send_init(buf, count, dt, dest, tag, comm, request)
+	return persistent("MPI_Bsend_init", buf, count, dt, dest, tag, comm, request, func(c *mpi.Comm, b []byte, d *mpi.Datatype) (*mpi.Request, error) {
+		return mpi.IbsendTyped(c, b, int(count), d, int(dest), tagIn(tag))
+	})
+}
+
+// Buffered mode (MPI-4.1 3.6): the buffer is the program's C memory,
+// handed to package mpi as it is (MPI_BSEND_OVERHEAD is more than the
+// none it needs).
+
+//export ftmpi_Buffer_attach
+func ftmpi_Buffer_attach(buffer unsafe.Pointer, size C.int) C.int {
+	if world == nil {
+		return code(bad(mpi.ErrOther, "MPI_Buffer_attach", "MPI is not initialized"))
+	}
+	if size < 0 || (buffer == nil && size > 0) {
+		return code(worldFail(bad(mpi.ErrBuffer, "MPI_Buffer_attach", "buffer %p of %d bytes", buffer, int(size))))
+	}
+	var b []byte
+	if size > 0 {
+		b = unsafe.Slice((*byte)(buffer), int(size))
+	}
+	if err := world.BufferAttach(b); err != nil {
+		return code(worldFail(err))
+	}
+	return cSuccess
+}
+
+//export ftmpi_Buffer_detach
+func ftmpi_Buffer_detach(bufferAddr unsafe.Pointer, size *C.int) C.int {
+	if world == nil {
+		return code(bad(mpi.ErrOther, "MPI_Buffer_detach", "MPI is not initialized"))
+	}
+	b := world.BufferDetach()
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	if bufferAddr != nil {
+		*(*unsafe.Pointer)(bufferAddr) = p
+	}
+	if size != nil {
+		*size = C.int(len(b))
+	}
+	return cSuccess
+}
+
+//export ftmpi_Bsend
+func ftmpi_Bsend(buf unsafe.Pointer, count C.int, dt C.uintptr_t, dest, tag C.int, comm C.uintptr_t) C.int {
+	c, b, d, rc := p2pArgs("MPI_Bsend", buf, count, dt, comm)
+	if rc != cSuccess {
+		return rc
+	}
+	if rc := checkTag(c, "MPI_Bsend", tag, false); rc != cSuccess {
+		return rc
+	}
+	return code(mpi.BsendTyped(c, b, int(count), d, int(dest), tagIn(tag)))
+}
+
+//export ftmpi_Ibsend
+func ftmpi_Ibsend(buf unsafe.Pointer, count C.int, dt C.uintptr_t, dest, tag C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
+	c, b, d, rc := p2pArgs("MPI_Ibsend", buf, count, dt, comm)
+	if rc != cSuccess {
+		return rc
+	}
+	if rc := checkTag(c, "MPI_Ibsend", tag, false); rc != cSuccess {
+		return rc
+	}
+	r, err := mpi.IbsendTyped(c, b, int(count), d, int(dest), tagIn(tag))
+	if err != nil {
+		return code(err)
+	}
+	*request = newReq(&creq{r: r})
+	return cSuccess
 }
 
 //export ftmpi_Recv_init

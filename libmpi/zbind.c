@@ -1652,6 +1652,181 @@ int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval)
 }
 int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) __attribute__((weak, alias("PMPI_Type_delete_attr")));
 
+int PMPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_contiguous_c(count, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_contiguous_c")));
+
+int PMPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_vector_c(count, blocklength, stride, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_vector_c")));
+
+int PMPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_hvector_c(count, blocklength, stride, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_hvector_c")));
+
+int PMPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_indexed_c(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_indexed_c")));
+
+int PMPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_hindexed_c(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_c")));
+
+int PMPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_indexed_block_c(count, blocklength, (void *)array_of_displacements, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_indexed_block_c")));
+
+int PMPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_hindexed_block_c(count, blocklength, (void *)array_of_displacements, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_block_c")));
+
+int PMPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_struct_c(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (uintptr_t *)array_of_types, (uintptr_t *)newtype);
+}
+int MPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_struct_c")));
+
+int PMPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_resized_c((uintptr_t)oldtype, lb, extent, (uintptr_t *)newtype);
+}
+int MPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_resized_c")));
+
+int PMPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], const MPI_Count array_of_subsizes[], const MPI_Count array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return ftmpi_Type_create_subarray_c(ndims, (void *)array_of_sizes, (void *)array_of_subsizes, (void *)array_of_starts, order, (uintptr_t)oldtype, (uintptr_t *)newtype);
+}
+int MPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], const MPI_Count array_of_subsizes[], const MPI_Count array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_subarray_c")));
+
+int PMPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    (void)size;
+    (void)rank;
+    (void)ndims;
+    (void)array_of_gsizes;
+    (void)array_of_distribs;
+    (void)array_of_dargs;
+    (void)array_of_psizes;
+    (void)order;
+    (void)oldtype;
+    (void)newtype;
+    return ftmpi_unsupported("MPI_Type_create_darray_c");
+}
+int MPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_darray_c")));
+
+int PMPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size)
+{
+    return ftmpi_Type_size_c((uintptr_t)datatype, (void *)size);
+}
+int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size) __attribute__((weak, alias("PMPI_Type_size_c")));
+
+int PMPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
+{
+    return ftmpi_Type_get_extent_c((uintptr_t)datatype, (void *)lb, (void *)extent);
+}
+int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) __attribute__((weak, alias("PMPI_Type_get_extent_c")));
+
+int PMPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)
+{
+    return ftmpi_Type_get_true_extent_c((uintptr_t)datatype, (void *)true_lb, (void *)true_extent);
+}
+int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent_c")));
+
+int PMPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner)
+{
+    (void)datatype;
+    (void)num_integers;
+    (void)num_addresses;
+    (void)num_large_counts;
+    (void)num_datatypes;
+    (void)combiner;
+    return ftmpi_unsupported("MPI_Type_get_envelope_c");
+}
+int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner) __attribute__((weak, alias("PMPI_Type_get_envelope_c")));
+
+int PMPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[])
+{
+    (void)datatype;
+    (void)max_integers;
+    (void)max_addresses;
+    (void)max_large_counts;
+    (void)max_datatypes;
+    (void)array_of_integers;
+    (void)array_of_addresses;
+    (void)array_of_large_counts;
+    (void)array_of_datatypes;
+    return ftmpi_unsupported("MPI_Type_get_contents_c");
+}
+int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) __attribute__((weak, alias("PMPI_Type_get_contents_c")));
+
+int PMPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm)
+{
+    return ftmpi_Pack_c((void *)inbuf, incount, (uintptr_t)datatype, (void *)outbuf, outsize, (void *)position, (uintptr_t)comm);
+}
+int MPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm) __attribute__((weak, alias("PMPI_Pack_c")));
+
+int PMPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm)
+{
+    return ftmpi_Unpack_c((void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, (uintptr_t)datatype, (uintptr_t)comm);
+}
+int MPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm) __attribute__((weak, alias("PMPI_Unpack_c")));
+
+int PMPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size)
+{
+    return ftmpi_Pack_size_c(incount, (uintptr_t)datatype, (uintptr_t)comm, (void *)size);
+}
+int MPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size) __attribute__((weak, alias("PMPI_Pack_size_c")));
+
+int PMPI_Pack_external_c(const char datarep[], const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position)
+{
+    (void)datarep;
+    (void)inbuf;
+    (void)incount;
+    (void)datatype;
+    (void)outbuf;
+    (void)outsize;
+    (void)position;
+    return ftmpi_unsupported("MPI_Pack_external_c");
+}
+int MPI_Pack_external_c(const char datarep[], const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position) __attribute__((weak, alias("PMPI_Pack_external_c")));
+
+int PMPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype)
+{
+    (void)datarep;
+    (void)inbuf;
+    (void)insize;
+    (void)position;
+    (void)outbuf;
+    (void)outcount;
+    (void)datatype;
+    return ftmpi_unsupported("MPI_Unpack_external_c");
+}
+int MPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_Unpack_external_c")));
+
+int PMPI_Pack_external_size_c(const char datarep[], MPI_Count incount, MPI_Datatype datatype, MPI_Count *size)
+{
+    (void)datarep;
+    (void)incount;
+    (void)datatype;
+    (void)size;
+    return ftmpi_unsupported("MPI_Pack_external_size_c");
+}
+int MPI_Pack_external_size_c(const char datarep[], MPI_Count incount, MPI_Datatype datatype, MPI_Count *size) __attribute__((weak, alias("PMPI_Pack_external_size_c")));
+
 int PMPI_Comm_revoke(MPI_Comm comm)
 {
     return ftmpi_Comm_revoke((uintptr_t)comm);
@@ -2245,6 +2420,180 @@ int PMPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *
 }
 int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("PMPI_Register_datarep")));
 
+int PMPI_File_read_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_at_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_at_c")));
+
+int PMPI_File_read_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_at_all_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_at_all_c")));
+
+int PMPI_File_write_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_at_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_at_c")));
+
+int PMPI_File_write_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_at_all_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_at_all_c")));
+
+int PMPI_File_iread_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_at_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_at_c")));
+
+int PMPI_File_iwrite_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_at_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_at_c")));
+
+int PMPI_File_iread_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_at_all_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_at_all_c")));
+
+int PMPI_File_iwrite_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_at_all_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_at_all_c")));
+
+int PMPI_File_read_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_c")));
+
+int PMPI_File_read_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_all_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_all_c")));
+
+int PMPI_File_write_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_c")));
+
+int PMPI_File_write_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_all_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_all_c")));
+
+int PMPI_File_iread_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_c")));
+
+int PMPI_File_iwrite_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_c")));
+
+int PMPI_File_iread_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_all_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_all_c")));
+
+int PMPI_File_iwrite_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_all_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_all_c")));
+
+int PMPI_File_read_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_shared_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_shared_c")));
+
+int PMPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_shared_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_shared_c")));
+
+int PMPI_File_iread_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iread_shared_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iread_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iread_shared_c")));
+
+int PMPI_File_iwrite_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+{
+    return ftmpi_File_iwrite_shared_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (uintptr_t *)request);
+}
+int MPI_File_iwrite_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) __attribute__((weak, alias("PMPI_File_iwrite_shared_c")));
+
+int PMPI_File_read_ordered_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_read_ordered_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_read_ordered_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_read_ordered_c")));
+
+int PMPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+{
+    return ftmpi_File_write_ordered_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype, (void *)status);
+}
+int MPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) __attribute__((weak, alias("PMPI_File_write_ordered_c")));
+
+int PMPI_File_read_at_all_begin_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype)
+{
+    return ftmpi_File_read_at_all_begin_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_read_at_all_begin_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_read_at_all_begin_c")));
+
+int PMPI_File_write_at_all_begin_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype)
+{
+    return ftmpi_File_write_at_all_begin_c((uintptr_t)fh, offset, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_write_at_all_begin_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_write_at_all_begin_c")));
+
+int PMPI_File_read_all_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype)
+{
+    return ftmpi_File_read_all_begin_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_read_all_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_read_all_begin_c")));
+
+int PMPI_File_write_all_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype)
+{
+    return ftmpi_File_write_all_begin_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_write_all_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_write_all_begin_c")));
+
+int PMPI_File_read_ordered_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype)
+{
+    return ftmpi_File_read_ordered_begin_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_read_ordered_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_read_ordered_begin_c")));
+
+int PMPI_File_write_ordered_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype)
+{
+    return ftmpi_File_write_ordered_begin_c((uintptr_t)fh, (void *)buf, count, (uintptr_t)datatype);
+}
+int MPI_File_write_ordered_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_File_write_ordered_begin_c")));
+
+int PMPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent)
+{
+    return ftmpi_File_get_type_extent_c((uintptr_t)fh, (uintptr_t)datatype, (void *)extent);
+}
+int MPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent) __attribute__((weak, alias("PMPI_File_get_type_extent_c")));
+
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     return ftmpi_Send((void *)buf, count, (uintptr_t)datatype, dest, tag, (uintptr_t)comm);
@@ -2825,8 +3174,92 @@ int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
 }
 int MPI_Win_call_errhandler(MPI_Win win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
 
-/* 486 functions, 16 of them not implemented:
- * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Mprobe
+int PMPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    return ftmpi_Win_create_c((void *)base, size, disp_unit, (uintptr_t)info, (uintptr_t)comm, (uintptr_t *)win);
+}
+int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_create_c")));
+
+int PMPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    return ftmpi_Win_allocate_c(size, disp_unit, (uintptr_t)info, (uintptr_t)comm, (void *)baseptr, (uintptr_t *)win);
+}
+int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_allocate_c")));
+
+int PMPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    (void)size;
+    (void)disp_unit;
+    (void)info;
+    (void)comm;
+    (void)baseptr;
+    (void)win;
+    return ftmpi_unsupported("MPI_Win_allocate_shared_c");
+}
+int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_allocate_shared_c")));
+
+int PMPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr)
+{
+    (void)win;
+    (void)rank;
+    (void)size;
+    (void)disp_unit;
+    (void)baseptr;
+    return ftmpi_unsupported("MPI_Win_shared_query_c");
+}
+int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query_c")));
+
+int PMPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    return ftmpi_Put_c((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)win);
+}
+int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) __attribute__((weak, alias("PMPI_Put_c")));
+
+int PMPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    return ftmpi_Get_c((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)win);
+}
+int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) __attribute__((weak, alias("PMPI_Get_c")));
+
+int PMPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    return ftmpi_Accumulate_c((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)op, (uintptr_t)win);
+}
+int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) __attribute__((weak, alias("PMPI_Accumulate_c")));
+
+int PMPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    return ftmpi_Get_accumulate_c((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, (void *)result_addr, result_count, (uintptr_t)result_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)op, (uintptr_t)win);
+}
+int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) __attribute__((weak, alias("PMPI_Get_accumulate_c")));
+
+int PMPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+    return ftmpi_Rput_c((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)win, (uintptr_t *)request);
+}
+int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rput_c")));
+
+int PMPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+    return ftmpi_Rget_c((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)win, (uintptr_t *)request);
+}
+int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_c")));
+
+int PMPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    return ftmpi_Raccumulate_c((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)op, (uintptr_t)win, (uintptr_t *)request);
+}
+int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Raccumulate_c")));
+
+int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    return ftmpi_Rget_accumulate_c((void *)origin_addr, origin_count, (uintptr_t)origin_datatype, (void *)result_addr, result_count, (uintptr_t)result_datatype, target_rank, target_disp, target_count, (uintptr_t)target_datatype, (uintptr_t)op, (uintptr_t)win, (uintptr_t *)request);
+}
+int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
+
+/* 549 functions, 24 of them not implemented:
+ * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Type_create_darray_c MPI_Type_get_envelope_c
+ * MPI_Type_get_contents_c MPI_Pack_external_c MPI_Unpack_external_c MPI_Pack_external_size_c MPI_Register_datarep MPI_Mprobe
  * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
- * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach
+ * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach MPI_Win_allocate_shared_c MPI_Win_shared_query_c
  */

@@ -21,6 +21,7 @@ func TestMPICHFixes(t *testing.T) {
 		"result: errstring empty 1 len 0",
 		"result: get_status flag 1 empty 1",
 		"result: wait empty 1",
+		"result: bsend 1 3 5 | 2 4 6 | 1 2 3 detach-same 1 size 1",
 		"result: self attrs deleted 3 order 1 0 2 finalized-during 0",
 	} {
 		if !strings.Contains(r.Stdout, want) {

@@ -41,6 +41,30 @@ int main(int argc, char **argv)
     printf("result: wait empty %d\n",
            st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG && st.MPI_ERROR == MPI_SUCCESS);
 
+    /* pt2pt/bsend*: buffered mode, to self, a strided datatype packed. */
+    static char bbuf[3 * (64 + MPI_BSEND_OVERHEAD)];
+    MPI_Buffer_attach(bbuf, (int)sizeof bbuf);
+    int src[6] = {1, 2, 3, 4, 5, 6}, got[3][3];
+    MPI_Datatype every2;
+    MPI_Type_vector(3, 1, 2, MPI_INT, &every2);
+    MPI_Type_commit(&every2);
+    MPI_Request rq[2];
+    MPI_Bsend(src, 1, every2, 0, 1, MPI_COMM_WORLD);
+    MPI_Ibsend(src + 1, 1, every2, 0, 2, MPI_COMM_WORLD, &rq[0]);
+    MPI_Bsend_init(src, 3, MPI_INT, 0, 3, MPI_COMM_WORLD, &rq[1]);
+    MPI_Start(&rq[1]);
+    MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    for (int t = 1; t <= 3; t++)
+        MPI_Recv(got[t - 1], 3, MPI_INT, 0, t, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Request_free(&rq[1]);
+    MPI_Type_free(&every2);
+    void *back = NULL;
+    int bsize = 0;
+    MPI_Buffer_detach(&back, &bsize);
+    printf("result: bsend %d %d %d | %d %d %d | %d %d %d detach-same %d size %d\n",
+           got[0][0], got[0][1], got[0][2], got[1][0], got[1][1], got[1][2],
+           got[2][0], got[2][1], got[2][2], back == (void *)bbuf, bsize == (int)sizeof bbuf);
+
     /* init/attrself: MPI_Finalize deletes MPI_COMM_SELF's attributes
      * first, in the reverse order of their setting, even with their keyvals
      * freed. */
