@@ -19,6 +19,7 @@ func TestDtypeTypes(t *testing.T) {
 		"result: envelope 3 0 1 vector 1 contents 4 1 5 int 1 named 0 0 0 1 name MPI_DOUBLE dup column 6 bounds 0 64 64 freed 1 indexed 0 20 hvector 0 16\n",
 		"result: external 8 8 bytes 01020304 fffffffe back 0x1020304 -2 pos 8\n",
 		"result: type attrs copies 1 dup 42 free 1:42 deleted 2:21 gone 1\n",
+		"result: large size 16 extent 0/64 pack 16 3..33\n",
 	)
 	if t.Failed() {
 		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)

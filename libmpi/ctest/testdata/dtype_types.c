@@ -257,6 +257,20 @@ int main(int argc, char **argv)
         printf("result: type attrs copies %d dup %d free %d:%d deleted %d:%d gone %d\n", tcopies, tdup, tdel1, tlast1,
                tdeletes, tlast, !tf2);
 
+    /* 10. Large-count forms. */
+    MPI_Datatype colc;
+    MPI_Count csz, clb, cext, cpos = 0, cpsz;
+    MPI_Type_vector_c(4, 1, 5, MPI_INT, &colc);
+    MPI_Type_commit(&colc);
+    MPI_Type_size_c(colc, &csz);
+    MPI_Type_get_extent_c(colc, &clb, &cext);
+    MPI_Pack_size_c(1, colc, MPI_COMM_WORLD, &cpsz);
+    int cbuf[4];
+    MPI_Pack_c(&m[0][1], 1, colc, cbuf, sizeof cbuf, &cpos, MPI_COMM_WORLD);
+    if (rank == 1)
+        printf("result: large size %d extent %d/%d pack %d %d..%d\n", (int)csz, (int)clb, (int)cext, (int)cpos, cbuf[0], cbuf[3]);
+    MPI_Type_free(&colc);
+
     MPI_Type_free(&ind);
     MPI_Type_free(&hv);
     MPI_Type_free(&dar);

@@ -1,0 +1,252 @@
+package main
+
+/*
+#include <stdint.h>
+#include "include/mpi.h"
+*/
+import "C"
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+// The large-count (MPI_Count) forms of the datatype calls (MPI-4.0
+// _c functions). The queries and pack calls answer in MPI_Count; the
+// constructors take counts and displacements that fit in an int (the
+// typemap of one element is bounded far below that anyway) and forward
+// to the int forms: a larger one is an MPI_ERR_ARG error naming it.
+
+// cIntsOf converts n MPI_Counts at p to C ints for op.
+func cIntsOf(op string, p *C.MPI_Count, n int) ([]C.int, error) {
+	out := make([]C.int, max(n, 1))
+	if n <= 0 || p == nil {
+		return out, nil
+	}
+	for i, v := range unsafe.Slice(p, n) {
+		if v > math.MaxInt32 || v < math.MinInt32 {
+			return nil, worldFail(bad(mpi.ErrArg, op, "count or displacement %d does not fit in an int (ftmpi's large-count constructors take ints)", int64(v)))
+		}
+		out[i] = C.int(v)
+	}
+	return out, nil
+}
+
+func cAintsOf(p *C.MPI_Count, n int) []C.MPI_Aint {
+	out := make([]C.MPI_Aint, max(n, 1))
+	if n > 0 && p != nil {
+		for i, v := range unsafe.Slice(p, n) {
+			out[i] = C.MPI_Aint(v)
+		}
+	}
+	return out
+}
+
+func cIntOf(op string, v C.MPI_Count) (C.int, error) {
+	if v > math.MaxInt32 || v < math.MinInt32 {
+		return 0, worldFail(bad(mpi.ErrArg, op, "count %d does not fit in an int (ftmpi's large-count constructors take ints)", int64(v)))
+	}
+	return C.int(v), nil
+}
+
+//export ftmpi_Type_contiguous_c
+func ftmpi_Type_contiguous_c(count C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	n, err := cIntOf("MPI_Type_contiguous_c", count)
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_contiguous(n, oldtype, newtype)
+}
+
+//export ftmpi_Type_vector_c
+func ftmpi_Type_vector_c(count, blocklen, stride C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	v, err := cIntsOf("MPI_Type_vector_c", &[]C.MPI_Count{count, blocklen, stride}[0], 3)
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_vector(v[0], v[1], v[2], oldtype, newtype)
+}
+
+//export ftmpi_Type_create_hvector_c
+func ftmpi_Type_create_hvector_c(count, blocklen, stride C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	v, err := cIntsOf("MPI_Type_create_hvector_c", &[]C.MPI_Count{count, blocklen}[0], 2)
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_create_hvector(v[0], v[1], C.MPI_Aint(stride), oldtype, newtype)
+}
+
+//export ftmpi_Type_indexed_c
+func ftmpi_Type_indexed_c(count C.MPI_Count, blocklens, displs *C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	const op = "MPI_Type_indexed_c"
+	n, err := cIntOf(op, count)
+	if err != nil {
+		return code(err)
+	}
+	bl, err := cIntsOf(op, blocklens, int(n))
+	if err != nil {
+		return code(err)
+	}
+	ds, err := cIntsOf(op, displs, int(n))
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_indexed(n, &bl[0], &ds[0], oldtype, newtype)
+}
+
+//export ftmpi_Type_create_hindexed_c
+func ftmpi_Type_create_hindexed_c(count C.MPI_Count, blocklens, displs *C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	const op = "MPI_Type_create_hindexed_c"
+	n, err := cIntOf(op, count)
+	if err != nil {
+		return code(err)
+	}
+	bl, err := cIntsOf(op, blocklens, int(n))
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_create_hindexed(n, &bl[0], &cAintsOf(displs, int(n))[0], oldtype, newtype)
+}
+
+//export ftmpi_Type_create_indexed_block_c
+func ftmpi_Type_create_indexed_block_c(count, blocklen C.MPI_Count, displs *C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	const op = "MPI_Type_create_indexed_block_c"
+	v, err := cIntsOf(op, &[]C.MPI_Count{count, blocklen}[0], 2)
+	if err != nil {
+		return code(err)
+	}
+	ds, err := cIntsOf(op, displs, int(v[0]))
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_create_indexed_block(v[0], v[1], &ds[0], oldtype, newtype)
+}
+
+//export ftmpi_Type_create_hindexed_block_c
+func ftmpi_Type_create_hindexed_block_c(count, blocklen C.MPI_Count, displs *C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	v, err := cIntsOf("MPI_Type_create_hindexed_block_c", &[]C.MPI_Count{count, blocklen}[0], 2)
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_create_hindexed_block(v[0], v[1], &cAintsOf(displs, int(v[0]))[0], oldtype, newtype)
+}
+
+//export ftmpi_Type_create_struct_c
+func ftmpi_Type_create_struct_c(count C.MPI_Count, blocklens, displs *C.MPI_Count, typesIn *C.uintptr_t, newtype *C.uintptr_t) C.int {
+	const op = "MPI_Type_create_struct_c"
+	n, err := cIntOf(op, count)
+	if err != nil {
+		return code(err)
+	}
+	bl, err := cIntsOf(op, blocklens, int(n))
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_create_struct(n, &bl[0], &cAintsOf(displs, int(n))[0], typesIn, newtype)
+}
+
+//export ftmpi_Type_create_resized_c
+func ftmpi_Type_create_resized_c(oldtype C.uintptr_t, lb, extent C.MPI_Count, newtype *C.uintptr_t) C.int {
+	return ftmpi_Type_create_resized(oldtype, C.MPI_Aint(lb), C.MPI_Aint(extent), newtype)
+}
+
+//export ftmpi_Type_create_subarray_c
+func ftmpi_Type_create_subarray_c(ndims C.int, sizes, subsizes, starts *C.MPI_Count, order C.int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	const op = "MPI_Type_create_subarray_c"
+	n := int(ndims)
+	sz, err := cIntsOf(op, sizes, n)
+	if err != nil {
+		return code(err)
+	}
+	sub, err := cIntsOf(op, subsizes, n)
+	if err != nil {
+		return code(err)
+	}
+	st, err := cIntsOf(op, starts, n)
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_create_subarray(ndims, &sz[0], &sub[0], &st[0], order, oldtype, newtype)
+}
+
+//export ftmpi_Type_size_c
+func ftmpi_Type_size_c(datatype C.uintptr_t, size *C.MPI_Count) C.int {
+	return ftmpi_Type_size_x(datatype, size)
+}
+
+//export ftmpi_Type_get_extent_c
+func ftmpi_Type_get_extent_c(datatype C.uintptr_t, lb, extent *C.MPI_Count) C.int {
+	return ftmpi_Type_get_extent_x(datatype, lb, extent)
+}
+
+//export ftmpi_Type_get_true_extent_c
+func ftmpi_Type_get_true_extent_c(datatype C.uintptr_t, lb, extent *C.MPI_Count) C.int {
+	return ftmpi_Type_get_true_extent_x(datatype, lb, extent)
+}
+
+//export ftmpi_Pack_c
+func ftmpi_Pack_c(inbuf unsafe.Pointer, incount C.MPI_Count, dt C.uintptr_t, outbuf unsafe.Pointer, outsize C.MPI_Count, position *C.MPI_Count, comm C.uintptr_t) C.int {
+	const op = "MPI_Pack_c"
+	c, d, rc := packArgs(op, comm, dt)
+	if rc != cSuccess {
+		return rc
+	}
+	pos := int(*position)
+	if pos < 0 || pos > int(outsize) {
+		return fail(c, bad(mpi.ErrArg, op, "position %d outside the output buffer of %d bytes", pos, int64(outsize)))
+	}
+	b, v, err := view(inbuf, int(incount), d, op)
+	if err != nil {
+		return fail(c, err)
+	}
+	n, err := mpi.Pack(b, int(incount), v, window(outbuf, pos, int(outsize)))
+	if err != nil {
+		return fail(c, err)
+	}
+	*position = C.MPI_Count(pos + n)
+	return cSuccess
+}
+
+//export ftmpi_Unpack_c
+func ftmpi_Unpack_c(inbuf unsafe.Pointer, insize C.MPI_Count, position *C.MPI_Count, outbuf unsafe.Pointer, outcount C.MPI_Count, dt C.uintptr_t, comm C.uintptr_t) C.int {
+	const op = "MPI_Unpack_c"
+	c, d, rc := packArgs(op, comm, dt)
+	if rc != cSuccess {
+		return rc
+	}
+	pos := int(*position)
+	if pos < 0 || pos > int(insize) {
+		return fail(c, bad(mpi.ErrArg, op, "position %d outside the input buffer of %d bytes", pos, int64(insize)))
+	}
+	b, v, err := view(outbuf, int(outcount), d, op)
+	if err != nil {
+		return fail(c, err)
+	}
+	n, err := mpi.Unpack(window(inbuf, pos, int(insize)), b, int(outcount), v)
+	if err != nil {
+		return fail(c, err)
+	}
+	*position = C.MPI_Count(pos + n)
+	return cSuccess
+}
+
+//export ftmpi_Pack_size_c
+func ftmpi_Pack_size_c(incount C.MPI_Count, dt C.uintptr_t, comm C.uintptr_t, size *C.MPI_Count) C.int {
+	const op = "MPI_Pack_size_c"
+	c, err := commOf(comm, op)
+	if err != nil {
+		return code(err)
+	}
+	d, err := typeOf(dt, c, op)
+	if err != nil {
+		return code(err)
+	}
+	n, err := mpi.PackSize(int(incount), d)
+	if err != nil {
+		return fail(c, err)
+	}
+	*size = C.MPI_Count(n)
+	return cSuccess
+}
