@@ -347,7 +347,7 @@ func fileStatus(s *C.MPI_Status, n int) {
 }
 
 // fileArgs resolves a data access's file and buffer.
-func fileArgs(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t) (*mpi.File, []byte, *mpi.Datatype, C.int) {
+func fileArgs(op string, fh C.uintptr_t, buf unsafe.Pointer, count int, dt C.uintptr_t) (*mpi.File, []byte, *mpi.Datatype, C.int) {
 	f, err := fileOf(fh, op)
 	if err != nil {
 		return nil, nil, nil, code(err)
@@ -364,7 +364,7 @@ func fileArgs(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.u
 }
 
 // fileRead runs a blocking read; its status counts the bytes read.
-func fileRead(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status,
+func fileRead(op string, fh C.uintptr_t, buf unsafe.Pointer, count int, dt C.uintptr_t, status *C.MPI_Status,
 	fn func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (int, error)) C.int {
 	f, b, d, rc := fileArgs(op, fh, buf, count, dt)
 	if rc != cSuccess {
@@ -376,7 +376,7 @@ func fileRead(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.u
 }
 
 // fileWrite runs a blocking write; its status counts the bytes written.
-func fileWrite(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status,
+func fileWrite(op string, fh C.uintptr_t, buf unsafe.Pointer, count int, dt C.uintptr_t, status *C.MPI_Status,
 	fn func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error) C.int {
 	f, b, d, rc := fileArgs(op, fh, buf, count, dt)
 	if rc != cSuccess {
@@ -393,7 +393,7 @@ func fileWrite(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.
 
 // fileIread starts a nonblocking read: its request's status counts the
 // bytes read.
-func fileIread(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t,
+func fileIread(op string, fh C.uintptr_t, buf unsafe.Pointer, count int, dt C.uintptr_t, request *C.uintptr_t,
 	fn func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.RequestOf[int], error)) C.int {
 	f, b, d, rc := fileArgs(op, fh, buf, count, dt)
 	if rc != cSuccess {
@@ -411,7 +411,7 @@ func fileIread(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.
 }
 
 // fileIwrite starts a nonblocking write.
-func fileIwrite(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t,
+func fileIwrite(op string, fh C.uintptr_t, buf unsafe.Pointer, count int, dt C.uintptr_t, request *C.uintptr_t,
 	fn func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.Request, error)) C.int {
 	f, b, d, rc := fileArgs(op, fh, buf, count, dt)
 	if rc != cSuccess {
@@ -432,7 +432,7 @@ func fileIwrite(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C
 }
 
 // fileBegin begins a split collective.
-func fileBegin(op string, fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t,
+func fileBegin(op string, fh C.uintptr_t, buf unsafe.Pointer, count int, dt C.uintptr_t,
 	fn func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error) C.int {
 	f, b, d, rc := fileArgs(op, fh, buf, count, dt)
 	if rc != cSuccess {
@@ -452,98 +452,98 @@ func fileEnd(op string, fh C.uintptr_t, status *C.MPI_Status, fn func(f *mpi.Fil
 
 //export ftmpi_File_read_at
 func ftmpi_File_read_at(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileRead("MPI_File_read_at", fh, buf, count, dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (int, error) {
+	return fileRead("MPI_File_read_at", fh, buf, int(count), dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (int, error) {
 		return mpi.ReadAtTyped(f, int64(off), b, n, d)
 	})
 }
 
 //export ftmpi_File_read_at_all
 func ftmpi_File_read_at_all(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileRead("MPI_File_read_at_all", fh, buf, count, dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (int, error) {
+	return fileRead("MPI_File_read_at_all", fh, buf, int(count), dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (int, error) {
 		return mpi.ReadAtAllTyped(f, int64(off), b, n, d)
 	})
 }
 
 //export ftmpi_File_write_at
 func ftmpi_File_write_at(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileWrite("MPI_File_write_at", fh, buf, count, dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
+	return fileWrite("MPI_File_write_at", fh, buf, int(count), dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
 		return mpi.WriteAtTyped(f, int64(off), b, n, d)
 	})
 }
 
 //export ftmpi_File_write_at_all
 func ftmpi_File_write_at_all(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileWrite("MPI_File_write_at_all", fh, buf, count, dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
+	return fileWrite("MPI_File_write_at_all", fh, buf, int(count), dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
 		return mpi.WriteAtAllTyped(f, int64(off), b, n, d)
 	})
 }
 
 //export ftmpi_File_iread_at
 func ftmpi_File_iread_at(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIread("MPI_File_iread_at", fh, buf, count, dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.RequestOf[int], error) {
+	return fileIread("MPI_File_iread_at", fh, buf, int(count), dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.RequestOf[int], error) {
 		return mpi.IreadAtTyped(f, int64(off), b, n, d)
 	})
 }
 
 //export ftmpi_File_iwrite_at
 func ftmpi_File_iwrite_at(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIwrite("MPI_File_iwrite_at", fh, buf, count, dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.Request, error) {
+	return fileIwrite("MPI_File_iwrite_at", fh, buf, int(count), dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.Request, error) {
 		return mpi.IwriteAtTyped(f, int64(off), b, n, d)
 	})
 }
 
 //export ftmpi_File_iread_at_all
 func ftmpi_File_iread_at_all(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIread("MPI_File_iread_at_all", fh, buf, count, dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.RequestOf[int], error) {
+	return fileIread("MPI_File_iread_at_all", fh, buf, int(count), dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.RequestOf[int], error) {
 		return mpi.IreadAtAllTyped(f, int64(off), b, n, d)
 	})
 }
 
 //export ftmpi_File_iwrite_at_all
 func ftmpi_File_iwrite_at_all(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIwrite("MPI_File_iwrite_at_all", fh, buf, count, dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.Request, error) {
+	return fileIwrite("MPI_File_iwrite_at_all", fh, buf, int(count), dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.Request, error) {
 		return mpi.IwriteAtAllTyped(f, int64(off), b, n, d)
 	})
 }
 
 //export ftmpi_File_read
 func ftmpi_File_read(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileRead("MPI_File_read", fh, buf, count, dt, status, mpi.ReadTyped)
+	return fileRead("MPI_File_read", fh, buf, int(count), dt, status, mpi.ReadTyped)
 }
 
 //export ftmpi_File_read_all
 func ftmpi_File_read_all(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileRead("MPI_File_read_all", fh, buf, count, dt, status, mpi.ReadAllTyped)
+	return fileRead("MPI_File_read_all", fh, buf, int(count), dt, status, mpi.ReadAllTyped)
 }
 
 //export ftmpi_File_write
 func ftmpi_File_write(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileWrite("MPI_File_write", fh, buf, count, dt, status, mpi.WriteTyped)
+	return fileWrite("MPI_File_write", fh, buf, int(count), dt, status, mpi.WriteTyped)
 }
 
 //export ftmpi_File_write_all
 func ftmpi_File_write_all(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileWrite("MPI_File_write_all", fh, buf, count, dt, status, mpi.WriteAllTyped)
+	return fileWrite("MPI_File_write_all", fh, buf, int(count), dt, status, mpi.WriteAllTyped)
 }
 
 //export ftmpi_File_iread
 func ftmpi_File_iread(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIread("MPI_File_iread", fh, buf, count, dt, request, mpi.IreadTyped)
+	return fileIread("MPI_File_iread", fh, buf, int(count), dt, request, mpi.IreadTyped)
 }
 
 //export ftmpi_File_iwrite
 func ftmpi_File_iwrite(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIwrite("MPI_File_iwrite", fh, buf, count, dt, request, mpi.IwriteTyped)
+	return fileIwrite("MPI_File_iwrite", fh, buf, int(count), dt, request, mpi.IwriteTyped)
 }
 
 //export ftmpi_File_iread_all
 func ftmpi_File_iread_all(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIread("MPI_File_iread_all", fh, buf, count, dt, request, mpi.IreadAllTyped)
+	return fileIread("MPI_File_iread_all", fh, buf, int(count), dt, request, mpi.IreadAllTyped)
 }
 
 //export ftmpi_File_iwrite_all
 func ftmpi_File_iwrite_all(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIwrite("MPI_File_iwrite_all", fh, buf, count, dt, request, mpi.IwriteAllTyped)
+	return fileIwrite("MPI_File_iwrite_all", fh, buf, int(count), dt, request, mpi.IwriteAllTyped)
 }
 
 //export ftmpi_File_seek
@@ -574,32 +574,32 @@ func ftmpi_File_get_byte_offset(fh C.uintptr_t, off C.MPI_Offset, disp *C.MPI_Of
 
 //export ftmpi_File_read_shared
 func ftmpi_File_read_shared(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileRead("MPI_File_read_shared", fh, buf, count, dt, status, mpi.ReadSharedTyped)
+	return fileRead("MPI_File_read_shared", fh, buf, int(count), dt, status, mpi.ReadSharedTyped)
 }
 
 //export ftmpi_File_write_shared
 func ftmpi_File_write_shared(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileWrite("MPI_File_write_shared", fh, buf, count, dt, status, mpi.WriteSharedTyped)
+	return fileWrite("MPI_File_write_shared", fh, buf, int(count), dt, status, mpi.WriteSharedTyped)
 }
 
 //export ftmpi_File_iread_shared
 func ftmpi_File_iread_shared(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIread("MPI_File_iread_shared", fh, buf, count, dt, request, mpi.IreadSharedTyped)
+	return fileIread("MPI_File_iread_shared", fh, buf, int(count), dt, request, mpi.IreadSharedTyped)
 }
 
 //export ftmpi_File_iwrite_shared
 func ftmpi_File_iwrite_shared(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, request *C.uintptr_t) C.int {
-	return fileIwrite("MPI_File_iwrite_shared", fh, buf, count, dt, request, mpi.IwriteSharedTyped)
+	return fileIwrite("MPI_File_iwrite_shared", fh, buf, int(count), dt, request, mpi.IwriteSharedTyped)
 }
 
 //export ftmpi_File_read_ordered
 func ftmpi_File_read_ordered(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileRead("MPI_File_read_ordered", fh, buf, count, dt, status, mpi.ReadOrderedTyped)
+	return fileRead("MPI_File_read_ordered", fh, buf, int(count), dt, status, mpi.ReadOrderedTyped)
 }
 
 //export ftmpi_File_write_ordered
 func ftmpi_File_write_ordered(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t, status *C.MPI_Status) C.int {
-	return fileWrite("MPI_File_write_ordered", fh, buf, count, dt, status, mpi.WriteOrderedTyped)
+	return fileWrite("MPI_File_write_ordered", fh, buf, int(count), dt, status, mpi.WriteOrderedTyped)
 }
 
 //export ftmpi_File_seek_shared
@@ -618,7 +618,7 @@ func ftmpi_File_get_position_shared(fh C.uintptr_t, off *C.MPI_Offset) C.int {
 
 //export ftmpi_File_read_at_all_begin
 func ftmpi_File_read_at_all_begin(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t) C.int {
-	return fileBegin("MPI_File_read_at_all_begin", fh, buf, count, dt, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
+	return fileBegin("MPI_File_read_at_all_begin", fh, buf, int(count), dt, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
 		return mpi.ReadAtAllBeginTyped(f, int64(off), b, n, d)
 	})
 }
@@ -630,7 +630,7 @@ func ftmpi_File_read_at_all_end(fh C.uintptr_t, buf unsafe.Pointer, status *C.MP
 
 //export ftmpi_File_write_at_all_begin
 func ftmpi_File_write_at_all_begin(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.int, dt C.uintptr_t) C.int {
-	return fileBegin("MPI_File_write_at_all_begin", fh, buf, count, dt, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
+	return fileBegin("MPI_File_write_at_all_begin", fh, buf, int(count), dt, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
 		return mpi.WriteAtAllBeginTyped(f, int64(off), b, n, d)
 	})
 }
@@ -642,7 +642,7 @@ func ftmpi_File_write_at_all_end(fh C.uintptr_t, buf unsafe.Pointer, status *C.M
 
 //export ftmpi_File_read_all_begin
 func ftmpi_File_read_all_begin(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t) C.int {
-	return fileBegin("MPI_File_read_all_begin", fh, buf, count, dt, mpi.ReadAllBeginTyped)
+	return fileBegin("MPI_File_read_all_begin", fh, buf, int(count), dt, mpi.ReadAllBeginTyped)
 }
 
 //export ftmpi_File_read_all_end
@@ -652,7 +652,7 @@ func ftmpi_File_read_all_end(fh C.uintptr_t, buf unsafe.Pointer, status *C.MPI_S
 
 //export ftmpi_File_write_all_begin
 func ftmpi_File_write_all_begin(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t) C.int {
-	return fileBegin("MPI_File_write_all_begin", fh, buf, count, dt, mpi.WriteAllBeginTyped)
+	return fileBegin("MPI_File_write_all_begin", fh, buf, int(count), dt, mpi.WriteAllBeginTyped)
 }
 
 //export ftmpi_File_write_all_end
@@ -662,7 +662,7 @@ func ftmpi_File_write_all_end(fh C.uintptr_t, buf unsafe.Pointer, status *C.MPI_
 
 //export ftmpi_File_read_ordered_begin
 func ftmpi_File_read_ordered_begin(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t) C.int {
-	return fileBegin("MPI_File_read_ordered_begin", fh, buf, count, dt, mpi.ReadOrderedBeginTyped)
+	return fileBegin("MPI_File_read_ordered_begin", fh, buf, int(count), dt, mpi.ReadOrderedBeginTyped)
 }
 
 //export ftmpi_File_read_ordered_end
@@ -672,7 +672,7 @@ func ftmpi_File_read_ordered_end(fh C.uintptr_t, buf unsafe.Pointer, status *C.M
 
 //export ftmpi_File_write_ordered_begin
 func ftmpi_File_write_ordered_begin(fh C.uintptr_t, buf unsafe.Pointer, count C.int, dt C.uintptr_t) C.int {
-	return fileBegin("MPI_File_write_ordered_begin", fh, buf, count, dt, mpi.WriteOrderedBeginTyped)
+	return fileBegin("MPI_File_write_ordered_begin", fh, buf, int(count), dt, mpi.WriteOrderedBeginTyped)
 }
 
 //export ftmpi_File_write_ordered_end
@@ -770,4 +770,174 @@ func ftmpi_File_call_errhandler(fh C.uintptr_t, errorcode C.int) C.int {
 		f.CallErrhandler(err)
 		return nil
 	})
+}
+
+// The large-count forms (MPI-4.1 14.4): the same calls with MPI_Count counts.
+
+//export ftmpi_File_read_at_c
+func ftmpi_File_read_at_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileRead("MPI_File_read_at", fh, buf, int(count), dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (int, error) {
+		return mpi.ReadAtTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_read_at_all_c
+func ftmpi_File_read_at_all_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileRead("MPI_File_read_at_all", fh, buf, int(count), dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (int, error) {
+		return mpi.ReadAtAllTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_write_at_c
+func ftmpi_File_write_at_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileWrite("MPI_File_write_at", fh, buf, int(count), dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
+		return mpi.WriteAtTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_write_at_all_c
+func ftmpi_File_write_at_all_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileWrite("MPI_File_write_at_all", fh, buf, int(count), dt, status, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
+		return mpi.WriteAtAllTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_iread_at_c
+func ftmpi_File_iread_at_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIread("MPI_File_iread_at", fh, buf, int(count), dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.RequestOf[int], error) {
+		return mpi.IreadAtTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_iwrite_at_c
+func ftmpi_File_iwrite_at_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIwrite("MPI_File_iwrite_at", fh, buf, int(count), dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.Request, error) {
+		return mpi.IwriteAtTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_iread_at_all_c
+func ftmpi_File_iread_at_all_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIread("MPI_File_iread_at_all", fh, buf, int(count), dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.RequestOf[int], error) {
+		return mpi.IreadAtAllTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_iwrite_at_all_c
+func ftmpi_File_iwrite_at_all_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIwrite("MPI_File_iwrite_at_all", fh, buf, int(count), dt, request, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) (*mpi.Request, error) {
+		return mpi.IwriteAtAllTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_read_c
+func ftmpi_File_read_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileRead("MPI_File_read", fh, buf, int(count), dt, status, mpi.ReadTyped)
+}
+
+//export ftmpi_File_read_all_c
+func ftmpi_File_read_all_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileRead("MPI_File_read_all", fh, buf, int(count), dt, status, mpi.ReadAllTyped)
+}
+
+//export ftmpi_File_write_c
+func ftmpi_File_write_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileWrite("MPI_File_write", fh, buf, int(count), dt, status, mpi.WriteTyped)
+}
+
+//export ftmpi_File_write_all_c
+func ftmpi_File_write_all_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileWrite("MPI_File_write_all", fh, buf, int(count), dt, status, mpi.WriteAllTyped)
+}
+
+//export ftmpi_File_iread_c
+func ftmpi_File_iread_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIread("MPI_File_iread", fh, buf, int(count), dt, request, mpi.IreadTyped)
+}
+
+//export ftmpi_File_iwrite_c
+func ftmpi_File_iwrite_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIwrite("MPI_File_iwrite", fh, buf, int(count), dt, request, mpi.IwriteTyped)
+}
+
+//export ftmpi_File_iread_all_c
+func ftmpi_File_iread_all_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIread("MPI_File_iread_all", fh, buf, int(count), dt, request, mpi.IreadAllTyped)
+}
+
+//export ftmpi_File_iwrite_all_c
+func ftmpi_File_iwrite_all_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIwrite("MPI_File_iwrite_all", fh, buf, int(count), dt, request, mpi.IwriteAllTyped)
+}
+
+//export ftmpi_File_read_shared_c
+func ftmpi_File_read_shared_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileRead("MPI_File_read_shared", fh, buf, int(count), dt, status, mpi.ReadSharedTyped)
+}
+
+//export ftmpi_File_write_shared_c
+func ftmpi_File_write_shared_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileWrite("MPI_File_write_shared", fh, buf, int(count), dt, status, mpi.WriteSharedTyped)
+}
+
+//export ftmpi_File_iread_shared_c
+func ftmpi_File_iread_shared_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIread("MPI_File_iread_shared", fh, buf, int(count), dt, request, mpi.IreadSharedTyped)
+}
+
+//export ftmpi_File_iwrite_shared_c
+func ftmpi_File_iwrite_shared_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, request *C.uintptr_t) C.int {
+	return fileIwrite("MPI_File_iwrite_shared", fh, buf, int(count), dt, request, mpi.IwriteSharedTyped)
+}
+
+//export ftmpi_File_read_ordered_c
+func ftmpi_File_read_ordered_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileRead("MPI_File_read_ordered", fh, buf, int(count), dt, status, mpi.ReadOrderedTyped)
+}
+
+//export ftmpi_File_write_ordered_c
+func ftmpi_File_write_ordered_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, status *C.MPI_Status) C.int {
+	return fileWrite("MPI_File_write_ordered", fh, buf, int(count), dt, status, mpi.WriteOrderedTyped)
+}
+
+//export ftmpi_File_read_at_all_begin_c
+func ftmpi_File_read_at_all_begin_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t) C.int {
+	return fileBegin("MPI_File_read_at_all_begin", fh, buf, int(count), dt, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
+		return mpi.ReadAtAllBeginTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_write_at_all_begin_c
+func ftmpi_File_write_at_all_begin_c(fh C.uintptr_t, off C.MPI_Offset, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t) C.int {
+	return fileBegin("MPI_File_write_at_all_begin", fh, buf, int(count), dt, func(f *mpi.File, b []byte, n int, d *mpi.Datatype) error {
+		return mpi.WriteAtAllBeginTyped(f, int64(off), b, n, d)
+	})
+}
+
+//export ftmpi_File_read_all_begin_c
+func ftmpi_File_read_all_begin_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t) C.int {
+	return fileBegin("MPI_File_read_all_begin", fh, buf, int(count), dt, mpi.ReadAllBeginTyped)
+}
+
+//export ftmpi_File_write_all_begin_c
+func ftmpi_File_write_all_begin_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t) C.int {
+	return fileBegin("MPI_File_write_all_begin", fh, buf, int(count), dt, mpi.WriteAllBeginTyped)
+}
+
+//export ftmpi_File_read_ordered_begin_c
+func ftmpi_File_read_ordered_begin_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t) C.int {
+	return fileBegin("MPI_File_read_ordered_begin", fh, buf, int(count), dt, mpi.ReadOrderedBeginTyped)
+}
+
+//export ftmpi_File_write_ordered_begin_c
+func ftmpi_File_write_ordered_begin_c(fh C.uintptr_t, buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t) C.int {
+	return fileBegin("MPI_File_write_ordered_begin", fh, buf, int(count), dt, mpi.WriteOrderedBeginTyped)
+}
+
+//export ftmpi_File_get_type_extent_c
+func ftmpi_File_get_type_extent_c(fh, dt C.uintptr_t, extent *C.MPI_Count) C.int {
+	var e C.MPI_Aint
+	rc := ftmpi_File_get_type_extent(fh, dt, &e)
+	*extent = C.MPI_Count(e)
+	return rc
 }

@@ -124,7 +124,7 @@ func modeIn(a C.int) int {
 }
 
 // newWin makes the window over size bytes at base (C memory) and records it.
-func newWin(op string, base unsafe.Pointer, size C.MPI_Aint, dispUnit C.int, comm C.uintptr_t, win *C.uintptr_t, alloc bool) C.int {
+func newWin(op string, base unsafe.Pointer, size C.MPI_Aint, dispUnit int, comm C.uintptr_t, win *C.uintptr_t, alloc bool) C.int {
 	c, err := commOf(comm, op)
 	if err != nil {
 		return code(err)
@@ -142,12 +142,12 @@ func newWin(op string, base unsafe.Pointer, size C.MPI_Aint, dispUnit C.int, com
 	if size > 0 {
 		mem = unsafe.Slice((*byte)(base), int(size))
 	}
-	w, err := mpi.WinCreateBytes(c, mem, int(dispUnit), alloc)
+	w, err := mpi.WinCreateBytes(c, mem, dispUnit, alloc)
 	if err != nil {
 		return code(err)
 	}
 	attrs := (*winAttrs)(C.calloc(1, C.size_t(unsafe.Sizeof(winAttrs{}))))
-	attrs.size, attrs.unit, attrs.flavor, attrs.model = size, dispUnit, C.MPI_WIN_FLAVOR_CREATE, C.MPI_WIN_UNIFIED
+	attrs.size, attrs.unit, attrs.flavor, attrs.model = size, C.int(dispUnit), C.MPI_WIN_FLAVOR_CREATE, C.MPI_WIN_UNIFIED
 	if alloc {
 		attrs.flavor = C.MPI_WIN_FLAVOR_ALLOCATE
 	}
@@ -160,7 +160,7 @@ func newWin(op string, base unsafe.Pointer, size C.MPI_Aint, dispUnit C.int, com
 
 //export ftmpi_Win_create
 func ftmpi_Win_create(base unsafe.Pointer, size C.MPI_Aint, dispUnit C.int, info, comm C.uintptr_t, win *C.uintptr_t) C.int {
-	return newWin("MPI_Win_create", base, size, dispUnit, comm, win, false)
+	return newWin("MPI_Win_create", base, size, int(dispUnit), comm, win, false)
 }
 
 //export ftmpi_Win_allocate
@@ -180,7 +180,7 @@ func ftmpi_Win_allocate(size C.MPI_Aint, dispUnit C.int, info, comm C.uintptr_t,
 	if p == nil {
 		return code(worldFail(bad(mpi.ErrOther, op, "out of memory for %d bytes", int64(size))))
 	}
-	rc := newWin(op, p, size, dispUnit, comm, win, true)
+	rc := newWin(op, p, size, int(dispUnit), comm, win, true)
 	if rc != cSuccess {
 		C.free(p)
 		return rc
@@ -229,7 +229,7 @@ type rmaCall struct {
 	od, td *mpi.Datatype
 }
 
-func rmaArgs(op string, win C.uintptr_t, buf unsafe.Pointer, count C.int, dt, tdt C.uintptr_t) (rmaCall, C.int) {
+func rmaArgs(op string, win C.uintptr_t, buf unsafe.Pointer, count int, dt, tdt C.uintptr_t) (rmaCall, C.int) {
 	var a rmaCall
 	w, err := winOf(win, op)
 	if err != nil {
@@ -251,7 +251,7 @@ func rmaArgs(op string, win C.uintptr_t, buf unsafe.Pointer, count C.int, dt, td
 
 //export ftmpi_Put
 func ftmpi_Put(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.int, tdt, win C.uintptr_t) C.int {
-	a, rc := rmaArgs("MPI_Put", win, buf, count, dt, tdt)
+	a, rc := rmaArgs("MPI_Put", win, buf, int(count), dt, tdt)
 	if rc != cSuccess || target == C.MPI_PROC_NULL {
 		return rc
 	}
@@ -260,7 +260,7 @@ func ftmpi_Put(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, di
 
 //export ftmpi_Get
 func ftmpi_Get(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.int, tdt, win C.uintptr_t) C.int {
-	a, rc := rmaArgs("MPI_Get", win, buf, count, dt, tdt)
+	a, rc := rmaArgs("MPI_Get", win, buf, int(count), dt, tdt)
 	if rc != cSuccess || target == C.MPI_PROC_NULL {
 		return rc
 	}
@@ -270,7 +270,7 @@ func ftmpi_Get(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, di
 //export ftmpi_Accumulate
 func ftmpi_Accumulate(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.int, tdt, o, win C.uintptr_t) C.int {
 	const op = "MPI_Accumulate"
-	a, rc := rmaArgs(op, win, buf, count, dt, tdt)
+	a, rc := rmaArgs(op, win, buf, int(count), dt, tdt)
 	if rc != cSuccess {
 		return rc
 	}
@@ -282,7 +282,7 @@ func ftmpi_Accumulate(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.
 }
 
 // getAccArgs resolves the arguments of MPI_Get_accumulate (and its R form).
-func getAccArgs(op string, buf unsafe.Pointer, count C.int, dt C.uintptr_t, res unsafe.Pointer, rcount C.int, rdt C.uintptr_t,
+func getAccArgs(op string, buf unsafe.Pointer, count int, dt C.uintptr_t, res unsafe.Pointer, rcount int, rdt C.uintptr_t,
 	tdt, o, win C.uintptr_t) (a rmaCall, rb []byte, rd *mpi.Datatype, gop *mpi.Op, rc C.int) {
 	gop, rc = nil, cSuccess
 	w, err := winOf(win, op)
@@ -317,7 +317,7 @@ func getAccArgs(op string, buf unsafe.Pointer, count C.int, dt C.uintptr_t, res 
 //export ftmpi_Get_accumulate
 func ftmpi_Get_accumulate(buf unsafe.Pointer, count C.int, dt C.uintptr_t, res unsafe.Pointer, rcount C.int, rdt C.uintptr_t,
 	target C.int, disp C.MPI_Aint, tcount C.int, tdt, o, win C.uintptr_t) C.int {
-	a, rb, rd, gop, rc := getAccArgs("MPI_Get_accumulate", buf, count, dt, res, rcount, rdt, tdt, o, win)
+	a, rb, rd, gop, rc := getAccArgs("MPI_Get_accumulate", buf, int(count), dt, res, int(rcount), rdt, tdt, o, win)
 	if rc != cSuccess || target == C.MPI_PROC_NULL {
 		return rc
 	}
@@ -380,7 +380,7 @@ func rreq(r *mpi.Request, err error, request *C.uintptr_t) C.int {
 
 //export ftmpi_Rput
 func ftmpi_Rput(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.int, tdt, win C.uintptr_t, request *C.uintptr_t) C.int {
-	a, rc := rmaArgs("MPI_Rput", win, buf, count, dt, tdt)
+	a, rc := rmaArgs("MPI_Rput", win, buf, int(count), dt, tdt)
 	if rc != cSuccess {
 		return rc
 	}
@@ -390,7 +390,7 @@ func ftmpi_Rput(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, d
 
 //export ftmpi_Rget
 func ftmpi_Rget(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.int, tdt, win C.uintptr_t, request *C.uintptr_t) C.int {
-	a, rc := rmaArgs("MPI_Rget", win, buf, count, dt, tdt)
+	a, rc := rmaArgs("MPI_Rget", win, buf, int(count), dt, tdt)
 	if rc != cSuccess {
 		return rc
 	}
@@ -401,7 +401,7 @@ func ftmpi_Rget(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, d
 //export ftmpi_Raccumulate
 func ftmpi_Raccumulate(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.int, tdt, o, win C.uintptr_t, request *C.uintptr_t) C.int {
 	const op = "MPI_Raccumulate"
-	a, rc := rmaArgs(op, win, buf, count, dt, tdt)
+	a, rc := rmaArgs(op, win, buf, int(count), dt, tdt)
 	if rc != cSuccess {
 		return rc
 	}
@@ -416,7 +416,7 @@ func ftmpi_Raccumulate(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C
 //export ftmpi_Rget_accumulate
 func ftmpi_Rget_accumulate(buf unsafe.Pointer, count C.int, dt C.uintptr_t, res unsafe.Pointer, rcount C.int, rdt C.uintptr_t,
 	target C.int, disp C.MPI_Aint, tcount C.int, tdt, o, win C.uintptr_t, request *C.uintptr_t) C.int {
-	a, rb, rd, gop, rc := getAccArgs("MPI_Rget_accumulate", buf, count, dt, res, rcount, rdt, tdt, o, win)
+	a, rb, rd, gop, rc := getAccArgs("MPI_Rget_accumulate", buf, int(count), dt, res, int(rcount), rdt, tdt, o, win)
 	if rc != cSuccess {
 		return rc
 	}
@@ -782,4 +782,108 @@ func ftmpi_Win_call_errhandler(win C.uintptr_t, errorcode C.int) C.int {
 		w.CallErrhandler(errOf(int(errorcode), "MPI_Win_call_errhandler"))
 		return nil
 	})
+}
+
+// The large-count forms (MPI-4.1 12): the same calls with MPI_Count
+// counts and MPI_Aint displacement units.
+
+//export ftmpi_Win_create_c
+func ftmpi_Win_create_c(base unsafe.Pointer, size, dispUnit C.MPI_Aint, info, comm C.uintptr_t, win *C.uintptr_t) C.int {
+	return newWin("MPI_Win_create_c", base, size, int(dispUnit), comm, win, false)
+}
+
+//export ftmpi_Win_allocate_c
+func ftmpi_Win_allocate_c(size, dispUnit C.MPI_Aint, info, comm C.uintptr_t, baseptr unsafe.Pointer, win *C.uintptr_t) C.int {
+	if dispUnit > 1<<31-1 {
+		return ftmpi_Win_allocate(size, -1, info, comm, baseptr, win) // not positive as an int: MPI_ERR_ARG
+	}
+	return ftmpi_Win_allocate(size, C.int(dispUnit), info, comm, baseptr, win)
+}
+
+//export ftmpi_Put_c
+func ftmpi_Put_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, win C.uintptr_t) C.int {
+	a, rc := rmaArgs("MPI_Put", win, buf, int(count), dt, tdt)
+	if rc != cSuccess || target == C.MPI_PROC_NULL {
+		return rc
+	}
+	return code(mpi.PutTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td))
+}
+
+//export ftmpi_Get_c
+func ftmpi_Get_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, win C.uintptr_t) C.int {
+	a, rc := rmaArgs("MPI_Get", win, buf, int(count), dt, tdt)
+	if rc != cSuccess || target == C.MPI_PROC_NULL {
+		return rc
+	}
+	return code(mpi.GetTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td))
+}
+
+//export ftmpi_Accumulate_c
+func ftmpi_Accumulate_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, o, win C.uintptr_t) C.int {
+	const op = "MPI_Accumulate"
+	a, rc := rmaArgs(op, win, buf, int(count), dt, tdt)
+	if rc != cSuccess {
+		return rc
+	}
+	gop, rc := rmaOpOf(o, a.w, op)
+	if rc != cSuccess || target == C.MPI_PROC_NULL {
+		return rc
+	}
+	return code(mpi.AccumulateTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td, gop))
+}
+
+//export ftmpi_Get_accumulate_c
+func ftmpi_Get_accumulate_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, res unsafe.Pointer, rcount C.MPI_Count, rdt C.uintptr_t,
+	target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, o, win C.uintptr_t) C.int {
+	a, rb, rd, gop, rc := getAccArgs("MPI_Get_accumulate", buf, int(count), dt, res, int(rcount), rdt, tdt, o, win)
+	if rc != cSuccess || target == C.MPI_PROC_NULL {
+		return rc
+	}
+	return code(mpi.GetAccumulateTyped(a.w, a.ob, int(count), a.od, rb, int(rcount), rd, int(target), int(disp), int(tcount), a.td, gop))
+}
+
+//export ftmpi_Rput_c
+func ftmpi_Rput_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, win C.uintptr_t, request *C.uintptr_t) C.int {
+	a, rc := rmaArgs("MPI_Rput", win, buf, int(count), dt, tdt)
+	if rc != cSuccess {
+		return rc
+	}
+	r, err := mpi.RputTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td)
+	return rreq(r, err, request)
+}
+
+//export ftmpi_Rget_c
+func ftmpi_Rget_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, win C.uintptr_t, request *C.uintptr_t) C.int {
+	a, rc := rmaArgs("MPI_Rget", win, buf, int(count), dt, tdt)
+	if rc != cSuccess {
+		return rc
+	}
+	r, err := mpi.RgetTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td)
+	return rreq(r, err, request)
+}
+
+//export ftmpi_Raccumulate_c
+func ftmpi_Raccumulate_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, o, win C.uintptr_t, request *C.uintptr_t) C.int {
+	const op = "MPI_Raccumulate"
+	a, rc := rmaArgs(op, win, buf, int(count), dt, tdt)
+	if rc != cSuccess {
+		return rc
+	}
+	gop, rc := rmaOpOf(o, a.w, op)
+	if rc != cSuccess {
+		return rc
+	}
+	r, err := mpi.RaccumulateTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td, gop)
+	return rreq(r, err, request)
+}
+
+//export ftmpi_Rget_accumulate_c
+func ftmpi_Rget_accumulate_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, res unsafe.Pointer, rcount C.MPI_Count, rdt C.uintptr_t,
+	target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, o, win C.uintptr_t, request *C.uintptr_t) C.int {
+	a, rb, rd, gop, rc := getAccArgs("MPI_Rget_accumulate", buf, int(count), dt, res, int(rcount), rdt, tdt, o, win)
+	if rc != cSuccess {
+		return rc
+	}
+	r, err := mpi.RgetAccumulateTyped(a.w, a.ob, int(count), a.od, rb, int(rcount), rd, int(target), int(disp), int(tcount), a.td, gop)
+	return rreq(r, err, request)
 }

@@ -70,7 +70,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         /* Reading past the end (etype 11 of the view at byte 16 is byte 60): fewer bytes. */
         char tail[8];
-        MPI_File_read_at(fh, 11, tail, 8, MPI_BYTE, &st);
+        MPI_File_read_at_c(fh, 11, tail, 8, MPI_BYTE, &st); /* the large-count form */
         MPI_Get_count(&st, MPI_BYTE, &n);
         printf("result: tail bytes %d\n", n);
     }

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
     int v = 10 * rank + 1;
     MPI_Win_fence(0, win);
     MPI_Put(&v, 1, MPI_INT, next, 1, 1, MPI_INT, win);
-    MPI_Get(&got, 1, MPI_INT, prev, 0, 1, MPI_INT, win);
+    MPI_Get_c(&got, 1, MPI_INT, prev, 0, 1, MPI_INT, win); /* the large-count form */
     MPI_Win_fence(0, win);
     printf("rank %d: ring put %d get %d\n", rank, buf[1], got);
 
