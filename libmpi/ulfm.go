@@ -169,3 +169,43 @@ func ftmpi_Comm_get_failed(comm C.uintptr_t, failedgrp *C.uintptr_t) C.int {
 	g, err := c.GetFailed()
 	return groupOut(c, "MPI_Comm_get_failed", failedgrp, g, err)
 }
+
+// Windows and files (seed 002 A.3.2-3): revoke, and the failed group of a
+// window (MPI_WIN_GET_FAILED: failure_ack and get_acked in one, as
+// one-sided communication has no wildcard to re-enable).
+
+//export ftmpi_Win_revoke
+func ftmpi_Win_revoke(win C.uintptr_t) C.int {
+	w, err := winOf(win, "MPI_Win_revoke")
+	if err != nil {
+		return code(err)
+	}
+	return code(w.Revoke())
+}
+
+//export ftmpi_Win_get_failed
+func ftmpi_Win_get_failed(win C.uintptr_t, failedgrp *C.uintptr_t) C.int {
+	w, err := winOf(win, "MPI_Win_get_failed")
+	if err != nil {
+		return code(err)
+	}
+	if failedgrp == nil {
+		return winFail(w, bad(mpi.ErrArg, "MPI_Win_get_failed", "failedgrp is NULL"))
+	}
+	g, err := w.GetFailed()
+	if err != nil {
+		*failedgrp = hGroupNull
+		return code(err)
+	}
+	*failedgrp = groupHandle(g)
+	return cSuccess
+}
+
+//export ftmpi_File_revoke
+func ftmpi_File_revoke(fh C.uintptr_t) C.int {
+	f, err := fileOf(fh, "MPI_File_revoke")
+	if err != nil {
+		return code(err)
+	}
+	return code(f.Revoke())
+}

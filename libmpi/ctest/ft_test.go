@@ -155,3 +155,34 @@ func TestFTRunThrough(t *testing.T) {
 		{"kill-rank1-3", "4", "continue", []string{"kill:rank=1,on=runthrough: block 10 done", "kill:rank=3,on=runthrough: block 40 done"}, []string{"runthrough: 1 clients answered, 2 failed"}},
 	})
 }
+
+// TestFTCalls: after a real failure, each fault-tolerance call returns
+// what seed 002 (ULFM, on communicators, windows and files) and seed 003
+// (run-through) say, with MPI_ERRORS_RETURN's codes.
+func TestFTCalls(t *testing.T) {
+	bin := Compile(t, "testdata/ft_calls.c")
+	r := runC(t, "4", []string{"--on-failure", "continue", "--inject", "kill:rank=3,on=calls: rank 3 waiting"}, bin, t.TempDir())
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{
+		"calls: recv rc 75 class 75 proc_failed 1 rank_fail_stop 1 string-names-class 1",
+		"calls: get_failed 1 ack_failed(0) 0 rc 0 ack_failed(5) 1 rc 0",
+		"calls: iagree unacked rc 75 flag 0xf0 null-request 1",
+		"calls: acked 1 agree rc 0 flag 0xf0",
+		"calls: revoke rc 0 is_revoked 1 send rc 77 revoked 1",
+		"calls: ishrink rc 0 wait 0 size 3 allreduce 3",
+		"calls: win get_failed rc 0 failed 1 revoke rc 0 fence rc 77 revoked 1",
+		"calls: file revoke rc 0 write_at_all rc 77 revoked 1",
+		"calls: group_failed 1 enabled 0 ivalidate rc 0 wait 0 failed 1 enabled 1 allreduce rc 0 alive 3",
+		"calls: validate 1 reenable_any_source 1",
+		"result: ft calls done",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+}

@@ -9,12 +9,11 @@
  *
  * The error classes MPI_ERR_PROC_FAILED (75), MPI_ERR_PROC_FAILED_PENDING
  * (76) and MPI_ERR_REVOKED (77) are in mpi.h; their MPIX_ names in
- * mpi-ext.h. The window and file calls of seed 002 A.3.2-3 and seed 003
- * 17.11-12 are not declared yet. C99. */
+ * mpi-ext.h. C99. */
 #ifndef FTMPI_FT_H
 #define FTMPI_FT_H
 
-/* ULFM, MPI-6 names. */
+/* ULFM (seed 002 A.2-3), MPI-6 names. */
 int MPI_Comm_revoke(MPI_Comm comm);
 int MPI_Comm_is_revoked(MPI_Comm comm, int *flag);
 int MPI_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
@@ -25,6 +24,9 @@ int MPI_Comm_failure_ack(MPI_Comm comm);
 int MPI_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp);
 int MPI_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked);
 int MPI_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp);
+int MPI_Win_revoke(MPI_Win win);
+int MPI_Win_get_failed(MPI_Win win, MPI_Group *failedgrp);
+int MPI_File_revoke(MPI_File fh);
 
 /* ULFM, Open MPI's MPIX_ names (forwarded to the MPI-6 ones). */
 int MPIX_Comm_revoke(MPI_Comm comm);
@@ -47,6 +49,13 @@ int MPI_Comm_group_failed(MPI_Comm comm, MPI_Group *failed);
 int MPI_Comm_remote_group_failed(MPI_Comm comm, MPI_Group *failed);
 int MPI_Comm_reenable_any_source(MPI_Comm comm, MPI_Group *failed);
 int MPI_Comm_collectives_enabled(MPI_Comm comm, int *active);
+int MPI_Win_validate(MPI_Win win, MPI_Group *failed);
+int MPI_Iwin_validate(MPI_Win win, MPI_Group *failed, MPI_Request *req);
+int MPI_Win_get_group_failed(MPI_Win win, MPI_Group *failed);
+int MPI_File_validate(MPI_File fh, MPI_Group *failed);
+int MPI_Ifile_validate(MPI_File fh, MPI_Group *failed, MPI_Request *req);
+int MPI_File_get_group_failed(MPI_File fh, MPI_Group *failed);
+int MPI_File_collectives_enabled(MPI_File fh, int *active);
 
 /* Reinit (seed 000). MPI_Reinit sets resilient_fn as the rollback location
  * and calls it with data; after a failure every process runs it again (a
