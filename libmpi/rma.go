@@ -18,8 +18,8 @@ import (
 // Windows (MPI-4.1 chapter 12). A C window is a byte window of package
 // mpi (mpi.WinCreateBytes) over the C memory, with its displacement unit;
 // the operations forward their (buffer, count, datatype) triples to the
-// typed one-sided calls of mpi/cbind_win.go. MPI_PROC_NULL as a target is
-// a no-op, as MPI says.
+// typed one-sided calls of mpi/cbind_win.go (where MPI_PROC_NULL as a
+// target is a no-op, as MPI says).
 
 // wins holds the windows made from C; winC their C-side facts.
 var (
@@ -252,7 +252,7 @@ func rmaArgs(op string, win C.uintptr_t, buf unsafe.Pointer, count int, dt, tdt 
 //export ftmpi_Put
 func ftmpi_Put(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.int, tdt, win C.uintptr_t) C.int {
 	a, rc := rmaArgs("MPI_Put", win, buf, int(count), dt, tdt)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	return code(mpi.PutTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td))
@@ -261,7 +261,7 @@ func ftmpi_Put(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, di
 //export ftmpi_Get
 func ftmpi_Get(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.int, tdt, win C.uintptr_t) C.int {
 	a, rc := rmaArgs("MPI_Get", win, buf, int(count), dt, tdt)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	return code(mpi.GetTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td))
@@ -275,7 +275,7 @@ func ftmpi_Accumulate(buf unsafe.Pointer, count C.int, dt C.uintptr_t, target C.
 		return rc
 	}
 	gop, rc := rmaOpOf(o, a.w, op)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	return code(mpi.AccumulateTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td, gop))
@@ -318,7 +318,7 @@ func getAccArgs(op string, buf unsafe.Pointer, count int, dt C.uintptr_t, res un
 func ftmpi_Get_accumulate(buf unsafe.Pointer, count C.int, dt C.uintptr_t, res unsafe.Pointer, rcount C.int, rdt C.uintptr_t,
 	target C.int, disp C.MPI_Aint, tcount C.int, tdt, o, win C.uintptr_t) C.int {
 	a, rb, rd, gop, rc := getAccArgs("MPI_Get_accumulate", buf, int(count), dt, res, int(rcount), rdt, tdt, o, win)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	return code(mpi.GetAccumulateTyped(a.w, a.ob, int(count), a.od, rb, int(rcount), rd, int(target), int(disp), int(tcount), a.td, gop))
@@ -336,7 +336,7 @@ func ftmpi_Fetch_and_op(buf, res unsafe.Pointer, dt C.uintptr_t, target C.int, d
 		return rc
 	}
 	gop, rc := rmaOpOf(o, w, op)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	n := d.Size()
@@ -358,7 +358,7 @@ func ftmpi_Compare_and_swap(buf, cmp, res unsafe.Pointer, dt C.uintptr_t, target
 		return code(err)
 	}
 	d, rc := winType(dt, w, op)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	if buf == nil || cmp == nil || res == nil {
@@ -803,7 +803,7 @@ func ftmpi_Win_allocate_c(size, dispUnit C.MPI_Aint, info, comm C.uintptr_t, bas
 //export ftmpi_Put_c
 func ftmpi_Put_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, win C.uintptr_t) C.int {
 	a, rc := rmaArgs("MPI_Put", win, buf, int(count), dt, tdt)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	return code(mpi.PutTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td))
@@ -812,7 +812,7 @@ func ftmpi_Put_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, target C
 //export ftmpi_Get_c
 func ftmpi_Get_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, win C.uintptr_t) C.int {
 	a, rc := rmaArgs("MPI_Get", win, buf, int(count), dt, tdt)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	return code(mpi.GetTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td))
@@ -826,7 +826,7 @@ func ftmpi_Accumulate_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, t
 		return rc
 	}
 	gop, rc := rmaOpOf(o, a.w, op)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	return code(mpi.AccumulateTyped(a.w, a.ob, int(count), a.od, int(target), int(disp), int(tcount), a.td, gop))
@@ -836,7 +836,7 @@ func ftmpi_Accumulate_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, t
 func ftmpi_Get_accumulate_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, res unsafe.Pointer, rcount C.MPI_Count, rdt C.uintptr_t,
 	target C.int, disp C.MPI_Aint, tcount C.MPI_Count, tdt, o, win C.uintptr_t) C.int {
 	a, rb, rd, gop, rc := getAccArgs("MPI_Get_accumulate", buf, int(count), dt, res, int(rcount), rdt, tdt, o, win)
-	if rc != cSuccess || target == C.MPI_PROC_NULL {
+	if rc != cSuccess {
 		return rc
 	}
 	return code(mpi.GetAccumulateTyped(a.w, a.ob, int(count), a.od, rb, int(rcount), rd, int(target), int(disp), int(tcount), a.td, gop))

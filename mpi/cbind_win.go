@@ -18,7 +18,8 @@ package mpi
 // server combines elements of that type, not bytes; the datatypes of an
 // accumulate must be of one basic type, the same at origin and target
 // (MPI-4.1 12.3.4), and MPI_MINLOC, MPI_MAXLOC and user operations are
-// refused (ErrOp).
+// refused (ErrOp). A target of ProcNull (MPI_PROC_NULL) makes an
+// operation a no-op (its R form returns a completed request).
 
 import (
 	"encoding/binary"
@@ -262,6 +263,9 @@ func PutTyped(w *Win, origin []byte, ocount int, od *Datatype, target, tdisp, tc
 }
 
 func putTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target, tdisp, tcount int, td *Datatype) error {
+	if target == ProcNull {
+		return w.check(op)
+	}
 	segs, err := w.typedArgs(op, target, ocount, od, tdisp, tcount, td)
 	if err != nil {
 		return err
@@ -288,6 +292,9 @@ func GetTyped(w *Win, origin []byte, ocount int, od *Datatype, target, tdisp, tc
 }
 
 func getTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target, tdisp, tcount int, td *Datatype) error {
+	if target == ProcNull {
+		return w.check(op)
+	}
 	segs, err := w.typedArgs(op, target, ocount, od, tdisp, tcount, td)
 	if err != nil {
 		return err
@@ -318,6 +325,9 @@ func AccumulateTyped(w *Win, origin []byte, ocount int, od *Datatype, target, td
 }
 
 func accTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target, tdisp, tcount int, td *Datatype, o *Op) error {
+	if target == ProcNull {
+		return w.check(op)
+	}
 	segs, err := w.typedArgs(op, target, ocount, od, tdisp, tcount, td)
 	if err != nil {
 		return err
@@ -351,6 +361,9 @@ func GetAccumulateTyped(w *Win, origin []byte, ocount int, od *Datatype, result 
 
 func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, result []byte, rcount int, rd *Datatype,
 	target, tdisp, tcount int, td *Datatype, o *Op) error {
+	if target == ProcNull {
+		return w.check(op)
+	}
 	if o == NoOp {
 		// The origin buffer is ignored (MPI-4.1 12.3.5).
 		od, ocount, origin = td, tcount, nil
@@ -405,6 +418,9 @@ func FetchAndOpTyped(w *Win, origin, result []byte, d *Datatype, target, tdisp i
 // result (MPI_Compare_and_swap).
 func CompareAndSwapTyped(w *Win, origin, compare, result []byte, d *Datatype, target, tdisp int) error {
 	const op = "MPI_Compare_and_swap"
+	if target == ProcNull {
+		return w.check(op)
+	}
 	segs, err := w.typedArgs(op, target, 1, d, tdisp, 1, d)
 	if err != nil {
 		return err

@@ -121,6 +121,17 @@ func TestWinBytesTyped(t *testing.T) {
 		if mpi.ErrorClass(err) != mpi.ErrRMARange {
 			return fmt.Errorf("put past the end: %v", err)
 		}
+		// MPI_PROC_NULL targets: no-ops, a completed request.
+		if err := mpi.PutTyped(win, i32(1), 1, mpi.Int32, mpi.ProcNull, 0, 1, mpi.Int32); err != nil {
+			return fmt.Errorf("put to ProcNull: %v", err)
+		}
+		r, err := mpi.RgetTyped(win, make([]byte, 4), 1, mpi.Int32, mpi.ProcNull, 0, 1, mpi.Int32)
+		if err != nil {
+			return fmt.Errorf("rget from ProcNull: %v", err)
+		}
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
 		if err := win.Fence(); err != nil {
 			return err
 		}
