@@ -350,3 +350,13 @@ func ftmpi_Type_delete_attr(datatype C.uintptr_t, keyval C.int) C.int {
 	}
 	return worldCode(d.DeleteAttr(k))
 }
+
+// finalizeSelfAttrs runs the delete callbacks of MPI_COMM_SELF's
+// attributes, as MPI_Finalize must first of all (MPI-4.1 11.2.2); the
+// error of a failing callback, if any, is returned.
+func finalizeSelfAttrs() error {
+	if world == nil {
+		return nil
+	}
+	return world.CommSelf().DeleteAttrs()
+}

@@ -158,3 +158,15 @@ func (c *Comm) Idup(info *Info, withInfo bool) (*Comm, *Request, error) {
 	req.finish(emptyStatus(), nil)
 	return nc, req, nil
 }
+
+// DeleteAttrs deletes every attribute of c, last set first, running their
+// delete callbacks; a failing callback stops it with an ErrOther error.
+// MPI_Finalize does this on MPI_COMM_SELF before anything else (MPI-4.1
+// 11.2.2), so that libraries can hook their clean-up to it.
+func (c *Comm) DeleteAttrs() error {
+	const op = "MPI_Finalize"
+	if err := checkLive(c, op); err != nil {
+		return err
+	}
+	return c.handle(c.freeAttrs(op))
+}

@@ -80,3 +80,30 @@ func TestIdupCartGraphMap(t *testing.T) {
 		return nc.Free()
 	})
 }
+
+func TestCommDeleteAttrs(t *testing.T) {
+	run(t, 1, func(w *mpi.World, c *mpi.Comm) error {
+		var order []int
+		k := mpi.CommCreateKeyval(nil, func(_ *mpi.Comm, _ *mpi.Keyval, v any) error {
+			order = append(order, v.(int))
+			return nil
+		})
+		k2 := mpi.CommCreateKeyval(nil, func(_ *mpi.Comm, _ *mpi.Keyval, v any) error {
+			order = append(order, v.(int))
+			return nil
+		})
+		self := w.CommSelf()
+		self.SetAttr(k, 1)
+		self.SetAttr(k2, 2)
+		if err := self.DeleteAttrs(); err != nil {
+			return err
+		}
+		if fmt.Sprint(order) != "[2 1]" {
+			return fmt.Errorf("delete callbacks ran in order %v, want [2 1]", order)
+		}
+		if _, ok, _ := self.GetAttr(k); ok {
+			return fmt.Errorf("attribute still set")
+		}
+		return nil
+	})
+}

@@ -126,6 +126,16 @@ int main(int argc, char **argv)
     MPI_Comm_set_name(dup, "my dup");
     MPI_Comm_get_name(dup, mn, &ml);
 
+    /* idup: a request that completes; the communicator works. */
+    MPI_Comm idp;
+    MPI_Request req;
+    int idsize = -1, reqnull;
+    MPI_Comm_idup(MPI_COMM_WORLD, &idp, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    reqnull = req == MPI_REQUEST_NULL;
+    MPI_Comm_size(idp, &idsize);
+    MPI_Comm_free(&idp);
+
     /* Free. */
     MPI_Comm_free(&dup);
     int freed_null = dup == MPI_COMM_NULL;
@@ -160,9 +170,9 @@ int main(int argc, char **argv)
     }
 
     printf("result: rank %d split %d/%d null-ok %d rev %d cmp %s %s %s %s cg %d names '%s' '%s' '%s' %d freed %d node %d "
-           "inter %d %d remote %d %d merged %d/%d peer %d\n",
+           "inter %d %d remote %d %d merged %d/%d peer %d idup %d %d\n",
            rank, srank, ssize, none_null, revrank, cmp(k1), cmp(k2), cmp(k3), cmp(k4), cgsize, wn, dn, mn, ml, freed_null,
-           nsize, isinter, wflag, rsize, rgsize, mrank, msize, v);
+           nsize, isinter, wflag, rsize, rgsize, mrank, msize, v, idsize, reqnull);
 
     MPI_Comm_free(&merged);
     MPI_Comm_free(&inter);
