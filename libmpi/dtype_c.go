@@ -250,3 +250,67 @@ func ftmpi_Pack_size_c(incount C.MPI_Count, dt C.uintptr_t, comm C.uintptr_t, si
 	*size = C.MPI_Count(n)
 	return cSuccess
 }
+
+//export ftmpi_Type_create_darray_c
+func ftmpi_Type_create_darray_c(size, rank, ndims C.int, gsizes *C.MPI_Count, distribs, dargs, psizes *C.int, order C.int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	gs, err := cIntsOf("MPI_Type_create_darray_c", gsizes, int(ndims))
+	if err != nil {
+		return code(err)
+	}
+	return ftmpi_Type_create_darray(size, rank, ndims, &gs[0], distribs, dargs, psizes, order, oldtype, newtype)
+}
+
+// The datatypes made by the _c constructors record int arguments (they
+// are converted to ints first): their envelopes have no large counts.
+
+//export ftmpi_Type_get_envelope_c
+func ftmpi_Type_get_envelope_c(datatype C.uintptr_t, nints, naddrs, nlarge, ntypes *C.MPI_Count, combiner *C.int) C.int {
+	var ni, na, nt C.int
+	if rc := ftmpi_Type_get_envelope(datatype, &ni, &na, &nt, combiner); rc != cSuccess {
+		return rc
+	}
+	*nints, *naddrs, *nlarge, *ntypes = C.MPI_Count(ni), C.MPI_Count(na), 0, C.MPI_Count(nt)
+	return cSuccess
+}
+
+//export ftmpi_Type_get_contents_c
+func ftmpi_Type_get_contents_c(datatype C.uintptr_t, maxInts, maxAddrs, maxLarge, maxTypes C.MPI_Count, ints *C.int, addrs *C.MPI_Aint, large *C.MPI_Count, typesOut *C.uintptr_t) C.int {
+	clamp := func(v C.MPI_Count) C.int { return C.int(min(max(v, 0), math.MaxInt32)) }
+	return ftmpi_Type_get_contents(datatype, clamp(maxInts), clamp(maxAddrs), clamp(maxTypes), ints, addrs, typesOut)
+}
+
+//export ftmpi_Pack_external_c
+func ftmpi_Pack_external_c(datarep *C.char, inbuf unsafe.Pointer, incount C.MPI_Count, dt C.uintptr_t, outbuf unsafe.Pointer, outsize C.MPI_Count, position *C.MPI_Count) C.int {
+	n, err := cIntOf("MPI_Pack_external_c", incount)
+	if err != nil {
+		return code(err)
+	}
+	pos := C.MPI_Aint(*position)
+	rc := ftmpi_Pack_external(datarep, inbuf, n, dt, outbuf, C.MPI_Aint(outsize), &pos)
+	*position = C.MPI_Count(pos)
+	return rc
+}
+
+//export ftmpi_Unpack_external_c
+func ftmpi_Unpack_external_c(datarep *C.char, inbuf unsafe.Pointer, insize C.MPI_Count, position *C.MPI_Count, outbuf unsafe.Pointer, outcount C.MPI_Count, dt C.uintptr_t) C.int {
+	n, err := cIntOf("MPI_Unpack_external_c", outcount)
+	if err != nil {
+		return code(err)
+	}
+	pos := C.MPI_Aint(*position)
+	rc := ftmpi_Unpack_external(datarep, inbuf, C.MPI_Aint(insize), &pos, outbuf, n, dt)
+	*position = C.MPI_Count(pos)
+	return rc
+}
+
+//export ftmpi_Pack_external_size_c
+func ftmpi_Pack_external_size_c(datarep *C.char, incount C.MPI_Count, dt C.uintptr_t, size *C.MPI_Count) C.int {
+	n, err := cIntOf("MPI_Pack_external_size_c", incount)
+	if err != nil {
+		return code(err)
+	}
+	var s C.MPI_Aint
+	rc := ftmpi_Pack_external_size(datarep, n, dt, &s)
+	*size = C.MPI_Count(s)
+	return rc
+}

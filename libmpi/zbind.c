@@ -1714,17 +1714,7 @@ int MPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], cons
 
 int PMPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    (void)size;
-    (void)rank;
-    (void)ndims;
-    (void)array_of_gsizes;
-    (void)array_of_distribs;
-    (void)array_of_dargs;
-    (void)array_of_psizes;
-    (void)order;
-    (void)oldtype;
-    (void)newtype;
-    return ftmpi_unsupported("MPI_Type_create_darray_c");
+    return ftmpi_Type_create_darray_c(size, rank, ndims, (void *)array_of_gsizes, (void *)array_of_distribs, (void *)array_of_dargs, (void *)array_of_psizes, order, (uintptr_t)oldtype, (uintptr_t *)newtype);
 }
 int MPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) __attribute__((weak, alias("PMPI_Type_create_darray_c")));
 
@@ -1748,28 +1738,13 @@ int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Co
 
 int PMPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner)
 {
-    (void)datatype;
-    (void)num_integers;
-    (void)num_addresses;
-    (void)num_large_counts;
-    (void)num_datatypes;
-    (void)combiner;
-    return ftmpi_unsupported("MPI_Type_get_envelope_c");
+    return ftmpi_Type_get_envelope_c((uintptr_t)datatype, (void *)num_integers, (void *)num_addresses, (void *)num_large_counts, (void *)num_datatypes, (void *)combiner);
 }
 int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner) __attribute__((weak, alias("PMPI_Type_get_envelope_c")));
 
 int PMPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[])
 {
-    (void)datatype;
-    (void)max_integers;
-    (void)max_addresses;
-    (void)max_large_counts;
-    (void)max_datatypes;
-    (void)array_of_integers;
-    (void)array_of_addresses;
-    (void)array_of_large_counts;
-    (void)array_of_datatypes;
-    return ftmpi_unsupported("MPI_Type_get_contents_c");
+    return ftmpi_Type_get_contents_c((uintptr_t)datatype, max_integers, max_addresses, max_large_counts, max_datatypes, (void *)array_of_integers, (void *)array_of_addresses, (void *)array_of_large_counts, (uintptr_t *)array_of_datatypes);
 }
 int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) __attribute__((weak, alias("PMPI_Type_get_contents_c")));
 
@@ -1793,37 +1768,19 @@ int MPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI
 
 int PMPI_Pack_external_c(const char datarep[], const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position)
 {
-    (void)datarep;
-    (void)inbuf;
-    (void)incount;
-    (void)datatype;
-    (void)outbuf;
-    (void)outsize;
-    (void)position;
-    return ftmpi_unsupported("MPI_Pack_external_c");
+    return ftmpi_Pack_external_c((void *)datarep, (void *)inbuf, incount, (uintptr_t)datatype, (void *)outbuf, outsize, (void *)position);
 }
 int MPI_Pack_external_c(const char datarep[], const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position) __attribute__((weak, alias("PMPI_Pack_external_c")));
 
 int PMPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype)
 {
-    (void)datarep;
-    (void)inbuf;
-    (void)insize;
-    (void)position;
-    (void)outbuf;
-    (void)outcount;
-    (void)datatype;
-    return ftmpi_unsupported("MPI_Unpack_external_c");
+    return ftmpi_Unpack_external_c((void *)datarep, (void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, (uintptr_t)datatype);
 }
 int MPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype) __attribute__((weak, alias("PMPI_Unpack_external_c")));
 
 int PMPI_Pack_external_size_c(const char datarep[], MPI_Count incount, MPI_Datatype datatype, MPI_Count *size)
 {
-    (void)datarep;
-    (void)incount;
-    (void)datatype;
-    (void)size;
-    return ftmpi_unsupported("MPI_Pack_external_size_c");
+    return ftmpi_Pack_external_size_c((void *)datarep, incount, (uintptr_t)datatype, (void *)size);
 }
 int MPI_Pack_external_size_c(const char datarep[], MPI_Count incount, MPI_Datatype datatype, MPI_Count *size) __attribute__((weak, alias("PMPI_Pack_external_size_c")));
 
@@ -3257,9 +3214,8 @@ int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_
 }
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
 
-/* 549 functions, 24 of them not implemented:
- * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Type_create_darray_c MPI_Type_get_envelope_c
- * MPI_Type_get_contents_c MPI_Pack_external_c MPI_Unpack_external_c MPI_Pack_external_size_c MPI_Register_datarep MPI_Mprobe
+/* 549 functions, 18 of them not implemented:
+ * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Mprobe
  * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
  * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach MPI_Win_allocate_shared_c MPI_Win_shared_query_c
  */
