@@ -144,18 +144,34 @@ func at(p unsafe.Pointer, k int, d *mpi.Datatype) unsafe.Pointer {
 	return unsafe.Add(p, k*ext)
 }
 
-// ints copies n C ints (nil for a NULL array).
-func (a *call) ints(p *C.int, n int, what string) []int {
+// carr is a C array of counts or displacements: int, MPI_Count or
+// MPI_Aint elements (the large-count _c functions take the wider ones).
+type carr struct {
+	p    unsafe.Pointer
+	wide bool // 8-byte elements
+}
+
+func ci(p *C.int) carr       { return carr{unsafe.Pointer(p), false} }
+func cl(p *C.MPI_Count) carr { return carr{unsafe.Pointer(p), true} }
+func ca(p *C.MPI_Aint) carr  { return carr{unsafe.Pointer(p), true} }
+
+// ints copies the n elements of x (an error for a NULL array).
+func (a *call) ints(x carr, n int, what string) []int {
 	if !a.ok() {
 		return nil
 	}
-	if p == nil {
+	if x.p == nil {
 		a.failf(mpi.ErrArg, "%s is NULL", what)
 		return nil
 	}
-	s := unsafe.Slice(p, n)
 	out := make([]int, n)
-	for i, v := range s {
+	if x.wide {
+		for i, v := range unsafe.Slice((*int64)(x.p), n) {
+			out[i] = int(v)
+		}
+		return out
+	}
+	for i, v := range unsafe.Slice((*int32)(x.p), n) {
 		out[i] = int(v)
 	}
 	return out
@@ -206,9 +222,9 @@ func (a *call) op(h, dt C.uintptr_t, shift int) *mpi.Op {
 	return o
 }
 
-func (a *call) count(n C.int, what string) int {
+func (a *call) count(n int64, what string) int {
 	if n < 0 {
-		a.failf(mpi.ErrCount, "negative %s %d", what, int(n))
+		a.failf(mpi.ErrCount, "negative %s %d", what, n)
 	}
 	return int(n)
 }
@@ -238,7 +254,7 @@ func ftmpi_Barrier_init(comm, info C.uintptr_t, request *C.uintptr_t) C.int {
 
 // Bcast.
 
-func bcast(m mode, buf unsafe.Pointer, count C.int, dt C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
+func bcast(m mode, buf unsafe.Pointer, count int64, dt C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	n := a.count(count, "count")
 	d := a.typ(dt)
@@ -253,22 +269,22 @@ func bcast(m mode, buf unsafe.Pointer, count C.int, dt C.uintptr_t, root C.int, 
 
 //export ftmpi_Bcast
 func ftmpi_Bcast(buf unsafe.Pointer, count C.int, dt C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
-	return bcast(blockingMode("MPI_Bcast"), buf, count, dt, root, comm)
+	return bcast(blockingMode("MPI_Bcast"), buf, int64(count), dt, root, comm)
 }
 
 //export ftmpi_Ibcast
 func ftmpi_Ibcast(buf unsafe.Pointer, count C.int, dt C.uintptr_t, root C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return bcast(nbMode("MPI_Ibcast", request), buf, count, dt, root, comm)
+	return bcast(nbMode("MPI_Ibcast", request), buf, int64(count), dt, root, comm)
 }
 
 //export ftmpi_Bcast_init
 func ftmpi_Bcast_init(buf unsafe.Pointer, count C.int, dt C.uintptr_t, root C.int, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return bcast(persistMode("MPI_Bcast_init", request), buf, count, dt, root, comm)
+	return bcast(persistMode("MPI_Bcast_init", request), buf, int64(count), dt, root, comm)
 }
 
 // Reductions.
 
-func reduce(m mode, sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
+func reduce(m mode, sendbuf, recvbuf unsafe.Pointer, count int64, dt, op C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	n := a.count(count, "count")
 	d := a.typ(dt)
@@ -298,17 +314,17 @@ func reduce(m mode, sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op C.uintp
 
 //export ftmpi_Reduce
 func ftmpi_Reduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
-	return reduce(blockingMode("MPI_Reduce"), sendbuf, recvbuf, count, dt, op, root, comm)
+	return reduce(blockingMode("MPI_Reduce"), sendbuf, recvbuf, int64(count), dt, op, root, comm)
 }
 
 //export ftmpi_Ireduce
 func ftmpi_Ireduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op C.uintptr_t, root C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return reduce(nbMode("MPI_Ireduce", request), sendbuf, recvbuf, count, dt, op, root, comm)
+	return reduce(nbMode("MPI_Ireduce", request), sendbuf, recvbuf, int64(count), dt, op, root, comm)
 }
 
 //export ftmpi_Reduce_init
 func ftmpi_Reduce_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op C.uintptr_t, root C.int, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return reduce(persistMode("MPI_Reduce_init", request), sendbuf, recvbuf, count, dt, op, root, comm)
+	return reduce(persistMode("MPI_Reduce_init", request), sendbuf, recvbuf, int64(count), dt, op, root, comm)
 }
 
 // Allreduce, Scan and Exscan: count elements each side, in place allowed.
@@ -318,7 +334,7 @@ const (
 	kExscan
 )
 
-func allred(m mode, kind int, sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm C.uintptr_t) C.int {
+func allred(m mode, kind int, sendbuf, recvbuf unsafe.Pointer, count int64, dt, op, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	n := a.count(count, "count")
 	d := a.typ(dt)
@@ -347,51 +363,52 @@ func allred(m mode, kind int, sendbuf, recvbuf unsafe.Pointer, count C.int, dt, 
 
 //export ftmpi_Allreduce
 func ftmpi_Allreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm C.uintptr_t) C.int {
-	return allred(blockingMode("MPI_Allreduce"), kAllreduce, sendbuf, recvbuf, count, dt, op, comm)
+	return allred(blockingMode("MPI_Allreduce"), kAllreduce, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export ftmpi_Iallreduce
 func ftmpi_Iallreduce(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return allred(nbMode("MPI_Iallreduce", request), kAllreduce, sendbuf, recvbuf, count, dt, op, comm)
+	return allred(nbMode("MPI_Iallreduce", request), kAllreduce, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export ftmpi_Allreduce_init
 func ftmpi_Allreduce_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return allred(persistMode("MPI_Allreduce_init", request), kAllreduce, sendbuf, recvbuf, count, dt, op, comm)
+	return allred(persistMode("MPI_Allreduce_init", request), kAllreduce, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export ftmpi_Scan
 func ftmpi_Scan(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm C.uintptr_t) C.int {
-	return allred(blockingMode("MPI_Scan"), kScan, sendbuf, recvbuf, count, dt, op, comm)
+	return allred(blockingMode("MPI_Scan"), kScan, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export ftmpi_Iscan
 func ftmpi_Iscan(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return allred(nbMode("MPI_Iscan", request), kScan, sendbuf, recvbuf, count, dt, op, comm)
+	return allred(nbMode("MPI_Iscan", request), kScan, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export ftmpi_Scan_init
 func ftmpi_Scan_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return allred(persistMode("MPI_Scan_init", request), kScan, sendbuf, recvbuf, count, dt, op, comm)
+	return allred(persistMode("MPI_Scan_init", request), kScan, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export ftmpi_Exscan
 func ftmpi_Exscan(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm C.uintptr_t) C.int {
-	return allred(blockingMode("MPI_Exscan"), kExscan, sendbuf, recvbuf, count, dt, op, comm)
+	return allred(blockingMode("MPI_Exscan"), kExscan, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export ftmpi_Iexscan
 func ftmpi_Iexscan(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return allred(nbMode("MPI_Iexscan", request), kExscan, sendbuf, recvbuf, count, dt, op, comm)
+	return allred(nbMode("MPI_Iexscan", request), kExscan, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
 //export ftmpi_Exscan_init
 func ftmpi_Exscan_init(sendbuf, recvbuf unsafe.Pointer, count C.int, dt, op, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return allred(persistMode("MPI_Exscan_init", request), kExscan, sendbuf, recvbuf, count, dt, op, comm)
+	return allred(persistMode("MPI_Exscan_init", request), kExscan, sendbuf, recvbuf, int64(count), dt, op, comm)
 }
 
-// redScatter: counts nil is the block form (recvcount for every member).
-func redScatter(m mode, sendbuf, recvbuf unsafe.Pointer, counts *C.int, recvcount C.int, dt, op, comm C.uintptr_t) C.int {
+// redScatter: block is the block form (recvcount for every member), else
+// counts.
+func redScatter(m mode, block bool, sendbuf, recvbuf unsafe.Pointer, counts carr, recvcount int64, dt, op, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	d := a.typ(dt)
 	if !a.ok() {
@@ -399,14 +416,14 @@ func redScatter(m mode, sendbuf, recvbuf unsafe.Pointer, counts *C.int, recvcoun
 	}
 	p := a.c.Size()
 	var cs []int
-	block := 0
-	if counts != nil || m.name == "MPI_Reduce_scatter" || m.name == "MPI_Ireduce_scatter" || m.name == "MPI_Reduce_scatter_init" {
+	each := 0
+	if !block {
 		cs = a.ints(counts, p, "recvcounts")
 	} else {
-		block = a.count(recvcount, "recvcount")
+		each = a.count(recvcount, "recvcount")
 		cs = make([]int, p)
 		for i := range cs {
-			cs[i] = block
+			cs[i] = each
 		}
 	}
 	if !a.ok() {
@@ -438,9 +455,9 @@ func redScatter(m mode, sendbuf, recvbuf unsafe.Pointer, counts *C.int, recvcoun
 		return a.rc
 	}
 	c := a.c
-	if counts == nil {
-		return m.run(c, func() error { return mpi.ReduceScatterBlockTyped(c, sb, rb, block, sv, o) },
-			func() (*mpi.Request, error) { return mpi.IreduceScatterBlockTyped(c, sb, rb, block, sv, o) })
+	if block {
+		return m.run(c, func() error { return mpi.ReduceScatterBlockTyped(c, sb, rb, each, sv, o) },
+			func() (*mpi.Request, error) { return mpi.IreduceScatterBlockTyped(c, sb, rb, each, sv, o) })
 	}
 	return m.run(c, func() error { return mpi.ReduceScatterTyped(c, sb, rb, cs, sv, o) },
 		func() (*mpi.Request, error) { return mpi.IreduceScatterTyped(c, sb, rb, cs, sv, o) })
@@ -448,37 +465,40 @@ func redScatter(m mode, sendbuf, recvbuf unsafe.Pointer, counts *C.int, recvcoun
 
 //export ftmpi_Reduce_scatter
 func ftmpi_Reduce_scatter(sendbuf, recvbuf unsafe.Pointer, counts *C.int, dt, op, comm C.uintptr_t) C.int {
-	return redScatter(blockingMode("MPI_Reduce_scatter"), sendbuf, recvbuf, counts, 0, dt, op, comm)
+	return redScatter(blockingMode("MPI_Reduce_scatter"), false, sendbuf, recvbuf, ci(counts), 0, dt, op, comm)
 }
 
 //export ftmpi_Ireduce_scatter
 func ftmpi_Ireduce_scatter(sendbuf, recvbuf unsafe.Pointer, counts *C.int, dt, op, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return redScatter(nbMode("MPI_Ireduce_scatter", request), sendbuf, recvbuf, counts, 0, dt, op, comm)
+	return redScatter(nbMode("MPI_Ireduce_scatter", request), false, sendbuf, recvbuf, ci(counts), 0, dt, op, comm)
 }
 
 //export ftmpi_Reduce_scatter_init
 func ftmpi_Reduce_scatter_init(sendbuf, recvbuf unsafe.Pointer, counts *C.int, dt, op, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return redScatter(persistMode("MPI_Reduce_scatter_init", request), sendbuf, recvbuf, counts, 0, dt, op, comm)
+	return redScatter(persistMode("MPI_Reduce_scatter_init", request), false, sendbuf, recvbuf, ci(counts), 0, dt, op, comm)
 }
 
 //export ftmpi_Reduce_scatter_block
 func ftmpi_Reduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, recvcount C.int, dt, op, comm C.uintptr_t) C.int {
-	return redScatter(blockingMode("MPI_Reduce_scatter_block"), sendbuf, recvbuf, nil, recvcount, dt, op, comm)
+	return redScatter(blockingMode("MPI_Reduce_scatter_block"), true, sendbuf, recvbuf, carr{}, int64(recvcount), dt, op, comm)
 }
 
 //export ftmpi_Ireduce_scatter_block
 func ftmpi_Ireduce_scatter_block(sendbuf, recvbuf unsafe.Pointer, recvcount C.int, dt, op, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return redScatter(nbMode("MPI_Ireduce_scatter_block", request), sendbuf, recvbuf, nil, recvcount, dt, op, comm)
+	return redScatter(nbMode("MPI_Ireduce_scatter_block", request), true, sendbuf, recvbuf, carr{}, int64(recvcount), dt, op, comm)
 }
 
 //export ftmpi_Reduce_scatter_block_init
 func ftmpi_Reduce_scatter_block_init(sendbuf, recvbuf unsafe.Pointer, recvcount C.int, dt, op, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return redScatter(persistMode("MPI_Reduce_scatter_block_init", request), sendbuf, recvbuf, nil, recvcount, dt, op, comm)
+	return redScatter(persistMode("MPI_Reduce_scatter_block_init", request), true, sendbuf, recvbuf, carr{}, int64(recvcount), dt, op, comm)
 }
 
 //export ftmpi_Reduce_local
 func ftmpi_Reduce_local(inbuf, inoutbuf unsafe.Pointer, count C.int, dt, op C.uintptr_t) C.int {
-	const name = "MPI_Reduce_local"
+	return reduceLocal("MPI_Reduce_local", inbuf, inoutbuf, int64(count), dt, op)
+}
+
+func reduceLocal(name string, inbuf, inoutbuf unsafe.Pointer, count int64, dt, op C.uintptr_t) C.int {
 	if world == nil {
 		return code(bad(mpi.ErrOther, name, "MPI is not initialized (call MPI_Init first)"))
 	}
@@ -500,7 +520,7 @@ func ftmpi_Reduce_local(inbuf, inoutbuf unsafe.Pointer, count C.int, dt, op C.ui
 
 // Gather and Scatter.
 
-func gather(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
+func gather(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	r := rootIn(root)
 	isRoot := a.c != nil && !a.c.IsInter() && a.c.Rank() == r
@@ -534,20 +554,20 @@ func gather(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_
 
 //export ftmpi_Gather
 func ftmpi_Gather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
-	return gather(blockingMode("MPI_Gather"), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+	return gather(blockingMode("MPI_Gather"), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, root, comm)
 }
 
 //export ftmpi_Igather
 func ftmpi_Igather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return gather(nbMode("MPI_Igather", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+	return gather(nbMode("MPI_Igather", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, root, comm)
 }
 
 //export ftmpi_Gather_init
 func ftmpi_Gather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return gather(persistMode("MPI_Gather_init", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+	return gather(persistMode("MPI_Gather_init", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, root, comm)
 }
 
-func gatherv(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
+func gatherv(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs carr, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	r := rootIn(root)
 	isRoot := a.c != nil && !a.c.IsInter() && a.c.Rank() == r
@@ -584,20 +604,20 @@ func gatherv(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr
 
 //export ftmpi_Gatherv
 func ftmpi_Gatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
-	return gatherv(blockingMode("MPI_Gatherv"), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+	return gatherv(blockingMode("MPI_Gatherv"), sendbuf, int64(sendcount), sendtype, recvbuf, ci(recvcounts), ci(displs), recvtype, root, comm)
 }
 
 //export ftmpi_Igatherv
 func ftmpi_Igatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return gatherv(nbMode("MPI_Igatherv", request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+	return gatherv(nbMode("MPI_Igatherv", request), sendbuf, int64(sendcount), sendtype, recvbuf, ci(recvcounts), ci(displs), recvtype, root, comm)
 }
 
 //export ftmpi_Gatherv_init
 func ftmpi_Gatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype C.uintptr_t, root C.int, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return gatherv(persistMode("MPI_Gatherv_init", request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+	return gatherv(persistMode("MPI_Gatherv_init", request), sendbuf, int64(sendcount), sendtype, recvbuf, ci(recvcounts), ci(displs), recvtype, root, comm)
 }
 
-func scatter(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
+func scatter(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	r := rootIn(root)
 	isRoot := a.c != nil && !a.c.IsInter() && a.c.Rank() == r
@@ -631,20 +651,20 @@ func scatter(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr
 
 //export ftmpi_Scatter
 func ftmpi_Scatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
-	return scatter(blockingMode("MPI_Scatter"), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+	return scatter(blockingMode("MPI_Scatter"), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, root, comm)
 }
 
 //export ftmpi_Iscatter
 func ftmpi_Iscatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return scatter(nbMode("MPI_Iscatter", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+	return scatter(nbMode("MPI_Iscatter", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, root, comm)
 }
 
 //export ftmpi_Scatter_init
 func ftmpi_Scatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return scatter(persistMode("MPI_Scatter_init", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+	return scatter(persistMode("MPI_Scatter_init", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, root, comm)
 }
 
-func scatterv(m mode, sendbuf unsafe.Pointer, sendcounts, displs *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
+func scatterv(m mode, sendbuf unsafe.Pointer, sendcounts, displs carr, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	r := rootIn(root)
 	isRoot := a.c != nil && !a.c.IsInter() && a.c.Rank() == r
@@ -681,22 +701,22 @@ func scatterv(m mode, sendbuf unsafe.Pointer, sendcounts, displs *C.int, sendtyp
 
 //export ftmpi_Scatterv
 func ftmpi_Scatterv(sendbuf unsafe.Pointer, sendcounts, displs *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
-	return scatterv(blockingMode("MPI_Scatterv"), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+	return scatterv(blockingMode("MPI_Scatterv"), sendbuf, ci(sendcounts), ci(displs), sendtype, recvbuf, int64(recvcount), recvtype, root, comm)
 }
 
 //export ftmpi_Iscatterv
 func ftmpi_Iscatterv(sendbuf unsafe.Pointer, sendcounts, displs *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return scatterv(nbMode("MPI_Iscatterv", request), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+	return scatterv(nbMode("MPI_Iscatterv", request), sendbuf, ci(sendcounts), ci(displs), sendtype, recvbuf, int64(recvcount), recvtype, root, comm)
 }
 
 //export ftmpi_Scatterv_init
 func ftmpi_Scatterv_init(sendbuf unsafe.Pointer, sendcounts, displs *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, root C.int, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return scatterv(persistMode("MPI_Scatterv_init", request), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+	return scatterv(persistMode("MPI_Scatterv_init", request), sendbuf, ci(sendcounts), ci(displs), sendtype, recvbuf, int64(recvcount), recvtype, root, comm)
 }
 
 // Allgather.
 
-func allgather(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, comm C.uintptr_t) C.int {
+func allgather(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype C.uintptr_t, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	rn := a.count(recvcount, "recvcount")
 	rd := a.typ(recvtype)
@@ -728,20 +748,20 @@ func allgather(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintp
 
 //export ftmpi_Allgather
 func ftmpi_Allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t) C.int {
-	return allgather(blockingMode("MPI_Allgather"), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return allgather(blockingMode("MPI_Allgather"), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
 //export ftmpi_Iallgather
 func ftmpi_Iallgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return allgather(nbMode("MPI_Iallgather", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return allgather(nbMode("MPI_Iallgather", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
 //export ftmpi_Allgather_init
 func ftmpi_Allgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return allgather(persistMode("MPI_Allgather_init", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return allgather(persistMode("MPI_Allgather_init", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
-func allgatherv(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype, comm C.uintptr_t) C.int {
+func allgatherv(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs carr, recvtype, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	rd := a.typ(recvtype)
 	if !a.ok() {
@@ -772,22 +792,22 @@ func allgatherv(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uint
 
 //export ftmpi_Allgatherv
 func ftmpi_Allgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype, comm C.uintptr_t) C.int {
-	return allgatherv(blockingMode("MPI_Allgatherv"), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+	return allgatherv(blockingMode("MPI_Allgatherv"), sendbuf, int64(sendcount), sendtype, recvbuf, ci(recvcounts), ci(displs), recvtype, comm)
 }
 
 //export ftmpi_Iallgatherv
 func ftmpi_Iallgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return allgatherv(nbMode("MPI_Iallgatherv", request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+	return allgatherv(nbMode("MPI_Iallgatherv", request), sendbuf, int64(sendcount), sendtype, recvbuf, ci(recvcounts), ci(displs), recvtype, comm)
 }
 
 //export ftmpi_Allgatherv_init
 func ftmpi_Allgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return allgatherv(persistMode("MPI_Allgatherv_init", request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+	return allgatherv(persistMode("MPI_Allgatherv_init", request), sendbuf, int64(sendcount), sendtype, recvbuf, ci(recvcounts), ci(displs), recvtype, comm)
 }
 
 // Alltoall.
 
-func alltoall(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t) C.int {
+func alltoall(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	rn := a.count(recvcount, "recvcount")
 	rd := a.typ(recvtype)
@@ -812,20 +832,20 @@ func alltoall(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintpt
 
 //export ftmpi_Alltoall
 func ftmpi_Alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t) C.int {
-	return alltoall(blockingMode("MPI_Alltoall"), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return alltoall(blockingMode("MPI_Alltoall"), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
 //export ftmpi_Ialltoall
 func ftmpi_Ialltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return alltoall(nbMode("MPI_Ialltoall", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return alltoall(nbMode("MPI_Ialltoall", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
 //export ftmpi_Alltoall_init
 func ftmpi_Alltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return alltoall(persistMode("MPI_Alltoall_init", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return alltoall(persistMode("MPI_Alltoall_init", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
-func alltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtype, comm C.uintptr_t) C.int {
+func alltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls carr, recvtype, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	rd := a.typ(recvtype)
 	if !a.ok() {
@@ -852,17 +872,17 @@ func alltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendt
 
 //export ftmpi_Alltoallv
 func ftmpi_Alltoallv(sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtype, comm C.uintptr_t) C.int {
-	return alltoallv(blockingMode("MPI_Alltoallv"), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+	return alltoallv(blockingMode("MPI_Alltoallv"), sendbuf, ci(sendcounts), ci(sdispls), sendtype, recvbuf, ci(recvcounts), ci(rdispls), recvtype, comm)
 }
 
 //export ftmpi_Ialltoallv
 func ftmpi_Ialltoallv(sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtype, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return alltoallv(nbMode("MPI_Ialltoallv", request), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+	return alltoallv(nbMode("MPI_Ialltoallv", request), sendbuf, ci(sendcounts), ci(sdispls), sendtype, recvbuf, ci(recvcounts), ci(rdispls), recvtype, comm)
 }
 
 //export ftmpi_Alltoallv_init
 func ftmpi_Alltoallv_init(sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtype, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return alltoallv(persistMode("MPI_Alltoallv_init", request), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+	return alltoallv(persistMode("MPI_Alltoallv_init", request), sendbuf, ci(sendcounts), ci(sdispls), sendtype, recvbuf, ci(recvcounts), ci(rdispls), recvtype, comm)
 }
 
 // wside lays out one side of an Alltoallw: the byte range from the lowest
@@ -917,7 +937,7 @@ func (a *call) wside(p unsafe.Pointer, counts, displs []int, hs *C.uintptr_t, wh
 	return unsafe.Slice((*byte)(unsafe.Add(p, lo)), hi-lo), moved, ts
 }
 
-func alltoallw(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtypes *C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtypes *C.uintptr_t, comm C.uintptr_t) C.int {
+func alltoallw(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtypes *C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls carr, recvtypes *C.uintptr_t, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	if !a.ok() {
 		return a.rc
@@ -945,15 +965,15 @@ func alltoallw(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendt
 
 //export ftmpi_Alltoallw
 func ftmpi_Alltoallw(sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtypes *C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtypes *C.uintptr_t, comm C.uintptr_t) C.int {
-	return alltoallw(blockingMode("MPI_Alltoallw"), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+	return alltoallw(blockingMode("MPI_Alltoallw"), sendbuf, ci(sendcounts), ci(sdispls), sendtypes, recvbuf, ci(recvcounts), ci(rdispls), recvtypes, comm)
 }
 
 //export ftmpi_Ialltoallw
 func ftmpi_Ialltoallw(sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtypes *C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtypes *C.uintptr_t, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return alltoallw(nbMode("MPI_Ialltoallw", request), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+	return alltoallw(nbMode("MPI_Ialltoallw", request), sendbuf, ci(sendcounts), ci(sdispls), sendtypes, recvbuf, ci(recvcounts), ci(rdispls), recvtypes, comm)
 }
 
 //export ftmpi_Alltoallw_init
 func ftmpi_Alltoallw_init(sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtypes *C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtypes *C.uintptr_t, comm, info C.uintptr_t, request *C.uintptr_t) C.int {
-	return alltoallw(persistMode("MPI_Alltoallw_init", request), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+	return alltoallw(persistMode("MPI_Alltoallw_init", request), sendbuf, ci(sendcounts), ci(sdispls), sendtypes, recvbuf, ci(recvcounts), ci(rdispls), recvtypes, comm)
 }

@@ -27,7 +27,7 @@ func (a *call) degrees() (int, int) {
 	return in, out
 }
 
-func nallgather(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t) C.int {
+func nallgather(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	in, _ := a.degrees()
 	sn, rn := a.count(sendcount, "sendcount"), a.count(recvcount, "recvcount")
@@ -44,15 +44,15 @@ func nallgather(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uint
 
 //export ftmpi_Neighbor_allgather
 func ftmpi_Neighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t) C.int {
-	return nallgather(blockingMode("MPI_Neighbor_allgather"), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return nallgather(blockingMode("MPI_Neighbor_allgather"), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
 //export ftmpi_Ineighbor_allgather
 func ftmpi_Ineighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return nallgather(nbMode("MPI_Ineighbor_allgather", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return nallgather(nbMode("MPI_Ineighbor_allgather", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
-func nallgatherv(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype, comm C.uintptr_t) C.int {
+func nallgatherv(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs carr, recvtype, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	in, _ := a.degrees()
 	sn := a.count(sendcount, "sendcount")
@@ -71,15 +71,15 @@ func nallgatherv(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uin
 
 //export ftmpi_Neighbor_allgatherv
 func ftmpi_Neighbor_allgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype, comm C.uintptr_t) C.int {
-	return nallgatherv(blockingMode("MPI_Neighbor_allgatherv"), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+	return nallgatherv(blockingMode("MPI_Neighbor_allgatherv"), sendbuf, int64(sendcount), sendtype, recvbuf, ci(recvcounts), ci(displs), recvtype, comm)
 }
 
 //export ftmpi_Ineighbor_allgatherv
 func ftmpi_Ineighbor_allgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs *C.int, recvtype, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return nallgatherv(nbMode("MPI_Ineighbor_allgatherv", request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+	return nallgatherv(nbMode("MPI_Ineighbor_allgatherv", request), sendbuf, int64(sendcount), sendtype, recvbuf, ci(recvcounts), ci(displs), recvtype, comm)
 }
 
-func nalltoall(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t) C.int {
+func nalltoall(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	in, out := a.degrees()
 	sn, rn := a.count(sendcount, "sendcount"), a.count(recvcount, "recvcount")
@@ -96,15 +96,15 @@ func nalltoall(m mode, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintp
 
 //export ftmpi_Neighbor_alltoall
 func ftmpi_Neighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t) C.int {
-	return nalltoall(blockingMode("MPI_Neighbor_alltoall"), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return nalltoall(blockingMode("MPI_Neighbor_alltoall"), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
 //export ftmpi_Ineighbor_alltoall
 func ftmpi_Ineighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount C.int, recvtype, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return nalltoall(nbMode("MPI_Ineighbor_alltoall", request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+	return nalltoall(nbMode("MPI_Ineighbor_alltoall", request), sendbuf, int64(sendcount), sendtype, recvbuf, int64(recvcount), recvtype, comm)
 }
 
-func nalltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtype, comm C.uintptr_t) C.int {
+func nalltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls carr, recvtype, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	in, out := a.degrees()
 	sd, rd := a.typ(sendtype), a.typ(recvtype)
@@ -124,37 +124,21 @@ func nalltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, send
 
 //export ftmpi_Neighbor_alltoallv
 func ftmpi_Neighbor_alltoallv(sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtype, comm C.uintptr_t) C.int {
-	return nalltoallv(blockingMode("MPI_Neighbor_alltoallv"), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+	return nalltoallv(blockingMode("MPI_Neighbor_alltoallv"), sendbuf, ci(sendcounts), ci(sdispls), sendtype, recvbuf, ci(recvcounts), ci(rdispls), recvtype, comm)
 }
 
 //export ftmpi_Ineighbor_alltoallv
 func ftmpi_Ineighbor_alltoallv(sendbuf unsafe.Pointer, sendcounts, sdispls *C.int, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, rdispls *C.int, recvtype, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return nalltoallv(nbMode("MPI_Ineighbor_alltoallv", request), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+	return nalltoallv(nbMode("MPI_Ineighbor_alltoallv", request), sendbuf, ci(sendcounts), ci(sdispls), sendtype, recvbuf, ci(recvcounts), ci(rdispls), recvtype, comm)
 }
 
-// aints copies n MPI_Aints.
-func (a *call) aints(p *C.MPI_Aint, n int, what string) []int {
-	if !a.ok() {
-		return nil
-	}
-	if p == nil {
-		a.failf(mpi.ErrArg, "%s is NULL", what)
-		return nil
-	}
-	out := make([]int, n)
-	for i, v := range unsafe.Slice(p, n) {
-		out[i] = int(v)
-	}
-	return out
-}
-
-func nalltoallw(m mode, sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.MPI_Aint, sendtypes *C.uintptr_t, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.MPI_Aint, recvtypes *C.uintptr_t, comm C.uintptr_t) C.int {
+func nalltoallw(m mode, sendbuf unsafe.Pointer, sendcounts carr, sdispls carr, sendtypes *C.uintptr_t, recvbuf unsafe.Pointer, recvcounts carr, rdispls carr, recvtypes *C.uintptr_t, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	in, out := a.degrees()
 	sc := a.ints(sendcounts, out, "sendcounts")
-	sds := a.aints(sdispls, out, "sdispls")
+	sds := a.ints(sdispls, out, "sdispls")
 	rc := a.ints(recvcounts, in, "recvcounts")
-	rds := a.aints(rdispls, in, "rdispls")
+	rds := a.ints(rdispls, in, "rdispls")
 	sb, sds, sts := a.wside(sendbuf, sc, sds, sendtypes, "send")
 	rb, rds, rts := a.wside(recvbuf, rc, rds, recvtypes, "recv")
 	if !a.ok() {
@@ -162,15 +146,17 @@ func nalltoallw(m mode, sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.MP
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.NeighborAlltoallwTyped(c, sb, sc, sds, sts, rb, rc, rds, rts) },
-		func() (*mpi.Request, error) { return mpi.IneighborAlltoallwTyped(c, sb, sc, sds, sts, rb, rc, rds, rts) })
+		func() (*mpi.Request, error) {
+			return mpi.IneighborAlltoallwTyped(c, sb, sc, sds, sts, rb, rc, rds, rts)
+		})
 }
 
 //export ftmpi_Neighbor_alltoallw
 func ftmpi_Neighbor_alltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.MPI_Aint, sendtypes *C.uintptr_t, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.MPI_Aint, recvtypes *C.uintptr_t, comm C.uintptr_t) C.int {
-	return nalltoallw(blockingMode("MPI_Neighbor_alltoallw"), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+	return nalltoallw(blockingMode("MPI_Neighbor_alltoallw"), sendbuf, ci(sendcounts), ca(sdispls), sendtypes, recvbuf, ci(recvcounts), ca(rdispls), recvtypes, comm)
 }
 
 //export ftmpi_Ineighbor_alltoallw
 func ftmpi_Ineighbor_alltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.MPI_Aint, sendtypes *C.uintptr_t, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.MPI_Aint, recvtypes *C.uintptr_t, comm C.uintptr_t, request *C.uintptr_t) C.int {
-	return nalltoallw(nbMode("MPI_Ineighbor_alltoallw", request), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+	return nalltoallw(nbMode("MPI_Ineighbor_alltoallw", request), sendbuf, ci(sendcounts), ca(sdispls), sendtypes, recvbuf, ci(recvcounts), ca(rdispls), recvtypes, comm)
 }
