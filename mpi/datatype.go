@@ -30,11 +30,14 @@ import (
 // would box every slice and cost the numeric fast path) or over a typed
 // view type (which would still need a variant per function, Go having no
 // overloading): the plain slice functions stay as they are, and the
-// variants follow MPI's argument lists one to one. The typed reductions
-// take the predefined operations on a datatype of one basic type (a Go
-// struct element with a user operation covers the rest); the v-variants,
-// the scans and the reduce-scatters have no typed form (reachable by Pack
-// and the byte functions, or Go struct elements).
+// variants follow MPI's argument lists one to one. ReduceTyped and
+// AllreduceTyped take the predefined operations on a datatype of one
+// basic type. typed_coll.go and typed_neighbor.go have the other typed
+// collectives (the v-variants, Alltoallw, the scans, the reduce-scatters,
+// the neighbourhood collectives, every nonblocking form), whose
+// reductions take any operation typed_op.go describes (ReduceTypedOp and
+// AllreduceTypedOp for Reduce and Allreduce): predefined ones on struct
+// datatypes, MinLoc/MaxLoc on pairs, NewDatatypeOp user operations.
 //
 // What travels. A message is the packed data: the basic elements in
 // typemap order, without the gaps. Its type signature is what the
