@@ -186,3 +186,21 @@ func TestFTCalls(t *testing.T) {
 		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
 }
+
+// TestFTRepairTime measures, from C, the time from a rank's SIGKILL (it
+// kills itself, having written the time) to the repaired job: ULFM's
+// revoke, agree, shrink and a barrier of the survivors, and Reinit's
+// respawn and a barrier in the new epoch. It logs the numbers and only
+// checks that a repair happened.
+func TestFTRepairTime(t *testing.T) {
+	bin := Compile(t, "testdata/ft_repair.c")
+	for _, mode := range []string{"ulfm", "reinit"} {
+		policy := map[string]string{"ulfm": "continue", "reinit": "reinit"}[mode]
+		r := runC(t, "4", []string{"--on-failure", policy}, bin, mode, t.TempDir())
+		m := regexp.MustCompile(`repair: .*`).FindString(r.Stdout)
+		if r.Code != 0 || m == "" {
+			t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", mode, r.Code, r.Stdout, r.Stderr)
+		}
+		t.Logf("%s (job %v)", m, r.Elapsed)
+	}
+}
