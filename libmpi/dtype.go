@@ -357,6 +357,7 @@ func ftmpi_Type_free(datatype *C.uintptr_t) C.int {
 	d.Free()
 	types.del(h)
 	dtNames.Delete(h)
+	dtRecs.Delete(d) // one handle per derived datatype (types.put)
 	*datatype = hTypeNull
 	return cSuccess
 }
