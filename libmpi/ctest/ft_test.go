@@ -204,3 +204,30 @@ func TestFTRepairTime(t *testing.T) {
 		t.Logf("%s (job %v)", m, r.Elapsed)
 	}
 }
+
+// TestFTReinitRules: seed 000's rules from C without failures: no Reinit
+// handler, no MPI_Reinit (an error naming 1.4.1); the handlers belong on
+// MPI_COMM_WORLD only; MPI_Reinit calls the function once with its data
+// and MPI_REINIT_NEW; MPI_Test_failure returns MPI_SUCCESS.
+func TestFTReinitRules(t *testing.T) {
+	bin := Compile(t, "testdata/ft_reinit_rules.c")
+	r := runC(t, "2", []string{"--on-failure", "reinit"}, bin)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{
+		"rules: before test_failure 0 state rc 16 (other 1) reinit class 16 calls 0",
+		"rules: reinit without handler says: MPI_Reinit on MPI_COMM_WORLD: MPI_ERR_OTHER",
+		"1.4.1",
+		"rules: reinit handler on a dup rc 13 (arg 1); world has sync 1",
+		"rules: inside state 0 new 1 test_failure 0 data 42",
+		"result: reinit rc 0 calls 1",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+}
