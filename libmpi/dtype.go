@@ -212,6 +212,9 @@ func ftmpi_Type_create_struct(count C.int, blocklens *C.int, displs *C.MPI_Aint,
 		return code(err)
 	}
 	n := int(count)
+	if n > 0 && typesIn == nil {
+		return worldCode(bad(mpi.ErrArg, op, "array_of_types is NULL"))
+	}
 	var hs []C.uintptr_t
 	if n > 0 {
 		hs = append(hs, unsafe.Slice(typesIn, n)...)
@@ -529,6 +532,9 @@ func ftmpi_Type_get_contents(datatype C.uintptr_t, maxInts, maxAddrs, maxTypes C
 	if int(maxInts) < len(r.ints) || int(maxAddrs) < len(r.aints) || int(maxTypes) < len(r.types) {
 		return worldCode(bad(mpi.ErrArg, op, "room for %d ints, %d addresses, %d types; the datatype has %d, %d, %d",
 			int(maxInts), int(maxAddrs), int(maxTypes), len(r.ints), len(r.aints), len(r.types)))
+	}
+	if (len(r.ints) > 0 && ints == nil) || (len(r.aints) > 0 && addrs == nil) || (len(r.types) > 0 && typesOut == nil) {
+		return worldCode(bad(mpi.ErrArg, op, "a NULL array where the datatype has contents"))
 	}
 	cmPutInts(ints, r.ints)
 	if len(r.aints) > 0 {
