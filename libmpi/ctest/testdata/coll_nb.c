@@ -7,7 +7,7 @@
 
 int main(int argc, char **argv)
 {
-    int rank, size, i, r, bad = 0;
+    int rank, size, i, r, bad = 0, mine[64];
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -35,7 +35,6 @@ int main(int argc, char **argv)
     MPI_Ialltoall(a2a_s, 1, MPI_INT, a2a_r, 1, MPI_INT, MPI_COMM_WORLD, &reqs[4]);
     MPI_Iscan(&x, &scan, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[5]);
     MPI_Iexscan(&x, &ex, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[6]);
-    int mine[64];
     for (i = 0; i < rank + 1; i++)
         mine[i] = 10 * rank + i;
     MPI_Iallgatherv(mine, rank + 1, MPI_INT, gv, cnt, dsp, MPI_INT, MPI_COMM_WORLD, &reqs[7]);
@@ -64,6 +63,58 @@ int main(int argc, char **argv)
     bad += rank == 0 && dmax != p - 1;
     for (i = 0; i <= 10; i++)
         bad += reqs[i] != MPI_REQUEST_NULL;
+
+    /* The v-variants and the rest, outstanding together, some in place. */
+    {
+        int tot = p * (p + 1) / 2, off = 0, k;
+        int *c1 = malloc(sizeof(int) * p), *d1 = malloc(sizeof(int) * p), *gvr = malloc(sizeof(int) * tot);
+        int *svs = malloc(sizeof(int) * tot), svr[64], *ag = malloc(sizeof(int) * p);
+        int *a2s = malloc(sizeof(int) * tot), *a2r = malloc(sizeof(int) * p * p);
+        int *c2 = malloc(sizeof(int) * p), *d2 = malloc(sizeof(int) * p), *rc = malloc(sizeof(int) * p), *rd = malloc(sizeof(int) * p);
+        int *ws = malloc(sizeof(int) * p), *wr = malloc(sizeof(int) * p), *wc = malloc(sizeof(int) * p), *wd = malloc(sizeof(int) * p);
+        int *rsin = malloc(sizeof(int) * tot), rsout[64], xs = rank, xin = -1;
+        MPI_Datatype *wt = malloc(sizeof(MPI_Datatype) * p);
+        MPI_Request rq[8];
+        for (r = 0; r < p; r++) {
+            c1[r] = r + 1;
+            d1[r] = off;
+            for (k = 0; k <= r; k++)
+                svs[off + k] = 1000 + 10 * r + k, a2s[off + k] = 100 * rank + 10 * r + k, rsin[off + k] = off + k;
+            off += r + 1;
+            c2[r] = r + 1, d2[r] = d1[r], rc[r] = rank + 1, rd[r] = r * (rank + 1);
+            wc[r] = 1, wd[r] = (int)sizeof(int) * r, wt[r] = MPI_INT, ws[r] = 10 * rank + r;
+            ag[r] = r == rank ? 7 * rank : -1;
+        }
+        for (k = 0; k <= rank; k++)
+            mine[k] = 10 * rank + k;
+        MPI_Igatherv(mine, rank + 1, MPI_INT, gvr, c1, d1, MPI_INT, p - 1, MPI_COMM_WORLD, &rq[0]);
+        MPI_Iscatterv(svs, c1, d1, MPI_INT, svr, rank + 1, MPI_INT, 0, MPI_COMM_WORLD, &rq[1]);
+        MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ag, 1, MPI_INT, MPI_COMM_WORLD, &rq[2]);
+        MPI_Ialltoallv(a2s, c2, d2, MPI_INT, a2r, rc, rd, MPI_INT, MPI_COMM_WORLD, &rq[3]);
+        MPI_Ialltoallw(ws, wc, wd, wt, wr, wc, wd, wt, MPI_COMM_WORLD, &rq[4]);
+        MPI_Ireduce_scatter(rsin, rsout, c1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[5]);
+        MPI_Iexscan(MPI_IN_PLACE, &xs, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &rq[6]);
+        MPI_Iscatter(NULL, 0, MPI_INT, &xin, 0, MPI_INT, 0, MPI_COMM_WORLD, &rq[7]);
+        MPI_Waitall(8, rq, MPI_STATUSES_IGNORE);
+        if (rank == p - 1)
+            for (r = 0; r < p; r++)
+                for (k = 0; k <= r; k++)
+                    bad += gvr[d1[r] + k] != 10 * r + k;
+        for (k = 0; k <= rank; k++)
+            bad += svr[k] != 1000 + 10 * rank + k;
+        for (r = 0; r < p; r++) {
+            bad += ag[r] != 7 * r;
+            for (k = 0; k <= rank; k++)
+                bad += a2r[rd[r] + k] != 100 * r + 10 * rank + k;
+            bad += wr[r] != 10 * r + rank;
+        }
+        for (k = 0; k <= rank; k++)
+            bad += rsout[k] != p * (d1[rank] + k);
+        bad += rank > 0 && xs != rank - 1;
+        bad += xin != -1;
+        free(c1), free(d1), free(gvr), free(svs), free(ag), free(a2s), free(a2r), free(c2), free(d2), free(rc), free(rd);
+        free(ws), free(wr), free(wc), free(wd), free(rsin), free(wt);
+    }
 
     /* Persistent: an Allreduce and a Bcast started twice with new data. */
     MPI_Request pr[2];
