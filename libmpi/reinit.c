@@ -1,4 +1,4 @@
-/* reinit.c: the C side of MPI_Reinit (seed 000). C99.
+/* reinit.c: the C side of MPI_Reinit (seed 000) and MPIX_Reinit. C99.
  *
  * MPI_Reinit (Go, reinit.go) runs package mpi's Reinit, whose resilient
  * function calls ftmpi_run_resilient for each epoch: it sets a rollback
@@ -45,3 +45,29 @@ int PMPI_Test_failure(void)
     return rc < 0 ? MPI_ERR_OTHER : rc;
 }
 int MPI_Test_failure(void) __attribute__((weak, alias("PMPI_Test_failure")));
+
+/* MPIX_Reinit: LLNL's form, over MPI_Reinit. */
+struct restart {
+    int argc;
+    char **argv;
+    MPIX_Restart_point point;
+    int rc;
+};
+
+static void restart_fn(void *data)
+{
+    struct restart *r = (struct restart *)data;
+    int state = MPI_REINIT_NEW;
+    PMPI_Reinit_state(&state);
+    r->rc = r->point(r->argc, r->argv, state);
+}
+
+int PMPIX_Reinit(int argc, char **argv, MPIX_Restart_point point)
+{
+    struct restart r = {argc, argv, point, 0};
+    if (point == NULL)
+        return PMPI_Reinit(NULL, NULL); /* the error MPI_Reinit gives */
+    int rc = PMPI_Reinit(restart_fn, &r);
+    return rc != MPI_SUCCESS ? rc : r.rc;
+}
+int MPIX_Reinit(int argc, char **argv, MPIX_Restart_point point) __attribute__((weak, alias("PMPIX_Reinit")));

@@ -3214,7 +3214,7 @@ int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_
 }
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
 
-/* 549 functions, 18 of them not implemented:
+/* 550 functions, 18 of them not implemented:
  * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Mprobe
  * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
  * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach MPI_Win_allocate_shared_c MPI_Win_shared_query_c

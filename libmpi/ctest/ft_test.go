@@ -231,3 +231,13 @@ func TestFTReinitRules(t *testing.T) {
 		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
 }
+
+// TestFTReinitLLNL: MPIX_Reinit, the form of LLNL's Reinit prototype
+// (argc, argv, a restart point that gets the state and returns an int),
+// survives the kill of rank 1 and returns the restart point's value.
+func TestFTReinitLLNL(t *testing.T) {
+	bin := Compile(t, "testdata/ft_reinit_llnl.c")
+	runFT(t, bin, "result: llnl rc 7 total 79800", []ftCase{
+		{"kill-rank1", "3", "reinit", []string{"kill:rank=1,on=llnl: step 100"}, []string{"llnl: rank 0 reinited, argv[1] hello", "llnl: rank 1 restarted"}},
+	}, "hello")
+}

@@ -72,4 +72,11 @@ int MPI_Reinit(MPI_Reinit_function *resilient_fn, void *data);
 int MPI_Test_failure(void);
 int MPI_Reinit_state(int *state);
 
+/* The form of LLNL's Reinit prototype: the restart point gets argc, argv
+ * and the state (MPI_REINIT_NEW, _REINITED, _RESTARTED); MPIX_Reinit
+ * returns what it returned in the epoch no failure ended (or an MPI error
+ * of MPIX_Reinit itself). */
+typedef int (*MPIX_Restart_point)(int argc, char **argv, int state);
+int MPIX_Reinit(int argc, char **argv, MPIX_Restart_point point);
+
 #endif

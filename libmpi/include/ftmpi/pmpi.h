@@ -359,6 +359,7 @@ int PMPI_File_collectives_enabled(MPI_File fh, int *active);
 int PMPI_Reinit(MPI_Reinit_function *resilient_fn, void *data);
 int PMPI_Test_failure(void);
 int PMPI_Reinit_state(int *state);
+int PMPIX_Reinit(int argc, char **argv, MPIX_Restart_point point);
 int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh);
 int PMPI_File_close(MPI_File *fh);
 int PMPI_File_delete(const char *filename, MPI_Info info);
