@@ -167,6 +167,7 @@ func TestFTCalls(t *testing.T) {
 	}
 	for _, want := range []string{
 		"calls: recv rc 75 class 75 proc_failed 1 rank_fail_stop 1 string-names-class 1",
+		"calls: handler calls 1 code 75 rc 75 comm-ok 1",
 		"calls: get_failed 1 ack_failed(0) 0 rc 0 ack_failed(5) 1 rc 0",
 		"calls: iagree unacked rc 75 flag 0xf0 null-request 1",
 		"calls: acked 1 agree rc 0 flag 0xf0",

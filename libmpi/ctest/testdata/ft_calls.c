@@ -8,6 +8,16 @@
 #include <stdio.h>
 #include <string.h>
 
+static int handler_calls, handler_code;
+static MPI_Comm handler_comm;
+
+static void handler(MPI_Comm *comm, int *code, ...)
+{
+    handler_calls++;
+    handler_code = *code;
+    handler_comm = *comm;
+}
+
 static int gsize(MPI_Group g)
 {
     int n = -1;
@@ -24,8 +34,12 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm ulfm, rt;
+    MPI_Comm ulfm, rt, withh;
     MPI_Comm_dup(MPI_COMM_WORLD, &ulfm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &withh);
+    MPI_Errhandler eh;
+    MPI_Comm_create_errhandler(handler, &eh);
+    MPI_Comm_set_errhandler(withh, eh);
     MPI_Comm_dup(MPI_COMM_WORLD, &rt);
     int mem[4] = {0};
     MPI_Win win;
@@ -56,6 +70,11 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("calls: recv rc %d class %d proc_failed %d rank_fail_stop %d string-names-class %d\n", rc, eclass,
                rc == MPIX_ERR_PROC_FAILED, rc == MPI_ERR_RANK_FAIL_STOP, strstr(msg, "MPI_ERR_PROC_FAILED") != NULL);
+
+    /* A C error handler gets the failure's code. */
+    rc = MPI_Recv(&x, 1, MPI_INT, 3, 99, withh, MPI_STATUS_IGNORE);
+    if (rank == 0)
+        printf("calls: handler calls %d code %d rc %d comm-ok %d\n", handler_calls, handler_code, rc, handler_comm == withh);
 
     /* ULFM on a communicator. */
     MPI_Comm_get_failed(MPI_COMM_WORLD, &g);
