@@ -8,10 +8,18 @@
  *     handlers; the state of the current run of the resilient function.
  *
  * The error classes MPI_ERR_PROC_FAILED (75), MPI_ERR_PROC_FAILED_PENDING
- * (76) and MPI_ERR_REVOKED (77) are in mpi.h; their MPIX_ names in
- * mpi-ext.h. C99. */
+ * (76) and MPI_ERR_REVOKED (77) are in mpi.h; their MPIX_ names here and
+ * in mpi-ext.h. C99. */
 #ifndef FTMPI_FT_H
 #define FTMPI_FT_H
+
+/* ULFM's error classes under their MPIX_ names, which programs written
+ * for MPICH use with mpi.h alone (mpi-ext.h has them too). */
+#ifndef MPIX_ERR_PROC_FAILED
+#define MPIX_ERR_PROC_FAILED         MPI_ERR_PROC_FAILED
+#define MPIX_ERR_PROC_FAILED_PENDING MPI_ERR_PROC_FAILED_PENDING
+#define MPIX_ERR_REVOKED             MPI_ERR_REVOKED
+#endif
 
 /* ULFM (seed 002 A.2-3), MPI-6 names. */
 int MPI_Comm_revoke(MPI_Comm comm);
