@@ -311,3 +311,66 @@ func ftmpi_Comm_get_info(comm C.uintptr_t, infoUsed *C.uintptr_t) C.int {
 	*infoUsed = C.uintptr_t(infos.putNew(i))
 	return cSuccess
 }
+
+// errhOrNil resolves the error handler argument of the MPI-4 group
+// constructors (MPI_ERRHANDLER_NULL: MPI_COMM_WORLD's).
+func errhOrNil(h C.uintptr_t, op string) (*mpi.Errhandler, error) {
+	if uintptr(h) == hErrhNull {
+		return nil, nil
+	}
+	return errhOf(h, op)
+}
+
+//export ftmpi_Comm_create_from_group
+func ftmpi_Comm_create_from_group(group C.uintptr_t, stringtag *C.char, info, errhandler C.uintptr_t, newcomm *C.uintptr_t) C.int {
+	const op = "MPI_Comm_create_from_group"
+	if world == nil {
+		return code(bad(mpi.ErrOther, op, "MPI is not initialized (ftmpi has no sessions: call MPI_Init first)"))
+	}
+	g, err := groupOf(group, nil, op)
+	if err != nil {
+		return code(err)
+	}
+	i, err := infoOf(info, op)
+	if err != nil {
+		return code(err)
+	}
+	h, err := errhOrNil(errhandler, op)
+	if err != nil {
+		return code(err)
+	}
+	if stringtag == nil {
+		return worldCode(bad(mpi.ErrArg, op, "stringtag is NULL"))
+	}
+	nc, err := world.CommCreateFromGroup(g, C.GoString(stringtag), i, h)
+	return newCommOut(nc, err, newcomm)
+}
+
+//export ftmpi_Intercomm_create_from_groups
+func ftmpi_Intercomm_create_from_groups(local C.uintptr_t, localLeader C.int, remote C.uintptr_t, remoteLeader C.int, stringtag *C.char, info, errhandler C.uintptr_t, newintercomm *C.uintptr_t) C.int {
+	const op = "MPI_Intercomm_create_from_groups"
+	if world == nil {
+		return code(bad(mpi.ErrOther, op, "MPI is not initialized (ftmpi has no sessions: call MPI_Init first)"))
+	}
+	lg, err := groupOf(local, nil, op)
+	if err != nil {
+		return code(err)
+	}
+	rg, err := groupOf(remote, nil, op)
+	if err != nil {
+		return code(err)
+	}
+	i, err := infoOf(info, op)
+	if err != nil {
+		return code(err)
+	}
+	h, err := errhOrNil(errhandler, op)
+	if err != nil {
+		return code(err)
+	}
+	if stringtag == nil {
+		return worldCode(bad(mpi.ErrArg, op, "stringtag is NULL"))
+	}
+	nc, err := world.IntercommCreateFromGroups(lg, int(localLeader), rg, int(remoteLeader), C.GoString(stringtag), i, h)
+	return newCommOut(nc, err, newintercomm)
+}

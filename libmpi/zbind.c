@@ -922,6 +922,18 @@ int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
 }
 int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) __attribute__((weak, alias("PMPI_Intercomm_merge")));
 
+int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm)
+{
+    return ftmpi_Comm_create_from_group((uintptr_t)group, (void *)stringtag, (uintptr_t)info, (uintptr_t)errhandler, (uintptr_t *)newcomm);
+}
+int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm) __attribute__((weak, alias("PMPI_Comm_create_from_group")));
+
+int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm)
+{
+    return ftmpi_Intercomm_create_from_groups((uintptr_t)local_group, local_leader, (uintptr_t)remote_group, remote_leader, (void *)stringtag, (uintptr_t)info, (uintptr_t)errhandler, (uintptr_t *)newintercomm);
+}
+int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) __attribute__((weak, alias("PMPI_Intercomm_create_from_groups")));
+
 int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
 {
     return ftmpi_Comm_set_info((uintptr_t)comm, (uintptr_t)info);
@@ -3214,7 +3226,7 @@ int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_
 }
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
 
-/* 550 functions, 18 of them not implemented:
+/* 552 functions, 18 of them not implemented:
  * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Mprobe
  * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
  * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach MPI_Win_allocate_shared_c MPI_Win_shared_query_c

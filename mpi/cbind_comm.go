@@ -5,6 +5,7 @@ package mpi
 // MPI_HOST and MPI_IO attributes, MPI_INFO_ENV.
 
 import (
+	"hash/fnv"
 	"os"
 	"strconv"
 	"strings"
@@ -169,4 +170,58 @@ func (c *Comm) DeleteAttrs() error {
 		return err
 	}
 	return c.handle(c.freeAttrs(op))
+}
+
+// stringTag maps a string tag of the MPI-4 group constructors to a tag of
+// CreateGroup (a hash: processes passing equal strings agree on it).
+func stringTag(s string) int {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return int(h.Sum32() & (1<<30 - 1))
+}
+
+// CommCreateFromGroup returns a communicator over the processes of g, in
+// g's order (MPI_Comm_create_from_group): collective over the members of
+// g only, which pass the same stringtag (concurrent calls with overlapping
+// groups must pass different ones). ftmpi has no sessions: g is a group
+// of this World's processes (from its communicators). The new
+// communicator gets handler h (nil: CommWorld's) and a copy of info.
+func (w *World) CommCreateFromGroup(g *Group, stringtag string, info *Info, h *Errhandler) (*Comm, error) {
+	c := w.CommWorld()
+	nc, err := c.CreateGroup(g, stringTag(stringtag))
+	if err != nil {
+		return nil, err
+	}
+	if h != nil {
+		nc.SetErrhandler(h)
+	}
+	nc.SetInfo(info)
+	return nc, nil
+}
+
+// IntercommCreateFromGroups returns an intercommunicator between the
+// processes of local and remote (MPI_Intercomm_create_from_groups): each
+// side passes its own group as local, its leader's rank in it, the other
+// side as remote with that side's leader's rank in it, and the same
+// stringtag. It is collective over both groups, which must be disjoint.
+func (w *World) IntercommCreateFromGroups(local *Group, localLeader int, remote *Group, remoteLeader int, stringtag string, info *Info, h *Errhandler) (*Comm, error) {
+	const op = "MPI_Intercomm_create_from_groups"
+	c := w.CommWorld()
+	if remote == nil || remoteLeader < 0 || remoteLeader >= remote.Size() {
+		return nil, c.handle(newErr(ErrRank, op, c, NoPeer, "remote leader %d is not a rank of the remote group", remoteLeader))
+	}
+	lc, err := w.CommCreateFromGroup(local, stringtag, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer lc.Free()
+	ic, err := IntercommCreate(lc, localLeader, c, remote.procs[remoteLeader], stringTag(stringtag))
+	if err != nil {
+		return nil, err
+	}
+	if h != nil {
+		ic.SetErrhandler(h)
+	}
+	ic.SetInfo(info)
+	return ic, nil
 }

@@ -107,3 +107,46 @@ func TestCommDeleteAttrs(t *testing.T) {
 		return nil
 	})
 }
+
+func TestCreateFromGroups(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		lo, _ := c.Group().Incl([]int{0, 1})
+		hi, _ := c.Group().Incl([]int{3, 2})
+		mine, other := lo, hi
+		if c.Rank() >= 2 {
+			mine, other = hi, lo
+		}
+		info := mpi.NewInfo()
+		info.Set("k", "v")
+		nc, err := w.CommCreateFromGroup(mine, "half", info, mpi.ErrorsReturn)
+		if err != nil {
+			return err
+		}
+		if nc.Size() != 2 || nc.Rank() != mine.Rank() || nc.Errhandler() != mpi.ErrorsReturn {
+			return fmt.Errorf("from group: rank %d of %d", nc.Rank(), nc.Size())
+		}
+		if err := ringCheck(nc, 5); err != nil {
+			return err
+		}
+		ic, err := w.IntercommCreateFromGroups(mine, 0, other, 0, "inter", nil, nil)
+		if err != nil {
+			return err
+		}
+		if !ic.IsInter() || ic.RemoteSize() != 2 || ic.Rank() != mine.Rank() {
+			return fmt.Errorf("intercomm: inter %v remote %d rank %d", ic.IsInter(), ic.RemoteSize(), ic.Rank())
+		}
+		if c.Rank() == 0 {
+			if err := mpi.Send(ic, []int{7}, 0, 1); err != nil {
+				return err
+			}
+		}
+		if c.Rank() == 3 {
+			v := []int{0}
+			if _, err := mpi.Recv(ic, v, 0, 1); err != nil || v[0] != 7 {
+				return fmt.Errorf("intercomm message %v, %v", v, err)
+			}
+		}
+		ic.Free()
+		return nc.Free()
+	})
+}

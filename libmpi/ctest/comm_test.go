@@ -27,10 +27,10 @@ func TestCommGroups(t *testing.T) {
 	wantLines(t, r.Stdout,
 		"result: groups sizes 2 3 2 4 1 2 empty 0 rexcl 2\n",
 		"result: groups cmp ident similar unequal translate 3 1 -2 to31 -1 0\n",
-		"result: rank 0 split 1/2 null-ok 1 rev 3 cmp ident congruent similar unequal cg -1 names 'MPI_COMM_WORLD' '' 'my dup' 6 freed 1 node 4 inter 1 0 remote 2 2 merged 1/4 peer -1 idup 4 1\n",
-		"result: rank 1 split 1/2 null-ok 1 rev 2 cmp ident congruent similar unequal cg 2 names 'MPI_COMM_WORLD' '' 'my dup' 6 freed 1 node 4 inter 1 0 remote 2 2 merged 3/4 peer -1 idup 4 1\n",
-		"result: rank 2 split 0/2 null-ok 1 rev 1 cmp ident congruent similar unequal cg -1 names 'MPI_COMM_WORLD' '' 'my dup' 6 freed 1 node 4 inter 1 0 remote 2 2 merged 0/4 peer 3 idup 4 1\n",
-		"result: rank 3 split 0/2 null-ok 1 rev 0 cmp ident congruent similar unequal cg 2 names 'MPI_COMM_WORLD' '' 'my dup' 6 freed 1 node 4 inter 1 0 remote 2 2 merged 2/4 peer 2 idup 4 1\n",
+		"result: rank 0 split 1/2 null-ok 1 rev 3 cmp ident congruent similar unequal cg -1 names 'MPI_COMM_WORLD' '' 'my dup' 6 freed 1 node 4 inter 1 0 remote 2 2 merged 1/4 peer -1 idup 4 1 fromgroup 0/2 1 2\n",
+		"result: rank 1 split 1/2 null-ok 1 rev 2 cmp ident congruent similar unequal cg 2 names 'MPI_COMM_WORLD' '' 'my dup' 6 freed 1 node 4 inter 1 0 remote 2 2 merged 3/4 peer -1 idup 4 1 fromgroup 0/2 1 2\n",
+		"result: rank 2 split 0/2 null-ok 1 rev 1 cmp ident congruent similar unequal cg -1 names 'MPI_COMM_WORLD' '' 'my dup' 6 freed 1 node 4 inter 1 0 remote 2 2 merged 0/4 peer 3 idup 4 1 fromgroup 1/2 1 2\n",
+		"result: rank 3 split 0/2 null-ok 1 rev 0 cmp ident congruent similar unequal cg 2 names 'MPI_COMM_WORLD' '' 'my dup' 6 freed 1 node 4 inter 1 0 remote 2 2 merged 2/4 peer 2 idup 4 1 fromgroup 1/2 1 2\n",
 	)
 	if t.Failed() {
 		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)

@@ -118,6 +118,28 @@ int main(int argc, char **argv)
     MPI_Group_free(&godd);
     MPI_Group_free(&grev);
 
+    /* The MPI-4 group constructors: the even and the odd ranks, and an
+     * intercommunicator between them. */
+    MPI_Group gev, god;
+    int ev[2] = {0, 2}, od[2] = {1, 3};
+    MPI_Group_incl(world, 2, ev, &gev);
+    MPI_Group_incl(world, 2, od, &god);
+    MPI_Comm fg, fi;
+    MPI_Comm_create_from_group(rank % 2 ? god : gev, "halves", MPI_INFO_NULL, MPI_ERRORS_RETURN, &fg);
+    int fgrank, fgsize, firsize, fgeh;
+    MPI_Comm_rank(fg, &fgrank);
+    MPI_Comm_size(fg, &fgsize);
+    MPI_Errhandler eh;
+    MPI_Comm_get_errhandler(fg, &eh);
+    fgeh = eh == MPI_ERRORS_RETURN;
+    MPI_Intercomm_create_from_groups(rank % 2 ? god : gev, 0, rank % 2 ? gev : god, 0, "pair", MPI_INFO_NULL,
+                                     MPI_ERRHANDLER_NULL, &fi);
+    MPI_Comm_remote_size(fi, &firsize);
+    MPI_Comm_free(&fi);
+    MPI_Comm_free(&fg);
+    MPI_Group_free(&gev);
+    MPI_Group_free(&god);
+
     /* Names. */
     char wn[MPI_MAX_OBJECT_NAME], dn[MPI_MAX_OBJECT_NAME], mn[MPI_MAX_OBJECT_NAME];
     int wl, dl, ml;
@@ -170,9 +192,9 @@ int main(int argc, char **argv)
     }
 
     printf("result: rank %d split %d/%d null-ok %d rev %d cmp %s %s %s %s cg %d names '%s' '%s' '%s' %d freed %d node %d "
-           "inter %d %d remote %d %d merged %d/%d peer %d idup %d %d\n",
+           "inter %d %d remote %d %d merged %d/%d peer %d idup %d %d fromgroup %d/%d %d %d\n",
            rank, srank, ssize, none_null, revrank, cmp(k1), cmp(k2), cmp(k3), cmp(k4), cgsize, wn, dn, mn, ml, freed_null,
-           nsize, isinter, wflag, rsize, rgsize, mrank, msize, v, idsize, reqnull);
+           nsize, isinter, wflag, rsize, rgsize, mrank, msize, v, idsize, reqnull, fgrank, fgsize, fgeh, firsize);
 
     MPI_Comm_free(&merged);
     MPI_Comm_free(&inter);
