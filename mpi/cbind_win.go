@@ -23,6 +23,7 @@ package mpi
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
@@ -131,6 +132,15 @@ func (w *Win) typedArgs(op string, target, ocount int, od *Datatype, tdisp, tcou
 	return segs, nil
 }
 
+// ifData is d if count elements of it hold data, else nil (zero counts
+// and sizes take no part in the type checks of accType).
+func ifData(d *Datatype, count int) *Datatype {
+	if count == 0 {
+		return nil
+	}
+	return d
+}
+
 // accType checks the datatypes and operation of a typed accumulate and
 // returns the basic element code the target combines.
 func (w *Win) accType(op string, o *Op, noop bool, ds ...*Datatype) (p2p.DType, error) {
@@ -146,6 +156,9 @@ func (w *Win) accType(op string, o *Op, noop bool, ds ...*Datatype) (p2p.DType, 
 			return 0, w.handle(w.err(ErrType, op, NoPeer, "accumulate datatypes of different basic types (%s and %s)", p2p.DTypeName(dt), p2p.DTypeName(d.sig.dt)))
 		}
 		dt = d.sig.dt
+	}
+	if dt == 0 && o != nil && o.kind != opUser {
+		return 0, nil // no data (zero counts or sizes): nothing to combine
 	}
 	switch {
 	case o == nil:
@@ -332,7 +345,14 @@ func accTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	if err != nil {
 		return err
 	}
-	dt, err := w.accType(op, o, false, od, td)
+	if layoutAcc(o, td) {
+		data, p := od.packed(origin, ocount)
+		if p != nil {
+			defer p2p.PutBuf(p)
+		}
+		return w.startLayout(op, target, o.kind, td, tdisp*w.units[target], tcount, data, nil)
+	}
+	dt, err := w.accType(op, o, false, ifData(od, ocount), ifData(td, tcount))
 	if err != nil {
 		return err
 	}
@@ -375,7 +395,24 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 	if ocount*od.size != tcount*td.size {
 		return w.handle(w.err(ErrType, op, target, "origin data is %d bytes, target data %d", ocount*od.size, tcount*td.size))
 	}
-	dt, err := w.accType(op, o, true, od, td, rd)
+	if layoutAcc(o, td) {
+		data, p := od.packed(origin, ocount)
+		if p != nil {
+			defer p2p.PutBuf(p)
+		}
+		room, q := rd.room(result, rcount)
+		if q != nil {
+			defer p2p.PutBuf(q)
+		}
+		if err := w.startLayout(op, target, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
+			return err
+		}
+		if q != nil {
+			rd.unpack(result, room[:tcount*td.size])
+		}
+		return nil
+	}
+	dt, err := w.accType(op, o, true, ifData(od, ocount), ifData(td, tcount), ifData(rd, rcount))
 	if err != nil {
 		return err
 	}
@@ -460,4 +497,217 @@ func RgetAccumulateTyped(w *Win, origin []byte, ocount int, od *Datatype, result
 	target, tdisp, tcount int, td *Datatype, o *Op) (*Request, error) {
 	const op = "MPI_Rget_accumulate"
 	return done(w, op, target, getAccTyped(w, op, origin, ocount, od, result, rcount, rd, target, tdisp, tcount, td, o))
+}
+
+// Accumulates laid over the target by a datatype. MPI_MINLOC and
+// MPI_MAXLOC combine (value, location) pairs, and a predefined operation
+// on a datatype of several basic types combines each by its type: neither
+// is elementwise on one basic type, so the target's server cannot apply
+// such an accumulate run by run. Its request (kind rmaAccLayout) carries
+// the target datatype's typemap and the packed origin data instead; the
+// server gathers the target elements, combines them whole and scatters
+// them back, under the window's mutex (atomic per operation).
+
+const rmaAccLayout = 32 // header: op, fetch flag (byte 2), no-reply flag; disp: base byte offset; count: elements
+
+// layoutAcc reports whether an accumulate of o over target datatype td
+// takes the layout path.
+func layoutAcc(o *Op, td *Datatype) bool {
+	if o == nil || td.size == 0 {
+		return false
+	}
+	return o.kind == opMinLoc || o.kind == opMaxLoc || (td.sig.runs != nil && o.kind >= opSum && o.kind <= opBxor)
+}
+
+var opsByKind = map[opKind]*Op{opSum: Sum, opProd: Prod, opMin: Min, opMax: Max, opLand: Land, opLor: Lor, opLxor: Lxor,
+	opBand: Band, opBor: Bor, opBxor: Bxor, opMinLoc: MinLoc, opMaxLoc: MaxLoc}
+
+// layoutRed is the combining function of operation kind k on packed
+// elements of d.
+func layoutRed(k opKind, d *Datatype) (redFn, error) {
+	switch k {
+	case opReplace:
+		return func(in, inout []byte) { copy(inout, in) }, nil
+	case opNoOp:
+		return func(in, inout []byte) {}, nil
+	}
+	o := opsByKind[k]
+	if o == nil {
+		return nil, newErr(ErrOp, "MPI_Accumulate", nil, NoPeer, "operation %d is not a predefined one", k)
+	}
+	b, f, err := bindOp(nil, "MPI_Accumulate", o, d)
+	if err != nil {
+		return nil, err
+	}
+	if r := boundRed(b); r != nil {
+		return r, nil
+	}
+	if f.dt >= p2p.DType(len(predRed)) || predRed[f.dt][k] == nil {
+		return nil, newErr(ErrOp, "MPI_Accumulate", nil, NoPeer, "%s is not defined on %s", o.name, d.name)
+	}
+	return predRed[f.dt][k], nil
+}
+
+// layoutDesc encodes d's typemap for the target: runs, lb, ub.
+func layoutDesc(d *Datatype) []byte {
+	b := make([]byte, 24+24*len(d.runs))
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], uint64(len(d.runs)))
+	le.PutUint64(b[8:], uint64(int64(d.lb)))
+	le.PutUint64(b[16:], uint64(int64(d.ub)))
+	for i, r := range d.runs {
+		p := b[24+24*i:]
+		le.PutUint64(p[0:], uint64(r.code))
+		le.PutUint64(p[8:], uint64(int64(r.off)))
+		le.PutUint64(p[16:], uint64(int64(r.count)))
+	}
+	return b
+}
+
+var layoutTypes sync.Map // string(desc) -> *Datatype
+
+// layoutOf decodes a typemap from the head of b and returns the datatype
+// and the rest of b.
+func layoutOf(b []byte) (*Datatype, []byte, bool) {
+	le := binary.LittleEndian
+	if len(b) < 24 {
+		return nil, nil, false
+	}
+	n := int(le.Uint64(b))
+	if n < 0 || n > (len(b)-24)/24 {
+		return nil, nil, false
+	}
+	desc := b[:24+24*n]
+	if d, ok := layoutTypes.Load(string(desc)); ok {
+		return d.(*Datatype), b[len(desc):], true
+	}
+	runs := make([]run, n)
+	for i := range runs {
+		p := desc[24+24*i:]
+		runs[i] = run{p2p.DType(le.Uint64(p)), int(int64(le.Uint64(p[8:]))), int(int64(le.Uint64(p[16:])))}
+		if runs[i].code == 0 || int(runs[i].code) >= len(numFacts) || runs[i].count < 0 {
+			return nil, nil, false
+		}
+	}
+	d, err := newDatatype("datatype of a one-sided accumulate", runs, int(int64(le.Uint64(desc[8:]))), int(int64(le.Uint64(desc[16:]))))
+	if err != nil {
+		return nil, nil, false
+	}
+	layoutTypes.Store(string(desc), d)
+	return d, b[len(desc):], true
+}
+
+// applyLayout combines the packed data into count elements of d at byte
+// base of the window memory with red, storing the previous elements
+// (packed) in fetch if it is not nil. It reports false if they are not
+// inside the window. w.mu held.
+func (w *Win) applyLayout(red redFn, d *Datatype, base, count int, data, fetch []byte) bool {
+	if count == 0 {
+		return true
+	}
+	hi := base + (count-1)*d.ext() + d.hi
+	if base < 0 || d.lo < 0 || d.ext() < 0 || hi > len(w.mem) || len(data) < count*d.size {
+		return false
+	}
+	mem := w.mem[base:hi]
+	room := make([]byte, count*d.size)
+	d.pack(room, mem, count)
+	if fetch != nil {
+		copy(fetch, room)
+	}
+	red(data[:len(room)], room)
+	d.unpack(mem, room)
+	return true
+}
+
+// accLayout serves an rmaAccLayout request from origin (win.go's
+// handleReq).
+func (w *Win) accLayout(origin int, b []byte, noReply bool) {
+	k, fetch := opKind(b[1]), b[2] != 0
+	base := int(binary.LittleEndian.Uint64(b[8:]))
+	count := int(binary.LittleEndian.Uint64(b[16:]))
+	d, data, ok := layoutOf(b[rmaHdr:])
+	var red redFn
+	if ok {
+		var err error
+		red, err = layoutRed(k, d)
+		ok = err == nil && count >= 0
+	}
+	var out []byte
+	if ok && fetch {
+		out = make([]byte, count*d.size)
+	}
+	if ok {
+		w.mu.Lock()
+		ok = w.applyLayout(red, d, base, count, data, out)
+		w.mu.Unlock()
+	}
+	switch {
+	case !ok:
+		if !noReply {
+			w.reply(origin, 1, nil)
+		}
+	case fetch:
+		w.replyRaw(origin, append([]byte{0}, out...))
+	case !noReply:
+		w.reply(origin, 0, nil)
+	}
+}
+
+// startLayout is startTyped for the layout path: count elements of td at
+// byte base of target's window combined with the packed data by operation
+// kind k; into (not nil: a fetching accumulate) gets the previous
+// elements, packed.
+func (w *Win) startLayout(op string, target int, k opKind, td *Datatype, base, count int, data, into []byte) error {
+	red, err := layoutRed(k, td)
+	if err != nil {
+		return w.handle(w.err(ErrOp, op, target, "%s", unwrapDetail(err)))
+	}
+	w.omu.Lock()
+	defer w.omu.Unlock()
+	if err := w.inEpoch(op, target); err != nil {
+		return w.handle(err)
+	}
+	if target == w.c.rank {
+		w.mu.Lock()
+		ok := w.applyLayout(red, td, base, count, data, into)
+		w.mu.Unlock()
+		if !ok {
+			return w.handle(w.err(ErrRMARange, op, target, "elements outside the window"))
+		}
+		return nil
+	}
+	var h [rmaHdr]byte
+	h[0], h[1] = rmaAccLayout, byte(k)
+	binary.LittleEndian.PutUint64(h[8:], uint64(base))
+	binary.LittleEndian.PutUint64(h[16:], uint64(count))
+	msg := append(layoutDesc(td), data...)
+	if into == nil {
+		h[3] = rmaNoReply
+		err := w.send(op, target, h[:], msg)
+		if err == nil {
+			w.sent[target] = true
+			return nil
+		}
+		if ErrorClass(err) == ErrRevoked {
+			return w.handle(err)
+		}
+		if _, ok := w.failed[target]; !ok {
+			w.failed[target] = err
+		}
+		return nil
+	}
+	h[2] = 1
+	rep, err := w.rpc(op, target, h[:], msg, len(into))
+	if err != nil {
+		if ErrorClass(err) == ErrRevoked {
+			return w.handle(err)
+		}
+		if _, ok := w.failed[target]; !ok {
+			w.failed[target] = err
+		}
+		return nil
+	}
+	copy(into, rep)
+	return nil
 }

@@ -3,6 +3,7 @@ package mpi_test
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -134,6 +135,97 @@ func TestWinBytesTyped(t *testing.T) {
 		}
 		if err := win.Fence(); err != nil {
 			return err
+		}
+		return win.Free()
+	})
+}
+
+// MaxLoc and MinLoc accumulates on (value, location) pairs of a byte
+// window, at np 3: a padded (float64, int32) pair datatype gathers the
+// largest value and its rank at rank 0 under a fence; a fetching MinLoc on
+// (int32, int32) pairs returns the previous pair.
+func TestWinBytesLocAccumulate(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		me, p := c.Rank(), c.Size()
+		st, err := mpi.TypeCreateStruct([]int{1, 1}, []int{0, 8}, []*mpi.Datatype{mpi.Float64, mpi.Int32})
+		if err != nil {
+			return err
+		}
+		pair, err := mpi.TypeCreateResized(st, 0, 16)
+		if err != nil {
+			return err
+		}
+		if err := pair.Commit(); err != nil {
+			return err
+		}
+		two, err := mpi.TypeContiguous(2, mpi.Int32)
+		if err != nil {
+			return err
+		}
+		if err := two.Commit(); err != nil {
+			return err
+		}
+		mem := make([]byte, 48)
+		win, err := mpi.WinCreateBytes(c, mem, 1, false)
+		if err != nil {
+			return err
+		}
+		// Slots 0 and 1 (16 bytes each) of rank 0: pairs; slot at 32: (int32, int32).
+		put := func(b []byte, v float64, loc int32) {
+			binary.LittleEndian.PutUint64(b, math.Float64bits(v))
+			binary.LittleEndian.PutUint32(b[8:], uint32(loc))
+		}
+		if me == 0 {
+			put(mem[0:], -1, -1)
+			put(mem[16:], 100, -1)
+			binary.LittleEndian.PutUint32(mem[32:], 50)
+			binary.LittleEndian.PutUint32(mem[36:], 9)
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		origin := make([]byte, 32)
+		put(origin[0:], float64(10*(me%2)+me), int32(me)) // max: rank 1 (11)
+		put(origin[16:], float64(me), int32(me))          // max stays 100
+		if err := mpi.AccumulateTyped(win, origin, 2, pair, 0, 0, 2, pair, mpi.MaxLoc); err != nil {
+			return err
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		if me == 0 {
+			v0, l0 := math.Float64frombits(binary.LittleEndian.Uint64(mem)), int32(binary.LittleEndian.Uint32(mem[8:]))
+			v1, l1 := math.Float64frombits(binary.LittleEndian.Uint64(mem[16:])), int32(binary.LittleEndian.Uint32(mem[24:]))
+			if v0 != 11 || l0 != 1 || v1 != 100 || l1 != -1 {
+				return fmt.Errorf("maxloc: (%v, %d) (%v, %d)", v0, l0, v1, l1)
+			}
+		}
+		// Fetching MinLoc on (int32, int32), one rank at a time.
+		for r := 0; r < p; r++ {
+			if r == me {
+				if err := win.Lock(mpi.LockExclusive, 0); err != nil {
+					return err
+				}
+				in, prev := make([]byte, 8), make([]byte, 8)
+				binary.LittleEndian.PutUint32(in, uint32(40-me))
+				binary.LittleEndian.PutUint32(in[4:], uint32(me))
+				if err := mpi.GetAccumulateTyped(win, in, 1, two, prev, 1, two, 0, 32, 1, two, mpi.MinLoc); err != nil {
+					return err
+				}
+				if err := win.Unlock(0); err != nil {
+					return err
+				}
+				want := [2]int32{50, 9}
+				if me > 0 {
+					want = [2]int32{int32(40 - me + 1), int32(me - 1)}
+				}
+				if got := [2]int32{int32(binary.LittleEndian.Uint32(prev)), int32(binary.LittleEndian.Uint32(prev[4:]))}; got != want {
+					return fmt.Errorf("minloc fetched %v, want %v", got, want)
+				}
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
 		}
 		return win.Free()
 	})

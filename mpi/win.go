@@ -1279,6 +1279,8 @@ func (w *Win) handleReq(origin int, b []byte) {
 		w.fmu.Unlock()
 	case rmaFlush:
 		w.reply(origin, 0, nil)
+	case rmaAccLayout: // cbind_win.go
+		w.accLayout(origin, b, noReply)
 	case rmaUnlock:
 		granted := w.lk.release(origin)
 		w.reply(origin, 0, nil)
