@@ -7,6 +7,7 @@
  * if so, longjmps back to that point: only C frames lie between the two
  * (the Go call of MPI_Test_failure has returned), never a Go frame. The
  * Go side then rolls the epoch forward and calls ftmpi_run_resilient again. */
+#include <pthread.h>
 #include <setjmp.h>
 #include "cside.h"
 #include "_cgo_export.h"
@@ -15,6 +16,7 @@
  * runs (MPI_Reinit is called once, from one thread). */
 static jmp_buf rollback_point;
 static volatile int rollback_armed;
+static pthread_t resilient_thread;
 
 /* ftmpi_run_resilient calls fn(data) under a rollback point. It returns 0
  * when fn returned, 1 when MPI_Test_failure rolled back. */
@@ -24,6 +26,7 @@ int ftmpi_run_resilient(void *fn, void *data)
         rollback_armed = 0;
         return 1;
     }
+    resilient_thread = pthread_self();
     rollback_armed = 1;
     ((MPI_Reinit_function *)fn)(data);
     rollback_armed = 0;
@@ -37,12 +40,18 @@ int PMPI_Reinit(MPI_Reinit_function *resilient_fn, void *data)
 }
 int MPI_Reinit(MPI_Reinit_function *resilient_fn, void *data) __attribute__((weak, alias("PMPI_Reinit")));
 
+/* MPI_Test_failure longjmps only in the thread that runs the resilient
+ * function; in another thread it reports the failure (MPI_ERR_PROC_FAILED).
+ * It must not be called from a callback MPI made (an error handler, a
+ * reduction operation): Go frames lie between that and the rollback point. */
 int PMPI_Test_failure(void)
 {
     int rc = ftmpi_test_failure_go();
-    if (rc < 0 && rollback_armed)
+    if (rc >= 0)
+        return rc;
+    if (rollback_armed && pthread_equal(resilient_thread, pthread_self()))
         longjmp(rollback_point, 1);
-    return rc < 0 ? MPI_ERR_OTHER : rc;
+    return MPI_ERR_PROC_FAILED;
 }
 int MPI_Test_failure(void) __attribute__((weak, alias("PMPI_Test_failure")));
 
