@@ -10,16 +10,20 @@ package mpi
 // runtime's displacements and lengths are bytes); every member's
 // displacement unit is exchanged when it is made, and an operation's
 // target displacement is scaled by the target's unit at the origin. A
-// target datatype is laid over the target window by its typemap: every
-// contiguous run of target bytes is one request of the window protocol
-// (one request when the target datatype is contiguous), carrying the
-// packed origin bytes of that run. An accumulate carries the basic element
-// type of its datatypes in its request (header byte 4), so the target's
-// server combines elements of that type, not bytes; the datatypes of an
+// target datatype is laid over the target window by its typemap: an
+// operation whose target bytes are one contiguous run is one plain request
+// of the window protocol carrying the packed origin bytes; otherwise one
+// request carries the target typemap with the packed data, and the
+// target's server scatters, gathers or combines the elements itself (the
+// layout path, below). An accumulate carries the basic element type of its
+// datatypes in its request (header byte 4), so the target's server
+// combines elements of that type, not bytes; the datatypes of an
 // accumulate must be of one basic type, the same at origin and target
-// (MPI-4.1 12.3.4), and MPI_MINLOC, MPI_MAXLOC and user operations are
-// refused (ErrOp). A target of ProcNull (MPI_PROC_NULL) makes an
-// operation a no-op (its R form returns a completed request).
+// (MPI-4.1 12.3.4), except MPI_MINLOC and MPI_MAXLOC on pair datatypes
+// and the predefined operations on datatypes of several basic types (each
+// element by its type); user operations are refused (ErrOp). A target of
+// ProcNull (MPI_PROC_NULL) makes an operation a no-op (its R form returns
+// a completed request).
 
 import (
 	"encoding/binary"
@@ -79,7 +83,9 @@ func (w *Win) CallErrhandler(err error) error { return w.handle(err) }
 type rmaSeg struct{ off, n int }
 
 // typedArgs checks a typed operation and returns the target byte runs of
-// tcount elements of td at displacement tdisp (in target units).
+// tcount elements of td at displacement tdisp (in target units). An
+// operation whose target data are several runs sends one request carrying
+// the target typemap (the layout path below), else one plain request.
 func (w *Win) typedArgs(op string, target, ocount int, od *Datatype, tdisp, tcount int, td *Datatype) ([]rmaSeg, error) {
 	if err := w.checkWithTarget(op, target); err != nil {
 		return nil, err
@@ -287,6 +293,9 @@ func putTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	if p != nil {
 		defer p2p.PutBuf(p)
 	}
+	if len(segs) > 1 { // one request with the typemap
+		return w.startLayout(op, target, layoutPut, 0, td, tdisp*w.units[target], tcount, data, nil)
+	}
 	pos := 0
 	for _, s := range segs {
 		if err := w.startTyped(op, target, rmaPut, 0, 0, s.off, s.n, data[pos:pos+s.n], nil); err != nil {
@@ -315,6 +324,15 @@ func getTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	room, p := od.room(origin, ocount)
 	if p != nil {
 		defer p2p.PutBuf(p)
+	}
+	if len(segs) > 1 { // one request with the typemap
+		if err := w.startLayout(op, target, layoutGet, 0, td, tdisp*w.units[target], tcount, nil, room[:tcount*td.size]); err != nil {
+			return err
+		}
+		if p != nil {
+			od.unpack(origin, room[:tcount*td.size])
+		}
+		return nil
 	}
 	pos := 0
 	for _, s := range segs {
@@ -345,12 +363,12 @@ func accTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	if err != nil {
 		return err
 	}
-	if layoutAcc(o, td) {
+	if needsLayout(o, td) {
 		data, p := od.packed(origin, ocount)
 		if p != nil {
 			defer p2p.PutBuf(p)
 		}
-		return w.startLayout(op, target, o.kind, td, tdisp*w.units[target], tcount, data, nil)
+		return w.startLayout(op, target, layoutAcc, o.kind, td, tdisp*w.units[target], tcount, data, nil)
 	}
 	dt, err := w.accType(op, o, false, ifData(od, ocount), ifData(td, tcount))
 	if err != nil {
@@ -359,6 +377,9 @@ func accTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	data, p := od.packed(origin, ocount)
 	if p != nil {
 		defer p2p.PutBuf(p)
+	}
+	if len(segs) > 1 { // one request with the typemap
+		return w.startLayout(op, target, layoutAcc, o.kind, td, tdisp*w.units[target], tcount, data, nil)
 	}
 	pos := 0
 	for _, s := range segs {
@@ -395,7 +416,7 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 	if ocount*od.size != tcount*td.size {
 		return w.handle(w.err(ErrType, op, target, "origin data is %d bytes, target data %d", ocount*od.size, tcount*td.size))
 	}
-	if layoutAcc(o, td) {
+	if needsLayout(o, td) {
 		data, p := od.packed(origin, ocount)
 		if p != nil {
 			defer p2p.PutBuf(p)
@@ -404,7 +425,7 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 		if q != nil {
 			defer p2p.PutBuf(q)
 		}
-		if err := w.startLayout(op, target, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
+		if err := w.startLayout(op, target, layoutGetAcc, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
 			return err
 		}
 		if q != nil {
@@ -429,6 +450,15 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 	room, q := rd.room(result, rcount)
 	if q != nil {
 		defer p2p.PutBuf(q)
+	}
+	if len(segs) > 1 { // one request with the typemap
+		if err := w.startLayout(op, target, layoutGetAcc, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
+			return err
+		}
+		if q != nil {
+			rd.unpack(result, room[:tcount*td.size])
+		}
+		return nil
 	}
 	pos := 0
 	for _, s := range segs {
@@ -508,11 +538,21 @@ func RgetAccumulateTyped(w *Win, origin []byte, ocount int, od *Datatype, result
 // server gathers the target elements, combines them whole and scatters
 // them back, under the window's mutex (atomic per operation).
 
-const rmaAccLayout = 32 // header: op, fetch flag (byte 2), no-reply flag; disp: base byte offset; count: elements
+const rmaAccLayout = 32 // header: op, mode (byte 2), no-reply flag; disp: base byte offset; count: elements
 
-// layoutAcc reports whether an accumulate of o over target datatype td
+// Modes of an rmaAccLayout request (header byte 2). Put and Get take it
+// too when the target datatype is not contiguous: one request carries the
+// typemap instead of one request per contiguous run of target bytes.
+const (
+	layoutAcc    = 0 // accumulate
+	layoutGetAcc = 1 // accumulate returning the previous elements
+	layoutPut    = 2
+	layoutGet    = 3
+)
+
+// needsLayout reports whether an accumulate of o over target datatype td
 // takes the layout path.
-func layoutAcc(o *Op, td *Datatype) bool {
+func needsLayout(o *Op, td *Datatype) bool {
 	if o == nil || td.size == 0 {
 		return false
 	}
@@ -601,15 +641,24 @@ func layoutOf(b []byte) (*Datatype, []byte, bool) {
 // base of the window memory with red, storing the previous elements
 // (packed) in fetch if it is not nil. It reports false if they are not
 // inside the window. w.mu held.
-func (w *Win) applyLayout(red redFn, d *Datatype, base, count int, data, fetch []byte) bool {
+func (w *Win) applyLayout(mode byte, red redFn, d *Datatype, base, count int, data, fetch []byte) bool {
 	if count == 0 {
 		return true
 	}
 	hi := base + (count-1)*d.ext() + d.hi
-	if base < 0 || d.lo < 0 || d.ext() < 0 || hi > len(w.mem) || len(data) < count*d.size {
+	if base < 0 || d.lo < 0 || d.ext() < 0 || hi > len(w.mem) || (mode != layoutGet && len(data) < count*d.size) ||
+		(mode == layoutGet && len(fetch) < count*d.size) {
 		return false
 	}
 	mem := w.mem[base:hi]
+	switch mode {
+	case layoutPut:
+		d.unpack(mem, data[:count*d.size])
+		return true
+	case layoutGet:
+		d.pack(fetch, mem, count)
+		return true
+	}
 	room := make([]byte, count*d.size)
 	d.pack(room, mem, count)
 	if fetch != nil {
@@ -623,23 +672,25 @@ func (w *Win) applyLayout(red redFn, d *Datatype, base, count int, data, fetch [
 // accLayout serves an rmaAccLayout request from origin (win.go's
 // handleReq).
 func (w *Win) accLayout(origin int, b []byte, noReply bool) {
-	k, fetch := opKind(b[1]), b[2] != 0
+	k, mode := opKind(b[1]), b[2]
+	fetch := mode == layoutGetAcc || mode == layoutGet
 	base := int(binary.LittleEndian.Uint64(b[8:]))
 	count := int(binary.LittleEndian.Uint64(b[16:]))
 	d, data, ok := layoutOf(b[rmaHdr:])
 	var red redFn
-	if ok {
+	if ok && (mode == layoutAcc || mode == layoutGetAcc) {
 		var err error
 		red, err = layoutRed(k, d)
-		ok = err == nil && count >= 0
+		ok = err == nil
 	}
+	ok = ok && count >= 0 && count <= len(w.mem)
 	var out []byte
 	if ok && fetch {
 		out = make([]byte, count*d.size)
 	}
 	if ok {
 		w.mu.Lock()
-		ok = w.applyLayout(red, d, base, count, data, out)
+		ok = w.applyLayout(mode, red, d, base, count, data, out)
 		w.mu.Unlock()
 	}
 	switch {
@@ -658,10 +709,13 @@ func (w *Win) accLayout(origin int, b []byte, noReply bool) {
 // byte base of target's window combined with the packed data by operation
 // kind k; into (not nil: a fetching accumulate) gets the previous
 // elements, packed.
-func (w *Win) startLayout(op string, target int, k opKind, td *Datatype, base, count int, data, into []byte) error {
-	red, err := layoutRed(k, td)
-	if err != nil {
-		return w.handle(w.err(ErrOp, op, target, "%s", unwrapDetail(err)))
+func (w *Win) startLayout(op string, target int, mode byte, k opKind, td *Datatype, base, count int, data, into []byte) error {
+	var red redFn
+	if mode == layoutAcc || mode == layoutGetAcc {
+		var err error
+		if red, err = layoutRed(k, td); err != nil {
+			return w.handle(w.err(ErrOp, op, target, "%s", unwrapDetail(err)))
+		}
 	}
 	w.omu.Lock()
 	defer w.omu.Unlock()
@@ -670,7 +724,7 @@ func (w *Win) startLayout(op string, target int, k opKind, td *Datatype, base, c
 	}
 	if target == w.c.rank {
 		w.mu.Lock()
-		ok := w.applyLayout(red, td, base, count, data, into)
+		ok := w.applyLayout(mode, red, td, base, count, data, into)
 		w.mu.Unlock()
 		if !ok {
 			return w.handle(w.err(ErrRMARange, op, target, "elements outside the window"))
@@ -678,11 +732,11 @@ func (w *Win) startLayout(op string, target int, k opKind, td *Datatype, base, c
 		return nil
 	}
 	var h [rmaHdr]byte
-	h[0], h[1] = rmaAccLayout, byte(k)
+	h[0], h[1], h[2] = rmaAccLayout, byte(k), mode
 	binary.LittleEndian.PutUint64(h[8:], uint64(base))
 	binary.LittleEndian.PutUint64(h[16:], uint64(count))
 	msg := append(layoutDesc(td), data...)
-	if into == nil {
+	if mode == layoutAcc || mode == layoutPut {
 		h[3] = rmaNoReply
 		err := w.send(op, target, h[:], msg)
 		if err == nil {
@@ -697,7 +751,6 @@ func (w *Win) startLayout(op string, target int, k opKind, td *Datatype, base, c
 		}
 		return nil
 	}
-	h[2] = 1
 	rep, err := w.rpc(op, target, h[:], msg, len(into))
 	if err != nil {
 		if ErrorClass(err) == ErrRevoked {

@@ -51,6 +51,10 @@ func TestWinBytesTyped(t *testing.T) {
 			if err := mpi.AccumulateTyped(win, i32(int32(me+1)), 1, mpi.Int32, tgt, 8, 1, mpi.Int32, mpi.Sum); err != nil {
 				return err
 			}
+			// Slots 11, 13, 15: a strided accumulate (one request with the typemap).
+			if err := mpi.AccumulateTyped(win, i32(1, 2, 3), 3, mpi.Int32, tgt, 11, 1, vec, mpi.Sum); err != nil {
+				return err
+			}
 		}
 		if err := win.Fence(); err != nil {
 			return err
@@ -63,6 +67,9 @@ func TestWinBytesTyped(t *testing.T) {
 		}
 		if got, want := at(mem, 8), int32(p*(p+1)/2); got != want {
 			return fmt.Errorf("sum slot: %d, want %d", got, want)
+		}
+		if at(mem, 11) != int32(p) || at(mem, 13) != int32(2*p) || at(mem, 15) != int32(3*p) || at(mem, 12) != 0 {
+			return fmt.Errorf("strided sums %d %d %d (gap %d)", at(mem, 11), at(mem, 13), at(mem, 15), at(mem, 12))
 		}
 		// Passive target: a ticket counter at rank 0, slot 10.
 		if err := win.Lock(mpi.LockShared, 0); err != nil {
