@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -114,8 +115,27 @@ func code(err error) C.int {
 		return C.int(ue.code)
 	}
 	v := codeOfClass(mpi.ErrorClass(err))
+	if v == cErrPending && isWildPending(err) {
+		v = cErrProcFailedPending
+	}
 	lastMsg.Store(v, err.Error())
 	return C.int(v)
+}
+
+// ABI classes code() tells apart within one Go class.
+const (
+	cErrPending           = 18 // MPI_ERR_PENDING
+	cErrProcFailedPending = 76 // MPI_ERR_PROC_FAILED_PENDING
+)
+
+// isWildPending reports whether err is ULFM's pending wildcard receive:
+// package mpi raises it as ErrPending from MPI_ANY_SOURCE (a potential
+// sender failed unacknowledged, the request stays pending), which ULFM
+// names MPI_ERR_PROC_FAILED_PENDING (MPICH ft/anysource); MPI_ERR_PENDING
+// stays the class of a request a multiple completion left pending.
+func isWildPending(err error) bool {
+	var me *mpi.Error
+	return errors.As(err, &me) && me.Class == mpi.ErrPending && me.Peer == mpi.AnySource
 }
 
 // userCodeErr is an error carrying a user-defined code (MPI_Comm_call_errhandler

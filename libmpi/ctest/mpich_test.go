@@ -153,3 +153,14 @@ func readSummary(path string) (map[string]mpichCount, error) {
 	}
 	return m, nil
 }
+
+// TestMPICHAnySourcePending: ULFM's pending wildcard receive is
+// MPI_ERR_PROC_FAILED_PENDING in C, not MPI_ERR_PENDING (MPICH
+// ft/anysource).
+func TestMPICHAnySourcePending(t *testing.T) {
+	bin := Compile(t, "testdata/mpich_anysource.c")
+	r := runC(t, "3", []string{"--on-failure", "continue"}, bin)
+	if want := "result: recv 75 (proc-failed 1) wait 76 (pending 1)"; !strings.Contains(r.Stdout, want) {
+		t.Fatalf("stdout lacks %q (exit %d)\nstdout:\n%s\nstderr:\n%s", want, r.Code, r.Stdout, r.Stderr)
+	}
+}
