@@ -97,7 +97,9 @@ func ftmpi_Init_thread(argc *C.int, argv ***C.char, required C.int, provided *C.
 	if world != nil || finalized.Load() {
 		return code(bad(mpi.ErrOther, "MPI_Init", "MPI is already initialized (or finalized): MPI_Init may be called once"))
 	}
-	w, _, err := mpi.InitThread(mpi.ThreadMultiple)
+	cfg := mpi.DefaultConfig()
+	cfg.UntypedMatch = true // MPI's matching rule for C (MPI_PACKED, MPI_BYTE against typed receives)
+	w, err := mpi.InitConfig(cfg)
 	if err != nil {
 		return code(err)
 	}

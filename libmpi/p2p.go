@@ -7,6 +7,7 @@ package main
 import "C"
 
 import (
+	"errors"
 	"unsafe"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -379,6 +380,12 @@ func ftmpi_Wait(request *C.uintptr_t, status *C.MPI_Status) C.int {
 		return rc
 	}
 	st, err := cr.r.Wait()
+	if errors.Is(err, mpi.ErrPending) {
+		// ULFM: a wildcard receive a failure left pending stays pending
+		// (and its handle valid) until it completes or is cancelled.
+		setStatus(status, st)
+		return code(err)
+	}
 	complete(request, cr, &st)
 	setStatus(status, st)
 	return code(err)

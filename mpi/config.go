@@ -67,6 +67,14 @@ type Config struct {
 	// MaxSpin. Env FTMPI_WAIT_SPIN.
 	WaitSpin time.Duration
 
+	// UntypedMatch makes a message match a receive whatever their element
+	// types, checking only lengths: MPI's rule for C and Fortran, where
+	// type matching is the program's duty (and MPI_PACKED matches any
+	// type). The C library (libmpi) sets it; Go programs keep the check
+	// (a []int32 received into a []float64 is an ErrType error). Default
+	// false.
+	UntypedMatch bool
+
 	// Detector turns the heartbeat failure detector of a launched job on:
 	// it finds stopped or hung processes, which the launcher cannot see
 	// die. Crashes are reported by the launcher either way. Default true.

@@ -196,7 +196,7 @@ var processInit atomic.Bool
 
 // engineConfig is the engine's part of cfg for process id self.
 func engineConfig(self int, cfg Config) p2p.Config {
-	return p2p.Config{Self: self, EagerLimit: cfg.EagerLimit, Spin: cfg.WaitSpin}
+	return p2p.Config{Self: self, EagerLimit: cfg.EagerLimit, Spin: cfg.WaitSpin, Untyped: cfg.UntypedMatch}
 }
 
 func newSingleton(cfg Config) *World {
@@ -295,6 +295,7 @@ func (cfg Config) netConfig() rte.NetConfig {
 	return rte.NetConfig{
 		Transport: cfg.Transport, EagerLimit: cfg.EagerLimit, WaitSpin: cfg.WaitSpin,
 		ReaderSpin: cfg.ReaderSpin, SpinYield: cfg.SpinYield, ConnectTimeout: cfg.ConnectTimeout,
+		Untyped: cfg.UntypedMatch,
 	}
 }
 

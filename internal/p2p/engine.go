@@ -375,6 +375,7 @@ type Engine struct {
 	lostCount   atomic.Int64
 	sent        atomic.Uint64 // messages started by Isend (eager or rendezvous)
 	closed      bool
+	untyped     bool // Config.Untyped
 
 	// ctlCheck validates a control frame's header (SetControlCheck).
 	ctlCheck atomic.Pointer[func(transport.Header) error]
@@ -385,6 +386,10 @@ type Config struct {
 	Self       int           // this rank's world rank
 	EagerLimit int           // 0 means DefaultEagerLimit
 	Spin       time.Duration // how long Wait spins before blocking
+	// Untyped: a message matches a receive whatever their element types
+	// (MPI's rule for C, where type matching is the program's duty and
+	// MPI_PACKED matches anything); only lengths are checked.
+	Untyped bool
 }
 
 // New returns an engine; call SetTransport before use.
@@ -396,6 +401,7 @@ func New(cfg Config) *Engine {
 		self:       cfg.Self,
 		eagerLimit: cfg.EagerLimit,
 		spin:       cfg.Spin,
+		untyped:    cfg.Untyped,
 		sends:      make(map[uint64]*Req),
 		recvs:      make(map[uint64]*Req),
 		lost:       make(map[int]error),
@@ -657,7 +663,7 @@ func hdrSig(h *transport.Header) uint64 {
 }
 
 func checkFit(r *Req, dtype DType, n int) error {
-	if dtype != r.dtype {
+	if dtype != r.dtype && !r.e.untyped {
 		return fmt.Errorf("%w: message has type %s, receive buffer has type %s", ErrType, DTypeName(dtype), DTypeName(r.dtype))
 	}
 	if n > len(r.buf) {

@@ -30,11 +30,12 @@ type NetConfig struct {
 	ReaderSpin     time.Duration // socket readers' spin; negative: chosen from ranks per host and cores
 	SpinYield      bool          // spinning readers yield to other processes
 	ConnectTimeout time.Duration // sock.Config.ConnectTimeout
+	Untyped        bool          // p2p.Config.Untyped
 }
 
 // EngineConfig is the engine configuration of process self.
 func (nc NetConfig) EngineConfig(self int) p2p.Config {
-	return p2p.Config{Self: self, EagerLimit: nc.EagerLimit, Spin: nc.WaitSpin}
+	return p2p.Config{Self: self, EagerLimit: nc.EagerLimit, Spin: nc.WaitSpin, Untyped: nc.Untyped}
 }
 
 // readerSpin is how long a socket reader spins before parking: a short

@@ -57,3 +57,14 @@ func TestErrors(t *testing.T) {
 		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
 }
+
+// TestUntypedMatch: MPI_PACKED matches any type and element types are not
+// compared between a C send and its receive (MPI's rule for C); a message
+// longer than the receive is still MPI_ERR_TRUNCATE.
+func TestUntypedMatch(t *testing.T) {
+	bin := Compile(t, "testdata/untyped.c")
+	r := runC(t, "2", nil, bin)
+	if want := "result: untyped ok 1 truncate 1"; r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}
