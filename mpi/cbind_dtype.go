@@ -70,7 +70,8 @@ func TypeDup(old *Datatype) (*Datatype, error) {
 }
 
 // Committed reports whether d was committed (Commit; the predefined
-// datatypes are).
+// datatypes are). It has no MPI counterpart as a call (MPI makes using an
+// uncommitted datatype an error; the C library asks before it uses one).
 func (d *Datatype) Committed() bool { return d != nil && d.committed.Load() }
 
 // place returns t moved by disp bytes with lower bound 0 and extent
