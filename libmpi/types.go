@@ -41,6 +41,24 @@ func mustTypeOf[T mpi.Elem]() *mpi.Datatype {
 	return d
 }
 
+// longDoubleInt is MPI_LONG_DOUBLE_INT: struct { long double; int }, 20
+// bytes of data (moved, not reduced) in an extent of 32 (MPICH
+// datatype/pairtype_size_extent).
+func longDoubleInt() *mpi.Datatype {
+	s, err := mpi.TypeCreateStruct([]int{1, 1}, []int{0, 16}, []*mpi.Datatype{contigBytes(16), mpi.Int32})
+	if err != nil {
+		panic(err)
+	}
+	d, err := mpi.TypeCreateResized(s, 0, 32)
+	if err != nil {
+		panic(err)
+	}
+	if err := d.Commit(); err != nil {
+		panic(err)
+	}
+	return d
+}
+
 func contigBytes(n int) *mpi.Datatype {
 	d, err := mpi.TypeContiguous(n, mpi.Byte)
 	if err != nil {
@@ -87,7 +105,7 @@ var predefTypes = map[uintptr]*mpi.Datatype{
 	0x22a: mustTypeOf[pairLongInt](),
 	0x22b: mustTypeOf[pair2Int](),
 	0x22c: mustTypeOf[pairShortInt](),
-	0x22d: contigBytes(32), // MPI_LONG_DOUBLE_INT
+	0x22d: longDoubleInt(), // MPI_LONG_DOUBLE_INT
 	0x230: mustTypeOf[[2]float32](),
 	0x231: mustTypeOf[[2]float64](),
 	0x232: mustTypeOf[[2]int32](),

@@ -22,6 +22,7 @@ func TestMPICHFixes(t *testing.T) {
 		"result: get_status flag 1 empty 1",
 		"result: wait empty 1",
 		"result: bsend 1 3 5 | 2 4 6 | 1 2 3 detach-same 1 size 1",
+		"result: long_double_int size 20 lb 0 extent-ok 1",
 		"result: self attrs deleted 3 order 1 0 2 finalized-during 0",
 	} {
 		if !strings.Contains(r.Stdout, want) {

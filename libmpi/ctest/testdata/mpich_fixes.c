@@ -65,6 +65,16 @@ int main(int argc, char **argv)
            got[0][0], got[0][1], got[0][2], got[1][0], got[1][1], got[1][2],
            got[2][0], got[2][1], got[2][2], back == (void *)bbuf, bsize == (int)sizeof bbuf);
 
+    /* datatype/pairtype_size_extent: MPI_LONG_DOUBLE_INT holds 16 + 4
+     * bytes of data in the extent of struct { long double; int }. */
+    int ldsize = 0;
+    MPI_Aint ldlb = -1, ldext = 0;
+    MPI_Type_size(MPI_LONG_DOUBLE_INT, &ldsize);
+    MPI_Type_get_extent(MPI_LONG_DOUBLE_INT, &ldlb, &ldext);
+    struct ldi { long double v; int i; };
+    printf("result: long_double_int size %d lb %ld extent-ok %d\n", ldsize, (long)ldlb,
+           ldext == (MPI_Aint)sizeof(struct ldi));
+
     /* init/attrself: MPI_Finalize deletes MPI_COMM_SELF's attributes
      * first, in the reverse order of their setting, even with their keyvals
      * freed. */
