@@ -310,7 +310,7 @@ func (w *Win) Group() (*Group, error) {
 // longer raises ErrProcFailed for them.
 func (w *Win) GetFailed() (*Group, error) {
 	const op = "MPI_Win_get_failed"
-	if err := w.check(op); err != nil {
+	if err := w.checkFreed(op); err != nil { // local: a revoked window answers too (A.3.2)
 		return nil, err
 	}
 	failed := w.c.failedMembers()
@@ -1633,7 +1633,7 @@ func (w *Win) waitEpoch(op string, block bool) (bool, error) {
 // still raises ErrRankFailStop for them until Validate recognises them.
 func (w *Win) GroupFailed() (*Group, error) {
 	const op = "MPI_Win_get_group_failed"
-	if err := w.check(op); err != nil {
+	if err := w.checkFreed(op); err != nil { // local: a revoked window answers too
 		return nil, err
 	}
 	failed := w.c.failedMembers()
