@@ -52,13 +52,22 @@ func persistMode(name string, r *C.uintptr_t) mode {
 	return mode{name: name, req: r, nb: true, persist: true}
 }
 
-// run runs the call: b for the blocking form, nb for the others.
-func (m mode) run(c *mpi.Comm, b func() error, nb func() (*mpi.Request, error)) C.int {
+// run runs the call: b for the blocking form, nb for the nonblocking one,
+// pi makes the persistent one (a Go persistent request, which matches the
+// other members' in the order of the Init calls).
+func (m mode) run(c *mpi.Comm, b func() error, nb, pi func() (*mpi.Request, error)) C.int {
 	if !m.nb {
 		return code(b())
 	}
 	if m.persist {
-		*m.req = newReq(&creq{start: nb})
+		if pi == nil {
+			return fail(c, bad(mpi.ErrUnsupportedOperation, m.name, "no persistent form"))
+		}
+		pr, err := pi()
+		if err != nil {
+			return code(err)
+		}
+		*m.req = newReq(&creq{start: pr.StartNonblocking})
 		return cSuccess
 	}
 	r, err := nb()
@@ -236,7 +245,7 @@ func barrier(m mode, comm C.uintptr_t) C.int {
 	if !a.ok() {
 		return a.rc
 	}
-	return m.run(a.c, a.c.Barrier, a.c.Ibarrier)
+	return m.run(a.c, a.c.Barrier, a.c.Ibarrier, a.c.BarrierInit)
 }
 
 //export ftmpi_Barrier
@@ -264,7 +273,7 @@ func bcast(m mode, buf unsafe.Pointer, count int64, dt C.uintptr_t, root C.int, 
 	}
 	r := rootIn(root)
 	return m.run(a.c, func() error { return mpi.BcastTyped(a.c, b, n, v, r) },
-		func() (*mpi.Request, error) { return mpi.IbcastTyped(a.c, b, n, v, r) })
+		func() (*mpi.Request, error) { return mpi.IbcastTyped(a.c, b, n, v, r) }, func() (*mpi.Request, error) { return mpi.BcastTypedInit(a.c, b, n, v, r) })
 }
 
 //export ftmpi_Bcast
@@ -309,7 +318,7 @@ func reduce(m mode, sendbuf, recvbuf unsafe.Pointer, count int64, dt, op C.uintp
 		return a.rc
 	}
 	return m.run(a.c, func() error { return mpi.ReduceTypedOp(a.c, sb, rb, n, sv, o, r) },
-		func() (*mpi.Request, error) { return mpi.IreduceTyped(a.c, sb, rb, n, sv, o, r) })
+		func() (*mpi.Request, error) { return mpi.IreduceTyped(a.c, sb, rb, n, sv, o, r) }, func() (*mpi.Request, error) { return mpi.ReduceTypedInit(a.c, sb, rb, n, sv, o, r) })
 }
 
 //export ftmpi_Reduce
@@ -352,13 +361,13 @@ func allred(m mode, kind int, sendbuf, recvbuf unsafe.Pointer, count int64, dt, 
 	switch kind {
 	case kScan:
 		return m.run(c, func() error { return mpi.ScanTyped(c, sb, rb, n, sv, o) },
-			func() (*mpi.Request, error) { return mpi.IscanTyped(c, sb, rb, n, sv, o) })
+			func() (*mpi.Request, error) { return mpi.IscanTyped(c, sb, rb, n, sv, o) }, func() (*mpi.Request, error) { return mpi.ScanTypedInit(c, sb, rb, n, sv, o) })
 	case kExscan:
 		return m.run(c, func() error { return mpi.ExscanTyped(c, sb, rb, n, sv, o) },
-			func() (*mpi.Request, error) { return mpi.IexscanTyped(c, sb, rb, n, sv, o) })
+			func() (*mpi.Request, error) { return mpi.IexscanTyped(c, sb, rb, n, sv, o) }, func() (*mpi.Request, error) { return mpi.ExscanTypedInit(c, sb, rb, n, sv, o) })
 	}
 	return m.run(c, func() error { return mpi.AllreduceTypedOp(c, sb, rb, n, sv, o) },
-		func() (*mpi.Request, error) { return mpi.IallreduceTyped(c, sb, rb, n, sv, o) })
+		func() (*mpi.Request, error) { return mpi.IallreduceTyped(c, sb, rb, n, sv, o) }, func() (*mpi.Request, error) { return mpi.AllreduceTypedInit(c, sb, rb, n, sv, o) })
 }
 
 //export ftmpi_Allreduce
@@ -457,10 +466,10 @@ func redScatter(m mode, block bool, sendbuf, recvbuf unsafe.Pointer, counts carr
 	c := a.c
 	if block {
 		return m.run(c, func() error { return mpi.ReduceScatterBlockTyped(c, sb, rb, each, sv, o) },
-			func() (*mpi.Request, error) { return mpi.IreduceScatterBlockTyped(c, sb, rb, each, sv, o) })
+			func() (*mpi.Request, error) { return mpi.IreduceScatterBlockTyped(c, sb, rb, each, sv, o) }, func() (*mpi.Request, error) { return mpi.ReduceScatterBlockTypedInit(c, sb, rb, each, sv, o) })
 	}
 	return m.run(c, func() error { return mpi.ReduceScatterTyped(c, sb, rb, cs, sv, o) },
-		func() (*mpi.Request, error) { return mpi.IreduceScatterTyped(c, sb, rb, cs, sv, o) })
+		func() (*mpi.Request, error) { return mpi.IreduceScatterTyped(c, sb, rb, cs, sv, o) }, func() (*mpi.Request, error) { return mpi.ReduceScatterTypedInit(c, sb, rb, cs, sv, o) })
 }
 
 //export ftmpi_Reduce_scatter
@@ -549,7 +558,7 @@ func gather(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.GatherTyped(c, sb, sn, sv, rb, rn, rv, r) },
-		func() (*mpi.Request, error) { return mpi.IgatherTyped(c, sb, sn, sv, rb, rn, rv, r) })
+		func() (*mpi.Request, error) { return mpi.IgatherTyped(c, sb, sn, sv, rb, rn, rv, r) }, func() (*mpi.Request, error) { return mpi.GatherTypedInit(c, sb, sn, sv, rb, rn, rv, r) })
 }
 
 //export ftmpi_Gather
@@ -599,7 +608,7 @@ func gatherv(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.GathervTyped(c, sb, sn, sv, rb, rc, rds, rv, r) },
-		func() (*mpi.Request, error) { return mpi.IgathervTyped(c, sb, sn, sv, rb, rc, rds, rv, r) })
+		func() (*mpi.Request, error) { return mpi.IgathervTyped(c, sb, sn, sv, rb, rc, rds, rv, r) }, func() (*mpi.Request, error) { return mpi.GathervTypedInit(c, sb, sn, sv, rb, rc, rds, rv, r) })
 }
 
 //export ftmpi_Gatherv
@@ -646,7 +655,7 @@ func scatter(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.ScatterTyped(c, sb, sn, sv, rb, rn, rv, r) },
-		func() (*mpi.Request, error) { return mpi.IscatterTyped(c, sb, sn, sv, rb, rn, rv, r) })
+		func() (*mpi.Request, error) { return mpi.IscatterTyped(c, sb, sn, sv, rb, rn, rv, r) }, func() (*mpi.Request, error) { return mpi.ScatterTypedInit(c, sb, sn, sv, rb, rn, rv, r) })
 }
 
 //export ftmpi_Scatter
@@ -696,7 +705,7 @@ func scatterv(m mode, sendbuf unsafe.Pointer, sendcounts, displs carr, sendtype 
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.ScattervTyped(c, sb, sc, sds, sv, rb, rn, rv, r) },
-		func() (*mpi.Request, error) { return mpi.IscattervTyped(c, sb, sc, sds, sv, rb, rn, rv, r) })
+		func() (*mpi.Request, error) { return mpi.IscattervTyped(c, sb, sc, sds, sv, rb, rn, rv, r) }, func() (*mpi.Request, error) { return mpi.ScattervTypedInit(c, sb, sc, sds, sv, rb, rn, rv, r) })
 }
 
 //export ftmpi_Scatterv
@@ -743,7 +752,7 @@ func allgather(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintp
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.AllgatherTyped(c, sb, sn, sv, rb, rn, rv) },
-		func() (*mpi.Request, error) { return mpi.IallgatherTyped(c, sb, sn, sv, rb, rn, rv) })
+		func() (*mpi.Request, error) { return mpi.IallgatherTyped(c, sb, sn, sv, rb, rn, rv) }, func() (*mpi.Request, error) { return mpi.AllgatherTypedInit(c, sb, sn, sv, rb, rn, rv) })
 }
 
 //export ftmpi_Allgather
@@ -787,7 +796,7 @@ func allgatherv(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uint
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.AllgathervTyped(c, sb, sn, sv, rb, rc, rds, rv) },
-		func() (*mpi.Request, error) { return mpi.IallgathervTyped(c, sb, sn, sv, rb, rc, rds, rv) })
+		func() (*mpi.Request, error) { return mpi.IallgathervTyped(c, sb, sn, sv, rb, rc, rds, rv) }, func() (*mpi.Request, error) { return mpi.AllgathervTypedInit(c, sb, sn, sv, rb, rc, rds, rv) })
 }
 
 //export ftmpi_Allgatherv
@@ -827,7 +836,7 @@ func alltoall(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintpt
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.AlltoallTyped(c, sb, sn, sv, rb, rn, rv) },
-		func() (*mpi.Request, error) { return mpi.IalltoallTyped(c, sb, sn, sv, rb, rn, rv) })
+		func() (*mpi.Request, error) { return mpi.IalltoallTyped(c, sb, sn, sv, rb, rn, rv) }, func() (*mpi.Request, error) { return mpi.AlltoallTypedInit(c, sb, sn, sv, rb, rn, rv) })
 }
 
 //export ftmpi_Alltoall
@@ -867,7 +876,7 @@ func alltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtyp
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.AlltoallvTyped(c, sb, sc, sds, sv, rb, rc, rds, rv) },
-		func() (*mpi.Request, error) { return mpi.IalltoallvTyped(c, sb, sc, sds, sv, rb, rc, rds, rv) })
+		func() (*mpi.Request, error) { return mpi.IalltoallvTyped(c, sb, sc, sds, sv, rb, rc, rds, rv) }, func() (*mpi.Request, error) { return mpi.AlltoallvTypedInit(c, sb, sc, sds, sv, rb, rc, rds, rv) })
 }
 
 //export ftmpi_Alltoallv
@@ -960,7 +969,7 @@ func alltoallw(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtyp
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.AlltoallwTyped(c, sb, sc, sds, sts, rb, rc, rds, rts) },
-		func() (*mpi.Request, error) { return mpi.IalltoallwTyped(c, sb, sc, sds, sts, rb, rc, rds, rts) })
+		func() (*mpi.Request, error) { return mpi.IalltoallwTyped(c, sb, sc, sds, sts, rb, rc, rds, rts) }, func() (*mpi.Request, error) { return mpi.AlltoallwTypedInit(c, sb, sc, sds, sts, rb, rc, rds, rts) })
 }
 
 //export ftmpi_Alltoallw

@@ -39,7 +39,7 @@ func nallgather(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uint
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.NeighborAllgatherTyped(c, sb, sn, sv, rb, rn, rv) },
-		func() (*mpi.Request, error) { return mpi.IneighborAllgatherTyped(c, sb, sn, sv, rb, rn, rv) })
+		func() (*mpi.Request, error) { return mpi.IneighborAllgatherTyped(c, sb, sn, sv, rb, rn, rv) }, nil)
 }
 
 //export ftmpi_Neighbor_allgather
@@ -66,7 +66,7 @@ func nallgatherv(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uin
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.NeighborAllgathervTyped(c, sb, sn, sv, rb, rc, rds, rv) },
-		func() (*mpi.Request, error) { return mpi.IneighborAllgathervTyped(c, sb, sn, sv, rb, rc, rds, rv) })
+		func() (*mpi.Request, error) { return mpi.IneighborAllgathervTyped(c, sb, sn, sv, rb, rc, rds, rv) }, nil)
 }
 
 //export ftmpi_Neighbor_allgatherv
@@ -91,7 +91,7 @@ func nalltoall(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintp
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.NeighborAlltoallTyped(c, sb, sn, sv, rb, rn, rv) },
-		func() (*mpi.Request, error) { return mpi.IneighborAlltoallTyped(c, sb, sn, sv, rb, rn, rv) })
+		func() (*mpi.Request, error) { return mpi.IneighborAlltoallTyped(c, sb, sn, sv, rb, rn, rv) }, nil)
 }
 
 //export ftmpi_Neighbor_alltoall
@@ -119,7 +119,7 @@ func nalltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendty
 	}
 	c := a.c
 	return m.run(c, func() error { return mpi.NeighborAlltoallvTyped(c, sb, sc, sds, sv, rb, rc, rds, rv) },
-		func() (*mpi.Request, error) { return mpi.IneighborAlltoallvTyped(c, sb, sc, sds, sv, rb, rc, rds, rv) })
+		func() (*mpi.Request, error) { return mpi.IneighborAlltoallvTyped(c, sb, sc, sds, sv, rb, rc, rds, rv) }, nil)
 }
 
 //export ftmpi_Neighbor_alltoallv
@@ -148,7 +148,7 @@ func nalltoallw(m mode, sendbuf unsafe.Pointer, sendcounts carr, sdispls carr, s
 	return m.run(c, func() error { return mpi.NeighborAlltoallwTyped(c, sb, sc, sds, sts, rb, rc, rds, rts) },
 		func() (*mpi.Request, error) {
 			return mpi.IneighborAlltoallwTyped(c, sb, sc, sds, sts, rb, rc, rds, rts)
-		})
+		}, nil)
 }
 
 //export ftmpi_Neighbor_alltoallw

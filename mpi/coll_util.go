@@ -174,7 +174,9 @@ func (n *collNet) Wait(s *coll.Set, r coll.Req, peer int) (int, error) {
 	st := pr.Status()
 	recv := pr.IsRecv()
 	w.eng.Release(pr)
-	if recv && st.Sig != 0 && s.Sig != 0 && (coll.Sig(st.Sig) != s.Sig || st.DType != n.dt) {
+	// An empty message has no type signature (MPI: zero counts match any
+	// datatype): its element type is not compared.
+	if recv && st.Sig != 0 && s.Sig != 0 && (coll.Sig(st.Sig) != s.Sig || st.DType != n.dt && st.Bytes > 0) {
 		return 0, n.mismatch(s, st.Source, coll.Sig(st.Sig), st.DType)
 	}
 	if st.Err != nil {

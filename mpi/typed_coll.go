@@ -89,10 +89,11 @@ func tcallPrep[T any](c *Comm, name string, f *elemFacts, a *tcall) (collRun, er
 // typedRun gathers a typed collective's packing: pooled buffers to
 // return and unpacking to do after the operation.
 type typedRun struct {
-	c     *Comm
-	name  string
-	pools []*[]byte
-	after []func()
+	c      *Comm
+	name   string
+	pools  []*[]byte
+	before []func() // packing, when the operation starts (a persistent one's buffers are filled after its Init)
+	after  []func()
 }
 
 func typedRunOf(c *Comm, name string) *typedRun { return &typedRun{c: c, name: name} }
@@ -104,12 +105,15 @@ func (t *typedRun) release() {
 	t.pools = nil
 }
 
-// pack returns the packed data of count elements of d over b.
+// pack returns where the packed data of count elements of d over b will
+// be when the operation starts (b itself for a contiguous d).
 func (t *typedRun) pack(b []byte, count int, d *Datatype) []byte {
-	data, p := d.packed(b, count)
-	if p != nil {
-		t.pools = append(t.pools, p)
+	if d.contig || d.size == 0 {
+		return b[:count*d.size]
 	}
+	data, p := p2p.GetBuf(count * d.size)
+	t.pools = append(t.pools, p)
+	t.before = append(t.before, func() { d.pack(data, b, count) })
 	return data
 }
 
@@ -133,13 +137,15 @@ func (t *typedRun) packBlocks(b []byte, counts, displs []int, d *Datatype) ([]by
 	}
 	data, p := p2p.GetBuf(sum(counts) * d.size)
 	t.pools = append(t.pools, p)
-	pos, ext := 0, d.ext()
-	for i, k := range counts {
-		if k > 0 {
-			d.pack(data[pos:], b[displs[i]*ext:], k)
+	t.before = append(t.before, func() {
+		pos, ext := 0, d.ext()
+		for i, k := range counts {
+			if k > 0 {
+				d.pack(data[pos:], b[displs[i]*ext:], k)
+			}
+			pos += k * d.size
 		}
-		pos += k * d.size
-	}
+	})
 	return data, nil
 }
 
@@ -170,8 +176,17 @@ func (t *typedRun) finish(a *tcall, f *elemFacts) (collRun, error) {
 		t.release()
 		return nil, err
 	}
+	return t.wrap(run), nil
+}
+
+// wrap is run with t's packing before and unpacking after it; t's
+// buffers are returned when it ends.
+func (t *typedRun) wrap(run collRun) collRun {
 	return func() error {
 		defer t.release()
+		for _, f := range t.before {
+			f()
+		}
 		if err := run(); err != nil {
 			return err
 		}
@@ -179,7 +194,7 @@ func (t *typedRun) finish(a *tcall, f *elemFacts) (collRun, error) {
 			f()
 		}
 		return nil
-	}, nil
+	}
 }
 
 // fail releases t's buffers and fails the call at every member.
@@ -817,13 +832,15 @@ func alltoallwTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sc, sd []i
 	sdata, sp := p2p.GetBuf(sum(bsc))
 	rroom, rp := p2p.GetBuf(sum(brc))
 	t.pools = append(t.pools, sp, rp)
-	pos := 0
-	for i := range p {
-		if sc[i] > 0 {
-			st[i].packAt(sdata[pos:], sb, sd[i], sc[i])
+	t.before = append(t.before, func() {
+		pos := 0
+		for i := range p {
+			if sc[i] > 0 {
+				st[i].packAt(sdata[pos:], sb, sd[i], sc[i])
+			}
+			pos += bsc[i]
 		}
-		pos += bsc[i]
-	}
+	})
 	t.after = append(t.after, func() {
 		pos := 0
 		for i := range p {
@@ -849,4 +866,155 @@ func AlltoallwTyped[S, R Elem](c *Comm, sendbuf []S, sc, sd []int, st []*Datatyp
 func IalltoallwTyped[S, R Elem](c *Comm, sendbuf []S, sc, sd []int, st []*Datatype, recvbuf []R, rc, rd []int, rt []*Datatype) (*Request, error) {
 	run, err := alltoallwTypedPrep(c, "MPI_Ialltoallw", sendbuf, sc, sd, st, recvbuf, rc, rd, rt)
 	return nonblocking(c, "MPI_Ialltoallw", run, err)
+}
+
+// Persistent typed collectives (MPI-4's _init functions with datatypes):
+// the first operation is prepared at the call, so persistent collectives
+// match in the order of their Init calls (not of their Starts); the send
+// data is packed when each operation starts.
+
+// BcastTypedInit makes a persistent BcastTyped (MPI_Bcast_init).
+func BcastTypedInit[T Elem](c *Comm, buf []T, count int, d *Datatype, root int) (*Request, error) {
+	const op = "MPI_Bcast_init"
+	return collInit(c, op, func() (collRun, error) { return bcastTypedPrep(c, op, buf, count, d, root) })
+}
+
+// ReduceTypedInit makes a persistent ReduceTypedOp (MPI_Reduce_init).
+func ReduceTypedInit[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, count int, d *Datatype, rop *Op, root int) (*Request, error) {
+	const op = "MPI_Reduce_init"
+	return collInit(c, op, func() (collRun, error) { return reduceTypedPrep(c, op, sendbuf, recvbuf, count, d, rop, root) })
+}
+
+// AllreduceTypedInit makes a persistent AllreduceTypedOp (MPI_Allreduce_init).
+func AllreduceTypedInit[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, count int, d *Datatype, rop *Op) (*Request, error) {
+	const op = "MPI_Allreduce_init"
+	return collInit(c, op, func() (collRun, error) { return allTypedPrep(c, op, coll.KAllreduce, sendbuf, recvbuf, count, d, rop) })
+}
+
+// ScanTypedInit makes a persistent ScanTyped (MPI_Scan_init).
+func ScanTypedInit[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, count int, d *Datatype, rop *Op) (*Request, error) {
+	const op = "MPI_Scan_init"
+	return collInit(c, op, func() (collRun, error) { return allTypedPrep(c, op, coll.KScan, sendbuf, recvbuf, count, d, rop) })
+}
+
+// ExscanTypedInit makes a persistent ExscanTyped (MPI_Exscan_init).
+func ExscanTypedInit[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, count int, d *Datatype, rop *Op) (*Request, error) {
+	const op = "MPI_Exscan_init"
+	return collInit(c, op, func() (collRun, error) { return allTypedPrep(c, op, coll.KExscan, sendbuf, recvbuf, count, d, rop) })
+}
+
+// ReduceScatterTypedInit makes a persistent ReduceScatterTyped
+// (MPI_Reduce_scatter_init).
+func ReduceScatterTypedInit[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, counts []int, d *Datatype, rop *Op) (*Request, error) {
+	const op = "MPI_Reduce_scatter_init"
+	if counts == nil {
+		counts = []int{}
+	}
+	return collInit(c, op, func() (collRun, error) {
+		return reduceScatterTypedPrep(c, op, sendbuf, recvbuf, counts, 0, d, rop)
+	})
+}
+
+// ReduceScatterBlockTypedInit makes a persistent ReduceScatterBlockTyped
+// (MPI_Reduce_scatter_block_init).
+func ReduceScatterBlockTypedInit[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, recvcount int, d *Datatype, rop *Op) (*Request, error) {
+	const op = "MPI_Reduce_scatter_block_init"
+	return collInit(c, op, func() (collRun, error) {
+		return reduceScatterTypedPrep(c, op, sendbuf, recvbuf, nil, recvcount, d, rop)
+	})
+}
+
+// GatherTypedInit makes a persistent GatherTyped (MPI_Gather_init).
+func GatherTypedInit[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype, root int) (*Request, error) {
+	const op = "MPI_Gather_init"
+	return collInit(c, op, func() (collRun, error) {
+		return gatherTypedPrep(c, op, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root)
+	})
+}
+
+// GathervTypedInit makes a persistent GathervTyped (MPI_Gatherv_init).
+func GathervTypedInit[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, counts, displs []int, recvtype *Datatype, root int) (*Request, error) {
+	const op = "MPI_Gatherv_init"
+	return collInit(c, op, func() (collRun, error) {
+		return gathervTypedPrep(c, op, sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype, root)
+	})
+}
+
+// ScatterTypedInit makes a persistent ScatterTyped (MPI_Scatter_init).
+func ScatterTypedInit[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype, root int) (*Request, error) {
+	const op = "MPI_Scatter_init"
+	return collInit(c, op, func() (collRun, error) {
+		return scatterTypedPrep(c, op, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root)
+	})
+}
+
+// ScattervTypedInit makes a persistent ScattervTyped (MPI_Scatterv_init).
+func ScattervTypedInit[S, R Elem](c *Comm, sendbuf []S, counts, displs []int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype, root int) (*Request, error) {
+	const op = "MPI_Scatterv_init"
+	return collInit(c, op, func() (collRun, error) {
+		return scattervTypedPrep(c, op, sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype, root)
+	})
+}
+
+// AllgatherTypedInit makes a persistent AllgatherTyped (MPI_Allgather_init).
+func AllgatherTypedInit[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype) (*Request, error) {
+	const op = "MPI_Allgather_init"
+	return collInit(c, op, func() (collRun, error) {
+		return allgatherTypedPrep(c, op, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)
+	})
+}
+
+// AllgathervTypedInit makes a persistent AllgathervTyped (MPI_Allgatherv_init).
+func AllgathervTypedInit[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, counts, displs []int, recvtype *Datatype) (*Request, error) {
+	const op = "MPI_Allgatherv_init"
+	return collInit(c, op, func() (collRun, error) {
+		return allgathervTypedPrep(c, op, sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype)
+	})
+}
+
+// AlltoallTypedInit makes a persistent AlltoallTyped (MPI_Alltoall_init).
+func AlltoallTypedInit[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype) (*Request, error) {
+	const op = "MPI_Alltoall_init"
+	return collInit(c, op, func() (collRun, error) {
+		return alltoallTypedPrep(c, op, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)
+	})
+}
+
+// AlltoallvTypedInit makes a persistent AlltoallvTyped (MPI_Alltoallv_init).
+func AlltoallvTypedInit[S, R Elem](c *Comm, sendbuf []S, sc, sd []int, sendtype *Datatype, recvbuf []R, rc, rd []int, recvtype *Datatype) (*Request, error) {
+	const op = "MPI_Alltoallv_init"
+	return collInit(c, op, func() (collRun, error) {
+		return alltoallvTypedPrep(c, op, sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype)
+	})
+}
+
+// AlltoallwTypedInit makes a persistent AlltoallwTyped (MPI_Alltoallw_init).
+func AlltoallwTypedInit[S, R Elem](c *Comm, sendbuf []S, sc, sd []int, st []*Datatype, recvbuf []R, rc, rd []int, rt []*Datatype) (*Request, error) {
+	const op = "MPI_Alltoallw_init"
+	return collInit(c, op, func() (collRun, error) {
+		return alltoallwTypedPrep(c, op, sendbuf, sc, sd, st, recvbuf, rc, rd, rt)
+	})
+}
+
+// StartNonblocking starts the next operation of the persistent collective
+// r (made by an *Init function: BcastInit, BcastTypedInit, ...) and
+// returns that operation as a nonblocking request of its own; r stays
+// inactive. It is for bindings that keep their own persistent request
+// state (the C library, whose completion calls retire nonblocking
+// requests); it has no MPI counterpart. As with Start, the operations of
+// persistent collectives match across members in the order of their Init
+// calls.
+func (r *Request) StartNonblocking() (*Request, error) {
+	const op = "MPI_Start"
+	if err := r.startable(op); err != nil {
+		return nil, err
+	}
+	if !r.local || r.recv || r.peer != NoPeer {
+		return nil, r.c.handle(newErr(ErrRequest, op, r.c, NoPeer, "the %s request is not a persistent collective", r.op))
+	}
+	nr := &Request{c: r.c, op: r.op, peer: NoPeer, local: true}
+	if err := r.pers.start(nr); err != nil {
+		return nil, err
+	}
+	return nr, nil
 }

@@ -52,13 +52,15 @@ func neighborTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sends []nbl
 	sdata, sp := p2p.GetBuf(sum(bsc))
 	rroom, rp := p2p.GetBuf(sum(brc))
 	t.pools = append(t.pools, sp, rp)
-	pos := 0
-	for i, b := range sends {
-		if b.count > 0 {
-			b.d.packAt(sdata[pos:], sb, b.off, b.count)
+	t.before = append(t.before, func() {
+		pos := 0
+		for i, b := range sends {
+			if b.count > 0 {
+				b.d.packAt(sdata[pos:], sb, b.off, b.count)
+			}
+			pos += bsc[i]
 		}
-		pos += bsc[i]
-	}
+	})
 	t.after = append(t.after, func() {
 		pos := 0
 		for i, b := range recvs {
@@ -73,16 +75,7 @@ func neighborTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sends []nbl
 		t.release()
 		return nil, err
 	}
-	return func() error {
-		defer t.release()
-		if err := run(); err != nil {
-			return err
-		}
-		for _, f := range t.after {
-			f()
-		}
-		return nil
-	}, nil
+	return t.wrap(run), nil
 }
 
 // uniform is n blocks of count elements of d, the i-th at byte i*stride.

@@ -134,6 +134,33 @@ int main(int argc, char **argv)
     MPI_Request_free(&pr[0]);
     MPI_Request_free(&pr[1]);
 
+    /* Persistent collectives match in Init order, whatever the Start order;
+     * the data is read when they start. */
+    {
+        int a = -1, ag[64];
+        MPI_Request q[3];
+        MPI_Bcast_init(&a, 1, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &q[0]);
+        MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &q[1]);
+        MPI_Allgather_init(&a, 1, MPI_INT, ag, 1, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &q[2]);
+        if (rank == 0) {
+            a = 42;
+            MPI_Start(&q[0]);
+            MPI_Start(&q[1]);
+        } else {
+            MPI_Start(&q[1]);
+            MPI_Start(&q[0]);
+        }
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        bad += a != 42;
+        a = rank;
+        MPI_Start(&q[2]);
+        MPI_Wait(&q[2], MPI_STATUS_IGNORE);
+        for (r = 0; r < p; r++)
+            bad += ag[r] != r;
+        for (i = 0; i < 3; i++)
+            MPI_Request_free(&q[i]);
+    }
+
     int all = 0;
     MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
