@@ -307,7 +307,12 @@ func ftmpi_File_set_view(fh C.uintptr_t, disp C.MPI_Offset, etype, filetype C.ui
 	if _, err := infoOf(info, op); err != nil {
 		return code(err)
 	}
-	if err := f.SetView(int64(disp), et, ft); err != nil {
+	if disp == C.MPI_DISPLACEMENT_CURRENT {
+		err = f.SetViewCurrent(et, ft)
+	} else {
+		err = f.SetView(int64(disp), et, ft)
+	}
+	if err != nil {
 		return code(err)
 	}
 	fileMu.Lock()

@@ -526,3 +526,26 @@ func (f *File) CallErrhandler(err error) error { return f.handle(err) }
 func FileCreateErrhandler(fn func(f *File, err error)) *Errhandler {
 	return &Errhandler{name: "user file handler", file: fn}
 }
+
+// SetViewCurrent is SetView with the displacement MPI_DISPLACEMENT_CURRENT
+// (MPI-4.1 14.3): the byte position of the shared file pointer in the
+// current view. It is valid for a file opened with ModeSequential only
+// (ErrArg otherwise).
+func (f *File) SetViewCurrent(etype, filetype *Datatype) error {
+	const op = "MPI_File_set_view"
+	if err := f.check(op); err != nil {
+		return err
+	}
+	if f.amode&ModeSequential == 0 {
+		return f.handle(f.err(ErrArg, op, "MPI_DISPLACEMENT_CURRENT is valid for a file opened with MPI_MODE_SEQUENTIAL only"))
+	}
+	p, err := f.GetPositionShared()
+	if err != nil {
+		return err
+	}
+	disp, err := f.GetByteOffset(p)
+	if err != nil {
+		return err
+	}
+	return f.SetView(disp, etype, filetype)
+}

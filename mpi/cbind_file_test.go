@@ -80,3 +80,38 @@ func TestFileTyped(t *testing.T) {
 		return f.Close()
 	})
 }
+
+// SetViewCurrent (MPI_DISPLACEMENT_CURRENT) at np 2: on a ModeSequential
+// file the view starts at the shared file pointer; elsewhere it is ErrArg.
+func TestFileSetViewCurrent(t *testing.T) {
+	dir := t.TempDir()
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		me := c.Rank()
+		f, err := mpi.FileOpen(c, filepath.Join(dir, "seq.dat"), mpi.ModeCreate|mpi.ModeWronly|mpi.ModeSequential, nil)
+		if err != nil {
+			return err
+		}
+		one := make([]byte, 4)
+		binary.LittleEndian.PutUint32(one, uint32(me))
+		if err := mpi.WriteOrderedTyped(f, one, 4, mpi.Byte); err != nil {
+			return err
+		}
+		if err := f.SetViewCurrent(mpi.Int32, mpi.Int32); err != nil {
+			return err
+		}
+		if disp, _, _, err := f.GetView(); err != nil || disp != 8 {
+			return fmt.Errorf("view at %d (%v), want 8", disp, err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		g, err := mpi.FileOpen(c, filepath.Join(dir, "plain.dat"), mpi.ModeCreate|mpi.ModeRdwr, nil)
+		if err != nil {
+			return err
+		}
+		if err := g.SetViewCurrent(mpi.Int32, mpi.Int32); mpi.ErrorClass(err) != mpi.ErrArg {
+			return fmt.Errorf("without ModeSequential: %v", err)
+		}
+		return g.Close()
+	})
+}
