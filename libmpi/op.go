@@ -4,6 +4,7 @@ package main
 #include <stdint.h>
 #include <stdlib.h>
 #include "cside.h"
+#include "coll_cside.h"
 */
 import "C"
 
@@ -35,12 +36,22 @@ var predefOps = map[uintptr]*mpi.Op{
 	0x038: mpi.MinLoc, 0x039: mpi.MaxLoc, 0x03c: mpi.Replace, 0x03d: mpi.NoOp,
 }
 
-// movedOnly are the C datatypes libmpi moves but cannot reduce (long
-// double and 16-byte integers and reals have no Go type).
+// movedOnly are the C datatypes Go has no type for: the long double ones
+// are reduced in C (ldTypes), the others (16-byte Fortran integers and
+// reals) only moved.
 var movedOnly = map[uintptr]string{
 	0x220: "MPI_LONG_DOUBLE", 0x224: "MPI_C_LONG_DOUBLE_COMPLEX", 0x225: "MPI_CXX_LONG_DOUBLE_COMPLEX",
 	0x22d: "MPI_LONG_DOUBLE_INT", 0x2e0: "MPI_INTEGER16", 0x2e2: "MPI_REAL16", 0x2eb: "MPI_COMPLEX32",
 }
+
+// ldOps and ldTypes are the operations and datatypes of the long double
+// reductions (coll_cside.h).
+var (
+	ldOps = map[*mpi.Op]int{mpi.Sum: C.FTMPI_LD_SUM, mpi.Prod: C.FTMPI_LD_PROD, mpi.Min: C.FTMPI_LD_MIN,
+		mpi.Max: C.FTMPI_LD_MAX, mpi.MinLoc: C.FTMPI_LD_MINLOC, mpi.MaxLoc: C.FTMPI_LD_MAXLOC}
+	ldTypes = map[uintptr]int{0x220: C.FTMPI_LD_REAL, 0x224: C.FTMPI_LD_COMPLEX, 0x225: C.FTMPI_LD_COMPLEX,
+		0x22d: C.FTMPI_LD_INT}
+)
 
 // opOf resolves operation handle h for a reduction in op over C datatype
 // handle dt, which the Go call sees as d moved by shift bytes (cview). A
@@ -54,7 +65,18 @@ func opOf(h, dt C.uintptr_t, shift int, c *mpi.Comm, op string) (*mpi.Op, error)
 	}
 	if o, ok := predefOps[uintptr(h)]; ok {
 		if name, ok := movedOnly[uintptr(dt)]; ok {
-			return nil, raise(bad(mpi.ErrOp, op, "%s is not supported on %s (ftmpi moves %s data but does not reduce it)", o.Name(), name, name))
+			ldop, ldt := ldOps[o], ldTypes[uintptr(dt)]
+			if ldop == 0 || ldt == 0 || C.ftmpi_ld_defined(C.int(ldop), C.int(ldt)) == 0 {
+				return nil, raise(bad(mpi.ErrOp, op, "%s is not defined on %s", o.Name(), name))
+			}
+			// long double data, reduced in C (coll_cside.c), in the
+			// datatype's layout.
+			return mpi.NewDatatypeOp(func(in, inout []byte, origin, count int, d *mpi.Datatype) {
+				if count > 0 {
+					_, ext := d.Extent()
+					C.ftmpi_ld_reduce(C.int(ldop), C.int(ldt), unsafe.Pointer(&in[origin]), unsafe.Pointer(&inout[origin]), C.int64_t(count), C.int64_t(ext))
+				}
+			}, true), nil
 		}
 		return o, nil
 	}

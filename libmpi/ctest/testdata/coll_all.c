@@ -1,6 +1,7 @@
 /* coll_all.c: every blocking collective checked exactly against the
  * sequential result, with MPI_IN_PLACE where the standard allows it, the
  * predefined operations and MINLOC/MAXLOC on the pair types. Prints "result: <name> ok" per check. */
+#include <complex.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,25 @@ int main(int argc, char **argv)
     MPI_Allreduce(&fi, &fio, 1, MPI_FLOAT_INT, MPI_MAXLOC, MPI_COMM_WORLD);
     ok &= fio.v == 2.5f && fio.l == 0;
     report("MPI_MINLOC/MPI_MAXLOC", ok);
+
+    /* long double: SUM, MAX; long double complex: PROD; MAXLOC on MPI_LONG_DOUBLE_INT. */
+    {
+        long double ld[2] = {rank + 0.25L, -(long double)rank}, lds[2];
+        MPI_Allreduce(ld, lds, 2, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        ok = lds[0] == p * (p - 1) / 2 + p * 0.25L && lds[1] == -(long double)(p * (p - 1) / 2);
+        MPI_Allreduce(ld, lds, 2, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        ok &= lds[0] == p - 1 + 0.25L && lds[1] == 0;
+        long double _Complex z = rank == 0 ? 2.0L : 1.0L * I, zp;
+        MPI_Allreduce(&z, &zp, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD);
+        long double _Complex want = 2.0L;
+        for (r = 1; r < p; r++)
+            want *= 1.0L * I;
+        ok &= zp == want;
+        struct { long double v; int l; } li = {rank % 2 ? 5.0L : 1.0L, rank}, lo;
+        MPI_Allreduce(&li, &lo, 1, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+        ok &= lo.v == 5.0L && lo.l == 1;
+        report("long double reductions", ok);
+    }
 
     /* Gather to root p-1, then in place at root 0. */
     for (i = 0; i < N; i++)

@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     show("allreduce-count", MPI_Allreduce(v, w, -1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     show("bcast-in-place", MPI_Bcast(MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD));
     show("gather-comm", MPI_Gather(v, 1, MPI_INT, w, 1, MPI_INT, 0, MPI_COMM_NULL));
-    show("allreduce-long-double", MPI_Allreduce(v, w, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    show("allreduce-long-double", MPI_Allreduce(v, w, 1, MPI_LONG_DOUBLE, MPI_BAND, MPI_COMM_WORLD));
     show("minloc-int", MPI_Allreduce(v, w, 1, MPI_INT, MPI_MINLOC, MPI_COMM_WORLD));
     MPI_Request req = MPI_REQUEST_NULL;
     show("iallreduce-type", MPI_Iallreduce(v, w, 1, (MPI_Datatype)MPI_COMM_WORLD, MPI_SUM, MPI_COMM_WORLD, &req));
