@@ -98,10 +98,14 @@ func bindOp(c *Comm, name string, op *Op, d *Datatype) (*Op, *elemFacts, error) 
 	case op.kind > opBxor:
 		return nil, nil, newErr(ErrOp, name, c, NoPeer, "%s is a one-sided operation (Accumulate), not a reduction", op.name)
 	case d.sig.runs == nil:
-		if dt := d.sig.dt; dt >= p2p.DType(len(predRed)) || predRed[dt][op.kind] == nil {
-			return nil, nil, newErr(ErrOp, name, c, NoPeer, "%s is not defined on the %s elements of datatype %s", op.name, p2p.DTypeName(dt), d.name)
+		dt := d.sig.dt
+		if dt < p2p.DType(len(predRed)) && predRed[dt][op.kind] != nil {
+			return op, d.sig, nil // the engine's own
 		}
-		return op, d.sig, nil // the engine's own
+		if red := floatLogical(dt, op.kind); red != nil {
+			return bind(red, d.sig)
+		}
+		return nil, nil, newErr(ErrOp, name, c, NoPeer, "%s is not defined on the %s elements of datatype %s", op.name, p2p.DTypeName(dt), d.name)
 	}
 	// A predefined operation on a struct: each basic element by its type.
 	runs := d.sig.runs
@@ -319,4 +323,43 @@ func ReduceLocalTyped[S, R Elem](in []S, inout []R, count int, d *Datatype, op *
 		d.unpack(ob, b)
 	}
 	return nil
+}
+
+// floatLogical is MPI_LAND, MPI_LOR or MPI_LXOR on float32 or float64
+// elements (nonzero is true, the result 1 or 0), which MPI defines on
+// integers only and MPICH (and its tests) also on floating point; nil for
+// other operations and types.
+func floatLogical(dt p2p.DType, k opKind) redFn {
+	if k != opLand && k != opLor && k != opLxor {
+		return nil
+	}
+	switch dt {
+	case p2p.DTFloat32:
+		return byteRed(logicalLoop[float32](k))
+	case p2p.DTFloat64:
+		return byteRed(logicalLoop[float64](k))
+	}
+	return nil
+}
+
+func logicalLoop[T floating](k opKind) func(in, inout []T) {
+	return func(in, inout []T) {
+		inout = inout[:len(in)]
+		for i, v := range in {
+			a, b := v != 0, inout[i] != 0
+			var r bool
+			switch k {
+			case opLand:
+				r = a && b
+			case opLor:
+				r = a || b
+			default:
+				r = a != b
+			}
+			inout[i] = 0
+			if r {
+				inout[i] = 1
+			}
+		}
+	}
 }

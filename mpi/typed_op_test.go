@@ -129,3 +129,25 @@ func TestMinLocPair(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFloatLogical: MPI_LAND/LOR/LXOR on floating point (as MPICH has
+// them): nonzero is true, the result 1 or 0.
+func TestFloatLogical(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		r := c.Rank()
+		in := []float64{float64(r), 2.5, 0}
+		out := make([]float64, 3)
+		for _, x := range []struct {
+			op   *mpi.Op
+			want []float64
+		}{{mpi.Land, []float64{0, 1, 0}}, {mpi.Lor, []float64{1, 1, 0}}, {mpi.Lxor, []float64{0, 1, 0}}} {
+			if err := mpi.AllreduceTypedOp(c, in, out, 3, mpi.Float64, x.op); err != nil {
+				return err
+			}
+			if fmt.Sprint(out) != fmt.Sprint(x.want) {
+				return fmt.Errorf("%s: %v, want %v", x.op.Name(), out, x.want)
+			}
+		}
+		return nil
+	})
+}
