@@ -10,7 +10,7 @@ int ftmpi_ld_defined(int op, int type)
 {
     switch (type) {
     case FTMPI_LD_REAL:
-        return op >= FTMPI_LD_SUM && op <= FTMPI_LD_MAX;
+        return (op >= FTMPI_LD_SUM && op <= FTMPI_LD_MAX) || (op >= FTMPI_LD_LAND && op <= FTMPI_LD_LXOR);
     case FTMPI_LD_COMPLEX:
         return op == FTMPI_LD_SUM || op == FTMPI_LD_PROD;
     case FTMPI_LD_INT:
@@ -34,6 +34,9 @@ int ftmpi_ld_reduce(int op, int type, void *in, void *inout, int64_t n, int64_t 
             case FTMPI_LD_PROD: y = x * y; break;
             case FTMPI_LD_MIN: if (x < y) y = x; break;
             case FTMPI_LD_MAX: if (x > y) y = x; break;
+            case FTMPI_LD_LAND: y = (x != 0) && (y != 0); break;
+            case FTMPI_LD_LOR: y = (x != 0) || (y != 0); break;
+            case FTMPI_LD_LXOR: y = (x != 0) != (y != 0); break;
             }
             memcpy(b, &y, sizeof y);
         } else if (type == FTMPI_LD_COMPLEX) {

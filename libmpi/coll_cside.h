@@ -13,6 +13,9 @@
 #define FTMPI_LD_MAX    4
 #define FTMPI_LD_MINLOC 5
 #define FTMPI_LD_MAXLOC 6
+#define FTMPI_LD_LAND   7 /* logical ones: as MPICH, nonzero is true, the result 1 or 0 */
+#define FTMPI_LD_LOR    8
+#define FTMPI_LD_LXOR   9
 
 #define FTMPI_LD_REAL    1 /* long double */
 #define FTMPI_LD_COMPLEX 2 /* long double _Complex */

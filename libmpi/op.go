@@ -48,7 +48,8 @@ var movedOnly = map[uintptr]string{
 // reductions (coll_cside.h).
 var (
 	ldOps = map[*mpi.Op]int{mpi.Sum: C.FTMPI_LD_SUM, mpi.Prod: C.FTMPI_LD_PROD, mpi.Min: C.FTMPI_LD_MIN,
-		mpi.Max: C.FTMPI_LD_MAX, mpi.MinLoc: C.FTMPI_LD_MINLOC, mpi.MaxLoc: C.FTMPI_LD_MAXLOC}
+		mpi.Max: C.FTMPI_LD_MAX, mpi.MinLoc: C.FTMPI_LD_MINLOC, mpi.MaxLoc: C.FTMPI_LD_MAXLOC,
+		mpi.Land: C.FTMPI_LD_LAND, mpi.Lor: C.FTMPI_LD_LOR, mpi.Lxor: C.FTMPI_LD_LXOR}
 	ldTypes = map[uintptr]int{0x220: C.FTMPI_LD_REAL, 0x224: C.FTMPI_LD_COMPLEX, 0x225: C.FTMPI_LD_COMPLEX,
 		0x22d: C.FTMPI_LD_INT}
 )

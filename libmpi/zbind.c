@@ -2891,27 +2891,19 @@ int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, 
 
 int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
-    (void)info;
-    (void)comm;
-    (void)win;
-    return ftmpi_unsupported("MPI_Win_create_dynamic");
+    return ftmpi_Win_create_dynamic((uintptr_t)info, (uintptr_t)comm, (uintptr_t *)win);
 }
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_create_dynamic")));
 
 int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
 {
-    (void)win;
-    (void)base;
-    (void)size;
-    return ftmpi_unsupported("MPI_Win_attach");
+    return ftmpi_Win_attach((uintptr_t)win, (void *)base, size);
 }
 int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) __attribute__((weak, alias("PMPI_Win_attach")));
 
 int PMPI_Win_detach(MPI_Win win, const void *base)
 {
-    (void)win;
-    (void)base;
-    return ftmpi_unsupported("MPI_Win_detach");
+    return ftmpi_Win_detach((uintptr_t)win, (void *)base);
 }
 int MPI_Win_detach(MPI_Win win, const void *base) __attribute__((weak, alias("PMPI_Win_detach")));
 
@@ -3226,8 +3218,8 @@ int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_
 }
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
 
-/* 552 functions, 18 of them not implemented:
+/* 552 functions, 15 of them not implemented:
  * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Mprobe
  * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
- * MPI_Win_shared_query MPI_Win_create_dynamic MPI_Win_attach MPI_Win_detach MPI_Win_allocate_shared_c MPI_Win_shared_query_c
+ * MPI_Win_shared_query MPI_Win_allocate_shared_c MPI_Win_shared_query_c
  */

@@ -110,6 +110,8 @@ int main(int argc, char **argv)
         ok = lds[0] == p * (p - 1) / 2 + p * 0.25L && lds[1] == -(long double)(p * (p - 1) / 2);
         MPI_Allreduce(ld, lds, 2, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         ok &= lds[0] == p - 1 + 0.25L && lds[1] == 0;
+        MPI_Allreduce(ld, lds, 2, MPI_LONG_DOUBLE, MPI_LXOR, MPI_COMM_WORLD);
+        ok &= lds[0] == (long double)(p % 2) && lds[1] == (long double)((p - 1) % 2);
         long double _Complex z = rank == 0 ? 2.0L : 1.0L * I, zp;
         MPI_Allreduce(&z, &zp, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD);
         long double _Complex want = 2.0L;
