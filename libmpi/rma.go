@@ -887,3 +887,48 @@ func ftmpi_Rget_accumulate_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr
 	r, err := mpi.RgetAccumulateTyped(a.w, a.ob, int(count), a.od, rb, int(rcount), rd, int(target), int(disp), int(tcount), a.td, gop)
 	return rreq(r, err, request)
 }
+
+//export ftmpi_Win_create_dynamic
+func ftmpi_Win_create_dynamic(info, comm C.uintptr_t, win *C.uintptr_t) C.int {
+	const op = "MPI_Win_create_dynamic"
+	c, err := commOf(comm, op)
+	if err != nil {
+		return code(err)
+	}
+	if win == nil {
+		return fail(c, bad(mpi.ErrArg, op, "win is NULL"))
+	}
+	w, err := mpi.WinCreateDynamic(c)
+	if err != nil {
+		return code(err)
+	}
+	attrs := (*winAttrs)(C.calloc(1, C.size_t(unsafe.Sizeof(winAttrs{}))))
+	attrs.size, attrs.unit, attrs.flavor, attrs.model = 0, 1, C.MPI_WIN_FLAVOR_DYNAMIC, C.MPI_WIN_UNIFIED
+	winMu.Lock()
+	winC[w] = &cwin{attrs: attrs}
+	winMu.Unlock()
+	*win = winHandle(w)
+	return cSuccess
+}
+
+//export ftmpi_Win_attach
+func ftmpi_Win_attach(win C.uintptr_t, base unsafe.Pointer, size C.MPI_Aint) C.int {
+	const op = "MPI_Win_attach"
+	w, err := winOf(win, op)
+	if err != nil {
+		return code(err)
+	}
+	if size < 0 || (base == nil && size > 0) {
+		return winFail(w, bad(mpi.ErrArg, op, "base %p with size %d", base, int64(size)))
+	}
+	var mem []byte
+	if size > 0 {
+		mem = unsafe.Slice((*byte)(base), int(size))
+	}
+	return code(w.Attach(mem))
+}
+
+//export ftmpi_Win_detach
+func ftmpi_Win_detach(win C.uintptr_t, base unsafe.Pointer) C.int {
+	return winCall("MPI_Win_detach", win, func(w *mpi.Win) error { return w.Detach(uintptr(base)) })
+}

@@ -28,6 +28,7 @@ package mpi
 import (
 	"encoding/binary"
 	"sync"
+	"unsafe"
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
@@ -128,6 +129,9 @@ func (w *Win) typedArgs(op string, target, ocount int, od *Datatype, tdisp, tcou
 		// A process recognised failed before the window was made: the
 		// operation fails at the synchronisation (see rmaArgs).
 		return segs, nil
+	}
+	if dynOf(w) != nil {
+		return segs, nil // addresses: the target checks them against its attached memory
 	}
 	for _, s := range segs {
 		if s.off < 0 || s.off+s.n > w.tlen[target] {
@@ -293,7 +297,7 @@ func putTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	if p != nil {
 		defer p2p.PutBuf(p)
 	}
-	if len(segs) > 1 { // one request with the typemap
+	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
 		return w.startLayout(op, target, layoutPut, 0, td, tdisp*w.units[target], tcount, data, nil)
 	}
 	pos := 0
@@ -325,7 +329,7 @@ func getTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	if p != nil {
 		defer p2p.PutBuf(p)
 	}
-	if len(segs) > 1 { // one request with the typemap
+	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
 		if err := w.startLayout(op, target, layoutGet, 0, td, tdisp*w.units[target], tcount, nil, room[:tcount*td.size]); err != nil {
 			return err
 		}
@@ -378,7 +382,7 @@ func accTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	if p != nil {
 		defer p2p.PutBuf(p)
 	}
-	if len(segs) > 1 { // one request with the typemap
+	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
 		return w.startLayout(op, target, layoutAcc, o.kind, td, tdisp*w.units[target], tcount, data, nil)
 	}
 	pos := 0
@@ -451,7 +455,7 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 	if q != nil {
 		defer p2p.PutBuf(q)
 	}
-	if len(segs) > 1 { // one request with the typemap
+	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
 		if err := w.startLayout(op, target, layoutGetAcc, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
 			return err
 		}
@@ -499,6 +503,9 @@ func CompareAndSwapTyped(w *Win, origin, compare, result []byte, d *Datatype, ta
 	in := make([]byte, 2*n)
 	copy(in, compare[:n])
 	copy(in[n:], origin[:n])
+	if w.IsDynamic() {
+		return w.startLayout(op, target, layoutCAS, 0, d, segs[0].off, 1, in, result[:n])
+	}
 	return w.startTyped(op, target, rmaCAS, 0, 0, segs[0].off, n, in, result[:n])
 }
 
@@ -548,6 +555,7 @@ const (
 	layoutGetAcc = 1 // accumulate returning the previous elements
 	layoutPut    = 2
 	layoutGet    = 3
+	layoutCAS    = 4 // data: compare then origin; fetch: the previous element (dynamic windows)
 )
 
 // needsLayout reports whether an accumulate of o over target datatype td
@@ -646,12 +654,32 @@ func (w *Win) applyLayout(mode byte, red redFn, d *Datatype, base, count int, da
 		return true
 	}
 	hi := base + (count-1)*d.ext() + d.hi
-	if base < 0 || d.lo < 0 || d.ext() < 0 || hi > len(w.mem) || (mode != layoutGet && len(data) < count*d.size) ||
+	if d.lo < 0 || d.ext() < 0 || (mode != layoutGet && len(data) < count*d.size) ||
 		(mode == layoutGet && len(fetch) < count*d.size) {
 		return false
 	}
-	mem := w.mem[base:hi]
+	var mem []byte
+	if ds := dynOf(w); ds != nil {
+		if mem = ds.dynMem(base, hi); mem == nil {
+			return false
+		}
+	} else {
+		if base < 0 || hi > len(w.mem) {
+			return false
+		}
+		mem = w.mem[base:hi]
+	}
 	switch mode {
+	case layoutCAS:
+		n := d.size
+		if count != 1 || len(data) < 2*n || len(fetch) < n || len(mem) < n {
+			return false
+		}
+		copy(fetch, mem[:n])
+		if string(mem[:n]) == string(data[:n]) {
+			copy(mem[:n], data[n:2*n])
+		}
+		return true
 	case layoutPut:
 		d.unpack(mem, data[:count*d.size])
 		return true
@@ -673,7 +701,7 @@ func (w *Win) applyLayout(mode byte, red redFn, d *Datatype, base, count int, da
 // handleReq).
 func (w *Win) accLayout(origin int, b []byte, noReply bool) {
 	k, mode := opKind(b[1]), b[2]
-	fetch := mode == layoutGetAcc || mode == layoutGet
+	fetch := mode == layoutGetAcc || mode == layoutGet || mode == layoutCAS
 	base := int(binary.LittleEndian.Uint64(b[8:]))
 	count := int(binary.LittleEndian.Uint64(b[16:]))
 	d, data, ok := layoutOf(b[rmaHdr:])
@@ -683,7 +711,7 @@ func (w *Win) accLayout(origin int, b []byte, noReply bool) {
 		red, err = layoutRed(k, d)
 		ok = err == nil
 	}
-	ok = ok && count >= 0 && count <= len(w.mem)
+	ok = ok && count >= 0 && count <= 1<<31
 	var out []byte
 	if ok && fetch {
 		out = make([]byte, count*d.size)
@@ -762,5 +790,125 @@ func (w *Win) startLayout(op string, target int, mode byte, k opKind, td *Dataty
 		return nil
 	}
 	copy(into, rep)
+	return nil
+}
+
+// Dynamic windows (MPI_Win_create_dynamic, MPI-4.1 12.2.4): a byte window
+// with no memory of its own, to which each process attaches regions of
+// memory; target displacements are addresses (MPI_Get_address) of the
+// target's attached memory. Every operation on one takes the layout path,
+// whose target resolves the address among its regions under the window's
+// mutex; an address outside them is refused by the target (a fetching
+// operation reports it at the synchronisation; a Put or accumulate to it
+// is dropped).
+
+// dynState is the attached memory of a dynamic window.
+type dynState struct {
+	regions []winRegion // under Win.mu
+}
+
+type winRegion struct {
+	addr uintptr
+	mem  []byte
+}
+
+var dynWins sync.Map // *Win -> *dynState
+
+func dynOf(w *Win) *dynState {
+	if d, ok := dynWins.Load(w); ok {
+		return d.(*dynState)
+	}
+	return nil
+}
+
+// WinCreateDynamic makes a dynamic window over c (MPI_Win_create_dynamic):
+// collective; memory is attached with Attach.
+func WinCreateDynamic(c *Comm) (*Win, error) {
+	w, err := WinCreateBytes(c, nil, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	dynWins.Store(w, &dynState{})
+	return w, nil
+}
+
+// IsDynamic reports whether w was made by WinCreateDynamic.
+func (w *Win) IsDynamic() bool { return dynOf(w) != nil }
+
+// Attach exposes mem (whose address is the displacement of its first
+// byte) in the dynamic window (MPI_Win_attach). It is local. mem must
+// stay valid until Detach; overlapping an attached region is an ErrRMAAttach
+// error (reported as ErrArg here).
+func (w *Win) Attach(mem []byte) error {
+	const op = "MPI_Win_attach"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	ds := dynOf(w)
+	if ds == nil {
+		return w.handle(w.err(ErrArg, op, NoPeer, "not a dynamic window (MPI_Win_create_dynamic)"))
+	}
+	if len(mem) == 0 {
+		return nil
+	}
+	a := uintptr(unsafe.Pointer(&mem[0]))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range ds.regions {
+		if a < r.addr+uintptr(len(r.mem)) && r.addr < a+uintptr(len(mem)) {
+			return w.handle(w.err(ErrArg, op, NoPeer, "memory [%#x, %#x) overlaps an attached region", a, a+uintptr(len(mem))))
+		}
+	}
+	ds.regions = append(ds.regions, winRegion{a, mem})
+	return nil
+}
+
+// Detach removes the region attached at address addr (MPI_Win_detach).
+func (w *Win) Detach(addr uintptr) error {
+	const op = "MPI_Win_detach"
+	if err := w.check(op); err != nil {
+		return err
+	}
+	ds := dynOf(w)
+	if ds == nil {
+		return w.handle(w.err(ErrArg, op, NoPeer, "not a dynamic window (MPI_Win_create_dynamic)"))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, r := range ds.regions {
+		if r.addr == addr {
+			ds.regions = append(ds.regions[:i], ds.regions[i+1:]...)
+			return nil
+		}
+	}
+	return w.handle(w.err(ErrArg, op, NoPeer, "no region attached at %#x", addr))
+}
+
+// dynMem is the attached memory of addresses [lo, hi), or nil; it may
+// span adjacent regions (attached separately, contiguous in memory).
+// w.mu held.
+func (ds *dynState) dynMem(lo, hi int) []byte {
+	a, b := uintptr(lo), uintptr(hi)
+	if lo < 0 || hi <= lo {
+		return nil
+	}
+	for _, r := range ds.regions {
+		if a < r.addr || a >= r.addr+uintptr(len(r.mem)) {
+			continue
+		}
+		for end := r.addr + uintptr(len(r.mem)); end < b; {
+			next := -1
+			for i, q := range ds.regions {
+				if q.addr == end && len(q.mem) > 0 {
+					next = i
+				}
+			}
+			if next < 0 {
+				return nil
+			}
+			end += uintptr(len(ds.regions[next].mem))
+		}
+		return unsafe.Slice(&r.mem[a-r.addr], b-a)
+	}
 	return nil
 }

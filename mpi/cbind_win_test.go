@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/ftmpi/ftmpi/mpi"
 )
@@ -233,6 +234,63 @@ func TestWinBytesLocAccumulate(t *testing.T) {
 			if err := c.Barrier(); err != nil {
 				return err
 			}
+		}
+		return win.Free()
+	})
+}
+
+// A dynamic window at np 3: each process attaches memory and publishes
+// its address; Put, Get, a fetching accumulate and a compare-and-swap
+// address the next process's memory; a detached region is refused.
+func TestWinDynamic(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		me, p := c.Rank(), c.Size()
+		win, err := mpi.WinCreateDynamic(c)
+		if err != nil {
+			return err
+		}
+		mem := make([]byte, 32)
+		if err := win.Attach(mem); err != nil {
+			return err
+		}
+		addrs := make([]uint64, p)
+		if err := mpi.Allgather(c, []uint64{uint64(uintptr(unsafe.Pointer(&mem[0])))}, addrs); err != nil {
+			return err
+		}
+		next, prev := (me+1)%p, (me+p-1)%p
+		i32 := func(v int32) []byte { b := make([]byte, 4); binary.LittleEndian.PutUint32(b, uint32(v)); return b }
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		if err := mpi.PutTyped(win, i32(int32(100+me)), 1, mpi.Int32, next, int(addrs[next])+4, 1, mpi.Int32); err != nil {
+			return err
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		if v := int32(binary.LittleEndian.Uint32(mem[4:])); v != int32(100+prev) {
+			return fmt.Errorf("put: %d, want %d", v, 100+prev)
+		}
+		got, old, cas := make([]byte, 4), make([]byte, 4), make([]byte, 4)
+		if err := mpi.GetTyped(win, got, 1, mpi.Int32, next, int(addrs[next])+4, 1, mpi.Int32); err != nil {
+			return err
+		}
+		if err := mpi.FetchAndOpTyped(win, i32(5), old, mpi.Int32, next, int(addrs[next])+8, mpi.Sum); err != nil {
+			return err
+		}
+		if err := mpi.CompareAndSwapTyped(win, i32(7), i32(0), cas, mpi.Int32, next, int(addrs[next])+12); err != nil {
+			return err
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		le := binary.LittleEndian
+		if int32(le.Uint32(got)) != int32(100+me) || le.Uint32(old) != 0 || le.Uint32(cas) != 0 ||
+			le.Uint32(mem[8:]) != 5 || le.Uint32(mem[12:]) != 7 {
+			return fmt.Errorf("get %d fop %d cas %d, memory %v", int32(le.Uint32(got)), le.Uint32(old), le.Uint32(cas), mem)
+		}
+		if err := win.Detach(uintptr(addrs[me])); err != nil {
+			return err
 		}
 		return win.Free()
 	})

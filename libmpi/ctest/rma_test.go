@@ -12,7 +12,8 @@ import (
 // MPI_ERR_RMA_SYNC returned under MPI_ERRORS_RETURN, and MPI_Win_allocate
 // (displacement unit 1) with Rput and Get_accumulate; a strided target
 // datatype, MPI_PROC_NULL targets, a window error handler written in C,
-// and attributes of a window keyval with a C delete callback.
+// attributes of a window keyval with a C delete callback, and a dynamic
+// window (MPI_Win_create_dynamic, attach, detach).
 func TestRMA(t *testing.T) {
 	bin := Compile(t, "testdata/rma_basic.c")
 	r := runC(t, "4", nil, bin)
@@ -36,6 +37,7 @@ func TestRMA(t *testing.T) {
 		"rank 0: strided -1 3 13 23 -1 -1 errh calls 2 last 16 same-win 1 bad 49",
 		"rank 2: strided -1 1 11 21 -1 -1 errh calls 2 last 16 same-win 1 bad 49",
 		"rank 0: keyval got 1 gone 1 deletes 2 invalid 1", "rank 3: keyval got 1 gone 1 deletes 2 invalid 1",
+		"rank 0: dynamic got 9 flavor 1", "rank 1: dynamic got 0 flavor 1", "rank 2: dynamic got 3 flavor 1",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("stdout lacks %q", want)

@@ -4,7 +4,7 @@
  * generalized active target (post/start/complete/wait), the window
  * attributes, MPI_Win_allocate (displacement unit 1) with Rput and
  * Get_accumulate, a strided target datatype, MPI_PROC_NULL targets, a
- * window error handler written in C, and
+ * window error handler written in C, a dynamic window, and
  * MPI_ERR_RMA_RANGE for a Put outside the window under MPI_ERRORS_RETURN. */
 #include <mpi.h>
 #include <stdint.h>
@@ -207,6 +207,22 @@ int main(int argc, char **argv)
     MPI_Win_free(&win);
     MPI_Win_free_keyval(&key);
     printf("rank %d: keyval got %d gone %d deletes %d invalid %d\n", rank, got42, gone, del_calls, key == MPI_KEYVAL_INVALID);
+
+    /* A dynamic window: displacements are addresses of attached memory. */
+    int dyn[4] = {0, 0, 0, 0};
+    MPI_Aint mine_addr, next_addr = 0;
+    MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_attach(win, dyn, sizeof dyn);
+    MPI_Get_address(dyn, &mine_addr);
+    MPI_Sendrecv(&mine_addr, 1, MPI_AINT, prev, 8, &next_addr, 1, MPI_AINT, next, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    int dv = 3 * rank, *dflavor = 0;
+    MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &dflavor, &flag);
+    MPI_Win_fence(0, win);
+    MPI_Put(&dv, 1, MPI_INT, next, MPI_Aint_add(next_addr, sizeof(int)), 1, MPI_INT, win);
+    MPI_Win_fence(0, win);
+    printf("rank %d: dynamic got %d flavor %d\n", rank, dyn[1], *dflavor == MPI_WIN_FLAVOR_DYNAMIC);
+    MPI_Win_detach(win, dyn);
+    MPI_Win_free(&win);
     MPI_Finalize();
     return 0;
 }
