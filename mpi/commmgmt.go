@@ -139,7 +139,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 		return nil, err
 	}
 	if c.IsInter() {
-		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not supported on intercommunicators"))
+		return c.splitInter(op, color, key) // intercomm_split.go
 	}
 	nc, err := c.ftm().create(c, op, func() (*Comm, error) { return c.split(op, color, key) })
 	return nc, c.handle(err)
@@ -223,7 +223,7 @@ func (c *Comm) Create(g *Group) (*Comm, error) {
 		return nil, err
 	}
 	if c.IsInter() {
-		return nil, c.handle(newErr(ErrComm, op, c, NoPeer, "not supported on intercommunicators"))
+		return c.createInter(op, g) // intercomm_split.go
 	}
 	if err := c.checkSubgroup(op, g); err != nil {
 		return nil, c.handle(err)
