@@ -67,12 +67,20 @@ func idup(op string, comm, info C.uintptr_t, withInfo bool, newcomm, request *C.
 	if err != nil {
 		return code(err)
 	}
-	nc, r, err := c.Idup(i, withInfo)
+	// The duplication proceeds in the background (several may be pending,
+	// on overlapping communicators, completed in any order): newcomm gets
+	// its handle when the request completes, as MPI specifies.
+	r, get, err := c.IdupStart(i, withInfo)
 	if err != nil {
 		return code(err)
 	}
-	*newcomm = commHandle(nc)
-	*request = newReq(&creq{r: r})
+	*request = newReq(&creq{r: r, done: func(*mpi.Status) {
+		if nc := get(); nc != nil {
+			*newcomm = commHandle(nc)
+		} else {
+			*newcomm = hCommNull
+		}
+	}})
 	return cSuccess
 }
 
