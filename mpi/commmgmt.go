@@ -132,7 +132,9 @@ func (c *Comm) dup(op string) (*Comm, error) {
 // (MPI_Comm_split). A process passing colour Undefined gets a nil
 // communicator and a nil error. Colours must be >= 0 or Undefined: a
 // negative colour at any process is an ErrArg error at every process.
-// It is collective over c.
+// It is collective over c. On an intercommunicator (both groups call it)
+// the result is an intercommunicator between the local and the remote
+// processes of the same colour; a colour with no remote process gives nil.
 func (c *Comm) Split(color, key int) (*Comm, error) {
 	const op = "MPI_Comm_split"
 	if err := checkLive(c, op); err != nil {
@@ -216,7 +218,9 @@ func (c *Comm) checkSubgroup(op string, g *Group) error {
 // Create returns a communicator over the processes of g, which must be a
 // subset of c's group (ErrGroup otherwise), in g's order (MPI_Comm_create).
 // It is collective over all of c, and every process must pass the same
-// group; processes not in g get a nil communicator and a nil error.
+// group; processes not in g get a nil communicator and a nil error. On an
+// intercommunicator each group passes a subgroup of its local group, and
+// the result's remote group is the other group's (nil if either is empty).
 func (c *Comm) Create(g *Group) (*Comm, error) {
 	const op = "MPI_Comm_create"
 	if err := checkLive(c, op); err != nil {
