@@ -832,7 +832,8 @@ func WinCreateDynamic(c *Comm) (*Win, error) {
 	return w, nil
 }
 
-// IsDynamic reports whether w was made by WinCreateDynamic.
+// IsDynamic reports whether w was made by WinCreateDynamic (the
+// MPI_WIN_CREATE_FLAVOR attribute is MPI_WIN_FLAVOR_DYNAMIC).
 func (w *Win) IsDynamic() bool { return dynOf(w) != nil }
 
 // Attach exposes mem (whose address is the displacement of its first
