@@ -154,7 +154,7 @@ func NeighborAllgatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, send
 	return blocking(c, run, err)
 }
 
-// IneighborAllgatherTyped starts a NeighborAllgatherTyped.
+// IneighborAllgatherTyped starts a NeighborAllgatherTyped (MPI_Ineighbor_allgather with datatypes).
 func IneighborAllgatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype) (*Request, error) {
 	run, err := neighborAllgatherTypedPrep(c, "MPI_Ineighbor_allgather", sendbuf, sendcount, sendtype, recvbuf, nil, nil, recvcount, recvtype)
 	return nonblocking(c, "MPI_Ineighbor_allgather", run, err)
@@ -171,7 +171,7 @@ func NeighborAllgathervTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sen
 	return blocking(c, run, err)
 }
 
-// IneighborAllgathervTyped starts a NeighborAllgathervTyped.
+// IneighborAllgathervTyped starts a NeighborAllgathervTyped (MPI_Ineighbor_allgatherv with datatypes).
 func IneighborAllgathervTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, counts, displs []int, recvtype *Datatype) (*Request, error) {
 	if counts == nil {
 		counts = []int{}
@@ -219,7 +219,7 @@ func NeighborAlltoallTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendt
 	return blocking(c, run, err)
 }
 
-// IneighborAlltoallTyped starts a NeighborAlltoallTyped.
+// IneighborAlltoallTyped starts a NeighborAlltoallTyped (MPI_Ineighbor_alltoall with datatypes).
 func IneighborAlltoallTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype) (*Request, error) {
 	run, err := neighborAlltoallTypedPrep(c, "MPI_Ineighbor_alltoall", sendbuf, nil, nil, sendcount, sendtype, recvbuf, nil, nil, recvcount, recvtype)
 	return nonblocking(c, "MPI_Ineighbor_alltoall", run, err)
@@ -237,7 +237,7 @@ func NeighborAlltoallvTyped[S, R Elem](c *Comm, sendbuf []S, sc, sd []int, sendt
 	return blocking(c, run, err)
 }
 
-// IneighborAlltoallvTyped starts a NeighborAlltoallvTyped.
+// IneighborAlltoallvTyped starts a NeighborAlltoallvTyped (MPI_Ineighbor_alltoallv with datatypes).
 func IneighborAlltoallvTyped[S, R Elem](c *Comm, sendbuf []S, sc, sd []int, sendtype *Datatype, recvbuf []R, rc, rd []int, recvtype *Datatype) (*Request, error) {
 	if sc == nil {
 		sc = []int{}
@@ -278,7 +278,7 @@ func NeighborAlltoallwTyped[S, R Elem](c *Comm, sendbuf []S, sc, sd []int, st []
 	return blocking(c, run, err)
 }
 
-// IneighborAlltoallwTyped starts a NeighborAlltoallwTyped.
+// IneighborAlltoallwTyped starts a NeighborAlltoallwTyped (MPI_Ineighbor_alltoallw with datatypes).
 func IneighborAlltoallwTyped[S, R Elem](c *Comm, sendbuf []S, sc, sd []int, st []*Datatype, recvbuf []R, rc, rd []int, rt []*Datatype) (*Request, error) {
 	run, err := neighborAlltoallwTypedPrep(c, "MPI_Ineighbor_alltoallw", sendbuf, sc, sd, st, recvbuf, rc, rd, rt)
 	return nonblocking(c, "MPI_Ineighbor_alltoallw", run, err)

@@ -25,7 +25,8 @@ import (
 //   - an operation made by NewDatatypeOp receives the data laid out by the
 //     datatype, as MPI's user functions do.
 
-// DatatypeOpFn is the function of an operation made by NewDatatypeOp. It
+// DatatypeOpFn is the function of an operation made by NewDatatypeOp (an
+// MPI_User_function with its datatype). It
 // must set inout = in ∘ inout for count elements of d laid out by d: the
 // origin of element 0 is at byte origin of in and of inout (origin > 0
 // only when d's data lies before its origin); the bytes between d's data
