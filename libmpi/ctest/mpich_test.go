@@ -70,6 +70,41 @@ func TestMPICHSuite(t *testing.T) {
 	if d := os.Getenv("FTMPI_MPICH_DIRS"); d != "" {
 		dirs = d
 	}
+	got, res := runMPICH(t, root, dirs)
+	var short []string
+	for _, d := range strings.Fields(dirs) {
+		g, ok := got[d]
+		if !ok {
+			t.Errorf("%s: no result", d)
+			continue
+		}
+		w, ok := want[d]
+		if !ok {
+			t.Logf("%s: %d passed (docs/conformance.md records no count)", d, g.passed)
+			continue
+		}
+		if g.passed < w.passed {
+			failed, _ := os.ReadFile(filepath.Join(res, d+".tests"))
+			t.Logf("%s: %d passed, docs/conformance.md records %d; run again once (a test's timing under load); the tests:\n%s", d, g.passed, w.passed, failed)
+			short = append(short, d)
+		}
+	}
+	if len(short) == 0 {
+		return
+	}
+	again, res := runMPICH(t, root, strings.Join(short, " "))
+	for _, d := range short {
+		if g := again[d]; g.passed < want[d].passed {
+			failed, _ := os.ReadFile(filepath.Join(res, d+".tests"))
+			t.Errorf("%s: %d passed twice in a row, docs/conformance.md records %d; the tests:\n%s", d, g.passed, want[d].passed, failed)
+		}
+	}
+}
+
+// runMPICH runs bench/mpich-tests.sh on dirs in a fresh work directory and
+// returns its counts and its results directory.
+func runMPICH(t *testing.T, root, dirs string) (map[string]mpichCount, string) {
+	t.Helper()
 	work := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join(root, "bench", "mpich-tests.sh"))
 	cmd.Dir = root
@@ -84,22 +119,7 @@ func TestMPICHSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range strings.Fields(dirs) {
-		g, ok := got[d]
-		if !ok {
-			t.Errorf("%s: no result", d)
-			continue
-		}
-		w, ok := want[d]
-		if !ok {
-			t.Logf("%s: %d passed (docs/conformance.md records no count)", d, g.passed)
-			continue
-		}
-		if g.passed < w.passed {
-			failed, _ := os.ReadFile(filepath.Join(res, d+".tests"))
-			t.Errorf("%s: %d passed, docs/conformance.md records %d; the tests:\n%s", d, g.passed, w.passed, failed)
-		}
-	}
+	return got, res
 }
 
 type mpichCount struct{ passed, failed, skipped int }
