@@ -2781,46 +2781,25 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
 
 int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
 {
-    (void)source;
-    (void)tag;
-    (void)comm;
-    (void)message;
-    (void)status;
-    return ftmpi_unsupported("MPI_Mprobe");
+    return ftmpi_Mprobe(source, tag, (uintptr_t)comm, (uintptr_t *)message, (void *)status);
 }
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) __attribute__((weak, alias("PMPI_Mprobe")));
 
 int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status)
 {
-    (void)source;
-    (void)tag;
-    (void)comm;
-    (void)flag;
-    (void)message;
-    (void)status;
-    return ftmpi_unsupported("MPI_Improbe");
+    return ftmpi_Improbe(source, tag, (uintptr_t)comm, (void *)flag, (uintptr_t *)message, (void *)status);
 }
 int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) __attribute__((weak, alias("PMPI_Improbe")));
 
 int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)
 {
-    (void)buf;
-    (void)count;
-    (void)datatype;
-    (void)message;
-    (void)status;
-    return ftmpi_unsupported("MPI_Mrecv");
+    return ftmpi_Mrecv((void *)buf, count, (uintptr_t)datatype, (uintptr_t *)message, (void *)status);
 }
 int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) __attribute__((weak, alias("PMPI_Mrecv")));
 
 int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request)
 {
-    (void)buf;
-    (void)count;
-    (void)datatype;
-    (void)message;
-    (void)request;
-    return ftmpi_unsupported("MPI_Imrecv");
+    return ftmpi_Imrecv((void *)buf, count, (uintptr_t)datatype, (uintptr_t *)message, (uintptr_t *)request);
 }
 int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) __attribute__((weak, alias("PMPI_Imrecv")));
 
@@ -3218,8 +3197,7 @@ int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_
 }
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
 
-/* 552 functions, 15 of them not implemented:
- * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Mprobe
- * MPI_Improbe MPI_Mrecv MPI_Imrecv MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared
- * MPI_Win_shared_query MPI_Win_allocate_shared_c MPI_Win_shared_query_c
+/* 552 functions, 11 of them not implemented:
+ * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Grequest_start
+ * MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query MPI_Win_allocate_shared_c MPI_Win_shared_query_c
  */

@@ -68,3 +68,13 @@ func TestUntypedMatch(t *testing.T) {
 		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
 	}
 }
+
+// TestMprobe: matched probes and receives from C (MPI_Mprobe, MPI_Improbe,
+// MPI_Mrecv, MPI_Imrecv, MPI_MESSAGE_NO_PROC).
+func TestMprobe(t *testing.T) {
+	bin := Compile(t, "testdata/mprobe.c")
+	r := runC(t, "2", nil, bin)
+	if want := "result: mprobe count 3 a 1 2 3 tag -31 b 7 8 nulled 1 noproc 1"; r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}
