@@ -221,33 +221,7 @@ func (w *Win) startTyped(op string, target, kind int, ok opKind, dt p2p.DType, o
 	h[0], h[1], h[4] = byte(kind), byte(ok), byte(dt)
 	binary.LittleEndian.PutUint64(h[8:], uint64(off))
 	binary.LittleEndian.PutUint64(h[16:], uint64(n))
-	if kind == rmaPut || kind == rmaAcc {
-		h[3] = rmaNoReply
-		err := w.send(op, target, h, data)
-		if err == nil {
-			w.sent[target] = true
-			return nil
-		}
-		if ErrorClass(err) == ErrRevoked {
-			return w.handle(err)
-		}
-		if _, ok := w.failed[target]; !ok {
-			w.failed[target] = err
-		}
-		return nil
-	}
-	rep, err := w.rpc(op, target, h, data, len(into))
-	if err != nil {
-		if ErrorClass(err) == ErrRevoked {
-			return w.handle(err)
-		}
-		if _, ok := w.failed[target]; !ok {
-			w.failed[target] = err
-		}
-		return nil
-	}
-	copy(into, rep)
-	return nil
+	return w.issue(op, target, kind, h, data, into)
 }
 
 // reqDT is the element type an accumulate request b combines: its header

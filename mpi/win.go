@@ -1015,35 +1015,43 @@ func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, i
 	h[0], h[1] = byte(kind), byte(ok)
 	binary.LittleEndian.PutUint64(h[8:], uint64(disp))
 	binary.LittleEndian.PutUint64(h[16:], uint64(n))
+	return w.issue(op, target, kind, h, data, into)
+}
+
+// issue sends the request header h (and data) of an operation of kind to
+// target: one way for puts and accumulates (the target applies requests
+// of one origin in order, so the synchronisation's marker, unlock or
+// flush that follows completes it), a round trip whose reply lands in
+// into for the others. A failure of the target is kept for the next
+// synchronisation and not returned (seed 002 A.2.4); a revocation is
+// returned. w.omu is held.
+func (w *Win) issue(op string, target, kind int, h, data, into []byte) error {
 	if kind == rmaPut || kind == rmaAcc {
-		// One way: the target applies requests of one origin in order,
-		// so the synchronisation's marker, unlock or flush that follows
-		// completes it.
 		h[3] = rmaNoReply
 		err := w.send(op, target, h, data)
 		if err == nil {
 			w.sent[target] = true
 			return nil
 		}
-		if ErrorClass(err) == ErrRevoked {
-			return w.handle(err)
-		}
-		if _, ok := w.failed[target]; !ok {
-			w.failed[target] = err
-		}
-		return nil
+		return w.keepFailure(target, err)
 	}
 	rep, err := w.rpc(op, target, h, data, len(into))
 	if err != nil {
-		if ErrorClass(err) == ErrRevoked {
-			return w.handle(err)
-		}
-		if _, ok := w.failed[target]; !ok {
-			w.failed[target] = err
-		}
-		return nil
+		return w.keepFailure(target, err)
 	}
 	copy(into, rep)
+	return nil
+}
+
+// keepFailure returns a revocation through w's handler, and keeps another
+// error of target's for the next synchronisation.
+func (w *Win) keepFailure(target int, err error) error {
+	if ErrorClass(err) == ErrRevoked {
+		return w.handle(err)
+	}
+	if _, ok := w.failed[target]; !ok {
+		w.failed[target] = err
+	}
 	return nil
 }
 
