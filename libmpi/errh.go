@@ -187,3 +187,61 @@ func ftmpi_Free_mem(base unsafe.Pointer) C.int {
 	C.free(base)
 	return cSuccess
 }
+
+// removeUser is MPI_Remove_error_class/code (MPI-4.1 9.5): v must be a
+// user class (isClass) or a user code that is not a class; a class with
+// codes still attached cannot go.
+func removeUser(op string, v int, isClass bool) C.int {
+	userMu.Lock()
+	defer userMu.Unlock()
+	cl, ok := userClassOf[v]
+	if !ok || (cl == v) != isClass {
+		what := "a user-defined error code"
+		if isClass {
+			what = "a user-defined error class"
+		}
+		return code(bad(mpi.ErrArg, op, "%d is not %s (MPI_Add_error_class/code)", v, what))
+	}
+	if isClass {
+		for c, k := range userClassOf {
+			if k == v && c != v {
+				return code(bad(mpi.ErrArg, op, "error class %d still has code %d (remove its codes first)", v, c))
+			}
+		}
+	}
+	delete(userClassOf, v)
+	delete(userStrings, v)
+	return cSuccess
+}
+
+//export ftmpi_Remove_error_class
+func ftmpi_Remove_error_class(errorclass C.int) C.int {
+	return removeUser("MPI_Remove_error_class", int(errorclass), true)
+}
+
+//export ftmpi_Remove_error_code
+func ftmpi_Remove_error_code(errorcode C.int) C.int {
+	return removeUser("MPI_Remove_error_code", int(errorcode), false)
+}
+
+//export ftmpi_Remove_error_string
+func ftmpi_Remove_error_string(errorcode C.int) C.int {
+	userMu.Lock()
+	defer userMu.Unlock()
+	if _, ok := userClassOf[int(errorcode)]; !ok {
+		return code(bad(mpi.ErrArg, "MPI_Remove_error_string", "%d is not a user-defined error code", int(errorcode)))
+	}
+	delete(userStrings, int(errorcode))
+	return cSuccess
+}
+
+// MPICH's names of the same calls (its test suite's errhan/adderr uses them).
+
+//export ftmpix_Delete_error_class
+func ftmpix_Delete_error_class(errorclass C.int) C.int { return ftmpi_Remove_error_class(errorclass) }
+
+//export ftmpix_Delete_error_code
+func ftmpix_Delete_error_code(errorcode C.int) C.int { return ftmpi_Remove_error_code(errorcode) }
+
+//export ftmpix_Delete_error_string
+func ftmpix_Delete_error_string(errorcode C.int) C.int { return ftmpi_Remove_error_string(errorcode) }

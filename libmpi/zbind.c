@@ -1254,24 +1254,39 @@ int MPI_Add_error_string(int errorcode, const char *string) __attribute__((weak,
 
 int PMPI_Remove_error_class(int errorclass)
 {
-    (void)errorclass;
-    return ftmpi_unsupported("MPI_Remove_error_class");
+    return ftmpi_Remove_error_class(errorclass);
 }
 int MPI_Remove_error_class(int errorclass) __attribute__((weak, alias("PMPI_Remove_error_class")));
 
 int PMPI_Remove_error_code(int errorcode)
 {
-    (void)errorcode;
-    return ftmpi_unsupported("MPI_Remove_error_code");
+    return ftmpi_Remove_error_code(errorcode);
 }
 int MPI_Remove_error_code(int errorcode) __attribute__((weak, alias("PMPI_Remove_error_code")));
 
 int PMPI_Remove_error_string(int errorcode)
 {
-    (void)errorcode;
-    return ftmpi_unsupported("MPI_Remove_error_string");
+    return ftmpi_Remove_error_string(errorcode);
 }
 int MPI_Remove_error_string(int errorcode) __attribute__((weak, alias("PMPI_Remove_error_string")));
+
+int PMPIX_Delete_error_class(int errorclass)
+{
+    return ftmpix_Delete_error_class(errorclass);
+}
+int MPIX_Delete_error_class(int errorclass) __attribute__((weak, alias("PMPIX_Delete_error_class")));
+
+int PMPIX_Delete_error_code(int errorcode)
+{
+    return ftmpix_Delete_error_code(errorcode);
+}
+int MPIX_Delete_error_code(int errorcode) __attribute__((weak, alias("PMPIX_Delete_error_code")));
+
+int PMPIX_Delete_error_string(int errorcode)
+{
+    return ftmpix_Delete_error_string(errorcode);
+}
+int MPIX_Delete_error_string(int errorcode) __attribute__((weak, alias("PMPIX_Delete_error_string")));
 
 int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)
 {
@@ -3197,7 +3212,7 @@ int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_
 }
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
 
-/* 552 functions, 11 of them not implemented:
- * MPI_Remove_error_class MPI_Remove_error_code MPI_Remove_error_string MPI_Get_hw_resource_info MPI_Register_datarep MPI_Grequest_start
- * MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query MPI_Win_allocate_shared_c MPI_Win_shared_query_c
+/* 555 functions, 8 of them not implemented:
+ * MPI_Get_hw_resource_info MPI_Register_datarep MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query
+ * MPI_Win_allocate_shared_c MPI_Win_shared_query_c
  */

@@ -78,3 +78,13 @@ func TestMprobe(t *testing.T) {
 		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
 	}
 }
+
+// TestRemoveErrorClasses: MPI_Remove_error_class/code/string (MPI-4.1),
+// and MPICH's MPIX_Delete_error_* names.
+func TestRemoveErrorClasses(t *testing.T) {
+	bin := Compile(t, "testdata/adderr.c")
+	r := runC(t, "1", nil, bin)
+	if want := "result: busy 1 string-removed 1 empty 1 code 1 class 1 again 1 mpix 1"; r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}

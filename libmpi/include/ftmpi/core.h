@@ -28,6 +28,10 @@ int MPI_Add_error_string(int errorcode, const char *string);
 int MPI_Remove_error_class(int errorclass);
 int MPI_Remove_error_code(int errorcode);
 int MPI_Remove_error_string(int errorcode);
+/* MPICH's names of MPI-4.1's MPI_Remove_error_* */
+int MPIX_Delete_error_class(int errorclass);
+int MPIX_Delete_error_code(int errorcode);
+int MPIX_Delete_error_string(int errorcode);
 int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
