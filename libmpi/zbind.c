@@ -2770,6 +2770,60 @@ int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Cou
 }
 int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) __attribute__((weak, alias("PMPI_Get_elements_x")));
 
+int PMPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return ftmpi_Send_c((void *)buf, count, (uintptr_t)datatype, dest, tag, (uintptr_t)comm);
+}
+int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) __attribute__((weak, alias("PMPI_Send_c")));
+
+int PMPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return ftmpi_Ssend_c((void *)buf, count, (uintptr_t)datatype, dest, tag, (uintptr_t)comm);
+}
+int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) __attribute__((weak, alias("PMPI_Ssend_c")));
+
+int PMPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    return ftmpi_Recv_c((void *)buf, count, (uintptr_t)datatype, source, tag, (uintptr_t)comm, (void *)status);
+}
+int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status) __attribute__((weak, alias("PMPI_Recv_c")));
+
+int PMPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Isend_c((void *)buf, count, (uintptr_t)datatype, dest, tag, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Isend_c")));
+
+int PMPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Irecv_c((void *)buf, count, (uintptr_t)datatype, source, tag, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Irecv_c")));
+
+int PMPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
+{
+    return ftmpi_Get_count_c((void *)status, (uintptr_t)datatype, (void *)count);
+}
+int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) __attribute__((weak, alias("PMPI_Get_count_c")));
+
+int PMPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
+{
+    return ftmpi_Get_elements_c((void *)status, (uintptr_t)datatype, (void *)count);
+}
+int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) __attribute__((weak, alias("PMPI_Get_elements_c")));
+
+int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)
+{
+    return ftmpi_Status_set_elements_x((void *)status, (uintptr_t)datatype, count);
+}
+int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) __attribute__((weak, alias("PMPI_Status_set_elements_x")));
+
+int PMPI_Status_set_elements_c(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)
+{
+    return ftmpi_Status_set_elements_c((void *)status, (uintptr_t)datatype, count);
+}
+int MPI_Status_set_elements_c(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) __attribute__((weak, alias("PMPI_Status_set_elements_c")));
+
 int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count)
 {
     return ftmpi_Status_set_elements((void *)status, (uintptr_t)datatype, count);
@@ -3212,7 +3266,7 @@ int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_
 }
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
 
-/* 555 functions, 8 of them not implemented:
+/* 564 functions, 8 of them not implemented:
  * MPI_Get_hw_resource_info MPI_Register_datarep MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query
  * MPI_Win_allocate_shared_c MPI_Win_shared_query_c
  */

@@ -88,3 +88,12 @@ func TestRemoveErrorClasses(t *testing.T) {
 		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
 	}
 }
+
+// TestBigCountP2P: the MPI_Count forms of point-to-point and statuses.
+func TestBigCountP2P(t *testing.T) {
+	bin := Compile(t, "testdata/bigcount_p2p.c")
+	r := runC(t, "2", nil, bin)
+	if want := "result: bigcount w 4 5 6 n 3 u 4 5 status 3000000000 too-large 1"; r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}
