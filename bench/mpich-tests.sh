@@ -6,7 +6,7 @@
 # Usage: bench/mpich-tests.sh [DIR...]      (or DIRS="ft pt2pt" bench/mpich-tests.sh)
 #        bench/mpich-tests.sh --fetch       (only fetch; print the unpacked test/mpi)
 #
-#   WORK     work directory (default ${WORK:-/tmp}/ftmpi-mpich-tests); the
+#   WORK     work directory (default ${XDG_CACHE_HOME:-$HOME/.cache}/ftmpi/ftmpi-mpich-tests: a cache of the sources and builds, kept between runs); the
 #            sources to $WORK/pristine (as unpacked) and $WORK/src (a copy,
 #            configured and built), the pinned library to $WORK/ftmpi,
 #            results to $WORK/results, logs to $WORK/logs
@@ -43,7 +43,7 @@
 # not fatal), 1 if a step could not be done.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=${WORK:-/tmp}
+WORK=${WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/ftmpi}
 case $WORK in */ftmpi-mpich-tests) ;; *) WORK=$WORK/ftmpi-mpich-tests ;; esac
 ALL="ft pt2pt coll comm group datatype init errhan attr info topo rma io spawn"
 if (($# > 0)) && [[ $1 != --fetch ]]; then DIRS="$*"; fi

@@ -624,20 +624,11 @@ func ftmpi_Test_cancelled(status *C.MPI_Status, flag *C.int) C.int {
 
 //export ftmpi_Get_count
 func ftmpi_Get_count(status *C.MPI_Status, dt C.uintptr_t, count *C.int) C.int {
-	d, err := typeOf(dt, nil, "MPI_Get_count")
-	if err != nil {
-		return code(err)
+	n, rc := getCount("MPI_Get_count", status, dt)
+	if rc == cSuccess {
+		*count = C.int(n)
 	}
-	n := statusBytes(status)
-	switch {
-	case d.Size() == 0:
-		*count = 0
-	case n%d.Size() != 0:
-		*count = C.MPI_UNDEFINED
-	default:
-		*count = C.int(n / d.Size())
-	}
-	return cSuccess
+	return rc
 }
 
 //export ftmpi_Get_elements
@@ -660,12 +651,7 @@ func ftmpi_Get_elements_x(status *C.MPI_Status, dt C.uintptr_t, count *C.MPI_Cou
 
 //export ftmpi_Status_set_elements
 func ftmpi_Status_set_elements(status *C.MPI_Status, dt C.uintptr_t, count C.int) C.int {
-	d, err := typeOf(dt, nil, "MPI_Status_set_elements")
-	if err != nil {
-		return code(err)
-	}
-	setBytes(status, int(count)*d.Size()/max(1, d.Elements(d.Size())))
-	return cSuccess
+	return ftmpi_Status_set_elements_x(status, dt, C.MPI_Count(count))
 }
 
 //export ftmpi_Status_set_cancelled

@@ -73,20 +73,28 @@ func ftmpi_Irecv_c(buf unsafe.Pointer, count C.MPI_Count, dt C.uintptr_t, source
 
 //export ftmpi_Get_count_c
 func ftmpi_Get_count_c(status *C.MPI_Status, dt C.uintptr_t, count *C.MPI_Count) C.int {
-	d, err := typeOf(dt, nil, "MPI_Get_count_c")
+	n, rc := getCount("MPI_Get_count_c", status, dt)
+	if rc == cSuccess {
+		*count = C.MPI_Count(n)
+	}
+	return rc
+}
+
+// getCount is MPI_Get_count of op: the whole elements of dt in status's
+// bytes, MPI_UNDEFINED for a partial one.
+func getCount(op string, status *C.MPI_Status, dt C.uintptr_t) (int, C.int) {
+	d, err := typeOf(dt, nil, op)
 	if err != nil {
-		return code(err)
+		return 0, code(err)
 	}
 	n := statusBytes(status)
 	switch {
 	case d.Size() == 0:
-		*count = 0
+		return 0, cSuccess
 	case n%d.Size() != 0:
-		*count = C.MPI_UNDEFINED
-	default:
-		*count = C.MPI_Count(n / d.Size())
+		return C.MPI_UNDEFINED, cSuccess
 	}
-	return cSuccess
+	return n / d.Size(), cSuccess
 }
 
 //export ftmpi_Get_elements_c
