@@ -211,6 +211,18 @@ func prune(cache, current string) {
 			os.Remove(b.dir + ".lock")
 		}
 	}
+	// A build killed midway leaves its .tmp directory (and a lock with
+	// no library): gone once an hour old.
+	tmps, _ := filepath.Glob(filepath.Join(cache, "libmpi-*.tmp"))
+	for _, t := range tmps {
+		if st, err := os.Stat(t); err == nil && time.Since(st.ModTime()) > time.Hour {
+			os.RemoveAll(t)
+			dir := strings.TrimSuffix(t, ".tmp")
+			if _, err := os.Stat(dir); err != nil {
+				os.Remove(dir + ".lock")
+			}
+		}
+	}
 }
 
 func copyTree(src, dst string) error {
