@@ -135,15 +135,17 @@ loop:
 				starts.Add(1)
 				go func(seq uint64) {
 					defer starts.Done()
-					la.Start(specs)
 					// The head learns the pids here, before any rank's
-					// hello: a host lost before its ranks connected still
-					// names them in the head's messages.
-					pids := make([]int, len(specs))
-					for i, s := range specs {
-						pids[i] = la.Pid(s.Rank, s.Incarnation)
-					}
-					w.send(agentwire.Msg{Type: agentwire.TStarted, Seq: seq, Pids: pids})
+					// hello and before any line of their output: a host
+					// lost before its ranks connected still names them in
+					// the head's messages.
+					la.StartThen(specs, func() {
+						pids := make([]int, len(specs))
+						for i, s := range specs {
+							pids[i] = la.Pid(s.Rank, s.Incarnation)
+						}
+						w.send(agentwire.Msg{Type: agentwire.TStarted, Seq: seq, Pids: pids})
+					})
 				}(m.Seq)
 			case agentwire.TSignal:
 				if m.Inc < 0 {

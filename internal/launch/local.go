@@ -56,7 +56,20 @@ func NewLocalAgent(host string, rep Reporter) *LocalAgent {
 func (a *LocalAgent) Host() string { return a.host }
 
 // Start implements Agent.
-func (a *LocalAgent) Start(specs []RankSpec) {
+func (a *LocalAgent) Start(specs []RankSpec) { a.StartThen(specs, nil) }
+
+// StartThen starts specs like Start and calls announce once every
+// process has started (or failed to), before any of their output is
+// forwarded: whatever announce reports (the pids, to a head on another
+// host) reaches the reporter's peer before the ranks' first lines do.
+func (a *LocalAgent) StartThen(specs []RankSpec, announce func()) {
+	release := make(chan struct{})
+	defer func() {
+		if announce != nil {
+			announce()
+		}
+		close(release)
+	}()
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		for _, s := range specs {
@@ -73,12 +86,12 @@ func (a *LocalAgent) Start(specs []RankSpec) {
 	for _, s := range specs {
 		started.Add(1)
 		a.wg.Add(1)
-		go a.run(s, devnull, &started)
+		go a.run(s, devnull, &started, release)
 	}
 	started.Wait()
 }
 
-func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup) {
+func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, release <-chan struct{}) {
 	defer a.wg.Done()
 	rep := ExitReport{Host: a.host, Rank: s.Rank, Incarnation: s.Incarnation}
 	outR, outW, err := os.Pipe()
@@ -150,8 +163,8 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup) 
 
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go a.forward(s.Rank, false, outR, &readers)
-	go a.forward(s.Rank, true, errR, &readers)
+	go a.forward(s.Rank, false, outR, &readers, release)
+	go a.forward(s.Rank, true, errR, &readers, release)
 
 	// Wait for the exit without reaping, so that the pid (and with it the
 	// process group id) cannot be reused while we kill the leftovers of
@@ -186,8 +199,9 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup) 
 }
 
 // forward reads r line by line and reports each line.
-func (a *LocalAgent) forward(rank int, stderr bool, r io.Reader, wg *sync.WaitGroup) {
+func (a *LocalAgent) forward(rank int, stderr bool, r io.Reader, wg *sync.WaitGroup, release <-chan struct{}) {
 	defer wg.Done()
+	<-release
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
 	for {
