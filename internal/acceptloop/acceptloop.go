@@ -1,0 +1,211 @@
+// Package acceptloop runs a listener's accept loop so that nothing a
+// client does can stop it: out of descriptors, Accept is retried with
+// back-off (logged once per episode, not per connection); a connection
+// that has not proved itself (authenticated) within a deadline is closed;
+// and at most a bounded number of such connections are held at once, the
+// oldest closed first, so a flood of idle connections cannot exhaust the
+// process's descriptors or memory.
+//
+// It knows nothing of what a connection carries: the handler
+// authenticates it and calls Pending.Authenticated. It must not log per
+// connection, and it never returns while its listener is open.
+package acceptloop
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxPending       = 64
+	minBackoff              = 5 * time.Millisecond
+	maxBackoff              = time.Second
+)
+
+// Config is one listener's accept policy.
+type Config struct {
+	// Name says which listener this is, in log lines ("tcp listener").
+	Name string
+	// HandshakeTimeout closes a connection not authenticated by then
+	// (DefaultHandshakeTimeout if zero).
+	HandshakeTimeout time.Duration
+	// MaxPending bounds the connections accepted and not yet
+	// authenticated; beyond it the oldest is closed (DefaultMaxPending
+	// if zero).
+	MaxPending int
+	// Logf logs an accept episode: descriptors exhausted, accepting
+	// again, a flood being shed. Nil: no log.
+	Logf func(format string, args ...any)
+}
+
+// Pending is a connection accepted and not yet authenticated.
+type Pending struct {
+	net.Conn
+	l     *loop
+	timer *time.Timer
+	done  bool // authenticated or closed by the loop; l.mu
+	shed  bool // closed by the loop; l.mu
+	prev  *Pending
+	next  *Pending
+}
+
+// Authenticated takes the connection out of the pending set: the loop no
+// longer closes it. It returns false if the loop has already closed it
+// (deadline or flood): the handler must then drop it.
+func (p *Pending) Authenticated() bool {
+	p.l.mu.Lock()
+	defer p.l.mu.Unlock()
+	if p.done {
+		return !p.shed
+	}
+	p.done = true
+	p.timer.Stop()
+	p.l.unlink(p)
+	return true
+}
+
+type loop struct {
+	cfg   Config
+	mu    sync.Mutex
+	head  *Pending // oldest
+	tail  *Pending
+	n     int
+	shed  int // connections closed for the cap since the last log line
+	lastL time.Time
+}
+
+// Serve accepts connections on ln and calls handle for each in a new
+// goroutine, until ln is closed (then it returns nil). It retries any
+// other Accept error with back-off.
+func Serve(ln net.Listener, cfg Config, handle func(*Pending)) error {
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = DefaultMaxPending
+	}
+	l := &loop{cfg: cfg}
+	defer l.closeAll()
+	backoff := time.Duration(0)
+	failures := 0
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			if failures == 0 {
+				l.logf("%s: accept failed (%v); retrying with back-off", cfg.Name, err)
+			}
+			failures++
+			if backoff == 0 {
+				backoff = minBackoff
+			} else if backoff *= 2; backoff > maxBackoff {
+				backoff = maxBackoff
+			}
+			// A pending connection is a descriptor: under exhaustion,
+			// give the oldest back so the next Accept can succeed.
+			l.shedOldest()
+			time.Sleep(backoff)
+			continue
+		}
+		if failures > 0 {
+			l.logf("%s: accepting again after %d failed attempts", cfg.Name, failures)
+			failures, backoff = 0, 0
+		}
+		p := l.add(c)
+		go handle(p)
+	}
+}
+
+func (l *loop) logf(format string, args ...any) {
+	if l.cfg.Logf != nil {
+		l.cfg.Logf(format, args...)
+	}
+}
+
+func (l *loop) add(c net.Conn) *Pending {
+	p := &Pending{Conn: c, l: l}
+	l.mu.Lock()
+	if l.n >= l.cfg.MaxPending {
+		l.shedLocked(l.head)
+		l.shed++
+		if now := time.Now(); now.Sub(l.lastL) > 10*time.Second {
+			l.lastL = now
+			n := l.shed
+			l.shed = 0
+			l.mu.Unlock()
+			l.logf("%s: more than %d connections have not authenticated; closing the oldest (%d so far)", l.cfg.Name, l.cfg.MaxPending, n)
+			l.mu.Lock()
+		}
+	}
+	p.prev = l.tail
+	if l.tail != nil {
+		l.tail.next = p
+	} else {
+		l.head = p
+	}
+	l.tail = p
+	l.n++
+	p.timer = time.AfterFunc(l.cfg.HandshakeTimeout, func() {
+		l.mu.Lock()
+		if !p.done {
+			l.shedLocked(p)
+		}
+		l.mu.Unlock()
+	})
+	l.mu.Unlock()
+	return p
+}
+
+func (l *loop) shedOldest() {
+	l.mu.Lock()
+	if l.head != nil {
+		l.shedLocked(l.head)
+	}
+	l.mu.Unlock()
+}
+
+// shedLocked closes p, which is pending; l.mu held.
+func (l *loop) shedLocked(p *Pending) {
+	if p == nil || p.done {
+		return
+	}
+	p.done, p.shed = true, true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	l.unlink(p)
+	p.Conn.Close()
+}
+
+// unlink removes p from the pending list; l.mu held.
+func (l *loop) unlink(p *Pending) {
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else if l.head == p {
+		l.head = p.next
+	} else {
+		return // not linked
+	}
+	if p.next != nil {
+		p.next.prev = p.prev
+	} else {
+		l.tail = p.prev
+	}
+	p.prev, p.next = nil, nil
+	l.n--
+}
+
+// closeAll closes the connections still pending when the listener closes.
+func (l *loop) closeAll() {
+	l.mu.Lock()
+	for l.head != nil {
+		l.shedLocked(l.head)
+	}
+	l.mu.Unlock()
+}

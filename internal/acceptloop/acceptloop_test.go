@@ -1,0 +1,203 @@
+package acceptloop
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// logs collects log lines.
+type logs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logs) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, strings.TrimSpace(strings.ReplaceAll(format, "%", "")))
+	_ = args
+}
+
+func (l *logs) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lines)
+}
+
+// serve runs Serve on a loopback listener; the returned stop closes it
+// and waits for Serve to return.
+func serve(t *testing.T, cfg Config, handle func(*Pending)) (addr string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Serve(ln, cfg, handle) }()
+	return ln.Addr().String(), func() {
+		ln.Close()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Serve did not return after its listener closed")
+		}
+	}
+}
+
+// echoAfterHello authenticates a connection that sends "hello\n" and
+// then echoes one line.
+func echoAfterHello(p *Pending) {
+	defer p.Close()
+	b := make([]byte, 6)
+	if _, err := io.ReadFull(p, b); err != nil || string(b) != "hello\n" {
+		return
+	}
+	if !p.Authenticated() {
+		return
+	}
+	io.Copy(p, p)
+}
+
+func greet(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("hello\nping")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
+		t.Fatalf("echo: %q %v", b, err)
+	}
+}
+
+// TestFloodOfIdleConnections: 500 idle connections that never
+// authenticate, against a cap of 16: the oldest are closed, one log line
+// says so, and a real client still gets through.
+func TestFloodOfIdleConnections(t *testing.T) {
+	var l logs
+	addr, stop := serve(t, Config{Name: "test", MaxPending: 16, HandshakeTimeout: time.Minute, Logf: l.logf}, echoAfterHello)
+	defer stop()
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range 500 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	// The first connections were closed by the server: reading them
+	// ends (EOF or reset) rather than blocking.
+	idle[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil || errors.Is(err, syscall.ETIMEDOUT) || isTimeout(err) {
+		t.Fatalf("the oldest idle connection is still open: %v", err)
+	}
+	greet(t, addr)
+	if n := l.count(); n < 1 || n > 3 {
+		t.Fatalf("%d log lines for one flood, want 1 (rate-limited): %q", n, l.lines)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestHandshakeDeadline: a connection silent past the deadline is closed.
+func TestHandshakeDeadline(t *testing.T) {
+	addr, stop := serve(t, Config{Name: "test", HandshakeTimeout: 50 * time.Millisecond}, echoAfterHello)
+	defer stop()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("a silent connection was not closed at its deadline: %v", err)
+	}
+	// An authenticated connection outlives the deadline.
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.Write([]byte("hello\n"))
+	c2.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for i := range 3 {
+		time.Sleep(60 * time.Millisecond) // past the deadline: the behaviour under test is that nothing closes it
+		if _, err := c2.Write([]byte{'a' + byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 1)
+		if _, err := io.ReadFull(c2, b); err != nil || b[0] != 'a'+byte(i) {
+			t.Fatalf("authenticated connection closed: %v", err)
+		}
+	}
+}
+
+// failingListener fails Accept with EMFILE n times, then delegates.
+type failingListener struct {
+	net.Listener
+	mu sync.Mutex
+	n  int
+}
+
+func (f *failingListener) Accept() (net.Conn, error) {
+	f.mu.Lock()
+	if f.n > 0 {
+		f.n--
+		f.mu.Unlock()
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	f.mu.Unlock()
+	return f.Listener.Accept()
+}
+
+// TestOutOfDescriptors: Accept failing with EMFILE is retried, logged
+// once when it starts and once when it ends, and the listener serves on.
+func TestOutOfDescriptors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &failingListener{Listener: ln, n: 8}
+	var l logs
+	done := make(chan error, 1)
+	go func() { done <- Serve(fl, Config{Name: "test", Logf: l.logf}, echoAfterHello) }()
+	greet(t, ln.Addr().String())
+	ln.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if n := l.count(); n != 2 {
+		t.Fatalf("%d log lines for one episode of 8 failures, want 2: %q", n, l.lines)
+	}
+}
