@@ -4,7 +4,8 @@
 // that has not proved itself (authenticated) within a deadline is closed;
 // and at most a bounded number of such connections are held at once, the
 // oldest closed first, so a flood of idle connections cannot exhaust the
-// process's descriptors or memory.
+// process's descriptors or memory. RateLog keeps the per-connection log
+// lines of the handlers (a refused handshake) from growing with a flood.
 //
 // It knows nothing of what a connection carries: the handler
 // authenticates it and calls Pending.Authenticated. It must not log per
@@ -15,15 +16,19 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // Defaults of Config.
 const (
 	DefaultHandshakeTimeout = 10 * time.Second
-	DefaultMaxPending       = 64
-	minBackoff              = 5 * time.Millisecond
-	maxBackoff              = time.Second
+	// DefaultMaxPending is the largest default cap; a process with few
+	// descriptors gets a smaller one (see Config.MaxPending).
+	DefaultMaxPending = 64
+	minPending        = 4
+	minBackoff        = 5 * time.Millisecond
+	maxBackoff        = time.Second
 )
 
 // Config is one listener's accept policy.
@@ -34,8 +39,11 @@ type Config struct {
 	// (DefaultHandshakeTimeout if zero).
 	HandshakeTimeout time.Duration
 	// MaxPending bounds the connections accepted and not yet
-	// authenticated; beyond it the oldest is closed (DefaultMaxPending
-	// if zero).
+	// authenticated; beyond it the oldest is closed. Zero: a sixteenth of
+	// the process's descriptor limit (RLIMIT_NOFILE), between 4 and
+	// DefaultMaxPending, so that a flood of every listener of a process
+	// still leaves it most of its descriptors for the connections it
+	// needs.
 	MaxPending int
 	// Logf logs an accept episode: descriptors exhausted, accepting
 	// again, a flood being shed. Nil: no log.
@@ -45,12 +53,13 @@ type Config struct {
 // Pending is a connection accepted and not yet authenticated.
 type Pending struct {
 	net.Conn
-	l     *loop
-	timer *time.Timer
-	done  bool // authenticated or closed by the loop; l.mu
-	shed  bool // closed by the loop; l.mu
-	prev  *Pending
-	next  *Pending
+	l        *loop
+	timer    *time.Timer
+	done     bool // authenticated or closed by the loop; l.mu
+	shed     bool // closed by the loop; l.mu
+	released bool // no longer counted in l.handlers; l.mu
+	prev     *Pending
+	next     *Pending
 }
 
 // Authenticated takes the connection out of the pending set: the loop no
@@ -65,31 +74,58 @@ func (p *Pending) Authenticated() bool {
 	p.done = true
 	p.timer.Stop()
 	p.l.unlink(p)
+	p.releaseLocked()
 	return true
 }
 
+// releaseLocked ends p's handshake for Serve's accounting; l.mu held.
+func (p *Pending) releaseLocked() {
+	if !p.released {
+		p.released = true
+		p.l.handlers.Done()
+	}
+}
+
+// finish runs when p's handler returns: a connection it neither
+// authenticated nor closed is closed (it no longer counts against the cap).
+func (p *Pending) finish() {
+	p.l.mu.Lock()
+	if !p.done {
+		p.l.shedLocked(p)
+	}
+	p.releaseLocked()
+	p.l.mu.Unlock()
+}
+
 type loop struct {
-	cfg   Config
-	mu    sync.Mutex
-	head  *Pending // oldest
-	tail  *Pending
-	n     int
-	shed  int // connections closed for the cap since the last log line
-	lastL time.Time
+	cfg      Config
+	handlers sync.WaitGroup // handlers not done with their handshake
+	mu       sync.Mutex
+	head     *Pending // oldest
+	tail     *Pending
+	n        int
+	shed     int // connections closed for the cap since the last log line
+	lastL    time.Time
 }
 
 // Serve accepts connections on ln and calls handle for each in a new
-// goroutine, until ln is closed (then it returns nil). It retries any
-// other Accept error with back-off.
+// goroutine, until ln is closed; then it closes the connections still
+// pending, waits until each of their handlers has returned (a handler
+// must return soon after its connection is closed) and returns nil.
+// Handlers that authenticated their connection may run on. Any other
+// Accept error is retried with back-off.
 func Serve(ln net.Listener, cfg Config, handle func(*Pending)) error {
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if cfg.MaxPending <= 0 {
-		cfg.MaxPending = DefaultMaxPending
+		cfg.MaxPending = defaultMaxPending()
 	}
 	l := &loop{cfg: cfg}
-	defer l.closeAll()
+	defer func() {
+		l.closeAll()
+		l.handlers.Wait()
+	}()
 	backoff := time.Duration(0)
 	failures := 0
 	for {
@@ -118,8 +154,26 @@ func Serve(ln net.Listener, cfg Config, handle func(*Pending)) error {
 			failures, backoff = 0, 0
 		}
 		p := l.add(c)
-		go handle(p)
+		go func() {
+			defer p.finish()
+			handle(p)
+		}()
 	}
+}
+
+// defaultMaxPending is Config.MaxPending's default for this process.
+func defaultMaxPending() int {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
+		return DefaultMaxPending
+	}
+	return maxPendingFor(r.Cur)
+}
+
+// maxPendingFor is the default cap of a process that may open limit
+// descriptors.
+func maxPendingFor(limit uint64) int {
+	return int(max(minPending, min(DefaultMaxPending, limit/16)))
 }
 
 func (l *loop) logf(format string, args ...any) {
@@ -130,6 +184,7 @@ func (l *loop) logf(format string, args ...any) {
 
 func (l *loop) add(c net.Conn) *Pending {
 	p := &Pending{Conn: c, l: l}
+	l.handlers.Add(1)
 	l.mu.Lock()
 	if l.n >= l.cfg.MaxPending {
 		l.shedLocked(l.head)

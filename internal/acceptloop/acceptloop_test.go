@@ -201,3 +201,86 @@ func TestOutOfDescriptors(t *testing.T) {
 		t.Fatalf("%d log lines for one episode of 8 failures, want 2: %q", n, l.lines)
 	}
 }
+
+// TestServeWaitsForHandshakes: once its listener is closed, Serve closes
+// the pending connections and returns only after their handlers did.
+func TestServeWaitsForHandshakes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	var mu sync.Mutex
+	returned := false
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ln, Config{Name: "test", HandshakeTimeout: time.Minute}, func(p *Pending) {
+			close(started)
+			p.Read(make([]byte, 1)) // ends when Serve closes the connection
+			mu.Lock()
+			returned = true
+			mu.Unlock()
+		})
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	<-started
+	ln.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !returned {
+		t.Fatal("Serve returned before the handler of a pending connection")
+	}
+}
+
+// TestHandlerGivingUpFreesItsSlot: a handler that returns without
+// authenticating or closing its connection has it closed, and it no
+// longer counts against the cap (a cap of 1 would otherwise shed the
+// next client).
+func TestHandlerGivingUpFreesItsSlot(t *testing.T) {
+	var calls sync.Mutex
+	n := 0
+	addr, stop := serve(t, Config{Name: "test", MaxPending: 1, HandshakeTimeout: time.Minute}, func(p *Pending) {
+		calls.Lock()
+		n++
+		first := n == 1
+		calls.Unlock()
+		if first {
+			return // gives up, leaving the connection open
+		}
+		echoAfterHello(p)
+	})
+	defer stop()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("the connection of a handler that returned is still open: %v", err)
+	}
+	greet(t, addr)
+}
+
+func TestDefaultMaxPendingFollowsDescriptorLimit(t *testing.T) {
+	for _, c := range []struct {
+		limit uint64
+		want  int
+	}{{10, 4}, {256, 16}, {1024, 64}, {1 << 20, 64}} {
+		if got := maxPendingFor(c.limit); got != c.want {
+			t.Errorf("maxPendingFor(%d) = %d, want %d", c.limit, got, c.want)
+		}
+	}
+}
