@@ -82,8 +82,12 @@
 // other live process once (checkOthers) and kills the stopped ones as
 // failed: a failure can end the only watch on a stopped process (a Reinit
 // rollback closes the epoch whose heartbeats would have found it;
-// Checkpoint-on-Failure survivors exit). A process stopped before start-up
-// completes, with no failure after it, is still found by --timeout only.
+// Checkpoint-on-Failure survivors exit). At every Stall without progress
+// it looks at the processes a launcher fence waits for, and at those whose
+// finalize fence completed but that have not exited (stopped there, they
+// are watched by nobody else: the detectors ended with the fence and the
+// others may have exited); a stopped one is killed, which for a finalized
+// process is no failure.
 //
 // # What it must not do
 //

@@ -156,6 +156,8 @@ type Grace struct{}
 // when a fence has had waiters and no progress for a whole period, the
 // processes it waits for are looked at, and a stopped one is killed as
 // failed (a running or sleeping one is left alone: it is only slow).
+// Processes whose finalize fence completed and that have not exited are
+// looked at the same way (a stopped one is killed; that is no failure).
 type Stall struct{}
 
 // StallEvery is how often the shell feeds Stall.

@@ -85,6 +85,10 @@ type proc struct {
 	spare       bool   // a spare of the start set that nobody took yet (as far as the launcher knows)
 	released    bool   // a spare sent EventRelease
 	adopted     bool   // a spare taken as a rank's new incarnation: its process is that rank's now
+
+	// The launcher killed it, found stopped after its finalize fence
+	// completed (see stall): it did not exit after returning from Finalize.
+	hungAfterFence bool
 }
 
 type waiter struct {
@@ -748,9 +752,16 @@ func (m *Machine) lookAt(r int, reason string) {
 
 // stall is the periodic look at the fences (see Stall): when processes
 // have waited in a fence since the previous Stall without any fence
-// progress, those the fence still waits for are looked at.
+// progress, those the fence still waits for are looked at. So are the
+// processes whose finalize fence completed and that have not exited
+// (lingering): the launcher waits for them, and a process stopped there
+// (after it sent its Finalize, or after Finalize returned) is watched by
+// nobody else: every detector ended with the fence, the others may all
+// have exited. A running or sleeping one is left alone (a program may
+// work long after MPI_Finalize); a stopped one is killed, which is no
+// failure of the job (it finalized).
 func (m *Machine) stall() {
-	waiting := len(m.fenceWait) > 0 || len(m.finWait) > 0 || len(m.rejoinWait) > 0
+	waiting := len(m.fenceWait) > 0 || len(m.finWait) > 0 || len(m.rejoinWait) > 0 || m.lingering()
 	if !waiting || m.tearing() {
 		m.stallAt = -1
 		return
@@ -789,6 +800,22 @@ func (m *Machine) stall() {
 	for _, r := range rs {
 		m.lookAt(r, fmt.Sprintf("stopped while the others waited for it at a launcher fence for over %v", StallEvery))
 	}
+	for r := range m.procs {
+		if p := &m.procs[r]; p.finReturned && !p.gone && !missing[r] {
+			m.lookAt(r, fmt.Sprintf("stopped after its finalize fence completed, with no process exit for over %v", StallEvery))
+		}
+	}
+}
+
+// lingering reports whether a process whose finalize fence completed has
+// not exited yet (see stall).
+func (m *Machine) lingering() bool {
+	for r := range m.procs {
+		if p := &m.procs[r]; p.finReturned && !p.gone {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Machine) suspectReason(c check) string {
@@ -891,6 +918,7 @@ func (m *Machine) declareFailed(c check) {
 		return
 	}
 	p.killedBy = reason
+	p.hungAfterFence = p.finReturned // (a finalized process is killed only if stopped)
 	// Notifications first: each write wakes a rank that may take the
 	// processor from the launcher.
 	m.notifyEarly(c.rank)
@@ -930,7 +958,9 @@ func (m *Machine) ExitCode() int {
 		// MPI 17.5.2, advice to implementors: the lowest rank that exits
 		// after returning from Finalize, else the last abort, else rank 0.
 		for r := range m.procs {
-			if p := &m.procs[r]; p.finReturned && p.gone {
+			// (Not one the launcher killed, stopped after its fence: it did
+			// not exit, see stall.)
+			if p := &m.procs[r]; p.finReturned && p.gone && !p.hungAfterFence {
 				return p.exit.Code()
 			}
 		}

@@ -798,3 +798,79 @@ func TestStalledFenceLooksAtTheMissing(t *testing.T) {
 	m.Step(Fence{Conn: 1, ID: 3})
 	wantKinds(t, "new fence, first stall", m.Step(Stall{}))
 }
+
+// A rank stopped after its finalize fence completed (it sent Finalize, or
+// Finalize returned, and it never exits) is watched by nobody: the
+// detectors ended with the fence and the others exit. Two Stalls without
+// progress have the launcher look at every such lingering process: a
+// running one (working after MPI_Finalize) is left alone, a stopped one is
+// killed, and its death is no failure: the job ends with the others' code,
+// in every mode (chaos: reinit-sync np 8 seed 5008 printed its result and
+// hung until --timeout).
+func TestStallLooksAtFinalizedProcessesThatDoNotExit(t *testing.T) {
+	for _, mode := range []Mode{ModeAbort, ModeContinue, ModeReinit} {
+		m := newM(t, 3, mode)
+		connect(t, m, 0, 1, 2)
+		m.Step(Finalize{Conn: 1, ID: 2})
+		m.Step(Finalize{Conn: 2, ID: 2})
+		wantKinds(t, "fence complete", m.Step(Finalize{Conn: 3, ID: 2}), Reply, Reply, Reply)
+		m.Step(Exited{Exit{Rank: 0, Pid: 100}})
+		wantKinds(t, "first stall: lingering processes seen", m.Step(Stall{}))
+		acts := m.Step(Stall{})
+		wantKinds(t, "second stall: look", acts, Check, Check)
+		if acts[0].Rank != 1 || acts[1].Rank != 2 || acts[1].Pid != 102 {
+			t.Fatalf("%v: looked at %v, want ranks 1 and 2", mode, acts)
+		}
+		wantKinds(t, "a pending look is not repeated", m.Step(Stall{}))
+		wantKinds(t, "running after Finalize: left alone", m.Step(Liveness{Token: acts[0].Token, Pid: 101, State: "running", Alive: true}))
+		kill := m.Step(Liveness{Token: acts[1].Token, Pid: 102, State: "stopped", Stopped: true})
+		if k := find(kill, Signal); k == nil || k.Rank != 2 || k.Sig != syscall.SIGKILL {
+			t.Fatalf("%v: stopped rank 2 not killed: %v", mode, kill)
+		}
+		if l := find(kill, Log); l == nil || !strings.Contains(l.Text, "killing rank 2: found stopped after its finalize fence completed") {
+			t.Fatalf("%v: log %v", mode, l)
+		}
+		acts = m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})
+		if find(acts, TearDown) != nil || find(acts, Respawn) != nil {
+			t.Fatalf("%v: the death of a finalized rank tore down or respawned: %v", mode, acts)
+		}
+		// The one running after Finalize is looked at again while it lingers.
+		m.Step(Stall{})
+		wantKinds(t, "still lingering: look again", m.Step(Stall{}), Check)
+		m.Step(Exited{Exit{Rank: 1, Pid: 101}})
+		if !m.Done() || m.ExitCode() != 0 || m.Outcome().Failed {
+			t.Fatalf("%v: done %v exit code %d outcome %+v, want a failure-free end with 0", mode, m.Done(), m.ExitCode(), m.Outcome())
+		}
+	}
+}
+
+// Continue mode after a failure reports the exit code of the lowest rank
+// that exited after returning from Finalize (MPI 17.5.2): not that of a
+// rank the launcher killed, stopped after its fence (it never exited).
+func TestExitCodeSkipsRankKilledAfterFence(t *testing.T) {
+	m := newM(t, 3, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	for _, a := range m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGSEGV}}) {
+		if a.Kind == Check { // the look at the others after a failure: running
+			m.Step(Liveness{Token: a.Token, Pid: a.Pid, State: "running", Alive: true})
+		}
+	}
+	m.Step(Finalize{Conn: 1, ID: 2})
+	m.Step(Finalize{Conn: 2, ID: 2})
+	m.Step(Exited{Exit{Rank: 1, Pid: 101, Status: 4}})
+	m.Step(Stall{})
+	var look *Action
+	for _, a := range m.Step(Stall{}) {
+		if a.Kind == Check && a.Rank == 0 {
+			look = &a
+		}
+	}
+	if look == nil {
+		t.Fatal("no look at rank 0, stopped after its fence")
+	}
+	m.Step(Liveness{Token: look.Token, Pid: 100, State: "stopped", Stopped: true})
+	m.Step(Exited{Exit{Rank: 0, Pid: 100, Signal: syscall.SIGKILL}})
+	if !m.Done() || m.ExitCode() != 4 {
+		t.Fatalf("done %v exit code %d, want 4 (rank 1's: rank 0 was killed after its fence)", m.Done(), m.ExitCode())
+	}
+}

@@ -76,6 +76,10 @@ type sproc struct {
 	closedAt  int  // step its connection closed (-1: open or never)
 	reapedAt  int  // step its Exited was fed (-1: not yet)
 
+	// The launcher killed it, found stopped after its finalize fence
+	// completed: it never exited after Finalize, its code is not the job's.
+	hungAfterFence bool
+
 	host int  // host index
 	lost bool // its host was lost (HostLost): gone without an Exited
 
@@ -135,6 +139,8 @@ type sim struct {
 
 	nspares int          // the last nspares of the n+nspares processes are spares
 	taken   map[int]bool // spares adopted (process ids)
+
+	idleStalls int // Stalls fed in a row while nothing else could move
 }
 
 func (s *sim) tracef(format string, args ...any) {
@@ -334,6 +340,9 @@ func (s *sim) signal(a Action) {
 		if p.inc == a.Incarnation && p.state == stRunning {
 			s.fail("running rank %d incarnation %d killed on a suspicion", a.Rank, a.Incarnation)
 		}
+		if p.inc == a.Incarnation && p.state == stStopped && p.finRet {
+			p.hungAfterFence = true
+		}
 	case WhyCancel:
 		if !p.child {
 			s.fail("rank %d cancelled: not a spawned process", a.Rank)
@@ -514,8 +523,17 @@ func (s *sim) moves(chaos bool) []choice {
 		i := i
 		add(3, func() { s.answer(i) })
 	}
-	if len(cs) > 0 && (len(s.m.fenceWait) > 0 || len(s.m.finWait) > 0 || len(s.m.rejoinWait) > 0) {
-		add(1, func() { s.feed(Stall{}) }) // the shell's periodic look at fences with waiters
+	// The shell's periodic look at fences with waiters and at processes
+	// that finalized but do not exit. It ticks forever; when nothing else
+	// can move, a few ticks are let through (the policy may need two to
+	// look) before the schedule counts as stuck.
+	if len(s.m.fenceWait) > 0 || len(s.m.finWait) > 0 || len(s.m.rejoinWait) > 0 || s.m.lingering() {
+		if len(cs) > 0 {
+			s.idleStalls = 0
+			add(1, func() { s.feed(Stall{}) })
+		} else if s.idleStalls < 3 {
+			add(1, func() { s.idleStalls++; s.feed(Stall{}) })
+		}
 	}
 	if chaos {
 		add(1, func() { // the fault-injection plan
@@ -787,7 +805,9 @@ func runSim(seed int64, st *stats) (s *sim, err error) {
 // launcher forever).
 func (s *sim) stuck() string {
 	for _, p := range s.procs {
-		if p.state == stStopped {
+		// Not one whose finalize fence completed: the launcher looks at
+		// those itself (Stall) and must end them.
+		if p.state == stStopped && !p.finRet {
 			return fmt.Sprintf("rank %d is stopped and no connected process can suspect it", p.rank)
 		}
 	}
@@ -902,7 +922,7 @@ func (s *sim) wantCode() (int, string) {
 	if s.mode == ModeContinue && failed {
 		lowest, code := -1, 0
 		for _, p := range s.procs {
-			if p.finRet && p.state == stReaped && (lowest < 0 || p.rank < lowest) {
+			if p.finRet && p.state == stReaped && !p.hungAfterFence && (lowest < 0 || p.rank < lowest) {
 				lowest, code = p.rank, p.exit.Code()
 			}
 		}
