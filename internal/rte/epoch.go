@@ -123,6 +123,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			sh, err = shm.Listen(shm.Config{
 				Self: info.Proc, Dir: info.TmpDir, Name: name + ".shm", Handler: eng, Fallback: tr,
 				SpinFn: spin.Load, Yield: nc.SpinYield, ConnectTimeout: nc.ConnectTimeout,
+				Auth: info.Auth, AuthLater: p.pmi != nil && info.Auth == nil, // every pair set-up proves the job's secret, as the sockets do
 			})
 			if err != nil {
 				tr.Close()
@@ -170,6 +171,9 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			eps, key, err = p.pmi.Exchange(ep)
 			if err == nil {
 				err = tr.SetAuth(key)
+				if err == nil && sh != nil {
+					err = sh.SetAuth(key)
+				}
 				p.mu.Lock()
 				p.info.Auth = key
 				p.mu.Unlock()

@@ -77,6 +77,7 @@ const (
 	ProtoSock    uint8 = 1 // rank to rank (internal/transport/sock)
 	ProtoControl uint8 = 2 // rank to launcher (internal/boot, internal/launch)
 	ProtoAgent   uint8 = 3 // agent to head (multi-host launch)
+	ProtoShm     uint8 = 4 // rank to rank, a shared-memory pair's set-up (internal/transport/shm)
 )
 
 // Launcher is the identity of the launcher's end of a control connection.
@@ -127,7 +128,7 @@ func (k *Key) String() string { return "wireauth.Key{…}" }
 // Hello is the first message of a handshake.
 type Hello struct {
 	Fast  bool   // a two-message handshake (set by NewFastDialer; see Listener)
-	Proto uint8  // ProtoSock, ProtoControl, ProtoAgent
+	Proto uint8  // ProtoSock, ProtoControl, ProtoAgent, ProtoShm
 	Scope uint64 // what the connection belongs to within the job (the socket transport: the Reinit epoch)
 	From  uint64 // the dialer's identity (a process id)
 	To    uint64 // the identity the dialer expects to reach

@@ -60,7 +60,7 @@ func runChild(role string) int {
 	}()
 	dir := os.Getenv(envDir)
 	ch := &childHandler{hold: role == "hold-receiver", block: stdinClosed}
-	cfg := Config{Self: 1, Dir: dir, Name: sockName(1), Handler: ch, NoCMA: role == "cut-mid-frame"}
+	cfg := Config{Self: 1, Dir: dir, Name: sockName(1), Handler: ch, NoCMA: role == "cut-mid-frame", Auth: testKey}
 	puts := 0
 	switch role {
 	case "cut-before-publish":
@@ -173,7 +173,7 @@ func (c *child) kill(t *testing.T, sig syscall.Signal) {
 // parent is rank 0 of the crash tests, in this process.
 func parent(t *testing.T, dir string, n int, h transport.Handler) *Transport {
 	t.Helper()
-	tr, err := Listen(Config{Self: 0, Dir: dir, Name: sockName(0), Handler: h})
+	tr, err := Listen(Config{Self: 0, Dir: dir, Name: sockName(0), Handler: h, Auth: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestCrashStoppedPeerBlocksNobodyElse(t *testing.T) {
 	rec0, rec2 := newRecorder(), newRecorder()
 	tr0 := parent(t, dir, 3, rec0)
 	defer tr0.Close()
-	tr2, err := Listen(Config{Self: 2, Dir: dir, Name: sockName(2), Handler: rec2})
+	tr2, err := Listen(Config{Self: 2, Dir: dir, Name: sockName(2), Handler: rec2, Auth: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}

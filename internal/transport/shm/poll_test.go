@@ -79,7 +79,7 @@ func newPollJob(t *testing.T, n int, sleep time.Duration, hs ...transport.Handle
 	dir := t.TempDir()
 	trs := make([]*Transport, n)
 	for i := range trs {
-		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: hs[i], sleepMax: sleep,
+		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: hs[i], sleepMax: sleep, Auth: testKey,
 			SpinFn: func() time.Duration { return 10 * time.Microsecond }})
 		if err != nil {
 			t.Fatal(err)

@@ -373,6 +373,9 @@ func (p *pair) end(st int32, err error) {
 		if p.c != nil {
 			p.c.Close() // the peer sees the break
 		}
+		if !t.stop.Load() {
+			t.logf("closed the shared memory with process %d: %v", p.rank, err)
+		}
 	} else if st == lost {
 		err = p.why
 	}

@@ -78,6 +78,9 @@ func (r *ring) put(h *transport.Header, payload []byte, before func()) bool {
 	size := uint64(len(r.data))
 	n := recLen(uint64(len(payload)))
 	t, hd := r.tail.Load(), r.head.Load()
+	if t&(lineSize-1) != 0 || t-hd > size {
+		return false // indices no producer or consumer wrote (a peer's bug): never write out of place
+	}
 	pos := t & (size - 1)
 	toEnd := size - pos
 	need := n
@@ -158,6 +161,9 @@ func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
 	avail := tail - head
 	if avail < lineSize || avail > size {
 		return errCorrupt(peer, "%d bytes published", avail)
+	}
+	if head&(lineSize-1) != 0 {
+		return errCorrupt(peer, "the ring's head at %d, inside a record", head)
 	}
 	var h transport.Header
 	h.Decode(r.data[pos:])
@@ -240,7 +246,7 @@ func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
 func inSenderMemory(r *ring, tail uint64) bool {
 	size := uint64(len(r.data))
 	head := r.head.Load()
-	if tail-head < lineSize || tail-head > size {
+	if tail-head < lineSize || tail-head > size || head&(lineSize-1) != 0 {
 		return false
 	}
 	pos := head & (size - 1)

@@ -1,9 +1,8 @@
 package shm
 
-// Pair set-up: accepting and dialling, the handshake, the watcher.
+// Pair set-up: accepting and dialling, the handshakes, the watcher.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,26 +12,43 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
-func (t *Transport) acceptLoop() {
-	defer t.wg.Done()
-	for {
-		c, err := t.ln.AcceptUnix()
-		if err != nil {
-			return
-		}
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
-			c.Close()
-			return
-		}
-		t.hs[c] = struct{}{}
-		t.wg.Add(1)
+// errShed is a connection the accept loop closed before it authenticated
+// (too slow, or the oldest of a flood): not logged per connection.
+var errShed = errors.New("closed by the accept loop before it authenticated")
+
+// handle serves one accepted connection (acceptloop): a pair set-up. A
+// refused one is closed and logged.
+func (t *Transport) handle(pc *acceptloop.Pending) {
+	c, ok := pc.Conn.(*net.UnixConn)
+	if !ok {
+		pc.Close()
+		return
+	}
+	t.mu.Lock()
+	if t.closed {
 		t.mu.Unlock()
-		go t.accept(c)
+		c.Close()
+		return
+	}
+	t.hs[c] = struct{}{}
+	t.wg.Add(1)
+	t.mu.Unlock()
+	defer t.wg.Done()
+	err := t.accept(pc, c)
+	t.mu.Lock()
+	delete(t.hs, c)
+	closed := t.closed
+	t.mu.Unlock()
+	if err != nil {
+		c.Close()
+		if !closed && !errors.Is(err, errShed) && !errors.Is(err, transport.ErrClosed) {
+			t.refused(err)
+		}
 	}
 }
 
@@ -40,7 +56,7 @@ func (t *Transport) acceptLoop() {
 // them (want of them).
 func readFds(c *net.UnixConn, b []byte, want int) ([]int, error) {
 	oob := make([]byte, unix.CmsgSpace(4*want))
-	n, oobn, _, _, err := c.ReadMsgUnix(b, oob)
+	n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +70,10 @@ func readFds(c *net.UnixConn, b []byte, want int) ([]int, error) {
 				}
 			}
 		}
+	}
+	if flags&unix.MSG_CTRUNC != 0 {
+		closeFds(fds)
+		return nil, fmt.Errorf("more than %d descriptors passed", want)
 	}
 	if n < len(b) {
 		if _, err := io.ReadFull(c, b[n:]); err != nil {
@@ -74,67 +94,191 @@ func closeFds(fds []int) {
 	}
 }
 
-// accept answers a peer's dial: it carries the peer's rank, the segment
-// and the peer's doorbell. When both ranks dial each other at once, the
-// dial of the lower rank wins; the other is refused.
-func (t *Transport) accept(c *net.UnixConn) {
-	defer t.wg.Done()
-	defer func() {
-		t.mu.Lock()
-		delete(t.hs, c)
-		t.mu.Unlock()
-	}()
-	c.SetDeadline(time.Now().Add(t.cfg.ConnectTimeout))
-	var hello [helloSize]byte
-	fds, err := readFds(c, hello[:], 2)
-	if err != nil || binary.LittleEndian.Uint32(hello[0:]) != helloMagic {
-		closeFds(fds)
-		c.Close()
-		return
+// authKey returns the job's secret (nil: the transport runs without
+// one), waiting for SetAuth with Config.AuthLater until deadline.
+func (t *Transport) authKey(deadline time.Time) (*wireauth.Key, error) {
+	if t.authReady == nil {
+		return t.key.Load(), nil
 	}
-	peer := int(binary.LittleEndian.Uint64(hello[4:]))
-	pid := int(binary.LittleEndian.Uint32(hello[12:]))
-	probe := binary.LittleEndian.Uint64(hello[16:])
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	select {
+	case <-t.authReady:
+		return t.key.Load(), nil
+	case <-wait.C:
+		return nil, errors.New("the job's secret never came (SetAuth)")
+	case <-t.ctx.Done():
+		return nil, transport.ErrClosed
+	}
+}
+
+// checkHello decides whether an authenticated hello may set up a pair
+// with this process: the right protocol, scope and identities.
+func (t *Transport) checkHello(h wireauth.Hello) error {
+	switch {
+	case h.Proto != wireauth.ProtoShm:
+		return fmt.Errorf("protocol %d is not the shared-memory set-up's", h.Proto)
+	case h.Scope != t.cfg.Scope:
+		return fmt.Errorf("scope %d, this process is in %d", h.Scope, t.cfg.Scope)
+	case h.To != uint64(t.cfg.Self):
+		return fmt.Errorf("addressed to process %d, this is process %d", h.To, t.cfg.Self)
+	}
+	return checkClaim(h.From, t.cfg.Self)
+}
+
+// waitPeer waits until the peer table says whether process peer is on
+// this host (a process beyond the table, spawned, may set up its pair
+// before this one learns of it) and refuses it if it is not.
+func (t *Transport) waitPeer(peer int, deadline time.Time) error {
+	var wait *time.Timer
+	for {
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			return transport.ErrClosed
+		}
+		a := t.addrs.Load()
+		if a != nil && peer < len(*a) {
+			here := (*a)[peer] != ""
+			t.mu.Unlock()
+			if !here {
+				return fmt.Errorf("process %d is not a process of the job on this host", peer)
+			}
+			return nil
+		}
+		n := 0
+		if a != nil {
+			n = len(*a)
+		}
+		ch := t.peersSet
+		t.mu.Unlock()
+		if wait == nil {
+			wait = time.NewTimer(time.Until(deadline))
+			defer wait.Stop()
+		}
+		select {
+		case <-ch:
+		case <-wait.C:
+			return fmt.Errorf("process %d is not in the job (%d processes)", peer, n)
+		case <-t.ctx.Done():
+			return transport.ErrClosed
+		}
+	}
+}
+
+// peerCred returns the process id the kernel knows for c's other end
+// (SO_PEERCRED: the process that connected, or that listened), checked
+// to be of this process's user.
+func (t *Transport) peerCred(c *net.UnixConn) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, fmt.Errorf("peer credentials: %w", cerr)
+	}
+	if int(cred.Uid) != t.uid {
+		return 0, fmt.Errorf("the peer (pid %d) runs as user %d, this process as %d", cred.Pid, cred.Uid, t.uid)
+	}
+	return int(cred.Pid), nil
+}
+
+// accept answers a peer's dial: the handshake (the peer proves the job's
+// secret and this process proves it back), then the peer's hello with the
+// segment and the peer's doorbell. When both ranks dial each other at
+// once, the dial of the lower rank wins; the other is refused.
+func (t *Transport) accept(pc *acceptloop.Pending, c *net.UnixConn) error {
+	deadline := time.Now().Add(t.cfg.ConnectTimeout)
+	c.SetDeadline(deadline)
+	key, err := t.authKey(deadline)
+	if err != nil {
+		return err
+	}
+	proved := -1
+	if key != nil {
+		h, err := wireauth.Accept(c, c, key, t.checkHello)
+		if err != nil {
+			return err
+		}
+		proved = int(h.From)
+		if !pc.Authenticated() {
+			return errShed
+		}
+	}
+	var hb [helloSize]byte
+	fds, err := readFds(c, hb[:], helloFds)
+	if err != nil {
+		return fmt.Errorf("no pair hello: %w", err)
+	}
 	defer closeFds(fds)
+	hello, err := decodePairHello(hb[:])
+	if err != nil {
+		return err
+	}
+	if key == nil {
+		if err := checkClaim(hello.Rank, t.cfg.Self); err != nil {
+			return err
+		}
+		if !pc.Authenticated() {
+			return errShed
+		}
+	} else if hello.Rank != uint64(proved) {
+		return fmt.Errorf("the pair hello names process %d, the handshake proved %d", int64(hello.Rank), proved)
+	}
+	peer := int(hello.Rank)
+	if err := t.waitPeer(peer, deadline); err != nil {
+		return err
+	}
+	pid, err := t.peerCred(c)
+	if err != nil {
+		return fmt.Errorf("process %d: %w", peer, err)
+	}
+	seg, err := mapPeerRegion(fds[0], segSize, "segment")
+	if err != nil {
+		return fmt.Errorf("process %d passed a bad %w", peer, err)
+	}
+	pbell, err := mapPeerRegion(fds[1], bellSize, "doorbell")
+	if err != nil {
+		seg.unmap()
+		return fmt.Errorf("process %d passed a bad %w", peer, err)
+	}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		c.Close()
-		return
+		seg.unmap()
+		pbell.unmap()
+		return transport.ErrClosed
 	}
 	p := t.pairLocked(peer)
 	if p.up.Load() || (p.dialing && peer > t.cfg.Self) {
 		t.mu.Unlock()
-		reply := t.reply(replyRefuse)
+		seg.unmap()
+		pbell.unmap()
+		reply := pairReply{Status: replyRefuse, Probe: t.probeAddr()}.encode()
 		c.Write(reply[:])
 		c.Close()
-		return
-	}
-	seg, err := mapRegion(fds[0], segSize)
-	if err != nil {
-		t.mu.Unlock()
-		c.Close()
-		return
-	}
-	pbell, err := mapRegion(fds[1], bellSize)
-	if err != nil {
-		seg.unmap()
-		t.mu.Unlock()
-		c.Close()
-		return
+		return nil
 	}
 	p.pid = pid
-	if !t.cfg.NoCMA && canRead(pid, probe) {
+	if !t.cfg.NoCMA && canRead(pid, hello.Probe) {
 		viewDir(seg, 0).cma.Store(1)
 	}
 	t.establishLocked(p, c, seg, pbell, 1)
 	t.mu.Unlock()
-	reply := t.reply(replyAccept)
+	reply := pairReply{Status: replyAccept, Probe: t.probeAddr()}.encode()
 	_, _, err = c.WriteMsgUnix(reply[:], unix.UnixRights(t.bellFd), nil)
 	c.SetDeadline(time.Time{})
 	if err != nil {
 		c.Close() // the watcher reports the peer lost
 	}
+	return nil
 }
 
 // selfLocked sets up the pair of this rank with itself: one direction of
@@ -249,32 +393,11 @@ func (t *Transport) connect(p *pair) error {
 
 var errRefused = errors.New("refused")
 
-// The handshake: the dialler's hello (magic, rank, process id, probe
-// address; with the segment's and its doorbell's descriptors) and the
-// reply (accept or refuse, process id, probe address; with the doorbell's
-// descriptor when accepted).
-const (
-	helloSize = 24
-	replySize = 13
-)
+func (t *Transport) probeAddr() uint64 { return uint64(uintptr(unsafe.Pointer(&t.probe[0]))) }
 
-func (t *Transport) hello() (b [helloSize]byte) {
-	binary.LittleEndian.PutUint32(b[0:], helloMagic)
-	binary.LittleEndian.PutUint64(b[4:], uint64(t.cfg.Self))
-	binary.LittleEndian.PutUint32(b[12:], uint32(t.pid))
-	binary.LittleEndian.PutUint64(b[16:], uint64(uintptr(unsafe.Pointer(&t.probe[0]))))
-	return b
-}
-
-func (t *Transport) reply(status byte) (b [replySize]byte) {
-	b[0] = status
-	binary.LittleEndian.PutUint32(b[1:], uint32(t.pid))
-	binary.LittleEndian.PutUint64(b[5:], uint64(uintptr(unsafe.Pointer(&t.probe[0]))))
-	return b
-}
-
-// dial connects to p's peer, creates the segment and passes it; on
-// acceptance p is up.
+// dial connects to p's peer, runs the handshake (the peer proves the
+// job's secret before anything is passed), creates the segment and
+// passes it; on acceptance p is up.
 func (t *Transport) dial(p *pair) error {
 	addr := t.addrOf(p.rank)
 	if addr == "" {
@@ -299,53 +422,73 @@ func (t *Transport) dial(p *pair) error {
 		delete(t.hs, c)
 		t.mu.Unlock()
 	}()
+	deadline := time.Now().Add(t.cfg.ConnectTimeout)
+	c.SetDeadline(deadline)
+	key, err := t.authKey(deadline)
+	if err == nil && key != nil {
+		err = wireauth.Dial(c, key, wireauth.Hello{Proto: wireauth.ProtoShm, Scope: t.cfg.Scope, From: uint64(t.cfg.Self), To: uint64(p.rank)})
+	}
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("connect to rank %d: %w", p.rank, err)
+	}
+	pid, err := t.peerCred(c)
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("connect to rank %d: %w", p.rank, err)
+	}
 	seg, segFd, err := newRegion("ftmpi-pair", segSize)
 	if err != nil {
 		c.Close()
 		return err
 	}
 	defer unix.Close(segFd) // the peer has its own descriptor once it read the hello
-	hello := t.hello()
-	c.SetDeadline(time.Now().Add(t.cfg.ConnectTimeout))
 	fail := func(err error) error {
 		seg.unmap()
 		c.Close()
 		return err
 	}
+	hello := pairHello{Rank: uint64(t.cfg.Self), Probe: t.probeAddr()}.encode()
 	if _, _, err := c.WriteMsgUnix(hello[:], unix.UnixRights(segFd, t.bellFd), nil); err != nil {
 		return fail(fmt.Errorf("connect to rank %d: %w", p.rank, err))
 	}
-	var reply [replySize]byte
-	c.SetReadDeadline(time.Now().Add(t.cfg.ConnectTimeout))
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := c.ReadMsgUnix(reply[:], oob)
+	var rb [replySize]byte
+	oob := make([]byte, unix.CmsgSpace(4*replyFdsWant))
+	n, oobn, flags, _, err := c.ReadMsgUnix(rb[:], oob)
 	var fds []int
 	if err == nil && oobn > 0 {
-		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil && len(msgs) == 1 {
-			fds, _ = unix.ParseUnixRights(&msgs[0])
+		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+			for i := range msgs {
+				if f, e := unix.ParseUnixRights(&msgs[i]); e == nil {
+					fds = append(fds, f...)
+				}
+			}
 		}
 	}
 	if err == nil && n < replySize {
-		_, err = io.ReadFull(c, reply[n:])
+		_, err = io.ReadFull(c, rb[n:])
 	}
 	if err != nil {
 		closeFds(fds)
 		return fail(fmt.Errorf("connect to rank %d: no handshake reply: %w", p.rank, err))
 	}
-	if reply[0] != replyAccept {
+	reply, err := decodePairReply(rb[:])
+	if err != nil {
+		closeFds(fds)
+		return fail(fmt.Errorf("connect to rank %d: %w", p.rank, err))
+	}
+	if reply.Status != replyAccept {
 		closeFds(fds)
 		return fail(errRefused)
 	}
-	if len(fds) != 1 {
+	if len(fds) != replyFdsWant || flags&unix.MSG_CTRUNC != 0 {
 		closeFds(fds)
 		return fail(fmt.Errorf("connect to rank %d: %d descriptors in the reply, want its doorbell", p.rank, len(fds)))
 	}
-	pid := int(binary.LittleEndian.Uint32(reply[1:]))
-	probe := binary.LittleEndian.Uint64(reply[5:])
-	pbell, err := mapRegion(fds[0], bellSize)
+	pbell, err := mapPeerRegion(fds[0], bellSize, "doorbell")
 	unix.Close(fds[0])
 	if err != nil {
-		return fail(fmt.Errorf("connect to rank %d: doorbell: %w", p.rank, err))
+		return fail(fmt.Errorf("connect to rank %d: it passed a bad %w", p.rank, err))
 	}
 	c.SetDeadline(time.Time{})
 	t.mu.Lock()
@@ -355,7 +498,7 @@ func (t *Transport) dial(p *pair) error {
 		return fail(transport.ErrClosed)
 	}
 	p.pid = pid
-	if !t.cfg.NoCMA && canRead(pid, probe) {
+	if !t.cfg.NoCMA && canRead(pid, reply.Probe) {
 		viewDir(seg, 1).cma.Store(1)
 	}
 	t.establishLocked(p, c, seg, pbell, 0)

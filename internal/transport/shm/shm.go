@@ -32,6 +32,17 @@
 // space word, bumped by the consumer; a peer's death or Close wakes it
 // too.
 //
+// Set-up (setup.go, hello.go): a pair is set up only between processes
+// that proved the job's secret to each other (wireauth, protocol
+// ProtoShm, before any descriptor is passed or accepted); the dialler's
+// process id is the one its handshake proved, and it must be a process of
+// this host's part of the job (the peer table). The accept loop is
+// internal/acceptloop's, so no flood of connections stops it. The memory
+// files are sealed against resizing before they are passed, and a
+// receiver checks the seals and the size before it maps one; a refused
+// set-up is logged (rate-limited) and is a failed connection attempt. A
+// malformed ring record is logged and the peer treated as lost.
+//
 // The package must not interpret frames beyond their length and its
 // reserved bits, and keeps no process-global state.
 package shm
@@ -51,7 +62,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // Config configures a Transport.
@@ -77,18 +90,31 @@ type Config struct {
 	// receiver may read the sender's memory (process_vm_readv).
 	NoCMA bool
 
+	// Auth is the job's secret: every pair set-up, dialled or accepted,
+	// runs the wireauth handshake (protocol wireauth.ProtoShm, scope
+	// Scope, the two process ids) before any descriptor is passed, and a
+	// connection that fails it is closed and logged. nil: no handshake,
+	// for tests and in-process use only.
+	Auth *wireauth.Key
+	// AuthLater (with a nil Auth): the secret comes later, by SetAuth
+	// before SetPeers; set-ups wait for it.
+	AuthLater bool
+	Scope     uint64 // what the pairs belong to; both ends must agree
+	// Log receives why a set-up was refused and why a pair was closed for
+	// a malformed record (nil: standard error).
+	Log func(msg string)
+
 	beforePublish func()        // tests: runs between writing a record and publishing it
 	sleepMax      time.Duration // tests: the longest futex sleep (0: sleepMax), long to make a lost wake-up a hang
 }
 
 const (
-	helloMagic     = 0x66746d73 // "ftms"
-	replyAccept    = 1
-	replyRefuse    = 2
 	byeByte        = 0xb7
 	connectTimeout = 30 * time.Second
 	closeFlush     = time.Second            // how long Close lets queued frames drain
 	sleepMax       = 100 * time.Millisecond // longest futex sleep (a lost wake-up costs at most this)
+	refuseBurst    = 10                     // refused set-ups logged per refuseWindow; the others are counted
+	refuseWindow   = 10 * time.Second
 )
 
 // Peer states (pair.state).
@@ -101,11 +127,19 @@ const (
 // Transport implements transport.Transport over shared memory.
 type Transport struct {
 	cfg   Config
-	pid   int
+	uid   int
 	probe [8]byte // a peer reads it to learn whether it may read this process's memory
 	ln    *net.UnixListener
 	path  string
 	addrs atomic.Pointer[[]string]
+
+	key       atomic.Pointer[wireauth.Key] // the job's secret (Config.Auth, SetAuth)
+	authReady chan struct{}                // Config.AuthLater: closed by SetAuth
+
+	logMu    sync.Mutex
+	logFrom  time.Time // start of the current refusal window
+	logged   int       // refusals logged in it
+	unlogged int       // refusals not logged since the last line
 
 	bell      region
 	bellFd    int
@@ -116,11 +150,12 @@ type Transport struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	pairs   map[int]*pair
-	hs      map[*net.UnixConn]struct{} // connections in their handshake
-	closed  bool
-	closeBy atomic.Int64 // unix nanos after which writers give up (0: not closing)
+	mu       sync.Mutex
+	pairs    map[int]*pair
+	hs       map[*net.UnixConn]struct{} // connections in their handshake
+	peersSet chan struct{}              // closed and replaced by SetPeers
+	closed   bool
+	closeBy  atomic.Int64 // unix nanos after which writers give up (0: not closing)
 
 	rx       atomic.Pointer[[]*pair] // the pairs the receiver polls
 	rxLock   atomic.Int32            // who polls the rings now: 0 nobody, rxByReceiver or rxByCaller
@@ -147,7 +182,7 @@ type pair struct {
 	ready   chan struct{} // closed when up, err, dialing or expect change
 
 	c       *net.UnixConn // nil for the pair of this rank with itself
-	pid     int           // the peer's process id
+	pid     int           // the peer's process id (the kernel's word: SO_PEERCRED)
 	byeOnce sync.Once
 	seg     region
 	pbell   region // the peer's doorbell
@@ -237,8 +272,17 @@ func Listen(cfg Config) (*Transport, error) {
 	if cfg.sleepMax <= 0 {
 		cfg.sleepMax = sleepMax
 	}
-	t := &Transport{cfg: cfg, pid: os.Getpid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{}, rxDone: make(chan struct{}), rxWake: make(chan struct{}, 1)}
+	if cfg.Auth != nil && cfg.AuthLater {
+		return nil, errors.New("shm: Auth and AuthLater both set")
+	}
+	t := &Transport{cfg: cfg, uid: os.Geteuid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{},
+		peersSet: make(chan struct{}), rxDone: make(chan struct{}), rxWake: make(chan struct{}, 1)}
 	copy(t.probe[:], probeMagic)
+	if cfg.Auth != nil {
+		t.key.Store(cfg.Auth)
+	} else if cfg.AuthLater {
+		t.authReady = make(chan struct{})
+	}
 	var err error
 	t.bell, t.bellFd, err = newRegion("ftmpi-bell", bellSize)
 	if err != nil {
@@ -257,17 +301,80 @@ func Listen(cfg Config) (*Transport, error) {
 	empty := []*pair{}
 	t.rx.Store(&empty)
 	t.wg.Add(1)
-	go t.acceptLoop()
+	go func() {
+		defer t.wg.Done()
+		acceptloop.Serve(t.ln, acceptloop.Config{
+			Name:             "shared-memory listener " + t.path,
+			HandshakeTimeout: min(cfg.ConnectTimeout, acceptloop.DefaultHandshakeTimeout),
+			Logf:             t.logf,
+		}, t.handle)
+	}()
 	go t.recvLoop()
 	return t, nil
+}
+
+// SetAuth gives the job's secret to a transport made with
+// Config.AuthLater, before SetPeers; once only.
+func (t *Transport) SetAuth(k *wireauth.Key) error {
+	if t.authReady == nil || k == nil {
+		return errors.New("shm: SetAuth needs Config.AuthLater and a key")
+	}
+	if !t.key.CompareAndSwap(nil, k) {
+		return errors.New("shm: SetAuth called twice")
+	}
+	close(t.authReady)
+	return nil
+}
+
+// logf logs why a set-up was refused or a pair closed.
+func (t *Transport) logf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if t.cfg.Log != nil {
+		t.cfg.Log(msg)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "ftmpi: process %d: %s\n", t.cfg.Self, msg)
+}
+
+// refused logs a refused set-up: at most refuseBurst lines per
+// refuseWindow, so that a flood of bad connections does not flood the
+// log; the next line logged counts the ones that were not.
+func (t *Transport) refused(err error) {
+	now := time.Now()
+	t.logMu.Lock()
+	if now.Sub(t.logFrom) >= refuseWindow {
+		t.logFrom, t.logged = now, 0
+	}
+	if t.logged >= refuseBurst {
+		t.unlogged++
+		t.logMu.Unlock()
+		return
+	}
+	t.logged++
+	n := t.unlogged
+	t.unlogged = 0
+	t.logMu.Unlock()
+	if n > 0 {
+		t.logf("refused a shared-memory set-up: %v (and %d more not logged)", err, n)
+		return
+	}
+	t.logf("refused a shared-memory set-up: %v", err)
 }
 
 // Addr is the address peers give SetPeers for this rank.
 func (t *Transport) Addr() string { return t.path }
 
 // SetPeers installs the address table, indexed by rank: "" for ranks
-// reached through the fallback.
-func (t *Transport) SetPeers(addrs []string) { t.addrs.Store(&addrs) }
+// reached through the fallback. Only the processes with an address here
+// may set up a pair with this one (a set-up from a process beyond the
+// table waits for a SetPeers that names it: a spawned process).
+func (t *Transport) SetPeers(addrs []string) {
+	t.mu.Lock()
+	t.addrs.Store(&addrs)
+	close(t.peersSet)
+	t.peersSet = make(chan struct{})
+	t.mu.Unlock()
+}
 
 // local reports whether rank to is reached through shared memory.
 func (t *Transport) local(to int) bool {

@@ -138,7 +138,7 @@ func newJobCMA(t *testing.T, dir string, n int, cma bool, hs ...transport.Handle
 	t.Helper()
 	trs := make([]*Transport, n)
 	for i := range trs {
-		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: hs[i], NoCMA: !cma,
+		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: hs[i], NoCMA: !cma, Auth: testKey,
 			SpinFn: func() time.Duration { return 10 * time.Microsecond }})
 		if err != nil {
 			t.Fatal(err)
@@ -375,7 +375,7 @@ func TestNewEpochGetsFreshRings(t *testing.T) {
 	ntrs := make([]*Transport, 2)
 	na := make([]string, 2)
 	for i := range ntrs {
-		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i) + ".e1", Handler: nrec[i]})
+		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i) + ".e1", Handler: nrec[i], Auth: testKey, Scope: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,30 +424,41 @@ func TestSendToSelf(t *testing.T) {
 	rec.check(t)
 }
 
-// A peer that writes a malformed record (here a chunk outside any chunked
-// frame, then a frame longer than the ring) is reported lost, with a
-// clear error, never a panic; the connection breaks, so the writer is
-// told the same.
+// A peer that writes a malformed record (a chunk outside any chunked
+// frame, a frame longer than the ring, an unknown kind, a frame in the
+// sender's memory without its body, a head moved inside a record) is
+// reported lost, with the defect logged, never a panic; the connection
+// breaks, so the writer is told the same.
 func TestMalformedRecordIsALoss(t *testing.T) {
-	for _, bad := range []transport.Header{
-		{Kind: recChunk, Flags: flagShm, N: 10},
-		{Kind: 1, N: 1 << 40},
-		{Kind: 9, Flags: flagShm},
-		{Kind: 1, Flags: flagCMA, N: 100},
+	for _, tc := range []struct {
+		bad  transport.Header
+		head uint64 // moved here (with the tail a record further) if not 0
+		log  string
+	}{
+		{bad: transport.Header{Kind: recChunk, Flags: flagShm, N: 10}, log: "a chunk of 10 bytes"},
+		{bad: transport.Header{Kind: 1, N: 1 << 40}, log: "a frame of 1099511627776 bytes"},
+		{bad: transport.Header{Kind: 9, Flags: flagShm}, log: "a record of kind 9"},
+		{bad: transport.Header{Kind: 1, Flags: flagCMA, N: 100}, log: "a frame of 100 bytes in the sender's memory"},
+		{head: urgentSize - 8, log: "the ring's head at 65528, inside a record"},
 	} {
 		dir := t.TempDir()
-		recs := []*recorder{newRecorder(), newRecorder()}
-		trs := newJob(t, dir, 2, recs[0], recs[1])
+		trs, recs, logs := hostileJob(t, dir, 2, 2, 0)
 		if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: 1}, nil); err != nil {
 			t.Fatal(err)
 		}
+		waitFor(t, "the first frame", func() bool { return recs[1].count(0) == 1 })
 		trs[0].mu.Lock()
 		p := trs[0].pairs[1]
 		trs[0].mu.Unlock()
 		p.mu.Lock()
-		h := bad
-		if !p.out.urgent.put(&h, make([]byte, 10), nil) {
-			t.Fatal("no room for the bad record")
+		if tc.head != 0 {
+			p.out.urgent.head.Store(tc.head)
+			p.out.urgent.tail.Store(tc.head + lineSize)
+		} else {
+			h := tc.bad
+			if !p.out.urgent.put(&h, make([]byte, 10), nil) {
+				t.Fatal("no room for the bad record")
+			}
 		}
 		sleeping := p.ringLocked()
 		p.mu.Unlock()
@@ -456,9 +467,10 @@ func TestMalformedRecordIsALoss(t *testing.T) {
 			select {
 			case <-r.lost:
 			case <-time.After(30 * time.Second):
-				t.Fatalf("header %+v: the loss was not reported", bad)
+				t.Fatalf("%s: the loss was not reported", tc.log)
 			}
 		}
+		logs[1].waitLine(t, "closed the shared memory with process 0: rank 0 wrote a bad record in shared memory: "+tc.log)
 		closeAll(trs)
 	}
 }

@@ -12,18 +12,30 @@ import (
 // region is a shared mapping of a memfd.
 type region struct{ b []byte }
 
-// newRegion creates an anonymous memory file of size bytes and maps it;
-// the returned descriptor is what peers map too (passed over a socket).
-// No name ever appears in a file system: the memory is freed when the
-// last mapping and descriptor are gone, whoever dies.
+// seals are the seals of every memory file this package makes, added
+// before its descriptor is passed: its size can never change, so a peer
+// (or a bug) cannot shrink it under a mapping (a SIGBUS on the next
+// access), and F_SEAL_SEAL keeps anyone from adding more (say a write
+// seal).
+const seals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
+
+// newRegion creates an anonymous memory file of size bytes, seals its
+// size and maps it; the returned descriptor is what peers map too
+// (passed over a socket). No name ever appears in a file system: the
+// memory is freed when the last mapping and descriptor are gone, whoever
+// dies.
 func newRegion(name string, size int) (region, int, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return region{}, -1, fmt.Errorf("memfd_create: %w", err)
 	}
 	if err := unix.Ftruncate(fd, int64(size)); err != nil {
 		unix.Close(fd)
 		return region{}, -1, fmt.Errorf("size shared memory to %d bytes: %w", size, err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		unix.Close(fd)
+		return region{}, -1, fmt.Errorf("seal shared memory: %w", err)
 	}
 	r, err := mapRegion(fd, size)
 	if err != nil {
@@ -33,16 +45,46 @@ func newRegion(name string, size int) (region, int, error) {
 	return r, fd, nil
 }
 
-// mapRegion maps size bytes of the memory file fd, which must be that
-// large (a peer's descriptor is checked, not trusted).
-func mapRegion(fd, size int) (region, error) {
+// checkRegion checks a memory file a peer passed before it is mapped:
+// sealed against any change of size (else the peer could shrink it under
+// the mapping), then exactly size bytes.
+func checkRegion(fd, size int) error {
+	got, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return fmt.Errorf("not a sealable memory file (F_GET_SEALS: %v)", err)
+	}
+	if got&seals != seals {
+		return fmt.Errorf("not sealed against resizing (seals %#x, want %#x)", got, seals)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return region{}, fmt.Errorf("stat shared memory: %w", err)
+		return fmt.Errorf("stat: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("not a memory file (mode %#o)", st.Mode)
 	}
 	if st.Size != int64(size) {
-		return region{}, fmt.Errorf("shared memory of %d bytes, want %d", st.Size, size)
+		return fmt.Errorf("%d bytes, want %d", st.Size, size)
 	}
+	return nil
+}
+
+// mapPeerRegion maps size bytes of the memory file fd passed by a peer,
+// once checkRegion accepted it; what names it in the error.
+func mapPeerRegion(fd, size int, what string) (region, error) {
+	if err := checkRegion(fd, size); err != nil {
+		return region{}, fmt.Errorf("%s: %w", what, err)
+	}
+	r, err := mapRegion(fd, size)
+	if err != nil {
+		return region{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return r, nil
+}
+
+// mapRegion maps size bytes of the memory file fd (this process's own,
+// or one checkRegion accepted).
+func mapRegion(fd, size int) (region, error) {
 	b, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return region{}, fmt.Errorf("map shared memory: %w", err)
