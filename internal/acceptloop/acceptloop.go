@@ -15,6 +15,7 @@ package acceptloop
 import (
 	"errors"
 	"net"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -158,6 +159,11 @@ func Serve(ln net.Listener, cfg Config, handle func(*Pending)) error {
 			defer p.finish()
 			handle(p)
 		}()
+		// Let the handler read what its client sent with the connection
+		// (a hello) before more are accepted: under a flood the loop would
+		// otherwise accept a cap's worth of connections, closing a real
+		// client's, before its handler ran.
+		runtime.Gosched()
 	}
 }
 

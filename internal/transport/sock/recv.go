@@ -43,6 +43,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -146,51 +147,27 @@ func newRx(t *Transport, peer int) *rx {
 }
 
 // readLoop reads the frames of one connection. peer is -1 for an accepted
-// connection, whose first bytes name the peer.
-func (t *Transport) readLoop(cc *conn, peer int) {
+// connection (p, pending in its listener's accept loop), whose first bytes
+// name the peer.
+func (t *Transport) readLoop(cc *conn, peer int, p *acceptloop.Pending) {
 	defer t.wg.Done()
 	c := cc.c
 	defer c.Close()
-	tune(c)
-	x := newRx(t, peer)
-	x.c = c
+	var early []byte // frames the peer sent right behind its hello
 	if peer < 0 {
-		br := bufio.NewReaderSize(c, 4<<10)
-		var err error
-		var answer func(verdict byte) []byte
-		if peer, answer, err = t.acceptHello(c, br); err != nil {
-			t.mu.Lock()
-			closed := t.closed
-			t.mu.Unlock()
-			if !closed {
-				t.logf("refused a connection%s: %v", remote(c), err)
-			}
-			return
-		}
-		x.peer = peer
-		// Frames the peer sent right behind its hello.
-		if n := br.Buffered(); n > 0 {
-			b, _ := br.Peek(n)
-			x.w = copy(x.buf, b)
-		}
-		verdict := byte(replyRefuse)
-		ps, ok := t.accepted(peer, cc)
-		if ok {
-			verdict = replyAccept
-		}
-		reply := []byte{verdict}
-		if answer != nil { // the one-round-trip handshake: the verdict with the MAC
-			reply = answer(verdict)
-		}
-		_, err = c.Write(reply)
-		if ok {
-			t.release(ps, err)
-		}
-		if err != nil || !ok {
+		var ok bool
+		if peer, early, ok = t.handshake(cc, p); !ok {
 			t.untrack(cc)
 			return
 		}
 	}
+	// Buffers only for connections that proved themselves: a flood of
+	// connections that never do costs no memory beyond the accept loop's
+	// cap.
+	tune(c)
+	x := newRx(t, peer)
+	x.c = c
+	x.w = copy(x.buf, early)
 	var err error
 	if sc, ok := c.(syscall.Conn); !ok {
 		err = fmt.Errorf("connection of rank %d has no file descriptor", peer)
@@ -206,6 +183,49 @@ func (t *Transport) readLoop(cc *conn, peer int) {
 	} else if err != nil {
 		t.lost(peer, err)
 	}
+}
+
+// handshake runs the accepting side of an accepted connection's
+// handshake and answers it. It returns the peer's process id and the
+// bytes read behind the hello, or false if the connection was refused (or
+// closed by the accept loop, or not the one both ranks send on).
+func (t *Transport) handshake(cc *conn, p *acceptloop.Pending) (int, []byte, bool) {
+	c := cc.c
+	br := bufio.NewReaderSize(c, 4<<10)
+	peer, answer, err := t.acceptHello(c, br)
+	if err != nil {
+		t.mu.Lock()
+		closed := t.closed
+		t.mu.Unlock()
+		// A connection the accept loop closed (deadline, flood) is its
+		// to log.
+		if !closed && !errors.Is(err, net.ErrClosed) {
+			t.refused.Printf("refused a connection%s: %v", remote(c), err)
+		}
+		return 0, nil, false
+	}
+	if !p.Authenticated() { // closed meanwhile by the accept loop (deadline or flood)
+		return 0, nil, false
+	}
+	var early []byte
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		early = append([]byte(nil), b...)
+	}
+	verdict := byte(replyRefuse)
+	ps, ok := t.accepted(peer, cc)
+	if ok {
+		verdict = replyAccept
+	}
+	reply := []byte{verdict}
+	if answer != nil { // the one-round-trip handshake: the verdict with the MAC
+		reply = answer(verdict)
+	}
+	_, err = c.Write(reply)
+	if ok {
+		t.release(ps, err)
+	}
+	return peer, early, err == nil && ok
 }
 
 // addRx makes x's connection one that callers poll.

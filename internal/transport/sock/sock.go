@@ -58,6 +58,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
@@ -152,6 +153,9 @@ type Transport struct {
 	lnUnix net.Listener
 	lnTCP  net.Listener
 	auth   *wireauth.Listener // the accepting side of handshakes (Config.Auth)
+	// refused logs the connections refused in their handshake: a flood
+	// of them gets a few lines and a count, not a line each.
+	refused *acceptloop.RateLog
 	// With Config.AuthLater: the published nonce, and a channel closed by
 	// SetAuth (then auth and cfg.Auth are set).
 	nonce     [wireauth.NonceSize]byte
@@ -306,11 +310,14 @@ func Listen(cfg Config) (*Transport, error) {
 		}
 		t.lnTCP = ln
 	}
-	for _, ln := range []net.Listener{t.lnUnix, t.lnTCP} {
-		if ln != nil {
-			t.wg.Add(1)
-			go t.acceptLoop(ln)
-		}
+	t.refused = &acceptloop.RateLog{Logf: func(msg string) { t.logf("%s", msg) }}
+	if t.lnUnix != nil {
+		t.wg.Add(1)
+		go t.acceptLoop(t.lnUnix, "unix listener")
+	}
+	if t.lnTCP != nil {
+		t.wg.Add(1)
+		go t.acceptLoop(t.lnTCP, "tcp listener")
 	}
 	return t, nil
 }
@@ -363,20 +370,22 @@ func (t *Transport) closeListeners() {
 	}
 }
 
-func (t *Transport) acceptLoop(ln net.Listener) {
+// acceptLoop accepts connections on ln until Close (package acceptloop:
+// out of descriptors it retries; a connection whose hello is not verified
+// within ConnectTimeout is closed, and so is the oldest of too many such
+// connections). Each gets a reader goroutine that runs the handshake.
+func (t *Transport) acceptLoop(ln net.Listener, name string) {
 	defer t.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		cc := &conn{c: c}
-		if !t.track(cc) {
-			c.Close()
-			return
-		}
-		go t.readLoop(cc, -1)
-	}
+	acceptloop.Serve(ln, acceptloop.Config{Name: name, HandshakeTimeout: t.cfg.ConnectTimeout,
+		Logf: func(format string, args ...any) { t.logf(format, args...) }},
+		func(p *acceptloop.Pending) {
+			cc := &conn{c: p.Conn}
+			if !t.track(cc) {
+				p.Close()
+				return
+			}
+			t.readLoop(cc, -1, p)
+		})
 }
 
 // untrack forgets a connection that was refused.
@@ -596,9 +605,50 @@ func (t *Transport) lost(peer int, err error) {
 	t.cfg.Handler.PeerLost(peer, t.wireErr(peer, err))
 }
 
+// dialRetries bounds the dials of a connection that the peer closed in
+// its handshake (its accept loop, flooded, shed it): a peer that refuses
+// this process's hello closes it too, and must not cost more than a
+// moment.
+const dialRetries = 4
+
 // dial connects to rank to and reports whether it accepted the connection
-// as the one both ranks send on.
+// as the one both ranks send on. A connection closed in its handshake is
+// dialled again a few times, and a dial that finds this process out of
+// descriptors is retried until ConnectTimeout (they come back: a flood's
+// connections are closed by the accept loops).
 func (t *Transport) dial(to int) (net.Conn, bool, error) {
+	deadline := time.Now().Add(t.cfg.ConnectTimeout)
+	backoff := 5 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		c, ok, err := t.dialOnce(to)
+		if err == nil || !retryDial(err, attempt) || time.Now().Add(backoff).After(deadline) {
+			return c, ok, err
+		}
+		wait := time.NewTimer(backoff)
+		select {
+		case <-t.ctx.Done():
+			wait.Stop()
+			return nil, false, transport.ErrClosed
+		case <-wait.C:
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+// retryDial says whether dial's attempt number attempt, failed with err,
+// is worth another.
+func retryDial(err error, attempt int) bool {
+	switch {
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.ENOBUFS):
+		return true
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return attempt < dialRetries
+	}
+	return false
+}
+
+// dialOnce is one attempt of dial.
+func (t *Transport) dialOnce(to int) (net.Conn, bool, error) {
 	pp := t.peers.Load()
 	if pp == nil || to < 0 || to >= len(*pp) {
 		return nil, false, fmt.Errorf("no address for rank %d", to)
@@ -727,7 +777,7 @@ func (t *Transport) connect(ps *peerState) (*conn, error) {
 				c.Close()
 				return nil, transport.ErrClosed
 			}
-			go t.readLoop(cc, to)
+			go t.readLoop(cc, to, nil)
 		} else if c != nil {
 			c.Close()
 		}
@@ -1077,6 +1127,7 @@ func (t *Transport) Close() error {
 	t.stopReaders()
 	t.closeListeners()
 	t.wg.Wait()
+	t.refused.Stop()
 	if t.lnUnix != nil {
 		os.Remove(t.lnUnix.Addr().String())
 	}

@@ -14,7 +14,12 @@ import (
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(floodChildEnv); mode != "" {
+		os.Exit(floodChild(mode)) // flood_test.go: the flooded process
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // recorder is a Handler that keeps every frame's payload per peer.
 type recorder struct {
