@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -282,5 +283,54 @@ func TestDefaultMaxPendingFollowsDescriptorLimit(t *testing.T) {
 		if got := maxPendingFor(c.limit); got != c.want {
 			t.Errorf("maxPendingFor(%d) = %d, want %d", c.limit, got, c.want)
 		}
+	}
+}
+
+// TestHelloReadBeforeFloodSheds: a client whose hello arrived with its
+// connection, queued ahead of a flood, is authenticated before the
+// flood's connections shed it, even with a cap of 1 and one processor
+// (the loop lets the handler run after each Accept).
+func TestHelloReadBeforeFloodSheds(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	// Everything waits in the listener's queue before the loop starts.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("hello\nping")); err != nil {
+		t.Fatal(err)
+	}
+	var idle []net.Conn
+	defer func() {
+		for _, nc := range idle {
+			nc.Close()
+		}
+	}()
+	for range 20 {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, nc)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Serve(ln, Config{Name: "test", MaxPending: 1, HandshakeTimeout: time.Minute}, echoAfterHello) }()
+	defer func() {
+		ln.Close()
+		for _, nc := range idle {
+			nc.Close()
+		}
+		<-done
+	}()
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
+		t.Fatalf("the client queued before the flood was shed: %q %v", b, err)
 	}
 }
