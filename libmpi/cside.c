@@ -51,6 +51,21 @@ int ftmpi_call_delete_attr(void *fn, uintptr_t obj, int keyval, void *val, void 
     return ((MPI_Comm_delete_attr_function *)fn)((MPI_Comm)obj, keyval, val, extra);
 }
 
+int ftmpi_call_grequest_query(void *fn, void *extra, MPI_Status *status)
+{
+    return ((MPI_Grequest_query_function *)fn)(extra, status);
+}
+
+int ftmpi_call_grequest_free(void *fn, void *extra)
+{
+    return ((MPI_Grequest_free_function *)fn)(extra);
+}
+
+int ftmpi_call_grequest_cancel(void *fn, void *extra, int complete)
+{
+    return ((MPI_Grequest_cancel_function *)fn)(extra, complete);
+}
+
 /* MPI_Wtime and MPI_Wtick stay in C: no call into Go on this path. */
 double PMPI_Wtime(void)
 {

@@ -19,5 +19,8 @@ void ftmpi_call_user_op(void *fn, void *in, void *inout, int *len, MPI_Datatype 
 void ftmpi_call_user_op_c(void *fn, void *in, void *inout, MPI_Count *len, MPI_Datatype *dt);
 int ftmpi_call_copy_attr(void *fn, uintptr_t obj, int keyval, void *extra, void *in, void *out, int *flag);
 int ftmpi_call_delete_attr(void *fn, uintptr_t obj, int keyval, void *val, void *extra);
+int ftmpi_call_grequest_query(void *fn, void *extra, MPI_Status *status);
+int ftmpi_call_grequest_free(void *fn, void *extra);
+int ftmpi_call_grequest_cancel(void *fn, void *extra, int complete);
 
 #endif

@@ -2884,21 +2884,27 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
 }
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) __attribute__((weak, alias("PMPI_Sendrecv_replace")));
 
+int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Isendrecv((void *)sendbuf, sendcount, (uintptr_t)sendtype, dest, sendtag, (void *)recvbuf, recvcount, (uintptr_t)recvtype, source, recvtag, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Isendrecv")));
+
+int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request)
+{
+    return ftmpi_Isendrecv_replace((void *)buf, count, (uintptr_t)datatype, dest, sendtag, source, recvtag, (uintptr_t)comm, (uintptr_t *)request);
+}
+int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) __attribute__((weak, alias("PMPI_Isendrecv_replace")));
+
 int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request)
 {
-    (void)query_fn;
-    (void)free_fn;
-    (void)cancel_fn;
-    (void)extra_state;
-    (void)request;
-    return ftmpi_unsupported("MPI_Grequest_start");
+    return ftmpi_Grequest_start((void *)query_fn, (void *)free_fn, (void *)cancel_fn, (void *)extra_state, (uintptr_t *)request);
 }
 int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request) __attribute__((weak, alias("PMPI_Grequest_start")));
 
 int PMPI_Grequest_complete(MPI_Request request)
 {
-    (void)request;
-    return ftmpi_unsupported("MPI_Grequest_complete");
+    return ftmpi_Grequest_complete((uintptr_t)request);
 }
 int MPI_Grequest_complete(MPI_Request request) __attribute__((weak, alias("PMPI_Grequest_complete")));
 
@@ -2916,24 +2922,13 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 
 int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
 {
-    (void)size;
-    (void)disp_unit;
-    (void)info;
-    (void)comm;
-    (void)baseptr;
-    (void)win;
-    return ftmpi_unsupported("MPI_Win_allocate_shared");
+    return ftmpi_Win_allocate_shared(size, disp_unit, (uintptr_t)info, (uintptr_t)comm, (void *)baseptr, (uintptr_t *)win);
 }
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_allocate_shared")));
 
 int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
 {
-    (void)win;
-    (void)rank;
-    (void)size;
-    (void)disp_unit;
-    (void)baseptr;
-    return ftmpi_unsupported("MPI_Win_shared_query");
+    return ftmpi_Win_shared_query((uintptr_t)win, rank, (void *)size, (void *)disp_unit, (void *)baseptr);
 }
 int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query")));
 
@@ -3197,24 +3192,13 @@ int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Com
 
 int PMPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
 {
-    (void)size;
-    (void)disp_unit;
-    (void)info;
-    (void)comm;
-    (void)baseptr;
-    (void)win;
-    return ftmpi_unsupported("MPI_Win_allocate_shared_c");
+    return ftmpi_Win_allocate_shared_c(size, disp_unit, (uintptr_t)info, (uintptr_t)comm, (void *)baseptr, (uintptr_t *)win);
 }
 int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) __attribute__((weak, alias("PMPI_Win_allocate_shared_c")));
 
 int PMPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr)
 {
-    (void)win;
-    (void)rank;
-    (void)size;
-    (void)disp_unit;
-    (void)baseptr;
-    return ftmpi_unsupported("MPI_Win_shared_query_c");
+    return ftmpi_Win_shared_query_c((uintptr_t)win, rank, (void *)size, (void *)disp_unit, (void *)baseptr);
 }
 int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query_c")));
 
@@ -3266,7 +3250,6 @@ int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_
 }
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
 
-/* 564 functions, 8 of them not implemented:
- * MPI_Get_hw_resource_info MPI_Register_datarep MPI_Grequest_start MPI_Grequest_complete MPI_Win_allocate_shared MPI_Win_shared_query
- * MPI_Win_allocate_shared_c MPI_Win_shared_query_c
+/* 566 functions, 2 of them not implemented:
+ * MPI_Get_hw_resource_info MPI_Register_datarep
  */

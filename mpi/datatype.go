@@ -763,7 +763,10 @@ func isendTyped[T Elem](c *Comm, op string, buf []T, count int, d *Datatype, des
 // (MPI_Irecv with a datatype); the data is unpacked into buf when the
 // request completes (Wait, Test, ...).
 func IrecvTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, source, tag int) (*Request, error) {
-	const op = "MPI_Irecv"
+	return irecvTypedOp(c, "MPI_Irecv", buf, count, d, source, tag)
+}
+
+func irecvTypedOp[T Elem](c *Comm, op string, buf []T, count int, d *Datatype, source, tag int) (*Request, error) {
 	if err := c.checkRecvArgs(op, source, tag); err != nil {
 		return nil, err
 	}

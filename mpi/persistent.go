@@ -180,6 +180,9 @@ func (r *Request) Free() error {
 		return err
 	}
 	r.freed = true
+	if r.ext != nil {
+		return r.ext.freeReq(r)
+	}
 	if r.pr == nil {
 		return nil
 	}

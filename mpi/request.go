@@ -40,6 +40,7 @@ type Request struct {
 	err  error
 
 	typed *typedReq // a derived-datatype request: unpack at completion (datatype.go)
+	ext   *extReq   // a local request whose status and cancel are its maker's (request_ext.go)
 }
 
 func (r *Request) finish(st Status, err error) {
@@ -62,6 +63,10 @@ func (r *Request) finish(st Status, err error) {
 func (r *Request) collect() {
 	ps := r.pr.Status()
 	if r.local {
+		if r.ext != nil {
+			r.ext.collect(r, ps.Err)
+			return
+		}
 		st := emptyStatus()
 		st.Err = ps.Err
 		r.finish(st, ps.Err)
@@ -177,6 +182,9 @@ func (r *Request) Test() (Status, bool, error) {
 func (r *Request) Cancel() error {
 	if err := r.usable("MPI_Cancel"); err != nil {
 		return err
+	}
+	if r.ext != nil {
+		return r.ext.cancelReq(r)
 	}
 	if r.done {
 		return nil

@@ -26,3 +26,14 @@ func TestRing(t *testing.T) {
 		t.Fatalf("stdout lacks %q:\n%s", want, r.Stdout)
 	}
 }
+
+// TestIsendrecvAndGrequest: MPI_Isendrecv(_replace) shift a ring;
+// a generalized request completes at MPI_Grequest_complete, its query
+// function fills the status MPI_Wait returns, its free function runs once.
+func TestIsendrecvAndGrequest(t *testing.T) {
+	bin := Compile(t, "testdata/p2p_greq.c")
+	r := runC(t, "3", nil, bin)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "result: errors 0\n") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
