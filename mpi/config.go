@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/bound"
 	"github.com/ftmpi/ftmpi/internal/ft/detector"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rankenv"
 )
 
 // Config holds the tunable settings of a World: how processes talk, when
@@ -82,20 +84,21 @@ type Config struct {
 	Detector bool
 
 	// HeartbeatPeriod is the interval between two heartbeats a process
-	// sends to its observer in the detector's ring. Default 100 ms. Env
-	// FTMPI_HB_PERIOD.
+	// sends to its observer in the detector's ring. Default 100 ms; from
+	// MinHeartbeatPeriod to MaxHeartbeatPeriod. Env FTMPI_HB_PERIOD.
 	HeartbeatPeriod time.Duration
 
 	// HeartbeatTimeout is how long an observer waits without a heartbeat
 	// before it suspects the process it observes (which the launcher then
 	// kills: fail-stop). It must exceed HeartbeatPeriod by more than any
-	// heartbeat delay, or a live but slow process is killed. Default 1 s.
-	// Env FTMPI_HB_TIMEOUT (a Go duration, or "off").
+	// heartbeat delay, or a live but slow process is killed. Default 1 s;
+	// from 2 × HeartbeatPeriod to MaxHeartbeatTimeout. Env FTMPI_HB_TIMEOUT
+	// (a Go duration, or "off").
 	HeartbeatTimeout time.Duration
 
 	// ConnectTimeout bounds setting up a connection to a peer process
-	// (dial and handshake) before the send fails. Default 30 s. Env
-	// FTMPI_CONNECT_TIMEOUT.
+	// (dial and handshake) before the send fails. Default 30 s; from
+	// MinConnectTimeout to MaxConnectTimeout. Env FTMPI_CONNECT_TIMEOUT.
 	ConnectTimeout time.Duration
 
 	// FaultInjection holds fault-injection specs (internal/inject's
@@ -119,25 +122,31 @@ const (
 // from the number of processes on the host and the host's cores as the
 // launcher counted them (this process's CPU count only when not launched).
 // It has no MPI counterpart (Config).
-const SpinAuto time.Duration = -1
+const SpinAuto = rankenv.SpinAuto
 
-// Bounds of Config values. They have no MPI counterpart (Config).
+// Bounds of Config values (and of the FTMPI_* variables that set them).
+// They have no MPI counterpart (Config).
 const (
-	MaxEagerLimit = 1 << 20
-	MaxSpin       = time.Second
+	MaxEagerLimit       = rankenv.MaxEagerLimit
+	MaxSpin             = rankenv.MaxSpin
+	MinHeartbeatPeriod  = rankenv.MinHBPeriod // shorter turns the detector into a busy loop
+	MaxHeartbeatPeriod  = rankenv.MaxHBPeriod
+	MaxHeartbeatTimeout = rankenv.MaxHBTimeout // and at least 2 × HeartbeatPeriod
+	MinConnectTimeout   = rankenv.MinConnectTimeout
+	MaxConnectTimeout   = rankenv.MaxConnectTimeout
 )
 
 // Environment variables read by ApplyEnv. They have no MPI counterpart
 // (Open MPI's OMPI_MCA_* variables are the analogue).
 const (
-	EnvEagerLimit     = "FTMPI_EAGER_LIMIT"     // Config.EagerLimit, bytes
-	EnvSpin           = "FTMPI_SPIN"            // Config.ReaderSpin: "auto" or a Go duration
-	EnvSpinYield      = "FTMPI_SPIN_YIELD"      // Config.SpinYield: 0 or 1
-	EnvWaitSpin       = "FTMPI_WAIT_SPIN"       // Config.WaitSpin, a Go duration
-	EnvHBPeriod       = "FTMPI_HB_PERIOD"       // Config.HeartbeatPeriod, a Go duration
-	EnvHBTimeout      = "FTMPI_HB_TIMEOUT"      // Config.HeartbeatTimeout, a Go duration; "off": Config.Detector = false
-	EnvConnectTimeout = "FTMPI_CONNECT_TIMEOUT" // Config.ConnectTimeout, a Go duration
-	EnvInject         = inject.EnvVar           // Config.FaultInjection
+	EnvEagerLimit     = rankenv.EagerLimit     // Config.EagerLimit, bytes
+	EnvSpin           = rankenv.Spin           // Config.ReaderSpin: "auto" or a Go duration
+	EnvSpinYield      = rankenv.SpinYield      // Config.SpinYield: 0 or 1
+	EnvWaitSpin       = rankenv.WaitSpin       // Config.WaitSpin, a Go duration
+	EnvHBPeriod       = rankenv.HBPeriod       // Config.HeartbeatPeriod, a Go duration
+	EnvHBTimeout      = rankenv.HBTimeout      // Config.HeartbeatTimeout, a Go duration; "off": Config.Detector = false
+	EnvConnectTimeout = rankenv.ConnectTimeout // Config.ConnectTimeout, a Go duration
+	EnvInject         = inject.EnvVar          // Config.FaultInjection
 )
 
 // DefaultConfig returns the defaults: safe for ranks on one host or a LAN,
@@ -188,15 +197,16 @@ func (c Config) Validate() error {
 		return bad("WaitSpin", c.WaitSpin, "want 0 to %v", MaxSpin)
 	}
 	if c.Detector {
-		if c.HeartbeatPeriod <= 0 {
-			return bad("HeartbeatPeriod", c.HeartbeatPeriod, "must be positive")
+		if c.HeartbeatPeriod < MinHeartbeatPeriod || c.HeartbeatPeriod > MaxHeartbeatPeriod {
+			return bad("HeartbeatPeriod", c.HeartbeatPeriod, "want %v to %v (shorter turns the detector into a busy loop)", MinHeartbeatPeriod, MaxHeartbeatPeriod)
 		}
-		if c.HeartbeatTimeout <= c.HeartbeatPeriod {
-			return bad("HeartbeatTimeout", c.HeartbeatTimeout, "must exceed HeartbeatPeriod (%v), or every heartbeat gap raises a suspicion", c.HeartbeatPeriod)
+		if lo := rankenv.HBTimeoutFactor * c.HeartbeatPeriod; c.HeartbeatTimeout < lo || c.HeartbeatTimeout > MaxHeartbeatTimeout {
+			return bad("HeartbeatTimeout", c.HeartbeatTimeout, "want %d × HeartbeatPeriod (%v) to %v, or every late heartbeat raises a suspicion",
+				rankenv.HBTimeoutFactor, lo, MaxHeartbeatTimeout)
 		}
 	}
-	if c.ConnectTimeout <= 0 {
-		return bad("ConnectTimeout", c.ConnectTimeout, "must be positive")
+	if c.ConnectTimeout < MinConnectTimeout || c.ConnectTimeout > MaxConnectTimeout {
+		return bad("ConnectTimeout", c.ConnectTimeout, "want %v to %v", MinConnectTimeout, MaxConnectTimeout)
 	}
 	if c.FaultInjection != "" {
 		if _, err := inject.Parse(c.FaultInjection); err != nil {
@@ -217,74 +227,41 @@ func (c Config) Validate() error {
 // ApplyEnv overrides the fields of c that FTMPI_* environment variables
 // set (the Env* constants), reading them with lookup (os.LookupEnv for the
 // process's environment). A variable that is set but empty is ignored. A
-// malformed value gives a *ConfigError naming the variable, and c is left
-// unchanged. It does not validate the result: call Validate. It has no
-// MPI counterpart (Config).
+// malformed value, or one outside its range (the bounds above; a heartbeat
+// timeout below 2 × the period), gives a *ConfigError naming the variable,
+// its value and the accepted range, and c is left unchanged. The other
+// fields are not judged: call Validate. It has no MPI counterpart
+// (Config).
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
-	out := *c
-	var errs []error
-	get := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		v = strings.TrimSpace(v)
-		return v, ok && v != ""
-	}
-	bad := func(name, v, msg string) {
-		errs = append(errs, &ConfigError{Field: name, Value: strconv.Quote(v), Msg: msg})
-	}
-	duration := func(name string, dst *time.Duration) {
-		if v, ok := get(name); ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				bad(name, v, "not a Go duration (such as 100ms or 1.5s)")
-				return
+	rs := rankenv.Settings{EagerLimit: c.EagerLimit, ReaderSpin: c.ReaderSpin, SpinYield: c.SpinYield, WaitSpin: c.WaitSpin,
+		Detector: c.Detector, HBPeriod: c.HeartbeatPeriod, HBTimeout: c.HeartbeatTimeout, ConnectTimeout: c.ConnectTimeout}
+	if err := rankenv.Apply(lookup, &rs); err != nil {
+		var errs []error
+		for _, e := range unjoin(err) {
+			var be *bound.Error
+			if errors.As(e, &be) {
+				e = &ConfigError{Field: be.Name, Value: strconv.Quote(be.Value), Msg: "want " + be.Want}
 			}
-			*dst = d
+			errs = append(errs, e)
 		}
-	}
-	if v, ok := get(EnvEagerLimit); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			bad(EnvEagerLimit, v, "not an integer number of bytes")
-		} else {
-			out.EagerLimit = n
-		}
-	}
-	if v, ok := get(EnvSpin); ok {
-		if v == "auto" {
-			out.ReaderSpin = SpinAuto
-		} else {
-			duration(EnvSpin, &out.ReaderSpin)
-		}
-	}
-	if v, ok := get(EnvSpinYield); ok {
-		switch v {
-		case "0":
-			out.SpinYield = false
-		case "1":
-			out.SpinYield = true
-		default:
-			bad(EnvSpinYield, v, "want 0 or 1")
-		}
-	}
-	duration(EnvWaitSpin, &out.WaitSpin)
-	duration(EnvHBPeriod, &out.HeartbeatPeriod)
-	if v, ok := get(EnvHBTimeout); ok {
-		if v == "off" {
-			out.Detector = false
-		} else {
-			out.Detector = true
-			duration(EnvHBTimeout, &out.HeartbeatTimeout)
-		}
-	}
-	duration(EnvConnectTimeout, &out.ConnectTimeout)
-	if v, ok := get(EnvInject); ok {
-		out.FaultInjection = v
-	}
-	if len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	out := *c
+	out.EagerLimit, out.ReaderSpin, out.SpinYield, out.WaitSpin = rs.EagerLimit, rs.ReaderSpin, rs.SpinYield, rs.WaitSpin
+	out.Detector, out.HeartbeatPeriod, out.HeartbeatTimeout, out.ConnectTimeout = rs.Detector, rs.HBPeriod, rs.HBTimeout, rs.ConnectTimeout
+	if v, ok := lookup(EnvInject); ok && strings.TrimSpace(v) != "" {
+		out.FaultInjection = strings.TrimSpace(v)
 	}
 	*c = out
 	return nil
+}
+
+// unjoin is the errors joined in err (errors.Join), or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // envConfig is cfg with the process's environment applied and validated.

@@ -36,8 +36,14 @@ func TestConfigValidateNamesFieldAndValue(t *testing.T) {
 		{"ReaderSpin", "2s", func(c *Config) { c.ReaderSpin = 2 * time.Second }},
 		{"WaitSpin", "-1ns", func(c *Config) { c.WaitSpin = -1 }},
 		{"HeartbeatPeriod", "0s", func(c *Config) { c.HeartbeatPeriod = 0 }},
+		{"HeartbeatPeriod", "1ns", func(c *Config) { c.HeartbeatPeriod = 1 }},
+		{"HeartbeatPeriod", "11m0s", func(c *Config) { c.HeartbeatPeriod, c.HeartbeatTimeout = 11*time.Minute, time.Hour }},
 		{"HeartbeatTimeout", "100ms", func(c *Config) { c.HeartbeatTimeout = 100 * time.Millisecond }},
+		{"HeartbeatTimeout", "199ms", func(c *Config) { c.HeartbeatTimeout = 199 * time.Millisecond }},
+		{"HeartbeatTimeout", "1h0m1s", func(c *Config) { c.HeartbeatTimeout = time.Hour + time.Second }},
 		{"ConnectTimeout", "0s", func(c *Config) { c.ConnectTimeout = 0 }},
+		{"ConnectTimeout", "1µs", func(c *Config) { c.ConnectTimeout = time.Microsecond }},
+		{"ConnectTimeout", "25h0m0s", func(c *Config) { c.ConnectTimeout = 25 * time.Hour }},
 		{"FaultInjection", `"kill:rank=x"`, func(c *Config) { c.FaultInjection = "kill:rank=x" }},
 	} {
 		c := DefaultConfig()
@@ -120,14 +126,26 @@ func TestConfigApplyEnv(t *testing.T) {
 			t.Errorf("%s=%q: the Config changed on error: %+v", tc.name, tc.value, got)
 		}
 	}
-	// A well-formed value is applied; Validate then judges it.
-	c := def
-	if err := c.ApplyEnv(lookupIn(map[string]string{EnvEagerLimit: "0"})); err != nil {
-		t.Fatal(err)
-	}
-	var ce *ConfigError
-	if err := c.Validate(); !errors.As(err, &ce) || ce.Field != "EagerLimit" {
-		t.Fatalf("EagerLimit 0 from the environment: Validate() = %v", err)
+	// Values out of range are refused by ApplyEnv already, the error
+	// naming the variable and the range (every variable's table:
+	// internal/rankenv).
+	for _, tc := range []struct{ name, value, want string }{
+		{EnvEagerLimit, "0", "want a number of bytes from 1 to 1048576"},
+		{EnvHBPeriod, "1ns", "want a duration from 1ms to 10m0s"},
+		{EnvHBPeriod, "1us", "want a duration from 1ms to 10m0s"},
+		{EnvHBTimeout, "150ms", "want off or a duration from 2 × FTMPI_HB_PERIOD (200ms) to 1h0m0s"},
+		{EnvWaitSpin, "2s", "want a duration from 0s to 1s"},
+		{EnvConnectTimeout, "1ns", "want a duration from 1ms to 24h0m0s"},
+	} {
+		got := def
+		err := got.ApplyEnv(lookupIn(map[string]string{tc.name: tc.value}))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.name || !strings.Contains(err.Error(), tc.name+`="`+tc.value+`": `+tc.want) {
+			t.Errorf("%s=%q: ApplyEnv() = %v, want a *ConfigError naming the variable and %q", tc.name, tc.value, err, tc.want)
+		}
+		if got != def {
+			t.Errorf("%s=%q: the Config changed on error: %+v", tc.name, tc.value, got)
+		}
 	}
 }
 

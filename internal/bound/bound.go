@@ -22,12 +22,18 @@ type Error struct {
 	Want  string // what is accepted, e.g. "a duration from 1ms to 10m0s"
 }
 
+// Error's text is "invalid NAME=VALUE: want WANT" for a variable (the value
+// quoted) and "invalid NAME VALUE: want WANT" for a flag (a Name starting
+// with "-"; the value quoted only if it is empty or holds a space).
 func (e *Error) Error() string {
-	sep := "="
 	if strings.HasPrefix(e.Name, "-") {
-		sep = " "
+		v := e.Value
+		if v == "" || strings.ContainsAny(v, " \t") {
+			v = strconv.Quote(v)
+		}
+		return fmt.Sprintf("invalid %s %s: want %s", e.Name, v, e.Want)
 	}
-	return fmt.Sprintf("invalid %s%s%s: want %s", e.Name, sep, strconv.Quote(e.Value), e.Want)
+	return fmt.Sprintf("invalid %s=%s: want %s", e.Name, strconv.Quote(e.Value), e.Want)
 }
 
 // DurationRange is the text of the accepted durations from lo to hi.

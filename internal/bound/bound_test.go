@@ -26,7 +26,7 @@ func TestDuration(t *testing.T) {
 		}
 	}
 	if err := CheckDuration("--timeout", -time.Second, 0, time.Hour); err == nil ||
-		err.Error() != `invalid --timeout "-1s": want a duration from 0s to 1h0m0s` {
+		err.Error() != `invalid --timeout -1s: want a duration from 0s to 1h0m0s` {
 		t.Errorf("CheckDuration: %v", err)
 	}
 	if err := CheckDuration("T", time.Hour, 0, time.Hour); err != nil {
@@ -44,7 +44,10 @@ func TestInt(t *testing.T) {
 			t.Errorf("Int(%q) = %v", s, err)
 		}
 	}
-	if err := CheckInt("-n", 0, 1, 10); err == nil || err.Error() != `invalid -n "0": want an integer from 1 to 10` {
+	if err := CheckInt("-n", 0, 1, 10); err == nil || err.Error() != `invalid -n 0: want an integer from 1 to 10` {
 		t.Errorf("CheckInt: %v", err)
+	}
+	if err := (&Error{Name: "--x", Value: "a b", Want: "c"}).Error(); err != `invalid --x "a b": want c` {
+		t.Errorf("flag value with a space: %s", err)
 	}
 }

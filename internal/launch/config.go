@@ -90,7 +90,10 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/bound"
+	"github.com/ftmpi/ftmpi/internal/ft/detector"
 	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/slurmenv"
 )
 
@@ -118,6 +121,16 @@ const DefaultMaxRestarts = 16
 // DefaultKillGrace is how long ranks get between SIGTERM and SIGKILL when
 // ftmpirun is interrupted.
 const DefaultKillGrace = 2 * time.Second
+
+// Bounds of the counts and durations of the command line and of ftmpirun's
+// own environment (the ranks' FTMPI_* variables: package rankenv). MaxProcs
+// bounds -n, --spares (and their sum), slots of a host, --max-restarts and
+// --restart-on-failure; MaxTimeout, --timeout and $MPIEXEC_TIMEOUT (far
+// from overflowing a deadline).
+const (
+	MaxProcs   = 1 << 20
+	MaxTimeout = 1e9 * time.Second
+)
 
 // Config describes one job. The zero value of every field except N and
 // Program is a safe default.
@@ -356,8 +369,9 @@ func ParseArgs(args []string) (Config, error) {
 	}
 	if env := strings.TrimSpace(os.Getenv(EnvMPIExecTimeout)); !timeoutSet && env != "" {
 		sec, err := strconv.ParseFloat(env, 64)
-		if err != nil || sec < 0 || sec > 1e9 {
-			return cfg, &UsageError{fmt.Sprintf("invalid %s=%q in the environment: want seconds", EnvMPIExecTimeout, env)}
+		if err != nil || !(sec >= 0 && sec <= MaxTimeout.Seconds()) {
+			return cfg, &UsageError{(&bound.Error{Name: EnvMPIExecTimeout, Value: env,
+				Want: fmt.Sprintf("seconds from 0 (no limit) to %g", MaxTimeout.Seconds())}).Error()}
 		}
 		cfg.Timeout = time.Duration(sec * float64(time.Second))
 	}
@@ -412,17 +426,17 @@ func ParseArgs(args []string) (Config, error) {
 }
 
 func (cfg *Config) validate() error {
-	if cfg.N < 1 {
-		return &UsageError{fmt.Sprintf("invalid -n %d: need at least 1 rank", cfg.N)}
+	if err := bound.CheckInt("-n", cfg.N, 1, MaxProcs); err != nil {
+		return &UsageError{err.Error() + " ranks"}
 	}
 	if cfg.Program == "" {
 		return &UsageError{"missing PROGRAM"}
 	}
-	if cfg.Spares < 0 {
-		return &UsageError{fmt.Sprintf("invalid --spares %d: must not be negative", cfg.Spares)}
+	if err := bound.CheckInt("--spares", cfg.Spares, 0, MaxProcs-cfg.N); err != nil {
+		return &UsageError{fmt.Sprintf("%v (at most %d processes with -n)", err, MaxProcs)}
 	}
-	if cfg.Timeout < 0 {
-		return &UsageError{fmt.Sprintf("invalid --timeout %v: must not be negative", cfg.Timeout)}
+	if err := bound.CheckDuration("--timeout", cfg.Timeout, 0, MaxTimeout); err != nil {
+		return &UsageError{err.Error() + " (0: no limit)"}
 	}
 	switch cfg.Transport {
 	case "":
@@ -431,8 +445,8 @@ func (cfg *Config) validate() error {
 	default:
 		return &UsageError{fmt.Sprintf("invalid --transport %q: want auto, unix, tcp or shm", cfg.Transport)}
 	}
-	if cfg.RestartOnFailure < 0 {
-		return &UsageError{fmt.Sprintf("invalid --restart-on-failure %d: must not be negative", cfg.RestartOnFailure)}
+	if err := bound.CheckInt("--restart-on-failure", cfg.RestartOnFailure, 0, MaxProcs); err != nil {
+		return &UsageError{err.Error()}
 	}
 	if cfg.RestartOnFailure > 0 {
 		switch cfg.OnFailure {
@@ -450,10 +464,10 @@ func (cfg *Config) validate() error {
 	default:
 		return &UsageError{fmt.Sprintf("invalid --on-failure %q: want abort, continue or reinit", cfg.OnFailure)}
 	}
-	switch {
-	case cfg.MaxRestarts < 0:
-		return &UsageError{fmt.Sprintf("invalid --max-restarts %d: must not be negative", cfg.MaxRestarts)}
-	case cfg.MaxRestarts == 0:
+	if err := bound.CheckInt("--max-restarts", cfg.MaxRestarts, 0, MaxProcs); err != nil {
+		return &UsageError{err.Error() + " (0: the default)"}
+	}
+	if cfg.MaxRestarts == 0 {
 		cfg.MaxRestarts = DefaultMaxRestarts
 	}
 	if err := cfg.Inject.Validate(cfg.N + cfg.Spares); err != nil { // a spare may be killed too
@@ -468,6 +482,32 @@ func (cfg *Config) validate() error {
 	case "unix", "tcp":
 	default:
 		return &UsageError{fmt.Sprintf("invalid control network %q: want unix or tcp", cfg.ControlNet)}
+	}
+	return cfg.validateRankEnv()
+}
+
+// validateRankEnv refuses, before any rank is started, the ranks' FTMPI_*
+// settings (in their environment: Env or ftmpirun's, with -x applied) that
+// every rank would refuse in MPI_Init, or that could not work (package
+// rankenv: FTMPI_HB_PERIOD=1ns hung every job).
+func (cfg *Config) validateRankEnv() error {
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = withExports(env, cfg.Export)
+	lookup := func(name string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- {
+			if k, v, _ := strings.Cut(env[i], "="); k == name {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	def := rankenv.Settings{EagerLimit: 1, ReaderSpin: rankenv.SpinAuto, Detector: true,
+		HBPeriod: detector.DefaultPeriod, HBTimeout: detector.DefaultTimeout, ConnectTimeout: time.Minute}
+	if err := rankenv.Apply(lookup, &def); err != nil {
+		return &UsageError{fmt.Sprintf("the ranks' environment: %v", strings.ReplaceAll(err.Error(), "\n", "; "))}
 	}
 	return nil
 }
@@ -500,8 +540,8 @@ func (cfg *Config) validateHosts() error {
 		}
 	}
 	for _, h := range cfg.Hosts {
-		if h.Name == "" || h.Slots < 1 || strings.ContainsAny(h.Name, " \t'\"$`;&|<>") {
-			return &UsageError{fmt.Sprintf("invalid host %q with %d slots", h.Name, h.Slots)}
+		if h.Name == "" || h.Slots < 1 || h.Slots > MaxProcs || strings.ContainsAny(h.Name, " \t'\"$`;&|<>") {
+			return &UsageError{fmt.Sprintf("invalid host %q with %d slots (want 1 to %d)", h.Name, h.Slots, MaxProcs)}
 		}
 	}
 	if cfg.Hosts != nil {
@@ -518,28 +558,33 @@ func (cfg *Config) validateHosts() error {
 			return &UsageError{fmt.Sprintf("invalid --wdir %q: not a directory", cfg.Wdir)}
 		}
 	}
-	hb := func(v *time.Duration, env string, def time.Duration) error {
+	// The head-agent heartbeat: the bounds of the ranks' (rankenv).
+	hb := func(v *time.Duration, env string, def, lo, hi time.Duration) error {
 		if *v != 0 {
 			return nil
 		}
 		*v = def
-		if s := os.Getenv(env); s != "" {
-			d, err := time.ParseDuration(s)
-			if err != nil || d <= 0 {
-				return &UsageError{fmt.Sprintf("invalid %s=%q: want a positive duration", env, s)}
+		if s := strings.TrimSpace(os.Getenv(env)); s != "" {
+			d, err := bound.Duration(env, s, lo, hi)
+			if err != nil {
+				return &UsageError{err.Error()}
 			}
 			*v = d
 		}
 		return nil
 	}
-	if err := hb(&cfg.AgentHBPeriod, EnvAgentHBPeriod, DefaultAgentHBPeriod); err != nil {
+	if err := hb(&cfg.AgentHBPeriod, EnvAgentHBPeriod, DefaultAgentHBPeriod, rankenv.MinHBPeriod, rankenv.MaxHBPeriod); err != nil {
 		return err
 	}
-	if err := hb(&cfg.AgentHBTimeout, EnvAgentHBTimeout, DefaultAgentHBTimeout); err != nil {
+	if err := hb(&cfg.AgentHBTimeout, EnvAgentHBTimeout, DefaultAgentHBTimeout, rankenv.MinHBPeriod, rankenv.MaxHBTimeout); err != nil {
 		return err
 	}
-	if cfg.AgentHBTimeout <= cfg.AgentHBPeriod {
-		return &UsageError{fmt.Sprintf("agent heartbeat timeout %v must exceed its period %v", cfg.AgentHBTimeout, cfg.AgentHBPeriod)}
+	if err := bound.CheckDuration("agent heartbeat period", cfg.AgentHBPeriod, rankenv.MinHBPeriod, rankenv.MaxHBPeriod); err != nil {
+		return &UsageError{err.Error()}
+	}
+	if lo := rankenv.HBTimeoutFactor * cfg.AgentHBPeriod; cfg.AgentHBTimeout < lo || cfg.AgentHBTimeout > rankenv.MaxHBTimeout {
+		return &UsageError{(&bound.Error{Name: EnvAgentHBTimeout, Value: cfg.AgentHBTimeout.String(),
+			Want: fmt.Sprintf("a duration from %d × %s (%v) to %v", rankenv.HBTimeoutFactor, EnvAgentHBPeriod, lo, rankenv.MaxHBTimeout)}).Error()}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package launch
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -61,8 +62,8 @@ func parseHostSlot(f string) (HostSlots, error) {
 	slots := 1
 	if count != "" || strings.HasSuffix(f, ":") {
 		n, err := strconv.Atoi(count)
-		if err != nil || n < 1 {
-			return HostSlots{}, fmt.Errorf("%q: slot count %q must be a positive integer", f, count)
+		if err != nil || n < 1 || n > MaxProcs {
+			return HostSlots{}, fmt.Errorf("%q: slot count %q must be an integer from 1 to %d", f, count, MaxProcs)
 		}
 		slots = n
 	}
@@ -80,8 +81,9 @@ func addHost(hs []HostSlots, h HostSlots) []HostSlots {
 }
 
 // parseHostfile reads a hostfile: one host per line, in Open MPI's form
-// ("host slots=N", also "max_slots=M", ignored) or MPICH's ("host:N");
-// "#" starts a comment.
+// ("host slots=N", also "max_slots=M": only checked, M >= N) or MPICH's
+// ("host:N"); "#" starts a comment. A line longer than maxHostfileLine is
+// an error naming its number.
 func parseHostfile(path string) ([]HostSlots, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -90,6 +92,7 @@ func parseHostfile(path string) ([]HostSlots, error) {
 	defer f.Close()
 	var out []HostSlots
 	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, maxHostfileLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -105,26 +108,34 @@ func parseHostfile(path string) ([]HostSlots, error) {
 		if err != nil {
 			return nil, bad("%v", err)
 		}
+		maxSlots, maxKey := 0, ""
 		for _, kv := range fields[1:] {
 			k, v, ok := strings.Cut(kv, "=")
 			switch {
 			case ok && (k == "slots" || k == "cpu" || k == "cpus"):
 				n, err := strconv.Atoi(v)
-				if err != nil || n < 1 {
-					return nil, bad("%s=%q must be a positive integer", k, v)
+				if err != nil || n < 1 || n > MaxProcs {
+					return nil, bad("%s=%q must be an integer from 1 to %d", k, v, MaxProcs)
 				}
 				h.Slots = n
 			case ok && k == "max_slots" || ok && k == "max-slots":
-				if n, err := strconv.Atoi(v); err != nil || n < 1 {
-					return nil, bad("%s=%q must be a positive integer", k, v)
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > MaxProcs {
+					return nil, bad("%s=%q must be an integer from 1 to %d", k, v, MaxProcs)
 				}
+				maxSlots, maxKey = n, k
 			default:
 				return nil, bad("unknown field %q (want slots=N)", kv)
 			}
 		}
+		if maxSlots > 0 && maxSlots < h.Slots {
+			return nil, bad("%s=%d is below the host's %d slots (want %s >= slots)", maxKey, maxSlots, h.Slots, maxKey)
+		}
 		out = addHost(out, h)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("--hostfile %s:%d: line longer than %d bytes", path, line+1, maxHostfileLine)
+	} else if err != nil {
 		return nil, fmt.Errorf("--hostfile %s: %v", path, err)
 	}
 	if len(out) == 0 {
@@ -132,6 +143,9 @@ func parseHostfile(path string) ([]HostSlots, error) {
 	}
 	return out, nil
 }
+
+// maxHostfileLine bounds a hostfile's line (bufio.Scanner's default).
+const maxHostfileLine = bufio.MaxScanTokenSize
 
 // Map-by policies.
 const (

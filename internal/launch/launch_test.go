@@ -247,7 +247,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "2"}, "missing PROGRAM"},
 		{[]string{"-n", "0", "true"}, "invalid -n 0"},
 		{[]string{"-n", "-3", "true"}, "invalid -n -3"},
-		{[]string{"-n", "-1", "true"}, "invalid -n -1: need at least 1 rank"},
+		{[]string{"-n", "-1", "true"}, "invalid -n -1: want an integer from 1 to 1048576 ranks"},
 		{[]string{"-np=-1", "true"}, "invalid -n -1"},
 		{[]string{"-n", "abc", "true"}, `invalid value "abc" for flag -n`},
 		{[]string{"-n"}, "flag needs an argument: -n"},

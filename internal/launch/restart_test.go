@@ -209,7 +209,7 @@ func TestRestartOnFailureFlag(t *testing.T) {
 		{[]string{"--on-failure", "continue", "--restart-on-failure=3"}, "", OnFailureContinue, 3},
 		{[]string{"--restart-on-failure=0"}, "", OnFailureAbort, 0},
 		{nil, "", OnFailureAbort, 0},
-		{[]string{"--restart-on-failure=-1"}, "invalid --restart-on-failure -1: must not be negative", "", 0},
+		{[]string{"--restart-on-failure=-1"}, "invalid --restart-on-failure -1: want an integer from 0 to", "", 0},
 		{[]string{"--restart-on-failure=x"}, `invalid value "x" for flag -restart-on-failure`, "", 0},
 		{[]string{"--restart-on-failure=1.5"}, `invalid value "1.5" for flag -restart-on-failure`, "", 0},
 		{[]string{"--restart-on-failure=1", "--on-failure", "reinit"}, "--restart-on-failure cannot be combined with --on-failure reinit", "", 0},

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/bound"
 )
 
 // Environment variables a PMI launcher sets for its processes.
@@ -23,8 +25,8 @@ const (
 	// EnvVersion (ftmpi's own) picks the protocol: "1", "2", or unset/"auto"
 	// (PMI-2, or PMI-1 when the server refuses PMI-2 at init).
 	EnvVersion = "FTMPI_PMI"
-	// EnvTimeout (ftmpi's own) bounds the start-up fence (a Go duration;
-	// default DefaultFenceTimeout).
+	// EnvTimeout (ftmpi's own) bounds the start-up fence (a Go duration
+	// from MinFenceTimeout to MaxFenceTimeout; default DefaultFenceTimeout).
 	EnvTimeout = "FTMPI_PMI_TIMEOUT"
 )
 
@@ -32,6 +34,8 @@ const (
 const (
 	DefaultTimeout      = 30 * time.Second // one exchange other than a fence
 	DefaultFenceTimeout = 60 * time.Second // a fence: every process of the job must reach it
+	MinFenceTimeout     = time.Millisecond // bounds of EnvTimeout
+	MaxFenceTimeout     = 24 * time.Hour
 )
 
 // Env is what the launcher told a process in its environment.
@@ -91,9 +95,9 @@ func FromEnv(lookup func(string) (string, bool)) (e Env, ok bool, err error) {
 		return Env{}, false, fmt.Errorf("pmi: %s=%q must be 1, 2 or auto", EnvVersion, v)
 	}
 	if v := get(EnvTimeout); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return Env{}, false, fmt.Errorf("pmi: %s=%q must be a positive duration", EnvTimeout, v)
+		d, err := bound.Duration(EnvTimeout, v, MinFenceTimeout, MaxFenceTimeout)
+		if err != nil {
+			return Env{}, false, fmt.Errorf("pmi: %w", err)
 		}
 		e.Fence = d
 	}

@@ -328,7 +328,9 @@ func TestFromEnv(t *testing.T) {
 		{[]string{"PMI_FD", "3", "PMI_SIZE", "0"}, "PMI_SIZE=\"0\""},
 		{[]string{"PMI_PORT", "nocolon"}, "must be host:port"},
 		{[]string{"PMI_FD", "3", "FTMPI_PMI", "3"}, "must be 1, 2 or auto"},
-		{[]string{"PMI_FD", "3", "FTMPI_PMI_TIMEOUT", "-1s"}, "positive duration"},
+		{[]string{"PMI_FD", "3", "FTMPI_PMI_TIMEOUT", "-1s"}, `invalid FTMPI_PMI_TIMEOUT="-1s": want a duration from 1ms to 24h0m0s`},
+		{[]string{"PMI_FD", "3", "FTMPI_PMI_TIMEOUT", "1ns"}, `invalid FTMPI_PMI_TIMEOUT="1ns": want a duration from 1ms to 24h0m0s`},
+		{[]string{"PMI_FD", "3", "FTMPI_PMI_TIMEOUT", "25h"}, `invalid FTMPI_PMI_TIMEOUT="25h": want a duration from 1ms to 24h0m0s`},
 	} {
 		if _, _, err := pmi.FromEnv(env(tc.kv...)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.kv, err, tc.want)
