@@ -11,6 +11,7 @@
 //	       | "stop:" "rank=" R "," when                SIGSTOP rank R (a hang: only a heartbeat detector sees it)
 //	       | "chaos:" "seed=" S "," "mttf=" DURATION "," "max=" K [ "," "spare=" LIST ] [ "," "stop=" F ] [ "," "from=" DURATION ]
 //	when   = "at=" DURATION                            at time DURATION
+//	       | "at=" PHASE                               when rank R reaches PHASE (below)
 //	       | "on=" TEXT                                when a rank prints a line containing TEXT
 //	LIST   = "none" | item { "," item }                 item = RANK | RANK "-" RANK
 //
@@ -34,6 +35,37 @@
 // executor sees after its time 0 (for ftmpirun with relaunches, in the
 // first launch that prints it). Only ftmpirun executes triggers, since it
 // reads every rank's output (see Watch); Self rejects them.
+//
+// # Phases: at=PHASE
+//
+// The end of a job has instants no output line marks and no clock can
+// hit reliably, and a rank stopped or killed there is what decides
+// whether the job ends (issue 27: a rank stopped after the others
+// finalized hung the job). at=PHASE ties a kill or stop to one of them:
+// the rank itself executes it, synchronously, when it reaches the phase,
+// so the signal lands exactly there whatever the machine's speed. The
+// phases (Phases), in the order a rank passes them:
+//
+//	reinit-return    MPI_Reinit's resilient function returned in an epoch no
+//	                 failure ended: the rank is about to ask the launcher to leave
+//	reinit-left      the launcher let it leave: MPI_Reinit is about to return
+//	finalize         MPI_Finalize was called, nothing of it done yet (for a
+//	                 program that calls it next: after its last MPI call)
+//	finalize-fence   spares released: about to enter the finalize fence
+//	                 (ftmpirun's, or the ranks' own without a head)
+//	finalize-fenced  the fence completed (every process entered Finalize or
+//	                 failed); connections still open
+//	finalized        Finalize is done (connections closed): about to return
+//
+// Before the signal the rank writes "ftmpi: rank R (pid P): injected stop
+// at PHASE" on its stderr. Each phase event fires at most once, in the
+// first incarnation of the rank only (as Self: a respawned or spawned
+// process does not replay the plan). ftmpirun hands the phase specs to
+// its ranks (FTMPI_INJECT holds only those, see Specs.Phased) in the
+// first launch of a --restart-on-failure run; a rank started by another
+// launcher executes them from its FTMPI_INJECT like its timed ones. Under
+// mpi.Run (ranks as goroutines) nothing is executed: a signal would hit
+// the whole test process.
 //
 // chaos draws random SIGKILLs: inter-failure times are exponential with
 // mean mttf, and each victim is drawn uniformly among the ranks that are
@@ -61,6 +93,7 @@ package inject
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -107,10 +140,11 @@ type Spec struct {
 	Kind Kind
 
 	// Kill and Stop: at time At, or when a line containing On is printed
-	// (On is not empty).
-	Rank int
-	At   time.Duration
-	On   string
+	// (On is not empty), or when the rank reaches Phase (not empty).
+	Rank  int
+	At    time.Duration
+	On    string
+	Phase string
 
 	// Chaos.
 	Seed  uint64
@@ -125,10 +159,12 @@ type Spec struct {
 type Specs []Spec
 
 // Event is one scheduled injection: send Signal to Rank at time At, or,
-// if On is not empty, when a rank prints a line containing On.
+// if On is not empty, when a rank prints a line containing On, or, if
+// Phase is not empty, when Rank reaches that phase.
 type Event struct {
 	At     time.Duration
 	On     string
+	Phase  string
 	Rank   int
 	Signal syscall.Signal // SIGKILL or SIGSTOP
 }
@@ -142,23 +178,46 @@ func (e Event) Verb() string {
 }
 
 func (e Event) String() string {
-	return fmt.Sprintf("%s:rank=%d,%s", e.Verb(), e.Rank, when(e.At, e.On))
+	return fmt.Sprintf("%s:rank=%d,%s", e.Verb(), e.Rank, when(e.At, e.On, e.Phase))
 }
 
-// When is "at T" for a timed event, `on "TEXT"` for a triggered one.
+// When is "at T" for a timed event, `on "TEXT"` for a triggered one, "at
+// PHASE" for one tied to a phase.
 func (e Event) When() string {
 	if e.On != "" {
 		return fmt.Sprintf("on %q", e.On)
+	}
+	if e.Phase != "" {
+		return "at " + e.Phase
 	}
 	return fmt.Sprintf("at %v", e.At)
 }
 
 // when is the at= or on= part of a kill or stop spec.
-func when(at time.Duration, on string) string {
+func when(at time.Duration, on, phase string) string {
 	if on != "" {
 		return "on=" + on
 	}
+	if phase != "" {
+		return "at=" + phase
+	}
 	return fmt.Sprintf("at=%v", at)
+}
+
+// Phases of a rank (see the package comment), in the order it passes them.
+const (
+	PhaseReinitReturn   = "reinit-return"
+	PhaseReinitLeft     = "reinit-left"
+	PhaseFinalize       = "finalize"
+	PhaseFinalizeFence  = "finalize-fence"
+	PhaseFinalizeFenced = "finalize-fenced"
+	PhaseFinalized      = "finalized"
+)
+
+// Phases lists the phase names at= accepts, in the order a rank passes
+// them.
+func Phases() []string {
+	return []string{PhaseReinitReturn, PhaseReinitLeft, PhaseFinalize, PhaseFinalizeFence, PhaseFinalizeFenced, PhaseFinalized}
 }
 
 // ParseError is a malformed spec. Spec is the whole offending spec, Part
@@ -271,9 +330,13 @@ func parseOne(item string) (Spec, error) {
 			}
 			sp.Rank = n
 		case "at":
+			if slices.Contains(Phases(), v) {
+				sp.Phase = v
+				break
+			}
 			d, err := time.ParseDuration(v)
 			if err != nil {
-				return bad(part, "at must be a duration such as 500ms or 2s")
+				return bad(part, "at must be a duration such as 500ms or 2s, or a phase: %s", strings.Join(Phases(), ", "))
 			}
 			if d < 0 {
 				return bad(part, "at must not be negative")
@@ -399,7 +462,7 @@ func formatList(list []int) string {
 func (s Spec) String() string {
 	switch s.Kind {
 	case Kill, Stop:
-		return fmt.Sprintf("%v:rank=%d,%s", s.Kind, s.Rank, when(s.At, s.On))
+		return fmt.Sprintf("%v:rank=%d,%s", s.Kind, s.Rank, when(s.At, s.On, s.Phase))
 	case Chaos:
 		out := fmt.Sprintf("chaos:seed=%d,mttf=%v,max=%d", s.Seed, s.MTTF, s.Max)
 		if !slices.Equal(s.Spare, defaultSpare()) {
@@ -425,6 +488,19 @@ func (ss Specs) String() string {
 	return strings.Join(parts, ";")
 }
 
+// Phased returns the kill and stop specs tied to a phase (at=PHASE): the
+// part of a job's specs that only its ranks can execute, which ftmpirun
+// hands to them in FTMPI_INJECT.
+func (ss Specs) Phased() Specs {
+	var out Specs
+	for _, s := range ss {
+		if (s.Kind == Kill || s.Kind == Stop) && s.Phase != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Validate checks the specs against a job of n ranks: kill and stop must
 // name an existing rank. (Spare ranks beyond n are allowed and ignored.)
 func (ss Specs) Validate(n int) error {
@@ -441,7 +517,8 @@ const chaosStream = 0x66746d7069636861 // "ftmpicha"
 
 // Plan returns the timed schedule of the specs for a job of n ranks,
 // sorted by time (ties keep the order of the specs); the triggered events
-// (on=) are Watch's. It is a pure function of its arguments. Events naming
+// (on=) are Watch's, those tied to a phase (at=PHASE) the ranks' own
+// (NewSelf). It is a pure function of its arguments. Events naming
 // ranks outside 0..n-1 are dropped. Several chaos specs are drawn
 // independently; an explicit kill and a chaos kill may hit the same rank
 // (the executor skips events for ranks already gone).
@@ -450,7 +527,7 @@ func Plan(specs Specs, n int) []Event {
 	for _, s := range specs {
 		switch s.Kind {
 		case Kill, Stop:
-			if ev, ok := s.event(n); ok && ev.On == "" {
+			if ev, ok := s.event(n); ok && ev.On == "" && ev.Phase == "" {
 				evs = append(evs, ev)
 			}
 		case Chaos:
@@ -471,7 +548,7 @@ func (s Spec) event(n int) (ev Event, ok bool) {
 	if s.Kind == Stop {
 		sig = syscall.SIGSTOP
 	}
-	return Event{At: s.At, On: s.On, Rank: s.Rank, Signal: sig}, true
+	return Event{At: s.At, On: s.On, Phase: s.Phase, Rank: s.Rank, Signal: sig}, true
 }
 
 // Watch holds the triggered events (on=TEXT) of a job's specs that have
@@ -559,34 +636,108 @@ func chaosPlan(s Spec, n int) []Event {
 // measured from the call, the process sends SIGKILL or SIGSTOP to itself.
 // It is meant for ranks started by a launcher other than ftmpirun (srun,
 // hydra): every rank computes the same plan and executes its own share.
-// (ftmpirun injects faults itself and does not pass FTMPI_INJECT to its
-// ranks.)
+// It is NewSelf without the phases (at=PHASE), which need the program to
+// report them (Injector.Phase).
 //
 // stop cancels the events not yet executed and returns once the timer
 // goroutine has ended; it may be called more than once. A malformed spec
 // gives a *ParseError and a no-op stop; so does a trigger (on=), which
 // only ftmpirun can execute (a process does not read its own output).
 func Self(rank, size int, specs string) (stop func(), err error) {
+	in, err := NewSelf(rank, size, specs)
+	return in.Stop, err
+}
+
+// Injector executes a rank's own share of a plan (NewSelf): the timed
+// events from a goroutine, the phase events when the program reaches
+// their phase (Phase). A nil *Injector executes nothing.
+type Injector struct {
+	stop   func()
+	rank   int
+	mu     sync.Mutex
+	phased []Event // not fired yet, in the order of the specs
+	fire   func(Event)
+	log    io.Writer
+}
+
+// NewSelf is Self with the phases: it starts executing the timed events
+// of specs that target rank in a job of size ranks, and keeps its phase
+// events (at=PHASE) for Phase. A malformed spec, or a trigger (on=), gives
+// a *ParseError and an Injector that executes nothing. (ftmpirun injects
+// timed and triggered faults itself and hands its ranks only the phase
+// specs.)
+func NewSelf(rank, size int, specs string) (*Injector, error) {
 	ss, err := Parse(specs)
 	if err != nil {
-		return func() {}, err
+		return nil, err
 	}
 	for _, s := range ss {
 		if s.On != "" {
-			return func() {}, &ParseError{Spec: s.String(), Part: "on=" + s.On,
+			return nil, &ParseError{Spec: s.String(), Part: "on=" + s.On,
 				Msg: "a trigger needs ftmpirun, which reads the ranks' output; use at= here"}
 		}
 	}
-	var mine []Event
+	var timed []Event
 	for _, ev := range Plan(ss, size) {
 		if ev.Rank == rank {
-			mine = append(mine, ev)
+			timed = append(timed, ev)
 		}
 	}
-	return Play(mine, func(ev Event) bool {
+	in := newInjector(rank, ss, size, func(ev Event) { _ = syscall.Kill(os.Getpid(), ev.Signal) }, os.Stderr)
+	in.stop = Play(timed, func(ev Event) bool {
 		_ = syscall.Kill(os.Getpid(), ev.Signal)
 		return true
-	}), nil
+	})
+	return in, nil
+}
+
+// newInjector holds the phase events of ss for rank, executed by fire
+// after a line on log.
+func newInjector(rank int, ss Specs, size int, fire func(Event), log io.Writer) *Injector {
+	in := &Injector{stop: func() {}, rank: rank, fire: fire, log: log}
+	for _, s := range ss.Phased() {
+		if ev, ok := s.event(size); ok && ev.Rank == rank {
+			in.phased = append(in.phased, ev)
+		}
+	}
+	return in
+}
+
+// Phase executes, in the calling goroutine, the events tied to phase that
+// have not fired yet, in the order of the specs: each writes its line on
+// stderr, then the process sends its signal to itself (a stop returns
+// only if the process is continued; a kill does not return). Each fires
+// at most once. Stop does not cancel them: the phases after Finalize come
+// after the injection was stopped.
+func (in *Injector) Phase(phase string) {
+	if in == nil {
+		return
+	}
+	in.mu.Lock()
+	var now []Event
+	keep := in.phased[:0]
+	for _, ev := range in.phased {
+		if ev.Phase == phase {
+			now = append(now, ev)
+		} else {
+			keep = append(keep, ev)
+		}
+	}
+	clear(in.phased[len(keep):])
+	in.phased = keep
+	in.mu.Unlock()
+	for _, ev := range now {
+		fmt.Fprintf(in.log, "ftmpi: rank %d (pid %d): injected %s at %s\n", in.rank, os.Getpid(), ev.Verb(), phase)
+		in.fire(ev)
+	}
+}
+
+// Stop cancels the timed events not yet executed and returns once the
+// timer goroutine has ended; it may be called more than once.
+func (in *Injector) Stop() {
+	if in != nil {
+		in.stop()
+	}
 }
 
 // Play fires the events of plan, in order, from a goroutine: each at its

@@ -1,8 +1,10 @@
 package inject
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"reflect"
@@ -37,12 +39,18 @@ func helper(v string) {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(98)
 	}
-	stop, err := Self(rank, size, os.Getenv(EnvVar))
+	in, err := NewSelf(rank, size, os.Getenv(EnvVar))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(97)
 	}
+	stop := in.Stop
 	fmt.Println("armed")
+	if phase := os.Getenv("FTMPI_INJECT_TEST_PHASE"); phase != "" {
+		var s string
+		fmt.Scanln(&s) // the test's go-ahead
+		in.Phase(phase)
+	}
 	if os.Getenv("FTMPI_INJECT_TEST_CANCEL") != "" {
 		stop()
 		time.Sleep(500 * time.Millisecond)
@@ -83,6 +91,8 @@ func TestParseValid(t *testing.T) {
 		{"kill:rank=2,on=jacobi: iteration 200", Specs{{Kind: Kill, Rank: 2, On: "jacobi: iteration 200"}}, ""},
 		{" stop : on = recovered: ranks [1] = ok , rank=0", Specs{{Kind: Stop, Rank: 0, On: "recovered: ranks [1] = ok"}},
 			"stop:rank=0,on=recovered: ranks [1] = ok"},
+		{"stop:rank=2,at=finalize-fenced", Specs{{Kind: Stop, Rank: 2, Phase: "finalize-fenced"}}, ""},
+		{"kill: at = reinit-return , rank=0", Specs{{Kind: Kill, Rank: 0, Phase: "reinit-return"}}, "kill:rank=0,at=reinit-return"},
 		{"kill:rank=1,at=1s;chaos:seed=3,mttf=1s,max=1,spare=1-2", Specs{
 			{Kind: Kill, Rank: 1, At: time.Second},
 			{Kind: Chaos, Seed: 3, MTTF: time.Second, Max: 1, Spare: []int{1, 2}},
@@ -122,6 +132,9 @@ func TestParseInvalid(t *testing.T) {
 		{"kill:rank=-1,at=1s", "kill:rank=-1,at=1s", "rank=-1", "non-negative"},
 		{"kill:rank=1,at=soon", "kill:rank=1,at=soon", "at=soon", "at must be a duration"},
 		{"kill:rank=1,at=-1s", "kill:rank=1,at=-1s", "at=-1s", "must not be negative"},
+		{"stop:rank=1,at=finalise", "stop:rank=1,at=finalise", "at=finalise",
+			"at must be a duration such as 500ms or 2s, or a phase: reinit-return, reinit-left, finalize, finalize-fence, finalize-fenced, finalized"},
+		{"stop:rank=1,at=finalize,on=x", "stop:rank=1,at=finalize,on=x", "", "give at= or on=, not both"},
 		{"kill:rank=1,at=1s,rank=2", "kill:rank=1,at=1s,rank=2", "rank=2", "rank given twice"},
 		{"kill:rank=1,at=1s,seed=3", "kill:rank=1,at=1s,seed=3", "seed=3", `unknown key "seed" for kill (want rank, at, on)`},
 		{"kill:rank=1,at=1s,on=step 3", "kill:rank=1,at=1s,on=step 3", "", "give at= or on=, not both"},
@@ -230,6 +243,151 @@ func TestWatchFiresEachTriggerOnce(t *testing.T) {
 	if NewWatch(Specs{{Kind: Kill, Rank: 1, At: time.Second}}, 4) != nil || none.Line([]byte("x")) != nil || none.Pending() != nil {
 		t.Error("a watch without triggers is not empty")
 	}
+}
+
+// Phase events are the ranks' own: never in the timed plan nor in the
+// watch; Phased hands exactly them on.
+func TestPhasesAreNotPlannedOrWatched(t *testing.T) {
+	ss, err := Parse("stop:rank=1,at=finalize;kill:rank=0,at=1s;kill:rank=2,on=step 3;kill:rank=1,at=reinit-left;chaos:seed=1,mttf=1s,max=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range Plan(ss, 4) {
+		if ev.Phase != "" {
+			t.Errorf("Plan holds the phase event %v", ev)
+		}
+	}
+	for _, ev := range NewWatch(ss, 4).Pending() {
+		if ev.Phase != "" {
+			t.Errorf("Watch holds the phase event %v", ev)
+		}
+	}
+	if got := ss.Phased().String(); got != "stop:rank=1,at=finalize;kill:rank=1,at=reinit-left" {
+		t.Errorf("Phased = %q", got)
+	}
+	if NewWatch(ss.Phased(), 4) != nil || len(Plan(ss.Phased(), 4)) != 0 {
+		t.Error("the phased specs make a watch or a plan")
+	}
+	ev := Event{Phase: "finalized", Rank: 3, Signal: syscall.SIGSTOP}
+	if ev.String() != "stop:rank=3,at=finalized" || ev.When() != "at finalized" {
+		t.Errorf("String %q When %q", ev.String(), ev.When())
+	}
+}
+
+// Injector.Phase fires this rank's events of a phase, in the order of the
+// specs, each once, after its line; other ranks' and other phases' events
+// wait. Stop does not cancel them.
+func TestInjectorPhase(t *testing.T) {
+	ss, err := Parse("stop:rank=1,at=finalize-fenced;kill:rank=2,at=finalize-fenced;kill:rank=1,at=finalize-fenced;stop:rank=1,at=finalized;stop:rank=9,at=finalized")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fired []Event
+	var log strings.Builder
+	in := newInjector(1, ss, 4, func(ev Event) { fired = append(fired, ev) }, &log)
+	in.Stop()
+	in.Phase("finalize")
+	if len(fired) != 0 {
+		t.Fatalf("fired at another phase: %v", fired)
+	}
+	in.Phase("finalize-fenced")
+	want := []Event{{Phase: "finalize-fenced", Rank: 1, Signal: syscall.SIGSTOP}, {Phase: "finalize-fenced", Rank: 1, Signal: syscall.SIGKILL}}
+	if !reflect.DeepEqual(fired, want) {
+		t.Fatalf("fired %v, want %v", fired, want)
+	}
+	in.Phase("finalize-fenced")
+	if len(fired) != 2 {
+		t.Fatalf("fired twice: %v", fired)
+	}
+	in.Phase("finalized")
+	if len(fired) != 3 || fired[2].Phase != "finalized" {
+		t.Fatalf("fired %v", fired)
+	}
+	pid := os.Getpid()
+	wantLog := fmt.Sprintf("ftmpi: rank 1 (pid %d): injected stop at finalize-fenced\nftmpi: rank 1 (pid %d): injected kill at finalize-fenced\nftmpi: rank 1 (pid %d): injected stop at finalized\n", pid, pid, pid)
+	if log.String() != wantLog {
+		t.Fatalf("log %q, want %q", log.String(), wantLog)
+	}
+	var none *Injector
+	none.Phase("finalize")
+	none.Stop()
+	if _, err := NewSelf(0, 2, "stop:rank=0,at=finalize,rank=1"); err == nil {
+		t.Fatal("NewSelf took a malformed spec")
+	}
+}
+
+// A real process stops itself exactly at the phase it reports, after its
+// line, and not before (the helper reports "finalize" only after saying
+// "armed" and reading a line from stdin).
+func TestSelfStopsAtPhase(t *testing.T) {
+	t.Parallel()
+	cmd := helperCmd(t, 1, 3, "stop:rank=1,at=finalize;kill:rank=1,at=5s", "FTMPI_INJECT_TEST_PHASE=finalize")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill() // a stopped process still dies of SIGKILL
+	line := make([]byte, len("armed\n"))
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "armed\n" {
+		t.Fatalf("helper said %q: %v", line, err)
+	}
+	if st := procState(cmd.Process.Pid); st == "T" {
+		t.Fatal("stopped before it reached the phase")
+	}
+	done := make(chan syscall.WaitStatus, 1)
+	go func() {
+		var ws syscall.WaitStatus
+		for {
+			_, err := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WUNTRACED, nil)
+			if err != syscall.EINTR {
+				done <- ws
+				return
+			}
+		}
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(errPipe).ReadString('\n')
+		lines <- l
+	}()
+	fmt.Fprintln(in, "go")
+	select {
+	case ws := <-done:
+		if !ws.Stopped() || ws.StopSignal() != syscall.SIGSTOP {
+			t.Fatalf("helper status %#x, want stopped by SIGSTOP", ws)
+		}
+	case <-time.After(4 * time.Second): // before the timed kill at 5s
+		t.Fatal("helper was not stopped at its phase")
+	}
+	// The line comes before the stop: it is in the pipe already.
+	if l := <-lines; l != fmt.Sprintf("ftmpi: rank 1 (pid %d): injected stop at finalize\n", cmd.Process.Pid) {
+		t.Fatalf("stderr %q", l)
+	}
+}
+
+// procState is the state letter of pid in /proc ("" if gone).
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return ""
+	}
+	return string(b[i+2])
 }
 
 // Self cannot see its own output: a trigger is an error, not a silent
