@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
 # Chaos at scale (issue 4, extended in issue 11): consecutive runs of the
 # fault-tolerant examples under random SIGKILLs and SIGSTOPs
-# (`ftmpirun --chaos seed=S,mttf=D,max=K,stop=F,from=D0`), each bounded by
-# --timeout. Every run must end with the failure-free answer or a clean
-# reported error (classified by cause); a hang (exit 124), a wrong answer or
-# a process left behind (found by its FTMPI_TESTMARK) is a failure.
+# (`ftmpirun --inject`), each bounded by TIMEOUT. Every run must end with
+# the failure-free answer or a clean reported error (classified by cause); a
+# hang, a wrong answer or a process left behind (found by its
+# FTMPI_TESTMARK) is a failure.
+#
+# Faults are scaled to each example's length (issue 27): a failure-free
+# calibration run per example and np measures its length T, and a run's
+# MAX faults (SIGKILL, or SIGSTOP with probability STOP, of distinct ranks
+# other than 0, replayable by the seed) fall uniformly in [LO*T, HI*T] of
+# WINDOW=LO:HI. WINDOW= (empty) is the issue-11 form: --chaos with the
+# absolute MTTF and FROM. Runs in which nothing was injected are counted
+# (runs_without_fault) and listed at the end.
+#
+# A hang keeps its evidence in $OUT.keep/EXAMPLE-npN-seedS/: procs.txt
+# (every process's state, wchan and kernel stacks), rank-R.txt (rank R's
+# stderr with its goroutine stacks: each rank gets SIGQUIT, a stopped one
+# SIGCONT too), launcher.txt (ftmpirun's lines, its stacks if it outlived
+# its ranks).
 #
 # The bookkeeping is bench/chaosrun (see its package comment): runs go
 # round-robin over the examples and process counts, one JSON line per run
@@ -14,7 +28,7 @@
 # its schedule of faults: the kept file starts with the ftmpirun command.
 #
 # Usage: bench/chaos.sh [EXAMPLES=all] [NPS=8:1,4:4,16:4] [RUNS=1000] [DEADLINE=]
-#                       [MTTF=1s] [MAX=4:2,8:3,16:3] [STOP=0.5] [FROM=1s] [SEED0=1]
+#                       [WINDOW=0.1:0.9] [MTTF=1s] [MAX=4:2,8:3,16:3] [STOP=0.5] [FROM=1s] [SEED0=1]
 #                       [TIMEOUT=60s] [OUT=bench/results/chaos-$(date +%Y%m%d-%H%M)]
 # NPS lists NP:EVERY (that np every EVERY rounds); MAX lists NP:K (faults per
 # run); DEADLINE (RFC 3339 or a duration) stops starting rounds after it.
@@ -31,6 +45,7 @@ MTTF=${MTTF:-1s}
 MAX=${MAX:-4:2,8:3,16:3}
 STOP=${STOP:-0.5}
 FROM=${FROM:-1s}
+WINDOW=${WINDOW-0.1:0.9}
 SEED0=${SEED0:-1}
 TIMEOUT=${TIMEOUT:-60s}
 OUT=${OUT:-bench/results/chaos-$(date -u +%Y%m%d-%H%M)}
@@ -43,8 +58,14 @@ for e in refinement masterworker jacobi runthrough libcompose reinit-async reini
 done
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$B/chaosrun" -bin "$B" ${EXAMPLES:+-examples "$EXAMPLES"} -nps "$NPS" -runs "$RUNS" ${DEADLINE:+-deadline "$DEADLINE"} \
-  -mttf "$MTTF" -max "$MAX" -stop "$STOP" -from "$FROM" -seed0 "$SEED0" -timeout "$TIMEOUT" \
+  -window "$WINDOW" -mttf "$MTTF" -max "$MAX" -stop "$STOP" -from "$FROM" -seed0 "$SEED0" -timeout "$TIMEOUT" \
   -out "$OUT.runs.jsonl" -keep "$OUT.keep" | tee "$OUT.summary.jsonl"
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# Runs that injected no fault (a schedule that missed the run) and hangs'
+# evidence.
+nofault=$(grep -c '"stops":0,"kills":0' "$OUT.runs.jsonl")
+echo "# runs without a fault: $nofault of $(wc -l <"$OUT.runs.jsonl")" >&2
+grep '"stops":0,"kills":0' "$OUT.runs.jsonl" | sed 's/^/#   /' >&2
+grep -o '"evidence":"[^"]*"' "$OUT.runs.jsonl" | sed 's/"evidence":/# hang evidence: /' >&2
 # Failure: any hang, wrong answer or orphan.
 ! grep -q -E '"wrong":[1-9]|"hangs":[1-9]|"orphans":[1-9]' "$OUT.summary.jsonl"

@@ -3,6 +3,14 @@
 // (random SIGKILLs and SIGSTOPs), classifies every run and prints the
 // counts as JSON lines.
 //
+// The faults of a run (-window, the default) are k SIGKILLs or SIGSTOPs
+// (--inject specs, replayable by the seed) at times drawn in a window
+// scaled to the example's failure-free run length at that np, which the
+// calibration run (the one giving the failure-free result) measures; so
+// every example gets its faults however short it is. -window "" uses
+// ftmpirun --chaos with the absolute -mttf and -from instead. A run in
+// which ftmpirun injected nothing is reported (runs_without_fault).
+//
 // Each run ends in exactly one outcome:
 //
 //	correct  exit 0 and the failure-free run's result: line
@@ -10,8 +18,16 @@
 //	         classified by cause from the launcher's and the ranks' stderr
 //	wrong    a result: line that differs from the failure-free one, or
 //	         exit 0 without the result line
-//	hang     ftmpirun's --timeout expired (exit 124), or ftmpirun itself
-//	         had to be killed
+//	hang     the run did not end within -timeout (ftmpirun's own --timeout,
+//	         a backstop, is longer), or ftmpirun itself had to be killed
+//
+// A hang keeps its evidence before anything is killed (evidence.go): in a
+// directory of -keep named after the run, procs.txt (every process's
+// state, wchan and threads' kernel stacks), rank-R.txt (rank R's stderr
+// and its goroutine stacks: every rank is sent SIGQUIT, a stopped one
+// continued so that it can print them) and launcher.txt (ftmpirun's lines,
+// and its stacks if it was still running once its ranks were gone). The
+// runs use --tag-output, so that each line names its rank.
 //
 // and, independently, orphan: a process holding the run's FTMPI_TESTMARK
 // still alive a second after ftmpirun exited (it is then SIGKILLed, so
@@ -74,6 +90,8 @@ type Run struct {
 	NP      int      `json:"np"`
 	Seed    uint64   `json:"seed"`
 	Chaos   string   `json:"chaos"`
+	Inject  []string `json:"inject,omitempty"` // the faults (-window): ftmpirun --inject specs
+	Planned int      `json:"planned"`          // faults planned (-window), or max= of --chaos
 	Exit    int      `json:"exit"`
 	Ms      int64    `json:"ms"`
 	Outcome string   `json:"outcome"` // correct, clean, wrong, hang
@@ -83,6 +101,10 @@ type Run struct {
 	Kills   int      `json:"kills"`
 	Orphans []string `json:"orphans,omitempty"`
 	Stderr  string   `json:"stderr,omitempty"` // kept file
+	// Evidence is the directory of a hang's evidence, Stacks the number of
+	// ranks that printed goroutine stacks into it.
+	Evidence string `json:"evidence,omitempty"`
+	Stacks   int    `json:"stacks,omitempty"`
 }
 
 // Summary is the line per (example, np).
@@ -97,7 +119,9 @@ type Summary struct {
 	Wrong   int            `json:"wrong"`
 	Hangs   int            `json:"hangs"`
 	Orphans int            `json:"orphans"`
-	Faulted int            `json:"runs_with_faults"` // runs in which at least one fault was injected
+	Faulted int            `json:"runs_with_faults"`   // runs in which at least one fault was injected
+	NoFault int            `json:"runs_without_fault"` // runs in which none was
+	Stacked int            `json:"hangs_with_stacks"`  // hangs whose evidence has goroutine stacks of ranks
 	Stops   int            `json:"stops_injected"`
 	Kills   int            `json:"kills_injected"`
 	MeanMs  int64          `json:"mean_ms"`
@@ -113,9 +137,10 @@ func main() {
 	mttf := flag.Duration("mttf", time.Second, "chaos mttf")
 	maxK := flag.String("max", "4:2,8:3,16:3", "np:max faults per run")
 	stop := flag.Float64("stop", 0.5, "chaos stop= (share of SIGSTOPs)")
-	from := flag.Duration("from", time.Second, "chaos from= (no fault before)")
+	from := flag.Duration("from", time.Second, "chaos from= (no fault before), with -window \"\"")
+	win := flag.String("window", "0.1:0.9", "LO:HI: the faults fall in [LO*T, HI*T], T the failure-free run's length; \"\": --chaos with -mttf and -from")
 	seed0 := flag.Uint64("seed0", 1, "seed of the first round")
-	timeout := flag.Duration("timeout", 60*time.Second, "ftmpirun --timeout")
+	timeout := flag.Duration("timeout", 60*time.Second, "a run not ended after this is a hang (its stacks are kept)")
 	out := flag.String("out", "", "append one JSON line per run here")
 	keep := flag.String("keep", "", "directory for the stderr of runs that are not correct")
 	summarize := flag.String("summarize", "", "only print the summary of this file of run lines")
@@ -186,6 +211,14 @@ func main() {
 		}
 		maxOf[np] = k
 	}
+	var scaled *window
+	if *win != "" {
+		w, err := parseWindow(*win)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		scaled = &w
+	}
 	var until time.Time
 	if *deadline != "" {
 		if d, err := time.ParseDuration(*deadline); err == nil {
@@ -234,12 +267,23 @@ func main() {
 			}
 			chaos := fmt.Sprintf("seed=%d,mttf=%v,max=%d,stop=%g,from=%v", seed, *mttf, k, *stop, *from)
 			for _, e := range sel {
-				run := r.run(e, pe.np, seed, chaos, k)
+				var faults []string
+				plan := chaos
+				if scaled != nil {
+					length := r.calibrate(e, pe.np)
+					faults = scaledFaults(seed, pe.np, k, length, *scaled, *stop)
+					plan = fmt.Sprintf("seed=%d,window=%g:%g,max=%d,stop=%g", seed, scaled.Lo, scaled.Hi, k, *stop)
+				}
+				run := r.run(e, pe.np, seed, plan, faults, k)
 				all = append(all, run)
 				line, _ := json.Marshal(run)
 				fmt.Fprintf(outF, "%s\n", line)
 				if run.Outcome != "correct" || len(run.Orphans) > 0 {
 					fmt.Fprintf(os.Stderr, "chaosrun: %s np %d seed %d: %s (exit %d) %s %v\n", e.name, pe.np, seed, run.Outcome, run.Exit, run.Class, run.Orphans)
+				}
+				if run.Stops+run.Kills == 0 {
+					fmt.Fprintf(os.Stderr, "chaosrun: %s np %d seed %d: no fault injected (%d planned: %s; the run took %dms)\n",
+						e.name, pe.np, seed, run.Planned, strings.Join(faults, " "), run.Ms)
 				}
 			}
 		}
@@ -250,16 +294,31 @@ func main() {
 type runner struct {
 	bin, keep, tmp string
 	timeout        time.Duration
-	want           map[string]string // example/np -> failure-free result line
+	want           map[string]string        // example/np -> failure-free result line
+	length         map[string]time.Duration // example/np -> failure-free run's length
 }
 
-func (r *runner) cmdArgs(e example, np int, dir string, chaos string, k int) []string {
-	args := []string{"-n", strconv.Itoa(np), "--timeout", r.timeout.String()}
+// backstop is how much longer than -timeout ftmpirun's own --timeout is:
+// chaosrun collects a hang's evidence first (collectEvidence).
+const backstop = 30 * time.Second
+
+// evidenceGrace bounds each step of collectEvidence.
+const evidenceGrace = 10 * time.Second
+
+// cmdArgs is ftmpirun's command line; chaos is --chaos's argument (-window
+// "") and faults --inject specs; neither: the failure-free run.
+func (r *runner) cmdArgs(e example, np int, dir string, chaos string, faults []string, k int) []string {
+	args := []string{"-n", strconv.Itoa(np), "--timeout", (r.timeout + backstop).String(), "--tag-output"}
 	args = append(args, e.policy...)
-	if e.relaunch && chaos != "" {
+	if e.relaunch && (chaos != "" || len(faults) > 0) {
 		args = append(args, "--restart-on-failure="+strconv.Itoa(k))
 	}
-	if chaos != "" {
+	switch {
+	case len(faults) > 0:
+		for _, f := range faults {
+			args = append(args, "--inject", f)
+		}
+	case chaos != "":
 		args = append(args, "--chaos", chaos)
 	}
 	args = append(args, filepath.Join(r.bin, e.name))
@@ -277,20 +336,37 @@ func (r *runner) expected(e example, np int) string {
 		return w
 	}
 	dir := filepath.Join(r.tmp, "ref-"+key)
-	cmd := exec.Command(filepath.Join(r.bin, "ftmpirun"), r.cmdArgs(e, np, dir, "", 0)...)
+	cmd := exec.Command(filepath.Join(r.bin, "ftmpirun"), r.cmdArgs(e, np, dir, "", nil, 0)...)
+	start := time.Now()
 	out, err := cmd.Output()
+	length := time.Since(start)
 	w := resultLine(out)
 	if err != nil || w == "" {
 		fatalf("failure-free run of %s at np %d: %v, result %q", e.name, np, err, w)
 	}
-	fmt.Fprintf(os.Stderr, "chaosrun: %s np %d failure-free: %s\n", e.name, np, w)
+	fmt.Fprintf(os.Stderr, "chaosrun: %s np %d failure-free in %v: %s\n", e.name, np, length.Round(time.Millisecond), w)
 	r.want[key] = w
+	if r.length == nil {
+		r.length = map[string]time.Duration{}
+	}
+	r.length[key] = length
 	return w
 }
 
+// calibrate is the length of the example's failure-free run at np (the
+// run of expected).
+func (r *runner) calibrate(e example, np int) time.Duration {
+	r.expected(e, np)
+	return r.length[e.name+"/"+strconv.Itoa(np)]
+}
+
+// resultLine is the last "result:" line of out, without its rank tag.
 func resultLine(out []byte) string {
 	last := ""
 	for _, l := range strings.Split(string(out), "\n") {
+		if m := rankTag.FindString(l); m != "" {
+			l = l[len(m):]
+		}
 		if strings.HasPrefix(l, "result:") {
 			last = l
 		}
@@ -298,22 +374,43 @@ func resultLine(out []byte) string {
 	return last
 }
 
-func (r *runner) run(e example, np int, seed uint64, chaos string, k int) Run {
+func (r *runner) run(e example, np int, seed uint64, chaos string, faults []string, k int) Run {
 	want := r.expected(e, np)
 	mark := fmt.Sprintf("chaosrun-%d-%s-%d-%d", os.Getpid(), e.name, np, seed)
 	dir := filepath.Join(r.tmp, mark)
 	defer os.RemoveAll(dir)
-	// ftmpirun enforces --timeout itself; the context is the backstop for
-	// a launcher that does not end (counted as a hang too).
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+30*time.Second)
+	// After -timeout the run is a hang: its evidence is collected, then
+	// ftmpirun is killed. ftmpirun's own --timeout (with the ranks'
+	// stacks: FTMPI_TIMEOUT_DUMP) and the context are backstops.
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+backstop+2*evidenceGrace+30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(r.bin, "ftmpirun"), r.cmdArgs(e, np, dir, chaos, k)...)
-	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark)
+	cmd := exec.CommandContext(ctx, filepath.Join(r.bin, "ftmpirun"), r.cmdArgs(e, np, dir, chaos, faults, k)...)
+	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, "FTMPI_TIMEOUT_DUMP=1", "GOTRACEBACK=all")
+	cmd.WaitDelay = evidenceGrace
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
-	run := Run{Example: e.name, NP: np, Seed: seed, Chaos: chaos, Ms: time.Since(start).Milliseconds()}
+	run := Run{Example: e.name, NP: np, Seed: seed, Chaos: chaos, Inject: faults, Planned: len(faults)}
+	if len(faults) == 0 {
+		run.Planned = k
+	}
+	var err error
+	snap, hung := "", false
+	if err = cmd.Start(); err == nil {
+		exited := make(chan struct{})
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(r.timeout):
+			hung = true
+			snap = collectEvidence(mark, cmd.Process.Pid, exited, evidenceGrace)
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		err = <-waited
+	}
+	run.Ms = time.Since(start).Milliseconds()
 	run.Exit = cmd.ProcessState.ExitCode()
 	if ctx.Err() != nil {
 		run.Exit = -1
@@ -326,7 +423,7 @@ func (r *runner) run(e example, np int, seed uint64, chaos string, k int) Run {
 	run.Kills = strings.Count(errText, "ftmpirun: injected kill of")
 	got := resultLine(stdout.Bytes())
 	switch {
-	case run.Exit == 124 || run.Exit == -1:
+	case hung || run.Exit == 124 || run.Exit == -1:
 		run.Outcome = "hang"
 	case got != "" && got != want:
 		run.Outcome, run.Result = "wrong", got
@@ -340,11 +437,20 @@ func (r *runner) run(e example, np int, seed uint64, chaos string, k int) Run {
 		run.Outcome, run.Class = "clean", classify(errText, got == want)
 	}
 	if (run.Outcome != "correct" || len(run.Orphans) > 0) && r.keep != "" {
-		p := filepath.Join(r.keep, fmt.Sprintf("%s-np%d-seed%d.err", e.name, np, seed))
+		name := fmt.Sprintf("%s-np%d-seed%d", e.name, np, seed)
+		p := filepath.Join(r.keep, name+".err")
 		body := fmt.Sprintf("# ftmpirun %s\n# exit %d outcome %s class %q orphans %v\n%s\n# stdout:\n%s",
-			strings.Join(r.cmdArgs(e, np, "DIR", chaos, k), " "), run.Exit, run.Outcome, run.Class, run.Orphans, errText, stdout.String())
+			strings.Join(r.cmdArgs(e, np, "DIR", chaos, faults, k), " "), run.Exit, run.Outcome, run.Class, run.Orphans, errText, stdout.String())
 		if os.WriteFile(p, []byte(body), 0o644) == nil {
 			run.Stderr = p
+		}
+		if run.Outcome == "hang" {
+			ev := filepath.Join(r.keep, name)
+			n, err := splitEvidence(ev, snap, errText)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "chaosrun: %s: %v\n", ev, err)
+			}
+			run.Evidence, run.Stacks = ev, n
 		}
 	}
 	return run
@@ -456,10 +562,10 @@ func printSummary(w io.Writer, all []Run) {
 
 // printMarkdown prints the summaries as the table of docs/benchmarks.md.
 func printMarkdown(w io.Writer, all []Run) {
-	fmt.Fprintln(w, "| example | np | runs | with faults | kills | stops | correct | clean error | wrong | hangs | orphans | mean run (s) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| example | np | runs | with faults | without | kills | stops | correct | clean error | wrong | hangs | orphans | mean run (s) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range summaries(all) {
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | **%d** | %d | %d | %d | %d | %.1f |\n", s.Example, s.NP, s.Runs, s.Faulted,
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | **%d** | %d | %d | %d | %d | %.1f |\n", s.Example, s.NP, s.Runs, s.Faulted, s.NoFault,
 			s.Kills, s.Stops, s.Correct, s.Clean, s.Wrong, s.Hangs, s.Orphans, float64(s.MeanMs)/1000)
 	}
 	classes := map[string]int{}
@@ -503,6 +609,8 @@ func summaries(all []Run) []*Summary {
 		s.Kills += r.Kills
 		if r.Stops+r.Kills > 0 {
 			s.Faulted++
+		} else {
+			s.NoFault++
 		}
 		switch r.Outcome {
 		case "correct":
@@ -514,6 +622,9 @@ func summaries(all []Run) []*Summary {
 			s.Wrong++
 		case "hang":
 			s.Hangs++
+			if r.Stacks > 0 {
+				s.Stacked++
+			}
 		}
 		if len(r.Orphans) > 0 {
 			s.Orphans++

@@ -18,6 +18,9 @@ func TestResultLineIsTheLast(t *testing.T) {
 	if got := resultLine(out); got != "result: b" {
 		t.Fatalf("resultLine = %q, want the last result line", got)
 	}
+	if got := resultLine([]byte("[1] hello\n[0] result: c 1\n[12] x\n")); got != "result: c 1" {
+		t.Fatalf("resultLine of tagged output = %q, want the line without its tag", got)
+	}
 	if got := resultLine([]byte("no result\n")); got != "" {
 		t.Fatalf("resultLine without one = %q", got)
 	}
@@ -67,7 +70,7 @@ func TestSummaryCounts(t *testing.T) {
 		t.Errorf("np 4 summary %+v", s4)
 	}
 	if s8.Runs != 4 || s8.Correct != 1 || s8.Clean != 2 || s8.Hangs != 1 || s8.Orphans != 1 ||
-		s8.Classes["k"] != 2 || s8.MeanMs != 25 || s8.Kills != 1 || s8.Stops != 1 || s8.Faulted != 2 || s8.Chaos != "seed=S,mttf=1s" {
+		s8.Classes["k"] != 2 || s8.MeanMs != 25 || s8.Kills != 1 || s8.Stops != 1 || s8.Faulted != 2 || s8.NoFault != 2 || s8.Chaos != "seed=S,mttf=1s" {
 		t.Errorf("np 8 summary %+v", s8)
 	}
 }
