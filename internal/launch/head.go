@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
@@ -56,8 +57,9 @@ type head struct {
 	tearing   chan struct{} // closed when teardown starts
 	wg        sync.WaitGroup
 	listeners []net.Listener
-	evFD      int  // datagram socket for events to the ranks' event sockets (-1: unavailable)
-	evOpened  bool // evFD was opened (or its opening failed)
+	refused   acceptloop.RateLog // refused control connections (Logf set by newHeadHosts)
+	evFD      int                // datagram socket for events to the ranks' event sockets (-1: unavailable)
+	evOpened  bool               // evFD was opened (or its opening failed)
 
 	killGrace  time.Duration // SIGTERM to SIGKILL after an interrupt
 	graceTimer *time.Timer
@@ -116,7 +118,7 @@ func newHeadHosts(job string, size int, onFailure string, out *output, verbose b
 	if err != nil {
 		panic(fmt.Sprintf("launch: %v", err)) // Config.validate admits no such job
 	}
-	return &head{
+	h := &head{
 		out:       out,
 		verbose:   verbose,
 		m:         m,
@@ -126,6 +128,8 @@ func newHeadHosts(job string, size int, onFailure string, out *output, verbose b
 		tearing:   make(chan struct{}),
 		killGrace: DefaultKillGrace,
 	}
+	h.refused.Logf = func(msg string) { out.logf("%s", msg) }
+	return h
 }
 
 func (h *head) addAgent(a Agent) {
@@ -476,7 +480,11 @@ func (h *head) onHost(host int, agent Agent, spec RankSpec) (Agent, RankSpec) {
 }
 
 // serve accepts control connections until the listener is closed (it may
-// be called for several listeners).
+// be called for several listeners). The accept loop is package
+// acceptloop's: out of descriptors it retries, a connection that has not
+// proved the job's secret within controlTimeout is closed, and so is the
+// oldest of too many such connections; a flood of them costs a few log
+// lines (h.refused), not one each.
 func (h *head) serve(ln net.Listener) {
 	h.mu.Lock()
 	h.listeners = append(h.listeners, ln)
@@ -484,27 +492,49 @@ func (h *head) serve(ln net.Listener) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c := newCtlConn(nc)
-			h.mu.Lock()
-			if h.closed {
-				h.mu.Unlock()
-				nc.Close()
-				continue
-			}
-			h.nextConn++
-			c.id = h.nextConn
-			h.conns[c.id] = c
-			h.mu.Unlock()
-			h.wg.Add(2)
-			go func() { defer h.wg.Done(); c.writeLoop() }()
-			go func() { defer h.wg.Done(); h.readLoop(c) }()
-		}
+		acceptloop.Serve(ln, acceptloop.Config{Name: "control listener", HandshakeTimeout: controlTimeout, Logf: h.out.logf}, h.accept)
 	}()
+}
+
+// accept runs the handshake of a control connection (the wireauth
+// handshake that proves the job's secret and the process id) and, once
+// it succeeded, makes it one of the head's connections. Without a secret
+// (tests), the connection is the head's at once and proves itself with
+// its first request (readLoop).
+func (h *head) accept(p *acceptloop.Pending) {
+	nc := p.Conn
+	proc := -1 // the process id the connection proved, -1: not authenticated
+	if h.key != nil {
+		hello, err := acceptControl(nc, h.key)
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) { // else the accept loop closed it (deadline, flood)
+				h.refused.Printf("refused a control connection%s: %v", remoteAddr(nc), err)
+			}
+			nc.Close()
+			return
+		}
+		if !p.Authenticated() {
+			nc.Close()
+			return
+		}
+		proc = int(hello.From)
+		p = nil
+	}
+	c := newCtlConn(nc)
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		nc.Close()
+		return
+	}
+	h.nextConn++
+	c.id = h.nextConn
+	h.conns[c.id] = c
+	h.wg.Add(2)
+	h.mu.Unlock()
+	go func() { defer h.wg.Done(); c.writeLoop() }()
+	defer h.wg.Done()
+	h.readLoop(c, proc, p) // in the accept loop's goroutine: p may still be pending
 }
 
 // close stops the control server: closes the listener and every
@@ -529,9 +559,13 @@ func (h *head) close() {
 		c.close()
 	}
 	h.wg.Wait()
+	h.refused.Stop()
 }
 
-func (h *head) readLoop(c *ctlConn) {
+// readLoop reads the requests of control connection c, which proved
+// process id proc (-1: not authenticated; then p, still pending in its
+// accept loop, is authenticated by its first valid request).
+func (h *head) readLoop(c *ctlConn, proc int, p *acceptloop.Pending) {
 	defer func() {
 		c.close()
 		h.mu.Lock()
@@ -539,15 +573,6 @@ func (h *head) readLoop(c *ctlConn) {
 		h.mu.Unlock()
 		h.step(policy.Closed{Conn: c.id})
 	}()
-	proc := -1 // the process id the connection proved, -1: not authenticated
-	if h.key != nil {
-		hello, err := acceptControl(c.nc, h.key)
-		if err != nil {
-			h.out.logf("refused a control connection%s: %v", remoteAddr(c.nc), err)
-			return
-		}
-		proc = int(hello.From)
-	}
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
 		line, err := readLine(r)
@@ -563,6 +588,12 @@ func (h *head) readLoop(c *ctlConn) {
 			h.out.logf("closed the control connection of process %d: %v", proc, err)
 			c.send(boot.Msg{Op: boot.OpError, Error: err.Error()})
 			return
+		}
+		if p != nil {
+			if !p.Authenticated() {
+				return // closed by the accept loop
+			}
+			p = nil
 		}
 		if m.Op == boot.OpName {
 			c.send(h.names.Serve(m))
