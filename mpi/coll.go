@@ -42,9 +42,10 @@ import (
 //   - The nonblocking forms (I...) validate their arguments at once and
 //     return a Request that completes when the operation has completed
 //     locally; buffers must not be touched until then.
-//   - Intercommunicators: Barrier, Bcast, Allreduce and Allgather (and
-//     their nonblocking forms) follow the intercommunicator semantics; the
-//     other collectives return ErrComm.
+//   - Intercommunicators: every collective but Scan and Exscan (and their
+//     nonblocking and persistent forms) follows the intercommunicator
+//     semantics (intercomm_coll.go, intercoll.go); Scan and Exscan return
+//     ErrComm.
 //
 // Algorithms and their choice: internal/coll (alg.go). The choice depends
 // only on what every member agrees on: the sizes and counts of the call and
@@ -167,6 +168,9 @@ func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, 
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interReducePrep(c, name, send, recv, op, root, ov...))
+	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
@@ -245,6 +249,9 @@ func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*e
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interGatherPrep(c, name, send, recv, root, ov...))
+	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
@@ -292,6 +299,9 @@ func gathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interGathervPrep(c, name, send, recv, counts, displs, root, ov...))
+	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
@@ -336,6 +346,9 @@ func scatterPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interScatterPrep(c, name, send, recv, root, ov...))
+	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
 	}
@@ -371,6 +384,9 @@ func scattervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs [
 	}
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
+	}
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interScattervPrep(c, name, send, recv, counts, displs, root, ov...))
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
@@ -458,8 +474,8 @@ func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.failColl(err)
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interAllgathervPrep(c, name, send, recv, counts, displs, ov...))
 	}
 	d, err := c.checkCountsDispls(name, "receive", counts, displs, len(recv), ErrTruncate)
 	if err != nil {
@@ -500,8 +516,8 @@ func alltoallPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.failColl(err)
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interAlltoallPrep(c, name, send, recv, ov...))
 	}
 	p := c.size
 	if len(send)%p != 0 {
@@ -541,8 +557,8 @@ func alltoallvPrep[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.failColl(err)
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interAlltoallvPrep(c, name, send, sc, sd, recv, rc, rd, ov...))
 	}
 	sd, err := c.checkCountsDispls(name, "send", sc, sd, len(send), ErrCount)
 	if err != nil {
@@ -587,8 +603,8 @@ func reduceScatterBlockPrep[T Elem](c *Comm, name string, send, recv []T, op *Op
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.failColl(err)
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interReduceScatterBlockPrep(c, name, send, recv, op, ov...))
 	}
 	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
@@ -640,8 +656,8 @@ func reduceScatterPrep[T Elem](c *Comm, name string, send, recv []T, counts []in
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.failColl(err)
+	if c.IsInter() { // intercoll.go
+		return handledPrep(c)(interReduceScatterPrep(c, name, send, recv, counts, op, coll.KReduceScatter, ov...))
 	}
 	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {

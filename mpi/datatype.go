@@ -865,6 +865,10 @@ func BcastTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, root int) erro
 // into recvbuf at root, rank i's recvcount elements of recvtype at element
 // i*recvcount (MPI_Gather with datatypes).
 func GatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype, root int) error {
+	if isInter(c) { // intercoll_typed.go
+		run, err := interGatherTypedPrep(c, "MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root)
+		return blocking(c, run, err)
+	}
 	const op = "MPI_Gather"
 	sb, err := checkTypedColl(c, op, sendbuf, sendcount, sendtype)
 	if err != nil {
@@ -903,6 +907,10 @@ func GatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datat
 // i*sendcount) of sendbuf at root to member i's recvbuf, recvcount
 // elements of recvtype (MPI_Scatter with datatypes).
 func ScatterTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype, root int) error {
+	if isInter(c) { // intercoll_typed.go
+		run, err := interScatterTypedPrep(c, "MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root)
+		return blocking(c, run, err)
+	}
 	const op = "MPI_Scatter"
 	rb, err := checkTypedColl(c, op, recvbuf, recvcount, recvtype)
 	if err != nil {
@@ -972,6 +980,10 @@ func AllgatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Da
 // on d's basic type (a vector of float64 with Sum, say); a user operation
 // takes Go elements (NewOp) instead.
 func ReduceTyped[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, count int, d *Datatype, op *Op, root int) error {
+	if isInter(c) { // intercoll_typed.go
+		run, err := interReduceTypedPrep(c, "MPI_Reduce", sendbuf, recvbuf, count, d, op, root)
+		return blocking(c, run, err)
+	}
 	const name = "MPI_Reduce"
 	sb, err := checkTypedColl(c, name, sendbuf, count, d)
 	if err != nil {
@@ -1031,6 +1043,10 @@ func AllreduceTyped[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, count int, d *
 // sender; recvcount elements of recvtype at element i*recvcount of
 // recvbuf) (MPI_Alltoall with datatypes).
 func AlltoallTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Datatype, recvbuf []R, recvcount int, recvtype *Datatype) error {
+	if isInter(c) { // intercoll_typed.go
+		run, err := interAlltoallTypedPrep(c, "MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)
+		return blocking(c, run, err)
+	}
 	const op = "MPI_Alltoall"
 	if err := checkComm(c, op); err != nil {
 		return err

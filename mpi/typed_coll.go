@@ -319,6 +319,9 @@ func IbcastTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, root int) (*R
 // Reductions.
 
 func reduceTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, recvbuf []R, count int, d *Datatype, op *Op, root int) (collRun, error) {
+	if isInter(c) { // intercoll_typed.go
+		return interReduceTypedPrep(c, name, sendbuf, recvbuf, count, d, op, root)
+	}
 	sb, err := checkTypedColl(c, name, sendbuf, count, d)
 	if err != nil {
 		return nil, err
@@ -429,9 +432,6 @@ func reduceScatterTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, recvbu
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.failColl(err)
-	}
 	kind := coll.KReduceScatter
 	if counts == nil {
 		kind = coll.KReduceScatterBlock
@@ -501,6 +501,9 @@ func IreduceScatterBlockTyped[S, R Elem](c *Comm, sendbuf []S, recvbuf []R, recv
 // Gathers and scatters.
 
 func gatherTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sendcount int, st *Datatype, recvbuf []R, recvcount int, rt *Datatype, root int) (collRun, error) {
+	if isInter(c) { // intercoll_typed.go
+		return interGatherTypedPrep(c, name, sendbuf, sendcount, st, recvbuf, recvcount, rt, root)
+	}
 	sb, err := checkTypedColl(c, name, sendbuf, sendcount, st)
 	if err != nil {
 		return nil, err
@@ -527,6 +530,9 @@ func IgatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Data
 }
 
 func gathervTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sendcount int, st *Datatype, recvbuf []R, counts, displs []int, rt *Datatype, root int) (collRun, error) {
+	if isInter(c) { // intercoll_typed.go
+		return interGathervTypedPrep(c, name, sendbuf, sendcount, st, recvbuf, counts, displs, rt, root)
+	}
 	sb, err := checkTypedColl(c, name, sendbuf, sendcount, st)
 	if err != nil {
 		return nil, err
@@ -567,6 +573,9 @@ func IgathervTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Dat
 }
 
 func scatterTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sendcount int, st *Datatype, recvbuf []R, recvcount int, rt *Datatype, root int) (collRun, error) {
+	if isInter(c) { // intercoll_typed.go
+		return interScatterTypedPrep(c, name, sendbuf, sendcount, st, recvbuf, recvcount, rt, root)
+	}
 	rb, err := checkTypedColl(c, name, recvbuf, recvcount, rt)
 	if err != nil {
 		return nil, err
@@ -593,6 +602,9 @@ func IscatterTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Dat
 }
 
 func scattervTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, counts, displs []int, st *Datatype, recvbuf []R, recvcount int, rt *Datatype, root int) (collRun, error) {
+	if isInter(c) { // intercoll_typed.go
+		return interScattervTypedPrep(c, name, sendbuf, counts, displs, st, recvbuf, recvcount, rt, root)
+	}
 	rb, err := checkTypedColl(c, name, recvbuf, recvcount, rt)
 	if err != nil {
 		return nil, err
@@ -656,6 +668,9 @@ func IallgatherTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *D
 }
 
 func allgathervTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sendcount int, st *Datatype, recvbuf []R, counts, displs []int, rt *Datatype) (collRun, error) {
+	if isInter(c) { // intercoll_typed.go
+		return interAllgathervTypedPrep(c, name, sendbuf, sendcount, st, recvbuf, counts, displs, rt)
+	}
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
@@ -700,6 +715,9 @@ func IallgathervTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *
 }
 
 func alltoallTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sendcount int, st *Datatype, recvbuf []R, recvcount int, rt *Datatype) (collRun, error) {
+	if isInter(c) { // intercoll_typed.go
+		return interAlltoallTypedPrep(c, name, sendbuf, sendcount, st, recvbuf, recvcount, rt)
+	}
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
@@ -725,6 +743,9 @@ func IalltoallTyped[S, R Elem](c *Comm, sendbuf []S, sendcount int, sendtype *Da
 }
 
 func alltoallvTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sc, sd []int, st *Datatype, recvbuf []R, rc, rd []int, rt *Datatype) (collRun, error) {
+	if isInter(c) { // intercoll_typed.go
+		return interAlltoallvTypedPrep(c, name, sendbuf, sc, sd, st, recvbuf, rc, rd, rt)
+	}
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
@@ -804,10 +825,7 @@ func alltoallwTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sc, sd []i
 	if err := checkComm(c, name); err != nil {
 		return nil, err
 	}
-	if err := notInter(c, name); err != nil {
-		return nil, c.failColl(err)
-	}
-	p := c.size
+	p := c.peerSize() // the remote group's on an intercommunicator (intercoll.go)
 	for _, v := range []struct {
 		what string
 		n    int
