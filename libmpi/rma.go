@@ -932,3 +932,111 @@ func ftmpi_Win_attach(win C.uintptr_t, base unsafe.Pointer, size C.MPI_Aint) C.i
 func ftmpi_Win_detach(win C.uintptr_t, base unsafe.Pointer) C.int {
 	return winCall("MPI_Win_detach", win, func(w *mpi.Win) error { return w.Detach(uintptr(base)) })
 }
+
+// Shared-memory windows (mpi.Comm.WinAllocateShared): the window memory is
+// this process's part of a segment every process of the communicator maps;
+// MPI_Win_free unmaps it (package mpi), so cwin.alloc stays false.
+
+// newSharedWin makes the window and records its C facts.
+func newSharedWin(op string, size C.MPI_Aint, dispUnit int64, info, comm C.uintptr_t, baseptr unsafe.Pointer, win *C.uintptr_t) C.int {
+	c, err := commOf(comm, op)
+	if err != nil {
+		return code(err)
+	}
+	if win == nil || baseptr == nil {
+		return fail(c, bad(mpi.ErrArg, op, "win or baseptr is NULL"))
+	}
+	in, err := infoOf(info, op)
+	if err != nil {
+		return code(err)
+	}
+	if dispUnit > 1<<31-1 {
+		dispUnit = -1 // not an int: refused (MPI_ERR_ARG) at every process
+	}
+	w, _, err := c.WinAllocateShared(int(size), int(dispUnit), in)
+	if err != nil {
+		return code(err)
+	}
+	base := sharedBase(w, c.Rank())
+	attrs := (*winAttrs)(C.calloc(1, C.size_t(unsafe.Sizeof(winAttrs{}))))
+	attrs.size, attrs.unit, attrs.flavor, attrs.model = size, C.int(dispUnit), C.MPI_WIN_FLAVOR_SHARED, C.MPI_WIN_UNIFIED
+	winMu.Lock()
+	winC[w] = &cwin{base: base, attrs: attrs}
+	winMu.Unlock()
+	*(*unsafe.Pointer)(baseptr) = base
+	*win = winHandle(w)
+	return cSuccess
+}
+
+// sharedBase is the address of rank's part at this process: the address
+// where it begins even when it is empty (NULL if nothing is mapped).
+func sharedBase(w *mpi.Win, rank int) unsafe.Pointer {
+	_, _, b, err := w.SharedQuery(rank)
+	if err != nil || cap(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(unsafe.SliceData(b))
+}
+
+//export ftmpi_Win_allocate_shared
+func ftmpi_Win_allocate_shared(size C.MPI_Aint, dispUnit C.int, info, comm C.uintptr_t, baseptr unsafe.Pointer, win *C.uintptr_t) C.int {
+	return newSharedWin("MPI_Win_allocate_shared", size, int64(dispUnit), info, comm, baseptr, win)
+}
+
+//export ftmpi_Win_allocate_shared_c
+func ftmpi_Win_allocate_shared_c(size, dispUnit C.MPI_Aint, info, comm C.uintptr_t, baseptr unsafe.Pointer, win *C.uintptr_t) C.int {
+	return newSharedWin("MPI_Win_allocate_shared_c", size, int64(dispUnit), info, comm, baseptr, win)
+}
+
+// sharedQuery answers MPI_Win_shared_query(_c): rank MPI_PROC_NULL is the
+// first process with a non-empty part.
+func sharedQuery(op string, win C.uintptr_t, rank C.int, size *C.MPI_Aint, unit *int64, baseptr unsafe.Pointer) C.int {
+	w, err := winOf(win, op)
+	if err != nil {
+		return code(err)
+	}
+	if size == nil || baseptr == nil {
+		return winFail(w, bad(mpi.ErrArg, op, "size or baseptr is NULL"))
+	}
+	r := int(rank)
+	if rank == C.MPI_PROC_NULL {
+		r = mpi.ProcNull
+	}
+	n, u, b, err := w.SharedQuery(r)
+	if err != nil {
+		return code(err)
+	}
+	var p unsafe.Pointer
+	if cap(b) > 0 {
+		p = unsafe.Pointer(unsafe.SliceData(b))
+	}
+	*size, *unit = C.MPI_Aint(n), int64(u)
+	*(*unsafe.Pointer)(baseptr) = p
+	return cSuccess
+}
+
+//export ftmpi_Win_shared_query
+func ftmpi_Win_shared_query(win C.uintptr_t, rank C.int, size *C.MPI_Aint, dispUnit *C.int, baseptr unsafe.Pointer) C.int {
+	if dispUnit == nil {
+		return sharedQuery("MPI_Win_shared_query", win, rank, nil, nil, nil)
+	}
+	var u int64
+	rc := sharedQuery("MPI_Win_shared_query", win, rank, size, &u, baseptr)
+	if rc == cSuccess {
+		*dispUnit = C.int(u)
+	}
+	return rc
+}
+
+//export ftmpi_Win_shared_query_c
+func ftmpi_Win_shared_query_c(win C.uintptr_t, rank C.int, size *C.MPI_Aint, dispUnit *C.MPI_Aint, baseptr unsafe.Pointer) C.int {
+	if dispUnit == nil {
+		return sharedQuery("MPI_Win_shared_query_c", win, rank, nil, nil, nil)
+	}
+	var u int64
+	rc := sharedQuery("MPI_Win_shared_query_c", win, rank, size, &u, baseptr)
+	if rc == cSuccess {
+		*dispUnit = C.MPI_Aint(u)
+	}
+	return rc
+}

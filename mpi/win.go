@@ -400,6 +400,7 @@ func (w *Win) Free() error {
 	close(w.stop)
 	<-w.served
 	w.c.Free()
+	w.freeShared() // winshared.go: unmap a shared window's segment
 	if err != nil {
 		return w.handle(err)
 	}
@@ -450,6 +451,12 @@ func (w *Win) Fence(assert ...int) error {
 	ferr := w.takeFailed(op, -1)
 	before := w.unacked()
 	missing, err := w.syncAll(op)
+	if err == nil && shmOf(w) != nil {
+		// A shared window's members load and store each other's parts
+		// (winshared.go): a second round says every member's operations
+		// are applied at every target, not only at this one.
+		missing, err = w.syncAll(op) // those failed in either round
+	}
 	w.settle(op, nil)
 	if ferr == nil {
 		ferr = w.takeFailed(op, -1)

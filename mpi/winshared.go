@@ -1,0 +1,320 @@
+package mpi
+
+// Shared-memory windows (MPI_Win_allocate_shared and MPI_Win_shared_query,
+// MPI-4.1 12.2.3): every process of the communicator allocates its part of
+// one memory segment that all of them map, so each can load and store the
+// others' parts directly, besides the one-sided operations.
+//
+// Design. One segment per window: a file created by the communicator's
+// rank 0 in the job's private temporary directory (FTMPI_TMPDIR, which
+// only the job's user can enter and the launcher removes when the job
+// ends; else the system's temporary directory, the file then being 0600),
+// sized to the total of the parts, mapped (MAP_SHARED) by every process
+// and unlinked once all have mapped it: no name outlives the creation.
+// Every rank maps it itself, also ranks that are goroutines of one process
+// (Run): then each has its own mapping of the same pages. The parts are
+// contiguous in rank order (rank r+1's part begins where rank r's ends)
+// unless the info key "alloc_shared_noncontig" is "true" at rank 0: then
+// each part begins on a page boundary. The window is otherwise a byte
+// window of the engine (WinCreateBytes) over the caller's part: Put, Get,
+// the accumulates, fences, locks and flushes work as on any window. The
+// mapping is removed by Free, after the window's server stopped.
+//
+// The processes must share memory: they must be on one host, as the
+// launcher reported the hosts (the test of SplitType with CommTypeShared);
+// a communicator spanning hosts is an ErrComm error at every process.
+//
+// Nothing here runs per operation; this file must not change the data
+// path of windows.
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrRMAFlavor is the class of a call on a window of the wrong flavor
+// (SharedQuery on a window not made by WinAllocateShared); code as in
+// Open MPI's mpi.h.
+var ErrRMAFlavor = &Class{"MPI_ERR_RMA_FLAVOR: wrong flavor of window", 70} // MPI_ERR_RMA_FLAVOR
+
+// WinFlavorShared is the MPI_WIN_CREATE_FLAVOR of a window made by
+// WinAllocateShared (MPI_WIN_FLAVOR_SHARED; Open MPI's value).
+const WinFlavorShared = 4
+
+// InfoAllocSharedNoncontig is the info key asking WinAllocateShared for
+// parts that need not be contiguous ("true": each begins on a page).
+const InfoAllocSharedNoncontig = "alloc_shared_noncontig"
+
+// shmState is the segment of a shared window.
+type shmState struct {
+	mapping []byte // the whole segment at this process (nil: nothing mapped)
+	off     []int  // every rank's part: offset in the segment
+	size    []int  //   and size in bytes
+	unit    []int  //   and displacement unit
+}
+
+var shmWins sync.Map // *Win -> *shmState
+
+func shmOf(w *Win) *shmState {
+	if s, ok := shmWins.Load(w); ok {
+		return s.(*shmState)
+	}
+	return nil
+}
+
+// WinAllocateShared makes a window over size new zeroed bytes at this
+// process that every process of c can also load and store directly
+// (MPI_Win_allocate_shared), and returns it with them. It is collective
+// over c, whose processes must share memory (be on one host: the members
+// of a communicator made by SplitType(CommTypeShared, ...)); dispUnit is
+// the displacement unit of this process's part. info may be nil; its key
+// InfoAllocSharedNoncontig is read at rank 0. The returned slice has
+// length size; in contiguous mode its capacity reaches the end of the
+// segment (the parts of the higher ranks follow it). SharedQuery gives
+// the other processes' parts. The memory stays valid until Free.
+func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, error) {
+	const op = "MPI_Win_allocate_shared"
+	if err := checkComm(c, op); err != nil {
+		return nil, nil, err
+	}
+	if c.IsInter() {
+		return nil, nil, c.handle(newErr(ErrComm, op, c, NoPeer, "windows are made on intracommunicators"))
+	}
+	// The same verdict at every process: every process knows every host.
+	h0 := c.w.hosts.hostName(c.worldRank(0))
+	for r := 1; r < c.size; r++ {
+		if h := c.w.hosts.hostName(c.worldRank(r)); h != h0 {
+			return nil, nil, c.handle(newErr(ErrComm, op, c, NoPeer,
+				"the processes of the communicator do not share memory: rank 0 runs on host %q, rank %d on %q (use a communicator of MPI_Comm_split_type(MPI_COMM_TYPE_SHARED))", h0, r, h))
+		}
+	}
+	var bad error
+	switch {
+	case size < 0:
+		bad = newErr(ErrArg, op, c, NoPeer, "negative size %d", size)
+	case dispUnit <= 0:
+		bad = newErr(ErrArg, op, c, NoPeer, "displacement unit %d is not positive", dispUnit)
+	}
+	noncontig := int64(0)
+	if v, ok := info.Get(InfoAllocSharedNoncontig); ok && v == "true" {
+		noncontig = 1
+	}
+	// Rank 0 creates the segment's file first; its token (0: failed) names it.
+	var token int64
+	var f *os.File
+	var path string
+	if c.rank == 0 && bad == nil {
+		var err error
+		if f, path, token, err = shmCreate(); err != nil {
+			bad = newErr(ErrOther, op, c, NoPeer, "cannot create the shared segment: %v", err)
+		}
+	}
+	isBad := int64(0)
+	if bad != nil {
+		isBad = 1
+	}
+	all, err := allgatherInts(c, op, int64(size), int64(dispUnit), noncontig, isBad, token)
+	if err != nil {
+		shmDrop(f, path)
+		return nil, nil, c.handle(err)
+	}
+	for r := 0; r < c.size; r++ {
+		if all[5*r+3] != 0 && bad == nil {
+			bad = newErr(ErrArg, op, c, r, "rank %d's arguments were refused", r)
+		}
+	}
+	if bad != nil {
+		shmDrop(f, path)
+		return nil, nil, c.handle(bad)
+	}
+	token = all[4]
+	path = shmPath(token)
+	s := &shmState{off: make([]int, c.size), size: make([]int, c.size), unit: make([]int, c.size)}
+	page := os.Getpagesize()
+	total := 0
+	for r := 0; r < c.size; r++ {
+		if all[2] != 0 { // rank 0's noncontig
+			total = (total + page - 1) / page * page
+		}
+		s.off[r], s.size[r], s.unit[r] = total, int(all[5*r]), int(all[5*r+1])
+		total += s.size[r]
+	}
+	// Map (when there is anything to map), then agree that everyone did:
+	// rank 0 unlinks the file after that either way.
+	var merr error
+	if total > 0 {
+		s.mapping, merr = shmMap(f, path, (total+page-1)/page*page)
+	}
+	if f != nil {
+		f.Close()
+	}
+	mapped, err := allgatherInts(c, op, boolInt(merr == nil))
+	if c.rank == 0 {
+		os.Remove(path)
+	}
+	if err == nil {
+		for r := 0; r < c.size && merr == nil; r++ {
+			if mapped[r] == 0 {
+				merr = fmt.Errorf("rank %d could not map it", r)
+			}
+		}
+	}
+	if err == nil && merr != nil {
+		err = newErr(ErrOther, op, c, NoPeer, "cannot map the shared segment of %d bytes: %v", total, merr)
+	}
+	if err != nil {
+		s.unmap()
+		return nil, nil, c.handle(err)
+	}
+	var mem []byte
+	if s.mapping != nil {
+		mem = s.mapping[s.off[c.rank] : s.off[c.rank]+size]
+	}
+	w, err := winCreate(c, op, mem)
+	if err != nil {
+		s.unmap()
+		return nil, nil, err
+	}
+	w.units = slicesInt(s.unit)
+	w.flavor = WinFlavorShared
+	shmWins.Store(w, s)
+	return w, mem, nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func slicesInt(v []int) []int { return append([]int(nil), v...) }
+
+// SharedQuery returns the part of rank's process in the shared window w
+// (MPI_Win_shared_query): its size in bytes, its displacement unit and
+// the memory itself, mapped at this process (length size; in contiguous
+// mode the capacity reaches the end of the segment). rank ProcNull
+// answers the part of the lowest rank whose size is not 0 (size 0 and a
+// nil slice if all are empty). A window not made by WinAllocateShared is
+// an ErrRMAFlavor error, a rank outside the window an ErrRank error.
+func (w *Win) SharedQuery(rank int) (size, dispUnit int, base []byte, err error) {
+	const op = "MPI_Win_shared_query"
+	if err := w.checkFreed(op); err != nil {
+		return 0, 0, nil, err
+	}
+	s := shmOf(w)
+	if s == nil {
+		return 0, 0, nil, w.handle(w.err(ErrRMAFlavor, op, NoPeer, "not a shared memory window (MPI_Win_allocate_shared)"))
+	}
+	if rank == ProcNull {
+		rank = -1
+		for r, n := range s.size {
+			if n > 0 {
+				rank = r
+				break
+			}
+		}
+		if rank < 0 {
+			return 0, s.unit[0], nil, nil
+		}
+	}
+	if rank < 0 || rank >= len(s.size) {
+		return 0, 0, nil, w.handle(w.err(ErrRank, op, NoPeer, "rank %d is not in the window's group of %d", rank, len(s.size)))
+	}
+	if s.mapping != nil {
+		base = s.mapping[s.off[rank] : s.off[rank]+s.size[rank]]
+	}
+	return s.size[rank], s.unit[rank], base, nil
+}
+
+// freeShared removes the mapping of a shared window once it is freed
+// (Free, after the window's server stopped).
+func (w *Win) freeShared() {
+	if s := shmOf(w); s != nil {
+		shmWins.Delete(w)
+		s.unmap()
+	}
+}
+
+func (s *shmState) unmap() {
+	if s.mapping != nil {
+		unix.Munmap(s.mapping)
+		s.mapping = nil
+	}
+}
+
+// shmDir is the directory of the segments' files: the job's private one
+// if the launcher made one, else the system's temporary directory.
+func shmDir() string {
+	if d := os.Getenv("FTMPI_TMPDIR"); d != "" {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return os.TempDir()
+}
+
+// shmPath is the file of the segment named by token (the same at every
+// process of one host: same directory, same token).
+func shmPath(token int64) string {
+	return filepath.Join(shmDir(), "ftmpi-winshm-"+strconv.FormatUint(uint64(token), 36))
+}
+
+// shmCreate creates a new segment file, readable by its owner only.
+func shmCreate() (*os.File, string, int64, error) {
+	for range 8 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, "", 0, err
+		}
+		token := int64(binary.LittleEndian.Uint64(b[:])>>1 | 1)
+		path := shmPath(token)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, "", 0, err
+		}
+		return f, path, token, nil
+	}
+	return nil, "", 0, errors.New("no unused file name after 8 tries")
+}
+
+// shmDrop closes and removes a segment file rank 0 created for a creation
+// that failed.
+func shmDrop(f *os.File, path string) {
+	if f != nil {
+		f.Close()
+		os.Remove(path)
+	}
+}
+
+// shmMap maps n bytes of the segment (f if this process created it, else
+// the file at path), growing the file to n first (every process does: the
+// same size, so the order does not matter).
+func shmMap(f *os.File, path string, n int) ([]byte, error) {
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+			return nil, err
+		}
+		defer f.Close()
+	}
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if st.Size() < int64(n) {
+		if err := f.Truncate(int64(n)); err != nil {
+			return nil, err
+		}
+	}
+	return unix.Mmap(int(f.Fd()), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+}
