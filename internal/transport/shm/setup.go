@@ -40,16 +40,21 @@ func (t *Transport) handle(pc *acceptloop.Pending) {
 	t.mu.Unlock()
 	defer t.wg.Done()
 	err := t.accept(pc, c)
-	t.mu.Lock()
-	delete(t.hs, c)
-	closed := t.closed
-	t.mu.Unlock()
+	if errors.Is(err, net.ErrClosed) {
+		err = errShed // the loop (or Close) closed it: too slow, or the oldest of a flood
+	}
 	if err != nil {
 		c.Close()
+		t.mu.Lock()
+		closed := t.closed
+		t.mu.Unlock()
 		if !closed && !errors.Is(err, errShed) && !errors.Is(err, transport.ErrClosed) {
 			t.refused(err)
 		}
 	}
+	t.mu.Lock()
+	delete(t.hs, c)
+	t.mu.Unlock()
 }
 
 // readFds reads exactly len(b) bytes from c and the descriptors sent with

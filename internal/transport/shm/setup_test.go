@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
@@ -445,15 +446,27 @@ func TestRegionsAreSealed(t *testing.T) {
 }
 
 // A flood of connections that never speak (more than the accept loop
-// keeps pending) does not keep a real peer out.
+// keeps pending) does not keep a real peer out, and the connections the
+// loop closes are not logged one by one.
 func TestIdleFloodDoesNotStopTheListener(t *testing.T) {
 	dir := t.TempDir()
-	trs, recs, _ := hostileJob(t, dir, 2, 2, 10*time.Second)
+	trs, recs, logs := hostileJob(t, dir, 2, 2, 10*time.Second)
 	rank0 := addrs(dir, 2)[0]
 	for range 150 {
 		rawDial(t, rank0)
 	}
-	exchange(t, trs, recs, 1, 0, 1)
+	exchange(t, trs, recs, 1, 0, 1) // accepted after the flood (the accept queue is in order)
+	waitFor(t, "the closed connections' handlers", func() bool {
+		trs[0].mu.Lock()
+		defer trs[0].mu.Unlock()
+		// Left: the idle connections still pending (the real peer's took
+		// a place among them before it authenticated).
+		return len(trs[0].hs) == acceptloop.DefaultMaxPending-1
+	})
+	logs[0].waitLine(t, "closing the oldest")
+	if l := logs[0].String(); strings.Contains(l, "refused") {
+		t.Fatalf("connections closed by the loop were logged:\n%s", l)
+	}
 }
 
 // Without the job's secret (tests, in-process use) the set-up still
