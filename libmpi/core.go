@@ -21,7 +21,13 @@ import (
 var (
 	world     *mpi.World
 	initOnce  sync.Mutex
-	finalized atomic.Bool
+	finalized atomic.Bool // the runtime ended: no MPI call works
+	// worldModel: MPI_Init was called and MPI_Finalize not yet;
+	// worldFinalized: MPI_Finalize was called; worldUsers: the world
+	// model and the sessions open (initOnce).
+	worldModel     bool
+	worldFinalized bool
+	worldUsers     int
 	threadLvl = 0 // the level provided, in the ABI's values
 
 	comms = newTable[*mpi.Comm](kindComm)
@@ -94,49 +100,78 @@ func ftmpi_Init(argc *C.int, argv ***C.char) C.int {
 func ftmpi_Init_thread(argc *C.int, argv ***C.char, required C.int, provided *C.int) C.int {
 	initOnce.Lock()
 	defer initOnce.Unlock()
-	if world != nil || finalized.Load() {
+	if worldModel || worldFinalized || finalized.Load() {
 		return code(bad(mpi.ErrOther, "MPI_Init", "MPI is already initialized (or finalized): MPI_Init may be called once"))
+	}
+	if err := startWorld(); err != nil {
+		return code(err)
+	}
+	worldModel = true
+	if provided != nil {
+		*provided = C.MPI_THREAD_MULTIPLE
+	}
+	return cSuccess
+}
+
+// startWorld starts the process's MPI runtime for MPI_Init or the first
+// MPI_Session_init (initOnce held); each caller is a user of it, and the
+// last to end (MPI_Finalize, MPI_Session_finalize) finalizes it.
+func startWorld() error {
+	worldUsers++
+	if world != nil {
+		return nil
 	}
 	cfg := mpi.DefaultConfig()
 	cfg.UntypedMatch = true // MPI's matching rule for C (MPI_PACKED, MPI_BYTE against typed receives)
 	w, err := mpi.InitConfig(cfg)
 	if err != nil {
-		return code(err)
+		worldUsers--
+		return err
 	}
 	world = w
 	threadLvl = C.MPI_THREAD_MULTIPLE
-	if provided != nil {
-		*provided = C.MPI_THREAD_MULTIPLE
-	}
 	initCSide()
-	return cSuccess
+	return nil
+}
+
+// endWorld ends one user of the runtime (initOnce held): the last one
+// finalizes it.
+func endWorld() error {
+	if worldUsers--; worldUsers > 0 {
+		return nil
+	}
+	err := world.Finalize()
+	finalized.Store(true)
+	return err
 }
 
 //export ftmpi_Initialized
 func ftmpi_Initialized(flag *C.int) C.int {
-	*flag = cbool(world != nil || finalized.Load())
+	*flag = cbool(worldModel || worldFinalized)
 	return cSuccess
 }
 
 //export ftmpi_Finalized
 func ftmpi_Finalized(flag *C.int) C.int {
-	*flag = cbool(finalized.Load())
+	*flag = cbool(worldFinalized || finalized.Load())
 	return cSuccess
 }
 
 //export ftmpi_Finalize
 func ftmpi_Finalize() C.int {
-	if world == nil {
-		return code(bad(mpi.ErrOther, "MPI_Finalize", "MPI is not initialized"))
+	initOnce.Lock()
+	defer initOnce.Unlock()
+	if !worldModel || finalized.Load() {
+		return code(bad(mpi.ErrOther, "MPI_Finalize", "MPI is not initialized (MPI_Init), or already finalized"))
 	}
 	// MPI_COMM_SELF's attributes go first, their delete callbacks running
 	// while MPI is still usable (MPICH init/attrself).
 	if err := world.DeleteSelfAttrs(); err != nil {
 		return code(err)
 	}
-	err := world.Finalize()
-	finalized.Store(true)
-	return code(err)
+	worldModel = false
+	worldFinalized = true
+	return code(endWorld())
 }
 
 //export ftmpi_Abort

@@ -1180,6 +1180,60 @@ int PMPI_Finalized(int *flag)
 }
 int MPI_Finalized(int *flag) __attribute__((weak, alias("PMPI_Finalized")));
 
+int PMPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+{
+    return ftmpi_Session_init((uintptr_t)info, (uintptr_t)errhandler, (uintptr_t *)session);
+}
+int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session) __attribute__((weak, alias("PMPI_Session_init")));
+
+int PMPI_Session_finalize(MPI_Session *session)
+{
+    return ftmpi_Session_finalize((uintptr_t *)session);
+}
+int MPI_Session_finalize(MPI_Session *session) __attribute__((weak, alias("PMPI_Session_finalize")));
+
+int PMPI_Session_get_info(MPI_Session session, MPI_Info *info_used)
+{
+    return ftmpi_Session_get_info((uintptr_t)session, (uintptr_t *)info_used);
+}
+int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used) __attribute__((weak, alias("PMPI_Session_get_info")));
+
+int PMPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names)
+{
+    return ftmpi_Session_get_num_psets((uintptr_t)session, (uintptr_t)info, (void *)npset_names);
+}
+int MPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names) __attribute__((weak, alias("PMPI_Session_get_num_psets")));
+
+int PMPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name)
+{
+    return ftmpi_Session_get_nth_pset((uintptr_t)session, (uintptr_t)info, n, (void *)pset_len, (void *)pset_name);
+}
+int MPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name) __attribute__((weak, alias("PMPI_Session_get_nth_pset")));
+
+int PMPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info)
+{
+    return ftmpi_Session_get_pset_info((uintptr_t)session, (void *)pset_name, (uintptr_t *)info);
+}
+int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info) __attribute__((weak, alias("PMPI_Session_get_pset_info")));
+
+int PMPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler)
+{
+    return ftmpi_Session_set_errhandler((uintptr_t)session, (uintptr_t)errhandler);
+}
+int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler) __attribute__((weak, alias("PMPI_Session_set_errhandler")));
+
+int PMPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler)
+{
+    return ftmpi_Session_get_errhandler((uintptr_t)session, (uintptr_t *)errhandler);
+}
+int MPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler) __attribute__((weak, alias("PMPI_Session_get_errhandler")));
+
+int PMPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup)
+{
+    return ftmpi_Group_from_session_pset((uintptr_t)session, (void *)pset_name, (uintptr_t *)newgroup);
+}
+int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup) __attribute__((weak, alias("PMPI_Group_from_session_pset")));
+
 int PMPI_Abort(MPI_Comm comm, int errorcode)
 {
     return ftmpi_Abort((uintptr_t)comm, errorcode);
@@ -3250,6 +3304,6 @@ int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_
 }
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
 
-/* 566 functions, 2 of them not implemented:
+/* 575 functions, 2 of them not implemented:
  * MPI_Get_hw_resource_info MPI_Register_datarep
  */
