@@ -13,6 +13,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
+	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -234,7 +235,11 @@ func reinitHeadless(w *World, fn func(ctx context.Context, w *World, state Reini
 		if !cur.ended.Load() {
 			p.SetRunning(cur.epoch)
 			rolled, err := runResilient(fn, cur, state)
+			if !rolled {
+				cur.phase(inject.PhaseReinitReturn)
+			}
 			if !rolled && hr.leave(p, cur) {
+				cur.phase(inject.PhaseReinitLeft)
 				return err
 			}
 			state = ReinitReinited

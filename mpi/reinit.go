@@ -3,6 +3,8 @@ package mpi
 import (
 	"context"
 	"fmt"
+
+	"github.com/ftmpi/ftmpi/internal/inject"
 )
 
 // Global restart (seed 000, "Reinit"): when a process fails, ftmpirun
@@ -250,6 +252,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 		p.SetRunning(cur.epoch)
 		rolled, err := runResilient(fn, cur, state)
 		if !rolled && !cur.ended.Load() {
+			cur.phase(inject.PhaseReinitReturn)
 			epoch, lerr := head.ReinitActive(false)
 			if lerr != nil {
 				p.SetActive(false)
@@ -257,6 +260,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 			}
 			if epoch == cur.epoch {
 				p.SetActive(false)
+				cur.phase(inject.PhaseReinitLeft)
 				return err
 			}
 			// A newer epoch began as fn returned: roll back with the others.

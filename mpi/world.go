@@ -66,6 +66,7 @@ import (
 	"syscall"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
@@ -559,9 +560,11 @@ func (w *World) Finalize() error {
 		}
 	}
 	w.finOnce.Do(func() {
+		w.phase(inject.PhaseFinalize)
 		if !w.killed.Load() {
 			w.releaseSpares() // the job ends: waiting spares leave Init
 		}
+		w.phase(inject.PhaseFinalizeFence)
 		var err error
 		switch {
 		case w.killed.Load():
@@ -576,6 +579,7 @@ func (w *World) Finalize() error {
 			w.finalizeFence()
 			err = w.proc.Finalize()
 		}
+		w.phase(inject.PhaseFinalizeFenced)
 		w.finalized.Store(true)
 		if w.proc != nil {
 			w.proc.Finalizing()
@@ -590,8 +594,18 @@ func (w *World) Finalize() error {
 		if err != nil {
 			w.finErr = newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "%v", err)
 		}
+		w.phase(inject.PhaseFinalized)
 	})
 	return w.finErr
+}
+
+// phase reports that this process reached phase (internal/inject's
+// phases of the end of a job): a kill or stop tied to it is executed now.
+// Nothing under Run (a signal would hit every rank of the test process).
+func (w *World) phase(phase string) {
+	if w.proc != nil {
+		w.proc.Phase(phase)
+	}
 }
 
 // release stops this World's goroutines and closes its engine and

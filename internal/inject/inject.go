@@ -96,6 +96,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -683,7 +684,7 @@ func NewSelf(rank, size int, specs string) (*Injector, error) {
 			timed = append(timed, ev)
 		}
 	}
-	in := newInjector(rank, ss, size, func(ev Event) { _ = syscall.Kill(os.Getpid(), ev.Signal) }, os.Stderr)
+	in := newInjector(rank, ss, size, func(ev Event) { signalThread(ev.Signal) }, os.Stderr)
 	in.stop = Play(timed, func(ev Event) bool {
 		_ = syscall.Kill(os.Getpid(), ev.Signal)
 		return true
@@ -705,8 +706,9 @@ func newInjector(rank int, ss Specs, size int, fire func(Event), log io.Writer) 
 
 // Phase executes, in the calling goroutine, the events tied to phase that
 // have not fired yet, in the order of the specs: each writes its line on
-// stderr, then the process sends its signal to itself (a stop returns
-// only if the process is continued; a kill does not return). Each fires
+// stderr, then the calling thread sends its signal to itself, which
+// takes effect before the call returns (a stop returns only if the
+// process is continued; a kill does not return). Each fires
 // at most once. Stop does not cancel them: the phases after Finalize come
 // after the injection was stopped.
 func (in *Injector) Phase(phase string) {
@@ -730,6 +732,18 @@ func (in *Injector) Phase(phase string) {
 		fmt.Fprintf(in.log, "ftmpi: rank %d (pid %d): injected %s at %s\n", in.rank, os.Getpid(), ev.Verb(), phase)
 		in.fire(ev)
 	}
+}
+
+// signalThread sends sig to the calling thread (tgkill): the kernel acts
+// on it as the system call returns, so the caller does not run one more
+// instruction after a stop (the whole process stops with it) or a kill.
+// A signal to the process (kill) is taken by whichever thread the kernel
+// wakes, often the main one, and the caller ran on meanwhile: a "stop at
+// finalize" was seen to reach the launcher's fence first.
+func signalThread(sig syscall.Signal) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), sig)
 }
 
 // Stop cancels the timed events not yet executed and returns once the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,9 +48,20 @@ func helper(v string) {
 	stop := in.Stop
 	fmt.Println("armed")
 	if phase := os.Getenv("FTMPI_INJECT_TEST_PHASE"); phase != "" {
+		// The phase is reached on another thread than the main one (which
+		// this goroutine keeps): a signal to the process, not to that
+		// thread, would let it run on for a while (the kernel wakes the
+		// main thread to take it).
+		runtime.LockOSThread()
 		var s string
 		fmt.Scanln(&s) // the test's go-ahead
-		in.Phase(phase)
+		done := make(chan struct{})
+		go func() {
+			in.Phase(phase)
+			fmt.Println("after the phase")
+			close(done)
+		}()
+		<-done
 	}
 	if os.Getenv("FTMPI_INJECT_TEST_CANCEL") != "" {
 		stop()
@@ -343,6 +355,7 @@ func TestSelfStopsAtPhase(t *testing.T) {
 	if _, err := io.ReadFull(out, line); err != nil || string(line) != "armed\n" {
 		t.Fatalf("helper said %q: %v", line, err)
 	}
+	defer out.Close()
 	if st := procState(cmd.Process.Pid); st == "T" {
 		t.Fatal("stopped before it reached the phase")
 	}
@@ -374,6 +387,13 @@ func TestSelfStopsAtPhase(t *testing.T) {
 	// The line comes before the stop: it is in the pipe already.
 	if l := <-lines; l != fmt.Sprintf("ftmpi: rank 1 (pid %d): injected stop at finalize\n", cmd.Process.Pid) {
 		t.Fatalf("stderr %q", l)
+	}
+	// Nothing after the phase ran: the thread that reached it stopped at
+	// once. (Killed now, the helper's end of the pipe closes: what it
+	// wrote before is all there is to read.)
+	cmd.Process.Kill()
+	if rest, _ := io.ReadAll(out); len(rest) != 0 {
+		t.Fatalf("the helper went on after its phase: %q", rest)
 	}
 }
 

@@ -126,7 +126,7 @@ func runOnce(cfg Config, st *launchState) int {
 	if baseEnv == nil {
 		baseEnv = os.Environ()
 	}
-	baseEnv = withExports(filterEnv(baseEnv), cfg.Export)
+	baseEnv = withPhaseInjections(withExports(filterEnv(baseEnv), cfg.Export), cfg.Inject, st.restart)
 	wdir := cfg.Wdir
 	if wdir == "" {
 		wdir, _ = os.Getwd()

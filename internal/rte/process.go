@@ -53,19 +53,21 @@ type Process[W any] struct {
 
 	curA atomic.Pointer[W] // the current epoch's World
 
-	mu         sync.Mutex
-	cur        *W     // = curA, under mu
-	curEpoch   int    // the epoch cur belongs to
-	epoch      int    // newest epoch announced by the launcher
-	active     bool   // inside Reinit
-	running    int    // the epoch whose World the resilient function runs with
-	called     bool   // Reinit was called
-	lastNote   string // why the newest epoch began
-	injectStop func()
+	mu       sync.Mutex
+	cur      *W     // = curA, under mu
+	curEpoch int    // the epoch cur belongs to
+	epoch    int    // newest epoch announced by the launcher
+	active   bool   // inside Reinit
+	running  int    // the epoch whose World the resilient function runs with
+	called   bool   // Reinit was called
+	lastNote string // why the newest epoch began
 
 	// rejoin is the endpoint exchange of a Reinit epoch after the first
 	// without a head (SetRejoin); nil: none is possible.
 	rejoin func(epoch int, self boot.Endpoint) ([]boot.Endpoint, []int, error)
+	// injector is this process's own fault injection (Arm; nil: none),
+	// under mu.
+	injector *inject.Injector
 
 	finalized atomic.Bool
 	stopCh    chan struct{}
@@ -154,20 +156,31 @@ func (p *Process[W]) Start(w *W, epoch int) {
 
 // Arm executes the fault-injection specs (internal/inject) that target
 // this process, if it is a first incarnation of the first processes (a
-// respawned or spawned process does not replay the plan). Close stops
-// them.
+// respawned or spawned process does not replay the plan): the timed ones
+// from now on, the ones tied to a phase when the runtime reports it
+// (Phase). Close stops the timed ones.
 func (p *Process[W]) Arm(specs string) error {
 	if specs == "" || p.info.Incarnation != 0 || p.info.ParentProcs != nil {
 		return nil
 	}
-	stop, err := inject.Self(p.info.Rank, p.info.Size, specs)
+	in, err := inject.NewSelf(p.info.Rank, p.info.Size, specs)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
-	p.injectStop = stop
+	p.injector = in
 	p.mu.Unlock()
 	return nil
+}
+
+// Phase reports that the process reached phase (inject.Phases): a kill or
+// stop the specs tie to it is executed now, in the calling goroutine.
+// Also after Close (the phases of the end of Finalize come after it).
+func (p *Process[W]) Phase(phase string) {
+	p.mu.Lock()
+	in := p.injector
+	p.mu.Unlock()
+	in.Phase(phase)
 }
 
 // Current is the current epoch's World.
@@ -330,11 +343,9 @@ func (p *Process[W]) Finalizing() { p.finalized.Store(true) }
 func (p *Process[W]) Close() {
 	p.stopOnce.Do(func() {
 		p.mu.Lock()
-		stop := p.injectStop
+		in := p.injector
 		p.mu.Unlock()
-		if stop != nil {
-			stop()
-		}
+		in.Stop()
 		close(p.stopCh)
 		if p.client != nil {
 			p.client.Close()
