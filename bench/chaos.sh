@@ -7,7 +7,8 @@
 # FTMPI_TESTMARK) is a failure.
 #
 # Faults are scaled to each example's length (issue 27): a failure-free
-# calibration run per example and np measures its length T, and a run's
+# calibration (the shortest of CALIBRATE=2 runs, then of every run that
+# injected nothing) per example and np measures its length T, and a run's
 # MAX faults (SIGKILL, or SIGSTOP with probability STOP, of distinct ranks
 # other than 0, replayable by the seed) fall uniformly in [LO*T, HI*T] of
 # WINDOW=LO:HI. WINDOW= (empty) is the issue-11 form: --chaos with the
@@ -28,7 +29,7 @@
 # its schedule of faults: the kept file starts with the ftmpirun command.
 #
 # Usage: bench/chaos.sh [EXAMPLES=all] [NPS=8:1,4:4,16:4] [RUNS=1000] [DEADLINE=]
-#                       [WINDOW=0.1:0.9] [MTTF=1s] [MAX=4:2,8:3,16:3] [STOP=0.5] [FROM=1s] [SEED0=1]
+#                       [WINDOW=0.1:0.9] [CALIBRATE=2] [MTTF=1s] [MAX=4:2,8:3,16:3] [STOP=0.5] [FROM=1s] [SEED0=1]
 #                       [TIMEOUT=60s] [OUT=bench/results/chaos-$(date +%Y%m%d-%H%M)]
 # NPS lists NP:EVERY (that np every EVERY rounds); MAX lists NP:K (faults per
 # run); DEADLINE (RFC 3339 or a duration) stops starting rounds after it.
@@ -46,6 +47,7 @@ MAX=${MAX:-4:2,8:3,16:3}
 STOP=${STOP:-0.5}
 FROM=${FROM:-1s}
 WINDOW=${WINDOW-0.1:0.9}
+CALIBRATE=${CALIBRATE:-2}
 SEED0=${SEED0:-1}
 TIMEOUT=${TIMEOUT:-60s}
 OUT=${OUT:-bench/results/chaos-$(date -u +%Y%m%d-%H%M)}
@@ -58,7 +60,7 @@ for e in refinement masterworker jacobi runthrough libcompose reinit-async reini
 done
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$B/chaosrun" -bin "$B" ${EXAMPLES:+-examples "$EXAMPLES"} -nps "$NPS" -runs "$RUNS" ${DEADLINE:+-deadline "$DEADLINE"} \
-  -window "$WINDOW" -mttf "$MTTF" -max "$MAX" -stop "$STOP" -from "$FROM" -seed0 "$SEED0" -timeout "$TIMEOUT" \
+  -window "$WINDOW" -calibrate "$CALIBRATE" -mttf "$MTTF" -max "$MAX" -stop "$STOP" -from "$FROM" -seed0 "$SEED0" -timeout "$TIMEOUT" \
   -out "$OUT.runs.jsonl" -keep "$OUT.keep" | tee "$OUT.summary.jsonl"
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 # Runs that injected no fault (a schedule that missed the run) and hangs'

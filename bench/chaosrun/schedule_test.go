@@ -111,3 +111,20 @@ func TestHangKeepsEvidence(t *testing.T) {
 		t.Errorf("orphans: %v", run.Orphans)
 	}
 }
+
+// The length faults are scaled to is the shortest failure-free run seen: a
+// calibration under load is corrected by a later run without faults.
+func TestShorterKeepsTheShortest(t *testing.T) {
+	r := &runner{length: map[string]time.Duration{"jacobi/4": 2900 * time.Millisecond}}
+	e := example{name: "jacobi"}
+	r.shorter(e, 4, 1019*time.Millisecond)
+	r.shorter(e, 4, 1201*time.Millisecond)
+	r.shorter(e, 4, 0)
+	r.shorter(e, 8, time.Millisecond) // not calibrated: ignored
+	if got := r.length["jacobi/4"]; got != 1019*time.Millisecond {
+		t.Errorf("length %v, want the shortest, 1.019s", got)
+	}
+	if _, ok := r.length["jacobi/8"]; ok {
+		t.Error("an uncalibrated np got a length")
+	}
+}
