@@ -27,6 +27,9 @@ var named sync.Map // *mpi.Comm -> struct{}
 // (MPI_COMM_NULL for a nil communicator) or the error's code.
 func newCommOut(nc *mpi.Comm, err error, newcomm *C.uintptr_t) C.int {
 	if err != nil {
+		if newcomm != nil {
+			*newcomm = hCommNull // a failed Dup (an attribute copy callback failed) gives MPI_COMM_NULL
+		}
 		return code(err)
 	}
 	*newcomm = commHandle(nc)

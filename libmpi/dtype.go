@@ -61,6 +61,9 @@ func dtIn(h C.uintptr_t, op string) (*mpi.Datatype, error) { return typeOf(h, ni
 // dtOut stores a constructed datatype's handle and its record.
 func dtOut(d *mpi.Datatype, err error, rec *dtRec, newtype *C.uintptr_t) C.int {
 	if err != nil {
+		if newtype != nil {
+			*newtype = hTypeNull // a failed constructor (MPI_Type_dup's copy callback) gives MPI_DATATYPE_NULL
+		}
 		return worldCode(err)
 	}
 	if newtype == nil {

@@ -7,6 +7,9 @@ package main
 import "C"
 
 import (
+	"os"
+	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -14,7 +17,8 @@ import (
 
 // Info objects: a table of *mpi.Info; MPI_INFO_NULL is a nil *mpi.Info
 // (accepted where a call takes hints), MPI_INFO_ENV the process's
-// environment (mpi.World.InfoEnv), made on first use.
+// environment, made on first use: the same before MPI_Init, after it and
+// after MPI_Finalize (MPI-4.1 11.2.1).
 var (
 	infos      = newTable[*mpi.Info](kindInfo)
 	infoEnvMu  sync.Mutex
@@ -25,10 +29,28 @@ func infoEnv() *mpi.Info {
 	infoEnvMu.Lock()
 	defer infoEnvMu.Unlock()
 	if infoEnvObj == nil {
-		if world == nil {
-			return mpi.NewInfo() // before MPI_Init: not kept
+		i := mpi.NewInfo()
+		if len(os.Args) > 0 {
+			i.Set("command", os.Args[0])
+			if len(os.Args) > 1 {
+				i.Set("argv", strings.Join(os.Args[1:], " "))
+			}
 		}
-		infoEnvObj = world.InfoEnv()
+		// The job's size as the launcher gave it (a singleton: 1).
+		np := strings.TrimSpace(os.Getenv("FTMPI_SIZE"))
+		if np == "" {
+			np = "1"
+		}
+		i.Set("maxprocs", np)
+		i.Set("thread_level", "MPI_THREAD_MULTIPLE")
+		if h, err := os.Hostname(); err == nil {
+			i.Set("host", h)
+		}
+		i.Set("arch", runtime.GOARCH)
+		if wd, err := os.Getwd(); err == nil {
+			i.Set("wdir", wd)
+		}
+		infoEnvObj = i
 	}
 	return infoEnvObj
 }

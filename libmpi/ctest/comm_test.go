@@ -94,3 +94,16 @@ func TestCommErrors(t *testing.T) {
 		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
 }
+
+// TestInfoEnvAndFailedDup: MPI_INFO_ENV's values do not depend on when it
+// is asked (MPICH info/infocreateenv); a Dup whose copy callback fails
+// returns its class and MPI_COMM_NULL / MPI_DATATYPE_NULL (attr/attrerr*).
+func TestInfoEnvAndFailedDup(t *testing.T) {
+	bin := Compile(t, "testdata/comm_dupfail.c")
+	r := runC(t, "2", nil, bin, "some", "args")
+	for _, want := range []string{"result: rank 0 errors 0\n", "result: rank 1 errors 0\n"} {
+		if r.Code != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("want %q; exit %d\nstdout:\n%s\nstderr:\n%s", want, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+}
