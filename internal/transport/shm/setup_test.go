@@ -65,6 +65,9 @@ func (l *logSink) waitLine(t *testing.T, want string) {
 	}
 }
 
+// testMaxPending is the accept loops' cap of hostileJob.
+const testMaxPending = 16
+
 // hostileJob starts transports 0..n-1 of a job of size addrN in dir
 // (those not started have an address nobody listens on), every one
 // logging to a sink of its own.
@@ -76,7 +79,7 @@ func hostileJob(t *testing.T, dir string, n, addrN int, connect time.Duration) (
 	for i := range trs {
 		recs[i], logs[i] = newRecorder(), newLogSink()
 		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: recs[i], Auth: testKey,
-			ConnectTimeout: connect, Log: logs[i].log})
+			ConnectTimeout: connect, Log: logs[i].log, maxPending: testMaxPending})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +281,7 @@ func TestClaimedProcessIDIsChecked(t *testing.T) {
 	recs := []*recorder{newRecorder(), newRecorder()}
 	log := newLogSink()
 	for i := range trs {
-		cfg := Config{Self: i, Dir: dir, Name: sockName(i), Handler: recs[i], Auth: testKey, ConnectTimeout: 2 * time.Second}
+		cfg := Config{Self: i, Dir: dir, Name: sockName(i), Handler: recs[i], Auth: testKey, ConnectTimeout: 2 * time.Second, logBurst: 100}
 		if i == 0 {
 			cfg.Log = log.log
 		}
@@ -461,7 +464,7 @@ func TestIdleFloodDoesNotStopTheListener(t *testing.T) {
 		defer trs[0].mu.Unlock()
 		// Left: the idle connections still pending (the real peer's took
 		// a place among them before it authenticated).
-		return len(trs[0].hs) == acceptloop.DefaultMaxPending-1
+		return len(trs[0].hs) == testMaxPending-1
 	})
 	logs[0].waitLine(t, "closing the oldest")
 	if l := logs[0].String(); strings.Contains(l, "refused") {
@@ -522,4 +525,24 @@ func TestSetAuthLater(t *testing.T) {
 	if _, err := Listen(Config{Self: 3, Dir: dir, Handler: recs[0], Auth: testKey, AuthLater: true}); err == nil {
 		t.Fatal("Auth and AuthLater both accepted")
 	}
+}
+
+// A flood of refused set-ups does not flood the log: a burst of lines,
+// the rest counted (acceptloop.RateLog).
+func TestRefusalsAreRateLimited(t *testing.T) {
+	dir := t.TempDir()
+	trs, recs, logs := hostileJob(t, dir, 2, 2, 10*time.Second)
+	rank0 := addrs(dir, 2)[0]
+	for range 30 {
+		c := rawDial(t, rank0)
+		if _, err := c.Write(make([]byte, wireauth.HelloSize)); err != nil {
+			t.Fatal(err)
+		}
+		refusedConn(t, c, "a hello of zeros")
+	}
+	logs[0].waitLine(t, "bad magic")
+	if n := strings.Count(logs[0].String(), "refused a shared-memory set-up"); n == 0 || n > acceptloop.DefaultBurst {
+		t.Fatalf("%d refusals logged of 30, want 1 to %d:\n%s", n, acceptloop.DefaultBurst, logs[0].String())
+	}
+	exchange(t, trs, recs, 1, 0, 1)
 }

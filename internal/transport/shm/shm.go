@@ -105,6 +105,8 @@ type Config struct {
 	Log func(msg string)
 
 	beforePublish func()        // tests: runs between writing a record and publishing it
+	maxPending    int           // tests: acceptloop.Config.MaxPending
+	logBurst      int           // tests: the refusals logged per window (acceptloop.RateLog.Burst)
 	sleepMax      time.Duration // tests: the longest futex sleep (0: sleepMax), long to make a lost wake-up a hang
 }
 
@@ -113,8 +115,6 @@ const (
 	connectTimeout = 30 * time.Second
 	closeFlush     = time.Second            // how long Close lets queued frames drain
 	sleepMax       = 100 * time.Millisecond // longest futex sleep (a lost wake-up costs at most this)
-	refuseBurst    = 10                     // refused set-ups logged per refuseWindow; the others are counted
-	refuseWindow   = 10 * time.Second
 )
 
 // Peer states (pair.state).
@@ -136,10 +136,7 @@ type Transport struct {
 	key       atomic.Pointer[wireauth.Key] // the job's secret (Config.Auth, SetAuth)
 	authReady chan struct{}                // Config.AuthLater: closed by SetAuth
 
-	logMu    sync.Mutex
-	logFrom  time.Time // start of the current refusal window
-	logged   int       // refusals logged in it
-	unlogged int       // refusals not logged since the last line
+	refusals *acceptloop.RateLog // refused set-ups: a burst per window, then counted
 
 	bell      region
 	bellFd    int
@@ -278,6 +275,7 @@ func Listen(cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg, uid: os.Geteuid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{},
 		peersSet: make(chan struct{}), rxDone: make(chan struct{}), rxWake: make(chan struct{}, 1)}
 	copy(t.probe[:], probeMagic)
+	t.refusals = &acceptloop.RateLog{Logf: func(msg string) { t.logf("%s", msg) }, Burst: cfg.logBurst}
 	if cfg.Auth != nil {
 		t.key.Store(cfg.Auth)
 	} else if cfg.AuthLater {
@@ -306,6 +304,7 @@ func Listen(cfg Config) (*Transport, error) {
 		acceptloop.Serve(t.ln, acceptloop.Config{
 			Name:             "shared-memory listener " + t.path,
 			HandshakeTimeout: min(cfg.ConnectTimeout, acceptloop.DefaultHandshakeTimeout),
+			MaxPending:       cfg.maxPending,
 			Logf:             t.logf,
 		}, t.handle)
 	}()
@@ -336,29 +335,10 @@ func (t *Transport) logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "ftmpi: process %d: %s\n", t.cfg.Self, msg)
 }
 
-// refused logs a refused set-up: at most refuseBurst lines per
-// refuseWindow, so that a flood of bad connections does not flood the
-// log; the next line logged counts the ones that were not.
+// refused logs a refused set-up (rate-limited: a flood of bad
+// connections does not flood the log).
 func (t *Transport) refused(err error) {
-	now := time.Now()
-	t.logMu.Lock()
-	if now.Sub(t.logFrom) >= refuseWindow {
-		t.logFrom, t.logged = now, 0
-	}
-	if t.logged >= refuseBurst {
-		t.unlogged++
-		t.logMu.Unlock()
-		return
-	}
-	t.logged++
-	n := t.unlogged
-	t.unlogged = 0
-	t.logMu.Unlock()
-	if n > 0 {
-		t.logf("refused a shared-memory set-up: %v (and %d more not logged)", err, n)
-		return
-	}
-	t.logf("refused a shared-memory set-up: %v", err)
+	t.refusals.Printf("refused a shared-memory set-up: %v", err)
 }
 
 // Addr is the address peers give SetPeers for this rank.
@@ -470,6 +450,7 @@ func (t *Transport) Close() error {
 	t.bell.unmap()
 	unix.Close(t.bellFd)
 	os.Remove(t.path)
+	t.refusals.Stop()
 	if t.cfg.Fallback != nil {
 		return t.cfg.Fallback.Close()
 	}
