@@ -34,6 +34,21 @@ func rootIn(root C.int) int {
 	return int(root)
 }
 
+// rootSide is this process's part in a rooted collective on a.c with
+// root r (after rootIn): the root (on an intercommunicator the process
+// passing MPI_ROOT), idle (MPI_PROC_NULL on an intercommunicator: no
+// other argument is significant), inter, and the number of blocks at the
+// root (the remote group's size on an intercommunicator).
+func (a *call) rootSide(r int) (isRoot, idle, inter bool, peers int) {
+	if a.c == nil {
+		return false, false, false, 0
+	}
+	if a.c.IsInter() {
+		return r == mpi.Root, r == mpi.ProcNull, true, a.c.RemoteSize()
+	}
+	return a.c.Rank() == r, false, false, a.c.Size()
+}
+
 // mode is how a collective runs: blocking (req nil), nonblocking (req
 // set), or persistent (req set, persist: an inactive request whose every
 // MPI_Start runs it).
@@ -295,25 +310,33 @@ func ftmpi_Bcast_init(buf unsafe.Pointer, count C.int, dt C.uintptr_t, root C.in
 
 func reduce(m mode, sendbuf, recvbuf unsafe.Pointer, count int64, dt, op C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
-	n := a.count(count, "count")
-	d := a.typ(dt)
 	r := rootIn(root)
-	isRoot := a.c != nil && !a.c.IsInter() && a.c.Rank() == r
+	isRoot, idle, inter, _ := a.rootSide(r)
 	var sb, rb []byte
 	var sv, rv *mpi.Datatype
-	var shift int
-	if isRoot {
-		rb, rv, shift = a.buf(recvbuf, n, d)
-		if inPlace(sendbuf) {
-			sb, sv = rb, rv
-		} else {
-			sb, sv, _ = a.buf(sendbuf, n, d)
+	var o *mpi.Op
+	n := 0
+	if !idle { // MPI_PROC_NULL on an intercommunicator: nothing else is significant
+		n = a.count(count, "count")
+		d := a.typ(dt)
+		var shift int
+		switch {
+		case isRoot && inter: // the send buffer is not significant
+			rb, rv, shift = a.buf(recvbuf, n, d)
+			sv = rv
+		case isRoot:
+			rb, rv, shift = a.buf(recvbuf, n, d)
+			if inPlace(sendbuf) {
+				sb, sv = rb, rv
+			} else {
+				sb, sv, _ = a.buf(sendbuf, n, d)
+			}
+		default:
+			sb, sv, shift = a.buf(sendbuf, n, d)
 		}
-	} else {
-		sb, sv, shift = a.buf(sendbuf, n, d)
+		a.same(sv, rv)
+		o = a.op(op, dt, shift)
 	}
-	a.same(sv, rv)
-	o := a.op(op, dt, shift)
 	if !a.ok() {
 		return a.rc
 	}
@@ -449,7 +472,7 @@ func redScatter(m mode, block bool, sendbuf, recvbuf unsafe.Pointer, counts carr
 	var sb, rb []byte
 	var sv, rv *mpi.Datatype
 	var shift int
-	if inPlace(sendbuf) {
+	if inPlace(sendbuf) && !a.c.IsInter() { // in place is not defined on intercommunicators (a.buf says so)
 		sb, sv, shift = a.buf(recvbuf, total, d)
 		rb, rv = sb, sv
 	} else {
@@ -532,20 +555,20 @@ func reduceLocal(name string, inbuf, inoutbuf unsafe.Pointer, count int64, dt, o
 func gather(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	r := rootIn(root)
-	isRoot := a.c != nil && !a.c.IsInter() && a.c.Rank() == r
+	isRoot, idle, inter, peers := a.rootSide(r)
 	var rb, sb []byte
 	var rv, sv *mpi.Datatype
 	sn, rn := 0, 0
 	if isRoot {
 		rn = a.count(recvcount, "recvcount")
 		rd := a.typ(recvtype)
-		rb, rv, _ = a.buf(recvbuf, rn*a.c.Size(), rd)
-		if inPlace(sendbuf) && a.ok() {
+		rb, rv, _ = a.buf(recvbuf, rn*peers, rd)
+		if inPlace(sendbuf) && !inter && a.ok() {
 			sn = rn
 			sb, sv, _ = a.buf(at(recvbuf, r*rn, rd), rn, rd)
 		}
 	}
-	if sv == nil && a.ok() {
+	if sv == nil && !idle && !(inter && isRoot) && a.ok() { // the root of an intercommunicator sends nothing
 		sn = a.count(sendcount, "sendcount")
 		sd := a.typ(sendtype)
 		sb, sv, _ = a.buf(sendbuf, sn, sd)
@@ -579,23 +602,22 @@ func ftmpi_Gather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintp
 func gatherv(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcounts, displs carr, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	r := rootIn(root)
-	isRoot := a.c != nil && !a.c.IsInter() && a.c.Rank() == r
+	isRoot, idle, inter, p := a.rootSide(r)
 	var rb, sb []byte
 	var rv, sv *mpi.Datatype
 	var rc, rds []int
 	sn := 0
 	if isRoot {
-		p := a.c.Size()
 		rc = a.ints(recvcounts, p, "recvcounts")
 		rds = a.ints(displs, p, "displs")
 		rd := a.typ(recvtype)
 		rb, rv, rds = a.vbuf(recvbuf, rc, rds, rd)
-		if inPlace(sendbuf) && a.ok() {
+		if inPlace(sendbuf) && !inter && a.ok() {
 			sn = rc[r]
 			sb, sv, _ = a.buf(at(recvbuf, a.ints(displs, p, "displs")[r], rd), sn, rd)
 		}
 	}
-	if sv == nil && a.ok() {
+	if sv == nil && !idle && !(inter && isRoot) && a.ok() { // the root of an intercommunicator sends nothing
 		sn = a.count(sendcount, "sendcount")
 		sd := a.typ(sendtype)
 		sb, sv, _ = a.buf(sendbuf, sn, sd)
@@ -629,20 +651,20 @@ func ftmpi_Gatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uint
 func scatter(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	r := rootIn(root)
-	isRoot := a.c != nil && !a.c.IsInter() && a.c.Rank() == r
+	isRoot, idle, inter, peers := a.rootSide(r)
 	var rb, sb []byte
 	var rv, sv *mpi.Datatype
 	sn, rn := 0, 0
 	if isRoot {
 		sn = a.count(sendcount, "sendcount")
 		sd := a.typ(sendtype)
-		sb, sv, _ = a.buf(sendbuf, sn*a.c.Size(), sd)
-		if inPlace(recvbuf) && a.ok() {
+		sb, sv, _ = a.buf(sendbuf, sn*peers, sd)
+		if inPlace(recvbuf) && !inter && a.ok() {
 			rn = sn
 			rb, rv, _ = a.buf(at(sendbuf, r*sn, sd), sn, sd)
 		}
 	}
-	if rv == nil && a.ok() {
+	if rv == nil && !idle && !(inter && isRoot) && a.ok() { // the root of an intercommunicator receives nothing
 		rn = a.count(recvcount, "recvcount")
 		rd := a.typ(recvtype)
 		rb, rv, _ = a.buf(recvbuf, rn, rd)
@@ -676,23 +698,22 @@ func ftmpi_Scatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uint
 func scatterv(m mode, sendbuf unsafe.Pointer, sendcounts, displs carr, sendtype C.uintptr_t, recvbuf unsafe.Pointer, recvcount int64, recvtype C.uintptr_t, root C.int, comm C.uintptr_t) C.int {
 	a := newCall(m, comm)
 	r := rootIn(root)
-	isRoot := a.c != nil && !a.c.IsInter() && a.c.Rank() == r
+	isRoot, idle, inter, p := a.rootSide(r)
 	var rb, sb []byte
 	var rv, sv *mpi.Datatype
 	var sc, sds []int
 	rn := 0
 	if isRoot {
-		p := a.c.Size()
 		sc = a.ints(sendcounts, p, "sendcounts")
 		orig := a.ints(displs, p, "displs")
 		sd := a.typ(sendtype)
 		sb, sv, sds = a.vbuf(sendbuf, sc, orig, sd)
-		if inPlace(recvbuf) && a.ok() {
+		if inPlace(recvbuf) && !inter && a.ok() {
 			rn = sc[r]
 			rb, rv, _ = a.buf(at(sendbuf, orig[r], sd), rn, sd)
 		}
 	}
-	if rv == nil && a.ok() {
+	if rv == nil && !idle && !(inter && isRoot) && a.ok() { // the root of an intercommunicator receives nothing
 		rn = a.count(recvcount, "recvcount")
 		rd := a.typ(recvtype)
 		rb, rv, _ = a.buf(recvbuf, rn, rd)
@@ -777,13 +798,16 @@ func allgatherv(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uint
 		return a.rc
 	}
 	p := a.c.Size()
+	if a.c.IsInter() {
+		p = a.c.RemoteSize() // the blocks of the remote group
+	}
 	rc := a.ints(recvcounts, p, "recvcounts")
 	orig := a.ints(displs, p, "displs")
 	rb, rv, rds := a.vbuf(recvbuf, rc, orig, rd)
 	var sb []byte
 	var sv *mpi.Datatype
 	sn := 0
-	if inPlace(sendbuf) && a.ok() {
+	if inPlace(sendbuf) && !a.c.IsInter() && a.ok() { // in place is not defined on intercommunicators (a.buf says so)
 		sn = rc[a.c.Rank()]
 		sb, sv, _ = a.buf(at(recvbuf, orig[a.c.Rank()], rd), sn, rd)
 	} else {
@@ -824,9 +848,12 @@ func alltoall(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintpt
 		return a.rc
 	}
 	p := a.c.Size()
+	if a.c.IsInter() {
+		p = a.c.RemoteSize() // a block per process of the remote group
+	}
 	rb, rv, _ := a.buf(recvbuf, rn*p, rd)
 	sb, sv, sn := rb, rv, rn
-	if !inPlace(sendbuf) {
+	if !inPlace(sendbuf) || a.c.IsInter() { // in place is not defined on intercommunicators (a.buf says so)
 		sn = a.count(sendcount, "sendcount")
 		sd := a.typ(sendtype)
 		sb, sv, _ = a.buf(sendbuf, sn*p, sd)
@@ -861,11 +888,14 @@ func alltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtyp
 		return a.rc
 	}
 	p := a.c.Size()
+	if a.c.IsInter() {
+		p = a.c.RemoteSize() // a block per process of the remote group
+	}
 	rc := a.ints(recvcounts, p, "recvcounts")
 	rds := a.ints(rdispls, p, "rdispls")
 	rb, rv, rds := a.vbuf(recvbuf, rc, rds, rd)
 	sb, sv, sc, sds := rb, rv, rc, rds
-	if !inPlace(sendbuf) {
+	if !inPlace(sendbuf) || a.c.IsInter() { // in place is not defined on intercommunicators (a.buf says so)
 		sc = a.ints(sendcounts, p, "sendcounts")
 		sds = a.ints(sdispls, p, "sdispls")
 		sd := a.typ(sendtype)
@@ -951,14 +981,17 @@ func alltoallw(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtyp
 	if !a.ok() {
 		return a.rc
 	}
-	if a.c.IsInter() {
-		return fail(a.c, bad(mpi.ErrComm, m.name, "not supported on intercommunicators"))
-	}
 	p := a.c.Size()
+	if a.c.IsInter() {
+		p = a.c.RemoteSize() // a block per process of the remote group
+	}
 	rc := a.ints(recvcounts, p, "recvcounts")
 	rds := a.ints(rdispls, p, "rdispls")
 	rb, rds, rts := a.wside(recvbuf, rc, rds, recvtypes, "recv")
 	sb, sc, sds, sts := rb, rc, rds, rts
+	if inPlace(sendbuf) && a.c.IsInter() {
+		a.failf(mpi.ErrBuffer, "MPI_IN_PLACE is not defined on intercommunicators")
+	}
 	if !inPlace(sendbuf) {
 		sc = a.ints(sendcounts, p, "sendcounts")
 		sds = a.ints(sdispls, p, "sdispls")
