@@ -968,11 +968,11 @@ func newSharedWin(op string, size C.MPI_Aint, dispUnit int64, info, comm C.uintp
 	return cSuccess
 }
 
-// sharedBase is the address of rank's part at this process: the address
-// where it begins even when it is empty (NULL if nothing is mapped).
+// sharedBase is the address of rank's part at this process (NULL for an
+// empty part, as MPICH answers).
 func sharedBase(w *mpi.Win, rank int) unsafe.Pointer {
 	_, _, b, err := w.SharedQuery(rank)
-	if err != nil || cap(b) == 0 {
+	if err != nil || len(b) == 0 {
 		return nil
 	}
 	return unsafe.Pointer(unsafe.SliceData(b))
@@ -1006,8 +1006,8 @@ func sharedQuery(op string, win C.uintptr_t, rank C.int, size *C.MPI_Aint, unit 
 	if err != nil {
 		return code(err)
 	}
-	var p unsafe.Pointer
-	if cap(b) > 0 {
+	var p unsafe.Pointer // NULL for an empty part
+	if len(b) > 0 {
 		p = unsafe.Pointer(unsafe.SliceData(b))
 	}
 	*size, *unit = C.MPI_Aint(n), int64(u)

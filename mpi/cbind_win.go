@@ -342,6 +342,9 @@ func accTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 		return err
 	}
 	if needsLayout(o, td) {
+		if err := w.sameTypes(op, td, tcount, od, ocount); err != nil {
+			return err
+		}
 		data, p := od.packed(origin, ocount)
 		if p != nil {
 			defer p2p.PutBuf(p)
@@ -395,9 +398,21 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 		return w.handle(w.err(ErrType, op, target, "origin data is %d bytes, target data %d", ocount*od.size, tcount*td.size))
 	}
 	if needsLayout(o, td) {
-		data, p := od.packed(origin, ocount)
-		if p != nil {
-			defer p2p.PutBuf(p)
+		if err := w.sameTypes(op, td, tcount, rd, rcount); err != nil {
+			return err
+		}
+		if err := w.sameTypes(op, td, tcount, od, ocount); err != nil {
+			return err
+		}
+		var data []byte
+		if o == NoOp {
+			data = make([]byte, tcount*td.size)
+		} else {
+			var p *[]byte
+			data, p = od.packed(origin, ocount)
+			if p != nil {
+				defer p2p.PutBuf(p)
+			}
 		}
 		room, q := rd.room(result, rcount)
 		if q != nil {
@@ -538,7 +553,8 @@ func needsLayout(o *Op, td *Datatype) bool {
 	if o == nil || td.size == 0 {
 		return false
 	}
-	return o.kind == opMinLoc || o.kind == opMaxLoc || (td.sig.runs != nil && o.kind >= opSum && o.kind <= opBxor)
+	return o.kind == opMinLoc || o.kind == opMaxLoc || (td.sig.runs != nil && o.kind >= opSum && o.kind <= opBxor) ||
+		copyLayout(o, td) // rma_pair.go
 }
 
 var opsByKind = map[opKind]*Op{opSum: Sum, opProd: Prod, opMin: Min, opMax: Max, opLand: Land, opLor: Lor, opLxor: Lxor,

@@ -77,8 +77,8 @@ func shmOf(w *Win) *shmState {
 // of a communicator made by SplitType(CommTypeShared, ...)); dispUnit is
 // the displacement unit of this process's part. info may be nil; its key
 // InfoAllocSharedNoncontig is read at rank 0. The returned slice has
-// length size; in contiguous mode its capacity reaches the end of the
-// segment (the parts of the higher ranks follow it). SharedQuery gives
+// length size (nil if size is 0); in contiguous mode its capacity reaches
+// the end of the segment (the parts of the higher ranks follow it). SharedQuery gives
 // the other processes' parts. The memory stays valid until Free.
 func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, error) {
 	const op = "MPI_Win_allocate_shared"
@@ -174,8 +174,8 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 		s.unmap()
 		return nil, nil, c.handle(err)
 	}
-	var mem []byte
-	if s.mapping != nil {
+	var mem []byte // nil for an empty part
+	if size > 0 {
 		mem = s.mapping[s.off[c.rank] : s.off[c.rank]+size]
 	}
 	w, err := winCreate(c, op, mem)
@@ -201,7 +201,8 @@ func slicesInt(v []int) []int { return append([]int(nil), v...) }
 // SharedQuery returns the part of rank's process in the shared window w
 // (MPI_Win_shared_query): its size in bytes, its displacement unit and
 // the memory itself, mapped at this process (length size; in contiguous
-// mode the capacity reaches the end of the segment). rank ProcNull
+// mode the capacity reaches the end of the segment; nil for an empty
+// part, as MPICH answers NULL). rank ProcNull
 // answers the part of the lowest rank whose size is not 0 (size 0 and a
 // nil slice if all are empty). A window not made by WinAllocateShared is
 // an ErrRMAFlavor error, a rank outside the window an ErrRank error.
@@ -229,7 +230,7 @@ func (w *Win) SharedQuery(rank int) (size, dispUnit int, base []byte, err error)
 	if rank < 0 || rank >= len(s.size) {
 		return 0, 0, nil, w.handle(w.err(ErrRank, op, NoPeer, "rank %d is not in the window's group of %d", rank, len(s.size)))
 	}
-	if s.mapping != nil {
+	if s.size[rank] > 0 {
 		base = s.mapping[s.off[rank] : s.off[rank]+s.size[rank]]
 	}
 	return s.size[rank], s.unit[rank], base, nil

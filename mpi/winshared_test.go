@@ -153,12 +153,15 @@ func TestWinAllocateSharedNoncontig(t *testing.T) {
 			return err
 		}
 		defer win.Free()
+		if (size == 0) != (mine == nil) {
+			return fmt.Errorf("my part of %d bytes is %v", size, mine)
+		}
 		for r := 0; r < c.Size(); r++ {
 			n, unit, base, err := win.SharedQuery(r)
 			if err != nil {
 				return err
 			}
-			if n != 24*(r%2) || unit != 4 || len(base) != n {
+			if n != 24*(r%2) || unit != 4 || len(base) != n || (n == 0) != (base == nil) {
 				return fmt.Errorf("query %d: %d %d %d", r, n, unit, len(base))
 			}
 			if n > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(base)))%uintptr(os.Getpagesize()) != 0 {

@@ -124,6 +124,8 @@ int main(int argc, char **argv)
               "noncontig query %d: %ld %ld", r, (long)sz, (long)unit);
         if (sz > 0)
             CHECK((uintptr_t)p % page == 0, "noncontig part %d at %p", r, (void *)p);
+        else
+            CHECK(p == NULL, "empty part %d at %p, want NULL", r, (void *)p);
     }
     MPI_Win_fence(0, win);
     double x = 0.5 + srank;
