@@ -33,9 +33,11 @@ const (
 // "listening ADDR NONCE", reads "peer ADDR NONCE" (rank 1, in the test
 // process), answers every frame from rank 1 with a frame of Seq+1, and
 // ends when its standard input closes. Its log goes to standard error.
-// Mode "exhaust": after listening, it takes every descriptor it has left
-// (prints "exhausted") and gives them back when its accept loop logs
-// that Accept fails.
+// Mode "exhaust": after reading its peer, it takes every descriptor it
+// has left (prints "exhausted") and gives them back when its accept loop
+// logs that Accept fails. Mode "exhaust-dial": the same, then it sends a
+// frame to rank 1 and gives the descriptors back when its dial logs that
+// it waits for them.
 func floodChild(mode string) int {
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "child: "+format+"\n", args...)
@@ -60,7 +62,7 @@ func floodChild(mode string) int {
 	}
 	logf := func(msg string) {
 		fmt.Fprintf(os.Stderr, "log: %s\n", msg)
-		if strings.Contains(msg, "accept failed") {
+		if strings.Contains(msg, "accept failed") || strings.Contains(msg, "retrying until descriptors free up") {
 			release()
 		}
 	}
@@ -83,7 +85,7 @@ func floodChild(mode string) int {
 	}
 	peer.Host = "h"
 	tr.SetPeers([]Peer{self, peer})
-	if mode == "exhaust" {
+	if mode == "exhaust" || mode == "exhaust-dial" {
 		hogMu.Lock()
 		for {
 			fd, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
@@ -95,6 +97,9 @@ func floodChild(mode string) int {
 		n := len(hog)
 		hogMu.Unlock()
 		fmt.Printf("exhausted %d\n", n)
+	}
+	if mode == "exhaust-dial" {
+		go tr.Send(1, transport.Header{Kind: 1, Seq: 1}, nil)
 	}
 	for in.Scan() { // until the test closes standard input
 	}
@@ -338,4 +343,29 @@ func TestAcceptRecoversWhenDescriptorsReturn(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestDialRecoversWhenDescriptorsReturn: a process out of descriptors
+// sending to a peer it has no connection to yet: the dial is retried (and
+// logged once) instead of failing the peer, and the frame arrives once
+// descriptors are back.
+func TestDialRecoversWhenDescriptorsReturn(t *testing.T) {
+	c := startChild(t, "exhaust-dial")
+	_, rec := peerOf(t, c)
+	c.line(t, "exhausted ")
+	deadline := time.After(30 * time.Second)
+	for rec.count(0) == 0 {
+		select {
+		case <-deadline:
+			t.Fatalf("no frame from the process out of descriptors\nchild's log:\n%s", c.stderr.String())
+		case <-time.After(5 * time.Millisecond): // polling the recorder, bounded by the deadline
+		}
+	}
+	if err := c.finish(t); err != nil {
+		t.Fatalf("child: %v\nstderr:\n%s", err, c.stderr.String())
+	}
+	log := c.stderr.String()
+	if want := "too many open files; retrying until descriptors free up"; strings.Count(log, want) != 1 {
+		t.Errorf("the log has not one %q:\n%s", want, log)
+	}
 }

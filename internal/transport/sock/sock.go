@@ -619,10 +619,15 @@ const dialRetries = 4
 func (t *Transport) dial(to int) (net.Conn, bool, error) {
 	deadline := time.Now().Add(t.cfg.ConnectTimeout)
 	backoff := 5 * time.Millisecond
+	logged := false
 	for attempt := 0; ; attempt++ {
 		c, ok, err := t.dialOnce(to)
 		if err == nil || !retryDial(err, attempt) || time.Now().Add(backoff).After(deadline) {
 			return c, ok, err
+		}
+		if !logged && outOfDescriptors(err) {
+			logged = true
+			t.logf("%v; retrying until descriptors free up (at most %v)", err, t.cfg.ConnectTimeout)
 		}
 		wait := time.NewTimer(backoff)
 		select {
@@ -639,12 +644,18 @@ func (t *Transport) dial(to int) (net.Conn, bool, error) {
 // is worth another.
 func retryDial(err error, attempt int) bool {
 	switch {
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.ENOBUFS):
+	case outOfDescriptors(err):
 		return true
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return attempt < dialRetries
 	}
 	return false
+}
+
+// outOfDescriptors says whether err is this process (or the system) out
+// of descriptors or socket buffers.
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS)
 }
 
 // dialOnce is one attempt of dial.
