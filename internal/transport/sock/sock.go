@@ -8,6 +8,14 @@
 // (Config.Auth) the handshake is wireauth's: both ends prove they know it
 // and who they are; a connection that fails it is closed and logged.
 //
+// Accepting: each listener's loop is package acceptloop's, so no client
+// can stop it: out of descriptors it retries; a connection whose hello is
+// not verified within ConnectTimeout is closed, and so is the oldest of
+// too many such connections (a flood holds a bounded number of this
+// process's descriptors); buffers are allocated only once the hello is
+// verified; refused hellos are logged at a bounded rate. A dial that
+// finds this process out of descriptors is retried until ConnectTimeout.
+//
 // Validation: a frame that breaks the wire rules (reserved flag bits, a
 // whole frame over chunkSize, a chunk out of place), or that the handler
 // refuses (transport.Reject), closes its connection with the defect
