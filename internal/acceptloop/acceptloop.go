@@ -105,8 +105,9 @@ type loop struct {
 	head     *Pending // oldest
 	tail     *Pending
 	n        int
-	shed     int // connections closed for the cap since the last log line
-	lastL    time.Time
+	// shedLog logs the connections closed for the cap: the first of a
+	// flood, then a count every DefaultWindow.
+	shedLog RateLog
 }
 
 // Serve accepts connections on ln and calls handle for each in a new
@@ -123,9 +124,11 @@ func Serve(ln net.Listener, cfg Config, handle func(*Pending)) error {
 		cfg.MaxPending = defaultMaxPending()
 	}
 	l := &loop{cfg: cfg}
+	l.shedLog = RateLog{Burst: 1, Logf: func(msg string) { l.logf("%s", msg) }}
 	defer func() {
 		l.closeAll()
 		l.handlers.Wait()
+		l.shedLog.Stop()
 	}()
 	backoff := time.Duration(0)
 	failures := 0
@@ -192,17 +195,9 @@ func (l *loop) add(c net.Conn) *Pending {
 	p := &Pending{Conn: c, l: l}
 	l.handlers.Add(1)
 	l.mu.Lock()
-	if l.n >= l.cfg.MaxPending {
+	shed := l.n >= l.cfg.MaxPending
+	if shed {
 		l.shedLocked(l.head)
-		l.shed++
-		if now := time.Now(); now.Sub(l.lastL) > 10*time.Second {
-			l.lastL = now
-			n := l.shed
-			l.shed = 0
-			l.mu.Unlock()
-			l.logf("%s: more than %d connections have not authenticated; closing the oldest (%d so far)", l.cfg.Name, l.cfg.MaxPending, n)
-			l.mu.Lock()
-		}
 	}
 	p.prev = l.tail
 	if l.tail != nil {
@@ -220,6 +215,9 @@ func (l *loop) add(c net.Conn) *Pending {
 		l.mu.Unlock()
 	})
 	l.mu.Unlock()
+	if shed {
+		l.shedLog.Printf("%s: more than %d connections have not authenticated; closing the oldest", l.cfg.Name, l.cfg.MaxPending)
+	}
 	return p
 }
 
