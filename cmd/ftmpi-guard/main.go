@@ -15,17 +15,26 @@
 // (SIGUSR1), passes termination signals on, and the child is killed if
 // the guard dies. It has no MPI counterpart and is not needed under srun,
 // which leaves the other tasks alone (with -K0, its default).
+//
+// A child stopped (SIGSTOP) for longer than twice the heartbeat timeout
+// (FTMPI_HB_TIMEOUT, 1s by default) is killed as hung, unless the guard
+// itself passed a terminal stop (SIGTSTP) on to it: during the job its
+// peers' detectors find a stopped rank within the timeout and kill it
+// themselves, but one stopped once the ranks' finalize fence completed is
+// watched by nobody (the others exited), and hydra would wait for it
+// forever (issue 27).
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -63,25 +72,84 @@ func run(prog string, args []string) int {
 	if fd, err := strconv.Atoi(os.Getenv("PMI_FD")); err == nil && fd > 2 {
 		syscall.Close(fd)
 	}
+	var jobStop atomic.Bool // the guard passed a SIGTSTP on, and no SIGCONT since
 	go func() {
 		for s := range sigs {
+			switch s {
+			case syscall.SIGTSTP:
+				jobStop.Store(true)
+			case syscall.SIGCONT:
+				jobStop.Store(false)
+			}
 			cmd.Process.Signal(s)
 		}
 	}()
-	err = cmd.Wait()
+	ws, err := waitChild(cmd.Process.Pid, hungAfter(), &jobStop, func(d time.Duration) {
+		fmt.Fprintf(os.Stderr, "ftmpi-guard: %s (PMI rank %s) stopped for over %v: killing it as hung\n", prog, os.Getenv("PMI_RANK"), d)
+	})
 	signal.Stop(sigs)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "ftmpi-guard: %v\n", err)
-			return 1
-		}
-		return 0
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ftmpi-guard: %v\n", err)
+		return 1
 	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	if ok && ws.Signaled() {
+	if ws.Signaled() {
 		fmt.Fprintf(os.Stderr, "ftmpi-guard: %s (PMI rank %s) killed by signal %d (%v)\n", prog, os.Getenv("PMI_RANK"), int(ws.Signal()), ws.Signal())
 		return 128 + int(ws.Signal())
 	}
-	return ee.ExitCode()
+	return ws.ExitStatus()
+}
+
+// hungAfter is how long a stopped child may stay stopped: twice the ranks'
+// heartbeat timeout (FTMPI_HB_TIMEOUT; the ranks reject a malformed one),
+// so that during the job its peers, which kill a stopped rank of their
+// host themselves, act first.
+func hungAfter() time.Duration {
+	d, err := time.ParseDuration(os.Getenv("FTMPI_HB_TIMEOUT"))
+	if err != nil || d <= 0 {
+		d = time.Second
+	}
+	return 2 * d
+}
+
+// waitChild waits for the child pid to end and returns its status. A stop
+// the guard did not pass on (jobStop false) that lasts longer than hung
+// kills the child, after say reports it; a continue before cancels it.
+func waitChild(pid int, hung time.Duration, jobStop *atomic.Bool, say func(time.Duration)) (syscall.WaitStatus, error) {
+	type status struct {
+		ws  syscall.WaitStatus
+		err error
+	}
+	ch := make(chan status)
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			_, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED|syscall.WCONTINUED, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			ch <- status{ws, err}
+			if err != nil || ws.Exited() || ws.Signaled() {
+				return
+			}
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case st := <-ch:
+			switch {
+			case st.err != nil || st.ws.Exited() || st.ws.Signaled():
+				return st.ws, st.err
+			case st.ws.Stopped() && !jobStop.Load():
+				timer.Reset(hung)
+			case st.ws.Continued():
+				timer.Stop()
+			}
+		case <-timer.C:
+			say(hung)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }

@@ -246,3 +246,34 @@ func TestEndOfJobReinitSyncStoppedAfterFenceNP8(t *testing.T) {
 	}
 	t.Logf("failure-free %v, rank 5 stopped after the fence: %v", base.Elapsed.Round(time.Millisecond), r.Elapsed.Round(time.Millisecond))
 }
+
+// Without a head (mpiexec.hydra and ftmpi-guard; the rank executes its
+// FTMPI_INJECT itself): a rank stopped before the ranks' own finalize
+// fence is found by its peers' detectors and killed by the suspecting
+// rank of its host; one stopped after it is watched by nobody (the others
+// exit) and hydra waited for it forever: its guard kills it once it has
+// been stopped for twice the heartbeat timeout. The job ends with the
+// result and hydra's code for a killed process.
+func TestEndOfJobHydraStoppedRank(t *testing.T) {
+	h := hydra(t)
+	g := guard(t)
+	prog := buildOnce(t, "endofjob", "./testdata/endofjob")
+	for _, ph := range []string{"finalize", "finalize-fenced", "finalized"} {
+		t.Run(ph, func(t *testing.T) {
+			env := hydraEnv("FTMPI_INJECT=stop:rank=1,at="+ph, "TMPDIR="+t.TempDir())
+			r := jobtest.Run(t, 60*time.Second, env, h, "-disable-auto-cleanup", "-n", "3", g, prog)
+			show := fmt.Sprintf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", r.Code, r.Elapsed, r.Stdout, r.Stderr)
+			if !hydraKillCode(r.Code) || resultLine(t, r) != "result: endofjob np=3 sum=6" ||
+				!strings.Contains(r.Stderr, "injected stop at "+ph+"\n") || !strings.Contains(r.Stderr, "(PMI rank 1) killed by signal 9") {
+				t.Fatalf("want the result, rank 1 stopped at %s and killed, exit 137: %s", ph, show)
+			}
+			if strings.Contains(r.Stdout, "rank 1: finalized") {
+				t.Fatalf("rank 1 went on after its stop: %s", show)
+			}
+			if ph != "finalize" && !strings.Contains(r.Stderr, "(PMI rank 1) stopped for over 2s: killing it as hung") {
+				t.Fatalf("the guard did not kill rank 1 as hung: %s", show)
+			}
+			t.Logf("exit %d after %v", r.Code, r.Elapsed.Round(time.Millisecond))
+		})
+	}
+}
