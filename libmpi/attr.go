@@ -136,7 +136,10 @@ func ftmpi_Comm_free_keyval(keyval *C.int) C.int {
 	if err := mpi.CommFreeKeyval(k); err != nil {
 		return worldCode(err)
 	}
-	keyvals.del(uintptr(*keyval))
+	// The handle stays in the table (its slot is not reused): attributes
+	// still attached under the keyval are read and deleted through it
+	// (MPI-4.1 7.7.2; MPICH attr/fkeyval), and freeing it again is an
+	// MPI_ERR_KEYVAL error rather than freeing another keyval.
 	*keyval = C.MPI_KEYVAL_INVALID
 	return cSuccess
 }
@@ -293,7 +296,10 @@ func ftmpi_Type_free_keyval(keyval *C.int) C.int {
 	if err := mpi.TypeFreeKeyval(k); err != nil {
 		return worldCode(err)
 	}
-	keyvals.del(uintptr(*keyval))
+	// The handle stays in the table (its slot is not reused): attributes
+	// still attached under the keyval are read and deleted through it
+	// (MPI-4.1 7.7.2; MPICH attr/fkeyval), and freeing it again is an
+	// MPI_ERR_KEYVAL error rather than freeing another keyval.
 	*keyval = C.MPI_KEYVAL_INVALID
 	return cSuccess
 }

@@ -97,6 +97,17 @@ func CommFreeKeyval(k *Keyval) error {
 
 const kindComm = "communicator"
 
+// checkAttached validates k for reading or deleting an attribute of an
+// object whose attributes are t: a freed keyval still names an attribute
+// attached under it (MPI-4.1 7.7.2: the free happens once no attribute
+// refers to it); with none attached it is an error, as any use of it.
+func (k *Keyval) checkAttached(op string, c *Comm, kind string, attached func(*Keyval) bool) error {
+	if k != nil && k.freed.Load() && k.kind == kind && attached(k) {
+		return nil
+	}
+	return k.check(op, c, kind)
+}
+
 // check validates k for op on an object of kind.
 func (k *Keyval) check(op string, c *Comm, kind string) error {
 	switch {
@@ -176,6 +187,12 @@ func (t *attrTable[H]) set(obj H, k *Keyval, val any) error {
 	return nil
 }
 
+// has reports whether an attribute is attached under k.
+func (t *attrTable[H]) has(k *Keyval) bool {
+	_, ok := t.get(k)
+	return ok
+}
+
 // copyTo runs the copy callbacks of old's attributes and attaches the kept
 // values to dst (a new object no one else uses yet).
 func (t *attrTable[H]) copyTo(old H, dst *attrTable[H]) error {
@@ -253,7 +270,7 @@ func (c *Comm) GetAttr(k *Keyval) (val any, ok bool, err error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, false, err
 	}
-	if err := k.check(op, c, kindComm); err != nil {
+	if err := k.checkAttached(op, c, kindComm, c.attr.tab.has); err != nil {
 		return nil, false, c.handle(err)
 	}
 	if k.predef != nil {
@@ -271,7 +288,7 @@ func (c *Comm) DeleteAttr(k *Keyval) error {
 	if err := checkComm(c, op); err != nil {
 		return err
 	}
-	if err := k.check(op, c, kindComm); err != nil {
+	if err := k.checkAttached(op, c, kindComm, c.attr.tab.has); err != nil {
 		return c.handle(err)
 	}
 	if k.predef != nil {

@@ -12,8 +12,9 @@ import (
 
 // MPI-4.1 7.7: copy callbacks run on Dup (the value they return is the
 // copy's; keep=false drops it), delete callbacks on DeleteAttr, on SetAttr
-// over a value and on Free; a freed keyval cannot be used but its
-// attributes' callbacks still run.
+// over a value and on Free; a freed keyval cannot be used except to read
+// and delete the attributes still attached under it, and their callbacks
+// still run.
 func TestAttrCallbacks(t *testing.T) {
 	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
 		var log []string
@@ -63,8 +64,12 @@ func TestAttrCallbacks(t *testing.T) {
 		if err := mpi.CommFreeKeyval(counter); err != nil {
 			return err
 		}
-		if _, _, err := c.GetAttr(counter); !errors.Is(err, mpi.ErrKeyval) || !strings.Contains(err.Error(), "freed") {
-			return fmt.Errorf("GetAttr of a freed keyval: want ErrKeyval, got %v", err)
+		if v, ok, err := c.GetAttr(counter); err != nil || !ok || v != 10 {
+			return fmt.Errorf("GetAttr of a freed keyval still attached: %v %v %v", v, ok, err)
+		}
+		w.CommSelf().SetErrhandler(mpi.ErrorsReturn)
+		if _, _, err := w.CommSelf().GetAttr(counter); !errors.Is(err, mpi.ErrKeyval) || !strings.Contains(err.Error(), "freed") {
+			return fmt.Errorf("GetAttr of a freed keyval not attached: want ErrKeyval, got %v", err)
 		}
 		if err := c.SetAttr(counter, 3); !errors.Is(err, mpi.ErrKeyval) {
 			return fmt.Errorf("SetAttr of a freed keyval: want ErrKeyval, got %v", err)

@@ -461,7 +461,10 @@ func (d *Datatype) GetAttr(k *Keyval) (val any, ok bool, err error) {
 	if d == nil {
 		return nil, false, errType(ErrType, op, "nil datatype")
 	}
-	if err := k.check(op, nil, kindDatatype); err != nil {
+	if err := k.checkAttached(op, nil, kindDatatype, func(k *Keyval) bool {
+		t := d.attrs(false)
+		return t != nil && t.has(k)
+	}); err != nil {
 		return nil, false, err
 	}
 	if t := d.attrs(false); t != nil {
@@ -477,7 +480,10 @@ func (d *Datatype) DeleteAttr(k *Keyval) error {
 	if d == nil {
 		return errType(ErrType, op, "nil datatype")
 	}
-	if err := k.check(op, nil, kindDatatype); err != nil {
+	if err := k.checkAttached(op, nil, kindDatatype, func(k *Keyval) bool {
+		t := d.attrs(false)
+		return t != nil && t.has(k)
+	}); err != nil {
 		return err
 	}
 	if t := d.attrs(false); t != nil {
