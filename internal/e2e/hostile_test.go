@@ -49,12 +49,11 @@ type hostileJob struct {
 
 // startHostileJob starts 4 ranks of hostilejob over transport tr, all of
 // it limited to hostileNoFile descriptors, and waits until every rank is
-// ready. Over TCP the failure detector is off: no rank has connected to
-// another when they are ready, every connection between ranks is made
-// after the flood began. On the default transport it is on (its ring's
-// connections exist before; the flood must not make a rank miss its
-// heartbeats).
-func startHostileJob(t *testing.T, tr string) *hostileJob {
+// ready. Without the failure detector (detector false) no rank has
+// connected to another when they are ready: every connection between
+// ranks is made after the flood began. With it, its ring's connections
+// exist before, and the flood must not make a rank miss its heartbeats.
+func startHostileJob(t *testing.T, tr string, detector bool) *hostileJob {
 	t.Helper()
 	prog := buildOnce(t, "hostilejob", "./testdata/hostilejob")
 	j := &hostileJob{mark: jobtest.NewMark(t), goFile: filepath.Join(t.TempDir(), "go"), pids: map[int]int{}}
@@ -62,7 +61,7 @@ func startHostileJob(t *testing.T, tr string) *hostileJob {
 	cmd := exec.CommandContext(ctx, "sh", "-c", `ulimit -n `+strconv.Itoa(hostileNoFile)+` && exec "$0" "$@"`,
 		bin["ftmpirun"], "-n", "4", "--transport", tr, "--timeout", "120s", prog, j.goFile)
 	cmd.Env = append(os.Environ(), "FTMPI_TIMEOUT_DUMP=1", jobtest.MarkVar+"="+j.mark)
-	if tr == "tcp" {
+	if !detector {
 		cmd.Env = append(cmd.Env, "FTMPI_HB_TIMEOUT=off")
 	}
 	t.Cleanup(func() { jobtest.AssertNoLeftovers(t, j.mark, 10*time.Second) }) // after StartLive's clean-up ended the job
@@ -245,26 +244,43 @@ func answers(t *testing.T, what, network, addr string, h wireauth.Hello) {
 }
 
 // TestFloodedJobFinishes: the job's own user (not a member of the job: no
-// secret) floods rank 1's TCP listener and the launcher's control socket
-// with 3000 idle connections each, while the job runs with 256
-// descriptors; both still answer handshakes, and the job, whose ranks all
-// connect to each other after the flood began, prints its failure-free
-// result. Before issue 27 the flooded rank stopped accepting for good and
-// the job aborted.
+// secret) floods rank 1's TCP listener, the launcher's control socket and
+// (default transport) rank 1's shared-memory socket with 3000 idle
+// connections each, while the job runs with 256 descriptors; each still
+// answers handshakes, and the job, whose ranks all connect to each other
+// after the flood began, prints its failure-free result. Before issue 27
+// the flooded rank stopped accepting for good and the job aborted.
 func TestFloodedJobFinishes(t *testing.T) {
 	tool := floodTool(t)
 	for _, tr := range []string{"tcp", "auto"} {
 		t.Run(tr, func(t *testing.T) {
-			j := startHostileJob(t, tr)
+			j := startHostileJob(t, tr, false)
 			addr := tcpListener(t, j.pids[1])
 			rank := startFlood(t, tool, nil, "-addr", addr, "-n", strconv.Itoa(hostileFlood))
 			ctl := startFlood(t, tool, nil, "-net", "unix", "-addr", j.control, "-n", strconv.Itoa(hostileFlood))
+			var shm *flooder
+			var shmSock string
+			if tr == "auto" { // the shared-memory set-up socket too
+				socks, _ := filepath.Glob(filepath.Join(filepath.Dir(j.control), "r1.*shm.sock"))
+				if len(socks) != 1 {
+					t.Fatalf("rank 1's shared-memory socket: %v", socks)
+				}
+				shmSock = socks[0]
+				shm = startFlood(t, tool, nil, "-net", "unix", "-addr", shmSock, "-n", strconv.Itoa(hostileFlood))
+			}
 			rank.flooded(t)
 			ctl.flooded(t)
 			answers(t, "rank 1's tcp listener", "tcp", addr, wireauth.Hello{Proto: wireauth.ProtoSock, From: 0, To: 1})
 			answers(t, "the launcher's control socket", "unix", j.control, wireauth.Hello{Proto: wireauth.ProtoControl, From: 0, To: wireauth.Launcher})
+			if shm != nil {
+				shm.flooded(t)
+				answers(t, "rank 1's shared-memory socket", "unix", shmSock, wireauth.Hello{Proto: wireauth.ProtoShm, From: 0, To: 1})
+			}
 			j.finish(t)
 			t.Logf("rank 1 flood: %s; control flood: %s", rank.stop(t), ctl.stop(t))
+			if shm != nil {
+				t.Logf("shared-memory flood: %s", shm.stop(t))
+			}
 		})
 	}
 }
@@ -303,13 +319,15 @@ func hostileCred(t *testing.T) *syscall.Credential {
 // launcher's control socket, the ranks' Unix, shared-memory and event
 // sockets are denied to it, so it cannot forge an event datagram); it
 // floods two ranks' TCP listeners past their descriptor limit, and the job
-// prints its failure-free result, on the default transport and on TCP.
+// prints its failure-free result: on the default transport with the
+// failure detector on (no rank misses its heartbeats), on TCP with it off
+// (every connection between ranks is made after the flood began).
 func TestHostileUserFloodsJob(t *testing.T) {
 	cred := hostileCred(t)
 	tool := floodTool(t)
 	for _, tr := range []string{"auto", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
-			j := startHostileJob(t, tr)
+			j := startHostileJob(t, tr, tr != "tcp")
 			dir := filepath.Dir(j.control)
 			socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
 			probes := append([]string{dir, j.control}, socks...)
