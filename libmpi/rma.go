@@ -5,6 +5,7 @@ package main
 #include <stdlib.h>
 #include "cside.h"
 #include "comm_cside.h"
+#include "coll_cside.h"
 */
 import "C"
 
@@ -339,15 +340,26 @@ func ftmpi_Fetch_and_op(buf, res unsafe.Pointer, dt C.uintptr_t, target C.int, d
 	if rc != cSuccess {
 		return rc
 	}
-	n := d.Size()
 	if res == nil || (buf == nil && gop != mpi.NoOp) {
 		return winFail(w, bad(mpi.ErrBuffer, op, "null origin or result buffer"))
 	}
+	// The buffers span the element's typemap (a pair type has a gap: its
+	// span is not its size).
 	var ob []byte
+	od := d
 	if buf != nil {
-		ob = unsafe.Slice((*byte)(buf), n)
+		if ob, od, err = view(buf, 1, d, op); err != nil {
+			return winFail(w, err)
+		}
 	}
-	return code(mpi.FetchAndOpTyped(w, ob, unsafe.Slice((*byte)(res), n), d, int(target), int(disp), gop))
+	rb, rd, err := view(res, 1, d, op)
+	if err != nil {
+		return winFail(w, err)
+	}
+	if od != d || rd != d { // a negative lower bound: through the typed calls
+		return code(mpi.GetAccumulateTyped(w, ob, 1, od, rb, 1, rd, int(target), int(disp), 1, d, gop))
+	}
+	return code(mpi.FetchAndOpTyped(w, ob, rb, d, int(target), int(disp), gop))
 }
 
 //export ftmpi_Compare_and_swap
@@ -1039,4 +1051,28 @@ func ftmpi_Win_shared_query_c(win C.uintptr_t, rank C.int, size *C.MPI_Aint, dis
 		*dispUnit = C.MPI_Aint(u)
 	}
 	return rc
+}
+
+// The long double types in one-sided accumulates: package mpi carries
+// their number to the target, whose library combines them in C
+// (coll_cside.c, as the collectives do). The numbers are fixed here, so
+// they are the same at every process.
+func init() {
+	for _, t := range []struct {
+		h    uintptr
+		id   int
+		name string
+	}{{0x220, 1, "MPI_LONG_DOUBLE"}, {0x224, 2, "MPI_C_LONG_DOUBLE_COMPLEX"}, {0x225, 2, "MPI_CXX_LONG_DOUBLE_COMPLEX"}} {
+		ldt := ldTypes[t.h]
+		d := predefTypes[t.h]
+		size := d.Size()
+		mpi.RegisterAccType(d, t.id, t.name, func(o *mpi.Op) bool {
+			ldop := ldOps[o]
+			return ldop != 0 && C.ftmpi_ld_defined(C.int(ldop), C.int(ldt)) != 0
+		}, func(o *mpi.Op, in, inout []byte) {
+			if n := len(inout) / size; n > 0 {
+				C.ftmpi_ld_reduce(C.int(ldOps[o]), C.int(ldt), unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), C.int64_t(n), C.int64_t(size))
+			}
+		})
+	}
 }

@@ -154,6 +154,9 @@ func ifData(d *Datatype, count int) *Datatype {
 // accType checks the datatypes and operation of a typed accumulate and
 // returns the basic element code the target combines.
 func (w *Win) accType(op string, o *Op, noop bool, ds ...*Datatype) (p2p.DType, error) {
+	if dt, ok, err := w.extAccType(op, o, noop, ds...); ok { // rma_ext.go: C's long double
+		return dt, err
+	}
 	var dt p2p.DType
 	for _, d := range ds {
 		if d == nil || d.size == 0 {
@@ -237,6 +240,9 @@ func (w *Win) reqDT(b []byte) p2p.DType {
 func (w *Win) applyDT(dt p2p.DType, k opKind, in, inout []byte) {
 	if dt == 0 {
 		dt = w.dt
+	}
+	if applyExt(dt, k, in, inout) { // rma_ext.go
+		return
 	}
 	switch k {
 	case opReplace:
@@ -359,6 +365,9 @@ func accTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	if p != nil {
 		defer p2p.PutBuf(p)
 	}
+	if dt > extDTBase && (len(segs) > 1 || w.IsDynamic()) {
+		return w.handle(w.err(ErrUnsupportedOperation, op, target, "%s on %s needs a contiguous target datatype on a window with memory", o.name, td.name))
+	}
 	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
 		return w.startLayout(op, target, layoutAcc, o.kind, td, tdisp*w.units[target], tcount, data, nil)
 	}
@@ -443,6 +452,9 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 	room, q := rd.room(result, rcount)
 	if q != nil {
 		defer p2p.PutBuf(q)
+	}
+	if dt > extDTBase && (len(segs) > 1 || w.IsDynamic()) {
+		return w.handle(w.err(ErrUnsupportedOperation, op, target, "%s on %s needs a contiguous target datatype on a window with memory", o.name, td.name))
 	}
 	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
 		if err := w.startLayout(op, target, layoutGetAcc, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
