@@ -369,3 +369,85 @@ func TestDialRecoversWhenDescriptorsReturn(t *testing.T) {
 		t.Errorf("the log has not one %q:\n%s", want, log)
 	}
 }
+
+// TestDialRetriesAShedConnection: a connection closed in its handshake
+// (as a flooded peer's accept loop sheds it) is dialled again: the frame
+// arrives instead of the peer being reported lost. The peer is reached
+// through a relay that closes the first connection after its first byte
+// and relays the next one.
+func TestDialRetriesAShedConnection(t *testing.T) {
+	k := testKey(t, 3)
+	recA, recB := newRecorder(), newRecorder()
+	a, err := Listen(Config{Self: 0, Host: "h", Mode: ModeTCP, Handler: recA, Auth: k, Log: func(string) {}, ConnectTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Listen(Config{Self: 1, Host: "h", Mode: ModeTCP, Handler: recB, Auth: k, Log: func(string) {}, ConnectTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	relay, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	keep := func(c net.Conn) {
+		mu.Lock()
+		open = append(open, c)
+		mu.Unlock()
+	}
+	defer func() {
+		relay.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		first, err := relay.Accept()
+		if err != nil {
+			return
+		}
+		first.Read(make([]byte, 1))
+		first.Close()
+		c, err := relay.Accept()
+		if err != nil {
+			return
+		}
+		keep(c)
+		d, err := net.Dial("tcp", a.Self().TCP)
+		if err != nil {
+			c.Close()
+			return
+		}
+		keep(d)
+		wg.Add(2)
+		go func() { defer wg.Done(); io.Copy(d, c); d.Close() }()
+		go func() { defer wg.Done(); io.Copy(c, d); c.Close() }()
+	}()
+	viaRelay := a.Self()
+	viaRelay.TCP = relay.Addr().String()
+	b.SetPeers([]Peer{viaRelay, b.Self()})
+	a.SetPeers([]Peer{a.Self(), b.Self()})
+	if err := b.Send(0, transport.Header{Kind: 1, Seq: 1}, nil); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	deadline := time.After(20 * time.Second)
+	for recA.count(1) == 0 {
+		select {
+		case p := <-recB.lost:
+			t.Fatalf("rank %d reported lost after one shed connection", p)
+		case <-deadline:
+			t.Fatal("the frame did not arrive")
+		case <-time.After(5 * time.Millisecond): // polling the recorder, bounded by the deadline
+		}
+	}
+}
