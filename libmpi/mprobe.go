@@ -82,27 +82,41 @@ func ftmpi_Improbe(source, tag C.int, comm C.uintptr_t, flag *C.int, message *C.
 }
 
 // mrecvView lays the receive buffer out for a matched receive: the Go
-// calls take a plain slice, so the datatype's data must be contiguous.
-func mrecvView(op string, buf unsafe.Pointer, count C.int, dt C.uintptr_t) ([]byte, C.int) {
+// calls take a plain slice, so a datatype whose data is not contiguous
+// gets a contiguous staging buffer, and unpack (non-nil then) lays the
+// received elements out after the receive completed.
+func mrecvView(op string, buf unsafe.Pointer, count C.int, dt C.uintptr_t) ([]byte, func(st *mpi.Status), C.int) {
 	d, err := typeOf(dt, nil, op)
 	if err != nil {
-		return nil, code(err)
+		return nil, nil, code(err)
 	}
 	b, v, err := view(buf, int(count), d, op)
 	if err != nil {
-		return nil, code(worldFail(err))
+		return nil, nil, code(worldFail(err))
 	}
+	n := int(count) * v.Size()
 	lo, text := v.TrueExtent()
-	if _, ext := v.Extent(); lo != 0 || text != v.Size() || ext != v.Size() {
-		return nil, code(worldFail(bad(mpi.ErrType, op, "%s is not contiguous: matched receives take contiguous datatypes here", d)))
+	if _, ext := v.Extent(); lo == 0 && text == v.Size() && ext == v.Size() {
+		return b[:n], nil, cSuccess
 	}
-	return b[:int(count)*v.Size()], cSuccess
+	stage := make([]byte, n)
+	unpack := func(st *mpi.Status) {
+		if st.Err != nil || v.Size() == 0 {
+			return
+		}
+		// Whole elements received (a shorter message fills fewer).
+		got := min(st.Bytes, n) / v.Size()
+		if _, err := mpi.Unpack(stage, b, got, v); err != nil {
+			st.Err = err
+		}
+	}
+	return stage, unpack, cSuccess
 }
 
 //export ftmpi_Mrecv
 func ftmpi_Mrecv(buf unsafe.Pointer, count C.int, dt C.uintptr_t, message *C.uintptr_t, status *C.MPI_Status) C.int {
 	const op = "MPI_Mrecv"
-	b, rc := mrecvView(op, buf, count, dt)
+	b, unpack, rc := mrecvView(op, buf, count, dt)
 	if rc != cSuccess {
 		return rc
 	}
@@ -111,6 +125,10 @@ func ftmpi_Mrecv(buf unsafe.Pointer, count C.int, dt C.uintptr_t, message *C.uin
 		return code(err)
 	}
 	st, err := mpi.Mrecv(m, b)
+	if err == nil && unpack != nil {
+		unpack(&st)
+		err = st.Err
+	}
 	setStatus(status, st)
 	return code(err)
 }
@@ -118,7 +136,7 @@ func ftmpi_Mrecv(buf unsafe.Pointer, count C.int, dt C.uintptr_t, message *C.uin
 //export ftmpi_Imrecv
 func ftmpi_Imrecv(buf unsafe.Pointer, count C.int, dt C.uintptr_t, message *C.uintptr_t, request *C.uintptr_t) C.int {
 	const op = "MPI_Imrecv"
-	b, rc := mrecvView(op, buf, count, dt)
+	b, unpack, rc := mrecvView(op, buf, count, dt)
 	if rc != cSuccess {
 		return rc
 	}
@@ -130,6 +148,6 @@ func ftmpi_Imrecv(buf unsafe.Pointer, count C.int, dt C.uintptr_t, message *C.ui
 	if err != nil {
 		return code(err)
 	}
-	*request = newReq(&creq{r: r})
+	*request = newReq(&creq{r: r, done: unpack})
 	return cSuccess
 }
