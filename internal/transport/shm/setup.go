@@ -48,13 +48,21 @@ func (t *Transport) handle(pc *acceptloop.Pending) {
 		t.mu.Lock()
 		closed := t.closed
 		t.mu.Unlock()
-		if !closed && !errors.Is(err, errShed) && !errors.Is(err, transport.ErrClosed) {
+		if !closed && !errors.Is(err, errShed) && !errors.Is(err, transport.ErrClosed) && !hungUp(err) {
 			t.refused(err)
 		}
 	}
 	t.mu.Lock()
 	delete(t.hs, c)
 	t.mu.Unlock()
+}
+
+// hungUp reports whether err is the peer closing its end during the
+// set-up (a dialler that ended, or gave up on a set-up the other side of
+// a simultaneous dial won): nothing was refused, nothing to log.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)
 }
 
 // readFds reads exactly len(b) bytes from c and the descriptors sent with

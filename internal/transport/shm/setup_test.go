@@ -546,3 +546,35 @@ func TestRefusalsAreRateLimited(t *testing.T) {
 	}
 	exchange(t, trs, recs, 1, 0, 1)
 }
+
+// TestHangUpIsNotLogged: a dialler that closes its end in the middle of
+// the set-up (a rank that ended, the loser of a simultaneous dial) is not
+// a refusal: nothing is logged (MPICH attr/attrend2 at np 5 failed on a
+// "refused a shared-memory set-up: ... broken pipe" line).
+func TestHangUpIsNotLogged(t *testing.T) {
+	dir := t.TempDir()
+	trs, recs, logs := hostileJob(t, dir, 2, 2, 10*time.Second)
+	rank0 := addrs(dir, 2)[0]
+	for range 5 {
+		c := rawDial(t, rank0)
+		c.Write(make([]byte, wireauth.HelloSize/2))
+		c.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		trs[0].mu.Lock()
+		n := len(trs[0].hs)
+		trs[0].mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d set-ups still being served after their diallers hung up", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if s := logs[0].String(); strings.Contains(s, "refused") {
+		t.Fatalf("a hang-up was logged as a refusal:\n%s", s)
+	}
+	exchange(t, trs, recs, 1, 0, 1)
+}
