@@ -28,7 +28,7 @@ var (
 	worldModel     bool
 	worldFinalized bool
 	worldUsers     int
-	threadLvl = 0 // the level provided, in the ABI's values
+	threadLvl      = 0 // the level provided, in the ABI's values
 
 	comms = newTable[*mpi.Comm](kindComm)
 	reqs  = newTable[*creq](kindRequest)

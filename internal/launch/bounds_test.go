@@ -142,4 +142,3 @@ func TestHostfileBounds(t *testing.T) {
 		t.Errorf("max_slots >= slots: %v %v", hs, err)
 	}
 }
-

@@ -89,12 +89,12 @@ func TestApplyAccepts(t *testing.T) {
 		{map[string]string{Spin: "auto"}, func(s *Settings) { s.ReaderSpin = SpinAuto }},
 		{map[string]string{Spin: "1s", WaitSpin: "1s"}, func(s *Settings) { s.ReaderSpin, s.WaitSpin = time.Second, time.Second }},
 		{map[string]string{SpinYield: "1"}, func(s *Settings) { s.SpinYield = true }},
-		{map[string]string{HBPeriod: "1ms", HBTimeout: "2ms"}, func(s *Settings) { s.HBPeriod, s.HBTimeout = time.Millisecond, 2 * time.Millisecond }},
+		{map[string]string{HBPeriod: "1ms", HBTimeout: "2ms"}, func(s *Settings) { s.HBPeriod, s.HBTimeout = time.Millisecond, 2*time.Millisecond }},
 		{map[string]string{HBPeriod: "500ms"}, func(s *Settings) { s.HBPeriod = 500 * time.Millisecond }},
-		{map[string]string{HBPeriod: "10m", HBTimeout: "1h"}, func(s *Settings) { s.HBPeriod, s.HBTimeout = 10 * time.Minute, time.Hour }},
+		{map[string]string{HBPeriod: "10m", HBTimeout: "1h"}, func(s *Settings) { s.HBPeriod, s.HBTimeout = 10*time.Minute, time.Hour }},
 		{map[string]string{HBPeriod: "1ns", HBTimeout: "off"}, nil}, // the period is still judged
 		{map[string]string{HBTimeout: "off"}, func(s *Settings) { s.Detector = false }},
-		{map[string]string{HBPeriod: "6.25s", HBTimeout: "1m2.5s"}, func(s *Settings) { s.HBPeriod, s.HBTimeout = 6250 * time.Millisecond, 62500 * time.Millisecond }},
+		{map[string]string{HBPeriod: "6.25s", HBTimeout: "1m2.5s"}, func(s *Settings) { s.HBPeriod, s.HBTimeout = 6250*time.Millisecond, 62500*time.Millisecond }},
 		{map[string]string{ConnectTimeout: "1ms"}, func(s *Settings) { s.ConnectTimeout = time.Millisecond }},
 	} {
 		s := defaults()
