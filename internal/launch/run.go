@@ -15,6 +15,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/detector"
+	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/ownerdir"
@@ -302,8 +303,11 @@ func withHeartbeat(env []string, ranksOnHost, cores int) []string {
 	if load <= hbFreeLoad {
 		return env
 	}
-	scale := func(d time.Duration) string {
-		return (d * time.Duration(load) / hbFreeLoad).String()
+	// Scaled with the load, within the ranks' bounds (rankenv): beyond
+	// about 48,000 ranks per core the scaled period would pass 10m.
+	scale := func(d, most time.Duration) string {
+		return min(d*time.Duration(load)/hbFreeLoad, most).String()
 	}
-	return append(env, envHBPeriod+"="+scale(detector.DefaultPeriod), envHBTimeout+"="+scale(detector.DefaultTimeout))
+	return append(env, envHBPeriod+"="+scale(detector.DefaultPeriod, rankenv.MaxHBPeriod),
+		envHBTimeout+"="+scale(detector.DefaultTimeout, rankenv.MaxHBTimeout))
 }
