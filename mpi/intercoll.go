@@ -51,7 +51,27 @@ import (
 // (Allgatherv, ReduceScatter) the leader broadcasts a status word first
 // (interLink.result), so an error there is reported by every process of
 // the group. A failed process or a revoked communicator fails the waits
-// as in every collective (collNet.Wait).
+// as in every collective (collNet.Wait); the waits between the groups
+// watch the processes of both groups (interCallFor).
+
+// interCallFor is the link of the next collective of kind on c (see
+// interLinkFor) whose cross set watches both groups for failures: its
+// members are addressed by remote rank as in interLinkFor, and the
+// processes of the local group follow them in Procs, so a process waiting
+// for a remote one fails when a process of either group has failed (the
+// other group's part may depend on it) instead of waiting for a message
+// that never comes, as every member of an intracommunicator collective
+// does.
+func (c *Comm) interCallFor(op string, kind int) *interLink {
+	l := c.interLinkFor(op, kind)
+	procs := make([]int, 0, len(c.remote)+c.local.size)
+	procs = append(procs, c.remote...)
+	for i := range c.local.size {
+		procs = append(procs, c.local.worldRank(i))
+	}
+	l.cross.Procs, l.cross.N = procs, len(procs)
+	return l
+}
 
 // interRole is the part a process plays in a rooted intercommunicator
 // collective.
@@ -262,7 +282,7 @@ func interGathervPrep[T Elem](c *Comm, op string, send, recv []T, counts, displs
 // interGathervRun is a gather of byte blocks (bc, bd at the root) over
 // the link of the next collective of kind.
 func interGathervRun(c *Comm, op string, kind int, role interRole, root int, send, recv []byte, bc, bd []int, exact bool, dt p2p.DType) collRun {
-	l := c.interLinkFor(op, kind)
+	l := c.interCallFor(op, kind)
 	setElem(l.cross, dt)
 	switch role {
 	case roleIdle:
@@ -318,7 +338,7 @@ func interScattervPrep[T Elem](c *Comm, op string, send, recv []T, counts, displ
 }
 
 func interScattervRun(c *Comm, op string, kind int, role interRole, root int, send, recv []byte, bc, bd []int, exact bool, dt p2p.DType) collRun {
-	l := c.interLinkFor(op, kind)
+	l := c.interCallFor(op, kind)
 	setElem(l.cross, dt)
 	switch role {
 	case roleIdle:
@@ -353,7 +373,7 @@ func interReducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root 
 			return nil, err
 		}
 	}
-	l := c.interLinkFor(name, coll.KReduce)
+	l := c.interCallFor(name, coll.KReduce)
 	dt := factsFor[T](ov).dt
 	setElem(l.cross, dt)
 	switch role {
@@ -396,7 +416,7 @@ func interAllgathervPrep[T Elem](c *Comm, op string, send, recv []T, counts, dis
 	}
 	esz := esizeOf[T]()
 	bc, bd := scaled(counts, esz), scaled(d, esz)
-	l := c.interLinkFor(op, coll.KAllgatherv)
+	l := c.interCallFor(op, coll.KAllgatherv)
 	dt := factsFor[T](ov).dt
 	setElem(l.cross, dt)
 	setElem(l.loc, dt)
@@ -465,7 +485,7 @@ func interAlltoallvRun(c *Comm, op string, kind int, send []byte, sc, sd []int, 
 	if err := notInPlace(c, op, send, recv); err != nil {
 		return nil, err
 	}
-	l := c.interLinkFor(op, kind)
+	l := c.interCallFor(op, kind)
 	setElem(l.cross, dt)
 	rs := len(sc)
 	return func() error {
@@ -516,7 +536,7 @@ func interReduceScatterPrep[T Elem](c *Comm, name string, send, recv []T, counts
 	for i := 1; i < len(bc); i++ {
 		bd[i] = bd[i-1] + bc[i-1]
 	}
-	l := c.interLinkFor(name, kind)
+	l := c.interCallFor(name, kind)
 	dt := factsFor[T](ov).dt
 	setElem(l.cross, dt)
 	setElem(l.loc, dt)

@@ -764,3 +764,78 @@ func TestInterCollErrors(t *testing.T) {
 		return nil
 	})
 }
+
+// A failed process fails the intercommunicator collectives that need it,
+// at the processes waiting for it, and none waits forever.
+func TestInterCollFailure(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		local, ic, inA, err := halves(c, 2, 0, 14)
+		if err != nil {
+			return err
+		}
+		defer local.Free()
+		if _, err := c.Agree(true); err != nil { // every process has ic before one dies
+			return err
+		}
+		if c.Rank() == 3 { // local rank 1 of group B
+			w.Kill()
+		}
+		// Gather to world rank 1 (A's local rank 1): it waits for rank 3's block.
+		root := map[int]int{0: mpi.ProcNull, 1: mpi.Root, 2: 1}[c.Rank()]
+		recv := make([]int32, 2)
+		err = mpi.Gather(ic, []int32{int32(c.Rank())}, recv, root)
+		switch {
+		case c.Rank() == 1 && !errors.Is(err, mpi.ErrProcFailed):
+			return fmt.Errorf("gather at the root with a failed sender: %v", err)
+		case c.Rank() == 0 && err != nil:
+			return fmt.Errorf("gather at a ProcNull process: %v", err)
+		case c.Rank() == 2 && err != nil && !errors.Is(err, mpi.ErrProcFailed):
+			return fmt.Errorf("gather at a sender beside the failed one: %v", err)
+		}
+		// Alltoall: group A waits for rank 3's blocks; rank 2 waits for A's,
+		// which large blocks hold until A's receives are matched: it must
+		// not wait forever for a group that failed because of rank 3.
+		for _, k := range []int{1, 1 << 18} {
+			a2a := make([]int32, 2*k)
+			err = mpi.Alltoall(ic, make([]int32, 2*k), a2a)
+			if inA && !errors.Is(err, mpi.ErrProcFailed) || !inA && err != nil && !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("alltoall of blocks of %d with a failed remote process: %v", k, err)
+			}
+		}
+		return nil
+	})
+}
+
+// A revoked intercommunicator fails them at every process taking part.
+func TestInterCollRevoked(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		local, ic, _, err := halves(c, 2, 0, 15)
+		if err != nil {
+			return err
+		}
+		defer local.Free()
+		defer ic.Free()
+		if c.Rank() == 0 {
+			if err := ic.Revoke(); err != nil {
+				return err
+			}
+		} else if _, err := mpi.Recv(ic, []int32{0}, 0, 77); !errors.Is(err, mpi.ErrRevoked) { // until the revocation arrives
+			return fmt.Errorf("receive on the intercommunicator after revoke: %v", err)
+		}
+		counts := []int{1, 1}
+		recv := make([]int32, 2)
+		err = mpi.Alltoallv(ic, []int32{1, 2}, counts, nil, recv, counts, nil)
+		if !errors.Is(err, mpi.ErrRevoked) {
+			return fmt.Errorf("alltoallv on a revoked intercommunicator: %v", err)
+		}
+		err = mpi.ReduceScatterBlock(ic, []int32{1, 2}, recv[:1], mpi.Sum)
+		if !errors.Is(err, mpi.ErrRevoked) {
+			return fmt.Errorf("reduce-scatter on a revoked intercommunicator: %v", err)
+		}
+		root := map[int]int{0: mpi.ProcNull, 1: mpi.Root, 2: 1, 3: 1}[c.Rank()]
+		if err := mpi.Scatter(ic, []int32{1, 2}, recv[:1], root); c.Rank() != 0 && !errors.Is(err, mpi.ErrRevoked) {
+			return fmt.Errorf("scatter on a revoked intercommunicator: %v", err)
+		}
+		return nil
+	})
+}
