@@ -31,6 +31,9 @@ type Keyval struct {
 	kind  string // "communicator" (later "window", "file")
 	fns   any    // keyFns[H] for the kind's handle type H
 	freed atomic.Bool
+	// attached counts the attributes attached under the keyval, on any
+	// object: a freed keyval lives while it is not zero.
+	attached atomic.Int64
 	// predef computes the value of a predefined attribute (read-only).
 	predef func(c *Comm) any
 }
@@ -82,8 +85,18 @@ func CommCreateKeyval(copyFn CommCopyAttrFn, deleteFn CommDeleteAttrFn) *Keyval 
 // Free), as MPI specifies. Freeing a predefined or an already freed keyval
 // is an ErrKeyval error.
 func CommFreeKeyval(k *Keyval) error {
-	const op = "MPI_Comm_free_keyval"
-	if err := k.check(op, nil, kindComm); err != nil {
+	return k.free("MPI_Comm_free_keyval", kindComm)
+}
+
+// free frees k, a keyval of kind, for op. A keyval freed again while
+// attributes still refer to it is accepted, as MPICH's reference counting
+// does (MPICH attr/keyval_double_free: a delete callback frees the keyval
+// the program frees too); once none refers to it, it is gone.
+func (k *Keyval) free(op, kind string) error {
+	if k != nil && k.freed.Load() && k.kind == kind && k.attached.Load() > 0 {
+		return nil
+	}
+	if err := k.check(op, nil, kind); err != nil {
 		return err
 	}
 	if k.predef != nil {
@@ -167,6 +180,7 @@ func (t *attrTable[H]) del(obj H, k *Keyval) (present bool, err error) {
 	t.mu.Lock()
 	if i := t.find(k); i >= 0 {
 		t.entries = slices.Delete(t.entries, i, i+1)
+		k.attached.Add(-1)
 	}
 	t.mu.Unlock()
 	return true, nil
@@ -184,7 +198,19 @@ func (t *attrTable[H]) set(obj H, k *Keyval, val any) error {
 		return nil
 	}
 	t.entries = append(t.entries, attrEntry{k, val})
+	k.attached.Add(1)
 	return nil
+}
+
+// drop forgets every attribute without running callbacks (a Dup whose
+// copy callback failed: the copies made so far are not the program's).
+func (t *attrTable[H]) drop() {
+	t.mu.Lock()
+	for _, e := range t.entries {
+		e.k.attached.Add(-1)
+	}
+	t.entries = nil
+	t.mu.Unlock()
 }
 
 // has reports whether an attribute is attached under k.
@@ -210,6 +236,7 @@ func (t *attrTable[H]) copyTo(old H, dst *attrTable[H]) error {
 		}
 		if keep {
 			dst.entries = append(dst.entries, attrEntry{e.k, nv})
+			e.k.attached.Add(1)
 		}
 	}
 	return nil
@@ -310,7 +337,7 @@ func (c *Comm) dupAttrs(op string, nc *Comm, info *Info, withInfo bool) error {
 		nc.attr.info.Store(c.attr.info.Load().clone())
 	}
 	if err := c.attr.tab.copyTo(c, &nc.attr.tab); err != nil {
-		nc.attr.tab.entries = nil
+		nc.attr.tab.drop()
 		nc.Free()
 		return newErr(ErrOther, op, c, NoPeer, "attribute copy callback failed: %v", err)
 	}

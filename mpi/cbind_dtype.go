@@ -62,6 +62,7 @@ func TypeDup(old *Datatype) (*Datatype, error) {
 	if t := old.attrs(false); t != nil {
 		nt := d.attrs(true)
 		if err := t.copyTo(old, nt); err != nil {
+			nt.drop()
 			typeAttrs.Delete(d)
 			return nil, newErr(ErrOther, op, nil, NoPeer, "attribute copy callback failed: %v", err)
 		}
@@ -428,14 +429,7 @@ func TypeCreateKeyval(copyFn TypeCopyAttrFn, deleteFn TypeDeleteAttrFn) *Keyval 
 // TypeFreeKeyval frees k (MPI_Type_free_keyval); attributes set with it
 // stay until deleted.
 func TypeFreeKeyval(k *Keyval) error {
-	const op = "MPI_Type_free_keyval"
-	if err := k.check(op, nil, kindDatatype); err != nil {
-		return err
-	}
-	if k.freed.Swap(true) {
-		return newErr(ErrKeyval, op, nil, NoPeer, "keyval already freed")
-	}
-	return nil
+	return k.free("MPI_Type_free_keyval", kindDatatype)
 }
 
 // SetAttr attaches val to d under k (MPI_Type_set_attr), deleting the
