@@ -49,6 +49,14 @@ func (a *call) rootSide(r int) (isRoot, idle, inter bool, peers int) {
 	return a.c.Rank() == r, false, false, a.c.Size()
 }
 
+// interInPlace fails the call if sendbuf is MPI_IN_PLACE on an
+// intercommunicator (the standard defines no in place there).
+func (a *call) interInPlace(sendbuf unsafe.Pointer) {
+	if a.ok() && a.c.IsInter() && inPlace(sendbuf) {
+		a.failf(mpi.ErrBuffer, "MPI_IN_PLACE is not defined on intercommunicators")
+	}
+}
+
 // mode is how a collective runs: blocking (req nil), nonblocking (req
 // set), or persistent (req set, persist: an inactive request whose every
 // MPI_Start runs it).
@@ -446,6 +454,7 @@ func redScatter(m mode, block bool, sendbuf, recvbuf unsafe.Pointer, counts carr
 	if !a.ok() {
 		return a.rc
 	}
+	a.interInPlace(sendbuf)
 	p := a.c.Size()
 	var cs []int
 	each := 0
@@ -797,6 +806,7 @@ func allgatherv(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uint
 	if !a.ok() {
 		return a.rc
 	}
+	a.interInPlace(sendbuf)
 	p := a.c.Size()
 	if a.c.IsInter() {
 		p = a.c.RemoteSize() // the blocks of the remote group
@@ -847,6 +857,7 @@ func alltoall(m mode, sendbuf unsafe.Pointer, sendcount int64, sendtype C.uintpt
 	if !a.ok() {
 		return a.rc
 	}
+	a.interInPlace(sendbuf)
 	p := a.c.Size()
 	if a.c.IsInter() {
 		p = a.c.RemoteSize() // a block per process of the remote group
@@ -887,6 +898,7 @@ func alltoallv(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtyp
 	if !a.ok() {
 		return a.rc
 	}
+	a.interInPlace(sendbuf)
 	p := a.c.Size()
 	if a.c.IsInter() {
 		p = a.c.RemoteSize() // a block per process of the remote group
@@ -981,6 +993,7 @@ func alltoallw(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtyp
 	if !a.ok() {
 		return a.rc
 	}
+	a.interInPlace(sendbuf)
 	p := a.c.Size()
 	if a.c.IsInter() {
 		p = a.c.RemoteSize() // a block per process of the remote group
@@ -989,9 +1002,6 @@ func alltoallw(m mode, sendbuf unsafe.Pointer, sendcounts, sdispls carr, sendtyp
 	rds := a.ints(rdispls, p, "rdispls")
 	rb, rds, rts := a.wside(recvbuf, rc, rds, recvtypes, "recv")
 	sb, sc, sds, sts := rb, rc, rds, rts
-	if inPlace(sendbuf) && a.c.IsInter() {
-		a.failf(mpi.ErrBuffer, "MPI_IN_PLACE is not defined on intercommunicators")
-	}
 	if !inPlace(sendbuf) {
 		sc = a.ints(sendcounts, p, "sendcounts")
 		sds = a.ints(sdispls, p, "sdispls")
