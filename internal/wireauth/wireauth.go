@@ -156,6 +156,9 @@ var (
 	ErrMalformed = errors.New("malformed handshake")
 	ErrMAC       = errors.New("wrong MAC: the peer does not know the job's secret, or replays another connection's handshake")
 	ErrIdentity  = errors.New("identity refused")
+	// ErrNoHello: the connection ended before a whole hello came (with
+	// io.EOF: it closed before sending a byte).
+	ErrNoHello = errors.New("no hello")
 )
 
 // DecodeHello parses a hello; any defect is an error naming it.
@@ -335,7 +338,7 @@ func Dial(rw io.ReadWriter, key *Key, h Hello) error {
 func Accept(r io.Reader, w io.Writer, key *Key, check func(Hello) error) (Hello, error) {
 	var hb [HelloSize]byte
 	if _, err := io.ReadFull(r, hb[:]); err != nil {
-		return Hello{}, fmt.Errorf("wireauth: no hello: %w", err)
+		return Hello{}, fmt.Errorf("wireauth: %w: %w", ErrNoHello, err)
 	}
 	return acceptRest(r, w, key, check, hb[:])
 }

@@ -57,11 +57,12 @@ func (t *Transport) handle(pc *acceptloop.Pending) {
 	t.mu.Unlock()
 }
 
-// hungUp reports whether err is the peer closing its end during the
-// set-up (a dialler that ended, or gave up on a set-up the other side of
-// a simultaneous dial won): nothing was refused, nothing to log.
+// hungUp reports whether err is the peer going away without claiming
+// anything (closed before a byte of its hello) or while this side wrote
+// (a dialler that ended, or the loser of a simultaneous dial): nothing to
+// refuse, nothing logged. A claim left unproved is still a refusal.
 func hungUp(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+	return (errors.Is(err, wireauth.ErrNoHello) && errors.Is(err, io.EOF)) ||
 		errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)
 }
 
