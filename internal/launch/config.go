@@ -234,6 +234,9 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                      kill:rank=R,at=D   SIGKILL rank R at time D (e.g. 1.5s)
                      stop:rank=R,at=D   SIGSTOP rank R (a hang for the heartbeat detector)
                    time 0 is when every rank has been started
+                     kill|stop:rank=R,at=PHASE  at a phase of the end of the job, done by the
+                   rank itself when it gets there: reinit-return, reinit-left, finalize,
+                   finalize-fence, finalize-fenced, finalized
   --chaos ARGS     random kills, same as --inject chaos:ARGS, ARGS being
                    seed=S,mttf=D,max=K[,spare=LIST][,stop=F][,from=D]: at most K SIGKILLs
                    of distinct ranks, exponential gaps of mean D, replayable by seed S;
