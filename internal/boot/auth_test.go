@@ -2,12 +2,16 @@ package boot
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"net"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -16,6 +20,9 @@ import (
 // a forged failure notice sent to its event socket is dropped, and the
 // sealed one sent after it is the first event delivered.
 func TestClientAuth(t *testing.T) {
+	logs := &lockedBuffer{}
+	logOut = logs
+	defer func() { logOut = os.Stderr }()
 	key, err := wireauth.New()
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +62,11 @@ func TestClientAuth(t *testing.T) {
 	defer dc.Close()
 	forged, _ := json.Marshal(Msg{Op: OpEvent, Kind: EventFailed, Rank: 2, Reason: "forged"})
 	other, _ := wireauth.New()
-	dc.Write(forged)
-	dc.Write(other.Seal(forged))
+	// A flood of forged datagrams is logged rate-limited, not a line each.
+	for range 100 {
+		dc.Write(forged)
+		dc.Write(other.Seal(forged))
+	}
 	real, _ := json.Marshal(Msg{Op: OpEvent, Kind: EventFailed, Rank: 0, Reason: "sealed"})
 	dc.Write(key.Seal(real))
 	select {
@@ -66,6 +76,9 @@ func TestClientAuth(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event")
+	}
+	if n := strings.Count(logs.String(), "dropped an event datagram"); n < 1 || n > acceptloop.DefaultBurst {
+		t.Fatalf("%d lines for 200 dropped datagrams, want 1 to %d:\n%s", n, acceptloop.DefaultBurst, logs.String())
 	}
 }
 
@@ -126,4 +139,22 @@ func FuzzEnv(f *testing.F) {
 			t.Fatalf("inconsistent %+v", info)
 		}
 	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for the client's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

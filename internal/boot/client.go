@@ -2,6 +2,7 @@ package boot
 
 import (
 	"bufio"
+	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -226,9 +228,16 @@ func (c *Client) queueEvent(m Msg) {
 	c.mu.Unlock()
 }
 
-// eventLoop reads events sent as datagrams, until Close.
+// logOut is where the client's own lines go (a test's buffer).
+var logOut io.Writer = os.Stderr
+
+// eventLoop reads events sent as datagrams, until Close. A dropped
+// datagram is logged rate-limited: any process of the job's user can
+// reach the socket and must not flood the rank's log.
 func (c *Client) eventLoop() {
 	defer c.wg.Done()
+	drops := &acceptloop.RateLog{Logf: func(msg string) { fmt.Fprintf(logOut, "ftmpi: rank %d: %s\n", c.info.Rank, msg) }}
+	defer drops.Stop()
 	buf := make([]byte, 64<<10)
 	for {
 		n, _, err := c.evConn.ReadFromUnix(buf)
@@ -237,7 +246,7 @@ func (c *Client) eventLoop() {
 		}
 		m, err := decodeDatagram(c.info.Auth, buf[:n])
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "ftmpi: rank %d: dropped an event datagram: %v\n", c.info.Rank, err)
+			drops.Printf("dropped an event datagram: %v", err)
 			continue
 		}
 		c.queueEvent(m)
