@@ -1062,10 +1062,11 @@ func init() {
 		h    uintptr
 		id   int
 		name string
-	}{{0x220, 1, "MPI_LONG_DOUBLE"}, {0x224, 2, "MPI_C_LONG_DOUBLE_COMPLEX"}, {0x225, 2, "MPI_CXX_LONG_DOUBLE_COMPLEX"}} {
+	}{{0x220, 1, "MPI_LONG_DOUBLE"}, {0x224, 2, "MPI_C_LONG_DOUBLE_COMPLEX"}, {0x225, 2, "MPI_CXX_LONG_DOUBLE_COMPLEX"},
+		{0x22d, 3, "MPI_LONG_DOUBLE_INT"}} {
 		ldt := ldTypes[t.h]
 		d := predefTypes[t.h]
-		size := d.Size()
+		size := d.Size() // packed elements: MPI_LONG_DOUBLE_INT's 20 bytes, the int after the long double
 		mpi.RegisterAccType(d, t.id, t.name, func(o *mpi.Op) bool {
 			ldop := ldOps[o]
 			return ldop != 0 && C.ftmpi_ld_defined(C.int(ldop), C.int(ldt)) != 0

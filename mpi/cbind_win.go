@@ -585,6 +585,9 @@ func layoutRed(k opKind, d *Datatype) (redFn, error) {
 	if o == nil {
 		return nil, newErr(ErrOp, "MPI_Accumulate", nil, NoPeer, "operation %d is not a predefined one", k)
 	}
+	if red, err := extLayoutRed(o, d); red != nil || err != nil { // rma_ext.go: MPI_LONG_DOUBLE_INT
+		return red, err
+	}
 	b, f, err := bindOp(nil, "MPI_Accumulate", o, d)
 	if err != nil {
 		return nil, err

@@ -113,3 +113,45 @@ func applyExt(dt p2p.DType, k opKind, in, inout []byte) bool {
 	}
 	return true
 }
+
+// A registered type of several basic types (MPI_LONG_DOUBLE_INT: 16
+// bytes of long double, then an int) is also recognised inside other
+// datatypes on the layout path (a vector of them, say), by its typemap:
+// there, (16 bytes, int32) pairs under MPI_MINLOC or MPI_MAXLOC can only
+// be long double pairs, which Go's own pair reductions refuse. A
+// registered type of one basic type (MPI_LONG_DOUBLE: bytes) is not: any
+// byte datatype would match.
+
+// extLayoutRed is the combining function of o on packed elements of d
+// when d's elements are a whole number of a registered multi-type type's
+// elements (nil, nil if they are not), an error if o is not defined on
+// that type.
+func extLayoutRed(o *Op, d *Datatype) (redFn, error) {
+	if o == nil || d.size == 0 || d.sig.runs == nil {
+		return nil, nil
+	}
+	extMu.RLock()
+	defer extMu.RUnlock()
+	for t, id := range extTypes {
+		pat := t.sig.runs
+		x := extByID[id-1]
+		if pat == nil || t.size == 0 || d.size%t.size != 0 || len(d.sig.runs)%len(pat) != 0 {
+			continue
+		}
+		ok := true
+		for i, r := range d.sig.runs {
+			p := pat[i%len(pat)]
+			if r.code != p.code || r.count != p.count || r.off != p.off+(i/len(pat))*t.size {
+				ok = false
+				break
+			}
+		}
+		if ok && !x.defined(o) {
+			return nil, newErr(ErrOp, "MPI_Accumulate", nil, NoPeer, "%s is not defined on %s", o.name, x.name)
+		}
+		if ok {
+			return func(in, inout []byte) { x.red(o, in[:len(inout)], inout) }, nil
+		}
+	}
+	return nil, nil
+}

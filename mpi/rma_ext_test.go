@@ -108,3 +108,89 @@ func TestWinRegisteredAccType(t *testing.T) {
 		return nil
 	})
 }
+
+// tagged is a registered pair type (as MPI_LONG_DOUBLE_INT is): a
+// big-endian uint16 value then an int32 location; MaxLoc is defined on it.
+type tagged struct {
+	V [2]byte
+	L int32
+}
+
+var (
+	tagOnce sync.Once
+	tagType *mpi.Datatype
+)
+
+func taggedType(t *testing.T) *mpi.Datatype {
+	tagOnce.Do(func() {
+		d, err := mpi.TypeOf[tagged]()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mpi.RegisterAccType(d, 14, "tagged uint16", func(o *mpi.Op) bool { return o == mpi.MaxLoc }, func(o *mpi.Op, in, inout []byte) {
+			for i := 0; i+6 <= len(inout); i += 6 { // packed: 2 value bytes, 4 location bytes
+				a, b := binary.BigEndian.Uint16(in[i:]), binary.BigEndian.Uint16(inout[i:])
+				la, lb := int32(binary.LittleEndian.Uint32(in[i+2:])), int32(binary.LittleEndian.Uint32(inout[i+2:]))
+				if a > b || (a == b && la < lb) {
+					copy(inout[i:i+6], in[i:i+6])
+				}
+			}
+		})
+		tagType = d
+	})
+	return tagType
+}
+
+// MaxLoc through a vector of a registered pair type (the layout path
+// recognises the pairs by their typemap): rank r offers (100*r+256, r) at
+// every other pair of rank 0's window; the winner is the last rank (a
+// value a byte-wise comparison would rank wrongly: its low byte is not
+// the largest). Sum on the pairs is ErrOp.
+func TestWinRegisteredPairMaxLoc(t *testing.T) {
+	d := taggedType(t)
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		p, me := c.Size(), c.Rank()
+		mem := make([]byte, 8*4)
+		win, err := mpi.WinCreateBytes(c, mem, 8, false)
+		if err != nil {
+			return err
+		}
+		defer win.Free()
+		vec, err := mpi.TypeVector(2, 1, 2, d)
+		if err == nil {
+			err = vec.Commit()
+		}
+		if err != nil {
+			return err
+		}
+		src := make([]byte, 16)
+		for i := range 2 {
+			binary.BigEndian.PutUint16(src[8*i:], uint16(100*me+256))
+			binary.LittleEndian.PutUint32(src[8*i+4:], uint32(me))
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		if err := mpi.AccumulateTyped(win, src, 2, d, 0, 0, 1, vec, mpi.MaxLoc); err != nil {
+			return err
+		}
+		if err := win.Fence(); err != nil {
+			return err
+		}
+		if me == 0 {
+			for _, i := range []int{0, 2} {
+				v, l := binary.BigEndian.Uint16(mem[8*i:]), int32(binary.LittleEndian.Uint32(mem[8*i+4:]))
+				if v != uint16(100*(p-1)+256) || l != int32(p-1) {
+					return fmt.Errorf("pair %d: (%d, %d), want (%d, %d)", i, v, l, 100*(p-1)+256, p-1)
+				}
+			}
+			if v := binary.BigEndian.Uint16(mem[8:]); v != 0 {
+				return fmt.Errorf("pair 1 (between the vector's): %d", v)
+			}
+		}
+		if err := mpi.AccumulateTyped(win, src, 2, d, 0, 0, 1, vec, mpi.Sum); mpi.ErrorClass(err) != mpi.ErrOp {
+			return fmt.Errorf("MPI_SUM on the pairs: %v, want MPI_ERR_OP", err)
+		}
+		return win.Fence()
+	})
+}

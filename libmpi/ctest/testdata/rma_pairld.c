@@ -4,7 +4,7 @@
  * MPI_REPLACE and MPI_Get_accumulate of MPI_NO_OP on several pairs,
  * MPI_Fetch_and_op and MPI_Accumulate of MPI_SUM on MPI_LONG_DOUBLE (a
  * value no double holds exactly), MPI_PROD, and MPI_BAND on it refused
- * with MPI_ERR_OP. */
+ * with MPI_ERR_OP, and MPI_MAXLOC on a vector of MPI_LONG_DOUBLE_INT. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,6 +88,38 @@ int main(int argc, char **argv)
     CHECK(now[1] == (long double)(1 << size), "product %Lg", now[1]);
     CHECK(cls == MPI_ERR_OP, "MPI_BAND on MPI_LONG_DOUBLE: class %d, want MPI_ERR_OP", cls);
     MPI_Win_free(&win);
+
+    /* MPI_MAXLOC on MPI_LONG_DOUBLE_INT through a vector of them (MPICH's
+     * acc_pairtype): every rank offers (rank + 2^-60, rank) at pairs 0 and 2
+     * of rank 0; the last rank wins; pair 1 is untouched. */
+    typedef struct {
+        long double a;
+        int b;
+    } ldi_t;
+    ldi_t *ldi, offer[2];
+    MPI_Datatype vec;
+    MPI_Type_vector(2, 1, 2, MPI_LONG_DOUBLE_INT, &vec);
+    MPI_Type_commit(&vec);
+    MPI_Win_allocate(3 * sizeof(ldi_t), sizeof(ldi_t), MPI_INFO_NULL, MPI_COMM_WORLD, &ldi, &win);
+    for (int i = 0; i < 3; i++) {
+        ldi[i].a = -1;
+        ldi[i].b = -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        offer[i].a = rank + 0x1p-60L;
+        offer[i].b = rank;
+    }
+    MPI_Win_fence(0, win);
+    MPI_Accumulate(offer, 2, MPI_LONG_DOUBLE_INT, 0, 0, 1, vec, MPI_MAXLOC, win);
+    MPI_Win_fence(0, win);
+    if (rank == 0) {
+        CHECK(ldi[0].a == size - 1 + 0x1p-60L && ldi[0].b == size - 1 && ldi[2].a == ldi[0].a &&
+                  ldi[2].b == size - 1 && ldi[1].a == -1 && ldi[1].b == -1,
+              "maxloc pairs (%Lg, %d) (%Lg, %d) (%Lg, %d)", ldi[0].a, ldi[0].b, ldi[1].a, ldi[1].b,
+              ldi[2].a, ldi[2].b);
+    }
+    MPI_Win_free(&win);
+    MPI_Type_free(&vec);
 
     printf("rank %d: pairld errors %d\n", rank, errors);
     MPI_Finalize();
