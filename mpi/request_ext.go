@@ -85,9 +85,9 @@ func (x *extReq) freeReq(r *Request) error {
 	return nil
 }
 
-// Grequest is a generalized request's completion handle (MPI 13.2): the
-// Request GrequestStart returned is waited on as any other; Complete ends
-// it.
+// Grequest is a generalized request's completion handle (MPI 13.2, what
+// MPI_Grequest_complete takes): the Request GrequestStart returned is
+// waited on as any other; Complete ends it.
 type Grequest struct {
 	r  *Request
 	pr *p2p.Req

@@ -50,7 +50,8 @@ var ErrRMAFlavor = &Class{"MPI_ERR_RMA_FLAVOR: wrong flavor of window", 70} // M
 const WinFlavorShared = 4
 
 // InfoAllocSharedNoncontig is the info key asking WinAllocateShared for
-// parts that need not be contiguous ("true": each begins on a page).
+// parts that need not be contiguous ("true": each begins on a page), the
+// MPI_Win_allocate_shared hint of that name.
 const InfoAllocSharedNoncontig = "alloc_shared_noncontig"
 
 // shmState is the segment of a shared window.
