@@ -132,7 +132,7 @@ func DimsCreate(nnodes int, dims []int) ([]int, error) {
 }
 
 // balanced splits n into k factors, non-increasing, whose largest and
-// smallest differ least: an exact branch-and-bound search over the divisors
+// smallest differ least (ties: evener): an exact branch-and-bound search over the divisors
 // of n (a greedy split of the prime factors is not always best: 72 = 12x6,
 // not 9x8), bounded by the greedy split and by the fact that m factors of
 // a product r have a smallest factor of at most the m-th root of r.
@@ -153,14 +153,16 @@ func balanced(n, k int) []int {
 	var search func(i, rest, hi int)
 	search = func(i, rest, hi int) {
 		m := k - i // factors left, of product rest, each at most hi
-		if i > 0 && cur[0]-iroot(rest, m) >= bestSpread {
-			return // cannot beat the best
+		if i > 0 && cur[0]-iroot(rest, m) > bestSpread {
+			return // cannot beat the best (nor tie it)
 		}
 		if m == 1 {
 			if rest <= hi {
 				cur[i] = rest
-				bestSpread = cur[0] - rest
-				copy(best, cur)
+				if sp := cur[0] - rest; sp < bestSpread || (sp == bestSpread && evener(cur, best)) {
+					bestSpread = sp
+					copy(best, cur)
+				}
 			}
 			return
 		}
@@ -187,6 +189,18 @@ func balanced(n, k int) []int {
 	}
 	search(0, n, n)
 	return best
+}
+
+// evener breaks a tie of spreads between two non-increasing splits: the
+// one whose smallest factor is larger (then the next smallest, ...) wins,
+// as MPICH's Dims_create does (its topo/dims5 table of 75,000 cases).
+func evener(a, b []int) bool {
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return false
 }
 
 // greedySplit gives the prime factors of n, largest first, each to the

@@ -55,6 +55,26 @@ func TestDimsCreate(t *testing.T) {
 // DimsCreate's split is the most balanced one (least spread between the
 // largest and the smallest dimension), checked against an exhaustive search
 // at every n up to 300 over 1 to 4 free dimensions, with a fixed one too.
+// TestDimsCreateTies: among splits of the least spread, the one whose
+// smallest factors are largest (MPICH topo/dims5's table, e.g. 5040 in 3
+// dimensions: 21x16x15, not 20x18x14; 5616 in 4: 13x9x8x6, not 13x12x6x6).
+func TestDimsCreateTies(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []int
+	}{
+		{5040, []int{21, 16, 15}},
+		{5616, []int{13, 9, 8, 6}},
+		{72, []int{9, 8}},
+		{91080, []int{23, 22, 15, 12}},
+	} {
+		got, err := mpi.DimsCreate(tc.n, make([]int, len(tc.want)))
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("DimsCreate(%d, %d zeros) = %v %v, want %v", tc.n, len(tc.want), got, err, tc.want)
+		}
+	}
+}
+
 func TestDimsCreateBalanced(t *testing.T) {
 	var minSpread func(n, k, hi int) int // -1: impossible
 	minSpread = func(n, k, hi int) int {
