@@ -45,7 +45,7 @@ func mustTypeOf[T mpi.Elem]() *mpi.Datatype {
 // bytes of data (moved, not reduced) in an extent of 32 (MPICH
 // datatype/pairtype_size_extent).
 func longDoubleInt() *mpi.Datatype {
-	s, err := mpi.TypeCreateStruct([]int{1, 1}, []int{0, 16}, []*mpi.Datatype{contigBytes(16), mpi.Int32})
+	s, err := mpi.TypeCreateStruct([]int{1, 1}, []int{0, 16}, []*mpi.Datatype{alignedBytes(16, 16), mpi.Int32})
 	if err != nil {
 		panic(err)
 	}
@@ -56,6 +56,14 @@ func longDoubleInt() *mpi.Datatype {
 	if err := d.Commit(); err != nil {
 		panic(err)
 	}
+	return d
+}
+
+// alignedBytes is contigBytes for a C type of that alignment (long
+// double: 16), which structs of it are rounded up to (MPI's struct rule).
+func alignedBytes(n, align int) *mpi.Datatype {
+	d := contigBytes(n)
+	d.SetAlignment(align)
 	return d
 }
 
@@ -73,33 +81,33 @@ func contigBytes(n int) *mpi.Datatype {
 // predefTypes are the predefined datatypes by ABI handle value, in the C
 // layouts of x86-64 and aarch64 Linux (LP64, char signed on x86-64).
 var predefTypes = map[uintptr]*mpi.Datatype{
-	0x201: mpi.Int64,       // MPI_AINT
-	0x202: mpi.Int64,       // MPI_COUNT
-	0x203: mpi.Int64,       // MPI_OFFSET
-	0x207: mpi.Byte,        // MPI_PACKED
-	0x208: mpi.Int16,       // MPI_SHORT
-	0x209: mpi.Int32,       // MPI_INT
-	0x20a: mpi.Int64,       // MPI_LONG
-	0x20b: mpi.Int64,       // MPI_LONG_LONG
-	0x20c: mpi.Uint16,      // MPI_UNSIGNED_SHORT
-	0x20d: mpi.Uint32,      // MPI_UNSIGNED
-	0x20e: mpi.Uint64,      // MPI_UNSIGNED_LONG
-	0x20f: mpi.Uint64,      // MPI_UNSIGNED_LONG_LONG
-	0x210: mpi.Float32,     // MPI_FLOAT
-	0x212: mpi.Complex64,   // MPI_C_FLOAT_COMPLEX
-	0x213: mpi.Complex64,   // MPI_CXX_FLOAT_COMPLEX
-	0x214: mpi.Float64,     // MPI_DOUBLE
-	0x216: mpi.Complex128,  // MPI_C_DOUBLE_COMPLEX
-	0x217: mpi.Complex128,  // MPI_CXX_DOUBLE_COMPLEX
-	0x218: mpi.Int32,       // MPI_INTEGER
-	0x219: mpi.Int32,       // MPI_LOGICAL
-	0x21a: mpi.Float32,     // MPI_REAL
-	0x21b: mpi.Complex64,   // MPI_COMPLEX
-	0x21c: mpi.Float64,     // MPI_DOUBLE_PRECISION
-	0x21d: mpi.Complex128,  // MPI_DOUBLE_COMPLEX
-	0x220: contigBytes(16), // MPI_LONG_DOUBLE: moved, not reduced
-	0x224: contigBytes(32), // MPI_C_LONG_DOUBLE_COMPLEX
-	0x225: contigBytes(32), // MPI_CXX_LONG_DOUBLE_COMPLEX
+	0x201: mpi.Int64,            // MPI_AINT
+	0x202: mpi.Int64,            // MPI_COUNT
+	0x203: mpi.Int64,            // MPI_OFFSET
+	0x207: mpi.Byte,             // MPI_PACKED
+	0x208: mpi.Int16,            // MPI_SHORT
+	0x209: mpi.Int32,            // MPI_INT
+	0x20a: mpi.Int64,            // MPI_LONG
+	0x20b: mpi.Int64,            // MPI_LONG_LONG
+	0x20c: mpi.Uint16,           // MPI_UNSIGNED_SHORT
+	0x20d: mpi.Uint32,           // MPI_UNSIGNED
+	0x20e: mpi.Uint64,           // MPI_UNSIGNED_LONG
+	0x20f: mpi.Uint64,           // MPI_UNSIGNED_LONG_LONG
+	0x210: mpi.Float32,          // MPI_FLOAT
+	0x212: mpi.Complex64,        // MPI_C_FLOAT_COMPLEX
+	0x213: mpi.Complex64,        // MPI_CXX_FLOAT_COMPLEX
+	0x214: mpi.Float64,          // MPI_DOUBLE
+	0x216: mpi.Complex128,       // MPI_C_DOUBLE_COMPLEX
+	0x217: mpi.Complex128,       // MPI_CXX_DOUBLE_COMPLEX
+	0x218: mpi.Int32,            // MPI_INTEGER
+	0x219: mpi.Int32,            // MPI_LOGICAL
+	0x21a: mpi.Float32,          // MPI_REAL
+	0x21b: mpi.Complex64,        // MPI_COMPLEX
+	0x21c: mpi.Float64,          // MPI_DOUBLE_PRECISION
+	0x21d: mpi.Complex128,       // MPI_DOUBLE_COMPLEX
+	0x220: alignedBytes(16, 16), // MPI_LONG_DOUBLE: moved, not reduced
+	0x224: alignedBytes(32, 16), // MPI_C_LONG_DOUBLE_COMPLEX
+	0x225: alignedBytes(32, 16), // MPI_CXX_LONG_DOUBLE_COMPLEX
 	0x228: mustTypeOf[pairFloatInt](),
 	0x229: mustTypeOf[pairDoubleInt](),
 	0x22a: mustTypeOf[pairLongInt](),
@@ -109,33 +117,33 @@ var predefTypes = map[uintptr]*mpi.Datatype{
 	0x230: mustTypeOf[[2]float32](),
 	0x231: mustTypeOf[[2]float64](),
 	0x232: mustTypeOf[[2]int32](),
-	0x238: mpi.Bool,        // MPI_C_BOOL
-	0x239: mpi.Bool,        // MPI_CXX_BOOL
-	0x23c: mpi.Int32,       // MPI_WCHAR
-	0x240: mpi.Int8,        // MPI_INT8_T
-	0x241: mpi.Byte,        // MPI_UINT8_T
-	0x243: mpi.Int8,        // MPI_CHAR
-	0x244: mpi.Int8,        // MPI_SIGNED_CHAR
-	0x245: mpi.Byte,        // MPI_UNSIGNED_CHAR
-	0x247: mpi.Byte,        // MPI_BYTE
-	0x248: mpi.Int16,       // MPI_INT16_T
-	0x249: mpi.Uint16,      // MPI_UINT16_T
-	0x250: mpi.Int32,       // MPI_INT32_T
-	0x251: mpi.Uint32,      // MPI_UINT32_T
-	0x258: mpi.Int64,       // MPI_INT64_T
-	0x259: mpi.Uint64,      // MPI_UINT64_T
-	0x2c0: mpi.Int8,        // MPI_INTEGER1
-	0x2c3: mpi.Int8,        // MPI_CHARACTER
-	0x2c8: mpi.Int16,       // MPI_INTEGER2
-	0x2d0: mpi.Int32,       // MPI_INTEGER4
-	0x2d2: mpi.Float32,     // MPI_REAL4
-	0x2d8: mpi.Int64,       // MPI_INTEGER8
-	0x2da: mpi.Float64,     // MPI_REAL8
-	0x2db: mpi.Complex64,   // MPI_COMPLEX8
-	0x2e0: contigBytes(16), // MPI_INTEGER16
-	0x2e2: contigBytes(16), // MPI_REAL16
-	0x2e3: mpi.Complex128,  // MPI_COMPLEX16
-	0x2eb: contigBytes(32), // MPI_COMPLEX32
+	0x238: mpi.Bool,             // MPI_C_BOOL
+	0x239: mpi.Bool,             // MPI_CXX_BOOL
+	0x23c: mpi.Int32,            // MPI_WCHAR
+	0x240: mpi.Int8,             // MPI_INT8_T
+	0x241: mpi.Byte,             // MPI_UINT8_T
+	0x243: mpi.Int8,             // MPI_CHAR
+	0x244: mpi.Int8,             // MPI_SIGNED_CHAR
+	0x245: mpi.Byte,             // MPI_UNSIGNED_CHAR
+	0x247: mpi.Byte,             // MPI_BYTE
+	0x248: mpi.Int16,            // MPI_INT16_T
+	0x249: mpi.Uint16,           // MPI_UINT16_T
+	0x250: mpi.Int32,            // MPI_INT32_T
+	0x251: mpi.Uint32,           // MPI_UINT32_T
+	0x258: mpi.Int64,            // MPI_INT64_T
+	0x259: mpi.Uint64,           // MPI_UINT64_T
+	0x2c0: mpi.Int8,             // MPI_INTEGER1
+	0x2c3: mpi.Int8,             // MPI_CHARACTER
+	0x2c8: mpi.Int16,            // MPI_INTEGER2
+	0x2d0: mpi.Int32,            // MPI_INTEGER4
+	0x2d2: mpi.Float32,          // MPI_REAL4
+	0x2d8: mpi.Int64,            // MPI_INTEGER8
+	0x2da: mpi.Float64,          // MPI_REAL8
+	0x2db: mpi.Complex64,        // MPI_COMPLEX8
+	0x2e0: alignedBytes(16, 16), // MPI_INTEGER16
+	0x2e2: alignedBytes(16, 16), // MPI_REAL16
+	0x2e3: mpi.Complex128,       // MPI_COMPLEX16
+	0x2eb: alignedBytes(32, 16), // MPI_COMPLEX32
 }
 
 // predefByIndex is predefTypes as an array indexed by handle-0x200, for

@@ -58,6 +58,7 @@ func TypeDup(old *Datatype) (*Datatype, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.align = old.align
 	d.committed.Store(old.committed.Load())
 	if t := old.attrs(false); t != nil {
 		nt := d.attrs(true)

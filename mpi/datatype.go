@@ -74,6 +74,44 @@ type Datatype struct {
 	// regular. pack and unpack copy them with word moves.
 	nreg, blen, step int
 	committed        atomic.Bool
+	// align is the alignment of one element in memory, for the struct
+	// rule (derive); 0: its basic types' (basicAlign). A binding's basic
+	// type carried as bytes (C's long double) sets its own (SetAlignment).
+	align int
+}
+
+// basicAlign is the alignment of a basic type in C and in Go: its size up
+// to 8, a complex number's part's.
+func basicAlign(code p2p.DType) int {
+	switch code {
+	case p2p.DTComplex64:
+		return 4
+	case p2p.DTComplex128:
+		return 8
+	}
+	return min(numFacts[code].size, 8)
+}
+
+// alignment is the alignment of one element of d (the struct rule's).
+func (d *Datatype) alignment() int {
+	if d.align > 0 {
+		return d.align
+	}
+	a := 1
+	for _, r := range d.runs {
+		a = max(a, basicAlign(r.code))
+	}
+	return a
+}
+
+// SetAlignment sets the alignment of d's elements in memory, which the
+// struct rule of TypeCreateStruct rounds extents up to; no MPI
+// counterpart: a binding's basic type that Go carries as bytes (C's long
+// double: 16) sets it once, before d is used.
+func (d *Datatype) SetAlignment(a int) {
+	if d != nil && a > 0 {
+		d.align = a
+	}
 }
 
 // maxRuns bounds the typemap of one element.
@@ -216,9 +254,7 @@ func derive(op, name string, blocks []block, align bool) (*Datatype, error) {
 				runs = addRun(runs, r.code, b.disp+i*ext+r.off, r.count)
 			}
 		}
-		for _, r := range b.t.runs {
-			maxAlign = max(maxAlign, min(numFacts[r.code].size, 8))
-		}
+		maxAlign = max(maxAlign, b.t.alignment())
 		l, u := b.disp+b.t.lb, b.disp+(b.count-1)*ext+b.t.ub
 		if ext < 0 {
 			l, u = b.disp+(b.count-1)*ext+b.t.lb, b.disp+b.t.ub
@@ -234,7 +270,11 @@ func derive(op, name string, blocks []block, align bool) (*Datatype, error) {
 	if align && (ub-lb)%maxAlign != 0 {
 		ub += maxAlign - (ub-lb)%maxAlign
 	}
-	return newDatatype(name, runs, lb, ub)
+	d, err := newDatatype(name, runs, lb, ub)
+	if err == nil {
+		d.align = maxAlign // a struct of it aligns as its strictest member
+	}
+	return d, err
 }
 
 func (d *Datatype) ext() int { return d.ub - d.lb }
@@ -340,7 +380,11 @@ func TypeCreateResized(old *Datatype, lb, extent int) (*Datatype, error) {
 	if old == nil {
 		return nil, errType(ErrType, op, "nil datatype")
 	}
-	return newDatatype(fmt.Sprintf("resized(%s, %d, %d)", old.name, lb, extent), old.runs, lb, lb+extent)
+	d, err := newDatatype(fmt.Sprintf("resized(%s, %d, %d)", old.name, lb, extent), old.runs, lb, lb+extent)
+	if err == nil {
+		d.align = old.alignment()
+	}
+	return d, err
 }
 
 // Commit makes d usable in communication (MPI_Type_commit).
