@@ -713,7 +713,7 @@ func ftmpi_Win_free_keyval(keyval *C.int) C.int {
 	if err := mpi.WinFreeKeyval(ck.k); err != nil {
 		return code(worldFail(err))
 	}
-	keyvals.del(uintptr(*keyval))
+	// The handle stays valid (as a communicator keyval's, attr.go).
 	*keyval = C.MPI_KEYVAL_INVALID
 	return cSuccess
 }

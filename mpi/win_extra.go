@@ -217,6 +217,9 @@ func WinCreateKeyval(deleteFn WinDeleteAttrFn) *Keyval {
 // CommFreeKeyval.
 func WinFreeKeyval(k *Keyval) error {
 	const op = "MPI_Win_free_keyval"
+	if k != nil && k.freed.Load() && k.kind == kindWin && k.attached.Load() > 0 {
+		return nil // freed again while attributes refer to it: as CommFreeKeyval
+	}
 	if err := k.check(op, nil, kindWin); err != nil {
 		return err
 	}
