@@ -99,6 +99,11 @@ type commState struct {
 	// attr is the cached attributes and info hints (attr.go, info.go).
 	attr commAttrs
 
+	// createGroups counts this process's CreateGroup calls on the
+	// communicator per (group, tag) (commmgmt.go: createGroupKey).
+	createGroupsMu sync.Mutex
+	createGroups   map[uint64]uint64
+
 	// topo is the process topology (topo.go), nil for none; set at
 	// creation, never changed, shared by Dup's copy.
 	topo *topology

@@ -1,7 +1,9 @@
 package mpi
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"slices"
 )
 
@@ -277,13 +279,43 @@ func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
 	if v := c.ftm().alive(c); v != nil {
 		ctx = v.ctx + 1 // run-through with recognised failures: c's own collective context saw a failure
 	}
-	x := internalSet(c, op, ctx, createGroupTag(tag), rank, len(g.procs), g.procs)
-	seed := uint64(c.ctx)<<32 | uint64(tag&(1<<30-1)) | 1<<62
+	key := c.createGroupKey(g.procs, tag)
+	x := internalSet(c, op, ctx, createGroupTag(int(key)), rank, len(g.procs), g.procs)
+	seed := uint64(c.ctx)<<32 | key&(1<<30-1) | 1<<62
 	pairs, err := ctxAgreement(c.w, c, op, 1, seed, true, x.AllAND)
 	if err != nil {
 		return nil, c.handle(err)
 	}
 	return newDerived(c, derivedName("create_group", c), pairs[0], g.procs, rank), nil
+}
+
+// createGroupKey names one CreateGroup call on c among the members of
+// procs: a hash of the group, the tag and how many calls with both this
+// process made before. Every member counts the same calls (MPI: in the
+// same order), and successive calls over overlapping groups get different
+// internal tags, so a member still in one call never takes a message of
+// the next call of another member (MPICH comm/comm_group_rand: the
+// agreement's messages of two calls mixed, MPI_ERR_TRUNCATE).
+func (c *Comm) createGroupKey(procs []int, tag int) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, p := range procs {
+		binary.LittleEndian.PutUint64(b[:], uint64(p))
+		h.Write(b[:])
+	}
+	binary.LittleEndian.PutUint64(b[:], uint64(tag))
+	h.Write(b[:])
+	k := h.Sum64()
+	c.createGroupsMu.Lock()
+	if c.createGroups == nil {
+		c.createGroups = make(map[uint64]uint64)
+	}
+	n := c.createGroups[k]
+	c.createGroups[k] = n + 1
+	c.createGroupsMu.Unlock()
+	binary.LittleEndian.PutUint64(b[:], n)
+	h.Write(b[:])
+	return h.Sum64()
 }
 
 // Free releases a communicator (MPI_Comm_free): its context ids return to
