@@ -5,14 +5,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// ssh runs `ssh hTO cmd` from host from, with a deadline.
+// sshRun runs `ssh hTO cmd` from host from, with a deadline long enough
+// for a loaded machine (sshd's banner exchange took over a second under
+// a load of 20).
 func sshRun(h *Hosts, from, to int, cmd string) (string, error) {
-	c := h.Command(from, "timeout", "5", "ssh", "-F", h.SSHConfig, "-o", "ConnectTimeout=1", h.Name(to), cmd)
+	return sshWithin(h, from, to, cmd, 10)
+}
+
+// sshCut is sshRun where the connection is expected to fail (a cut or
+// isolated host): a short deadline, since it is waited out.
+func sshCut(h *Hosts, from, to int, cmd string) (string, error) {
+	return sshWithin(h, from, to, cmd, 1)
+}
+
+func sshWithin(h *Hosts, from, to int, cmd string, connect int) (string, error) {
+	c := h.Command(from, "timeout", strconv.Itoa(4*connect+4), "ssh", "-F", h.SSHConfig, "-o", "ConnectTimeout="+strconv.Itoa(connect), h.Name(to), cmd)
 	out, err := c.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
@@ -34,7 +47,7 @@ func TestHostsUpCutHealKillDown(t *testing.T) {
 	if err := h.Cut(3, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sshRun(h, 3, 1, "true"); err == nil {
+	if _, err := sshCut(h, 3, 1, "true"); err == nil {
 		t.Fatal("h3 -> h1 works through a cut")
 	}
 	if out, err := sshRun(h, 2, 1, "true"); err != nil {
@@ -50,10 +63,10 @@ func TestHostsUpCutHealKillDown(t *testing.T) {
 	if err := h.Isolate(2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sshRun(h, 1, 2, "true"); err == nil {
+	if _, err := sshCut(h, 1, 2, "true"); err == nil {
 		t.Fatal("h1 -> h2 works while h2 is isolated")
 	}
-	if _, err := sshRun(h, 2, 3, "true"); err == nil {
+	if _, err := sshCut(h, 2, 3, "true"); err == nil {
 		t.Fatal("h2 -> h3 works while h2 is isolated")
 	}
 	if err := h.Heal(2); err != nil {
