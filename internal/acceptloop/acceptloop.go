@@ -25,8 +25,10 @@ import (
 const (
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultMaxPending is the largest default cap; a process with few
-	// descriptors gets a smaller one (see Config.MaxPending).
-	DefaultMaxPending = 64
+	// descriptors gets a smaller one (see Config.MaxPending). It must
+	// exceed the bursts of real clients: 64 shed the ranks of a 200-rank
+	// job connecting to ftmpirun at once on an oversubscribed host.
+	DefaultMaxPending = 1024
 	minPending        = 4
 	minBackoff        = 5 * time.Millisecond
 	maxBackoff        = time.Second
@@ -169,6 +171,11 @@ func Serve(ln net.Listener, cfg Config, handle func(*Pending)) error {
 		runtime.Gosched()
 	}
 }
+
+// DefaultCap is Config.MaxPending's default for this process, for a
+// caller that knows how many real clients may connect at once and takes
+// the larger of the two.
+func DefaultCap() int { return defaultMaxPending() }
 
 // defaultMaxPending is Config.MaxPending's default for this process.
 func defaultMaxPending() int {

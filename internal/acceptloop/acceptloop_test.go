@@ -289,7 +289,7 @@ func TestDefaultMaxPendingFollowsDescriptorLimit(t *testing.T) {
 	for _, c := range []struct {
 		limit uint64
 		want  int
-	}{{10, 4}, {256, 16}, {1024, 64}, {1 << 20, 64}} {
+	}{{10, 4}, {256, 16}, {1024, 64}, {20000, 1024}, {1 << 20, 1024}} {
 		if got := maxPendingFor(c.limit); got != c.want {
 			t.Errorf("maxPendingFor(%d) = %d, want %d", c.limit, got, c.want)
 		}
@@ -331,7 +331,9 @@ func TestHelloReadBeforeFloodSheds(t *testing.T) {
 		idle = append(idle, nc)
 	}
 	done := make(chan error, 1)
-	go func() { done <- Serve(ln, Config{Name: "test", MaxPending: 1, HandshakeTimeout: time.Minute}, echoAfterHello) }()
+	go func() {
+		done <- Serve(ln, Config{Name: "test", MaxPending: 1, HandshakeTimeout: time.Minute}, echoAfterHello)
+	}()
 	defer func() {
 		ln.Close()
 		for _, nc := range idle {

@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // A flood of the launcher's control listener (TCP, as a multi-host
-// job's): a thousand idle connections are closed oldest first (they are
-// not held until their handshake deadline), 200 garbage hellos cost a few
+// job's): idle connections beyond the cap (acceptloop's default: the
+// job is small) are closed oldest first (they are not held until their
+// handshake deadline), 200 garbage hellos cost a few
 // log lines rather than one each, and a rank that connects afterwards is
 // served.
 func TestControlListenerFlood(t *testing.T) {
@@ -44,7 +46,8 @@ func TestControlListenerFlood(t *testing.T) {
 			nc.Close()
 		}
 	}()
-	for range 1000 {
+	flood := acceptloop.DefaultCap() + 500
+	for range flood {
 		nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +59,7 @@ func TestControlListenerFlood(t *testing.T) {
 		if _, err := nc.Read(make([]byte, 1)); err == nil {
 			t.Fatalf("idle connection %d: the launcher sent something", i)
 		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			t.Fatalf("idle connection %d of 1000 is still open", i)
+			t.Fatalf("idle connection %d of %d is still open", i, flood)
 		}
 	}
 	for range 200 {

@@ -35,6 +35,7 @@ const (
 // started: agents report to it (it is their Reporter) and it kills through
 // them.
 type head struct {
+	size     int // processes of the job at start, spares included
 	out      *output
 	verbose  bool
 	quietLog bool          // the policy's messages only when verbose (Config.Hydra)
@@ -119,6 +120,7 @@ func newHeadHosts(job string, size int, onFailure string, out *output, verbose b
 		panic(fmt.Sprintf("launch: %v", err)) // Config.validate admits no such job
 	}
 	h := &head{
+		size:      size,
 		out:       out,
 		verbose:   verbose,
 		m:         m,
@@ -492,7 +494,11 @@ func (h *head) serve(ln net.Listener) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		acceptloop.Serve(ln, acceptloop.Config{Name: "control listener", HandshakeTimeout: controlTimeout, Logf: h.out.logf}, h.accept)
+		// Every process of the job connects at start, at once: the cap
+		// on connections still in their handshake is above the job's
+		// size (a 200-rank job on 2 cores lost ranks to a cap of 64).
+		pending := max(acceptloop.DefaultCap(), h.size+64)
+		acceptloop.Serve(ln, acceptloop.Config{Name: "control listener", HandshakeTimeout: controlTimeout, MaxPending: pending, Logf: h.out.logf}, h.accept)
 	}()
 }
 

@@ -24,8 +24,8 @@ func TestWithHeartbeat(t *testing.T) {
 		{nil, 1000, 2, []string{"FTMPI_HB_PERIOD=6.25s", "FTMPI_HB_TIMEOUT=1m2.5s"}},
 		{[]string{"A=1"}, 64, 1, []string{"FTMPI_HB_PERIOD=800ms", "FTMPI_HB_TIMEOUT=8s"}},
 		{nil, 1 << 20, 1, []string{"FTMPI_HB_PERIOD=10m0s", "FTMPI_HB_TIMEOUT=1h0m0s"}}, // within the ranks' bounds (rankenv)
-		{[]string{"FTMPI_HB_TIMEOUT=off"}, 1000, 2, nil}, // the user's choice
-		{[]string{"FTMPI_HB_PERIOD=20ms"}, 1000, 2, nil}, // the user's choice
+		{[]string{"FTMPI_HB_TIMEOUT=off"}, 1000, 2, nil},                                // the user's choice
+		{[]string{"FTMPI_HB_PERIOD=20ms"}, 1000, 2, nil},                                // the user's choice
 	} {
 		got := withHeartbeat(slices.Clone(tc.env), tc.ranks, tc.cores)
 		if want := append(slices.Clone(tc.env), tc.want...); !slices.Equal(got, want) {
