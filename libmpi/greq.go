@@ -20,18 +20,8 @@ import (
 func ftmpi_Isendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, dest, sendtag C.int,
 	recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, source, recvtag C.int, comm C.uintptr_t, request *C.uintptr_t) C.int {
 	const op = "MPI_Isendrecv"
-	c, rb, rd, rc := p2pArgs(op, recvbuf, recvcount, recvtype, comm)
+	c, sb, sd, rb, rd, rc := sendrecvArgs(op, sendbuf, sendcount, sendtype, sendtag, recvbuf, recvcount, recvtype, recvtag, comm)
 	if rc != cSuccess {
-		return rc
-	}
-	_, sb, sd, rc := p2pArgs(op, sendbuf, sendcount, sendtype, comm)
-	if rc != cSuccess {
-		return rc
-	}
-	if rc := checkTag(c, op, sendtag, false); rc != cSuccess {
-		return rc
-	}
-	if rc := checkTag(c, op, recvtag, true); rc != cSuccess {
 		return rc
 	}
 	r, err := mpi.IsendrecvTyped(c, sb, int(sendcount), sd, int(dest), tagIn(sendtag), rb, int(recvcount), rd, int(source), tagIn(recvtag))

@@ -690,22 +690,30 @@ func ftmpi_Iprobe(source, tag C.int, comm C.uintptr_t, flag *C.int, status *C.MP
 	return code(err)
 }
 
+// sendrecvArgs resolves the arguments of MPI_Sendrecv and MPI_Isendrecv:
+// the two buffers laid over by their datatypes, the tags checked.
+func sendrecvArgs(op string, sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, sendtag C.int,
+	recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, recvtag C.int, comm C.uintptr_t) (c *mpi.Comm, sb []byte, sd *mpi.Datatype, rb []byte, rd *mpi.Datatype, rc C.int) {
+	c, rb, rd, rc = p2pArgs(op, recvbuf, recvcount, recvtype, comm)
+	if rc != cSuccess {
+		return
+	}
+	if _, sb, sd, rc = p2pArgs(op, sendbuf, sendcount, sendtype, comm); rc != cSuccess {
+		return
+	}
+	if rc = checkTag(c, op, sendtag, false); rc != cSuccess {
+		return
+	}
+	rc = checkTag(c, op, recvtag, true)
+	return
+}
+
 //export ftmpi_Sendrecv
 func ftmpi_Sendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.uintptr_t, dest, sendtag C.int,
 	recvbuf unsafe.Pointer, recvcount C.int, recvtype C.uintptr_t, source, recvtag C.int, comm C.uintptr_t, status *C.MPI_Status) C.int {
 	const op = "MPI_Sendrecv"
-	c, rb, rd, rc := p2pArgs(op, recvbuf, recvcount, recvtype, comm)
+	c, sb, sd, rb, rd, rc := sendrecvArgs(op, sendbuf, sendcount, sendtype, sendtag, recvbuf, recvcount, recvtype, recvtag, comm)
 	if rc != cSuccess {
-		return rc
-	}
-	_, sb, sd, rc := p2pArgs(op, sendbuf, sendcount, sendtype, comm)
-	if rc != cSuccess {
-		return rc
-	}
-	if rc := checkTag(c, op, sendtag, false); rc != cSuccess {
-		return rc
-	}
-	if rc := checkTag(c, op, recvtag, true); rc != cSuccess {
 		return rc
 	}
 	r, err := mpi.IrecvTyped(c, rb, int(recvcount), rd, int(source), tagIn(recvtag))
