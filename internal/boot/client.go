@@ -2,10 +2,10 @@ package boot
 
 import (
 	"bufio"
-	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
