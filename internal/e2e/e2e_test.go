@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/libmpi/ctest"
 )
 
 var bin = map[string]string{}
@@ -40,6 +41,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	ctest.Cleanup() // the C programs and ftmpirun the C scenarios compiled
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

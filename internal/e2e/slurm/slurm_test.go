@@ -29,6 +29,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 	"github.com/ftmpi/ftmpi/internal/slurmtest"
+	"github.com/ftmpi/ftmpi/libmpi/ctest"
 	"go.uber.org/goleak"
 )
 
@@ -69,6 +70,7 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.RemoveAll(dir)
+	ctest.Cleanup() // the C programs and ftmpirun the C scenarios compiled
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
