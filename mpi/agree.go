@@ -34,8 +34,23 @@ func (w *World) onAgreeMsg(from int, h transport.Header, payload []byte) {
 // parkAgreeMsg keeps agreement messages for a communicator this process has
 // not set up yet (a fast member may start an agreement on a communicator
 // before a slow one registered it).
+//
+// The communicator may have been registered since onAgreeMsg looked: the
+// look is repeated under w.ft.mu, which registration (registerComm, ftOf)
+// and the drain of awaitAgreement hold too, so a message is either parked
+// before the drain or delivered. (Parked after the drain, it was lost and
+// the agreement never decided: TestULFMIntercommAgreeAndRevoke hung under
+// -race with all 7 ranks in the first Agree of a new intercommunicator.)
 func (w *World) parkAgreeMsg(from int, h transport.Header, payload []byte) {
 	w.ft.mu.Lock()
+	if w.ft.byCtx[h.Ctx] != nil {
+		w.ft.mu.Unlock()
+		if f := w.commFTByCtx(h.Ctx); f != nil {
+			f.ag.Step(from, h, payload)
+			return
+		}
+		w.ft.mu.Lock() // freed meanwhile: keep it as before
+	}
 	defer w.ft.mu.Unlock()
 	if w.ft.parked == nil {
 		w.ft.parked = make(map[uint32][]parkedMsg)
