@@ -124,14 +124,19 @@ func modeIn(a C.int) int {
 	return out
 }
 
-// newWin makes the window over size bytes at base (C memory) and records it.
-func newWin(op string, base unsafe.Pointer, size C.MPI_Aint, dispUnit int, comm C.uintptr_t, win *C.uintptr_t, alloc bool) C.int {
+// newWin makes the window over size bytes at base (C memory) and records
+// it; the window hints of info become its hints (Win.SetInfo).
+func newWin(op string, base unsafe.Pointer, size C.MPI_Aint, dispUnit int, info, comm C.uintptr_t, win *C.uintptr_t, alloc bool) C.int {
 	c, err := commOf(comm, op)
 	if err != nil {
 		return code(err)
 	}
 	if win == nil {
 		return fail(c, bad(mpi.ErrArg, op, "win is NULL"))
+	}
+	in, err := infoOf(info, op)
+	if err != nil {
+		return code(err)
 	}
 	if size < 0 {
 		return fail(c, bad(mpi.ErrArg, op, "negative size %d", int64(size)))
@@ -147,6 +152,9 @@ func newWin(op string, base unsafe.Pointer, size C.MPI_Aint, dispUnit int, comm 
 	if err != nil {
 		return code(err)
 	}
+	if in != nil {
+		_ = w.SetInfo(in) // fails only on a freed window
+	}
 	attrs := (*winAttrs)(C.calloc(1, C.size_t(unsafe.Sizeof(winAttrs{}))))
 	attrs.size, attrs.unit, attrs.flavor, attrs.model = size, C.int(dispUnit), C.MPI_WIN_FLAVOR_CREATE, C.MPI_WIN_UNIFIED
 	if alloc {
@@ -161,7 +169,7 @@ func newWin(op string, base unsafe.Pointer, size C.MPI_Aint, dispUnit int, comm 
 
 //export ftmpi_Win_create
 func ftmpi_Win_create(base unsafe.Pointer, size C.MPI_Aint, dispUnit C.int, info, comm C.uintptr_t, win *C.uintptr_t) C.int {
-	return newWin("MPI_Win_create", base, size, int(dispUnit), comm, win, false)
+	return newWin("MPI_Win_create", base, size, int(dispUnit), info, comm, win, false)
 }
 
 //export ftmpi_Win_allocate
@@ -181,7 +189,7 @@ func ftmpi_Win_allocate(size C.MPI_Aint, dispUnit C.int, info, comm C.uintptr_t,
 	if p == nil {
 		return code(worldFail(bad(mpi.ErrOther, op, "out of memory for %d bytes", int64(size))))
 	}
-	rc := newWin(op, p, size, int(dispUnit), comm, win, true)
+	rc := newWin(op, p, size, int(dispUnit), info, comm, win, true)
 	if rc != cSuccess {
 		C.free(p)
 		return rc
@@ -801,7 +809,7 @@ func ftmpi_Win_call_errhandler(win C.uintptr_t, errorcode C.int) C.int {
 
 //export ftmpi_Win_create_c
 func ftmpi_Win_create_c(base unsafe.Pointer, size, dispUnit C.MPI_Aint, info, comm C.uintptr_t, win *C.uintptr_t) C.int {
-	return newWin("MPI_Win_create_c", base, size, int(dispUnit), comm, win, false)
+	return newWin("MPI_Win_create_c", base, size, int(dispUnit), info, comm, win, false)
 }
 
 //export ftmpi_Win_allocate_c
@@ -910,9 +918,16 @@ func ftmpi_Win_create_dynamic(info, comm C.uintptr_t, win *C.uintptr_t) C.int {
 	if win == nil {
 		return fail(c, bad(mpi.ErrArg, op, "win is NULL"))
 	}
+	in, err := infoOf(info, op)
+	if err != nil {
+		return code(err)
+	}
 	w, err := mpi.WinCreateDynamic(c)
 	if err != nil {
 		return code(err)
+	}
+	if in != nil {
+		_ = w.SetInfo(in) // fails only on a freed window
 	}
 	attrs := (*winAttrs)(C.calloc(1, C.size_t(unsafe.Sizeof(winAttrs{}))))
 	attrs.size, attrs.unit, attrs.flavor, attrs.model = 0, 1, C.MPI_WIN_FLAVOR_DYNAMIC, C.MPI_WIN_UNIFIED

@@ -296,29 +296,86 @@ func (w *Win) DeleteAttr(k *Keyval) error {
 	return nil
 }
 
-// SetInfo sets the window's info hints (MPI_Win_set_info): a private copy
-// is kept; nil (MPI_INFO_NULL) clears them. ftmpi interprets none of the
-// window keys ("no_locks", "accumulate_ordering", "accumulate_ops",
-// "same_size", "same_disp_unit"): every hint only allows an implementation
-// to do less, and ftmpi's operations are correct without them.
+// winHints are the window info keys of MPI-4.1 12.2.1 with their default
+// values, the ones MPI_Win_get_info reports (12.2.7: "all hints that are
+// supported by the implementation and have default values specified");
+// "alloc_shared_noncontig" only for windows of WinAllocateShared. ftmpi
+// records them and honours none: every hint only allows an implementation
+// to do less, and ftmpi's operations are correct without them (the
+// layout of a shared window follows "alloc_shared_noncontig" at creation).
+var winHints = []struct{ key, def string }{
+	{"no_locks", "false"},
+	{"accumulate_ordering", "rar,raw,war,waw"},
+	{"accumulate_ops", "same_op_no_op"},
+	{"mpi_accumulate_granularity", "0"},
+	{"same_size", "false"},
+	{"same_disp_unit", "false"},
+	{InfoAllocSharedNoncontig, "false"},
+}
+
+// winHintApplies reports whether key is a hint of windows of flavor.
+func winHintApplies(key string, flavor int) bool {
+	if key == InfoAllocSharedNoncontig {
+		return flavor == WinFlavorShared
+	}
+	for _, h := range winHints {
+		if h.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// SetInfo sets the window's info hints (MPI_Win_set_info): the window
+// keys of info (those of MPI-4.1 12.2.1 that apply to its flavor) replace
+// their current values; other keys are ignored (12.2.7 lets an
+// implementation ignore hints, and GetInfo does not report them). nil
+// (MPI_INFO_NULL) sets every hint back to its default. The window
+// creation calls of the C binding pass their info argument here.
 func (w *Win) SetInfo(info *Info) error {
 	if err := w.checkFreed("MPI_Win_set_info"); err != nil {
 		return err
 	}
-	w.info.Store(info.clone())
-	return nil
+	for {
+		cur := w.info.Load()
+		next := NewInfo()
+		if info != nil {
+			if cur != nil {
+				next = cur.clone()
+			}
+			for _, k := range info.Keys() {
+				if winHintApplies(k, w.flavor) {
+					v, _ := info.Get(k)
+					_ = next.Set(k, v)
+				}
+			}
+		}
+		if w.info.CompareAndSwap(cur, next) {
+			return nil
+		}
+	}
 }
 
 // GetInfo returns a new Info holding the window's hints (MPI_Win_get_info):
-// those set by SetInfo; the caller owns it.
+// every hint of winHints that applies to the window's flavor, with the
+// value SetInfo gave it or its default; the caller owns it.
 func (w *Win) GetInfo() (*Info, error) {
 	if err := w.checkFreed("MPI_Win_get_info"); err != nil {
 		return nil, err
 	}
-	if i := w.info.Load().clone(); i != nil {
-		return i, nil
+	set := w.info.Load()
+	out := NewInfo()
+	for _, h := range winHints {
+		if !winHintApplies(h.key, w.flavor) {
+			continue
+		}
+		v, ok := set.Get(h.key)
+		if !ok {
+			v = h.def
+		}
+		_ = out.Set(h.key, v)
 	}
-	return NewInfo(), nil
+	return out, nil
 }
 
 // SetName sets the window's name (MPI_Win_set_name), used in its error

@@ -186,6 +186,7 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 	}
 	w.units = slicesInt(s.unit)
 	w.flavor = WinFlavorShared
+	_ = w.SetInfo(info) // its window hints (win_extra.go); nil: the defaults
 	shmWins.Store(w, s)
 	return w, mem, nil
 }
