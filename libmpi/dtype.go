@@ -52,6 +52,27 @@ var predefTypeNames = map[uintptr]string{
 	0x251: "MPI_UINT32_T", 0x258: "MPI_INT64_T", 0x259: "MPI_UINT64_T", 0x2c0: "MPI_INTEGER1", 0x2c3: "MPI_CHARACTER",
 	0x2c8: "MPI_INTEGER2", 0x2d0: "MPI_INTEGER4", 0x2d2: "MPI_REAL4", 0x2d8: "MPI_INTEGER8", 0x2da: "MPI_REAL8",
 	0x2db: "MPI_COMPLEX8", 0x2e0: "MPI_INTEGER16", 0x2e2: "MPI_REAL16", 0x2e3: "MPI_COMPLEX16", 0x2eb: "MPI_COMPLEX32",
+	hTypeLB: "MPI_LB", hTypeUB: "MPI_UB",
+}
+
+// MPI_LB and MPI_UB (mpi.h, an extension: removed in MPI-3.0, not in the
+// standard ABI): the bound marker types. Their handles are above the
+// ABI's reserved range of predefined handles (MPI-5.0 reserves the small
+// values) and below every user handle (kind<<24, handles.go).
+const (
+	hTypeLB = 0x10001
+	hTypeUB = 0x10002
+)
+
+// markerTypes are the marker types by handle; like the predefined
+// datatypes they are named, committed and cannot be freed.
+var markerTypes = map[uintptr]*mpi.Datatype{hTypeLB: mpi.LBMarker, hTypeUB: mpi.UBMarker}
+
+// predefined reports whether h is a predefined datatype's handle (the
+// marker types included).
+func predefined(h uintptr) bool {
+	_, ok := predefTypes[h]
+	return ok || markerTypes[h] != nil
 }
 
 // dtIn resolves a datatype argument of a constructor (errors on
@@ -77,9 +98,9 @@ func dtOut(d *mpi.Datatype, err error, rec *dtRec, newtype *C.uintptr_t) C.int {
 }
 
 // dtCount checks a count argument.
-func dtCount(op string, n C.int) error {
+func dtCount(op string, n int) error {
 	if n < 0 {
-		return worldFail(bad(mpi.ErrCount, op, "negative count %d", int(n)))
+		return worldFail(bad(mpi.ErrCount, op, "negative count %d", n))
 	}
 	return nil
 }
@@ -96,9 +117,12 @@ func cmAints(p *C.MPI_Aint, n int) []int {
 	return out
 }
 
-//export ftmpi_Type_contiguous
-func ftmpi_Type_contiguous(count C.int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
-	const op = "MPI_Type_contiguous"
+// The constructors take Go ints (64 bits): the int forms and the
+// large-count _c forms (dtype_c.go) convert their arguments and share
+// them, so that a count, block length or displacement above 2^31 reaches
+// package mpi whole.
+
+func typeContiguous(op string, count int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	old, err := dtIn(oldtype, op)
 	if err != nil {
 		return code(err)
@@ -106,13 +130,33 @@ func ftmpi_Type_contiguous(count C.int, oldtype C.uintptr_t, newtype *C.uintptr_
 	if err := dtCount(op, count); err != nil {
 		return code(err)
 	}
-	d, err := mpi.TypeContiguous(int(count), old)
-	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_CONTIGUOUS, ints: []int{int(count)}, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
+	d, err := mpi.TypeContiguous(count, old)
+	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_CONTIGUOUS, ints: []int{count}, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
+}
+
+//export ftmpi_Type_contiguous
+func ftmpi_Type_contiguous(count C.int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	return typeContiguous("MPI_Type_contiguous", int(count), oldtype, newtype)
+}
+
+func typeVector(op string, count, blocklen, stride int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	old, err := dtIn(oldtype, op)
+	if err != nil {
+		return code(err)
+	}
+	if err := dtCount(op, count); err != nil {
+		return code(err)
+	}
+	d, err := mpi.TypeVector(count, blocklen, stride, old)
+	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_VECTOR, ints: []int{count, blocklen, stride}, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
 }
 
 //export ftmpi_Type_vector
 func ftmpi_Type_vector(count, blocklen, stride C.int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
-	const op = "MPI_Type_vector"
+	return typeVector("MPI_Type_vector", int(count), int(blocklen), int(stride), oldtype, newtype)
+}
+
+func typeHvector(op string, count, blocklen, stride int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	old, err := dtIn(oldtype, op)
 	if err != nil {
 		return code(err)
@@ -120,101 +164,103 @@ func ftmpi_Type_vector(count, blocklen, stride C.int, oldtype C.uintptr_t, newty
 	if err := dtCount(op, count); err != nil {
 		return code(err)
 	}
-	d, err := mpi.TypeVector(int(count), int(blocklen), int(stride), old)
-	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_VECTOR, ints: []int{int(count), int(blocklen), int(stride)}, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
+	d, err := mpi.TypeCreateHvector(count, blocklen, stride, old)
+	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_HVECTOR, ints: []int{count, blocklen}, aints: []int{stride}, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
 }
 
 //export ftmpi_Type_create_hvector
 func ftmpi_Type_create_hvector(count, blocklen C.int, stride C.MPI_Aint, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
-	const op = "MPI_Type_create_hvector"
-	old, err := dtIn(oldtype, op)
-	if err != nil {
-		return code(err)
-	}
-	if err := dtCount(op, count); err != nil {
-		return code(err)
-	}
-	d, err := mpi.TypeCreateHvector(int(count), int(blocklen), int(stride), old)
-	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_HVECTOR, ints: []int{int(count), int(blocklen)}, aints: []int{int(stride)}, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
+	return typeHvector("MPI_Type_create_hvector", int(count), int(blocklen), int(stride), oldtype, newtype)
 }
 
 //export ftmpi_Type_hvector
 func ftmpi_Type_hvector(count, blocklen C.int, stride C.MPI_Aint, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
-	return ftmpi_Type_create_hvector(count, blocklen, stride, oldtype, newtype)
+	return typeHvector("MPI_Type_hvector", int(count), int(blocklen), int(stride), oldtype, newtype)
+}
+
+func typeIndexed(op string, bl, ds []int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	old, err := dtIn(oldtype, op)
+	if err != nil {
+		return code(err)
+	}
+	d, err := mpi.TypeIndexed(bl, ds, old)
+	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_INDEXED, ints: append(append([]int{len(bl)}, bl...), ds...), types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
 }
 
 //export ftmpi_Type_indexed
 func ftmpi_Type_indexed(count C.int, blocklens, displs *C.int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	const op = "MPI_Type_indexed"
+	if err := dtCount(op, int(count)); err != nil {
+		return code(err)
+	}
+	return typeIndexed(op, cmInts(blocklens, int(count)), cmInts(displs, int(count)), oldtype, newtype)
+}
+
+func typeHindexed(op string, bl, ds []int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	old, err := dtIn(oldtype, op)
 	if err != nil {
 		return code(err)
 	}
-	if err := dtCount(op, count); err != nil {
-		return code(err)
-	}
-	bl, ds := cmInts(blocklens, int(count)), cmInts(displs, int(count))
-	d, err := mpi.TypeIndexed(bl, ds, old)
-	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_INDEXED, ints: append(append([]int{int(count)}, bl...), ds...), types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
+	d, err := mpi.TypeCreateHindexed(bl, ds, old)
+	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_HINDEXED, ints: append([]int{len(bl)}, bl...), aints: ds, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
 }
 
 //export ftmpi_Type_create_hindexed
 func ftmpi_Type_create_hindexed(count C.int, blocklens *C.int, displs *C.MPI_Aint, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	const op = "MPI_Type_create_hindexed"
-	old, err := dtIn(oldtype, op)
-	if err != nil {
+	if err := dtCount(op, int(count)); err != nil {
 		return code(err)
 	}
-	if err := dtCount(op, count); err != nil {
-		return code(err)
-	}
-	bl, ds := cmInts(blocklens, int(count)), cmAints(displs, int(count))
-	d, err := mpi.TypeCreateHindexed(bl, ds, old)
-	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_HINDEXED, ints: append([]int{int(count)}, bl...), aints: ds, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
+	return typeHindexed(op, cmInts(blocklens, int(count)), cmAints(displs, int(count)), oldtype, newtype)
 }
 
 //export ftmpi_Type_hindexed
 func ftmpi_Type_hindexed(count C.int, blocklens *C.int, displs *C.MPI_Aint, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
-	return ftmpi_Type_create_hindexed(count, blocklens, displs, oldtype, newtype)
+	const op = "MPI_Type_hindexed"
+	if err := dtCount(op, int(count)); err != nil {
+		return code(err)
+	}
+	return typeHindexed(op, cmInts(blocklens, int(count)), cmAints(displs, int(count)), oldtype, newtype)
+}
+
+func typeIndexedBlock(op string, blocklen int, ds []int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
+	old, err := dtIn(oldtype, op)
+	if err != nil {
+		return code(err)
+	}
+	d, err := mpi.TypeCreateIndexedBlock(blocklen, ds, old)
+	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_INDEXED_BLOCK, ints: append([]int{len(ds), blocklen}, ds...), types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
 }
 
 //export ftmpi_Type_create_indexed_block
 func ftmpi_Type_create_indexed_block(count, blocklen C.int, displs *C.int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	const op = "MPI_Type_create_indexed_block"
+	if err := dtCount(op, int(count)); err != nil {
+		return code(err)
+	}
+	return typeIndexedBlock(op, int(blocklen), cmInts(displs, int(count)), oldtype, newtype)
+}
+
+func typeHindexedBlock(op string, blocklen int, ds []int, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	old, err := dtIn(oldtype, op)
 	if err != nil {
 		return code(err)
 	}
-	if err := dtCount(op, count); err != nil {
-		return code(err)
-	}
-	ds := cmInts(displs, int(count))
-	d, err := mpi.TypeCreateIndexedBlock(int(blocklen), ds, old)
-	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_INDEXED_BLOCK, ints: append([]int{int(count), int(blocklen)}, ds...), types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
+	d, err := mpi.TypeCreateHindexedBlock(blocklen, ds, old)
+	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_HINDEXED_BLOCK, ints: []int{len(ds), blocklen}, aints: ds, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
 }
 
 //export ftmpi_Type_create_hindexed_block
 func ftmpi_Type_create_hindexed_block(count, blocklen C.int, displs *C.MPI_Aint, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	const op = "MPI_Type_create_hindexed_block"
-	old, err := dtIn(oldtype, op)
-	if err != nil {
+	if err := dtCount(op, int(count)); err != nil {
 		return code(err)
 	}
-	if err := dtCount(op, count); err != nil {
-		return code(err)
-	}
-	ds := cmAints(displs, int(count))
-	d, err := mpi.TypeCreateHindexedBlock(int(blocklen), ds, old)
-	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_HINDEXED_BLOCK, ints: []int{int(count), int(blocklen)}, aints: ds, types: []C.uintptr_t{oldtype}, objs: []*mpi.Datatype{old}}, newtype)
+	return typeHindexedBlock(op, int(blocklen), cmAints(displs, int(count)), oldtype, newtype)
 }
 
-//export ftmpi_Type_create_struct
-func ftmpi_Type_create_struct(count C.int, blocklens *C.int, displs *C.MPI_Aint, typesIn *C.uintptr_t, newtype *C.uintptr_t) C.int {
-	const op = "MPI_Type_create_struct"
-	if err := dtCount(op, count); err != nil {
-		return code(err)
-	}
-	n := int(count)
+func typeStruct(op string, bl, ds []int, typesIn *C.uintptr_t, newtype *C.uintptr_t) C.int {
+	n := len(bl)
 	if n > 0 && typesIn == nil {
 		return worldCode(bad(mpi.ErrArg, op, "array_of_types is NULL"))
 	}
@@ -230,14 +276,26 @@ func ftmpi_Type_create_struct(count C.int, blocklens *C.int, displs *C.MPI_Aint,
 		}
 		ts[i] = d
 	}
-	bl, ds := cmInts(blocklens, n), cmAints(displs, n)
 	d, err := mpi.TypeCreateStruct(bl, ds, ts)
 	return dtOut(d, err, &dtRec{combiner: C.MPI_COMBINER_STRUCT, ints: append([]int{n}, bl...), aints: ds, types: hs, objs: ts}, newtype)
 }
 
+//export ftmpi_Type_create_struct
+func ftmpi_Type_create_struct(count C.int, blocklens *C.int, displs *C.MPI_Aint, typesIn *C.uintptr_t, newtype *C.uintptr_t) C.int {
+	const op = "MPI_Type_create_struct"
+	if err := dtCount(op, int(count)); err != nil {
+		return code(err)
+	}
+	return typeStruct(op, cmInts(blocklens, int(count)), cmAints(displs, int(count)), typesIn, newtype)
+}
+
 //export ftmpi_Type_struct
 func ftmpi_Type_struct(count C.int, blocklens *C.int, displs *C.MPI_Aint, typesIn *C.uintptr_t, newtype *C.uintptr_t) C.int {
-	return ftmpi_Type_create_struct(count, blocklens, displs, typesIn, newtype)
+	const op = "MPI_Type_struct"
+	if err := dtCount(op, int(count)); err != nil {
+		return code(err)
+	}
+	return typeStruct(op, cmInts(blocklens, int(count)), cmAints(displs, int(count)), typesIn, newtype)
 }
 
 //export ftmpi_Type_create_resized
@@ -350,7 +408,7 @@ func ftmpi_Type_commit(datatype *C.uintptr_t) C.int {
 func ftmpi_Type_free(datatype *C.uintptr_t) C.int {
 	const op = "MPI_Type_free"
 	h := uintptr(*datatype)
-	if _, ok := predefTypes[h]; ok {
+	if predefined(h) {
 		return worldCode(bad(mpi.ErrType, op, "%s is predefined and cannot be freed", predefTypeNames[h]))
 	}
 	d, err := dtIn(*datatype, op)
@@ -511,7 +569,7 @@ func ftmpi_Type_get_envelope(datatype C.uintptr_t, nints, naddrs, ntypes, combin
 		return code(err)
 	}
 	v, ok := dtRecs.Load(d)
-	if _, pre := predefTypes[uintptr(datatype)]; pre || !ok {
+	if pre := predefined(uintptr(datatype)); pre || !ok {
 		*nints, *naddrs, *ntypes, *combiner = 0, 0, 0, C.MPI_COMBINER_NAMED
 		return cSuccess
 	}
@@ -528,7 +586,7 @@ func ftmpi_Type_get_contents(datatype C.uintptr_t, maxInts, maxAddrs, maxTypes C
 		return code(err)
 	}
 	v, ok := dtRecs.Load(d)
-	if _, pre := predefTypes[uintptr(datatype)]; pre || !ok {
+	if pre := predefined(uintptr(datatype)); pre || !ok {
 		return worldCode(bad(mpi.ErrType, op, "a predefined datatype has no contents (MPI_COMBINER_NAMED)"))
 	}
 	r := v.(*dtRec)
@@ -549,7 +607,7 @@ func ftmpi_Type_get_contents(datatype C.uintptr_t, maxInts, maxAddrs, maxTypes C
 	if len(r.types) > 0 {
 		t := unsafe.Slice(typesOut, len(r.types))
 		for i, h := range r.types {
-			if _, pre := predefTypes[uintptr(h)]; pre {
+			if predefined(uintptr(h)) {
 				t[i] = h
 				continue
 			}

@@ -14,10 +14,12 @@ import (
 )
 
 // The large-count (MPI_Count) forms of the datatype calls (MPI-4.0
-// _c functions). The queries and pack calls answer in MPI_Count; the
-// constructors take counts and displacements that fit in an int (the
-// typemap of one element is bounded far below that anyway) and forward
-// to the int forms: a larger one is an MPI_ERR_ARG error naming it.
+// _c functions). The constructors pass their counts, block lengths and
+// displacements to package mpi as Go ints, whole (dtype.go's shared
+// forms): MPI_Type_contiguous_c(2^32, MPI_CHAR) is a datatype of 2^32
+// bytes. The queries and pack calls answer in MPI_Count. Subarray,
+// darray and the external32 calls still take ints (a larger value is an
+// MPI_ERR_ARG error naming it).
 
 // cIntsOf converts n MPI_Counts at p to C ints for op.
 func cIntsOf(op string, p *C.MPI_Count, n int) ([]C.int, error) {
@@ -27,124 +29,90 @@ func cIntsOf(op string, p *C.MPI_Count, n int) ([]C.int, error) {
 	}
 	for i, v := range unsafe.Slice(p, n) {
 		if v > math.MaxInt32 || v < math.MinInt32 {
-			return nil, worldFail(bad(mpi.ErrArg, op, "count or displacement %d does not fit in an int (ftmpi's large-count constructors take ints)", int64(v)))
+			return nil, worldFail(bad(mpi.ErrArg, op, "count or displacement %d does not fit in an int (ftmpi takes ints here)", int64(v)))
 		}
 		out[i] = C.int(v)
 	}
 	return out, nil
 }
 
-func cAintsOf(p *C.MPI_Count, n int) []C.MPI_Aint {
-	out := make([]C.MPI_Aint, max(n, 1))
-	if n > 0 && p != nil {
-		for i, v := range unsafe.Slice(p, n) {
-			out[i] = C.MPI_Aint(v)
-		}
+// cmCounts converts n MPI_Counts at p to Go ints.
+func cmCounts(p *C.MPI_Count, n int) []int {
+	if n <= 0 || p == nil {
+		return nil
+	}
+	out := make([]int, n)
+	for i, v := range unsafe.Slice(p, n) {
+		out[i] = int(v)
 	}
 	return out
 }
 
 func cIntOf(op string, v C.MPI_Count) (C.int, error) {
 	if v > math.MaxInt32 || v < math.MinInt32 {
-		return 0, worldFail(bad(mpi.ErrArg, op, "count %d does not fit in an int (ftmpi's large-count constructors take ints)", int64(v)))
+		return 0, worldFail(bad(mpi.ErrArg, op, "count %d does not fit in an int (ftmpi takes ints here)", int64(v)))
 	}
 	return C.int(v), nil
 }
 
 //export ftmpi_Type_contiguous_c
 func ftmpi_Type_contiguous_c(count C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
-	n, err := cIntOf("MPI_Type_contiguous_c", count)
-	if err != nil {
-		return code(err)
-	}
-	return ftmpi_Type_contiguous(n, oldtype, newtype)
+	return typeContiguous("MPI_Type_contiguous_c", int(count), oldtype, newtype)
 }
 
 //export ftmpi_Type_vector_c
 func ftmpi_Type_vector_c(count, blocklen, stride C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
-	v, err := cIntsOf("MPI_Type_vector_c", &[]C.MPI_Count{count, blocklen, stride}[0], 3)
-	if err != nil {
-		return code(err)
-	}
-	return ftmpi_Type_vector(v[0], v[1], v[2], oldtype, newtype)
+	return typeVector("MPI_Type_vector_c", int(count), int(blocklen), int(stride), oldtype, newtype)
 }
 
 //export ftmpi_Type_create_hvector_c
 func ftmpi_Type_create_hvector_c(count, blocklen, stride C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
-	v, err := cIntsOf("MPI_Type_create_hvector_c", &[]C.MPI_Count{count, blocklen}[0], 2)
-	if err != nil {
-		return code(err)
-	}
-	return ftmpi_Type_create_hvector(v[0], v[1], C.MPI_Aint(stride), oldtype, newtype)
+	return typeHvector("MPI_Type_create_hvector_c", int(count), int(blocklen), int(stride), oldtype, newtype)
 }
 
 //export ftmpi_Type_indexed_c
 func ftmpi_Type_indexed_c(count C.MPI_Count, blocklens, displs *C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	const op = "MPI_Type_indexed_c"
-	n, err := cIntOf(op, count)
-	if err != nil {
+	if err := dtCount(op, int(count)); err != nil {
 		return code(err)
 	}
-	bl, err := cIntsOf(op, blocklens, int(n))
-	if err != nil {
-		return code(err)
-	}
-	ds, err := cIntsOf(op, displs, int(n))
-	if err != nil {
-		return code(err)
-	}
-	return ftmpi_Type_indexed(n, &bl[0], &ds[0], oldtype, newtype)
+	return typeIndexed(op, cmCounts(blocklens, int(count)), cmCounts(displs, int(count)), oldtype, newtype)
 }
 
 //export ftmpi_Type_create_hindexed_c
 func ftmpi_Type_create_hindexed_c(count C.MPI_Count, blocklens, displs *C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	const op = "MPI_Type_create_hindexed_c"
-	n, err := cIntOf(op, count)
-	if err != nil {
+	if err := dtCount(op, int(count)); err != nil {
 		return code(err)
 	}
-	bl, err := cIntsOf(op, blocklens, int(n))
-	if err != nil {
-		return code(err)
-	}
-	return ftmpi_Type_create_hindexed(n, &bl[0], &cAintsOf(displs, int(n))[0], oldtype, newtype)
+	return typeHindexed(op, cmCounts(blocklens, int(count)), cmCounts(displs, int(count)), oldtype, newtype)
 }
 
 //export ftmpi_Type_create_indexed_block_c
 func ftmpi_Type_create_indexed_block_c(count, blocklen C.MPI_Count, displs *C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
 	const op = "MPI_Type_create_indexed_block_c"
-	v, err := cIntsOf(op, &[]C.MPI_Count{count, blocklen}[0], 2)
-	if err != nil {
+	if err := dtCount(op, int(count)); err != nil {
 		return code(err)
 	}
-	ds, err := cIntsOf(op, displs, int(v[0]))
-	if err != nil {
-		return code(err)
-	}
-	return ftmpi_Type_create_indexed_block(v[0], v[1], &ds[0], oldtype, newtype)
+	return typeIndexedBlock(op, int(blocklen), cmCounts(displs, int(count)), oldtype, newtype)
 }
 
 //export ftmpi_Type_create_hindexed_block_c
 func ftmpi_Type_create_hindexed_block_c(count, blocklen C.MPI_Count, displs *C.MPI_Count, oldtype C.uintptr_t, newtype *C.uintptr_t) C.int {
-	v, err := cIntsOf("MPI_Type_create_hindexed_block_c", &[]C.MPI_Count{count, blocklen}[0], 2)
-	if err != nil {
+	const op = "MPI_Type_create_hindexed_block_c"
+	if err := dtCount(op, int(count)); err != nil {
 		return code(err)
 	}
-	return ftmpi_Type_create_hindexed_block(v[0], v[1], &cAintsOf(displs, int(v[0]))[0], oldtype, newtype)
+	return typeHindexedBlock(op, int(blocklen), cmCounts(displs, int(count)), oldtype, newtype)
 }
 
 //export ftmpi_Type_create_struct_c
 func ftmpi_Type_create_struct_c(count C.MPI_Count, blocklens, displs *C.MPI_Count, typesIn *C.uintptr_t, newtype *C.uintptr_t) C.int {
 	const op = "MPI_Type_create_struct_c"
-	n, err := cIntOf(op, count)
-	if err != nil {
+	if err := dtCount(op, int(count)); err != nil {
 		return code(err)
 	}
-	bl, err := cIntsOf(op, blocklens, int(n))
-	if err != nil {
-		return code(err)
-	}
-	return ftmpi_Type_create_struct(n, &bl[0], &cAintsOf(displs, int(n))[0], typesIn, newtype)
+	return typeStruct(op, cmCounts(blocklens, int(count)), cmCounts(displs, int(count)), typesIn, newtype)
 }
 
 //export ftmpi_Type_create_resized_c
@@ -260,8 +228,9 @@ func ftmpi_Type_create_darray_c(size, rank, ndims C.int, gsizes *C.MPI_Count, di
 	return ftmpi_Type_create_darray(size, rank, ndims, &gs[0], distribs, dargs, psizes, order, oldtype, newtype)
 }
 
-// The datatypes made by the _c constructors record int arguments (they
-// are converted to ints first): their envelopes have no large counts.
+// The envelopes of the datatypes made by the _c constructors give their
+// counts as integers, not as large counts (a value above 2^31 is
+// truncated by MPI_Type_get_contents: not yet separated).
 
 //export ftmpi_Type_get_envelope_c
 func ftmpi_Type_get_envelope_c(datatype C.uintptr_t, nints, naddrs, nlarge, ntypes *C.MPI_Count, combiner *C.int) C.int {

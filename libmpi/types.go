@@ -169,6 +169,9 @@ func typeOf(h C.uintptr_t, c *mpi.Comm, op string) (*mpi.Datatype, error) {
 	if d, ok := types.get(uintptr(h)); ok {
 		return d, nil
 	}
+	if d := markerTypes[uintptr(h)]; d != nil {
+		return d, nil // MPI_LB, MPI_UB (dtype.go)
+	}
 	var err error
 	if uintptr(h) == hTypeNull {
 		err = bad(mpi.ErrType, op, "MPI_DATATYPE_NULL is not a datatype")
@@ -187,6 +190,11 @@ func typeHandle(d *mpi.Datatype) C.uintptr_t {
 		return hTypeNull
 	}
 	for h, p := range predefTypes {
+		if p == d {
+			return C.uintptr_t(h)
+		}
+	}
+	for h, p := range markerTypes {
 		if p == d {
 			return C.uintptr_t(h)
 		}

@@ -59,6 +59,7 @@ func TypeDup(old *Datatype) (*Datatype, error) {
 		return nil, err
 	}
 	d.align = old.align
+	d.lbMark, d.ubMark, d.noLo, d.noHi = old.lbMark, old.ubMark, old.noLo, old.noHi
 	d.committed.Store(old.committed.Load())
 	if t := old.attrs(false); t != nil {
 		nt := d.attrs(true)
@@ -83,7 +84,11 @@ func place(op, name string, t *Datatype, disp, extent int) (*Datatype, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newDatatype(name, s.runs, 0, extent)
+	d, err := newDatatype(name, s.runs, 0, extent)
+	if err == nil {
+		d.lbMark, d.ubMark = true, true // MPI-4.1 defines both as resized: bound markers
+	}
+	return d, err
 }
 
 // TypeCreateSubarray is the subarray of subsizes elements starting at

@@ -78,6 +78,16 @@ type Datatype struct {
 	// rule (derive); 0: its basic types' (basicAlign). A binding's basic
 	// type carried as bytes (C's long double) sets its own (SetAlignment).
 	align int
+	// lbMark, ubMark: the typemap holds a lower (upper) bound marker
+	// (MPI-4.1 5.1.7: LBMarker or UBMarker in a struct, or the bounds
+	// TypeCreateResized sets), which then is the bound. Markers are
+	// sticky: a datatype built from one with a marker has one too, so its
+	// bound is the extreme of its markers, not of its data.
+	lbMark, ubMark bool
+	// noLo, noHi: the lower (upper) bound is not that of any data: a
+	// marker type itself (LBMarker has no upper bound of its own), or a
+	// typemap of markers only. An enclosing datatype leaves it out.
+	noLo, noHi bool
 }
 
 // basicAlign is the alignment of a basic type in C and in Go: its size up
@@ -233,7 +243,7 @@ type block struct {
 // datatype describing a Go struct has its extent.
 func derive(op, name string, blocks []block, align bool) (*Datatype, error) {
 	var runs []run
-	lb, ub, set := 0, 0, false
+	var lo, hi, mlo, mhi extreme // the data's bounds and the markers'
 	maxAlign := 1
 	for _, b := range blocks {
 		if b.t == nil {
@@ -259,23 +269,75 @@ func derive(op, name string, blocks []block, align bool) (*Datatype, error) {
 		if ext < 0 {
 			l, u = b.disp+(b.count-1)*ext+b.t.lb, b.disp+b.t.ub
 		}
-		if !set || l < lb {
-			lb = l
+		switch {
+		case b.t.lbMark:
+			mlo.add(l, false)
+		case !b.t.noLo:
+			lo.add(l, false)
 		}
-		if !set || u > ub {
-			ub = u
+		switch {
+		case b.t.ubMark:
+			mhi.add(u, true)
+		case !b.t.noHi:
+			hi.add(u, true)
 		}
-		set = true
 	}
-	if align && (ub-lb)%maxAlign != 0 {
+	// MPI-4.1 5.1.7: a bound is the extreme of the markers if the typemap
+	// has one, else of the data; the struct rule's padding (epsilon)
+	// rounds an upper bound of the data only.
+	lb, ub := lo.v, hi.v
+	if mlo.set {
+		lb = mlo.v
+	}
+	if mhi.set {
+		ub = mhi.v
+	} else if align && (ub-lb)%maxAlign != 0 {
 		ub += maxAlign - (ub-lb)%maxAlign
 	}
 	d, err := newDatatype(name, runs, lb, ub)
 	if err == nil {
 		d.align = maxAlign // a struct of it aligns as its strictest member
+		d.lbMark, d.ubMark = mlo.set, mhi.set
+		d.noLo = !mlo.set && !lo.set && mhi.set // only upper bound markers
+		d.noHi = !mhi.set && !hi.set && mlo.set // only lower bound markers
 	}
 	return d, err
 }
+
+// extreme is the running minimum (or maximum) of candidate bounds.
+type extreme struct {
+	v   int
+	set bool
+}
+
+func (b *extreme) add(v int, isMax bool) {
+	if !b.set || (isMax && v > b.v) || (!isMax && v < b.v) {
+		b.v, b.set = v, true
+	}
+}
+
+// newMarker is the lower (lower true) or upper bound marker type.
+func newMarker(name string, lower bool) *Datatype {
+	d, err := newDatatype(name, nil, 0, 0)
+	if err != nil {
+		panic(err)
+	}
+	d.lbMark, d.noHi = lower, lower
+	d.ubMark, d.noLo = !lower, !lower
+	d.committed.Store(true)
+	return d
+}
+
+// LBMarker and UBMarker are the bound marker types of MPI-4.1 5.1.7
+// (MPI_LB and MPI_UB: removed in MPI-3.0, kept by the C binding as an
+// extension for MPI-1 programs). They hold no data: a block of LBMarker
+// in TypeCreateStruct puts a lower bound marker at its displacement,
+// UBMarker an upper one, and a datatype's bound is its markers' extreme
+// if it has any (TypeCreateResized sets both). Committed.
+var (
+	LBMarker = newMarker("MPI_LB", true)
+	UBMarker = newMarker("MPI_UB", false)
+)
 
 func (d *Datatype) ext() int { return d.ub - d.lb }
 
@@ -383,6 +445,7 @@ func TypeCreateResized(old *Datatype, lb, extent int) (*Datatype, error) {
 	d, err := newDatatype(fmt.Sprintf("resized(%s, %d, %d)", old.name, lb, extent), old.runs, lb, lb+extent)
 	if err == nil {
 		d.align = old.alignment()
+		d.lbMark, d.ubMark = true, true // MPI-4.1 5.1.7: old's markers erased, new ones at lb and lb+extent
 	}
 	return d, err
 }

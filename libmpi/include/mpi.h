@@ -161,6 +161,17 @@ typedef struct MPI_ABI_Datatype *MPI_Datatype;
 #define MPI_COMPLEX16               ((MPI_Datatype)0x2e3)
 #define MPI_COMPLEX32               ((MPI_Datatype)0x2eb)
 
+/* MPI_LB and MPI_UB: MPI-1's bound marker types (MPI-4.1 5.1.7), removed
+ * in MPI-3.0 and absent from the standard ABI; an ftmpi extension for
+ * MPI-1 programs (with MPI_Type_struct, MPI_Type_lb, ...), as MPICH and
+ * Open MPI keep them. Their handles lie above the ABI's reserved range of
+ * predefined handles and below ftmpi's user handles. A program that wants
+ * the strict ABI's names only defines FTMPI_STRICT_ABI. */
+#ifndef FTMPI_STRICT_ABI
+#define MPI_LB                      ((MPI_Datatype)0x10001)
+#define MPI_UB                      ((MPI_Datatype)0x10002)
+#endif
+
 /* Fortran status indices. */
 #define MPI_F_SOURCE      0
 #define MPI_F_TAG         1

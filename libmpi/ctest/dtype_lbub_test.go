@@ -1,0 +1,20 @@
+package ctest
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBoundMarkersFromC: MPI_LB and MPI_UB with the MPI-1 calls
+// (MPI_Type_struct, MPI_Type_lb/ub/extent) set bounds as MPI-4.1 5.1.7's
+// markers do, the data travels where they put it, and they are named and
+// predefined (testdata/dtype_lbub.c); FTMPI_STRICT_ABI leaves them out of
+// mpi.h.
+func TestBoundMarkersFromC(t *testing.T) {
+	Compile(t, "testdata/dtype_strict_abi.c", "-DFTMPI_STRICT_ABI")
+	bin := Compile(t, "testdata/dtype_lbub.c")
+	r := runC(t, "1", nil, bin)
+	if want := "result: 0 errors"; r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}
