@@ -124,8 +124,23 @@ func (d *Datatype) SetAlignment(a int) {
 	}
 }
 
-// maxRuns bounds the typemap of one element.
-const maxRuns = 1 << 24
+// maxRuns bounds the typemap of one element: its runs after merging (a
+// run is consecutive basic elements of one type: contiguous data is one
+// run however large). maxElems bounds the basic elements of a run.
+const (
+	maxRuns  = 1 << 24
+	maxElems = 1 << 62
+)
+
+// dense returns the one run of d if it fills d's extent, so that
+// consecutive elements of d are one run.
+func (d *Datatype) dense() (run, bool) {
+	if len(d.runs) != 1 {
+		return run{}, false
+	}
+	r := d.runs[0]
+	return r, r.count*numFacts[r.code].size == d.ub-d.lb
+}
 
 // errType is an ErrType error of op with no communicator.
 func errType(class *Class, op, format string, args ...any) error {
@@ -256,12 +271,32 @@ func derive(op, name string, blocks []block, align bool) (*Datatype, error) {
 			continue
 		}
 		ext := b.t.ub - b.t.lb
-		if len(runs)+b.count*len(b.t.runs) > maxRuns {
-			return nil, errType(ErrCount, op, "more than %d basic blocks in one element", maxRuns)
-		}
-		for i := range b.count {
-			for _, r := range b.t.runs {
-				runs = addRun(runs, r.code, b.disp+i*ext+r.off, r.count)
+		if r, ok := b.t.dense(); ok {
+			// Copies of one run filling its extent: one run, whatever
+			// the count (2^31 bytes as contiguous(2^31, MPI_BYTE)).
+			if r.count > maxElems/b.count {
+				return nil, errType(ErrCount, op, "%d copies of %s: more than 2^62 basic elements", b.count, b.t.name)
+			}
+			runs = addRun(runs, r.code, b.disp+r.off, b.count*r.count)
+		} else {
+			// The copies' runs merge at most once per boundary between
+			// copies: at least count*(len-1) runs, count-1 of one run
+			// that does not fill its extent (no merges but with the last
+			// run so far). Over the cap: refused before building.
+			least := b.count - 1
+			if k := len(b.t.runs); k > 1 {
+				least = b.count * (k - 1)
+			}
+			if len(runs)+least > maxRuns {
+				return nil, errType(ErrCount, op, "more than %d basic blocks in one element", maxRuns)
+			}
+			for i := range b.count {
+				for _, r := range b.t.runs {
+					runs = addRun(runs, r.code, b.disp+i*ext+r.off, r.count)
+				}
+				if len(runs) > maxRuns {
+					return nil, errType(ErrCount, op, "more than %d basic blocks in one element", maxRuns)
+				}
 			}
 		}
 		maxAlign = max(maxAlign, b.t.alignment())
@@ -374,6 +409,13 @@ func TypeCreateHvector(count, blocklen, strideBytes int, old *Datatype) (*Dataty
 func hvector(op, name string, count, blocklen, stride int, old *Datatype) (*Datatype, error) {
 	if count < 0 || blocklen < 0 {
 		return nil, errType(ErrCount, op, "negative count %d or block length %d", count, blocklen)
+	}
+	if _, ok := old.dense(); ok && count > 1 && stride == blocklen*old.ext() {
+		// Abutting blocks of a dense type: one block (no list of count).
+		if blocklen > 0 && count > maxElems/blocklen {
+			return nil, errType(ErrCount, op, "%d blocks of %d: more than 2^62 elements", count, blocklen)
+		}
+		return derive(op, name, []block{{0, count * blocklen, old}}, false)
 	}
 	blocks := make([]block, count)
 	for i := range blocks {
