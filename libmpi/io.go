@@ -22,8 +22,9 @@ import (
 // Errors of a call on a file go to the file's error handler (by default
 // MPI_ERRORS_RETURN); errors with no file (MPI_File_open, a bad handle) to
 // the handler of MPI_FILE_NULL, which MPI_File_set_errhandler on
-// MPI_FILE_NULL sets, and which new files start with. Only the "native"
-// data representation exists.
+// MPI_FILE_NULL sets, and which new files start with. The data
+// representations are "native", "internal" (native) and "external32"
+// (mpi.File.SetViewDatarep).
 
 var (
 	files = newTable[*mpi.File](kindFile)
@@ -299,18 +300,17 @@ func ftmpi_File_set_view(fh C.uintptr_t, disp C.MPI_Offset, etype, filetype C.ui
 	if rc != cSuccess {
 		return rc
 	}
+	rep := mpi.Native
 	if datarep != nil {
-		if r := C.GoString(datarep); r != "native" {
-			return fileFail(f, bad(mpi.ErrUnsupportedOperation, op, "data representation %q: ftmpi has only \"native\" (MPI_ERR_UNSUPPORTED_DATAREP)", r))
-		}
+		rep = C.GoString(datarep)
 	}
 	if _, err := infoOf(info, op); err != nil {
 		return code(err)
 	}
 	if disp == C.MPI_DISPLACEMENT_CURRENT {
-		err = f.SetViewCurrent(et, ft)
+		err = f.SetViewCurrentDatarep(et, ft, rep)
 	} else {
-		err = f.SetView(int64(disp), et, ft)
+		err = f.SetViewDatarep(int64(disp), et, ft, rep)
 	}
 	if err != nil {
 		return code(err)
@@ -341,7 +341,7 @@ func ftmpi_File_get_view(fh C.uintptr_t, disp *C.MPI_Offset, etype, filetype *C.
 				*filetype = hs[1]
 			}
 		}
-		cstr(datarep, "native", C.MPI_MAX_DATAREP_STRING)
+		cstr(datarep, f.Datarep(), C.MPI_MAX_DATAREP_STRING)
 		return nil
 	})
 }

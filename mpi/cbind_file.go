@@ -532,6 +532,13 @@ func FileCreateErrhandler(fn func(f *File, err error)) *Errhandler {
 // current view. It is valid for a file opened with ModeSequential only
 // (ErrArg otherwise).
 func (f *File) SetViewCurrent(etype, filetype *Datatype) error {
+	return f.SetViewCurrentDatarep(etype, filetype, Native)
+}
+
+// SetViewCurrentDatarep is SetViewCurrent in the data representation
+// datarep, as SetViewDatarep (MPI_File_set_view with
+// MPI_DISPLACEMENT_CURRENT and a datarep).
+func (f *File) SetViewCurrentDatarep(etype, filetype *Datatype, datarep string) error {
 	const op = "MPI_File_set_view"
 	if err := f.check(op); err != nil {
 		return err
@@ -547,5 +554,5 @@ func (f *File) SetViewCurrent(etype, filetype *Datatype) error {
 	if err != nil {
 		return err
 	}
-	return f.SetView(disp, etype, filetype)
+	return f.SetViewDatarep(disp, etype, filetype, datarep)
 }

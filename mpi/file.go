@@ -72,6 +72,7 @@ var (
 	ErrNoSuchFile           = &Class{"MPI_ERR_NO_SUCH_FILE: file does not exist", 42}            // MPI_ERR_NO_SUCH_FILE
 	ErrQuota                = &Class{"MPI_ERR_QUOTA: quota exceeded", 44}                        // MPI_ERR_QUOTA
 	ErrReadOnly             = &Class{"MPI_ERR_READ_ONLY: read-only file or file system", 45}     // MPI_ERR_READ_ONLY
+	ErrUnsupportedDatarep   = &Class{"MPI_ERR_UNSUPPORTED_DATAREP: unsupported datarep", 51}     // MPI_ERR_UNSUPPORTED_DATAREP
 	ErrUnsupportedOperation = &Class{"MPI_ERR_UNSUPPORTED_OPERATION: not supported here", 52}    // MPI_ERR_UNSUPPORTED_OPERATION
 )
 

@@ -227,8 +227,11 @@ func (f *File) exchange(op string, x *xbuf) (from func(j int) []byte, err error)
 func (f *File) collPlan(op string, v *fileView, l, n int64) (*plan, []fext, error) {
 	exts := v.extents(nil, l, n)
 	lo, hi := int64(0), int64(0)
-	if len(exts) > 0 {
-		lo, hi = exts[0].off, exts[len(exts)-1].off+exts[len(exts)-1].n
+	for i, e := range exts { // ascending but for a read-only view's overlaps
+		if i == 0 || e.off < lo {
+			lo = e.off
+		}
+		hi = max(hi, e.off+e.n)
 	}
 	rows, live, err := f.together(op, lo, hi)
 	if err != nil {
@@ -237,14 +240,19 @@ func (f *File) collPlan(op string, v *fileView, l, n int64) (*plan, []fext, erro
 	return f.makePlan(rows, live), exts, nil
 }
 
-// writeAll is the two-phase collective write of b at view bytes l on.
+// writeAll is the two-phase collective write of b at view bytes l on, in
+// the view's data representation.
 func (f *File) writeAll(op string, v *fileView, l int64, b []byte) error {
+	return f.writeAllRaw(op, v, l, v.toFile(b))
+}
+
+func (f *File) writeAllRaw(op string, v *fileView, l int64, b []byte) error {
 	p, exts, err := f.collPlan(op, v, l, int64(len(b)))
 	if err != nil || p == nil {
 		return err
 	}
 	if !p.interleaved {
-		return f.errFlag(op, f.pwrite(op, v, l, b))
+		return f.errFlag(op, f.pwriteRaw(op, v, l, b))
 	}
 	pieces := p.split(exts)
 	me := slices.Index(p.aggs, f.c.rank)
@@ -351,14 +359,21 @@ func (f *File) writeRuns(op string, wb []byte, wlo int64, got []fext) error {
 }
 
 // readAll is the two-phase collective read into b from view bytes l on;
-// it returns the bytes read before the end of the file.
+// it returns the bytes read before the end of the file, converted from the
+// view's data representation.
 func (f *File) readAll(op string, v *fileView, l int64, b []byte) (int, error) {
+	n, err := f.readAllRaw(op, v, l, b)
+	v.fromFile(b[:n])
+	return n, err
+}
+
+func (f *File) readAllRaw(op string, v *fileView, l int64, b []byte) (int, error) {
 	p, exts, err := f.collPlan(op, v, l, int64(len(b)))
 	if err != nil || p == nil {
 		return 0, err
 	}
 	if !p.interleaved {
-		n, lerr := f.pread(op, v, l, b)
+		n, lerr := f.preadRaw(op, v, l, b)
 		return n, f.errFlag(op, lerr)
 	}
 	pieces := p.split(exts)

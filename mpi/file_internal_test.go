@@ -43,7 +43,7 @@ func viewPlanSchedule(seed uint64) string {
 	}
 	ft.Commit()
 	disp := int64(rng.IntN(20))
-	v, err := newFileView("test", disp, Byte, ft)
+	v, err := newFileView("test", disp, Byte, ft, true)
 	if err != nil {
 		return err.Error()
 	}

@@ -103,8 +103,14 @@ func (f *File) lockData(write bool) func() {
 	return func() { syscall.Flock(fd, syscall.LOCK_UN) }
 }
 
-// pwrite writes b at the file ranges of view bytes [l, l+len(b)).
+// pwrite writes b at the file ranges of view bytes [l, l+len(b)), in the
+// view's data representation.
 func (f *File) pwrite(op string, v *fileView, l int64, b []byte) error {
+	return f.pwriteRaw(op, v, l, v.toFile(b))
+}
+
+// pwriteRaw is pwrite of b as it is (already in the file's representation).
+func (f *File) pwriteRaw(op string, v *fileView, l int64, b []byte) error {
 	unlock := f.lockData(true)
 	defer unlock()
 	var ext [8]fext
@@ -119,8 +125,16 @@ func (f *File) pwrite(op string, v *fileView, l int64, b []byte) error {
 }
 
 // pread reads b from the file ranges of view bytes [l, l+len(b)) and
-// returns the bytes read before the end of the file.
+// returns the bytes read before the end of the file, converted from the
+// view's data representation.
 func (f *File) pread(op string, v *fileView, l int64, b []byte) (int, error) {
+	n, err := f.preadRaw(op, v, l, b)
+	v.fromFile(b[:n])
+	return n, err
+}
+
+// preadRaw is pread with no conversion.
+func (f *File) preadRaw(op string, v *fileView, l int64, b []byte) (int, error) {
 	unlock := f.lockData(false)
 	defer unlock()
 	var ext [8]fext

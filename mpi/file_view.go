@@ -1,6 +1,11 @@
 package mpi
 
-import "sort"
+import (
+	"slices"
+	"sort"
+
+	"github.com/ftmpi/ftmpi/internal/p2p"
+)
 
 // File views (MPI-4.1 14.3): a view is a displacement in bytes, an
 // elementary type (etype: the unit of offsets and of the file pointers)
@@ -22,6 +27,85 @@ type fileView struct {
 	tsize  int64   // data bytes of a tile
 	text   int64   // the tile's extent
 	contig bool    // the view is the bytes from disp on
+	// ext32: the data representation is "external32": data are converted
+	// between memory and file (toFile, fromFile) by the etype's basic
+	// elements (every access moves whole etypes).
+	ext32 bool
+}
+
+// Data representations of a view (MPI-4.1 14.5.2; the datarep strings of
+// MPI_File_set_view); External32 is the third.
+const (
+	Native   = "native"   // "native" of MPI_File_set_view: the bytes as in memory (MPI's default)
+	Internal = "internal" // "internal" of MPI_File_set_view: the implementation's choice, here native
+)
+
+// datarep checks a view's data representation and returns whether it is
+// external32.
+func parseDatarep(op, rep string) (bool, error) {
+	switch rep {
+	case Native, Internal, "":
+		return false, nil
+	case External32:
+		return true, nil
+	}
+	return false, newErr(ErrUnsupportedDatarep, op, nil, NoPeer, "data representation %q (ftmpi has %q, %q and %q)", rep, Native, Internal, External32)
+}
+
+// swapBasic reverses the bytes of every basic element of the packed data
+// b of elements of d, whole elements then a partial one (little-endian <->
+// big-endian; a complex number's parts each); bytes of a basic element
+// cut by the end of b stay as they are.
+func swapBasic(d *Datatype, b []byte) {
+	if d.sig == &numFacts[p2p.DTByte] {
+		return
+	}
+	for pos := 0; pos < len(b); {
+		for _, r := range d.runs {
+			unit := numFacts[r.code].size
+			switch r.code.Code() {
+			case p2p.DTComplex64, p2p.DTComplex128:
+				unit /= 2
+			}
+			end := min(pos+r.count*numFacts[r.code].size, len(b))
+			if unit > 1 {
+				for k := pos; k+unit <= end; k += unit {
+					slices.Reverse(b[k : k+unit])
+				}
+			}
+			if pos = end; pos == len(b) {
+				return
+			}
+		}
+	}
+}
+
+// rep is the name of v's data representation.
+func (v *fileView) rep() string {
+	if v.ext32 {
+		return External32
+	}
+	return Native
+}
+
+// toFile returns b in the file's representation: b itself if native,
+// else a converted copy (b, the caller's data, stays as it is).
+func (v *fileView) toFile(b []byte) []byte {
+	if !v.ext32 || len(b) == 0 {
+		return b
+	}
+	c := make([]byte, len(b))
+	copy(c, b)
+	swapBasic(v.etype, c)
+	return c
+}
+
+// fromFile converts b, read from the file, to memory's representation in
+// place.
+func (v *fileView) fromFile(b []byte) {
+	if v.ext32 {
+		swapBasic(v.etype, b)
+	}
 }
 
 type fseg struct{ off, n int64 }
@@ -33,10 +117,19 @@ func defaultView() *fileView {
 	return &fileView{etype: Byte, ftype: Byte, esize: 1, segs: []fseg{{0, 1}}, cum: []int64{0}, tsize: 1, text: 1, contig: true}
 }
 
-// newView checks and flattens a view (MPI-4.1 14.3: the filetype's
-// displacements are non-negative and nondecreasing, it is made of whole
-// etypes, the etype has data).
-func newFileView(op string, disp int64, etype, ftype *Datatype) (*fileView, error) {
+// newFileView checks and flattens a view (MPI-4.1 14.3: the etype has
+// data; the filetype is made of whole etypes; the displacements of both
+// typemaps are non-negative and monotonically nondecreasing, and, if the
+// file may be written (writable), neither has overlapping regions).
+//
+// A typemap breaking those rules is ErrIO, the class MPI-4.1 14.7 leaves
+// for I/O errors no other class names (as ROMIO answers): the datatype
+// itself is valid (not ErrType), only not as a view. The rules are checked
+// on the typemap's runs (a run: consecutive basic elements of one type),
+// so a run overlapping the end of the one before it, but not starting
+// before its start, is an overlap (allowed on a read-only file), not a
+// decrease.
+func newFileView(op string, disp int64, etype, ftype *Datatype, writable bool) (*fileView, error) {
 	if etype == nil {
 		etype = Byte
 	}
@@ -57,16 +150,19 @@ func newFileView(op string, disp int64, etype, ftype *Datatype) (*fileView, erro
 	if ftype.size == 0 || ftype.size%etype.size != 0 {
 		return nil, newErr(ErrType, op, nil, NoPeer, "filetype %s (%d bytes of data) is not made of whole etypes %s (%d bytes)", ftype.name, ftype.size, etype.name, etype.size)
 	}
+	if err := viewLayout(op, "etype", etype, writable); err != nil {
+		return nil, err
+	}
+	if err := viewLayout(op, "filetype", ftype, writable); err != nil {
+		return nil, err
+	}
 	if ftype.lb < 0 || ftype.ext() <= 0 {
-		return nil, newErr(ErrType, op, nil, NoPeer, "filetype %s has a negative lower bound or no extent (lb %d, extent %d)", ftype.name, ftype.lb, ftype.ext())
+		return nil, newErr(ErrIO, op, nil, NoPeer, "filetype %s has a negative lower bound or no extent (lb %d, extent %d)", ftype.name, ftype.lb, ftype.ext())
 	}
 	v := &fileView{disp: disp, etype: etype, ftype: ftype, esize: int64(etype.size), text: int64(ftype.ext())}
 	end := int64(0)
 	for _, r := range ftype.runs {
 		off, n := int64(r.off), int64(r.count*numFacts[r.code].size)
-		if off < end {
-			return nil, newErr(ErrType, op, nil, NoPeer, "filetype %s has overlapping or decreasing displacements (byte %d after %d)", ftype.name, off, end)
-		}
 		if k := len(v.segs); k > 0 && v.segs[k-1].off+v.segs[k-1].n == off {
 			v.segs[k-1].n += n
 		} else {
@@ -74,13 +170,33 @@ func newFileView(op string, disp int64, etype, ftype *Datatype) (*fileView, erro
 			v.cum = append(v.cum, v.tsize)
 		}
 		v.tsize += n
-		end = off + n
+		end = max(end, off+n)
 	}
 	if end > int64(ftype.ub) {
-		return nil, newErr(ErrType, op, nil, NoPeer, "filetype %s has data beyond its extent", ftype.name)
+		return nil, newErr(ErrIO, op, nil, NoPeer, "filetype %s has data beyond its extent", ftype.name)
 	}
 	v.contig = len(v.segs) == 1 && v.segs[0].off == 0 && v.segs[0].n == v.text
 	return v, nil
+}
+
+// viewLayout checks the typemap of a view's etype or filetype (what:
+// which): displacements non-negative and nondecreasing, no overlaps if
+// writable.
+func viewLayout(op, what string, d *Datatype, writable bool) error {
+	start, end := int64(0), int64(0)
+	for i, r := range d.runs {
+		off, n := int64(r.off), int64(r.count*numFacts[r.code].size)
+		switch {
+		case off < 0:
+			return newErr(ErrIO, op, nil, NoPeer, "%s %s has a negative displacement (byte %d)", what, d.name, off)
+		case i > 0 && off < start:
+			return newErr(ErrIO, op, nil, NoPeer, "%s %s has decreasing displacements (byte %d after %d)", what, d.name, off, start)
+		case i > 0 && off < end && writable:
+			return newErr(ErrIO, op, nil, NoPeer, "%s %s has overlapping regions (byte %d before the end %d of the one before), not allowed on a file opened for writing", what, d.name, off, end)
+		}
+		start, end = off, max(end, off+n)
+	}
+	return nil
 }
 
 // extents appends to out the file ranges of n bytes of the view from view
@@ -151,11 +267,28 @@ func (v *fileView) viewBytesBefore(b int64) int64 {
 // collectively active (seed 003 17.12.3): recognised failed processes
 // take no part. The data representation is "native" (MPI's default).
 func (f *File) SetView(disp int64, etype, filetype *Datatype) error {
+	return f.SetViewDatarep(disp, etype, filetype, Native)
+}
+
+// SetViewDatarep is SetView in the data representation datarep
+// (MPI_File_set_view's datarep argument, MPI-4.1 14.5): Native, Internal
+// (native here) or External32 (ErrUnsupportedDatarep otherwise). Under
+// External32 the data in the file are big-endian, converted by the view's
+// etype: each basic element's bytes reversed on the way to the file and
+// back (a complex number's two parts each). Sizes and extents in the
+// file are those of memory, as PackExternal's: external32's except C's
+// long (8 bytes here, 4 there).
+func (f *File) SetViewDatarep(disp int64, etype, filetype *Datatype, datarep string) error {
 	const op = "MPI_File_set_view"
 	if err := f.check(op); err != nil {
 		return err
 	}
-	v, err := newFileView(op, disp, etype, filetype)
+	ext32, rerr := parseDatarep(op, datarep)
+	v, err := newFileView(op, disp, etype, filetype, f.amode&ModeRdonly == 0)
+	if err == nil {
+		v.ext32 = ext32
+		err = rerr
+	}
 	esize := int64(-1) // a bad view still takes part, so every process fails
 	if err == nil {
 		esize = v.esize
@@ -187,8 +320,16 @@ func (f *File) SetView(disp int64, etype, filetype *Datatype) error {
 	}))
 }
 
+// Datarep returns the data representation of this process's view (the
+// datarep of MPI_File_get_view).
+func (f *File) Datarep() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.view.rep()
+}
+
 // GetView returns this process's view: displacement, etype and filetype
-// (MPI_File_get_view; the data representation is always "native").
+// (MPI_File_get_view; its data representation: Datarep).
 func (f *File) GetView() (disp int64, etype, filetype *Datatype, err error) {
 	if err := f.checkOpen("MPI_File_get_view"); err != nil {
 		return 0, nil, nil, err

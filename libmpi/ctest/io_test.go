@@ -57,3 +57,31 @@ func TestIO(t *testing.T) {
 		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
 }
+
+// TestIODatarep: data representations from C at np 2 (io_datarep.c): an
+// "external32" view writes big-endian ints collectively and reads them
+// back; MPI_File_get_view names it; an unknown representation is
+// MPI_ERR_UNSUPPORTED_DATAREP; a filetype with a negative displacement is
+// MPI_ERR_IO.
+func TestIODatarep(t *testing.T) {
+	bin := Compile(t, "testdata/io_datarep.c")
+	r := runC(t, "2", nil, bin, filepath.Join(t.TempDir(), "rep"))
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{
+		"rank 0: unknown datarep class 57 want 57",
+		"rank 1: negative filetype class 35 want 35",
+		"rank 0: view datarep external32",
+		"rank 0: external32 back 1020305 -2",
+		"rank 1: external32 back 1020304 -2",
+		"result: bytes 01 02 03 04 ff ff ff fe 01 02 03 05 ff ff ff fe",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+}
