@@ -174,7 +174,8 @@ func Bsend[T Elem](c *Comm, buf []T, dest, tag int) error {
 	if err != nil {
 		return err
 	}
-	return c.handle(bsendRaw(c, op, dt, asBytes(buf), dest, tag))
+	_, err = bsendRaw(c, op, dt, asBytes(buf), dest, tag)
+	return c.handle(err)
 }
 
 // Ibsend starts a buffered-mode send (MPI_Ibsend). The message is copied
@@ -209,17 +210,20 @@ func BsendInit[T Elem](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	return req, nil
 }
 
-// finishBsend completes a buffered send's request with err (raw).
-func (r *Request) finishBsend(err error) {
+// finishBsend completes a buffered send's request with err (raw); sent is
+// its message, which Cancel can still withdraw.
+func (r *Request) finishBsend(sent p2p.SentMsg, err error) {
 	st := emptyStatus()
 	st.Err = err
 	r.finish(st, err)
+	r.sent = sent
 }
 
-// bsendRaw buffers and starts one message; the error is raw.
-func bsendRaw(c *Comm, op string, dt p2p.DType, b []byte, dest, tag int) error {
+// bsendRaw buffers and starts one message, which it returns; the error is
+// raw.
+func bsendRaw(c *Comm, op string, dt p2p.DType, b []byte, dest, tag int) (p2p.SentMsg, error) {
 	if dest == ProcNull {
-		return nil
+		return p2p.SentMsg{}, nil
 	}
 	w := c.w
 	bs := &w.bsend
@@ -228,20 +232,20 @@ func bsendRaw(c *Comm, op string, dt p2p.DType, b []byte, dest, tag int) error {
 	off, err := bs.alloc(op, c, len(b))
 	if err != nil {
 		bs.mu.Unlock()
-		return err
+		return p2p.SentMsg{}, err
 	}
 	bs.pending.Add(1)
 	cp := bs.buf[off : off+len(b) : off+len(b)]
 	bs.mu.Unlock()
 	defer bs.pending.Done()
 	copy(cp, b)
-	req, err := w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, cp, false)
+	req, sent, err := w.eng.IsendMsg(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, cp, false, 0)
 	bs.settle(off, req)
 	if err != nil {
 		if errors.Is(err, p2p.ErrClosed) {
-			return w.abortedErr(op, c)
+			return sent, w.abortedErr(op, c)
 		}
-		return c.engineErr(op, dest, err)
+		return sent, c.engineErr(op, dest, err)
 	}
-	return nil
+	return sent, nil
 }

@@ -14,7 +14,8 @@ func BsendTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, dest, tag int)
 	if err != nil {
 		return err
 	}
-	return c.handle(bsendPacked(c, op, b, count, d, dest, tag))
+	_, err = bsendPacked(c, op, b, count, d, dest, tag)
+	return c.handle(err)
 }
 
 // IbsendTyped starts a buffered-mode send of count elements of d
@@ -60,11 +61,11 @@ func bsendArgs[T Elem](c *Comm, op string, buf []T, count int, d *Datatype, dest
 	return b, nil
 }
 
-// bsendPacked packs count elements of d from b and buffers the message;
-// the error is raw.
-func bsendPacked(c *Comm, op string, b []byte, count int, d *Datatype, dest, tag int) error {
+// bsendPacked packs count elements of d from b and buffers the message,
+// which it returns; the error is raw.
+func bsendPacked(c *Comm, op string, b []byte, count int, d *Datatype, dest, tag int) (p2p.SentMsg, error) {
 	if dest == ProcNull {
-		return nil
+		return p2p.SentMsg{}, nil
 	}
 	data, pooled := d.packed(b, count)
 	defer p2p.PutBuf(pooled)

@@ -886,7 +886,8 @@ func isendTyped[T Elem](c *Comm, op string, buf []T, count int, d *Datatype, des
 		return req, nil
 	}
 	data, pooled := d.packed(b, count)
-	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), d.sig.dt, data, sync)
+	r, sent, err := c.w.eng.IsendMsg(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), d.sig.dt, data, sync, 0)
+	req.sent = sent // for Cancel
 	if err != nil {
 		p2p.PutBuf(pooled)
 		if errors.Is(err, p2p.ErrPeerLost) || errors.Is(err, p2p.ErrRevoked) {

@@ -311,7 +311,8 @@ func isend[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Requ
 // rank of c. The error has passed c's handler.
 func (c *Comm) isendBytes(req *Request, dt p2p.DType, b []byte, dest, tag int, sync bool) (*Request, error) {
 	op := req.op
-	r, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, b, sync)
+	r, sent, err := c.w.eng.IsendMsg(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, b, sync, 0)
+	req.sent = sent // for Cancel
 	if err != nil {
 		if errors.Is(err, p2p.ErrPeerLost) || errors.Is(err, p2p.ErrRevoked) {
 			// A failure of the destination (or a revocation) is reported

@@ -84,6 +84,7 @@ func (r *Request) inactive() bool {
 // deactivate marks a persistent request inactive once a completion call
 // has returned its status.
 func (r *Request) deactivate() {
+	r.sent = p2p.SentMsg{} // its completion was returned: too late to cancel
 	if r.pers != nil {
 		r.pers.active = false
 	}
@@ -92,6 +93,7 @@ func (r *Request) deactivate() {
 // retire ends the entry i of a completion call's slice whose completion it
 // returned: a persistent request becomes inactive, any other is set to nil.
 func retire(reqs []*Request, i int) {
+	reqs[i].sent = p2p.SentMsg{} // its completion was returned: too late to cancel
 	if r := reqs[i]; r.pers != nil {
 		r.pers.active = false
 		return
@@ -129,7 +131,7 @@ func (r *Request) startable(op string) error {
 
 // begin starts a checked persistent request.
 func (r *Request) begin() error {
-	r.done, r.st, r.err, r.tracked, r.userCancel = false, Status{}, nil, false, false
+	r.done, r.st, r.err, r.tracked, r.userCancel, r.sent = false, Status{}, nil, false, false, p2p.SentMsg{}
 	r.pers.active = true
 	if err := r.pers.start(r); err != nil {
 		r.pers.active = false
@@ -243,7 +245,8 @@ func (r *Request) startSend(dt p2p.DType, b []byte, dest, tag int, sync bool) {
 		r.finish(emptyStatus(), nil)
 		return
 	}
-	pr, err := c.w.eng.Isend(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, b, sync)
+	pr, sent, err := c.w.eng.IsendMsg(c.ctx, int32(c.rank), c.peerWorldRank(dest), int32(tag), dt, b, sync, 0)
+	r.sent = sent // for Cancel
 	switch {
 	case err != nil:
 		pr = c.w.eng.NewLocalReq()

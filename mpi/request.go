@@ -39,6 +39,10 @@ type Request struct {
 	st   Status
 	err  error
 
+	// sent: a send's message, which Cancel can still withdraw (zero once
+	// cancelled or once its completion was returned).
+	sent p2p.SentMsg
+
 	typed *typedReq // a derived-datatype request: unpack at completion (datatype.go)
 	ext   *extReq   // a local request whose status and cancel are its maker's (request_ext.go)
 }
@@ -175,10 +179,16 @@ func (r *Request) Test() (Status, bool, error) {
 	return r.st, true, r.c.handle(r.err)
 }
 
-// Cancel asks for the operation to be cancelled (MPI_Cancel). A receive
-// that has not matched a message is cancelled; a send is never cancelled
-// (MPI allows cancellation to fail) and completes normally. Wait reports
-// the outcome in Status.Cancelled.
+// Cancel asks for the operation to be cancelled (MPI_Cancel, MPI-4.1
+// 3.8.4) and returns at once; the request must still be completed (Wait,
+// Test, ...) or freed, and its status says whether it was cancelled
+// (Status.Cancelled). A receive that has not matched a message is
+// cancelled. A send (of any mode, persistent ones included) is cancelled
+// if its message has not matched a receive yet: the receiver withdraws it
+// and no receive will get it; otherwise the send completes normally. A
+// send's completion then waits for the receiver's answer (a failed
+// receiver completes it with ErrProcFailed). Cancel after the completion
+// was returned has no effect.
 func (r *Request) Cancel() error {
 	if err := r.usable("MPI_Cancel"); err != nil {
 		return err
@@ -186,12 +196,34 @@ func (r *Request) Cancel() error {
 	if r.ext != nil {
 		return r.ext.cancelReq(r)
 	}
+	if !r.recv && r.sent.Valid() {
+		r.cancelSend()
+		return nil
+	}
 	if r.done {
 		return nil
 	}
 	r.userCancel = true
 	r.c.w.eng.Cancel(r.pr)
 	return nil
+}
+
+// cancelSend asks the receiver to withdraw the message of send r. A
+// rendezvous send still pending (r.pr) completes cancelled or normally on
+// its own; a send already complete (eager, buffered) waits again, for the
+// receiver's answer.
+func (r *Request) cancelSend() {
+	sent := r.sent
+	r.sent = p2p.SentMsg{}
+	r.userCancel = true
+	if r.done && r.err != nil {
+		return // failed: nothing was sent
+	}
+	c := r.c.w.eng.CancelSend(sent)
+	if !r.done {
+		return // c completes on its own; left to the garbage collector
+	}
+	r.done, r.pr, r.st, r.err = false, c, Status{}, nil
 }
 
 // wildCheck applies the model's failure rules to r for Wait, Test and the

@@ -167,16 +167,11 @@ func (st *state) fill(items []int) error {
 	if c.Rank() == 0 {
 		fmt.Fprintf(st.p.out, "counter: round %d: %d items over %d ranks\n", st.round, len(items), p)
 	}
-	cw, _, err := mpi.WinAllocate[int64](c, 1) // the counter, at rank 0
+	cw, tw, table, err := st.windows(c, len(items)+1)
 	if err != nil {
 		return err
 	}
 	capacity := len(items) + 1 // never full, whatever the hash
-	tw, table, err := mpi.WinAllocate[uint64](c, slotWords*capacity)
-	if err != nil {
-		cw.Free()
-		return err
-	}
 	err = st.draw(cw, tw, items, capacity)
 	if uerr := cw.UnlockAll(); err == nil && !errors.Is(uerr, mpi.ErrRMASync) {
 		err = uerr // (ErrRMASync: LockAll failed, no epoch)
@@ -186,6 +181,38 @@ func (st *state) fill(items []int) error {
 	tw.Free()
 	st.collect(table)
 	return err
+}
+
+// windows creates the round's two windows: the counter (one word, at rank
+// 0) and the table (capacity slots per rank). A creation that a failure
+// interrupts may fail at some ranks and succeed at others (seed 002's
+// advice to users on creation functions): then a rank that has the window
+// would wait for ever for one that has not (a Lock of its table). So the
+// ranks agree that every one of them has both; if not, those that have
+// one revoke it (its Free then completes without the others) and free it,
+// and the round fails at every rank.
+func (st *state) windows(c *mpi.Comm, capacity int) (cw, tw *mpi.Win, table []uint64, err error) {
+	cw, _, err = mpi.WinAllocate[int64](c, 1)
+	if err == nil {
+		tw, table, err = mpi.WinAllocate[uint64](c, slotWords*capacity)
+	}
+	ok, aerr := c.Agree(err == nil)
+	if ok && aerr == nil {
+		return cw, tw, table, nil
+	}
+	for _, w := range []*mpi.Win{cw, tw} {
+		if w != nil {
+			w.Revoke()
+			w.Free()
+		}
+	}
+	if err == nil {
+		err = aerr
+	}
+	if err == nil {
+		err = fmt.Errorf("%w: a window was not created at every rank", mpi.ErrProcFailed)
+	}
+	return nil, nil, nil, err
 }
 
 // draw draws tickets and inserts their items until the counter passes

@@ -42,6 +42,10 @@ func checkFrame(h *transport.Header) error {
 			return fmt.Errorf("clear to send with a %d-byte payload", h.N)
 		}
 	case KindData:
+	case KindCancel, KindCancelAck:
+		if h.N != 0 {
+			return fmt.Errorf("cancel frame with a %d-byte payload", h.N)
+		}
 	case KindControl:
 		if h.N > MaxControl {
 			return fmt.Errorf("control frame of %d bytes (at most %d)", h.N, MaxControl)

@@ -49,10 +49,12 @@ const flagLayout uint16 = 2
 
 // Frame kinds.
 const (
-	KindEager uint8 = 1 + iota // payload follows
-	KindRTS                    // request to send: A=send id, B=message bytes
-	KindCTS                    // clear to send: A=send id, B=receive id (Flags&flagDiscard: the receiver drops the message)
-	KindData                   // rendezvous payload: A=receive id
+	KindEager     uint8 = 1 + iota // payload follows
+	KindRTS                        // request to send: A=send id, B=message bytes
+	KindCTS                        // clear to send: A=send id, B=receive id (Flags&flagDiscard: the receiver drops the message)
+	KindData                       // rendezvous payload: A=receive id
+	KindCancel                     // cancel a sent message (cancel.go): A=message id (Flags&flagCancelRdv: a request to send's)
+	KindCancelAck                  // answer to KindCancel: A=message id (Flags&flagCancelled: withdrawn)
 	// KindControl frames carry fault-tolerance protocol messages
 	// (heartbeats, failure notices, revoke, agreement). They bypass
 	// matching, revocation and the lost-peer filter, and go to the
@@ -358,8 +360,9 @@ type Engine struct {
 	flying      reqList // requests whose completion the transport owes
 	unexHead    *msg
 	unexTail    *msg
-	sends       map[uint64]*Req // rendezvous sends waiting for CTS
-	recvs       map[uint64]*Req // rendezvous receives waiting for DATA
+	sends       map[uint64]*Req  // rendezvous sends waiting for CTS
+	recvs       map[uint64]*Req  // rendezvous receives waiting for DATA
+	cancels     map[sentKey]*Req // cancellations of sent messages waiting for the receiver's answer (cancel.go); nil until the first
 	nextID      uint64
 	probes      []*probeWaiter
 	lost        map[int]error
@@ -457,16 +460,25 @@ func (e *Engine) Isend(ctx uint32, src int32, peer int, tag int32, dtype DType, 
 // otherwise use); the receive's Status.Sig holds it. The engine does not
 // match on it.
 func (e *Engine) IsendSig(ctx uint32, src int32, peer int, tag int32, dtype DType, buf []byte, sync bool, sig uint64) (*Req, error) {
+	r, _, err := e.IsendMsg(ctx, src, peer, tag, dtype, buf, sync, sig)
+	return r, err
+}
+
+// IsendMsg is IsendSig that also names the message it sent, for
+// CancelSend (cancel.go). An eager message carries its number (the
+// engine's count of messages sent, Sent) in the header's B, which eager
+// frames do not otherwise use: naming it costs nothing.
+func (e *Engine) IsendMsg(ctx uint32, src int32, peer int, tag int32, dtype DType, buf []byte, sync bool, sig uint64) (*Req, SentMsg, error) {
 	if err := e.peerErr(peer, ctx, tag); err != nil {
-		return nil, err
+		return nil, SentMsg{}, err
 	}
-	e.sent.Add(1)
+	n := e.sent.Add(1)
 	if !sync && len(buf) <= e.eagerLimit {
-		h := transport.Header{Kind: KindEager, DType: uint8(dtype), Ctx: ctx, Src: src, Tag: tag, N: uint64(len(buf)), A: dtype.Layout(), Seq: sig}
+		h := transport.Header{Kind: KindEager, DType: uint8(dtype), Ctx: ctx, Src: src, Tag: tag, N: uint64(len(buf)), A: dtype.Layout(), B: n, Seq: sig}
 		if err := e.tr.Send(peer, h, buf); err != nil {
-			return nil, e.sendErr(peer, err)
+			return nil, SentMsg{}, e.sendErr(peer, err)
 		}
-		return nil, nil
+		return nil, SentMsg{peer: peer, ctx: ctx, id: n}, nil
 	}
 	r := e.newReq()
 	r.peer = peer
@@ -475,17 +487,17 @@ func (e *Engine) IsendSig(ctx uint32, src int32, peer int, tag int32, dtype DTyp
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return nil, ErrClosed
+		return nil, SentMsg{}, ErrClosed
 	}
 	// Checked again under the lock: a FailPeer or Poison since peerErr
 	// would not find r in the table.
 	if err := e.ctxErrLocked(ctx, tag); err != nil {
 		e.mu.Unlock()
-		return nil, err
+		return nil, SentMsg{}, err
 	}
 	if cause, lost := e.lost[peer]; lost {
 		e.mu.Unlock()
-		return nil, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
+		return nil, SentMsg{}, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
 	}
 	e.nextID++
 	r.id = e.nextID
@@ -499,9 +511,9 @@ func (e *Engine) IsendSig(ctx uint32, src int32, peer int, tag int32, dtype DTyp
 		e.mu.Lock()
 		delete(e.sends, r.id)
 		e.mu.Unlock()
-		return nil, e.sendErr(peer, err)
+		return nil, SentMsg{}, e.sendErr(peer, err)
 	}
-	return r, nil
+	return r, SentMsg{peer: peer, ctx: ctx, id: r.id, rdv: true}, nil
 }
 
 func (e *Engine) sendErr(peer int, err error) error {
@@ -787,6 +799,12 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 		}
 		e.tr.Post(from, d, payload, (*dataSent)(r))
 		return nil, nil
+	case KindCancel:
+		e.cancelFrame(from, h)
+		return nil, nil
+	case KindCancelAck:
+		e.cancelAck(from, h)
+		return nil, nil
 	case KindData:
 		e.mu.Lock()
 		r := e.recvs[h.A]
@@ -990,6 +1008,12 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	for id, r := range e.recvs {
 		if r.peer == peer {
 			delete(e.recvs, id)
+			failed = append(failed, r)
+		}
+	}
+	for k, r := range e.cancels {
+		if k.peer == peer {
+			delete(e.cancels, k)
 			failed = append(failed, r)
 		}
 	}
@@ -1215,8 +1239,8 @@ func (e *Engine) IsRevoked(ctx uint32) bool {
 }
 
 // Cancel cancels a pending receive that has not matched yet. It reports
-// whether the cancellation succeeded. Sends cannot be cancelled (MPI
-// allows a cancellation to fail); they complete normally.
+// whether the cancellation succeeded. It does not cancel sends (false):
+// see CancelSend.
 func (e *Engine) Cancel(r *Req) bool {
 	if !r.isRecv {
 		return false
@@ -1323,8 +1347,12 @@ func (e *Engine) Close() {
 	for _, r := range e.recvs {
 		pend = append(pend, r)
 	}
+	for _, r := range e.cancels {
+		pend = append(pend, r)
+	}
 	clear(e.sends)
 	clear(e.recvs)
+	clear(e.cancels)
 	e.wakeAllProbes()
 	e.mu.Unlock()
 	for _, r := range pend {
