@@ -116,6 +116,10 @@ func ftmpi_Comm_get_parent(parent *C.uintptr_t) C.int {
 		*parent = hCommNull
 		return cSuccess
 	}
+	// Its name is MPI_COMM_PARENT (MPI-4.1 7.8: like MPI_COMM_WORLD's and
+	// MPI_COMM_SELF's, the default name of the parent communicator), not
+	// the empty name of the communicators a program makes (comm.go, named).
+	named.LoadOrStore(p, struct{}{})
 	*parent = commHandle(p)
 	return cSuccess
 }

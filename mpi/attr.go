@@ -301,7 +301,8 @@ func (c *Comm) GetAttr(k *Keyval) (val any, ok bool, err error) {
 		return nil, false, c.handle(err)
 	}
 	if k.predef != nil {
-		return k.predef(c), true, nil
+		val = k.predef(c)
+		return val, val != nil, nil // nil: a predefined attribute that is not set
 	}
 	val, ok = c.attr.tab.get(k)
 	return val, ok, nil
@@ -357,9 +358,14 @@ func (c *Comm) freeAttrs(op string) error {
 //   - AttrTagUB: int, TagUB (the largest tag).
 //   - AttrWtimeIsGlobal: bool, false: the clocks of the processes are not
 //     synchronised (processes on one host share a clock, hosts do not).
-//   - AttrUniverseSize: int, the size of the job ftmpirun started (its -np;
-//     1 for a singleton, n under Run). ftmpirun reserves no slots beyond
-//     them, so Spawn is limited only by the machine.
+//   - AttrUniverseSize: not set (GetAttr's ok is false): ftmpirun reserves
+//     no slots beyond its -np, so Spawn is limited only by the machine and
+//     there is no number of processes "expected" to tell (MPI-4.1 11.10.1:
+//     an implementation that cannot set it leaves it unset, as MPICH's
+//     mpiexec does without a universe size). The size of the job was
+//     wrong: MPI_UNIVERSE_SIZE - MPI_Comm_size said that no process could
+//     usefully be spawned, and programs that check (MPICH's tests) skipped
+//     their spawns.
 //   - AttrAppNum: int, 0: a job runs one program (ftmpirun has no MPMD
 //     form), and a spawned job is one command (MPI_Comm_spawn's 0).
 //   - AttrLastUsedCode: int, the largest error class code in use (no
@@ -369,7 +375,7 @@ func (c *Comm) freeAttrs(op string) error {
 var (
 	AttrTagUB         = predefined("MPI_TAG_UB", func(*Comm) any { return TagUB })
 	AttrWtimeIsGlobal = predefined("MPI_WTIME_IS_GLOBAL", func(*Comm) any { return false })
-	AttrUniverseSize  = predefined("MPI_UNIVERSE_SIZE", func(c *Comm) any { return c.w.size })
+	AttrUniverseSize  = predefined("MPI_UNIVERSE_SIZE", func(*Comm) any { return nil })
 	AttrAppNum        = predefined("MPI_APPNUM", func(*Comm) any { return 0 })
 	AttrLastUsedCode  = predefined("MPI_LASTUSEDCODE", func(*Comm) any { return lastUsedCode() })
 	AttrFT            = predefined("MPI_FT", func(c *Comm) any { return FTInfo{Enabled: true, Model: c.ftm().name()} })

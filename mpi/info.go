@@ -194,10 +194,14 @@ func (c *Comm) GetInfo() (*Info, error) {
 }
 
 // SpawnInfo is Spawn with an info argument (MPI_Comm_spawn's info,
-// significant at root only). ftmpi interprets none of the reserved keys
-// ("host", "arch", "wdir", "path", "file", "soft"): ftmpirun places and
-// starts spawned processes like the job's own, and MPI lets an
-// implementation ignore keys it does not use. A nil info is MPI_INFO_NULL.
+// significant at root only). Of the reserved keys (MPI-4.1 11.3.4) ftmpi
+// interprets "path" and "wdir" (spawn.go, spawnOptions); it ignores
+// "host", "arch", "file" and "soft" (ftmpirun places and starts spawned
+// processes like the job's own, and MPI lets an implementation ignore
+// keys it does not use). A nil info is MPI_INFO_NULL.
 func (c *Comm) SpawnInfo(command string, args []string, maxprocs int, info *Info, root int) (*Comm, error) {
-	return c.Spawn(command, args, maxprocs, root)
+	if c != nil && c.rank == root {
+		command = spawnProgram(command, info)
+	}
+	return c.spawnIn(command, args, maxprocs, spawnDir(info), root)
 }

@@ -3,6 +3,8 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +48,12 @@ type spawnState struct {
 // run-through communicator, a root that is a recognised failed process is
 // ErrRank. It needs ftmpirun.
 func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, error) {
+	return c.spawnIn(command, args, maxprocs, "", root)
+}
+
+// spawnIn is Spawn with the children's working directory (dir, at root;
+// "": the job's).
+func (c *Comm) spawnIn(command string, args []string, maxprocs int, dir string, root int) (*Comm, error) {
 	const op = "MPI_Comm_spawn"
 	if err := checkLive(c, op); err != nil {
 		return nil, err
@@ -62,7 +70,7 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 		// returns it, and the launcher is not asked.
 		return nil, c.handle(newErr(ErrRank, op, c, root, "root %d is a recognised failed process (seed 003 17.10)", root))
 	}
-	eps, pairs, err := c.spawnRaw(op, command, args, maxprocs, root, false)
+	eps, pairs, err := c.spawnReq(op, command, args, maxprocs, dir, root, false)
 	if err != nil {
 		return nil, c.handle(err)
 	}
@@ -79,6 +87,12 @@ func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, 
 // fallback) and gets their endpoints and the agreed context pairs of the
 // intercommunicator, or an error not yet given to c's handler.
 func (c *Comm) spawnRaw(op, command string, args []string, maxprocs, root int, spares bool) ([]boot.Endpoint, []int, error) {
+	return c.spawnReq(op, command, args, maxprocs, "", root, spares)
+}
+
+// spawnReq is spawnRaw with the children's working directory (dir, at
+// root; "": the job's).
+func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir string, root int, spares bool) ([]boot.Endpoint, []int, error) {
 	w := c.w
 	p := w.proc
 	if p == nil {
@@ -93,7 +107,7 @@ func (c *Comm) spawnRaw(op, command string, args []string, maxprocs, root int, s
 	pairs, perr := agreeOnParent(c, op, 2, true)
 	req := boot.SpawnRequest{Key: key, Procs: procs, Root: c.rank == root, Pairs: pairs, Spares: spares}
 	if req.Root {
-		req.Command, req.Args, req.MaxProcs = command, args, maxprocs
+		req.Command, req.Args, req.MaxProcs, req.Dir = command, args, maxprocs, dir
 		if maxprocs < 1 && perr == nil {
 			req.Error = fmt.Sprintf("maxprocs %d at the root: must be at least 1", maxprocs)
 		}
@@ -176,3 +190,44 @@ func (w *World) joinParent(pairs, parents []int) error {
 // Parent returns the intercommunicator to the processes that spawned this
 // one, or nil if it was not spawned (MPI_Comm_get_parent).
 func (w *World) Parent() *Comm { return w.parent }
+
+// spawnProgram applies MPI_Comm_spawn's info key "path" (MPI-4.1 11.3.4:
+// directories where the implementation should look for the executable;
+// here a list separated by ':') to command at the root: a command without
+// a '/' found as an executable file in one of them becomes that file's
+// absolute path (relative directories are the root's: the launcher's
+// directory may be another); otherwise command is kept, and ftmpirun
+// looks it up in its PATH as before.
+func spawnProgram(command string, info *Info) string {
+	path, ok := info.Get("path")
+	if !ok || command == "" || strings.Contains(command, "/") {
+		return command
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			continue
+		}
+		p, err := filepath.Abs(filepath.Join(d, command))
+		if err != nil {
+			continue
+		}
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	return command
+}
+
+// spawnDir is MPI_Comm_spawn's info key "wdir" (MPI-4.1 11.3.4: the
+// working directory of the spawned processes), absolute (a relative one
+// is the root's), or "" for the job's working directory.
+func spawnDir(info *Info) string {
+	d, ok := info.Get("wdir")
+	if !ok || d == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(d); err == nil {
+		return abs
+	}
+	return d
+}

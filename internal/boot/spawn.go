@@ -18,6 +18,7 @@ type SpawnRequest struct {
 	Command  string   // executable; "" means the job's own program
 	Args     []string // argv[1:]
 	MaxProcs int      // number of processes to start
+	Dir      string   `json:",omitempty"` // the children's working directory ("": the launcher's)
 	Pairs    []int    // the context pairs of the intercommunicator (2)
 	Error    string   // non-empty: this parent cannot take part; the spawn fails everywhere
 	Failed   []int    // with Error: the parents this one knows failed (its Error is a process failure)

@@ -720,6 +720,10 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 			path, err = resolveProgram(st.Command, cacheDir)
 		}
 		base, k := st.Base, st.K
+		dir := st.Dir // MPI_Comm_spawn's "wdir"; else the job's
+		if dir == "" {
+			dir = tmpl.Dir
+		}
 		specs := make([]RankSpec, k)
 		for i := range specs {
 			env := tmpl.Env
@@ -735,7 +739,7 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 				spares = k // a repair's spawned spares: every one waits to be taken
 			}
 			env = setEnv(env, boot.EnvSpares, strconv.Itoa(spares))
-			specs[i] = RankSpec{Rank: base + i, Path: path, Args: st.Args, Env: env, Auth: tmpl.Auth}
+			specs[i] = RankSpec{Rank: base + i, Path: path, Args: st.Args, Env: env, Auth: tmpl.Auth, Dir: dir}
 		}
 		if err != nil {
 			for _, s := range specs {

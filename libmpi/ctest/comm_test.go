@@ -69,7 +69,7 @@ func TestCommAttrInfo(t *testing.T) {
 	}
 	for _, rank := range []string{"0", "1"} {
 		wantLines(t, r.Stdout,
-			"result: rank "+rank+" attr copy 1 extra 77 dup 6 9 -1 del 1:6 2:20 gone 1 invalid 1 free 3:5 mpi1 31 31 predef 1 1 1 0 0 2 1 1 ro 1\n",
+			"result: rank "+rank+" attr copy 1 extra 77 dup 6 9 -1 del 1:6 2:20 gone 1 invalid 1 free 3:5 mpi1 31 31 predef 1 1 1 0 0 0 1 1 ro 1\n",
 			"result: rank "+rank+" info nkeys 3 nth beta len 6/1 get uno del 2/0 small thr:7 dup 2 comm three3:1 null 1 env 2:1\n",
 		)
 	}

@@ -31,3 +31,28 @@ func TestDPM(t *testing.T) {
 		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
 }
+
+// TestDPMSpawnInfo (dpm_spawn_info.c, np 2): MPI_UNIVERSE_SIZE is not
+// set (it was the job's size, which told MPICH's spawn tests that nothing
+// could be spawned: they printed " No Errors" at every rank and spawned
+// nothing); MPI_Comm_spawn finds a bare command name through the info key
+// "path" and starts the children in "wdir"; the parent communicator is
+// named MPI_COMM_PARENT. Each child's line reaches ftmpirun's stdout once.
+func TestDPMSpawnInfo(t *testing.T) {
+	bin := Compile(t, "testdata/dpm_spawn_info.c")
+	r := runC(t, "2", nil, bin)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if want := "result: universe flag 0 errcodes 0 0 cwd 2 parent name 2\n"; !strings.Contains(r.Stdout, want) {
+		t.Errorf("stdout lacks %q", want)
+	}
+	for _, line := range []string{"child 0: started\n", "child 1: started\n"} {
+		if n := strings.Count(r.Stdout, line); n != 1 {
+			t.Errorf("%q appears %d times, want once", line, n)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+}

@@ -303,6 +303,7 @@ type ChildrenStart struct {
 	Base, K int
 	Command string
 	Args    []string
+	Dir     string // the working directory of the children ("": the launcher's)
 	Parent  string
 	Hosts   []int // the host index of each child (a host with a free slot)
 	Spares  bool  // the children are spares (boot.EnvSpares = K): a repair takes them

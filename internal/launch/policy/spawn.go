@@ -189,7 +189,7 @@ func (m *Machine) startChildren(op *spawnOp) {
 		op.children = append(op.children, base+i)
 		m.procs = append(m.procs, proc{spawning: true, host: hosts[i]})
 	}
-	m.emit(Action{Kind: StartChildren, Start: &ChildrenStart{Base: base, K: k, Command: root.Command, Args: root.Args,
+	m.emit(Action{Kind: StartChildren, Start: &ChildrenStart{Base: base, K: k, Command: root.Command, Args: root.Args, Dir: root.Dir,
 		Parent: boot.FormatParent(root.Pairs, op.procs), Hosts: hosts, Spares: root.Spares}})
 	names := ""
 	for i, h := range hosts {

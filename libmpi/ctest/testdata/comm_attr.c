@@ -95,6 +95,7 @@ int main(int argc, char **argv)
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &ip, &f5);
     if (f5)
         appnum = *ip;
+    /* Not set (flag 0): ftmpirun has no slots beyond -np to tell. */
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_UNIVERSE_SIZE, &ip, &f6);
     if (f6)
         usize = *ip;
@@ -111,7 +112,7 @@ int main(int argc, char **argv)
            "predef %d %d %d %d %d %d %d %d ro %d\n",
            rank, after_dup, extra_seen, got, gotdup, gotnull, del_replace, last_replace, del_explicit, last_explicit,
            gone, keyinvalid, del_free, last_free, mpi1, mpi1del, tagub, host, io, wtg, appnum, usize, last,
-           f1 && f2 && f3 && f4 && f5 && f6 && f7, ro_class == MPI_ERR_KEYVAL);
+           f1 && f2 && f3 && f4 && f5 && !f6 && f7, ro_class == MPI_ERR_KEYVAL);
 
     /* Info. */
     MPI_Info info, dup;
