@@ -131,8 +131,20 @@ func TestNameService(t *testing.T) {
 			if err := w.PublishName("a", nil, port); !errors.Is(err, mpi.ErrService) {
 				return fmt.Errorf("publish twice: %v, want ErrService", err)
 			}
-			if err := w.PublishName("b", nil, "not a port"); !errors.Is(err, mpi.ErrPort) {
-				return fmt.Errorf("publish of a bad port: %v, want ErrPort", err)
+			// Any string is published (MPICH's spawn/namepub publishes
+			// "otherhost:122"); it is checked where it is used.
+			if err := w.PublishName("b", nil, "otherhost:122"); err != nil {
+				return fmt.Errorf("publish of a string not made by OpenPort: %v", err)
+			}
+			if p, err := w.LookupName("b", nil); err != nil || p != "otherhost:122" {
+				return fmt.Errorf("lookup of it: %q %v", p, err)
+			}
+			w.CommSelf().SetErrhandler(mpi.ErrorsReturn)
+			if _, err := w.CommSelf().Connect("otherhost:122", nil, 0); !errors.Is(err, mpi.ErrPort) {
+				return fmt.Errorf("connect to it: %v, want ErrPort", err)
+			}
+			if err := w.UnpublishName("b", nil, "otherhost:122"); err != nil {
+				return fmt.Errorf("unpublish of it: %v", err)
 			}
 			if err := w.ClosePort("ftmpi-port:{}"); !errors.Is(err, mpi.ErrPort) {
 				return fmt.Errorf("close of a malformed port: %v, want ErrPort", err)
