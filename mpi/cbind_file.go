@@ -65,7 +65,7 @@ func typedBuf(f *File, op string, buf []byte, count int, d *Datatype, write, seq
 		return nil, f.handle(f.err(ErrType, op, "%d elements of %s (%d bytes) are not a whole number of etypes %s (%d bytes)",
 			count, d.name, n, v.etype.name, v.esize))
 	}
-	t := &ioTyped{buf: buf, d: d, v: v}
+	t := &ioTyped{buf: buf, d: d, v: v.converting(d)}
 	if write {
 		t.data, t.p = d.packed(buf, count)
 	} else {

@@ -47,6 +47,11 @@ func ioBuf[T Elem](f *File, op string, buf []T, write bool) ([]byte, *fileView, 
 	if int64(len(b))%v.esize != 0 {
 		return nil, nil, f.handle(f.err(ErrType, op, "buffer of %d bytes is not a whole number of etypes %s (%d bytes)", len(b), v.etype.name, v.esize))
 	}
+	if v.ext32 {
+		if d, err := TypeOf[T](); err == nil {
+			v = v.converting(d)
+		}
+	}
 	return b, v, nil
 }
 

@@ -28,9 +28,31 @@ type fileView struct {
 	text   int64   // the tile's extent
 	contig bool    // the view is the bytes from disp on
 	// ext32: the data representation is "external32": data are converted
-	// between memory and file (toFile, fromFile) by the etype's basic
-	// elements (every access moves whole etypes).
+	// between memory and file (toFile, fromFile) by the basic elements of
+	// the memory datatype (conv: the access's copy of the view), or of the
+	// etype if the memory holds bytes (every access moves whole etypes).
 	ext32 bool
+	conv  *Datatype
+}
+
+// converting returns v for an access of data laid out as elements of mem
+// (nil: unknown): a copy converting by mem if v is external32 and mem is
+// not bytes, else v.
+func (v *fileView) converting(mem *Datatype) *fileView {
+	if !v.ext32 || mem == nil || mem.size == 0 || mem.sig == &numFacts[p2p.DTByte] {
+		return v
+	}
+	c := *v
+	c.conv = mem
+	return &c
+}
+
+// convType is the datatype v converts by.
+func (v *fileView) convType() *Datatype {
+	if v.conv != nil {
+		return v.conv
+	}
+	return v.etype
 }
 
 // Data representations of a view (MPI-4.1 14.5.2; the datarep strings of
@@ -96,7 +118,7 @@ func (v *fileView) toFile(b []byte) []byte {
 	}
 	c := make([]byte, len(b))
 	copy(c, b)
-	swapBasic(v.etype, c)
+	swapBasic(v.convType(), c)
 	return c
 }
 
@@ -104,7 +126,7 @@ func (v *fileView) toFile(b []byte) []byte {
 // place.
 func (v *fileView) fromFile(b []byte) {
 	if v.ext32 {
-		swapBasic(v.etype, b)
+		swapBasic(v.convType(), b)
 	}
 }
 

@@ -99,7 +99,8 @@ func TestFileViewLayoutRules(t *testing.T) {
 // etype big-endian, whatever the memory datatype (a struct of an int32 and
 // a float64, an indexed pair of chars as MPICH's
 // io/external32_derived_dtype); reading through the same view restores
-// them; a native view of the same file sees the big-endian bytes;
+// them; a native view of the same file sees the big-endian bytes; over a
+// view of bytes the memory datatype's basic elements are converted;
 // "internal" is native; other representations are
 // ErrUnsupportedDatarep. The collective, independent, typed and generic
 // calls all convert, and the caller's buffer is left as it was.
@@ -197,6 +198,26 @@ func TestFileExternal32(t *testing.T) {
 		}
 		if n, err := mpi.ReadAt(f, 8, raw[:8]); err != nil || n != 8 || int64(binary.BigEndian.Uint64(raw)) != -2 {
 			return fmt.Errorf("generic raw: % x %v", raw[:8], err)
+		}
+		// A view of bytes: the memory datatype's basic elements convert
+		// (typed int32, generic []int32).
+		if err := f.SetViewDatarep(128, mpi.Byte, mpi.Byte, mpi.External32); err != nil {
+			return err
+		}
+		ints := make([]byte, 4)
+		binary.LittleEndian.PutUint32(ints, uint32(0x0a0b0c00+me))
+		if err := mpi.WriteAtTyped(f, int64(8*me), ints, 1, mpi.Int32); err != nil {
+			return err
+		}
+		if err := mpi.WriteAt(f, int64(8*me+4), []int32{0x0d0e0f00 + int32(me)}); err != nil {
+			return err
+		}
+		if err := f.SetView(128+8*int64(me), mpi.Byte, nil); err != nil {
+			return err
+		}
+		if n, err := mpi.ReadAt(f, 0, raw[:8]); err != nil || n != 8 ||
+			binary.BigEndian.Uint32(raw) != uint32(0x0a0b0c00+me) || binary.BigEndian.Uint32(raw[4:]) != uint32(0x0d0e0f00+me) {
+			return fmt.Errorf("ints through a byte view: % x %v", raw[:8], err)
 		}
 		return f.Close()
 	})
