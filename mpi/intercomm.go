@@ -207,6 +207,11 @@ func IntercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag
 				"remote group member %d (world rank %d) is also in the local group: the groups must be disjoint", i, p))
 		}
 	}
+	if local.w.net != nil {
+		if err := l.swapEndpoints(local.w, mine); err != nil { // intercomm_eps.go
+			return nil, local.handle(err)
+		}
+	}
 
 	pairs, err := ctxAgreement(local.w, local, op, 2, seedFor(tag), true, l.and)
 	if err != nil {

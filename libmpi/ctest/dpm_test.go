@@ -56,3 +56,16 @@ func TestDPMSpawnInfo(t *testing.T) {
 		t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
 }
+
+// TestDPMIntercommCreate (dpm_iccreate.c, np 2; MPICH spawn/spaiccreate):
+// MPI_Intercomm_create over the intercommunicator of a spawn made by
+// parent rank 0 alone gives parent rank 1 the children's addresses, which
+// only the spawning process knew: its sends to them failed with "no
+// address for rank 2".
+func TestDPMIntercommCreate(t *testing.T) {
+	bin := Compile(t, "testdata/dpm_iccreate.c")
+	r := runC(t, "2", nil, bin)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "result: parent 1 remote 2 answers 2\n") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
