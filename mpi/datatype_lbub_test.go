@@ -62,3 +62,26 @@ func TestBoundMarkers(t *testing.T) {
 	p, err := mpi.TypeCreateStruct([]int{1, 1}, []int{0, 8}, []*mpi.Datatype{mpi.Int64, mpi.Int8})
 	bounds(t, "{long, char}", p, err, 9, 0, 16, 0, 9)
 }
+
+// TestLargeCountTypes: MPICH's type_large shapes, sizes above 2^31 held
+// in ints whole: contiguous(4.8 GiB of bytes), 256 indexed blocks of ints
+// (6.6 GiB), hindexed blocks of bytes (8.7 GiB); each has lower bound 0
+// and its size as extent and true extent.
+func TestLargeCountTypes(t *testing.T) {
+	n := 1024 * 1024 * 2400 * 2
+	c, err := mpi.TypeContiguous(n, mpi.Byte)
+	bounds(t, "contiguous", c, err, n, 0, n, 0, n)
+
+	n = 2346319872 * 3
+	blk := n / 256 / 4
+	displs := make([]int, 256)
+	for i := range displs {
+		displs[i] = i * blk
+	}
+	ib, err := mpi.TypeCreateIndexedBlock(blk, displs, mpi.Int32)
+	bounds(t, "indexed_block", ib, err, n, 0, n, 0, n)
+
+	n = 2346319872 * 4
+	hi, err := mpi.TypeCreateHindexed([]int{0, 1, 2, n - 3}, []int{0, 0, 1, 3}, mpi.Byte)
+	bounds(t, "hindexed", hi, err, n, 0, n, 0, n)
+}

@@ -18,3 +18,15 @@ func TestBoundMarkersFromC(t *testing.T) {
 		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
 	}
 }
+
+// TestLargeCountTypesFromC: MPI_Type_contiguous_c and
+// MPI_Type_create_indexed_block_c with counts above 2^31 make datatypes of
+// that many bytes (MPI_Type_size_c, MPI_Type_get_extent_c); MPI_Type_size
+// answers MPI_UNDEFINED (testdata/dtype_lbub.c large).
+func TestLargeCountTypesFromC(t *testing.T) {
+	bin := Compile(t, "testdata/dtype_lbub.c")
+	r := runC(t, "1", nil, bin, "large")
+	if want := "result: 0 errors"; r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}
