@@ -10,8 +10,14 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/mpi"
 )
+
+// Every call of a C program runs on the C thread that made it, locked to
+// it: waits spin without yielding their processor, which for a locked
+// goroutine is two thread hand-offs (transport.SetLockedCallers).
+func init() { transport.SetLockedCallers(true) }
 
 // creq is a C request: the Go request and what its completion needs.
 type creq struct {
@@ -365,6 +371,19 @@ func reqOf(h *C.uintptr_t, op string) (*creq, C.int) {
 	return cr, cSuccess
 }
 
+// completeStatus is complete for a status the caller holds by value: it
+// stays on the caller's stack unless cr has a done hook (no allocation per
+// MPI_Wait or MPI_Test, TestP2PBindingAllocs).
+func completeStatus(h *C.uintptr_t, cr *creq, st mpi.Status) mpi.Status {
+	if cr.done != nil {
+		hooked := st
+		complete(h, cr, &hooked)
+		return hooked
+	}
+	complete(h, cr, nil)
+	return st
+}
+
 func emptyStatus(s *C.MPI_Status) {
 	setStatus(s, mpi.Status{Source: mpi.AnySource, Tag: mpi.AnyTag})
 	if s != nil {
@@ -386,8 +405,7 @@ func ftmpi_Wait(request *C.uintptr_t, status *C.MPI_Status) C.int {
 		setStatus(status, st)
 		return code(err)
 	}
-	complete(request, cr, &st)
-	setStatus(status, st)
+	setStatus(status, completeStatus(request, cr, st))
 	return code(err)
 }
 
@@ -404,8 +422,7 @@ func ftmpi_Test(request *C.uintptr_t, flag *C.int, status *C.MPI_Status) C.int {
 	if !ok {
 		return code(err)
 	}
-	complete(request, cr, &st)
-	setStatus(status, st)
+	setStatus(status, completeStatus(request, cr, st))
 	return code(err)
 }
 
@@ -512,7 +529,7 @@ func ftmpi_Waitany(count C.int, requests *C.uintptr_t, index *C.int, status *C.M
 	}
 	*index = C.int(i)
 	if rs[i] == nil {
-		complete(&hs[i], crs[i], &st)
+		st = completeStatus(&hs[i], crs[i], st)
 	}
 	setStatus(status, st)
 	return code(err)
@@ -538,8 +555,7 @@ func ftmpi_Testany(count C.int, requests *C.uintptr_t, index *C.int, flag *C.int
 	*index = C.MPI_UNDEFINED
 	if ok {
 		*index = C.int(i)
-		complete(&hs[i], crs[i], &st)
-		setStatus(status, st)
+		setStatus(status, completeStatus(&hs[i], crs[i], st))
 	} else if err != nil && i >= 0 {
 		*index = C.int(i)
 	}

@@ -51,6 +51,7 @@ package transport
 import (
 	"encoding/binary"
 	"errors"
+	"sync/atomic"
 )
 
 // HeaderSize is the encoded size of a Header in bytes.
@@ -171,3 +172,21 @@ var ErrClosed = errors.New("transport closed")
 
 // ErrPeerLost is returned by Send when the peer's connection is broken.
 var ErrPeerLost = errors.New("peer connection lost")
+
+// lockedCallers: see SetLockedCallers.
+var lockedCallers atomic.Bool
+
+// SetLockedCallers says that this process's waits are made by goroutines
+// locked to their threads: a C program (libmpi), whose every call runs on
+// the C thread that made it. Such a goroutine cannot yield its processor
+// cheaply: runtime.Gosched hands the processor to another thread and back
+// through two futex wake-ups even when nothing else is runnable (measured:
+// most of a C ping-pong's time under load). Caller-driven progress
+// (PollUntil) then spins without yielding for its budget; it still yields
+// while it waits for frames it handed to the receiver goroutine, and the
+// runtime still preempts it every 10 ms, so the process's other goroutines
+// run. Go programs never set it. No MPI counterpart.
+func SetLockedCallers(on bool) { lockedCallers.Store(on) }
+
+// LockedCallers reports what SetLockedCallers set.
+func LockedCallers() bool { return lockedCallers.Load() }

@@ -143,6 +143,10 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	t.bellPoll.Add(1)
 	start := time.Now()
 	held := false // the rings are held across polls, let go every pollLetGo
+	// A goroutine locked to a C thread spins without the periodic yield:
+	// for it a yield is a round trip through another thread
+	// (transport.SetLockedCallers).
+	locked := transport.LockedCallers()
 	for i := 1; ; i++ {
 		if !held && t.handoff.Load() {
 			runtime.Gosched() // the receiver takes what was handed to it
@@ -176,7 +180,9 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 				if time.Since(start) >= budget {
 					break
 				}
-				runtime.Gosched()
+				if !locked {
+					runtime.Gosched()
+				}
 				if t.cfg.Yield {
 					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 				}

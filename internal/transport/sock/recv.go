@@ -423,6 +423,7 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	t.polling.Add(1)
 	start := time.Now()
 	turn := 0
+	locked := transport.LockedCallers()
 	for i := 1; ; i++ {
 		// Each round: the connection that last gave a caller frames, and
 		// the next in turn (a round reads two sockets at most, however
@@ -444,7 +445,9 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 			if i%pollClock == 0 && time.Since(start) >= budget {
 				break
 			}
-			runtime.Gosched()
+			if !locked { // a C thread's goroutine: see transport.SetLockedCallers
+				runtime.Gosched()
+			}
 			if t.cfg.Yield {
 				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 			}
