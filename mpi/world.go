@@ -548,7 +548,17 @@ func (w *World) Finalized() bool { return w.finalized.Load() }
 // Finalize ends MPI for this rank (MPI_Finalize). It waits until every rank
 // has called Finalize, then closes connections. Calling it again is a
 // no-op.
+//
+// Deferred (defer w.Finalize()) in a goroutine that panics, it does not
+// wait for the other ranks, which may be waiting for this one: the panic
+// goes on, is printed with its stack, and the process dies of it as of
+// any crash (the other ranks see a failed process).
 func (w *World) Finalize() error {
+	if r := recover(); r != nil {
+		// recover returns the panic only when Finalize itself is the
+		// deferred call; a Finalize called otherwise gets nil and goes on.
+		panic(r)
+	}
 	if p := w.proc; p != nil {
 		if p.Active() {
 			return newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "called inside MPI_Reinit: call it after Reinit returns (seed 000, 1.3)")
