@@ -7,7 +7,8 @@
 //
 // Every request is in one place the engine can find: posted (waiting for a
 // match), in the rendezvous tables (a send waiting for CTS, a receive
-// waiting for DATA), or in flight (a receive whose payload the transport is
+// waiting for DATA), in the cancellation table (a send's cancellation
+// waiting for the receiver's answer, cancel.go), or in flight (a receive whose payload the transport is
 // placing in its buffer, a send whose DATA the transport is writing). A
 // failure (FailPeer) or a revocation (Poison) reaches each of them: it
 // completes the first kinds at once, and marks an in-flight request, which
