@@ -7,8 +7,7 @@
 //
 // Every request is in one place the engine can find: posted (waiting for a
 // match), in the rendezvous tables (a send waiting for CTS, a receive
-// waiting for DATA), in the cancellation table (a send's cancellation
-// waiting for the receiver's answer, cancel.go), or in flight (a receive whose payload the transport is
+// waiting for DATA), or in flight (a receive whose payload the transport is
 // placing in its buffer, a send whose DATA the transport is writing). A
 // failure (FailPeer) or a revocation (Poison) reaches each of them: it
 // completes the first kinds at once, and marks an in-flight request, which
@@ -16,7 +15,10 @@
 // (the transport completes every frame it accepted, with an error when it
 // was cut short: see package transport). PoisonTags does the same for the
 // requests on given (context, tag) pairs (in package mpi: a collective call
-// that failed at some member), leaving the rest of the context usable.
+// that failed at some member), leaving the rest of the context usable. A
+// send's cancellation waits in the cancellation table for the receiver's
+// answer (cancel.go), which a live receiver always gives, revoked context
+// or not; FailPeer completes it.
 //
 // Protocol sends made from transport callbacks (CTS, DATA) and control
 // frames are posted to the transport's per-peer queues (never a goroutine
