@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,4 +80,38 @@ func TestPollUntilLockedCallerKeepsItsThread(t *testing.T) {
 		t.Fatalf("a locked caller's thread slept %d times in %v of polling: it yields its processor", r.switches, r.took)
 	}
 	t.Logf("%d voluntary switches in %v of polling", r.switches, r.took)
+}
+
+// A caller locked to its thread yields its core to the kernel only once it
+// has polled for a quarter of its budget: a wait shorter than that (a
+// ping-pong at its pace) does not give the core away, a longer one does
+// at every clock check.
+func TestPollUntilLockedCallerYieldsItsCoreLate(t *testing.T) {
+	trs := newPollJob(t, 2, sleepMax, newStackHandler(), newStackHandler())
+	t.Cleanup(func() {
+		for _, tr := range trs {
+			tr.Close()
+		}
+	})
+	transport.SetLockedCallers(true)
+	defer transport.SetLockedCallers(false)
+	var yields atomic.Int64
+	defer func(f func()) { kernelYield = f }(kernelYield)
+	kernelYield = func() { yields.Add(1) }
+	const budget = 40 * time.Millisecond
+
+	t0 := time.Now()
+	short := doneFn(func() bool { return time.Since(t0) > budget/lockedYieldAfter/2 })
+	if !trs[0].PollUntil(short, budget) {
+		t.Fatal("PollUntil gave up on a request done within its budget")
+	}
+	if n := yields.Load(); n != 0 {
+		t.Errorf("a wait of %v (budget %v) yielded the core %d times", time.Since(t0), budget, n)
+	}
+	if trs[0].PollUntil(doneFn(func() bool { return false }), budget) {
+		t.Fatal("PollUntil reported a request that never completes done")
+	}
+	if yields.Load() == 0 {
+		t.Errorf("a wait that spun out its budget of %v never yielded the core", budget)
+	}
 }

@@ -442,13 +442,19 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 			break
 		}
 		if i%pollYield == 0 {
-			if i%pollClock == 0 && time.Since(start) >= budget {
-				break
+			spun := time.Duration(0)
+			if i%pollClock == 0 {
+				if spun = time.Since(start); spun >= budget {
+					break
+				}
 			}
-			if !locked { // a C thread's goroutine: see transport.SetLockedCallers
+			// A C thread's goroutine does not yield its processor; past a
+			// quarter of the budget it yields its core to the kernel (as
+			// internal/transport/shm's PollUntil, transport.SetLockedCallers).
+			if !locked {
 				runtime.Gosched()
 			}
-			if t.cfg.Yield {
+			if t.cfg.Yield || locked && spun >= budget/4 {
 				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 		}
