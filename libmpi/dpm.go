@@ -78,8 +78,9 @@ func ftmpi_Comm_spawn(command *C.char, argv **C.char, maxprocs C.int, info C.uin
 	return spawn("MPI_Comm_spawn", command, argv, maxprocs, info, root, comm, intercomm, errcodes)
 }
 
-// MPI_Comm_spawn_multiple is supported with one command (count 1): package
-// mpi spawns one executable per call.
+// MPI_Comm_spawn_multiple: the root's arrays become mpi.SpawnCommands
+// (package mpi: one world of every command's processes, MPI_APPNUM the
+// index of each one's command); errcodes has one entry per process.
 //
 //export ftmpi_Comm_spawn_multiple
 func ftmpi_Comm_spawn_multiple(count C.int, commands **C.char, argvs ***C.char, maxprocs *C.int, infos *C.uintptr_t, root C.int, comm C.uintptr_t, intercomm *C.uintptr_t, errcodes *C.int) C.int {
@@ -88,22 +89,52 @@ func ftmpi_Comm_spawn_multiple(count C.int, commands **C.char, argvs ***C.char, 
 	if err != nil {
 		return code(err)
 	}
-	if int(root) != c.Rank() {
-		// Only the root's arguments are significant; spawn with count 1's shape.
-		return spawn(op, nil, nil, 0, hInfoNull, root, comm, intercomm, nil)
+	var cmds []mpi.SpawnCommand
+	total := 0
+	isRoot := int(root) == c.Rank()
+	if isRoot { // only the root's arguments count
+		if count < 1 || commands == nil || maxprocs == nil {
+			return fail(c, bad(mpi.ErrArg, op, "count %d, or array_of_commands or array_of_maxprocs NULL", int(count)))
+		}
+		n := int(count)
+		cs, ms := unsafe.Slice(commands, n), unsafe.Slice(maxprocs, n)
+		var avs []**C.char
+		if argvs != nil { // MPI_ARGVS_NULL: no arguments
+			avs = unsafe.Slice(argvs, n)
+		}
+		var is []C.uintptr_t
+		if infos != nil {
+			is = unsafe.Slice(infos, n)
+		}
+		for k := 0; k < n; k++ {
+			if cs[k] == nil {
+				return fail(c, bad(mpi.ErrArg, op, "array_of_commands[%d] is NULL", k))
+			}
+			sc := mpi.SpawnCommand{Command: C.GoString(cs[k]), MaxProcs: int(ms[k])}
+			if avs != nil {
+				sc.Args = cargv(avs[k])
+			}
+			if is != nil {
+				if sc.Info, err = infoOf(is[k], op); err != nil {
+					return code(err)
+				}
+			}
+			cmds = append(cmds, sc)
+			total += max(sc.MaxProcs, 0)
+		}
 	}
-	if count != 1 || commands == nil || maxprocs == nil {
-		return fail(c, bad(mpi.ErrUnsupportedOperation, op, "ftmpi spawns one command per call (count %d; use count 1 or MPI_Comm_spawn)", int(count)))
+	ic, err := c.SpawnMultiple(cmds, int(root))
+	if err != nil {
+		if isRoot {
+			setErrcodes(errcodes, total, code(err))
+		}
+		return code(err)
 	}
-	var argv **C.char
-	if argvs != nil {
-		argv = *argvs
+	if isRoot {
+		setErrcodes(errcodes, total, cSuccess)
 	}
-	info := C.uintptr_t(hInfoNull)
-	if infos != nil {
-		info = *infos
-	}
-	return spawn(op, *commands, argv, *maxprocs, info, root, comm, intercomm, errcodes)
+	*intercomm = commHandle(ic)
+	return cSuccess
 }
 
 //export ftmpi_Comm_get_parent

@@ -367,7 +367,8 @@ func (c *Comm) freeAttrs(op string) error {
 //     usefully be spawned, and programs that check (MPICH's tests) skipped
 //     their spawns.
 //   - AttrAppNum: int, 0: a job runs one program (ftmpirun has no MPMD
-//     form), and a spawned job is one command (MPI_Comm_spawn's 0).
+//     form), and a job of MPI_Comm_spawn is one command; in a job of
+//     SpawnMultiple, the index of the process's command.
 //   - AttrLastUsedCode: int, the largest error class code in use (no
 //     user-defined codes: MPI_Add_error_code is not provided).
 //   - AttrFT: FTInfo, whether failures are reported to the survivors and
@@ -376,7 +377,7 @@ var (
 	AttrTagUB         = predefined("MPI_TAG_UB", func(*Comm) any { return TagUB })
 	AttrWtimeIsGlobal = predefined("MPI_WTIME_IS_GLOBAL", func(*Comm) any { return false })
 	AttrUniverseSize  = predefined("MPI_UNIVERSE_SIZE", func(*Comm) any { return nil })
-	AttrAppNum        = predefined("MPI_APPNUM", func(*Comm) any { return 0 })
+	AttrAppNum        = predefined("MPI_APPNUM", func(c *Comm) any { return c.w.appNum() })
 	AttrLastUsedCode  = predefined("MPI_LASTUSEDCODE", func(*Comm) any { return lastUsedCode() })
 	AttrFT            = predefined("MPI_FT", func(c *Comm) any { return FTInfo{Enabled: true, Model: c.ftm().name()} })
 )

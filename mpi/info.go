@@ -203,5 +203,5 @@ func (c *Comm) SpawnInfo(command string, args []string, maxprocs int, info *Info
 	if c != nil && c.rank == root {
 		command = spawnProgram(command, info)
 	}
-	return c.spawnIn(command, args, maxprocs, spawnDir(info), root)
+	return c.spawnIn("MPI_Comm_spawn", command, args, maxprocs, spawnDir(info), nil, root)
 }

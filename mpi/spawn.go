@@ -48,13 +48,16 @@ type spawnState struct {
 // run-through communicator, a root that is a recognised failed process is
 // ErrRank. It needs ftmpirun.
 func (c *Comm) Spawn(command string, args []string, maxprocs, root int) (*Comm, error) {
-	return c.spawnIn(command, args, maxprocs, "", root)
+	return c.spawnIn("MPI_Comm_spawn", command, args, maxprocs, dir0, nil, root)
 }
 
+// dir0 is the working directory of Spawn's children: the job's.
+const dir0 = ""
+
 // spawnIn is Spawn with the children's working directory (dir, at root;
-// "": the job's).
-func (c *Comm) spawnIn(command string, args []string, maxprocs int, dir string, root int) (*Comm, error) {
-	const op = "MPI_Comm_spawn"
+// "": the job's) and, for SpawnMultiple, the commands (apps, at root:
+// command, args, maxprocs and dir are then unused).
+func (c *Comm) spawnIn(op, command string, args []string, maxprocs int, dir string, apps []boot.SpawnApp, root int) (*Comm, error) {
 	if err := checkLive(c, op); err != nil {
 		return nil, err
 	}
@@ -70,7 +73,7 @@ func (c *Comm) spawnIn(command string, args []string, maxprocs int, dir string, 
 		// returns it, and the launcher is not asked.
 		return nil, c.handle(newErr(ErrRank, op, c, root, "root %d is a recognised failed process (seed 003 17.10)", root))
 	}
-	eps, pairs, err := c.spawnReq(op, command, args, maxprocs, dir, root, false)
+	eps, pairs, err := c.spawnReq(op, command, args, maxprocs, dir, apps, root, false)
 	if err != nil {
 		return nil, c.handle(err)
 	}
@@ -87,12 +90,12 @@ func (c *Comm) spawnIn(command string, args []string, maxprocs int, dir string, 
 // fallback) and gets their endpoints and the agreed context pairs of the
 // intercommunicator, or an error not yet given to c's handler.
 func (c *Comm) spawnRaw(op, command string, args []string, maxprocs, root int, spares bool) ([]boot.Endpoint, []int, error) {
-	return c.spawnReq(op, command, args, maxprocs, "", root, spares)
+	return c.spawnReq(op, command, args, maxprocs, dir0, nil, root, spares)
 }
 
 // spawnReq is spawnRaw with the children's working directory (dir, at
 // root; "": the job's).
-func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir string, root int, spares bool) ([]boot.Endpoint, []int, error) {
+func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir string, apps []boot.SpawnApp, root int, spares bool) ([]boot.Endpoint, []int, error) {
 	w := c.w
 	p := w.proc
 	if p == nil {
@@ -108,6 +111,18 @@ func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir str
 	req := boot.SpawnRequest{Key: key, Procs: procs, Root: c.rank == root, Pairs: pairs, Spares: spares}
 	if req.Root {
 		req.Command, req.Args, req.MaxProcs, req.Dir = command, args, maxprocs, dir
+		if len(apps) > 0 {
+			req.Command, req.Args, req.Dir, req.Apps = "", nil, "", apps
+			maxprocs = 0
+			for _, a := range apps {
+				if a.MaxProcs < 1 {
+					maxprocs = a.MaxProcs // refused below, as a single command's
+					break
+				}
+				maxprocs += a.MaxProcs
+			}
+			req.MaxProcs = maxprocs
+		}
 		if maxprocs < 1 && perr == nil {
 			req.Error = fmt.Sprintf("maxprocs %d at the root: must be at least 1", maxprocs)
 		}
@@ -230,4 +245,49 @@ func spawnDir(info *Info) string {
 		return abs
 	}
 	return d
+}
+
+// SpawnCommand is one command of SpawnMultiple: an entry of
+// MPI_Comm_spawn_multiple's array_of_commands, array_of_argv,
+// array_of_maxprocs and array_of_info.
+type SpawnCommand struct {
+	Command  string   // as Spawn's command ("": the job's own program)
+	Args     []string // argv[1:]
+	MaxProcs int      // processes to start with it, at least 1
+	Info     *Info    // its reserved keys "path" and "wdir" (SpawnInfo); nil: none
+}
+
+// SpawnMultiple starts the processes of several commands as one new
+// world and returns the intercommunicator to them
+// (MPI_Comm_spawn_multiple): the children of cmds[0] get the first ranks,
+// then those of cmds[1], and so on; each child's MPI_APPNUM (AttrAppNum)
+// is the index of its command. It is collective over c; cmds counts at
+// root only. Errors are as Spawn's.
+func (c *Comm) SpawnMultiple(cmds []SpawnCommand, root int) (*Comm, error) {
+	const op = "MPI_Comm_spawn_multiple"
+	var apps []boot.SpawnApp
+	if c != nil && c.rank == root {
+		if len(cmds) == 0 {
+			// Refused by the launcher at every parent (maxprocs 0 at root).
+			apps = []boot.SpawnApp{{MaxProcs: 0}}
+		}
+		for _, sc := range cmds {
+			apps = append(apps, boot.SpawnApp{Command: spawnProgram(sc.Command, sc.Info), Args: sc.Args,
+				MaxProcs: sc.MaxProcs, Dir: spawnDir(sc.Info)})
+		}
+	}
+	return c.spawnIn(op, "", nil, 0, dir0, apps, root)
+}
+
+// appNum is the index of this process's command in the SpawnMultiple
+// call that started it (boot.EnvAppNum), 0 otherwise (AttrAppNum).
+func (w *World) appNum() int {
+	if w.proc == nil {
+		return 0
+	}
+	v, err := strconv.Atoi(os.Getenv(boot.EnvAppNum))
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
 }

@@ -42,6 +42,7 @@ const (
 	EnvUniverse    = "FTMPI_UNIVERSE"    // number of process ids in use when the process started (default: the size)
 	EnvListen      = "FTMPI_LISTEN"      // IP address the rank's TCP listener binds (the host's address on the job's network; unset: 127.0.0.1)
 	EnvParent      = "FTMPI_PARENT"      // spawned processes: "PAIR,PAIR;PROC,PROC,...": the context pairs of the intercommunicator to the parents and the parents' process ids in rank order
+	EnvAppNum      = "FTMPI_APPNUM"      // spawned processes of MPI_Comm_spawn_multiple: the index of their command (MPI_APPNUM; unset: 0)
 	EnvSpares      = "FTMPI_SPARES"      // K: the last K processes of the start set (ranks Size-K..Size-1) are spares that wait inside MPI_Init until a repair takes them; CommWorld has Size-K ranks (unset: 0)
 )
 

@@ -19,13 +19,27 @@ type SpawnRequest struct {
 	Args     []string // argv[1:]
 	MaxProcs int      // number of processes to start
 	Dir      string   `json:",omitempty"` // the children's working directory ("": the launcher's)
-	Pairs    []int    // the context pairs of the intercommunicator (2)
-	Error    string   // non-empty: this parent cannot take part; the spawn fails everywhere
-	Failed   []int    // with Error: the parents this one knows failed (its Error is a process failure)
+	// Apps (at the root, MPI_Comm_spawn_multiple): the commands, each with
+	// its arguments, number of processes and directory; MaxProcs is then
+	// their sum, and Command, Args and Dir are not used. The children are
+	// numbered in the order of Apps, each knowing its command's index
+	// (EnvAppNum).
+	Apps   []SpawnApp `json:",omitempty"`
+	Pairs  []int      // the context pairs of the intercommunicator (2)
+	Error  string     // non-empty: this parent cannot take part; the spawn fails everywhere
+	Failed []int      // with Error: the parents this one knows failed (its Error is a process failure)
 	// Spares (at the root): the new processes are spares (EnvSpares = MaxProcs):
 	// they wait inside Init for an activation (MPIX_Comm_replace when no
 	// spare of the job is left) instead of running as a spawned world.
 	Spares bool `json:",omitempty"`
+}
+
+// SpawnApp is one command of a SpawnRequest's Apps.
+type SpawnApp struct {
+	Command  string
+	Args     []string `json:",omitempty"`
+	MaxProcs int
+	Dir      string `json:",omitempty"`
 }
 
 // SpawnError is the launcher's refusal of a spawn: a parent failed or

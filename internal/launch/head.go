@@ -714,23 +714,37 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		path := tmpl.Path
-		var err error
-		if st.Command != "" {
-			path, err = resolveProgram(st.Command, cacheDir)
-		}
 		base, k := st.Base, st.K
-		dir := st.Dir // MPI_Comm_spawn's "wdir"; else the job's
-		if dir == "" {
-			dir = tmpl.Dir
+		apps := st.Apps // MPI_Comm_spawn_multiple's commands; else the one command
+		if len(apps) == 0 {
+			apps = []boot.SpawnApp{{Command: st.Command, Args: st.Args, MaxProcs: k, Dir: st.Dir}}
+		}
+		paths := make([]string, len(apps))
+		var err error
+		for a, app := range apps {
+			paths[a] = tmpl.Path
+			if app.Command != "" && err == nil {
+				paths[a], err = resolveProgram(app.Command, cacheDir)
+			}
 		}
 		specs := make([]RankSpec, k)
+		a, left := 0, apps[0].MaxProcs // the command of child i, and its children still to number
 		for i := range specs {
+			for left == 0 && a+1 < len(apps) {
+				a++
+				left = apps[a].MaxProcs
+			}
+			left--
+			dir := apps[a].Dir // MPI_Comm_spawn's "wdir"; else the job's
+			if dir == "" {
+				dir = tmpl.Dir
+			}
 			env := tmpl.Env
 			for _, kv := range [][2]string{
 				{boot.EnvRank, strconv.Itoa(i)}, {boot.EnvSize, strconv.Itoa(k)},
 				{boot.EnvProc, strconv.Itoa(base + i)}, {boot.EnvUniverse, strconv.Itoa(base + k)},
 				{boot.EnvParent, st.Parent}, {boot.EnvIncarnation, "0"}, {boot.EnvEpoch, "0"},
+				{boot.EnvAppNum, strconv.Itoa(a)},
 			} {
 				env = setEnv(env, kv[0], kv[1])
 			}
@@ -739,7 +753,7 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 				spares = k // a repair's spawned spares: every one waits to be taken
 			}
 			env = setEnv(env, boot.EnvSpares, strconv.Itoa(spares))
-			specs[i] = RankSpec{Rank: base + i, Path: path, Args: st.Args, Env: env, Auth: tmpl.Auth, Dir: dir}
+			specs[i] = RankSpec{Rank: base + i, Path: paths[a], Args: apps[a].Args, Env: env, Auth: tmpl.Auth, Dir: dir}
 		}
 		if err != nil {
 			for _, s := range specs {

@@ -69,3 +69,16 @@ func TestDPMIntercommCreate(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// TestDPMSpawnMultiple (dpm_spawn_multiple.c, np 2; MPICH spawn/spawnmult2,
+// spawnminfo1): MPI_Comm_spawn_multiple with two commands makes one world
+// of 1 + 2 children in command order, each with its command's arguments,
+// "wdir" and MPI_APPNUM; it was refused (MPI_ERR_UNSUPPORTED_OPERATION)
+// for more than one command.
+func TestDPMSpawnMultiple(t *testing.T) {
+	bin := Compile(t, "testdata/dpm_spawn_multiple.c")
+	r := runC(t, "2", nil, bin)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "result: remote 3 children ok 3 errcodes 0 0 0\n") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}

@@ -303,7 +303,8 @@ type ChildrenStart struct {
 	Base, K int
 	Command string
 	Args    []string
-	Dir     string // the working directory of the children ("": the launcher's)
+	Dir     string          // the working directory of the children ("": the launcher's)
+	Apps    []boot.SpawnApp // MPI_Comm_spawn_multiple's commands (K is their sum); Command, Args and Dir are then unused
 	Parent  string
 	Hosts   []int // the host index of each child (a host with a free slot)
 	Spares  bool  // the children are spares (boot.EnvSpares = K): a repair takes them

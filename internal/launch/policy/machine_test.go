@@ -874,3 +874,35 @@ func TestExitCodeSkipsRankKilledAfterFence(t *testing.T) {
 		t.Fatalf("done %v exit code %d, want 4 (rank 1's: rank 0 was killed after its fence)", m.Done(), m.ExitCode())
 	}
 }
+
+// MPI_Comm_spawn_multiple: the root's commands reach StartChildren, K is
+// their sum; commands whose numbers do not add up to MaxProcs, or one
+// below 1, are refused at every parent.
+func TestSpawnMultipleApps(t *testing.T) {
+	apps := []boot.SpawnApp{{Command: "a", MaxProcs: 1}, {Command: "b", Args: []string{"x"}, MaxProcs: 2, Dir: "/"}}
+	req := func(conn Conn, root bool, maxprocs int, apps []boot.SpawnApp) Spawn {
+		b, err := json.Marshal(boot.SpawnRequest{Key: "k", Procs: []int{0, 1}, Root: root, MaxProcs: maxprocs, Apps: apps, Pairs: []int{4, 5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Spawn{Conn: conn, ID: 7, Request: string(b)}
+	}
+	m := newM(t, 2, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1)
+	m.Step(req(1, true, 3, apps))
+	acts := m.Step(req(2, false, 0, nil))
+	wantKinds(t, "all parents", acts, StartChildren)
+	if s := acts[0].Start; s.K != 3 || len(s.Apps) != 2 || s.Apps[1].Dir != "/" || s.Apps[1].Args[0] != "x" {
+		t.Errorf("%+v", s)
+	}
+
+	m = newM(t, 2, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1)
+	m.Step(req(1, true, 4, apps))
+	acts = m.Step(req(2, false, 0, nil))
+	if r := find(acts, Reply); r == nil || !strings.Contains(r.Msg.Error, "do not add up to 4") {
+		t.Errorf("%v", acts)
+	}
+}

@@ -172,6 +172,9 @@ func (m *Machine) startChildren(op *spawnOp) {
 	case len(root.Pairs) != 2:
 		op.errs = append(op.errs, "the root sent no context pairs")
 		return
+	case len(root.Apps) > 0 && !appsSum(root.Apps, root.MaxProcs):
+		op.errs = append(op.errs, fmt.Sprintf("the commands' maxprocs do not add up to %d, or one is below 1", root.MaxProcs))
+		return
 	case !m.canSpawn:
 		op.errs = append(op.errs, "this launcher cannot start processes")
 		return
@@ -189,7 +192,7 @@ func (m *Machine) startChildren(op *spawnOp) {
 		op.children = append(op.children, base+i)
 		m.procs = append(m.procs, proc{spawning: true, host: hosts[i]})
 	}
-	m.emit(Action{Kind: StartChildren, Start: &ChildrenStart{Base: base, K: k, Command: root.Command, Args: root.Args, Dir: root.Dir,
+	m.emit(Action{Kind: StartChildren, Start: &ChildrenStart{Base: base, K: k, Command: root.Command, Args: root.Args, Dir: root.Dir, Apps: root.Apps,
 		Parent: boot.FormatParent(root.Pairs, op.procs), Hosts: hosts, Spares: root.Spares}})
 	names := ""
 	for i, h := range hosts {
@@ -241,4 +244,17 @@ func (m *Machine) finishSpawn(op *spawnOp) {
 	} else if m.cfg.Verbose {
 		m.emit(Action{Kind: Log, Text: fmt.Sprintf("spawned processes %v in ", op.children) + "%v", Since: "spawn " + op.key})
 	}
+}
+
+// appsSum reports whether every command of apps starts at least one
+// process and their numbers add up to k.
+func appsSum(apps []boot.SpawnApp, k int) bool {
+	n := 0
+	for _, a := range apps {
+		if a.MaxProcs < 1 {
+			return false
+		}
+		n += a.MaxProcs
+	}
+	return n == k
 }
