@@ -4,12 +4,17 @@
 //
 //	ftmpirun -n N [--tag-output] [--timeout D] [--transport auto|unix|tcp]
 //	         [--on-failure abort|continue] [--inject SPEC]... [--chaos ARGS]
-//	         [--host H[:N],... | --hostfile FILE] [--map-by slot|node] [--oversubscribe]
-//	         [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary] [--launch-agent CMD]
-//	         [--interface IF|CIDR] [-v] [--] PROGRAM [ARGS...]
+//	         [--host H[:N],... | --hostfile FILE] [--map-by slot|node|ppr:N:node] [-N N]
+//	         [--oversubscribe] [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary]
+//	         [--launch-agent CMD] [--interface IF|CIDR] [--bind-to core|socket|hwthread|none]
+//	         [--report-bindings] [--output-filename DIR] [--timestamp-output]
+//	         [--merge-stderr-to-stdout] [--version] [-v] [--] PROGRAM [ARGS...]
 //
-// The ranks' stdin is /dev/null; their stdout and stderr are forwarded
-// line by line. With --host/--hostfile the ranks run on several hosts:
+// ftmpirun's stdin goes to rank 0 (as mpirun's), the other ranks' is
+// /dev/null; their stdout and stderr are forwarded line by line. The
+// flags of mpirun that scripts carry are accepted with their meaning
+// (README: "ftmpirun for mpirun users"); a usage mistake prints one line
+// and "see ftmpirun --help", and exits 2. With --host/--hostfile the ranks run on several hosts:
 // ftmpirun starts itself in agent mode on every other host over ssh
 // (--launch-agent, $FTMPI_SSH); see package internal/launch. --inject kill:rank=R,at=D / stop:rank=R,at=D and --chaos
 // seed=S,mttf=D,max=K[,spare=LIST][,stop=F][,from=D] inject faults (default: $FTMPI_INJECT;
@@ -39,5 +44,5 @@ func main() {
 	// nothing needs to read this channel (a full one drops signals). A
 	// caught signal is reset by exec: the ranks keep the default action.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	os.Exit(launch.Main(os.Args[1:], os.Stdout, os.Stderr, sigs))
+	os.Exit(launch.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, sigs))
 }

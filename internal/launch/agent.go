@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"os"
 	"syscall"
 
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
@@ -19,6 +20,15 @@ type RankSpec struct {
 	// process through an inherited pipe (wireauth.Key.Pipe, the
 	// descriptor's number in wireauth.EnvFD), never in Env or Args.
 	Auth *wireauth.Key
+	// Stdin, if not nil, is the process's standard input (ftmpirun's,
+	// for rank 0); nil: /dev/null. Local starts only (not on the wire).
+	Stdin *os.File
+	// Bind binds the process to CPUs by its Slot, its place among the
+	// ranks of its host (Config.BindTo; "": not bound); ReportBinding
+	// prints which (--report-bindings).
+	Bind          string
+	Slot          int
+	ReportBinding bool
 }
 
 // ExitReport tells the head that a rank's process is gone: its exit

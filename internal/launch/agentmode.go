@@ -130,7 +130,8 @@ loop:
 						env = setEnv(env, name, val)
 					}
 					env = setEnv(env, "FTMPI_TMPDIR", dir)
-					specs[i] = RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir, Auth: key}
+					specs[i] = RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir, Auth: key,
+						Bind: s.Bind, Slot: s.Slot, ReportBinding: s.Report}
 				}
 				starts.Add(1)
 				go func(seq uint64) {

@@ -203,6 +203,38 @@ type Config struct {
 	// connection (into the agent's job directory) instead of relying on a
 	// shared path.
 	PreloadBinary bool
+
+	// What mpirun users carry over (see "ftmpirun for mpirun users" in
+	// the README).
+
+	// Stdin is forwarded to rank 0 (mpirun's default); the other ranks'
+	// stdin is /dev/null, and so is rank 0's if Stdin is nil or rank 0
+	// runs on another host. A non-terminal *os.File is handed to rank 0
+	// as is; anything else is copied through a pipe.
+	Stdin io.Reader
+	// PerNode > 0 (-N, --npernode, --map-by ppr:N:node) places that many
+	// ranks on each host (on this host alone without Hosts), whatever
+	// their slots; N then defaults to PerNode times the hosts.
+	PerNode int
+	// OutputDir (--output-filename) also writes each rank's output to
+	// files, Open MPI 4.1's layout: OutputDir/L/rank.R/stdout and stderr,
+	// L the launch (1, then 2... after --restart-on-failure relaunches),
+	// R zero-padded to the width of N.
+	OutputDir string
+	// Timestamp (--timestamp-output) prefixes each forwarded line with the
+	// time it was forwarded.
+	Timestamp bool
+	// MergeStderr (--merge-stderr-to-stdout) forwards the ranks' stderr
+	// to stdout.
+	MergeStderr bool
+	// BindTo (--bind-to) binds each rank to CPUs (sched_setaffinity) by
+	// its place among the ranks of its host: "core" (all hardware threads
+	// of one core), "socket", "hwthread", or "" / "none" (no binding).
+	// Collective algorithms do not depend on it.
+	BindTo string
+	// ReportBindings (--report-bindings) prints one line per rank saying
+	// which CPUs it may run on.
+	ReportBindings bool
 }
 
 // UsageError is a command-line or configuration mistake (exit code 2).
@@ -214,13 +246,22 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                 [--on-failure abort|continue|reinit] [--max-restarts K] [--spares K]
                 [--inject SPEC]... [--chaos ARGS]
                 [--restart-on-failure N] [-v]
-                [--host H[:N],... | --hostfile FILE] [--map-by slot|node] [--oversubscribe]
-                [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary] [--launch-agent CMD] [--interface IF|CIDR]
-                [--] PROGRAM [ARGS...]
+                [--host H[:N],... | --hostfile FILE] [--map-by slot|node|ppr:N:node] [-N N]
+                [--oversubscribe] [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary]
+                [--launch-agent CMD] [--interface IF|CIDR] [--bind-to core|socket|hwthread|none]
+                [--report-bindings] [--output-filename DIR] [--timestamp-output]
+                [--merge-stderr-to-stdout] [--version] [--] PROGRAM [ARGS...]
   -n, -np N        number of ranks (default with --host/--hostfile: every slot)
   --tag-output     prefix each output line with [rank]
-  --timeout D      kill the job after D (e.g. 30s) and exit 124; default: $MPIEXEC_TIMEOUT
-                   seconds (the variable MPICH's mpiexec and test harness use), if set
+  --timestamp-output
+                   prefix each output line with the time ftmpirun forwarded it
+  --merge-stderr-to-stdout
+                   forward the ranks' stderr to stdout
+  --output-filename DIR
+                   also write each rank's stdout and stderr to DIR/1/rank.R/stdout and
+                   stderr (Open MPI 4.1's layout; DIR/2/... after a relaunch)
+  --timeout D      kill the job after D (a unit is needed: 90s, 2m, 1.5h) and exit 124;
+                   default: $MPIEXEC_TIMEOUT seconds (as MPICH's mpiexec), if set
   --transport T    auto (default, or $FTMPI_TRANSPORT): shared memory between the ranks of one
                    host, TCP to others; unix (Unix sockets on one host), tcp (TCP even on one
                    host), or shm (shared memory, as auto)
@@ -249,12 +290,18 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    --on-failure continue) and, once every rank has exited, relaunch the
                    whole job, at most N times; $FTMPI_RESTART tells the ranks which
                    relaunch it is (0 at first). Survivors should checkpoint and exit.
-  --host LIST      hosts and slots, e.g. h1:4,h2:4 (a host without :N has 1 slot)
+  -H, --host LIST  hosts and slots, e.g. h1:4,h2:4 (a host without :N has 1 slot)
   --hostfile FILE  one host per line: "h1 slots=4" (Open MPI) or "h1:4" (MPICH)
-  --map-by P       slot (default: fill each host in turn) or node (round robin)
+  --map-by P       slot (default: fill each host in turn; also core, hwthread), node (round
+                   robin), or ppr:N:node (as -N N); :OVERSUBSCRIBE as --oversubscribe
+  -N, --npernode N N ranks on every host, whatever its slots (default -n: N per host)
   --oversubscribe  allow more ranks than slots
+  --bind-to B      bind each rank to CPUs by its place on its host: core, socket, hwthread,
+                   or none (default); the CPUs ftmpirun may use, taken in order
+  --report-bindings
+                   print the CPUs each rank is bound to
   -x VAR[=VALUE]   export VAR (this process's value, or VALUE) to every rank (repeatable)
-  --wdir DIR       working directory of the ranks (default: the current one)
+  --wdir, --wd DIR working directory of the ranks (default: the current one)
   --preload-binary send PROGRAM to every remote host over its agent's connection
                    (default: the same path must be valid on every host)
   --launch-agent CMD
@@ -266,7 +313,11 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    (hydra's flag, which MPICH's fault-tolerance tests pass) --on-failure
                    continue unless --on-failure is given, failure notices only with -v,
                    and a non-zero exit code when a rank failed, as hydra
+  --allow-run-as-root
+                   accepted, no effect (ftmpirun runs as any user)
+  --mca K V        refused: ftmpi has no MCA; the message names the flag that does the job
   -v               verbose
+  --version        print the version and exit 0
   -h, --help       print this help and exit 0
 Exit code: without failures, like mpirun, 0 when every rank exited 0, else the
 code of the lowest rank that did not; after a failure, the first failure's
@@ -276,7 +327,8 @@ without --host/--hostfile, the hosts are the allocation's nodes, their slots
 SLURM_JOB_CPUS_PER_NODE (SLURM_TASKS_PER_NODE if the job was given -n), and the
 agents are started by srun, one step per node.
 PROGRAM is an executable (PATH lookup if it has no slash) or a Go main package
-directory, which is built once. stdin of every rank is /dev/null.
+directory, which is built once. ftmpirun's stdin goes to rank 0 (when it runs on
+this host), the other ranks' stdin is /dev/null.
 `
 
 // Usage writes the short usage text.
@@ -294,7 +346,31 @@ func ParseArgs(args []string) (Config, error) {
 	fs.IntVar(&n, "n", 0, "")
 	fs.IntVar(&n, "np", 0, "")
 	fs.BoolVar(&cfg.TagOutput, "tag-output", false, "")
-	fs.DurationVar(&cfg.Timeout, "timeout", 0, "")
+	fs.Func("timeout", "", func(s string) error {
+		d, err := parseTimeout(s)
+		cfg.Timeout = d
+		return err
+	})
+	fs.Bool("allow-run-as-root", false, "") // mpirun's guard; ftmpirun has none
+	version := false
+	fs.BoolVar(&version, "version", false, "")
+	fs.BoolVar(&version, "V", false, "")
+	fs.BoolVar(&cfg.Timestamp, "timestamp-output", false, "")
+	fs.BoolVar(&cfg.MergeStderr, "merge-stderr-to-stdout", false, "")
+	fs.StringVar(&cfg.OutputDir, "output-filename", "", "")
+	fs.StringVar(&cfg.BindTo, "bind-to", "", "")
+	fs.BoolVar(&cfg.ReportBindings, "report-bindings", false, "")
+	fs.IntVar(&cfg.PerNode, "N", 0, "")
+	fs.IntVar(&cfg.PerNode, "npernode", 0, "")
+	mca := ""
+	for _, name := range []string{"mca", "gmca"} {
+		fs.Func(name, "", func(s string) error {
+			if mca == "" {
+				mca = s
+			}
+			return nil
+		})
+	}
 	defTransport := os.Getenv("FTMPI_TRANSPORT") // the environment sets the default; the flag wins
 	if defTransport == "" {
 		defTransport = "auto"
@@ -332,7 +408,7 @@ func ParseArgs(args []string) (Config, error) {
 	hostfile := ""
 	fs.StringVar(&hostfile, "hostfile", "", "")
 	fs.StringVar(&hostfile, "machinefile", "", "")
-	fs.StringVar(&cfg.MapBy, "map-by", MapBySlot, "")
+	fs.Func("map-by", "", func(s string) error { return parseMapBy(s, &cfg) })
 	fs.Func("x", "", func(s string) error {
 		name, _, _ := strings.Cut(s, "=")
 		if name == "" || strings.ContainsAny(name, " \t\x00") {
@@ -344,6 +420,7 @@ func ParseArgs(args []string) (Config, error) {
 	fs.BoolVar(&cfg.Oversubscribe, "oversubscribe", false, "")
 	fs.BoolVar(&cfg.PreloadBinary, "preload-binary", false, "")
 	fs.StringVar(&cfg.Wdir, "wdir", "", "")
+	fs.StringVar(&cfg.Wdir, "wd", "", "")
 	fs.StringVar(&cfg.LaunchAgent, "launch-agent", os.Getenv(EnvSSH), "")
 	fs.StringVar(&cfg.Interface, "interface", "", "")
 	fs.Func("chaos", "", func(s string) error {
@@ -356,7 +433,20 @@ func ParseArgs(args []string) (Config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, flag.ErrHelp
 		}
-		return cfg, &UsageError{err.Error()}
+		return cfg, &UsageError{flagError(err)}
+	}
+	if version {
+		return cfg, ErrVersion
+	}
+	if mca != "" {
+		value := ""
+		if fs.NArg() > 0 {
+			value = fs.Arg(0) // the flag package took it for the program
+		}
+		return cfg, &UsageError{mcaError(mca, value)}
+	}
+	if cfg.MapBy == "" {
+		cfg.MapBy = MapBySlot
 	}
 	onFailureSet, nSet, timeoutSet := false, false, false
 	fs.Visit(func(f *flag.Flag) {
@@ -404,11 +494,11 @@ func ParseArgs(args []string) (Config, error) {
 			cfg.SlurmJob, cfg.SlurmSlots = a.JobID, a.SlotsFrom
 		}
 	}
-	if !nSet && cfg.Hosts == nil {
+	if !nSet && cfg.Hosts == nil && cfg.PerNode == 0 {
 		return cfg, &UsageError{"missing -n N (number of ranks)"}
 	}
 	cfg.N = n
-	if !nSet {
+	if !nSet && cfg.PerNode == 0 { // with -N, validate counts the ranks
 		for _, h := range cfg.Hosts {
 			cfg.N += h.Slots
 		}
@@ -429,6 +519,9 @@ func ParseArgs(args []string) (Config, error) {
 }
 
 func (cfg *Config) validate() error {
+	if err := cfg.validatePerNode(); err != nil {
+		return err
+	}
 	if err := bound.CheckInt("-n", cfg.N, 1, MaxProcs); err != nil {
 		return &UsageError{err.Error() + " ranks"}
 	}
@@ -477,6 +570,9 @@ func (cfg *Config) validate() error {
 		return &UsageError{err.Error()}
 	}
 	if err := cfg.validateHosts(); err != nil {
+		return err
+	}
+	if err := cfg.validateMpirun(); err != nil {
 		return err
 	}
 	switch cfg.ControlNet {
@@ -592,10 +688,11 @@ func (cfg *Config) validateHosts() error {
 	return nil
 }
 
-// Main runs ftmpirun with the given arguments and returns its exit code.
+// Main runs ftmpirun with the given arguments and returns its exit code;
+// stdin goes to rank 0 (Config.Stdin).
 // With AgentCommand as its first argument it is a remote agent instead
 // (agentmode.go), speaking package agentwire on stdin and stdout.
-func Main(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal) int {
 	if len(args) > 0 && args[0] == AgentCommand {
 		return RunAgent(os.Stdin, os.Stdout, stderr)
 	}
@@ -604,12 +701,15 @@ func Main(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int
 		Usage(stdout)
 		return 0
 	}
+	if errors.Is(err, ErrVersion) {
+		_, _ = io.WriteString(stdout, versionText())
+		return 0
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "ftmpirun: %v\n", err)
-		Usage(stderr)
+		usageError(stderr, err)
 		return ExitUsage
 	}
-	cfg.Stdout, cfg.Stderr, cfg.Signals = stdout, stderr, signals
+	cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.Signals = stdin, stdout, stderr, signals
 	return Run(cfg)
 }
 

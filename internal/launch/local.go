@@ -3,6 +3,7 @@ package launch
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -27,7 +28,8 @@ const drainGrace = 500 * time.Millisecond
 //
 // Each rank runs in its own process group (so that signals reach every
 // process it forks) with a parent-death signal of SIGKILL (so that
-// SIGKILL of the launcher kills it). stdin is /dev/null; stdout and
+// SIGKILL of the launcher kills it). stdin is /dev/null (or
+// RankSpec.Stdin); stdout and
 // stderr are pipes read line by line and passed to the Reporter. When a
 // rank's main process exits, the rest of its process group is killed: a
 // rank never leaves orphans behind.
@@ -38,6 +40,13 @@ type LocalAgent struct {
 	mu    sync.Mutex
 	procs map[int]*localProc
 	wg    sync.WaitGroup
+
+	// note, if set, prints a launcher line about a rank (--report-bindings);
+	// nil: the line goes out as the rank's stderr (an agent on another host).
+	note      func(line string)
+	coresOnce sync.Once
+	cores     []cpuCore
+	coresErr  error
 }
 
 type localProc struct {
@@ -110,7 +119,11 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 		a.rep.Exited(rep)
 		return
 	}
-	files := []*os.File{devnull, outW, errW}
+	stdin := devnull
+	if s.Stdin != nil {
+		stdin = s.Stdin
+	}
+	files := []*os.File{stdin, outW, errW}
 	env := s.Env
 	var secret *os.File
 	if s.Auth != nil {
@@ -140,7 +153,26 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	p, err := os.StartProcess(s.Path, append([]string{s.Path}, s.Args...), attr)
+	var cpus []int
+	var bindDesc string
+	reaped := make(chan struct{}) // closed once the process is reaped
+	defer close(reaped)
+	if s.Bind != "" {
+		a.coresOnce.Do(func() { a.cores, a.coresErr = hostCores() })
+		if a.coresErr != nil {
+			err = fmt.Errorf("--bind-to %s: %v", s.Bind, a.coresErr)
+		} else {
+			cpus, bindDesc = bindCPUs(s.Bind, s.Slot, a.cores)
+		}
+	}
+	var p *os.Process
+	switch {
+	case err != nil:
+	case cpus != nil:
+		p, err = startBound(cpus, s.Path, append([]string{s.Path}, s.Args...), attr, reaped)
+	default:
+		p, err = os.StartProcess(s.Path, append([]string{s.Path}, s.Args...), attr)
+	}
 	outW.Close()
 	errW.Close()
 	if secret != nil {
@@ -164,7 +196,21 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go a.forward(s.Rank, false, outR, &readers, release)
-	go a.forward(s.Rank, true, errR, &readers, release)
+	var report string
+	if s.ReportBinding {
+		report = bindingReport(a.host, s.Rank, p.Pid, s.Bind, bindDesc, cpus)
+	}
+	go func() {
+		if report != "" {
+			<-release // before the rank's own lines, after the announce
+			if a.note != nil {
+				a.note(report)
+			} else {
+				a.rep.Output(s.Rank, true, []byte("ftmpirun: "+report+"\n"))
+			}
+		}
+		a.forward(s.Rank, true, errR, &readers, release)
+	}()
 
 	// Wait for the exit without reaping, so that the pid (and with it the
 	// process group id) cannot be reused while we kill the leftovers of

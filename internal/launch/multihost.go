@@ -75,7 +75,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 			name := cfg.Hosts[remote[0]].Name
 			addrs, err := net.LookupHost(name)
 			if err != nil || len(addrs) == 0 {
-				return fail("cannot find the network to host %s (%v): name it with --interface", name, err)
+				return fail("cannot resolve host %s (%v): check its name in --host/--hostfile", name, err)
 			}
 			toward = addrs[0]
 		}
@@ -186,6 +186,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 	}
 	if local >= 0 {
 		la := NewLocalAgent(cfg.Hosts[local].Name, h)
+		la.note = func(line string) { out.logf("%s", line) }
 		h.addAgent(la)
 		mh.agents[local] = la
 		cores[local] = runtime.NumCPU()
@@ -218,7 +219,8 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		if h.hostPath != nil && h.hostPath[hi] != "" {
 			p = h.hostPath[hi]
 		}
-		mh.specs[r] = RankSpec{Rank: r, Path: p, Args: cfg.Args, Env: env, Dir: wdir, Auth: key}
+		mh.specs[r] = RankSpec{Rank: r, Path: p, Args: cfg.Args, Env: env, Dir: wdir, Auth: key,
+			Bind: cfg.BindTo, Slot: len(mh.groups[hi]), ReportBinding: cfg.ReportBindings}
 		mh.groups[hi] = append(mh.groups[hi], mh.specs[r])
 	}
 	return mh, 0

@@ -329,7 +329,8 @@ func (a *remoteAgent) Start(specs []RankSpec) {
 		a.running[s.Rank] = s.Incarnation
 		delete(a.pids, s.Rank) // an older incarnation's
 		a.ranks.Add(1)
-		m.Specs = append(m.Specs, agentwire.Spec{Rank: s.Rank, Inc: s.Incarnation, Path: s.Path, Args: s.Args, Env: s.Env, Dir: s.Dir})
+		m.Specs = append(m.Specs, agentwire.Spec{Rank: s.Rank, Inc: s.Incarnation, Path: s.Path, Args: s.Args, Env: s.Env, Dir: s.Dir,
+			Bind: s.Bind, Slot: s.Slot, Report: s.ReportBinding})
 	}
 	a.starts[seq] = m.Specs
 	a.mu.Unlock()

@@ -55,6 +55,9 @@ type launchState struct {
 
 	planStart time.Time      // the plan's time 0 in this launch
 	rest      []inject.Event // events this launch did not reach, times shifted for the next
+	elapsed   time.Duration  // the plan's clock when this launch started (earlier launches' time)
+	ran       time.Duration  // how long this launch ran on the plan's clock
+	unfired   []inject.Event // events this launch did not reach, at their times in the plan
 
 	// Filled in by the launch.
 	mu          sync.Mutex
@@ -125,9 +128,14 @@ func (st *launchState) finished(h *head, path string) {
 	st.path = path
 	if !st.planStart.IsZero() {
 		ran := time.Since(st.planStart)
+		st.ran = ran
 		var rest []inject.Event
+		st.unfired = nil
 		for _, ev := range st.rest {
 			if ev.At > ran {
+				orig := ev
+				orig.At += st.elapsed
+				st.unfired = append(st.unfired, orig)
 				ev.At -= ran
 				rest = append(rest, ev)
 			}
@@ -158,13 +166,15 @@ func Run(cfg Config) int {
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
-	if cfg.RestartOnFailure <= 0 {
-		return runOnce(cfg, &launchState{})
-	}
 	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput}
+	if cfg.RestartOnFailure <= 0 {
+		st := &launchState{}
+		code := runOnce(cfg, st)
+		st.reportUnfired(out)
+		return code
+	}
 	if err := cfg.validate(); err != nil {
-		out.logf("%v", err)
-		Usage(cfg.Stderr)
+		usageError(cfg.Stderr, err)
 		return ExitUsage
 	}
 	var deadline time.Time
@@ -176,6 +186,9 @@ func Run(cfg Config) int {
 	for {
 		code := runOnce(cfg, st)
 		end := time.Now()
+		if !st.relaunch || st.restart >= cfg.RestartOnFailure {
+			st.reportUnfired(out)
+		}
 		if !st.relaunch {
 			return code
 		}
@@ -227,6 +240,32 @@ func Run(cfg Config) int {
 			out.logf("relaunching without the lost host(s) %s", strings.Join(names, ","))
 		}
 		st = &launchState{max: cfg.RestartOnFailure, restart: st.restart + 1, timeout: total,
-			prevFailure: st.failureAt, prevEnd: end, carry: st.rest, triggers: st.triggers}
+			prevFailure: st.failureAt, prevEnd: end, carry: st.rest, triggers: st.triggers, elapsed: st.elapsed + st.ran}
 	}
+}
+
+// reportUnfired says, in one line, which injected faults never fired
+// because the job ended first: timed events whose time the plan's clock
+// never reached, and triggers (on=TEXT) no rank printed. Run calls it once
+// the last launch is over.
+func (st *launchState) reportUnfired(out *output) {
+	if st.planStart.IsZero() {
+		return // no rank was started: nothing could fire
+	}
+	var never []string
+	for _, ev := range st.unfired {
+		never = append(never, ev.String())
+	}
+	if tr := st.triggers; tr != nil {
+		tr.mu.Lock()
+		for _, ev := range tr.w.Pending() {
+			never = append(never, ev.String())
+		}
+		tr.mu.Unlock()
+	}
+	if len(never) == 0 {
+		return
+	}
+	out.logf("fault injection: %s never fired: the job ended first (after %v)",
+		strings.Join(never, "; "), (st.elapsed + st.ran).Round(time.Millisecond))
 }

@@ -210,8 +210,8 @@ func TestRestartOnFailureFlag(t *testing.T) {
 		{[]string{"--restart-on-failure=0"}, "", OnFailureAbort, 0},
 		{nil, "", OnFailureAbort, 0},
 		{[]string{"--restart-on-failure=-1"}, "invalid --restart-on-failure -1: want an integer from 0 to", "", 0},
-		{[]string{"--restart-on-failure=x"}, `invalid value "x" for flag -restart-on-failure`, "", 0},
-		{[]string{"--restart-on-failure=1.5"}, `invalid value "1.5" for flag -restart-on-failure`, "", 0},
+		{[]string{"--restart-on-failure=x"}, `invalid --restart-on-failure "x": want an integer`, "", 0},
+		{[]string{"--restart-on-failure=1.5"}, `invalid --restart-on-failure "1.5": want an integer`, "", 0},
 		{[]string{"--restart-on-failure=1", "--on-failure", "reinit"}, "--restart-on-failure cannot be combined with --on-failure reinit", "", 0},
 	} {
 		args := append(append([]string{"-n", "2"}, tc.args...), "prog")
@@ -226,12 +226,12 @@ func TestRestartOnFailureFlag(t *testing.T) {
 			t.Errorf("%q: error %v, want a usage error containing %q", args, err, tc.want)
 		}
 	}
-	// Through Main: exit code 2, the message and the usage text.
+	// Through Main: exit code 2, the message and where the help is.
 	var stdout, stderr bytes.Buffer
-	if code := Main([]string{"-n", "2", "--restart-on-failure=-3", "true"}, &stdout, &stderr, nil); code != ExitUsage {
+	if code := Main([]string{"-n", "2", "--restart-on-failure=-3", "true"}, nil, &stdout, &stderr, nil); code != ExitUsage {
 		t.Fatalf("exit code %d, want %d", code, ExitUsage)
 	}
-	if s := stderr.String(); !strings.Contains(s, "ftmpirun: invalid --restart-on-failure -3") || !strings.Contains(s, "--restart-on-failure N") {
+	if s := stderr.String(); !strings.Contains(s, "ftmpirun: invalid --restart-on-failure -3") || !strings.HasSuffix(s, "\nsee ftmpirun --help\n") {
 		t.Fatalf("stderr:\n%s", s)
 	}
 	// Run validates a Config too.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,10 +38,10 @@ func runOnce(cfg Config, st *launchState) int {
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
-	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput, broken: make(chan struct{})}
+	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput, stamp: cfg.Timestamp, merge: cfg.MergeStderr,
+		broken: make(chan struct{})}
 	if err := cfg.validate(); err != nil {
-		out.logf("%v", err)
-		Usage(cfg.Stderr)
+		usageError(cfg.Stderr, err)
 		return ExitUsage
 	}
 	if cfg.KillGrace <= 0 {
@@ -57,8 +58,7 @@ func runOnce(cfg Config, st *launchState) int {
 		var be *BuildError
 		switch {
 		case errors.As(err, &ue):
-			out.logf("%v", err)
-			Usage(cfg.Stderr)
+			usageError(cfg.Stderr, err)
 			return ExitUsage
 		case errors.As(err, &be):
 			if len(be.Output) > 0 {
@@ -73,6 +73,17 @@ func runOnce(cfg Config, st *launchState) int {
 	}
 	if cfg.Verbose {
 		out.logf("program %s (resolved in %v)", path, time.Since(t0).Round(time.Microsecond))
+	}
+
+	if cfg.OutputDir != "" {
+		dir := filepath.Join(cfg.OutputDir, strconv.Itoa(st.restart+1)) // Open MPI's job number
+		files, err := openRankFiles(dir, cfg.N, cfg.MergeStderr)
+		if err != nil {
+			out.logf("--output-filename: %v", err)
+			return 1
+		}
+		out.files = files
+		defer out.closeFiles()
 	}
 
 	root := cfg.TmpRoot
@@ -147,6 +158,7 @@ func runOnce(cfg Config, st *launchState) int {
 		h.serve(ln)
 		defer h.close()
 		la := NewLocalAgent(host, h)
+		la.note = func(line string) { out.logf("%s", line) }
 		h.addAgent(la)
 		agent = la
 		cores := runtime.NumCPU()
@@ -161,9 +173,10 @@ func runOnce(cfg Config, st *launchState) int {
 			info.HostCores = cores // the one count every rank uses to choose collective algorithms
 			env := make([]string, 0, len(env0)+8)
 			env = append(append(env, env0...), info.Env()...)
-			specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env, Dir: cfg.Wdir, Auth: key}
+			specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env, Dir: cfg.Wdir, Auth: key,
+				Bind: cfg.BindTo, Slot: r, ReportBinding: cfg.ReportBindings}
 		}
-		agents, groups = []Agent{la}, [][]RankSpec{specs}
+		agents, groups = []Agent{la}, [][]RankSpec{slices.Clone(specs)}
 	} else {
 		mh, code := setupHosts(cfg, st, out, job, path, tmpDir, ln, control, baseEnv, wdir, key)
 		if mh == nil {
@@ -199,8 +212,15 @@ func runOnce(cfg Config, st *launchState) int {
 	if cfg.OnFailure == OnFailureReinit {
 		h.enableRespawn(agent, specs, cfg.MaxRestarts)
 	}
-	h.enableSpawn(agent, specs[0], cfg.CacheDir)
+	tmpl := specs[0]
+	tmpl.Bind, tmpl.ReportBinding = "", false // a spawned process is not rank 0's twin
+	h.enableSpawn(agent, tmpl, cfg.CacheDir)
+	stdin, stopStdin := rankStdin(cfg.Stdin, st.restart)
+	if stdin != nil {
+		withStdin(groups, stdin)
+	}
 	startAll(agents, groups)
+	stopStdin()
 	stopInjector := h.startInjector(plan) // time 0 of the plan: every rank started
 	h.armTriggers()
 	defer stopInjector()

@@ -82,6 +82,11 @@ type Spec struct {
 	Args []string `json:"args,omitempty"`
 	Env  []string `json:"env,omitempty"`
 	Dir  string   `json:"dir,omitempty"`
+	// Bind, Slot and Report: launch.RankSpec's Bind, Slot and
+	// ReportBinding (--bind-to, --report-bindings).
+	Bind   string `json:"bind,omitempty"`
+	Slot   int    `json:"slot,omitempty"`
+	Report bool   `json:"report,omitempty"`
 }
 
 // Msg is one message; which fields mean something depends on Type.
@@ -275,6 +280,14 @@ func (m *Msg) check() error {
 			}
 			if s.Path == "" {
 				return fmt.Errorf("rank %d: no program", s.Rank)
+			}
+			if s.Slot < 0 || s.Slot >= maxRank {
+				return fmt.Errorf("rank %d: slot %d out of range", s.Rank, s.Slot)
+			}
+			switch s.Bind {
+			case "", "core", "socket", "hwthread":
+			default:
+				return fmt.Errorf("rank %d: unknown binding %q", s.Rank, s.Bind)
 			}
 		}
 	case TStarted:

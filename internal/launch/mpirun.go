@@ -1,0 +1,280 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// What users of mpirun (Open MPI's, MPICH's hydra) carry over: the flags
+// their scripts pass, with the meaning they know, and errors that fit a
+// screen. The README's "ftmpirun for mpirun users" has the table.
+
+// ErrVersion is returned by ParseArgs for --version (not an error: Main
+// prints the version on stdout and returns 0).
+var ErrVersion = errors.New("version requested")
+
+// versionText is what --version prints.
+func versionText() string {
+	v, rev := "(unknown)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v = bi.Main.Version
+		if bi.Main.Path != "github.com/ftmpi/ftmpi" {
+			for _, m := range bi.Deps {
+				if m.Path == "github.com/ftmpi/ftmpi" {
+					v = m.Version
+				}
+			}
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " " + s.Value[:12]
+			}
+		}
+	}
+	return fmt.Sprintf("ftmpirun (ftmpi) %s%s\nMPI 3.1 with fault tolerance (ULFM, run-through, Reinit); %s\n", v, rev, runtime.Version())
+}
+
+// usageError prints a usage mistake: its one line and where the help is.
+func usageError(w io.Writer, err error) {
+	fmt.Fprintf(w, "ftmpirun: %v\nsee ftmpirun --help\n", err)
+}
+
+var flagValueErr = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
+
+// flagError rewrites an error of package flag in ftmpirun's words.
+func flagError(err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return "unknown flag " + dashes(strings.TrimLeft(name, "-"))
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		return dashes(strings.TrimLeft(name, "-")) + " needs a value"
+	}
+	m := flagValueErr.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	value, name, why := m[1], m[2], m[3]
+	switch {
+	case strings.HasPrefix(why, "invalid ") || strings.HasPrefix(why, "ftmpi has no MCA"):
+		return why // the flag's own parser said it all
+	case why == "parse error" || errors.Is(err, strconv.ErrSyntax):
+		if strings.Contains(msg, "boolean") {
+			return fmt.Sprintf("invalid %s=%q: want true or false", dashes(name), value)
+		}
+		return fmt.Sprintf("invalid %s %q: want an integer", dashes(name), value)
+	case value != "" && strings.Contains(why, value):
+		return fmt.Sprintf("invalid %s: %s", dashes(name), why)
+	case why == "value out of range":
+		return fmt.Sprintf("invalid %s %q: out of range", dashes(name), value)
+	}
+	return fmt.Sprintf("invalid %s %q: %s", dashes(name), value, why)
+}
+
+// dashes spells a flag the way the help does: -n, -x, --timeout.
+func dashes(name string) string {
+	if len(name) == 1 || name == "np" {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// parseTimeout parses --timeout: a Go duration, whose unit is required
+// (mpirun's --timeout counts seconds: a bare number is refused with the
+// hint rather than guessed).
+func parseTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err == nil {
+		return d, nil
+	}
+	if _, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil {
+		return 0, fmt.Errorf("invalid --timeout %q: give a unit, e.g. %ss, 2m or 1.5h", s, strings.TrimSpace(s))
+	}
+	return 0, fmt.Errorf("invalid --timeout %q: want a duration with a unit, e.g. 30s, 2m or 1.5h", s)
+}
+
+// parseMapBy parses --map-by: slot (also core and hwthread: on one host
+// the same order), node, or ppr:N:node (PerNode); an Open MPI modifier
+// :OVERSUBSCRIBE sets Oversubscribe, :NOOVERSUBSCRIBE is the default.
+func parseMapBy(s string, cfg *Config) error {
+	want := fmt.Errorf("invalid --map-by %q: want slot, node or ppr:N:node", s)
+	policy := strings.ToLower(strings.TrimSpace(s))
+	if strings.HasPrefix(policy, "ppr:") {
+		f := strings.Split(policy, ":")
+		if len(f) < 3 || f[2] != "node" {
+			return fmt.Errorf("invalid --map-by %q: ppr:N:node is the only ppr form (N ranks per host)", s)
+		}
+		n, err := strconv.Atoi(f[1])
+		if err != nil || n < 1 || n > MaxProcs {
+			return fmt.Errorf("invalid --map-by %q: N of ppr:N:node must be an integer from 1 to %d", s, MaxProcs)
+		}
+		cfg.PerNode, cfg.MapBy = n, MapBySlot
+		policy = strings.Join(append([]string{"ppr"}, f[3:]...), ":")
+	}
+	base, mods, _ := strings.Cut(policy, ":")
+	for _, m := range strings.Split(mods, ":") {
+		switch m {
+		case "":
+		case "oversubscribe":
+			cfg.Oversubscribe = true
+		case "nooversubscribe":
+		default:
+			return fmt.Errorf("invalid --map-by %q: unknown modifier %q (want OVERSUBSCRIBE)", s, m)
+		}
+	}
+	switch base {
+	case "ppr":
+	case "slot", "core", "hwthread":
+		cfg.MapBy = MapBySlot
+	case "node":
+		cfg.MapBy = MapByNode
+	default:
+		return want
+	}
+	return nil
+}
+
+// mcaError says that ftmpi has no MCA, and what does the job of key.
+func mcaError(key, value string) string {
+	kv := key
+	if value != "" {
+		kv += " " + value
+	}
+	msg := fmt.Sprintf("ftmpi has no MCA parameters (--mca %s): ", kv)
+	k := strings.ToLower(key)
+	switch {
+	case strings.HasSuffix(k, "_if_include") || strings.HasSuffix(k, "_if_exclude"):
+		return msg + "name the network between hosts with --interface IF|CIDR"
+	case k == "btl" || k == "pml" || k == "mtl" || k == "osc" || strings.HasPrefix(k, "btl_"):
+		return msg + "choose the transport with --transport auto|unix|tcp|shm (or $FTMPI_TRANSPORT)"
+	case strings.HasSuffix(k, "rsh_agent") || k == "plm" || strings.HasPrefix(k, "plm_"):
+		return msg + "choose how hosts are reached with --launch-agent CMD (or $FTMPI_SSH)"
+	case strings.Contains(k, "binding_policy"):
+		return msg + "use --bind-to core|socket|hwthread|none"
+	case strings.Contains(k, "mapping_policy"):
+		return msg + "use --map-by slot|node|ppr:N:node"
+	case strings.Contains(k, "oversubscribe"):
+		return msg + "use --oversubscribe"
+	case k == "coll" || strings.HasPrefix(k, "coll_"):
+		return msg + "ftmpi chooses its collective algorithms itself; drop the flag"
+	}
+	return msg + "no ftmpirun flag or variable does this; drop the flag"
+}
+
+// validatePerNode applies PerNode (-N): every host takes that many ranks
+// whatever its slots, and N defaults to all of them.
+func (cfg *Config) validatePerNode() error {
+	if cfg.PerNode == 0 {
+		return nil
+	}
+	if cfg.PerNode < 0 || cfg.PerNode > MaxProcs {
+		return &UsageError{fmt.Sprintf("invalid -N %d: want 1 to %d ranks per host", cfg.PerNode, MaxProcs)}
+	}
+	hosts := max(1, len(cfg.Hosts))
+	if cfg.Hosts != nil {
+		hs := make([]HostSlots, len(cfg.Hosts))
+		for i, h := range cfg.Hosts {
+			hs[i] = HostSlots{Name: h.Name, Slots: cfg.PerNode}
+		}
+		cfg.Hosts = hs
+	}
+	total := cfg.PerNode * hosts
+	if cfg.N == 0 {
+		cfg.N = total
+	}
+	if cfg.N+cfg.Spares > total && !cfg.Oversubscribe {
+		return &UsageError{fmt.Sprintf("-n %d (with %d spares) is more than -N %d ranks per host on %d host(s): use --oversubscribe or a smaller -n",
+			cfg.N, cfg.Spares, cfg.PerNode, hosts)}
+	}
+	return nil
+}
+
+// Binding policies (--bind-to).
+const (
+	BindNone     = "none"
+	BindCore     = "core"
+	BindSocket   = "socket"
+	BindHWThread = "hwthread"
+)
+
+// validateMpirun checks the settings of the mpirun flags.
+func (cfg *Config) validateMpirun() error {
+	b, _, _ := strings.Cut(strings.ToLower(cfg.BindTo), ":") // Open MPI's modifiers (overload-allowed...) change nothing here
+	switch b {
+	case "", BindNone:
+		cfg.BindTo = ""
+	case BindCore, BindSocket, BindHWThread:
+		cfg.BindTo = b
+	default:
+		return &UsageError{fmt.Sprintf("invalid --bind-to %q: want core, socket, hwthread or none", cfg.BindTo)}
+	}
+	if cfg.OutputDir != "" {
+		abs, err := filepath.Abs(cfg.OutputDir)
+		if err != nil {
+			return &UsageError{fmt.Sprintf("invalid --output-filename %q: %v", cfg.OutputDir, err)}
+		}
+		cfg.OutputDir = abs
+	}
+	return nil
+}
+
+// rankStdin is what rank 0 gets as its standard input in launch restart
+// (the first launch only: a relaunch's rank 0 gets /dev/null, the input
+// having gone to the first): a non-terminal file as is, a terminal only
+// if ftmpirun is in its foreground at the start, anything else through a pipe that
+// a goroutine fills (it ends at the end of in, or at
+// the first write after rank 0 closed its end; a terminal that is never
+// typed on keeps it blocked in Read until ftmpirun exits). stop closes
+// ftmpirun's copy of what it handed to rank 0, once rank 0 is started.
+func rankStdin(in io.Reader, restart int) (f *os.File, stop func()) {
+	if in == nil || restart > 0 {
+		return nil, func() {}
+	}
+	if file, ok := in.(*os.File); ok {
+		if _, err := unix.IoctlGetTermios(int(file.Fd()), unix.TCGETS); err != nil {
+			return file, func() {} // a pipe or a file: rank 0 reads it itself
+		}
+		// A terminal: rank 0, in its own process group, would be stopped
+		// (SIGTTIN) reading it; ftmpirun reads it instead, if it is in
+		// the foreground (in the background the read would stop it).
+		if pg, err := unix.IoctlGetInt(int(file.Fd()), unix.TIOCGPGRP); err != nil || pg != unix.Getpgrp() {
+			return nil, func() {}
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, func() {}
+	}
+	go func() {
+		_, _ = io.Copy(w, in)
+		w.Close()
+	}()
+	return r, func() { r.Close() }
+}
+
+// withStdin gives stdin to rank 0 in groups (copying the spec, which the
+// respawn and spawn templates share).
+func withStdin(groups [][]RankSpec, stdin *os.File) {
+	for g, specs := range groups {
+		for i, s := range specs {
+			if s.Rank == 0 && s.Incarnation == 0 {
+				c := slices.Clone(specs)
+				c[i].Stdin = stdin
+				groups[g] = c
+				return
+			}
+		}
+	}
+}

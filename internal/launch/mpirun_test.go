@@ -1,0 +1,174 @@
+package launch
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// expectUsageLine checks a usage error: exit code 2 and a stderr that fits
+// a screen, the one line that says what is wrong (holding msg) and where
+// the help is, never the whole help (issue 26).
+func expectUsageLine(t *testing.T, args []string, r result, msg string) {
+	t.Helper()
+	if r.code != ExitUsage {
+		t.Errorf("%q: exit code %d, want %d; stderr:\n%s", args, r.code, ExitUsage, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ftmpirun: ") || !strings.Contains(lines[0], msg) ||
+		lines[1] != "see ftmpirun --help" {
+		t.Errorf("%q: want the line %q and \"see ftmpirun --help\", got:\n%s", args, msg, r.stderr)
+	}
+}
+
+// The flags mpirun scripts carry are accepted with the meaning mpirun
+// users know (issue 26).
+func TestMpirunFlagsParse(t *testing.T) {
+	t.Setenv("FTMPI_INJECT", "")
+	t.Setenv("SLURM_JOB_ID", "")
+	abs, _ := filepath.Abs("out")
+	for _, tc := range []struct {
+		args []string
+		want func(c Config) any
+		val  any
+	}{
+		{[]string{"--allow-run-as-root", "-n", "2", "prog"}, func(c Config) any { return c.N }, 2},
+		{[]string{"-allow-run-as-root", "-np", "3", "prog"}, func(c Config) any { return c.N }, 3},
+		{[]string{"--wd", "/", "-n", "1", "prog"}, func(c Config) any { return c.Wdir }, "/"},
+		{[]string{"-N", "3", "prog"}, func(c Config) any { return [2]int{c.N, c.PerNode} }, [2]int{3, 3}},
+		{[]string{"--npernode", "2", "-n", "1", "prog"}, func(c Config) any { return [2]int{c.N, c.PerNode} }, [2]int{1, 2}},
+		{[]string{"-H", "a:1,b:1", "-N", "2", "prog"}, func(c Config) any { return [2]any{c.N, c.Hosts} },
+			[2]any{4, []HostSlots{{"a", 2}, {"b", 2}}}},
+		{[]string{"--host", "a:4,b:4", "--map-by", "ppr:1:node", "prog"}, func(c Config) any { return [2]any{c.N, c.Hosts} },
+			[2]any{2, []HostSlots{{"a", 1}, {"b", 1}}}},
+		{[]string{"--map-by", "PPR:2:NODE", "prog"}, func(c Config) any { return [2]int{c.N, c.PerNode} }, [2]int{2, 2}},
+		{[]string{"-n", "2", "--map-by", "node:OVERSUBSCRIBE", "prog"}, func(c Config) any { return [2]any{c.MapBy, c.Oversubscribe} },
+			[2]any{MapByNode, true}},
+		{[]string{"-n", "2", "--map-by", "core", "prog"}, func(c Config) any { return c.MapBy }, MapBySlot},
+		{[]string{"-n", "2", "--bind-to", "core", "--report-bindings", "prog"}, func(c Config) any { return [2]any{c.BindTo, c.ReportBindings} },
+			[2]any{BindCore, true}},
+		{[]string{"-n", "2", "--bind-to", "socket:overload-allowed", "prog"}, func(c Config) any { return c.BindTo }, BindSocket},
+		{[]string{"-n", "2", "--bind-to", "none", "prog"}, func(c Config) any { return c.BindTo }, ""},
+		{[]string{"-n", "2", "--output-filename", "out", "--timestamp-output", "--merge-stderr-to-stdout", "prog"},
+			func(c Config) any { return [3]any{c.OutputDir, c.Timestamp, c.MergeStderr} }, [3]any{abs, true, true}},
+		{[]string{"-n", "2", "--timeout", "90s", "prog"}, func(c Config) any { return c.Timeout }, 90 * time.Second},
+	} {
+		c, err := ParseArgs(tc.args)
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if got := tc.want(c); !reflect.DeepEqual(got, tc.val) {
+			t.Errorf("%q: got %v, want %v", tc.args, got, tc.val)
+		}
+	}
+	if _, err := ParseArgs([]string{"--version"}); err != ErrVersion {
+		t.Errorf("--version: %v", err)
+	}
+}
+
+// A usage mistake is one line (plus where the help is), exit code 2; the
+// flags ftmpirun does not have say what does their job.
+func TestMpirunUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"-n", "2", "--timeout", "1", "true"}, `invalid --timeout "1": give a unit, e.g. 1s, 2m or 1.5h`},
+		{[]string{"-n", "2", "--timeout", "soon", "true"}, `want a duration with a unit, e.g. 30s, 2m`},
+		{[]string{"-n", "2", "--mca", "btl", "self,tcp", "true"}, "ftmpi has no MCA parameters (--mca btl self,tcp): choose the transport with --transport"},
+		{[]string{"--mca", "btl_tcp_if_include", "eth0", "-n", "2", "true"}, "name the network between hosts with --interface"},
+		{[]string{"-n", "2", "-mca", "plm_rsh_agent", "rsh", "true"}, "--launch-agent"},
+		{[]string{"-n", "2", "--mca", "mpi_leave_pinned", "1", "true"}, "no ftmpirun flag or variable does this; drop the flag"},
+		{[]string{"-n", "2", "--bind-to", "board", "true"}, `invalid --bind-to "board": want core, socket, hwthread or none`},
+		{[]string{"-n", "2", "--map-by", "socket", "true"}, `invalid --map-by "socket": want slot, node or ppr:N:node`},
+		{[]string{"-n", "2", "--map-by", "ppr:2:socket", "true"}, `ppr:N:node is the only ppr form`},
+		{[]string{"-n", "3", "-N", "2", "true"}, "-n 3 (with 0 spares) is more than -N 2 ranks per host on 1 host(s)"},
+		{[]string{"-n", "2", "--no-such-flag", "true"}, "unknown flag --no-such-flag"},
+		{[]string{"-n", "2", "--tag-output=maybe", "true"}, `invalid --tag-output="maybe": want true or false`},
+	} {
+		r := run(t, limit, tc.args...)
+		expectUsageLine(t, tc.args, r, tc.msg)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	r := run(t, limit, "--version")
+	expectCode(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "ftmpirun (ftmpi) ") || r.stderr != "" {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+}
+
+// An unresolvable --host says so, without sending the user to --interface
+// (the host would fail at ssh all the same).
+func TestUnresolvableHost(t *testing.T) {
+	t.Parallel()
+	r := run(t, limit, "--host", "localhost:1,no-such-host.invalid:1", "true")
+	expectCode(t, r, 1)
+	expectStderr(t, r, "cannot resolve host no-such-host.invalid")
+	if strings.Contains(r.stderr, "--interface") {
+		t.Fatalf("stderr hints --interface:\n%s", r.stderr)
+	}
+}
+
+// Injected faults the job never reached are reported in one line.
+func TestInjectNeverFired(t *testing.T) {
+	t.Parallel()
+	r := run(t, limit, "-n", "2", "--inject", "kill:rank=1,at=1h;stop:rank=0,on=no such line", "true")
+	expectCode(t, r, 0)
+	var lines []string
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(l, "never fired") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "kill:rank=1,at=1h0m0s; stop:rank=0,on=no such line never fired: the job ended first") {
+		t.Fatalf("want one line naming both faults, stderr:\n%s", r.stderr)
+	}
+	// A fault that fired is not reported.
+	r = run(t, limit, "-n", "1", "--inject", "kill:rank=0,on=hello", "echo", "hello")
+	if strings.Contains(r.stderr, "never fired") {
+		t.Fatalf("stderr:\n%s", r.stderr)
+	}
+}
+
+// --bind-to, computed from a topology.
+func TestBindCPUs(t *testing.T) {
+	cores := []cpuCore{{0, 0, []int{0, 4}}, {0, 1, []int{1, 5}}, {1, 0, []int{2, 6}}, {1, 1, []int{3, 7}}}
+	for _, tc := range []struct {
+		policy string
+		slot   int
+		cpus   string
+		desc   string
+	}{
+		{BindCore, 0, "0,4", "socket 0, core 0"},
+		{BindCore, 2, "2,6", "socket 1, core 0"},
+		{BindCore, 5, "1,5", "socket 0, core 1"}, // wraps around
+		{BindSocket, 3, "2-3,6-7", "socket 1"},
+		{BindHWThread, 1, "4", "socket 0, core 0, hwthread 4"},
+	} {
+		cpus, desc := bindCPUs(tc.policy, tc.slot, cores)
+		if cpuList(cpus) != tc.cpus || desc != tc.desc {
+			t.Errorf("%s slot %d: %s (%s), want %s (%s)", tc.policy, tc.slot, cpuList(cpus), desc, tc.cpus, tc.desc)
+		}
+	}
+}
+
+// Config.Stdin that is no file (or a terminal) reaches rank 0 through a
+// pipe ftmpirun fills; the other ranks read /dev/null.
+func TestStdinCopiedToRankZero(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := Run(Config{N: 2, Program: "/bin/sh", Args: []string{"-c", `echo "$FTMPI_RANK:$(cat)"`}, TagOutput: true,
+		Stdin: strings.NewReader("to rank 0"), Stdout: &stdout, Stderr: &stderr, Env: append(os.Environ(), "FTMPI_TESTMARK="+newMark(t))})
+	if code != 0 || !strings.Contains(stdout.String(), "[0] 0:to rank 0\n") || !strings.Contains(stdout.String(), "[1] 1:\n") {
+		t.Fatalf("code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+}
