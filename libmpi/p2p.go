@@ -15,8 +15,8 @@ import (
 )
 
 // Every call of a C program runs on the C thread that made it, locked to
-// it: waits spin without yielding their processor, which for a locked
-// goroutine is two thread hand-offs (transport.SetLockedCallers).
+// it: short waits spin without yielding their processor, which for a
+// locked goroutine is two thread hand-offs (transport.SetLockedCallers).
 func init() { transport.SetLockedCallers(true) }
 
 // creq is a C request: the Go request and what its completion needs.

@@ -182,13 +182,13 @@ var lockedCallers atomic.Bool
 // cheaply: runtime.Gosched hands the processor to another thread and back
 // through two futex wake-ups even when nothing else is runnable (measured:
 // most of a C ping-pong's time under load). Caller-driven progress
-// (PollUntil) then spins without yielding its processor, and once it has
-// spun a part of its budget yields its core to the kernel instead
-// (sched_yield: the peer it waits for may need that core); it still yields
-// its processor while it waits for frames it handed to the receiver
-// goroutine, and the runtime still preempts it every 10 ms, so the
-// process's other goroutines run. Go programs never set it. No MPI
-// counterpart.
+// (PollUntil) then spins without yielding its processor for the first
+// quarter of its budget, the length of a wait whose peer is running, and
+// yields as before past it (the peer is not running: the hand-over lets
+// the core go for a moment); it still yields while it waits for frames it
+// handed to the receiver goroutine, and the runtime still preempts it
+// every 10 ms, so the process's other goroutines run. Go programs never
+// set it. No MPI counterpart.
 func SetLockedCallers(on bool) { lockedCallers.Store(on) }
 
 // LockedCallers reports what SetLockedCallers set.

@@ -32,13 +32,12 @@ const (
 )
 
 // lockedYieldAfter: a caller locked to its thread (transport.LockedCallers)
-// yields its core to the kernel once it has polled for budget /
+// yields its processor only once it has polled for budget /
 // lockedYieldAfter (see PollUntil).
 const lockedYieldAfter = 4
 
-// kernelYield gives the caller's core to another thread that wants it
-// (sched_yield); a variable for tests.
-var kernelYield = func() { syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
+// goYield is runtime.Gosched; a variable for tests.
+var goYield = runtime.Gosched
 
 // recvLoop polls every pair's rings and delivers their frames; it sleeps
 // on the doorbell when all are empty. It spins first (SpinFn) only while
@@ -152,14 +151,16 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	t.bellPoll.Add(1)
 	start := time.Now()
 	held := false // the rings are held across polls, let go every pollLetGo
-	// A goroutine locked to a C thread does not yield its processor: for
-	// it that is a round trip through another thread
-	// (transport.SetLockedCallers). It spins, and past a quarter of the
-	// budget yields its core to the kernel instead (sched_yield): a wait
-	// that long means the peer is not running, and it may be waiting for
-	// this core (measured at load 8-10 on 2 cores: a ping-pong that lost
-	// its pace went on at 60-100 us a message when the caller spun out
-	// its budget and parked, at ~20 us with the yields).
+	// A goroutine locked to a C thread yields its processor only once it
+	// has polled for a quarter of its budget: for it a yield is a round
+	// trip through another thread (transport.SetLockedCallers), which a
+	// short wait (a ping-pong at its pace) does not pay. A longer one
+	// means the peer is not running, and then the round trip, which lets
+	// this core go for a moment, is what brings it back fastest under
+	// load (measured at load 8-15 on 2 cores: waiters that spun out their
+	// budget and parked kept a C ping-pong at 60-100 us a message, kernel
+	// yields (sched_yield) at ~20-30 us, these at ~20 us and back to ~1 us
+	// more often).
 	locked := transport.LockedCallers()
 	for i := 1; ; i++ {
 		if !held && t.handoff.Load() {
@@ -195,11 +196,11 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 				if spun >= budget {
 					break
 				}
-				if !locked {
-					runtime.Gosched()
+				if !locked || spun >= budget/lockedYieldAfter {
+					goYield()
 				}
-				if t.cfg.Yield || locked && spun >= budget/lockedYieldAfter {
-					kernelYield()
+				if t.cfg.Yield {
+					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 				}
 			}
 		}

@@ -448,13 +448,13 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 					break
 				}
 			}
-			// A C thread's goroutine does not yield its processor; past a
-			// quarter of the budget it yields its core to the kernel (as
-			// internal/transport/shm's PollUntil, transport.SetLockedCallers).
-			if !locked {
+			// A C thread's goroutine yields its processor only past a
+			// quarter of the budget (as internal/transport/shm's
+			// PollUntil, transport.SetLockedCallers).
+			if !locked || spun >= budget/4 {
 				runtime.Gosched()
 			}
-			if t.cfg.Yield || locked && spun >= budget/4 {
+			if t.cfg.Yield {
 				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 		}
