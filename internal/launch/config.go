@@ -25,7 +25,7 @@
 //	build of a Go package failed     1
 //	--timeout expired                124
 //	SIGINT / SIGTERM to ftmpirun     130 / 143
-//	usage error                      2 (-h / --help is no error: usage on stdout, 0)
+//	usage error                      2, one line and "see ftmpirun --help" (-h / --help and --version are no error: on stdout, 0)
 //	--restart-on-failure=N used up  the last launch's failure (restart.go): 128+S, else its status, else 1
 //
 // A failure is the death of a rank that connected to the launcher (became
@@ -207,11 +207,15 @@ type Config struct {
 	// What mpirun users carry over (see "ftmpirun for mpirun users" in
 	// the README).
 
-	// Stdin is forwarded to rank 0 (mpirun's default); the other ranks'
-	// stdin is /dev/null, and so is rank 0's if Stdin is nil or rank 0
-	// runs on another host. A non-terminal *os.File is handed to rank 0
+	// Stdin is forwarded to rank 0 (mpirun's default; StdinRank); the
+	// other ranks' stdin is /dev/null, and so is rank 0's if Stdin is nil
+	// or rank 0 runs on another host. A non-terminal *os.File is handed to rank 0
 	// as is; anything else is copied through a pipe.
 	Stdin io.Reader
+	// StdinRank is the rank that gets Stdin instead of rank 0 (--stdin R);
+	// NoStdin (--stdin none) gives it to none.
+	StdinRank int
+	NoStdin   bool
 	// PerNode > 0 (-N, --npernode, --map-by ppr:N:node) places that many
 	// ranks on each host (on this host alone without Hosts), whatever
 	// their slots; N then defaults to PerNode times the hosts.
@@ -313,8 +317,11 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    (hydra's flag, which MPICH's fault-tolerance tests pass) --on-failure
                    continue unless --on-failure is given, failure notices only with -v,
                    and a non-zero exit code when a rank failed, as hydra
+  --stdin R|none   the rank that gets ftmpirun's stdin (default 0), or none
   --allow-run-as-root
                    accepted, no effect (ftmpirun runs as any user)
+  MPICH's spellings: -hosts (--host), -f (--hostfile), -ppn (-N), -iface (--interface),
+                   -prepend-rank (--tag-output), -genv/-env NAME VALUE (-x NAME=VALUE), -genvall
   --mca K V        refused: ftmpi has no MCA; the message names the flag that does the job
   -v               verbose
   --version        print the version and exit 0
@@ -362,6 +369,11 @@ func ParseArgs(args []string) (Config, error) {
 	fs.BoolVar(&cfg.ReportBindings, "report-bindings", false, "")
 	fs.IntVar(&cfg.PerNode, "N", 0, "")
 	fs.IntVar(&cfg.PerNode, "npernode", 0, "")
+	fs.IntVar(&cfg.PerNode, "ppn", 0, "")                 // hydra
+	fs.BoolVar(&cfg.TagOutput, "prepend-rank", false, "") // hydra
+	fs.Bool("genvall", false, "")                         // hydra: the default
+	fs.Bool("envall", false, "")
+	fs.Func("stdin", "", func(s string) error { return parseStdin(s, &cfg) })
 	mca := ""
 	for _, name := range []string{"mca", "gmca"} {
 		fs.Func(name, "", func(s string) error {
@@ -405,9 +417,11 @@ func ParseArgs(args []string) (Config, error) {
 		return err
 	})
 	fs.Func("H", "", func(s string) error { return fs.Lookup("host").Value.Set(s) })
+	fs.Func("hosts", "", func(s string) error { return fs.Lookup("host").Value.Set(s) }) // hydra
 	hostfile := ""
 	fs.StringVar(&hostfile, "hostfile", "", "")
 	fs.StringVar(&hostfile, "machinefile", "", "")
+	fs.StringVar(&hostfile, "f", "", "") // hydra
 	fs.Func("map-by", "", func(s string) error { return parseMapBy(s, &cfg) })
 	fs.Func("x", "", func(s string) error {
 		name, _, _ := strings.Cut(s, "=")
@@ -423,13 +437,14 @@ func ParseArgs(args []string) (Config, error) {
 	fs.StringVar(&cfg.Wdir, "wd", "", "")
 	fs.StringVar(&cfg.LaunchAgent, "launch-agent", os.Getenv(EnvSSH), "")
 	fs.StringVar(&cfg.Interface, "interface", "", "")
+	fs.StringVar(&cfg.Interface, "iface", "", "") // hydra
 	fs.Func("chaos", "", func(s string) error {
 		if !strings.HasPrefix(strings.TrimSpace(s), "chaos:") {
 			s = "chaos:" + s
 		}
 		return addSpecs(s)
 	})
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinPairFlags(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, flag.ErrHelp
 		}
@@ -439,11 +454,7 @@ func ParseArgs(args []string) (Config, error) {
 		return cfg, ErrVersion
 	}
 	if mca != "" {
-		value := ""
-		if fs.NArg() > 0 {
-			value = fs.Arg(0) // the flag package took it for the program
-		}
-		return cfg, &UsageError{mcaError(mca, value)}
+		return cfg, &UsageError{mcaError(mca)}
 	}
 	if cfg.MapBy == "" {
 		cfg.MapBy = MapBySlot

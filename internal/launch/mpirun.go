@@ -2,6 +2,7 @@ package launch
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -146,12 +147,10 @@ func parseMapBy(s string, cfg *Config) error {
 	return nil
 }
 
-// mcaError says that ftmpi has no MCA, and what does the job of key.
-func mcaError(key, value string) string {
-	kv := key
-	if value != "" {
-		kv += " " + value
-	}
+// mcaError says that ftmpi has no MCA, and what does the job of kv's key
+// ("KEY VALUE", joinPairFlags).
+func mcaError(kv string) string {
+	key, _, _ := strings.Cut(kv, " ")
 	msg := fmt.Sprintf("ftmpi has no MCA parameters (--mca %s): ", kv)
 	k := strings.ToLower(key)
 	switch {
@@ -220,6 +219,9 @@ func (cfg *Config) validateMpirun() error {
 	default:
 		return &UsageError{fmt.Sprintf("invalid --bind-to %q: want core, socket, hwthread or none", cfg.BindTo)}
 	}
+	if cfg.StdinRank < 0 || cfg.StdinRank >= cfg.N {
+		return &UsageError{fmt.Sprintf("invalid --stdin %d: the job's ranks are 0 to %d", cfg.StdinRank, cfg.N-1)}
+	}
 	if cfg.OutputDir != "" {
 		abs, err := filepath.Abs(cfg.OutputDir)
 		if err != nil {
@@ -264,12 +266,27 @@ func rankStdin(in io.Reader, restart int) (f *os.File, stop func()) {
 	return r, func() { r.Close() }
 }
 
-// withStdin gives stdin to rank 0 in groups (copying the spec, which the
+// parseStdin parses Open MPI's --stdin: a rank, or none ("all" is not
+// provided: ftmpirun forwards its stdin to one rank).
+func parseStdin(s string, cfg *Config) error {
+	if strings.EqualFold(s, "none") {
+		cfg.NoStdin = true
+		return nil
+	}
+	r, err := strconv.Atoi(s)
+	if err != nil || r < 0 {
+		return fmt.Errorf("invalid --stdin %q: want a rank or none (stdin goes to one rank)", s)
+	}
+	cfg.StdinRank = r
+	return nil
+}
+
+// withStdin gives stdin to rank in groups (copying the spec, which the
 // respawn and spawn templates share).
-func withStdin(groups [][]RankSpec, stdin *os.File) {
+func withStdin(groups [][]RankSpec, stdin *os.File, rank int) {
 	for g, specs := range groups {
 		for i, s := range specs {
-			if s.Rank == 0 && s.Incarnation == 0 {
+			if s.Rank == rank && s.Incarnation == 0 {
 				c := slices.Clone(specs)
 				c[i].Stdin = stdin
 				groups[g] = c
@@ -277,4 +294,51 @@ func withStdin(groups [][]RankSpec, stdin *os.File) {
 			}
 		}
 	}
+}
+
+// joinPairFlags rewrites the flags of mpirun and mpiexec that take two
+// values, before package flag (which knows one) parses args: hydra's
+// -genv NAME VALUE and -env NAME VALUE become -x NAME=VALUE; --mca KEY
+// VALUE (also -mca, --gmca) becomes --mca "KEY VALUE" (refused later, with
+// its value in the message). It stops at PROGRAM: the first argument that
+// is neither a flag nor a flag's value (bool flags of fs take none), or
+// after "--".
+func joinPairFlags(fs *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			out = append(out, a)
+			continue
+		}
+		switch name {
+		case "genv", "env":
+			if i+2 < len(args) {
+				out = append(out, "-x", args[i+1]+"="+args[i+2])
+				i += 2
+				continue
+			}
+		case "mca", "gmca":
+			if i+2 < len(args) {
+				out = append(out, a, args[i+1]+" "+args[i+2])
+				i += 2
+				continue
+			}
+		}
+		out = append(out, a)
+		if f := fs.Lookup(name); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				continue
+			}
+		}
+		if i+1 < len(args) { // the flag's value (or an unknown flag's, which fails anyway)
+			out = append(out, args[i+1])
+			i++
+		}
+	}
+	return out
 }

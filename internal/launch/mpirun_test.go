@@ -56,6 +56,14 @@ func TestMpirunFlagsParse(t *testing.T) {
 		{[]string{"-n", "2", "--output-filename", "out", "--timestamp-output", "--merge-stderr-to-stdout", "prog"},
 			func(c Config) any { return [3]any{c.OutputDir, c.Timestamp, c.MergeStderr} }, [3]any{abs, true, true}},
 		{[]string{"-n", "2", "--timeout", "90s", "prog"}, func(c Config) any { return c.Timeout }, 90 * time.Second},
+		{[]string{"-n", "2", "--stdin", "1", "prog"}, func(c Config) any { return [2]any{c.StdinRank, c.NoStdin} }, [2]any{1, false}},
+		{[]string{"-n", "2", "--stdin", "none", "prog"}, func(c Config) any { return [2]any{c.StdinRank, c.NoStdin} }, [2]any{0, true}},
+		// MPICH's hydra spellings; a pair flag's words after PROGRAM are the program's.
+		{[]string{"-genv", "A", "1 2", "-env", "B", "x", "-genvall", "-n", "2", "prog", "-genv", "C", "3"},
+			func(c Config) any { return [2]any{c.Export, c.Args} }, [2]any{[]string{"A=1 2", "B=x"}, []string{"-genv", "C", "3"}}},
+		{[]string{"-hosts", "a,b", "-ppn", "2", "-iface", "eth0", "-prepend-rank", "prog"},
+			func(c Config) any { return [4]any{c.N, c.Hosts, c.Interface, c.TagOutput} },
+			[4]any{4, []HostSlots{{"a", 2}, {"b", 2}}, "eth0", true}},
 	} {
 		c, err := ParseArgs(tc.args)
 		if err != nil {
@@ -84,7 +92,9 @@ func TestMpirunUsageErrors(t *testing.T) {
 		{[]string{"-n", "2", "--mca", "btl", "self,tcp", "true"}, "ftmpi has no MCA parameters (--mca btl self,tcp): choose the transport with --transport"},
 		{[]string{"--mca", "btl_tcp_if_include", "eth0", "-n", "2", "true"}, "name the network between hosts with --interface"},
 		{[]string{"-n", "2", "-mca", "plm_rsh_agent", "rsh", "true"}, "--launch-agent"},
-		{[]string{"-n", "2", "--mca", "mpi_leave_pinned", "1", "true"}, "no ftmpirun flag or variable does this; drop the flag"},
+		{[]string{"-n", "2", "--mca", "mpi_leave_pinned", "1", "true"}, "(--mca mpi_leave_pinned 1): no ftmpirun flag or variable does this; drop the flag"},
+		{[]string{"-n", "2", "--stdin", "all", "true"}, `invalid --stdin "all": want a rank or none`},
+		{[]string{"-n", "2", "--stdin", "2", "true"}, `invalid --stdin 2: the job's ranks are 0 to 1`},
 		{[]string{"-n", "2", "--bind-to", "board", "true"}, `invalid --bind-to "board": want core, socket, hwthread or none`},
 		{[]string{"-n", "2", "--map-by", "socket", "true"}, `invalid --map-by "socket": want slot, node or ppr:N:node`},
 		{[]string{"-n", "2", "--map-by", "ppr:2:socket", "true"}, `ppr:N:node is the only ppr form`},
@@ -170,5 +180,12 @@ func TestStdinCopiedToRankZero(t *testing.T) {
 		Stdin: strings.NewReader("to rank 0"), Stdout: &stdout, Stderr: &stderr, Env: append(os.Environ(), "FTMPI_TESTMARK="+newMark(t))})
 	if code != 0 || !strings.Contains(stdout.String(), "[0] 0:to rank 0\n") || !strings.Contains(stdout.String(), "[1] 1:\n") {
 		t.Fatalf("code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+	// --stdin 1: to rank 1 instead.
+	stdout.Reset()
+	code = Run(Config{N: 2, Program: "/bin/sh", Args: []string{"-c", `echo "$FTMPI_RANK:$(cat)"`}, TagOutput: true, StdinRank: 1,
+		Stdin: strings.NewReader("to rank 1"), Stdout: &stdout, Stderr: &stderr, Env: append(os.Environ(), "FTMPI_TESTMARK="+newMark(t))})
+	if code != 0 || !strings.Contains(stdout.String(), "[0] 0:\n") || !strings.Contains(stdout.String(), "[1] 1:to rank 1\n") {
+		t.Fatalf("--stdin 1: code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
 }

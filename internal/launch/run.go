@@ -215,9 +215,13 @@ func runOnce(cfg Config, st *launchState) int {
 	tmpl := specs[0]
 	tmpl.Bind, tmpl.ReportBinding = "", false // a spawned process is not rank 0's twin
 	h.enableSpawn(agent, tmpl, cfg.CacheDir)
-	stdin, stopStdin := rankStdin(cfg.Stdin, st.restart)
+	in := cfg.Stdin
+	if cfg.NoStdin {
+		in = nil
+	}
+	stdin, stopStdin := rankStdin(in, st.restart)
 	if stdin != nil {
-		withStdin(groups, stdin)
+		withStdin(groups, stdin, cfg.StdinRank)
 	}
 	startAll(agents, groups)
 	stopStdin()
