@@ -118,7 +118,8 @@ func cpuList(cpus []int) string {
 // outlive the child: the kernel's parent-death signal (Pdeathsig) fires
 // when the thread that forked it exits. If the mask cannot be restored,
 // the thread stays locked to a goroutine (so no other goroutine runs with
-// that mask) until done is closed, after the child is reaped.
+// that mask) until done is closed, after the child is reaped, and then
+// ends.
 func startBound(cpus []int, path string, argv []string, attr *os.ProcAttr, done <-chan struct{}) (*os.Process, error) {
 	var set unix.CPUSet
 	for _, c := range cpus {
@@ -144,8 +145,11 @@ func startBound(cpus []int, path string, argv []string, attr *os.ProcAttr, done 
 		}
 		p, err := os.StartProcess(path, argv, attr)
 		ch <- result{p, err}
-		if unix.SchedSetaffinity(0, &orig) != nil && err == nil {
-			<-done // keep the thread (the child's parent) and its mask to ourselves
+		if unix.SchedSetaffinity(0, &orig) != nil {
+			if err == nil {
+				<-done // the thread is the child's parent: it must live as long
+			}
+			return // still locked: the thread, with its mask, ends with the goroutine
 		}
 		runtime.UnlockOSThread()
 	}()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,30 @@ func TestStdinCopiedToRankZero(t *testing.T) {
 		Stdin: strings.NewReader("to rank 1"), Stdout: &stdout, Stderr: &stderr, Env: append(os.Environ(), "FTMPI_TESTMARK="+newMark(t))})
 	if code != 0 || !strings.Contains(stdout.String(), "[0] 0:\n") || !strings.Contains(stdout.String(), "[1] 1:to rank 1\n") {
 		t.Fatalf("--stdin 1: code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+}
+
+// -N and --bind-to over several hosts: -N 2 puts two ranks on each host
+// whatever its slots, and a remote agent binds its ranks by their place
+// on its host and reports it (through the rank's stderr) as the local one.
+func TestMultiHostPerNodeBindTo(t *testing.T) {
+	ssh, _ := fakeSSH(t)
+	r := run(t, 60*time.Second, "--host", "localhost,fake2", "-N", "2", "--interface", "lo", "--launch-agent", ssh,
+		"--bind-to", "hwthread", "--report-bindings", "--tag-output",
+		"sh", "-c", `echo "$FTMPI_HOST $(grep Cpus_allowed_list /proc/self/status | cut -f2)"`)
+	expectCode(t, r, 0)
+	report := regexp.MustCompile(`ftmpirun: rank (\d) \(pid \d+ on (\S+)\) bound to socket \d+, core \d+, hwthread \d+: cpus (\S+)`)
+	ms := report.FindAllStringSubmatch(r.stdout+r.stderr, -1)
+	if len(ms) != 4 {
+		t.Fatalf("want 4 binding reports\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	for _, m := range ms {
+		host := "localhost"
+		if m[1] >= "2" {
+			host = "fake2"
+		}
+		if want := "[" + m[1] + "] " + host + " " + m[3] + "\n"; m[2] != host || !strings.Contains(r.stdout, want) {
+			t.Errorf("rank %s reported on %s with cpus %s; stdout lacks %q:\n%s", m[1], m[2], m[3], want, r.stdout)
+		}
 	}
 }
