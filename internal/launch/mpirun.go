@@ -282,18 +282,21 @@ func parseStdin(s string, cfg *Config) error {
 }
 
 // withStdin gives stdin to rank in groups (copying the spec, which the
-// respawn and spawn templates share).
-func withStdin(groups [][]RankSpec, stdin *os.File, rank int) {
+// respawn and spawn templates share) and returns the rank's group, -1 if
+// none. A remote agent does not forward it (RankSpec.Stdin is not on the
+// wire): the rank reads /dev/null there.
+func withStdin(groups [][]RankSpec, stdin *os.File, rank int) int {
 	for g, specs := range groups {
 		for i, s := range specs {
 			if s.Rank == rank && s.Incarnation == 0 {
 				c := slices.Clone(specs)
 				c[i].Stdin = stdin
 				groups[g] = c
-				return
+				return g
 			}
 		}
 	}
+	return -1
 }
 
 // joinPairFlags rewrites the flags of mpirun and mpiexec that take two

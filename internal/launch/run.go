@@ -221,7 +221,11 @@ func runOnce(cfg Config, st *launchState) int {
 	}
 	stdin, stopStdin := rankStdin(in, st.restart)
 	if stdin != nil {
-		withStdin(groups, stdin, cfg.StdinRank)
+		if g := withStdin(groups, stdin, cfg.StdinRank); g >= 0 && cfg.Verbose {
+			if _, local := agents[g].(*LocalAgent); !local {
+				out.logf("stdin is not forwarded: rank %d runs on %s, not on this host", cfg.StdinRank, agents[g].Host())
+			}
+		}
 	}
 	startAll(agents, groups)
 	stopStdin()
