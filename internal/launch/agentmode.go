@@ -114,6 +114,15 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 			f.Close()
 		}
 	}()
+	stdins := map[int]*stdinPipe{} // ranks whose stdin the head forwards
+	var stdinWriters sync.WaitGroup
+	defer func() {
+		for _, sp := range stdins {
+			sp.w.Close() // unblocks a write the rank does not read
+			close(sp.ch)
+		}
+		stdinWriters.Wait()
+	}()
 	code := 0
 loop:
 	for {
@@ -132,10 +141,26 @@ loop:
 					env = setEnv(env, "FTMPI_TMPDIR", dir)
 					specs[i] = RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir, Auth: key,
 						Bind: s.Bind, Slot: s.Slot, ReportBinding: s.Report}
+					if s.Stdin && stdins[s.Rank] == nil {
+						if r, pw, err := os.Pipe(); err == nil {
+							specs[i].Stdin = r
+							sp := &stdinPipe{ch: make(chan agentwire.Msg, 1), w: pw}
+							stdins[s.Rank] = sp
+							stdinWriters.Add(1)
+							go func(rank int) { defer stdinWriters.Done(); sp.run(rank, w) }(s.Rank)
+						}
+					}
 				}
 				starts.Add(1)
 				go func(seq uint64) {
 					defer starts.Done()
+					defer func() {
+						for _, s := range specs {
+							if s.Stdin != nil {
+								s.Stdin.Close() // the rank has its own copy
+							}
+						}
+					}()
 					// The head learns the pids here, before any rank's
 					// hello and before any line of their output: a host
 					// lost before its ranks connected still names them in
@@ -170,6 +195,17 @@ loop:
 				} else if done {
 					w.send(agentwire.Msg{Type: agentwire.TFileDone, File: m.File, Path: path})
 				}
+			case agentwire.TStdin:
+				sp := stdins[m.Rank]
+				if sp == nil {
+					w.send(agentwire.Msg{Type: agentwire.TStdinAck, Rank: m.Rank, Final: true})
+					break
+				}
+				select {
+				case sp.ch <- m:
+				default: // the head sends one piece per ack: never full
+					w.send(agentwire.Msg{Type: agentwire.TStdinAck, Rank: m.Rank, Final: true})
+				}
 			case agentwire.TPing:
 			case agentwire.TBye:
 				break loop
@@ -201,6 +237,33 @@ loop:
 		w.flush(5 * time.Second)
 	}
 	return code
+}
+
+// stdinPipe is a rank's stdin, filled with the head's Stdin messages.
+type stdinPipe struct {
+	ch chan agentwire.Msg // the next piece; closed at the agent's end
+	w  *os.File           // the pipe's write end
+}
+
+// run writes each piece into the pipe and acknowledges it; once a write
+// fails (the rank exited) or the last piece is written, the pipe is closed
+// and every ack says so.
+func (sp *stdinPipe) run(rank int, fw *frameWriter) {
+	closed := false
+	for m := range sp.ch {
+		if !closed && len(m.Data) > 0 {
+			if _, err := sp.w.Write(m.Data); err != nil {
+				closed = true
+			}
+		}
+		if m.Final {
+			closed = true
+		}
+		if closed {
+			sp.w.Close()
+		}
+		fw.send(agentwire.Msg{Type: agentwire.TStdinAck, Rank: rank, Final: closed})
+	}
 }
 
 // receiveFile appends a piece of a preloaded file (m.File, a base name

@@ -208,9 +208,10 @@ type Config struct {
 	// the README).
 
 	// Stdin is forwarded to rank 0 (mpirun's default; StdinRank); the
-	// other ranks' stdin is /dev/null, and so is rank 0's if Stdin is nil
-	// or rank 0 runs on another host. A non-terminal *os.File is handed to rank 0
-	// as is; anything else is copied through a pipe.
+	// other ranks' stdin is /dev/null, and so is rank 0's if Stdin is nil.
+	// A non-terminal *os.File is handed to a rank on this host as is;
+	// anything else is copied through a pipe (over the agent's connection
+	// to a rank on another host).
 	Stdin io.Reader
 	// StdinRank is the rank that gets Stdin instead of rank 0 (--stdin R);
 	// NoStdin (--stdin none) gives it to none.
@@ -334,8 +335,8 @@ without --host/--hostfile, the hosts are the allocation's nodes, their slots
 SLURM_JOB_CPUS_PER_NODE (SLURM_TASKS_PER_NODE if the job was given -n), and the
 agents are started by srun, one step per node.
 PROGRAM is an executable (PATH lookup if it has no slash) or a Go main package
-directory, which is built once. ftmpirun's stdin goes to rank 0 (when it runs on
-this host), the other ranks' stdin is /dev/null.
+directory, which is built once. ftmpirun's stdin goes to rank 0, the other ranks'
+stdin is /dev/null.
 `
 
 // Usage writes the short usage text.

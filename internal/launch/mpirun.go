@@ -283,8 +283,8 @@ func parseStdin(s string, cfg *Config) error {
 
 // withStdin gives stdin to rank in groups (copying the spec, which the
 // respawn and spawn templates share) and returns the rank's group, -1 if
-// none. A remote agent does not forward it (RankSpec.Stdin is not on the
-// wire): the rank reads /dev/null there.
+// none. For a rank on another host, ftmpirun reads stdin and its agent
+// writes it into the rank's pipe (remoteAgent.forwardStdin).
 func withStdin(groups [][]RankSpec, stdin *os.File, rank int) int {
 	for g, specs := range groups {
 		for i, s := range specs {

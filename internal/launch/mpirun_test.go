@@ -2,13 +2,18 @@ package launch
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
 // expectUsageLine checks a usage error: exit code 2 and a stderr that fits
@@ -213,5 +218,37 @@ func TestMultiHostPerNodeBindTo(t *testing.T) {
 		if want := "[" + m[1] + "] " + host + " " + m[3] + "\n"; m[2] != host || !strings.Contains(r.stdout, want) {
 			t.Errorf("rank %s reported on %s with cpus %s; stdout lacks %q:\n%s", m[1], m[2], m[3], want, r.stdout)
 		}
+	}
+}
+
+// Rank 0 on another host gets ftmpirun's stdin over its agent's
+// connection, piece by piece (a large input in pieces, and a rank 0 that
+// reads nothing ends the job as usual).
+func TestStdinToRemoteRank(t *testing.T) {
+	ssh, _ := fakeSSH(t)
+	big := strings.Repeat("0123456789abcdef", 3<<16) // 3 MiB: many pieces
+	for _, tc := range []struct {
+		stdin, script, want string
+	}{
+		{"hello remote\n", `echo "$FTMPI_RANK $FTMPI_HOST:$(cat)"`, "[0] 0 fake2:hello remote\n[1] 1 localhost:\n"},
+		{big, `echo "$FTMPI_RANK $(wc -c)"`, "[0] 0 3145728\n[1] 1 0\n"},
+		{big, `echo "$FTMPI_RANK"`, "[0] 0\n[1] 1\n"},
+	} {
+		mark := newMark(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, ftmpirunBin, "--host", "fake2,localhost", "--interface", "lo", "--launch-agent", ssh,
+			"--tag-output", "sh", "-c", tc.script)
+		cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark)
+		cmd.Stdin = strings.NewReader(tc.stdin)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cancel()
+		lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+		slices.Sort(lines)
+		if got := strings.Join(lines, "\n") + "\n"; err != nil || got != tc.want {
+			t.Errorf("%s: %v\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", tc.script, err, got, tc.want, &stderr)
+		}
+		jobtest.AssertNoLeftovers(t, mark, 2*time.Second)
 	}
 }

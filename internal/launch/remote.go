@@ -57,6 +57,8 @@ type remoteAgent struct {
 	// line the head's stdout may be slow to take). Frames then wait in the
 	// pipe unread; the heartbeat does not count that time against the agent.
 	delivering atomic.Bool
+
+	stdinAck chan agentwire.Msg // the agent's StdinAck, awaited by forwardStdin
 }
 
 // tailBuffer keeps the last bytes written (ssh's error messages).
@@ -93,7 +95,8 @@ func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, 
 	a := &remoteAgent{host: host, rep: rep, onLost: onLost,
 		period: time.Duration(hello.HBPeriod), timeout: time.Duration(hello.HBTimeout),
 		stderr: &tailBuffer{}, running: map[int]int{}, pids: map[int]int{}, started: map[uint64]chan struct{}{}, starts: map[uint64][]agentwire.Spec{},
-		checks: map[uint64]chan agentwire.Msg{}, files: map[string]chan agentwire.Msg{}, lostCh: make(chan struct{}), seen: make(chan struct{}, 1)}
+		checks: map[uint64]chan agentwire.Msg{}, files: map[string]chan agentwire.Msg{}, lostCh: make(chan struct{}), seen: make(chan struct{}, 1),
+		stdinAck: make(chan agentwire.Msg, 1)}
 	a.cmd = exec.Command(argv[0], argv[1:]...)
 	// ssh (srun) dies with ftmpirun (its session's end kills the agent's ranks).
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -230,6 +233,11 @@ func (a *remoteAgent) deliver(m agentwire.Msg) {
 		if ch != nil {
 			ch <- m
 		}
+	case agentwire.TStdinAck:
+		select {
+		case a.stdinAck <- m:
+		default: // not awaited: dropped
+		}
 	case agentwire.TState:
 		a.mu.Lock()
 		ch := a.checks[m.Token]
@@ -330,7 +338,7 @@ func (a *remoteAgent) Start(specs []RankSpec) {
 		delete(a.pids, s.Rank) // an older incarnation's
 		a.ranks.Add(1)
 		m.Specs = append(m.Specs, agentwire.Spec{Rank: s.Rank, Inc: s.Incarnation, Path: s.Path, Args: s.Args, Env: s.Env, Dir: s.Dir,
-			Bind: s.Bind, Slot: s.Slot, Report: s.ReportBinding})
+			Bind: s.Bind, Slot: s.Slot, Report: s.ReportBinding, Stdin: s.Stdin != nil})
 	}
 	a.starts[seq] = m.Specs
 	a.mu.Unlock()
@@ -471,4 +479,33 @@ func (a *remoteAgent) close(d time.Duration) {
 	a.lose("closed")
 	a.loops.Wait()
 	a.w.stop()
+}
+
+// stdinChunk is the largest piece of forwarded stdin.
+const stdinChunk = 64 << 10
+
+// forwardStdin sends what r holds to rank's stdin on the agent's host
+// (the rank was started with RankSpec.Stdin), one piece at a time: the
+// next is read only once the agent has written the last one into the
+// rank's pipe. It returns at the end of r (after telling the agent), when
+// the agent says the rank's stdin is closed (the rank exited), or when the
+// agent is lost or closed.
+func (a *remoteAgent) forwardStdin(rank int, r io.Reader) {
+	buf := make([]byte, stdinChunk)
+	for {
+		n, err := r.Read(buf)
+		final := err != nil
+		if n == 0 && !final {
+			continue
+		}
+		a.w.send(agentwire.Msg{Type: agentwire.TStdin, Rank: rank, Data: append([]byte(nil), buf[:n]...), Final: final})
+		select {
+		case m := <-a.stdinAck:
+			if m.Final || final {
+				return
+			}
+		case <-a.lostCh:
+			return
+		}
+	}
 }

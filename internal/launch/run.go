@@ -220,15 +220,21 @@ func runOnce(cfg Config, st *launchState) int {
 		in = nil
 	}
 	stdin, stopStdin := rankStdin(in, st.restart)
+	var remoteStdin *remoteAgent // the agent that forwards stdin to a rank on its host
 	if stdin != nil {
-		if g := withStdin(groups, stdin, cfg.StdinRank); g >= 0 && cfg.Verbose {
-			if _, local := agents[g].(*LocalAgent); !local {
-				out.logf("stdin is not forwarded: rank %d runs on %s, not on this host", cfg.StdinRank, agents[g].Host())
-			}
+		if g := withStdin(groups, stdin, cfg.StdinRank); g >= 0 {
+			remoteStdin, _ = agents[g].(*remoteAgent)
 		}
 	}
 	startAll(agents, groups)
-	stopStdin()
+	if remoteStdin != nil {
+		// ftmpirun reads what it would have handed to the rank (closed at
+		// the end: that ends a read of ftmpirun's own pipe).
+		defer stopStdin()
+		go remoteStdin.forwardStdin(cfg.StdinRank, stdin)
+	} else {
+		stopStdin()
+	}
 	stopInjector := h.startInjector(plan) // time 0 of the plan: every rank started
 	h.armTriggers()
 	defer stopInjector()

@@ -42,7 +42,10 @@ const MaxFrame = 4 << 20
 type Type uint8
 
 // Message types. Head to agent: Hello (first), Start, Signal, SignalAll,
-// Check, Bye. Agent to head: Ready (first), Started, Output, Exited, State.
+// Check, Bye, File, Stdin. Agent to head: Ready (first), Started, Output,
+// Exited, State, FileDone, StdinAck (one per Stdin: the head sends the
+// next piece only then, so a rank that does not read holds up nothing but
+// its own input).
 // Both ways: Ping.
 const (
 	THello Type = iota + 1
@@ -59,12 +62,14 @@ const (
 	TBye
 	TFile     // head to agent: a piece of a file to keep in the agent's job directory (--preload-binary)
 	TFileDone // agent to head: the file is complete (Path), or Error
+	TStdin    // head to agent: the next piece (Data) of a rank's stdin; Final: its end
+	TStdinAck // agent to head: the piece is written; Final: the rank's stdin is closed, send no more
 	tEnd
 )
 
 var typeNames = [...]string{THello: "hello", TReady: "ready", TStart: "start", TStarted: "started",
 	TSignal: "signal", TSignalAll: "signal-all", TCheck: "check", TState: "state", TOutput: "output",
-	TExited: "exited", TPing: "ping", TBye: "bye", TFile: "file", TFileDone: "file-done"}
+	TExited: "exited", TPing: "ping", TBye: "bye", TFile: "file", TFileDone: "file-done", TStdin: "stdin", TStdinAck: "stdin-ack"}
 
 func (t Type) String() string {
 	if t > 0 && t < tEnd {
@@ -87,6 +92,9 @@ type Spec struct {
 	Bind   string `json:"bind,omitempty"`
 	Slot   int    `json:"slot,omitempty"`
 	Report bool   `json:"report,omitempty"`
+	// Stdin: the rank's stdin is a pipe the agent fills with the head's
+	// Stdin messages (ftmpirun's stdin, forwarded to rank 0).
+	Stdin bool `json:"stdin,omitempty"`
 }
 
 // Msg is one message; which fields mean something depends on Type.
@@ -310,6 +318,8 @@ func (m *Msg) check() error {
 		if m.Inc < 0 {
 			return fmt.Errorf("incarnation %d out of range", m.Inc)
 		}
+		return rank()
+	case TStdin, TStdinAck:
 		return rank()
 	case TFile, TFileDone:
 		if m.File == "" || m.File == "." || m.File == ".." || strings.ContainsAny(m.File, "/\x00") {

@@ -29,6 +29,10 @@ func samples() []Msg {
 		{Type: TBye},
 		{Type: TFile, File: "prog", Data: []byte{0x7f, 'E', 'L', 'F'}, Final: true},
 		{Type: TFileDone, File: "prog", Path: "/tmp/ftmpi-1/prog"},
+		{Type: TStart, Seq: 5, Specs: []Spec{{Rank: 0, Path: "/bin/cat", Bind: "core", Slot: 3, Report: true, Stdin: true}}},
+		{Type: TStdin, Rank: 0, Data: []byte("input\n")},
+		{Type: TStdin, Rank: 0, Final: true},
+		{Type: TStdinAck, Rank: 0, Final: true},
 	}
 }
 
@@ -76,6 +80,9 @@ func TestDecodeRejects(t *testing.T) {
 		{frame(byte(TStarted), `{"seq":1,"pids":[5,-3]}`), "process id -3"},
 		{frame(byte(TFile), `{"file":"../etc/passwd"}`), "want a base name"},
 		{frame(byte(TFile), `{"file":".."}`), "want a base name"},
+		{frame(byte(TStdin), `{"rank":-2}`), "rank -2"},
+		{frame(byte(TStart), `{"specs":[{"rank":1,"path":"/p","bind":"board"}]}`), "unknown binding"},
+		{frame(byte(TStart), `{"specs":[{"rank":1,"path":"/p","slot":-1}]}`), "slot -1"},
 	} {
 		_, err := Decode(c.b)
 		if err == nil || !errors.Is(err, ErrFrame) || !strings.Contains(err.Error(), c.want) {
