@@ -109,8 +109,10 @@ type call struct {
 	rc C.int
 }
 
-func newCall(m mode, comm C.uintptr_t) *call {
-	a := &call{m: m}
+// newCall resolves comm for a call of mode m. The call is a value: kept in
+// the binding's frame it costs no allocation.
+func newCall(m mode, comm C.uintptr_t) call {
+	a := call{m: m}
 	c, err := commOf(comm, m.name)
 	if err != nil {
 		a.rc = code(err)
