@@ -148,6 +148,9 @@ func Init() (*World, error) { return InitConfig(DefaultConfig()) }
 // not processes.
 func InitConfig(cfg Config) (w *World, err error) {
 	if !processInit.CompareAndSwap(false, true) {
+		if processFinalized.Load() {
+			return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "called after MPI_Finalize: MPI cannot be initialised again in this process (MPI_Init may be called once per process)")
+		}
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "MPI is already initialised in this process (MPI_Init may be called once per process)")
 	}
 	defer func() {
@@ -194,6 +197,10 @@ func InitConfig(cfg Config) (w *World, err error) {
 // is once per process (the launcher's connection, the rank's identity and
 // the environment are the process's); the Worlds of mpi.Run never read it.
 var processInit atomic.Bool
+
+// processFinalized records that the World of this process (not one of
+// Run's) was finalized: a later Init says so.
+var processFinalized atomic.Bool
 
 // engineConfig is the engine's part of cfg for process id self.
 func engineConfig(self int, cfg Config) p2p.Config {
@@ -591,6 +598,9 @@ func (w *World) Finalize() error {
 		}
 		w.phase(inject.PhaseFinalizeFenced)
 		w.finalized.Store(true)
+		if w.run == nil {
+			processFinalized.Store(true)
+		}
 		if w.proc != nil {
 			w.proc.Finalizing()
 		}
@@ -640,15 +650,18 @@ func (w *World) stopBG() { w.stopOnce.Do(func() { close(w.stop) }) }
 // code; under Run the calling goroutine exits (runtime.Goexit), every
 // other rank's pending and later calls fail, and Run returns an
 // *AbortError. It does not return.
-func (w *World) Abort(code int) {
+func (w *World) Abort(code int) { w.abortJob(code, "MPI_Abort called") }
+
+// abortJob is Abort with the reason the launcher prints.
+func (w *World) abortJob(code int, reason string) {
 	if w.run != nil {
 		w.run.Abort(w.rank, code)
 		runtime.Goexit()
 	}
 	if w.client != nil {
-		w.client.Abort(code, "MPI_Abort called")
+		w.client.Abort(code, reason)
 	} else if w.proc != nil {
-		w.proc.Abort(code, "MPI_Abort called")
+		w.proc.Abort(code, reason)
 	}
 	os.Exit(code)
 }

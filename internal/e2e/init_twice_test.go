@@ -13,6 +13,7 @@ import (
 // MPI_Init may be called once per process: a second call returns ErrOther
 // naming the rule, under ftmpirun and in a singleton alike, and the first
 // World keeps working (a barrier and an allreduce over it, then Finalize).
+// An Init after Finalize is an error that says so.
 func TestInitTwiceIsAnError(t *testing.T) {
 	prog := buildOnce(t, "initcheck", "./testdata/initcheck")
 	check := func(t *testing.T, r jobtest.Result, size int) {
@@ -20,6 +21,9 @@ func TestInitTwiceIsAnError(t *testing.T) {
 		want := fmt.Sprintf("result: second-init world=false other=true rule=true; first world size=%d sum=%d err=<nil>", size, size)
 		if r.Code != 0 || resultLine(t, r) != want {
 			t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+		}
+		if after := "after-finalize: world=false other=true says=true\n"; !strings.Contains(r.Stdout, after) {
+			t.Fatalf("Init after Finalize: want %q\nstdout:\n%s\nstderr:\n%s", after, r.Stdout, r.Stderr)
 		}
 	}
 	t.Run("ftmpirun", func(t *testing.T) {

@@ -63,7 +63,7 @@ func TestAbort(t *testing.T) {
 	}{{"7", 7}, {"0", 1}, {"300", 300 & 0xff}, {"-1", 255}} {
 		r := run(t, limit, "-n", "4", rankprogBin, "abort", "2", tc.code)
 		expectCode(t, r, tc.want)
-		expectStderr(t, r, "ftmpirun: rank 2 called abort with code "+tc.code+": test reason")
+		expectStderr(t, r, "ftmpirun: rank 2 aborted the job with code "+tc.code+": test reason")
 		if r.elapsed > 5*time.Second {
 			t.Errorf("abort took %v", r.elapsed)
 		}

@@ -654,7 +654,7 @@ func (m *Machine) abort(r int, e Abort) {
 	m.lastAbort, m.aborted = code, true
 	m.reply(e.Conn, boot.Msg{Op: boot.OpAbort, ID: e.ID})
 	if m.teardown(Cause{CauseAbort, code}) {
-		m.logf("rank %d called abort with code %d: %s", r, e.Code, e.Reason)
+		m.logf("rank %d aborted the job with code %d: %s", r, e.Code, e.Reason)
 		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
 	}
 }

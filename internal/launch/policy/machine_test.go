@@ -157,7 +157,7 @@ func TestAbort(t *testing.T) {
 	connect(t, m, 0, 1)
 	acts := m.Step(Abort{Conn: 2, ID: 3, Code: 256 + 4, Reason: "bad"})
 	wantKinds(t, "abort", acts, Reply, TearDown, Log, SignalAll)
-	if acts[1].Cause != (Cause{CauseAbort, 4}) || acts[3].Sig != syscall.SIGKILL || !strings.Contains(acts[2].Text, "rank 1 called abort with code 260: bad") {
+	if acts[1].Cause != (Cause{CauseAbort, 4}) || acts[3].Sig != syscall.SIGKILL || !strings.Contains(acts[2].Text, "rank 1 aborted the job with code 260: bad") {
 		t.Errorf("%v", acts)
 	}
 	wantKinds(t, "second", m.Step(Abort{Conn: 1, ID: 3, Code: 9}), Reply)

@@ -1,7 +1,8 @@
 // Command initcheck calls mpi.Init twice: the second call must return an
 // error (MPI_Init may be called once per process) and leave the first
 // World working. Rank 0 prints one "result:" line; the job then finalizes
-// normally. It runs under ftmpirun and as a singleton alike.
+// normally, and a third Init after Finalize must fail saying why. It runs
+// under ftmpirun and as a singleton alike.
 package main
 
 import (
@@ -38,6 +39,13 @@ func main() {
 	if err := w.Finalize(); err != nil {
 		fmt.Fprintln(os.Stderr, "initcheck: finalize:", err)
 		os.Exit(1)
+	}
+	// After Finalize MPI cannot be initialised again: the error says so
+	// (it said "already initialised", issue 26).
+	w4, err4 := mpi.Init()
+	if w.Rank() == 0 {
+		fmt.Printf("after-finalize: world=%v other=%v says=%v\n", w4 != nil, errors.Is(err4, mpi.ErrOther),
+			strings.Contains(errText(err4), "after MPI_Finalize"))
 	}
 }
 
