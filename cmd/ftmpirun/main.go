@@ -13,7 +13,7 @@
 // ftmpirun's stdin goes to rank 0 (as mpirun's), the other ranks' is
 // /dev/null; their stdout and stderr are forwarded line by line. The
 // flags of mpirun that scripts carry are accepted with their meaning
-// (README: "ftmpirun for mpirun users"); a usage mistake prints one line
+// (docs/launching.md: "ftmpirun for mpirun users"); a usage mistake prints one line
 // and "see ftmpirun --help", and exits 2. With --host/--hostfile the ranks run on several hosts:
 // ftmpirun starts itself in agent mode on every other host over ssh
 // (--launch-agent, $FTMPI_SSH); see package internal/launch. --inject kill:rank=R,at=D / stop:rank=R,at=D and --chaos

@@ -205,7 +205,7 @@ type Config struct {
 	PreloadBinary bool
 
 	// What mpirun users carry over (see "ftmpirun for mpirun users" in
-	// the README).
+	// docs/launching.md).
 
 	// Stdin is forwarded to rank 0 (mpirun's default; StdinRank); the
 	// other ranks' stdin is /dev/null, and so is rank 0's if Stdin is nil.

@@ -20,7 +20,7 @@ import (
 
 // What users of mpirun (Open MPI's, MPICH's hydra) carry over: the flags
 // their scripts pass, with the meaning they know, and errors that fit a
-// screen. The README's "ftmpirun for mpirun users" has the table.
+// screen. docs/launching.md ("ftmpirun for mpirun users") has the table.
 
 // ErrVersion is returned by ParseArgs for --version (not an error: Main
 // prints the version on stdout and returns 0).
