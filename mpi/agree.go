@@ -95,7 +95,7 @@ func (c *Comm) awaitAgreement(v agree.Value, abort <-chan struct{}) (val agree.V
 }
 
 // Agree performs a fault-tolerant agreement on flag over c
-// (MPI_Comm_agree, seed 002 A.2.4): it returns the logical AND of the flags
+// (MPIX_Comm_agree; MPI_Comm_agree in MPI-6): it returns the logical AND of the flags
 // of the live processes. It completes despite failures, also on a revoked
 // communicator, and never raises ErrRevoked. If a process failed before
 // contributing and its failure was not acknowledged (FailureAck) by every
@@ -111,7 +111,8 @@ func (c *Comm) Agree(flag bool) (bool, error) {
 }
 
 // AgreeBits is Agree on a 64-bit integer: the result is the bitwise AND of
-// the contributions (MPI_Comm_agree's integer form).
+// the contributions (MPIX_Comm_agree's integer form; MPI_Comm_agree in
+// MPI-6).
 func (c *Comm) AgreeBits(flags uint64) (uint64, error) {
 	const op = "MPI_Comm_agree"
 	if err := checkComm(c, op); err != nil {
@@ -195,7 +196,8 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	return result, nil
 }
 
-// Iagree starts a nonblocking agreement (MPI_Comm_iagree); the request's
+// Iagree starts a nonblocking agreement (MPIX_Comm_iagree; MPI_Comm_iagree
+// in MPI-6); the request's
 // Wait returns the agreed flag, with the error Agree would return (the
 // flag is valid with ErrProcFailed too).
 func (c *Comm) Iagree(flag bool) (*RequestOf[bool], error) {

@@ -34,14 +34,21 @@ const (
 // calls on one communicator (including the creation of communicators from
 // it) must be made in the same order by all members, as MPI requires.
 //
-// Fields are grouped by who may change them.
+// A *Comm is a handle: WithContext returns another handle of the same
+// communicator whose blocking calls honour a context, and every handle of
+// one communicator shares its error handler and its failure state (a
+// Revoke or FailureAck through one is seen through all).
 //
-// A *Comm is a handle: the state every handle of one communicator shares
-// (error handler, fault-tolerance model and state, collective sequence,
-// lazily built views) is behind commState, so that WithContext (ctx.go) can
-// return another handle of the same communicator whose blocking calls
-// honour a context.
+// After a failure (ULFM): Agree decides an outcome uniformly, Revoke stops
+// the communicator everywhere, FailureAck and GetFailed acknowledge and
+// name the failed processes, Shrink builds a communicator of the
+// survivors and Replace one of the old size with new processes in the
+// failed ranks (ExampleComm_Shrink).
 type Comm struct {
+	// Fields are grouped by who may change them. The state every handle
+	// of one communicator shares (error handler, fault-tolerance model and
+	// state, collective sequence, lazily built views) is behind commState,
+	// so that WithContext (ctx.go) can return another handle.
 	*commState // shared by the communicator and its context views
 
 	// Identity: set at creation, never changed.

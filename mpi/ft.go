@@ -230,8 +230,8 @@ func (c *Comm) hasUnackedFailure() bool {
 	return false
 }
 
-// Revoke revokes c (MPI_Comm_revoke, seed 002 A.2.2): every pending and
-// later non-local operation on c, at every member, completes with
+// Revoke revokes c (MPIX_Comm_revoke; MPI_Comm_revoke in MPI-6): every
+// pending and later non-local operation on c, at every member, completes with
 // ErrRevoked, except Agree and Shrink. The notice spreads by a reliable
 // broadcast over a binomial graph of the members, so it arrives even if
 // members fail while it spreads. Revoke is local: it does not wait.
@@ -251,7 +251,8 @@ func (c *Comm) revokeLocal() {
 	c.w.eng.Revoke(c.ftm().contexts(c)...)
 }
 
-// IsRevoked reports whether c was revoked (MPIX_Comm_is_revoked).
+// IsRevoked reports whether c was revoked (MPIX_Comm_is_revoked;
+// MPI_Comm_is_revoked in MPI-6).
 func (c *Comm) IsRevoked() bool {
 	return c != nil && c.w.eng.IsRevoked(c.ctx)
 }
@@ -270,7 +271,9 @@ func (w *World) onRevoke(from int, h transport.Header, _ []byte) {
 }
 
 // FailureAck acknowledges the failures of c's members known to this process
-// (MPI_Comm_failure_ack): wildcard receives on c stop raising ErrPending for
+// (MPIX_Comm_failure_ack, ULFM's first form, as MPI_Comm_failure_ack in
+// ftmpi's mpi.h; its successor in Open MPI 5 and MPI-6 is AckFailed,
+// MPI_Comm_ack_failed): wildcard receives on c stop raising ErrPending for
 // them, and Agree no longer raises ErrProcFailed for them once every
 // participant acknowledged them.
 func (c *Comm) FailureAck() error {
@@ -291,7 +294,9 @@ func (c *Comm) FailureAck() error {
 }
 
 // FailureGetAcked returns the group of c's failed processes acknowledged
-// by the last FailureAck (MPI_Comm_failure_get_acked).
+// by the last FailureAck (MPIX_Comm_failure_get_acked, ULFM's first form,
+// as MPI_Comm_failure_get_acked in ftmpi's mpi.h; its successor in Open
+// MPI 5 and MPI-6 is GetFailed, MPI_Comm_get_failed).
 func (c *Comm) FailureGetAcked() (*Group, error) {
 	const op = "MPI_Comm_failure_get_acked"
 	if err := checkComm(c, op); err != nil {
@@ -305,7 +310,8 @@ func (c *Comm) FailureGetAcked() (*Group, error) {
 }
 
 // GetFailed returns the group of c's processes known failed here, in the
-// order their failure became known (MPI_Comm_get_failed, ULFM in Open MPI 5).
+// order their failure became known (MPIX_Comm_get_failed in Open MPI 5;
+// MPI_Comm_get_failed in MPI-6).
 func (c *Comm) GetFailed() (*Group, error) {
 	const op = "MPI_Comm_get_failed"
 	if err := checkComm(c, op); err != nil {
@@ -315,8 +321,8 @@ func (c *Comm) GetFailed() (*Group, error) {
 }
 
 // AckFailed acknowledges the first n failures of GetFailed's group and
-// returns how many failures are acknowledged now (MPI_Comm_ack_failed,
-// ULFM in Open MPI 5). AckFailed(0) only reports the count; a large n
+// returns how many failures are acknowledged now (MPIX_Comm_ack_failed in
+// Open MPI 5; MPI_Comm_ack_failed in MPI-6). AckFailed(0) only reports the count; a large n
 // acknowledges every known failure.
 func (c *Comm) AckFailed(n int) (int, error) {
 	const op = "MPI_Comm_ack_failed"

@@ -347,13 +347,13 @@ func (rt *rtModel) onLost(c *Comm, _ int) {
 func (rt *rtModel) recognized() []int { return rt.snap.Load().recognized }
 
 // Validate recognises the failed processes of c collectively and
-// re-activates collectives on c (MPI_Comm_validate, seed 003 17.7.4). It
-// must be called by all alive processes of c, with no collective of c in
-// progress. Every process gets the same group - the local group's failed
-// processes, in rank order - or every process gets an error: the failed
-// set is decided by the fault-tolerant agreement (internal/ft/agree), as
-// the union of the failures known to the participants and the processes
-// that failed before contributing. Afterwards collectives on c run over
+// re-activates collectives on c (MPI_Comm_validate, run-through
+// stabilization; no MPIX_ or MPI-6 counterpart). It must be called by all
+// alive processes of c, with no collective of c in progress. Every process
+// gets the same group - the local group's failed processes, in rank order
+// - or every process gets an error: the failed set is decided by a
+// fault-tolerant agreement, as the union of the failures known to the
+// participants and the processes that failed before contributing. Afterwards collectives on c run over
 // the alive processes, skipping the recognised failed ones, until another
 // member fails. A process that fails during Validate may be left out of
 // the recognised set; c is then collectively inactive again, and Validate

@@ -7,15 +7,15 @@ import (
 )
 
 // Shrink creates a communicator of c's surviving processes, in their old
-// rank order (MPI_Comm_shrink, seed 002 A.3.1). It works on a revoked
-// communicator and, unlike the seed (which says MPI_ERR_ARG) but as Open
-// MPI 5 and the later ULFM text, on one that was not revoked, which it
-// leaves unrevoked (docs/semantics.md, "Shrink without Revoke"). Every
-// survivor gets the same communicator even if more
-// processes fail during the call: the failed set and the new context id
-// are both decided by fault-tolerant agreements (internal/ft/agree), which
-// are uniform. A process that fails after the failed set was decided may be
-// a member of the result; its failure is then reported by the new
+// rank order (MPIX_Comm_shrink; MPI_Comm_shrink in MPI-6). It works on a
+// revoked communicator and, unlike the first ULFM text (which says
+// MPI_ERR_ARG) but as Open MPI 5 and the later ULFM text, on one that was
+// not revoked, which it leaves unrevoked (docs/semantics.md, "Shrink
+// without Revoke"). Every survivor gets the same communicator even if
+// more processes fail during the call: the failed set and the new
+// communicator are both decided by fault-tolerant agreements, which are
+// uniform. A process that fails after the failed set was decided may be a
+// member of the result; its failure is then reported by the new
 // communicator like any other.
 func (c *Comm) Shrink() (*Comm, error) {
 	const op = "MPI_Comm_shrink"
@@ -28,7 +28,8 @@ func (c *Comm) Shrink() (*Comm, error) {
 	return nc, c.handle(err)
 }
 
-// Ishrink starts a nonblocking Shrink (MPI_Comm_ishrink); the request's
+// Ishrink starts a nonblocking Shrink (MPIX_Comm_ishrink; MPI_Comm_ishrink
+// in MPI-6); the request's
 // Wait returns the new communicator.
 func (c *Comm) Ishrink() (*RequestOf[*Comm], error) {
 	const op = "MPI_Comm_ishrink"
