@@ -203,5 +203,5 @@ func (w *World) fatal(err error) {
 	fmt.Fprintf(os.Stderr, "ftmpi: rank %d: fatal error (MPI_ERRORS_ARE_FATAL): %v\n", w.rank, err)
 	// The program did not call MPI_Abort: the launcher says why the job
 	// ended (issue 26: it said "MPI_Abort called").
-	w.abortJob(1, "a fatal error under MPI_ERRORS_ARE_FATAL (printed above by the rank)")
+	w.abortJob(1, "a fatal error under MPI_ERRORS_ARE_FATAL (printed above by the rank)", true)
 }

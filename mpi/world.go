@@ -595,17 +595,24 @@ func (w *World) stopBG() { w.stopOnce.Do(func() { close(w.stop) }) }
 // code; under Run the calling goroutine exits (runtime.Goexit), every
 // other rank's pending and later calls fail, and Run returns an
 // *AbortError. It does not return.
-func (w *World) Abort(code int) { w.abortJob(code, "MPI_Abort called") }
+func (w *World) Abort(code int) { w.abortJob(code, "MPI_Abort called", false) }
 
-// abortJob is Abort with the reason the launcher prints.
-func (w *World) abortJob(code int, reason string) {
+// abortJob is Abort with the reason the launcher prints; fatal marks a
+// fatal error under MPI_ERRORS_ARE_FATAL (the launcher then takes the
+// job's exit code from the failure that caused it, if any).
+func (w *World) abortJob(code int, reason string, fatal bool) {
 	if w.run != nil {
 		w.run.Abort(w.rank, code)
 		runtime.Goexit()
 	}
-	if w.client != nil {
+	switch {
+	case w.client != nil && fatal:
+		w.client.AbortFatal(code, reason)
+	case w.client != nil:
 		w.client.Abort(code, reason)
-	} else if w.proc != nil {
+	case w.proc != nil && fatal:
+		w.proc.AbortFatal(code, reason)
+	case w.proc != nil:
 		w.proc.Abort(code, reason)
 	}
 	os.Exit(code)

@@ -441,6 +441,14 @@ func (c *Client) Abort(code int, reason string) error {
 	return err
 }
 
+// AbortFatal is Abort for a fatal error under MPI_ERRORS_ARE_FATAL (the
+// program did not call MPI_Abort): the launcher then takes the job's exit
+// code from the process whose failure caused the error, if any.
+func (c *Client) AbortFatal(code int, reason string) error {
+	_, err := c.call(Msg{Op: OpAbort, Rank: c.info.Rank, Code: code, Reason: reason, Fatal: true})
+	return err
+}
+
 // Suspect tells the launcher that this rank suspects rank of having
 // failed (for example, its heartbeats stopped), with a reason for the
 // logs. The launcher enforces fail-stop: it SIGKILLs rank (unless it is

@@ -79,6 +79,7 @@ type Msg struct {
 	Host        string            `json:"host,omitempty"`
 	Code        int               `json:"code,omitempty"`
 	Reason      string            `json:"reason,omitempty"`
+	Fatal       bool              `json:"fatal,omitempty"` // OpAbort: a fatal error under MPI_ERRORS_ARE_FATAL, not the program's MPI_Abort
 	Kind        string            `json:"kind,omitempty"`
 	KV          map[string]string `json:"kv,omitempty"`
 	Failed      []int             `json:"failed,omitempty"`

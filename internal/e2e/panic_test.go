@@ -45,3 +45,30 @@ func TestPanicUnderDeferredFinalize(t *testing.T) {
 		})
 	}
 }
+
+// PanicExitCode is the documented exit code of a job whose process
+// panicked (README, "Exit codes"): the Go runtime's exit status for an
+// unrecovered panic.
+const panicExitCode = 2
+
+// Issue 26: a job whose rank 1 panics (no deferred Finalize) while the
+// others wait for it in a Barrier ended with code 2 in some runs and 1 in
+// others: the survivors' Barrier fails and, under MPI_ERRORS_ARE_FATAL,
+// they abort the job with code 1, which won when it reached the launcher
+// before the panicking rank's exit. The job's code is the root cause's,
+// the panic's 2, in every run.
+func TestPanicExitCodeIsAlwaysTheSame(t *testing.T) {
+	prog := buildOnce(t, "panicfinalize", "./testdata/panicfinalize")
+	var codes []int
+	for i := 0; i < 5; i++ {
+		r := eojRun(t, 3, nil, prog, "-nodefer")
+		codes = append(codes, r.Code)
+		if r.Code != panicExitCode {
+			t.Fatalf("run %d: exit %d, want %d (codes so far %v)\nstdout:\n%s\nstderr:\n%s", i, r.Code, panicExitCode, codes, r.Stdout, r.Stderr)
+		}
+		if !strings.Contains(r.Stderr, "assignment to entry in nil map") {
+			t.Fatalf("run %d: the panic was not printed:\n%s", i, r.Stderr)
+		}
+	}
+	t.Logf("exit codes %v", codes)
+}

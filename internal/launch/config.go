@@ -18,6 +18,9 @@
 //	no failure                       like mpirun: 0 if every process exited 0, else the code of the
 //	                                 lowest rank that did not (128+S if it was killed by signal S)
 //	rank called Abort(C)             C&0xff, or 1 if that is 0 (an aborted job never exits 0)
+//	a fatal error (ERRORS_ARE_FATAL) the first abnormal end of a process of its own (not an aborter's,
+//	                                 nor the teardown's SIGKILL): a Go panic's 2, 128+S; 1 if none
+//	a rank panicked (Go)             2, the Go runtime's status (its survivors' fatal errors do not count)
 //	failure, --on-failure abort      128+S if the failed rank was killed by signal S, else its status X, or 1 if X was 0
 //	failure, --on-failure continue   MPI 17.5.2: the exit code of the lowest rank that exited after
 //	                                 finalizing, else the last Abort's code, else rank 0's code
@@ -329,7 +332,9 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
   -h, --help       print this help and exit 0
 Exit code: without failures, like mpirun, 0 when every rank exited 0, else the
 code of the lowest rank that did not; after a failure, the first failure's
-(--on-failure abort) or MPI 17.5.2's rule (continue); 124 on --timeout.
+(--on-failure abort) or MPI 17.5.2's rule (continue); MPI_Abort(C): C&0xff;
+a rank that panicked: 2 (the survivors' fatal errors, MPI_ERRORS_ARE_FATAL,
+are its consequence and do not change it); 124 on --timeout.
 Inside a Slurm allocation (salloc, sbatch: SLURM_JOB_ID and SLURM_JOB_NODELIST set)
 without --host/--hostfile, the hosts are the allocation's nodes, their slots
 SLURM_JOB_CPUS_PER_NODE (SLURM_TASKS_PER_NODE if the job was given -n), and the

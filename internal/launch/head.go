@@ -625,7 +625,7 @@ func requestEvent(id policy.Conn, m boot.Msg) policy.Event {
 	case boot.OpFinalize:
 		return policy.Finalize{Conn: id, ID: m.ID}
 	case boot.OpAbort:
-		return policy.Abort{Conn: id, ID: m.ID, Code: m.Code, Reason: m.Reason}
+		return policy.Abort{Conn: id, ID: m.ID, Code: m.Code, Reason: m.Reason, Fatal: m.Fatal}
 	case boot.OpReinit:
 		return policy.ReinitActive{Conn: id, ID: m.ID, Kind: m.Kind}
 	case boot.OpRejoin:

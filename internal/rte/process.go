@@ -131,6 +131,15 @@ func (p *Process[W]) Abort(code int, reason string) error {
 	return p.client.Abort(code, reason)
 }
 
+// AbortFatal is Abort for a fatal error under MPI_ERRORS_ARE_FATAL (see
+// boot.Client.AbortFatal; a PMI launcher is told a plain abort).
+func (p *Process[W]) AbortFatal(code int, reason string) error {
+	if p.pmi != nil {
+		return p.pmi.Abort(code, reason)
+	}
+	return p.client.AbortFatal(code, reason)
+}
+
 // Info is what the process learnt from its environment at start.
 func (p *Process[W]) Info() boot.Info {
 	p.mu.Lock()

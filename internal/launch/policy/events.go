@@ -38,12 +38,16 @@ type Finalize struct {
 	ID   uint64
 }
 
-// Abort: a rank called Abort.
+// Abort: a rank called Abort. Fatal marks the abort of a fatal error under
+// MPI_ERRORS_ARE_FATAL (boot.Msg.Fatal): the consequence of an error the
+// program did not choose to abort on, usually another process's failure,
+// whose own end then gives the job's exit code (see Machine.ExitCode).
 type Abort struct {
 	Conn   Conn
 	ID     uint64
 	Code   int
 	Reason string
+	Fatal  bool
 }
 
 // Suspect: the rank on Conn suspects process Rank, incarnation Incarnation,

@@ -85,6 +85,7 @@ type proc struct {
 	spare       bool   // a spare of the start set that nobody took yet (as far as the launcher knows)
 	released    bool   // a spare sent EventRelease
 	adopted     bool   // a spare taken as a rank's new incarnation: its process is that rank's now
+	aborted     bool   // it sent Abort (its own exit is the abort's, not a failure's)
 
 	// The launcher killed it, found stopped after its finalize fence
 	// completed (see stall): it did not exit after returning from Finalize.
@@ -117,6 +118,9 @@ type Machine struct {
 	finWait   []waiter
 
 	cause       Cause
+	fatalAbort  bool // the cause is a fatal-error abort (Abort.Fatal)
+	rootCode    int  // the code of the first abnormal end of a process of its own (see rootCause)
+	rootSet     bool // rootCode is set
 	lastAbort   int
 	aborted     bool // lastAbort is set
 	anyFailure  bool
@@ -492,6 +496,7 @@ func (m *Machine) exited(e Exit) {
 		p.pid = e.Pid
 	}
 	tearing := m.tearing()
+	m.rootCause(p, e, tearing)
 	switch {
 	case p.cancelled || p.spawning:
 		m.vlogf("process %d of a failed spawn %s", e.Rank, e)
@@ -651,9 +656,11 @@ func (m *Machine) checkFinalize() {
 
 func (m *Machine) abort(r int, e Abort) {
 	code := AbortCode(e.Code)
+	m.procs[r].aborted = true
 	m.lastAbort, m.aborted = code, true
 	m.reply(e.Conn, boot.Msg{Op: boot.OpAbort, ID: e.ID})
 	if m.teardown(Cause{CauseAbort, code}) {
+		m.fatalAbort = e.Fatal
 		m.logf("rank %d aborted the job with code %d: %s", r, e.Code, e.Reason)
 		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
 	}
@@ -946,6 +953,12 @@ func (m *Machine) notifyEarly(r int) {
 // ExitCode is ftmpirun's exit code once every process is gone (see
 // package launch).
 func (m *Machine) ExitCode() int {
+	if m.cause.Kind == CauseAbort && m.fatalAbort && m.rootSet {
+		// A fatal error under MPI_ERRORS_ARE_FATAL is a consequence (a
+		// survivor's call failed): like mpirun, the first process that
+		// ended abnormally of its own decides (a Go panic: 2).
+		return m.rootCode
+	}
 	switch m.cause.Kind {
 	case CauseFailure, CauseStart, CauseTimeout, CauseSignal:
 		return m.cause.Code
@@ -972,6 +985,32 @@ func (m *Machine) ExitCode() int {
 		return m.normalCode()
 	}
 	return m.procs[0].exit.Code()
+}
+
+// rootCause records the first abnormal end of a process of its own (the
+// root cause a fatal-error abort is the consequence of): a non-zero exit
+// status or a death by a signal, before the job was torn down or during
+// the teardown, but neither the end of a process that sent Abort (it
+// exits with the abort's code) nor the teardown's SIGKILL (the
+// consequence again). A process a suspicion had killed counts (it was
+// hung, or already exiting: the kernel keeps the status of a process that
+// is exiting, so its report is then its own end, a panic's 2). Children of a failed spawn, spares that died waiting and
+// processes that could not start do not count.
+func (m *Machine) rootCause(p *proc, e Exit, tearing bool) {
+	if m.rootSet || p.aborted || p.cancelled || p.spawning || p.spawnFailed || e.StartErr != nil ||
+		p.spare && !p.finalized {
+		return
+	}
+	if e.Signal == 0 && e.Status == 0 {
+		return
+	}
+	if e.Signal == syscall.SIGKILL && tearing && p.killedBy == "" {
+		return
+	}
+	m.rootSet, m.rootCode = true, e.Code()
+	if tearing && m.fatalAbort {
+		m.logf("rank %d (pid %d) %s: the job's exit code is %d, this first abnormal end's", e.Rank, e.Pid, e, m.rootCode)
+	}
 }
 
 // normalCode is the exit code of a job that ended without failure and

@@ -906,3 +906,68 @@ func TestSpawnMultipleApps(t *testing.T) {
 		t.Errorf("%v", acts)
 	}
 }
+
+// TestExitCodeIsTheRootCause: a fatal error under MPI_ERRORS_ARE_FATAL is
+// the consequence of a failure (issue 26): whatever order the events come
+// in, the job's exit code is the first process's own abnormal end (a Go
+// panic's 2), not the survivors' fatal-error abort (1) nor the teardown's
+// SIGKILL; a program's own MPI_Abort still decides when it comes first.
+func TestExitCodeIsTheRootCause(t *testing.T) {
+	fatal := func(conn Conn) Event { return Abort{Conn: conn, ID: 9, Code: 1, Reason: "fatal", Fatal: true} }
+	panicked := Exited{Exit{Rank: 1, Pid: 101, Status: 2}}
+	killed := func(r int) Event { return Exited{Exit{Rank: r, Pid: 100 + r, Signal: syscall.SIGKILL}} }
+	exit1 := func(r int) Event { return Exited{Exit{Rank: r, Pid: 100 + r, Status: 1}} }
+	for _, tc := range []struct {
+		name string
+		mode Mode
+		evs  []Event
+		want int
+	}{
+		{"panic first", ModeAbort, []Event{panicked, fatal(1), exit1(0), killed(2)}, 2},
+		{"fatal abort first", ModeAbort, []Event{fatal(1), panicked, exit1(0), killed(2)}, 2},
+		{"aborter exits first", ModeAbort, []Event{fatal(1), exit1(0), killed(2), panicked}, 2},
+		{"two fatal aborts", ModeAbort, []Event{fatal(1), fatal(3), exit1(0), exit1(2), panicked}, 2},
+		{"fatal abort, no root cause", ModeAbort, []Event{fatal(1), exit1(0), killed(1), killed(2)}, 1},
+		{"user abort first", ModeAbort, []Event{Abort{Conn: 1, ID: 9, Code: 5, Reason: "MPI_Abort called"}, panicked, exit1(0), killed(2)}, 5},
+		{"continue: panic then fatal abort", ModeContinue, []Event{panicked, fatal(1), exit1(0), killed(2)}, 2},
+		{"continue: fatal abort first", ModeContinue, []Event{fatal(1), panicked, exit1(0), killed(2)}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newM(t, 3, tc.mode)
+			connect(t, m, 0, 1, 2)
+			for _, ev := range tc.evs {
+				m.Step(ev)
+			}
+			if !m.Done() {
+				t.Fatal("not done")
+			}
+			if got := m.ExitCode(); got != tc.want {
+				t.Errorf("exit code %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestExitCodeRootCauseKilledBySuspicion: the survivors suspect the
+// panicking rank before its exit is reaped and the launcher kills it; a
+// process already exiting keeps its own status (2), which decides.
+func TestExitCodeRootCauseKilledBySuspicion(t *testing.T) {
+	m := newM(t, 3, ModeAbort)
+	connect(t, m, 0, 1, 2)
+	acts := m.Step(Suspect{Conn: 1, ID: 4, Rank: 1, Reason: "connection lost"})
+	c := find(acts, Check)
+	if c == nil {
+		t.Fatalf("no check: %v", acts)
+	}
+	acts = m.Step(Liveness{Token: c.Token, Pid: 101, State: "dead"})
+	if a := find(acts, Signal); a == nil || a.Rank != 1 {
+		t.Fatalf("not killed: %v", acts)
+	}
+	m.Step(Abort{Conn: 1, ID: 5, Code: 1, Reason: "fatal", Fatal: true})
+	m.Step(Exited{Exit{Rank: 0, Pid: 100, Status: 1}})
+	m.Step(Exited{Exit{Rank: 1, Pid: 101, Status: 2}})
+	m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})
+	if got := m.ExitCode(); got != 2 {
+		t.Errorf("exit code %d, want the panic's 2", got)
+	}
+}

@@ -3,10 +3,13 @@
 // in a program whose rank 1 panics while the others wait for it in a
 // Barrier. The deferred Finalize must not wait for the others (who wait
 // for the panicking rank): the panic is printed, the rank dies of it, and
-// the job ends as with any failed process.
+// the job ends as with any failed process. With -nodefer it has no
+// deferred Finalize (TestPanicExitCodeIsAlwaysTheSame): the job's exit
+// code must be the panic's, 2, in every run.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
@@ -14,12 +17,16 @@ import (
 )
 
 func main() {
+	nodefer := flag.Bool("nodefer", false, "finalize at the end, not in a deferred call")
+	flag.Parse()
 	w, err := mpi.Init()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "panicfinalize:", err)
 		os.Exit(1)
 	}
-	defer w.Finalize()
+	if !*nodefer {
+		defer w.Finalize()
+	}
 	c := w.CommWorld()
 	if w.Rank() == 1 {
 		var m map[string]int
@@ -30,4 +37,7 @@ func main() {
 		return
 	}
 	fmt.Printf("rank %d: passed the barrier\n", w.Rank())
+	if *nodefer {
+		w.Finalize()
+	}
 }
