@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ftmpi/ftmpi/mpi"
 )
@@ -32,5 +33,29 @@ func TestRunKeepsPanicStack(t *testing.T) {
 	}
 	if pe.Unwrap() == nil || pe.Unwrap().Error() != "boom at rank 1" {
 		t.Fatalf("Unwrap: %v, want the panic value", pe.Unwrap())
+	}
+}
+
+// Issue 26: under mpi.Run too, a rank that panics while a deferred
+// Finalize runs (the README's idiom) is reported as that rank's failure,
+// with its value and stack, and the others, waiting for it in a Barrier,
+// are released: Run returns, it does not hang.
+func TestRunPanicUnderDeferredFinalize(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		done <- mpi.Run(3, func(w *mpi.World) error {
+			defer w.Finalize()
+			return panicAtRankOne(w)
+		})
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run hung after a rank panicked under a deferred Finalize")
+	}
+	var pe *mpi.PanicError
+	if !errors.As(err, &pe) || pe.Rank != 1 || !strings.Contains(string(pe.Stack), "panicAtRankOne") {
+		t.Fatalf("Run: %v, want rank 1's *mpi.PanicError with its stack", err)
 	}
 }
