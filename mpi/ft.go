@@ -29,6 +29,17 @@ func (w *World) registerComm(c *Comm) {
 		w.ft.byCtx = make(map[uint32]*Comm)
 	}
 	w.ft.byCtx[c.ctx] = c
+	// A revocation that arrived before c existed here revoked only the
+	// contexts its message named (onRevoke): an intercommunicator's
+	// local group kept working, and a collective that starts there (a
+	// reduction within the group) went on at some processes and hung or
+	// failed with the wrong class at others (TestInterCollRevoked under
+	// -race). The whole revocation applies now. (Under w.ft.mu, as
+	// onRevoke's revocation of an unknown communicator: it comes either
+	// before this look or after c is findable.)
+	if w.eng.IsRevoked(c.ctx) {
+		w.eng.Revoke(c.ownContexts()...)
+	}
 	w.ft.mu.Unlock()
 }
 
@@ -261,11 +272,20 @@ func (w *World) onRevoke(from int, h transport.Header, _ []byte) {
 	ctx := h.Ctx
 	f := w.commFTByCtx(ctx)
 	if f == nil {
-		// This process has not used c for fault tolerance yet (or does not
-		// know it yet): revoke its contexts; the broadcast reaches the
-		// other members by their other neighbours.
-		w.eng.Revoke(ctx, ctx+1)
-		return
+		// This process does not know c yet: revoke its contexts (and, when
+		// c is registered, registerComm revokes the rest of it); the
+		// broadcast reaches the other members by their other neighbours.
+		// The look is repeated under w.ft.mu, which registerComm holds.
+		w.ft.mu.Lock()
+		if w.ft.byCtx[ctx] == nil {
+			w.eng.Revoke(ctx, ctx+1)
+			w.ft.mu.Unlock()
+			return
+		}
+		w.ft.mu.Unlock()
+		if f = w.commFTByCtx(ctx); f == nil {
+			return // freed meanwhile
+		}
 	}
 	f.rv.OnRevoke(from, h)
 }
