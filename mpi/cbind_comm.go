@@ -26,6 +26,11 @@ const (
 // over c. The hosts are those the launcher reported (every process knows
 // them all, so every process computes the same partition); under Run, and
 // where the launcher named no host, the processes are on one host.
+//
+// Failures: like every creation (Split, Dup), a failure of a member of c
+// during the call raises ErrProcFailed (ErrRevoked on a revoked c), and
+// under ULFM it may do so at some processes while the others get their
+// communicator: agree on the outcome (Agree on c) before using it.
 func (c *Comm) SplitType(splitType, key int) (*Comm, error) {
 	const op = "MPI_Comm_split_type"
 	if err := checkLive(c, op); err != nil {

@@ -95,7 +95,8 @@ func place(op, name string, t *Datatype, disp, extent int) (*Datatype, error) {
 // starts of an array of sizes elements of old in each dimension
 // (MPI_Type_create_subarray); orderC says the array is in C order (row
 // major, the last dimension contiguous), else in Fortran order. Its lower
-// bound is 0 and its extent the whole array's.
+// bound is 0 and its extent the whole array's. It is local: no process
+// failure can affect it.
 func TypeCreateSubarray(sizes, subsizes, starts []int, orderC bool, old *Datatype) (*Datatype, error) {
 	const op = "MPI_Type_create_subarray"
 	if old == nil {
@@ -152,7 +153,8 @@ const (
 // over a grid of psizes processes (row-major process coordinates) by
 // distribs with block sizes dargs (MPI_Type_create_darray, the layout of
 // High Performance Fortran); orderC as for TypeCreateSubarray. Its lower
-// bound is 0 and its extent the global array's.
+// bound is 0 and its extent the global array's. It is local: no process
+// failure can affect it.
 func TypeCreateDarray(size, rank int, gsizes, distribs, dargs, psizes []int, orderC bool, old *Datatype) (*Datatype, error) {
 	const op = "MPI_Type_create_darray"
 	if old == nil {

@@ -875,6 +875,11 @@ func alltoallwTypedPrep[S, R Elem](c *Comm, name string, sendbuf []S, sc, sd []i
 // to member j, which stores them as rc[i] elements of rt[i] at byte rd[i]
 // of recvbuf (i the sender) (MPI_Alltoallw). The data travels as bytes:
 // the type signatures of the blocks are not compared, only their sizes.
+//
+// Failures: as every collective, a failed member raises ErrProcFailed (a
+// revoked c ErrRevoked), at some processes or all; the blocks that were
+// to come from the failed member, or to pass through the call at a
+// process that raised the error, are undefined.
 func AlltoallwTyped[S, R Elem](c *Comm, sendbuf []S, sc, sd []int, st []*Datatype, recvbuf []R, rc, rd []int, rt []*Datatype) error {
 	run, err := alltoallwTypedPrep(c, "MPI_Alltoallw", sendbuf, sc, sd, st, recvbuf, rc, rd, rt)
 	return blocking(c, run, err)
