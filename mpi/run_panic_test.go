@@ -59,3 +59,35 @@ func TestRunPanicUnderDeferredFinalize(t *testing.T) {
 		t.Fatalf("Run: %v, want rank 1's *mpi.PanicError with its stack", err)
 	}
 }
+
+// Issue 26: a failure error says each fact once: the call, the
+// communicator, the peer, the class, and the failed process named once
+// ("rank 2: rank 2 failed: ..." before).
+func TestProcFailedErrorNamesTheRankOnce(t *testing.T) {
+	var got error
+	err := mpi.Run(3, func(w *mpi.World) error {
+		c := w.CommWorld()
+		if err := c.SetErrhandler(mpi.ErrorsReturn); err != nil {
+			return err
+		}
+		switch w.Rank() {
+		case 2:
+			w.Kill()
+		case 0:
+			buf := make([]int, 1)
+			_, got = mpi.Recv(c, buf, 2, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !errors.Is(got, mpi.ErrProcFailed) {
+		t.Fatalf("Recv from the killed rank: %v, want MPI_ERR_PROC_FAILED", got)
+	}
+	msg := got.Error()
+	if n := strings.Count(msg, "rank 2"); n != 1 || !strings.HasPrefix(msg, "MPI_Recv on MPI_COMM_WORLD (peer 2): MPI_ERR_PROC_FAILED: process failed: rank 2") {
+		t.Fatalf("error %q: names rank 2 %d times, want once after the class", msg, n)
+	}
+	t.Log(msg)
+}

@@ -1,7 +1,6 @@
 package p2p
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -93,7 +92,7 @@ func (e *Engine) CancelSend(s SentMsg) *Req {
 	case e.closed:
 		err = ErrClosed
 	case lost:
-		err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, s.peer, cause)
+		err = peerLost(s.peer, cause)
 	case s.rdv && e.sends[s.id] == nil:
 		// Its clear to send came (the data is written or being written),
 		// or it failed: too late.

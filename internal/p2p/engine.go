@@ -500,7 +500,7 @@ func (e *Engine) IsendMsg(ctx uint32, src int32, peer int, tag int32, dtype DTyp
 	}
 	if cause, lost := e.lost[peer]; lost {
 		e.mu.Unlock()
-		return nil, SentMsg{}, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
+		return nil, SentMsg{}, peerLost(peer, cause)
 	}
 	e.nextID++
 	r.id = e.nextID
@@ -523,7 +523,7 @@ func (e *Engine) sendErr(peer int, err error) error {
 	if errors.Is(err, transport.ErrClosed) {
 		return ErrClosed
 	}
-	return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
+	return peerLost(peer, err)
 }
 
 func (e *Engine) peerErr(peer int, ctx uint32, tag int32) error {
@@ -533,7 +533,7 @@ func (e *Engine) peerErr(peer int, ctx uint32, tag int32) error {
 		return err
 	}
 	if err, ok := e.lost[peer]; ok {
-		return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
+		return peerLost(peer, err)
 	}
 	return nil
 }
@@ -592,7 +592,7 @@ func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype DType, 
 				r.peer = m.from
 				e.flying.push(r, inFlight)
 				if cause, lost := e.lost[m.from]; lost {
-					r.mark = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, m.from, cause)
+					r.mark = peerLost(m.from, cause)
 				}
 				e.mu.Unlock()
 				return r, nil
@@ -610,7 +610,7 @@ func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype DType, 
 	if peer >= 0 {
 		if err, ok := e.lost[peer]; ok {
 			e.mu.Unlock()
-			r.st = Status{Source: int(src), Tag: int(tag), Err: fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)}
+			r.st = Status{Source: int(src), Tag: int(tag), Err: peerLost(peer, err)}
 			r.complete()
 			return r, nil
 		}
@@ -633,7 +633,7 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 		// An announcement queued before its sender was lost: the data
 		// can never come, and FailPeer has run already.
 		e.mu.Unlock()
-		r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, cause)
+		r.st.Err = peerLost(from, cause)
 		r.complete()
 		return
 	}
@@ -822,7 +822,7 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 			// connection the transport closes.
 			e.mu.Unlock()
 			err := fmt.Errorf("rendezvous data of %d bytes for a %d-byte receive", h.N, len(r.buf))
-			r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, err)
+			r.st.Err = peerLost(from, err)
 			r.complete()
 			return reject(from, h, err)
 		}
@@ -882,7 +882,7 @@ func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any, e
 		if r == nil {
 			if err != nil && c.held {
 				// Held by a matched probe: its receive gets the error.
-				c.cut = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, err)
+				c.cut = peerLost(from, err)
 				e.mu.Unlock()
 				return
 			}
@@ -946,7 +946,7 @@ func (e *Engine) landedLocked(r *Req, from int, err error) error {
 		return r.mark
 	}
 	if err != nil {
-		return fmt.Errorf("%w: rank %d: %v", ErrPeerLost, from, err)
+		return peerLost(from, err)
 	}
 	return nil
 }
@@ -1024,7 +1024,7 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	// back, which it does promptly for a peer that is gone.
 	for r := e.flying.head; r != nil; r = r.next {
 		if r.peer == peer && r.mark == nil {
-			r.mark = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
+			r.mark = peerLost(peer, cause)
 		}
 	}
 	e.mu.Unlock()
@@ -1041,7 +1041,7 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		if r.isRecv && r.st.Err == nil {
 			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
 		}
-		r.st.Err = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, cause)
+		r.st.Err = peerLost(peer, cause)
 		r.complete()
 	}
 }

@@ -2,7 +2,6 @@ package p2p
 
 import (
 	"errors"
-	"fmt"
 )
 
 // Matched probes (MPI_Mprobe, MPI_Improbe, MPI_Mrecv): a probe that takes
@@ -98,7 +97,7 @@ func (e *Engine) probeWait(ctx uint32, src int32, peer int, tag int32, abort, si
 		}
 		if err, ok := e.lost[peer]; ok && peer >= 0 {
 			e.mu.Unlock()
-			return nil, Status{}, WaitDone, fmt.Errorf("%w: rank %d: %v", ErrPeerLost, peer, err)
+			return nil, Status{}, WaitDone, peerLost(peer, err)
 		}
 		if e.closed {
 			e.mu.Unlock()
@@ -153,7 +152,7 @@ func (e *Engine) Mrecv(mm *Msg, dtype DType, buf []byte) (*Req, error) {
 			m.recv = r
 			e.flying.push(r, inFlight)
 			if cause, lost := e.lost[m.from]; lost {
-				r.mark = fmt.Errorf("%w: rank %d: %v", ErrPeerLost, m.from, cause)
+				r.mark = peerLost(m.from, cause)
 			}
 			if err := e.ctxErrLocked(m.h.Ctx, m.h.Tag); err != nil {
 				r.mark = err

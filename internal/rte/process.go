@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -378,13 +379,13 @@ func (p *Process[W]) watchLauncher() {
 			}
 			switch ev.Kind {
 			case boot.EventFailed:
-				p.hooks.FailPeer(p.Current(), ev.Rank, fmt.Errorf("rank %d failed: %s", ev.Rank, ev.Reason))
+				p.hooks.FailPeer(p.Current(), ev.Rank, failedCause(ev))
 			case boot.EventActivate, boot.EventRelease:
 				if p.hooks.Spare != nil {
 					p.hooks.Spare(p.Current(), ev)
 				}
 			case boot.EventReinit:
-				reason := fmt.Sprintf("rank %d failed (%s)", ev.Rank, ev.Reason)
+				reason := failedCause(ev).Error()
 				if ev.Rank < 0 {
 					reason = ev.Reason
 				}
@@ -404,4 +405,19 @@ func (p *Process[W]) watchLauncher() {
 			return
 		}
 	}
+}
+
+// failedCause is the cause of the failure event ev: the launcher's reason,
+// which names the rank and says how it ended ("rank 2 (pid 123) killed by
+// signal 9"), said once (issue 26: it read "rank 2 failed: rank 2 ...").
+// A reason that does not name the rank is put in parentheses after it.
+func failedCause(ev boot.Event) error {
+	name := fmt.Sprintf("rank %d", ev.Rank)
+	switch rest, ok := strings.CutPrefix(ev.Reason, name); {
+	case ev.Reason == "":
+		return errors.New(name + " failed")
+	case ok && (rest == "" || rest[0] == ' ' || rest[0] == ':' || rest[0] == ','):
+		return errors.New(ev.Reason)
+	}
+	return fmt.Errorf("%s failed (%s)", name, ev.Reason)
 }

@@ -306,3 +306,18 @@ func TestOpenEpochConnectTimeout(t *testing.T) {
 		t.Fatal("the connect timeout did not reach the sockets: the send still waits after 15 s")
 	}
 }
+
+// The launcher's reason names the failed rank and says how it ended: the
+// cause says so once (issue 26: "rank 2 failed: rank 2 (pid ...)").
+func TestFailedCauseNamesTheRankOnce(t *testing.T) {
+	for reason, want := range map[string]string{
+		"rank 2 (pid 123) killed by signal 9 (killed)": "rank 2 (pid 123) killed by signal 9 (killed)",
+		"killed":                               "rank 2 failed (killed)",
+		"":                                     "rank 2 failed",
+		"rank 20 (pid 5) exited with status 1": "rank 2 failed (rank 20 (pid 5) exited with status 1)",
+	} {
+		if got := failedCause(boot.Event{Rank: 2, Reason: reason}).Error(); got != want {
+			t.Errorf("reason %q: cause %q, want %q", reason, got, want)
+		}
+	}
+}
