@@ -72,3 +72,32 @@ func TestPanicExitCodeIsAlwaysTheSame(t *testing.T) {
 	}
 	t.Logf("exit codes %v", codes)
 }
+
+// Issue 26: under --on-failure continue the survivors learn of the
+// panicked rank and their Barrier fails; their fatal error names the
+// failed rank once after the class (it read "process failed: rank 1:
+// rank 1 failed: rank 1 (pid ...)"), and the job's code is still the
+// panic's.
+func TestPanicSurvivorsErrorNamesTheRankOnce(t *testing.T) {
+	prog := buildOnce(t, "panicfinalize", "./testdata/panicfinalize")
+	r := eojRun(t, 3, []string{"--on-failure", "continue"}, prog, "-nodefer")
+	show := "stdout:\n" + r.Stdout + "\nstderr:\n" + r.Stderr
+	if r.Code != panicExitCode {
+		t.Fatalf("exit %d, want %d: %s", r.Code, panicExitCode, show)
+	}
+	n := 0
+	for _, line := range strings.Split(r.Stderr, "\n") {
+		_, cause, ok := strings.Cut(line, "MPI_ERR_PROC_FAILED: process failed: ")
+		if !ok {
+			continue
+		}
+		n++
+		t.Log(line)
+		if strings.Contains(cause, "rank 1: rank 1") || strings.Contains(cause, "rank 1 failed: rank 1") || strings.Contains(cause, "rank 1 failed (rank 1") {
+			t.Errorf("the failed rank is not named once: %q", line)
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no survivor reported the failure: %s", show)
+	}
+}
