@@ -9,6 +9,14 @@ import (
 )
 
 // runC runs the C program bin under ftmpirun with np ranks and flags.
+// wantResult fails t unless the C program's run r exited 0 and printed want.
+func wantResult(t *testing.T, r jobtest.Result, want string) {
+	t.Helper()
+	if r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}
+
 func runC(t *testing.T, np string, flags []string, bin string, args ...string) jobtest.Result {
 	t.Helper()
 	a := append([]string{"-n", np, "--timeout", "60s"}, flags...)
