@@ -80,7 +80,9 @@ func (c eojCase) want() []eojOutcome {
 		// left it), and under MPI_ERRORS_ARE_FATAL (endofjob) or Reinit
 		// without respawns (reinit-sync) that rank aborts the job. Seen in
 		// CI: rank 3's Allreduce failed after rank 1 died at finalize.
-		return []eojOutcome{{0, "continuing (--on-failure continue)"}, {1, "aborted the job"}}
+		// The job's code is then the root cause's (the kill's 137, or a
+		// stopped rank the launcher killed), not the abort's 1.
+		return []eojOutcome{{0, "continuing (--on-failure continue)"}, {128 + 9, "aborted the job"}}
 	default: // reinit
 		// Fatal once a live rank left MPI_Reinit (seed 000 1.4.2); if every
 		// live rank was still inside it, the rank is respawned and the job

@@ -931,6 +931,11 @@ func TestExitCodeIsTheRootCause(t *testing.T) {
 		{"user abort first", ModeAbort, []Event{Abort{Conn: 1, ID: 9, Code: 5, Reason: "MPI_Abort called"}, panicked, exit1(0), killed(2)}, 5},
 		{"continue: panic then fatal abort", ModeContinue, []Event{panicked, fatal(1), exit1(0), killed(2)}, 2},
 		{"continue: fatal abort first", ModeContinue, []Event{fatal(1), panicked, exit1(0), killed(2)}, 2},
+		// The end-of-job case CI saw: rank 1 killed at finalize, rank 2 still
+		// (conn 3) in the last collective fails and aborts; the kill decides, in
+		// either order.
+		{"continue: injected kill then fatal abort", ModeContinue, []Event{Inject{Rank: 1, Signal: syscall.SIGKILL}, killed(1), fatal(3), killed(0), exit1(2)}, 137},
+		{"continue: fatal abort before the kill is reaped", ModeContinue, []Event{Inject{Rank: 1, Signal: syscall.SIGKILL}, fatal(3), killed(0), exit1(2), killed(1)}, 137},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newM(t, 3, tc.mode)
