@@ -101,6 +101,22 @@ type Config struct {
 	// MinConnectTimeout to MaxConnectTimeout. Env FTMPI_CONNECT_TIMEOUT.
 	ConnectTimeout time.Duration
 
+	// Check turns the checking mode on (no MPI counterpart; the analogue
+	// is MUST or Intel MPI's -check_mpi): before a collective runs, its
+	// members exchange their calls' signatures, so a mismatch (another
+	// collective, root, count, element type or reduction operation) is an
+	// error at every member, the root of a broadcast included, instead of
+	// an error at some members and success or a hang at others; a request
+	// used after it completed or was freed, and a receive buffer that
+	// overlaps the buffer of another pending request, are errors; and
+	// Finalize prints to stderr the communicators, windows, files and
+	// requests the process still holds. Every process of a job must run
+	// with the same setting (ftmpirun --check sets it for all). It costs
+	// each collective call one small allgather (docs/benchmarks.md).
+	// Default false. Env FTMPI_CHECK (0 or 1), which Run and RunConfig
+	// read too.
+	Check bool
+
 	// FaultInjection holds fault-injection specs (internal/inject's
 	// grammar: "kill:rank=R,at=D", "stop:...", "chaos:...") that a process
 	// of the first launch executes on itself: for jobs started by a
@@ -146,6 +162,7 @@ const (
 	EnvHBPeriod       = rankenv.HBPeriod       // Config.HeartbeatPeriod, a Go duration
 	EnvHBTimeout      = rankenv.HBTimeout      // Config.HeartbeatTimeout, a Go duration; "off": Config.Detector = false
 	EnvConnectTimeout = rankenv.ConnectTimeout // Config.ConnectTimeout, a Go duration
+	EnvCheck          = rankenv.Check          // Config.Check: 0 or 1
 	EnvInject         = inject.EnvVar          // Config.FaultInjection
 )
 
@@ -234,7 +251,8 @@ func (c Config) Validate() error {
 // (Config).
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	rs := rankenv.Settings{EagerLimit: c.EagerLimit, ReaderSpin: c.ReaderSpin, SpinYield: c.SpinYield, WaitSpin: c.WaitSpin,
-		Detector: c.Detector, HBPeriod: c.HeartbeatPeriod, HBTimeout: c.HeartbeatTimeout, ConnectTimeout: c.ConnectTimeout}
+		Detector: c.Detector, HBPeriod: c.HeartbeatPeriod, HBTimeout: c.HeartbeatTimeout, ConnectTimeout: c.ConnectTimeout,
+		Check: c.Check}
 	if err := rankenv.Apply(lookup, &rs); err != nil {
 		var errs []error
 		for _, e := range unjoin(err) {
@@ -249,6 +267,7 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	out := *c
 	out.EagerLimit, out.ReaderSpin, out.SpinYield, out.WaitSpin = rs.EagerLimit, rs.ReaderSpin, rs.SpinYield, rs.WaitSpin
 	out.Detector, out.HeartbeatPeriod, out.HeartbeatTimeout, out.ConnectTimeout = rs.Detector, rs.HBPeriod, rs.HBTimeout, rs.ConnectTimeout
+	out.Check = rs.Check
 	if v, ok := lookup(EnvInject); ok && strings.TrimSpace(v) != "" {
 		out.FaultInjection = strings.TrimSpace(v)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -695,7 +696,8 @@ func (e *PanicError) Unwrap() error {
 func Run(n int, fn func(w *World) error) error { return RunConfig(n, DefaultConfig(), fn) }
 
 // RunConfig runs fn as n ranks, each a goroutine with its own World
-// configured by cfg (taken as given: the environment is not read),
+// configured by cfg (taken as given: the environment is not read, but
+// for FTMPI_CHECK=1, which turns Config.Check on),
 // connected by an in-memory transport with the same semantics as the
 // socket transports. A rank whose fn returns nil is finalized
 // automatically. If any rank returns an error, panics, or aborts, the job
@@ -725,6 +727,9 @@ func runJob(n, spares int, cfg Config, fn func(w *World) error) error {
 	}
 	if err := cfg.Validate(); err != nil {
 		return newErr(ErrArg, "mpi.Run", nil, NoPeer, "%v", err)
+	}
+	if v, _ := os.LookupEnv(EnvCheck); strings.TrimSpace(v) == "1" {
+		cfg.Check = true // the checking mode under any launcher, Run included (check.go)
 	}
 	total := n + spares
 	rs := rte.NewJob(total)

@@ -83,17 +83,26 @@ func Reducing(kind int) bool {
 func TagColl(seq uint32) int32 { return Tag(KColl, seq) }
 
 // PhaseTags returns the tags of both phases of the public collective call
-// number seq.
-func PhaseTags(seq uint32) [2]int32 {
-	t := TagColl(seq)
-	return [2]int32{t, t + kPhase2<<24}
+// number seq, then those of its signature check (TagCheck): a failure of
+// the call poisons all four.
+func PhaseTags(seq uint32) [4]int32 {
+	t, k := TagColl(seq), TagCheck(seq)
+	return [4]int32{t, t + kPhase2<<24, k, k + kPhase2<<24}
 }
+
+// TagCheck is the tag of the exchange of signatures that precedes the
+// public collective call number seq under the checking mode (package mpi's
+// check.go): on the call's context, distinct from the call's own tags, so
+// the exchange is never confused with the call.
+func TagCheck(seq uint32) int32 { return Tag(KCheck, seq) }
 
 // KColl is the tag space of the public collectives of intracommunicators
 // (every kind: the kind is in the signature); KInter + kind are the
 // spaces of the intercommunicator collectives' internal sets, which run
 // on the collective context of the local group beside its own calls.
+// KCheck is the tag space of the signature checks (TagCheck).
 const (
 	KColl  = 1
+	KCheck = 31
 	KInter = 32
 )

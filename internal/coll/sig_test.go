@@ -1,6 +1,7 @@
 package coll
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 )
@@ -29,6 +30,31 @@ func TestSigRoundTrip(t *testing.T) {
 	}
 	if Tag(KInter+KBarrier, 5) == TagColl(5) {
 		t.Error("an intercommunicator's internal tag equals a public collective's")
+	}
+}
+
+// TestCheckTags: the signature check of a call (TagCheck, both phases)
+// uses tags no call, phase or intercommunicator set uses, and a failure
+// of the call poisons them (PhaseTags).
+func TestCheckTags(t *testing.T) {
+	const seq = 7
+	pt := PhaseTags(seq)
+	if pt[2] != TagCheck(seq) || pt[3] != TagCheck(seq)+kPhase2<<24 {
+		t.Errorf("PhaseTags %x: no check tags", pt)
+	}
+	used := map[int32]string{}
+	add := func(tag int32, what string) {
+		if prev, ok := used[tag]; ok {
+			t.Errorf("tag %x: %s and %s", tag, prev, what)
+		}
+		used[tag] = what
+	}
+	for i, tag := range pt {
+		add(tag, fmt.Sprintf("PhaseTags[%d]", i))
+	}
+	for k := KBarrier; k <= KNeighborAlltoallv; k++ {
+		add(Tag(KInter+k, seq), fmt.Sprintf("inter kind %d", k))
+		add(Tag(KInter+k, seq)+kPhase2<<24, fmt.Sprintf("inter kind %d phase 2", k))
 	}
 }
 

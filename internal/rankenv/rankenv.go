@@ -27,6 +27,7 @@ const (
 	HBPeriod       = "FTMPI_HB_PERIOD"       // a duration
 	HBTimeout      = "FTMPI_HB_TIMEOUT"      // a duration, or "off": no failure detector
 	ConnectTimeout = "FTMPI_CONNECT_TIMEOUT" // a duration
+	Check          = "FTMPI_CHECK"           // 0 or 1: the checking mode (ftmpirun --check)
 )
 
 // Bounds. A heartbeat period below MinHBPeriod turns the detector into a
@@ -60,6 +61,7 @@ type Settings struct {
 	HBPeriod       time.Duration
 	HBTimeout      time.Duration
 	ConnectTimeout time.Duration
+	Check          bool // the checking mode
 }
 
 // Apply overrides the fields of s that the variables set, reading them with
@@ -107,6 +109,13 @@ func Apply(lookup func(string) (string, bool), s *Settings) error {
 		out.SpinYield = v == "1"
 	default:
 		bad(SpinYield, v, "0 or 1")
+	}
+	switch v := get(Check); v {
+	case "":
+	case "0", "1":
+		out.Check = v == "1"
+	default:
+		bad(Check, v, "0 or 1")
 	}
 	if v := get(WaitSpin); v != "" {
 		duration(WaitSpin, v, &out.WaitSpin, 0, MaxSpin, bound.DurationRange(0, MaxSpin))
