@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"fmt"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"slices"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
@@ -91,7 +92,12 @@ func (c *Comm) awaitAgreement(v agree.Value, abort <-chan struct{}) (val agree.V
 	for _, p := range parked {
 		f.ag.Step(p.from, p.h, p.payload)
 	}
-	return f.ag.Await(seq, v, c.failedMembers, abort, w.stop)
+	start := w.trc.Begin()
+	val, contrib, ok = f.ag.Await(seq, v, c.failedMembers, abort, w.stop)
+	if w.trc != nil {
+		c.traceSpan(trace.CatAgree, trace.NameAgree, start, nil, map[string]any{"result": val.Flags, "decided": ok, "seq": seq})
+	}
+	return val, contrib, ok
 }
 
 // Agree performs a fault-tolerant agreement on flag over c

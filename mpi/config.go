@@ -117,6 +117,17 @@ type Config struct {
 	// read too.
 	Check bool
 
+	// Trace, when not "", records this process's failure-and-recovery
+	// timeline (no MPI counterpart; internal/trace): failures, revocations,
+	// agreements, shrink, spawn, spares, Reinit epochs, checkpoints and MPI
+	// call spans (bounded), written at Finalize (and at an abort) as Chrome
+	// trace-event JSON to a file in the directory Trace, or, if Trace is
+	// not a directory, to files named Trace + ".procP....json";
+	// `ftmpi-trace merge` joins them. ftmpirun --trace FILE sets it for
+	// every rank and merges the files itself. Default "" (off). Env
+	// FTMPI_TRACE, which Run and RunConfig read too.
+	Trace string
+
 	// FaultInjection holds fault-injection specs (internal/inject's
 	// grammar: "kill:rank=R,at=D", "stop:...", "chaos:...") that a process
 	// of the first launch executes on itself: for jobs started by a
@@ -164,6 +175,7 @@ const (
 	EnvConnectTimeout = rankenv.ConnectTimeout // Config.ConnectTimeout, a Go duration
 	EnvCheck          = rankenv.Check          // Config.Check: 0 or 1
 	EnvInject         = inject.EnvVar          // Config.FaultInjection
+	EnvTrace          = "FTMPI_TRACE"          // Config.Trace: a directory or a file prefix
 )
 
 // DefaultConfig returns the defaults: safe for ranks on one host or a LAN,
@@ -270,6 +282,9 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	out.Check = rs.Check
 	if v, ok := lookup(EnvInject); ok && strings.TrimSpace(v) != "" {
 		out.FaultInjection = strings.TrimSpace(v)
+	}
+	if v, ok := lookup(EnvTrace); ok && strings.TrimSpace(v) != "" {
+		out.Trace = strings.TrimSpace(v)
 	}
 	*c = out
 	return nil

@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"fmt"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"slices"
 	"sync"
 
@@ -134,6 +135,13 @@ func (w *World) onLost(peer int, cause error) {
 	if w.retired.Load() {
 		return // a kept connection of an epoch that is over (hreinit.go)
 	}
+	if r := w.trc; r != nil {
+		a := map[string]any{"proc": peer}
+		if cause != nil {
+			a["cause"] = cause.Error()
+		}
+		r.Instant(trace.CatFailure, trace.NameKnown, a)
+	}
 	w.fails.Lost(peer, 0)
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
@@ -252,6 +260,9 @@ func (c *Comm) Revoke() error {
 		return err
 	}
 	f := c.w.ftOf(c)
+	if r := c.w.trc; r != nil {
+		r.Instant(trace.CatRevoke, trace.NameRevokeTx, map[string]any{"comm": c.name, "ctx": c.ctx, "already": c.IsRevoked()})
+	}
 	c.revokeLocal()
 	f.rv.Revoke()
 	return nil
@@ -270,6 +281,14 @@ func (c *Comm) IsRevoked() bool {
 
 func (w *World) onRevoke(from int, h transport.Header, _ []byte) {
 	ctx := h.Ctx
+	if w.trc != nil && !w.eng.IsRevoked(ctx) {
+		// The first notice that revokes the communicator here.
+		defer func() {
+			if w.eng.IsRevoked(ctx) {
+				w.trc.Instant(trace.CatRevoke, trace.NameRevokeRx, map[string]any{"ctx": ctx, "from": from})
+			}
+		}()
+	}
 	f := w.commFTByCtx(ctx)
 	if f == nil {
 		// This process does not know c yet: revoke its contexts (and, when

@@ -3,6 +3,7 @@ package mpi
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/ftmpi/ftmpi/internal/trace"
 
 	"github.com/ftmpi/ftmpi/internal/coll"
 )
@@ -250,8 +251,12 @@ func (c *Comm) interDup(op string) (*Comm, error) {
 // both groups pass the same value, the group whose leader has the lower
 // CommWorld rank comes first. It is collective over both groups and
 // inherits c's error handler.
-func (c *Comm) Merge(high bool) (*Comm, error) {
+func (c *Comm) Merge(high bool) (mc *Comm, err error) {
 	const op = "MPI_Intercomm_merge"
+	if c != nil && c.w.trc != nil {
+		start := trace.Now()
+		defer func() { c.traceSpan(trace.CatRepair, trace.NameMerge, start, err, nil) }()
+	}
 	if err := checkLive(c, op); err != nil {
 		return nil, err
 	}

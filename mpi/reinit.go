@@ -3,6 +3,7 @@ package mpi
 import (
 	"context"
 	"fmt"
+	"github.com/ftmpi/ftmpi/internal/trace"
 
 	"github.com/ftmpi/ftmpi/internal/inject"
 )
@@ -102,6 +103,9 @@ func (w *World) endReason() string {
 func (w *World) endEpoch(reason string) {
 	if w.ended.Swap(true) {
 		return
+	}
+	if r := w.trc; r != nil {
+		r.Instant(trace.CatReinit, trace.NameRollback, map[string]any{"epoch": w.epoch, "reason": reason})
 	}
 	w.reinitMu.Lock()
 	cancel := w.cancel

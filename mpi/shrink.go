@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"slices"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
@@ -53,7 +54,11 @@ func (c *Comm) agreeDeadAndFree(op string, f *commFT, seed uint64) (val agree.Va
 	return val, dead, start, err
 }
 
-func (c *Comm) shrink(op string) (*Comm, error) {
+func (c *Comm) shrink(op string) (nc *Comm, err error) {
+	if c.w.trc != nil {
+		start := trace.Now()
+		defer func() { c.traceSpan(trace.CatRepair, trace.NameShrink, start, err, nil) }()
+	}
 	if c.IsInter() {
 		return c.shrinkInter(op)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"os"
 	"slices"
 	"sync"
@@ -310,6 +311,9 @@ func (w *World) awaitActivation() (*launcherTake, error) {
 // never created a communicator) and the communicator becomes its
 // CommWorld.
 func (w *World) becomeRank(a *activation) error {
+	if r := w.trc; r != nil {
+		r.Instant(trace.CatRepair, trace.NameSpare, map[string]any{"proc": w.rank, "comm": a.name, "rank": a.rank})
+	}
 	if !w.ctxTable().claim([]int{a.pair}) {
 		return fmt.Errorf("the context id %d of the repaired communicator is in use", a.pair)
 	}
@@ -423,8 +427,12 @@ var errRetryReplace = errors.New("repair attempt abandoned")
 // Errors: ErrSpawn when no spare is left and processes cannot be spawned
 // (under mpi.Run, or the launcher refused), ErrProcFailed after too many
 // attempts.
-func (c *Comm) Replace() (*Comm, error) {
+func (c *Comm) Replace() (rc *Comm, err error) {
 	const op = "MPIX_Comm_replace"
+	if c != nil && c.w.trc != nil {
+		start := trace.Now()
+		defer func() { c.traceSpan(trace.CatRepair, trace.NameReplace, start, err, nil) }()
+	}
 	if err := checkComm(c, op); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,7 +58,13 @@ const dir0 = ""
 // spawnIn is Spawn with the children's working directory (dir, at root;
 // "": the job's) and, for SpawnMultiple, the commands (apps, at root:
 // command, args, maxprocs and dir are then unused).
-func (c *Comm) spawnIn(op, command string, args []string, maxprocs int, dir string, apps []boot.SpawnApp, root int) (*Comm, error) {
+func (c *Comm) spawnIn(op, command string, args []string, maxprocs int, dir string, apps []boot.SpawnApp, root int) (ic *Comm, err error) {
+	if c != nil && c.w.trc != nil {
+		start := trace.Now()
+		defer func() {
+			c.traceSpan(trace.CatRepair, trace.NameSpawnR, start, err, map[string]any{"maxprocs": maxprocs})
+		}()
+	}
 	if err := checkLive(c, op); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
@@ -75,6 +76,10 @@ type World struct {
 	replacement *Comm             // the communicator a repair took this spare into (Replacement)
 	runWorlds   []*World          // under Run: every process's World (tests reach a spare through it)
 	replaceHook func(step string) // tests: called at a step of Replace
+
+	trc     *trace.Recorder // the timeline (Config.Trace; trace.go); nil: off
+	trcOnce sync.Once       // the timeline is written once
+	trcInc  int             // the incarnation the timeline's file is named with
 }
 
 // Init initialises MPI for this process (MPI_Init) with DefaultConfig and
@@ -427,6 +432,7 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 	w.net = net
 	w.hosts.add(net.Endpoints)
 	w.epoch = net.Epoch
+	w.startTrace(info.Incarnation, sp.isSpare)
 	w.abort = make(chan struct{})
 	w.abortOnce = new(sync.Once)
 	// A broken connection is a suspicion: the launcher confirms it (the
@@ -585,6 +591,7 @@ func (w *World) release() {
 		w.tr.Close()
 		w.eng.Close()
 		w.bg.Wait()
+		w.writeTrace()
 	})
 }
 
@@ -602,6 +609,7 @@ func (w *World) Abort(code int) { w.abortJob(code, "MPI_Abort called", false) }
 // fatal error under MPI_ERRORS_ARE_FATAL (the launcher then takes the
 // job's exit code from the failure that caused it, if any).
 func (w *World) abortJob(code int, reason string, fatal bool) {
+	w.writeTrace() // the timeline up to the abort
 	if w.run != nil {
 		w.run.Abort(w.rank, code)
 		runtime.Goexit()
@@ -731,6 +739,9 @@ func runJob(n, spares int, cfg Config, fn func(w *World) error) error {
 	if v, _ := os.LookupEnv(EnvCheck); strings.TrimSpace(v) == "1" {
 		cfg.Check = true // the checking mode under any launcher, Run included (check.go)
 	}
+	if v, _ := os.LookupEnv(EnvTrace); cfg.Trace == "" && strings.TrimSpace(v) != "" {
+		cfg.Trace = strings.TrimSpace(v) // the timeline under Run too (trace.go)
+	}
 	total := n + spares
 	rs := rte.NewJob(total)
 	cores := runtime.NumCPU() // read once: every rank of the job sees this one value
@@ -756,6 +767,7 @@ func runJob(n, spares int, cfg Config, fn func(w *World) error) error {
 		w.cfg = cfg
 		w.hosts.oneHost(cores)
 		w.run = rs
+		w.startTrace(0, i >= n)
 		w.abort = rs.AbortCh()
 		w.abortOnce = rs.AbortOnce()
 		worlds[i] = w
