@@ -165,6 +165,9 @@ func (n *collNet) Irecv(s *coll.Set, from int, b []byte) (coll.Req, error) {
 func (n *collNet) Wait(s *coll.Set, r coll.Req, peer int) (int, error) {
 	pr := r.(*p2p.Req)
 	w := n.c.w
+	if !pr.Done() {
+		defer w.leave(n.track(s, peer))
+	}
 	switch w.waitColl(pr, s.Ctx, s.N, s.Proc, n.c.done) {
 	case p2p.WaitAborted:
 		return 0, w.abortedErr(n.op, n.c)

@@ -175,6 +175,9 @@ func isCut(err error) bool {
 // detaches a rendezvous send that has not started writing its data.
 func (c *Comm) waitSend(op string, r *p2p.Req, dest int) error {
 	w := c.w
+	if !r.Done() {
+		defer w.leave(c.trackReq(op, "", dest, r))
+	}
 	switch r.WaitCancel(w.abort, c.done) {
 	case p2p.WaitAborted:
 		return w.abortedErr(op, c)
@@ -264,6 +267,7 @@ func (r *Request) cut(op string) error {
 // background; drop, if not nil, is called there with what fn made once it
 // ends (see Shrink).
 func (c *Comm) protocol(op string, fn func() (any, error), drop func(any)) (any, error) {
+	defer c.w.leave(c.trackOp(op))
 	t := c.takeTurn() // agreeturn.go: in call order with the other agreement operations
 	run := func() (any, error) { return inTurn(t, op, fn) }
 	if c.done == nil {

@@ -111,6 +111,9 @@ func (w *World) finalizeFence() {
 		}
 	}
 	ch := w.fence.signal()
+	if !w.fenceDone() {
+		defer w.leave(w.world.trackOp("MPI_Finalize"))
+	}
 	for !w.fenceDone() {
 		select {
 		case <-ch:

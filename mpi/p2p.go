@@ -228,6 +228,9 @@ func Recv[T Elem](c *Comm, buf []T, source, tag int) (Status, error) {
 // acknowledged), unless it already matched a message.
 func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 	w := c.w
+	if !r.Done() {
+		defer w.leave(c.trackReq(op, "", source, r))
+	}
 	if source != AnySource {
 		switch r.WaitCancel(w.abort, c.done) {
 		case p2p.WaitAborted:
@@ -488,8 +491,16 @@ func (c *Comm) Probe(source, tag int) (Status, error) {
 		peer = c.peerWorldRank(source)
 	}
 	e, m := c.w.eng, c.ftm()
+	slot := -1
+	defer func() { c.w.leave(slot) }()
 	for {
 		sig := e.FailureSignal()
+		if slot < 0 {
+			en := c.entry(op)
+			c.setPeer(&en, source)
+			en.Tag = int32(tag)
+			slot = c.w.calls.Enter(en)
+		}
 		if source == AnySource {
 			if ps, ok := e.Iprobe(c.ctx, int32(source), int32(tag)); ok {
 				st, _ := c.recvStatus(op, ps, source)

@@ -309,6 +309,9 @@ func waitAnyReady(reqs []*Request, sig <-chan struct{}) bool {
 // aborted the error of an aborted job; both nil once r is ready.
 func (r *Request) waitOne(op string) (pending, aborted error) {
 	w := r.c.w
+	if !r.pr.Done() {
+		defer w.leave(r.track(op))
+	}
 	if !r.wildcard() {
 		switch r.pr.WaitCancel(w.abort, r.c.done) {
 		case p2p.WaitAborted:
@@ -410,7 +413,10 @@ func Waitany(reqs []*Request) (int, Status, error) {
 		if i := cutOne(reqs, op); i >= 0 {
 			continue // reqs[i] is complete: cut, or completed with its message
 		}
-		if !waitAnyReady(reqs, sig) {
+		tw, slot := trackAny(op, reqs)
+		ok := waitAnyReady(reqs, sig)
+		tw.leave(slot)
+		if !ok {
 			for _, r := range reqs {
 				if r != nil {
 					return Undefined, emptyStatus(), r.c.handle(r.c.w.abortedErr(op, r.c))
@@ -437,7 +443,10 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 		if i := cutOne(reqs, op); i >= 0 {
 			continue
 		}
-		if !waitAnyReady(reqs, sig) {
+		tw, slot := trackAny(op, reqs)
+		ok := waitAnyReady(reqs, sig)
+		tw.leave(slot)
+		if !ok {
 			for _, r := range reqs {
 				if r != nil {
 					return nil, nil, r.c.handle(r.c.w.abortedErr(op, r.c))

@@ -556,6 +556,8 @@ func (w *Win) syncAll(op string) (missing []int, err error) {
 // revocation or an abort.
 func (w *Win) waitFor(op string, ready func(failed []int) bool) error {
 	e := w.c.w.eng
+	slot := -1
+	defer func() { w.c.w.leave(slot) }()
 	for {
 		sig := e.FailureSignal()
 		if w.c.IsRevoked() {
@@ -567,6 +569,9 @@ func (w *Win) waitFor(op string, ready func(failed []int) bool) error {
 		w.fmu.Unlock()
 		if done {
 			return nil
+		}
+		if slot < 0 {
+			slot = w.parent.trackOp(op)
 		}
 		select {
 		case <-ch:

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
@@ -61,6 +62,7 @@ type World struct {
 	reinitMu sync.Mutex
 	cancel   func() // cancels the resilient function's context of this epoch
 
+	calls *calls.Table      // the calls in progress (track.go, internal/calls)
 	ft    ftWorld           // fault-tolerance state (ft.go)
 	ctl   ctl.Table         // the handlers of control frames
 	fails *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
@@ -188,7 +190,7 @@ type worldSpares struct {
 // peerInc the incarnation of each process in this epoch (nil: all 0).
 func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int, sp worldSpares) *World {
 	eng.SetTransport(tr)
-	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{}), client: client, peerInc: peerInc, hr: sp.hr}
+	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{}), client: client, peerInc: peerInc, hr: sp.hr, calls: new(calls.Table)}
 	env := ftdrive.Env{Eng: eng, Self: proc, N: universe, PeerInc: peerInc, Stop: w.stop, WG: &w.bg}
 	if client != nil {
 		env.Confirm = client.SuspectIncarnation

@@ -36,6 +36,7 @@ const (
 // first world), for matching waits across communicators.
 type Entry struct {
 	Op       string // the MPI name: "MPI_Recv"
+	Of       string // the operation of the request waited for ("MPI_Irecv" under "MPI_Wait"), or ""
 	Comm     string // the communicator's name: "MPI_COMM_WORLD"
 	Ctx      uint32 // its context id
 	Peer     int32  // the peer of a point-to-point call, Any, or None
@@ -46,6 +47,9 @@ type Entry struct {
 	Type     string // the element type's name, or ""
 	Seq      int64  // the collective call's sequence number on Comm, or None
 	Since    int64  // when the wait began (Now; Snapshot and Event set it)
+	// Background: the wait of a nonblocking operation's own goroutine
+	// (an MPI_Iallreduce in progress), not of a call the program made.
+	Background bool
 }
 
 // Blank returns an Entry of op on comm (name, context id) with every
@@ -129,14 +133,15 @@ const (
 type slot struct {
 	seq  atomic.Uint64
 	op   str
+	of   str
 	comm str
 	typ  str
 	ids  word // ctx<<32 | tag
 	peer word // peer<<32 | peerProc
-	root word
+	root word // uint32(root) | background<<32
 	cnt  word
 	cseq word
-	_    [24]byte // keep neighbours' writes off this slot's lines
+	_    [8]byte // keep neighbours' writes off this slot's lines
 }
 
 // Table is one rank's calls in progress. The zero Table is ready; a nil
@@ -185,11 +190,16 @@ func (t *Table) Enter(e Entry) int {
 			continue
 		}
 		s.op.store(e.Op)
+		s.of.store(e.Of)
 		s.comm.store(e.Comm)
 		s.typ.store(e.Type)
 		s.ids.set(uint64(e.Ctx)<<32 | uint64(uint32(e.Tag)))
 		s.peer.set(uint64(uint32(e.Peer))<<32 | uint64(uint32(e.PeerProc)))
-		s.root.set(uint64(e.Root))
+		bg := uint64(0)
+		if e.Background {
+			bg = 1 << 32
+		}
+		s.root.set(uint64(uint32(e.Root)) | bg)
 		s.cnt.set(uint64(e.Count))
 		s.cseq.set(uint64(e.Seq))
 		s.seq.Store(g + stLive)
@@ -295,18 +305,20 @@ func (s *slot) read() (Entry, uint64, bool) {
 			return Entry{}, 0, false
 		}
 		ids, peer := s.ids.Load(), s.peer.Load()
-		op, comm, typ := s.op.load(), s.comm.load(), s.typ.load()
+		op, of, comm, typ := s.op.load(), s.of.load(), s.comm.load(), s.typ.load()
+		root := s.root.Load()
 		e := Entry{
 			Ctx:      uint32(ids >> 32),
 			Tag:      int32(uint32(ids)),
 			Peer:     int32(uint32(peer >> 32)),
 			PeerProc: int32(uint32(peer)),
-			Root:     int32(s.root.Load()),
+			Root:     int32(uint32(root)),
 			Count:    int64(s.cnt.Load()),
 			Seq:      int64(s.cseq.Load()),
 		}
 		if s.seq.Load() == a {
-			e.Op, e.Comm, e.Type = op.String(), comm.String(), typ.String()
+			e.Op, e.Of, e.Comm, e.Type = op.String(), of.String(), comm.String(), typ.String()
+			e.Background = root>>32 != 0
 			return e, a, true
 		}
 	}

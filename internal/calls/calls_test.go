@@ -15,6 +15,7 @@ func entry(i int) Entry {
 	e := Blank(names[i%len(names)], fmt.Sprint("comm", i%7), uint32(i))
 	e.Peer, e.PeerProc, e.Root, e.Tag = int32(i%5), int32(i%5+100), int32(i%3), int32(i)
 	e.Count, e.Type, e.Seq = int64(i)*2, names[(i+1)%len(names)], int64(i)*3
+	e.Of, e.Background = names[(i+2)%len(names)], i%2 == 1
 	return e
 }
 

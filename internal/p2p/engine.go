@@ -183,6 +183,17 @@ func (r *Req) Status() Status { return r.st }
 // IsRecv reports whether r is a receive.
 func (r *Req) IsRecv() bool { return r.isRecv }
 
+// Posted returns what r was posted with, for the call tracking of package
+// mpi (internal/calls): its tag, element type and buffer length in bytes
+// (-1 for a receive whose buffer the engine provides). Only the request's
+// owner calls it.
+func (r *Req) Posted() (tag int32, dt DType, n int) {
+	if r.alloc {
+		return r.tag, r.dtype, -1
+	}
+	return r.tag, r.dtype, len(r.buf)
+}
+
 // complete marks r done and wakes its waiters. Nothing of r is touched
 // after done is set (the waiter may already be recycling r); a late token
 // on ch is harmless because Wait re-checks done.
