@@ -73,8 +73,12 @@ type sproc struct {
 	finRet    bool // Finalize returned
 	exit      Exit
 	killOrder bool // the launcher (or the plan) sent it SIGKILL
-	closedAt  int  // step its connection closed (-1: open or never)
-	reapedAt  int  // step its Exited was fed (-1: not yet)
+	// The teardown's SIGKILL (SignalAll) ended it: a consequence, never
+	// the root cause of a fatal-error abort.
+	teardownKilled bool
+	abortSent      bool // it sent Abort (a user's or a fatal error's)
+	closedAt       int  // step its connection closed (-1: open or never)
+	reapedAt       int  // step its Exited was fed (-1: not yet)
 
 	// The launcher killed it, found stopped after its finalize fence
 	// completed: it never exited after Finalize, its code is not the job's.
@@ -101,7 +105,7 @@ type pendingCheck struct {
 // simulator shows).
 type stats struct {
 	suspectKills, refused, stale, told, respawns, spawnsOK, spawnsFailed, codes, timeouts, teardowns, hostsLost int
-	adopted, released, sparesDied                                                                               int
+	adopted, released, sparesDied, fatalAborts                                                                  int
 }
 
 type sim struct {
@@ -129,9 +133,12 @@ type sim struct {
 	evCause   Cause // the cause the event of the current step implies, if it tears down
 	aborted   bool
 	lastAbort int
-	timedOut  bool
-	interrupt int
-	errs      []error
+	// The teardown's cause is an abort that was a fatal error under
+	// MPI_ERRORS_ARE_FATAL (Abort.Fatal): its code is the root cause's.
+	fatalCause bool
+	timedOut   bool
+	interrupt  int
+	errs       []error
 
 	nhosts   int
 	lostHost []bool
@@ -216,6 +223,7 @@ func (s *sim) feed(ev Event) {
 			for _, p := range s.procs {
 				if p.state == stRunning || p.state == stStopped {
 					s.kill(p, a.Sig)
+					p.teardownKilled = p.state == stDead && a.Sig == syscall.SIGKILL
 				}
 			}
 		case TearDown:
@@ -505,7 +513,12 @@ func (s *sim) moves(chaos bool) []choice {
 					add(2, func() { s.suspect(p, q) })
 				}
 				if s.rng.IntN(400) == 0 {
-					add(1, func() { s.abort(p, s.rng.IntN(300)) })
+					add(1, func() { s.abort(p, s.rng.IntN(300), false) })
+				}
+				// A call failed after a failure and MPI_ERRORS_ARE_FATAL
+				// aborts the job: the consequence of another process's end.
+				if s.someoneDied() && s.rng.IntN(8) == 0 {
+					add(1, func() { s.abort(p, 1, true) })
 				}
 			}
 		case stStopped:
@@ -582,10 +595,49 @@ func (s *sim) loseHost(h int) {
 	}
 }
 
-func (s *sim) abort(p *sproc, code int) {
+func (s *sim) abort(p *sproc, code int, fatal bool) {
 	s.evCause = Cause{CauseAbort, AbortCode(code)}
 	s.aborted, s.lastAbort = true, AbortCode(code)
-	s.feed(Abort{Conn: p.conn, ID: 7, Code: code, Reason: "sim"})
+	p.abortSent = true
+	if fatal {
+		s.st.fatalAborts++
+	}
+	s.feed(Abort{Conn: p.conn, ID: 7, Code: code, Reason: "sim", Fatal: fatal})
+	if s.cause.Kind == CauseAbort && s.causeStep == s.step {
+		s.fatalCause = fatal
+	}
+}
+
+// someoneDied: a process has ended (a fatal error is a consequence).
+func (s *sim) someoneDied() bool {
+	for _, p := range s.procs {
+		if p.state == stDead || p.state == stReaped {
+			return true
+		}
+	}
+	return false
+}
+
+// rootCause is the simulation's own account of the first process that
+// ended abnormally of its own (the root cause a fatal-error abort is the
+// consequence of): in the order the launcher reaped them, the first with a
+// non-zero status or a signal that was neither the teardown's SIGKILL nor
+// the end of a process that aborted, of a spare that died waiting, of a
+// child of a spawn that had not succeeded, or a start error. A lost
+// host's processes count: the launcher cannot tell how they ended.
+func (s *sim) rootCause() *sproc {
+	var root *sproc
+	for _, p := range s.procs {
+		if p.state != stReaped || p.abortSent || p.spareDied || p.exit.StartErr != nil ||
+			p.child && (s.spawnOK < 0 || s.spawnOK >= p.reapedAt) || p.teardownKilled && !p.lost ||
+			p.exit.Signal == 0 && p.exit.Status == 0 {
+			continue
+		}
+		if root == nil || p.reapedAt < root.reapedAt {
+			root = p
+		}
+	}
+	return root
 }
 
 func (s *sim) randomTarget(by *sproc) *sproc {
@@ -915,6 +967,9 @@ func (s *sim) wantCode() (int, string) {
 		}
 		return s.cause.Code, "reinit: the failure that could not be recovered"
 	case CauseAbort:
+		if r := s.rootCause(); s.fatalCause && r != nil {
+			return r.exit.Code(), fmt.Sprintf("fatal-error abort: the root cause, rank %d %s", r.rank, r.exit)
+		}
 		if !(s.mode == ModeContinue && failed) {
 			return s.cause.Code, "abort"
 		}
