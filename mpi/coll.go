@@ -108,7 +108,7 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 		return handledPrep(c)(interBarrierPrep(c, op))
 	}
 	x := newCx(c, op, sigOf(coll.KBarrier, nil, 0, 0), p2p.DTByte)
-	return x.Barrier, nil
+	return checked(x, x.Barrier), nil
 }
 
 // Bcast broadcasts buf from root to every process of c (MPI_Bcast). Every
@@ -141,7 +141,7 @@ func bcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) 
 		return nil, c.failColl(err)
 	}
 	x := newCx(c, op, sigOf(coll.KBcast, nil, root, len(buf)), factsFor[T](ov).dt)
-	return func() error { return x.Bcast(asBytes(buf), root) }, nil
+	return checked(x, func() error { return x.Bcast(asBytes(buf), root) }), nil
 }
 
 // Reduce combines send of every process with op, in rank order, into recv
@@ -183,7 +183,7 @@ func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, 
 	}
 	x := newCx(c, name, sigOf(coll.KReduce, op, root, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
-	return func() error { return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(f), commut) }, nil
+	return checked(x, func() error { return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(f), commut) }), nil
 }
 
 // Allreduce combines send of every process with op, in rank order, into
@@ -222,7 +222,7 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	}
 	x := newCx(c, name, sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
-	return func() error { return x.Allreduce(asBytes(send), asBytes(recv), coll.ReduceFn(f), commut) }, nil
+	return checked(x, func() error { return x.Allreduce(asBytes(send), asBytes(recv), coll.ReduceFn(f), commut) }), nil
 }
 
 // Gather collects send (the same length n at every rank) of every process
@@ -260,7 +260,7 @@ func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*e
 			len(recv), c.size*len(send), c.size, len(send)))
 	}
 	x := newCx(c, name, sigOf(coll.KGather, nil, root, len(send)), factsFor[T](ov).dt)
-	return func() error { return x.Gather(asBytes(send), asBytes(recv), root) }, nil
+	return checked(x, func() error { return x.Gather(asBytes(send), asBytes(recv), root) }), nil
 }
 
 // Gatherv collects send of every process into recv at root, rank i's
@@ -319,7 +319,7 @@ func gathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []
 		bc, bd = scaled(counts, esz), scaled(d, esz)
 	}
 	x := newCx(c, name, sigOf(coll.KGatherv, nil, root, -1), dt)
-	return func() error { return x.Gatherv(asBytes(send), asBytes(recv), bc, bd, root) }, nil
+	return checked(x, func() error { return x.Gatherv(asBytes(send), asBytes(recv), bc, bd, root) }), nil
 }
 
 // Scatter sends block i (recv's length n elements, send[i*n:(i+1)*n]) of
@@ -357,7 +357,7 @@ func scatterPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*
 			len(send), c.size*len(recv), c.size, len(recv)))
 	}
 	x := newCx(c, name, sigOf(coll.KScatter, nil, root, len(recv)), factsFor[T](ov).dt)
-	return func() error { return x.Scatter(asBytes(send), asBytes(recv), root) }, nil
+	return checked(x, func() error { return x.Scatter(asBytes(send), asBytes(recv), root) }), nil
 }
 
 // Scatterv sends counts[i] elements at send[displs[i]:] from root to
@@ -405,13 +405,13 @@ func scattervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs [
 		bc, bd = scaled(counts, esz), scaled(d, esz)
 	}
 	x := newCx(c, name, sigOf(coll.KScatterv, nil, root, -1), dt)
-	return func() error {
+	return checked(x, func() error {
 		r := asBytes(recv)
 		if c.rank == root {
 			r = r[:bc[root]]
 		}
 		return x.Scatterv(asBytes(send), r, bc, bd, root, false)
-	}, nil
+	}), nil
 }
 
 // Allgather collects send (the same length n at every rank) of every
@@ -446,7 +446,7 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
 	}
 	x := newCx(c, name, sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt)
-	return func() error { return x.Allgather(asBytes(send), asBytes(recv)) }, nil
+	return checked(x, func() error { return x.Allgather(asBytes(send), asBytes(recv)) }), nil
 }
 
 // Allgatherv collects send of every process into recv of every process,
@@ -488,7 +488,7 @@ func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs
 	esz := esizeOf[T]()
 	bc, bd := scaled(counts, esz), scaled(d, esz)
 	x := newCx(c, name, sigOf(coll.KAllgatherv, nil, 0, sum(counts)), dt)
-	return func() error { return x.Allgatherv(asBytes(send), asBytes(recv), bc, bd) }, nil
+	return checked(x, func() error { return x.Allgatherv(asBytes(send), asBytes(recv), bc, bd) }), nil
 }
 
 // Alltoall sends block j of send (len(send)/p elements) to process j,
@@ -529,7 +529,7 @@ func alltoallPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts
 	dt := factsFor[T](ov).dt
 	bn := len(send) / p * esizeOf[T]()
 	x := newCx(c, name, sigOf(coll.KAlltoall, nil, 0, len(send)/p), dt)
-	return func() error { return x.Alltoall(asBytes(send), asBytes(recv), bn) }, nil
+	return checked(x, func() error { return x.Alltoall(asBytes(send), asBytes(recv), bn) }), nil
 }
 
 // Alltoallv sends sendCounts[j] elements at send[sendDispls[j]:] to
@@ -572,9 +572,9 @@ func alltoallvPrep[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []
 	esz := esizeOf[T]()
 	bsc, bsd, brc, brd := scaled(sc, esz), scaled(sd, esz), scaled(rc, esz), scaled(rd, esz)
 	x := newCx(c, name, sigOf(coll.KAlltoallv, nil, 0, -1), dt)
-	return func() error {
+	return checked(x, func() error {
 		return x.Alltoallv(asBytes(send), bsc, bsd, asBytes(recv), brc, brd)
-	}, nil
+	}), nil
 }
 
 // ReduceScatterBlock combines send (p blocks of n = len(send)/p elements)
@@ -622,13 +622,13 @@ func reduceScatterBlockPrep[T Elem](c *Comm, name string, send, recv []T, op *Op
 	bn := n * esizeOf[T]()
 	x := newCx(c, name, sigOf(coll.KReduceScatterBlock, op, 0, n), dt)
 	commut := op.commutative
-	return func() error {
+	return checked(x, func() error {
 		counts := make([]int, p)
 		for i := range counts {
 			counts[i] = bn
 		}
 		return x.ReduceScatter(asBytes(send), asBytes(recv), counts, coll.ReduceFn(f), commut)
-	}, nil
+	}), nil
 }
 
 // ReduceScatter combines send (sum(counts) elements) of every process
@@ -673,9 +673,9 @@ func reduceScatterPrep[T Elem](c *Comm, name string, send, recv []T, counts []in
 	bc := scaled(counts, esizeOf[T]())
 	x := newCx(c, name, sigOf(coll.KReduceScatter, op, 0, sum(counts)), dt)
 	commut := op.commutative
-	return func() error {
+	return checked(x, func() error {
 		return x.ReduceScatter(asBytes(send), asBytes(recv), bc, coll.ReduceFn(f), commut)
-	}, nil
+	}), nil
 }
 
 // Scan leaves in recv of process r the combination with op of send of
@@ -733,9 +733,9 @@ func scanPrep[T Elem](c *Comm, name string, send, recv []T, op *Op, exclusive bo
 	}
 	x := newCx(c, name, sigOf(kind, op, 0, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
-	return func() error {
+	return checked(x, func() error {
 		return x.Scan(asBytes(send), asBytes(recv), coll.ReduceFn(f), commut, exclusive)
-	}, nil
+	}), nil
 }
 
 // sum is the total of counts (every member passes the same counts).

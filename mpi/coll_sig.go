@@ -58,6 +58,10 @@ import (
 // until something else ends the wait (a failure, a revocation). The
 // mismatched messages such a call left behind are dropped once any member
 // fails the call.
+//
+// The checking mode (Config.Check, check.go) pays that round of messages:
+// before a collective runs, its members exchange their signatures, and a
+// mismatch is an error at every member, before any message of the call.
 
 // sigOf is the signature of a call of kind with reduction op (nil: none).
 func sigOf(kind int, op *Op, root, count int) coll.Sig {
@@ -173,7 +177,7 @@ func seqOfTag(tag int32) uint32 { return uint32(tag) & (1<<24 - 1) }
 // dropped, and sends the reason to the others. class and reason describe
 // the failure as the others will report it.
 func (c *Comm) releaseCall(s *coll.Set, class *Class, reason string) {
-	if s.Sig == 0 {
+	if s.Sig == 0 && !coll.IsCheck(s.Tag) {
 		return // an internal set: its users agree on outcomes themselves
 	}
 	procs := make([]int, 0, s.N)

@@ -312,7 +312,7 @@ func (c *Comm) protocol(op string, fn func() (any, error), drop func(any)) (any,
 func (n *collNet) cut(s *coll.Set, r *p2p.Req) error {
 	c, w := n.c, n.c.w
 	var err error
-	if s.Sig != 0 {
+	if s.Sig != 0 || coll.IsCheck(s.Tag) { // a public call, or its signature check (check.go)
 		c.releaseCall(s, ErrOther, fmt.Sprintf("its call was cut by its context (%v)", c.cctx.Err()))
 		err = c.cutErr(n.op, NoPeer, "; the other members' calls fail too")
 	} else {

@@ -205,7 +205,7 @@ func neighborPrep[T Elem](c *Comm, name string, kind int, send []T, sc, sd []int
 	esz := esizeOf[T]()
 	bsc, bsd, brc, brd := scaled(sc, esz), scaled(sd, esz), scaled(rc, esz), scaled(rd, esz)
 	x := newCx(on, name, sigOf(kind, nil, 0, count), elemOf[T]().dt)
-	run := collRun(func() error {
+	run := checked(x, func() error {
 		return x.Neighbor(in, asBytes(recv), brc, brd, out, asBytes(send), bsc, bsd, order)
 	})
 	if v != nil {

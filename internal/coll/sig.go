@@ -96,6 +96,10 @@ func PhaseTags(seq uint32) [4]int32 {
 // the exchange is never confused with the call.
 func TagCheck(seq uint32) int32 { return Tag(KCheck, seq) }
 
+// IsCheck reports whether tag is a signature check's (either phase): a
+// failure of the check is a failure of the public call it precedes.
+func IsCheck(tag int32) bool { return tag>>24&^kPhase2 == KCheck }
+
 // KColl is the tag space of the public collectives of intracommunicators
 // (every kind: the kind is in the signature); KInter + kind are the
 // spaces of the intercommunicator collectives' internal sets, which run

@@ -42,6 +42,9 @@ func TestCheckTags(t *testing.T) {
 	if pt[2] != TagCheck(seq) || pt[3] != TagCheck(seq)+kPhase2<<24 {
 		t.Errorf("PhaseTags %x: no check tags", pt)
 	}
+	if !IsCheck(pt[2]) || !IsCheck(pt[3]) || IsCheck(pt[0]) || IsCheck(pt[1]) || IsCheck(-5) || IsCheck(Tag(KInter+KBarrier, seq)) {
+		t.Error("IsCheck")
+	}
 	used := map[int32]string{}
 	add := func(tag int32, what string) {
 		if prev, ok := used[tag]; ok {
