@@ -166,6 +166,10 @@ type Config struct {
 	// then means "continue". 0 never relaunches.
 	RestartOnFailure int
 
+	// Check (--check) runs every rank in the checking mode: FTMPI_CHECK=1,
+	// which ParseArgs adds to Export (package mpi's Config.Check).
+	Check bool
+
 	Stdout io.Writer // ranks' stdout goes here; default os.Stdout
 	Stderr io.Writer // ranks' stderr and launcher messages; default os.Stderr
 	// Signals, if non-nil, delivers SIGINT/SIGTERM received by the
@@ -253,7 +257,7 @@ func (e *UsageError) Error() string { return e.Msg }
 const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp|shm]
                 [--on-failure abort|continue|reinit] [--max-restarts K] [--spares K]
                 [--inject SPEC]... [--chaos ARGS]
-                [--restart-on-failure N] [-v]
+                [--restart-on-failure N] [--check] [-v]
                 [--host H[:N],... | --hostfile FILE] [--map-by slot|node|ppr:N:node] [-N N]
                 [--oversubscribe] [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary]
                 [--launch-agent CMD] [--interface IF|CIDR] [--bind-to core|socket|hwthread|none]
@@ -298,6 +302,12 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    --on-failure continue) and, once every rank has exited, relaunch the
                    whole job, at most N times; $FTMPI_RESTART tells the ranks which
                    relaunch it is (0 at first). Survivors should checkpoint and exit.
+  --check          the checking mode (FTMPI_CHECK=1 for every rank): every collective is
+                   verified across its members before it runs (a mismatched root, count,
+                   type, operation or collective is an error at every member); requests
+                   used after completion, overlapping pending receive buffers, and what a
+                   rank still holds at MPI_Finalize are reported (docs/guide.md); each
+                   collective costs one more small exchange
   -H, --host LIST  hosts and slots, e.g. h1:4,h2:4 (a host without :N has 1 slot)
   --hostfile FILE  one host per line: "h1 slots=4" (Open MPI) or "h1:4" (MPICH)
   --map-by P       slot (default: fill each host in turn; also core, hwthread), node (round
@@ -401,6 +411,7 @@ func ParseArgs(args []string) (Config, error) {
 	noCleanup := false
 	fs.BoolVar(&noCleanup, "disable-auto-cleanup", false, "")
 	fs.IntVar(&cfg.RestartOnFailure, "restart-on-failure", 0, "")
+	fs.BoolVar(&cfg.Check, "check", false, "")
 	injectFlags := false
 	addSpecs := func(s string) error {
 		ss, err := inject.Parse(s)
@@ -464,6 +475,9 @@ func ParseArgs(args []string) (Config, error) {
 	}
 	if cfg.MapBy == "" {
 		cfg.MapBy = MapBySlot
+	}
+	if cfg.Check {
+		cfg.Export = append(cfg.Export, rankenv.Check+"=1")
 	}
 	onFailureSet, nSet, timeoutSet := false, false, false
 	fs.Visit(func(f *flag.Flag) {
