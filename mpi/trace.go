@@ -3,8 +3,10 @@ package mpi
 import (
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
@@ -33,6 +35,7 @@ func (w *World) startTrace(inc int, spare bool) {
 		label += fmt.Sprintf(" epoch %d", w.epoch)
 	}
 	r := trace.New(w.rank, label, trace.Limits{})
+	r.SetMeta("start_us", trace.Now())
 	r.SetMeta("incarnation", inc)
 	r.SetMeta("epoch", w.epoch)
 	r.SetMeta("os_pid", os.Getpid())
@@ -42,6 +45,21 @@ func (w *World) startTrace(inc int, spare bool) {
 	r.SetMeta("clock", "CLOCK_REALTIME µs; comparable across the processes of one host")
 	w.trc = r
 	w.trcInc = inc
+	if w.calls != nil {
+		// MPI call spans: the blocking waits the call table records
+		// (internal/calls), one lane per slot. Its clock is monotonic
+		// (ns); off maps it onto the wall clock once.
+		var enter [calls.Slots]atomic.Int64
+		off := trace.Now()*1000 - calls.Now()
+		w.calls.SetObserver(func(ev calls.Event) {
+			if !ev.Leave {
+				enter[ev.Slot].Store(ev.At)
+				return
+			}
+			e := &ev.Entry
+			r.Call(e.Op, e.Comm, e.Peer, e.Root, e.Tag, e.Seq, (enter[ev.Slot].Load()+off)/1000, (ev.At+off)/1000, ev.Slot+1)
+		})
+	}
 	if w.epoch > 0 {
 		r.Instant(trace.CatReinit, trace.NameEpoch, map[string]any{"epoch": w.epoch})
 	}

@@ -98,6 +98,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/slurmenv"
+	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
 // Exit codes with a fixed meaning.
@@ -169,6 +170,18 @@ type Config struct {
 	// Check (--check) runs every rank in the checking mode: FTMPI_CHECK=1,
 	// which ParseArgs adds to Export (package mpi's Config.Check).
 	Check bool
+
+	// Trace (--trace FILE) records the failure-and-recovery timeline: every
+	// rank writes its events (FTMPI_TRACE, to a directory made for the
+	// job on this host), the head records its own (injected kills, exits,
+	// respawns, spawns, the policy's log lines), and when the job ends the
+	// files are merged into FILE as Chrome trace-event JSON (package
+	// internal/trace). Ranks on other hosts write to a directory of theirs
+	// that the head does not gather: give them FTMPI_TRACE on a shared
+	// file system and merge with ftmpi-trace. "" means off.
+	Trace string
+	trc   *trace.Recorder // the head's recorder, while Trace is on
+	trDir string          // the ranks' directory, while Trace is on
 
 	Stdout io.Writer // ranks' stdout goes here; default os.Stdout
 	Stderr io.Writer // ranks' stderr and launcher messages; default os.Stderr
@@ -412,6 +425,7 @@ func ParseArgs(args []string) (Config, error) {
 	fs.BoolVar(&noCleanup, "disable-auto-cleanup", false, "")
 	fs.IntVar(&cfg.RestartOnFailure, "restart-on-failure", 0, "")
 	fs.BoolVar(&cfg.Check, "check", false, "")
+	fs.StringVar(&cfg.Trace, "trace", "", "")
 	injectFlags := false
 	addSpecs := func(s string) error {
 		ss, err := inject.Parse(s)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -35,7 +37,8 @@ const (
 // started: agents report to it (it is their Reporter) and it kills through
 // them.
 type head struct {
-	size     int // processes of the job at start, spares included
+	trc      atomic.Pointer[trace.Recorder] // --trace: the launcher's timeline (trace.go)
+	size     int                            // processes of the job at start, spares included
 	out      *output
 	verbose  bool
 	quietLog bool          // the policy's messages only when verbose (Config.Hydra)
@@ -220,8 +223,10 @@ func (h *head) tearingDown() bool {
 // h.mu is released, in order: liveness checks (whose answers are fed back
 // as events), signals, starts and log lines.
 func (h *head) step(ev policy.Event) {
+	h.traceEvent(ev)
 	h.mu.Lock()
 	acts := h.m.Step(ev)
+	h.traceActions(acts)
 	var later []policy.Action
 	for _, a := range acts {
 		switch a.Kind {
@@ -497,7 +502,7 @@ func (h *head) serve(ln net.Listener) {
 		// Every process of the job connects at start, at once: the cap
 		// on connections still in their handshake is above the job's
 		// size (a 200-rank job on 2 cores lost ranks to a cap of 64).
-		pending := max(acceptloop.DefaultCap(), h.size+64)
+		pending := acceptloop.CapFor(h.size)
 		acceptloop.Serve(ln, acceptloop.Config{Name: "control listener", HandshakeTimeout: controlTimeout, MaxPending: pending, Logf: h.out.logf}, h.accept)
 	}()
 }

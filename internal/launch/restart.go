@@ -167,6 +167,14 @@ func Run(cfg Config) int {
 		cfg.Stderr = os.Stderr
 	}
 	out := &output{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput}
+	if cfg.Trace != "" && cfg.trc == nil {
+		done, err := startTrace(&cfg)
+		if err != nil {
+			out.logf("--trace: %v", err)
+			return 1
+		}
+		defer done(out)
+	}
 	if cfg.RestartOnFailure <= 0 {
 		st := &launchState{}
 		code := runOnce(cfg, st)

@@ -139,6 +139,9 @@ func runOnce(cfg Config, st *launchState) int {
 		baseEnv = os.Environ()
 	}
 	baseEnv = withPhaseInjections(withExports(filterEnv(baseEnv), cfg.Export), cfg.Inject, st.restart)
+	if cfg.trDir != "" {
+		baseEnv = setEnv(baseEnv, envTrace, cfg.trDir)
+	}
 	wdir := cfg.Wdir
 	if wdir == "" {
 		wdir, _ = os.Getwd()
@@ -191,6 +194,7 @@ func runOnce(cfg Config, st *launchState) int {
 		}()
 		agent = agents[mh.place[0]]
 	}
+	h.trc.Store(cfg.trc)
 	if cfg.Verbose {
 		out.logf("job %s: %d ranks on %d hosts, control %s, tmp %s", job, cfg.N, len(agents), control, tmpDir)
 	}

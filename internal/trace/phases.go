@@ -133,12 +133,16 @@ func end(ev JEvent) int64 { return ev.TS + ev.Dur }
 func Phases(f *File) []Failure {
 	byPid := map[int][]JEvent{}
 	labels := map[int]string{}
+	started := map[int]int64{}
 	var launcher []JEvent
 	for _, ev := range f.TraceEvents {
 		if ev.Ph == "M" {
 			if ev.Name == "process_name" {
 				if s, ok := ev.Args["name"].(string); ok {
 					labels[ev.Pid] = s
+				}
+				if t, ok := argInt(ev.Args, "start_us"); ok {
+					started[ev.Pid] = int64(t)
 				}
 			}
 			continue
@@ -209,8 +213,8 @@ func Phases(f *File) []Failure {
 		}
 		sort.Ints(pids)
 		for _, pid := range pids {
-			if pid == fl.Proc {
-				continue
+			if pid == fl.Proc || started[pid] > fl.Kill {
+				continue // the failed process; one started after the kill (a replacement)
 			}
 			rp := rankPhases(byPid[pid], fl.Proc, fl.Kill, limit)
 			if rp == nil {

@@ -109,8 +109,8 @@ type Limits struct {
 
 // Defaults of Limits, and the cap on fault-tolerance events.
 const (
-	DefaultCalls  = 20000
-	DefaultWindow = 512
+	DefaultCalls  = 1000
+	DefaultWindow = 256
 	MaxFT         = 100000
 )
 
@@ -215,14 +215,15 @@ func (r *Recorder) add(ev Event) {
 // slice); once the budget is used up and no window is open it is one
 // atomic load.
 func (r *Recorder) Call(op, comm string, peer, root, tag int32, seq int64, start, end int64, tid int) {
-	if r == nil || r.full.Load() {
-		if r != nil {
-			atomic.AddInt64(&r.drop.calls, 1)
-		}
+	if r == nil {
 		return
 	}
 	if end-start < r.lim.MinCall {
 		atomic.AddInt64(&r.drop.short, 1)
+		return
+	}
+	if r.full.Load() {
+		atomic.AddInt64(&r.drop.calls, 1)
 		return
 	}
 	r.mu.Lock()
