@@ -174,8 +174,15 @@ func Serve(ln net.Listener, cfg Config, handle func(*Pending)) error {
 
 // DefaultCap is Config.MaxPending's default for this process, for a
 // caller that knows how many real clients may connect at once and takes
-// the larger of the two.
+// the larger of the two (CapFor).
 func DefaultCap() int { return defaultMaxPending() }
+
+// CapFor is the cap of a listener that up to clients real clients (the
+// processes of a job) may dial at once: the default, or clients plus a
+// margin when that is larger, so that a job of more processes than the
+// default cap does not shed its own members' connections while they
+// authenticate. clients <= 0: the default.
+func CapFor(clients int) int { return max(defaultMaxPending(), clients+64) }
 
 // defaultMaxPending is Config.MaxPending's default for this process.
 func defaultMaxPending() int {

@@ -346,3 +346,15 @@ func TestHelloReadBeforeFloodSheds(t *testing.T) {
 		t.Fatalf("the client queued before the flood was shed: %q %v", b, err)
 	}
 }
+
+// TestCapForFollowsTheJobSize: a listener that a job's processes dial
+// keeps at least the job's size plus a margin waiting; a small job keeps
+// the default.
+func TestCapForFollowsTheJobSize(t *testing.T) {
+	d := DefaultCap()
+	for _, c := range []struct{ clients, want int }{{0, d}, {-1, d}, {10, max(d, 74)}, {d, d + 64}, {100000, 100064}} {
+		if got := CapFor(c.clients); got != c.want {
+			t.Errorf("CapFor(%d) = %d, want %d", c.clients, got, c.want)
+		}
+	}
+}

@@ -113,6 +113,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			Auth: info.Auth, // every connection proves the job's secret (nil: none was handed over)
 			// Without a head the secret comes with the first exchange below.
 			AuthLater: p.pmi != nil && info.Auth == nil,
+			Peers:     max(info.Size, info.Universe),
 		})
 		if err != nil {
 			return nil, err
@@ -124,6 +125,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 				Self: info.Proc, Dir: info.TmpDir, Name: name + ".shm", Handler: eng, Fallback: tr,
 				SpinFn: spin.Load, Yield: nc.SpinYield, ConnectTimeout: nc.ConnectTimeout,
 				Auth: info.Auth, AuthLater: p.pmi != nil && info.Auth == nil, // every pair set-up proves the job's secret, as the sockets do
+				Peers: max(info.Size, info.Universe),
 			})
 			if err != nil {
 				tr.Close()

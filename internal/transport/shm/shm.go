@@ -48,6 +48,7 @@
 package shm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,6 +86,12 @@ type Config struct {
 	// ConnectTimeout bounds setting up a pair (dial and handshake); 0
 	// means 30 s.
 	ConnectTimeout time.Duration
+
+	// Peers is how many processes may set up a pair with this one at
+	// once (the job's size): the listener keeps at least that many
+	// connections waiting for their handshake (acceptloop.CapFor). 0: the
+	// default cap.
+	Peers int
 
 	// NoCMA makes every payload travel through the rings, even where the
 	// receiver may read the sender's memory (process_vm_readv).
@@ -304,7 +311,7 @@ func Listen(cfg Config) (*Transport, error) {
 		acceptloop.Serve(t.ln, acceptloop.Config{
 			Name:             "shared-memory listener " + t.path,
 			HandshakeTimeout: min(cfg.ConnectTimeout, acceptloop.DefaultHandshakeTimeout),
-			MaxPending:       cfg.maxPending,
+			MaxPending:       cmp.Or(cfg.maxPending, acceptloop.CapFor(cfg.Peers)),
 			Logf:             t.logf,
 		}, t.handle)
 	}()

@@ -121,6 +121,10 @@ type Config struct {
 	// it, before SetPeers, and accepted connections wait for it.
 	AuthLater bool
 	Scope     uint64 // what the connections belong to (the Reinit epoch); both ends must agree
+	// Peers is how many processes may dial this one at once (the job's
+	// size): the listeners keep at least that many connections waiting
+	// for their handshake (acceptloop.CapFor). 0: the default cap.
+	Peers int
 	// Log receives the reasons connections were refused or closed for a
 	// malformed frame (nil: standard error).
 	Log func(msg string)
@@ -385,7 +389,8 @@ func (t *Transport) closeListeners() {
 func (t *Transport) acceptLoop(ln net.Listener, name string) {
 	defer t.wg.Done()
 	acceptloop.Serve(ln, acceptloop.Config{Name: name, HandshakeTimeout: t.cfg.ConnectTimeout,
-		Logf: func(format string, args ...any) { t.logf(format, args...) }},
+		MaxPending: acceptloop.CapFor(t.cfg.Peers),
+		Logf:       func(format string, args ...any) { t.logf(format, args...) }},
 		func(p *acceptloop.Pending) {
 			cc := &conn{c: p.Conn}
 			if !t.track(cc) {
