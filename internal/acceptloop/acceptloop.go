@@ -178,11 +178,18 @@ func Serve(ln net.Listener, cfg Config, handle func(*Pending)) error {
 func DefaultCap() int { return defaultMaxPending() }
 
 // CapFor is the cap of a listener that up to clients real clients (the
-// processes of a job) may dial at once: the default, or clients plus a
-// margin when that is larger, so that a job of more processes than the
-// default cap does not shed its own members' connections while they
-// authenticate. clients <= 0: the default.
-func CapFor(clients int) int { return max(defaultMaxPending(), clients+64) }
+// processes of a job) may dial at once: clients plus the default cap (the
+// margin a flood may take, which follows the descriptor limit), so that a
+// job of more processes than the default cap does not shed its own
+// members' connections while they authenticate. clients <= 0: the
+// default.
+func CapFor(clients int) int {
+	d := defaultMaxPending()
+	if clients <= 0 {
+		return d
+	}
+	return clients + d
+}
 
 // defaultMaxPending is Config.MaxPending's default for this process.
 func defaultMaxPending() int {
