@@ -65,6 +65,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/transport/peertab"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -156,6 +157,8 @@ type Transport struct {
 
 	mu       sync.Mutex
 	pairs    map[int]*pair
+	fast     peertab.Table[pair]        // pairs without the lock (pair's path on every send)
+	shut     atomic.Bool                // closed, readable without the lock
 	hs       map[*net.UnixConn]struct{} // connections in their handshake
 	peersSet chan struct{}              // closed and replaced by SetPeers
 	closed   bool
@@ -384,11 +387,20 @@ func (t *Transport) pairLocked(r int) *pair {
 		p = &pair{t: t, rank: r, ready: make(chan struct{})}
 		p.idle.L = &p.mu
 		t.pairs[r] = p
+		t.fast.Store(r, p)
 	}
 	return p
 }
 
+// pair returns the state of peer r: without a lock once it exists
+// (peertab), else created under t.mu.
 func (t *Transport) pair(r int) (*pair, error) {
+	if p := t.fast.Load(r); p != nil {
+		if t.shut.Load() {
+			return nil, transport.ErrClosed
+		}
+		return p, nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -408,6 +420,7 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	t.closed = true
+	t.shut.Store(true)
 	t.closeBy.Store(time.Now().Add(closeFlush).UnixNano())
 	t.cancel()
 	t.ln.Close()

@@ -68,6 +68,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/transport/peertab"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -178,6 +179,10 @@ type Transport struct {
 
 	mu     sync.Mutex
 	sendTo map[int]*peerState
+	// fast is sendTo without the lock (peer's path on every send);
+	// shut is closed, readable without it.
+	fast   peertab.Table[peerState]
+	shut   atomic.Bool
 	conns  map[*conn]struct{}
 	dials  map[net.Conn]struct{} // connections in their handshake
 	closed bool
@@ -427,6 +432,7 @@ func (t *Transport) peerLocked(r int) *peerState {
 		ps = &peerState{rank: r, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
 		ps.idle.L = &ps.mu
 		t.sendTo[r] = ps
+		t.fast.Store(r, ps)
 	}
 	return ps
 }
@@ -825,8 +831,15 @@ func (t *Transport) connect(ps *peerState) (*conn, error) {
 	}
 }
 
-// peer returns the sending state of rank to.
+// peer returns the sending state of rank to: without a lock once it
+// exists (peertab), else created under t.mu.
 func (t *Transport) peer(to int) (*peerState, error) {
+	if ps := t.fast.Load(to); ps != nil {
+		if t.shut.Load() {
+			return nil, transport.ErrClosed
+		}
+		return ps, nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -1102,6 +1115,7 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	t.closed = true
+	t.shut.Store(true)
 	t.cancel()
 	all := make([]*conn, 0, len(t.conns))
 	for cc := range t.conns {
