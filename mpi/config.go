@@ -3,6 +3,7 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -128,6 +129,28 @@ type Config struct {
 	// FTMPI_TRACE, which Run and RunConfig read too.
 	Trace string
 
+	// HangTimeout, when positive, makes the job print one hang report
+	// (no MPI counterpart; the analogue is Intel MPI's -check_mpi deadlock
+	// report) when every live rank has been blocked in MPI calls without
+	// progress for this long: the ranks grouped by the call they wait in,
+	// cycles of point-to-point waits, mismatched collectives, waits on a
+	// communicator that lost a process (docs/debugging.md). Then HangAction
+	// decides. Every process of a job must run with the same setting
+	// (ftmpirun --hang-timeout sets it for all). Default 0 (off); from
+	// MinHangTimeout to MaxHangTimeout. Env FTMPI_HANG_TIMEOUT (a Go
+	// duration, or "off"), which Run and RunConfig read too.
+	HangTimeout time.Duration
+
+	// HangAction is what follows a hang report of HangTimeout: HangAbort
+	// (the default, also for ""), the job aborts with exit code
+	// HangExitCode; HangReport, the ranks keep waiting (a new report
+	// follows only after some progress). Env FTMPI_HANG_ACTION.
+	HangAction string
+
+	// HangOutput receives the hang report (nil: os.Stderr). No MPI
+	// counterpart; for programs and tests that keep the report.
+	HangOutput io.Writer
+
 	// FaultInjection holds fault-injection specs (internal/inject's
 	// grammar: "kill:rank=R,at=D", "stop:...", "chaos:...") that a process
 	// of the first launch executes on itself: for jobs started by a
@@ -161,6 +184,16 @@ const (
 	MaxHeartbeatTimeout = rankenv.MaxHBTimeout // and at least 2 × HeartbeatPeriod
 	MinConnectTimeout   = rankenv.MinConnectTimeout
 	MaxConnectTimeout   = rankenv.MaxConnectTimeout
+	MinHangTimeout      = rankenv.MinHangTimeout
+	MaxHangTimeout      = rankenv.MaxHangTimeout
+)
+
+// Hang actions (Config.HangAction) and the exit code of a job that a
+// hang report ends. They have no MPI counterpart.
+const (
+	HangAbort    = rankenv.HangAbort
+	HangReport   = rankenv.HangReport
+	HangExitCode = 125
 )
 
 // Environment variables read by ApplyEnv. They have no MPI counterpart
@@ -174,6 +207,8 @@ const (
 	EnvHBTimeout      = rankenv.HBTimeout      // Config.HeartbeatTimeout, a Go duration; "off": Config.Detector = false
 	EnvConnectTimeout = rankenv.ConnectTimeout // Config.ConnectTimeout, a Go duration
 	EnvCheck          = rankenv.Check          // Config.Check: 0 or 1
+	EnvHangTimeout    = rankenv.HangTimeout    // Config.HangTimeout: a Go duration, or "off"
+	EnvHangAction     = rankenv.HangAction     // Config.HangAction: abort or report
 	EnvInject         = inject.EnvVar          // Config.FaultInjection
 	EnvTrace          = "FTMPI_TRACE"          // Config.Trace: a directory or a file prefix
 )
@@ -237,6 +272,14 @@ func (c Config) Validate() error {
 	if c.ConnectTimeout < MinConnectTimeout || c.ConnectTimeout > MaxConnectTimeout {
 		return bad("ConnectTimeout", c.ConnectTimeout, "want %v to %v", MinConnectTimeout, MaxConnectTimeout)
 	}
+	if c.HangTimeout != 0 && (c.HangTimeout < MinHangTimeout || c.HangTimeout > MaxHangTimeout) {
+		return bad("HangTimeout", c.HangTimeout, "want 0 (off) or %v to %v", MinHangTimeout, MaxHangTimeout)
+	}
+	switch c.HangAction {
+	case "", HangAbort, HangReport:
+	default:
+		return bad("HangAction", strconv.Quote(c.HangAction), "want %q or %q", HangAbort, HangReport)
+	}
 	if c.FaultInjection != "" {
 		if _, err := inject.Parse(c.FaultInjection); err != nil {
 			msg := err.Error()
@@ -264,7 +307,7 @@ func (c Config) Validate() error {
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	rs := rankenv.Settings{EagerLimit: c.EagerLimit, ReaderSpin: c.ReaderSpin, SpinYield: c.SpinYield, WaitSpin: c.WaitSpin,
 		Detector: c.Detector, HBPeriod: c.HeartbeatPeriod, HBTimeout: c.HeartbeatTimeout, ConnectTimeout: c.ConnectTimeout,
-		Check: c.Check}
+		Check: c.Check, HangTimeout: c.HangTimeout, HangAction: c.HangAction}
 	if err := rankenv.Apply(lookup, &rs); err != nil {
 		var errs []error
 		for _, e := range unjoin(err) {
@@ -280,6 +323,7 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	out.EagerLimit, out.ReaderSpin, out.SpinYield, out.WaitSpin = rs.EagerLimit, rs.ReaderSpin, rs.SpinYield, rs.WaitSpin
 	out.Detector, out.HeartbeatPeriod, out.HeartbeatTimeout, out.ConnectTimeout = rs.Detector, rs.HBPeriod, rs.HBTimeout, rs.ConnectTimeout
 	out.Check = rs.Check
+	out.HangTimeout, out.HangAction = rs.HangTimeout, rs.HangAction
 	if v, ok := lookup(EnvInject); ok && strings.TrimSpace(v) != "" {
 		out.FaultInjection = strings.TrimSpace(v)
 	}

@@ -63,6 +63,7 @@ type World struct {
 	cancel   func() // cancels the resilient function's context of this epoch
 
 	calls *calls.Table      // the calls in progress (track.go, internal/calls)
+	hangs hangState         // hang reports (hang.go)
 	ft    ftWorld           // fault-tolerance state (ft.go)
 	ctl   ctl.Table         // the handlers of control frames
 	fails *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
@@ -204,6 +205,7 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.ctl.MustRegister(ctl.Port, w.onPort)
 	w.ctl.MustRegister(ctl.Finalize, w.onFinalize)
 	w.ctl.MustRegister(ctl.Reinit, w.onHReinit)
+	w.ctl.MustRegister(ctl.Hang, w.onHang)
 	w.initSpares(sp.pool, sp.isSpare) // before the control handler: an activation may be among the early frames
 	eng.SetControlCheck(ctl.Check)    // a malformed control frame closes its connection
 	eng.SetControlHandler(w.onControl)
@@ -447,6 +449,7 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 	for _, r := range net.Dead {
 		eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
 	}
+	w.startHang()
 	if info.ParentProcs != nil && !sp.isSpare {
 		if err := w.joinParent(info.ParentPairs, info.ParentProcs); err != nil {
 			w.release()
@@ -772,6 +775,7 @@ func runJob(n, spares int, cfg Config, fn func(w *World) error) error {
 		w.startTrace(0, i >= n)
 		w.abort = rs.AbortCh()
 		w.abortOnce = rs.AbortOnce()
+		w.startHang()
 		worlds[i] = w
 	}
 	errs := make([]error, n)

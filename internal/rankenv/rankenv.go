@@ -28,6 +28,14 @@ const (
 	HBTimeout      = "FTMPI_HB_TIMEOUT"      // a duration, or "off": no failure detector
 	ConnectTimeout = "FTMPI_CONNECT_TIMEOUT" // a duration
 	Check          = "FTMPI_CHECK"           // 0 or 1: the checking mode (ftmpirun --check)
+	HangTimeout    = "FTMPI_HANG_TIMEOUT"    // "off" or a duration: the hang report after no progress for that long
+	HangAction     = "FTMPI_HANG_ACTION"     // "abort" (exit code 125 after the report) or "report" (keep waiting)
+)
+
+// The hang actions (HangAction's values).
+const (
+	HangAbort  = "abort"
+	HangReport = "report"
 )
 
 // Bounds. A heartbeat period below MinHBPeriod turns the detector into a
@@ -45,6 +53,8 @@ const (
 	MaxHBTimeout      = time.Hour
 	MinConnectTimeout = time.Millisecond
 	MaxConnectTimeout = 24 * time.Hour
+	MinHangTimeout    = 10 * time.Millisecond
+	MaxHangTimeout    = 24 * time.Hour
 )
 
 // SpinAuto, as Settings.ReaderSpin, lets the runtime choose the spin.
@@ -61,7 +71,9 @@ type Settings struct {
 	HBPeriod       time.Duration
 	HBTimeout      time.Duration
 	ConnectTimeout time.Duration
-	Check          bool // the checking mode
+	Check          bool          // the checking mode
+	HangTimeout    time.Duration // 0: off
+	HangAction     string        // HangAbort or HangReport
 }
 
 // Apply overrides the fields of s that the variables set, reading them with
@@ -144,6 +156,20 @@ func Apply(lookup func(string) (string, bool), s *Settings) error {
 	}
 	if v := get(ConnectTimeout); v != "" {
 		duration(ConnectTimeout, v, &out.ConnectTimeout, MinConnectTimeout, MaxConnectTimeout, bound.DurationRange(MinConnectTimeout, MaxConnectTimeout))
+	}
+	switch v := get(HangTimeout); v {
+	case "":
+	case "off", "0":
+		out.HangTimeout = 0
+	default:
+		duration(HangTimeout, v, &out.HangTimeout, MinHangTimeout, MaxHangTimeout, "off or "+bound.DurationRange(MinHangTimeout, MaxHangTimeout))
+	}
+	switch v := get(HangAction); v {
+	case "":
+	case HangAbort, HangReport:
+		out.HangAction = v
+	default:
+		bad(HangAction, v, "%s or %s", HangAbort, HangReport)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

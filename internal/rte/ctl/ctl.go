@@ -33,6 +33,7 @@ const (
 	Heartbeat  Type = 16 // A = detector epoch, B = sender incarnation, Seq = receiver incarnation
 	FailNotice Type = 17 // A = failed process, B = its incarnation, Seq = hops
 	Finalize   Type = 18 // a process without a head entered MPI_Finalize (no fields)
+	Hang       Type = 19 // the hang report: B = 0 a query, 1 an answer; Seq = the query's id; an answer's payload the calls the sender waits in
 )
 
 // max bounds the types (the table is an array indexed by type).
@@ -49,11 +50,12 @@ var names = [max]string{
 	Heartbeat:  "heartbeat",
 	FailNotice: "failure notice",
 	Finalize:   "finalize",
+	Hang:       "hang report",
 }
 
 // carries says which types have a payload; the others carry everything
 // in their header, and a payload on them is a malformed frame.
-var carries = [max]bool{Agree: true, CollFail: true, Port: true, Spare: true, Reinit: true}
+var carries = [max]bool{Agree: true, CollFail: true, Port: true, Spare: true, Reinit: true, Hang: true}
 
 // Known reports whether t is a declared control type.
 func (t Type) Known() bool { return t >= 0 && t < max && names[t] != "" }
