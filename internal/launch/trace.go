@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
@@ -45,7 +46,7 @@ func startTrace(cfg *Config) (done func(out *output), err error) {
 			out.logf("--trace: %v", err)
 			return
 		}
-		out.logf("trace of %d processes written to %s (ftmpi-trace phases %s)", len(names)-1, dest, dest)
+		out.logf("trace of %d processes and the launcher written to %s (see: ftmpi-trace phases %s)", len(names)-1, dest, dest)
 	}, nil
 }
 
@@ -65,6 +66,14 @@ func (h *head) traceEvent(ev policy.Event) {
 			a["signal"] = e.Exit.Signal.String()
 		}
 		r.Instant(trace.CatFailure, trace.NameExit, a)
+		if e.Exit.Code() != 0 {
+			// In the process's own lane too: it wrote nothing of its death.
+			label := fmt.Sprintf("rank %d", e.Exit.Rank)
+			if e.Exit.Rank >= h.size {
+				label = fmt.Sprintf("proc %d", e.Exit.Rank)
+			}
+			r.InstantIn(e.Exit.Rank, label, trace.CatFailure, "died", a)
+		}
 	}
 }
 

@@ -44,6 +44,10 @@ func (r *Recorder) File() *File {
 		meta[k] = v
 	}
 	evs := append([]Event(nil), r.events...)
+	names := map[int]string{}
+	for p, l := range r.names {
+		names[p] = l
+	}
 	r.mu.Unlock()
 	f := &File{DisplayTimeUnit: "ms", OtherData: map[string]any{}}
 	sort := r.pid
@@ -54,9 +58,17 @@ func (r *Recorder) File() *File {
 		JEvent{Name: "process_name", Ph: "M", Pid: r.pid, Args: meta},
 		JEvent{Name: "process_sort_index", Ph: "M", Pid: r.pid, Args: map[string]any{"sort_index": sort}},
 		JEvent{Name: "thread_name", Ph: "M", Pid: r.pid, Tid: 0, Args: map[string]any{"name": "fault tolerance"}})
+	for p, l := range names {
+		f.TraceEvents = append(f.TraceEvents,
+			JEvent{Name: "process_name", Ph: "M", Pid: p, Args: map[string]any{"name": l, "named_by": r.label}},
+			JEvent{Name: "process_sort_index", Ph: "M", Pid: p, Args: map[string]any{"sort_index": p, "named_by": r.label}})
+	}
 	lanes := map[int]bool{}
 	for _, ev := range evs {
 		je := JEvent{Name: ev.Name, Cat: ev.Cat, Ph: string(ev.Ph), TS: ev.TS, Dur: ev.Dur, Pid: r.pid, Tid: ev.Tid, Args: ev.Args}
+		if ev.In != 0 {
+			je.Pid = ev.In - 1
+		}
 		if ev.Ph == 'i' {
 			je.S = "p"
 		}
@@ -158,11 +170,12 @@ func ReadFile(path string) (*File, error) {
 }
 
 // Merge joins files into one: every event, metadata once per (pid, tid,
-// name), then the rest sorted by time (stable: the order of one process's
-// events at the same instant is kept). otherData keys are joined.
+// name) (a process's own name wins over the one another process gave it),
+// then the rest sorted by time (stable: the order of one process's events
+// at the same instant is kept). otherData keys are joined.
 func Merge(files ...*File) *File {
 	out := &File{DisplayTimeUnit: "ms", OtherData: map[string]any{}}
-	seen := map[string]bool{}
+	seen := map[string]int{} // metadata key -> index in out.TraceEvents
 	var rest []JEvent
 	for _, f := range files {
 		if f == nil {
@@ -174,10 +187,15 @@ func Merge(files ...*File) *File {
 		for _, ev := range f.TraceEvents {
 			if ev.Ph == "M" {
 				key := fmt.Sprintf("%d/%d/%s", ev.Pid, ev.Tid, ev.Name)
-				if seen[key] {
+				if i, ok := seen[key]; ok {
+					if _, other := out.TraceEvents[i].Args["named_by"]; other {
+						if _, other := ev.Args["named_by"]; !other {
+							out.TraceEvents[i] = ev
+						}
+					}
 					continue
 				}
-				seen[key] = true
+				seen[key] = len(out.TraceEvents)
 				out.TraceEvents = append(out.TraceEvents, ev)
 				continue
 			}

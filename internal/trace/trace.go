@@ -87,6 +87,9 @@ type Event struct {
 	Dur  int64 // µs, spans
 	Tid  int   // lane within the process (0: the process's main lane)
 	Args map[string]any
+	// In, when not 0, puts the event in process In-1's lane instead of
+	// the recorder's (the launcher's view of a process: its death).
+	In int
 
 	// Call spans (Cat CatMPI): the communicator, the peer or root
 	// (-1: none), the tag (-1: none or any).
@@ -129,6 +132,7 @@ type Recorder struct {
 	window int // call spans still kept beyond the budget
 	drop   struct{ calls, short, ft int64 }
 	meta   map[string]any
+	names  map[int]string // other processes' names (InstantIn)
 }
 
 // New returns a Recorder for process pid named label, with lim (zero
@@ -176,6 +180,22 @@ func (r *Recorder) InstantAt(ts int64, cat, name string, args map[string]any) {
 		return
 	}
 	r.add(Event{Name: name, Cat: cat, Ph: 'i', TS: ts, Args: args})
+}
+
+// InstantIn records an instant event now in the lane of process pid,
+// named label unless that process names itself (the launcher's record
+// of a process's death, which the process cannot write).
+func (r *Recorder) InstantIn(pid int, label, cat, name string, args map[string]any) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.names == nil {
+		r.names = map[int]string{}
+	}
+	r.names[pid] = label
+	r.mu.Unlock()
+	r.add(Event{Name: name, Cat: cat, Ph: 'i', TS: Now(), Args: args, In: pid + 1})
 }
 
 // Span records a span from start (Now's clock) to now.

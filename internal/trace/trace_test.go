@@ -253,3 +253,28 @@ func TestWriteFileIsAtomic(t *testing.T) {
 		t.Fatalf("left %d files, want 1", len(ents))
 	}
 }
+
+func TestInstantInNamesALaneUnlessTheProcessNamesItself(t *testing.T) {
+	l := New(LauncherPid, "ftmpirun", Limits{})
+	l.InstantIn(2, "rank 2", CatFailure, "died", map[string]any{"proc": 2})
+	l.InstantIn(4, "proc 4", CatFailure, "died", map[string]any{"proc": 4})
+	own := New(4, "proc 4 (spawned)", Limits{})
+	own.InstantAt(5, CatFailure, NameKnown, map[string]any{"proc": 2})
+	for _, order := range [][]*File{{l.File(), own.File()}, {own.File(), l.File()}} {
+		names := map[int]string{}
+		pids := map[int]int{}
+		for _, ev := range Merge(order...).TraceEvents {
+			if ev.Ph == "M" && ev.Name == "process_name" {
+				names[ev.Pid] = ev.Args["name"].(string)
+			} else if ev.Ph != "M" {
+				pids[ev.Pid]++
+			}
+		}
+		if names[2] != "rank 2" || names[4] != "proc 4 (spawned)" || names[LauncherPid] != "ftmpirun" {
+			t.Fatalf("names %v: want rank 2 from the launcher, proc 4's own name", names)
+		}
+		if pids[2] != 1 || pids[4] != 2 || pids[LauncherPid] != 0 {
+			t.Fatalf("events per process %v: want the deaths in the processes' lanes", pids)
+		}
+	}
+}
