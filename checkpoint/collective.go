@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ftmpi/ftmpi/mpi"
 )
@@ -50,6 +51,7 @@ func (s *Store) SaveCollective(c *mpi.Comm, version int, data []byte) error {
 	if err := s.checkComm(op, c); err != nil {
 		return err
 	}
+	defer traced(c, "checkpoint write", time.Now(), version, len(data))
 	saveErr := s.Save(version, data) // the exchange still happens: the others are waiting
 	n := c.Size()
 	if n == 1 {
@@ -71,6 +73,19 @@ func (s *Store) SaveCollective(c *mpi.Comm, version int, data []byte) error {
 	s.held = &buddyCopy{owner: left, version: int(got[0]), data: buf}
 	s.mu.Unlock()
 	return saveErr
+}
+
+// traced records a checkpoint write or read of version (bytes: its size
+// when known, else -1) from start to now in the timeline of c's process
+// (mpi.World.TraceSpan, ftmpirun --trace); nothing when tracing is off.
+func traced(c *mpi.Comm, name string, start time.Time, version, bytes int) {
+	if w := c.World(); w.Tracing() {
+		a := map[string]any{"version": version, "comm": c.Name()}
+		if bytes >= 0 {
+			a["bytes"] = bytes
+		}
+		w.TraceSpan("checkpoint", name, start, a)
+	}
 }
 
 // exchange sends send to dest and receives recv from source with tag, as
@@ -196,6 +211,7 @@ func (s *Store) LoadCollective(c *mpi.Comm, version int) ([]byte, error) {
 	if err := s.checkComm(op, c); err != nil {
 		return nil, err
 	}
+	defer traced(c, "checkpoint read", time.Now(), version, -1)
 	data, lerr := s.Load(version)
 	n := c.Size()
 	if n == 1 {

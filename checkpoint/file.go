@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ftmpi/ftmpi/mpi"
 )
@@ -68,6 +69,7 @@ func SaveFile(c *mpi.Comm, dir string, version int, data []byte) error {
 	if c == nil || c.IsInter() {
 		return fmt.Errorf("checkpoint: %s: needs an intracommunicator", op)
 	}
+	defer traced(c, "checkpoint write", time.Now(), version, len(data))
 	if err := checkVersion(version); err != nil {
 		return err
 	}
@@ -182,6 +184,7 @@ func LoadFile(c *mpi.Comm, dir string, version int, ranks ...int) ([][]byte, err
 	if c == nil || c.IsInter() {
 		return nil, fmt.Errorf("checkpoint: %s: needs an intracommunicator", op)
 	}
+	defer traced(c, "checkpoint read", time.Now(), version, -1)
 	if err := checkVersion(version); err != nil {
 		return nil, err
 	}
