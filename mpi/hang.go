@@ -320,3 +320,11 @@ func (w *World) hangCall(e calls.Entry, now int64) hang.Call {
 	hc.Revoked = c.IsRevoked()
 	return hc
 }
+
+// onLauncherHang is the launcher's request for a report (boot.EventHang):
+// the reporter writes it and tells the launcher it is done.
+func (w *World) onLauncherHang(reason string) {
+	if w.reportHang(reason) && w.client != nil {
+		_ = w.client.HangDone()
+	}
+}

@@ -271,6 +271,7 @@ func initProcess(info boot.Info, cfg Config) (*World, error) {
 		FailPeer: func(w *World, rank int, cause error) { w.eng.FailPeer(rank, cause) },
 		EndEpoch: (*World).endEpoch,
 		Spare:    (*World).onLauncherSpare,
+		Hang:     (*World).onLauncherHang,
 	})
 	if err != nil {
 		return nil, err

@@ -36,7 +36,9 @@ import (
 
 func main() {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	// SIGQUIT asks the ranks for a hang report (what each waits in); the
+	// job goes on.
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
 	// A write to a closed stdout (ftmpirun ... | head -1) must fail with
 	// EPIPE instead of killing ftmpirun, so that it can stop the ranks and
 	// remove the job directory (and exit 141, as a SIGPIPE death would).

@@ -441,6 +441,13 @@ func (c *Client) Abort(code int, reason string) error {
 	return err
 }
 
+// HangDone tells the launcher that the hang report its EventHang asked
+// for is written.
+func (c *Client) HangDone() error {
+	_, err := c.call(Msg{Op: OpHangDone, Rank: c.info.Rank})
+	return err
+}
+
 // AbortFatal is Abort for a fatal error under MPI_ERRORS_ARE_FATAL (the
 // program did not call MPI_Abort): the launcher then takes the job's exit
 // code from the process whose failure caused the error, if any.

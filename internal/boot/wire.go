@@ -39,11 +39,12 @@ const (
 	OpFence    = "fence"
 	OpFinalize = "finalize"
 	OpAbort    = "abort"
-	OpSuspect  = "suspect" // rank: the suspected rank (not the sender)
-	OpReinit   = "reinit"  // kind: ReinitEnter or ReinitLeave
-	OpRejoin   = "rejoin"  // epoch, kv: the rank's endpoint for that epoch
-	OpSpawn    = "spawn"   // reason: a JSON SpawnRequest; reply kv: the children's endpoints, or error + failed
-	OpSpare    = "spare"   // a spare that a repair of the ranks took (MPIX_Comm_replace): it is a rank now
+	OpSuspect  = "suspect"  // rank: the suspected rank (not the sender)
+	OpReinit   = "reinit"   // kind: ReinitEnter or ReinitLeave
+	OpRejoin   = "rejoin"   // epoch, kv: the rank's endpoint for that epoch
+	OpSpawn    = "spawn"    // reason: a JSON SpawnRequest; reply kv: the children's endpoints, or error + failed
+	OpSpare    = "spare"    // a spare that a repair of the ranks took (MPIX_Comm_replace): it is a rank now
+	OpHangDone = "hangdone" // the rank that makes the hang reports wrote the one an EventHang asked for
 	OpEvent    = "event"
 	OpError    = "error"
 )
@@ -52,6 +53,10 @@ const (
 const (
 	EventFailed = "failed" // a rank died after initializing and before finalizing
 	EventReinit = "reinit" // a rank died and was respawned: every process rolls back to epoch Msg.Epoch (--on-failure reinit)
+	// EventHang asks for a hang report (ftmpirun's --timeout, SIGQUIT):
+	// the lowest live rank gathers every rank's calls, writes the report
+	// and answers OpHangDone; Msg.Reason says why.
+	EventHang = "hang"
 	// EventActivate takes a spare (to it alone): it becomes incarnation
 	// Msg.Incarnation of rank Msg.Rank and joins Reinit epoch Msg.Epoch
 	// (--on-failure reinit with spares: a spare instead of a respawn).

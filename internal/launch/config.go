@@ -27,6 +27,7 @@
 //	a rank could not be started      1
 //	build of a Go package failed     1
 //	--timeout expired                124
+//	a hang report ended the job      125 (--hang-timeout, --hang-action abort: a rank's Abort(125))
 //	SIGINT / SIGTERM to ftmpirun     130 / 143
 //	usage error                      2, one line and "see ftmpirun --help" (-h / --help and --version are no error: on stdout, 0)
 //	--restart-on-failure=N used up  the last launch's failure (restart.go): 128+S, else its status, else 1
@@ -270,7 +271,7 @@ func (e *UsageError) Error() string { return e.Msg }
 const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--transport auto|unix|tcp|shm]
                 [--on-failure abort|continue|reinit] [--max-restarts K] [--spares K]
                 [--inject SPEC]... [--chaos ARGS]
-                [--restart-on-failure N] [--check] [-v]
+                [--restart-on-failure N] [--check] [--hang-timeout D] [--hang-action A] [-v]
                 [--host H[:N],... | --hostfile FILE] [--map-by slot|node|ppr:N:node] [-N N]
                 [--oversubscribe] [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary]
                 [--launch-agent CMD] [--interface IF|CIDR] [--bind-to core|socket|hwthread|none]
@@ -286,7 +287,14 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    also write each rank's stdout and stderr to DIR/1/rank.R/stdout and
                    stderr (Open MPI 4.1's layout; DIR/2/... after a relaunch)
   --timeout D      kill the job after D (a unit is needed: 90s, 2m, 1.5h) and exit 124;
-                   default: $MPIEXEC_TIMEOUT seconds (as MPICH's mpiexec), if set
+                   default: $MPIEXEC_TIMEOUT seconds (as MPICH's mpiexec), if set; a hang
+                   report (what every rank waits in) is printed before the kill
+  --hang-timeout D when every live rank has waited in MPI calls without progress for D,
+                   print one hang report: the ranks grouped by the call they wait in,
+                   deadlocks, mismatched collectives, waits on a failed process
+                   (FTMPI_HANG_TIMEOUT for every rank; default off; SIGQUIT to ftmpirun
+                   prints the report at any time)
+  --hang-action A  after that report: abort (default; exit code 125) or report (keep waiting)
   --transport T    auto (default, or $FTMPI_TRANSPORT): shared memory between the ranks of one
                    host, TCP to others; unix (Unix sockets on one host), tcp (TCP even on one
                    host), or shm (shared memory, as auto)
@@ -382,6 +390,9 @@ func ParseArgs(args []string) (Config, error) {
 	fs.IntVar(&n, "n", 0, "")
 	fs.IntVar(&n, "np", 0, "")
 	fs.BoolVar(&cfg.TagOutput, "tag-output", false, "")
+	hangTimeout, hangAction := "", ""
+	fs.StringVar(&hangTimeout, "hang-timeout", "", "")
+	fs.StringVar(&hangAction, "hang-action", "", "")
 	fs.Func("timeout", "", func(s string) error {
 		d, err := parseTimeout(s)
 		cfg.Timeout = d
@@ -492,6 +503,9 @@ func ParseArgs(args []string) (Config, error) {
 	}
 	if cfg.Check {
 		cfg.Export = append(cfg.Export, rankenv.Check+"=1")
+	}
+	if err := hangFlags(&cfg, hangTimeout, hangAction); err != nil {
+		return cfg, err
 	}
 	onFailureSet, nSet, timeoutSet := false, false, false
 	fs.Visit(func(f *flag.Flag) {

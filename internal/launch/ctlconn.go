@@ -216,7 +216,7 @@ func decodeRequest(line []byte, proc int) (boot.Msg, error) {
 		if proc >= 0 && m.Rank != proc {
 			return m, fmt.Errorf("hello as process %d on a connection authenticated as process %d", m.Rank, proc)
 		}
-	case boot.OpFence, boot.OpFinalize, boot.OpAbort, boot.OpReinit, boot.OpRejoin, boot.OpSpawn, boot.OpSuspect, boot.OpName, boot.OpSpare:
+	case boot.OpFence, boot.OpFinalize, boot.OpAbort, boot.OpReinit, boot.OpRejoin, boot.OpSpawn, boot.OpSuspect, boot.OpName, boot.OpSpare, boot.OpHangDone:
 	default:
 		return m, fmt.Errorf("unknown request %q", m.Op)
 	}

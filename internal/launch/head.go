@@ -67,7 +67,8 @@ type head struct {
 
 	killGrace  time.Duration // SIGTERM to SIGKILL after an interrupt
 	graceTimer *time.Timer
-	dump       bool // SIGQUIT every rank a second before the timeout's SIGKILL (EnvTimeoutDump)
+	dump       bool    // SIGQUIT every rank a second before the timeout's SIGKILL (EnvTimeoutDump)
+	hang       hangAsk // a hang report asked of the ranks (hang.go)
 
 	// Reinit mode (--on-failure reinit): how to respawn.
 	respawn Agent
@@ -608,6 +609,11 @@ func (h *head) readLoop(c *ctlConn, proc int, p *acceptloop.Pending) {
 		}
 		if m.Op == boot.OpName {
 			c.send(h.names.Serve(m))
+			continue
+		}
+		if m.Op == boot.OpHangDone {
+			h.hangDone()
+			c.send(boot.Msg{Op: boot.OpHangDone, ID: m.ID})
 			continue
 		}
 		if m.Op == boot.OpHello {

@@ -268,9 +268,21 @@ wait:
 			if !ok {
 				s = syscall.SIGTERM
 			}
+			if s == syscall.SIGQUIT {
+				// A hang report, the job going on (hang.go).
+				h.wg.Add(1)
+				go func() {
+					defer h.wg.Done()
+					if !h.askHangReport("SIGQUIT to ftmpirun") {
+						out.logf("no hang report from the ranks within %v", hangReportWait)
+					}
+				}()
+				continue
+			}
 			h.step(policy.Interrupt{Signal: s, Code: signalExitCode(sig)})
 		case <-timeout:
 			timeout = nil
+			h.askHangReport("--timeout " + cfg.Timeout.String()) // what they wait in, before the kill
 			h.timeout(st.timedOut(cfg.Timeout))
 		case <-broken:
 			// Nobody reads the output any more (ftmpirun ... | head -1):

@@ -41,6 +41,9 @@ type Hooks[W any] struct {
 	// Finalize (nil: print a message and exit with status 1, so that no
 	// rank outlives its job).
 	LauncherLost func()
+	// Hang asks w for a hang report (boot.EventHang; reason: why). It
+	// runs on a goroutine of its own. nil: the request is dropped.
+	Hang func(w *W, reason string)
 }
 
 // Process is what a launched process keeps across Reinit epochs: the
@@ -383,6 +386,14 @@ func (p *Process[W]) watchLauncher() {
 			case boot.EventActivate, boot.EventRelease:
 				if p.hooks.Spare != nil {
 					p.hooks.Spare(p.Current(), ev)
+				}
+			case boot.EventHang:
+				if h, w := p.hooks.Hang, p.Current(); h != nil && w != nil {
+					p.wg.Add(1)
+					go func() {
+						defer p.wg.Done()
+						h(w, ev.Reason)
+					}()
 				}
 			case boot.EventReinit:
 				reason := failedCause(ev).Error()

@@ -1,0 +1,82 @@
+package launch
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/rankenv"
+)
+
+// The hang report (issue 23, package mpi's hang.go): the ranks make it
+// among themselves; the launcher only asks for one (--timeout before the
+// kill, SIGQUIT to ftmpirun) with a boot.EventHang to every rank, and
+// waits until the rank that made it answers boot.OpHangDone, or
+// hangReportWait. --hang-timeout and --hang-action are the ranks'
+// FTMPI_HANG_TIMEOUT and FTMPI_HANG_ACTION.
+
+// hangReportWait bounds the wait for a report the launcher asked for (the
+// ranks wait 2 s for each other's answers).
+const hangReportWait = 4 * time.Second
+
+// hangFlags checks --hang-timeout and --hang-action with the ranks' own
+// parser and exports them to every rank.
+func hangFlags(cfg *Config, timeout, action string) error {
+	var s rankenv.Settings
+	vals := map[string]string{rankenv.HangTimeout: timeout, rankenv.HangAction: action}
+	lookup := func(k string) (string, bool) { v, ok := vals[k]; return v, ok && v != "" }
+	if err := rankenv.Apply(lookup, &s); err != nil {
+		return &UsageError{fmt.Sprintf("--hang-timeout/--hang-action: %v", err)}
+	}
+	if timeout != "" {
+		cfg.Export = append(cfg.Export, rankenv.HangTimeout+"="+timeout)
+	}
+	if action != "" {
+		cfg.Export = append(cfg.Export, rankenv.HangAction+"="+action)
+	}
+	return nil
+}
+
+// hangAsk is the head's request for a report in progress.
+type hangAsk struct {
+	done chan struct{} // closed by the reporter's OpHangDone; nil: none asked
+}
+
+// askHangReport asks the ranks for a hang report and waits until it is
+// written, the ranks are gone, or hangReportWait; it says whether the
+// report came. Without a rank connected it returns at once.
+func (h *head) askHangReport(reason string) bool {
+	done := make(chan struct{})
+	h.mu.Lock()
+	if len(h.conns) == 0 {
+		h.mu.Unlock()
+		return false // no MPI rank (or none yet): nothing to ask
+	}
+	h.hang.done = done
+	to := make([]policy.Conn, 0, len(h.conns))
+	for id := range h.conns {
+		to = append(to, id)
+	}
+	h.notify(to, boot.Msg{Op: boot.OpEvent, Kind: boot.EventHang, Reason: reason})
+	h.mu.Unlock()
+	tm := time.NewTimer(hangReportWait)
+	defer tm.Stop()
+	select {
+	case <-done:
+		return true
+	case <-h.allExited:
+	case <-tm.C:
+	}
+	return false
+}
+
+// hangDone is the reporter's OpHangDone.
+func (h *head) hangDone() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hang.done != nil {
+		close(h.hang.done)
+		h.hang.done = nil
+	}
+}
