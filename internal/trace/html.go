@@ -162,7 +162,7 @@ const (
 	svgW    = 1200
 	labelW  = 250
 	laneH   = 30
-	topH    = 30
+	topH    = 56
 	bottomH = 24
 )
 
@@ -281,20 +281,24 @@ func writeSVG(b *bytes.Buffer, id string, lanes []lane, from, to int64, fl *Fail
 				}
 			}
 		}
-		lastX := -100.0
-		row := 0
+		lastOn := [4]float64{-1e9, -1e9, -1e9, -1e9} // the last name's position on each of four rows
 		for _, ph := range PhaseNames {
 			t, ok := st[ph]
 			if !ok || t == 0 {
 				continue
 			}
 			xx := x(t)
-			if xx-lastX < 60 {
-				row = 1 - row
-			} else {
-				row = 0
+			row := 0 // the first row with room (names are about 60 px wide), else the emptiest
+			for i := range lastOn {
+				if xx-lastOn[i] >= 70 {
+					row = i
+					break
+				}
+				if lastOn[i] < lastOn[row] {
+					row = i
+				}
 			}
-			lastX = xx
+			lastOn[row] = xx
 			fmt.Fprintf(b, `<text class="phasename" data-phase="%s" x="%.1f" y="%d" fill="%s" text-anchor="middle" font-weight="bold">%s</text>`+"\n",
 				ph, xx, 12+row*12, PhaseColors[ph], ph)
 		}
