@@ -3,6 +3,12 @@ package mpi
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
@@ -107,4 +113,268 @@ func sigsAgree(a, b coll.Sig, adt, bdt p2p.DType) bool {
 // on c (c may be nil).
 func checkf(class *Class, op string, c *Comm, format string, args ...any) error {
 	return newErr(class, op, c, NoPeer, "%s", "ftmpi check: "+fmt.Sprintf(format, args...))
+}
+
+// Requests, buffers, and what a process still holds at Finalize.
+//
+// Under the checking mode a World keeps its live requests (made by Isend,
+// Irecv and their typed forms, the nonblocking collectives, the persistent
+// Init calls) until their completion was returned (Wait, Test, the
+// Wait/Test families) or they were freed; a receive buffer that overlaps
+// the buffer of a live request, or a send buffer that overlaps a live
+// receive's, is an ErrBuffer error when the operation starts, before
+// anything is posted (two pending sends may share a buffer: MPI lets them
+// read it). A request used after its completion was returned or after Free
+// is an ErrRequest error (in C its handle would be MPI_REQUEST_NULL). At
+// Finalize the process prints to stderr the communicators, windows, files
+// and requests it still holds (a warning: Finalize goes on).
+
+// checkState is a World's bookkeeping under the checking mode.
+type checkState struct {
+	mu      sync.Mutex
+	reqs    map[*Request]chkReq
+	private map[*Comm]string // the private communicators of windows and files: "window", "file"
+	out     io.Writer        // where Finalize's list goes; nil: os.Stderr (tests set it)
+}
+
+// chkReq is a live request as the checks describe it.
+type chkReq struct {
+	op        string
+	peer, tag int
+	lo, hi    uintptr // its buffer's bytes; lo == hi: none tracked
+	recv      bool
+}
+
+func (e chkReq) String() string {
+	s := e.op
+	if e.peer == NoPeer {
+		return s
+	}
+	dir := " to "
+	if e.recv {
+		dir = " from "
+	}
+	peer := fmt.Sprint(e.peer)
+	switch e.peer {
+	case AnySource:
+		peer = "MPI_ANY_SOURCE"
+	case ProcNull:
+		peer = "MPI_PROC_NULL"
+	}
+	tag := fmt.Sprint(e.tag)
+	if e.tag == AnyTag {
+		tag = "MPI_ANY_TAG"
+	}
+	return s + dir + peer + " tag " + tag
+}
+
+func span(b []byte) (lo, hi uintptr) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	lo = uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return lo, lo + uintptr(len(b))
+}
+
+// chkBuf checks, under the checking mode, that b, the buffer of a new
+// receive (recv) or send, overlaps no buffer that a live request owns and
+// this one would conflict with. The error has not passed c's handler.
+func (c *Comm) chkBuf(op string, b []byte, recv bool) error {
+	if !c.w.cfg.Check || len(b) == 0 {
+		return nil
+	}
+	lo, hi := span(b)
+	k := &c.w.chk
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, e := range k.reqs {
+		if (recv || e.recv) && lo < e.hi && e.lo < hi {
+			what := "send"
+			if recv {
+				what = "receive"
+			}
+			return checkf(ErrBuffer, op, c, "the %s buffer (%d bytes) overlaps the buffer of a pending %s, which owns it until its completion is returned (Wait, Test)",
+				what, len(b), e)
+		}
+	}
+	return nil
+}
+
+// chkAdd records, under the checking mode, req as live, with its buffer b
+// (nil: none) and, for a point-to-point request, its peer and tag.
+func (c *Comm) chkAdd(req *Request, peer, tag int, b []byte, recv bool) {
+	if !c.w.cfg.Check || req == nil {
+		return
+	}
+	lo, hi := span(b)
+	k := &c.w.chk
+	k.mu.Lock()
+	if k.reqs == nil {
+		k.reqs = make(map[*Request]chkReq)
+	}
+	k.reqs[req] = chkReq{op: req.op, peer: peer, tag: tag, lo: lo, hi: hi, recv: recv}
+	req.chk = true
+	k.mu.Unlock()
+}
+
+// chkDone forgets a live request (its completion was returned, or it was
+// freed).
+func (r *Request) chkDone() {
+	k := &r.c.w.chk
+	k.mu.Lock()
+	delete(k.reqs, r)
+	k.mu.Unlock()
+	r.chk = false
+}
+
+// chkUsed is the error of a request used after its completion was
+// returned (the checking mode), or nil.
+func (r *Request) chkUsed(op string) error {
+	if !r.returned || r.c == nil || !r.c.w.cfg.Check {
+		return nil
+	}
+	return checkf(ErrRequest, op, r.c, "request of %s used after its completion was returned by a completion call (in C its handle is MPI_REQUEST_NULL now)", r.op)
+}
+
+// chkList checks, under the checking mode, the requests of a completion
+// call on a list: a freed request, or one whose completion was already
+// returned, is an ErrRequest error (nil entries are inactive, as
+// MPI_REQUEST_NULL). The error has passed the request's handler.
+func chkList(op string, reqs []*Request) error {
+	for _, r := range reqs {
+		if r == nil || !(r.freed || r.returned) || r.c == nil || !r.c.w.cfg.Check {
+			continue
+		}
+		what := "freed"
+		if !r.freed {
+			what = "completed (its completion was returned)"
+		}
+		return r.c.handle(checkf(ErrRequest, op, r.c, "request of %s used after it was %s", r.op, what))
+	}
+	return nil
+}
+
+// chkPrivate records, under the checking mode, that pc is the private
+// communicator of a window or file (kind): Finalize lists the window or
+// file, not the communicator.
+func (w *World) chkPrivate(pc *Comm, kind string) {
+	if !w.cfg.Check {
+		return
+	}
+	w.chk.mu.Lock()
+	if w.chk.private == nil {
+		w.chk.private = make(map[*Comm]string)
+	}
+	w.chk.private[pc] = kind
+	w.chk.mu.Unlock()
+}
+
+// chkFinalize prints, under the checking mode, what this process still
+// holds as it enters Finalize: the communicators it made and did not free,
+// its windows and files, its requests whose completion was not returned
+// and that were not freed. Nothing when it holds nothing.
+func (w *World) chkFinalize() {
+	if !w.cfg.Check {
+		return
+	}
+	if line := w.held(); line != "" {
+		w.chk.mu.Lock()
+		out := w.chk.out
+		w.chk.mu.Unlock()
+		if out == nil {
+			out = os.Stderr
+		}
+		fmt.Fprintln(out, line)
+	}
+}
+
+// held is chkFinalize's line ("" for nothing held).
+func (w *World) held() string {
+	w.ft.mu.Lock()
+	live := make([]*Comm, 0, len(w.ft.byCtx))
+	for _, c := range w.ft.byCtx {
+		live = append(live, c)
+	}
+	w.ft.mu.Unlock()
+	skip := map[*Comm]bool{w.world: true, w.self: true}
+	for _, c := range []*Comm{w.parent, w.round} {
+		if c != nil {
+			skip[c] = true
+			if c.local != nil {
+				skip[c.local] = true
+			}
+		}
+	}
+	for _, c := range live {
+		if c.local != nil {
+			skip[c.local] = true // an intercommunicator's group: freed with it
+		}
+	}
+	var comms, wins, files, reqs []string
+	w.chk.mu.Lock()
+	for _, c := range live {
+		if skip[c] || !c.owned || c.freed.Load() {
+			continue
+		}
+		switch w.chk.private[c] {
+		case "local":
+			continue // an intercommunicator's local group (freed with it, listed as it)
+		case "window":
+			wins = append(wins, c.name)
+		case "file":
+			files = append(files, c.name)
+		default:
+			comms = append(comms, c.name)
+		}
+	}
+	for _, e := range w.chk.reqs {
+		reqs = append(reqs, e.String())
+	}
+	w.chk.mu.Unlock()
+	var parts []string
+	for _, g := range []struct {
+		what  string
+		names []string
+	}{{"communicator", comms}, {"window", wins}, {"file", files}, {"request", reqs}} {
+		if len(g.names) == 0 {
+			continue
+		}
+		slices.Sort(g.names)
+		what := g.what
+		if len(g.names) > 1 {
+			what += "s"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s (%s)", len(g.names), what, strings.Join(g.names, ", ")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("ftmpi check: at MPI_Finalize, rank %d still holds: %s", w.rank, strings.Join(parts, ", "))
+}
+
+// typedSpan is the part of b (checked by checkTyped) that count elements
+// of d cover: the bytes an operation on them owns.
+func typedSpan(b []byte, count int, d *Datatype) []byte {
+	if count == 0 || d.size == 0 {
+		return nil
+	}
+	span := (count - 1) * d.ext()
+	return b[d.lo+min(0, span) : d.hi+max(0, span)]
+}
+
+// chkTypedStart runs start, the start of a typed Isend, Issend or Irecv
+// of count elements of d over buf, under the checking mode's buffer check,
+// and records its request.
+func chkTypedStart[T Elem](c *Comm, op string, buf []T, count int, d *Datatype, peer, tag int, recv bool, start func() (*Request, error)) (*Request, error) {
+	b, err := checkTyped(op, c, buf, count, d)
+	if err != nil {
+		return start() // which reports the error
+	}
+	span := typedSpan(b, count, d)
+	if err := c.chkBuf(op, span, recv); err != nil {
+		return nil, c.handle(err)
+	}
+	req, err := start()
+	c.chkAdd(req, peer, tag, span, recv)
+	return req, err
 }

@@ -277,3 +277,202 @@ func TestCheckFailureIsProcFailedULFM(t *testing.T) {
 		return nil
 	})
 }
+
+func TestCheckRequestUsedAfterCompletion(t *testing.T) {
+	// A request whose completion Wait returned, or that was freed, is an
+	// ErrRequest error in every call that takes it; without the checking
+	// mode a second Wait returns the same status (request.go).
+	const used = "ftmpi check: request of MPI_Irecv used after its completion was returned by a completion call (in C its handle is MPI_REQUEST_NULL now)"
+	runCheck(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 0 {
+			for tag := range 3 {
+				if err := mpi.Send(c, []int32{int32(tag)}, 1, tag); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		buf := make([]int32, 1)
+		r, err := mpi.Irecv(c, buf, 0, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
+		_, err = r.Wait()
+		e1 := mustExactly(err, mpi.ErrRequest, used)
+		_, _, err = r.Test()
+		e2 := mustExactly(err, mpi.ErrRequest, strings.Replace(used, "MPI_Irecv used", "MPI_Irecv used", 1))
+		e3 := mustExactly(r.Free(), mpi.ErrRequest, used)
+		// Waitall of a request Wait already completed.
+		r2, err := mpi.Irecv(c, buf, 0, 1)
+		if err != nil {
+			return err
+		}
+		if _, err := r2.Wait(); err != nil {
+			return err
+		}
+		_, err = mpi.Waitall([]*mpi.Request{r2})
+		e4 := mustExactly(err, mpi.ErrRequest, "ftmpi check: request of MPI_Irecv used after it was completed (its completion was returned)")
+		// A freed request.
+		r3, err := mpi.Irecv(c, buf, 0, 2)
+		if err != nil {
+			return err
+		}
+		if err := r3.Free(); err != nil {
+			return err
+		}
+		_, err = r3.Wait()
+		e5 := mustExactly(err, mpi.ErrRequest, "request was freed")
+		_, err = mpi.Waitall([]*mpi.Request{r3})
+		e6 := mustExactly(err, mpi.ErrRequest, "ftmpi check: request of MPI_Irecv used after it was freed")
+		return errors.Join(e1, e2, e3, e4, e5, e6)
+	})
+	// Without the checking mode: the same status again.
+	t.Setenv("FTMPI_CHECK", "0")
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 0 {
+			return mpi.Send(c, []int32{1}, 1, 0)
+		}
+		r, err := mpi.Irecv(c, make([]int32, 1), 0, 0)
+		if err != nil {
+			return err
+		}
+		st1, err1 := r.Wait()
+		st2, err2 := r.Wait()
+		if err1 != nil || err2 != nil || st1.Source != st2.Source {
+			return fmt.Errorf("second Wait without the checking mode: %v %v, %v %v", st1, err1, st2, err2)
+		}
+		return nil
+	})
+}
+
+func TestCheckOverlappingBuffers(t *testing.T) {
+	// Two pending receives into overlapping buffers, or a send from the
+	// buffer of a pending receive: ErrBuffer, before anything is posted.
+	// Two pending sends from one buffer, and disjoint receives, are fine.
+	runCheck(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 0 {
+			out := []int32{1, 2, 3, 4}
+			a, err := mpi.Isend(c, out, 1, 1)
+			if err != nil {
+				return err
+			}
+			b, err := mpi.Isend(c, out, 1, 2) // sends may share a buffer
+			if err != nil {
+				return fmt.Errorf("second send from one buffer: %v", err)
+			}
+			_, err = mpi.Waitall([]*mpi.Request{a, b})
+			return err
+		}
+		buf := make([]int32, 8)
+		r1, err := mpi.Irecv(c, buf[:4], 0, 1)
+		if err != nil {
+			return err
+		}
+		_, err = mpi.Irecv(c, buf[2:6], 0, 2)
+		e1 := mustExactly(err, mpi.ErrBuffer, "ftmpi check: the receive buffer (16 bytes) overlaps the buffer of a pending MPI_Irecv from 0 tag 1, which owns it until its completion is returned (Wait, Test)")
+		_, err = mpi.Isend(c, buf[3:5], 0, 9)
+		e2 := mustExactly(err, mpi.ErrBuffer, "ftmpi check: the send buffer (8 bytes) overlaps the buffer of a pending MPI_Irecv from 0 tag 1, which owns it until its completion is returned (Wait, Test)")
+		// The typed form (the C library's path) is checked too.
+		_, err = mpi.IrecvTyped(c, buf, 2, mpi.Int32, 0, 2)
+		e3 := mustExactly(err, mpi.ErrBuffer, "ftmpi check: the receive buffer (8 bytes) overlaps the buffer of a pending MPI_Irecv from 0 tag 1, which owns it until its completion is returned (Wait, Test)")
+		r2, err := mpi.Irecv(c, buf[4:], 0, 2) // disjoint
+		if err != nil {
+			return fmt.Errorf("disjoint receive: %v", err)
+		}
+		if _, err := mpi.Waitall([]*mpi.Request{r1, r2}); err != nil {
+			return err
+		}
+		if fmt.Sprint(buf) != "[1 2 3 4 1 2 3 4]" {
+			return fmt.Errorf("received %v", buf)
+		}
+		// Once the completion was returned the buffer is free again.
+		r3, err := mpi.Irecv(c, buf[2:6], 0, 3)
+		if err != nil {
+			return fmt.Errorf("receive after the completion: %v", err)
+		}
+		return errors.Join(e1, e2, e3, r3.Cancel(), func() error { _, err := r3.Wait(); return err }())
+	})
+}
+
+func TestCheckArgumentErrors(t *testing.T) {
+	// Already errors without the checking mode; still errors with it: an
+	// uncommitted datatype, a tag or a rank out of range.
+	runCheck(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		d, err := mpi.TypeContiguous(2, mpi.Int32)
+		if err != nil {
+			return err
+		}
+		err = mpi.SendTyped(c, make([]int32, 2), 1, d, 1-c.Rank(), 0)
+		e1 := mustExactly(err, mpi.ErrType, "datatype "+d.String()+" is not committed (Commit)")
+		e2 := mpi.Send(c, []int32{1}, 1-c.Rank(), -3)
+		if !errors.Is(e2, mpi.ErrTag) {
+			e2 = fmt.Errorf("negative tag: %v, want ErrTag", e2)
+		} else {
+			e2 = nil
+		}
+		e3 := mpi.Send(c, []int32{1}, 7, 0)
+		if !errors.Is(e3, mpi.ErrRank) {
+			e3 = fmt.Errorf("rank 7 of 2: %v, want ErrRank", e3)
+		} else {
+			e3 = nil
+		}
+		return errors.Join(e1, e2, e3)
+	})
+}
+
+func TestCheckFinalizeListsWhatIsHeld(t *testing.T) {
+	// At Finalize each rank prints what it still holds: a communicator it
+	// did not free (not the one it freed), a window, and at rank 0 a
+	// receive it never completed.
+	var outs [2]strings.Builder
+	runCheck(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		mpi.SetCheckOutputForTest(w, &outs[c.Rank()])
+		d1, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		d2, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		if err := d2.Free(); err != nil {
+			return err
+		}
+		if _, err := mpi.WinCreate(d1, make([]int64, 4)); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			if _, err := mpi.Irecv(c, make([]int32, 1), 1, 5); err != nil {
+				return err
+			}
+		}
+		return w.Finalize()
+	})
+	want := [2]string{
+		"ftmpi check: at MPI_Finalize, rank 0 still holds: 1 communicator (dup(MPI_COMM_WORLD)), 1 window (window on dup(MPI_COMM_WORLD)), 1 request (MPI_Irecv from 1 tag 5)\n",
+		"ftmpi check: at MPI_Finalize, rank 1 still holds: 1 communicator (dup(MPI_COMM_WORLD)), 1 window (window on dup(MPI_COMM_WORLD))\n",
+	}
+	for r := range outs {
+		if got := outs[r].String(); got != want[r] {
+			t.Errorf("rank %d printed %q, want %q", r, got, want[r])
+		}
+	}
+	// Nothing held, nothing printed.
+	var out strings.Builder
+	runCheck(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		if c.Rank() == 0 {
+			mpi.SetCheckOutputForTest(w, &out)
+		}
+		d, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		return errors.Join(d.Free(), w.Finalize())
+	})
+	if out.Len() != 0 {
+		t.Errorf("nothing held, printed %q", out.String())
+	}
+}

@@ -228,7 +228,11 @@ func getInt(b []byte, i int) int64 { return int64(binary.LittleEndian.Uint64(b[8
 // completes when it ends (the nonblocking collectives, MPI_I...). fn
 // returns raw errors; Wait applies the error handler.
 func (c *Comm) startColl(op string, fn func() error) *Request {
-	return &Request{c: c, op: op, peer: NoPeer, local: true, pr: c.goColl(op, fn)}
+	r := &Request{c: c, op: op, peer: NoPeer, local: true, pr: c.goColl(op, fn)}
+	if c.w.cfg.Check {
+		c.chkAdd(r, NoPeer, 0, nil, false) // check.go
+	}
+	return r
 }
 
 // goColl runs fn in a goroutine and returns the local engine request its

@@ -863,12 +863,22 @@ func (t *typedReq) done(st *Status, ps p2p.Status, err error) {
 // with a datatype). The data is packed at the call (buf may be reused at
 // once when d is not contiguous; MPI does not promise it).
 func IsendTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, dest, tag int) (*Request, error) {
+	if c != nil && c.w.cfg.Check { // check.go
+		return chkTypedStart(c, "MPI_Isend", buf, count, d, dest, tag, false, func() (*Request, error) {
+			return isendTyped(c, "MPI_Isend", buf, count, d, dest, tag, false)
+		})
+	}
 	return isendTyped(c, "MPI_Isend", buf, count, d, dest, tag, false)
 }
 
 // IssendTyped is IsendTyped in synchronous mode (MPI_Issend with a
 // datatype): the request completes once the receiver matched the message.
 func IssendTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, dest, tag int) (*Request, error) {
+	if c != nil && c.w.cfg.Check { // check.go
+		return chkTypedStart(c, "MPI_Issend", buf, count, d, dest, tag, false, func() (*Request, error) {
+			return isendTyped(c, "MPI_Issend", buf, count, d, dest, tag, true)
+		})
+	}
 	return isendTyped(c, "MPI_Issend", buf, count, d, dest, tag, true)
 }
 
@@ -913,6 +923,11 @@ func isendTyped[T Elem](c *Comm, op string, buf []T, count int, d *Datatype, des
 // (MPI_Irecv with a datatype); the data is unpacked into buf when the
 // request completes (Wait, Test, ...).
 func IrecvTyped[T Elem](c *Comm, buf []T, count int, d *Datatype, source, tag int) (*Request, error) {
+	if c != nil && c.w.cfg.Check { // check.go
+		return chkTypedStart(c, "MPI_Irecv", buf, count, d, source, tag, true, func() (*Request, error) {
+			return irecvTypedOp(c, "MPI_Irecv", buf, count, d, source, tag)
+		})
+	}
 	return irecvTypedOp(c, "MPI_Irecv", buf, count, d, source, tag)
 }
 

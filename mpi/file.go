@@ -290,6 +290,7 @@ func FileOpen(c *Comm, path string, amode int, info *Info) (*File, error) {
 		view: defaultView(), cbNodes: cbNodes, cbBuf: cbBuf, hints: info.clone()}
 	f.errh.Store(ErrorsReturn)
 	fc.name = f.name
+	c.w.chkPrivate(fc, "file") // check.go
 	dir, base := filepath.Split(path)
 	f.shpath = filepath.Join(dir, "."+base+".ftmpi-shfp-"+strconv.FormatUint(uint64(token), 36))
 	// Open here, then agree on the outcome (all or nothing).

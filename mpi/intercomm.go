@@ -114,6 +114,7 @@ func newInter(parent *Comm, name string, pairs []int, members, remote []int, ran
 	ic.errh.Store(parent.errh.Load())
 	ic.codec.Store(parent.codec.Load())
 	ic.local = newDerived(parent, name+".local", pairs[1], members, rank)
+	parent.w.chkPrivate(ic.local, "local") // check.go: freed with ic, never listed
 	parent.w.registerComm(ic)
 	return ic
 }

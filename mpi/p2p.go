@@ -302,12 +302,21 @@ func isend[T Elem](c *Comm, op string, buf []T, dest, tag int, sync bool) (*Requ
 	if err != nil {
 		return nil, err
 	}
+	if c.w.cfg.Check { // check.go
+		if err := c.chkBuf(op, asBytes(buf), false); err != nil {
+			return nil, c.handle(err)
+		}
+	}
 	req := &Request{c: c, op: op, peer: dest}
 	if dest == ProcNull {
 		req.finish(emptyStatus(), nil)
 		return req, nil
 	}
-	return c.isendBytes(req, dt, asBytes(buf), dest, tag, sync)
+	req, err = c.isendBytes(req, dt, asBytes(buf), dest, tag, sync)
+	if c.w.cfg.Check {
+		c.chkAdd(req, dest, tag, asBytes(buf), false)
+	}
+	return req, err
 }
 
 // isendBytes starts the send of req: b (elements of type dt) to dest, a
@@ -345,6 +354,14 @@ func Irecv[T Elem](c *Comm, buf []T, source, tag int) (*Request, error) {
 	dt, err := recvArgs[T](c, op, source, tag)
 	if err != nil {
 		return nil, err
+	}
+	if c.w.cfg.Check { // check.go
+		if err := c.chkBuf(op, asBytes(buf), true); err != nil {
+			return nil, c.handle(err)
+		}
+		req, err := c.irecv(op, source, tag, func() (*p2p.Req, error) { return c.postRecv(source, tag, dt, asBytes(buf)) })
+		c.chkAdd(req, source, tag, asBytes(buf), true)
+		return req, err
 	}
 	return c.irecv(op, source, tag, func() (*p2p.Req, error) { return c.postRecv(source, tag, dt, asBytes(buf)) })
 }

@@ -60,7 +60,11 @@ type persistent struct {
 
 // newPersistent returns an inactive persistent request.
 func newPersistent(c *Comm, op string, peer int, recv bool) *Request {
-	return &Request{c: c, op: op, peer: peer, recv: recv, pers: &persistent{}, done: true, st: emptyStatus()}
+	r := &Request{c: c, op: op, peer: peer, recv: recv, pers: &persistent{}, done: true, st: emptyStatus()}
+	if c.w.cfg.Check {
+		c.chkAdd(r, NoPeer, 0, nil, recv) // live until freed (check.go)
+	}
+	return r
 }
 
 // usable checks that r may be passed to op.
@@ -70,6 +74,9 @@ func (r *Request) usable(op string) error {
 	}
 	if r.freed {
 		return newErr(ErrRequest, op, r.c, NoPeer, "request was freed")
+	}
+	if r.returned {
+		return r.chkUsed(op)
 	}
 	return nil
 }
@@ -87,6 +94,11 @@ func (r *Request) deactivate() {
 	r.sent = p2p.SentMsg{} // its completion was returned: too late to cancel
 	if r.pers != nil {
 		r.pers.active = false
+		return
+	}
+	r.returned = true
+	if r.chk {
+		r.chkDone()
 	}
 }
 
@@ -97,6 +109,9 @@ func retire(reqs []*Request, i int) {
 	if r := reqs[i]; r.pers != nil {
 		r.pers.active = false
 		return
+	}
+	if reqs[i].chk { // (not marked returned: RequestOf.Wait after Waitall is how its value is taken)
+		reqs[i].chkDone()
 	}
 	reqs[i] = nil
 }
@@ -182,6 +197,9 @@ func (r *Request) Free() error {
 		return err
 	}
 	r.freed = true
+	if r.chk {
+		r.chkDone()
+	}
 	if r.ext != nil {
 		return r.ext.freeReq(r)
 	}

@@ -30,6 +30,10 @@ type Request struct {
 	// pers: a persistent request (persistent.go); freed: Free was called.
 	pers  *persistent
 	freed bool
+	// The checking mode (check.go): chk, the World keeps r as live;
+	// returned, Wait or Test returned the status of this non-persistent
+	// request.
+	chk, returned bool
 	// onDone, if set, is given the engine request once it completed,
 	// before it is released (IrecvValue takes the received data,
 	// IsendValue recycles its encoded buffer).
@@ -346,6 +350,9 @@ func (r *Request) waitOne(op string) (pending, aborted error) {
 // stays, its status's Err is of class ErrPending, and the other requests
 // are completed as usual.
 func Waitall(reqs []*Request) ([]Status, error) {
+	if err := chkList("MPI_Waitall", reqs); err != nil {
+		return nil, err
+	}
 	sts := make([]Status, len(reqs))
 	var failed *Request
 	var failErr, abortErr error
@@ -401,6 +408,9 @@ func Waitall(reqs []*Request) ([]Status, error) {
 // stays).
 func Waitany(reqs []*Request) (int, Status, error) {
 	const op = "MPI_Waitany"
+	if err := chkList(op, reqs); err != nil {
+		return Undefined, emptyStatus(), err
+	}
 	for {
 		sig := failureSignal(reqs)
 		i, st, done, err, active := testany(reqs, op)
@@ -434,6 +444,9 @@ func Waitany(reqs []*Request) (int, Status, error) {
 // statuses (error class ErrInStatus), without completing them.
 func Waitsome(reqs []*Request) ([]int, []Status, error) {
 	const op = "MPI_Waitsome"
+	if err := chkList(op, reqs); err != nil {
+		return nil, nil, err
+	}
 	for {
 		sig := failureSignal(reqs)
 		idx, sts, err, active := testsome(reqs, op)
@@ -461,6 +474,9 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 // and wildcard receives are left pending by a failure, it reports them as
 // Waitsome does.
 func Testsome(reqs []*Request) ([]int, []Status, error) {
+	if err := chkList("MPI_Testsome", reqs); err != nil {
+		return nil, nil, err
+	}
 	idx, sts, err, _ := testsome(reqs, "MPI_Testsome")
 	return idx, sts, err
 }
@@ -523,6 +539,9 @@ func testsome(reqs []*Request, op string) (idx []int, sts []Status, err error, a
 // ErrInStatus and that error in the request's status, completing none.
 func Testall(reqs []*Request) ([]Status, bool, error) {
 	const op = "MPI_Testall"
+	if err := chkList(op, reqs); err != nil {
+		return nil, false, err
+	}
 	if pidx, perrs := checkWild(reqs, op); len(pidx) > 0 {
 		sts := make([]Status, len(reqs))
 		for i := range sts {
@@ -548,6 +567,9 @@ func Testall(reqs []*Request) ([]Status, bool, error) {
 // and a wildcard receive is left pending by a failure (ULFM: ErrPending),
 // it returns that request's index and error with false, the entry kept.
 func Testany(reqs []*Request) (int, Status, bool, error) {
+	if err := chkList("MPI_Testany", reqs); err != nil {
+		return Undefined, emptyStatus(), false, err
+	}
 	i, st, done, err, active := testany(reqs, "MPI_Testany")
 	if !active {
 		return Undefined, emptyStatus(), true, nil

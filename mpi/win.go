@@ -289,6 +289,7 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 		w.tdt[r], w.tsize[r], w.tlen[r] = p2p.DType(all[3*r]), int(all[3*r+1]), int(all[3*r+2])
 	}
 	wc.name = w.name
+	c.w.chkPrivate(wc, "window") // check.go
 	go w.serve()
 	return w, nil
 }
