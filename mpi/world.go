@@ -72,6 +72,7 @@ type World struct {
 	peerGone atomic.Pointer[func(peer int)]
 	hosts    hostTable  // where every process runs, as the launcher told (coll_util.go)
 	bsend    bsendState // the attached buffer of buffered sends (bsend.go)
+	chk      checkState // the checking mode's live requests and private communicators (check.go)
 	dpm      dpmState   // ports and connections in progress (dpm.go)
 
 	spares      spareState        // spare processes: this one as a spare, or the pool it may take (spare.go)
@@ -535,6 +536,9 @@ func (w *World) Finalize() error {
 		}
 	}
 	w.finOnce.Do(func() {
+		if !w.killed.Load() {
+			w.chkFinalize() // the checking mode: what this process still holds (check.go)
+		}
 		w.phase(inject.PhaseFinalize)
 		if !w.killed.Load() {
 			w.releaseSpares() // the job ends: waiting spares leave Init
