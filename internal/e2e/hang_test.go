@@ -73,3 +73,44 @@ func TestHangReportOnTimeout(t *testing.T) {
 		}
 	}
 }
+
+// The same reports without a head, under MPICH's mpiexec.hydra: the ranks
+// gather them among themselves (FTMPI_HANG_TIMEOUT) and abort with 125.
+func TestHangReportUnderHydra(t *testing.T) {
+	h := hydra(t)
+	g := guard(t)
+	prog := buildOnce(t, "hangcheck", "./testdata/hangcheck")
+	for _, tc := range []struct {
+		mode string
+		args []string
+		want []string
+	}{
+		{mode: "mismatch", args: []string{"-n", "3", prog, "mismatch"}, want: []string{
+			"mismatched collectives on MPI_COMM_WORLD: rank 0 in MPI_Reduce (root 0, 2 x int32) #1; ranks 1,2 in MPI_Bcast (root 0, 2 x int32) #1"}},
+		{mode: "deadlock", args: []string{"-n", "3", prog, "deadlock"}, want: []string{
+			"deadlock: 0 waits for 1, 1 waits for 0, both in MPI_Recv tag 5 on MPI_COMM_WORLD"}},
+		// Rank 2 kills itself after its line (hydra has no --inject on=);
+		// -disable-auto-cleanup and ftmpi-guard keep hydra from killing
+		// the survivors.
+		{mode: "failure", args: []string{"-disable-auto-cleanup", "-n", "4", g, prog, "failure-self"}, want: []string{
+			"rank 2 failed",
+			"rank 0 is in MPI_Comm_shrink, ranks 1,3 wait in MPI_Recv on MPI_COMM_WORLD: revoke MPI_COMM_WORLD"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			tmp, _ := jobtest.SockDir(t) // an aborted job's processes are killed: they cannot remove theirs (as TestHydraAbort)
+			r := jobtest.Run(t, 90*time.Second, hydraEnv(tmp, "FTMPI_HANG_TIMEOUT=500ms"), h, tc.args...)
+			show := "stdout:\n" + r.Stdout + "\nstderr:\n" + r.Stderr
+			if r.Code != hangExitCode {
+				t.Fatalf("exit %d, want %d: %s", r.Code, hangExitCode, show)
+			}
+			if n := strings.Count(r.Stderr, "ftmpi: hang report (no progress for 500ms)"); n != 1 {
+				t.Fatalf("%d reports, want 1: %s", n, show)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.Stderr, w) {
+					t.Errorf("report lacks %q: %s", w, show)
+				}
+			}
+		})
+	}
+}

@@ -5,9 +5,12 @@
 //	          MPI_Bcast (root 0): each waits for the other
 //	deadlock  ranks 0 and 1 each receive from the other (tag 5); the
 //	          others wait in a barrier
-//	failure   after a barrier, rank 2 prints "rank 2: ready" (a test kills
-//	          it there); rank 0 shrinks MPI_COMM_WORLD while the others
-//	          receive from rank 0 (tag 7) on it, which nobody revoked
+//	failure   every other rank tells rank 2 it is past a barrier, then
+//	          rank 2 prints "rank 2: ready" (a test kills it there); rank
+//	          0 shrinks MPI_COMM_WORLD while the others receive from rank
+//	          0 (tag 7) on it, which nobody revoked
+//	failure-self  the same, rank 2 killing itself (SIGKILL) after the
+//	          line: for launchers without ftmpirun's --inject on=LINE
 package main
 
 import (
@@ -20,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: hangcheck mismatch|deadlock|failure")
+		fmt.Fprintln(os.Stderr, "usage: hangcheck mismatch|deadlock|failure|failure-self")
 		os.Exit(2)
 	}
 	w, err := mpi.Init()
@@ -47,13 +50,28 @@ func main() {
 		default:
 			err = c.Barrier()
 		}
-	case "failure":
+	case "failure", "failure-self":
 		if err = c.Barrier(); err != nil {
+			break
+		}
+		// Rank 2 dies only once every other rank left the barrier (its
+		// failure must not fail their barrier).
+		if c.Rank() == 2 {
+			for i := 0; i < c.Size()-1 && err == nil; i++ {
+				_, err = mpi.Recv(c, buf[:1], mpi.AnySource, 1)
+			}
+		} else {
+			err = mpi.Send(c, buf[:1], 2, 1)
+		}
+		if err != nil {
 			break
 		}
 		switch c.Rank() {
 		case 2:
 			fmt.Println("rank 2: ready")
+			if os.Args[1] == "failure-self" {
+				w.Kill() // SIGKILL to itself
+			}
 			time.Sleep(time.Hour) // killed here by the test
 		case 0:
 			_, err = c.Shrink()
