@@ -56,8 +56,9 @@ func (w *World) startTrace(inc int, spare bool) {
 				enter[ev.Slot].Store(ev.At)
 				return
 			}
-			e := &ev.Entry
-			r.Call(e.Op, e.Comm, e.Peer, e.Root, e.Tag, e.Seq, (enter[ev.Slot].Load()+off)/1000, (ev.At+off)/1000, ev.Slot+1)
+			// ev's fields are passed by value: taking its address would
+			// move it to the heap, an allocation per call.
+			r.Call(ev.Op, ev.Comm, ev.Peer, ev.Root, ev.Tag, ev.Seq, (enter[ev.Slot].Load()+off)/1000, (ev.At+off)/1000, ev.Slot+1)
 		})
 	}
 	if w.epoch > 0 {

@@ -272,6 +272,11 @@ func killLast(c *mpi.Comm, name string) (at int64, learned time.Time, err error)
 	if c.Rank() == victim {
 		killSelfAt(time.Unix(0, t[0]))
 	}
+	if w := c.World(); c.Rank() == 0 && w.Tracing() {
+		// The kill's instant in the timeline (ftmpirun --trace): the
+		// victim cannot write it, and the launcher only sees its end.
+		w.TraceSpan("failure", "kill", time.Unix(0, t[0]), map[string]any{"proc": victim, "by": "ftmpi-bench: the victim's own SIGKILL at the agreed instant"})
+	}
 	_, err = mpi.Recv(c, []byte{0}, victim, 99)
 	return t[0], time.Now(), err
 }

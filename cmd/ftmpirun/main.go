@@ -8,7 +8,7 @@
 //	         [--oversubscribe] [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary]
 //	         [--launch-agent CMD] [--interface IF|CIDR] [--bind-to core|socket|hwthread|none]
 //	         [--report-bindings] [--output-filename DIR] [--timestamp-output]
-//	         [--merge-stderr-to-stdout] [--version] [-v] [--] PROGRAM [ARGS...]
+//	         [--merge-stderr-to-stdout] [--trace FILE] [--version] [-v] [--] PROGRAM [ARGS...]
 //
 // ftmpirun's stdin goes to rank 0 (as mpirun's), the other ranks' is
 // /dev/null; their stdout and stderr are forwarded line by line. The

@@ -272,6 +272,7 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                 [--on-failure abort|continue|reinit] [--max-restarts K] [--spares K]
                 [--inject SPEC]... [--chaos ARGS]
                 [--restart-on-failure N] [--check] [--hang-timeout D] [--hang-action A] [-v]
+                [--trace FILE]
                 [--host H[:N],... | --hostfile FILE] [--map-by slot|node|ppr:N:node] [-N N]
                 [--oversubscribe] [-x VAR[=VALUE]]... [--wdir DIR] [--preload-binary]
                 [--launch-agent CMD] [--interface IF|CIDR] [--bind-to core|socket|hwthread|none]
@@ -329,6 +330,13 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    used after completion, overlapping pending receive buffers, and what a
                    rank still holds at MPI_Finalize are reported (docs/guide.md); each
                    collective costs one more small exchange
+  --trace FILE     record the failure-and-recovery timeline: every rank's failures,
+                   revocations, agreements, shrink/spawn/merge, spares, Reinit epochs,
+                   checkpoints and MPI call spans, and the launcher's kills, exits and
+                   respawns, merged into FILE (Chrome trace-event JSON: Perfetto,
+                   chrome://tracing); ftmpi-trace phases FILE prints the recovery phases,
+                   ftmpi-trace html FILE -o OUT.html draws them. Ranks on other hosts are not
+                   gathered (FTMPI_TRACE=DIR on a shared file system, then ftmpi-trace merge)
   -H, --host LIST  hosts and slots, e.g. h1:4,h2:4 (a host without :N has 1 slot)
   --hostfile FILE  one host per line: "h1 slots=4" (Open MPI) or "h1:4" (MPICH)
   --map-by P       slot (default: fill each host in turn; also core, hwthread), node (round

@@ -195,6 +195,15 @@ func Phases(f *File) []Failure {
 				}
 			}
 		}
+		// A kill a program recorded itself (ftmpi-bench's agreed instant
+		// at which its victim SIGKILLs itself).
+		for pid, evs := range byPid {
+			for _, ev := range evs {
+				if q, ok := argInt(ev.Args, "proc"); ok && q == p && ev.Cat == CatFailure && ev.Name == NameKill && ev.TS <= det && fl.KillSource != "injected kill" {
+					fl.Kill, fl.KillSource = ev.TS, fmt.Sprintf("recorded by proc %d", pid)
+				}
+			}
+		}
 		if fl.KillSource == "first detection" && exit > 0 {
 			fl.Kill, fl.KillSource = exit, "exit"
 		}

@@ -209,6 +209,11 @@ func TestPhasesWithoutLauncherUseTheExitOrTheFirstDetection(t *testing.T) {
 	if len(fs) != 1 || fs[0].KillSource != "first detection" || fs[0].Kill != 500 {
 		t.Fatalf("%+v", fs)
 	}
+	// A kill the program recorded itself (ftmpi-bench) is the kill.
+	r.events = append(r.events, Event{Name: NameKill, Cat: CatFailure, Ph: 'X', TS: 300, Dur: 10, Args: map[string]any{"proc": 1}})
+	if fs := Phases(r.File()); len(fs) != 1 || fs[0].Kill != 300 || fs[0].KillSource != "recorded by proc 0" {
+		t.Fatalf("%+v", fs)
+	}
 	var out strings.Builder
 	FormatPhases(&out, Phases(New(0, "x", Limits{}).File()))
 	if !strings.Contains(out.String(), "no failure") {
