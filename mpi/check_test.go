@@ -476,3 +476,36 @@ func TestCheckFinalizeListsWhatIsHeld(t *testing.T) {
 		t.Errorf("nothing held, printed %q", out.String())
 	}
 }
+
+func TestCheckRunThroughView(t *testing.T) {
+	// Run-through: after rank 3 failed and the survivors recognised it,
+	// collectives run on the view of the alive processes; the check runs
+	// there too: a root that differs is an error at every survivor, and
+	// matching calls still work.
+	runCheck(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		r := c.Rank()
+		c.EnableRunThrough()
+		if r == 3 {
+			w.Kill()
+		}
+		if err := awaitFailure(c, 3); err != nil {
+			return err
+		}
+		if _, err := c.Validate(); err != nil {
+			return err
+		}
+		root := 0
+		if r == 2 {
+			root = 1
+		}
+		err := mpi.Bcast(c, make([]int32, 2), root)
+		if !errors.Is(err, mpi.ErrRoot) || !strings.Contains(err.Error(), "MPI_Bcast (root 1, 2 x int32)") {
+			return fmt.Errorf("rank %d: mismatched Bcast on the view: %v, want ErrRoot naming root 1", r, err)
+		}
+		sum := []int64{0}
+		if err := mpi.Allreduce(c, []int64{int64(r)}, sum, mpi.Sum); err != nil || sum[0] != 3 {
+			return fmt.Errorf("rank %d: Allreduce on the view after the mismatch: %v %v", r, sum, err)
+		}
+		return nil
+	})
+}
