@@ -241,8 +241,16 @@ func (r *Request) chkUsed(op string) error {
 // returned, is an ErrRequest error (nil entries are inactive, as
 // MPI_REQUEST_NULL). The error has passed the request's handler.
 func chkList(op string, reqs []*Request) error {
+	for _, r := range reqs { // without the checking mode: up to the first request's World
+		if r != nil && r.c != nil {
+			if !r.c.w.cfg.Check {
+				return nil
+			}
+			break
+		}
+	}
 	for _, r := range reqs {
-		if r == nil || !(r.freed || r.returned) || r.c == nil || !r.c.w.cfg.Check {
+		if r == nil || !(r.freed || r.returned) || r.c == nil {
 			continue
 		}
 		what := "freed"
