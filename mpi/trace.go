@@ -49,16 +49,34 @@ func (w *World) startTrace(inc int, spare bool) {
 		// MPI call spans: the blocking waits the call table records
 		// (internal/calls), one lane per slot. Its clock is monotonic
 		// (ns); off maps it onto the wall clock once.
-		var enter [calls.Slots]atomic.Int64
+		// The observer is removed while the recorder keeps no call spans
+		// (its budget used up: the table then reads no clock) and set
+		// again, with fresh entry times, when a fault-tolerance event
+		// opens a window.
 		off := trace.Now()*1000 - calls.Now()
-		w.calls.SetObserver(func(ev calls.Event) {
-			if !ev.Leave {
-				enter[ev.Slot].Store(ev.At)
-				return
+		observe := func() {
+			var enter [calls.Slots]atomic.Int64 // 0: entered before this observer
+			w.calls.SetObserver(func(ev calls.Event) {
+				if !ev.Leave {
+					enter[ev.Slot].Store(ev.At)
+					return
+				}
+				start := enter[ev.Slot].Swap(0)
+				if start == 0 {
+					return
+				}
+				// ev's fields are passed by value: taking its address would
+				// move it to the heap, an allocation per call.
+				r.Call(ev.Op, ev.Comm, ev.Peer, ev.Root, ev.Tag, ev.Seq, (start+off)/1000, (ev.At+off)/1000, ev.Slot+1)
+			})
+		}
+		observe()
+		r.SetFullHook(func(full bool) {
+			if full {
+				w.calls.SetObserver(nil)
+			} else {
+				observe()
 			}
-			// ev's fields are passed by value: taking its address would
-			// move it to the heap, an allocation per call.
-			r.Call(ev.Op, ev.Comm, ev.Peer, ev.Root, ev.Tag, ev.Seq, (enter[ev.Slot].Load()+off)/1000, (ev.At+off)/1000, ev.Slot+1)
 		})
 	}
 	if w.epoch > 0 {

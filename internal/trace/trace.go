@@ -132,7 +132,20 @@ type Recorder struct {
 	window int // call spans still kept beyond the budget
 	drop   struct{ calls, short, ft int64 }
 	meta   map[string]any
-	names  map[int]string // other processes' names (InstantIn)
+	names  map[int]string  // other processes' names (InstantIn)
+	onFull func(full bool) // SetFullHook
+}
+
+// SetFullHook sets fn, called (outside the Recorder's lock, on the
+// recording goroutine) when call spans stop being kept (full true: the
+// budget and the window are used up) and when a fault-tolerance event
+// opens a new window (full false): the caller can then stop and restart
+// what feeds Call (the call table's observer, whose clock reads are most
+// of the cost of tracing an MPI call). Set it before recording.
+func (r *Recorder) SetFullHook(fn func(full bool)) {
+	if r != nil {
+		r.onFull = fn
+	}
 }
 
 // New returns a Recorder for process pid named label, with lim (zero
@@ -219,15 +232,19 @@ func (r *Recorder) Begin() int64 {
 
 func (r *Recorder) add(ev Event) {
 	r.mu.Lock()
+	reopened := false
 	if r.nFT >= MaxFT {
 		atomic.AddInt64(&r.drop.ft, 1)
 	} else {
 		r.nFT++
 		r.events = append(r.events, ev)
 		r.window = r.lim.Window
-		r.full.Store(false)
+		reopened = r.full.Swap(false)
 	}
 	r.mu.Unlock()
+	if reopened && r.onFull != nil {
+		r.onFull(false)
+	}
 }
 
 // Call records an MPI call span of op from start to end (Now's clock) on
@@ -256,6 +273,9 @@ func (r *Recorder) Call(op, comm string, peer, root, tag int32, seq int64, start
 		r.full.Store(true)
 		r.mu.Unlock()
 		atomic.AddInt64(&r.drop.calls, 1)
+		if r.onFull != nil {
+			r.onFull(true)
+		}
 		return
 	}
 	r.events = append(r.events, Event{Name: op, Cat: CatMPI, Ph: 'X', TS: start, Dur: max(end-start, 0), Tid: tid,

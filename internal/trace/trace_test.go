@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,8 @@ func TestNilRecorderRecordsNothingAndDoesNotAllocate(t *testing.T) {
 
 func TestCallBudgetWindowAndMinimum(t *testing.T) {
 	r := New(3, "rank 3", Limits{Calls: 3, Window: 2, MinCall: 5})
+	var flips []bool
+	r.SetFullHook(func(full bool) { flips = append(flips, full) })
 	for i := range 5 {
 		r.Call("MPI_Send", "c", 0, -2, 0, -2, int64(100*i), int64(100*i+10), 1)
 	}
@@ -47,6 +50,9 @@ func TestCallBudgetWindowAndMinimum(t *testing.T) {
 	calls, short, ft := r.Dropped()
 	if calls != 2+2 || short != 1 || ft != 0 {
 		t.Fatalf("dropped calls=%d short=%d ft=%d, want 4, 1, 0", calls, short, ft)
+	}
+	if fmt.Sprint(flips) != "[true false true]" {
+		t.Fatalf("full hook told %v, want full, a window, full again", flips)
 	}
 }
 
@@ -282,4 +288,39 @@ func TestInstantInNamesALaneUnlessTheProcessNamesItself(t *testing.T) {
 			t.Fatalf("events per process %v: want the deaths in the processes' lanes", pids)
 		}
 	}
+}
+
+// The recording cost per MPI call span: off (a nil Recorder), kept
+// (within the budget), and dropped (the budget used up: one atomic load).
+func BenchmarkCall(b *testing.B) {
+	b.Run("off", func(b *testing.B) {
+		var r *Recorder
+		for i := range b.N {
+			r.Call("MPI_Recv", "MPI_COMM_WORLD", 1, -2, 5, -2, int64(i), int64(i+1), 1)
+		}
+	})
+	b.Run("kept", func(b *testing.B) {
+		r := New(0, "r", Limits{Calls: b.N + 1})
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			r.Call("MPI_Recv", "MPI_COMM_WORLD", 1, -2, 5, -2, int64(i), int64(i+1), 1)
+		}
+	})
+	b.Run("dropped", func(b *testing.B) {
+		r := New(0, "r", Limits{Calls: 1, Window: 1})
+		for range 3 {
+			r.Call("MPI_Recv", "c", 1, -2, 5, -2, 0, 1, 1)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			r.Call("MPI_Recv", "MPI_COMM_WORLD", 1, -2, 5, -2, int64(i), int64(i+1), 1)
+		}
+	})
+	b.Run("clock", func(b *testing.B) { // what the observer adds per wait: two clock reads
+		for range b.N {
+			_ = Now()
+		}
+	})
 }
