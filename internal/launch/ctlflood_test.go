@@ -16,9 +16,9 @@ import (
 )
 
 // A flood of the launcher's control listener (TCP, as a multi-host
-// job's): idle connections beyond the cap (acceptloop's default: the
-// job is small) are closed oldest first (they are not held until their
-// handshake deadline), 200 garbage hellos cost a few
+// job's): idle connections beyond the cap (acceptloop.CapFor: the job's
+// size plus the default) are closed oldest first (they are not held until
+// their handshake deadline), 200 garbage hellos cost a few
 // log lines rather than one each, and a rank that connects afterwards is
 // served.
 func TestControlListenerFlood(t *testing.T) {
@@ -46,7 +46,7 @@ func TestControlListenerFlood(t *testing.T) {
 			nc.Close()
 		}
 	}()
-	flood := acceptloop.DefaultCap() + 500
+	flood := acceptloop.CapFor(2) + 500 // the cap of a 2-rank job's control listener
 	for range flood {
 		nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
 		if err != nil {
