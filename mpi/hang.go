@@ -322,9 +322,17 @@ func (w *World) hangCall(e calls.Entry, now int64) hang.Call {
 }
 
 // onLauncherHang is the launcher's request for a report (boot.EventHang):
-// the reporter writes it and tells the launcher it is done.
+// the reporter tells the launcher it makes it, writes it, and tells it
+// it is written.
 func (w *World) onLauncherHang(reason string) {
-	if w.reportHang(reason) && w.client != nil {
-		_ = w.client.HangDone()
+	if !w.reporter() {
+		return
+	}
+	if w.client != nil {
+		_ = w.client.HangReport(false)
+	}
+	w.reportHang(reason)
+	if w.client != nil {
+		_ = w.client.HangReport(true)
 	}
 }

@@ -441,10 +441,14 @@ func (c *Client) Abort(code int, reason string) error {
 	return err
 }
 
-// HangDone tells the launcher that the hang report its EventHang asked
-// for is written.
-func (c *Client) HangDone() error {
-	_, err := c.call(Msg{Op: OpHangDone, Rank: c.info.Rank})
+// HangReport tells the launcher that this rank makes the hang report its
+// EventHang asked for (done false: started; true: written).
+func (c *Client) HangReport(done bool) error {
+	kind := HangStarted
+	if done {
+		kind = HangWritten
+	}
+	_, err := c.call(Msg{Op: OpHangDone, Rank: c.info.Rank, Kind: kind})
 	return err
 }
 

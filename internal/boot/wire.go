@@ -57,6 +57,9 @@ const (
 	// the lowest live rank gathers every rank's calls, writes the report
 	// and answers OpHangDone; Msg.Reason says why.
 	EventHang = "hang"
+	// Kinds of OpHangDone: the report is being made, or written.
+	HangStarted = "started"
+	HangWritten = "written"
 	// EventActivate takes a spare (to it alone): it becomes incarnation
 	// Msg.Incarnation of rank Msg.Rank and joins Reinit epoch Msg.Epoch
 	// (--on-failure reinit with spares: a spare instead of a respawn).

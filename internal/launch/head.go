@@ -612,7 +612,7 @@ func (h *head) readLoop(c *ctlConn, proc int, p *acceptloop.Pending) {
 			continue
 		}
 		if m.Op == boot.OpHangDone {
-			h.hangDone()
+			h.hangDone(m.Kind)
 			c.send(boot.Msg{Op: boot.OpHangDone, ID: m.ID})
 			continue
 		}
