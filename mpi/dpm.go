@@ -825,8 +825,11 @@ func decideClass(codes agree.Set) *Class {
 // It is collective. It completes normally despite process failures,
 // whenever they happen and whether or not they are acknowledged (seed 003
 // 17.10.1): the wait is a fault-tolerant agreement, which failed processes
-// do not hold up; also on a revoked communicator (an agreement ignores
-// revocation).
+// do not hold up. A revoked communicator is disconnected and freed too,
+// and Disconnect then returns ErrRevoked: it is a non-local operation,
+// which revocation makes raise ErrRevoked (seed 002 A.3.1), as Win.Free
+// and File.Close do; the local Free returns nil (docs/semantics.md, "A
+// revoked object is released").
 func (c *Comm) Disconnect() error {
 	const op = "MPI_Comm_disconnect"
 	if err := checkLive(c, op); err != nil {
@@ -842,5 +845,12 @@ func (c *Comm) Disconnect() error {
 	}); err != nil {
 		return c.handle(err) // the job ended
 	}
-	return b.Free()
+	revoked := c.IsRevoked()
+	if err := b.Free(); err != nil {
+		return err
+	}
+	if revoked {
+		return c.handle(newErr(ErrRevoked, op, c, NoPeer, "%s was revoked; it is disconnected and freed", c.name))
+	}
+	return nil
 }

@@ -306,6 +306,14 @@ func TestConnectULFMRepair(t *testing.T) {
 		if err := s.Disconnect(); err != nil {
 			return err
 		}
-		return ic.Disconnect()
+		// The revoked intercommunicator is disconnected and freed, and
+		// says it was revoked (one rule with Win.Free and File.Close).
+		if err := ic.Disconnect(); !errors.Is(err, ErrRevoked) {
+			return fmt.Errorf("disconnect of the revoked intercommunicator: %v, want ErrRevoked", err)
+		}
+		if err := ic.Free(); !errors.Is(err, ErrComm) {
+			return fmt.Errorf("free after disconnect: %v, want ErrComm (already freed)", err)
+		}
+		return nil
 	})
 }

@@ -145,9 +145,24 @@ func (c *Comm) shrinkInter(op string) (*Comm, error) {
 		}
 		return out
 	}
+	for _, p := range slices.Concat(c.memberWorldRanks(), c.remote) {
+		if dead[p] {
+			// Known here from now on (GetFailed), as in the
+			// intracommunicator case: the agreement established it.
+			w.recordFailure(p)
+		}
+	}
 	local, remote := alive(c.memberWorldRanks()), alive(c.remote)
-	if len(remote) == 0 || len(local) == 0 {
-		return nil, newErr(ErrProcFailed, op, c, NoPeer, "every process of one group of the intercommunicator failed")
+	if len(remote) == 0 {
+		// Seed 002 A.3.1: Shrink raises no ErrProcFailed nor ErrRevoked.
+		// But an intercommunicator needs a remote group, and the agreed
+		// failed set holds all of it, so there is nothing to return.
+		// ErrComm, the same at every survivor (the set is an agreement's
+		// decision), says that this communicator has no shrunk form;
+		// ErrProcFailed would send a revoke-and-shrink loop round for
+		// ever (docs/semantics.md, "Shrink of an intercommunicator
+		// whose remote group failed").
+		return nil, newErr(ErrComm, op, c, NoPeer, "every process of the remote group failed: an intercommunicator needs a non-empty remote group, so it has no shrunk form (MPI_COMM_NULL); the local group's survivors go on with a communicator of their own")
 	}
 	me := slices.Index(local, w.rank)
 	if me < 0 {

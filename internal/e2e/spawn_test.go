@@ -44,6 +44,8 @@ func TestSpawnFailuresAreUniform(t *testing.T) {
 		{"diechild", "result: diechild spawn-error=true", false},
 		{"parentdies", "result: parentdies procfailed=true", false},
 		{"rtdeadroot", "result: rtdeadroot rank-error=true", true},
+		{"rtinactive", "result: rtinactive failstop-everywhere=true", false},
+		{"rtrecognised", "result: rtrecognised failstop-everywhere=true", false},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			r := reinitRun(t, "-n", "3", "--on-failure", "continue", "--timeout", "40s", b, tc.mode)

@@ -14,6 +14,13 @@
 //	         ErrProcFailed at every other parent, no child left
 //	rtdeadroot run-through: the root is a recognised failed process:
 //	         ErrRank at every other parent
+//	rtinactive run-through: a parent failed and the others know it but did
+//	         not recognise it (the communicator is collectively inactive):
+//	         ErrRankFailStop at every other parent, no child left
+//	rtrecognised run-through: a parent failed and the others recognised it
+//	         (Validate); the root is alive: ErrRankFailStop at every other
+//	         parent, no child left (seed 003 17.10's exclusion of recognised
+//	         failed parents is not implemented)
 package main
 
 import (
@@ -82,6 +89,34 @@ func main() {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "spawncheck: rank %d: %v\n", w.Rank(), err)
 		}
+	case "rtinactive", "rtrecognised":
+		c := w.CommWorld()
+		must(c.EnableRunThrough())
+		if w.Rank() == 1 {
+			w.Kill()
+		}
+		if _, err := mpi.Recv(c, []int{0}, 1, 7); !errors.Is(err, mpi.ErrRankFailStop) {
+			fmt.Fprintf(os.Stderr, "spawncheck: receive from the killed rank: %v\n", err)
+			os.Exit(1)
+		}
+		if os.Args[1] == "rtrecognised" {
+			_, err := c.Validate()
+			must(err)
+		} else if on, err := c.CollectivesEnabled(); err != nil || on {
+			fmt.Fprintln(os.Stderr, "spawncheck: collectives enabled with an unrecognised failure")
+			os.Exit(1)
+		}
+		_, err := c.Spawn("", []string{"child", "basic"}, 2, 0)
+		ok := errors.Is(err, mpi.ErrRankFailStop) && !errors.Is(err, mpi.ErrSpawn)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "spawncheck: rank %d: %v\n", w.Rank(), err)
+		}
+		// Every parent reports; rank 0 prints whether all of them got it
+		// (the failure acknowledged first, so that Agree raises nothing).
+		must(c.FailureAck())
+		all, err := c.Agree(ok)
+		must(err)
+		res = fmt.Sprintf("%s failstop-everywhere=%v", os.Args[1], all)
 	case "diechild":
 		_, err := w.CommWorld().Spawn("", []string{"diebeforeinit"}, 2, 0)
 		res = fmt.Sprintf("diechild spawn-error=%v", errors.Is(err, mpi.ErrSpawn))
