@@ -45,9 +45,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	_ = os.Chmod(dir, 0o755)
-	names := []string{"ftmpirun", "ring", "reinit-async", "refinement", "jacobi", "cof"}
+	names := []string{"ftmpirun", "ring", "reinit-async", "refinement", "jacobi", "cof", "hangcheck"}
 	pkgs := []string{"../../../cmd/ftmpirun", "../../../examples/ring", "../../../examples/reinit-async", "../../../examples/refinement",
-		"../../../examples/jacobi", "../../../examples/cof"}
+		"../../../examples/jacobi", "../../../examples/cof", "../testdata/hangcheck"}
 	var outs []string
 	for _, n := range names {
 		bin[n] = filepath.Join(dir, n)
