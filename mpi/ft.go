@@ -19,6 +19,7 @@ type ftWorld struct {
 	order  []int // world ranks, in the order their failure became known here
 	parked map[uint32][]parkedMsg
 	byCtx  map[uint32]*Comm // live communicators of this process, by context id
+	traced map[int]bool     // failures recorded in the timeline (traceKnown)
 }
 
 // registerComm makes c findable by its context id, so that fault-tolerance
@@ -135,13 +136,7 @@ func (w *World) onLost(peer int, cause error) {
 	if w.retired.Load() {
 		return // a kept connection of an epoch that is over (hreinit.go)
 	}
-	if r := w.trc; r != nil {
-		a := map[string]any{"proc": peer}
-		if cause != nil {
-			a["cause"] = cause.Error()
-		}
-		r.Instant(trace.CatFailure, trace.NameKnown, a)
-	}
+	w.traceKnown(peer, cause) // before the broadcast: the first knowledge here
 	w.fails.Lost(peer, 0)
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
@@ -177,9 +172,35 @@ func (w *World) onLost(peer int, cause error) {
 // peer records it too, so GetFailed and AckFailed include the peer as soon
 // as the error is returned (the hook may still be running).
 func (w *World) recordFailure(peer int) {
+	w.traceKnown(peer, nil)
 	w.ft.mu.Lock()
 	w.recordFailureLocked(peer)
 	w.ft.mu.Unlock()
+}
+
+// traceKnown records, the first time, that this process learnt of peer's
+// failure (by the lost hook, with its cause; or by an operation's
+// ErrProcFailed, which may come before the hook runs) in the timeline.
+func (w *World) traceKnown(peer int, cause error) {
+	r := w.trc
+	if r == nil {
+		return
+	}
+	w.ft.mu.Lock()
+	if w.ft.traced == nil {
+		w.ft.traced = map[int]bool{}
+	}
+	first := !w.ft.traced[peer]
+	w.ft.traced[peer] = true
+	w.ft.mu.Unlock()
+	if !first {
+		return
+	}
+	a := map[string]any{"proc": peer, "cause": "an operation failed with MPI_ERR_PROC_FAILED"}
+	if cause != nil {
+		a["cause"] = cause.Error()
+	}
+	r.Instant(trace.CatFailure, trace.NameKnown, a)
 }
 
 func (w *World) recordFailureLocked(peer int) {

@@ -157,7 +157,9 @@ func New(pid int, label string, lim Limits) *Recorder {
 	if lim.Window <= 0 {
 		lim.Window = DefaultWindow
 	}
-	return &Recorder{pid: pid, label: label, lim: lim, meta: map[string]any{}}
+	// The budget's room at once: growing the slice while recording was
+	// most of the cost of a kept span.
+	return &Recorder{pid: pid, label: label, lim: lim, meta: map[string]any{}, events: make([]Event, 0, min(lim.Calls, DefaultCalls)+64)}
 }
 
 // Pid is the process id the Recorder records for.
