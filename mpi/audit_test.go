@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -124,4 +127,153 @@ func TestReinitUnderRunIsAnError(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Seed 002 A.3.1: Shrink's failed group includes at least every failure
+// that raised ErrProcFailed or ErrPending somewhere, also at one process
+// only: rank 0 alone got ErrProcFailed for rank 3 (a receive), rank 1
+// alone ErrPending (a wildcard receive); the others never touched rank 3.
+// Every survivor's shrunk communicator leaves rank 3 out.
+func TestULFMShrinkExcludesLocallyRaisedFailures(t *testing.T) {
+	const n, victim = 5, 3
+	var mu sync.Mutex
+	views := map[int]string{}
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		c.SetErrhandler(mpi.ErrorsReturn)
+		var req *mpi.Request
+		if c.Rank() == 1 {
+			var err error
+			if req, err = mpi.Irecv(c, make([]int, 1), mpi.AnySource, 9); err != nil {
+				return err
+			}
+		}
+		if _, err := c.Agree(true); err != nil { // everyone is here
+			return err
+		}
+		switch c.Rank() {
+		case victim:
+			w.Kill()
+		case 0:
+			if _, err := mpi.Recv(c, make([]int, 1), victim, 0); !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("recv from the killed rank: %v", err)
+			}
+		case 1:
+			if _, err := req.Wait(); !errors.Is(err, mpi.ErrPending) {
+				return fmt.Errorf("wildcard receive after the failure: %v, want ErrPending", err)
+			}
+		}
+		s, err := c.Shrink()
+		if err != nil {
+			return err
+		}
+		g := s.Group()
+		if r, err := mpi.TranslateRanks(c.Group(), []int{victim}, g); err != nil || r[0] != mpi.Undefined {
+			return fmt.Errorf("the shrunk group holds the failed rank %d: %v %v", victim, r, err)
+		}
+		if s.Size() != n-1 {
+			return fmt.Errorf("shrunk size %d, want %d", s.Size(), n-1)
+		}
+		mu.Lock()
+		views[c.Rank()] = fmt.Sprint(worldRanks(g))
+		mu.Unlock()
+		if c.Rank() == 1 {
+			// The pending wildcard receive is still posted; cancel it.
+			if err := req.Cancel(); err != nil {
+				return err
+			}
+			c.FailureAck()
+			if _, err := req.Wait(); err != nil {
+				return fmt.Errorf("wait of the cancelled receive: %v", err)
+			}
+		}
+		return nil
+	})
+	for r, v := range views {
+		if v != views[0] {
+			t.Fatalf("rank %d shrank to %s, rank 0 to %s", r, v, views[0])
+		}
+	}
+}
+
+// creationUnderFailure runs create at the processes of a run-through
+// communicator while one of them (victim) is killed: as the others start
+// (before), or as soon as its own create returned, while the others may
+// still be deciding (after). It checks that the outcome is all-or-nothing:
+// every survivor gets the object, or every survivor ErrRankFailStop.
+func creationUnderFailure(t *testing.T, n, victim int, create func(c *mpi.Comm) error) {
+	t.Helper()
+	for _, after := range []bool{false, true} {
+		creationUnderFailureOnce(t, n, victim, after, create)
+	}
+}
+
+func creationUnderFailureOnce(t *testing.T, n, victim int, after bool, create func(c *mpi.Comm) error) {
+	t.Helper()
+	var got, failed atomic.Int32
+	ready := newArrivals(n)
+	run(t, n, func(w *mpi.World, c *mpi.Comm) error {
+		if err := c.EnableRunThrough(); err != nil {
+			return err
+		}
+		ready.arrive()
+		if c.Rank() == victim {
+			if after {
+				create(c)
+			} else {
+				ready.g.wait(t)
+			}
+			w.Kill()
+		}
+		err := create(c)
+		switch {
+		case err == nil:
+			got.Add(1)
+			return nil
+		case errors.Is(err, mpi.ErrRankFailStop):
+			failed.Add(1)
+			return nil
+		}
+		return fmt.Errorf("rank %d: creation during a failure: %v", c.Rank(), err)
+	})
+	if got.Load() != 0 && failed.Load() != 0 {
+		t.Fatalf("victim killed after its create=%v: not all-or-nothing: %d got the object, %d an error", after, got.Load(), failed.Load())
+	}
+	t.Logf("victim %d killed after its create=%v: %d got the object, %d ErrRankFailStop", victim, after, got.Load(), failed.Load())
+	if got.Load()+failed.Load() != int32(n-1) {
+		t.Fatalf("%d outcomes, want %d", got.Load()+failed.Load(), n-1)
+	}
+}
+
+// Seed 003 17.11: MPI_WIN_CREATE is all-or-nothing under a process
+// failure (WinCreate and WinAllocate, a process killed as the others
+// create).
+func TestWinCreateAllOrNothingUnderFailure(t *testing.T) {
+	for _, victim := range []int{1, 3} {
+		t.Run(fmt.Sprint("create", victim), func(t *testing.T) {
+			creationUnderFailure(t, 4, victim, func(c *mpi.Comm) error {
+				_, err := mpi.WinCreate(c, make([]int, 1))
+				return err
+			})
+		})
+		t.Run(fmt.Sprint("allocate", victim), func(t *testing.T) {
+			creationUnderFailure(t, 4, victim, func(c *mpi.Comm) error {
+				_, _, err := mpi.WinAllocate[int](c, 1)
+				return err
+			})
+		})
+	}
+}
+
+// Seed 003 17.12.2: MPI_FILE_OPEN is all-or-nothing under a process
+// failure (a process killed as the others open).
+func TestFileOpenAllOrNothingUnderFailure(t *testing.T) {
+	for _, victim := range []int{1, 3} {
+		t.Run(fmt.Sprint(victim), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f.dat")
+			creationUnderFailure(t, 4, victim, func(c *mpi.Comm) error {
+				_, err := mpi.FileOpen(c, path, mpi.ModeCreate|mpi.ModeRdwr, nil)
+				return err
+			})
+		})
+	}
 }

@@ -617,6 +617,12 @@ func TestWinGroupFailedValidate(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		// The window's failed processes known here, in the window's
+		// ranks: rank 2 (the fence above raised for it).
+		wg0, _ := win.Group()
+		if r, err := mpi.TranslateRanks(g, []int{0}, wg0); g.Size() != 1 || err != nil || r[0] != 2 {
+			return fmt.Errorf("GroupFailed: %d processes, rank %v (%v); want rank 2 only", g.Size(), r, err)
+		}
 		if err := win.Fence(); !errors.Is(err, mpi.ErrRankFailStop) {
 			return fmt.Errorf("Fence after GroupFailed (%d failed): %v", g.Size(), err)
 		}
