@@ -42,19 +42,22 @@ func (c *Comm) setPeer(e *calls.Entry, peer int) {
 // trackReq records a wait of op on engine request r with peer (a rank of
 // c) and returns the slot for leave (-1: not recorded).
 func (c *Comm) trackReq(op, of string, peer int, r *p2p.Req) int {
-	e := c.entry(op)
-	e.Of = of
+	e := calls.Entry{Op: op, Of: of, Comm: c.name, Ctx: c.ctx, Peer: calls.None, PeerProc: calls.None,
+		Root: calls.None, Count: calls.None, Seq: calls.None}
 	c.setPeer(&e, peer)
 	tag, dt, n := r.Posted()
 	e.Tag, e.Type = tag, trackType(dt)
 	if n >= 0 {
 		e.Count = int64(n / dtypeSize(dt))
 	}
-	return c.w.calls.Enter(e)
+	return c.w.calls.Enter(&e)
 }
 
 // trackOp records a wait of op on c with no further detail.
-func (c *Comm) trackOp(op string) int { return c.w.calls.Enter(c.entry(op)) }
+func (c *Comm) trackOp(op string) int {
+	e := c.entry(op)
+	return c.w.calls.Enter(&e)
+}
 
 // trackColl records the wait of a collective call of set s for peer (an
 // index in s), with the call's signature and sequence number when it is a
@@ -77,7 +80,7 @@ func (n *collNet) track(s *coll.Set, peer int) int {
 		e.Peer, e.PeerProc = int32(peer), int32(s.Proc(peer))
 	}
 	e.Background = background(n.op)
-	return c.w.calls.Enter(e)
+	return c.w.calls.Enter(&e)
 }
 
 // leave ends a wait that track* recorded (a nil w: nothing recorded).
@@ -123,7 +126,7 @@ func trackAny(op string, reqs []*Request) (*World, int) {
 	if pending == 1 {
 		c.setPeer(&e, first.peer)
 	}
-	return c.w, c.w.calls.Enter(e)
+	return c.w, c.w.calls.Enter(&e)
 }
 
 // track records a wait of op (MPI_Wait, MPI_Waitall) on r.
@@ -132,7 +135,7 @@ func (r *Request) track(op string) int {
 	if r.local {
 		e := c.entry(op)
 		e.Of = r.op
-		return c.w.calls.Enter(e)
+		return c.w.calls.Enter(&e)
 	}
 	return c.trackReq(op, r.op, r.peer, r.pr)
 }

@@ -175,11 +175,11 @@ func (t *Table) SetObserver(fn Observer) {
 	t.obs.Store(&fn)
 }
 
-// Enter records that the calling goroutine waits in call e and returns
+// Enter records that the calling goroutine waits in call *e and returns
 // the slot to give Leave, or -1 when the table is full (counted in
 // Overflow) or nil. It reads no clock (Sample dates the waits) unless an
-// Observer is set. No MPI counterpart.
-func (t *Table) Enter(e Entry) int {
+// Observer is set, and does not keep e. No MPI counterpart.
+func (t *Table) Enter(e *Entry) int {
 	if t == nil {
 		return -1
 	}
@@ -204,8 +204,9 @@ func (t *Table) Enter(e Entry) int {
 		s.cseq.set(uint64(e.Seq))
 		s.seq.Store(g + stLive)
 		if o := t.obs.Load(); o != nil {
-			e.Since = Now()
-			(*o)(Event{Slot: i, At: e.Since, Entry: e})
+			ev := Event{Slot: i, At: Now(), Entry: *e}
+			ev.Since = ev.At
+			(*o)(ev)
 		}
 		return i
 	}
