@@ -112,7 +112,7 @@ func (w *World) TraceSpan(cat, name string, start time.Time, args map[string]any
 }
 
 // Tracing reports whether this process records its timeline
-// (Config.Trace). No MPI counterpart.
+// (Config.Trace). It has no MPI counterpart.
 func (w *World) Tracing() bool { return w != nil && w.trc != nil }
 
 // traceSpan records a fault-tolerance span of c from start (trace.Now)
