@@ -277,3 +277,58 @@ func TestFileOpenAllOrNothingUnderFailure(t *testing.T) {
 		})
 	}
 }
+
+// Seed 000 1.4 and 1.6 (5): a Reinit handler may be set on MPI_COMM_WORLD
+// only, and each object takes only the handlers it can call. A file
+// refuses the Reinit handlers and a window handler (which used to turn the
+// file's next error into a nil-pointer panic); a communicator and a window
+// refuse a file handler (the same panic). The refused call leaves the
+// object's handler as it was, and the next error goes to it.
+func TestErrhandlerRefusedWhereItDoesNotBelong(t *testing.T) {
+	dir := t.TempDir()
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		c.SetErrhandler(mpi.ErrorsReturn)
+		f, err := mpi.FileOpen(c, filepath.Join(dir, "h.dat"), mpi.ModeCreate|mpi.ModeRdwr, nil)
+		if err != nil {
+			return err
+		}
+		winH := mpi.WinCreateErrhandler(func(*mpi.Win, error) {})
+		var fileCalls atomic.Int32
+		fileH := mpi.FileCreateErrhandler(func(*mpi.File, error) { fileCalls.Add(1) })
+		for _, h := range []*mpi.Errhandler{mpi.ErrorsReinitAsync, mpi.ErrorsReinitSync, winH} {
+			if err := f.SetErrhandler(h); !errors.Is(err, mpi.ErrArg) {
+				return fmt.Errorf("File.SetErrhandler(%v): %v, want ErrArg", h, err)
+			}
+			if f.Errhandler() != mpi.ErrorsReturn {
+				return fmt.Errorf("after the refused %v the file's handler is %v", h, f.Errhandler())
+			}
+		}
+		// The file's next error goes to ErrorsReturn (no panic).
+		if _, err := mpi.ReadAt(f, -1, make([]byte, 1)); err == nil {
+			return errors.New("ReadAt at offset -1 succeeded")
+		}
+		// Its own kind of handler is accepted and called.
+		if err := f.SetErrhandler(fileH); err != nil {
+			return err
+		}
+		if _, err := mpi.ReadAt(f, -1, make([]byte, 1)); err == nil || fileCalls.Load() != 1 {
+			return fmt.Errorf("file handler: %v, %d calls", err, fileCalls.Load())
+		}
+		if err := c.SetErrhandler(fileH); !errors.Is(err, mpi.ErrArg) || c.Errhandler() != mpi.ErrorsReturn {
+			return fmt.Errorf("Comm.SetErrhandler(a file handler): %v, handler %v", err, c.Errhandler())
+		}
+		win, err := mpi.WinCreate(c, make([]int, 1))
+		if err != nil {
+			return err
+		}
+		win.SetErrhandler(mpi.ErrorsReturn)
+		if err := win.SetErrhandler(fileH); !errors.Is(err, mpi.ErrArg) || win.Errhandler() != mpi.ErrorsReturn {
+			return fmt.Errorf("Win.SetErrhandler(a file handler): %v, handler %v", err, win.Errhandler())
+		}
+		if err := win.Free(); err != nil {
+			return err
+		}
+		f.SetErrhandler(mpi.ErrorsReturn)
+		return f.Close()
+	})
+}

@@ -221,8 +221,8 @@ func (c *Comm) SetErrhandler(h *Errhandler) error {
 	if h == nil {
 		return newErr(ErrArg, "MPI_Comm_set_errhandler", c, NoPeer, "nil error handler")
 	}
-	if h.win != nil {
-		return newErr(ErrArg, "MPI_Comm_set_errhandler", c, NoPeer, "a window error handler (WinCreateErrhandler) cannot be set on a communicator")
+	if h.win != nil || h.file != nil {
+		return newErr(ErrArg, "MPI_Comm_set_errhandler", c, NoPeer, "a %s (WinCreateErrhandler, FileCreateErrhandler) cannot be set on a communicator", h)
 	}
 	if err := c.checkSetErrhandler(h); err != nil {
 		return err

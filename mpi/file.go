@@ -459,16 +459,26 @@ func (f *File) handle(err error) error {
 	return err
 }
 
-// SetErrhandler sets the file's error handler (MPI_File_set_errhandler);
-// a user handler is called with the communicator the file was opened on.
-// The default is ErrorsReturn.
+// SetErrhandler sets the file's error handler (MPI_File_set_errhandler):
+// ErrorsReturn, ErrorsAreFatal, one made by FileCreateErrhandler, or a
+// communicator handler (NewErrhandler), which is called with the
+// communicator the file was opened on. The default is ErrorsReturn. A
+// Reinit handler is an ErrArg error, as on windows and communicators other
+// than CommWorld (seed 000 1.4 and 1.6 (5): they belong on MPI_COMM_WORLD
+// only), and so is a window handler (WinCreateErrhandler), which a file
+// cannot call; the file's handler is then unchanged.
 func (f *File) SetErrhandler(h *Errhandler) error {
 	const op = "MPI_File_set_errhandler"
 	if err := f.checkOpen(op); err != nil {
 		return err
 	}
-	if h == nil {
-		return f.err(ErrArg, op, "nil error handler")
+	switch {
+	case h == nil:
+		return f.handle(f.err(ErrArg, op, "nil error handler"))
+	case isReinitHandler(h):
+		return f.handle(f.err(ErrArg, op, "%v may only be set on MPI_COMM_WORLD (seed 000, 1.4)", h))
+	case h.win != nil:
+		return f.handle(f.err(ErrArg, op, "a window error handler (WinCreateErrhandler) cannot be set on a file: use FileCreateErrhandler"))
 	}
 	f.errh.Store(h)
 	return nil

@@ -419,6 +419,8 @@ func (w *Win) SetErrhandler(h *Errhandler) error {
 		return w.handle(w.err(ErrArg, op, NoPeer, "%v may only be set on MPI_COMM_WORLD (seed 000, 1.4)", h))
 	case h.fn != nil:
 		return w.handle(w.err(ErrArg, op, NoPeer, "a communicator error handler (NewErrhandler) cannot be set on a window: use WinCreateErrhandler"))
+	case h.file != nil:
+		return w.handle(w.err(ErrArg, op, NoPeer, "a file error handler (FileCreateErrhandler) cannot be set on a window: use WinCreateErrhandler"))
 	}
 	w.errh.Store(h)
 	return nil
