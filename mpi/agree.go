@@ -185,9 +185,11 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	// A process that did not contribute failed (the agreement excludes
 	// only failed processes), though this process may not have heard of
 	// it yet: it is made known here, so the error below names a failure
-	// that FailureAck acknowledges and FailureGetAcked lists (seed 002
-	// A.3.1: after every survivor acknowledged it, the next agreement
-	// succeeds).
+	// that FailureAck acknowledges and FailureGetAcked lists (after
+	// every survivor acknowledged it, the next agreement succeeds: the
+	// later ULFM text, not seed 002 A.3.1, whose agreement never raises
+	// it; docs/semantics.md, "Agree raises ErrProcFailed for
+	// unacknowledged failures").
 	for i, p := range f.overlay {
 		if !contrib.Has(i) && !c.w.eng.IsLost(p) {
 			c.w.eng.FailPeer(p, fmt.Errorf("rank %d failed (excluded from an agreement)", p))

@@ -423,7 +423,7 @@ func (e *memberFailedError) Unwrap() error { return p2p.ErrPeerLost }
 // pending and later operation on it completes with ErrProcFailed at every
 // process that learns of the failure. So a collective never waits forever,
 // neither on a dead participant nor on a live one that the failure stopped
-// (seed 002 A.2.1: collectives raise ErrProcFailed when a participant
+// (seed 002 A.2.2: collectives raise ErrProcFailed when a participant
 // failed). It returns p2p.WaitDone, p2p.WaitAborted if the job was
 // aborted, or p2p.WaitCancelled if cancel (a view's context) closed first.
 func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int, cancel <-chan struct{}) int {

@@ -21,7 +21,7 @@ func (ulfmModel) wildRecvErr(c *Comm, op string) error {
 		"a potential sender failed (%v) and the failure is not acknowledged", c.failedMembers())
 }
 
-// wildPending: seed 002 A.2.1, the request stays pending.
+// wildPending: seed 002 A.2.2, the request stays pending.
 func (ulfmModel) wildPending(r *Request, op string) error { return r.pendingErr(op) }
 
 func (ulfmModel) trackWild(*Comm, *Request) {}

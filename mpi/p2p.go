@@ -224,7 +224,7 @@ func Recv[T Elem](c *Comm, buf []T, source, tag int) (Status, error) {
 
 // waitRecv waits for a blocking receive. A blocking wildcard receive whose
 // potential sender failed is cancelled and raises the model's error
-// (ULFM, seed 002 A.2.1: ErrProcFailed while the failure is not
+// (ULFM, seed 002 A.2.2: ErrProcFailed while the failure is not
 // acknowledged), unless it already matched a message.
 func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 	w := c.w

@@ -30,18 +30,23 @@ import (
 // Reinit recovers; under ErrorsReinitSync errors are returned and
 // TestFailure unwinds.
 
-// ReinitState tells the resilient function why it runs (MPI_Reinit_state).
+// ReinitState tells the resilient function why it runs. It is ftmpi's,
+// not seed 000's: the seed's resilient function takes only its data, and
+// its section 1.4.3 "State" is an empty heading. The C binding names the
+// values MPI_REINIT_NEW, MPI_REINIT_REINITED and MPI_REINIT_RESTARTED and
+// reads them with MPI_Reinit_state (libmpi, ftmpi's extension); no MPI
+// counterpart.
 type ReinitState int
 
 const (
 	// ReinitNew: the first run in a process of the first start
-	// (MPI_REINIT_NEW).
+	// (ftmpi's MPI_REINIT_NEW in C; no MPI counterpart).
 	ReinitNew ReinitState = iota
-	// ReinitReinited: a survivor rolled back after a failure
-	// (MPI_REINIT_REINITED).
+	// ReinitReinited: a survivor rolled back after a failure (ftmpi's
+	// MPI_REINIT_REINITED in C; no MPI counterpart).
 	ReinitReinited
 	// ReinitRestarted: a respawned process replacing a failed one
-	// (MPI_REINIT_RESTARTED).
+	// (ftmpi's MPI_REINIT_RESTARTED in C; no MPI counterpart).
 	ReinitRestarted
 )
 
