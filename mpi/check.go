@@ -43,6 +43,9 @@ import (
 // collectives compare the operation only: their counts must agree between
 // neighbours, not across the communicator.
 //
+// On a run-through view (collectives after recognised failures) the ranks
+// an error names are the view's: the alive processes in rank order.
+//
 // Not covered: intercommunicator collectives (their roots differ by
 // member by design: MPI_ROOT, MPI_PROC_NULL, a remote rank); the internal
 // sets of communicator management. Every process of a job must run with
@@ -128,6 +131,11 @@ func checkf(class *Class, op string, c *Comm, format string, args ...any) error 
 // is an ErrRequest error (in C its handle would be MPI_REQUEST_NULL). At
 // Finalize the process prints to stderr the communicators, windows, files
 // and requests it still holds (a warning: Finalize goes on).
+//
+// Requests made elsewhere (IsendValue, IrecvValue, Ibsend, Imrecv,
+// Isendrecv, the request-based RMA calls, nonblocking file I/O,
+// generalized requests) are not recorded: no buffer check, not listed at
+// Finalize; the used-after-completion check applies to them all.
 
 // checkState is a World's bookkeeping under the checking mode.
 type checkState struct {
