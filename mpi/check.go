@@ -133,7 +133,7 @@ func checkf(class *Class, op string, c *Comm, format string, args ...any) error 
 // and requests it still holds (a warning: Finalize goes on).
 //
 // Requests made elsewhere (IsendValue, IrecvValue, Ibsend, Imrecv,
-// Isendrecv, the request-based RMA calls, nonblocking file I/O,
+// Isendrecv, the request-based RMA calls,
 // generalized requests) are not recorded: no buffer check, not listed at
 // Finalize; the used-after-completion check applies to them all.
 
