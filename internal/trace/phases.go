@@ -18,13 +18,18 @@ import (
 //	told      each survivor learnt it (the launcher's notice, a failure
 //	          notice, a broken connection, an operation's error)
 //	revoked   each survivor's first revocation (sent or received) after K
-//	agreed    the end of each survivor's first agreement after it was told
-//	          and revoked (a Shrink's agreement counts)
+//	agreed    the end of each survivor's first agreement after its
+//	          revocation (without one, after it was told; a Shrink's
+//	          agreement counts)
 //	repaired  the end of its last repair operation (shrink, spawn, merge,
 //	          replace, communicator creation, Reinit rollback, checkpoint
 //	          read) before it resumed
 //	resumed   the end of its first MPI call after the repair that is not
 //	          itself part of a repair (point-to-point, a collective)
+//
+// A survivor's recovery starts at the first of told and revoked: one
+// whose blocked call ended with ErrRevoked may be told which process
+// failed only later, even after its repair.
 //
 // A phase a survivor never went through (no revocation under Reinit, no
 // MPI call spans in the trace) is absent at it.
@@ -260,9 +265,12 @@ func rankPhases(evs []JEvent, proc int, kill, limit int64) *RankPhases {
 			break
 		}
 	}
-	after := told
-	if rv, ok := at["revoked"]; ok && rv > after {
-		after = rv
+	// Its recovery starts when it learnt of the failure in any way: told,
+	// or a revocation (a survivor whose blocked call returned ErrRevoked
+	// may get the notice naming the process later, even after its repair).
+	start, after := told, told
+	if rv, ok := at["revoked"]; ok {
+		start, after = min(told, rv), rv
 	}
 	for _, ev := range evs {
 		if ev.Cat == CatAgree && ev.Ph == "X" && end(ev) >= after && ev.TS < limit {
@@ -272,7 +280,7 @@ func rankPhases(evs []JEvent, proc int, kill, limit int64) *RankPhases {
 	}
 	var lastRepair int64
 	for _, ev := range evs {
-		if ev.TS < told || ev.TS >= limit {
+		if ev.TS < start || ev.TS >= limit {
 			continue
 		}
 		if isRepair(ev) {
@@ -345,17 +353,24 @@ func FormatPhases(w io.Writer, fs []Failure) {
 }
 
 // Ordered reports whether the failure's phases are in order: kill <=
-// detected <= every survivor told, and, per survivor, told <= agreed <=
-// repaired <= resumed and revoked <= agreed; it names the first phase out
-// of order.
+// detected <= every survivor's told and revoked, and, per survivor,
+// revoked (or, without one, told) <= agreed <= repaired <= resumed; it
+// names the phases out of order.
 func (f Failure) Ordered() error {
 	if f.Detected < f.Kill {
 		return fmt.Errorf("proc %d: detected %.3f ms before the kill", f.Proc, ms(f.Kill-f.Detected))
 	}
 	var bad []string
 	for _, r := range f.Ranks {
+		if t, ok := r.At["told"]; ok && t < f.Detected {
+			bad = append(bad, fmt.Sprintf("%s: told before detected", r.Label))
+		}
 		prev, prevName := f.Detected, "detected"
-		for _, ph := range []string{"told", "agreed", "repaired", "resumed"} {
+		first := "told"
+		if _, ok := r.At["revoked"]; ok {
+			first = "revoked"
+		}
+		for _, ph := range []string{first, "agreed", "repaired", "resumed"} {
 			t, ok := r.At[ph]
 			if !ok {
 				continue
@@ -364,11 +379,6 @@ func (f Failure) Ordered() error {
 				bad = append(bad, fmt.Sprintf("%s: %s %.3f ms before %s", r.Label, ph, ms(prev-t), prevName))
 			}
 			prev, prevName = t, ph
-		}
-		if rv, ok := r.At["revoked"]; ok {
-			if ag, ok := r.At["agreed"]; ok && ag < rv {
-				bad = append(bad, fmt.Sprintf("%s: agreed before revoked", r.Label))
-			}
 		}
 	}
 	if len(bad) > 0 {

@@ -324,3 +324,36 @@ func BenchmarkCall(b *testing.B) {
 		}
 	})
 }
+
+// A survivor whose blocked call ended with a revocation starts its
+// recovery then; the notice naming the failed process may come after its
+// repair, and the phases are still found and in order.
+func TestRecoveryStartsAtTheFirstOfToldAndRevoked(t *testing.T) {
+	l := New(LauncherPid, "ftmpirun", Limits{})
+	l.InstantAt(1000, CatFailure, NameKill, map[string]any{"proc": 1})
+	a := New(0, "rank 0", Limits{})
+	a.SetMeta("start_us", 1)
+	a.InstantAt(1200, CatFailure, NameKnown, map[string]any{"proc": 1})
+	b := New(2, "rank 2", Limits{})
+	b.SetMeta("start_us", 1)
+	b.InstantAt(1300, CatRevoke, NameRevokeRx, nil)
+	b.events = append(b.events,
+		Event{Name: NameShrink, Cat: CatRepair, Ph: 'X', TS: 1350, Dur: 300},
+		Event{Name: NameAgree, Cat: CatAgree, Ph: 'X', TS: 1360, Dur: 100})
+	b.InstantAt(1700, CatFailure, NameKnown, map[string]any{"proc": 1}) // the notice, after the repair
+	b.events = append(b.events, Event{Name: "MPI_Recv", Cat: CatMPI, Ph: 'X', TS: 1750, Dur: 20, Peer: 0, Root: -2, Tag: 1, Seq: -2})
+	fs := Phases(Merge(l.File(), a.File(), b.File()))
+	if len(fs) != 1 || len(fs[0].Ranks) != 2 {
+		t.Fatalf("%+v", fs)
+	}
+	r2 := fs[0].Ranks[1]
+	want := map[string]int64{"told": 1700, "revoked": 1300, "agreed": 1460, "repaired": 1650, "resumed": 1770}
+	for ph, at := range want {
+		if r2.At[ph] != at {
+			t.Errorf("rank 2 %s at %d, want %d (%v)", ph, r2.At[ph], at, r2.At)
+		}
+	}
+	if err := fs[0].Ordered(); err != nil {
+		t.Fatal(err)
+	}
+}
