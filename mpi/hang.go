@@ -50,6 +50,10 @@ type hangState struct {
 	seen int64
 	// period of the samples that date the waits (internal/calls).
 	period time.Duration
+	// asked: when (calls.Now) the watchdog last asked the ranks; it asks
+	// again only half a timeout later (a rank blocked for long while
+	// another computes costs two queries per timeout, not one per sample).
+	asked int64
 }
 
 // hangGather collects the answers to one query.
@@ -128,13 +132,14 @@ func (w *World) watchHang() {
 	w.hangs.mu.Lock()
 	seen := w.hangs.seen
 	w.hangs.mu.Unlock()
-	if moved == seen || time.Duration(now-moved) < t {
-		return // progress within the timeout, or reported already
+	if moved == seen || time.Duration(now-moved) < t || w.hangs.asked != 0 && time.Duration(now-w.hangs.asked) < t/2 {
+		return // progress within the timeout, reported already, or asked within it
 	}
 	self := w.hangSelf()
 	if !self.Blocked() {
 		return
 	}
+	w.hangs.asked = now // only the watchdog's goroutine reads and writes it
 	in := w.gatherHang(fmt.Sprintf("no progress for %v", t))
 	if !hang.Hung(in, t) {
 		return
