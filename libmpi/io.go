@@ -741,6 +741,11 @@ func ftmpi_File_set_errhandler(fh, errhandler C.uintptr_t) C.int {
 		return code(err)
 	}
 	if uintptr(fh) == hFileNull {
+		if e == mpi.ErrorsReinitAsync || e == mpi.ErrorsReinitSync {
+			// As on a file (mpi.File.SetErrhandler): seed 000 1.4 and
+			// 1.6 (5), the Reinit handlers belong on MPI_COMM_WORLD only.
+			return code(fileNullFail(bad(mpi.ErrArg, op, "%v may only be set on MPI_COMM_WORLD (seed 000, 1.4)", e)))
+		}
 		fileMu.Lock()
 		fileNullErrh = e
 		fileMu.Unlock()

@@ -208,7 +208,7 @@ func TestFTRepairTime(t *testing.T) {
 
 // TestFTReinitRules: seed 000's rules from C without failures: no Reinit
 // handler, no MPI_Reinit (an error naming 1.4.1); the handlers belong on
-// MPI_COMM_WORLD only; MPI_Reinit calls the function once with its data
+// MPI_COMM_WORLD only (not a dup, a file or MPI_FILE_NULL); MPI_Reinit calls the function once with its data
 // and MPI_REINIT_NEW; MPI_Test_failure returns MPI_SUCCESS.
 func TestFTReinitRules(t *testing.T) {
 	bin := Compile(t, "testdata/ft_reinit_rules.c")
@@ -221,6 +221,7 @@ func TestFTReinitRules(t *testing.T) {
 		"rules: reinit without handler says: MPI_Reinit on MPI_COMM_WORLD: MPI_ERR_OTHER",
 		"1.4.1",
 		"rules: reinit handler on a dup rc 13 (arg 1); world has sync 1",
+		"rules: reinit handler on a file arg 1 kept 1; on MPI_FILE_NULL arg 1 kept 1",
 		"rules: inside state 0 new 1 test_failure 0 data 42",
 		"result: reinit rc 0 calls 1",
 	} {

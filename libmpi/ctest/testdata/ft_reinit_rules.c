@@ -2,6 +2,7 @@
  * Rank 0 prints what each call returned. */
 #include <mpi.h>
 #include <stdio.h>
+#include <unistd.h>
 
 static int calls;
 
@@ -33,6 +34,17 @@ int main(int argc, char **argv)
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     int rc4 = MPI_Comm_set_errhandler(dup, MPI_ERRORS_REINIT_ASYNC);
+    /* Nor on a file, nor on MPI_FILE_NULL (seed 000 1.6 (5)). */
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/ft_reinit_rules.%d.%d", (int)getpid(), rank);
+    MPI_File fh;
+    MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh);
+    int rc6 = MPI_File_set_errhandler(fh, MPI_ERRORS_REINIT_SYNC);
+    int rc7 = MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_REINIT_ASYNC);
+    MPI_Errhandler feh, fneh;
+    MPI_File_get_errhandler(fh, &feh);
+    MPI_File_get_errhandler(MPI_FILE_NULL, &fneh);
+    MPI_File_close(&fh);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_REINIT_SYNC);
     MPI_Errhandler eh;
     MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh);
@@ -40,6 +52,7 @@ int main(int argc, char **argv)
         printf("rules: before test_failure %d state rc %d (other %d) reinit class %d calls %d\n", rc1, rc2, rc2 == MPI_ERR_OTHER, cls, calls);
         printf("rules: reinit without handler says: %s\n", msg);
         printf("rules: reinit handler on a dup rc %d (arg %d); world has sync %d\n", rc4, rc4 == MPI_ERR_ARG, eh == MPI_ERRORS_REINIT_SYNC);
+        printf("rules: reinit handler on a file arg %d kept %d; on MPI_FILE_NULL arg %d kept %d\n", rc6 == MPI_ERR_ARG, feh == MPI_ERRORS_RETURN, rc7 == MPI_ERR_ARG, fneh == MPI_ERRORS_RETURN);
     }
     int rc5 = MPI_Reinit(fn, &data);
     if (rank == 0)
