@@ -46,9 +46,8 @@ import (
 // On a run-through view (collectives after recognised failures) the ranks
 // an error names are the view's: the alive processes in rank order.
 //
-// Not covered: intercommunicator collectives (their roots differ by
-// member by design: MPI_ROOT, MPI_PROC_NULL, a remote rank); the internal
-// sets of communicator management. Every process of a job must run with
+// Intercommunicator collectives compare their kind only (checkInter,
+// below). Not covered: the internal sets of communicator management. Every process of a job must run with
 // the same setting: a checking member waits for the exchange.
 
 // checked is run preceded, under the checking mode, by the check of x's
@@ -393,4 +392,77 @@ func chkTypedStart[T Elem](c *Comm, op string, buf []T, count int, d *Datatype, 
 	req, err := start()
 	c.chkAdd(req, peer, tag, span, recv)
 	return req, err
+}
+
+// Intercommunicator collectives. Their roots (MPI_ROOT, MPI_PROC_NULL, a
+// remote rank) and counts (each group's own) differ by member by design,
+// and each kind has its own tags (coll.KInter+kind), so members that call
+// different collectives wait for each other forever. Under the checking
+// mode the members of both groups first exchange the kind of their call
+// (an allgather over the union of the groups, the group holding the lower
+// process id first, on the intercommunicator's collective context with
+// tag space coll.KInter, which no kind uses); a difference is an ErrOther
+// error at every member. Roots, counts, types and reduction operations
+// are not compared. Since every member takes part, a process that passes
+// MPI_PROC_NULL as the root (which otherwise returns at once) waits for
+// the exchange too, and gets ErrProcFailed when a member failed.
+// MPI_Alltoallw on an intercommunicator is not checked.
+
+// handledInter applies c's error handler to the error of the prep function
+// of an intercommunicator collective of kind (the intracommunicator preps
+// do so themselves; the prep runs at the call, so a nonblocking collective
+// takes its sequence number in call order), and precedes its run with the
+// kind check under the checking mode.
+func handledInter(c *Comm, op string, kind int) func(collRun, error) (collRun, error) {
+	return func(run collRun, err error) (collRun, error) {
+		if err != nil {
+			return nil, c.handle(err)
+		}
+		if !c.w.cfg.Check {
+			return run, nil
+		}
+		seq := c.coll.seq.Load() // the prep took it: collectives on c are called in one order
+		return func() error {
+			if err := c.checkInter(op, kind, seq); err != nil {
+				return err
+			}
+			return run()
+		}, nil
+	}
+}
+
+// checkInter exchanges the kinds of the call number seq on
+// intercommunicator c among the members of both groups.
+func (c *Comm) checkInter(op string, kind int, seq uint32) error {
+	first, second := c.members, c.remote
+	localFirst := len(c.remote) == 0 || (len(c.members) > 0 && c.members[0] < c.remote[0])
+	me := c.rank
+	if !localFirst {
+		first, second = c.remote, c.members
+		me += len(c.remote)
+	}
+	procs := append(slices.Clone(first), second...)
+	x := newCall(c, op, c.ctx+1, coll.Tag(coll.KInter, seq), p2p.DTByte, me, len(procs), procs)
+	all := make([]byte, 8*len(procs))
+	mine := make([]byte, 8)
+	binary.LittleEndian.PutUint64(mine, uint64(kind))
+	if err := x.Allgather(mine, all); err != nil {
+		return err
+	}
+	for i := range procs {
+		theirs := int(binary.LittleEndian.Uint64(all[8*i:]))
+		if theirs == kind {
+			continue
+		}
+		group, r := "this", i
+		if i >= len(first) {
+			r = i - len(first)
+		}
+		if (i < len(first)) != localFirst {
+			group = "the remote"
+		}
+		return newErr(ErrOther, op, c, NoPeer, "rank %d of %s group called %s; this rank %s",
+			r, group, nameOr(collNames[:], theirs, "collective kind"), nameOr(collNames[:], kind, "collective kind"))
+	}
+	return nil
 }

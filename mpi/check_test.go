@@ -509,3 +509,32 @@ func TestCheckRunThroughView(t *testing.T) {
 		return nil
 	})
 }
+
+func TestCheckIntercommKinds(t *testing.T) {
+	// On an intercommunicator one group enters a barrier while the other
+	// receives a broadcast: each kind has its own tags, so without the
+	// checking mode every member waits forever; with it every member of
+	// both groups fails, naming the other call, and the intercommunicator
+	// keeps working.
+	runCheck(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		local, ic, inA, err := halves(c, 2, 0, 7)
+		if err != nil {
+			return err
+		}
+		ic.SetErrhandler(mpi.ErrorsReturn)
+		want := "rank 0 of the remote group called MPI_Bcast; this rank MPI_Barrier"
+		if inA {
+			err = ic.Barrier()
+		} else {
+			err = mpi.Bcast(ic, make([]int32, 2), 0)
+			want = "rank 0 of the remote group called MPI_Barrier; this rank MPI_Bcast"
+		}
+		if e := mustExactly(err, mpi.ErrOther, want); e != nil {
+			return fmt.Errorf("rank %d: %w", c.Rank(), e)
+		}
+		if err := ic.Barrier(); err != nil {
+			return fmt.Errorf("rank %d: barrier after the mismatch: %v", c.Rank(), err)
+		}
+		return errors.Join(ic.Free(), local.Free())
+	})
+}

@@ -84,19 +84,6 @@ func (c *Comm) Ibarrier() (*Request, error) {
 	return nonblocking(c, "MPI_Ibarrier", run, err)
 }
 
-// handledPrep applies c's error handler to the error of an
-// intercommunicator prep function (the intracommunicator preps do so
-// themselves). The prep runs at the call, so a nonblocking collective takes
-// its sequence number in call order.
-func handledPrep(c *Comm) func(collRun, error) (collRun, error) {
-	return func(run collRun, err error) (collRun, error) {
-		if err != nil {
-			return nil, c.handle(err)
-		}
-		return run, nil
-	}
-}
-
 func barrierPrep(c *Comm, op string) (collRun, error) {
 	if err := checkComm(c, op); err != nil {
 		return nil, err
@@ -105,7 +92,7 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 		return run, err
 	}
 	if c.IsInter() {
-		return handledPrep(c)(interBarrierPrep(c, op))
+		return handledInter(c, op, coll.KBarrier)(interBarrierPrep(c, op))
 	}
 	x := newCx(c, op, sigOf(coll.KBarrier, nil, 0, 0), p2p.DTByte)
 	return checked(x, x.Barrier), nil
@@ -135,7 +122,7 @@ func bcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) 
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() {
-		return handledPrep(c)(interBcastPrep(c, op, buf, root, ov...))
+		return handledInter(c, op, coll.KBcast)(interBcastPrep(c, op, buf, root, ov...))
 	}
 	if err := c.checkRoot(op, root); err != nil {
 		return nil, c.failColl(err)
@@ -169,7 +156,7 @@ func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, 
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interReducePrep(c, name, send, recv, op, root, ov...))
+		return handledInter(c, name, coll.KReduce)(interReducePrep(c, name, send, recv, op, root, ov...))
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
@@ -211,7 +198,7 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() {
-		return handledPrep(c)(interAllreducePrep(c, name, send, recv, op, ov...))
+		return handledInter(c, name, coll.KAllreduce)(interAllreducePrep(c, name, send, recv, op, ov...))
 	}
 	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
@@ -250,7 +237,7 @@ func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*e
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interGatherPrep(c, name, send, recv, root, ov...))
+		return handledInter(c, name, coll.KGather)(interGatherPrep(c, name, send, recv, root, ov...))
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
@@ -300,7 +287,7 @@ func gathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs []
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interGathervPrep(c, name, send, recv, counts, displs, root, ov...))
+		return handledInter(c, name, coll.KGatherv)(interGathervPrep(c, name, send, recv, counts, displs, root, ov...))
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
@@ -347,7 +334,7 @@ func scatterPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interScatterPrep(c, name, send, recv, root, ov...))
+		return handledInter(c, name, coll.KScatter)(interScatterPrep(c, name, send, recv, root, ov...))
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
@@ -386,7 +373,7 @@ func scattervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs [
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interScattervPrep(c, name, send, recv, counts, displs, root, ov...))
+		return handledInter(c, name, coll.KScatterv)(interScattervPrep(c, name, send, recv, counts, displs, root, ov...))
 	}
 	if err := rootedChecks(c, name, root); err != nil {
 		return nil, err
@@ -439,7 +426,7 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() {
-		return handledPrep(c)(interAllgatherPrep(c, name, send, recv, ov...))
+		return handledInter(c, name, coll.KAllgather)(interAllgatherPrep(c, name, send, recv, ov...))
 	}
 	p, n := c.size, len(send)
 	if len(recv) < p*n {
@@ -475,7 +462,7 @@ func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interAllgathervPrep(c, name, send, recv, counts, displs, ov...))
+		return handledInter(c, name, coll.KAllgatherv)(interAllgathervPrep(c, name, send, recv, counts, displs, ov...))
 	}
 	d, err := c.checkCountsDispls(name, "receive", counts, displs, len(recv), ErrTruncate)
 	if err != nil {
@@ -517,7 +504,7 @@ func alltoallPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFacts
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interAlltoallPrep(c, name, send, recv, ov...))
+		return handledInter(c, name, coll.KAlltoall)(interAlltoallPrep(c, name, send, recv, ov...))
 	}
 	p := c.size
 	if len(send)%p != 0 {
@@ -558,7 +545,7 @@ func alltoallvPrep[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interAlltoallvPrep(c, name, send, sc, sd, recv, rc, rd, ov...))
+		return handledInter(c, name, coll.KAlltoallv)(interAlltoallvPrep(c, name, send, sc, sd, recv, rc, rd, ov...))
 	}
 	sd, err := c.checkCountsDispls(name, "send", sc, sd, len(send), ErrCount)
 	if err != nil {
@@ -604,7 +591,7 @@ func reduceScatterBlockPrep[T Elem](c *Comm, name string, send, recv []T, op *Op
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interReduceScatterBlockPrep(c, name, send, recv, op, ov...))
+		return handledInter(c, name, coll.KReduceScatterBlock)(interReduceScatterBlockPrep(c, name, send, recv, op, ov...))
 	}
 	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
@@ -657,7 +644,7 @@ func reduceScatterPrep[T Elem](c *Comm, name string, send, recv []T, counts []in
 		return nil, c.failColl(err)
 	}
 	if c.IsInter() { // intercoll.go
-		return handledPrep(c)(interReduceScatterPrep(c, name, send, recv, counts, op, coll.KReduceScatter, ov...))
+		return handledInter(c, name, coll.KReduceScatter)(interReduceScatterPrep(c, name, send, recv, counts, op, coll.KReduceScatter, ov...))
 	}
 	f, err := opFunc[T](c, name, op, ov...)
 	if err != nil {
