@@ -1,0 +1,100 @@
+package mpi
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/calls"
+)
+
+// waitEntry polls w's call table until an entry satisfies ok (deadline
+// 30 s) and returns it.
+func waitEntry(t *testing.T, w *World, ok func(e calls.Entry) bool) (calls.Entry, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, e := range w.calls.Snapshot(calls.Now()) {
+			if ok(e) {
+				return e, nil
+			}
+		}
+		time.Sleep(time.Millisecond) // polling the other rank's table for its entry
+	}
+	return calls.Entry{}, fmt.Errorf("no such entry in rank %d's table: %+v", w.rank, w.calls.Snapshot(calls.Now()))
+}
+
+// Every rank knows what it is waiting in (issue 23 item 1): a blocked
+// wildcard receive, a Wait on a nonblocking receive, and the third
+// collective of a communicator, each with its fields; the table is empty
+// once the calls returned.
+func TestCallTableRecordsBlockedCalls(t *testing.T) {
+	err := Run(2, func(w *World) error {
+		c := w.CommWorld()
+		peer := w.runWorlds[1-c.Rank()]
+		buf := make([]float64, 3)
+		if c.Rank() == 1 {
+			if _, err := Recv(c, buf, AnySource, 3); err != nil {
+				return err
+			}
+			r, err := Irecv(c, buf[:2], 0, 4)
+			if err != nil {
+				return err
+			}
+			if _, err := r.Wait(); err != nil {
+				return err
+			}
+		} else {
+			e, err := waitEntry(t, peer, func(e calls.Entry) bool { return e.Op == "MPI_Recv" })
+			if err != nil {
+				return err
+			}
+			if e.Comm != "MPI_COMM_WORLD" || e.Peer != calls.Any || e.Tag != 3 || e.Count != 3 || e.Type != "float64" || e.Seq != calls.None {
+				return fmt.Errorf("wildcard receive recorded as %+v", e)
+			}
+			if err := Send(c, buf, 1, 3); err != nil {
+				return err
+			}
+			e, err = waitEntry(t, peer, func(e calls.Entry) bool { return e.Op == "MPI_Wait" })
+			if err != nil {
+				return err
+			}
+			if e.Of != "MPI_Irecv" || e.Peer != 0 || e.PeerProc != 0 || e.Tag != 4 || e.Count != 2 {
+				return fmt.Errorf("wait on a receive recorded as %+v", e)
+			}
+			if err := Send(c, buf[:2], 1, 4); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < 2; i++ {
+			if err := Allreduce(c, buf, make([]float64, 3), Sum); err != nil {
+				return err
+			}
+		}
+		// The third collective: rank 0 waits in it until rank 1 saw it.
+		if c.Rank() == 1 {
+			e, err := waitEntry(t, peer, func(e calls.Entry) bool { return e.Op == "MPI_Allreduce" && e.Seq == 3 })
+			if err != nil {
+				return err
+			}
+			if e.Count != 3 || e.Type != "float64" || e.Root != calls.None || e.Background {
+				return fmt.Errorf("the third collective recorded as %+v", e)
+			}
+		}
+		if err := Allreduce(c, buf, make([]float64, 3), Sum); err != nil {
+			return err
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		if s := w.calls.Snapshot(calls.Now()); len(s) != 0 {
+			return fmt.Errorf("rank %d: %+v still in the table after the calls returned", c.Rank(), s)
+		}
+		if w.calls.Progress() == 0 {
+			return fmt.Errorf("rank %d: no progress counted", c.Rank())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
