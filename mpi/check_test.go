@@ -3,10 +3,8 @@ package mpi_test
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ftmpi/ftmpi/mpi"
 )
@@ -26,23 +24,7 @@ func runCheckErr(t *testing.T, n int, fn func(w *mpi.World, c *mpi.Comm) error) 
 	t.Helper()
 	cfg := mpi.DefaultConfig()
 	cfg.Check = true
-	done := make(chan error, 1)
-	go func() {
-		done <- mpi.RunConfig(n, cfg, func(w *mpi.World) error {
-			c := w.CommWorld()
-			c.SetErrhandler(mpi.ErrorsReturn)
-			return fn(w, c)
-		})
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(60 * time.Second):
-		buf := make([]byte, 8<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		t.Fatalf("job of %d ranks did not finish within 60s (hang); goroutines:\n%s", n, buf)
-		return nil
-	}
+	return runConfigErr(t, n, cfg, fn)
 }
 
 // mustExactly checks that err is of class with exactly the detail want.

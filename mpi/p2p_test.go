@@ -23,9 +23,15 @@ func run(t *testing.T, n int, fn func(w *mpi.World, c *mpi.Comm) error) {
 
 func runErr(t *testing.T, n int, fn func(w *mpi.World, c *mpi.Comm) error) error {
 	t.Helper()
+	return runConfigErr(t, n, mpi.DefaultConfig(), fn)
+}
+
+// runConfigErr is runErr with the ranks configured by cfg.
+func runConfigErr(t *testing.T, n int, cfg mpi.Config, fn func(w *mpi.World, c *mpi.Comm) error) error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		done <- mpi.Run(n, func(w *mpi.World) error {
+		done <- mpi.RunConfig(n, cfg, func(w *mpi.World) error {
 			c := w.CommWorld()
 			c.SetErrhandler(mpi.ErrorsReturn)
 			return fn(w, c)

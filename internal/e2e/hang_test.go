@@ -42,19 +42,27 @@ func TestHangReportUnderFtmpirun(t *testing.T) {
 			args := append([]string{"-n", strconv.Itoa(tc.n), "--timeout", "60s", "--hang-timeout", "500ms"}, tc.flags...)
 			args = append(args, prog, tc.mode)
 			r := ftmpirun(t, args...)
-			show := "stdout:\n" + r.Stdout + "\nstderr:\n" + r.Stderr
-			if r.Code != hangExitCode {
-				t.Fatalf("exit %d, want %d: %s", r.Code, hangExitCode, show)
-			}
-			if n := strings.Count(r.Stderr, "ftmpi: hang report (no progress for 500ms)"); n != 1 {
-				t.Fatalf("%d reports, want 1: %s", n, show)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(r.Stderr, w) {
-					t.Errorf("report lacks %q: %s", w, show)
-				}
-			}
+			checkHangReport(t, r, tc.want)
 		})
+	}
+}
+
+// checkHangReport: the job ended with the hang report's exit code after
+// exactly one report of a 500ms --hang-timeout, which holds every line of
+// want.
+func checkHangReport(t *testing.T, r jobtest.Result, want []string) {
+	t.Helper()
+	show := "stdout:\n" + r.Stdout + "\nstderr:\n" + r.Stderr
+	if r.Code != hangExitCode {
+		t.Fatalf("exit %d, want %d: %s", r.Code, hangExitCode, show)
+	}
+	if n := strings.Count(r.Stderr, "ftmpi: hang report (no progress for 500ms)"); n != 1 {
+		t.Fatalf("%d reports, want 1: %s", n, show)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.Stderr, w) {
+			t.Errorf("report lacks %q: %s", w, show)
+		}
 	}
 }
 
@@ -99,18 +107,7 @@ func TestHangReportUnderHydra(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			tmp, _ := jobtest.SockDir(t) // an aborted job's processes are killed: they cannot remove theirs (as TestHydraAbort)
 			r := jobtest.Run(t, 90*time.Second, hydraEnv(tmp, "FTMPI_HANG_TIMEOUT=500ms"), h, tc.args...)
-			show := "stdout:\n" + r.Stdout + "\nstderr:\n" + r.Stderr
-			if r.Code != hangExitCode {
-				t.Fatalf("exit %d, want %d: %s", r.Code, hangExitCode, show)
-			}
-			if n := strings.Count(r.Stderr, "ftmpi: hang report (no progress for 500ms)"); n != 1 {
-				t.Fatalf("%d reports, want 1: %s", n, show)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(r.Stderr, w) {
-					t.Errorf("report lacks %q: %s", w, show)
-				}
-			}
+			checkHangReport(t, r, tc.want)
 		})
 	}
 }
