@@ -359,11 +359,12 @@ func Irecv[T Elem](c *Comm, buf []T, source, tag int) (*Request, error) {
 		if err := c.chkBuf(op, asBytes(buf), true); err != nil {
 			return nil, c.handle(err)
 		}
-		req, err := c.irecv(op, source, tag, func() (*p2p.Req, error) { return c.postRecv(source, tag, dt, asBytes(buf)) })
-		c.chkAdd(req, source, tag, asBytes(buf), true)
-		return req, err
 	}
-	return c.irecv(op, source, tag, func() (*p2p.Req, error) { return c.postRecv(source, tag, dt, asBytes(buf)) })
+	req, err := c.irecv(op, source, tag, func() (*p2p.Req, error) { return c.postRecv(source, tag, dt, asBytes(buf)) })
+	if c.w.cfg.Check {
+		c.chkAdd(req, source, tag, asBytes(buf), true)
+	}
+	return req, err
 }
 
 // irecv starts a receive from source with tag, posted by post; the error
