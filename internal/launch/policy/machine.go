@@ -130,6 +130,12 @@ type Machine struct {
 
 	checks    map[uint64]check
 	nextToken uint64
+	// checksOf indexes checks by rank (tokens ascending), so that finding
+	// a rank's pending checks costs no scan of every check: after a
+	// failure checkOthers looks at every process, and a scan per process
+	// made the launcher's work per failure grow as n^2 (1.9 s for one
+	// failure of 4,096 ranks, 40 s for 40).
+	checksOf map[int][]uint64
 
 	// Fence stalls (Stall): progress counts fence arrivals and
 	// completions; stallAt is its value at the last Stall that saw waiters
@@ -168,6 +174,7 @@ func New(cfg Config) (*Machine, error) {
 		kv:        make(map[string]string),
 		fenceWait: make(map[int][]waiter),
 		checks:    make(map[uint64]check),
+		checksOf:  make(map[int][]uint64),
 		stallAt:   -1,
 		lost:      make([]bool, max(1, len(cfg.Hosts))),
 	}
@@ -553,7 +560,7 @@ func (m *Machine) exited(e Exit) {
 	// Suspicions of it waiting for their check are answered: it is gone.
 	for _, tok := range m.pendingChecks(e.Rank) {
 		c := m.checks[tok]
-		delete(m.checks, tok)
+		m.dropCheck(tok)
 		for _, s := range append([]check{c}, c.more...) {
 			m.reply(s.conn, boot.Msg{Op: boot.OpSuspect, ID: s.id})
 		}
@@ -721,8 +728,7 @@ func (m *Machine) suspect(by int, e Suspect) {
 		m.checks[tok] = first
 		return
 	}
-	m.nextToken++
-	m.checks[m.nextToken] = c
+	m.addCheck(c)
 	m.emit(Action{Kind: Check, Token: m.nextToken, Rank: c.rank, Incarnation: c.inc, Pid: c.pid})
 }
 
@@ -749,11 +755,10 @@ func (m *Machine) checkOthers(failed int) {
 // killed as failed, for reason.
 func (m *Machine) lookAt(r int, reason string) {
 	p := &m.procs[r]
-	if p.gone || p.killedBy != "" || p.cancelled || p.spawning || len(m.pendingChecks(r)) > 0 {
+	if p.gone || p.killedBy != "" || p.cancelled || p.spawning || len(m.checksOf[r]) > 0 {
 		return
 	}
-	m.nextToken++
-	m.checks[m.nextToken] = check{by: -1, rank: r, inc: p.inc, pid: p.pid, reason: reason}
+	m.addCheck(check{by: -1, rank: r, inc: p.inc, pid: p.pid, reason: reason})
 	m.emit(Action{Kind: Check, Token: m.nextToken, Rank: r, Incarnation: p.inc, Pid: p.pid})
 }
 
@@ -836,15 +841,30 @@ func (m *Machine) suspectReason(c check) string {
 	return reason
 }
 
-func (m *Machine) pendingChecks(rank int) []uint64 {
-	var toks []uint64
-	for tok, c := range m.checks {
-		if c.rank == rank {
-			toks = append(toks, tok)
-		}
+// pendingChecks returns the tokens of rank's pending checks, ascending (a
+// copy: the caller may drop them).
+func (m *Machine) pendingChecks(rank int) []uint64 { return slices.Clone(m.checksOf[rank]) }
+
+// addCheck records c under the next token (m.nextToken).
+func (m *Machine) addCheck(c check) {
+	m.nextToken++
+	m.checks[m.nextToken] = c
+	m.checksOf[c.rank] = append(m.checksOf[c.rank], m.nextToken)
+}
+
+// dropCheck forgets the check of token tok, if pending.
+func (m *Machine) dropCheck(tok uint64) {
+	c, ok := m.checks[tok]
+	if !ok {
+		return
 	}
-	slices.Sort(toks)
-	return toks
+	delete(m.checks, tok)
+	toks := slices.DeleteFunc(m.checksOf[c.rank], func(t uint64) bool { return t == tok })
+	if len(toks) == 0 {
+		delete(m.checksOf, c.rank)
+	} else {
+		m.checksOf[c.rank] = toks
+	}
 }
 
 func (m *Machine) liveness(e Liveness) {
@@ -852,7 +872,7 @@ func (m *Machine) liveness(e Liveness) {
 	if !ok {
 		return // answered already (the process was reaped meanwhile)
 	}
-	delete(m.checks, e.Token)
+	m.dropCheck(e.Token)
 	// Still the same incarnation: its Exited would have answered the check
 	// (and a respawn comes only after it).
 	p := &m.procs[c.rank]

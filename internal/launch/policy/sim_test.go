@@ -193,6 +193,9 @@ func (s *sim) feed(ev Event) {
 		s.evCause = Cause{}
 	}
 	acts := s.m.Step(ev)
+	if err := s.m.checkIndex(); err != nil {
+		s.fail("after %T: %v", ev, err)
+	}
 	logged := false
 	for _, a := range acts {
 		s.tracef("    -> %v", a)
