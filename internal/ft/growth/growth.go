@@ -119,11 +119,14 @@ func OnePercent(n int) int { return max(1, n/100) }
 func Log2(n int) float64 { return math.Log2(float64(n)) }
 
 // Sizes returns the sizes a test suite runs: 16, 64, 256, 1024 and 4096
-// (a second or two), and with FTMPI_GROWTH_FULL=1 in the environment the
-// larger ones up to full (16,384 ... 1,048,576, as far as the simulator
-// goes).
+// (a second or two; 1024 under the race detector), and with
+// FTMPI_GROWTH_FULL=1 in the environment the larger ones up to full
+// (16,384 ... 1,048,576, as far as the simulator goes).
 func Sizes(full int) []int {
 	top := 4096
+	if race {
+		top = 1024
+	}
 	if os.Getenv("FTMPI_GROWTH_FULL") == "1" {
 		top = full
 	}

@@ -1,0 +1,85 @@
+package agree_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/ft/growth"
+)
+
+// growthSizes: 16 ... 4096 (1024 with -short), up to 65,536 with
+// FTMPI_GROWTH_FULL=1 (each process holds bitsets of n bits: n^2/8 bytes
+// per set kind in one simulation, which is where it stops).
+func growthSizes() []int {
+	ns := growth.Sizes(65536)
+	if testing.Short() {
+		ns = ns[:4]
+	}
+	return ns
+}
+
+// TestGrowthAgree measures one agreement at each size (internal/ft/growth
+// drives the Nodes with unit delays) failure-free, with the root crashed
+// (a second ballot) and with 1% of the processes crashed, both notified
+// only after the failure-free agreement would have ended, and asserts
+// O(log n) rounds and O(log n) messages at the busiest process. Each bound
+// fails for any O(n) curve steeper than CatchesLinear (about 0.02*n at
+// 4096), and the flat tree (radix n: the root exchanges 4(n-1) messages)
+// is checked to break the per-process bound.
+func TestGrowthAgree(t *testing.T) {
+	ns := growthSizes()
+	cases := []struct {
+		name            string
+		run             func(n int) growth.AgreeCase
+		rounds, perProc growth.Bound
+	}{
+		{"failure-free", func(n int) growth.AgreeCase { return growth.AgreeCase{N: n} },
+			growth.Bound{C: 4, D: 0}, growth.Bound{C: 4, D: 0}},
+		{"root-crashed", func(n int) growth.AgreeCase {
+			return growth.AgreeCase{N: n, Failed: []int{0}, NotifyAt: notifyAt(n)}
+		}, growth.Bound{C: 5, D: 0}, growth.Bound{C: 5, D: 2}},
+		{"1pct-crashed", func(n int) growth.AgreeCase {
+			return growth.AgreeCase{N: n, Failed: growth.Failed(n, growth.OnePercent(n), uint64(n)), NotifyAt: notifyAt(n)}
+		}, growth.Bound{C: 5, D: 0}, growth.Bound{C: 6, D: 8}},
+	}
+	for _, c := range cases {
+		var rounds, perProc, avg []float64
+		for _, n := range ns {
+			r, err := growth.Agree(c.run(n))
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			rounds = append(rounds, float64(r.Rounds))
+			perProc = append(perProc, float64(r.MsgsMaxPerProc))
+			avg = append(avg, float64(r.MsgsTotal)/float64(n))
+		}
+		for _, err := range []error{
+			c.rounds.Check(c.name+" rounds", ns, rounds),
+			c.perProc.Check(c.name+" messages at the busiest process", ns, perProc),
+			growth.Bound{C: 0, D: 6}.Check(c.name+" messages per process on average", ns, avg),
+		} {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		if s := c.perProc.CatchesLinear(ns); s > 0.05 && len(ns) >= 5 {
+			t.Errorf("%s: the per-process bound lets an O(n) curve below %.3f*n pass", c.name, s)
+		}
+		t.Logf("%s: rounds %v, busiest process %v", c.name, rounds, perProc)
+	}
+	// The control: with flat trees the root takes 4(n-1) messages, which
+	// the failure-free bound must refuse.
+	var flat []float64
+	for _, n := range ns {
+		r, err := growth.Agree(growth.AgreeCase{N: n, Radix: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flat = append(flat, float64(r.MsgsMaxPerProc))
+	}
+	if (growth.Bound{C: 4, D: 0}).Check("flat", ns, flat) == nil {
+		t.Errorf("the per-process bound accepts flat trees: %v", flat)
+	}
+}
+
+func notifyAt(n int) int { return 4*int(math.Ceil(math.Log2(float64(n)))) + 8 }

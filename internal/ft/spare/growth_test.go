@@ -1,0 +1,70 @@
+package spare_test
+
+import (
+	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/ft/growth"
+)
+
+// TestGrowthReplace measures one repair from spares as mpi/spare.go runs
+// it (internal/ft/growth.Spare: two agreements among the ranks, the
+// leader's Activate and the spares' Accept, every survivor's Commit) at
+// n = 16 ... 4096 (1024 with -short, 65,536 with FTMPI_GROWTH_FULL=1), with
+// one failure and with 1%, and asserts: rounds <= 8*log2(n) + 4 (two
+// agreements and three hops); every rank handles at most 16*log2(n) + 8
+// agreement messages (8*log2(n) per agreement at the root, which adopts
+// the children of rank n/2) plus 3 per replaced rank (the leader activates
+// each spare and hears its answer; every survivor commits each). A flat
+// agreement (4(n-1) at the root, twice) is refused from n = 16. The spare is
+// the argued exception: it hears one Commit from every survivor, n-k in
+// all, asserted exactly so that it is seen; the variant where only the
+// leader commits is checked to give a spare 3 messages whatever n.
+func TestGrowthReplace(t *testing.T) {
+	ns := growth.Sizes(65536)
+	if testing.Short() {
+		ns = ns[:4]
+	}
+	roundsB, rankB := growth.Bound{C: 8, D: 4}, growth.Bound{C: 16, D: 8}
+	for _, pct := range []bool{false, true} {
+		var rounds, rank []float64
+		for _, n := range ns {
+			f := []int{n / 2}
+			if pct {
+				f = growth.Failed(n, growth.OnePercent(n), uint64(n))
+			}
+			k := len(f)
+			r, err := growth.Spare(growth.SpareCase{N: n, Failed: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rounds = append(rounds, float64(r.Rounds))
+			rank = append(rank, float64(r.Extra["max_per_rank"]-3*int64(k)))
+			if got, want := r.Extra["max_per_spare"], int64(n-k+2); got != want {
+				t.Errorf("n=%d k=%d: a spare exchanged %d messages, want n-k+2 = %d", n, k, got, want)
+			}
+			lead, err := growth.Spare(growth.SpareCase{N: n, Failed: f, CommitFromLeader: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := lead.Extra["max_per_spare"]; got != 3 {
+				t.Errorf("n=%d k=%d, commit from the leader: a spare exchanged %d messages, want 3", n, k, got)
+			}
+		}
+		for _, err := range []error{
+			roundsB.Check("rounds", ns, rounds),
+			rankB.Check("messages at the busiest rank beyond 3 per replaced rank", ns, rank),
+		} {
+			if err != nil {
+				t.Errorf("1%% failed %v: %v", pct, err)
+			}
+		}
+		t.Logf("1%% failed %v: rounds %v, busiest rank (less 3 per replaced rank) %v", pct, rounds, rank)
+	}
+	flat := make([]float64, len(ns))
+	for i, n := range ns {
+		flat[i] = float64(8 * (n - 1))
+	}
+	if rankB.Check("flat", ns, flat) == nil {
+		t.Error("the per-rank bound accepts flat agreements")
+	}
+}
