@@ -40,25 +40,19 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(errw, "ftmpirun agent: "+format+"\n", args...)
 	}
-	frames := make(chan agentwire.Msg, 64)
-	readErr := make(chan error, 1)
-	go func() { // ends with the process (in is the ssh session)
-		r := bufio.NewReaderSize(in, 64<<10)
-		for {
-			m, err := agentwire.Read(r)
-			if err != nil {
-				readErr <- err
-				return
-			}
-			frames <- m
-		}
-	}()
+	frames, readErr := readFrames(in) // ends with the process (in is the ssh session)
 	var hello agentwire.Msg
 	select {
 	case hello = <-frames:
 	case err := <-readErr:
-		logf("no hello from the head: %v", err)
-		return 1
+		// The reader sends a frame before the error that follows it:
+		// a tree launch closes the input right after the hello.
+		select {
+		case hello = <-frames:
+		default:
+			logf("no hello from the head: %v", err)
+			return 1
+		}
 	case <-time.After(helloWait):
 		logf("no hello from the head within %v", helloWait)
 		return 1
@@ -71,7 +65,7 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 	}
 	fail := func(format string, args ...any) int {
 		msg := fmt.Sprintf(format, args...)
-		w.send(agentwire.Msg{Type: agentwire.TReady, Error: msg})
+		w.send(agentwire.Msg{Type: agentwire.TReady, Error: msg, Host: hello.Host, Node: hello.Node, Job: hello.Job})
 		w.flush(time.Second)
 		logf("%s", msg)
 		return 1
@@ -85,6 +79,21 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 		if err != nil {
 			return fail("host %s: the job's secret in the hello: %v", hello.Host, err)
 		}
+	}
+	if hello.Attach != "" {
+		// Tree launch: everything goes over a connection of our own to
+		// the head; the ssh session only brought the hello (tree.go).
+		ignoreSIGPIPE()
+		nc, err := attachHead(hello, key)
+		if err != nil {
+			logf("host %s: %v", hello.Host, err)
+			return 1
+		}
+		defer nc.Close()
+		w.stop()
+		w = newFrameWriter(nc)
+		defer w.stop()
+		frames, readErr = readFrames(nc)
 	}
 	ip, err := interfaceAddr(hello.Interface, hello.HeadAddr)
 	if err != nil {
@@ -101,7 +110,12 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 	defer ownerdir.Remove(dir)
 
 	la := NewLocalAgent(hello.Host, &wireReporter{w: w})
-	w.send(agentwire.Msg{Type: agentwire.TReady, Pid: os.Getpid(), Cores: runtime.NumCPU(), TmpDir: dir, Listen: ip.String()})
+	w.send(agentwire.Msg{Type: agentwire.TReady, Pid: os.Getpid(), Cores: runtime.NumCPU(), TmpDir: dir, Listen: ip.String(),
+		Host: hello.Host, Node: hello.Node, Job: hello.Job})
+	if len(hello.Tree) > 0 {
+		boots := startKids(hello, w)
+		defer stopBoots(boots)
+	}
 	baseEnv := filterEnv(os.Environ())
 	period, timeout := time.Duration(hello.HBPeriod), time.Duration(hello.HBTimeout)
 	tick := time.NewTicker(period)
@@ -213,6 +227,10 @@ loop:
 				logf("unexpected %v from the head ignored", m.Type)
 			}
 		case err := <-readErr:
+			if len(frames) > 0 {
+				readErr <- err // the frames read before the error come first
+				continue
+			}
 			if errors.Is(err, agentwire.ErrFrame) {
 				logf("bad message from the head: %v; killing the ranks", err)
 			} else {
@@ -237,6 +255,25 @@ loop:
 		w.flush(5 * time.Second)
 	}
 	return code
+}
+
+// readFrames reads agentwire frames from in until an error, which it
+// sends on the second channel.
+func readFrames(in io.Reader) (chan agentwire.Msg, chan error) {
+	frames := make(chan agentwire.Msg, 64)
+	readErr := make(chan error, 1)
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			m, err := agentwire.Read(r)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			frames <- m
+		}
+	}()
+	return frames, readErr
 }
 
 // stdinPipe is a rank's stdin, filled with the head's Stdin messages.

@@ -211,6 +211,11 @@ type Config struct {
 	// its remote agents (default $FTMPI_AGENT_HB_PERIOD / _TIMEOUT, else
 	// DefaultAgentHBPeriod / DefaultAgentHBTimeout).
 	AgentHBPeriod, AgentHBTimeout time.Duration
+	// Fanout is how many agents the head, and then each agent, starts
+	// (--fanout, default $FTMPI_FANOUT, else DefaultFanout): with more
+	// remote hosts than Fanout the agents are started through a tree
+	// (tree.go); up to Fanout, all by the head (flat).
+	Fanout int
 	// AgentPath is the ftmpirun binary run in agent mode on the remote
 	// hosts (the same path on every host); default: this executable.
 	AgentPath string
@@ -356,6 +361,9 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    inside a Slurm allocation, else ssh); run as CMD HOST COMMAND
   --interface IF   the network between hosts: an interface name or a CIDR (IPv4 or IPv6);
                    default: the route to the first remote host
+  --fanout K       start the remote agents through a tree: ftmpirun starts K, each agent
+                   the next K of its subtree (default $FTMPI_FANOUT, else 32: flat up to
+                   32 remote hosts)
   -disable-auto-cleanup
                    (hydra's flag, which MPICH's fault-tolerance tests pass) --on-failure
                    continue unless --on-failure is given, failure notices only with -v,
@@ -487,6 +495,14 @@ func ParseArgs(args []string) (Config, error) {
 	fs.StringVar(&cfg.Wdir, "wd", "", "")
 	fs.StringVar(&cfg.LaunchAgent, "launch-agent", os.Getenv(EnvSSH), "")
 	fs.StringVar(&cfg.Interface, "interface", "", "")
+	fs.Func("fanout", "", func(v string) error {
+		k, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || k < 1 || k > MaxProcs {
+			return fmt.Errorf("invalid --fanout %q: want a number of agents from 1 to %d", v, MaxProcs)
+		}
+		cfg.Fanout = k
+		return nil
+	})
 	fs.StringVar(&cfg.Interface, "iface", "", "") // hydra
 	fs.Func("chaos", "", func(s string) error {
 		if !strings.HasPrefix(strings.TrimSpace(s), "chaos:") {
@@ -723,6 +739,19 @@ func (cfg *Config) validateHosts() error {
 		if st, err := os.Stat(cfg.Wdir); err != nil || !st.IsDir() {
 			return &UsageError{fmt.Sprintf("invalid --wdir %q: not a directory", cfg.Wdir)}
 		}
+	}
+	if cfg.Fanout == 0 {
+		cfg.Fanout = DefaultFanout
+		if v := strings.TrimSpace(os.Getenv(EnvFanout)); v != "" {
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 1 || k > MaxProcs {
+				return &UsageError{fmt.Sprintf("invalid %s=%q: want a number of agents from 1 to %d", EnvFanout, v, MaxProcs)}
+			}
+			cfg.Fanout = k
+		}
+	}
+	if cfg.Fanout < 1 || cfg.Fanout > MaxProcs {
+		return &UsageError{fmt.Sprintf("invalid fan-out %d: want a number of agents from 1 to %d", cfg.Fanout, MaxProcs)}
 	}
 	// The head-agent heartbeat: the bounds of the ranks' (rankenv).
 	hb := func(v *time.Duration, env string, def, lo, hi time.Duration) error {

@@ -29,6 +29,19 @@ type multiHost struct {
 	agents  []Agent      // by host index
 	groups  [][]RankSpec // by host index: the ranks its agent starts
 	remotes []*remoteAgent
+	boots   []*bootProc // a tree launch's launch commands (stopped after the agents closed)
+}
+
+// closeAgents ends the remote agents' sessions, all at once, then stops
+// the launch commands of a tree launch.
+func (mh *multiHost) closeAgents(d time.Duration) {
+	var wg sync.WaitGroup
+	for _, ra := range mh.remotes {
+		wg.Add(1)
+		go func() { defer wg.Done(); ra.close(d) }()
+	}
+	wg.Wait()
+	stopBoots(mh.boots)
 }
 
 // setupHosts starts the agents of a multi-host job and builds its specs.
@@ -118,7 +131,22 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 			HBPeriod: int64(cfg.AgentHBPeriod), HBTimeout: int64(cfg.AgentHBTimeout), Interface: cfg.Interface, HeadAddr: headIP.String()}
 		errs := make([]error, len(cfg.Hosts))
 		var wg sync.WaitGroup
+		if useTree(cfg, len(remote)) {
+			agents, boots, err := startTree(cfg, remote, hello, headIP, self, h, key, out.logf)
+			if err != nil {
+				h.close()
+				out.logf("%v", err)
+				return nil, 1
+			}
+			mh.boots = boots
+			for i, ra := range agents {
+				mh.agents[i] = ra
+			}
+		}
 		for _, i := range remote {
+			if mh.agents[i] != nil {
+				continue // attached through the tree
+			}
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
@@ -140,9 +168,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		}
 		for _, i := range remote {
 			if errs[i] != nil {
-				for _, ra := range mh.remotes {
-					ra.close(5 * time.Second)
-				}
+				mh.closeAgents(5 * time.Second)
 				h.close()
 				out.logf("cannot start the agent on host %s: %v", cfg.Hosts[i].Name, errs[i])
 				return nil, 1
@@ -162,9 +188,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 			pw.Wait()
 			for _, i := range remote {
 				if perrs[i] != nil {
-					for _, ra := range mh.remotes {
-						ra.close(5 * time.Second)
-					}
+					mh.closeAgents(5 * time.Second)
 					h.close()
 					out.logf("cannot preload %s on host %s: %v", path, cfg.Hosts[i].Name, perrs[i])
 					return nil, 1

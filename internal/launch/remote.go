@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,8 @@ type remoteAgent struct {
 	period  time.Duration
 	timeout time.Duration
 
-	cmd    *exec.Cmd
+	cmd    *exec.Cmd // the session's ssh (srun); nil for an agent attached over TCP (tree launch)
+	conn   net.Conn  // the agent's TCP connection (tree launch); nil over ssh
 	w      *frameWriter
 	stderr *tailBuffer
 	ready  agentwire.Msg
@@ -59,6 +61,9 @@ type remoteAgent struct {
 	delivering atomic.Bool
 
 	stdinAck chan agentwire.Msg // the agent's StdinAck, awaited by forwardStdin
+
+	readDone   chan struct{}         // closed when the reader ends
+	onAgentErr func(m agentwire.Msg) // a tree launch's AgentErr (nil: ignored)
 }
 
 // tailBuffer keeps the last bytes written (ssh's error messages).
@@ -92,11 +97,7 @@ func shellQuote(s string) string {
 // or srun inside a Slurm allocation: see agentArgv), sends it hello and
 // waits for its Ready.
 func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, onLost func(string, map[int]int)) (*remoteAgent, error) {
-	a := &remoteAgent{host: host, rep: rep, onLost: onLost,
-		period: time.Duration(hello.HBPeriod), timeout: time.Duration(hello.HBTimeout),
-		stderr: &tailBuffer{}, running: map[int]int{}, pids: map[int]int{}, started: map[uint64]chan struct{}{}, starts: map[uint64][]agentwire.Spec{},
-		checks: map[uint64]chan agentwire.Msg{}, files: map[string]chan agentwire.Msg{}, lostCh: make(chan struct{}), seen: make(chan struct{}, 1),
-		stdinAck: make(chan agentwire.Msg, 1)}
+	a := newRemote(host, hello, rep, onLost)
 	a.cmd = exec.Command(argv[0], argv[1:]...)
 	// ssh (srun) dies with ftmpirun (its session's end kills the agent's ranks).
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -155,14 +156,43 @@ func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, 
 	return a, nil
 }
 
+// newRemote is a remote agent's state before its session is set up.
+func newRemote(host string, hello agentwire.Msg, rep Reporter, onLost func(string, map[int]int)) *remoteAgent {
+	return &remoteAgent{host: host, rep: rep, onLost: onLost,
+		period: time.Duration(hello.HBPeriod), timeout: time.Duration(hello.HBTimeout),
+		stderr: &tailBuffer{}, running: map[int]int{}, pids: map[int]int{}, started: map[uint64]chan struct{}{}, starts: map[uint64][]agentwire.Spec{},
+		checks: map[uint64]chan agentwire.Msg{}, files: map[string]chan agentwire.Msg{}, lostCh: make(chan struct{}), seen: make(chan struct{}, 1),
+		stdinAck: make(chan agentwire.Msg, 1), readDone: make(chan struct{})}
+}
+
+// attachRemote is the head's side of an agent of a tree launch that
+// attached over TCP (nc, read through r) and said ready: the same
+// relaying, heartbeat and loss as over ssh, on the connection. Its
+// loss is the connection's end or its silence; kill closes it (the agent,
+// losing the head, kills its ranks).
+func attachRemote(host string, nc net.Conn, r *bufio.Reader, ready, hello agentwire.Msg, rep Reporter,
+	onLost func(string, map[int]int), onAgentErr func(agentwire.Msg)) *remoteAgent {
+	a := newRemote(host, hello, rep, onLost)
+	a.conn, a.ready, a.onAgentErr = nc, ready, onAgentErr
+	a.w = newFrameWriter(nc)
+	a.loops.Add(2)
+	go a.readLoop(r)
+	go a.heartbeat()
+	return a
+}
+
 func (a *remoteAgent) kill() {
-	if a.cmd.Process != nil {
+	if a.cmd != nil && a.cmd.Process != nil {
 		_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if a.conn != nil {
+		a.conn.Close()
 	}
 }
 
 func (a *remoteAgent) readLoop(r *bufio.Reader) {
 	defer a.loops.Done()
+	defer close(a.readDone)
 	for {
 		m, err := agentwire.Read(r)
 		if err != nil {
@@ -237,6 +267,10 @@ func (a *remoteAgent) deliver(m agentwire.Msg) {
 		select {
 		case a.stdinAck <- m:
 		default: // not awaited: dropped
+		}
+	case agentwire.TAgentErr:
+		if a.onAgentErr != nil {
+			a.onAgentErr(m)
 		}
 	case agentwire.TState:
 		a.mu.Lock()
@@ -468,8 +502,11 @@ func (a *remoteAgent) close(d time.Duration) {
 	if !lost {
 		a.w.send(agentwire.Msg{Type: agentwire.TBye})
 	}
-	done := make(chan struct{})
-	go func() { _ = a.cmd.Wait(); close(done) }()
+	done := a.readDone // over TCP: the agent closes its connection when it exits
+	if a.cmd != nil {
+		done = make(chan struct{})
+		go func() { _ = a.cmd.Wait(); close(done) }()
+	}
 	select {
 	case <-done:
 	case <-time.After(d):

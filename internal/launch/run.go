@@ -152,7 +152,6 @@ func runOnce(cfg Config, st *launchState) int {
 	var agent Agent         // the agent of rank 0 (respawns and spawns of a one-host job)
 	var groups [][]RankSpec // by host: the ranks each agent starts
 	var agents []Agent      // by host
-	var remotes []*remoteAgent
 	if cfg.Hosts == nil {
 		h = newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, nil, nil, cfg.Spares)
 		h.quietLog = cfg.Hydra
@@ -185,13 +184,9 @@ func runOnce(cfg Config, st *launchState) int {
 		if mh == nil {
 			return code
 		}
-		h, specs, agents, groups, remotes = mh.h, mh.specs, mh.agents, mh.groups, mh.remotes
+		h, specs, agents, groups = mh.h, mh.specs, mh.agents, mh.groups
 		defer h.close()
-		defer func() {
-			for _, ra := range remotes {
-				ra.close(10 * time.Second)
-			}
-		}()
+		defer mh.closeAgents(10 * time.Second)
 		agent = agents[mh.place[0]]
 	}
 	h.trc.Store(cfg.trc)

@@ -45,8 +45,17 @@ type Type uint8
 // Check, Bye, File, Stdin. Agent to head: Ready (first), Started, Output,
 // Exited, State, FileDone, StdinAck (one per Stdin: the head sends the
 // next piece only then, so a rank that does not read holds up nothing but
-// its own input).
+// its own input), AgentErr (tree launch: an agent it was to start could
+// not be started, or its launch command ended).
 // Both ways: Ping.
+//
+// Tree launch (Hello.Attach set): the agent reads Hello from its standard
+// input as always, then dials the head at Attach over TCP, proves the
+// job's secret (package wireauth, ProtoAgent, its Node as identity) and
+// speaks every other message on that connection, Ready (with Host and
+// Node) first; its standard input and output are no longer used. It then
+// starts the agents of its subtree (Hello.Tree) with the launch command
+// (Hello.Launch HOST 'Hello.Self' AGENT), each with a Hello of its own.
 const (
 	THello Type = iota + 1
 	TReady
@@ -64,12 +73,13 @@ const (
 	TFileDone // agent to head: the file is complete (Path), or Error
 	TStdin    // head to agent: the next piece (Data) of a rank's stdin; Final: its end
 	TStdinAck // agent to head: the piece is written; Final: the rank's stdin is closed, send no more
+	TAgentErr // agent to head (tree launch): the agent of Host (Node) could not be started (Error)
 	tEnd
 )
 
 var typeNames = [...]string{THello: "hello", TReady: "ready", TStart: "start", TStarted: "started",
 	TSignal: "signal", TSignalAll: "signal-all", TCheck: "check", TState: "state", TOutput: "output",
-	TExited: "exited", TPing: "ping", TBye: "bye", TFile: "file", TFileDone: "file-done", TStdin: "stdin", TStdinAck: "stdin-ack"}
+	TExited: "exited", TPing: "ping", TBye: "bye", TFile: "file", TFileDone: "file-done", TStdin: "stdin", TStdinAck: "stdin-ack", TAgentErr: "agent-error"}
 
 func (t Type) String() string {
 	if t > 0 && t < tEnd {
@@ -97,6 +107,38 @@ type Spec struct {
 	Stdin bool `json:"stdin,omitempty"`
 }
 
+// Node is one agent of a tree launch: its host, its host index, and the
+// agents it starts in turn.
+type Node struct {
+	Host  string `json:"host"`
+	Index int    `json:"index"`
+	Kids  []Node `json:"kids,omitempty"`
+}
+
+// maxTree bounds the agents of a Hello's subtree.
+const maxTree = 1 << 20
+
+// checkTree checks a subtree: names, indexes in range, at most maxTree
+// agents, no index twice.
+func checkTree(kids []Node, seen map[int]bool) error {
+	for _, k := range kids {
+		if k.Host == "" || strings.ContainsAny(k.Host, " \t'\"$`;&|<>\x00") {
+			return fmt.Errorf("tree: bad host name %q", k.Host)
+		}
+		if k.Index < 0 || k.Index >= maxRank || seen[k.Index] {
+			return fmt.Errorf("tree: host %s: index %d out of range or repeated", k.Host, k.Index)
+		}
+		seen[k.Index] = true
+		if len(seen) > maxTree {
+			return fmt.Errorf("tree: more than %d agents", maxTree)
+		}
+		if err := checkTree(k.Kids, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Msg is one message; which fields mean something depends on Type.
 type Msg struct {
 	Type Type `json:"-"`
@@ -111,6 +153,16 @@ type Msg struct {
 	Interface string `json:"iface,omitempty"`      // --interface: a name or a CIDR ("" : the route to HeadAddr)
 	HeadAddr  string `json:"head,omitempty"`       // the head's IP on the job's network
 	TmpRoot   string `json:"tmp,omitempty"`        // where the agent makes its job directory ("": /tmp)
+	// Tree launch: Attach is the head's address for agents (IP:port; "":
+	// the agent speaks over its standard input and output); Node the
+	// agent's host index (its identity on the attach connection; Ready and
+	// AgentErr carry it too); Tree the agents it starts, each with its own
+	// subtree; Launch and Self how (Launch HOST 'Self' AGENT).
+	Attach string   `json:"attach,omitempty"`
+	Node   int      `json:"node,omitempty"`
+	Tree   []Node   `json:"tree,omitempty"`
+	Launch []string `json:"launch,omitempty"`
+	Self   string   `json:"self,omitempty"`
 
 	// Ready.
 	Pid    int    `json:"pid,omitempty"`
@@ -274,9 +326,25 @@ func (m *Msg) check() error {
 		if m.HBPeriod <= 0 || m.HBTimeout <= m.HBPeriod {
 			return fmt.Errorf("heartbeat period %d and timeout %d: want 0 < period < timeout", m.HBPeriod, m.HBTimeout)
 		}
+		if m.Node < 0 || m.Node >= maxRank {
+			return fmt.Errorf("node %d out of range", m.Node)
+		}
+		if len(m.Tree) > 0 && (m.Attach == "" || len(m.Launch) == 0 || m.Self == "") {
+			return errors.New("a tree without the head's address or the launch command")
+		}
+		if err := checkTree(m.Tree, map[int]bool{m.Node: true}); err != nil {
+			return err
+		}
 	case TReady:
 		if m.Error == "" && (m.Pid <= 0 || m.Cores <= 0) {
 			return fmt.Errorf("pid %d or cores %d missing", m.Pid, m.Cores)
+		}
+		if m.Node < 0 || m.Node >= maxRank {
+			return fmt.Errorf("node %d out of range", m.Node)
+		}
+	case TAgentErr:
+		if m.Host == "" || m.Error == "" || m.Node < 0 || m.Node >= maxRank {
+			return fmt.Errorf("host %q, node %d or error %q missing or out of range", m.Host, m.Node, m.Error)
 		}
 	case TStart:
 		if len(m.Specs) == 0 {

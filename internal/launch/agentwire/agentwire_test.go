@@ -33,6 +33,11 @@ func samples() []Msg {
 		{Type: TStdin, Rank: 0, Data: []byte("input\n")},
 		{Type: TStdin, Rank: 0, Final: true},
 		{Type: TStdinAck, Rank: 0, Final: true},
+		{Type: THello, Version: Version, Job: "ab12", Host: "h2", HBPeriod: 1e8, HBTimeout: 1e9, Attach: "10.0.0.1:4000", Node: 1,
+			Launch: []string{"ssh", "-F", "cfg"}, Self: "/usr/bin/ftmpirun",
+			Tree: []Node{{Host: "h4", Index: 3, Kids: []Node{{Host: "h6", Index: 5}}}, {Host: "h5", Index: 4}}},
+		{Type: TReady, Pid: 42, Cores: 2, Host: "h4", Node: 3, Job: "ab12"},
+		{Type: TAgentErr, Host: "h6", Node: 5, Error: "ssh: exit status 255"},
 	}
 }
 
@@ -73,6 +78,12 @@ func TestDecodeRejects(t *testing.T) {
 		{frame(byte(THello), `{"version":9,"job":"j","host":"h","hb_period":1,"hb_timeout":2}`), "version 9"},
 		{frame(byte(THello), `{"version":1,"job":"j","host":"h","hb_period":5,"hb_timeout":2}`), "heartbeat"},
 		{frame(byte(TSignal), `{"rank":-1,"sig":9}`), "rank -1"},
+		{frame(byte(THello), `{"version":1,"job":"j","host":"h","hb_period":1,"hb_timeout":2,"tree":[{"host":"h3","index":2}]}`), "without the head's address"},
+		{frame(byte(THello), `{"version":1,"job":"j","host":"h","hb_period":1,"hb_timeout":2,"attach":"a:1","launch":["ssh"],"self":"/f","node":1,"tree":[{"host":"h3","index":2,"kids":[{"host":"h4","index":2}]}]}`), "repeated"},
+		{frame(byte(THello), `{"version":1,"job":"j","host":"h","hb_period":1,"hb_timeout":2,"attach":"a:1","launch":["ssh"],"self":"/f","node":1,"tree":[{"host":"h3","index":1}]}`), "repeated"},
+		{frame(byte(THello), `{"version":1,"job":"j","host":"h","hb_period":1,"hb_timeout":2,"attach":"a:1","launch":["ssh"],"self":"/f","tree":[{"host":"h;rm","index":2}]}`), "bad host name"},
+		{frame(byte(THello), `{"version":1,"job":"j","host":"h","hb_period":1,"hb_timeout":2,"node":-1}`), "node -1"},
+		{frame(byte(TAgentErr), `{"host":"h3","node":2}`), "missing"},
 		{frame(byte(TSignal), `{"rank":1,"sig":99}`), "signal 99"},
 		{frame(byte(TStart), `{"specs":[]}`), "no rank"},
 		{frame(byte(TStart), `{"specs":[{"rank":1}]}`), "no program"},
