@@ -136,17 +136,17 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	var v agree.Value
 	v.Flags = flags
 	for _, p := range c.failedMembers() {
-		v.Union.Add(f.index[p])
+		f.addPos(&v.Union, p)
 	}
 	f.mu.Lock()
 	for _, p := range f.acked {
-		v.Inter.Add(f.index[p])
+		f.addPos(&v.Inter, p)
 	}
 	f.mu.Unlock()
 	// The model's recognised failures count as acknowledged (run-through,
 	// seed 003: recognised by Validate, the same set at every process).
 	for _, p := range c.ftm().recognized() {
-		v.Inter.Add(f.index[p])
+		f.addPos(&v.Inter, p)
 	}
 	// On an intercommunicator each group learns the AND of the *remote*
 	// group's flags (seed 002 A.3.1). Each group's flags travel in their
@@ -154,9 +154,9 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	// group's positions set to 1, so intersecting gives each group's AND.
 	var mine, remote int
 	if c.IsInter() {
-		n := len(f.overlay)
+		n := f.procs.Len()
 		mine, remote = n, n+64
-		if !slices.Contains(c.memberWorldRanks(), f.overlay[0]) {
+		if !slices.Contains(c.memberWorldRanks(), f.procs.At(0)) {
 			mine, remote = remote, mine
 		}
 		for b := 0; b < 64; b++ {
@@ -190,15 +190,15 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	// later ULFM text, not seed 002 A.3.1, whose agreement never raises
 	// it; docs/semantics.md, "Agree raises ErrProcFailed for
 	// unacknowledged failures").
-	for i, p := range f.overlay {
-		if !contrib.Has(i) && !c.w.eng.IsLost(p) {
+	for i := range f.procs.Len() {
+		if p := f.procs.At(i); !contrib.Has(i) && !c.w.eng.IsLost(p) {
 			c.w.eng.FailPeer(p, fmt.Errorf("rank %d failed (excluded from an agreement)", p))
 		}
 	}
-	for i := range f.overlay {
+	for i := range f.procs.Len() {
 		if !contrib.Has(i) && !val.Inter.Has(i) {
 			return result, newErr(ErrProcFailed, op, c, NoPeer,
-				"process %d failed before contributing and not every process acknowledged it", f.overlay[i])
+				"process %d failed before contributing and not every process acknowledged it", f.procs.At(i))
 		}
 	}
 	return result, nil

@@ -168,7 +168,7 @@ func (n *collNet) Wait(s *coll.Set, r coll.Req, peer int) (int, error) {
 	if !pr.Done() {
 		defer w.leave(n.track(s, peer))
 	}
-	switch w.waitColl(pr, s.Ctx, s.N, s.Proc, n.c.done) {
+	switch w.waitColl(pr, s.Ctx, n.c, s.N, s.Procs, n.c.done) {
 	case p2p.WaitAborted:
 		return 0, w.abortedErr(n.op, n.c)
 	case p2p.WaitCancelled:

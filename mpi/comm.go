@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 )
 
 // Special ranks and tags, as in MPI.
@@ -98,6 +100,18 @@ type commState struct {
 	// agreements: ft.go), made on first use.
 	model atomic.Pointer[modelRef]
 	ft    atomic.Pointer[commFT]
+
+	// The members' world ranks sorted, for lookups in O(log n) (ft.go):
+	// of the local group (localProcs) and of both groups (allProcs).
+	// Shared with members when it is sorted already; made on first use.
+	procsOnce            sync.Once
+	localProcs, allProcs ftdrive.Procs
+
+	// The failed members known so far (failedMembers, ft.go): the
+	// World's failure order filtered, extended by its new part only.
+	failedMu   sync.Mutex
+	failedSeen int   // how much of the World's failure order was filtered
+	failed     []int // the members among it, in that order
 
 	// coll is the collective state: sequence numbers, algorithm choice
 	// inputs (coll_util.go).

@@ -492,7 +492,7 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 
 	// All or nothing: the verdict of each side, exchanged by the roots.
 	f := w.ftOf(c)
-	pos := f.index[rootProc]
+	pos := f.pos(rootProc)
 	side, _, err := c.agreeOn(op, dpmVote(d.err))
 	if err != nil {
 		d.fail(err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -16,7 +17,8 @@ import (
 // (their fault-tolerance state is on the Comm: Comm.ft, Comm.model).
 type ftWorld struct {
 	mu     sync.Mutex
-	order  []int // world ranks, in the order their failure became known here
+	order  []int     // world ranks, in the order their failure became known here
+	known  agree.Set // the same ranks, as a set
 	parked map[uint32][]parkedMsg
 	byCtx  map[uint32]*Comm // live communicators of this process, by context id
 	traced map[int]bool     // failures recorded in the timeline (traceKnown)
@@ -61,10 +63,9 @@ func (w *World) commFTByCtx(ctx uint32) *commFT {
 type commFT struct {
 	c *Comm
 
-	mu      sync.Mutex
-	overlay []int       // sorted world ranks of all members (both groups of an intercommunicator)
-	index   map[int]int // world rank -> position in overlay
-	acked   []int       // world ranks whose failure was acknowledged, in acknowledgement order
+	mu    sync.Mutex
+	procs ftdrive.Procs // sorted world ranks of all members (both groups of an intercommunicator)
+	acked []int         // world ranks whose failure was acknowledged, in acknowledgement order
 
 	rv *ftdrive.Revocation // the broadcast of c's revocation
 	ag *ftdrive.Agreements // the agreement instances on c
@@ -85,16 +86,10 @@ func (w *World) ftOf(c *Comm) *commFT {
 	if f := c.ft.Load(); f != nil {
 		return f
 	}
-	procs := slices.Clone(c.memberWorldRanks())
-	procs = append(procs, c.remote...)
-	slices.Sort(procs)
 	c = c.base // the communicator, not a context view of it
-	f := &commFT{c: c, overlay: procs, index: make(map[int]int, len(procs))}
-	for i, p := range procs {
-		f.index[p] = i
-	}
+	f := &commFT{c: c, procs: c.sortedProcs(false)}
 	// Failures already known are known to the overlay too.
-	ov := ftdrive.NewOverlay(w.eng, c.ctx, w.rank, procs, f.index)
+	ov := ftdrive.NewOverlay(w.eng, c.ctx, w.rank, f.procs)
 	rv, err := ftdrive.NewRevocation(ov, w.ft.order, c.revokeLocal)
 	if err != nil {
 		panic(fmt.Sprintf("ftmpi: internal error: %v", err))
@@ -107,6 +102,45 @@ func (w *World) ftOf(c *Comm) *commFT {
 	w.ft.byCtx[c.ctx] = c
 	c.ft.Store(f) // under w.ft.mu, as onLost records a failure: each failure is in rb already or reaches it by onLost
 	return f
+}
+
+// sortedProcs returns the sorted world ranks of c's members: of its local
+// group if local, of both groups of an intercommunicator otherwise (the
+// fault-tolerance overlay). They are the identity for a world, c's own
+// member list when it is sorted already (a shrunk or split world keeps
+// its order), and a sorted copy otherwise; made once per communicator.
+func (c *Comm) sortedProcs(local bool) ftdrive.Procs {
+	c.procsOnce.Do(func() {
+		sorted := func(procs []int) ftdrive.Procs {
+			if !slices.IsSorted(procs) {
+				procs = slices.Sorted(slices.Values(procs))
+			}
+			return ftdrive.SortedProcs(procs)
+		}
+		if c.members == nil {
+			c.localProcs = ftdrive.IdentityProcs(c.size)
+		} else {
+			c.localProcs = sorted(c.members)
+		}
+		c.allProcs = c.localProcs
+		if len(c.remote) > 0 {
+			c.allProcs = sorted(slices.Concat(c.memberWorldRanks(), c.remote))
+		}
+	})
+	if local {
+		return c.localProcs
+	}
+	return c.allProcs
+}
+
+// pos returns the overlay position of member p, -1 if p is not a member.
+func (f *commFT) pos(p int) int { return f.procs.Pos(p) }
+
+// addPos adds member p's overlay position to s (nothing for a non-member).
+func (f *commFT) addPos(s *agree.Set, p int) {
+	if i, ok := f.procs.Index(p); ok {
+		s.Add(i)
+	}
 }
 
 // memberWorldRanks lists the world ranks of c's (local) group in rank order.
@@ -204,40 +238,46 @@ func (w *World) traceKnown(peer int, cause error) {
 }
 
 func (w *World) recordFailureLocked(peer int) {
-	if !slices.Contains(w.ft.order, peer) {
+	if !w.ft.known.Has(peer) {
+		w.ft.known.Add(peer)
 		w.ft.order = append(w.ft.order, peer)
 	}
 }
 
 // failedOrder returns the world ranks known failed, in the order their
-// failure became known.
+// failure became known. The list is shared, not copied (it only grows at
+// its end, and its capacity is cut so that an append copies it): callers
+// must not change its elements.
 func (w *World) failedOrder() []int {
 	w.ft.mu.Lock()
 	defer w.ft.mu.Unlock()
-	return slices.Clone(w.ft.order)
+	return w.ft.order[:len(w.ft.order):len(w.ft.order)]
 }
 
 // failedMembers returns the world ranks of c's members (both groups of an
 // intercommunicator) known failed, in the order their failure became known.
+//
+// The list is shared, not copied (its capacity is cut so that an append
+// copies it): callers must not change its elements. Each call filters only
+// the failures that became known since the last one, so that a process
+// that looks after every failure notice spends the failures' number, not
+// their square.
 func (c *Comm) failedMembers() []int {
-	var out []int
-	for _, p := range c.w.failedOrder() {
+	order := c.w.failedOrder()
+	c.failedMu.Lock()
+	defer c.failedMu.Unlock()
+	for _, p := range order[c.failedSeen:] {
 		if c.hasWorldRank(p) {
-			out = append(out, p)
+			c.failed = append(c.failed, p)
 		}
 	}
-	return out
+	c.failedSeen = len(order)
+	return c.failed[:len(c.failed):len(c.failed)]
 }
 
 func (c *Comm) hasWorldRank(p int) bool {
-	if c.members == nil {
-		if p >= 0 && p < c.size {
-			return true
-		}
-	} else if slices.Contains(c.members, p) {
-		return true
-	}
-	return slices.Contains(c.remote, p)
+	_, ok := c.sortedProcs(false).Index(p)
+	return ok
 }
 
 // hasFailedMember reports whether a member of c is known failed.
@@ -418,19 +458,21 @@ func (e *memberFailedError) Error() string {
 func (e *memberFailedError) Unwrap() error { return p2p.ErrPeerLost }
 
 // waitColl waits for r, a request of a collective protocol on context ctx
-// among the n processes proc(0..n-1) (world ranks). If a failure becomes
-// known while waiting and one of them failed, ctx is poisoned: every
-// pending and later operation on it completes with ErrProcFailed at every
-// process that learns of the failure. So a collective never waits forever,
-// neither on a dead participant nor on a live one that the failure stopped
-// (seed 002 A.2.2: collectives raise ErrProcFailed when a participant
-// failed). It returns p2p.WaitDone, p2p.WaitAborted if the job was
-// aborted, or p2p.WaitCancelled if cancel (a view's context) closed first.
-func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int, cancel <-chan struct{}) int {
+// among the n processes procs (world ranks; nil: 0..n-1) of communicator
+// c. If a failure becomes known while waiting and one of them failed, ctx
+// is poisoned: every pending and later operation on it completes with
+// ErrProcFailed at every process that learns of the failure. So a
+// collective never waits forever, neither on a dead participant nor on a
+// live one that the failure stopped (seed 002 A.2.2: collectives raise
+// ErrProcFailed when a participant failed). It returns p2p.WaitDone,
+// p2p.WaitAborted if the job was aborted, or p2p.WaitCancelled if cancel
+// (a view's context) closed first. The check costs a lookup per failure
+// known, not a pass over the members.
+func (w *World) waitColl(r *p2p.Req, ctx uint32, c *Comm, n int, procs []int, cancel <-chan struct{}) int {
 	for {
 		sig := w.eng.FailureSignal()
 		if !r.Done() && w.eng.LostCount() > 0 {
-			if p := w.firstLost(n, proc); p >= 0 {
+			if p := w.eng.FirstLost(func(p int) bool { return c.setHas(n, procs, p) }); p >= 0 {
 				w.eng.Poison(&memberFailedError{proc: p}, ctx)
 			}
 		}
@@ -440,15 +482,19 @@ func (w *World) waitColl(r *p2p.Req, ctx uint32, n int, proc func(int) int, canc
 	}
 }
 
-// firstLost returns the first of the processes proc(0..n-1) that is lost,
-// or -1.
-func (w *World) firstLost(n int, proc func(int) int) int {
-	for i := 0; i < n; i++ {
-		if p := proc(i); w.eng.IsLost(p) {
-			return p
-		}
+// setHas reports whether process p is among the n processes procs (nil:
+// 0..n-1) of a collective set on c: by bisection when procs is c's own
+// member list (every collective on c's whole group), by a scan otherwise
+// (sets over part of c, which are small).
+func (c *Comm) setHas(n int, procs []int, p int) bool {
+	switch {
+	case procs == nil:
+		return p >= 0 && p < n
+	case len(procs) == len(c.members) && &procs[0] == &c.members[0]:
+		_, ok := c.sortedProcs(true).Index(p)
+		return ok
 	}
-	return -1
+	return slices.Contains(procs, p)
 }
 
 // collStartCheck poisons c's collective context if a member of c is known

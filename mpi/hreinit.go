@@ -326,8 +326,8 @@ func (w *World) agreeFailed() ([]int, error) {
 			failed = append(failed, p)
 		}
 	}
-	for i, p := range f.overlay {
-		if !contrib.Has(i) && !slices.Contains(failed, p) {
+	for i := range f.procs.Len() {
+		if p := f.procs.At(i); !contrib.Has(i) && !slices.Contains(failed, p) {
 			failed = append(failed, p)
 		}
 	}

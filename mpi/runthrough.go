@@ -394,16 +394,16 @@ func (c *Comm) validate(op string) (*Group, error) {
 	t.freeMask(window, w0)
 	v := agree.Value{Flags: 1, Inter: agree.SetFromWords(window)}
 	for _, p := range c.lostMembers() {
-		v.Union.Add(f.index[p])
+		f.addPos(&v.Union, p)
 	}
 	val, contrib, err := c.agreeOn(op, v)
 	if err != nil {
 		return nil, err
 	}
 	var failed []int
-	for i, p := range f.overlay {
+	for i := range f.procs.Len() {
 		if val.Union.Has(i) || !contrib.Has(i) {
-			failed = append(failed, p)
+			failed = append(failed, f.procs.At(i))
 		}
 	}
 	if slices.Contains(failed, w.rank) {

@@ -46,7 +46,7 @@ func (c *Comm) Ishrink() (*RequestOf[*Comm], error) {
 // contributing) and the context-id pairs free at every contributor (a
 // window of the bitmaps, intersected), the window starting at start (from
 // seed).
-func (c *Comm) agreeDeadAndFree(op string, f *commFT, seed uint64) (val agree.Value, dead map[int]bool, start int, err error) {
+func (c *Comm) agreeDeadAndFree(op string, f *commFT, seed uint64) (val agree.Value, dead agree.Set, start int, err error) {
 	start = startPos(seed, 0)
 	window := make([]uint64, ctxWindow)
 	c.w.ctxTable().freeMask(window, start/64)
@@ -72,9 +72,9 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var survivors []int
-	for _, p := range c.memberWorldRanks() {
-		if !dead[p] {
+	survivors := make([]int, 0, c.size-min(dead.Len(), c.size))
+	for r := range c.size {
+		if p := c.worldRank(r); !dead.Has(p) {
 			survivors = append(survivors, p)
 		} else {
 			// A failure the agreement established is known here from now
@@ -139,14 +139,14 @@ func (c *Comm) shrinkInter(op string) (*Comm, error) {
 	alive := func(procs []int) []int {
 		var out []int
 		for _, p := range procs {
-			if !dead[p] {
+			if !dead.Has(p) {
 				out = append(out, p)
 			}
 		}
 		return out
 	}
 	for _, p := range slices.Concat(c.memberWorldRanks(), c.remote) {
-		if dead[p] {
+		if dead.Has(p) {
 			// Known here from now on (GetFailed), as in the
 			// intracommunicator case: the agreement established it.
 			w.recordFailure(p)
@@ -194,18 +194,20 @@ func (c *Comm) agreedAnd(op string) func([]uint64) error {
 // members known here added to its Union, is agreed on over f's overlay.
 // It returns the decided value and the processes left out of the result:
 // those decided failed and those that failed before contributing.
-func (c *Comm) agreeDead(op string, f *commFT, v agree.Value) (agree.Value, map[int]bool, error) {
+func (c *Comm) agreeDead(op string, f *commFT, v agree.Value) (agree.Value, agree.Set, error) {
 	for _, p := range c.failedMembers() {
-		v.Union.Add(f.index[p])
+		f.addPos(&v.Union, p)
 	}
 	val, contrib, err := c.agreeOn(op, v)
 	if err != nil {
-		return val, nil, err
+		return val, agree.Set{}, err
 	}
-	dead := make(map[int]bool)
-	for i, p := range f.overlay {
+	// The set of process ids left out (a bit each: a lookup per member,
+	// with no map of the members).
+	var dead agree.Set
+	for i := range f.procs.Len() {
 		if val.Union.Has(i) || !contrib.Has(i) {
-			dead[p] = true
+			dead.Add(f.procs.At(i))
 		}
 	}
 	return val, dead, nil

@@ -488,7 +488,7 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	old := c.groupProcs()
 	var survivors, lost []int // process ids, old ranks
 	for r, p := range old {
-		if dead[p] {
+		if dead.Has(p) {
 			w.recordFailure(p) // known here from now on, as after Shrink
 			lost = append(lost, r)
 		} else {
@@ -534,7 +534,7 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	}
 	all := true
 	for _, p := range survivors {
-		all = all && contrib.Has(f.index[p])
+		all = all && contrib.Has(f.pos(p))
 	}
 	got, told := decodeLeaderWord(res.Union.Words(leaderWordLen(len(lost))), len(lost))
 	if !told {

@@ -380,6 +380,7 @@ type Engine struct {
 	nextID      uint64
 	probes      []*probeWaiter
 	lost        map[int]error
+	lostOrder   []int // the keys of lost, in the order they were declared
 	failSig     atomic.Pointer[chan struct{}] // closed and replaced when a peer is lost
 	revoked     map[uint32]error              // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
 	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)
@@ -1003,6 +1004,7 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		return
 	}
 	e.lost[peer] = cause
+	e.lostOrder = append(e.lostOrder, peer)
 	e.lostCount.Add(1)
 	var failed []*Req
 	for r := e.posted.head; r != nil; {
@@ -1152,6 +1154,22 @@ func (e *Engine) TellLost(peer int, h transport.Header) {
 // can re-examine what the failure means for it (ULFM's ErrPending).
 func (e *Engine) FailureSignal() <-chan struct{} {
 	return *e.failSig.Load()
+}
+
+// FirstLost returns the first peer, in the order they were declared lost,
+// for which member reports true, or -1: what a waiter among a set of
+// processes checks after a failure, in time proportional to the failures
+// rather than to the set (member runs under the engine's lock and must not
+// call the engine).
+func (e *Engine) FirstLost(member func(peer int) bool) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, p := range e.lostOrder {
+		if member(p) {
+			return p
+		}
+	}
+	return -1
 }
 
 // IsLost reports whether peer was declared lost.

@@ -55,12 +55,36 @@ func Check(n int, self ID) error {
 // View is one process's knowledge of the membership of its world: the
 // newest incarnation of every rank, the newest one known failed, and the
 // ring of live ranks around this process. Create it with New.
+//
+// Its size grows with what is known, not with the world: a rank at
+// incarnation 0 and not failed has no entry, so a view of 10,000 ranks
+// with 100 failures holds 100 entries (one per process: the memory of a
+// job of n in-process ranks stays linear in n).
 type View struct {
+	n          int
 	self       int
-	inc        []int // newest known incarnation of each rank
-	dead       []int // highest incarnation known failed of each rank, -1 if none
+	inc        map[int]int // newest known incarnation of each rank; absent: 0
+	dead       map[int]int // highest incarnation known failed of each rank; absent: none (-1)
 	failures   uint64
 	selfFailed bool
+}
+
+// incOf is the newest known incarnation of rank r.
+func (v *View) incOf(r int) int { return v.inc[r] }
+
+// deadOf is the highest incarnation of rank r known failed, -1 if none.
+func (v *View) deadOf(r int) int {
+	if d, ok := v.dead[r]; ok {
+		return d
+	}
+	return -1
+}
+
+func (v *View) setInc(r, i int) {
+	if v.inc == nil {
+		v.inc = make(map[int]int)
+	}
+	v.inc[r] = i
 }
 
 // New returns the view of process self in a world of n ranks, in which
@@ -70,26 +94,25 @@ func New(n int, self ID) (*View, error) {
 	if err := Check(n, self); err != nil {
 		return nil, err
 	}
-	v := &View{self: self.Rank, inc: make([]int, n), dead: make([]int, n)}
-	for r := range v.dead {
-		v.dead[r] = -1
+	v := &View{n: n, self: self.Rank}
+	if self.Inc != 0 {
+		v.setInc(self.Rank, self.Inc)
 	}
-	v.inc[self.Rank] = self.Inc
 	return v, nil
 }
 
 // N returns the number of ranks.
-func (v *View) N() int { return len(v.inc) }
+func (v *View) N() int { return v.n }
 
 // Self returns this process's rank.
 func (v *View) Self() int { return v.self }
 
 // InRange reports whether r is a rank of the world.
-func (v *View) InRange(r int) bool { return r >= 0 && r < len(v.inc) }
+func (v *View) InRange(r int) bool { return r >= 0 && r < v.n }
 
 // Live reports whether the newest known incarnation of rank r is live (not
 // known failed). A rank outside the world is not live.
-func (v *View) Live(r int) bool { return v.InRange(r) && v.inc[r] > v.dead[r] }
+func (v *View) Live(r int) bool { return v.InRange(r) && v.incOf(r) > v.deadOf(r) }
 
 // Current returns the newest known incarnation of rank r and whether it is
 // live; for a rank outside the world, incarnation 0 and not live.
@@ -97,14 +120,15 @@ func (v *View) Current(r int) (id ID, live bool) {
 	if !v.InRange(r) {
 		return ID{Rank: r}, false
 	}
-	return ID{Rank: r, Inc: v.inc[r]}, v.inc[r] > v.dead[r]
+	i := v.incOf(r)
+	return ID{Rank: r, Inc: i}, i > v.deadOf(r)
 }
 
 // IsFailed reports whether p is known to have failed (p's incarnation or a
 // newer one of the same rank was reported failed). A rank outside the world
 // or a negative incarnation names no process and is not failed.
 func (v *View) IsFailed(p ID) bool {
-	return v.InRange(p.Rank) && p.Inc >= 0 && p.Inc <= v.dead[p.Rank]
+	return v.InRange(p.Rank) && p.Inc >= 0 && p.Inc <= v.deadOf(p.Rank)
 }
 
 // Failures returns the number of failed processes known, counting every
@@ -121,13 +145,16 @@ func (v *View) SelfFailed() bool { return v.selfFailed }
 // failed) is accepted. Fail of this process's own incarnation makes
 // SelfFailed true.
 func (v *View) Fail(p ID) bool {
-	if !v.InRange(p.Rank) || p.Inc < 0 || p.Inc <= v.dead[p.Rank] {
+	if !v.InRange(p.Rank) || p.Inc < 0 || p.Inc <= v.deadOf(p.Rank) {
 		return false
 	}
-	v.failures += uint64(p.Inc - v.dead[p.Rank])
+	v.failures += uint64(p.Inc - v.deadOf(p.Rank))
+	if v.dead == nil {
+		v.dead = make(map[int]int)
+	}
 	v.dead[p.Rank] = p.Inc
-	if p.Inc > v.inc[p.Rank] {
-		v.inc[p.Rank] = p.Inc // the newest incarnation we know of is the failed one
+	if p.Inc > v.incOf(p.Rank) {
+		v.setInc(p.Rank, p.Inc) // the newest incarnation we know of is the failed one
 	}
 	if p.Rank == v.self && !v.Live(p.Rank) {
 		v.selfFailed = true
@@ -141,16 +168,16 @@ func (v *View) Fail(p ID) bool {
 // incarnation already known or known failed, or of one older than the
 // newest known, is ignored: a failed process never comes back.
 func (v *View) Join(p ID) bool {
-	if !v.InRange(p.Rank) || p.Rank == v.self || p.Inc <= v.dead[p.Rank] {
+	if !v.InRange(p.Rank) || p.Rank == v.self || p.Inc <= v.deadOf(p.Rank) {
 		return false
 	}
-	if p.Inc < v.inc[p.Rank] || (p.Inc == v.inc[p.Rank] && v.Live(p.Rank)) {
+	if p.Inc < v.incOf(p.Rank) || (p.Inc == v.incOf(p.Rank) && v.Live(p.Rank)) {
 		return false
 	}
 	if p.Inc > 0 {
 		v.Fail(ID{Rank: p.Rank, Inc: p.Inc - 1})
 	}
-	v.inc[p.Rank] = p.Inc
+	v.setInc(p.Rank, p.Inc)
 	return true
 }
 
@@ -159,7 +186,7 @@ func (v *View) Join(p ID) bool {
 // previous one, None when no other rank is live. In a ring of two live
 // ranks both are the other one.
 func (v *View) Ring() (succ, pred int) {
-	n := len(v.inc)
+	n := v.n
 	succ, pred = None, None
 	for i := 1; i < n; i++ {
 		if r := (v.self + i) % n; v.Live(r) {

@@ -151,7 +151,6 @@ func Log2Ceil(n int) int {
 type Node[T comparable] struct {
 	cfg        Config
 	nbrs       []int
-	isNbr      []bool
 	view       *member.View // who is live
 	succ, pred int          // ring successor and predecessor, or member.None
 	delivered  map[T]int    // item -> hops it had travelled when delivered here
@@ -168,14 +167,15 @@ func New[T comparable](cfg Config) (*Node[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("rbcast: %w", err)
 	}
-	b := &Node[T]{cfg: cfg, nbrs: Neighbors(cfg.N, cfg.Self), isNbr: make([]bool, cfg.N),
-		view: view, delivered: map[T]int{}}
-	for _, v := range b.nbrs {
-		b.isNbr[v] = true
-	}
+	b := &Node[T]{cfg: cfg, nbrs: Neighbors(cfg.N, cfg.Self), view: view, delivered: map[T]int{}}
 	b.succ, b.pred = view.Ring()
 	return b, nil
 }
+
+// isNbr reports whether r is one of this rank's 2*log2(N) neighbours (a
+// scan of a few entries, where a table of N flags would make every rank's
+// state grow with the job).
+func (b *Node[T]) isNbr(r int) bool { return slices.Contains(b.nbrs, r) }
 
 // deliver records x and returns its forwards to every live neighbour and
 // ring neighbour except skip.
@@ -191,10 +191,10 @@ func (b *Node[T]) deliver(x T, hops, skip int) []Msg[T] {
 	for _, v := range b.nbrs {
 		send(v)
 	}
-	if b.succ != member.None && !b.isNbr[b.succ] {
+	if b.succ != member.None && !b.isNbr(b.succ) {
 		send(b.succ)
 	}
-	if b.pred != member.None && !b.isNbr[b.pred] && b.pred != b.succ {
+	if b.pred != member.None && !b.isNbr(b.pred) && b.pred != b.succ {
 		send(b.pred)
 	}
 	return out
@@ -267,7 +267,7 @@ func (b *Node[T]) relink() []Msg[T] {
 	succ, pred := b.view.Ring()
 	var out []Msg[T]
 	resend := func(to int) {
-		if to == member.None || b.isNbr[to] {
+		if to == member.None || b.isNbr(to) {
 			return
 		}
 		for _, x := range b.order {

@@ -52,18 +52,17 @@ type agreeInst struct {
 type Overlay struct {
 	eng     *p2p.Engine
 	ctx     uint32
-	self    int         // this process's position in overlay
-	overlay []int       // process ids of the members, sorted
-	index   map[int]int // process id -> position in overlay
+	self  int   // this process's position in procs
+	procs Procs // process ids of the members, sorted
 }
 
 // NewOverlay describes the communicator with context ctx whose members
-// (both groups of an intercommunicator) have the sorted process ids
-// overlay, index giving each one's position; self is this process's id.
+// (both groups of an intercommunicator) are procs; self is this process's
+// id.
 // Its frames are control frames, posted by the engine (never written
 // inline), so a transport callback may send them.
-func NewOverlay(eng *p2p.Engine, ctx uint32, self int, overlay []int, index map[int]int) *Overlay {
-	return &Overlay{eng: eng, ctx: ctx, self: index[self], overlay: overlay, index: index}
+func NewOverlay(eng *p2p.Engine, ctx uint32, self int, procs Procs) *Overlay {
+	return &Overlay{eng: eng, ctx: ctx, self: procs.Pos(self), procs: procs}
 }
 
 // NewAgreements returns the agreement driver of the communicator ov;
@@ -79,12 +78,12 @@ func (a *Agreements) instanceLocked(seq uint64) (*agreeInst, []agree.Msg) {
 	var msgs []agree.Msg
 	in := a.insts[seq]
 	if in == nil {
-		in = &agreeInst{node: agree.New(agree.Config{Self: a.self, N: len(a.overlay), Instance: seq, Radix: AgreeRadix}),
+		in = &agreeInst{node: agree.New(agree.Config{Self: a.self, N: a.procs.Len(), Instance: seq, Radix: AgreeRadix}),
 			decided: make(chan struct{})}
 		a.insts[seq] = in
 		// Failures known before the instance existed.
 		for _, p := range a.known() {
-			if i, ok := a.index[p]; ok {
+			if i, ok := a.procs.Index(p); ok {
 				msgs = append(msgs, in.node.Failed(i)...)
 			}
 		}
@@ -106,7 +105,7 @@ func (a *Agreements) instanceLocked(seq uint64) (*agreeInst, []agree.Msg) {
 // failed process depends on that (Await feeds only the instance it runs).
 // It may be called from a transport callback.
 func (a *Agreements) Lost(peer int) {
-	i, ok := a.index[peer]
+	i, ok := a.procs.Index(peer)
 	if !ok {
 		return
 	}
@@ -131,7 +130,7 @@ func (a *Agreements) Lost(peer int) {
 func (a *Agreements) send(msgs []agree.Msg) {
 	for _, m := range msgs {
 		h := transport.Header{Tag: int32(ctl.Agree), Ctx: a.ctx, Seq: m.Instance}
-		_ = a.eng.SendControl(a.overlay[m.To], h, agree.EncodeMsg(m))
+		_ = a.eng.SendControl(a.procs.At(m.To), h, agree.EncodeMsg(m))
 	}
 }
 
@@ -145,7 +144,7 @@ func (a *Agreements) Step(from int, h transport.Header, payload []byte) {
 	}
 	// The message must be the sender's own, for the instance its header
 	// names (a member cannot speak for another).
-	if i, ok := a.index[from]; !ok || m.From != i || m.Instance != h.Seq {
+	if i, ok := a.procs.Index(from); !ok || m.From != i || m.Instance != h.Seq {
 		return
 	}
 	a.mu.Lock()
@@ -193,17 +192,22 @@ func (a *Agreements) Begin() uint64 {
 // Await contributes v to instance seq (opened by Begin) and waits for the
 // decision: the combined value and the overlay positions of the
 // contributors. failed returns the process ids of the members known
-// failed; it is read at the start and at every failure signal of the
-// engine. ok is false if abort or stop closed first.
+// failed, in the order they became known: a list that only grows at its
+// end (each result starts with the previous one); it is read at the start
+// and at every failure signal of the engine. ok is false if abort or stop closed first.
 func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort, stop <-chan struct{}) (val agree.Value, contrib agree.Set, ok bool) {
 	a.mu.Lock()
 	in, early := a.instanceLocked(seq)
 	a.mu.Unlock()
 	a.send(early)
 	var fs agree.Set
-	for _, p := range failed() {
-		fs.Add(a.index[p])
+	known := failed()
+	for _, p := range known {
+		if i, ok := a.procs.Index(p); ok {
+			fs.Add(i)
+		}
 	}
+	fed := len(known)
 	in.mu.Lock()
 	out := in.node.Start(v, fs)
 	decided := in.node.Decided()
@@ -214,12 +218,19 @@ func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort
 	}
 	for {
 		sig := a.eng.FailureSignal()
-		// Failures that happened since the last look.
+		// Failures that happened since the last look: the list only
+		// grows at its end, so only its new part is news (a job with
+		// many failures costs each agreement the failures, not their
+		// square).
 		var msgs []agree.Msg
 		in.mu.Lock()
-		for _, p := range failed() {
-			msgs = append(msgs, in.node.Failed(a.index[p])...)
+		known = failed()
+		for _, p := range known[min(fed, len(known)):] {
+			if i, ok := a.procs.Index(p); ok {
+				msgs = append(msgs, in.node.Failed(i)...)
+			}
 		}
+		fed = len(known)
 		done := in.node.Decided()
 		in.mu.Unlock()
 		a.send(msgs)

@@ -35,18 +35,14 @@ func (r *agreeRank) known() []int {
 func agreeJob(t *testing.T, n int) ([]*agreeRank, *inproc.Fabric) {
 	t.Helper()
 	fab := inproc.NewFabric(n)
-	overlay := make([]int, n)
-	index := map[int]int{}
-	for i := range overlay {
-		overlay[i], index[i] = i, i
-	}
+	procs := IdentityProcs(n)
 	rs := make([]*agreeRank, n)
 	for i := range rs {
 		r := &agreeRank{eng: p2p.New(p2p.Config{Self: i})}
 		r.ep = fab.Attach(i, r.eng)
 		r.eng.SetTransport(r.ep)
 		eng := r.eng
-		r.ag = NewAgreements(NewOverlay(eng, 9, i, overlay, index), r.known)
+		r.ag = NewAgreements(NewOverlay(eng, 9, i, procs), r.known)
 		var tb ctl.Table
 		tb.MustRegister(ctl.Agree, func(from int, h transport.Header, p []byte) {
 			if h.Ctx == 9 {

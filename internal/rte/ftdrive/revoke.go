@@ -27,12 +27,12 @@ type Revocation struct {
 // known lists the members known failed already; apply revokes the
 // communicator in this process.
 func NewRevocation(ov *Overlay, known []int, apply func()) (*Revocation, error) {
-	rb, err := rbcast.New[uint32](rbcast.Config{N: len(ov.overlay), Self: ov.self})
+	rb, err := rbcast.New[uint32](rbcast.Config{N: ov.procs.Len(), Self: ov.self})
 	if err != nil {
 		return nil, fmt.Errorf("ftdrive: revocation of context %d: %w", ov.ctx, err)
 	}
 	for _, p := range known {
-		if i, ok := ov.index[p]; ok {
+		if i, ok := ov.procs.Index(p); ok {
 			rb.Failed(member.ID{Rank: i})
 		}
 	}
@@ -53,7 +53,7 @@ func (r *Revocation) send(msgs []rbcast.Msg[uint32]) {
 		h := transport.Header{Tag: int32(ctl.Revoke), Ctx: m.Item, A: uint64(m.Hops)}
 		// A failed send means the neighbour is gone; the broadcast's other
 		// paths (and its ring repair on the failure notice) cover it.
-		_ = r.eng.SendControl(r.overlay[m.To], h, nil)
+		_ = r.eng.SendControl(r.procs.At(m.To), h, nil)
 	}
 }
 
@@ -61,7 +61,7 @@ func (r *Revocation) send(msgs []rbcast.Msg[uint32]) {
 // from (a transport callback): the first delivery applies the revocation,
 // and the frames to relay are posted (control frames never block).
 func (r *Revocation) OnRevoke(from int, h transport.Header) {
-	fi, ok := r.index[from]
+	fi, ok := r.procs.Index(from)
 	if !ok {
 		return
 	}
@@ -79,7 +79,7 @@ func (r *Revocation) OnRevoke(from int, h transport.Header) {
 // Lost repairs the broadcast around the failure of process peer (the
 // engine's lost hook: a transport callback).
 func (r *Revocation) Lost(peer int) {
-	i, ok := r.index[peer]
+	i, ok := r.procs.Index(peer)
 	if !ok {
 		return
 	}

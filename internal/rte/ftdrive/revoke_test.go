@@ -18,11 +18,7 @@ import (
 func TestRevocationReachesEveryLiveMember(t *testing.T) {
 	const n, ctx, victim = 9, 4, 1
 	fab := inproc.NewFabric(n)
-	overlay := make([]int, n)
-	index := map[int]int{}
-	for i := range overlay {
-		overlay[i], index[i] = i, i
-	}
+	procs := IdentityProcs(n)
 	applied := make(chan int, 2*n)
 	engs := make([]*p2p.Engine, n)
 	eps := make([]*inproc.Endpoint, n)
@@ -31,7 +27,7 @@ func TestRevocationReachesEveryLiveMember(t *testing.T) {
 		eng := p2p.New(p2p.Config{Self: i})
 		ep := fab.Attach(i, eng)
 		eng.SetTransport(ep)
-		rv, err := NewRevocation(NewOverlay(eng, ctx, i, overlay, index), nil, func() { applied <- i })
+		rv, err := NewRevocation(NewOverlay(eng, ctx, i, procs), nil, func() { applied <- i })
 		if err != nil {
 			t.Fatal(err)
 		}
