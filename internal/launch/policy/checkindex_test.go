@@ -10,7 +10,8 @@ import (
 )
 
 // checkIndex reports whether checksOf indexes exactly the pending checks,
-// by rank and in ascending token order (the simulator calls it after every
+// by rank and in ascending token order, and whether everFailed holds every
+// process a hello must be told of (the simulator calls it after every
 // step).
 func (m *Machine) checkIndex() error {
 	n := 0
@@ -31,6 +32,11 @@ func (m *Machine) checkIndex() error {
 	}
 	if n != len(m.checks) {
 		return fmt.Errorf("checksOf indexes %d checks, %d are pending", n, len(m.checks))
+	}
+	for r := range m.procs {
+		if p := &m.procs[r]; (p.failed || p.notified) && !m.everFailed[r] {
+			return fmt.Errorf("process %d failed or was notified but is not in everFailed: a later hello would not be told", r)
+		}
 	}
 	return nil
 }

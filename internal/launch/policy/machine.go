@@ -136,6 +136,12 @@ type Machine struct {
 	// made the launcher's work per failure grow as n^2 (1.9 s for one
 	// failure of 4,096 ranks, 40 s for 40).
 	checksOf map[int][]uint64
+	// everFailed holds every process id whose failed or notified flag was
+	// ever set (a respawn clears them: hello checks them again), so that a
+	// hello need not look at every process: n hellos looking at n
+	// processes each made the start-up n^2 at the head (113 s of the
+	// launcher for 65,536 ranks, 2.7 s for 16,384).
+	everFailed map[int]bool
 
 	// Fence stalls (Stall): progress counts fence arrivals and
 	// completions; stallAt is its value at the last Stall that saw waiters
@@ -168,15 +174,16 @@ func New(cfg Config) (*Machine, error) {
 		return nil, err
 	}
 	m := &Machine{
-		cfg:       cfg,
-		procs:     make([]proc, cfg.Size),
-		conns:     make(map[Conn]int),
-		kv:        make(map[string]string),
-		fenceWait: make(map[int][]waiter),
-		checks:    make(map[uint64]check),
-		checksOf:  make(map[int][]uint64),
-		stallAt:   -1,
-		lost:      make([]bool, max(1, len(cfg.Hosts))),
+		cfg:        cfg,
+		procs:      make([]proc, cfg.Size),
+		conns:      make(map[Conn]int),
+		kv:         make(map[string]string),
+		fenceWait:  make(map[int][]waiter),
+		checks:     make(map[uint64]check),
+		checksOf:   make(map[int][]uint64),
+		everFailed: make(map[int]bool),
+		stallAt:    -1,
+		lost:       make([]bool, max(1, len(cfg.Hosts))),
 	}
 	for r, h := range cfg.Place {
 		m.procs[r].host = h
@@ -374,7 +381,12 @@ func (m *Machine) hello(e Hello) {
 	m.reply(e.Conn, boot.Msg{Op: boot.OpHello, ID: e.ID, Rank: e.Rank})
 	// Failures that happened before this rank connected (an early injected
 	// kill, say): every survivor learns of every failure.
-	for r := range m.procs {
+	told := make([]int, 0, len(m.everFailed))
+	for r := range m.everFailed {
+		told = append(told, r)
+	}
+	slices.Sort(told) // in rank order, as a look at every process would
+	for _, r := range told {
 		if q := &m.procs[r]; r != e.Rank && (q.failed || q.notified) {
 			m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: m.failedEvent(r)})
 		}
@@ -455,6 +467,7 @@ func (m *Machine) releaseSpares() {
 // connected process that is not gone, in one Notify.
 func (m *Machine) notifyFailed(r int) {
 	m.procs[r].notified = true
+	m.everFailed[r] = true
 	var to []Conn
 	for q := range m.procs {
 		if o := &m.procs[q]; q != r && !o.gone && o.conn != 0 {
@@ -520,6 +533,7 @@ func (m *Machine) exited(e Exit) {
 		m.emit(Action{Kind: SignalAll, Sig: syscall.SIGKILL})
 	case m.isFailure(p, e) && !tearing:
 		p.failed = true
+		m.everFailed[e.Rank] = true
 		if !m.anyFailure {
 			m.anyFailure = true
 			m.emit(Action{Kind: Mark, Text: MarkFailure})
