@@ -129,7 +129,9 @@ func Up(n int, dir string) (_ *Hosts, err error) {
 	if err := h.saveState(); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	// 20 s, and a second more per host: each check is an ssh login,
+	// which takes most of a second on a loaded 2-core machine.
+	deadline := time.Now().Add(20*time.Second + time.Duration(n)*time.Second)
 	for i := 1; i <= n; i++ {
 		if err := h.waitSSH(i, deadline); err != nil {
 			return nil, err
