@@ -3,6 +3,8 @@ package launch
 import (
 	"bufio"
 	"bytes"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -237,4 +239,67 @@ func TestTreeLaunchInnerAgentLost(t *testing.T) {
 		t.Fatalf("only f2 may be lost:\n%s", log.String())
 	}
 	assertNoLeftovers(t, mark, 5*time.Second)
+}
+
+// TestAttachedAgentHelloThenEOF: an agent of a tree launch gets its hello
+// and at once the end of its input (the launch command closes it); it
+// attaches to the head over TCP (this test's listener), says ready with
+// its host and index there, writes nothing on its standard output, and
+// ends with the head's Bye, exit 0. (The hello and the end of the input
+// used to race in one select: "no hello from the head: EOF" in about one
+// launch of four under -race, when the agent's process starts slowly; in
+// process here the race is rarely lost, so this test alone does not catch
+// it: TestTreeLaunchInnerAgentLost under -race did.)
+func TestAttachedAgentHelloThenEOF(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for i := 0; i < 20; i++ {
+		hello := agentHello()
+		hello.Host, hello.Node, hello.Attach = "h3", 2, ln.Addr().String()
+		var in bytes.Buffer
+		if err := agentwire.Write(&in, hello); err != nil {
+			t.Fatal(err)
+		}
+		var out, errw syncBuffer
+		code := make(chan int, 1)
+		go func() { code <- RunAgent(&in, &out, &errw) }()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			nc, _ := ln.Accept()
+			accepted <- nc
+		}()
+		var nc net.Conn
+		select {
+		case nc = <-accepted:
+		case c := <-code:
+			t.Fatalf("agent %d exited %d without attaching: %s", i, c, errw.String())
+		case <-time.After(30 * time.Second):
+			t.Fatalf("agent %d did not attach: %s", i, errw.String())
+		}
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		r := bufio.NewReader(nc)
+		m, err := agentwire.Read(r)
+		if err != nil || m.Type != agentwire.TReady || m.Host != "h3" || m.Node != 2 || m.Job != hello.Job || m.Error != "" {
+			t.Fatalf("agent %d: first frame %+v, %v", i, m, err)
+		}
+		if err := agentwire.Write(nc, agentwire.Msg{Type: agentwire.TBye}); err != nil {
+			t.Fatal(err)
+		}
+		go io.Copy(io.Discard, r)
+		select {
+		case c := <-code:
+			if c != 0 {
+				t.Fatalf("agent %d: exit %d after bye: %s", i, c, errw.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("agent %d: no exit after bye", i)
+		}
+		nc.Close()
+		if out.String() != "" {
+			t.Fatalf("agent %d wrote %q on its standard output (a tree agent's is unused)", i, out.String())
+		}
+	}
 }
