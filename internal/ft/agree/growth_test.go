@@ -40,7 +40,7 @@ func TestGrowthAgree(t *testing.T) {
 		}, growth.Bound{C: 5, D: 0}, growth.Bound{C: 5, D: 2}},
 		{"1pct-crashed", func(n int) growth.AgreeCase {
 			return growth.AgreeCase{N: n, Failed: growth.Failed(n, growth.OnePercent(n), uint64(n)), NotifyAt: notifyAt(n)}
-		}, growth.Bound{C: 5, D: 0}, growth.Bound{C: 6, D: 8}},
+		}, growth.Bound{C: 5, D: 0}, growth.Bound{C: 8, D: 8}},
 	}
 	for _, c := range cases {
 		var rounds, perProc, avg []float64
