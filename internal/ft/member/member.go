@@ -23,6 +23,7 @@ package member
 
 import (
 	"fmt"
+	"slices"
 )
 
 // ID names one process: a world rank and an incarnation (0 at first start,
@@ -63,29 +64,46 @@ func Check(n int, self ID) error {
 type View struct {
 	n          int
 	self       int
-	inc        map[int]int // newest known incarnation of each rank; absent: 0
-	dead       map[int]int // highest incarnation known failed of each rank; absent: none (-1)
+	inc        sparse // newest known incarnation of each rank; absent: 0
+	dead       sparse // highest incarnation known failed of each rank; absent: none (-1)
 	failures   uint64
 	selfFailed bool
 }
 
+// sparse maps ranks to values, holding only the ranks set: sorted
+// parallel lists, searched by bisection (a few failures make a few short
+// lists, with none of a map's per-entry overhead).
+type sparse struct {
+	ranks []int
+	vals  []int
+}
+
+func (s *sparse) find(r int) (int, bool) { return slices.BinarySearch(s.ranks, r) }
+
+func (s *sparse) get(r, absent int) int {
+	if i, ok := s.find(r); ok {
+		return s.vals[i]
+	}
+	return absent
+}
+
+func (s *sparse) set(r, v int) {
+	i, ok := s.find(r)
+	if !ok {
+		s.ranks = slices.Insert(s.ranks, i, r)
+		s.vals = slices.Insert(s.vals, i, v)
+		return
+	}
+	s.vals[i] = v
+}
+
 // incOf is the newest known incarnation of rank r.
-func (v *View) incOf(r int) int { return v.inc[r] }
+func (v *View) incOf(r int) int { return v.inc.get(r, 0) }
 
 // deadOf is the highest incarnation of rank r known failed, -1 if none.
-func (v *View) deadOf(r int) int {
-	if d, ok := v.dead[r]; ok {
-		return d
-	}
-	return -1
-}
+func (v *View) deadOf(r int) int { return v.dead.get(r, -1) }
 
-func (v *View) setInc(r, i int) {
-	if v.inc == nil {
-		v.inc = make(map[int]int)
-	}
-	v.inc[r] = i
-}
+func (v *View) setInc(r, i int) { v.inc.set(r, i) }
 
 // New returns the view of process self in a world of n ranks, in which
 // every other rank is live at incarnation 0 (report other knowledge with
@@ -149,10 +167,7 @@ func (v *View) Fail(p ID) bool {
 		return false
 	}
 	v.failures += uint64(p.Inc - v.deadOf(p.Rank))
-	if v.dead == nil {
-		v.dead = make(map[int]int)
-	}
-	v.dead[p.Rank] = p.Inc
+	v.dead.set(p.Rank, p.Inc)
 	if p.Inc > v.incOf(p.Rank) {
 		v.setInc(p.Rank, p.Inc) // the newest incarnation we know of is the failed one
 	}
