@@ -86,6 +86,8 @@ func ops() []op {
 			func(n int, _ uint64) (growth.Row, error) { return growth.ReinitLauncher(n, []int{n / 2}) }},
 		{"policy", "reinit-epoch-1pct", 65536, "one epoch per failure, each noticed to every rank and followed by a look at every process: n^2/100 steps of the head (minutes at 262,144)",
 			func(n int, seed uint64) (growth.Row, error) { return growth.ReinitLauncher(n, pct(n, seed)) }},
+		{"policy", "startup-fence", 1048576, "",
+			func(n int, _ uint64) (growth.Row, error) { return growth.StartupFence(n) }},
 		{"reincarnate", "reinit-epoch-no-launcher-1", 65536, "one agreement (see agree)",
 			func(n int, _ uint64) (growth.Row, error) { return growth.ReinitNoLauncher(n, []int{n / 2}) }},
 		{"reincarnate", "reinit-epoch-no-launcher-1pct", 65536, "one agreement (see agree)",

@@ -89,3 +89,44 @@ func TestRejoinFenceWorkIsLinear(t *testing.T) {
 		t.Errorf("%.0f allocations per rejoin at n=%d (want O(1): at most 64)", per, n)
 	}
 }
+
+// TestFenceWaitsForARespawnedRank checks that a fence does not complete
+// while a rank that had entered it was respawned (Reinit) and has not
+// entered it again: the resumed scan of checkFences must start over after
+// a reset (without the reset of fenceScan, rank 2's arrival completed the
+// fence without rank 1's new incarnation).
+func TestFenceWaitsForARespawnedRank(t *testing.T) {
+	m, err := New(Config{Job: "j", Size: 3, Mode: ModeReinit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.EnableRespawn(10)
+	fenceDone := func(acts []Action) bool {
+		for _, a := range acts {
+			if a.Kind == Reply && a.Msg.Op == boot.OpFence {
+				return true
+			}
+		}
+		return false
+	}
+	for r := 0; r < 3; r++ {
+		m.Step(Hello{Conn: Conn(r + 1), ID: 1, Job: "j", Rank: r, Pid: 100 + r})
+		m.Step(ReinitActive{Conn: Conn(r + 1), ID: 2, Kind: boot.ReinitEnter})
+	}
+	for r := 0; r < 3; r++ {
+		if done := fenceDone(m.Step(Fence{Conn: Conn(r + 1), ID: 3})); done != (r == 2) {
+			t.Fatalf("start-up fence: rank %d's arrival completed it: %v", r, done)
+		}
+	}
+	// Fence 2: ranks 0 and 1 enter; rank 1 dies and is respawned.
+	for r := 0; r < 2; r++ {
+		if fenceDone(m.Step(Fence{Conn: Conn(r + 1), ID: 4})) {
+			t.Fatalf("fence 2 completed at rank %d's arrival", r)
+		}
+	}
+	m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}})
+	m.Step(Hello{Conn: 9, ID: 1, Job: "j", Rank: 1, Incarnation: 1, Pid: 200})
+	if fenceDone(m.Step(Fence{Conn: 3, ID: 4})) {
+		t.Fatal("fence 2 completed without rank 1's new incarnation")
+	}
+}

@@ -115,6 +115,12 @@ type Machine struct {
 
 	kv        map[string]string
 	fenceWait map[int][]waiter
+	// fenceScan[seq]: every process below this index has entered fence
+	// seq or is gone, so checkFences resumes there instead of looking at
+	// every process at every arrival (n^2 at the head for a start-up of n
+	// ranks entering in rank order). Only a Reinit reset makes a process
+	// fall back below a fence (fences = 1, gone = false): reinit clears it.
+	fenceScan map[int]int
 	finWait   []waiter
 
 	cause       Cause
@@ -179,6 +185,7 @@ func New(cfg Config) (*Machine, error) {
 		conns:      make(map[Conn]int),
 		kv:         make(map[string]string),
 		fenceWait:  make(map[int][]waiter),
+		fenceScan:  make(map[int]int),
 		checks:     make(map[uint64]check),
 		checksOf:   make(map[int][]uint64),
 		everFailed: make(map[int]bool),
@@ -627,21 +634,19 @@ func (m *Machine) checkFences() {
 	}
 	slices.Sort(seqs)
 	for _, seq := range seqs {
-		var failed []int
-		done := true
-		for r := range m.procs {
-			p := &m.procs[r]
-			if p.fences >= seq {
-				continue
-			}
-			if !p.gone {
-				done = false
-				break
-			}
-			failed = append(failed, r)
+		r := m.fenceScan[seq]
+		for r < len(m.procs) && (m.procs[r].fences >= seq || m.procs[r].gone) {
+			r++
 		}
-		if !done {
-			continue
+		m.fenceScan[seq] = r
+		if r < len(m.procs) {
+			continue // process r has neither entered nor gone
+		}
+		var failed []int // those that are gone without entering it
+		for r := range m.procs {
+			if m.procs[r].fences < seq {
+				failed = append(failed, r)
+			}
 		}
 		kv := make(map[string]string, len(m.kv))
 		for k, v := range m.kv {
@@ -651,6 +656,7 @@ func (m *Machine) checkFences() {
 			m.reply(w.conn, boot.Msg{Op: boot.OpFence, ID: w.id, KV: kv, Failed: failed})
 		}
 		delete(m.fenceWait, seq)
+		delete(m.fenceScan, seq)
 	}
 }
 

@@ -73,6 +73,7 @@ func (m *Machine) reinit(e Exit, how string) bool {
 	} else {
 		*p = proc{inc: inc, fences: 1, rejoined: m.epoch, inReinit: true, host: host}
 	}
+	clear(m.fenceScan) // the reset process no longer counts as in the later fences
 	// The survivors first (notify before anything else), then the ranks
 	// waiting in an older epoch's fence learn it is superseded.
 	var to []Conn
