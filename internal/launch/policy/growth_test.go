@@ -42,3 +42,20 @@ func TestGrowthReinitEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestGrowthStartupFence measures ftmpirun's bootstrap exchange through
+// the launcher's policy at n = 16 ... 4096 (1,048,576 with
+// FTMPI_GROWTH_FULL=1): 2 rounds, 2 messages per rank and 2n at the head
+// (the star, asserted exactly). Its head-side work is linear since
+// fenceScan; the answers still carry n endpoints each (item 2 of issue 24).
+func TestGrowthStartupFence(t *testing.T) {
+	for _, n := range growth.Sizes(1 << 20) {
+		r, err := growth.StartupFence(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rounds != 2 || r.Extra["max_per_rank"] != 2 || r.Extra["head_msgs"] != 2*int64(n) {
+			t.Errorf("n=%d: %d rounds, %d messages at a rank, %d at the head; want 2, 2, 2n", n, r.Rounds, r.Extra["max_per_rank"], r.Extra["head_msgs"])
+		}
+	}
+}
