@@ -61,9 +61,9 @@ func typedBuf(f *File, op string, buf []byte, count int, d *Datatype, write, seq
 		v.etype.sig.runs == nil && v.etype.sig.dt != d.sig.dt {
 		return nil, f.handle(f.err(ErrType, op, "buffer of %s, view etype %s", d.name, v.etype.name))
 	}
-	if n := int64(count) * int64(d.size); n%v.esize != 0 {
+	if n := int64(count) * int64(d.size); n%v.Esize != 0 {
 		return nil, f.handle(f.err(ErrType, op, "%d elements of %s (%d bytes) are not a whole number of etypes %s (%d bytes)",
-			count, d.name, n, v.etype.name, v.esize))
+			count, d.name, n, v.etype.name, v.Esize))
 	}
 	t := &ioTyped{buf: buf, d: d, v: v.converting(d)}
 	if write {
@@ -97,7 +97,7 @@ func ReadAtTyped(f *File, offset int64, buf []byte, count int, d *Datatype) (int
 	if err != nil {
 		return 0, err
 	}
-	n, err := f.pread(op, t.v, offset*t.v.esize, t.data)
+	n, err := f.pread(op, t.v, offset*t.v.Esize, t.data)
 	return t.done(n, true), f.handle(err)
 }
 
@@ -109,7 +109,7 @@ func WriteAtTyped(f *File, offset int64, buf []byte, count int, d *Datatype) err
 	if err != nil {
 		return err
 	}
-	err = f.pwrite(op, t.v, offset*t.v.esize, t.data)
+	err = f.pwrite(op, t.v, offset*t.v.Esize, t.data)
 	t.done(0, false)
 	return f.handle(err)
 }
@@ -151,7 +151,7 @@ func ReadAtAllTyped(f *File, offset int64, buf []byte, count int, d *Datatype) (
 	var n int
 	err = f.inOrder(op, func() error {
 		var err error
-		n, err = f.readAll(op, t.v, offset*t.v.esize, t.data)
+		n, err = f.readAll(op, t.v, offset*t.v.Esize, t.data)
 		return err
 	})
 	return t.done(n, true), f.handle(err)
@@ -165,7 +165,7 @@ func WriteAtAllTyped(f *File, offset int64, buf []byte, count int, d *Datatype) 
 	if err != nil {
 		return err
 	}
-	err = f.inOrder(op, func() error { return f.writeAll(op, t.v, offset*t.v.esize, t.data) })
+	err = f.inOrder(op, func() error { return f.writeAll(op, t.v, offset*t.v.Esize, t.data) })
 	t.done(0, false)
 	return f.handle(err)
 }
@@ -211,12 +211,12 @@ func ReadSharedTyped(f *File, buf []byte, count int, d *Datatype) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	at, err := f.sharedReserve(op, t.size()/t.v.esize)
+	at, err := f.sharedReserve(op, t.size()/t.v.Esize)
 	if err != nil {
 		t.done(0, false)
 		return 0, f.handle(err)
 	}
-	n, err := f.pread(op, t.v, at*t.v.esize, t.data)
+	n, err := f.pread(op, t.v, at*t.v.Esize, t.data)
 	return t.done(n, true), f.handle(err)
 }
 
@@ -229,11 +229,11 @@ func WriteSharedTyped(f *File, buf []byte, count int, d *Datatype) error {
 		return err
 	}
 	defer t.done(0, false)
-	at, err := f.sharedReserve(op, t.size()/t.v.esize)
+	at, err := f.sharedReserve(op, t.size()/t.v.Esize)
 	if err != nil {
 		return f.handle(err)
 	}
-	return f.handle(f.pwrite(op, t.v, at*t.v.esize, t.data))
+	return f.handle(f.pwrite(op, t.v, at*t.v.Esize, t.data))
 }
 
 // ReadOrderedTyped is ReadOrdered of count elements of d over buf
@@ -286,7 +286,7 @@ func IreadAtTyped(f *File, offset int64, buf []byte, count int, d *Datatype) (*R
 		return nil, err
 	}
 	return startCollOf(f.c, op, func() (int, error) {
-		n, err := f.pread(op, t.v, offset*t.v.esize, t.data)
+		n, err := f.pread(op, t.v, offset*t.v.Esize, t.data)
 		return t.done(n, true), err
 	}), nil
 }
@@ -300,7 +300,7 @@ func IwriteAtTyped(f *File, offset int64, buf []byte, count int, d *Datatype) (*
 	}
 	return f.c.startColl(op, func() error {
 		defer t.done(0, false)
-		return f.pwrite(op, t.v, offset*t.v.esize, t.data)
+		return f.pwrite(op, t.v, offset*t.v.Esize, t.data)
 	}), nil
 }
 
@@ -345,7 +345,7 @@ func ireadAtAllTyped(f *File, op string, offset int64, buf []byte, count int, d 
 	}
 	r := &RequestOf[int]{}
 	r.Request = f.startOrdered(op, func() error {
-		n, err := f.readAll(op, t.v, offset*t.v.esize, t.data)
+		n, err := f.readAll(op, t.v, offset*t.v.Esize, t.data)
 		r.val = t.done(n, true)
 		return err
 	})
@@ -364,7 +364,7 @@ func iwriteAtAllTyped(f *File, op string, offset int64, buf []byte, count int, d
 	}
 	return f.startOrdered(op, func() error {
 		defer t.done(0, false)
-		return f.writeAll(op, t.v, offset*t.v.esize, t.data)
+		return f.writeAll(op, t.v, offset*t.v.Esize, t.data)
 	}), nil
 }
 
@@ -413,13 +413,13 @@ func IreadSharedTyped(f *File, buf []byte, count int, d *Datatype) (*RequestOf[i
 	if err != nil {
 		return nil, err
 	}
-	at, err := f.sharedReserve(op, t.size()/t.v.esize)
+	at, err := f.sharedReserve(op, t.size()/t.v.Esize)
 	if err != nil {
 		t.done(0, false)
 		return nil, f.handle(err)
 	}
 	return startCollOf(f.c, op, func() (int, error) {
-		n, err := f.pread(op, t.v, at*t.v.esize, t.data)
+		n, err := f.pread(op, t.v, at*t.v.Esize, t.data)
 		return t.done(n, true), err
 	}), nil
 }
@@ -431,14 +431,14 @@ func IwriteSharedTyped(f *File, buf []byte, count int, d *Datatype) (*Request, e
 	if err != nil {
 		return nil, err
 	}
-	at, err := f.sharedReserve(op, t.size()/t.v.esize)
+	at, err := f.sharedReserve(op, t.size()/t.v.Esize)
 	if err != nil {
 		t.done(0, false)
 		return nil, f.handle(err)
 	}
 	return f.c.startColl(op, func() error {
 		defer t.done(0, false)
-		return f.pwrite(op, t.v, at*t.v.esize, t.data)
+		return f.pwrite(op, t.v, at*t.v.Esize, t.data)
 	}), nil
 }
 

@@ -40,7 +40,7 @@ func TestDatatypeHugeDenseBlocks(t *testing.T) {
 	hv, err := TypeCreateHvector(1<<27, 1, 4, Int32)
 	one("hvector(2^27, 1, 4, int32)", hv, err, 1<<29)
 	v, err := newFileView("test", 2144, Byte, ft, true)
-	if err != nil || !v.contig || len(v.segs) != 1 || v.tsize != 1<<31 {
+	if err != nil || !v.Contig() || v.Segments() != 1 || v.TileBytes() != 1<<31 {
 		t.Fatalf("view of the vector: %v (%+v)", err, v)
 	}
 	var after runtime.MemStats

@@ -6,7 +6,12 @@ package mpi
 // error handlers and the fault-tolerance calls; file_view.go: views;
 // file_io.go: independent and nonblocking data access and the individual
 // file pointer; file_coll.go: collective data access (two-phase);
-// file_shared.go: the shared file pointer.
+// file_shared.go: the shared file pointer. The engine under them (views
+// flattened, two-phase planning and exchanges, the data path, the shared
+// pointer's protocol) is internal/mpiio; these files hold the typed
+// calls: argument checks, datatypes, file pointers, error classes and
+// handlers, and the glue (mpiio.Net over the private communicator,
+// mpiio.Data over the descriptor).
 //
 // Design. A file handle owns a private duplicate of its communicator
 // (File.c), made at FileOpen like a window's (Win.c): every collective
@@ -57,6 +62,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/ftmpi/ftmpi/internal/mpiio"
 )
 
 // The I/O error classes (codes as in Open MPI's mpi.h).
@@ -165,7 +172,7 @@ type File struct {
 	name   string
 	amode  int
 	fd     *os.File
-	shpath string // the shared file pointer's side file (file_shared.go)
+	sh     *mpiio.Shared // the shared file pointer (file_shared.go)
 
 	errh atomic.Pointer[Errhandler]
 
@@ -175,10 +182,8 @@ type File struct {
 	atomic   bool
 	closed   bool
 	hints    *Info
-	cbNodes  int    // aggregators of collective I/O (cb_nodes); 0: one per host
-	cbBuf    int64  // bytes an aggregator handles per round (cb_buffer_size)
-	shk      uint64 // collective operations on the shared pointer so far (file_shared.go)
-	shfd     *os.File
+	cbNodes  int             // aggregators of collective I/O (cb_nodes); 0: one per host
+	cbBuf    int64           // bytes an aggregator handles per round (cb_buffer_size)
 	lastColl chan struct{}   // the end of the last collective started (turn)
 	split    *RequestOf[int] // the active split collective (file_coll.go)
 	splitOp  string
@@ -292,7 +297,7 @@ func FileOpen(c *Comm, path string, amode int, info *Info) (*File, error) {
 	fc.name = f.name
 	c.w.chkPrivate(fc, "file") // check.go
 	dir, base := filepath.Split(path)
-	f.shpath = filepath.Join(dir, "."+base+".ftmpi-shfp-"+strconv.FormatUint(uint64(token), 36))
+	f.sh = mpiio.NewShared(filepath.Join(dir, "."+base+".ftmpi-shfp-"+strconv.FormatUint(uint64(token), 36)))
 	// Open here, then agree on the outcome (all or nothing).
 	flags := 0
 	switch {
@@ -608,13 +613,9 @@ func (f *File) Close() error {
 	}
 	f.mu.Lock()
 	f.closed = true
-	shfd := f.shfd
 	f.mu.Unlock()
 	var cerr error
-	if shfd != nil {
-		shfd.Close()
-	}
-	os.Remove(f.shpath) // every process: whoever is last; a missing one is fine
+	f.sh.Close() // every process removes the side file: whoever is last
 	if e := f.fd.Close(); e != nil {
 		cerr = fileErr(op, f.name, e)
 	}

@@ -1,14 +1,10 @@
 package mpi
 
-import (
-	"encoding/binary"
-	"errors"
-	"io"
-	"slices"
-	"sort"
-)
+import "github.com/ftmpi/ftmpi/internal/mpiio"
 
-// Collective data access (MPI-4.1 14.4.3-14.4.5) by two-phase I/O, as
+// Collective data access (MPI-4.1 14.4.3-14.4.5) by two-phase I/O (the plan
+// and the exchanges are internal/mpiio's Plan and Access; this file holds
+// the typed calls and the glue: mpiio.Net over the handle's communicator), as
 // ROMIO does it: a few aggregator processes each own a contiguous domain
 // of the range of file bytes the call touches; every process sends the
 // pieces of its data that fall in a domain to that domain's aggregator,
@@ -31,75 +27,6 @@ import (
 // undefined. An I/O error at an aggregator is reported at every process
 // (a last exchange of error flags).
 
-// piece is a fragment of a process's data in one round's domain of one
-// aggregator: file range and position in the process's buffer.
-type piece struct {
-	off, n int64
-	at     int64 // offset in the buffer
-	round  int
-	agg    int // index of the aggregator
-}
-
-// plan is the layout of one collective call: domains and rounds.
-type plan struct {
-	aggs     []int // ranks of the aggregators
-	lo, hi   int64 // the file range touched by the call
-	dom, buf int64 // domain size, bytes per round
-	rounds   int
-	// interleaved: the processes' file ranges overlap. If not (a block per
-	// process, say), every process accesses its own range directly, as
-	// ROMIO does: aggregation would only add copies.
-	interleaved bool
-}
-
-// interleaved reports whether the [lo, hi) ranges of the live rows with
-// data overlap.
-func interleaved(rows [][]int64, live []bool) bool {
-	type rng struct{ lo, hi int64 }
-	var rs []rng
-	for r, row := range rows {
-		if live[r] && row[1] > row[0] {
-			rs = append(rs, rng{row[0], row[1]})
-		}
-	}
-	slices.SortFunc(rs, func(a, b rng) int { return int(a.lo - b.lo) })
-	for i := 1; i < len(rs); i++ {
-		if rs[i].lo < rs[i-1].hi {
-			return true
-		}
-	}
-	return false
-}
-
-// window is aggregator a's file range in round k.
-func (p *plan) window(a, k int) (int64, int64) {
-	start := p.lo + int64(a)*p.dom
-	lo := start + int64(k)*p.buf
-	hi := min(start+p.dom, lo+p.buf, p.hi)
-	return lo, max(lo, hi)
-}
-
-// split cuts the extents into pieces at domain and round boundaries.
-func (p *plan) split(exts []fext) []piece {
-	var out []piece
-	at := int64(0)
-	for _, e := range exts {
-		off, n := e.off, e.n
-		for n > 0 {
-			rel := off - p.lo
-			a := int(rel / p.dom)
-			k := int((rel - int64(a)*p.dom) / p.buf)
-			_, whi := p.window(a, k)
-			m := min(n, whi-off)
-			out = append(out, piece{off: off, n: m, at: at, round: k, agg: a})
-			off += m
-			n -= m
-			at += m
-		}
-	}
-	return out
-}
-
 // hostName is the host of world rank p as the launcher told ("" under Run
 // and when unknown).
 func (h *hostTable) hostName(p int) string {
@@ -113,126 +40,56 @@ func (h *hostTable) hostName(p int) string {
 
 // makePlan computes the plan from every rank's (lo, hi) row; the same at
 // every process. nil: the call touches no byte.
-func (f *File) makePlan(rows [][]int64, live []bool) *plan {
-	p := &plan{lo: -1}
-	var alive []int
-	for r, row := range rows {
-		if !live[r] {
-			continue
-		}
-		alive = append(alive, r)
-		if row[1] > row[0] {
-			if p.lo < 0 || row[0] < p.lo {
-				p.lo = row[0]
-			}
-			p.hi = max(p.hi, row[1])
-		}
-	}
-	if p.lo < 0 {
-		return nil
-	}
+func (f *File) makePlan(rows [][]int64, live []bool) *mpiio.Plan {
 	f.mu.Lock()
 	nodes, buf := f.cbNodes, f.cbBuf
 	f.mu.Unlock()
-	if nodes > 0 {
-		nodes = min(nodes, len(alive))
-		for i := range nodes {
-			p.aggs = append(p.aggs, alive[i*len(alive)/nodes])
-		}
-	} else {
-		var seen []string
-		for _, r := range alive {
-			h := f.c.w.hosts.hostName(f.c.worldRank(r))
-			if !slices.Contains(seen, h) {
-				seen = append(seen, h)
-				p.aggs = append(p.aggs, r)
-			}
-		}
-	}
-	p.interleaved = interleaved(rows, live)
-	na := int64(len(p.aggs))
-	p.dom = (p.hi - p.lo + na - 1) / na
-	p.buf = min(buf, p.dom)
-	p.rounds = int((p.dom + p.buf - 1) / p.buf)
-	return p
+	return mpiio.NewPlan(rows, live, nodes, buf, func(r int) string { return f.c.w.hosts.hostName(f.c.worldRank(r)) })
 }
 
-func putI64(b []byte, v int64) { binary.LittleEndian.PutUint64(b, uint64(v)) }
-func getI64(b []byte) int64    { return int64(binary.LittleEndian.Uint64(b)) }
-
-// xbuf is the scratch of one collective call's exchanges: a flat send
-// buffer with per-rank counts, reused across rounds.
-type xbuf struct {
-	sbuf, rbuf     []byte
-	scounts, sdisp []int
-	rcounts, rdisp []int
-	sc, rc         []int64
+// fileNet is the handle's private communicator as one collective call
+// (op) of internal/mpiio sees it (mpiio.Net).
+type fileNet struct {
+	f  *File
+	op string
 }
 
-func newXbuf(n int) *xbuf {
-	return &xbuf{scounts: make([]int, n), sdisp: make([]int, n), rcounts: make([]int, n), rdisp: make([]int, n),
-		sc: make([]int64, n), rc: make([]int64, n)}
-}
-
-// layout sizes the send buffer from scounts (set by the caller) and
-// returns it; sdisp[j] is where rank j's bytes go.
-func (x *xbuf) layout() []byte {
-	total := 0
-	for j, c := range x.scounts {
-		x.sdisp[j] = total
-		total += c
-	}
-	if cap(x.sbuf) < total {
-		x.sbuf = make([]byte, total)
-	}
-	x.sbuf = x.sbuf[:total]
-	return x.sbuf
-}
-
-// exchange sends sbuf[sdisp[j]:][:scounts[j]] to rank j and returns what
-// every rank sent here: rank j's bytes are from(j) (an alltoall of the
-// sizes, an alltoallv of the bytes).
-func (f *File) exchange(op string, x *xbuf) (from func(j int) []byte, err error) {
-	for j, c := range x.scounts {
-		x.sc[j], x.rc[j] = int64(c), 0
-	}
-	run, err := alltoallPrep(f.c, op, x.sc, x.rc)
+func (n *fileNet) Alltoall(sc, rc []int64) error {
+	run, err := alltoallPrep(n.f.c, n.op, sc, rc)
 	if err == nil {
 		err = run()
 	}
-	if err != nil {
-		return nil, f.ferr(err)
-	}
-	total := 0
-	for j := range x.rc {
-		x.rcounts[j], x.rdisp[j] = int(x.rc[j]), total
-		total += x.rcounts[j]
-	}
-	if cap(x.rbuf) < total {
-		x.rbuf = make([]byte, total)
-	}
-	x.rbuf = x.rbuf[:total]
-	run, err = alltoallvPrep(f.c, op, x.sbuf, x.scounts, x.sdisp, x.rbuf, x.rcounts, x.rdisp)
+	return n.f.ferr(err)
+}
+
+func (n *fileNet) Alltoallv(sbuf []byte, scounts, sdisp []int, rbuf []byte, rcounts, rdisp []int) error {
+	run, err := alltoallvPrep(n.f.c, n.op, sbuf, scounts, sdisp, rbuf, rcounts, rdisp)
 	if err == nil {
 		err = run()
 	}
-	if err != nil {
-		return nil, f.ferr(err)
-	}
-	return func(j int) []byte { return x.rbuf[x.rdisp[j] : x.rdisp[j]+x.rcounts[j]] }, nil
+	return n.f.ferr(err)
+}
+
+func (n *fileNet) ErrFlag(local error) error { return n.f.errFlag(n.op, n.f.ioErr(n.op, local)) }
+
+// fileCall is one collective call's Access with its Net: one allocation.
+type fileCall struct {
+	acc mpiio.Access
+	net fileNet
+}
+
+// access is this process's side of the collective call op.
+func (f *File) access(op string) *mpiio.Access {
+	c := &fileCall{net: fileNet{f, op}}
+	c.acc = mpiio.Access{Net: &c.net, Data: (*fileData)(f), Rank: f.c.rank, Size: f.c.size}
+	return &c.acc
 }
 
 // collPlan runs the first exchange of a collective access (each rank's
 // file range) and returns the plan and this process's extents.
-func (f *File) collPlan(op string, v *fileView, l, n int64) (*plan, []fext, error) {
-	exts := v.extents(nil, l, n)
-	lo, hi := int64(0), int64(0)
-	for i, e := range exts { // ascending but for a read-only view's overlaps
-		if i == 0 || e.off < lo {
-			lo = e.off
-		}
-		hi = max(hi, e.off+e.n)
-	}
+func (f *File) collPlan(op string, v *fileView, l, n int64) (*mpiio.Plan, []mpiio.Ext, error) {
+	exts := v.Extents(nil, l, n)
+	lo, hi := mpiio.Span(exts)
 	rows, live, err := f.together(op, lo, hi)
 	if err != nil {
 		return nil, nil, err
@@ -241,245 +98,28 @@ func (f *File) collPlan(op string, v *fileView, l, n int64) (*plan, []fext, erro
 }
 
 // writeAll is the two-phase collective write of b at view bytes l on, in
-// the view's data representation.
+// the view's data representation (internal/mpiio's Access.Write).
 func (f *File) writeAll(op string, v *fileView, l int64, b []byte) error {
-	return f.writeAllRaw(op, v, l, v.toFile(b))
-}
-
-func (f *File) writeAllRaw(op string, v *fileView, l int64, b []byte) error {
+	b = v.ToFile(b)
 	p, exts, err := f.collPlan(op, v, l, int64(len(b)))
 	if err != nil || p == nil {
 		return err
 	}
-	if !p.interleaved {
-		return f.errFlag(op, f.pwriteRaw(op, v, l, b))
-	}
-	pieces := p.split(exts)
-	me := slices.Index(p.aggs, f.c.rank)
-	var lerr error
-	var wb []byte
-	var got []fext
-	x := newXbuf(f.c.size)
-	cnt, at := make([]int, f.c.size), make([]int, f.c.size)
-	for k := 0; k < p.rounds; k++ {
-		// This round's pieces per aggregator: [count, (off, n)..., data].
-		clear(cnt)
-		clear(x.scounts)
-		for _, pc := range pieces {
-			if pc.round == k {
-				r := p.aggs[pc.agg]
-				cnt[r]++
-				x.scounts[r] += 16 + int(pc.n)
-			}
-		}
-		for r, c := range cnt {
-			if c > 0 {
-				x.scounts[r] += 8
-			}
-		}
-		sbuf := x.layout()
-		for r, c := range cnt {
-			if c > 0 {
-				putI64(sbuf[x.sdisp[r]:], int64(c))
-				at[r] = x.sdisp[r] + 8 + 16*c // the data follow the (off, n) pairs
-			}
-		}
-		meta := slices.Clone(x.sdisp)
-		for r := range meta {
-			meta[r] += 8
-		}
-		for _, pc := range pieces {
-			if pc.round != k {
-				continue
-			}
-			r := p.aggs[pc.agg]
-			putI64(sbuf[meta[r]:], pc.off)
-			putI64(sbuf[meta[r]+8:], pc.n)
-			meta[r] += 16
-			at[r] += copy(sbuf[at[r]:], b[pc.at:pc.at+pc.n])
-		}
-		from, err := f.exchange(op, x)
-		if err != nil {
-			return err
-		}
-		if me < 0 || lerr != nil {
-			continue
-		}
-		wlo, whi := p.window(me, k)
-		if cap(wb) < int(whi-wlo) {
-			wb = make([]byte, whi-wlo)
-		}
-		wb = wb[:whi-wlo]
-		got = got[:0]
-		for j := range f.c.size {
-			m := from(j)
-			if len(m) == 0 {
-				continue
-			}
-			cnt := int(getI64(m))
-			data := m[8+16*cnt:]
-			for q := range cnt {
-				off, n := getI64(m[8+16*q:]), getI64(m[16+16*q:])
-				copy(wb[off-wlo:], data[:n])
-				data = data[n:]
-				got = append(got, fext{off, n})
-			}
-		}
-		lerr = f.writeRuns(op, wb, wlo, got)
-	}
-	return f.errFlag(op, lerr)
+	return f.ioErr(op, f.access(op).Write(p, &v.View, l, exts, b))
 }
 
-// writeRuns writes the parts of wb (file bytes from wlo on) covered by
-// got, one write per maximal contiguous run.
-func (f *File) writeRuns(op string, wb []byte, wlo int64, got []fext) error {
-	if len(got) == 0 {
-		return nil
-	}
-	sort.Slice(got, func(i, j int) bool { return got[i].off < got[j].off })
-	unlock := f.lockData(true)
-	defer unlock()
-	start, end := got[0].off, got[0].off+got[0].n
-	flush := func() error {
-		if _, err := f.fd.WriteAt(wb[start-wlo:end-wlo], start); err != nil {
-			return fileErr(op, f.name, err)
-		}
-		return nil
-	}
-	for _, g := range got[1:] {
-		if g.off > end {
-			if err := flush(); err != nil {
-				return err
-			}
-			start = g.off
-		}
-		end = max(end, g.off+g.n)
-	}
-	return flush()
-}
-
-// readAll is the two-phase collective read into b from view bytes l on;
-// it returns the bytes read before the end of the file, converted from the
-// view's data representation.
+// readAll is the two-phase collective read into b from view bytes l on
+// (internal/mpiio's Access.Read); it returns the bytes read before the
+// end of the file, converted from the view's data representation.
 func (f *File) readAll(op string, v *fileView, l int64, b []byte) (int, error) {
-	n, err := f.readAllRaw(op, v, l, b)
-	v.fromFile(b[:n])
-	return n, err
-}
-
-func (f *File) readAllRaw(op string, v *fileView, l int64, b []byte) (int, error) {
+	n := 0
 	p, exts, err := f.collPlan(op, v, l, int64(len(b)))
-	if err != nil || p == nil {
-		return 0, err
+	if err == nil && p != nil {
+		n, err = f.access(op).Read(p, &v.View, l, exts, b)
+		err = f.ioErr(op, err)
 	}
-	if !p.interleaved {
-		n, lerr := f.preadRaw(op, v, l, b)
-		return n, f.errFlag(op, lerr)
-	}
-	pieces := p.split(exts)
-	me := slices.Index(p.aggs, f.c.rank)
-	var lerr error
-	var wb []byte
-	x := newXbuf(f.c.size)
-	at := make([]int, f.c.size)
-	for k := 0; k < p.rounds; k++ {
-		// Requests: [(off, n)...] per aggregator.
-		clear(x.scounts)
-		for _, pc := range pieces {
-			if pc.round == k {
-				x.scounts[p.aggs[pc.agg]] += 16
-			}
-		}
-		sbuf := x.layout()
-		copy(at, x.sdisp)
-		for _, pc := range pieces {
-			if pc.round == k {
-				r := p.aggs[pc.agg]
-				putI64(sbuf[at[r]:], pc.off)
-				putI64(sbuf[at[r]+8:], pc.n)
-				at[r] += 16
-			}
-		}
-		from, err := f.exchange(op, x)
-		if err != nil {
-			return 0, err
-		}
-		// The replies: the requested pieces, in request order.
-		clear(x.scounts)
-		lo, hi := int64(-1), int64(0)
-		if me >= 0 {
-			for j := range f.c.size {
-				m := from(j)
-				for q := 0; q+16 <= len(m); q += 16 {
-					off, n := getI64(m[q:]), getI64(m[q+8:])
-					if lo < 0 || off < lo {
-						lo = off
-					}
-					hi = max(hi, off+n)
-					x.scounts[j] += int(n)
-				}
-			}
-			// Read the span of the requests in one piece (data sieving).
-			if lo >= 0 && lerr == nil {
-				if cap(wb) < int(hi-lo) {
-					wb = make([]byte, hi-lo)
-				}
-				wb = wb[:hi-lo]
-				unlock := f.lockData(false)
-				n, err := f.fd.ReadAt(wb, lo)
-				unlock()
-				clear(wb[n:])
-				if err != nil && !errors.Is(err, io.EOF) {
-					lerr = fileErr(op, f.name, err)
-				}
-			}
-		}
-		reqs := slices.Clone(x.rbuf[:len(x.rbuf)])
-		rdisp, rcounts := slices.Clone(x.rdisp), slices.Clone(x.rcounts)
-		sbuf = x.layout()
-		for j := range f.c.size {
-			m := reqs[rdisp[j] : rdisp[j]+rcounts[j]]
-			o := x.sdisp[j]
-			for q := 0; q+16 <= len(m); q += 16 {
-				off, n := getI64(m[q:]), getI64(m[q+8:])
-				o += copy(sbuf[o:], wb[off-lo:off-lo+n])
-			}
-		}
-		from, err = f.exchange(op, x)
-		if err != nil {
-			return 0, err
-		}
-		for j := range at {
-			at[j] = 0
-		}
-		for _, pc := range pieces {
-			if pc.round == k {
-				r := p.aggs[pc.agg]
-				at[r] += copy(b[pc.at:pc.at+pc.n], from(r)[at[r]:])
-			}
-		}
-	}
-	if err := f.errFlag(op, lerr); err != nil {
-		return 0, err
-	}
-	st, err := f.fd.Stat()
-	if err != nil {
-		return 0, f.handle(fileErr(op, f.name, err))
-	}
-	return validBytes(exts, st.Size()), nil
-}
-
-// validBytes is how many bytes of the extents (in order) lie before the
-// end of the file at size.
-func validBytes(exts []fext, size int64) int {
-	n := int64(0)
-	for _, e := range exts {
-		if e.off+e.n > size {
-			return int(n + max(0, size-e.off))
-		}
-		n += e.n
-	}
-	return int(n)
+	v.FromFile(b[:n])
+	return n, err
 }
 
 // WriteAtAll is the collective WriteAt (MPI_File_write_at_all): every
@@ -493,7 +133,7 @@ func WriteAtAll[T Elem](f *File, offset int64, buf []T) error {
 	if err != nil {
 		return err
 	}
-	return f.handle(f.inOrder(op, func() error { return f.writeAll(op, v, offset*v.esize, b) }))
+	return f.handle(f.inOrder(op, func() error { return f.writeAll(op, v, offset*v.Esize, b) }))
 }
 
 // ReadAtAll is the collective ReadAt (MPI_File_read_at_all); it returns
@@ -507,7 +147,7 @@ func ReadAtAll[T Elem](f *File, offset int64, buf []T) (int, error) {
 	var n int
 	err = f.inOrder(op, func() error {
 		var err error
-		n, err = f.readAll(op, v, offset*v.esize, b)
+		n, err = f.readAll(op, v, offset*v.Esize, b)
 		return err
 	})
 	return n / esizeOf[T](), f.handle(err)
@@ -574,7 +214,7 @@ func IwriteAtAll[T Elem](f *File, offset int64, buf []T) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.startOrdered(op, func() error { return f.writeAll(op, v, offset*v.esize, b) }), nil
+	return f.startOrdered(op, func() error { return f.writeAll(op, v, offset*v.Esize, b) }), nil
 }
 
 // IreadAtAll starts a ReadAtAll (MPI_File_iread_at_all); the request's
@@ -587,7 +227,7 @@ func IreadAtAll[T Elem](f *File, offset int64, buf []T) (*RequestOf[int], error)
 	}
 	r := &RequestOf[int]{}
 	r.Request = f.startOrdered(op, func() error {
-		n, err := f.readAll(op, v, offset*v.esize, b)
+		n, err := f.readAll(op, v, offset*v.Esize, b)
 		r.val = n / esizeOf[T]()
 		return err
 	})

@@ -1,9 +1,9 @@
 package mpi
 
 import (
-	"errors"
 	"io"
-	"syscall"
+
+	"github.com/ftmpi/ftmpi/internal/mpiio"
 )
 
 // Independent data access (MPI-4.1 14.4): at explicit offsets (ReadAt,
@@ -44,10 +44,10 @@ func ioBuf[T Elem](f *File, op string, buf []T, write bool) ([]byte, *fileView, 
 	if v.etype != Byte && ef.runs == nil && v.etype.sig.runs == nil && v.etype.sig.dt != ef.dt {
 		return nil, nil, f.handle(f.err(ErrType, op, "buffer of %s, view etype %s", ef.name, v.etype.name))
 	}
-	if int64(len(b))%v.esize != 0 {
-		return nil, nil, f.handle(f.err(ErrType, op, "buffer of %d bytes is not a whole number of etypes %s (%d bytes)", len(b), v.etype.name, v.esize))
+	if int64(len(b))%v.Esize != 0 {
+		return nil, nil, f.handle(f.err(ErrType, op, "buffer of %d bytes is not a whole number of etypes %s (%d bytes)", len(b), v.etype.name, v.Esize))
 	}
-	if v.ext32 {
+	if v.Ext32 {
 		if d, err := TypeOf[T](); err == nil {
 			v = v.converting(d)
 		}
@@ -98,63 +98,50 @@ func (f *File) lockData(write bool) func() {
 	if !atomic {
 		return func() {}
 	}
-	how := syscall.LOCK_SH
-	if write {
-		how = syscall.LOCK_EX
+	return mpiio.LockFile(f.fd, write)
+}
+
+// fileData is the file's data as internal/mpiio reaches it (mpiio.Data).
+type fileData File
+
+func (d *fileData) ReadAt(b []byte, off int64) (int, error)  { return d.fd.ReadAt(b, off) }
+func (d *fileData) WriteAt(b []byte, off int64) (int, error) { return d.fd.WriteAt(b, off) }
+func (d *fileData) Lock(write bool) func()                   { return (*File)(d).lockData(write) }
+func (d *fileData) Size() (int64, error) {
+	st, err := d.fd.Stat()
+	if err != nil {
+		return 0, err
 	}
-	fd := int(f.fd.Fd())
-	for syscall.Flock(fd, how) == syscall.EINTR {
+	return st.Size(), nil
+}
+
+// ioErr turns internal/mpiio's operating system errors into the file's
+// errors (fileErr: the class of the errno); other errors are already
+// the file's.
+func (f *File) ioErr(op string, err error) error {
+	if e, ok := err.(*mpiio.IOError); ok {
+		fe := fileErr(op, f.name, e.Err)
+		if e.What != "" {
+			fe.Detail = e.What + fe.Detail
+		}
+		return fe
 	}
-	return func() { syscall.Flock(fd, syscall.LOCK_UN) }
+	return err
 }
 
 // pwrite writes b at the file ranges of view bytes [l, l+len(b)), in the
 // view's data representation.
 func (f *File) pwrite(op string, v *fileView, l int64, b []byte) error {
-	return f.pwriteRaw(op, v, l, v.toFile(b))
-}
-
-// pwriteRaw is pwrite of b as it is (already in the file's representation).
-func (f *File) pwriteRaw(op string, v *fileView, l int64, b []byte) error {
-	unlock := f.lockData(true)
-	defer unlock()
-	var ext [8]fext
-	pos := 0
-	for _, e := range v.extents(ext[:0], l, int64(len(b))) {
-		if _, err := f.fd.WriteAt(b[pos:pos+int(e.n)], e.off); err != nil {
-			return fileErr(op, f.name, err)
-		}
-		pos += int(e.n)
-	}
-	return nil
+	return f.ioErr(op, mpiio.Pwrite((*fileData)(f), &v.View, l, v.ToFile(b)))
 }
 
 // pread reads b from the file ranges of view bytes [l, l+len(b)) and
 // returns the bytes read before the end of the file, converted from the
 // view's data representation.
 func (f *File) pread(op string, v *fileView, l int64, b []byte) (int, error) {
-	n, err := f.preadRaw(op, v, l, b)
-	v.fromFile(b[:n])
-	return n, err
-}
-
-// preadRaw is pread with no conversion.
-func (f *File) preadRaw(op string, v *fileView, l int64, b []byte) (int, error) {
-	unlock := f.lockData(false)
-	defer unlock()
-	var ext [8]fext
-	pos := 0
-	for _, e := range v.extents(ext[:0], l, int64(len(b))) {
-		n, err := f.fd.ReadAt(b[pos:pos+int(e.n)], e.off)
-		pos += n
-		if errors.Is(err, io.EOF) {
-			return pos, nil
-		}
-		if err != nil {
-			return pos, fileErr(op, f.name, err)
-		}
-	}
-	return pos, nil
+	n, err := mpiio.Pread((*fileData)(f), &v.View, l, b)
+	v.FromFile(b[:n])
+	return n, f.ioErr(op, err)
 }
 
 // ReadAt reads len(buf) elements from view offset offset (in etypes) on
@@ -166,7 +153,7 @@ func ReadAt[T Elem](f *File, offset int64, buf []T) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := f.pread(op, v, offset*v.esize, b)
+	n, err := f.pread(op, v, offset*v.Esize, b)
 	return n / esizeOf[T](), f.handle(err)
 }
 
@@ -178,7 +165,7 @@ func WriteAt[T Elem](f *File, offset int64, buf []T) error {
 	if err != nil {
 		return err
 	}
-	return f.handle(f.pwrite(op, v, offset*v.esize, b))
+	return f.handle(f.pwrite(op, v, offset*v.Esize, b))
 }
 
 // take reserves n view bytes at the individual file pointer and returns
@@ -186,8 +173,8 @@ func WriteAt[T Elem](f *File, offset int64, buf []T) error {
 func (f *File) take(v *fileView, n int64) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	at := f.pos * v.esize
-	f.pos += n / v.esize
+	at := f.pos * v.Esize
+	f.pos += n / v.Esize
 	return at
 }
 
@@ -195,7 +182,7 @@ func (f *File) take(v *fileView, n int64) int64 {
 // stopped at the end of the file (the pointer moves by what was read).
 func (f *File) giveBack(v *fileView, short int64) {
 	f.mu.Lock()
-	f.pos -= short / v.esize
+	f.pos -= short / v.Esize
 	f.mu.Unlock()
 }
 
@@ -271,7 +258,7 @@ func (f *File) seekTo(op string, v *fileView, cur, offset int64, whence int) (in
 		if err != nil {
 			return 0, fileErr(op, f.name, err)
 		}
-		np = v.viewBytesBefore(st.Size())/v.esize + offset
+		np = v.BytesBefore(st.Size())/v.Esize + offset
 	default:
 		return 0, f.err(ErrArg, op, "whence %d is none of SeekSet, SeekCur, SeekEnd", whence)
 	}
@@ -301,7 +288,7 @@ func IreadAt[T Elem](f *File, offset int64, buf []T) (*RequestOf[int], error) {
 		return nil, err
 	}
 	return startCollOf(f.c, op, func() (int, error) {
-		n, err := f.pread(op, v, offset*v.esize, b)
+		n, err := f.pread(op, v, offset*v.Esize, b)
 		return n / esizeOf[T](), err
 	}), nil
 }
@@ -314,7 +301,7 @@ func IwriteAt[T Elem](f *File, offset int64, buf []T) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.c.startColl(op, func() error { return f.pwrite(op, v, offset*v.esize, b) }), nil
+	return f.c.startColl(op, func() error { return f.pwrite(op, v, offset*v.Esize, b) }), nil
 }
 
 // Iread starts a Read (MPI_File_iread): the individual file pointer moves

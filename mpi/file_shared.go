@@ -1,14 +1,9 @@
 package mpi
 
-import (
-	"encoding/binary"
-	"errors"
-	"io"
-	"os"
-	"syscall"
-)
+import "github.com/ftmpi/ftmpi/internal/mpiio"
 
-// The shared file pointer (MPI-4.1 14.4.4). It lives in a small side file
+// The shared file pointer (MPI-4.1 14.4.4); its protocol is
+// internal/mpiio's Shared, this file holds the typed calls. It lives in a small side file
 // next to the data file (".<name>.ftmpi-shfp-<token>", the token agreed at
 // FileOpen, removed by Close), as ROMIO keeps it: 24 bytes - the pointer
 // (in etypes of the view), the key of the last collective operation that
@@ -31,118 +26,26 @@ import (
 // cut a collective call, the pointer is undefined (seed 002 A.2.5): a
 // SeekShared (or SetView) among the survivors sets it again.
 
-const shLen = 24
-
-// sharedFD opens the side file (once).
-func (f *File) sharedFD(op string) (*os.File, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.shfd != nil {
-		return f.shfd, nil
-	}
-	fd, err := os.OpenFile(f.shpath, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		e := fileErr(op, f.name, err)
-		e.Detail = "the shared file pointer: " + e.Detail
-		return nil, e
-	}
-	f.shfd = fd
-	return fd, nil
-}
-
-// sharedDo runs fn on the pointer state (p, k, b) under the exclusive lock
-// and stores what it returns.
-func (f *File) sharedDo(op string, fn func(p, k, b int64) (int64, int64, int64, error)) error {
-	fd, err := f.sharedFD(op)
-	if err != nil {
-		return err
-	}
-	h := int(fd.Fd())
-	for {
-		if err := syscall.Flock(h, syscall.LOCK_EX); err != syscall.EINTR {
-			if err != nil {
-				return fileErr(op, f.name, err)
-			}
-			break
-		}
-	}
-	defer syscall.Flock(h, syscall.LOCK_UN)
-	var buf [shLen]byte
-	if _, err := fd.ReadAt(buf[:], 0); err != nil && !errors.Is(err, io.EOF) {
-		return fileErr(op, f.name, err)
-	}
-	p, k, b := getI64(buf[0:]), getI64(buf[8:]), getI64(buf[16:])
-	np, nk, nb, err := fn(p, k, b)
-	if err != nil {
-		return err
-	}
-	if np == p && nk == k && nb == b {
-		return nil
-	}
-	binary.LittleEndian.PutUint64(buf[0:], uint64(np))
-	binary.LittleEndian.PutUint64(buf[8:], uint64(nk))
-	binary.LittleEndian.PutUint64(buf[16:], uint64(nb))
-	if _, err := fd.WriteAt(buf[:], 0); err != nil {
-		return fileErr(op, f.name, err)
-	}
-	return nil
-}
-
 // sharedReserve moves the shared pointer past n etypes and returns where
 // they start.
 func (f *File) sharedReserve(op string, n int64) (int64, error) {
-	var at int64
-	err := f.sharedDo(op, func(p, k, b int64) (int64, int64, int64, error) {
-		at = p
-		return p + n, k, b, nil
-	})
-	return at, err
-}
-
-// agreedK is the key of a collective shared-pointer operation: one more
-// than the largest key any live rank has seen (column col of rows).
-func agreedK(rows [][]int64, live []bool, col int) uint64 {
-	k := int64(0)
-	for r, row := range rows {
-		if live[r] {
-			k = max(k, row[col])
-		}
-	}
-	return uint64(k) + 1
+	at, err := f.sh.Reserve(n)
+	return at, f.ioErr(op, err)
 }
 
 // sharedApply applies a collective operation with key k once: the first
 // process to come sets the pointer to fn(old); every process gets old.
 func (f *File) sharedApply(op string, k uint64, fn func(p int64) (int64, error)) (int64, error) {
-	var base int64
-	err := f.sharedDo(op, func(p, kk, b int64) (int64, int64, int64, error) {
-		if uint64(kk) >= k {
-			base = b
-			return p, kk, b, nil
-		}
-		np, err := fn(p)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		base = p
-		return np, int64(k), p, nil
-	})
-	if err == nil {
-		f.mu.Lock()
-		f.shk = k
-		f.mu.Unlock()
-	}
-	return base, err
+	base, err := f.sh.Apply(k, fn)
+	return base, f.ioErr(op, err)
 }
 
 // resetShared is SetView's reset of the shared pointer (key k). Where the
 // side file cannot be made (a read-only directory), SetView still
 // succeeds: the shared-pointer calls report the error.
 func (f *File) resetShared(op string, k uint64) {
-	f.mu.Lock()
-	f.shk = k
-	f.mu.Unlock()
-	f.sharedApply(op, k, func(int64) (int64, error) { return 0, nil })
+	f.sh.SetKey(k)
+	f.sh.Apply(k, func(int64) (int64, error) { return 0, nil })
 }
 
 // WriteShared writes buf at the shared file pointer and moves it past buf
@@ -154,11 +57,11 @@ func WriteShared[T Elem](f *File, buf []T) error {
 	if err != nil {
 		return err
 	}
-	at, err := f.sharedReserve(op, int64(len(b))/v.esize)
+	at, err := f.sharedReserve(op, int64(len(b))/v.Esize)
 	if err != nil {
 		return f.handle(err)
 	}
-	return f.handle(f.pwrite(op, v, at*v.esize, b))
+	return f.handle(f.pwrite(op, v, at*v.Esize, b))
 }
 
 // ReadShared reads len(buf) elements at the shared file pointer and moves
@@ -171,11 +74,11 @@ func ReadShared[T Elem](f *File, buf []T) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	at, err := f.sharedReserve(op, int64(len(b))/v.esize)
+	at, err := f.sharedReserve(op, int64(len(b))/v.Esize)
 	if err != nil {
 		return 0, f.handle(err)
 	}
-	n, err := f.pread(op, v, at*v.esize, b)
+	n, err := f.pread(op, v, at*v.Esize, b)
 	return n / esizeOf[T](), f.handle(err)
 }
 
@@ -184,28 +87,16 @@ func ReadShared[T Elem](f *File, buf []T) (int, error) {
 // on, which moves past them all. It returns this process's view offset in
 // bytes.
 func (f *File) ordered(op string, v *fileView, n int64) (int64, error) {
-	f.mu.Lock()
-	k := f.shk
-	f.mu.Unlock()
-	rows, live, err := f.together(op, n/v.esize, int64(k))
+	rows, live, err := f.together(op, n/v.Esize, int64(f.sh.Key()))
 	if err != nil {
 		return 0, err
 	}
-	var total, prefix int64
-	for r, row := range rows {
-		if !live[r] {
-			continue
-		}
-		if r < f.c.rank {
-			prefix += row[0]
-		}
-		total += row[0]
-	}
-	base, err := f.sharedApply(op, agreedK(rows, live, 1), func(p int64) (int64, error) { return p + total, nil })
+	prefix, total := mpiio.Ordered(rows, live, f.c.rank)
+	base, err := f.sharedApply(op, mpiio.AgreedKey(rows, live, 1), func(p int64) (int64, error) { return p + total, nil })
 	if err != nil {
 		return 0, err
 	}
-	return (base + prefix) * v.esize, nil
+	return (base + prefix) * v.Esize, nil
 }
 
 // WriteOrdered is the collective WriteShared (MPI_File_write_ordered):
@@ -261,9 +152,9 @@ func (f *File) SeekShared(offset int64, whence int) error {
 	}
 	return f.handle(f.inOrder(op, func() error {
 		f.mu.Lock()
-		k, v := f.shk, f.view
+		v := f.view
 		f.mu.Unlock()
-		rows, live, err := f.together(op, offset, int64(whence), int64(k))
+		rows, live, err := f.together(op, offset, int64(whence), int64(f.sh.Key()))
 		if err != nil {
 			return err
 		}
@@ -273,7 +164,7 @@ func (f *File) SeekShared(offset int64, whence int) error {
 		if err := f.sameEverywhere(op, "whence", rows, live, 1, int64(whence)); err != nil {
 			return err
 		}
-		_, err = f.sharedApply(op, agreedK(rows, live, 2), func(p int64) (int64, error) {
+		_, err = f.sharedApply(op, mpiio.AgreedKey(rows, live, 2), func(p int64) (int64, error) {
 			return f.seekTo(op, v, p, offset, whence)
 		})
 		return err
@@ -287,12 +178,8 @@ func (f *File) GetPositionShared() (int64, error) {
 	if err := f.check(op); err != nil {
 		return 0, err
 	}
-	var at int64
-	err := f.sharedDo(op, func(p, k, b int64) (int64, int64, int64, error) {
-		at = p
-		return p, k, b, nil
-	})
-	return at, f.handle(err)
+	at, err := f.sh.Get()
+	return at, f.handle(f.ioErr(op, err))
 }
 
 // IwriteShared starts a WriteShared (MPI_File_iwrite_shared): the shared
@@ -304,11 +191,11 @@ func IwriteShared[T Elem](f *File, buf []T) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	at, err := f.sharedReserve(op, int64(len(b))/v.esize)
+	at, err := f.sharedReserve(op, int64(len(b))/v.Esize)
 	if err != nil {
 		return nil, f.handle(err)
 	}
-	return f.c.startColl(op, func() error { return f.pwrite(op, v, at*v.esize, b) }), nil
+	return f.c.startColl(op, func() error { return f.pwrite(op, v, at*v.Esize, b) }), nil
 }
 
 // IreadShared starts a ReadShared (MPI_File_iread_shared): the shared
@@ -320,12 +207,12 @@ func IreadShared[T Elem](f *File, buf []T) (*RequestOf[int], error) {
 	if err != nil {
 		return nil, err
 	}
-	at, err := f.sharedReserve(op, int64(len(b))/v.esize)
+	at, err := f.sharedReserve(op, int64(len(b))/v.Esize)
 	if err != nil {
 		return nil, f.handle(err)
 	}
 	return startCollOf(f.c, op, func() (int, error) {
-		n, err := f.pread(op, v, at*v.esize, b)
+		n, err := f.pread(op, v, at*v.Esize, b)
 		return n / esizeOf[T](), err
 	}), nil
 }

@@ -1,9 +1,9 @@
 package mpi
 
 import (
-	"slices"
-	"sort"
+	"iter"
 
+	"github.com/ftmpi/ftmpi/internal/mpiio"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
@@ -16,43 +16,25 @@ import (
 // TypeVector of blocks per rank, a TypeCreateSubarray-like TypeIndexed)
 // gives each process its blocks of a shared layout.
 
-// fileView is a view with its filetype flattened into segments.
+// fileView is a view: the datatypes it was made of (package mpi's) and
+// their flattening (internal/mpiio's View: the offset mapping and the
+// data representation's conversion).
 type fileView struct {
-	disp   int64
-	etype  *Datatype
-	ftype  *Datatype
-	esize  int64
-	segs   []fseg  // the data of one filetype tile: byte offsets from the tile's origin, ascending
-	cum    []int64 // data bytes before each segment within a tile
-	tsize  int64   // data bytes of a tile
-	text   int64   // the tile's extent
-	contig bool    // the view is the bytes from disp on
-	// ext32: the data representation is "external32": data are converted
-	// between memory and file (toFile, fromFile) by the basic elements of
-	// the memory datatype (conv: the access's copy of the view), or of the
-	// etype if the memory holds bytes (every access moves whole etypes).
-	ext32 bool
-	conv  *Datatype
+	mpiio.View
+	etype *Datatype
+	ftype *Datatype
 }
 
 // converting returns v for an access of data laid out as elements of mem
 // (nil: unknown): a copy converting by mem if v is external32 and mem is
 // not bytes, else v.
 func (v *fileView) converting(mem *Datatype) *fileView {
-	if !v.ext32 || mem == nil || mem.size == 0 || mem.sig == &numFacts[p2p.DTByte] {
+	if !v.Ext32 || mem == nil || mem.size == 0 || mem.sig == &numFacts[p2p.DTByte] {
 		return v
 	}
 	c := *v
-	c.conv = mem
+	c.Conv = swapRuns(mem)
 	return &c
-}
-
-// convType is the datatype v converts by.
-func (v *fileView) convType() *Datatype {
-	if v.conv != nil {
-		return v.conv
-	}
-	return v.etype
 }
 
 // Data representations of a view (MPI-4.1 14.5.2; the datarep strings of
@@ -74,69 +56,47 @@ func parseDatarep(op, rep string) (bool, error) {
 	return false, newErr(ErrUnsupportedDatarep, op, nil, NoPeer, "data representation %q (ftmpi has %q, %q and %q)", rep, Native, Internal, External32)
 }
 
-// swapBasic reverses the bytes of every basic element of the packed data
-// b of elements of d, whole elements then a partial one (little-endian <->
-// big-endian; a complex number's parts each); bytes of a basic element
-// cut by the end of b stay as they are.
-func swapBasic(d *Datatype, b []byte) {
+// swapRuns is how external32 converts the basic elements of d (see
+// mpiio.Swap): each run's bytes, reversed by element (a complex number's
+// parts each); nil for bytes.
+func swapRuns(d *Datatype) []mpiio.SwapRun {
 	if d.sig == &numFacts[p2p.DTByte] {
-		return
+		return nil
 	}
-	for pos := 0; pos < len(b); {
-		for _, r := range d.runs {
-			unit := numFacts[r.code].size
-			switch r.code.Code() {
-			case p2p.DTComplex64, p2p.DTComplex128:
-				unit /= 2
-			}
-			end := min(pos+r.count*numFacts[r.code].size, len(b))
-			if unit > 1 {
-				for k := pos; k+unit <= end; k += unit {
-					slices.Reverse(b[k : k+unit])
-				}
-			}
-			if pos = end; pos == len(b) {
-				return
-			}
+	out := make([]mpiio.SwapRun, len(d.runs))
+	for i, r := range d.runs {
+		unit := numFacts[r.code].size
+		switch r.code.Code() {
+		case p2p.DTComplex64, p2p.DTComplex128:
+			unit /= 2
 		}
+		out[i] = mpiio.SwapRun{Bytes: r.count * numFacts[r.code].size, Unit: unit}
 	}
+	return out
 }
 
 // rep is the name of v's data representation.
 func (v *fileView) rep() string {
-	if v.ext32 {
+	if v.Ext32 {
 		return External32
 	}
 	return Native
 }
 
-// toFile returns b in the file's representation: b itself if native,
-// else a converted copy (b, the caller's data, stays as it is).
-func (v *fileView) toFile(b []byte) []byte {
-	if !v.ext32 || len(b) == 0 {
-		return b
-	}
-	c := make([]byte, len(b))
-	copy(c, b)
-	swapBasic(v.convType(), c)
-	return c
-}
-
-// fromFile converts b, read from the file, to memory's representation in
-// place.
-func (v *fileView) fromFile(b []byte) {
-	if v.ext32 {
-		swapBasic(v.convType(), b)
-	}
-}
-
-type fseg struct{ off, n int64 }
-
-// fext is a range of file bytes.
-type fext struct{ off, n int64 }
-
 func defaultView() *fileView {
-	return &fileView{etype: Byte, ftype: Byte, esize: 1, segs: []fseg{{0, 1}}, cum: []int64{0}, tsize: 1, text: 1, contig: true}
+	return &fileView{View: *mpiio.ByteView(), etype: Byte, ftype: Byte}
+}
+
+// typeRuns is d's typemap as its runs: byte offset and byte length of
+// each run of consecutive basic elements of one type.
+func typeRuns(d *Datatype) iter.Seq2[int64, int64] {
+	return func(yield func(int64, int64) bool) {
+		for _, r := range d.runs {
+			if !yield(int64(r.off), int64(r.count*numFacts[r.code].size)) {
+				return
+			}
+		}
+	}
 }
 
 // newFileView checks and flattens a view (MPI-4.1 14.3: the etype has
@@ -181,100 +141,29 @@ func newFileView(op string, disp int64, etype, ftype *Datatype, writable bool) (
 	if ftype.lb < 0 || ftype.ext() <= 0 {
 		return nil, newErr(ErrIO, op, nil, NoPeer, "filetype %s has a negative lower bound or no extent (lb %d, extent %d)", ftype.name, ftype.lb, ftype.ext())
 	}
-	v := &fileView{disp: disp, etype: etype, ftype: ftype, esize: int64(etype.size), text: int64(ftype.ext())}
-	end := int64(0)
-	for _, r := range ftype.runs {
-		off, n := int64(r.off), int64(r.count*numFacts[r.code].size)
-		if k := len(v.segs); k > 0 && v.segs[k-1].off+v.segs[k-1].n == off {
-			v.segs[k-1].n += n
-		} else {
-			v.segs = append(v.segs, fseg{off, n})
-			v.cum = append(v.cum, v.tsize)
-		}
-		v.tsize += n
-		end = max(end, off+n)
-	}
-	if end > int64(ftype.ub) {
+	mv, err := mpiio.NewView(disp, int64(etype.size), int64(ftype.ext()), int64(ftype.ub), typeRuns(ftype))
+	if err != nil {
 		return nil, newErr(ErrIO, op, nil, NoPeer, "filetype %s has data beyond its extent", ftype.name)
 	}
-	v.contig = len(v.segs) == 1 && v.segs[0].off == 0 && v.segs[0].n == v.text
-	return v, nil
+	return &fileView{View: *mv, etype: etype, ftype: ftype}, nil
 }
 
 // viewLayout checks the typemap of a view's etype or filetype (what:
 // which): displacements non-negative and nondecreasing, no overlaps if
 // writable.
 func viewLayout(op, what string, d *Datatype, writable bool) error {
-	start, end := int64(0), int64(0)
-	for i, r := range d.runs {
-		off, n := int64(r.off), int64(r.count*numFacts[r.code].size)
-		switch {
-		case off < 0:
-			return newErr(ErrIO, op, nil, NoPeer, "%s %s has a negative displacement (byte %d)", what, d.name, off)
-		case i > 0 && off < start:
-			return newErr(ErrIO, op, nil, NoPeer, "%s %s has decreasing displacements (byte %d after %d)", what, d.name, off, start)
-		case i > 0 && off < end && writable:
-			return newErr(ErrIO, op, nil, NoPeer, "%s %s has overlapping regions (byte %d before the end %d of the one before), not allowed on a file opened for writing", what, d.name, off, end)
-		}
-		start, end = off, max(end, off+n)
+	e := mpiio.CheckLayout(typeRuns(d), writable)
+	if e == nil {
+		return nil
 	}
-	return nil
-}
-
-// extents appends to out the file ranges of n bytes of the view from view
-// byte l on, in view order (ascending in the file), merged where adjacent.
-func (v *fileView) extents(out []fext, l, n int64) []fext {
-	add := func(off, k int64) {
-		if j := len(out); j > 0 && out[j-1].off+out[j-1].n == off {
-			out[j-1].n += k
-			return
-		}
-		out = append(out, fext{off, k})
+	switch e.Kind {
+	case mpiio.Negative:
+		return newErr(ErrIO, op, nil, NoPeer, "%s %s has a negative displacement (byte %d)", what, d.name, e.Off)
+	case mpiio.Decreasing:
+		return newErr(ErrIO, op, nil, NoPeer, "%s %s has decreasing displacements (byte %d after %d)", what, d.name, e.Off, e.Prev)
+	default:
+		return newErr(ErrIO, op, nil, NoPeer, "%s %s has overlapping regions (byte %d before the end %d of the one before), not allowed on a file opened for writing", what, d.name, e.Off, e.Prev)
 	}
-	if n <= 0 {
-		return out
-	}
-	if v.contig {
-		add(v.disp+l, n)
-		return out
-	}
-	tile, in := l/v.tsize, l%v.tsize
-	i := sort.Search(len(v.segs), func(i int) bool { return v.cum[i]+v.segs[i].n > in })
-	for n > 0 {
-		s := v.segs[i]
-		skip := in - v.cum[i]
-		k := min(s.n-skip, n)
-		add(v.disp+tile*v.text+s.off+skip, k)
-		n -= k
-		in += k
-		if i++; i == len(v.segs) {
-			i, in = 0, 0
-			tile++
-		}
-	}
-	return out
-}
-
-// viewBytesBefore returns how many bytes of the view lie in the file
-// before byte b (the inverse of extents: the view offset of the end of
-// the file, for SeekEnd).
-func (v *fileView) viewBytesBefore(b int64) int64 {
-	if b <= v.disp {
-		return 0
-	}
-	rel := b - v.disp
-	if v.contig {
-		return rel
-	}
-	tile, in := rel/v.text, rel%v.text
-	out := tile * v.tsize
-	for i, s := range v.segs {
-		if in <= s.off {
-			break
-		}
-		out = v.cum[i] + min(in-s.off, s.n) + tile*v.tsize
-	}
-	return out
 }
 
 // SetView sets this process's view of the file (MPI_File_set_view): the
@@ -308,17 +197,20 @@ func (f *File) SetViewDatarep(disp int64, etype, filetype *Datatype, datarep str
 	ext32, rerr := parseDatarep(op, datarep)
 	v, err := newFileView(op, disp, etype, filetype, f.amode&ModeRdonly == 0)
 	if err == nil {
-		v.ext32 = ext32
+		v.Ext32 = ext32
+		if ext32 {
+			v.Conv = swapRuns(v.etype)
+		}
 		err = rerr
 	}
 	esize := int64(-1) // a bad view still takes part, so every process fails
 	if err == nil {
-		esize = v.esize
+		esize = v.Esize
 	} else {
 		err.(*Error).Comm = f.name
 	}
 	return f.handle(f.inOrder(op, func() error {
-		rows, live, cerr := f.together(op, esize, int64(f.shk))
+		rows, live, cerr := f.together(op, esize, int64(f.sh.Key()))
 		if cerr != nil {
 			return cerr
 		}
@@ -333,7 +225,7 @@ func (f *File) SetViewDatarep(disp int64, etype, filetype *Datatype, datarep str
 		if err := f.sameEverywhere(op, "etype size", rows, live, 0, esize); err != nil {
 			return err
 		}
-		k := agreedK(rows, live, 1)
+		k := mpiio.AgreedKey(rows, live, 1)
 		f.resetShared(op, k)
 		f.mu.Lock()
 		f.view, f.pos = v, 0
@@ -358,7 +250,7 @@ func (f *File) GetView() (disp int64, etype, filetype *Datatype, err error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.view.disp, f.view.etype, f.view.ftype, nil
+	return f.view.Disp, f.view.etype, f.view.ftype, nil
 }
 
 // GetByteOffset returns the absolute byte position in the file of the
@@ -374,6 +266,6 @@ func (f *File) GetByteOffset(offset int64) (int64, error) {
 	f.mu.Lock()
 	v := f.view
 	f.mu.Unlock()
-	e := v.extents(nil, offset*v.esize, 1)
-	return e[0].off, nil
+	e := v.Extents(nil, offset*v.Esize, 1)
+	return e[0].Off, nil
 }

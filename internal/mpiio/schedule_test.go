@@ -1,4 +1,4 @@
-package mpi
+package mpiio
 
 import (
 	"math/rand/v2"
@@ -33,17 +33,19 @@ func viewPlanSchedule(seed uint64) string {
 		displs = append(displs, at)
 		at += l + rng.IntN(5)
 	}
-	idx, err := TypeIndexed(lens, displs, Byte)
-	if err != nil {
-		return err.Error()
+	ext := int64(at + rng.IntN(4))
+	runs := func(yield func(int64, int64) bool) {
+		for i, l := range lens {
+			if !yield(int64(displs[i]), int64(l)) {
+				return
+			}
+		}
 	}
-	ft, err := TypeCreateResized(idx, 0, at+rng.IntN(4))
-	if err != nil {
-		return err.Error()
+	if e := CheckLayout(runs, true); e != nil {
+		return e.Error()
 	}
-	ft.Commit()
 	disp := int64(rng.IntN(20))
-	v, err := newFileView("test", disp, Byte, ft, true)
+	v, err := NewView(disp, 1, ext, ext, runs)
 	if err != nil {
 		return err.Error()
 	}
@@ -57,14 +59,14 @@ func viewPlanSchedule(seed uint64) string {
 		}
 	}
 	l0, n := int64(rng.IntN(100)), int64(1+rng.IntN(200))
-	exts := v.extents(nil, l0, n)
+	exts := v.Extents(nil, l0, n)
 	var got []int64
 	for i, e := range exts {
-		if e.n <= 0 || (i > 0 && e.off <= exts[i-1].off+exts[i-1].n-1) {
+		if e.N <= 0 || (i > 0 && e.Off <= exts[i-1].Off+exts[i-1].N-1) {
 			return "extents not ascending and disjoint"
 		}
-		for j := range e.n {
-			got = append(got, e.off+j)
+		for j := range e.N {
+			got = append(got, e.Off+j)
 		}
 	}
 	if int64(len(got)) != n {
@@ -74,7 +76,7 @@ func viewPlanSchedule(seed uint64) string {
 		if got[i] != direct[l0+int64(i)] {
 			return "an extent differs from the direct walk"
 		}
-		if v.viewBytesBefore(got[i]) != l0+int64(i) {
+		if v.BytesBefore(got[i]) != l0+int64(i) {
 			return "viewBytesBefore does not invert extents"
 		}
 	}
@@ -82,23 +84,21 @@ func viewPlanSchedule(seed uint64) string {
 	np := 1 + rng.IntN(5)
 	rows := make([][]int64, np)
 	live := make([]bool, np)
-	all := make([][]fext, np)
+	all := make([][]Ext, np)
 	for r := range np {
 		live[r] = rng.IntN(5) > 0
 		if !live[r] {
 			rows[r] = []int64{0, 0}
 			continue
 		}
-		all[r] = v.extents(nil, int64(rng.IntN(50)), int64(rng.IntN(60)))
+		all[r] = v.Extents(nil, int64(rng.IntN(50)), int64(rng.IntN(60)))
 		lo, hi := int64(0), int64(0)
 		if k := len(all[r]); k > 0 {
-			lo, hi = all[r][0].off, all[r][k-1].off+all[r][k-1].n
+			lo, hi = all[r][0].Off, all[r][k-1].Off+all[r][k-1].N
 		}
 		rows[r] = []int64{lo, hi}
 	}
-	f := &File{cbNodes: rng.IntN(4), cbBuf: int64(1 + rng.IntN(30))}
-	f.c = &Comm{w: &World{}, size: np}
-	p := f.makePlan(rows, live)
+	p := NewPlan(rows, live, rng.IntN(4), int64(1+rng.IntN(30)), func(int) string { return "" })
 	if p == nil {
 		for r := range np {
 			if live[r] && len(all[r]) > 0 {
@@ -116,19 +116,19 @@ func viewPlanSchedule(seed uint64) string {
 			}
 		}
 	}
-	if p.interleaved != overlap {
+	if p.Interleaved != overlap {
 		return "interleaved differs from a pairwise overlap check"
 	}
-	for _, a := range p.aggs {
+	for _, a := range p.Aggs {
 		if !live[a] {
 			return "a rank that took no part is an aggregator"
 		}
 	}
 	// Windows partition [lo, hi).
-	next := p.lo
-	for a := range p.aggs {
-		for k := 0; k < p.rounds; k++ {
-			wlo, whi := p.window(a, k)
+	next := p.Lo
+	for a := range p.Aggs {
+		for k := 0; k < p.Rounds; k++ {
+			wlo, whi := p.Window(a, k)
 			if whi == wlo {
 				continue
 			}
@@ -138,26 +138,26 @@ func viewPlanSchedule(seed uint64) string {
 			next = whi
 		}
 	}
-	if next != p.hi {
+	if next != p.Hi {
 		return "windows do not reach the end of the range"
 	}
 	for r := range np {
 		pos := int64(0)
 		var cover []int64
-		for _, pc := range p.split(all[r]) {
-			wlo, whi := p.window(pc.agg, pc.round)
-			if pc.off < wlo || pc.off+pc.n > whi || pc.at != pos {
+		for _, pc := range p.Split(all[r]) {
+			wlo, whi := p.Window(pc.Agg, pc.Round)
+			if pc.Off < wlo || pc.Off+pc.N > whi || pc.At != pos {
 				return "a piece outside its window or out of buffer order"
 			}
-			pos += pc.n
-			for j := range pc.n {
-				cover = append(cover, pc.off+j)
+			pos += pc.N
+			for j := range pc.N {
+				cover = append(cover, pc.Off+j)
 			}
 		}
 		var want []int64
 		for _, e := range all[r] {
-			for j := range e.n {
-				want = append(want, e.off+j)
+			for j := range e.N {
+				want = append(want, e.Off+j)
 			}
 		}
 		if len(cover) != len(want) {
