@@ -1,0 +1,218 @@
+// Command launchfan measures job start over namespace hosts (issue 24
+// item 3): ftmpirun with a flat launch (the head starts every agent over
+// ssh), ftmpirun with a tree launch (--fanout K), and Open MPI's mpirun
+// over the same ssh, at each host count, one rank per host, a trivial
+// program (init, barrier, finalize). The measure is the launcher's wall
+// time (start of the command to its exit on h1). Launches are
+// interleaved: every round runs each launcher once, the order turned
+// every round; the first round is a warm-up and not counted. The 1-minute
+// load average is recorded before every launch.
+//
+// It needs root, sshd and nft (package internal/nshosts); bench/launch-fanout.sh
+// builds the programs and runs it. stdout: one JSON line per launch, then
+// the table (markdown) of medians. It must not run beside the test suite
+// (it brings up as many namespace hosts as the largest size).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ftmpi/ftmpi/internal/nshosts"
+)
+
+type rec struct {
+	Impl  string  `json:"impl"`
+	Hosts int     `json:"hosts"`
+	Round int     `json:"round"`
+	MS    float64 `json:"ms"`
+	Load1 float64 `json:"load1"`
+}
+
+func load1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
+}
+
+func main() {
+	build := flag.String("build", "bench/build/launchfan", "directory with ftmpirun, hello (ftmpi) and hello-openmpi")
+	sizes := flag.String("sizes", "16,32", "host counts (one rank per host)")
+	runs := flag.Int("runs", 5, "timed launches per launcher and size (after one warm-up)")
+	fanout := flag.Int("fanout", 4, "the tree launch's --fanout")
+	impls := flag.String("impls", "flat,tree,openmpi", "launchers: flat, tree, openmpi")
+	limit := flag.Duration("timeout", 60*time.Second, "limit of one launch")
+	flag.Parse()
+
+	var ns []int
+	maxN := 0
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 2 || n > 200 {
+			fmt.Fprintf(os.Stderr, "launchfan: bad size %q (want 2..200)\n", s)
+			os.Exit(2)
+		}
+		ns = append(ns, n)
+		maxN = max(maxN, n)
+	}
+	if *runs < 1 || *fanout < 1 {
+		fmt.Fprintln(os.Stderr, "launchfan: -runs and -fanout must be at least 1")
+		os.Exit(2)
+	}
+	list := strings.Split(*impls, ",")
+	for _, i := range list {
+		if i != "flat" && i != "tree" && i != "openmpi" {
+			fmt.Fprintf(os.Stderr, "launchfan: unknown launcher %q\n", i)
+			os.Exit(2)
+		}
+	}
+	if err := nshosts.Available(); err != nil {
+		fmt.Fprintln(os.Stderr, "launchfan:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "# bringing up %d namespace hosts (load %.2f)\n", maxN, load1())
+	h, err := nshosts.Up(maxN, "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "launchfan:", err)
+		os.Exit(1)
+	}
+	code := run(h, ns, list, *build, *runs, *fanout, *limit)
+	if err := h.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "launchfan: teardown:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func run(h *nshosts.Hosts, ns []int, list []string, build string, runs, fanout int, limit time.Duration) int {
+	var all []rec
+	failed := 0
+	enc := json.NewEncoder(os.Stdout)
+	for _, n := range ns {
+		var hl []string
+		for i := 1; i <= n; i++ {
+			hl = append(hl, h.Name(i)+":1")
+		}
+		hosts := strings.Join(hl, ",")
+		for k := 0; k <= runs; k++ {
+			for j := range list {
+				impl := list[(j+k)%len(list)]
+				name, args, env := launch(h, impl, hosts, n, build, fanout)
+				l := load1()
+				ctx, cancel := context.WithTimeout(context.Background(), limit)
+				cmd := h.CommandContext(ctx, 1, name, args...)
+				cmd.Env = append(os.Environ(), env...)
+				cmd.Dir = os.TempDir()
+				t0 := time.Now()
+				out, err := cmd.CombinedOutput()
+				ms := float64(time.Since(t0).Microseconds()) / 1000
+				cancel()
+				if err == nil && impl != "openmpi" && !strings.Contains(string(out), fmt.Sprintf("result: ranks=%d", n)) {
+					err = fmt.Errorf("no result line")
+				}
+				if err != nil {
+					failed++
+					fmt.Fprintf(os.Stderr, "# FAILED %s at %d hosts, round %d: %v\n%s\n", impl, n, k, err, tail(string(out)))
+				} else if k > 0 {
+					r := rec{Impl: impl, Hosts: n, Round: k, MS: ms, Load1: l}
+					all = append(all, r)
+					_ = enc.Encode(r)
+				}
+				fmt.Fprintf(os.Stderr, "# %s %d hosts round %d: %.0f ms (load %.2f)\n", impl, n, k, ms, l)
+				if left := h.WaitNoJob(10 * time.Second); left != nil {
+					fmt.Fprintf(os.Stderr, "# processes left after %s: %v\n", impl, left)
+				}
+			}
+		}
+	}
+	table(all, ns, list, fanout)
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+func launch(h *nshosts.Hosts, impl, hosts string, n int, build string, fanout int) (string, []string, []string) {
+	switch impl {
+	case "openmpi":
+		return "mpirun.openmpi", []string{"--allow-run-as-root", "--bind-to", "none", "--host", hosts, "-np", strconv.Itoa(n),
+			"--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0",
+			"--mca", "oob_tcp_if_include", "eth0", "--mca", "plm_rsh_agent", h.SSH(), build + "/hello-openmpi"}, nil
+	default:
+		k := 1 << 20 // flat: the head starts every agent
+		if impl == "tree" {
+			k = fanout
+		}
+		return build + "/ftmpirun", []string{"--host", hosts, "-n", strconv.Itoa(n), "--interface", h.Subnet4(),
+			"--fanout", strconv.Itoa(k), build + "/hello"}, []string{"FTMPI_SSH=" + h.SSH()}
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// table prints the medians (min-max) in ms by size and launcher, and the
+// load averages seen.
+func table(all []rec, ns []int, list []string, fanout int) {
+	label := map[string]string{"flat": "ftmpirun, flat", "tree": fmt.Sprintf("ftmpirun, tree (--fanout %d)", fanout), "openmpi": "Open MPI 4.1 mpirun"}
+	fmt.Printf("\n| hosts (1 rank each) |")
+	for _, i := range list {
+		fmt.Printf(" %s |", label[i])
+	}
+	fmt.Printf(" load (1 min) |\n|---|")
+	for range list {
+		fmt.Printf("---|")
+	}
+	fmt.Printf("---|\n")
+	for _, n := range ns {
+		fmt.Printf("| %d |", n)
+		lo, hi := 1e9, -1.0
+		for _, i := range list {
+			var v []float64
+			for _, r := range all {
+				if r.Hosts == n && r.Impl == i {
+					v = append(v, r.MS)
+					lo, hi = min(lo, r.Load1), max(hi, r.Load1)
+				}
+			}
+			if len(v) == 0 {
+				fmt.Printf(" - |")
+				continue
+			}
+			s := append([]float64(nil), v...)
+			sort.Float64s(s)
+			fmt.Printf(" %.0f (%.0f-%.0f, %d runs) |", median(v), s[0], s[len(s)-1], len(v))
+		}
+		if hi < 0 {
+			fmt.Printf(" - |\n")
+			continue
+		}
+		fmt.Printf(" %.2f-%.2f |\n", lo, hi)
+	}
+}
