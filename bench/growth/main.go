@@ -13,9 +13,9 @@
 // tab-separated table of the same. A size a simulator does not reach is
 // reported on stderr with the reason ("stop" lines).
 //
-//	go run ./bench/growth                   # every protocol, default limits (about 10 minutes, up to 3 GB)
+//	go run ./bench/growth                   # every protocol, default limits (8 minutes at load 10-30, 7 GB at most)
 //	go run ./bench/growth -max 4096         # quick look
-//	go run ./bench/growth -only agree,rbcast -max 1048576
+//	go run ./bench/growth -only agree,rbcast/revoke -max 16384 -tsv
 package main
 
 import (
