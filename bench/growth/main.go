@@ -146,10 +146,12 @@ func main() {
 	if *tsv {
 		fmt.Fprintln(w, "protocol\top\tn\tfailures\trounds\tperiods\tmsgs_total\tmsgs_max_per_proc\tmax_proc\tmsgs_per_proc_avg\tseconds")
 	}
+	ran := 0
 	for _, o := range ops() {
 		if !selected(*only, o) {
 			continue
 		}
+		ran++
 		limit := o.limit
 		if *maxN > 0 {
 			limit = *maxN
@@ -212,6 +214,10 @@ func main() {
 				writeJSON(w, fl)
 			}
 		}
+	}
+	if ran == 0 {
+		fmt.Fprintf(os.Stderr, "growth: -only %q names no protocol or protocol/op (protocols: agree, rbcast, detector+rbcast, spare, policy, reincarnate)\n", *only)
+		os.Exit(2)
 	}
 }
 
