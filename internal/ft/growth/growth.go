@@ -3,9 +3,9 @@
 // (issue 24, item 1, simulator half): the agreement (internal/ft/agree),
 // detection and notification of failures (internal/ft/detector with
 // internal/ft/rbcast), revoke (internal/ft/rbcast), spare activation
-// (internal/ft/spare with agree) and the Reinit epoch change (the
+// (internal/ft/spare with agree), the Reinit epoch change (the
 // launcher's internal/launch/policy, and the launcher-less
-// internal/ft/reincarnate decision).
+// internal/ft/reincarnate decision) and the launcher's bootstrap fence.
 //
 // Each measurement drives the real, unmodified state machines in a
 // deterministic simulator with unit message delays (one hop = one time
