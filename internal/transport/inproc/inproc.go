@@ -28,6 +28,10 @@ func NewFabric(n int) *Fabric {
 	return f
 }
 
+// Frames returns how many frames rank has sent so far (delivered to a live
+// peer): the message counts of the growth measurements (issue 24).
+func (f *Fabric) Frames(rank int) int64 { return f.eps[rank].frames.Load() }
+
 // Endpoint is one rank's view of the fabric; it implements transport.Transport.
 type Endpoint struct {
 	f      *Fabric
@@ -35,6 +39,7 @@ type Endpoint struct {
 	h      atomic.Pointer[transport.Handler]
 	closed atomic.Bool
 	dead   atomic.Bool
+	frames atomic.Int64 // frames this rank delivered (sent) so far
 
 	mu      sync.Mutex // guards the posted frames
 	cond    sync.Cond
@@ -80,6 +85,7 @@ func (e *Endpoint) deliver(to int, h transport.Header, payload []byte) error {
 		return transport.ErrPeerLost
 	}
 	hd := *hp
+	e.frames.Add(1)
 	buf, cookie := hd.Frame(e.self, h)
 	if len(buf) > 0 {
 		copy(buf, payload)
