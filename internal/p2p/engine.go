@@ -380,7 +380,7 @@ type Engine struct {
 	nextID      uint64
 	probes      []*probeWaiter
 	lost        map[int]error
-	lostOrder   []int // the keys of lost, in the order they were declared
+	lostOrder   []int                         // the keys of lost, in the order they were declared
 	failSig     atomic.Pointer[chan struct{}] // closed and replaced when a peer is lost
 	revoked     map[uint32]error              // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
 	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)

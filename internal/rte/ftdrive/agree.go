@@ -50,8 +50,8 @@ type agreeInst struct {
 // its members' process ids, sorted, over which they run, and the means to
 // send.
 type Overlay struct {
-	eng     *p2p.Engine
-	ctx     uint32
+	eng   *p2p.Engine
+	ctx   uint32
 	self  int   // this process's position in procs
 	procs Procs // process ids of the members, sorted
 }
