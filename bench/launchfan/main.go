@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +34,10 @@ type rec struct {
 	Hosts int     `json:"hosts"`
 	Round int     `json:"round"`
 	MS    float64 `json:"ms"`
-	Load1 float64 `json:"load1"`
+	// StartedMS (ftmpirun): from its start to every rank started, agents
+	// up included (its -v line "N ranks started in D").
+	StartedMS float64 `json:"started_ms,omitempty"`
+	Load1     float64 `json:"load1"`
 }
 
 func load1() float64 {
@@ -125,6 +129,11 @@ func run(h *nshosts.Hosts, ns []int, list []string, build string, runs, fanout i
 					fmt.Fprintf(os.Stderr, "# FAILED %s at %d hosts, round %d: %v\n%s\n", impl, n, k, err, tail(string(out)))
 				} else if k > 0 {
 					r := rec{Impl: impl, Hosts: n, Round: k, MS: ms, Load1: l}
+					if m := startedRE.FindStringSubmatch(string(out)); m != nil {
+						if d, err := time.ParseDuration(m[1]); err == nil {
+							r.StartedMS = float64(d.Microseconds()) / 1000
+						}
+					}
 					all = append(all, r)
 					_ = enc.Encode(r)
 				}
@@ -153,10 +162,12 @@ func launch(h *nshosts.Hosts, impl, hosts string, n int, build string, fanout in
 		if impl == "tree" {
 			k = fanout
 		}
-		return build + "/ftmpirun", []string{"--host", hosts, "-n", strconv.Itoa(n), "--interface", h.Subnet4(),
+		return build + "/ftmpirun", []string{"-v", "--host", hosts, "-n", strconv.Itoa(n), "--interface", h.Subnet4(),
 			"--fanout", strconv.Itoa(k), build + "/hello"}, []string{"FTMPI_SSH=" + h.SSH()}
 	}
 }
+
+var startedRE = regexp.MustCompile(`ftmpirun: \d+ ranks started in (\S+)`)
 
 func tail(s string) string {
 	if len(s) > 2000 {
@@ -214,5 +225,37 @@ func table(all []rec, ns []int, list []string, fanout int) {
 			continue
 		}
 		fmt.Printf(" %.2f-%.2f |\n", lo, hi)
+	}
+	fmt.Printf("\nftmpirun, launch -> every rank started (agents up, ranks forked), medians (min-max), ms:\n\n| hosts |")
+	var ft []string
+	for _, i := range list {
+		if i != "openmpi" {
+			ft = append(ft, i)
+			fmt.Printf(" %s |", label[i])
+		}
+	}
+	fmt.Printf("\n|---|")
+	for range ft {
+		fmt.Printf("---|")
+	}
+	fmt.Printf("\n")
+	for _, n := range ns {
+		fmt.Printf("| %d |", n)
+		for _, i := range ft {
+			var v []float64
+			for _, r := range all {
+				if r.Hosts == n && r.Impl == i && r.StartedMS > 0 {
+					v = append(v, r.StartedMS)
+				}
+			}
+			if len(v) == 0 {
+				fmt.Printf(" - |")
+				continue
+			}
+			s := append([]float64(nil), v...)
+			sort.Float64s(s)
+			fmt.Printf(" %.0f (%.0f-%.0f) |", median(v), s[0], s[len(s)-1])
+		}
+		fmt.Printf("\n")
 	}
 }
