@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/ft/fence"
 	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
@@ -250,7 +251,7 @@ func TestFinalizeFenceWaitsForItsOwnFrames(t *testing.T) {
 	w := j.w[0]
 	held := &heldPosts{Transport: w.tr, posted: make(chan heldPost, 1)}
 	w.tr = held
-	w.onFinalize(1, transport.Header{}, nil) // the peer entered Finalize
+	w.onFinalize(1, fence.Header(fence.Msg{Kind: fence.Up}), nil) // the peer (its child) entered Finalize
 	left := make(chan struct{})
 	go func() { w.finalizeFence(); close(left) }()
 	var release heldPost

@@ -32,7 +32,7 @@ const (
 	Reinit     Type = 13 // MPI_Reinit without a head: B = kind, A = the next epoch; payload the kind's
 	Heartbeat  Type = 16 // A = detector epoch, B = sender incarnation, Seq = receiver incarnation
 	FailNotice Type = 17 // A = failed process, B = its incarnation, Seq = hops
-	Finalize   Type = 18 // a process without a head entered MPI_Finalize (no fields)
+	Finalize   Type = 18 // the Finalize fence without a head: B = kind (internal/ft/fence: up, down, probe)
 	Hang       Type = 19 // the hang report: B = 0 a query, 1 an answer; Seq = the query's id; an answer's payload the calls the sender waits in
 )
 
