@@ -327,22 +327,21 @@ const (
 // default heartbeat settings are kept.
 const hbFreeLoad = 8
 
-// withHeartbeat makes the ranks' failure detector load-aware: with more
-// than hbFreeLoad ranks per core on the host, a rank can wait for a
-// processor far longer than the default heartbeat timeout (1 s) while
-// being perfectly alive (at 500 ranks per core, scheduling rounds take
-// seconds), and every heartbeat wakes a process that competes for the
-// same cores. So the period and the timeout are scaled by ranks per core
-// / hbFreeLoad: at -n 1000 on 2 cores, 6.25 s and 62.5 s. A hang is then
-// detected later; an oversubscribed host has nothing better to offer (the
-// launcher refuses suspicions of processes it sees alive anyway). Unless
-// the user set either variable.
+// withHeartbeat makes the ranks' failure detector and connection set-up
+// load-aware: with more than hbFreeLoad ranks per core on the host, a rank
+// can wait for a processor far longer than the default heartbeat timeout
+// (1 s) while being perfectly alive (at 500 ranks per core, scheduling
+// rounds take seconds), and every heartbeat wakes a process that competes
+// for the same cores. So the period and the timeout are scaled by ranks
+// per core / hbFreeLoad: at -n 1000 on 2 cores, 6.25 s and 62.5 s. A hang
+// is then detected later; an oversubscribed host has nothing better to
+// offer (the launcher refuses suspicions of processes it sees alive
+// anyway). Unless the user set either variable. The connection set-up's
+// bound (FTMPI_CONNECT_TIMEOUT, 30 s) is scaled the same way: a process
+// that got the job's address table early dials one still starting, which
+// answers once it has the table itself (at -n 1000 on 2 cores, more than
+// 30 s later: the set-up failed and the job hung, issue 24).
 func withHeartbeat(env []string, ranksOnHost, cores int) []string {
-	for _, kv := range env {
-		if strings.HasPrefix(kv, envHBPeriod+"=") || strings.HasPrefix(kv, envHBTimeout+"=") {
-			return env
-		}
-	}
 	cores = max(1, cores)
 	load := (ranksOnHost + cores - 1) / cores
 	if load <= hbFreeLoad {
@@ -353,6 +352,20 @@ func withHeartbeat(env []string, ranksOnHost, cores int) []string {
 	scale := func(d, most time.Duration) string {
 		return min(d*time.Duration(load)/hbFreeLoad, most).String()
 	}
-	return append(env, envHBPeriod+"="+scale(detector.DefaultPeriod, rankenv.MaxHBPeriod),
-		envHBTimeout+"="+scale(detector.DefaultTimeout, rankenv.MaxHBTimeout))
+	set := func(name string) bool {
+		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+	}
+	out := env
+	if !set(envHBPeriod) && !set(envHBTimeout) {
+		out = append(out, envHBPeriod+"="+scale(detector.DefaultPeriod, rankenv.MaxHBPeriod),
+			envHBTimeout+"="+scale(detector.DefaultTimeout, rankenv.MaxHBTimeout))
+	}
+	if !set(rankenv.ConnectTimeout) {
+		out = append(out, rankenv.ConnectTimeout+"="+scale(defaultConnectTimeout, rankenv.MaxConnectTimeout))
+	}
+	return out
 }
+
+// defaultConnectTimeout is the ranks' default bound on a connection's
+// set-up (mpi.DefaultConfig's ConnectTimeout).
+const defaultConnectTimeout = 30 * time.Second

@@ -20,12 +20,13 @@ func TestWithHeartbeat(t *testing.T) {
 	}{
 		{nil, 16, 2, nil}, // 8 per core: the defaults
 		{nil, 8, 0, nil},  // cores unknown: 1
-		{nil, 17, 2, []string{"FTMPI_HB_PERIOD=112.5ms", "FTMPI_HB_TIMEOUT=1.125s"}},
-		{nil, 1000, 2, []string{"FTMPI_HB_PERIOD=6.25s", "FTMPI_HB_TIMEOUT=1m2.5s"}},
-		{[]string{"A=1"}, 64, 1, []string{"FTMPI_HB_PERIOD=800ms", "FTMPI_HB_TIMEOUT=8s"}},
-		{nil, 1 << 20, 1, []string{"FTMPI_HB_PERIOD=10m0s", "FTMPI_HB_TIMEOUT=1h0m0s"}}, // within the ranks' bounds (rankenv)
-		{[]string{"FTMPI_HB_TIMEOUT=off"}, 1000, 2, nil},                                // the user's choice
-		{[]string{"FTMPI_HB_PERIOD=20ms"}, 1000, 2, nil},                                // the user's choice
+		{nil, 17, 2, []string{"FTMPI_HB_PERIOD=112.5ms", "FTMPI_HB_TIMEOUT=1.125s", "FTMPI_CONNECT_TIMEOUT=33.75s"}},
+		{nil, 1000, 2, []string{"FTMPI_HB_PERIOD=6.25s", "FTMPI_HB_TIMEOUT=1m2.5s", "FTMPI_CONNECT_TIMEOUT=31m15s"}},
+		{[]string{"A=1"}, 64, 1, []string{"FTMPI_HB_PERIOD=800ms", "FTMPI_HB_TIMEOUT=8s", "FTMPI_CONNECT_TIMEOUT=4m0s"}},
+		{nil, 1 << 20, 1, []string{"FTMPI_HB_PERIOD=10m0s", "FTMPI_HB_TIMEOUT=1h0m0s", "FTMPI_CONNECT_TIMEOUT=24h0m0s"}}, // within the ranks' bounds (rankenv)
+		{[]string{"FTMPI_HB_TIMEOUT=off"}, 1000, 2, []string{"FTMPI_CONNECT_TIMEOUT=31m15s"}},                            // the user's choice
+		{[]string{"FTMPI_HB_PERIOD=20ms"}, 1000, 2, []string{"FTMPI_CONNECT_TIMEOUT=31m15s"}},                            // the user's choice
+		{[]string{"FTMPI_CONNECT_TIMEOUT=5s"}, 1000, 2, []string{"FTMPI_HB_PERIOD=6.25s", "FTMPI_HB_TIMEOUT=1m2.5s"}},    // the user's choice
 	} {
 		got := withHeartbeat(slices.Clone(tc.env), tc.ranks, tc.cores)
 		if want := append(slices.Clone(tc.env), tc.want...); !slices.Equal(got, want) {
