@@ -58,6 +58,29 @@ func treeKids(m, k int) [][]int {
 	return kids
 }
 
+// maxTreeDepth bounds a tree launch's depth: each level nests the next in
+// its parent's Hello (the JSON decoder stops at 10,000 levels), and every
+// level costs a launch command's time in series.
+const maxTreeDepth = 1000
+
+// treeDepth is the depth of the tree of m remote agents and fan-out k (0:
+// no remote agent).
+func treeDepth(m, k int) int {
+	if k < 1 {
+		k = 1
+	}
+	d, reach, level := 0, 0, 1
+	for reach < m {
+		if k == 1 {
+			return m
+		}
+		level *= k
+		reach += level
+		d++
+	}
+	return d
+}
+
 // useTree tells whether the remote agents of cfg (nremote of them) are
 // started through a tree.
 func useTree(cfg Config, nremote int) bool {
@@ -211,13 +234,16 @@ const attachTimeout = 30 * time.Second
 // stopped). hello is the head's Hello without Host, Node and Tree.
 func startTree(cfg Config, remote []int, hello agentwire.Msg, headIP netip.Addr, self string, h *head,
 	key *wireauth.Key, logf func(string, ...any)) (map[int]*remoteAgent, []*bootProc, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(headIP.String(), "0"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot listen for the agents on %s: %v", headIP, err)
-	}
 	fan := cfg.Fanout
 	if fan <= 0 {
 		fan = DefaultFanout
+	}
+	if d := treeDepth(len(remote), fan); d > maxTreeDepth {
+		return nil, nil, fmt.Errorf("--fanout %d over %d remote hosts makes a tree of depth %d (at most %d): use a larger fan-out", fan, len(remote), d, maxTreeDepth)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(headIP.String(), "0"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot listen for the agents on %s: %v", headIP, err)
 	}
 	kids := treeKids(len(remote), fan)
 	parent := map[int]string{}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,8 +76,8 @@ func TestTreeKidsLayout(t *testing.T) {
 				reach += level
 				least++
 			}
-			if depth != least {
-				t.Fatalf("m=%d k=%d: depth %d, want %d", m, k, depth, least)
+			if depth != least || treeDepth(m, k) != depth {
+				t.Fatalf("m=%d k=%d: depth %d (treeDepth %d), want %d", m, k, depth, treeDepth(m, k), least)
 			}
 			if flat := len(kids[0]) == m; flat != (m <= k) {
 				t.Fatalf("m=%d k=%d: head starts %d of %d", m, k, len(kids[0]), m)
@@ -87,6 +88,23 @@ func TestTreeKidsLayout(t *testing.T) {
 
 // TestTreeNodesHello: the subtrees handed to the head's children name
 // every remote host once, by its index, and pass the wire's checks.
+// TestTreeTooDeep: a chain (--fanout 1) over more remote hosts than the
+// depth bound is refused before anything starts, naming the fix.
+func TestTreeTooDeep(t *testing.T) {
+	var hosts []HostSlots
+	var remote []int
+	for i := 0; i <= maxTreeDepth+1; i++ {
+		hosts = append(hosts, HostSlots{Name: "h" + strconv.Itoa(i), Slots: 1})
+		if i > 0 {
+			remote = append(remote, i)
+		}
+	}
+	_, _, err := startTree(Config{Hosts: hosts, Fanout: 1}, remote, agentwire.Msg{}, netip.MustParseAddr("127.0.0.1"), "/x", nil, nil, t.Logf)
+	if err == nil || !strings.Contains(err.Error(), "depth 1001 (at most 1000): use a larger fan-out") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestTreeNodesHello(t *testing.T) {
 	hosts := []HostSlots{{Name: "h1", Slots: 1}}
 	var remote []int
