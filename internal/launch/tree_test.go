@@ -321,3 +321,21 @@ func TestAttachedAgentHelloThenEOF(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeLaunchChildCannotStart: the launch command of f4, which f2's
+// agent runs, fails as ssh does for a host it cannot reach; f2 reports it
+// to the head, and ftmpirun says which host, why and who started it, and
+// exits 1 with nothing left running.
+func TestTreeLaunchChildCannotStart(t *testing.T) {
+	ssh, _ := treeSSH(t)
+	wrap := filepath.Join(t.TempDir(), "wrapssh")
+	script := "#!/bin/sh\nif [ \"$1\" = f4 ]; then echo 'ssh: connect to host f4 port 22: No route to host' >&2; exit 255; fi\nexec " + ssh + " \"$@\"\n"
+	if err := os.WriteFile(wrap, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// run checks that nothing of the job (agents included) is left.
+	r := run(t, 60*time.Second, "--host", "localhost:1,f2:1,f3:1,f4:1,f5:1", "--interface", "127.0.0.0/8",
+		"--launch-agent", wrap, "--fanout", "2", rankprogBin, "waitfail", "1", "10")
+	expectCode(t, r, 1)
+	expectStderr(t, r, "cannot start the agent on host f4: its launch command ended before the agent attached: exit status 255 (ssh: connect to host f4 port 22: No route to host) (started by f2)")
+}
