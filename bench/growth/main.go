@@ -54,9 +54,9 @@ func ops() []op {
 			func(n int, seed uint64) (growth.Row, error) {
 				return growth.Agree(growth.AgreeCase{N: n, Failed: pct(n, seed), NotifyAt: notifyAt(n)})
 			}},
-		{"rbcast", "revoke", 16384, "every rank's member.View holds 16 bytes per rank and its Node a flag per rank: 17*n^2 bytes in one simulation (4.5 GB at 16,384, 73 GB at 65,536)",
+		{"rbcast", "revoke", 1048576, "",
 			func(n int, _ uint64) (growth.Row, error) { return growth.Rbcast(growth.RbcastCase{N: n}) }},
-		{"rbcast", "revoke-1pct-failed", 16384, "as revoke",
+		{"rbcast", "revoke-1pct-failed", 1048576, "",
 			func(n int, seed uint64) (growth.Row, error) {
 				f := pct(n, seed)
 				origin := 0
@@ -66,11 +66,11 @@ func ops() []op {
 				}
 				return growth.Rbcast(growth.RbcastCase{N: n, Origin: origin, Failed: f})
 			}},
-		{"detector+rbcast", "detect+notify-1", 16384, "every rank holds two membership views of n ranks and an rbcast flag table: 33*n^2 bytes in one simulation (8.9 GB at 16,384)",
+		{"detector+rbcast", "detect+notify-1", 262144, "every rank's heartbeats are simulated, one per 100 ms period for 14 periods: 1,048,576 ranks take minutes",
 			func(n int, _ uint64) (growth.Row, error) {
 				return growth.Detect(growth.DetectCase{N: n, Failed: []int{n / 2}})
 			}},
-		{"detector+rbcast", "detect+notify-1pct", 4096, "as detect+notify-1, and every failure is its own broadcast to every rank: n/100 * n * 2log2(n) messages (75 million at 16,384, minutes)",
+		{"detector+rbcast", "detect+notify-1pct", 16384, "every failure is its own broadcast to every rank: n/100 * n * 2log2(n) messages (1.4 billion at 65,536)",
 			func(n int, seed uint64) (growth.Row, error) {
 				return growth.Detect(growth.DetectCase{N: n, Failed: pct(n, seed)})
 			}},

@@ -11,8 +11,9 @@ import (
 // heartbeat ring and their notification over rbcast (internal/ft/growth:
 // every rank's Detector and rbcast Node, 100 ms periods, 1 s timeout,
 // 10 µs hops) at n = 16 ... 4096 with one failure and 16 ... 1024 with 1%
-// (4096 and 16,384 with FTMPI_GROWTH_FULL=1; every Detector holds a view
-// of n ranks, n^2 in one simulation). It asserts: every survivor knows
+// (262,144 and 16,384 with FTMPI_GROWTH_FULL=1: every rank's heartbeats
+// are simulated, and with 1% every failure is its own broadcast to every
+// rank). It asserts: every survivor knows
 // within 10 periods (the timeout) plus 2 per doubling of n (1% failures
 // make runs of adjacent failures, found one after the other, longer in
 // larger jobs, as log n); the notices travel at most log2(n)/2 + 1 hops;
@@ -29,10 +30,10 @@ func TestGrowthDetectNotify(t *testing.T) {
 	perFailB := growth.Bound{C: 5, D: 4}
 	full := os.Getenv("FTMPI_GROWTH_FULL") == "1"
 	for _, pct := range []bool{false, true} {
-		ns := growth.Sizes(16384)
+		ns := growth.Sizes(262144)
 		switch {
 		case pct && full:
-			ns = growth.Sizes(4096)
+			ns = growth.Sizes(16384)
 		case pct && (growth.Race || testing.Short()):
 			ns = ns[:3] // 1% of 1024 under the race detector takes 10 s
 		case pct || testing.Short():
