@@ -36,6 +36,12 @@ const helloWait = 30 * time.Second
 // timeout: a partition), the agent SIGKILLs its ranks and exits 1
 // (fail-stop: the cut-off side never goes on alone). After the head's Bye
 // it kills what is left, removes its job directory and exits 0.
+//
+// In a tree launch (Hello.Attach set, tree.go) the agent instead dials the
+// head over TCP right after the hello and speaks everything there (in's
+// end and a broken errw no longer matter: its starter may be lost), then
+// starts the agents of its subtree (Hello.Tree) and stops their launch
+// commands when it ends.
 func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(errw, "ftmpirun agent: "+format+"\n", args...)
