@@ -31,6 +31,7 @@ import (
 	"unsafe"
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rma"
 )
 
 // WinCreateBytes makes a window over the bytes base at every member of c,
@@ -220,18 +221,16 @@ func (w *Win) startTyped(op string, target, kind int, ok opKind, dt p2p.DType, o
 		return nil
 	}
 	h := w.hdr[:]
-	clear(h)
-	h[0], h[1], h[4] = byte(kind), byte(ok), byte(dt)
-	binary.LittleEndian.PutUint64(h[8:], uint64(off))
-	binary.LittleEndian.PutUint64(h[16:], uint64(n))
+	rma.Header{Kind: rma.Kind(kind), Op: uint8(ok), DT: uint8(dt), Disp: int64(off), Count: int64(n)}.Encode(h)
 	return w.issue(op, target, kind, h, data, into)
 }
 
-// reqDT is the element type an accumulate request b combines: its header
-// byte 4 if set (a typed operation on a byte window), else the window's.
-func (w *Win) reqDT(b []byte) p2p.DType {
-	if b[4] != 0 {
-		return p2p.DType(b[4])
+// reqDT is the element type an accumulate request h combines: its
+// header's DT if set (a typed operation on a byte window), else the
+// window's.
+func (w *Win) reqDT(h rma.Header) p2p.DType {
+	if h.DT != 0 {
+		return p2p.DType(h.DT)
 	}
 	return w.dt
 }
@@ -546,7 +545,7 @@ func RgetAccumulateTyped(w *Win, origin []byte, ocount int, od *Datatype, result
 // server gathers the target elements, combines them whole and scatters
 // them back, under the window's mutex (atomic per operation).
 
-const rmaAccLayout = 32 // header: op, mode (byte 2), no-reply flag; disp: base byte offset; count: elements
+const rmaAccLayout = int(rma.AccLayout) // header: op, mode (byte 2), no-reply flag; disp: base byte offset; count: elements
 
 // Modes of an rmaAccLayout request (header byte 2). Put and Get take it
 // too when the target datatype is not contiguous: one request carries the
@@ -704,12 +703,11 @@ func (w *Win) applyLayout(mode byte, red redFn, d *Datatype, base, count int, da
 
 // accLayout serves an rmaAccLayout request from origin (win.go's
 // handleReq).
-func (w *Win) accLayout(origin int, b []byte, noReply bool) {
-	k, mode := opKind(b[1]), b[2]
+func (w *Win) accLayout(origin int, h rma.Header, msg []byte) {
+	k, mode, noReply := opKind(h.Op), h.Mode, h.NoReply
 	fetch := mode == layoutGetAcc || mode == layoutGet || mode == layoutCAS
-	base := int(binary.LittleEndian.Uint64(b[8:]))
-	count := int(binary.LittleEndian.Uint64(b[16:]))
-	d, data, ok := layoutOf(b[rmaHdr:])
+	base, count := int(h.Disp), int(h.Count)
+	d, data, ok := layoutOf(msg)
 	var red redFn
 	if ok && (mode == layoutAcc || mode == layoutGetAcc) {
 		var err error
@@ -765,12 +763,10 @@ func (w *Win) startLayout(op string, target int, mode byte, k opKind, td *Dataty
 		return nil
 	}
 	var h [rmaHdr]byte
-	h[0], h[1], h[2] = rmaAccLayout, byte(k), mode
-	binary.LittleEndian.PutUint64(h[8:], uint64(base))
-	binary.LittleEndian.PutUint64(h[16:], uint64(count))
+	rma.Header{Kind: rma.AccLayout, Op: uint8(k), Mode: mode, Disp: int64(base), Count: int64(count)}.Encode(h[:])
 	msg := append(layoutDesc(td), data...)
 	if mode == layoutAcc || mode == layoutPut {
-		h[3] = rmaNoReply
+		rma.SetNoReply(h[:])
 		err := w.send(op, target, h[:], msg)
 		if err == nil {
 			w.sent[target] = true

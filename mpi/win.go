@@ -38,9 +38,10 @@ package mpi
 //
 // Locks: each member's server keeps the lock state of its window (one
 // exclusive holder or a count of shared holders per origin, and a FIFO
-// queue of waiters). A Lock is a request answered when the lock is
-// granted; Unlock releases it and grants the waiters that became
-// compatible. When the engine reports a peer lost (its failure signal
+// queue of waiters: internal/rma's LockTable). A Lock is a request
+// answered when the lock is granted; Unlock releases it and grants the
+// waiters that became compatible. Requests start with internal/rma's
+// Header. When the engine reports a peer lost (its failure signal
 // wakes the server's probe), the server drops the failed process from the
 // holders and the waiters and grants the next waiters: a lock held by a
 // failed process is released. The memory the failed holder targeted during
@@ -72,12 +73,12 @@ package mpi
 // are applied, those of the failed process may be partly applied).
 
 import (
-	"encoding/binary"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rma"
 )
 
 // The one-sided error classes (codes as in Open MPI's mpi.h).
@@ -111,25 +112,24 @@ const (
 )
 
 // Message kinds and tags on the window's communicator.
+// (internal/rma's request kinds and header, as ints here.)
 const (
-	rmaPut = iota + 1
-	rmaGet
-	rmaAcc    // accumulate (op), no reply data
-	rmaGetAcc // accumulate (op) returning the previous contents
-	rmaCAS
-	rmaLock
-	rmaUnlock
-	rmaFence    // a member reached fence epoch disp (no reply)
-	rmaPost     // the target posted an exposure epoch to this origin (no reply)
-	rmaComplete // the origin completed its access epoch to this target (no reply)
-	rmaFlush    // reply once the origin's earlier requests are applied
-
-	rmaNoReply = 1 // header flag (byte 3): a Put or Accumulate sent one way
+	rmaPut      = int(rma.Put)
+	rmaGet      = int(rma.Get)
+	rmaAcc      = int(rma.Acc)    // accumulate (op), no reply data
+	rmaGetAcc   = int(rma.GetAcc) // accumulate (op) returning the previous contents
+	rmaCAS      = int(rma.CAS)
+	rmaLock     = int(rma.Lock)
+	rmaUnlock   = int(rma.Unlock)
+	rmaFence    = int(rma.Fence)    // a member reached fence epoch disp (no reply)
+	rmaPost     = int(rma.Post)     // the target posted an exposure epoch to this origin (no reply)
+	rmaComplete = int(rma.Complete) // the origin completed its access epoch to this target (no reply)
+	rmaFlush    = int(rma.Flush)    // reply once the origin's earlier requests are applied
 
 	tagRMAReq   = 1
 	tagRMAReply = 2
 
-	rmaHdr = 24 // kind, op, lock type, flags, pad, disp int64, count int64
+	rmaHdr = rma.HeaderLen
 )
 
 // Win is a window of memory exposed to one-sided communication by every
@@ -199,20 +199,10 @@ type Win struct {
 
 	// Server side.
 	rbuf   []byte // reply scratch
-	lk     lockTable
+	lk     rma.LockTable
 	stop   chan struct{}
 	served chan struct{}
 }
-
-// lockTable is a window's lock state at its target (server goroutine
-// only, under Win.mu for the memory it guards).
-type lockTable struct {
-	excl   int         // rank holding the exclusive lock, -1 if none
-	shared map[int]int // shared holders: rank -> count
-	queue  []lockWait
-}
-
-type lockWait struct{ rank, typ int }
 
 // WinCreate makes a window over base at every member of c (MPI_Win_create).
 // It is collective over c; base may have a different length (or be empty)
@@ -275,7 +265,7 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 	w := &Win{parent: c, c: wc, name: "window on " + shortName(c), mem: asBytes(base), dt: f.dt, esize: f.size, tname: f.name,
 		tdt: make([]p2p.DType, c.size), tsize: make([]int, c.size), tlen: make([]int, c.size),
 		failed: map[int]error{}, locked: map[int]int{}, nocheck: map[int]bool{}, sent: map[int]bool{}, base: base, flavor: WinFlavorCreate,
-		lk:   lockTable{excl: -1, shared: map[int]int{}},
+		lk:   rma.NewLockTable(),
 		stop: make(chan struct{}), served: make(chan struct{}),
 		marks: map[uint64]map[int]bool{}, fch: make(chan struct{}),
 		posts: make([]int, c.size), dones: make([]int, c.size)}
@@ -522,9 +512,7 @@ func (w *Win) syncAll(op string) (missing []int, err error) {
 	w.epoch++
 	k := w.epoch
 	h := w.hdr[:]
-	clear(h)
-	h[0] = rmaFence
-	binary.LittleEndian.PutUint64(h[8:], k)
+	rma.Header{Kind: rma.Fence, Disp: int64(k)}.Encode(h)
 	for t := 0; t < w.c.size; t++ {
 		if t == w.c.rank {
 			w.addMark(k, t) // this member's operations to itself are applied in its calls
@@ -656,7 +644,7 @@ func (w *Win) Lock(lockType, target int, assert ...int) error {
 		return nil
 	}
 	var h [rmaHdr]byte
-	h[0], h[2] = rmaLock, byte(lockType-LockExclusive)
+	rma.Header{Kind: rma.Lock, Mode: uint8(lockType - LockExclusive)}.Encode(h[:])
 	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
 		return w.handle(err)
 	}
@@ -700,7 +688,7 @@ func (w *Win) unlock(op string, target int) error {
 	// The unlock is answered after the epoch's one-way operations.
 	delete(w.sent, target)
 	var h [rmaHdr]byte
-	h[0] = rmaUnlock
+	rma.Header{Kind: rma.Unlock}.Encode(h[:])
 	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
 		return err
 	}
@@ -736,7 +724,7 @@ func (w *Win) LockAll(assert ...int) error {
 		return nil
 	}
 	var h [rmaHdr]byte
-	h[0], h[2] = rmaLock, byte(LockShared-LockExclusive)
+	rma.Header{Kind: rma.Lock, Mode: uint8(rma.Shared)}.Encode(h[:])
 	for t := 0; t < w.c.size; t++ {
 		if _, err := w.rpc(op, t, h[:], nil, 0); err != nil {
 			for u := range w.locked {
@@ -1024,10 +1012,7 @@ func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, i
 		return nil
 	}
 	h := w.hdr[:]
-	clear(h)
-	h[0], h[1] = byte(kind), byte(ok)
-	binary.LittleEndian.PutUint64(h[8:], uint64(disp))
-	binary.LittleEndian.PutUint64(h[16:], uint64(n))
+	rma.Header{Kind: rma.Kind(kind), Op: uint8(ok), Disp: int64(disp), Count: int64(n)}.Encode(h)
 	return w.issue(op, target, kind, h, data, into)
 }
 
@@ -1040,7 +1025,7 @@ func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, i
 // returned. w.omu is held.
 func (w *Win) issue(op string, target, kind int, h, data, into []byte) error {
 	if kind == rmaPut || kind == rmaAcc {
-		h[3] = rmaNoReply
+		rma.SetNoReply(h)
 		err := w.send(op, target, h, data)
 		if err == nil {
 			w.sent[target] = true
@@ -1135,7 +1120,7 @@ func (w *Win) flushSent(op string, target int) {
 	}
 	delete(w.sent, target)
 	var h [rmaHdr]byte
-	h[0] = rmaFlush
+	rma.Header{Kind: rma.Flush}.Encode(h[:])
 	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
 		if _, ok := w.failed[target]; !ok {
 			w.failed[target] = err
@@ -1226,20 +1211,20 @@ func (w *Win) serve() {
 		}
 		ps := r.Status()
 		e.Release(r)
-		if ps.Err != nil || ps.Bytes < rmaHdr {
+		if ps.Err != nil {
 			continue
 		}
-		w.handleReq(ps.Source, b[:ps.Bytes])
+		if h, data, ok := rma.DecodeHeader(b[:ps.Bytes]); ok {
+			w.handleReq(ps.Source, h, data)
+		}
 	}
 }
 
-// handleReq applies one request from origin and replies.
-func (w *Win) handleReq(origin int, b []byte) {
-	kind, ok := int(b[0]), opKind(b[1])
-	disp := int(binary.LittleEndian.Uint64(b[8:]))
-	n := int(binary.LittleEndian.Uint64(b[16:]))
-	data := b[rmaHdr:]
-	noReply := b[3]&rmaNoReply != 0
+// handleReq applies one request (header h, data) from origin and replies.
+func (w *Win) handleReq(origin int, h rma.Header, data []byte) {
+	kind, ok := int(h.Kind), opKind(h.Op)
+	disp, n := int(h.Disp), int(h.Count)
+	noReply := h.NoReply
 	lo, hi := disp*w.esize, (disp+n)*w.esize
 	if kind <= rmaCAS && (disp < 0 || n < 0 || hi > len(w.mem) || lo > hi) {
 		if !noReply {
@@ -1266,7 +1251,7 @@ func (w *Win) handleReq(origin int, b []byte) {
 		if kind == rmaGetAcc {
 			out = w.fetched(w.mem[lo:hi])
 		}
-		w.applyDT(w.reqDT(b), ok, data, w.mem[lo:hi])
+		w.applyDT(w.reqDT(h), ok, data, w.mem[lo:hi])
 		w.mu.Unlock()
 		switch {
 		case out != nil:
@@ -1283,7 +1268,7 @@ func (w *Win) handleReq(origin int, b []byte) {
 		w.mu.Unlock()
 		w.replyRaw(origin, out)
 	case rmaLock:
-		if w.lk.request(origin, LockExclusive+int(b[2])) {
+		if w.lk.Request(origin, rma.LockType(h.Mode)) {
 			w.reply(origin, 0, nil)
 		}
 		// A request that was queued before its origin died is read
@@ -1292,7 +1277,7 @@ func (w *Win) handleReq(origin int, b []byte) {
 		// (examples/counter hung under -race: every other member in
 		// Win.Free, one in Lock behind the dead holder).
 		if w.c.w.eng.IsLost(w.c.worldRank(origin)) {
-			w.grant(w.lk.drop(origin))
+			w.grant(w.lk.Drop(origin))
 		}
 	case rmaFence:
 		w.addMark(uint64(disp), origin)
@@ -1309,9 +1294,9 @@ func (w *Win) handleReq(origin int, b []byte) {
 	case rmaFlush:
 		w.reply(origin, 0, nil)
 	case rmaAccLayout: // cbind_win.go
-		w.accLayout(origin, b, noReply)
+		w.accLayout(origin, h, data)
 	case rmaUnlock:
-		granted := w.lk.release(origin)
+		granted := w.lk.Release(origin)
 		w.reply(origin, 0, nil)
 		w.grant(granted)
 	default:
@@ -1367,72 +1352,10 @@ func (w *Win) replyRaw(origin int, b []byte) {
 	w.c.sendBytes("MPI_Win (target)", p2p.DTByte, b, origin, tagRMAReply, false)
 }
 
-func (l *lockTable) compatible(typ int) bool {
-	if l.excl >= 0 {
-		return false
-	}
-	return typ == LockShared || len(l.shared) == 0
-}
-
-func (l *lockTable) take(r, typ int) {
-	if typ == LockExclusive {
-		l.excl = r
-	} else {
-		l.shared[r]++
-	}
-}
-
-// request asks for a lock of typ for rank r: granted at once (true) when
-// nobody waits and it is compatible with the holders, else queued.
-func (l *lockTable) request(r, typ int) bool {
-	if len(l.queue) == 0 && l.compatible(typ) {
-		l.take(r, typ)
-		return true
-	}
-	l.queue = append(l.queue, lockWait{r, typ})
-	return false
-}
-
-// release releases r's lock and returns the waiters granted by it, in
-// order.
-func (l *lockTable) release(r int) []lockWait {
-	if l.excl == r {
-		l.excl = -1
-	} else if l.shared[r] > 1 {
-		l.shared[r]--
-	} else {
-		delete(l.shared, r)
-	}
-	return l.next()
-}
-
-// drop forgets rank r, failed: its lock is released and its queued
-// requests removed. It returns the waiters granted by it.
-func (l *lockTable) drop(r int) []lockWait {
-	if l.excl == r {
-		l.excl = -1
-	}
-	delete(l.shared, r)
-	l.queue = slices.DeleteFunc(l.queue, func(x lockWait) bool { return x.rank == r })
-	return l.next()
-}
-
-// next grants the queued requests that became compatible, in order.
-func (l *lockTable) next() []lockWait {
-	var out []lockWait
-	for len(l.queue) > 0 && l.compatible(l.queue[0].typ) {
-		q := l.queue[0]
-		l.queue = l.queue[1:]
-		l.take(q.rank, q.typ)
-		out = append(out, q)
-	}
-	return out
-}
-
 // grant answers the lock requests granted.
-func (w *Win) grant(granted []lockWait) {
+func (w *Win) grant(granted []rma.Waiter) {
 	for _, q := range granted {
-		w.reply(q.rank, 0, nil)
+		w.reply(q.Rank, 0, nil)
 	}
 }
 
@@ -1446,7 +1369,7 @@ func (w *Win) dropFailed() {
 	e := w.c.w.eng
 	for r := 0; r < w.c.size; r++ {
 		if e.IsLost(w.c.worldRank(r)) {
-			w.grant(w.lk.drop(r))
+			w.grant(w.lk.Drop(r))
 		}
 	}
 }
@@ -1477,7 +1400,7 @@ func (w *Win) winRanks(op string, g *Group) ([]int, error) {
 func (w *Win) mark(op string, kind int, ranks []int) {
 	for _, t := range ranks {
 		h := make([]byte, rmaHdr)
-		h[0] = byte(kind)
+		rma.Header{Kind: rma.Kind(kind)}.Encode(h)
 		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false)
 	}
 }

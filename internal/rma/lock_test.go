@@ -1,4 +1,4 @@
-package mpi
+package rma
 
 import (
 	"math/rand/v2"
@@ -24,21 +24,21 @@ func TestLockTableSchedules(t *testing.T) {
 
 func lockSchedule(seed uint64, ranks, steps int) string {
 	rng := rand.New(rand.NewPCG(seed, 0x10c7))
-	l := lockTable{excl: -1, shared: map[int]int{}}
+	l := NewLockTable()
 	const idle, waiting, holding, dead = 0, 1, 2, 3
 	state := make([]int, ranks)
-	typ := make([]int, ranks)
+	typ := make([]LockType, ranks)
 	var order []int // the waiting ranks in request order
-	granted := func(g []lockWait) string {
+	granted := func(g []Waiter) string {
 		for _, q := range g {
-			if len(order) == 0 || order[0] != q.rank {
+			if len(order) == 0 || order[0] != q.Rank {
 				return "a waiter was granted out of request order"
 			}
 			order = order[1:]
-			if state[q.rank] != waiting || typ[q.rank] != q.typ {
+			if state[q.Rank] != waiting || typ[q.Rank] != q.Type {
 				return "a grant to a rank that did not wait for it"
 			}
-			state[q.rank] = holding
+			state[q.Rank] = holding
 		}
 		return ""
 	}
@@ -55,15 +55,15 @@ func lockSchedule(seed uint64, ranks, steps int) string {
 					break
 				}
 			}
-			if e := granted(l.drop(r)); e != "" {
+			if e := granted(l.Drop(r)); e != "" {
 				return e
 			}
 		case state[r] == idle:
-			typ[r] = LockShared
+			typ[r] = Shared
 			if rng.IntN(2) == 0 {
-				typ[r] = LockExclusive
+				typ[r] = Exclusive
 			}
-			if l.request(r, typ[r]) {
+			if l.Request(r, typ[r]) {
 				state[r] = holding
 			} else {
 				state[r] = waiting
@@ -71,7 +71,7 @@ func lockSchedule(seed uint64, ranks, steps int) string {
 			}
 		case state[r] == holding:
 			state[r] = idle
-			if e := granted(l.release(r)); e != "" {
+			if e := granted(l.Release(r)); e != "" {
 				return e
 			}
 		}
@@ -84,7 +84,7 @@ func lockSchedule(seed uint64, ranks, steps int) string {
 			}
 			if state[q] == dead {
 				for _, x := range l.queue {
-					if x.rank == q {
+					if x.Rank == q {
 						return "a dead rank is queued"
 					}
 				}
@@ -99,7 +99,7 @@ func lockSchedule(seed uint64, ranks, steps int) string {
 		if len(l.queue) != len(order) {
 			return "queue length differs from the waiting ranks"
 		}
-		if len(l.queue) > 0 && l.compatible(l.queue[0].typ) {
+		if len(l.queue) > 0 && l.compatible(l.queue[0].Type) {
 			return "the head of the queue waits although compatible (lost wake-up)"
 		}
 	}
