@@ -274,7 +274,7 @@ func TestAttachedAgentHelloThenEOF(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 3; i++ {
 		hello := agentHello()
 		hello.Host, hello.Node, hello.Attach = "h3", 2, ln.Addr().String()
 		var in bytes.Buffer
