@@ -131,13 +131,22 @@ func Up(n int, dir string) (_ *Hosts, err error) {
 	}
 	// 20 s, and a second more per host: each check is an ssh login,
 	// which takes most of a second on a loaded 2-core machine.
+	// Each host also gets 10 s of its own once its turn comes (at load
+	// 50, 28 of 32 hosts used up the shared deadline).
 	deadline := time.Now().Add(20*time.Second + time.Duration(n)*time.Second)
 	for i := 1; i <= n; i++ {
-		if err := h.waitSSH(i, deadline); err != nil {
+		if err := h.waitSSH(i, later(deadline, time.Now().Add(10*time.Second))); err != nil {
 			return nil, err
 		}
 	}
 	return h, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // NS is the namespace of host i (1..N).
