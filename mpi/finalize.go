@@ -215,6 +215,18 @@ func (w *World) finalizeFence() {
 	}
 }
 
+// fenceFinished reports whether this process knows that peer entered
+// Finalize (or failed): a frame of its fence came from it, or its entry is
+// implied by an Up whose subtree holds it, or the fence is done. The
+// all-to-all fence heard every process's entry; the tree tells it only
+// through these, so the lost hook asks here (hreinit.go).
+func (w *World) fenceFinished(peer int) bool {
+	f := &w.fence
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.entered[peer] || f.node != nil && f.node.Finished(peer)
+}
+
 // fenceDone reports whether every other process entered Finalize or
 // failed and this process's frames to the live ones are written.
 func (w *World) fenceDone() bool {

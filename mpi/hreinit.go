@@ -105,10 +105,7 @@ func (w *World) hreinitLost(peer int) {
 	if hr == nil || p == nil || w.round == nil || w.ended.Load() || w.finalized.Load() || !w.round.hasWorldRank(peer) || p.Current() != w {
 		return
 	}
-	w.fence.mu.Lock()
-	finished := w.fence.entered[peer]
-	w.fence.mu.Unlock()
-	if finished {
+	if w.fenceFinished(peer) {
 		return // it entered MPI_Finalize: its end is no failure to recover
 	}
 	hr.mu.Lock()

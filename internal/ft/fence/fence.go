@@ -87,13 +87,14 @@ type Config struct {
 // Node is one process's fence state. Not safe for concurrent use: the
 // runtime serialises its calls.
 type Node struct {
-	cfg     Config
-	entered bool
-	done    bool
-	up      map[int]bool // processes whose Up reached this one
-	probed  map[int]bool // children sent a Probe
-	downTo  map[int]bool // processes sent Down
-	upTo    int          // the parent the last Up went to; -1: none
+	cfg      Config
+	entered  bool
+	done     bool
+	up       map[int]bool // processes whose Up reached this one
+	probed   map[int]bool // children sent a Probe
+	downTo   map[int]bool // processes sent Down
+	upTo     int          // the parent the last Up went to; -1: none
+	downFrom int          // the process whose Down made this one done; -1: none
 }
 
 // New returns the state of process cfg.Self of a job of cfg.N processes,
@@ -111,6 +112,32 @@ func (n *Node) Entered() bool { return n.entered }
 // Done reports whether every process of the job entered the fence or
 // failed, as far as this process knows (it may leave).
 func (n *Node) Done() bool { return n.done }
+
+// Finished reports whether this process knows that p entered the fence
+// or failed: p is in the static subtree of a process whose Up reached
+// it (every process there entered or failed; p's own Up among them), or
+// the fence is done. A failure of p it then learns of is the end of a
+// process that finished, not one to recover from.
+func (n *Node) Finished(p int) bool {
+	if n.done || p == n.cfg.Self && n.entered {
+		return true
+	}
+	for c := range n.up {
+		if inSubtree(c, p, n.cfg.N) {
+			return true
+		}
+	}
+	return false
+}
+
+// inSubtree reports whether p is in c's static subtree: c's range
+// [c, c + lowest set bit of c) (everything for c = 0).
+func inSubtree(c, p, n int) bool {
+	if c == 0 {
+		return p >= 0 && p < n
+	}
+	return p >= c && p < c+(c&-c) && p < n
+}
 
 // Enter records that this process entered the fence.
 func (n *Node) Enter() []Msg {

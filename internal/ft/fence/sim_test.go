@@ -204,8 +204,8 @@ func (s *sim) run(enterP int) {
 // at the end (every survivor is done, nobody waits for ever).
 func TestSimSeeds(t *testing.T) {
 	seeds := 4000
-	if testing.Short() {
-		seeds = 1000
+	if testing.Short() || raceEnabled {
+		seeds = 500
 	}
 	if v, err := strconv.Atoi(os.Getenv("FTMPI_FENCE_SEEDS")); err == nil {
 		seeds = v
@@ -293,5 +293,29 @@ func TestSimRoundsLogN(t *testing.T) {
 		if rounds > lim {
 			t.Errorf("n %d: %d rounds, more than %d", n, rounds, lim)
 		}
+	}
+}
+
+// Finished: a process knows of another's entry through an Up whose
+// subtree holds it, or once done; not otherwise.
+func TestFinished(t *testing.T) {
+	const n = 8
+	nd := New(Config{Self: 0, N: n})
+	for p := range n {
+		if nd.Finished(p) {
+			t.Fatalf("process %d finished before anything was heard", p)
+		}
+	}
+	nd.Enter()
+	nd.Step(Msg{Kind: Up, From: 4, To: 0}) // 4's subtree: 4..7
+	for p := range n {
+		if want := p == 0 || p >= 4; nd.Finished(p) != want {
+			t.Errorf("after Up from 4: Finished(%d) = %v, want %v", p, nd.Finished(p), want)
+		}
+	}
+	nd.Step(Msg{Kind: Up, From: 1, To: 0})
+	nd.Step(Msg{Kind: Up, From: 2, To: 0})
+	if !nd.Done() || !nd.Finished(3) {
+		t.Errorf("every child reported: done %v, Finished(3) %v", nd.Done(), nd.Finished(3))
 	}
 }
