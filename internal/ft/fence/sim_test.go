@@ -319,3 +319,29 @@ func TestFinished(t *testing.T) {
 		t.Errorf("every child reported: done %v, Finished(3) %v", nd.Done(), nd.Finished(3))
 	}
 }
+
+// With 1% of the processes crashing at random steps of the fence, a
+// process still sends O(log n) frames: the repair costs frames near each
+// failure only.
+func TestSimFramesWithFailures(t *testing.T) {
+	sizes := []int{100, 1000}
+	if raceEnabled {
+		sizes = sizes[:1]
+	}
+	for _, n := range sizes {
+		worst := 0
+		for seed := range uint64(100_000 / (n * n / 10)) {
+			s := newSim(t, seed, n)
+			s.noExit = true
+			s.crashes = n / 100
+			s.run(3)
+			for _, sn := range s.nodes {
+				worst = max(worst, sn.sent)
+			}
+		}
+		t.Logf("n %d, %d crashes: at most %d frames sent by a process (failure-free bound %d)", n, n/100, worst, MaxSent(n))
+		if worst > 2*MaxSent(n) {
+			t.Errorf("n %d: a process sent %d frames, more than twice the failure-free bound %d", n, worst, MaxSent(n))
+		}
+	}
+}
