@@ -6,6 +6,7 @@
 #
 #   bench/launch-fanout.sh                       (root; about 5 minutes on 2 idle cores)
 #   SIZES=16,32 RUNS=5 FANOUT=4 IMPLS=flat,tree,openmpi bench/launch-fanout.sh
+#   SIZES=32 IMPLS=flat,tree:2,tree:4,tree:8 bench/launch-fanout.sh   (fan-outs side by side)
 #
 # Builds into bench/build/launchfan (gitignored): ftmpirun and examples/hello,
 # and bench/c/hello.c with mpicc.openmpi (Open MPI is skipped if it is missing).

@@ -54,7 +54,7 @@ func main() {
 	sizes := flag.String("sizes", "16,32", "host counts (one rank per host)")
 	runs := flag.Int("runs", 5, "timed launches per launcher and size (after one warm-up)")
 	fanout := flag.Int("fanout", 4, "the tree launch's --fanout")
-	impls := flag.String("impls", "flat,tree,openmpi", "launchers: flat, tree, openmpi")
+	impls := flag.String("impls", "flat,tree,openmpi", "launchers: flat, tree (-fanout), tree:K, openmpi")
 	limit := flag.Duration("timeout", 60*time.Second, "limit of one launch")
 	flag.Parse()
 
@@ -75,8 +75,8 @@ func main() {
 	}
 	list := strings.Split(*impls, ",")
 	for _, i := range list {
-		if i != "flat" && i != "tree" && i != "openmpi" {
-			fmt.Fprintf(os.Stderr, "launchfan: unknown launcher %q\n", i)
+		if _, ok := treeK(i, *fanout); !ok && i != "flat" && i != "openmpi" {
+			fmt.Fprintf(os.Stderr, "launchfan: unknown launcher %q (want flat, tree, tree:K, openmpi)\n", i)
 			os.Exit(2)
 		}
 	}
@@ -159,12 +159,24 @@ func launch(h *nshosts.Hosts, impl, hosts string, n int, build string, fanout in
 			"--mca", "oob_tcp_if_include", "eth0", "--mca", "plm_rsh_agent", h.SSH(), build + "/hello-openmpi"}, nil
 	default:
 		k := 1 << 20 // flat: the head starts every agent
-		if impl == "tree" {
-			k = fanout
+		if t, ok := treeK(impl, fanout); ok {
+			k = t
 		}
 		return build + "/ftmpirun", []string{"-v", "--host", hosts, "-n", strconv.Itoa(n), "--interface", h.Subnet4(),
 			"--fanout", strconv.Itoa(k), build + "/hello"}, []string{"FTMPI_SSH=" + h.SSH()}
 	}
+}
+
+// treeK is the fan-out of launcher impl ("tree": fanout, "tree:K": K).
+func treeK(impl string, fanout int) (int, bool) {
+	if impl == "tree" {
+		return fanout, true
+	}
+	if v, ok := strings.CutPrefix(impl, "tree:"); ok {
+		k, err := strconv.Atoi(v)
+		return k, err == nil && k >= 1
+	}
+	return 0, false
 }
 
 var startedRE = regexp.MustCompile(`ftmpirun: \d+ ranks started in (\S+)`)
@@ -191,7 +203,12 @@ func median(v []float64) float64 {
 // table prints the medians (min-max) in ms by size and launcher, and the
 // load averages seen.
 func table(all []rec, ns []int, list []string, fanout int) {
-	label := map[string]string{"flat": "ftmpirun, flat", "tree": fmt.Sprintf("ftmpirun, tree (--fanout %d)", fanout), "openmpi": "Open MPI 4.1 mpirun"}
+	label := map[string]string{"flat": "ftmpirun, flat", "openmpi": "Open MPI 4.1 mpirun"}
+	for _, i := range list {
+		if k, ok := treeK(i, fanout); ok {
+			label[i] = fmt.Sprintf("ftmpirun, tree (--fanout %d)", k)
+		}
+	}
 	fmt.Printf("\n| hosts (1 rank each) |")
 	for _, i := range list {
 		fmt.Printf(" %s |", label[i])
