@@ -32,13 +32,19 @@ func shortName(c *Comm) string {
 // newDerived builds a communicator of this process from its parts; pair
 // is its agreed context-id pair. It inherits parent's error handler; its
 // fault-tolerance model is ULFM unless the parent's model sets another
-// (ftModel.create) before the communicator is returned.
+// (ftModel.create) before the communicator is returned. members nil is
+// the identity over parent's size (parent's own members being nil: a
+// world's duplicate).
 func newDerived(parent *Comm, name string, pair int, members []int, rank int) *Comm {
+	size := len(members)
+	if members == nil {
+		size = parent.size // the parent's group, the identity (a world's duplicate)
+	}
 	nc := newComm(&Comm{
 		w:       parent.w,
 		ctx:     uint32(2 * pair),
 		rank:    rank,
-		size:    len(members),
+		size:    size,
 		members: members,
 		owned:   true,
 		name:    name,
@@ -124,7 +130,9 @@ func (c *Comm) dup(op string) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc := newDerived(c, derivedName("dup", c), pairs[0], c.groupProcs(), c.rank)
+	// A world's duplicate keeps the identity as its member list (none),
+	// not n world ranks at every process.
+	nc := newDerived(c, derivedName("dup", c), pairs[0], c.members, c.rank)
 	nc.topo = c.topo // MPI-4.1 7.4.2: the copy has the same topology
 	return nc, nil
 }

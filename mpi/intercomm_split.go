@@ -198,7 +198,7 @@ func (c *Comm) idupRun(op string, tag int32, seq uint64) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc := newDerived(c, derivedName("idup", c), pairs[0], c.groupProcs(), c.rank)
+	nc := newDerived(c, derivedName("idup", c), pairs[0], c.members, c.rank)
 	nc.topo = c.topo
 	return nc, nil
 }
