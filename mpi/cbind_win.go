@@ -228,7 +228,7 @@ func (w *Win) startTyped(op string, target, kind int, ok opKind, dt p2p.DType, o
 // reqDT is the element type an accumulate request h combines: its
 // header's DT if set (a typed operation on a byte window), else the
 // window's.
-func (w *Win) reqDT(h rma.Header) p2p.DType {
+func (w *Win) reqDT(h *rma.Header) p2p.DType {
 	if h.DT != 0 {
 		return p2p.DType(h.DT)
 	}
@@ -703,7 +703,7 @@ func (w *Win) applyLayout(mode byte, red redFn, d *Datatype, base, count int, da
 
 // accLayout serves an rmaAccLayout request from origin (win.go's
 // handleReq).
-func (w *Win) accLayout(origin int, h rma.Header, msg []byte) {
+func (w *Win) accLayout(origin int, h *rma.Header, msg []byte) {
 	k, mode, noReply := opKind(h.Op), h.Mode, h.NoReply
 	fetch := mode == layoutGetAcc || mode == layoutGet || mode == layoutCAS
 	base, count := int(h.Disp), int(h.Count)

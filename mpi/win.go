@@ -167,12 +167,10 @@ type Win struct {
 	// Fence markers: which members reached each fence epoch (fmu);
 	// fch is closed and replaced when a marker arrives.
 	fmu   sync.Mutex
-	marks map[uint64]map[int]bool
+	mk    rma.Markers // fence, post and complete markers received
 	fch   chan struct{}
 	epoch uint64 // this member's fences so far (omu)
 	acked []int  // failed members reported by GetFailed or Validate (fmu)
-	posts []int  // per member: its Posts not yet matched by a Start here (fmu)
-	dones []int  // per member: its Completes not yet matched by a Wait here (fmu)
 
 	// Generalized active target (omu): the window ranks of the current
 	// access (Start) and exposure (Post) epochs; nil outside them.
@@ -267,8 +265,7 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 		failed: map[int]error{}, locked: map[int]int{}, nocheck: map[int]bool{}, sent: map[int]bool{}, base: base, flavor: WinFlavorCreate,
 		lk:   rma.NewLockTable(),
 		stop: make(chan struct{}), served: make(chan struct{}),
-		marks: map[uint64]map[int]bool{}, fch: make(chan struct{}),
-		posts: make([]int, c.size), dones: make([]int, c.size)}
+		mk: rma.NewMarkers(c.size), fch: make(chan struct{})}
 	// Seed 003 17.11: a failed process recognised on c is recognised in
 	// the window's group too.
 	w.acked = slices.Clone(c.ftm().recognized())
@@ -521,20 +518,13 @@ func (w *Win) syncAll(op string) (missing []int, err error) {
 		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false) // a failed or revoked member is seen below
 	}
 	err = w.waitFor(op, func(failed []int) bool {
-		m := w.marks[k]
-		missing = missing[:0]
-		for r := 0; r < w.c.size; r++ {
-			if !m[r] {
-				p := w.c.worldRank(r)
-				if !slices.Contains(failed, p) {
-					return false
-				}
-				missing = append(missing, p)
-			}
-		}
-		delete(w.marks, k)
-		return true
+		var done bool
+		missing, done = w.mk.FenceDone(k, func(r int) bool { return slices.Contains(failed, w.c.worldRank(r)) }, missing)
+		return done
 	})
+	for i, r := range missing {
+		missing[i] = w.c.worldRank(r)
+	}
 	return missing, err
 }
 
@@ -1174,7 +1164,8 @@ func (w *Win) serve() {
 	c := w.c
 	e := c.w.eng
 	var buf []uint64
-	var seen int64 // the engine's count of lost peers last handled
+	var h rma.Header // the request being served
+	var seen int64   // the engine's count of lost peers last handled
 	for {
 		// The signal first, then the count: a loss that the count misses
 		// closes the signal (the engine counts a loss before it records
@@ -1214,14 +1205,14 @@ func (w *Win) serve() {
 		if ps.Err != nil {
 			continue
 		}
-		if h, data, ok := rma.DecodeHeader(b[:ps.Bytes]); ok {
-			w.handleReq(ps.Source, h, data)
+		if data, ok := h.Decode(b[:ps.Bytes]); ok {
+			w.handleReq(ps.Source, &h, data)
 		}
 	}
 }
 
 // handleReq applies one request (header h, data) from origin and replies.
-func (w *Win) handleReq(origin int, h rma.Header, data []byte) {
+func (w *Win) handleReq(origin int, h *rma.Header, data []byte) {
 	kind, ok := int(h.Kind), opKind(h.Op)
 	disp, n := int(h.Disp), int(h.Count)
 	noReply := h.NoReply
@@ -1284,9 +1275,9 @@ func (w *Win) handleReq(origin int, h rma.Header, data []byte) {
 	case rmaPost, rmaComplete:
 		w.fmu.Lock()
 		if kind == rmaPost {
-			w.posts[origin]++
+			w.mk.Post(origin)
 		} else {
-			w.dones[origin]++
+			w.mk.Complete(origin)
 		}
 		close(w.fch)
 		w.fch = make(chan struct{})
@@ -1307,12 +1298,7 @@ func (w *Win) handleReq(origin int, h rma.Header, data []byte) {
 // addMark records that origin reached fence epoch k and wakes the waits.
 func (w *Win) addMark(k uint64, origin int) {
 	w.fmu.Lock()
-	m := w.marks[k]
-	if m == nil {
-		m = map[int]bool{}
-		w.marks[k] = m
-	}
-	m[origin] = true
+	w.mk.Fence(k, origin)
 	close(w.fch)
 	w.fch = make(chan struct{})
 	w.fmu.Unlock()
@@ -1461,8 +1447,7 @@ func (w *Win) Start(g *Group, assert ...int) error {
 	pending := slices.Clone(ranks)
 	err = w.waitFor(op, func(failed []int) bool {
 		pending = slices.DeleteFunc(pending, func(t int) bool {
-			if w.posts[t] > 0 {
-				w.posts[t]--
+			if w.mk.TakePost(t) {
 				return true
 			}
 			if slices.Contains(failed, w.c.worldRank(t)) {
@@ -1545,21 +1530,9 @@ func (w *Win) waitEpoch(op string, block bool) (bool, error) {
 	}
 	var dead []int
 	ready := func(failed []int) bool {
-		dead = dead[:0]
-		for _, o := range w.postGrp {
-			if w.dones[o] == 0 {
-				if !slices.Contains(failed, w.c.worldRank(o)) {
-					return false
-				}
-				dead = append(dead, o)
-			}
-		}
-		for _, o := range w.postGrp {
-			if w.dones[o] > 0 {
-				w.dones[o]--
-			}
-		}
-		return true
+		var done bool
+		dead, done = w.mk.TakeCompletes(w.postGrp, func(r int) bool { return slices.Contains(failed, w.c.worldRank(r)) }, dead)
+		return done
 	}
 	if block {
 		if err := w.waitFor(op, ready); err != nil {

@@ -63,16 +63,19 @@ func (h Header) Encode(b []byte) {
 // counterpart.
 func SetNoReply(b []byte) { b[3] |= flagNoReply }
 
-// DecodeHeader reads the header of request b and returns it with the data
-// that follow; ok is false if b is shorter than a header. The fields are
-// not checked: the server checks the displacement and count against its
-// window and answers an unknown kind with an error status. It has no MPI
-// counterpart.
-func DecodeHeader(b []byte) (h Header, data []byte, ok bool) {
+// Decode reads the header of request b into h and returns the data that
+// follow; ok is false if b is shorter than a header (h is then
+// unchanged). The fields are not checked: the server checks the
+// displacement and count against its window and answers an unknown kind
+// with an error status. (Decoding in place spares the server a copy of
+// the header on every request.) It has no MPI counterpart.
+func (h *Header) Decode(b []byte) (data []byte, ok bool) {
 	if len(b) < HeaderLen {
-		return Header{}, nil, false
+		return nil, false
 	}
-	h = Header{Kind: Kind(b[0]), Op: b[1], Mode: b[2], DT: b[4], NoReply: b[3]&flagNoReply != 0,
-		Disp: int64(binary.LittleEndian.Uint64(b[8:])), Count: int64(binary.LittleEndian.Uint64(b[16:]))}
-	return h, b[HeaderLen:], true
+	h.Kind, h.Op, h.Mode, h.DT = Kind(b[0]), b[1], b[2], b[4]
+	h.NoReply = b[3]&flagNoReply != 0
+	h.Disp = int64(binary.LittleEndian.Uint64(b[8:]))
+	h.Count = int64(binary.LittleEndian.Uint64(b[16:]))
+	return b[HeaderLen:], true
 }

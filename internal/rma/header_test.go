@@ -17,20 +17,21 @@ func TestHeaderRoundTrip(t *testing.T) {
 	if !bytes.Equal(b[5:8], []byte{0, 0, 0}) || b[3] != 0 {
 		t.Fatalf("padding or flags kept from the buffer: % x", b[:8])
 	}
-	got, data, ok := DecodeHeader(b)
+	var got Header
+	data, ok := got.Decode(b)
 	if !ok || got != want || !bytes.Equal(data, []byte{0xff, 0xff, 0xff}) {
 		t.Fatalf("decoded %+v, data % x, %v; want %+v", got, data, ok, want)
 	}
 	SetNoReply(b)
-	if got, _, _ := DecodeHeader(b); !got.NoReply {
+	if got.Decode(b); !got.NoReply {
 		t.Fatal("SetNoReply not decoded")
 	}
 	nr := Header{Kind: Put, NoReply: true}
 	nr.Encode(b)
-	if got, _, _ := DecodeHeader(b); got != nr {
+	if got.Decode(b); got != nr {
 		t.Fatalf("decoded %+v, want %+v", got, nr)
 	}
-	if _, _, ok := DecodeHeader(b[:HeaderLen-1]); ok {
+	if _, ok := got.Decode(b[:HeaderLen-1]); ok || got != nr {
 		t.Fatal("a short request decoded")
 	}
 	// The wire values of the kinds (both ends are ftmpi of one build, but
