@@ -189,6 +189,7 @@ type treeStart struct {
 	errs   map[int]error        // by host index: could not be started
 	want   map[int]bool         // the remote host indexes
 	open   bool                 // the start is under way
+	failed bool                 // the start failed: the attached agents are being closed
 	wake   chan struct{}        // capacity 1: something was decided
 }
 
@@ -329,6 +330,7 @@ wait:
 			}
 		}
 	}
+	ts.failed = len(ts.errs) > 0
 	ts.mu.Unlock()
 	ln.Close()
 	<-acceptDone
@@ -402,7 +404,13 @@ func attachAgent(nc net.Conn, cfg Config, hello agentwire.Msg, h *head, key *wir
 		func(reason string, pids map[int]int) {
 			// Lost while the job starts: the start fails (as a host that
 			// cannot be started); later, the host is lost for the policy.
-			if !ts.decide(node, nil, fmt.Errorf("agent lost while the job started: %s", reason)) {
+			if ts.decide(node, nil, fmt.Errorf("agent lost while the job started: %s", reason)) {
+				return
+			}
+			ts.mu.Lock()
+			failed := ts.failed
+			ts.mu.Unlock()
+			if !failed { // a start that failed is being torn down: no host to lose
 				h.hostLost(node, reason, pids)
 			}
 		},

@@ -209,7 +209,9 @@ func TestTreeLaunchInnerAgentLost(t *testing.T) {
 	mark := newMark(t)
 	cmd := exec.Command(ftmpirunBin, "--host", "localhost:1,f2:1,f3:1,f4:1,f5:1", "--interface", "127.0.0.0/8", "--launch-agent", ssh,
 		"--fanout", "2", "--on-failure", "continue", "-v", rankprogBin, "waitfail", "1", "10")
-	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, EnvAgentHBPeriod+"=100ms", EnvAgentHBTimeout+"=2s")
+	// The kill is seen by the connection's end at once; a long heartbeat
+	// timeout keeps a loaded machine from losing a healthy agent.
+	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, EnvAgentHBPeriod+"=100ms", EnvAgentHBTimeout+"=10s")
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	stderr, _ := cmd.StderrPipe()
