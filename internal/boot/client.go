@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/acceptloop"
+	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -69,8 +70,20 @@ func (c *Client) fillHost(ep *Endpoint) {
 	}
 }
 
-// dialTimeout bounds Connect's dial and hello round trip.
+// dialTimeout bounds Connect's dial and hello round trip on an unloaded
+// host; connectTimeout scales it.
 const dialTimeout = 30 * time.Second
+
+// connectTimeout is Connect's bound: dialTimeout, or the connection
+// set-up bound the launcher gave the ranks (FTMPI_CONNECT_TIMEOUT, which
+// ftmpirun scales with the ranks per core) when that is longer: at -n 2000
+// on 2 cores the launcher answered some ranks' hellos after more than 30 s.
+func connectTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(rankenv.ConnectTimeout)); err == nil && d > dialTimeout {
+		return min(d, rankenv.MaxConnectTimeout)
+	}
+	return dialTimeout
+}
 
 // Client is a rank's connection to the launcher. Its methods are safe for
 // concurrent use.
@@ -121,7 +134,8 @@ func Connect(info Info) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := net.DialTimeout(network, addr, dialTimeout)
+	timeout := connectTimeout()
+	conn, err := net.DialTimeout(network, addr, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("boot: dial launcher at %s: %w", info.Control, err)
 	}
@@ -138,7 +152,7 @@ func Connect(info Info) (*Client, error) {
 
 	// Authentication and the hello round trip synchronously, before
 	// starting the goroutines.
-	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
+	_ = conn.SetDeadline(time.Now().Add(timeout))
 	if info.Auth != nil {
 		h := wireauth.Hello{Proto: wireauth.ProtoControl, From: uint64(info.Proc), To: wireauth.Launcher}
 		if err := wireauth.Dial(conn, info.Auth, h); err != nil {

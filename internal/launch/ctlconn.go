@@ -12,6 +12,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
+	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -151,8 +152,33 @@ func (c *ctlConn) closeLocked() {
 	}
 }
 
-// controlTimeout bounds the handshake of a control connection.
+// controlTimeout bounds the handshake of a control connection on an
+// unloaded host; controlTimeoutFor scales it.
 const controlTimeout = 30 * time.Second
+
+// controlTimeoutFor bounds the handshake of a control connection of a job
+// of ranks processes on a host of cores: controlTimeout, scaled as the
+// ranks' heartbeat and connection set-up are (withHeartbeat) above
+// hbFreeLoad ranks per core. Every rank connects at start, at once: at
+// -n 2000 on 2 cores the head answered some after more than 30 s, and
+// those ranks' MPI_Init failed (issue 24).
+func controlTimeoutFor(ranks, cores int) time.Duration {
+	cores = max(1, cores)
+	load := (ranks + cores - 1) / cores
+	if load <= hbFreeLoad {
+		return controlTimeout
+	}
+	return scaleBound(controlTimeout, load, rankenv.MaxConnectTimeout)
+}
+
+// scaleBound is d × load / hbFreeLoad, at most most (and without
+// overflowing: the load of a mistaken -n can be anything).
+func scaleBound(d time.Duration, load int, most time.Duration) time.Duration {
+	if time.Duration(load/hbFreeLoad) >= most/d {
+		return most
+	}
+	return min(d*time.Duration(load)/hbFreeLoad, most)
+}
 
 // maxRequest bounds a request line from a rank (its largest is a fence
 // with the rank's endpoint, or a spawn request: a few KiB).
@@ -161,8 +187,8 @@ const maxRequest = 1 << 20
 // acceptControl runs the launcher's side of the wireauth handshake of a
 // control connection: the rank proves it knows the job's secret and which
 // process it is.
-func acceptControl(nc net.Conn, key *wireauth.Key) (wireauth.Hello, error) {
-	nc.SetDeadline(time.Now().Add(controlTimeout))
+func acceptControl(nc net.Conn, key *wireauth.Key, timeout time.Duration) (wireauth.Hello, error) {
+	nc.SetDeadline(time.Now().Add(timeout))
 	defer nc.SetDeadline(time.Time{})
 	return wireauth.Accept(nc, nc, key, func(h wireauth.Hello) error {
 		switch {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -487,6 +488,12 @@ func (h *head) onHost(host int, agent Agent, spec RankSpec) (Agent, RankSpec) {
 	return h.hostAgents[host], spec
 }
 
+// controlTimeout bounds a control connection's handshake at this head:
+// scaled with the job's processes per core of this host (all of them, as
+// if every one ran here: a longer bound only keeps a stuck handshake's
+// slot a little longer).
+func (h *head) controlTimeout() time.Duration { return controlTimeoutFor(h.size, runtime.NumCPU()) }
+
 // serve accepts control connections until the listener is closed (it may
 // be called for several listeners). The accept loop is package
 // acceptloop's: out of descriptors it retries, a connection that has not
@@ -504,7 +511,7 @@ func (h *head) serve(ln net.Listener) {
 		// on connections still in their handshake is above the job's
 		// size (a 200-rank job on 2 cores lost ranks to a cap of 64).
 		pending := acceptloop.CapFor(h.size)
-		acceptloop.Serve(ln, acceptloop.Config{Name: "control listener", HandshakeTimeout: controlTimeout, MaxPending: pending, Logf: h.out.logf}, h.accept)
+		acceptloop.Serve(ln, acceptloop.Config{Name: "control listener", HandshakeTimeout: h.controlTimeout(), MaxPending: pending, Logf: h.out.logf}, h.accept)
 	}()
 }
 
@@ -517,7 +524,7 @@ func (h *head) accept(p *acceptloop.Pending) {
 	nc := p.Conn
 	proc := -1 // the process id the connection proved, -1: not authenticated
 	if h.key != nil {
-		hello, err := acceptControl(nc, h.key)
+		hello, err := acceptControl(nc, h.key, h.controlTimeout())
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) { // else the accept loop closed it (deadline, flood)
 				h.refused.Printf("refused a control connection%s: %v", remoteAddr(nc), err)

@@ -349,9 +349,7 @@ func withHeartbeat(env []string, ranksOnHost, cores int) []string {
 	}
 	// Scaled with the load, within the ranks' bounds (rankenv): beyond
 	// about 48,000 ranks per core the scaled period would pass 10m.
-	scale := func(d, most time.Duration) string {
-		return min(d*time.Duration(load)/hbFreeLoad, most).String()
-	}
+	scale := func(d, most time.Duration) string { return scaleBound(d, load, most).String() }
 	set := func(name string) bool {
 		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/internal/rankenv"
 )
 
 func TestWithHeartbeat(t *testing.T) {
@@ -62,4 +63,25 @@ func TestOversubscribedJobHasNoSuspicion(t *testing.T) {
 		t.Fatalf("%d ranks, heartbeat timeout 20ms: %q in stderr:\n%s", n, bad, r.Stderr)
 	}
 	t.Logf("%d ranks in %v", n, r.Elapsed.Round(time.Millisecond))
+}
+
+// The head's bound on a control connection's handshake grows with the
+// processes per core as the ranks' bounds do (withHeartbeat), within the
+// ranks' largest connection bound.
+func TestControlTimeoutFor(t *testing.T) {
+	for _, tc := range []struct {
+		ranks, cores int
+		want         time.Duration
+	}{
+		{4, 2, controlTimeout},
+		{16, 2, controlTimeout},                    // 8 per core: unloaded
+		{17, 2, 33750 * time.Millisecond},          // 9 per core
+		{2000, 2, 62*time.Minute + 30*time.Second}, // 1000 per core
+		{8, 0, controlTimeout},                     // cores unknown: 1
+		{1 << 30, 1, rankenv.MaxConnectTimeout},
+	} {
+		if got := controlTimeoutFor(tc.ranks, tc.cores); got != tc.want {
+			t.Errorf("%d ranks on %d cores: %v, want %v", tc.ranks, tc.cores, got, tc.want)
+		}
+	}
 }
