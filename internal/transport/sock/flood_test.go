@@ -60,9 +60,19 @@ func floodChild(mode string) int {
 		}
 		hog = nil
 	}
+	// The descriptors come back when the path under test logs its
+	// failure: the accept loop's (exhaust) or the dial's (exhaust-dial).
+	// In exhaust-dial, an accept failure (a connection that reached the
+	// listener meanwhile) must not give them back before the dial met the
+	// limit: the test would then see no dial retry (a rare failure under
+	// -race in CI).
+	releaseOn := "accept failed"
+	if mode == "exhaust-dial" {
+		releaseOn = "retrying until descriptors free up"
+	}
 	logf := func(msg string) {
 		fmt.Fprintf(os.Stderr, "log: %s\n", msg)
-		if strings.Contains(msg, "accept failed") || strings.Contains(msg, "retrying until descriptors free up") {
+		if strings.Contains(msg, releaseOn) {
 			release()
 		}
 	}
