@@ -160,6 +160,19 @@ func TestMultiHostAgentLost(t *testing.T) {
 	cmd := exec.Command(ftmpirunBin, "--host", "localhost:1,fake2:1", "--interface", "127.0.0.0/8", "--launch-agent", ssh,
 		"--on-failure", "continue", "-v", rankprogBin, "waitfail", "1", "10")
 	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, EnvAgentHBPeriod+"=100ms", EnvAgentHBTimeout+"=1s")
+	code, err, log := runKillingAgent(t, cmd, dir, "fake2")
+	if code != 10 || !strings.Contains(log, "host fake2 lost") {
+		t.Fatalf("exit %d (%v), want 10 with the host lost\n%s", code, err, log)
+	}
+	assertNoLeftovers(t, mark, 5*time.Second)
+}
+
+// runKillingAgent runs cmd (an ftmpirun over the fake ssh of dir), kills
+// the agent of host with SIGKILL once the launcher logs "ranks started",
+// and returns the exit code, Wait's error and the launcher's standard
+// error. The run is killed after 60 s.
+func runKillingAgent(t *testing.T, cmd *exec.Cmd, dir, host string) (int, error, string) {
+	t.Helper()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -173,7 +186,7 @@ func TestMultiHostAgentLost(t *testing.T) {
 		line := sc.Text()
 		log.WriteString(line + "\n")
 		if !killed && strings.Contains(line, "ranks started") {
-			b, err := os.ReadFile(filepath.Join(dir, "agent-fake2.pid"))
+			b, err := os.ReadFile(filepath.Join(dir, "agent-"+host+".pid"))
 			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 			if err != nil || pid <= 0 {
 				t.Fatalf("agent pid: %v %q", err, b)
@@ -187,10 +200,7 @@ func TestMultiHostAgentLost(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
-	if code != 10 || !strings.Contains(log.String(), "host fake2 lost") {
-		t.Fatalf("exit %d (%v), want 10 with the host lost\n%s", code, err, log.String())
-	}
-	assertNoLeftovers(t, mark, 5*time.Second)
+	return code, err, log.String()
 }
 
 // TestMultiHostPreloadBinary: with --preload-binary the remote rank runs

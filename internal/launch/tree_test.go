@@ -12,7 +12,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -214,49 +213,23 @@ func TestTreeLaunchInnerAgentLost(t *testing.T) {
 	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, EnvAgentHBPeriod+"=100ms", EnvAgentHBTimeout+"=10s")
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
-	defer timer.Stop()
-	sc := bufio.NewScanner(stderr)
-	var log strings.Builder
-	killed := false
-	for sc.Scan() {
-		line := sc.Text()
-		log.WriteString(line + "\n")
-		if !killed && strings.Contains(line, "ranks started") {
-			b, err := os.ReadFile(filepath.Join(dir, "agent-f2.pid"))
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil || pid <= 0 {
-				t.Fatalf("agent pid: %v %q", err, b)
-			}
-			syscall.Kill(pid, syscall.SIGKILL)
-			killed = true
-		}
-	}
-	err := cmd.Wait()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	if code != 10 || !strings.Contains(log.String(), "host f2 lost") {
-		t.Fatalf("exit %d (%v), want 10 with the host lost\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), log.String())
+	code, err, log := runKillingAgent(t, cmd, dir, "f2")
+	if code != 10 || !strings.Contains(log, "host f2 lost") {
+		t.Fatalf("exit %d (%v), want 10 with the host lost\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), log)
 	}
 	for _, want := range []string{"agent on f2 attached (started by the head)", "agent on f3 attached (started by the head)",
 		"agent on f4 attached (started by f2)", "agent on f5 attached (started by f2)"} {
-		if !strings.Contains(log.String(), want) {
-			t.Fatalf("stderr lacks %q:\n%s", want, log.String())
+		if !strings.Contains(log, want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, log)
 		}
 	}
 	for _, r := range []int{0, 2, 3, 4} {
 		if want := "rank " + strconv.Itoa(r) + " saw failure of 1"; !strings.Contains(stdout.String(), want) {
-			t.Fatalf("stdout lacks %q:\n%s\nstderr:\n%s", want, stdout.String(), log.String())
+			t.Fatalf("stdout lacks %q:\n%s\nstderr:\n%s", want, stdout.String(), log)
 		}
 	}
-	if strings.Count(log.String(), " lost (") != 1 {
-		t.Fatalf("only f2 may be lost:\n%s", log.String())
+	if strings.Count(log, " lost (") != 1 {
+		t.Fatalf("only f2 may be lost:\n%s", log)
 	}
 	assertNoLeftovers(t, mark, 5*time.Second)
 }
