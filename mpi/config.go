@@ -15,6 +15,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
+	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
 // Config holds the tunable settings of a World: how processes talk, when
@@ -157,6 +158,10 @@ type Config struct {
 	// launcher other than ftmpirun, which injects faults itself and does
 	// not pass them to its ranks. Default "" (none). Env FTMPI_INJECT.
 	FaultInjection string
+
+	// diag is how the World ends its process and where its diagnostics
+	// go (nil: os.Exit, os.Stderr); tests of package mpi replace it.
+	diag *rte.Diag
 }
 
 // Transport names accepted in Config.Transport. They have no MPI

@@ -15,6 +15,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -184,15 +185,12 @@ func (w *World) onHReinit(from int, h transport.Header, payload []byte) {
 		default:
 		}
 	case hrDecide, hrEnd:
-		s := &w.spares
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !s.isSpare {
+		if !w.spares.IsSpare() {
 			return // a rank decides itself
 		}
-		var o spareOutcome
+		var o sparedrive.Outcome
 		if h.B == hrEnd {
-			o.ended = string(payload)
+			o.Ended = string(payload)
 		} else {
 			st, err := reincarnate.DecodeState(payload)
 			if err != nil {
@@ -205,12 +203,9 @@ func (w *World) onHReinit(from int, h transport.Header, payload []byte) {
 			if stale {
 				return // another survivor's copy of a decision taken already
 			}
-			o.take = &launcherTake{next: &st}
+			o.Next = &st
 		}
-		select { // the first copy wins; never block the transport
-		case s.outcome <- o:
-		default:
-		}
+		w.spares.Offer(o) // the first copy wins; never blocks the transport
 	default:
 		fmt.Fprintf(os.Stderr, "ftmpi: process %d: Reinit frame of unknown kind %d from process %d dropped\n", w.rank, h.B, from)
 	}

@@ -212,7 +212,7 @@ func TestHeadlessDecisionFramesChecked(t *testing.T) {
 	s.onHReinit(0, h, stale.Encode(nil))
 	j.w[0].onHReinit(1, h, stale.Encode(nil)) // to a rank: ignored
 	select {
-	case o := <-s.spares.outcome:
+	case o := <-s.spares.Outcome():
 		t.Fatalf("the spare acted on a stale or malformed decision: %+v", o)
 	default:
 	}

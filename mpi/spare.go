@@ -1,20 +1,18 @@
 package mpi
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/ftmpi/ftmpi/internal/trace"
 	"os"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
-	"github.com/ftmpi/ftmpi/internal/ft/spare"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -23,32 +21,21 @@ import (
 // process (they took part in the endpoint exchange) but in no CommWorld,
 // until a repair (Comm.Replace) takes them as the replacements of failed
 // ranks, or the job ends without needing them. The spare's side of the
-// protocol is the pure machine of internal/ft/spare, driven here by
-// ctl.Spare frames; the survivors' side is Comm.Replace.
+// protocol is the pure machine of internal/ft/spare, driven by
+// internal/rte/sparedrive (ctl.Spare frames, the pool, activations); the
+// survivors' side is Comm.Replace, which runs the repair's agreements
+// here and builds the repaired communicator.
 
-// spareState is a World's bookkeeping of spares: as a spare (machine,
-// the activation it holds, the outcome Init waits for) and as a rank (the
-// pool it knows, the replies its activations wait for).
+// spareState is a World's part in spares: the driver
+// (internal/rte/sparedrive: the spare's machine, the pool, activations)
+// and what the World's own goroutines read.
 type spareState struct {
-	mu      sync.Mutex
+	*sparedrive.Spares
+	// isSpare: this World waits in Init as a spare (set at the start,
+	// cleared by becomeRank; read and written by the Init goroutine only:
+	// other goroutines ask the driver, IsSpare).
 	isSpare bool
-	m       spare.Machine
-	held    map[uint64][]byte // activations accepted, by key (payload)
-	outcome chan spareOutcome // as a spare: what Init does (one value)
-	killed  chan struct{}     // in process: the spare was killed (closed once)
-
-	pool    []int // spares known to this process, in order (process ids)
-	taken   map[int]bool
-	seq     uint64
-	replies map[uint64]chan spareReply
-}
-
-// spareOutcome is how a spare leaves its wait.
-type spareOutcome struct {
-	act    *activation   // non-nil: a repair made it a rank
-	take   *launcherTake // non-nil: the launcher made it a rank's new incarnation (reinit)
-	failed bool          // orphaned: leave as a failed process
-	ended  string        // without a head: the job cannot continue (the survivors' reason)
+	killed  chan struct{} // in process: the spare was killed (closed once)
 }
 
 // launcherTake is the launcher's activation of a spare (boot.EventActivate,
@@ -61,211 +48,47 @@ type launcherTake struct {
 
 // onLauncherSpare handles the launcher's events for a spare (rte.Hooks.Spare).
 func (w *World) onLauncherSpare(ev boot.Event) {
-	s := &w.spares
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.isSpare {
-		return
-	}
 	switch ev.Kind {
 	case boot.EventRelease:
-		w.stepSpareLocked(spare.Event{Kind: spare.KindRelease, Lost: -1}, nil)
+		w.spares.LauncherRelease()
 	case boot.EventActivate:
-		if _, ok := s.m.Step(spare.Event{Kind: spare.KindTake, Lost: -1}); !ok {
-			// Held by a repair of the ranks: under --on-failure reinit the
-			// spares are the launcher's, so this is a program that also
-			// called Replace. The launcher counts it as the rank's now.
-			fmt.Fprintf(os.Stderr, "ftmpi: spare process %d: taken by the launcher as rank %d while %v\n", w.rank, ev.Rank, s.m.Phase())
-		}
-		select { // (a full channel: a repair's outcome is already there; never block the watcher)
-		case s.outcome <- spareOutcome{take: &launcherTake{rank: ev.Rank, inc: ev.Incarnation, epoch: ev.Epoch}}:
-		default:
+		// Held by a repair of the ranks: under --on-failure reinit the
+		// spares are the launcher's, so this is a program that also
+		// called Replace. The launcher counts it as the rank's now.
+		if err := w.spares.LauncherTake(sparedrive.Take{Rank: ev.Rank, Inc: ev.Incarnation, Epoch: ev.Epoch}); err != nil {
+			w.logf("%v", err)
 		}
 	}
-}
-
-type spareReply struct {
-	from int
-	kind spare.Kind
-}
-
-// activation is what a spare needs to become a rank: the repaired
-// communicator's context pair, members and its rank there, and the
-// survivors that decide the repair.
-type activation struct {
-	key       uint64
-	pair      int
-	rank      int
-	members   []int
-	survivors []int
-	name      string
-}
-
-func (a *activation) encode() []byte {
-	b := make([]byte, 0, 8*(4+len(a.members)+len(a.survivors))+len(a.name))
-	b = binary.LittleEndian.AppendUint64(b, uint64(a.pair))
-	b = binary.LittleEndian.AppendUint64(b, uint64(a.rank))
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(a.members)))
-	for _, m := range a.members {
-		b = binary.LittleEndian.AppendUint64(b, uint64(m))
-	}
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(a.survivors)))
-	for _, m := range a.survivors {
-		b = binary.LittleEndian.AppendUint64(b, uint64(m))
-	}
-	return append(b, a.name...)
-}
-
-// maxActivationProcs bounds the lists of an activation (a defective frame
-// must not make a spare allocate much).
-const maxActivationProcs = 1 << 24
-
-func decodeActivation(key uint64, b []byte) (*activation, error) {
-	a := &activation{key: key}
-	next := func() (int, error) {
-		if len(b) < 8 {
-			return 0, errors.New("truncated")
-		}
-		v := binary.LittleEndian.Uint64(b)
-		b = b[8:]
-		if v > maxActivationProcs {
-			return 0, fmt.Errorf("value %d out of range", v)
-		}
-		return int(v), nil
-	}
-	list := func() ([]int, error) {
-		n, err := next()
-		if err != nil {
-			return nil, err
-		}
-		if n*8 > len(b) {
-			return nil, fmt.Errorf("a list of %d in %d bytes", n, len(b))
-		}
-		out := make([]int, n)
-		for i := range out {
-			if out[i], err = next(); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
-	var err error
-	if a.pair, err = next(); err != nil {
-		return nil, err
-	}
-	if a.rank, err = next(); err != nil {
-		return nil, err
-	}
-	if a.members, err = list(); err != nil {
-		return nil, err
-	}
-	if a.survivors, err = list(); err != nil {
-		return nil, err
-	}
-	if a.pair >= ctxPairs || a.rank >= len(a.members) || len(a.survivors) == 0 {
-		return nil, fmt.Errorf("pair %d, rank %d of %d members, %d survivors", a.pair, a.rank, len(a.members), len(a.survivors))
-	}
-	a.name = string(b)
-	return a, nil
 }
 
 // initSpares sets up w's spare bookkeeping: pool lists the spares a rank
 // may take; isSpare makes w a spare that waits (awaitActivation).
 func (w *World) initSpares(pool []int, isSpare bool) {
-	s := &w.spares
-	s.pool = pool
-	s.isSpare = isSpare
+	env := sparedrive.Env{Net: w.eng, Self: w.rank, Pairs: ctxPairs, InEpoch: func(p int) bool {
+		if w.net == nil {
+			return true
+		}
+		_, ok := w.net.Endpoint(p) // not in this Reinit epoch: the launcher releases it
+		return ok
+	}}
+	w.spares.Spares = sparedrive.New(env, pool, isSpare)
+	w.spares.isSpare = isSpare
 	if isSpare {
-		s.outcome = make(chan spareOutcome, 1)
-		s.killed = make(chan struct{})
+		w.spares.killed = make(chan struct{})
 	}
 	w.ctl.MustRegister(ctl.Spare, w.onSpare)
 }
 
-// onSpare handles a ctl.Spare frame (on a transport goroutine: it only
-// steps the machine and queues replies).
+// onSpare handles a ctl.Spare frame (on a transport goroutine: the driver
+// steps the machine and posts replies).
 func (w *World) onSpare(from int, h transport.Header, payload []byte) {
-	s := &w.spares
-	kind := spare.Kind(h.B)
-	switch kind {
-	case spare.KindAccept, spare.KindRefuse:
-		s.mu.Lock()
-		ch := s.replies[h.Seq]
-		s.mu.Unlock()
-		if ch != nil {
-			select {
-			case ch <- spareReply{from, kind}:
-			default: // a duplicate beyond the expected replies
-			}
-		}
-		return
-	case spare.KindActivate, spare.KindCommit, spare.KindAbandon, spare.KindRelease, spare.KindDrop:
-	default:
-		fmt.Fprintf(os.Stderr, "ftmpi: process %d: spare frame of unknown kind %d from process %d dropped\n", w.rank, h.B, from)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.isSpare {
-		if kind == spare.KindActivate { // not a spare (any more): refuse
-			_ = w.eng.SendControl(from, transport.Header{Tag: int32(ctl.Spare), B: uint64(spare.KindRefuse), Seq: h.Seq}, nil)
-		}
-		return
-	}
-	ev := spare.Event{Kind: kind, From: from, Key: h.Seq, Lost: -1}
-	if kind == spare.KindDrop { // the attempt of leader A with context pair Seq
-		ev.Key, ev.Leader, ev.Tag = 0, int(h.A), h.Seq
-	}
-	var act *activation
-	if kind == spare.KindActivate {
-		var err error
-		if act, err = decodeActivation(h.Seq, payload); err != nil {
-			fmt.Fprintf(os.Stderr, "ftmpi: process %d: malformed spare activation from process %d dropped: %v\n", w.rank, from, err)
-			return
-		}
-		ev.Survivors, ev.Tag = act.survivors, uint64(act.pair)
-	}
-	w.stepSpareLocked(ev, act)
-}
-
-// stepSpareLocked steps the spare machine (s.mu held) and carries out
-// its action.
-func (w *World) stepSpareLocked(ev spare.Event, act *activation) {
-	s := &w.spares
-	before := s.m.Phase()
-	a, ok := s.m.Step(ev)
-	if !ok {
-		return
-	}
-	switch {
-	case a.Reply != 0:
-		if a.Reply == spare.KindAccept && before == spare.Waiting {
-			if s.held == nil {
-				s.held = make(map[uint64][]byte)
-			}
-			s.held[a.Key] = act.encode()
-		}
-		_ = w.eng.SendControl(a.To, transport.Header{Tag: int32(ctl.Spare), B: uint64(a.Reply), Seq: a.Key}, nil)
-	case a.Return:
-		held, err := decodeActivation(a.Key, s.held[a.Key])
-		if err != nil { // encoded here: cannot happen
-			held = nil
-		}
-		s.outcome <- spareOutcome{act: held}
-	case a.Exit:
-		s.outcome <- spareOutcome{failed: a.Failed}
+	if err := w.spares.Handle(from, h, payload); err != nil {
+		w.logf("%v", err)
 	}
 }
 
 // spareLost tells the spare machine of a failure (the lost hook).
-func (w *World) spareLost(peer int) {
-	s := &w.spares
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.isSpare {
-		w.stepSpareLocked(spare.Event{Lost: peer}, nil)
-	}
-}
+func (w *World) spareLost(peer int) { w.spares.Lost(peer) }
 
 // errSpareReleased is what awaitActivation returns when the job ended
 // without needing the spare.
@@ -287,15 +110,17 @@ var errSpareEnded = errors.New("the job cannot continue")
 func (w *World) awaitActivation() (*launcherTake, error) {
 	s := &w.spares
 	select {
-	case o := <-s.outcome:
+	case o := <-s.Outcome():
 		switch {
-		case o.act != nil:
-			return nil, w.becomeRank(o.act)
-		case o.take != nil:
-			return o.take, nil
-		case o.ended != "":
-			return nil, fmt.Errorf("%w: %s", errSpareEnded, o.ended)
-		case o.failed:
+		case o.Act != nil:
+			return nil, w.becomeRank(o.Act)
+		case o.Take != nil:
+			return &launcherTake{rank: o.Take.Rank, inc: o.Take.Inc, epoch: o.Take.Epoch}, nil
+		case o.Next != nil:
+			return &launcherTake{next: o.Next}, nil
+		case o.Ended != "":
+			return nil, fmt.Errorf("%w: %s", errSpareEnded, o.Ended)
+		case o.Failed:
 			return nil, errSpareOrphaned
 		}
 		return nil, errSpareReleased
@@ -310,17 +135,16 @@ func (w *World) awaitActivation() (*launcherTake, error) {
 // communicator: it claims the agreed context pair (free at a spare: it
 // never created a communicator) and the communicator becomes its
 // CommWorld.
-func (w *World) becomeRank(a *activation) error {
+func (w *World) becomeRank(a *sparedrive.Activation) error {
 	if r := w.trc; r != nil {
-		r.Instant(trace.CatRepair, trace.NameSpare, map[string]any{"proc": w.rank, "comm": a.name, "rank": a.rank})
+		r.Instant(trace.CatRepair, trace.NameSpare, map[string]any{"proc": w.rank, "comm": a.Name, "rank": a.Rank})
 	}
-	if !w.ctxTable().claim([]int{a.pair}) {
-		return fmt.Errorf("the context id %d of the repaired communicator is in use", a.pair)
+	if !w.ctxTable().claim([]int{a.Pair}) {
+		return fmt.Errorf("the context id %d of the repaired communicator is in use", a.Pair)
 	}
-	nc := newDerived(w.world, a.name, a.pair, a.members, a.rank)
-	w.spares.mu.Lock()
+	nc := newDerived(w.world, a.Name, a.Pair, a.Members, a.Rank)
+	w.spares.Promote()
 	w.spares.isSpare = false
-	w.spares.mu.Unlock()
 	w.replacement = nc
 	w.world = nc
 	return nil
@@ -336,70 +160,12 @@ func (w *World) Replacement() *Comm { return w.replacement }
 
 // Spares returns the spare processes this process still counts as
 // available (process ids): no MPI counterpart (Fenix's spare pool).
-func (w *World) Spares() []int {
-	s := &w.spares
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []int
-	for _, p := range s.pool {
-		if !s.taken[p] && !w.eng.IsLost(p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func (w *World) Spares() []int { return w.spares.Available() }
 
 // releaseSpares tells every spare this rank knows of that the job ends
 // (called by Finalize): a waiting spare leaves Init; a held or taken one
 // ignores it.
-func (w *World) releaseSpares() {
-	s := &w.spares
-	s.mu.Lock()
-	pool := slices.Clone(s.pool) // taken ones too: a spare picked by an abandoned attempt still waits
-	s.mu.Unlock()
-	for _, p := range pool {
-		if w.eng.IsLost(p) {
-			continue
-		}
-		if w.net != nil {
-			if _, ok := w.net.Endpoint(p); !ok {
-				continue // not in this Reinit epoch: the launcher releases it
-			}
-		}
-		_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(spare.KindRelease)}, nil)
-	}
-}
-
-// markTaken removes procs from this process's pool.
-func (w *World) markTaken(procs []int) {
-	s := &w.spares
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.taken == nil {
-		s.taken = make(map[int]bool)
-	}
-	for _, p := range procs {
-		s.taken[p] = true
-	}
-}
-
-// addToPool adds spares (spawned ones) to this process's pool.
-func (w *World) addToPool(procs []int) {
-	s := &w.spares
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pool = append(s.pool, procs...)
-}
-
-// unmarkTaken puts procs back into this process's pool.
-func (w *World) unmarkTaken(procs []int) {
-	s := &w.spares
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range procs {
-		delete(s.taken, p)
-	}
-}
+func (w *World) releaseSpares() { w.spares.Release() }
 
 // replaceAttempts bounds how often Replace starts over after a failure
 // during the repair or a spare that another repair took first.
@@ -517,7 +283,7 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	name := derivedName("replace", c)
 	members := slices.Clone(old)
 	leader := survivors[0]
-	var word leaderWord
+	var word sparedrive.LeaderWord
 	if me == 0 {
 		word = w.leadReplace(claimed, pairs[0], old, lost, survivors, name)
 	}
@@ -528,7 +294,7 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	if claimed {
 		flags = 1
 	}
-	res, contrib, err := b.agreeOn(op, agree.Value{Flags: flags, Union: agree.SetFromWords(word.encode())})
+	res, contrib, err := b.agreeOn(op, agree.Value{Flags: flags, Union: agree.SetFromWords(word.Encode())})
 	if err != nil {
 		return nil, err
 	}
@@ -536,147 +302,66 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	for _, p := range survivors {
 		all = all && contrib.Has(f.pos(p))
 	}
-	got, told := decodeLeaderWord(res.Union.Words(leaderWordLen(len(lost))), len(lost))
+	got, told := sparedrive.DecodeLeaderWord(res.Union.Words(sparedrive.LeaderWordLen(len(lost))), len(lost))
 	if !told {
 		// The leader failed before it contributed: its attempt cannot
 		// commit, and nobody knows whom it activated.
 		if claimed {
 			t.release(pairs...)
 		}
-		w.dropLeader(leader, pairs[0])
+		w.spares.Drop(leader, pairs[0])
 		return nil, fmt.Errorf("%w: the leader failed during the repair", errRetryReplace)
 	}
 	if me != 0 {
-		w.markTaken(got.chosen)
+		w.spares.MarkTaken(got.Chosen)
 	}
 	ok := res.Flags&1 == 1 && all
-	if ok && got.spawn > 0 {
+	if ok && got.Spawn > 0 {
 		return c.replaceSpawn(op, pairs, survivors, me, members, lost, got)
 	}
-	commit := ok && got.accepted
-	kind := spare.KindAbandon
-	if commit {
-		kind = spare.KindCommit
-	}
-	for _, p := range got.chosen {
-		_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(kind), Seq: got.key}, nil)
-	}
+	commit := ok && got.Accepted
+	w.spares.Decide(got.Key, got.Chosen, commit)
 	if !commit {
 		if claimed {
 			t.release(pairs...)
 		}
-		w.unmarkTaken(got.back())
+		w.spares.Unmark(got.Back())
 		return nil, fmt.Errorf("%w: a new process refused, or a process failed during the repair", errRetryReplace)
 	}
 	t.release(pairs[1])
 	for i, r := range lost {
-		members[r] = got.chosen[i]
+		members[r] = got.Chosen[i]
 	}
 	return newDerived(c, name, pairs[0], members, c.rank), nil
-}
-
-// leaderWord is what the leader of a repair attempt tells the others in
-// the second agreement (its Union, to which nobody else contributes).
-type leaderWord struct {
-	key      uint64
-	accepted bool   // every picked spare accepted (with spawn 0)
-	spawn    int    // failed ranks without a spare: to spawn
-	refused  uint64 // bit i: chosen[i] refused, failed or did not answer (it does not go back to the pool)
-	chosen   []int  // the spares picked, for the failed ranks in order
-}
-
-// leaderWordLen is the length in words of a leaderWord for n failed
-// ranks: key, flags and spawn count, refused, then the picks.
-func leaderWordLen(n int) int { return 3 + n }
-
-// The flags word: bit 0, the leader contributed (its word is there at
-// all); bit 1, accepted; the spawn count from bit 8.
-func (l leaderWord) encode() []uint64 {
-	if l.key == 0 {
-		return nil // not the leader
-	}
-	out := make([]uint64, 0, leaderWordLen(len(l.chosen)+l.spawn))
-	fl := uint64(1) | uint64(l.spawn)<<8
-	if l.accepted {
-		fl |= 2
-	}
-	out = append(out, l.key, fl, l.refused)
-	for _, p := range l.chosen {
-		out = append(out, uint64(p)+1)
-	}
-	return out
-}
-
-// decodeLeaderWord reads the agreed word for n failed ranks; told is
-// false when the leader did not contribute.
-func decodeLeaderWord(words []uint64, n int) (l leaderWord, told bool) {
-	if words[1]&1 == 0 {
-		return leaderWord{}, false
-	}
-	l.key, l.accepted, l.spawn, l.refused = words[0], words[1]&2 != 0, int(words[1]>>8), words[2]
-	if l.spawn > n {
-		l.spawn = n // cannot happen: the leader wrote it for n
-	}
-	for _, v := range words[3 : 3+n-l.spawn] {
-		l.chosen = append(l.chosen, int(v)-1)
-	}
-	return l, true
-}
-
-// back returns the picked spares that may serve again after an abandoned
-// attempt: those that accepted (they wait again) or were not asked.
-func (l leaderWord) back() []int {
-	var out []int
-	for i, p := range l.chosen {
-		if i < 64 && l.refused&(1<<i) == 0 {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // leadReplace is the leader's part of a repair attempt: it picks a spare
 // for each failed rank and, when there is one for every failed rank and
 // its claim of the context pair held, activates them (the repaired
 // communicator's pair and members are agreed already).
-func (w *World) leadReplace(claimed bool, pair int, old, lost, survivors []int, name string) leaderWord {
-	l := leaderWord{key: w.nextActivationKey()}
+func (w *World) leadReplace(claimed bool, pair int, old, lost, survivors []int, name string) sparedrive.LeaderWord {
+	l := sparedrive.LeaderWord{Key: w.spares.NextKey()}
 	avail := w.Spares()
 	n := min(len(avail), len(lost))
-	l.chosen, l.spawn = avail[:n:n], len(lost)-n
-	w.markTaken(l.chosen) // whatever the outcome: a refused spare serves another repair
-	if l.spawn > 0 || !claimed {
+	l.Chosen, l.Spawn = avail[:n:n], len(lost)-n
+	w.spares.MarkTaken(l.Chosen) // whatever the outcome: a refused spare serves another repair
+	if l.Spawn > 0 || !claimed {
 		// Spawning: the shrunk communicator activates them all once the
 		// rest are spawned (replaceSpawn). A failed claim: nothing to ask.
 		return l
 	}
 	members := slices.Clone(old)
 	for i, r := range lost {
-		members[r] = l.chosen[i]
+		members[r] = l.Chosen[i]
 	}
-	all, answered := w.activate(l.key, pair, members, lost, survivors, name)
-	for i, p := range l.chosen {
+	all, answered := w.activate(l.Key, pair, members, lost, survivors, name)
+	for i, p := range l.Chosen {
 		if i >= 64 || !answered[p] {
-			l.refused |= 1 << min(i, 63)
+			l.Refused |= 1 << min(i, 63)
 		}
 	}
-	l.accepted = all
+	l.Accepted = all
 	return l
-}
-
-// dropLeader tells every spare this process knows that the attempt of
-// leader (tagged by the context pair it would have used) is abandoned:
-// the leader failed before telling anyone whom it activated.
-func (w *World) dropLeader(leader, pair int) {
-	s := &w.spares
-	s.mu.Lock()
-	pool := slices.Clone(s.pool)
-	s.mu.Unlock()
-	for _, p := range pool {
-		if !w.eng.IsLost(p) {
-			_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(spare.KindDrop), A: uint64(leader), Seq: uint64(pair)}, nil)
-		}
-	}
 }
 
 // replaceSpawn is the rest of a repair attempt that found too few spares:
@@ -685,15 +370,15 @@ func (w *World) dropLeader(leader, pair int) {
 // activates the picked and the spawned ones for the repaired communicator
 // (on the first agreed pair), and an agreement decides the outcome
 // (Spawn's path: under ftmpirun only).
-func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, lost []int, l leaderWord) (*Comm, error) {
+func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, lost []int, l sparedrive.LeaderWord) (*Comm, error) {
 	w := c.w
 	shrunk := newDerived(c, derivedName("shrink", c), pairs[1], survivors, me)
 	shrunk.errh.Store(ErrorsReturn)
-	chosen := l.chosen
-	eps, spairs, err := shrunk.spawnRaw(op, "", os.Args[1:], l.spawn, 0, true)
+	chosen := l.Chosen
+	eps, spairs, err := shrunk.spawnRaw(op, "", os.Args[1:], l.Spawn, 0, true)
 	if err != nil {
 		w.ctxTable().release(pairs[0])
-		w.unmarkTaken(chosen) // none was asked
+		w.spares.Unmark(chosen) // none was asked
 		if isFailure(err) {
 			return nil, fmt.Errorf("%w: spawn: %v", errRetryReplace, err)
 		}
@@ -704,9 +389,9 @@ func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, 
 	for _, ep := range eps {
 		spawned = append(spawned, ep.Rank)
 	}
-	w.addToPool(spawned) // an abandoned attempt returns them; the end of the job releases them
+	w.spares.AddToPool(spawned) // an abandoned attempt returns them; the end of the job releases them
 	chosen = append(slices.Clone(chosen), spawned...)
-	w.markTaken(chosen)
+	w.spares.MarkTaken(chosen)
 	for i, r := range lost {
 		members[r] = chosen[i]
 	}
@@ -715,7 +400,7 @@ func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, 
 	// whether chosen[i] may serve again if the attempt is abandoned.
 	bits := ^uint64(0)
 	if shrunk.rank == 0 {
-		all, answered := w.activate(l.key, pairs[0], members, lost, survivors, derivedName("replace", c))
+		all, answered := w.activate(l.Key, pairs[0], members, lost, survivors, derivedName("replace", c))
 		if !all {
 			bits &^= 1
 		}
@@ -727,13 +412,7 @@ func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, 
 	}
 	agreed, aerr := shrunk.AgreeBits(bits)
 	commit := agreed&1 == 1 && aerr == nil
-	kind := spare.KindAbandon
-	if commit {
-		kind = spare.KindCommit
-	}
-	for _, p := range chosen {
-		_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(kind), Seq: l.key}, nil)
-	}
+	w.spares.Decide(l.Key, chosen, commit)
 	if !commit {
 		w.ctxTable().release(pairs[0])
 		if aerr == nil || isFailure(aerr) { // the value is agreed either way
@@ -743,7 +422,7 @@ func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, 
 					back = append(back, p)
 				}
 			}
-			w.unmarkTaken(back)
+			w.spares.Unmark(back)
 		}
 		return nil, fmt.Errorf("%w: a new process refused, or a process failed during the repair", errRetryReplace)
 	}
@@ -755,75 +434,15 @@ func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, 
 	return nc, nil
 }
 
-// nextActivationKey names one repair attempt of a leader, different from
-// every other repair's (the leader's process id is in it).
-func (w *World) nextActivationKey() uint64 {
-	s := &w.spares
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	return uint64(w.rank)<<32 | s.seq
-}
-
-// activate sends the activation of repair key to each new process and
-// waits for every answer: all reports that all accepted, accepted which
-// did. A new process that fails, or does not answer within the activation
-// timeout, counts as a refusal.
+// activate sends the activation of repair key to each new process (the
+// member at each lost rank) and waits for every answer (the driver's
+// Activate: a spare that fails or does not answer in time refused).
 func (w *World) activate(key uint64, pair int, members, lost, survivors []int, name string) (all bool, accepted map[int]bool) {
-	accepted = map[int]bool{}
-	s := &w.spares
-	ch := make(chan spareReply, 2*len(lost))
-	s.mu.Lock()
-	if s.replies == nil {
-		s.replies = make(map[uint64]chan spareReply)
+	acts := make([]*sparedrive.Activation, len(lost))
+	for i, r := range lost {
+		acts[i] = &sparedrive.Activation{Key: key, Pair: pair, Rank: r, Members: members, Survivors: survivors, Name: name}
 	}
-	s.replies[key] = ch
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.replies, key)
-		s.mu.Unlock()
-	}()
-	pending := map[int]bool{}
-	for _, r := range lost {
-		p := members[r]
-		a := &activation{key: key, pair: pair, rank: r, members: members, survivors: survivors, name: name}
-		if err := w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Spare), B: uint64(spare.KindActivate), Seq: key}, a.encode()); err != nil {
-			return false, accepted
-		}
-		pending[p] = true
-	}
-	deadline := time.NewTimer(w.activationTimeout())
-	defer deadline.Stop()
-	all = true
-	for len(pending) > 0 {
-		sig := w.eng.FailureSignal()
-		for p := range pending {
-			if w.eng.IsLost(p) {
-				delete(pending, p)
-				all = false
-			}
-		}
-		if len(pending) == 0 {
-			break
-		}
-		select {
-		case r := <-ch:
-			if pending[r.from] {
-				delete(pending, r.from)
-				all = all && r.kind == spare.KindAccept
-				accepted[r.from] = r.kind == spare.KindAccept
-			}
-		case <-sig:
-		case <-deadline.C:
-			return false, accepted
-		case <-w.abort:
-			return false, accepted
-		case <-w.stop:
-			return false, accepted
-		}
-	}
-	return all, accepted
+	return w.spares.Activate(key, acts, w.activationTimeout(), w.abort, w.stop)
 }
 
 // activationTimeout bounds the wait for a spare's answer: a stopped spare

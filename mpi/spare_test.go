@@ -359,20 +359,3 @@ func TestReplaceNoFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// A malformed activation is refused by the decoder with the defect named.
-func TestDecodeActivationRejects(t *testing.T) {
-	good := (&activation{pair: 3, rank: 1, members: []int{0, 9}, survivors: []int{0}, name: "x"}).encode()
-	if a, err := decodeActivation(7, good); err != nil || a.rank != 1 || a.name != "x" || !slices.Equal(a.members, []int{0, 9}) {
-		t.Fatalf("round trip: %+v, %v", a, err)
-	}
-	for _, bad := range [][]byte{nil, good[:20], good[:24+8]} {
-		if _, err := decodeActivation(7, bad); err == nil {
-			t.Errorf("%d bytes of an activation accepted", len(bad))
-		}
-	}
-	huge := (&activation{pair: 3, rank: 5, members: []int{0, 9}, survivors: []int{0}}).encode()
-	if _, err := decodeActivation(7, huge); err == nil {
-		t.Error("a rank beyond the members accepted")
-	}
-}

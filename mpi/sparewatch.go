@@ -22,7 +22,7 @@ func (w *World) heartbeatRing(starters []int) []int {
 	} else {
 		ring = append(ring, w.world.memberWorldRanks()...)
 	}
-	for _, p := range w.spares.pool {
+	for _, p := range w.spares.Pool() {
 		if w.net != nil {
 			if _, ok := w.net.Endpoint(p); !ok {
 				continue // not in this Reinit epoch: the launcher watches it
