@@ -2,19 +2,16 @@ package mpi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
 	"github.com/ftmpi/ftmpi/internal/inject"
-	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/reinitdrive"
 	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -56,35 +53,25 @@ import (
 // epoch, which starts another round there. Nothing waits without a
 // failure detector or a deadline.
 
-// Kinds of ctl.Reinit frames (Header.B); Header.A is the next epoch.
-const (
-	hrDecide   = 1 // to a spare: the next State (reincarnate.State.Encode)
-	hrEndpoint = 2 // to a member of the next epoch: the sender's endpoint there (JSON)
-	hrEnd      = 3 // to a waiting spare: no epoch follows, the payload says why
-)
-
 // roundCtxPair is the context pair of the ranks' failure-round
 // communicator, claimed in every World with a headless Reinit state (the
 // last pair: communicator creation never picks a pair that is in use).
 const roundCtxPair = ctxPairs - 1
 
 // hreinit is a process's headless Reinit state, shared by the Worlds of
-// its epochs.
+// its epochs: the driver (internal/rte/reinitdrive: the State, the
+// ctl.Reinit frames, the decision and the exchange) and what the World
+// decides about itself.
 type hreinit struct {
-	mu    sync.Mutex
-	state reincarnate.State
-	eps   map[int]map[int]boot.Endpoint // by epoch, by process id: the endpoints received for that epoch
-	wake  chan struct{}                 // signalled (capacity 1) when an endpoint arrives
-	prev  *World                        // the retired World whose connections are still kept
+	d *reinitdrive.Driver
+
+	mu   sync.Mutex // orders a failure against leaving Reinit (hreinitLost, leave)
+	prev *World     // the retired World whose connections are still kept
 }
 
 // newHReinit is the state of the start described by info.
 func newHReinit(info boot.Info) *hreinit {
-	var pool []int
-	for i := info.WorldSize(); i < info.Size; i++ {
-		pool = append(pool, i)
-	}
-	return &hreinit{state: reincarnate.Initial(info.WorldSize(), pool), wake: make(chan struct{}, 1)}
+	return &hreinit{d: reinitdrive.New(info.Proc, reinitdrive.Initial(info.WorldSize(), info.Size))}
 }
 
 // newRoundComm sets up the ranks' failure-round communicator of w: CommWorld's
@@ -120,9 +107,9 @@ func (w *World) hreinitLost(peer int) {
 	}
 	msg := fmt.Sprintf("process %d failed while rank %d is outside MPI_Reinit: no rollback location (seed 000, 1.4.2)", peer, w.world.rank)
 	go func() {
-		fmt.Fprintf(os.Stderr, "ftmpi: %s; aborting the job\n", msg)
+		w.logf("%s; aborting the job", msg)
 		_ = p.Abort(1, msg)
-		os.Exit(1)
+		w.diag().Exit(1)
 	}()
 }
 
@@ -148,66 +135,25 @@ func (w *World) roundNeeds(peer int) bool {
 	if hr == nil || w.retired.Load() {
 		return false
 	}
-	hr.mu.Lock()
-	defer hr.mu.Unlock()
-	_, have := hr.eps[w.epoch+1][peer]
-	return !have
+	return !hr.d.HasEndpoint(w.epoch+1, peer)
 }
 
-// onHReinit handles a ctl.Reinit frame (on a transport goroutine: it
-// records and signals, never blocks nor sends).
+// onHReinit handles a ctl.Reinit frame (on a transport goroutine: the
+// driver records and signals, never blocks nor sends); a decision for
+// this process as a waiting spare goes to its wait (the first copy wins).
 func (w *World) onHReinit(from int, h transport.Header, payload []byte) {
 	hr := w.hr
 	if hr == nil {
-		fmt.Fprintf(os.Stderr, "ftmpi: process %d: a Reinit frame from process %d without FTMPI_REINIT=1 here: dropped\n", w.rank, from)
+		w.logf("process %d: a Reinit frame from process %d without FTMPI_REINIT=1 here: dropped", w.rank, from)
 		return
 	}
-	switch h.B {
-	case hrEndpoint:
-		var ep boot.Endpoint
-		if err := json.Unmarshal(payload, &ep); err != nil || h.A > 1<<30 {
-			fmt.Fprintf(os.Stderr, "ftmpi: process %d: malformed endpoint from process %d dropped: %v\n", w.rank, from, err)
-			return
-		}
-		ep.Rank = from
-		hr.mu.Lock()
-		if hr.eps == nil {
-			hr.eps = make(map[int]map[int]boot.Endpoint)
-		}
-		e := int(h.A)
-		if hr.eps[e] == nil {
-			hr.eps[e] = make(map[int]boot.Endpoint)
-		}
-		hr.eps[e][from] = ep
-		hr.mu.Unlock()
-		select {
-		case hr.wake <- struct{}{}:
-		default:
-		}
-	case hrDecide, hrEnd:
-		if !w.spares.IsSpare() {
-			return // a rank decides itself
-		}
-		var o sparedrive.Outcome
-		if h.B == hrEnd {
-			o.Ended = string(payload)
-		} else {
-			st, err := reincarnate.DecodeState(payload)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "ftmpi: process %d: malformed Reinit decision from process %d dropped: %v\n", w.rank, from, err)
-				return
-			}
-			hr.mu.Lock()
-			stale := st.Epoch <= hr.state.Epoch
-			hr.mu.Unlock()
-			if stale {
-				return // another survivor's copy of a decision taken already
-			}
-			o.Next = &st
-		}
-		w.spares.Offer(o) // the first copy wins; never blocks the transport
-	default:
-		fmt.Fprintf(os.Stderr, "ftmpi: process %d: Reinit frame of unknown kind %d from process %d dropped\n", w.rank, h.B, from)
+	dec, err := hr.d.Handle(from, h, payload, w.spares.IsSpare())
+	if err != nil {
+		w.logf("%v", err)
+		return
+	}
+	if dec != nil {
+		w.spares.Offer(sparedrive.Outcome{Next: dec.Next, Ended: dec.Ended})
 	}
 }
 
@@ -261,38 +207,19 @@ func (hr *hreinit) round(p *process, old *World) (*World, error) {
 }
 
 // decide is the round's agreement and decision at a survivor whose epoch
-// old ended, and the telling of the spares: the next epoch's State, or
-// the error (ErrNoSpare) every survivor gets.
+// old ended, and the telling of the spares (the driver's Decide): the
+// next epoch's State, or the error (ErrNoSpare) every survivor gets.
 func (hr *hreinit) decide(old *World) (reincarnate.State, error) {
 	failed, err := old.agreeFailed()
 	if err != nil {
 		return reincarnate.State{}, err
 	}
-	hr.mu.Lock()
-	st := hr.state.Clone()
-	hr.mu.Unlock()
-	if slices.Contains(failed, old.rank) {
-		// The others count this process failed (they suspected it during
-		// the round): fail-stop, it must not go on.
-		headlessExit(old.rank, old.proc.RemoveDir)("declared failed by the others in the Reinit failure round")
+	next, err := hr.d.Decide(old.eng, failed)
+	if errors.Is(err, reinitdrive.ErrDeclaredFailed) {
+		// Fail-stop: it must not go on.
+		headlessExit(old.rank, old.proc.RemoveDir)(err.Error())
 	}
-	plan, derr := reincarnate.Decide(st, failed)
-	if derr != nil {
-		for _, s := range st.Pool {
-			if !slices.Contains(failed, s) {
-				_ = old.eng.SendControl(s, transport.Header{Tag: int32(ctl.Reinit), B: hrEnd, A: uint64(st.Epoch + 1)}, []byte(derr.Error()))
-			}
-		}
-		return reincarnate.State{}, derr
-	}
-	enc := plan.Next.Encode(nil)
-	for _, t := range plan.Takes {
-		_ = old.eng.SendControl(t.Proc, transport.Header{Tag: int32(ctl.Reinit), B: hrDecide, A: uint64(plan.Next.Epoch)}, enc)
-	}
-	for _, s := range plan.Next.Pool {
-		_ = old.eng.SendControl(s, transport.Header{Tag: int32(ctl.Reinit), B: hrDecide, A: uint64(plan.Next.Epoch)}, enc)
-	}
-	return plan.Next, nil
+	return next, err
 }
 
 // agreeFailed is the round's agreement among w's ranks: the process ids
@@ -342,9 +269,7 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 	// has sent its endpoint and retired its connections is not a failure
 	// worth ending this process for (the new epoch enforces fail-stop).
 	old.fails.Headless(func(string) {}, p.Confirm(old.net))
-	hr.mu.Lock()
-	hr.state = next.Clone()
-	hr.mu.Unlock()
+	hr.d.SetState(next)
 	if rank >= 0 && p.Info().Rank != rank {
 		p.Adopt(rank, next.Inc[rank], next.Epoch) // a spare taken as rank's new incarnation
 	}
@@ -358,7 +283,7 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 		timeout = old.activationTimeout()
 	}
 	p.SetRejoin(func(epoch int, ep boot.Endpoint) ([]boot.Endpoint, []int, error) {
-		return hr.exchange(old, next, epoch, ep, timeout)
+		return hr.d.Exchange(old.eng, old.size, next, epoch, ep, timeout)
 	})
 	lay := &epochLayout{members: next.Procs, wrank: max(rank, 0), pool: next.Pool, isSpare: spare}
 	nw, err := openEpoch(p, next.Epoch, old.cfg, hr, lay)
@@ -369,8 +294,8 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 	hr.mu.Lock()
 	prev := hr.prev
 	hr.prev = old
-	delete(hr.eps, next.Epoch)
 	hr.mu.Unlock()
+	hr.d.Forget(next.Epoch)
 	if prev != nil {
 		// Every member of the new epoch sent its endpoint over old's
 		// connections, so none is still in prev's epoch.
@@ -397,53 +322,6 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 		}
 	}
 	return nw, nil
-}
-
-// exchange sends this process's endpoint of the next epoch to every other
-// member over old's connections and collects theirs (reincarnate.Rejoined
-// says when it is over and who the epoch starts without).
-func (hr *hreinit) exchange(old *World, next reincarnate.State, epoch int, self boot.Endpoint, timeout time.Duration) ([]boot.Endpoint, []int, error) {
-	if epoch != next.Epoch {
-		return nil, nil, fmt.Errorf("internal error: exchange for epoch %d, decided %d", epoch, next.Epoch)
-	}
-	b, err := json.Marshal(self)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode endpoint: %w", err)
-	}
-	for _, q := range next.Members() {
-		if q != old.rank {
-			_ = old.eng.SendControl(q, transport.Header{Tag: int32(ctl.Reinit), B: hrEndpoint, A: uint64(epoch)}, b)
-		}
-	}
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	timedOut := false
-	for {
-		sig := old.eng.FailureSignal()
-		hr.mu.Lock()
-		got := hr.eps[epoch]
-		have := func(p int) bool { _, ok := got[p]; return ok }
-		done, dead := reincarnate.Rejoined(next, old.size, old.rank, have, old.eng.IsLost, timedOut)
-		var eps []boot.Endpoint
-		if done {
-			eps = make([]boot.Endpoint, old.size)
-			for p := range eps {
-				eps[p] = got[p] // the zero Endpoint for the dead
-				eps[p].Rank = p
-			}
-			eps[old.rank] = self
-		}
-		hr.mu.Unlock()
-		if done {
-			return eps, dead, nil
-		}
-		select {
-		case <-hr.wake:
-		case <-sig:
-		case <-deadline.C:
-			timedOut = true
-		}
-	}
 }
 
 // retire ends what is left of w after the next epoch opened: its

@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"strings"
@@ -12,7 +13,9 @@ import (
 	"github.com/ftmpi/ftmpi/internal/ft/fence"
 	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/reinitdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
@@ -42,6 +45,7 @@ func newHRJob(t *testing.T, n, k int) *hrJob {
 	cfg := DefaultConfig()
 	for i := range total {
 		eng := p2p.New(engineConfig(i, cfg))
+		info.Proc = i
 		sp := worldSpares{pool: pool, isSpare: i >= n, hr: newHReinit(info)}
 		members, wrank := ranks, i
 		if sp.isSpare {
@@ -134,7 +138,7 @@ func TestHeadlessRoundDecidesAndExchanges(t *testing.T) {
 	}
 	exch := eachOf(t, members, func(p int) ex {
 		ep := boot.Endpoint{Rank: p, Host: "h", Addrs: map[string]string{"unix": "/sock/" + string(rune('a'+p))}}
-		eps, dead, err := j.w[p].hr.exchange(j.w[p], want, 1, ep, 20*time.Second)
+		eps, dead, err := j.w[p].hr.d.Exchange(j.w[p].eng, j.w[p].size, want, 1, ep, 20*time.Second)
 		if err != nil {
 			t.Errorf("process %d: %v", p, err)
 		}
@@ -182,12 +186,12 @@ func TestHeadlessExchangeWithoutFailedMember(t *testing.T) {
 	next := reincarnate.State{Epoch: 1, Procs: []int{0, 1, 2}, Inc: []int{0, 0, 0}, Pool: []int{3}}
 	// 2 sent its endpoint, then failed; 3 failed before sending.
 	for _, p := range []int{0, 1} {
-		j.w[p].onHReinit(2, transport.Header{Tag: int32(ctl.Reinit), B: hrEndpoint, A: 1}, []byte(`{"Host":"h","Addrs":{"unix":"/sock/2"}}`))
+		j.w[p].onHReinit(2, transport.Header{Tag: int32(ctl.Reinit), B: reinitdrive.KindEndpoint, A: 1}, []byte(`{"Host":"h","Addrs":{"unix":"/sock/2"}}`))
 	}
 	j.kill(2)
 	j.kill(3)
 	exch := eachOf(t, []int{0, 1}, func(p int) []int {
-		eps, dead, err := j.w[p].hr.exchange(j.w[p], next, 1, boot.Endpoint{Rank: p}, 20*time.Second)
+		eps, dead, err := j.w[p].hr.d.Exchange(j.w[p].eng, j.w[p].size, next, 1, boot.Endpoint{Rank: p}, 20*time.Second)
 		if err != nil || eps[2].Addrs["unix"] != "/sock/2" {
 			t.Errorf("process %d: %v, endpoint of 2 %+v", p, err, eps[2])
 		}
@@ -205,9 +209,14 @@ func TestHeadlessExchangeWithoutFailedMember(t *testing.T) {
 func TestHeadlessDecisionFramesChecked(t *testing.T) {
 	j := newHRJob(t, 2, 1)
 	s := j.w[2]
-	h := transport.Header{Tag: int32(ctl.Reinit), B: hrDecide, A: 1}
+	h := transport.Header{Tag: int32(ctl.Reinit), B: reinitdrive.KindDecide, A: 1}
+	var diag bytes.Buffer
+	s.cfg.diag = &rte.Diag{Out: &diag}
 	s.onHReinit(0, h, []byte{1, 2, 3}) // malformed
-	s.hr.state.Epoch = 3
+	if want := "ftmpi: process 2: malformed Reinit decision from process 0 dropped: "; !strings.HasPrefix(diag.String(), want) {
+		t.Fatalf("diagnostics %q, want %q...", diag.String(), want)
+	}
+	s.hr.d.SetState(reincarnate.State{Epoch: 3})
 	stale := reincarnate.State{Epoch: 2, Procs: []int{0, 2}, Inc: []int{0, 1}, Pool: []int{}}
 	s.onHReinit(0, h, stale.Encode(nil))
 	j.w[0].onHReinit(1, h, stale.Encode(nil)) // to a rank: ignored
