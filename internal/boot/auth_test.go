@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/acceptloop"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -48,7 +49,7 @@ func TestClientAuth(t *testing.T) {
 	}
 	r := bufio.NewReader(conn)
 	hello := read(t, r)
-	json.NewEncoder(conn).Encode(Msg{Op: OpHello, ID: hello.ID})
+	json.NewEncoder(conn).Encode(ctlwire.Msg{Op: ctlwire.OpHello, ID: hello.ID})
 	res := <-ch
 	if res.err != nil {
 		t.Fatal(res.err)
@@ -60,14 +61,14 @@ func TestClientAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dc.Close()
-	forged, _ := json.Marshal(Msg{Op: OpEvent, Kind: EventFailed, Rank: 2, Reason: "forged"})
+	forged, _ := json.Marshal(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventFailed, Rank: 2, Reason: "forged"})
 	other, _ := wireauth.New()
 	// A flood of forged datagrams is logged rate-limited, not a line each.
 	for range 100 {
 		dc.Write(forged)
 		dc.Write(other.Seal(forged))
 	}
-	real, _ := json.Marshal(Msg{Op: OpEvent, Kind: EventFailed, Rank: 0, Reason: "sealed"})
+	real, _ := json.Marshal(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventFailed, Rank: 0, Reason: "sealed"})
 	dc.Write(key.Seal(real))
 	select {
 	case ev := <-c.Events():
@@ -106,12 +107,12 @@ func TestClientAuthWrongLauncher(t *testing.T) {
 // FuzzDatagram decodes arbitrary event datagrams, sealed and not.
 func FuzzDatagram(f *testing.F) {
 	key, _ := wireauth.FromBytes(make([]byte, wireauth.KeySize))
-	ev, _ := json.Marshal(Msg{Op: OpEvent, Kind: EventFailed, Rank: 2})
+	ev, _ := json.Marshal(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventFailed, Rank: 2})
 	f.Add(ev)
 	f.Add(key.Seal(ev))
 	f.Add([]byte(`{"op":"event","rank":"x"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if m, err := decodeDatagram(key, b); err == nil && m.Op != OpEvent {
+		if m, err := decodeDatagram(key, b); err == nil && m.Op != ctlwire.OpEvent {
 			t.Fatalf("accepted %+v", m)
 		}
 		decodeDatagram(nil, b)

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -255,7 +256,7 @@ func (info Info) Env() []string {
 		EnvReinit + "=" + reinitFlag(info.Reinit),
 		EnvProc + "=" + strconv.Itoa(info.Proc),
 		EnvUniverse + "=" + strconv.Itoa(info.Universe),
-		EnvParent + "=" + FormatParent(info.ParentPairs, info.ParentProcs),
+		EnvParent + "=" + ctlwire.FormatParent(info.ParentPairs, info.ParentProcs),
 		EnvListen + "=" + info.Listen,
 		EnvSpares + "=" + strconv.Itoa(info.Spares),
 	}
@@ -268,44 +269,9 @@ func reinitFlag(on bool) string {
 	return "0"
 }
 
-// FormatParent encodes EnvParent's value ("" when there is no parent).
-func FormatParent(pairs, procs []int) string {
-	if len(procs) == 0 {
-		return ""
-	}
-	return joinInts(pairs) + ";" + joinInts(procs)
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
 func parseParent(v string) (pairs, procs []int, err error) {
-	a, b, ok := strings.Cut(v, ";")
-	bad := func() ([]int, []int, error) {
+	if pairs, procs, err = ctlwire.ParseParent(v); err != nil {
 		return nil, nil, fmt.Errorf("boot: %s=%q must be PAIR,PAIR;PROC,PROC,...", EnvParent, v)
-	}
-	if !ok {
-		return bad()
-	}
-	for _, part := range []struct {
-		s   string
-		dst *[]int
-	}{{a, &pairs}, {b, &procs}} {
-		for _, f := range strings.Split(part.s, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil || n < 0 {
-				return bad()
-			}
-			*part.dst = append(*part.dst, n)
-		}
-	}
-	if len(pairs) != 2 {
-		return bad()
 	}
 	return pairs, procs, nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -96,20 +98,20 @@ func (f *fakeLauncher) serve(t *testing.T) (net.Conn, *bufio.Reader, *json.Encod
 	r := bufio.NewReader(c)
 	enc := json.NewEncoder(c)
 	m := read(t, r)
-	if m.Op != OpHello || m.Rank != 1 || m.Job != "j" || m.Pid == 0 {
+	if m.Op != ctlwire.OpHello || m.Rank != 1 || m.Job != "j" || m.Pid == 0 {
 		t.Fatalf("bad hello %+v", m)
 	}
-	enc.Encode(Msg{Op: OpHello, ID: m.ID})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpHello, ID: m.ID})
 	return c, r, enc
 }
 
-func read(t *testing.T, r *bufio.Reader) Msg {
+func read(t *testing.T, r *bufio.Reader) ctlwire.Msg {
 	t.Helper()
 	line, err := r.ReadBytes('\n')
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	var m Msg
+	var m ctlwire.Msg
 	if err := json.Unmarshal(line, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestClientExchangeEventsFinalize(t *testing.T) {
 
 	// Many events while nobody reads Events: the reader must not stall.
 	for i := 0; i < 1000; i++ {
-		enc.Encode(Msg{Op: OpEvent, Kind: EventFailed, Rank: 2, Incarnation: i, Reason: "test"})
+		enc.Encode(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventFailed, Rank: 2, Incarnation: i, Reason: "test"})
 	}
 	done := make(chan error, 1)
 	var eps []Endpoint
@@ -151,14 +153,14 @@ func TestClientExchangeEventsFinalize(t *testing.T) {
 		done <- err
 	}()
 	m := read(t, r)
-	if m.Op != OpFence || m.KV[EndpointKey(1)] == "" {
+	if m.Op != ctlwire.OpFence || m.KV[ctlwire.EndpointKey(1)] == "" {
 		t.Fatalf("bad fence %+v", m)
 	}
 	kv := map[string]string{
-		EndpointKey(0): `{"Rank":0,"Host":"h","Addrs":{"unix":"/s0"}}`,
-		EndpointKey(1): m.KV[EndpointKey(1)],
+		ctlwire.EndpointKey(0): `{"Rank":0,"Host":"h","Addrs":{"unix":"/s0"}}`,
+		ctlwire.EndpointKey(1): m.KV[ctlwire.EndpointKey(1)],
 	}
-	enc.Encode(Msg{Op: OpFence, ID: m.ID, KV: kv, Failed: []int{2}})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpFence, ID: m.ID, KV: kv, Failed: []int{2}})
 	select {
 	case err := <-done:
 		var fe *FailedError
@@ -183,34 +185,34 @@ func TestClientExchangeEventsFinalize(t *testing.T) {
 	}
 	go func() { done <- c.Finalize() }()
 	m = read(t, r)
-	if m.Op != OpFinalize {
+	if m.Op != ctlwire.OpFinalize {
 		t.Fatalf("bad finalize %+v", m)
 	}
-	enc.Encode(Msg{Op: OpFinalize, ID: m.ID})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpFinalize, ID: m.ID})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	go func() { done <- c.Suspect(2, "no heartbeat") }()
 	m = read(t, r)
-	if m.Op != OpSuspect || m.Rank != 2 || m.Reason != "no heartbeat" || m.ID == 0 {
+	if m.Op != ctlwire.OpSuspect || m.Rank != 2 || m.Reason != "no heartbeat" || m.ID == 0 {
 		t.Fatalf("bad suspect %+v", m)
 	}
-	enc.Encode(Msg{Op: OpSuspect, ID: m.ID})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpSuspect, ID: m.ID})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	go func() { done <- c.Suspect(7, "") }()
 	m = read(t, r)
-	enc.Encode(Msg{Op: OpError, ID: m.ID, Error: "rank 7 out of range"})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpError, ID: m.ID, Error: "rank 7 out of range"})
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "rank 7 out of range") {
 		t.Fatalf("suspect error: %v", err)
 	}
 	go func() { done <- c.Abort(3, "why") }()
 	m = read(t, r)
-	if m.Op != OpAbort || m.Code != 3 || m.Reason != "why" {
+	if m.Op != ctlwire.OpAbort || m.Code != 3 || m.Reason != "why" {
 		t.Fatalf("bad abort %+v", m)
 	}
-	enc.Encode(Msg{Op: OpAbort, ID: m.ID})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpAbort, ID: m.ID})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +281,7 @@ func TestConnectRefused(t *testing.T) {
 	defer c.Close()
 	r := bufio.NewReader(c)
 	m := read(t, r)
-	json.NewEncoder(c).Encode(Msg{Op: OpError, ID: m.ID, Error: "rank 1 is already connected"})
+	json.NewEncoder(c).Encode(ctlwire.Msg{Op: ctlwire.OpError, ID: m.ID, Error: "rank 1 is already connected"})
 	res := <-ch
 	if res.err == nil || !strings.Contains(res.err.Error(), "already connected") {
 		t.Fatalf("Connect: %v", res.err)
@@ -336,10 +338,10 @@ func TestClientEventSocket(t *testing.T) {
 	enc := json.NewEncoder(conn)
 	hello := read(t, r)
 	addr := hello.KV[HelloEventAddr]
-	if hello.Op != OpHello || filepath.Dir(addr) != info.TmpDir {
+	if hello.Op != ctlwire.OpHello || filepath.Dir(addr) != info.TmpDir {
 		t.Fatalf("hello %+v: want an event socket in %s", hello, info.TmpDir)
 	}
-	enc.Encode(Msg{Op: OpHello, ID: hello.ID})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpHello, ID: hello.ID})
 	res := <-ch
 	if res.err != nil {
 		t.Fatal(res.err)
@@ -351,11 +353,11 @@ func TestClientEventSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dc.Close()
-	b, _ := json.Marshal(Msg{Op: OpEvent, Kind: EventFailed, Rank: 2, Reason: "by datagram"})
+	b, _ := json.Marshal(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventFailed, Rank: 2, Reason: "by datagram"})
 	if _, err := dc.Write(b); err != nil {
 		t.Fatal(err)
 	}
-	enc.Encode(Msg{Op: OpEvent, Kind: EventFailed, Rank: 0, Reason: "by stream"})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventFailed, Rank: 0, Reason: "by stream"})
 	got := map[string]bool{}
 	for len(got) < 2 {
 		select {
@@ -394,7 +396,7 @@ func TestClientEventSocket(t *testing.T) {
 	if _, ok := hello.KV[HelloEventAddr]; ok {
 		t.Fatalf("hello %+v: event socket without a job directory", hello)
 	}
-	json.NewEncoder(conn2).Encode(Msg{Op: OpHello, ID: hello.ID})
+	json.NewEncoder(conn2).Encode(ctlwire.Msg{Op: ctlwire.OpHello, ID: hello.ID})
 	if res := <-ch; res.err != nil {
 		t.Fatal(res.err)
 	} else {

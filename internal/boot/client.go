@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/acceptloop"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
@@ -96,7 +97,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	pending map[uint64]chan Msg
+	pending map[uint64]chan ctlwire.Msg
 	dead    error // non-nil once the connection is gone (ErrLost or ErrClosed)
 	closing bool
 
@@ -120,7 +121,7 @@ type Client struct {
 // the rank's event socket: a unix datagram socket in the job's directory
 // (Info.TmpDir, which only the job's user can enter, so only that user can
 // send to it) on which the launcher may send events (each datagram one
-// JSON Msg) instead of on the control connection.
+// JSON ctlwire.Msg) instead of on the control connection.
 const HelloEventAddr = "events"
 
 // Connect dials the launcher's control endpoint named by info.Control and
@@ -143,7 +144,7 @@ func Connect(info Info) (*Client, error) {
 		info:    info,
 		conn:    conn,
 		enc:     json.NewEncoder(conn),
-		pending: make(map[uint64]chan Msg),
+		pending: make(map[uint64]chan ctlwire.Msg),
 		events:  make(chan Event),
 		lost:    make(chan struct{}),
 		stop:    make(chan struct{}),
@@ -162,7 +163,7 @@ func Connect(info Info) (*Client, error) {
 	}
 	r := bufio.NewReader(conn)
 	c.nextID = 1
-	hello := Msg{Op: OpHello, ID: 1, Job: info.Job, Rank: info.Proc, Incarnation: info.Incarnation, Pid: os.Getpid(), Host: info.Host}
+	hello := ctlwire.Msg{Op: ctlwire.OpHello, ID: 1, Job: info.Job, Rank: info.Proc, Incarnation: info.Incarnation, Pid: os.Getpid(), Host: info.Host}
 	if network == "unix" { // the launcher is on this host
 		c.evConn, c.evPath = listenEvents(info.TmpDir)
 		if c.evConn != nil {
@@ -182,16 +183,16 @@ func Connect(info Info) (*Client, error) {
 		fail()
 		return nil, fmt.Errorf("boot: hello to launcher: %w", err)
 	}
-	var m Msg
+	var m ctlwire.Msg
 	if err := json.Unmarshal(line, &m); err != nil {
 		fail()
 		return nil, fmt.Errorf("boot: bad reply from launcher: %w", err)
 	}
-	if m.Op == OpError {
+	if m.Op == ctlwire.OpError {
 		fail()
 		return nil, fmt.Errorf("boot: launcher refused rank %d: %s", info.Rank, m.Error)
 	}
-	if m.Op != OpHello || m.ID != 1 {
+	if m.Op != ctlwire.OpHello || m.ID != 1 {
 		fail()
 		return nil, fmt.Errorf("boot: unexpected reply %q from launcher", m.Op)
 	}
@@ -235,7 +236,7 @@ func (c *Client) closeEvents() {
 }
 
 // queueEvent hands an event to the consumer (never blocks).
-func (c *Client) queueEvent(m Msg) {
+func (c *Client) queueEvent(m ctlwire.Msg) {
 	c.mu.Lock()
 	c.queue = append(c.queue, Event{Kind: m.Kind, Rank: m.Rank, Incarnation: m.Incarnation, Epoch: m.Epoch, Reason: m.Reason})
 	c.qcond.Signal()
@@ -269,19 +270,19 @@ func (c *Client) eventLoop() {
 
 // decodeDatagram checks and parses an event datagram: sealed with the
 // job's key (when there is one) and an event.
-func decodeDatagram(key *wireauth.Key, b []byte) (Msg, error) {
+func decodeDatagram(key *wireauth.Key, b []byte) (ctlwire.Msg, error) {
 	if key != nil {
 		var err error
 		if b, err = key.Open(b); err != nil {
-			return Msg{}, err
+			return ctlwire.Msg{}, err
 		}
 	}
-	var m Msg
+	var m ctlwire.Msg
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Msg{}, fmt.Errorf("malformed: %v", err)
+		return ctlwire.Msg{}, fmt.Errorf("malformed: %v", err)
 	}
-	if m.Op != OpEvent || m.ID != 0 {
-		return Msg{}, fmt.Errorf("%q with id %d is not an event", m.Op, m.ID)
+	if m.Op != ctlwire.OpEvent || m.ID != 0 {
+		return ctlwire.Msg{}, fmt.Errorf("%q with id %d is not an event", m.Op, m.ID)
 	}
 	return m, nil
 }
@@ -298,12 +299,12 @@ func (c *Client) readLoop(r *bufio.Reader) {
 		if err != nil {
 			break
 		}
-		var m Msg
+		var m ctlwire.Msg
 		if json.Unmarshal(line, &m) != nil {
 			continue // ignore garbage; the protocol is line-framed
 		}
 		if m.ID == 0 {
-			if m.Op == OpEvent {
+			if m.Op == ctlwire.OpEvent {
 				c.queueEvent(m)
 			}
 			continue
@@ -358,17 +359,17 @@ func (c *Client) eventPump() {
 }
 
 // call sends a request and waits for its reply.
-func (c *Client) call(m Msg) (Msg, error) {
-	ch := make(chan Msg, 1)
+func (c *Client) call(m ctlwire.Msg) (ctlwire.Msg, error) {
+	ch := make(chan ctlwire.Msg, 1)
 	c.mu.Lock()
 	if c.dead != nil {
 		err := c.dead
 		c.mu.Unlock()
-		return Msg{}, err
+		return ctlwire.Msg{}, err
 	}
 	if c.closing {
 		c.mu.Unlock()
-		return Msg{}, ErrClosed
+		return ctlwire.Msg{}, ErrClosed
 	}
 	c.nextID++
 	m.ID = c.nextID
@@ -382,14 +383,14 @@ func (c *Client) call(m Msg) (Msg, error) {
 		c.mu.Lock()
 		delete(c.pending, m.ID)
 		c.mu.Unlock()
-		return Msg{}, c.deadErr()
+		return ctlwire.Msg{}, c.deadErr()
 	}
 	reply, ok := <-ch
 	if !ok {
-		return Msg{}, c.deadErr()
+		return ctlwire.Msg{}, c.deadErr()
 	}
-	if reply.Op == OpError {
-		return Msg{}, fmt.Errorf("boot: launcher: %s", reply.Error)
+	if reply.Op == ctlwire.OpError {
+		return ctlwire.Msg{}, fmt.Errorf("boot: launcher: %s", reply.Error)
 	}
 	return reply, nil
 }
@@ -417,7 +418,7 @@ func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boot: encode endpoint: %w", err)
 	}
-	reply, err := c.call(Msg{Op: OpFence, Rank: c.info.Rank, KV: map[string]string{EndpointKey(c.info.Proc): string(b)}})
+	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpFence, Rank: c.info.Rank, KV: map[string]string{ctlwire.EndpointKey(c.info.Proc): string(b)}})
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +429,7 @@ func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
 	var missing []int
 	for p := range eps {
 		eps[p] = Endpoint{Rank: p}
-		v, ok := reply.KV[EndpointKey(p)]
+		v, ok := reply.KV[ctlwire.EndpointKey(p)]
 		if !ok {
 			if p >= base && p < base+c.info.Size {
 				missing = append(missing, p)
@@ -451,18 +452,18 @@ func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
 // with code (MPI_Abort). It returns once the launcher has the request; the
 // launcher kills the caller too, usually soon after.
 func (c *Client) Abort(code int, reason string) error {
-	_, err := c.call(Msg{Op: OpAbort, Rank: c.info.Rank, Code: code, Reason: reason})
+	_, err := c.call(ctlwire.Msg{Op: ctlwire.OpAbort, Rank: c.info.Rank, Code: code, Reason: reason})
 	return err
 }
 
 // HangReport tells the launcher that this rank makes the hang report its
 // EventHang asked for (done false: started; true: written).
 func (c *Client) HangReport(done bool) error {
-	kind := HangStarted
+	kind := ctlwire.HangStarted
 	if done {
-		kind = HangWritten
+		kind = ctlwire.HangWritten
 	}
-	_, err := c.call(Msg{Op: OpHangDone, Rank: c.info.Rank, Kind: kind})
+	_, err := c.call(ctlwire.Msg{Op: ctlwire.OpHangDone, Rank: c.info.Rank, Kind: kind})
 	return err
 }
 
@@ -470,7 +471,7 @@ func (c *Client) HangReport(done bool) error {
 // program did not call MPI_Abort): the launcher then takes the job's exit
 // code from the process whose failure caused the error, if any.
 func (c *Client) AbortFatal(code int, reason string) error {
-	_, err := c.call(Msg{Op: OpAbort, Rank: c.info.Rank, Code: code, Reason: reason, Fatal: true})
+	_, err := c.call(ctlwire.Msg{Op: ctlwire.OpAbort, Rank: c.info.Rank, Code: code, Reason: reason, Fatal: true})
 	return err
 }
 
@@ -490,14 +491,14 @@ func (c *Client) Suspect(rank int, reason string) error {
 // ignores it if rank has been respawned since (a late suspicion of a
 // process that is already dead must not kill its replacement).
 func (c *Client) SuspectIncarnation(rank, inc int, reason string) error {
-	_, err := c.call(Msg{Op: OpSuspect, Rank: rank, Incarnation: inc, Reason: reason})
+	_, err := c.call(ctlwire.Msg{Op: ctlwire.OpSuspect, Rank: rank, Incarnation: inc, Reason: reason})
 	return err
 }
 
 // Finalize is a fence: it tells the launcher this rank has called
 // MPI_Finalize and returns when every rank has finalized or is dead.
 func (c *Client) Finalize() error {
-	_, err := c.call(Msg{Op: OpFinalize, Rank: c.info.Rank})
+	_, err := c.call(ctlwire.Msg{Op: ctlwire.OpFinalize, Rank: c.info.Rank})
 	return err
 }
 

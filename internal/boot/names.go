@@ -4,34 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // The name service of MPI_Publish_name, MPI_Lookup_name and
 // MPI_Unpublish_name: service names mapped to port names, kept by the
 // launcher's head for every process it runs (a job and the jobs it
-// spawned), and by the in-process job under mpi.Run. A request is a Msg
-// with Op OpName, Kind one of the NameKind values, Reason the service
-// name and, for publish and unpublish, KV[NamePortKey] the port; the reply
-// carries KV[NamePortKey] (lookup) or Error with Code NameCodeUnknown or
-// NameCodeService.
+// spawned), and by the in-process job under mpi.Run. The requests and
+// replies are ctlwire's (ctlwire.OpName).
 
-// OpName is the control operation of the name service.
-const OpName = "name"
-
-// Kinds of name-service requests.
+// Kinds of name-service requests (Client.Name's kind; ctlwire's).
 const (
-	NamePublish   = "publish"
-	NameLookup    = "lookup"
-	NameUnpublish = "unpublish"
-)
-
-// NamePortKey is the key of the port name in a name-service message.
-const NamePortKey = "port"
-
-// Reply codes of a refused name-service request.
-const (
-	NameCodeUnknown = 1 // lookup of a name nobody published
-	NameCodeService = 2 // publish of a published name, unpublish of another's or an unknown one, a bad request
+	NamePublish   = ctlwire.NamePublish
+	NameLookup    = ctlwire.NameLookup
+	NameUnpublish = ctlwire.NameUnpublish
 )
 
 // ErrNameUnknown is the error of a lookup of a service name that is not
@@ -95,27 +82,27 @@ func (t *NameTable) Unpublish(service, port string) error {
 }
 
 // Serve answers a name-service request (the launcher's side).
-func (t *NameTable) Serve(m Msg) Msg {
-	r := Msg{Op: m.Op, ID: m.ID}
+func (t *NameTable) Serve(m ctlwire.Msg) ctlwire.Msg {
+	r := ctlwire.Msg{Op: m.Op, ID: m.ID}
 	var err error
 	switch m.Kind {
 	case NamePublish:
-		err = t.Publish(m.Reason, m.KV[NamePortKey])
+		err = t.Publish(m.Reason, m.KV[ctlwire.NamePortKey])
 	case NameLookup:
 		var p string
 		if p, err = t.Lookup(m.Reason); err == nil {
-			r.KV = map[string]string{NamePortKey: p}
+			r.KV = map[string]string{ctlwire.NamePortKey: p}
 		}
 	case NameUnpublish:
-		err = t.Unpublish(m.Reason, m.KV[NamePortKey])
+		err = t.Unpublish(m.Reason, m.KV[ctlwire.NamePortKey])
 	default:
 		err = fmt.Errorf("%w: unknown request kind %q", ErrNameService, m.Kind)
 	}
 	if err != nil {
 		r.Error = err.Error()
-		r.Code = NameCodeService
+		r.Code = ctlwire.NameCodeService
 		if errors.Is(err, ErrNameUnknown) {
-			r.Code = NameCodeUnknown
+			r.Code = ctlwire.NameCodeUnknown
 		}
 	}
 	return r
@@ -125,19 +112,19 @@ func (t *NameTable) Serve(m Msg) Msg {
 // launcher and returns the port of a lookup. A refusal wraps
 // ErrNameUnknown or ErrNameService.
 func (c *Client) Name(kind, service, port string) (string, error) {
-	m := Msg{Op: OpName, Rank: c.info.Proc, Kind: kind, Reason: service}
+	m := ctlwire.Msg{Op: ctlwire.OpName, Rank: c.info.Proc, Kind: kind, Reason: service}
 	if port != "" {
-		m.KV = map[string]string{NamePortKey: port}
+		m.KV = map[string]string{ctlwire.NamePortKey: port}
 	}
 	reply, err := c.call(m)
 	if err != nil {
 		return "", err
 	}
 	if reply.Error != "" {
-		if reply.Code == NameCodeUnknown {
+		if reply.Code == ctlwire.NameCodeUnknown {
 			return "", fmt.Errorf("%w (launcher: %s)", ErrNameUnknown, reply.Error)
 		}
 		return "", fmt.Errorf("%w (launcher: %s)", ErrNameService, reply.Error)
 	}
-	return reply.KV[NamePortKey], nil
+	return reply.KV[ctlwire.NamePortKey], nil
 }

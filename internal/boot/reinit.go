@@ -3,6 +3,8 @@ package boot
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // SupersededError is returned by Rejoin when the launcher started a newer
@@ -28,8 +30,8 @@ func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boot: encode endpoint: %w", err)
 	}
-	reply, err := c.call(Msg{Op: OpRejoin, Rank: c.info.Rank, Epoch: epoch,
-		KV: map[string]string{EpochEndpointKey(epoch, c.info.Rank): string(b)}})
+	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpRejoin, Rank: c.info.Rank, Epoch: epoch,
+		KV: map[string]string{ctlwire.EpochEndpointKey(epoch, c.info.Rank): string(b)}})
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +40,7 @@ func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
 	}
 	eps := make([]Endpoint, c.info.WorldSize())
 	for r := range eps {
-		v, ok := reply.KV[EpochEndpointKey(epoch, r)]
+		v, ok := reply.KV[ctlwire.EpochEndpointKey(epoch, r)]
 		if !ok {
 			return nil, fmt.Errorf("boot: epoch %d: no endpoint for rank %d", epoch, r)
 		}
@@ -56,11 +58,11 @@ func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
 // MPI_ERRORS_ARE_FATAL would (seed 000, 1.4.2). It returns the launcher's
 // current epoch.
 func (c *Client) ReinitActive(active bool) (epoch int, err error) {
-	kind := ReinitLeave
+	kind := ctlwire.ReinitLeave
 	if active {
-		kind = ReinitEnter
+		kind = ctlwire.ReinitEnter
 	}
-	reply, err := c.call(Msg{Op: OpReinit, Rank: c.info.Rank, Kind: kind})
+	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpReinit, Rank: c.info.Rank, Kind: kind})
 	if err != nil {
 		return 0, err
 	}
@@ -79,6 +81,6 @@ func (c *Client) Become(rank, inc int) {
 // (MPIX_Comm_replace): its death is a rank's failure from now on, not the
 // pool's loss.
 func (c *Client) SpareTaken() error {
-	_, err := c.call(Msg{Op: OpSpare, Rank: c.info.Rank})
+	_, err := c.call(ctlwire.Msg{Op: ctlwire.OpSpare, Rank: c.info.Rank})
 	return err
 }

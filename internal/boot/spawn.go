@@ -4,43 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // SpawnRequest is one process's part of a collective spawn
-// (MPI_Comm_spawn): every parent sends one with the same Key and Procs;
-// the root's carries the command. A parent that failed locally (its
-// context-id agreement, say) still sends one, with Error set, so that every
-// parent gets the same outcome.
-type SpawnRequest struct {
-	Key      string   // identifies the collective call: the same at every parent
-	Procs    []int    // process ids of the parents, in rank order
-	Root     bool     // this is the root's request: Command, Args and MaxProcs count
-	Command  string   // executable; "" means the job's own program
-	Args     []string // argv[1:]
-	MaxProcs int      // number of processes to start
-	Dir      string   `json:",omitempty"` // the children's working directory ("": the launcher's)
-	// Apps (at the root, MPI_Comm_spawn_multiple): the commands, each with
-	// its arguments, number of processes and directory; MaxProcs is then
-	// their sum, and Command, Args and Dir are not used. The children are
-	// numbered in the order of Apps, each knowing its command's index
-	// (EnvAppNum).
-	Apps   []SpawnApp `json:",omitempty"`
-	Pairs  []int      // the context pairs of the intercommunicator (2)
-	Error  string     // non-empty: this parent cannot take part; the spawn fails everywhere
-	Failed []int      // with Error: the parents this one knows failed (its Error is a process failure)
-	// Spares (at the root): the new processes are spares (EnvSpares = MaxProcs):
-	// they wait inside Init for an activation (MPIX_Comm_replace when no
-	// spare of the job is left) instead of running as a spawned world.
-	Spares bool `json:",omitempty"`
-}
+// (MPI_Comm_spawn), Client.Spawn's argument: ctlwire's, under the name the
+// rank's runtime uses.
+type SpawnRequest = ctlwire.SpawnRequest
 
-// SpawnApp is one command of a SpawnRequest's Apps.
-type SpawnApp struct {
-	Command  string
-	Args     []string `json:",omitempty"`
-	MaxProcs int
-	Dir      string `json:",omitempty"`
-}
+// SpawnApp is one command of a SpawnRequest's Apps
+// (MPI_Comm_spawn_multiple).
+type SpawnApp = ctlwire.SpawnApp
 
 // SpawnError is the launcher's refusal of a spawn: a parent failed or
 // reported an error, or a child could not start or died before it
@@ -66,7 +41,7 @@ func (c *Client) Spawn(req SpawnRequest) ([]Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boot: encode spawn request: %w", err)
 	}
-	reply, err := c.call(Msg{Op: OpSpawn, Rank: c.info.Rank, Reason: string(b)})
+	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpSpawn, Rank: c.info.Rank, Reason: string(b)})
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
@@ -139,7 +139,7 @@ func rogueRun(t *testing.T, prog, tr string) {
 	if len(evs) != 3 {
 		t.Fatalf("event sockets in %s: %v", dir, evs)
 	}
-	forged, _ := json.Marshal(boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: 1, Reason: "forged"})
+	forged, _ := json.Marshal(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: 1, Reason: "forged"})
 	for _, ev := range evs {
 		dc, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: ev, Net: "unixgram"})
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
@@ -125,8 +125,8 @@ func TestControlAuth(t *testing.T) {
 	addr := ln.Addr().String()
 
 	c0 := dialAuth(t, addr, key, 0)
-	c0.req(boot.Msg{Op: boot.OpHello, Job: "job", Rank: 0})
-	if m := c0.next(); m.Op != boot.OpHello {
+	c0.req(ctlwire.Msg{Op: ctlwire.OpHello, Job: "job", Rank: 0})
+	if m := c0.next(); m.Op != ctlwire.OpHello {
 		t.Fatalf("hello reply %+v", m)
 	}
 
@@ -183,15 +183,15 @@ func TestControlAuth(t *testing.T) {
 	// The real rank 1; both fence: the next message each gets is the
 	// fence's reply (a fake failure notice would have come first).
 	c1 := dialAuth(t, addr, key, 1)
-	c1.req(boot.Msg{Op: boot.OpHello, Job: "job", Rank: 1})
-	if m := c1.next(); m.Op != boot.OpHello {
+	c1.req(ctlwire.Msg{Op: ctlwire.OpHello, Job: "job", Rank: 1})
+	if m := c1.next(); m.Op != ctlwire.OpHello {
 		t.Fatalf("hello reply %+v", m)
 	}
 	for i, c := range []*ctlClient{c0, c1} {
-		c.req(boot.Msg{Op: boot.OpFence, Rank: i, KV: map[string]string{boot.EndpointKey(i): "x"}})
+		c.req(ctlwire.Msg{Op: ctlwire.OpFence, Rank: i, KV: map[string]string{ctlwire.EndpointKey(i): "x"}})
 	}
 	for _, c := range []*ctlClient{c0, c1} {
-		if m := c.next(); m.Op != boot.OpFence || len(m.KV) != 2 {
+		if m := c.next(); m.Op != ctlwire.OpFence || len(m.KV) != 2 {
 			t.Fatalf("fence: %+v", m)
 		}
 	}
@@ -235,8 +235,8 @@ func FuzzControlRequest(f *testing.F) {
 // kind added elsewhere (the name service's "name") and missing from
 // decodeRequest would close the rank's control connection.
 func TestDecodeRequestAcceptsEveryRankRequest(t *testing.T) {
-	for _, op := range []string{boot.OpHello, boot.OpFence, boot.OpFinalize, boot.OpAbort, boot.OpReinit,
-		boot.OpRejoin, boot.OpSpawn, boot.OpSuspect, boot.OpName} {
+	for _, op := range []string{ctlwire.OpHello, ctlwire.OpFence, ctlwire.OpFinalize, ctlwire.OpAbort, ctlwire.OpReinit,
+		ctlwire.OpRejoin, ctlwire.OpSpawn, ctlwire.OpSuspect, ctlwire.OpName} {
 		line := []byte(`{"op":"` + op + `","id":1,"rank":1}`)
 		if _, err := decodeRequest(line, 1); err != nil {
 			t.Errorf("%s: %v", op, err)

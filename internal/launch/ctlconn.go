@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
@@ -47,7 +47,7 @@ func newCtlConn(nc net.Conn) *ctlConn {
 }
 
 // encodeLine is the wire form of m: one JSON line.
-func encodeLine(m boot.Msg) []byte {
+func encodeLine(m ctlwire.Msg) []byte {
 	b, err := json.Marshal(m)
 	if err != nil {
 		panic(fmt.Sprintf("launch: encode %+v: %v", m, err)) // plain data: cannot happen
@@ -55,7 +55,7 @@ func encodeLine(m boot.Msg) []byte {
 	return append(b, '\n')
 }
 
-func (c *ctlConn) send(m boot.Msg) { c.sendLine(encodeLine(m)) }
+func (c *ctlConn) send(m ctlwire.Msg) { c.sendLine(encodeLine(m)) }
 
 // sendLine sends an encoded message; line may be shared by several
 // connections and is never modified.
@@ -229,8 +229,8 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 // decodeRequest parses and validates one request line of a connection
 // that proved process id proc (-1: not authenticated): well-formed JSON,
 // a request id, a known operation, and a hello in the name of proc.
-func decodeRequest(line []byte, proc int) (boot.Msg, error) {
-	var m boot.Msg
+func decodeRequest(line []byte, proc int) (ctlwire.Msg, error) {
+	var m ctlwire.Msg
 	if err := json.Unmarshal(line, &m); err != nil {
 		return m, fmt.Errorf("malformed message: %v", err)
 	}
@@ -238,11 +238,11 @@ func decodeRequest(line []byte, proc int) (boot.Msg, error) {
 		return m, fmt.Errorf("request %q without id", m.Op)
 	}
 	switch m.Op {
-	case boot.OpHello:
+	case ctlwire.OpHello:
 		if proc >= 0 && m.Rank != proc {
 			return m, fmt.Errorf("hello as process %d on a connection authenticated as process %d", m.Rank, proc)
 		}
-	case boot.OpFence, boot.OpFinalize, boot.OpAbort, boot.OpReinit, boot.OpRejoin, boot.OpSpawn, boot.OpSuspect, boot.OpName, boot.OpSpare, boot.OpHangDone:
+	case ctlwire.OpFence, ctlwire.OpFinalize, ctlwire.OpAbort, ctlwire.OpReinit, ctlwire.OpRejoin, ctlwire.OpSpawn, ctlwire.OpSuspect, ctlwire.OpName, ctlwire.OpSpare, ctlwire.OpHangDone:
 	default:
 		return m, fmt.Errorf("unknown request %q", m.Op)
 	}

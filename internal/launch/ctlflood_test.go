@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/acceptloop"
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -83,8 +83,8 @@ func TestControlListenerFlood(t *testing.T) {
 		t.Fatalf("a rank after the flood: %v\nlog:\n%s", err, log.String())
 	}
 	c := &ctlClient{t: t, nc: nc, r: bufio.NewReader(nc)}
-	c.req(boot.Msg{Op: boot.OpHello, Job: "job", Rank: 0})
-	if m := c.next(); m.Op != boot.OpHello {
+	c.req(ctlwire.Msg{Op: ctlwire.OpHello, Job: "job", Rank: 0})
+	if m := c.next(); m.Op != ctlwire.OpHello {
 		t.Fatalf("hello reply %+v", m)
 	}
 

@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
 )
 
 // The hang report (issue 23, package mpi's hang.go): the ranks make it
 // among themselves; the launcher only asks for one (--timeout before the
-// kill, SIGQUIT to ftmpirun) with a boot.EventHang to every rank, and
-// waits until the rank that makes it says so (boot.OpHangDone, kind
+// kill, SIGQUIT to ftmpirun) with a ctlwire.EventHang to every rank, and
+// waits until the rank that makes it says so (ctlwire.OpHangDone, kind
 // started; at most hangStartWait) and then that it is written (at most
 // hangReportWait). --hang-timeout and --hang-action are the ranks'
 // FTMPI_HANG_TIMEOUT and FTMPI_HANG_ACTION.
@@ -64,7 +64,7 @@ func (h *head) askHangReport(reason string) bool {
 	for id := range h.conns {
 		to = append(to, id)
 	}
-	h.notify(to, boot.Msg{Op: boot.OpEvent, Kind: boot.EventHang, Reason: reason})
+	h.notify(to, ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventHang, Reason: reason})
 	h.mu.Unlock()
 	tm := time.NewTimer(hangStartWait)
 	defer tm.Stop()
@@ -87,13 +87,13 @@ func (h *head) askHangReport(reason string) bool {
 	return false
 }
 
-// hangDone is the reporter's OpHangDone of kind (boot.HangStarted,
-// boot.HangWritten).
+// hangDone is the reporter's OpHangDone of kind (ctlwire.HangStarted,
+// ctlwire.HangWritten).
 func (h *head) hangDone(kind string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ch := &h.hang.done
-	if kind == boot.HangStarted {
+	if kind == ctlwire.HangStarted {
 		ch = &h.hang.started
 	}
 	if *ch != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/acceptloop"
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
@@ -346,7 +347,7 @@ func (h *head) execute(a policy.Action) {
 // 1.5 ms after the first); the others, and any datagram the kernel did not
 // take, get it on the control connection, directly when its writer is
 // idle.
-func (h *head) notify(to []policy.Conn, msg boot.Msg) {
+func (h *head) notify(to []policy.Conn, msg ctlwire.Msg) {
 	line := encodeLine(msg)
 	var dgram []*ctlConn
 	for _, id := range to {
@@ -605,7 +606,7 @@ func (h *head) readLoop(c *ctlConn, proc int, p *acceptloop.Pending) {
 		m, err := decodeRequest(line, proc)
 		if err != nil {
 			h.out.logf("closed the control connection of process %d: %v", proc, err)
-			c.send(boot.Msg{Op: boot.OpError, Error: err.Error()})
+			c.send(ctlwire.Msg{Op: ctlwire.OpError, Error: err.Error()})
 			return
 		}
 		if p != nil {
@@ -614,16 +615,16 @@ func (h *head) readLoop(c *ctlConn, proc int, p *acceptloop.Pending) {
 			}
 			p = nil
 		}
-		if m.Op == boot.OpName {
+		if m.Op == ctlwire.OpName {
 			c.send(h.names.Serve(m))
 			continue
 		}
-		if m.Op == boot.OpHangDone {
+		if m.Op == ctlwire.OpHangDone {
 			h.hangDone(m.Kind)
-			c.send(boot.Msg{Op: boot.OpHangDone, ID: m.ID})
+			c.send(ctlwire.Msg{Op: ctlwire.OpHangDone, ID: m.ID})
 			continue
 		}
-		if m.Op == boot.OpHello {
+		if m.Op == ctlwire.OpHello {
 			a := eventAddr(m.KV[boot.HelloEventAddr]) // before the hello is answered: events may follow at once
 			h.mu.Lock()
 			c.evAddr = a
@@ -634,25 +635,25 @@ func (h *head) readLoop(c *ctlConn, proc int, p *acceptloop.Pending) {
 }
 
 // requestEvent is the policy event of request m on connection id.
-func requestEvent(id policy.Conn, m boot.Msg) policy.Event {
+func requestEvent(id policy.Conn, m ctlwire.Msg) policy.Event {
 	switch m.Op {
-	case boot.OpHello:
+	case ctlwire.OpHello:
 		return policy.Hello{Conn: id, ID: m.ID, Job: m.Job, Rank: m.Rank, Incarnation: m.Incarnation, Pid: m.Pid}
-	case boot.OpFence:
+	case ctlwire.OpFence:
 		return policy.Fence{Conn: id, ID: m.ID, KV: m.KV}
-	case boot.OpFinalize:
+	case ctlwire.OpFinalize:
 		return policy.Finalize{Conn: id, ID: m.ID}
-	case boot.OpAbort:
+	case ctlwire.OpAbort:
 		return policy.Abort{Conn: id, ID: m.ID, Code: m.Code, Reason: m.Reason, Fatal: m.Fatal}
-	case boot.OpReinit:
+	case ctlwire.OpReinit:
 		return policy.ReinitActive{Conn: id, ID: m.ID, Kind: m.Kind}
-	case boot.OpRejoin:
+	case ctlwire.OpRejoin:
 		return policy.Rejoin{Conn: id, ID: m.ID, Epoch: m.Epoch, KV: m.KV}
-	case boot.OpSpawn:
+	case ctlwire.OpSpawn:
 		return policy.Spawn{Conn: id, ID: m.ID, Request: m.Reason}
-	case boot.OpSuspect:
+	case ctlwire.OpSuspect:
 		return policy.Suspect{Conn: id, ID: m.ID, Rank: m.Rank, Incarnation: m.Incarnation, Reason: m.Reason}
-	case boot.OpSpare:
+	case ctlwire.OpSpare:
 		return policy.SpareTaken{Conn: id, ID: m.ID}
 	default:
 		return policy.Unknown{Conn: id, ID: m.ID, Op: m.Op}
@@ -735,7 +736,7 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 		base, k := st.Base, st.K
 		apps := st.Apps // MPI_Comm_spawn_multiple's commands; else the one command
 		if len(apps) == 0 {
-			apps = []boot.SpawnApp{{Command: st.Command, Args: st.Args, MaxProcs: k, Dir: st.Dir}}
+			apps = []ctlwire.SpawnApp{{Command: st.Command, Args: st.Args, MaxProcs: k, Dir: st.Dir}}
 		}
 		paths := make([]string, len(apps))
 		var err error

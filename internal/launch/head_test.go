@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
 
@@ -34,14 +34,14 @@ func dialHead(t *testing.T, addr string, job string, rank, pid int) *ctlClient {
 	}
 	t.Cleanup(func() { nc.Close() })
 	c := &ctlClient{t: t, nc: nc, r: bufio.NewReader(nc)}
-	c.req(boot.Msg{Op: boot.OpHello, Job: job, Rank: rank, Pid: pid})
-	if m := c.next(); m.Op != boot.OpHello {
+	c.req(ctlwire.Msg{Op: ctlwire.OpHello, Job: job, Rank: rank, Pid: pid})
+	if m := c.next(); m.Op != ctlwire.OpHello {
 		t.Fatalf("hello reply %+v", m)
 	}
 	return c
 }
 
-func (c *ctlClient) req(m boot.Msg) {
+func (c *ctlClient) req(m ctlwire.Msg) {
 	c.t.Helper()
 	c.id++
 	m.ID = c.id
@@ -52,14 +52,14 @@ func (c *ctlClient) req(m boot.Msg) {
 }
 
 // next reads the next message (every wait is bounded).
-func (c *ctlClient) next() boot.Msg {
+func (c *ctlClient) next() ctlwire.Msg {
 	c.t.Helper()
 	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, err := c.r.ReadBytes('\n')
 	if err != nil {
 		c.t.Fatalf("read: %v", err)
 	}
-	var m boot.Msg
+	var m ctlwire.Msg
 	if err := json.Unmarshal(line, &m); err != nil {
 		c.t.Fatalf("bad line %q: %v", line, err)
 	}
@@ -117,29 +117,29 @@ func TestSuspectOfDeadRankNotifiesEveryoneAtOnce(t *testing.T) {
 	c1 := dialHead(t, addr, "job", 1, 0)
 	dialHead(t, addr, "job", 2, dead)
 
-	c0.req(boot.Msg{Op: boot.OpSuspect, Rank: 2, Reason: "connection broken"})
+	c0.req(ctlwire.Msg{Op: ctlwire.OpSuspect, Rank: 2, Reason: "connection broken"})
 	for _, c := range []*ctlClient{c0, c1} {
-		var ev boot.Msg
-		for ev.Op != boot.OpEvent {
-			if ev = c.next(); ev.Op != boot.OpEvent && ev.Op != boot.OpSuspect {
+		var ev ctlwire.Msg
+		for ev.Op != ctlwire.OpEvent {
+			if ev = c.next(); ev.Op != ctlwire.OpEvent && ev.Op != ctlwire.OpSuspect {
 				t.Fatalf("unexpected %+v", ev)
 			}
 		}
-		if ev.Kind != boot.EventFailed || ev.Rank != 2 || !strings.Contains(ev.Reason, "declared failed by rank 0: connection broken") {
+		if ev.Kind != ctlwire.EventFailed || ev.Rank != 2 || !strings.Contains(ev.Reason, "declared failed by rank 0: connection broken") {
 			t.Fatalf("event %+v", ev)
 		}
 	}
 	// A rank that connects after the notice still learns of the failure.
 	c3 := dialHead(t, addr, "job", 3, 0)
-	if ev := c3.next(); ev.Op != boot.OpEvent || ev.Kind != boot.EventFailed || ev.Rank != 2 {
+	if ev := c3.next(); ev.Op != ctlwire.OpEvent || ev.Kind != ctlwire.EventFailed || ev.Rank != 2 {
 		t.Fatalf("late rank: %+v", ev)
 	}
 	// The reaped death: no second event. A request sent after it is
 	// answered next, so a duplicate event would be read first.
 	h.Exited(ExitReport{Rank: 2, Pid: dead, Signal: syscall.SIGKILL})
 	for _, c := range []*ctlClient{c1, c3} {
-		c.req(boot.Msg{Op: boot.OpSuspect, Rank: 2}) // answered at once: rank 2 is gone
-		if m := c.next(); m.Op != boot.OpSuspect {
+		c.req(ctlwire.Msg{Op: ctlwire.OpSuspect, Rank: 2}) // answered at once: rank 2 is gone
+		if m := c.next(); m.Op != ctlwire.OpSuspect {
 			t.Fatalf("after the reaped death: %+v, want the reply to the request", m)
 		}
 	}
@@ -161,12 +161,12 @@ func TestSuspectOfDeadRankAbortModeNoEvent(t *testing.T) {
 	c0 := dialHead(t, addr, "job", 0, 0)
 	c1 := dialHead(t, addr, "job", 1, 0)
 	dialHead(t, addr, "job", 2, dead)
-	c0.req(boot.Msg{Op: boot.OpSuspect, Rank: 2, Reason: "connection broken"})
-	if m := c0.next(); m.Op != boot.OpSuspect {
+	c0.req(ctlwire.Msg{Op: ctlwire.OpSuspect, Rank: 2, Reason: "connection broken"})
+	if m := c0.next(); m.Op != ctlwire.OpSuspect {
 		t.Fatalf("suspect reply %+v", m)
 	}
-	c1.req(boot.Msg{Op: boot.OpSuspect, Rank: 1})
-	if m := c1.next(); m.Op != boot.OpError || !strings.Contains(m.Error, "suspects itself") {
+	c1.req(ctlwire.Msg{Op: ctlwire.OpSuspect, Rank: 1})
+	if m := c1.next(); m.Op != ctlwire.OpError || !strings.Contains(m.Error, "suspects itself") {
 		t.Fatalf("%+v, want the reply to the request (no event)", m)
 	}
 }
@@ -233,15 +233,15 @@ func TestFailedEventByDatagram(t *testing.T) {
 		h.mu.Unlock()
 		t.Fatalf("event address %q not accepted", ev1.LocalAddr())
 	}
-	h.notify([]policy.Conn{1, 2}, boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: 0, Reason: "rank 0 (pid 1234) killed: declared failed by rank 1: connection broken"})
+	h.notify([]policy.Conn{1, 2}, ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: 0, Reason: "rank 0 (pid 1234) killed: declared failed by rank 1: connection broken"})
 	h.mu.Unlock()
 
-	parse := func(b []byte) boot.Msg {
-		var m boot.Msg
+	parse := func(b []byte) ctlwire.Msg {
+		var m ctlwire.Msg
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatalf("bad event %q: %v", b, err)
 		}
-		if m.Op != boot.OpEvent || m.Kind != boot.EventFailed || m.Rank != 0 || !strings.Contains(m.Reason, "connection broken") {
+		if m.Op != ctlwire.OpEvent || m.Kind != ctlwire.EventFailed || m.Rank != 0 || !strings.Contains(m.Reason, "connection broken") {
 			t.Fatalf("event %+v", m)
 		}
 		return m
@@ -259,13 +259,13 @@ func TestFailedEventByDatagram(t *testing.T) {
 	}
 	parse(line)
 	// Rank 1's control connection carries the next message, not the event.
-	ends[1].cc.send(boot.Msg{Op: boot.OpHello, ID: 9})
+	ends[1].cc.send(ctlwire.Msg{Op: ctlwire.OpHello, ID: 9})
 	line, err = ends[1].r.ReadBytes('\n')
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m boot.Msg
-	if json.Unmarshal(line, &m); m.Op != boot.OpHello || m.ID != 9 {
+	var m ctlwire.Msg
+	if json.Unmarshal(line, &m); m.Op != ctlwire.OpHello || m.ID != 9 {
 		t.Fatalf("rank 1's control connection: %q, want only the later message", line)
 	}
 }
@@ -293,8 +293,8 @@ func TestSuspectOfLiveRankWithoutPidIsRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	c0 := dialHead(t, addr, "job", 0, 0)
 	dialHead(t, addr, "job", 1, 0) // the sleeping process's rank, no pid said
-	c0.req(boot.Msg{Op: boot.OpSuspect, Rank: 1, Reason: "no heartbeat"})
-	if m := c0.next(); m.Op != boot.OpError || !strings.Contains(m.Error, fmt.Sprintf("suspect: rank 1 is alive (process %d ", agent.Pid(1, 0))) {
+	c0.req(ctlwire.Msg{Op: ctlwire.OpSuspect, Rank: 1, Reason: "no heartbeat"})
+	if m := c0.next(); m.Op != ctlwire.OpError || !strings.Contains(m.Error, fmt.Sprintf("suspect: rank 1 is alive (process %d ", agent.Pid(1, 0))) {
 		t.Fatalf("%+v, want the refusal", m)
 	}
 	if agent.Pid(1, 0) == 0 {

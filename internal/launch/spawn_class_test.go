@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // A parent whose part of a spawn failed on a process failure reports the
@@ -30,21 +30,21 @@ func TestSpawnParentReportedFailureIsAFailure(t *testing.T) {
 	dialHead(t, addr, "job", 1, 0) // alive as far as the launcher knows
 	c2 := dialHead(t, addr, "job", 2, 0)
 
-	spawn := func(c *ctlClient, req boot.SpawnRequest) boot.Msg {
+	spawn := func(c *ctlClient, req ctlwire.SpawnRequest) ctlwire.Msg {
 		t.Helper()
 		b, _ := json.Marshal(req)
-		c.req(boot.Msg{Op: boot.OpSpawn, Reason: string(b)})
+		c.req(ctlwire.Msg{Op: ctlwire.OpSpawn, Reason: string(b)})
 		m := c.next()
-		if m.Op != boot.OpSpawn {
+		if m.Op != ctlwire.OpSpawn {
 			t.Fatalf("reply %+v, want a spawn reply", m)
 		}
 		return m
 	}
 	procs := []int{0, 1, 2}
-	r0 := spawn(c0, boot.SpawnRequest{Key: "k", Procs: procs, Root: true, MaxProcs: 1, Pairs: []int{8, 9},
+	r0 := spawn(c0, ctlwire.SpawnRequest{Key: "k", Procs: procs, Root: true, MaxProcs: 1, Pairs: []int{8, 9},
 		Error: "MPI_ERR_PROC_FAILED: a participant of the collective operation failed", Failed: []int{1}})
-	r2 := spawn(c2, boot.SpawnRequest{Key: "k", Procs: procs, Pairs: []int{8, 9}})
-	for i, r := range []boot.Msg{r0, r2} {
+	r2 := spawn(c2, ctlwire.SpawnRequest{Key: "k", Procs: procs, Pairs: []int{8, 9}})
+	for i, r := range []ctlwire.Msg{r0, r2} {
 		if r.Error == "" || !slices.Equal(r.Failed, []int{1}) {
 			t.Fatalf("reply %d: %+v, want an error with failed [1]", i, r)
 		}

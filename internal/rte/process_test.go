@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -25,21 +26,21 @@ type launcher struct {
 	enc *json.Encoder
 }
 
-func (l *launcher) read() boot.Msg {
+func (l *launcher) read() ctlwire.Msg {
 	l.t.Helper()
 	l.c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	line, err := l.r.ReadBytes('\n')
 	if err != nil {
 		l.t.Fatalf("launcher: read: %v", err)
 	}
-	var m boot.Msg
+	var m ctlwire.Msg
 	if err := json.Unmarshal(line, &m); err != nil {
 		l.t.Fatal(err)
 	}
 	return m
 }
 
-func (l *launcher) send(m boot.Msg) {
+func (l *launcher) send(m ctlwire.Msg) {
 	l.t.Helper()
 	if err := l.enc.Encode(m); err != nil {
 		l.t.Fatalf("launcher: write: %v", err)
@@ -94,10 +95,10 @@ func connect(t *testing.T, lost chan struct{}) (*Process[world], *launcher) {
 		t.Fatal(err)
 	}
 	l := &launcher{t: t, c: c, r: bufio.NewReader(c), enc: json.NewEncoder(c)}
-	if m := l.read(); m.Op != boot.OpHello {
+	if m := l.read(); m.Op != ctlwire.OpHello {
 		t.Fatalf("first message %+v", m)
 	}
-	l.send(boot.Msg{Op: boot.OpHello, ID: 1})
+	l.send(ctlwire.Msg{Op: ctlwire.OpHello, ID: 1})
 	r := recv(t, ch, "Connect")
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -118,11 +119,11 @@ func TestWatcherTurnsEventsIntoHooks(t *testing.T) {
 	if p.Current() != w {
 		t.Fatal("Start did not make the World current")
 	}
-	l.send(boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: 1, Reason: "killed"})
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: 1, Reason: "killed"})
 	if r := recv(t, w.failed, "failure"); r != 1 {
 		t.Fatalf("FailPeer(%d), want 1", r)
 	}
-	l.send(boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: 1, Epoch: 3, Reason: "killed"})
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventReinit, Rank: 1, Epoch: 3, Reason: "killed"})
 	if reason := recv(t, w.ended, "epoch end"); !strings.Contains(reason, "rank 1 failed (killed)") {
 		t.Fatalf("EndEpoch(%q)", reason)
 	}
@@ -131,8 +132,8 @@ func TestWatcherTurnsEventsIntoHooks(t *testing.T) {
 	}
 	// An older epoch, then a failure as a marker: the events are handled
 	// in order, so when the marker arrives the old epoch was ignored.
-	l.send(boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: 1, Epoch: 2, Reason: "late"})
-	l.send(boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: 1, Reason: "marker"})
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventReinit, Rank: 1, Epoch: 2, Reason: "late"})
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: 1, Reason: "marker"})
 	recv(t, w.failed, "marker")
 	select {
 	case r := <-w.ended:
@@ -212,17 +213,17 @@ func TestOpenEpochExchange(t *testing.T) {
 		ch <- res{n, err}
 	}()
 	m := l.read()
-	if m.Op != boot.OpFence {
+	if m.Op != ctlwire.OpFence {
 		t.Fatalf("expected a fence, got %+v", m)
 	}
 	var ep boot.Endpoint
-	if err := json.Unmarshal([]byte(m.KV[boot.EndpointKey(0)]), &ep); err != nil {
+	if err := json.Unmarshal([]byte(m.KV[ctlwire.EndpointKey(0)]), &ep); err != nil {
 		t.Fatal(err)
 	}
 	if ep.Addrs["tcp"] == "" || ep.Addrs["unix"] != "" {
 		t.Fatalf("Transport tcp, published endpoint %+v", ep)
 	}
-	l.send(boot.Msg{Op: boot.OpFence, ID: m.ID, KV: m.KV}) // process 1 never published
+	l.send(ctlwire.Msg{Op: ctlwire.OpFence, ID: m.ID, KV: m.KV}) // process 1 never published
 	r := recv(t, ch, "OpenEpoch")
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -284,8 +285,8 @@ func TestOpenEpochConnectTimeout(t *testing.T) {
 	}()
 	m := l.read()
 	ep1, _ := json.Marshal(boot.Endpoint{Rank: 1, Host: "h", Addrs: map[string]string{"unix": mute.Addr().String()}})
-	m.KV[boot.EndpointKey(1)] = string(ep1)
-	l.send(boot.Msg{Op: boot.OpFence, ID: m.ID, KV: m.KV})
+	m.KV[ctlwire.EndpointKey(1)] = string(ep1)
+	l.send(ctlwire.Msg{Op: ctlwire.OpFence, ID: m.ID, KV: m.KV})
 	r := recv(t, ch, "OpenEpoch")
 	if r.err != nil {
 		t.Fatal(r.err)

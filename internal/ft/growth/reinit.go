@@ -6,8 +6,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
 
@@ -53,7 +53,7 @@ func ReinitLauncher(n int, failed []int) (Row, error) {
 				if a.Msg.Error != "" && bad == nil {
 					bad = fmt.Errorf("policy n=%d: error reply %q", n, a.Msg.Error)
 				}
-				if a.Msg.Op == boot.OpRejoin {
+				if a.Msg.Op == ctlwire.OpRejoin {
 					kvEntries += int64(len(a.Msg.KV))
 				}
 			case policy.Check:
@@ -72,7 +72,7 @@ func ReinitLauncher(n int, failed []int) (Row, error) {
 		conn[r] = policy.Conn(r + 1)
 		rankOf[conn[r]] = r
 		run(policy.Hello{Conn: conn[r], ID: 1, Job: "growth", Rank: r, Pid: 1000 + r})
-		run(policy.ReinitActive{Conn: conn[r], ID: 2, Kind: boot.ReinitEnter})
+		run(policy.ReinitActive{Conn: conn[r], ID: 2, Kind: ctlwire.ReinitEnter})
 	}
 	setup := time.Since(t0)
 	cnt = newCounter(n + 1) // the start-up is not the operation
@@ -95,7 +95,7 @@ func ReinitLauncher(n int, failed []int) (Row, error) {
 	for r := 0; r < n; r++ {
 		cnt.send(r)
 		cnt.deliver(head)
-		run(policy.Rejoin{Conn: conn[r], ID: 3, Epoch: epoch, KV: map[string]string{boot.EpochEndpointKey(epoch, r): "ep"}})
+		run(policy.Rejoin{Conn: conn[r], ID: 3, Epoch: epoch, KV: map[string]string{ctlwire.EpochEndpointKey(epoch, r): "ep"}})
 	}
 	for r := 0; r < n; r++ {
 		cnt.deliver(r) // the rejoin answers

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
 
@@ -33,7 +33,7 @@ func StartupFence(n int) (Row, error) {
 			if a.Msg.Error != "" && bad == nil {
 				bad = fmt.Errorf("policy n=%d: error reply %q", n, a.Msg.Error)
 			}
-			if a.Msg.Op == boot.OpFence {
+			if a.Msg.Op == ctlwire.OpFence {
 				cnt.send(head)
 				cnt.deliver(int(a.Conn) - 1)
 				answers++
@@ -50,7 +50,7 @@ func StartupFence(n int) (Row, error) {
 	for r := 0; r < n; r++ {
 		cnt.send(r)
 		cnt.deliver(head)
-		run(policy.Fence{Conn: policy.Conn(r + 1), ID: 2, KV: map[string]string{boot.EndpointKey(r): "ep"}})
+		run(policy.Fence{Conn: policy.Conn(r + 1), ID: 2, KV: map[string]string{ctlwire.EndpointKey(r): "ep"}})
 	}
 	elapsed := time.Since(t0)
 	if bad != nil {

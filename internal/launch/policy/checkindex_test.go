@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // checkIndex reports whether checksOf indexes exactly the pending checks,
@@ -51,7 +51,7 @@ func reinitJob(t testing.TB, n int) *Machine {
 	m.EnableRespawn(10)
 	for r := 0; r < n; r++ {
 		m.Step(Hello{Conn: Conn(r + 1), ID: 1, Job: "j", Rank: r, Pid: 100 + r})
-		m.Step(ReinitActive{Conn: Conn(r + 1), ID: 2, Kind: boot.ReinitEnter})
+		m.Step(ReinitActive{Conn: Conn(r + 1), ID: 2, Kind: ctlwire.ReinitEnter})
 	}
 	m.Step(Exited{Exit{Rank: n / 2, Pid: 100 + n/2, Signal: syscall.SIGKILL}})
 	m.Step(Hello{Conn: Conn(n + 1), ID: 1, Job: "j", Rank: n / 2, Incarnation: 1, Pid: 9999})
@@ -79,7 +79,7 @@ func TestRejoinFenceWorkIsLinear(t *testing.T) {
 			if r == n/2 {
 				c = Conn(n + 1)
 			}
-			m.Step(Rejoin{Conn: c, ID: 3, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, r): "x"}})
+			m.Step(Rejoin{Conn: c, ID: 3, Epoch: 1, KV: map[string]string{ctlwire.EpochEndpointKey(1, r): "x"}})
 		}
 	})
 	if len(m.rejoinWait) != 0 {
@@ -103,7 +103,7 @@ func TestFenceWaitsForARespawnedRank(t *testing.T) {
 	m.EnableRespawn(10)
 	fenceDone := func(acts []Action) bool {
 		for _, a := range acts {
-			if a.Kind == Reply && a.Msg.Op == boot.OpFence {
+			if a.Kind == Reply && a.Msg.Op == ctlwire.OpFence {
 				return true
 			}
 		}
@@ -111,7 +111,7 @@ func TestFenceWaitsForARespawnedRank(t *testing.T) {
 	}
 	for r := 0; r < 3; r++ {
 		m.Step(Hello{Conn: Conn(r + 1), ID: 1, Job: "j", Rank: r, Pid: 100 + r})
-		m.Step(ReinitActive{Conn: Conn(r + 1), ID: 2, Kind: boot.ReinitEnter})
+		m.Step(ReinitActive{Conn: Conn(r + 1), ID: 2, Kind: ctlwire.ReinitEnter})
 	}
 	for r := 0; r < 3; r++ {
 		if done := fenceDone(m.Step(Fence{Conn: Conn(r + 1), ID: 3})); done != (r == 2) {

@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // Conn names one control connection; the shell numbers them from 1.
@@ -14,7 +14,7 @@ type Conn int
 // Event is an input of the Machine.
 type Event interface{ isEvent() }
 
-// Hello: a process connected (boot.OpHello).
+// Hello: a process connected (ctlwire.OpHello).
 type Hello struct {
 	Conn        Conn
 	ID          uint64
@@ -25,7 +25,7 @@ type Hello struct {
 }
 
 // Fence: a rank entered the key-value fence (put, fence and get in one:
-// boot.OpFence).
+// ctlwire.OpFence).
 type Fence struct {
 	Conn Conn
 	ID   uint64
@@ -39,7 +39,7 @@ type Finalize struct {
 }
 
 // Abort: a rank called Abort. Fatal marks the abort of a fatal error under
-// MPI_ERRORS_ARE_FATAL (boot.Msg.Fatal): the consequence of an error the
+// MPI_ERRORS_ARE_FATAL (ctlwire.Msg.Fatal): the consequence of an error the
 // program did not choose to abort on, usually another process's failure,
 // whose own end then gives the job's exit code (see Machine.ExitCode).
 type Abort struct {
@@ -78,8 +78,8 @@ type SpareTaken struct {
 	ID   uint64
 }
 
-// ReinitActive: a rank entered (Kind boot.ReinitEnter) or left
-// (boot.ReinitLeave) MPI_Reinit.
+// ReinitActive: a rank entered (Kind ctlwire.ReinitEnter) or left
+// (ctlwire.ReinitLeave) MPI_Reinit.
 type ReinitActive struct {
 	Conn Conn
 	ID   uint64
@@ -95,7 +95,7 @@ type Rejoin struct {
 }
 
 // Spawn: a parent's part of a collective spawn (Request: a JSON
-// boot.SpawnRequest, as on the wire).
+// ctlwire.SpawnRequest, as on the wire).
 type Spawn struct {
 	Conn    Conn
 	ID      uint64
@@ -283,7 +283,7 @@ type Action struct {
 	Kind           ActionKind
 	Conn           Conn
 	To             []Conn
-	Msg            boot.Msg
+	Msg            ctlwire.Msg
 	Token          uint64
 	Rank           int
 	Incarnation    int
@@ -302,13 +302,13 @@ type Action struct {
 
 // ChildrenStart describes the processes of a spawn: process ids Base to
 // Base+K-1, started with the root's command and arguments ("" is the job's
-// program), told their parents through Parent (boot.FormatParent).
+// program), told their parents through Parent (ctlwire.FormatParent).
 type ChildrenStart struct {
 	Base, K int
 	Command string
 	Args    []string
-	Dir     string          // the working directory of the children ("": the launcher's)
-	Apps    []boot.SpawnApp // MPI_Comm_spawn_multiple's commands (K is their sum); Command, Args and Dir are then unused
+	Dir     string             // the working directory of the children ("": the launcher's)
+	Apps    []ctlwire.SpawnApp // MPI_Comm_spawn_multiple's commands (K is their sum); Command, Args and Dir are then unused
 	Parent  string
 	Hosts   []int // the host index of each child (a host with a free slot)
 	Spares  bool  // the children are spares (boot.EnvSpares = K): a repair takes them

@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // hostJob: 6 ranks, two per host on h0 h1 h2, all connected.
@@ -36,7 +36,7 @@ func TestHostLostFailsItsRanks(t *testing.T) {
 			if sawLog {
 				t.Fatalf("notification after a log line: %v", acts)
 			}
-			if a.Msg.Kind != boot.EventFailed {
+			if a.Msg.Kind != ctlwire.EventFailed {
 				t.Fatalf("unexpected event %+v", a.Msg)
 			}
 			told[a.Msg.Rank] = append(told[a.Msg.Rank], a.To...)
@@ -79,7 +79,7 @@ func TestHostLostFailsItsRanks(t *testing.T) {
 func TestHostLostReinitRespawnsElsewhere(t *testing.T) {
 	m := hostJob(t, ModeReinit)
 	for r := 0; r < 6; r++ {
-		m.Step(ReinitActive{Conn: Conn(r + 1), ID: 2, Kind: boot.ReinitEnter})
+		m.Step(ReinitActive{Conn: Conn(r + 1), ID: 2, Kind: ctlwire.ReinitEnter})
 	}
 	acts := m.Step(HostLost{Host: 2, Reason: "connection lost"})
 	var hosts []int

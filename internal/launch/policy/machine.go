@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // Mode is the failure policy (ftmpirun --on-failure).
@@ -35,7 +35,7 @@ type Config struct {
 	// spare is no failure of the job (the pool shrinks; the ranks are
 	// told, so they drop it); reinit mode takes a waiting spare instead of
 	// respawning a failed rank (Adopt), and respawns once none is left;
-	// the waiting spares are released (boot.EventRelease) once every other
+	// the waiting spares are released (ctlwire.EventRelease) once every other
 	// process has finalized or is gone.
 	Spares int
 }
@@ -258,7 +258,7 @@ func (m *Machine) Step(ev Event) []Action {
 				p.spare = false
 				m.vlogf("spare process %d taken by a repair of the ranks; %d spares left", r, m.sparesLeft())
 			}
-			m.reply(e.Conn, boot.Msg{Op: boot.OpSpare, ID: e.ID})
+			m.reply(e.Conn, ctlwire.Msg{Op: ctlwire.OpSpare, ID: e.ID})
 		}
 	case Unknown:
 		if _, ok := m.rank(e.Conn, e.ID); ok {
@@ -316,14 +316,14 @@ func (m *Machine) emit(a ...Action) { m.out = append(m.out, a...) }
 
 // reply answers a request; a check the launcher started itself (conn 0,
 // see checkOthers) has nobody to answer.
-func (m *Machine) reply(c Conn, msg boot.Msg) {
+func (m *Machine) reply(c Conn, msg ctlwire.Msg) {
 	if c != 0 {
 		m.emit(Action{Kind: Reply, Conn: c, Msg: msg})
 	}
 }
 
 func (m *Machine) replyErr(c Conn, id uint64, format string, args ...any) {
-	m.reply(c, boot.Msg{Op: boot.OpError, ID: id, Error: fmt.Sprintf(format, args...)})
+	m.reply(c, ctlwire.Msg{Op: ctlwire.OpError, ID: id, Error: fmt.Sprintf(format, args...)})
 }
 
 func (m *Machine) logf(format string, args ...any) {
@@ -385,7 +385,7 @@ func (m *Machine) hello(e Hello) {
 	}
 	p.conn = e.Conn
 	m.conns[e.Conn] = e.Rank
-	m.reply(e.Conn, boot.Msg{Op: boot.OpHello, ID: e.ID, Rank: e.Rank})
+	m.reply(e.Conn, ctlwire.Msg{Op: ctlwire.OpHello, ID: e.ID, Rank: e.Rank})
 	// Failures that happened before this rank connected (an early injected
 	// kill, say): every survivor learns of every failure.
 	told := make([]int, 0, len(m.everFailed))
@@ -401,25 +401,25 @@ func (m *Machine) hello(e Hello) {
 	// A spare that connects after the release is released at once.
 	if p.spare && m.sparesReleased() {
 		p.released = true
-		m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventRelease, Rank: e.Rank}})
+		m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventRelease, Rank: e.Rank}})
 		return
 	}
 	// Likewise a Reinit epoch that began before this rank connected.
 	if m.epoch > 0 && p.rejoined < m.epoch && !p.spare {
-		m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: -1, Epoch: m.epoch, Reason: "a rank failed before this one connected"}})
+		m.emit(Action{Kind: Notify, To: []Conn{e.Conn}, Msg: ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventReinit, Rank: -1, Epoch: m.epoch, Reason: "a rank failed before this one connected"}})
 	}
 }
 
 // failedEvent is the failed event of process r for the survivors: how it
 // died, or, before its death was reaped (a suspicion found it dead or
 // stopped, and it is being killed), why it was killed.
-func (m *Machine) failedEvent(r int) boot.Msg {
+func (m *Machine) failedEvent(r int) ctlwire.Msg {
 	p := &m.procs[r]
 	if !p.gone {
 		how := fmt.Sprintf("rank %d (pid %d) killed: %s", r, p.pid, p.killedBy)
-		return boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: r, Incarnation: p.inc, Reason: how}
+		return ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: r, Incarnation: p.inc, Reason: how}
 	}
-	return boot.Msg{Op: boot.OpEvent, Kind: boot.EventFailed, Rank: r, Incarnation: p.exit.Incarnation, Reason: m.how(r, p.exit)}
+	return ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: r, Incarnation: p.exit.Incarnation, Reason: m.how(r, p.exit)}
 }
 
 // how describes the death e of process r for messages.
@@ -465,7 +465,7 @@ func (m *Machine) releaseSpares() {
 	for r := range m.procs {
 		if p := &m.procs[r]; p.spare && !p.gone && !p.released && p.conn != 0 {
 			p.released = true
-			m.emit(Action{Kind: Notify, To: []Conn{p.conn}, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventRelease, Rank: r}})
+			m.emit(Action{Kind: Notify, To: []Conn{p.conn}, Msg: ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventRelease, Rank: r}})
 		}
 	}
 }
@@ -583,7 +583,7 @@ func (m *Machine) exited(e Exit) {
 		c := m.checks[tok]
 		m.dropCheck(tok)
 		for _, s := range append([]check{c}, c.more...) {
-			m.reply(s.conn, boot.Msg{Op: boot.OpSuspect, ID: s.id})
+			m.reply(s.conn, ctlwire.Msg{Op: ctlwire.OpSuspect, ID: s.id})
 		}
 		m.vlogf("not killing rank %d (%s): it is gone", c.rank, m.suspectReason(c))
 	}
@@ -653,7 +653,7 @@ func (m *Machine) checkFences() {
 			kv[k] = v
 		}
 		for _, w := range m.fenceWait[seq] {
-			m.reply(w.conn, boot.Msg{Op: boot.OpFence, ID: w.id, KV: kv, Failed: failed})
+			m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpFence, ID: w.id, KV: kv, Failed: failed})
 		}
 		delete(m.fenceWait, seq)
 		delete(m.fenceScan, seq)
@@ -676,7 +676,7 @@ func (m *Machine) checkFinalize() {
 		if r, ok := m.conns[w.conn]; ok {
 			m.procs[r].finReturned = true
 		}
-		m.reply(w.conn, boot.Msg{Op: boot.OpFinalize, ID: w.id})
+		m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpFinalize, ID: w.id})
 	}
 	m.finWait = nil
 }
@@ -685,7 +685,7 @@ func (m *Machine) abort(r int, e Abort) {
 	code := AbortCode(e.Code)
 	m.procs[r].aborted = true
 	m.lastAbort, m.aborted = code, true
-	m.reply(e.Conn, boot.Msg{Op: boot.OpAbort, ID: e.ID})
+	m.reply(e.Conn, ctlwire.Msg{Op: ctlwire.OpAbort, ID: e.ID})
 	if m.teardown(Cause{CauseAbort, code}) {
 		m.fatalAbort = e.Fatal
 		m.logf("rank %d aborted the job with code %d: %s", r, e.Code, e.Reason)
@@ -731,7 +731,7 @@ func (m *Machine) suspect(by int, e Suspect) {
 	}
 	p := &m.procs[e.Rank]
 	if e.Incarnation < p.inc {
-		m.reply(e.Conn, boot.Msg{Op: boot.OpSuspect, ID: e.ID})
+		m.reply(e.Conn, ctlwire.Msg{Op: ctlwire.OpSuspect, ID: e.ID})
 		m.vlogf("ignoring rank %d's suspicion of rank %d incarnation %d: it was respawned (incarnation %d)", by, e.Rank, e.Incarnation, p.inc)
 		return
 	}
@@ -819,7 +819,7 @@ func (m *Machine) stall() {
 	}
 	if len(m.rejoinWait) > 0 {
 		for r := range m.procs {
-			if _, ok := m.epochKV[boot.EpochEndpointKey(m.epoch, r)]; !ok {
+			if _, ok := m.epochKV[ctlwire.EpochEndpointKey(m.epoch, r)]; !ok {
 				missing[r] = true
 			}
 		}
@@ -939,7 +939,7 @@ func (m *Machine) liveness(e Liveness) {
 	}
 	m.declareFailed(c)
 	for _, s := range c.more { // killed already by the first
-		m.reply(s.conn, boot.Msg{Op: boot.OpSuspect, ID: s.id})
+		m.reply(s.conn, ctlwire.Msg{Op: ctlwire.OpSuspect, ID: s.id})
 	}
 }
 
@@ -952,7 +952,7 @@ func (m *Machine) declareFailed(c check) {
 	p := &m.procs[c.rank]
 	reason := m.suspectReason(c)
 	if m.tearing() || p.gone {
-		m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
+		m.reply(c.conn, ctlwire.Msg{Op: ctlwire.OpSuspect, ID: c.id})
 		m.vlogf("not killing rank %d (%s): it is gone or the job is ending", c.rank, reason)
 		return
 	}
@@ -960,7 +960,7 @@ func (m *Machine) declareFailed(c check) {
 		// Already killed (an injection, an earlier suspicion): it is dying.
 		m.notifyEarly(c.rank)
 		m.emit(Action{Kind: Signal, Rank: c.rank, Incarnation: p.inc, Sig: syscall.SIGKILL, Why: WhySuspect})
-		m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
+		m.reply(c.conn, ctlwire.Msg{Op: ctlwire.OpSuspect, ID: c.id})
 		m.vlogf("rank %d %s; already killed (%s)", c.rank, reason, p.killedBy)
 		return
 	}
@@ -970,7 +970,7 @@ func (m *Machine) declareFailed(c check) {
 	// processor from the launcher.
 	m.notifyEarly(c.rank)
 	m.emit(Action{Kind: Signal, Rank: c.rank, Incarnation: p.inc, Sig: syscall.SIGKILL, Why: WhySuspect})
-	m.reply(c.conn, boot.Msg{Op: boot.OpSuspect, ID: c.id})
+	m.reply(c.conn, ctlwire.Msg{Op: ctlwire.OpSuspect, ID: c.id})
 	m.logf("killing rank %d: %s", c.rank, reason)
 }
 

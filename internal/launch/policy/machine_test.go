@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 func newM(t *testing.T, n int, mode Mode) *Machine {
@@ -40,7 +40,7 @@ func connect(t *testing.T, m *Machine, ranks ...int) {
 	t.Helper()
 	for _, r := range ranks {
 		acts := m.Step(Hello{Conn: Conn(r + 1), ID: 1, Job: "job", Rank: r, Pid: 100 + r})
-		if len(acts) == 0 || acts[0].Kind != Reply || acts[0].Msg.Op != boot.OpHello {
+		if len(acts) == 0 || acts[0].Kind != Reply || acts[0].Msg.Op != ctlwire.OpHello {
 			t.Fatalf("hello of rank %d: %v", r, acts)
 		}
 	}
@@ -51,7 +51,7 @@ func connect(t *testing.T, m *Machine, ranks ...int) {
 func enterReinit(t *testing.T, m *Machine, ranks ...int) {
 	t.Helper()
 	for _, r := range ranks {
-		acts := m.Step(ReinitActive{Conn: Conn(r + 1), ID: 50, Kind: boot.ReinitEnter})
+		acts := m.Step(ReinitActive{Conn: Conn(r + 1), ID: 50, Kind: ctlwire.ReinitEnter})
 		if len(acts) != 1 || acts[0].Kind != Reply || acts[0].Msg.Error != "" {
 			t.Fatalf("enter of rank %d: %v", r, acts)
 		}
@@ -129,7 +129,7 @@ func TestFence(t *testing.T) {
 	acts := m.Step(Fence{Conn: 2, ID: 2, KV: map[string]string{"b": "1"}})
 	wantKinds(t, "complete", acts, Reply, Reply)
 	for _, a := range acts {
-		if a.Msg.Op != boot.OpFence || a.Msg.KV["a"] != "0" || a.Msg.KV["b"] != "1" || !slices.Equal(a.Msg.Failed, []int{2}) {
+		if a.Msg.Op != ctlwire.OpFence || a.Msg.KV["a"] != "0" || a.Msg.KV["b"] != "1" || !slices.Equal(a.Msg.Failed, []int{2}) {
 			t.Errorf("fence reply %+v", a.Msg)
 		}
 	}
@@ -181,14 +181,14 @@ func TestSuspectConfirmed(t *testing.T) {
 	acts = m.Step(Liveness{Token: acts[0].Token, State: "stopped", Stopped: true})
 	// Notify before the kill, the reply and the log.
 	wantKinds(t, "confirmed", acts, Notify, Signal, Reply, Log)
-	if !slices.Equal(acts[0].To, []Conn{1, 2}) || acts[0].Msg.Kind != boot.EventFailed || acts[0].Msg.Rank != 2 ||
+	if !slices.Equal(acts[0].To, []Conn{1, 2}) || acts[0].Msg.Kind != ctlwire.EventFailed || acts[0].Msg.Rank != 2 ||
 		!strings.Contains(acts[0].Msg.Reason, "declared failed by rank 0: no heartbeat") {
 		t.Errorf("notify %v %+v", acts[0], acts[0].Msg)
 	}
 	if a := acts[1]; a.Rank != 2 || a.Incarnation != 0 || a.Sig != syscall.SIGKILL || a.Why != WhySuspect || a.AnyIncarnation {
 		t.Errorf("kill %v", a)
 	}
-	if acts[2].Conn != 1 || acts[2].Msg.Op != boot.OpSuspect || acts[2].Msg.Error != "" {
+	if acts[2].Conn != 1 || acts[2].Msg.Op != ctlwire.OpSuspect || acts[2].Msg.Error != "" {
 		t.Errorf("reply %v", acts[2])
 	}
 	// Another suspicion of the dying process kills again, without asking.
@@ -288,7 +288,7 @@ func TestSuspectReapedDuringCheck(t *testing.T) {
 	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1})[0]
 	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}})
 	wantKinds(t, "reaped", acts, Mark, Notify, Log, Check, Reply)
-	if acts[4].Conn != 1 || acts[4].Msg.Op != boot.OpSuspect {
+	if acts[4].Conn != 1 || acts[4].Msg.Op != ctlwire.OpSuspect {
 		t.Errorf("%v", acts[4])
 	}
 	wantKinds(t, "late answer", m.Step(Liveness{Token: chk.Token, State: "gone"}))
@@ -421,14 +421,14 @@ func TestReinit(t *testing.T) {
 	}
 	acts := m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})
 	wantKinds(t, "failure", acts, Mark, Notify, Mark, Respawn, Log, Check, Check)
-	if n := acts[1]; !slices.Equal(n.To, []Conn{1, 2}) || n.Msg.Kind != boot.EventReinit || n.Msg.Epoch != 1 || n.Msg.Rank != 2 {
+	if n := acts[1]; !slices.Equal(n.To, []Conn{1, 2}) || n.Msg.Kind != ctlwire.EventReinit || n.Msg.Epoch != 1 || n.Msg.Rank != 2 {
 		t.Errorf("%v", n)
 	}
 	// The epoch's fence: survivors and the new process.
-	wantKinds(t, "rejoin 0", m.Step(Rejoin{Conn: 1, ID: 3, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, 0): "a"}}))
-	wantKinds(t, "rejoin 1", m.Step(Rejoin{Conn: 2, ID: 3, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, 1): "b"}}))
+	wantKinds(t, "rejoin 0", m.Step(Rejoin{Conn: 1, ID: 3, Epoch: 1, KV: map[string]string{ctlwire.EpochEndpointKey(1, 0): "a"}}))
+	wantKinds(t, "rejoin 1", m.Step(Rejoin{Conn: 2, ID: 3, Epoch: 1, KV: map[string]string{ctlwire.EpochEndpointKey(1, 1): "b"}}))
 	m.Step(Hello{Conn: 9, ID: 1, Job: "job", Rank: 2, Incarnation: 1})
-	acts = m.Step(Rejoin{Conn: 9, ID: 2, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, 2): "c"}})
+	acts = m.Step(Rejoin{Conn: 9, ID: 2, Epoch: 1, KV: map[string]string{ctlwire.EpochEndpointKey(1, 2): "c"}})
 	wantKinds(t, "complete", acts, Reply, Reply, Reply)
 	if len(acts[2].Msg.KV) != 3 || acts[2].Msg.Epoch != 1 {
 		t.Errorf("%+v", acts[2].Msg)
@@ -436,7 +436,7 @@ func TestReinit(t *testing.T) {
 	if acts := m.Step(ReinitActive{Conn: 1, ID: 4, Kind: "sideways"}); acts[0].Msg.Error != `reinit: kind must be enter or leave, not "sideways"` {
 		t.Errorf("%v", acts)
 	}
-	if acts := m.Step(ReinitActive{Conn: 1, ID: 4, Kind: boot.ReinitEnter}); acts[0].Msg.Epoch != 1 {
+	if acts := m.Step(ReinitActive{Conn: 1, ID: 4, Kind: ctlwire.ReinitEnter}); acts[0].Msg.Epoch != 1 {
 		t.Errorf("%v", acts)
 	}
 	// The restart limit (1) is reached: the next failure ends the job.
@@ -451,7 +451,7 @@ func TestReinitAfterLeaveIsFatal(t *testing.T) {
 	m := newM(t, 2, ModeReinit)
 	m.EnableRespawn(5)
 	connect(t, m, 0, 1)
-	m.Step(ReinitActive{Conn: 1, ID: 4, Kind: boot.ReinitLeave})
+	m.Step(ReinitActive{Conn: 1, ID: 4, Kind: ctlwire.ReinitLeave})
 	acts := m.Step(Exited{Exit{Rank: 1, Signal: syscall.SIGKILL}})
 	wantKinds(t, "after leave", acts, Mark, Log, TearDown, SignalAll)
 	if !strings.Contains(acts[1].Text, "after rank 0 returned from MPI_Reinit") {
@@ -461,7 +461,7 @@ func TestReinitAfterLeaveIsFatal(t *testing.T) {
 
 func spawnReq(t *testing.T, conn Conn, root bool, procs ...int) Spawn {
 	t.Helper()
-	b, err := json.Marshal(boot.SpawnRequest{Key: "k", Procs: procs, Root: root, MaxProcs: 2, Pairs: []int{4, 5}})
+	b, err := json.Marshal(ctlwire.SpawnRequest{Key: "k", Procs: procs, Root: root, MaxProcs: 2, Pairs: []int{4, 5}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,20 +483,20 @@ func TestSpawn(t *testing.T) {
 	wantKinds(t, "root", m.Step(spawnReq(t, 1, true, 0, 1)), Mark)
 	acts := m.Step(spawnReq(t, 2, false, 0, 1))
 	wantKinds(t, "all parents", acts, StartChildren)
-	if s := acts[0].Start; s.Base != 2 || s.K != 2 || s.Parent != boot.FormatParent([]int{4, 5}, []int{0, 1}) {
+	if s := acts[0].Start; s.Base != 2 || s.K != 2 || s.Parent != ctlwire.FormatParent([]int{4, 5}, []int{0, 1}) {
 		t.Errorf("%+v", s)
 	}
 	// The children initialise: every parent gets their endpoints.
 	m.Step(Hello{Conn: 3, ID: 1, Job: "job", Rank: 2})
 	m.Step(Hello{Conn: 4, ID: 1, Job: "job", Rank: 3})
-	wantKinds(t, "child 0", m.Step(Fence{Conn: 3, ID: 2, KV: map[string]string{boot.EndpointKey(2): "e2"}}))
-	acts = m.Step(Fence{Conn: 4, ID: 2, KV: map[string]string{boot.EndpointKey(3): "e3"}})
+	wantKinds(t, "child 0", m.Step(Fence{Conn: 3, ID: 2, KV: map[string]string{ctlwire.EndpointKey(2): "e2"}}))
+	acts = m.Step(Fence{Conn: 4, ID: 2, KV: map[string]string{ctlwire.EndpointKey(3): "e3"}})
 	wantKinds(t, "child 1", acts, Reply, Reply, Reply, Reply) // the children's fence, then the parents
 	if acts[2].Conn != 1 || acts[3].Conn != 2 {
 		t.Errorf("spawn replies to %d, %d", acts[2].Conn, acts[3].Conn)
 	}
 	for _, a := range acts[2:] {
-		if a.Msg.Op != boot.OpSpawn || a.Msg.KV["n"] != "2" || a.Msg.KV["0"] != "e2" || a.Msg.KV["1"] != "e3" {
+		if a.Msg.Op != ctlwire.OpSpawn || a.Msg.KV["n"] != "2" || a.Msg.KV["0"] != "e2" || a.Msg.KV["1"] != "e3" {
 			t.Errorf("%+v", a.Msg)
 		}
 	}
@@ -554,7 +554,7 @@ func TestSpawnParentKilledBeforeReaped(t *testing.T) {
 	connect(t, m, 0, 1, 2)
 	chk := m.Step(Suspect{Conn: 1, ID: 5, Rank: 1})[0]
 	m.Step(Liveness{Token: chk.Token, State: "dead"})
-	b, _ := json.Marshal(boot.SpawnRequest{Key: "k", Procs: []int{0, 1, 2}, Root: true, MaxProcs: 1, Pairs: []int{4, 5}, Error: "peer lost"})
+	b, _ := json.Marshal(ctlwire.SpawnRequest{Key: "k", Procs: []int{0, 1, 2}, Root: true, MaxProcs: 1, Pairs: []int{4, 5}, Error: "peer lost"})
 	acts := m.Step(Spawn{Conn: 1, ID: 7, Request: string(b)})
 	r := find(acts, Reply)
 	if r == nil || !slices.Equal(r.Msg.Failed, []int{1}) || !strings.Contains(r.Msg.Error, "parent process 1 failed") {
@@ -619,7 +619,7 @@ func TestReinitAfterLeaveAndExitIsFatal(t *testing.T) {
 	m := newM(t, 2, ModeReinit)
 	m.EnableRespawn(5)
 	connect(t, m, 0, 1)
-	m.Step(ReinitActive{Conn: 2, ID: 4, Kind: boot.ReinitLeave})
+	m.Step(ReinitActive{Conn: 2, ID: 4, Kind: ctlwire.ReinitLeave})
 	m.Step(Finalize{Conn: 2, ID: 5})
 	m.Step(Exited{Exit{Rank: 1, Status: 0}})
 	acts := m.Step(Exited{Exit{Rank: 0, Signal: syscall.SIGKILL}})
@@ -784,7 +784,7 @@ func TestStalledFenceLooksAtTheMissing(t *testing.T) {
 	acts = m.Step(Exited{Exit{Rank: 3, Pid: 103, Signal: syscall.SIGKILL}})
 	var replies int
 	for _, a := range acts {
-		if a.Kind == Reply && a.Msg.Op == boot.OpFence {
+		if a.Kind == Reply && a.Msg.Op == ctlwire.OpFence {
 			replies++
 			if !slices.Equal(a.Msg.Failed, []int{3}) {
 				t.Errorf("fence reply names failed %v, want [3]", a.Msg.Failed)
@@ -879,9 +879,9 @@ func TestExitCodeSkipsRankKilledAfterFence(t *testing.T) {
 // their sum; commands whose numbers do not add up to MaxProcs, or one
 // below 1, are refused at every parent.
 func TestSpawnMultipleApps(t *testing.T) {
-	apps := []boot.SpawnApp{{Command: "a", MaxProcs: 1}, {Command: "b", Args: []string{"x"}, MaxProcs: 2, Dir: "/"}}
-	req := func(conn Conn, root bool, maxprocs int, apps []boot.SpawnApp) Spawn {
-		b, err := json.Marshal(boot.SpawnRequest{Key: "k", Procs: []int{0, 1}, Root: root, MaxProcs: maxprocs, Apps: apps, Pairs: []int{4, 5}})
+	apps := []ctlwire.SpawnApp{{Command: "a", MaxProcs: 1}, {Command: "b", Args: []string{"x"}, MaxProcs: 2, Dir: "/"}}
+	req := func(conn Conn, root bool, maxprocs int, apps []ctlwire.SpawnApp) Spawn {
+		b, err := json.Marshal(ctlwire.SpawnRequest{Key: "k", Procs: []int{0, 1}, Root: root, MaxProcs: maxprocs, Apps: apps, Pairs: []int{4, 5}})
 		if err != nil {
 			t.Fatal(err)
 		}

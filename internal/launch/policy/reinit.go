@@ -3,7 +3,7 @@ package policy
 import (
 	"strconv"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // Reinit mode (--on-failure reinit, seed 000): the launcher's half of a
@@ -83,17 +83,17 @@ func (m *Machine) reinit(e Exit, how string) bool {
 		}
 	}
 	if len(to) > 0 {
-		m.emit(Action{Kind: Notify, To: to, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventReinit, Rank: r, Incarnation: inc - 1, Epoch: m.epoch, Reason: how}})
+		m.emit(Action{Kind: Notify, To: to, Msg: ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventReinit, Rank: r, Incarnation: inc - 1, Epoch: m.epoch, Reason: how}})
 	}
 	for _, w := range m.rejoinWait {
-		m.reply(w.conn, boot.Msg{Op: boot.OpRejoin, ID: w.id, Epoch: m.epoch})
+		m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpRejoin, ID: w.id, Epoch: m.epoch})
 	}
 	m.rejoinWait = nil
 	clear(m.epochKV)
 	m.emit(Action{Kind: Mark, Text: "epoch"})
 	if sp >= 0 {
 		m.emit(Action{Kind: Adopt, Rank: r, Incarnation: inc, Spare: sp})
-		m.emit(Action{Kind: Notify, To: []Conn{p.conn}, Msg: boot.Msg{Op: boot.OpEvent, Kind: boot.EventActivate, Rank: r, Incarnation: inc, Epoch: m.epoch, Reason: how}})
+		m.emit(Action{Kind: Notify, To: []Conn{p.conn}, Msg: ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventActivate, Rank: r, Incarnation: inc, Epoch: m.epoch, Reason: how}})
 		m.logf("%s; spare process %d takes its place (incarnation %d, %d spares left), every rank rolls back to MPI_Reinit (epoch %d, restart %d of at most %d)",
 			how, sp, inc, m.sparesLeft(), m.epoch, m.restarts, m.maxRestarts)
 		return true
@@ -123,9 +123,9 @@ func (m *Machine) takeSpare() int {
 func (m *Machine) reinitActive(r int, e ReinitActive) {
 	p := &m.procs[r]
 	switch e.Kind {
-	case boot.ReinitEnter:
+	case ctlwire.ReinitEnter:
 		p.inReinit = true
-	case boot.ReinitLeave:
+	case ctlwire.ReinitLeave:
 		if p.rejoined == m.epoch {
 			p.inReinit = false
 			p.leftReinit = true
@@ -134,7 +134,7 @@ func (m *Machine) reinitActive(r int, e ReinitActive) {
 		m.replyErr(e.Conn, e.ID, "reinit: kind must be enter or leave, not %s", strconv.Quote(e.Kind))
 		return
 	}
-	m.reply(e.Conn, boot.Msg{Op: boot.OpReinit, ID: e.ID, Epoch: m.epoch})
+	m.reply(e.Conn, ctlwire.Msg{Op: ctlwire.OpReinit, ID: e.ID, Epoch: m.epoch})
 }
 
 // rejoin enters rank r into the fence of epoch e.Epoch. A request for any
@@ -142,7 +142,7 @@ func (m *Machine) reinitActive(r int, e ReinitActive) {
 // epoch (superseded).
 func (m *Machine) rejoin(r int, e Rejoin) {
 	if e.Epoch != m.epoch || m.epochKV == nil {
-		m.reply(e.Conn, boot.Msg{Op: boot.OpRejoin, ID: e.ID, Epoch: m.epoch})
+		m.reply(e.Conn, ctlwire.Msg{Op: ctlwire.OpRejoin, ID: e.ID, Epoch: m.epoch})
 		return
 	}
 	for k, v := range e.KV {
@@ -171,7 +171,7 @@ func (m *Machine) checkRejoin() {
 		if p := &m.procs[r]; p.spare || p.adopted {
 			continue // in no epoch (an adopted one rejoins as its rank)
 		}
-		if _, ok := m.epochKV[boot.EpochEndpointKey(m.epoch, r)]; !ok || m.procs[r].gone {
+		if _, ok := m.epochKV[ctlwire.EpochEndpointKey(m.epoch, r)]; !ok || m.procs[r].gone {
 			return
 		}
 	}
@@ -180,7 +180,7 @@ func (m *Machine) checkRejoin() {
 		kv[k] = v
 	}
 	for _, w := range m.rejoinWait {
-		m.reply(w.conn, boot.Msg{Op: boot.OpRejoin, ID: w.id, Epoch: m.epoch, KV: kv})
+		m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpRejoin, ID: w.id, Epoch: m.epoch, KV: kv})
 	}
 	m.rejoinWait = nil
 	if m.cfg.Verbose {

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // Flags for the simulator:
@@ -203,7 +203,7 @@ func (s *sim) feed(ev Event) {
 		case Log:
 			logged = true
 		case Notify:
-			if logged && a.Msg.Kind != boot.EventRelease { // a release tells of no failure
+			if logged && a.Msg.Kind != ctlwire.EventRelease { // a release tells of no failure
 				s.fail("notification %+v after a log line in the same step", a.Msg)
 			}
 			for _, c := range a.To {
@@ -368,14 +368,14 @@ func (s *sim) signal(a Action) {
 }
 
 // deliver hands msg to the process on connection c.
-func (s *sim) deliver(c Conn, msg boot.Msg) {
+func (s *sim) deliver(c Conn, msg ctlwire.Msg) {
 	p := s.conns[c]
 	if p == nil {
 		return // closed: the shell drops it
 	}
-	if msg.Op == boot.OpEvent {
+	if msg.Op == ctlwire.OpEvent {
 		switch msg.Kind {
-		case boot.EventActivate:
+		case ctlwire.EventActivate:
 			if !p.spare {
 				s.fail("activation of process %d (rank %d.%d), not a waiting spare", p.wasSpare, p.rank, p.inc)
 				return
@@ -389,14 +389,14 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 			if p.phase == phSpare {
 				p.phase = phRejoin
 			}
-		case boot.EventRelease:
+		case ctlwire.EventRelease:
 			s.st.released++
 			p.released = true
 			if !p.spare || p.phase != phSpare && p.phase > phInFence {
 				s.fail("release of process %d (spare %v, phase %d)", p.rank, p.spare, p.phase)
 			}
 			p.phase = phFinalize
-		case boot.EventFailed:
+		case ctlwire.EventFailed:
 			s.st.told++
 			p.failedSeen[msg.Rank]++
 			if p.failedSeen[msg.Rank] > 1 && s.mode != ModeReinit {
@@ -405,7 +405,7 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 			if msg.Rank == p.rank {
 				s.fail("rank %d told of its own failure", p.rank)
 			}
-		case boot.EventReinit:
+		case ctlwire.EventReinit:
 			if p.spare {
 				s.fail("waiting spare %d told of epoch %d", p.rank, msg.Epoch)
 			}
@@ -420,20 +420,20 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 		return
 	}
 	switch msg.Op {
-	case boot.OpHello:
+	case ctlwire.OpHello:
 		p.helloOK = true
 		p.phase = phFence
 		if s.mode == ModeReinit && p.inc > 0 {
 			p.phase = phRejoin // a respawned process joins its epoch
 		}
-	case boot.OpFence:
+	case ctlwire.OpFence:
 		if p.phase == phInFence {
 			p.phase = phWork
 			if p.spare {
 				p.phase = phSpare
 			}
 		}
-	case boot.OpRejoin:
+	case ctlwire.OpRejoin:
 		if p.phase != phInRejoin {
 			break
 		}
@@ -445,7 +445,7 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 			}
 			p.phase = phRejoin
 		}
-	case boot.OpReinit:
+	case ctlwire.OpReinit:
 		if p.phase != phInLeave {
 			break
 		}
@@ -455,7 +455,7 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 		} else {
 			p.left, p.phase = true, phFinalize
 		}
-	case boot.OpSpawn:
+	case ctlwire.OpSpawn:
 		if msg.Error == "" {
 			s.st.spawnsOK++
 		} else {
@@ -467,14 +467,14 @@ func (s *sim) deliver(c Conn, msg boot.Msg) {
 		if msg.Error == "" && s.spawnOK < 0 {
 			s.spawnOK = s.step
 		}
-	case boot.OpFinalize:
+	case ctlwire.OpFinalize:
 		p.finRet = true
 		p.phase = phExit
-	case boot.OpError:
+	case ctlwire.OpError:
 		if strings.Contains(msg.Error, "is alive") {
 			s.st.refused++
 		}
-	case boot.OpSuspect, boot.OpAbort:
+	case ctlwire.OpSuspect, ctlwire.OpAbort:
 	}
 }
 
@@ -728,12 +728,12 @@ func (s *sim) progress(p *sproc) func() {
 	case phFence:
 		return func() {
 			p.phase = phInFence
-			s.feed(Fence{Conn: p.conn, ID: 2, KV: map[string]string{boot.EndpointKey(p.rank): fmt.Sprint("ep", p.rank)}})
+			s.feed(Fence{Conn: p.conn, ID: 2, KV: map[string]string{ctlwire.EndpointKey(p.rank): fmt.Sprint("ep", p.rank)}})
 		}
 	case phRejoin:
 		return func() {
 			p.phase = phInRejoin
-			s.feed(Rejoin{Conn: p.conn, ID: 3, Epoch: p.want, KV: map[string]string{boot.EpochEndpointKey(p.want, p.rank): "x"}})
+			s.feed(Rejoin{Conn: p.conn, ID: 3, Epoch: p.want, KV: map[string]string{ctlwire.EpochEndpointKey(p.want, p.rank): "x"}})
 		}
 	case phWork:
 		if s.mode == ModeReinit && p.want > p.epoch {
@@ -742,7 +742,7 @@ func (s *sim) progress(p *sproc) func() {
 		if s.spawnKey != "" && !p.child && !p.spawned {
 			return func() {
 				p.phase, p.spawned = phInSpawn, true
-				req := boot.SpawnRequest{Key: s.spawnKey, Procs: s.parents(), Root: p.rank == 0, MaxProcs: 2, Pairs: []int{8, 9}}
+				req := ctlwire.SpawnRequest{Key: s.spawnKey, Procs: s.parents(), Root: p.rank == 0, MaxProcs: 2, Pairs: []int{8, 9}}
 				b, _ := json.Marshal(req)
 				s.feed(Spawn{Conn: p.conn, ID: 4, Request: string(b)})
 			}
@@ -750,7 +750,7 @@ func (s *sim) progress(p *sproc) func() {
 		if s.mode == ModeReinit && !p.left {
 			return func() {
 				p.phase = phInLeave
-				s.feed(ReinitActive{Conn: p.conn, ID: 6, Kind: boot.ReinitLeave})
+				s.feed(ReinitActive{Conn: p.conn, ID: 6, Kind: ctlwire.ReinitLeave})
 			}
 		}
 		return func() { p.phase = phFinalize }

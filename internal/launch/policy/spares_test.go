@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 func newSpares(t *testing.T, n, spares int, mode Mode) *Machine {
@@ -35,7 +35,7 @@ func TestSpareDeathIsNoFailure(t *testing.T) {
 	connect(t, m, 0, 1, 2, 3)
 	acts := m.Step(Exited{Exit{Rank: 3, Pid: 103, Signal: syscall.SIGKILL}})
 	wantKinds(t, "spare killed", acts, Notify, Log)
-	if n := acts[0]; !slices.Equal(n.To, []Conn{1, 2, 3}) || n.Msg.Kind != boot.EventFailed || n.Msg.Rank != 3 {
+	if n := acts[0]; !slices.Equal(n.To, []Conn{1, 2, 3}) || n.Msg.Kind != ctlwire.EventFailed || n.Msg.Rank != 3 {
 		t.Errorf("%v", n)
 	}
 	if !strings.Contains(acts[1].Text, "spare process 3") || !strings.Contains(acts[1].Text, "1 spares left") {
@@ -45,7 +45,7 @@ func TestSpareDeathIsNoFailure(t *testing.T) {
 	m.Step(Finalize{Conn: 1, ID: 2})
 	acts = m.Step(Finalize{Conn: 2, ID: 2})
 	rel := find(acts, Notify)
-	if rel == nil || rel.Msg.Kind != boot.EventRelease || !slices.Equal(rel.To, []Conn{3}) {
+	if rel == nil || rel.Msg.Kind != ctlwire.EventRelease || !slices.Equal(rel.To, []Conn{3}) {
 		t.Fatalf("no release of spare 2: %v", acts)
 	}
 	acts = m.Step(Finalize{Conn: 3, ID: 2})
@@ -66,11 +66,11 @@ func TestSparesReleasedWhenRanksAreGone(t *testing.T) {
 	acts := m.Step(Exited{Exit{Rank: 0, Pid: 100, Signal: syscall.SIGKILL}})
 	rel := find(acts, Notify)
 	for i := range acts {
-		if acts[i].Kind == Notify && acts[i].Msg.Kind == boot.EventRelease {
+		if acts[i].Kind == Notify && acts[i].Msg.Kind == ctlwire.EventRelease {
 			rel = &acts[i]
 		}
 	}
-	if rel == nil || rel.Msg.Kind != boot.EventRelease {
+	if rel == nil || rel.Msg.Kind != ctlwire.EventRelease {
 		t.Fatalf("spare not released after the last rank died: %v", acts)
 	}
 }
@@ -86,13 +86,13 @@ func TestReinitTakesSpareThenRespawns(t *testing.T) {
 	enterReinit(t, m, 0, 1, 2)
 	acts := m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}})
 	wantKinds(t, "failure", acts, Mark, Notify, Mark, Adopt, Notify, Log, Check, Check, Check) // the waiting spare is looked at too
-	if n := acts[1]; !slices.Equal(n.To, []Conn{1, 3}) || n.Msg.Kind != boot.EventReinit {
+	if n := acts[1]; !slices.Equal(n.To, []Conn{1, 3}) || n.Msg.Kind != ctlwire.EventReinit {
 		t.Errorf("epoch told to %v (%s), want the survivors [1 3] only", n.To, n.Msg.Kind)
 	}
 	if a := acts[3]; a.Spare != 3 || a.Rank != 1 || a.Incarnation != 1 {
 		t.Errorf("adopt %v, want spare 3 as rank 1 incarnation 1", a)
 	}
-	if n := acts[4]; !slices.Equal(n.To, []Conn{4}) || n.Msg.Kind != boot.EventActivate || n.Msg.Rank != 1 || n.Msg.Incarnation != 1 || n.Msg.Epoch != 1 {
+	if n := acts[4]; !slices.Equal(n.To, []Conn{4}) || n.Msg.Kind != ctlwire.EventActivate || n.Msg.Rank != 1 || n.Msg.Incarnation != 1 || n.Msg.Epoch != 1 {
 		t.Errorf("activation %v", n)
 	}
 	if !strings.Contains(acts[5].Text, "spare process 3 takes its place") {
@@ -100,9 +100,9 @@ func TestReinitTakesSpareThenRespawns(t *testing.T) {
 	}
 	// The epoch's fence: the survivors and the adopted spare, which speaks
 	// as rank 1 on its connection; the other spare is in no epoch.
-	m.Step(Rejoin{Conn: 1, ID: 3, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, 0): "a"}})
-	m.Step(Rejoin{Conn: 3, ID: 3, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, 2): "c"}})
-	acts = m.Step(Rejoin{Conn: 4, ID: 3, Epoch: 1, KV: map[string]string{boot.EpochEndpointKey(1, 1): "b"}})
+	m.Step(Rejoin{Conn: 1, ID: 3, Epoch: 1, KV: map[string]string{ctlwire.EpochEndpointKey(1, 0): "a"}})
+	m.Step(Rejoin{Conn: 3, ID: 3, Epoch: 1, KV: map[string]string{ctlwire.EpochEndpointKey(1, 2): "c"}})
+	acts = m.Step(Rejoin{Conn: 4, ID: 3, Epoch: 1, KV: map[string]string{ctlwire.EpochEndpointKey(1, 1): "b"}})
 	wantKinds(t, "rejoin complete", acts, Reply, Reply, Reply)
 	// The adopted process dies as rank 1 (the shell reports it so): the
 	// last spare is taken.
@@ -117,13 +117,13 @@ func TestReinitTakesSpareThenRespawns(t *testing.T) {
 	}
 }
 
-// A spare that a repair of the ranks took (boot.OpSpare) is a rank for
+// A spare that a repair of the ranks took (ctlwire.OpSpare) is a rank for
 // the launcher: its death is a failure (continue mode: counted, notified).
 func TestSpareTakenByRanksIsARank(t *testing.T) {
 	m := newSpares(t, 2, 1, ModeContinue)
 	connect(t, m, 0, 1, 2)
 	acts := m.Step(SpareTaken{Conn: 3, ID: 9})
-	if len(acts) != 1 || acts[0].Kind != Reply || acts[0].Msg.Op != boot.OpSpare {
+	if len(acts) != 1 || acts[0].Kind != Reply || acts[0].Msg.Op != ctlwire.OpSpare {
 		t.Fatalf("spare taken: %v", acts)
 	}
 	acts = m.Step(Exited{Exit{Rank: 2, Pid: 102, Signal: syscall.SIGKILL}})

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 )
 
 // Dynamic processes (MPI_Comm_spawn): the launcher's half. Every parent of
@@ -29,17 +29,17 @@ type spawnOp struct {
 	key      string
 	procs    []int
 	waiters  map[int]waiter // by parent process id
-	root     *boot.SpawnRequest
+	root     *ctlwire.SpawnRequest
 	errs     []string
 	failed   []int
 	children []int // process ids, once started
 	done     bool
-	reply    boot.Msg // the outcome, for every parent (ID replaced)
+	reply    ctlwire.Msg // the outcome, for every parent (ID replaced)
 }
 
 // spawn handles parent r's spawn request.
 func (m *Machine) spawn(r int, e Spawn) {
-	var req boot.SpawnRequest
+	var req ctlwire.SpawnRequest
 	if err := json.Unmarshal([]byte(e.Request), &req); err != nil || req.Key == "" || len(req.Procs) == 0 {
 		m.replyErr(e.Conn, e.ID, "spawn: malformed request")
 		return
@@ -140,7 +140,7 @@ func (m *Machine) checkSpawn(op *spawnOp) {
 			// (ErrProcFailed at the parents); one that could not start or
 			// exited before initialising could not be spawned (ErrSpawn,
 			// seed 003 17.10's advice keeps the two apart).
-			if _, initialised := m.kv[boot.EndpointKey(p)]; initialised {
+			if _, initialised := m.kv[ctlwire.EndpointKey(p)]; initialised {
 				op.failed = append(op.failed, p)
 				op.errs = append(op.errs, fmt.Sprintf("child %d (process %d) %s after initialising", i, p, c.exit))
 			} else {
@@ -151,7 +151,7 @@ func (m *Machine) checkSpawn(op *spawnOp) {
 		}
 	}
 	for _, p := range op.children {
-		if _, ok := m.kv[boot.EndpointKey(p)]; !ok {
+		if _, ok := m.kv[ctlwire.EndpointKey(p)]; !ok {
 			return // not initialised yet
 		}
 	}
@@ -193,7 +193,7 @@ func (m *Machine) startChildren(op *spawnOp) {
 		m.procs = append(m.procs, proc{spawning: true, host: hosts[i]})
 	}
 	m.emit(Action{Kind: StartChildren, Start: &ChildrenStart{Base: base, K: k, Command: root.Command, Args: root.Args, Dir: root.Dir, Apps: root.Apps,
-		Parent: boot.FormatParent(root.Pairs, op.procs), Hosts: hosts, Spares: root.Spares}})
+		Parent: ctlwire.FormatParent(root.Pairs, op.procs), Hosts: hosts, Spares: root.Spares}})
 	names := ""
 	for i, h := range hosts {
 		if i > 0 {
@@ -212,13 +212,13 @@ func (m *Machine) finishSpawn(op *spawnOp) {
 		m.procs[p].spawning = false
 	}
 	if len(op.errs) > 0 {
-		op.reply = boot.Msg{Op: boot.OpSpawn, Error: strings.Join(op.errs, "; "), Failed: op.failed}
+		op.reply = ctlwire.Msg{Op: ctlwire.OpSpawn, Error: strings.Join(op.errs, "; "), Failed: op.failed}
 	} else {
 		kv := map[string]string{"n": strconv.Itoa(len(op.children))}
 		for i, p := range op.children {
-			kv[strconv.Itoa(i)] = m.kv[boot.EndpointKey(p)]
+			kv[strconv.Itoa(i)] = m.kv[ctlwire.EndpointKey(p)]
 		}
-		op.reply = boot.Msg{Op: boot.OpSpawn, KV: kv}
+		op.reply = ctlwire.Msg{Op: ctlwire.OpSpawn, KV: kv}
 	}
 	parents := make([]int, 0, len(op.waiters))
 	for p := range op.waiters {
@@ -248,7 +248,7 @@ func (m *Machine) finishSpawn(op *spawnOp) {
 
 // appsSum reports whether every command of apps starts at least one
 // process and their numbers add up to k.
-func appsSum(apps []boot.SpawnApp, k int) bool {
+func appsSum(apps []ctlwire.SpawnApp, k int) bool {
 	n := 0
 	for _, a := range apps {
 		if a.MaxProcs < 1 {
