@@ -112,21 +112,26 @@ func TestRevokedCommReleaseRule(t *testing.T) {
 	})
 }
 
-// Seed 000 1.3, "Reinit needs the launcher's cooperation": goroutine ranks
-// cannot be respawned, so Reinit under mpi.Run returns ErrOther without
+// Seed 000 1.3, "Reinit needs the launcher's cooperation, or spares":
+// Reinit under mpi.Run rolls back (reinit_run_test.go), but not in a job
+// with spare processes (RunSpares): there it returns ErrOther without
 // running the resilient function.
-func TestReinitUnderRunIsAnError(t *testing.T) {
-	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+func TestReinitUnderRunSparesIsAnError(t *testing.T) {
+	err := mpi.RunSpares(2, 1, mpi.DefaultConfig(), func(w *mpi.World) error {
+		w.CommWorld().SetErrhandler(mpi.ErrorsReinitAsync)
 		ran := false
 		err := mpi.Reinit(w, func(context.Context, *mpi.World, mpi.ReinitState) error {
 			ran = true
 			return nil
 		})
-		if ran || !errors.Is(err, mpi.ErrOther) || !strings.Contains(err.Error(), "cannot respawn") {
-			return fmt.Errorf("Reinit under mpi.Run: ran=%v, %v; want ErrOther and no run", ran, err)
+		if ran || !errors.Is(err, mpi.ErrOther) || !strings.Contains(err.Error(), "spare processes") {
+			return fmt.Errorf("Reinit under mpi.RunSpares: ran=%v, %v; want ErrOther and no run", ran, err)
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Seed 002 A.3.1: Shrink's failed group includes at least every failure

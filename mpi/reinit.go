@@ -93,8 +93,8 @@ func (r *Rollback) Error() string {
 // endReason describes why this World's epoch ended.
 func (w *World) endReason() string {
 	reason := "a process failed"
-	if w.proc != nil {
-		if note := w.proc.LastNote(); note != "" {
+	if p := w.epochs(); p != nil {
+		if note := p.LastNote(); note != "" {
 			reason = note
 		}
 	}
@@ -130,7 +130,7 @@ func (w *World) endEpoch(reason string) {
 // ErrorsReinitSync.
 func (c *Comm) reinitHandle(h *Errhandler, err error) error {
 	w := c.w
-	p := w.proc
+	p := w.epochs()
 	if p == nil || !p.Active() {
 		// Seed 000, 1.4.2: without an active rollback location, as
 		// MPI_ERRORS_ARE_FATAL.
@@ -166,7 +166,7 @@ func isFailure(err error) bool {
 // announces the new epoch, or tears the job down). It reports true once
 // the epoch ended.
 func (w *World) awaitEpochEnd() bool {
-	if w.proc == nil || !w.proc.Info().Reinit {
+	if p := w.epochs(); p == nil || !p.Info().Reinit {
 		return false
 	}
 	<-w.abort
@@ -177,7 +177,7 @@ func (w *World) awaitEpochEnd() bool {
 // detected and ErrorsReinitSync is CommWorld's handler (MPI_Test_failure);
 // then it does not return. Otherwise it returns nil at once.
 func TestFailure(w *World) error {
-	p := w.proc
+	p := w.epochs()
 	if p == nil || w.world.errh.Load() != ErrorsReinitSync || !p.Active() {
 		return nil
 	}
@@ -204,7 +204,19 @@ func TestFailure(w *World) error {
 // returns. A failure while some live process is outside Reinit (before
 // its call, or after it returned) has no rollback location there and
 // ends the job as ErrorsAreFatal would (seed 000, 1.4.2), whether or not
-// that process makes an MPI call first. Without a launcher that respawns
+// that process makes an MPI call first. Under mpi.Run (and RunConfig) the
+// job is the launcher: a rank killed by World.Kill while every other rank
+// is inside Reinit is started again as the rank's next incarnation (its
+// function runs again from the start, on a World of the new epoch, and
+// its Reinit calls fn with ReinitRestarted), the others roll back, and
+// every epoch has a fresh in-process fabric; a panic is no failure there
+// but a bug (Run returns its *PanicError and nothing is respawned); a
+// failure Reinit cannot recover (a rank outside Reinit, or past 16
+// restarts as ftmpirun's --max-restarts) ends the job and Run returns an
+// *AbortError with the reason. The job is in Reinit mode from the first
+// Reinit call: a Kill before it is a plain failure, after which Reinit
+// ends the job (that failure had no rollback location). Not under
+// RunSpares (ErrOther). Without a launcher that respawns
 // (a singleton, or ftmpirun without --on-failure reinit), fn runs once
 // and a failure is handled as the launcher's policy says. Under srun or
 // mpiexec (no head) with FTMPI_REINIT=1, the new incarnation of a failed
@@ -217,28 +229,38 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	if w == nil || fn == nil {
 		return newErr(ErrArg, op, nil, NoPeer, "nil World or function")
 	}
-	if w.run != nil {
-		return newErr(ErrOther, op, nil, NoPeer, "in-process jobs (mpi.Run) cannot respawn ranks; run the program under ftmpirun --on-failure reinit")
+	if w.run != nil && w.rp == nil {
+		return newErr(ErrOther, op, nil, NoPeer, "in-process jobs with spare processes (mpi.RunSpares) cannot roll back; use mpi.Run or mpi.RunConfig, or ftmpirun --on-failure reinit --spares")
 	}
 	if h := w.world.errh.Load(); !isReinitHandler(h) {
 		return newErr(ErrOther, op, w.world, NoPeer, "set ErrorsReinitAsync or ErrorsReinitSync on CommWorld before MPI_Reinit (seed 000, 1.4.1); its handler is %v", h)
 	}
-	p := w.proc
+	p := w.epochs()
 	if p == nil { // a singleton: nothing can fail but itself
 		return fn(context.Background(), w, ReinitNew)
 	}
 	if w.hr != nil {
 		return reinitHeadless(w, fn)
 	}
-	head, err := p.Head("MPI_Reinit without FTMPI_REINIT=1")
-	if err != nil {
-		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
+	var head reinitHead
+	if w.run != nil {
+		head = runHead{w.run, w.rank} // the in-process job plays the launcher (run.go)
+	} else {
+		client, err := p.Head("MPI_Reinit without FTMPI_REINIT=1")
+		if err != nil {
+			return newErr(ErrOther, op, nil, NoPeer, "%v", err)
+		}
+		head = client
 	}
 	if err := p.BeginReinit(w); err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
 	epoch, err := head.ReinitActive(true)
 	if err != nil {
+		if w.run != nil {
+			p.SetActive(false)
+			return newErr(ErrProcFailed, op, nil, NoPeer, "%v", err)
+		}
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
 	p.Advance(epoch, "a rank failed before this respawned process entered MPI_Reinit")
@@ -296,7 +318,13 @@ func rollForward(p *process, old *World) (*World, error) {
 	}
 	for {
 		target := p.Latest()
-		w, err := openEpoch(p, target, old.cfg, nil, nil)
+		var w *World
+		var err error
+		if old.run != nil {
+			w, err = old.rj.openEpoch(p, target, old.rank)
+		} else {
+			w, err = openEpoch(p, target, old.cfg, nil, nil)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -332,6 +360,23 @@ func runResilient(fn func(context.Context, *World, ReinitState) error, w *World,
 		}
 	}()
 	return false, fn(ctx, w, state)
+}
+
+// reinitHead is the launcher's part of Reinit: told when a rank enters
+// and leaves MPI_Reinit, it answers with the newest epoch (ftmpirun's
+// head: boot.Client; in process: the job, runHead).
+type reinitHead interface {
+	ReinitActive(active bool) (epoch int, err error)
+}
+
+// epochs is the Reinit state this World's process keeps across epochs:
+// the launched process's, or under Run this rank incarnation's (nil for a
+// singleton and under RunSpares).
+func (w *World) epochs() *process {
+	if w.proc != nil {
+		return w.proc
+	}
+	return w.rp
 }
 
 // Epoch is the number of Reinit rollbacks this World's epoch follows: 0

@@ -29,9 +29,11 @@ type World struct {
 	eng        *p2p.Engine
 	tr         transport.Transport
 	client     *boot.Client
-	run        *rte.Job // non-nil under Run
-	mode       string   // "inproc", "singleton", "unix", "tcp", "auto"
-	cfg        Config   // validated
+	run        *rte.Job  // non-nil under Run
+	rj         *runState // under Run: the job and its ranks. incarnations (run.go)
+	rp         *process  // under Run: this incarnation's Reinit epochs (run.go); nil with spares
+	mode       string    // "inproc", "singleton", "unix", "tcp", "auto"
+	cfg        Config    // validated
 
 	world, self *Comm
 
@@ -478,8 +480,8 @@ func (w *World) Size() int { return w.world.size }
 // CommWorld returns MPI_COMM_WORLD. After a Reinit rollback it is the
 // new epoch's, whichever World of the process it is asked of.
 func (w *World) CommWorld() *Comm {
-	if w.proc != nil {
-		if cur := w.proc.Current(); cur != w && cur != nil {
+	if p := w.epochs(); p != nil {
+		if cur := p.Current(); cur != w && cur != nil {
 			return cur.world
 		}
 	}
@@ -489,8 +491,8 @@ func (w *World) CommWorld() *Comm {
 // CommSelf returns MPI_COMM_SELF (the current epoch's after a Reinit
 // rollback).
 func (w *World) CommSelf() *Comm {
-	if w.proc != nil {
-		if cur := w.proc.Current(); cur != w && cur != nil {
+	if p := w.epochs(); p != nil {
+		if cur := p.Current(); cur != w && cur != nil {
 			return cur.self
 		}
 	}
@@ -523,7 +525,7 @@ func (w *World) Finalize() error {
 		// deferred call; a Finalize called otherwise gets nil and goes on.
 		panic(r)
 	}
-	if p := w.proc; p != nil {
+	if p := w.epochs(); p != nil {
 		if p.Active() {
 			return newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "called inside MPI_Reinit: call it after Reinit returns (seed 000, 1.3)")
 		}
@@ -638,7 +640,8 @@ func (w *World) abortJob(code int, reason string, fatal bool) {
 // Kill simulates the crash of this process (fault injection). Under Run,
 // every other rank learns of the failure as if the process had died, this
 // rank's pending calls fail, and the calling goroutine ends
-// (runtime.Goexit); Run does not count it as an error. In a real process it
+// (runtime.Goexit); Run does not count it as an error. Under Run with
+// Reinit the rank is started again in a new epoch (see Reinit). In a real process it
 // sends SIGKILL to itself. It does not return. It has no MPI
 // counterpart: fault injection (the in-process kill -9).
 func (w *World) Kill() {

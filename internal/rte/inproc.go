@@ -28,20 +28,56 @@ type Job struct {
 	mu      sync.Mutex
 	arrived int
 	allIn   chan struct{}
+
+	onAbort     func()      // called once by the first Abort, after abortCh closed (SetOnAbort)
+	abortReason string      // why the job was torn down, when the runtime decided it (AbortWith)
+	re          reinitState // Reinit epochs (runreinit.go)
 }
 
 // NewJob returns the runtime of an in-process job of n ranks.
 func NewJob(n int) *Job {
-	return &Job{n: n, Fab: inproc.NewFabric(n), abortCh: make(chan struct{}), allIn: make(chan struct{})}
+	j := &Job{n: n, Fab: inproc.NewFabric(n), abortCh: make(chan struct{}), allIn: make(chan struct{})}
+	j.re.fabs = map[int]*inproc.Fabric{0: j.Fab}
+	return j
 }
 
 // Abort tears the job down on behalf of rank with exit code code (the
 // first call wins).
-func (j *Job) Abort(rank, code int) {
+func (j *Job) Abort(rank, code int) { j.AbortWith(rank, code, "") }
+
+// AbortWith is Abort with the reason the runtime tore the job down for
+// (AbortReason), "" when a rank did (MPI_Abort, an error, a panic).
+func (j *Job) AbortWith(rank, code int, reason string) {
 	j.abortOnce.Do(func() {
-		j.abortRank, j.abortCode = rank, code
+		j.abortRank, j.abortCode, j.abortReason = rank, code, reason
 		close(j.abortCh)
+		j.mu.Lock()
+		f := j.onAbort
+		j.mu.Unlock()
+		if f != nil {
+			f()
+		}
 	})
+}
+
+// SetOnAbort installs f, which the first Abort calls once abortCh is
+// closed (the ranks' Worlds each have an abort channel of their own:
+// a Reinit epoch ends one without ending the job).
+func (j *Job) SetOnAbort(f func()) {
+	j.mu.Lock()
+	j.onAbort = f
+	j.mu.Unlock()
+}
+
+// AbortReason is why the runtime tore the job down ("" when a rank did
+// or it was not).
+func (j *Job) AbortReason() string {
+	select {
+	case <-j.abortCh:
+		return j.abortReason
+	default:
+		return ""
+	}
 }
 
 // AbortCh is closed when the job is torn down; AbortOnce guards closing
