@@ -102,15 +102,13 @@ func fenceJob(t *testing.T, n int, hook func(w *World) func(string) bool) ([]*Wo
 
 // killedByFence reports whether the test hook killed w in its fence.
 func (w *World) killedByFence() bool {
-	w.fence.mu.Lock()
-	defer w.fence.mu.Unlock()
-	return w.fence.stopped
+	return w.fenceDrv().Stopped()
 }
 
 // waitKilled waits (up to a deadline) until the kill the fence's hook
 // started has taken effect.
 func waitKilled(w *World) error {
-	ch := w.fence.signal()
+	ch := w.fenceDrv().Signal()
 	deadline := time.After(30 * time.Second)
 	for !w.killed.Load() {
 		select {
@@ -126,10 +124,9 @@ func waitKilled(w *World) error {
 // received, and all sent.
 func fenceFrames(worlds []*World) (maxSent, maxGot, total int) {
 	for _, w := range worlds {
-		w.fence.mu.Lock()
-		maxSent, maxGot = max(maxSent, w.fence.sent), max(maxGot, w.fence.got)
-		total += w.fence.sent
-		w.fence.mu.Unlock()
+		sent, got := w.fenceDrv().Frames()
+		maxSent, maxGot = max(maxSent, sent), max(maxGot, got)
+		total += sent
 	}
 	return
 }
