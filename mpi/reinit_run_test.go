@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -416,3 +417,108 @@ func TestRunReinitSync(t *testing.T) {
 	checkEpoch(t, log, n, 1, map[int]bool{victim: true}, 0)
 }
 
+
+// A Reinit epoch at 10,000 ranks in one process (issue 24 item 4; 1,000
+// under -race and -short, scaleRanks): every rank enters Reinit, one rank
+// is killed once all of them are in (a barrier), the survivors roll back
+// and the killed rank's next incarnation starts; all n run one Allreduce
+// in epoch 1, which must count n, with the states of seed 000 (n-1
+// reinited, 1 restarted). The time from the kill to the last rank's
+// result in epoch 1 and the memory in use then (heap and goroutine
+// stacks, after a GC) are logged, with the load.
+func TestScaleReinit(t *testing.T) {
+	n := scaleRanks()
+	victim := n / 3
+	var (
+		mu       sync.Mutex
+		bad      []string
+		states   = map[mpi.ReinitState]int{}
+		alive    sync.WaitGroup // every rank, after its epoch-1 Allreduce
+		measured = make(chan struct{})
+		bail     = make(chan struct{})
+		bailOnce sync.Once
+		killedAt time.Time
+		took     time.Duration
+		inUse    uint64
+	)
+	alive.Add(n)
+	fail := func(format string, a ...any) error {
+		err := fmt.Errorf(format, a...)
+		mu.Lock()
+		bad = append(bad, err.Error())
+		mu.Unlock()
+		bailOnce.Do(func() { close(bail) })
+		return err
+	}
+	go func() {
+		alive.Wait()
+		mu.Lock()
+		took = time.Since(killedAt)
+		mu.Unlock()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		inUse = ms.HeapAlloc + ms.StackInuse
+		close(measured)
+	}()
+	err := runWithin(t, n, 10*time.Minute, func(w *mpi.World) error {
+		if err := w.CommWorld().SetErrhandler(mpi.ErrorsReinitAsync); err != nil {
+			return fail("set the handler: %v", err)
+		}
+		return mpi.Reinit(w, func(ctx context.Context, w *mpi.World, st mpi.ReinitState) error {
+			c := w.CommWorld()
+			switch w.Epoch() {
+			case 0:
+				if err := c.Barrier(); err != nil {
+					return fail("rank %d: barrier in epoch 0: %v", c.Rank(), err)
+				}
+				if c.Rank() == victim {
+					mu.Lock()
+					killedAt = time.Now()
+					mu.Unlock()
+					w.Kill()
+				}
+				err := c.Barrier() // unwinds to Reinit once the epoch ends
+				return fail("rank %d: barrier with a dead rank returned: %v", c.Rank(), err)
+			case 1:
+				sum := []int64{0}
+				if err := mpi.Allreduce(c, []int64{1}, sum, mpi.Sum); err != nil {
+					return fail("rank %d: allreduce in epoch 1: %v", c.Rank(), err)
+				}
+				if sum[0] != int64(n) {
+					return fail("rank %d: allreduce in epoch 1 counted %d ranks, want %d", c.Rank(), sum[0], n)
+				}
+				mu.Lock()
+				states[st]++
+				mu.Unlock()
+				alive.Done()
+				select {
+				case <-measured:
+				case <-bail:
+				}
+				return nil
+			}
+			return fail("rank %d: epoch %d: no failure caused it", c.Rank(), w.Epoch())
+		})
+	})
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("Run: %v; %d rank errors, first: %v", err, len(bad), bad[:min(3, len(bad))])
+	}
+	if states[mpi.ReinitReinited] != n-1 || states[mpi.ReinitRestarted] != 1 {
+		t.Errorf("states in epoch 1: %v, want %d reinited and 1 restarted", states, n-1)
+	}
+	perRank := inUse / uint64(n)
+	t.Logf("n=%d: Reinit epoch (kill of rank %d -> every rank's Allreduce in epoch 1) %v; heap and stacks in use %d MB, %d KB a rank; load %s",
+		n, victim, took.Round(time.Millisecond), inUse>>20, perRank>>10, loadavg())
+}
+
+// loadavg is the machine's load (the first three fields of
+// /proc/loadavg), for the measurements' log lines.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
