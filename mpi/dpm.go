@@ -1,36 +1,29 @@
 package mpi
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
-	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/dpm"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
 // Establishing communication (MPI-4.1 11.8.3-11.8.6; seed 002 5.2.1 and
 // A.2.3; seed 003 17.10.1): ports, Accept and Connect, the name service,
 // Disconnect and Join, between processes of one launcher (a job and the
-// jobs it spawned) or of one mpi.Run.
+// jobs it spawned) or of one mpi.Run. This file holds the typed bindings
+// (argument checks, the communicators, the errors); the protocol (port
+// names, the port table, the ctl.Port frames between the two roots, the
+// rounds within a side, the decision's functions) is internal/rte/dpm's.
 //
-// A port is a number in the table of the process that opened it; its name
-// carries that process's id, the port number, the job and, under
-// ftmpirun, the process's address, so a connector of any job of the
-// launcher can reach it. The two roots speak by control frames (ctl.Port)
-// keyed by a connection id the connector chooses: the request (the
-// connecting group and its addresses) goes to the port's process, which
-// queues it for Accept (or refuses it at once if the port is closed); the
-// accepting root answers with its group. Each root broadcasts the remote
+// A connector's root sends its group to the port's process, whose
+// accepting root answers with its own. Each root broadcasts the remote
 // group within its own group; both groups agree on the context ids of the
 // intercommunicator (rounds of a local AND and an exchange of the roots).
 // Then the outcome is decided all-or-nothing: a fault-tolerant agreement
@@ -52,84 +45,84 @@ var ErrPort = &Class{"MPI_ERR_PORT: invalid port name", 43}
 // UnpublishName of a name not published with that port.
 var ErrService = &Class{"MPI_ERR_SERVICE: name service error", 48}
 
-// portPrefix starts every port name.
-const portPrefix = "ftmpi-port:"
-
-// portName is what a port name carries (JSON after portPrefix).
-type portName struct {
-	Job  string         `json:"job"`
-	Proc int            `json:"proc"`
-	Port int64          `json:"port"`
-	Ep   *boot.Endpoint `json:"ep,omitempty"`
-}
-
-// dpmGroup is what a root sends the other: its group (process ids in rank
-// order), their addresses (under ftmpirun) and the recognised failed ones.
-type dpmGroup struct {
-	Procs []int           `json:"procs"`
-	Eps   []boot.Endpoint `json:"eps,omitempty"`
-	Rec   []int           `json:"rec,omitempty"`
-}
-
-// Kinds of ctl.Port frames (Header.B).
-const (
-	dpmRequest = 1 // connector -> port's process: A = port number, payload a dpmGroup
-	dpmRefuse  = 2 // -> connector: the port is closed; payload the reason
-	dpmStep    = 3 // root -> root: A = step, payload the step's data
-	dpmFinal   = 4 // root -> root: the side's verdict; payload flags, codes
-)
-
 // tagDPMLocal is the internal tag of Accept's and Connect's collectives
 // within a group (on its collective context; see coll_util.go).
 const tagDPMLocal int32 = -6
 
-// dpmState is a World's ports and connections in progress.
+// dpmState is a World's ports and connections in progress (the table of
+// internal/rte/dpm, made at first use) and a singleton's name service.
 type dpmState struct {
-	mu       sync.Mutex
-	nextPort int64
-	ports    map[int64]*openPort
-	nextConn uint32
-	conns    map[uint64]*dpmConn
-	names    boot.NameTable     // a singleton's name service
-	hook     func(stage string) // tests: called at a root's stages (in package tests only)
+	once  sync.Once
+	t     *dpm.Table
+	names boot.NameTable     // a singleton's name service
+	hook  func(stage string) // tests: called at a root's stages (in package tests only)
 }
 
-// dpmStage reports that a root reached stage: a line on stderr if the
-// call's info has "ftmpi_trace" = "true" (an event to tie a fault
-// injection to), and the tests' hook.
+// dpmT is the World's port table.
+func (w *World) dpmT() *dpm.Table {
+	w.dpm.once.Do(func() {
+		t, err := dpm.New(dpm.Config{Self: w.rank, Job: w.jobID(), Net: dpmNet{w}, Code: w.dpmCode, Log: w.diag().Writer()})
+		if err != nil {
+			panic(fmt.Sprintf("mpi: the port table of process %d: %v", w.rank, err)) // a programming error: the config is the World's
+		}
+		w.dpm.t = t
+	})
+	return w.dpm.t
+}
+
+// dpmNet is the World as the protocol's dpm.Net.
+type dpmNet struct{ w *World }
+
+func (n dpmNet) SendControl(to int, h transport.Header, payload []byte) error {
+	return n.w.eng.SendControl(to, h, payload)
+}
+func (n dpmNet) IsLost(p int) bool                { return n.w.eng.IsLost(p) }
+func (n dpmNet) FailureSignal() <-chan struct{}   { return n.w.eng.FailureSignal() }
+func (n dpmNet) AddEndpoints(eps []boot.Endpoint) { n.w.addEndpoints(eps) }
+func (n dpmNet) Endpoint(p int) (boot.Endpoint, bool) {
+	if n.w.net == nil {
+		return boot.Endpoint{}, false
+	}
+	return n.w.net.Endpoint(p)
+}
+
+// dpmErr is err as this package's error: an error of internal/rte/dpm
+// gets its class; any other is returned as it is.
+func (w *World) dpmErr(op string, c *Comm, err error) error {
+	var e *dpm.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	cls := ErrOther // dpm.ErrGaveUp, dpm.ErrJoin
+	switch {
+	case errors.Is(e, dpm.ErrAborted):
+		return w.abortedErr(op, c)
+	case errors.Is(e, dpm.ErrPort):
+		cls = ErrPort
+	case errors.Is(e, dpm.ErrPeerFailed):
+		cls = ErrProcFailed
+	case errors.Is(e, dpm.ErrRemote):
+		cls = classOf(e.Code)
+	case errors.Is(e, dpm.ErrMalformed), errors.Is(e, dpm.ErrNoConn):
+		cls = ErrIntern
+	}
+	return newErr(cls, op, c, NoPeer, "%s", e.Detail)
+}
+
+// dpmCode is the class code of err carried in verdicts (dpm.Config.Code).
+func (w *World) dpmCode(err error) int { return classCode(w.dpmErr("", nil, err)) }
+
+// dpmStage reports that a root reached stage: a trace line (written by
+// internal/rte/dpm to the World's diagnostics, rte.Diag: stderr unless a
+// test replaces it) if the call's info has "ftmpi_trace" = "true" (an
+// event to tie a fault injection to), and the tests' hook.
 func (w *World) dpmStage(op string, info *Info, stage string) {
 	if v, _ := info.Get("ftmpi_trace"); v == "true" {
-		fmt.Fprintf(os.Stderr, "ftmpi-trace: process %d: %s: %s\n", w.rank, op, stage)
+		w.dpmT().Trace(op, stage)
 	}
 	if h := w.dpm.hook; h != nil {
 		h(stage)
 	}
-}
-
-// openPort is an open port: the connection requests not yet accepted.
-type openPort struct {
-	reqs []dpmReq
-	wake chan struct{} // one token: a request arrived or the port closed
-}
-
-type dpmReq struct {
-	from int
-	id   uint64
-	body []byte
-}
-
-// dpmConn is one connection being established, at a root.
-type dpmConn struct {
-	peer  int // the other root's process id
-	id    uint64
-	ch    chan dpmMsg
-	final *dpmMsg // the other root's verdict, met while waiting for a step
-}
-
-type dpmMsg struct {
-	kind uint64
-	step uint64
-	body []byte
 }
 
 // jobID names this process's launch: ports of another launch are refused.
@@ -152,115 +145,20 @@ func (w *World) OpenPort(info *Info) (string, error) {
 	if w.finalized.Load() {
 		return "", newErr(ErrOther, op, nil, NoPeer, "called after MPI_Finalize")
 	}
-	w.dpm.mu.Lock()
-	w.dpm.nextPort++
-	n := w.dpm.nextPort
-	if w.dpm.ports == nil {
-		w.dpm.ports = make(map[int64]*openPort)
-	}
-	w.dpm.ports[n] = &openPort{wake: make(chan struct{}, 1)}
-	w.dpm.mu.Unlock()
-	pn := portName{Job: w.jobID(), Proc: w.rank, Port: n}
-	if w.net != nil {
-		if ep, ok := w.net.Endpoint(w.rank); ok {
-			pn.Ep = &ep
-		}
-	}
-	b, _ := json.Marshal(pn)
-	return portPrefix + string(b), nil
+	return w.dpmT().Open(), nil
 }
 
 // ClosePort closes a port this process opened (MPI_Close_port): a pending
 // Accept on it fails with ErrPort, and the connectors it has not accepted
 // are refused (their Connect fails with ErrPort).
 func (w *World) ClosePort(port string) error {
-	const op = "MPI_Close_port"
-	pn, err := parsePort(op, port)
-	if err != nil {
-		return err
-	}
-	if pn.Job != w.jobID() || pn.Proc != w.rank {
-		return newErr(ErrPort, op, nil, NoPeer, "port %s was not opened by this process", port)
-	}
-	w.dpm.mu.Lock()
-	p := w.dpm.ports[pn.Port]
-	delete(w.dpm.ports, pn.Port)
-	w.dpm.mu.Unlock()
-	if p == nil {
-		return newErr(ErrPort, op, nil, NoPeer, "port %d is not open", pn.Port)
-	}
-	for _, r := range p.reqs {
-		w.dpmRefuse(r.from, r.id, "the port was closed")
-	}
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-	return nil
-}
-
-func parsePort(op, port string) (portName, error) {
-	var pn portName
-	body, ok := strings.CutPrefix(port, portPrefix)
-	if !ok {
-		return pn, newErr(ErrPort, op, nil, NoPeer, "%q is not a port name (it does not start with %q)", port, portPrefix)
-	}
-	if err := json.Unmarshal([]byte(body), &pn); err != nil || pn.Port < 1 || pn.Proc < 0 {
-		return pn, newErr(ErrPort, op, nil, NoPeer, "malformed port name %q", port)
-	}
-	return pn, nil
-}
-
-// dpmRefuse tells connector from that its request id is refused.
-func (w *World) dpmRefuse(from int, id uint64, reason string) {
-	_ = w.eng.SendControl(from, transport.Header{Tag: int32(ctl.Port), B: dpmRefuse, Seq: id}, []byte(reason))
+	return w.dpmErr("MPI_Close_port", nil, w.dpmT().Close(port))
 }
 
 // onPort handles a ctl.Port frame (on a transport goroutine: it does not
 // block).
 func (w *World) onPort(from int, h transport.Header, payload []byte) {
-	switch h.B {
-	case dpmRequest:
-		var g dpmGroup
-		if err := json.Unmarshal(payload, &g); err != nil {
-			w.dpmRefuse(from, h.Seq, "malformed connection request")
-			return
-		}
-		w.addEndpoints(g.Eps) // so that the answer reaches the connector
-		w.dpm.mu.Lock()
-		p := w.dpm.ports[int64(h.A)]
-		if p != nil {
-			p.reqs = append(p.reqs, dpmReq{from: from, id: h.Seq, body: slices.Clone(payload)})
-		}
-		w.dpm.mu.Unlock()
-		if p == nil {
-			w.dpmRefuse(from, h.Seq, fmt.Sprintf("port %d of process %d is not open", h.A, w.rank))
-			return
-		}
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
-	case dpmRefuse, dpmStep, dpmFinal:
-		w.dpm.mu.Lock()
-		c := w.dpm.conns[h.Seq]
-		if c == nil && h.B == dpmFinal {
-			// A connector that gave up before its request was accepted:
-			// withdraw the request.
-			for _, p := range w.dpm.ports {
-				p.reqs = slices.DeleteFunc(p.reqs, func(r dpmReq) bool { return r.id == h.Seq && r.from == from })
-			}
-		}
-		w.dpm.mu.Unlock()
-		if c == nil || c.peer != from {
-			return // a connection that ended here
-		}
-		select {
-		case c.ch <- dpmMsg{kind: h.B, step: h.A, body: slices.Clone(payload)}:
-		default:
-			// The exchanges alternate, so at most a few frames are pending.
-		}
-	}
+	w.dpmT().Handle(from, h, payload)
 }
 
 // addEndpoints makes processes of another job reachable (under ftmpirun).
@@ -280,92 +178,6 @@ func (w *World) addEndpoints(eps []boot.Endpoint) {
 	if len(add) > 0 {
 		w.net.AddPeers(add)
 		w.hosts.add(add)
-	}
-}
-
-// myGroup is what a root tells the other root of group procs.
-func (w *World) myGroup(procs []int, rec []int) dpmGroup {
-	g := dpmGroup{Procs: procs, Rec: rec}
-	if w.net != nil {
-		for _, p := range procs {
-			if ep, ok := w.net.Endpoint(p); ok {
-				g.Eps = append(g.Eps, ep)
-			}
-		}
-	}
-	return g
-}
-
-func (w *World) newConn(id uint64, peer int) *dpmConn {
-	c := &dpmConn{peer: peer, id: id, ch: make(chan dpmMsg, 16)}
-	w.dpm.mu.Lock()
-	if w.dpm.conns == nil {
-		w.dpm.conns = make(map[uint64]*dpmConn)
-	}
-	w.dpm.conns[id] = c
-	w.dpm.mu.Unlock()
-	return c
-}
-
-func (w *World) endConn(c *dpmConn) {
-	w.dpm.mu.Lock()
-	delete(w.dpm.conns, c.id)
-	w.dpm.mu.Unlock()
-}
-
-func (w *World) sendStep(c *dpmConn, kind, step uint64, body []byte) error {
-	return w.eng.SendControl(c.peer, transport.Header{Tag: int32(ctl.Port), B: kind, A: step, Seq: c.id}, body)
-}
-
-// errGaveUp: the other root sent its verdict while this one waited for a
-// step (its side failed).
-var errGaveUp = errors.New("the other group gave up")
-
-// wait returns the other root's message of kind (dpmStep with step, or
-// dpmFinal), or an error: the other root failed (ErrProcFailed), refused
-// (ErrPort), gave up, the deadline passed, or the job ended.
-func (w *World) wait(c *dpmConn, kind, step uint64, op string, comm *Comm, deadline <-chan time.Time) (dpmMsg, error) {
-	if kind == dpmFinal && c.final != nil {
-		return *c.final, nil
-	}
-	take := func(m dpmMsg) (dpmMsg, bool, error) {
-		switch {
-		case m.kind == dpmRefuse:
-			return m, true, newErr(ErrPort, op, comm, NoPeer, "refused by process %d: %s", c.peer, m.body)
-		case m.kind == kind && (kind == dpmFinal || m.step == step):
-			return m, true, nil
-		case m.kind == dpmFinal:
-			c.final = &m
-			return m, true, errGaveUp
-		}
-		return m, false, nil // a stale step: dropped
-	}
-	for {
-		sig := w.eng.FailureSignal()
-		select {
-		case m := <-c.ch:
-			if m, ok, err := take(m); ok {
-				return m, err
-			}
-			continue
-		default:
-		}
-		if w.eng.IsLost(c.peer) {
-			return dpmMsg{}, newErr(ErrProcFailed, op, comm, NoPeer, "the other root (process %d) failed", c.peer)
-		}
-		select {
-		case m := <-c.ch:
-			if m, ok, err := take(m); ok {
-				return m, err
-			}
-		case <-sig:
-		case <-deadline:
-			return dpmMsg{}, newErr(ErrPort, op, comm, NoPeer, "timed out waiting for process %d", c.peer)
-		case <-w.abort:
-			return dpmMsg{}, w.abortedErr(op, comm)
-		case <-w.stop:
-			return dpmMsg{}, w.abortedErr(op, comm)
-		}
 	}
 }
 
@@ -391,7 +203,7 @@ func (w *World) wait(c *dpmConn, kind, step uint64, op string, comm *Comm, deadl
 // Q") once it has found the other root: an event to tie a fault injection
 // to (ftmpirun --inject kill:...,on=TEXT).
 func (c *Comm) Accept(port string, info *Info, root int) (*Comm, error) {
-	ic, err := c.establish("MPI_Comm_accept", true, port, info, root)
+	ic, err := c.establish("MPI_Comm_accept", true, port, info, root, -1)
 	return ic, c.handle(err)
 }
 
@@ -404,11 +216,13 @@ func (c *Comm) Accept(port string, info *Info, root int) (*Comm, error) {
 // with ErrProcFailed when the process that opened the port failed. The
 // failure rules and the info key "ftmpi_trace" are Accept's.
 func (c *Comm) Connect(port string, info *Info, root int) (*Comm, error) {
-	ic, err := c.establish("MPI_Comm_connect", false, port, info, root)
+	ic, err := c.establish("MPI_Comm_connect", false, port, info, root, -1)
 	return ic, c.handle(err)
 }
 
-func (c *Comm) establish(op string, accept bool, port string, info *Info, root int) (*Comm, error) {
+// establish is Accept (accept) or Connect; peer >= 0 (Join) is the only
+// process whose connection Accept takes, and whose failure ends its wait.
+func (c *Comm) establish(op string, accept bool, port string, info *Info, root, peer int) (*Comm, error) {
 	if err := checkLive(c, op); err != nil {
 		return nil, err
 	}
@@ -425,95 +239,77 @@ func (c *Comm) establish(op string, accept bool, port string, info *Info, root i
 	}
 	b := c.base
 	return inTurn(b.takeTurn(), op, func() (*Comm, error) {
-		return c.establishInTurn(op, accept, port, info, root)
+		return c.establishInTurn(op, accept, port, info, root, peer)
 	})
 }
 
-// dpmCall is one process's part of one Accept or Connect.
-type dpmCall struct {
-	c      *Comm
-	w      *World
-	op     string
-	root   int
-	me     bool
-	conn   *dpmConn // at the root, once the other root is known
-	err    error    // this process's first error
-	steps  uint64
-	remote dpmGroup
-}
-
-// fail records err as this process's error (the first one counts).
-func (d *dpmCall) fail(err error) {
-	if d.err == nil {
-		d.err = err
-	}
-}
-
-func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, root int) (*Comm, error) {
+func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, root, peer int) (*Comm, error) {
 	w := c.w
-	d := &dpmCall{c: c, w: w, op: op, root: root, me: c.rank == root}
+	var derr error // this process's first error
+	fail := func(err error) {
+		if derr == nil {
+			derr = err
+		}
+	}
 	procs := c.groupProcs()
 	rootProc := procs[root]
+	s := &dpm.Side{T: w.dpmT(), Root: root, Me: c.rank == root, Cancel: dpm.Cancel{Abort: w.abort, Stop: w.stop}}
 
 	// The local group the internal collectives run on: c, or the view of
 	// its alive members; none if c is collectively inactive here.
-	lc, lroot := c, root
-	v, fail, _ := c.route(op)
+	lc := c
+	v, inactive, _ := c.route(op)
 	switch {
-	case fail != nil:
-		d.fail(fail())
+	case inactive != nil:
+		fail(inactive())
 		lc = nil
 	case v != nil:
 		lc = v.comm
-		lroot = slices.Index(lc.groupProcs(), rootProc)
+		s.Root = slices.Index(lc.groupProcs(), rootProc)
 	}
 
 	// The roots find each other.
-	var id uint64
-	if d.me && d.err == nil {
-		if accept {
-			d.fail(d.acceptRoot(port, info, procs))
-		} else {
-			d.fail(d.connectRoot(port, info, procs))
-		}
-		if d.conn != nil {
-			id = d.conn.id
-			if d.err == nil {
-				w.dpmStage(op, info, fmt.Sprintf("connected to process %d", d.conn.peer))
-			}
+	if s.Me && derr == nil {
+		fail(c.dpmRoot(op, accept, port, info, peer, s))
+		if s.Conn != nil && derr == nil {
+			w.dpmStage(op, info, fmt.Sprintf("connected to process %d", s.Conn.Peer()))
 		}
 	}
 
 	var ic *Comm
 	if lc != nil {
-		loc := collSet(lc, op, tagDPMLocal)
-		ic = d.build(lc, loc, lroot, id)
+		s.Local, s.N = collSet(lc, op, tagDPMLocal), lc.size
+		var err error
+		if ic, err = c.dpmBuild(op, s, derr); err != nil {
+			fail(err)
+		}
 	}
 
 	// All or nothing: the verdict of each side, exchanged by the roots.
 	f := w.ftOf(c)
 	pos := f.pos(rootProc)
-	side, _, err := c.agreeOn(op, dpmVote(d.err))
+	side, _, err := c.agreeOn(op, dpm.Vote(dpmCodeOf(derr)))
 	if err != nil {
-		d.fail(err)
+		fail(err)
 	}
 	verdict := agree.Value{Flags: 1}
-	if d.me {
-		verdict = d.exchangeVerdict(side)
+	if s.Me {
+		verdict = s.Verdict(side)
 	}
 	res, contrib, err := c.agreeOn(op, verdict)
 	if err != nil {
-		d.fail(err)
+		fail(err)
 	}
-	if d.conn != nil {
-		w.endConn(d.conn)
+	if s.Conn != nil {
+		s.Conn.End()
 	}
-	ok, cls := dpmDecide(res, contrib, pos)
+	ok, codes := dpm.Decide(res, contrib, pos, ErrProcFailed.code)
+	cls := decideClass(codes)
 	if err == nil && !contrib.Has(pos) {
-		d.fail(newErr(ErrProcFailed, op, c, root, "the root failed during the call"))
+		fail(newErr(ErrProcFailed, op, c, root, "the root failed during the call"))
 	}
 	if err == nil && ok && ic != nil {
-		if len(d.remote.Rec) > 0 || len(c.ftm().recognized()) > 0 {
+		if len(s.Remote.Rec) > 0 || len(c.ftm().recognized()) > 0 {
 			// Seed 003 17.10.1: recognised failures stay recognised (both
 			// sides know of the other's, so both validate).
 			if _, verr := inTurn(ic.takeTurn(), op, func() (*Group, error) { return ic.validate(op) }); verr != nil {
@@ -527,250 +323,79 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 		ic.discard()
 	}
 	if err != nil {
-		cls = ErrorClass(d.err)
+		cls = ErrorClass(derr)
 	}
-	if d.err != nil && ErrorClass(d.err) == cls {
-		return nil, d.err
+	if derr != nil && ErrorClass(derr) == cls {
+		return nil, derr
 	}
-	if e, ok := d.err.(*Error); ok {
+	if e, ok := derr.(*Error); ok {
 		return nil, newErr(cls, op, c, NoPeer, "the connection failed (here: %s: %s)", e.Class, e.Detail)
 	}
-	if d.err != nil {
-		return nil, newErr(cls, op, c, NoPeer, "the connection failed (here: %v)", d.err)
+	if derr != nil {
+		return nil, newErr(cls, op, c, NoPeer, "the connection failed (here: %v)", derr)
 	}
 	return nil, newErr(cls, op, c, NoPeer, "the connection failed at another process")
 }
 
-// build broadcasts the other group within lc and agrees on the context
-// ids of the intercommunicator with the other group; it returns the
-// intercommunicator, or nil with d.err set.
-func (d *dpmCall) build(lc *Comm, loc interface {
-	ReduceAND([]uint64, int) error
-	BcastTree([]byte, int) error
-}, lroot int, id uint64) *Comm {
-	c, op := d.c, d.op
-	n := lc.size
-	var body []byte
-	hdr := make([]byte, 24) // error class code (0: ok), length of the group, connection id
-	if d.me {
-		if d.err != nil {
-			binary.LittleEndian.PutUint64(hdr, uint64(classCode(d.err)))
-		} else {
-			body, _ = json.Marshal(d.remote)
-			binary.LittleEndian.PutUint64(hdr[8:], uint64(len(body)))
-			binary.LittleEndian.PutUint64(hdr[16:], id)
-		}
+// dpmRoot is the root's part: it finds the other root (s.Conn) and learns
+// its group (s.Remote).
+func (c *Comm) dpmRoot(op string, accept bool, port string, info *Info, peer int, s *dpm.Side) error {
+	w := c.w
+	if _, err := dpm.ParsePort(port); err != nil {
+		return w.dpmErr(op, c, err)
 	}
-	if n > 1 {
-		if err := loc.BcastTree(hdr, lroot); err != nil {
-			d.fail(err)
-			return nil
-		}
+	deadline, stop, err := dpmDeadline(op, c, info)
+	if err != nil {
+		return err
 	}
-	if code := int(binary.LittleEndian.Uint64(hdr)); code != 0 {
-		d.fail(newErr(classOf(code), op, c, NoPeer, "the root could not reach the other group"))
-		return nil
+	defer stop()
+	cn := s.Cancel
+	cn.Deadline = deadline
+	t := w.dpmT()
+	mine := t.Mine(c.groupProcs(), c.ftm().recognized())
+	if accept {
+		s.Conn, s.Remote, err = t.Accept(port, mine, peer, cn)
+	} else {
+		s.Conn, s.Remote, err = t.Connect(port, mine, cn)
 	}
-	id = binary.LittleEndian.Uint64(hdr[16:])
-	if !d.me {
-		body = make([]byte, binary.LittleEndian.Uint64(hdr[8:]))
-	}
-	if n > 1 {
-		if err := loc.BcastTree(body, lroot); err != nil {
-			d.fail(err)
-			return nil
-		}
-	}
-	if !d.me {
-		if err := json.Unmarshal(body, &d.remote); err != nil {
-			d.fail(newErr(ErrIntern, op, c, NoPeer, "bad group from the root: %v", err))
-			return nil
-		}
+	return w.dpmErr(op, c, err)
+}
+
+// dpmBuild broadcasts the other group within the side and agrees on the
+// context ids of the intercommunicator with the other group (rootErr: the
+// root's error so far, at the root).
+func (c *Comm) dpmBuild(op string, s *dpm.Side, rootErr error) (*Comm, error) {
+	w := c.w
+	id, err := s.Share(dpmCodeOf(rootErr))
+	if err != nil {
+		return nil, w.dpmErr(op, c, err)
 	}
 	mine := c.groupProcs()
-	for _, p := range d.remote.Procs {
+	for _, p := range s.Remote.Procs {
 		if slices.Contains(mine, p) {
-			d.fail(newErr(ErrGroup, op, c, NoPeer, "process %d is in both groups: the groups must be disjoint", p))
-			return nil
+			return nil, newErr(ErrGroup, op, c, NoPeer, "process %d is in both groups: the groups must be disjoint", p)
 		}
 	}
-	if len(d.remote.Procs) == 0 {
-		d.fail(newErr(ErrIntern, op, c, NoPeer, "empty remote group"))
-		return nil
-	}
-	d.w.addEndpoints(d.remote.Eps)
-
-	// The context ids: rounds of an AND within the group and between the
-	// roots. A status word (all ones: ok) carries a failure's class.
-	and := func(words []uint64) error {
-		ext := append(slices.Clone(words), ^uint64(0))
-		last := len(words)
-		if err := loc.ReduceAND(ext, lroot); err != nil {
-			return err
-		}
-		var ferr error
-		if d.me {
-			d.steps++
-			if ferr = d.w.sendStep(d.conn, dpmStep, d.steps, slices.Clone(asBytes(ext[:last]))); ferr == nil {
-				var m dpmMsg
-				if m, ferr = d.w.wait(d.conn, dpmStep, d.steps, op, c, nil); ferr == nil && len(m.body) == 8*last {
-					for i := range last {
-						ext[i] &= binary.LittleEndian.Uint64(m.body[8*i:])
-					}
-				} else if ferr == nil {
-					ferr = newErr(ErrIntern, op, c, NoPeer, "the other root sent %d bytes, expected %d", len(m.body), 8*last)
-				}
-			} else {
-				ferr = newErr(ErrProcFailed, op, c, NoPeer, "the other root (process %d) failed", d.conn.peer)
-			}
-			if ferr != nil {
-				ext[last] = uint64(classCode(ferr))
-			}
-		}
-		if n > 1 {
-			if err := loc.BcastTree(asBytes(ext), lroot); err != nil {
-				return err
-			}
-		}
-		if ferr != nil {
-			return ferr
-		}
-		if ext[last] != ^uint64(0) {
-			return newErr(classOf(int(ext[last])), op, c, NoPeer, "the exchange between the roots failed")
-		}
-		copy(words, ext)
-		return nil
-	}
-	pairs, err := ctxAgreement(d.w, c, op, 2, id|1<<59, true, and)
+	w.addEndpoints(s.Remote.Eps)
+	and := func(words []uint64) error { return w.dpmErr(op, c, s.AND(words)) }
+	pairs, err := ctxAgreement(w, c, op, 2, id|1<<59, true, and)
 	if err != nil {
-		d.fail(err)
-		return nil
+		return nil, err
 	}
 	kind := "connect"
-	if d.op == "MPI_Comm_accept" {
+	if op == "MPI_Comm_accept" {
 		kind = "accept"
 	}
-	return newInter(c, derivedName(kind, c), pairs, mine, d.remote.Procs, c.rank)
+	return newInter(c, derivedName(kind, c), pairs, mine, s.Remote.Procs, c.rank), nil
 }
 
-// exchangeVerdict sends this side's verdict to the other root and
-// combines it with the other's (the root only).
-func (d *dpmCall) exchangeVerdict(side agree.Value) agree.Value {
-	if d.conn == nil { // the roots never found each other: this side failed
-		return dpmCombine(side, nil, ErrIntern.code)
-	}
-	if err := d.w.sendStep(d.conn, dpmFinal, 0, dpmEncode(side)); err != nil {
-		return dpmCombine(side, nil, ErrProcFailed.code)
-	}
-	m, err := d.w.wait(d.conn, dpmFinal, 0, d.op, d.c, nil)
-	if err != nil {
-		return dpmCombine(side, nil, classCode(err))
-	}
-	other, ok := dpmDecode(m.body)
-	if !ok {
-		return dpmCombine(side, nil, ErrIntern.code)
-	}
-	return dpmCombine(side, &other, 0)
-}
-
-// connectRoot sends the connection request and waits for the answer.
-func (d *dpmCall) connectRoot(port string, info *Info, procs []int) error {
-	w, op, c := d.w, d.op, d.c
-	pn, err := parsePort(op, port)
-	if err != nil {
-		return err
-	}
-	if pn.Job != w.jobID() {
-		return newErr(ErrPort, op, c, NoPeer, "port %q belongs to another job (ports reach the processes of one launcher or one mpi.Run)", port)
-	}
-	if pn.Proc == w.rank {
-		return newErr(ErrPort, op, c, NoPeer, "port %q is this process's own: Accept and Connect need two processes", port)
-	}
-	deadline, stop, err := dpmDeadline(op, c, info)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	if pn.Ep != nil {
-		w.addEndpoints([]boot.Endpoint{*pn.Ep})
-	}
-	w.dpm.mu.Lock()
-	w.dpm.nextConn++
-	id := uint64(w.rank)<<32 | uint64(w.dpm.nextConn)
-	w.dpm.mu.Unlock()
-	d.conn = w.newConn(id, pn.Proc)
-	body, _ := json.Marshal(w.myGroup(procs, c.ftm().recognized()))
-	if err := w.eng.SendControl(pn.Proc, transport.Header{Tag: int32(ctl.Port), B: dpmRequest, A: uint64(pn.Port), Seq: id}, body); err != nil {
-		return newErr(ErrProcFailed, op, c, NoPeer, "the process that opened the port (%d) failed", pn.Proc)
-	}
-	m, err := w.wait(d.conn, dpmStep, 0, op, c, deadline)
+// dpmCodeOf is a process's error as a class code for the decision (0:
+// none).
+func dpmCodeOf(err error) int {
 	if err == nil {
-		err = json.Unmarshal(m.body, &d.remote)
+		return 0
 	}
-	if err != nil && !errors.Is(err, errGaveUp) {
-		// Withdraw: the accepting root, if it took the request, ends its
-		// side of the connection on this verdict.
-		_ = w.sendStep(d.conn, dpmFinal, 0, putInts(0, int64(classCode(err))))
-		w.endConn(d.conn)
-		d.conn = nil
-	}
-	return err
-}
-
-// acceptRoot waits for a connection request on port and answers it.
-func (d *dpmCall) acceptRoot(port string, info *Info, procs []int) error {
-	w, op, c := d.w, d.op, d.c
-	pn, err := parsePort(op, port)
-	if err != nil {
-		return err
-	}
-	if pn.Job != w.jobID() || pn.Proc != w.rank {
-		return newErr(ErrPort, op, c, NoPeer, "port %q was not opened by this process (the root)", port)
-	}
-	deadline, stop, err := dpmDeadline(op, c, info)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	for {
-		w.dpm.mu.Lock()
-		p := w.dpm.ports[pn.Port]
-		if p == nil {
-			w.dpm.mu.Unlock()
-			return newErr(ErrPort, op, c, NoPeer, "port %d is not open", pn.Port)
-		}
-		if len(p.reqs) > 0 {
-			r := p.reqs[0]
-			p.reqs = p.reqs[1:]
-			if w.dpm.conns == nil {
-				w.dpm.conns = make(map[uint64]*dpmConn)
-			}
-			d.conn = &dpmConn{peer: r.from, id: r.id, ch: make(chan dpmMsg, 16)}
-			w.dpm.conns[r.id] = d.conn
-			w.dpm.mu.Unlock()
-			var g dpmGroup
-			if err := json.Unmarshal(r.body, &g); err != nil {
-				return newErr(ErrIntern, op, c, NoPeer, "bad connection request: %v", err)
-			}
-			d.remote = g
-			body, _ := json.Marshal(w.myGroup(procs, c.ftm().recognized()))
-			if err := w.sendStep(d.conn, dpmStep, 0, body); err != nil {
-				return newErr(ErrProcFailed, op, c, NoPeer, "the connecting root (process %d) failed", r.from)
-			}
-			return nil
-		}
-		wake := p.wake
-		w.dpm.mu.Unlock()
-		select {
-		case <-wake:
-		case <-deadline:
-			return newErr(ErrPort, op, c, NoPeer, "no connection on port %d before the timeout", pn.Port)
-		case <-w.abort:
-			return w.abortedErr(op, c)
-		case <-w.stop:
-			return w.abortedErr(op, c)
-		}
-	}
+	return classCode(err)
 }
 
 // dpmDeadline reads the info key "timeout" (seconds).

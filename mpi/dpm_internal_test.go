@@ -1,10 +1,15 @@
 package mpi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
 // runDPM runs fn as n ranks with a deadline (a hang fails the test).
@@ -316,4 +321,72 @@ func TestConnectULFMRepair(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The info key "ftmpi_trace" makes each root write its trace line to the
+// World's diagnostics (rte.Diag; stderr in a real process), not mpi
+// itself; without the key nothing is written.
+func TestConnectTraceLine(t *testing.T) {
+	var out bytes.Buffer
+	var mu sync.Mutex
+	cfg := DefaultConfig()
+	cfg.diag = &rte.Diag{Out: lockedWriter{&mu, &out}}
+	done := make(chan error, 1)
+	go func() {
+		done <- RunConfig(3, cfg, func(w *World) error {
+			c := w.CommWorld()
+			c.SetErrhandler(ErrorsReturn)
+			local, port, server, err := dpmGroups(w, c, 1) // server {0}, clients {1,2}
+			if err != nil {
+				return err
+			}
+			info := NewInfo()
+			if err := info.Set("ftmpi_trace", "true"); err != nil {
+				return err
+			}
+			var ic *Comm
+			if server {
+				ic, err = local.Accept(port, info, 0)
+			} else {
+				ic, err = local.Connect(port, info, 1) // root: world rank 2
+			}
+			if err != nil {
+				return err
+			}
+			return ic.Disconnect()
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the job did not finish within 60s (hang)")
+	}
+	mu.Lock()
+	got := out.String()
+	mu.Unlock()
+	for _, want := range []string{
+		"ftmpi-trace: process 0: MPI_Comm_accept: connected to process 2\n",
+		"ftmpi-trace: process 2: MPI_Comm_connect: connected to process 0\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diagnostics %q lack %q", got, want)
+		}
+	}
+	if n := strings.Count(got, "ftmpi-trace:"); n != 2 {
+		t.Errorf("%d trace lines, want 2 (the roots only): %q", n, got)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }

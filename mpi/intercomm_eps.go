@@ -1,9 +1,8 @@
 package mpi
 
 import (
-	"encoding/json"
-
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/rte/dpm"
 )
 
 // swapEndpoints is IntercommCreate's last exchange under a launcher: each
@@ -25,11 +24,7 @@ func (l *interLink) swapEndpoints(w *World, mine []int) error {
 				eps = append(eps, ep)
 			}
 		}
-		b, err := json.Marshal(eps)
-		if err != nil {
-			return newErr(ErrIntern, l.op, l.c, NoPeer, "encoding the endpoints: %v", err)
-		}
-		out = b
+		out = dpm.EncodeEndpoints(eps)
 	}
 	raw, err := l.swap(putInts(int64(len(out))), 8)
 	if err != nil {
@@ -43,8 +38,8 @@ func (l *interLink) swapEndpoints(w *World, mine []int) error {
 	if err != nil {
 		return err
 	}
-	var eps []boot.Endpoint
-	if err := json.Unmarshal(raw, &eps); err != nil {
+	eps, err := dpm.DecodeEndpoints(raw)
+	if err != nil {
 		return newErr(ErrIntern, l.op, l.c, NoPeer, "decoding the remote endpoints: %v", err)
 	}
 	w.addEndpoints(eps)

@@ -3,15 +3,15 @@ package mpi
 import (
 	"errors"
 	"fmt"
-	"github.com/ftmpi/ftmpi/internal/trace"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/rte/dpm"
+	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
 // ErrSpawn is MPI_ERR_SPAWN: the processes could not be spawned (a
@@ -24,10 +24,10 @@ var ErrSpawn = &Class{"MPI_ERR_SPAWN: could not spawn processes", 50}
 // so parents and children talk as any two processes do once the launcher
 // has told each side where the other listens.
 
-// spawnState is a World's bookkeeping for Spawn.
+// spawnState is a World's bookkeeping for Spawn: the calls of each parent
+// group, which name each call for the launcher (internal/rte/dpm).
 type spawnState struct {
-	mu  sync.Mutex
-	seq map[string]uint64 // per parent group: spawn calls so far
+	dpm.Spawns
 }
 
 // Spawn starts maxprocs new processes running command with args and
@@ -113,7 +113,7 @@ func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir str
 		return nil, nil, newErr(ErrSpawn, op, c, NoPeer, "%v", err)
 	}
 	procs := c.groupProcs()
-	key := spawnKey(c, procs, w.nextSpawn(c.ctx, procs))
+	key := w.spawn.Key(c.ctx, procs)
 	pairs, perr := agreeOnParent(c, op, 2, true)
 	req := boot.SpawnRequest{Key: key, Procs: procs, Root: c.rank == root, Pairs: pairs, Spares: spares}
 	if req.Root {
@@ -172,32 +172,6 @@ func (w *World) lostAmong(procs []int) []int {
 		}
 	}
 	return out
-}
-
-// spawnKey names one collective Spawn call for the launcher: the same at
-// every parent, different from any other call in the job.
-func spawnKey(c *Comm, procs []int, seq uint64) string {
-	var b strings.Builder
-	b.WriteString(strconv.FormatUint(uint64(c.ctx), 10))
-	b.WriteByte('/')
-	b.WriteString(strconv.FormatUint(seq, 10))
-	for _, p := range procs {
-		b.WriteByte('/')
-		b.WriteString(strconv.Itoa(p))
-	}
-	return b.String()
-}
-
-// nextSpawn counts the Spawn calls of one parent group on one context.
-func (w *World) nextSpawn(ctx uint32, procs []int) uint64 {
-	k := strconv.FormatUint(uint64(ctx), 10) + fmt.Sprint(procs)
-	w.spawn.mu.Lock()
-	defer w.spawn.mu.Unlock()
-	if w.spawn.seq == nil {
-		w.spawn.seq = make(map[string]uint64)
-	}
-	w.spawn.seq[k]++
-	return w.spawn.seq[k]
 }
 
 // joinParent builds a spawned World's intercommunicator to its parents.

@@ -1,4 +1,4 @@
-package mpi
+package dpm
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 )
 
-// TestDPMDecisionSchedules runs the all-or-nothing decision of Accept and
-// Connect (dpmVote, dpmEncode/dpmDecode, dpmCombine, dpmDecide, the
-// functions establishInTurn uses) through thousands of seeded schedules of
+// TestDecisionSchedules runs the all-or-nothing decision of Accept and
+// Connect (Vote, EncodeVerdict/DecodeVerdict, Combine, Decide, the
+// functions the binding and Side.Verdict use) through thousands of seeded schedules of
 // crashes: two groups of 1 to 4 processes, each process possibly crashing
 // before any phase of the call (building the intercommunicator, the first
 // agreement of its group, the root's sending and receiving of verdicts,
@@ -30,7 +30,7 @@ import (
 //     A.2.3 (1)); without crashes both groups succeed.
 //
 // A failing schedule prints its seed.
-func TestDPMDecisionSchedules(t *testing.T) {
+func TestDecisionSchedules(t *testing.T) {
 	var stats simStats
 	for seed := uint64(0); seed < 20000; seed++ {
 		if err := dpmSchedule(seed, &stats); err != "" {
@@ -41,6 +41,27 @@ func TestDPMDecisionSchedules(t *testing.T) {
 	if stats.ok == 0 || stats.fail == 0 || stats.window == 0 || stats.mixedBuild == 0 {
 		t.Fatalf("schedules did not cover the cases: %+v", stats)
 	}
+}
+
+// Class codes of the simulation (MPI's are the binding's), and the
+// binding's rule: the first of a precedence list that was seen.
+const (
+	codeProcFailed = 75
+	codePort       = 43
+	codeIntern     = 16
+	codeOther      = 15
+)
+
+func pick(codes agree.Set) int {
+	for _, c := range []int{codeProcFailed, codePort, codeIntern} {
+		if codes.Has(c) {
+			return c
+		}
+	}
+	if codes.Empty() {
+		return 0
+	}
+	return codeOther
 }
 
 type simStats struct{ ok, fail, window, mixedBuild int }
@@ -100,7 +121,6 @@ func dpmSchedule(seed uint64, stats *simStats) string {
 	if crashedEarly {
 		stats.mixedBuild++
 	}
-	failErr := newErr(ErrProcFailed, "sim", nil, NoPeer, "a crash")
 
 	// The first agreement of each group.
 	var side [2]agree.Value
@@ -108,11 +128,11 @@ func dpmSchedule(seed uint64, stats *simStats) string {
 		v := agree.Value{Flags: ^uint64(0)}
 		for _, p := range gr {
 			if p.aliveAt(simA1) || (p.crash == simA1During && p.counted) {
-				var err error
+				code := 0
 				if !p.built {
-					err = failErr
+					code = codeProcFailed
 				}
-				c := dpmVote(err)
+				c := Vote(code)
 				v = v.Combine(c)
 			}
 		}
@@ -122,7 +142,7 @@ func dpmSchedule(seed uint64, stats *simStats) string {
 	var sent [2][]byte
 	for g, gr := range groups {
 		if gr[0].aliveAt(simSend) {
-			sent[g] = dpmEncode(side[g])
+			sent[g] = EncodeVerdict(side[g])
 		}
 	}
 	var verdict [2]agree.Value
@@ -131,19 +151,19 @@ func dpmSchedule(seed uint64, stats *simStats) string {
 			continue
 		}
 		if b := sent[1-g]; b != nil {
-			other, ok := dpmDecode(b)
-			if !ok {
-				return "a verdict did not decode"
+			other, err := DecodeVerdict(b)
+			if err != nil {
+				return "a verdict did not decode: " + err.Error()
 			}
-			verdict[g] = dpmCombine(side[g], &other, 0)
+			verdict[g] = Combine(side[g], &other, 0)
 		} else {
-			verdict[g] = dpmCombine(side[g], nil, ErrProcFailed.code) // the detector reports its death
+			verdict[g] = Combine(side[g], nil, codeProcFailed) // the detector reports its death
 		}
 	}
 	// The second agreement of each group, and the decisions.
 	type outcome struct {
 		ok  bool
-		cls *Class
+		cls int
 	}
 	var dec [2]*outcome
 	var window [2]bool
@@ -166,7 +186,8 @@ func dpmSchedule(seed uint64, stats *simStats) string {
 			if !p.aliveAt(simA2During) {
 				continue
 			}
-			ok, cls := dpmDecide(v, contrib, 0)
+			ok, codes := Decide(v, contrib, 0, codeProcFailed)
+			cls := pick(codes)
 			if ok && !p.built {
 				return fmt.Sprintf("group %d process %d decided yes without the intercommunicator", g, i)
 			}
