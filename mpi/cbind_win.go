@@ -26,7 +26,6 @@ package mpi
 // a completed request).
 
 import (
-	"encoding/binary"
 	"sync"
 	"unsafe"
 
@@ -192,68 +191,9 @@ func (w *Win) accType(op string, o *Op, noop bool, ds ...*Datatype) (p2p.DType, 
 // startTyped is start for a byte window: off and n are bytes, and an
 // accumulate combines elements of dt (0: the window's bytes, for Replace
 // and NoOp). A failure of the target is kept for the synchronisation.
-func (w *Win) startTyped(op string, target, kind int, ok opKind, dt p2p.DType, off, n int, data, into []byte) error {
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if err := w.inEpoch(op, target); err != nil {
-		return w.handle(err)
-	}
-	if target == w.c.rank {
-		mem := w.mem[off : off+n]
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		switch kind {
-		case rmaPut:
-			copy(mem, data)
-		case rmaGet:
-			copy(into, mem)
-		case rmaAcc:
-			w.applyDT(dt, ok, data, mem)
-		case rmaGetAcc:
-			copy(into, mem)
-			w.applyDT(dt, ok, data, mem)
-		case rmaCAS:
-			copy(into, mem)
-			if string(mem) == string(data[:n]) {
-				copy(mem, data[n:])
-			}
-		}
-		return nil
-	}
-	h := w.hdr[:]
-	rma.Header{Kind: rma.Kind(kind), Op: uint8(ok), DT: uint8(dt), Disp: int64(off), Count: int64(n)}.Encode(h)
-	return w.issue(op, target, kind, h, data, into)
-}
-
-// reqDT is the element type an accumulate request h combines: its
-// header's DT if set (a typed operation on a byte window), else the
-// window's.
-func (w *Win) reqDT(h *rma.Header) p2p.DType {
-	if h.DT != 0 {
-		return p2p.DType(h.DT)
-	}
-	return w.dt
-}
-
-// applyDT is apply with the element type dt (0: the window's). w.mu held.
-func (w *Win) applyDT(dt p2p.DType, k opKind, in, inout []byte) {
-	if dt == 0 {
-		dt = w.dt
-	}
-	if applyExt(dt, k, in, inout) { // rma_ext.go
-		return
-	}
-	switch k {
-	case opReplace:
-		copy(inout, in)
-	case opNoOp:
-	default:
-		if int(dt) < len(predRed) && int(k) < len(predRed[0]) {
-			if f := predRed[dt][k]; f != nil {
-				f(in[:len(inout)], inout)
-			}
-		}
-	}
+func (w *Win) startTyped(op string, target int, kind rma.Kind, ok opKind, dt p2p.DType, off, n int, data, into []byte) error {
+	h := rma.Header{Kind: kind, Op: uint8(ok), DT: uint8(dt), Disp: int64(off), Count: int64(n)}
+	return w.handle(w.engErr(op, w.eng.Access(op, target, h, data, into)))
 }
 
 // PutTyped stores ocount elements of od over origin into target's window
@@ -277,11 +217,11 @@ func putTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 		defer p2p.PutBuf(p)
 	}
 	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
-		return w.startLayout(op, target, layoutPut, 0, td, tdisp*w.units[target], tcount, data, nil)
+		return w.startLayout(op, target, rma.LayoutPut, 0, td, tdisp*w.units[target], tcount, data, nil)
 	}
 	pos := 0
 	for _, s := range segs {
-		if err := w.startTyped(op, target, rmaPut, 0, 0, s.off, s.n, data[pos:pos+s.n], nil); err != nil {
+		if err := w.startTyped(op, target, rma.Put, 0, 0, s.off, s.n, data[pos:pos+s.n], nil); err != nil {
 			return err
 		}
 		pos += s.n
@@ -309,7 +249,7 @@ func getTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 		defer p2p.PutBuf(p)
 	}
 	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
-		if err := w.startLayout(op, target, layoutGet, 0, td, tdisp*w.units[target], tcount, nil, room[:tcount*td.size]); err != nil {
+		if err := w.startLayout(op, target, rma.LayoutGet, 0, td, tdisp*w.units[target], tcount, nil, room[:tcount*td.size]); err != nil {
 			return err
 		}
 		if p != nil {
@@ -319,7 +259,7 @@ func getTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 	}
 	pos := 0
 	for _, s := range segs {
-		if err := w.startTyped(op, target, rmaGet, 0, 0, s.off, s.n, nil, room[pos:pos+s.n]); err != nil {
+		if err := w.startTyped(op, target, rma.Get, 0, 0, s.off, s.n, nil, room[pos:pos+s.n]); err != nil {
 			return err
 		}
 		pos += s.n
@@ -354,7 +294,7 @@ func accTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 		if p != nil {
 			defer p2p.PutBuf(p)
 		}
-		return w.startLayout(op, target, layoutAcc, o.kind, td, tdisp*w.units[target], tcount, data, nil)
+		return w.startLayout(op, target, rma.LayoutAcc, o.kind, td, tdisp*w.units[target], tcount, data, nil)
 	}
 	dt, err := w.accType(op, o, false, ifData(od, ocount), ifData(td, tcount))
 	if err != nil {
@@ -368,11 +308,11 @@ func accTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, target
 		return w.handle(w.err(ErrUnsupportedOperation, op, target, "%s on %s needs a contiguous target datatype on a window with memory", o.name, td.name))
 	}
 	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
-		return w.startLayout(op, target, layoutAcc, o.kind, td, tdisp*w.units[target], tcount, data, nil)
+		return w.startLayout(op, target, rma.LayoutAcc, o.kind, td, tdisp*w.units[target], tcount, data, nil)
 	}
 	pos := 0
 	for _, s := range segs {
-		if err := w.startTyped(op, target, rmaAcc, o.kind, dt, s.off, s.n, data[pos:pos+s.n], nil); err != nil {
+		if err := w.startTyped(op, target, rma.Acc, o.kind, dt, s.off, s.n, data[pos:pos+s.n], nil); err != nil {
 			return err
 		}
 		pos += s.n
@@ -426,7 +366,7 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 		if q != nil {
 			defer p2p.PutBuf(q)
 		}
-		if err := w.startLayout(op, target, layoutGetAcc, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
+		if err := w.startLayout(op, target, rma.LayoutGetAcc, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
 			return err
 		}
 		if q != nil {
@@ -456,7 +396,7 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 		return w.handle(w.err(ErrUnsupportedOperation, op, target, "%s on %s needs a contiguous target datatype on a window with memory", o.name, td.name))
 	}
 	if len(segs) > 1 || w.IsDynamic() { // one request with the typemap
-		if err := w.startLayout(op, target, layoutGetAcc, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
+		if err := w.startLayout(op, target, rma.LayoutGetAcc, o.kind, td, tdisp*w.units[target], tcount, data, room[:tcount*td.size]); err != nil {
 			return err
 		}
 		if q != nil {
@@ -466,7 +406,7 @@ func getAccTyped(w *Win, op string, origin []byte, ocount int, od *Datatype, res
 	}
 	pos := 0
 	for _, s := range segs {
-		if err := w.startTyped(op, target, rmaGetAcc, o.kind, dt, s.off, s.n, data[pos:pos+s.n], room[pos:pos+s.n]); err != nil {
+		if err := w.startTyped(op, target, rma.GetAcc, o.kind, dt, s.off, s.n, data[pos:pos+s.n], room[pos:pos+s.n]); err != nil {
 			return err
 		}
 		pos += s.n
@@ -504,9 +444,9 @@ func CompareAndSwapTyped(w *Win, origin, compare, result []byte, d *Datatype, ta
 	copy(in, compare[:n])
 	copy(in[n:], origin[:n])
 	if w.IsDynamic() {
-		return w.startLayout(op, target, layoutCAS, 0, d, segs[0].off, 1, in, result[:n])
+		return w.startLayout(op, target, rma.LayoutCAS, 0, d, segs[0].off, 1, in, result[:n])
 	}
-	return w.startTyped(op, target, rmaCAS, 0, 0, segs[0].off, n, in, result[:n])
+	return w.startTyped(op, target, rma.CAS, 0, 0, segs[0].off, n, in, result[:n])
 }
 
 // RputTyped is PutTyped returning a request (MPI_Rput); see Rput.
@@ -540,23 +480,15 @@ func RgetAccumulateTyped(w *Win, origin []byte, ocount int, od *Datatype, result
 // MPI_MAXLOC combine (value, location) pairs, and a predefined operation
 // on a datatype of several basic types combines each by its type: neither
 // is elementwise on one basic type, so the target's server cannot apply
-// such an accumulate run by run. Its request (kind rmaAccLayout) carries
+// such an accumulate run by run. Its request (internal/rma's AccLayout) carries
 // the target datatype's typemap and the packed origin data instead; the
 // server gathers the target elements, combines them whole and scatters
 // them back, under the window's mutex (atomic per operation).
 
-const rmaAccLayout = int(rma.AccLayout) // header: op, mode (byte 2), no-reply flag; disp: base byte offset; count: elements
-
-// Modes of an rmaAccLayout request (header byte 2). Put and Get take it
-// too when the target datatype is not contiguous: one request carries the
-// typemap instead of one request per contiguous run of target bytes.
-const (
-	layoutAcc    = 0 // accumulate
-	layoutGetAcc = 1 // accumulate returning the previous elements
-	layoutPut    = 2
-	layoutGet    = 3
-	layoutCAS    = 4 // data: compare then origin; fetch: the previous element (dynamic windows)
-)
+// Its modes are internal/rma's Layout*: Put and Get take the layout path
+// too when the target datatype is not contiguous (one request carrying
+// the typemap instead of one request per contiguous run of target bytes),
+// and CompareAndSwap on a dynamic window.
 
 // needsLayout reports whether an accumulate of o over target datatype td
 // takes the layout path.
@@ -600,66 +532,53 @@ func layoutRed(k opKind, d *Datatype) (redFn, error) {
 	return predRed[f.dt][k], nil
 }
 
-// layoutDesc encodes d's typemap for the target: runs, lb, ub.
+// layoutDesc is d's typemap for the target, encoded (rma.AppendLayout).
 func layoutDesc(d *Datatype) []byte {
-	b := make([]byte, 24+24*len(d.runs))
-	le := binary.LittleEndian
-	le.PutUint64(b[0:], uint64(len(d.runs)))
-	le.PutUint64(b[8:], uint64(int64(d.lb)))
-	le.PutUint64(b[16:], uint64(int64(d.ub)))
+	l := rma.Layout{Runs: make([]rma.Run, len(d.runs)), LB: d.lb, UB: d.ub}
 	for i, r := range d.runs {
-		p := b[24+24*i:]
-		le.PutUint64(p[0:], uint64(r.code))
-		le.PutUint64(p[8:], uint64(int64(r.off)))
-		le.PutUint64(p[16:], uint64(int64(r.count)))
+		l.Runs[i] = rma.Run{Code: uint8(r.code), Off: r.off, Count: r.count}
 	}
-	return b
+	return rma.AppendLayout(nil, l)
 }
 
 var layoutTypes sync.Map // string(desc) -> *Datatype
 
-// layoutOf decodes a typemap from the head of b and returns the datatype
-// and the rest of b.
-func layoutOf(b []byte) (*Datatype, []byte, bool) {
-	le := binary.LittleEndian
-	if len(b) < 24 {
-		return nil, nil, false
-	}
-	n := int(le.Uint64(b))
-	if n < 0 || n > (len(b)-24)/24 {
-		return nil, nil, false
-	}
-	desc := b[:24+24*n]
+// layoutOf is the datatype of a typemap a layout request carried (desc:
+// its encoding, rma.SplitLayout's), cached by its encoding.
+func layoutOf(desc []byte) (*Datatype, bool) {
 	if d, ok := layoutTypes.Load(string(desc)); ok {
-		return d.(*Datatype), b[len(desc):], true
+		return d.(*Datatype), true
 	}
-	runs := make([]run, n)
-	for i := range runs {
-		p := desc[24+24*i:]
-		runs[i] = run{p2p.DType(le.Uint64(p)), int(int64(le.Uint64(p[8:]))), int(int64(le.Uint64(p[16:])))}
-		if runs[i].code == 0 || int(runs[i].code) >= len(numFacts) || runs[i].count < 0 {
-			return nil, nil, false
+	l, ok := rma.ParseLayout(desc)
+	if !ok {
+		return nil, false
+	}
+	runs := make([]run, len(l.Runs))
+	for i, r := range l.Runs {
+		runs[i] = run{p2p.DType(r.Code), r.Off, r.Count}
+		if int(runs[i].code) >= len(numFacts) {
+			return nil, false
 		}
 	}
-	d, err := newDatatype("datatype of a one-sided accumulate", runs, int(int64(le.Uint64(desc[8:]))), int(int64(le.Uint64(desc[16:]))))
+	d, err := newDatatype("datatype of a one-sided accumulate", runs, l.LB, l.UB)
 	if err != nil {
-		return nil, nil, false
+		return nil, false
 	}
 	layoutTypes.Store(string(desc), d)
-	return d, b[len(desc):], true
+	return d, true
 }
 
 // applyLayout combines the packed data into count elements of d at byte
 // base of the window memory with red, storing the previous elements
 // (packed) in fetch if it is not nil. It reports false if they are not
-// inside the window. w.mu held.
+// inside the window. The memory lock held.
 func (w *Win) applyLayout(mode byte, red redFn, d *Datatype, base, count int, data, fetch []byte) bool {
 	if count == 0 {
 		return true
 	}
 	hi := base + (count-1)*d.ext() + d.hi
-	if d.lo < 0 || d.ext() < 0 || (mode != layoutGet && len(data) < count*d.size) ||
-		(mode == layoutGet && len(fetch) < count*d.size) {
+	if d.lo < 0 || d.ext() < 0 || (mode != rma.LayoutGet && len(data) < count*d.size) ||
+		(mode == rma.LayoutGet && len(fetch) < count*d.size) {
 		return false
 	}
 	var mem []byte
@@ -674,7 +593,7 @@ func (w *Win) applyLayout(mode byte, red redFn, d *Datatype, base, count int, da
 		mem = w.mem[base:hi]
 	}
 	switch mode {
-	case layoutCAS:
+	case rma.LayoutCAS:
 		n := d.size
 		if count != 1 || len(data) < 2*n || len(fetch) < n || len(mem) < n {
 			return false
@@ -684,10 +603,10 @@ func (w *Win) applyLayout(mode byte, red redFn, d *Datatype, base, count int, da
 			copy(mem[:n], data[n:2*n])
 		}
 		return true
-	case layoutPut:
+	case rma.LayoutPut:
 		d.unpack(mem, data[:count*d.size])
 		return true
-	case layoutGet:
+	case rma.LayoutGet:
 		d.pack(fetch, mem, count)
 		return true
 	}
@@ -701,39 +620,30 @@ func (w *Win) applyLayout(mode byte, red redFn, d *Datatype, base, count int, da
 	return true
 }
 
-// accLayout serves an rmaAccLayout request from origin (win.go's
-// handleReq).
-func (w *Win) accLayout(origin int, h *rma.Header, msg []byte) {
-	k, mode, noReply := opKind(h.Op), h.Mode, h.NoReply
-	fetch := mode == layoutGetAcc || mode == layoutGet || mode == layoutCAS
+// serveLayout applies a layout request at the target (the engine's
+// Layout: it replies): h its header, desc the typemap, data the packed
+// data; mem is the window memory's lock.
+func (w *Win) serveLayout(h *rma.Header, desc, data []byte, mem sync.Locker) (out []byte, ok bool) {
+	k, mode := opKind(h.Op), h.Mode
+	fetch := mode == rma.LayoutGetAcc || mode == rma.LayoutGet || mode == rma.LayoutCAS
 	base, count := int(h.Disp), int(h.Count)
-	d, data, ok := layoutOf(msg)
+	d, ok := layoutOf(desc)
 	var red redFn
-	if ok && (mode == layoutAcc || mode == layoutGetAcc) {
+	if ok && (mode == rma.LayoutAcc || mode == rma.LayoutGetAcc) {
 		var err error
 		red, err = layoutRed(k, d)
 		ok = err == nil
 	}
 	ok = ok && count >= 0 && count <= 1<<31
-	var out []byte
 	if ok && fetch {
 		out = make([]byte, count*d.size)
 	}
 	if ok {
-		w.mu.Lock()
+		mem.Lock()
 		ok = w.applyLayout(mode, red, d, base, count, data, out)
-		w.mu.Unlock()
+		mem.Unlock()
 	}
-	switch {
-	case !ok:
-		if !noReply {
-			w.reply(origin, 1, nil)
-		}
-	case fetch:
-		w.replyRaw(origin, append([]byte{0}, out...))
-	case !noReply:
-		w.reply(origin, 0, nil)
-	}
+	return out, ok
 }
 
 // startLayout is startTyped for the layout path: count elements of td at
@@ -742,56 +652,21 @@ func (w *Win) accLayout(origin int, h *rma.Header, msg []byte) {
 // elements, packed.
 func (w *Win) startLayout(op string, target int, mode byte, k opKind, td *Datatype, base, count int, data, into []byte) error {
 	var red redFn
-	if mode == layoutAcc || mode == layoutGetAcc {
+	if mode == rma.LayoutAcc || mode == rma.LayoutGetAcc {
 		var err error
 		if red, err = layoutRed(k, td); err != nil {
 			return w.handle(w.err(ErrOp, op, target, "%s", unwrapDetail(err)))
 		}
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if err := w.inEpoch(op, target); err != nil {
-		return w.handle(err)
+	var desc []byte
+	if target != w.c.rank {
+		desc = layoutDesc(td)
 	}
-	if target == w.c.rank {
-		w.mu.Lock()
-		ok := w.applyLayout(mode, red, td, base, count, data, into)
-		w.mu.Unlock()
-		if !ok {
-			return w.handle(w.err(ErrRMARange, op, target, "elements outside the window"))
-		}
-		return nil
-	}
-	var h [rmaHdr]byte
-	rma.Header{Kind: rma.AccLayout, Op: uint8(k), Mode: mode, Disp: int64(base), Count: int64(count)}.Encode(h[:])
-	msg := append(layoutDesc(td), data...)
-	if mode == layoutAcc || mode == layoutPut {
-		rma.SetNoReply(h[:])
-		err := w.send(op, target, h[:], msg)
-		if err == nil {
-			w.sent[target] = true
-			return nil
-		}
-		if ErrorClass(err) == ErrRevoked {
-			return w.handle(err)
-		}
-		if _, ok := w.failed[target]; !ok {
-			w.failed[target] = err
-		}
-		return nil
-	}
-	rep, err := w.rpc(op, target, h[:], msg, len(into))
-	if err != nil {
-		if ErrorClass(err) == ErrRevoked {
-			return w.handle(err)
-		}
-		if _, ok := w.failed[target]; !ok {
-			w.failed[target] = err
-		}
-		return nil
-	}
-	copy(into, rep)
-	return nil
+	h := rma.Header{Kind: rma.AccLayout, Op: uint8(k), Mode: mode, Disp: int64(base), Count: int64(count)}
+	err := w.eng.AccessLayout(op, target, h, desc, data, into, func() bool {
+		return w.applyLayout(mode, red, td, base, count, data, into)
+	})
+	return w.handle(w.engErr(op, err))
 }
 
 // Dynamic windows (MPI_Win_create_dynamic, MPI-4.1 12.2.4): a byte window
@@ -854,8 +729,9 @@ func (w *Win) Attach(mem []byte) error {
 		return nil
 	}
 	a := uintptr(unsafe.Pointer(&mem[0]))
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	m := w.eng.Mem()
+	m.Lock()
+	defer m.Unlock()
 	for _, r := range ds.regions {
 		if a < r.addr+uintptr(len(r.mem)) && r.addr < a+uintptr(len(mem)) {
 			return w.handle(w.err(ErrArg, op, NoPeer, "memory [%#x, %#x) overlaps an attached region", a, a+uintptr(len(mem))))
@@ -875,8 +751,9 @@ func (w *Win) Detach(addr uintptr) error {
 	if ds == nil {
 		return w.handle(w.err(ErrArg, op, NoPeer, "not a dynamic window (MPI_Win_create_dynamic)"))
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	m := w.eng.Mem()
+	m.Lock()
+	defer m.Unlock()
 	for i, r := range ds.regions {
 		if r.addr == addr {
 			ds.regions = append(ds.regions[:i], ds.regions[i+1:]...)
@@ -888,7 +765,7 @@ func (w *Win) Detach(addr uintptr) error {
 
 // dynMem is the attached memory of addresses [lo, hi), or nil; it may
 // span adjacent regions (attached separately, contiguous in memory).
-// w.mu held.
+// The memory lock held.
 func (ds *dynState) dynMem(lo, hi int) []byte {
 	a, b := uintptr(lo), uintptr(hi)
 	if lo < 0 || hi <= lo {

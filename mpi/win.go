@@ -5,62 +5,21 @@ package mpi
 // and the fence and passive-target (lock) synchronisations, with the
 // failure rules of seed 002 (5.2, A.2.4, A.3.2) and seed 003 (17.11).
 //
-// Design. A window owns a private duplicate of its communicator (Win.c): its
+// This file holds the typed bindings: argument checks, elements to bytes,
+// the engine's errors to *Error and the error handlers. The engine is
+// internal/rma's Window (the target server, the request protocol, the
+// epochs and their waits, the origin's outstanding operations, the
+// accumulates applied on bytes, the locks); read its package comment for
+// the protocol and the failure rules. Here, winNet carries its requests on
+// the window's private communicator.
+//
+// A window owns a private duplicate of its communicator (Win.c): its
 // context pair is agreed like any Dup's, so its traffic never meets the
 // user's, and a revocation of wc (Win.Revoke) reaches every member by the
-// communicator's reliable broadcast. The target side is served by the
-// runtime: one goroutine per window at each member (serve, not one per
-// message) probes wc's point-to-point context for request messages from
-// any source, directly on the engine (not through the fault-tolerance
-// model: it is not a user receive, so acknowledgements and disabled
-// wildcards do not concern it), applies them to the window memory under
-// the window's mutex (so Accumulate is atomic per element, and the
-// accumulate operations of several origins do not interleave within an
-// element), and answers each with a reply message. Nothing is needed at
-// the target for passive target.
-//
-// Put and Accumulate are sent one way (no reply): a member's server
-// applies the requests of one origin in the order they were sent (one
-// ordered connection per pair, probed and received in arrival order), so
-// the fence marker, completion marker, unlock request or flush request
-// that the origin's synchronisation sends afterwards reaches the server
-// only after them, and its effect (a fence completing at the target, an
-// unlock or flush reply) says that they were applied. The operations that
-// return data (Get, GetAccumulate, FetchAndOp, CompareAndSwap) are a round
-// trip (request, reply) completed before the call returns, which MPI
-// allows (completion only has to happen by the synchronisation). An
-// operation on the caller's own window is applied in the call, under the
-// window's mutex, without a message. A failure of the target is not
-// returned by the call but kept and reported by the next synchronisation
-// (Fence, Complete, Unlock, Flush), as seed 002 A.2.4 requires; for a
-// one-way operation, the synchronisation also raises it when the target
-// is known failed by then (its operations may not have been applied).
-//
-// Locks: each member's server keeps the lock state of its window (one
-// exclusive holder or a count of shared holders per origin, and a FIFO
-// queue of waiters: internal/rma's LockTable). A Lock is a request
-// answered when the lock is granted; Unlock releases it and grants the
-// waiters that became compatible. Requests start with internal/rma's
-// Header. When the engine reports a peer lost (its failure signal
-// wakes the server's probe), the server drops the failed process from the
-// holders and the waiters and grants the next waiters: a lock held by a
-// failed process is released. The memory the failed holder targeted during
-// its epoch is undefined. (Seed 002 A.2.4 item 2 instead makes such a lock
-// unacquirable for ever; ftmpi releases it, as issue 16 asks: the window
-// stays usable for the survivors.)
-//
-// Active target. A synchronisation only has to tell the targets that an
-// origin's operations are done (the markers follow the one-way operations
-// on the same ordered channel): Fence sends a marker of its fence epoch to
-// every other member's server (its own is recorded directly) and waits until every member not known failed sent its
-// own (so Fence is a barrier of markers, not the collective Barrier: a
-// barrier fails at once when a member fails, while the epoch must still
-// complete among the live members, seed 003 17.11); Post sends a post
-// marker to its origins and Start waits for them; Complete sends a
-// completion marker to its targets and Wait (Test) waits for them. Every
-// such wait re-examines its condition when a marker arrives and when the
-// engine's failure signal fires, and stops waiting for a member known
-// failed: no synchronisation blocks on a failed process.
+// communicator's reliable broadcast. The target server probes wc's
+// point-to-point context directly on the engine (not through the
+// fault-tolerance model: it is not a user receive, so acknowledgements and
+// disabled wildcards do not concern it).
 //
 // Failures. An operation whose target failed returns nil; the failure is
 // kept per target and raised by the next Fence, Complete, Flush or Unlock
@@ -70,9 +29,13 @@ package mpi
 // has not reported yet; once reported, fences among the survivors succeed
 // again. The window memory targeted during an epoch that raised a failure
 // is undefined (nothing is rolled back: the operations of live origins
-// are applied, those of the failed process may be partly applied).
+// are applied, those of the failed process may be partly applied). A lock
+// held by a failed process is released at the target (seed 002 A.2.4 item
+// 2 instead makes it unacquirable for ever; ftmpi releases it, as issue 16
+// asks: the window stays usable for the survivors).
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -111,25 +74,13 @@ const (
 	opNoOp
 )
 
-// Message kinds and tags on the window's communicator.
-// (internal/rma's request kinds and header, as ints here.)
-const (
-	rmaPut      = int(rma.Put)
-	rmaGet      = int(rma.Get)
-	rmaAcc      = int(rma.Acc)    // accumulate (op), no reply data
-	rmaGetAcc   = int(rma.GetAcc) // accumulate (op) returning the previous contents
-	rmaCAS      = int(rma.CAS)
-	rmaLock     = int(rma.Lock)
-	rmaUnlock   = int(rma.Unlock)
-	rmaFence    = int(rma.Fence)    // a member reached fence epoch disp (no reply)
-	rmaPost     = int(rma.Post)     // the target posted an exposure epoch to this origin (no reply)
-	rmaComplete = int(rma.Complete) // the origin completed its access epoch to this target (no reply)
-	rmaFlush    = int(rma.Flush)    // reply once the origin's earlier requests are applied
+// The engine applies MPI_REPLACE and MPI_NO_OP itself by these codes.
+var _ = [1]struct{}{}[int(opReplace)-int(rma.OpReplace)+int(opNoOp)-int(rma.OpNoOp)]
 
+// The tags of the window's requests and replies on its communicator.
+const (
 	tagRMAReq   = 1
 	tagRMAReply = 2
-
-	rmaHdr = rma.HeaderLen
 )
 
 // Win is a window of memory exposed to one-sided communication by every
@@ -141,6 +92,7 @@ type Win struct {
 	parent *Comm // the communicator it was created on (error handler, names)
 	c      *Comm // private duplicate: the window's contexts
 	name   string
+	eng    *rma.Window // the engine: server, epochs, outstanding operations
 
 	mem   []byte // this member's window memory (a view of the base slice)
 	dt    p2p.DType
@@ -152,40 +104,8 @@ type Win struct {
 	tsize []int
 	tlen  []int
 
-	mu sync.Mutex // window memory and lock table (server side)
-
-	// Origin side, under omu.
-	omu    sync.Mutex
-	failed map[int]error // first failure per target since its last synchronisation
-	locked map[int]int   // lock type held per target (passive target epochs)
-	all    bool          // LockAll epoch
-	scr    []uint64      // reply scratch (8-aligned)
-	sbuf   []uint64      // request scratch
-	hdr    [rmaHdr]byte  // header scratch
-	freed  bool
-
-	// Fence markers: which members reached each fence epoch (fmu);
-	// fch is closed and replaced when a marker arrives.
-	fmu   sync.Mutex
-	mk    rma.Markers // fence, post and complete markers received
-	fch   chan struct{}
-	epoch uint64 // this member's fences so far (omu)
-	acked []int  // failed members reported by GetFailed or Validate (fmu)
-
-	// Generalized active target (omu): the window ranks of the current
-	// access (Start) and exposure (Post) epochs; nil outside them.
-	startGrp, postGrp []int
-
-	// Epochs (omu): fenceOpen is true between fences (after a Fence
-	// without ModeNoSucceed); fenceOps counts the operations this process
-	// issued in the fence epoch; nocheck holds the targets locked with
-	// ModeNoCheck (no lock request was sent).
-	fenceOpen bool
-	fenceOps  int
-	nocheck   map[int]bool
-	// sent holds the targets of the one-way operations (Put, Accumulate)
-	// not yet completed by a synchronisation.
-	sent map[int]bool
+	amu   sync.Mutex
+	acked []int // failed members reported by GetFailed or Validate (amu)
 
 	// Handles of MPI-4.1 12.2.6-12.2.7 (win_extra.go).
 	base   any                        // the slice given to WinCreate / made by WinAllocate
@@ -194,12 +114,6 @@ type Win struct {
 	errh   atomic.Pointer[Errhandler] // nil: the creating communicator's
 	info   atomic.Pointer[Info]
 	attrs  attrTable[*Win]
-
-	// Server side.
-	rbuf   []byte // reply scratch
-	lk     rma.LockTable
-	stop   chan struct{}
-	served chan struct{}
 }
 
 // WinCreate makes a window over base at every member of c (MPI_Win_create).
@@ -262,10 +176,9 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 	}
 	w := &Win{parent: c, c: wc, name: "window on " + shortName(c), mem: asBytes(base), dt: f.dt, esize: f.size, tname: f.name,
 		tdt: make([]p2p.DType, c.size), tsize: make([]int, c.size), tlen: make([]int, c.size),
-		failed: map[int]error{}, locked: map[int]int{}, nocheck: map[int]bool{}, sent: map[int]bool{}, base: base, flavor: WinFlavorCreate,
-		lk:   rma.NewLockTable(),
-		stop: make(chan struct{}), served: make(chan struct{}),
-		mk: rma.NewMarkers(c.size), fch: make(chan struct{})}
+		base: base, flavor: WinFlavorCreate}
+	w.eng = rma.NewWindow(rma.Config{Net: winNet{w}, Rank: wc.rank, Size: wc.size, Mem: w.mem, ESize: f.size, DT: uint8(f.dt),
+		Reduce: reduceBytes, Layout: w.serveLayout})
 	// Seed 003 17.11: a failed process recognised on c is recognised in
 	// the window's group too.
 	w.acked = slices.Clone(c.ftm().recognized())
@@ -277,7 +190,7 @@ func winCreate[T Elem](c *Comm, op string, base []T) (*Win, error) {
 	}
 	wc.name = w.name
 	c.w.chkPrivate(wc, "window") // check.go
-	go w.serve()
+	go w.eng.Serve()
 	return w, nil
 }
 
@@ -302,9 +215,9 @@ func (w *Win) GetFailed() (*Group, error) {
 		return nil, err
 	}
 	failed := w.c.failedMembers()
-	w.fmu.Lock()
+	w.amu.Lock()
 	w.acked = append(w.acked[:0], failed...)
-	w.fmu.Unlock()
+	w.amu.Unlock()
 	return newGroup(failed, w.c.w.rank), nil
 }
 
@@ -329,10 +242,7 @@ func (w *Win) checkFreed(op string) error {
 	if w == nil {
 		return newErr(ErrWin, op, nil, NoPeer, "nil window")
 	}
-	w.omu.Lock()
-	freed := w.freed
-	w.omu.Unlock()
-	if freed {
+	if w.eng.Freed() {
 		return w.handle(newErr(ErrWin, op, w.parent, NoPeer, "window already freed"))
 	}
 	return nil
@@ -365,32 +275,25 @@ func (w *Win) Free() error {
 	if err := w.checkFreed(op); err != nil {
 		return err
 	}
-	w.omu.Lock()
-	if err := w.noEpoch(op); err != nil {
-		w.omu.Unlock()
-		return w.handle(err)
+	if err := w.eng.NoEpoch(); err != nil {
+		return w.handle(w.engErr(op, err))
 	}
-	w.omu.Unlock()
 	// The delete callbacks of the window's attributes run first (MPI-4.1
 	// 7.7.4); if one fails, Free fails and the window stays usable.
 	if err := w.attrs.clear(w); err != nil {
 		return w.handle(w.err(ErrOther, op, NoPeer, "attribute delete callback failed: %v", err))
 	}
-	w.omu.Lock()
-	if err := w.noEpoch(op); err != nil {
-		w.omu.Unlock()
-		return w.handle(err)
+	// The engine re-checks the epochs, waits for every member's
+	// operations (a fence's barrier) and stops its server.
+	err := w.eng.Free(op)
+	var e *rma.Error
+	if errors.As(err, &e) && e.Code == rma.CodeSync {
+		return w.handle(w.engErr(op, err))
 	}
-	w.freed = true
-	_, err := w.syncAll(op) // every member's operations are complete
-	clear(w.sent)
-	w.omu.Unlock()
-	close(w.stop)
-	<-w.served
 	w.c.Free()
 	w.freeShared() // winshared.go: unmap a shared window's segment
 	if err != nil {
-		return w.handle(err)
+		return w.handle(w.engErr(op, err))
 	}
 	return nil
 }
@@ -424,56 +327,24 @@ func (w *Win) Fence(assert ...int) error {
 	if err != nil {
 		return err
 	}
-	w.omu.Lock()
-	if err := w.noEpoch(op); err != nil {
-		w.omu.Unlock()
-		return w.handle(err)
-	}
-	if a&ModeNoPrecede != 0 && w.fenceOps > 0 {
-		n := w.fenceOps
-		w.omu.Unlock()
-		return w.handle(w.err(ErrRMASync, op, NoPeer, "MPI_MODE_NOPRECEDE given, but this process issued %d operations since the last fence", n))
-	}
-	w.fenceOps = 0
-	w.fenceOpen = a&ModeNoSucceed == 0
-	ferr := w.takeFailed(op, -1)
 	before := w.unacked()
-	missing, err := w.syncAll(op)
-	if err == nil && shmOf(w) != nil {
-		// A shared window's members load and store each other's parts
-		// (winshared.go): a second round says every member's operations
-		// are applied at every target, not only at this one.
-		missing, err = w.syncAll(op) // those failed in either round
-	}
-	w.settle(op, nil)
-	if ferr == nil {
-		ferr = w.takeFailed(op, -1)
-	}
-	w.omu.Unlock()
+	// A shared window's members load and store each other's parts
+	// (winshared.go): a second round says every member's operations are
+	// applied at every target, not only at this one.
+	kept, missing, err := w.eng.Fence(op, a&ModeNoPrecede != 0, a&ModeNoSucceed != 0, shmOf(w) != nil)
 	if err != nil {
-		return w.handle(err)
+		return w.handle(w.engErr(op, err))
 	}
 	if len(before) > 0 {
 		return w.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed", before))
 	}
+	for i, r := range missing {
+		missing[i] = w.c.worldRank(r)
+	}
 	if missing = w.unackedOf(missing); len(missing) > 0 {
 		return w.handle(w.err(ErrProcFailed, op, NoPeer, "window processes %v (world ranks) failed before the fence", missing))
 	}
-	return w.handle(ferr)
-}
-
-// noEpoch is the ErrRMASync error of a call that needs no lock,
-// access or exposure epoch open. omu held.
-func (w *Win) noEpoch(op string) error {
-	switch {
-	case len(w.locked) > 0:
-		return w.err(ErrRMASync, op, NoPeer, "a lock epoch is open (Unlock first)")
-	case w.startGrp != nil:
-		return w.err(ErrRMASync, op, NoPeer, "an access epoch is open (Complete first)")
-	case w.postGrp != nil:
-		return w.err(ErrRMASync, op, NoPeer, "an exposure epoch is open (Wait first)")
-	}
-	return nil
+	return w.handle(w.engErr(op, kept))
 }
 
 // unacked returns the world ranks of the failed members that GetFailed
@@ -484,85 +355,14 @@ func (w *Win) unacked() []int { return w.unackedOf(w.c.failedMembers()) }
 // has not reported yet.
 func (w *Win) unackedOf(failed []int) []int {
 	var out []int
-	w.fmu.Lock()
+	w.amu.Lock()
 	for _, p := range failed {
 		if !slices.Contains(w.acked, p) {
 			out = append(out, p)
 		}
 	}
-	w.fmu.Unlock()
+	w.amu.Unlock()
 	return out
-}
-
-// syncAll is the synchronisation of Fence and Free: it sends this
-// member's marker of its next fence epoch to every other member's server
-// (its own is recorded directly) and waits until every member not known
-// failed sent its own. A member's marker follows its one-way operations on
-// the same ordered channel and its other operations are complete when
-// their calls return, so the marker says that its operations of the epoch
-// to this member are applied; a failed member is waited for
-// only until its failure is known, so syncAll never blocks on a failed
-// process. It returns a revocation or an abort; the caller decides what
-// the failures mean, from missing: the world ranks of the members that
-// failed without sending their marker. omu held.
-func (w *Win) syncAll(op string) (missing []int, err error) {
-	w.epoch++
-	k := w.epoch
-	h := w.hdr[:]
-	rma.Header{Kind: rma.Fence, Disp: int64(k)}.Encode(h)
-	for t := 0; t < w.c.size; t++ {
-		if t == w.c.rank {
-			w.addMark(k, t) // this member's operations to itself are applied in its calls
-			continue
-		}
-		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false) // a failed or revoked member is seen below
-	}
-	err = w.waitFor(op, func(failed []int) bool {
-		var done bool
-		missing, done = w.mk.FenceDone(k, func(r int) bool { return slices.Contains(failed, w.c.worldRank(r)) }, missing)
-		return done
-	})
-	for i, r := range missing {
-		missing[i] = w.c.worldRank(r)
-	}
-	return missing, err
-}
-
-// waitFor waits until ready, called under fmu with the world ranks of the
-// window's failed members, returns true: it re-evaluates ready when a
-// marker arrives at this member's server and when a failure becomes known,
-// so a wait for a marker of a failed process ends. It returns a
-// revocation or an abort.
-func (w *Win) waitFor(op string, ready func(failed []int) bool) error {
-	e := w.c.w.eng
-	slot := -1
-	defer func() { w.c.w.leave(slot) }()
-	for {
-		sig := e.FailureSignal()
-		if w.c.IsRevoked() {
-			return w.err(ErrRevoked, op, NoPeer, "window revoked")
-		}
-		failed := w.c.failedMembers()
-		w.fmu.Lock()
-		done, ch := ready(failed), w.fch
-		w.fmu.Unlock()
-		if done {
-			return nil
-		}
-		if slot < 0 {
-			slot = w.parent.trackOp(op)
-		}
-		select {
-		case <-ch:
-		case <-sig:
-		case <-w.served:
-			if !w.c.IsRevoked() {
-				return w.c.w.abortedErr(op, w.parent)
-			}
-		case <-w.c.w.abort:
-			return w.c.w.abortedErr(op, w.parent)
-		}
-	}
 }
 
 func unwrapDetail(err error) string {
@@ -572,23 +372,50 @@ func unwrapDetail(err error) string {
 	return err.Error()
 }
 
-// takeFailed returns (and forgets) the failure kept for target, or for
-// any target if target < 0. omu held.
-func (w *Win) takeFailed(op string, target int) error {
-	var first error
-	for t, e := range w.failed {
-		if target >= 0 && t != target {
-			continue
-		}
-		if first == nil {
-			first = e
-		}
-		delete(w.failed, t)
-	}
-	if first == nil {
+// engErr is an error of the engine (or of winNet, already an *Error
+// naming the window) as an *Error of op: an rma.Error by its code, an
+// rma.EpochError (a failure kept from an operation of the epoch) by the
+// class of the failure it holds.
+func (w *Win) engErr(op string, err error) error {
+	switch e := err.(type) {
+	case nil:
 		return nil
+	case *rma.Error:
+		if e.Code == rma.CodeAborted {
+			return w.c.w.abortedErr(op, w.parent)
+		}
+		return w.err(engClass(e), op, engPeer(e.Peer), "%s", e.Detail)
+	case *rma.EpochError:
+		class, detail := ErrorClass(e.Err), ""
+		if x, ok := e.Err.(*rma.Error); ok {
+			class, detail = engClass(x), x.Detail
+		} else {
+			detail = unwrapDetail(e.Err)
+		}
+		return w.err(class, op, NoPeer, "an operation of this epoch failed: %v", detail)
 	}
-	return w.err(ErrorClass(first), op, NoPeer, "an operation of this epoch failed: %v", unwrapDetail(first))
+	return err
+}
+
+func engClass(e *rma.Error) *Class {
+	switch e.Code {
+	case rma.CodeSync:
+		return ErrRMASync
+	case rma.CodeFailed:
+		return ErrProcFailed
+	case rma.CodeRevoked:
+		return ErrRevoked
+	case rma.CodeRange:
+		return ErrRMARange
+	}
+	return ErrIntern
+}
+
+func engPeer(r int) int {
+	if r == rma.NoPeer {
+		return NoPeer
+	}
+	return r
 }
 
 // Lock starts a passive-target access epoch to target's window
@@ -618,28 +445,7 @@ func (w *Win) Lock(lockType, target int, assert ...int) error {
 	if err != nil {
 		return err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if _, ok := w.locked[target]; ok {
-		return w.handle(w.err(ErrRMASync, op, target, "target already locked by this process"))
-	}
-	if err := w.activeOpen(op); err != nil {
-		return w.handle(err)
-	}
-	if a&ModeNoCheck != 0 {
-		if w.c.w.eng.IsLost(w.c.worldRank(target)) {
-			return w.handle(w.err(ErrProcFailed, op, target, "target failed"))
-		}
-		w.locked[target], w.nocheck[target] = lockType, true
-		return nil
-	}
-	var h [rmaHdr]byte
-	rma.Header{Kind: rma.Lock, Mode: uint8(lockType - LockExclusive)}.Encode(h[:])
-	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
-		return w.handle(err)
-	}
-	w.locked[target] = lockType
-	return nil
+	return w.handle(w.engErr(op, w.eng.Lock(op, rma.LockType(lockType-LockExclusive), target, a&ModeNoCheck != 0)))
 }
 
 // Unlock ends the passive-target epoch to target (MPI_Win_unlock): the
@@ -652,37 +458,7 @@ func (w *Win) Unlock(target int) error {
 	if err := w.checkWithTarget(op, target); err != nil {
 		return err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if _, ok := w.locked[target]; !ok || w.all {
-		return w.handle(w.err(ErrRMASync, op, target, "target not locked by Lock"))
-	}
-	return w.handle(w.unlock(op, target))
-}
-
-func (w *Win) unlock(op string, target int) error {
-	delete(w.locked, target)
-	ferr := w.takeFailed(op, target)
-	if w.nocheck[target] {
-		delete(w.nocheck, target)
-		// No lock to release: a flush completes the operations.
-		w.flushSent(op, target)
-		if ferr == nil {
-			ferr = w.takeFailed(op, target)
-		}
-		if ferr == nil && w.c.w.eng.IsLost(w.c.worldRank(target)) {
-			ferr = w.err(ErrProcFailed, op, target, "target failed during the epoch")
-		}
-		return ferr
-	}
-	// The unlock is answered after the epoch's one-way operations.
-	delete(w.sent, target)
-	var h [rmaHdr]byte
-	rma.Header{Kind: rma.Unlock}.Encode(h[:])
-	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
-		return err
-	}
-	return ferr
+	return w.handle(w.engErr(op, w.eng.Unlock(op, target)))
 }
 
 // LockAll starts a shared passive-target epoch to every member
@@ -698,34 +474,7 @@ func (w *Win) LockAll(assert ...int) error {
 	if err != nil {
 		return err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if len(w.locked) > 0 {
-		return w.handle(w.err(ErrRMASync, op, NoPeer, "a lock epoch is open"))
-	}
-	if err := w.activeOpen(op); err != nil {
-		return w.handle(err)
-	}
-	if a&ModeNoCheck != 0 {
-		for t := 0; t < w.c.size; t++ {
-			w.locked[t], w.nocheck[t] = LockShared, true
-		}
-		w.all = true
-		return nil
-	}
-	var h [rmaHdr]byte
-	rma.Header{Kind: rma.Lock, Mode: uint8(rma.Shared)}.Encode(h[:])
-	for t := 0; t < w.c.size; t++ {
-		if _, err := w.rpc(op, t, h[:], nil, 0); err != nil {
-			for u := range w.locked {
-				w.unlock(op, u)
-			}
-			return w.handle(err)
-		}
-		w.locked[t] = LockShared
-	}
-	w.all = true
-	return nil
+	return w.handle(w.engErr(op, w.eng.LockAll(op, a&ModeNoCheck != 0)))
 }
 
 // UnlockAll ends a LockAll epoch (MPI_Win_unlock_all): every operation is
@@ -737,19 +486,7 @@ func (w *Win) UnlockAll() error {
 	if err := w.check(op); err != nil {
 		return err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if !w.all {
-		return w.handle(w.err(ErrRMASync, op, NoPeer, "no LockAll epoch is open"))
-	}
-	w.all = false
-	var first error
-	for t := 0; t < w.c.size; t++ {
-		if err := w.unlock(op, t); err != nil && first == nil {
-			first = err
-		}
-	}
-	return w.handle(first)
+	return w.handle(w.engErr(op, w.eng.UnlockAll(op)))
 }
 
 // Flush completes the operations of this process to target at origin and
@@ -762,13 +499,7 @@ func (w *Win) Flush(target int) error {
 	if err := w.checkWithTarget(op, target); err != nil {
 		return err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if _, ok := w.locked[target]; !ok {
-		return w.handle(w.err(ErrRMASync, op, target, "no passive-target epoch to this target"))
-	}
-	w.flushSent(op, target)
-	return w.handle(w.takeFailed(op, target))
+	return w.handle(w.engErr(op, w.eng.Flush(op, target)))
 }
 
 // FlushAll is Flush to every target (MPI_Win_flush_all).
@@ -777,17 +508,7 @@ func (w *Win) FlushAll() error {
 	if err := w.check(op); err != nil {
 		return err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if len(w.locked) == 0 {
-		return w.handle(w.err(ErrRMASync, op, NoPeer, "no passive-target epoch"))
-	}
-	for t := range w.sent {
-		if _, ok := w.locked[t]; ok {
-			w.flushSent(op, t)
-		}
-	}
-	return w.handle(w.takeFailed(op, -1))
+	return w.handle(w.engErr(op, w.eng.FlushAll(op)))
 }
 
 func (w *Win) checkTarget(op string, target int) error {
@@ -859,7 +580,7 @@ func Put[T Elem](w *Win, buf []T, target, disp int) error {
 	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
 		return err
 	}
-	return w.start(op, target, rmaPut, 0, disp, len(buf), asBytes(buf), nil)
+	return w.start(op, target, rma.Put, 0, disp, len(buf), asBytes(buf), nil)
 }
 
 // Get loads len(buf) elements of target's window from element disp on
@@ -870,7 +591,7 @@ func Get[T Elem](w *Win, buf []T, target, disp int) error {
 	if err := rmaArgs[T](w, op, target, disp, len(buf)); err != nil {
 		return err
 	}
-	return w.start(op, target, rmaGet, 0, disp, len(buf), nil, asBytes(buf))
+	return w.start(op, target, rma.Get, 0, disp, len(buf), nil, asBytes(buf))
 }
 
 // Accumulate combines buf into target's window from element disp on with
@@ -887,7 +608,7 @@ func Accumulate[T Elem](w *Win, buf []T, target, disp int, o *Op) error {
 	if err := accOp[T](w, op, o, false); err != nil {
 		return err
 	}
-	return w.start(op, target, rmaAcc, o.kind, disp, len(buf), asBytes(buf), nil)
+	return w.start(op, target, rma.Acc, o.kind, disp, len(buf), asBytes(buf), nil)
 }
 
 // GetAccumulate is Accumulate that also returns the target's previous
@@ -908,7 +629,7 @@ func GetAccumulate[T Elem](w *Win, buf, result []T, target, disp int, o *Op) err
 	if err := accOp[T](w, op, o, true); err != nil {
 		return err
 	}
-	return w.start(op, target, rmaGetAcc, o.kind, disp, len(buf), asBytes(buf), asBytes(result))
+	return w.start(op, target, rma.GetAcc, o.kind, disp, len(buf), asBytes(buf), asBytes(result))
 }
 
 // FetchAndOp is GetAccumulate of one element (MPI_Fetch_and_op): it
@@ -929,7 +650,7 @@ func fetchOp[T Elem](w *Win, op string, in, out []T, target, disp int, o *Op) er
 	if err := accOp[T](w, op, o, true); err != nil {
 		return err
 	}
-	return w.start(op, target, rmaGetAcc, o.kind, disp, 1, asBytes(in), asBytes(out))
+	return w.start(op, target, rma.GetAcc, o.kind, disp, 1, asBytes(in), asBytes(out))
 }
 
 // CompareAndSwap replaces target's element disp by x if it equals compare
@@ -942,7 +663,7 @@ func CompareAndSwap[T Elem](w *Win, x, compare T, target, disp int) (T, error) {
 		return z, err
 	}
 	in, out := []T{compare, x}, make([]T, 1)
-	if err := w.start(op, target, rmaCAS, 0, disp, 1, asBytes(in), asBytes(out)); err != nil {
+	if err := w.start(op, target, rma.CAS, 0, disp, 1, asBytes(in), asBytes(out)); err != nil {
 		return z, err
 	}
 	return out[0], nil
@@ -986,166 +707,13 @@ func done(w *Win, op string, target int, err error) (*Request, error) {
 	return r, nil
 }
 
-// start runs one operation as a round trip to target. A failure of the
-// target is kept for the next synchronisation and not returned (seed 002
-// A.2.4); a revocation is returned.
-func (w *Win) start(op string, target, kind int, ok opKind, disp, n int, data, into []byte) error {
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if err := w.inEpoch(op, target); err != nil {
-		return w.handle(err)
-	}
-	if target == w.c.rank {
-		// This member's own window: no message (the server would do
-		// the same under w.mu).
-		w.applyLocal(kind, ok, disp, n, data, into)
-		return nil
-	}
-	h := w.hdr[:]
-	rma.Header{Kind: rma.Kind(kind), Op: uint8(ok), Disp: int64(disp), Count: int64(n)}.Encode(h)
-	return w.issue(op, target, kind, h, data, into)
-}
-
-// issue sends the request header h (and data) of an operation of kind to
-// target: one way for puts and accumulates (the target applies requests
-// of one origin in order, so the synchronisation's marker, unlock or
-// flush that follows completes it), a round trip whose reply lands in
-// into for the others. A failure of the target is kept for the next
+// start runs one operation of kind to target (disp and n in elements of
+// the window). A failure of the target is kept for the next
 // synchronisation and not returned (seed 002 A.2.4); a revocation is
-// returned. w.omu is held.
-func (w *Win) issue(op string, target, kind int, h, data, into []byte) error {
-	if kind == rmaPut || kind == rmaAcc {
-		rma.SetNoReply(h)
-		err := w.send(op, target, h, data)
-		if err == nil {
-			w.sent[target] = true
-			return nil
-		}
-		return w.keepFailure(target, err)
-	}
-	rep, err := w.rpc(op, target, h, data, len(into))
-	if err != nil {
-		return w.keepFailure(target, err)
-	}
-	copy(into, rep)
-	return nil
-}
-
-// keepFailure returns a revocation through w's handler, and keeps another
-// error of target's for the next synchronisation.
-func (w *Win) keepFailure(target int, err error) error {
-	if ErrorClass(err) == ErrRevoked {
-		return w.handle(err)
-	}
-	if _, ok := w.failed[target]; !ok {
-		w.failed[target] = err
-	}
-	return nil
-}
-
-// send sends a request (header and data) to target's server. omu held.
-func (w *Win) send(op string, target int, h, data []byte) error {
-	msg := h
-	if len(data) > 0 {
-		n := (len(h) + len(data) + 7) / 8
-		if cap(w.sbuf) < n {
-			w.sbuf = make([]uint64, n)
-		}
-		msg = asBytes(w.sbuf[:n])[:len(h)+len(data)]
-		copy(msg, h)
-		copy(msg[len(h):], data)
-	}
-	if _, err := w.c.sendBytes(op, p2p.DTByte, msg, target, tagRMAReq, false); err != nil {
-		return w.rerr(err)
-	}
-	return nil
-}
-
-// applyLocal performs an operation on this member's own window in the
-// caller's goroutine, as the server would under w.mu; into gets the
-// fetched elements. The range was checked by rmaArgs.
-func (w *Win) applyLocal(kind int, ok opKind, disp, n int, data, into []byte) {
-	mem := w.mem[disp*w.esize : (disp+n)*w.esize]
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch kind {
-	case rmaPut:
-		copy(mem, data)
-	case rmaGet:
-		copy(into, mem)
-	case rmaAcc:
-		w.apply(ok, data, mem)
-	case rmaGetAcc:
-		copy(into, mem)
-		w.apply(ok, data, mem)
-	case rmaCAS:
-		copy(into, mem)
-		if string(mem) == string(data[:w.esize]) {
-			copy(mem, data[w.esize:])
-		}
-	}
-}
-
-// settle ends the one-way operations to the targets that in selects (all
-// if in is nil) at a synchronisation that completed them (their target's
-// server applied them before the marker, unlock or flush that followed):
-// a target now known failed gets a kept failure. omu held.
-func (w *Win) settle(op string, in func(t int) bool) {
-	for t := range w.sent {
-		if in != nil && !in(t) {
-			continue
-		}
-		delete(w.sent, t)
-		if _, ok := w.failed[t]; !ok && w.c.w.eng.IsLost(w.c.worldRank(t)) {
-			w.failed[t] = w.err(ErrProcFailed, op, t, "target failed before its operations of the epoch were confirmed")
-		}
-	}
-}
-
-// flushSent completes the one-way operations to target with a flush
-// request (answered after them); a failure is kept. omu held.
-func (w *Win) flushSent(op string, target int) {
-	if !w.sent[target] {
-		return
-	}
-	delete(w.sent, target)
-	var h [rmaHdr]byte
-	rma.Header{Kind: rma.Flush}.Encode(h[:])
-	if _, err := w.rpc(op, target, h[:], nil, 0); err != nil {
-		if _, ok := w.failed[target]; !ok {
-			w.failed[target] = err
-		}
-	}
-}
-
-// rpc sends a request (header and data) to target's server and waits for
-// its reply of want bytes. omu held.
-func (w *Win) rpc(op string, target int, h, data []byte, want int) ([]byte, error) {
-	if err := w.send(op, target, h, data); err != nil {
-		return nil, err
-	}
-	c := w.c
-	n := (1 + want + 7) / 8
-	if cap(w.scr) < n {
-		w.scr = make([]uint64, n)
-	}
-	rb := asBytes(w.scr[:n])[:1+want]
-	r, err := c.postRecv(target, tagRMAReply, p2p.DTByte, rb)
-	if err != nil {
-		return nil, w.rerr(c.engineErr(op, target, err))
-	}
-	if err := c.waitRecv(op, r, target); err != nil {
-		return nil, w.rerr(err)
-	}
-	ps := r.Status()
-	c.w.eng.Release(r)
-	if ps.Err != nil {
-		return nil, w.rerr(c.engineErr(op, target, ps.Err))
-	}
-	if rb[0] != 0 {
-		return nil, w.err(ErrIntern, op, target, "target refused the request (code %d)", rb[0])
-	}
-	return rb[1:], nil
+// returned.
+func (w *Win) start(op string, target int, kind rma.Kind, ok opKind, disp, n int, data, into []byte) error {
+	h := rma.Header{Kind: kind, Op: uint8(ok), Disp: int64(disp), Count: int64(n)}
+	return w.handle(w.engErr(op, w.eng.Access(op, target, h, data, into)))
 }
 
 // rerr names the window in an error of its communicator.
@@ -1154,210 +722,6 @@ func (w *Win) rerr(err error) error {
 		e.Comm = w.name
 	}
 	return err
-}
-
-// serve is the window's target side at this member: it receives the
-// requests of every origin on the window's context and answers them,
-// until Free stops it, the window is revoked, or the job ends.
-func (w *Win) serve() {
-	defer close(w.served)
-	c := w.c
-	e := c.w.eng
-	var buf []uint64
-	var h rma.Header // the request being served
-	var seen int64   // the engine's count of lost peers last handled
-	for {
-		// The signal first, then the count: a loss that the count misses
-		// closes the signal (the engine counts a loss before it records
-		// it and closes the signal after), and a loss during a request's
-		// handling is caught by the count.
-		sig := e.FailureSignal()
-		if n := e.LostCount(); n != seen {
-			seen = n
-			w.dropFailed()
-		}
-		st, how, err := e.ProbeCancel(c.ctx, AnySource, -1, tagRMAReq, c.w.abort, sig, w.stop)
-		switch how {
-		case p2p.WaitSignalled:
-			continue
-		case p2p.WaitCancelled, p2p.WaitAborted:
-			return
-		}
-		if err != nil {
-			return // revoked, or the engine closed
-		}
-		n := (st.Bytes + 7) / 8
-		if cap(buf) < n {
-			buf = make([]uint64, n)
-		}
-		b := asBytes(buf[:n])[:st.Bytes]
-		r, err := c.postRecv(st.Source, tagRMAReq, p2p.DTByte, b)
-		if err != nil {
-			return
-		}
-		if r.WaitCancel(c.w.abort, w.stop) != p2p.WaitDone {
-			e.Cancel(r)
-			e.Release(r)
-			return
-		}
-		ps := r.Status()
-		e.Release(r)
-		if ps.Err != nil {
-			continue
-		}
-		if data, ok := h.Decode(b[:ps.Bytes]); ok {
-			w.handleReq(ps.Source, &h, data)
-		}
-	}
-}
-
-// handleReq applies one request (header h, data) from origin and replies.
-func (w *Win) handleReq(origin int, h *rma.Header, data []byte) {
-	kind, ok := int(h.Kind), opKind(h.Op)
-	disp, n := int(h.Disp), int(h.Count)
-	noReply := h.NoReply
-	lo, hi := disp*w.esize, (disp+n)*w.esize
-	if kind <= rmaCAS && (disp < 0 || n < 0 || hi > len(w.mem) || lo > hi) {
-		if !noReply {
-			w.reply(origin, 1, nil)
-		}
-		return
-	}
-	switch kind {
-	case rmaPut:
-		w.mu.Lock()
-		copy(w.mem[lo:hi], data)
-		w.mu.Unlock()
-		if !noReply {
-			w.reply(origin, 0, nil)
-		}
-	case rmaGet:
-		w.mu.Lock()
-		out := w.fetched(w.mem[lo:hi])
-		w.mu.Unlock()
-		w.replyRaw(origin, out)
-	case rmaAcc, rmaGetAcc:
-		var out []byte
-		w.mu.Lock()
-		if kind == rmaGetAcc {
-			out = w.fetched(w.mem[lo:hi])
-		}
-		w.applyDT(w.reqDT(h), ok, data, w.mem[lo:hi])
-		w.mu.Unlock()
-		switch {
-		case out != nil:
-			w.replyRaw(origin, out)
-		case !noReply:
-			w.reply(origin, 0, nil)
-		}
-	case rmaCAS:
-		w.mu.Lock()
-		out := w.fetched(w.mem[lo:hi])
-		if string(w.mem[lo:hi]) == string(data[:hi-lo]) {
-			copy(w.mem[lo:hi], data[hi-lo:])
-		}
-		w.mu.Unlock()
-		w.replyRaw(origin, out)
-	case rmaLock:
-		if w.lk.Request(origin, rma.LockType(h.Mode)) {
-			w.reply(origin, 0, nil)
-		}
-		// A request that was queued before its origin died is read
-		// after the server dropped that origin's locks (dropFailed):
-		// granted or queued now, it would be held by nobody for ever
-		// (examples/counter hung under -race: every other member in
-		// Win.Free, one in Lock behind the dead holder).
-		if w.c.w.eng.IsLost(w.c.worldRank(origin)) {
-			w.grant(w.lk.Drop(origin))
-		}
-	case rmaFence:
-		w.addMark(uint64(disp), origin)
-	case rmaPost, rmaComplete:
-		w.fmu.Lock()
-		if kind == rmaPost {
-			w.mk.Post(origin)
-		} else {
-			w.mk.Complete(origin)
-		}
-		close(w.fch)
-		w.fch = make(chan struct{})
-		w.fmu.Unlock()
-	case rmaFlush:
-		w.reply(origin, 0, nil)
-	case rmaAccLayout: // cbind_win.go
-		w.accLayout(origin, h, data)
-	case rmaUnlock:
-		granted := w.lk.Release(origin)
-		w.reply(origin, 0, nil)
-		w.grant(granted)
-	default:
-		w.reply(origin, 2, nil)
-	}
-}
-
-// addMark records that origin reached fence epoch k and wakes the waits.
-func (w *Win) addMark(k uint64, origin int) {
-	w.fmu.Lock()
-	w.mk.Fence(k, origin)
-	close(w.fch)
-	w.fch = make(chan struct{})
-	w.fmu.Unlock()
-}
-
-// apply combines in into inout with operation kind (predefined, Replace
-// or NoOp) on the window's element type. w.mu held.
-func (w *Win) apply(k opKind, in, inout []byte) {
-	switch k {
-	case opReplace:
-		copy(inout, in)
-	case opNoOp:
-	default:
-		if int(w.dt) < len(predRed) && int(k) < len(predRed[0]) {
-			if f := predRed[w.dt][k]; f != nil {
-				f(in[:len(inout)], inout)
-			}
-		}
-	}
-}
-
-// fetched is a success reply carrying b, in the server's scratch buffer
-// (the reply is sent before the next request is read). w.mu held.
-func (w *Win) fetched(b []byte) []byte {
-	w.rbuf = append(append(w.rbuf[:0], 0), b...)
-	return w.rbuf
-}
-
-func (w *Win) reply(origin int, status byte, _ []byte) {
-	w.rbuf = append(w.rbuf[:0], status)
-	w.replyRaw(origin, w.rbuf)
-}
-
-// replyRaw sends a reply; a failed origin is ignored (it is no longer
-// waiting).
-func (w *Win) replyRaw(origin int, b []byte) {
-	w.c.sendBytes("MPI_Win (target)", p2p.DTByte, b, origin, tagRMAReply, false)
-}
-
-// grant answers the lock requests granted.
-func (w *Win) grant(granted []rma.Waiter) {
-	for _, q := range granted {
-		w.reply(q.Rank, 0, nil)
-	}
-}
-
-// dropFailed releases the locks of failed processes and forgets their
-// queued requests, then grants the waiters that became compatible.
-func (w *Win) dropFailed() {
-	// The engine's lost set, not the World's failure record: the server
-	// calls this when the engine's loss count changes, and the World may
-	// record the loss only after that (no later signal then: a dead
-	// holder's lock was kept for ever, examples/counter under -race).
-	e := w.c.w.eng
-	for r := 0; r < w.c.size; r++ {
-		if e.IsLost(w.c.worldRank(r)) {
-			w.grant(w.lk.Drop(r))
-		}
-	}
 }
 
 // String names the window. It has no MPI counterpart (MPI_Win_get_name
@@ -1381,16 +745,6 @@ func (w *Win) winRanks(op string, g *Group) ([]int, error) {
 	return out, nil
 }
 
-// mark sends a marker of kind to each of ranks' servers; a failed or
-// revoked member is seen by the wait that follows.
-func (w *Win) mark(op string, kind int, ranks []int) {
-	for _, t := range ranks {
-		h := make([]byte, rmaHdr)
-		rma.Header{Kind: rma.Kind(kind)}.Encode(h)
-		w.c.sendBytes(op, p2p.DTByte, h, t, tagRMAReq, false)
-	}
-}
-
 // Post starts an exposure epoch of this member's window to the origins of
 // g (MPI_Win_post); it does not wait. Wait or Test ends it. assert is 0 or
 // an OR of ModeNoCheck, ModeNoStore and ModeNoPut (accepted: ftmpi needs
@@ -1407,14 +761,7 @@ func (w *Win) Post(g *Group, assert ...int) error {
 	if err != nil {
 		return w.handle(err)
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if w.postGrp != nil || len(w.locked) > 0 {
-		return w.handle(w.err(ErrRMASync, op, NoPeer, "an exposure or lock epoch is already open"))
-	}
-	w.postGrp = ranks
-	w.mark(op, rmaPost, ranks)
-	return nil
+	return w.handle(w.engErr(op, w.eng.Post(op, ranks)))
 }
 
 // Start starts an access epoch to the targets of g (MPI_Win_start): it
@@ -1436,35 +783,7 @@ func (w *Win) Start(g *Group, assert ...int) error {
 	if err != nil {
 		return w.handle(err)
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if w.startGrp != nil || len(w.locked) > 0 {
-		return w.handle(w.err(ErrRMASync, op, NoPeer, "an access or lock epoch is already open"))
-	}
-	if w.fenceOps > 0 {
-		return w.handle(w.err(ErrRMASync, op, NoPeer, "operations of a fence epoch are open (Fence first)"))
-	}
-	pending := slices.Clone(ranks)
-	err = w.waitFor(op, func(failed []int) bool {
-		pending = slices.DeleteFunc(pending, func(t int) bool {
-			if w.mk.TakePost(t) {
-				return true
-			}
-			if slices.Contains(failed, w.c.worldRank(t)) {
-				if _, ok := w.failed[t]; !ok {
-					w.failed[t] = w.err(ErrProcFailed, op, t, "target failed before posting")
-				}
-				return true
-			}
-			return false
-		})
-		return len(pending) == 0
-	})
-	if err != nil {
-		return w.handle(err)
-	}
-	w.startGrp = ranks
-	return nil
+	return w.handle(w.engErr(op, w.eng.Start(op, ranks)))
 }
 
 // Complete ends the access epoch begun by Start (MPI_Win_complete): the
@@ -1477,30 +796,7 @@ func (w *Win) Complete() error {
 	if err := w.check(op); err != nil {
 		return err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if w.startGrp == nil {
-		return w.handle(w.err(ErrRMASync, op, NoPeer, "no access epoch (Start first)"))
-	}
-	ranks := w.startGrp
-	w.startGrp = nil
-	w.mark(op, rmaComplete, ranks) // after the epoch's one-way operations
-	w.settle(op, func(t int) bool { return slices.Contains(ranks, t) })
-	var ferr error
-	for _, t := range ranks {
-		if err := w.takeFailed(op, t); err != nil && ferr == nil {
-			ferr = err
-		}
-	}
-	if ferr == nil {
-		for _, t := range ranks {
-			if w.c.w.eng.IsLost(w.c.worldRank(t)) {
-				ferr = w.err(ErrProcFailed, op, t, "target failed during the epoch")
-				break
-			}
-		}
-	}
-	return w.handle(ferr)
+	return w.handle(w.engErr(op, w.eng.Complete(op)))
 }
 
 // Wait ends the exposure epoch begun by Post (MPI_Win_wait): it returns
@@ -1523,38 +819,8 @@ func (w *Win) waitEpoch(op string, block bool) (bool, error) {
 	if err := w.check(op); err != nil {
 		return false, err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if w.postGrp == nil {
-		return false, w.handle(w.err(ErrRMASync, op, NoPeer, "no exposure epoch (Post first)"))
-	}
-	var dead []int
-	ready := func(failed []int) bool {
-		var done bool
-		dead, done = w.mk.TakeCompletes(w.postGrp, func(r int) bool { return slices.Contains(failed, w.c.worldRank(r)) }, dead)
-		return done
-	}
-	if block {
-		if err := w.waitFor(op, ready); err != nil {
-			return false, w.handle(err)
-		}
-	} else {
-		if w.c.IsRevoked() {
-			return false, w.handle(w.err(ErrRevoked, op, NoPeer, "window revoked"))
-		}
-		failed := w.c.failedMembers()
-		w.fmu.Lock()
-		ok := ready(failed)
-		w.fmu.Unlock()
-		if !ok {
-			return false, nil
-		}
-	}
-	w.postGrp = nil
-	if len(dead) > 0 {
-		return true, w.handle(w.err(ErrProcFailed, op, NoPeer, "origins %v failed during the epoch", dead))
-	}
-	return true, nil
+	ended, err := w.eng.Wait(op, block)
+	return ended, w.handle(w.engErr(op, err))
 }
 
 // GroupFailed returns the group of the window's processes known failed at
@@ -1591,14 +857,14 @@ func (w *Win) Validate() (*Group, error) {
 	if err := w.check(op); err != nil {
 		return nil, err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if err := w.noEpoch(op); err != nil {
-		return nil, w.handle(err)
-	}
-	g, err := w.c.Validate()
+	var g *Group
+	err := w.eng.Outside(func() error {
+		var err error
+		g, err = w.c.Validate()
+		return w.rerr(err)
+	})
 	if err != nil {
-		return nil, w.handle(w.rerr(err))
+		return nil, w.handle(w.engErr(op, err))
 	}
 	w.recognize(g)
 	return g, nil
@@ -1613,11 +879,8 @@ func (w *Win) Ivalidate() (*RequestOf[*Group], error) {
 	if err := w.check(op); err != nil {
 		return nil, err
 	}
-	w.omu.Lock()
-	err := w.noEpoch(op)
-	w.omu.Unlock()
-	if err != nil {
-		return nil, w.handle(err)
+	if err := w.eng.NoEpoch(); err != nil {
+		return nil, w.handle(w.engErr(op, err))
 	}
 	c := w.c
 	c.runThrough()
@@ -1635,11 +898,115 @@ func (w *Win) Ivalidate() (*RequestOf[*Group], error) {
 // recognize adds the processes of g to the recognised (acknowledged)
 // failures of the window.
 func (w *Win) recognize(g *Group) {
-	w.fmu.Lock()
+	w.amu.Lock()
 	for _, p := range g.procs {
 		if !slices.Contains(w.acked, p) {
 			w.acked = append(w.acked, p)
 		}
 	}
-	w.fmu.Unlock()
+	w.amu.Unlock()
+}
+
+// winNet is the engine's transport (rma.Net): the window's private
+// communicator, requests on tagRMAReq, replies on tagRMAReply, ranks of
+// the window, failures as the runtime knows them.
+type winNet struct{ w *Win }
+
+func (n winNet) Send(op string, target int, msg []byte) error {
+	_, err := n.w.c.sendBytes(op, p2p.DTByte, msg, target, tagRMAReq, false)
+	return n.w.rerr(err)
+}
+
+func (n winNet) Await(op string, target int, buf []byte) (int, error) {
+	w, c := n.w, n.w.c
+	r, err := c.postRecv(target, tagRMAReply, p2p.DTByte, buf)
+	if err != nil {
+		return 0, w.rerr(c.engineErr(op, target, err))
+	}
+	if err := c.waitRecv(op, r, target); err != nil {
+		return 0, w.rerr(err)
+	}
+	ps := r.Status()
+	c.w.eng.Release(r)
+	if ps.Err != nil {
+		return 0, w.rerr(c.engineErr(op, target, ps.Err))
+	}
+	return ps.Bytes, nil
+}
+
+// Reply ignores a failed origin (it is no longer waiting).
+func (n winNet) Reply(origin int, msg []byte) {
+	n.w.c.sendBytes("MPI_Win (target)", p2p.DTByte, msg, origin, tagRMAReply, false)
+}
+
+func (n winNet) Next(sig, stop <-chan struct{}, room func(int) []byte) (int, []byte, rma.Event) {
+	c := n.w.c
+	e := c.w.eng
+	st, how, err := e.ProbeCancel(c.ctx, AnySource, -1, tagRMAReq, c.w.abort, sig, stop)
+	switch how {
+	case p2p.WaitSignalled:
+		return 0, nil, rma.Signalled
+	case p2p.WaitCancelled, p2p.WaitAborted:
+		return 0, nil, rma.Closed
+	}
+	if err != nil {
+		return 0, nil, rma.Closed // revoked, or the engine closed
+	}
+	b := room(st.Bytes)
+	r, err := c.postRecv(st.Source, tagRMAReq, p2p.DTByte, b)
+	if err != nil {
+		return 0, nil, rma.Closed
+	}
+	if r.WaitCancel(c.w.abort, stop) != p2p.WaitDone {
+		e.Cancel(r)
+		e.Release(r)
+		return 0, nil, rma.Closed
+	}
+	ps := r.Status()
+	e.Release(r)
+	if ps.Err != nil {
+		return 0, nil, rma.Skip
+	}
+	return ps.Source, b[:ps.Bytes], rma.Request
+}
+
+func (n winNet) Signal() <-chan struct{} { return n.w.c.w.eng.FailureSignal() }
+func (n winNet) LostCount() int64        { return n.w.c.w.eng.LostCount() }
+func (n winNet) Lost(r int) bool         { return n.w.c.w.eng.IsLost(n.w.c.worldRank(r)) }
+func (n winNet) Revoked() bool           { return n.w.c.IsRevoked() }
+func (n winNet) Aborted() <-chan struct{} {
+	return n.w.c.w.abort
+}
+func (n winNet) IsRevocation(err error) bool { return ErrorClass(err) == ErrRevoked }
+
+// Failed appends the window ranks of the members the failure record
+// knows failed.
+func (n winNet) Failed(dst []int) []int {
+	for _, p := range n.w.c.failedMembers() {
+		if r := n.w.c.rankOfProc(p); r >= 0 {
+			dst = append(dst, r)
+		}
+	}
+	return dst
+}
+
+func (n winNet) Track(op string) func() {
+	w := n.w.c.w
+	slot := n.w.parent.trackOp(op)
+	return func() { w.leave(slot) }
+}
+
+// reduceBytes is the engine's Reduce: a predefined reduction of kind op
+// on packed elements of type dt (a Go element type's code, or a type the
+// C binding registered: rma_ext.go).
+func reduceBytes(dt, op uint8, in, inout []byte) {
+	t, k := p2p.DType(dt), opKind(op)
+	if applyExt(t, k, in, inout) {
+		return
+	}
+	if int(t) < len(predRed) && int(k) < len(predRed[0]) {
+		if f := predRed[t][k]; f != nil {
+			f(in[:len(inout)], inout)
+		}
+	}
 }

@@ -3,11 +3,11 @@ package mpi
 // The handles and epoch rules of windows around the data movement of
 // win.go (MPI-4.1 12.2.6-12.2.7, 12.5): attributes, info hints, names,
 // error handlers, assertions, the epoch checks of every operation,
-// MPI_Win_flush_local and MPI_Win_sync. Nothing here sends a message.
+// MPI_Win_flush_local and MPI_Win_sync (the epoch rules themselves are
+// internal/rma's Window's). Nothing here sends a message.
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -60,41 +60,6 @@ func (w *Win) assertion(op string, assert []int, allowed int) (int, error) {
 	return a, nil
 }
 
-// inEpoch checks that an operation to target is inside an access epoch
-// of this process: a lock of target (Lock or LockAll), a Start whose group
-// holds it, or the fence epoch; it counts the fence epoch's operations.
-// omu held.
-func (w *Win) inEpoch(op string, target int) error {
-	if _, ok := w.locked[target]; ok {
-		return nil
-	}
-	switch {
-	case w.startGrp != nil:
-		if slices.Contains(w.startGrp, target) {
-			return nil
-		}
-		return w.err(ErrRMASync, op, target, "target is not in the group of the access epoch (Start)")
-	case len(w.locked) > 0:
-		return w.err(ErrRMASync, op, target, "target is not locked by this process (Lock it, or LockAll)")
-	case w.fenceOpen:
-		w.fenceOps++
-		return nil
-	}
-	return w.err(ErrRMASync, op, target, "no access epoch: call Fence (without MPI_MODE_NOSUCCEED), Start with a group holding the target, or Lock it first")
-}
-
-// activeOpen is the ErrRMASync error of a Lock or LockAll while an active
-// target epoch of this process has operations open. omu held.
-func (w *Win) activeOpen(op string) error {
-	switch {
-	case w.startGrp != nil:
-		return w.err(ErrRMASync, op, NoPeer, "an access epoch (Start) is open (Complete first)")
-	case w.fenceOps > 0:
-		return w.err(ErrRMASync, op, NoPeer, "operations of a fence epoch are open (Fence first)")
-	}
-	return nil
-}
-
 // FlushLocal completes at the origin the operations of this process to
 // target (MPI_Win_flush_local), within a passive-target epoch: the origin
 // buffers may be reused. ftmpi's operations are complete at the origin
@@ -107,12 +72,7 @@ func (w *Win) FlushLocal(target int) error {
 	if err := w.checkWithTarget(op, target); err != nil {
 		return err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if _, ok := w.locked[target]; !ok {
-		return w.handle(w.err(ErrRMASync, op, target, "no passive-target epoch to this target"))
-	}
-	return w.handle(w.peekFailed(op, target))
+	return w.handle(w.engErr(op, w.eng.FlushLocal(target)))
 }
 
 // FlushLocalAll is FlushLocal to every target (MPI_Win_flush_local_all).
@@ -121,22 +81,7 @@ func (w *Win) FlushLocalAll() error {
 	if err := w.check(op); err != nil {
 		return err
 	}
-	w.omu.Lock()
-	defer w.omu.Unlock()
-	if len(w.locked) == 0 {
-		return w.handle(w.err(ErrRMASync, op, NoPeer, "no passive-target epoch"))
-	}
-	return w.handle(w.peekFailed(op, -1))
-}
-
-// peekFailed is takeFailed without forgetting the failure. omu held.
-func (w *Win) peekFailed(op string, target int) error {
-	for t, e := range w.failed {
-		if target < 0 || t == target {
-			return w.err(ErrorClass(e), op, NoPeer, "an operation of this epoch failed: %v", unwrapDetail(e))
-		}
-	}
-	return nil
+	return w.handle(w.engErr(op, w.eng.FlushLocal(-1)))
 }
 
 // Sync synchronises this process's view of its window memory with the
@@ -152,8 +97,9 @@ func (w *Win) Sync() error {
 	if err := w.check(op); err != nil {
 		return err
 	}
-	w.mu.Lock() // an empty critical section: a barrier with the server's writes
-	w.mu.Unlock()
+	m := w.eng.Mem()
+	m.Lock() // an empty critical section: a barrier with the server's writes
+	m.Unlock()
 	return nil
 }
 

@@ -1,22 +1,44 @@
 // Package rma is the one-sided (MPI-4.1 chapter 12) engine under package
-// mpi's typed Win bindings. So far it owns a window target's lock state
-// (LockTable: holders, the queue of waiting requests, grants in request
-// order, the locks and requests of failed origins dropped), the markers
-// of the active-target epochs (Markers: fence epochs reached per member,
-// posts and completes not yet matched, each wait's completion given the
-// members known failed) and the request header every window request
-// starts with (Header: its fields and their encoding on the wire).
+// mpi's typed Win bindings, as internal/coll is the collective one.
+//
+// It owns, per window and member (Window): the target server (Serve: it
+// reads the requests of every origin in arrival order, applies them to
+// the window memory under the memory lock, answers those that want an
+// answer), the request protocol (Header, the layout requests' typemap
+// codec), the lock state (LockTable: holders, the queue, grants in
+// request order, a failed origin's locks and requests dropped), the
+// active-target markers (Markers), the origin's epochs (fence, Post/Start/
+// Complete/Wait, Lock/LockAll) with their checks and waits, the
+// outstanding one-way operations and the failures kept per target until
+// the synchronisation that must raise them, and the accumulates applied
+// on bytes (MPI_REPLACE and MPI_NO_OP itself, the predefined reductions
+// through Config.Reduce). Package rma/segment owns the memory segment of
+// a shared window.
+//
+// Protocol. Put and accumulate are one way; a target's server applies
+// the requests of one origin in the order they were sent, so the marker,
+// unlock or flush that the origin's synchronisation sends afterwards says
+// they were applied. Get, the fetching accumulates and compare-and-swap
+// are a round trip completed in the call. An operation on the member's own
+// window is applied in the call. A failure of the target is kept and
+// raised by the next synchronisation (an EpochError; seed 002 A.2.4); a
+// synchronisation also raises it when the target of one-way operations is
+// known failed by then. A fence is a barrier of markers (every member not
+// known failed sent its own), not a collective barrier, so the epoch
+// completes among the live members (seed 003 17.11); every wait
+// re-examines its condition when a marker arrives and when a failure
+// becomes known (Net.Signal), so no synchronisation waits for a failed
+// process, and a revocation or the end of the job ends it with an Error.
+// When the transport reports a loss, the server drops the failed origins'
+// locks and queued requests and grants the next waiters: a lock held by a
+// failed process is released.
 //
 // It knows nothing of communicators, datatypes, error classes or the
-// fault-tolerance models: package mpi's target server reads requests,
-// applies them to the window memory and replies, calling the lock table
-// and the codec here. Still in package mpi (issue 25 item 2, the next
-// steps): the target server loop, the waits and their wake-ups, the
-// origin's epoch and failure bookkeeping and the accumulate operations on
-// byte buffers (the reduction table lives with the datatypes).
-//
-// It must not import package mpi, do I/O, start goroutines, read clocks,
-// lock (callers serialise: the lock table is the server goroutine's, the
-// markers are under the window's marker mutex) or keep
-// process-global state.
+// fault-tolerance models: it talks to its transport through Net (window
+// ranks, one ordered channel per pair), applies the layout requests of
+// derived datatypes through Config.Layout, and returns Error (a Code),
+// EpochError (a kept failure) or the Net's own errors, which the binding
+// maps to its error classes. It must not import package mpi or any
+// transport, start goroutines (the binding runs Serve in one), read
+// clocks or keep process-global state.
 package rma
