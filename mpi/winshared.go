@@ -5,20 +5,17 @@ package mpi
 // one memory segment that all of them map, so each can load and store the
 // others' parts directly, besides the one-sided operations.
 //
-// Design. One segment per window: a file created by the communicator's
-// rank 0 in the job's private temporary directory (FTMPI_TMPDIR, which
-// only the job's user can enter and the launcher removes when the job
-// ends; else the system's temporary directory, the file then being 0600),
-// sized to the total of the parts, mapped (MAP_SHARED) by every process
-// and unlinked once all have mapped it: no name outlives the creation.
-// Every rank maps it itself, also ranks that are goroutines of one process
-// (Run): then each has its own mapping of the same pages. The parts are
-// contiguous in rank order (rank r+1's part begins where rank r's ends)
-// unless the info key "alloc_shared_noncontig" is "true" at rank 0: then
-// each part begins on a page boundary. The window is otherwise a byte
-// window of the engine (WinCreateBytes) over the caller's part: Put, Get,
-// the accumulates, fences, locks and flushes work as on any window. The
-// mapping is removed by Free, after the window's server stopped.
+// Design. One segment per window (internal/rma/segment: its file, mapping
+// and removal), created by the communicator's rank 0, mapped by every
+// process and unlinked once all have mapped it. Every rank maps it itself,
+// also ranks that are goroutines of one process (Run): then each has its
+// own mapping of the same pages. The parts are contiguous in rank order
+// (rank r+1's part begins where rank r's ends) unless the info key
+// "alloc_shared_noncontig" is "true" at rank 0: then each part begins on a
+// page boundary. The window is otherwise a byte window of the engine
+// (WinCreateBytes) over the caller's part: Put, Get, the accumulates,
+// fences, locks and flushes work as on any window. The mapping is removed
+// by Free, after the window's server stopped.
 //
 // The processes must share memory: they must be on one host, as the
 // launcher reported the hosts (the test of SplitType with CommTypeShared);
@@ -28,16 +25,11 @@ package mpi
 // path of windows.
 
 import (
-	"crypto/rand"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/ftmpi/ftmpi/internal/rma/segment"
 )
 
 // ErrRMAFlavor is the class of a call on a window of the wrong flavor
@@ -54,19 +46,11 @@ const WinFlavorShared = 4
 // MPI_Win_allocate_shared hint of that name.
 const InfoAllocSharedNoncontig = "alloc_shared_noncontig"
 
-// shmState is the segment of a shared window.
-type shmState struct {
-	mapping []byte // the whole segment at this process (nil: nothing mapped)
-	off     []int  // every rank's part: offset in the segment
-	size    []int  //   and size in bytes
-	unit    []int  //   and displacement unit
-}
+var shmWins sync.Map // *Win -> *segment.Segment, a shared window's segment
 
-var shmWins sync.Map // *Win -> *shmState
-
-func shmOf(w *Win) *shmState {
+func shmOf(w *Win) *segment.Segment {
 	if s, ok := shmWins.Load(w); ok {
-		return s.(*shmState)
+		return s.(*segment.Segment)
 	}
 	return nil
 }
@@ -114,7 +98,7 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 	var path string
 	if c.rank == 0 && bad == nil {
 		var err error
-		if f, path, token, err = shmCreate(); err != nil {
+		if f, path, token, err = segment.Create(); err != nil {
 			bad = newErr(ErrOther, op, c, NoPeer, "cannot create the shared segment: %v", err)
 		}
 	}
@@ -124,7 +108,7 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 	}
 	all, err := allgatherInts(c, op, int64(size), int64(dispUnit), noncontig, isBad, token)
 	if err != nil {
-		shmDrop(f, path)
+		segment.Drop(f, path)
 		return nil, nil, c.handle(err)
 	}
 	for r := 0; r < c.size; r++ {
@@ -133,27 +117,19 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 		}
 	}
 	if bad != nil {
-		shmDrop(f, path)
+		segment.Drop(f, path)
 		return nil, nil, c.handle(bad)
 	}
 	token = all[4]
-	path = shmPath(token)
-	s := &shmState{off: make([]int, c.size), size: make([]int, c.size), unit: make([]int, c.size)}
-	page := os.Getpagesize()
-	total := 0
+	path = segment.Path(token)
+	sizes, units := make([]int, c.size), make([]int, c.size)
 	for r := 0; r < c.size; r++ {
-		if all[2] != 0 { // rank 0's noncontig
-			total = (total + page - 1) / page * page
-		}
-		s.off[r], s.size[r], s.unit[r] = total, int(all[5*r]), int(all[5*r+1])
-		total += s.size[r]
+		sizes[r], units[r] = int(all[5*r]), int(all[5*r+1])
 	}
+	s, total := segment.New(sizes, units, all[2] != 0) // rank 0's noncontig
 	// Map (when there is anything to map), then agree that everyone did:
 	// rank 0 unlinks the file after that either way.
-	var merr error
-	if total > 0 {
-		s.mapping, merr = shmMap(f, path, (total+page-1)/page*page)
-	}
+	merr := s.Map(f, path, total)
 	if f != nil {
 		f.Close()
 	}
@@ -172,19 +148,16 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 		err = newErr(ErrOther, op, c, NoPeer, "cannot map the shared segment of %d bytes: %v", total, merr)
 	}
 	if err != nil {
-		s.unmap()
+		s.Unmap()
 		return nil, nil, c.handle(err)
 	}
-	var mem []byte // nil for an empty part
-	if size > 0 {
-		mem = s.mapping[s.off[c.rank] : s.off[c.rank]+size]
-	}
+	mem := s.Part(c.rank) // nil for an empty part
 	w, err := winCreate(c, op, mem)
 	if err != nil {
-		s.unmap()
+		s.Unmap()
 		return nil, nil, err
 	}
-	w.units = slicesInt(s.unit)
+	w.units = slicesInt(s.Unit)
 	w.flavor = WinFlavorShared
 	_ = w.SetInfo(info) // its window hints (win_extra.go); nil: the defaults
 	shmWins.Store(w, s)
@@ -219,23 +192,20 @@ func (w *Win) SharedQuery(rank int) (size, dispUnit int, base []byte, err error)
 	}
 	if rank == ProcNull {
 		rank = -1
-		for r, n := range s.size {
+		for r, n := range s.Size {
 			if n > 0 {
 				rank = r
 				break
 			}
 		}
 		if rank < 0 {
-			return 0, s.unit[0], nil, nil
+			return 0, s.Unit[0], nil, nil
 		}
 	}
-	if rank < 0 || rank >= len(s.size) {
-		return 0, 0, nil, w.handle(w.err(ErrRank, op, NoPeer, "rank %d is not in the window's group of %d", rank, len(s.size)))
+	if rank < 0 || rank >= len(s.Size) {
+		return 0, 0, nil, w.handle(w.err(ErrRank, op, NoPeer, "rank %d is not in the window's group of %d", rank, len(s.Size)))
 	}
-	if s.size[rank] > 0 {
-		base = s.mapping[s.off[rank] : s.off[rank]+s.size[rank]]
-	}
-	return s.size[rank], s.unit[rank], base, nil
+	return s.Size[rank], s.Unit[rank], s.Part(rank), nil
 }
 
 // freeShared removes the mapping of a shared window once it is freed
@@ -243,81 +213,6 @@ func (w *Win) SharedQuery(rank int) (size, dispUnit int, base []byte, err error)
 func (w *Win) freeShared() {
 	if s := shmOf(w); s != nil {
 		shmWins.Delete(w)
-		s.unmap()
+		s.Unmap()
 	}
-}
-
-func (s *shmState) unmap() {
-	if s.mapping != nil {
-		unix.Munmap(s.mapping)
-		s.mapping = nil
-	}
-}
-
-// shmDir is the directory of the segments' files: the job's private one
-// if the launcher made one, else the system's temporary directory.
-func shmDir() string {
-	if d := os.Getenv("FTMPI_TMPDIR"); d != "" {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
-	}
-	return os.TempDir()
-}
-
-// shmPath is the file of the segment named by token (the same at every
-// process of one host: same directory, same token).
-func shmPath(token int64) string {
-	return filepath.Join(shmDir(), "ftmpi-winshm-"+strconv.FormatUint(uint64(token), 36))
-}
-
-// shmCreate creates a new segment file, readable by its owner only.
-func shmCreate() (*os.File, string, int64, error) {
-	for range 8 {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return nil, "", 0, err
-		}
-		token := int64(binary.LittleEndian.Uint64(b[:])>>1 | 1)
-		path := shmPath(token)
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return nil, "", 0, err
-		}
-		return f, path, token, nil
-	}
-	return nil, "", 0, errors.New("no unused file name after 8 tries")
-}
-
-// shmDrop closes and removes a segment file rank 0 created for a creation
-// that failed.
-func shmDrop(f *os.File, path string) {
-	if f != nil {
-		f.Close()
-		os.Remove(path)
-	}
-}
-
-// shmMap maps n bytes of the segment (f if this process created it, else
-// the file at path), growing the file to n first (every process does: the
-// same size, so the order does not matter).
-func shmMap(f *os.File, path string, n int) ([]byte, error) {
-	if f == nil {
-		var err error
-		if f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
-			return nil, err
-		}
-		defer f.Close()
-	}
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if st.Size() < int64(n) {
-		if err := f.Truncate(int64(n)); err != nil {
-			return nil, err
-		}
-	}
-	return unix.Mmap(int(f.Fd()), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 }

@@ -1,0 +1,154 @@
+// Package segment is the memory segment of a shared window
+// (MPI_Win_allocate_shared, MPI-4.1 12.2.3): a file created by one
+// process in the job's private temporary directory (FTMPI_TMPDIR, which
+// only the job's user can enter and the launcher removes when the job
+// ends; else the system's temporary directory, the file then being 0600),
+// sized to the total of the parts, mapped (MAP_SHARED) by every process
+// of the window and unlinked once all have mapped it: no name outlives
+// the creation. The parts are contiguous in rank order unless asked to
+// begin each on a page.
+//
+// It owns the file's name, creation, mapping and removal and the parts'
+// layout; package mpi's binding agrees on the token and the parts with
+// the other processes and decides who creates and who removes. It must
+// not import package mpi or talk to other processes.
+package segment
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Segment is a shared window's segment at one process: the mapping of the
+// whole segment (nil: nothing mapped) and every rank's part. It has no
+// MPI counterpart.
+type Segment struct {
+	Mapping []byte
+	Off     []int // every rank's part: offset in the segment
+	Size    []int //   and size in bytes
+	Unit    []int //   and displacement unit
+}
+
+// New lays out the parts of the given sizes and displacement units: in
+// rank order, each on a page boundary if noncontig. It returns the segment
+// (not mapped) and its total size in bytes. It has no MPI counterpart.
+func New(sizes, units []int, noncontig bool) (*Segment, int) {
+	s := &Segment{Off: make([]int, len(sizes)), Size: append([]int(nil), sizes...), Unit: append([]int(nil), units...)}
+	page := os.Getpagesize()
+	total := 0
+	for r := range sizes {
+		if noncontig {
+			total = (total + page - 1) / page * page
+		}
+		s.Off[r] = total
+		total += sizes[r]
+	}
+	return s, total
+}
+
+// Part is rank's part of the mapping (nil if empty). It has no MPI
+// counterpart.
+func (s *Segment) Part(rank int) []byte {
+	if s.Size[rank] == 0 {
+		return nil
+	}
+	return s.Mapping[s.Off[rank] : s.Off[rank]+s.Size[rank]]
+}
+
+// Map maps the segment of total bytes (rounded up to a page): f if this
+// process created it, else the file at path. It has no MPI counterpart.
+func (s *Segment) Map(f *os.File, path string, total int) error {
+	if total == 0 {
+		return nil
+	}
+	page := os.Getpagesize()
+	m, err := mapFile(f, path, (total+page-1)/page*page)
+	s.Mapping = m
+	return err
+}
+
+// Unmap removes the mapping (nothing if none). It has no MPI counterpart.
+func (s *Segment) Unmap() {
+	if s.Mapping != nil {
+		unix.Munmap(s.Mapping)
+		s.Mapping = nil
+	}
+}
+
+// Dir is the directory of the segments' files: the job's private one if
+// the launcher made one, else the system's temporary directory. It has no
+// MPI counterpart.
+func Dir() string {
+	if d := os.Getenv("FTMPI_TMPDIR"); d != "" {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return os.TempDir()
+}
+
+// Path is the file of the segment named by token (the same at every
+// process of one host: same directory, same token). It has no MPI
+// counterpart.
+func Path(token int64) string {
+	return filepath.Join(Dir(), "ftmpi-winshm-"+strconv.FormatUint(uint64(token), 36))
+}
+
+// Create creates a new segment file, readable by its owner only, and
+// returns it with its path and token (never 0). It has no MPI
+// counterpart.
+func Create() (*os.File, string, int64, error) {
+	for range 8 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, "", 0, err
+		}
+		token := int64(binary.LittleEndian.Uint64(b[:])>>1 | 1)
+		path := Path(token)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, "", 0, err
+		}
+		return f, path, token, nil
+	}
+	return nil, "", 0, errors.New("no unused file name after 8 tries")
+}
+
+// Drop closes and removes a segment file created for a creation that
+// failed (nothing if f is nil). It has no MPI counterpart.
+func Drop(f *os.File, path string) {
+	if f != nil {
+		f.Close()
+		os.Remove(path)
+	}
+}
+
+// mapFile maps n bytes of the segment (f if this process created it,
+// else the file at path), growing the file to n first (every process
+// does: the same size, so the order does not matter).
+func mapFile(f *os.File, path string, n int) ([]byte, error) {
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+			return nil, err
+		}
+		defer f.Close()
+	}
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if st.Size() < int64(n) {
+		if err := f.Truncate(int64(n)); err != nil {
+			return nil, err
+		}
+	}
+	return unix.Mmap(int(f.Fd()), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+}
