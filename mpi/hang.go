@@ -1,7 +1,6 @@
 package mpi
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/hang"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
-	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/hangdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -20,7 +19,8 @@ import (
 // of the calls it waits in (track.go). A report is made by one rank, the
 // reporter: the lowest live member of CommWorld. It asks every other live
 // member for its calls with a ctl.Hang query over the job's own transport
-// (so it works under ftmpirun, srun or mpiexec without a head, and Run),
+// (internal/rte/hangdrive: so it works under ftmpirun, srun or mpiexec
+// without a head, and Run),
 // waits for the answers until a deadline (a rank that does not answer is
 // reported as such), and writes one report (internal/hang) to
 // Config.HangOutput or stderr.
@@ -31,20 +31,10 @@ import (
 // (ftmpirun's --timeout and SIGQUIT: a boot.EventHang to every rank, the
 // reporter answers it with the report and tells the launcher it is done).
 
-// Kinds of ctl.Hang frames (Header.B).
-const (
-	hangQuery  = 0
-	hangAnswer = 1
-)
-
-// hangWait bounds the wait for the answers of a report.
-const hangWait = 2 * time.Second
-
 // hangState is a World's part in hang reports.
 type hangState struct {
-	mu      sync.Mutex
-	next    uint64
-	pending map[uint64]*hangGather
+	mu  sync.Mutex
+	drv *hangdrive.Driver // the queries and answers (made on first use)
 	// seen: the reporter's own progress when the watchdog last reported
 	// (no new report until it changes).
 	seen int64
@@ -56,11 +46,14 @@ type hangState struct {
 	asked int64
 }
 
-// hangGather collects the answers to one query.
-type hangGather struct {
-	ans  map[int]hang.Rank
-	want int
-	done chan struct{}
+// hangDrv returns w's hang report driver, made on first use.
+func (w *World) hangDrv() *hangdrive.Driver {
+	w.hangs.mu.Lock()
+	defer w.hangs.mu.Unlock()
+	if w.hangs.drv == nil {
+		w.hangs.drv = hangdrive.New(hangdrive.Env{Net: w.eng, Self: w.rank, Answer: w.hangSelf})
+	}
+	return w.hangs.drv
 }
 
 // hangTimeout is the job's hang timeout (0: off), hangAction its action.
@@ -106,7 +99,7 @@ func (w *World) startHang() {
 // reporter reports whether this process makes the job's hang reports: the
 // lowest live member of CommWorld.
 func (w *World) reporter() bool {
-	if w.world == nil || w.spares.isSpare {
+	if w.world == nil || w.spares.IsSpare() {
 		return false
 	}
 	for _, p := range w.world.memberWorldRanks() {
@@ -167,13 +160,13 @@ func (w *World) hangAbort() {
 		case w.proc != nil:
 			w.proc.Abort(HangExitCode, reason)
 		}
-		os.Exit(HangExitCode)
+		w.diag().Exit(HangExitCode)
 	}
 }
 
 // writeHang writes report to the configured output.
 func (w *World) writeHang(report string) {
-	var out io.Writer = os.Stderr
+	out := w.diag().Writer()
 	if w.cfg.HangOutput != nil {
 		out = w.cfg.HangOutput
 	}
@@ -194,90 +187,14 @@ func (w *World) reportHang(reason string) bool {
 // gatherHang asks every other live member of CommWorld for its calls and
 // returns the material of a report, with this process's own calls.
 func (w *World) gatherHang(reason string) hang.Input {
-	procs := w.world.memberWorldRanks()
-	g := &hangGather{ans: map[int]hang.Rank{}, done: make(chan struct{})}
-	w.hangs.mu.Lock()
-	w.hangs.next++
-	id := w.hangs.next
-	if w.hangs.pending == nil {
-		w.hangs.pending = map[uint64]*hangGather{}
-	}
-	w.hangs.pending[id] = g
-	var ask []int
-	for _, p := range procs {
-		if p != w.rank && !w.eng.IsLost(p) {
-			ask = append(ask, p)
-		}
-	}
-	g.want = len(ask)
-	if g.want == 0 {
-		close(g.done)
-	}
-	w.hangs.mu.Unlock()
-	for _, p := range ask {
-		_ = w.eng.SendControl(p, transport.Header{Tag: int32(ctl.Hang), B: hangQuery, Seq: id}, nil)
-	}
-	self := w.hangSelf()
-	tm := time.NewTimer(hangWait)
-	select {
-	case <-g.done:
-	case <-tm.C:
-	case <-w.stop:
-	}
-	tm.Stop()
-	w.hangs.mu.Lock()
-	delete(w.hangs.pending, id)
-	ans := g.ans
-	g.ans = nil
-	w.hangs.mu.Unlock()
-	failed := w.failedOrder()
-	in := hang.Input{Reason: reason, Failed: failed}
-	for _, p := range procs {
-		switch {
-		case p == w.rank:
-			in.Ranks = append(in.Ranks, self)
-		case slices.Contains(failed, p) || w.eng.IsLost(p):
-			in.Ranks = append(in.Ranks, hang.Rank{Rank: p, Failed: true})
-		default:
-			r, ok := ans[p]
-			if !ok {
-				r = hang.Rank{Rank: p}
-			}
-			in.Ranks = append(in.Ranks, r)
-		}
-	}
-	return in
+	return w.hangDrv().Gather(reason, w.world.memberWorldRanks(), w.failedOrder, w.stop)
 }
 
-// onHang handles a ctl.Hang frame: a query is answered at once (the
-// answer is posted, never waited for), an answer joins its gather.
+// onHang handles a ctl.Hang frame (the driver answers a query at once and
+// files an answer). A malformed or late answer is dropped without a word,
+// as before the driver: the report says that rank did not answer.
 func (w *World) onHang(from int, h transport.Header, payload []byte) {
-	switch h.B {
-	case hangQuery:
-		b, err := json.Marshal(w.hangSelf())
-		if err != nil {
-			return
-		}
-		_ = w.eng.SendControl(from, transport.Header{Tag: int32(ctl.Hang), B: hangAnswer, Seq: h.Seq}, b)
-	case hangAnswer:
-		var r hang.Rank
-		if json.Unmarshal(payload, &r) != nil {
-			return
-		}
-		r.Rank, r.Answered = from, true
-		w.hangs.mu.Lock()
-		defer w.hangs.mu.Unlock()
-		g := w.hangs.pending[h.Seq]
-		if g == nil || g.ans == nil {
-			return // late: the report is made
-		}
-		if _, dup := g.ans[from]; !dup {
-			g.ans[from] = r
-			if len(g.ans) == g.want {
-				close(g.done)
-			}
-		}
-	}
+	_ = w.hangDrv().Handle(from, h, payload)
 }
 
 // hangSelf is this process's answer: the calls it waits in, with what it
