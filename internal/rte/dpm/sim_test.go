@@ -8,7 +8,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 )
 
-// TestDecisionSchedules runs the all-or-nothing decision of Accept and
+// TestDPMDecisionSchedules runs the all-or-nothing decision of Accept and
 // Connect (Vote, EncodeVerdict/DecodeVerdict, Combine, Decide, the
 // functions the binding and Side.Verdict use) through thousands of seeded schedules of
 // crashes: two groups of 1 to 4 processes, each process possibly crashing
@@ -30,7 +30,7 @@ import (
 //     A.2.3 (1)); without crashes both groups succeed.
 //
 // A failing schedule prints its seed.
-func TestDecisionSchedules(t *testing.T) {
+func TestDPMDecisionSchedules(t *testing.T) {
 	var stats simStats
 	for seed := uint64(0); seed < 20000; seed++ {
 		if err := dpmSchedule(seed, &stats); err != "" {
