@@ -190,13 +190,14 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	// later ULFM text, not seed 002 A.3.1, whose agreement never raises
 	// it; docs/semantics.md, "Agree raises ErrProcFailed for
 	// unacknowledged failures").
-	for i := range f.procs.Len() {
-		if p := f.procs.At(i); !contrib.Has(i) && !c.w.eng.IsLost(p) {
+	missing := contrib.Missing(f.procs.Len()).Members() // (not a look at every member)
+	for _, i := range missing {
+		if p := f.procs.At(i); !c.w.eng.IsLost(p) {
 			c.w.eng.FailPeer(p, fmt.Errorf("rank %d failed (excluded from an agreement)", p))
 		}
 	}
-	for i := range f.procs.Len() {
-		if !contrib.Has(i) && !val.Inter.Has(i) {
+	for _, i := range missing {
+		if !val.Inter.Has(i) {
 			return result, newErr(ErrProcFailed, op, c, NoPeer,
 				"process %d failed before contributing and not every process acknowledged it", f.procs.At(i))
 		}

@@ -401,10 +401,12 @@ func (c *Comm) validate(op string) (*Group, error) {
 		return nil, err
 	}
 	var failed []int
-	for i := range f.procs.Len() {
-		if val.Union.Has(i) || !contrib.Has(i) {
-			failed = append(failed, f.procs.At(i))
+	n := f.procs.Len()
+	for _, i := range val.Union.Union(contrib.Missing(n)).Members() {
+		if i >= n {
+			break
 		}
+		failed = append(failed, f.procs.At(i))
 	}
 	if slices.Contains(failed, w.rank) {
 		return nil, newErr(ErrIntern, op, c, NoPeer, "this process was decided failed")

@@ -73,8 +73,9 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 		return nil, err
 	}
 	survivors := make([]int, 0, c.size-min(dead.Len(), c.size))
+	deadBits := dead.Words((dead.Bound() + 63) / 64) // a lookup per member
 	for r := range c.size {
-		if p := c.worldRank(r); !dead.Has(p) {
+		if p := c.worldRank(r); !hasBit(deadBits, p) {
 			survivors = append(survivors, p)
 		} else {
 			// A failure the agreement established is known here from now
@@ -202,13 +203,22 @@ func (c *Comm) agreeDead(op string, f *commFT, v agree.Value) (agree.Value, agre
 	if err != nil {
 		return val, agree.Set{}, err
 	}
-	// The set of process ids left out (a bit each: a lookup per member,
-	// with no map of the members).
+	// The set of process ids left out, from the positions decided failed
+	// or missing from the contributors (in time of those sets' runs, not
+	// of the members).
 	var dead agree.Set
-	for i := range f.procs.Len() {
-		if val.Union.Has(i) || !contrib.Has(i) {
-			dead.Add(f.procs.At(i))
+	n := f.procs.Len()
+	for _, i := range val.Union.Union(contrib.Missing(n)).Members() {
+		if i >= n {
+			break
 		}
+		dead.Add(f.procs.At(i))
 	}
 	return val, dead, nil
+}
+
+// hasBit reports whether bit p of the bitmap w is set (as agree.Set's
+// Words lay it out).
+func hasBit(w []uint64, p int) bool {
+	return p >= 0 && p>>6 < len(w) && w[p>>6]&(1<<(uint(p)&63)) != 0
 }

@@ -380,7 +380,15 @@ func simulate(p *simParams, trace bool) *simResult {
 				continue
 			}
 			res.msgs++
-			push(&event{at: now + delay(), kind: evDeliver, p: m.To, msg: m, depth: clock[i] + 1})
+			// Every message travels in its wire form, as the runtime
+			// sends it: the codec must give back the same message (sets
+			// in either form) and the receiver gets the decoded one.
+			wm, err := DecodeMsg(EncodeMsg(m))
+			if err != nil || !sameMsg(wm, m) {
+				fail("process %d's message %v came back from its wire form as %v (%v)", i, m, wm, err)
+				continue
+			}
+			push(&event{at: now + delay(), kind: evDeliver, p: m.To, msg: wm, depth: clock[i] + 1})
 		}
 		if dying {
 			crash(i)
@@ -490,6 +498,14 @@ func simulate(p *simParams, trace bool) *simResult {
 		}
 	}
 	return res
+}
+
+// sameMsg reports whether a and b are the same message.
+func sameMsg(a, b Msg) bool {
+	return a.From == b.From && a.To == b.To && a.Instance == b.Instance && a.Kind == b.Kind &&
+		a.Ballot == b.Ballot && a.Value.Equal(b.Value) && a.Contrib.Equal(b.Contrib) &&
+		a.AccBallot == b.AccBallot && a.AccValue.Equal(b.AccValue) && a.AccContrib.Equal(b.AccContrib) &&
+		a.Acked.Equal(b.Acked)
 }
 
 func replayLine(seed uint64) string {

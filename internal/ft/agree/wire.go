@@ -3,26 +3,60 @@ package agree
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/bits"
 )
 
 // The wire form of a Msg: a compact little-endian encoding used by the
-// runtime to carry agreement messages in control frames. Sets travel as
-// their bitset words.
+// runtime to carry agreement messages in control frames.
 
 var errShort = errors.New("agree: truncated message")
 
+// A set travels in the smaller of two forms, told apart by the low bit of
+// the uvarint h that opens it:
+//   - h = 2k: a bitmap of k little-endian 64-bit words (bit i of word j is
+//     member 64j+i);
+//   - h = 2k+1: k runs of consecutive members, in increasing order, each
+//     as two uvarints: its start minus the previous run's end (the end is
+//     one past the last member; 0 before the first run; at least 1 after
+//     it, runs neither overlap nor touch) and its length minus 1.
+//
+// A set of a few failed processes, or of a whole range but a few, is a
+// few bytes; the bitmap is chosen only where it is shorter.
+
+// putSet appends the wire form of s to b.
 func putSet(b []byte, s Set) []byte {
-	// Trailing zero words carry nothing.
-	n := len(s.w)
-	for n > 0 && s.w[n-1] == 0 {
-		n--
+	words := wordsFor(s.Bound()) // the bitmap's length without trailing zero words
+	runBytes, nr := 0, 0
+	it := s.runs()
+	for prev, lo, hi, ok := 0, 0, 0, false; ; prev = hi {
+		if lo, hi, ok = it.next(); !ok || runBytes > 8*words {
+			break
+		}
+		runBytes += uvarintLen(uint64(lo-prev)) + uvarintLen(uint64(hi-lo-1))
+		nr++
 	}
-	b = binary.AppendUvarint(b, uint64(n))
-	for _, w := range s.w[:n] {
-		b = binary.LittleEndian.AppendUint64(b, w)
+	if runBytes > 8*words { // (the scan stopped early: it is longer)
+		b = binary.AppendUvarint(b, uint64(words)<<1)
+		w := s.Words(words)
+		for _, x := range w {
+			b = binary.LittleEndian.AppendUint64(b, x)
+		}
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(nr)<<1|1)
+	it = s.runs()
+	prev := 0
+	for lo, hi, ok := it.next(); ok; lo, hi, ok = it.next() {
+		b = binary.AppendUvarint(b, uint64(lo-prev))
+		b = binary.AppendUvarint(b, uint64(hi-lo-1))
+		prev = hi
 	}
 	return b
 }
+
+// uvarintLen is the length of v's uvarint encoding.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 func putValue(b []byte, v Value) []byte {
 	b = binary.LittleEndian.AppendUint64(b, v.Flags)
@@ -65,7 +99,10 @@ func (r *reader) uvarint() uint64 {
 }
 
 func (r *reader) u64() uint64 {
-	if r.err != nil || len(r.b) < 8 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) < 8 {
 		r.err = errShort
 		return 0
 	}
@@ -75,7 +112,10 @@ func (r *reader) u64() uint64 {
 }
 
 func (r *reader) byte1() byte {
-	if r.err != nil || len(r.b) < 1 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) < 1 {
 		r.err = errShort
 		return 0
 	}
@@ -85,18 +125,57 @@ func (r *reader) byte1() byte {
 }
 
 func (r *reader) set() Set {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b))/8 { // (8*n would overflow)
-		r.err = errShort
+	h := r.uvarint()
+	if r.err != nil {
 		return Set{}
 	}
-	var s Set
-	if n > 0 {
-		s.w = make([]uint64, n)
+	n := h >> 1
+	if h&1 == 0 { // a bitmap of n words
+		if n > uint64(len(r.b))/8 { // (8*n would overflow)
+			r.err = errShort
+			return Set{}
+		}
+		if n > uint64(wordsFor(maxMember+1)) {
+			r.err = fmt.Errorf("agree: set bitmap of %d words, members above %d", n, maxMember)
+			return Set{}
+		}
+		if n == 0 {
+			return Set{}
+		}
+		s := Set{w: make([]uint64, n), bitmap: true}
 		for i := range s.w {
 			s.w[i] = r.u64()
 		}
+		s.settle()
+		return s
 	}
+	if n > uint64(len(r.b))/2 { // each run takes at least 2 bytes
+		r.err = errShort
+		return Set{}
+	}
+	if n == 0 {
+		return Set{}
+	}
+	s := Set{w: make([]uint64, 0, n)}
+	end := uint64(0) // the previous run's end
+	for i := uint64(0); i < n; i++ {
+		gap, length := r.uvarint(), r.uvarint()
+		if r.err != nil {
+			return Set{}
+		}
+		if gap == 0 && i > 0 {
+			r.err = fmt.Errorf("agree: set run %d overlaps or touches the one before", i)
+			return Set{}
+		}
+		if gap > maxMember+1-end || length >= maxMember+1-end-gap {
+			r.err = fmt.Errorf("agree: set run %d goes above member %d", i, maxMember)
+			return Set{}
+		}
+		lo := end + gap
+		end = lo + length + 1
+		s.w = append(s.w, mkRun(int(lo), int(end)))
+	}
+	s.settle()
 	return s
 }
 
@@ -119,6 +198,12 @@ func DecodeMsg(b []byte) (Msg, error) {
 	m.AccValue = r.value()
 	m.AccContrib = r.set()
 	m.Acked = r.set()
+	if r.err == nil && len(r.b) > 0 {
+		r.err = fmt.Errorf("agree: %d bytes after the message", len(r.b))
+	}
+	if r.err == nil && (m.Kind < KindPrepare || m.Kind > KindDecide) {
+		r.err = fmt.Errorf("agree: unknown message kind %d", m.Kind)
+	}
 	if r.err != nil {
 		return Msg{}, r.err
 	}
@@ -128,13 +213,28 @@ func DecodeMsg(b []byte) (Msg, error) {
 // SetFromWords returns the set whose members are the set bits of words
 // (bit i of words[j] is member 64*j+i).
 func SetFromWords(words []uint64) Set {
-	return Set{w: append([]uint64(nil), words...)}
+	if len(words) == 0 {
+		return Set{}
+	}
+	s := Set{w: append([]uint64(nil), words...), bitmap: true}
+	s.settle()
+	return s
 }
 
 // Words returns the first n bitset words of s (member 64*j+i is bit i of
-// word j), zero-padded.
+// word j), zero-padded; members from 64*n on are left out.
 func (s Set) Words(n int) []uint64 {
 	out := make([]uint64, n)
-	copy(out, s.w)
+	if s.bitmap {
+		copy(out, s.w)
+		return out
+	}
+	for _, x := range s.w {
+		lo, hi := runLo(x), min(runHi(x), n<<6)
+		if lo >= hi {
+			break
+		}
+		setRange(out, lo, hi)
+	}
 	return out
 }
