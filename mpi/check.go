@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -141,7 +140,7 @@ type checkState struct {
 	mu      sync.Mutex
 	reqs    map[*Request]chkReq
 	private map[*Comm]string // the private communicators of windows and files: "window", "file"
-	out     io.Writer        // where Finalize's list goes; nil: os.Stderr (tests set it)
+	out     io.Writer        // where Finalize's list goes; nil: the diagnostics (rte.Diag; tests set it)
 }
 
 // chkReq is a live request as the checks describe it.
@@ -297,7 +296,7 @@ func (w *World) chkFinalize() {
 		out := w.chk.out
 		w.chk.mu.Unlock()
 		if out == nil {
-			out = os.Stderr
+			out = w.diag().Writer()
 		}
 		fmt.Fprintln(out, line)
 	}

@@ -3,7 +3,6 @@ package mpi
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -200,7 +199,7 @@ func (c *Comm) CallErrhandler(err error) error {
 
 // fatal implements MPI_ERRORS_ARE_FATAL: report and abort the job.
 func (w *World) fatal(err error) {
-	fmt.Fprintf(os.Stderr, "ftmpi: rank %d: fatal error (MPI_ERRORS_ARE_FATAL): %v\n", w.rank, err)
+	w.logf("rank %d: fatal error (MPI_ERRORS_ARE_FATAL): %v", w.rank, err)
 	// The program did not call MPI_Abort: the launcher says why the job
 	// ended (issue 26: it said "MPI_Abort called").
 	w.abortJob(1, "a fatal error under MPI_ERRORS_ARE_FATAL (printed above by the rank)", true)

@@ -92,7 +92,7 @@ func (w *World) writeTrace() {
 	w.trcOnce.Do(func() {
 		path := trace.FileName(w.cfg.Trace, w.rank, w.trcInc, w.epoch, os.Getpid())
 		if err := w.trc.File().WriteFile(path); err != nil {
-			fmt.Fprintf(os.Stderr, "ftmpi: process %d: cannot write its trace: %v\n", w.rank, err)
+			w.logf("process %d: cannot write its trace: %v", w.rank, err)
 		}
 	})
 }
