@@ -212,11 +212,7 @@ func (j *Job) Fail(rank, inc int, cause string, next func(inc, epoch int) Advanc
 	re.procs[rank] = next(inc+1, re.epoch)
 	epoch, procs := re.epoch, append([]Advancer(nil), re.procs...)
 	re.mu.Unlock()
-	for q, p := range procs {
-		if q != rank && p != nil {
-			p.Advance(epoch, cause)
-		}
-	}
+	advanceAll(procs, rank, epoch, cause)
 	return Failure{Kind: FailRespawn, Epoch: epoch, Inc: inc + 1}
 }
 
@@ -260,4 +256,27 @@ func (j *Job) Rejoin(epoch, rank int, h transport.Handler) (ep *inproc.Endpoint,
 // Head and Finalize are not for it.
 func NewRunProcess[W any](info boot.Info, hooks Hooks[W]) *Process[W] {
 	return &Process[W]{info: info, hooks: hooks, epoch: info.Epoch, stopCh: make(chan struct{})}
+}
+
+// advanceAll advances every Process of procs but skip's to epoch. Ending
+// a World waits for its goroutines to stop, so the ends run on a few
+// goroutines at once (one after the other, 10,000 of them took 1.5 s at
+// load 23 on 2 cores: mostly waiting to be scheduled); all are done when
+// it returns.
+func advanceAll(procs []Advancer, skip, epoch int, reason string) {
+	const workers = 32
+	chunk := (len(procs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(procs); lo += chunk {
+		wg.Add(1)
+		go func(part []Advancer, base int) {
+			defer wg.Done()
+			for i, p := range part {
+				if base+i != skip && p != nil {
+					p.Advance(epoch, reason)
+				}
+			}
+		}(procs[lo:min(lo+chunk, len(procs))], lo)
+	}
+	wg.Wait()
 }
