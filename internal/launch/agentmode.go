@@ -47,20 +47,8 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 		fmt.Fprintf(errw, "ftmpirun agent: "+format+"\n", args...)
 	}
 	frames, readErr := readFrames(in) // ends with the process (in is the ssh session)
-	var hello agentwire.Msg
-	select {
-	case hello = <-frames:
-	case err := <-readErr:
-		// The reader sends a frame before the error that follows it:
-		// a tree launch closes the input right after the hello.
-		select {
-		case hello = <-frames:
-		default:
-			logf("no hello from the head: %v", err)
-			return 1
-		}
-	case <-time.After(helloWait):
-		logf("no hello from the head within %v", helloWait)
+	hello, ok := awaitHello(frames, readErr, logf)
+	if !ok {
 		return 1
 	}
 	w := newFrameWriter(out)
@@ -76,15 +64,9 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 		logf("%s", msg)
 		return 1
 	}
-	var key *wireauth.Key // the job's secret, handed to every rank started here
-	if hello.Secret != "" {
-		b, err := hex.DecodeString(hello.Secret)
-		if err == nil {
-			key, err = wireauth.FromBytes(b)
-		}
-		if err != nil {
-			return fail("host %s: the job's secret in the hello: %v", hello.Host, err)
-		}
+	key, err := helloKey(hello) // the job's secret, handed to every rank started here
+	if err != nil {
+		return fail("host %s: the job's secret in the hello: %v", hello.Host, err)
 	}
 	if hello.Attach != "" {
 		// Tree launch: everything goes over a connection of our own to
@@ -115,152 +97,214 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 	}
 	defer ownerdir.Remove(dir)
 
-	la := NewLocalAgent(hello.Host, &wireReporter{w: w})
+	as := &agentSession{w: w, la: NewLocalAgent(hello.Host, &wireReporter{w: w}), dir: dir, key: key, logf: logf,
+		baseEnv: filterEnv(os.Environ()), files: map[string]*os.File{}, stdins: map[int]*stdinPipe{}}
 	w.send(agentwire.Msg{Type: agentwire.TReady, Pid: os.Getpid(), Cores: runtime.NumCPU(), TmpDir: dir, Listen: ip.String(),
 		Host: hello.Host, Node: hello.Node, Job: hello.Job})
 	if len(hello.Tree) > 0 {
 		boots := startKids(hello, w)
 		defer stopBoots(boots)
 	}
-	baseEnv := filterEnv(os.Environ())
-	period, timeout := time.Duration(hello.HBPeriod), time.Duration(hello.HBTimeout)
+	defer as.closeInputs()
+	code := as.serve(frames, readErr, time.Duration(hello.HBPeriod), time.Duration(hello.HBTimeout))
+	as.la.SignalAll(syscall.SIGKILL)
+	as.starts.Wait()
+	as.la.SignalAll(syscall.SIGKILL) // ranks whose start was under way
+	as.la.Wait()
+	if code == 0 {
+		w.flush(5 * time.Second)
+	}
+	return code
+}
+
+// awaitHello waits (helloWait at most) for the head's first frame.
+func awaitHello(frames chan agentwire.Msg, readErr chan error, logf func(string, ...any)) (agentwire.Msg, bool) {
+	select {
+	case hello := <-frames:
+		return hello, true
+	case err := <-readErr:
+		// The reader sends a frame before the error that follows it:
+		// a tree launch closes the input right after the hello.
+		select {
+		case hello := <-frames:
+			return hello, true
+		default:
+			logf("no hello from the head: %v", err)
+			return agentwire.Msg{}, false
+		}
+	case <-time.After(helloWait):
+		logf("no hello from the head within %v", helloWait)
+		return agentwire.Msg{}, false
+	}
+}
+
+// helloKey is the job's secret the hello carries (nil: none).
+func helloKey(hello agentwire.Msg) (*wireauth.Key, error) {
+	if hello.Secret == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(hello.Secret)
+	if err != nil {
+		return nil, err
+	}
+	return wireauth.FromBytes(b)
+}
+
+// agentSession is an agent serving the head (RunAgent): its LocalAgent,
+// the frames it writes, its job directory and what is under way.
+type agentSession struct {
+	w       *frameWriter
+	la      *LocalAgent
+	dir     string        // the job directory on this host
+	key     *wireauth.Key // the job's secret, handed to every rank started here
+	baseEnv []string      // the agent's environment, filtered: every rank's base
+	logf    func(format string, args ...any)
+
+	starts       sync.WaitGroup      // starts under way
+	files        map[string]*os.File // --preload-binary: files being received
+	stdins       map[int]*stdinPipe  // ranks whose stdin the head forwards
+	stdinWriters sync.WaitGroup      // the stdinPipe goroutines
+}
+
+// serve handles the head's frames until its Bye (code 0), or until the
+// head is lost: its input ends or is bad, or it is silent for timeout
+// (code 1). Every period it pings the head.
+func (as *agentSession) serve(frames chan agentwire.Msg, readErr chan error, period, timeout time.Duration) int {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	lastSeen := time.Now()
-	var starts sync.WaitGroup
-	files := map[string]*os.File{} // --preload-binary: files being received
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	stdins := map[int]*stdinPipe{} // ranks whose stdin the head forwards
-	var stdinWriters sync.WaitGroup
-	defer func() {
-		for _, sp := range stdins {
-			sp.w.Close() // unblocks a write the rank does not read
-			close(sp.ch)
-		}
-		stdinWriters.Wait()
-	}()
-	code := 0
-loop:
 	for {
 		select {
 		case m := <-frames:
 			lastSeen = time.Now()
-			switch m.Type {
-			case agentwire.TStart:
-				specs := make([]RankSpec, len(m.Specs))
-				for i, s := range m.Specs {
-					env := append([]string(nil), baseEnv...)
-					for _, kv := range s.Env {
-						name, val, _ := cutEnv(kv)
-						env = setEnv(env, name, val)
-					}
-					env = setEnv(env, "FTMPI_TMPDIR", dir)
-					specs[i] = RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir, Auth: key,
-						Bind: s.Bind, Slot: s.Slot, ReportBinding: s.Report}
-					if s.Stdin && stdins[s.Rank] == nil {
-						if r, pw, err := os.Pipe(); err == nil {
-							specs[i].Stdin = r
-							sp := &stdinPipe{ch: make(chan agentwire.Msg, 1), w: pw}
-							stdins[s.Rank] = sp
-							stdinWriters.Add(1)
-							go func(rank int) { defer stdinWriters.Done(); sp.run(rank, w) }(s.Rank)
-						}
-					}
-				}
-				starts.Add(1)
-				go func(seq uint64) {
-					defer starts.Done()
-					defer func() {
-						for _, s := range specs {
-							if s.Stdin != nil {
-								s.Stdin.Close() // the rank has its own copy
-							}
-						}
-					}()
-					// The head learns the pids here, before any rank's
-					// hello and before any line of their output: a host
-					// lost before its ranks connected still names them in
-					// the head's messages.
-					la.StartThen(specs, func() {
-						pids := make([]int, len(specs))
-						for i, s := range specs {
-							pids[i] = la.Pid(s.Rank, s.Incarnation)
-						}
-						w.send(agentwire.Msg{Type: agentwire.TStarted, Seq: seq, Pids: pids})
-					})
-				}(m.Seq)
-			case agentwire.TSignal:
-				if m.Inc < 0 {
-					la.Signal(m.Rank, syscall.Signal(m.Sig))
-				} else {
-					la.SignalIncarnation(m.Rank, m.Inc, syscall.Signal(m.Sig))
-				}
-			case agentwire.TSignalAll:
-				la.SignalAll(syscall.Signal(m.Sig))
-			case agentwire.TCheck:
-				pid := la.Pid(m.Rank, m.Inc)
-				state, alive := "gone", false
-				if pid > 0 {
-					state, alive = procState(pid)
-				}
-				w.send(agentwire.Msg{Type: agentwire.TState, Token: m.Token, Rank: m.Rank, Inc: m.Inc, Pid: pid, State: state, Alive: alive})
-			case agentwire.TFile:
-				path, done, err := receiveFile(dir, files, m)
-				if err != nil {
-					w.send(agentwire.Msg{Type: agentwire.TFileDone, File: m.File, Error: err.Error()})
-				} else if done {
-					w.send(agentwire.Msg{Type: agentwire.TFileDone, File: m.File, Path: path})
-				}
-			case agentwire.TStdin:
-				sp := stdins[m.Rank]
-				if sp == nil {
-					w.send(agentwire.Msg{Type: agentwire.TStdinAck, Rank: m.Rank, Final: true})
-					break
-				}
-				select {
-				case sp.ch <- m:
-				default: // the head sends one piece per ack: never full
-					w.send(agentwire.Msg{Type: agentwire.TStdinAck, Rank: m.Rank, Final: true})
-				}
-			case agentwire.TPing:
-			case agentwire.TBye:
-				break loop
-			default:
-				logf("unexpected %v from the head ignored", m.Type)
+			if m.Type == agentwire.TBye {
+				return 0
 			}
+			as.handle(m)
 		case err := <-readErr:
 			if len(frames) > 0 {
 				readErr <- err // the frames read before the error come first
 				continue
 			}
 			if errors.Is(err, agentwire.ErrFrame) {
-				logf("bad message from the head: %v; killing the ranks", err)
+				as.logf("bad message from the head: %v; killing the ranks", err)
 			} else {
-				logf("lost the head (%v); killing the ranks", err)
+				as.logf("lost the head (%v); killing the ranks", err)
 			}
-			code = 1
-			break loop
+			return 1
 		case <-tick.C:
 			if d := time.Since(lastSeen); d > timeout {
-				logf("no heartbeat from the head for %v; killing the ranks", d.Round(time.Millisecond))
-				code = 1
-				break loop
+				as.logf("no heartbeat from the head for %v; killing the ranks", d.Round(time.Millisecond))
+				return 1
 			}
-			w.send(agentwire.Msg{Type: agentwire.TPing})
+			as.w.send(agentwire.Msg{Type: agentwire.TPing})
 		}
 	}
-	la.SignalAll(syscall.SIGKILL)
-	starts.Wait()
-	la.SignalAll(syscall.SIGKILL) // ranks whose start was under way
-	la.Wait()
-	if code == 0 {
-		w.flush(5 * time.Second)
+}
+
+// handle executes one frame of the head (other than Bye).
+func (as *agentSession) handle(m agentwire.Msg) {
+	la, w := as.la, as.w
+	switch m.Type {
+	case agentwire.TStart:
+		as.start(m)
+	case agentwire.TSignal:
+		if m.Inc < 0 {
+			la.Signal(m.Rank, syscall.Signal(m.Sig))
+		} else {
+			la.SignalIncarnation(m.Rank, m.Inc, syscall.Signal(m.Sig))
+		}
+	case agentwire.TSignalAll:
+		la.SignalAll(syscall.Signal(m.Sig))
+	case agentwire.TCheck:
+		pid := la.Pid(m.Rank, m.Inc)
+		state, alive := "gone", false
+		if pid > 0 {
+			state, alive = procState(pid)
+		}
+		w.send(agentwire.Msg{Type: agentwire.TState, Token: m.Token, Rank: m.Rank, Inc: m.Inc, Pid: pid, State: state, Alive: alive})
+	case agentwire.TFile:
+		path, done, err := receiveFile(as.dir, as.files, m)
+		if err != nil {
+			w.send(agentwire.Msg{Type: agentwire.TFileDone, File: m.File, Error: err.Error()})
+		} else if done {
+			w.send(agentwire.Msg{Type: agentwire.TFileDone, File: m.File, Path: path})
+		}
+	case agentwire.TStdin:
+		sp := as.stdins[m.Rank]
+		if sp == nil {
+			w.send(agentwire.Msg{Type: agentwire.TStdinAck, Rank: m.Rank, Final: true})
+			break
+		}
+		select {
+		case sp.ch <- m:
+		default: // the head sends one piece per ack: never full
+			w.send(agentwire.Msg{Type: agentwire.TStdinAck, Rank: m.Rank, Final: true})
+		}
+	case agentwire.TPing:
+	default:
+		as.logf("unexpected %v from the head ignored", m.Type)
 	}
-	return code
+}
+
+// start starts the ranks of a Start frame in the background: their specs
+// are the frame's on this host's environment and job directory, with a
+// pipe for the stdin the head forwards. The head learns the pids (Started)
+// before any rank's hello and before any line of their output: a host lost
+// before its ranks connected still names them in the head's messages.
+func (as *agentSession) start(m agentwire.Msg) {
+	specs := make([]RankSpec, len(m.Specs))
+	for i, s := range m.Specs {
+		env := append([]string(nil), as.baseEnv...)
+		for _, kv := range s.Env {
+			name, val, _ := cutEnv(kv)
+			env = setEnv(env, name, val)
+		}
+		env = setEnv(env, "FTMPI_TMPDIR", as.dir)
+		specs[i] = RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir, Auth: as.key,
+			Bind: s.Bind, Slot: s.Slot, ReportBinding: s.Report}
+		if s.Stdin && as.stdins[s.Rank] == nil {
+			if r, pw, err := os.Pipe(); err == nil {
+				specs[i].Stdin = r
+				sp := &stdinPipe{ch: make(chan agentwire.Msg, 1), w: pw}
+				as.stdins[s.Rank] = sp
+				as.stdinWriters.Add(1)
+				go func(rank int) { defer as.stdinWriters.Done(); sp.run(rank, as.w) }(s.Rank)
+			}
+		}
+	}
+	as.starts.Add(1)
+	go func(seq uint64) {
+		defer as.starts.Done()
+		defer func() {
+			for _, s := range specs {
+				if s.Stdin != nil {
+					s.Stdin.Close() // the rank has its own copy
+				}
+			}
+		}()
+		as.la.StartThen(specs, func() {
+			pids := make([]int, len(specs))
+			for i, s := range specs {
+				pids[i] = as.la.Pid(s.Rank, s.Incarnation)
+			}
+			as.w.send(agentwire.Msg{Type: agentwire.TStarted, Seq: seq, Pids: pids})
+		})
+	}(m.Seq)
+}
+
+// closeInputs ends the forwarded stdins (unblocking a write the rank does
+// not read) and waits for their writers, then closes the files being
+// received.
+func (as *agentSession) closeInputs() {
+	for _, sp := range as.stdins {
+		sp.w.Close()
+		close(sp.ch)
+	}
+	as.stdinWriters.Wait()
+	for _, f := range as.files {
+		f.Close()
+	}
 }
 
 // readFrames reads agentwire frames from in until an error, which it

@@ -398,26 +398,103 @@ func Usage(w io.Writer) { _, _ = io.WriteString(w, usageText) }
 // Errors are *UsageError, or flag.ErrHelp for -h / --help (not an error:
 // Main prints the usage on stdout and returns 0).
 func ParseArgs(args []string) (Config, error) {
-	var cfg Config
+	p := &argParser{}
+	fs := p.flagSet()
+	cfg := &p.cfg
+	if err := fs.Parse(joinPairFlags(fs, args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return *cfg, flag.ErrHelp
+		}
+		return *cfg, &UsageError{flagError(err)}
+	}
+	if p.version {
+		return *cfg, ErrVersion
+	}
+	if p.mca != "" {
+		return *cfg, &UsageError{mcaError(p.mca)}
+	}
+	if cfg.MapBy == "" {
+		cfg.MapBy = MapBySlot
+	}
+	if cfg.Check {
+		cfg.Export = append(cfg.Export, rankenv.Check+"=1")
+	}
+	if err := hangFlags(cfg, p.hangTimeout, p.hangAction); err != nil {
+		return *cfg, err
+	}
+	if err := p.applyDefaults(fs); err != nil {
+		return *cfg, err
+	}
+	if err := p.resolveHosts(); err != nil {
+		return *cfg, err
+	}
+	if !p.nSet && cfg.Hosts == nil && cfg.PerNode == 0 {
+		return *cfg, &UsageError{"missing -n N (number of ranks)"}
+	}
+	cfg.N = p.n
+	if !p.nSet && cfg.PerNode == 0 { // with -N, validate counts the ranks
+		for _, h := range cfg.Hosts {
+			cfg.N += h.Slots
+		}
+	}
+	if env := os.Getenv(inject.EnvVar); !p.injectFlags && strings.TrimSpace(env) != "" {
+		ss, err := inject.Parse(env)
+		if err != nil {
+			return *cfg, &UsageError{fmt.Sprintf("invalid %s in the environment: %v", inject.EnvVar, err)}
+		}
+		cfg.Inject = ss
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return *cfg, &UsageError{"missing PROGRAM"}
+	}
+	cfg.Program, cfg.Args = rest[0], rest[1:]
+	return *cfg, cfg.validate()
+}
+
+// argParser is ParseArgs's state: the Config the flags fill in and the
+// flags that are not Config fields.
+type argParser struct {
+	cfg                     Config
+	n                       int  // -n, -np
+	nSet                    bool // -n or -np was given
+	hangTimeout, hangAction string
+	version                 bool
+	mca                     string // the first --mca/--gmca (refused)
+	noCleanup               bool   // --disable-auto-cleanup (hydra)
+	injectFlags             bool   // --inject or --chaos was given
+	hostfile                string
+}
+
+// flagSet defines ftmpirun's flags on p.
+func (p *argParser) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("ftmpirun", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	n := 0
-	fs.IntVar(&n, "n", 0, "")
-	fs.IntVar(&n, "np", 0, "")
+	p.outputFlags(fs)
+	p.jobFlags(fs)
+	p.faultFlags(fs)
+	p.hostFlags(fs)
+	return fs
+}
+
+// outputFlags defines the flags of the ranks' output and input, the
+// timeout and the informational ones.
+func (p *argParser) outputFlags(fs *flag.FlagSet) {
+	cfg := &p.cfg
+	fs.IntVar(&p.n, "n", 0, "")
+	fs.IntVar(&p.n, "np", 0, "")
 	fs.BoolVar(&cfg.TagOutput, "tag-output", false, "")
-	hangTimeout, hangAction := "", ""
-	fs.StringVar(&hangTimeout, "hang-timeout", "", "")
-	fs.StringVar(&hangAction, "hang-action", "", "")
+	fs.StringVar(&p.hangTimeout, "hang-timeout", "", "")
+	fs.StringVar(&p.hangAction, "hang-action", "", "")
 	fs.Func("timeout", "", func(s string) error {
 		d, err := parseTimeout(s)
 		cfg.Timeout = d
 		return err
 	})
 	fs.Bool("allow-run-as-root", false, "") // mpirun's guard; ftmpirun has none
-	version := false
-	fs.BoolVar(&version, "version", false, "")
-	fs.BoolVar(&version, "V", false, "")
+	fs.BoolVar(&p.version, "version", false, "")
+	fs.BoolVar(&p.version, "V", false, "")
 	fs.BoolVar(&cfg.Timestamp, "timestamp-output", false, "")
 	fs.BoolVar(&cfg.MergeStderr, "merge-stderr-to-stdout", false, "")
 	fs.StringVar(&cfg.OutputDir, "output-filename", "", "")
@@ -429,16 +506,21 @@ func ParseArgs(args []string) (Config, error) {
 	fs.BoolVar(&cfg.TagOutput, "prepend-rank", false, "") // hydra
 	fs.Bool("genvall", false, "")                         // hydra: the default
 	fs.Bool("envall", false, "")
-	fs.Func("stdin", "", func(s string) error { return parseStdin(s, &cfg) })
-	mca := ""
+	fs.Func("stdin", "", func(s string) error { return parseStdin(s, cfg) })
 	for _, name := range []string{"mca", "gmca"} {
 		fs.Func(name, "", func(s string) error {
-			if mca == "" {
-				mca = s
+			if p.mca == "" {
+				p.mca = s
 			}
 			return nil
 		})
 	}
+}
+
+// jobFlags defines the flags of the job's transport, failure policy,
+// environment and working directory.
+func (p *argParser) jobFlags(fs *flag.FlagSet) {
+	cfg := &p.cfg
 	defTransport := os.Getenv("FTMPI_TRANSPORT") // the environment sets the default; the flag wins
 	if defTransport == "" {
 		defTransport = "auto"
@@ -448,12 +530,25 @@ func ParseArgs(args []string) (Config, error) {
 	fs.IntVar(&cfg.MaxRestarts, "max-restarts", 0, "")
 	fs.IntVar(&cfg.Spares, "spares", 0, "")
 	fs.BoolVar(&cfg.Verbose, "v", false, "")
-	noCleanup := false
-	fs.BoolVar(&noCleanup, "disable-auto-cleanup", false, "")
+	fs.BoolVar(&p.noCleanup, "disable-auto-cleanup", false, "")
 	fs.IntVar(&cfg.RestartOnFailure, "restart-on-failure", 0, "")
 	fs.BoolVar(&cfg.Check, "check", false, "")
 	fs.StringVar(&cfg.Trace, "trace", "", "")
-	injectFlags := false
+	fs.Func("x", "", func(s string) error {
+		name, _, _ := strings.Cut(s, "=")
+		if name == "" || strings.ContainsAny(name, " \t\x00") {
+			return fmt.Errorf("invalid -x %q: want VAR or VAR=VALUE", s)
+		}
+		cfg.Export = append(cfg.Export, s)
+		return nil
+	})
+	fs.BoolVar(&cfg.PreloadBinary, "preload-binary", false, "")
+	fs.StringVar(&cfg.Wdir, "wdir", "", "")
+	fs.StringVar(&cfg.Wdir, "wd", "", "")
+}
+
+// faultFlags defines the fault-injection flags (--inject, --chaos).
+func (p *argParser) faultFlags(fs *flag.FlagSet) {
 	addSpecs := func(s string) error {
 		ss, err := inject.Parse(s)
 		if err != nil {
@@ -462,11 +557,23 @@ func ParseArgs(args []string) (Config, error) {
 		if len(ss) == 0 {
 			return errors.New("empty fault-injection spec")
 		}
-		injectFlags = true
-		cfg.Inject = append(cfg.Inject, ss...)
+		p.injectFlags = true
+		p.cfg.Inject = append(p.cfg.Inject, ss...)
 		return nil
 	}
 	fs.Func("inject", "", addSpecs)
+	fs.Func("chaos", "", func(s string) error {
+		if !strings.HasPrefix(strings.TrimSpace(s), "chaos:") {
+			s = "chaos:" + s
+		}
+		return addSpecs(s)
+	})
+}
+
+// hostFlags defines the flags of the hosts, the ranks' placement and the
+// remote agents.
+func (p *argParser) hostFlags(fs *flag.FlagSet) {
+	cfg := &p.cfg
 	fs.Func("host", "", func(s string) error {
 		hs, err := parseHostList(s)
 		for _, h := range hs {
@@ -476,23 +583,11 @@ func ParseArgs(args []string) (Config, error) {
 	})
 	fs.Func("H", "", func(s string) error { return fs.Lookup("host").Value.Set(s) })
 	fs.Func("hosts", "", func(s string) error { return fs.Lookup("host").Value.Set(s) }) // hydra
-	hostfile := ""
-	fs.StringVar(&hostfile, "hostfile", "", "")
-	fs.StringVar(&hostfile, "machinefile", "", "")
-	fs.StringVar(&hostfile, "f", "", "") // hydra
-	fs.Func("map-by", "", func(s string) error { return parseMapBy(s, &cfg) })
-	fs.Func("x", "", func(s string) error {
-		name, _, _ := strings.Cut(s, "=")
-		if name == "" || strings.ContainsAny(name, " \t\x00") {
-			return fmt.Errorf("invalid -x %q: want VAR or VAR=VALUE", s)
-		}
-		cfg.Export = append(cfg.Export, s)
-		return nil
-	})
+	fs.StringVar(&p.hostfile, "hostfile", "", "")
+	fs.StringVar(&p.hostfile, "machinefile", "", "")
+	fs.StringVar(&p.hostfile, "f", "", "") // hydra
+	fs.Func("map-by", "", func(s string) error { return parseMapBy(s, cfg) })
 	fs.BoolVar(&cfg.Oversubscribe, "oversubscribe", false, "")
-	fs.BoolVar(&cfg.PreloadBinary, "preload-binary", false, "")
-	fs.StringVar(&cfg.Wdir, "wdir", "", "")
-	fs.StringVar(&cfg.Wdir, "wd", "", "")
 	fs.StringVar(&cfg.LaunchAgent, "launch-agent", os.Getenv(EnvSSH), "")
 	fs.StringVar(&cfg.Interface, "interface", "", "")
 	fs.Func("fanout", "", func(v string) error {
@@ -504,40 +599,20 @@ func ParseArgs(args []string) (Config, error) {
 		return nil
 	})
 	fs.StringVar(&cfg.Interface, "iface", "", "") // hydra
-	fs.Func("chaos", "", func(s string) error {
-		if !strings.HasPrefix(strings.TrimSpace(s), "chaos:") {
-			s = "chaos:" + s
-		}
-		return addSpecs(s)
-	})
-	if err := fs.Parse(joinPairFlags(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, flag.ErrHelp
-		}
-		return cfg, &UsageError{flagError(err)}
-	}
-	if version {
-		return cfg, ErrVersion
-	}
-	if mca != "" {
-		return cfg, &UsageError{mcaError(mca)}
-	}
-	if cfg.MapBy == "" {
-		cfg.MapBy = MapBySlot
-	}
-	if cfg.Check {
-		cfg.Export = append(cfg.Export, rankenv.Check+"=1")
-	}
-	if err := hangFlags(&cfg, hangTimeout, hangAction); err != nil {
-		return cfg, err
-	}
-	onFailureSet, nSet, timeoutSet := false, false, false
+}
+
+// applyDefaults settles what depends on which flags were given: hydra's
+// --disable-auto-cleanup, the timeout from the environment
+// (EnvMPIExecTimeout) and the failure policy of --restart-on-failure.
+func (p *argParser) applyDefaults(fs *flag.FlagSet) error {
+	cfg := &p.cfg
+	onFailureSet, timeoutSet := false, false
 	fs.Visit(func(f *flag.Flag) {
 		onFailureSet = onFailureSet || f.Name == "on-failure"
-		nSet = nSet || f.Name == "n" || f.Name == "np"
+		p.nSet = p.nSet || f.Name == "n" || f.Name == "np"
 		timeoutSet = timeoutSet || f.Name == "timeout"
 	})
-	if noCleanup {
+	if p.noCleanup {
 		cfg.Hydra = true
 		if !onFailureSet {
 			cfg.OnFailure, onFailureSet = OnFailureContinue, true
@@ -546,7 +621,7 @@ func ParseArgs(args []string) (Config, error) {
 	if env := strings.TrimSpace(os.Getenv(EnvMPIExecTimeout)); !timeoutSet && env != "" {
 		sec, err := strconv.ParseFloat(env, 64)
 		if err != nil || !(sec >= 0 && sec <= MaxTimeout.Seconds()) {
-			return cfg, &UsageError{(&bound.Error{Name: EnvMPIExecTimeout, Value: env,
+			return &UsageError{(&bound.Error{Name: EnvMPIExecTimeout, Value: env,
 				Want: fmt.Sprintf("seconds from 0 (no limit) to %g", MaxTimeout.Seconds())}).Error()}
 		}
 		cfg.Timeout = time.Duration(sec * float64(time.Second))
@@ -554,51 +629,38 @@ func ParseArgs(args []string) (Config, error) {
 	if cfg.RestartOnFailure > 0 && !onFailureSet {
 		cfg.OnFailure = "" // validate picks the policy that lets survivors checkpoint
 	}
-	if hostfile != "" {
+	return nil
+}
+
+// resolveHosts reads --hostfile, or, without any host flag inside a Slurm
+// allocation (salloc/sbatch), takes the allocation as the host list (as
+// mpirun does).
+func (p *argParser) resolveHosts() error {
+	cfg := &p.cfg
+	if p.hostfile != "" {
 		if cfg.Hosts != nil {
-			return cfg, &UsageError{"--host and --hostfile cannot be combined"}
+			return &UsageError{"--host and --hostfile cannot be combined"}
 		}
-		hs, err := parseHostfile(hostfile)
+		hs, err := parseHostfile(p.hostfile)
 		if err != nil {
-			return cfg, &UsageError{err.Error()}
+			return &UsageError{err.Error()}
 		}
 		cfg.Hosts = hs
 	}
-	if cfg.Hosts == nil {
-		// Inside salloc/sbatch, the allocation is the host list (as for mpirun).
-		a, ok, err := slurmenv.FromEnv(os.Getenv)
-		if err != nil {
-			return cfg, &UsageError{fmt.Sprintf("inside Slurm job %s: %v (or name the hosts with --host)", a.JobID, err)}
+	if cfg.Hosts != nil {
+		return nil
+	}
+	a, ok, err := slurmenv.FromEnv(os.Getenv)
+	if err != nil {
+		return &UsageError{fmt.Sprintf("inside Slurm job %s: %v (or name the hosts with --host)", a.JobID, err)}
+	}
+	if ok {
+		for _, h := range a.Hosts {
+			cfg.Hosts = append(cfg.Hosts, HostSlots{Name: h.Name, Slots: h.Slots})
 		}
-		if ok {
-			for _, h := range a.Hosts {
-				cfg.Hosts = append(cfg.Hosts, HostSlots{Name: h.Name, Slots: h.Slots})
-			}
-			cfg.SlurmJob, cfg.SlurmSlots = a.JobID, a.SlotsFrom
-		}
+		cfg.SlurmJob, cfg.SlurmSlots = a.JobID, a.SlotsFrom
 	}
-	if !nSet && cfg.Hosts == nil && cfg.PerNode == 0 {
-		return cfg, &UsageError{"missing -n N (number of ranks)"}
-	}
-	cfg.N = n
-	if !nSet && cfg.PerNode == 0 { // with -N, validate counts the ranks
-		for _, h := range cfg.Hosts {
-			cfg.N += h.Slots
-		}
-	}
-	if env := os.Getenv(inject.EnvVar); !injectFlags && strings.TrimSpace(env) != "" {
-		ss, err := inject.Parse(env)
-		if err != nil {
-			return cfg, &UsageError{fmt.Sprintf("invalid %s in the environment: %v", inject.EnvVar, err)}
-		}
-		cfg.Inject = ss
-	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		return cfg, &UsageError{"missing PROGRAM"}
-	}
-	cfg.Program, cfg.Args = rest[0], rest[1:]
-	return cfg, cfg.validate()
+	return nil
 }
 
 func (cfg *Config) validate() error {

@@ -100,90 +100,34 @@ func (a *LocalAgent) StartThen(specs []RankSpec, announce func()) {
 	started.Wait()
 }
 
+// run starts the rank of s, reports its output and, once it is gone and
+// reaped, its exit. started is done once the rank started or failed to;
+// release holds its output until the start was announced.
 func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, release <-chan struct{}) {
 	defer a.wg.Done()
 	rep := ExitReport{Host: a.host, Rank: s.Rank, Incarnation: s.Incarnation}
-	outR, outW, err := os.Pipe()
+	pipes, err := openRankPipes(s, devnull)
 	if err != nil {
 		started.Done()
 		rep.StartErr = err
 		a.rep.Exited(rep)
 		return
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		started.Done()
-		rep.StartErr = err
-		a.rep.Exited(rep)
-		return
-	}
-	stdin := devnull
-	if s.Stdin != nil {
-		stdin = s.Stdin
-	}
-	files := []*os.File{stdin, outW, errW}
-	env := s.Env
-	var secret *os.File
-	if s.Auth != nil {
-		// The job's secret: the read end of a pipe that holds it becomes
-		// the child's descriptor 3; only its number is in the environment.
-		if secret, err = s.Auth.Pipe(); err != nil {
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
-			started.Done()
-			rep.StartErr = err
-			a.rep.Exited(rep)
-			return
-		}
-		files = append(files, secret)
-		env = setEnv(env, wireauth.EnvFD, strconv.Itoa(len(files)-1))
 	}
 	lp := &localProc{inc: s.Incarnation}
 	lp.mu.Lock() // nobody signals the rank before its pid is known
 	a.mu.Lock()
 	a.procs[s.Rank] = lp
 	a.mu.Unlock()
-	attr := &os.ProcAttr{
-		Dir:   s.Dir,
-		Env:   env,
-		Files: files,
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	}
-	var cpus []int
-	var bindDesc string
 	reaped := make(chan struct{}) // closed once the process is reaped
 	defer close(reaped)
-	if s.Bind != "" {
-		a.coresOnce.Do(func() { a.cores, a.coresErr = hostCores() })
-		if a.coresErr != nil {
-			err = fmt.Errorf("--bind-to %s: %v", s.Bind, a.coresErr)
-		} else {
-			cpus, bindDesc = bindCPUs(s.Bind, s.Slot, a.cores)
-		}
-	}
-	var p *os.Process
-	switch {
-	case err != nil:
-	case cpus != nil:
-		p, err = startBound(cpus, s.Path, append([]string{s.Path}, s.Args...), attr, reaped)
-	default:
-		p, err = os.StartProcess(s.Path, append([]string{s.Path}, s.Args...), attr)
-	}
-	outW.Close()
-	errW.Close()
-	if secret != nil {
-		secret.Close()
-	}
+	p, cpus, bindDesc, err := a.startProc(s, pipes, reaped)
+	pipes.closeChildEnds()
 	if err != nil {
 		lp.reaped = true
 		lp.mu.Unlock()
 		started.Done()
-		outR.Close()
-		errR.Close()
+		pipes.outR.Close()
+		pipes.errR.Close()
 		rep.StartErr = err
 		a.rep.Exited(rep)
 		return
@@ -195,7 +139,7 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go a.forward(s.Rank, false, outR, &readers, release)
+	go a.forward(s.Rank, false, pipes.outR, &readers, release)
 	var report string
 	if s.ReportBinding {
 		report = bindingReport(a.host, s.Rank, p.Pid, s.Bind, bindDesc, cpus)
@@ -209,12 +153,101 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 				a.rep.Output(s.Rank, true, []byte("ftmpirun: "+report+"\n"))
 			}
 		}
-		a.forward(s.Rank, true, errR, &readers, release)
+		a.forward(s.Rank, true, pipes.errR, &readers, release)
 	}()
+	reap(p, lp, &rep)
 
-	// Wait for the exit without reaping, so that the pid (and with it the
-	// process group id) cannot be reused while we kill the leftovers of
-	// the group; then reap.
+	deadline := time.Now().Add(drainGrace)
+	_ = pipes.outR.SetReadDeadline(deadline)
+	_ = pipes.errR.SetReadDeadline(deadline)
+	readers.Wait()
+	pipes.outR.Close()
+	pipes.errR.Close()
+	a.rep.Exited(rep)
+}
+
+// rankPipes are the descriptors of one rank's start: its output pipes and
+// the pipe that hands it the job's secret.
+type rankPipes struct {
+	outR, outW, errR, errW *os.File
+	secret                 *os.File   // nil: no secret
+	files                  []*os.File // the rank's descriptors 0, 1, 2 (and 3: the secret)
+	env                    []string   // the rank's environment (with the secret's descriptor number)
+}
+
+// openRankPipes opens the pipes of the rank of s; on failure none is left
+// open.
+func openRankPipes(s RankSpec, devnull *os.File) (*rankPipes, error) {
+	p := &rankPipes{env: s.Env}
+	var err error
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.outR.Close()
+		p.outW.Close()
+		return nil, err
+	}
+	stdin := devnull
+	if s.Stdin != nil {
+		stdin = s.Stdin
+	}
+	p.files = []*os.File{stdin, p.outW, p.errW}
+	if s.Auth != nil {
+		// The job's secret: the read end of a pipe that holds it becomes
+		// the child's descriptor 3; only its number is in the environment.
+		if p.secret, err = s.Auth.Pipe(); err != nil {
+			p.outR.Close()
+			p.outW.Close()
+			p.errR.Close()
+			p.errW.Close()
+			return nil, err
+		}
+		p.files = append(p.files, p.secret)
+		p.env = setEnv(p.env, wireauth.EnvFD, strconv.Itoa(len(p.files)-1))
+	}
+	return p, nil
+}
+
+// closeChildEnds closes the ends the rank holds (once it started, or
+// failed to).
+func (p *rankPipes) closeChildEnds() {
+	p.outW.Close()
+	p.errW.Close()
+	if p.secret != nil {
+		p.secret.Close()
+	}
+}
+
+// startProc starts the process of s in a process group of its own, bound
+// to the CPUs of --bind-to if asked (then cpus and bindDesc say which).
+func (a *LocalAgent) startProc(s RankSpec, pipes *rankPipes, reaped <-chan struct{}) (p *os.Process, cpus []int, bindDesc string, err error) {
+	attr := &os.ProcAttr{
+		Dir:   s.Dir,
+		Env:   pipes.env,
+		Files: pipes.files,
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	if s.Bind != "" {
+		a.coresOnce.Do(func() { a.cores, a.coresErr = hostCores() })
+		if a.coresErr != nil {
+			return nil, nil, "", fmt.Errorf("--bind-to %s: %v", s.Bind, a.coresErr)
+		}
+		cpus, bindDesc = bindCPUs(s.Bind, s.Slot, a.cores)
+	}
+	argv := append([]string{s.Path}, s.Args...)
+	if cpus != nil {
+		p, err = startBound(cpus, s.Path, argv, attr, reaped)
+	} else {
+		p, err = os.StartProcess(s.Path, argv, attr)
+	}
+	return p, cpus, bindDesc, err
+}
+
+// reap waits for p's exit without reaping it, so that the pid (and with
+// it the process group id) cannot be reused while the leftovers of the
+// group are killed; then it reaps p and records how it ended in rep.
+func reap(p *os.Process, lp *localProc, rep *ExitReport) {
 	for {
 		var si unix.Siginfo
 		err := unix.Waitid(unix.P_PID, p.Pid, &si, unix.WEXITED|unix.WNOWAIT, nil)
@@ -234,14 +267,6 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 	} else {
 		rep.Status = st.ExitCode()
 	}
-
-	deadline := time.Now().Add(drainGrace)
-	_ = outR.SetReadDeadline(deadline)
-	_ = errR.SetReadDeadline(deadline)
-	readers.Wait()
-	outR.Close()
-	errR.Close()
-	a.rep.Exited(rep)
 }
 
 // forward reads r line by line and reports each line.

@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -48,7 +49,10 @@ func (mh *multiHost) closeAgents(d time.Duration) {
 // On failure it has logged why, cleaned up, and returns nil and the exit
 // code. ln/control are the head's Unix control socket (for the ranks on
 // its own host); ranks on other hosts dial a TCP listener on the head's
-// address on the job's network (--interface).
+// address on the job's network (--interface). Its steps: place the ranks,
+// open that listener (listenRemote), start the head, the remote agents
+// (startRemotes) with the program preloaded if asked (preload), the local
+// agent, and build every rank's spec (buildSpecs).
 func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir string, ln net.Listener, control string,
 	baseEnv []string, wdir string, key *wireauth.Key) (*multiHost, int) {
 	fail := func(format string, args ...any) (*multiHost, int) {
@@ -60,153 +64,39 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 	if err != nil {
 		return fail("%v", err)
 	}
-	local := -1
-	var remote []int
-	for i, hs := range cfg.Hosts {
-		if local < 0 && isLocalHost(hs.Name) {
-			local = i
-		} else {
-			remote = append(remote, i)
-		}
-	}
+	local, remote := splitHosts(cfg.Hosts)
 	mh := &multiHost{place: place, agents: make([]Agent, len(cfg.Hosts)), groups: make([][]RankSpec, len(cfg.Hosts))}
 	hosts := make([]policy.Host, len(cfg.Hosts))
 	for i, hs := range cfg.Hosts {
 		hosts[i] = policy.Host{Name: hs.Name, Slots: hs.Slots}
 	}
-	vars := make([][]string, len(cfg.Hosts))
-	cores := make([]int, len(cfg.Hosts))
-	var tcpControl string
-	var headIP netip.Addr
-	var tcpLn net.Listener
+	rl := remoteListen{}
 	if len(remote) > 0 {
 		if cfg.Transport == boot.TransportUnix {
 			return fail("--transport unix cannot reach ranks on other hosts (%s)", cfg.Hosts[remote[0]].Name)
 		}
-		toward := ""
-		if cfg.Interface == "" {
-			name := cfg.Hosts[remote[0]].Name
-			addrs, err := net.LookupHost(name)
-			if err != nil || len(addrs) == 0 {
-				return fail("cannot resolve host %s (%v): check its name in --host/--hostfile", name, err)
-			}
-			toward = addrs[0]
-		}
-		headIP, err = interfaceAddr(cfg.Interface, toward)
-		if err != nil {
+		if rl, err = listenRemote(cfg, cfg.Hosts[remote[0]].Name); err != nil {
 			return fail("%v", err)
 		}
-		tcpLn, err = net.Listen("tcp", net.JoinHostPort(headIP.String(), "0"))
-		if err != nil {
-			return fail("cannot listen for control connections on %s: %v", headIP, err)
-		}
-		tcpControl = "tcp:" + tcpLn.Addr().String()
 	}
-	h := newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, hosts, place, cfg.Spares)
-	h.quietLog = cfg.Hydra
-	h.key = key // every control connection, local or remote, proves the job's secret
-	h.killGrace = cfg.KillGrace
-	h.serve(ln)
-	if tcpLn != nil {
-		h.serve(tcpLn)
-	}
+	h := startHead(cfg, out, job, hosts, place, key, ln, rl.ln)
 	mh.h = h
-
-	// The remote agents, all at once.
+	vars := make([][]string, len(cfg.Hosts))
+	cores := make([]int, len(cfg.Hosts))
 	if len(remote) > 0 {
-		self := cfg.AgentPath
-		if self == "" {
-			if self, err = os.Executable(); err != nil {
-				h.close()
-				return fail("cannot find ftmpirun's own path for the remote agents: %v", err)
-			}
+		if err := mh.startRemotes(cfg, remote, job, rl.ip, key, out); err != nil {
+			h.close()
+			out.logf("%v", err)
+			return nil, 1
 		}
-		// The job's secret travels in the hello over the agent's ssh
-		// standard input (encrypted by ssh, never on a command line).
-		var secret bytes.Buffer
-		if key != nil {
-			_, _ = key.WriteTo(&secret)
+		if h.hostPath, err = mh.preload(cfg, remote, path); err != nil {
+			mh.closeAgents(5 * time.Second)
+			h.close()
+			out.logf("%v", err)
+			return nil, 1
 		}
-		hello := agentwire.Msg{Type: agentwire.THello, Version: agentwire.Version, Job: job, Secret: hex.EncodeToString(secret.Bytes()),
-			HBPeriod: int64(cfg.AgentHBPeriod), HBTimeout: int64(cfg.AgentHBTimeout), Interface: cfg.Interface, HeadAddr: headIP.String()}
-		errs := make([]error, len(cfg.Hosts))
-		var wg sync.WaitGroup
-		if useTree(cfg, len(remote)) {
-			agents, boots, err := startTree(cfg, remote, hello, headIP, self, h, key, out.logf)
-			if err != nil {
-				h.close()
-				out.logf("%v", err)
-				return nil, 1
-			}
-			mh.boots = boots
-			for i, ra := range agents {
-				mh.agents[i] = ra
-			}
-		}
-		for _, i := range remote {
-			if mh.agents[i] != nil {
-				continue // attached through the tree
-			}
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				hm := hello
-				hm.Host = cfg.Hosts[i].Name
-				ra, err := startRemote(hm.Host, agentArgv(cfg, hm.Host, self), hm, h, func(reason string, pids map[int]int) { h.hostLost(i, reason, pids) })
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				mh.agents[i] = ra
-			}(i)
-		}
-		wg.Wait()
-		for _, i := range remote {
-			if ra, ok := mh.agents[i].(*remoteAgent); ok && ra != nil {
-				mh.remotes = append(mh.remotes, ra)
-			}
-		}
-		for _, i := range remote {
-			if errs[i] != nil {
-				mh.closeAgents(5 * time.Second)
-				h.close()
-				out.logf("cannot start the agent on host %s: %v", cfg.Hosts[i].Name, errs[i])
-				return nil, 1
-			}
-		}
-		hostPath := make([]string, len(cfg.Hosts))
-		if cfg.PreloadBinary {
-			perrs := make([]error, len(cfg.Hosts))
-			var pw sync.WaitGroup
-			for _, i := range remote {
-				pw.Add(1)
-				go func(i int) {
-					defer pw.Done()
-					hostPath[i], perrs[i] = mh.agents[i].(*remoteAgent).preload(path)
-				}(i)
-			}
-			pw.Wait()
-			for _, i := range remote {
-				if perrs[i] != nil {
-					mh.closeAgents(5 * time.Second)
-					h.close()
-					out.logf("cannot preload %s on host %s: %v", path, cfg.Hosts[i].Name, perrs[i])
-					return nil, 1
-				}
-			}
-		}
-		h.hostPath, h.program = hostPath, path
-		for _, i := range remote {
-			ra := mh.agents[i].(*remoteAgent)
-			h.addAgent(ra)
-			cores[i] = ra.ready.Cores
-			vars[i] = []string{boot.EnvHost + "=" + cfg.Hosts[i].Name, boot.EnvControl + "=" + tcpControl,
-				boot.EnvHostCores + "=" + strconv.Itoa(cores[i]), boot.EnvTmpDir + "=" + ra.ready.TmpDir,
-				boot.EnvListen + "=" + ra.ready.Listen}
-			if cfg.Verbose {
-				out.logf("agent on %s: pid %d, %d cores, address %s", cfg.Hosts[i].Name, ra.ready.Pid, cores[i], ra.ready.Listen)
-			}
-		}
+		h.program = path
+		mh.remoteVars(cfg, remote, rl.control, vars, cores, out)
 	}
 	if local >= 0 {
 		la := NewLocalAgent(cfg.Hosts[local].Name, h)
@@ -215,21 +105,198 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		mh.agents[local] = la
 		cores[local] = runtime.NumCPU()
 		listen := ""
-		if headIP.IsValid() {
-			listen = headIP.String()
+		if rl.ip.IsValid() {
+			listen = rl.ip.String()
 		}
 		vars[local] = []string{boot.EnvHost + "=" + cfg.Hosts[local].Name, boot.EnvControl + "=" + control,
 			boot.EnvHostCores + "=" + strconv.Itoa(cores[local]), boot.EnvTmpDir + "=" + tmpDir, boot.EnvListen + "=" + listen}
 	}
 	h.hostAgents, h.hostVars = mh.agents, vars
+	mh.buildSpecs(cfg, st, job, path, baseEnv, wdir, key, vars, cores)
+	return mh, 0
+}
 
+// splitHosts returns the index of the first host of hosts that is this
+// one (-1: none) and the indexes of all others.
+func splitHosts(hosts []HostSlots) (local int, remote []int) {
+	local = -1
+	for i, hs := range hosts {
+		if local < 0 && isLocalHost(hs.Name) {
+			local = i
+		} else {
+			remote = append(remote, i)
+		}
+	}
+	return local, remote
+}
+
+// remoteListen is the head's control listener for the ranks on other
+// hosts: on ip, the head's address on the job's network; control is its
+// address as the ranks are told it.
+type remoteListen struct {
+	ip      netip.Addr
+	ln      net.Listener
+	control string
+}
+
+// listenRemote opens the head's TCP control listener on the interface of
+// --interface, else on the address that reaches first (a remote host).
+func listenRemote(cfg Config, first string) (remoteListen, error) {
+	toward := ""
+	if cfg.Interface == "" {
+		addrs, err := net.LookupHost(first)
+		if err != nil || len(addrs) == 0 {
+			return remoteListen{}, fmt.Errorf("cannot resolve host %s (%v): check its name in --host/--hostfile", first, err)
+		}
+		toward = addrs[0]
+	}
+	ip, err := interfaceAddr(cfg.Interface, toward)
+	if err != nil {
+		return remoteListen{}, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return remoteListen{}, fmt.Errorf("cannot listen for control connections on %s: %v", ip, err)
+	}
+	return remoteListen{ip: ip, ln: ln, control: "tcp:" + ln.Addr().String()}, nil
+}
+
+// startHead makes the job's head and serves its control listeners (nil
+// ones skipped): every control connection, local or remote, proves the
+// job's secret.
+func startHead(cfg Config, out *output, job string, hosts []policy.Host, place []int, key *wireauth.Key, lns ...net.Listener) *head {
+	h := newHeadHosts(job, cfg.N, cfg.OnFailure, out, cfg.Verbose, hosts, place, cfg.Spares)
+	h.quietLog = cfg.Hydra
+	h.key = key
+	h.killGrace = cfg.KillGrace
+	for _, ln := range lns {
+		if ln != nil {
+			h.serve(ln)
+		}
+	}
+	return h
+}
+
+// startRemotes starts the agents of the remote hosts, all at once (through
+// a tree when useTree says so), and records them in mh. On failure the
+// started ones are closed and the error names the first host that failed.
+func (mh *multiHost) startRemotes(cfg Config, remote []int, job string, headIP netip.Addr, key *wireauth.Key, out *output) error {
+	h := mh.h
+	self := cfg.AgentPath
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			return fmt.Errorf("cannot find ftmpirun's own path for the remote agents: %v", err)
+		}
+	}
+	// The job's secret travels in the hello over the agent's ssh standard
+	// input (encrypted by ssh, never on a command line).
+	var secret bytes.Buffer
+	if key != nil {
+		_, _ = key.WriteTo(&secret)
+	}
+	hello := agentwire.Msg{Type: agentwire.THello, Version: agentwire.Version, Job: job, Secret: hex.EncodeToString(secret.Bytes()),
+		HBPeriod: int64(cfg.AgentHBPeriod), HBTimeout: int64(cfg.AgentHBTimeout), Interface: cfg.Interface, HeadAddr: headIP.String()}
+	if useTree(cfg, len(remote)) {
+		agents, boots, err := startTree(cfg, remote, hello, headIP, self, h, key, out.logf)
+		if err != nil {
+			return err
+		}
+		mh.boots = boots
+		for i, ra := range agents {
+			mh.agents[i] = ra
+		}
+	}
+	errs := make([]error, len(cfg.Hosts))
+	var wg sync.WaitGroup
+	for _, i := range remote {
+		if mh.agents[i] != nil {
+			continue // attached through the tree
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			hm := hello
+			hm.Host = cfg.Hosts[i].Name
+			ra, err := startRemote(hm.Host, agentArgv(cfg, hm.Host, self), hm, h, func(reason string, pids map[int]int) { h.hostLost(i, reason, pids) })
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			mh.agents[i] = ra
+		}(i)
+	}
+	wg.Wait()
+	for _, i := range remote {
+		if ra, ok := mh.agents[i].(*remoteAgent); ok && ra != nil {
+			mh.remotes = append(mh.remotes, ra)
+		}
+	}
+	for _, i := range remote {
+		if errs[i] != nil {
+			mh.closeAgents(5 * time.Second)
+			return fmt.Errorf("cannot start the agent on host %s: %v", cfg.Hosts[i].Name, errs[i])
+		}
+	}
+	return nil
+}
+
+// preload copies the program to every remote host with --preload-binary,
+// all at once, and returns where it is on each (by host index; "": not
+// copied). Without the flag every entry is "".
+func (mh *multiHost) preload(cfg Config, remote []int, path string) ([]string, error) {
+	hostPath := make([]string, len(cfg.Hosts))
+	if !cfg.PreloadBinary {
+		return hostPath, nil
+	}
+	perrs := make([]error, len(cfg.Hosts))
+	var pw sync.WaitGroup
+	for _, i := range remote {
+		pw.Add(1)
+		go func(i int) {
+			defer pw.Done()
+			hostPath[i], perrs[i] = mh.agents[i].(*remoteAgent).preload(path)
+		}(i)
+	}
+	pw.Wait()
+	for _, i := range remote {
+		if perrs[i] != nil {
+			return nil, fmt.Errorf("cannot preload %s on host %s: %v", path, cfg.Hosts[i].Name, perrs[i])
+		}
+	}
+	return hostPath, nil
+}
+
+// remoteVars gives the head every remote agent and fills in, per remote
+// host, the cores its agent counted and the rank variables that differ by
+// host (host id, control address, cores, job directory, listen address).
+func (mh *multiHost) remoteVars(cfg Config, remote []int, tcpControl string, vars [][]string, cores []int, out *output) {
+	for _, i := range remote {
+		ra := mh.agents[i].(*remoteAgent)
+		mh.h.addAgent(ra)
+		cores[i] = ra.ready.Cores
+		vars[i] = []string{boot.EnvHost + "=" + cfg.Hosts[i].Name, boot.EnvControl + "=" + tcpControl,
+			boot.EnvHostCores + "=" + strconv.Itoa(cores[i]), boot.EnvTmpDir + "=" + ra.ready.TmpDir,
+			boot.EnvListen + "=" + ra.ready.Listen}
+		if cfg.Verbose {
+			out.logf("agent on %s: pid %d, %d cores, address %s", cfg.Hosts[i].Name, ra.ready.Pid, cores[i], ra.ready.Listen)
+		}
+	}
+}
+
+// buildSpecs makes every rank's spec (mh.specs) and groups them by host
+// (mh.groups): the base environment scaled to the ranks on the host, the
+// rank's identity and the host's variables.
+func (mh *multiHost) buildSpecs(cfg Config, st *launchState, job, path string, baseEnv []string, wdir string, key *wireauth.Key,
+	vars [][]string, cores []int) {
 	onHost := make([]int, len(cfg.Hosts))
-	for _, hi := range place {
+	for _, hi := range mh.place {
 		onHost[hi]++
 	}
+	hostPath := mh.h.hostPath
 	mh.specs = make([]RankSpec, cfg.N)
 	for r := range mh.specs {
-		hi := place[r]
+		hi := mh.place[r]
 		env := withGoMaxProcs(baseEnv, onHost[hi], cores[hi])
 		env = withHeartbeat(env, onHost[hi], cores[hi])
 		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Transport: cfg.Transport, Restart: st.restart,
@@ -240,14 +307,13 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 			env = setEnv(env, name, val)
 		}
 		p := path
-		if h.hostPath != nil && h.hostPath[hi] != "" {
-			p = h.hostPath[hi]
+		if hostPath != nil && hostPath[hi] != "" {
+			p = hostPath[hi]
 		}
 		mh.specs[r] = RankSpec{Rank: r, Path: p, Args: cfg.Args, Env: env, Dir: wdir, Auth: key,
 			Bind: cfg.BindTo, Slot: len(mh.groups[hi]), ReportBinding: cfg.ReportBindings}
 		mh.groups[hi] = append(mh.groups[hi], mh.specs[r])
 	}
-	return mh, 0
 }
 
 // startAll starts each agent's ranks, all agents at once, and returns when

@@ -232,7 +232,10 @@ const attachTimeout = 30 * time.Second
 // by host index, the launch commands it ran (to stop once the agents are
 // closed), and, if any agent could not be started, the first failure in
 // host order (the attached agents are then closed and the commands
-// stopped). hello is the head's Hello without Host, Node and Tree.
+// stopped). hello is the head's Hello without Host, Node and Tree. Its
+// steps: listen for the agents' connections (acceptAgents), start the
+// first level of the tree (startFirstLevel), wait until every agent
+// attached or one failed (await), then stop listening.
 func startTree(cfg Config, remote []int, hello agentwire.Msg, headIP netip.Addr, self string, h *head,
 	key *wireauth.Key, logf func(string, ...any)) (map[int]*remoteAgent, []*bootProc, error) {
 	fan := cfg.Fanout
@@ -247,16 +250,7 @@ func startTree(cfg Config, remote []int, hello agentwire.Msg, headIP netip.Addr,
 		return nil, nil, fmt.Errorf("cannot listen for the agents on %s: %v", headIP, err)
 	}
 	kids := treeKids(len(remote), fan)
-	parent := map[int]string{}
-	for n, cs := range kids {
-		for _, c := range cs {
-			if n == 0 {
-				parent[remote[c-1]] = "the head"
-			} else {
-				parent[remote[c-1]] = cfg.Hosts[remote[n-1]].Name
-			}
-		}
-	}
+	parent := treeParents(kids, remote, cfg.Hosts)
 	ts := &treeStart{agents: map[int]*remoteAgent{}, errs: map[int]error{}, want: map[int]bool{}, open: true, wake: make(chan struct{}, 1)}
 	for _, i := range remote {
 		ts.want[i] = true
@@ -264,7 +258,36 @@ func startTree(cfg Config, remote []int, hello agentwire.Msg, headIP netip.Addr,
 	hello.Attach = ln.Addr().String()
 	hello.Launch = launchWords(cfg)
 	hello.Self = self
+	stopAccept := ts.acceptAgents(ln, func(nc net.Conn) error { return attachAgent(nc, cfg, hello, h, key, ts, parent, logf) }, logf)
+	boots := ts.startFirstLevel(cfg, kids, remote, hello, self)
+	ts.await(remote, parent)
+	stopAccept()
+	if len(ts.errs) == 0 {
+		return ts.agents, boots, nil
+	}
+	return nil, nil, ts.fail(cfg, boots)
+}
 
+// treeParents names, by host index, who starts each remote host's agent:
+// "the head" for the first level, else the parent's host name.
+func treeParents(kids [][]int, remote []int, hosts []HostSlots) map[int]string {
+	parent := map[int]string{}
+	for n, cs := range kids {
+		for _, c := range cs {
+			if n == 0 {
+				parent[remote[c-1]] = "the head"
+			} else {
+				parent[remote[c-1]] = hosts[remote[n-1]].Name
+			}
+		}
+	}
+	return parent
+}
+
+// acceptAgents accepts the agents' connections on ln, each attached by
+// attach in a goroutine of its own (refused ones closed and logged). stop
+// closes ln and waits for the accept loop and every attach under way.
+func (ts *treeStart) acceptAgents(ln net.Listener, attach func(net.Conn) error, logf func(string, ...any)) (stop func()) {
 	var conns sync.WaitGroup // connections being attached
 	acceptDone := make(chan struct{})
 	go func() {
@@ -277,14 +300,24 @@ func startTree(cfg Config, remote []int, hello agentwire.Msg, headIP netip.Addr,
 			conns.Add(1)
 			go func() {
 				defer conns.Done()
-				if err := attachAgent(nc, cfg, hello, h, key, ts, parent, logf); err != nil {
+				if err := attach(nc); err != nil {
 					nc.Close()
 					logf("refused an agent connection%s: %v", remoteAddr(nc), err)
 				}
 			}()
 		}
 	}()
+	return func() {
+		ln.Close()
+		<-acceptDone
+		conns.Wait()
+	}
+}
 
+// startFirstLevel runs the launch commands of the tree's first level (the
+// head's children), each with the hello of its subtree; a command that
+// cannot start, or ends, decides its host's failure.
+func (ts *treeStart) startFirstLevel(cfg Config, kids [][]int, remote []int, hello agentwire.Msg, self string) []*bootProc {
 	var boots []*bootProc
 	for _, c := range kids[0] {
 		i := remote[c-1]
@@ -301,8 +334,13 @@ func startTree(cfg Config, remote []int, hello agentwire.Msg, headIP netip.Addr,
 			ts.decide(i, nil, errors.New(b.failure()))
 		}()
 	}
+	return boots
+}
 
-	// Wait until every agent attached, or for the first failure.
+// await waits until every agent of remote attached, or for the first
+// failure, or readyWait (every host still pending then fails, naming who
+// was to start it); then it closes the start (ts.open, ts.failed).
+func (ts *treeStart) await(remote []int, parent map[int]string) {
 	deadline := time.NewTimer(readyWait)
 	defer deadline.Stop()
 	timedOut := false
@@ -322,6 +360,7 @@ wait:
 		}
 	}
 	ts.mu.Lock()
+	defer ts.mu.Unlock()
 	ts.open = false
 	if timedOut {
 		for _, i := range remote {
@@ -331,21 +370,18 @@ wait:
 		}
 	}
 	ts.failed = len(ts.errs) > 0
-	ts.mu.Unlock()
-	ln.Close()
-	<-acceptDone
-	conns.Wait()
-	if len(ts.errs) == 0 {
-		return ts.agents, boots, nil
-	}
-	var first error
+}
+
+// fail closes the attached agents of a failed start and stops the launch
+// commands; it returns the first failure in host order.
+func (ts *treeStart) fail(cfg Config, boots []*bootProc) error {
 	idx := make([]int, 0, len(ts.errs))
 	for i := range ts.errs {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
 	i := idx[0]
-	first = fmt.Errorf("cannot start the agent on host %s: %v", cfg.Hosts[i].Name, ts.errs[i])
+	first := fmt.Errorf("cannot start the agent on host %s: %v", cfg.Hosts[i].Name, ts.errs[i])
 	var wg sync.WaitGroup
 	for _, ra := range ts.agents {
 		wg.Add(1)
@@ -353,7 +389,7 @@ wait:
 	}
 	wg.Wait()
 	stopBoots(boots)
-	return nil, nil, first
+	return first
 }
 
 // attachAgent runs the head's side of one agent's attach connection: the
