@@ -100,7 +100,8 @@ func (w *Win) extAccType(op string, o *Op, noop bool, ds ...*Datatype) (dt p2p.D
 }
 
 // applyExt combines with the registered type of element code dt
-// (extDTBase+id); it reports false if dt is not one. w.mu held.
+// (extDTBase+id); it reports false if dt is not one. The window memory's
+// lock held (the engine's Reduce).
 func applyExt(dt p2p.DType, k opKind, in, inout []byte) bool {
 	if dt <= extDTBase || dt > extDTBase+p2p.DType(len(extByID)) {
 		return false
