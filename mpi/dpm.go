@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
@@ -50,24 +51,26 @@ var ErrService = &Class{"MPI_ERR_SERVICE: name service error", 48}
 const tagDPMLocal int32 = -6
 
 // dpmState is a World's ports and connections in progress (the table of
-// internal/rte/dpm, made at first use) and a singleton's name service.
+// internal/rte/dpm, made by the first call that needs it: the World is
+// initialised by then) and a singleton's name service.
 type dpmState struct {
 	once  sync.Once
-	t     *dpm.Table
+	t     atomic.Pointer[dpm.Table]
 	names boot.NameTable     // a singleton's name service
 	hook  func(stage string) // tests: called at a root's stages (in package tests only)
 }
 
-// dpmT is the World's port table.
+// dpmT is the World's port table. Only MPI calls make it (a frame may
+// arrive before the World's job and diagnostics are set: onPort).
 func (w *World) dpmT() *dpm.Table {
 	w.dpm.once.Do(func() {
 		t, err := dpm.New(dpm.Config{Self: w.rank, Job: w.jobID(), Net: dpmNet{w}, Code: w.dpmCode, Log: w.diag().Writer()})
 		if err != nil {
 			panic(fmt.Sprintf("mpi: the port table of process %d: %v", w.rank, err)) // a programming error: the config is the World's
 		}
-		w.dpm.t = t
+		w.dpm.t.Store(t)
 	})
-	return w.dpm.t
+	return w.dpm.t.Load()
 }
 
 // dpmNet is the World as the protocol's dpm.Net.
@@ -158,7 +161,14 @@ func (w *World) ClosePort(port string) error {
 // onPort handles a ctl.Port frame (on a transport goroutine: it does not
 // block).
 func (w *World) onPort(from int, h transport.Header, payload []byte) {
-	w.dpmT().Handle(from, h, payload)
+	if t := w.dpm.t.Load(); t != nil {
+		t.Handle(from, h, payload)
+		return
+	}
+	// No port was opened nor connection started here: a request is
+	// refused, anything else dropped (undecodable ones too: the World's
+	// diagnostics may not be set yet).
+	_ = dpm.Unopened(dpmNet{w}, w.rank, from, h, payload)
 }
 
 // addEndpoints makes processes of another job reachable (under ftmpirun).

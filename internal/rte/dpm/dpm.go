@@ -279,6 +279,21 @@ func (t *Table) OnFrame(from int, h transport.Header, payload []byte) error {
 	return nil
 }
 
+// Unopened handles a ctl.Port frame at process self that has no Table
+// (it opened no port and started no connection): a request is refused
+// ("not open"), any other frame dropped; an undecodable one is an error.
+func Unopened(net Net, self, from int, h transport.Header, payload []byte) error {
+	f, err := DecodeFrame(h, payload)
+	if err != nil {
+		return err
+	}
+	if f.Kind == Request {
+		r := Frame{Kind: Refuse, ID: f.ID, Body: []byte(fmt.Sprintf("port %d of process %d is not open", f.A, self))}
+		_ = net.SendControl(from, r.Header(), r.Body)
+	}
+	return nil
+}
+
 // Conn is one connection being established, at a root.
 type Conn struct {
 	t     *Table

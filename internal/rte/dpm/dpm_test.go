@@ -506,3 +506,33 @@ func TestSpawnKeys(t *testing.T) {
 		t.Fatal("another context or group does not start its own count")
 	}
 }
+
+// A process without a table refuses a request and drops the rest.
+func TestUnopened(t *testing.T) {
+	f := newFabric()
+	b := f.table(t, 1, "job")
+	n := node{f, 0}
+	port := PortName{Job: "job", Proc: 0, Port: 1}.String()
+	ch := make(chan error, 1)
+	go func() {
+		_, _, err := b.Connect(port, grp(1), Cancel{})
+		ch <- err
+	}()
+	f.await(t, Request, 1) // sent to process 0, which has no table in the fabric
+	req := f.frames(Request)[0]
+	if err := Unopened(n, 0, 1, req.h, req.body); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(t, "Connect", func() error { return <-ch }); !errors.Is(err, ErrPort) || !strings.Contains(err.Error(), "port 1 of process 0 is not open") {
+		t.Fatalf("connect to a process without ports: %v", err)
+	}
+	if err := Unopened(n, 0, 1, Frame{Kind: Step, ID: 3}.Header(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := Unopened(n, 0, 1, transport.Header{Tag: int32(ctl.Port), B: 99}, nil); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("an undecodable frame: %v", err)
+	}
+	if len(f.frames(Refuse)) != 1 {
+		t.Fatalf("%d refusals, want 1", len(f.frames(Refuse)))
+	}
+}
