@@ -348,6 +348,37 @@ func TestRunReinitFailureOutsideIsFatal(t *testing.T) {
 	}
 }
 
+// As ftmpirun's --max-restarts (default 16): an in-process job recovers
+// from 16 failures; the 17th ends it with an *AbortError that says so.
+// Rank 1 dies in every epoch, once every rank is in it.
+func TestRunReinitRestartLimitEndsJob(t *testing.T) {
+	var mu sync.Mutex
+	last := -1
+	err := runWithin(t, 3, 60*time.Second, func(w *mpi.World) error {
+		w.CommWorld().SetErrhandler(mpi.ErrorsReinitAsync)
+		return mpi.Reinit(w, func(ctx context.Context, w *mpi.World, st mpi.ReinitState) error {
+			mu.Lock()
+			last = max(last, w.Epoch())
+			mu.Unlock()
+			c := w.CommWorld()
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			if c.Rank() == 1 {
+				w.Kill()
+			}
+			return c.Barrier()
+		})
+	})
+	var ae *mpi.AbortError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Reason, "restart limit reached (16") {
+		t.Fatalf("Run: %v; want an *AbortError for the restart limit", err)
+	}
+	if last != 16 {
+		t.Errorf("the newest epoch was %d, want 16", last)
+	}
+}
+
 // A panic inside the resilient function is not a process failure under
 // Run: it is a bug, reported with its stack (*PanicError), and the job
 // ends; nothing is respawned (a panic that recurs would respawn forever).

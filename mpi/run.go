@@ -315,7 +315,9 @@ func (w *World) killInProc() {
 			return next
 		})
 	}
-	fab.Kill(w.rank, errors.New("killed by fault injection"))
+	if fab != nil { // nil: an epoch long over (every World of it ended)
+		fab.Kill(w.rank, errors.New("killed by fault injection"))
+	}
 	if f.Kind == rte.FailRespawn {
 		// Reinit: the rank's next incarnation takes its place, also at
 		// the Finalize fence.

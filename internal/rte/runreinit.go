@@ -109,7 +109,8 @@ func (j *Job) Epoch() (int, string) {
 	return re.epoch, re.note
 }
 
-// Fabric is the in-memory fabric of epoch (nil: no such epoch).
+// Fabric is the in-memory fabric of epoch (nil: no such epoch, or one
+// older than the previous: every World of it has ended).
 func (j *Job) Fabric(epoch int) *inproc.Fabric {
 	re := &j.re
 	re.mu.Lock()
@@ -204,6 +205,7 @@ func (j *Job) Fail(rank, inc int, cause string, next func(inc, epoch int) Advanc
 	re.epoch++
 	re.note = cause
 	re.fabs[re.epoch] = inproc.NewFabric(j.n)
+	delete(re.fabs, re.epoch-2) // its Worlds ended with the previous epoch's start (epoch 0's stays: Job.Fab)
 	if re.fence != nil {
 		close(re.fence.superseded)
 	}
