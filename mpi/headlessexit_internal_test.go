@@ -15,7 +15,7 @@ import (
 // see it dead and remove it), says why on stderr, and exits with status 1.
 func TestHeadlessExitRemovesSocketDir(t *testing.T) {
 	if dir := os.Getenv("FTMPI_TEST_HEADLESS_EXIT"); dir != "" {
-		headlessExit(7, func() { os.RemoveAll(dir) })("declared failed by the others")
+		headlessExit(nil, 7, func() { os.RemoveAll(dir) })("declared failed by the others")
 		return // not reached
 	}
 	dir := filepath.Join(t.TempDir(), "ftmpi-pmi-7")

@@ -217,7 +217,7 @@ func (hr *hreinit) decide(old *World) (reincarnate.State, error) {
 	next, err := hr.d.Decide(old.eng, failed)
 	if errors.Is(err, reinitdrive.ErrDeclaredFailed) {
 		// Fail-stop: it must not go on.
-		headlessExit(old.rank, old.proc.RemoveDir)(err.Error())
+		headlessExit(old.diag(), old.rank, old.proc.RemoveDir)(err.Error())
 	}
 	return next, err
 }
@@ -263,7 +263,7 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 	if rank < 0 && !spare {
 		// The survivors agreed that this process failed (a spare
 		// suspected while they decided): fail-stop.
-		headlessExit(self, p.RemoveDir)(fmt.Sprintf("not in Reinit epoch %d: the survivors count it failed", next.Epoch))
+		headlessExit(old.diag(), self, p.RemoveDir)(fmt.Sprintf("not in Reinit epoch %d: the survivors count it failed", next.Epoch))
 	}
 	// From here on the old epoch serves the exchange only: a peer that
 	// has sent its endpoint and retired its connections is not a failure

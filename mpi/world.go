@@ -232,11 +232,11 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 // contact with every other process): at once, with a non-zero status,
 // removing its socket directory first (nothing else on its host may see
 // it dead to remove it).
-func headlessExit(proc int, removeDir func()) func(reason string) {
+func headlessExit(d *rte.Diag, proc int, removeDir func()) func(reason string) {
 	return func(reason string) {
-		fmt.Fprintf(os.Stderr, "ftmpi: process %d: %s; exiting\n", proc, reason)
+		d.Logf("process %d: %s; exiting", proc, reason)
 		removeDir()
-		os.Exit(1)
+		d.Exit(1)
 	}
 }
 
@@ -250,7 +250,7 @@ func (w *World) onControl(from int, h transport.Header, payload []byte) {
 		return
 	}
 	if err := w.ctl.Dispatch(from, h, payload); err != nil {
-		fmt.Fprintf(os.Stderr, "ftmpi: rank %d: %v\n", w.rank, err)
+		w.logf("rank %d: %v", w.rank, err)
 	}
 }
 
@@ -364,13 +364,13 @@ func (w *World) spareInit() (*World, error) {
 		return w, nil
 	case errors.Is(err, errSpareReleased):
 		w.Finalize()
-		os.Exit(0)
+		w.diag().Exit(0)
 	case errors.Is(err, errSpareOrphaned), errors.Is(err, errSpareEnded):
-		fmt.Fprintf(os.Stderr, "ftmpi: spare process %d: %v; exiting\n", w.rank, err)
+		w.logf("spare process %d: %v; exiting", w.rank, err)
 		if w.proc != nil {
 			w.proc.RemoveDir()
 		}
-		os.Exit(1)
+		w.diag().Exit(1)
 	}
 	return nil, err
 }
@@ -428,7 +428,7 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 	eng := net.Eng
 	w := newWorldIn(info.Proc, info.Universe, members, wrank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc, sp)
 	if p.Headless() {
-		w.fails.Headless(headlessExit(info.Proc, p.RemoveDir), p.Confirm(net))
+		w.fails.Headless(headlessExit(cfg.diag, info.Proc, p.RemoveDir), p.Confirm(net))
 		if gone := p.PeerGone(net); gone != nil {
 			w.peerGone.Store(&gone)
 		}
@@ -634,7 +634,7 @@ func (w *World) abortJob(code int, reason string, fatal bool) {
 	case w.proc != nil:
 		w.proc.Abort(code, reason)
 	}
-	os.Exit(code)
+	w.diag().Exit(code)
 }
 
 // Kill simulates the crash of this process (fault injection). Under Run,
