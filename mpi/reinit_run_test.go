@@ -379,6 +379,41 @@ func TestRunReinitRestartLimitEndsJob(t *testing.T) {
 	}
 }
 
+// Seed 000's rules in process, as under ftmpirun
+// (e2e: TestReinitRulesGiveClearErrors): Reinit without a Reinit handler
+// on CommWorld, a second Reinit, and Finalize inside the resilient
+// function return ErrOther; Finalize after Reinit returned works (the
+// current epoch's World is finalized).
+func TestRunReinitRules(t *testing.T) {
+	err := runWithin(t, 3, 60*time.Second, func(w *mpi.World) error {
+		c := w.CommWorld()
+		noop := func(context.Context, *mpi.World, mpi.ReinitState) error { return nil }
+		if err := mpi.Reinit(w, noop); !errors.Is(err, mpi.ErrOther) || !strings.Contains(err.Error(), "1.4.1") {
+			return fmt.Errorf("Reinit without a Reinit handler: %v, want ErrOther (seed 000 1.4.1)", err)
+		}
+		c.SetErrhandler(mpi.ErrorsReinitSync)
+		err := mpi.Reinit(w, func(ctx context.Context, w *mpi.World, st mpi.ReinitState) error {
+			if err := w.Finalize(); !errors.Is(err, mpi.ErrOther) {
+				return fmt.Errorf("Finalize inside Reinit: %v, want ErrOther", err)
+			}
+			if err := mpi.Reinit(w, noop); !errors.Is(err, mpi.ErrOther) || !strings.Contains(err.Error(), "more than once") {
+				return fmt.Errorf("a second Reinit inside the first: %v, want ErrOther", err)
+			}
+			return w.CommWorld().Barrier()
+		})
+		if err != nil {
+			return err
+		}
+		if err := mpi.Reinit(w, noop); !errors.Is(err, mpi.ErrOther) {
+			return fmt.Errorf("a second Reinit after the first: %v, want ErrOther", err)
+		}
+		return w.Finalize()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A panic inside the resilient function is not a process failure under
 // Run: it is a bug, reported with its stack (*PanicError), and the job
 // ends; nothing is respawned (a panic that recurs would respawn forever).
