@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 	"github.com/ftmpi/ftmpi/internal/ownerdir"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
@@ -30,7 +31,7 @@ const helloWait = 30 * time.Second
 // Hello from in (the ssh session's standard input; the first message,
 // which is where a job secret will come from), makes its job directory,
 // answers Ready, and then starts, signals, checks and reports its ranks
-// through a LocalAgent exactly as the head's own host does, relaying
+// through a hostagent.LocalAgent exactly as the head's own host does, relaying
 // everything over out (agentwire frames). Head and agent heartbeat each
 // other: when the head is lost (in closed, or silent for the heartbeat
 // timeout: a partition), the agent SIGKILLs its ranks and exits 1
@@ -97,7 +98,7 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 	}
 	defer ownerdir.Remove(dir)
 
-	as := &agentSession{w: w, la: NewLocalAgent(hello.Host, &wireReporter{w: w}), dir: dir, key: key, logf: logf,
+	as := &agentSession{w: w, la: hostagent.NewLocalAgent(hello.Host, &wireReporter{w: w}), dir: dir, key: key, logf: logf,
 		baseEnv: filterEnv(os.Environ()), files: map[string]*os.File{}, stdins: map[int]*stdinPipe{}}
 	w.send(agentwire.Msg{Type: agentwire.TReady, Pid: os.Getpid(), Cores: runtime.NumCPU(), TmpDir: dir, Listen: ip.String(),
 		Host: hello.Host, Node: hello.Node, Job: hello.Job})
@@ -150,11 +151,11 @@ func helloKey(hello agentwire.Msg) (*wireauth.Key, error) {
 	return wireauth.FromBytes(b)
 }
 
-// agentSession is an agent serving the head (RunAgent): its LocalAgent,
+// agentSession is an agent serving the head (RunAgent): its hostagent.LocalAgent,
 // the frames it writes, its job directory and what is under way.
 type agentSession struct {
 	w       *frameWriter
-	la      *LocalAgent
+	la      *hostagent.LocalAgent
 	dir     string        // the job directory on this host
 	key     *wireauth.Key // the job's secret, handed to every rank started here
 	baseEnv []string      // the agent's environment, filtered: every rank's base
@@ -220,7 +221,7 @@ func (as *agentSession) handle(m agentwire.Msg) {
 		pid := la.Pid(m.Rank, m.Inc)
 		state, alive := "gone", false
 		if pid > 0 {
-			state, alive = procState(pid)
+			state, alive = hostagent.ProcState(pid)
 		}
 		w.send(agentwire.Msg{Type: agentwire.TState, Token: m.Token, Rank: m.Rank, Inc: m.Inc, Pid: pid, State: state, Alive: alive})
 	case agentwire.TFile:
@@ -253,15 +254,15 @@ func (as *agentSession) handle(m agentwire.Msg) {
 // before any rank's hello and before any line of their output: a host lost
 // before its ranks connected still names them in the head's messages.
 func (as *agentSession) start(m agentwire.Msg) {
-	specs := make([]RankSpec, len(m.Specs))
+	specs := make([]hostagent.RankSpec, len(m.Specs))
 	for i, s := range m.Specs {
 		env := append([]string(nil), as.baseEnv...)
 		for _, kv := range s.Env {
-			name, val, _ := cutEnv(kv)
-			env = setEnv(env, name, val)
+			name, val, _ := hostagent.CutEnv(kv)
+			env = hostagent.SetEnv(env, name, val)
 		}
-		env = setEnv(env, "FTMPI_TMPDIR", as.dir)
-		specs[i] = RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir, Auth: as.key,
+		env = hostagent.SetEnv(env, "FTMPI_TMPDIR", as.dir)
+		specs[i] = hostagent.RankSpec{Rank: s.Rank, Incarnation: s.Inc, Path: s.Path, Args: s.Args, Env: env, Dir: s.Dir, Auth: as.key,
 			Bind: s.Bind, Slot: s.Slot, ReportBinding: s.Report}
 		if s.Stdin && as.stdins[s.Rank] == nil {
 			if r, pw, err := os.Pipe(); err == nil {
@@ -377,24 +378,14 @@ func receiveFile(dir string, files map[string]*os.File, m agentwire.Msg) (path s
 	return path, false, err
 }
 
-// cutEnv splits "NAME=value".
-func cutEnv(kv string) (name, value string, ok bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
-}
-
-// wireReporter relays a LocalAgent's reports to the head.
+// wireReporter relays a hostagent.LocalAgent's reports to the head.
 type wireReporter struct{ w *frameWriter }
 
 func (r *wireReporter) Output(rank int, stderr bool, line []byte) {
 	r.w.send(agentwire.Msg{Type: agentwire.TOutput, Rank: rank, Stderr: stderr, Line: line})
 }
 
-func (r *wireReporter) Exited(e ExitReport) {
+func (r *wireReporter) Exited(e hostagent.ExitReport) {
 	m := agentwire.Msg{Type: agentwire.TExited, Rank: e.Rank, Inc: e.Incarnation, Pid: e.Pid, Status: e.Status & 0xff, Sig: int(e.Signal)}
 	if e.StartErr != nil {
 		m.StartErr = e.StartErr.Error()

@@ -1,17 +1,26 @@
 // Package launch is the ftmpirun launcher: a head that runs the control
-// server and forwards output, and one Agent per host that starts and
-// supervises the ranks: a LocalAgent in the head's process for its own
-// host, and for every other host of --host/--hostfile a remoteAgent that
-// relays the same calls over ssh to ftmpirun in agent mode on that host
-// (RunAgent; protocol in package agentwire; see multihost.go). Head and
-// agents heartbeat each other: a lost agent is the failure of every rank
-// it held (policy.HostLost), and an agent that loses the head kills its
-// ranks (partitions are fail-stop). What the head
-// decides (the key-value store and fences for boot.Client.Exchange, the
-// finalize fence, abort, who is told of which failure, when a process is
-// killed, respawned or spawned, the exit code) is package policy, a pure
-// state machine; the head is its I/O shell (sockets, agents, /proc,
-// timers, logging) and must not decide anything itself.
+// server and forwards output, and one hostagent.Agent per host that starts
+// and supervises the ranks: a hostagent.LocalAgent in the head's process
+// for its own host, and for every other host of --host/--hostfile a
+// remoteAgent that relays the same calls over ssh to ftmpirun in agent mode
+// on that host (RunAgent; protocol in package agentwire; see multihost.go).
+// Head and agents heartbeat each other: a lost agent is the failure of
+// every rank it held (policy.HostLost), and an agent that loses the head
+// kills its ranks (partitions are fail-stop). What the head decides (the
+// key-value store and fences for boot.Client.Exchange, the finalize fence,
+// abort, who is told of which failure, when a process is killed, respawned
+// or spawned, the exit code) is package policy, a pure state machine; the
+// head is its I/O shell (sockets, agents, /proc, timers, logging) and must
+// not decide anything itself.
+//
+// The files by concern: the command line (config.go, mpirun.go, hosts.go,
+// hang.go) and the program to run (program.go); one launch and the
+// relaunch loop (run.go, restart.go); the head (head.go, ctlconn.go,
+// notify.go, output.go, trace.go); the remote hosts: the head's side of a
+// remote agent (remote.go), the multi-host set-up (multihost.go), the tree
+// launch (tree.go) and agent mode (agentmode.go). Starting processes on a
+// host is package hostagent; the wire protocols are packages ctlwire (rank
+// to launcher) and agentwire (head to agent).
 //
 // Exit codes of Run (and of ftmpirun):
 //
@@ -48,9 +57,9 @@
 // itself (a rank calling inject.Self would otherwise inject them twice).
 //
 // The head computes the schedule (inject.Plan) once and executes it with
-// time 0 = the moment every rank has been started (Agent.Start returned,
+// time 0 = the moment every rank has been started (hostagent.Agent.Start returned,
 // before any rank need have connected); each event is a SIGKILL or
-// SIGSTOP sent to the rank's process group through its Agent, and each
+// SIGSTOP sent to the rank's process group through its hostagent.Agent, and each
 // prints "ftmpirun: injected kill|stop of rank R at T" on stderr. A
 // trigger (on=TEXT, inject.Watch) fires instead when a rank's output line
 // holding TEXT has been forwarded ("... of rank R on "TEXT""), at most once

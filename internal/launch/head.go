@@ -17,6 +17,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
@@ -36,7 +37,7 @@ const (
 // executes the actions the policy returns, in order: replies and
 // notifications under h.mu (they never block), then, outside it, liveness
 // checks, signals, starts and log lines. It does not know how ranks are
-// started: agents report to it (it is their Reporter) and it kills through
+// started: agents report to it (it is their hostagent.Reporter) and it kills through
 // them.
 type head struct {
 	trc      atomic.Pointer[trace.Recorder] // --trace: the launcher's timeline (trace.go)
@@ -47,7 +48,7 @@ type head struct {
 	key      *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
 
 	agentsMu sync.Mutex
-	agents   []Agent
+	agents   []hostagent.Agent
 
 	mu    sync.Mutex
 	m     *policy.Machine
@@ -73,12 +74,12 @@ type head struct {
 	hang       hangAsk // a hang report asked of the ranks (hang.go)
 
 	// Reinit mode (--on-failure reinit): how to respawn.
-	respawn Agent
-	specs   []RankSpec
+	respawn hostagent.Agent
+	specs   []hostagent.RankSpec
 
 	// Dynamic processes: how to start children.
-	spawnAgent Agent
-	spawnTmpl  RankSpec
+	spawnAgent hostagent.Agent
+	spawnTmpl  hostagent.RankSpec
 	cacheDir   string
 
 	triggers *triggers // fault injection on a rank's output (on=TEXT); nil: none. Set before any rank starts.
@@ -91,7 +92,7 @@ type head struct {
 	// variables that differ from host to host (FTMPI_HOST, FTMPI_CONTROL,
 	// ...), applied to a spec moved to that host (respawn, spawn). Set
 	// before any rank starts; nil for a one-host job.
-	hostAgents []Agent
+	hostAgents []hostagent.Agent
 	hostVars   [][]string
 	hostPath   []string // --preload-binary: the program's copy on each host ("": the shared path)
 	program    string   // the job's program (the path a preloaded copy replaces)
@@ -140,16 +141,16 @@ func newHeadHosts(job string, size int, onFailure string, out *output, verbose b
 	return h
 }
 
-func (h *head) addAgent(a Agent) {
+func (h *head) addAgent(a hostagent.Agent) {
 	h.agentsMu.Lock()
 	h.agents = append(h.agents, a)
 	h.agentsMu.Unlock()
 }
 
-func (h *head) agentList() []Agent {
+func (h *head) agentList() []hostagent.Agent {
 	h.agentsMu.Lock()
 	defer h.agentsMu.Unlock()
-	return append([]Agent(nil), h.agents...)
+	return append([]hostagent.Agent(nil), h.agents...)
 }
 
 func (h *head) signalAll(sig syscall.Signal) {
@@ -286,7 +287,7 @@ func (h *head) execute(a policy.Action) {
 			go func() {
 				defer h.wg.Done()
 				pid, state, alive := ra.check(h.agentID(a.Rank, a.Incarnation))
-				h.step(policy.Liveness{Token: a.Token, Pid: pid, State: state, Alive: alive, Stopped: state == stateStopped})
+				h.step(policy.Liveness{Token: a.Token, Pid: pid, State: state, Alive: alive, Stopped: state == hostagent.StateStopped})
 			}()
 			return
 		}
@@ -296,9 +297,9 @@ func (h *head) execute(a policy.Action) {
 		}
 		state, alive := "gone", false
 		if pid > 0 {
-			state, alive = procState(pid)
+			state, alive = hostagent.ProcState(pid)
 		}
-		h.step(policy.Liveness{Token: a.Token, Pid: pid, State: state, Alive: alive, Stopped: state == stateStopped})
+		h.step(policy.Liveness{Token: a.Token, Pid: pid, State: state, Alive: alive, Stopped: state == hostagent.StateStopped})
 	case policy.Signal:
 		if a.AnyIncarnation {
 			h.signalRank(a.Rank, a.Sig)
@@ -369,7 +370,7 @@ func (h *head) notify(to []policy.Conn, msg ctlwire.Msg) {
 	}
 }
 
-// Output implements Reporter.
+// Output implements hostagent.Reporter.
 func (h *head) Output(rank int, stderr bool, line []byte) {
 	h.out.rankLine(rank, stderr, line)
 	if tr := h.triggers; tr != nil {
@@ -403,15 +404,15 @@ func (h *head) armTriggers() {
 	}
 }
 
-// Exited implements Reporter.
+// Exited implements hostagent.Reporter.
 // The exit of an adopted spare is its rank's.
-func (h *head) Exited(e ExitReport) {
+func (h *head) Exited(e hostagent.ExitReport) {
 	h.mu.Lock()
 	if ri, ok := h.adoptedBy[e.Rank]; ok && e.Incarnation == 0 {
 		e.Rank, e.Incarnation = ri[0], ri[1]
 	}
 	h.mu.Unlock()
-	h.step(policy.Exited{Exit: e})
+	h.step(policy.Exited{Exit: policy.Exit(e)})
 }
 
 // exitCode computes ftmpirun's exit code once every rank is gone.
@@ -466,13 +467,13 @@ func (h *head) hostLost(host int, reason string, pids map[int]int) {
 
 // onHost moves spec to host index host: its agent, and the spec with the
 // host's variables (a one-host job: the given agent, spec unchanged).
-func (h *head) onHost(host int, agent Agent, spec RankSpec) (Agent, RankSpec) {
+func (h *head) onHost(host int, agent hostagent.Agent, spec hostagent.RankSpec) (hostagent.Agent, hostagent.RankSpec) {
 	if h.hostAgents == nil || host < 0 || host >= len(h.hostAgents) {
 		return agent, spec
 	}
 	for _, kv := range h.hostVars[host] {
-		name, val, _ := cutEnv(kv)
-		spec.Env = setEnv(spec.Env, name, val)
+		name, val, _ := hostagent.CutEnv(kv)
+		spec.Env = hostagent.SetEnv(spec.Env, name, val)
 	}
 	if h.hostPath != nil {
 		orig := spec.Path
@@ -684,7 +685,7 @@ func (h *head) startInjector(plan []inject.Event) (stop func()) {
 
 // enableRespawn turns on reinit mode's respawning through agent, with the
 // specs the ranks were first started with.
-func (h *head) enableRespawn(agent Agent, specs []RankSpec, maxRestarts int) {
+func (h *head) enableRespawn(agent hostagent.Agent, specs []hostagent.RankSpec, maxRestarts int) {
 	h.mu.Lock()
 	h.respawn = agent
 	h.specs = specs
@@ -701,12 +702,12 @@ func (h *head) startRespawn(r, inc, epoch, host int) {
 	h.mu.Unlock()
 	agent, spec = h.onHost(host, agent, spec)
 	spec.Incarnation = inc
-	spec.Env = setEnv(spec.Env, boot.EnvIncarnation, strconv.Itoa(inc))
-	spec.Env = setEnv(spec.Env, boot.EnvEpoch, strconv.Itoa(epoch))
+	spec.Env = hostagent.SetEnv(spec.Env, boot.EnvIncarnation, strconv.Itoa(inc))
+	spec.Env = hostagent.SetEnv(spec.Env, boot.EnvEpoch, strconv.Itoa(epoch))
 	h.wg.Add(1)
 	go func() { // the agent reports start failures through Exited
 		defer h.wg.Done()
-		agent.Start([]RankSpec{spec})
+		agent.Start([]hostagent.RankSpec{spec})
 		if h.tearingDown() {
 			h.signalRank(r, syscall.SIGKILL) // the teardown may have missed it
 		}
@@ -715,7 +716,7 @@ func (h *head) startRespawn(r, inc, epoch, host int) {
 
 // enableSpawn lets ranks spawn processes through agent, started like tmpl
 // (the program, its environment) with their own identity.
-func (h *head) enableSpawn(agent Agent, tmpl RankSpec, cacheDir string) {
+func (h *head) enableSpawn(agent hostagent.Agent, tmpl hostagent.RankSpec, cacheDir string) {
 	h.mu.Lock()
 	h.spawnAgent = agent
 	h.spawnTmpl = tmpl
@@ -746,7 +747,7 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 				paths[a], err = resolveProgram(app.Command, cacheDir)
 			}
 		}
-		specs := make([]RankSpec, k)
+		specs := make([]hostagent.RankSpec, k)
 		a, left := 0, apps[0].MaxProcs // the command of child i, and its children still to number
 		for i := range specs {
 			for left == 0 && a+1 < len(apps) {
@@ -765,25 +766,25 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 				{boot.EnvParent, st.Parent}, {boot.EnvIncarnation, "0"}, {boot.EnvEpoch, "0"},
 				{boot.EnvAppNum, strconv.Itoa(a)},
 			} {
-				env = setEnv(env, kv[0], kv[1])
+				env = hostagent.SetEnv(env, kv[0], kv[1])
 			}
 			spares := 0
 			if st.Spares {
 				spares = k // a repair's spawned spares: every one waits to be taken
 			}
-			env = setEnv(env, boot.EnvSpares, strconv.Itoa(spares))
-			specs[i] = RankSpec{Rank: base + i, Path: paths[a], Args: apps[a].Args, Env: env, Auth: tmpl.Auth, Dir: dir}
+			env = hostagent.SetEnv(env, boot.EnvSpares, strconv.Itoa(spares))
+			specs[i] = hostagent.RankSpec{Rank: base + i, Path: paths[a], Args: apps[a].Args, Env: env, Auth: tmpl.Auth, Dir: dir}
 		}
 		if err != nil {
 			for _, s := range specs {
-				h.Exited(ExitReport{Rank: s.Rank, StartErr: err})
+				h.Exited(hostagent.ExitReport{Rank: s.Rank, StartErr: err})
 			}
 			return
 		}
 		if h.hostAgents != nil && len(st.Hosts) == len(specs) {
 			// Each child on its host (one with a free slot), one start per host.
-			byHost := map[Agent][]RankSpec{}
-			var order []Agent
+			byHost := map[hostagent.Agent][]hostagent.RankSpec{}
+			var order []hostagent.Agent
 			for i, s := range specs {
 				a, s := h.onHost(st.Hosts[i], agent, s)
 				if byHost[a] == nil {
@@ -794,7 +795,7 @@ func (h *head) startChildren(st *policy.ChildrenStart) {
 			var starts sync.WaitGroup
 			for _, a := range order {
 				starts.Add(1)
-				go func(a Agent, ss []RankSpec) { defer starts.Done(); a.Start(ss) }(a, byHost[a])
+				go func(a hostagent.Agent, ss []hostagent.RankSpec) { defer starts.Done(); a.Start(ss) }(a, byHost[a])
 			}
 			starts.Wait()
 		} else {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 )
 
@@ -86,7 +87,7 @@ func zombie(t *testing.T) int {
 	t.Cleanup(func() { cmd.Wait() })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if state, alive := procState(cmd.Process.Pid); !alive {
+		if state, alive := hostagent.ProcState(cmd.Process.Pid); !alive {
 			if state != "dead" && state != "exiting" {
 				t.Fatalf("child %d is %s, want exiting or dead (a zombie)", cmd.Process.Pid, state)
 			}
@@ -136,7 +137,7 @@ func TestSuspectOfDeadRankNotifiesEveryoneAtOnce(t *testing.T) {
 	}
 	// The reaped death: no second event. A request sent after it is
 	// answered next, so a duplicate event would be read first.
-	h.Exited(ExitReport{Rank: 2, Pid: dead, Signal: syscall.SIGKILL})
+	h.Exited(hostagent.ExitReport{Rank: 2, Pid: dead, Signal: syscall.SIGKILL})
 	for _, c := range []*ctlClient{c1, c3} {
 		c.req(ctlwire.Msg{Op: ctlwire.OpSuspect, Rank: 2}) // answered at once: rank 2 is gone
 		if m := c.next(); m.Op != ctlwire.OpSuspect {
@@ -168,26 +169,6 @@ func TestSuspectOfDeadRankAbortModeNoEvent(t *testing.T) {
 	c1.req(ctlwire.Msg{Op: ctlwire.OpSuspect, Rank: 1})
 	if m := c1.next(); m.Op != ctlwire.OpError || !strings.Contains(m.Error, "suspects itself") {
 		t.Fatalf("%+v, want the reply to the request (no event)", m)
-	}
-}
-
-func TestParseProcStat(t *testing.T) {
-	for _, c := range []struct {
-		stat  string
-		state string
-		alive bool
-	}{
-		{"8572 (cat) R 8445 8445 9774 0 -1 4194304 124 0", "running", true},
-		{"8572 (a) b) S 8445 8445 9774 0 -1 4194304 124 0", "sleeping", true},
-		{"8572 (rank) R 8445 8445 9774 0 -1 4194308 124 0", "exiting", false}, // PF_EXITING: SIGKILLed, being torn down
-		{"8572 (rank) D 8445 8445 9774 0 -1 4194308 124 0", "exiting", false},
-		{"8572 (rank) Z 8445 8445 9774 0 -1 4194308 124 0", "dead", false},
-		{"8572 (rank) T 8445 8445 9774 0 -1 4194304 124 0", "stopped", false},
-		{"8572 (rank", "unknown", false},
-	} {
-		if state, alive := parseProcStat([]byte(c.stat)); state != c.state || alive != c.alive {
-			t.Errorf("%q: %s %v, want %s %v", c.stat, state, alive, c.state, c.alive)
-		}
 	}
 }
 
@@ -285,9 +266,9 @@ func TestSuspectOfLiveRankWithoutPidIsRefused(t *testing.T) {
 	}
 	h.serve(ln)
 	defer h.close()
-	agent := NewLocalAgent("host", h)
+	agent := hostagent.NewLocalAgent("host", h)
 	h.addAgent(agent)
-	agent.Start([]RankSpec{{Rank: 1, Path: sleep, Args: []string{"60"}}})
+	agent.Start([]hostagent.RankSpec{{Rank: 1, Path: sleep, Args: []string{"60"}}})
 	defer agent.Wait()
 	defer h.signalAll(syscall.SIGKILL)
 	addr := ln.Addr().String()

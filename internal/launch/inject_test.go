@@ -14,6 +14,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 )
 
 // runEnv is run with extra environment for ftmpirun.
@@ -321,14 +322,14 @@ sleep 1`
 	}
 }
 
-// signalLog is an Agent that only records the signals it is asked to send.
+// signalLog is a hostagent.Agent that only records the signals it is asked to send.
 type signalLog struct {
 	mu   sync.Mutex
 	sigs []string
 }
 
 func (a *signalLog) Host() string               { return "test" }
-func (a *signalLog) Start([]RankSpec)           {}
+func (a *signalLog) Start([]hostagent.RankSpec) {}
 func (a *signalLog) Signal(int, syscall.Signal) {}
 func (a *signalLog) SignalAll(syscall.Signal)   {}
 func (a *signalLog) Wait()                      {}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 )
 
 // What users of mpirun (Open MPI's, MPICH's hydra) carry over: the flags
@@ -200,21 +202,13 @@ func (cfg *Config) validatePerNode() error {
 	return nil
 }
 
-// Binding policies (--bind-to).
-const (
-	BindNone     = "none"
-	BindCore     = "core"
-	BindSocket   = "socket"
-	BindHWThread = "hwthread"
-)
-
 // validateMpirun checks the settings of the mpirun flags.
 func (cfg *Config) validateMpirun() error {
 	b, _, _ := strings.Cut(strings.ToLower(cfg.BindTo), ":") // Open MPI's modifiers (overload-allowed...) change nothing here
 	switch b {
-	case "", BindNone:
+	case "", hostagent.BindNone:
 		cfg.BindTo = ""
-	case BindCore, BindSocket, BindHWThread:
+	case hostagent.BindCore, hostagent.BindSocket, hostagent.BindHWThread:
 		cfg.BindTo = b
 	default:
 		return &UsageError{fmt.Sprintf("invalid --bind-to %q: want core, socket, hwthread or none", cfg.BindTo)}
@@ -285,7 +279,7 @@ func parseStdin(s string, cfg *Config) error {
 // respawn and spawn templates share) and returns the rank's group, -1 if
 // none. For a rank on another host, ftmpirun reads stdin and its agent
 // writes it into the rank's pipe (remoteAgent.forwardStdin).
-func withStdin(groups [][]RankSpec, stdin *os.File, rank int) int {
+func withStdin(groups [][]hostagent.RankSpec, stdin *os.File, rank int) int {
 	for g, specs := range groups {
 		for i, s := range specs {
 			if s.Rank == rank && s.Incarnation == 0 {

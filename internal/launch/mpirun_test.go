@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 )
 
 // expectUsageLine checks a usage error: exit code 2 and a stderr that fits
@@ -56,8 +57,8 @@ func TestMpirunFlagsParse(t *testing.T) {
 			[2]any{MapByNode, true}},
 		{[]string{"-n", "2", "--map-by", "core", "prog"}, func(c Config) any { return c.MapBy }, MapBySlot},
 		{[]string{"-n", "2", "--bind-to", "core", "--report-bindings", "prog"}, func(c Config) any { return [2]any{c.BindTo, c.ReportBindings} },
-			[2]any{BindCore, true}},
-		{[]string{"-n", "2", "--bind-to", "socket:overload-allowed", "prog"}, func(c Config) any { return c.BindTo }, BindSocket},
+			[2]any{hostagent.BindCore, true}},
+		{[]string{"-n", "2", "--bind-to", "socket:overload-allowed", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindSocket},
 		{[]string{"-n", "2", "--bind-to", "none", "prog"}, func(c Config) any { return c.BindTo }, ""},
 		{[]string{"-n", "2", "--output-filename", "out", "--timestamp-output", "--merge-stderr-to-stdout", "prog"},
 			func(c Config) any { return [3]any{c.OutputDir, c.Timestamp, c.MergeStderr} }, [3]any{abs, true, true}},
@@ -152,28 +153,6 @@ func TestInjectNeverFired(t *testing.T) {
 	r = run(t, limit, "-n", "1", "--inject", "kill:rank=0,on=hello", "echo", "hello")
 	if strings.Contains(r.stderr, "never fired") {
 		t.Fatalf("stderr:\n%s", r.stderr)
-	}
-}
-
-// --bind-to, computed from a topology.
-func TestBindCPUs(t *testing.T) {
-	cores := []cpuCore{{0, 0, []int{0, 4}}, {0, 1, []int{1, 5}}, {1, 0, []int{2, 6}}, {1, 1, []int{3, 7}}}
-	for _, tc := range []struct {
-		policy string
-		slot   int
-		cpus   string
-		desc   string
-	}{
-		{BindCore, 0, "0,4", "socket 0, core 0"},
-		{BindCore, 2, "2,6", "socket 1, core 0"},
-		{BindCore, 5, "1,5", "socket 0, core 1"}, // wraps around
-		{BindSocket, 3, "2-3,6-7", "socket 1"},
-		{BindHWThread, 1, "4", "socket 0, core 0, hwthread 4"},
-	} {
-		cpus, desc := bindCPUs(tc.policy, tc.slot, cores)
-		if cpuList(cpus) != tc.cpus || desc != tc.desc {
-			t.Errorf("%s slot %d: %s (%s), want %s (%s)", tc.policy, tc.slot, cpuList(cpus), desc, tc.cpus, tc.desc)
-		}
 	}
 }
 

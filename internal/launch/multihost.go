@@ -15,20 +15,21 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // multiHost is a job over the hosts of --host/--hostfile or of the Slurm
 // allocation it runs in: the head, one agent per host (the head's own
-// host, if listed, by a LocalAgent; every other by a remoteAgent over ssh,
+// host, if listed, by a hostagent.LocalAgent; every other by a remoteAgent over ssh,
 // or srun in an allocation), the ranks' specs and their placement.
 type multiHost struct {
 	h       *head
-	place   []int        // host index of each rank
-	specs   []RankSpec   // by rank
-	agents  []Agent      // by host index
-	groups  [][]RankSpec // by host index: the ranks its agent starts
+	place   []int                  // host index of each rank
+	specs   []hostagent.RankSpec   // by rank
+	agents  []hostagent.Agent      // by host index
+	groups  [][]hostagent.RankSpec // by host index: the ranks its agent starts
 	remotes []*remoteAgent
 	boots   []*bootProc // a tree launch's launch commands (stopped after the agents closed)
 }
@@ -65,7 +66,7 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		return fail("%v", err)
 	}
 	local, remote := splitHosts(cfg.Hosts)
-	mh := &multiHost{place: place, agents: make([]Agent, len(cfg.Hosts)), groups: make([][]RankSpec, len(cfg.Hosts))}
+	mh := &multiHost{place: place, agents: make([]hostagent.Agent, len(cfg.Hosts)), groups: make([][]hostagent.RankSpec, len(cfg.Hosts))}
 	hosts := make([]policy.Host, len(cfg.Hosts))
 	for i, hs := range cfg.Hosts {
 		hosts[i] = policy.Host{Name: hs.Name, Slots: hs.Slots}
@@ -99,8 +100,8 @@ func setupHosts(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		mh.remoteVars(cfg, remote, rl.control, vars, cores, out)
 	}
 	if local >= 0 {
-		la := NewLocalAgent(cfg.Hosts[local].Name, h)
-		la.note = func(line string) { out.logf("%s", line) }
+		la := hostagent.NewLocalAgent(cfg.Hosts[local].Name, h)
+		la.Note = func(line string) { out.logf("%s", line) }
 		h.addAgent(la)
 		mh.agents[local] = la
 		cores[local] = runtime.NumCPU()
@@ -294,7 +295,7 @@ func (mh *multiHost) buildSpecs(cfg Config, st *launchState, job, path string, b
 		onHost[hi]++
 	}
 	hostPath := mh.h.hostPath
-	mh.specs = make([]RankSpec, cfg.N)
+	mh.specs = make([]hostagent.RankSpec, cfg.N)
 	for r := range mh.specs {
 		hi := mh.place[r]
 		env := withGoMaxProcs(baseEnv, onHost[hi], cores[hi])
@@ -303,14 +304,14 @@ func (mh *multiHost) buildSpecs(cfg Config, st *launchState, job, path string, b
 			Reinit: cfg.OnFailure == OnFailureReinit, Spares: cfg.Spares}
 		env = append(append([]string(nil), env...), info.Env()...)
 		for _, kv := range vars[hi] {
-			name, val, _ := cutEnv(kv)
-			env = setEnv(env, name, val)
+			name, val, _ := hostagent.CutEnv(kv)
+			env = hostagent.SetEnv(env, name, val)
 		}
 		p := path
 		if hostPath != nil && hostPath[hi] != "" {
 			p = hostPath[hi]
 		}
-		mh.specs[r] = RankSpec{Rank: r, Path: p, Args: cfg.Args, Env: env, Dir: wdir, Auth: key,
+		mh.specs[r] = hostagent.RankSpec{Rank: r, Path: p, Args: cfg.Args, Env: env, Dir: wdir, Auth: key,
 			Bind: cfg.BindTo, Slot: len(mh.groups[hi]), ReportBinding: cfg.ReportBindings}
 		mh.groups[hi] = append(mh.groups[hi], mh.specs[r])
 	}
@@ -318,14 +319,14 @@ func (mh *multiHost) buildSpecs(cfg Config, st *launchState, job, path string, b
 
 // startAll starts each agent's ranks, all agents at once, and returns when
 // every rank has been started or has failed to start.
-func startAll(agents []Agent, groups [][]RankSpec) {
+func startAll(agents []hostagent.Agent, groups [][]hostagent.RankSpec) {
 	var wg sync.WaitGroup
 	for i, a := range agents {
 		if len(groups[i]) == 0 {
 			continue
 		}
 		wg.Add(1)
-		go func(a Agent, specs []RankSpec) { defer wg.Done(); a.Start(specs) }(a, groups[i])
+		go func(a hostagent.Agent, specs []hostagent.RankSpec) { defer wg.Done(); a.Start(specs) }(a, groups[i])
 	}
 	wg.Wait()
 }
@@ -334,7 +335,7 @@ func startAll(agents []Agent, groups [][]RankSpec) {
 // own value (nothing if it has none).
 func withExports(env, exports []string) []string {
 	for _, x := range exports {
-		name, val, ok := cutEnv(x)
+		name, val, ok := hostagent.CutEnv(x)
 		if !ok {
 			v, set := os.LookupEnv(name)
 			if !set {
@@ -342,7 +343,7 @@ func withExports(env, exports []string) []string {
 			}
 			val = v
 		}
-		env = setEnv(env, name, val)
+		env = hostagent.SetEnv(env, name, val)
 	}
 	return env
 }

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 )
 
 // withPhaseInjections hands the fault-injection specs tied to a phase of
@@ -16,5 +17,5 @@ func withPhaseInjections(env []string, specs inject.Specs, restart int) []string
 	if len(ph) == 0 || restart > 0 {
 		return env
 	}
-	return setEnv(env, inject.EnvVar, ph.String())
+	return hostagent.SetEnv(env, inject.EnvVar, ph.String())
 }

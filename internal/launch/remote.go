@@ -16,13 +16,14 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 )
 
 // readyWait bounds the start of a remote agent (ssh, then its Ready).
 const readyWait = 60 * time.Second
 
 // remoteAgent is the head's side of an agent on another host: it
-// implements Agent by relaying the calls over the agent's ssh session
+// implements hostagent.Agent by relaying the calls over the agent's ssh session
 // (package agentwire) and the agent's reports to the head. It watches the
 // agent with a heartbeat; when the session ends (a crashed host, a killed
 // agent or ssh) or the agent is silent for the heartbeat timeout (a silent
@@ -30,7 +31,7 @@ const readyWait = 60 * time.Second
 // through onLost (policy.HostLost) and nothing more is reported for them.
 type remoteAgent struct {
 	host    string
-	rep     Reporter
+	rep     hostagent.Reporter
 	onLost  func(reason string, pids map[int]int)
 	period  time.Duration
 	timeout time.Duration
@@ -96,7 +97,7 @@ func shellQuote(s string) string {
 // startRemote starts the agent on host by running argv (ssh HOST COMMAND,
 // or srun inside a Slurm allocation: see agentArgv), sends it hello and
 // waits for its Ready.
-func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, onLost func(string, map[int]int)) (*remoteAgent, error) {
+func startRemote(host string, argv []string, hello agentwire.Msg, rep hostagent.Reporter, onLost func(string, map[int]int)) (*remoteAgent, error) {
 	a := newRemote(host, hello, rep, onLost)
 	a.cmd = exec.Command(argv[0], argv[1:]...)
 	// ssh (srun) dies with ftmpirun (its session's end kills the agent's ranks).
@@ -157,7 +158,7 @@ func startRemote(host string, argv []string, hello agentwire.Msg, rep Reporter, 
 }
 
 // newRemote is a remote agent's state before its session is set up.
-func newRemote(host string, hello agentwire.Msg, rep Reporter, onLost func(string, map[int]int)) *remoteAgent {
+func newRemote(host string, hello agentwire.Msg, rep hostagent.Reporter, onLost func(string, map[int]int)) *remoteAgent {
 	return &remoteAgent{host: host, rep: rep, onLost: onLost,
 		period: time.Duration(hello.HBPeriod), timeout: time.Duration(hello.HBTimeout),
 		stderr: &tailBuffer{}, running: map[int]int{}, pids: map[int]int{}, started: map[uint64]chan struct{}{}, starts: map[uint64][]agentwire.Spec{},
@@ -170,7 +171,7 @@ func newRemote(host string, hello agentwire.Msg, rep Reporter, onLost func(strin
 // relaying, heartbeat and loss as over ssh, on the connection. Its
 // loss is the connection's end or its silence; kill closes it (the agent,
 // losing the head, kills its ranks).
-func attachRemote(host string, nc net.Conn, r *bufio.Reader, ready, hello agentwire.Msg, rep Reporter,
+func attachRemote(host string, nc net.Conn, r *bufio.Reader, ready, hello agentwire.Msg, rep hostagent.Reporter,
 	onLost func(string, map[int]int), onAgentErr func(agentwire.Msg)) *remoteAgent {
 	a := newRemote(host, hello, rep, onLost)
 	a.conn, a.ready, a.onAgentErr = nc, ready, onAgentErr
@@ -236,7 +237,7 @@ func (a *remoteAgent) deliver(m agentwire.Msg) {
 		if !ok {
 			return // lost meanwhile, or not ours
 		}
-		e := ExitReport{Host: a.host, Rank: m.Rank, Incarnation: m.Inc, Pid: m.Pid, Status: m.Status, Signal: syscall.Signal(m.Sig)}
+		e := hostagent.ExitReport{Host: a.host, Rank: m.Rank, Incarnation: m.Inc, Pid: m.Pid, Status: m.Status, Signal: syscall.Signal(m.Sig)}
 		if m.StartErr != "" {
 			e.StartErr = errors.New(m.StartErr)
 		}
@@ -348,12 +349,12 @@ func (a *remoteAgent) lose(reason string) {
 	}
 }
 
-// Host implements Agent.
+// Host implements hostagent.Agent.
 func (a *remoteAgent) Host() string { return a.host }
 
-// Start implements Agent. Processes started on a lost agent are not
+// Start implements hostagent.Agent. Processes started on a lost agent are not
 // reported: the host's loss (policy.HostLost) accounts for them.
-func (a *remoteAgent) Start(specs []RankSpec) {
+func (a *remoteAgent) Start(specs []hostagent.RankSpec) {
 	a.mu.Lock()
 	if a.lost {
 		// Nothing to report: the policy placed these processes on this
@@ -390,13 +391,13 @@ func (a *remoteAgent) signal(rank, inc int, sig syscall.Signal) {
 	}
 }
 
-// Signal implements Agent.
+// Signal implements hostagent.Agent.
 func (a *remoteAgent) Signal(rank int, sig syscall.Signal) { a.signal(rank, -1, sig) }
 
-// SignalIncarnation implements Agent.
+// SignalIncarnation implements hostagent.Agent.
 func (a *remoteAgent) SignalIncarnation(rank, inc int, sig syscall.Signal) { a.signal(rank, inc, sig) }
 
-// SignalAll implements Agent.
+// SignalAll implements hostagent.Agent.
 func (a *remoteAgent) SignalAll(sig syscall.Signal) {
 	a.mu.Lock()
 	lost := a.lost
@@ -406,7 +407,7 @@ func (a *remoteAgent) SignalAll(sig syscall.Signal) {
 	}
 }
 
-// Wait implements Agent.
+// Wait implements hostagent.Agent.
 func (a *remoteAgent) Wait() { a.ranks.Wait() }
 
 // Pid is the process id of incarnation inc of rank on this agent's host,
@@ -430,7 +431,7 @@ func (a *remoteAgent) runs(rank, inc int) bool {
 }
 
 // check asks the agent for the scheduler state of incarnation inc of rank
-// (as procState on its host). It returns when the agent answers or is
+// (as hostagent.ProcState on its host). It returns when the agent answers or is
 // lost (the heartbeat bounds the wait).
 func (a *remoteAgent) check(rank, inc int) (pid int, state string, alive bool) {
 	ch := make(chan agentwire.Msg, 1)
@@ -522,7 +523,7 @@ func (a *remoteAgent) close(d time.Duration) {
 const stdinChunk = 64 << 10
 
 // forwardStdin sends what r holds to rank's stdin on the agent's host
-// (the rank was started with RankSpec.Stdin), one piece at a time: the
+// (the rank was started with hostagent.RankSpec.Stdin), one piece at a time: the
 // next is read only once the agent has written the last one into the
 // rank's pipe. It returns at the end of r (after telling the agent), when
 // the agent says the rank's stdin is closed (the rank exited), or when the

@@ -61,8 +61,8 @@ type launchState struct {
 
 	// Filled in by the launch.
 	mu          sync.Mutex
-	failureAt   time.Time   // when the first failure was reported
-	failure     *ExitReport // the failure of this launch (see above)
+	failureAt   time.Time    // when the first failure was reported
+	failure     *policy.Exit // the failure of this launch (see above)
 	failureCode int
 	relaunch    bool  // a failure ended this launch and nothing forbids a relaunch
 	lostHosts   []int // indexes (in Config.Hosts) of the hosts this launch lost

@@ -17,6 +17,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/detector"
 	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/ownerdir"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
@@ -73,7 +74,7 @@ func runOnce(cfg Config, st *launchState) int {
 	}
 	// The job's secret: every control and rank-to-rank connection proves
 	// it knows it (package wireauth). Ranks get it through an inherited
-	// pipe (LocalAgent), never on a command line or in the environment.
+	// pipe (hostagent.LocalAgent), never on a command line or in the environment.
 	// Remote agents get it in their hello over ssh's standard input.
 	key, err := wireauth.New()
 	if err != nil {
@@ -194,7 +195,7 @@ func rankBaseEnv(cfg Config, st *launchState) []string {
 	}
 	env = withPhaseInjections(withExports(filterEnv(env), cfg.Export), cfg.Inject, st.restart)
 	if cfg.trDir != "" {
-		env = setEnv(env, envTrace, cfg.trDir)
+		env = hostagent.SetEnv(env, envTrace, cfg.trDir)
 	}
 	return env
 }
@@ -208,7 +209,7 @@ func workDir(wdir string) string {
 	return wdir
 }
 
-// setupLocal starts the head and the one LocalAgent of a job on this host
+// setupLocal starts the head and the one hostagent.LocalAgent of a job on this host
 // alone and builds the ranks' specs (as setupHosts does for several
 // hosts: every rank is placed on host 0).
 func setupLocal(cfg Config, st *launchState, out *output, job, path, tmpDir string, ln net.Listener, control string,
@@ -222,13 +223,13 @@ func setupLocal(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 	h.key = key
 	h.killGrace = cfg.KillGrace
 	h.serve(ln)
-	la := NewLocalAgent(host, h)
-	la.note = func(line string) { out.logf("%s", line) }
+	la := hostagent.NewLocalAgent(host, h)
+	la.Note = func(line string) { out.logf("%s", line) }
 	h.addAgent(la)
 	cores := runtime.NumCPU()
 	env0 := withGoMaxProcs(baseEnv, cfg.N, cores)
 	env0 = withHeartbeat(env0, cfg.N, cores)
-	specs := make([]RankSpec, cfg.N)
+	specs := make([]hostagent.RankSpec, cfg.N)
 	for r := range specs {
 		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
 		info.Restart = st.restart
@@ -237,10 +238,10 @@ func setupLocal(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		info.HostCores = cores // the one count every rank uses to choose collective algorithms
 		env := make([]string, 0, len(env0)+8)
 		env = append(append(env, env0...), info.Env()...)
-		specs[r] = RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env, Dir: cfg.Wdir, Auth: key,
+		specs[r] = hostagent.RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env, Dir: cfg.Wdir, Auth: key,
 			Bind: cfg.BindTo, Slot: r, ReportBinding: cfg.ReportBindings}
 	}
-	return &multiHost{h: h, place: make([]int, cfg.N), specs: specs, agents: []Agent{la}, groups: [][]RankSpec{slices.Clone(specs)}}
+	return &multiHost{h: h, place: make([]int, cfg.N), specs: specs, agents: []hostagent.Agent{la}, groups: [][]hostagent.RankSpec{slices.Clone(specs)}}
 }
 
 // jobRun is one launch from the ranks' start to their end: the head, the

@@ -1,4 +1,4 @@
-package launch
+package hostagent
 
 import (
 	"bytes"
@@ -6,16 +6,16 @@ import (
 	"strconv"
 )
 
-// stateStopped is procState's state of a stopped or traced process.
-const stateStopped = "stopped"
+// StateStopped is ProcState's state of a stopped or traced process.
+const StateStopped = "stopped"
 
-// procState reads the scheduler state of a local process: alive is true
+// ProcState reads the scheduler state of a local process: alive is true
 // for a running, sleeping or disk-waiting process, false for a stopped,
 // traced, zombie or vanished one, and for one that is exiting (a SIGKILLed
 // process is still "running" while the kernel tears it down, after it
 // closed its sockets: a peer that saw its connection break may ask before
 // the process is a zombie).
-func procState(pid int) (state string, alive bool) {
+func ProcState(pid int) (state string, alive bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return "gone", false
@@ -23,7 +23,7 @@ func procState(pid int) (state string, alive bool) {
 	return parseProcStat(b)
 }
 
-// parseProcStat is procState on the contents of /proc/PID/stat.
+// parseProcStat is ProcState on the contents of /proc/PID/stat.
 func parseProcStat(b []byte) (state string, alive bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
@@ -47,7 +47,7 @@ func parseProcStat(b []byte) (state string, alive bool) {
 	case 'D':
 		return "waiting on disk", true
 	case 'T', 't':
-		return stateStopped, false
+		return StateStopped, false
 	case 'Z', 'X':
 		return "dead", false
 	}

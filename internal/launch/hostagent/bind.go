@@ -1,4 +1,4 @@
-package launch
+package hostagent
 
 import (
 	"fmt"
@@ -18,6 +18,14 @@ import (
 // More ranks than cores (sockets, threads) wrap around. The mask is set
 // on the thread that forks the rank, which the child inherits, so every
 // thread the rank ever starts is bound, from its first instruction on.
+
+// Binding policies (RankSpec.Bind; ftmpirun --bind-to).
+const (
+	BindNone     = "none"
+	BindCore     = "core"
+	BindSocket   = "socket"
+	BindHWThread = "hwthread"
+)
 
 // cpuCore is one core: its socket and its hardware threads (CPU numbers).
 type cpuCore struct {

@@ -1,4 +1,4 @@
-package launch
+package hostagent
 
 import (
 	"os/exec"
@@ -28,7 +28,7 @@ func TestLocalAgentPid(t *testing.T) {
 	if pid <= 0 {
 		t.Fatalf("Pid(0, 2) = %d", pid)
 	}
-	if state, alive := procState(pid); !alive {
+	if state, alive := ProcState(pid); !alive {
 		t.Fatalf("process %d is %s", pid, state)
 	}
 	if p := a.Pid(0, 1); p != 0 {

@@ -1,4 +1,4 @@
-package launch
+package hostagent
 
 import (
 	"bufio"
@@ -41,9 +41,9 @@ type LocalAgent struct {
 	procs map[int]*localProc
 	wg    sync.WaitGroup
 
-	// note, if set, prints a launcher line about a rank (--report-bindings);
+	// Note, if set, prints a launcher line about a rank (--report-bindings);
 	// nil: the line goes out as the rank's stderr (an agent on another host).
-	note      func(line string)
+	Note      func(line string)
 	coresOnce sync.Once
 	cores     []cpuCore
 	coresErr  error
@@ -147,8 +147,8 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 	go func() {
 		if report != "" {
 			<-release // before the rank's own lines, after the announce
-			if a.note != nil {
-				a.note(report)
+			if a.Note != nil {
+				a.Note(report)
 			} else {
 				a.rep.Output(s.Rank, true, []byte("ftmpirun: "+report+"\n"))
 			}
@@ -204,7 +204,7 @@ func openRankPipes(s RankSpec, devnull *os.File) (*rankPipes, error) {
 			return nil, err
 		}
 		p.files = append(p.files, p.secret)
-		p.env = setEnv(p.env, wireauth.EnvFD, strconv.Itoa(len(p.files)-1))
+		p.env = SetEnv(p.env, wireauth.EnvFD, strconv.Itoa(len(p.files)-1))
 	}
 	return p, nil
 }

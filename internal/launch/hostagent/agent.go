@@ -1,10 +1,22 @@
-package launch
+// Package hostagent starts and supervises the ranks on one host: the Agent
+// interface the launcher's head drives (start, signal, wait), what it is
+// given (RankSpec) and reports (Reporter: output lines and ExitReport), and
+// LocalAgent, which runs the ranks as child processes of this process (a
+// process group each, a parent-death signal, the job's secret through an
+// inherited pipe, --bind-to CPU binding, output forwarded line by line,
+// the group killed when the rank's main process exits) and reads their
+// scheduler state (ProcState).
+//
+// It must not decide anything about the job (which rank to kill, when, what
+// a failure means: package policy does, through the head), and it knows
+// neither the head, the control protocol nor the network: a remote host's
+// agent (package launch's agent mode) wraps a LocalAgent and relays it.
+package hostagent
 
 import (
 	"os"
 	"syscall"
 
-	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -32,8 +44,18 @@ type RankSpec struct {
 }
 
 // ExitReport tells the head that a rank's process is gone: its exit
-// status or signal, or why it could not be started.
-type ExitReport = policy.Exit
+// status or signal, or why it could not be started. It has the fields of
+// the policy's Exit event (the head converts it: policy.Exit(e)), so that
+// agents need not know the policy.
+type ExitReport struct {
+	Host        string
+	Rank        int // process id (the rank for the first Size processes)
+	Incarnation int
+	Pid         int            // 0 if the process never started
+	Status      int            // exit status; meaningful when Signal == 0 and StartErr == nil
+	Signal      syscall.Signal // non-zero if killed by a signal
+	StartErr    error          // non-nil if the process could not be started
+}
 
 // Reporter receives what an agent observes. Calls may come from several
 // goroutines at once. For each rank, every Output call happens before its
