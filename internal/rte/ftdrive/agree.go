@@ -119,7 +119,11 @@ func (a *Agreements) Lost(peer int) {
 	for _, in := range insts {
 		in.mu.Lock()
 		out = append(out, in.node.Failed(i)...)
+		decided := in.node.Decided()
 		in.mu.Unlock()
+		if decided {
+			in.markDecided() // (Await waits for this, not for failures)
+		}
 	}
 	if len(out) > 0 {
 		a.send(out)
@@ -192,22 +196,24 @@ func (a *Agreements) Begin() uint64 {
 // Await contributes v to instance seq (opened by Begin) and waits for the
 // decision: the combined value and the overlay positions of the
 // contributors. failed returns the process ids of the members known
-// failed, in the order they became known: a list that only grows at its
-// end (each result starts with the previous one); it is read at the start
-// and at every failure signal of the engine. ok is false if abort or stop closed first.
+// failed; it is read once, at the start. Failures after that reach the
+// instance through Lost, which the engine's lost hook calls for every
+// failure (the detector is perfect: every failure is notified), and which
+// marks the decision a failure completes: Await is not woken by each
+// failure of the job (with f failures among n processes in one address
+// space that was n·f wake-ups for nothing). ok is false if abort or stop
+// closed first.
 func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort, stop <-chan struct{}) (val agree.Value, contrib agree.Set, ok bool) {
 	a.mu.Lock()
 	in, early := a.instanceLocked(seq)
 	a.mu.Unlock()
 	a.send(early)
 	var fs agree.Set
-	known := failed()
-	for _, p := range known {
+	for _, p := range failed() {
 		if i, ok := a.procs.Index(p); ok {
 			fs.Add(i)
 		}
 	}
-	fed := len(known)
 	in.mu.Lock()
 	out := in.node.Start(v, fs)
 	decided := in.node.Decided()
@@ -216,38 +222,15 @@ func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort
 	if decided {
 		in.markDecided()
 	}
-	for {
-		sig := a.eng.FailureSignal()
-		// Failures that happened since the last look: the list only
-		// grows at its end, so only its new part is news (a job with
-		// many failures costs each agreement the failures, not their
-		// square).
-		var msgs []agree.Msg
+	select {
+	case <-in.decided:
 		in.mu.Lock()
-		known = failed()
-		for _, p := range known[min(fed, len(known)):] {
-			if i, ok := a.procs.Index(p); ok {
-				msgs = append(msgs, in.node.Failed(i)...)
-			}
-		}
-		fed = len(known)
-		done := in.node.Decided()
+		val, contrib, _ := in.node.Decision()
 		in.mu.Unlock()
-		a.send(msgs)
-		if done {
-			in.markDecided()
-		}
-		select {
-		case <-in.decided:
-			in.mu.Lock()
-			val, contrib, _ := in.node.Decision()
-			in.mu.Unlock()
-			return val, contrib, true
-		case <-sig:
-		case <-abort:
-			return agree.Value{}, agree.Set{}, false
-		case <-stop:
-			return agree.Value{}, agree.Set{}, false
-		}
+		return val, contrib, true
+	case <-abort:
+		return agree.Value{}, agree.Set{}, false
+	case <-stop:
+		return agree.Value{}, agree.Set{}, false
 	}
 }
