@@ -9,8 +9,8 @@ import (
 )
 
 // growthSizes: 16 ... 4096 (1024 with -short), up to 65,536 with
-// FTMPI_GROWTH_FULL=1 (each process holds bitsets of n bits: n^2/8 bytes
-// per set kind in one simulation, which is where it stops).
+// FTMPI_GROWTH_FULL=1 (where the simulation's time stops it; a process's
+// sets are runs lists or bitmaps, whichever is smaller, since a422fd9).
 func growthSizes() []int {
 	ns := growth.Sizes(65536)
 	if testing.Short() {
