@@ -532,13 +532,13 @@ func layoutRed(k opKind, d *Datatype) (redFn, error) {
 	return predRed[f.dt][k], nil
 }
 
-// layoutDesc is d's typemap for the target, encoded (rma.AppendLayout).
-func layoutDesc(d *Datatype) []byte {
+// layoutDesc is d's typemap as a layout request carries it.
+func layoutDesc(d *Datatype) rma.Layout {
 	l := rma.Layout{Runs: make([]rma.Run, len(d.runs)), LB: d.lb, UB: d.ub}
 	for i, r := range d.runs {
 		l.Runs[i] = rma.Run{Code: uint8(r.code), Off: r.off, Count: r.count}
 	}
-	return rma.AppendLayout(nil, l)
+	return l
 }
 
 var layoutTypes sync.Map // string(desc) -> *Datatype
@@ -658,7 +658,7 @@ func (w *Win) startLayout(op string, target int, mode byte, k opKind, td *Dataty
 			return w.handle(w.err(ErrOp, op, target, "%s", unwrapDetail(err)))
 		}
 	}
-	var desc []byte
+	var desc rma.Layout
 	if target != w.c.rank {
 		desc = layoutDesc(td)
 	}

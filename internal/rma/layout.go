@@ -1,6 +1,9 @@
 package rma
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"slices"
+)
 
 // A layout request (AccLayout) carries the target datatype's typemap
 // after its header, then the packed data: the number of runs, the lower
@@ -35,6 +38,7 @@ type Layout struct {
 // AppendLayout appends the encoding of l to b. It has no MPI counterpart.
 func AppendLayout(b []byte, l Layout) []byte {
 	le := binary.LittleEndian
+	b = slices.Grow(b, LayoutLen(l))
 	b = le.AppendUint64(b, uint64(len(l.Runs)))
 	b = le.AppendUint64(b, uint64(int64(l.LB)))
 	b = le.AppendUint64(b, uint64(int64(l.UB)))
@@ -45,6 +49,9 @@ func AppendLayout(b []byte, l Layout) []byte {
 	}
 	return b
 }
+
+// LayoutLen is the length of l's encoding. It has no MPI counterpart.
+func LayoutLen(l Layout) int { return 24 + 24*len(l.Runs) }
 
 // SplitLayout splits a layout request's body into the typemap's encoding
 // and the data after it; ok is false if b is too short for the typemap

@@ -43,11 +43,11 @@ func (e *Window) Access(op string, target int, h Header, data, into []byte) erro
 	return e.issue(op, target, h.Kind == Put || h.Kind == Acc, b, data, into)
 }
 
-// AccessLayout runs a layout request (h.Kind AccLayout) to target: desc is
-// the target typemap (AppendLayout). On this member's own window it calls
-// local under the memory lock instead, which reports whether the elements
-// were inside the window. It has no MPI counterpart.
-func (e *Window) AccessLayout(op string, target int, h Header, desc, data, into []byte, local func() bool) error {
+// AccessLayout runs a layout request (h.Kind AccLayout) to target: l is
+// the target typemap. On this member's own window it calls local under
+// the memory lock instead, which reports whether the elements were inside
+// the window. It has no MPI counterpart.
+func (e *Window) AccessLayout(op string, target int, h Header, l Layout, data, into []byte, local func() bool) error {
 	e.omu.Lock()
 	defer e.omu.Unlock()
 	if err := e.inEpoch(target); err != nil {
@@ -65,7 +65,7 @@ func (e *Window) AccessLayout(op string, target int, h Header, desc, data, into 
 	h.Kind = AccLayout
 	var b [HeaderLen]byte
 	h.Encode(b[:])
-	msg := append(desc, data...)
+	msg := append(AppendLayout(make([]byte, 0, LayoutLen(l)+len(data)), l), data...)
 	return e.issue(op, target, h.Mode == LayoutAcc || h.Mode == LayoutPut, b[:], msg, into)
 }
 
