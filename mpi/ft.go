@@ -164,12 +164,22 @@ func (w *World) forgetFT(c *Comm) {
 	w.ft.mu.Unlock()
 }
 
-// onLost is the engine's lost-peer hook: it records the order of failures
-// and updates every communicator's broadcast overlay.
+// subscribeLost subscribes f to the engine's peer losses (p2p's
+// SubscribeLost), except those of an epoch that is over: a retired World
+// keeps its connections only (hreinit.go).
+func (w *World) subscribeLost(f func(peer int, cause error)) {
+	w.eng.SubscribeLost(func(peer int, cause error) {
+		if !w.retired.Load() {
+			f(peer, cause)
+		}
+	})
+}
+
+// onLost subscribes the fault-tolerance state to peer losses: it records
+// the order of failures, and makes the failure known to the detector's
+// broadcast, the revocation overlays, the agreements and every
+// communicator's model.
 func (w *World) onLost(peer int, cause error) {
-	if w.retired.Load() {
-		return // a kept connection of an epoch that is over (hreinit.go)
-	}
 	w.traceKnown(peer, cause) // before the broadcast: the first knowledge here
 	w.fails.Lost(peer, 0)
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
@@ -190,12 +200,11 @@ func (w *World) onLost(peer int, cause error) {
 	// Every communicator's fault-tolerance model learns of the failure
 	// (run-through: it disables wildcard receives, seed 003 17.6).
 	w.modelsOnLost(comms, peer)
-	// A spare held by a repair whose survivors all failed must not wait.
-	w.spareLost(peer)
-	// A Finalize waiting for the peer need not any more.
-	w.fence.wake()
-	// Without a head, a rank's failure ends the Reinit epoch (hreinit.go).
-	w.hreinitLost(peer)
+}
+
+// peerGoneLost removes a failed process's socket directories when it ran
+// on this host, without a head (rte.Process.PeerGone).
+func (w *World) peerGoneLost(peer int, _ error) {
 	if gone := w.peerGone.Load(); gone != nil {
 		(*gone)(peer)
 	}

@@ -434,3 +434,61 @@ func TestFromEnvSpares(t *testing.T) {
 		}
 	}
 }
+
+// Deliver's delegate sees the events in the reader's goroutine: the ones
+// it handles are not queued for Events, the others are, in order; after
+// Deliver(nil) every event is queued again.
+func TestClientDeliverDelegate(t *testing.T) {
+	f, info := newFake(t)
+	ch := connect(info)
+	conn, _, enc := f.serve(t)
+	defer conn.Close()
+	res := <-ch
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	c := res.c
+	defer c.Close()
+	handled := make(chan Event, 16)
+	c.Deliver(func(ev Event) bool {
+		if ev.Kind != EventFailed {
+			return false
+		}
+		handled <- ev
+		return true
+	})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventFailed, Rank: 3, Reason: "killed"})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventReinit, Epoch: 1})
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventFailed, Rank: 4})
+	for _, want := range []int{3, 4} {
+		select {
+		case ev := <-handled:
+			if ev.Rank != want {
+				t.Fatalf("delegate got rank %d, want %d", ev.Rank, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the delegate did not get the failure of rank %d", want)
+		}
+	}
+	select {
+	case ev := <-c.Events():
+		if ev.Kind != EventReinit || ev.Epoch != 1 {
+			t.Fatalf("queued event %+v, want the Reinit epoch 1 (failures were handled)", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event the delegate declined was not queued")
+	}
+	c.Deliver(nil)
+	enc.Encode(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: EventFailed, Rank: 5})
+	select {
+	case ev := <-c.Events():
+		if ev.Kind != EventFailed || ev.Rank != 5 {
+			t.Fatalf("queued event %+v, want rank 5's failure", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("without a delegate the failure was not queued")
+	}
+	if len(handled) != 0 {
+		t.Fatalf("the removed delegate still got %d events", len(handled))
+	}
+}

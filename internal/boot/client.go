@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/acceptloop"
@@ -101,8 +102,9 @@ type Client struct {
 	dead    error // non-nil once the connection is gone (ErrLost or ErrClosed)
 	closing bool
 
-	queue  []Event    // events not yet handed to the consumer
-	qcond  *sync.Cond // signalled on queue append / close
+	queue  []Event                          // events not yet handed to the consumer
+	direct atomic.Pointer[func(Event) bool] // Deliver's delegate (nil: none)
+	qcond  *sync.Cond                       // signalled on queue append / close
 	events chan Event
 
 	lost    chan struct{}
@@ -235,12 +237,34 @@ func (c *Client) closeEvents() {
 	}
 }
 
-// queueEvent hands an event to the consumer (never blocks).
+// queueEvent hands an event to Deliver's delegate, in the goroutine that
+// read it, or else queues it for the consumer of Events (never blocks).
 func (c *Client) queueEvent(m ctlwire.Msg) {
+	ev := Event{Kind: m.Kind, Rank: m.Rank, Incarnation: m.Incarnation, Epoch: m.Epoch, Reason: m.Reason}
+	if d := c.direct.Load(); d != nil && (*d)(ev) {
+		return
+	}
 	c.mu.Lock()
-	c.queue = append(c.queue, Event{Kind: m.Kind, Rank: m.Rank, Incarnation: m.Incarnation, Epoch: m.Epoch, Reason: m.Reason})
+	c.queue = append(c.queue, ev)
 	c.qcond.Signal()
 	c.mu.Unlock()
+}
+
+// Deliver makes f see every event from now on, in the goroutine that read
+// it (the control connection's reader or the event socket's), before it
+// is queued for Events: an event for which f returns true is handled and
+// not queued. So an event that f handles crosses no goroutine between the
+// socket and f (a failure reaches a blocked receive with one hand-off:
+// f's wake-up of the receiver). f must not block, nor wait for the
+// launcher (its replies come through the reader f runs in); it may be
+// called from both readers at once. Events queued before Deliver stay
+// queued. Deliver(nil) removes the delegate.
+func (c *Client) Deliver(f func(Event) bool) {
+	if f == nil {
+		c.direct.Store(nil)
+		return
+	}
+	c.direct.Store(&f)
 }
 
 // logOut is where the client's own lines go (a test's buffer).

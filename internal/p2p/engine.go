@@ -386,9 +386,10 @@ type Engine struct {
 	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)
 	nTagPoison  atomic.Int32                  // len(tagPoison), read without the lock
 	control     atomic.Pointer[ControlHandler]
-	ctlMu       sync.Mutex // orders early control frames with the handler's installation
-	ctlEarly    []ctlFrame // control frames that arrived before the handler; ctlMu held
-	lostHook    atomic.Pointer[func(peer int, cause error)]
+	ctlMu       sync.Mutex                 // orders early control frames with the handler's installation
+	ctlEarly    []ctlFrame                 // control frames that arrived before the handler; ctlMu held
+	lostSubs    atomic.Pointer[[]*lostSub] // SubscribeLost's subscribers, copied on write (lostMu)
+	lostMu      sync.Mutex                 // serialises SubscribeLost and its cancel
 	suspectHook atomic.Pointer[func(peer int, cause error)]
 	lostCount   atomic.Int64
 	sent        atomic.Uint64 // messages started by Isend (eager or rendezvous)
@@ -1041,8 +1042,10 @@ func (e *Engine) FailPeer(peer int, cause error) {
 		}
 	}
 	e.mu.Unlock()
-	if f := e.lostHook.Load(); f != nil {
-		(*f)(peer, cause)
+	if subs := e.lostSubs.Load(); subs != nil {
+		for _, sub := range *subs {
+			sub.f(peer, cause)
+		}
 	}
 	// Waiters are woken once the hook has recorded the loss, so what they
 	// re-examine includes it; the operations that failed are completed
@@ -1059,11 +1062,44 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	}
 }
 
-// SetLostHook installs a function called once per lost peer, once the
-// peer is recorded lost and before its pending operations complete with
-// the error (not under the engine's lock): a caller that sees the error
-// also sees what the hook recorded.
-func (e *Engine) SetLostHook(f func(peer int, cause error)) { e.lostHook.Store(&f) }
+// lostSub is one subscriber of SubscribeLost (a pointer: cancel finds it
+// by identity).
+type lostSub struct{ f func(peer int, cause error) }
+
+// SubscribeLost adds f to the subscribers of peer losses: FailPeer calls
+// every subscriber once per lost peer, in the order they subscribed, in
+// the goroutine that reported the loss, once the peer is recorded lost and
+// before its pending operations complete with the error (not under the
+// engine's lock): a caller that sees the error also sees what the
+// subscribers recorded. A subscriber must not block (it delays the waiters'
+// wake-up) and must not wait for the launcher. The returned function
+// removes f; losses reported after it returns do not reach f.
+func (e *Engine) SubscribeLost(f func(peer int, cause error)) (cancel func()) {
+	sub := &lostSub{f: f}
+	e.lostMu.Lock()
+	var subs []*lostSub
+	if old := e.lostSubs.Load(); old != nil {
+		subs = append(subs, *old...)
+	}
+	subs = append(subs, sub)
+	e.lostSubs.Store(&subs)
+	e.lostMu.Unlock()
+	return func() {
+		e.lostMu.Lock()
+		defer e.lostMu.Unlock()
+		old := e.lostSubs.Load()
+		if old == nil {
+			return
+		}
+		subs := make([]*lostSub, 0, len(*old))
+		for _, s := range *old {
+			if s != sub {
+				subs = append(subs, s)
+			}
+		}
+		e.lostSubs.Store(&subs)
+	}
+}
 
 // Sent is the number of messages this engine started (point-to-point and
 // collective traffic, not protocol or control frames).

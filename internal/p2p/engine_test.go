@@ -3,6 +3,8 @@ package p2p
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,13 +169,13 @@ func TestControlFramesBeforeHandlerAreKept(t *testing.T) {
 	}
 }
 
-// The lost hook runs before the peer's pending operations complete: a
-// caller that sees the error sees what the hook recorded (and, with one
-// processor per rank, runs before what the hook queued).
-func TestLostHookRunsBeforeOperationsFail(t *testing.T) {
+// The lost subscribers run before the peer's pending operations complete:
+// a caller that sees the error sees what they recorded (and, with one
+// processor per rank, runs before what they queued).
+func TestLostSubscribersRunBeforeOperationsFail(t *testing.T) {
 	_, b := pair(t)
 	var hooked atomic.Bool
-	b.SetLostHook(func(peer int, cause error) { hooked.Store(true) })
+	b.SubscribeLost(func(peer int, cause error) { hooked.Store(true) })
 	r, err := b.Irecv(0, 0, 0, 1, DTByte, make([]byte, 4))
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +191,7 @@ func TestLostHookRunsBeforeOperationsFail(t *testing.T) {
 	select {
 	case ok := <-done:
 		if !ok {
-			t.Fatal("the receive failed before the lost hook ran")
+			t.Fatal("the receive failed before the lost subscriber ran")
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("receive did not complete")
@@ -246,5 +248,33 @@ func TestMessageLandingAfterRevocationIsDiscarded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every subscriber hears every loss once, in the order they subscribed;
+// a cancelled one hears no later loss; a repeated FailPeer is no new loss.
+func TestSubscribeLostOrderAndCancel(t *testing.T) {
+	_, b := pair(t)
+	var mu sync.Mutex
+	var got []string
+	sub := func(name string) func() {
+		return b.SubscribeLost(func(peer int, _ error) {
+			mu.Lock()
+			got = append(got, fmt.Sprintf("%s:%d", name, peer))
+			mu.Unlock()
+		})
+	}
+	sub("a")
+	cancelB := sub("b")
+	sub("c")
+	b.FailPeer(0, errors.New("killed"))
+	b.FailPeer(0, errors.New("killed again"))
+	cancelB()
+	cancelB() // twice: harmless
+	b.FailPeer(2, errors.New("killed"))
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "a:0 b:0 c:0 a:2 c:2"; strings.Join(got, " ") != want {
+		t.Fatalf("subscribers heard %q, want %q", strings.Join(got, " "), want)
 	}
 }

@@ -165,6 +165,19 @@ func (p *Process[W]) Start(w *W, epoch int) {
 	}
 	p.wg.Add(1)
 	go p.watchLauncher()
+	// A failure event goes from the socket's reader straight to the
+	// engine, which wakes the blocked callers: one hand-off. The other
+	// events, which may take time or ask the launcher, go through
+	// watchLauncher.
+	p.client.Deliver(func(ev boot.Event) bool {
+		if ev.Kind != boot.EventFailed {
+			return false
+		}
+		if w := p.Current(); w != nil {
+			p.hooks.FailPeer(w, ev.Rank, failedCause(ev))
+		}
+		return true
+	})
 }
 
 // Arm executes the fault-injection specs (internal/inject) that target
@@ -361,6 +374,7 @@ func (p *Process[W]) Close() {
 		in.Stop()
 		close(p.stopCh)
 		if p.client != nil {
+			p.client.Deliver(nil)
 			p.client.Close()
 		} else {
 			p.pmi.Close()

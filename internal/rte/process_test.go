@@ -51,9 +51,13 @@ func (l *launcher) send(m ctlwire.Msg) {
 type world struct {
 	failed chan int
 	ended  chan string
+	spare  chan boot.Event // the Spare hook's events
+	hold   chan struct{}   // non-nil: the Spare hook waits for it to close
 }
 
-func newWorld() *world { return &world{failed: make(chan int, 4), ended: make(chan string, 4)} }
+func newWorld() *world {
+	return &world{failed: make(chan int, 4), ended: make(chan string, 4), spare: make(chan boot.Event, 4)}
+}
 
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
@@ -86,6 +90,12 @@ func connect(t *testing.T, lost chan struct{}) (*Process[world], *launcher) {
 		p, err := Connect(info, Hooks[world]{
 			FailPeer:     func(w *world, rank int, _ error) { w.failed <- rank },
 			EndEpoch:     func(w *world, reason string) { w.ended <- reason },
+			Spare: func(w *world, ev boot.Event) {
+				w.spare <- ev
+				if w.hold != nil {
+					<-w.hold
+				}
+			},
 			LauncherLost: func() { close(lost) },
 		})
 		ch <- res{p, err}
@@ -130,11 +140,12 @@ func TestWatcherTurnsEventsIntoHooks(t *testing.T) {
 	if p.Latest() != 3 || !strings.Contains(p.LastNote(), "rank 1") {
 		t.Fatalf("Latest %d, LastNote %q", p.Latest(), p.LastNote())
 	}
-	// An older epoch, then a failure as a marker: the events are handled
-	// in order, so when the marker arrives the old epoch was ignored.
+	// An older epoch, then a spare's release as a marker: the watcher
+	// handles its events in order, so when the marker arrives the old epoch
+	// was ignored. (A failure is no marker: it does not wait behind them.)
 	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventReinit, Rank: 1, Epoch: 2, Reason: "late"})
-	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: 1, Reason: "marker"})
-	recv(t, w.failed, "marker")
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventRelease, Rank: 1, Reason: "marker"})
+	recv(t, w.spare, "marker")
 	select {
 	case r := <-w.ended:
 		t.Fatalf("an older epoch ended the World: %q", r)
@@ -142,6 +153,27 @@ func TestWatcherTurnsEventsIntoHooks(t *testing.T) {
 	}
 	l.c.Close()
 	recv(t, lost, "launcher loss")
+}
+
+// A failure event goes from the connection's reader to FailPeer without
+// waiting behind the watcher's other events (issue 25: one hand-off from
+// the socket to the blocked caller): with the watcher stuck in a Spare
+// hook, the failure still arrives.
+func TestFailureDoesNotWaitForTheWatcher(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	lost := make(chan struct{})
+	p, l := connect(t, lost)
+	w := newWorld()
+	w.hold = make(chan struct{})
+	p.Start(w, 0)
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventActivate, Rank: 1})
+	recv(t, w.spare, "activation") // the watcher is now held in the hook
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: 1, Reason: "killed"})
+	if r := recv(t, w.failed, "failure while the watcher is busy"); r != 1 {
+		t.Fatalf("FailPeer(%d), want 1", r)
+	}
+	close(w.hold)
+	p.Close()
 }
 
 // A respawned process told to join epoch 1 that found epoch 1 superseded

@@ -50,7 +50,7 @@ func agreeJob(t *testing.T, n int) ([]*agreeRank, *inproc.Fabric) {
 			}
 		})
 		eng.SetControlHandler(func(from int, h transport.Header, p []byte) { _ = tb.Dispatch(from, h, p) })
-		eng.SetLostHook(func(peer int, _ error) {
+		eng.SubscribeLost(func(peer int, _ error) {
 			r.mu.Lock()
 			r.lost = append(r.lost, peer)
 			r.mu.Unlock()

@@ -55,7 +55,7 @@ func jobConfirm(t *testing.T, n int, cfg detector.Config, confirm func(self, ran
 				t.Errorf("rank %d: %v", i, err)
 			}
 		})
-		r.eng.SetLostHook(func(peer int, _ error) { r.f.Lost(peer, 0) })
+		r.eng.SubscribeLost(func(peer int, _ error) { r.f.Lost(peer, 0) })
 		rs[i] = r
 	}
 	ring := make([]int, n)

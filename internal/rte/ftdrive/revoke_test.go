@@ -34,7 +34,7 @@ func TestRevocationReachesEveryLiveMember(t *testing.T) {
 		var tb ctl.Table
 		tb.MustRegister(ctl.Revoke, func(from int, h transport.Header, _ []byte) { rv.OnRevoke(from, h) })
 		eng.SetControlHandler(func(from int, h transport.Header, p []byte) { _ = tb.Dispatch(from, h, p) })
-		eng.SetLostHook(func(peer int, _ error) { rv.Lost(peer) })
+		eng.SubscribeLost(func(peer int, _ error) { rv.Lost(peer) })
 		engs[i], eps[i], rvs[i] = eng, ep, rv
 	}
 	defer func() {
