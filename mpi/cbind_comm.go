@@ -42,9 +42,9 @@ func (c *Comm) SplitType(splitType, key int) (*Comm, error) {
 	color := Undefined
 	if splitType == CommTypeShared {
 		// The colour is the lowest rank of c on the caller's host.
-		mine := c.w.hosts.hostName(c.worldRank(c.rank))
+		mine := c.w.rt.Hosts.Name(c.worldRank(c.rank))
 		for r := 0; r < c.size; r++ {
-			if c.w.hosts.hostName(c.worldRank(r)) == mine {
+			if c.w.rt.Hosts.Name(c.worldRank(r)) == mine {
 				color = r
 				break
 			}

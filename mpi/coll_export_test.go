@@ -4,7 +4,7 @@ package mpi
 // of a crowded host, -1: those of an uncrowded one, 0: from the launcher's
 // data). Every rank of a job must set the same mode, before its first
 // collective on a communicator (the choice is cached per communicator).
-func SetCrowdedForTest(w *World, mode int32) { w.hosts.force.Store(mode) }
+func SetCrowdedForTest(w *World, mode int32) { w.rt.Hosts.Force.Store(mode) }
 
 // CrowdedForTest reports the algorithm choice input of c.
 func CrowdedForTest(c *Comm) bool { return c.crowded() }

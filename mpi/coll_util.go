@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
@@ -27,70 +26,12 @@ type collComm struct {
 }
 
 // crowded reports whether c's members outnumber the cores of one of their
-// hosts, from the launcher's data (hostTable): every member computes the
+// hosts, from the launcher's data (rte.Hosts): every member computes the
 // same value.
 func (c *Comm) crowded() bool {
 	cc := &c.coll
-	cc.crowdOnce.Do(func() { cc.crowded = c.w.hosts.crowded(c.size, c.worldRank) })
+	cc.crowdOnce.Do(func() { cc.crowded = c.w.rt.Hosts.Crowded(c.size, c.worldRank) })
 	return cc.crowded
-}
-
-// hostTable is where every process runs, as the launcher told all of them
-// (the endpoints exchanged at start, the spawn replies) or as Run decides:
-// the same at every process, unlike the local CPU count or affinity.
-type hostTable struct {
-	mu    sync.Mutex
-	host  []string       // by process id
-	cores map[string]int // cores of each host as the launcher counted them; 0 or absent: unknown
-	local int            // Run: every process on one host of this many cores (host and cores unused)
-	force atomic.Int32   // tests: 1 crowded, -1 not crowded, 0 from the table
-}
-
-// add records the hosts of eps (by process id).
-func (h *hostTable) add(eps []boot.Endpoint) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cores == nil {
-		h.cores = make(map[string]int)
-	}
-	for _, ep := range eps {
-		for len(h.host) <= ep.Rank {
-			h.host = append(h.host, "")
-		}
-		h.host[ep.Rank] = ep.Host
-		if ep.Host != "" {
-			h.cores[ep.Host] = max(h.cores[ep.Host], ep.Cores)
-		}
-	}
-}
-
-// oneHost records that every process runs on one host of the given cores
-// (Run).
-func (h *hostTable) oneHost(cores int) {
-	h.mu.Lock()
-	h.local = cores
-	h.mu.Unlock()
-}
-
-func (h *hostTable) crowded(n int, proc func(int) int) bool {
-	switch h.force.Load() {
-	case 1:
-		return true
-	case -1:
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.local > 0 {
-		return n > h.local
-	}
-	return coll.Crowded(n, func(i int) (string, int) {
-		p := proc(i)
-		if p < 0 || p >= len(h.host) {
-			return "", 0
-		}
-		return h.host[p], h.cores[h.host[p]]
-	})
 }
 
 // collCall is one collective call: the engine's Set (with room for its

@@ -3,7 +3,7 @@ package mpi
 import "github.com/ftmpi/ftmpi/internal/ft/detector"
 
 // The heartbeat detector, the failure-notice broadcast and the turning of
-// suspicions into failures are driven by internal/rte/ftdrive (World.fails).
+// suspicions into failures are driven by internal/rte/ftdrive (World.rt.Fails).
 
 // detectorConfig is the heartbeat detector's configuration for process
 // rank among size, incarnation inc.

@@ -187,7 +187,7 @@ func (w *World) addEndpoints(eps []boot.Endpoint) {
 	}
 	if len(add) > 0 {
 		w.net.AddPeers(add)
-		w.hosts.add(add)
+		w.rt.Hosts.Add(add)
 	}
 }
 

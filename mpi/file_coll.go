@@ -27,24 +27,13 @@ import "github.com/ftmpi/ftmpi/internal/mpiio"
 // undefined. An I/O error at an aggregator is reported at every process
 // (a last exchange of error flags).
 
-// hostName is the host of world rank p as the launcher told ("" under Run
-// and when unknown).
-func (h *hostTable) hostName(p int) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if p < 0 || p >= len(h.host) {
-		return ""
-	}
-	return h.host[p]
-}
-
 // makePlan computes the plan from every rank's (lo, hi) row; the same at
 // every process. nil: the call touches no byte.
 func (f *File) makePlan(rows [][]int64, live []bool) *mpiio.Plan {
 	f.mu.Lock()
 	nodes, buf := f.cbNodes, f.cbBuf
 	f.mu.Unlock()
-	return mpiio.NewPlan(rows, live, nodes, buf, func(r int) string { return f.c.w.hosts.hostName(f.c.worldRank(r)) })
+	return mpiio.NewPlan(rows, live, nodes, buf, func(r int) string { return f.c.w.rt.Hosts.Name(f.c.worldRank(r)) })
 }
 
 // fileNet is the handle's private communicator as one collective call

@@ -54,7 +54,7 @@ func (w *World) fenceDrv() *fencedrive.Fence {
 	}
 	d := fencedrive.New(fencedrive.Env{
 		Self: w.rank, N: w.size,
-		Post:   func(to int, h transport.Header, p []byte, done transport.Done) { w.tr.Post(to, h, p, done) },
+		Post:   func(to int, h transport.Header, p []byte, done transport.Done) { w.rt.Tr.Post(to, h, p, done) },
 		IsLost: w.eng.IsLost,
 		Killed: w.killed.Load,
 		OnStep: func(step string) bool { return f.onStep != nil && f.onStep(step) },

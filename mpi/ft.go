@@ -167,13 +167,7 @@ func (w *World) forgetFT(c *Comm) {
 // subscribeLost subscribes f to the engine's peer losses (p2p's
 // SubscribeLost), except those of an epoch that is over: a retired World
 // keeps its connections only (hreinit.go).
-func (w *World) subscribeLost(f func(peer int, cause error)) {
-	w.eng.SubscribeLost(func(peer int, cause error) {
-		if !w.retired.Load() {
-			f(peer, cause)
-		}
-	})
-}
+func (w *World) subscribeLost(f func(peer int, cause error)) { w.rt.SubscribeLost(f) }
 
 // onLost subscribes the fault-tolerance state to peer losses: it records
 // the order of failures, and makes the failure known to the detector's
@@ -181,7 +175,7 @@ func (w *World) subscribeLost(f func(peer int, cause error)) {
 // communicator's model.
 func (w *World) onLost(peer int, cause error) {
 	w.traceKnown(peer, cause) // before the broadcast: the first knowledge here
-	w.fails.Lost(peer, 0)
+	w.rt.Fails.Lost(peer, 0)
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
 	w.recordFailureLocked(peer)
@@ -200,14 +194,6 @@ func (w *World) onLost(peer int, cause error) {
 	// Every communicator's fault-tolerance model learns of the failure
 	// (run-through: it disables wildcard receives, seed 003 17.6).
 	w.modelsOnLost(comms, peer)
-}
-
-// peerGoneLost removes a failed process's socket directories when it ran
-// on this host, without a head (rte.Process.PeerGone).
-func (w *World) peerGoneLost(peer int, _ error) {
-	if gone := w.peerGone.Load(); gone != nil {
-		(*gone)(peer)
-	}
 }
 
 // recordFailure adds peer to the failures known here (once). The lost hook

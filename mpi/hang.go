@@ -155,8 +155,8 @@ func (w *World) hangAbort() {
 	default:
 		w.writeTrace()
 		switch {
-		case w.client != nil:
-			w.client.Abort(HangExitCode, reason)
+		case w.rt.Client != nil:
+			w.rt.Client.Abort(HangExitCode, reason)
 		case w.proc != nil:
 			w.proc.Abort(HangExitCode, reason)
 		}
@@ -250,11 +250,11 @@ func (w *World) onLauncherHang(reason string) {
 	if !w.reporter() {
 		return
 	}
-	if w.client != nil {
-		_ = w.client.HangReport(false)
+	if w.rt.Client != nil {
+		_ = w.rt.Client.HangReport(false)
 	}
 	w.reportHang(reason)
-	if w.client != nil {
-		_ = w.client.HangReport(true)
+	if w.rt.Client != nil {
+		_ = w.rt.Client.HangReport(true)
 	}
 }

@@ -132,7 +132,7 @@ func (hr *hreinit) leave(p *process, cur *World) bool {
 // peer's endpoint of the next epoch arrived.
 func (w *World) roundNeeds(peer int) bool {
 	hr := w.hr
-	if hr == nil || w.retired.Load() {
+	if hr == nil || w.rt.Retired() {
 		return false
 	}
 	return !hr.d.HasEndpoint(w.epoch+1, peer)
@@ -268,7 +268,7 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 	// From here on the old epoch serves the exchange only: a peer that
 	// has sent its endpoint and retired its connections is not a failure
 	// worth ending this process for (the new epoch enforces fail-stop).
-	old.fails.Headless(func(string) {}, p.Confirm(old.net))
+	old.rt.Fails.Headless(func(string) {}, p.Confirm(old.net))
 	hr.d.SetState(next)
 	if rank >= 0 && p.Info().Rank != rank {
 		p.Adopt(rank, next.Inc[rank], next.Epoch) // a spare taken as rank's new incarnation
@@ -308,7 +308,7 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 	// else, and the detector's observer of it may be this process).
 	for _, m := range next.Members() {
 		if m != self && nw.eng.IsLost(m) {
-			nw.fails.Announce(m, fmt.Sprintf("left out of Reinit epoch %d (no endpoint)", next.Epoch))
+			nw.rt.Fails.Announce(m, fmt.Sprintf("left out of Reinit epoch %d (no endpoint)", next.Epoch))
 		}
 	}
 	// A rank lost before nw was current (left out by the exchange, or
@@ -328,7 +328,7 @@ func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World,
 // goroutines stop and frames are dropped; its connections stay open until
 // release.
 func (w *World) retire() {
-	w.retired.Store(true)
+	w.rt.Retire()
 	w.stopBG()
 }
 

@@ -258,8 +258,8 @@ func (h *heldPosts) Post(to int, hd transport.Header, payload []byte, done trans
 func TestFinalizeFenceWaitsForItsOwnFrames(t *testing.T) {
 	j := newHRJob(t, 2, 0)
 	w := j.w[0]
-	held := &heldPosts{Transport: w.tr, posted: make(chan heldPost, 1)}
-	w.tr = held
+	held := &heldPosts{Transport: w.rt.Tr, posted: make(chan heldPost, 1)}
+	w.rt.Tr = held
 	w.onFinalize(1, fence.Header(fence.Msg{Kind: fence.Up}), nil) // the peer (its child) entered Finalize
 	left := make(chan struct{})
 	go func() { w.finalizeFence(); close(left) }()
@@ -278,7 +278,7 @@ func TestFinalizeFenceWaitsForItsOwnFrames(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the fence did not end within 30s of its frame being written")
 	}
-	w.tr = held.Transport // Cleanup releases the real one
+	w.rt.Tr = held.Transport // Cleanup releases the real one
 }
 
 // A peer this process cannot write its Finalize frame to (dead before
@@ -287,9 +287,9 @@ func TestFinalizeFenceWaitsForItsOwnFrames(t *testing.T) {
 func TestFinalizeFenceCountsUnreachablePeer(t *testing.T) {
 	j := newHRJob(t, 2, 0)
 	w := j.w[0]
-	held := &heldPosts{Transport: w.tr, posted: make(chan heldPost, 1)}
-	w.tr = held
-	defer func() { w.tr = held.Transport }()
+	held := &heldPosts{Transport: w.rt.Tr, posted: make(chan heldPost, 1)}
+	w.rt.Tr = held
+	defer func() { w.rt.Tr = held.Transport }()
 	left := make(chan struct{})
 	go func() { w.finalizeFence(); close(left) }()
 	select {

@@ -183,7 +183,8 @@ type runState struct {
 // job's abort closes every live one), the hang watch.
 func (j *runState) newWorld(w *World, inc int) *World {
 	w.cfg = j.cfg
-	w.hosts.oneHost(j.cores)
+	w.rt.SetDiag(j.cfg.diag)
+	w.rt.Hosts.OneHost(j.cores)
 	w.run = j.rs
 	w.rj = j
 	w.startTrace(inc, w.spares.isSpare)

@@ -76,7 +76,7 @@ func (w *World) initSpares(pool []int, isSpare bool) {
 	if isSpare {
 		w.spares.killed = make(chan struct{})
 	}
-	w.ctl.MustRegister(ctl.Spare, w.onSpare)
+	w.rt.Ctl.MustRegister(ctl.Spare, w.onSpare)
 }
 
 // onSpare handles a ctl.Spare frame (on a transport goroutine: the driver

@@ -159,7 +159,7 @@ func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir str
 		return nil, nil, newErr(ErrOther, op, c, NoPeer, "%v", err)
 	}
 	w.net.AddPeers(eps)
-	w.hosts.add(eps)
+	w.rt.Hosts.Add(eps)
 	return eps, pairs, nil
 }
 

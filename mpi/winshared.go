@@ -74,9 +74,9 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 		return nil, nil, c.handle(newErr(ErrComm, op, c, NoPeer, "windows are made on intracommunicators"))
 	}
 	// The same verdict at every process: every process knows every host.
-	h0 := c.w.hosts.hostName(c.worldRank(0))
+	h0 := c.w.rt.Hosts.Name(c.worldRank(0))
 	for r := 1; r < c.size; r++ {
-		if h := c.w.hosts.hostName(c.worldRank(r)); h != h0 {
+		if h := c.w.rt.Hosts.Name(c.worldRank(r)); h != h0 {
 			return nil, nil, c.handle(newErr(ErrComm, op, c, NoPeer,
 				"the processes of the communicator do not share memory: rank 0 runs on host %q, rank %d on %q (use a communicator of MPI_Comm_split_type(MPI_COMM_TYPE_SHARED))", h0, r, h))
 		}

@@ -17,7 +17,7 @@ func TestWinAllocateSharedAcrossHosts(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(3, func(w *World) error {
-			w.hosts.add([]boot.Endpoint{{Rank: 0, Host: "node-a"}, {Rank: 1, Host: "node-a"}, {Rank: 2, Host: "node-b"}})
+			w.rt.Hosts.Add([]boot.Endpoint{{Rank: 0, Host: "node-a"}, {Rank: 1, Host: "node-a"}, {Rank: 2, Host: "node-b"}})
 			c := w.CommWorld()
 			c.SetErrhandler(ErrorsReturn)
 			_, _, err := c.WinAllocateShared(8, 8, nil)

@@ -15,10 +15,8 @@ import (
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
-	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
-	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
 // World is one rank's MPI instance: what MPI_Init creates and
@@ -26,14 +24,16 @@ import (
 // (MPI_THREAD_MULTIPLE).
 type World struct {
 	rank, size int
-	eng        *p2p.Engine
-	tr         transport.Transport
-	client     *boot.Client
-	run        *rte.Job  // non-nil under Run
-	rj         *runState // under Run: the job and its ranks. incarnations (run.go)
-	rp         *process  // under Run: this incarnation's Reinit epochs (run.go); nil with spares
-	mode       string    // "inproc", "singleton", "unix", "tcp", "auto"
-	cfg        Config    // validated
+	// rt is the runtime of the World's epoch (internal/rte): engine,
+	// transport, launcher connection, control frames, failure drivers,
+	// hosts. eng is rt.Eng, read on every call.
+	rt   *rte.Rank
+	eng  *p2p.Engine
+	run  *rte.Job  // non-nil under Run
+	rj   *runState // under Run: the job and its ranks. incarnations (run.go)
+	rp   *process  // under Run: this incarnation's Reinit epochs (run.go); nil with spares
+	mode string    // "inproc", "singleton", "unix", "tcp", "auto"
+	cfg  Config    // validated
 
 	world, self *Comm
 
@@ -56,24 +56,17 @@ type World struct {
 	failSeen atomic.Bool // an operation under a Reinit handler reported a process failure
 	relOnce  sync.Once   // release runs once
 	stopOnce sync.Once   // stop is closed once (release, retire)
-	retired  atomic.Bool // headless Reinit: the epoch's exchange is over, its connections only kept (hreinit.go)
 	hr       *hreinit    // headless Reinit (FTMPI_REINIT=1 under srun/mpiexec): the process's state across epochs; nil otherwise
 	round    *Comm       // headless Reinit: the ranks' communicator of the failure round (hreinit.go)
 	reinitMu sync.Mutex
 	cancel   func() // cancels the resilient function's context of this epoch
 
-	calls *calls.Table      // the calls in progress (track.go, internal/calls)
-	hangs hangState         // hang reports (hang.go)
-	ft    ftWorld           // fault-tolerance state (ft.go)
-	ctl   ctl.Table         // the handlers of control frames
-	fails *ftdrive.Failures // suspicions, the heartbeat detector and the failure-notice broadcast (no detector under Run)
-	// peerGone (without a head) removes a failed process's socket
-	// directories when it ran on this host (rte.Process.PeerGone).
-	peerGone atomic.Pointer[func(peer int)]
-	hosts    hostTable  // where every process runs, as the launcher told (coll_util.go)
-	bsend    bsendState // the attached buffer of buffered sends (bsend.go)
-	chk      checkState // the checking mode's live requests and private communicators (check.go)
-	dpm      dpmState   // ports and connections in progress (dpm.go)
+	calls *calls.Table // the calls in progress (track.go, internal/calls)
+	hangs hangState    // hang reports (hang.go)
+	ft    ftWorld      // fault-tolerance state (ft.go)
+	bsend bsendState   // the attached buffer of buffered sends (bsend.go)
+	chk   checkState   // the checking mode's live requests and private communicators (check.go)
+	dpm   dpmState     // ports and connections in progress (dpm.go)
 
 	spares      spareState        // spare processes: this one as a spare, or the pool it may take (spare.go)
 	fence       finalFence        // MPI_Finalize without a head: who has entered it (finalize.go)
@@ -163,10 +156,11 @@ func engineConfig(self int, cfg Config) p2p.Config {
 }
 
 func newSingleton(cfg Config) *World {
-	fab := inproc.NewFabric(1)
+	fab := rte.NewJob(1).Fab // a job of one process, alone in its fabric
 	eng := p2p.New(engineConfig(0, cfg))
 	w := newWorld(0, 1, eng, fab.Attach(0, eng), "singleton")
 	w.cfg = cfg
+	w.rt.SetDiag(cfg.diag)
 	w.abort = make(chan struct{})
 	w.abortOnce = new(sync.Once)
 	return w
@@ -191,32 +185,23 @@ type worldSpares struct {
 // client is the launcher connection (nil under Run and for a singleton),
 // peerInc the incarnation of each process in this epoch (nil: all 0).
 func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int, sp worldSpares) *World {
-	eng.SetTransport(tr)
-	w := &World{rank: proc, size: universe, eng: eng, tr: tr, mode: mode, stop: make(chan struct{}), client: client, peerInc: peerInc, hr: sp.hr, calls: new(calls.Table)}
-	env := ftdrive.Env{Eng: eng, Self: proc, N: universe, PeerInc: peerInc, Stop: w.stop, WG: &w.bg}
-	if client != nil {
-		env.Confirm = client.SuspectIncarnation
-	}
-	w.fails = ftdrive.New(env)
-	w.ctl.MustRegister(ctl.Revoke, w.onRevoke)
-	w.ctl.MustRegister(ctl.Agree, w.onAgreeMsg)
-	w.ctl.MustRegister(ctl.CollFail, w.onCollFail)
-	w.ctl.MustRegister(ctl.Heartbeat, w.fails.OnHeartbeat)
-	w.ctl.MustRegister(ctl.FailNotice, w.fails.OnNotice)
-	w.ctl.MustRegister(ctl.Port, w.onPort)
-	w.ctl.MustRegister(ctl.Finalize, w.onFinalize)
-	w.ctl.MustRegister(ctl.Reinit, w.onHReinit)
-	w.ctl.MustRegister(ctl.Hang, w.onHang)
-	w.initSpares(sp.pool, sp.isSpare) // before the control handler: an activation may be among the early frames
-	eng.SetControlCheck(ctl.Check)    // a malformed control frame closes its connection
-	eng.SetControlHandler(w.onControl)
+	w := &World{rank: proc, size: universe, eng: eng, mode: mode, stop: make(chan struct{}), peerInc: peerInc, hr: sp.hr, calls: new(calls.Table)}
+	w.rt = rte.NewRank(rte.RankConfig{Proc: proc, Universe: universe, Eng: eng, Tr: tr, Client: client, PeerInc: peerInc, Stop: w.stop, WG: &w.bg})
+	w.rt.Ctl.MustRegister(ctl.Revoke, w.onRevoke)
+	w.rt.Ctl.MustRegister(ctl.Agree, w.onAgreeMsg)
+	w.rt.Ctl.MustRegister(ctl.CollFail, w.onCollFail)
+	w.rt.Ctl.MustRegister(ctl.Port, w.onPort)
+	w.rt.Ctl.MustRegister(ctl.Finalize, w.onFinalize)
+	w.rt.Ctl.MustRegister(ctl.Reinit, w.onHReinit)
+	w.rt.Ctl.MustRegister(ctl.Hang, w.onHang)
+	w.initSpares(sp.pool, sp.isSpare) // before the control frames come in: an activation may be among the early frames
+	w.rt.Start()
 	// A loss reaches every part that cares by subscription, in this order
 	// (the failure order first: the others read it).
 	w.subscribeLost(w.onLost)                                        // failure order, revocation overlays, agreements, models (ft.go)
 	w.subscribeLost(func(peer int, _ error) { w.spareLost(peer) })   // a spare held by a repair whose survivors all failed (spare.go)
 	w.subscribeLost(func(int, error) { w.fence.wake() })             // a Finalize waiting for the peer need not any more (finalize.go)
 	w.subscribeLost(func(peer int, _ error) { w.hreinitLost(peer) }) // without a head, a failure ends the Reinit epoch (hreinit.go)
-	w.subscribeLost(w.peerGoneLost)                                  // the failed process's socket directories (ft.go)
 	wsize := universe
 	if members != nil {
 		wsize = len(members)
@@ -243,20 +228,6 @@ func headlessExit(d *rte.Diag, proc int, removeDir func()) func(reason string) {
 		d.Logf("process %d: %s; exiting", proc, reason)
 		removeDir()
 		d.Exit(1)
-	}
-}
-
-// onControl dispatches control frames through the World's table (called
-// from transport goroutines: never blocks). A frame of an unknown type is
-// dropped with a message: it comes from a peer of another version, or
-// from something that is not a peer. Without a head, a process declared
-// failed is refused (and told).
-func (w *World) onControl(from int, h transport.Header, payload []byte) {
-	if w.retired.Load() || w.fails.Refuse(from) {
-		return
-	}
-	if err := w.ctl.Dispatch(from, h, payload); err != nil {
-		w.logf("rank %d: %v", w.rank, err)
 	}
 }
 
@@ -434,15 +405,16 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 	eng := net.Eng
 	w := newWorldIn(info.Proc, info.Universe, members, wrank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc, sp)
 	if p.Headless() {
-		w.fails.Headless(headlessExit(cfg.diag, info.Proc, p.RemoveDir), p.Confirm(net))
+		w.rt.Fails.Headless(headlessExit(cfg.diag, info.Proc, p.RemoveDir), p.Confirm(net))
 		if gone := p.PeerGone(net); gone != nil {
-			w.peerGone.Store(&gone)
+			w.rt.SetPeerGone(gone) // after the other subscribers
 		}
 	}
 	w.cfg = cfg
+	w.rt.SetDiag(cfg.diag)
 	w.proc = p
 	w.net = net
-	w.hosts.add(net.Endpoints)
+	w.rt.Hosts.Add(net.Endpoints)
 	w.epoch = net.Epoch
 	w.startTrace(info.Incarnation, sp.isSpare)
 	w.abort = make(chan struct{})
@@ -451,7 +423,7 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 	// process is dead, or it kills it) before this rank declares it failed.
 	eng.SetSuspectHook(func(peer int, cause error) {
 		if !eng.IsLost(peer) && !w.finalized.Load() && (!w.ended.Load() || w.roundNeeds(peer)) {
-			w.fails.Declare(peer, 0, fmt.Sprintf("connection broken: %v", cause))
+			w.rt.Fails.Declare(peer, 0, fmt.Sprintf("connection broken: %v", cause))
 		}
 	})
 	for _, r := range net.Dead {
@@ -466,11 +438,11 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 	}
 	if ring := w.heartbeatRing(starters); len(ring) > 1 && cfg.Detector {
 		dc := detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)
-		if err := w.fails.StartDetector(dc, ring, w.failedOrder(), w.epoch == 0); err != nil {
+		if err := w.rt.Fails.StartDetector(dc, ring, w.failedOrder(), w.epoch == 0); err != nil {
 			w.release()
 			return nil, err
 		}
-		w.fails.Joined(net.PeerInc)
+		w.rt.Fails.Joined(net.PeerInc)
 	}
 	return w, nil
 }
@@ -556,8 +528,8 @@ func (w *World) Finalize() error {
 			// A killed rank takes no part in the fence.
 		case w.run != nil:
 			err = w.run.Fence()
-		case w.client != nil:
-			err = w.client.Finalize()
+		case w.rt.Client != nil:
+			err = w.rt.Client.Finalize()
 		case w.proc != nil:
 			// Under a PMI launcher: the ranks' own fence, then PMI's
 			// finalize (which is not a fence).
@@ -604,7 +576,7 @@ func (w *World) release() {
 		w.stopBG()
 		// The transport first: it writes the control frames still queued
 		// (briefly) and gives back the buffers of in-flight requests.
-		w.tr.Close()
+		w.rt.Tr.Close()
 		w.eng.Close()
 		w.bg.Wait()
 		w.writeTrace()
@@ -631,10 +603,10 @@ func (w *World) abortJob(code int, reason string, fatal bool) {
 		runtime.Goexit()
 	}
 	switch {
-	case w.client != nil && fatal:
-		w.client.AbortFatal(code, reason)
-	case w.client != nil:
-		w.client.Abort(code, reason)
+	case w.rt.Client != nil && fatal:
+		w.rt.Client.AbortFatal(code, reason)
+	case w.rt.Client != nil:
+		w.rt.Client.Abort(code, reason)
 	case w.proc != nil && fatal:
 		w.proc.AbortFatal(code, reason)
 	case w.proc != nil:

@@ -1,10 +1,14 @@
-// Package rte is the rank runtime of a process started by ftmpirun: what
-// lives beside the MPI API and under it. A Process holds the launcher
-// connection and the Reinit epochs (the launcher watcher turns the
-// connection's events into failures and epoch ends); OpenEpoch builds the
-// communication of one epoch (a p2p engine and a socket transport
-// listening on a fresh address, exchanged with every process through the
-// launcher); Arm starts the self-injection of faults. The drivers of the
+// Package rte is the rank runtime: what lives beside the MPI API and
+// under it. A Rank is one epoch of one process (engine, transport,
+// launcher connection, control frames, failure drivers, hosts; losses
+// reach its parts by subscription); package mpi's World holds one. A
+// Process holds what a launched process keeps across Reinit epochs: the
+// launcher connection (a failure event goes from its reader straight to
+// the engine; the watcher handles the others) and the epochs; OpenEpoch
+// builds the communication of one epoch (a p2p engine and a socket
+// transport listening on a fresh address, exchanged with every process
+// through the launcher); Arm starts the self-injection of faults; Diag is
+// where diagnostics go and how the process ends. The drivers of the
 // fault-tolerance state machines are in internal/rte/ftdrive, the table of
 // control frames in internal/rte/ctl.
 //

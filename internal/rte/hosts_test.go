@@ -1,4 +1,4 @@
-package mpi
+package rte
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // The algorithm choice input comes from the endpoints every process
 // received alike: ranks on a host against the cores the launcher told
 // (the largest published for the host), never the local CPU count.
-func TestHostTableCrowded(t *testing.T) {
+func TestHostsCrowded(t *testing.T) {
 	eps := []boot.Endpoint{
 		{Rank: 0, Host: "a", Cores: 1}, // a rank started with a lower count: the largest wins
 		{Rank: 1, Host: "a", Cores: 2},
@@ -20,8 +20,8 @@ func TestHostTableCrowded(t *testing.T) {
 		{Rank: 6, Host: "c"},
 		{Rank: 7, Host: "c"},
 	}
-	var h hostTable
-	h.add(eps)
+	var h Hosts
+	h.Add(eps)
 	procs := func(p ...int) func(int) int { return func(i int) int { return p[i] } }
 	for _, tc := range []struct {
 		procs []int
@@ -34,23 +34,26 @@ func TestHostTableCrowded(t *testing.T) {
 		{[]int{5, 6, 7}, false}, // unknown cores: never crowded
 		{[]int{0, 9}, false},    // unknown process
 	} {
-		if got := h.crowded(len(tc.procs), procs(tc.procs...)); got != tc.want {
+		if got := h.Crowded(len(tc.procs), procs(tc.procs...)); got != tc.want {
 			t.Errorf("crowded(%v) = %v, want %v", tc.procs, got, tc.want)
 		}
 	}
 	// Spawned processes join the table.
-	h.add([]boot.Endpoint{{Rank: 8, Host: "b", Cores: 2}})
-	if !h.crowded(3, procs(3, 4, 8)) {
+	h.Add([]boot.Endpoint{{Rank: 8, Host: "b", Cores: 2}})
+	if !h.Crowded(3, procs(3, 4, 8)) {
 		t.Error("3 ranks on 2-core host b after a spawn: not crowded")
 	}
 	// The test override wins.
-	h.force.Store(-1)
-	if h.crowded(3, procs(0, 1, 2)) {
+	h.Force.Store(-1)
+	if h.Crowded(3, procs(0, 1, 2)) {
 		t.Error("override -1 ignored")
 	}
-	var run hostTable
-	run.oneHost(2)
-	if run.crowded(2, procs(0, 1)) || !run.crowded(3, procs(0, 1, 2)) {
+	var run Hosts
+	run.OneHost(2)
+	if run.Crowded(2, procs(0, 1)) || !run.Crowded(3, procs(0, 1, 2)) {
 		t.Error("Run: want crowded exactly above 2 ranks on 2 cores")
+	}
+	if h.Name(8) != "b" || h.Name(4) != "b" || h.Name(9) != "" || h.Name(-1) != "" {
+		t.Errorf("Name: %q %q %q %q, want b b and two unknown", h.Name(8), h.Name(4), h.Name(9), h.Name(-1))
 	}
 }

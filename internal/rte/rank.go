@@ -1,0 +1,209 @@
+package rte
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/coll"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// Rank is the runtime of one epoch of one process, under the MPI API: the
+// point-to-point engine and the transport it sends on, the launcher
+// connection, the table of control frames, the failure drivers
+// (suspicions, the heartbeat detector, the failure-notice broadcast), the
+// table of hosts, and where diagnostics go. Package mpi's World holds one
+// Rank per epoch and keeps only what the API needs.
+//
+// A peer's loss reaches the parts that care by subscription
+// (SubscribeLost), a control frame by its type's handler (Ctl); the
+// subscribers and handlers run in the goroutine that learnt of the event
+// and must not block. The parts register before Start, which lets the
+// control frames in.
+type Rank struct {
+	// Proc is this process's id among Universe (the engine's address
+	// space).
+	Proc, Universe int
+	Eng            *p2p.Engine
+	Tr             transport.Transport
+	// Client is the launcher connection (nil under Run, for a singleton,
+	// and under a PMI launcher).
+	Client *boot.Client
+	// Ctl is the table of control frames: each part registers its types
+	// before Start.
+	Ctl ctl.Table
+	// Fails holds suspicions, the heartbeat detector and the failure-notice
+	// broadcast (no detector runs under Run).
+	Fails *ftdrive.Failures
+	// Hosts is where every process runs.
+	Hosts Hosts
+
+	diag     atomic.Pointer[Diag]           // SetDiag
+	retired  atomic.Bool                    // Retire was called
+	peerGone atomic.Pointer[func(peer int)] // SetPeerGone
+}
+
+// RankConfig is what NewRank builds a Rank from.
+type RankConfig struct {
+	Proc, Universe int
+	Eng            *p2p.Engine
+	Tr             transport.Transport
+	Client         *boot.Client // nil: none
+	// PeerInc is the incarnation of each process in this epoch (nil: all
+	// 0).
+	PeerInc []int
+	// Stop ends the drivers' goroutines, which WG counts.
+	Stop <-chan struct{}
+	WG   *sync.WaitGroup
+}
+
+// NewRank builds the runtime of one epoch around an engine and its
+// transport: the engine sends on the transport, the failure drivers are
+// created (a suspicion is confirmed by the launcher when there is one) and
+// their heartbeat and failure-notice frames registered.
+func NewRank(c RankConfig) *Rank {
+	c.Eng.SetTransport(c.Tr)
+	r := &Rank{Proc: c.Proc, Universe: c.Universe, Eng: c.Eng, Tr: c.Tr, Client: c.Client}
+	env := ftdrive.Env{Eng: c.Eng, Self: c.Proc, N: c.Universe, PeerInc: c.PeerInc, Stop: c.Stop, WG: c.WG}
+	if c.Client != nil {
+		env.Confirm = c.Client.SuspectIncarnation
+	}
+	r.Fails = ftdrive.New(env)
+	r.Ctl.MustRegister(ctl.Heartbeat, r.Fails.OnHeartbeat)
+	r.Ctl.MustRegister(ctl.FailNotice, r.Fails.OnNotice)
+	return r
+}
+
+// SetDiag sets where the runtime's diagnostics go (nil: stderr and
+// os.Exit); safe at any time.
+func (r *Rank) SetDiag(d *Diag) { r.diag.Store(d) }
+
+// Diag is where diagnostics go and how the process ends (nil: stderr and
+// os.Exit; Diag's methods accept a nil *Diag).
+func (r *Rank) Diag() *Diag { return r.diag.Load() }
+
+// Start lets control frames in: from now on each is dispatched to its
+// type's handler (the ones that arrived earlier first). A malformed frame
+// closes its connection; a frame of an unknown type is dropped with a
+// diagnostic (it comes from a peer of another version, or from something
+// that is not a peer); without a head, a process declared failed is
+// refused (and told); a retired epoch takes none.
+func (r *Rank) Start() {
+	r.Eng.SetControlCheck(ctl.Check)
+	r.Eng.SetControlHandler(func(from int, h transport.Header, payload []byte) {
+		if r.retired.Load() || r.Fails.Refuse(from) {
+			return
+		}
+		if err := r.Ctl.Dispatch(from, h, payload); err != nil {
+			r.Diag().Logf("rank %d: %v", r.Proc, err)
+		}
+	})
+}
+
+// SubscribeLost subscribes f to the engine's peer losses
+// (p2p.Engine.SubscribeLost), except those that reach a retired epoch.
+// The subscribers run in the order they subscribed.
+func (r *Rank) SubscribeLost(f func(peer int, cause error)) {
+	r.Eng.SubscribeLost(func(peer int, cause error) {
+		if !r.retired.Load() {
+			f(peer, cause)
+		}
+	})
+}
+
+// SetPeerGone installs what removes a failed process's socket directories
+// when it ran on this host (without a head: Process.PeerGone), as a
+// subscriber of the losses (the first call subscribes it; a later one
+// replaces the function).
+func (r *Rank) SetPeerGone(gone func(peer int)) {
+	if r.peerGone.Swap(&gone) == nil {
+		r.SubscribeLost(func(peer int, _ error) {
+			if g := r.peerGone.Load(); g != nil {
+				(*g)(peer)
+			}
+		})
+	}
+}
+
+// Retire ends the epoch's exchange and keeps only its connections
+// (headless Reinit): losses and control frames no longer reach its parts.
+func (r *Rank) Retire() { r.retired.Store(true) }
+
+// Retired reports whether Retire was called.
+func (r *Rank) Retired() bool { return r.retired.Load() }
+
+// Hosts is where every process runs, as the launcher told all of them
+// (the endpoints exchanged at start, the spawn replies) or as Run decides:
+// the same at every process, unlike the local CPU count or affinity. Its
+// methods are safe for concurrent use.
+type Hosts struct {
+	mu    sync.Mutex
+	host  []string       // by process id
+	cores map[string]int // cores of each host as the launcher counted them; 0 or absent: unknown
+	local int            // Run: every process on one host of this many cores (host and cores unused)
+	// Force is for tests: 1 crowded, -1 not crowded, 0 from the table.
+	Force atomic.Int32
+}
+
+// Add records the hosts of eps (by process id).
+func (h *Hosts) Add(eps []boot.Endpoint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cores == nil {
+		h.cores = make(map[string]int)
+	}
+	for _, ep := range eps {
+		for len(h.host) <= ep.Rank {
+			h.host = append(h.host, "")
+		}
+		h.host[ep.Rank] = ep.Host
+		if ep.Host != "" {
+			h.cores[ep.Host] = max(h.cores[ep.Host], ep.Cores)
+		}
+	}
+}
+
+// OneHost records that every process runs on one host of the given cores
+// (Run).
+func (h *Hosts) OneHost(cores int) {
+	h.mu.Lock()
+	h.local = cores
+	h.mu.Unlock()
+}
+
+// Crowded reports whether n processes, the i-th being process id proc(i),
+// outnumber the cores of one of their hosts (coll.Crowded).
+func (h *Hosts) Crowded(n int, proc func(int) int) bool {
+	switch h.Force.Load() {
+	case 1:
+		return true
+	case -1:
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.local > 0 {
+		return n > h.local
+	}
+	return coll.Crowded(n, func(i int) (string, int) {
+		p := proc(i)
+		if p < 0 || p >= len(h.host) {
+			return "", 0
+		}
+		return h.host[p], h.cores[h.host[p]]
+	})
+}
+
+// Name is the host process id proc runs on ("" if unknown).
+func (h *Hosts) Name(proc int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if proc < 0 || proc >= len(h.host) {
+		return ""
+	}
+	return h.host[proc]
+}
