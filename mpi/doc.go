@@ -2,6 +2,9 @@
 // ranks, communicators, point-to-point messages, collectives, one-sided
 // windows and files, with MPI's names translated to Go conventions
 // (mpi4py is the model). Every call's doc names its MPI counterpart.
+// The package is the API only: it must not hold process-global state,
+// exit the process or write to stderr itself (internal/rte's Diag does),
+// or encode the runtime's control frames (the drivers under internal/ do).
 //
 // A program started by ftmpirun (or srun, or mpiexec) as N processes
 // calls Init and gets its World; started on its own it is a job of one

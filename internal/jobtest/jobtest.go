@@ -1,7 +1,7 @@
 // Package jobtest holds helpers for tests that start real multi-process
 // jobs: building binaries once (with -race when the test runs under it),
 // running ftmpirun with a deadline, and proving that no process of the job
-// is left behind. It is imported only by tests.
+// is left behind. It is imported only by tests and must not be by a program.
 package jobtest
 
 import (

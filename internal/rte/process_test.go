@@ -88,8 +88,8 @@ func connect(t *testing.T, lost chan struct{}) (*Process[world], *launcher) {
 	ch := make(chan res, 1)
 	go func() {
 		p, err := Connect(info, Hooks[world]{
-			FailPeer:     func(w *world, rank int, _ error) { w.failed <- rank },
-			EndEpoch:     func(w *world, reason string) { w.ended <- reason },
+			FailPeer: func(w *world, rank int, _ error) { w.failed <- rank },
+			EndEpoch: func(w *world, reason string) { w.ended <- reason },
 			Spare: func(w *world, ev boot.Event) {
 				w.spare <- ev
 				if w.hold != nil {

@@ -3,7 +3,8 @@
 // (SLURM_JOB_NODELIST, a hostlist expression such as "n[1-3,5],m7") and
 // how many processes each may take (SLURM_JOB_CPUS_PER_NODE or
 // SLURM_TASKS_PER_NODE, such as "4(x3),2"). It is pure: parsers over
-// strings, no process, no I/O; ftmpirun decides what to do with the result.
+// strings; it must not start a process or do I/O, and ftmpirun decides
+// what to do with the result.
 package slurmenv
 
 import (

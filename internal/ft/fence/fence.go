@@ -3,7 +3,7 @@
 // the job has entered it or failed. It is a pure state machine in the
 // style of internal/ft/agree: a Node takes inputs (Enter, Step with a
 // message, Refresh after the failures it knows of grew) and returns the
-// messages to send; it does no I/O, starts no goroutine, reads no clock.
+// messages to send; it must not do I/O, start a goroutine or read a clock.
 // The runtime (mpi/finalize.go) moves the messages as control frames
 // (wire.go: their header form lives here, not in mpi) and leaves once Done
 // and its own frames are written. The tests drive it with a seeded

@@ -3,6 +3,9 @@
 //
 //	nshostsctl up N DIR    make hosts h1..hN, files in DIR; prints how to use them
 //	nshostsctl down DIR    kill everything on them and remove them and DIR
+//
+// It is for tests and benchmarks by hand and must not be used on a
+// machine whose network namespaces others rely on.
 package main
 
 import (

@@ -7,6 +7,9 @@
 //	slurmtestctl down DIR    kill everything of the cluster and remove it and DIR
 //
 // The daemons outlive the command (they are reparented to init) until down.
+//
+// It runs daemons as root and must not be used outside tests and
+// benchmarks.
 package main
 
 import (

@@ -1,7 +1,7 @@
 // Package pmitest is an in-process PMI server for tests: PMI-1 as hydra
 // speaks it (get_maxes, put within the line limit, barrier) and PMI-2 as
 // Slurm does (fullinit needs pmirank), puts visible after the fence, with
-// hooks to misbehave. Tests only.
+// hooks to misbehave. Tests only: it must not be linked into a program.
 package pmitest
 
 import (
