@@ -123,6 +123,22 @@ type connectResult struct {
 	err error
 }
 
+// served connects a Client of info to the fake launcher f, which answers
+// its hello; the Client and the launcher's side are closed at the test's
+// end.
+func served(t *testing.T, f *fakeLauncher, info Info) (*Client, net.Conn, *bufio.Reader, *json.Encoder) {
+	t.Helper()
+	ch := connect(info)
+	conn, r, enc := f.serve(t)
+	t.Cleanup(func() { conn.Close() })
+	res := <-ch
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	t.Cleanup(func() { res.c.Close() })
+	return res.c, conn, r, enc
+}
+
 func connect(info Info) chan connectResult {
 	ch := make(chan connectResult, 1)
 	go func() { c, err := Connect(info); ch <- connectResult{c, err} }()
@@ -131,15 +147,7 @@ func connect(info Info) chan connectResult {
 
 func TestClientExchangeEventsFinalize(t *testing.T) {
 	f, info := newFake(t)
-	ch := connect(info)
-	conn, r, enc := f.serve(t)
-	defer conn.Close()
-	res := <-ch
-	if res.err != nil {
-		t.Fatal(res.err)
-	}
-	c := res.c
-	defer c.Close()
+	c, _, r, enc := served(t, f, info)
 
 	// Many events while nobody reads Events: the reader must not stall.
 	for i := 0; i < 1000; i++ {
@@ -231,14 +239,7 @@ func TestClientExchangeEventsFinalize(t *testing.T) {
 
 func TestClientLostWhenLauncherDies(t *testing.T) {
 	f, info := newFake(t)
-	ch := connect(info)
-	conn, r, _ := f.serve(t)
-	res := <-ch
-	if res.err != nil {
-		t.Fatal(res.err)
-	}
-	c := res.c
-	defer c.Close()
+	c, conn, r, _ := served(t, f, info)
 	done := make(chan error, 1)
 	go func() { _, err := c.Exchange(Endpoint{}); done <- err }()
 	read(t, r) // the fence request arrived; now the launcher dies
@@ -440,15 +441,7 @@ func TestFromEnvSpares(t *testing.T) {
 // Deliver(nil) every event is queued again.
 func TestClientDeliverDelegate(t *testing.T) {
 	f, info := newFake(t)
-	ch := connect(info)
-	conn, _, enc := f.serve(t)
-	defer conn.Close()
-	res := <-ch
-	if res.err != nil {
-		t.Fatal(res.err)
-	}
-	c := res.c
-	defer c.Close()
+	c, _, _, enc := served(t, f, info)
 	handled := make(chan Event, 16)
 	c.Deliver(func(ev Event) bool {
 		if ev.Kind != EventFailed {
