@@ -176,7 +176,7 @@ func TestArchitectureTableCoversPackages(t *testing.T) {
 
 // mustNot matches a package comment's statement of what the package must
 // not do.
-var mustNot = regexp.MustCompile(`(?i)\bmust not\b|\bmust never\b|\bnever\b|\bdoes not\b|\bdo not\b`)
+var mustNot = regexp.MustCompile(`(?i)\bmust\s+not\b|\bmust\s+never\b|\bnever\b|\bdoes\s+not\b|\bdo\s+not\b`)
 
 func TestPackageCommentsSayWhatTheyMustNotDo(t *testing.T) {
 	for _, p := range layered(t) {
