@@ -5,7 +5,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
-	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -192,8 +192,7 @@ func (c *Comm) releaseCall(s *coll.Set, class *Class, reason string) {
 func (w *World) releaseCall(ctx, seq uint32, me int, class *Class, reason string, procs []int) {
 	tags := coll.PhaseTags(seq)
 	w.eng.PoisonTags(&collFailure{class: class, rank: me, reason: reason}, ctx, tags[:]...)
-	h := transport.Header{Tag: int32(ctl.CollFail), Ctx: ctx, A: uint64(seq) | uint64(me)<<32, B: uint64(class.code)}
-	payload := []byte(reason)
+	h, payload := rte.CollFail{Ctx: ctx, Seq: seq, Rank: me, Code: class.code, Reason: reason}.Frame()
 	for _, p := range procs {
 		_ = w.eng.SendControl(p, h, payload) // a lost member fails the call by itself
 	}
@@ -202,10 +201,14 @@ func (w *World) releaseCall(ctx, seq uint32, me int, class *Class, reason string
 // onCollFail handles a ctl.CollFail frame: the call it names failed at its
 // sender; fail it here too.
 func (w *World) onCollFail(from int, h transport.Header, payload []byte) {
-	seq, rank := uint32(h.A), int(h.A>>32)
-	f := &collFailure{class: classByCode(int(h.B)), rank: rank, reason: string(payload)}
-	tags := coll.PhaseTags(seq)
-	w.eng.PoisonTags(f, h.Ctx, tags[:]...)
+	m, err := rte.DecodeCollFail(h, payload)
+	if err != nil {
+		w.logf("process %d: dropped a frame from process %d: %v", w.rank, from, err)
+		return
+	}
+	f := &collFailure{class: classByCode(m.Code), rank: m.Rank, reason: m.Reason}
+	tags := coll.PhaseTags(m.Seq)
+	w.eng.PoisonTags(f, m.Ctx, tags[:]...)
 }
 
 // classes are the classes a CollFail frame may name.

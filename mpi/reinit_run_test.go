@@ -483,7 +483,6 @@ func TestRunReinitSync(t *testing.T) {
 	checkEpoch(t, log, n, 1, map[int]bool{victim: true}, 0)
 }
 
-
 // A Reinit epoch at 10,000 ranks in one process (issue 24 item 4; 1,000
 // under -race and -short, scaleRanks): every rank enters Reinit, one rank
 // is killed once all of them are in (a barrier), the survivors roll back
