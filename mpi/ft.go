@@ -164,12 +164,7 @@ func (w *World) forgetFT(c *Comm) {
 	w.ft.mu.Unlock()
 }
 
-// subscribeLost subscribes f to the engine's peer losses (p2p's
-// SubscribeLost), except those of an epoch that is over: a retired World
-// keeps its connections only (hreinit.go).
-func (w *World) subscribeLost(f func(peer int, cause error)) { w.rt.SubscribeLost(f) }
-
-// onLost subscribes the fault-tolerance state to peer losses: it records
+// onLost is the fault-tolerance state's subscriber of peer losses: it records
 // the order of failures, and makes the failure known to the detector's
 // broadcast, the revocation overlays, the agreements and every
 // communicator's model.

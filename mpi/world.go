@@ -198,10 +198,10 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.rt.Start()
 	// A loss reaches every part that cares by subscription, in this order
 	// (the failure order first: the others read it).
-	w.subscribeLost(w.onLost)                                        // failure order, revocation overlays, agreements, models (ft.go)
-	w.subscribeLost(func(peer int, _ error) { w.spareLost(peer) })   // a spare held by a repair whose survivors all failed (spare.go)
-	w.subscribeLost(func(int, error) { w.fence.wake() })             // a Finalize waiting for the peer need not any more (finalize.go)
-	w.subscribeLost(func(peer int, _ error) { w.hreinitLost(peer) }) // without a head, a failure ends the Reinit epoch (hreinit.go)
+	w.rt.SubscribeLost(w.onLost)                                        // failure order, revocation overlays, agreements, models (ft.go)
+	w.rt.SubscribeLost(func(peer int, _ error) { w.spareLost(peer) })   // a spare held by a repair whose survivors all failed (spare.go)
+	w.rt.SubscribeLost(func(int, error) { w.fence.wake() })             // a Finalize waiting for the peer need not any more (finalize.go)
+	w.rt.SubscribeLost(func(peer int, _ error) { w.hreinitLost(peer) }) // without a head, a failure ends the Reinit epoch (hreinit.go)
 	wsize := universe
 	if members != nil {
 		wsize = len(members)

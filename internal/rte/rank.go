@@ -25,11 +25,10 @@ import (
 // and must not block. The parts register before Start, which lets the
 // control frames in.
 type Rank struct {
-	// Proc is this process's id among Universe (the engine's address
-	// space).
-	Proc, Universe int
-	Eng            *p2p.Engine
-	Tr             transport.Transport
+	// Proc is this process's id (in the engine's address space).
+	Proc int
+	Eng  *p2p.Engine
+	Tr   transport.Transport
 	// Client is the launcher connection (nil under Run, for a singleton,
 	// and under a PMI launcher).
 	Client *boot.Client
@@ -67,7 +66,7 @@ type RankConfig struct {
 // their heartbeat and failure-notice frames registered.
 func NewRank(c RankConfig) *Rank {
 	c.Eng.SetTransport(c.Tr)
-	r := &Rank{Proc: c.Proc, Universe: c.Universe, Eng: c.Eng, Tr: c.Tr, Client: c.Client}
+	r := &Rank{Proc: c.Proc, Eng: c.Eng, Tr: c.Tr, Client: c.Client}
 	env := ftdrive.Env{Eng: c.Eng, Self: c.Proc, N: c.Universe, PeerInc: c.PeerInc, Stop: c.Stop, WG: c.WG}
 	if c.Client != nil {
 		env.Confirm = c.Client.SuspectIncarnation
