@@ -132,8 +132,16 @@ func (c *Comm) engineErr(op string, peer int, err error) error {
 			c.w.recordFailure(mf.proc)
 			return newErr(ErrProcFailed, op, c, c.rankOfProc(mf.proc), "%s", mf.Error())
 		}
-		if peer >= 0 && peer < c.peerSize() && c.w.eng.IsLost(c.peerWorldRank(peer)) {
-			c.w.recordFailure(c.peerWorldRank(peer))
+		if peer >= 0 && peer < c.peerSize() {
+			if wr := c.peerWorldRank(peer); c.w.eng.IsLost(wr) {
+				c.w.recordFailure(wr)
+			} else {
+				// The transport saw the connection break before the
+				// runtime confirmed the failure (the confirmation adds
+				// it to the failures known here): the caller learns of
+				// it now, and the timeline says so.
+				c.w.traceKnown(wr, nil)
+			}
 		}
 		return newErr(ErrProcFailed, op, c, peer, "%s", engineDetail(err, p2p.ErrPeerLost))
 	case errors.Is(err, p2p.ErrClosed):

@@ -35,7 +35,7 @@ func (t *Transport) handle(pc *acceptloop.Pending) {
 		c.Close()
 		return
 	}
-	t.hs[c] = struct{}{}
+	t.hs[c] = false
 	t.wg.Add(1)
 	t.mu.Unlock()
 	defer t.wg.Done()
@@ -429,15 +429,15 @@ func (t *Transport) dial(p *pair) error {
 		c.Close()
 		return transport.ErrClosed
 	}
-	t.hs[c] = struct{}{}
+	deadline := time.Now().Add(t.cfg.ConnectTimeout)
+	c.SetDeadline(deadline) // under t.mu: Close shortens it
+	t.hs[c] = true
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
 		delete(t.hs, c)
 		t.mu.Unlock()
 	}()
-	deadline := time.Now().Add(t.cfg.ConnectTimeout)
-	c.SetDeadline(deadline)
 	key, err := t.authKey(deadline)
 	if err == nil && key != nil {
 		err = wireauth.Dial(c, key, wireauth.Hello{Proto: wireauth.ProtoShm, Scope: t.cfg.Scope, From: uint64(t.cfg.Self), To: uint64(p.rank)})
@@ -504,13 +504,18 @@ func (t *Transport) dial(p *pair) error {
 	if err != nil {
 		return fail(fmt.Errorf("connect to rank %d: it passed a bad %w", p.rank, err))
 	}
-	c.SetDeadline(time.Time{})
 	t.mu.Lock()
 	if t.closed || p.up.Load() {
 		t.mu.Unlock()
 		pbell.unmap()
+		if t.closed {
+			// The peer set the pair up: it hears a goodbye, not a loss.
+			c.SetWriteDeadline(time.Now().Add(closeFlush))
+			c.Write([]byte{byeByte})
+		}
 		return fail(transport.ErrClosed)
 	}
+	c.SetDeadline(time.Time{})
 	p.pid = pid
 	if !t.cfg.NoCMA && canRead(pid, reply.Probe) {
 		viewDir(seg, 1).cma.Store(1)

@@ -576,3 +576,79 @@ func TestHangUpIsNotLogged(t *testing.T) {
 	}
 	exchange(t, trs, recs, 1, 0, 1)
 }
+
+// TestCloseLetsItsOwnDialFinish: a frame queued just before Close (the
+// detector's first heartbeat, sent as a job's process starts, when the
+// process ends at once) starts a set-up; Close lets it finish within the
+// flush time and ends it with a goodbye, so the peer neither logs an
+// unproved claim nor reports the process lost (CI's TestMpirunOutputFilename
+// found "refused a shared-memory set-up: wireauth: no proof from the peer
+// claiming 0: EOF" in a rank's stderr). The peer's handshake is held until
+// its secret comes (AuthLater): the dial is then in the middle of it.
+func TestCloseLetsItsOwnDialFinish(t *testing.T) {
+	dir := t.TempDir()
+	recs := []*recorder{newRecorder(), newRecorder()}
+	logs := []*logSink{newLogSink(), newLogSink()}
+	a, err := Listen(Config{Self: 0, Dir: dir, Name: sockName(0), Handler: recs[0], Auth: testKey, Log: logs[0].log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Listen(Config{Self: 1, Dir: dir, Name: sockName(1), Handler: recs[1], AuthLater: true, Log: logs[1].log})
+	if err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a.SetPeers(addrs(dir, 2))
+	b.SetPeers(addrs(dir, 2))
+	done := make(doneCh, 1)
+	a.Post(1, transport.Header{Kind: 1, Seq: 7}, make([]byte, 8), done)
+	waitFor(t, "process 1 to accept the dial", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.hs) == 1
+	})
+	closed := make(chan struct{})
+	go func() {
+		a.Close()
+		close(closed)
+	}()
+	waitFor(t, "Close to begin", func() bool { return a.shut.Load() })
+	if err := b.SetAuth(testKey); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the queued frame never finished")
+	}
+	// Process 1 hears the goodbye: the pair it set up ends without a
+	// loss and without a refusal.
+	state := func() int32 {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if p := b.pairs[0]; p != nil && p.up.Load() {
+			return p.state.Load()
+		}
+		return -1
+	}
+	waitFor(t, "process 1 to drop the pair or log why not", func() bool {
+		return state() > alive || logs[1].String() != ""
+	})
+	if st := state(); st != gone {
+		t.Fatalf("process 1's pair with process 0 is in state %d, want %d (ended by a goodbye); its log:\n%s", st, gone, logs[1].String())
+	}
+	select {
+	case p := <-recs[1].lost:
+		t.Fatalf("process %d was reported lost at its Close", p)
+	default:
+	}
+	if s := logs[1].String(); strings.Contains(s, "refused") || strings.Contains(s, "closed") {
+		t.Fatalf("process 1 logged:\n%s", s)
+	}
+}

@@ -157,10 +157,10 @@ type Transport struct {
 
 	mu       sync.Mutex
 	pairs    map[int]*pair
-	fast     peertab.Table[pair]        // pairs without the lock (pair's path on every send)
-	shut     atomic.Bool                // closed, readable without the lock
-	hs       map[*net.UnixConn]struct{} // connections in their handshake
-	peersSet chan struct{}              // closed and replaced by SetPeers
+	fast     peertab.Table[pair]    // pairs without the lock (pair's path on every send)
+	shut     atomic.Bool            // closed, readable without the lock
+	hs       map[*net.UnixConn]bool // connections in their handshake: true for this process's dials
+	peersSet chan struct{}          // closed and replaced by SetPeers
 	closed   bool
 	closeBy  atomic.Int64 // unix nanos after which writers give up (0: not closing)
 
@@ -282,7 +282,7 @@ func Listen(cfg Config) (*Transport, error) {
 	if cfg.Auth != nil && cfg.AuthLater {
 		return nil, errors.New("shm: Auth and AuthLater both set")
 	}
-	t := &Transport{cfg: cfg, uid: os.Geteuid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]struct{}{},
+	t := &Transport{cfg: cfg, uid: os.Geteuid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]bool{},
 		peersSet: make(chan struct{}), rxDone: make(chan struct{}), rxWake: make(chan struct{}, 1)}
 	copy(t.probe[:], probeMagic)
 	t.refusals = &acceptloop.RateLog{Logf: func(msg string) { t.logf("%s", msg) }, Burst: cfg.logBurst}
@@ -424,8 +424,16 @@ func (t *Transport) Close() error {
 	t.closeBy.Store(time.Now().Add(closeFlush).UnixNano())
 	t.cancel()
 	t.ln.Close()
-	for c := range t.hs {
-		c.Close()
+	for c, dialled := range t.hs {
+		if dialled {
+			// A set-up this process began (a frame queued just before
+			// Close: the detector's first heartbeat) may finish within
+			// the flush time, and then ends with a goodbye: cut in the
+			// middle, the peer would log an unproved claim.
+			c.SetDeadline(time.Unix(0, t.closeBy.Load()))
+		} else {
+			c.Close()
+		}
 	}
 	pairs := make([]*pair, 0, len(t.pairs))
 	for _, p := range t.pairs {
