@@ -234,7 +234,9 @@ func TestMultiHostSlowStdoutIsNoHostLoss(t *testing.T) {
 	mark := newMark(t)
 	cmd := exec.Command(ftmpirunBin, "--host", "localhost:1,fake2:1", "--interface", "lo", "--launch-agent", ssh,
 		"sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo line-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done")
-	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, EnvAgentHBPeriod+"=50ms", EnvAgentHBTimeout+"=300ms")
+	// A timeout of 1 s, not shorter: on a loaded 2-core machine (the
+	// suite's other packages) a 300 ms one was missed by starvation alone.
+	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, EnvAgentHBPeriod+"=100ms", EnvAgentHBTimeout+"=1s")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	out, _ := cmd.StdoutPipe()
@@ -243,9 +245,9 @@ func TestMultiHostSlowStdoutIsNoHostLoss(t *testing.T) {
 	}
 	kill := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
 	defer kill.Stop()
-	// The stimulus: nobody reads stdout for 5 heartbeat timeouts (the
+	// The stimulus: nobody reads stdout for 3 heartbeat timeouts (the
 	// pipe fills within milliseconds: 2 ranks print 1.2 MB).
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(3 * time.Second)
 	n := 0
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
