@@ -136,6 +136,10 @@ type Req struct {
 	done   atomic.Bool
 	ch     chan struct{}
 	waiter atomic.Pointer[chan struct{}]
+	// sleeping: a waiter may block on ch (set before it re-checks done),
+	// so complete sends the token only then: a request completed while
+	// its owner polls costs no channel operation.
+	sleeping atomic.Bool
 }
 
 // Where a request is linked.
@@ -201,9 +205,14 @@ func (r *Req) complete() {
 	ch := r.ch
 	w := r.waiter.Load()
 	r.done.Store(true)
-	select {
-	case ch <- struct{}{}:
-	default:
+	// done is stored before sleeping is loaded, and a waiter stores
+	// sleeping before it loads done (both sequentially consistent): either
+	// the waiter sees done or this sees sleeping and sends the token.
+	if r.sleeping.Load() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 	if w != nil {
 		select {
@@ -299,6 +308,9 @@ func (r *Req) WaitSignalCancel(abort, sig, cancel <-chan struct{}) int {
 			return WaitDone
 		}
 	}
+	if !r.done.Load() {
+		r.sleeping.Store(true)
+	}
 	for !r.done.Load() {
 		select {
 		case <-r.ch:
@@ -385,6 +397,7 @@ type Engine struct {
 	revoked     map[uint32]error              // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
 	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)
 	nTagPoison  atomic.Int32                  // len(tagPoison), read without the lock
+	nRevoked    atomic.Int32                  // len(revoked), read without the lock
 	control     atomic.Pointer[ControlHandler]
 	ctlMu       sync.Mutex                 // orders early control frames with the handler's installation
 	ctlEarly    []ctlFrame                 // control frames that arrived before the handler; ctlMu held
@@ -449,9 +462,12 @@ func (e *Engine) Release(r *Req) {
 	if !r.done.Load() {
 		return
 	}
-	select {
-	case <-r.ch:
-	default:
+	if r.sleeping.Load() {
+		select {
+		case <-r.ch:
+		default:
+		}
+		r.sleeping.Store(false)
 	}
 	putBuf(r.pooled)
 	r.e, r.isRecv, r.buf, r.id, r.prev, r.next, r.where, r.mark = nil, false, nil, 0, nil, nil, nowhere, nil
@@ -540,6 +556,12 @@ func (e *Engine) sendErr(peer int, err error) error {
 }
 
 func (e *Engine) peerErr(peer int, ctx uint32, tag int32) error {
+	if e.lostCount.Load() == 0 && e.nRevoked.Load() == 0 && e.nTagPoison.Load() == 0 {
+		// Nothing was ever lost, revoked or poisoned: the answer is nil
+		// without the lock (a FailPeer or Poison racing with this send is
+		// ordered after it, as it would be after the lock's release).
+		return nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.ctxErrLocked(ctx, tag); err != nil {
@@ -690,12 +712,16 @@ func hdrSig(h *transport.Header) uint64 {
 	return h.Seq
 }
 
-func checkFit(r *Req, dtype DType, n int) error {
-	if dtype != r.dtype && !r.e.untyped {
-		return fmt.Errorf("%w: message has type %s, receive buffer has type %s", ErrType, DTypeName(dtype), DTypeName(r.dtype))
+func checkFit(r *Req, dtype DType, n int) error { return r.e.fit(r.dtype, len(r.buf), dtype, n) }
+
+// fit is checkFit for a receive of type want whose buffer holds room
+// bytes, of a message of type got and n bytes.
+func (e *Engine) fit(want DType, room int, got DType, n int) error {
+	if got != want && !e.untyped {
+		return fmt.Errorf("%w: message has type %s, receive buffer has type %s", ErrType, DTypeName(got), DTypeName(want))
 	}
-	if n > len(r.buf) {
-		return fmt.Errorf("%w: message of %d bytes, receive buffer holds %d", ErrTruncate, n, len(r.buf))
+	if n > room {
+		return fmt.Errorf("%w: message of %d bytes, receive buffer holds %d", ErrTruncate, n, room)
 	}
 	return nil
 }
@@ -973,6 +999,9 @@ func (e *Engine) dropLocked(from int, h *transport.Header) bool {
 	if e.ctxErrLocked(h.Ctx, h.Tag) != nil {
 		return true
 	}
+	if len(e.lost) == 0 {
+		return false
+	}
 	_, lost := e.lost[from]
 	return lost
 }
@@ -1062,9 +1091,122 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	}
 }
 
+// FailPeers is FailPeer for several peers lost at once (causes[i] is
+// peers[i]'s, "no cause given" where causes is short or nil; a peer lost
+// already, or named twice, is skipped): one pass
+// over the pending operations for all of them, one wake-up of the waiters,
+// and each batch subscriber (SubscribeLostBatch) called once with the
+// peers newly lost, in the order given, which is the order they are
+// recorded in; the other subscribers are called once per peer, in that
+// order. Its ordering guarantees are FailPeer's. It has no MPI
+// counterpart: an in-process kill of many ranks costs each survivor one
+// notification, not one per rank killed (issue 24).
+func (e *Engine) FailPeers(peers []int, causes []error) {
+	e.mu.Lock()
+	var newPeers []int
+	var newCauses []error
+	for i, p := range peers {
+		if _, ok := e.lost[p]; ok {
+			continue
+		}
+		cause := errNoCause
+		if i < len(causes) && causes[i] != nil {
+			cause = causes[i]
+		}
+		e.lost[p] = cause
+		e.lostOrder = append(e.lostOrder, p)
+		newPeers = append(newPeers, p)
+		newCauses = append(newCauses, cause)
+	}
+	if len(newPeers) == 0 {
+		e.mu.Unlock()
+		return
+	}
+	e.lostCount.Add(int64(len(newPeers)))
+	type failedReq struct {
+		r   *Req
+		err error
+	}
+	var failed []failedReq
+	lostCause := func(p int) (error, bool) {
+		c, ok := e.lost[p]
+		if !ok || !slices.Contains(newPeers, p) {
+			return nil, false
+		}
+		return c, true
+	}
+	for r := e.posted.head; r != nil; {
+		next := r.next
+		if c, ok := lostCause(r.peer); ok {
+			e.unlinkPosted(r)
+			failed = append(failed, failedReq{r, c})
+		}
+		r = next
+	}
+	for id, r := range e.sends {
+		if c, ok := lostCause(r.peer); ok {
+			delete(e.sends, id)
+			failed = append(failed, failedReq{r, c})
+		}
+	}
+	for id, r := range e.recvs {
+		if c, ok := lostCause(r.peer); ok {
+			delete(e.recvs, id)
+			failed = append(failed, failedReq{r, c})
+		}
+	}
+	for k, r := range e.cancels {
+		if c, ok := lostCause(k.peer); ok {
+			delete(e.cancels, k)
+			failed = append(failed, failedReq{r, c})
+		}
+	}
+	for r := e.flying.head; r != nil; r = r.next {
+		if c, ok := lostCause(r.peer); ok && r.mark == nil {
+			r.mark = peerLost(r.peer, c)
+		}
+	}
+	e.mu.Unlock()
+	if subs := e.lostSubs.Load(); subs != nil {
+		for _, sub := range *subs {
+			if sub.batch != nil {
+				sub.batch(newPeers, newCauses)
+				continue
+			}
+			for i, p := range newPeers {
+				sub.f(p, newCauses[i])
+			}
+		}
+	}
+	next := make(chan struct{})
+	close(*e.failSig.Swap(&next))
+	for _, fr := range failed {
+		r := fr.r
+		if r.isRecv && r.st.Err == nil {
+			r.st.Source, r.st.Tag = int(r.src), int(r.tag)
+		}
+		r.st.Err = peerLost(r.peer, fr.err)
+		r.complete()
+	}
+}
+
+// errNoCause is the cause of a loss FailPeers was given none for.
+var errNoCause = errors.New("no cause given")
+
 // lostSub is one subscriber of SubscribeLost (a pointer: cancel finds it
-// by identity).
-type lostSub struct{ f func(peer int, cause error) }
+// by identity); batch is set for SubscribeLostBatch's, whose f calls it
+// with one peer.
+type lostSub struct {
+	f     func(peer int, cause error)
+	batch func(peers []int, causes []error)
+}
+
+// SubscribeLostBatch is SubscribeLost for a subscriber that takes the
+// peers FailPeers records at once in one call (FailPeer's one peer in a
+// call of its own). It has no MPI counterpart.
+func (e *Engine) SubscribeLostBatch(f func(peers []int, causes []error)) (cancel func()) {
+	return e.subscribeLost(&lostSub{batch: f, f: func(peer int, cause error) { f([]int{peer}, []error{cause}) }})
+}
 
 // SubscribeLost adds f to the subscribers of peer losses: FailPeer calls
 // every subscriber once per lost peer, in the order they subscribed, in
@@ -1075,7 +1217,10 @@ type lostSub struct{ f func(peer int, cause error) }
 // wake-up) and must not wait for the launcher. The returned function
 // removes f; losses reported after it returns do not reach f.
 func (e *Engine) SubscribeLost(f func(peer int, cause error)) (cancel func()) {
-	sub := &lostSub{f: f}
+	return e.subscribeLost(&lostSub{f: f})
+}
+
+func (e *Engine) subscribeLost(sub *lostSub) (cancel func()) {
 	e.lostMu.Lock()
 	var subs []*lostSub
 	if old := e.lostSubs.Load(); old != nil {
@@ -1234,6 +1379,7 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 			fresh = true
 		}
 	}
+	e.nRevoked.Store(int32(len(e.revoked)))
 	if !fresh {
 		e.mu.Unlock()
 		return
@@ -1477,8 +1623,10 @@ type ctxTag struct {
 // ctxErrLocked is the error every operation on (ctx, tag) fails with: the
 // context's poison or revocation, else the pair's (PoisonTags). e.mu held.
 func (e *Engine) ctxErrLocked(ctx uint32, tag int32) error {
-	if err := e.revoked[ctx]; err != nil {
-		return err
+	if len(e.revoked) != 0 {
+		if err := e.revoked[ctx]; err != nil {
+			return err
+		}
 	}
 	if e.nTagPoison.Load() == 0 {
 		return nil
