@@ -1,0 +1,551 @@
+// Package shmcoll is the shared-memory form of the collectives for a
+// communicator whose members all run on one host (issue 28 item 3):
+// Barrier, Bcast, Reduce, Allreduce and Allgather through one segment that
+// every member maps (a Group is one member's view of it). Each member owns
+// one control line (its step counters and the signature of its current
+// call, written only by it and read by the others) and two data slots
+// (written only by it); a step is "copy into my slot, publish my step
+// number, wait for the step numbers I need, read their slots, publish that
+// I am done reading". Step numbers only grow, so nothing is ever reset;
+// the two slots alternate by step parity, and a member writes a slot only
+// once every reader finished the step that last used it. Data is copied
+// once into the segment and once out of it.
+//
+// A waiter spins briefly, then yields the core (when the members outnumber
+// the cores) and then sleeps on a futex doorbell in the segment, waking at
+// least every millisecond to ask its Env whether the call must end (a
+// failed member never publishes its step; a revoked communicator; an
+// aborted job). Calls whose signatures differ are detected when a waiter
+// sees another member's step with another signature: the segment is then
+// marked poisoned and every waiter returns.
+//
+// It owns the segment's layout and the protocol; package mpi decides when a
+// communicator uses it (only from values every member agrees on), sets up
+// and removes the segment and turns the errors into MPI's. It must not
+// import package mpi or talk to other processes except through the
+// segment, must not start goroutines, and must be used by one call at a
+// time per Group (blocking collectives only: the members' calls are then
+// in one order).
+package shmcoll
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Layout of the segment.
+const (
+	line     = 128 // a control line (two cache lines: no false sharing with the adjacent-line prefetcher)
+	hdrLines = 2   // line 0: doorbell and sleepers; line 1: poison
+	page     = 4096
+	// MaxMembers is the largest group a segment is made for (larger
+	// communicators use the point-to-point algorithms). It has no MPI
+	// counterpart.
+	MaxMembers = 64
+)
+
+// Offsets in a member's control line.
+const (
+	offReady = 0  // uint32: the last step whose data this member published
+	offDone  = 4  // uint32: the last step this member finished reading
+	offDT    = 8  // uint32: element type of the current call
+	offSig   = 16 // uint64: signature of the current call
+)
+
+// Chunk is the size of one data slot for a group of n members: the
+// largest piece of a call's data one step moves. It has no MPI
+// counterpart.
+func Chunk(n int) int {
+	switch {
+	case n <= 8:
+		return 64 << 10
+	case n <= 16:
+		return 32 << 10
+	}
+	return 16 << 10
+}
+
+func dataOff(n int) int { return (hdrLines*line + n*line + page - 1) / page * page }
+
+// Size is the byte size of the segment of a group of n members. It has no
+// MPI counterpart.
+func Size(n int) int { return dataOff(n) + 2*n*Chunk(n) }
+
+// Env is what a Group asks while a call waits (at least once a
+// millisecond once it stopped spinning): a non-nil error ends the call with
+// it (a member known failed, a revoked communicator, an aborted job). It
+// has no MPI counterpart.
+type Env interface {
+	Check() error
+}
+
+// Call describes the call every member makes (its signature and element
+// type, compared across members). It has no MPI counterpart.
+type Call struct {
+	Sig uint64
+	DT  uint32
+}
+
+// ErrPoisoned is the error of a call on a group another member found
+// mismatched calls on; the group must not be used again. It has no MPI
+// counterpart.
+var ErrPoisoned = errors.New("shmcoll: another member found mismatched collective calls")
+
+// MismatchError is the error of a call whose member Peer made another
+// call (signature Sig, element type DT). It has no MPI counterpart.
+type MismatchError struct {
+	Peer int
+	Sig  uint64
+	DT   uint32
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("shmcoll: member %d made another collective call (signature %#x, type %d)", e.Peer, e.Sig, e.DT)
+}
+
+// Hook, when set (tests only, before any call), runs at each named point
+// of a call (kind: "barrier", "bcast", "reduce", "allreduce",
+// "allgather"; point: "enter", "published", "read") with the member's
+// index; a non-nil error ends the call at once with it, publishing
+// nothing more (a crash test's victim stops there). It has no MPI
+// counterpart.
+var Hook func(me int, kind, point string) error
+
+// Group is one member's view of a group's segment. It has no MPI
+// counterpart.
+type Group struct {
+	mem     []byte
+	N, Me   int
+	chunk   int
+	step    uint32
+	crowded bool
+	env     Env
+
+	bell, sleepers, poison *atomic.Uint32
+	ready, done, dt        []*atomic.Uint32
+	sig                    []*atomic.Uint64
+	slots                  [][2][]byte
+
+	// Calls counts the calls this member made through the segment
+	// (tests: the shared path was taken).
+	Calls atomic.Uint64
+}
+
+// New is member me's view of the segment mem (Size(n) bytes, zero when
+// the group was made) of a group of n members; crowded says whether the
+// members outnumber the host's cores (waiters then yield the core early).
+// It has no MPI counterpart.
+func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
+	if n < 1 || n > MaxMembers || me < 0 || me >= n {
+		return nil, fmt.Errorf("shmcoll: member %d of %d out of range (1..%d members)", me, n, MaxMembers)
+	}
+	if len(mem) < Size(n) {
+		return nil, fmt.Errorf("shmcoll: segment of %d bytes, %d needed", len(mem), Size(n))
+	}
+	if uintptr(unsafe.Pointer(&mem[0]))%8 != 0 {
+		return nil, errors.New("shmcoll: segment not aligned")
+	}
+	g := &Group{mem: mem, N: n, Me: me, chunk: Chunk(n), crowded: crowded, env: env}
+	g.bell, g.sleepers, g.poison = g.u32(0), g.u32(8), g.u32(line)
+	g.ready, g.done, g.dt = make([]*atomic.Uint32, n), make([]*atomic.Uint32, n), make([]*atomic.Uint32, n)
+	g.sig, g.slots = make([]*atomic.Uint64, n), make([][2][]byte, n)
+	d := dataOff(n)
+	for i := range n {
+		o := hdrLines*line + i*line
+		g.ready[i], g.done[i], g.dt[i] = g.u32(o+offReady), g.u32(o+offDone), g.u32(o+offDT)
+		g.sig[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offSig]))
+		for p := range 2 {
+			s := d + (2*i+p)*g.chunk
+			g.slots[i][p] = mem[s : s+g.chunk : s+g.chunk]
+		}
+	}
+	g.step = g.ready[me].Load() // 0 in a new segment
+	return g, nil
+}
+
+func (g *Group) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&g.mem[off])) }
+
+// Poisoned reports whether a member found mismatched calls on the group.
+// It has no MPI counterpart.
+func (g *Group) Poisoned() bool { return g.poison.Load() != 0 }
+
+// after reports whether step a is at or after step b (modulo 2^32).
+func after(a, b uint32) bool { return int32(a-b) >= 0 }
+
+func (g *Group) hook(kind, point string) error {
+	if h := Hook; h != nil {
+		return h(g.Me, kind, point)
+	}
+	return nil
+}
+
+// ring wakes the sleepers, if any, after a publication.
+func (g *Group) ring() {
+	if g.sleepers.Load() != 0 {
+		g.bell.Add(1)
+		futexWakeAll(g.bell)
+	}
+}
+
+// publish makes step s of call c this member's published step.
+func (g *Group) publish(c Call, s uint32) {
+	g.sig[g.Me].Store(c.Sig)
+	g.dt[g.Me].Store(c.DT)
+	g.ready[g.Me].Store(s)
+	g.ring()
+}
+
+// finish says this member read everything of step s.
+func (g *Group) finish(s uint32) {
+	g.done[g.Me].Store(s)
+	g.ring()
+}
+
+// waitReady waits until member j published step s, checking j's call
+// when it sees exactly s.
+func (g *Group) waitReady(c Call, j int, s uint32) error {
+	w := g.ready[j]
+	ok := func() (bool, error) {
+		r := w.Load()
+		if !after(r, s) {
+			return false, nil
+		}
+		if r == s {
+			sg, dt := g.sig[j].Load(), g.dt[j].Load()
+			if w.Load() == s && (sg != c.Sig || dt != c.DT) {
+				g.poison.Store(1)
+				g.bell.Add(1)
+				futexWakeAll(g.bell)
+				return false, &MismatchError{Peer: j, Sig: sg, DT: dt}
+			}
+		}
+		return true, nil
+	}
+	return g.wait(ok)
+}
+
+// waitDone waits until member j finished reading step s.
+func (g *Group) waitDone(j int, s uint32) error {
+	w := g.done[j]
+	return g.wait(func() (bool, error) { return after(w.Load(), s), nil })
+}
+
+// beforeWrite waits until no member still reads the slot step s writes
+// (the one of step s-2).
+func (g *Group) beforeWrite(s uint32) error {
+	for j := range g.N {
+		if j != g.Me {
+			if err := g.waitDone(j, s-2); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Spinning budgets (loads of the awaited word).
+const (
+	spinAlone   = 1 << 13 // every member has a core: a peer is running
+	spinCrowded = 1 << 6  // members outnumber cores: the peer may need this core
+	yields      = 32      // sched_yield calls before sleeping, crowded
+	sleepMin    = 20 * time.Microsecond
+	sleepMax    = time.Millisecond
+)
+
+// wait waits until ok reports true (or an error): spinning, yielding,
+// then sleeping on the doorbell with growing timeouts, asking the Env
+// after every sleep.
+func (g *Group) wait(ok func() (bool, error)) error {
+	spin := spinAlone
+	if g.crowded {
+		spin = spinCrowded
+	}
+	for i := 0; i < spin; i++ {
+		if done, err := ok(); done || err != nil {
+			return err
+		}
+		if i&255 == 255 && g.poison.Load() != 0 {
+			return ErrPoisoned
+		}
+	}
+	if g.crowded {
+		for range yields {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			if done, err := ok(); done || err != nil {
+				return err
+			}
+		}
+	}
+	d := sleepMin
+	for {
+		if g.poison.Load() != 0 {
+			return ErrPoisoned
+		}
+		if err := g.env.Check(); err != nil {
+			return err
+		}
+		g.sleepers.Add(1)
+		b := g.bell.Load()
+		done, err := ok()
+		if !done && err == nil && g.poison.Load() == 0 {
+			futexWait(g.bell, b, d)
+		}
+		g.sleepers.Add(^uint32(0))
+		if done || err != nil {
+			return err
+		}
+		if done, err := ok(); done || err != nil {
+			return err
+		}
+		d = min(2*d, sleepMax)
+	}
+}
+
+// Barrier returns once every member called it (MPI_Barrier over the
+// segment).
+func (g *Group) Barrier(c Call) error {
+	g.Calls.Add(1)
+	if err := g.hook("barrier", "enter"); err != nil {
+		return err
+	}
+	s := g.step + 1
+	g.step = s
+	g.done[g.Me].Store(s) // a barrier reads no slot
+	g.publish(c, s)
+	if err := g.hook("barrier", "published"); err != nil {
+		return err
+	}
+	for j := range g.N {
+		if j != g.Me {
+			if err := g.waitReady(c, j, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Bcast copies buf of member root into buf of every member (MPI_Bcast
+// over the segment), a slot at a time.
+func (g *Group) Bcast(c Call, buf []byte, root int) error {
+	g.Calls.Add(1)
+	if err := g.hook("bcast", "enter"); err != nil {
+		return err
+	}
+	for off := 0; off < len(buf); off += g.chunk {
+		piece := buf[off:min(off+g.chunk, len(buf))]
+		s := g.step + 1
+		g.step = s
+		slot := g.slots[root][s&1]
+		if g.Me == root {
+			if err := g.beforeWrite(s); err != nil {
+				return err
+			}
+			copy(slot, piece)
+			g.done[g.Me].Store(s)
+			g.publish(c, s)
+			if err := g.hook("bcast", "published"); err != nil {
+				return err
+			}
+			continue
+		}
+		g.publish(c, s) // nothing written: the step and the call, for the others' checks
+		if err := g.hook("bcast", "published"); err != nil {
+			return err
+		}
+		if err := g.waitReady(c, root, s); err != nil {
+			return err
+		}
+		copy(piece, slot)
+		if err := g.hook("bcast", "read"); err != nil {
+			return err
+		}
+		g.finish(s)
+	}
+	return nil
+}
+
+// shortAll is the largest Allreduce (bytes) that every member reduces
+// whole (one step); larger ones are reduced a part per member, then
+// gathered (two steps per slot).
+const shortAll = 4 << 10
+
+// reduceInto sets out = slots[0] ∘ slots[1] ∘ ... ∘ slots[N-1] over
+// [lo, hi) of step parity p, in member order (fn(in, inout): inout = in ∘
+// inout).
+func (g *Group) reduceInto(out []byte, p uint32, lo, hi int, fn func(in, inout []byte)) {
+	copy(out, g.slots[g.N-1][p][lo:hi])
+	for j := g.N - 2; j >= 0; j-- {
+		fn(g.slots[j][p][lo:hi], out)
+	}
+}
+
+// Allreduce combines send of every member with fn, in member order, into
+// recv of every member (MPI_Allreduce over the segment); esize is the
+// element size; send and recv may be the same slice.
+func (g *Group) Allreduce(c Call, send, recv []byte, esize int, fn func(in, inout []byte)) error {
+	g.Calls.Add(1)
+	if err := g.hook("allreduce", "enter"); err != nil {
+		return err
+	}
+	chunk := g.chunk / esize * esize
+	n := len(send)
+	if n <= shortAll {
+		chunk = n
+	}
+	for off := 0; off < n; off += chunk {
+		L := min(chunk, n-off)
+		in, out := send[off:off+L], recv[off:off+L]
+		s := g.step + 1
+		g.step = s
+		if err := g.beforeWrite(s); err != nil {
+			return err
+		}
+		copy(g.slots[g.Me][s&1], in)
+		g.publish(c, s)
+		if err := g.hook("allreduce", "published"); err != nil {
+			return err
+		}
+		for j := range g.N {
+			if j != g.Me {
+				if err := g.waitReady(c, j, s); err != nil {
+					return err
+				}
+			}
+		}
+		if L <= shortAll {
+			g.reduceInto(out, s&1, 0, L, fn)
+			if err := g.hook("allreduce", "read"); err != nil {
+				return err
+			}
+			g.finish(s)
+			continue
+		}
+		// My part of the elements, reduced; then every part gathered.
+		elems := L / esize
+		part := func(i int) (int, int) { return i * elems / g.N * esize, (i + 1) * elems / g.N * esize }
+		lo, hi := part(g.Me)
+		g.reduceInto(out[lo:hi], s&1, lo, hi, fn)
+		if err := g.hook("allreduce", "read"); err != nil {
+			return err
+		}
+		g.finish(s)
+		s++
+		g.step = s
+		if err := g.beforeWrite(s); err != nil {
+			return err
+		}
+		copy(g.slots[g.Me][s&1][lo:hi], out[lo:hi])
+		g.publish(c, s)
+		for j := range g.N {
+			if j == g.Me {
+				continue
+			}
+			if err := g.waitReady(c, j, s); err != nil {
+				return err
+			}
+			a, b := part(j)
+			copy(out[a:b], g.slots[j][s&1][a:b])
+		}
+		g.finish(s)
+	}
+	return nil
+}
+
+// Reduce combines send of every member with fn, in member order, into
+// recv at member root (MPI_Reduce over the segment); recv is used at root
+// only and may be send there.
+func (g *Group) Reduce(c Call, send, recv []byte, root, esize int, fn func(in, inout []byte)) error {
+	g.Calls.Add(1)
+	if err := g.hook("reduce", "enter"); err != nil {
+		return err
+	}
+	chunk := g.chunk / esize * esize
+	n := len(send)
+	for off := 0; off < n; off += chunk {
+		L := min(chunk, n-off)
+		s := g.step + 1
+		g.step = s
+		if err := g.beforeWrite(s); err != nil {
+			return err
+		}
+		copy(g.slots[g.Me][s&1], send[off:off+L])
+		if g.Me != root {
+			g.done[g.Me].Store(s) // a contributor reads nothing
+		}
+		g.publish(c, s)
+		if err := g.hook("reduce", "published"); err != nil {
+			return err
+		}
+		if g.Me != root {
+			continue
+		}
+		for j := range g.N {
+			if j != g.Me {
+				if err := g.waitReady(c, j, s); err != nil {
+					return err
+				}
+			}
+		}
+		g.reduceInto(recv[off:off+L], s&1, 0, L, fn)
+		g.finish(s)
+	}
+	return nil
+}
+
+// Allgather copies send (the same length b at every member) of every
+// member i into recv[i*b:(i+1)*b] of every member (MPI_Allgather over the
+// segment); send may be this member's block of recv.
+func (g *Group) Allgather(c Call, send, recv []byte) error {
+	g.Calls.Add(1)
+	if err := g.hook("allgather", "enter"); err != nil {
+		return err
+	}
+	b := len(send)
+	copy(recv[g.Me*b:(g.Me+1)*b], send)
+	for off := 0; off < b; off += g.chunk {
+		L := min(g.chunk, b-off)
+		s := g.step + 1
+		g.step = s
+		if err := g.beforeWrite(s); err != nil {
+			return err
+		}
+		copy(g.slots[g.Me][s&1], send[off:off+L])
+		g.publish(c, s)
+		if err := g.hook("allgather", "published"); err != nil {
+			return err
+		}
+		for j := range g.N {
+			if j == g.Me {
+				continue
+			}
+			if err := g.waitReady(c, j, s); err != nil {
+				return err
+			}
+			copy(recv[j*b+off:j*b+off+L], g.slots[j][s&1][:L])
+		}
+		g.finish(s)
+	}
+	return nil
+}
+
+// Futex operations on a word of a shared mapping (not FUTEX_PRIVATE: the
+// waiters may be other processes).
+const (
+	futexWaitOp = 0
+	futexWakeOp = 1
+)
+
+func futexWait(w *atomic.Uint32, val uint32, d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitOp, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+func futexWakeAll(w *atomic.Uint32) {
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWakeOp, uintptr(1<<31-1), 0, 0, 0)
+}

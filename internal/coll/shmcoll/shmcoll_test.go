@@ -1,0 +1,306 @@
+package shmcoll
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
+)
+
+// The protocol over one anonymous shared mapping, a goroutine per member
+// each with its own Group: results against a sequential reference, in
+// place and not, across the slot size and the one-step/two-step switch of
+// Allreduce, and a member that stops at every point of every call: the
+// others end with the Env's error, never hang.
+
+type env struct{ dead *atomic.Bool }
+
+var errDead = errors.New("a member died")
+
+func (e env) Check() error {
+	if e.dead.Load() {
+		return errDead
+	}
+	return nil
+}
+
+func newGroups(t *testing.T, n int, crowded bool, dead *atomic.Bool) []*Group {
+	t.Helper()
+	mem, err := unix.Mmap(-1, 0, Size(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	gs := make([]*Group, n)
+	for i := range n {
+		if gs[i], err = New(mem, n, i, crowded, env{dead}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gs
+}
+
+// each runs fn at every member and fails the test if one does not return
+// within the deadline.
+func each(t *testing.T, gs []*Group, fn func(g *Group) error) []error {
+	t.Helper()
+	errs := make([]error, len(gs))
+	var wg sync.WaitGroup
+	for i, g := range gs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = fn(g) }()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("a member did not return within 60 s")
+	}
+	return errs
+}
+
+func val(r, i int) int64 { return int64(3*r + 7*i + 1) }
+
+func input(r, elems int) []byte {
+	b := make([]byte, 8*elems)
+	for i := range elems {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(val(r, i)))
+	}
+	return b
+}
+
+func sum(in, inout []byte) {
+	for i := 0; i+8 <= len(in); i += 8 {
+		binary.LittleEndian.PutUint64(inout[i:], binary.LittleEndian.Uint64(in[i:])+binary.LittleEndian.Uint64(inout[i:]))
+	}
+}
+
+// affine is not commutative: elements are (a, b) pairs of int32 meaning
+// x -> a*x + b; in ∘ inout is "inout, then in" composed in member order.
+func affine(in, inout []byte) {
+	for i := 0; i+8 <= len(in); i += 8 {
+		a1, b1 := int32(binary.LittleEndian.Uint32(in[i:])), int32(binary.LittleEndian.Uint32(in[i+4:]))
+		a2, b2 := int32(binary.LittleEndian.Uint32(inout[i:])), int32(binary.LittleEndian.Uint32(inout[i+4:]))
+		binary.LittleEndian.PutUint32(inout[i:], uint32(a1*a2))
+		binary.LittleEndian.PutUint32(inout[i+4:], uint32(a1*b2+b1))
+	}
+}
+
+func reference(n, elems int, fn func(in, inout []byte)) []byte {
+	out := input(n-1, elems)
+	for j := n - 2; j >= 0; j-- {
+		fn(input(j, elems), out)
+	}
+	return out
+}
+
+func sizes(n int) []int { // elements of 8 bytes
+	c := Chunk(n) / 8
+	if jobtest.RaceEnabled { // the race detector slows the byte loops ~50x: the switch points only
+		return []int{0, 3, shortAll/8 + 1, c + 1}
+	}
+	return []int{0, 1, 3, shortAll / 8, shortAll/8 + 1, c - 1, c, c + 1, 2*c + 5}
+}
+
+func TestCollectives(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 5, 8} {
+		for _, crowded := range []bool{false, true} {
+			if crowded && n < 3 {
+				continue
+			}
+			t.Run(fmt.Sprintf("n%d/crowded=%v", n, crowded), func(t *testing.T) {
+				var dead atomic.Bool
+				gs := newGroups(t, n, crowded, &dead)
+				c := Call{Sig: 42, DT: 1}
+				for _, e := range each(t, gs, func(g *Group) error { return g.Barrier(c) }) {
+					if e != nil {
+						t.Fatal(e)
+					}
+				}
+				for _, elems := range sizes(n) {
+					for _, fn := range []func(in, inout []byte){sum, affine} {
+						want := reference(n, elems, fn)
+						for _, inPlace := range []bool{false, true} {
+							errs := each(t, gs, func(g *Group) error {
+								send := input(g.Me, elems)
+								recv := make([]byte, len(send))
+								if inPlace {
+									recv = send
+								}
+								if err := g.Allreduce(c, send, recv, 8, fn); err != nil {
+									return err
+								}
+								if !bytes.Equal(recv, want) {
+									return fmt.Errorf("allreduce of %d elements: member %d differs", elems, g.Me)
+								}
+								return nil
+							})
+							check(t, errs)
+						}
+						for _, root := range []int{0, n - 1, n / 2} {
+							errs := each(t, gs, func(g *Group) error {
+								send := input(g.Me, elems)
+								recv := make([]byte, len(send))
+								if err := g.Reduce(c, send, recv, root, 8, fn); err != nil {
+									return err
+								}
+								if g.Me == root && !bytes.Equal(recv, want) {
+									return fmt.Errorf("reduce of %d elements to %d differs", elems, root)
+								}
+								return nil
+							})
+							check(t, errs)
+						}
+					}
+					for _, root := range []int{0, n - 1, n / 2} {
+						errs := each(t, gs, func(g *Group) error {
+							buf := make([]byte, 8*elems)
+							if g.Me == root {
+								buf = input(root, elems)
+							}
+							if err := g.Bcast(c, buf, root); err != nil {
+								return err
+							}
+							if !bytes.Equal(buf, input(root, elems)) {
+								return fmt.Errorf("bcast of %d elements from %d: member %d differs", elems, root, g.Me)
+							}
+							return nil
+						})
+						check(t, errs)
+					}
+					errs := each(t, gs, func(g *Group) error {
+						recv := make([]byte, 8*elems*n)
+						if err := g.Allgather(c, input(g.Me, elems), recv); err != nil {
+							return err
+						}
+						for j := range n {
+							if !bytes.Equal(recv[j*8*elems:(j+1)*8*elems], input(j, elems)) {
+								return fmt.Errorf("allgather of %d elements: member %d's block %d differs", elems, g.Me, j)
+							}
+						}
+						return nil
+					})
+					check(t, errs)
+				}
+			})
+		}
+	}
+}
+
+func check(t *testing.T, errs []error) {
+	t.Helper()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A member that stops at each point of each call (publishing nothing
+// more) leaves the others waiting until the Env reports its death: they
+// all end with that error. A member that stopped after publishing its
+// data may let others finish the call; the next call then fails.
+func TestMemberStopsAtEveryPoint(t *testing.T) {
+	defer func() { Hook = nil }()
+	const n = 4
+	big := 2 * Chunk(n) / 8
+	calls := map[string]func(g *Group) error{
+		"barrier": func(g *Group) error { return g.Barrier(Call{Sig: 1}) },
+		"bcast":   func(g *Group) error { return g.Bcast(Call{Sig: 2}, make([]byte, 8*big), 0) },
+		"allreduce": func(g *Group) error {
+			return g.Allreduce(Call{Sig: 3}, input(g.Me, 1), make([]byte, 8), 8, sum)
+		},
+		"allreduce-big": func(g *Group) error {
+			return g.Allreduce(Call{Sig: 4}, input(g.Me, big), make([]byte, 8*big), 8, sum)
+		},
+		"reduce":    func(g *Group) error { return g.Reduce(Call{Sig: 5}, input(g.Me, 1), make([]byte, 8), 1, 8, sum) },
+		"allgather": func(g *Group) error { return g.Allgather(Call{Sig: 6}, input(g.Me, 1), make([]byte, 8*n)) },
+	}
+	for name, call := range calls {
+		kind := name
+		if kind == "allreduce-big" {
+			kind = "allreduce"
+		}
+		for _, point := range []string{"enter", "published", "read"} {
+			for _, victim := range []int{0, 1, n - 1} {
+				t.Run(fmt.Sprintf("%s/%s/victim%d", name, point, victim), func(t *testing.T) {
+					var dead atomic.Bool
+					gs := newGroups(t, n, false, &dead)
+					errVictim := errors.New("victim stopped")
+					Hook = func(me int, k, p string) error {
+						if me == victim && k == kind && p == point {
+							dead.Store(true)
+							return errVictim
+						}
+						return nil
+					}
+					errs := each(t, gs, func(g *Group) error {
+						err := call(g)
+						if err == nil { // the victim may have published its part: the next call fails
+							err = g.Barrier(Call{Sig: 9})
+						}
+						return err
+					})
+					Hook = nil
+					if !dead.Load() {
+						return // this call has no such point at this member
+					}
+					for i, err := range errs {
+						switch {
+						case i == victim && err != errVictim:
+							t.Errorf("victim: %v", err)
+						case i != victim && err != errDead:
+							t.Errorf("member %d: %v, want %v", i, err, errDead)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// Calls that differ are found by a waiter that sees the other's step: it
+// gets a MismatchError, the others ErrPoisoned or the Env's error, none
+// hangs.
+func TestMismatchPoisons(t *testing.T) {
+	const n = 3
+	var dead atomic.Bool
+	gs := newGroups(t, n, false, &dead)
+	errs := each(t, gs, func(g *Group) error {
+		if g.Me == 2 {
+			return g.Bcast(Call{Sig: 7}, make([]byte, 8), 0)
+		}
+		return g.Barrier(Call{Sig: 8})
+	})
+	var mm *MismatchError
+	found := false
+	for i, err := range errs {
+		switch {
+		case errors.As(err, &mm):
+			found = true
+		case err == nil && i != 0: // rank 0 is the broadcast's root for member 2: it may pass
+			t.Errorf("member %d: no error", i)
+		case err != nil && !errors.Is(err, ErrPoisoned):
+			t.Errorf("member %d: %v", i, err)
+		}
+	}
+	if !found || !gs[0].Poisoned() {
+		t.Fatalf("no mismatch found: %v", errs)
+	}
+}
+
+func TestNewRefusesBadArguments(t *testing.T) {
+	mem := make([]byte, Size(2))
+	for _, c := range []struct{ n, me, size int }{{0, 0, Size(2)}, {2, 2, Size(2)}, {2, -1, Size(2)}, {MaxMembers + 1, 0, Size(2)}, {2, 0, Size(2) - 1}} {
+		if _, err := New(mem[:c.size], c.n, c.me, false, nil); err == nil {
+			t.Errorf("New(n=%d, me=%d, %d bytes) accepted", c.n, c.me, c.size)
+		}
+	}
+}
