@@ -133,6 +133,18 @@ type Handler interface {
 	PeerLost(peer int, err error)
 }
 
+// WholeHandler is a Handler that also takes a frame whose payload a
+// transport holds whole in memory it can read at the moment of the call
+// (a record in a shared-memory ring): Whole replaces that frame's Frame
+// and Payload, copies what it keeps of payload before it returns (the
+// transport reuses that memory afterwards), and refuses nothing it would
+// not refuse in Frame (it then takes the Frame and Payload path itself).
+// Urgent frames go through Whole as well.
+type WholeHandler interface {
+	Handler
+	Whole(from int, h Header, payload []byte)
+}
+
 // Reject is the cookie a Handler's Frame returns for a frame it refuses
 // to use (a malformed or hostile header: an unknown kind, a length over
 // its cap, a size that does not fit). A transport then reads nothing more

@@ -231,6 +231,12 @@ func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
 	if h.N > size || n > avail || n > toEnd {
 		return errCorrupt(peer, "a frame of %d bytes", h.N)
 	}
+	if wh := p.t.whole; wh != nil {
+		// The payload is read in place; the record is consumed after.
+		wh.Whole(peer, h, r.data[pos+transport.HeaderSize:pos+transport.HeaderSize+h.N])
+		r.head.Store(head + n)
+		return nil
+	}
 	dst, cookie := hd.Frame(peer, h)
 	if h.N > 0 && uint64(len(dst)) == h.N {
 		copy(dst, r.data[pos+transport.HeaderSize:pos+transport.HeaderSize+h.N])

@@ -135,6 +135,7 @@ const (
 // Transport implements transport.Transport over shared memory.
 type Transport struct {
 	cfg   Config
+	whole transport.WholeHandler // cfg.Handler, when it takes whole frames
 	uid   int
 	probe [8]byte // a peer reads it to learn whether it may read this process's memory
 	ln    *net.UnixListener
@@ -284,6 +285,7 @@ func Listen(cfg Config) (*Transport, error) {
 	}
 	t := &Transport{cfg: cfg, uid: os.Geteuid(), pairs: map[int]*pair{}, hs: map[*net.UnixConn]bool{},
 		peersSet: make(chan struct{}), rxDone: make(chan struct{}), rxWake: make(chan struct{}, 1)}
+	t.whole, _ = cfg.Handler.(transport.WholeHandler)
 	copy(t.probe[:], probeMagic)
 	t.refusals = &acceptloop.RateLog{Logf: func(msg string) { t.logf("%s", msg) }, Burst: cfg.logBurst}
 	if cfg.Auth != nil {
