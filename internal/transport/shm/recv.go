@@ -39,6 +39,65 @@ const lockedYieldAfter = 4
 // goYield is runtime.Gosched; a variable for tests.
 var goYield = runtime.Gosched
 
+// When ranks outnumber cores (no spin) the receiver, before it sleeps in
+// the futex, polls between kernel yields (sched_yield) for up to
+// yieldFor, at most yieldRounds times: a peer that is runnable gets this
+// core at once and its answer is found without a futex wake-up and a
+// context switch per hop (issue 28 item 4); on an idle host a yield
+// returns at once and the receiver sleeps after the last round.
+const (
+	yieldFor    = 50 * time.Microsecond
+	yieldRounds = 64
+)
+
+// A gap of crowdedGap or more between two clock reads of a polling loop
+// (some hundred polls apart) means this thread lost its core: the host is
+// crowded, and for crowdedFor the pollers give the core away with a
+// kernel yield at every check instead of only yielding to goroutines
+// (issue 28 item 2: a busy neighbour must not cost a time slice per hop).
+const (
+	crowdedGap = 200 * time.Microsecond
+	crowdedFor = 100 * time.Millisecond
+)
+
+// sysYield gives this thread's core to another runnable thread of the
+// host, if any (sched_yield).
+func (t *Transport) sysYield() {
+	if t.cfg.kernelYield != nil {
+		t.cfg.kernelYield()
+		return
+	}
+	syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+}
+
+// noteGap records the time between two clock reads of a polling loop
+// (now the second) and reports whether the host counts as crowded.
+func (t *Transport) noteGap(gap time.Duration, now time.Time) bool {
+	if gap >= crowdedGap {
+		t.crowdedUntil.Store(now.Add(crowdedFor).UnixNano())
+		return true
+	}
+	return now.UnixNano() < t.crowdedUntil.Load()
+}
+
+// yieldPoll is the receiver's last resort before the futex when it does
+// not spin: polls between kernel yields (see yieldFor). It reports
+// whether a frame moved (the receiver then goes on polling) or a caller
+// polls or the transport stops (the receiver goes back to its loop).
+func (t *Transport) yieldPoll() bool {
+	start := time.Now()
+	for i := 0; i < yieldRounds; i++ {
+		t.sysYield()
+		if t.pollHeld() || t.bellPoll.Load() != 0 || t.stop.Load() {
+			return true
+		}
+		if i&7 == 7 && time.Since(start) >= yieldFor {
+			break
+		}
+	}
+	return false
+}
+
 // recvLoop polls every pair's rings and delivers their frames; it sleeps
 // on the doorbell when all are empty. It spins first (SpinFn) only while
 // no caller polls (PollUntil): then a caller is the one spinning. It
@@ -60,14 +119,17 @@ func (t *Transport) recvLoop() {
 				}
 				if time.Since(idleSince) < spin {
 					runtime.Gosched()
-					if t.cfg.Yield {
-						syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+					if t.cfg.Yield || t.crowded() {
+						t.sysYield()
 					}
 					continue
 				}
 			}
 		}
 		spinning = false
+		if t.bellPoll.Load() == 0 && (t.cfg.SpinFn == nil || t.cfg.SpinFn() <= 0) && t.yieldPoll() {
+			continue
+		}
 		if t.bellPoll.Load() != 0 {
 			// A caller polls: wait for it to stop without a futex, which
 			// would keep this goroutine's processor (a system call does
@@ -149,7 +211,10 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 		return true
 	}
 	t.bellPoll.Add(1)
-	start := time.Now()
+	// The clock is first read at the first check (pollCheck polls in):
+	// a wait that ends sooner, the common case of a ping-pong, reads it
+	// never, and the budget starts there.
+	var start, last time.Time
 	held := false // the rings are held across polls, let go every pollLetGo
 	// A goroutine locked to a C thread yields its processor only once it
 	// has polled for a quarter of its budget: for it a yield is a round
@@ -192,15 +257,29 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 				held = false
 			}
 			if i%pollCheck == 0 {
-				spun := time.Since(start)
+				now := time.Now()
+				if start.IsZero() {
+					start, last = now, now
+				}
+				crowded := t.noteGap(now.Sub(last), now)
+				last = now
+				spun := now.Sub(start)
 				if spun >= budget {
 					break
 				}
+				yielded := false
 				if !locked || spun >= budget/lockedYieldAfter {
 					goYield()
+					yielded = true
 				}
-				if t.cfg.Yield {
-					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+				if t.cfg.Yield || crowded {
+					t.sysYield()
+					yielded = true
+				}
+				if yielded {
+					// What ran meanwhile (goroutines, other threads) is
+					// no gap of this loop's own.
+					last = time.Now()
 				}
 			}
 		}
@@ -517,4 +596,11 @@ func (p *pair) open() bool {
 		ok = err == unix.EAGAIN
 	})
 	return ok && p.state.Load() == alive
+}
+
+// crowded reports whether a polling loop saw this thread lose its core
+// lately (noteGap).
+func (t *Transport) crowded() bool {
+	u := t.crowdedUntil.Load()
+	return u != 0 && time.Now().UnixNano() < u
 }

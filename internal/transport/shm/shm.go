@@ -113,6 +113,7 @@ type Config struct {
 	Log func(msg string)
 
 	beforePublish func()        // tests: runs between writing a record and publishing it
+	kernelYield   func()        // tests: replaces sched_yield (Transport.sysYield)
 	maxPending    int           // tests: acceptloop.Config.MaxPending
 	logBurst      int           // tests: the refusals logged per window (acceptloop.RateLog.Burst)
 	sleepMax      time.Duration // tests: the longest futex sleep (0: sleepMax), long to make a lost wake-up a hang
@@ -173,6 +174,8 @@ type Transport struct {
 	rxWake   chan struct{}           // its token (capacity 1)
 	stop     atomic.Bool
 	rxDone   chan struct{}
+
+	crowdedUntil atomic.Int64 // unix nanos until which the host counts as crowded (noteGap)
 
 	wg sync.WaitGroup
 }
