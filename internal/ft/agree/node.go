@@ -221,6 +221,37 @@ func (a *Node) Failed(p int) []Msg {
 	return a.flush()
 }
 
+// FailedAll is Failed for several processes whose failures became known
+// at once: the Node makes progress once, with all of them known, so it
+// sends nothing on the way to a process of the batch (a runtime that
+// learns of many failures together, such as one in-process kill of many
+// ranks, pays one step, not one per failure). Invalid and repeated
+// entries are ignored; this process among them silences the Node.
+func (a *Node) FailedAll(ps []int) []Msg {
+	if a.halted {
+		return nil
+	}
+	added := false
+	for _, p := range ps {
+		if p < 0 || p >= a.n || a.failed.Has(p) {
+			continue
+		}
+		if p == a.self {
+			a.halted = true
+			a.early = nil
+			a.out = nil
+			return nil
+		}
+		a.failed.Add(p)
+		added = true
+	}
+	if !added || !a.started {
+		return nil
+	}
+	a.progress()
+	return a.flush()
+}
+
 // Decision returns the decided value and the set of processes whose
 // contributions it combines, and whether the Node has decided. Once true,
 // the result never changes. The returned sets are copies.

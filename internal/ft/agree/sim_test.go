@@ -53,6 +53,7 @@ type simParams struct {
 	crash      []crashPlan
 	contrib    []Value
 	radix      int  // tree radix (Config.Radix)
+	batched    bool // notifications are held and handed over in batches (Node.FailedAll)
 	unitDelays bool // every delay is 1, every start 0 (for counting rounds)
 }
 
@@ -65,8 +66,8 @@ func (p *simParams) summary() string {
 		}
 		kinds[c.kind]++
 	}
-	return fmt.Sprintf("seed=%d n=%d radix=%d scenario=%s crashes=%d (before-start %d, at-time %d, mid-step %d) maxDelay=%d slow=%.2f lose=%.2f notifyMax=%d",
-		p.seed, p.n, p.radix, p.scenario, nc, kinds[crashBeforeStart], kinds[crashAtTime], kinds[crashAtStep], p.maxDelay, p.slowProb, p.loseProb, p.notifyMax)
+	return fmt.Sprintf("seed=%d n=%d radix=%d scenario=%s crashes=%d (before-start %d, at-time %d, mid-step %d) maxDelay=%d slow=%.2f lose=%.2f notifyMax=%d batched=%v",
+		p.seed, p.n, p.radix, p.scenario, nc, kinds[crashBeforeStart], kinds[crashAtTime], kinds[crashAtStep], p.maxDelay, p.slowProb, p.loseProb, p.notifyMax, p.batched)
 }
 
 func newRand(seed uint64) *rand.Rand {
@@ -199,6 +200,11 @@ func genParams(seed uint64) *simParams {
 	// schedules of the seeds drawn before: binomial trees half the time,
 	// flat trees (the root talks to everyone) or radix 3, 4 or 8 otherwise.
 	p.radix = []int{2, 2, 2, 2, 2, 2, 3, 4, 8, n + 1}[newRand(seed^0x5bd1e9955bd1e995).IntN(10)]
+	// Batched notifications too from a stream of their own (every other
+	// seed): a process is told of the failures noted since its last batch
+	// at once, some time later (FailedAll), as a runtime that delivers an
+	// in-process kill of many ranks in one pass does.
+	p.batched = newRand(seed^0x2545f4914f6cdd1d).IntN(2) == 0
 	return p
 }
 
@@ -208,6 +214,7 @@ const (
 	evDeliver
 	evCrash
 	evNotify
+	evFlush // a batch of held notifications reaches the Node (simParams.batched)
 )
 
 type event struct {
@@ -306,6 +313,8 @@ func simulate(p *simParams, trace bool) *simResult {
 	clock := make([]int, n) // causal depth seen by each process
 	known := make([]Set, n) // failures notified to each process
 	decs := make([]*decisionRec, n)
+	held := make([][]int, n)                   // notifications not yet handed to the Node (batched)
+	rb := newRand(p.seed ^ 0x9e3779b97f4a7c15) // the batches' times, off r's stream
 	var q eventQueue
 	var seq uint64
 	push := func(e *event) {
@@ -432,8 +441,21 @@ func simulate(p *simParams, trace bool) *simResult {
 				logf("t=%d NOTE %d of %d (for Start)", now, i, b.failed)
 				continue // the runtime will pass it to Start
 			}
+			if p.batched {
+				if len(held[i]) == 0 {
+					push(&event{at: now + 1 + rb.Int64N(p.notifyMax), kind: evFlush, p: i})
+				}
+				held[i] = append(held[i], b.failed)
+				logf("t=%d HOLD %d of %d", now, i, b.failed)
+				continue
+			}
 			logf("t=%d NOTIFY %d of %d", now, i, b.failed)
 			after(i, nodes[i].Failed(b.failed))
+		case evFlush:
+			batch := held[i]
+			held[i] = nil
+			logf("t=%d NOTIFY %d of %v", now, i, batch)
+			after(i, nodes[i].FailedAll(batch))
 		case evDeliver:
 			s := e.msg.From
 			if dead[s] && deadAt[s] < now && r.Float64() < p.loseProb {

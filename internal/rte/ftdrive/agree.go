@@ -82,11 +82,13 @@ func (a *Agreements) instanceLocked(seq uint64) (*agreeInst, []agree.Msg) {
 			decided: make(chan struct{})}
 		a.insts[seq] = in
 		// Failures known before the instance existed.
+		var idx []int
 		for _, p := range a.known() {
 			if i, ok := a.procs.Index(p); ok {
-				msgs = append(msgs, in.node.Failed(i)...)
+				idx = append(idx, i)
 			}
 		}
+		msgs = append(msgs, in.node.FailedAll(idx)...)
 		// Forget old instances (a decided node is needed only while its
 		// members may still be running it).
 		for s, old := range a.insts {
@@ -123,6 +125,41 @@ func (a *Agreements) Lost(peer int) {
 		in.mu.Unlock()
 		if decided {
 			in.markDecided() // (Await waits for this, not for failures)
+		}
+	}
+	if len(out) > 0 {
+		a.send(out)
+	}
+}
+
+// LostAll is Lost for several processes whose failures became known at
+// once (p2p.Engine.FailPeers): each instance takes them in one step
+// (agree.Node.FailedAll), so it sends nothing on the way to a process of
+// the batch.
+func (a *Agreements) LostAll(peers []int) {
+	var idx []int
+	for _, p := range peers {
+		if i, ok := a.procs.Index(p); ok {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	a.mu.Lock()
+	insts := make([]*agreeInst, 0, len(a.insts))
+	for _, in := range a.insts {
+		insts = append(insts, in)
+	}
+	a.mu.Unlock()
+	var out []agree.Msg
+	for _, in := range insts {
+		in.mu.Lock()
+		out = append(out, in.node.FailedAll(idx)...)
+		decided := in.node.Decided()
+		in.mu.Unlock()
+		if decided {
+			in.markDecided()
 		}
 	}
 	if len(out) > 0 {

@@ -90,3 +90,28 @@ func (r *Revocation) Lost(peer int) {
 		r.send(msgs)
 	}
 }
+
+// LostAll is Lost for several processes whose failures became known at
+// once (p2p.Engine.FailPeers): one lock, one send of what the repairs
+// produce.
+func (r *Revocation) LostAll(peers []int) {
+	var msgs []rbcast.Msg[uint32]
+	locked := false
+	for _, p := range peers {
+		i, ok := r.procs.Index(p)
+		if !ok {
+			continue
+		}
+		if !locked {
+			r.mu.Lock()
+			locked = true
+		}
+		msgs = append(msgs, r.rb.Failed(member.ID{Rank: i})...)
+	}
+	if locked {
+		r.mu.Unlock()
+	}
+	if len(msgs) > 0 {
+		r.send(msgs)
+	}
+}
