@@ -11,8 +11,6 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/bound"
-	"github.com/ftmpi/ftmpi/internal/ft/detector"
-	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/rte"
@@ -214,7 +212,7 @@ const (
 	EnvCheck          = rankenv.Check          // Config.Check: 0 or 1
 	EnvHangTimeout    = rankenv.HangTimeout    // Config.HangTimeout: a Go duration, or "off"
 	EnvHangAction     = rankenv.HangAction     // Config.HangAction: abort or report
-	EnvInject         = inject.EnvVar          // Config.FaultInjection
+	EnvInject         = rte.EnvFaultInjection  // Config.FaultInjection
 	EnvTrace          = "FTMPI_TRACE"          // Config.Trace: a directory or a file prefix
 )
 
@@ -226,8 +224,8 @@ func DefaultConfig() Config {
 		EagerLimit:       p2p.DefaultEagerLimit,
 		ReaderSpin:       SpinAuto,
 		Detector:         true,
-		HeartbeatPeriod:  detector.DefaultPeriod,
-		HeartbeatTimeout: detector.DefaultTimeout,
+		HeartbeatPeriod:  rte.DefaultHeartbeatPeriod,
+		HeartbeatTimeout: rte.DefaultHeartbeatTimeout,
 		ConnectTimeout:   30 * time.Second,
 	}
 }
@@ -286,15 +284,7 @@ func (c Config) Validate() error {
 		return bad("HangAction", strconv.Quote(c.HangAction), "want %q or %q", HangAbort, HangReport)
 	}
 	if c.FaultInjection != "" {
-		if _, err := inject.Parse(c.FaultInjection); err != nil {
-			msg := err.Error()
-			var pe *inject.ParseError
-			if errors.As(err, &pe) {
-				msg = pe.Msg
-				if pe.Part != "" && pe.Part != pe.Spec {
-					msg = strconv.Quote(pe.Part) + ": " + msg
-				}
-			}
+		if msg := rte.CheckFaultInjection(c.FaultInjection); msg != "" {
 			return bad("FaultInjection", strconv.Quote(c.FaultInjection), "%s", msg)
 		}
 	}

@@ -219,16 +219,3 @@ func TestConfigEagerLimitTakesEffect(t *testing.T) {
 		}
 	}
 }
-
-// The heartbeat settings reach the detector's configuration.
-func TestConfigHeartbeatsReachDetector(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.HeartbeatPeriod, cfg.HeartbeatTimeout = 30*time.Millisecond, 400*time.Millisecond
-	dc := detectorConfig(cfg, 2, 5, 1)
-	if dc.Period != cfg.HeartbeatPeriod || dc.Timeout != cfg.HeartbeatTimeout || dc.N != 5 || dc.Self != 2 || dc.Incarnation != 1 {
-		t.Fatalf("detector config %+v from %+v", dc, cfg)
-	}
-	if err := dc.Validate(); err != nil {
-		t.Fatal(err)
-	}
-}

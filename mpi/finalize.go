@@ -1,11 +1,7 @@
 package mpi
 
 import (
-	"sync"
-	"sync/atomic"
-
-	"github.com/ftmpi/ftmpi/internal/rte/fencedrive"
-	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
 // MPI_Finalize is collective over the connected processes: a process must
@@ -13,7 +9,7 @@ import (
 // launcher is the fence (it knows who died). Without a head (srun,
 // mpiexec) a PMI fence would hang on a dead process, so the processes
 // fence among themselves (internal/ft/fence, driven by
-// internal/rte/fencedrive): a gather and a broadcast of
+// internal/rte/fencedrive, which the runtime owns): a gather and a broadcast of
 // ctl.Finalize frames over a binomial tree of every process of the job
 // (ranks and spares: a released spare finalizes too), routed around the
 // failed ones, so a process sends at most 1 + 2·log2(n) frames instead of
@@ -29,53 +25,21 @@ import (
 // stopped, and the notice could overtake the message at its receiver
 // (the ring under mpiexec, one run in ten on a loaded machine).
 
-// finalFence is this process's side of the fence: its driver
-// (internal/rte/fencedrive: the frames, the machine, the wait), made on
-// first use (frames may come before this process enters).
+// finalFence is the World's part in the fence, whose driver the runtime
+// owns (rte.Rank.Fence: the frames, the machine, the wait).
 type finalFence struct {
-	d  atomic.Pointer[fencedrive.Fence]
-	mu sync.Mutex // makes d
 	// onStep, when set (tests only, before the fence starts), is called
 	// with each step of this process's fence (fencedrive.Env.OnStep);
 	// true kills the process there.
 	onStep func(step string) bool
 }
 
-// fenceDrv returns w's fence, made on first use.
-func (w *World) fenceDrv() *fencedrive.Fence {
-	f := &w.fence
-	if d := f.d.Load(); d != nil {
-		return d
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if d := f.d.Load(); d != nil {
-		return d
-	}
-	d := fencedrive.New(fencedrive.Env{
-		Self: w.rank, N: w.size,
-		Post:   func(to int, h transport.Header, p []byte, done transport.Done) { w.rt.Tr.Post(to, h, p, done) },
-		IsLost: w.eng.IsLost,
+// fenceDelegate is what the runtime's fence needs of w.
+func (w *World) fenceDelegate() rte.FenceDelegate {
+	return rte.FenceDelegate{
 		Killed: w.killed.Load,
-		OnStep: func(step string) bool { return f.onStep != nil && f.onStep(step) },
+		Step:   func(step string) bool { return w.fence.onStep != nil && w.fence.onStep(step) },
 		Kill:   w.killInProc,
-	})
-	f.d.Store(d)
-	return d
-}
-
-// wake lets a waiting Finalize look again (the lost hook).
-func (f *finalFence) wake() {
-	if d := f.d.Load(); d != nil {
-		d.Wake()
-	}
-}
-
-// onFinalize takes a fence frame from process from (a ctl.Finalize
-// frame; on a transport goroutine).
-func (w *World) onFinalize(from int, h transport.Header, _ []byte) {
-	if err := w.fenceDrv().Handle(from, h); err != nil {
-		w.logf("process %d: %v; ignored", w.rank, err)
 	}
 }
 
@@ -83,7 +47,7 @@ func (w *World) onFinalize(from int, h transport.Header, _ []byte) {
 // other process of the job entered it or is known failed (and this
 // process's own frames are written), or until the World is aborted.
 func (w *World) finalizeFence() {
-	w.fenceDrv().Run(w.abort, func() func() {
+	w.rt.Fence().Run(w.abort, func() func() {
 		t := w.world.trackOp("MPI_Finalize")
 		return func() { w.leave(t) }
 	})
@@ -93,14 +57,8 @@ func (w *World) finalizeFence() {
 // Finalize (or failed). The all-to-all fence heard every process's entry;
 // the tree tells it only through its frames, so the lost hook asks here
 // (hreinit.go).
-func (w *World) fenceFinished(peer int) bool {
-	d := w.fence.d.Load()
-	return d != nil && d.Finished(peer)
-}
+func (w *World) fenceFinished(peer int) bool { return w.rt.Fence().Finished(peer) }
 
 // fenceDone reports whether every other process entered Finalize or
 // failed and this process's frames to the live ones are written.
-func (w *World) fenceDone() bool {
-	d := w.fence.d.Load()
-	return d != nil && d.Done()
-}
+func (w *World) fenceDone() bool { return w.rt.Fence().Done() }

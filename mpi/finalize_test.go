@@ -113,13 +113,13 @@ func fenceJob(t *testing.T, n int, hook func(w *World) func(string) bool) ([]*Wo
 
 // killedByFence reports whether the test hook killed w in its fence.
 func (w *World) killedByFence() bool {
-	return w.fenceDrv().Stopped()
+	return w.rt.Fence().Stopped()
 }
 
 // waitKilled waits (up to a deadline) until the kill the fence's hook
 // started has taken effect.
 func waitKilled(w *World) error {
-	ch := w.fenceDrv().Signal()
+	ch := w.rt.Fence().Signal()
 	deadline := time.After(30 * time.Second)
 	for !w.killed.Load() {
 		select {
@@ -135,7 +135,7 @@ func waitKilled(w *World) error {
 // received, and all sent.
 func fenceFrames(worlds []*World) (maxSent, maxGot, total int) {
 	for _, w := range worlds {
-		sent, got := w.fenceDrv().Frames()
+		sent, got := w.rt.Fence().Frames()
 		maxSent, maxGot = max(maxSent, sent), max(maxGot, got)
 		total += sent
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
-	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/reinitdrive"
 	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -174,10 +174,10 @@ func reinitHeadless(w *World, fn func(ctx context.Context, w *World, state Reini
 			p.SetRunning(cur.epoch)
 			rolled, err := runResilient(fn, cur, state)
 			if !rolled {
-				cur.phase(inject.PhaseReinitReturn)
+				cur.phase(rte.PhaseReinitReturn)
 			}
 			if !rolled && hr.leave(p, cur) {
-				cur.phase(inject.PhaseReinitLeft)
+				cur.phase(rte.PhaseReinitLeft)
 				return err
 			}
 			state = ReinitReinited

@@ -260,7 +260,7 @@ func TestFinalizeFenceWaitsForItsOwnFrames(t *testing.T) {
 	w := j.w[0]
 	held := &heldPosts{Transport: w.rt.Tr, posted: make(chan heldPost, 1)}
 	w.rt.Tr = held
-	w.onFinalize(1, fence.Header(fence.Msg{Kind: fence.Up}), nil) // the peer (its child) entered Finalize
+	w.rt.Fence().Handle(1, fence.Header(fence.Msg{Kind: fence.Up})) // the peer (its child) entered Finalize
 	left := make(chan struct{})
 	go func() { w.finalizeFence(); close(left) }()
 	var release heldPost

@@ -3,9 +3,9 @@ package mpi
 import (
 	"context"
 	"fmt"
-	"github.com/ftmpi/ftmpi/internal/trace"
 
-	"github.com/ftmpi/ftmpi/internal/inject"
+	"github.com/ftmpi/ftmpi/internal/rte"
+	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
 // Global restart (seed 000, "Reinit"): when a process fails, ftmpirun
@@ -283,7 +283,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 		p.SetRunning(cur.epoch)
 		rolled, err := runResilient(fn, cur, state)
 		if !rolled && !cur.ended.Load() {
-			cur.phase(inject.PhaseReinitReturn)
+			cur.phase(rte.PhaseReinitReturn)
 			epoch, lerr := head.ReinitActive(false)
 			if lerr != nil {
 				p.SetActive(false)
@@ -291,7 +291,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 			}
 			if epoch == cur.epoch {
 				p.SetActive(false)
-				cur.phase(inject.PhaseReinitLeft)
+				cur.phase(rte.PhaseReinitLeft)
 				return err
 			}
 			// A newer epoch began as fn returned: roll back with the others.

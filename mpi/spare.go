@@ -10,10 +10,8 @@ import (
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
-	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
 	"github.com/ftmpi/ftmpi/internal/trace"
-	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
 // Spare processes (Fenix's idea; ftmpirun --spares K, RunSpares): the
@@ -61,34 +59,27 @@ func (w *World) onLauncherSpare(ev boot.Event) {
 	}
 }
 
-// initSpares sets up w's spare bookkeeping: pool lists the spares a rank
-// may take; isSpare makes w a spare that waits (awaitActivation).
-func (w *World) initSpares(pool []int, isSpare bool) {
-	env := sparedrive.Env{Net: w.eng, Self: w.rank, Pairs: ctxPairs, InEpoch: func(p int) bool {
-		if w.net == nil {
-			return true
-		}
-		_, ok := w.net.Endpoint(p) // not in this Reinit epoch: the launcher releases it
-		return ok
-	}}
-	w.spares.Spares = sparedrive.New(env, pool, isSpare)
+// initSpares sets up w's spare bookkeeping around the runtime's driver
+// (rte.Rank.Spares, made with the pool and whether w is a spare; its
+// ctl.Spare frames are the runtime's): isSpare makes w a spare that
+// waits (awaitActivation).
+func (w *World) initSpares(isSpare bool) {
+	w.spares.Spares = w.rt.Spares
 	w.spares.isSpare = isSpare
 	if isSpare {
 		w.spares.killed = make(chan struct{})
 	}
-	w.rt.Ctl.MustRegister(ctl.Spare, w.onSpare)
 }
 
-// onSpare handles a ctl.Spare frame (on a transport goroutine: the driver
-// steps the machine and posts replies).
-func (w *World) onSpare(from int, h transport.Header, payload []byte) {
-	if err := w.spares.Handle(from, h, payload); err != nil {
-		w.logf("%v", err)
+// inEpoch reports whether process p is in w's Reinit epoch (a spare of
+// another epoch is the launcher's to release).
+func (w *World) inEpoch(p int) bool {
+	if w.net == nil {
+		return true
 	}
+	_, ok := w.net.Endpoint(p)
+	return ok
 }
-
-// spareLost tells the spare machine of a failure (the lost hook).
-func (w *World) spareLost(peer int) { w.spares.Lost(peer) }
 
 // errSpareReleased is what awaitActivation returns when the job ended
 // without needing the spare.

@@ -11,10 +11,8 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/calls"
-	"github.com/ftmpi/ftmpi/internal/inject"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -62,7 +60,6 @@ type World struct {
 	cancel   func() // cancels the resilient function's context of this epoch
 
 	calls *calls.Table // the calls in progress (track.go, internal/calls)
-	hangs hangState    // hang reports (hang.go)
 	ft    ftWorld      // fault-tolerance state (ft.go)
 	bsend bsendState   // the attached buffer of buffered sends (bsend.go)
 	chk   checkState   // the checking mode's live requests and private communicators (check.go)
@@ -186,21 +183,18 @@ type worldSpares struct {
 // peerInc the incarnation of each process in this epoch (nil: all 0).
 func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int, sp worldSpares) *World {
 	w := &World{rank: proc, size: universe, eng: eng, mode: mode, stop: make(chan struct{}), peerInc: peerInc, hr: sp.hr, calls: new(calls.Table)}
-	w.rt = rte.NewRank(rte.RankConfig{Proc: proc, Universe: universe, Eng: eng, Tr: tr, Client: client, PeerInc: peerInc, Stop: w.stop, WG: &w.bg})
-	w.rt.Ctl.MustRegister(ctl.Revoke, w.onRevoke)
-	w.rt.Ctl.MustRegister(ctl.Agree, w.onAgreeMsg)
-	w.rt.Ctl.MustRegister(ctl.CollFail, w.onCollFail)
-	w.rt.Ctl.MustRegister(ctl.Port, w.onPort)
-	w.rt.Ctl.MustRegister(ctl.Finalize, w.onFinalize)
-	w.rt.Ctl.MustRegister(ctl.Reinit, w.onHReinit)
-	w.rt.Ctl.MustRegister(ctl.Hang, w.onHang)
-	w.initSpares(sp.pool, sp.isSpare) // before the control frames come in: an activation may be among the early frames
+	w.rt = rte.NewRank(rte.RankConfig{Proc: proc, Universe: universe, Eng: eng, Tr: tr, Client: client, PeerInc: peerInc, Stop: w.stop, WG: &w.bg,
+		Hang: w.hangDelegate(), Fence: w.fenceDelegate(),
+		Spares: rte.SpareConfig{Pool: sp.pool, IsSpare: sp.isSpare, Pairs: ctxPairs, InEpoch: w.inEpoch},
+		Frames: rte.Frames{Revoke: w.onRevoke, Agree: w.onAgreeMsg, CollFail: w.onCollFail, Port: w.onPort, Reinit: w.onHReinit},
+	})
+	w.initSpares(sp.isSpare)
 	w.rt.Start()
 	// A loss reaches every part that cares by subscription, in this order
 	// (the failure order first: the others read it).
 	w.rt.SubscribeLost(w.onLost)                                        // failure order, revocation overlays, agreements, models (ft.go)
-	w.rt.SubscribeLost(func(peer int, _ error) { w.spareLost(peer) })   // a spare held by a repair whose survivors all failed (spare.go)
-	w.rt.SubscribeLost(func(int, error) { w.fence.wake() })             // a Finalize waiting for the peer need not any more (finalize.go)
+	w.rt.SubscribeLost(func(peer int, _ error) { w.spares.Lost(peer) }) // a spare held by a repair whose survivors all failed (spare.go)
+	w.rt.SubscribeLost(func(int, error) { w.rt.Fence().Wake() })        // a Finalize waiting for the peer need not any more (finalize.go)
 	w.rt.SubscribeLost(func(peer int, _ error) { w.hreinitLost(peer) }) // without a head, a failure ends the Reinit epoch (hreinit.go)
 	wsize := universe
 	if members != nil {
@@ -437,8 +431,8 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 		}
 	}
 	if ring := w.heartbeatRing(starters); len(ring) > 1 && cfg.Detector {
-		dc := detectorConfig(cfg, info.Proc, info.Universe, info.Incarnation)
-		if err := w.rt.Fails.StartDetector(dc, ring, w.failedOrder(), w.epoch == 0); err != nil {
+		hb := rte.Heartbeats{Period: cfg.HeartbeatPeriod, Timeout: cfg.HeartbeatTimeout, Incarnation: info.Incarnation}
+		if err := w.rt.StartDetector(hb, ring, w.failedOrder(), w.epoch == 0); err != nil {
 			w.release()
 			return nil, err
 		}
@@ -517,11 +511,11 @@ func (w *World) Finalize() error {
 		if !w.killed.Load() {
 			w.chkFinalize() // the checking mode: what this process still holds (check.go)
 		}
-		w.phase(inject.PhaseFinalize)
+		w.phase(rte.PhaseFinalize)
 		if !w.killed.Load() {
 			w.releaseSpares() // the job ends: waiting spares leave Init
 		}
-		w.phase(inject.PhaseFinalizeFence)
+		w.phase(rte.PhaseFinalizeFence)
 		var err error
 		switch {
 		case w.killed.Load():
@@ -536,7 +530,7 @@ func (w *World) Finalize() error {
 			w.finalizeFence()
 			err = w.proc.Finalize()
 		}
-		w.phase(inject.PhaseFinalizeFenced)
+		w.phase(rte.PhaseFinalizeFenced)
 		w.finalized.Store(true)
 		if w.run == nil {
 			processFinalized.Store(true)
@@ -554,7 +548,7 @@ func (w *World) Finalize() error {
 		if err != nil {
 			w.finErr = newErr(ErrOther, "MPI_Finalize", nil, NoPeer, "%v", err)
 		}
-		w.phase(inject.PhaseFinalized)
+		w.phase(rte.PhaseFinalized)
 	})
 	return w.finErr
 }

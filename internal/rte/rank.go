@@ -8,7 +8,9 @@ import (
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/fencedrive"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
+	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -40,7 +42,14 @@ type Rank struct {
 	Fails *ftdrive.Failures
 	// Hosts is where every process runs.
 	Hosts Hosts
+	// Spares is this epoch's part in the spare processes (spares.go).
+	Spares *sparedrive.Spares
 
+	hang     hangState                      // hang reports (hang.go)
+	fence    *fencedrive.Fence              // the Finalize fence without a head (fence.go)
+	universe int                            // RankConfig.Universe
+	stop     <-chan struct{}                // RankConfig.Stop
+	wg       *sync.WaitGroup                // RankConfig.WG
 	diag     atomic.Pointer[Diag]           // SetDiag
 	retired  atomic.Bool                    // Retire was called
 	peerGone atomic.Pointer[func(peer int)] // SetPeerGone
@@ -58,15 +67,50 @@ type RankConfig struct {
 	// Stop ends the drivers' goroutines, which WG counts.
 	Stop <-chan struct{}
 	WG   *sync.WaitGroup
+	// Hang is what the hang reports need of the API (hang.go).
+	Hang HangDelegate
+	// Fence is what the Finalize fence without a head needs of it (fence.go).
+	Fence FenceDelegate
+	// Spares is this epoch's part in the spare processes (spares.go).
+	Spares SpareConfig
+	// Frames are the API's handlers of the control frames whose protocols
+	// run above the runtime.
+	Frames Frames
+}
+
+// Frames are the handlers of the control frames whose protocols run above
+// the runtime: the revocation, the agreement messages, a collective's
+// failure, connect/accept's ports, Reinit without a head, spares. NewRank
+// registers them beside its own (heartbeats, failure notices, hang
+// reports, the Finalize fence, spares); a nil one is not registered (a frame of
+// its type is then reported as unhandled). Each runs on a transport
+// goroutine: it must not block (ctl.Handler).
+type Frames struct {
+	Revoke, Agree, CollFail, Port, Reinit func(from int, h transport.Header, payload []byte)
+}
+
+// register registers the non-nil handlers of f in t.
+func (f Frames) register(t *ctl.Table) {
+	for _, x := range []struct {
+		t ctl.Type
+		h func(int, transport.Header, []byte)
+	}{{ctl.Revoke, f.Revoke}, {ctl.Agree, f.Agree}, {ctl.CollFail, f.CollFail}, {ctl.Port, f.Port}, {ctl.Reinit, f.Reinit}} {
+		if x.h != nil {
+			t.MustRegister(x.t, x.h)
+		}
+	}
 }
 
 // NewRank builds the runtime of one epoch around an engine and its
 // transport: the engine sends on the transport, the failure drivers are
 // created (a suspicion is confirmed by the launcher when there is one) and
-// their heartbeat and failure-notice frames registered.
+// their heartbeat and failure-notice frames registered, and the hang
+// reports', the Finalize fence's and the spares' drivers made and their
+// ctl.Hang, ctl.Finalize and ctl.Spare frames registered, and the API's
+// Frames registered.
 func NewRank(c RankConfig) *Rank {
 	c.Eng.SetTransport(c.Tr)
-	r := &Rank{Proc: c.Proc, Eng: c.Eng, Tr: c.Tr, Client: c.Client}
+	r := &Rank{Proc: c.Proc, Eng: c.Eng, Tr: c.Tr, Client: c.Client, stop: c.Stop, wg: c.WG, universe: c.Universe}
 	env := ftdrive.Env{Eng: c.Eng, Self: c.Proc, N: c.Universe, PeerInc: c.PeerInc, Stop: c.Stop, WG: c.WG}
 	if c.Client != nil {
 		env.Confirm = c.Client.SuspectIncarnation
@@ -74,6 +118,13 @@ func NewRank(c RankConfig) *Rank {
 	r.Fails = ftdrive.New(env)
 	r.Ctl.MustRegister(ctl.Heartbeat, r.Fails.OnHeartbeat)
 	r.Ctl.MustRegister(ctl.FailNotice, r.Fails.OnNotice)
+	r.initHang(c.Hang)
+	r.Ctl.MustRegister(ctl.Hang, r.onHang)
+	r.initFence(c.Fence)
+	r.Ctl.MustRegister(ctl.Finalize, r.onFinalize)
+	r.initSpares(c.Spares)
+	r.Ctl.MustRegister(ctl.Spare, r.onSpare)
+	c.Frames.register(&r.Ctl)
 	return r
 }
 

@@ -62,11 +62,11 @@ func TestRankDispatchSubscribeRetire(t *testing.T) {
 			engs[i].Close()
 		}
 	}()
-	r := NewRank(RankConfig{Proc: 0, Universe: 3, Eng: engs[0], Tr: eps[0], Stop: stop, WG: &wg})
+	got := make(chan int, 4)
+	r := NewRank(RankConfig{Proc: 0, Universe: 3, Eng: engs[0], Tr: eps[0], Stop: stop, WG: &wg,
+		Frames: Frames{Revoke: func(from int, h transport.Header, _ []byte) { got <- int(h.Ctx) }}}) // the API's handler, registered by NewRank
 	out := &syncBuf{wrote: make(chan struct{}, 16)}
 	r.SetDiag(&Diag{Out: out})
-	got := make(chan int, 4)
-	r.Ctl.MustRegister(ctl.Revoke, func(from int, h transport.Header, _ []byte) { got <- int(h.Ctx) })
 	var order []string
 	var mu sync.Mutex
 	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
