@@ -9,11 +9,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
-	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/rte/reinitdrive"
-	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
-	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
 // MPI_Reinit without a head (issue 14: srun or mpiexec with
@@ -59,11 +55,11 @@ import (
 const roundCtxPair = ctxPairs - 1
 
 // hreinit is a process's headless Reinit state, shared by the Worlds of
-// its epochs: the driver (internal/rte/reinitdrive: the State, the
+// its epochs: the runtime's driver (rte.HeadlessReinit: the State, the
 // ctl.Reinit frames, the decision and the exchange) and what the World
 // decides about itself.
 type hreinit struct {
-	d *reinitdrive.Driver
+	d *rte.HeadlessReinit
 
 	mu   sync.Mutex // orders a failure against leaving Reinit (hreinitLost, leave)
 	prev *World     // the retired World whose connections are still kept
@@ -71,7 +67,15 @@ type hreinit struct {
 
 // newHReinit is the state of the start described by info.
 func newHReinit(info boot.Info) *hreinit {
-	return &hreinit{d: reinitdrive.New(info.Proc, reinitdrive.Initial(info.WorldSize(), info.Size))}
+	return &hreinit{d: rte.NewHeadlessReinit(info)}
+}
+
+// driver is hr's driver (nil without headless Reinit).
+func (hr *hreinit) driver() *rte.HeadlessReinit {
+	if hr == nil {
+		return nil
+	}
+	return hr.d
 }
 
 // newRoundComm sets up the ranks' failure-round communicator of w: CommWorld's
@@ -138,25 +142,6 @@ func (w *World) roundNeeds(peer int) bool {
 	return !hr.d.HasEndpoint(w.epoch+1, peer)
 }
 
-// onHReinit handles a ctl.Reinit frame (on a transport goroutine: the
-// driver records and signals, never blocks nor sends); a decision for
-// this process as a waiting spare goes to its wait (the first copy wins).
-func (w *World) onHReinit(from int, h transport.Header, payload []byte) {
-	hr := w.hr
-	if hr == nil {
-		w.logf("process %d: a Reinit frame from process %d without FTMPI_REINIT=1 here: dropped", w.rank, from)
-		return
-	}
-	dec, err := hr.d.Handle(from, h, payload, w.spares.IsSpare())
-	if err != nil {
-		w.logf("%v", err)
-		return
-	}
-	if dec != nil {
-		w.spares.Offer(sparedrive.Outcome{Next: dec.Next, Ended: dec.Ended})
-	}
-}
-
 // reinitHeadless is Reinit without a head (see the top of this file).
 func reinitHeadless(w *World, fn func(ctx context.Context, w *World, state ReinitState) error) error {
 	const op = "MPI_Reinit"
@@ -209,13 +194,13 @@ func (hr *hreinit) round(p *process, old *World) (*World, error) {
 // decide is the round's agreement and decision at a survivor whose epoch
 // old ended, and the telling of the spares (the driver's Decide): the
 // next epoch's State, or the error (ErrNoSpare) every survivor gets.
-func (hr *hreinit) decide(old *World) (reincarnate.State, error) {
+func (hr *hreinit) decide(old *World) (rte.ReinitState, error) {
 	failed, err := old.agreeFailed()
 	if err != nil {
-		return reincarnate.State{}, err
+		return rte.ReinitState{}, err
 	}
 	next, err := hr.d.Decide(old.eng, failed)
-	if errors.Is(err, reinitdrive.ErrDeclaredFailed) {
+	if errors.Is(err, rte.ErrDeclaredFailed) {
 		// Fail-stop: it must not go on.
 		headlessExit(old.diag(), old.rank, old.proc.RemoveDir)(err.Error())
 	}
@@ -257,7 +242,7 @@ func (w *World) agreeFailed() ([]int, error) {
 // join opens the epoch next describes for this process (a survivor, a
 // taken spare or a waiting one), whose World of the ending epoch is old,
 // and retires old.
-func (hr *hreinit) join(p *process, old *World, next reincarnate.State) (*World, error) {
+func (hr *hreinit) join(p *process, old *World, next rte.ReinitState) (*World, error) {
 	self := old.rank
 	rank, spare := next.Role(self)
 	if rank < 0 && !spare {

@@ -186,7 +186,7 @@ func TestHeadlessExchangeWithoutFailedMember(t *testing.T) {
 	next := reincarnate.State{Epoch: 1, Procs: []int{0, 1, 2}, Inc: []int{0, 0, 0}, Pool: []int{3}}
 	// 2 sent its endpoint, then failed; 3 failed before sending.
 	for _, p := range []int{0, 1} {
-		j.w[p].onHReinit(2, transport.Header{Tag: int32(ctl.Reinit), B: reinitdrive.KindEndpoint, A: 1}, []byte(`{"Host":"h","Addrs":{"unix":"/sock/2"}}`))
+		j.w[p].rt.Ctl.Dispatch(2, transport.Header{Tag: int32(ctl.Reinit), B: reinitdrive.KindEndpoint, A: 1}, []byte(`{"Host":"h","Addrs":{"unix":"/sock/2"}}`))
 	}
 	j.kill(2)
 	j.kill(3)
@@ -212,21 +212,22 @@ func TestHeadlessDecisionFramesChecked(t *testing.T) {
 	h := transport.Header{Tag: int32(ctl.Reinit), B: reinitdrive.KindDecide, A: 1}
 	var diag bytes.Buffer
 	s.cfg.diag = &rte.Diag{Out: &diag}
-	s.onHReinit(0, h, []byte{1, 2, 3}) // malformed
+	s.rt.SetDiag(s.cfg.diag)                 // the runtime handles the frames
+	s.rt.Ctl.Dispatch(0, h, []byte{1, 2, 3}) // malformed
 	if want := "ftmpi: process 2: malformed Reinit decision from process 0 dropped: "; !strings.HasPrefix(diag.String(), want) {
 		t.Fatalf("diagnostics %q, want %q...", diag.String(), want)
 	}
 	s.hr.d.SetState(reincarnate.State{Epoch: 3})
 	stale := reincarnate.State{Epoch: 2, Procs: []int{0, 2}, Inc: []int{0, 1}, Pool: []int{}}
-	s.onHReinit(0, h, stale.Encode(nil))
-	j.w[0].onHReinit(1, h, stale.Encode(nil)) // to a rank: ignored
+	s.rt.Ctl.Dispatch(0, h, stale.Encode(nil))
+	j.w[0].rt.Ctl.Dispatch(1, h, stale.Encode(nil)) // to a rank: ignored
 	select {
 	case o := <-s.spares.Outcome():
 		t.Fatalf("the spare acted on a stale or malformed decision: %+v", o)
 	default:
 	}
 	fresh := reincarnate.State{Epoch: 4, Procs: []int{0, 2}, Inc: []int{0, 1}, Pool: []int{}}
-	s.onHReinit(0, h, fresh.Encode(nil))
+	s.rt.Ctl.Dispatch(0, h, fresh.Encode(nil))
 	take, err := s.awaitActivation()
 	if err != nil || take == nil || take.next == nil || !take.next.Equal(fresh) {
 		t.Fatalf("fresh decision: %+v, %v", take, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
-	"github.com/ftmpi/ftmpi/internal/ft/reincarnate"
+	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
 	"github.com/ftmpi/ftmpi/internal/trace"
 )
@@ -41,7 +41,7 @@ type spareState struct {
 // Reinit epoch epoch.
 type launcherTake struct {
 	rank, inc, epoch int
-	next             *reincarnate.State // without a head: the ranks' decision of a new epoch (hreinit.go); the other fields unused
+	next             *rte.ReinitState // without a head: the ranks' decision of a new epoch (hreinit.go); the other fields unused
 }
 
 // onLauncherSpare handles the launcher's events for a spare (rte.Hooks.Spare).

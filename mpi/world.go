@@ -186,7 +186,8 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.rt = rte.NewRank(rte.RankConfig{Proc: proc, Universe: universe, Eng: eng, Tr: tr, Client: client, PeerInc: peerInc, Stop: w.stop, WG: &w.bg,
 		Hang: w.hangDelegate(), Fence: w.fenceDelegate(),
 		Spares: rte.SpareConfig{Pool: sp.pool, IsSpare: sp.isSpare, Pairs: ctxPairs, InEpoch: w.inEpoch},
-		Frames: rte.Frames{Revoke: w.onRevoke, Agree: w.onAgreeMsg, CollFail: w.onCollFail, Port: w.onPort, Reinit: w.onHReinit},
+		Reinit: sp.hr.driver(),
+		Frames: rte.Frames{Revoke: w.onRevoke, Agree: w.onAgreeMsg, CollFail: w.onCollFail, Port: w.onPort},
 	})
 	w.initSpares(sp.isSpare)
 	w.rt.Start()

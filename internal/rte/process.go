@@ -10,10 +10,15 @@
 // through the launcher); Arm starts the self-injection of faults; Diag is
 // where diagnostics go and how the process ends. The drivers of the
 // fault-tolerance state machines are in internal/rte/ftdrive, the table of
-// control frames in internal/rte/ctl.
+// control frames in internal/rte/ctl. NewRank builds and registers the
+// drivers the API does not run itself (hang reports, the headless Finalize
+// fence, spares, headless Reinit's frames) and registers the API's
+// handlers of the other control frames (Frames).
 //
 // The package must not import mpi: the World of an epoch is a type
-// parameter, and what the runtime does to it goes through Hooks. It holds
+// parameter, what the runtime does to it goes through Hooks, and what a
+// driver needs of the API comes as a delegate (HangDelegate,
+// FenceDelegate, SpareConfig) that must not block. It holds
 // no process-global state (a Process belongs to one launched process; a
 // test may run many).
 package rte

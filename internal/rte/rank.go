@@ -47,6 +47,7 @@ type Rank struct {
 
 	hang     hangState                      // hang reports (hang.go)
 	fence    *fencedrive.Fence              // the Finalize fence without a head (fence.go)
+	reinit   *HeadlessReinit                // RankConfig.Reinit (reinit.go)
 	universe int                            // RankConfig.Universe
 	stop     <-chan struct{}                // RankConfig.Stop
 	wg       *sync.WaitGroup                // RankConfig.WG
@@ -73,6 +74,9 @@ type RankConfig struct {
 	Fence FenceDelegate
 	// Spares is this epoch's part in the spare processes (spares.go).
 	Spares SpareConfig
+	// Reinit is the process's driver of Reinit without a head (nil: none;
+	// reinit.go).
+	Reinit *HeadlessReinit
 	// Frames are the API's handlers of the control frames whose protocols
 	// run above the runtime.
 	Frames Frames
@@ -82,11 +86,11 @@ type RankConfig struct {
 // the runtime: the revocation, the agreement messages, a collective's
 // failure, connect/accept's ports, Reinit without a head, spares. NewRank
 // registers them beside its own (heartbeats, failure notices, hang
-// reports, the Finalize fence, spares); a nil one is not registered (a frame of
+// reports, the Finalize fence, spares, Reinit without a head); a nil one is not registered (a frame of
 // its type is then reported as unhandled). Each runs on a transport
 // goroutine: it must not block (ctl.Handler).
 type Frames struct {
-	Revoke, Agree, CollFail, Port, Reinit func(from int, h transport.Header, payload []byte)
+	Revoke, Agree, CollFail, Port func(from int, h transport.Header, payload []byte)
 }
 
 // register registers the non-nil handlers of f in t.
@@ -94,7 +98,7 @@ func (f Frames) register(t *ctl.Table) {
 	for _, x := range []struct {
 		t ctl.Type
 		h func(int, transport.Header, []byte)
-	}{{ctl.Revoke, f.Revoke}, {ctl.Agree, f.Agree}, {ctl.CollFail, f.CollFail}, {ctl.Port, f.Port}, {ctl.Reinit, f.Reinit}} {
+	}{{ctl.Revoke, f.Revoke}, {ctl.Agree, f.Agree}, {ctl.CollFail, f.CollFail}, {ctl.Port, f.Port}} {
 		if x.h != nil {
 			t.MustRegister(x.t, x.h)
 		}
@@ -106,8 +110,8 @@ func (f Frames) register(t *ctl.Table) {
 // created (a suspicion is confirmed by the launcher when there is one) and
 // their heartbeat and failure-notice frames registered, and the hang
 // reports', the Finalize fence's and the spares' drivers made and their
-// ctl.Hang, ctl.Finalize and ctl.Spare frames registered, and the API's
-// Frames registered.
+// ctl.Hang, ctl.Finalize and ctl.Spare frames registered, as are the
+// ctl.Reinit frames of the headless Reinit driver and the API's Frames.
 func NewRank(c RankConfig) *Rank {
 	c.Eng.SetTransport(c.Tr)
 	r := &Rank{Proc: c.Proc, Eng: c.Eng, Tr: c.Tr, Client: c.Client, stop: c.Stop, wg: c.WG, universe: c.Universe}
@@ -124,6 +128,8 @@ func NewRank(c RankConfig) *Rank {
 	r.Ctl.MustRegister(ctl.Finalize, r.onFinalize)
 	r.initSpares(c.Spares)
 	r.Ctl.MustRegister(ctl.Spare, r.onSpare)
+	r.reinit = c.Reinit
+	r.Ctl.MustRegister(ctl.Reinit, r.onReinit)
 	c.Frames.register(&r.Ctl)
 	return r
 }
