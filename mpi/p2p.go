@@ -218,9 +218,19 @@ func Recv[T Elem](c *Comm, buf []T, source, tag int) (Status, error) {
 	if source == ProcNull {
 		return procNullStatus(), nil
 	}
-	r, err := c.postRecv(source, tag, dt, asBytes(buf))
+	// The fast path (issue 28): a message already here is received in
+	// this goroutine without a request; otherwise the receive is posted.
+	peer := -1
+	if source >= 0 {
+		peer = c.peerWorldRank(source)
+	}
+	ps, r, err := c.w.eng.RecvOrPost(c.ctx, int32(source), peer, int32(tag), dt, asBytes(buf))
 	if err != nil {
 		return emptyStatus(), c.handle(c.engineErr(op, source, err))
+	}
+	if r == nil {
+		st, err := c.recvStatus(op, ps, source)
+		return st, c.handle(err)
 	}
 	if err := c.waitRecv(op, r, source); err != nil {
 		return emptyStatus(), c.handle(err)
