@@ -15,10 +15,11 @@ import (
 // them.
 
 // agreeOnLost tells the agreement instances of the communicators that
-// contain peer about its failure (see ftdrive.Agreements.Lost).
-func (w *World) agreeOnLost(comms []*commFT, peer int) {
+// contain some of peers about their failures, learnt together (see
+// ftdrive.Agreements.LostAll).
+func (w *World) agreeOnLost(comms []*commFT, peers []int) {
 	for _, f := range comms {
-		f.ag.Lost(peer)
+		f.ag.LostAll(peers)
 	}
 }
 

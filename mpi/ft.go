@@ -5,6 +5,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/trace"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/p2p"
@@ -22,6 +23,9 @@ type ftWorld struct {
 	parked map[uint32][]parkedMsg
 	byCtx  map[uint32]*Comm // live communicators of this process, by context id
 	traced map[int]bool     // failures recorded in the timeline (traceKnown)
+
+	losses lossQueue    // the in-process fabric's losses, batched (batchLosses)
+	passes atomic.Int64 // onLostAll calls: passes over the state for failures
 }
 
 // registerComm makes c findable by its context id, so that fault-tolerance
@@ -76,7 +80,7 @@ type commFT struct {
 
 // ftOf returns (creating it on first use) the fault-tolerance state of c.
 // A communicator with that state is in the index by context, so that
-// failures reach it (onLost).
+// failures reach it (onLostAll).
 func (w *World) ftOf(c *Comm) *commFT {
 	if f := c.ft.Load(); f != nil {
 		return f
@@ -100,7 +104,7 @@ func (w *World) ftOf(c *Comm) *commFT {
 		w.ft.byCtx = make(map[uint32]*Comm)
 	}
 	w.ft.byCtx[c.ctx] = c
-	c.ft.Store(f) // under w.ft.mu, as onLost records a failure: each failure is in rb already or reaches it by onLost
+	c.ft.Store(f) // under w.ft.mu, as onLostAll records a failure: each failure is in rb already or reaches it by onLostAll
 	return f
 }
 
@@ -164,16 +168,35 @@ func (w *World) forgetFT(c *Comm) {
 	w.ft.mu.Unlock()
 }
 
-// onLost is the fault-tolerance state's subscriber of peer losses: it records
-// the order of failures, and makes the failure known to the detector's
-// broadcast, the revocation overlays, the agreements and every
-// communicator's model.
-func (w *World) onLost(peer int, cause error) {
-	w.traceKnown(peer, cause) // before the broadcast: the first knowledge here
-	w.rt.Fails.Lost(peer, 0)
+// subscribeFT subscribes the fault-tolerance state to the engine's peer
+// losses, a batch at a time (p2p.Engine.SubscribeLostBatch: an in-process
+// kill of many ranks is one call), except those that reach a retired
+// epoch (as rte.Rank.SubscribeLost).
+func (w *World) subscribeFT() {
+	w.eng.SubscribeLostBatch(func(peers []int, causes []error) {
+		if !w.rt.Retired() {
+			w.onLostAll(peers, causes)
+		}
+	})
+}
+
+// onLostAll is the fault-tolerance state's subscriber of peer losses: it
+// records the order of failures, and makes the failures known to the
+// detector's broadcast, the revocation overlays, the agreements and every
+// communicator's model. Failures learnt together (peers, in the order
+// they became known; causes[i] is peers[i]'s) cost one pass over the
+// communicators, and one step of each broadcast and agreement instance.
+func (w *World) onLostAll(peers []int, causes []error) {
+	w.ft.passes.Add(1)
+	for i, p := range peers {
+		w.traceKnown(p, causes[i]) // before the broadcast: the first knowledge here
+		w.rt.Fails.Lost(p, 0)
+	}
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
-	w.recordFailureLocked(peer)
+	for _, p := range peers {
+		w.recordFailureLocked(p)
+	}
 	comms := make([]*commFT, 0, len(w.ft.byCtx))
 	for _, c := range w.ft.byCtx {
 		if f := c.ft.Load(); f != nil {
@@ -182,13 +205,110 @@ func (w *World) onLost(peer int, cause error) {
 	}
 	w.ft.mu.Unlock()
 	for _, f := range comms {
-		f.rv.Lost(peer)
+		f.rv.LostAll(peers)
 	}
-	// Every agreement instance learns of the failure (see agreeOnLost).
-	w.agreeOnLost(comms, peer)
+	// Every agreement instance learns of the failures (see agreeOnLost).
+	w.agreeOnLost(comms, peers)
 	// Every communicator's fault-tolerance model learns of the failure
 	// (run-through: it disables wildcard receives, seed 003 17.6).
-	w.modelsOnLost(comms, peer)
+	for _, p := range peers {
+		w.modelsOnLost(comms, p)
+	}
+}
+
+// lossQueue batches the peer losses the in-process fabric reports to one
+// rank (mpi.Run), so that a kill of many ranks costs each survivor a few
+// passes (p2p.Engine.FailPeers, onLostAll), not one per rank killed
+// (issue 24: 990,000 single notifications for 100 kills among 10,000
+// ranks). An injected kill's killer tells every other rank in turn, which
+// only queues the loss (the rank's queue is noted in the kill), then
+// takes what each of those ranks has queued by then, its own losses and
+// other killers' alike, unless another caller is taking them; it returns
+// once every loss it queued was taken. Any other loss is taken at once,
+// with what is queued.
+type lossQueue struct {
+	mu       sync.Mutex
+	peers    []int
+	causes   []error
+	kills    []*injectedKill // the queued losses' own, counted in their pending
+	draining bool            // a caller is taking losses
+}
+
+// queue adds the loss of peer to the queue.
+func (q *lossQueue) queue(peer int, cause error) {
+	q.mu.Lock()
+	q.peers = append(q.peers, peer)
+	q.causes = append(q.causes, cause)
+	if k, ok := cause.(*injectedKill); ok {
+		k.pending.Add(1)
+		q.kills = append(q.kills, k)
+	}
+	q.mu.Unlock()
+}
+
+// drain takes the queued losses with take, in batches, until the queue is
+// empty, unless another caller is taking them (who takes these too).
+func (q *lossQueue) drain(take func(peers []int, causes []error)) {
+	q.mu.Lock()
+	if q.draining {
+		q.mu.Unlock()
+		return
+	}
+	q.draining = true
+	for len(q.peers) > 0 {
+		peers, causes, kills := q.peers, q.causes, q.kills
+		q.peers, q.causes, q.kills = nil, nil, nil
+		q.mu.Unlock()
+		take(peers, causes)
+		for _, k := range kills {
+			k.pending.Done()
+		}
+		q.mu.Lock()
+	}
+	q.draining = false
+	q.mu.Unlock()
+}
+
+// injectedKill is the cause of an in-process kill (Kill under Run): the
+// loss queues it was put in, and its losses not taken yet.
+type injectedKill struct {
+	queues  []*queuedAt // in the order the fabric told the ranks (the killer's goroutine only)
+	pending sync.WaitGroup
+}
+
+// queuedAt is one rank's loss queue and what takes its losses.
+type queuedAt struct {
+	q    *lossQueue
+	take func(peers []int, causes []error)
+}
+
+func (*injectedKill) Error() string { return "killed by fault injection" }
+
+// deliver takes the losses queued at every rank the kill was queued at
+// (with what else they queued), then waits until every one of its own
+// was taken (some by other callers).
+func (k *injectedKill) deliver() {
+	for _, at := range k.queues {
+		at.q.drain(at.take)
+	}
+	k.queues = nil
+	k.pending.Wait()
+}
+
+// batchLosses makes the losses the in-process fabric reports to this rank
+// go through its loss queue (mpi.Run, where a loss is a kill, never a
+// suspicion, and no suspect hook is installed otherwise).
+func (w *World) batchLosses() {
+	q := &w.ft.losses
+	at := &queuedAt{q: q, take: w.eng.FailPeers}
+	w.eng.SetSuspectHook(func(peer int, cause error) {
+		q.queue(peer, cause)
+		if k, ok := cause.(*injectedKill); ok {
+			k.queues = append(k.queues, at) // the killer takes it (deliver)
+			return
+		}
+		q.drain(at.take)
+	})
 }
 
 // recordFailure adds peer to the failures known here (once). The lost hook

@@ -188,6 +188,7 @@ func (j *runState) newWorld(w *World, inc int) *World {
 	w.run = j.rs
 	w.rj = j
 	w.startTrace(inc, w.spares.isSpare)
+	w.batchLosses() // a kill of many ranks reaches each rank in a few batches (ft.go)
 	w.abort = make(chan struct{})
 	w.abortOnce = new(sync.Once)
 	j.mu.Lock()
@@ -317,7 +318,12 @@ func (w *World) killInProc() {
 		})
 	}
 	if fab != nil { // nil: an epoch long over (every World of it ended)
-		fab.Kill(w.rank, errors.New("killed by fault injection"))
+		// Every other rank queues the loss; then this goroutine takes
+		// them, with what other killers queued meanwhile, and waits for
+		// those another caller takes (lossQueue, ft.go).
+		kill := new(injectedKill)
+		fab.Kill(w.rank, kill)
+		kill.deliver()
 	}
 	if f.Kind == rte.FailRespawn {
 		// Reinit: the rank's next incarnation takes its place, also at
