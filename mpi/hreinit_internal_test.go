@@ -15,6 +15,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/fencedrive"
 	"github.com/ftmpi/ftmpi/internal/rte/reinitdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
@@ -261,7 +262,7 @@ func TestFinalizeFenceWaitsForItsOwnFrames(t *testing.T) {
 	w := j.w[0]
 	held := &heldPosts{Transport: w.rt.Tr, posted: make(chan heldPost, 1)}
 	w.rt.Tr = held
-	w.rt.Fence().Handle(1, fence.Header(fence.Msg{Kind: fence.Up})) // the peer (its child) entered Finalize
+	w.rt.Fence().Handle(1, fencedrive.Header(fence.Msg{Kind: fence.Up})) // the peer (its child) entered Finalize
 	left := make(chan struct{})
 	go func() { w.finalizeFence(); close(left) }()
 	var release heldPost

@@ -4,9 +4,10 @@
 // style of internal/ft/agree: a Node takes inputs (Enter, Step with a
 // message, Refresh after the failures it knows of grew) and returns the
 // messages to send; it must not do I/O, start a goroutine or read a clock.
-// The runtime (mpi/finalize.go) moves the messages as control frames
-// (wire.go: their header form lives here, not in mpi) and leaves once Done
-// and its own frames are written. The tests drive it with a seeded
+// The runtime (internal/rte/fencedrive) moves the messages as control
+// frames (their header form lives there: this package must not know of
+// frames or transports) and leaves once Done and its own frames are
+// written. The tests drive it with a seeded
 // simulator (sim_test.go) over thousands of failure schedules.
 //
 // # Model

@@ -134,7 +134,7 @@ func (f *Fence) post(out []fence.Msg) {
 			f.kill(out[i:])
 			return
 		}
-		f.env.Post(m.To, fence.Header(m), nil, sendDone{f, m.To})
+		f.env.Post(m.To, Header(m), nil, sendDone{f, m.To})
 	}
 }
 
@@ -162,7 +162,7 @@ func (f *Fence) kill(unposted []fence.Msg) {
 // goroutine: it steps the machine and posts, never blocks). A malformed
 // frame is dropped with the error that names it.
 func (f *Fence) Handle(from int, h transport.Header) error {
-	m, err := fence.Decode(from, f.env.Self, h)
+	m, err := Decode(from, f.env.Self, h)
 	if err != nil {
 		return err
 	}

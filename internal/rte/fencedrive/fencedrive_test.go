@@ -134,7 +134,7 @@ func TestFenceCompletes(t *testing.T) {
 // cannot be written counts its peer gone.
 func TestFenceWaitsForItsFrames(t *testing.T) {
 	j := newJob(t, 2, nil)
-	if err := j.f[0].Handle(1, fence.Header(fence.Msg{Kind: fence.Up})); err != nil {
+	if err := j.f[0].Handle(1, Header(fence.Msg{Kind: fence.Up})); err != nil {
 		t.Fatal(err)
 	}
 	done := j.runAll([]int{0}, nil)

@@ -1,8 +1,12 @@
-package fence
+package fencedrive
+
+// The fence's frames: the wire form of fence.Msg (the state machine in
+// internal/ft/fence knows nothing of frames).
 
 import (
 	"fmt"
 
+	"github.com/ftmpi/ftmpi/internal/ft/fence"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -11,16 +15,16 @@ import (
 // Header is m's frame: a ctl.Finalize control frame, urgent (it overtakes
 // queued data), no payload, the kind in B. The receiver is m.To, the
 // sender the transport's.
-func Header(m Msg) transport.Header {
+func Header(m fence.Msg) transport.Header {
 	return transport.Header{Tag: int32(ctl.Finalize), Kind: p2p.KindControl, Flags: transport.FlagUrgent, B: uint64(m.Kind)}
 }
 
 // Decode returns the message of a ctl.Finalize frame from process from to
 // process self, or an error naming what is wrong with it.
-func Decode(from, self int, h transport.Header) (Msg, error) {
-	switch k := Kind(h.B); k {
-	case Up, Down, Probe:
-		return Msg{Kind: k, From: from, To: self}, nil
+func Decode(from, self int, h transport.Header) (fence.Msg, error) {
+	switch k := fence.Kind(h.B); k {
+	case fence.Up, fence.Down, fence.Probe:
+		return fence.Msg{Kind: k, From: from, To: self}, nil
 	}
-	return Msg{}, fmt.Errorf("fence: finalize frame of process %d with unknown kind %d", from, h.B)
+	return fence.Msg{}, fmt.Errorf("fence: finalize frame of process %d with unknown kind %d", from, h.B)
 }
