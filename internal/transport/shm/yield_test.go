@@ -4,42 +4,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/ftmpi/ftmpi/internal/transport"
 )
-
-// A receiver that does not spin (ranks outnumber cores) gives its core
-// away with kernel yields, polling between them, before it sleeps in the
-// futex: frames still arrive, and the yields happen.
-func TestReceiverYieldsBeforeSleeping(t *testing.T) {
-	dir := t.TempDir()
-	recs := []*recorder{newRecorder(), newRecorder()}
-	var yields atomic.Int64
-	trs := make([]*Transport, 2)
-	for i := range trs {
-		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: recs[i], Auth: testKey,
-			SpinFn: func() time.Duration { return 0 }, kernelYield: func() { yields.Add(1) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs[i] = tr
-	}
-	for _, tr := range trs {
-		tr.SetPeers(addrs(dir, 2))
-	}
-	defer closeAll(trs)
-	for seq := uint64(1); seq <= 20; seq++ {
-		b := make([]byte, 16)
-		fill(b, seq)
-		if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: seq}, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, "every frame", func() bool { return recs[1].count(0) == 20 })
-	recs[1].check(t)
-	waitFor(t, "a kernel yield of an idle receiver", func() bool { return yields.Load() > 0 })
-	waitFor(t, "the receiver's futex sleep after its yields", func() bool { return trs[1].bellSleep.Load() != 0 })
-}
 
 // A polling loop that finds a long gap between two of its clock reads
 // (its thread lost the core) counts the host as crowded for crowdedFor;
