@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"github.com/ftmpi/ftmpi/internal/coll"
+	"github.com/ftmpi/ftmpi/internal/coll/shmcoll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
@@ -94,6 +95,14 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 	if c.IsInter() {
 		return handledInter(c, op, coll.KBarrier)(interBarrierPrep(c, op))
 	}
+	if op == "MPI_Barrier" { // blocking, on one host: through a shared segment (coll_shm.go)
+		sig := sigOf(coll.KBarrier, nil, 0, 0)
+		if run, ok := shmRun(c, op, sig, p2p.DTByte, func(g *shmcoll.Group) error {
+			return g.Barrier(shmCall(sig, p2p.DTByte))
+		}, func(x *coll.Set) error { return x.Barrier() }); ok {
+			return run, nil
+		}
+	}
 	x := newCx(c, op, sigOf(coll.KBarrier, nil, 0, 0), p2p.DTByte)
 	return checked(x, x.Barrier), nil
 }
@@ -126,6 +135,14 @@ func bcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) 
 	}
 	if err := c.checkRoot(op, root); err != nil {
 		return nil, c.failColl(err)
+	}
+	if op == "MPI_Bcast" {
+		sig, dt := sigOf(coll.KBcast, nil, root, len(buf)), factsFor[T](ov).dt
+		if run, ok := shmRun(c, op, sig, dt, func(g *shmcoll.Group) error {
+			return g.Bcast(shmCall(sig, dt), asBytes(buf), root)
+		}, func(x *coll.Set) error { return x.Bcast(asBytes(buf), root) }); ok {
+			return run, nil
+		}
 	}
 	x := newCx(c, op, sigOf(coll.KBcast, nil, root, len(buf)), factsFor[T](ov).dt)
 	return checked(x, func() error { return x.Bcast(asBytes(buf), root) }), nil
@@ -168,6 +185,20 @@ func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, 
 	if c.rank == root && len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
+	if name == "MPI_Reduce" {
+		sig, dt := sigOf(coll.KReduce, op, root, len(send)), factsFor[T](ov).dt
+		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
+			var r []byte
+			if c.rank == root {
+				r = asBytes(recv[:len(send)])
+			}
+			return g.Reduce(shmCall(sig, dt), asBytes(send), r, root, dtypeSize(dt), f)
+		}, func(x *coll.Set) error {
+			return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(f), op.commutative)
+		}); ok {
+			return run, nil
+		}
+	}
 	x := newCx(c, name, sigOf(coll.KReduce, op, root, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
 	return checked(x, func() error { return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(f), commut) }), nil
@@ -206,6 +237,16 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	}
 	if len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
+	}
+	if name == "MPI_Allreduce" {
+		sig, dt := sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt
+		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
+			return g.Allreduce(shmCall(sig, dt), asBytes(send), asBytes(recv[:len(send)]), dtypeSize(dt), f)
+		}, func(x *coll.Set) error {
+			return x.Allreduce(asBytes(send), asBytes(recv), coll.ReduceFn(f), op.commutative)
+		}); ok {
+			return run, nil
+		}
 	}
 	x := newCx(c, name, sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt)
 	commut := op.commutative
@@ -431,6 +472,14 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 	p, n := c.size, len(send)
 	if len(recv) < p*n {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
+	}
+	if name == "MPI_Allgather" {
+		sig, dt := sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt
+		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
+			return g.Allgather(shmCall(sig, dt), asBytes(send), asBytes(recv[:p*n]))
+		}, func(x *coll.Set) error { return x.Allgather(asBytes(send), asBytes(recv)) }); ok {
+			return run, nil
+		}
 	}
 	x := newCx(c, name, sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt)
 	return checked(x, func() error { return x.Allgather(asBytes(send), asBytes(recv)) }), nil

@@ -8,3 +8,7 @@ func SetCrowdedForTest(w *World, mode int32) { w.rt.Hosts.Force.Store(mode) }
 
 // CrowdedForTest reports the algorithm choice input of c.
 func CrowdedForTest(c *Comm) bool { return c.crowded() }
+
+// ShmCallsForTest is the number of collective calls c made through its
+// shared segment at this rank.
+func ShmCallsForTest(c *Comm) uint64 { return c.shmCalls() }

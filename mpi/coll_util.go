@@ -23,6 +23,8 @@ type collComm struct {
 
 	crowdOnce sync.Once
 	crowded   bool // some host runs more members than it has cores
+
+	collShm // the shared-memory path (coll_shm.go)
 }
 
 // crowded reports whether c's members outnumber the cores of one of their

@@ -347,6 +347,7 @@ func (c *Comm) Free() error {
 		return newErr(ErrComm, op, c, NoPeer, "communicator already freed")
 	}
 	c.w.forgetFT(c)
+	c.freeShm() // the shared-memory collectives' mapping (coll_shm.go)
 	t := c.w.ctxTable()
 	if !c.ftm().free(c) {
 		return nil // seed 003 17.8.2: Free completes despite failures (the pair is not reused, see rtModel.free)

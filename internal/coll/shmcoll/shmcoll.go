@@ -53,7 +53,7 @@ const (
 const (
 	offReady = 0  // uint32: the last step whose data this member published
 	offDone  = 4  // uint32: the last step this member finished reading
-	offDT    = 8  // uint32: element type of the current call
+	offDT    = 8  // uint64: element type of the current call
 	offSig   = 16 // uint64: signature of the current call
 )
 
@@ -77,18 +77,35 @@ func dataOff(n int) int { return (hdrLines*line + n*line + page - 1) / page * pa
 func Size(n int) int { return dataOff(n) + 2*n*Chunk(n) }
 
 // Env is what a Group asks while a call waits (at least once a
-// millisecond once it stopped spinning): a non-nil error ends the call with
-// it (a member known failed, a revoked communicator, an aborted job). It
-// has no MPI counterpart.
+// millisecond once it stopped spinning): a non-nil error from Check ends
+// the call with it (a member known failed, a revoked communicator, an
+// aborted job). Block is called once when a wait for member peer stops
+// spinning and goes to sleep (the caller records the blocked call), and
+// Unblock with its result when that wait ends. It has no MPI counterpart.
 type Env interface {
 	Check() error
+	Block(peer int) int
+	Unblock(int)
 }
 
 // Call describes the call every member makes (its signature and element
 // type, compared across members). It has no MPI counterpart.
 type Call struct {
 	Sig uint64
-	DT  uint32
+	DT  uint64
+}
+
+// RejectSig is the signature a member publishes for a call it rejected
+// before taking part (Reject). It has no MPI counterpart.
+const RejectSig = ^uint64(0)
+
+// RejectedError is the error of a call whose member Peer rejected its own
+// call (its arguments): the caller learns the reason elsewhere. It has no
+// MPI counterpart.
+type RejectedError struct{ Peer int }
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("shmcoll: member %d rejected its call", e.Peer)
 }
 
 // ErrPoisoned is the error of a call on a group another member found
@@ -101,7 +118,7 @@ var ErrPoisoned = errors.New("shmcoll: another member found mismatched collectiv
 type MismatchError struct {
 	Peer int
 	Sig  uint64
-	DT   uint32
+	DT   uint64
 }
 
 func (e *MismatchError) Error() string {
@@ -127,8 +144,8 @@ type Group struct {
 	env     Env
 
 	bell, sleepers, poison *atomic.Uint32
-	ready, done, dt        []*atomic.Uint32
-	sig                    []*atomic.Uint64
+	ready, done            []*atomic.Uint32
+	sig, dt                []*atomic.Uint64
 	slots                  [][2][]byte
 
 	// Calls counts the calls this member made through the segment
@@ -152,13 +169,14 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 	}
 	g := &Group{mem: mem, N: n, Me: me, chunk: Chunk(n), crowded: crowded, env: env}
 	g.bell, g.sleepers, g.poison = g.u32(0), g.u32(8), g.u32(line)
-	g.ready, g.done, g.dt = make([]*atomic.Uint32, n), make([]*atomic.Uint32, n), make([]*atomic.Uint32, n)
-	g.sig, g.slots = make([]*atomic.Uint64, n), make([][2][]byte, n)
+	g.ready, g.done = make([]*atomic.Uint32, n), make([]*atomic.Uint32, n)
+	g.sig, g.dt, g.slots = make([]*atomic.Uint64, n), make([]*atomic.Uint64, n), make([][2][]byte, n)
 	d := dataOff(n)
 	for i := range n {
 		o := hdrLines*line + i*line
-		g.ready[i], g.done[i], g.dt[i] = g.u32(o+offReady), g.u32(o+offDone), g.u32(o+offDT)
+		g.ready[i], g.done[i] = g.u32(o+offReady), g.u32(o+offDone)
 		g.sig[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offSig]))
+		g.dt[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offDT]))
 		for p := range 2 {
 			s := d + (2*i+p)*g.chunk
 			g.slots[i][p] = mem[s : s+g.chunk : s+g.chunk]
@@ -173,6 +191,16 @@ func (g *Group) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Poi
 // Poisoned reports whether a member found mismatched calls on the group.
 // It has no MPI counterpart.
 func (g *Group) Poisoned() bool { return g.poison.Load() != 0 }
+
+// Reject tells the other members that this member rejected its call
+// (its arguments) and takes no part in it: their waits for it end with a
+// RejectedError. The group must not be used again. It has no MPI
+// counterpart.
+func (g *Group) Reject() {
+	g.step++
+	g.done[g.Me].Store(g.step)
+	g.publish(Call{Sig: RejectSig}, g.step)
+}
 
 // after reports whether step a is at or after step b (modulo 2^32).
 func after(a, b uint32) bool { return int32(a-b) >= 0 }
@@ -217,6 +245,9 @@ func (g *Group) waitReady(c Call, j int, s uint32) error {
 		}
 		if r == s {
 			sg, dt := g.sig[j].Load(), g.dt[j].Load()
+			if w.Load() == s && sg == RejectSig {
+				return false, &RejectedError{Peer: j}
+			}
 			if w.Load() == s && (sg != c.Sig || dt != c.DT) {
 				g.poison.Store(1)
 				g.bell.Add(1)
@@ -226,13 +257,13 @@ func (g *Group) waitReady(c Call, j int, s uint32) error {
 		}
 		return true, nil
 	}
-	return g.wait(ok)
+	return g.wait(j, ok)
 }
 
 // waitDone waits until member j finished reading step s.
 func (g *Group) waitDone(j int, s uint32) error {
 	w := g.done[j]
-	return g.wait(func() (bool, error) { return after(w.Load(), s), nil })
+	return g.wait(j, func() (bool, error) { return after(w.Load(), s), nil })
 }
 
 // beforeWrite waits until no member still reads the slot step s writes
@@ -257,10 +288,10 @@ const (
 	sleepMax    = time.Millisecond
 )
 
-// wait waits until ok reports true (or an error): spinning, yielding,
-// then sleeping on the doorbell with growing timeouts, asking the Env
-// after every sleep.
-func (g *Group) wait(ok func() (bool, error)) error {
+// wait waits until ok reports true (or an error) about member peer:
+// spinning, yielding, then sleeping on the doorbell with growing timeouts,
+// asking the Env after every sleep.
+func (g *Group) wait(peer int, ok func() (bool, error)) error {
 	spin := spinAlone
 	if g.crowded {
 		spin = spinCrowded
@@ -281,6 +312,8 @@ func (g *Group) wait(ok func() (bool, error)) error {
 			}
 		}
 	}
+	slot := g.env.Block(peer)
+	defer g.env.Unblock(slot)
 	d := sleepMin
 	for {
 		if g.poison.Load() != 0 {

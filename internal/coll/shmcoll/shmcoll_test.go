@@ -25,6 +25,9 @@ type env struct{ dead *atomic.Bool }
 
 var errDead = errors.New("a member died")
 
+func (e env) Block(int) int { return 0 }
+func (e env) Unblock(int)     {}
+
 func (e env) Check() error {
 	if e.dead.Load() {
 		return errDead
@@ -301,6 +304,27 @@ func TestNewRefusesBadArguments(t *testing.T) {
 	for _, c := range []struct{ n, me, size int }{{0, 0, Size(2)}, {2, 2, Size(2)}, {2, -1, Size(2)}, {MaxMembers + 1, 0, Size(2)}, {2, 0, Size(2) - 1}} {
 		if _, err := New(mem[:c.size], c.n, c.me, false, nil); err == nil {
 			t.Errorf("New(n=%d, me=%d, %d bytes) accepted", c.n, c.me, c.size)
+		}
+	}
+}
+
+// A member that rejected its call ends the others' waits for it with a
+// RejectedError naming it.
+func TestRejectEndsWaits(t *testing.T) {
+	const n = 3
+	var dead atomic.Bool
+	gs := newGroups(t, n, false, &dead)
+	errs := each(t, gs, func(g *Group) error {
+		if g.Me == 1 {
+			g.Reject()
+			return nil
+		}
+		return g.Allreduce(Call{Sig: 3}, input(g.Me, 1), make([]byte, 8), 8, sum)
+	})
+	for _, i := range []int{0, 2} {
+		var re *RejectedError
+		if !errors.As(errs[i], &re) || re.Peer != 1 {
+			t.Errorf("member %d: %v, want member 1 rejected", i, errs[i])
 		}
 	}
 }

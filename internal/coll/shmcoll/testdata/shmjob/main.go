@@ -1,0 +1,136 @@
+// Command shmjob is the program of shmcoll's tests over real processes:
+// "results" checks the shared-memory collectives' results and that they
+// went through the segment (it prints "result: ok calls=N" at rank 0);
+// "kill KIND POINT VICTIM" stops rank VICTIM at POINT of its KIND call,
+// printing "shmstall KIND POINT" for the launcher's --inject kill trigger,
+// and every survivor prints "result: rank R procfailed=BOOL".
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/coll/shmcoll"
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+func main() {
+	var calls atomic.Int64
+	var kind, point string
+	victim := -1
+	if len(os.Args) == 5 && os.Args[1] == "kill" {
+		kind, point = os.Args[2], os.Args[3]
+		victim, _ = strconv.Atoi(os.Args[4])
+	} else if len(os.Args) != 2 || os.Args[1] != "results" {
+		fmt.Fprintln(os.Stderr, "usage: shmjob results | kill KIND POINT VICTIM")
+		os.Exit(2)
+	}
+	shmcoll.Hook = func(me int, k, p string) error {
+		if p == "enter" {
+			calls.Add(1)
+		}
+		if me == victim && k == kind && p == point {
+			fmt.Printf("shmstall %s %s\n", k, p)
+			select {} // until the launcher kills this process
+		}
+		return nil
+	}
+	w, err := mpi.Init()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	c := w.CommWorld()
+	c.SetErrhandler(mpi.ErrorsReturn)
+	r, p := c.Rank(), c.Size()
+	if victim < 0 {
+		if err := results(c); err != nil {
+			fmt.Fprintf(os.Stderr, "rank %d: %v\n", r, err)
+			os.Exit(1)
+		}
+		if r == 0 {
+			fmt.Printf("result: ok calls=%d\n", calls.Load())
+		}
+		w.Finalize()
+		return
+	}
+	if err := mpi.Allgather(c, []int32{1}, make([]int32, p)); err != nil { // sets the segment up
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	switch kind {
+	case "barrier":
+		err = c.Barrier()
+	case "allreduce":
+		err = mpi.Allreduce(c, make([]float64, 20000), make([]float64, 20000), mpi.Sum)
+	case "bcast":
+		err = mpi.Bcast(c, make([]int64, 20000), 0)
+	}
+	if err == nil {
+		err = c.Barrier() // the victim may have published its part
+	}
+	fmt.Printf("result: rank %d procfailed=%v\n", r, errors.Is(err, mpi.ErrProcFailed))
+	w.Finalize()
+}
+
+func results(c *mpi.Comm) error {
+	r, p := c.Rank(), c.Size()
+	for _, n := range []int{1, 100, 20000} {
+		in := func(rank int) []int64 {
+			v := make([]int64, n)
+			for i := range v {
+				v[i] = int64(rank*1000 + i)
+			}
+			return v
+		}
+		want := make([]int64, n)
+		for j := range p {
+			for i, x := range in(j) {
+				want[i] += x
+			}
+		}
+		got := make([]int64, n)
+		if err := mpi.Allreduce(c, in(r), got, mpi.Sum); err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("allreduce of %d differs", n)
+		}
+		for root := range p {
+			got := make([]int64, n)
+			if err := mpi.Reduce(c, in(r), got, mpi.Sum, root); err != nil {
+				return err
+			}
+			if r == root && !slices.Equal(got, want) {
+				return fmt.Errorf("reduce of %d to %d differs", n, root)
+			}
+			buf := make([]int64, n)
+			if r == root {
+				copy(buf, in(r))
+			}
+			if err := mpi.Bcast(c, buf, root); err != nil {
+				return err
+			}
+			if !slices.Equal(buf, in(root)) {
+				return fmt.Errorf("bcast of %d from %d differs", n, root)
+			}
+		}
+		all := make([]int64, n*p)
+		if err := mpi.Allgather(c, in(r), all); err != nil {
+			return err
+		}
+		for j := range p {
+			if !slices.Equal(all[j*n:(j+1)*n], in(j)) {
+				return fmt.Errorf("allgather of %d: block %d differs", n, j)
+			}
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,354 @@
+package mpi
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/coll"
+	"github.com/ftmpi/ftmpi/internal/coll/shmcoll"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rma/segment"
+)
+
+// Shared-memory collectives (issue 28 item 3; internal/coll/shmcoll).
+//
+// The blocking Barrier, Bcast, Reduce, Allreduce and Allgather of an
+// intracommunicator whose members all run on one host go through a segment
+// all of them map, instead of the point-to-point algorithms. The choice
+// depends only on what every member agrees on: the communicator's size
+// (2..shmcoll.MaxMembers), the hosts of its members as the launcher told
+// every process, the call's kind and plain element type, the test override
+// of the algorithm choice (Hosts.Force: tests that force an algorithm
+// family get the point-to-point ones) and the checking mode (Config.Check,
+// which exchanges every call's signature). The nonblocking and persistent
+// forms keep the point-to-point algorithms: only blocking calls are
+// ordered the same at every member, which the segment's single
+// sequence of steps needs. A derived datatype (the typed forms) moves the
+// same bytes as its signature's plain elements, so it takes the same path.
+//
+// The segment is set up at the first such call, collectively and within
+// that call (its sequence number, tag and signature: a member that
+// rejected the call releases the others' set-up as it releases any call,
+// and mismatched calls are found as in the point-to-point algorithms):
+// rank 0 creates its file (internal/rma/segment), every member maps it, and
+// all agree that all did (two allgathers of the engine); then rank 0
+// removes the file's name. If any member could not map it, all use the
+// point-to-point algorithms on the communicator from then on (this call
+// included); if the set-up failed (a failure, a released call), the next
+// eligible call tries again. Every call takes one sequence number, as the
+// point-to-point path does. Free removes the mapping (and a cleanup does,
+// should the communicator be dropped unfreed).
+//
+// A member that rejects the arguments of such a call (failColl) while the
+// segment is in use publishes a rejection there (shmcoll.Group.Reject):
+// the others' waits for it end, and they take the reason from the release
+// the rejecting member sends anyway (a receive on the call's tag, which
+// the release completes).
+//
+// Failures: a waiter asks shmEnv.Check at least once a millisecond once it
+// stopped spinning; a member of the communicator known failed poisons the
+// collective context (as World.waitColl does) and ends the call with
+// ErrProcFailed, a revoked communicator with ErrRevoked, an aborted job
+// with the abort's error. A call that fails here turns the communicator's
+// shared-memory path off at this member (its step numbers no longer agree
+// with the others'); the later calls take the point-to-point path, which
+// fails at once on the poisoned context.
+
+// Shared-memory path states of a communicator (collComm.shmState).
+const (
+	shmUnknown int32 = iota // not set up yet: set up at the next eligible call
+	shmOn                   // collComm.shm is the group
+	shmOff                  // point-to-point algorithms
+)
+
+// collShm is a communicator's shared-memory collective state.
+type collShm struct {
+	shmState atomic.Int32
+	shm      *shmcoll.Group
+	shmSeg   *segment.Segment
+	shmEnv   shmEnv // the current call's (one blocking call at a time)
+}
+
+// shmNames are the blocking calls that may use the segment.
+func shmName(op string) bool {
+	switch op {
+	case "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Allgather":
+		return true
+	}
+	return false
+}
+
+// shmRun prepares the call op (signature sig, element type dt) on c
+// through the segment (shm) when c uses or may use it; p2p is the
+// point-to-point algorithm on the call's set, for a set-up the members
+// refused. ok is false if c does not use the segment.
+func shmRun(c *Comm, op string, sig coll.Sig, dt p2p.DType, shm func(g *shmcoll.Group) error, p2pAlg func(x *coll.Set) error) (collRun, bool) {
+	cc := &c.coll
+	switch cc.shmState.Load() {
+	case shmOff:
+		return nil, false
+	case shmOn:
+		g := cc.shm
+		if g.Poisoned() || c.w.eng.LostCount() != 0 && c.hasFailedMember() || c.w.eng.IsRevoked(c.ctx+1) {
+			// The point-to-point path reports the failure, the revocation or
+			// the mismatch at once.
+			cc.shmState.Store(shmOff)
+			return nil, false
+		}
+		return func() error {
+			c.collStartCheck()
+			seq := c.nextSeq()
+			return c.shmCall(g, op, seq, sig, dt, shm)
+		}, true
+	}
+	if !c.shmEligible() {
+		cc.shmState.Store(shmOff)
+		return nil, false
+	}
+	x := newCx(c, op, sig, dt)
+	return func() error {
+		g, err := c.shmSetUp(x)
+		switch {
+		case err != nil:
+			return err // shmUnknown: the next call tries again
+		case g == nil:
+			cc.shmState.Store(shmOff)
+			return p2pAlg(x)
+		}
+		cc.shm = g
+		cc.shmState.Store(shmOn)
+		return c.shmCall(g, op, seqOfTag(x.Tag), sig, dt, shm)
+	}, true
+}
+
+// shmCall runs shm, the call of sequence number seq, on g.
+func (c *Comm) shmCall(g *shmcoll.Group, op string, seq uint32, sig coll.Sig, dt p2p.DType, shm func(g *shmcoll.Group) error) error {
+	e := &c.coll.shmEnv
+	e.op, e.seq, e.sig, e.dt = op, seq, sig, dt
+	if err := shm(g); err != nil {
+		return c.shmErr(op, seq, sig, dt, err)
+	}
+	return nil
+}
+
+// shmEligible reports, from values every member agrees on, whether c's
+// collectives may use a shared segment.
+func (c *Comm) shmEligible() bool {
+	if c.IsInter() || c.size < 2 || c.size > shmcoll.MaxMembers || c.w.cfg.Check || c.w.rt.Hosts.Force.Load() != 0 {
+		return false
+	}
+	h0 := c.w.rt.Hosts.Name(c.worldRank(0))
+	for r := 1; r < c.size; r++ {
+		if c.w.rt.Hosts.Name(c.worldRank(r)) != h0 {
+			return false
+		}
+	}
+	return true
+}
+
+// shmSetUp makes, maps and agrees on c's segment within the call of set x
+// (collective over c). It returns nil and no error if some member could
+// not map it (or rank 0 could not create it).
+func (c *Comm) shmSetUp(x *coll.Set) (*shmcoll.Group, error) {
+	size := shmcoll.Size(c.size)
+	var f *os.File
+	var path string
+	var token int64
+	if c.rank == 0 {
+		var err error
+		if f, token, err = shmCreate(); err != nil {
+			token = 0
+		}
+		path = shmPath(token)
+	}
+	all := make([]byte, 8*c.size)
+	if err := x.Allgather(putInts(token), all); err != nil {
+		segment.Drop(f, path)
+		return nil, err
+	}
+	if token = getInt(all, 0); token == 0 {
+		return nil, nil // rank 0 could not create it: every member sees the 0
+	}
+	path = shmPath(token)
+	s, total := segment.New([]int{size}, []int{1}, false)
+	merr := s.Map(f, path, total)
+	if f != nil {
+		f.Close()
+	}
+	err := x.Allgather(putInts(boolInt(merr == nil)), all)
+	if c.rank == 0 {
+		os.Remove(path)
+	}
+	if err != nil {
+		s.Unmap()
+		return nil, err
+	}
+	for r := range c.size {
+		if getInt(all, r) == 0 {
+			s.Unmap()
+			return nil, nil
+		}
+	}
+	g, err := shmcoll.New(s.Mapping, c.size, c.rank, c.crowded(), &c.coll.shmEnv)
+	if err != nil { // the same at every member: the same size and layout
+		s.Unmap()
+		return nil, nil
+	}
+	c.coll.shmEnv.c = c
+	c.coll.shmSeg = s
+	runtime.AddCleanup(c, func(s *segment.Segment) { s.Unmap() }, s)
+	return g, nil
+}
+
+// shmPath is the file of the segment named token, in the job's private
+// directory (segment.Dir).
+func shmPath(token int64) string {
+	return filepath.Join(segment.Dir(), "ftmpi-collshm-"+strconv.FormatUint(uint64(token), 36))
+}
+
+// shmCreate creates a new segment file, readable by its owner only, and
+// returns it with its token (never 0).
+func shmCreate() (*os.File, int64, error) {
+	for range 8 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, 0, err
+		}
+		token := int64(binary.LittleEndian.Uint64(b[:])>>1 | 1)
+		f, err := os.OpenFile(shmPath(token), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		return f, token, err
+	}
+	return nil, 0, errors.New("no unused file name after 8 tries")
+}
+
+// freeShm removes c's mapping (Free); c's collectives no longer use it.
+func (c *Comm) freeShm() {
+	cc := &c.coll
+	if cc.shmState.Swap(shmOff) == shmOn && cc.shmSeg != nil {
+		cc.shmSeg.Unmap()
+	}
+}
+
+// shmReject tells the other members, through the segment, that this
+// member rejected its call op (failColl), and stops using the segment.
+func (c *Comm) shmReject(op string) {
+	cc := &c.coll
+	if shmName(op) && cc.shmState.Load() == shmOn {
+		cc.shmState.Store(shmOff)
+		cc.shm.Reject()
+	}
+}
+
+// shmEnv answers a shared-memory waiter of c: whether the call must end,
+// and the call table's record of a blocked wait.
+type shmEnv struct {
+	c   *Comm
+	op  string
+	seq uint32
+	sig coll.Sig
+	dt  p2p.DType
+}
+
+func (e *shmEnv) Check() error {
+	c := e.c
+	w := c.w
+	select {
+	case <-w.abort:
+		return p2p.ErrClosed
+	default:
+	}
+	if c.done != nil {
+		select {
+		case <-c.done:
+			return errShmCut
+		default:
+		}
+	}
+	if w.eng.LostCount() != 0 {
+		if p := w.eng.FirstLost(func(p int) bool { return c.setHas(c.size, c.members, p) }); p >= 0 {
+			mf := &memberFailedError{proc: p}
+			w.eng.Poison(mf, c.ctx+1)
+			return mf
+		}
+	}
+	if w.eng.IsRevoked(c.ctx+1) || w.eng.IsRevoked(c.ctx) {
+		return p2p.ErrRevoked
+	}
+	return nil
+}
+
+// Block records the wait for rank peer in the call table (hang reports).
+func (e *shmEnv) Block(peer int) int {
+	c := e.c
+	en := c.entry(e.op)
+	k := e.sig.Kind()
+	if coll.Rooted(k) {
+		en.Root = int32(e.sig.Root())
+	}
+	if coll.Counted(k) {
+		en.Count = int64(e.sig.Count())
+	}
+	en.Seq = int64(e.seq & (1<<24 - 1))
+	en.Type = trackType(e.dt)
+	if peer >= 0 && peer < c.size {
+		en.Peer, en.PeerProc = int32(peer), int32(c.worldRank(peer))
+	}
+	return c.w.calls.Enter(&en)
+}
+
+func (e *shmEnv) Unblock(i int) { e.c.w.leave(i) }
+
+var errShmCut = errors.New("the communicator's context was cut")
+
+// shmErr turns an error of the shared-memory call op (sequence number
+// seq, signature sig, element type dt) into the call's, and turns the
+// path off at this member.
+func (c *Comm) shmErr(op string, seq uint32, sig coll.Sig, dt p2p.DType, err error) error {
+	c.coll.shmState.Store(shmOff)
+	var mm *shmcoll.MismatchError
+	var rj *shmcoll.RejectedError
+	switch {
+	case errors.As(err, &rj):
+		// The rejecting member releases the call: its reason completes a
+		// receive on the call's tag.
+		x := newCall(c, op, c.ctx+1, coll.TagColl(seq), dt, c.rank, c.size, c.members)
+		x.Sig = sig
+		if _, err := x.Recv(rj.Peer, nil); err != nil {
+			return err
+		}
+		return newErr(ErrOther, op, c, rj.Peer, "rank %d rejected its call", rj.Peer)
+	case errors.As(err, &mm):
+		theirs, tdt := coll.Sig(mm.Sig), p2p.DType(mm.DT)
+		return newErr(mismatchClass(theirs, sig, tdt, dt), op, c, NoPeer, "rank %d called %s; this rank %s",
+			mm.Peer, describeCall(theirs, tdt), describeCall(sig, dt))
+	case errors.Is(err, shmcoll.ErrPoisoned):
+		return newErr(ErrOther, op, c, NoPeer, "another rank found mismatched collective calls")
+	case err == errShmCut:
+		return c.cutErr(op, NoPeer, "")
+	case errors.Is(err, p2p.ErrPeerLost), errors.Is(err, p2p.ErrRevoked), errors.Is(err, p2p.ErrClosed):
+		return c.engineErr(op, NoPeer, err)
+	}
+	return newErr(ErrOther, op, c, NoPeer, "%v", err)
+}
+
+// shmCalls is the number of collective calls c made through its segment
+// here (tests).
+func (c *Comm) shmCalls() uint64 {
+	if g := c.coll.shm; g != nil {
+		return g.Calls.Load()
+	}
+	return 0
+}
+
+func shmCall(sig coll.Sig, dt p2p.DType) shmcoll.Call {
+	return shmcoll.Call{Sig: uint64(sig), DT: uint64(dt)}
+}

@@ -1,0 +1,260 @@
+package mpi_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/coll/shmcoll"
+	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+// Shared-memory collectives (coll_shm.go): every rank of Run shares one
+// host, so the blocking Barrier, Bcast, Reduce, Allreduce and Allgather of
+// CommWorld go through its segment; results against a sequential
+// reference for every np, operation, type and root, the path counted, a
+// member killed at every point ending the survivors' calls with
+// ErrProcFailed, a revocation with ErrRevoked, no mapping left after Free.
+
+func shmNPs() []int {
+	if jobtest.RaceEnabled {
+		return []int{2, 3, 8}
+	}
+	return []int{2, 3, 4, 5, 6, 7, 8}
+}
+
+// shmSizes are element counts: small, across the one-step switch (4 KiB)
+// and across a 64 KiB slot.
+func shmSizes(esize int) []int { return []int{0, 1, 7, 4096/esize + 1, 65536/esize + 3} }
+
+func shmVal(r, i int) int { return (r*7+i*3)%11 + 1 }
+
+func checkShmTyped[T int32 | int64 | float64](c *mpi.Comm, name string) error {
+	r, p := c.Rank(), c.Size()
+	var z T
+	esize := map[any]int{int32(0): 4, int64(0): 8, float64(0): 8}[any(z)]
+	for _, n := range shmSizes(esize) {
+		in := func(rank int) []T {
+			v := make([]T, n)
+			for i := range v {
+				v[i] = T(shmVal(rank, i))
+			}
+			return v
+		}
+		for _, op := range []*mpi.Op{mpi.Sum, mpi.Max, mpi.Prod} {
+			want := in(0)
+			for j := 1; j < p; j++ {
+				for i, x := range in(j) {
+					switch op {
+					case mpi.Sum:
+						want[i] += x
+					case mpi.Max:
+						want[i] = max(want[i], x)
+					case mpi.Prod:
+						want[i] *= x
+					}
+				}
+			}
+			for _, inPlace := range []bool{false, true} {
+				send := in(r)
+				recv := make([]T, n+2) // longer than needed: only the prefix is written
+				if inPlace {
+					recv = send
+				}
+				if err := mpi.Allreduce(c, send, recv, op); err != nil {
+					return err
+				}
+				if !slices.Equal(recv[:n], want) {
+					return fmt.Errorf("%s allreduce n=%d %v in place %v: %v, want %v", name, n, op, inPlace, head(recv[:n]), head(want))
+				}
+			}
+			for _, root := range slices.Compact([]int{0, p / 2, p - 1}) {
+				recv := make([]T, n)
+				if err := mpi.Reduce(c, in(r), recv, op, root); err != nil {
+					return err
+				}
+				if r == root && !slices.Equal(recv, want) {
+					return fmt.Errorf("%s reduce n=%d %v root %d: %v, want %v", name, n, op, root, head(recv), head(want))
+				}
+			}
+		}
+		for _, root := range slices.Compact([]int{0, p / 2, p - 1}) {
+			buf := make([]T, n)
+			if r == root {
+				buf = in(root)
+			}
+			if err := mpi.Bcast(c, buf, root); err != nil {
+				return err
+			}
+			if !slices.Equal(buf, in(root)) {
+				return fmt.Errorf("%s bcast n=%d root %d differs", name, n, root)
+			}
+		}
+		all := make([]T, p*n)
+		if err := mpi.Allgather(c, in(r), all); err != nil {
+			return err
+		}
+		for j := range p {
+			if !slices.Equal(all[j*n:(j+1)*n], in(j)) {
+				return fmt.Errorf("%s allgather n=%d block %d differs", name, n, j)
+			}
+		}
+	}
+	return c.Barrier()
+}
+
+func head[T any](v []T) []T { return v[:min(len(v), 4)] }
+
+func TestShmCollectivesResults(t *testing.T) {
+	for _, np := range shmNPs() {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			run(t, np, func(w *mpi.World, c *mpi.Comm) error {
+				if err := errors.Join(checkShmTyped[int32](c, "int32"), checkShmTyped[int64](c, "int64"),
+					checkShmTyped[float64](c, "float64")); err != nil {
+					return err
+				}
+				// Every call above went through the segment.
+				if got := mpi.ShmCallsForTest(c); got < 100 {
+					return fmt.Errorf("%d calls through the shared segment", got)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// The nonblocking forms and a communicator of one rank keep the
+// point-to-point algorithms.
+func TestShmNotForNonblockingOrSelf(t *testing.T) {
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		rq, err := mpi.Iallreduce(c, []int64{1}, make([]int64, 1), mpi.Sum)
+		if err != nil {
+			return err
+		}
+		if _, err := rq.Wait(); err != nil {
+			return err
+		}
+		if err := w.CommSelf().Barrier(); err != nil {
+			return err
+		}
+		if got := mpi.ShmCallsForTest(c) + mpi.ShmCallsForTest(w.CommSelf()); got != 0 {
+			return fmt.Errorf("%d calls through a shared segment", got)
+		}
+		return nil
+	})
+}
+
+// A rank killed at each point of the shared-memory Barrier, Bcast,
+// Allreduce and Reduce: every survivor's call, or if the victim had
+// already published its part, the survivor's next Barrier, fails with
+// ErrProcFailed (run's deadline: never a hang).
+func TestShmMemberKilledAtEveryPoint(t *testing.T) {
+	defer func() { shmcoll.Hook = nil }()
+	const np = 4
+	big := 20000 // int64s: several slots, the two-step Allreduce
+	calls := map[string]func(c *mpi.Comm) error{
+		"barrier": func(c *mpi.Comm) error { return c.Barrier() },
+		"bcast":   func(c *mpi.Comm) error { return mpi.Bcast(c, make([]int64, big), 1) },
+		"allreduce": func(c *mpi.Comm) error {
+			return mpi.Allreduce(c, []int64{1}, make([]int64, 1), mpi.Sum)
+		},
+		"reduce": func(c *mpi.Comm) error { return mpi.Reduce(c, make([]int64, big), make([]int64, big), mpi.Sum, 2) },
+	}
+	for _, kind := range []string{"barrier", "bcast", "allreduce", "reduce"} {
+		for _, point := range []string{"enter", "published", "read"} {
+			for _, victim := range []int{0, 2} {
+				t.Run(fmt.Sprintf("%s/%s/victim%d", kind, point, victim), func(t *testing.T) {
+					var kill [np]func()
+					shmcoll.Hook = func(me int, k, p string) error {
+						if me == victim && k == kind && p == point {
+							kill[me]() // does not return
+						}
+						return nil
+					}
+					run(t, np, func(w *mpi.World, c *mpi.Comm) error {
+						kill[c.Rank()] = w.Kill
+						if err := mpi.Allgather(c, []int32{1}, make([]int32, np)); err != nil { // sets the segment up
+							return err
+						}
+						err := calls[kind](c)
+						if err == nil {
+							err = c.Barrier()
+						}
+						if err == nil && mpi.ShmCallsForTest(c) >= 3 {
+							return nil // the victim's call has no such point
+						}
+						if !errors.Is(err, mpi.ErrProcFailed) {
+							return fmt.Errorf("rank %d: %v, want ErrProcFailed", c.Rank(), err)
+						}
+						return nil
+					})
+					shmcoll.Hook = nil
+				})
+			}
+		}
+	}
+}
+
+// A revoked communicator: every rank's shared-memory Barrier fails with
+// ErrRevoked, also a rank that entered it before the notice arrived.
+func TestShmRevoked(t *testing.T) {
+	run(t, 4, func(w *mpi.World, c *mpi.Comm) error {
+		d, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		d.SetErrhandler(mpi.ErrorsReturn)
+		if err := d.Barrier(); err != nil {
+			return err
+		}
+		if d.Rank() == 3 {
+			if err := d.Revoke(); err != nil {
+				return err
+			}
+		}
+		if err := d.Barrier(); !errors.Is(err, mpi.ErrRevoked) {
+			return fmt.Errorf("rank %d: %v, want ErrRevoked", d.Rank(), err)
+		}
+		if mpi.ShmCallsForTest(d) == 0 {
+			return errors.New("the barrier did not use the shared segment")
+		}
+		return d.Free()
+	})
+}
+
+// Free removes the mapping, and no segment file outlives the set-up.
+func TestShmFreeUnmaps(t *testing.T) {
+	mapped := func() int {
+		b, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "ftmpi-collshm-")
+	}
+	before := mapped()
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		for range 3 {
+			d, err := c.Dup()
+			if err != nil {
+				return err
+			}
+			if err := mpi.Allreduce(d, []int64{1}, make([]int64, 1), mpi.Sum); err != nil {
+				return err
+			}
+			if mpi.ShmCallsForTest(d) != 1 {
+				return errors.New("the allreduce did not use the shared segment")
+			}
+			if err := d.Free(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if after := mapped(); after != before {
+		t.Fatalf("%d segment mappings before the job, %d after", before, after)
+	}
+}
