@@ -51,10 +51,10 @@ const (
 
 // Offsets in a member's control line.
 const (
-	offReady = 0  // uint32: the last step whose data this member published
-	offDone  = 4  // uint32: the last step this member finished reading
-	offDT    = 8  // uint64: element type of the current call
-	offSig   = 16 // uint64: signature of the current call
+	offDone  = 0  // uint32: the last step this member finished reading
+	offDT    = 8  // uint64: element type of the current call (error messages)
+	offSig   = 16 // uint64: signature of the current call (error messages)
+	offReady = 24 // uint64: the last step whose data this member published (low half) and its call's hash (high half), in one store
 )
 
 // Chunk is the size of one data slot for a group of n members: the
@@ -144,8 +144,8 @@ type Group struct {
 	env     Env
 
 	bell, sleepers, poison *atomic.Uint32
-	ready, done            []*atomic.Uint32
-	sig, dt                []*atomic.Uint64
+	done                   []*atomic.Uint32
+	ready, sig, dt         []*atomic.Uint64
 	slots                  [][2][]byte
 
 	// Calls counts the calls this member made through the segment
@@ -169,12 +169,12 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 	}
 	g := &Group{mem: mem, N: n, Me: me, chunk: Chunk(n), crowded: crowded, env: env}
 	g.bell, g.sleepers, g.poison = g.u32(0), g.u32(8), g.u32(line)
-	g.ready, g.done = make([]*atomic.Uint32, n), make([]*atomic.Uint32, n)
+	g.ready, g.done = make([]*atomic.Uint64, n), make([]*atomic.Uint32, n)
 	g.sig, g.dt, g.slots = make([]*atomic.Uint64, n), make([]*atomic.Uint64, n), make([][2][]byte, n)
 	d := dataOff(n)
 	for i := range n {
 		o := hdrLines*line + i*line
-		g.ready[i], g.done[i] = g.u32(o+offReady), g.u32(o+offDone)
+		g.ready[i], g.done[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offReady])), g.u32(o+offDone)
 		g.sig[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offSig]))
 		g.dt[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offDT]))
 		for p := range 2 {
@@ -182,7 +182,7 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 			g.slots[i][p] = mem[s : s+g.chunk : s+g.chunk]
 		}
 	}
-	g.step = g.ready[me].Load() // 0 in a new segment
+	g.step = uint32(g.ready[me].Load()) // 0 in a new segment
 	return g, nil
 }
 
@@ -220,11 +220,30 @@ func (g *Group) ring() {
 	}
 }
 
+// callHash is the 32-bit digest of a call published with each step (one
+// atomic word with the step: a reader never sees a step with the next
+// call's digest); rejectHash is reserved for Reject.
+func callHash(c Call) uint32 {
+	if c.Sig == RejectSig {
+		return rejectHash
+	}
+	x := c.Sig ^ c.DT*0x9e3779b97f4a7c15
+	x ^= x >> 29
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 32
+	if h := uint32(x); h != rejectHash {
+		return h
+	}
+	return rejectHash - 1
+}
+
+const rejectHash = ^uint32(0)
+
 // publish makes step s of call c this member's published step.
 func (g *Group) publish(c Call, s uint32) {
 	g.sig[g.Me].Store(c.Sig)
 	g.dt[g.Me].Store(c.DT)
-	g.ready[g.Me].Store(s)
+	g.ready[g.Me].Store(uint64(callHash(c))<<32 | uint64(s))
 	g.ring()
 }
 
@@ -238,22 +257,22 @@ func (g *Group) finish(s uint32) {
 // when it sees exactly s.
 func (g *Group) waitReady(c Call, j int, s uint32) error {
 	w := g.ready[j]
+	h := callHash(c)
 	ok := func() (bool, error) {
-		r := w.Load()
+		v := w.Load()
+		r, rh := uint32(v), uint32(v>>32)
 		if !after(r, s) {
 			return false, nil
 		}
-		if r == s {
-			sg, dt := g.sig[j].Load(), g.dt[j].Load()
-			if w.Load() == s && sg == RejectSig {
+		if r == s && rh != h {
+			if rh == rejectHash {
 				return false, &RejectedError{Peer: j}
 			}
-			if w.Load() == s && (sg != c.Sig || dt != c.DT) {
-				g.poison.Store(1)
-				g.bell.Add(1)
-				futexWakeAll(g.bell)
-				return false, &MismatchError{Peer: j, Sig: sg, DT: dt}
-			}
+			sg, dt := g.sig[j].Load(), g.dt[j].Load() // its call, for the message (unless it moved on meanwhile)
+			g.poison.Store(1)
+			g.bell.Add(1)
+			futexWakeAll(g.bell)
+			return false, &MismatchError{Peer: j, Sig: sg, DT: dt}
 		}
 		return true, nil
 	}
