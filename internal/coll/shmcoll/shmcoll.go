@@ -11,8 +11,8 @@
 // once every reader finished the step that last used it. Data is copied
 // once into the segment and once out of it.
 //
-// A waiter spins briefly, then yields the core (when the members outnumber
-// the cores) and then sleeps on a futex doorbell in the segment, waking at
+// A waiter spins briefly (a few loads when the members outnumber the
+// cores), then yields the core a few times, and then sleeps on a futex doorbell in the segment, waking at
 // least every millisecond to ask its Env whether the call must end (a
 // failed member never publishes its step; a revoked communicator; an
 // aborted job). Calls whose signatures differ are detected when a waiter
@@ -302,7 +302,7 @@ func (g *Group) beforeWrite(s uint32) error {
 const (
 	spinAlone   = 1 << 13 // every member has a core: a peer is running
 	spinCrowded = 1 << 6  // members outnumber cores: the peer may need this core
-	yields      = 32      // sched_yield calls before sleeping, crowded
+	yields      = 32      // sched_yield calls before sleeping
 	sleepMin    = 20 * time.Microsecond
 	sleepMax    = time.Millisecond
 )
@@ -323,7 +323,7 @@ func (g *Group) wait(peer int, ok func() (bool, error)) error {
 			return ErrPoisoned
 		}
 	}
-	if g.crowded {
+	{ // the peer may be waiting for this core (members outnumber cores, or other processes load the host)
 		for range yields {
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			if done, err := ok(); done || err != nil {
