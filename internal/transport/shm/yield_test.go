@@ -42,3 +42,24 @@ func TestCrowdedPollerYieldsTheCore(t *testing.T) {
 		t.Fatal("a caller polling on a crowded host never yielded the core")
 	}
 }
+
+// A caller that has polled for a quarter of its budget without its
+// request completing offers the core to other threads (sched_yield) at
+// every check, on a host not known to be crowded too; a wait that ends
+// sooner never makes that system call.
+func TestLongPollYieldsTheCore(t *testing.T) {
+	h0, h1 := newStackHandler(), newStackHandler()
+	trs := newPollJob(t, 2, sleepMax, h0, h1)
+	defer closeAll(trs)
+	var yields atomic.Int64
+	trs[1].cfg.kernelYield = func() { yields.Add(1) }
+	if !trs[1].PollUntil(doneFn(func() bool { return true }), time.Hour) || yields.Load() != 0 {
+		t.Fatalf("a wait already done: %d kernel yields", yields.Load())
+	}
+	if trs[1].PollUntil(doneFn(func() bool { return false }), 4*time.Millisecond) {
+		t.Fatal("PollUntil reported a request done that never is")
+	}
+	if yields.Load() == 0 {
+		t.Fatal("a caller that polled out its budget never offered the core")
+	}
+}
