@@ -28,7 +28,10 @@
 // inline and leaves urgent frames, payloads read from the sender's memory
 // and the end of a peer to the receiver. The receiver spins briefly when told to (ranks
 // do not outnumber cores) and no caller polls, then sleeps with
-// FUTEX_WAIT. A writer that finds a ring full waits on the direction's
+// FUTEX_WAIT. A polling caller offers its core to other threads
+// (sched_yield) at every check once it has polled a quarter of its budget
+// or after it saw its thread lose the core (a crowded host), so a peer
+// sharing the core runs instead of waiting for the budget's end. A writer that finds a ring full waits on the direction's
 // space word, bumped by the consumer; a peer's death or Close wakes it
 // too.
 //
