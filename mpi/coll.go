@@ -136,7 +136,7 @@ func bcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) 
 	if err := c.checkRoot(op, root); err != nil {
 		return nil, c.failColl(err)
 	}
-	if op == "MPI_Bcast" {
+	if op == "MPI_Bcast" && shmUse(coll.KBcast, c.size, len(buf)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KBcast, nil, root, len(buf)), factsFor[T](ov).dt
 		if run, ok := shmRun(c, op, sig, dt, func(g *shmcoll.Group) error {
 			return g.Bcast(shmCall(sig, dt), asBytes(buf), root)
@@ -185,7 +185,7 @@ func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, 
 	if c.rank == root && len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	if name == "MPI_Reduce" {
+	if name == "MPI_Reduce" && shmUse(coll.KReduce, c.size, len(send)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KReduce, op, root, len(send)), factsFor[T](ov).dt
 		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
 			var r []byte
@@ -238,7 +238,7 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	if len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	if name == "MPI_Allreduce" {
+	if name == "MPI_Allreduce" && shmUse(coll.KAllreduce, c.size, len(send)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt
 		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
 			return g.Allreduce(shmCall(sig, dt), asBytes(send), asBytes(recv[:len(send)]), dtypeSize(dt), f)
@@ -473,7 +473,7 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 	if len(recv) < p*n {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
 	}
-	if name == "MPI_Allgather" {
+	if name == "MPI_Allgather" && shmUse(coll.KAllgather, c.size, len(send)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt
 		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
 			return g.Allgather(shmCall(sig, dt), asBytes(send), asBytes(recv[:p*n]))

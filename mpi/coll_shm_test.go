@@ -148,8 +148,8 @@ func TestShmNotForNonblockingOrSelf(t *testing.T) {
 	})
 }
 
-// A rank killed at each point of the shared-memory Barrier, Bcast,
-// Allreduce and Reduce: every survivor's call, or if the victim had
+// A rank killed at each point of the shared-memory Barrier, Allreduce
+// and Reduce: every survivor's call, or if the victim had
 // already published its part, the survivor's next Barrier, fails with
 // ErrProcFailed (run's deadline: never a hang).
 func TestShmMemberKilledAtEveryPoint(t *testing.T) {
@@ -158,13 +158,12 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 	big := 20000 // int64s: several slots, the two-step Allreduce
 	calls := map[string]func(c *mpi.Comm) error{
 		"barrier": func(c *mpi.Comm) error { return c.Barrier() },
-		"bcast":   func(c *mpi.Comm) error { return mpi.Bcast(c, make([]int64, big), 1) },
 		"allreduce": func(c *mpi.Comm) error {
 			return mpi.Allreduce(c, []int64{1}, make([]int64, 1), mpi.Sum)
 		},
 		"reduce": func(c *mpi.Comm) error { return mpi.Reduce(c, make([]int64, big), make([]int64, big), mpi.Sum, 2) },
 	}
-	for _, kind := range []string{"barrier", "bcast", "allreduce", "reduce"} {
+	for _, kind := range []string{"barrier", "allreduce", "reduce"} {
 		for _, point := range []string{"enter", "published", "read"} {
 			for _, victim := range []int{0, 2} {
 				t.Run(fmt.Sprintf("%s/%s/victim%d", kind, point, victim), func(t *testing.T) {
