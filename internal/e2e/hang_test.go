@@ -25,9 +25,9 @@ func TestHangReportUnderFtmpirun(t *testing.T) {
 		want  []string
 	}{
 		{mode: "mismatch", n: 3, want: []string{
-			"rank 0 in MPI_Reduce (root 0, 2 x int32) on MPI_COMM_WORLD #1",
-			"2 of 3 ranks (1,2) in MPI_Bcast (root 0, 2 x int32) on MPI_COMM_WORLD #1",
-			"mismatched collectives on MPI_COMM_WORLD: rank 0 in MPI_Reduce (root 0, 2 x int32) #1; ranks 1,2 in MPI_Bcast (root 0, 2 x int32) #1"}},
+			"rank 0 in MPI_Reduce (root 0, 2 x int32) on MPI_COMM_WORLD #2",
+			"2 of 3 ranks (1,2) in MPI_Bcast (root 0, 2 x int32) on MPI_COMM_WORLD #2",
+			"mismatched collectives on MPI_COMM_WORLD: rank 0 in MPI_Reduce (root 0, 2 x int32) #2; ranks 1,2 in MPI_Bcast (root 0, 2 x int32) #2"}},
 		{mode: "deadlock", n: 3, want: []string{
 			"deadlock: 0 waits for 1, 1 waits for 0, both in MPI_Recv tag 5 on MPI_COMM_WORLD",
 			"rank 2 in MPI_Barrier on MPI_COMM_WORLD #1"}},
@@ -94,7 +94,7 @@ func TestHangReportUnderHydra(t *testing.T) {
 		want []string
 	}{
 		{mode: "mismatch", args: []string{"-n", "3", prog, "mismatch"}, want: []string{
-			"mismatched collectives on MPI_COMM_WORLD: rank 0 in MPI_Reduce (root 0, 2 x int32) #1; ranks 1,2 in MPI_Bcast (root 0, 2 x int32) #1"}},
+			"mismatched collectives on MPI_COMM_WORLD: rank 0 in MPI_Reduce (root 0, 2 x int32) #2; ranks 1,2 in MPI_Bcast (root 0, 2 x int32) #2"}},
 		{mode: "deadlock", args: []string{"-n", "3", prog, "deadlock"}, want: []string{
 			"deadlock: 0 waits for 1, 1 waits for 0, both in MPI_Recv tag 5 on MPI_COMM_WORLD"}},
 		// Rank 2 kills itself after its line (hydra has no --inject on=);

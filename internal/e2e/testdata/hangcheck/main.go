@@ -1,8 +1,8 @@
 // Command hangcheck hangs on purpose, in the way its argument names, for
 // the hang report's end-to-end tests (issue 23):
 //
-//	mismatch  rank 0 calls MPI_Reduce (root 0) while the others call
-//	          MPI_Bcast (root 0): each waits for the other
+//	mismatch  after a barrier, rank 0 calls MPI_Reduce (root 0) while the
+//	          others call MPI_Bcast (root 0): each waits for the other
 //	deadlock  ranks 0 and 1 each receive from the other (tag 5); the
 //	          others wait in a barrier
 //	failure   every other rank tells rank 2 it is past a barrier, then
@@ -36,6 +36,12 @@ func main() {
 	buf := make([]int32, 2)
 	switch os.Args[1] {
 	case "mismatch":
+		// A barrier first: on one host it sets up the shared-memory
+		// collectives, whose set-up would see the mismatch below; then
+		// rank 0's Reduce waits in the segment, the others' Bcast for rank 0.
+		if err = c.Barrier(); err != nil {
+			break
+		}
 		if c.Rank() == 0 {
 			err = mpi.Reduce(c, buf, make([]int32, 2), mpi.Sum, 0)
 		} else {
