@@ -18,10 +18,11 @@ import (
 
 // Shared-memory collectives (issue 28 item 3; internal/coll/shmcoll).
 //
-// The blocking Barrier, Reduce, Allreduce and Allgather of an
+// The blocking Barrier, Allreduce and Allgather of an
 // intracommunicator whose members all run on one host go through a segment
 // all of them map, instead of the point-to-point algorithms, when shmUse
-// says so for the call's kind, size and member count (Bcast not yet). The
+// says so for the call's kind, size and member count (Bcast and Reduce
+// not yet). The
 // choice depends only on what every member agrees on: the communicator's size
 // (2..shmcoll.MaxMembers), the hosts of its members as the launcher told
 // every process, the call's kind and plain element type, the test override
@@ -80,20 +81,21 @@ type collShm struct {
 // member (all agreed) takes the segment, from the interleaved measurements
 // of issue 28 (docs/benchmarks.md, "Shared-memory collectives"):
 //
-//   - Barrier: always (0.16-0.67x the point-to-point time at np 2-8).
-//   - Bcast: never yet: its root waits for the slowest reader every second
-//     slot, where the point-to-point root runs ahead on eager sends (1.3-14x
-//     slower in back-to-back calls at np 2-8; a deeper ring of slots would
-//     let it run ahead too).
-//   - Reduce, Allreduce, Allgather: up to 64 KiB per member, and beyond
-//     when np <= 4 (Allreduce 1 MiB: 0.53x at np 2, 0.81x at np 4, 1.31x at
-//     np 8, where every slot's two steps wait for all eight processes on two
-//     cores).
+//   - Barrier: always (0.10-0.21x the point-to-point time at np 2-8).
+//   - Bcast and Reduce: never yet: one side waits for the other every
+//     second slot, where the point-to-point root (Bcast) or contributors
+//     (Reduce) run ahead on eager sends (Bcast 1.3-14x, Reduce 8 B
+//     1.07-1.81x slower in back-to-back calls at np 2-8; a deeper ring of
+//     slots would let them run ahead too).
+//   - Allreduce, Allgather: up to 64 KiB per member, and beyond when
+//     np <= 4 (Allreduce 8 B 0.13-0.55x, Allgather 8 B 0.10-0.49x; 1 MiB:
+//     0.53x at np 2, 0.81x at np 4, 1.31x at np 8, where every slot's two
+//     steps wait for all eight processes on two cores).
 func shmUse(kind, np, n int) bool {
 	switch kind {
 	case coll.KBarrier:
 		return true
-	case coll.KReduce, coll.KAllreduce, coll.KAllgather:
+	case coll.KAllreduce, coll.KAllgather:
 		return n <= 64<<10 || np <= 4
 	}
 	return false
