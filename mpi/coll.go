@@ -225,6 +225,8 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	if run, err, ok := routeAllreduce(c, name, send, recv, op, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
+	shmCand := name == "MPI_Allreduce" && shmUse(coll.KAllreduce, c.size, len(send)*esizeOf[T]())
+	c.coll.shmPending = shmCand // a rejection below is published in the segment (shmReject)
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
@@ -238,7 +240,8 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	if len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	if name == "MPI_Allreduce" && shmUse(coll.KAllreduce, c.size, len(send)*esizeOf[T]()) {
+	c.coll.shmPending = false
+	if shmCand {
 		sig, dt := sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt
 		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
 			return g.Allreduce(shmCall(sig, dt), asBytes(send), asBytes(recv[:len(send)]), dtypeSize(dt), f)
@@ -463,6 +466,8 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 	if run, err, ok := routeAllgather(c, name, send, recv, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
+	shmCand := name == "MPI_Allgather" && shmUse(coll.KAllgather, c.size, len(send)*esizeOf[T]())
+	c.coll.shmPending = shmCand // a rejection below is published in the segment (shmReject)
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
@@ -473,7 +478,8 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 	if len(recv) < p*n {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
 	}
-	if name == "MPI_Allgather" && shmUse(coll.KAllgather, c.size, len(send)*esizeOf[T]()) {
+	c.coll.shmPending = false
+	if shmCand {
 		sig, dt := sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt
 		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
 			return g.Allgather(shmCall(sig, dt), asBytes(send), asBytes(recv[:p*n]))

@@ -1,5 +1,7 @@
 package mpi
 
+import "unsafe"
+
 // SetCrowdedForTest forces w's choice of collective algorithms (1: those
 // of a crowded host, -1: those of an uncrowded one, 0: from the launcher's
 // data). Every rank of a job must set the same mode, before its first
@@ -12,3 +14,12 @@ func CrowdedForTest(c *Comm) bool { return c.crowded() }
 // ShmCallsForTest is the number of collective calls c made through its
 // shared segment at this rank.
 func ShmCallsForTest(c *Comm) uint64 { return c.shmCalls() }
+
+// ShmAddrForTest is the address of c's shared segment mapping here (0:
+// none).
+func ShmAddrForTest(c *Comm) uintptr {
+	if s := c.coll.shmSeg; s != nil && len(s.Mapping) > 0 {
+		return uintptr(unsafe.Pointer(&s.Mapping[0]))
+	}
+	return 0
+}

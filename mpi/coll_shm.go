@@ -75,6 +75,9 @@ type collShm struct {
 	shm      *shmcoll.Group
 	shmSeg   *segment.Segment
 	shmEnv   shmEnv // the current call's (one blocking call at a time)
+	// shmPending: the call being prepared would take the segment, were its
+	// arguments accepted (set and cleared by its prep: shmReject).
+	shmPending bool
 }
 
 // shmUse reports whether a call of kind over np members with n bytes per
@@ -97,15 +100,6 @@ func shmUse(kind, np, n int) bool {
 		return true
 	case coll.KAllreduce, coll.KAllgather:
 		return n <= 64<<10 || np <= 4
-	}
-	return false
-}
-
-// shmNames are the blocking calls that may use the segment.
-func shmName(op string) bool {
-	switch op {
-	case "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Allgather":
-		return true
 	}
 	return false
 }
@@ -265,10 +259,13 @@ func (c *Comm) freeShm() {
 }
 
 // shmReject tells the other members, through the segment, that this
-// member rejected its call op (failColl), and stops using the segment.
-func (c *Comm) shmReject(op string) {
+// member rejected its call (failColl), if that call would have taken the
+// segment, and stops using the segment.
+func (c *Comm) shmReject() {
 	cc := &c.coll
-	if shmName(op) && cc.shmState.Load() == shmOn {
+	pending := cc.shmPending
+	cc.shmPending = false
+	if pending && cc.shmState.Load() == shmOn {
 		cc.shmState.Store(shmOff)
 		cc.shm.Reject()
 	}

@@ -255,7 +255,7 @@ func (c *Comm) releaseNext(e *Error) {
 	if c.IsInter() || c.size <= 1 {
 		return
 	}
-	c.shmReject(e.Op) // the others may wait in the shared segment (coll_shm.go)
+	c.shmReject() // the others may wait in the shared segment (coll_shm.go)
 	seq := c.nextSeq()
 	procs := make([]int, 0, c.size-1)
 	for i := range c.size {
