@@ -198,6 +198,7 @@ func (g *Group) Poisoned() bool { return g.poison.Load() != 0 }
 // counterpart.
 func (g *Group) Reject() {
 	g.step++
+	raceRelease()
 	g.done[g.Me].Store(g.step)
 	g.publish(Call{Sig: RejectSig}, g.step)
 }
@@ -243,12 +244,14 @@ const rejectHash = ^uint32(0)
 func (g *Group) publish(c Call, s uint32) {
 	g.sig[g.Me].Store(c.Sig)
 	g.dt[g.Me].Store(c.DT)
+	raceRelease()
 	g.ready[g.Me].Store(uint64(callHash(c))<<32 | uint64(s))
 	g.ring()
 }
 
 // finish says this member read everything of step s.
 func (g *Group) finish(s uint32) {
+	raceRelease()
 	g.done[g.Me].Store(s)
 	g.ring()
 }
@@ -311,6 +314,14 @@ const (
 // spinning, yielding, then sleeping on the doorbell with growing timeouts,
 // asking the Env after every sleep.
 func (g *Group) wait(peer int, ok func() (bool, error)) error {
+	err := g.waitFor(peer, ok)
+	if err == nil {
+		raceAcquire()
+	}
+	return err
+}
+
+func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 	spin := spinAlone
 	if g.crowded {
 		spin = spinCrowded
@@ -367,6 +378,7 @@ func (g *Group) Barrier(c Call) error {
 	}
 	s := g.step + 1
 	g.step = s
+	raceRelease()
 	g.done[g.Me].Store(s) // a barrier reads no slot
 	g.publish(c, s)
 	if err := g.hook("barrier", "published"); err != nil {
@@ -399,6 +411,7 @@ func (g *Group) Bcast(c Call, buf []byte, root int) error {
 				return err
 			}
 			copy(slot, piece)
+			raceRelease()
 			g.done[g.Me].Store(s)
 			g.publish(c, s)
 			if err := g.hook("bcast", "published"); err != nil {
@@ -528,6 +541,7 @@ func (g *Group) Reduce(c Call, send, recv []byte, root, esize int, fn func(in, i
 		}
 		copy(g.slots[g.Me][s&1], send[off:off+L])
 		if g.Me != root {
+			raceRelease()
 			g.done[g.Me].Store(s) // a contributor reads nothing
 		}
 		g.publish(c, s)
