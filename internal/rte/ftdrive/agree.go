@@ -106,31 +106,7 @@ func (a *Agreements) instanceLocked(seq uint64) (*agreeInst, []agree.Msg) {
 // knowledge changes, and a member that did not get the decision from the
 // failed process depends on that (Await feeds only the instance it runs).
 // It may be called from a transport callback.
-func (a *Agreements) Lost(peer int) {
-	i, ok := a.procs.Index(peer)
-	if !ok {
-		return
-	}
-	a.mu.Lock()
-	insts := make([]*agreeInst, 0, len(a.insts))
-	for _, in := range a.insts {
-		insts = append(insts, in)
-	}
-	a.mu.Unlock()
-	var out []agree.Msg
-	for _, in := range insts {
-		in.mu.Lock()
-		out = append(out, in.node.Failed(i)...)
-		decided := in.node.Decided()
-		in.mu.Unlock()
-		if decided {
-			in.markDecided() // (Await waits for this, not for failures)
-		}
-	}
-	if len(out) > 0 {
-		a.send(out)
-	}
-}
+func (a *Agreements) Lost(peer int) { a.LostAll([]int{peer}) }
 
 // LostAll is Lost for several processes whose failures became known at
 // once (p2p.Engine.FailPeers): each instance takes them in one step

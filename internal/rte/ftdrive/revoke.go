@@ -78,18 +78,7 @@ func (r *Revocation) OnRevoke(from int, h transport.Header) {
 
 // Lost repairs the broadcast around the failure of process peer (the
 // engine's lost hook: a transport callback).
-func (r *Revocation) Lost(peer int) {
-	i, ok := r.procs.Index(peer)
-	if !ok {
-		return
-	}
-	r.mu.Lock()
-	msgs := r.rb.Failed(member.ID{Rank: i})
-	r.mu.Unlock()
-	if len(msgs) > 0 {
-		r.send(msgs)
-	}
-}
+func (r *Revocation) Lost(peer int) { r.LostAll([]int{peer}) }
 
 // LostAll is Lost for several processes whose failures became known at
 // once (p2p.Engine.FailPeers): one lock, one send of what the repairs
