@@ -20,7 +20,7 @@ func TestSrunHangReport(t *testing.T) {
 		want []string
 	}{
 		{mode: "mismatch", args: []string{"-n", "3", bin["hangcheck"], "mismatch"}, want: []string{
-			"mismatched collectives on MPI_COMM_WORLD: rank 0 in MPI_Reduce (root 0, 2 x int32) #1; ranks 1,2 in MPI_Bcast (root 0, 2 x int32) #1"}},
+			"mismatched collectives on MPI_COMM_WORLD: rank 0 in MPI_Reduce (root 0, 2 x int32) #2; ranks 1,2 in MPI_Bcast (root 0, 2 x int32) #2"}}, // #2: hangcheck calls a Barrier first (29dc3c1)
 		{mode: "deadlock", args: []string{"-n", "3", bin["hangcheck"], "deadlock"}, want: []string{
 			"deadlock: 0 waits for 1, 1 waits for 0, both in MPI_Recv tag 5 on MPI_COMM_WORLD"}},
 		{mode: "failure", args: []string{"--no-kill", "--kill-on-bad-exit=0", "-N2", "--ntasks-per-node=2", bin["hangcheck"], "failure-self"}, want: []string{
