@@ -8,10 +8,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
-	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
 // The Rank owns the Finalize fence without a head: its ctl.Finalize
@@ -21,31 +19,19 @@ import (
 func TestRankFence(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const n = 3
-	fab := inproc.NewFabric(n)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	engs := make([]*p2p.Engine, n)
-	eps := make([]*inproc.Endpoint, n)
+	j := newTestJob(n)
+	defer j.close()
+	engs := j.engs
 	ranks := make([]*Rank, n)
 	var mu sync.Mutex
 	steps := map[string]bool{}
 	for i := range n {
-		engs[i] = p2p.New(p2p.Config{Self: i})
-		eps[i] = fab.Attach(i, engs[i])
-		d := FenceDelegate{}
+		cfg := j.config(i)
 		if i == 0 {
-			d.Step = func(step string) bool { mu.Lock(); steps[step] = true; mu.Unlock(); return false }
+			cfg.Fence.Step = func(step string) bool { mu.Lock(); steps[step] = true; mu.Unlock(); return false }
 		}
-		ranks[i] = NewRank(RankConfig{Proc: i, Universe: n, Eng: engs[i], Tr: eps[i], Stop: stop, WG: &wg, Fence: d})
+		ranks[i] = NewRank(cfg)
 	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-		for i := range n {
-			eps[i].Close()
-			engs[i].Close()
-		}
-	}()
 	out := &syncBuf{wrote: make(chan struct{}, 16)}
 	ranks[0].SetDiag(&Diag{Out: out})
 	for i := range n {

@@ -2,15 +2,12 @@ package rte
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/ftmpi/ftmpi/internal/calls"
-	"github.com/ftmpi/ftmpi/internal/p2p"
-	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
 // The runtime makes the hang report from its delegates: both ranks of a
@@ -22,38 +19,26 @@ import (
 func TestRankHangReport(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const n = 2
-	fab := inproc.NewFabric(n)
-	stop := make(chan struct{})
+	j := newTestJob(n)
+	defer j.close()
 	done := make(chan struct{})
-	var wg sync.WaitGroup
-	engs := make([]*p2p.Engine, n)
-	eps := make([]*inproc.Endpoint, n)
 	ranks := make([]*Rank, n)
 	tables := make([]*calls.Table, n)
 	outs := make([]*syncBuf, n)
 	ended := make(chan string, n)
 	for i := range n {
-		engs[i] = p2p.New(p2p.Config{Self: i})
-		eps[i] = fab.Attach(i, engs[i])
 		tables[i] = new(calls.Table)
-		ranks[i] = NewRank(RankConfig{Proc: i, Universe: n, Eng: engs[i], Tr: eps[i], Stop: stop, WG: &wg,
-			Hang: HangDelegate{
-				Calls:   tables[i],
-				Members: func() []int { return []int{0, 1} },
-				Comm: func(ctx uint32) (HangComm, bool) {
-					return HangComm{Size: n, Lost: []int{1}, Acked: []int{1}, Revoked: true}, ctx == 9
-				},
-			}})
+		cfg := j.config(i)
+		cfg.Hang = HangDelegate{
+			Calls:   tables[i],
+			Members: func() []int { return []int{0, 1} },
+			Comm: func(ctx uint32) (HangComm, bool) {
+				return HangComm{Size: n, Lost: []int{1}, Acked: []int{1}, Revoked: true}, ctx == 9
+			},
+		}
+		ranks[i] = NewRank(cfg)
 		outs[i] = &syncBuf{wrote: make(chan struct{}, 16)}
 	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-		for i := range n {
-			eps[i].Close()
-			engs[i].Close()
-		}
-	}()
 	for i := range n {
 		ranks[i].Start()
 		e := calls.Blank("MPI_Recv", "MPI_COMM_WORLD", 9)

@@ -10,10 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
-	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
 // syncBuf is a diagnostics buffer safe for the transport's goroutines.
@@ -45,26 +43,13 @@ func (s *syncBuf) String() string {
 // last, and after Retire takes neither frames nor losses.
 func TestRankDispatchSubscribeRetire(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	fab := inproc.NewFabric(3)
-	engs := make([]*p2p.Engine, 3)
-	eps := make([]*inproc.Endpoint, 3)
-	for i := range engs {
-		engs[i] = p2p.New(p2p.Config{Self: i})
-		eps[i] = fab.Attach(i, engs[i])
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer func() {
-		close(stop)
-		wg.Wait()
-		for i := range engs {
-			eps[i].Close()
-			engs[i].Close()
-		}
-	}()
+	j := newTestJob(3)
+	defer j.close()
+	engs, eps := j.engs, j.eps
 	got := make(chan int, 4)
-	r := NewRank(RankConfig{Proc: 0, Universe: 3, Eng: engs[0], Tr: eps[0], Stop: stop, WG: &wg,
-		Frames: Frames{Revoke: func(from int, h transport.Header, _ []byte) { got <- int(h.Ctx) }}}) // the API's handler, registered by NewRank
+	cfg := j.config(0)
+	cfg.Frames = Frames{Revoke: func(from int, h transport.Header, _ []byte) { got <- int(h.Ctx) }} // the API's handler, registered by NewRank
+	r := NewRank(cfg)
 	out := &syncBuf{wrote: make(chan struct{}, 16)}
 	r.SetDiag(&Diag{Out: out})
 	var order []string

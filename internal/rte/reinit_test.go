@@ -2,17 +2,14 @@ package rte
 
 import (
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/rte/reinitdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
-	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
 // The Rank handles the ctl.Reinit frames (registered by NewRank, nothing
@@ -22,24 +19,9 @@ import (
 func TestRankReinitFrames(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const n = 2
-	fab := inproc.NewFabric(n)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	engs := make([]*p2p.Engine, n)
-	eps := make([]*inproc.Endpoint, n)
-	for i := range n {
-		engs[i] = p2p.New(p2p.Config{Self: i})
-		eps[i] = fab.Attach(i, engs[i])
-	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-		for i := range n {
-			eps[i].Close()
-			engs[i].Close()
-		}
-	}()
-	plain := NewRank(RankConfig{Proc: 0, Universe: n, Eng: engs[0], Tr: eps[0], Stop: stop, WG: &wg})
+	j := newTestJob(n)
+	defer j.close()
+	plain := NewRank(j.config(0))
 	out := &syncBuf{wrote: make(chan struct{}, 16)}
 	plain.SetDiag(&Diag{Out: out})
 	h := transport.Header{Tag: int32(ctl.Reinit), B: reinitdrive.KindDecide, A: 1}
@@ -51,8 +33,9 @@ func TestRankReinitFrames(t *testing.T) {
 		t.Fatalf("diagnostic %q does not say the process has no headless Reinit", out.String())
 	}
 	hr := NewHeadlessReinit(boot.Info{Proc: 1, Rank: 1, Size: n, Universe: n, Spares: 1, Reinit: true})
-	spare := NewRank(RankConfig{Proc: 1, Universe: n, Eng: engs[1], Tr: eps[1], Stop: stop, WG: &wg,
-		Spares: SpareConfig{Pool: []int{1}, IsSpare: true, Pairs: 4}, Reinit: hr})
+	cfg := j.config(1)
+	cfg.Spares, cfg.Reinit = SpareConfig{Pool: []int{1}, IsSpare: true, Pairs: 4}, hr
+	spare := NewRank(cfg)
 	if err := spare.Ctl.Dispatch(0, h, next.Encode(nil)); err != nil {
 		t.Fatal(err)
 	}
