@@ -36,6 +36,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ftmpi/ftmpi/internal/futex"
 )
 
 // Layout of the segment.
@@ -217,7 +219,7 @@ func (g *Group) hook(kind, point string) error {
 func (g *Group) ring() {
 	if g.sleepers.Load() != 0 {
 		g.bell.Add(1)
-		futexWakeAll(g.bell)
+		futex.WakeAll(g.bell)
 	}
 }
 
@@ -274,7 +276,7 @@ func (g *Group) waitReady(c Call, j int, s uint32) error {
 			sg, dt := g.sig[j].Load(), g.dt[j].Load() // its call, for the message (unless it moved on meanwhile)
 			g.poison.Store(1)
 			g.bell.Add(1)
-			futexWakeAll(g.bell)
+			futex.WakeAll(g.bell)
 			return false, &MismatchError{Peer: j, Sig: sg, DT: dt}
 		}
 		return true, nil
@@ -356,7 +358,7 @@ func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 		b := g.bell.Load()
 		done, err := ok()
 		if !done && err == nil && g.poison.Load() == 0 {
-			futexWait(g.bell, b, d)
+			futex.Wait(g.bell, b, d)
 		}
 		g.sleepers.Add(^uint32(0))
 		if done || err != nil {
@@ -598,20 +600,4 @@ func (g *Group) Allgather(c Call, send, recv []byte) error {
 		g.finish(s)
 	}
 	return nil
-}
-
-// Futex operations on a word of a shared mapping (not FUTEX_PRIVATE: the
-// waiters may be other processes).
-const (
-	futexWaitOp = 0
-	futexWakeOp = 1
-)
-
-func futexWait(w *atomic.Uint32, val uint32, d time.Duration) {
-	ts := unix.NsecToTimespec(int64(d))
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitOp, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
-}
-
-func futexWakeAll(w *atomic.Uint32) {
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWakeOp, uintptr(1<<31-1), 0, 0, 0)
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ftmpi/ftmpi/internal/futex"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -123,7 +124,7 @@ func (t *Transport) recvLoop() {
 			t.bellSleep.Store(0)
 			continue
 		}
-		futexWaitOn(t.bellSeq, seq, t.cfg.sleepMax)
+		futex.Wait(t.bellSeq, seq, t.cfg.sleepMax)
 		t.bellSleep.Store(0)
 	}
 }
@@ -355,7 +356,7 @@ func (t *Transport) pollInline() (progress, leave bool) {
 func (t *Transport) ringSelf() {
 	t.bellSeq.Add(1)
 	if t.bellSleep.Load() != 0 {
-		futexWakeAll(t.bellSeq)
+		futex.WakeAll(t.bellSeq)
 	}
 	t.unpark()
 }

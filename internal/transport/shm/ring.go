@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/ftmpi/ftmpi/internal/futex"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -128,7 +129,7 @@ func viewDir(seg region, d int) dirView {
 // own process uses this to wake its writer) to look again.
 func (d *dirView) wakeProducer() {
 	d.spaceSeq.Add(1)
-	futexWakeAll(d.spaceSeq)
+	futex.WakeAll(d.spaceSeq)
 }
 
 // rxFrame is the frame being received on a ring whose payload arrives in

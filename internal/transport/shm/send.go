@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ftmpi/ftmpi/internal/futex"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -135,7 +136,7 @@ func (p *pair) wakePeer(sleeping bool) {
 	}
 	p.mu.Lock()
 	if !p.unmapped {
-		futexWakeAll(p.pbell.u32(offBellSeq))
+		futex.WakeAll(p.pbell.u32(offBellSeq))
 	}
 	p.mu.Unlock()
 }
@@ -306,7 +307,7 @@ func (p *pair) writeLoop() {
 			// receiver) have the processor first: a futex keeps it until
 			// the runtime's monitor takes it back (20 µs to 10 ms).
 			runtime.Gosched()
-			futexWaitOn(spaceSeq, seq, t.cfg.sleepMax)
+			futex.Wait(spaceSeq, seq, t.cfg.sleepMax)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package shm
 import (
 	"fmt"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -101,22 +100,3 @@ func (r *region) unmap() {
 
 func (r region) u64(off int) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&r.b[off])) }
 func (r region) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&r.b[off])) }
-
-// Futex operations on a word of a shared mapping (not FUTEX_PRIVATE: the
-// waiter and the waker are different processes).
-const (
-	futexWait = 0
-	futexWake = 1
-)
-
-// futexWaitOn sleeps while *w == val, for at most d. Spurious returns are
-// fine: callers re-check their condition.
-func futexWaitOn(w *atomic.Uint32, val uint32, d time.Duration) {
-	ts := unix.NsecToTimespec(int64(d))
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWait, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
-}
-
-// futexWakeAll wakes every waiter on w.
-func futexWakeAll(w *atomic.Uint32) {
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWake, uintptr(1<<31-1), 0, 0, 0)
-}

@@ -1,0 +1,36 @@
+// Package futex is the Linux futex on a 32-bit word of a shared mapping:
+// a process sleeps while the word holds a value, another wakes it after
+// changing the word (the shared-memory transport's doorbells and ring
+// space, the shared-memory collectives' doorbell). The operations are not
+// FUTEX_PRIVATE: the waiter and the waker may be different processes.
+//
+// It must not decide when to sleep or for how long (its callers poll
+// first and bound each sleep), and must not be used on memory that is not
+// mapped shared by every party (a private word works, but only within one
+// process).
+package futex
+
+import (
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	opWait = 0 // FUTEX_WAIT
+	opWake = 1 // FUTEX_WAKE
+)
+
+// Wait sleeps while *w == val, for at most d. Spurious returns are fine:
+// callers re-check their condition.
+func Wait(w *atomic.Uint32, val uint32, d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), opWait, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+// WakeAll wakes every waiter on w.
+func WakeAll(w *atomic.Uint32) {
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), opWake, uintptr(1<<31-1), 0, 0, 0)
+}
