@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Old build against new build of ftmpi, interleaved in one run (the runtime
 # must not regress when it is restructured). Builds ftmpirun and ftmpi-bench
-# from two git revisions, then runs ROUNDS rounds; in each round every
+# from two git revisions or source directories (a revision is exported with
+# `git archive`, so the work tree and its git state are never touched), then
+# runs ROUNDS rounds; in each round every
 # measurement is launched once per build, the order of the two builds
 # alternating between rounds, with the 1-minute load average noted before
 # each launch. Prints every result line prefixed by its build, then a table
 # of medians over rounds and the ratio new/old (bench/beforeafter/main.go).
 #
-# Usage: bench/beforeafter.sh OLD_REV [NEW_REV]      (NEW_REV: the work tree)
+# Usage: bench/beforeafter.sh OLD [NEW]   (each a git revision or a source
+#        directory; NEW defaults to the work tree)
 #        ROUNDS=5 PARTS="p2p coll ft detect replace" COLL_NPS="2 4 8 16" FT_NPS="4 8 16"
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OLD=${1:?usage: bench/beforeafter.sh OLD_REV [NEW_REV]}
+OLD=${1:?usage: bench/beforeafter.sh OLD [NEW] (a git revision or a source directory each)}
 NEW=${2:-}
 ROUNDS=${ROUNDS:-5}
 PARTS=${PARTS:-"p2p coll ft detect replace"}
@@ -19,12 +22,15 @@ COLL_NPS=${COLL_NPS:-"2 4 8 16"}
 FT_NPS=${FT_NPS:-"4 8 16"}
 OUT=${OUT:-bench/results/beforeafter-$(date +%Y%m%d-%H%M%S).txt}
 B=$(mktemp -d /tmp/ftmpi-beforeafter.XXXXXX)
-trap 'git worktree remove --force "$B/src-old" 2>/dev/null || true; git worktree remove --force "$B/src-new" 2>/dev/null || true; rm -rf "$B"' EXIT
+trap 'rm -rf "$B"' EXIT
 
 build() { # build name rev
   local dir=$PWD
-  if [ -n "$2" ]; then
-    git worktree add -q --detach "$B/src-$1" "$2"
+  if [ -d "$2" ]; then
+    dir=$(cd "$2" && pwd)
+  elif [ -n "$2" ]; then
+    mkdir -p "$B/src-$1"
+    git archive "$2" | tar -x -C "$B/src-$1"
     dir="$B/src-$1"
   fi
   mkdir -p "$B/$1"
@@ -58,7 +64,8 @@ measure() { # build
   done
 }
 {
-  echo "# old = $OLD ($(git rev-parse --short "$OLD")), new = ${NEW:-work tree at $(git rev-parse --short HEAD)}; $ROUNDS rounds; parts: $PARTS; $(nproc) cores"
+  desc() { if [ -d "$1" ]; then echo "directory $1"; else echo "$1 ($(git rev-parse --short "$1"))"; fi; }
+  echo "# old = $(desc "$OLD"), new = $( [ -n "$NEW" ] && desc "$NEW" || echo "work tree at $(git rev-parse --short HEAD)"); $ROUNDS rounds; parts: $PARTS; $(nproc) cores"
   for r in $(seq "$ROUNDS"); do
     if [ $((r % 2)) = 1 ]; then measure old; measure new; else measure new; measure old; fi
   done
