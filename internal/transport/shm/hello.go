@@ -14,14 +14,14 @@ import (
 const (
 	helloMagic   = 0x66746d73 // "smtf" on the wire
 	replyMagic   = 0x66746d72 // "rmtf" on the wire
-	pairVersion  = 1
-	helloSize    = 24 // magic, version, 3 reserved, rank, probe address
-	replySize    = 16 // magic, status, 3 reserved, probe address
+	pairVersion  = 2          // 2: the doorbell's eventfd is passed too
+	helloSize    = 24         // magic, version, 3 reserved, rank, probe address
+	replySize    = 16         // magic, status, 3 reserved, probe address
 	replyAccept  = 1
 	replyRefuse  = 2
 	maxProc      = 1 << 24 // the process ids a peer may claim (as the socket transport)
-	helloFds     = 2       // the segment and the dialler's doorbell
-	replyFdsWant = 1       // the acceptor's doorbell (accepted only)
+	helloFds     = 3       // the segment and the dialler's doorbell page and eventfd
+	replyFdsWant = 2       // the acceptor's doorbell page and eventfd (accepted only)
 )
 
 // pairHello is what the dialler of a pair says after the handshake.

@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ftmpi/ftmpi/internal/futex"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -115,18 +114,33 @@ func (t *Transport) recvLoop() {
 			t.park()
 			continue
 		}
-		// Let the goroutines this receiver readied run before it blocks
-		// its processor in the futex (same reason).
-		runtime.Gosched()
-		seq := t.bellSeq.Load()
+		// Say it sleeps, then poll once more: a sender that published
+		// before the word was set is seen by this poll, one after it
+		// sees the word and writes the eventfd (both are sequentially
+		// consistent atomics), so no record is left until the bound.
 		t.bellSleep.Store(1)
 		if t.pollOrMiss() || t.stop.Load() {
 			t.bellSleep.Store(0)
 			continue
 		}
-		futex.Wait(t.bellSeq, seq, t.cfg.sleepMax)
+		t.sleep()
 		t.bellSleep.Store(0)
 	}
+}
+
+// sleep waits for the doorbell's eventfd (a sender's or ringSelf's write)
+// for at most the sleep bound, parked in the runtime's netpoller: no
+// thread stays in a system call, so the processor is free without the
+// runtime's monitor taking it back, and an idle process with nothing
+// else to do sleeps whole. Reading resets the counter: writes that came
+// after the receiver woke anyway make one spurious wake-up at most.
+func (t *Transport) sleep() {
+	d := time.Duration(t.sleepFor.Load())
+	if t.cfg.onSleep != nil {
+		t.cfg.onSleep(d)
+	}
+	t.ev.SetReadDeadline(time.Now().Add(d))
+	t.ev.Read(t.evBuf[:])
 }
 
 // pollHeld polls every ring as the receiver if no caller holds them, and
@@ -351,12 +365,12 @@ func (t *Transport) pollInline() (progress, leave bool) {
 }
 
 // ringSelf wakes this transport's own receiver, asleep or parked. The
-// futex is woken only if the receiver said it sleeps (as senders do): one
-// that has not yet said so loads the sequence bumped here or polls after.
+// eventfd is written only if the receiver said it sleeps (as senders
+// do): one that has not yet said so polls, and looks at stop, after
+// saying so, and so sees what the caller did before ringSelf.
 func (t *Transport) ringSelf() {
-	t.bellSeq.Add(1)
 	if t.bellSleep.Load() != 0 {
-		futex.WakeAll(t.bellSeq)
+		ringEventfd(t.evFd)
 	}
 	t.unpark()
 }
@@ -512,8 +526,9 @@ func (p *pair) unmapLocked() {
 	}
 	p.unmapped = true
 	p.seg.unmap()
-	if p.c != nil { // else pbell is this transport's own doorbell
+	if p.c != nil { // else pbell and pev are this transport's own doorbell
 		p.pbell.unmap()
+		unix.Close(p.pev)
 	}
 }
 

@@ -33,7 +33,7 @@ const (
 	// The doorbell of a receiving process: one page of its own, mapped by
 	// every peer that sends to it.
 	bellSize     = 4096
-	offBellSeq   = 0            // futex word: bumped after every publish
+	_            = 0            // unused (a futex word bumped after every publish until the eventfd doorbell)
 	offBellSleep = lineSize     // the receiver is (about to be) asleep on the word
 	offBellPoll  = 2 * lineSize // goroutines of the receiving process polling the rings in PollUntil
 )

@@ -118,15 +118,14 @@ func (p *pair) directLocked(it *item) bool {
 	return fin
 }
 
-// ringLocked bumps the peer's doorbell after a publish and reports
-// whether the peer's receiver sleeps while none of its goroutines polls
-// (wakePeer then wakes it, outside the lock); p.mu held, the segment
+// ringLocked, after a publish, reports whether the peer's receiver
+// sleeps while none of its goroutines polls (wakePeer then writes its
+// eventfd, outside the lock: the only system call of a send, and only to
+// a sleeper); p.mu held, the segment
 // mapped. A goroutine polling in PollUntil looks at the rings once more
 // after it stops counting itself in the poll word, so a record this
 // sender saw it count in is never left unread.
 func (p *pair) ringLocked() bool {
-	seq := p.pbell.u32(offBellSeq)
-	seq.Add(1)
 	return p.pbell.u32(offBellSleep).Load() != 0 && p.pbell.u32(offBellPoll).Load() == 0
 }
 
@@ -136,7 +135,7 @@ func (p *pair) wakePeer(sleeping bool) {
 	}
 	p.mu.Lock()
 	if !p.unmapped {
-		futex.WakeAll(p.pbell.u32(offBellSeq))
+		ringEventfd(p.pev)
 	}
 	p.mu.Unlock()
 }
@@ -307,7 +306,7 @@ func (p *pair) writeLoop() {
 			// receiver) have the processor first: a futex keeps it until
 			// the runtime's monitor takes it back (20 µs to 10 ms).
 			runtime.Gosched()
-			futex.Wait(spaceSeq, seq, t.cfg.sleepMax)
+			futex.Wait(spaceSeq, seq, time.Duration(t.sleepFor.Load()))
 		}
 	}
 }

@@ -104,7 +104,9 @@ func readFds(c *net.UnixConn, b []byte, want int) ([]int, error) {
 
 func closeFds(fds []int) {
 	for _, fd := range fds {
-		unix.Close(fd)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 	}
 }
 
@@ -263,6 +265,11 @@ func (t *Transport) accept(pc *acceptloop.Pending, c *net.UnixConn) error {
 		seg.unmap()
 		return fmt.Errorf("process %d passed a bad %w", peer, err)
 	}
+	if err := checkEventfd(fds[2]); err != nil {
+		seg.unmap()
+		pbell.unmap()
+		return fmt.Errorf("process %d passed a bad doorbell eventfd: %w", peer, err)
+	}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -284,10 +291,11 @@ func (t *Transport) accept(pc *acceptloop.Pending, c *net.UnixConn) error {
 	if !t.cfg.NoCMA && canRead(pid, hello.Probe) {
 		viewDir(seg, 0).cma.Store(1)
 	}
-	t.establishLocked(p, c, seg, pbell, 1)
+	t.establishLocked(p, c, seg, pbell, fds[2], 1)
+	fds[2] = -1 // the pair's now
 	t.mu.Unlock()
 	reply := pairReply{Status: replyAccept, Probe: t.probeAddr()}.encode()
-	_, _, err = c.WriteMsgUnix(reply[:], unix.UnixRights(t.bellFd), nil)
+	_, _, err = c.WriteMsgUnix(reply[:], unix.UnixRights(t.bellFd, t.evFd), nil)
 	c.SetDeadline(time.Time{})
 	if err != nil {
 		c.Close() // the watcher reports the peer lost
@@ -304,7 +312,7 @@ func (t *Transport) selfLocked(p *pair) error {
 		return err
 	}
 	unix.Close(fd)
-	p.seg, p.pbell = seg, t.bell
+	p.seg, p.pbell, p.pev = seg, t.bell, t.evFd
 	p.in = viewDir(seg, 0)
 	p.out = p.in
 	p.up.Store(true)
@@ -315,9 +323,10 @@ func (t *Transport) selfLocked(p *pair) error {
 }
 
 // establishLocked makes p up on connection c and segment seg, where this
-// rank receives on direction in; t.mu held.
-func (t *Transport) establishLocked(p *pair, c *net.UnixConn, seg, pbell region, in int) {
-	p.c, p.seg, p.pbell = c, seg, pbell
+// rank receives on direction in, the peer's doorbell page pbell and
+// eventfd pev (the pair's now); t.mu held.
+func (t *Transport) establishLocked(p *pair, c *net.UnixConn, seg, pbell region, pev, in int) {
+	p.c, p.seg, p.pbell, p.pev = c, seg, pbell, pev
 	p.in, p.out = viewDir(seg, in), viewDir(seg, 1-in)
 	p.expect = false
 	p.up.Store(true)
@@ -463,7 +472,7 @@ func (t *Transport) dial(p *pair) error {
 		return err
 	}
 	hello := pairHello{Rank: uint64(t.cfg.Self), Probe: t.probeAddr()}.encode()
-	if _, _, err := c.WriteMsgUnix(hello[:], unix.UnixRights(segFd, t.bellFd), nil); err != nil {
+	if _, _, err := c.WriteMsgUnix(hello[:], unix.UnixRights(segFd, t.bellFd, t.evFd), nil); err != nil {
 		return fail(fmt.Errorf("connect to rank %d: %w", p.rank, err))
 	}
 	var rb [replySize]byte
@@ -497,17 +506,25 @@ func (t *Transport) dial(p *pair) error {
 	}
 	if len(fds) != replyFdsWant || flags&unix.MSG_CTRUNC != 0 {
 		closeFds(fds)
-		return fail(fmt.Errorf("connect to rank %d: %d descriptors in the reply, want its doorbell", p.rank, len(fds)))
+		return fail(fmt.Errorf("connect to rank %d: %d descriptors in the reply, want its doorbell's two", p.rank, len(fds)))
 	}
 	pbell, err := mapPeerRegion(fds[0], bellSize, "doorbell")
 	unix.Close(fds[0])
 	if err != nil {
+		unix.Close(fds[1])
 		return fail(fmt.Errorf("connect to rank %d: it passed a bad %w", p.rank, err))
+	}
+	pev := fds[1]
+	if err := checkEventfd(pev); err != nil {
+		unix.Close(pev)
+		pbell.unmap()
+		return fail(fmt.Errorf("connect to rank %d: it passed a bad doorbell eventfd: %w", p.rank, err))
 	}
 	t.mu.Lock()
 	if t.closed || p.up.Load() {
 		t.mu.Unlock()
 		pbell.unmap()
+		unix.Close(pev)
 		if t.closed {
 			// The peer set the pair up: it hears a goodbye, not a loss.
 			c.SetWriteDeadline(time.Now().Add(closeFlush))
@@ -520,7 +537,7 @@ func (t *Transport) dial(p *pair) error {
 	if !t.cfg.NoCMA && canRead(pid, reply.Probe) {
 		viewDir(seg, 1).cma.Store(1)
 	}
-	t.establishLocked(p, c, seg, pbell, 0)
+	t.establishLocked(p, c, seg, pbell, pev, 0)
 	t.mu.Unlock()
 	return nil
 }

@@ -152,6 +152,21 @@ func memfd(t *testing.T, size int, sealed bool) int {
 	return fd
 }
 
+// eventfd makes an eventfd, non-blocking or not.
+func eventfd(t *testing.T, nonblock bool) int {
+	t.Helper()
+	flags := unix.EFD_CLOEXEC
+	if nonblock {
+		flags |= unix.EFD_NONBLOCK
+	}
+	fd, err := unix.Eventfd(0, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
 // sendHello sends a pair hello claiming rank with descriptors fds.
 func sendHello(t *testing.T, c *net.UnixConn, rank uint64, fds ...int) {
 	t.Helper()
@@ -192,7 +207,7 @@ func TestImpostorCannotTakeAPeersPlace(t *testing.T) {
 	// The plain hello of rank 1, its segment and doorbell, and more
 	// bytes (a frame's worth).
 	c := rawDial(t, rank0)
-	sendHello(t, c, 1, memfd(t, segSize, true), memfd(t, bellSize, true))
+	sendHello(t, c, 1, memfd(t, segSize, true), memfd(t, bellSize, true), eventfd(t, true))
 	if _, err := c.Write(make([]byte, transport.HeaderSize)); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +335,7 @@ func TestClaimedProcessIDIsChecked(t *testing.T) {
 			t.Fatalf("claim %+v: handshake %v", tc.h, err)
 		}
 		if err == nil {
-			sendHello(t, c, tc.hello, memfd(t, segSize, true), memfd(t, bellSize, true))
+			sendHello(t, c, tc.hello, memfd(t, segSize, true), memfd(t, bellSize, true), eventfd(t, true))
 			refusedConn(t, c, tc.log)
 		}
 		c.Close()
@@ -379,10 +394,14 @@ func TestBadSegmentIsRefused(t *testing.T) {
 	defer unix.Close(p0)
 	defer unix.Close(p1)
 	for _, tc := range []struct {
-		seg, bell int
-		log       string
-		shrink    bool
+		seg, bell, ev int
+		log           string
+		shrink        bool
 	}{
+		{seg: memfd(t, segSize, true), bell: memfd(t, bellSize, true), ev: memfd(t, bellSize, true),
+			log: "process 1 passed a bad doorbell eventfd: not an eventfd (/memfd:test (deleted))"},
+		{seg: memfd(t, segSize, true), bell: memfd(t, bellSize, true), ev: eventfd(t, false),
+			log: "process 1 passed a bad doorbell eventfd: a blocking eventfd"},
 		{seg: memfd(t, segSize, false), bell: memfd(t, bellSize, true), shrink: true,
 			log: "process 1 passed a bad segment: not sealed against resizing (seals 0x1, want 0x7)"},
 		{seg: memfd(t, segSize, true), bell: memfd(t, bellSize, false),
@@ -396,7 +415,10 @@ func TestBadSegmentIsRefused(t *testing.T) {
 		if err := wireauth.Dial(c, testKey, wireauth.Hello{Proto: wireauth.ProtoShm, From: 1, To: 0}); err != nil {
 			t.Fatal(err)
 		}
-		sendHello(t, c, 1, tc.seg, tc.bell)
+		if tc.ev == 0 {
+			tc.ev = eventfd(t, true)
+		}
+		sendHello(t, c, 1, tc.seg, tc.bell, tc.ev)
 		refusedConn(t, c, tc.log)
 		if tc.shrink {
 			if err := unix.Ftruncate(tc.seg, 0); err != nil {
@@ -490,7 +512,7 @@ func TestWithoutSecret(t *testing.T) {
 	defer closeAll(trs)
 	minus5 := -5
 	c := rawDial(t, addrs(dir, 2)[0])
-	sendHello(t, c, uint64(minus5), memfd(t, segSize, true), memfd(t, bellSize, true))
+	sendHello(t, c, uint64(minus5), memfd(t, segSize, true), memfd(t, bellSize, true), eventfd(t, true))
 	refusedConn(t, c, "claim -5")
 	log.waitLine(t, "claims process id -5")
 	exchange(t, trs, recs, 1, 0, 1)

@@ -18,17 +18,23 @@
 // the ring's tail after the bytes are written, so a peer killed inside a
 // write never makes its receiver see part of a frame.
 //
-// Waiting: every process has a doorbell page that its peers map; a sender
-// bumps the doorbell word after publishing and wakes the receiver with
-// FUTEX_WAKE only when it said it sleeps and no goroutine of it polls.
+// Waiting: every process has a doorbell, a page its peers map and an
+// eventfd they hold (both passed at set-up); a sender looks at the page
+// after publishing and writes the eventfd only when the receiver said it
+// sleeps and no goroutine of it polls, so the hot path stays a poll.
 // The rings are polled by one goroutine at a time: the receiver (one
 // goroutine per transport, polling every ring), or a goroutine waiting
 // for its own request (PollUntil: caller-driven progress, which saves the
 // two goroutine switches of a hand-over), which delivers bulk frames
 // inline and leaves urgent frames, payloads read from the sender's memory
 // and the end of a peer to the receiver. The receiver spins briefly when told to (ranks
-// do not outnumber cores) and no caller polls, then sleeps with
-// FUTEX_WAIT. A polling caller offers its core to other threads
+// do not outnumber cores) and no caller polls, then sleeps reading
+// the eventfd through the Go runtime's netpoller: an idle receiver holds
+// no thread in a system call (a futex did, and the runtime's monitor ran
+// to take its processor back at every sleep: a quarter of the CPU of an
+// idle job of 500 ranks on 2 cores, issue 24), and each sleep is bounded
+// (sleepBound: longer when many ranks share a core) only against a lost
+// wake-up. A polling caller offers its core to other threads
 // (sched_yield) at every check once it has polled a quarter of its budget
 // or after it saw its thread lose the core (a crowded host), so a peer
 // sharing the core runs instead of waiting for the budget's end. A writer that finds a ring full waits on the direction's
@@ -115,19 +121,43 @@ type Config struct {
 	// a malformed record (nil: standard error).
 	Log func(msg string)
 
-	beforePublish func()        // tests: runs between writing a record and publishing it
-	kernelYield   func()        // tests: replaces sched_yield (Transport.sysYield)
-	maxPending    int           // tests: acceptloop.Config.MaxPending
-	logBurst      int           // tests: the refusals logged per window (acceptloop.RateLog.Burst)
-	sleepMax      time.Duration // tests: the longest futex sleep (0: sleepMax), long to make a lost wake-up a hang
+	beforePublish func()              // tests: runs between writing a record and publishing it
+	kernelYield   func()              // tests: replaces sched_yield (Transport.sysYield)
+	maxPending    int                 // tests: acceptloop.Config.MaxPending
+	logBurst      int                 // tests: the refusals logged per window (acceptloop.RateLog.Burst)
+	sleepMax      time.Duration       // tests: the longest doorbell sleep, not scaled (0: sleepMax scaled by sleepBound), long to make a lost wake-up a hang
+	cores         int                 // tests: the host's cores for sleepBound (0: runtime.NumCPU)
+	onSleep       func(time.Duration) // tests: called as the receiver goes to sleep on the doorbell, with the sleep's bound
 }
 
 const (
 	byeByte        = 0xb7
 	connectTimeout = 30 * time.Second
 	closeFlush     = time.Second            // how long Close lets queued frames drain
-	sleepMax       = 100 * time.Millisecond // longest futex sleep (a lost wake-up costs at most this)
+	sleepMax       = 100 * time.Millisecond // longest doorbell sleep up to sleepFreeLoad ranks a core (a lost wake-up costs at most this)
+	sleepFreeLoad  = 8                      // ranks per core up to which the receiver's sleep bound is sleepMax
+	sleepMost      = 5 * time.Second        // the longest sleep bound, however many ranks share a core
 )
+
+// sleepBound is the longest doorbell sleep of a receiver on a host where
+// local ranks of the job share cores: base up to sleepFreeLoad ranks a
+// core, then scaled by ranks per core / sleepFreeLoad (as the launcher
+// scales the heartbeat, internal/launch: withHeartbeat), at most
+// sleepMost. The bound only limits what a lost wake-up would cost: a
+// sender wakes a sleeping receiver at once. An idle rank wakes once per
+// bound, so 2,000 ranks on 2 cores waking every 100 ms would cost 20,000
+// process wake-ups a second.
+func sleepBound(base time.Duration, local, cores int) time.Duration {
+	cores = max(1, cores)
+	load := (max(0, local) + cores - 1) / cores
+	if load <= sleepFreeLoad {
+		return base
+	}
+	if time.Duration(load/sleepFreeLoad) >= sleepMost/max(base, 1) {
+		return max(base, sleepMost)
+	}
+	return max(base, min(base*time.Duration(load)/sleepFreeLoad, sleepMost))
+}
 
 // Peer states (pair.state).
 const (
@@ -153,9 +183,12 @@ type Transport struct {
 
 	bell      region
 	bellFd    int
-	bellSeq   *atomic.Uint32
 	bellSleep *atomic.Uint32
 	bellPoll  *atomic.Uint32 // callers polling now (PollUntil); senders do not wake the receiver while it is not 0
+	evFd      int            // the doorbell's eventfd: senders write it to wake the sleeping receiver
+	ev        *os.File       // evFd, waited on through the runtime's netpoller (never call its Fd: that makes it blocking)
+	evBuf     [8]byte        // the receiver's read of ev
+	sleepFor  atomic.Int64   // the receiver's longest sleep (sleepBound, set by SetPeers)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -200,6 +233,7 @@ type pair struct {
 	byeOnce sync.Once
 	seg     region
 	pbell   region // the peer's doorbell
+	pev     int    // the peer's doorbell eventfd (this transport's own for the pair with itself)
 	out     dirView
 	in      dirView
 	state   atomic.Int32
@@ -283,9 +317,6 @@ func Listen(cfg Config) (*Transport, error) {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
-	if cfg.sleepMax <= 0 {
-		cfg.sleepMax = sleepMax
-	}
 	if cfg.Auth != nil && cfg.AuthLater {
 		return nil, errors.New("shm: Auth and AuthLater both set")
 	}
@@ -304,13 +335,29 @@ func Listen(cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm doorbell: %w", err)
 	}
-	t.bellSeq, t.bellSleep, t.bellPoll = t.bell.u32(offBellSeq), t.bell.u32(offBellSleep), t.bell.u32(offBellPoll)
+	t.bellSleep, t.bellPoll = t.bell.u32(offBellSleep), t.bell.u32(offBellPoll)
+	t.sleepFor.Store(int64(cmp.Or(cfg.sleepMax, sleepMax))) // scaled by SetPeers unless a test fixed it
+	t.evFd, err = newEventfd()
+	if err != nil {
+		t.bell.unmap()
+		unix.Close(t.bellFd)
+		return nil, fmt.Errorf("shm doorbell: %w", err)
+	}
+	t.ev = os.NewFile(uintptr(t.evFd), "ftmpi-bell")
+	if err := t.ev.SetReadDeadline(time.Time{}); err != nil {
+		// Not in the netpoller: a sleep would return at once.
+		t.ev.Close()
+		t.bell.unmap()
+		unix.Close(t.bellFd)
+		return nil, fmt.Errorf("shm doorbell: the eventfd cannot be waited on: %w", err)
+	}
 	t.path = filepath.Join(cfg.Dir, cfg.Name+".sock")
 	_ = os.Remove(t.path)
 	t.ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: t.path, Net: "unix"})
 	if err != nil {
 		t.bell.unmap()
 		unix.Close(t.bellFd)
+		t.ev.Close()
 		return nil, fmt.Errorf("listen on unix socket %s: %w", t.path, err)
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
@@ -367,6 +414,15 @@ func (t *Transport) Addr() string { return t.path }
 // may set up a pair with this one (a set-up from a process beyond the
 // table waits for a SetPeers that names it: a spawned process).
 func (t *Transport) SetPeers(addrs []string) {
+	if t.cfg.sleepMax == 0 {
+		local := 0
+		for _, a := range addrs {
+			if a != "" {
+				local++
+			}
+		}
+		t.sleepFor.Store(int64(sleepBound(sleepMax, local, cmp.Or(t.cfg.cores, runtime.NumCPU()))))
+	}
 	t.mu.Lock()
 	t.addrs.Store(&addrs)
 	close(t.peersSet)
@@ -485,6 +541,7 @@ func (t *Transport) Close() error {
 	}
 	t.bell.unmap()
 	unix.Close(t.bellFd)
+	t.ev.Close()
 	os.Remove(t.path)
 	t.refusals.Stop()
 	if t.cfg.Fallback != nil {

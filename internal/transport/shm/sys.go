@@ -1,7 +1,10 @@
 package shm
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"unsafe"
 
@@ -100,3 +103,49 @@ func (r *region) unmap() {
 
 func (r region) u64(off int) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&r.b[off])) }
 func (r region) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&r.b[off])) }
+
+// newEventfd makes the receiver's doorbell descriptor: an eventfd, non-blocking
+// (so the Go runtime's netpoller waits on it: a sleeping receiver holds no
+// thread in a system call) and closed on exec.
+func newEventfd() (int, error) {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return -1, fmt.Errorf("eventfd: %w", err)
+	}
+	return fd, nil
+}
+
+// checkEventfd checks a doorbell descriptor a peer passed before this
+// process writes to it: an eventfd (a write of 8 bytes never blocks on one
+// that is non-blocking, whatever the peer does) and non-blocking.
+func checkEventfd(fd int) error {
+	var buf [64]byte
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
+	if err != nil {
+		return fmt.Errorf("not a descriptor of this process (%v)", err)
+	}
+	if kind := string(buf[:n]); kind != "anon_inode:[eventfd]" {
+		return fmt.Errorf("not an eventfd (%s)", kind)
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return fmt.Errorf("F_GETFL: %w", err)
+	}
+	if fl&unix.O_NONBLOCK == 0 {
+		return errors.New("a blocking eventfd")
+	}
+	return nil
+}
+
+// one is what ringEventfd adds to an eventfd's counter.
+var one = func() (b [8]byte) {
+	binary.NativeEndian.PutUint64(b[:], 1)
+	return b
+}()
+
+// ringEventfd adds one to the eventfd fd's counter, waking a reader (one
+// write system call). A full counter (EAGAIN) has a wake-up pending
+// already.
+func ringEventfd(fd int) {
+	unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&one[0])), 8)
+}
