@@ -438,11 +438,7 @@ func (c *Client) deadErr() error {
 func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
 	self.Rank = c.info.Proc
 	c.fillHost(&self)
-	b, err := json.Marshal(self)
-	if err != nil {
-		return nil, fmt.Errorf("boot: encode endpoint: %w", err)
-	}
-	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpFence, Rank: c.info.Rank, KV: map[string]string{ctlwire.EndpointKey(c.info.Proc): string(b)}})
+	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpFence, Rank: c.info.Rank, KV: map[string]string{ctlwire.EndpointKey(c.info.Proc): encodeEndpoint(self)}})
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +456,7 @@ func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
 			}
 			continue
 		}
-		if err := json.Unmarshal([]byte(v), &eps[p]); err != nil {
+		if err := decodeEndpoint(v, &eps[p]); err != nil {
 			return nil, fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
 		}
 		eps[p].Rank = p

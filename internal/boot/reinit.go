@@ -1,7 +1,6 @@
 package boot
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
@@ -26,12 +25,8 @@ func (e *SupersededError) Error() string {
 func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
 	self.Rank = c.info.Rank
 	c.fillHost(&self)
-	b, err := json.Marshal(self)
-	if err != nil {
-		return nil, fmt.Errorf("boot: encode endpoint: %w", err)
-	}
 	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpRejoin, Rank: c.info.Rank, Epoch: epoch,
-		KV: map[string]string{ctlwire.EpochEndpointKey(epoch, c.info.Rank): string(b)}})
+		KV: map[string]string{ctlwire.EpochEndpointKey(epoch, c.info.Rank): encodeEndpoint(self)}})
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +39,7 @@ func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
 		if !ok {
 			return nil, fmt.Errorf("boot: epoch %d: no endpoint for rank %d", epoch, r)
 		}
-		if err := json.Unmarshal([]byte(v), &eps[r]); err != nil {
+		if err := decodeEndpoint(v, &eps[r]); err != nil {
 			return nil, fmt.Errorf("boot: bad endpoint for rank %d: %w", r, err)
 		}
 		eps[r].Rank = r

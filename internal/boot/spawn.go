@@ -58,7 +58,7 @@ func (c *Client) Spawn(req SpawnRequest) ([]Endpoint, error) {
 		if !ok {
 			return nil, fmt.Errorf("boot: spawn reply without child %d", i)
 		}
-		if err := json.Unmarshal([]byte(v), &eps[i]); err != nil {
+		if err := decodeEndpoint(v, &eps[i]); err != nil {
 			return nil, fmt.Errorf("boot: bad endpoint of child %d: %w", i, err)
 		}
 	}

@@ -232,11 +232,12 @@ func (h *head) step(ev policy.Event) {
 	acts := h.m.Step(ev)
 	h.traceActions(acts)
 	var later []policy.Action
+	var shared sharedReply // a fence's replies: one encoding for every rank
 	for _, a := range acts {
 		switch a.Kind {
 		case policy.Reply:
 			if c := h.conns[a.Conn]; c != nil {
-				c.send(a.Msg)
+				c.sendParts(shared.parts(a.Msg)...)
 			}
 		case policy.Drop:
 			if c := h.conns[a.Conn]; c != nil {

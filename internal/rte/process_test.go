@@ -248,8 +248,8 @@ func TestOpenEpochExchange(t *testing.T) {
 	if m.Op != ctlwire.OpFence {
 		t.Fatalf("expected a fence, got %+v", m)
 	}
-	var ep boot.Endpoint
-	if err := json.Unmarshal([]byte(m.KV[ctlwire.EndpointKey(0)]), &ep); err != nil {
+	ep, err := boot.DecodeEndpoint(m.KV[ctlwire.EndpointKey(0)])
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ep.Addrs["tcp"] == "" || ep.Addrs["unix"] != "" {
