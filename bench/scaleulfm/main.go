@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -30,6 +31,14 @@ func main() {
 	c := w.CommWorld()
 	c.SetErrhandler(mpi.ErrorsReturn)
 	size := c.Size()
+	// SCALEULFM_T0 (unix nanoseconds, set before ftmpirun starts): rank 0
+	// prints the start-up's time, launch to every rank past Init and a
+	// Barrier.
+	if t0, err := strconv.ParseInt(os.Getenv("SCALEULFM_T0"), 10, 64); err == nil {
+		if err := c.Barrier(); err == nil && c.Rank() == 0 {
+			fmt.Printf("startup: ranks=%d startup_ms=%.1f\n", size, float64(time.Now().UnixNano()-t0)/1e6)
+		}
+	}
 	var repairStart time.Time
 	var repair time.Duration
 	for round := 0; round < *rounds; {
