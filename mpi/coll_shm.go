@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/coll"
@@ -53,8 +54,14 @@ import (
 // the rejecting member sends anyway (a receive on the call's tag, which
 // the release completes).
 //
-// Failures: a waiter asks shmEnv.Check at least once a millisecond once it
-// stopped spinning; a member of the communicator known failed poisons the
+// Failures: a waiter that stopped spinning sleeps on the segment's futex
+// doorbell; while it sleeps (shmEnv.Block to Unblock) a helper goroutine
+// rings the doorbell (shmcoll.Group.Wake) when this process learns of a
+// peer loss (p2p.Engine.FailureSignal), a newly revoked or poisoned
+// context (p2p.Engine.PoisonSignal), the job's abort or the cut of the
+// call's context (a context view's Done), so the waiter asks
+// shmEnv.Check at once rather than at its next timeout (at most
+// shmcoll.SleepBound, a safety net). A member of the communicator known failed poisons the
 // collective context (as World.waitColl does) and ends the call with
 // ErrProcFailed, a revoked communicator with ErrRevoked, an aborted job
 // with the abort's error. A call that fails here turns the communicator's
@@ -150,6 +157,7 @@ func shmRun(c *Comm, op string, sig coll.Sig, dt p2p.DType, shm func(g *shmcoll.
 // shmCall runs shm, the call of sequence number seq, on g.
 func (c *Comm) shmCall(g *shmcoll.Group, op string, seq uint32, sig coll.Sig, dt p2p.DType, shm func(g *shmcoll.Group) error) error {
 	e := &c.coll.shmEnv
+	e.c, e.g = c, g // c may be a context view: its Done is this call's
 	e.op, e.seq, e.sig, e.dt = op, seq, sig, dt
 	if err := shm(g); err != nil {
 		return c.shmErr(op, seq, sig, dt, err)
@@ -275,10 +283,31 @@ func (c *Comm) shmReject() {
 // and the call table's record of a blocked wait.
 type shmEnv struct {
 	c   *Comm
+	g   *shmcoll.Group
 	op  string
 	seq uint32
 	sig coll.Sig
 	dt  p2p.DType
+
+	wk *shmWaker // the current blocked wait's (Block to Unblock)
+}
+
+// shmWaker is the doorbell ringer of one blocked shared-memory wait.
+// Unblock sets stopped under mu: no ring after it returns (the caller
+// may then unmap the segment), without waiting for the goroutine to run.
+type shmWaker struct {
+	mu      sync.Mutex
+	stopped bool
+	stop    chan struct{}
+}
+
+// ring wakes the sleepers of g unless the wait ended.
+func (k *shmWaker) ring(g *shmcoll.Group) {
+	k.mu.Lock()
+	if !k.stopped {
+		g.Wake()
+	}
+	k.mu.Unlock()
 }
 
 func (e *shmEnv) Check() error {
@@ -309,9 +338,34 @@ func (e *shmEnv) Check() error {
 	return nil
 }
 
-// Block records the wait for rank peer in the call table (hang reports).
+// Block records the wait for rank peer in the call table (hang reports)
+// and starts the goroutine that rings the doorbell on the events Check
+// reports, until Unblock. The signals are taken before the waiter's
+// first Check: an event after that closes one of them.
 func (e *shmEnv) Block(peer int) int {
 	c := e.c
+	eng, g, abort, done := c.w.eng, e.g, c.w.abort, c.done
+	fail, poison := eng.FailureSignal(), eng.PoisonSignal()
+	wk := &shmWaker{stop: make(chan struct{})}
+	e.wk = wk
+	stop := wk.stop
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-fail:
+				fail = eng.FailureSignal() // before the ring: a later loss closes it
+			case <-poison:
+				poison = eng.PoisonSignal()
+			case <-abort:
+				abort = nil
+			case <-done:
+				done = nil
+			}
+			wk.ring(g)
+		}
+	}()
 	en := c.entry(e.op)
 	k := e.sig.Kind()
 	if coll.Rooted(k) {
@@ -328,7 +382,15 @@ func (e *shmEnv) Block(peer int) int {
 	return c.w.calls.Enter(&en)
 }
 
-func (e *shmEnv) Unblock(i int) { e.c.w.leave(i) }
+func (e *shmEnv) Unblock(i int) {
+	k := e.wk
+	k.mu.Lock()
+	k.stopped = true
+	k.mu.Unlock()
+	close(k.stop)
+	e.wk = nil
+	e.c.w.leave(i)
+}
 
 var errShmCut = errors.New("the communicator's context was cut")
 

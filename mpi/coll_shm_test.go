@@ -1,12 +1,15 @@
 package mpi_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ftmpi/ftmpi/internal/coll/shmcoll"
 	"github.com/ftmpi/ftmpi/internal/jobtest"
@@ -308,5 +311,116 @@ func TestShmRejectedCall(t *testing.T) {
 			return fmt.Errorf("rank %d allreduce: %v, want ErrTruncate (rank 1's reason)", c.Rank(), err)
 		}
 		return sum() // point-to-point from now on
+	})
+}
+
+// waitShmSleepers waits, within the deadline, until n members of c sleep
+// on its segment's doorbell.
+func waitShmSleepers(c *mpi.Comm, n int) error {
+	deadline := time.Now().Add(50 * time.Second)
+	for mpi.ShmSleepersForTest(c) < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d ranks asleep in the segment, want %d", mpi.ShmSleepersForTest(c), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// Ranks asleep in a shared-memory Barrier are woken by the events that
+// end it (coll_shm.go: the doorbell rung on a peer's loss, a revocation, a
+// cut context), not by their sleep's bound: that is set to an hour here,
+// so a wait that were not rung would run into the job's deadline.
+func TestShmSleeperWokenByEvents(t *testing.T) {
+	defer func(d time.Duration) { shmcoll.SleepBound = d }(shmcoll.SleepBound)
+	shmcoll.SleepBound = time.Hour
+	const np = 4
+	setUp := func(c *mpi.Comm) (*mpi.Comm, error) {
+		d, err := c.Dup()
+		if err != nil {
+			return nil, err
+		}
+		d.SetErrhandler(mpi.ErrorsReturn)
+		if err := d.Barrier(); err != nil { // sets the segment up
+			return nil, err
+		}
+		if mpi.ShmCallsForTest(d) != 1 {
+			return nil, errors.New("the barrier did not use the shared segment")
+		}
+		return d, nil
+	}
+	t.Run("kill", func(t *testing.T) {
+		run(t, np, func(w *mpi.World, c *mpi.Comm) error {
+			d, err := setUp(c)
+			if err != nil {
+				return err
+			}
+			if d.Rank() == np-1 {
+				if err := waitShmSleepers(d, np-1); err != nil {
+					return err
+				}
+				w.Kill()
+			}
+			if err := d.Barrier(); !errors.Is(err, mpi.ErrProcFailed) {
+				return fmt.Errorf("rank %d: %v, want ErrProcFailed", d.Rank(), err)
+			}
+			return nil
+		})
+	})
+	t.Run("revoke", func(t *testing.T) {
+		run(t, np, func(w *mpi.World, c *mpi.Comm) error {
+			d, err := setUp(c)
+			if err != nil {
+				return err
+			}
+			if d.Rank() == np-1 {
+				if err := waitShmSleepers(d, np-1); err != nil {
+					return err
+				}
+				if err := d.Revoke(); err != nil {
+					return err
+				}
+			}
+			if err := d.Barrier(); !errors.Is(err, mpi.ErrRevoked) {
+				return fmt.Errorf("rank %d: %v, want ErrRevoked", d.Rank(), err)
+			}
+			return nil
+		})
+	})
+	t.Run("cut", func(t *testing.T) {
+		// Every rank but the last enters the Barrier through a context
+		// view and cuts it once all of them were seen asleep (the ranks
+		// are goroutines of this process); the last never calls.
+		var seen sync.WaitGroup
+		seen.Add(np - 1)
+		allSeen := make(chan struct{})
+		go func() { seen.Wait(); close(allSeen) }()
+		run(t, np, func(w *mpi.World, c *mpi.Comm) error {
+			d, err := setUp(c)
+			if err != nil {
+				return err
+			}
+			if d.Rank() == np-1 {
+				return nil
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- d.WithContext(ctx).Barrier() }()
+			if err := waitShmSleepers(d, np-1); err != nil {
+				return err
+			}
+			seen.Done()
+			select {
+			case <-allSeen:
+			case <-time.After(50 * time.Second):
+				return errors.New("not every rank saw the others asleep")
+			}
+			cancel()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("rank %d: %v, want context.Canceled", d.Rank(), err)
+			}
+			return nil
+		})
 	})
 }

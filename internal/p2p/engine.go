@@ -394,6 +394,7 @@ type Engine struct {
 	lost        map[int]error
 	lostOrder   []int                         // the keys of lost, in the order they were declared
 	failSig     atomic.Pointer[chan struct{}] // closed and replaced when a peer is lost
+	poisonSig   atomic.Pointer[chan struct{}] // closed and replaced when a context is newly poisoned (Poison)
 	revoked     map[uint32]error              // poisoned contexts: their operations all fail with this error (ErrRevoked, ...)
 	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)
 	nTagPoison  atomic.Int32                  // len(tagPoison), read without the lock
@@ -440,8 +441,9 @@ func New(cfg Config) *Engine {
 		revoked:    make(map[uint32]error),
 		tagPoison:  make(map[ctxTag]error),
 	}
-	sig := make(chan struct{})
+	sig, psig := make(chan struct{}), make(chan struct{})
 	e.failSig.Store(&sig)
+	e.poisonSig.Store(&psig)
 	return e
 }
 
@@ -1337,6 +1339,14 @@ func (e *Engine) FailureSignal() <-chan struct{} {
 	return *e.failSig.Load()
 }
 
+// PoisonSignal returns a channel closed at the next Poison or Revoke that
+// poisons a context anew (after its operations were failed), so a waiter
+// outside the engine (the shared-memory collectives' futex sleeper) can
+// re-examine its context. It has no MPI counterpart.
+func (e *Engine) PoisonSignal() <-chan struct{} {
+	return *e.poisonSig.Load()
+}
+
 // FirstLost returns the first peer, in the order they were declared lost,
 // for which member reports true, or -1: what a waiter among a set of
 // processes checks after a failure, in time proportional to the failures
@@ -1425,6 +1435,8 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 	e.wakeAllProbes()
 	e.mu.Unlock()
 	completeFailed(failed, errs)
+	next := make(chan struct{})
+	close(*e.poisonSig.Swap(&next))
 }
 
 // IsPoisoned reports whether ctx was revoked or poisoned with any error,

@@ -12,10 +12,14 @@
 // once into the segment and once out of it.
 //
 // A waiter spins briefly (a few loads when the members outnumber the
-// cores), then yields the core a few times, and then sleeps on a futex doorbell in the segment, waking at
-// least every millisecond to ask its Env whether the call must end (a
-// failed member never publishes its step; a revoked communicator; an
-// aborted job). Calls whose signatures differ are detected when a waiter
+// cores), then yields the core a few times, and then sleeps on a futex
+// doorbell in the segment. Every publication rings the doorbell when
+// someone sleeps; what ends a call from outside (a failed member never
+// publishes its step; a revoked communicator; an aborted job; a cut
+// context) must ring it too: the Env's owner calls Wake on such events
+// while a member sleeps. The sleeper asks its Env whether the call must
+// end after every wake-up, and at least every SleepBound (a safety net,
+// not the way events arrive). Calls whose signatures differ are detected when a waiter
 // sees another member's step with another signature: the segment is then
 // marked poisoned and every waiter returns.
 //
@@ -78,12 +82,14 @@ func dataOff(n int) int { return (hdrLines*line + n*line + page - 1) / page * pa
 // MPI counterpart.
 func Size(n int) int { return dataOff(n) + 2*n*Chunk(n) }
 
-// Env is what a Group asks while a call waits (at least once a
-// millisecond once it stopped spinning): a non-nil error from Check ends
-// the call with it (a member known failed, a revoked communicator, an
-// aborted job). Block is called once when a wait for member peer stops
-// spinning and goes to sleep (the caller records the blocked call), and
-// Unblock with its result when that wait ends. It has no MPI counterpart.
+// Env is what a Group asks while a call waits (after every wake-up once
+// it stopped spinning, and at least every SleepBound): a non-nil error
+// from Check ends the call with it (a member known failed, a revoked
+// communicator, an aborted job). Block is called once when a wait for
+// member peer stops spinning and goes to sleep (the caller records the
+// blocked call, and from then on calls Group.Wake when something that
+// Check reports happens), and Unblock with its result when that wait
+// ends. It has no MPI counterpart.
 type Env interface {
 	Check() error
 	Block(peer int) int
@@ -153,6 +159,7 @@ type Group struct {
 	// Calls counts the calls this member made through the segment
 	// (tests: the shared path was taken).
 	Calls atomic.Uint64
+	wakes atomic.Uint64 // returns from doorbell sleeps (Wakes)
 }
 
 // New is member me's view of the segment mem (Size(n) bytes, zero when
@@ -214,6 +221,25 @@ func (g *Group) hook(kind, point string) error {
 	}
 	return nil
 }
+
+// Wake wakes every member sleeping on the group's doorbell (in any
+// process), so that it asks its Env again: the Env's owner calls it when
+// something Check reports happened (a failure, a revocation, an abort),
+// after that is recorded. It has no MPI counterpart.
+func (g *Group) Wake() {
+	g.bell.Add(1)
+	futex.WakeAll(g.bell)
+}
+
+// Wakes counts this member's returns from its doorbell sleeps (tests:
+// a blocked member sleeps until an event, not in short rounds). It has
+// no MPI counterpart.
+func (g *Group) Wakes() uint64 { return g.wakes.Load() }
+
+// Sleepers is the number of members (of every process) asleep on the
+// doorbell or about to be (tests: wait until the others sleep). It has no
+// MPI counterpart.
+func (g *Group) Sleepers() int { return int(g.sleepers.Load()) }
 
 // ring wakes the sleepers, if any, after a publication.
 func (g *Group) ring() {
@@ -308,13 +334,17 @@ const (
 	spinAlone   = 1 << 13 // every member has a core: a peer is running
 	spinCrowded = 1 << 6  // members outnumber cores: the peer may need this core
 	yields      = 32      // sched_yield calls before sleeping
-	sleepMin    = 20 * time.Microsecond
-	sleepMax    = time.Millisecond
 )
 
+// SleepBound is the longest doorbell sleep of a waiter: a safety net for
+// an event whose ring was missed; events end a sleep by Wake. Tests set
+// it (before any call) to hours to show that events, not the bound, end
+// a wait. It has no MPI counterpart.
+var SleepBound = 100 * time.Millisecond
+
 // wait waits until ok reports true (or an error) about member peer:
-// spinning, yielding, then sleeping on the doorbell with growing timeouts,
-// asking the Env after every sleep.
+// spinning, yielding, then sleeping on the doorbell until a ring (a
+// publication, Wake) or SleepBound, asking the Env after every wake-up.
 func (g *Group) wait(peer int, ok func() (bool, error)) error {
 	err := g.waitFor(peer, ok)
 	if err == nil {
@@ -346,28 +376,27 @@ func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 	}
 	slot := g.env.Block(peer)
 	defer g.env.Unblock(slot)
-	d := sleepMin
 	for {
-		if g.poison.Load() != 0 {
-			return ErrPoisoned
-		}
-		if err := g.env.Check(); err != nil {
-			return err
-		}
+		// The doorbell's value is read before the conditions: a ring
+		// (a publication, or Wake after an event is recorded) after this
+		// read ends the sleep; one before it is seen by the checks.
 		g.sleepers.Add(1)
 		b := g.bell.Load()
 		done, err := ok()
-		if !done && err == nil && g.poison.Load() == 0 {
-			futex.Wait(g.bell, b, d)
+		if !done && err == nil {
+			if g.poison.Load() != 0 {
+				err = ErrPoisoned
+			} else {
+				err = g.env.Check()
+			}
 		}
-		g.sleepers.Add(^uint32(0))
 		if done || err != nil {
+			g.sleepers.Add(^uint32(0))
 			return err
 		}
-		if done, err := ok(); done || err != nil {
-			return err
-		}
-		d = min(2*d, sleepMax)
+		futex.Wait(g.bell, b, SleepBound)
+		g.sleepers.Add(^uint32(0))
+		g.wakes.Add(1)
 	}
 }
 

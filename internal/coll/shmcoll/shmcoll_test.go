@@ -240,6 +240,7 @@ func TestMemberStopsAtEveryPoint(t *testing.T) {
 					Hook = func(me int, k, p string) error {
 						if me == victim && k == kind && p == point {
 							dead.Store(true)
+							gs[0].Wake() // as the Env's owner does on an event
 							return errVictim
 						}
 						return nil
@@ -356,4 +357,77 @@ func TestBackToBackCallsNoFalseMismatch(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// waitSleepers waits (within the deadline) until n members sleep on the
+// doorbell of g.
+func waitSleepers(t *testing.T, g *Group, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for g.Sleepers() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d members asleep, want %d", g.Sleepers(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A member blocked in a Barrier for a long time (200 ms here) sleeps on
+// the doorbell until something happens: a few wake-ups, not one per
+// millisecond (the bound of each sleep before: 1 ms, about 200 wake-ups).
+func TestBlockedMemberSleepsUntilRung(t *testing.T) {
+	const n = 2
+	var dead atomic.Bool
+	gs := newGroups(t, n, false, &dead)
+	errs := make(chan error, 1)
+	go func() { errs <- gs[0].Barrier(Call{Sig: 1}) }()
+	waitSleepers(t, gs[0], 1)
+	start := time.Now()
+	time.Sleep(200 * time.Millisecond) // the time member 0 stays blocked (what is measured, not a synchronisation)
+	if err := gs[1].Barrier(Call{Sig: 1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("member 0 was not released by member 1's barrier")
+	}
+	blocked := time.Since(start)
+	// One wake-up for member 1's publication, one per 50 ms blocked (the
+	// safety net: SleepBound, 100 ms, is meant to be no shorter), and a
+	// few spurious ones.
+	if w, most := gs[0].Wakes(), 3+uint64(blocked/(50*time.Millisecond)); w > most {
+		t.Fatalf("member 0 woke %d times in %v blocked, want at most %d", w, blocked, most)
+	}
+}
+
+// A member asleep in a Barrier returns with its Env's error as soon as
+// the Env's owner rings the doorbell (Wake), not at the end of its sleep
+// (set to an hour here: without the ring the test's deadline fails it).
+func TestWakeEndsSleepWithEnvError(t *testing.T) {
+	defer func(d time.Duration) { SleepBound = d }(SleepBound)
+	SleepBound = time.Hour
+	const n = 3
+	var dead atomic.Bool
+	gs := newGroups(t, n, false, &dead)
+	errs := make(chan error, 2)
+	for _, g := range gs[:2] {
+		go func() { errs <- g.Barrier(Call{Sig: 1}) }()
+	}
+	waitSleepers(t, gs[0], 2)
+	dead.Store(true) // member 2 died (it never calls)
+	gs[2].Wake()     // the Env's owner rings: any view of the segment wakes every sleeper
+	for range 2 {
+		select {
+		case err := <-errs:
+			if err != errDead {
+				t.Fatalf("%v, want %v", err, errDead)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("a sleeping member was not woken by Wake")
+		}
+	}
 }
