@@ -78,6 +78,13 @@
 // failure costs at most re-sends along the bypassed edges, plus, when a
 // root fails, one more ballot of 4(N-1) messages.
 //
+// Early return (Config.EarlyReturn, what ftmpi runs). Phases 3 and 4 are
+// dropped: a process decides when it accepts a proposal, the root when it
+// proposes. Failure-free that is 2(N-1) messages in 2*ceil(log_k N) rounds
+// (TestFailureFreeCost), one wake-up per non-root process. A decided Node
+// stays an acceptor: it keeps forwarding Propose to re-attached children
+// and, in any later ballot, reports its accepted proposal.
+//
 // The radix trades depth for the root's load. Where processes outnumber
 // cores, what an agreement costs is mostly how often processes are woken
 // (each phase wakes every non-root process once in any tree, but an inner
@@ -109,6 +116,19 @@
 // is re-sent around failures), reports (re-sent to new parents), accepts
 // and acks, and r decides. A process slow to start keeps the messages it
 // gets before Start and answers them at Start.
+//
+// Agreement among survivors with early return. Let a process s that never
+// fails decide v by accepting (b, v). Every later root r' (ballot b' > b)
+// proposes only with a report of every process not known failed, hence of
+// s, and s adopted b' (after which it refuses ballot b) only after
+// accepting (b, v): its report carries an accepted ballot >= b, and by
+// induction every proposal of a ballot in [b, b') is v, so r' proposes v.
+// Every process that never fails therefore decides v (TestSimulateEarlyReturn
+// checks it over the same seeded schedules). A process that decides and then
+// crashes is not covered: if the root and every process its Propose reached
+// crash, the survivors decide without them (TestEarlyReturnIsNotUniform).
+// MPI_Comm_agree asks agreement of "all non-failed processes"; ERA's early
+// return makes the same trade.
 //
 // # What it must not do
 //

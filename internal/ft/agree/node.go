@@ -18,6 +18,19 @@ type Config struct {
 	// process directly): 4 rounds instead of 4 log2 N, the same 4(N-1)
 	// messages, but the root handles N-1 messages per phase.
 	Radix int
+	// EarlyReturn selects the two-phase (early-returning, ERA-style)
+	// variant: a process decides as soon as it accepts a proposal, no Acks
+	// are sent and the root decides when it proposes, so a failure-free
+	// agreement is one pass up the tree (Report) and one down (Propose):
+	// 2(N-1) messages in 2 ceil(log_k N) rounds instead of 4. The decided
+	// Node keeps taking part in later ballots as an acceptor (it reports
+	// its accepted proposal), which is what makes every process that does
+	// not fail decide the same value, as MPI_Comm_agree requires of "all
+	// non-failed processes". What it gives up is uniformity: a process
+	// that decided and then crashed may have decided a value the
+	// survivors do not (when the root and every process it reached crash
+	// together). Every process of an agreement must use the same setting.
+	EarlyReturn bool
 }
 
 // Kind is the kind of a protocol message.
@@ -136,9 +149,10 @@ type Node struct {
 	ackCov     Set // processes of our subtree known to have accepted prop
 	ackTo      int // where our Ack went (-1: not sent)
 
-	decided bool
-	dec     proposal
-	decTo   Set // processes that were sent (or sent us) the decision
+	decided  bool     // decided finally (four-phase mode): answers with Decide
+	returned bool     // EarlyReturn: decided on accepting; still an acceptor
+	dec      proposal // the decision (decided or returned)
+	decTo    Set      // processes that were sent (or sent us) the decision
 
 	out     []Msg
 	scratch []int
@@ -256,14 +270,14 @@ func (a *Node) FailedAll(ps []int) []Msg {
 // contributions it combines, and whether the Node has decided. Once true,
 // the result never changes. The returned sets are copies.
 func (a *Node) Decision() (Value, Set, bool) {
-	if !a.decided {
+	if !a.decided && !a.returned {
 		return Value{}, Set{}, false
 	}
 	return a.dec.val.Clone(), a.dec.contrib.Clone(), true
 }
 
 // Decided reports whether the Node has decided.
-func (a *Node) Decided() bool { return a.decided }
+func (a *Node) Decided() bool { return a.decided || a.returned }
 
 // Root returns the process this Node currently believes coordinates the
 // agreement: the lowest process not known to have failed.
@@ -337,6 +351,14 @@ func (a *Node) accept(p proposal) {
 	a.prop = p
 	a.acc = p
 	a.ackCov.Add(a.self)
+	if a.cfg.EarlyReturn && !a.returned {
+		// Early return: decide now. Every later root collects a report
+		// from this process if it lives, so it re-proposes p's value
+		// (see the package comment); the first decision stays the one
+		// returned, and later accepted proposals carry the same value.
+		a.returned = true
+		a.dec = p
+	}
 }
 
 // progress does everything the current state allows: take over as root,
@@ -390,6 +412,9 @@ func (a *Node) progress() {
 			a.propTo.Add(c)
 			a.send(Msg{To: c, Kind: KindPropose, Ballot: a.ballot, Value: a.prop.val.Clone(), Contrib: a.prop.contrib.Clone()})
 		}
+	}
+	if a.cfg.EarlyReturn {
+		return // no Acks: accepting was deciding
 	}
 	if !coverRange(a.ackCov, a.failed, lo, hi) {
 		return

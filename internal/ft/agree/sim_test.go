@@ -22,6 +22,7 @@ var (
 	flagSims     = flag.Int("sims", 0, "number of simulated schedules (default 10000, 2500 with -short)")
 	flagSeedBase = flag.Uint64("seedbase", 1, "first seed of the simulated schedules")
 	flagTrace    = flag.Bool("simtrace", false, "print the event trace of a replayed seed")
+	flagEarly    = flag.Bool("early", false, "replay the seed with Config.EarlyReturn (as TestSimulateEarlyReturn runs it)")
 )
 
 // Crash plans.
@@ -55,6 +56,7 @@ type simParams struct {
 	radix      int  // tree radix (Config.Radix)
 	batched    bool // notifications are held and handed over in batches (Node.FailedAll)
 	unitDelays bool // every delay is 1, every start 0 (for counting rounds)
+	early      bool // Config.EarlyReturn: agreement among survivors, not uniform
 }
 
 func (p *simParams) summary() string {
@@ -66,8 +68,8 @@ func (p *simParams) summary() string {
 		}
 		kinds[c.kind]++
 	}
-	return fmt.Sprintf("seed=%d n=%d radix=%d scenario=%s crashes=%d (before-start %d, at-time %d, mid-step %d) maxDelay=%d slow=%.2f lose=%.2f notifyMax=%d batched=%v",
-		p.seed, p.n, p.radix, p.scenario, nc, kinds[crashBeforeStart], kinds[crashAtTime], kinds[crashAtStep], p.maxDelay, p.slowProb, p.loseProb, p.notifyMax, p.batched)
+	return fmt.Sprintf("seed=%d n=%d radix=%d early=%v scenario=%s crashes=%d (before-start %d, at-time %d, mid-step %d) maxDelay=%d slow=%.2f lose=%.2f notifyMax=%d batched=%v",
+		p.seed, p.n, p.radix, p.early, p.scenario, nc, kinds[crashBeforeStart], kinds[crashAtTime], kinds[crashAtStep], p.maxDelay, p.slowProb, p.loseProb, p.notifyMax, p.batched)
 }
 
 func newRand(seed uint64) *rand.Rand {
@@ -304,7 +306,7 @@ func simulate(p *simParams, trace bool) *simResult {
 	const instance = 42
 	nodes := make([]*Node, n)
 	for i := range nodes {
-		nodes[i] = New(Config{Self: i, N: n, Instance: instance, Radix: p.radix})
+		nodes[i] = New(Config{Self: i, N: n, Instance: instance, Radix: p.radix, EarlyReturn: p.early})
 	}
 	dead := make([]bool, n)
 	deadAt := make([]int64, n)
@@ -480,11 +482,14 @@ func simulate(p *simParams, trace bool) *simResult {
 			}
 		}
 	}
-	// Uniform agreement: every decision, of live and crashed processes alike, is the same.
+	// Agreement: every decision, of live and crashed processes alike, is
+	// the same (uniform agreement); with EarlyReturn, every decision of a
+	// process that never crashed (a process that decided and then crashed
+	// may have decided otherwise).
 	var first *decisionRec
 	firstAt := -1
 	for i, d := range decs {
-		if d == nil {
+		if d == nil || (p.early && dead[i]) {
 			continue
 		}
 		if first == nil {
@@ -496,13 +501,16 @@ func simulate(p *simParams, trace bool) *simResult {
 				firstAt, first.val, first.contrib, i, d.val, d.contrib)
 		}
 	}
-	// Validity.
-	if first != nil {
-		if !alive.SubsetOf(first.contrib) {
-			fail("validity: contributors %v miss live processes %v", first.contrib, alive)
+	// Validity, of every decision (crashed deciders' too).
+	for i, d := range decs {
+		if d == nil {
+			continue
+		}
+		if !alive.SubsetOf(d.contrib) {
+			fail("validity: process %d's contributors %v miss live processes %v", i, d.contrib, alive)
 		}
 		var want Value
-		for k, c := range first.contrib.Members() {
+		for k, c := range d.contrib.Members() {
 			if c >= n || !started[c] {
 				fail("validity: contributor %d never started (no decision from nothing)", c)
 				continue
@@ -513,10 +521,10 @@ func simulate(p *simParams, trace bool) *simResult {
 				want = want.Combine(p.contrib[c])
 			}
 		}
-		if first.contrib.Empty() {
-			fail("validity: empty contributor set")
-		} else if !want.Equal(first.val) {
-			fail("validity: decided %v but the contributions of %v combine to %v", first.val, first.contrib, want)
+		if d.contrib.Empty() {
+			fail("validity: process %d: empty contributor set", i)
+		} else if !want.Equal(d.val) {
+			fail("validity: process %d decided %v but the contributions of %v combine to %v", i, d.val, d.contrib, want)
 		}
 	}
 	return res
@@ -530,7 +538,10 @@ func sameMsg(a, b Msg) bool {
 		a.Acked.Equal(b.Acked)
 }
 
-func replayLine(seed uint64) string {
+func replayLine(seed uint64, early bool) string {
+	if early {
+		return fmt.Sprintf("go test ./internal/ft/agree -run 'TestSimulateEarlyReturn$' -seed=%d -early -simtrace", seed)
+	}
 	return fmt.Sprintf("go test ./internal/ft/agree -run 'TestSimulate$' -seed=%d -simtrace", seed)
 }
 
@@ -539,12 +550,31 @@ func replayLine(seed uint64) string {
 // process failing; random delays, reordering and staggered starts) and
 // checks termination, uniform agreement and validity for each.
 func TestSimulate(t *testing.T) {
+	if *flagSeed != "" && *flagEarly {
+		t.Skip("-early replays with TestSimulateEarlyReturn")
+	}
+	runSims(t, false, 10000)
+}
+
+// TestSimulateEarlyReturn runs the same seeded schedules with
+// Config.EarlyReturn and checks termination, agreement among the processes
+// that never crash, validity of every decision (crashed deciders' too) and
+// that no decision changes.
+func TestSimulateEarlyReturn(t *testing.T) {
+	if *flagSeed != "" && !*flagEarly {
+		t.Skip("replaying a seed without -early: TestSimulate")
+	}
+	runSims(t, true, 4000)
+}
+
+func runSims(t *testing.T, early bool, defSims int) {
 	if *flagSeed != "" {
 		seed, err := strconv.ParseUint(*flagSeed, 10, 64)
 		if err != nil {
 			t.Fatalf("bad -seed: %v", err)
 		}
 		p := genParams(seed)
+		p.early = early
 		res := simulate(p, *flagTrace)
 		if *flagTrace {
 			t.Log("trace:\n" + strings.Join(res.trace, "\n"))
@@ -557,9 +587,9 @@ func TestSimulate(t *testing.T) {
 	}
 	sims := *flagSims
 	if sims == 0 {
-		sims = 10000
+		sims = defSims
 		if testing.Short() {
-			sims = 2500
+			sims = defSims / 4
 		}
 	}
 	const workers = 2
@@ -572,6 +602,7 @@ func TestSimulate(t *testing.T) {
 				for k := w; k < sims; k += workers {
 					seed := *flagSeedBase + uint64(k)
 					p := genParams(seed)
+					p.early = early
 					res := simulate(p, false)
 					stats[w].runs++
 					stats[w].msgs += res.msgs
@@ -580,7 +611,7 @@ func TestSimulate(t *testing.T) {
 					}
 					if len(res.errs) > 0 {
 						bad++
-						t.Errorf("schedule failed: %s\n  %s\n  replay: %s", p.summary(), strings.Join(res.errs, "\n  "), replayLine(seed))
+						t.Errorf("schedule failed: %s\n  %s\n  replay: %s", p.summary(), strings.Join(res.errs, "\n  "), replayLine(seed, early))
 						if bad >= 5 {
 							return
 						}
@@ -623,29 +654,35 @@ func TestFailureFreeCost(t *testing.T) {
 		sizes = append(sizes, n-1, n, n+1)
 	}
 	sizes = append(sizes, 999, 1000)
-	for _, k := range []int{2, 3, 4, 8, 16, 2000} {
-		for _, n := range sizes {
-			p := &simParams{seed: uint64(n), n: n, scenario: "cost", maxDelay: 1, notifyMax: 1, radix: k,
-				start: make([]int64, n), crash: make([]crashPlan, n), contrib: make([]Value, n), unitDelays: true}
-			for i := range p.contrib {
-				p.contrib[i] = Value{Flags: 1}
-			}
-			res := simulate(p, false)
-			for _, e := range res.errs {
-				t.Errorf("k=%d n=%d: %s", k, n, e)
-			}
-			logn := 0 // ceil(log_k n): the tree's depth
-			for m := 1; m < n; m *= k {
-				logn++
-			}
-			if res.msgs != 4*(n-1) {
-				t.Errorf("k=%d n=%d: %d messages, want 4(n-1) = %d", k, n, res.msgs, 4*(n-1))
-			}
-			if res.maxDepth > 4*logn {
-				t.Errorf("k=%d n=%d: %d rounds > 4*ceil(log_k n) = %d", k, n, res.maxDepth, 4*logn)
-			}
-			if n == 2 || n == 16 || n == 1000 || n == 1024 || n == 1025 {
-				t.Logf("k=%d n=%d: %d messages (4(n-1)=%d), %d rounds (4*ceil(log_k n)=%d)", k, n, res.msgs, 4*(n-1), res.maxDepth, 4*logn)
+	for _, early := range []bool{false, true} {
+		phases := 4 // Report, Propose, Ack, Decide
+		if early {
+			phases = 2 // Report, Propose (deciding)
+		}
+		for _, k := range []int{2, 3, 4, 8, 16, 2000} {
+			for _, n := range sizes {
+				p := &simParams{seed: uint64(n), n: n, scenario: "cost", maxDelay: 1, notifyMax: 1, radix: k, early: early,
+					start: make([]int64, n), crash: make([]crashPlan, n), contrib: make([]Value, n), unitDelays: true}
+				for i := range p.contrib {
+					p.contrib[i] = Value{Flags: 1}
+				}
+				res := simulate(p, false)
+				for _, e := range res.errs {
+					t.Errorf("k=%d n=%d: %s", k, n, e)
+				}
+				logn := 0 // ceil(log_k n): the tree's depth
+				for m := 1; m < n; m *= k {
+					logn++
+				}
+				if res.msgs != phases*(n-1) {
+					t.Errorf("early=%v k=%d n=%d: %d messages, want %d(n-1) = %d", early, k, n, res.msgs, phases, phases*(n-1))
+				}
+				if res.maxDepth > phases*logn {
+					t.Errorf("early=%v k=%d n=%d: %d rounds > %d*ceil(log_k n) = %d", early, k, n, res.maxDepth, phases, phases*logn)
+				}
+				if n == 2 || n == 16 || n == 1000 || n == 1024 || n == 1025 {
+					t.Logf("early=%v k=%d n=%d: %d messages (%d(n-1)=%d), %d rounds (%d*ceil(log_k n)=%d)", early, k, n, res.msgs, phases, phases*(n-1), res.maxDepth, phases, phases*logn)
+				}
 			}
 		}
 	}

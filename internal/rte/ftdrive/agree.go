@@ -24,6 +24,17 @@ const keepDecided = 16
 // 16-nomial trees (depth log16 n).
 const AgreeRadix = 16
 
+// AgreeEarlyReturn selects the agreement's two-phase variant
+// (agree.Config.EarlyReturn; the same at every process, as it must be): a
+// failure-free agreement is one Report up the tree and one Propose down,
+// on which every process decides, so each non-root process is woken once
+// per agreement instead of twice (np 8 and 16 on 2 cores: see
+// docs/benchmarks.md, "Recovery costs (issue 28 item 6)"). Every process
+// that does not fail decides the same value, which is what MPI_Comm_agree
+// promises ("all non-failed processes"); a process that decided and then
+// crashed may have decided otherwise (the four-phase variant was uniform).
+const AgreeEarlyReturn = true
+
 // Agreements drives the agreement instances of one communicator: the
 // protocol is the pure state machine of internal/ft/agree; this is its
 // I/O. Messages go out as ctl.Agree control frames over the
@@ -78,7 +89,7 @@ func (a *Agreements) instanceLocked(seq uint64) (*agreeInst, []agree.Msg) {
 	var msgs []agree.Msg
 	in := a.insts[seq]
 	if in == nil {
-		in = &agreeInst{node: agree.New(agree.Config{Self: a.self, N: a.procs.Len(), Instance: seq, Radix: AgreeRadix}),
+		in = &agreeInst{node: agree.New(agree.Config{Self: a.self, N: a.procs.Len(), Instance: seq, Radix: AgreeRadix, EarlyReturn: AgreeEarlyReturn}),
 			decided: make(chan struct{})}
 		a.insts[seq] = in
 		// Failures known before the instance existed.

@@ -3,6 +3,7 @@ package ftdrive
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ type agreeRank struct {
 
 	mu   sync.Mutex
 	lost []int // in the order the lost hook saw them
+
+	frames atomic.Int64 // agreement frames received
 }
 
 func (r *agreeRank) known() []int {
@@ -46,6 +49,7 @@ func agreeJob(t *testing.T, n int) ([]*agreeRank, *inproc.Fabric) {
 		var tb ctl.Table
 		tb.MustRegister(ctl.Agree, func(from int, h transport.Header, p []byte) {
 			if h.Ctx == 9 {
+				r.frames.Add(1)
 				r.ag.Step(from, h, p)
 			}
 		})
@@ -134,6 +138,35 @@ func TestAgreementsSurviveAFailure(t *testing.T) {
 	for i, d := range out {
 		if !d.ok || d.val.Flags != 1 || d.contrib.Has(victim) || !d.contrib.Equal(first.contrib) {
 			t.Fatalf("process %d decided %+v (process 0: %+v)", i, d, first)
+		}
+	}
+}
+
+// A failure-free agreement is one pass up the flat tree and one down
+// (AgreeEarlyReturn): 2(n-1) frames, each non-root process receiving one;
+// the four-phase protocol sent 4(n-1). Checked over several agreements in
+// a row, so that no late frame of one is counted in the next.
+func TestAgreementsFailureFreeIsTwoPasses(t *testing.T) {
+	const n = 6
+	rs, _ := agreeJob(t, n)
+	all := []int{0, 1, 2, 3, 4, 5}
+	flags := []uint64{3, 3, 1, 3, 3, 3}
+	for round := 1; round <= 3; round++ {
+		for i, d := range run(rs, all, flags) {
+			if !d.ok || d.val.Flags != 1 || !d.contrib.Equal(agree.SetOf(all...)) {
+				t.Fatalf("round %d, process %d decided %+v", round, i, d)
+			}
+		}
+		var total int64
+		for i, r := range rs {
+			got := r.frames.Load()
+			total += got
+			if i != 0 && got != int64(round) {
+				t.Errorf("round %d: process %d received %d agreement frames in all, want %d (one per agreement)", round, i, got, round)
+			}
+		}
+		if want := int64(2 * (n - 1) * round); total != want {
+			t.Fatalf("round %d: %d agreement frames in all, want 2(n-1) per agreement = %d", round, total, want)
 		}
 	}
 }
