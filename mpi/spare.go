@@ -230,6 +230,16 @@ func (c *Comm) Replace() (rc *Comm, err error) {
 //     communicator spawns the rest (replaceSpawn). Else it is abandoned;
 //     when the leader failed before contributing, nobody knows whom it
 //     activated, and every survivor sends Drop to every spare it knows.
+//
+// The spare side (picks, activations, the leader's word and its codec,
+// the outcome told to the spares) is the driver's: sparedrive.Repair.
+// Why two agreements, not one (issue 28 item 6): the picks need the
+// agreed failed ranks (a survivor's own list may miss a failure another
+// saw) and the activations the agreed pair; whether every picked spare
+// accepted is then known at the leader alone and must reach the others
+// uniformly even if the leader or a spare fails meanwhile, which is what
+// the second agreement is (a spare's answer sent to every survivor is not
+// uniform when the spare fails between two of them).
 func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	w := c.w
 	_ = c.Revoke()
@@ -271,12 +281,11 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 			return nil, err
 		}
 	}
-	name := derivedName("replace", c)
-	members := slices.Clone(old)
-	leader := survivors[0]
-	var word sparedrive.LeaderWord
+	rp := &sparedrive.Repair{Pair: pairs[0], Members: old, Lost: lost, Survivors: survivors,
+		Name: derivedName("replace", c), Timeout: w.activationTimeout(), Abort: w.abort, Stop: w.stop}
+	var word []uint64
 	if me == 0 {
-		word = w.leadReplace(claimed, pairs[0], old, lost, survivors, name)
+		word = w.spares.Lead(rp, claimed)
 	}
 	if h := w.replaceHook; h != nil {
 		h("activated")
@@ -285,7 +294,7 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	if claimed {
 		flags = 1
 	}
-	res, contrib, err := b.agreeOn(op, agree.Value{Flags: flags, Union: agree.SetFromWords(word.Encode())})
+	res, contrib, err := b.agreeOn(op, agree.Value{Flags: flags, Union: agree.SetFromWords(word)})
 	if err != nil {
 		return nil, err
 	}
@@ -293,66 +302,30 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	for _, p := range survivors {
 		all = all && contrib.Has(f.pos(p))
 	}
-	got, told := sparedrive.DecodeLeaderWord(res.Union.Words(sparedrive.LeaderWordLen(len(lost))), len(lost))
+	got, told := w.spares.Heard(rp, res.Union.Words(rp.WordLen()))
 	if !told {
 		// The leader failed before it contributed: its attempt cannot
-		// commit, and nobody knows whom it activated.
+		// commit, and nobody knows whom it activated (Heard told every
+		// spare this process knows to drop it).
 		if claimed {
 			t.release(pairs...)
 		}
-		w.spares.Drop(leader, pairs[0])
 		return nil, fmt.Errorf("%w: the leader failed during the repair", errRetryReplace)
-	}
-	if me != 0 {
-		w.spares.MarkTaken(got.Chosen)
 	}
 	ok := res.Flags&1 == 1 && all
 	if ok && got.Spawn > 0 {
-		return c.replaceSpawn(op, pairs, survivors, me, members, lost, got)
+		return c.replaceSpawn(op, rp, pairs, me, got)
 	}
 	commit := ok && got.Accepted
-	w.spares.Decide(got.Key, got.Chosen, commit)
+	w.spares.Settle(got, commit)
 	if !commit {
 		if claimed {
 			t.release(pairs...)
 		}
-		w.spares.Unmark(got.Back())
 		return nil, fmt.Errorf("%w: a new process refused, or a process failed during the repair", errRetryReplace)
 	}
 	t.release(pairs[1])
-	for i, r := range lost {
-		members[r] = got.Chosen[i]
-	}
-	return newDerived(c, name, pairs[0], members, c.rank), nil
-}
-
-// leadReplace is the leader's part of a repair attempt: it picks a spare
-// for each failed rank and, when there is one for every failed rank and
-// its claim of the context pair held, activates them (the repaired
-// communicator's pair and members are agreed already).
-func (w *World) leadReplace(claimed bool, pair int, old, lost, survivors []int, name string) sparedrive.LeaderWord {
-	l := sparedrive.LeaderWord{Key: w.spares.NextKey()}
-	avail := w.Spares()
-	n := min(len(avail), len(lost))
-	l.Chosen, l.Spawn = avail[:n:n], len(lost)-n
-	w.spares.MarkTaken(l.Chosen) // whatever the outcome: a refused spare serves another repair
-	if l.Spawn > 0 || !claimed {
-		// Spawning: the shrunk communicator activates them all once the
-		// rest are spawned (replaceSpawn). A failed claim: nothing to ask.
-		return l
-	}
-	members := slices.Clone(old)
-	for i, r := range lost {
-		members[r] = l.Chosen[i]
-	}
-	all, answered := w.activate(l.Key, pair, members, lost, survivors, name)
-	for i, p := range l.Chosen {
-		if i >= 64 || !answered[p] {
-			l.Refused |= 1 << min(i, 63)
-		}
-	}
-	l.Accepted = all
-	return l
+	return newDerived(c, rp.Name, pairs[0], rp.Repaired(got.Chosen), c.rank), nil
 }
 
 // replaceSpawn is the rest of a repair attempt that found too few spares:
@@ -361,9 +334,9 @@ func (w *World) leadReplace(claimed bool, pair int, old, lost, survivors []int, 
 // activates the picked and the spawned ones for the repaired communicator
 // (on the first agreed pair), and an agreement decides the outcome
 // (Spawn's path: under ftmpirun only).
-func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, lost []int, l sparedrive.LeaderWord) (*Comm, error) {
+func (c *Comm) replaceSpawn(op string, rp *sparedrive.Repair, pairs []int, me int, l sparedrive.LeaderWord) (*Comm, error) {
 	w := c.w
-	shrunk := newDerived(c, derivedName("shrink", c), pairs[1], survivors, me)
+	shrunk := newDerived(c, derivedName("shrink", c), pairs[1], rp.Survivors, me)
 	shrunk.errh.Store(ErrorsReturn)
 	chosen := l.Chosen
 	eps, spairs, err := shrunk.spawnRaw(op, "", os.Args[1:], l.Spawn, 0, true)
@@ -383,57 +356,23 @@ func (c *Comm) replaceSpawn(op string, pairs, survivors []int, me int, members, 
 	w.spares.AddToPool(spawned) // an abandoned attempt returns them; the end of the job releases them
 	chosen = append(slices.Clone(chosen), spawned...)
 	w.spares.MarkTaken(chosen)
-	for i, r := range lost {
-		members[r] = chosen[i]
-	}
-	// The leader activates the new processes; they accept or refuse. The
-	// agreement's bit 0 says whether everything succeeded; bit 1+i
-	// whether chosen[i] may serve again if the attempt is abandoned.
-	bits := ^uint64(0)
+	// The leader activates the new processes; they accept or refuse; the
+	// agreement decides (the driver's word: LeadSpawned, SettleSpawned).
+	bits := sparedrive.SpawnedAll
 	if shrunk.rank == 0 {
-		all, answered := w.activate(l.Key, pairs[0], members, lost, survivors, derivedName("replace", c))
-		if !all {
-			bits &^= 1
-		}
-		for i, p := range chosen {
-			if i < 63 && !answered[p] {
-				bits &^= 1 << (i + 1)
-			}
-		}
+		bits = w.spares.LeadSpawned(rp, l.Key, chosen)
 	}
 	agreed, aerr := shrunk.AgreeBits(bits)
-	commit := agreed&1 == 1 && aerr == nil
-	w.spares.Decide(l.Key, chosen, commit)
-	if !commit {
+	if !w.spares.SettleSpawned(l.Key, chosen, agreed, aerr == nil, aerr == nil || isFailure(aerr)) {
 		w.ctxTable().release(pairs[0])
-		if aerr == nil || isFailure(aerr) { // the value is agreed either way
-			var back []int
-			for i, p := range chosen {
-				if i < 63 && agreed&(1<<(i+1)) != 0 {
-					back = append(back, p)
-				}
-			}
-			w.spares.Unmark(back)
-		}
 		return nil, fmt.Errorf("%w: a new process refused, or a process failed during the repair", errRetryReplace)
 	}
-	nc := newDerived(c, derivedName("replace", c), pairs[0], members, c.rank)
+	nc := newDerived(c, rp.Name, pairs[0], rp.Repaired(chosen), c.rank)
 	// The shrunk communicator was the repair's own: every survivor
 	// contributed to the last agreement after its broadcast, so nothing of
 	// it is in flight.
 	_ = shrunk.Free()
 	return nc, nil
-}
-
-// activate sends the activation of repair key to each new process (the
-// member at each lost rank) and waits for every answer (the driver's
-// Activate: a spare that fails or does not answer in time refused).
-func (w *World) activate(key uint64, pair int, members, lost, survivors []int, name string) (all bool, accepted map[int]bool) {
-	acts := make([]*sparedrive.Activation, len(lost))
-	for i, r := range lost {
-		acts[i] = &sparedrive.Activation{Key: key, Pair: pair, Rank: r, Members: members, Survivors: survivors, Name: name}
-	}
-	return w.spares.Activate(key, acts, w.activationTimeout(), w.abort, w.stop)
 }
 
 // activationTimeout bounds the wait for a spare's answer: a stopped spare

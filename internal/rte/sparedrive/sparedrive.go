@@ -5,11 +5,15 @@
 // and failures; the ranks' side is the pool a rank may take from, the
 // activation of the spares a repair picked (send, wait for the answers
 // within a deadline) and the repair's outcome told to them. It owns the
-// frames' codec (Activation) and the leader's word a repair agrees on
-// (LeaderWord).
+// frames' codec (Activation) and a Replace attempt's spare side (Repair:
+// the leader's picks and activations, Lead; the leader's word the
+// attempt's second agreement carries, LeaderWord, encoded there and read
+// back by Heard; the outcome, Settle; the spawn path's last word,
+// LeadSpawned and SettleSpawned).
 //
 // It must not know about communicators or the MPI API (the mpi package
-// runs the repair's agreements and builds the repaired communicator), nor
+// runs the repair's agreements over the agreed words and builds the
+// repaired communicator), nor
 // print or exit: a malformed or unexpected frame is returned as an error
 // that names it, for the caller to report. It holds no process-global
 // state: one Spares belongs to one World (one epoch of one process).
