@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -140,7 +141,16 @@ func (t *Transport) sleep() {
 		t.cfg.onSleep(d)
 	}
 	t.ev.SetReadDeadline(time.Now().Add(d))
-	t.ev.Read(t.evBuf[:])
+	t.evRC.Read(t.evRead)
+}
+
+// readEventfd reads the doorbell's eventfd, resetting its counter, and
+// reports whether the sleep is over (false: nothing was written, wait for
+// the netpoller). A raw system call, as ringEventfd's write: the read never
+// blocks, and a runtime system call would wake the idle runtime monitor.
+func (t *Transport) readEventfd(fd uintptr) bool {
+	_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&t.evBuf[0])), uintptr(len(t.evBuf)))
+	return e != unix.EAGAIN
 }
 
 // pollHeld polls every ring as the receiver if no caller holds them, and

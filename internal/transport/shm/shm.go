@@ -68,6 +68,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -184,11 +185,13 @@ type Transport struct {
 	bell      region
 	bellFd    int
 	bellSleep *atomic.Uint32
-	bellPoll  *atomic.Uint32 // callers polling now (PollUntil); senders do not wake the receiver while it is not 0
-	evFd      int            // the doorbell's eventfd: senders write it to wake the sleeping receiver
-	ev        *os.File       // evFd, waited on through the runtime's netpoller (never call its Fd: that makes it blocking)
-	evBuf     [8]byte        // the receiver's read of ev
-	sleepFor  atomic.Int64   // the receiver's longest sleep (sleepBound, set by SetPeers)
+	bellPoll  *atomic.Uint32     // callers polling now (PollUntil); senders do not wake the receiver while it is not 0
+	evFd      int                // the doorbell's eventfd: senders write it to wake the sleeping receiver
+	ev        *os.File           // evFd, waited on through the runtime's netpoller (never call its Fd: that makes it blocking)
+	evRC      syscall.RawConn    // ev's, for reads by readEventfd
+	evRead    func(uintptr) bool // readEventfd bound to t
+	evBuf     [8]byte            // the receiver's read of ev
+	sleepFor  atomic.Int64       // the receiver's longest sleep (sleepBound, set by SetPeers)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -344,7 +347,12 @@ func Listen(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("shm doorbell: %w", err)
 	}
 	t.ev = os.NewFile(uintptr(t.evFd), "ftmpi-bell")
-	if err := t.ev.SetReadDeadline(time.Time{}); err != nil {
+	t.evRC, err = t.ev.SyscallConn()
+	if err == nil {
+		err = t.ev.SetReadDeadline(time.Time{})
+	}
+	t.evRead = t.readEventfd
+	if err != nil {
 		// Not in the netpoller: a sleep would return at once.
 		t.ev.Close()
 		t.bell.unmap()
