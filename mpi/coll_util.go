@@ -23,6 +23,7 @@ type collComm struct {
 
 	crowdOnce sync.Once
 	crowded   bool // some host runs more members than it has cores
+	oneHost   bool // every member runs on one host
 
 	collShm // the shared-memory path (coll_shm.go)
 }
@@ -31,9 +32,28 @@ type collComm struct {
 // hosts, from the launcher's data (rte.Hosts): every member computes the
 // same value.
 func (c *Comm) crowded() bool {
+	c.hostFacts()
+	return c.coll.crowded
+}
+
+// oneHost reports whether every member of c runs on one host, from the
+// launcher's data (rte.Hosts; every member computes the same value).
+func (c *Comm) oneHost() bool {
+	c.hostFacts()
+	return c.coll.oneHost
+}
+
+func (c *Comm) hostFacts() {
 	cc := &c.coll
-	cc.crowdOnce.Do(func() { cc.crowded = c.w.rt.Hosts.Crowded(c.size, c.worldRank) })
-	return cc.crowded
+	cc.crowdOnce.Do(func() {
+		h := &c.w.rt.Hosts
+		cc.crowded = h.Crowded(c.size, c.worldRank)
+		cc.oneHost = true
+		h0 := h.Name(c.worldRank(0))
+		for r := 1; r < c.size && cc.oneHost; r++ {
+			cc.oneHost = h.Name(c.worldRank(r)) == h0
+		}
+	})
 }
 
 // collCall is one collective call: the engine's Set (with room for its
@@ -66,6 +86,7 @@ func newCx(c *Comm, op string, sig coll.Sig, dt p2p.DType) *coll.Set {
 	s := newCall(c, op, c.ctx+1, coll.TagColl(c.nextSeq()), dt, c.rank, c.size, c.members)
 	s.Sig = sig
 	s.Crowded = c.crowded()
+	s.OneHost = c.oneHost()
 	return s
 }
 

@@ -7,8 +7,9 @@ package coll
 // Switch points (bytes; p processes, n bytes per member's contribution):
 //
 //	Barrier            dissemination, ceil(log2 p) rounds; crowded: flat (p <= flatMaxP) or binomial fan-in + fan-out
-//	Bcast              n >= bcastLong and p >= bcastMinP, not crowded: binomial scatter + ring allgather; else binomial tree
-//	Reduce             binomial tree (non-commutative: rooted at 0 in rank order, then forwarded)
+//	Bcast              n >= bcastLong and p >= bcastMinP, not crowded: binomial scatter + ring allgather;
+//	                   crowded, one host and n >= bcastFlatMin: flat (root to all); else binomial tree
+//	Reduce             binomial tree, reduced in place (non-commutative: rooted at 0 in rank order, then forwarded)
 //	Allreduce          crowded: reduce + bcast; commutative, n >= allreduceLong and count >= p: ring
 //	                   reduce-scatter + ring allgather; else recursive doubling with the non-power-of-two fold
 //	Gather, Scatter    p*n <= gatherShort: binomial tree; else linear (direct to/from the root)
@@ -22,6 +23,7 @@ package coll
 const (
 	bcastLong     = 64 << 10
 	bcastMinP     = 4
+	bcastFlatMin  = 1 << 20 // the shared-memory transport's smallest payload read from the sender's memory
 	allreduceLong = 64 << 10
 	gatherShort   = 32 << 10
 	allgatherLong = 64 << 10
@@ -124,7 +126,33 @@ func (s *Set) Bcast(buf []byte, root int) error {
 	if len(buf) >= bcastLong && p >= bcastMinP && !s.Crowded {
 		return s.bcastScatterRing(buf, root)
 	}
+	if s.Crowded && s.OneHost && len(buf) >= bcastFlatMin {
+		return s.bcastFlat(buf, root)
+	}
 	return s.bcastBinomial(buf, root)
+}
+
+// bcastFlat: the root sends the whole buffer to every other member at
+// once. On one crowded host, where a large message is read straight from
+// the root's memory (process_vm_readv), every member is woken once and
+// copies once, where a binomial tree chains ceil(log2 p) wake-ups, each
+// after a whole message's copy.
+func (s *Set) bcastFlat(buf []byte, root int) error {
+	if s.Me != root {
+		return s.recv(root, buf)
+	}
+	var pd pending
+	pd.reqs, pd.peers, pd.want = make([]Req, 0, s.N), make([]int, 0, s.N), make([]int, 0, s.N)
+	for i := range s.N {
+		if i == root {
+			continue
+		}
+		if err := s.postSend(&pd, i, buf); err != nil {
+			s.waitAll(&pd)
+			return err
+		}
+	}
+	return s.waitAll(&pd)
 }
 
 // bcastBinomial: binomial tree rooted at root, ceil(log2 p) rounds.
@@ -221,10 +249,14 @@ func (s *Set) Reduce(send, recv []byte, root int, red ReduceFn, commutative bool
 	if n == 0 {
 		return nil
 	}
-	troot := root
-	if !commutative {
-		troot = 0
+	if commutative {
+		var w []byte
+		if r == root {
+			w = recv[:n]
+		}
+		return s.reduceComm(send, w, root, red)
 	}
+	troot := 0 // non-commutative: rank order from a tree rooted at 0
 	vr := (r - troot + p) % p
 	acc := send // read-only until replaced by a temporary
 	var t1, t2 []byte
@@ -269,20 +301,92 @@ func (s *Set) Reduce(send, recv []byte, root int, red ReduceFn, commutative bool
 	return nil
 }
 
+// reduceComm is Reduce for a commutative operation: a binomial tree rooted
+// at root whose partial results accumulate in place, with no copy of the
+// data. w (n writable bytes, or nil) is where this member may accumulate:
+// the root must pass its result buffer, which may alias send (in place:
+// it holds this member's contribution); a member that passes nil
+// accumulates in a pooled buffer. The first child's message is received
+// into the accumulator's buffer and send is reduced into it (acc = send ∘
+// in); every later child's message is reduced from the buffer it was
+// received into straight into the accumulator (acc = in ∘ acc). A step
+// costs one receive and one pass of the operation; a member holds at most
+// two pooled buffers; a leaf sends send itself.
+func (s *Set) reduceComm(send, w []byte, root int, red ReduceFn) error {
+	p, r, n := s.N, s.Me, len(send)
+	vr := (r - root + p) % p
+	var acc []byte // nil until this member holds a writable partial result
+	if sameStart(w, send) {
+		acc = w
+	}
+	var in []byte
+	var hIn, hAcc *tmpBuf
+	defer func() { putTmp(hIn); putTmp(hAcc) }()
+	for mask := 1; mask < p; mask <<= 1 {
+		if vr&mask != 0 {
+			out := acc
+			if out == nil {
+				out = send
+			}
+			return s.Send((r-mask+p)%p, out)
+		}
+		child := vr + mask
+		if child >= p {
+			continue
+		}
+		from := (child + root) % p
+		if acc == nil { // the first child's message lands where the result accumulates
+			if w != nil {
+				acc = w[:n]
+			} else {
+				acc, hAcc = getTmp(n)
+			}
+			if err := s.recv(from, acc); err != nil {
+				return err
+			}
+			red(send, acc)
+			continue
+		}
+		if in == nil {
+			in, hIn = getTmp(n)
+		}
+		if err := s.recv(from, in); err != nil {
+			return err
+		}
+		red(in, acc)
+	}
+	return nil
+}
+
+// sameStart reports whether a and b start at the same byte.
+func sameStart(a, b []byte) bool {
+	return len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+}
+
 // Allreduce combines send of every rank into recv of every rank.
 func (s *Set) Allreduce(send, recv []byte, red ReduceFn, commutative bool) error {
 	p, n := s.N, len(send)
 	recv = recv[:n]
-	copy(recv, send)
-	if p == 1 || n == 0 {
-		return nil
-	}
-	if s.Crowded {
-		// Binomial reduce to rank 0 (rank order kept) and broadcast.
-		if err := s.Reduce(send, recv, 0, red, commutative); err != nil {
+	if p > 1 && n > 0 && s.Crowded {
+		// Binomial reduce to rank 0 (rank order kept) and broadcast, which
+		// overwrites recv: a commutative reduction accumulates in recv at
+		// every member, and no member copies send into it.
+		var err error
+		if commutative {
+			err = s.reduceComm(send, recv, 0, red)
+		} else {
+			err = s.Reduce(send, recv, 0, red, commutative)
+		}
+		if err != nil {
 			return err
 		}
 		return s.phase2().Bcast(recv, 0)
+	}
+	if !sameStart(recv, send) {
+		copy(recv, send)
+	}
+	if p == 1 || n == 0 {
+		return nil
 	}
 	if commutative && n >= allreduceLong && n/s.ESize >= p {
 		return s.allreduceRing(recv, red)

@@ -153,12 +153,16 @@ type job struct {
 	crowded bool
 	sync    bool
 	esize   int
+	hosts   bool // the members span hosts (Set.OneHost false)
 }
 
 func (j job) String() string {
 	mode := "eager"
 	if j.sync {
 		mode = "sync"
+	}
+	if j.hosts {
+		mode += "/hosts"
 	}
 	return fmt.Sprintf("p%d/crowded=%v/%s", j.n, j.crowded, mode)
 }
@@ -177,7 +181,7 @@ func (j job) run(t *testing.T, calls int, fn func(s *Set, call int) error) {
 		go func() {
 			defer wg.Done()
 			for call := range calls {
-				s := &Set{Net: f, Ctx: 7, Tag: Tag(KBarrier, uint32(call)), DT: 3, ESize: j.esize, Me: me, N: j.n, Procs: procs, Crowded: j.crowded}
+				s := &Set{Net: f, Ctx: 7, Tag: Tag(KBarrier, uint32(call)), DT: 3, ESize: j.esize, Me: me, N: j.n, Procs: procs, Crowded: j.crowded, OneHost: !j.hosts}
 				if err := fn(s, call); err != nil {
 					errs[me] = fmt.Errorf("member %d, call %d: %w", me, call, err)
 					return

@@ -10,9 +10,9 @@
 // call and turns the errors into its own.
 //
 // Every choice of algorithm depends only on values every member agrees on:
-// the set's size, the byte counts and the root of the call, and Crowded,
-// which the caller computes from the launcher's data (ranks per host and the
-// host's cores) identically at every member. It must never read the local
+// the set's size, the byte counts and the root of the call, and Crowded and
+// OneHost, which the caller computes from the launcher's data (ranks per
+// host and the host's cores) identically at every member. It must never read the local
 // process's CPU count, affinity or GOMAXPROCS: members that chose
 // different algorithms for one call would wait for each other forever.
 //
@@ -60,6 +60,7 @@ type Set struct {
 	// before it carried Sig.
 	DT      uint8 // element type code carried by the messages
 	Crowded bool  // some host runs more members than it has cores (see package comment)
+	OneHost bool  // every member runs on one host (as the launcher told every member)
 }
 
 // Call is a Set with room for the Set of its second phase (a composite
