@@ -6,7 +6,6 @@ import (
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
 // Mismatched collective calls, and calls that fail at one member only.
@@ -192,20 +191,12 @@ func (c *Comm) releaseCall(s *coll.Set, class *Class, reason string) {
 func (w *World) releaseCall(ctx, seq uint32, me int, class *Class, reason string, procs []int) {
 	tags := coll.PhaseTags(seq)
 	w.eng.PoisonTags(&collFailure{class: class, rank: me, reason: reason}, ctx, tags[:]...)
-	h, payload := rte.CollFail{Ctx: ctx, Seq: seq, Rank: me, Code: class.code, Reason: reason}.Frame()
-	for _, p := range procs {
-		_ = w.eng.SendControl(p, h, payload) // a lost member fails the call by itself
-	}
+	w.rt.SendCollFail(procs, rte.CollFail{Ctx: ctx, Seq: seq, Rank: me, Code: class.code, Reason: reason})
 }
 
-// onCollFail handles a ctl.CollFail frame: the call it names failed at its
-// sender; fail it here too.
-func (w *World) onCollFail(from int, h transport.Header, payload []byte) {
-	m, err := rte.DecodeCollFail(h, payload)
-	if err != nil {
-		w.logf("process %d: dropped a frame from process %d: %v", w.rank, from, err)
-		return
-	}
+// onCollFail handles a ctl.CollFail frame (decoded by the runtime): the
+// call it names failed at its sender; fail it here too.
+func (w *World) onCollFail(_ int, m rte.CollFail) {
 	f := &collFailure{class: classByCode(m.Code), rank: m.Rank, reason: m.Reason}
 	tags := coll.PhaseTags(m.Seq)
 	w.eng.PoisonTags(f, m.Ctx, tags[:]...)

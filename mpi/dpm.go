@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/dpm"
-	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
 // Establishing communication (MPI-4.1 11.8.3-11.8.6; seed 002 5.2.1 and
@@ -50,43 +48,21 @@ var ErrService = &Class{"MPI_ERR_SERVICE: name service error", 48}
 // within a group (on its collective context; see coll_util.go).
 const tagDPMLocal int32 = -6
 
-// dpmState is a World's ports and connections in progress (the table of
-// internal/rte/dpm, made by the first call that needs it: the World is
-// initialised by then) and a singleton's name service.
+// dpmState is a World's part in connect/accept beside the runtime's port
+// table (rte.Rank.Ports: internal/rte/dpm, its ctl.Port frames the
+// runtime's): a singleton's name service and the tests' hook.
 type dpmState struct {
-	once  sync.Once
-	t     atomic.Pointer[dpm.Table]
 	names boot.NameTable     // a singleton's name service
 	hook  func(stage string) // tests: called at a root's stages (in package tests only)
 }
 
-// dpmT is the World's port table. Only MPI calls make it (a frame may
-// arrive before the World's job and diagnostics are set: onPort).
-func (w *World) dpmT() *dpm.Table {
-	w.dpm.once.Do(func() {
-		t, err := dpm.New(dpm.Config{Self: w.rank, Job: w.jobID(), Net: dpmNet{w}, Code: w.dpmCode, Log: w.diag().Writer()})
-		if err != nil {
-			panic(fmt.Sprintf("mpi: the port table of process %d: %v", w.rank, err)) // a programming error: the config is the World's
-		}
-		w.dpm.t.Store(t)
-	})
-	return w.dpm.t.Load()
-}
+// dpmT is the World's port table (the runtime's, made at its first use
+// from the World's rte.PortDelegate).
+func (w *World) dpmT() *dpm.Table { return w.rt.Ports() }
 
-// dpmNet is the World as the protocol's dpm.Net.
-type dpmNet struct{ w *World }
-
-func (n dpmNet) SendControl(to int, h transport.Header, payload []byte) error {
-	return n.w.eng.SendControl(to, h, payload)
-}
-func (n dpmNet) IsLost(p int) bool                { return n.w.eng.IsLost(p) }
-func (n dpmNet) FailureSignal() <-chan struct{}   { return n.w.eng.FailureSignal() }
-func (n dpmNet) AddEndpoints(eps []boot.Endpoint) { n.w.addEndpoints(eps) }
-func (n dpmNet) Endpoint(p int) (boot.Endpoint, bool) {
-	if n.w.net == nil {
-		return boot.Endpoint{}, false
-	}
-	return n.w.net.Endpoint(p)
+// portDelegate is what the runtime's port table needs of the World.
+func (w *World) portDelegate() rte.PortDelegate {
+	return rte.PortDelegate{Job: w.jobID, Code: w.dpmCode, Net: func() *rte.Net { return w.net }}
 }
 
 // dpmErr is err as this package's error: an error of internal/rte/dpm
@@ -158,38 +134,8 @@ func (w *World) ClosePort(port string) error {
 	return w.dpmErr("MPI_Close_port", nil, w.dpmT().Close(port))
 }
 
-// onPort handles a ctl.Port frame (on a transport goroutine: it does not
-// block).
-func (w *World) onPort(from int, h transport.Header, payload []byte) {
-	if t := w.dpm.t.Load(); t != nil {
-		t.Handle(from, h, payload)
-		return
-	}
-	// No port was opened nor connection started here: a request is
-	// refused, anything else dropped (undecodable ones too: the World's
-	// diagnostics may not be set yet).
-	_ = dpm.Unopened(dpmNet{w}, w.rank, from, h, payload)
-}
-
 // addEndpoints makes processes of another job reachable (under ftmpirun).
-func (w *World) addEndpoints(eps []boot.Endpoint) {
-	if w.net == nil || len(eps) == 0 {
-		return
-	}
-	var add []boot.Endpoint
-	for _, ep := range eps {
-		if ep.Rank == w.rank || len(ep.Addrs) == 0 {
-			continue
-		}
-		if _, ok := w.net.Endpoint(ep.Rank); !ok {
-			add = append(add, ep)
-		}
-	}
-	if len(add) > 0 {
-		w.net.AddPeers(add)
-		w.rt.Hosts.Add(add)
-	}
-}
+func (w *World) addEndpoints(eps []boot.Endpoint) { w.rt.AddEndpoints(w.net, eps) }
 
 // Accept accepts a connection on port (opened by this process with
 // OpenPort) and returns an intercommunicator whose remote group is the

@@ -1,9 +1,6 @@
 package mpi
 
-import (
-	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/rte/dpm"
-)
+import "github.com/ftmpi/ftmpi/internal/rte"
 
 // swapEndpoints is IntercommCreate's last exchange under a launcher: each
 // leader sends the endpoints it knows of its group's processes, and every
@@ -14,17 +11,12 @@ import (
 // intercommunicator gives it (MPICH spawn/spaiccreate: a send from a
 // parent to a child failed with "no address"). Both groups call it (w.net
 // is set in both or in neither: the same kind of job), so the exchanges
-// pair up.
+// pair up. The endpoints' codec is the runtime's (rte.EndpointsOf,
+// Rank.AddEncodedEndpoints).
 func (l *interLink) swapEndpoints(w *World, mine []int) error {
 	var out []byte
 	if l.isLeader() {
-		var eps []boot.Endpoint
-		for _, p := range mine {
-			if ep, ok := w.net.Endpoint(p); ok {
-				eps = append(eps, ep)
-			}
-		}
-		out = dpm.EncodeEndpoints(eps)
+		out = rte.EndpointsOf(w.net, mine)
 	}
 	raw, err := l.swap(putInts(int64(len(out))), 8)
 	if err != nil {
@@ -38,10 +30,8 @@ func (l *interLink) swapEndpoints(w *World, mine []int) error {
 	if err != nil {
 		return err
 	}
-	eps, err := dpm.DecodeEndpoints(raw)
-	if err != nil {
+	if err := w.rt.AddEncodedEndpoints(w.net, raw); err != nil {
 		return newErr(ErrIntern, l.op, l.c, NoPeer, "decoding the remote endpoints: %v", err)
 	}
-	w.addEndpoints(eps)
 	return nil
 }

@@ -187,7 +187,8 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 		Hang: w.hangDelegate(), Fence: w.fenceDelegate(),
 		Spares: rte.SpareConfig{Pool: sp.pool, IsSpare: sp.isSpare, Pairs: ctxPairs, InEpoch: w.inEpoch},
 		Reinit: sp.hr.driver(),
-		Frames: rte.Frames{Revoke: w.onRevoke, Agree: w.onAgreeMsg, CollFail: w.onCollFail, Port: w.onPort},
+		Frames: rte.Frames{Revoke: w.onRevoke, Agree: w.onAgreeMsg, CollFail: w.onCollFail},
+		Ports:  w.portDelegate(),
 	})
 	w.initSpares(sp.isSpare)
 	w.rt.Start()

@@ -46,3 +46,23 @@ func DecodeCollFail(h transport.Header, payload []byte) (CollFail, error) {
 	}
 	return CollFail{Ctx: h.Ctx, Seq: uint32(h.A), Rank: int(h.A >> 32), Code: int(h.B), Reason: string(payload)}, nil
 }
+
+// SendCollFail tells procs that a collective call failed here (f's frame;
+// a lost member fails the call by itself, so a send error is ignored).
+func (r *Rank) SendCollFail(procs []int, f CollFail) {
+	h, payload := f.Frame()
+	for _, p := range procs {
+		_ = r.Eng.SendControl(p, h, payload)
+	}
+}
+
+// onCollFail decodes a ctl.CollFail frame for the API's handler (on a
+// transport goroutine); a malformed one is dropped with a diagnostic.
+func (r *Rank) onCollFail(from int, h transport.Header, payload []byte, handle func(int, CollFail)) {
+	f, err := DecodeCollFail(h, payload)
+	if err != nil {
+		r.Diag().Logf("process %d: dropped a frame from process %d: %v", r.Proc, from, err)
+		return
+	}
+	handle(from, f)
+}

@@ -51,6 +51,7 @@ type Rank struct {
 	universe int                            // RankConfig.Universe
 	stop     <-chan struct{}                // RankConfig.Stop
 	wg       *sync.WaitGroup                // RankConfig.WG
+	ports    ports                          // connect/accept's port table (ports.go)
 	diag     atomic.Pointer[Diag]           // SetDiag
 	retired  atomic.Bool                    // Retire was called
 	peerGone atomic.Pointer[func(peer int)] // SetPeerGone
@@ -80,25 +81,36 @@ type RankConfig struct {
 	// Frames are the API's handlers of the control frames whose protocols
 	// run above the runtime.
 	Frames Frames
+	// Ports is what the port table needs of the API (its ctl.Port
+	// frames are the runtime's: ports.go).
+	Ports PortDelegate
 }
 
 // Frames are the handlers of the control frames whose protocols run above
 // the runtime: the revocation, the agreement messages, a collective's
-// failure, connect/accept's ports, Reinit without a head, spares. NewRank
-// registers them beside its own (heartbeats, failure notices, hang
-// reports, the Finalize fence, spares, Reinit without a head); a nil one is not registered (a frame of
+// failure. NewRank registers them beside its own (heartbeats, failure
+// notices, hang reports, the Finalize fence, spares, Reinit without a
+// head, connect/accept's ports); a nil one is not registered (a frame of
 // its type is then reported as unhandled). Each runs on a transport
 // goroutine: it must not block (ctl.Handler).
 type Frames struct {
-	Revoke, Agree, CollFail, Port func(from int, h transport.Header, payload []byte)
+	Revoke, Agree func(from int, h transport.Header, payload []byte)
+	// CollFail gets a ctl.CollFail frame decoded (a malformed one is
+	// dropped with a diagnostic: collfail.go).
+	CollFail func(from int, f CollFail)
 }
 
-// register registers the non-nil handlers of f in t.
-func (f Frames) register(t *ctl.Table) {
+// register registers the non-nil handlers of f in r's table.
+func (f Frames) register(r *Rank) {
+	var collFail func(int, transport.Header, []byte)
+	if f.CollFail != nil {
+		collFail = func(from int, h transport.Header, payload []byte) { r.onCollFail(from, h, payload, f.CollFail) }
+	}
+	t := &r.Ctl
 	for _, x := range []struct {
 		t ctl.Type
 		h func(int, transport.Header, []byte)
-	}{{ctl.Revoke, f.Revoke}, {ctl.Agree, f.Agree}, {ctl.CollFail, f.CollFail}, {ctl.Port, f.Port}} {
+	}{{ctl.Revoke, f.Revoke}, {ctl.Agree, f.Agree}, {ctl.CollFail, collFail}} {
 		if x.h != nil {
 			t.MustRegister(x.t, x.h)
 		}
@@ -111,7 +123,9 @@ func (f Frames) register(t *ctl.Table) {
 // their heartbeat and failure-notice frames registered, and the hang
 // reports', the Finalize fence's and the spares' drivers made and their
 // ctl.Hang, ctl.Finalize and ctl.Spare frames registered, as are the
-// ctl.Reinit frames of the headless Reinit driver and the API's Frames.
+// ctl.Reinit frames of the headless Reinit driver, the ctl.Port frames of
+// connect/accept's port table (made at its first use: Ports) and the API's
+// Frames.
 func NewRank(c RankConfig) *Rank {
 	c.Eng.SetTransport(c.Tr)
 	r := &Rank{Proc: c.Proc, Eng: c.Eng, Tr: c.Tr, Client: c.Client, stop: c.Stop, wg: c.WG, universe: c.Universe}
@@ -130,7 +144,9 @@ func NewRank(c RankConfig) *Rank {
 	r.Ctl.MustRegister(ctl.Spare, r.onSpare)
 	r.reinit = c.Reinit
 	r.Ctl.MustRegister(ctl.Reinit, r.onReinit)
-	c.Frames.register(&r.Ctl)
+	r.ports.d = c.Ports
+	r.Ctl.MustRegister(ctl.Port, r.onPort)
+	c.Frames.register(r)
 	return r
 }
 

@@ -75,7 +75,7 @@ func TestRankDispatchSubscribeRetire(t *testing.T) {
 		t.Fatal("the early frame was not dispatched after Start")
 	}
 	// A type nobody registered is reported, not dropped silently.
-	if err := engs[1].SendControl(0, transport.Header{Tag: int32(ctl.Port)}, nil); err != nil {
+	if err := engs[1].SendControl(0, transport.Header{Tag: int32(ctl.Agree)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	select {
