@@ -278,6 +278,8 @@ func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*e
 	if run, err, ok := routeGather(c, name, send, recv, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
+	shmCand := name == "MPI_Gather" && shmUse(coll.KGather, c.size, len(send)*esizeOf[T]())
+	c.coll.shmPending = shmCand // a rejection below is published in the segment (shmReject)
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
@@ -290,6 +292,19 @@ func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*e
 	if c.rank == root && len(recv) < c.size*len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*len(send), c.size, len(send)))
+	}
+	c.coll.shmPending = false
+	if shmCand {
+		sig, dt := sigOf(coll.KGather, nil, root, len(send)), factsFor[T](ov).dt
+		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
+			var r []byte
+			if c.rank == root {
+				r = asBytes(recv[:c.size*len(send)])
+			}
+			return g.Gather(shmCall(sig, dt), asBytes(send), r, root)
+		}, func(x *coll.Set) error { return x.Gather(asBytes(send), asBytes(recv), root) }); ok {
+			return run, nil
+		}
 	}
 	x := newCx(c, name, sigOf(coll.KGather, nil, root, len(send)), factsFor[T](ov).dt)
 	return checked(x, func() error { return x.Gather(asBytes(send), asBytes(recv), root) }), nil
@@ -514,6 +529,8 @@ func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs
 	if run, err, ok := routeAllgatherv(c, name, send, recv, counts, displs, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
+	shmCand := name == "MPI_Allgatherv" && len(counts) == c.size && shmUse(coll.KAllgatherv, c.size, maxCount(counts)*esizeOf[T]())
+	c.coll.shmPending = shmCand // a rejection below is published in the segment (shmReject)
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
@@ -527,9 +544,18 @@ func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs
 	if counts[c.rank] != len(send) {
 		return nil, c.failColl(errf(ErrCount, name, c, "rank %d sends %d elements but counts[%d] is %d", c.rank, len(send), c.rank, counts[c.rank]))
 	}
+	c.coll.shmPending = false
 	dt := factsFor[T](ov).dt
 	esz := esizeOf[T]()
 	bc, bd := scaled(counts, esz), scaled(d, esz)
+	if shmCand {
+		sig := sigOf(coll.KAllgatherv, nil, 0, sum(counts))
+		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
+			return g.Allgatherv(shmCall(sig, dt), asBytes(send), asBytes(recv), bc, bd)
+		}, func(x *coll.Set) error { return x.Allgatherv(asBytes(send), asBytes(recv), bc, bd) }); ok {
+			return run, nil
+		}
+	}
 	x := newCx(c, name, sigOf(coll.KAllgatherv, nil, 0, sum(counts)), dt)
 	return checked(x, func() error { return x.Allgatherv(asBytes(send), asBytes(recv), bc, bd) }), nil
 }

@@ -19,11 +19,12 @@ import (
 
 // Shared-memory collectives (issue 28 item 3; internal/coll/shmcoll).
 //
-// The blocking Barrier, Allreduce and Allgather of an
+// The blocking Barrier, Allreduce, Allgather, Gather and Allgatherv of an
 // intracommunicator whose members all run on one host go through a segment
 // all of them map, instead of the point-to-point algorithms, when shmUse
 // says so for the call's kind, size and member count (Bcast and Reduce
-// not yet). The
+// not yet; Gatherv and Scatter(v) not: their counts are known at the root
+// only, so the members cannot agree on the steps). The
 // choice depends only on what every member agrees on: the communicator's size
 // (2..shmcoll.MaxMembers), the hosts of its members as the launcher told
 // every process, the call's kind and plain element type, the test override
@@ -101,14 +102,37 @@ type collShm struct {
 //     np <= 4 (Allreduce 8 B 0.13-0.55x, Allgather 8 B 0.10-0.49x; 1 MiB:
 //     0.53x at np 2, 0.81x at np 4, 1.31x at np 8, where every slot's two
 //     steps wait for all eight processes on two cores).
+//   - Gather (n bytes per member): only np >= 4 and 16-64 KiB (64 KiB:
+//     0.41x at np 4, 0.53x at np 8; 8 B: 1.6-29x slower at np 2-8, 1 MiB
+//     1.8-4.1x slower at np 2-4, as Reduce: a contributor runs at most one
+//     slot ahead of the root, where point-to-point ones run ahead on eager
+//     sends).
+//   - Allgatherv (n: the largest count in bytes): np >= 4 (0.15-0.81x at
+//     8 B, 64 KiB and 1 MiB); not np 2 (1.37-2.19x slower).
+//
+// Gather's and Allgatherv's figures: docs/benchmarks.md, the interleaved
+// run of 2026-11-29 02:10 (load 11-25, 9 and 5 launches per point).
 func shmUse(kind, np, n int) bool {
 	switch kind {
 	case coll.KBarrier:
 		return true
 	case coll.KAllreduce, coll.KAllgather:
 		return n <= 64<<10 || np <= 4
+	case coll.KGather:
+		return np >= 4 && n > 16<<10 && n <= 64<<10
+	case coll.KAllgatherv:
+		return np >= 4
 	}
 	return false
+}
+
+// maxCount is the largest of counts (0 for none).
+func maxCount(counts []int) int {
+	m := 0
+	for _, n := range counts {
+		m = max(m, n)
+	}
+	return m
 }
 
 // shmRun prepares the call op (signature sig, element type dt) on c

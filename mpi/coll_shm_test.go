@@ -17,8 +17,9 @@ import (
 )
 
 // Shared-memory collectives (coll_shm.go): every rank of Run shares one
-// host, so the blocking Barrier, Bcast, Reduce, Allreduce and Allgather of
-// CommWorld go through its segment; results against a sequential
+// host, so the blocking Barrier, Bcast, Reduce, Allreduce, Allgather,
+// Gather and Allgatherv of CommWorld go through its segment (as mpi.shmUse
+// chooses); results against a sequential
 // reference for every np, operation, type and root, the path counted, a
 // member killed at every point ending the survivors' calls with
 // ErrProcFailed, a revocation with ErrRevoked, no mapping left after Free.
@@ -30,9 +31,9 @@ func shmNPs() []int {
 	return []int{2, 3, 4, 5, 6, 7, 8}
 }
 
-// shmSizes are element counts: small, across the one-step switch (4 KiB)
-// and across a 64 KiB slot.
-func shmSizes(esize int) []int { return []int{0, 1, 7, 4096/esize + 1, 65536/esize + 3} }
+// shmSizes are element counts: small, across the one-step switch (4 KiB),
+// 32 KiB (Gather takes the segment at np >= 4) and across a 64 KiB slot.
+func shmSizes(esize int) []int { return []int{0, 1, 7, 4096/esize + 1, 32768 / esize, 65536/esize + 3} }
 
 func shmVal(r, i int) int { return (r*7+i*3)%11 + 1 }
 
@@ -106,6 +107,47 @@ func checkShmTyped[T int32 | int64 | float64](c *mpi.Comm, name string) error {
 				return fmt.Errorf("%s allgather n=%d block %d differs", name, n, j)
 			}
 		}
+		for _, root := range slices.Compact([]int{0, p / 2, p - 1}) {
+			for _, inPlace := range []bool{false, true} {
+				got := make([]T, p*n)
+				send := in(r)
+				if r == root && inPlace {
+					copy(got[r*n:], send)
+					send = got[r*n : (r+1)*n]
+				}
+				if err := mpi.Gather(c, send, got, root); err != nil {
+					return err
+				}
+				for j := range p {
+					if r == root && !slices.Equal(got[j*n:(j+1)*n], in(j)) {
+						return fmt.Errorf("%s gather n=%d root %d in place %v: block %d differs", name, n, root, inPlace, j)
+					}
+				}
+			}
+		}
+		// Uneven counts (0..n), blocks in reverse rank order with gaps.
+		counts, displs := make([]int, p), make([]int, p)
+		at := 1
+		for j := p - 1; j >= 0; j-- {
+			counts[j], displs[j] = (7*j+n)%(n+1), at
+			at += counts[j] + 1
+		}
+		for _, inPlace := range []bool{false, true} {
+			got := make([]T, at)
+			send := in(r)[:counts[r]]
+			if inPlace {
+				copy(got[displs[r]:], send)
+				send = got[displs[r] : displs[r]+counts[r]]
+			}
+			if err := mpi.Allgatherv(c, send, got, counts, displs); err != nil {
+				return err
+			}
+			for j := range p {
+				if !slices.Equal(got[displs[j]:displs[j]+counts[j]], in(j)[:counts[j]]) {
+					return fmt.Errorf("%s allgatherv counts %v in place %v: block %d differs", name, counts, inPlace, j)
+				}
+			}
+		}
 	}
 	return c.Barrier()
 }
@@ -130,6 +172,50 @@ func TestShmCollectivesResults(t *testing.T) {
 	}
 }
 
+// Gather and Allgatherv take the segment where mpi.shmUse measured it
+// faster: Gather at np >= 4 from 16 to 64 KiB, Allgatherv at np >= 4.
+func TestShmGatherAllgathervChoice(t *testing.T) {
+	for _, np := range []int{2, 4} {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			run(t, np, func(w *mpi.World, c *mpi.Comm) error {
+				if err := c.Barrier(); err != nil { // sets the segment up
+					return err
+				}
+				for _, k := range []struct {
+					name string
+					call func() error
+					seg  bool
+				}{
+					{"gather 8 B", func() error { return mpi.Gather(c, []int64{1}, make([]int64, np), 0) }, false},
+					{"gather 32 KiB", func() error { return mpi.Gather(c, make([]int64, 4096), make([]int64, np*4096), 0) }, np >= 4},
+					{"gather 128 KiB", func() error { return mpi.Gather(c, make([]int64, 16384), make([]int64, np*16384), 0) }, false},
+					{"allgatherv", func() error {
+						return mpi.Allgatherv(c, make([]int64, c.Rank()), make([]int64, np*(np-1)/2), seqCounts(np), nil)
+					}, np >= 4},
+				} {
+					before := mpi.ShmCallsForTest(c)
+					if err := k.call(); err != nil {
+						return fmt.Errorf("%s: %v", k.name, err)
+					}
+					if got := mpi.ShmCallsForTest(c) - before; got != map[bool]uint64{false: 0, true: 1}[k.seg] {
+						return fmt.Errorf("np %d %s: %d calls through the segment, want it %v", np, k.name, got, k.seg)
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// seqCounts is 0, 1, ..., n-1.
+func seqCounts(n int) []int {
+	c := make([]int, n)
+	for i := range c {
+		c[i] = i
+	}
+	return c
+}
+
 // The nonblocking forms and a communicator of one rank keep the
 // point-to-point algorithms.
 func TestShmNotForNonblockingOrSelf(t *testing.T) {
@@ -151,8 +237,8 @@ func TestShmNotForNonblockingOrSelf(t *testing.T) {
 	})
 }
 
-// A rank killed at each point of the shared-memory Barrier and Allreduce
-// (one step, and two per slot): every survivor's call, or if the victim had
+// A rank killed at each point of the shared-memory Barrier, Allreduce
+// (one step, and two per slot), Gather and Allgatherv (several slots): every survivor's call, or if the victim had
 // already published its part, the survivor's next Barrier, fails with
 // ErrProcFailed (run's deadline: never a hang).
 func TestShmMemberKilledAtEveryPoint(t *testing.T) {
@@ -167,8 +253,15 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 		"allreduce-big": func(c *mpi.Comm) error {
 			return mpi.Allreduce(c, make([]int64, big), make([]int64, big), mpi.Sum)
 		},
+		"gather": func(c *mpi.Comm) error { // root 2: a victim at every point of both sides; 32 KB: the segment (mpi.shmUse)
+			return mpi.Gather(c, make([]int64, 4096), make([]int64, np*4096), 2)
+		},
+		"allgatherv": func(c *mpi.Comm) error {
+			counts := []int{big, 1, 0, big / 2}
+			return mpi.Allgatherv(c, make([]int64, counts[c.Rank()]), make([]int64, big+1+big/2), counts, nil)
+		},
 	}
-	for _, name := range []string{"barrier", "allreduce", "allreduce-big"} {
+	for _, name := range []string{"barrier", "allreduce", "allreduce-big", "gather", "allgatherv"} {
 		kind := strings.TrimSuffix(name, "-big")
 		for _, point := range []string{"enter", "published", "read"} {
 			for _, victim := range []int{0, 2} {
@@ -274,7 +367,7 @@ func TestShmFreeUnmaps(t *testing.T) {
 
 // A rank that rejects its own arguments of a call the others make through
 // the segment: they fail with its reason instead of waiting for it, and a
-// rejected call that would not have taken the segment (Gather) leaves the
+// rejected call that would not have taken the segment (Gatherv) leaves the
 // segment in use for the next Allreduce.
 func TestShmRejectedCall(t *testing.T) {
 	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
@@ -289,12 +382,13 @@ func TestShmRejectedCall(t *testing.T) {
 			return err
 		}
 		var g []int32
+		counts := []int{1, 1, 1}
 		if c.Rank() == 0 {
-			g = make([]int32, 2) // too short: the root rejects its Gather
+			g = make([]int32, 2) // too short: the root rejects its Gatherv
 		}
 		// (The others' sends may complete before the release arrives.)
-		if err := mpi.Gather(c, []int32{1}, g, 0); !errors.Is(err, mpi.ErrTruncate) && (c.Rank() == 0 || err != nil) {
-			return fmt.Errorf("rank %d gather: %v, want ErrTruncate", c.Rank(), err)
+		if err := mpi.Gatherv(c, []int32{1}, g, counts, nil, 0); !errors.Is(err, mpi.ErrTruncate) && (c.Rank() == 0 || err != nil) {
+			return fmt.Errorf("rank %d gatherv: %v, want ErrTruncate", c.Rank(), err)
 		}
 		before := mpi.ShmCallsForTest(c)
 		if err := sum(); err != nil {

@@ -18,6 +18,8 @@ import (
 //	allreduce  size/8 float64s summed (at least 1)
 //	allgather  every rank contributes size bytes; each receives np*size
 //	alltoall   every rank sends size bytes to every rank
+//	gather     every rank sends size bytes to root 0 (-bench coll only)
+//	allgatherv rank i contributes (i+1)*size/np bytes (-bench coll only)
 //
 // Sizes 8 B, 64 KiB, 1 MiB restricted to [-min, -max]. 2 warm-up calls,
 // one timed calibration call whose maximum over ranks fixes the iteration
@@ -56,6 +58,19 @@ func runCollOp(c *mpi.Comm, b *collBufs, op string, size int) error {
 		return mpi.Allgather(c, b.sbuf[:size], b.rbuf[:c.Size()*size])
 	case "alltoall":
 		return mpi.Alltoall(c, b.sbuf[:c.Size()*size], b.rbuf[:c.Size()*size])
+	case "gather":
+		return mpi.Gather(c, b.sbuf[:size], b.rbuf[:c.Size()*size], 0)
+	case "allgatherv":
+		// Uneven: rank i contributes (i+1)*size/np bytes (the last size).
+		np := c.Size()
+		counts, displs := make([]int, np), make([]int, np)
+		at := 0
+		for i := range np {
+			counts[i], displs[i] = (i+1)*size/np, at
+			at += counts[i]
+		}
+		me := c.Rank()
+		return mpi.Allgatherv(c, b.sbuf[:counts[me]], b.rbuf[:at], counts, displs)
 	}
 	return fmt.Errorf("unknown collective %q", op)
 }
@@ -117,7 +132,7 @@ func (b *bench) coll(budget time.Duration) {
 		}
 	}
 	bufs := newCollBufs(c.Size(), maxSize)
-	for _, op := range collOps {
+	for _, op := range append(slices.Clone(collOps), "gather", "allgatherv") {
 		for i, size := range sizes {
 			if op == "barrier" {
 				if i > 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,14 @@ func TestProcessesResults(t *testing.T) {
 		if _, err := fmt.Sscanf(lastResult(r.Stdout), "result: ok calls=%d", &calls); err != nil || r.Code != 0 {
 			t.Fatalf("np %d: exit %d, %q\nstderr:\n%s", np, r.Code, r.Stdout, r.Stderr)
 		}
-		if want := 3 * 3; calls != want { // Allreduce, Allgather, Barrier through the segment (mpi.shmUse), not Bcast and Reduce
+		// Allreduce, Allgather and Barrier at each of 3 sizes through the
+		// segment (mpi.shmUse), not Bcast and Reduce; at np >= 4 also the
+		// 3 Allgathervs and the np Gathers of 40 KB.
+		want := 3 * 3
+		if np >= 4 {
+			want += 3 + np
+		}
+		if calls != want {
 			t.Fatalf("np %d: %d calls through the shared segment, want %d", np, calls, want)
 		}
 	}
@@ -72,31 +80,72 @@ func lastResult(out string) string {
 	return last
 }
 
+// crashRuns is how many times each crash case runs: 1, or
+// FTMPI_SHM_CRASH_RUNS (issue 28's 200 of 200; minutes, not for CI).
+func crashRuns(t *testing.T) int {
+	v := os.Getenv("FTMPI_SHM_CRASH_RUNS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("FTMPI_SHM_CRASH_RUNS=%q: want a positive number", v)
+	}
+	return n
+}
+
 func TestProcessesMemberKilledAtEveryPoint(t *testing.T) {
 	run, prog := bins(t)
 	const np, victim = 4, 2
+	const jobLimit = 60 * time.Second // the launcher's --timeout: a run that reaches it hung
+	runs := crashRuns(t)
+	start := time.Now()
+	var total, failed, hung int
 	for _, c := range [][2]string{
 		{"barrier", "enter"}, {"barrier", "published"},
 		{"allreduce", "enter"}, {"allreduce", "published"}, {"allreduce", "read"},
+		{"gather", "enter"}, {"gather", "published"}, {"gather", "read"},
+		{"allgatherv", "enter"}, {"allgatherv", "published"}, {"allgatherv", "read"},
 	} {
 		t.Run(c[0]+"/"+c[1], func(t *testing.T) {
-			stall := fmt.Sprintf("shmstall %s %s", c[0], c[1])
-			r := jobtest.Run(t, 90*time.Second, nil, run, "-n", fmt.Sprint(np), "--timeout", "60s", "--on-failure", "continue",
-				"--inject", fmt.Sprintf("kill:rank=%d,on=%s", victim, stall), prog, "kill", c[0], c[1], fmt.Sprint(victim))
-			if !strings.Contains(r.Stdout, stall) {
-				t.Fatalf("the victim did not stop at %s: exit %d\nstdout:\n%s\nstderr:\n%s", c, r.Code, r.Stdout, r.Stderr)
-			}
-			for rank := range np {
-				if rank == victim {
+			caseFailed, caseHung := 0, 0
+			for i := range runs {
+				stall := fmt.Sprintf("shmstall %s %s", c[0], c[1])
+				r := jobtest.Run(t, jobLimit+30*time.Second, nil, run, "-n", fmt.Sprint(np), "--timeout", fmt.Sprint(jobLimit), "--on-failure", "continue",
+					"--inject", fmt.Sprintf("kill:rank=%d,on=%s", victim, stall), prog, "kill", c[0], c[1], fmt.Sprint(victim))
+				var problems []string
+				if !strings.Contains(r.Stdout, stall) {
+					problems = append(problems, "the victim did not stop at "+stall)
+				}
+				for rank := range np {
+					if rank == victim {
+						continue
+					}
+					if want := fmt.Sprintf("result: rank %d procfailed=true", rank); !strings.Contains(r.Stdout, want) {
+						problems = append(problems, "no "+want)
+					}
+				}
+				if strings.Contains(r.Stdout, fmt.Sprintf("result: rank %d", victim)) {
+					problems = append(problems, "the victim finished")
+				}
+				if len(problems) == 0 {
 					continue
 				}
-				if want := fmt.Sprintf("result: rank %d procfailed=true", rank); !strings.Contains(r.Stdout, want) {
-					t.Errorf("no %q: exit %d\nstdout:\n%s\nstderr:\n%s", want, r.Code, r.Stdout, r.Stderr)
+				caseFailed++
+				if r.Elapsed >= jobLimit {
+					caseHung++
+				}
+				if caseFailed <= 3 {
+					t.Errorf("run %d: %s: exit %d after %v\nstdout:\n%s\nstderr:\n%s", i, strings.Join(problems, "; "), r.Code, r.Elapsed, r.Stdout, r.Stderr)
 				}
 			}
-			if strings.Contains(r.Stdout, fmt.Sprintf("result: rank %d", victim)) {
-				t.Errorf("the victim finished:\n%s", r.Stdout)
+			total, failed, hung = total+runs, failed+caseFailed, hung+caseHung
+			if runs > 1 {
+				t.Logf("%s at %s: %d runs, %d failed, %d of them hung", c[0], c[1], runs, caseFailed, caseHung)
 			}
 		})
+	}
+	if runs > 1 {
+		t.Logf("shm crash runs (processes, SIGKILL): %d runs, %d failed, %d hung, %v", total, failed, hung, time.Since(start).Round(time.Second))
 	}
 }

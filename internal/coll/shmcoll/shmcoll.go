@@ -1,7 +1,8 @@
 // Package shmcoll is the shared-memory form of the collectives for a
 // communicator whose members all run on one host (issue 28 item 3):
-// Barrier, Bcast, Reduce, Allreduce and Allgather through one segment that
-// every member maps (a Group is one member's view of it). Each member owns
+// Barrier, Bcast, Reduce, Allreduce, Allgather, Gather and Allgatherv
+// through one segment that every member maps (a Group is one member's
+// view of it). Each member owns
 // one control line (its step counters and the signature of its current
 // call, written only by it and read by the others) and two data slots
 // (written only by it); a step is "copy into my slot, publish my step
@@ -135,7 +136,7 @@ func (e *MismatchError) Error() string {
 
 // Hook, when set (tests only, before any call), runs at each named point
 // of a call (kind: "barrier", "bcast", "reduce", "allreduce",
-// "allgather"; point: "enter", "published", "read") with the member's
+// "allgather", "gather", "allgatherv"; point: "enter", "published", "read") with the member's
 // index; a non-nil error ends the call at once with it, publishing
 // nothing more (a crash test's victim stops there). It has no MPI
 // counterpart.
@@ -625,6 +626,111 @@ func (g *Group) Allgather(c Call, send, recv []byte) error {
 				return err
 			}
 			copy(recv[j*b+off:j*b+off+L], g.slots[j][s&1][:L])
+		}
+		g.finish(s)
+	}
+	return nil
+}
+
+// Gather copies send (the same length b at every member) of every member
+// i into recv[i*b:(i+1)*b] at member root (MPI_Gather over the segment),
+// a slot at a time: each contributor writes its slot once the root read
+// the one of two steps before, the root reads every slot; recv is used at
+// root only, where send may be root's block of it.
+func (g *Group) Gather(c Call, send, recv []byte, root int) error {
+	g.Calls.Add(1)
+	if err := g.hook("gather", "enter"); err != nil {
+		return err
+	}
+	b := len(send)
+	if g.Me == root {
+		copy(recv[root*b:(root+1)*b], send)
+	}
+	for off := 0; off < b; off += g.chunk {
+		L := min(g.chunk, b-off)
+		s := g.step + 1
+		g.step = s
+		if g.Me != root {
+			if err := g.waitDone(root, s-2); err != nil { // only the root reads this slot
+				return err
+			}
+			copy(g.slots[g.Me][s&1], send[off:off+L])
+			raceRelease()
+			g.done[g.Me].Store(s) // a contributor reads nothing
+			g.publish(c, s)
+			if err := g.hook("gather", "published"); err != nil {
+				return err
+			}
+			continue
+		}
+		g.publish(c, s) // nothing written: the step and the call, for the others' checks
+		if err := g.hook("gather", "published"); err != nil {
+			return err
+		}
+		for j := range g.N {
+			if j == g.Me {
+				continue
+			}
+			if err := g.waitReady(c, j, s); err != nil {
+				return err
+			}
+			copy(recv[j*b+off:j*b+off+L], g.slots[j][s&1][:L])
+		}
+		if err := g.hook("gather", "read"); err != nil {
+			return err
+		}
+		g.finish(s)
+	}
+	return nil
+}
+
+// Allgatherv copies send (counts[i] bytes at member i, len(send) ==
+// counts[Me]) of every member i into recv[displs[i]:displs[i]+counts[i]]
+// of every member (MPI_Allgatherv over the segment), as many steps as the
+// largest count needs slots; send may be this member's block of recv.
+// counts and displs must be the same at every member and fit recv.
+func (g *Group) Allgatherv(c Call, send, recv []byte, counts, displs []int) error {
+	g.Calls.Add(1)
+	if err := g.hook("allgatherv", "enter"); err != nil {
+		return err
+	}
+	if len(counts) != g.N || len(displs) != g.N || len(send) != counts[g.Me] {
+		g.Reject() // the others' waits end (package mpi checks the arguments first)
+		return fmt.Errorf("shmcoll: allgatherv of %d counts and %d displacements over %d members, %d bytes sent",
+			len(counts), len(displs), g.N, len(send))
+	}
+	most := 0
+	for _, n := range counts {
+		most = max(most, n)
+	}
+	copy(recv[displs[g.Me]:displs[g.Me]+counts[g.Me]], send)
+	for off := 0; off < most; off += g.chunk {
+		s := g.step + 1
+		g.step = s
+		if err := g.beforeWrite(s); err != nil {
+			return err
+		}
+		if off < len(send) {
+			copy(g.slots[g.Me][s&1], send[off:min(off+g.chunk, len(send))])
+		}
+		g.publish(c, s)
+		if err := g.hook("allgatherv", "published"); err != nil {
+			return err
+		}
+		for j := range g.N {
+			if j == g.Me {
+				continue
+			}
+			if err := g.waitReady(c, j, s); err != nil {
+				return err
+			}
+			if off < counts[j] {
+				L := min(g.chunk, counts[j]-off)
+				copy(recv[displs[j]+off:displs[j]+off+L], g.slots[j][s&1][:L])
+			}
+		}
+		if err := g.hook("allgatherv", "read"); err != nil {
+			return err
 		}
 		g.finish(s)
 	}

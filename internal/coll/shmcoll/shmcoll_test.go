@@ -180,6 +180,61 @@ func TestCollectives(t *testing.T) {
 						})
 						check(t, errs)
 					}
+					for _, root := range []int{0, n - 1, n / 2} {
+						for _, inPlace := range []bool{false, true} {
+							errs := each(t, gs, func(g *Group) error {
+								b := 8 * elems
+								recv := make([]byte, b*n)
+								send := input(g.Me, elems)
+								if g.Me == root && inPlace {
+									copy(recv[root*b:], send)
+									send = recv[root*b : (root+1)*b]
+								}
+								if g.Me != root {
+									recv = nil // not used
+								}
+								if err := g.Gather(c, send, recv, root); err != nil {
+									return err
+								}
+								for j := range n {
+									if g.Me == root && !bytes.Equal(recv[j*b:(j+1)*b], input(j, elems)) {
+										return fmt.Errorf("gather of %d elements to %d (in place %v): block %d differs", elems, root, inPlace, j)
+									}
+								}
+								return nil
+							})
+							check(t, errs)
+						}
+					}
+					for _, inPlace := range []bool{false, true} {
+						// Uneven counts: member i sends (i*elems)%(elems+3) elements,
+						// blocks in reverse member order with a gap of one element.
+						counts, displs := make([]int, n), make([]int, n)
+						at := 8
+						for i := n - 1; i >= 0; i-- {
+							counts[i] = 8 * ((i*elems + i) % (elems + 3))
+							displs[i] = at
+							at += counts[i] + 8
+						}
+						errs := each(t, gs, func(g *Group) error {
+							recv := make([]byte, at)
+							send := input(g.Me, counts[g.Me]/8)
+							if inPlace {
+								copy(recv[displs[g.Me]:], send)
+								send = recv[displs[g.Me] : displs[g.Me]+counts[g.Me]]
+							}
+							if err := g.Allgatherv(c, send, recv, counts, displs); err != nil {
+								return err
+							}
+							for j := range n {
+								if !bytes.Equal(recv[displs[j]:displs[j]+counts[j]], input(j, counts[j]/8)) {
+									return fmt.Errorf("allgatherv of counts %v (in place %v): member %d's block %d differs", counts, inPlace, g.Me, j)
+								}
+							}
+							return nil
+						})
+						check(t, errs)
+					}
 					errs := each(t, gs, func(g *Group) error {
 						recv := make([]byte, 8*elems*n)
 						if err := g.Allgather(c, input(g.Me, elems), recv); err != nil {
@@ -225,6 +280,11 @@ func TestMemberStopsAtEveryPoint(t *testing.T) {
 		},
 		"reduce":    func(g *Group) error { return g.Reduce(Call{Sig: 5}, input(g.Me, 1), make([]byte, 8), 1, 8, sum) },
 		"allgather": func(g *Group) error { return g.Allgather(Call{Sig: 6}, input(g.Me, 1), make([]byte, 8*n)) },
+		"gather":    func(g *Group) error { return g.Gather(Call{Sig: 7}, input(g.Me, big), make([]byte, 8*big*n), 1) },
+		"allgatherv": func(g *Group) error {
+			counts, displs := []int{8, 0, 8 * big, 16}, []int{0, 8, 8, 8 + 8*big}
+			return g.Allgatherv(Call{Sig: 8}, input(g.Me, counts[g.Me]/8), make([]byte, 24+8*big), counts, displs)
+		},
 	}
 	for name, call := range calls {
 		kind := name

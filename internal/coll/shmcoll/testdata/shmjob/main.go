@@ -69,6 +69,18 @@ func main() {
 		err = mpi.Allreduce(c, make([]float64, 20000), make([]float64, 20000), mpi.Sum)
 	case "bcast":
 		err = mpi.Bcast(c, make([]int64, 20000), 0)
+	case "gather": // root 0, or the victim itself at the root's "read"
+		root := 0
+		if point == "read" {
+			root = victim
+		}
+		err = mpi.Gather(c, make([]int64, 3000), make([]int64, 3000*p), root) // 24 KB: the segment at np >= 4 (mpi.shmUse)
+	case "allgatherv":
+		counts, displs := make([]int, p), make([]int, p)
+		for i := range p {
+			counts[i], displs[i] = 1000*(i+1), 1000*i*(i+1)/2
+		}
+		err = mpi.Allgatherv(c, make([]int64, counts[r]), make([]int64, 1000*p*(p+1)/2), counts, displs)
 	}
 	if err == nil {
 		err = c.Barrier() // the victim may have published its part
@@ -126,6 +138,33 @@ func results(c *mpi.Comm) error {
 		for j := range p {
 			if !slices.Equal(all[j*n:(j+1)*n], in(j)) {
 				return fmt.Errorf("allgather of %d: block %d differs", n, j)
+			}
+		}
+		for root := range p {
+			got := make([]int64, n*p)
+			if err := mpi.Gather(c, in(r), got, root); err != nil {
+				return err
+			}
+			for j := range p {
+				if r == root && !slices.Equal(got[j*n:(j+1)*n], in(j)) {
+					return fmt.Errorf("gather of %d to %d: block %d differs", n, root, j)
+				}
+			}
+		}
+		// Uneven: rank j contributes (7j+n) mod (n+1) elements (0..n), packed.
+		counts, displs := make([]int, p), make([]int, p)
+		at := 0
+		for j := range p {
+			counts[j], displs[j] = (7*j+n)%(n+1), at
+			at += counts[j]
+		}
+		allv := make([]int64, at)
+		if err := mpi.Allgatherv(c, in(r)[:counts[r]], allv, counts, displs); err != nil {
+			return err
+		}
+		for j := range p {
+			if !slices.Equal(allv[displs[j]:displs[j]+counts[j]], in(j)[:counts[j]]) {
+				return fmt.Errorf("allgatherv of counts %v: block %d differs", counts, j)
 			}
 		}
 		if err := c.Barrier(); err != nil {
