@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -238,7 +239,8 @@ func TestShmNotForNonblockingOrSelf(t *testing.T) {
 }
 
 // A rank killed at each point of the shared-memory Barrier, Allreduce
-// (one step, and two per slot), Gather and Allgatherv (several slots): every survivor's call, or if the victim had
+// (one step, and two per slot), Allgather, Gather and Allgatherv (several
+// slots); FTMPI_SHM_CRASH_RUNS repeats each case: every survivor's call, or if the victim had
 // already published its part, the survivor's next Barrier, fails with
 // ErrProcFailed (run's deadline: never a hang).
 func TestShmMemberKilledAtEveryPoint(t *testing.T) {
@@ -253,6 +255,9 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 		"allreduce-big": func(c *mpi.Comm) error {
 			return mpi.Allreduce(c, make([]int64, big), make([]int64, big), mpi.Sum)
 		},
+		"allgather": func(c *mpi.Comm) error {
+			return mpi.Allgather(c, make([]int64, 10000), make([]int64, np*10000)) // two slots
+		},
 		"gather": func(c *mpi.Comm) error { // root 2: a victim at every point of both sides; 32 KB: the segment (mpi.shmUse)
 			return mpi.Gather(c, make([]int64, 4096), make([]int64, np*4096), 2)
 		},
@@ -261,40 +266,69 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 			return mpi.Allgatherv(c, make([]int64, counts[c.Rank()]), make([]int64, big+1+big/2), counts, nil)
 		},
 	}
-	for _, name := range []string{"barrier", "allreduce", "allreduce-big", "gather", "allgatherv"} {
+	runs, start := shmCrashRuns(t), time.Now()
+	var total, failed int
+	for _, name := range []string{"barrier", "allreduce", "allreduce-big", "allgather", "gather", "allgatherv"} {
 		kind := strings.TrimSuffix(name, "-big")
 		for _, point := range []string{"enter", "published", "read"} {
 			for _, victim := range []int{0, 2} {
 				t.Run(fmt.Sprintf("%s/%s/victim%d", name, point, victim), func(t *testing.T) {
 					var kill [np]func()
+					var armed [np]bool // the victim's own goroutine sets and reads its flag
 					shmcoll.Hook = func(me int, k, p string) error {
-						if me == victim && k == kind && p == point {
+						if me == victim && armed[me] && k == kind && p == point {
 							kill[me]() // does not return
 						}
 						return nil
 					}
-					run(t, np, func(w *mpi.World, c *mpi.Comm) error {
-						kill[c.Rank()] = w.Kill
-						if err := mpi.Allgather(c, []int32{1}, make([]int32, np)); err != nil { // sets the segment up
-							return err
+					for i := range runs {
+						err := runErr(t, np, func(w *mpi.World, c *mpi.Comm) error {
+							kill[c.Rank()] = w.Kill
+							armed[c.Rank()] = false
+							if err := mpi.Allgather(c, []int32{1}, make([]int32, np)); err != nil { // sets the segment up
+								return err
+							}
+							armed[c.Rank()] = true // not in the set-up's Allgather
+							err := calls[name](c)
+							if err == nil {
+								err = c.Barrier()
+							}
+							if err == nil && mpi.ShmCallsForTest(c) >= 3 {
+								return nil // the victim's call has no such point
+							}
+							if !errors.Is(err, mpi.ErrProcFailed) {
+								return fmt.Errorf("rank %d: %v, want ErrProcFailed", c.Rank(), err)
+							}
+							return nil
+						})
+						if err != nil {
+							failed++
+							t.Errorf("run %d: %v", i, err)
 						}
-						err := calls[name](c)
-						if err == nil {
-							err = c.Barrier()
-						}
-						if err == nil && mpi.ShmCallsForTest(c) >= 3 {
-							return nil // the victim's call has no such point
-						}
-						if !errors.Is(err, mpi.ErrProcFailed) {
-							return fmt.Errorf("rank %d: %v, want ErrProcFailed", c.Rank(), err)
-						}
-						return nil
-					})
+						total++
+					}
 					shmcoll.Hook = nil
 				})
 			}
 		}
 	}
+	if runs > 1 {
+		t.Logf("shm crash runs (in process, World.Kill): %d runs, %d failed, %v", total, failed, time.Since(start).Round(time.Second))
+	}
+}
+
+// shmCrashRuns is how many times each crash case runs: 1, or
+// FTMPI_SHM_CRASH_RUNS (issue 28's 200 of 200; minutes, not for CI).
+func shmCrashRuns(t *testing.T) int {
+	v := os.Getenv("FTMPI_SHM_CRASH_RUNS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("FTMPI_SHM_CRASH_RUNS=%q: want a positive number", v)
+	}
+	return n
 }
 
 // A revoked communicator: every rank's shared-memory Barrier fails with

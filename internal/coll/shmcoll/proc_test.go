@@ -104,6 +104,7 @@ func TestProcessesMemberKilledAtEveryPoint(t *testing.T) {
 	for _, c := range [][2]string{
 		{"barrier", "enter"}, {"barrier", "published"},
 		{"allreduce", "enter"}, {"allreduce", "published"}, {"allreduce", "read"},
+		{"allgather", "enter"}, {"allgather", "published"},
 		{"gather", "enter"}, {"gather", "published"}, {"gather", "read"},
 		{"allgatherv", "enter"}, {"allgatherv", "published"}, {"allgatherv", "read"},
 	} {

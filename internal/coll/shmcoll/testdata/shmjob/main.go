@@ -20,6 +20,7 @@ import (
 
 func main() {
 	var calls atomic.Int64
+	var armed atomic.Bool
 	var kind, point string
 	victim := -1
 	if len(os.Args) == 5 && os.Args[1] == "kill" {
@@ -33,7 +34,7 @@ func main() {
 		if p == "enter" {
 			calls.Add(1)
 		}
-		if me == victim && k == kind && p == point {
+		if me == victim && armed.Load() && k == kind && p == point {
 			fmt.Printf("shmstall %s %s\n", k, p)
 			select {} // until the launcher kills this process
 		}
@@ -62,6 +63,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	armed.Store(true) // the victim stops in the call below, not in the set-up's Allgather
 	switch kind {
 	case "barrier":
 		err = c.Barrier()
@@ -69,6 +71,8 @@ func main() {
 		err = mpi.Allreduce(c, make([]float64, 20000), make([]float64, 20000), mpi.Sum)
 	case "bcast":
 		err = mpi.Bcast(c, make([]int64, 20000), 0)
+	case "allgather":
+		err = mpi.Allgather(c, make([]int64, 10000), make([]int64, 10000*p)) // 80 KB: two slots
 	case "gather": // root 0, or the victim itself at the root's "read"
 		root := 0
 		if point == "read" {
