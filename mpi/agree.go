@@ -193,9 +193,14 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	// unacknowledged failures").
 	missing := contrib.Missing(f.procs.Len()).Members() // (not a look at every member)
 	for _, i := range missing {
-		if p := f.procs.At(i); !c.w.eng.IsLost(p) {
+		p := f.procs.At(i)
+		if !c.w.eng.IsLost(p) {
 			c.w.eng.FailPeer(p, fmt.Errorf("rank %d failed (excluded from an agreement)", p))
 		}
+		// Known here from now on (FailureAck, GetFailed), even while the
+		// lost hook that records it is still running, as for an
+		// operation that returns ErrProcFailed (recordFailure).
+		c.w.recordFailure(p)
 	}
 	for _, i := range missing {
 		if !val.Inter.Has(i) {
