@@ -430,12 +430,33 @@ func (c *Client) deadErr() error {
 
 // Exchange publishes self and returns the endpoints of every process id
 // below Universe, indexed by process id (the rank, unless this world was
-// spawned), a put + fence + get, PMI-style. It returns when every
+// spawned), a put + fence + get, PMI-style: ExchangeTable with every
+// entry decoded. It returns when every
 // rank has called Exchange (or is gone). If some ranks died before
 // publishing, the error is a *FailedError and the returned slice holds
 // the endpoints of the others (the missing entries have nil Addrs). If the
 // launcher goes away or tears the job down the error is ErrLost.
 func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
+	t, err := c.ExchangeTable(self)
+	var fe *FailedError
+	if err != nil && !errors.As(err, &fe) {
+		return nil, err
+	}
+	eps, derr := t.All()
+	if derr != nil {
+		return nil, derr
+	}
+	return eps, err
+}
+
+// ExchangeTable is Exchange with the launcher's table kept as it came
+// (each endpoint in its wire form): an entry is decoded when it is first
+// asked for (PeerTable.Get), so a process that talks to d of n peers
+// decodes d endpoints, not n (issue 24 item 2). The entry of a process
+// that published nothing is an Endpoint with nil Addrs; a malformed entry
+// is an error of its Get. The error is a *FailedError (with the table)
+// when ranks of this world died before publishing, as Exchange's.
+func (c *Client) ExchangeTable(self Endpoint) (*PeerTable, error) {
 	self.Rank = c.info.Proc
 	c.fillHost(&self)
 	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpFence, Rank: c.info.Rank, KV: map[string]string{ctlwire.EndpointKey(c.info.Proc): encodeEndpoint(self)}})
@@ -444,28 +465,36 @@ func (c *Client) Exchange(self Endpoint) ([]Endpoint, error) {
 	}
 	// Every process id of the universe: this world's members and, for a
 	// spawned world, the parents.
-	eps := make([]Endpoint, c.info.Universe)
+	kv := reply.KV
+	t := newClientTable(c.info.Universe, kv)
 	base := c.info.Proc - c.info.Rank
 	var missing []int
-	for p := range eps {
-		eps[p] = Endpoint{Rank: p}
-		v, ok := reply.KV[ctlwire.EndpointKey(p)]
-		if !ok {
-			if p >= base && p < base+c.info.Size {
-				missing = append(missing, p)
-			}
-			continue
+	for p := base; p < base+c.info.Size && p < c.info.Universe; p++ {
+		if _, ok := kv[ctlwire.EndpointKey(p)]; !ok {
+			missing = append(missing, p)
 		}
-		if err := decodeEndpoint(v, &eps[p]); err != nil {
-			return nil, fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
-		}
-		eps[p].Rank = p
 	}
 	if len(missing) > 0 {
 		sort.Ints(missing)
-		return eps, &FailedError{Ranks: missing}
+		return t, &FailedError{Ranks: missing}
 	}
-	return eps, nil
+	return t, nil
+}
+
+// newClientTable is the table of n process ids read from the launcher's
+// fence reply kv, each entry decoded on its first Get.
+func newClientTable(n int, kv map[string]string) *PeerTable {
+	return newPeerTable(n, func(p int) (Endpoint, error) {
+		ep := Endpoint{Rank: p}
+		v, ok := kv[ctlwire.EndpointKey(p)]
+		if !ok {
+			return ep, nil
+		}
+		if err := decodeEndpoint(v, &ep); err != nil {
+			return Endpoint{}, fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
+		}
+		return ep, nil
+	})
 }
 
 // Abort asks the launcher to kill the whole job and make ftmpirun exit

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -42,6 +43,7 @@ type PMIJob struct {
 	info     Info
 	launcher string // "srun (PMI)" or "mpiexec (PMI)", for error messages
 	usr1     chan os.Signal
+	mu       sync.Mutex // one PMI request at a time: a PeerTable's gets come from any goroutine
 }
 
 // ignoreUSR1 keeps hydra's failure signal from killing the process:
@@ -211,12 +213,47 @@ func NoHeadError(op, launcher string) error {
 }
 
 // Exchange publishes self and returns every process's endpoint, by
-// process id, and the job's secret: rank 0 makes the secret and puts it
-// beside its endpoint, every process puts its endpoint, one fence, then
-// gets, then a closing fence. It fails (never hangs) when a process does
-// not reach a fence within the fence deadline or the launcher gives up on
-// the job.
+// process id, and the job's secret: Publish, then a get of every
+// endpoint (n gets: a process that does not need every peer at once uses
+// Publish's table instead), then a closing fence. It fails (never hangs)
+// when a process does not reach a fence within the fence deadline or the
+// launcher gives up on the job.
 func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
+	t, key, err := j.Publish(self)
+	if err != nil {
+		return nil, nil, err
+	}
+	eps, err := t.All()
+	if err != nil {
+		return nil, nil, err
+	}
+	// The closing fence: no process leaves the exchange before every
+	// process has its answers, so a process that fails once any process
+	// left Init has no PMI request outstanding. Hydra 4.0.2's proxy
+	// crashes when it answers a request of a process that died meanwhile
+	// (a write to the descriptor it closed), and takes the whole job down
+	// with it: a spare killed while it still read endpoints did that.
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.pc.Fence(); err != nil {
+		return nil, nil, j.fail(err)
+	}
+	return eps, key, nil
+}
+
+// Publish is the start-up exchange without its gets: rank 0 makes the
+// job's secret and puts it beside its endpoint, every process puts its
+// endpoint, one fence, then the get of the secret. It returns the secret
+// and the job's endpoint table, whose Get makes the one PMI get of a
+// peer's endpoint when that peer is first asked for (issue 24 item 2).
+// Every process of the job published before the fence ended (a process
+// that died before it fails the fence, within its deadline, as in
+// Exchange), so a later get finds the endpoint even of a peer that died
+// since; reaching it is then the transport's failure, as with Exchange's
+// table. A get after the start-up is a PMI request that may be
+// outstanding when this process dies (see Exchange's closing fence about
+// hydra). It fails (never hangs) as Exchange does.
+func (j *PMIJob) Publish(self Endpoint) (*PeerTable, *wireauth.Key, error) {
 	self.Rank = j.info.Proc
 	if self.Host == "" {
 		self.Host = j.info.Host
@@ -225,6 +262,8 @@ func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("boot: encode endpoint: %w", err)
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.info.Proc == 0 {
 		key, err := wireauth.New()
 		if err != nil {
@@ -251,30 +290,26 @@ func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 	if err != nil {
 		return nil, nil, j.fail(fmt.Errorf("the job secret of rank 0: %w", err))
 	}
-	eps := make([]Endpoint, j.info.Universe)
-	for p := range eps {
-		v, found, err := j.pc.GetLong(pmiKeyEp + strconv.Itoa(p))
-		if err != nil {
-			return nil, nil, j.fail(fmt.Errorf("no endpoint of process %d (did it end before the fence?): %w", p, err))
-		}
-		if !found {
-			return nil, nil, j.fail(fmt.Errorf("process %d published no endpoint (is it an ftmpi program?)", p))
-		}
-		if err := json.Unmarshal(v, &eps[p]); err != nil {
-			return nil, nil, j.fail(fmt.Errorf("bad endpoint of process %d: %w", p, err))
-		}
-		eps[p].Rank = p
+	return newPeerTable(j.info.Universe, j.getEndpoint), key, nil
+}
+
+// getEndpoint is the PMI get of process p's endpoint (PeerTable's fetch).
+func (j *PMIJob) getEndpoint(p int) (Endpoint, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var ep Endpoint
+	v, found, err := j.pc.GetLong(pmiKeyEp + strconv.Itoa(p))
+	if err != nil {
+		return ep, j.fail(fmt.Errorf("no endpoint of process %d (did it end before the fence?): %w", p, err))
 	}
-	// The closing fence: no process leaves the exchange before every
-	// process has its answers, so a process that fails once any process
-	// left Init has no PMI request outstanding. Hydra 4.0.2's proxy
-	// crashes when it answers a request of a process that died meanwhile
-	// (a write to the descriptor it closed), and takes the whole job down
-	// with it: a spare killed while it still read endpoints did that.
-	if err := j.pc.Fence(); err != nil {
-		return nil, nil, j.fail(err)
+	if !found {
+		return ep, j.fail(fmt.Errorf("process %d published no endpoint (is it an ftmpi program?)", p))
 	}
-	return eps, key, nil
+	if err := json.Unmarshal(v, &ep); err != nil {
+		return ep, j.fail(fmt.Errorf("bad endpoint of process %d: %w", p, err))
+	}
+	ep.Rank = p
+	return ep, nil
 }
 
 func (j *PMIJob) fail(err error) error {
@@ -284,7 +319,9 @@ func (j *PMIJob) fail(err error) error {
 // Finalize ends the PMI connection (PMI finalize: not a fence) and
 // removes the process's socket directory.
 func (j *PMIJob) Finalize() error {
+	j.mu.Lock()
 	err := j.pc.Finalize()
+	j.mu.Unlock()
 	j.RemoveDir()
 	if err != nil {
 		return fmt.Errorf("boot: finalize with %s: %w", j.launcher, err)
@@ -295,6 +332,8 @@ func (j *PMIJob) Finalize() error {
 // Abort asks the launcher to end the whole job with code.
 func (j *PMIJob) Abort(code int, reason string) error {
 	j.RemoveDir() // first: the launcher kills the process
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	return j.pc.Abort(code, reason, j.launcher == launchMPI)
 }
 
@@ -304,7 +343,9 @@ func (j *PMIJob) Abort(code int, reason string) error {
 // SIGKILLs every process of the job, and may do so before it forwarded
 // the error the process printed.
 func (j *PMIJob) Close() {
+	j.mu.Lock()
 	j.pc.FinalizeWithin(time.Second)
+	j.mu.Unlock()
 	j.RemoveDir()
 }
 
