@@ -311,8 +311,9 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
                    prints the report at any time)
   --hang-action A  after that report: abort (default; exit code 125) or report (keep waiting)
   --transport T    auto (default, or $FTMPI_TRANSPORT): shared memory between the ranks of one
-                   host, TCP to others; unix (Unix sockets on one host), tcp (TCP even on one
-                   host), or shm (shared memory, as auto)
+                   host (Unix sockets when more than 128 ranks share a core), TCP to others;
+                   unix (Unix sockets on one host), tcp (TCP even on one host), or shm (shared
+                   memory however crowded)
   --on-failure P   abort (default): kill the job when a rank fails; continue: notify survivors;
                    reinit: respawn the failed rank and roll every rank back into MPI_Reinit
   --max-restarts K with --on-failure reinit, end the job at the (K+1)th failure (default 16)

@@ -231,7 +231,7 @@ func setupLocal(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 	env0 = withHeartbeat(env0, cfg.N, cores)
 	specs := make([]hostagent.RankSpec, cfg.N)
 	for r := range specs {
-		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: cfg.Transport}
+		info := boot.Info{Job: job, Rank: r, Size: cfg.N, Control: control, Host: host, TmpDir: tmpDir, Transport: hostTransport(cfg.Transport, cfg.N, cores)}
 		info.Restart = st.restart
 		info.Spares = cfg.Spares
 		info.Reinit = cfg.OnFailure == OnFailureReinit
@@ -456,6 +456,28 @@ func withHeartbeat(env []string, ranksOnHost, cores int) []string {
 		out = append(out, rankenv.ConnectTimeout+"="+scale(defaultConnectTimeout, rankenv.MaxConnectTimeout))
 	}
 	return out
+}
+
+// shmCrowdedLoad is the number of ranks per core above which "auto"
+// (the default transport) means Unix sockets rather than shared memory on
+// the launcher's host (hostTransport).
+const shmCrowdedLoad = 128
+
+// hostTransport is the transport the ranks of a host get: transport as
+// asked, but "auto" with more than shmCrowdedLoad ranks per core is
+// "unix". So crowded, shared memory costs more than it saves (issue 24,
+// 2 cores): ftmpirun -n 500 of bench/scaleulfm started in 11-13 s over
+// shared memory and 7.7 s over Unix sockets (17.5 against 20-22 s of CPU),
+// and -n 2000 started over Unix sockets in 67 s and survived its kill but
+// had not started in 600 s over shared memory (ranks waiting in a
+// shared-memory collective: at np 64 they took 1.8 of the 2 cores). An
+// explicit "shm" keeps shared memory.
+func hostTransport(transport string, ranksOnHost, cores int) string {
+	cores = max(1, cores)
+	if transport == boot.TransportAuto && (ranksOnHost+cores-1)/cores > shmCrowdedLoad {
+		return boot.TransportUnix
+	}
+	return transport
 }
 
 // defaultConnectTimeout is the ranks' default bound on a connection's
