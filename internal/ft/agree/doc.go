@@ -78,7 +78,8 @@
 // failure costs at most re-sends along the bypassed edges, plus, when a
 // root fails, one more ballot of 4(N-1) messages.
 //
-// Early return (Config.EarlyReturn, what ftmpi runs). Phases 3 and 4 are
+// Early return (Config.EarlyReturn; built, off in ftmpi: not uniform, see
+// ftdrive.AgreeEarlyReturn). Phases 3 and 4 are
 // dropped: a process decides when it accepts a proposal, the root when it
 // proposes. Failure-free that is 2(N-1) messages in 2*ceil(log_k N) rounds
 // (TestFailureFreeCost), one wake-up per non-root process. A decided Node

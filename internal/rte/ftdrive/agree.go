@@ -24,16 +24,21 @@ const keepDecided = 16
 // 16-nomial trees (depth log16 n).
 const AgreeRadix = 16
 
-// AgreeEarlyReturn selects the agreement's two-phase variant
-// (agree.Config.EarlyReturn; the same at every process, as it must be): a
-// failure-free agreement is one Report up the tree and one Propose down,
-// on which every process decides, so each non-root process is woken once
-// per agreement instead of twice (np 8 and 16 on 2 cores: see
-// docs/benchmarks.md, "Recovery costs (issue 28 item 6)"). Every process
-// that does not fail decides the same value, which is what MPI_Comm_agree
-// promises ("all non-failed processes"); a process that decided and then
-// crashed may have decided otherwise (the four-phase variant was uniform).
-const AgreeEarlyReturn = true
+// AgreeEarlyReturn is the default of Agreements.EarlyReturn: off. The
+// two-phase variant (agree.Config.EarlyReturn) wakes each non-root process
+// once per failure-free agreement instead of twice (np 8 and 16 on 2
+// cores: Agree 0.50-0.68x; docs/benchmarks.md, "Recovery costs (issue 28
+// item 6)"), but it is not uniform: a process that decided and then
+// crashed may have decided otherwise than the survivors. MPI_Comm_validate
+// gives "the same group of failed processes to every process" (seed 003
+// 17.7.4), and a process that returns from MPI_Comm_shrink with another
+// group may send on the new communicator before it dies; with early return
+// on, the run-through example 17.8 (TestRunThroughExample17_8Exscan)
+// printed the wrong sums in 20 of 300 runs (rank 0, the root, decided,
+// returned and was killed before its proposal reached anyone), 0 of 300
+// with the uniform protocol. So every agreement stays uniform until the
+// variant can be chosen per call kind at every member.
+const AgreeEarlyReturn = false
 
 // Agreements drives the agreement instances of one communicator: the
 // protocol is the pure state machine of internal/ft/agree; this is its
@@ -44,6 +49,10 @@ const AgreeEarlyReturn = true
 type Agreements struct {
 	*Overlay
 	known func() []int
+	// EarlyReturn selects the two-phase variant for the instances created
+	// after it is set (AgreeEarlyReturn by default); every member of the
+	// communicator must use the same.
+	EarlyReturn bool
 
 	mu    sync.Mutex
 	next  uint64 // the instance the next Begin uses
@@ -80,7 +89,7 @@ func NewOverlay(eng *p2p.Engine, ctx uint32, self int, procs Procs) *Overlay {
 // known returns the process ids known failed (read when an instance is
 // created).
 func NewAgreements(ov *Overlay, known func() []int) *Agreements {
-	return &Agreements{Overlay: ov, known: known, insts: make(map[uint64]*agreeInst)}
+	return &Agreements{Overlay: ov, known: known, EarlyReturn: AgreeEarlyReturn, insts: make(map[uint64]*agreeInst)}
 }
 
 // instanceLocked returns (creating) instance seq, and the messages its
@@ -89,7 +98,7 @@ func (a *Agreements) instanceLocked(seq uint64) (*agreeInst, []agree.Msg) {
 	var msgs []agree.Msg
 	in := a.insts[seq]
 	if in == nil {
-		in = &agreeInst{node: agree.New(agree.Config{Self: a.self, N: a.procs.Len(), Instance: seq, Radix: AgreeRadix, EarlyReturn: AgreeEarlyReturn}),
+		in = &agreeInst{node: agree.New(agree.Config{Self: a.self, N: a.procs.Len(), Instance: seq, Radix: AgreeRadix, EarlyReturn: a.EarlyReturn}),
 			decided: make(chan struct{})}
 		a.insts[seq] = in
 		// Failures known before the instance existed.

@@ -2,6 +2,7 @@ package ftdrive
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,31 +143,47 @@ func TestAgreementsSurviveAFailure(t *testing.T) {
 	}
 }
 
-// A failure-free agreement is one pass up the flat tree and one down
-// (AgreeEarlyReturn): 2(n-1) frames, each non-root process receiving one;
-// the four-phase protocol sent 4(n-1). Checked over several agreements in
-// a row, so that no late frame of one is counted in the next.
-func TestAgreementsFailureFreeIsTwoPasses(t *testing.T) {
-	const n = 6
-	rs, _ := agreeJob(t, n)
-	all := []int{0, 1, 2, 3, 4, 5}
-	flags := []uint64{3, 3, 1, 3, 3, 3}
-	for round := 1; round <= 3; round++ {
-		for i, d := range run(rs, all, flags) {
-			if !d.ok || d.val.Flags != 1 || !d.contrib.Equal(agree.SetOf(all...)) {
-				t.Fatalf("round %d, process %d decided %+v", round, i, d)
+// A failure-free agreement costs 2(n-1) frames with Agreements.EarlyReturn
+// (one pass up the flat tree and one down, each non-root process
+// receiving one) and 4(n-1) with the uniform four-phase protocol, the
+// default (each non-root process receiving the proposal and the decision).
+// Checked over several agreements in a row, so that no late frame of one
+// is counted in the next.
+func TestAgreementsFailureFreeFrames(t *testing.T) {
+	for _, early := range []bool{true, false} {
+		t.Run(fmt.Sprintf("early=%v", early), func(t *testing.T) {
+			const n = 6
+			rs, _ := agreeJob(t, n)
+			if rs[0].ag.EarlyReturn != AgreeEarlyReturn {
+				t.Fatalf("a new driver's EarlyReturn is %v, want the default %v", rs[0].ag.EarlyReturn, AgreeEarlyReturn)
 			}
-		}
-		var total int64
-		for i, r := range rs {
-			got := r.frames.Load()
-			total += got
-			if i != 0 && got != int64(round) {
-				t.Errorf("round %d: process %d received %d agreement frames in all, want %d (one per agreement)", round, i, got, round)
+			for _, r := range rs {
+				r.ag.EarlyReturn = early
 			}
-		}
-		if want := int64(2 * (n - 1) * round); total != want {
-			t.Fatalf("round %d: %d agreement frames in all, want 2(n-1) per agreement = %d", round, total, want)
-		}
+			perRank := int64(2) // proposal and decision
+			if early {
+				perRank = 1
+			}
+			all := []int{0, 1, 2, 3, 4, 5}
+			flags := []uint64{3, 3, 1, 3, 3, 3}
+			for round := int64(1); round <= 3; round++ {
+				for i, d := range run(rs, all, flags) {
+					if !d.ok || d.val.Flags != 1 || !d.contrib.Equal(agree.SetOf(all...)) {
+						t.Fatalf("round %d, process %d decided %+v", round, i, d)
+					}
+				}
+				var total int64
+				for i, r := range rs {
+					got := r.frames.Load()
+					total += got
+					if i != 0 && got != perRank*round {
+						t.Errorf("round %d: process %d received %d agreement frames in all, want %d per agreement", round, i, got, perRank)
+					}
+				}
+				if want := 2 * perRank * (n - 1) * round; total != want {
+					t.Fatalf("round %d: %d agreement frames in all, want %d(n-1) per agreement = %d", round, total, 2*perRank, want)
+				}
+			}
+		})
 	}
 }
