@@ -195,13 +195,7 @@ func (c *Comm) shmEligible() bool {
 	if c.IsInter() || c.size < 2 || c.size > shmcoll.MaxMembers || c.w.cfg.Check || c.w.rt.Hosts.Force.Load() != 0 {
 		return false
 	}
-	h0 := c.w.rt.Hosts.Name(c.worldRank(0))
-	for r := 1; r < c.size; r++ {
-		if c.w.rt.Hosts.Name(c.worldRank(r)) != h0 {
-			return false
-		}
-	}
-	return true
+	return c.w.rt.Hosts.Same(c.size, c.worldRank)
 }
 
 // shmSetUp makes, maps and agrees on c's segment within the call of set x

@@ -48,11 +48,7 @@ func (c *Comm) hostFacts() {
 	cc.crowdOnce.Do(func() {
 		h := &c.w.rt.Hosts
 		cc.crowded = h.Crowded(c.size, c.worldRank)
-		cc.oneHost = true
-		h0 := h.Name(c.worldRank(0))
-		for r := 1; r < c.size && cc.oneHost; r++ {
-			cc.oneHost = h.Name(c.worldRank(r)) == h0
-		}
+		cc.oneHost = h.Same(c.size, c.worldRank)
 	})
 }
 

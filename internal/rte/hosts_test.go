@@ -57,3 +57,30 @@ func TestHostsCrowded(t *testing.T) {
 		t.Errorf("Name: %q %q %q %q, want b b and two unknown", h.Name(8), h.Name(4), h.Name(9), h.Name(-1))
 	}
 }
+
+// Same: one host for every member, from the same table; under Run every
+// process shares the host without a lookup per member.
+func TestHostsSame(t *testing.T) {
+	var h Hosts
+	h.Add([]boot.Endpoint{{Rank: 0, Host: "a"}, {Rank: 1, Host: "a"}, {Rank: 2, Host: "b"}})
+	procs := func(p ...int) func(int) int { return func(i int) int { return p[i] } }
+	for _, tc := range []struct {
+		procs []int
+		want  bool
+	}{
+		{[]int{0, 1}, true},
+		{[]int{0, 1, 2}, false},
+		{[]int{2}, true},
+		{[]int{1, 9}, false}, // unknown process: another host as far as we know
+	} {
+		if got := h.Same(len(tc.procs), procs(tc.procs...)); got != tc.want {
+			t.Errorf("Same(%v) = %v, want %v", tc.procs, got, tc.want)
+		}
+	}
+	var run Hosts
+	run.OneHost(2)
+	calls := 0
+	if !run.Same(10000, func(i int) int { calls++; return i }) || calls != 0 {
+		t.Errorf("Run: Same must be true without looking up the %d members (looked up %d)", 10000, calls)
+	}
+}

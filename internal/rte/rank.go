@@ -270,6 +270,32 @@ func (h *Hosts) Crowded(n int, proc func(int) int) bool {
 	})
 }
 
+// Same reports whether the n processes, the i-th being process id
+// proc(i), all run on one host (every host unknown counts as one): O(1)
+// under Run, where every process shares the host (at 10,000 in-process
+// ranks a loop per communicator and rank was 18% of a repair's processor
+// time), else one pass under one lock.
+func (h *Hosts) Same(n int, proc func(int) int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.local > 0 || n <= 1 {
+		return true
+	}
+	name := func(p int) string {
+		if p < 0 || p >= len(h.host) {
+			return ""
+		}
+		return h.host[p]
+	}
+	h0 := name(proc(0))
+	for i := 1; i < n; i++ {
+		if name(proc(i)) != h0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Name is the host process id proc runs on ("" if unknown).
 func (h *Hosts) Name(proc int) string {
 	h.mu.Lock()
