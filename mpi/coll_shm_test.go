@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -266,7 +265,7 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 			return mpi.Allgatherv(c, make([]int64, counts[c.Rank()]), make([]int64, big+1+big/2), counts, nil)
 		},
 	}
-	runs, start := shmCrashRuns(t), time.Now()
+	runs, start := jobtest.Repeats(t, "FTMPI_SHM_CRASH_RUNS"), time.Now()
 	var total, failed int
 	for _, name := range []string{"barrier", "allreduce", "allreduce-big", "allgather", "gather", "allgatherv"} {
 		kind := strings.TrimSuffix(name, "-big")
@@ -315,20 +314,6 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 	if runs > 1 {
 		t.Logf("shm crash runs (in process, World.Kill): %d runs, %d failed, %v", total, failed, time.Since(start).Round(time.Second))
 	}
-}
-
-// shmCrashRuns is how many times each crash case runs: 1, or
-// FTMPI_SHM_CRASH_RUNS (issue 28's 200 of 200; minutes, not for CI).
-func shmCrashRuns(t *testing.T) int {
-	v := os.Getenv("FTMPI_SHM_CRASH_RUNS")
-	if v == "" {
-		return 1
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("FTMPI_SHM_CRASH_RUNS=%q: want a positive number", v)
-	}
-	return n
 }
 
 // A revoked communicator: every rank's shared-memory Barrier fails with

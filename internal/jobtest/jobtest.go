@@ -252,3 +252,20 @@ func (j *Live) Wait() int {
 	}
 	return 0
 }
+
+// Repeats is how many times a test runs each of its cases: 1, or the
+// positive number in the environment variable name (a long repetition,
+// such as issue 28's 200 runs of every crash case, is asked for by hand,
+// never by CI). Anything else in it fails the test.
+func Repeats(t testing.TB, name string) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}

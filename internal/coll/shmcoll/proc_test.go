@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,25 +79,11 @@ func lastResult(out string) string {
 	return last
 }
 
-// crashRuns is how many times each crash case runs: 1, or
-// FTMPI_SHM_CRASH_RUNS (issue 28's 200 of 200; minutes, not for CI).
-func crashRuns(t *testing.T) int {
-	v := os.Getenv("FTMPI_SHM_CRASH_RUNS")
-	if v == "" {
-		return 1
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("FTMPI_SHM_CRASH_RUNS=%q: want a positive number", v)
-	}
-	return n
-}
-
 func TestProcessesMemberKilledAtEveryPoint(t *testing.T) {
 	run, prog := bins(t)
 	const np, victim = 4, 2
 	const jobLimit = 60 * time.Second // the launcher's --timeout: a run that reaches it hung
-	runs := crashRuns(t)
+	runs := jobtest.Repeats(t, "FTMPI_SHM_CRASH_RUNS")
 	start := time.Now()
 	var total, failed, hung int
 	for _, c := range [][2]string{
