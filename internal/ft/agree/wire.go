@@ -238,3 +238,22 @@ func (s Set) Words(n int) []uint64 {
 	}
 	return out
 }
+
+// EncodeValue returns the wire form of v alone (the shared-memory fast
+// path's slots, internal/ft/shmagree); DecodeValue parses it. It has no
+// MPI counterpart.
+func EncodeValue(v Value) []byte { return putValue(make([]byte, 0, 24), v) }
+
+// DecodeValue parses the form made by EncodeValue. It has no MPI
+// counterpart.
+func DecodeValue(b []byte) (Value, error) {
+	r := &reader{b: b}
+	v := r.value()
+	if r.err == nil && len(r.b) > 0 {
+		r.err = fmt.Errorf("agree: %d bytes after the value", len(r.b))
+	}
+	if r.err != nil {
+		return Value{}, r.err
+	}
+	return v, nil
+}

@@ -23,3 +23,18 @@ func TestWireRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestValueRoundTrip(t *testing.T) {
+	for _, v := range []Value{{}, {Flags: 5, Union: SetOf(1, 3, 900), Inter: SetFromWords([]uint64{0xff00ff, 0, 7})}} {
+		got, err := DecodeValue(EncodeValue(v))
+		if err != nil || !got.Equal(v) {
+			t.Fatalf("%v: got %v, %v", v, got, err)
+		}
+	}
+	if _, err := DecodeValue(append(EncodeValue(Value{Flags: 1}), 0)); err == nil {
+		t.Fatal("trailing byte accepted")
+	}
+	if _, err := DecodeValue([]byte{1, 2}); err == nil {
+		t.Fatal("truncated value accepted")
+	}
+}

@@ -1,0 +1,289 @@
+package shmagree
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/futex"
+)
+
+// Layout of the segment: a header of two lines (doorbell and sleepers;
+// the disabled flag), then per member two entries of EntrySize bytes:
+// the state word, the value's length, the value (whole words).
+const (
+	line = 128
+	// EntrySize is the size of one entry; values whose encoding is longer
+	// than EntrySize-16 bytes take the fallback. It has no MPI
+	// counterpart.
+	EntrySize = 512
+	// MaxMembers is the largest communicator given a segment. It has no
+	// MPI counterpart.
+	MaxMembers = 64
+	hdr        = 2 * line
+	maxData    = EntrySize - 16
+)
+
+// Size is the size of the segment of n members. It has no MPI
+// counterpart.
+func Size(n int) int { return hdr + 2*n*EntrySize }
+
+// Seg is one member's mapping of a communicator's segment. It has no MPI
+// counterpart.
+type Seg struct {
+	mem   []byte
+	n, me int
+	ino   uint64 // the file's inode (Remove removes only that file)
+	path  string
+
+	bell, sleepers, disabled *atomic.Uint32
+
+	closeMu sync.Mutex // Close against Wake
+	closed  bool
+
+	// Hook, if set, is called at every step of Agree with the step's
+	// phase before it (crash tests stop a member there). It has no MPI
+	// counterpart.
+	Hook func(seq uint64, phase int)
+}
+
+// Open creates or opens the segment file at path for n members and maps
+// it: every member does so at its first use, in any order (the file is
+// created empty, grown to its size by whoever finds it short, and zero
+// means "nothing written"). It has no MPI counterpart.
+func Open(path string, n, me int) (*Seg, error) {
+	if n < 1 || n > MaxMembers || me < 0 || me >= n {
+		return nil, fmt.Errorf("shmagree: member %d of %d out of range (1..%d members)", me, n, MaxMembers)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := Size(n)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < int64(size) {
+		if err := f.Truncate(int64(size)); err != nil {
+			return nil, err
+		}
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	s := newSeg(mem, n, me)
+	s.path = path
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		s.ino = sys.Ino
+	}
+	return s, nil
+}
+
+func newSeg(mem []byte, n, me int) *Seg {
+	s := &Seg{mem: mem, n: n, me: me}
+	s.bell, s.sleepers, s.disabled = s.u32(0), s.u32(8), s.u32(line)
+	return s
+}
+
+func (s *Seg) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&s.mem[off])) }
+func (s *Seg) u64(off int) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.mem[off])) }
+func (s *Seg) entry(j, e int) int         { return hdr + (2*j+e)*EntrySize }
+
+// Close unmaps the segment; with remove, it also removes its file if the
+// name is still this segment's (Free: a new communicator reusing the
+// context id with the same members finds no old file). It has no MPI
+// counterpart.
+func (s *Seg) Close(remove bool) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if remove && s.path != "" {
+		var st syscall.Stat_t
+		if syscall.Stat(s.path, &st) == nil && st.Ino == s.ino {
+			os.Remove(s.path)
+		}
+	}
+	unix.Munmap(s.mem)
+}
+
+// Wake wakes every member sleeping on the segment's doorbell, so that it
+// looks at the entries and its failure knowledge again (the owner calls it
+// when this process learns of a failure). It has no MPI counterpart.
+func (s *Seg) Wake() {
+	s.closeMu.Lock()
+	if !s.closed {
+		s.bell.Add(1)
+		futex.WakeAll(s.bell)
+	}
+	s.closeMu.Unlock()
+}
+
+func (s *Seg) ring() {
+	if s.sleepers.Load() != 0 {
+		s.bell.Add(1)
+		futex.WakeAll(s.bell)
+	}
+}
+
+// The Mem of a segment.
+
+func (s *Seg) Load(j, e int) uint64 { return s.u64(s.entry(j, e)).Load() }
+
+func (s *Seg) CAS(j, e int, old, new uint64) bool {
+	return s.u64(s.entry(j, e)).CompareAndSwap(old, new)
+}
+
+func (s *Seg) Write(e int, data []byte) bool {
+	if len(data) > maxData {
+		return false
+	}
+	o := s.entry(s.me, e)
+	s.u64(o + 8).Store(uint64(len(data)))
+	for i := 0; i < len(data); i += 8 {
+		var w [8]byte
+		copy(w[:], data[i:])
+		s.u64(o + 16 + i).Store(*(*uint64)(unsafe.Pointer(&w)))
+	}
+	return true
+}
+
+func (s *Seg) Read(j, e int) []byte {
+	o := s.entry(j, e)
+	n := s.u64(o + 8).Load()
+	if n > maxData {
+		return nil
+	}
+	out := make([]byte, (n+7)&^7)
+	for i := 0; i < len(out); i += 8 {
+		*(*uint64)(unsafe.Pointer(&out[i])) = s.u64(o + 16 + i).Load()
+	}
+	return out[:n]
+}
+
+func (s *Seg) Disabled() bool { return s.disabled.Load() != 0 }
+func (s *Seg) Disable()       { s.disabled.Store(1) }
+
+// Waiting: spin, then yield, then sleep on the doorbell.
+var (
+	// Spin and Yields are the polls before a waiter sleeps. They have no
+	// MPI counterpart.
+	Spin   = 200
+	Yields = 4
+	// SleepBound bounds one doorbell sleep (a safety net: events ring the
+	// doorbell). It has no MPI counterpart.
+	SleepBound = 50 * time.Millisecond
+	// Patience is how long a member waits for the others' entries before
+	// it fences them and disables the segment: members that do not share
+	// the segment (another file, another host) never write it, and the
+	// message protocol decides instead. It has no MPI counterpart.
+	Patience = 2 * time.Second
+)
+
+// ErrStopped is Agree's error when abort or stop closed. It has no MPI
+// counterpart.
+var ErrStopped = errors.New("shmagree: stopped")
+
+// Agree runs instance seq of the fast path with contribution v. known
+// reports whether member j is known to have failed (read again after every
+// wake-up; the owner calls Wake when it learns of a failure). It returns
+// the decision (every member a contributor) and Decided, or Fallback /
+// Excluded (run the message protocol for seq), or ErrStopped. It has no
+// MPI counterpart.
+func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, stop <-chan struct{}) (agree.Value, Outcome, error) {
+	m := NewMachine(s.n, s.me, seq, agree.EncodeValue(v))
+	var start time.Time
+	polls := 0
+	sleeping := false
+	for {
+		// A sleeper counts itself and reads the doorbell before its pass:
+		// a publication or fence after the pass's loads rings it (the
+		// publisher looks at sleepers after its CAS), and a failure
+		// recorded after known's answers rings by Wake.
+		var b uint32
+		if sleeping {
+			s.sleepers.Add(1)
+			b = s.bell.Load()
+		}
+		var o Outcome
+		for {
+			if h := s.Hook; h != nil {
+				h(seq, m.phase)
+			}
+			o = m.Step(s, known, start.IsZero() || time.Since(start) < Patience)
+			if m.Rang {
+				s.ring()
+			}
+			if o != Running {
+				break
+			}
+		}
+		if o != Blocked && sleeping {
+			s.sleepers.Add(^uint32(0))
+		}
+		switch o {
+		case Decided:
+			val, err := Combine(m.Values())
+			if err != nil {
+				return agree.Value{}, Fallback, nil
+			}
+			return val, Decided, nil
+		case Fallback, Excluded:
+			return agree.Value{}, o, nil
+		}
+		// Blocked.
+		if start.IsZero() {
+			start = time.Now()
+		}
+		select {
+		case <-abort:
+		case <-stop:
+		default:
+			if sleeping {
+				s.sleep(b, abort, stop)
+				s.sleepers.Add(^uint32(0))
+				continue
+			}
+			polls++
+			if polls > Spin {
+				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			}
+			sleeping = polls >= Spin+Yields
+			continue
+		}
+		if sleeping {
+			s.sleepers.Add(^uint32(0))
+		}
+		return agree.Value{}, Running, ErrStopped
+	}
+}
+
+// sleep waits on the doorbell while it holds b, at most SleepBound; a
+// helper rings it if abort or stop closes meanwhile.
+func (s *Seg) sleep(b uint32, abort, stop <-chan struct{}) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-abort:
+			s.Wake()
+		case <-stop:
+			s.Wake()
+		case <-done:
+		}
+	}()
+	futex.Wait(s.bell, b, SleepBound)
+	close(done)
+}
