@@ -42,6 +42,7 @@ type World struct {
 	finOnce   sync.Once
 	finErr    error
 	stop      chan struct{} // closed by Finalize: stops the event watcher
+	shmBells  shmBells      // mapped collective segments whose sleepers events wake (coll_shm.go)
 	bg        sync.WaitGroup
 
 	proc     *process    // the launched process this World belongs to; nil under Run and for a singleton
