@@ -77,8 +77,7 @@ func (w *World) inEpoch(p int) bool {
 	if w.net == nil {
 		return true
 	}
-	_, ok := w.net.Endpoint(p)
-	return ok
+	return w.net.Known(p)
 }
 
 // errSpareReleased is what awaitActivation returns when the job ended

@@ -24,7 +24,7 @@ func (w *World) heartbeatRing(starters []int) []int {
 	}
 	for _, p := range w.spares.Pool() {
 		if w.net != nil {
-			if _, ok := w.net.Endpoint(p); !ok {
+			if !w.net.Known(p) {
 				continue // not in this Reinit epoch: the launcher watches it
 			}
 		}

@@ -79,6 +79,14 @@ func FromPMIEnv() (info Info, job *PMIJob, ok bool, err error) {
 	return fromPMI(os.LookupEnv, pmi.Dial)
 }
 
+// FromPMIWith is FromPMIEnv with the environment read through lookup and
+// the PMI connection opened by dial: for tests that run a PMI job's
+// processes against an in-process server (pmitest). It has no MPI
+// counterpart.
+func FromPMIWith(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, error)) (Info, *PMIJob, bool, error) {
+	return fromPMI(lookup, dial)
+}
+
 func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, error)) (info Info, job *PMIJob, ok bool, err error) {
 	if _, set := lookup(EnvRank); set {
 		return Info{}, nil, false, nil
@@ -291,6 +299,42 @@ func (j *PMIJob) Publish(self Endpoint) (*PeerTable, *wireauth.Key, error) {
 		return nil, nil, j.fail(fmt.Errorf("the job secret of rank 0: %w", err))
 	}
 	return newPeerTable(j.info.Universe, j.getEndpoint), key, nil
+}
+
+// Nodes returns the launcher's node of every process, by process id
+// (PMI_process_mapping), for a start-up that reads a peer's endpoint only
+// when it first needs it (Publish): nil (and no error) when every endpoint
+// must be read at start instead (Exchange), which is when the launcher
+// publishes no mapping or one this package cannot read (correct either
+// way, only slower), and always under hydra. Hydra's proxy (MPICH 4.0.2)
+// crashes, and takes the whole job down, when it answers a PMI request of
+// a process that died with the request outstanding (it writes the answer
+// to the descriptor it closed when it reaped the process: "unable to
+// forward PMI response"; boot: TestPMIExchangeEndsAfterEveryGet). A get
+// made on first need is made at any time after Init, so a process killed
+// then (what a fault-tolerant program must survive) could take the job
+// down with it; Exchange's gets all end before its closing fence, before
+// any process leaves Init. Slurm's step daemon has no such fault: a dead
+// process's get is dropped with its connection. It has no MPI
+// counterpart.
+func (j *PMIJob) Nodes() ([]int, error) {
+	if j.launcher == launchMPI {
+		return nil, nil
+	}
+	j.mu.Lock()
+	v, found, err := j.pc.JobAttr(pmiKeyMapping)
+	j.mu.Unlock()
+	if err != nil {
+		return nil, j.fail(err)
+	}
+	if !found {
+		return nil, nil
+	}
+	nodes, err := ParseProcessMapping(v, j.info.Universe)
+	if err != nil {
+		return nil, nil // read every endpoint instead
+	}
+	return nodes, nil
 }
 
 // getEndpoint is the PMI get of process p's endpoint (PeerTable's fetch).

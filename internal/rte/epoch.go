@@ -66,17 +66,20 @@ type Net struct {
 	Eng       *p2p.Engine         // its transport is set
 	Tr        transport.Transport // listening, its peers set
 	Mode      string              // the transport as resolved: "unix" (every peer on this host), "shm" (every peer on this host, shared memory), "tcp", or "auto"
-	Endpoints []boot.Endpoint     // every process's, by process id
+	Endpoints []boot.Endpoint     // every process's, by process id; on a lazy Net (PMI with a layout) only Rank and Host (the launcher's node, nodeHost), Endpoint reads the rest
 	PeerInc   []int               // the incarnation of every process, by process id
 	Dead      []int               // processes that died before publishing their endpoint (first epoch only)
 
 	sock *sock.Transport
 	shm  *shm.Transport // nil unless shared memory is used
 	host string
+	self int
 
 	mu    sync.Mutex
 	peers []sock.Peer // every process id's address, as given to the transport
 	local []string    // every process id's shared-memory address ("" for other hosts)
+
+	lazy *lazy // nil: every endpoint was read at start
 }
 
 // useShm reports whether transport (as configured) puts shared memory in
@@ -154,6 +157,8 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		}
 		var eps []boot.Endpoint
 		var dead []int
+		var table *boot.PeerTable // a PMI start with the launcher's layout: endpoints read on first use
+		var nodes []int
 		if p.pmi != nil && epoch > 0 {
 			// No head, a later Reinit epoch: the processes exchange their
 			// new endpoints themselves, over the old epoch's connections.
@@ -170,7 +175,11 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			// process of the PMI job must publish (a failure before or
 			// during the fence is an error within its deadline).
 			var key *wireauth.Key
-			eps, key, err = p.pmi.Exchange(ep)
+			if nodes, err = p.pmi.Nodes(); err == nil && nodes != nil {
+				table, key, err = p.pmi.Publish(ep)
+			} else if err == nil {
+				eps, key, err = p.pmi.Exchange(ep)
+			}
 			if err == nil {
 				err = tr.SetAuth(key)
 				if err == nil && sh != nil {
@@ -205,16 +214,38 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			eng.Close()
 			return nil, err
 		}
+		var z *lazy
+		if table != nil {
+			// Every peer's node from the layout, no endpoint read: a
+			// peer's addresses are read when this process first sends to
+			// it (lazyTr). Every process of a PMI job starts as
+			// incarnation 0.
+			eps = layoutEndpoints(nodes)
+			z = &lazy{table: table, nodes: nodes, got: make([]atomic.Bool, len(nodes)), lost: make([]atomic.Bool, len(nodes)), lost0: eng.PeerLost}
+		}
 		peers := make([]sock.Peer, len(eps))
 		local := make([]string, len(eps))
 		incs := make([]int, len(eps))
 		onHost := 0
 		for i, ep := range eps {
-			peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"], Nonce: ep.Addrs["nonce"]}
-			incs[i] = ep.Inc
-			if ep.Host == info.Host {
+			switch {
+			case z == nil:
+				peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"], Nonce: ep.Addrs["nonce"]}
+				incs[i] = ep.Inc
+				if ep.Host == info.Host {
+					onHost++
+					local[i] = ep.Addrs["shm"]
+				}
+			case i == info.Proc: // its own endpoint, known
+				peers[i] = sock.Peer{Host: info.Host, Unix: addrs["unix"], TCP: addrs["tcp"], Nonce: addrs["nonce"]}
+				local[i] = addrs["shm"]
 				onHost++
-				local[i] = ep.Addrs["shm"]
+				z.got[i].Store(true)
+			case nodes[i] == nodes[info.Proc]:
+				onHost++
+				if sh != nil {
+					local[i] = lazyShm // accepted as local; read before this process sets the pair up
+				}
 			}
 		}
 		spin.Store(nc.readerSpin(onHost, info.HostCores))
@@ -240,9 +271,13 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		} else {
 			eng.SetPoller(tr, spin.Load())
 		}
-		eng.SetTransport(top)
-		return &Net{Epoch: epoch, Eng: eng, Tr: top, Mode: string(mode), Endpoints: eps, PeerInc: incs, Dead: dead,
-			sock: tr, shm: sh, host: info.Host, peers: peers, local: local}, nil
+		n := &Net{Epoch: epoch, Eng: eng, Tr: top, Mode: string(mode), Endpoints: eps, PeerInc: incs, Dead: dead,
+			sock: tr, shm: sh, host: info.Host, self: info.Proc, peers: peers, local: local, lazy: z}
+		if z != nil {
+			n.Tr = lazyTr{Transport: top, n: n}
+		}
+		eng.SetTransport(n.Tr)
+		return n, nil
 	}
 }
 
@@ -270,9 +305,25 @@ func (n *Net) AddPeers(eps []boot.Endpoint) {
 	}
 }
 
+// Known reports whether process p is a process of this epoch that this
+// process can reach (Endpoint would find it), without reading its
+// endpoint on a lazy Net (every process of the PMI job is one).
+func (n *Net) Known(p int) bool {
+	if z := n.lazy; z != nil && p >= 0 && p < len(z.got) {
+		return true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return p >= 0 && p < len(n.peers) && (n.peers[p].Unix != "" || n.peers[p].TCP != "")
+}
+
 // Endpoint returns where process p can be reached, as far as this process
-// knows (ok false: not known).
+// knows (ok false: not known), reading it on a lazy Net if it was not
+// read yet (one PMI get).
 func (n *Net) Endpoint(p int) (ep boot.Endpoint, ok bool) {
+	if n.resolve(p) != nil {
+		return boot.Endpoint{}, false
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if p < 0 || p >= len(n.peers) || (n.peers[p].Unix == "" && n.peers[p].TCP == "") {

@@ -33,11 +33,39 @@ func ProcIdentity() (pid int, start uint64) {
 // (fail-stop, as the launcher does); a dead one, one of another host, or
 // one whose identity is unknown, is failed.
 func headlessConfirm(host string, eps []boot.Endpoint) func(rank, inc int, reason string) error {
+	return headlessConfirmBy(host, listed(eps))
+}
+
+// listed looks endpoints up in eps (by process id).
+func listed(eps []boot.Endpoint) func(p int) (boot.Endpoint, bool) {
+	return func(p int) (boot.Endpoint, bool) {
+		if p < 0 || p >= len(eps) {
+			return boot.Endpoint{}, false
+		}
+		return eps[p], true
+	}
+}
+
+// onThisNode looks up the endpoint of a process of this process's node
+// (read on demand on a lazy Net; ok false for a process of another node,
+// whose endpoint is not read, and for one whose endpoint cannot be read).
+func (n *Net) onThisNode(self int) func(p int) (boot.Endpoint, bool) {
+	return func(p int) (boot.Endpoint, bool) {
+		if !n.sameNode(self, p) {
+			return boot.Endpoint{}, false
+		}
+		return n.fullEndpoint(p)
+	}
+}
+
+// headlessConfirmBy is headlessConfirm with the endpoints looked up by
+// lookup (ok false: a process of another host, or unknown).
+func headlessConfirmBy(host string, lookup func(p int) (boot.Endpoint, bool)) func(rank, inc int, reason string) error {
 	return func(rank, _ int, _ string) error {
-		if rank < 0 || rank >= len(eps) {
+		ep, ok := lookup(rank)
+		if !ok {
 			return nil
 		}
-		ep := eps[rank]
 		if ep.Host != host || ep.Pid <= 0 {
 			return nil
 		}
@@ -75,13 +103,20 @@ func (p *Process[W]) PeerGone(n *Net) func(peer int) {
 	if p.pmi == nil {
 		return nil
 	}
-	return peerGone(p.info.Host, p.info.Proc, n.Endpoints)
+	return peerGoneBy(p.info.Host, p.info.Proc, n.onThisNode(p.info.Proc))
 }
 
 func peerGone(host string, self int, eps []boot.Endpoint) func(peer int) {
+	return peerGoneBy(host, self, listed(eps))
+}
+
+func peerGoneBy(host string, self int, lookup func(p int) (boot.Endpoint, bool)) func(peer int) {
 	return func(peer int) {
-		if peer >= 0 && peer < len(eps) && peer != self && eps[peer].Host == host {
-			removeDirs(eps[peer])
+		if peer == self {
+			return
+		}
+		if ep, ok := lookup(peer); ok && ep.Host == host {
+			removeDirs(ep)
 		}
 	}
 }
@@ -92,5 +127,5 @@ func (p *Process[W]) Confirm(n *Net) func(rank, inc int, reason string) error {
 	if p.pmi == nil {
 		return nil
 	}
-	return headlessConfirm(p.info.Host, n.Endpoints)
+	return headlessConfirmBy(p.info.Host, n.onThisNode(p.info.Proc))
 }

@@ -511,6 +511,47 @@ func (pc *Conn) Get(key string) (value string, found bool, err error) {
 	return "", false, fmt.Errorf("pmi: %s: found=%q must be TRUE or FALSE", what, m.Get("found"))
 }
 
+// JobAttr returns an attribute of the job that the launcher publishes
+// (found false: it does not), such as PMI_process_mapping: PMI-2's
+// info-getjobattr (Slurm), PMI-1's get of the key (hydra's proxy answers
+// it). It has the deadline of a request other than a fence, and no MPI
+// counterpart.
+func (pc *Conn) JobAttr(key string) (value string, found bool, err error) {
+	if err := validKey(key, max(pc.maxKey, len(key))); err != nil {
+		return "", false, err
+	}
+	what := "job attribute " + key
+	if pc.v == 1 {
+		m, err := pc.exchange([]byte(FormatV1("get", "kvsname", pc.kvs, "key", key)), "get_result", pc.timeout, what)
+		if err != nil {
+			if m.Cmd == "get_result" {
+				return "", false, nil // rc=-1: not published
+			}
+			return "", false, err
+		}
+		v, ok := m.Fields["value"]
+		return v, ok, nil
+	}
+	m, err := pc.exchange(FormatV2("info-getjobattr", "key", key), "info-getjobattr-response", pc.timeout, what)
+	if err != nil {
+		if m.Cmd == "info-getjobattr-response" {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	switch m.Get("found") {
+	case "TRUE":
+		v, ok := m.Fields["value"]
+		if !ok {
+			return "", false, fmt.Errorf("pmi: %s: found=TRUE without a value", what)
+		}
+		return v, true, nil
+	case "FALSE", "":
+		return "", false, nil
+	}
+	return "", false, fmt.Errorf("pmi: %s: found=%q must be TRUE or FALSE", what, m.Get("found"))
+}
+
 // maxChunks bounds how many keys one long value may take.
 const maxChunks = 4096
 

@@ -31,6 +31,9 @@ type Server struct {
 	// Reply, if set, may replace the answer to a request of process rank:
 	// raw bytes to write instead (handled true), or close (raw "").
 	Reply func(rank int, req pmi.Msg) (raw string, handled bool)
+	// Mapping, if set, is the job's PMI_process_mapping, answered as
+	// hydra's proxy (PMI-1 get) and Slurm (PMI-2 info-getjobattr) do.
+	Mapping string
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -216,9 +219,18 @@ func (s *Server) serve(c net.Conn, rank int) {
 			} else {
 				ok = answer("kvs-fence-response", "rc", "0")
 			}
+		case "info-getjobattr":
+			if req.Get("key") == "PMI_process_mapping" && s.Mapping != "" {
+				ok = answer("info-getjobattr-response", "found", "TRUE", "value", s.Mapping, "rc", "0")
+			} else {
+				ok = answer("info-getjobattr-response", "found", "FALSE", "rc", "0")
+			}
 		case "get", "kvs-get":
 			s.mu.Lock()
 			val, found := s.kvs[req.Get("key")]
+			if v == 1 && req.Get("key") == "PMI_process_mapping" && s.Mapping != "" {
+				val, found = s.Mapping, true
+			}
 			s.mu.Unlock()
 			switch {
 			case v == 1 && found:

@@ -1,0 +1,163 @@
+package rte
+
+// Endpoints read on first use (issue 24 item 2). Under a PMI launcher that
+// publishes its layout (PMI_process_mapping: Slurm's srun), the start-up
+// exchange reads no peer's endpoint: the layout gives every peer's node,
+// which is all that the opening of an epoch needs of every peer (the
+// transport choice, the shared-memory peers, the host table of the
+// host-aware algorithms), and a peer's endpoint is read from the PMI
+// server (boot.PeerTable: one get) when this process first sends to it or
+// asks for it. A process that talks to d peers of n makes d gets, not n.
+// A peer that died after the start-up fence still has its endpoint in the
+// server (every process published before the fence ended), so a first
+// send to it gets its address and fails to reach it: the transport's
+// failure of that peer, as for a peer that dies later. A get that fails
+// (the server gone) is the failure of that peer too, never a hang (the get
+// has PMI's deadline) nor a panic.
+
+import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/transport"
+	"github.com/ftmpi/ftmpi/internal/transport/sock"
+)
+
+// lazyShm stands in the shared-memory address table for a peer of this
+// node whose endpoint is not read yet: the table says the peer is local
+// (its set-up is accepted) and the address is read before this process
+// sets up the pair itself (lazyTr resolves before any send).
+const lazyShm = "(not read yet)"
+
+// lazy is what a Net reads on demand.
+type lazy struct {
+	table *boot.PeerTable
+	nodes []int         // the launcher's node of every process
+	got   []atomic.Bool // the peer's endpoint is in the transports' tables
+	lost  []atomic.Bool // the failed read was reported to the engine
+	lost0 func(peer int, err error)
+}
+
+// nodeHost is the name of node k of the launcher's layout in the host
+// table (rte.Hosts): the same at every process, which is all the
+// host-aware choices need (they compare names). The transports keep the
+// real host of a peer (boot.HostID), read with its endpoint.
+func nodeHost(k int) string { return "pmi-node-" + strconv.Itoa(k) }
+
+// layoutEndpoints is the endpoint list of a lazy start: every process's
+// rank and node, no addresses (Net.Endpoint reads them).
+func layoutEndpoints(nodes []int) []boot.Endpoint {
+	eps := make([]boot.Endpoint, len(nodes))
+	for p, k := range nodes {
+		eps[p] = boot.Endpoint{Rank: p, Host: nodeHost(k)}
+	}
+	return eps
+}
+
+// resolve makes sure peer p's endpoint is in the transports' tables,
+// reading it (one PMI get) the first time. Nil on a Net that read every
+// endpoint at start. A failed read is reported to the engine as the loss
+// of p, once, and returned (a send's failure of p).
+func (n *Net) resolve(p int) error {
+	z := n.lazy
+	if z == nil || p < 0 || p >= len(z.got) || z.got[p].Load() {
+		return nil
+	}
+	ep, err := z.table.Get(p)
+	if err != nil {
+		err = fmt.Errorf("%w: the endpoint of process %d: %v", transport.ErrPeerLost, p, err)
+		if !z.lost[p].Swap(true) && z.lost0 != nil {
+			// Not from here: a send may hold the engine's lock.
+			go z.lost0(p, err)
+		}
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if z.got[p].Load() {
+		return nil
+	}
+	// Copies: the transports read their tables without a lock.
+	peers := append([]sock.Peer(nil), n.peers...)
+	peers[p] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"], Nonce: ep.Addrs["nonce"]}
+	n.peers = peers
+	n.sock.SetPeers(append([]sock.Peer(nil), peers...))
+	if n.shm != nil && p < len(n.local) {
+		local := append([]string(nil), n.local...)
+		// Shared memory only with a peer that both the layout (as every
+		// process reads it, so both ends agree before either read the
+		// other's endpoint) and its real host put on this host.
+		local[p] = ""
+		if ep.Host == n.host && n.sameNode(n.self, p) {
+			local[p] = ep.Addrs["shm"]
+		}
+		n.local = local
+		n.shm.SetPeers(append([]string(nil), local...))
+	}
+	z.got[p].Store(true)
+	return nil
+}
+
+// fullEndpoint is process p's endpoint with what only its own read gives
+// (pid and start time): read on demand on a lazy Net (ok false: it cannot
+// be read), from the start-up list otherwise.
+func (n *Net) fullEndpoint(p int) (boot.Endpoint, bool) {
+	if n.lazy != nil {
+		if p < 0 || p >= n.lazy.table.Len() {
+			return boot.Endpoint{}, false
+		}
+		ep, err := n.lazy.table.Get(p)
+		return ep, err == nil
+	}
+	if p < 0 || p >= len(n.Endpoints) {
+		return boot.Endpoint{}, false
+	}
+	return n.Endpoints[p], true
+}
+
+// sameNode reports whether process p may run on this host: on a lazy Net
+// whether the layout puts it on this process's node (no read), else true
+// (the caller compares hosts).
+func (n *Net) sameNode(self, p int) bool {
+	z := n.lazy
+	if z == nil {
+		return true
+	}
+	return p >= 0 && p < len(z.nodes) && self >= 0 && self < len(z.nodes) && z.nodes[p] == z.nodes[self]
+}
+
+// Fetches is how many peers' endpoints this process read from the PMI
+// server (-1: it read every one at start). For tests and measurements; it
+// has no MPI counterpart.
+func (n *Net) Fetches() int {
+	if n.lazy == nil {
+		return -1
+	}
+	return n.lazy.table.Fetches()
+}
+
+// lazyTr is the epoch's transport on a lazy Net: a send to a peer first
+// reads the peer's endpoint if it was not read yet.
+type lazyTr struct {
+	transport.Transport
+	n *Net
+}
+
+func (t lazyTr) Send(to int, h transport.Header, payload []byte) error {
+	if err := t.n.resolve(to); err != nil {
+		return err
+	}
+	return t.Transport.Send(to, h, payload)
+}
+
+func (t lazyTr) Post(to int, h transport.Header, payload []byte, done transport.Done) {
+	if err := t.n.resolve(to); err != nil {
+		if done != nil {
+			done.SendDone(err)
+		}
+		return
+	}
+	t.Transport.Post(to, h, payload, done)
+}
