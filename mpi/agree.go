@@ -1,13 +1,73 @@
 package mpi
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
-	"github.com/ftmpi/ftmpi/internal/trace"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/ft/shmagree"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
+
+// agreeShm turns on the agreements' failure-free fast path over a shared
+// segment (internal/ft/shmagree) for communicators whose members are all
+// launched processes of one host: FTMPI_AGREE_SHM=1 in every process's
+// environment. Off by default until its crash tests and the run-through
+// examples have passed with it (docs/benchmarks.md, "Agreement over
+// shared memory").
+var agreeShm = os.Getenv("FTMPI_AGREE_SHM") == "1"
+
+// agreeSegPath is the file of c's agreement segment, "" if c's agreements
+// do not use one: the fast path is on, this is a launched process (not a
+// rank of Run, which shares an address space, nor a singleton), the job
+// has its private directory, and every member runs on one known host. The
+// name is a digest of the Reinit epoch, the context id and the members
+// with their incarnations: a communicator reusing the context id with the
+// same members exists only after every member freed the old one, and
+// Free removes the file (ftdrive.Agreements.Close).
+func (c *Comm) agreeSegPath() string {
+	w := c.w
+	if !agreeShm || w.run != nil || w.proc == nil {
+		return ""
+	}
+	dir := os.Getenv("FTMPI_TMPDIR")
+	if dir == "" {
+		return ""
+	}
+	f := w.ftOf(c)
+	n := f.procs.Len()
+	if n < 2 || n > shmagree.MaxMembers {
+		return ""
+	}
+	h0 := w.rt.Hosts.Name(f.procs.At(0))
+	if h0 == "" {
+		return ""
+	}
+	h := sha256.New()
+	var b [8]byte
+	put := func(x int) {
+		binary.LittleEndian.PutUint64(b[:], uint64(x))
+		h.Write(b[:])
+	}
+	put(w.epoch)
+	put(int(c.base.ctx))
+	for i := range n {
+		p := f.procs.At(i)
+		if w.rt.Hosts.Name(p) != h0 {
+			return ""
+		}
+		put(p)
+		if p < len(w.peerInc) {
+			put(w.peerInc[p])
+		}
+	}
+	return filepath.Join(dir, fmt.Sprintf("ftmpi-agree-%x", h.Sum(nil)[:16]))
+}
 
 // The agreement instances of a communicator are driven by
 // internal/rte/ftdrive (commFT.ag); what stays here is the routing of
@@ -84,6 +144,9 @@ func (c *Comm) agreeOn(op string, v agree.Value) (agree.Value, agree.Set, error)
 func (c *Comm) awaitAgreement(v agree.Value, abort <-chan struct{}) (val agree.Value, contrib agree.Set, ok bool) {
 	w := c.w
 	f := w.ftOf(c)
+	if !f.ag.SegmentSet() {
+		f.ag.UseSegment(c.agreeSegPath)
+	}
 	seq := f.ag.Begin()
 	// Messages that arrived before this communicator was registered.
 	w.ft.mu.Lock()

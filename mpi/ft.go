@@ -166,6 +166,9 @@ func (w *World) forgetFT(c *Comm) {
 		delete(w.ft.byCtx, c.ctx)
 	}
 	w.ft.mu.Unlock()
+	if f := c.base.ft.Load(); f != nil {
+		f.ag.Close() // the agreements' segment, if any (agree.go)
+	}
 }
 
 // subscribeFT subscribes the fault-tolerance state to the engine's peer

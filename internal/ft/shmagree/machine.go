@@ -137,8 +137,8 @@ type Machine struct {
 	disabled bool   // this member disabled the segment (patience)
 	vals     [][]byte
 
-	// Rang is set when a Step changed a state word (a publication or a
-	// fence): the driver then wakes the sleepers.
+	// Rang is set when a Step fenced an entry: the driver then wakes the
+	// sleepers (and does after Decided).
 	Rang bool
 }
 
@@ -207,7 +207,10 @@ func (m *Machine) Step(mem Mem, known func(j int) bool, patient bool) Outcome {
 		if !mem.CAS(m.me, m.e, word(m.g, kindWriting), word(m.g, kindWritten)) {
 			return m.finish(Fallback) // fenced meanwhile
 		}
-		m.Rang = true
+		// No ring here: waiters need waking only when every entry is
+		// final, which the last publisher's own scan finds (Decided) and
+		// a fencer causes (Fallback): one wake-up of the sleepers per
+		// instance, not one per member.
 		m.phase, m.j, m.pending = pScan, 0, false
 	case pScan:
 		if m.j == m.me {

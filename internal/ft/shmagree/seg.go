@@ -48,12 +48,21 @@ type Seg struct {
 
 	closeMu sync.Mutex // Close against Wake
 	closed  bool
-
-	// Hook, if set, is called at every step of Agree with the step's
-	// phase before it (crash tests stop a member there). It has no MPI
-	// counterpart.
-	Hook func(seq uint64, phase int)
 }
+
+// Hook, if set, is called before every step of Agree with the phase the
+// step is in, and with phase PhaseDecided after a decision here (crash
+// tests stop a member there). It has no MPI counterpart.
+var Hook func(seq uint64, phase int)
+
+// PhaseDecided is Hook's phase after a decision on the segment. It has no
+// MPI counterpart.
+const PhaseDecided = -1
+
+// PhaseNames names Agree's phases for Hook (the ones a member passes in
+// a failure-free instance, then PhaseDecided). It has no MPI counterpart.
+var PhaseNames = map[int]string{pDisabled: "start", pLoadOwn: "loadown", pWriting: "writing", pData: "data",
+	pPublish: "publish", pScan: "scan", pRead: "read", pCheck: "check", PhaseDecided: "decided"}
 
 // Open creates or opens the segment file at path for n members and maps
 // it: every member does so at its first use, in any order (the file is
@@ -110,14 +119,30 @@ func (s *Seg) Close(remove bool) {
 	if s.closed {
 		return
 	}
-	s.closed = true
 	if remove && s.path != "" {
 		var st syscall.Stat_t
 		if syscall.Stat(s.path, &st) == nil && st.Ino == s.ino {
 			os.Remove(s.path)
 		}
+		s.path = ""
 	}
+	s.closed = true
 	unix.Munmap(s.mem)
+}
+
+// Remove removes the segment's file if the name is still this segment's
+// (the mapping stays). It has no MPI counterpart.
+func (s *Seg) Remove() {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.path == "" {
+		return
+	}
+	var st syscall.Stat_t
+	if syscall.Stat(s.path, &st) == nil && st.Ino == s.ino {
+		os.Remove(s.path)
+	}
+	s.path = ""
 }
 
 // Wake wakes every member sleeping on the segment's doorbell, so that it
@@ -181,8 +206,8 @@ func (s *Seg) Disable()       { s.disabled.Store(1) }
 var (
 	// Spin and Yields are the polls before a waiter sleeps. They have no
 	// MPI counterpart.
-	Spin   = 200
-	Yields = 4
+	Spin   = 16
+	Yields = 8
 	// SleepBound bounds one doorbell sleep (a safety net: events ring the
 	// doorbell). It has no MPI counterpart.
 	SleepBound = 50 * time.Millisecond
@@ -207,7 +232,7 @@ func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, st
 	m := NewMachine(s.n, s.me, seq, agree.EncodeValue(v))
 	var start time.Time
 	polls := 0
-	sleeping := false
+	sleeping, slept := false, false
 	for {
 		// A sleeper counts itself and reads the doorbell before its pass:
 		// a publication or fence after the pass's loads rings it (the
@@ -220,7 +245,7 @@ func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, st
 		}
 		var o Outcome
 		for {
-			if h := s.Hook; h != nil {
+			if h := Hook; h != nil {
 				h(seq, m.phase)
 			}
 			o = m.Step(s, known, start.IsZero() || time.Since(start) < Patience)
@@ -236,9 +261,15 @@ func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, st
 		}
 		switch o {
 		case Decided:
+			if !slept {
+				s.ring() // the last publisher: wake the sleepers
+			}
 			val, err := Combine(m.Values())
 			if err != nil {
 				return agree.Value{}, Fallback, nil
+			}
+			if h := Hook; h != nil {
+				h(seq, PhaseDecided)
 			}
 			return val, Decided, nil
 		case Fallback, Excluded:
@@ -253,6 +284,7 @@ func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, st
 		case <-stop:
 		default:
 			if sleeping {
+				slept = true
 				s.sleep(b, abort, stop)
 				s.sleepers.Add(^uint32(0))
 				continue

@@ -60,8 +60,8 @@ func (v simView) Write(e int, d []byte) bool {
 	return true
 }
 func (v simView) Read(j, e int) []byte { return append([]byte(nil), v.s.data[j][e]...) }
-func (v simView) Disabled() bool      { return v.s.disabled }
-func (v simView) Disable()            { v.s.disabled = true; v.s.version++ }
+func (v simView) Disabled() bool       { return v.s.disabled }
+func (v simView) Disable()             { v.s.disabled = true; v.s.version++ }
 
 const (
 	stRun = iota

@@ -2,8 +2,10 @@ package ftdrive
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/ft/shmagree"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -57,6 +59,25 @@ type Agreements struct {
 	mu    sync.Mutex
 	next  uint64 // the instance the next Begin uses
 	insts map[uint64]*agreeInst
+
+	seg segUse // the shared-memory fast path (UseSegment)
+}
+
+// FastStats counts, in this process, the agreement instances decided on
+// a shared segment and those that fell back from it to the protocol
+// (tests and benchmarks: the path taken).
+var FastStats struct{ Decided, Fallbacks atomic.Uint64 }
+
+// segUse is the fast path's segment of one communicator at one process:
+// opened at its first use, closed by Close once no agreement uses it.
+type segUse struct {
+	mu     sync.Mutex
+	path   string // "" no fast path
+	set    bool   // UseSegment was called
+	seg    *shmagree.Seg
+	failed bool // the open failed: the protocol only
+	closed bool
+	users  int
 }
 
 type agreeInst struct {
@@ -90,6 +111,95 @@ func NewOverlay(eng *p2p.Engine, ctx uint32, self int, procs Procs) *Overlay {
 // created).
 func NewAgreements(ov *Overlay, known func() []int) *Agreements {
 	return &Agreements{Overlay: ov, known: known, EarlyReturn: AgreeEarlyReturn, insts: make(map[uint64]*agreeInst)}
+}
+
+// UseSegment makes the agreements of this communicator try the failure-free
+// fast path over the shared segment at path first (internal/ft/shmagree),
+// the message protocol being the fallback; path "" means never. Only the
+// first call counts; every member should make the same choice (one that
+// does not take part makes the others wait shmagree.Patience once, then
+// fall back: never a wrong decision). The file is created or opened, and
+// mapped, at the first agreement.
+func (a *Agreements) UseSegment(path func() string) {
+	p := path() // (outside the lock: path may take the caller's locks)
+	u := &a.seg
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.set {
+		u.set = true
+		u.path = p
+	}
+}
+
+// SegmentSet reports whether UseSegment was called.
+func (a *Agreements) SegmentSet() bool {
+	a.seg.mu.Lock()
+	defer a.seg.mu.Unlock()
+	return a.seg.set
+}
+
+// acquireSeg returns the mapped segment (opening it on first use) for one
+// agreement, nil if none; releaseSeg must follow.
+func (a *Agreements) acquireSeg() *shmagree.Seg {
+	u := &a.seg
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.path == "" || u.failed || u.closed {
+		return nil
+	}
+	if u.seg == nil {
+		s, err := shmagree.Open(u.path, a.procs.Len(), a.self)
+		if err != nil {
+			u.failed = true
+			return nil
+		}
+		u.seg = s
+	}
+	u.users++
+	return u.seg
+}
+
+func (a *Agreements) releaseSeg() {
+	u := &a.seg
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.users--
+	if u.closed && u.users == 0 && u.seg != nil {
+		u.seg.Close(false)
+		u.seg = nil
+	}
+}
+
+// wakeSeg rings the segment's doorbell (a failure became known).
+func (a *Agreements) wakeSeg() {
+	u := &a.seg
+	u.mu.Lock()
+	if u.seg != nil && !u.closed {
+		u.seg.Wake()
+	}
+	u.mu.Unlock()
+}
+
+// Close removes the fast path's segment file (if it is still this
+// communicator's) and unmaps it once no agreement uses it (the
+// communicator is freed: its context id may be reused by the same
+// members, who must find no old file).
+func (a *Agreements) Close() {
+	u := &a.seg
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
+	u.closed = true
+	if u.seg != nil {
+		if u.users == 0 {
+			u.seg.Close(true)
+			u.seg = nil
+		} else {
+			u.seg.Remove()
+		}
+	}
 }
 
 // instanceLocked returns (creating) instance seq, and the messages its
@@ -161,6 +271,7 @@ func (a *Agreements) LostAll(peers []int) {
 	if len(out) > 0 {
 		a.send(out)
 	}
+	a.wakeSeg()
 }
 
 // send sends agreement messages (never from a transport callback).
@@ -246,6 +357,27 @@ func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort
 		if i, ok := a.procs.Index(p); ok {
 			fs.Add(i)
 		}
+	}
+	if seg := a.acquireSeg(); seg != nil {
+		known := func(j int) bool { return fs.Has(j) || a.eng.IsLost(a.procs.At(j)) }
+		val, o, err := seg.Agree(seq, v, known, abort, stop)
+		a.releaseSeg()
+		if err != nil {
+			return agree.Value{}, agree.Set{}, false
+		}
+		if o == shmagree.Decided {
+			// Every member decides this (the entries' final states), and
+			// none runs the protocol for seq: the instance's node stays
+			// unstarted and sends nothing.
+			FastStats.Decided.Add(1)
+			in.markDecided()
+			var all agree.Set
+			for i := range a.procs.Len() {
+				all.Add(i)
+			}
+			return val, all, true
+		}
+		FastStats.Fallbacks.Add(1)
 	}
 	in.mu.Lock()
 	out := in.node.Start(v, fs)
