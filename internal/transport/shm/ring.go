@@ -67,9 +67,13 @@ type ring struct {
 	tail, head *atomic.Uint64
 }
 
-// maxRec is the largest record: a quarter of the ring, so a producer can
-// write while the consumer copies.
-func (r *ring) maxRec() uint64 { return uint64(len(r.data)) / 4 }
+// maxRec is the largest record: a quarter of the ring plus a cache line,
+// so a producer can write while the consumer copies, and a frame whose
+// payload is a quarter of the ring (64 KiB on the bulk ring: the engine's
+// default eager limit) is one record with its header, not a header and
+// two chunks (the second of 64 bytes) that miss the receiver's in-place
+// path.
+func (r *ring) maxRec() uint64 { return uint64(len(r.data))/4 + lineSize }
 
 // put writes one record (h, then payload; h.N is set by the caller) and
 // publishes it; false when the ring has no room for it now. Only the

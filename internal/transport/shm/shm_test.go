@@ -182,7 +182,7 @@ func testFramesIntact(t *testing.T, cma bool) {
 	recs := []*recorder{newRecorder(), newRecorder(), newRecorder()}
 	trs := newJobCMA(t, dir, 3, cma, recs[0], recs[1], recs[2])
 	defer closeAll(trs)
-	sizes := []int{0, 8, 9, 100, 4096, 16 << 10, int(bulkSize/4 - transport.HeaderSize - 1), int(bulkSize / 4), 100 << 10, 1 << 20, 3<<20 + 13}
+	sizes := []int{0, 8, 9, 100, 4096, 16 << 10, int(bulkSize/4 - transport.HeaderSize - 1), int(bulkSize / 4), int(bulkSize/4 + lineSize - transport.HeaderSize), int(bulkSize/4+lineSize-transport.HeaderSize) + 1, 100 << 10, 1 << 20, 3<<20 + 13}
 	const rounds = 3
 	var wg sync.WaitGroup
 	for _, from := range []int{0, 2} {

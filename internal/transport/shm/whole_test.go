@@ -33,8 +33,11 @@ func TestWholeFramesGoToWhole(t *testing.T) {
 	rx := &wholeRecorder{recorder: newRecorder()}
 	trs := newJob(t, dir, 2, newRecorder(), rx)
 	defer closeAll(trs)
-	small := []int{0, 8, 100, 4096}
-	large := []int{1 << 20, 3<<20 + 13}
+	// 64 KiB, the engine's default eager limit and a quarter of the bulk
+	// ring, travels whole; one byte more than a record holds is chunked.
+	largestWhole := bulkSize/4 + lineSize - transport.HeaderSize
+	small := []int{0, 8, 100, 4096, 64 << 10, largestWhole}
+	large := []int{largestWhole + 1, 1 << 20, 3<<20 + 13}
 	seq := uint64(0)
 	for _, sizes := range [][]int{small, large} {
 		for _, n := range sizes {
