@@ -135,6 +135,10 @@ type Machine struct {
 	cur      uint64 // the state word of the entry being fenced
 	pending  bool   // this pass found an entry not final
 	disabled bool   // this member disabled the segment (patience)
+	// Shared: another member's entry was seen writing or written (in this
+	// instance or, set by the driver, an earlier one): the members share
+	// the segment.
+	Shared bool
 	vals     [][]byte
 
 	// Rang is set when a Step fenced an entry: the driver then wakes the
@@ -225,6 +229,9 @@ func (m *Machine) Step(mem Mem, known func(j int) bool, patient bool) Outcome {
 			return Running
 		}
 		s := mem.Load(m.j, m.e)
+		if k := kindOf(s); k == kindWriting || k == kindWritten {
+			m.Shared = true
+		}
 		switch {
 		case gen(s) > m.g:
 			return m.finish(Excluded)
@@ -235,8 +242,13 @@ func (m *Machine) Step(mem Mem, known func(j int) bool, patient bool) Outcome {
 		case known(m.j):
 			m.cur, m.phase = s, pFence
 		case !patient:
+			// Out of patience: fence what is missing. If no other member
+			// ever wrote an entry of this one's segment, the others do
+			// not share it (another file): turn it off for good, so that
+			// later instances do not wait again. A member that is merely
+			// late leaves the segment on: the next instance may be fast.
 			m.cur, m.phase = s, pFence
-			if !m.disabled {
+			if !m.disabled && !m.Shared {
 				m.phase = pDisable
 			}
 		default:

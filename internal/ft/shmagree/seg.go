@@ -46,6 +46,8 @@ type Seg struct {
 
 	bell, sleepers, disabled *atomic.Uint32
 
+	shared atomic.Bool // another member wrote this segment (Machine.Shared)
+
 	closeMu sync.Mutex // Close against Wake
 	closed  bool
 }
@@ -230,6 +232,12 @@ var ErrStopped = errors.New("shmagree: stopped")
 // MPI counterpart.
 func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, stop <-chan struct{}) (agree.Value, Outcome, error) {
 	m := NewMachine(s.n, s.me, seq, agree.EncodeValue(v))
+	m.Shared = s.shared.Load()
+	defer func() {
+		if m.Shared {
+			s.shared.Store(true)
+		}
+	}()
 	var start time.Time
 	polls := 0
 	sleeping, slept := false, false

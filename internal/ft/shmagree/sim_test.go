@@ -53,6 +53,7 @@ func (v simView) CAS(j, e int, old, new uint64) bool {
 }
 func (v simView) Write(e int, d []byte) bool {
 	if len(d) > maxData {
+		simBig++
 		return false
 	}
 	v.s.data[v.me][e] = append([]byte(nil), d...)
@@ -119,7 +120,7 @@ func randValue(r *rand.Rand, big bool) agree.Value {
 	}
 	if big {
 		for i := range 400 {
-			v.Union.Add(100 + 3*i) // about 800 bytes of runs
+			v.Union.Add(100 + 40*i) // 800 bytes of runs, 2000 of bitmap: more than an entry holds
 		}
 	}
 	return v
@@ -171,7 +172,9 @@ func simulate(t *testing.T, seed int64) (fail string) {
 	}
 	start := func(p int) {
 		pr := ps[p]
+		shared := pr.m != nil && pr.m.Shared
 		pr.m = NewMachine(n, p, uint64(pr.k), agree.EncodeValue(vals[pr.k][p]))
+		pr.m.Shared = shared
 		pr.st, pr.impatient = stRun, false
 	}
 	for p := range n {
@@ -372,18 +375,24 @@ func TestSimulate(t *testing.T) {
 	}
 }
 
-var simCounts [5]int
+var (
+	simCounts [5]int
+	simBig    int // values too large for an entry
+)
 
 // TestSimulateCovers checks that the seeds reach every outcome: decided
 // on the segment, fallen back, excluded.
 func TestSimulateCovers(t *testing.T) {
-	simCounts = [5]int{}
+	simCounts, simBig = [5]int{}, 0
 	for s := range 3000 {
 		if f := simulate(t, int64(s)); f != "" {
 			t.Fatalf("seed %d: %s", s, f)
 		}
 	}
-	t.Logf("outcomes over 3000 seeds: %d decided, %d fell back, %d excluded", simCounts[Decided], simCounts[Fallback], simCounts[Excluded])
+	t.Logf("outcomes over 3000 seeds: %d decided, %d fell back, %d excluded; %d oversized values", simCounts[Decided], simCounts[Fallback], simCounts[Excluded], simBig)
+	if simBig == 0 {
+		t.Error("no seed had a value too large for an entry")
+	}
 	for _, o := range []Outcome{Decided, Fallback, Excluded} {
 		if simCounts[o] == 0 {
 			t.Errorf("no seed reached %v", o)
