@@ -139,7 +139,7 @@ type Machine struct {
 	// instance or, set by the driver, an earlier one): the members share
 	// the segment.
 	Shared bool
-	vals     [][]byte
+	vals   [][]byte
 
 	// Rang is set when a Step fenced an entry: the driver then wakes the
 	// sleepers (and does after Decided).
