@@ -260,7 +260,8 @@ func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 // since; reaching it is then the transport's failure, as with Exchange's
 // table. A get after the start-up is a PMI request that may be
 // outstanding when this process dies (see Exchange's closing fence about
-// hydra). It fails (never hangs) as Exchange does.
+// hydra). Settle is its closing fence. It fails (never hangs) as Exchange
+// does.
 func (j *PMIJob) Publish(self Endpoint) (*PeerTable, *wireauth.Key, error) {
 	self.Rank = j.info.Proc
 	if self.Host == "" {
@@ -335,6 +336,20 @@ func (j *PMIJob) Nodes() ([]int, error) {
 		return nil, nil // read every endpoint instead
 	}
 	return nodes, nil
+}
+
+// Settle is the closing fence of a Publish: once every process has its
+// secret installed (called after it), no process sends before its peers
+// can take the handshake (a peer still getting its secret would hold the
+// handshake, and at hundreds of processes on a loaded host for longer
+// than the connect deadline). It has no MPI counterpart.
+func (j *PMIJob) Settle() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.pc.Fence(); err != nil {
+		return j.fail(err)
+	}
+	return nil
 }
 
 // getEndpoint is the PMI get of process p's endpoint (PeerTable's fetch).

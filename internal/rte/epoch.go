@@ -189,6 +189,9 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 				p.info.Auth = key
 				p.mu.Unlock()
 			}
+			if err == nil && table != nil {
+				err = p.pmi.Settle() // every process's secret installed before anyone sends
+			}
 		} else if epoch == 0 {
 			eps, err = p.client.Exchange(ep)
 			// Ranks that died before publishing their endpoint are failures

@@ -132,6 +132,11 @@ func TestOpenEpochPMIReadsEndpointsOnFirstUse(t *testing.T) {
 	for _, v := range []string{"1", "2"} {
 		t.Run("PMI-"+v, func(t *testing.T) {
 			j := openPMIJob(t, n, v, "(vector,(0,2,4))", "auto", "")
+			// Two fences: the publication, and the closing one once every
+			// process installed the secret (no handshake waits for it).
+			if ended, _ := j.s.Fences(); ended != 2 {
+				t.Fatalf("%d PMI fences, want 2", ended)
+			}
 			for r, net := range j.nets {
 				if got := net.Fetches(); got != 0 || j.gets[r].Load() != 0 {
 					t.Fatalf("process %d read %d endpoints (%d gets) opening the epoch, want 0", r, got, j.gets[r].Load())
