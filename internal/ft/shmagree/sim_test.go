@@ -384,12 +384,16 @@ var (
 // on the segment, fallen back, excluded.
 func TestSimulateCovers(t *testing.T) {
 	simCounts, simBig = [5]int{}, 0
-	for s := range 3000 {
+	seeds := 3000
+	if testing.Short() {
+		seeds = 1000
+	}
+	for s := range seeds {
 		if f := simulate(t, int64(s)); f != "" {
 			t.Fatalf("seed %d: %s", s, f)
 		}
 	}
-	t.Logf("outcomes over 3000 seeds: %d decided, %d fell back, %d excluded; %d oversized values", simCounts[Decided], simCounts[Fallback], simCounts[Excluded], simBig)
+	t.Logf("outcomes over %d seeds: %d decided, %d fell back, %d excluded; %d oversized values", seeds, simCounts[Decided], simCounts[Fallback], simCounts[Excluded], simBig)
 	if simBig == 0 {
 		t.Error("no seed had a value too large for an entry")
 	}
