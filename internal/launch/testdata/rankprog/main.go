@@ -45,21 +45,31 @@ func die(format string, args ...any) {
 	os.Exit(99)
 }
 
+// rank is one run of the program: its client, identity and arguments.
+type rank struct {
+	c    *boot.Client
+	info boot.Info
+	args []string
+}
+
+// arg is argument i as an integer.
+func (r *rank) arg(i int) int {
+	if i >= len(r.args) {
+		die("missing argument %d", i)
+	}
+	n, err := strconv.Atoi(r.args[i])
+	if err != nil {
+		die("bad argument %q", r.args[i])
+	}
+	return n
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		die("missing mode")
 	}
-	mode, args := os.Args[1], os.Args[2:]
-	arg := func(i int) int {
-		if i >= len(args) {
-			die("missing argument %d", i)
-		}
-		n, err := strconv.Atoi(args[i])
-		if err != nil {
-			die("bad argument %q", args[i])
-		}
-		return n
-	}
+	mode := os.Args[1]
+	r := &rank{args: os.Args[2:]}
 	info, ok, err := boot.FromEnv()
 	if err != nil {
 		die("%v", err)
@@ -67,14 +77,9 @@ func main() {
 	if !ok {
 		die("not started by ftmpirun")
 	}
+	r.info = info
 	if mode == "lines" {
-		k := arg(0)
-		pad := strings.Repeat("x", 100+info.Rank*37)
-		for i := 0; i < k; i++ {
-			fmt.Fprintf(os.Stdout, "rank %d line %d %s\n", info.Rank, i, pad)
-			fmt.Fprintf(os.Stderr, "rank %d errline %d %s\n", info.Rank, i, pad)
-		}
-		fmt.Fprintf(os.Stdout, "rank %d partial", info.Rank)
+		r.lines()
 		return
 	}
 	c, err := boot.Connect(info)
@@ -82,6 +87,7 @@ func main() {
 		die("connect: %v", err)
 	}
 	defer c.Close()
+	r.c = c
 	// Self-injection starts once the rank is connected, as under mpi.Init
 	// (rte.Process.Arm): a kill before the hello would make the rank a
 	// plain program that died, not a failed rank.
@@ -99,28 +105,52 @@ func main() {
 		fmt.Printf("ready pid %d tmp %s\n", os.Getpid(), info.TmpDir)
 		select {}
 	}
-	self := boot.Endpoint{Addrs: map[string]string{
-		"unix": filepath.Join(info.TmpDir, "r"+strconv.Itoa(info.Rank)),
-		"tcp":  "127.0.0.1:" + strconv.Itoa(20000+info.Rank),
-	}}
-	if mode == "crashearly" && info.Rank == arg(0) {
+	if mode == "crashearly" && info.Rank == r.arg(0) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	}
 	if mode == "suspect" && info.Rank == 0 {
-		suspectStopped(c, info, arg(0))
+		suspectStopped(c, info, r.arg(0))
 	}
-	eps, err := c.Exchange(self)
+	mode = r.exchange(mode)
+	r.act(mode)
+}
+
+// lines prints K numbered lines on stdout and stderr, then a partial line.
+func (r *rank) lines() {
+	k := r.arg(0)
+	pad := strings.Repeat("x", 100+r.info.Rank*37)
+	for i := 0; i < k; i++ {
+		fmt.Fprintf(os.Stdout, "rank %d line %d %s\n", r.info.Rank, i, pad)
+		fmt.Fprintf(os.Stderr, "rank %d errline %d %s\n", r.info.Rank, i, pad)
+	}
+	fmt.Fprintf(os.Stdout, "rank %d partial", r.info.Rank)
+}
+
+// endpoint is the endpoint every rank publishes for rank k.
+func (r *rank) endpoint(k int) boot.Endpoint {
+	return boot.Endpoint{Rank: k, Host: r.info.Host, Addrs: map[string]string{
+		"unix": filepath.Join(r.info.TmpDir, "r"+strconv.Itoa(k)),
+		"tcp":  "127.0.0.1:" + strconv.Itoa(20000+k),
+	}}
+}
+
+// exchange publishes this rank's endpoint, checks every endpoint the
+// exchange returns (ranks gone before it are allowed in waitfail and
+// suspect, and expected in crashearly) and returns the mode to go on in
+// (crashearly goes on as crash).
+func (r *rank) exchange(mode string) string {
+	info := r.info
+	self := r.endpoint(info.Rank)
+	self.Rank, self.Host = 0, ""
+	eps, err := r.c.Exchange(self)
 	var fe *boot.FailedError
 	if mode == "crashearly" {
-		if !errors.As(err, &fe) || len(fe.Ranks) != 1 || fe.Ranks[0] != arg(0) {
-			die("exchange: got %v, want a FailedError for rank %d", err, arg(0))
+		if !errors.As(err, &fe) || len(fe.Ranks) != 1 || fe.Ranks[0] != r.arg(0) {
+			die("exchange: got %v, want a FailedError for rank %d", err, r.arg(0))
 		}
 		fmt.Printf("rank %d: exchange reports %v gone\n", info.Rank, fe.Ranks)
-		eps[arg(0)] = boot.Endpoint{Rank: arg(0), Host: info.Host, Addrs: map[string]string{
-			"unix": filepath.Join(info.TmpDir, "r"+strconv.Itoa(arg(0))),
-			"tcp":  "127.0.0.1:" + strconv.Itoa(20000+arg(0)),
-		}}
+		eps[r.arg(0)] = r.endpoint(r.arg(0))
 		mode = "crash"
 	} else if errors.As(err, &fe) && (mode == "waitfail" || mode == "suspect") {
 		fmt.Printf("rank %d: exchange reports %v gone\n", info.Rank, fe.Ranks)
@@ -130,119 +160,123 @@ func main() {
 	if len(eps) != info.Size {
 		die("exchange returned %d endpoints, want %d", len(eps), info.Size)
 	}
-	for r, ep := range eps {
+	for k, ep := range eps {
 		if fe != nil && ep.Addrs == nil {
 			continue // gone before publishing (waitfail, suspect)
 		}
 		sameHost := ep.Host == info.Host // on another host (a multi-host test), its job directory differs
-		if ep.Rank != r || ep.Addrs["tcp"] != "127.0.0.1:"+strconv.Itoa(20000+r) ||
-			sameHost && ep.Addrs["unix"] != filepath.Join(info.TmpDir, "r"+strconv.Itoa(r)) {
-			die("bad endpoint %d: %+v", r, ep)
+		if ep.Rank != k || ep.Addrs["tcp"] != "127.0.0.1:"+strconv.Itoa(20000+k) ||
+			sameHost && ep.Addrs["unix"] != filepath.Join(info.TmpDir, "r"+strconv.Itoa(k)) {
+			die("bad endpoint %d: %+v", k, ep)
 		}
 	}
-	waitFailure := func(rank int) {
-		deadline := time.After(20 * time.Second)
-		for {
-			select {
-			case ev, ok := <-c.Events():
-				if !ok {
-					die("events closed")
-				}
-				if ev.Kind == boot.EventFailed && ev.Rank == rank {
-					fmt.Printf("rank %d saw failure of %d\n", info.Rank, rank)
-					return
-				}
-			case <-deadline:
+	return mode
+}
+
+// waitFailures waits (20 s at most) for the failure events of k distinct
+// ranks, or of rank only if it is not negative, printing each.
+func (r *rank) waitFailures(k, rank int) {
+	deadline := time.After(20 * time.Second)
+	seen := make(map[int]bool)
+	for len(seen) < k {
+		select {
+		case ev, ok := <-r.c.Events():
+			if !ok {
+				die("events closed")
+			}
+			if ev.Kind == boot.EventFailed && !seen[ev.Rank] && (rank < 0 || ev.Rank == rank) {
+				seen[ev.Rank] = true
+				fmt.Printf("rank %d saw failure of %d\n", r.info.Rank, ev.Rank)
+			}
+		case <-deadline:
+			if rank >= 0 {
 				die("no failure event for rank %d", rank)
 			}
+			die("saw %d failures after 20s, want %d", len(seen), k)
 		}
 	}
-	waitFailures := func(k int) {
-		deadline := time.After(20 * time.Second)
-		seen := make(map[int]bool)
-		for len(seen) < k {
-			select {
-			case ev, ok := <-c.Events():
-				if !ok {
-					die("events closed")
-				}
-				if ev.Kind == boot.EventFailed && !seen[ev.Rank] {
-					seen[ev.Rank] = true
-					fmt.Printf("rank %d saw failure of %d\n", info.Rank, ev.Rank)
-				}
-			case <-deadline:
-				die("saw %d failures after 20s, want %d", len(seen), k)
-			}
-		}
+}
+
+func (r *rank) finalize() {
+	if err := r.c.Finalize(); err != nil {
+		die("finalize: %v", err)
 	}
-	finalize := func() {
-		if err := c.Finalize(); err != nil {
-			die("finalize: %v", err)
-		}
-	}
+}
+
+// exit closes the connection and exits with code.
+func (r *rank) exit(code int) {
+	r.c.Close()
+	os.Exit(code)
+}
+
+// act runs what mode does after the exchange.
+func (r *rank) act(mode string) {
+	info := r.info
 	switch mode {
 	case "hello":
-		fmt.Printf("rank %d of %d: %d endpoints ok, transport %s\n", info.Rank, info.Size, len(eps), info.Transport)
-		finalize()
+		fmt.Printf("rank %d of %d: %d endpoints ok, transport %s\n", info.Rank, info.Size, info.Size, info.Transport)
+		r.finalize()
 		code := 0
-		if len(args) > 0 {
-			codes := strings.Split(args[0], ",")
+		if len(r.args) > 0 {
+			codes := strings.Split(r.args[0], ",")
 			if info.Rank < len(codes) {
 				code, _ = strconv.Atoi(codes[info.Rank])
 			}
 		}
-		c.Close()
-		os.Exit(code)
+		r.exit(code)
 	case "abort":
-		if info.Rank == arg(0) {
-			if err := c.Abort(arg(1), "test reason"); err != nil {
+		if info.Rank == r.arg(0) {
+			if err := r.c.Abort(r.arg(1), "test reason"); err != nil {
 				die("abort: %v", err)
 			}
 			select {}
 		}
-		finalize()
+		r.finalize()
 		select {}
 	case "crash":
-		if info.Rank == arg(0) {
+		if info.Rank == r.arg(0) {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
 		}
-		waitFailure(arg(0))
-		finalize()
-		c.Close()
-		os.Exit(arg(1) + info.Rank)
+		r.waitFailures(1, r.arg(0))
+		r.finalize()
+		r.exit(r.arg(1) + info.Rank)
 	case "nofin":
-		if info.Rank == arg(0) {
-			os.Exit(arg(1))
+		if info.Rank == r.arg(0) {
+			os.Exit(r.arg(1))
 		}
-		finalize()
+		r.finalize()
 	case "abortcont":
-		switch info.Rank {
-		case 1:
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
-		case 0:
-			waitFailure(1)
-			if err := c.Abort(7, "giving up"); err != nil {
-				die("abort: %v", err)
-			}
-			select {}
-		default:
-			finalize()
-			select {}
-		}
+		r.abortcont()
 	case "waitfail":
-		waitFailures(arg(0))
-		finalize()
-		c.Close()
-		os.Exit(arg(1) + info.Rank)
+		r.waitFailures(r.arg(0), -1)
+		r.finalize()
+		r.exit(r.arg(1) + info.Rank)
 	case "suspect":
-		waitFailures(1)
-		finalize()
-		c.Close()
-		os.Exit(arg(1) + info.Rank)
+		r.waitFailures(1, -1)
+		r.finalize()
+		r.exit(r.arg(1) + info.Rank)
 	default:
 		die("unknown mode %q", mode)
+	}
+}
+
+// abortcont: rank 1 crashes; rank 0 waits for the event and aborts with 7;
+// the others wait in Finalize.
+func (r *rank) abortcont() {
+	switch r.info.Rank {
+	case 1:
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	case 0:
+		r.waitFailures(1, 1)
+		if err := r.c.Abort(7, "giving up"); err != nil {
+			die("abort: %v", err)
+		}
+		select {}
+	default:
+		r.finalize()
+		select {}
 	}
 }
 
