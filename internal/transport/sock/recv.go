@@ -24,6 +24,12 @@ package sock
 // the mark after it lets go: a failed taker marks and tries once more, a
 // releaser lets go and then looks, so one of the two always reads.
 //
+// Out of the runtime's poller (fdConn), the reader goroutine waits with
+// readability disarmed while callers poll (parkArm): it wakes after a
+// quiet period, or when kicked, instead of at each frame; a caller that
+// reads frames while readability is armed kicks it once so it disarms,
+// and a caller that gives up polling to block kicks it so it arms.
+//
 // A polling caller delivers only whole bulk frames, from its own
 // goroutine. Urgent frames (control traffic, whose handlers may take
 // locks a waiting caller holds), chunked frames, the transport's own
@@ -137,6 +143,77 @@ type rx struct {
 	released  bool // it let go of own before waiting for readability
 	spin      time.Duration
 	spinStart time.Time
+	// parkArm's: the pollSeq it last saw, the quiet period it waits
+	// without readability armed (0: armed), and whether that wait has a
+	// deadline set.
+	seenSeq  uint64
+	seenGave uint64
+	quiet    time.Duration
+	timed    bool
+	// disarmed is set while the reader goroutine waits out a quiet
+	// period: a caller that gives up polling (to block) kicks it, so it
+	// arms readability at once.
+	disarmed atomic.Bool
+	// fc is the connection when out of the runtime's poller (nil when
+	// not: a plain net.Conn, or a test's); kickedArm is set by the
+	// caller that read frames on x while readability was armed and
+	// kicked the reader to disarm it (once, until parkArm looks).
+	fc        *fdConn
+	kickedArm atomic.Bool
+}
+
+// While polling callers read a connection, its reader goroutine waits
+// with readability disarmed (fdConn): a frame that arrives then wakes no
+// thread. It wakes after a quiet period instead, quietMin at first and
+// twice as long each time callers polled meanwhile, up to quietMax; when
+// none did, it arms readability and waits for the next frame without a
+// deadline (an idle connection wakes nobody). A frame that arrives when
+// no caller polls any more waits at most the quiet period; anything a
+// caller must leave to the reader (handOff) kicks it at once.
+var (
+	quietMin = 200 * time.Microsecond
+	quietMax = 2 * time.Millisecond
+)
+
+// parkArm is the fdConn's choice before the reader goroutine waits: true
+// to be woken by readability, false to wait out a quiet period (a read
+// deadline) while callers poll the connection. Reader goroutine only.
+func (x *rx) parkArm() bool {
+	t := x.t
+	x.kickedArm.Store(false)
+	seq, gave := t.pollSeq.Load(), t.gaveUp.Load()
+	// Callers polled since the last look (or poll now), and none gave up
+	// to block meanwhile.
+	active := (t.polling.Load() != 0 || seq != x.seenSeq) && gave == x.seenGave
+	x.seenSeq, x.seenGave = seq, gave
+	if x.released && active && !x.handoff.Load() && !x.stop.Load() {
+		x.quiet = min(max(2*x.quiet, quietMin), quietMax)
+		x.c.SetReadDeadline(time.Now().Add(x.quiet))
+		x.timed = true
+		x.disarmed.Store(true)
+		if t.gaveUp.Load() != gave {
+			x.c.SetReadDeadline(aLongTimeAgo) // a caller gave up meanwhile: arm
+		}
+		x.rekick()
+		return false
+	}
+	x.disarmed.Store(false)
+	x.quiet = 0
+	if x.timed {
+		x.timed = false
+		x.c.SetReadDeadline(time.Time{})
+		x.rekick()
+	}
+	return true
+}
+
+// rekick kicks the reader goroutine itself (a deadline in the past) when
+// a caller handed it x while it was setting its own deadline, which may
+// have replaced the caller's kick.
+func (x *rx) rekick() {
+	if x.handoff.Load() || x.stop.Load() {
+		x.c.SetReadDeadline(aLongTimeAgo)
+	}
 }
 
 func newRx(t *Transport, peer int) *rx {
@@ -151,8 +228,9 @@ func newRx(t *Transport, peer int) *rx {
 // name the peer.
 func (t *Transport) readLoop(cc *conn, peer int, p *acceptloop.Pending) {
 	defer t.wg.Done()
-	c := cc.c
-	defer c.Close()
+	// (cc.c is replaced by the handshake of an accepted connection:
+	// unpolled; read it after that)
+	defer func() { cc.c.Close() }()
 	var early []byte // frames the peer sent right behind its hello
 	if peer < 0 {
 		var ok bool
@@ -161,12 +239,17 @@ func (t *Transport) readLoop(cc *conn, peer int, p *acceptloop.Pending) {
 			return
 		}
 	}
+	c := cc.c
 	// Buffers only for connections that proved themselves: a flood of
 	// connections that never do costs no memory beyond the accept loop's
 	// cap.
 	tune(c)
 	x := newRx(t, peer)
 	x.c = c
+	if fc, ok := c.(*fdConn); ok {
+		fc.arm = x.parkArm
+		x.fc = fc
+	}
 	x.w = copy(x.buf, early)
 	var err error
 	if sc, ok := c.(syscall.Conn); !ok {
@@ -216,6 +299,15 @@ func (t *Transport) handshake(cc *conn, p *acceptloop.Pending) (int, []byte, boo
 	ps, ok := t.accepted(peer, cc)
 	if ok {
 		verdict = replyAccept
+		// Out of the runtime's poller before anything else writes on it
+		// (this goroutine owns the write side until release); not once
+		// Close has taken the connections.
+		t.mu.Lock()
+		if !t.closed {
+			cc.c = unpolled(c)
+			c = cc.c
+		}
+		t.mu.Unlock()
 	}
 	reply := []byte{verdict}
 	if answer != nil { // the one-round-trip handshake: the verdict with the MAC
@@ -295,8 +387,9 @@ func (x *rx) waitRead() {
 		if err == nil {
 			return
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) { // kicked (handOff)
+		if errors.Is(err, os.ErrDeadlineExceeded) { // kicked (handOff), or a quiet period ended (parkArm)
 			x.c.SetReadDeadline(time.Time{})
+			x.timed = false
 			if !x.released || x.retake() {
 				return
 			}
@@ -421,6 +514,7 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 		return true
 	}
 	t.polling.Add(1)
+	t.pollSeq.Add(1)
 	start := time.Now()
 	turn := 0
 	locked := transport.LockedCallers()
@@ -468,7 +562,21 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 			}
 		}
 	}
-	return c.Done()
+	done := c.Done()
+	if !done {
+		// This caller gives up polling and will wait for a reader
+		// goroutine: those waiting out a quiet period (parkArm) arm
+		// readability now.
+		t.gaveUp.Add(1)
+		if p := t.rxs.Load(); p != nil {
+			for _, x := range *p {
+				if x.disarmed.Load() && x.c != nil {
+					x.c.SetReadDeadline(aLongTimeAgo)
+				}
+			}
+		}
+	}
+	return done
 }
 
 // callerTake tries to take x for a polling caller; false if another owner
@@ -518,6 +626,12 @@ func (x *rx) pollOnce() (delivered, handed bool) {
 		}
 	}
 	delivered = x.frames != frames // read while x is held
+	if delivered && x.fc != nil && x.fc.armed.Load() && !x.kickedArm.Swap(true) {
+		// Callers read x while its readability is armed (the reader
+		// armed it before they began): each frame wakes a thread in the
+		// runtime's poller. The reader, kicked, disarms it (parkArm).
+		x.c.SetReadDeadline(aLongTimeAgo)
+	}
 	if leave {
 		x.handOff()
 		return delivered, true

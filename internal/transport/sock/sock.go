@@ -24,6 +24,11 @@
 // Reading: each connection has one reader goroutine that spins briefly on
 // non-blocking reads (yielding the processor) before parking in the poller,
 // and reads large payloads straight into the buffer the handler names.
+// Once its handshake is done a connection's socket leaves the runtime's
+// poller (fdconn.go): it is reported to its reader only while armed, and
+// the reader leaves it disarmed while polling callers read it, so frames
+// that callers read wake no thread; an idle connection is armed and holds
+// no thread.
 // Every frame handed to the handler ends in one Payload call, with an error
 // when the connection broke inside it (see package transport). A goroutine
 // waiting for a request may read the connections itself (PollUntil:
@@ -33,8 +38,9 @@
 // Writing: each peer has a send queue with two lanes (urgent and bulk) and
 // at most one goroutine writing to its connection at a time: a Send to an
 // idle connection writes from the caller's goroutine (the zero-copy fast
-// path); otherwise the frame is queued and the peer's writer goroutine (one
-// per peer, started on first need) writes it. Payloads above chunkSize go
+// path: header and payload in one writev); otherwise the frame is queued
+// and the peer's writer goroutine (one per peer, started on first need)
+// writes it. Payloads above chunkSize go
 // out in chunks, and queued urgent frames are written between chunks, so
 // heartbeats and revocations never wait for a whole bulk transfer. No lock
 // is held across a socket write; a slow or stopped peer only stalls its own
@@ -194,6 +200,10 @@ type Transport struct {
 	rxs     atomic.Pointer[[]*rx]
 	hot     atomic.Pointer[rx] // the connection that last gave a polling caller frames
 	polling atomic.Int32
+	// pollSeq counts PollUntil calls: a reader whose connection callers
+	// read keeps readability disarmed while it moves (rx.parkArm).
+	pollSeq atomic.Uint64
+	gaveUp  atomic.Uint64 // PollUntil calls that ended with their condition unmet
 }
 
 // peerState is how this rank sends to one peer.
@@ -465,6 +475,21 @@ func (t *Transport) accepted(peer int, cc *conn) (*peerState, bool) {
 	}
 	t.establishLocked(ps, cc, true)
 	return ps, true
+}
+
+// unpolled tunes c and, for a TCP connection (between hosts, where
+// callers poll sockets), takes its socket out of the runtime's poller
+// (fdConn); if that fails, c is used as it is. Unix connections (same
+// host, beside shared memory) stay as they are.
+func unpolled(c net.Conn) net.Conn {
+	tune(c)
+	if _, ok := c.(*net.TCPConn); !ok {
+		return c
+	}
+	if fc, err := newFdConn(c); err == nil {
+		return fc
+	}
+	return c
 }
 
 func tune(c net.Conn) {
@@ -802,7 +827,7 @@ func (t *Transport) connect(ps *peerState) (*conn, error) {
 		c, ok, err := t.dial(to)
 		var cc *conn
 		if err == nil && ok {
-			cc = &conn{c: c}
+			cc = &conn{c: unpolled(c)}
 			if !t.track(cc) {
 				c.Close()
 				return nil, transport.ErrClosed
@@ -1087,6 +1112,12 @@ func (cc *conn) writeFrame(h transport.Header, payload []byte) error {
 		h.N = uint64(n)
 	}
 	var err error
+	if fc, ok := cc.c.(*fdConn); ok {
+		// Header and payload in one writev, no copy.
+		h.Encode(cc.hdr[:])
+		_, err = fc.writev(cc.hdr[:], payload)
+		return err
+	}
 	if n <= smallWrite {
 		need := transport.HeaderSize + n
 		if cap(cc.scratch) < need {
