@@ -20,11 +20,11 @@ import (
 
 // Shared-memory collectives (issue 28 item 3; internal/coll/shmcoll).
 //
-// The blocking Barrier, Allreduce, Allgather, Gather and Allgatherv of an
-// intracommunicator whose members all run on one host go through a segment
-// all of them map, instead of the point-to-point algorithms, when shmUse
-// says so for the call's kind, size and member count (Bcast and Reduce
-// not yet; Gatherv and Scatter(v) not: their counts are known at the root
+// The blocking Barrier, Bcast, Reduce, Allreduce, Allgather, Gather and
+// Allgatherv of an intracommunicator whose members all run on one host go
+// through a segment all of them map, instead of the point-to-point
+// algorithms, when shmUse says so for the call's kind, size and member
+// count (Gatherv and Scatter(v) not: their counts are known at the root
 // only, so the members cannot agree on the steps). The
 // choice depends only on what every member agrees on: the communicator's size
 // (2..shmcoll.MaxMembers), the hosts of its members as the launcher told
@@ -96,11 +96,14 @@ type collShm struct {
 // of issue 28 (docs/benchmarks.md, "Shared-memory collectives"):
 //
 //   - Barrier: always (0.10-0.21x the point-to-point time at np 2-8).
-//   - Bcast and Reduce: never yet: one side waits for the other every
-//     second slot, where the point-to-point root (Bcast) or contributors
-//     (Reduce) run ahead on eager sends (Bcast 1.3-14x, Reduce 8 B
-//     1.07-1.81x slower in back-to-back calls at np 2-8; a deeper ring of
-//     slots would let them run ahead too).
+//   - Bcast and Reduce: np >= 4 and up to shmcoll.RingMax (8 KiB), the
+//     ring of slots that lets the root (Bcast) or the contributors
+//     (Reduce) run up to shmcoll.RingDepth steps ahead (8 B: Bcast 0.70x
+//     at np 4, 0.16x at np 8; Reduce 0.43x, 0.74x; at np 2 2.7x and 1.4x
+//     slower, where a point-to-point call is one eager message). Larger
+//     ones take the point-to-point algorithms: on the two data slots one
+//     side waits for the other every second slot (Bcast 1.3-14x, Reduce
+//     1.07-1.81x slower in the first session's runs).
 //   - Allreduce, Allgather: up to 64 KiB per member, and beyond when
 //     np <= 4 (Allreduce 8 B 0.13-0.55x, Allgather 8 B 0.10-0.49x; 1 MiB:
 //     0.53x at np 2, 0.81x at np 4, 1.31x at np 8, where every slot's two
@@ -119,6 +122,8 @@ func shmUse(kind, np, n int) bool {
 	switch kind {
 	case coll.KBarrier:
 		return true
+	case coll.KBcast, coll.KReduce:
+		return np >= 4 && n <= shmcoll.RingMax
 	case coll.KAllreduce, coll.KAllgather:
 		return n <= 64<<10 || np <= 4
 	case coll.KGather:

@@ -172,8 +172,9 @@ func TestShmCollectivesResults(t *testing.T) {
 	}
 }
 
-// Gather and Allgatherv take the segment where mpi.shmUse measured it
-// faster: Gather at np >= 4 from 16 to 64 KiB, Allgatherv at np >= 4.
+// Gather, Allgatherv, Bcast and Reduce take the segment where mpi.shmUse
+// measured it faster: Gather at np >= 4 from 16 to 64 KiB, Allgatherv at
+// np >= 4, Bcast and Reduce at np >= 4 up to 8 KiB (the ring).
 func TestShmGatherAllgathervChoice(t *testing.T) {
 	for _, np := range []int{2, 4} {
 		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
@@ -192,6 +193,11 @@ func TestShmGatherAllgathervChoice(t *testing.T) {
 					{"allgatherv", func() error {
 						return mpi.Allgatherv(c, make([]int64, c.Rank()), make([]int64, np*(np-1)/2), seqCounts(np), nil)
 					}, np >= 4},
+					{"bcast 8 B", func() error { return mpi.Bcast(c, []int64{1}, 1) }, np >= 4},
+					{"bcast 8 KiB", func() error { return mpi.Bcast(c, make([]int64, 1024), 0) }, np >= 4},
+					{"bcast 8 KiB + 8", func() error { return mpi.Bcast(c, make([]int64, 1025), 0) }, false},
+					{"reduce 8 B", func() error { return mpi.Reduce(c, []int64{1}, make([]int64, 1), mpi.Sum, 1) }, np >= 4},
+					{"reduce 16 KiB", func() error { return mpi.Reduce(c, make([]int64, 2048), make([]int64, 2048), mpi.Sum, 0) }, false},
 				} {
 					before := mpi.ShmCallsForTest(c)
 					if err := k.call(); err != nil {
@@ -238,8 +244,8 @@ func TestShmNotForNonblockingOrSelf(t *testing.T) {
 }
 
 // A rank killed at each point of the shared-memory Barrier, Allreduce
-// (one step, and two per slot), Allgather, Gather and Allgatherv (several
-// slots); FTMPI_SHM_CRASH_RUNS repeats each case: every survivor's call, or if the victim had
+// (one step, and two per slot), Allgather, Bcast and Reduce (three ring
+// slots, root and not), Gather and Allgatherv (several slots); FTMPI_SHM_CRASH_RUNS repeats each case: every survivor's call, or if the victim had
 // already published its part, the survivor's next Barrier, fails with
 // ErrProcFailed (run's deadline: never a hang).
 func TestShmMemberKilledAtEveryPoint(t *testing.T) {
@@ -257,6 +263,12 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 		"allgather": func(c *mpi.Comm) error {
 			return mpi.Allgather(c, make([]int64, 10000), make([]int64, np*10000)) // two slots
 		},
+		"bcast": func(c *mpi.Comm) error { // 5.6 KB: three ring slots; root 2: a victim at both sides
+			return mpi.Bcast(c, make([]int64, 700), 2)
+		},
+		"reduce": func(c *mpi.Comm) error {
+			return mpi.Reduce(c, make([]int64, 700), make([]int64, 700), mpi.Sum, 2)
+		},
 		"gather": func(c *mpi.Comm) error { // root 2: a victim at every point of both sides; 32 KB: the segment (mpi.shmUse)
 			return mpi.Gather(c, make([]int64, 4096), make([]int64, np*4096), 2)
 		},
@@ -267,7 +279,7 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 	}
 	runs, start := jobtest.Repeats(t, "FTMPI_SHM_CRASH_RUNS"), time.Now()
 	var total, failed int
-	for _, name := range []string{"barrier", "allreduce", "allreduce-big", "allgather", "gather", "allgatherv"} {
+	for _, name := range []string{"barrier", "allreduce", "allreduce-big", "allgather", "bcast", "reduce", "gather", "allgatherv"} {
 		kind := strings.TrimSuffix(name, "-big")
 		for _, point := range []string{"enter", "published", "read"} {
 			for _, victim := range []int{0, 2} {

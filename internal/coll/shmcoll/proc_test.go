@@ -14,8 +14,8 @@ import (
 
 // The shared-memory collectives over real processes on one host (ftmpirun,
 // built binaries): results and the path taken, and a rank SIGKILLed by
-// the launcher when it stops at each point of the shared-memory Barrier
-// and Allreduce (the kill tied to the line the victim prints there,
+// the launcher when it stops at each point of the shared-memory Barrier,
+// Allreduce, Allgather, Bcast, Reduce, Gather and Allgatherv (the kill tied to the line the victim prints there,
 // not to a timer): every survivor's call, or its next Barrier, returns
 // ErrProcFailed, and the job ends within its deadline.
 
@@ -57,11 +57,12 @@ func TestProcessesResults(t *testing.T) {
 			t.Fatalf("np %d: exit %d, %q\nstderr:\n%s", np, r.Code, r.Stdout, r.Stderr)
 		}
 		// Allreduce, Allgather and Barrier at each of 3 sizes through the
-		// segment (mpi.shmUse), not Bcast and Reduce; at np >= 4 also the
-		// 3 Allgathervs and the np Gathers of 40 KB.
+		// segment (mpi.shmUse); at np >= 4 also the 3 Allgathervs, the np
+		// Gathers of 40 KB and the np Bcasts and np Reduces of 8 and 800
+		// bytes (the ring; not those of 40 KB).
 		want := 3 * 3
 		if np >= 4 {
-			want += 3 + np
+			want += 3 + np + 2*2*np
 		}
 		if calls != want {
 			t.Fatalf("np %d: %d calls through the shared segment, want %d", np, calls, want)
@@ -90,6 +91,8 @@ func TestProcessesMemberKilledAtEveryPoint(t *testing.T) {
 		{"barrier", "enter"}, {"barrier", "published"},
 		{"allreduce", "enter"}, {"allreduce", "published"}, {"allreduce", "read"},
 		{"allgather", "enter"}, {"allgather", "published"},
+		{"bcast", "enter"}, {"bcast", "published"}, {"bcast", "read"},
+		{"reduce", "enter"}, {"reduce", "published"}, {"reduce", "read"},
 		{"gather", "enter"}, {"gather", "published"}, {"gather", "read"},
 		{"allgatherv", "enter"}, {"allgatherv", "published"}, {"allgatherv", "read"},
 	} {

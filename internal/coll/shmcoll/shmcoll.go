@@ -77,11 +77,33 @@ func Chunk(n int) int {
 	return 16 << 10
 }
 
+// The ring: besides its two data slots, each member owns RingDepth small
+// slots of RingSlot bytes, used by the Bcast and Reduce of at most
+// RingMax bytes (one slot a step, slot s mod RingDepth at step s). A
+// member rewrites a ring slot once every member finished the step
+// RingDepth steps before, so a Bcast root, or a Reduce contributor, runs
+// up to RingDepth steps ahead of the slowest reader instead of one (a
+// point-to-point root runs ahead on eager sends; with two slots it waited
+// for its readers every second step).
+const (
+	// RingDepth is the number of ring slots of a member. It has no MPI
+	// counterpart.
+	RingDepth = 32
+	// RingSlot is the size of one ring slot. It has no MPI counterpart.
+	RingSlot = 2 << 10
+	// RingMax is the largest Bcast or Reduce (bytes) that goes through
+	// the ring (larger ones use the two data slots). It has no MPI
+	// counterpart.
+	RingMax = 4 * RingSlot
+)
+
 func dataOff(n int) int { return (hdrLines*line + n*line + page - 1) / page * page }
+
+func ringOff(n int) int { return dataOff(n) + 2*n*Chunk(n) }
 
 // Size is the byte size of the segment of a group of n members. It has no
 // MPI counterpart.
-func Size(n int) int { return dataOff(n) + 2*n*Chunk(n) }
+func Size(n int) int { return ringOff(n) + n*RingDepth*RingSlot }
 
 // Env is what a Group asks while a call waits (after every wake-up once
 // it stopped spinning, and at least every SleepBound): a non-nil error
@@ -156,6 +178,7 @@ type Group struct {
 	done                   []*atomic.Uint32
 	ready, sig, dt         []*atomic.Uint64
 	slots                  [][2][]byte
+	rslots                 [][RingDepth][]byte // each member's ring slots
 
 	// Calls counts the calls this member made through the segment
 	// (tests: the shared path was taken).
@@ -181,7 +204,8 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 	g.bell, g.sleepers, g.poison = g.u32(0), g.u32(8), g.u32(line)
 	g.ready, g.done = make([]*atomic.Uint64, n), make([]*atomic.Uint32, n)
 	g.sig, g.dt, g.slots = make([]*atomic.Uint64, n), make([]*atomic.Uint64, n), make([][2][]byte, n)
-	d := dataOff(n)
+	g.rslots = make([][RingDepth][]byte, n)
+	d, ro := dataOff(n), ringOff(n)
 	for i := range n {
 		o := hdrLines*line + i*line
 		g.ready[i], g.done[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offReady])), g.u32(o+offDone)
@@ -190,6 +214,10 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 		for p := range 2 {
 			s := d + (2*i+p)*g.chunk
 			g.slots[i][p] = mem[s : s+g.chunk : s+g.chunk]
+		}
+		for k := range RingDepth {
+			s := ro + (i*RingDepth+k)*RingSlot
+			g.rslots[i][k] = mem[s : s+RingSlot : s+RingSlot]
 		}
 	}
 	g.step = uint32(g.ready[me].Load()) // 0 in a new segment
@@ -317,17 +345,31 @@ func (g *Group) waitDone(j int, s uint32) error {
 	return g.wait(j, func() (bool, error) { return after(w.Load(), s), nil })
 }
 
-// beforeWrite waits until no member still reads the slot step s writes
-// (the one of step s-2).
-func (g *Group) beforeWrite(s uint32) error {
+// beforeWrite waits until no member still reads the data slot step s
+// writes (the one of step s-2).
+func (g *Group) beforeWrite(s uint32) error { return g.beforeReuse(s, 2) }
+
+// beforeReuse waits until every other member finished step s-depth (the
+// last that may have used the slot step s writes).
+func (g *Group) beforeReuse(s, depth uint32) error {
 	for j := range g.N {
 		if j != g.Me {
-			if err := g.waitDone(j, s-2); err != nil {
+			if err := g.waitDone(j, s-depth); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// slotOf is member j's slot of step s: a ring slot in a call of the
+// ring (Bcast, Reduce up to RingMax), a data slot otherwise; depth is
+// how many steps later it is written again.
+func (g *Group) slotOf(j int, s uint32, ringed bool) ([]byte, uint32) {
+	if ringed {
+		return g.rslots[j][s%RingDepth], RingDepth
+	}
+	return g.slots[j][s&1], 2
 }
 
 // Spinning budgets (loads of the awaited word).
@@ -427,22 +469,29 @@ func (g *Group) Barrier(c Call) error {
 }
 
 // Bcast copies buf of member root into buf of every member (MPI_Bcast
-// over the segment), a slot at a time.
+// over the segment), a slot at a time: ring slots up to RingMax bytes
+// (the root runs up to RingDepth steps ahead of its readers), the two
+// data slots above.
 func (g *Group) Bcast(c Call, buf []byte, root int) error {
 	g.Calls.Add(1)
 	if err := g.hook("bcast", "enter"); err != nil {
 		return err
 	}
-	for off := 0; off < len(buf); off += g.chunk {
-		piece := buf[off:min(off+g.chunk, len(buf))]
+	ringed := len(buf) <= RingMax
+	piece := g.chunk
+	if ringed {
+		piece = RingSlot
+	}
+	for off := 0; off < len(buf); off += piece {
+		part := buf[off:min(off+piece, len(buf))]
 		s := g.step + 1
 		g.step = s
-		slot := g.slots[root][s&1]
+		slot, depth := g.slotOf(root, s, ringed)
 		if g.Me == root {
-			if err := g.beforeWrite(s); err != nil {
+			if err := g.beforeReuse(s, depth); err != nil {
 				return err
 			}
-			copy(slot, piece)
+			copy(slot, part)
 			raceRelease()
 			g.done[g.Me].Store(s)
 			g.publish(c, s)
@@ -458,7 +507,7 @@ func (g *Group) Bcast(c Call, buf []byte, root int) error {
 		if err := g.waitReady(c, root, s); err != nil {
 			return err
 		}
-		copy(piece, slot)
+		copy(part, slot)
 		if err := g.hook("bcast", "read"); err != nil {
 			return err
 		}
@@ -476,9 +525,14 @@ const shortAll = 4 << 10
 // [lo, hi) of step parity p, in member order (fn(in, inout): inout = in ∘
 // inout).
 func (g *Group) reduceInto(out []byte, p uint32, lo, hi int, fn func(in, inout []byte)) {
-	copy(out, g.slots[g.N-1][p][lo:hi])
+	g.reduceSlots(out, func(j int) []byte { return g.slots[j][p][lo:hi] }, fn)
+}
+
+// reduceSlots sets out = slot(0) ∘ slot(1) ∘ ... ∘ slot(N-1).
+func (g *Group) reduceSlots(out []byte, slot func(j int) []byte, fn func(in, inout []byte)) {
+	copy(out, slot(g.N-1))
 	for j := g.N - 2; j >= 0; j-- {
-		fn(g.slots[j][p][lo:hi], out)
+		fn(slot(j), out)
 	}
 }
 
@@ -555,23 +609,30 @@ func (g *Group) Allreduce(c Call, send, recv []byte, esize int, fn func(in, inou
 }
 
 // Reduce combines send of every member with fn, in member order, into
-// recv at member root (MPI_Reduce over the segment); recv is used at root
-// only and may be send there.
+// recv at member root (MPI_Reduce over the segment), a slot at a time:
+// ring slots up to RingMax bytes (a contributor runs up to RingDepth
+// steps ahead of the root), the two data slots above; recv is used at
+// root only and may be send there.
 func (g *Group) Reduce(c Call, send, recv []byte, root, esize int, fn func(in, inout []byte)) error {
 	g.Calls.Add(1)
 	if err := g.hook("reduce", "enter"); err != nil {
 		return err
 	}
-	chunk := g.chunk / esize * esize
 	n := len(send)
+	ringed := n <= RingMax
+	chunk := g.chunk / esize * esize
+	if ringed {
+		chunk = RingSlot / esize * esize
+	}
 	for off := 0; off < n; off += chunk {
 		L := min(chunk, n-off)
 		s := g.step + 1
 		g.step = s
-		if err := g.beforeWrite(s); err != nil {
+		mine, depth := g.slotOf(g.Me, s, ringed)
+		if err := g.beforeReuse(s, depth); err != nil {
 			return err
 		}
-		copy(g.slots[g.Me][s&1], send[off:off+L])
+		copy(mine, send[off:off+L])
 		if g.Me != root {
 			raceRelease()
 			g.done[g.Me].Store(s) // a contributor reads nothing
@@ -590,7 +651,10 @@ func (g *Group) Reduce(c Call, send, recv []byte, root, esize int, fn func(in, i
 				}
 			}
 		}
-		g.reduceInto(recv[off:off+L], s&1, 0, L, fn)
+		g.reduceSlots(recv[off:off+L], func(j int) []byte { sl, _ := g.slotOf(j, s, ringed); return sl[:L] }, fn)
+		if err := g.hook("reduce", "read"); err != nil {
+			return err
+		}
 		g.finish(s)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -109,9 +111,9 @@ func reference(n, elems int, fn func(in, inout []byte)) []byte {
 func sizes(n int) []int { // elements of 8 bytes
 	c := Chunk(n) / 8
 	if jobtest.RaceEnabled { // the race detector slows the byte loops ~50x: the switch points only
-		return []int{0, 3, shortAll/8 + 1, c + 1}
+		return []int{0, 3, shortAll/8 + 1, RingMax/8 + 1, c + 1}
 	}
-	return []int{0, 1, 3, shortAll / 8, shortAll/8 + 1, c - 1, c, c + 1, 2*c + 5}
+	return []int{0, 1, 3, RingSlot / 8, RingSlot/8 + 1, shortAll / 8, shortAll/8 + 1, RingMax / 8, RingMax/8 + 1, c - 1, c, c + 1, 2*c + 5}
 }
 
 func TestCollectives(t *testing.T) {
@@ -272,6 +274,15 @@ func TestMemberStopsAtEveryPoint(t *testing.T) {
 	calls := map[string]func(g *Group) error{
 		"barrier": func(g *Group) error { return g.Barrier(Call{Sig: 1}) },
 		"bcast":   func(g *Group) error { return g.Bcast(Call{Sig: 2}, make([]byte, 8*big), 0) },
+		"bcast-ring": func(g *Group) error {
+			return g.Bcast(Call{Sig: 10}, make([]byte, 3*RingSlot), 2)
+		},
+		"reduce-ring": func(g *Group) error {
+			return g.Reduce(Call{Sig: 11}, input(g.Me, 3*RingSlot/8), make([]byte, 3*RingSlot), 0, 8, sum)
+		},
+		"reduce-big": func(g *Group) error {
+			return g.Reduce(Call{Sig: 12}, input(g.Me, big), make([]byte, 8*big), 1, 8, sum)
+		},
 		"allreduce": func(g *Group) error {
 			return g.Allreduce(Call{Sig: 3}, input(g.Me, 1), make([]byte, 8), 8, sum)
 		},
@@ -287,10 +298,7 @@ func TestMemberStopsAtEveryPoint(t *testing.T) {
 		},
 	}
 	for name, call := range calls {
-		kind := name
-		if kind == "allreduce-big" {
-			kind = "allreduce"
-		}
+		kind, _, _ := strings.Cut(name, "-")
 		for _, point := range []string{"enter", "published", "read"} {
 			for _, victim := range []int{0, 1, n - 1} {
 				t.Run(fmt.Sprintf("%s/%s/victim%d", name, point, victim), func(t *testing.T) {
@@ -490,4 +498,89 @@ func TestWakeEndsSleepWithEnvError(t *testing.T) {
 			t.Fatal("a sleeping member was not woken by Wake")
 		}
 	}
+}
+
+// A Bcast root and Reduce contributors run up to RingDepth calls ahead of
+// the members that read their ring slots: the root makes RingDepth
+// small Bcasts and the contributors RingDepth small Reduces before any
+// reader calls (with the two data slots they waited at the second), then
+// the readers take every call's data in order.
+func TestRingRunsAhead(t *testing.T) {
+	const n = 4
+	var dead atomic.Bool
+	gs := newGroups(t, n, false, &dead)
+	ahead := func(fast func(g *Group) error, slow []int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i, g := range gs {
+			if !slices.Contains(slow, i) {
+				wg.Add(1)
+				go func() { defer wg.Done(); errs[i] = fast(g) }()
+			}
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			dead.Store(true) // release them (the readers never called)
+			gs[0].Wake()
+			<-done
+			t.Fatal("the writers did not finish their calls before the readers called (within 60 s)")
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("member %d: %v", i, err)
+			}
+		}
+	}
+	const root = 1
+	msg := func(k int) []byte { return input(k, 3) }
+	ahead(func(g *Group) error {
+		for k := range RingDepth {
+			if err := g.Bcast(Call{Sig: 2}, msg(k), root); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, []int{0, 2, 3})
+	ahead(func(g *Group) error { // the readers, in order
+		for k := range RingDepth {
+			buf := make([]byte, 24)
+			if err := g.Bcast(Call{Sig: 2}, buf, root); err != nil {
+				return err
+			}
+			if !bytes.Equal(buf, msg(k)) {
+				return fmt.Errorf("bcast %d: %v, want %v", k, buf, msg(k))
+			}
+		}
+		return nil
+	}, []int{root})
+	// Reduce: every member but the root contributes RingDepth calls first.
+	contrib := func(g *Group) error {
+		for k := range RingDepth {
+			if err := g.Reduce(Call{Sig: 5}, input(g.Me+k, 2), nil, root, 8, sum); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ahead(contrib, []int{root})
+	ahead(func(g *Group) error {
+		for k := range RingDepth {
+			recv := make([]byte, 16)
+			if err := g.Reduce(Call{Sig: 5}, input(g.Me+k, 2), recv, root, 8, sum); err != nil {
+				return err
+			}
+			want := input(k, 2)
+			for j := 1; j < n; j++ {
+				sum(input(j+k, 2), want)
+			}
+			if !bytes.Equal(recv, want) {
+				return fmt.Errorf("reduce %d: %v, want %v", k, recv, want)
+			}
+		}
+		return nil
+	}, []int{0, 2, 3})
 }

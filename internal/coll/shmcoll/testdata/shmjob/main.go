@@ -69,8 +69,18 @@ func main() {
 		err = c.Barrier()
 	case "allreduce":
 		err = mpi.Allreduce(c, make([]float64, 20000), make([]float64, 20000), mpi.Sum)
-	case "bcast":
-		err = mpi.Bcast(c, make([]int64, 20000), 0)
+	case "bcast": // 5.6 KB: three ring slots (mpi.shmUse); the victim is the root at "published"
+		root := 0
+		if point == "published" {
+			root = victim
+		}
+		err = mpi.Bcast(c, make([]int64, 700), root)
+	case "reduce": // 5.6 KB: three ring slots; the victim is the root at "read"
+		root := 0
+		if point == "read" {
+			root = victim
+		}
+		err = mpi.Reduce(c, make([]int64, 700), make([]int64, 700), mpi.Sum, root)
 	case "allgather":
 		err = mpi.Allgather(c, make([]int64, 10000), make([]int64, 10000*p)) // 80 KB: two slots
 	case "gather": // root 0, or the victim itself at the root's "read"
@@ -95,7 +105,7 @@ func main() {
 
 func results(c *mpi.Comm) error {
 	r, p := c.Rank(), c.Size()
-	for _, n := range []int{1, 100, 5000} { // up to 40 KB: the segment at every np (mpi.shmUse)
+	for _, n := range []int{1, 100, 5000} { // up to 40 KB: the segment at every np (mpi.shmUse); Bcast and Reduce up to 8 KiB at np >= 4
 		in := func(rank int) []int64 {
 			v := make([]int64, n)
 			for i := range v {
