@@ -21,11 +21,14 @@ import (
 // MPICH's mpiexec.hydra) has no ftmpirun head: no FTMPI_* identity, no
 // control connection, no job secret handed down. It finds itself through
 // the PMI environment (FromPMIEnv), and the one start-up exchange goes
-// through the launcher's PMI server (PMIJob.Exchange): every process puts
-// its endpoint (and rank 0 the job's secret), fences once, and gets
-// everybody's. After that, PMI is used only to finalize or abort: no PMI
-// fence is ever needed again, so no failure can hang one. What only a
-// head can do is refused with NoHeadError.
+// through the launcher's PMI server: every process puts its endpoint (and
+// rank 0 the job's secret) and fences; then, under hydra or without a
+// readable layout, it gets everybody's and fences again (PMIJob.Exchange),
+// and under srun (the layout published: Nodes) it gets only the secret,
+// fences again (Settle), and gets a peer's endpoint when it first needs it
+// (Publish's PeerTable). After that, PMI is used only for those gets, to
+// finalize or to abort: no PMI fence is ever needed again, so no failure
+// can hang one. What only a head can do is refused with NoHeadError.
 
 // PMI keys of the start-up exchange.
 const (
