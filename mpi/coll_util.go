@@ -25,7 +25,8 @@ type collComm struct {
 	crowded   bool // some host runs more members than it has cores
 	oneHost   bool // every member runs on one host
 
-	collShm // the shared-memory path (coll_shm.go)
+	collShm  // the shared-memory path (coll_shm.go)
+	collHier // the hierarchical path (coll_hier.go)
 }
 
 // crowded reports whether c's members outnumber the cores of one of their
