@@ -46,7 +46,8 @@ func TestParseProcessMapping(t *testing.T) {
 // Nodes reads the launcher's layout through PMI-1 (a get, as hydra's proxy
 // answers it) and PMI-2 (info-getjobattr, as Slurm answers it); nil when
 // the launcher publishes none or one that cannot be read (every endpoint
-// is then read at start), and nil under hydra whatever it publishes.
+// is then read at start), and nil under hydra whatever it publishes or
+// with FTMPI_PMI_ENDPOINTS=all; another value of that is an error.
 func TestPMINodes(t *testing.T) {
 	const n = 4
 	for _, c := range []struct {
@@ -57,13 +58,15 @@ func TestPMINodes(t *testing.T) {
 		{"(vector,(0,2,2))", true, []int{0, 0, 1, 1}},
 		{"", true, nil},
 		{"(vector,(0,2", true, nil},
-		{"(vector,(0,2,2))", false, nil}, // hydra: read every endpoint at start
+		{"(vector,(0,2,2))", false, nil},    // hydra: read every endpoint at start
+		{"(vector,(0,2,2)) all", true, nil}, // FTMPI_PMI_ENDPOINTS=all
 	} {
 		for _, v := range []string{"1", "2"} {
 			name := fmt.Sprintf("PMI-%s %q srun %v", v, c.mapping, c.srun)
 			s := pmitest.New(n)
 			s.Errorf = t.Errorf
-			s.Mapping = c.mapping
+			mapping, all := strings.CutSuffix(c.mapping, " all")
+			s.Mapping = mapping
 			var wg sync.WaitGroup
 			errs := make([]error, n)
 			for r := range n {
@@ -74,6 +77,9 @@ func TestPMINodes(t *testing.T) {
 						extra := []string{"FTMPI_PMI", v}
 						if c.srun {
 							extra = append(extra, "SLURM_STEP_ID", "0")
+						}
+						if all {
+							extra = append(extra, "FTMPI_PMI_ENDPOINTS", "all")
 						}
 						_, job, ok, err := fromPMI(pmiLookup(r, n, extra...), fakeDial(s, r))
 						if err != nil || !ok {
@@ -96,5 +102,10 @@ func TestPMINodes(t *testing.T) {
 				}
 			}
 		}
+	}
+	s := pmitest.New(1)
+	_, _, _, err := fromPMI(pmiLookup(0, 1, "FTMPI_PMI_ENDPOINTS", "some"), fakeDial(s, 0))
+	if err == nil || !strings.Contains(err.Error(), "FTMPI_PMI_ENDPOINTS") {
+		t.Fatalf("FTMPI_PMI_ENDPOINTS=some: %v", err)
 	}
 }

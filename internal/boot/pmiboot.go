@@ -37,7 +37,13 @@ const (
 	pmiDirPfx  = "ftmpi-pmi-" // the private socket directory of a process (os.TempDir)
 	envSlurm   = "SLURM_STEP_ID"
 	launchSrun = "srun (PMI)"
-	launchMPI  = "mpiexec (PMI)"
+	// EnvPMIEndpoints chooses how a process started by a PMI launcher
+	// reads its peers' endpoints: "lazy" (the default: each when first
+	// needed, where the launcher publishes its layout and is not hydra)
+	// or "all" (every endpoint at start, as under hydra). No MPI
+	// counterpart.
+	EnvPMIEndpoints = "FTMPI_PMI_ENDPOINTS"
+	launchMPI       = "mpiexec (PMI)"
 )
 
 // PMIJob is a process's PMI connection, from FromPMIEnv to Finalize.
@@ -46,6 +52,7 @@ type PMIJob struct {
 	info     Info
 	launcher string // "srun (PMI)" or "mpiexec (PMI)", for error messages
 	usr1     chan os.Signal
+	eager    bool       // FTMPI_PMI_ENDPOINTS=all: Nodes says nil
 	mu       sync.Mutex // one PMI request at a time: a PeerTable's gets come from any goroutine
 }
 
@@ -116,6 +123,14 @@ func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, 
 	default:
 		return Info{}, nil, false, fmt.Errorf("boot: %s=%q must be 0 or 1", EnvReinit, v)
 	}
+	eager := false
+	switch v := get(EnvPMIEndpoints); v {
+	case "", "lazy":
+	case "all":
+		eager = true
+	default:
+		return Info{}, nil, false, fmt.Errorf("boot: %s=%q must be lazy or all", EnvPMIEndpoints, v)
+	}
 	info.Transport = get(EnvTransport)
 	switch info.Transport {
 	case "":
@@ -155,7 +170,7 @@ func fromPMI(lookup func(string) (string, bool), dial func(pmi.Env) (*pmi.Conn, 
 		}
 		info.TmpDir = dir
 	}
-	job = &PMIJob{pc: pc, info: info, launcher: launcher}
+	job = &PMIJob{pc: pc, info: info, launcher: launcher, eager: eager}
 	if launcher == launchMPI {
 		job.ignoreUSR1()
 	}
@@ -314,7 +329,8 @@ func (j *PMIJob) Publish(self Endpoint) (*PeerTable, *wireauth.Key, error) {
 // crashes, and takes the whole job down, when it answers a PMI request of
 // a process that died with the request outstanding (it writes the answer
 // to the descriptor it closed when it reaped the process: "unable to
-// forward PMI response"; boot: TestPMIExchangeEndsAfterEveryGet). A get
+// forward PMI response"; boot: TestPMIExchangeEndsAfterEveryGet), and
+// with FTMPI_PMI_ENDPOINTS=all. A get
 // made on first need is made at any time after Init, so a process killed
 // then (what a fault-tolerant program must survive) could take the job
 // down with it; Exchange's gets all end before its closing fence, before
@@ -322,7 +338,7 @@ func (j *PMIJob) Publish(self Endpoint) (*PeerTable, *wireauth.Key, error) {
 // process's get is dropped with its connection. It has no MPI
 // counterpart.
 func (j *PMIJob) Nodes() ([]int, error) {
-	if j.launcher == launchMPI {
+	if j.launcher == launchMPI || j.eager {
 		return nil, nil
 	}
 	j.mu.Lock()
