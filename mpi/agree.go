@@ -36,6 +36,9 @@ func (c *Comm) agreeSegPath() string {
 		return ""
 	}
 	dir := os.Getenv("FTMPI_TMPDIR")
+	if d := os.Getenv("FTMPI_AGREE_SHM_DIR"); d != "" {
+		dir = d // measurements: a directory on tmpfs (FTMPI_TMPDIR may be on a disk)
+	}
 	if dir == "" {
 		return ""
 	}
