@@ -53,23 +53,51 @@ func init() {
 }
 
 // hierUse reports whether a call of kind with n bytes per member takes
-// the hierarchical path on layout l (every member computes the same).
-func hierUse(kind int, l *hier.Layout, n int) bool {
+// the hierarchical path on a layout where some host's members outnumber
+// its cores (crowded) or none do; every member computes the same. From
+// the interleaved launches of 29 Nov (docs/benchmarks.md, "Hierarchical
+// collectives"; 4 namespace hosts, TCP between them, 8 launches per
+// mode): with 2 members per host (not crowded on this 2-core machine) the
+// hierarchy took 0.43-0.61x the flat time for Barrier, Allreduce 8 B and
+// 64 KiB, Bcast 64 KiB, Reduce and Allgather 8 B, and 2.2x for Reduce
+// 64 KiB; with 4 per host (crowded) it was slower for every kind (the
+// flat algorithms' crowded variants wake fewer processes than three
+// steps do). Sizes between the measured ones are a guess; Reduce and
+// Allgather only up to 1 KiB.
+func hierUse(kind int, crowded bool, n int) bool {
 	switch hierMode.Load() {
 	case -1:
 		return false
 	case 1:
 		return true
 	}
-	return false // not yet measured faster: see docs/benchmarks.md
+	if crowded {
+		return false
+	}
+	switch kind {
+	case coll.KBarrier:
+		return true
+	case coll.KAllreduce:
+		return n <= 64<<10
+	case coll.KBcast:
+		return n >= 64<<10 && n <= hierBcastMax
+	case coll.KReduce, coll.KAllgather:
+		return n <= 1<<10
+	}
+	return false
 }
+
+// hierBcastMax is the largest Bcast the hierarchy takes (measured at 64
+// KiB and 1 MiB).
+const hierBcastMax = 64 << 10
 
 // collHier is a communicator's host layout for the hierarchical path.
 type collHier struct {
-	calls   atomic.Uint64 // calls made through the hierarchy here (tests)
-	once    sync.Once
-	layout  *hier.Layout // nil: one host, or one member per host
-	crowded []bool       // by host index: its members outnumber its cores
+	calls    atomic.Uint64 // calls made through the hierarchy here (tests)
+	once     sync.Once
+	layout   *hier.Layout // nil: one host, or one member per host
+	crowded  []bool       // by host index: its members outnumber its cores
+	anyCrowd bool         // some host is crowded
 }
 
 // hierLayout is c's layout if it spans hosts (hier.Layout.Spans), else
@@ -81,13 +109,19 @@ func (c *Comm) hierLayout() *hier.Layout {
 			return
 		}
 		h := &c.w.rt.Hosts
-		l := hier.NewLayout(c.size, func(i int) string { return h.Name(c.worldRank(i)) })
-		if !l.Spans() {
+		known := true // a member whose host this process was not told: no hierarchy
+		l := hier.NewLayout(c.size, func(i int) string {
+			n := h.Name(c.worldRank(i))
+			known = known && n != ""
+			return n
+		})
+		if !known || !l.Spans() {
 			return
 		}
 		hc.crowded = make([]bool, len(l.Hosts))
 		for i, ms := range l.Hosts {
 			hc.crowded[i] = h.Crowded(len(ms), func(j int) int { return c.worldRank(ms[j]) })
+			hc.anyCrowd = hc.anyCrowd || hc.crowded[i]
 		}
 		hc.layout = l
 	})
@@ -102,7 +136,7 @@ func hierRun(c *Comm, op string, sig coll.Sig, dt p2p.DType, n int, red coll.Red
 		return nil, false
 	}
 	l := c.hierLayout()
-	if l == nil || !hierUse(sig.Kind(), l, n) {
+	if l == nil || !hierUse(sig.Kind(), c.coll.collHier.anyCrowd, n) {
 		return nil, false
 	}
 	x := newCx(c, op, sig, dt)
