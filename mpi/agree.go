@@ -22,6 +22,10 @@ import (
 // shared memory").
 var agreeShm = os.Getenv("FTMPI_AGREE_SHM") == "1"
 
+// agreeShmEarly (FTMPI_AGREE_SHM_EARLY=1, measurements) maps a shrunk
+// communicator's segment in Shrink rather than in its first agreement.
+var agreeShmEarly = os.Getenv("FTMPI_AGREE_SHM_EARLY") == "1"
+
 // agreeSegPath is the file of c's agreement segment, "" if c's agreements
 // do not use one: the fast path is on, this is a launched process (not a
 // rank of Run, which shares an address space, nor a singleton), the job

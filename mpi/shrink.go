@@ -125,7 +125,13 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 			return nil, err
 		}
 		if res.Flags == 1 {
-			return newDerived(c, derivedName("shrink", c), pair, survivors, me), nil
+			nc := newDerived(c, derivedName("shrink", c), pair, survivors, me)
+			if agreeShmEarly {
+				f := w.ftOf(nc)
+				f.ag.UseSegment(nc.agreeSegPath)
+				f.ag.OpenSegment()
+			}
+			return nc, nil
 		}
 		if ok {
 			t.release(pair)

@@ -138,6 +138,14 @@ func (a *Agreements) SegmentSet() bool {
 	return a.seg.set
 }
 
+// OpenSegment maps the fast path's segment now (UseSegment having chosen
+// one) rather than in the first agreement.
+func (a *Agreements) OpenSegment() {
+	if a.acquireSeg() != nil {
+		a.releaseSeg()
+	}
+}
+
 // acquireSeg returns the mapped segment (opening it on first use) for one
 // agreement, nil if none; releaseSeg must follow.
 func (a *Agreements) acquireSeg() *shmagree.Seg {
