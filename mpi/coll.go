@@ -96,8 +96,10 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 	if c.IsInter() {
 		return handledInter(c, op, coll.KBarrier)(interBarrierPrep(c, op))
 	}
-	if run, ok := hierBarrier(c, op); ok { // members on several hosts (coll_hier.go)
-		return run, nil
+	if c.hierSpans() { // members on several hosts (coll_hier.go)
+		if run, ok := hierBarrier(c, op); ok {
+			return run, nil
+		}
 	}
 	if op == "MPI_Barrier" { // blocking, on one host: through a shared segment (coll_shm.go)
 		sig := sigOf(coll.KBarrier, nil, 0, 0)
@@ -140,8 +142,10 @@ func bcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) 
 	if err := c.checkRoot(op, root); err != nil {
 		return nil, c.failColl(err)
 	}
-	if run, ok := hierBcast(c, op, buf, root, ov); ok { // members on several hosts (coll_hier.go)
-		return run, nil
+	if c.hierSpans() { // members on several hosts (coll_hier.go)
+		if run, ok := hierBcast(c, op, buf, root, ov); ok {
+			return run, nil
+		}
 	}
 	if op == "MPI_Bcast" && shmUse(coll.KBcast, c.size, len(buf)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KBcast, nil, root, len(buf)), factsFor[T](ov).dt
@@ -192,8 +196,10 @@ func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, 
 	if c.rank == root && len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	if run, ok := hierReduce(c, name, send, recv, op, f, root, ov); ok { // members on several hosts (coll_hier.go)
-		return run, nil
+	if c.hierSpans() { // members on several hosts (coll_hier.go)
+		if run, ok := hierReduce(c, name, send, recv, op, f, root, ov); ok {
+			return run, nil
+		}
 	}
 	if name == "MPI_Reduce" && shmUse(coll.KReduce, c.size, len(send)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KReduce, op, root, len(send)), factsFor[T](ov).dt
@@ -251,8 +257,10 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
 	c.coll.shmPending = false
-	if run, ok := hierAllreduce(c, name, send, recv, op, f, ov); ok { // members on several hosts (coll_hier.go)
-		return run, nil
+	if c.hierSpans() { // members on several hosts (coll_hier.go)
+		if run, ok := hierAllreduce(c, name, send, recv, op, f, ov); ok {
+			return run, nil
+		}
 	}
 	if shmCand {
 		sig, dt := sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt
@@ -507,8 +515,10 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
 	}
 	c.coll.shmPending = false
-	if run, ok := hierAllgather(c, name, send, recv, ov); ok { // members on several hosts (coll_hier.go)
-		return run, nil
+	if c.hierSpans() { // members on several hosts (coll_hier.go)
+		if run, ok := hierAllgather(c, name, send, recv, ov); ok {
+			return run, nil
+		}
 	}
 	if shmCand {
 		sig, dt := sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt

@@ -128,6 +128,13 @@ func (c *Comm) hierLayout() *hier.Layout {
 	return hc.layout
 }
 
+// hierSpans reports whether c may take the hierarchical path at all: read
+// before a call builds the closures of hierRun, so that a communicator on
+// one host (the common case) pays one atomic load and a sync.Once check.
+func (c *Comm) hierSpans() bool {
+	return hierMode.Load() >= 0 && !c.IsInter() && c.size >= 3 && c.hierLayout() != nil
+}
+
 // hierRun prepares the call op (signature sig, element type dt, reduction
 // red or nil) on c through the hierarchy when hierUse says so for its
 // kind and n bytes per member; ok is false otherwise.
