@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,46 @@ func Build(outs, pkgs []string) error {
 		}
 	}
 	return nil
+}
+
+// Bins builds a test package's binaries once, into a temporary directory
+// that Remove deletes (call it from TestMain after m.Run). The zero value
+// is ready to use.
+type Bins struct {
+	once sync.Once
+	err  error
+	dir  string
+}
+
+// Get builds (on the first call) the Go package pkgs[i] as the binary
+// names[i] and returns their paths; a build failure fails t, at every call.
+func (b *Bins) Get(t testing.TB, names, pkgs []string) []string {
+	t.Helper()
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "ftmpi-bins-"); b.err != nil {
+			return
+		}
+		b.err = Build(b.paths(names), pkgs)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.paths(names)
+}
+
+func (b *Bins) paths(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = filepath.Join(b.dir, n)
+	}
+	return out
+}
+
+// Remove deletes the binaries' directory, if Get made one.
+func (b *Bins) Remove() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
 }
 
 // MarkVar is the environment variable that tags every process of a test job.

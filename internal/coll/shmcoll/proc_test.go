@@ -3,9 +3,7 @@ package shmcoll_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,32 +17,17 @@ import (
 // not to a timer): every survivor's call, or its next Barrier, returns
 // ErrProcFailed, and the job ends within its deadline.
 
-var (
-	buildOnce sync.Once
-	buildErr  error
-	binDir    string
-)
+var built jobtest.Bins
 
 func bins(t *testing.T) (ftmpirun, shmjob string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "ftmpi-shmcoll-"); buildErr != nil {
-			return
-		}
-		buildErr = jobtest.Build([]string{filepath.Join(binDir, "ftmpirun"), filepath.Join(binDir, "shmjob")},
-			[]string{"../../../cmd/ftmpirun", "./testdata/shmjob"})
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "ftmpirun"), filepath.Join(binDir, "shmjob")
+	p := built.Get(t, []string{"ftmpirun", "shmjob"}, []string{"../../../cmd/ftmpirun", "./testdata/shmjob"})
+	return p[0], p[1]
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	built.Remove()
 	os.Exit(code)
 }
 

@@ -3,10 +3,8 @@ package shmagree_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,32 +20,17 @@ import (
 // made one, and the survivors shrink and agree again. FTMPI_AGREE_CRASH_RUNS
 // repeats every case.
 
-var (
-	buildOnce sync.Once
-	buildErr  error
-	binDir    string
-)
+var built jobtest.Bins
 
 func bins(t *testing.T) (ftmpirun, job string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "ftmpi-shmagree-"); buildErr != nil {
-			return
-		}
-		buildErr = jobtest.Build([]string{filepath.Join(binDir, "ftmpirun"), filepath.Join(binDir, "agreejob")},
-			[]string{"../../../cmd/ftmpirun", "./testdata/agreejob"})
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "ftmpirun"), filepath.Join(binDir, "agreejob")
+	p := built.Get(t, []string{"ftmpirun", "agreejob"}, []string{"../../../cmd/ftmpirun", "./testdata/agreejob"})
+	return p[0], p[1]
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	built.Remove()
 	os.Exit(code)
 }
 
