@@ -477,15 +477,11 @@ func (pc *Conn) Get(key string) (value string, found bool, err error) {
 	}
 	what := "get " + key
 	if pc.v == 1 {
-		m, err := pc.exchange([]byte(FormatV1("get", "kvsname", pc.kvs, "key", key)), "get_result", pc.fence, what)
-		if err != nil {
-			if m.Cmd == "get_result" {
-				return "", false, nil // rc=-1: not found
-			}
+		v, found, has, err := pc.getV1(key, pc.fence, what)
+		if err != nil || !found {
 			return "", false, err
 		}
-		v, ok := m.Fields["value"]
-		if !ok {
+		if !has {
 			return "", false, fmt.Errorf("pmi: %s: get_result without a value", what)
 		}
 		return v, true, nil
@@ -511,6 +507,21 @@ func (pc *Conn) Get(key string) (value string, found bool, err error) {
 	return "", false, fmt.Errorf("pmi: %s: found=%q must be TRUE or FALSE", what, m.Get("found"))
 }
 
+// getV1 is PMI-1's get of key within deadline d: found is false when the
+// server answers rc=-1 (no such key), has is false when its answer
+// carries no value.
+func (pc *Conn) getV1(key string, d time.Duration, what string) (value string, found, has bool, err error) {
+	m, err := pc.exchange([]byte(FormatV1("get", "kvsname", pc.kvs, "key", key)), "get_result", d, what)
+	if err != nil {
+		if m.Cmd == "get_result" {
+			return "", false, false, nil // rc=-1
+		}
+		return "", false, false, err
+	}
+	v, ok := m.Fields["value"]
+	return v, true, ok, nil
+}
+
 // JobAttr returns an attribute of the job that the launcher publishes
 // (found false: it does not), such as PMI_process_mapping: PMI-2's
 // info-getjobattr (Slurm), PMI-1's get of the key (hydra's proxy answers
@@ -522,15 +533,8 @@ func (pc *Conn) JobAttr(key string) (value string, found bool, err error) {
 	}
 	what := "job attribute " + key
 	if pc.v == 1 {
-		m, err := pc.exchange([]byte(FormatV1("get", "kvsname", pc.kvs, "key", key)), "get_result", pc.timeout, what)
-		if err != nil {
-			if m.Cmd == "get_result" {
-				return "", false, nil // rc=-1: not published
-			}
-			return "", false, err
-		}
-		v, ok := m.Fields["value"]
-		return v, ok, nil
+		v, found, has, err := pc.getV1(key, pc.timeout, what)
+		return v, found && has, err
 	}
 	m, err := pc.exchange(FormatV2("info-getjobattr", "key", key), "info-getjobattr-response", pc.timeout, what)
 	if err != nil {
