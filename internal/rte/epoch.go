@@ -220,9 +220,9 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		var z *lazy
 		if table != nil {
 			// Every peer's node from the layout, no endpoint read: a
-			// peer's addresses are read when this process first sends to
-			// it (lazyTr). Every process of a PMI job starts as
-			// incarnation 0.
+			// peer's addresses are read when a transport of this process
+			// must dial it (Net.resolve). Every process of a PMI job
+			// starts as incarnation 0.
 			eps = layoutEndpoints(nodes)
 			z = &lazy{table: table, nodes: nodes, got: make([]atomic.Bool, len(nodes)), lost: make([]atomic.Bool, len(nodes)), lost0: eng.PeerLost}
 		}
@@ -277,7 +277,13 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		n := &Net{Epoch: epoch, Eng: eng, Tr: top, Mode: string(mode), Endpoints: eps, PeerInc: incs, Dead: dead,
 			sock: tr, shm: sh, host: info.Host, self: info.Proc, peers: peers, local: local, lazy: z}
 		if z != nil {
-			n.Tr = lazyTr{Transport: top, n: n}
+			// A peer's endpoint is read when a transport must dial it,
+			// on that peer's writer goroutine: never for a peer that
+			// connected first, never on a receiver goroutine.
+			tr.SetResolve(n.resolve)
+			if sh != nil {
+				sh.SetResolve(n.resolve)
+			}
 		}
 		eng.SetTransport(n.Tr)
 		return n, nil

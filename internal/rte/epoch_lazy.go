@@ -6,14 +6,17 @@ package rte
 // which is all that the opening of an epoch needs of every peer (the
 // transport choice, the shared-memory peers, the host table of the
 // host-aware algorithms), and a peer's endpoint is read from the PMI
-// server (boot.PeerTable: one get) when this process first sends to it or
-// asks for it. A process that talks to d peers of n makes d gets, not n.
-// A peer that died after the start-up fence still has its endpoint in the
-// server (every process published before the fence ended), so a first
-// send to it gets its address and fails to reach it: the transport's
-// failure of that peer, as for a peer that dies later. A get that fails
-// (the server gone) is the failure of that peer too, never a hang (the get
-// has PMI's deadline) nor a panic.
+// server (boot.PeerTable: one get) when a transport of this process must
+// dial it (sock's and shm's SetResolve: on the peer's writer goroutine,
+// before the dial) or when this process asks for it (Net.Endpoint). A
+// peer that connected first is answered on its own connection, without a
+// read, and no receiver goroutine ever waits for the server. A process
+// that dials d peers of n makes d gets, not n. A peer that died after the
+// start-up fence still has its endpoint in the server (every process
+// published before the fence ended), so a dial to it gets its address and
+// fails to reach it: the transport's failure of that peer, as for a peer
+// that dies later. A get that fails (the server gone) is the failure of
+// that peer too, never a hang (the get has PMI's deadline) nor a panic.
 
 import (
 	"fmt"
@@ -28,7 +31,7 @@ import (
 // lazyShm stands in the shared-memory address table for a peer of this
 // node whose endpoint is not read yet: the table says the peer is local
 // (its set-up is accepted) and the address is read before this process
-// sets up the pair itself (lazyTr resolves before any send).
+// sets up the pair itself (the transport resolves before it dials).
 const lazyShm = "(not read yet)"
 
 // lazy is what a Net reads on demand.
@@ -59,7 +62,8 @@ func layoutEndpoints(nodes []int) []boot.Endpoint {
 // resolve makes sure peer p's endpoint is in the transports' tables,
 // reading it (one PMI get) the first time. Nil on a Net that read every
 // endpoint at start. A failed read is reported to the engine as the loss
-// of p, once, and returned (a send's failure of p).
+// of p, once, and returned (the transport fails p's frames with it). The
+// transports call it on p's writer goroutine before they dial p.
 func (n *Net) resolve(p int) error {
 	z := n.lazy
 	if z == nil || p < 0 || p >= len(z.got) || z.got[p].Load() {
@@ -136,28 +140,4 @@ func (n *Net) Fetches() int {
 		return -1
 	}
 	return n.lazy.table.Fetches()
-}
-
-// lazyTr is the epoch's transport on a lazy Net: a send to a peer first
-// reads the peer's endpoint if it was not read yet.
-type lazyTr struct {
-	transport.Transport
-	n *Net
-}
-
-func (t lazyTr) Send(to int, h transport.Header, payload []byte) error {
-	if err := t.n.resolve(to); err != nil {
-		return err
-	}
-	return t.Transport.Send(to, h, payload)
-}
-
-func (t lazyTr) Post(to int, h transport.Header, payload []byte, done transport.Done) {
-	if err := t.n.resolve(to); err != nil {
-		if done != nil {
-			done.SendDone(err)
-		}
-		return
-	}
-	t.Transport.Post(to, h, payload, done)
 }

@@ -88,7 +88,16 @@ func openPMIJob(t *testing.T, n int, v, mapping, transport, refuse string) *pmiJ
 // exchange sends one message from process from to process to and
 // receives it there, within a deadline.
 func (j *pmiJob) exchange(from, to int, tag int32) error {
+	return j.exchangeN(from, to, tag, 0)
+}
+
+// exchangeN is exchange with a message of size bytes (at least the
+// sender's name).
+func (j *pmiJob) exchangeN(from, to int, tag int32, size int) error {
 	msg := []byte("from " + strconv.Itoa(from))
+	for len(msg) < size {
+		msg = append(msg, byte(len(msg)))
+	}
 	buf := make([]byte, len(msg))
 	rr, err := j.nets[to].Eng.Irecv(0, int32(from), from, tag, p2p.DTByte, buf)
 	if err != nil {
@@ -107,9 +116,20 @@ func (j *pmiJob) exchange(from, to int, tag int32) error {
 		return fmt.Errorf("receive %d -> %d: no completion", from, to)
 	}
 	if string(buf) != string(msg) {
-		return fmt.Errorf("receive %d -> %d: %q", from, to, buf)
+		return fmt.Errorf("receive %d -> %d: %d bytes differ", from, to, len(msg))
 	}
 	return nil
+}
+
+// read lists the peers whose endpoints process r read.
+func (j *pmiJob) read(r int) []int {
+	var out []int
+	for p := range j.nets[r].lazy.got {
+		if p != r && j.nets[r].lazy.got[p].Load() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // within is a channel closed after d (stop: not any more).
@@ -121,11 +141,17 @@ func within(d time.Duration) (<-chan struct{}, func()) {
 
 // Under srun (PMI_process_mapping published) the epoch opens without
 // reading any peer's endpoint: the layout gives every peer's node (the
-// host table and the transport's mode come from it), and a process that
-// talks to its two ring neighbours out of n reads exactly those two
-// endpoints (one PMI get each), over PMI-1 and PMI-2, with shared memory
-// between the processes of a node and sockets across nodes. Without the
-// layout (or under hydra) every endpoint is read at start, as before.
+// host table and the transport's mode come from it), and a peer's
+// endpoint is read (one PMI get) only when this process must dial it, over
+// PMI-1 and PMI-2, with shared memory between the processes of a node and
+// sockets across nodes. Each process r of node 0 (0-3) sends first to r+4
+// (node 1, sockets; above the eager limit, so the receiver answers a
+// rendezvous) and to r+1 of its node (shared memory); then every process
+// answers whoever sent to it. The processes of node 0 read exactly the two
+// endpoints they dialled, those of node 1 (which only answered peers that
+// had connected to them) read none: an answer goes on the peer's own
+// connection. Without the layout (or under hydra) every endpoint is read
+// at start, as before.
 func TestOpenEpochPMIReadsEndpointsOnFirstUse(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	const n = 8
@@ -150,42 +176,62 @@ func TestOpenEpochPMIReadsEndpointsOnFirstUse(t *testing.T) {
 					}
 				}
 			}
-			var wg sync.WaitGroup
-			errs := make([]error, 2*n)
-			for r := range n {
-				for i, to := range []int{(r + 1) % n, (r + n - 1) % n} {
+			const big = 3 << 12 // above the eager limit (4 KiB)
+			run := func(f func(r int, errs []error)) {
+				t.Helper()
+				var wg sync.WaitGroup
+				errs := make([]error, n)
+				for r := range 4 {
 					wg.Add(1)
-					go func() { defer wg.Done(); errs[2*r+i] = j.exchange(r, to, int32(i)) }()
+					go func() { defer wg.Done(); f(r, errs) }()
+				}
+				wg.Wait()
+				if err := errors.Join(errs...); err != nil {
+					t.Fatal(err)
 				}
 			}
-			wg.Wait()
-			if err := errors.Join(errs...); err != nil {
-				t.Fatal(err)
-			}
+			run(func(r int, errs []error) {
+				errs[2*r] = j.exchangeN(r, r+4, 0, big)
+				errs[2*r+1] = j.exchange(r, (r+1)%4, 1)
+			})
+			run(func(r int, errs []error) {
+				errs[2*r] = j.exchangeN(r+4, r, 2, big)
+				errs[2*r+1] = j.exchange((r+1)%4, r, 3)
+			})
 			for r, net := range j.nets {
-				if got := net.Fetches(); got != 2 || j.gets[r].Load() != 2 {
-					t.Errorf("process %d talked to 2 of %d and read %d endpoints (%d gets), want 2", r, n, got, j.gets[r].Load())
+				want := []int(nil)
+				if r < 4 {
+					want = []int{(r + 1) % 4, r + 4}
+					if want[0] > want[1] {
+						want[0], want[1] = want[1], want[0]
+					}
 				}
-				if ep, ok := net.Endpoint((r + 1) % n); !ok || ep.Addrs["unix"] == "" || net.Fetches() != 2 {
-					t.Errorf("process %d: Endpoint of its neighbour %+v %v (fetches %d)", r, ep, ok, net.Fetches())
+				got := j.read(r)
+				if fmt.Sprint(got) != fmt.Sprint(want) || net.Fetches() != len(want) || j.gets[r].Load() != int64(len(want)) {
+					t.Errorf("process %d read the endpoints of %v (%d fetches, %d gets), want %v: only those it dialled", r, got, net.Fetches(), j.gets[r].Load(), want)
 				}
 			}
 			// Shared memory within a node, sockets across nodes (the
-			// layout decides, the same at both ends).
+			// layout decides, the same at both ends); the endpoint of
+			// process 3, which set the pair with 0 up itself, is not read.
 			j.nets[0].mu.Lock()
 			l := j.nets[0].local
 			j.nets[0].mu.Unlock()
-			if l[1] == "" || l[1] == lazyShm || l[n-1] != "" || l[2] != lazyShm {
+			if l[1] == "" || l[1] == lazyShm || l[n-1] != "" || l[2] != lazyShm || l[3] != lazyShm {
 				t.Fatalf("process 0's shared-memory table %q", l)
 			}
 			// Asking for a peer's endpoint reads it (one get), once.
 			for range 2 {
-				if ep, ok := j.nets[0].Endpoint(4); !ok || ep.Rank != 4 || ep.Addrs["unix"] == "" {
-					t.Fatalf("Endpoint(4) = %+v, %v", ep, ok)
+				if ep, ok := j.nets[0].Endpoint(5); !ok || ep.Rank != 5 || ep.Addrs["unix"] == "" {
+					t.Fatalf("Endpoint(5) = %+v, %v", ep, ok)
 				}
 			}
 			if got := j.nets[0].Fetches(); got != 3 {
-				t.Fatalf("after asking for process 4: %d endpoints read, want 3", got)
+				t.Fatalf("after asking for process 5: %d endpoints read, want 3", got)
+			}
+			// And a peer read at dial time needs no other read.
+			if ep, ok := j.nets[0].Endpoint(4); !ok || ep.Rank != 4 || j.nets[0].Fetches() != 3 {
+				t.Fatalf("Endpoint(4) = %+v, %v; %d endpoints read, want 3", ep, ok, j.nets[0].Fetches())
 			}
 		})
 	}

@@ -367,6 +367,7 @@ func (t *Transport) watch(p *pair) {
 func (t *Transport) connect(p *pair) error {
 	deadline := time.NewTimer(t.cfg.ConnectTimeout)
 	defer deadline.Stop()
+	resolved := t.resolve.Load() == nil || p.rank == t.cfg.Self
 	for {
 		t.mu.Lock()
 		if t.closed {
@@ -396,6 +397,22 @@ func (t *Transport) connect(p *pair) error {
 			err := t.selfLocked(p)
 			t.mu.Unlock()
 			return err
+		}
+		if !resolved {
+			// This process must dial: the peer's address first (not
+			// marked dialing meanwhile, so a set-up by the peer during
+			// the read is accepted and used instead).
+			t.mu.Unlock()
+			resolved = true
+			if err := (*t.resolve.Load())(p.rank); err != nil {
+				t.mu.Lock()
+				if !p.up.Load() {
+					p.err = err
+				}
+				p.changed()
+				t.mu.Unlock()
+			}
+			continue
 		}
 		p.dialing = true
 		t.mu.Unlock()

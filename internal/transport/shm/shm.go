@@ -176,6 +176,9 @@ type Transport struct {
 	ln    *net.UnixListener
 	path  string
 	addrs atomic.Pointer[[]string]
+	// resolve makes sure a peer's address is in addrs before this
+	// process dials it (SetResolve; nil: the table is complete).
+	resolve atomic.Pointer[func(to int) error]
 
 	key       atomic.Pointer[wireauth.Key] // the job's secret (Config.Auth, SetAuth)
 	authReady chan struct{}                // Config.AuthLater: closed by SetAuth
@@ -437,6 +440,16 @@ func (t *Transport) SetPeers(addrs []string) {
 	t.peersSet = make(chan struct{})
 	t.mu.Unlock()
 }
+
+// SetResolve installs fn, called on a pair's writer goroutine when this
+// process must set the pair up itself (the peer did not set it up first),
+// before the dial: fn makes sure the peer's address is in the table
+// (SetPeers), reading it if need be (a bootstrap that reads a peer's
+// endpoint on first use; the table holds a placeholder meanwhile, so that
+// the peer's own set-up is accepted). A pair the peer set up first never
+// resolves. An error of fn fails the pair: its frames fail with it. Set
+// before the first Send. It has no MPI counterpart.
+func (t *Transport) SetResolve(fn func(to int) error) { t.resolve.Store(&fn) }
 
 // local reports whether rank to is reached through shared memory.
 func (t *Transport) local(to int) bool {

@@ -168,6 +168,9 @@ const (
 type Transport struct {
 	cfg   Config
 	peers atomic.Pointer[[]Peer]
+	// resolve makes sure a peer's address is in peers before this
+	// process dials it (SetResolve; nil: the table is complete).
+	resolve atomic.Pointer[func(to int) error]
 
 	lnUnix net.Listener
 	lnTCP  net.Listener
@@ -387,6 +390,16 @@ func (t *Transport) SetAuth(k *wireauth.Key) error {
 
 // SetPeers installs the address table, indexed by rank.
 func (t *Transport) SetPeers(p []Peer) { t.peers.Store(&p) }
+
+// SetResolve installs fn, called on a peer's writer goroutine when this
+// process must dial that peer (no connection from it exists yet), before
+// the dial: fn makes sure the peer's address is in the table (SetPeers),
+// reading it if need be (a bootstrap that reads a peer's endpoint on first
+// use). A peer that connected first is never resolved. An error of fn is
+// the peer's failure, as a failed dial is: the frames queued for it fail
+// with it and the handler is told the peer is lost. Set before the first
+// Send. It has no MPI counterpart.
+func (t *Transport) SetResolve(fn func(to int) error) { t.resolve.Store(&fn) }
 
 func (t *Transport) closeListeners() {
 	if t.lnUnix != nil {
@@ -796,6 +809,7 @@ func (t *Transport) connect(ps *peerState) (*conn, error) {
 	to := ps.rank
 	deadline := time.NewTimer(t.cfg.ConnectTimeout)
 	defer deadline.Stop()
+	resolved := t.resolve.Load() == nil
 	for {
 		t.mu.Lock()
 		if t.closed {
@@ -818,6 +832,22 @@ func (t *Transport) connect(ps *peerState) (*conn, error) {
 			case <-ready:
 			case <-deadline.C:
 				return nil, fmt.Errorf("connect to rank %d: no connection after %v", to, t.cfg.ConnectTimeout)
+			}
+			continue
+		}
+		if !resolved {
+			// This process must dial: the peer's address first (not
+			// marked dialing meanwhile, so a connection from the peer
+			// during the read is accepted and used instead).
+			t.mu.Unlock()
+			resolved = true
+			if err := (*t.resolve.Load())(to); err != nil {
+				t.mu.Lock()
+				if ps.send == nil {
+					ps.err = err
+				}
+				ps.changed()
+				t.mu.Unlock()
 			}
 			continue
 		}
