@@ -233,12 +233,9 @@ func (r fdRaw) Control(f func(fd uintptr)) error {
 func (r fdRaw) Read(f func(fd uintptr) bool) error {
 	c := r.c
 	for {
-		if !c.acquire() {
+		if done, ok := c.call(f); !ok {
 			return errClosedConn
-		}
-		done := f(uintptr(c.fd))
-		c.release()
-		if done {
+		} else if done {
 			return nil
 		}
 		// Armed until reported: a frame a caller read before the
@@ -267,18 +264,26 @@ func (r fdRaw) Read(f func(fd uintptr) bool) error {
 func (r fdRaw) Write(f func(fd uintptr) bool) error {
 	c := r.c
 	for {
-		if !c.acquire() {
+		if done, ok := c.call(f); !ok {
 			return errClosedConn
-		}
-		done := f(uintptr(c.fd))
-		c.release()
-		if done {
+		} else if done {
 			return nil
 		}
 		if err := c.waitOut(); err != nil {
 			return err
 		}
 	}
+}
+
+// call runs f on the descriptor, held open meanwhile; ok is false if the
+// connection is closed (f not run).
+func (c *fdConn) call(f func(fd uintptr) bool) (done, ok bool) {
+	if !c.acquire() {
+		return false, false
+	}
+	done = f(uintptr(c.fd))
+	c.release()
+	return done, true
 }
 
 // waitOut waits until fd is writable (or the write deadline, or Close).
