@@ -2,14 +2,15 @@ package mpi
 
 import (
 	"fmt"
-	"github.com/ftmpi/ftmpi/internal/trace"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -24,8 +25,9 @@ type ftWorld struct {
 	byCtx  map[uint32]*Comm // live communicators of this process, by context id
 	traced map[int]bool     // failures recorded in the timeline (traceKnown)
 
-	losses lossQueue    // the in-process fabric's losses, batched (batchLosses)
-	passes atomic.Int64 // onLostAll calls: passes over the state for failures
+	losses    lossQueue    // the in-process fabric's losses, batched (batchLosses)
+	killsOnly atomic.Bool  // every transport loss is a kill that reaches the engine (batchLosses)
+	passes    atomic.Int64 // onLostAll calls: passes over the state for failures
 }
 
 // registerComm makes c findable by its context id, so that fault-tolerance
@@ -304,6 +306,7 @@ func (k *injectedKill) deliver() {
 func (w *World) batchLosses() {
 	q := &w.ft.losses
 	at := &queuedAt{q: q, take: w.eng.FailPeers}
+	w.ft.killsOnly.Store(true)
 	w.eng.SetSuspectHook(func(peer int, cause error) {
 		q.queue(peer, cause)
 		if k, ok := cause.(*injectedKill); ok {
@@ -313,6 +316,41 @@ func (w *World) batchLosses() {
 		q.drain(at.take)
 	})
 }
+
+// awaitKill waits, under Run, until the loss of peer that the transport
+// reported (a send failed, a connection broke) is recorded in the engine,
+// and reports whether it is: there every transport loss is a kill, whose
+// killer records it at every rank right after the fabric failed the sends
+// (injectedKill.deliver), so an operation that raises ErrProcFailed for
+// peer also makes the failure known here (FailureAck, GetFailed). Elsewhere
+// the loss is a suspicion the runtime confirms later, and awaitKill
+// returns false at once. The wait is bounded by killWait.
+func (w *World) awaitKill(peer int) bool {
+	if !w.ft.killsOnly.Load() {
+		return false
+	}
+	var deadline <-chan time.Time
+	for {
+		sig := w.eng.FailureSignal()
+		if w.eng.IsLost(peer) {
+			return true
+		}
+		if deadline == nil {
+			t := time.NewTimer(killWait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-sig:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// killWait bounds awaitKill: the killer records a kill within microseconds
+// to milliseconds; a loss not recorded by then is reported unconfirmed.
+const killWait = 10 * time.Second
 
 // recordFailure adds peer to the failures known here (once). The lost hook
 // records every failure; an operation that reports ErrProcFailed for a

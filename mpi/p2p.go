@@ -133,7 +133,7 @@ func (c *Comm) engineErr(op string, peer int, err error) error {
 			return newErr(ErrProcFailed, op, c, c.rankOfProc(mf.proc), "%s", mf.Error())
 		}
 		if peer >= 0 && peer < c.peerSize() {
-			if wr := c.peerWorldRank(peer); c.w.eng.IsLost(wr) {
+			if wr := c.peerWorldRank(peer); c.w.eng.IsLost(wr) || c.w.awaitKill(wr) {
 				c.w.recordFailure(wr)
 			} else {
 				// The transport saw the connection break before the

@@ -440,14 +440,16 @@ func TestULFMCollectivesFailAfterAck(t *testing.T) {
 			return nil
 		}
 		// Rank 2 never enters: every survivor raises ErrProcFailed.
-		if err := c.Barrier(); !errors.Is(err, mpi.ErrProcFailed) {
-			return fmt.Errorf("Barrier without rank 2: %v", err)
+		berr := c.Barrier()
+		if !errors.Is(berr, mpi.ErrProcFailed) {
+			return fmt.Errorf("Barrier without rank 2: %v", berr)
 		}
 		if err := c.FailureAck(); err != nil {
 			return err
 		}
 		if g, _ := c.FailureGetAcked(); g.Size() != 1 {
-			return fmt.Errorf("acknowledged group size %d", g.Size())
+			gf, _ := c.GetFailed()
+			return fmt.Errorf("acknowledged group size %d (barrier: %v; failed now %d)", g.Size(), berr, gf.Size())
 		}
 		for i := 0; i < 3; i++ {
 			if err := c.Barrier(); !errors.Is(err, mpi.ErrProcFailed) {
