@@ -2,13 +2,8 @@ package mpi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -211,43 +206,30 @@ func (c *Comm) shmEligible() bool {
 // not map it (or rank 0 could not create it).
 func (c *Comm) shmSetUp(x *coll.Set) (*shmcoll.Group, error) {
 	size := shmcoll.Size(c.size)
-	var f *os.File
-	var path string
-	var token int64
-	if c.rank == 0 {
-		var err error
-		if f, token, err = shmCreate(); err != nil {
-			token = 0
+	// The set-up (rank 0 creates the file, every member maps it, all agree
+	// that all did, rank 0 removes the name) is segment.Share's.
+	m := segment.Members{Rank: c.rank, Size: c.size, Allgather: func(mine []int64) ([]int64, error) {
+		all := make([]byte, 8*len(mine)*c.size)
+		if err := x.Allgather(putInts(mine...), all); err != nil {
+			return nil, err
 		}
-		path = shmPath(token)
-	}
-	all := make([]byte, 8*c.size)
-	if err := x.Allgather(putInts(token), all); err != nil {
-		segment.Drop(f, path)
-		return nil, err
-	}
-	if token = getInt(all, 0); token == 0 {
-		return nil, nil // rank 0 could not create it: every member sees the 0
-	}
-	path = shmPath(token)
-	s, total := segment.New([]int{size}, []int{1}, false)
-	merr := s.Map(f, path, total)
-	if f != nil {
-		f.Close()
-	}
-	err := x.Allgather(putInts(boolInt(merr == nil)), all)
-	if c.rank == 0 {
-		os.Remove(path)
-	}
+		out := make([]int64, len(mine)*c.size)
+		for i := range out {
+			out[i] = getInt(all, i)
+		}
+		return out, nil
+	}}
+	s, err := segment.Share(m, segment.KindColl, nil, nil, func([][]int64) (*segment.Segment, int) {
+		return segment.New([]int{size}, []int{1}, false)
+	})
 	if err != nil {
-		s.Unmap()
-		return nil, err
-	}
-	for r := range c.size {
-		if getInt(all, r) == 0 {
-			s.Unmap()
-			return nil, nil
+		var ce *segment.CreateError
+		var re *segment.RefusedError
+		var me *segment.MapError
+		if errors.As(err, &ce) || errors.As(err, &re) || errors.As(err, &me) {
+			return nil, nil // rank 0 could not create it, or some member could not map it
 		}
+		return nil, err
 	}
 	g, err := shmcoll.New(s.Mapping, c.size, c.rank, c.crowded(), &c.coll.shmEnv)
 	if err != nil { // the same at every member: the same size and layout
@@ -267,30 +249,6 @@ type shmMapped struct {
 	s     *segment.Segment
 	g     *shmcoll.Group
 	bells *shmBells
-}
-
-// shmPath is the file of the segment named token, in the job's private
-// directory (segment.Dir).
-func shmPath(token int64) string {
-	return filepath.Join(segment.Dir(), "ftmpi-collshm-"+strconv.FormatUint(uint64(token), 36))
-}
-
-// shmCreate creates a new segment file, readable by its owner only, and
-// returns it with its token (never 0).
-func shmCreate() (*os.File, int64, error) {
-	for range 8 {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return nil, 0, err
-		}
-		token := int64(binary.LittleEndian.Uint64(b[:])>>1 | 1)
-		f, err := os.OpenFile(shmPath(token), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		return f, token, err
-	}
-	return nil, 0, errors.New("no unused file name after 8 tries")
 }
 
 // freeShm removes c's mapping (Free); c's collectives no longer use it.

@@ -25,8 +25,7 @@ package mpi
 // path of windows.
 
 import (
-	"fmt"
-	"os"
+	"errors"
 	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/rma/segment"
@@ -92,63 +91,31 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 	if v, ok := info.Get(InfoAllocSharedNoncontig); ok && v == "true" {
 		noncontig = 1
 	}
-	// Rank 0 creates the segment's file first; its token (0: failed) names it.
-	var token int64
-	var f *os.File
-	var path string
-	if c.rank == 0 && bad == nil {
-		var err error
-		if f, path, token, err = segment.Create(); err != nil {
-			bad = newErr(ErrOther, op, c, NoPeer, "cannot create the shared segment: %v", err)
+	// The set-up (rank 0 creates the file, every process maps it, all agree
+	// that all did, rank 0 removes the name) is segment.Share's.
+	m := segment.Members{Rank: c.rank, Size: c.size, Allgather: func(mine []int64) ([]int64, error) {
+		return allgatherInts(c, op, mine...)
+	}}
+	s, err := segment.Share(m, segment.KindWin, []int64{int64(size), int64(dispUnit), noncontig}, bad, func(all [][]int64) (*segment.Segment, int) {
+		sizes, units := make([]int, c.size), make([]int, c.size)
+		for r := range c.size {
+			sizes[r], units[r] = int(all[r][0]), int(all[r][1])
 		}
-	}
-	isBad := int64(0)
-	if bad != nil {
-		isBad = 1
-	}
-	all, err := allgatherInts(c, op, int64(size), int64(dispUnit), noncontig, isBad, token)
+		return segment.New(sizes, units, all[0][2] != 0) // rank 0's noncontig
+	})
 	if err != nil {
-		segment.Drop(f, path)
-		return nil, nil, c.handle(err)
-	}
-	for r := 0; r < c.size; r++ {
-		if all[5*r+3] != 0 && bad == nil {
-			bad = newErr(ErrArg, op, c, r, "rank %d's arguments were refused", r)
+		var ce *segment.CreateError
+		var re *segment.RefusedError
+		var me *segment.MapError
+		switch {
+		case bad != nil && err == bad:
+		case errors.As(err, &ce):
+			err = newErr(ErrOther, op, c, NoPeer, "cannot create the shared segment: %v", ce.Err)
+		case errors.As(err, &re):
+			err = newErr(ErrArg, op, c, re.Rank, "rank %d's arguments were refused", re.Rank)
+		case errors.As(err, &me):
+			err = newErr(ErrOther, op, c, NoPeer, "cannot map the shared segment of %d bytes: %v", me.Total, me.Err)
 		}
-	}
-	if bad != nil {
-		segment.Drop(f, path)
-		return nil, nil, c.handle(bad)
-	}
-	token = all[4]
-	path = segment.Path(token)
-	sizes, units := make([]int, c.size), make([]int, c.size)
-	for r := 0; r < c.size; r++ {
-		sizes[r], units[r] = int(all[5*r]), int(all[5*r+1])
-	}
-	s, total := segment.New(sizes, units, all[2] != 0) // rank 0's noncontig
-	// Map (when there is anything to map), then agree that everyone did:
-	// rank 0 unlinks the file after that either way.
-	merr := s.Map(f, path, total)
-	if f != nil {
-		f.Close()
-	}
-	mapped, err := allgatherInts(c, op, boolInt(merr == nil))
-	if c.rank == 0 {
-		os.Remove(path)
-	}
-	if err == nil {
-		for r := 0; r < c.size && merr == nil; r++ {
-			if mapped[r] == 0 {
-				merr = fmt.Errorf("rank %d could not map it", r)
-			}
-		}
-	}
-	if err == nil && merr != nil {
-		err = newErr(ErrOther, op, c, NoPeer, "cannot map the shared segment of %d bytes: %v", total, merr)
-	}
-	if err != nil {
-		s.Unmap()
 		return nil, nil, c.handle(err)
 	}
 	mem := s.Part(c.rank) // nil for an empty part
@@ -162,13 +129,6 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 	_ = w.SetInfo(info) // its window hints (win_extra.go); nil: the defaults
 	shmWins.Store(w, s)
 	return w, mem, nil
-}
-
-func boolInt(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func slicesInt(v []int) []int { return append([]int(nil), v...) }

@@ -1,17 +1,20 @@
-// Package segment is the memory segment of a shared window
-// (MPI_Win_allocate_shared, MPI-4.1 12.2.3): a file created by one
-// process in the job's private temporary directory (FTMPI_TMPDIR, which
-// only the job's user can enter and the launcher removes when the job
-// ends; else the system's temporary directory, the file then being 0600),
-// sized to the total of the parts, mapped (MAP_SHARED) by every process
-// of the window and unlinked once all have mapped it: no name outlives
-// the creation. The parts are contiguous in rank order unless asked to
-// begin each on a page.
+// Package segment is a memory segment shared by the processes of one
+// host: a shared window's (MPI_Win_allocate_shared, MPI-4.1 12.2.3) and a
+// one-host communicator's collectives' (internal/coll/shmcoll). It is a
+// file created by one process in the job's private temporary directory
+// (FTMPI_TMPDIR, which only the job's user can enter and the launcher
+// removes when the job ends; else the system's temporary directory, the
+// file then being 0600), sized to the total of the parts, mapped
+// (MAP_SHARED) by every process of the group and unlinked once all have
+// mapped it: no name outlives the creation. The parts are contiguous in
+// rank order unless asked to begin each on a page.
 //
-// It owns the file's name, creation, mapping and removal and the parts'
-// layout; package mpi's binding agrees on the token and the parts with
-// the other processes and decides who creates and who removes. It must
-// not import package mpi or talk to other processes.
+// It owns the file's name, creation, mapping and removal, the parts'
+// layout and the set-up's protocol (Share: rank 0 creates, every process
+// maps, all agree that all did, rank 0 unlinks), run over an allgather the
+// caller gives; package mpi's bindings give that allgather and decide the
+// parts. It must not import package mpi or talk to other processes by
+// itself.
 package segment
 
 import (
@@ -93,39 +96,43 @@ func Dir() string {
 	return os.TempDir()
 }
 
-// Path is the file of the segment named by token (the same at every
-// process of one host: same directory, same token). It has no MPI
-// counterpart.
-func Path(token int64) string {
-	return filepath.Join(Dir(), "ftmpi-winshm-"+strconv.FormatUint(uint64(token), 36))
+// The kinds of segment: the prefix of their files' names.
+const (
+	KindWin  = "winshm"  // a shared window (MPI_Win_allocate_shared)
+	KindColl = "collshm" // a one-host communicator's collectives (no MPI counterpart)
+)
+
+// path is the file of the segment of kind named by token (the same at
+// every process of one host: same directory, same kind and token).
+func path(kind string, token int64) string {
+	return filepath.Join(Dir(), "ftmpi-"+kind+"-"+strconv.FormatUint(uint64(token), 36))
 }
 
-// Create creates a new segment file, readable by its owner only, and
-// returns it with its path and token (never 0). It has no MPI
-// counterpart.
-func Create() (*os.File, string, int64, error) {
+// create creates a new segment file of kind, readable by its owner only,
+// and returns it with its path and token (never 0).
+func create(kind string) (*os.File, string, int64, error) {
 	for range 8 {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return nil, "", 0, err
 		}
 		token := int64(binary.LittleEndian.Uint64(b[:])>>1 | 1)
-		path := Path(token)
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		p := path(kind, token)
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return nil, "", 0, err
 		}
-		return f, path, token, nil
+		return f, p, token, nil
 	}
 	return nil, "", 0, errors.New("no unused file name after 8 tries")
 }
 
-// Drop closes and removes a segment file created for a creation that
-// failed (nothing if f is nil). It has no MPI counterpart.
-func Drop(f *os.File, path string) {
+// drop closes and removes a segment file created for a creation that
+// failed (nothing if f is nil).
+func drop(f *os.File, path string) {
 	if f != nil {
 		f.Close()
 		os.Remove(path)
