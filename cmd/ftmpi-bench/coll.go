@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -122,7 +123,7 @@ func timeColl(c *mpi.Comm, b *collBufs, op string, size, runs int, budget time.D
 }
 
 // coll runs the collective benchmarks on CommWorld (-bench coll).
-func (b *bench) coll(budget time.Duration) {
+func (b *bench) coll(budget time.Duration, only string) {
 	c := b.c
 	sizes := []int{8, 65536, 1 << 20}
 	maxSize := 8
@@ -133,6 +134,9 @@ func (b *bench) coll(budget time.Duration) {
 	}
 	bufs := newCollBufs(c.Size(), maxSize)
 	for _, op := range append(slices.Clone(collOps), "gather", "allgatherv") {
+		if only != "" && !slices.Contains(strings.Split(only, ","), op) {
+			continue
+		}
 		for i, size := range sizes {
 			if op == "barrier" {
 				if i > 0 {
@@ -142,7 +146,9 @@ func (b *bench) coll(budget time.Duration) {
 			} else if size < b.min || size > b.max {
 				continue
 			}
-			samples, err := timeColl(c, bufs, op, size, b.runs, budget)
+			var samples []float64
+			var err error
+			phase(fmt.Sprintf("%s-%d", op, size), func() { samples, err = timeColl(c, bufs, op, size, b.runs, budget) })
 			check(err)
 			b.emit(op, size, samples, "us")
 		}

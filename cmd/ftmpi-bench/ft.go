@@ -28,15 +28,17 @@ func (b *bench) ftFailureFree() {
 	}
 	var ar, ag, sh []float64
 	for run := 0; run < b.runs; run++ {
-		ar = append(ar, timeIt(n, func() error { return mpi.Allreduce(c, in, out, mpi.Band) }))
-		ag = append(ag, timeIt(n, func() error { _, err := c.Agree(true); return err }))
-		sh = append(sh, timeIt(max(1, n/20), func() error {
-			s, err := c.Shrink()
-			if err != nil {
-				return err
-			}
-			return s.Free()
-		}))
+		phase("allreduce8", func() { ar = append(ar, timeIt(n, func() error { return mpi.Allreduce(c, in, out, mpi.Band) })) })
+		phase("agree", func() { ag = append(ag, timeIt(n, func() error { _, err := c.Agree(true); return err })) })
+		phase("shrink", func() {
+			sh = append(sh, timeIt(max(1, n/20), func() error {
+				s, err := c.Shrink()
+				if err != nil {
+					return err
+				}
+				return s.Free()
+			}))
+		})
 	}
 	b.emit("ft_allreduce8", 8, ar, "us")
 	b.emit("ft_agree", 0, ag, "us")
@@ -58,15 +60,18 @@ func (b *bench) detect() {
 	}
 	detect := float64(learned.UnixNano()-at) / 1e6
 	t0 := time.Now()
-	check(c.Revoke())
-	s, err := c.Shrink()
-	check(err)
+	var s *mpi.Comm
+	phase("revoke-shrink", func() {
+		check(c.Revoke())
+		s, err = c.Shrink()
+		check(err)
+	})
 	revokeShrink := float64(time.Since(t0).Nanoseconds()) / 1e6
 	t1 := time.Now()
-	s.Agree(true) // first agreement after the failure (on the new communicator)
+	phase("agree-new-comm", func() { s.Agree(true) }) // first agreement after the failure (on the new communicator)
 	agreeAfter := float64(time.Since(t1).Nanoseconds()) / 1e6
 	t2 := time.Now()
-	c.Agree(true) // first agreement on the communicator that contains the failed rank
+	phase("agree-failed-comm", func() { c.Agree(true) }) // first agreement on the communicator that contains the failed rank
 	agreeFailed := float64(time.Since(t2).Nanoseconds()) / 1e6
 	mine := []float64{detect, revokeShrink, agreeAfter, agreeFailed}
 	var all []float64

@@ -13,12 +13,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/ftmpi/ftmpi/mpi"
@@ -61,7 +64,8 @@ func main() {
 	victims := flag.Int("victims", 4, "hostloss: how many of the last ranks are on the host that is killed")
 	replace := flag.Bool("replace", false, "hostloss: replace the lost ranks (revoke, shrink, spawn, merge, split back)")
 	bwBytes := flag.Int64("bytes", 0, "bw, bibw: move about this many bytes per repetition and direction, as bench/c/bw.c (1 to 100 windows; 0: windows scaled from -iters)")
-	cpuProfile := flag.String("cpuprofile", "", "write each rank's CPU profile to FILE.RANK (go tool pprof)")
+	collOnly := flag.String("ops", "", "coll: only these collectives, comma-separated (barrier, bcast, reduce, allreduce, allgather, alltoall, gather, allgatherv; default all)")
+	cpuProfile := flag.String("cpuprofile", "", "write each rank's CPU profile to FILE.RANK (go tool pprof); samples carry a \"phase\" label (the operation being timed: go tool pprof -tagfocus phase=NAME); FTMPI_BENCH_PROFILE_HZ sets the sampling rate (default 100, too coarse for an operation of a few milliseconds)")
 	flag.Parse()
 
 	if *which == "ftgrowth" {
@@ -155,7 +159,7 @@ func main() {
 		if b.max == 0 {
 			b.max = 1 << 20
 		}
-		b.coll(*budget)
+		b.coll(*budget, *collOnly)
 	case "value":
 		if b.max == 0 {
 			b.max = 1 << 20
@@ -347,16 +351,41 @@ func (b *bench) barrier() {
 	b.emit("barrier", 0, samples, "us")
 }
 
+// profiling is set while a CPU profile is taken: phase then labels samples.
+var profiling bool
+
 // startCPUProfile profiles this rank's CPU time into path.RANK until the
-// returned function is called.
+// returned function is called, at FTMPI_BENCH_PROFILE_HZ samples a second
+// if set (the runtime then warns that the rate was set before the
+// profile: the profile's header says 100 Hz, so read its shares, not its
+// seconds).
 func startCPUProfile(path string, rank int) (stop func(), err error) {
 	f, err := os.Create(fmt.Sprintf("%s.%d", path, rank))
 	if err != nil {
 		return nil, fmt.Errorf("-cpuprofile: %w", err)
 	}
+	if v := os.Getenv("FTMPI_BENCH_PROFILE_HZ"); v != "" {
+		hz, err := strconv.Atoi(v)
+		if err != nil || hz <= 0 {
+			f.Close()
+			return nil, fmt.Errorf("FTMPI_BENCH_PROFILE_HZ=%q: want a positive rate", v)
+		}
+		runtime.SetCPUProfileRate(hz)
+	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("-cpuprofile: %w", err)
 	}
+	profiling = true
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// phase runs f with the profile label phase=name on this goroutine (and
+// the goroutines it starts) when a CPU profile is taken.
+func phase(name string, f func()) {
+	if !profiling {
+		f()
+		return
+	}
+	pprof.Do(context.Background(), pprof.Labels("phase", name), func(context.Context) { f() })
 }
