@@ -463,9 +463,14 @@ func (c *Client) ExchangeTable(self Endpoint) (*PeerTable, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.tableOf(reply.KV)
+}
+
+// tableOf is the table of a fence reply kv holding every endpoint, with a
+// *FailedError naming the processes of this world that published none.
+func (c *Client) tableOf(kv map[string]string) (*PeerTable, error) {
 	// Every process id of the universe: this world's members and, for a
 	// spawned world, the parents.
-	kv := reply.KV
 	t := newClientTable(c.info.Universe, kv)
 	base := c.info.Proc - c.info.Rank
 	var missing []int

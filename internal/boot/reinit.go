@@ -33,9 +33,15 @@ func (c *Client) Rejoin(epoch int, self Endpoint) ([]Endpoint, error) {
 	if reply.Epoch != epoch {
 		return nil, &SupersededError{Requested: epoch, Epoch: reply.Epoch}
 	}
-	eps := make([]Endpoint, c.info.WorldSize())
+	return rejoinEndpoints(epoch, c.info.WorldSize(), reply.KV)
+}
+
+// rejoinEndpoints decodes the n ranks' endpoints of epoch from a rejoin
+// reply's kv.
+func rejoinEndpoints(epoch, n int, kv map[string]string) ([]Endpoint, error) {
+	eps := make([]Endpoint, n)
 	for r := range eps {
-		v, ok := reply.KV[ctlwire.EpochEndpointKey(epoch, r)]
+		v, ok := kv[ctlwire.EpochEndpointKey(epoch, r)]
 		if !ok {
 			return nil, fmt.Errorf("boot: epoch %d: no endpoint for rank %d", epoch, r)
 		}

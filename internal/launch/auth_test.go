@@ -211,6 +211,9 @@ func FuzzControlRequest(f *testing.F) {
 		`{"op":"abort","id":7,"code":3}`,
 		`{"op":"finalize","id":8}`,
 		`{"op":"suspect","id":3,"rank":99999999999}`,
+		`{"op":"fence","id":2,"rank":1,"kind":"layout","host":"h","cores":2,"kv":{"ep/1":"{}"}}`,
+		`{"op":"endpoints","id":9,"procs":[0,1]}`,
+		`{"op":"endpoints","id":9,"epoch":2,"procs":[1,5]}`,
 		`{`,
 	} {
 		f.Add([]byte(s))
@@ -231,13 +234,44 @@ func FuzzControlRequest(f *testing.F) {
 	})
 }
 
+// Malformed lookups (ctlwire.OpEndpoints) are refused with an error that
+// says what is wrong, before the policy sees them; well-formed ones for
+// processes the job does not have get an error reply from the policy.
+func TestDecodeRequestRefusesBadLookups(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"op":"endpoints","id":1,"rank":1}`, "for 0 processes"},
+		{`{"op":"endpoints","id":1,"rank":1,"procs":[]}`, "for 0 processes"},
+		{`{"op":"endpoints","id":1,"rank":1,"procs":[3,-1]}`, "process -1"},
+		{`{"op":"endpoints","id":1,"rank":1,"procs":[1` + strings.Repeat(",1", ctlwire.MaxLookup) + `]}`, "for 4097 processes"},
+		{`{"op":"endpoints","id":1,"rank":1,"procs":"x"}`, "malformed"},
+		{`{"op":"fence","id":1,"rank":1,"kind":"layout","cores":-3}`, "fence request"},
+	} {
+		if _, err := decodeRequest([]byte(tc.line), 1); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%.70s: %v, want an error saying %q", tc.line, err, tc.want)
+		}
+	}
+	m, err := decodeRequest([]byte(`{"op":"endpoints","id":4,"rank":1,"procs":[7]}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := policy.New(policy.Config{Job: "j", Size: 2, Mode: policy.ModeContinue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm.Step(policy.Hello{Conn: 1, ID: 1, Job: "j", Rank: 1})
+	acts := pm.Step(requestEvent(1, m))
+	if len(acts) != 1 || acts[0].Msg.Op != ctlwire.OpError || !strings.Contains(acts[0].Msg.Error, "process 7 is not one of the job's 2") {
+		t.Fatalf("lookup of process 7 of 2: %+v", acts)
+	}
+}
+
 // Every request a rank sends is one the control server accepts: a request
 // kind added elsewhere (the name service's "name") and missing from
 // decodeRequest would close the rank's control connection.
 func TestDecodeRequestAcceptsEveryRankRequest(t *testing.T) {
 	for _, op := range []string{ctlwire.OpHello, ctlwire.OpFence, ctlwire.OpFinalize, ctlwire.OpAbort, ctlwire.OpReinit,
-		ctlwire.OpRejoin, ctlwire.OpSpawn, ctlwire.OpSuspect, ctlwire.OpName} {
-		line := []byte(`{"op":"` + op + `","id":1,"rank":1}`)
+		ctlwire.OpRejoin, ctlwire.OpSpawn, ctlwire.OpSuspect, ctlwire.OpName, ctlwire.OpEndpoints} {
+		line := []byte(`{"op":"` + op + `","id":1,"rank":1,"procs":[0]}`)
 		if _, err := decodeRequest(line, 1); err != nil {
 			t.Errorf("%s: %v", op, err)
 		}

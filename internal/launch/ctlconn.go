@@ -300,10 +300,19 @@ func decodeRequest(line []byte, proc int) (ctlwire.Msg, error) {
 			return m, fmt.Errorf("hello as process %d on a connection authenticated as process %d", m.Rank, proc)
 		}
 	case ctlwire.OpFence, ctlwire.OpFinalize, ctlwire.OpAbort, ctlwire.OpReinit, ctlwire.OpRejoin, ctlwire.OpSpawn, ctlwire.OpSuspect, ctlwire.OpName, ctlwire.OpSpare, ctlwire.OpHangDone:
+	case ctlwire.OpEndpoints:
+		if len(m.Procs) == 0 || len(m.Procs) > ctlwire.MaxLookup {
+			return m, fmt.Errorf("endpoints request for %d processes, want 1 to %d", len(m.Procs), ctlwire.MaxLookup)
+		}
+		for _, p := range m.Procs {
+			if p < 0 {
+				return m, fmt.Errorf("endpoints request for process %d", p)
+			}
+		}
 	default:
 		return m, fmt.Errorf("unknown request %q", m.Op)
 	}
-	if m.Rank < -1 || m.Incarnation < 0 || m.Epoch < 0 {
+	if m.Rank < -1 || m.Incarnation < 0 || m.Epoch < 0 || m.Cores < 0 {
 		return m, fmt.Errorf("%s request with rank %d, incarnation %d, epoch %d", m.Op, m.Rank, m.Incarnation, m.Epoch)
 	}
 	return m, nil

@@ -642,7 +642,9 @@ func requestEvent(id policy.Conn, m ctlwire.Msg) policy.Event {
 	case ctlwire.OpHello:
 		return policy.Hello{Conn: id, ID: m.ID, Job: m.Job, Rank: m.Rank, Incarnation: m.Incarnation, Pid: m.Pid}
 	case ctlwire.OpFence:
-		return policy.Fence{Conn: id, ID: m.ID, KV: m.KV}
+		return policy.Fence{Conn: id, ID: m.ID, KV: m.KV, Facts: factsOf(m)}
+	case ctlwire.OpEndpoints:
+		return policy.Endpoints{Conn: id, ID: m.ID, Epoch: m.Epoch, Procs: m.Procs}
 	case ctlwire.OpFinalize:
 		return policy.Finalize{Conn: id, ID: m.ID}
 	case ctlwire.OpAbort:
@@ -650,7 +652,7 @@ func requestEvent(id policy.Conn, m ctlwire.Msg) policy.Event {
 	case ctlwire.OpReinit:
 		return policy.ReinitActive{Conn: id, ID: m.ID, Kind: m.Kind}
 	case ctlwire.OpRejoin:
-		return policy.Rejoin{Conn: id, ID: m.ID, Epoch: m.Epoch, KV: m.KV}
+		return policy.Rejoin{Conn: id, ID: m.ID, Epoch: m.Epoch, KV: m.KV, Facts: factsOf(m)}
 	case ctlwire.OpSpawn:
 		return policy.Spawn{Conn: id, ID: m.ID, Request: m.Reason}
 	case ctlwire.OpSuspect:
@@ -660,6 +662,15 @@ func requestEvent(id policy.Conn, m ctlwire.Msg) policy.Event {
 	default:
 		return policy.Unknown{Conn: id, ID: m.ID, Op: m.Op}
 	}
+}
+
+// factsOf is what a fence or rejoin request tells of a rank that reads
+// endpoints on demand (ctlwire.FenceLayout).
+func factsOf(m ctlwire.Msg) policy.Facts {
+	if m.Kind != ctlwire.FenceLayout {
+		return policy.Facts{}
+	}
+	return policy.Facts{Lazy: true, Host: m.Host, Cores: m.Cores, Inc: m.Incarnation}
 }
 
 // inject executes one injection event of the plan.

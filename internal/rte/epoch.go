@@ -157,8 +157,9 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		}
 		var eps []boot.Endpoint
 		var dead []int
-		var table *boot.PeerTable // a PMI start with the launcher's layout: endpoints read on first use
-		var nodes []int
+		var table *boot.PeerTable  // a start with the launcher's layout: endpoints read on first use
+		var nodes []int            // a PMI layout: the node of every process
+		var layout []boot.Endpoint // ftmpirun's layout: every process's host and incarnation, no addresses
 		if p.pmi != nil && epoch > 0 {
 			// No head, a later Reinit epoch: the processes exchange their
 			// new endpoints themselves, over the old epoch's connections.
@@ -192,8 +193,16 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			if err == nil && table != nil {
 				err = p.pmi.Settle() // every process's secret installed before anyone sends
 			}
+		} else if lazyOn, lerr := p.client.Lazy(); lerr != nil {
+			err = lerr
 		} else if epoch == 0 {
-			eps, err = p.client.Exchange(ep)
+			if lazyOn {
+				// The layout, no endpoint: a peer's is asked of the
+				// launcher when a transport must dial it.
+				table, layout, err = p.client.ExchangeLazy(ep)
+			} else {
+				eps, err = p.client.Exchange(ep)
+			}
 			// Ranks that died before publishing their endpoint are failures
 			// like any other: the job starts without them (a fault-tolerant
 			// program goes on; the default error handler aborts at the first
@@ -203,7 +212,11 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 				dead, err = fe.Ranks, nil
 			}
 		} else {
-			eps, err = p.client.Rejoin(epoch, ep)
+			if lazyOn {
+				table, layout, err = p.client.RejoinLazy(epoch, ep)
+			} else {
+				eps, err = p.client.Rejoin(epoch, ep)
+			}
 			var se *boot.SupersededError
 			if errors.As(err, &se) {
 				top.Close()
@@ -217,13 +230,29 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			eng.Close()
 			return nil, err
 		}
+		if table != nil && layout == nil && nodes == nil {
+			// The launcher answered with every endpoint (FTMPI_ENDPOINTS
+			// is read by the rank; an older launcher ignores the ask).
+			eps, err = table.All()
+			table = nil
+			if err != nil {
+				top.Close()
+				eng.Close()
+				return nil, err
+			}
+		}
 		var z *lazy
 		if table != nil {
 			// Every peer's node from the layout, no endpoint read: a
 			// peer's addresses are read when a transport of this process
 			// must dial it (Net.resolve). Every process of a PMI job
 			// starts as incarnation 0.
-			eps = layoutEndpoints(nodes)
+			if layout == nil {
+				layout = layoutEndpoints(nodes)
+			} else {
+				nodes = layoutNodes(layout, dead)
+			}
+			eps = layout
 			z = &lazy{table: table, nodes: nodes, got: make([]atomic.Bool, len(nodes)), lost: make([]atomic.Bool, len(nodes)), lost0: eng.PeerLost}
 		}
 		peers := make([]sock.Peer, len(eps))
@@ -231,10 +260,10 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 		incs := make([]int, len(eps))
 		onHost := 0
 		for i, ep := range eps {
+			incs[i] = ep.Inc
 			switch {
 			case z == nil:
 				peers[i] = sock.Peer{Host: ep.Host, Unix: ep.Addrs["unix"], TCP: ep.Addrs["tcp"], Nonce: ep.Addrs["nonce"]}
-				incs[i] = ep.Inc
 				if ep.Host == info.Host {
 					onHost++
 					local[i] = ep.Addrs["shm"]
@@ -296,6 +325,9 @@ func (n *Net) AddPeers(eps []boot.Endpoint) {
 	defer n.mu.Unlock()
 	peers, local := n.peers, n.local
 	for _, ep := range eps {
+		if z := n.lazy; z != nil && ep.Rank >= 0 && ep.Rank < len(z.got) {
+			z.got[ep.Rank].Store(true) // not to be read again
+		}
 		for len(peers) <= ep.Rank {
 			peers = append(peers, sock.Peer{})
 		}
@@ -319,7 +351,7 @@ func (n *Net) AddPeers(eps []boot.Endpoint) {
 // endpoint on a lazy Net (every process of the PMI job is one).
 func (n *Net) Known(p int) bool {
 	if z := n.lazy; z != nil && p >= 0 && p < len(z.got) {
-		return true
+		return z.nodes[p] >= 0 // not one that died before publishing
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

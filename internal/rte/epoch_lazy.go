@@ -59,6 +59,39 @@ func layoutEndpoints(nodes []int) []boot.Endpoint {
 	return eps
 }
 
+// layoutNodes numbers the hosts of ftmpirun's layout (the same numbers at
+// every process: by the first process on each) and returns every process's
+// (-1 for the dead, which published nothing).
+func layoutNodes(layout []boot.Endpoint, dead []int) []int {
+	nodes := make([]int, len(layout))
+	index := make(map[string]int)
+	for p, ep := range layout {
+		k, ok := index[ep.Host]
+		if !ok {
+			k = len(index)
+			index[ep.Host] = k
+		}
+		nodes[p] = k
+	}
+	for _, p := range dead {
+		if p >= 0 && p < len(nodes) {
+			nodes[p] = -1
+		}
+	}
+	return nodes
+}
+
+// has reports whether process p's address is in the transports' tables,
+// without reading it on a lazy Net.
+func (n *Net) has(p int) bool {
+	if z := n.lazy; z != nil && p >= 0 && p < len(z.got) && !z.got[p].Load() {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return p >= 0 && p < len(n.peers) && (n.peers[p].Unix != "" || n.peers[p].TCP != "")
+}
+
 // resolve makes sure peer p's endpoint is in the transports' tables,
 // reading it (one PMI get) the first time. Nil on a Net that read every
 // endpoint at start. A failed read is reported to the engine as the loss

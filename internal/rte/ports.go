@@ -80,7 +80,7 @@ func (r *Rank) AddEndpoints(n *Net, eps []boot.Endpoint) {
 		if ep.Rank == r.Proc || len(ep.Addrs) == 0 {
 			continue
 		}
-		if _, ok := n.Endpoint(ep.Rank); !ok {
+		if !n.has(ep.Rank) { // no read of an endpoint the caller brings
 			add = append(add, ep)
 		}
 	}

@@ -21,6 +21,8 @@
 //	rank -> launcher                       launcher -> rank
 //	hello    {job, rank, inc, pid, host}   hello    {}                      (first message; identifies the rank)
 //	fence    {kv}                          fence    {kv: all keys, failed}  (put kv, wait for every rank, get all)
+//	fence    {kv, kind: layout, host,      fence    {kv: {layout}, failed}  (a lazy start: the layout instead of every
+//	          inc, cores}                                                    endpoint; a peer's is read by "endpoints")
 //	finalize {}                            finalize {}                      (when every rank finalized or is gone)
 //	abort    {code, reason}                abort    {}                      (ack; the launcher then kills the job)
 //	suspect  {rank, reason}                suspect  {}                      (ack; the launcher SIGKILLs rank, which then fails)
@@ -29,6 +31,7 @@
 //	spawn    {reason: SpawnRequest}        spawn    {kv | error, failed}    (collective over the parents; children started by the launcher)
 //	name     {kind, reason, kv}            name     {kv | error, code}      (the name service of MPI_Publish_name and friends)
 //	spare    {}                            spare    {}                      (a repair took this spare: it is a rank now)
+//	endpoints {epoch, procs}               endpoints {epoch, kv, failed}    (a lazy start's lookup: the endpoints of procs in epoch)
 //	hangdone {kind: started|written}       hangdone {}                      (the hang report an EventHang asked for)
 //	                                       event    {kind, rank, inc, epoch, reason}
 //	                                       error    {error}
@@ -62,8 +65,15 @@ const (
 	OpSpare    = "spare"    // a spare that a repair of the ranks took (MPIX_Comm_replace): it is a rank now
 	OpHangDone = "hangdone" // the rank that makes the hang reports wrote the one an EventHang asked for
 	OpName     = "name"     // the name service (MPI_Publish_name, MPI_Lookup_name, MPI_Unpublish_name): kind a Name* value
-	OpEvent    = "event"
-	OpError    = "error"
+	// OpEndpoints is a lazy start's lookup (issue 24 item 2): Procs are
+	// the process ids whose endpoints of Epoch the rank needs (at most
+	// MaxLookup); the reply's KV holds each published one under its key
+	// (EndpointKey, EpochEndpointKey), Failed those the launcher cannot
+	// give (gone, or never published), and Epoch the launcher's current
+	// one (another than asked: superseded, nothing answered).
+	OpEndpoints = "endpoints"
+	OpEvent     = "event"
+	OpError     = "error"
 )
 
 // Event kinds (Msg.Kind of an OpEvent).
@@ -130,6 +140,8 @@ type Msg struct {
 	KV          map[string]string `json:"kv,omitempty"`
 	Failed      []int             `json:"failed,omitempty"`
 	Error       string            `json:"error,omitempty"`
+	Cores       int               `json:"cores,omitempty"` // a lazy fence or rejoin: the cores of the rank's host
+	Procs       []int             `json:"procs,omitempty"` // OpEndpoints: the process ids looked up
 }
 
 // EndpointKey is the key under which a rank publishes its endpoint in the

@@ -25,11 +25,31 @@ type Hello struct {
 }
 
 // Fence: a rank entered the key-value fence (put, fence and get in one:
-// ctlwire.OpFence).
+// ctlwire.OpFence). A lazy one (Facts.Lazy) is answered with the layout
+// instead of every key.
 type Fence struct {
-	Conn Conn
-	ID   uint64
-	KV   map[string]string
+	Conn  Conn
+	ID    uint64
+	KV    map[string]string
+	Facts Facts
+}
+
+// Facts is what a rank of a lazy start (ctlwire.FenceLayout) tells of
+// itself with its fence or rejoin, for the layout (ctlwire.Layout).
+type Facts struct {
+	Lazy  bool
+	Host  string
+	Cores int
+	Inc   int
+}
+
+// Endpoints: a rank of a lazy start looks up the endpoints of Procs in
+// Reinit epoch Epoch (ctlwire.OpEndpoints).
+type Endpoints struct {
+	Conn  Conn
+	ID    uint64
+	Epoch int
+	Procs []int
 }
 
 // Finalize: a rank entered the finalize fence.
@@ -92,6 +112,7 @@ type Rejoin struct {
 	ID    uint64
 	Epoch int
 	KV    map[string]string
+	Facts Facts
 }
 
 // Spawn: a parent's part of a collective spawn (Request: a JSON
@@ -176,6 +197,7 @@ func (Suspect) isEvent()      {}
 func (Liveness) isEvent()     {}
 func (ReinitActive) isEvent() {}
 func (Rejoin) isEvent()       {}
+func (Endpoints) isEvent()    {}
 func (Spawn) isEvent()        {}
 func (Unknown) isEvent()      {}
 func (Closed) isEvent()       {}

@@ -163,6 +163,13 @@ type Machine struct {
 	epochKV     map[string]string
 	rejoinWait  []waiter
 
+	// A lazy start (issue 24 item 2): the connections whose ranks read
+	// endpoints on demand, and the facts of the layout (by process id) of
+	// the start-up fence and of the current Reinit epoch.
+	lazy       map[Conn]bool
+	facts      map[int]Facts
+	epochFacts map[int]Facts
+
 	// Spawn.
 	canSpawn bool
 	spawns   map[string]*spawnOp
@@ -191,6 +198,9 @@ func New(cfg Config) (*Machine, error) {
 		everFailed: make(map[int]bool),
 		stallAt:    -1,
 		lost:       make([]bool, max(1, len(cfg.Hosts))),
+		lazy:       make(map[Conn]bool),
+		facts:      make(map[int]Facts),
+		epochFacts: make(map[int]Facts),
 	}
 	for r, h := range cfg.Place {
 		m.procs[r].host = h
@@ -221,7 +231,12 @@ func (m *Machine) Step(ev Event) []Action {
 		m.hello(e)
 	case Fence:
 		if r, ok := m.rank(e.Conn, e.ID); ok {
+			m.noteFacts(e.Conn, m.facts, r, e.Facts)
 			m.fence(r, waiter{e.Conn, e.ID}, e.KV)
+		}
+	case Endpoints:
+		if _, ok := m.rank(e.Conn, e.ID); ok {
+			m.endpoints(e)
 		}
 	case Finalize:
 		if r, ok := m.rank(e.Conn, e.ID); ok {
@@ -246,6 +261,9 @@ func (m *Machine) Step(ev Event) []Action {
 		}
 	case Rejoin:
 		if r, ok := m.rank(e.Conn, e.ID); ok {
+			if e.Epoch == m.epoch && m.epochKV != nil {
+				m.noteFacts(e.Conn, m.epochFacts, r, e.Facts)
+			}
 			m.rejoin(r, e)
 		}
 	case Spawn:
@@ -265,6 +283,7 @@ func (m *Machine) Step(ev Event) []Action {
 			m.replyErr(e.Conn, e.ID, "unknown op %s", strconv.Quote(e.Op))
 		}
 	case Closed:
+		delete(m.lazy, e.Conn)
 		if r, ok := m.conns[e.Conn]; ok {
 			delete(m.conns, e.Conn)
 			if m.procs[r].conn == e.Conn {
@@ -652,7 +671,15 @@ func (m *Machine) checkFences() {
 		for k, v := range m.kv {
 			kv[k] = v
 		}
+		var lazy map[string]string // the layout, for the ranks that read endpoints on demand
 		for _, w := range m.fenceWait[seq] {
+			if m.lazy[w.conn] {
+				if lazy == nil {
+					lazy = m.layoutKV(m.facts)
+				}
+				m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpFence, ID: w.id, KV: lazy, Failed: failed})
+				continue
+			}
 			m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpFence, ID: w.id, KV: kv, Failed: failed})
 		}
 		delete(m.fenceWait, seq)

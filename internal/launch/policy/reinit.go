@@ -90,6 +90,7 @@ func (m *Machine) reinit(e Exit, how string) bool {
 	}
 	m.rejoinWait = nil
 	clear(m.epochKV)
+	clear(m.epochFacts)
 	m.emit(Action{Kind: Mark, Text: "epoch"})
 	if sp >= 0 {
 		m.emit(Action{Kind: Adopt, Rank: r, Incarnation: inc, Spare: sp})
@@ -179,7 +180,15 @@ func (m *Machine) checkRejoin() {
 	for k, v := range m.epochKV {
 		kv[k] = v
 	}
+	var lazy map[string]string
 	for _, w := range m.rejoinWait {
+		if m.lazy[w.conn] {
+			if lazy == nil {
+				lazy = m.layoutKV(m.epochFacts)
+			}
+			m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpRejoin, ID: w.id, Epoch: m.epoch, KV: lazy})
+			continue
+		}
 		m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpRejoin, ID: w.id, Epoch: m.epoch, KV: kv})
 	}
 	m.rejoinWait = nil

@@ -1,0 +1,163 @@
+package boot
+
+// ftmpirun's lazy start (issue 24 item 2): the start-up fence (and a Reinit
+// epoch's rejoin) answers with the job's layout (every process's host and
+// incarnation: ctlwire.Layout, whose size grows with the hosts, not the
+// processes) instead of every endpoint, and a peer's endpoint is asked of
+// the launcher (ctlwire.OpEndpoints, one round trip on the control
+// connection) when it is first needed: the PeerTable's fetch, as under
+// PMI. The launcher answers a lookup of a process that is gone, or that
+// published nothing, as failed: the fetch fails, which the caller takes as
+// the loss of that peer. FTMPI_ENDPOINTS=all makes the fence return every
+// endpoint, as before.
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
+)
+
+// EnvEndpoints chooses how a rank started by ftmpirun reads its peers'
+// endpoints: "lazy" (the default: each when first needed) or "all"
+// (every endpoint at start-up). No MPI counterpart.
+const EnvEndpoints = "FTMPI_ENDPOINTS"
+
+// Lazy reports whether this rank reads its peers' endpoints on demand
+// (ExchangeLazy, RejoinLazy) rather than at the fence; an EnvEndpoints
+// value other than "lazy", "all" or unset is an error that names it. It
+// has no MPI counterpart.
+func (c *Client) Lazy() (bool, error) {
+	switch v := os.Getenv(EnvEndpoints); v {
+	case "", "lazy":
+		return true, nil
+	case "all":
+		return false, nil
+	default:
+		return false, fmt.Errorf("boot: %s=%q must be lazy or all", EnvEndpoints, v)
+	}
+}
+
+// ExchangeLazy is Exchange for a rank that reads endpoints on demand: it
+// publishes self and returns, once every rank has, the table of every
+// process id below Universe, each entry asked of the launcher on its first
+// Get, and the layout (every process's Rank, Host, Cores and Inc; no
+// addresses). The layout is nil when the launcher answered with every
+// endpoint instead (the table then holds them). Processes of this world
+// gone before publishing make the error a *FailedError, as Exchange's.
+func (c *Client) ExchangeLazy(self Endpoint) (*PeerTable, []Endpoint, error) {
+	self.Rank = c.info.Proc
+	c.fillHost(&self)
+	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpFence, Rank: c.info.Rank, Kind: ctlwire.FenceLayout, Host: self.Host, Cores: self.Cores, Incarnation: self.Inc,
+		KV: map[string]string{ctlwire.EndpointKey(c.info.Proc): encodeEndpoint(self)}})
+	if err != nil {
+		return nil, nil, err
+	}
+	v, ok := reply.KV[ctlwire.LayoutKey]
+	if !ok {
+		t, err := c.tableOf(reply.KV)
+		return t, nil, err
+	}
+	eps, none, err := layoutEndpoints(v, c.info.Universe)
+	if err != nil {
+		return nil, nil, err
+	}
+	var missing []int
+	base := c.info.Proc - c.info.Rank
+	for _, p := range none {
+		if p >= base && p < base+c.info.Size {
+			missing = append(missing, p)
+		}
+	}
+	t := newPeerTable(len(eps), func(p int) (Endpoint, error) { return c.lookup(0, p) })
+	if len(missing) > 0 {
+		return t, eps, &FailedError{Ranks: missing}
+	}
+	return t, eps, nil
+}
+
+// RejoinLazy is Rejoin for a rank that reads endpoints on demand: the
+// table of the WorldSize ranks' endpoints of epoch, each asked of the
+// launcher on its first Get, and the epoch's layout (nil when the launcher
+// answered with every endpoint: the table holds them). A newer epoch is a
+// *SupersededError, as Rejoin's.
+func (c *Client) RejoinLazy(epoch int, self Endpoint) (*PeerTable, []Endpoint, error) {
+	self.Rank = c.info.Rank
+	c.fillHost(&self)
+	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpRejoin, Rank: c.info.Rank, Epoch: epoch, Kind: ctlwire.FenceLayout, Host: self.Host, Cores: self.Cores, Incarnation: self.Inc,
+		KV: map[string]string{ctlwire.EpochEndpointKey(epoch, c.info.Rank): encodeEndpoint(self)}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if reply.Epoch != epoch {
+		return nil, nil, &SupersededError{Requested: epoch, Epoch: reply.Epoch}
+	}
+	n := c.info.WorldSize()
+	v, ok := reply.KV[ctlwire.LayoutKey]
+	if !ok {
+		eps, err := rejoinEndpoints(epoch, n, reply.KV)
+		if err != nil {
+			return nil, nil, err
+		}
+		return newPeerTable(n, func(p int) (Endpoint, error) { return eps[p], nil }), nil, nil
+	}
+	eps, none, err := layoutEndpoints(v, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(none) > 0 {
+		return nil, nil, fmt.Errorf("boot: epoch %d: no endpoint for rank %d", epoch, none[0])
+	}
+	return newPeerTable(n, func(p int) (Endpoint, error) { return c.lookup(epoch, p) }), eps, nil
+}
+
+// layoutEndpoints reads the first n processes of a layout as endpoints
+// without addresses, and the processes that published nothing (sorted).
+func layoutEndpoints(v string, n int) (eps []Endpoint, none []int, err error) {
+	l, err := ctlwire.ParseLayout(v, n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("boot: the launcher's layout: %w", err)
+	}
+	eps = make([]Endpoint, n)
+	for p := range eps {
+		eps[p] = Endpoint{Rank: p, Inc: l.Inc[p]}
+		if h := l.Host[p]; h >= 0 {
+			eps[p].Host, eps[p].Cores = l.Hosts[h].Name, l.Hosts[h].Cores
+		} else {
+			none = append(none, p)
+		}
+	}
+	return eps, none, nil
+}
+
+// lookup asks the launcher for process p's endpoint of epoch: one round
+// trip on the control connection. A process the launcher reports failed
+// (gone, or it published nothing), a superseded epoch, or an answer
+// without p's endpoint is an error.
+func (c *Client) lookup(epoch, p int) (Endpoint, error) {
+	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpEndpoints, Rank: c.info.Rank, Epoch: epoch, Procs: []int{p}})
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if reply.Epoch != epoch {
+		return Endpoint{}, &SupersededError{Requested: epoch, Epoch: reply.Epoch}
+	}
+	key := ctlwire.EndpointKey(p)
+	if epoch > 0 {
+		key = ctlwire.EpochEndpointKey(epoch, p)
+	}
+	v, ok := reply.KV[key]
+	if !ok {
+		for _, q := range reply.Failed {
+			if q == p {
+				return Endpoint{}, fmt.Errorf("boot: process %d failed (the launcher has no endpoint of it)", p)
+			}
+		}
+		return Endpoint{}, fmt.Errorf("boot: the launcher's answer has no endpoint of process %d", p)
+	}
+	var ep Endpoint
+	if err := decodeEndpoint(v, &ep); err != nil {
+		return Endpoint{}, fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
+	}
+	return ep, nil
+}
