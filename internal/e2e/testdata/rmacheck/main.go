@@ -2,8 +2,9 @@
 // ring of ranks, each putting its value into its neighbours' halo cells
 // of a window (Put) between fences, for a few steps. Mode "ok": rank 0
 // prints "result: rma halo ok np=N sum=S" (S is the same for every run at
-// one np). Mode "kill" (np >= 3): rank 2 SIGKILLs itself after the first
-// step; every survivor's next Fence must raise ErrProcFailed (the Put to
+// one np). Mode "kill" (np >= 3): rank 2 SIGKILLs itself once every
+// survivor told it that it finished the first step (a message each, sent
+// after its step); every survivor's next Fence must raise ErrProcFailed (the Put to
 // the dead rank returned nil), Win.GetFailed must name rank 2, and a fence
 // among the survivors must then succeed; each survivor prints
 // "rmacheck: rank R survived", and rank 0 prints the result line. Mode
@@ -68,9 +69,22 @@ func main() {
 	}
 	check("step 1", step())
 	if mode == "kill" {
+		// Rank 2 dies only after every survivor finished step 1: a
+		// fence's markers are one-way, so a rank 2 that died as soon as
+		// its own fence returned could die before a survivor had read
+		// its marker, and that survivor would learn of the death first
+		// (from the rank that saw the connection close) and fail step 1
+		// (MPI_ERR_PROC_FAILED at one member of a fence is ULFM's
+		// non-uniform failure, not an error of the library).
+		const tagStep1 = 77
 		if r == 2 {
+			for range p - 1 {
+				_, err := mpi.Recv(c, []int32{0}, mpi.AnySource, tagStep1)
+				check("Recv of a survivor's end of step 1", err)
+			}
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
+		check("Send of the end of step 1", mpi.Send(c, []int32{1}, 2, tagStep1))
 		if err := step(); !errors.Is(err, mpi.ErrProcFailed) {
 			fail("rank %d: step after the kill: %v, want ErrProcFailed", r, err)
 		}
