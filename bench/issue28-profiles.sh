@@ -155,7 +155,7 @@ for c in $CASES; do
 		for k in $(seq 1 "$DETECT_LAUNCHES"); do
 			HZ=$DETECT_HZ launch "$c" "$np" "$k" --transport shm --on-failure continue -- -bench detect
 		done
-		report "$c" revoke-shrink agree-new-comm agree-failed-comm
+		HZ=$DETECT_HZ report "$c" revoke-shrink agree-new-comm agree-failed-comm
 		;;
 	stab)
 		for k in $(seq 1 10); do
