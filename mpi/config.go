@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/bound"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/rte"
@@ -306,7 +305,7 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	if err := rankenv.Apply(lookup, &rs); err != nil {
 		var errs []error
 		for _, e := range unjoin(err) {
-			var be *bound.Error
+			var be *rankenv.Error
 			if errors.As(e, &be) {
 				e = &ConfigError{Field: be.Name, Value: strconv.Quote(be.Value), Msg: "want " + be.Want}
 			}

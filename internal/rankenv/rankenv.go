@@ -76,11 +76,17 @@ type Settings struct {
 	HangAction     string        // HangAbort or HangReport
 }
 
+// Error is the error Apply gives for one bad variable: the variable, its
+// value as given and the accepted range (internal/bound's error, named here
+// because it is Apply's contract: package mpi turns each into a
+// ConfigError field without importing bound).
+type Error = bound.Error
+
 // Apply overrides the fields of s that the variables set, reading them with
 // lookup (os.LookupEnv for the process's environment). A variable that is
 // set but empty (or blank) is ignored. Every value is checked against its
 // bounds, and the heartbeat timeout against the period when either is set.
-// The error (errors.Join of one *bound.Error per bad variable, each naming
+// The error (errors.Join of one *Error per bad variable, each naming
 // the variable, its value and the accepted range) leaves s unchanged.
 func Apply(lookup func(string) (string, bool), s *Settings) error {
 	out := *s
