@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
-	"github.com/ftmpi/ftmpi/internal/ft/shmagree"
+	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -48,7 +48,7 @@ func (c *Comm) agreeSegPath() string {
 	}
 	f := w.ftOf(c)
 	n := f.procs.Len()
-	if n < 2 || n > shmagree.MaxMembers {
+	if !ftdrive.SegmentFits(n) {
 		return ""
 	}
 	h0 := w.rt.Hosts.Name(f.procs.At(0))

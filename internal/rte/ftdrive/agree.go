@@ -113,6 +113,11 @@ func NewAgreements(ov *Overlay, known func() []int) *Agreements {
 	return &Agreements{Overlay: ov, known: known, EarlyReturn: AgreeEarlyReturn, insts: make(map[uint64]*agreeInst)}
 }
 
+// SegmentFits reports whether a communicator of n members may take the
+// agreements' fast path over a shared segment (UseSegment): from 2 to
+// shmagree.MaxMembers members.
+func SegmentFits(n int) bool { return n >= 2 && n <= shmagree.MaxMembers }
+
 // UseSegment makes the agreements of this communicator try the failure-free
 // fast path over the shared segment at path first (internal/ft/shmagree),
 // the message protocol being the fallback; path "" means never. Only the
