@@ -117,6 +117,8 @@ type Client struct {
 	// with one system call instead of one write per control connection.
 	evConn *net.UnixConn
 	evPath string
+
+	lookups atomic.Int64 // endpoints asked of the launcher (lookup)
 }
 
 // HelloEventAddr is the key, in the hello request's KV, of the address of

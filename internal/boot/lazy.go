@@ -6,7 +6,9 @@ package boot
 // processes) instead of every endpoint, and a peer's endpoint is asked of
 // the launcher (ctlwire.OpEndpoints, one round trip on the control
 // connection) when it is first needed: the PeerTable's fetch, as under
-// PMI. The launcher answers a lookup of a process that is gone, or that
+// PMI; the fence's answer also carries the endpoints of the O(log n) peers
+// the rank is sure to dial first (the launcher's policy: near), read from
+// there without a round trip. The launcher answers a lookup of a process that is gone, or that
 // published nothing, as failed: the fetch fails, which the caller takes as
 // the loss of that peer. FTMPI_ENDPOINTS=all makes the fence return every
 // endpoint, as before.
@@ -69,7 +71,7 @@ func (c *Client) ExchangeLazy(self Endpoint) (*PeerTable, []Endpoint, error) {
 			missing = append(missing, p)
 		}
 	}
-	t := newPeerTable(len(eps), func(p int) (Endpoint, error) { return c.lookup(0, p) })
+	t := newPeerTable(len(eps), func(p int) (Endpoint, error) { return c.lookupIn(reply.KV, 0, p) })
 	if len(missing) > 0 {
 		return t, eps, &FailedError{Ranks: missing}
 	}
@@ -108,7 +110,7 @@ func (c *Client) RejoinLazy(epoch int, self Endpoint) (*PeerTable, []Endpoint, e
 	if len(none) > 0 {
 		return nil, nil, fmt.Errorf("boot: epoch %d: no endpoint for rank %d", epoch, none[0])
 	}
-	return newPeerTable(n, func(p int) (Endpoint, error) { return c.lookup(epoch, p) }), eps, nil
+	return newPeerTable(n, func(p int) (Endpoint, error) { return c.lookupIn(reply.KV, epoch, p) }), eps, nil
 }
 
 // layoutEndpoints reads the first n processes of a layout as endpoints
@@ -130,11 +132,34 @@ func layoutEndpoints(v string, n int) (eps []Endpoint, none []int, err error) {
 	return eps, none, nil
 }
 
+// lookupIn is process p's endpoint of epoch: from kv, the fence's answer,
+// if the launcher sent it there (the peers a rank dials first), else
+// asked of the launcher (lookup).
+func (c *Client) lookupIn(kv map[string]string, epoch, p int) (Endpoint, error) {
+	key := ctlwire.EndpointKey(p)
+	if epoch > 0 {
+		key = ctlwire.EpochEndpointKey(epoch, p)
+	}
+	if v, ok := kv[key]; ok {
+		var ep Endpoint
+		if err := decodeEndpoint(v, &ep); err != nil {
+			return Endpoint{}, fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
+		}
+		return ep, nil
+	}
+	return c.lookup(epoch, p)
+}
+
+// Lookups is how many endpoints this rank asked the launcher for (for
+// tests and measurements). It has no MPI counterpart.
+func (c *Client) Lookups() int { return int(c.lookups.Load()) }
+
 // lookup asks the launcher for process p's endpoint of epoch: one round
 // trip on the control connection. A process the launcher reports failed
 // (gone, or it published nothing), a superseded epoch, or an answer
 // without p's endpoint is an error.
 func (c *Client) lookup(epoch, p int) (Endpoint, error) {
+	c.lookups.Add(1)
 	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpEndpoints, Rank: c.info.Rank, Epoch: epoch, Procs: []int{p}})
 	if err != nil {
 		return Endpoint{}, err

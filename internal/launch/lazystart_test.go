@@ -161,10 +161,11 @@ func startLazyJob(t *testing.T, n int) *lazyJob {
 }
 
 // What each rank receives at start-up (the hello's and the fence's
-// answers) does not grow with the job: the layout, not every endpoint
-// (FTMPI_ENDPOINTS=all, the eager table, is checked to grow, so the count
-// is a real one). A peer's endpoint is then read on first use, one lookup
-// a peer, and is the one the peer published.
+// answers) grows as log n, not n: the layout and the endpoints of the
+// O(log n) peers it dials first, not every endpoint (FTMPI_ENDPOINTS=all,
+// the eager table, is checked to grow as n, so the count is a real one).
+// Another peer's endpoint is asked of the head on first use, one lookup a
+// peer, and is the one the peer published.
 func TestLazyStartBytesPerRank(t *testing.T) {
 	for _, n := range []int{16, 256} {
 		t.Setenv(boot.EnvEndpoints, "")
@@ -173,8 +174,12 @@ func TestLazyStartBytesPerRank(t *testing.T) {
 		for _, c := range j.proxy.recv {
 			most = max(most, c.Load())
 		}
-		if most > 600 {
-			t.Errorf("n %d: a rank received %d bytes at start-up, want at most 600 whatever n", n, most)
+		log2 := 0
+		for 1<<log2 < n {
+			log2++
+		}
+		if bound := int64(250 + 60*(3*log2+2)); most > bound {
+			t.Errorf("n %d: a rank received %d bytes at start-up, want at most %d (the layout and O(log n) endpoints)", n, most, bound)
 		}
 		for r, l := range j.layouts {
 			if len(l) != n || l[(r+1)%n].Host != "h"+strconv.Itoa((r+1)%2) || l[r].Cores != 2 || j.tables[r].Fetches() != 0 {
@@ -188,8 +193,12 @@ func TestLazyStartBytesPerRank(t *testing.T) {
 					t.Fatalf("n %d: rank %d's lookup of %d: %+v, %v", n, r, p, ep, err)
 				}
 			}
-			if tb.Fetches() != 2 {
-				t.Fatalf("rank %d read %d endpoints, want 2", r, tb.Fetches())
+			if tb.Fetches() != 2 || j.clients[r].Lookups() != 0 {
+				t.Fatalf("rank %d read %d endpoints, %d of them asked of the head; want 2, none (ring neighbours come with the layout)", r, tb.Fetches(), j.clients[r].Lookups())
+			}
+			p := (r + n/2 + 3) % n // not near r: asked of the head
+			if ep, err := tb.Get(p); err != nil || ep.Addrs["unix"] != "/peer/"+strconv.Itoa(p) || j.clients[r].Lookups() != 1 {
+				t.Fatalf("rank %d's lookup of %d: %+v, %v, %d asked of the head", r, p, ep, err, j.clients[r].Lookups())
 			}
 		}
 		t.Logf("n %d: at most %d bytes a rank at start-up", n, most)
@@ -217,33 +226,33 @@ func TestLazyStartBytesPerRank(t *testing.T) {
 // event, not for a time.
 func TestLazyLookupOfPeerDeadBeforeItsFirstLookup(t *testing.T) {
 	t.Setenv(boot.EnvEndpoints, "")
-	j := startLazyJob(t, 4)
-	if ep, err := j.tables[3].Get(2); err != nil || ep.Addrs["unix"] != "/peer/2" {
+	j := startLazyJob(t, 8) // 3 and 5 are not near 0 (1, 2, 4, 6, 7 are)
+	if ep, err := j.tables[1].Get(3); err != nil || ep.Addrs["unix"] != "/peer/3" {
 		t.Fatalf("lookup before the death: %+v, %v", ep, err)
 	}
-	j.h.Exited(hostagent.ExitReport{Rank: 2, Pid: os.Getpid(), Signal: syscall.SIGKILL})
+	j.h.Exited(hostagent.ExitReport{Rank: 3, Pid: os.Getpid(), Signal: syscall.SIGKILL})
 	select {
 	case ev := <-j.clients[0].Events():
-		if ev.Kind != boot.EventFailed || ev.Rank != 2 {
-			t.Fatalf("event %+v, want rank 2's failure", ev)
+		if ev.Kind != boot.EventFailed || ev.Rank != 3 {
+			t.Fatalf("event %+v, want rank 3's failure", ev)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no failed event within 30s")
 	}
 	got := make(chan error, 1)
-	go func() { _, err := j.tables[0].Get(2); got <- err }()
+	go func() { _, err := j.tables[0].Get(3); got <- err }()
 	select {
 	case err := <-got:
-		if err == nil || !strings.Contains(err.Error(), "process 2 failed") {
+		if err == nil || !strings.Contains(err.Error(), "process 3 failed") || j.clients[0].Lookups() != 1 {
 			t.Fatalf("lookup of the dead peer: %v, want its failure", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the lookup of a dead peer did not return within 30s")
 	}
-	if _, err := j.tables[0].Get(2); err == nil {
-		t.Fatal("a second ask of the dead peer succeeded")
+	if _, err := j.tables[0].Get(3); err == nil || j.clients[0].Lookups() != 1 {
+		t.Fatal("a second ask of the dead peer succeeded, or asked the head again")
 	}
-	if ep, err := j.tables[0].Get(3); err != nil || ep.Addrs["unix"] != "/peer/3" {
+	if ep, err := j.tables[0].Get(5); err != nil || ep.Addrs["unix"] != "/peer/5" {
 		t.Fatalf("lookup of a live peer after the death: %+v, %v", ep, err)
 	}
 	var fe *boot.FailedError
@@ -342,17 +351,20 @@ func TestLazyEpochPeerKilledBeforeFirstDial(t *testing.T) {
 	for _, transport := range []string{"auto", "tcp"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Setenv(boot.EnvEndpoints, "")
-			j := startRteJob(t, 4, transport)
+			j := startRteJob(t, 8, transport)
 			for r, n := range j.nets {
-				if n.Fetches() != 0 || len(n.Endpoints) != 4 || n.Endpoints[(r+1)%4].Host != "h" || n.Endpoints[r].Cores != 2 {
+				if n.Fetches() != 0 || len(n.Endpoints) != 8 || n.Endpoints[(r+1)%8].Host != "h" || n.Endpoints[r].Cores != 2 {
 					t.Fatalf("process %d: %d endpoints read at start, layout %+v", r, n.Fetches(), n.Endpoints)
 				}
 			}
-			// Process 3 dies and the head is told; process 2 dies unseen.
+			// Process 3 dies and the head is told; process 5 dies
+			// unseen (neither is near process 0: both are asked of the
+			// head); process 2, near 0, dies unseen too.
 			j.nets[3].Close()
 			j.h.Exited(hostagent.ExitReport{Rank: 3, Pid: os.Getpid(), Signal: syscall.SIGKILL})
+			j.nets[5].Close()
 			j.nets[2].Close()
-			for _, dead := range []int{3, 2} {
+			for _, dead := range []int{3, 5, 2} {
 				_, err := j.nets[0].Eng.Isend(0, 0, dead, 9, p2p.DTByte, []byte("x"), false)
 				if !errors.Is(err, p2p.ErrPeerLost) {
 					t.Fatalf("send to the dead process %d: %v, want ErrPeerLost", dead, err)
@@ -364,8 +376,11 @@ func TestLazyEpochPeerKilledBeforeFirstDial(t *testing.T) {
 			if err := j.send(1, 0); err != nil {
 				t.Fatalf("1 -> 0 (an answer on 0's connection or 1's own dial): %v", err)
 			}
-			if f := j.nets[0].Fetches(); f != 3 {
-				t.Fatalf("process 0 read %d endpoints, want 3 (the two dead, 1)", f)
+			if f := j.nets[0].Fetches(); f != 4 {
+				t.Fatalf("process 0 read %d endpoints, want 4 (the three dead, 1)", f)
+			}
+			if l := j.procs[0].Client().Lookups(); l != 2 {
+				t.Fatalf("process 0 asked the head for %d endpoints, want 2 (3 and 5)", l)
 			}
 		})
 	}

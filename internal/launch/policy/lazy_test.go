@@ -13,8 +13,9 @@ func lazyFacts(host string, inc int) Facts {
 	return Facts{Lazy: true, Host: host, Cores: 2, Inc: inc}
 }
 
-// A lazy start: lazy ranks get the layout (its size independent of n),
-// an eager one every endpoint from the same fence; lookups answer the
+// A lazy start: lazy ranks get the layout (its size independent of n) and
+// the endpoints of their O(log n) near peers, an eager one every endpoint
+// from the same fence; lookups answer the
 // published endpoints, fail the gone ones, refuse what is out of range,
 // and in a Reinit epoch answer from that epoch's table (an older epoch is
 // superseded, nothing answered).
@@ -47,8 +48,18 @@ func TestLazyFenceLookupsAndEpochs(t *testing.T) {
 			continue
 		}
 		v, ok := a.Msg.KV[ctlwire.LayoutKey]
-		if len(a.Msg.KV) != 1 || !ok || len(v) > 100 {
-			t.Fatalf("lazy rank's reply %v: want the layout alone, small", a.Msg.KV)
+		r := int(a.Conn) - 1
+		nr := near(r, n, n)
+		if !ok || len(v) > 100 || len(a.Msg.KV) > 1+len(nr) || len(nr) > 3*8+2 {
+			t.Fatalf("rank %d's reply %v: want the layout, small, and at most the endpoints of %v", r, a.Msg.KV, nr)
+		}
+		for k := range a.Msg.KV {
+			if k != ctlwire.LayoutKey && !slices.ContainsFunc(nr, func(q int) bool { return ctlwire.EndpointKey(q) == k }) {
+				t.Fatalf("rank %d's reply has %s, not one of %v", r, k, nr)
+			}
+		}
+		if _, ok := a.Msg.KV[ctlwire.EndpointKey((r+1)%n)]; !ok && r != 4 {
+			t.Fatalf("rank %d's reply lacks its ring neighbour's endpoint", r)
 		}
 		l, err := ctlwire.ParseLayout(v, n)
 		if err != nil || len(l.Hosts) != 2 || l.Host[0] != 0 || l.Host[150] != 1 || l.Host[5] != -1 || l.Hosts[1].Cores != 2 {
@@ -90,6 +101,9 @@ func TestLazyFenceLookupsAndEpochs(t *testing.T) {
 	}
 	for _, a := range acts {
 		v := a.Msg.KV[ctlwire.LayoutKey] // rank 5's rejoin is lazy too this time
+		if r := int(a.Conn) - 1; a.Conn != 999 && r != 1 && a.Msg.KV[ctlwire.EpochEndpointKey(1, (r+1)%n)] == "" {
+			t.Fatalf("rank %d's rejoin answer lacks its ring neighbour's endpoint of epoch 1: %v", r, a.Msg.KV)
+		}
 		l, err := ctlwire.ParseLayout(v, n)
 		if err != nil || l.Host[2] != 1 || l.Inc[2] != 1 || l.Host[3] != 0 {
 			t.Fatalf("epoch 1 layout: %+v, %v", l, err)
@@ -102,5 +116,32 @@ func TestLazyFenceLookupsAndEpochs(t *testing.T) {
 	m.Step(Exited{Exit{Rank: 4, Pid: 104, Status: 1}})
 	if r := look(1, 1, 4, 3); !slices.Equal(r.Failed, []int{4}) || len(r.KV) != 1 {
 		t.Fatalf("lookup of a gone process: %+v", r)
+	}
+}
+
+// The near peers: ring neighbours over the start set, r ± 2^k and
+// r xor 2^k over the world; at most 3·ceil(log2 n) + 2, never r itself,
+// none for a process outside the start set.
+func TestNear(t *testing.T) {
+	if got := near(0, 8, 8); !slices.Equal(got, []int{1, 7, 2, 6, 4}) {
+		t.Fatalf("near(0, 8, 8) = %v", got)
+	}
+	if got := near(9, 8, 10); !slices.Equal(got, []int{0, 8}) {
+		t.Fatalf("a spare's near = %v, want its ring neighbours", got)
+	}
+	if near(10, 8, 10) != nil || near(-1, 8, 10) != nil {
+		t.Fatal("near of a process outside the start set")
+	}
+	for _, n := range []int{1, 2, 3, 1000, 100000} {
+		log := 0
+		for 1<<log < n {
+			log++
+		}
+		for _, r := range []int{0, n / 3, n - 1} {
+			got := near(r, n, n)
+			if len(got) > 3*log+2 || slices.Contains(got, r) {
+				t.Fatalf("near(%d, %d) = %d peers", r, n, len(got))
+			}
+		}
 	}
 }

@@ -677,7 +677,7 @@ func (m *Machine) checkFences() {
 				if lazy == nil {
 					lazy = m.layoutKV(m.facts)
 				}
-				m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpFence, ID: w.id, KV: lazy, Failed: failed})
+				m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpFence, ID: w.id, KV: m.nearKV(lazy, w.conn, m.kv, ctlwire.EndpointKey), Failed: failed})
 				continue
 			}
 			m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpFence, ID: w.id, KV: kv, Failed: failed})

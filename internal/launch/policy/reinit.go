@@ -186,7 +186,8 @@ func (m *Machine) checkRejoin() {
 			if lazy == nil {
 				lazy = m.layoutKV(m.epochFacts)
 			}
-			m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpRejoin, ID: w.id, Epoch: m.epoch, KV: lazy})
+			key := func(q int) string { return ctlwire.EpochEndpointKey(m.epoch, q) }
+			m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpRejoin, ID: w.id, Epoch: m.epoch, KV: m.nearKV(lazy, w.conn, m.epochKV, key)})
 			continue
 		}
 		m.reply(w.conn, ctlwire.Msg{Op: ctlwire.OpRejoin, ID: w.id, Epoch: m.epoch, KV: kv})
