@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scale-ftmpirun.sh - ftmpirun -n N of bench/scaleulfm on this host with one
 # rank killed after the first round (issue 24 item 4): the start-up's time
-# (launch to every rank past Init and a Barrier), the survivors' count and the
+# (launch to every rank past Init and a Barrier; and to the last rank's return
+# from Init), the survivors' count and the
 # repair's time (kill -> the shrunk communicator's result), wall, user and
 # system CPU of the whole job, the largest process's resident memory; each
 # run under a timeout, anything left behind killed.
@@ -20,6 +21,9 @@ RUNS=${RUNS:-1}
 TIMEOUT=${TIMEOUT:-600}
 VICTIM=${VICTIM:-7}
 BUILDS=${BUILDS:-cur=.}
+# PROG: the scaleulfm source every build runs (default: each tree's own;
+# bench/scaleulfm of this tree measures Init in older trees too).
+PROG=${PROG:-}
 BUILD=${BUILD:-bench/build/scale}
 mkdir -p "$BUILD"
 BUILD=$(cd "$BUILD" && pwd)
@@ -27,6 +31,10 @@ names=()
 for b in $BUILDS; do
 	name=${b%%=*} src=${b#*=}
 	(cd "$src" && go build -o "$BUILD/$name/" ./cmd/ftmpirun ./bench/scaleulfm)
+	if [[ -n $PROG && $(cd "$src" && pwd) != "$ROOT" ]]; then # PROG's program, built against that tree's mpi
+		mkdir -p "$src/bench/scaleulfm-cur" && cp "$PROG"/*.go "$src/bench/scaleulfm-cur/"
+		(cd "$src" && go build -o "$BUILD/$name/scaleulfm" ./bench/scaleulfm-cur)
+	fi
 	names+=("$name")
 done
 IFS=, read -r -a sizes <<<"$SIZES"
@@ -51,11 +59,12 @@ for n in "${sizes[@]}"; do
 				kill -KILL "$pid" 2>/dev/null && left=$((left + 1))
 			done
 			startup=$(sed -n 's/^startup: .*startup_ms=\([0-9.]*\).*/\1/p' "$out")
+			initms=$(sed -n 's/^startup: .*init_ms=\([0-9.]*\).*/\1/p' "$out")
 			res=$(sed -n 's/^result: ranks=[0-9]* survivors=\([0-9]*\) .*repair_ms=\([0-9.]*\).*/\1 \2/p' "$out")
 			read -r survivors repair <<<"${res:-null null}"
 			read -r wall user sys rss < <(sed -n 's/^time: wall=\([0-9.]*\) user=\([0-9.]*\) sys=\([0-9.]*\) maxrss_kb=\([0-9]*\).*/\1 \2 \3 \4/p' "$out")
-			printf '{"name":"scaleulfm","build":"%s","n":%d,"rc":%d,"startup_ms":%s,"survivors":%s,"repair_ms":%s,"wall_s":%s,"user_s":%s,"sys_s":%s,"maxrss_kb":%s,"left_behind":%d,"load":%s}\n' \
-				"$name" "$n" "$rc" "${startup:-null}" "$survivors" "$repair" "${wall:-null}" "${user:-null}" "${sys:-null}" "${rss:-null}" "$left" "$load"
+			printf '{"name":"scaleulfm","build":"%s","n":%d,"rc":%d,"init_ms":%s,"startup_ms":%s,"survivors":%s,"repair_ms":%s,"wall_s":%s,"user_s":%s,"sys_s":%s,"maxrss_kb":%s,"left_behind":%d,"load":%s}\n' \
+				"$name" "$n" "$rc" "${initms:-null}" "${startup:-null}" "$survivors" "$repair" "${wall:-null}" "${user:-null}" "${sys:-null}" "${rss:-null}" "$left" "$load"
 			rm -f "$out"
 		done
 	done
