@@ -113,7 +113,10 @@ func pairUnix(t *testing.T, hs ...transport.Handler) []*Transport {
 // disarmed (a frame that arrives wakes no thread in the runtime's
 // poller): sampled after each round trip, it is armed in a small part of
 // the samples at most. (Armed whenever the reader waits, as before
-// fdConn, it would be armed in nearly all.)
+// fdConn, it would be armed in nearly all.) A batch in which a descheduled
+// caller let the quiet period end too often (once in 12 package runs at
+// load 26: 283 of 400) is taken again, up to three batches: without the
+// disarming every batch is armed in nearly all its samples.
 func TestPolledStreamLeavesReadabilityDisarmed(t *testing.T) {
 	a, b := &pingHandler{got: make(chan uint64, 1)}, &pingHandler{got: make(chan uint64, 1)}
 	trs := pairTCP(t, a, b)
@@ -123,16 +126,21 @@ func TestPolledStreamLeavesReadabilityDisarmed(t *testing.T) {
 	if x.fc == nil {
 		t.Fatal("the connection is not out of the runtime's poller")
 	}
-	const rounds = 400
-	armed := 0
-	polledRounds(t, trs, a, b, rounds, func() {
-		if x.fc.armed.Load() {
-			armed++
+	const rounds, batches = 400, 3
+	var counts []int
+	for range batches {
+		armed := 0
+		polledRounds(t, trs, a, b, rounds, func() {
+			if x.fc.armed.Load() {
+				armed++
+			}
+		})
+		if armed <= rounds/2 {
+			return
 		}
-	})
-	if armed > rounds/2 {
-		t.Fatalf("readability armed after %d of %d polled round trips", armed, rounds)
+		counts = append(counts, armed)
 	}
+	t.Fatalf("readability armed after %v of %d polled round trips in each of %d batches", counts, rounds, batches)
 }
 
 // readerParked reports whether tr's reader goroutines are all parked in
