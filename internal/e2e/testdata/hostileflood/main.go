@@ -4,7 +4,8 @@
 // or a directory) and prints "probe PATH: denied" or "probe PATH:
 // reached". Then it opens up to -n connections to -addr (network -net) as
 // fast as it can, without ever writing, stopping at the first that fails
-// (the listener's queue is full), prints "flooded N", holds them until
+// (the listener's queue is full; a timeout only at the third in a row),
+// prints "flooded N", holds them until
 // its standard input closes, then prints "closed K of N": how many the
 // listener had closed meanwhile.
 package main
@@ -39,12 +40,23 @@ func main() {
 	}
 	var conns []net.Conn
 	var stop error
+	// A dial that times out is the listener's full queue (the kernel
+	// drops the SYN), or this process not run for the 2 s on a loaded
+	// machine: a flood once stopped at its first dial at load ~200. The
+	// flood stops at another error or at 3 timeouts in a row.
+	timeouts := 0
 	for len(conns) < *n {
 		c, err := net.DialTimeout(*network, *addr, 2*time.Second)
 		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && timeouts < 2 {
+				timeouts++
+				continue
+			}
 			stop = err
 			break
 		}
+		timeouts = 0
 		conns = append(conns, c)
 	}
 	if stop != nil {
