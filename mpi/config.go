@@ -11,7 +11,6 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/p2p"
-	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
@@ -174,45 +173,45 @@ const (
 // from the number of processes on the host and the host's cores as the
 // launcher counted them (this process's CPU count only when not launched).
 // It has no MPI counterpart (Config).
-const SpinAuto = rankenv.SpinAuto
+const SpinAuto = rte.SpinAuto
 
 // Bounds of Config values (and of the FTMPI_* variables that set them).
 // They have no MPI counterpart (Config).
 const (
-	MaxEagerLimit       = rankenv.MaxEagerLimit
-	MaxSpin             = rankenv.MaxSpin
-	MinHeartbeatPeriod  = rankenv.MinHBPeriod // shorter turns the detector into a busy loop
-	MaxHeartbeatPeriod  = rankenv.MaxHBPeriod
-	MaxHeartbeatTimeout = rankenv.MaxHBTimeout // and at least 2 × HeartbeatPeriod
-	MinConnectTimeout   = rankenv.MinConnectTimeout
-	MaxConnectTimeout   = rankenv.MaxConnectTimeout
-	MinHangTimeout      = rankenv.MinHangTimeout
-	MaxHangTimeout      = rankenv.MaxHangTimeout
+	MaxEagerLimit       = rte.MaxEagerLimit
+	MaxSpin             = rte.MaxSpin
+	MinHeartbeatPeriod  = rte.MinHBPeriod // shorter turns the detector into a busy loop
+	MaxHeartbeatPeriod  = rte.MaxHBPeriod
+	MaxHeartbeatTimeout = rte.MaxHBTimeout // and at least 2 × HeartbeatPeriod
+	MinConnectTimeout   = rte.MinConnectTimeout
+	MaxConnectTimeout   = rte.MaxConnectTimeout
+	MinHangTimeout      = rte.MinHangTimeout
+	MaxHangTimeout      = rte.MaxHangTimeout
 )
 
 // Hang actions (Config.HangAction) and the exit code of a job that a
 // hang report ends. They have no MPI counterpart.
 const (
-	HangAbort    = rankenv.HangAbort
-	HangReport   = rankenv.HangReport
+	HangAbort    = rte.HangAbort
+	HangReport   = rte.HangReport
 	HangExitCode = 125
 )
 
 // Environment variables read by ApplyEnv. They have no MPI counterpart
 // (Open MPI's OMPI_MCA_* variables are the analogue).
 const (
-	EnvEagerLimit     = rankenv.EagerLimit     // Config.EagerLimit, bytes
-	EnvSpin           = rankenv.Spin           // Config.ReaderSpin: "auto" or a Go duration
-	EnvSpinYield      = rankenv.SpinYield      // Config.SpinYield: 0 or 1
-	EnvWaitSpin       = rankenv.WaitSpin       // Config.WaitSpin, a Go duration
-	EnvHBPeriod       = rankenv.HBPeriod       // Config.HeartbeatPeriod, a Go duration
-	EnvHBTimeout      = rankenv.HBTimeout      // Config.HeartbeatTimeout, a Go duration; "off": Config.Detector = false
-	EnvConnectTimeout = rankenv.ConnectTimeout // Config.ConnectTimeout, a Go duration
-	EnvCheck          = rankenv.Check          // Config.Check: 0 or 1
-	EnvHangTimeout    = rankenv.HangTimeout    // Config.HangTimeout: a Go duration, or "off"
-	EnvHangAction     = rankenv.HangAction     // Config.HangAction: abort or report
-	EnvInject         = rte.EnvFaultInjection  // Config.FaultInjection
-	EnvTrace          = "FTMPI_TRACE"          // Config.Trace: a directory or a file prefix
+	EnvEagerLimit     = rte.EnvEagerLimit     // Config.EagerLimit, bytes
+	EnvSpin           = rte.EnvSpin           // Config.ReaderSpin: "auto" or a Go duration
+	EnvSpinYield      = rte.EnvSpinYield      // Config.SpinYield: 0 or 1
+	EnvWaitSpin       = rte.EnvWaitSpin       // Config.WaitSpin, a Go duration
+	EnvHBPeriod       = rte.EnvHBPeriod       // Config.HeartbeatPeriod, a Go duration
+	EnvHBTimeout      = rte.EnvHBTimeout      // Config.HeartbeatTimeout, a Go duration; "off": Config.Detector = false
+	EnvConnectTimeout = rte.EnvConnectTimeout // Config.ConnectTimeout, a Go duration
+	EnvCheck          = rte.EnvCheck          // Config.Check: 0 or 1
+	EnvHangTimeout    = rte.EnvHangTimeout    // Config.HangTimeout: a Go duration, or "off"
+	EnvHangAction     = rte.EnvHangAction     // Config.HangAction: abort or report
+	EnvInject         = rte.EnvFaultInjection // Config.FaultInjection
+	EnvTrace          = "FTMPI_TRACE"         // Config.Trace: a directory or a file prefix
 )
 
 // DefaultConfig returns the defaults: safe for ranks on one host or a LAN,
@@ -266,9 +265,9 @@ func (c Config) Validate() error {
 		if c.HeartbeatPeriod < MinHeartbeatPeriod || c.HeartbeatPeriod > MaxHeartbeatPeriod {
 			return bad("HeartbeatPeriod", c.HeartbeatPeriod, "want %v to %v (shorter turns the detector into a busy loop)", MinHeartbeatPeriod, MaxHeartbeatPeriod)
 		}
-		if lo := rankenv.HBTimeoutFactor * c.HeartbeatPeriod; c.HeartbeatTimeout < lo || c.HeartbeatTimeout > MaxHeartbeatTimeout {
+		if lo := rte.HBTimeoutFactor * c.HeartbeatPeriod; c.HeartbeatTimeout < lo || c.HeartbeatTimeout > MaxHeartbeatTimeout {
 			return bad("HeartbeatTimeout", c.HeartbeatTimeout, "want %d × HeartbeatPeriod (%v) to %v, or every late heartbeat raises a suspicion",
-				rankenv.HBTimeoutFactor, lo, MaxHeartbeatTimeout)
+				rte.HBTimeoutFactor, lo, MaxHeartbeatTimeout)
 		}
 	}
 	if c.ConnectTimeout < MinConnectTimeout || c.ConnectTimeout > MaxConnectTimeout {
@@ -299,13 +298,13 @@ func (c Config) Validate() error {
 // fields are not judged: call Validate. It has no MPI counterpart
 // (Config).
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
-	rs := rankenv.Settings{EagerLimit: c.EagerLimit, ReaderSpin: c.ReaderSpin, SpinYield: c.SpinYield, WaitSpin: c.WaitSpin,
+	rs := rte.Settings{EagerLimit: c.EagerLimit, ReaderSpin: c.ReaderSpin, SpinYield: c.SpinYield, WaitSpin: c.WaitSpin,
 		Detector: c.Detector, HBPeriod: c.HeartbeatPeriod, HBTimeout: c.HeartbeatTimeout, ConnectTimeout: c.ConnectTimeout,
 		Check: c.Check, HangTimeout: c.HangTimeout, HangAction: c.HangAction}
-	if err := rankenv.Apply(lookup, &rs); err != nil {
+	if err := rte.ApplySettings(lookup, &rs); err != nil {
 		var errs []error
 		for _, e := range unjoin(err) {
-			var be *rankenv.Error
+			var be *rte.SettingError
 			if errors.As(e, &be) {
 				e = &ConfigError{Field: be.Name, Value: strconv.Quote(be.Value), Msg: "want " + be.Want}
 			}
