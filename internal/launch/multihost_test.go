@@ -234,9 +234,11 @@ func TestMultiHostSlowStdoutIsNoHostLoss(t *testing.T) {
 	mark := newMark(t)
 	cmd := exec.Command(ftmpirunBin, "--host", "localhost:1,fake2:1", "--interface", "lo", "--launch-agent", ssh,
 		"sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo line-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done")
-	// A timeout of 1 s, not shorter: on a loaded 2-core machine (the
-	// suite's other packages) a 300 ms one was missed by starvation alone.
-	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, EnvAgentHBPeriod+"=100ms", EnvAgentHBTimeout+"=1s")
+	// A timeout of 2 s, not shorter: on a loaded 2-core machine (the
+	// suite's other packages) a 300 ms one was missed by starvation alone,
+	// and a 1 s one once under -race at load 34-53.
+	const hbTimeout = 2 * time.Second
+	cmd.Env = append(os.Environ(), "FTMPI_TESTMARK="+mark, EnvAgentHBPeriod+"=100ms", EnvAgentHBTimeout+"="+hbTimeout.String())
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	out, _ := cmd.StdoutPipe()
@@ -247,7 +249,7 @@ func TestMultiHostSlowStdoutIsNoHostLoss(t *testing.T) {
 	defer kill.Stop()
 	// The stimulus: nobody reads stdout for 3 heartbeat timeouts (the
 	// pipe fills within milliseconds: 2 ranks print 1.2 MB).
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * hbTimeout)
 	n := 0
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
