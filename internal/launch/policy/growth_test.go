@@ -45,17 +45,33 @@ func TestGrowthReinitEpoch(t *testing.T) {
 
 // TestGrowthStartupFence measures ftmpirun's bootstrap exchange through
 // the launcher's policy at n = 16 ... 4096 (1,048,576 with
-// FTMPI_GROWTH_FULL=1): 2 rounds, 2 messages per rank and 2n at the head
-// (the star, asserted exactly). Its head-side work is linear since
-// fenceScan; the answers still carry n endpoints each (item 2 of issue 24).
+// FTMPI_GROWTH_FULL=1), eager (FTMPI_ENDPOINTS=all) and lazy (the
+// default): 2 rounds, 2 messages per rank and 2n at the head (the star,
+// asserted exactly). Its head-side work is linear since fenceScan; the
+// eager answers carry n endpoints each, the lazy ones at most
+// 3·log2 n + 2 (StartupFenceLazy fails otherwise) and the layout, whose
+// size grows with the hosts (64 ranks a host here), not the ranks: 2,050
+// bytes for 64 hosts at 4,096 ranks.
 func TestGrowthStartupFence(t *testing.T) {
 	for _, n := range growth.Sizes(1 << 20) {
-		r, err := growth.StartupFence(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Rounds != 2 || r.Extra["max_per_rank"] != 2 || r.Extra["head_msgs"] != 2*int64(n) {
-			t.Errorf("n=%d: %d rounds, %d messages at a rank, %d at the head; want 2, 2, 2n", n, r.Rounds, r.Extra["max_per_rank"], r.Extra["head_msgs"])
+		for _, lazy := range []bool{false, true} {
+			f := growth.StartupFence
+			if lazy {
+				f = growth.StartupFenceLazy
+			}
+			r, err := f(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Rounds != 2 || r.Extra["max_per_rank"] != 2 || r.Extra["head_msgs"] != 2*int64(n) {
+				t.Errorf("n=%d lazy=%v: %d rounds, %d messages at a rank, %d at the head; want 2, 2, 2n", n, lazy, r.Rounds, r.Extra["max_per_rank"], r.Extra["head_msgs"])
+			}
+			if hosts := int64(n+63) / 64; lazy && r.Extra["layout_bytes"] > 256+48*hosts {
+				t.Errorf("n=%d: the layout is %d bytes, want at most 256 + 48 a host for %d hosts", n, r.Extra["layout_bytes"], hosts)
+			}
+			if !lazy && r.Extra["max_entries_per_answer"] != int64(n) {
+				t.Errorf("n=%d: an eager answer carries %d endpoints, want n", n, r.Extra["max_entries_per_answer"])
+			}
 		}
 	}
 }
