@@ -299,9 +299,28 @@ func TestDefaultMaxPendingFollowsDescriptorLimit(t *testing.T) {
 // TestHelloReadBeforeFloodSheds: a client whose hello arrived with its
 // connection, queued ahead of a flood, is authenticated before the
 // flood's connections shed it, even with a cap of 1 and one processor
-// (the loop lets the handler run after each Accept).
+// (the loop lets the handler run after each Accept). The handler's read
+// is a system call: on a loaded machine the runtime may hand the only
+// processor back to the accept loop while it runs, so a shed is
+// possible, rare, and the scenario is tried up to 3 times. Without the
+// loop's yield every try fails (the loop accepts all 21 queued
+// connections before the handler first runs).
 func TestHelloReadBeforeFloodSheds(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var err error
+	for try := 1; try <= 3; try++ {
+		if err = helloBeforeFlood(t); err == nil {
+			return
+		}
+		t.Logf("try %d: %v", try, err)
+	}
+	t.Fatalf("the client queued before the flood was shed in 3 of 3 tries: %v", err)
+}
+
+// helloBeforeFlood queues one client that has sent its hello and 20
+// silent ones, starts Serve with a cap of 1, and says whether the first
+// client was echoed.
+func helloBeforeFlood(t *testing.T) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -318,11 +337,6 @@ func TestHelloReadBeforeFloodSheds(t *testing.T) {
 		t.Fatal(err)
 	}
 	var idle []net.Conn
-	defer func() {
-		for _, nc := range idle {
-			nc.Close()
-		}
-	}()
 	for range 20 {
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -343,8 +357,9 @@ func TestHelloReadBeforeFloodSheds(t *testing.T) {
 	}()
 	b := make([]byte, 4)
 	if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
-		t.Fatalf("the client queued before the flood was shed: %q %v", b, err)
+		return fmt.Errorf("read %q: %v", b, err)
 	}
+	return nil
 }
 
 // TestCapForFollowsTheJobSize: a listener that a job's processes dial
