@@ -6,9 +6,17 @@
 // socket directories of ranks started by srun or mpiexec (no launcher of
 // ours outlives them there).
 //
-// It must not remove a directory it cannot prove dead: one without an
-// owner file (being created, or made by another program), one of another
-// user, or one whose owner is alive.
+// It must not remove a directory it cannot prove dead: one with content
+// but without an owner file (made by another program), one of another
+// user, or one whose owner is alive. An EMPTY directory of ours without an
+// owner file that has not changed for EmptyGrace is removed too: a process
+// killed between removing a directory's owner file and the directory itself
+// (ranks remove the directories of peers they saw fail, and srun kills
+// them all at once), or between creating one and writing its owner file,
+// leaves one; srun jobs of 1,000 tasks killed at high load left ~1,000 of
+// them. rmdir removes only an empty directory, so a directory that anything
+// was put in meanwhile stays; Make makes a new one if its own vanished
+// before it wrote the owner file.
 package ownerdir
 
 import (
@@ -19,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ftmpi/ftmpi/internal/procstat"
 )
@@ -26,22 +35,42 @@ import (
 // File names the owner file in a directory this package makes.
 const File = "owner"
 
+// EmptyGrace is how long an empty directory without an owner file must
+// have been unchanged before Sweep removes it: far longer than a process
+// takes between creating a directory and writing its owner file.
+const EmptyGrace = time.Minute
+
 // Make removes the dead-owned directories named prefix* under root (Sweep),
 // then creates a new one (os.MkdirTemp(root, prefix)) owned by this process.
 func Make(root, prefix string) (string, error) {
 	Sweep(root, prefix)
-	dir, err := os.MkdirTemp(root, prefix)
-	if err != nil {
-		return "", err
-	}
 	self := os.Getpid()
 	owner := fmt.Sprintf("%d %d\n", self, procstat.StartTime(self))
-	if err := os.WriteFile(filepath.Join(dir, File), []byte(owner), 0o600); err != nil {
+	var err error
+	for try := 0; try < 3; try++ {
+		var dir string
+		dir, err = os.MkdirTemp(root, prefix)
+		if err != nil {
+			return "", err
+		}
+		afterMkdir(dir)
+		err = os.WriteFile(filepath.Join(dir, File), []byte(owner), 0o600)
+		if err == nil {
+			return dir, nil
+		}
 		os.RemoveAll(dir)
-		return "", err
+		if !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		// Swept between its creation and the owner file (a process
+		// stopped there for EmptyGrace): make another.
 	}
-	return dir, nil
+	return "", err
 }
+
+// afterMkdir runs between the creation of a directory and its owner file
+// (a variable so that a test can sweep it there).
+var afterMkdir = func(string) {}
 
 // removeEntry removes one entry of a directory being removed (a variable
 // so that a test can interrupt a removal).
@@ -67,11 +96,13 @@ func Remove(dir string) {
 }
 
 // Sweep removes the directories named prefix* under root, owned by this
-// user, whose owner process is dead. Errors are ignored: sweeping is best
-// effort and never stops a start.
+// user, whose owner process is dead, and the empty ones without an owner
+// file unchanged for EmptyGrace (see the package comment). Errors are
+// ignored: sweeping is best effort and never stops a start.
 func Sweep(root, prefix string) {
 	dirs, _ := filepath.Glob(filepath.Join(root, prefix+"*"))
 	uid := os.Getuid()
+	now := time.Now()
 	for _, dir := range dirs {
 		fi, err := os.Lstat(dir)
 		if err != nil || !fi.IsDir() {
@@ -81,6 +112,10 @@ func Sweep(root, prefix string) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, File))
+		if errors.Is(err, os.ErrNotExist) && now.Sub(fi.ModTime()) >= EmptyGrace {
+			_ = os.Remove(dir) // rmdir: only if empty
+			continue
+		}
 		if err != nil {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ftmpi/ftmpi/internal/procstat"
 )
@@ -113,5 +114,88 @@ func TestRemoveTakesOwnerLast(t *testing.T) {
 	Remove(dir)
 	if left := names(t, root); len(left) != 0 {
 		t.Fatalf("Remove left %v", left)
+	}
+}
+
+// An empty directory of ours without an owner file (a process killed
+// between Remove's owner file and its rmdir, or between Make's mkdir and
+// its owner file: srun jobs of 1,000 tasks killed at high load left ~1,000
+// such) is swept once it has been unchanged for EmptyGrace; a fresh empty
+// one (being made), one with content, or one of another prefix stays.
+func TestSweepRemovesOldEmptyOwnerless(t *testing.T) {
+	root := t.TempDir()
+	old := time.Now().Add(-2 * EmptyGrace)
+	mk := func(name string, content bool, mtime time.Time) {
+		t.Helper()
+		d := filepath.Join(root, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if content {
+			if err := os.WriteFile(filepath.Join(d, "a.sock"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !mtime.IsZero() {
+			if err := os.Chtimes(d, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("p-empty-old", false, old)
+	mk("p-empty-new", false, time.Time{})
+	mk("p-full-old", true, old)
+	mk("q-empty-old", false, old)
+	// A removal killed after the owner file: what is left is an empty
+	// directory (made old, as a later start would find it).
+	half, err := Make(root, "p-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(half, File)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(half, old, old); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Make(root, "p-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := names(t, root)
+	want := []string{filepath.Base(dir), "p-empty-new", "p-full-old", "q-empty-old"}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("after Make: %v, want %v", got, want)
+	}
+}
+
+// Make makes another directory when its own was swept between its
+// creation and its owner file (a process stopped there for EmptyGrace),
+// rather than failing the start.
+func TestMakeRetriesWhenSwept(t *testing.T) {
+	root := t.TempDir()
+	swept := 0
+	afterMkdir = func(d string) {
+		if swept == 0 {
+			swept++
+			if err := os.Remove(d); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { afterMkdir = func(string) {} }()
+	dir, err := Make(root, "p-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if swept != 1 {
+		t.Fatalf("the hook ran %d times", swept)
+	}
+	if _, err := os.Stat(filepath.Join(dir, File)); err != nil {
+		t.Fatalf("no owner file: %v", err)
+	}
+	if got := names(t, root); !slices.Equal(got, []string{filepath.Base(dir)}) {
+		t.Fatalf("left %v", got)
 	}
 }
