@@ -70,9 +70,13 @@ func ops() []op {
 			func(n int, _ uint64) (growth.Row, error) {
 				return growth.Detect(growth.DetectCase{N: n, Failed: []int{n / 2}})
 			}},
-		{"detector+rbcast", "detect+notify-1pct", 16384, "every failure is its own broadcast to every rank: n/100 * n * 2log2(n) messages (1.4 billion at 65,536)",
+		{"detector+rbcast", "detect+notify-1pct", 16384, "every failure's notice reaches every rank: n/100 * n * 2log2(n) items (batched: a rank's notices of one hop are one message a neighbour)",
 			func(n int, seed uint64) (growth.Row, error) {
 				return growth.Detect(growth.DetectCase{N: n, Failed: pct(n, seed)})
+			}},
+		{"detector+rbcast", "detect+notify-1pct-unbatched", 16384, "every failure is its own broadcast to every rank (before 2026-11-29): n/100 * n * 2log2(n) messages (1.4 billion at 65,536)",
+			func(n int, seed uint64) (growth.Row, error) {
+				return growth.Detect(growth.DetectCase{N: n, Failed: pct(n, seed), Unbatched: true})
 			}},
 		{"spare", "replace-1", 65536, "two agreements (see agree)",
 			func(n int, _ uint64) (growth.Row, error) {

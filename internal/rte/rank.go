@@ -136,6 +136,7 @@ func NewRank(c RankConfig) *Rank {
 	r.Fails = ftdrive.New(env)
 	r.Ctl.MustRegister(ctl.Heartbeat, r.Fails.OnHeartbeat)
 	r.Ctl.MustRegister(ctl.FailNotice, r.Fails.OnNotice)
+	r.Ctl.MustRegister(ctl.FailNotices, r.Fails.OnNotices)
 	r.initHang(c.Hang)
 	r.Ctl.MustRegister(ctl.Hang, r.onHang)
 	r.initFence(c.Fence)

@@ -2,6 +2,7 @@ package growth
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/ft/detector"
@@ -22,6 +23,14 @@ type DetectCase struct {
 	// DefaultTimeout, 100 ms and 1 s); Hop is the delay of every message
 	// (0: 10 µs, about ftmpi's measured one-hop latency).
 	Period, Timeout, Hop time.Duration
+	// Unbatched sends every notice as its own message (before
+	// 2026-11-29): f failures cost each rank f*(2*degree) messages. By
+	// default every rank's notices of one time step (a hop) go as one
+	// rbcast.Batch a neighbour: the suspicions of one period (the
+	// detectors here tick in phase, so they coincide) make one wave, which
+	// costs a rank at most one message a neighbour for each hop at which it
+	// learnt something new (at most the diameter plus one), whatever f.
+	Unbatched bool
 }
 
 const (
@@ -33,11 +42,13 @@ const (
 type detEvent struct {
 	kind int8
 	rank int32
-	gen  uint32 // dkTick: the arming it belongs to
-	from int32  // dkNotice: sender; dkHeartbeat: sender rank
-	item int32  // dkNotice: the failed rank; dkHeartbeat: sender incarnation (0)
-	hops int32  // dkNotice
-	ep   uint32 // dkHeartbeat: sender's epoch
+	gen  uint32  // dkTick: the arming it belongs to
+	from int32   // dkNotice: sender; dkHeartbeat: sender rank
+	item int32   // dkNotice: the failed rank; dkHeartbeat: sender incarnation (0)
+	hops int32   // dkNotice
+	more []int32 // dkNotice, batched: the batch's other failed ranks
+	mhop []int32 // and their hops
+	ep   uint32  // dkHeartbeat: sender's epoch
 }
 
 // Detect runs the detectors of c.N ranks from time 0, stops the failed
@@ -49,7 +60,7 @@ type detEvent struct {
 // a notice when delivered), the notices' messages, and heartbeats.
 func Detect(c DetectCase) (Row, error) {
 	n := c.N
-	row := Row{Protocol: "detector+rbcast", Op: "detect+notify", N: n, Failures: len(c.Failed)}
+	row := Row{Protocol: "detector+rbcast", Op: "detect+notify", N: n, Failures: len(c.Failed), Extra: map[string]int64{}}
 	period, timeout, hop := c.Period, c.Timeout, c.Hop
 	if period == 0 {
 		period = detector.DefaultPeriod
@@ -95,11 +106,32 @@ func Detect(c DetectCase) (Row, error) {
 			push(now+hop, detEvent{kind: dkHeartbeat, rank: int32(m.To.Rank), from: int32(m.From.Rank), ep: uint32(m.Epoch)})
 		}
 	}
+	var pending []rbcast.Msg[int32] // batched: this slot's notices
 	sendRB := func(ms []rbcast.Msg[int32]) {
+		if !c.Unbatched {
+			pending = append(pending, ms...)
+			return
+		}
 		for _, m := range ms {
 			cnt.send(m.From)
+			row.Extra["notice-items"]++
 			push(now+hop, detEvent{kind: dkNotice, rank: int32(m.To), from: int32(m.From), item: m.Item, hops: int32(m.Hops)})
 		}
+	}
+	flush := func() {
+		for _, b := range rbcast.Coalesce(pending) {
+			if dead[b.From] {
+				continue
+			}
+			cnt.send(b.From)
+			row.Extra["notice-items"] += int64(len(b.Items))
+			e := detEvent{kind: dkNotice, rank: int32(b.To), from: int32(b.From), item: b.Items[0], more: b.Items[1:], hops: int32(b.Hops[0])}
+			for _, h := range b.Hops[1:] {
+				e.mhop = append(e.mhop, int32(h))
+			}
+			push(now+hop, e)
+		}
+		pending = pending[:0]
 	}
 	// learn: rank r learnt that p failed (its own suspicion or a notice).
 	learn := func(r int, p int32) {
@@ -168,10 +200,14 @@ func Detect(c DetectCase) (Row, error) {
 				dets[r].Step(now, detector.Msg{From: member.ID{Rank: int(e.from)}, To: member.ID{Rank: r}, Epoch: uint64(e.ep)})
 			case dkNotice:
 				cnt.deliver(r)
-				out, del := rbs[r].Step(rbcast.Msg[int32]{From: int(e.from), To: r, Item: e.item, Hops: int(e.hops)})
+				items, hops := append([]int32{e.item}, e.more...), []int{int(e.hops)}
+				for _, h := range e.mhop {
+					hops = append(hops, int(h))
+				}
+				out, del := rbs[r].StepBatch(rbcast.Batch[int32]{From: int(e.from), To: r, Items: items, Hops: hops})
 				sendRB(out)
 				for _, p := range del {
-					row.Rounds = max(row.Rounds, int(e.hops))
+					row.Rounds = max(row.Rounds, hops[slices.Index(items, p)])
 					learn(r, p)
 				}
 				arm(r)
@@ -180,6 +216,7 @@ func Detect(c DetectCase) (Row, error) {
 				end = now
 			}
 		}
+		flush() // every rank's notices of this slot, one batch a neighbour
 		cal[s] = nil
 	}
 	for r := 0; r < n; r++ {

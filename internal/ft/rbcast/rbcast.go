@@ -290,3 +290,70 @@ func (b *Node[T]) IsFailed(p member.ID) bool { return b.view.IsFailed(p) }
 // Ring returns the current ring successor and predecessor (ranks not known
 // failed); none is reported as member.None.
 func (b *Node[T]) Ring() (succ, pred int) { return b.succ, b.pred }
+
+// Batch carries several items from a rank to a neighbour in one message:
+// what a rank sends one neighbour after one step (Coalesce). A burst of f
+// failures noticed at about the same time then costs a rank one message
+// per neighbour for each moment it learnt something new (at most the
+// overlay's diameter plus the spread of the burst, in hop times), not one
+// per failure per neighbour: f*4*log2 n messages a rank before.
+type Batch[T comparable] struct {
+	From  int
+	To    int
+	Items []T
+	Hops  []int // Hops[i]: the links Items[i] travelled from its broadcaster
+}
+
+// Coalesce groups msgs by destination, one Batch per (From, To) pair, in
+// the order of each pair's first message, each item once (with the fewest
+// hops it was sent with). The forwarding
+// rules hold per item (an item is not sent back to the neighbour it came
+// from), so a batch carries only what the per-item messages did.
+func Coalesce[T comparable](msgs []Msg[T]) []Batch[T] {
+	if len(msgs) == 0 {
+		return nil
+	}
+	type key struct{ from, to int }
+	type sent struct {
+		k key
+		x T
+	}
+	idx := make(map[key]int, len(msgs))
+	seen := make(map[sent]int, len(msgs))
+	var out []Batch[T]
+	for _, m := range msgs {
+		k := key{m.From, m.To}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, Batch[T]{From: m.From, To: m.To})
+		}
+		b := &out[i]
+		if j, ok := seen[sent{k, m.Item}]; ok {
+			b.Hops[j] = min(b.Hops[j], m.Hops)
+			continue
+		}
+		seen[sent{k, m.Item}] = len(b.Items)
+		b.Items = append(b.Items, m.Item)
+		b.Hops = append(b.Hops, m.Hops)
+	}
+	return out
+}
+
+// StepBatch processes a received Batch: each item as Step would, the new
+// ones delivered (in the batch's order) and their forwards returned,
+// uncoalesced (the caller coalesces what one step of its own sends). A
+// missing hop count is 0.
+func (b *Node[T]) StepBatch(m Batch[T]) (out []Msg[T], delivered []T) {
+	for i, x := range m.Items {
+		hops := 0
+		if i < len(m.Hops) {
+			hops = m.Hops[i]
+		}
+		o, d := b.Step(Msg[T]{From: m.From, To: m.To, Item: x, Hops: hops})
+		out = append(out, o...)
+		delivered = append(delivered, d...)
+	}
+	return out, delivered
+}

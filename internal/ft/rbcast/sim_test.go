@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ const (
 	evMsg                  // msg arrives at rank
 	evCrash                // rank crashes
 	evNotice               // rank learns that id failed
+	evBatch                // batch arrives at rank (batched sims)
 )
 
 type event struct {
@@ -34,6 +36,7 @@ type event struct {
 	kind evKind
 	rank int
 	msg  Msg[item]
+	bat  Batch[item]
 	it   item
 	id   member.ID
 }
@@ -66,11 +69,18 @@ type sim struct {
 	rng                           *rand.Rand
 	minDelay, maxDelay, noticeMax int64
 	msgs, maxHops                 int
+	// batched: a rank's sends of one time step go out coalesced (one
+	// Batch per neighbour) at the step's end, as a burst's do.
+	batched bool
+	pending [][]Msg[item]
+	dirty   []int
+	sent    []int // messages (batches) each rank sent
 }
 
 func newSim(t testing.TB, n int, rng *rand.Rand) *sim {
 	s := &sim{n: n, rng: rng, nodes: make([]*Node[item], n), crashed: make([]bool, n), crashMid: make([]bool, n),
-		deliv: make([]map[item]int, n), bcast: map[item][]int{}, minDelay: 1, maxDelay: 1}
+		deliv: make([]map[item]int, n), bcast: map[item][]int{}, minDelay: 1, maxDelay: 1,
+		pending: make([][]Msg[item], n), sent: make([]int, n)}
 	for r := range s.nodes {
 		nd, err := New[item](Config{N: n, Self: r})
 		if err != nil {
@@ -100,6 +110,13 @@ func (s *sim) emit(r int, out []Msg[item]) {
 	if len(out) == 0 {
 		return
 	}
+	if s.batched {
+		if len(s.pending[r]) == 0 {
+			s.dirty = append(s.dirty, r)
+		}
+		s.pending[r] = append(s.pending[r], out...)
+		return
+	}
 	if s.crashMid[r] {
 		k := s.rng.Intn(len(out))
 		s.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
@@ -108,8 +125,34 @@ func (s *sim) emit(r int, out []Msg[item]) {
 	}
 	for _, m := range out {
 		s.msgs++
+		s.sent[r]++
 		s.push(event{at: s.now + s.delay(), kind: evMsg, rank: m.To, msg: m})
 	}
+}
+
+// flush sends the coalesced messages of every rank that sent in this time
+// step; a rank armed to crash mid-forward sends a random subset of its
+// batches and crashes.
+func (s *sim) flush() {
+	for _, r := range s.dirty {
+		out := Coalesce(s.pending[r])
+		s.pending[r] = nil
+		if s.crashed[r] {
+			continue // crashed later in the step: never sent
+		}
+		if s.crashMid[r] {
+			k := s.rng.Intn(len(out))
+			s.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+			out = out[:k]
+			defer s.crash(r)
+		}
+		for _, b := range out {
+			s.msgs++
+			s.sent[r]++
+			s.push(event{at: s.now + s.delay(), kind: evBatch, rank: b.To, bat: b})
+		}
+	}
+	s.dirty = s.dirty[:0]
 }
 
 func (s *sim) deliver(r int, x item, hops int) {
@@ -121,8 +164,14 @@ func (s *sim) deliver(r int, x item, hops int) {
 
 func (s *sim) run() {
 	for t := int64(0); t < int64(len(s.cal)); t++ {
-		for i := 0; i < len(s.cal[t]); i++ {
-			s.step(s.cal[t][i])
+		s.now = t
+		// A flush's crash may schedule notices at this very step: they
+		// run before the step ends.
+		for i := 0; i < len(s.cal[t]); {
+			for ; i < len(s.cal[t]); i++ {
+				s.step(s.cal[t][i])
+			}
+			s.flush()
 		}
 		s.cal[t] = nil
 	}
@@ -147,6 +196,12 @@ func (s *sim) step(e event) {
 		out, del := nd.Step(e.msg)
 		for _, x := range del {
 			s.deliver(r, x, e.msg.Hops)
+		}
+		s.emit(r, out)
+	case evBatch:
+		out, del := nd.StepBatch(e.bat)
+		for _, x := range del {
+			s.deliver(r, x, e.bat.Hops[slices.Index(e.bat.Items, x)])
 		}
 		s.emit(r, out)
 	case evCrash:
@@ -174,12 +229,20 @@ func (s *sim) check() error {
 			live = append(live, r)
 		}
 	}
+	// Agreement: every item some live rank delivered (the first to, for
+	// the message) is delivered by every live rank.
+	by := map[item]int{}
 	for _, a := range live {
 		for x := range s.deliv[a] {
-			for _, b := range live {
-				if s.deliv[b][x] == 0 {
-					return fmt.Errorf("agreement: live rank %d delivered %v, live rank %d did not", a, x, b)
-				}
+			if _, ok := by[x]; !ok {
+				by[x] = a
+			}
+		}
+	}
+	for x, a := range by {
+		for _, b := range live {
+			if s.deliv[b][x] == 0 {
+				return fmt.Errorf("agreement: live rank %d delivered %v, live rank %d did not", a, x, b)
 			}
 		}
 	}

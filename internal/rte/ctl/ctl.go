@@ -34,6 +34,11 @@ const (
 	FailNotice Type = 17 // A = failed process, B = its incarnation, Seq = hops
 	Finalize   Type = 18 // the Finalize fence without a head: B = kind (internal/ft/fence: up, down, probe)
 	Hang       Type = 19 // the hang report: B = 0 a query, 1 an answer; Seq = the query's id; an answer's payload the calls the sender waits in
+	// FailNotices is a batch of failure notices (internal/ft/rbcast.Batch:
+	// a rank's notices of one step to one neighbour); payload the
+	// versioned encoding of internal/rte/ftdrive (version, count, then
+	// process, incarnation, hops each).
+	FailNotices Type = 20
 )
 
 // max bounds the types (the table is an array indexed by type).
@@ -41,21 +46,22 @@ const max = 32
 
 // names is the declaration table: a type is known if it has a name.
 var names = [max]string{
-	Revoke:     "revoke",
-	Agree:      "agree",
-	CollFail:   "collective failure",
-	Port:       "port",
-	Spare:      "spare",
-	Reinit:     "reinit",
-	Heartbeat:  "heartbeat",
-	FailNotice: "failure notice",
-	Finalize:   "finalize",
-	Hang:       "hang report",
+	Revoke:      "revoke",
+	Agree:       "agree",
+	CollFail:    "collective failure",
+	Port:        "port",
+	Spare:       "spare",
+	Reinit:      "reinit",
+	Heartbeat:   "heartbeat",
+	FailNotice:  "failure notice",
+	Finalize:    "finalize",
+	Hang:        "hang report",
+	FailNotices: "failure notices",
 }
 
 // carries says which types have a payload; the others carry everything
 // in their header, and a payload on them is a malformed frame.
-var carries = [max]bool{Agree: true, CollFail: true, Port: true, Spare: true, Reinit: true, Hang: true}
+var carries = [max]bool{Agree: true, CollFail: true, Port: true, Spare: true, Reinit: true, Hang: true, FailNotices: true}
 
 // Known reports whether t is a declared control type.
 func (t Type) Known() bool { return t >= 0 && t < max && names[t] != "" }

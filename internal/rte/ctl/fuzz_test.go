@@ -27,7 +27,7 @@ func FuzzDispatch(f *testing.F) {
 		h.Decode(hdr)
 		var tb Table
 		handled := false
-		for _, typ := range []Type{Revoke, Agree, CollFail, Heartbeat, FailNotice} {
+		for _, typ := range []Type{Revoke, Agree, CollFail, Heartbeat, FailNotice, FailNotices} {
 			tb.MustRegister(typ, func(int, transport.Header, []byte) { handled = true })
 		}
 		err := tb.Dispatch(1, h, payload)

@@ -312,10 +312,46 @@ func (f *Failures) Lost(peer, inc int) {
 	}
 }
 
+// sendNotices sends what one step of the broadcast returned, one frame a
+// neighbour (rbcast.Coalesce): a single notice in a ctl.FailNotice header,
+// several (a ring re-link's re-sends, a received batch's forwards) as one
+// ctl.FailNotices frame, so that a burst of failures costs a neighbour
+// one frame a step, not one a failure.
 func (dt *Detection) sendNotices(msgs []rbcast.Msg[member.ID]) {
-	for _, m := range msgs {
-		h := transport.Header{Tag: int32(ctl.FailNotice), A: uint64(m.Item.Rank), B: uint64(m.Item.Inc), Seq: uint64(m.Hops)}
-		_ = dt.f.env.Eng.SendControl(m.To, h, nil)
+	for _, b := range rbcast.Coalesce(msgs) {
+		if len(b.Items) == 1 {
+			id := b.Items[0]
+			h := transport.Header{Tag: int32(ctl.FailNotice), A: uint64(id.Rank), B: uint64(id.Inc), Seq: uint64(b.Hops[0])}
+			_ = dt.f.env.Eng.SendControl(b.To, h, nil)
+			continue
+		}
+		h := transport.Header{Tag: int32(ctl.FailNotices)}
+		_ = dt.f.env.Eng.SendControl(b.To, h, encodeNotices(b.Items, b.Hops))
+	}
+}
+
+// OnNotices is the handler of ctl.FailNotices frames (dropped while no
+// detector runs): each notice as OnNotice takes one. A malformed batch is
+// dropped whole, with an error that names its sender and what is wrong.
+func (f *Failures) OnNotices(from int, _ transport.Header, payload []byte) {
+	ids, hops, err := decodeNotices(payload, f.env.N)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ftmpi: process %d: dropped failure notices from process %d: %v\n", f.env.Self, from, err)
+		return
+	}
+	for _, id := range ids {
+		f.selfNamed(from, transport.Header{A: uint64(id.Rank), B: uint64(id.Inc)})
+	}
+	dt := f.det.Load()
+	if dt == nil {
+		return
+	}
+	dt.mu.Lock()
+	out, delivered := dt.rb.StepBatch(rbcast.Batch[member.ID]{From: from, To: f.env.Self, Items: ids, Hops: hops})
+	dt.mu.Unlock()
+	dt.sendNotices(out)
+	for _, id := range delivered {
+		f.env.Eng.FailPeer(id.Rank, fmt.Errorf("rank %d failed (notice from rank %d)", id.Rank, from))
 	}
 }
 

@@ -50,6 +50,7 @@ func jobConfirm(t *testing.T, n int, cfg detector.Config, confirm func(self, ran
 		var tb ctl.Table
 		tb.MustRegister(ctl.Heartbeat, r.f.OnHeartbeat)
 		tb.MustRegister(ctl.FailNotice, r.f.OnNotice)
+		tb.MustRegister(ctl.FailNotices, r.f.OnNotices)
 		r.eng.SetControlHandler(func(from int, h transport.Header, p []byte) {
 			if err := tb.Dispatch(from, h, p); err != nil {
 				t.Errorf("rank %d: %v", i, err)

@@ -36,6 +36,7 @@ func headlessJobConfirm(t *testing.T, n int, confirm func(rank, inc int, reason 
 		var tb ctl.Table
 		tb.MustRegister(ctl.Heartbeat, r.f.OnHeartbeat)
 		tb.MustRegister(ctl.FailNotice, r.f.OnNotice)
+		tb.MustRegister(ctl.FailNotices, r.f.OnNotices)
 		f := r.f
 		r.eng.SetControlHandler(func(from int, h transport.Header, p []byte) {
 			if f.Refuse(from) {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rbcast
+
+const raceOn = false
