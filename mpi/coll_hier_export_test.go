@@ -22,4 +22,9 @@ func SetHierHookForTest(h func(me int, step string)) { hierHook = h }
 
 // HierCallsForTest is the number of c's calls made through the hierarchy
 // here.
-func HierCallsForTest(c *Comm) uint64 { return c.coll.collHier.calls.Load() }
+func HierCallsForTest(c *Comm) uint64 {
+	if p := c.hierLayout(); p != nil {
+		return p.Calls()
+	}
+	return 0
+}

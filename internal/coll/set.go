@@ -1,7 +1,11 @@
 // Package coll is the collective engine: the participants of one
 // collective call (a Set), the algorithms (barrier, broadcast, reduction,
 // gather, scatter, all-to-all, scan and their variants, on byte views of
-// typed buffers), and the choice among them.
+// typed buffers), and the choice among them; and the hierarchical path of
+// a communicator spanning hosts (hierpath.go): whether a call takes it
+// (HierUse) and its steps, each an algorithm of this package over a
+// subset of the members on the call's own Net, composed by
+// internal/coll/hier.
 //
 // It talks to the point-to-point layer only through the Net interface
 // (start a send or a receive of a byte buffer to a member, wait for it,

@@ -2,10 +2,11 @@
 // members span several hosts (issue 28 item 3): one step among the members
 // of each host, one step among one representative per host (the network
 // step), and one fan-out step within each host. It knows nothing of
-// transports, communicators or errors: the caller (package mpi,
-// coll_hier.go) gives it the members' host layout and a way to run a
+// transports, communicators or errors: the caller (internal/coll,
+// hierpath.go) gives it the members' host layout and a way to run a
 // collective over any subset of the members (Member.Sub), and returns the
-// steps' errors as they are.
+// steps' errors as they are. It must not import internal/coll (which
+// imports it) or package mpi.
 //
 // Every decision here (the layout, the representatives, the steps) is a
 // function of the layout and the call's arguments alone, which every
