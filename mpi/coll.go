@@ -2,7 +2,6 @@ package mpi
 
 import (
 	"github.com/ftmpi/ftmpi/internal/coll"
-	"github.com/ftmpi/ftmpi/internal/coll/shmcoll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
@@ -103,9 +102,7 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 	}
 	if op == "MPI_Barrier" { // blocking, on one host: through a shared segment (coll_shm.go)
 		sig := sigOf(coll.KBarrier, nil, 0, 0)
-		if run, ok := shmRun(c, op, sig, p2p.DTByte, func(g *shmcoll.Group) error {
-			return g.Barrier(shmCall(sig, p2p.DTByte))
-		}, func(x *coll.Set) error { return x.Barrier() }); ok {
+		if run, ok := shmRun(c, op, sig, p2p.DTByte, shmArgs{kind: coll.KBarrier}); ok {
 			return run, nil
 		}
 	}
@@ -149,9 +146,7 @@ func bcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) 
 	}
 	if op == "MPI_Bcast" && shmUse(coll.KBcast, c.size, len(buf)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KBcast, nil, root, len(buf)), factsFor[T](ov).dt
-		if run, ok := shmRun(c, op, sig, dt, func(g *shmcoll.Group) error {
-			return g.Bcast(shmCall(sig, dt), asBytes(buf), root)
-		}, func(x *coll.Set) error { return x.Bcast(asBytes(buf), root) }); ok {
+		if run, ok := shmRun(c, op, sig, dt, shmArgs{kind: coll.KBcast, send: asBytes(buf), root: root}); ok {
 			return run, nil
 		}
 	}
@@ -203,15 +198,11 @@ func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, 
 	}
 	if name == "MPI_Reduce" && shmUse(coll.KReduce, c.size, len(send)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KReduce, op, root, len(send)), factsFor[T](ov).dt
-		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
-			var r []byte
-			if c.rank == root {
-				r = asBytes(recv[:len(send)])
-			}
-			return g.Reduce(shmCall(sig, dt), asBytes(send), r, root, dtypeSize(dt), f)
-		}, func(x *coll.Set) error {
-			return x.Reduce(asBytes(send), asBytes(recv), root, coll.ReduceFn(f), op.commutative)
-		}); ok {
+		a := shmArgs{kind: coll.KReduce, send: asBytes(send), precv: asBytes(recv), root: root, esize: dtypeSize(dt), f: f, commut: op.commutative}
+		if c.rank == root {
+			a.recv = asBytes(recv[:len(send)])
+		}
+		if run, ok := shmRun(c, name, sig, dt, a); ok {
 			return run, nil
 		}
 	}
@@ -264,11 +255,8 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	}
 	if shmCand {
 		sig, dt := sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt
-		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
-			return g.Allreduce(shmCall(sig, dt), asBytes(send), asBytes(recv[:len(send)]), dtypeSize(dt), f)
-		}, func(x *coll.Set) error {
-			return x.Allreduce(asBytes(send), asBytes(recv), coll.ReduceFn(f), op.commutative)
-		}); ok {
+		if run, ok := shmRun(c, name, sig, dt, shmArgs{kind: coll.KAllreduce, send: asBytes(send), recv: asBytes(recv[:len(send)]),
+			precv: asBytes(recv), esize: dtypeSize(dt), f: f, commut: op.commutative}); ok {
 			return run, nil
 		}
 	}
@@ -316,13 +304,11 @@ func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*e
 	c.coll.shmPending = false
 	if shmCand {
 		sig, dt := sigOf(coll.KGather, nil, root, len(send)), factsFor[T](ov).dt
-		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
-			var r []byte
-			if c.rank == root {
-				r = asBytes(recv[:c.size*len(send)])
-			}
-			return g.Gather(shmCall(sig, dt), asBytes(send), r, root)
-		}, func(x *coll.Set) error { return x.Gather(asBytes(send), asBytes(recv), root) }); ok {
+		a := shmArgs{kind: coll.KGather, send: asBytes(send), precv: asBytes(recv), root: root}
+		if c.rank == root {
+			a.recv = asBytes(recv[:c.size*len(send)])
+		}
+		if run, ok := shmRun(c, name, sig, dt, a); ok {
 			return run, nil
 		}
 	}
@@ -522,9 +508,7 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 	}
 	if shmCand {
 		sig, dt := sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt
-		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
-			return g.Allgather(shmCall(sig, dt), asBytes(send), asBytes(recv[:p*n]))
-		}, func(x *coll.Set) error { return x.Allgather(asBytes(send), asBytes(recv)) }); ok {
+		if run, ok := shmRun(c, name, sig, dt, shmArgs{kind: coll.KAllgather, send: asBytes(send), recv: asBytes(recv[:p*n]), precv: asBytes(recv)}); ok {
 			return run, nil
 		}
 	}
@@ -575,9 +559,8 @@ func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs
 	bc, bd := scaled(counts, esz), scaled(d, esz)
 	if shmCand {
 		sig := sigOf(coll.KAllgatherv, nil, 0, sum(counts))
-		if run, ok := shmRun(c, name, sig, dt, func(g *shmcoll.Group) error {
-			return g.Allgatherv(shmCall(sig, dt), asBytes(send), asBytes(recv), bc, bd)
-		}, func(x *coll.Set) error { return x.Allgatherv(asBytes(send), asBytes(recv), bc, bd) }); ok {
+		if run, ok := shmRun(c, name, sig, dt, shmArgs{kind: coll.KAllgatherv, send: asBytes(send), recv: asBytes(recv), precv: asBytes(recv),
+			counts: bc, displs: bd}); ok {
 			return run, nil
 		}
 	}

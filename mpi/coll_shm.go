@@ -84,6 +84,11 @@ type collShm struct {
 	// shmPending: the call being prepared would take the segment, were its
 	// arguments accepted (set and cleared by its prep: shmReject).
 	shmPending bool
+	// armed: next holds the arguments of a call prepared on the segment
+	// whose run (run, made once) has not started (shmRun).
+	armed bool
+	next  shmPrepared
+	run   collRun
 }
 
 // shmUse reports whether a call of kind over np members with n bytes per
@@ -138,11 +143,99 @@ func maxCount(counts []int) int {
 	return m
 }
 
-// shmRun prepares the call op (signature sig, element type dt) on c
-// through the segment (shm) when c uses or may use it; p2p is the
-// point-to-point algorithm on the call's set, for a set-up the members
-// refused. ok is false if c does not use the segment.
-func shmRun(c *Comm, op string, sig coll.Sig, dt p2p.DType, shm func(g *shmcoll.Group) error, p2pAlg func(x *coll.Set) error) (collRun, bool) {
+// shmArgs is one call's arguments, for the segment and for the
+// point-to-point algorithm (a set-up the members refused), held by value:
+// a call through a segment in use allocates nothing (docs/benchmarks.md,
+// issue 28, session 11: three closures a call were a sixth of an
+// Allreduce 8 B at np 2).
+type shmArgs struct {
+	kind        int    // coll.KBarrier, KBcast, ...
+	send, recv  []byte // the segment's buffers (recv nil where unused)
+	precv       []byte // the point-to-point algorithm's receive buffer
+	root, esize int
+	f           redFn
+	commut      bool
+	counts      []int // Allgatherv: bytes per member
+	displs      []int // Allgatherv: byte displacements
+}
+
+// onSegment runs the call on g.
+func (a *shmArgs) onSegment(g *shmcoll.Group, call shmcoll.Call) error {
+	switch a.kind {
+	case coll.KBarrier:
+		return g.Barrier(call)
+	case coll.KBcast:
+		return g.Bcast(call, a.send, a.root)
+	case coll.KReduce:
+		return g.Reduce(call, a.send, a.recv, a.root, a.esize, a.f)
+	case coll.KAllreduce:
+		return g.Allreduce(call, a.send, a.recv, a.esize, a.f)
+	case coll.KGather:
+		return g.Gather(call, a.send, a.recv, a.root)
+	case coll.KAllgather:
+		return g.Allgather(call, a.send, a.recv)
+	case coll.KAllgatherv:
+		return g.Allgatherv(call, a.send, a.recv, a.counts, a.displs)
+	}
+	panic("mpi: a collective kind without a shared-memory form")
+}
+
+// p2p runs the call with the point-to-point algorithm on x.
+func (a *shmArgs) p2p(x *coll.Set) error {
+	switch a.kind {
+	case coll.KBarrier:
+		return x.Barrier()
+	case coll.KBcast:
+		return x.Bcast(a.send, a.root)
+	case coll.KReduce:
+		return x.Reduce(a.send, a.precv, a.root, coll.ReduceFn(a.f), a.commut)
+	case coll.KAllreduce:
+		return x.Allreduce(a.send, a.precv, coll.ReduceFn(a.f), a.commut)
+	case coll.KGather:
+		return x.Gather(a.send, a.precv, a.root)
+	case coll.KAllgather:
+		return x.Allgather(a.send, a.precv)
+	case coll.KAllgatherv:
+		return x.Allgatherv(a.send, a.precv, a.counts, a.displs)
+	}
+	panic("mpi: a collective kind without a shared-memory form")
+}
+
+// shmPrepared is a call prepared on a segment in use.
+type shmPrepared struct {
+	c   *Comm // may be a context view
+	g   *shmcoll.Group
+	op  string
+	sig coll.Sig
+	dt  p2p.DType
+	a   shmArgs
+}
+
+func (p *shmPrepared) run() error {
+	c := p.c
+	c.collStartCheck()
+	seq := c.nextSeq()
+	return c.shmCall(p.g, p.op, seq, p.sig, p.dt, &p.a)
+}
+
+// runArmed runs the call armed by shmRun (collShm.armed).
+func (cc *collShm) runArmed() error {
+	p := cc.next
+	cc.next, cc.armed = shmPrepared{}, false // nothing retained; a call prepared while this one runs may arm
+	return p.run()
+}
+
+// shmRun prepares the call op (signature sig, element type dt, arguments
+// a) on c through the segment when c uses or may use it; a set-up the
+// members refused runs a's point-to-point algorithm. ok is false if c
+// does not use the segment.
+//
+// On a segment in use, the returned run is the communicator's one
+// preallocated function (collShm.run) and the call's arguments wait in
+// collShm.next, unless an earlier prepared call has not run yet (armed):
+// then this call gets a closure of its own. So each prepared call runs
+// its own arguments, whatever the order of the runs.
+func shmRun(c *Comm, op string, sig coll.Sig, dt p2p.DType, a shmArgs) (collRun, bool) {
 	cc := &c.coll
 	switch cc.shmState.Load() {
 	case shmOff:
@@ -155,17 +248,22 @@ func shmRun(c *Comm, op string, sig coll.Sig, dt p2p.DType, shm func(g *shmcoll.
 			cc.shmState.Store(shmOff)
 			return nil, false
 		}
-		return func() error {
-			c.collStartCheck()
-			seq := c.nextSeq()
-			return c.shmCall(g, op, seq, sig, dt, shm)
-		}, true
+		if !cc.armed {
+			cc.armed, cc.next = true, shmPrepared{c: c, g: g, op: op, sig: sig, dt: dt, a: a}
+			if cc.run == nil {
+				cc.run = cc.runArmed // allocated once per communicator
+			}
+			return cc.run, true
+		}
+		p := &shmPrepared{c: c, g: g, op: op, sig: sig, dt: dt, a: a}
+		return p.run, true
 	}
 	if !c.shmEligible() {
 		cc.shmState.Store(shmOff)
 		return nil, false
 	}
-	x := newCx(c, op, sig, dt)
+	x, ap := newCx(c, op, sig, dt), &shmArgs{}
+	*ap = a // on the heap only here: a itself stays on the stack
 	return func() error {
 		g, err := c.shmSetUp(x)
 		switch {
@@ -173,20 +271,20 @@ func shmRun(c *Comm, op string, sig coll.Sig, dt p2p.DType, shm func(g *shmcoll.
 			return err // shmUnknown: the next call tries again
 		case g == nil:
 			cc.shmState.Store(shmOff)
-			return p2pAlg(x)
+			return ap.p2p(x)
 		}
 		cc.shm = g
 		cc.shmState.Store(shmOn)
-		return c.shmCall(g, op, seqOfTag(x.Tag), sig, dt, shm)
+		return c.shmCall(g, op, seqOfTag(x.Tag), sig, dt, ap)
 	}, true
 }
 
-// shmCall runs shm, the call of sequence number seq, on g.
-func (c *Comm) shmCall(g *shmcoll.Group, op string, seq uint32, sig coll.Sig, dt p2p.DType, shm func(g *shmcoll.Group) error) error {
+// shmCall runs a, the call of sequence number seq, on g.
+func (c *Comm) shmCall(g *shmcoll.Group, op string, seq uint32, sig coll.Sig, dt p2p.DType, a *shmArgs) error {
 	e := &c.coll.shmEnv
 	e.c, e.g = c, g // c may be a context view: its Done is this call's
 	e.op, e.seq, e.sig, e.dt = op, seq, sig, dt
-	if err := shm(g); err != nil {
+	if err := a.onSegment(g, shmCall(sig, dt)); err != nil {
 		return c.shmErr(op, seq, sig, dt, err)
 	}
 	return nil
