@@ -258,8 +258,22 @@ func cplxOp[T cplx](k opKind) func(in, inout []T) {
 
 // The typed loops of the predefined operations.
 
+// sumLoop adds in to inout element by element, four elements a turn
+// (each element's sum is the one the plain loop gives): unrolled, the
+// compiler keeps the four in registers and checks the bounds once a turn:
+// BenchmarkSumLoop's float64 sums took 31% less CPU time than the plain
+// loop's, int64 sums 18% less (docs/benchmarks.md, issue 28, session 11;
+// the sum was 80% of an Allreduce 1 MiB caller's own time at np 8-16).
 func sumLoop[T Numeric](in, inout []T) {
 	inout = inout[:len(in)]
+	for len(in) >= 4 {
+		s, d := in[:4:4], inout[:4:4]
+		d[0] += s[0]
+		d[1] += s[1]
+		d[2] += s[2]
+		d[3] += s[3]
+		in, inout = in[4:], inout[4:]
+	}
 	for i, v := range in {
 		inout[i] += v
 	}
