@@ -318,6 +318,15 @@ func (f *Failures) Lost(peer, inc int) {
 // ctl.FailNotices frame, so that a burst of failures costs a neighbour
 // one frame a step, not one a failure.
 func (dt *Detection) sendNotices(msgs []rbcast.Msg[member.ID]) {
+	if distinctTo(msgs) {
+		// The common step (an item's forwards: one a neighbour): no
+		// grouping to do, and none of its allocations.
+		for _, m := range msgs {
+			h := transport.Header{Tag: int32(ctl.FailNotice), A: uint64(m.Item.Rank), B: uint64(m.Item.Inc), Seq: uint64(m.Hops)}
+			_ = dt.f.env.Eng.SendControl(m.To, h, nil)
+		}
+		return
+	}
 	for _, b := range rbcast.Coalesce(msgs) {
 		if len(b.Items) == 1 {
 			id := b.Items[0]
@@ -328,6 +337,28 @@ func (dt *Detection) sendNotices(msgs []rbcast.Msg[member.ID]) {
 		h := transport.Header{Tag: int32(ctl.FailNotices)}
 		_ = dt.f.env.Eng.SendControl(b.To, h, encodeNotices(b.Items, b.Hops))
 	}
+}
+
+// distinctTo reports whether no two of msgs go to one process.
+func distinctTo(msgs []rbcast.Msg[member.ID]) bool {
+	if len(msgs) > 64 {
+		seen := make(map[int]bool, len(msgs))
+		for _, m := range msgs {
+			if seen[m.To] {
+				return false
+			}
+			seen[m.To] = true
+		}
+		return true
+	}
+	for i := range msgs {
+		for j := range i {
+			if msgs[i].To == msgs[j].To {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // OnNotices is the handler of ctl.FailNotices frames (dropped while no

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/ft/detector"
 	"github.com/ftmpi/ftmpi/internal/ft/member"
+	"github.com/ftmpi/ftmpi/internal/ft/rbcast"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -105,6 +106,27 @@ func TestBatchOfNoticesReachesEveryRank(t *testing.T) {
 			case <-r.eng.FailureSignal():
 			case <-deadline:
 				t.Fatalf("rank %d: lost 4 %v, 6 %v", i, r.eng.IsLost(4), r.eng.IsLost(6))
+			}
+		}
+	}
+}
+
+// distinctTo tells a step whose messages go one a neighbour (sent as
+// single notices) from one that sends a neighbour several (batched), in
+// both of its ways (a scan up to 64 messages, a set above).
+func TestDistinctTo(t *testing.T) {
+	for _, k := range []int{0, 1, 26, 64, 65, 300} {
+		msgs := make([]rbcast.Msg[member.ID], k)
+		for i := range msgs {
+			msgs[i] = rbcast.Msg[member.ID]{To: i, Item: member.ID{Rank: i}}
+		}
+		if !distinctTo(msgs) {
+			t.Errorf("%d messages to %d processes: not distinct", k, k)
+		}
+		if k > 1 {
+			msgs[k-1].To = 0
+			if distinctTo(msgs) {
+				t.Errorf("%d messages, two to process 0: distinct", k)
 			}
 		}
 	}
