@@ -139,7 +139,7 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go a.forward(s.Rank, false, pipes.outR, &readers, release)
+	go a.forward(s.Rank, false, drained{pipes.outR}, &readers, release)
 	var report string
 	if s.ReportBinding {
 		report = bindingReport(a.host, s.Rank, p.Pid, s.Bind, bindDesc, cpus)
@@ -153,7 +153,7 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 				a.rep.Output(s.Rank, true, []byte("ftmpirun: "+report+"\n"))
 			}
 		}
-		a.forward(s.Rank, true, pipes.errR, &readers, release)
+		a.forward(s.Rank, true, drained{pipes.errR}, &readers, release)
 	}()
 	reap(p, lp, &rep)
 
@@ -164,6 +164,44 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 	pipes.outR.Close()
 	pipes.errR.Close()
 	a.rep.Exited(rep)
+}
+
+// drained reads a rank's output pipe; once the drain deadline set after
+// the rank was reaped has passed, it still returns what the pipe holds
+// (non-blocking reads), and io.EOF when it is empty. A forwarder that
+// first reads after the deadline (it waits for the start's announcement,
+// and on a loaded host may not run for a while) would otherwise lose the
+// lines the rank wrote before it exited: the runtime fails a read past
+// its deadline without looking at the pipe.
+type drained struct{ f *os.File }
+
+func (d drained) Read(p []byte) (int, error) {
+	n, err := d.f.Read(p)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, err
+	}
+	rc, cerr := d.f.SyscallConn()
+	if cerr != nil {
+		return n, err
+	}
+	var rerr error
+	if cerr = rc.Control(func(fd uintptr) {
+		for {
+			n, rerr = unix.Read(int(fd), p) // the pipe is non-blocking (os.Pipe)
+			if rerr != unix.EINTR {
+				return
+			}
+		}
+	}); cerr != nil {
+		return 0, err
+	}
+	if n > 0 {
+		return n, nil
+	}
+	if n == 0 && rerr == nil {
+		return 0, io.EOF
+	}
+	return 0, err // empty (EAGAIN: an escaped descendant holds it) or failed
 }
 
 // rankPipes are the descriptors of one rank's start: its output pipes and
