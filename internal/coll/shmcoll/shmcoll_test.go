@@ -584,3 +584,33 @@ func TestRingRunsAhead(t *testing.T) {
 		return nil
 	}, []int{0, 2, 3})
 }
+
+// A mismatch after repeated calls reports each member's current call:
+// publish stores the call's words only when they change, so they must
+// change with the call.
+func TestMismatchAfterRepeatedCallsReportsCurrentCall(t *testing.T) {
+	var dead atomic.Bool
+	gs := newGroups(t, 2, false, &dead)
+	errs := each(t, gs, func(g *Group) error {
+		same := Call{Sig: 5, DT: 1}
+		for range 3 {
+			if err := g.Barrier(same); err != nil {
+				return err
+			}
+		}
+		if g.Me == 1 {
+			return g.Barrier(Call{Sig: 9, DT: 2})
+		}
+		return g.Barrier(same)
+	})
+	want := []Call{{Sig: 9, DT: 2}, {Sig: 5, DT: 1}} // what each member sees of the other
+	for i, err := range errs {
+		var mm *MismatchError
+		if !errors.As(err, &mm) {
+			t.Fatalf("member %d: %v, want a mismatch", i, err)
+		}
+		if got := (Call{Sig: mm.Sig, DT: mm.DT}); mm.Peer != 1-i || got != want[i] {
+			t.Errorf("member %d: mismatch with member %d's call %+v, want member %d's %+v", i, mm.Peer, got, 1-i, want[i])
+		}
+	}
+}
