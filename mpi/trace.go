@@ -2,18 +2,17 @@ package mpi
 
 import (
 	"fmt"
-	"os"
-	"sync/atomic"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/calls"
-	"github.com/ftmpi/ftmpi/internal/trace"
+	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
 // The failure-and-recovery timeline (Config.Trace, FTMPI_TRACE, ftmpirun
 // --trace): each World records its events in a trace.Recorder (nil when
-// off: every recording site is one nil check) and writes them when it is
-// released or aborts. Event names and categories are internal/trace's.
+// off: every recording site is one nil check), made by the runtime
+// (rte.StartTrace: the metadata, the MPI call spans of the call table) and
+// written by it (rte.WriteTrace) when the World is released or aborts.
+// Event names and categories are internal/trace's.
 
 // startTrace starts this World's recorder if cfg.Trace asks for it; inc is
 // the process's incarnation, spare whether it starts as a spare.
@@ -34,54 +33,8 @@ func (w *World) startTrace(inc int, spare bool) {
 	if w.epoch > 0 {
 		label += fmt.Sprintf(" epoch %d", w.epoch)
 	}
-	r := trace.New(w.rank, label, trace.Limits{})
-	r.SetMeta("start_us", trace.Now())
-	r.SetMeta("incarnation", inc)
-	r.SetMeta("epoch", w.epoch)
-	r.SetMeta("os_pid", os.Getpid())
-	if h, err := os.Hostname(); err == nil {
-		r.SetMeta("host", h)
-	}
-	r.SetMeta("clock", "CLOCK_REALTIME µs; comparable across the processes of one host")
-	w.trc = r
+	w.trc = rte.StartTrace(rte.TraceConfig{Proc: w.rank, Label: label, Inc: inc, Epoch: w.epoch, Calls: w.calls})
 	w.trcInc = inc
-	if w.calls != nil {
-		// MPI call spans: the blocking waits the call table records
-		// (internal/calls), one lane per slot. Its clock is monotonic
-		// (ns); off maps it onto the wall clock once.
-		// The observer is removed while the recorder keeps no call spans
-		// (its budget used up: the table then reads no clock) and set
-		// again, with fresh entry times, when a fault-tolerance event
-		// opens a window.
-		off := trace.Now()*1000 - calls.Now()
-		observe := func() {
-			var enter [calls.Slots]atomic.Int64 // 0: entered before this observer
-			w.calls.SetObserver(func(ev calls.Event) {
-				if !ev.Leave {
-					enter[ev.Slot].Store(ev.At)
-					return
-				}
-				start := enter[ev.Slot].Swap(0)
-				if start == 0 {
-					return
-				}
-				// ev's fields are passed by value: taking its address would
-				// move it to the heap, an allocation per call.
-				r.Call(ev.Op, ev.Comm, ev.Peer, ev.Root, ev.Tag, ev.Seq, (start+off)/1000, (ev.At+off)/1000, ev.Slot+1)
-			})
-		}
-		observe()
-		r.SetFullHook(func(full bool) {
-			if full {
-				w.calls.SetObserver(nil)
-			} else {
-				observe()
-			}
-		})
-	}
-	if w.epoch > 0 {
-		r.Instant(trace.CatReinit, trace.NameEpoch, map[string]any{"epoch": w.epoch})
-	}
 }
 
 // writeTrace writes the timeline of this World (once).
@@ -90,10 +43,7 @@ func (w *World) writeTrace() {
 		return
 	}
 	w.trcOnce.Do(func() {
-		path := trace.FileName(w.cfg.Trace, w.rank, w.trcInc, w.epoch, os.Getpid())
-		if err := w.trc.File().WriteFile(path); err != nil {
-			w.logf("process %d: cannot write its trace: %v", w.rank, err)
-		}
+		rte.WriteTrace(w.trc, w.cfg.Trace, rte.TraceConfig{Proc: w.rank, Inc: w.trcInc, Epoch: w.epoch}, w.diag())
 	})
 }
 
