@@ -16,8 +16,10 @@
 // that it decides the later rounds as the survivors do.
 //
 // It is a pure function over values: no I/O, no goroutine, no clock, no
-// random number. It does not agree (the caller runs the agreement), does
-// not send activations, and does not open epochs: mpi does, in its shell.
+// random number. It must not agree (the caller runs the agreement), send
+// activations or open epochs: internal/rte/reinitdrive sends the decision
+// and exchanges the endpoints, the rank runtime (internal/rte) opens the
+// next epoch, and mpi/hreinit.go runs the round's agreement.
 package reincarnate
 
 import (
