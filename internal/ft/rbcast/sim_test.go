@@ -118,9 +118,7 @@ func (s *sim) emit(r int, out []Msg[item]) {
 		return
 	}
 	if s.crashMid[r] {
-		k := s.rng.Intn(len(out))
-		s.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-		out = out[:k]
+		out = someOf(s.rng, out)
 		defer s.crash(r)
 	}
 	for _, m := range out {
@@ -141,9 +139,7 @@ func (s *sim) flush() {
 			continue // crashed later in the step: never sent
 		}
 		if s.crashMid[r] {
-			k := s.rng.Intn(len(out))
-			s.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-			out = out[:k]
+			out = someOf(s.rng, out)
 			defer s.crash(r)
 		}
 		for _, b := range out {
@@ -153,6 +149,15 @@ func (s *sim) flush() {
 		}
 	}
 	s.dirty = s.dirty[:0]
+}
+
+// someOf is what a rank crashing mid-send sends of out: a random subset,
+// possibly none (one Intn and one Shuffle of rng, so that a seed replays
+// the same schedule).
+func someOf[T any](rng *rand.Rand, out []T) []T {
+	k := rng.Intn(len(out))
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out[:k]
 }
 
 func (s *sim) deliver(r int, x item, hops int) {
