@@ -10,7 +10,7 @@
 // enforcement), and Events delivers launcher notifications such as the
 // failure of a rank.
 //
-// The package never carries messages between ranks: it only talks to the
+// The package must not carry messages between ranks: it only talks to the
 // launcher. A program started without ftmpirun (FromEnv reports ok=false)
 // runs as a singleton and needs no Client at all.
 package boot

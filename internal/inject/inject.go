@@ -88,6 +88,10 @@
 // every rank has finished Init hangs the job until --timeout (no rank
 // heartbeats it yet, so nobody can suspect it); from= lets a chaos run
 // with stops begin after start-up.
+//
+// The package parses specs and plans schedules; it must not send a signal,
+// read a clock or know how a plan's events reach a process: the launcher
+// and the rank's runtime execute them.
 package inject
 
 import (

@@ -36,7 +36,8 @@
 // into an established TCP stream is not stopped), or hide the secret from
 // root or from the job's own user, who can read a rank's memory.
 //
-// The package holds no process-global state.
+// The package must hold no process-global state, and its core must not do
+// I/O or read a clock.
 package wireauth
 
 import (

@@ -13,8 +13,8 @@
 // naming what was wrong.
 //
 // The codecs (this file) are pure and fuzzed; Conn (client.go) is the I/O.
-// The package knows nothing of ftmpi's endpoints or of MPI: internal/boot
-// builds the bootstrap on it. It holds no process-global state.
+// The package must not know ftmpi's endpoints or MPI: internal/boot
+// builds the bootstrap on it. It must hold no process-global state.
 package pmi
 
 import (

@@ -16,8 +16,8 @@
 // The decoder is defensive: a length out of range, an unknown type, a body
 // that is not the type's JSON, or a field out of range (a negative rank, a
 // signal outside 1..64, ...) is an error naming what was wrong, never a
-// panic; FuzzDecode checks it. The package does no I/O of its own beyond
-// the reader and writer it is given, and knows nothing of processes.
+// panic; FuzzDecode checks it. The package must do no I/O of its own beyond
+// the reader and writer it is given, and must not know of processes.
 package agentwire
 
 import (
