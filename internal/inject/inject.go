@@ -89,9 +89,10 @@
 // heartbeats it yet, so nobody can suspect it); from= lets a chaos run
 // with stops begin after start-up.
 //
-// The package parses specs and plans schedules; it must not send a signal,
-// read a clock or know how a plan's events reach a process: the launcher
-// and the rank's runtime execute them.
+// The package parses specs, plans schedules and plays them on a timer
+// (Play); it must not send a signal or know how an event reaches a process:
+// the caller's fire function does (the launcher's agents, the rank's
+// runtime).
 package inject
 
 import (
