@@ -90,9 +90,9 @@
 // with stops begin after start-up.
 //
 // The package parses specs, plans schedules and plays them on a timer
-// (Play); it must not send a signal or know how an event reaches a process:
-// the caller's fire function does (the launcher's agents, the rank's
-// runtime).
+// (Play); it signals only its own process (Self, NewSelf) and must not
+// signal another: the launcher does that, through its agents, with the
+// events it is given.
 package inject
 
 import (
