@@ -8,8 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/ftmpi/ftmpi/internal/ft/agree"
-	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
+	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -29,11 +28,12 @@ var agreeShmEarly = os.Getenv("FTMPI_AGREE_SHM_EARLY") == "1"
 // agreeSegPath is the file of c's agreement segment, "" if c's agreements
 // do not use one: the fast path is on, this is a launched process (not a
 // rank of Run, which shares an address space, nor a singleton), the job
-// has its private directory, and every member runs on one known host. The
+// has its private directory, and every member runs on one known host (the
+// runtime asks only when a segment fits c's size: rte.CommFTConfig). The
 // name is a digest of the Reinit epoch, the context id and the members
 // with their incarnations: a communicator reusing the context id with the
 // same members exists only after every member freed the old one, and
-// Free removes the file (ftdrive.Agreements.Close).
+// Free removes the file (rte.CommFT.Close).
 func (c *Comm) agreeSegPath() string {
 	w := c.w
 	if !agreeShm || w.run != nil || w.proc == nil {
@@ -46,25 +46,30 @@ func (c *Comm) agreeSegPath() string {
 	if dir == "" {
 		return ""
 	}
-	f := w.ftOf(c)
-	n := f.procs.Len()
-	if !ftdrive.SegmentFits(n) {
+	b := c.base
+	procs := b.sortedProcs(false) // nil: the identity
+	n := len(procs)
+	at := func(i int) int { return procs[i] }
+	if procs == nil {
+		n, at = b.size, func(i int) int { return i }
+	}
+	if n == 0 {
 		return ""
 	}
-	h0 := w.rt.Hosts.Name(f.procs.At(0))
+	h0 := w.rt.Hosts.Name(at(0))
 	if h0 == "" {
 		return ""
 	}
 	h := sha256.New()
-	var b [8]byte
+	var buf [8]byte
 	put := func(x int) {
-		binary.LittleEndian.PutUint64(b[:], uint64(x))
-		h.Write(b[:])
+		binary.LittleEndian.PutUint64(buf[:], uint64(x))
+		h.Write(buf[:])
 	}
 	put(w.epoch)
-	put(int(c.base.ctx))
+	put(int(b.ctx))
 	for i := range n {
-		p := f.procs.At(i)
+		p := at(i)
 		if w.rt.Hosts.Name(p) != h0 {
 			return ""
 		}
@@ -76,19 +81,10 @@ func (c *Comm) agreeSegPath() string {
 	return filepath.Join(dir, fmt.Sprintf("ftmpi-agree-%x", h.Sum(nil)[:16]))
 }
 
-// The agreement instances of a communicator are driven by
-// internal/rte/ftdrive (commFT.ag); what stays here is the routing of
-// their control frames to a communicator and the MPI operations built on
-// them.
-
-// agreeOnLost tells the agreement instances of the communicators that
-// contain some of peers about their failures, learnt together (see
-// ftdrive.Agreements.LostAll).
-func (w *World) agreeOnLost(comms []*commFT, peers []int) {
-	for _, f := range comms {
-		f.ag.LostAll(peers)
-	}
-}
+// The agreement instances of a communicator are driven by the runtime
+// (rte.CommFT, over internal/rte/ftdrive: commFT.d); what stays here is
+// the routing of their control frames to a communicator and the MPI
+// operations built on them, in the API's terms.
 
 func (w *World) onAgreeMsg(from int, h transport.Header, payload []byte) {
 	f := w.commFTByCtx(h.Ctx)
@@ -97,7 +93,7 @@ func (w *World) onAgreeMsg(from int, h transport.Header, payload []byte) {
 		w.parkAgreeMsg(from, h, payload)
 		return
 	}
-	f.ag.Step(from, h, payload)
+	f.d.Step(from, h, payload)
 }
 
 // parkAgreeMsg keeps agreement messages for a communicator this process has
@@ -106,7 +102,7 @@ func (w *World) onAgreeMsg(from int, h transport.Header, payload []byte) {
 //
 // The communicator may have been registered since onAgreeMsg looked: the
 // look is repeated under w.ft.mu, which registration (registerComm, ftOf)
-// and the drain of awaitAgreement hold too, so a message is either parked
+// and the drain of stepParked hold too, so a message is either parked
 // before the drain or delivered. (Parked after the drain, it was lost and
 // the agreement never decided: TestULFMIntercommAgreeAndRevoke hung under
 // -race with all 7 ranks in the first Agree of a new intercommunicator.)
@@ -115,7 +111,7 @@ func (w *World) parkAgreeMsg(from int, h transport.Header, payload []byte) {
 	if w.ft.byCtx[h.Ctx] != nil {
 		w.ft.mu.Unlock()
 		if f := w.commFTByCtx(h.Ctx); f != nil {
-			f.ag.Step(from, h, payload)
+			f.d.Step(from, h, payload)
 			return
 		}
 		w.ft.mu.Lock() // freed meanwhile: keep it as before
@@ -133,42 +129,63 @@ type parkedMsg struct {
 	payload []byte
 }
 
-// agreeOn runs one agreement instance on c with contribution v and returns
-// the decision: the combined value and the overlay indices of the
-// contributors.
-func (c *Comm) agreeOn(op string, v agree.Value) (agree.Value, agree.Set, error) {
-	// Finalized (stop; or, in process, killed and finalized by Run): a
-	// nonblocking agreement still running in the background ends.
-	val, contrib, ok := c.awaitAgreement(v, c.w.abort)
-	if !ok {
-		return agree.Value{}, agree.Set{}, c.w.abortedErr(op, c)
-	}
-	return val, contrib, nil
-}
-
-// awaitAgreement runs one agreement instance on c with contribution v
-// until it decides, abort closes or the World stops (ok false).
-func (c *Comm) awaitAgreement(v agree.Value, abort <-chan struct{}) (val agree.Value, contrib agree.Set, ok bool) {
+// stepParked hands the agreement messages that arrived before c was
+// registered to step (rte.CommFTConfig.Parked: before each agreement).
+func (c *Comm) stepParked(step func(from int, h transport.Header, payload []byte)) {
 	w := c.w
-	f := w.ftOf(c)
-	if !f.ag.SegmentSet() {
-		f.ag.UseSegment(c.agreeSegPath)
-	}
-	seq := f.ag.Begin()
-	// Messages that arrived before this communicator was registered.
 	w.ft.mu.Lock()
 	parked := w.ft.parked[c.ctx]
 	delete(w.ft.parked, c.ctx)
 	w.ft.mu.Unlock()
 	for _, p := range parked {
-		f.ag.Step(p.from, p.h, p.payload)
+		step(p.from, p.h, p.payload)
 	}
-	start := w.trc.Begin()
-	val, contrib, ok = f.ag.Await(seq, v, c.failedMembers, abort, w.stop)
-	if w.trc != nil {
-		c.traceSpan(trace.CatAgree, trace.NameAgree, start, nil, map[string]any{"result": val.Flags, "decided": ok, "seq": seq})
+}
+
+// observeAgreement records each agreement on c in the recovery timeline
+// (rte.CommFTConfig.Observe; nil without a timeline).
+func (c *Comm) observeAgreement() func() func(seq, flags uint64, decided bool) {
+	if c.w.trc == nil {
+		return nil
 	}
-	return val, contrib, ok
+	return func() func(seq, flags uint64, decided bool) {
+		start := c.w.trc.Begin()
+		return func(seq, flags uint64, decided bool) {
+			c.traceSpan(trace.CatAgree, trace.NameAgree, start, nil, map[string]any{"result": flags, "decided": decided, "seq": seq})
+		}
+	}
+}
+
+// agreeFlags runs an agreement on c on the AND of the members' flags.
+// Finalized (stop; or, in process, killed and finalized by Run), a
+// nonblocking agreement still running in the background ends: every
+// agreement call returns the aborted error then.
+func (c *Comm) agreeFlags(op string, flags uint64) (uint64, error) {
+	out, ok := c.w.ftOf(c).d.AgreeFlags(flags, c.w.abort)
+	if !ok {
+		return 0, c.w.abortedErr(op, c)
+	}
+	return out, nil
+}
+
+// agreeAnd runs an agreement on c on the AND of the members' bitmaps
+// words (replaced by the result).
+func (c *Comm) agreeAnd(op string, words []uint64) error {
+	if !c.w.ftOf(c).d.AgreeAnd(words, c.w.abort) {
+		return c.w.abortedErr(op, c)
+	}
+	return nil
+}
+
+// agreeFailed runs the agreement on who failed among c's members (see
+// rte.CommFT.AgreeFailed): known here, known at some contributor, or
+// failed before contributing; window (nil: none) is ANDed in place.
+func (c *Comm) agreeFailed(op string, known []int, window []uint64) ([]int, error) {
+	failed, ok := c.w.ftOf(c).d.AgreeFailed(known, window, c.w.abort)
+	if !ok {
+		return nil, c.w.abortedErr(op, c)
+	}
+	return failed, nil
 }
 
 // Agree performs a fault-tolerant agreement on flag over c
@@ -204,81 +221,42 @@ func (c *Comm) AgreeBits(flags uint64) (uint64, error) {
 // agreeBits runs the agreement and returns the raw error.
 func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	f := c.w.ftOf(c)
-	var v agree.Value
-	v.Flags = flags
-	for _, p := range c.failedMembers() {
-		f.addPos(&v.Union, p)
-	}
+	call := rte.AgreeCall{Flags: flags, Failed: c.failedMembers()}
 	f.mu.Lock()
-	for _, p := range f.acked {
-		f.addPos(&v.Inter, p)
-	}
+	call.Acked = slices.Clone(f.acked)
 	f.mu.Unlock()
 	// The model's recognised failures count as acknowledged (run-through,
 	// seed 003: recognised by Validate, the same set at every process).
-	for _, p := range c.ftm().recognized() {
-		f.addPos(&v.Inter, p)
-	}
+	call.Acked = append(call.Acked, c.ftm().recognized()...)
 	// On an intercommunicator each group learns the AND of the *remote*
-	// group's flags (seed 002 A.3.1). Each group's flags travel in their
-	// own 64 positions of Inter (above the acknowledged set), the other
-	// group's positions set to 1, so intersecting gives each group's AND.
-	var mine, remote int
+	// group's flags (seed 002 A.3.1).
 	if c.IsInter() {
-		n := f.procs.Len()
-		mine, remote = n, n+64
-		if !slices.Contains(c.memberWorldRanks(), f.procs.At(0)) {
-			mine, remote = remote, mine
-		}
-		for b := 0; b < 64; b++ {
-			if flags&(1<<b) != 0 {
-				v.Inter.Add(mine + b)
-			}
-			v.Inter.Add(remote + b)
-		}
-		v.Flags = ^uint64(0)
+		call.Local = c.memberWorldRanks()
 	}
-	// Inter is intersected over the contributors: a failure is in the
-	// decided Inter only if every contributor had acknowledged it.
-	val, contrib, err := c.agreeOn(op, v)
-	if err != nil {
-		return 0, err
-	}
-	result := val.Flags
-	if c.IsInter() {
-		result = 0
-		for b := 0; b < 64; b++ {
-			if val.Inter.Has(remote + b) {
-				result |= 1 << b
-			}
-		}
+	out, ok := f.d.Agree(call, c.w.abort)
+	if !ok {
+		return 0, c.w.abortedErr(op, c)
 	}
 	// A process that did not contribute failed (the agreement excludes
 	// only failed processes), though this process may not have heard of
-	// it yet: it is made known here, so the error below names a failure
-	// that FailureAck acknowledges and FailureGetAcked lists (after
-	// every survivor acknowledged it, the next agreement succeeds: the
-	// later ULFM text, not seed 002 A.3.1, whose agreement never raises
-	// it; docs/semantics.md, "Agree raises ErrProcFailed for
-	// unacknowledged failures").
-	missing := contrib.Missing(f.procs.Len()).Members() // (not a look at every member)
-	for _, i := range missing {
-		p := f.procs.At(i)
-		if !c.w.eng.IsLost(p) {
-			c.w.eng.FailPeer(p, fmt.Errorf("rank %d failed (excluded from an agreement)", p))
-		}
+	// it yet: the runtime made it known to the engine, and it is recorded
+	// here, so the error below names a failure that FailureAck
+	// acknowledges and FailureGetAcked lists (after every survivor
+	// acknowledged it, the next agreement succeeds: the later ULFM text,
+	// not seed 002 A.3.1, whose agreement never raises it;
+	// docs/semantics.md, "Agree raises ErrProcFailed for unacknowledged
+	// failures").
+	for _, p := range out.Missing {
 		// Known here from now on (FailureAck, GetFailed), even while the
 		// lost hook that records it is still running, as for an
 		// operation that returns ErrProcFailed (recordFailure).
 		c.w.recordFailure(p)
 	}
-	for _, i := range missing {
-		if !val.Inter.Has(i) {
-			return result, newErr(ErrProcFailed, op, c, NoPeer,
-				"process %d failed before contributing and not every process acknowledged it", f.procs.At(i))
-		}
+	if out.Unacked >= 0 {
+		return out.Flags, newErr(ErrProcFailed, op, c, NoPeer,
+			"process %d failed before contributing and not every process acknowledged it", out.Unacked)
 	}
-	return result, nil
+	return out.Flags, nil
 }
 
 // Iagree starts a nonblocking agreement (MPIX_Comm_iagree; MPI_Comm_iagree

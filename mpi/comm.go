@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 )
 
 // Special ranks and tags, as in MPI.
@@ -103,9 +101,10 @@ type commState struct {
 
 	// The members' world ranks sorted, for lookups in O(log n) (ft.go):
 	// of the local group (localProcs) and of both groups (allProcs).
-	// Shared with members when it is sorted already; made on first use.
+	// Shared with members when it is sorted already; made on first use;
+	// nil: the identity 0..size-1 (sortedProcs).
 	procsOnce            sync.Once
-	localProcs, allProcs ftdrive.Procs
+	localProcs, allProcs []int
 
 	// The failed members known so far (failedMembers, ft.go): the
 	// World's failure order filtered, extended by its new part only.

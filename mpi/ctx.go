@@ -318,7 +318,7 @@ func (n *collNet) cut(s *coll.Set, r *p2p.Req) error {
 	} else {
 		f := w.ftOf(c)
 		c.revokeLocal()
-		f.rv.Revoke()
+		f.d.Revoke()
 		err = c.cutErr(n.op, NoPeer, "; the communicator is revoked")
 	}
 	if r.Wait(w.abort) {

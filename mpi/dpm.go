@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/dpm"
 )
@@ -242,26 +241,27 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 	}
 
 	// All or nothing: the verdict of each side, exchanged by the roots.
+	// Two agreements over c (the runtime's: rte.CommFT.AgreeVote,
+	// AgreeVerdict), the root exchanging its side's with the other root's.
 	f := w.ftOf(c)
-	pos := f.pos(rootProc)
-	side, _, err := c.agreeOn(op, dpm.Vote(dpmCodeOf(derr)))
-	if err != nil {
+	var err error
+	side, decided := f.d.AgreeVote(dpmCodeOf(derr), w.abort)
+	if !decided {
+		err = w.abortedErr(op, c)
 		fail(err)
 	}
-	verdict := agree.Value{Flags: 1}
-	if s.Me {
-		verdict = s.Verdict(side)
-	}
-	res, contrib, err := c.agreeOn(op, verdict)
-	if err != nil {
+	d, decided := f.d.AgreeVerdict(s, side, rootProc, ErrProcFailed.code, w.abort)
+	err = nil
+	if !decided {
+		err = w.abortedErr(op, c)
 		fail(err)
 	}
 	if s.Conn != nil {
 		s.Conn.End()
 	}
-	ok, codes := dpm.Decide(res, contrib, pos, ErrProcFailed.code)
-	cls := decideClass(codes)
-	if err == nil && !contrib.Has(pos) {
+	ok := d.OK
+	cls := decideClass(d.Codes)
+	if err == nil && !d.RootIn {
 		fail(newErr(ErrProcFailed, op, c, root, "the root failed during the call"))
 	}
 	if err == nil && ok && ic != nil {
@@ -392,9 +392,9 @@ func classOf(code int) *Class {
 }
 
 // decideClass picks the class every process reports from the codes seen.
-func decideClass(codes agree.Set) *Class {
+func decideClass(codes []int) *Class {
 	for _, c := range dpmClasses {
-		if codes.Has(c.code) {
+		if slices.Contains(codes, c.code) {
 			return c
 		}
 	}
@@ -420,9 +420,8 @@ func (c *Comm) Disconnect() error {
 		return c.handle(newErr(ErrComm, op, c, NoPeer, "%s cannot be disconnected", c.name))
 	}
 	b := c.base
-	if _, err := inTurn(b.takeTurn(), op, func() (agree.Value, error) {
-		v, _, err := b.agreeOn(op, agree.Value{Flags: 1})
-		return v, err
+	if _, err := inTurn(b.takeTurn(), op, func() (uint64, error) {
+		return b.agreeFlags(op, 1)
 	}); err != nil {
 		return c.handle(err) // the job ended
 	}

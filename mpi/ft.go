@@ -7,9 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/p2p"
-	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
+	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -19,8 +18,8 @@ import (
 // (their fault-tolerance state is on the Comm: Comm.ft, Comm.model).
 type ftWorld struct {
 	mu     sync.Mutex
-	order  []int     // world ranks, in the order their failure became known here
-	known  agree.Set // the same ranks, as a set
+	order  []int    // world ranks, in the order their failure became known here
+	known  []uint64 // the same ranks, as a bitmap (hasBit)
 	parked map[uint32][]parkedMsg
 	byCtx  map[uint32]*Comm // live communicators of this process, by context id
 	traced map[int]bool     // failures recorded in the timeline (traceKnown)
@@ -65,16 +64,16 @@ func (w *World) commFTByCtx(ctx uint32) *commFT {
 	return w.ftOf(c)
 }
 
-// commFT is the fault-tolerance state of one communicator in one process.
+// commFT is the fault-tolerance state of one communicator in one process:
+// the runtime's drivers (rte.CommFT: the overlay of the members, the
+// revocation's broadcast, the agreements) and what the API keeps.
 type commFT struct {
 	c *Comm
+	d *rte.CommFT // the runtime's part
 
 	mu    sync.Mutex
-	procs ftdrive.Procs // sorted world ranks of all members (both groups of an intercommunicator)
-	acked []int         // world ranks whose failure was acknowledged, in acknowledgement order
+	acked []int // world ranks whose failure was acknowledged, in acknowledgement order
 
-	rv *ftdrive.Revocation // the broadcast of c's revocation
-	ag *ftdrive.Agreements // the agreement instances on c
 	// lastTurn is closed when the last agreement operation of c taken so
 	// far ends (agreeturn.go); mu held.
 	lastTurn chan struct{}
@@ -93,15 +92,17 @@ func (w *World) ftOf(c *Comm) *commFT {
 		return f
 	}
 	c = c.base // the communicator, not a context view of it
-	f := &commFT{c: c, procs: c.sortedProcs(false)}
-	// Failures already known are known to the overlay too.
-	ov := ftdrive.NewOverlay(w.eng, c.ctx, w.rank, f.procs)
-	rv, err := ftdrive.NewRevocation(ov, w.ft.order, c.revokeLocal)
+	f := &commFT{c: c}
+	// Failures already known are known to the overlay too (Known).
+	d, err := w.rt.NewCommFT(rte.CommFTConfig{
+		Ctx: c.ctx, Members: c.sortedProcs(false), N: c.size,
+		Known: w.ft.order, Order: w.failedOrder, Failed: c.failedMembers, Apply: c.revokeLocal,
+		Segment: c.agreeSegPath, Parked: c.stepParked, Observe: c.observeAgreement(),
+	})
 	if err != nil {
 		panic(fmt.Sprintf("ftmpi: internal error: %v", err))
 	}
-	f.rv = rv
-	f.ag = ftdrive.NewAgreements(ov, w.failedOrder)
+	f.d = d
 	if w.ft.byCtx == nil {
 		w.ft.byCtx = make(map[uint32]*Comm)
 	}
@@ -112,20 +113,19 @@ func (w *World) ftOf(c *Comm) *commFT {
 
 // sortedProcs returns the sorted world ranks of c's members: of its local
 // group if local, of both groups of an intercommunicator otherwise (the
-// fault-tolerance overlay). They are the identity for a world, c's own
-// member list when it is sorted already (a shrunk or split world keeps
-// its order), and a sorted copy otherwise; made once per communicator.
-func (c *Comm) sortedProcs(local bool) ftdrive.Procs {
+// fault-tolerance overlay, rte.CommFTConfig.Members). nil is the
+// identity 0..c.size-1 (a world); otherwise c's own member list when it
+// is sorted already (a shrunk or split world keeps its order), and a
+// sorted copy otherwise; made once per communicator, never changed.
+func (c *Comm) sortedProcs(local bool) []int {
 	c.procsOnce.Do(func() {
-		sorted := func(procs []int) ftdrive.Procs {
+		sorted := func(procs []int) []int {
 			if !slices.IsSorted(procs) {
 				procs = slices.Sorted(slices.Values(procs))
 			}
-			return ftdrive.SortedProcs(procs)
+			return procs
 		}
-		if c.members == nil {
-			c.localProcs = ftdrive.IdentityProcs(c.size)
-		} else {
+		if c.members != nil {
 			c.localProcs = sorted(c.members)
 		}
 		c.allProcs = c.localProcs
@@ -139,14 +139,14 @@ func (c *Comm) sortedProcs(local bool) ftdrive.Procs {
 	return c.allProcs
 }
 
-// pos returns the overlay position of member p, -1 if p is not a member.
-func (f *commFT) pos(p int) int { return f.procs.Pos(p) }
-
-// addPos adds member p's overlay position to s (nothing for a non-member).
-func (f *commFT) addPos(s *agree.Set, p int) {
-	if i, ok := f.procs.Index(p); ok {
-		s.Add(i)
+// hasSorted reports whether p is among c's sorted members list (nil: the
+// identity 0..c.size-1), by bisection.
+func (c *Comm) hasSorted(list []int, p int) bool {
+	if list == nil {
+		return p >= 0 && p < c.size
 	}
+	_, ok := slices.BinarySearch(list, p)
+	return ok
 }
 
 // memberWorldRanks lists the world ranks of c's (local) group in rank order.
@@ -169,7 +169,7 @@ func (w *World) forgetFT(c *Comm) {
 	}
 	w.ft.mu.Unlock()
 	if f := c.base.ft.Load(); f != nil {
-		f.ag.Close() // the agreements' segment, if any (agree.go)
+		f.d.Close() // the agreements' segment, if any (agree.go)
 	}
 }
 
@@ -209,11 +209,11 @@ func (w *World) onLostAll(peers []int, causes []error) {
 		}
 	}
 	w.ft.mu.Unlock()
+	// The revocations' broadcasts are repaired around the failures, and
+	// every agreement instance learns of them (rte.CommFT.LostAll).
 	for _, f := range comms {
-		f.rv.LostAll(peers)
+		f.d.LostAll(peers)
 	}
-	// Every agreement instance learns of the failures (see agreeOnLost).
-	w.agreeOnLost(comms, peers)
 	// Every communicator's fault-tolerance model learns of the failure
 	// (run-through: it disables wildcard receives, seed 003 17.6).
 	for _, p := range peers {
@@ -389,8 +389,11 @@ func (w *World) traceKnown(peer int, cause error) {
 }
 
 func (w *World) recordFailureLocked(peer int) {
-	if !w.ft.known.Has(peer) {
-		w.ft.known.Add(peer)
+	if !hasBit(w.ft.known, peer) {
+		for peer>>6 >= len(w.ft.known) {
+			w.ft.known = append(w.ft.known, 0)
+		}
+		w.ft.known[peer>>6] |= 1 << (uint(peer) & 63)
 		w.ft.order = append(w.ft.order, peer)
 	}
 }
@@ -427,8 +430,7 @@ func (c *Comm) failedMembers() []int {
 }
 
 func (c *Comm) hasWorldRank(p int) bool {
-	_, ok := c.sortedProcs(false).Index(p)
-	return ok
+	return c.hasSorted(c.sortedProcs(false), p)
 }
 
 // hasFailedMember reports whether a member of c is known failed.
@@ -476,7 +478,7 @@ func (c *Comm) Revoke() error {
 		r.Instant(trace.CatRevoke, trace.NameRevokeTx, map[string]any{"comm": c.name, "ctx": c.ctx, "already": c.IsRevoked()})
 	}
 	c.revokeLocal()
-	f.rv.Revoke()
+	f.d.Revoke()
 	return nil
 }
 
@@ -518,7 +520,7 @@ func (w *World) onRevoke(from int, h transport.Header, _ []byte) {
 			return // freed meanwhile
 		}
 	}
-	f.rv.OnRevoke(from, h)
+	f.d.OnRevoke(from, h)
 }
 
 // FailureAck acknowledges the failures of c's members known to this process
@@ -642,8 +644,7 @@ func (c *Comm) setHas(n int, procs []int, p int) bool {
 	case procs == nil:
 		return p >= 0 && p < n
 	case len(procs) == len(c.members) && &procs[0] == &c.members[0]:
-		_, ok := c.sortedProcs(true).Index(p)
-		return ok
+		return c.hasSorted(c.sortedProcs(true), p)
 	}
 	return slices.Contains(procs, p)
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
@@ -212,30 +210,20 @@ func (hr *hreinit) decide(old *World) (rte.ReinitState, error) {
 // contribute.
 func (w *World) agreeFailed() ([]int, error) {
 	c := w.round
-	f := w.ftOf(c)
-	var v agree.Value
+	var known []int
 	for p := 0; p < w.size; p++ {
 		if p != w.rank && w.eng.IsLost(p) {
-			v.Union.Add(p)
+			known = append(known, p)
 		}
 	}
 	// Not w.abort: it is closed (the epoch ended); the round still runs.
-	val, contrib, ok := c.awaitAgreement(v, nil)
+	// The round's members are the epoch's ranks 0..size-1 (a world), so
+	// the failed set is the ranks known failed at some contributor and
+	// those that did not contribute, sorted.
+	failed, ok := w.ftOf(c).d.AgreeFailed(known, nil, nil)
 	if !ok {
 		return nil, errors.New("the failure round's agreement was stopped")
 	}
-	var failed []int
-	for p := 0; p < w.size; p++ {
-		if val.Union.Has(p) {
-			failed = append(failed, p)
-		}
-	}
-	for i := range f.procs.Len() {
-		if p := f.procs.At(i); !contrib.Has(i) && !slices.Contains(failed, p) {
-			failed = append(failed, p)
-		}
-	}
-	slices.Sort(failed)
 	return failed, nil
 }
 

@@ -140,7 +140,7 @@ func (c *Comm) ownContexts() []uint32 {
 // the model of every communicator containing peer learns of it.
 func (w *World) modelsOnLost(comms []*commFT, peer int) {
 	for _, f := range comms {
-		if f.pos(peer) >= 0 {
+		if f.d.Has(peer) {
 			f.c.ftm().onLost(f.c, peer)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/model/runthrough"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
@@ -382,7 +381,6 @@ func (c *Comm) Ivalidate() (*RequestOf[*Group], error) {
 func (c *Comm) validate(op string) (*Group, error) {
 	rt := c.runThrough()
 	w := c.w
-	f := w.ftOf(c)
 	old := rt.snap.Load()
 	t := w.ctxTable()
 	seed := uint64(c.ctx)<<20 ^ 0x56616c6964617465
@@ -392,21 +390,9 @@ func (c *Comm) validate(op string) (*Group, error) {
 	// pairs free at every contributor (for the view, if one is needed).
 	window := make([]uint64, ctxWindow)
 	t.freeMask(window, w0)
-	v := agree.Value{Flags: 1, Inter: agree.SetFromWords(window)}
-	for _, p := range c.lostMembers() {
-		f.addPos(&v.Union, p)
-	}
-	val, contrib, err := c.agreeOn(op, v)
+	failed, err := c.agreeFailed(op, c.lostMembers(), window)
 	if err != nil {
 		return nil, err
-	}
-	var failed []int
-	n := f.procs.Len()
-	for _, i := range val.Union.Union(contrib.Missing(n)).Members() {
-		if i >= n {
-			break
-		}
-		failed = append(failed, f.procs.At(i))
 	}
 	if slices.Contains(failed, w.rank) {
 		return nil, newErr(ErrIntern, op, c, NoPeer, "this process was decided failed")
@@ -423,7 +409,7 @@ func (c *Comm) validate(op string) (*Group, error) {
 	if slices.Equal(failed, old.recognized) {
 		return result(), nil // the same decision everywhere: nothing new
 	}
-	snap, err := c.makeSnap(op, failed, val.Inter.Words(ctxWindow), w0, start, seed)
+	snap, err := c.makeSnap(op, failed, window, w0, start, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -448,14 +434,14 @@ func (c *Comm) rtViewPairs(op string, k int, window []uint64, w0, start int, see
 		if ok {
 			flag = 1
 		}
-		res, _, err := c.agreeOn(op, agree.Value{Flags: flag})
+		res, err := c.agreeFlags(op, flag)
 		if err != nil {
 			if ok {
 				t.release(pairs...)
 			}
 			return nil, err
 		}
-		if res.Flags == 1 {
+		if res == 1 {
 			return pairs, nil
 		}
 		if ok {
@@ -544,11 +530,11 @@ func (rt *rtModel) createInTurn(c *Comm, op string, fn func() (*Comm, error)) (*
 	if err == nil {
 		flag = 1
 	}
-	res, _, aerr := c.agreeOn(op, agree.Value{Flags: flag})
+	res, aerr := c.agreeFlags(op, flag)
 	if aerr != nil {
 		err = aerr
 	}
-	if err == nil && res.Flags != 1 {
+	if err == nil && res != 1 {
 		err = newErr(ErrRankFailStop, op, c, NoPeer, "the creation failed at another process (a process failed or the communicator was inactive there)")
 	}
 	if err != nil {
@@ -591,11 +577,10 @@ func (c *Comm) rtMakeView(op string, rec []int) (*rtSnap, error) {
 	w0 := start / 64
 	window := make([]uint64, ctxWindow)
 	c.w.ctxTable().freeMask(window, w0)
-	val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(window)})
-	if err != nil {
+	if err := c.agreeAnd(op, window); err != nil {
 		return nil, err
 	}
-	return c.makeSnap(op, rec, val.Inter.Words(ctxWindow), w0, start, seed)
+	return c.makeSnap(op, rec, window, w0, start, seed)
 }
 
 // discard drops a communicator that an all-or-nothing creation gave up.

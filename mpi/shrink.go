@@ -1,12 +1,11 @@
 package mpi
 
 import (
-	"github.com/ftmpi/ftmpi/internal/trace"
 	"slices"
 	"strconv"
 	"sync"
 
-	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
 // Shrink creates a communicator of c's surviving processes, in their old
@@ -45,15 +44,15 @@ func (c *Comm) Ishrink() (*RequestOf[*Comm], error) {
 
 // agreeDeadAndFree runs the agreement that decides who failed (the union
 // of what every contributor knew, plus the processes that failed before
-// contributing) and the context-id pairs free at every contributor (a
-// window of the bitmaps, intersected), the window starting at start (from
-// seed).
-func (c *Comm) agreeDeadAndFree(op string, f *commFT, seed uint64) (val agree.Value, dead agree.Set, start int, err error) {
+// contributing: dead, sorted process ids) and the context-id pairs free
+// at every contributor (window, the bitmaps intersected), the window
+// starting at start (from seed).
+func (c *Comm) agreeDeadAndFree(op string, seed uint64) (window []uint64, dead []int, start int, err error) {
 	start = startPos(seed, 0)
-	window := make([]uint64, ctxWindow)
+	window = make([]uint64, ctxWindow)
 	c.w.ctxTable().freeMask(window, start/64)
-	val, dead, err = c.agreeDead(op, f, agree.Value{Flags: 1, Inter: agree.SetFromWords(window)})
-	return val, dead, start, err
+	dead, err = c.agreeFailed(op, c.failedMembers(), window)
+	return window, dead, start, err
 }
 
 func (c *Comm) shrink(op string) (nc *Comm, err error) {
@@ -65,11 +64,10 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 		return c.shrinkInter(op)
 	}
 	w := c.w
-	f := w.ftOf(c)
 	t := w.ctxTable()
 	seed := uint64(c.ctx) ^ 0x5368726b
 	// 1. One agreement decides who failed and the free context-id pairs.
-	val, dead, start, err := c.agreeDeadAndFree(op, f, seed)
+	window, dead, start, err := c.agreeDeadAndFree(op, seed)
 	w0 := start / 64
 	if err != nil {
 		return nil, err
@@ -79,7 +77,7 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 	if c.members == nil && c.size >= sharedListMin {
 		// A world-like group: the identity less the dead, one list for
 		// every rank of this process (sharedSurvivors).
-		for _, p := range dead.Members() {
+		for _, p := range dead {
 			if p < c.size {
 				w.recordFailure(p) // as below
 			}
@@ -89,8 +87,8 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 			me = i
 		}
 	} else {
-		survivors = make([]int, 0, c.size-min(dead.Len(), c.size))
-		deadBits := dead.Words((dead.Bound() + 63) / 64) // a lookup per member
+		survivors = make([]int, 0, c.size-min(len(dead), c.size))
+		deadBits := bitsOf(dead) // a lookup per member
 		for r := range c.size {
 			if p := c.worldRank(r); !hasBit(deadBits, p) {
 				survivors = append(survivors, p)
@@ -110,26 +108,24 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 	// 2. Claim the first common free pair; a second agreement checks that
 	// every survivor could (a concurrent creation on another communicator
 	// may have taken it meanwhile).
-	if rel := pickPairs(val.Inter.Words(ctxWindow), 1, start%64); rel != nil {
+	if rel := pickPairs(window, 1, start%64); rel != nil {
 		pair := (w0*64 + rel[0]) % ctxPairs
 		ok := t.claim([]int{pair})
 		var flag uint64
 		if ok {
 			flag = 1
 		}
-		res, _, err := c.agreeOn(op, agree.Value{Flags: flag})
+		res, err := c.agreeFlags(op, flag)
 		if err != nil {
 			if ok {
 				t.release(pair)
 			}
 			return nil, err
 		}
-		if res.Flags == 1 {
+		if res == 1 {
 			nc := newDerived(c, derivedName("shrink", c), pair, survivors, me)
 			if agreeShmEarly {
-				f := w.ftOf(nc)
-				f.ag.UseSegment(nc.agreeSegPath)
-				f.ag.OpenSegment()
+				w.ftOf(nc).d.OpenSegment()
 			}
 			return nc, nil
 		}
@@ -155,23 +151,25 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 // same result or the same error.
 func (c *Comm) shrinkInter(op string) (*Comm, error) {
 	w := c.w
-	f := w.ftOf(c)
-	v := agree.Value{Flags: 1}
-	_, dead, err := c.agreeDead(op, f, v)
+	dead, err := c.agreeFailed(op, c.failedMembers(), nil)
 	if err != nil {
 		return nil, err
+	}
+	isDead := func(p int) bool {
+		_, ok := slices.BinarySearch(dead, p)
+		return ok
 	}
 	alive := func(procs []int) []int {
 		var out []int
 		for _, p := range procs {
-			if !dead.Has(p) {
+			if !isDead(p) {
 				out = append(out, p)
 			}
 		}
 		return out
 	}
 	for _, p := range slices.Concat(c.memberWorldRanks(), c.remote) {
-		if dead.Has(p) {
+		if isDead(p) {
 			// Known here from now on (GetFailed), as in the
 			// intracommunicator case: the agreement established it.
 			w.recordFailure(p)
@@ -205,44 +203,23 @@ func (c *Comm) shrinkInter(op string) (*Comm, error) {
 // communicator or one with failed members, with the same result at every
 // process.
 func (c *Comm) agreedAnd(op string) func([]uint64) error {
-	return func(words []uint64) error {
-		val, _, err := c.agreeOn(op, agree.Value{Flags: 1, Inter: agree.SetFromWords(words)})
-		if err != nil {
-			return err
-		}
-		copy(words, val.Inter.Words(len(words)))
+	return func(words []uint64) error { return c.agreeAnd(op, words) }
+}
+
+// bitsOf returns the bitmap of the sorted process ids procs (hasBit).
+func bitsOf(procs []int) []uint64 {
+	if len(procs) == 0 {
 		return nil
 	}
+	w := make([]uint64, procs[len(procs)-1]/64+1)
+	for _, p := range procs {
+		w[p>>6] |= 1 << (uint(p) & 63)
+	}
+	return w
 }
 
-// agreeDead runs the agreement of a shrink on c: v, with the failures of
-// members known here added to its Union, is agreed on over f's overlay.
-// It returns the decided value and the processes left out of the result:
-// those decided failed and those that failed before contributing.
-func (c *Comm) agreeDead(op string, f *commFT, v agree.Value) (agree.Value, agree.Set, error) {
-	for _, p := range c.failedMembers() {
-		f.addPos(&v.Union, p)
-	}
-	val, contrib, err := c.agreeOn(op, v)
-	if err != nil {
-		return val, agree.Set{}, err
-	}
-	// The set of process ids left out, from the positions decided failed
-	// or missing from the contributors (in time of those sets' runs, not
-	// of the members).
-	var dead agree.Set
-	n := f.procs.Len()
-	for _, i := range val.Union.Union(contrib.Missing(n)).Members() {
-		if i >= n {
-			break
-		}
-		dead.Add(f.procs.At(i))
-	}
-	return val, dead, nil
-}
-
-// hasBit reports whether bit p of the bitmap w is set (as agree.Set's
-// Words lay it out).
+// hasBit reports whether bit p of the bitmap w is set (bit p&63 of word
+// p/64).
 func hasBit(w []uint64, p int) bool {
 	return p >= 0 && p>>6 < len(w) && w[p>>6]&(1<<(uint(p)&63)) != 0
 }
@@ -268,8 +245,8 @@ var sharedLists struct {
 // sharedSurvivors returns the processes 0..n-1 not in dead, in order: the
 // list made for the same n and dead set before, if it is among the last
 // few, or a new one kept for the next callers.
-func sharedSurvivors(n int, dead agree.Set) []int {
-	members := dead.Members()
+func sharedSurvivors(n int, dead []int) []int {
+	members := dead
 	key := strconv.AppendInt(nil, int64(n), 10)
 	for _, p := range members {
 		if p < n {

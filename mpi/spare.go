@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/boot"
-	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
 	"github.com/ftmpi/ftmpi/internal/trace"
@@ -230,8 +229,9 @@ func (c *Comm) Replace() (rc *Comm, err error) {
 //     when the leader failed before contributing, nobody knows whom it
 //     activated, and every survivor sends Drop to every spare it knows.
 //
-// The spare side (picks, activations, the leader's word and its codec,
-// the outcome told to the spares) is the driver's: sparedrive.Repair.
+// The spare side and the second agreement (picks, activations, the
+// leader's word and its codec, the outcome told to the spares) are the
+// runtime's: rte.CommFT.Replace, over sparedrive.Repair.
 // Why two agreements, not one (issue 28 item 6): the picks need the
 // agreed failed ranks (a survivor's own list may miss a failure another
 // saw) and the activations the agreed pair; whether every picked spare
@@ -243,10 +243,9 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	w := c.w
 	_ = c.Revoke()
 	b := c.base
-	f := w.ftOf(b)
 	t := w.ctxTable()
 	seed := uint64(b.ctx) ^ 0x5265706c
-	val, dead, start, err := b.agreeDeadAndFree(op, f, seed)
+	window, dead, start, err := b.agreeDeadAndFree(op, seed)
 	w0 := start / 64
 	if err != nil {
 		return nil, err
@@ -254,7 +253,7 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	old := c.groupProcs()
 	var survivors, lost []int // process ids, old ranks
 	for r, p := range old {
-		if dead.Has(p) {
+		if _, isDead := slices.BinarySearch(dead, p); isDead {
 			w.recordFailure(p) // known here from now on, as after Shrink
 			lost = append(lost, r)
 		} else {
@@ -267,7 +266,7 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	}
 	var pairs []int
 	claimed := true
-	if rel := pickPairs(val.Inter.Words(ctxWindow), 2, start%64); rel != nil {
+	if rel := pickPairs(window, 2, start%64); rel != nil {
 		pairs = []int{(w0*64 + rel[0]) % ctxPairs, (w0*64 + rel[1]) % ctxPairs}
 		claimed = t.claim(pairs) // checked by the second agreement
 	} else {
@@ -280,51 +279,34 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 			return nil, err
 		}
 	}
-	rp := &sparedrive.Repair{Pair: pairs[0], Members: old, Lost: lost, Survivors: survivors,
-		Name: derivedName("replace", c), Timeout: w.activationTimeout(), Abort: w.abort, Stop: w.stop}
-	var word []uint64
-	if me == 0 {
-		word = w.spares.Lead(rp, claimed)
-	}
+	call := rte.ReplaceCall{Pair: pairs[0], Members: old, Lost: lost, Survivors: survivors,
+		Name: derivedName("replace", c), Claimed: claimed, Timeout: w.activationTimeout()}
 	if h := w.replaceHook; h != nil {
-		h("activated")
+		call.Activated = func() { h("activated") }
 	}
-	var flags uint64
-	if claimed {
-		flags = 1
+	a, step, ok := w.ftOf(b).d.Replace(call, w.abort)
+	if !ok {
+		return nil, w.abortedErr(op, b)
 	}
-	res, contrib, err := b.agreeOn(op, agree.Value{Flags: flags, Union: agree.SetFromWords(word)})
-	if err != nil {
-		return nil, err
-	}
-	all := true
-	for _, p := range survivors {
-		all = all && contrib.Has(f.pos(p))
-	}
-	got, told := w.spares.Heard(rp, res.Union.Words(rp.WordLen()))
-	if !told {
+	switch step {
+	case rte.ReplaceLeaderGone:
 		// The leader failed before it contributed: its attempt cannot
-		// commit, and nobody knows whom it activated (Heard told every
-		// spare this process knows to drop it).
+		// commit, and nobody knows whom it activated (every spare this
+		// process knows was told to drop it).
 		if claimed {
 			t.release(pairs...)
 		}
 		return nil, fmt.Errorf("%w: the leader failed during the repair", errRetryReplace)
-	}
-	ok := res.Flags&1 == 1 && all
-	if ok && got.Spawn > 0 {
-		return c.replaceSpawn(op, rp, pairs, me, got)
-	}
-	commit := ok && got.Accepted
-	w.spares.Settle(got, commit)
-	if !commit {
+	case rte.ReplaceSpawn:
+		return c.replaceSpawn(op, a, call, pairs, me)
+	case rte.ReplaceAbandoned:
 		if claimed {
 			t.release(pairs...)
 		}
 		return nil, fmt.Errorf("%w: a new process refused, or a process failed during the repair", errRetryReplace)
 	}
 	t.release(pairs[1])
-	return newDerived(c, rp.Name, pairs[0], rp.Repaired(got.Chosen), c.rank), nil
+	return newDerived(c, call.Name, pairs[0], a.Members(), c.rank), nil
 }
 
 // replaceSpawn is the rest of a repair attempt that found too few spares:
@@ -332,16 +314,16 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 // pair), the missing processes are spawned as spares, the leader
 // activates the picked and the spawned ones for the repaired communicator
 // (on the first agreed pair), and an agreement decides the outcome
-// (Spawn's path: under ftmpirun only).
-func (c *Comm) replaceSpawn(op string, rp *sparedrive.Repair, pairs []int, me int, l sparedrive.LeaderWord) (*Comm, error) {
+// (Spawn's path: under ftmpirun only; the spares' side is the runtime's,
+// rte.ReplaceAttempt).
+func (c *Comm) replaceSpawn(op string, a *rte.ReplaceAttempt, call rte.ReplaceCall, pairs []int, me int) (*Comm, error) {
 	w := c.w
-	shrunk := newDerived(c, derivedName("shrink", c), pairs[1], rp.Survivors, me)
+	shrunk := newDerived(c, derivedName("shrink", c), pairs[1], call.Survivors, me)
 	shrunk.errh.Store(ErrorsReturn)
-	chosen := l.Chosen
-	eps, spairs, err := shrunk.spawnRaw(op, "", os.Args[1:], l.Spawn, 0, true)
+	eps, spairs, err := shrunk.spawnRaw(op, "", os.Args[1:], a.Spawn(), 0, true)
 	if err != nil {
 		w.ctxTable().release(pairs[0])
-		w.spares.Unmark(chosen) // none was asked
+		a.SpawnFailed() // none was asked
 		if isFailure(err) {
 			return nil, fmt.Errorf("%w: spawn: %v", errRetryReplace, err)
 		}
@@ -352,21 +334,15 @@ func (c *Comm) replaceSpawn(op string, rp *sparedrive.Repair, pairs []int, me in
 	for _, ep := range eps {
 		spawned = append(spawned, ep.Rank)
 	}
-	w.spares.AddToPool(spawned) // an abandoned attempt returns them; the end of the job releases them
-	chosen = append(slices.Clone(chosen), spawned...)
-	w.spares.MarkTaken(chosen)
 	// The leader activates the new processes; they accept or refuse; the
-	// agreement decides (the driver's word: LeadSpawned, SettleSpawned).
-	bits := sparedrive.SpawnedAll
-	if shrunk.rank == 0 {
-		bits = w.spares.LeadSpawned(rp, l.Key, chosen)
-	}
+	// agreement decides.
+	bits := a.Spawned(spawned, shrunk.rank == 0)
 	agreed, aerr := shrunk.AgreeBits(bits)
-	if !w.spares.SettleSpawned(l.Key, chosen, agreed, aerr == nil, aerr == nil || isFailure(aerr)) {
+	if !a.SettleSpawned(agreed, aerr == nil, aerr == nil || isFailure(aerr)) {
 		w.ctxTable().release(pairs[0])
 		return nil, fmt.Errorf("%w: a new process refused, or a process failed during the repair", errRetryReplace)
 	}
-	nc := newDerived(c, rp.Name, pairs[0], rp.Repaired(chosen), c.rank)
+	nc := newDerived(c, call.Name, pairs[0], a.Members(), c.rank)
 	// The shrunk communicator was the repair's own: every survivor
 	// contributed to the last agreement after its broadcast, so nothing of
 	// it is in flight.

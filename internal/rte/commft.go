@@ -1,0 +1,335 @@
+package rte
+
+import (
+	"fmt"
+
+	"github.com/ftmpi/ftmpi/internal/ft/agree"
+	"github.com/ftmpi/ftmpi/internal/rte/dpm"
+	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
+	"github.com/ftmpi/ftmpi/internal/transport"
+)
+
+// CommFT is the fault-tolerance state of one communicator in one process,
+// made by the runtime (Rank.NewCommFT): the overlay of its members (both
+// groups of an intercommunicator, sorted), the reliable broadcast of its
+// revocation and its agreement instances (internal/rte/ftdrive), and the
+// agreements the API's fault-tolerance calls are made of, each in the
+// API's terms (flags, process ids, bitmap words): MPI_Comm_agree's
+// (Agree), the decision of who failed behind MPI_Comm_shrink, Replace and
+// Validate (AgreeFailed), the ANDs of a flag or a bitmap (AgreeFlags,
+// AgreeAnd), connect/accept's all-or-nothing verdicts (AgreeVote,
+// AgreeVerdict) and a Replace attempt's spare side (Repair). The API keeps
+// the argument checks, the error classes, the index of its communicators
+// by context and the order in which failures became known.
+//
+// An agreement call returns ok false when abort (the caller's) or the
+// epoch's stop closed before the decision; every member must make the
+// same calls in the same order.
+type CommFT struct {
+	r     *Rank
+	cfg   CommFTConfig
+	procs ftdrive.Procs
+	rv    *ftdrive.Revocation
+	ag    *ftdrive.Agreements
+}
+
+// CommFTConfig is what Rank.NewCommFT makes a communicator's
+// fault-tolerance state from.
+type CommFTConfig struct {
+	// Ctx is the communicator's context id (its frames carry it).
+	Ctx uint32
+	// Members is the process ids of every member (both groups of an
+	// intercommunicator), sorted, without repeats; kept, not copied, and
+	// never changed. nil: the processes 0..N-1.
+	Members []int
+	N       int
+	// Known lists the processes known failed when the state is made.
+	Known []int
+	// Order returns the processes known failed, in the order their
+	// failure became known (read when an agreement instance is created).
+	Order func() []int
+	// Failed returns the members known failed here (read at the start of
+	// each agreement).
+	Failed func() []int
+	// Apply revokes the communicator in this process (a revocation's
+	// first arrival).
+	Apply func()
+	// Segment returns the file of the agreements' shared segment, ""
+	// for none (asked once, before the first agreement, and only for a
+	// communicator whose size a segment fits: ftdrive.SegmentFits).
+	Segment func() string
+	// Parked, if set, is called before each agreement with the step of
+	// agreement frames, for those that arrived before the communicator
+	// was known here.
+	Parked func(step func(from int, h transport.Header, payload []byte))
+	// Observe, if set, is called as each agreement starts to wait; the
+	// function it returns is called with the instance's number, the
+	// decided flags and whether it decided (the recovery timeline).
+	Observe func() func(seq, flags uint64, decided bool)
+}
+
+// NewCommFT makes the fault-tolerance state of one communicator (no MPI
+// counterpart: the runtime's half of a communicator).
+func (r *Rank) NewCommFT(c CommFTConfig) (*CommFT, error) {
+	procs := ftdrive.IdentityProcs(c.N)
+	if c.Members != nil {
+		procs = ftdrive.SortedProcs(c.Members)
+	}
+	ov := ftdrive.NewOverlay(r.Eng, c.Ctx, r.Proc, procs)
+	rv, err := ftdrive.NewRevocation(ov, c.Known, c.Apply)
+	if err != nil {
+		return nil, fmt.Errorf("revocation of context %d: %w", c.Ctx, err)
+	}
+	return &CommFT{r: r, cfg: c, procs: procs, rv: rv, ag: ftdrive.NewAgreements(ov, c.Order)}, nil
+}
+
+// Has reports whether process p is a member.
+func (f *CommFT) Has(p int) bool {
+	_, ok := f.procs.Index(p)
+	return ok
+}
+
+// Revoke broadcasts the communicator's revocation (the caller applied it
+// here already). It sends: not from a transport callback.
+func (f *CommFT) Revoke() { f.rv.Revoke() }
+
+// OnRevoke handles a ctl.Revoke frame for the communicator from process
+// from (a transport callback).
+func (f *CommFT) OnRevoke(from int, h transport.Header) { f.rv.OnRevoke(from, h) }
+
+// Step handles a ctl.Agree frame for the communicator from process from.
+func (f *CommFT) Step(from int, h transport.Header, payload []byte) { f.ag.Step(from, h, payload) }
+
+// LostAll tells the revocation's broadcast and every agreement instance
+// that peers failed, learnt together (the engine's lost hook).
+func (f *CommFT) LostAll(peers []int) {
+	f.rv.LostAll(peers)
+	f.ag.LostAll(peers)
+}
+
+// OpenSegment maps the agreements' shared segment now rather than in the
+// first agreement.
+func (f *CommFT) OpenSegment() {
+	f.useSegment()
+	f.ag.OpenSegment()
+}
+
+// Close releases the agreements' shared segment, if any (the
+// communicator is freed).
+func (f *CommFT) Close() { f.ag.Close() }
+
+func (f *CommFT) useSegment() {
+	if f.ag.SegmentSet() {
+		return
+	}
+	f.ag.UseSegment(func() string {
+		if f.cfg.Segment == nil || !ftdrive.SegmentFits(f.procs.Len()) {
+			return ""
+		}
+		return f.cfg.Segment()
+	})
+}
+
+// run runs one agreement instance with contribution v.
+func (f *CommFT) run(v agree.Value, abort <-chan struct{}) (agree.Value, agree.Set, bool) {
+	f.useSegment()
+	seq := f.ag.Begin()
+	if f.cfg.Parked != nil {
+		f.cfg.Parked(f.ag.Step)
+	}
+	var done func(seq, flags uint64, decided bool)
+	if f.cfg.Observe != nil {
+		done = f.cfg.Observe()
+	}
+	val, contrib, ok := f.ag.Await(seq, v, f.cfg.Failed, abort, f.r.stop)
+	if done != nil {
+		done(seq, val.Flags, ok)
+	}
+	return val, contrib, ok
+}
+
+// addAll adds the overlay positions of the members among procs to s.
+func (f *CommFT) addAll(s *agree.Set, procs []int) {
+	for _, p := range procs {
+		if i, ok := f.procs.Index(p); ok {
+			s.Add(i)
+		}
+	}
+}
+
+// AgreeCall is a member's part in MPI_Comm_agree (CommFT.Agree).
+type AgreeCall struct {
+	// Flags is the member's contribution.
+	Flags uint64
+	// Failed and Acked are the process ids of the members known failed
+	// here and of those whose failure counts as acknowledged here.
+	Failed, Acked []int
+	// Local is this member's group of an intercommunicator (process ids;
+	// each group learns the AND of the other group's flags); nil for an
+	// intracommunicator.
+	Local []int
+}
+
+// AgreeOutcome is MPI_Comm_agree's decision at one member.
+type AgreeOutcome struct {
+	// Flags is the AND of the contributions (of the other group's, on
+	// an intercommunicator).
+	Flags uint64
+	// Missing is the members that did not contribute (they failed; the
+	// engine knows it once Agree returns).
+	Missing []int
+	// Unacked is the first of Missing whose failure not every
+	// contributor acknowledged, -1 if none.
+	Unacked int
+}
+
+// Agree runs MPI_Comm_agree's agreement (MPIX_Comm_agree): the AND of the
+// members' flags, the failures seen and whether they were acknowledged
+// (Inter, intersected over the contributors, holds a failure only if
+// every contributor acknowledged it). On an intercommunicator each
+// group's flags travel in their own 64 positions of Inter above the
+// members' (seed 002 A.3.1), the other group's set to 1, so intersecting
+// gives each group's AND.
+func (f *CommFT) Agree(a AgreeCall, abort <-chan struct{}) (AgreeOutcome, bool) {
+	var v agree.Value
+	v.Flags = a.Flags
+	f.addAll(&v.Union, a.Failed)
+	f.addAll(&v.Inter, a.Acked)
+	n := f.procs.Len()
+	inter := a.Local != nil
+	var mine, remote int
+	if inter {
+		mine, remote = n, n+64
+		if !containsProc(a.Local, f.procs.At(0)) {
+			mine, remote = remote, mine
+		}
+		for b := 0; b < 64; b++ {
+			if a.Flags&(1<<b) != 0 {
+				v.Inter.Add(mine + b)
+			}
+			v.Inter.Add(remote + b)
+		}
+		v.Flags = ^uint64(0)
+	}
+	val, contrib, ok := f.run(v, abort)
+	if !ok {
+		return AgreeOutcome{}, false
+	}
+	out := AgreeOutcome{Flags: val.Flags, Unacked: -1}
+	if inter {
+		out.Flags = 0
+		for b := 0; b < 64; b++ {
+			if val.Inter.Has(remote + b) {
+				out.Flags |= 1 << b
+			}
+		}
+	}
+	// A process that did not contribute failed (the agreement excludes
+	// only failed processes), though this process may not have heard of
+	// it yet: the engine learns it here, so that the caller's error names
+	// a failure the engine knows.
+	for _, i := range contrib.Missing(n).Members() { // (not a look at every member)
+		p := f.procs.At(i)
+		if !f.r.Eng.IsLost(p) {
+			f.r.Eng.FailPeer(p, fmt.Errorf("rank %d failed (excluded from an agreement)", p))
+		}
+		out.Missing = append(out.Missing, p)
+		if out.Unacked < 0 && !val.Inter.Has(i) {
+			out.Unacked = p
+		}
+	}
+	return out, true
+}
+
+func containsProc(procs []int, p int) bool {
+	for _, q := range procs {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// AgreeFlags runs an agreement on the AND of the members' flags.
+func (f *CommFT) AgreeFlags(flags uint64, abort <-chan struct{}) (uint64, bool) {
+	val, _, ok := f.run(agree.Value{Flags: flags}, abort)
+	return val.Flags, ok
+}
+
+// AgreeAnd runs an agreement on the AND of the members' bitmaps: words
+// is this member's, replaced by the result.
+func (f *CommFT) AgreeAnd(words []uint64, abort <-chan struct{}) bool {
+	val, _, ok := f.run(agree.Value{Flags: 1, Inter: agree.SetFromWords(words)}, abort)
+	if !ok {
+		return false
+	}
+	copy(words, val.Inter.Words(len(words)))
+	return true
+}
+
+// AgreeFailed runs the agreement that decides who failed (Shrink's,
+// Replace's and Validate's): the members known failed at some contributor
+// (known: here) and those that failed before contributing, as sorted
+// process ids; window, if not nil, is this member's bitmap, replaced by
+// the AND of the contributors' (the context-id pairs free at every one).
+func (f *CommFT) AgreeFailed(known []int, window []uint64, abort <-chan struct{}) ([]int, bool) {
+	v := agree.Value{Flags: 1, Inter: agree.SetFromWords(window)}
+	f.addAll(&v.Union, known)
+	val, contrib, ok := f.run(v, abort)
+	if !ok {
+		return nil, false
+	}
+	if window != nil {
+		copy(window, val.Inter.Words(len(window)))
+	}
+	// From the positions decided failed or missing from the contributors
+	// (in time of those sets' runs, not of the members).
+	var failed []int
+	n := f.procs.Len()
+	for _, i := range val.Union.Union(contrib.Missing(n)).Members() {
+		if i >= n {
+			break
+		}
+		failed = append(failed, f.procs.At(i))
+	}
+	return failed, true
+}
+
+// ConnectVote is a side's verdict in connect/accept's all-or-nothing
+// decision, as its first agreement decided it (AgreeVote): the runtime's,
+// opaque to the API.
+type ConnectVote struct{ v agree.Value }
+
+// AgreeVote runs the first agreement of connect/accept's decision over
+// one side: every member's error class code (0: none).
+func (f *CommFT) AgreeVote(code int, abort <-chan struct{}) (ConnectVote, bool) {
+	val, _, ok := f.run(dpm.Vote(code), abort)
+	return ConnectVote{val}, ok
+}
+
+// ConnectDecision is a member's outcome of connect/accept's second
+// agreement (AgreeVerdict).
+type ConnectDecision struct {
+	// OK: the root contributed a yes.
+	OK bool
+	// Codes are the class codes seen (sorted), of which the API reports
+	// one, the same at every member.
+	Codes []int
+	// RootIn: the root contributed.
+	RootIn bool
+}
+
+// AgreeVerdict runs the second agreement of connect/accept's decision
+// over one side: the root (s.Me) exchanges its side's verdict with the
+// other root (dpm.Side.Verdict) and contributes both; root is the root's
+// process id, failed the class code of a process failure.
+func (f *CommFT) AgreeVerdict(s *dpm.Side, side ConnectVote, root, failed int, abort <-chan struct{}) (ConnectDecision, bool) {
+	verdict := agree.Value{Flags: 1}
+	if s.Me {
+		verdict = s.Verdict(side.v)
+	}
+	res, contrib, ok := f.run(verdict, abort)
+	pos := f.procs.Pos(root)
+	yes, codes := dpm.Decide(res, contrib, pos, failed)
+	return ConnectDecision{OK: yes, Codes: codes.Members(), RootIn: contrib.Has(pos)}, ok
+}
