@@ -62,6 +62,18 @@ func runChild(role string) int {
 	ch := &childHandler{hold: role == "hold-receiver", block: stdinClosed}
 	cfg := Config{Self: 1, Dir: dir, Name: sockName(1), Handler: ch, NoCMA: role == "cut-mid-frame", Auth: testKey}
 	puts := 0
+	var armed atomic.Bool // fast-sender: stop at the step its role names
+	if strings.HasPrefix(role, "fast-sender-") {
+		stop := role[len(role)-1:]
+		hit := func(step string) {
+			if step == stop && armed.CompareAndSwap(true, false) {
+				fmt.Println("step")
+				<-stdinClosed
+			}
+		}
+		cfg.fastStep = func(step int) { hit(fmt.Sprint(step)) }
+		cfg.beforePublish = func() { hit("w") }
+	}
 	switch role {
 	case "cut-before-publish":
 		cfg.beforePublish = func() {
@@ -91,6 +103,25 @@ func runChild(role string) int {
 		b := make([]byte, 8<<20)
 		fill(b, 7)
 		tr.Send(0, transport.Header{Kind: 1, Seq: 7}, b)
+	default:
+		if strings.HasPrefix(role, "fast-sender-") {
+			// The first frame sets the pair up (the writer goroutine's
+			// path); the second takes the fast path and stops at the step.
+			var flags uint16
+			if role[len("fast-sender-")] == 'u' {
+				flags = transport.FlagUrgent
+			}
+			b := make([]byte, 100)
+			fill(b, 1)
+			if err := tr.Send(0, transport.Header{Kind: 8, Flags: flags, Seq: 1}, b); err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+			armed.Store(true)
+			fill(b, 7)
+			tr.Send(0, transport.Header{Kind: 7, Flags: flags, Seq: 7}, b)
+			fmt.Println("error: the frame did not stop at its step")
+		}
 	}
 	<-stdinClosed
 	tr.Close()

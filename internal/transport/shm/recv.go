@@ -528,11 +528,15 @@ func errOr(err error, s string) string {
 }
 
 // unmapLocked releases the pair's mappings once nothing can touch them:
-// sending ended (werr set, so no writer enters the rings) and the
-// receiver is done; p.mu held.
+// sending ended (werr set, so no writer enters the rings: a fast sender
+// that took the producer token before finishes its record first, and the
+// token is kept for good) and the receiver is done; p.mu held.
 func (p *pair) unmapLocked() {
 	if p.unmapped || !p.up.Load() {
 		return
+	}
+	for !p.prod.CompareAndSwap(prodFree, prodGone) {
+		runtime.Gosched()
 	}
 	p.unmapped = true
 	p.seg.unmap()

@@ -15,7 +15,8 @@ import (
 )
 
 // Send implements transport.Transport: a frame that fits the ring now is
-// written from the caller's goroutine; otherwise it waits its turn.
+// written from the caller's goroutine (without the pair's lock when
+// nothing is queued: sendFast); otherwise it waits its turn.
 func (t *Transport) Send(to int, h transport.Header, payload []byte) error {
 	if !t.local(to) {
 		if t.cfg.Fallback == nil {
@@ -28,6 +29,9 @@ func (t *Transport) Send(to int, h transport.Header, payload []byte) error {
 		return err
 	}
 	h.N = uint64(len(payload))
+	if p.sendFast(&h, payload) {
+		return nil
+	}
 	p.mu.Lock()
 	if p.werr != nil {
 		err := p.werr
@@ -72,6 +76,12 @@ func (t *Transport) Post(to int, h transport.Header, payload []byte, done transp
 		return
 	}
 	h.N = uint64(len(payload))
+	if p.sendFast(&h, payload) {
+		if done != nil {
+			done.SendDone(nil)
+		}
+		return
+	}
 	p.mu.Lock()
 	if err := p.werr; err != nil {
 		p.mu.Unlock()
@@ -97,6 +107,88 @@ func (t *Transport) Post(to int, h transport.Header, payload []byte, done transp
 	p.wakePeer(sleeping)
 }
 
+// The producer token (pair.prod): whoever writes into the pair's outgoing
+// rings holds it, so each ring keeps a single producer. The fast path
+// (sendFast) takes it without the pair's lock; the locked paths
+// (directLocked, the writer's progressLocked) take it under the lock,
+// waiting for a fast sender's copy at most. unmapLocked takes it for good
+// (prodGone), so the rings and the peer's doorbell stay mapped while a
+// holder writes.
+const (
+	prodFree int32 = iota
+	prodHeld
+	prodGone // the pair is unmapped: nobody writes again
+)
+
+// sendFast writes a frame that fits its ring as one record (no chunks, no
+// read from this process's memory) from the caller's goroutine without
+// the pair's lock, when the pair is up, nothing is queued, no writer runs
+// and sending has not ended (pair.slow clear), and reports whether it
+// did; false leaves everything as it was, for the locked path. It takes
+// the producer token and looks at slow again under it: a frame queued or
+// a failure recorded before the token was taken sends this one the
+// locked way (behind the queued frames, or failing), one recorded after
+// finds this frame written, as if this Send had had the lock first. The
+// peer is woken, if it sleeps, before the token is let go (its doorbell's
+// eventfd stays open while the token is held).
+func (p *pair) sendFast(h *transport.Header, payload []byte) bool {
+	if !p.up.Load() || p.slow.Load() || len(payload) >= cmaMin {
+		return false
+	}
+	if !p.prod.CompareAndSwap(prodFree, prodHeld) {
+		return false // another producer writes: the locked path waits its turn
+	}
+	step := p.t.cfg.fastStep
+	if step != nil {
+		step(1)
+	}
+	r := &p.out.bulk
+	if h.Flags&transport.FlagUrgent != 0 {
+		r = &p.out.urgent
+	}
+	if p.slow.Load() || recLen(uint64(len(payload))) > r.maxRec() {
+		p.prod.Store(prodFree)
+		return false
+	}
+	if step != nil {
+		step(2)
+	}
+	if !r.put(h, payload, p.t.cfg.beforePublish) {
+		p.prod.Store(prodFree)
+		return false // the ring is full: the locked path queues the frame
+	}
+	if step != nil {
+		step(3)
+	}
+	if p.ringLocked() {
+		ringEventfd(p.pev)
+	}
+	if step != nil {
+		step(4)
+	}
+	p.prod.Store(prodFree)
+	return true
+}
+
+// lockProd takes the producer token under p.mu, waiting for a fast
+// sender to finish its record; false when the pair is unmapped.
+func (p *pair) lockProd() bool {
+	for !p.prod.CompareAndSwap(prodFree, prodHeld) {
+		if p.prod.Load() == prodGone {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
+}
+
+// setSlowLocked records in pair.slow whether a frame must take the locked
+// path: sending ended, a writer goroutine runs, or frames are queued;
+// p.mu held, after any change of those.
+func (p *pair) setSlowLocked() {
+	p.slow.Store(p.werr != nil || p.writing || p.urgent.len() > 0 || p.bulk.len() > 0)
+}
+
 // directLocked writes what fits of a frame into its ring from the
 // caller's goroutine when nothing is queued before it (an urgent frame:
 // on the urgent lane; a bulk one: on either lane), and reports whether
@@ -114,14 +206,18 @@ func (p *pair) directLocked(it *item) bool {
 		}
 		r = &p.out.bulk
 	}
+	if !p.lockProd() {
+		return false
+	}
 	fin, _ := p.writeItem(r, it)
+	p.prod.Store(prodFree)
 	return fin
 }
 
 // ringLocked, after a publish, reports whether the peer's receiver
 // sleeps while none of its goroutines polls (wakePeer then writes its
 // eventfd, outside the lock: the only system call of a send, and only to
-// a sleeper); p.mu held, the segment
+// a sleeper); p.mu or the producer token held, the segment
 // mapped. A goroutine polling in PollUntil looks at the rings once more
 // after it stops counting itself in the poll word, so a record this
 // sender saw it count in is never left unread.
@@ -150,10 +246,12 @@ func (p *pair) queueLocked(it item) {
 	}
 	if !p.writing {
 		p.writing = true
+		p.setSlowLocked()
 		p.t.wg.Add(1)
 		go p.writeLoop()
 		return
 	}
+	p.setSlowLocked()
 	if p.up.Load() && !p.unmapped {
 		p.out.wakeProducer() // the writer may wait for space on the other lane
 	}
@@ -164,6 +262,10 @@ func (p *pair) queueLocked(it item) {
 // frame never overtakes an urgent one sent before it. It returns the
 // frames completely written; p.mu held, the pair up.
 func (p *pair) progressLocked(done []item) ([]item, bool) {
+	if !p.lockProd() {
+		return done, false
+	}
+	defer p.prod.Store(prodFree)
 	progressed := false
 	for p.urgent.len() > 0 {
 		fin, prog := p.writeItem(&p.out.urgent, p.urgent.front())
@@ -252,6 +354,7 @@ func (p *pair) writeLoop() {
 			failed := p.drainLocked()
 			err := p.werr
 			p.writing = false
+			p.setSlowLocked()
 			p.idle.Broadcast()
 			p.mu.Unlock()
 			for i := range failed {
@@ -278,6 +381,7 @@ func (p *pair) writeLoop() {
 		empty := p.urgent.len() == 0 && p.bulk.len() == 0
 		if empty {
 			p.writing = false
+			p.setSlowLocked()
 			p.idle.Broadcast()
 		}
 		spaceSeq := p.out.spaceSeq
@@ -333,6 +437,7 @@ func (p *pair) fail(err error) {
 	if p.werr == nil {
 		p.werr = err
 	}
+	p.setSlowLocked()
 	var failed []item
 	if !p.writing {
 		failed = p.drainLocked()

@@ -123,6 +123,7 @@ type Config struct {
 	Log func(msg string)
 
 	beforePublish func()              // tests: runs between writing a record and publishing it
+	fastStep      func(step int)      // tests: runs at each step of sendFast (1: token taken, 2: checked, 3: published, 4: peer woken)
 	kernelYield   func()              // tests: replaces sched_yield (Transport.sysYield)
 	maxPending    int                 // tests: acceptloop.Config.MaxPending
 	logBurst      int                 // tests: the refusals logged per window (acceptloop.RateLog.Burst)
@@ -244,6 +245,12 @@ type pair struct {
 	in      dirView
 	state   atomic.Int32
 	why     error // why the peer was lost; written before state
+
+	// Sending without the lock (sendFast): prod is the producer token
+	// (prodFree, prodHeld, prodGone), slow whether a frame must take the
+	// locked path (setSlowLocked).
+	prod atomic.Int32
+	slow atomic.Bool
 
 	// Sending; guarded by mu (held for a copy into a ring, never across a
 	// wait).
@@ -538,6 +545,12 @@ func (t *Transport) Close() error {
 			p.werr = transport.ErrClosed
 		}
 		failed := p.drainLocked()
+		p.setSlowLocked()
+		// A fast sender that took the token before sending ended
+		// finishes its record before the goodbye.
+		if p.lockProd() {
+			p.prod.Store(prodFree)
+		}
 		p.mu.Unlock()
 		for i := range failed {
 			failed[i].finish(transport.ErrClosed)
