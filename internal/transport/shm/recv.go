@@ -92,7 +92,9 @@ func (t *Transport) recvLoop() {
 			spinning = false
 			continue
 		}
-		if t.cfg.SpinFn != nil && t.bellPoll.Load() == 0 {
+		if t.cfg.SpinFn != nil && t.bellPoll.Load() == 0 && (spinning || !t.stalled.Swap(false)) {
+			// (Not when a caller just stopped polling for a stalled
+			// peer: then this core is better idle, PollUntil.)
 			if spin := t.cfg.SpinFn(); spin > 0 {
 				if !spinning {
 					spinning, idleSince = true, time.Now()
@@ -228,6 +230,7 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	// yields (sched_yield) at ~20-30 us, these at ~20 us and back to ~1 us
 	// more often).
 	locked := transport.LockedCallers()
+	offFor := 0 // consecutive checks that found a peer stalled (peerStalled)
 	for i := 1; ; i++ {
 		if !held && t.handoff.Load() {
 			runtime.Gosched() // the receiver takes what was handed to it
@@ -253,11 +256,15 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 			break
 		}
 		if i%pollLetGo == 0 {
-			if held {
-				t.releaseCaller() // the receiver may be waiting for them
-				held = false
-			}
+			t.bellBeat.Add(1) // peers see this process run (peerStalled)
 			if i%pollCheck == 0 {
+				// Still holding the rings: the pairs stay mapped while
+				// their peers' doorbells are read.
+				stalled := t.peerStalled(held)
+				if held {
+					t.releaseCaller() // the receiver may be waiting for them
+					held = false
+				}
 				now := time.Now()
 				if start.IsZero() {
 					start, last = now, now
@@ -266,6 +273,21 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 				last = now
 				spun := now.Sub(start)
 				if spun >= budget {
+					break
+				}
+				if stalled {
+					offFor++
+				} else {
+					offFor = 0
+				}
+				if offFor >= stalledChecks {
+					// A peer waits in its own poll but has not run for
+					// that many checks: its thread waits for a core, and
+					// polling on keeps this one from it. The caller parks
+					// and the receiver sleeps on the doorbell (which the
+					// peer rings) without spinning first, so this core
+					// can go idle and take the peer.
+					t.stalled.Store(true)
 					break
 				}
 				yielded := false
@@ -280,7 +302,7 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 				// a core beside other work polled out its budget at
 				// every hop and slept (100-170 µs a hop in half of the
 				// launches at load 6; with it 35-58 µs in all).
-				if t.cfg.Yield || crowded || spun >= budget/yieldAfter {
+				if t.cfg.Yield || crowded || stalled || spun >= budget/yieldAfter {
 					t.sysYield()
 					yielded = true
 				}
@@ -289,6 +311,9 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 					// no gap of this loop's own.
 					last = time.Now()
 				}
+			} else if held {
+				t.releaseCaller() // the receiver may be waiting for them
+				held = false
 			}
 		}
 	}
@@ -300,6 +325,38 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 		t.unpark()
 	}
 	return c.Done()
+}
+
+// stalledChecks: a polling caller that finds a peer stalled (peerStalled)
+// at this many consecutive checks stops polling and parks.
+const stalledChecks = 2
+
+// peerStalled reports whether a peer polls for frames (a caller of its
+// process in PollUntil) without having polled since this process last
+// looked: its thread is runnable but not running, so a reply from it
+// waits until it gets a core (issue 28 item 2: beside a busy process, or
+// with the two ranks on one core). Each look notes every peer's beat; a
+// first look reports nothing. It looks only while holding the rings
+// (held, or taken here): a pair is unmapped only by whoever holds them.
+func (t *Transport) peerStalled(held bool) bool {
+	if !held {
+		if !t.rxLock.CompareAndSwap(0, rxByCaller) {
+			return false
+		}
+		defer t.releaseCaller()
+	}
+	stalled := false
+	for _, p := range *t.rx.Load() {
+		if p.finished || p.c == nil || p.state.Load() != alive {
+			continue
+		}
+		beat := p.pbell.u32(offBellBeat).Load()
+		if p.beatSeen && beat == p.beat && p.pbell.u32(offBellPoll).Load() != 0 {
+			stalled = true
+		}
+		p.beat, p.beatSeen = beat, true
+	}
+	return stalled
 }
 
 // lastLook is the poll owed by the last caller to stop polling: a sender

@@ -36,6 +36,7 @@ const (
 	_            = 0            // unused (a futex word bumped after every publish until the eventfd doorbell)
 	offBellSleep = lineSize     // the receiver is (about to be) asleep on the word
 	offBellPoll  = 2 * lineSize // goroutines of the receiving process polling the rings in PollUntil
+	offBellBeat  = 3 * lineSize // bumped by the receiving process's polling callers as they poll: it moves while one runs
 )
 
 // Reserved header bits (transport.FlagsReserved) used in the rings.

@@ -40,3 +40,43 @@ func BenchmarkRingPutConsume(b *testing.B) {
 		})
 	}
 }
+
+// A 1-byte send's own work on the sender, in one goroutine: the locked
+// path (the pair's lock around the direct write, as every send took
+// before sendFast) against sendFast (the producer token), the record
+// consumed after each.
+func BenchmarkSendPath(b *testing.B) {
+	for _, path := range []string{"locked", "fast"} {
+		b.Run(path, func(b *testing.B) {
+			seg := region{b: make([]byte, segSize)}
+			h := &nopHandler{buf: make([]byte, 1)}
+			t0 := &Transport{cfg: Config{Handler: h}}
+			p := &pair{t: t0, rank: 1, pid: -1, in: viewDir(seg, 0), out: viewDir(seg, 0), pbell: region{b: make([]byte, bellSize)}}
+			p.up.Store(true)
+			payload := make([]byte, 1)
+			b.ReportAllocs()
+			for b.Loop() {
+				hd := transport.Header{Kind: 1, N: 1}
+				if path == "fast" {
+					if !p.sendFast(&hd, payload) {
+						b.Fatal("the fast path refused")
+					}
+				} else {
+					p.mu.Lock()
+					it := item{h: hd, payload: payload}
+					if !p.directLocked(&it) {
+						b.Fatal("the locked path refused")
+					}
+					sleeping := p.ringLocked()
+					p.mu.Unlock()
+					p.wakePeer(sleeping)
+				}
+				for tail := p.in.bulk.tail.Load(); p.in.bulk.head.Load() != tail; {
+					if err := consume(&p.in.bulk, &p.br, tail, p); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

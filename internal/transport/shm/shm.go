@@ -190,6 +190,7 @@ type Transport struct {
 	bellFd    int
 	bellSleep *atomic.Uint32
 	bellPoll  *atomic.Uint32     // callers polling now (PollUntil); senders do not wake the receiver while it is not 0
+	bellBeat  *atomic.Uint32     // bumped every pollLetGo polls of a caller (PollUntil): peers see whether it runs
 	evFd      int                // the doorbell's eventfd: senders write it to wake the sleeping receiver
 	ev        *os.File           // evFd, waited on through the runtime's netpoller (never call its Fd: that makes it blocking)
 	evRC      syscall.RawConn    // ev's, for reads by readEventfd
@@ -219,6 +220,7 @@ type Transport struct {
 	rxDone   chan struct{}
 
 	crowdedUntil atomic.Int64 // unix nanos until which the host counts as crowded (noteGap)
+	stalled      atomic.Bool  // a caller stopped polling for a stalled peer: the receiver sleeps without spinning first
 
 	wg sync.WaitGroup
 }
@@ -265,6 +267,11 @@ type pair struct {
 	// Receiving; owned by the receiver goroutine.
 	ur, br   rxFrame
 	finished bool
+
+	// The peer's doorbell beat at the last look of a polling caller
+	// (peerStalled); guarded by rxLock.
+	beat     uint32
+	beatSeen bool
 }
 
 func (p *pair) changed() {
@@ -348,7 +355,7 @@ func Listen(cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm doorbell: %w", err)
 	}
-	t.bellSleep, t.bellPoll = t.bell.u32(offBellSleep), t.bell.u32(offBellPoll)
+	t.bellSleep, t.bellPoll, t.bellBeat = t.bell.u32(offBellSleep), t.bell.u32(offBellPoll), t.bell.u32(offBellBeat)
 	t.sleepFor.Store(int64(cmp.Or(cfg.sleepMax, sleepMax))) // scaled by SetPeers unless a test fixed it
 	t.evFd, err = newEventfd()
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
 // A polling loop that finds a long gap between two of its clock reads
@@ -62,4 +64,58 @@ func TestLongPollYieldsTheCore(t *testing.T) {
 	if yields.Load() == 0 {
 		t.Fatal("a caller that polled out its budget never offered the core")
 	}
+}
+
+// A caller waiting while its peer polls without running (the peer's poll
+// word set, its beat still: its thread waits for a core) gives the core
+// away and stops polling long before its budget, and its receiver sleeps
+// without spinning first; a peer that does not poll (computing, or
+// asleep) never ends the wait before the budget.
+func TestPollerParksForAStalledPeer(t *testing.T) {
+	h0, h1 := newStackHandler(), newStackHandler()
+	trs := newPollJob(t, 2, sleepMax, h0, h1)
+	defer closeAll(trs)
+	b := make([]byte, 8)
+	fill(b, 1)
+	if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: 1}, b); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the frame", func() bool { return h1.n.Load() == 1 })
+	var yields atomic.Int64
+	trs[1].cfg.kernelYield = func() { yields.Add(1) }
+	never := doneFn(func() bool { return false })
+
+	const budget = 20 * time.Millisecond
+	start := time.Now()
+	if trs[1].PollUntil(never, budget) {
+		t.Fatal("PollUntil reported a request done that never is")
+	}
+	if d := time.Since(start); d < budget {
+		t.Fatalf("a wait beside a peer that does not poll ended after %v, before its budget %v", d, budget)
+	}
+	if trs[1].stalled.Load() {
+		t.Fatal("a peer that does not poll was taken for a stalled one")
+	}
+
+	// Rank 0 "polls" (its poll word counts a caller) but never runs.
+	trs[0].bellPoll.Add(1)
+	defer func() {
+		trs[0].bellPoll.Add(^uint32(0))
+		trs[0].unpark()
+	}()
+	yields.Store(0)
+	ended := make(chan struct{})
+	go func() {
+		trs[1].PollUntil(never, time.Hour)
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a caller beside a stalled peer kept polling")
+	}
+	if yields.Load() == 0 {
+		t.Fatal("a caller beside a stalled peer never offered the core")
+	}
+	waitFor(t, "the receiver to sleep without spinning", func() bool { return !trs[1].stalled.Load() && trs[1].receiverIdle() })
 }
