@@ -18,21 +18,28 @@ import (
 // piece placed at the wrong offset shows.
 const period = 251
 
-// fill writes the pattern into b by doubling copies (a byte-by-byte loop
-// costs seconds per GiB).
+// chunk is the most fill copies at once: a multiple of period.
+const chunk = period << 12
+
+// fill writes the pattern into b by copies of what is written already (a
+// byte-by-byte loop costs seconds per GiB), each of at most chunk bytes.
+// One copy of a GiB is one memmove the runtime cannot preempt: with
+// ftmpirun's GOMAXPROCS=1 it held the rank's only P for over 10 s at load
+// 27 on 2 cores, the transport's goroutines did not run, and a peer's
+// accept loop closed the rank's unfinished handshake (the job failed).
 func fill(b []byte) {
 	n := min(len(b), period)
 	for k := range n {
 		b[k] = byte(k*31 + 7)
 	}
-	for done := n; done < len(b); done *= 2 {
-		copy(b[done:], b[:done])
+	for done := n; done < len(b); {
+		done += copy(b[done:], b[:min(done, chunk)])
 	}
 }
 
 // intact reports whether b holds the pattern.
 func intact(b []byte) bool {
-	ref := make([]byte, min(len(b), period<<12))
+	ref := make([]byte, min(len(b), chunk))
 	fill(ref)
 	for off := 0; off < len(b); off += len(ref) {
 		end := min(off+len(ref), len(b))
