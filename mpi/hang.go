@@ -19,7 +19,7 @@ func (w *World) hangDelegate() rte.HangDelegate {
 	return rte.HangDelegate{
 		Calls: w.calls,
 		Members: func() []int {
-			if w.world == nil || w.spares.IsSpare() {
+			if w.world == nil || w.rt.Spares.IsSpare() {
 				return nil
 			}
 			return w.world.memberWorldRanks()

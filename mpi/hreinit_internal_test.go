@@ -223,7 +223,7 @@ func TestHeadlessDecisionFramesChecked(t *testing.T) {
 	s.rt.Ctl.Dispatch(0, h, stale.Encode(nil))
 	j.w[0].rt.Ctl.Dispatch(1, h, stale.Encode(nil)) // to a rank: ignored
 	select {
-	case o := <-s.spares.Outcome():
+	case o := <-s.rt.Spares.Outcome():
 		t.Fatalf("the spare acted on a stale or malformed decision: %+v", o)
 	default:
 	}

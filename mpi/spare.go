@@ -9,7 +9,6 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
 	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
@@ -23,11 +22,10 @@ import (
 // survivors' side is Comm.Replace, which runs the repair's agreements
 // here and builds the repaired communicator.
 
-// spareState is a World's part in spares: the driver
-// (internal/rte/sparedrive: the spare's machine, the pool, activations)
-// and what the World's own goroutines read.
+// spareState is a World's part in spares besides the runtime's driver
+// (rte.Rank.Spares, internal/rte/sparedrive: the spare's machine, the
+// pool, activations): what the World's own goroutines read.
 type spareState struct {
-	*sparedrive.Spares
 	// isSpare: this World waits in Init as a spare (set at the start,
 	// cleared by becomeRank; read and written by the Init goroutine only:
 	// other goroutines ask the driver, IsSpare).
@@ -43,18 +41,11 @@ type launcherTake struct {
 	next             *rte.ReinitState // without a head: the ranks' decision of a new epoch (hreinit.go); the other fields unused
 }
 
-// onLauncherSpare handles the launcher's events for a spare (rte.Hooks.Spare).
+// onLauncherSpare hands the launcher's events for a spare to the runtime
+// (rte.Hooks.Spare; rte.Rank.LauncherSpare).
 func (w *World) onLauncherSpare(ev boot.Event) {
-	switch ev.Kind {
-	case boot.EventRelease:
-		w.spares.LauncherRelease()
-	case boot.EventActivate:
-		// Held by a repair of the ranks: under --on-failure reinit the
-		// spares are the launcher's, so this is a program that also
-		// called Replace. The launcher counts it as the rank's now.
-		if err := w.spares.LauncherTake(sparedrive.Take{Rank: ev.Rank, Inc: ev.Incarnation, Epoch: ev.Epoch}); err != nil {
-			w.logf("%v", err)
-		}
+	if err := w.rt.LauncherSpare(ev); err != nil {
+		w.logf("%v", err)
 	}
 }
 
@@ -63,7 +54,6 @@ func (w *World) onLauncherSpare(ev boot.Event) {
 // ctl.Spare frames are the runtime's): isSpare makes w a spare that
 // waits (awaitActivation).
 func (w *World) initSpares(isSpare bool) {
-	w.spares.Spares = w.rt.Spares
 	w.spares.isSpare = isSpare
 	if isSpare {
 		w.spares.killed = make(chan struct{})
@@ -99,10 +89,10 @@ var errSpareEnded = errors.New("the job cannot continue")
 func (w *World) awaitActivation() (*launcherTake, error) {
 	s := &w.spares
 	select {
-	case o := <-s.Outcome():
+	case o := <-w.rt.Spares.Outcome():
 		switch {
 		case o.Act != nil:
-			return nil, w.becomeRank(o.Act)
+			return nil, w.becomeRank(o.Act.Name, o.Act.Pair, o.Act.Members, o.Act.Rank)
 		case o.Take != nil:
 			return &launcherTake{rank: o.Take.Rank, inc: o.Take.Inc, epoch: o.Take.Epoch}, nil
 		case o.Next != nil:
@@ -124,15 +114,15 @@ func (w *World) awaitActivation() (*launcherTake, error) {
 // communicator: it claims the agreed context pair (free at a spare: it
 // never created a communicator) and the communicator becomes its
 // CommWorld.
-func (w *World) becomeRank(a *sparedrive.Activation) error {
+func (w *World) becomeRank(name string, pair int, members []int, rank int) error {
 	if r := w.trc; r != nil {
-		r.Instant(trace.CatRepair, trace.NameSpare, map[string]any{"proc": w.rank, "comm": a.Name, "rank": a.Rank})
+		r.Instant(trace.CatRepair, trace.NameSpare, map[string]any{"proc": w.rank, "comm": name, "rank": rank})
 	}
-	if !w.ctxTable().claim([]int{a.Pair}) {
-		return fmt.Errorf("the context id %d of the repaired communicator is in use", a.Pair)
+	if !w.ctxTable().claim([]int{pair}) {
+		return fmt.Errorf("the context id %d of the repaired communicator is in use", pair)
 	}
-	nc := newDerived(w.world, a.Name, a.Pair, a.Members, a.Rank)
-	w.spares.Promote()
+	nc := newDerived(w.world, name, pair, members, rank)
+	w.rt.Spares.Promote()
 	w.spares.isSpare = false
 	w.replacement = nc
 	w.world = nc
@@ -149,12 +139,12 @@ func (w *World) Replacement() *Comm { return w.replacement }
 
 // Spares returns the spare processes this process still counts as
 // available (process ids): no MPI counterpart (Fenix's spare pool).
-func (w *World) Spares() []int { return w.spares.Available() }
+func (w *World) Spares() []int { return w.rt.Spares.Available() }
 
 // releaseSpares tells every spare this rank knows of that the job ends
 // (called by Finalize): a waiting spare leaves Init; a held or taken one
 // ignores it.
-func (w *World) releaseSpares() { w.spares.Release() }
+func (w *World) releaseSpares() { w.rt.Spares.Release() }
 
 // replaceAttempts bounds how often Replace starts over after a failure
 // during the repair or a spare that another repair took first.

@@ -22,7 +22,7 @@ func (w *World) heartbeatRing(starters []int) []int {
 	} else {
 		ring = append(ring, w.world.memberWorldRanks()...)
 	}
-	for _, p := range w.spares.Pool() {
+	for _, p := range w.rt.Spares.Pool() {
 		if w.net != nil {
 			if !w.net.Known(p) {
 				continue // not in this Reinit epoch: the launcher watches it

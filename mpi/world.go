@@ -195,10 +195,10 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 	w.rt.Start()
 	// A loss reaches every part that cares by subscription, in this order
 	// (the failure order first: the others read it).
-	w.subscribeFT()                                                     // failure order, revocation overlays, agreements, models, a batch at a time (ft.go)
-	w.rt.SubscribeLost(func(peer int, _ error) { w.spares.Lost(peer) }) // a spare held by a repair whose survivors all failed (spare.go)
-	w.rt.SubscribeLost(func(int, error) { w.rt.Fence().Wake() })        // a Finalize waiting for the peer need not any more (finalize.go)
-	w.rt.SubscribeLost(func(peer int, _ error) { w.hreinitLost(peer) }) // without a head, a failure ends the Reinit epoch (hreinit.go)
+	w.subscribeFT()                                                        // failure order, revocation overlays, agreements, models, a batch at a time (ft.go)
+	w.rt.SubscribeLost(func(peer int, _ error) { w.rt.Spares.Lost(peer) }) // a spare held by a repair whose survivors all failed (spare.go)
+	w.rt.SubscribeLost(func(int, error) { w.rt.Fence().Wake() })           // a Finalize waiting for the peer need not any more (finalize.go)
+	w.rt.SubscribeLost(func(peer int, _ error) { w.hreinitLost(peer) })    // without a head, a failure ends the Reinit epoch (hreinit.go)
 	wsize := universe
 	if members != nil {
 		wsize = len(members)

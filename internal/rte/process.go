@@ -13,7 +13,12 @@
 // control frames in internal/rte/ctl. NewRank builds and registers the
 // drivers the API does not run itself (hang reports, the headless Finalize
 // fence, spares, headless Reinit's frames) and registers the API's
-// handlers of the other control frames (Frames).
+// handlers of the other control frames (Frames). A communicator's
+// fault-tolerance state is the runtime's too (CommFT, from
+// Rank.NewCommFT: its overlay, revocation and agreements, and the
+// agreements of the API's fault-tolerance calls in flags, process ids and
+// bitmap words, with a Replace attempt's spare side); the API keeps the
+// communicators, their context ids and the order failures became known.
 //
 // The package must not import mpi: the World of an epoch is a type
 // parameter, what the runtime does to it goes through Hooks, and what a

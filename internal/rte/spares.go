@@ -1,6 +1,7 @@
 package rte
 
 import (
+	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -32,4 +33,21 @@ func (r *Rank) onSpare(from int, h transport.Header, payload []byte) {
 	if err := r.Spares.Handle(from, h, payload); err != nil {
 		r.Diag().Logf("%v", err)
 	}
+}
+
+// LauncherSpare hands the launcher's events for a spare to the driver
+// (no MPI counterpart; the API's rte.Hooks.Spare): boot.EventRelease, the
+// job ends without it; boot.EventActivate, the launcher took it as a
+// rank's new incarnation (under --on-failure reinit the spares are the
+// launcher's, so a spare held by a repair of the ranks belongs to a
+// program that also called Replace; the launcher counts it as the rank's
+// now). Other events are ignored. The error says why a take was refused.
+func (r *Rank) LauncherSpare(ev boot.Event) error {
+	switch ev.Kind {
+	case boot.EventRelease:
+		r.Spares.LauncherRelease()
+	case boot.EventActivate:
+		return r.Spares.LauncherTake(sparedrive.Take{Rank: ev.Rank, Inc: ev.Incarnation, Epoch: ev.Epoch})
+	}
+	return nil
 }
