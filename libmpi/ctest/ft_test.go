@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
 // Fault tolerance from C: ULFM (seed 002 appendix A), run-through
@@ -49,12 +51,26 @@ func runFT(t *testing.T, bin, want string, cases []ftCase, args ...string) {
 			for _, s := range tc.inject {
 				flags = append(flags, "--inject", s)
 			}
-			r := runC(t, tc.np, flags, bin, tmpArgs(t, args)...)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
-			}
-			if n := strings.Count(r.Stderr, "ftmpirun: injected kill"); n != len(tc.inject) {
-				t.Fatalf("%d injected kills reported, want %d\nstdout:\n%s\nstderr:\n%s", n, len(tc.inject), r.Stdout, r.Stderr)
+			// A kill tied to a line can land after its rank called MPI_Finalize
+			// (these jobs last 0.3 s; the runthrough's kill at "block 20 done"
+			// did at load 30): the launcher does not count it as a failure
+			// (no "continuing" line) and the job runs as if failure-free, not
+			// the case under test. Only such a run is tried again, at most
+			// twice; a kill that counted as a failure is checked in full.
+			var r jobtest.Result
+			for try := 1; ; try++ {
+				r = runC(t, tc.np, flags, bin, tmpArgs(t, args)...)
+				if r.Code != 0 {
+					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+				}
+				if n := strings.Count(r.Stderr, "ftmpirun: injected kill"); n != len(tc.inject) {
+					t.Fatalf("%d injected kills reported, want %d\nstdout:\n%s\nstderr:\n%s", n, len(tc.inject), r.Stdout, r.Stderr)
+				}
+				counted := strings.Count(r.Stderr, "; continuing (--on-failure continue)")
+				if tc.policy != "continue" || counted >= len(tc.inject) || try == 3 {
+					break
+				}
+				t.Logf("try %d: %d of %d injected kills landed after their rank's MPI_Finalize; again\nstderr:\n%s", try, len(tc.inject)-counted, len(tc.inject), r.Stderr)
 			}
 			if got := resultOf(t, r.Stdout); got != want {
 				t.Fatalf("result %q, want the failure-free %q\nstdout:\n%s\nstderr:\n%s", got, want, r.Stdout, r.Stderr)
