@@ -23,7 +23,7 @@ func TestLargeTransferRaisesNoSuspicion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves 1 GiB")
 	}
-	out := buildOnce(t, "bigxfer", "./testdata/bigxfer")
+	out := buildOnce(t, "bigxfer")
 	if jobtest.RaceEnabled {
 		// Measured: with the ranks built with -race, both ranks go without
 		// each other's heartbeats for over 1.5 s during this transfer (the
@@ -65,7 +65,7 @@ func TestMessageAbove2GiB(t *testing.T) {
 	if jobtest.RaceEnabled {
 		t.Skip("ranks built with -race need several GiB of shadow memory for 2 GiB buffers")
 	}
-	out := buildOnce(t, "bigxfer", "./testdata/bigxfer")
+	out := buildOnce(t, "bigxfer")
 	const mib, extra = 2048, 3
 	r := jobtest.Run(t, 240*time.Second, nil, bin["ftmpirun"], "-n", "2", out, fmt.Sprint(mib), fmt.Sprint(extra))
 	if got, want := resultLine(t, r), fmt.Sprintf("result: bigxfer bytes=%d intact=true", mib<<20+extra); got != want {

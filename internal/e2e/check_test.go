@@ -11,7 +11,7 @@ import (
 // communicator keeps working, and Finalize lists what each rank still
 // holds.
 func TestCheckModeUnderFtmpirun(t *testing.T) {
-	prog := buildOnce(t, "checkmode", "./testdata/checkmode")
+	prog := buildOnce(t, "checkmode")
 	r := ftmpirun(t, "-n", "3", "--check", "--timeout", "60s", prog)
 	show := "stdout:\n" + r.Stdout + "\nstderr:\n" + r.Stderr
 	if r.Code != 0 {

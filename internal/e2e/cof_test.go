@@ -15,7 +15,7 @@ import (
 // launch L: iteration I done" every 100 of the 1500 iterations, and each
 // kill fires at one such line (the second one in the relaunch).
 func TestCheckpointOnFailureExample(t *testing.T) {
-	cof := buildOnce(t, "cof", "../../examples/cof")
+	cof := buildOnce(t, "cof")
 	job := func(dir string) []string { return []string{cof, "-dir", dir, "-progress"} }
 	base := ftmpirunQuickExit(t, append([]string{"-n", "4", "--timeout", "60s"}, job(t.TempDir())...)...)
 	if base.Code != 0 {

@@ -23,7 +23,7 @@ func TestCollectivesAgreeAcrossAffinityAndGOMAXPROCS(t *testing.T) {
 	if err := exec.Command("taskset", "-c", "0", "true").Run(); err != nil {
 		t.Skipf("taskset unavailable: %v", err)
 	}
-	prog := buildOnce(t, "collcheck", "./testdata/collcheck")
+	prog := buildOnce(t, "collcheck")
 	// Per rank: GOMAXPROCS and CPU mask; rank 0 may also claim more cores.
 	script := func(raiseCores bool) string {
 		raise := ""

@@ -10,8 +10,8 @@ import (
 func collExamples(t *testing.T) map[string]string {
 	t.Helper()
 	return map[string]string{
-		"jacobi": buildOnce(t, "coll/jacobi", "../../examples/jacobi"),
-		"pi":     buildOnce(t, "coll/pi", "../../examples/pi"),
+		"jacobi": buildOnce(t, "jacobi"),
+		"pi":     buildOnce(t, "pi"),
 	}
 }
 

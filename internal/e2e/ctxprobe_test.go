@@ -12,7 +12,7 @@ import (
 // and the matched-probe failure rules under a real SIGKILL
 // (testdata/ctxprobecheck), over Unix and TCP sockets.
 func TestCtxAndMatchedProbe(t *testing.T) {
-	out := buildOnce(t, "ctxprobecheck", "./testdata/ctxprobecheck")
+	out := buildOnce(t, "ctxprobecheck")
 	for _, tr := range []string{"unix", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()

@@ -37,7 +37,7 @@ func TestSenderKilledInsideMessage(t *testing.T) {
 		}
 		runs = n
 	}
-	cutcheck := buildOnce(t, "cutcheck", "./testdata/cutcheck")
+	cutcheck := buildOnce(t, "cutcheck")
 	for _, mode := range []string{"large", "medium"} {
 		t.Run(mode, func(t *testing.T) {
 			for i := range runs {

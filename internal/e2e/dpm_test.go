@@ -10,7 +10,7 @@ import (
 
 func dpmBin(t *testing.T) string {
 	t.Helper()
-	return buildOnce(t, "dpmcheck", "./testdata/dpmcheck")
+	return buildOnce(t, "dpmcheck")
 }
 
 // Seed 002 A.2.3 (1), 5.2.1; seed 003 17.10.1: the client root is
@@ -53,7 +53,7 @@ func TestConnectAcrossSpawnedJob(t *testing.T) {
 // SIGKILLed mid-session; the server notices it on the session's
 // intercommunicator, disconnects and serves the next client.
 func TestClientServerExample(t *testing.T) {
-	cs := buildOnce(t, "clientserver", "../../examples/clientserver")
+	cs := buildOnce(t, "clientserver")
 	const want = "result: tasks=12 sum=650"
 	r := reinitRun(t, "-n", "4", "--timeout", "60s", cs)
 	if r.Code != 0 || resultLine(t, r) != want {

@@ -5,9 +5,9 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,32 +15,30 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/internal/ownerdir"
 	"github.com/ftmpi/ftmpi/libmpi/ctest"
 )
 
 var bin = map[string]string{}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ftmpi-e2e-")
+	// The directory names its owner (ownerdir): one left by a run that
+	// never reached the end of TestMain (go test's -timeout panics, a
+	// kill) is removed by the next run's Make, not left to pile up (412 MB
+	// each).
+	dir, err := ownerdir.Make(os.TempDir(), "ftmpi-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	names := []string{"ftmpirun", "p2pcheck", "ring", "pingpong", "hello", "refinement", "masterworker"}
-	pkgs := []string{"../../cmd/ftmpirun", "./testdata/p2pcheck", "../../examples/ring", "../../examples/pingpong", "../../examples/hello",
-		"../../examples/refinement", "../../examples/masterworker"}
-	var outs []string
-	for _, n := range names {
-		bin[n] = filepath.Join(dir, n)
-		outs = append(outs, bin[n])
-	}
-	if err := jobtest.Build(outs, pkgs); err != nil {
+	flag.Parse() // buildAll reads -run
+	if err := buildAll(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
+		ownerdir.Remove(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	ownerdir.Remove(dir)
 	ctest.Cleanup() // the C programs and ftmpirun the C scenarios compiled
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -11,7 +11,7 @@ import (
 // other test binaries (TestMain removes that directory).
 func elemBins(t *testing.T) (check, example string) {
 	t.Helper()
-	return buildOnce(t, "elemcheck", "./testdata/elemcheck"), buildOnce(t, "particles", "../../examples/particles")
+	return buildOnce(t, "elemcheck"), buildOnce(t, "particles")
 }
 
 // Issue 12: struct elements and derived datatypes between processes, over

@@ -146,8 +146,8 @@ func eojRun(t *testing.T, np int, flags []string, prog string, args ...string) j
 
 func TestEndOfJobFaultAtEachPhase(t *testing.T) {
 	progs := map[string]string{
-		"endofjob":    buildOnce(t, "endofjob", "./testdata/endofjob"),
-		"reinit-sync": buildOnce(t, "reinit-sync", "../../examples/reinit-sync"),
+		"endofjob":    buildOnce(t, "endofjob"),
+		"reinit-sync": buildOnce(t, "reinit-sync"),
 	}
 	args := map[string][]string{"reinit-sync": {"-steps", "400", "-every", "100"}}
 	const np = 4
@@ -230,7 +230,7 @@ func TestEndOfJobFaultAtEachPhase(t *testing.T) {
 // now the launcher kills the stopped rank and the job ends with its
 // failure-free result and exit 0.
 func TestEndOfJobReinitSyncStoppedAfterFenceNP8(t *testing.T) {
-	prog := buildOnce(t, "reinit-sync", "../../examples/reinit-sync")
+	prog := buildOnce(t, "reinit-sync")
 	args := []string{"-steps", "400", "-every", "100"}
 	base := eojRun(t, 8, []string{"--on-failure", "reinit"}, prog, args...)
 	if base.Code != 0 {
@@ -258,7 +258,7 @@ func TestEndOfJobReinitSyncStoppedAfterFenceNP8(t *testing.T) {
 func TestEndOfJobHydraStoppedRank(t *testing.T) {
 	h := hydra(t)
 	g := guard(t)
-	prog := buildOnce(t, "endofjob", "./testdata/endofjob")
+	prog := buildOnce(t, "endofjob")
 	for _, ph := range []string{"finalize", "finalize-fenced", "finalized"} {
 		t.Run(ph, func(t *testing.T) {
 			env := hydraEnv("FTMPI_INJECT=stop:rank=1,at="+ph, "TMPDIR="+t.TempDir())

@@ -10,7 +10,7 @@ import (
 // other test binaries.
 func fileBins(t *testing.T) (check, ckptfile string) {
 	t.Helper()
-	return buildOnce(t, "filecheck", "./testdata/filecheck"), buildOnce(t, "ckptfile", "../../examples/ckptfile")
+	return buildOnce(t, "filecheck"), buildOnce(t, "ckptfile")
 }
 
 // Issue 16: a collective write through a strided view across processes,

@@ -17,7 +17,7 @@ const hangExitCode = 125
 // fault, then ends with exit code 125 (--hang-timeout, --hang-action
 // abort by default).
 func TestHangReportUnderFtmpirun(t *testing.T) {
-	prog := buildOnce(t, "hangcheck", "./testdata/hangcheck")
+	prog := buildOnce(t, "hangcheck")
 	for _, tc := range []struct {
 		mode  string
 		n     int
@@ -69,7 +69,7 @@ func checkHangReport(t *testing.T, r jobtest.Result, want []string) {
 // --timeout prints the report before the kill (no --hang-timeout): the
 // job still ends with the timeout's 124.
 func TestHangReportOnTimeout(t *testing.T) {
-	prog := buildOnce(t, "hangcheck", "./testdata/hangcheck")
+	prog := buildOnce(t, "hangcheck")
 	r := jobtest.Run(t, 90*time.Second, nil, bin["ftmpirun"], "-n", "2", "--timeout", "3s", prog, "deadlock")
 	show := "stdout:\n" + r.Stdout + "\nstderr:\n" + r.Stderr
 	if r.Code != 124 {
@@ -87,7 +87,7 @@ func TestHangReportOnTimeout(t *testing.T) {
 func TestHangReportUnderHydra(t *testing.T) {
 	h := hydra(t)
 	g := guard(t)
-	prog := buildOnce(t, "hangcheck", "./testdata/hangcheck")
+	prog := buildOnce(t, "hangcheck")
 	for _, tc := range []struct {
 		mode string
 		args []string

@@ -30,7 +30,7 @@ import (
 // refused with its reason logged, and the job prints its failure-free
 // result.
 func TestHostileShmSetUp(t *testing.T) {
-	prog := buildOnce(t, "hostileshm", "./testdata/hostileshm")
+	prog := buildOnce(t, "hostileshm")
 	const np = 4
 	mark := jobtest.NewMark(t)
 	goFile := filepath.Join(t.TempDir(), "go")

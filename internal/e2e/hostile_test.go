@@ -55,7 +55,7 @@ type hostileJob struct {
 // exist before, and the flood must not make a rank miss its heartbeats.
 func startHostileJob(t *testing.T, tr string, detector bool) *hostileJob {
 	t.Helper()
-	prog := buildOnce(t, "hostilejob", "./testdata/hostilejob")
+	prog := buildOnce(t, "hostilejob")
 	j := &hostileJob{mark: jobtest.NewMark(t), goFile: filepath.Join(t.TempDir(), "go"), pids: map[int]int{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	cmd := exec.CommandContext(ctx, "sh", "-c", `ulimit -n `+strconv.Itoa(hostileNoFile)+` && exec "$0" "$@"`,

@@ -36,7 +36,7 @@ func hydra(t *testing.T) string {
 }
 
 // guard builds cmd/ftmpi-guard once.
-func guard(t *testing.T) string { return buildOnce(t, "ftmpi-guard", "../../cmd/ftmpi-guard") }
+func guard(t *testing.T) string { return buildOnce(t, "ftmpi-guard") }
 
 // hydraEnv is the environment of a hydra job: quick exits under -race.
 func hydraEnv(extra ...string) []string {

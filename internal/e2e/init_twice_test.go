@@ -15,7 +15,7 @@ import (
 // World keeps working (a barrier and an allreduce over it, then Finalize).
 // An Init after Finalize is an error that says so.
 func TestInitTwiceIsAnError(t *testing.T) {
-	prog := buildOnce(t, "initcheck", "./testdata/initcheck")
+	prog := buildOnce(t, "initcheck")
 	check := func(t *testing.T, r jobtest.Result, size int) {
 		t.Helper()
 		want := fmt.Sprintf("result: second-init world=false other=true rule=true; first world size=%d sum=%d err=<nil>", size, size)

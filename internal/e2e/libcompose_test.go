@@ -10,7 +10,7 @@ import (
 // re-creates both libraries and resumes from its last checkpoint. Same
 // result line as without the failure, exit code 0, nothing left behind.
 func TestLibcomposeExampleSurvivesKill(t *testing.T) {
-	prog := buildOnce(t, "libcompose/libcompose", "../../examples/libcompose")
+	prog := buildOnce(t, "libcompose")
 	// -progress: the lowest rank prints "checkpoint at step S agreed", and
 	// the kill is tied to that line, not to a time.
 	job := []string{prog, "-n", "48", "-steps", "60", "-ckpt", "10", "-delay", "15ms", "-progress"}

@@ -79,7 +79,7 @@ func probes(t *testing.T, r jobtest.Result, want int) map[int]probe {
 // ftmpirun's stdin goes to rank 0, as mpirun's; the others read nothing.
 func TestMpirunStdinToRankZero(t *testing.T) {
 	t.Parallel()
-	probe := buildOnce(t, "ioprobe", "./testdata/ioprobe")
+	probe := buildOnce(t, "ioprobe")
 	ps := probes(t, runIn(t, "line one\nline two\n", "-n", "3", probe), 3)
 	if ps[0].stdin != "line one\nline two\n" || ps[1].stdin != "" || ps[2].stdin != "" {
 		t.Fatalf("stdin by rank: %+v", ps)
@@ -89,7 +89,7 @@ func TestMpirunStdinToRankZero(t *testing.T) {
 // --wd DIR (Open MPI's spelling of --wdir) and -N: N ranks on the host.
 func TestMpirunWdAndPerNode(t *testing.T) {
 	t.Parallel()
-	probe := buildOnce(t, "ioprobe", "./testdata/ioprobe")
+	probe := buildOnce(t, "ioprobe")
 	dir := t.TempDir()
 	ps := probes(t, runIn(t, "", "-N", "2", "--allow-run-as-root", "--wd", dir, probe), 2)
 	for r, p := range ps {
@@ -104,7 +104,7 @@ func TestMpirunWdAndPerNode(t *testing.T) {
 // stderr goes to stdout (and to the stdout file).
 func TestMpirunOutputFilename(t *testing.T) {
 	t.Parallel()
-	probe := buildOnce(t, "ioprobe", "./testdata/ioprobe")
+	probe := buildOnce(t, "ioprobe")
 	dir := filepath.Join(t.TempDir(), "out")
 	r := runIn(t, "", "-n", "2", "--output-filename", dir, probe)
 	probes(t, r, 2)
@@ -140,7 +140,7 @@ func TestMpirunOutputFilename(t *testing.T) {
 // --timestamp-output prefixes every line with its time, before the tag.
 func TestMpirunTimestampOutput(t *testing.T) {
 	t.Parallel()
-	probe := buildOnce(t, "ioprobe", "./testdata/ioprobe")
+	probe := buildOnce(t, "ioprobe")
 	r := runIn(t, "", "-n", "2", "--timestamp-output", "--tag-output", probe)
 	probes(t, r, 2)
 	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6} \[[01]\] rank [01] `)
@@ -165,7 +165,7 @@ func TestMpirunTimestampOutput(t *testing.T) {
 // one --report-bindings names; --bind-to none leaves them unbound.
 func TestMpirunBindToCore(t *testing.T) {
 	t.Parallel()
-	probe := buildOnce(t, "ioprobe", "./testdata/ioprobe")
+	probe := buildOnce(t, "ioprobe")
 	self := ""
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {

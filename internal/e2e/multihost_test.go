@@ -361,7 +361,7 @@ func TestMultiHostHeadIsolated(t *testing.T) {
 // the failure-free one.
 func TestMultiHostRestartWithoutLostHost(t *testing.T) {
 	h := multiHostHosts(t)
-	cof := buildOnce(t, "cof", "../../examples/cof")
+	cof := buildOnce(t, "cof")
 	base := ftmpirunQuickExit(t, "-n", "4", "--timeout", "60s", cof, "-dir", t.TempDir(), "-progress")
 	if base.Code != 0 {
 		t.Fatalf("failure-free run: exit %d\n%s\n%s", base.Code, base.Stdout, base.Stderr)

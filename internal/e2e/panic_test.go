@@ -14,7 +14,7 @@ import (
 // and its stack are printed, the rank dies of it, and the job ends as
 // with any failed process, under every policy.
 func TestPanicUnderDeferredFinalize(t *testing.T) {
-	prog := buildOnce(t, "panicfinalize", "./testdata/panicfinalize")
+	prog := buildOnce(t, "panicfinalize")
 	for _, policy := range []string{"", "continue"} {
 		name := policy
 		if name == "" {
@@ -58,7 +58,7 @@ const panicExitCode = 2
 // before the panicking rank's exit. The job's code is the root cause's,
 // the panic's 2, in every run.
 func TestPanicExitCodeIsAlwaysTheSame(t *testing.T) {
-	prog := buildOnce(t, "panicfinalize", "./testdata/panicfinalize")
+	prog := buildOnce(t, "panicfinalize")
 	var codes []int
 	for i := 0; i < 5; i++ {
 		r := eojRun(t, 3, nil, prog, "-nodefer")
@@ -79,7 +79,7 @@ func TestPanicExitCodeIsAlwaysTheSame(t *testing.T) {
 // rank 1 failed: rank 1 (pid ...)"), and the job's code is still the
 // panic's.
 func TestPanicSurvivorsErrorNamesTheRankOnce(t *testing.T) {
-	prog := buildOnce(t, "panicfinalize", "./testdata/panicfinalize")
+	prog := buildOnce(t, "panicfinalize")
 	r := eojRun(t, 3, []string{"--on-failure", "continue"}, prog, "-nodefer")
 	show := "stdout:\n" + r.Stdout + "\nstderr:\n" + r.Stderr
 	if r.Code != panicExitCode {

@@ -12,7 +12,7 @@ import (
 // send completes with ErrRevoked; after Shrink a persistent all-reduction
 // on the new communicator works at both survivors.
 func TestPersistentRequestsUnderSIGKILL(t *testing.T) {
-	r := ftmpirun(t, "-n", "3", "--on-failure", "continue", buildOnce(t, "persistcheck", "./testdata/persistcheck"))
+	r := ftmpirun(t, "-n", "3", "--on-failure", "continue", buildOnce(t, "persistcheck"))
 	want := "result: persist echo=ok recv=procfailed send=procfailed allreduce=procfailed wild=pending-then-ok revoked=revoked shrunk=ok rank2=ok"
 	if got := resultLine(t, r); got != want || r.Code != 0 {
 		t.Fatalf("exit %d, got %q, want %q\nstderr:\n%s", r.Code, got, want, r.Stderr)

@@ -16,9 +16,9 @@ import (
 func reinitBins(t *testing.T) map[string]string {
 	t.Helper()
 	return map[string]string{
-		"reinitcheck":  buildOnce(t, "reinitcheck", "./testdata/reinitcheck"),
-		"reinit-async": buildOnce(t, "reinit-async", "../../examples/reinit-async"),
-		"reinit-sync":  buildOnce(t, "reinit-sync", "../../examples/reinit-sync"),
+		"reinitcheck":  buildOnce(t, "reinitcheck"),
+		"reinit-async": buildOnce(t, "reinit-async"),
+		"reinit-sync":  buildOnce(t, "reinit-sync"),
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 // rmaBin builds testdata/rmacheck next to the other test binaries.
 func rmaBin(t *testing.T) string {
 	t.Helper()
-	return buildOnce(t, "rmacheck", "./testdata/rmacheck")
+	return buildOnce(t, "rmacheck")
 }
 
 // Issue 16: a Put+Fence halo exchange between processes, over both socket

@@ -10,8 +10,8 @@ import (
 func rmaExamples(t *testing.T) map[string]string {
 	t.Helper()
 	return map[string]string{
-		"halo-rma": buildOnce(t, "halo-rma", "../../examples/halo-rma"),
-		"counter":  buildOnce(t, "counter", "../../examples/counter"),
+		"halo-rma": buildOnce(t, "halo-rma"),
+		"counter":  buildOnce(t, "counter"),
 	}
 }
 

@@ -31,7 +31,7 @@ import (
 // sockets. Every attempt is refused and logged with its reason, and the job
 // finishes with its normal result.
 func TestRogueClientsCannotJoin(t *testing.T) {
-	prog := buildOnce(t, "roguecheck", "./testdata/roguecheck")
+	prog := buildOnce(t, "roguecheck")
 	for _, tr := range []string{"unix", "tcp"} {
 		t.Run(tr, func(t *testing.T) { rogueRun(t, prog, tr) })
 	}
@@ -262,7 +262,7 @@ func tcpListener(t *testing.T, pid int) string {
 // rank closes that connection with the defect in its log, nothing panics,
 // and the two real ranks finish their exchange.
 func TestHostileMemberFramesCloseConnection(t *testing.T) {
-	prog := buildOnce(t, "hostilecheck", "./testdata/hostilecheck")
+	prog := buildOnce(t, "hostilecheck")
 	r := ftmpirun(t, "-n", "3", "--transport", "unix", "--timeout", "80s", prog)
 	if r.Code != 0 || resultLine(t, r) != "result: ranks 0 and 1 exchanged sum=5050" || !strings.Contains(r.Stdout, "hostile: both connections closed") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)

@@ -20,7 +20,7 @@ import (
 // binaries (TestMain removes that directory).
 func rtBins(t *testing.T) (rtcheck, example string) {
 	t.Helper()
-	return buildOnce(t, "rtcheck", "./testdata/rtcheck"), buildOnce(t, "runthrough", "../../examples/runthrough")
+	return buildOnce(t, "rtcheck"), buildOnce(t, "runthrough")
 }
 
 // rankLines splits "[r] text" lines of stdout by rank.

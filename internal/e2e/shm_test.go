@@ -20,7 +20,7 @@ import (
 
 func shmBin(t *testing.T) string {
 	t.Helper()
-	return buildOnce(t, "shmcheck", "./testdata/shmcheck")
+	return buildOnce(t, "shmcheck")
 }
 
 // shmJob is a running ftmpirun and its output lines.

@@ -15,7 +15,7 @@ import (
 // the job, spares included: a stopped spare nobody watched hung it).
 
 // sparewatch builds testdata/sparewatch once.
-func sparewatch(t *testing.T) string { return buildOnce(t, "sparewatch", "./testdata/sparewatch") }
+func sparewatch(t *testing.T) string { return buildOnce(t, "sparewatch") }
 
 const sparewatchResult = "result: ranks=4 spares 1 -> 0, known at 4 of 4 ranks"
 

@@ -12,7 +12,7 @@ import (
 
 func spawnCheck(t *testing.T) string {
 	t.Helper()
-	return buildOnce(t, "spawncheck", "./testdata/spawncheck")
+	return buildOnce(t, "spawncheck")
 }
 
 func TestSpawnIntercommAndMerge(t *testing.T) {

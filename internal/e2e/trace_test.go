@@ -17,7 +17,7 @@ import (
 // renders a page with every rank's lane and every phase.
 func TestTraceOfTheDemoHasEveryRankAndPhase(t *testing.T) {
 	b := collExamples(t)
-	tool := buildOnce(t, "ftmpi-trace", "../../cmd/ftmpi-trace")
+	tool := buildOnce(t, "ftmpi-trace")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "demo.json")
 	// The kill is tied to rank 0's checkpoint line (-progress), not to a

@@ -11,7 +11,7 @@ import (
 // at the survivors, the communicator shrunk, and the step redone; the
 // statistics line names the lost ranks.
 func TestTxnExampleSurvivesKills(t *testing.T) {
-	prog := buildOnce(t, "txn", "../../examples/txn")
+	prog := buildOnce(t, "txn")
 	args := []string{"-n", "200000", "-chunk", "10000", "-pace", "10ms", "-progress"} // 20 steps: a kill has 13 steps to land
 	base := ftmpirun(t, append([]string{"-n", "4", prog}, args...)...)
 	if base.Code != 0 {

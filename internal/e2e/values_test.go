@@ -15,7 +15,7 @@ import (
 // AllreduceValue fails at every survivor, and the survivors shrink and
 // count again.
 func TestValuesExample(t *testing.T) {
-	prog := buildOnce(t, "values", "../../examples/values")
+	prog := buildOnce(t, "values")
 	single := jobtest.Run(t, 60*time.Second, nil, prog)
 	mustSucceed(t, single)
 	want := resultLine(t, single)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/cbuild"
 	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/internal/ownerdir"
 )
 
 var (
@@ -40,7 +41,7 @@ func setup() {
 		initErr = err
 		return
 	}
-	work, err = os.MkdirTemp("", "ftmpi-ctest-")
+	work, err = ownerdir.Make(os.TempDir(), "ftmpi-ctest-") // a test binary killed before Cleanup leaves it to the next one's sweep
 	if err != nil {
 		initErr = err
 		return
@@ -68,7 +69,7 @@ func (e *buildErr) Error() string { return e.err.Error() + "\n" + e.log }
 // Cleanup removes what the tests compiled (TestMain calls it).
 func Cleanup() {
 	if work != "" {
-		os.RemoveAll(work)
+		ownerdir.Remove(work)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/jobtest"
+	"github.com/ftmpi/ftmpi/internal/ownerdir"
 	"github.com/ftmpi/ftmpi/internal/slurmtest"
 	"github.com/ftmpi/ftmpi/libmpi/ctest"
 	"go.uber.org/goleak"
@@ -39,7 +40,10 @@ const nodes = 3
 var bin = map[string]string{}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ftmpi-slurm-")
+	// Named for its owner (ownerdir): one left by a run that never reached
+	// the end of TestMain (go test's -timeout, a kill) is removed by the
+	// next run. Not "ftmpi-slurm-": the checkpoint directories' prefix.
+	dir, err := ownerdir.Make(os.TempDir(), "ftmpi-slurmbin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -69,7 +73,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "slurm cluster teardown:", err)
 		code = 1
 	}
-	os.RemoveAll(dir)
+	ownerdir.Remove(dir)
 	ctest.Cleanup() // the C programs and ftmpirun the C scenarios compiled
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
