@@ -618,9 +618,7 @@ func TestSplit1024Ranks(t *testing.T) {
 		d.Free()
 		return s.Free()
 	})
-	el := time.Since(start)
-	t.Logf("1024-rank split + dup in %v", el)
-	if el > 20*time.Second {
-		t.Errorf("1024-rank split took %v", el)
-	}
+	// Logged, not bounded: a wall-clock bound (20 s) failed the full -race
+	// run of this package at load ~30 (36.5 s; 7.9 s alone at load 17).
+	t.Logf("1024-rank split + dup in %v", time.Since(start))
 }
