@@ -19,8 +19,9 @@ import (
 // ranks, or the job ends without needing them. The spare's side of the
 // protocol is the pure machine of internal/ft/spare, driven by
 // internal/rte/sparedrive (ctl.Spare frames, the pool, activations); the
-// survivors' side is Comm.Replace, which runs the repair's agreements
-// here and builds the repaired communicator.
+// survivors' side is Comm.Replace, whose agreements and leader's picks
+// the runtime runs (rte.CommFT: AgreeFailed, Replace) and which decides
+// the survivors and context ids and builds the repaired communicator.
 
 // spareState is a World's part in spares besides the runtime's driver
 // (rte.Rank.Spares, internal/rte/sparedrive: the spare's machine, the
