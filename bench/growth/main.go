@@ -86,6 +86,14 @@ func ops() []op {
 			func(n int, seed uint64) (growth.Row, error) {
 				return growth.Spare(growth.SpareCase{N: n, Failed: pct(n, seed)})
 			}},
+		{"spare", "replace-1pct-2-tellers-fail", 65536, "two agreements (see agree); the leader and the next survivor fail after their Commit",
+			func(n int, seed uint64) (growth.Row, error) {
+				return growth.Spare(growth.SpareCase{N: n, Failed: pct(n, seed), TellersFail: 2})
+			}},
+		{"spare", "replace-1pct-commit-from-every", 65536, "every survivor commits every spare (before 2026-11-29): n-k Commits at a spare",
+			func(n int, seed uint64) (growth.Row, error) {
+				return growth.Spare(growth.SpareCase{N: n, Failed: pct(n, seed), CommitFromEvery: true})
+			}},
 		{"policy", "reinit-epoch-1", 1048576, "",
 			func(n int, _ uint64) (growth.Row, error) { return growth.ReinitLauncher(n, []int{n / 2}) }},
 		{"policy", "reinit-epoch-1pct", 65536, "one epoch per failure, each noticed to every rank and followed by a look at every process: n^2/100 steps of the head (minutes at 262,144)",

@@ -12,10 +12,17 @@ import (
 type SpareCase struct {
 	N      int
 	Failed []int
-	// CommitFromLeader: only the leader sends Commit to the spares
-	// instead of every survivor (what the runtime does today, see Spare).
-	// A variant to measure, not what ftmpi runs.
-	CommitFromLeader bool
+	// CommitFromEvery: every survivor sends Commit to every spare (the
+	// protocol before commit from the leader, n-k Commits at a spare), a
+	// variant to compare; by default the survivors tell the spares
+	// through spare.Outbox as the runtime does: the leader only, the next
+	// survivor once the ones before it are known failed.
+	CommitFromEvery bool
+	// TellersFail: the first TellersFail survivors fail right after their
+	// Commit went out, and the others learn each failure (the worst case
+	// of the hand-over: every failed teller's Commit still arrives, and so
+	// does the next one's).
+	TellersFail int
 }
 
 // Spare measures one repair attempt from spares as mpi/spare.go runs it
@@ -23,10 +30,13 @@ type SpareCase struct {
 // after the revoke) on who failed; the leader, the lowest survivor, sends
 // Activate to one spare per failed rank (its payload lists the survivors)
 // and each spare's spare.Machine answers Accept; a second agreement carries
-// the leader's word; then every survivor sends Commit to every picked
-// spare, whose Machine returns from Init as the rank. Rounds is the
-// critical path: both agreements' rounds plus Activate, Accept and Commit.
-// Processes 0..N-1 are the ranks, N.. the spares.
+// the leader's word; then each survivor hands Commit to its spare.Outbox
+// (internal/rte/sparedrive does the same): the leader's is due at once and
+// reaches every picked spare, whose Machine returns from Init as the rank;
+// another survivor's only once every survivor before it is known failed
+// (TellersFail). Rounds is the critical path: both agreements' rounds plus
+// Activate, Accept and Commit. Processes 0..N-1 are the ranks, N.. the
+// spares.
 func Spare(c SpareCase) (Row, error) {
 	n, k := c.N, len(c.Failed)
 	row := Row{Protocol: "spare", Op: "replace-from-spares", N: n, Failures: k}
@@ -71,30 +81,59 @@ func Spare(c SpareCase) (Row, error) {
 		cnt.send(s)
 		cnt.deliver(leader)
 	}
-	senders := survivors
-	if c.CommitFromLeader {
-		senders = survivors[:1]
+	if c.TellersFail >= len(survivors) {
+		return row, fmt.Errorf("spare n=%d: %d tellers fail of %d survivors", n, c.TellersFail, len(survivors))
 	}
-	for i := range spares {
-		s := n + i
-		returned := 0
-		for _, p := range senders {
-			cnt.send(p)
-			cnt.deliver(s)
-			if act, ok := spares[i].Step(spare.Event{Kind: spare.KindCommit, From: p, Key: key, Lost: -1}); ok && act.Return {
-				returned++
+	spareIDs := make([]int, k)
+	for i := range spareIDs {
+		spareIDs[i] = n + i
+	}
+	returned := make([]int, k)
+	gone := make(map[int]bool)
+	isLost := func(p int) bool { return gone[p] }
+	tell := func(from int, ts []spare.Tell) {
+		for _, t := range ts {
+			for _, s := range t.To {
+				cnt.send(from)
+				cnt.deliver(s)
+				if act, ok := spares[s-n].Step(spare.Event{Kind: t.Kind, From: from, Key: t.Key, Lost: -1}); ok && act.Return {
+					returned[s-n]++
+				}
 			}
 		}
-		if returned != 1 || spares[i].Phase() != spare.Active {
-			return row, fmt.Errorf("spare n=%d: spare %d is %v after the commits (returned %d times)", n, i, spares[i].Phase(), returned)
+	}
+	boxes := make([]spare.Outbox, len(survivors))
+	for i, p := range survivors {
+		t := spare.Tell{Kind: spare.KindCommit, Key: key, Leader: leader, To: spareIDs}
+		before := spare.Before(t, survivors, p)
+		if c.CommitFromEvery {
+			before = nil
 		}
+		tell(p, boxes[i].Add(t, before, isLost))
+	}
+	for j := range c.TellersFail {
+		gone[survivors[j]] = true
+		for i := j + 1; i < len(survivors); i++ {
+			tell(survivors[i], boxes[i].Lost(isLost))
+		}
+	}
+	for i := range spares {
+		if returned[i] != 1 || spares[i].Phase() != spare.Active {
+			return row, fmt.Errorf("spare n=%d: spare %d is %v after the commits (returned %d times)", n, i, spares[i].Phase(), returned[i])
+		}
+	}
+	owed := 0
+	for i := range boxes {
+		owed += boxes[i].Len()
 	}
 	row.Rounds = a1.Rounds + 2 + a2.Rounds + 1
 	cnt.fill(&row)
 	row.Extra = map[string]int64{"activate_payload_ids": int64(len(survivors)), "agree_rounds": int64(a1.Rounds),
 		"max_per_rank": cnt.maxOver(0, n), "max_per_spare": cnt.maxOver(n, n+k)}
-	if c.CommitFromLeader {
-		row.Op = "replace-from-spares/commit-from-leader"
+	row.Extra["tellers_failed"] = int64(c.TellersFail)
+	row.Extra["owed_after"] = int64(owed) // Commits the survivors still owe (told only if the ones before them fail)
+	if c.CommitFromEvery {
+		row.Op = "replace-from-spares/commit-from-every"
 	}
 	return row, nil
 }

@@ -12,22 +12,27 @@
 // repairs: the spare itself is the arbiter, and a refusal makes the repair
 // try again with other spares. The survivors then agree among themselves
 // (a fault-tolerant agreement, to which the leader contributes its pick
-// and whether every picked spare accepted) whether to commit, and send
-// Commit (the spare becomes the rank: Return) or Abandon (the spare waits
-// again). If the leader failed before contributing, the survivors do not
-// know whom it activated, nor the key: they send Drop (naming the leader
-// and the tag) to every spare they know; a spare held by that leader's
-// attempt waits again (the attempt cannot have committed without the
-// leader's word), and refuses any later activation of the failed leader. A held spare whose
+// and whether every picked spare accepted) whether to commit, and one
+// survivor tells the spares Commit (the spare becomes the rank: Return) or
+// Abandon (the spare waits again): the first one not known failed (Outbox,
+// tell.go: the leader, or the next one once every one before it is known
+// failed; a copy after the first is a duplicate). If the leader failed
+// before contributing, the survivors do not know whom it activated, nor
+// the key: Drop (naming the leader and the tag) is told to every spare
+// they know, the same way; a spare held by that leader's attempt waits
+// again (the attempt cannot have committed without the leader's word), and
+// refuses any later activation of the failed leader. A held spare whose
 // survivors all failed before telling it the outcome leaves as a failed
 // process (Orphaned): the repair may have committed with another spare
-// that now counts on it. Release ends a waiting spare
-// (Exit): the job is ending (a rank called Finalize); a held spare ignores
-// it, its repair decides.
+// that now counts on it. Release ends a waiting spare (Exit): the job is
+// ending (a rank called Finalize); a held spare ignores it, its repair
+// decides.
 //
-// The package must not do I/O, start goroutines or read clocks: the mpi
-// package drives it (mpi/spare.go); sim_test.go runs seeded schedules of
-// concurrent repairs, leader and survivor failures and releases against it.
+// The package must not do I/O, start goroutines or read clocks:
+// internal/rte/sparedrive drives it (the ranks' side from mpi/spare.go);
+// sim_test.go runs seeded schedules of concurrent repairs, leader and
+// survivor failures (between a survivor's agreement and its word to the
+// spares too) and releases against the machine and the survivors' Outboxes.
 package spare
 
 import "slices"
@@ -148,8 +153,9 @@ func (m *Machine) Step(e Event) (Action, bool) {
 		m.markLost(e.Leader)
 		if m.phase == Held && m.from == e.Leader && m.tag == e.Tag && slices.Contains(m.survivors, e.From) {
 			// A survivor of the holding attempt sends its outcome (Commit,
-			// Abandon) before any later Drop: a Drop from one of them that
-			// names this attempt means it was abandoned.
+			// Abandon) before any later Drop naming its leader, owed or
+			// not yet (Outbox.Flush): a Drop from one of them that names
+			// this attempt means it was abandoned.
 			m.decide(m.key)
 			m.toWaiting()
 		}

@@ -74,23 +74,28 @@ func (s *Spares) Lead(r *Repair, claimed bool) []uint64 {
 // them; missing ones read as 0): the leader's word. told is false when the
 // leader failed before it contributed: nobody knows whom it activated, so
 // every survivor tells every spare it knows to drop the attempt (Drop),
-// here. At a survivor other than the leader the picks are marked taken
-// (the leader marked them in Lead).
+// here (told by the first survivor after the leader not known failed).
+// At a survivor other than the leader the picks are marked taken (the
+// leader marked them in Lead).
 func (s *Spares) Heard(r *Repair, words []uint64) (l LeaderWord, told bool) {
 	l, told = DecodeLeaderWord(words, len(r.Lost))
 	if !told {
-		s.Drop(r.leader(), r.Pair)
+		s.Drop(r.leader(), r.Pair, r.Survivors)
 		return l, false
 	}
 	if r.leader() != s.env.Self {
 		s.MarkTaken(l.Chosen)
 	}
+	s.mu.Lock()
+	s.heardLocked(l.Key, r.Survivors)
+	s.mu.Unlock()
 	return l, true
 }
 
 // Settle ends an attempt that did not spawn at the spares it picked:
-// Commit (they become the ranks) or Abandon (they wait again); abandoned,
-// the picks that may serve again (Back) return to the pool.
+// Commit (they become the ranks) or Abandon (they wait again), told by
+// the first survivor not known failed (Decide); abandoned, the picks that
+// may serve again (Back) return to the pool.
 func (s *Spares) Settle(l LeaderWord, commit bool) {
 	s.Decide(l.Key, l.Chosen, commit)
 	if !commit {
@@ -137,9 +142,9 @@ func (s *Spares) LeadSpawned(r *Repair, key uint64, chosen []int) uint64 {
 // SettleSpawned ends an attempt that spawned, from the last agreement's
 // word (agreed; known false when the agreement failed with an error other
 // than a process failure, so that its value is not agreed): Commit when
-// bit 0 is set and commit holds, else Abandon, and the chosen that may
-// serve again return to the pool. It reports whether the attempt
-// commits.
+// bit 0 is set and commit holds, else Abandon (told by the first survivor
+// not known failed: Decide), and the chosen that may serve again return
+// to the pool. It reports whether the attempt commits.
 func (s *Spares) SettleSpawned(key uint64, chosen []int, agreed uint64, ok, known bool) bool {
 	commit := ok && agreed&1 == 1
 	s.Decide(key, chosen, commit)

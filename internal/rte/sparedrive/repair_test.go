@@ -1,6 +1,7 @@
 package sparedrive
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ func kinds(fr []sent) map[spare.Kind][]int {
 // A repair attempt's spare side, as Replace drives it: the leader picks
 // and activates spares for the failed ranks (Lead), its word read back
 // by another survivor (Heard) marks the picks taken there too, Settle
-// commits or abandons them; a leader that did not contribute makes Heard
+// commits or abandons them (told by the leader; by the other survivor once
+// the leader is known failed); a leader that did not contribute makes Heard
 // drop the attempt at every known spare; too few spares: the word says
 // how many to spawn and nothing is activated.
 func TestRepairLeadHeardSettle(t *testing.T) {
@@ -71,9 +73,16 @@ func TestRepairLeadHeardSettle(t *testing.T) {
 	if got := r.Repaired(l.Chosen); !slices.Equal(got, []int{0, 10, 2, 11}) {
 		t.Fatalf("repaired members %v", got)
 	}
+	// Commit from the leader: the other survivor tells the spares only
+	// once the leader is known failed.
 	other.Settle(l, true)
-	if k := kinds(n.take()); !slices.Equal(k[spare.KindCommit], []int{10, 11}) || len(k) != 1 {
-		t.Fatalf("commit frames %v", k)
+	if k := kinds(n.take()); len(k) != 0 || other.Owed() != 1 {
+		t.Fatalf("a survivor after the live leader sent %v (owes %d), want nothing yet", k, other.Owed())
+	}
+	n.fail(0)
+	other.Lost(0)
+	if k := kinds(n.take()); !slices.Equal(k[spare.KindCommit], []int{10, 11}) || len(k) != 1 || other.Owed() != 0 {
+		t.Fatalf("commit frames once the leader failed %v (owes %d)", k, other.Owed())
 	}
 
 	// One refuses: not accepted, the refusing one does not come back.
@@ -155,5 +164,78 @@ func TestRepairSpawnedWord(t *testing.T) {
 	lead.MarkTaken([]int{10})
 	if lead.SettleSpawned(7, []int{10}, SpawnedAll, false, false) || len(lead.Available()) != 0 {
 		t.Fatalf("an agreement that failed: committed or returned %v", lead.Available())
+	}
+}
+
+// Commit from the leader among three survivors, as Replace drives it: the
+// leader tells the spares at once; the third survivor only once the first
+// two are known failed, whatever order it learns it in; a survivor that
+// tells a Drop of the leader first tells the outcome it still owes of
+// that leader's earlier attempt, on the same connections; and the spares
+// hear one Commit a teller, not one a survivor.
+func TestRepairCommitFromLeader(t *testing.T) {
+	n := newNet()
+	pool := []int{10, 11}
+	surv := []int{0, 2, 3}
+	s0 := New(Env{Net: n, Self: 0, Pairs: 16}, pool, false)
+	s2 := New(Env{Net: n, Self: 2, Pairs: 16}, pool, false)
+	s3 := New(Env{Net: n, Self: 3, Pairs: 16}, pool, false)
+	r := &Repair{Pair: 3, Members: []int{0, 1, 2, 3}, Lost: []int{1}, Survivors: surv, Name: "rep", Timeout: time.Hour}
+	answer(t, n, s0)
+	words := s0.Lead(r, true)
+	n.take()
+	for _, s := range []*Spares{s0, s2, s3} {
+		l, told := s.Heard(r, words)
+		if !told || !l.Accepted {
+			t.Fatalf("heard %+v %v", l, told)
+		}
+		s.Settle(l, true)
+	}
+	if k := kinds(n.take()); !slices.Equal(k[spare.KindCommit], []int{10}) || len(k) != 1 {
+		t.Fatalf("three survivors settled: %v, want one Commit to 10 (the leader's)", k)
+	}
+	if s2.Owed() != 1 || s3.Owed() != 1 {
+		t.Fatalf("owed %d, %d; want 1 each", s2.Owed(), s3.Owed())
+	}
+	n.fail(2) // the second first: the third still waits for the leader
+	s3.Lost(2)
+	if k := kinds(n.take()); len(k) != 0 {
+		t.Fatalf("the third told with the leader alive: %v", k)
+	}
+	n.fail(0)
+	s3.Lost(0)
+	if k := kinds(n.take()); !slices.Equal(k[spare.KindCommit], []int{10}) || s3.Owed() != 0 {
+		t.Fatalf("the first two failed: %v (owes %d), want the third's Commit", k, s3.Owed())
+	}
+
+	// The flush before a Drop: survivor 3 owes attempt A's outcome (2,
+	// before it, alive); a later attempt B of the same leader 5, with
+	// survivors 5 and 3 only, loses its leader before its word: 3 tells
+	// the Drop, after A's outcome.
+	n2 := newNet()
+	t3 := New(Env{Net: n2, Self: 3, Pairs: 16}, pool, false)
+	keyA := uint64(5)<<32 | 1
+	a := &Repair{Pair: 4, Members: []int{5, 1, 2, 3}, Lost: []int{1}, Survivors: []int{5, 2, 3}}
+	w := LeaderWord{Key: keyA, Accepted: true, Chosen: []int{11}}
+	l, _ := t3.Heard(a, w.Encode())
+	t3.Settle(l, true)
+	if len(n2.take()) != 0 {
+		t.Fatal("survivor 3 told with 5 and 2 alive")
+	}
+	b := &Repair{Pair: 4, Members: []int{5, 3}, Survivors: []int{5, 3}}
+	n2.fail(5)
+	if _, told := t3.Heard(b, make([]uint64, b.WordLen())); told {
+		t.Fatal("an empty union read as the leader's word")
+	}
+	var got []string
+	for _, f := range n2.take() {
+		got = append(got, fmt.Sprintf("%d>%d", f.h.B, f.to))
+	}
+	want := []string{kindS(spare.KindCommit) + ">11", kindS(spare.KindDrop) + ">10", kindS(spare.KindDrop) + ">11"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("frames %v, want %v (A's Commit before the Drop)", got, want)
+	}
+	if t3.Owed() != 0 {
+		t.Fatalf("owes %d after the flush", t3.Owed())
 	}
 }

@@ -174,7 +174,21 @@ type Spares struct {
 	taken   map[int]bool
 	seq     uint64
 	replies map[uint64]chan reply
+
+	// As a survivor of repairs: the outcomes it tells the spares (commit
+	// from the leader: spare.Outbox), the survivors of the attempts whose
+	// word it heard and has not settled yet (by key: at most maxAttempts,
+	// a forgotten one is told at once), and the processes it knows failed
+	// beyond the engine (a leader the agreement did without).
+	out      spare.Outbox
+	attempts map[uint64][]int
+	gone     map[int]bool
+	decided  func(commit, handed bool) // tests: called as an outcome is decided here, before and after the Outbox has it
 }
+
+// maxAttempts bounds the attempts heard and not settled kept (an attempt
+// that spawned and failed is never settled).
+const maxAttempts = 64
 
 // New returns the driver of a process whose known spares are pool (a
 // rank may take them); isSpare makes the process a spare that waits
@@ -297,13 +311,53 @@ func (s *Spares) stepLocked(ev spare.Event, act *Activation) {
 	}
 }
 
-// Lost tells the spare's machine of a failure (the lost hook).
+// Lost tells the spare's machine of a failure (the lost hook), and a
+// survivor's Outbox: an outcome it owes may be due now.
 func (s *Spares) Lost(peer int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.isSpare {
 		s.stepLocked(spare.Event{Lost: peer}, nil)
 	}
+	if s.out.Len() > 0 {
+		s.tellLocked(s.out.Lost(s.lostLocked))
+	}
+}
+
+// lostLocked reports whether p is known failed (s.mu held).
+func (s *Spares) lostLocked(p int) bool { return s.gone[p] || s.env.Net.IsLost(p) }
+
+// tellLocked sends ts, in order (s.mu held: a Drop's flushed outcomes go
+// before it on each connection).
+func (s *Spares) tellLocked(ts []spare.Tell) {
+	for _, t := range ts {
+		a, seq := uint64(0), t.Key
+		if t.Kind == spare.KindDrop { // the attempt of leader A with context pair Seq
+			a, seq = uint64(t.Leader), t.Tag
+		}
+		for _, p := range t.To {
+			_ = s.env.Net.SendControl(p, frame(t.Kind, a, seq), nil)
+		}
+	}
+}
+
+// SetDecidedHook makes f be called (tests) each time this process decides
+// a repair attempt's outcome (Decide): before its Outbox has it (handed
+// false: f may end the process there, between its second agreement and
+// its Commit) and after (handed true: told, or owed until the survivors
+// before it are known failed).
+func (s *Spares) SetDecidedHook(f func(commit, handed bool)) {
+	s.mu.Lock()
+	s.decided = f
+	s.mu.Unlock()
+}
+
+// Owed returns how many outcomes this process still owes the spares
+// (told only if the survivors before it fail).
+func (s *Spares) Owed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.Len()
 }
 
 // LauncherRelease is the launcher's release of a waiting spare: the job
@@ -401,27 +455,70 @@ func (s *Spares) NextKey() uint64 {
 	return uint64(s.env.Self)<<32 | s.seq
 }
 
-// Decide tells the spares procs the outcome of repair key: Commit (they
-// become the ranks) or Abandon (they wait again).
+// heardLocked records the survivors of attempt key (s.mu held), whose
+// outcome Settle or SettleSpawned hands to the Outbox.
+func (s *Spares) heardLocked(key uint64, survivors []int) {
+	if s.attempts == nil {
+		s.attempts = make(map[uint64][]int)
+	}
+	if len(s.attempts) >= maxAttempts {
+		for k := range s.attempts { // forgotten: told at once (more copies, never fewer)
+			delete(s.attempts, k)
+			break
+		}
+	}
+	s.attempts[key] = survivors
+}
+
+// Decide hands the outcome of repair key to the Outbox: Commit (the
+// spares procs become the ranks) or Abandon (they wait again), told by
+// this process once every survivor of the attempt before it is known
+// failed (at once if the attempt's survivors were not heard here). The
+// attempt's leader is in its key (NextKey).
 func (s *Spares) Decide(key uint64, procs []int, commit bool) {
 	kind := spare.KindAbandon
 	if commit {
 		kind = spare.KindCommit
 	}
-	for _, p := range procs {
-		_ = s.env.Net.SendControl(p, frame(kind, 0, key), nil)
+	t := spare.Tell{Kind: kind, Key: key, Leader: int(key >> 32), To: slices.Clone(procs)}
+	s.mu.Lock()
+	hook := s.decided
+	s.mu.Unlock()
+	if hook != nil {
+		hook(commit, false) // (a test's process may fail here, between its agreement and its word)
+	}
+	s.mu.Lock()
+	survivors := s.attempts[key]
+	delete(s.attempts, key)
+	s.tellLocked(s.out.Add(t, spare.Before(t, survivors, s.env.Self), s.lostLocked))
+	s.mu.Unlock()
+	if hook != nil {
+		hook(commit, true)
 	}
 }
 
 // Drop tells every spare this process knows, not known failed, that the
 // attempt of leader (tagged by the context pair it would have used) is
 // abandoned: the leader failed before telling anyone whom it activated.
-func (s *Spares) Drop(leader, pair int) {
-	for _, p := range s.Pool() {
+// Of the attempt's survivors (the leader first) the first one not known
+// failed after the leader tells them (the Outbox), each after the
+// outcomes it owes of the leader's earlier attempts; nil survivors: at
+// once.
+func (s *Spares) Drop(leader, pair int, survivors []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone == nil {
+		s.gone = make(map[int]bool)
+	}
+	s.gone[leader] = true // the agreement did without it: failed
+	s.tellLocked(s.out.Lost(s.lostLocked))
+	t := spare.Tell{Kind: spare.KindDrop, Leader: leader, Tag: uint64(pair)}
+	for _, p := range s.pool {
 		if !s.env.Net.IsLost(p) {
-			_ = s.env.Net.SendControl(p, frame(spare.KindDrop, uint64(leader), uint64(pair)), nil)
+			t.To = append(t.To, p)
 		}
 	}
+	s.tellLocked(s.out.Add(t, spare.Before(t, survivors, s.env.Self), s.lostLocked))
 }
 
 // Activate sends the activations acts (one repair attempt, each to the

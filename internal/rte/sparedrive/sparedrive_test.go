@@ -311,7 +311,7 @@ func TestActivateCountsAnswers(t *testing.T) {
 	}
 	s.Decide(7, []int{11, 12}, true)
 	s.Decide(8, []int{12}, false)
-	s.Drop(3, 5)
+	s.Drop(3, 5, nil)
 	s.Release()
 	var got []string
 	for _, f := range n.take() {
