@@ -407,8 +407,13 @@ func (j *PMIJob) Finalize() error {
 	return nil
 }
 
-// Abort asks the launcher to end the whole job with code.
+// Abort asks the launcher to end the whole job with code. It first waits
+// (at most 2 s) until the launcher has read what the process wrote to its
+// standard output and error: hydra kills the job on the abort, and a
+// report still in the pipe (a hang report, the reason printed before
+// MPI_Abort) would be lost.
 func (j *PMIJob) Abort(code int, reason string) error {
+	awaitRead([]int{1, 2}, 2*time.Second)
 	j.RemoveDir() // first: the launcher kills the process
 	j.mu.Lock()
 	defer j.mu.Unlock()
