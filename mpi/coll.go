@@ -100,9 +100,9 @@ func barrierPrep(c *Comm, op string) (collRun, error) {
 			return run, nil
 		}
 	}
-	if op == "MPI_Barrier" { // blocking, on one host: through a shared segment (coll_shm.go)
+	if op == "MPI_Barrier" && coll.ShmUse(coll.KBarrier, c.size, 0) { // blocking, on one host: through a shared segment (coll_shm.go)
 		sig := sigOf(coll.KBarrier, nil, 0, 0)
-		if run, ok := shmRun(c, op, sig, p2p.DTByte, shmArgs{kind: coll.KBarrier}); ok {
+		if run, ok := shmRun(c, op, sig, p2p.DTByte, coll.ShmArgs{Kind: coll.KBarrier}); ok {
 			return run, nil
 		}
 	}
@@ -144,9 +144,9 @@ func bcastPrep[T Elem](c *Comm, op string, buf []T, root int, ov ...*elemFacts) 
 			return run, nil
 		}
 	}
-	if op == "MPI_Bcast" && shmUse(coll.KBcast, c.size, len(buf)*esizeOf[T]()) {
+	if op == "MPI_Bcast" && coll.ShmUse(coll.KBcast, c.size, len(buf)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KBcast, nil, root, len(buf)), factsFor[T](ov).dt
-		if run, ok := shmRun(c, op, sig, dt, shmArgs{kind: coll.KBcast, send: asBytes(buf), root: root}); ok {
+		if run, ok := shmRun(c, op, sig, dt, coll.ShmArgs{Kind: coll.KBcast, Send: asBytes(buf), Root: root}); ok {
 			return run, nil
 		}
 	}
@@ -196,11 +196,11 @@ func reducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, root int, 
 			return run, nil
 		}
 	}
-	if name == "MPI_Reduce" && shmUse(coll.KReduce, c.size, len(send)*esizeOf[T]()) {
+	if name == "MPI_Reduce" && coll.ShmUse(coll.KReduce, c.size, len(send)*esizeOf[T]()) {
 		sig, dt := sigOf(coll.KReduce, op, root, len(send)), factsFor[T](ov).dt
-		a := shmArgs{kind: coll.KReduce, send: asBytes(send), precv: asBytes(recv), root: root, esize: dtypeSize(dt), f: f, commut: op.commutative}
+		a := coll.ShmArgs{Kind: coll.KReduce, Send: asBytes(send), PRecv: asBytes(recv), Root: root, ESize: dtypeSize(dt), F: coll.ReduceFn(f), Commut: op.commutative}
 		if c.rank == root {
-			a.recv = asBytes(recv[:len(send)])
+			a.Recv = asBytes(recv[:len(send)])
 		}
 		if run, ok := shmRun(c, name, sig, dt, a); ok {
 			return run, nil
@@ -232,8 +232,8 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	if run, err, ok := routeAllreduce(c, name, send, recv, op, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	shmCand := name == "MPI_Allreduce" && shmUse(coll.KAllreduce, c.size, len(send)*esizeOf[T]())
-	c.coll.shmPending = shmCand // a rejection below is published in the segment (shmReject)
+	shmCand := name == "MPI_Allreduce" && coll.ShmUse(coll.KAllreduce, c.size, len(send)*esizeOf[T]())
+	c.coll.shm.Pending(shmCand) // a rejection below is published in the segment (shmReject)
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
@@ -247,7 +247,7 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	if len(recv) < len(send) {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), len(send)))
 	}
-	c.coll.shmPending = false
+	c.coll.shm.Pending(false)
 	if c.hierSpans() { // members on several hosts (coll_hier.go)
 		if run, ok := hierAllreduce(c, name, send, recv, op, f, ov); ok {
 			return run, nil
@@ -255,8 +255,8 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	}
 	if shmCand {
 		sig, dt := sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt
-		if run, ok := shmRun(c, name, sig, dt, shmArgs{kind: coll.KAllreduce, send: asBytes(send), recv: asBytes(recv[:len(send)]),
-			precv: asBytes(recv), esize: dtypeSize(dt), f: f, commut: op.commutative}); ok {
+		if run, ok := shmRun(c, name, sig, dt, coll.ShmArgs{Kind: coll.KAllreduce, Send: asBytes(send), Recv: asBytes(recv[:len(send)]),
+			PRecv: asBytes(recv), ESize: dtypeSize(dt), F: coll.ReduceFn(f), Commut: op.commutative}); ok {
 			return run, nil
 		}
 	}
@@ -286,8 +286,8 @@ func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*e
 	if run, err, ok := routeGather(c, name, send, recv, root, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	shmCand := name == "MPI_Gather" && shmUse(coll.KGather, c.size, len(send)*esizeOf[T]())
-	c.coll.shmPending = shmCand // a rejection below is published in the segment (shmReject)
+	shmCand := name == "MPI_Gather" && coll.ShmUse(coll.KGather, c.size, len(send)*esizeOf[T]())
+	c.coll.shm.Pending(shmCand) // a rejection below is published in the segment (shmReject)
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
@@ -301,12 +301,12 @@ func gatherPrep[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*e
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)",
 			len(recv), c.size*len(send), c.size, len(send)))
 	}
-	c.coll.shmPending = false
+	c.coll.shm.Pending(false)
 	if shmCand {
 		sig, dt := sigOf(coll.KGather, nil, root, len(send)), factsFor[T](ov).dt
-		a := shmArgs{kind: coll.KGather, send: asBytes(send), precv: asBytes(recv), root: root}
+		a := coll.ShmArgs{Kind: coll.KGather, Send: asBytes(send), PRecv: asBytes(recv), Root: root}
 		if c.rank == root {
-			a.recv = asBytes(recv[:c.size*len(send)])
+			a.Recv = asBytes(recv[:c.size*len(send)])
 		}
 		if run, ok := shmRun(c, name, sig, dt, a); ok {
 			return run, nil
@@ -488,8 +488,8 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 	if run, err, ok := routeAllgather(c, name, send, recv, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	shmCand := name == "MPI_Allgather" && shmUse(coll.KAllgather, c.size, len(send)*esizeOf[T]())
-	c.coll.shmPending = shmCand // a rejection below is published in the segment (shmReject)
+	shmCand := name == "MPI_Allgather" && coll.ShmUse(coll.KAllgather, c.size, len(send)*esizeOf[T]())
+	c.coll.shm.Pending(shmCand) // a rejection below is published in the segment (shmReject)
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
@@ -500,7 +500,7 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 	if len(recv) < p*n {
 		return nil, c.failColl(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed (%d ranks x %d)", len(recv), p*n, p, n))
 	}
-	c.coll.shmPending = false
+	c.coll.shm.Pending(false)
 	if c.hierSpans() { // members on several hosts (coll_hier.go)
 		if run, ok := hierAllgather(c, name, send, recv, ov); ok {
 			return run, nil
@@ -508,7 +508,7 @@ func allgatherPrep[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 	}
 	if shmCand {
 		sig, dt := sigOf(coll.KAllgather, nil, 0, len(send)), factsFor[T](ov).dt
-		if run, ok := shmRun(c, name, sig, dt, shmArgs{kind: coll.KAllgather, send: asBytes(send), recv: asBytes(recv[:p*n]), precv: asBytes(recv)}); ok {
+		if run, ok := shmRun(c, name, sig, dt, coll.ShmArgs{Kind: coll.KAllgather, Send: asBytes(send), Recv: asBytes(recv[:p*n]), PRecv: asBytes(recv)}); ok {
 			return run, nil
 		}
 	}
@@ -538,8 +538,8 @@ func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs
 	if run, err, ok := routeAllgatherv(c, name, send, recv, counts, displs, ov...); ok { // the fault-tolerance model routes it (runthrough_coll.go)
 		return run, err
 	}
-	shmCand := name == "MPI_Allgatherv" && len(counts) == c.size && shmUse(coll.KAllgatherv, c.size, maxCount(counts)*esizeOf[T]())
-	c.coll.shmPending = shmCand // a rejection below is published in the segment (shmReject)
+	shmCand := name == "MPI_Allgatherv" && len(counts) == c.size && coll.ShmUse(coll.KAllgatherv, c.size, maxCount(counts)*esizeOf[T]())
+	c.coll.shm.Pending(shmCand) // a rejection below is published in the segment (shmReject)
 	if err := elemCheckOv[T](c, name, ov); err != nil {
 		return nil, c.failColl(err)
 	}
@@ -553,14 +553,14 @@ func allgathervPrep[T Elem](c *Comm, name string, send, recv []T, counts, displs
 	if counts[c.rank] != len(send) {
 		return nil, c.failColl(errf(ErrCount, name, c, "rank %d sends %d elements but counts[%d] is %d", c.rank, len(send), c.rank, counts[c.rank]))
 	}
-	c.coll.shmPending = false
+	c.coll.shm.Pending(false)
 	dt := factsFor[T](ov).dt
 	esz := esizeOf[T]()
 	bc, bd := scaled(counts, esz), scaled(d, esz)
 	if shmCand {
 		sig := sigOf(coll.KAllgatherv, nil, 0, sum(counts))
-		if run, ok := shmRun(c, name, sig, dt, shmArgs{kind: coll.KAllgatherv, send: asBytes(send), recv: asBytes(recv), precv: asBytes(recv),
-			counts: bc, displs: bd}); ok {
+		if run, ok := shmRun(c, name, sig, dt, coll.ShmArgs{Kind: coll.KAllgatherv, Send: asBytes(send), Recv: asBytes(recv), PRecv: asBytes(recv),
+			Counts: bc, Displs: bd}); ok {
 			return run, nil
 		}
 	}

@@ -18,8 +18,8 @@ func ShmCallsForTest(c *Comm) uint64 { return c.shmCalls() }
 // ShmAddrForTest is the address of c's shared segment mapping here (0:
 // none).
 func ShmAddrForTest(c *Comm) uintptr {
-	if s := c.coll.shmSeg; s != nil && len(s.Mapping) > 0 {
-		return uintptr(unsafe.Pointer(&s.Mapping[0]))
+	if m := c.coll.shm.Mapping(); len(m) > 0 {
+		return uintptr(unsafe.Pointer(&m[0]))
 	}
 	return 0
 }

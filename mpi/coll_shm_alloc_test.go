@@ -28,7 +28,7 @@ func TestShmCollectivesDoNotAllocate(t *testing.T) {
 	for _, np := range []int{2, 4} {
 		for _, op := range ops {
 			if op.name == "bcast" && np < 4 {
-				continue // point-to-point at np 2 (mpi.shmUse)
+				continue // point-to-point at np 2 (coll.ShmUse)
 			}
 			var before, after runtime.MemStats
 			run(t, np, func(w *mpi.World, c *mpi.Comm) error {

@@ -7,7 +7,7 @@ import (
 )
 
 // Calls prepared on a communicator's segment before the earlier ones
-// ran (the preallocated run of shmRun is taken) each run their own
+// ran (the preallocated run of coll.ShmPath.Prepare is taken) each run their own
 // arguments, in whatever order they run: here three Allreduces prepared
 // first and run last to first, then a fourth that takes the preallocated
 // run again.
@@ -20,7 +20,7 @@ func TestShmPreparedCallsRunTheirOwnArguments(t *testing.T) {
 			if err := c.Barrier(); err != nil { // sets the segment up
 				return err
 			}
-			if c.coll.shmState.Load() != shmOn {
+			if !c.coll.shm.On() {
 				return fmt.Errorf("the segment is not in use")
 			}
 			var recv [3][]int64
@@ -47,15 +47,15 @@ func TestShmPreparedCallsRunTheirOwnArguments(t *testing.T) {
 					return fmt.Errorf("call %d: %d, want %d", i, recv[i][0], want)
 				}
 			}
-			if c.coll.armed {
+			if c.coll.shm.Armed() {
 				return fmt.Errorf("a run left its arguments armed")
 			}
 			r := make([]int64, 1)
 			if err := Allreduce(c, []int64{10}, r, Sum); err != nil {
 				return err
 			}
-			if r[0] != 20 || c.coll.armed {
-				return fmt.Errorf("allreduce after them: %d (armed %v), want 20", r[0], c.coll.armed)
+			if r[0] != 20 || c.coll.shm.Armed() {
+				return fmt.Errorf("allreduce after them: %d (armed %v), want 20", r[0], c.coll.shm.Armed())
 			}
 			return nil
 		})

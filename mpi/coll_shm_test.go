@@ -18,7 +18,7 @@ import (
 
 // Shared-memory collectives (coll_shm.go): every rank of Run shares one
 // host, so the blocking Barrier, Bcast, Reduce, Allreduce, Allgather,
-// Gather and Allgatherv of CommWorld go through its segment (as mpi.shmUse
+// Gather and Allgatherv of CommWorld go through its segment (as coll.ShmUse
 // chooses); results against a sequential
 // reference for every np, operation, type and root, the path counted, a
 // member killed at every point ending the survivors' calls with
@@ -172,7 +172,7 @@ func TestShmCollectivesResults(t *testing.T) {
 	}
 }
 
-// Gather, Allgatherv, Bcast and Reduce take the segment where mpi.shmUse
+// Gather, Allgatherv, Bcast and Reduce take the segment where coll.ShmUse
 // measured it faster: Gather at np >= 4 from 16 to 64 KiB, Allgatherv at
 // np >= 4, Bcast and Reduce at np >= 4 up to 8 KiB (the ring).
 func TestShmGatherAllgathervChoice(t *testing.T) {
@@ -269,7 +269,7 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 		"reduce": func(c *mpi.Comm) error {
 			return mpi.Reduce(c, make([]int64, 700), make([]int64, 700), mpi.Sum, 2)
 		},
-		"gather": func(c *mpi.Comm) error { // root 2: a victim at every point of both sides; 32 KB: the segment (mpi.shmUse)
+		"gather": func(c *mpi.Comm) error { // root 2: a victim at every point of both sides; 32 KB: the segment (coll.ShmUse)
 			return mpi.Gather(c, make([]int64, 4096), make([]int64, np*4096), 2)
 		},
 		"allgatherv": func(c *mpi.Comm) error {

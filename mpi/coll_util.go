@@ -25,7 +25,7 @@ type collComm struct {
 	crowded   bool // some host runs more members than it has cores
 	oneHost   bool // every member runs on one host
 
-	collShm  // the shared-memory path (coll_shm.go)
+	shm      coll.ShmPath // the shared-memory path (coll_shm.go)
 	collHier // the hierarchical path (coll_hier.go)
 }
 

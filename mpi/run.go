@@ -334,7 +334,7 @@ func (w *World) killInProc() {
 	}
 	w.run.Dead()
 	w.eng.Close()
-	w.stopBG() // its goroutines end (the shared segments' watcher, shmBells)
+	w.stopBG() // its goroutines end (the shared segments' watcher, coll.ShmHost)
 	if w.spares.killed != nil {
 		close(w.spares.killed)
 	}

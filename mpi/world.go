@@ -11,6 +11,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/calls"
+	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/trace"
@@ -42,7 +43,8 @@ type World struct {
 	finOnce   sync.Once
 	finErr    error
 	stop      chan struct{} // closed by Finalize: stops the event watcher
-	shmBells  shmBells      // mapped collective segments whose sleepers events wake (coll_shm.go)
+	shm       *coll.ShmHost // the shared-memory collectives' side of this process, made at its first segment (coll_shm.go)
+	shmOnce   sync.Once
 	bg        sync.WaitGroup
 
 	proc     *process    // the launched process this World belongs to; nil under Run and for a singleton

@@ -5,13 +5,22 @@
 // a communicator spanning hosts (hierpath.go): whether a call takes it
 // (HierUse) and its steps, each an algorithm of this package over a
 // subset of the members on the call's own Net, composed by
-// internal/coll/hier.
+// internal/coll/hier; and the shared-memory path of a communicator on one
+// host (shmpath.go): whether a call takes it (ShmUse), the communicator's
+// segment set up within its first such call (ShmPath), the calls on it
+// through internal/coll/shmcoll, the rejection of a call, the waits'
+// environment (the failures, revocations, abort and context cut that end
+// a wait, watched through ShmEngine and the caller's ShmComm; the call
+// table's record of a blocked wait) and the process's doorbell watcher
+// (ShmHost, the one goroutine of this package).
 //
 // It talks to the point-to-point layer only through the Net interface
 // (start a send or a receive of a byte buffer to a member, wait for it,
-// cancel it), so it knows nothing of communicators, error classes or the
-// fault-tolerance models: the caller (package mpi) builds a Set for each
-// call and turns the errors into its own.
+// cancel it), and the shared-memory path's waits watch the engine's
+// failure state only through ShmEngine, so it knows nothing of
+// communicators, error classes or the fault-tolerance models: the caller
+// (package mpi) builds a Set for each call (ShmComm.ShmSet on the
+// shared-memory path) and turns the errors into its own (ShmComm.ShmErr).
 //
 // Every choice of algorithm depends only on values every member agrees on:
 // the set's size, the byte counts and the root of the call, and Crowded and
@@ -20,7 +29,9 @@
 // process's CPU count, affinity or GOMAXPROCS: members that chose
 // different algorithms for one call would wait for each other forever.
 //
-// The package holds no per-job state: only pools of scratch buffers.
+// The package holds no per-job state but pools of scratch buffers and
+// what the caller keeps for it (a communicator's ShmPath, a process's
+// ShmHost).
 package coll
 
 // Req is a started send or receive, as Net returns it.

@@ -40,7 +40,7 @@ func TestProcessesResults(t *testing.T) {
 			t.Fatalf("np %d: exit %d, %q\nstderr:\n%s", np, r.Code, r.Stdout, r.Stderr)
 		}
 		// Allreduce, Allgather and Barrier at each of 3 sizes through the
-		// segment (mpi.shmUse); at np >= 4 also the 3 Allgathervs, the np
+		// segment (coll.ShmUse); at np >= 4 also the 3 Allgathervs, the np
 		// Gathers of 40 KB and the np Bcasts and np Reduces of 8 and 800
 		// bytes (the ring; not those of 40 KB).
 		want := 3 * 3

@@ -24,10 +24,11 @@
 // sees another member's step with another signature: the segment is then
 // marked poisoned and every waiter returns.
 //
-// It owns the segment's layout and the protocol; package mpi decides when a
-// communicator uses it (only from values every member agrees on), sets up
-// and removes the segment and turns the errors into MPI's. It must not
-// import package mpi or talk to other processes except through the
+// It owns the segment's layout and the protocol; package coll
+// (shmpath.go) decides when a communicator uses it (only from values every
+// member agrees on), sets up and removes the segment and gives the Env,
+// and package mpi turns the errors into MPI's. It must not import package
+// coll or mpi or talk to other processes except through the
 // segment, must not start goroutines, and must be used by one call at a
 // time per Group (blocking collectives only: the members' calls are then
 // in one order).

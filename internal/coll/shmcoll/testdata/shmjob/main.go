@@ -69,7 +69,7 @@ func main() {
 		err = c.Barrier()
 	case "allreduce":
 		err = mpi.Allreduce(c, make([]float64, 20000), make([]float64, 20000), mpi.Sum)
-	case "bcast": // 5.6 KB: three ring slots (mpi.shmUse); the victim is the root at "published"
+	case "bcast": // 5.6 KB: three ring slots (coll.ShmUse); the victim is the root at "published"
 		root := 0
 		if point == "published" {
 			root = victim
@@ -88,7 +88,7 @@ func main() {
 		if point == "read" {
 			root = victim
 		}
-		err = mpi.Gather(c, make([]int64, 3000), make([]int64, 3000*p), root) // 24 KB: the segment at np >= 4 (mpi.shmUse)
+		err = mpi.Gather(c, make([]int64, 3000), make([]int64, 3000*p), root) // 24 KB: the segment at np >= 4 (coll.ShmUse)
 	case "allgatherv":
 		counts, displs := make([]int, p), make([]int, p)
 		for i := range p {
@@ -105,7 +105,7 @@ func main() {
 
 func results(c *mpi.Comm) error {
 	r, p := c.Rank(), c.Size()
-	for _, n := range []int{1, 100, 5000} { // up to 40 KB: the segment at every np (mpi.shmUse); Bcast and Reduce up to 8 KiB at np >= 4
+	for _, n := range []int{1, 100, 5000} { // up to 40 KB: the segment at every np (coll.ShmUse); Bcast and Reduce up to 8 KiB at np >= 4
 		in := func(rank int) []int64 {
 			v := make([]int64, n)
 			for i := range v {
