@@ -32,6 +32,10 @@ func NewFabric(n int) *Fabric {
 // peer): the message counts of the growth measurements (issue 24).
 func (f *Fabric) Frames(rank int) int64 { return f.eps[rank].frames.Load() }
 
+// Received returns how many frames rank has been delivered so far: what
+// a process hears (a spare's Commits, issue 24).
+func (f *Fabric) Received(rank int) int64 { return f.eps[rank].got.Load() }
+
 // Endpoint is one rank's view of the fabric; it implements transport.Transport.
 type Endpoint struct {
 	f      *Fabric
@@ -40,6 +44,7 @@ type Endpoint struct {
 	closed atomic.Bool
 	dead   atomic.Bool
 	frames atomic.Int64 // frames this rank delivered (sent) so far
+	got    atomic.Int64 // frames delivered to this rank so far
 
 	mu      sync.Mutex // guards the posted frames
 	cond    sync.Cond
@@ -86,6 +91,7 @@ func (e *Endpoint) deliver(to int, h transport.Header, payload []byte) error {
 	}
 	hd := *hp
 	e.frames.Add(1)
+	dst.got.Add(1)
 	buf, cookie := hd.Frame(e.self, h)
 	if len(buf) > 0 {
 		copy(buf, payload)
