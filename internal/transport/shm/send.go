@@ -344,8 +344,7 @@ func (p *pair) writeLoop() {
 		p.mu.Lock()
 		if p.werr == nil && !p.up.Load() {
 			p.mu.Unlock()
-			if err := t.connect(p); err != nil {
-				p.fail(err)
+			if err := t.connect(p); err != nil && p.failSetup(err) {
 				t.unreachable(p, err)
 			}
 			continue
@@ -432,8 +431,28 @@ func (t *Transport) unreachable(p *pair, err error) {
 	}
 }
 
+// failSetup is fail for a set-up attempt of p's writer that failed with
+// err, unless the pair is up meanwhile (the peer set it up: its frames
+// are written there); it reports whether it failed p. A failure recorded
+// just before the peer's set-up is cleared by it (establishLocked, which
+// marks the pair up before it takes p.mu).
+func (p *pair) failSetup(err error) bool {
+	p.mu.Lock()
+	if p.up.Load() {
+		p.mu.Unlock()
+		return false
+	}
+	p.failUnlock(err)
+	return true
+}
+
 func (p *pair) fail(err error) {
 	p.mu.Lock()
+	p.failUnlock(err)
+}
+
+// failUnlock is fail with p.mu held; it releases it.
+func (p *pair) failUnlock(err error) {
 	if p.werr == nil {
 		p.werr = err
 	}

@@ -329,6 +329,7 @@ func (t *Transport) establishLocked(p *pair, c *net.UnixConn, seg, pbell region,
 	p.c, p.seg, p.pbell, p.pev = c, seg, pbell, pev
 	p.in, p.out = viewDir(seg, in), viewDir(seg, 1-in)
 	p.expect = false
+	p.err = nil
 	p.up.Store(true)
 	p.changed()
 	rx := append(append([]*pair(nil), *t.rx.Load()...), p)
@@ -337,6 +338,15 @@ func (t *Transport) establishLocked(p *pair, c *net.UnixConn, seg, pbell region,
 	t.wg.Add(1)
 	go t.watch(p)
 	p.mu.Lock()
+	// An error recorded before the pair was up is that of a failed set-up
+	// attempt of this process (a dial, lookup or handshake that failed;
+	// not Close's, which is never followed by a set-up): it ended the
+	// frames sent during the attempt, not the pair the peer has now set
+	// up. Kept, every later frame to the peer failed while the peer's
+	// frames arrived, and a peer loss the runtime refuted (a suspicion,
+	// the process alive) left the job hung.
+	p.werr = nil
+	p.setSlowLocked()
 	if p.writing {
 		p.out.wakeProducer()
 	}
