@@ -465,9 +465,17 @@ func (t *Transport) peerLocked(r int) *peerState {
 func (t *Transport) establishLocked(ps *peerState, cc *conn, own bool) {
 	ps.send = cc
 	ps.expect = false
+	ps.err = nil
 	ps.changed()
 	ps.mu.Lock()
 	ps.cc = cc
+	// An error recorded before the peer had a connection is that of a
+	// failed dial of this process (not Close's: accepted refuses once the
+	// transport is closed, and a dial after Close fails): it ended the
+	// frames sent during the dial, not the connection the peer has now
+	// made. Kept, every later frame to the peer failed while the peer's
+	// frames arrived (the shared-memory transport's bigxfer hang, bd9c0cc).
+	ps.werr = nil
 	if own {
 		ps.busy = true
 	}
@@ -482,6 +490,9 @@ func (t *Transport) establishLocked(ps *peerState, cc *conn, own bool) {
 func (t *Transport) accepted(peer int, cc *conn) (*peerState, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return nil, false
+	}
 	ps := t.peerLocked(peer)
 	if ps.send != nil || (ps.dialing && peer > t.cfg.Self) {
 		return nil, false
@@ -1017,6 +1028,29 @@ func (t *Transport) release(ps *peerState, err error) {
 	}
 }
 
+// failDial fails ps's queue with err, the error of this process's own dial
+// of the peer, unless the peer's connection was accepted meanwhile (the
+// queue is written there; the acceptor may own the write side); it reports
+// whether it failed ps.
+func (t *Transport) failDial(ps *peerState, err error) bool {
+	ps.mu.Lock()
+	if ps.cc != nil {
+		ps.mu.Unlock()
+		return false
+	}
+	if ps.werr == nil {
+		ps.werr = sendErr(ps.rank, err)
+	}
+	werr := ps.werr
+	failed := ps.drainLocked()
+	ps.idle.Broadcast()
+	ps.mu.Unlock()
+	for i := range failed {
+		failed[i].finish(werr)
+	}
+	return true
+}
+
 // drainLocked empties both lanes; ps.mu held.
 func (ps *peerState) drainLocked() []item {
 	var out []item
@@ -1037,6 +1071,7 @@ func (t *Transport) writeLoop(ps *peerState) {
 	for {
 		ps.mu.Lock()
 		if ps.werr != nil {
+			ps.writing = false // a connection the peer makes later starts another
 			ps.mu.Unlock()
 			return
 		}
@@ -1057,8 +1092,7 @@ func (t *Transport) writeLoop(ps *peerState) {
 		cc := ps.cc
 		if cc == nil {
 			ps.mu.Unlock()
-			if _, err := t.connect(ps); err != nil {
-				t.release(ps, err) // fails the queue
+			if _, err := t.connect(ps); err != nil && t.failDial(ps, err) {
 				// A listener exists before its address is published:
 				// a peer that cannot be reached is lost, also when only
 				// control frames (which complete nobody) were queued.
