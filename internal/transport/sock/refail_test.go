@@ -54,7 +54,7 @@ func TestSendAfterFailedDialAndPeersConnection(t *testing.T) {
 	// direct, small and chunked.
 	for i, n := range []int{0, 100, 3 << 20} {
 		seq := uint64(10 + i)
-		b := make([]byte, max(n, 8*min(n, 1)))
+		b := make([]byte, n)
 		if len(b) >= 8 {
 			binary.LittleEndian.PutUint64(b, seq)
 		}
