@@ -210,7 +210,17 @@ func (p *pair) directLocked(it *item) bool {
 		return false
 	}
 	fin, _ := p.writeItem(r, it)
+	if !fin {
+		// Part of a chunked frame is in the ring and the caller queues
+		// the rest: no fast sender may put a record between its chunks
+		// (it reads slow again once it holds the token). Set before the
+		// token is let go; queueLocked keeps it set while the writer runs.
+		p.slow.Store(true)
+	}
 	p.prod.Store(prodFree)
+	if !fin && p.t.cfg.afterPartial != nil {
+		p.t.cfg.afterPartial(p)
+	}
 	return fin
 }
 

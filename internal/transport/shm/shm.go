@@ -124,6 +124,7 @@ type Config struct {
 
 	beforePublish func()              // tests: runs between writing a record and publishing it
 	fastStep      func(step int)      // tests: runs at each step of sendFast (1: token taken, 2: checked, 3: published, 4: peer woken)
+	afterPartial  func(p *pair)       // tests: runs once directLocked let the token go with part of a chunked frame written
 	kernelYield   func()              // tests: replaces sched_yield (Transport.sysYield)
 	maxPending    int                 // tests: acceptloop.Config.MaxPending
 	logBurst      int                 // tests: the refusals logged per window (acceptloop.RateLog.Burst)
