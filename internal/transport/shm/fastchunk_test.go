@@ -16,18 +16,8 @@ import (
 // pair ("a frame inside a chunked payload"; e2e TestP2PCheckAllTransports
 // under -race).
 func TestFastFramesStayOutOfChunkedFrames(t *testing.T) {
-	dir := t.TempDir()
 	recs := []*recorder{newRecorder(), newRecorder()}
-	trs := make([]*Transport, 2)
-	for i := range trs {
-		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: recs[i], Auth: testKey,
-			SpinFn: func() time.Duration { return 10 * time.Microsecond }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs[i] = tr
-		tr.SetPeers(addrs(dir, 2))
-	}
+	trs := listenTwo(t, recs, nil)
 	defer closeAll(trs)
 	const bigs, smalls = 100, 4000
 	var wg sync.WaitGroup
@@ -75,27 +65,18 @@ func TestFastFramesStayOutOfChunkedFrames(t *testing.T) {
 // with part of a chunked frame in the ring (the rest not queued yet), a
 // fast send must refuse (false: the locked path queues it behind).
 func TestFastSendRefusedBetweenChunks(t *testing.T) {
-	dir := t.TempDir()
 	recs := []*recorder{newRecorder(), newRecorder()}
 	fast := make(chan bool, 1)
 	var once sync.Once
 	small := make([]byte, 64)
 	fill(small, 99)
-	trs := make([]*Transport, 2)
-	for i := range trs {
-		cfg := Config{Self: i, Dir: dir, Name: sockName(i), Handler: recs[i], Auth: testKey}
-		if i == 0 {
-			cfg.afterPartial = func(p *pair) {
+	trs := listenTwo(t, recs, func(c *Config) {
+		if c.Self == 0 {
+			c.afterPartial = func(p *pair) {
 				once.Do(func() { fast <- p.sendFast(&transport.Header{Kind: 1, Seq: 99}, small) })
 			}
 		}
-		tr, err := Listen(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs[i] = tr
-		tr.SetPeers(addrs(dir, 2))
-	}
+	})
 	defer closeAll(trs)
 	// Set the pair up first, so the big frame takes directLocked.
 	first := make([]byte, 8)
@@ -118,4 +99,28 @@ func TestFastSendRefusedBetweenChunks(t *testing.T) {
 	}
 	waitFor(t, "both frames at rank 1", func() bool { return recs[1].count(0) == 2 })
 	recs[1].check(t)
+}
+
+// listenTwo starts ranks 0 and 1 in one directory with recs as their
+// handlers (edit, if not nil, changes each one's Config first) and gives
+// both the same address table.
+func listenTwo(t *testing.T, recs []*recorder, edit func(*Config)) []*Transport {
+	t.Helper()
+	dir := t.TempDir()
+	trs := make([]*Transport, 2)
+	for i := range trs {
+		cfg := Config{Self: i, Dir: dir, Name: sockName(i), Handler: recs[i], Auth: testKey,
+			SpinFn: func() time.Duration { return 10 * time.Microsecond }}
+		if edit != nil {
+			edit(&cfg)
+		}
+		tr, err := Listen(cfg)
+		if err != nil {
+			closeAll(trs[:i])
+			t.Fatal(err)
+		}
+		trs[i] = tr
+		tr.SetPeers(addrs(dir, 2))
+	}
+	return trs
 }

@@ -19,24 +19,14 @@ import (
 // e2e-bigxfer-hang-20261129.txt: the receiver never answered the hang
 // query).
 func TestSendAfterFailedSetupAndPeersSetup(t *testing.T) {
-	dir := t.TempDir()
 	recs := []*recorder{newRecorder(), newRecorder()}
-	trs := make([]*Transport, 2)
-	for i := range trs {
-		tr, err := Listen(Config{Self: i, Dir: dir, Name: sockName(i), Handler: recs[i], Auth: testKey,
-			SpinFn: func() time.Duration { return 10 * time.Microsecond }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs[i] = tr
-	}
+	trs := listenTwo(t, recs, nil)
 	defer closeAll(trs)
 	// Rank 0's first set-up of the pair fails: the address it has for
 	// rank 1 leads nowhere.
-	bad := addrs(dir, 2)
-	bad[1] = filepath.Join(dir, "nobody.sock")
+	bad := addrs(trs[0].cfg.Dir, 2)
+	bad[1] = filepath.Join(trs[0].cfg.Dir, "nobody.sock")
 	trs[0].SetPeers(bad)
-	trs[1].SetPeers(addrs(dir, 2))
 	if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: 1}, nil); err == nil {
 		t.Fatal("a send over a set-up that cannot succeed succeeded")
 	}
