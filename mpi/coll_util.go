@@ -26,7 +26,7 @@ type collComm struct {
 	oneHost   bool // every member runs on one host
 
 	shm      coll.ShmPath // the shared-memory path (coll_shm.go)
-	collHier // the hierarchical path (coll_hier.go)
+	collHier              // the hierarchical path (coll_hier.go)
 }
 
 // crowded reports whether c's members outnumber the cores of one of their
