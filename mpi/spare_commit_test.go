@@ -2,7 +2,6 @@ package mpi
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,14 +90,8 @@ func TestReplaceLeaderFailsBeforeCommit(t *testing.T) {
 	if len(seen.procs) != 4 {
 		t.Fatalf("%d processes checked the twice-repaired communicator, want 4", len(seen.procs))
 	}
-	var first []int
 	for p, got := range seen.procs {
-		if first == nil {
-			first = got
-		}
-		if !slices.Equal(got, first) {
-			t.Errorf("process %d sees %v, another %v: not uniform", p, got, first)
-		}
+		checkUniform(t, seen.procs, p, got)
 		if got[1] != 1 || got[2] != 2 || got[0] < 4 || got[3] < 4 || got[0] == got[3] {
 			t.Errorf("process %d sees %v: want 1 and 2 in place, ranks 0 and 3 taken by the two spares", p, got)
 		}

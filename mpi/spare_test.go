@@ -251,14 +251,8 @@ func TestReplaceFailureDuringRepair(t *testing.T) {
 	if len(seen.procs) != 4 {
 		t.Fatalf("%d processes checked the repaired communicator, want 4", len(seen.procs))
 	}
-	var first []int
 	for p, got := range seen.procs {
-		if first == nil {
-			first = got
-		}
-		if !slices.Equal(got, first) {
-			t.Errorf("process %d sees %v, another %v: not uniform", p, got, first)
-		}
+		checkUniform(t, seen.procs, p, got)
 		if got[0] != 0 || got[2] != 2 || got[1] < 4 || got[3] < 4 || got[1] == got[3] {
 			t.Errorf("process %d sees %v: want 0 and 2 in place, ranks 1 and 3 taken by the two spares", p, got)
 		}
@@ -357,5 +351,17 @@ func TestReplaceNoFailure(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkUniform fails t when process p's view got of a repaired
+// communicator differs from any other process's in procs.
+func checkUniform(t *testing.T, procs map[int][]int, p int, got []int) {
+	t.Helper()
+	for q, other := range procs {
+		if !slices.Equal(got, other) {
+			t.Errorf("process %d sees %v, process %d %v: not uniform", p, got, q, other)
+			return
+		}
 	}
 }
