@@ -618,12 +618,21 @@ const probeMagic = "ftmpiCMA"
 // canRead reports whether this process may read the memory of process pid
 // (process_vm_readv; refused by ptrace rules such as Yama's), trying on
 // the peer's probe at addr.
-func canRead(pid int, addr uint64) bool {
+func (t *Transport) canRead(pid int, addr uint64) bool {
 	var b [8]byte
 	local := []unix.Iovec{{Base: &b[0], Len: 8}}
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: 8}}
-	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	n, err := t.vmRead(pid, local, remote)
 	return err == nil && n == 8 && string(b[:]) == probeMagic
+}
+
+// vmRead reads process pid's memory at remote into local
+// (process_vm_readv).
+func (t *Transport) vmRead(pid int, local []unix.Iovec, remote []unix.RemoteIovec) (int, error) {
+	if f := t.cfg.vmRead; f != nil {
+		return f(pid, local, remote)
+	}
+	return unix.ProcessVMReadv(pid, local, remote, 0)
 }
 
 // readPeer reads len(dst) bytes at addr in the peer's memory into dst, in
@@ -635,7 +644,7 @@ func (p *pair) readPeer(dst []byte, addr uint64) error {
 		n := min(cmaPiece, len(dst)-off)
 		local := []unix.Iovec{{Base: &dst[off], Len: uint64(n)}}
 		remote := []unix.RemoteIovec{{Base: uintptr(addr) + uintptr(off), Len: n}}
-		got, err := unix.ProcessVMReadv(p.pid, local, remote, 0)
+		got, err := p.t.vmRead(p.pid, local, remote)
 		if err != nil || got != n {
 			return fmt.Errorf("rank %d's payload (%d of %d bytes read): %v", p.rank, off+max(got, 0), len(dst), errOr(err, "short read"))
 		}

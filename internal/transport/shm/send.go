@@ -301,7 +301,7 @@ func (p *pair) progressLocked(done []item) ([]item, bool) {
 func (p *pair) writeItem(r *ring, it *item) (finished, progressed bool) {
 	before := p.t.cfg.beforePublish
 	n := len(it.payload)
-	if r == &p.out.bulk && n >= cmaMin && (it.ack != 0 || !it.started && p.out.cma.Load() == 1) {
+	if r == &p.out.bulk && n >= cmaMin && (it.ack != 0 || !it.started && p.out.cma.Load() == 1 && !p.t.cfg.NoCMA) {
 		// The receiver reads the payload from this process's memory; the
 		// frame is written once its record is consumed.
 		if it.started {

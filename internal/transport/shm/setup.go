@@ -288,8 +288,11 @@ func (t *Transport) accept(pc *acceptloop.Pending, c *net.UnixConn) error {
 		return nil
 	}
 	p.pid = pid
-	if !t.cfg.NoCMA && canRead(pid, hello.Probe) {
-		viewDir(seg, 0).cma.Store(1)
+	if !t.cfg.NoCMA && t.canRead(pid, hello.Probe) {
+		// This process reads the peer's large frames from its memory:
+		// the flag is on the direction it receives on (1), which the
+		// peer writes.
+		viewDir(seg, 1).cma.Store(1)
 	}
 	t.establishLocked(p, c, seg, pbell, fds[2], 1)
 	fds[2] = -1 // the pair's now
@@ -561,8 +564,8 @@ func (t *Transport) dial(p *pair) error {
 	}
 	c.SetDeadline(time.Time{})
 	p.pid = pid
-	if !t.cfg.NoCMA && canRead(pid, reply.Probe) {
-		viewDir(seg, 1).cma.Store(1)
+	if !t.cfg.NoCMA && t.canRead(pid, reply.Probe) {
+		viewDir(seg, 0).cma.Store(1) // the direction this process receives on, as in accept
 	}
 	t.establishLocked(p, c, seg, pbell, pev, 0)
 	t.mu.Unlock()

@@ -104,8 +104,11 @@ type Config struct {
 	// default cap.
 	Peers int
 
-	// NoCMA makes every payload travel through the rings, even where the
-	// receiver may read the sender's memory (process_vm_readv).
+	// NoCMA makes every payload this process sends or receives travel
+	// through the rings, even where the receiver may read the sender's
+	// memory (process_vm_readv). Otherwise whether a peer's large frames
+	// are read from its memory is this process's choice, the reader's (it
+	// tries a read at the pair's set-up), and the peer's NoCMA.
 	NoCMA bool
 
 	// Auth is the job's secret: every pair set-up, dialled or accepted,
@@ -122,15 +125,16 @@ type Config struct {
 	// a malformed record (nil: standard error).
 	Log func(msg string)
 
-	beforePublish func()              // tests: runs between writing a record and publishing it
-	fastStep      func(step int)      // tests: runs at each step of sendFast (1: token taken, 2: checked, 3: published, 4: peer woken)
-	afterPartial  func(p *pair)       // tests: runs once directLocked let the token go with part of a chunked frame written
-	kernelYield   func()              // tests: replaces sched_yield (Transport.sysYield)
-	maxPending    int                 // tests: acceptloop.Config.MaxPending
-	logBurst      int                 // tests: the refusals logged per window (acceptloop.RateLog.Burst)
-	sleepMax      time.Duration       // tests: the longest doorbell sleep, not scaled (0: sleepMax scaled by sleepBound), long to make a lost wake-up a hang
-	cores         int                 // tests: the host's cores for sleepBound (0: runtime.NumCPU)
-	onSleep       func(time.Duration) // tests: called as the receiver goes to sleep on the doorbell, with the sleep's bound
+	beforePublish func()                                                                    // tests: runs between writing a record and publishing it
+	fastStep      func(step int)                                                            // tests: runs at each step of sendFast (1: token taken, 2: checked, 3: published, 4: peer woken)
+	afterPartial  func(p *pair)                                                             // tests: runs once directLocked let the token go with part of a chunked frame written
+	kernelYield   func()                                                                    // tests: replaces sched_yield (Transport.sysYield)
+	maxPending    int                                                                       // tests: acceptloop.Config.MaxPending
+	logBurst      int                                                                       // tests: the refusals logged per window (acceptloop.RateLog.Burst)
+	sleepMax      time.Duration                                                             // tests: the longest doorbell sleep, not scaled (0: sleepMax scaled by sleepBound), long to make a lost wake-up a hang
+	cores         int                                                                       // tests: the host's cores for sleepBound (0: runtime.NumCPU)
+	onSleep       func(time.Duration)                                                       // tests: called as the receiver goes to sleep on the doorbell, with the sleep's bound
+	vmRead        func(pid int, local []unix.Iovec, remote []unix.RemoteIovec) (int, error) // tests: replaces process_vm_readv (the probe and payload reads)
 }
 
 const (
