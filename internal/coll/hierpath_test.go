@@ -68,3 +68,24 @@ func TestNewHierPath(t *testing.T) {
 		t.Errorf("mode 1: the path not taken")
 	}
 }
+
+// NewHierPath asks for no more hosts than it needs: under mpi.Run no
+// host is known, and every rank's every communicator asked all n of them
+// and grouped them (O(n^2) at each of a 10,000-rank repair's
+// communicators); the first unknown host ends it, and members all on one
+// host are not grouped (no allocation but the names).
+func TestNewHierPathStopsEarly(t *testing.T) {
+	const n = 1000
+	asked := 0
+	if p := NewHierPath(n, func(int) string { asked++; return "" }, nil); p != nil || asked != 1 {
+		t.Errorf("no host known: path %v after asking %d hosts, want nil after 1", p, asked)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		if p := NewHierPath(n, func(int) string { return "h" }, nil); p != nil {
+			t.Errorf("one host: a path")
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("one host of %d members: %v allocations, want at most 1 (the names)", n, allocs)
+	}
+}
