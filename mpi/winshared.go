@@ -5,8 +5,8 @@ package mpi
 // one memory segment that all of them map, so each can load and store the
 // others' parts directly, besides the one-sided operations.
 //
-// Design. One segment per window (internal/rma/segment: its file, mapping
-// and removal), created by the communicator's rank 0, mapped by every
+// Design. One segment per window (the window engine's, internal/rma's
+// ShareWindow over internal/rma/segment: its file, mapping and removal), created by the communicator's rank 0, mapped by every
 // process and unlinked once all have mapped it. Every rank maps it itself,
 // also ranks that are goroutines of one process (Run): then each has its
 // own mapping of the same pages. The parts are contiguous in rank order
@@ -28,7 +28,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/ftmpi/ftmpi/internal/rma/segment"
+	"github.com/ftmpi/ftmpi/internal/rma"
 )
 
 // ErrRMAFlavor is the class of a call on a window of the wrong flavor
@@ -45,11 +45,11 @@ const WinFlavorShared = 4
 // MPI_Win_allocate_shared hint of that name.
 const InfoAllocSharedNoncontig = "alloc_shared_noncontig"
 
-var shmWins sync.Map // *Win -> *segment.Segment, a shared window's segment
+var shmWins sync.Map // *Win -> *rma.SharedMem, a shared window's segment
 
-func shmOf(w *Win) *segment.Segment {
+func shmOf(w *Win) *rma.SharedMem {
 	if s, ok := shmWins.Load(w); ok {
-		return s.(*segment.Segment)
+		return s.(*rma.SharedMem)
 	}
 	return nil
 }
@@ -87,34 +87,22 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 	case dispUnit <= 0:
 		bad = newErr(ErrArg, op, c, NoPeer, "displacement unit %d is not positive", dispUnit)
 	}
-	noncontig := int64(0)
+	noncontig := false
 	if v, ok := info.Get(InfoAllocSharedNoncontig); ok && v == "true" {
-		noncontig = 1
+		noncontig = true
 	}
-	// The set-up (rank 0 creates the file, every process maps it, all agree
-	// that all did, rank 0 removes the name) is segment.Share's.
-	m := segment.Members{Rank: c.rank, Size: c.size, Allgather: func(mine []int64) ([]int64, error) {
-		return allgatherInts(c, op, mine...)
-	}}
-	s, err := segment.Share(m, segment.KindWin, []int64{int64(size), int64(dispUnit), noncontig}, bad, func(all [][]int64) (*segment.Segment, int) {
-		sizes, units := make([]int, c.size), make([]int, c.size)
-		for r := range c.size {
-			sizes[r], units[r] = int(all[r][0]), int(all[r][1])
-		}
-		return segment.New(sizes, units, all[0][2] != 0) // rank 0's noncontig
-	})
+	// The set-up (rank 0 creates the segment, every process maps it, all
+	// agree that all did) and its layout are the window engine's.
+	s, err := rma.ShareWindow(rma.SharedConfig{Rank: c.rank, Size: c.size, Bytes: size, Unit: dispUnit, Noncontig: noncontig, Refuse: bad,
+		Allgather: func(mine []int64) ([]int64, error) { return allgatherInts(c, op, mine...) }})
 	if err != nil {
-		var ce *segment.CreateError
-		var re *segment.RefusedError
-		var me *segment.MapError
+		var re *rma.Error
 		switch {
 		case bad != nil && err == bad:
-		case errors.As(err, &ce):
-			err = newErr(ErrOther, op, c, NoPeer, "cannot create the shared segment: %v", ce.Err)
-		case errors.As(err, &re):
-			err = newErr(ErrArg, op, c, re.Rank, "rank %d's arguments were refused", re.Rank)
-		case errors.As(err, &me):
-			err = newErr(ErrOther, op, c, NoPeer, "cannot map the shared segment of %d bytes: %v", me.Total, me.Err)
+		case errors.As(err, &re) && re.Code == rma.CodeArgs:
+			err = newErr(ErrArg, op, c, re.Peer, "%s", re.Detail)
+		case errors.As(err, &re) && re.Code == rma.CodeSegment:
+			err = newErr(ErrOther, op, c, NoPeer, "%s", re.Detail)
 		}
 		return nil, nil, c.handle(err)
 	}
@@ -124,14 +112,12 @@ func (c *Comm) WinAllocateShared(size, dispUnit int, info *Info) (*Win, []byte, 
 		s.Unmap()
 		return nil, nil, err
 	}
-	w.units = slicesInt(s.Unit)
+	w.units = s.Units()
 	w.flavor = WinFlavorShared
 	_ = w.SetInfo(info) // its window hints (win_extra.go); nil: the defaults
 	shmWins.Store(w, s)
 	return w, mem, nil
 }
-
-func slicesInt(v []int) []int { return append([]int(nil), v...) }
 
 // SharedQuery returns the part of rank's process in the shared window w
 // (MPI_Win_shared_query): its size in bytes, its displacement unit and
@@ -150,22 +136,15 @@ func (w *Win) SharedQuery(rank int) (size, dispUnit int, base []byte, err error)
 	if s == nil {
 		return 0, 0, nil, w.handle(w.err(ErrRMAFlavor, op, NoPeer, "not a shared memory window (MPI_Win_allocate_shared)"))
 	}
+	q := rank
 	if rank == ProcNull {
-		rank = -1
-		for r, n := range s.Size {
-			if n > 0 {
-				rank = r
-				break
-			}
-		}
-		if rank < 0 {
-			return 0, s.Unit[0], nil, nil
-		}
+		q = -1 // the lowest rank whose part is not empty
 	}
-	if rank < 0 || rank >= len(s.Size) {
-		return 0, 0, nil, w.handle(w.err(ErrRank, op, NoPeer, "rank %d is not in the window's group of %d", rank, len(s.Size)))
+	size, dispUnit, base, ok := s.Query(q)
+	if !ok || rank != ProcNull && rank < 0 {
+		return 0, 0, nil, w.handle(w.err(ErrRank, op, NoPeer, "rank %d is not in the window's group of %d", rank, s.Members()))
 	}
-	return s.Size[rank], s.Unit[rank], s.Part(rank), nil
+	return size, dispUnit, base, nil
 }
 
 // freeShared removes the mapping of a shared window once it is freed

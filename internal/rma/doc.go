@@ -12,8 +12,11 @@
 // outstanding one-way operations and the failures kept per target until
 // the synchronisation that must raise them, and the accumulates applied
 // on bytes (MPI_REPLACE and MPI_NO_OP itself, the predefined reductions
-// through Config.Reduce). Package rma/segment owns the memory segment of
-// a shared window.
+// through Config.Reduce). A shared window's segment is the engine's too
+// (ShareWindow: what the members exchange to set it up, its layout, its
+// outcomes as Error codes; SharedMem: the parts, the query's rule, the
+// unmapping), over package rma/segment (the file, the mapping, the
+// set-up's protocol).
 //
 // Protocol. Put and accumulate are one way; a target's server applies
 // the requests of one origin in the order they were sent, so the marker,

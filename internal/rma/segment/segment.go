@@ -12,8 +12,9 @@
 // It owns the file's name, creation, mapping and removal, the parts'
 // layout and the set-up's protocol (Share: rank 0 creates, every process
 // maps, all agree that all did, rank 0 unlinks), run over an allgather the
-// caller gives; package mpi's bindings give that allgather and decide the
-// parts. It must not import package mpi or talk to other processes by
+// caller gives; its users (the window engine's ShareWindow in internal/rma,
+// the collectives' shared path in internal/coll) give that allgather and
+// decide the parts. It must not import package mpi or talk to other processes by
 // itself.
 package segment
 
