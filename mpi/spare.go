@@ -311,7 +311,7 @@ func (c *Comm) replaceSpawn(op string, a *rte.ReplaceAttempt, call rte.ReplaceCa
 	w := c.w
 	shrunk := newDerived(c, derivedName("shrink", c), pairs[1], call.Survivors, me)
 	shrunk.errh.Store(ErrorsReturn)
-	eps, spairs, err := shrunk.spawnRaw(op, "", os.Args[1:], a.Spawn(), 0, true)
+	spawned, spairs, err := shrunk.spawnRaw(op, "", os.Args[1:], a.Spawn(), 0, true)
 	if err != nil {
 		w.ctxTable().release(pairs[0])
 		a.SpawnFailed() // none was asked
@@ -321,10 +321,6 @@ func (c *Comm) replaceSpawn(op string, a *rte.ReplaceAttempt, call rte.ReplaceCa
 		return nil, err
 	}
 	w.ctxTable().release(spairs...) // no intercommunicator: they become ranks
-	var spawned []int
-	for _, ep := range eps {
-		spawned = append(spawned, ep.Rank)
-	}
 	// The leader activates the new processes; they accept or refuse; the
 	// agreement decides.
 	bits := a.Spawned(spawned, shrunk.rank == 0)

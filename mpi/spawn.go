@@ -6,10 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
+	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/rte/dpm"
 	"github.com/ftmpi/ftmpi/internal/trace"
 )
@@ -58,7 +57,7 @@ const dir0 = ""
 // spawnIn is Spawn with the children's working directory (dir, at root;
 // "": the job's) and, for SpawnMultiple, the commands (apps, at root:
 // command, args, maxprocs and dir are then unused).
-func (c *Comm) spawnIn(op, command string, args []string, maxprocs int, dir string, apps []boot.SpawnApp, root int) (ic *Comm, err error) {
+func (c *Comm) spawnIn(op, command string, args []string, maxprocs int, dir string, apps []rte.SpawnCmd, root int) (ic *Comm, err error) {
 	if c != nil && c.w.trc != nil {
 		start := trace.Now()
 		defer func() {
@@ -80,87 +79,71 @@ func (c *Comm) spawnIn(op, command string, args []string, maxprocs int, dir stri
 		// returns it, and the launcher is not asked.
 		return nil, c.handle(newErr(ErrRank, op, c, root, "root %d is a recognised failed process (seed 003 17.10)", root))
 	}
-	eps, pairs, err := c.spawnReq(op, command, args, maxprocs, dir, apps, root, false)
+	children, pairs, err := c.spawnReq(op, command, args, maxprocs, dir, apps, root, false)
 	if err != nil {
 		return nil, c.handle(err)
 	}
 	procs := c.groupProcs()
-	children := make([]int, len(eps))
-	for i, ep := range eps {
-		children[i] = ep.Rank
-	}
 	return newInter(c, fmt.Sprintf("spawn(%s)", shortName(c)), pairs, procs, children, c.rank), nil
 }
 
 // spawnRaw is Spawn's part with the launcher: every parent asks it to
 // start the processes (spares: as spare processes, MPIX_Comm_replace's
-// fallback) and gets their endpoints and the agreed context pairs of the
-// intercommunicator, or an error not yet given to c's handler.
-func (c *Comm) spawnRaw(op, command string, args []string, maxprocs, root int, spares bool) ([]boot.Endpoint, []int, error) {
+// fallback) and gets their process ids and the agreed context pairs of
+// the intercommunicator, or an error not yet given to c's handler.
+func (c *Comm) spawnRaw(op, command string, args []string, maxprocs, root int, spares bool) ([]int, []int, error) {
 	return c.spawnReq(op, command, args, maxprocs, dir0, nil, root, spares)
 }
 
 // spawnReq is spawnRaw with the children's working directory (dir, at
-// root; "": the job's).
-func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir string, apps []boot.SpawnApp, root int, spares bool) ([]boot.Endpoint, []int, error) {
+// root; "": the job's) and, for SpawnMultiple, the commands (apps, at
+// root). The request and the launcher's answer are the runtime's
+// (rte.Process.Spawn); c's agreement on the context pairs and the error
+// classes are the API's.
+func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir string, apps []rte.SpawnCmd, root int, spares bool) ([]int, []int, error) {
 	w := c.w
 	p := w.proc
 	if p == nil {
 		return nil, nil, newErr(ErrSpawn, op, c, NoPeer, "processes can only be spawned in a job started by ftmpirun")
 	}
-	head, err := p.Head("spawn")
-	if err != nil {
+	if err := p.CheckHead("spawn"); err != nil {
 		return nil, nil, newErr(ErrSpawn, op, c, NoPeer, "%v", err)
 	}
 	procs := c.groupProcs()
-	key := w.spawn.Key(c.ctx, procs)
 	pairs, perr := agreeOnParent(c, op, 2, true)
-	req := boot.SpawnRequest{Key: key, Procs: procs, Root: c.rank == root, Pairs: pairs, Spares: spares}
-	if req.Root {
-		req.Command, req.Args, req.MaxProcs, req.Dir = command, args, maxprocs, dir
-		if len(apps) > 0 {
-			req.Command, req.Args, req.Dir, req.Apps = "", nil, "", apps
-			maxprocs = 0
-			for _, a := range apps {
-				if a.MaxProcs < 1 {
-					maxprocs = a.MaxProcs // refused below, as a single command's
-					break
-				}
-				maxprocs += a.MaxProcs
-			}
-			req.MaxProcs = maxprocs
-		}
-		if maxprocs < 1 && perr == nil {
-			req.Error = fmt.Sprintf("maxprocs %d at the root: must be at least 1", maxprocs)
-		}
+	call := rte.SpawnCall{Key: w.spawn.Key(c.ctx, procs), Procs: procs, Pairs: pairs, Root: c.rank == root, Spares: spares}
+	if len(apps) > 0 {
+		call.Cmds, call.Multiple = apps, true
+	} else {
+		call.Cmds = []rte.SpawnCmd{{Command: command, Args: args, MaxProcs: maxprocs, Dir: dir}}
 	}
 	if perr != nil {
-		req.Error = perr.Error()
+		call.Refusal = perr.Error()
 		if isFailure(perr) {
 			// The launcher may not know of the failure yet: tell it, so that
 			// every parent gets ErrProcFailed whichever it hears first.
-			req.Failed = w.lostAmong(procs)
+			call.Failed = w.lostAmong(procs)
 		}
 	}
-	eps, err := head.Spawn(req)
+	children, err := p.Spawn(w.net, &w.rt.Hosts, call)
 	if err != nil {
 		if perr == nil {
 			w.ctxTable().release(pairs...)
 		}
-		var se *boot.SpawnError
-		switch {
-		case errors.As(err, &se) && len(se.Failed) > 0:
-			return nil, nil, newErr(ErrProcFailed, op, c, NoPeer, "%s", se.Reason)
-		case errors.As(err, &se) && req.MaxProcs < 1 && req.Root:
-			return nil, nil, newErr(ErrArg, op, c, NoPeer, "%s", se.Reason)
-		case errors.As(err, &se):
-			return nil, nil, newErr(ErrSpawn, op, c, NoPeer, "%s", se.Reason)
+		var se *rte.SpawnError
+		if !errors.As(err, &se) {
+			return nil, nil, newErr(ErrOther, op, c, NoPeer, "%v", err)
 		}
-		return nil, nil, newErr(ErrOther, op, c, NoPeer, "%v", err)
+		class := ErrSpawn
+		switch se.Class {
+		case rte.SpawnProcFailed:
+			class = ErrProcFailed
+		case rte.SpawnBadArg:
+			class = ErrArg
+		}
+		return nil, nil, newErr(class, op, c, NoPeer, "%s", se.Reason)
 	}
-	w.net.AddPeers(eps)
-	w.rt.Hosts.Add(eps)
-	return eps, pairs, nil
+	return children, pairs, nil
 }
 
 // lostAmong returns the processes of procs this process knows failed.
@@ -246,14 +229,14 @@ type SpawnCommand struct {
 // root only. Errors are as Spawn's.
 func (c *Comm) SpawnMultiple(cmds []SpawnCommand, root int) (*Comm, error) {
 	const op = "MPI_Comm_spawn_multiple"
-	var apps []boot.SpawnApp
+	var apps []rte.SpawnCmd
 	if c != nil && c.rank == root {
 		if len(cmds) == 0 {
 			// Refused by the launcher at every parent (maxprocs 0 at root).
-			apps = []boot.SpawnApp{{MaxProcs: 0}}
+			apps = []rte.SpawnCmd{{MaxProcs: 0}}
 		}
 		for _, sc := range cmds {
-			apps = append(apps, boot.SpawnApp{Command: spawnProgram(sc.Command, sc.Info), Args: sc.Args,
+			apps = append(apps, rte.SpawnCmd{Command: spawnProgram(sc.Command, sc.Info), Args: sc.Args,
 				MaxProcs: sc.MaxProcs, Dir: spawnDir(sc.Info)})
 		}
 	}
@@ -261,14 +244,10 @@ func (c *Comm) SpawnMultiple(cmds []SpawnCommand, root int) (*Comm, error) {
 }
 
 // appNum is the index of this process's command in the SpawnMultiple
-// call that started it (boot.EnvAppNum), 0 otherwise (AttrAppNum).
+// call that started it (rte.Process.AppNum), 0 otherwise (AttrAppNum).
 func (w *World) appNum() int {
 	if w.proc == nil {
 		return 0
 	}
-	v, err := strconv.Atoi(os.Getenv(boot.EnvAppNum))
-	if err != nil || v < 0 {
-		return 0
-	}
-	return v
+	return w.proc.AppNum()
 }
