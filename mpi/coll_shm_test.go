@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -548,4 +549,101 @@ func TestShmSleeperWokenByEvents(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// shmMapped reports whether an address range starts at a in this
+// process (/proc/self/maps).
+func shmMapped(a uintptr) (bool, error) {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return false, err
+	}
+	s := string(b)
+	return strings.HasPrefix(s, fmt.Sprintf("%x-", a)) || strings.Contains(s, fmt.Sprintf("\n%x-", a)), nil
+}
+
+// Free removes the mapping also once the communicator's calls left the
+// segment (here a revocation: the point-to-point path reports it). Before,
+// Free unmapped only a segment still in use, so every communicator freed
+// after a failure, a revocation or a rejected call kept its mapping (and
+// its place in the process's doorbell watcher) as long as the process
+// lived.
+func TestShmFreeUnmapsAfterTheSegmentWasLeft(t *testing.T) {
+	run(t, 3, func(w *mpi.World, c *mpi.Comm) error {
+		d, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		d.SetErrhandler(mpi.ErrorsReturn)
+		if err := mpi.Allreduce(d, []int64{1}, make([]int64, 1), mpi.Sum); err != nil {
+			return err
+		}
+		a := mpi.ShmAddrForTest(d)
+		if mpi.ShmCallsForTest(d) != 1 || a == 0 {
+			return errors.New("the allreduce did not use the shared segment")
+		}
+		if d.Rank() == 1 {
+			if err := d.Revoke(); err != nil {
+				return err
+			}
+		}
+		if err := d.Barrier(); !errors.Is(err, mpi.ErrRevoked) {
+			return fmt.Errorf("rank %d: %v, want ErrRevoked", d.Rank(), err)
+		}
+		if err := d.Free(); err != nil {
+			return err
+		}
+		if on, err := shmMapped(a); err != nil || on {
+			return fmt.Errorf("rank %d: the segment at %#x is still mapped after Free (%v)", c.Rank(), a, err)
+		}
+		return nil
+	})
+}
+
+// A communicator's segment is unmapped once the communicator is garbage:
+// here every communicator of a World that ended (CommWorld, and a Dup
+// never freed). Before, the cleanup that unmaps it could never run: the
+// process's doorbell watcher and the cleanup's own argument held the
+// segment's group, which holds the path, which holds the cleanup's object,
+// so every World's segments stayed mapped as long as the process lived.
+func TestShmSegmentsOfAnEndedWorldAreUnmapped(t *testing.T) {
+	var addrs [2][2]uintptr
+	run(t, 2, func(w *mpi.World, c *mpi.Comm) error {
+		d, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		for i, x := range []*mpi.Comm{c, d} {
+			if err := mpi.Allreduce(x, []int64{1}, make([]int64, 1), mpi.Sum); err != nil {
+				return err
+			}
+			if addrs[c.Rank()][i] = mpi.ShmAddrForTest(x); addrs[c.Rank()][i] == 0 {
+				return errors.New("the allreduce did not use the shared segment")
+			}
+		}
+		return nil
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		runtime.GC() // the cleanups of the garbage run after a collection
+		var left []uintptr
+		for _, r := range addrs {
+			for _, a := range r {
+				on, err := shmMapped(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if on {
+					left = append(left, a)
+				}
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("segments still mapped 20 s after their World ended: %#x", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/coll/shmcoll"
@@ -300,9 +301,20 @@ type ShmHost struct {
 	abort, stop <-chan struct{}
 	bg          *sync.WaitGroup
 
-	mu      sync.Mutex
-	groups  map[*shmcoll.Group]struct{}
+	set     *shmGroups
+	mu      sync.Mutex // guards started
 	started bool
+}
+
+// shmGroups is the set of a process's mapped segments its watcher rings.
+// It holds them weakly, and a dropped communicator's cleanup holds this
+// set, not the ShmHost (whose engine may reach the communicator): either
+// would keep the communicator's path reachable (a segment's group reaches
+// its path through its waiters' environment), and its cleanup would never
+// run.
+type shmGroups struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[shmcoll.Group]]struct{}
 }
 
 // NewShmHost is the side of a process whose engine is eng, whose blocked
@@ -310,17 +322,18 @@ type ShmHost struct {
 // end closes stop; the watcher counts itself in bg. It has no MPI
 // counterpart.
 func NewShmHost(eng ShmEngine, table *calls.Table, abort, stop <-chan struct{}, bg *sync.WaitGroup) *ShmHost {
-	return &ShmHost{eng: eng, calls: table, abort: abort, stop: stop, bg: bg}
+	return &ShmHost{eng: eng, calls: table, abort: abort, stop: stop, bg: bg,
+		set: &shmGroups{m: make(map[weak.Pointer[shmcoll.Group]]struct{})}}
 }
 
-// add registers g (mapped) and starts the watcher if it is not running.
-func (h *ShmHost) add(g *shmcoll.Group) {
+// add registers g (mapped, held by the caller's path) and starts the
+// watcher if it is not running.
+func (h *ShmHost) add(g weak.Pointer[shmcoll.Group]) {
+	h.set.mu.Lock()
+	h.set.m[g] = struct{}{}
+	h.set.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.groups == nil {
-		h.groups = make(map[*shmcoll.Group]struct{})
-	}
-	h.groups[g] = struct{}{}
 	if h.started {
 		return
 	}
@@ -356,22 +369,24 @@ func (h *ShmHost) add(g *shmcoll.Group) {
 
 // remove unregisters g: no ring reaches it after remove returns (its
 // segment may then be unmapped).
-func (h *ShmHost) remove(g *shmcoll.Group) {
-	h.mu.Lock()
-	delete(h.groups, g)
-	h.mu.Unlock()
+func (s *shmGroups) remove(g weak.Pointer[shmcoll.Group]) {
+	s.mu.Lock()
+	delete(s.m, g)
+	s.mu.Unlock()
 }
 
 // ring wakes the sleepers of every registered segment (the event is
-// recorded: a sleeper counted before this reads it in its Check).
+// recorded: a sleeper counted before this reads it in its Check). A
+// group already garbage is skipped (its cleanup removes it).
 func (h *ShmHost) ring() {
-	h.mu.Lock()
-	for g := range h.groups {
-		if g.Sleepers() != 0 {
+	s := h.set
+	s.mu.Lock()
+	for wg := range s.m {
+		if g := wg.Value(); g != nil && g.Sleepers() != 0 {
 			g.Wake()
 		}
 	}
-	h.mu.Unlock()
+	s.mu.Unlock()
 }
 
 // Shared-memory path states of a communicator (ShmPath.state).
@@ -387,7 +402,8 @@ const (
 type ShmPath struct {
 	state  atomic.Int32
 	g      *shmcoll.Group
-	seg    *segment.Segment
+	wg     weak.Pointer[shmcoll.Group] // g, as the host's set holds it
+	seg    *segment.Segment            // nil once freed
 	host   *ShmHost
 	procs  []int // the members' processes (nil: the identity)
 	n      int
@@ -546,26 +562,33 @@ func (p *ShmPath) setUp(c ShmComm, x *Set) (*shmcoll.Group, error) {
 	p.pt, p.co = c.ShmContexts()
 	p.procs, p.n = x.Procs, n
 	p.seg = s
-	p.host.add(g)
+	p.wg = weak.Make(g)
+	p.host.add(p.wg)
 	p.keep = &shmKeep{}
-	p.clean = runtime.AddCleanup(p.keep, func(m shmMapped) { m.host.remove(m.g); m.s.Unmap() }, shmMapped{s, g, p.host})
+	// The cleanup's argument must not reach p (nor keep): g does (its
+	// waiters' environment is p.env), and so may the host's engine.
+	p.clean = runtime.AddCleanup(p.keep, func(m shmMapped) { m.set.remove(m.g); m.s.Unmap() }, shmMapped{s, p.wg, p.host.set})
 	return g, nil
 }
 
 // shmMapped is what a dropped communicator's cleanup unmaps.
 type shmMapped struct {
-	s    *segment.Segment
-	g    *shmcoll.Group
-	host *ShmHost
+	s   *segment.Segment
+	g   weak.Pointer[shmcoll.Group]
+	set *shmGroups
 }
 
-// Free removes the mapping (MPI_Comm_free's part); the communicator's
-// collectives no longer use it.
+// Free removes the mapping (MPI_Comm_free's part), also one the
+// communicator's calls no longer used (a failure, a revocation or a
+// rejected call made them leave it); the communicator's collectives no
+// longer use it.
 func (p *ShmPath) Free() {
-	if p.state.Swap(shmOff) == shmOn && p.seg != nil {
+	p.state.Store(shmOff)
+	if s := p.seg; s != nil {
+		p.seg = nil
 		p.clean.Stop()
-		p.host.remove(p.g)
-		p.seg.Unmap()
+		p.host.set.remove(p.wg)
+		s.Unmap()
 	}
 }
 
