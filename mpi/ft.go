@@ -195,8 +195,8 @@ func (w *World) onLostAll(peers []int, causes []error) {
 	w.ft.passes.Add(1)
 	for i, p := range peers {
 		w.traceKnown(p, causes[i]) // before the broadcast: the first knowledge here
-		w.rt.Fails.Lost(p, 0)
 	}
+	w.rt.Fails.LostAll(peers) // one step of the detector and the broadcast for the batch
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
 	for _, p := range peers {

@@ -14,6 +14,7 @@ package ftdrive
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,17 @@ type Failures struct {
 	confirm atomic.Pointer[func(rank, inc int, reason string) error]
 	mu      sync.Mutex
 	told    map[int]bool
+
+	// Suspicions awaiting their verdict (under mu): one goroutine at a
+	// time asks for them (judge), all those queued at once together.
+	suspects []suspicion
+	judging  bool
+}
+
+// suspicion is a process suspected failed, and why.
+type suspicion struct {
+	rank, inc int
+	reason    string
 }
 
 // Headless makes the ranks enforce fail-stop themselves (no launcher
@@ -282,26 +294,44 @@ func (f *Failures) OnHeartbeat(from int, h transport.Header, _ []byte) {
 // Lost tells the detector and the broadcast that peer failed (from any
 // source: it is the engine's lost hook's first step) and returns after
 // queueing what they need to send.
-func (f *Failures) Lost(peer, inc int) {
+func (f *Failures) Lost(peer, inc int) { f.lost([]member.ID{{Rank: peer, Inc: inc}}) }
+
+// LostAll is Lost of the processes peers (their incarnations at the
+// epoch's start), learnt together (one batch of the engine's lost hook):
+// one step of the detector and the broadcast, whose notices go out as one
+// frame a neighbour.
+func (f *Failures) LostAll(peers []int) {
+	ids := make([]member.ID, len(peers))
+	for i, p := range peers {
+		ids[i] = member.ID{Rank: p}
+	}
+	f.lost(ids)
+}
+
+func (f *Failures) lost(ids []member.ID) {
 	defer f.isolated()
 	dt := f.det.Load()
 	if dt == nil {
 		return
 	}
+	var hb []detector.Msg
+	var notices []rbcast.Msg[member.ID]
 	dt.mu.Lock()
-	hb := dt.d.Failed(dt.now(), member.ID{Rank: peer, Inc: inc})
-	notices := dt.rb.Failed(member.ID{Rank: peer, Inc: inc})
-	if f.env.Confirm != nil {
-		// Under a launcher every failure reaches every rank from the
-		// launcher too (it confirms every suspicion and sees every
-		// death), so a failure learnt here some other way than from the
-		// broadcast counts as delivered without being forwarded: the
-		// notices of the rank that suspected it then stop at the ranks
-		// that already know, instead of flooding all of them (about
-		// 2n log2 n frames, each waking a rank, when the CPUs are most
-		// needed). A failure learnt from the broadcast or broadcast here
-		// was delivered already: this is a no-op for it.
-		dt.rb.Broadcast(member.ID{Rank: peer, Inc: inc})
+	for _, id := range ids {
+		hb = append(hb, dt.d.Failed(dt.now(), id)...)
+		notices = append(notices, dt.rb.Failed(id)...)
+		if f.env.Confirm != nil {
+			// Under a launcher every failure reaches every rank from the
+			// launcher too (it confirms every suspicion and sees every
+			// death), so a failure learnt here some other way than from
+			// the broadcast counts as delivered without being forwarded:
+			// the notices of the rank that suspected it then stop at the
+			// ranks that already know, instead of flooding all of them
+			// (about 2n log2 n frames, each waking a rank, when the CPUs
+			// are most needed). A failure learnt from the broadcast or
+			// broadcast here was delivered already: this is a no-op for it.
+			dt.rb.Broadcast(id)
+		}
 	}
 	dt.mu.Unlock()
 	dt.sendHeartbeats(hb)
@@ -381,8 +411,25 @@ func (f *Failures) OnNotices(from int, _ transport.Header, payload []byte) {
 	out, delivered := dt.rb.StepBatch(rbcast.Batch[member.ID]{From: from, To: f.env.Self, Items: ids, Hops: hops})
 	dt.mu.Unlock()
 	dt.sendNotices(out)
-	for _, id := range delivered {
+	f.noticed(delivered, from)
+}
+
+// noticed makes the failures delivered by one notice frame from process
+// from known, in one batch (one step of the engine's lost hook, whose
+// re-sends go out together).
+func (f *Failures) noticed(delivered []member.ID, from int) {
+	switch len(delivered) {
+	case 0:
+	case 1:
+		id := delivered[0]
 		f.env.Eng.FailPeer(id.Rank, fmt.Errorf("rank %d failed (notice from rank %d)", id.Rank, from))
+	default:
+		ranks, causes := make([]int, len(delivered)), make([]error, len(delivered))
+		for i, id := range delivered {
+			ranks[i] = id.Rank
+			causes[i] = fmt.Errorf("rank %d failed (notice from rank %d)", id.Rank, from)
+		}
+		f.env.Eng.FailPeers(ranks, causes)
 	}
 }
 
@@ -404,9 +451,7 @@ func (f *Failures) OnNotice(from int, h transport.Header, _ []byte) {
 	out, delivered := dt.rb.Step(rbcast.Msg[member.ID]{From: from, To: f.env.Self, Item: item, Hops: int(h.Seq)})
 	dt.mu.Unlock()
 	dt.sendNotices(out)
-	for _, id := range delivered {
-		f.env.Eng.FailPeer(id.Rank, fmt.Errorf("rank %d failed (notice from rank %d)", id.Rank, from))
-	}
+	f.noticed(delivered, from)
 }
 
 // Declare makes a suspicion a failure: the launcher is asked to kill the
@@ -426,21 +471,85 @@ func (f *Failures) Declare(rank, inc int, reason string) {
 		confirm = *c
 	}
 	if confirm == nil {
-		f.failAndBroadcast(rank, inc, reason)
+		f.failAndBroadcast([]suspicion{{rank, inc, reason}})
 		return
 	}
-	f.env.WG.Add(1)
-	go func() {
-		defer f.env.WG.Done()
-		if inc == 0 {
-			inc = f.peerInc(rank)
-		}
-		if err := confirm(rank, inc, reason); err != nil {
-			f.refuted(rank, inc)
+	if inc == 0 {
+		inc = f.peerInc(rank)
+	}
+	f.mu.Lock()
+	f.suspects = append(f.suspects, suspicion{rank, inc, reason})
+	start := !f.judging
+	f.judging = true
+	f.mu.Unlock()
+	if start {
+		f.env.WG.Add(1)
+		go f.judge(confirm)
+	}
+}
+
+// judge asks for the verdicts on the queued suspicions until none is
+// left: those queued at one time are asked together (concurrently), and
+// the failures confirmed are broadcast in one step, as one notice frame a
+// neighbour. The first suspicion is asked at once; those made while a
+// verdict is awaited (a kill of many processes breaks a rank's
+// connections to each within a moment) wait for it, not for a timer:
+// issue 24, k failures cost a rank two frames a neighbour, not k.
+func (f *Failures) judge(confirm func(rank, inc int, reason string) error) {
+	defer f.env.WG.Done()
+	for {
+		f.mu.Lock()
+		batch := f.suspects
+		f.suspects = nil
+		if len(batch) == 0 {
+			f.judging = false
+			f.mu.Unlock()
 			return
 		}
-		f.failAndBroadcast(rank, inc, reason)
-	}()
+		f.mu.Unlock()
+		batch = distinctSuspects(batch)
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for i := 1; i < len(batch); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = confirm(batch[i].rank, batch[i].inc, batch[i].reason)
+			}()
+		}
+		errs[0] = confirm(batch[0].rank, batch[0].inc, batch[0].reason)
+		wg.Wait()
+		var failed []suspicion
+		for i, s := range batch {
+			if errs[i] != nil {
+				f.refuted(s.rank, s.inc)
+			} else {
+				failed = append(failed, s)
+			}
+		}
+		if len(failed) > 0 {
+			f.failAndBroadcast(failed)
+		}
+	}
+}
+
+// distinctSuspects drops the repeats of a process (the same incarnation)
+// from ss: the first suspicion's reason is kept.
+func distinctSuspects(ss []suspicion) []suspicion {
+	out := ss[:0]
+	for _, s := range ss {
+		dup := false
+		for _, o := range out {
+			if o.rank == s.rank && o.inc == s.inc {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Announce declares process rank failed without asking anybody (no
@@ -449,7 +558,7 @@ func (f *Failures) Declare(rank, inc int, reason string) {
 // whatever it is doing, and the others must learn it, since only this
 // process knows (a start-up failure is not broadcast by the engine).
 func (f *Failures) Announce(rank int, reason string) {
-	f.failAndBroadcast(rank, f.peerInc(rank), reason)
+	f.failAndBroadcast([]suspicion{{rank, f.peerInc(rank), reason}})
 }
 
 // refuted tells the detector that the launcher refused to declare
@@ -468,14 +577,32 @@ func (f *Failures) refuted(rank, inc int) {
 	}
 }
 
-func (f *Failures) failAndBroadcast(rank, inc int, reason string) {
+// failAndBroadcast declares the processes of ss failed: one step of the
+// detector and the broadcast (its notices one frame a neighbour, none to
+// a process of ss), then one batch of the engine's losses.
+func (f *Failures) failAndBroadcast(ss []suspicion) {
 	if dt := f.det.Load(); dt != nil {
+		var hb []detector.Msg
+		var out []rbcast.Msg[member.ID]
 		dt.mu.Lock()
-		// The verdict on the detector's own suspicion (the engine's lost
-		// hook tells it too; Failed is idempotent).
-		hb := dt.d.Failed(dt.now(), member.ID{Rank: rank, Inc: inc})
-		out, _ := dt.rb.Broadcast(member.ID{Rank: rank, Inc: inc})
+		for _, s := range ss {
+			// The verdict on the detector's own suspicion (the engine's
+			// lost hook tells it too; Failed is idempotent).
+			hb = append(hb, dt.d.Failed(dt.now(), member.ID{Rank: s.rank, Inc: s.inc})...)
+			o, _ := dt.rb.Broadcast(member.ID{Rank: s.rank, Inc: s.inc})
+			out = append(out, o...)
+		}
 		dt.mu.Unlock()
+		if len(ss) > 1 {
+			// The broadcast learns of these failures from the engine's
+			// lost hook, after: nothing goes to them meanwhile.
+			out = slices.DeleteFunc(out, func(m rbcast.Msg[member.ID]) bool {
+				return slices.ContainsFunc(ss, func(s suspicion) bool { return s.rank == m.To })
+			})
+			hb = slices.DeleteFunc(hb, func(m detector.Msg) bool {
+				return slices.ContainsFunc(ss, func(s suspicion) bool { return s.rank == m.To.Rank })
+			})
+		}
 		dt.sendHeartbeats(hb)
 		dt.sendNotices(out)
 		select {
@@ -483,7 +610,16 @@ func (f *Failures) failAndBroadcast(rank, inc int, reason string) {
 		default:
 		}
 	}
-	f.env.Eng.FailPeer(rank, fmt.Errorf("rank %d declared failed: %s", rank, reason))
+	if len(ss) == 1 {
+		f.env.Eng.FailPeer(ss[0].rank, fmt.Errorf("rank %d declared failed: %s", ss[0].rank, ss[0].reason))
+		return
+	}
+	ranks, causes := make([]int, len(ss)), make([]error, len(ss))
+	for i, s := range ss {
+		ranks[i] = s.rank
+		causes[i] = fmt.Errorf("rank %d declared failed: %s", s.rank, s.reason)
+	}
+	f.env.Eng.FailPeers(ranks, causes)
 }
 
 // Joined tells the detector the incarnation of every process of a new

@@ -3,6 +3,7 @@ package ftdrive
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,23 @@ type rank struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
+	// notices counts the failure-notice frames (single or batched) this
+	// rank posted.
+	notices atomic.Int64
+}
+
+// counted is a rank's transport that counts the failure-notice frames it
+// posts.
+type counted struct {
+	transport.Transport
+	r *rank
+}
+
+func (c counted) Post(to int, h transport.Header, payload []byte, done transport.Done) {
+	if t := ctl.Type(h.Tag); t == ctl.FailNotice || t == ctl.FailNotices {
+		c.r.notices.Add(1)
+	}
+	c.Transport.Post(to, h, payload, done)
 }
 
 func (r *rank) halt() { r.once.Do(func() { close(r.stop); r.wg.Wait() }) }
@@ -41,7 +59,7 @@ func jobConfirm(t *testing.T, n int, cfg detector.Config, confirm func(self, ran
 	for i := range rs {
 		r := &rank{eng: p2p.New(p2p.Config{Self: i}), stop: make(chan struct{})}
 		r.ep = fab.Attach(i, r.eng)
-		r.eng.SetTransport(r.ep)
+		r.eng.SetTransport(counted{r.ep, r})
 		env := Env{Eng: r.eng, Self: i, N: n, Stop: r.stop, WG: &r.wg}
 		if confirm != nil {
 			env.Confirm = func(rank, inc int, reason string) error { return confirm(i, rank, inc, reason) }
