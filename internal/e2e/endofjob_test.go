@@ -21,10 +21,14 @@ import (
 // stop:rank=R,at=PHASE has the rank stop or kill itself exactly when it
 // reaches PHASE (internal/inject: reinit-return, reinit-left, finalize,
 // finalize-fence, finalize-fenced, finalized; at=finalize is right after
-// the program's last collective). Every run must end, well before its
-// --timeout, with either the failure-free result and exit 0, or the
-// failure reported with the exit code of the job's policy, and leave no
-// process behind.
+// the program's last collective). Every run must end by the event its
+// case names (the launcher's kill of the stopped rank, the failure's
+// report, the policy's message), not by --timeout (exit 124), with either
+// the failure-free result and exit 0, or the failure reported with the
+// exit code of the job's policy, and leave no process behind. The time a
+// run took past its failure-free run is logged, not bounded: the ends
+// that need no failure handling are told by their messages, and a bound
+// in seconds on a shared 2-core machine only measures the load.
 
 // eojCase is one fault at one phase of the end of a job.
 type eojCase struct {
@@ -128,12 +132,6 @@ func eojCases(short bool) []eojCase {
 	return cs
 }
 
-// eojBound is how long past its failure-free run a faulted run may take:
-// the detector's timeout (1 s by default) or the launcher's two looks a
-// StallEvery apart, then the kill and the teardown, with a wide margin for
-// a loaded machine and -race.
-const eojBound = 20 * time.Second
-
 // eojRun runs prog under ftmpirun with extra flags and checks that no
 // process of the job is left.
 func eojRun(t *testing.T, np int, flags []string, prog string, args ...string) jobtest.Result {
@@ -181,9 +179,6 @@ func TestEndOfJobFaultAtEachPhase(t *testing.T) {
 			if r.Code == 124 {
 				t.Fatalf("the job hung until --timeout: %s", show)
 			}
-			if lim := ref.elapsed + eojBound; r.Elapsed > lim {
-				t.Errorf("the job took %v, more than %v (failure-free %v + %v)", r.Elapsed, lim, ref.elapsed, eojBound)
-			}
 			// The fault happened where it was meant to.
 			if !strings.Contains(r.Stderr, fmt.Sprintf("ftmpi: rank %d (pid ", c.rank)) ||
 				!strings.Contains(r.Stderr, fmt.Sprintf("injected %s at %s\n", c.sig, c.phase)) {
@@ -219,7 +214,7 @@ func TestEndOfJobFaultAtEachPhase(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("exit %d after %v", r.Code, r.Elapsed.Round(time.Millisecond))
+			t.Logf("exit %d after %v (failure-free %v)", r.Code, r.Elapsed.Round(time.Millisecond), ref.elapsed.Round(time.Millisecond))
 		})
 	}
 }
@@ -241,9 +236,6 @@ func TestEndOfJobReinitSyncStoppedAfterFenceNP8(t *testing.T) {
 	show := fmt.Sprintf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", r.Code, r.Elapsed, r.Stdout, r.Stderr)
 	if r.Code != 0 || resultLine(t, r) != want || !strings.Contains(r.Stderr, "killing rank 5: found stopped after its finalize fence completed") {
 		t.Fatalf("want exit 0, %q and the launcher's kill of rank 5: %s", want, show)
-	}
-	if lim := base.Elapsed + eojBound; r.Elapsed > lim {
-		t.Fatalf("took %v, more than %v: %s", r.Elapsed, lim, show)
 	}
 	t.Logf("failure-free %v, rank 5 stopped after the fence: %v", base.Elapsed.Round(time.Millisecond), r.Elapsed.Round(time.Millisecond))
 }
