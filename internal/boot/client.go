@@ -118,7 +118,8 @@ type Client struct {
 	evConn *net.UnixConn
 	evPath string
 
-	lookups atomic.Int64 // endpoints asked of the launcher (lookup)
+	lookups    atomic.Int64 // endpoints asked of the launcher (lookup)
+	lookupReqs atomic.Int64 // requests that asked for them (one holds up to ctlwire.MaxLookup)
 }
 
 // HelloEventAddr is the key, in the hello request's KV, of the address of

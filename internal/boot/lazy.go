@@ -71,7 +71,7 @@ func (c *Client) ExchangeLazy(self Endpoint) (*PeerTable, []Endpoint, error) {
 			missing = append(missing, p)
 		}
 	}
-	t := newPeerTable(len(eps), func(p int) (Endpoint, error) { return c.lookupIn(reply.KV, 0, p) })
+	t := c.lookupTable(len(eps), reply.KV, 0)
 	if len(missing) > 0 {
 		return t, eps, &FailedError{Ranks: missing}
 	}
@@ -110,7 +110,19 @@ func (c *Client) RejoinLazy(epoch int, self Endpoint) (*PeerTable, []Endpoint, e
 	if len(none) > 0 {
 		return nil, nil, fmt.Errorf("boot: epoch %d: no endpoint for rank %d", epoch, none[0])
 	}
-	return newPeerTable(n, func(p int) (Endpoint, error) { return c.lookupIn(reply.KV, epoch, p) }), eps, nil
+	return c.lookupTable(n, reply.KV, epoch), eps, nil
+}
+
+// lookupTable is the table of n processes' endpoints of epoch, each read
+// from kv (the fence's answer) if the launcher sent it there, else asked
+// of the launcher: one at a time on Get, together on Prefetch.
+func (c *Client) lookupTable(n int, kv map[string]string, epoch int) *PeerTable {
+	t := newPeerTable(n, func(p int) (Endpoint, error) {
+		eps, errs := c.lookupIn(kv, epoch, []int{p})
+		return eps[0], errs[0]
+	})
+	t.many = func(ps []int) ([]Endpoint, []error) { return c.lookupIn(kv, epoch, ps) }
+	return t
 }
 
 // layoutEndpoints reads the first n processes of a layout as endpoints
@@ -132,57 +144,89 @@ func layoutEndpoints(v string, n int) (eps []Endpoint, none []int, err error) {
 	return eps, none, nil
 }
 
-// lookupIn is process p's endpoint of epoch: from kv, the fence's answer,
-// if the launcher sent it there (the peers a rank dials first), else
-// asked of the launcher (lookup).
-func (c *Client) lookupIn(kv map[string]string, epoch, p int) (Endpoint, error) {
-	key := ctlwire.EndpointKey(p)
-	if epoch > 0 {
-		key = ctlwire.EpochEndpointKey(epoch, p)
-	}
-	if v, ok := kv[key]; ok {
-		var ep Endpoint
-		if err := decodeEndpoint(v, &ep); err != nil {
-			return Endpoint{}, fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
+// lookupIn is the endpoints of epoch of the processes ps (each one's
+// error beside it): from kv, the fence's answer, for those the launcher
+// sent there (the peers a rank dials first), the others asked of the
+// launcher (lookup).
+func (c *Client) lookupIn(kv map[string]string, epoch int, ps []int) ([]Endpoint, []error) {
+	eps, errs := make([]Endpoint, len(ps)), make([]error, len(ps))
+	var ask []int
+	var at []int // ask[i] is ps[at[i]]
+	for i, p := range ps {
+		if v, ok := kv[endpointKey(epoch, p)]; ok {
+			if err := decodeEndpoint(v, &eps[i]); err != nil {
+				errs[i] = fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
+			}
+			continue
 		}
-		return ep, nil
+		ask, at = append(ask, p), append(at, i)
 	}
-	return c.lookup(epoch, p)
+	for len(ask) > 0 {
+		k := min(len(ask), ctlwire.MaxLookup)
+		got, gerrs := c.lookup(epoch, ask[:k])
+		for j := range k {
+			eps[at[j]], errs[at[j]] = got[j], gerrs[j]
+		}
+		ask, at = ask[k:], at[k:]
+	}
+	return eps, errs
+}
+
+// endpointKey is the launcher's key of process p's endpoint of epoch.
+func endpointKey(epoch, p int) string {
+	if epoch > 0 {
+		return ctlwire.EpochEndpointKey(epoch, p)
+	}
+	return ctlwire.EndpointKey(p)
 }
 
 // Lookups is how many endpoints this rank asked the launcher for (for
 // tests and measurements). It has no MPI counterpart.
 func (c *Client) Lookups() int { return int(c.lookups.Load()) }
 
-// lookup asks the launcher for process p's endpoint of epoch: one round
-// trip on the control connection. A process the launcher reports failed
-// (gone, or it published nothing), a superseded epoch, or an answer
-// without p's endpoint is an error.
-func (c *Client) lookup(epoch, p int) (Endpoint, error) {
-	c.lookups.Add(1)
-	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpEndpoints, Rank: c.info.Rank, Epoch: epoch, Procs: []int{p}})
+// LookupRequests is how many requests those lookups took (one asks for up
+// to ctlwire.MaxLookup endpoints; for tests and measurements). It has no
+// MPI counterpart.
+func (c *Client) LookupRequests() int { return int(c.lookupReqs.Load()) }
+
+// lookup asks the launcher for the endpoints of epoch of the processes ps
+// (at most ctlwire.MaxLookup): one round trip on the control connection.
+// A process the launcher reports failed (gone, or it published nothing),
+// a superseded epoch, or an answer without a process's endpoint is that
+// process's error.
+func (c *Client) lookup(epoch int, ps []int) ([]Endpoint, []error) {
+	c.lookups.Add(int64(len(ps)))
+	c.lookupReqs.Add(1)
+	eps, errs := make([]Endpoint, len(ps)), make([]error, len(ps))
+	fail := func(err error) ([]Endpoint, []error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return eps, errs
+	}
+	reply, err := c.call(ctlwire.Msg{Op: ctlwire.OpEndpoints, Rank: c.info.Rank, Epoch: epoch, Procs: ps})
 	if err != nil {
-		return Endpoint{}, err
+		return fail(err)
 	}
 	if reply.Epoch != epoch {
-		return Endpoint{}, &SupersededError{Requested: epoch, Epoch: reply.Epoch}
+		return fail(&SupersededError{Requested: epoch, Epoch: reply.Epoch})
 	}
-	key := ctlwire.EndpointKey(p)
-	if epoch > 0 {
-		key = ctlwire.EpochEndpointKey(epoch, p)
+	failed := make(map[int]bool, len(reply.Failed))
+	for _, q := range reply.Failed {
+		failed[q] = true
 	}
-	v, ok := reply.KV[key]
-	if !ok {
-		for _, q := range reply.Failed {
-			if q == p {
-				return Endpoint{}, fmt.Errorf("boot: process %d failed (the launcher has no endpoint of it)", p)
+	for i, p := range ps {
+		v, ok := reply.KV[endpointKey(epoch, p)]
+		switch {
+		case ok:
+			if err := decodeEndpoint(v, &eps[i]); err != nil {
+				errs[i] = fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
 			}
+		case failed[p]:
+			errs[i] = fmt.Errorf("boot: process %d failed (the launcher has no endpoint of it)", p)
+		default:
+			errs[i] = fmt.Errorf("boot: the launcher's answer has no endpoint of process %d", p)
 		}
-		return Endpoint{}, fmt.Errorf("boot: the launcher's answer has no endpoint of process %d", p)
 	}
-	var ep Endpoint
-	if err := decodeEndpoint(v, &ep); err != nil {
-		return Endpoint{}, fmt.Errorf("boot: bad endpoint for process %d: %w", p, err)
-	}
-	return ep, nil
+	return eps, errs
 }

@@ -20,13 +20,18 @@ import (
 // fetched when it is first asked for (Get). Safe for concurrent use. It
 // has no MPI counterpart.
 type PeerTable struct {
-	fetch   func(p int) (Endpoint, error) // the one fetch of entry p
+	fetch func(p int) (Endpoint, error) // the one fetch of entry p
+	// many fetches several entries at once (ftmpirun's launcher answers
+	// up to ctlwire.MaxLookup processes a request); nil: one fetch an
+	// entry (PMI: one get a key).
+	many    func(ps []int) ([]Endpoint, []error)
 	entries []peerEntry
 	fetches atomic.Int64
 }
 
 type peerEntry struct {
 	once sync.Once
+	done atomic.Bool // fetched (ep and err set)
 	ep   Endpoint
 	err  error
 }
@@ -49,13 +54,48 @@ func (t *PeerTable) Get(p int) (Endpoint, error) {
 	}
 	e := &t.entries[p]
 	e.once.Do(func() {
-		t.fetches.Add(1)
-		e.ep, e.err = t.fetch(p)
-		if e.err == nil {
-			e.ep.Rank = p
-		}
+		ep, err := t.fetch(p)
+		t.fill(p, ep, err)
 	})
 	return e.ep, e.err
+}
+
+// fill sets entry p to what its fetch returned (under the entry's once).
+func (t *PeerTable) fill(p int, ep Endpoint, err error) {
+	e := &t.entries[p]
+	t.fetches.Add(1)
+	e.ep, e.err = ep, err
+	if err == nil {
+		e.ep.Rank = p
+	}
+	e.done.Store(true)
+}
+
+// Prefetch fetches the entries of ps that nobody asked for yet, all in
+// one request where the table can (ftmpirun's launcher: one lookup of up
+// to 4,096 processes; under PMI one get a process, as Get): a process that
+// knows the peers it is about to need (a group whose endpoints it sends)
+// asks once, not once a peer. Errors are kept for Get, as a fetch's. It
+// has no MPI counterpart.
+func (t *PeerTable) Prefetch(ps []int) {
+	var want []int
+	seen := make(map[int]bool, len(ps))
+	for _, p := range ps {
+		if p >= 0 && p < len(t.entries) && !t.entries[p].done.Load() && !seen[p] {
+			seen[p] = true
+			want = append(want, p)
+		}
+	}
+	if t.many == nil || len(want) < 2 {
+		for _, p := range want {
+			t.Get(p)
+		}
+		return
+	}
+	eps, errs := t.many(want)
+	for i, p := range want {
+		t.entries[p].once.Do(func() { t.fill(p, eps[i], errs[i]) })
+	}
 }
 
 // All fetches every entry (what a process that needs the whole table at

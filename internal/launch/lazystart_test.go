@@ -18,6 +18,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/launch/hostagent"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
+	"github.com/ftmpi/ftmpi/internal/rte/dpm"
 )
 
 // countingProxy forwards control connections to the head at addr and
@@ -383,5 +384,53 @@ func TestLazyEpochPeerKilledBeforeFirstDial(t *testing.T) {
 				t.Fatalf("process 0 asked the head for %d endpoints, want 2 (3 and 5)", l)
 			}
 		})
+	}
+}
+
+// A process that sends a group's endpoints on (an intercommunicator's
+// leader: rte.EndpointsOf) reads those it lacks in one lookup of the head,
+// not one a process (issue 24: one request a process not near it before); a
+// process of the group that died before it was looked up is left out, as
+// a failed read is. Each endpoint is read once: sending the group again
+// asks nothing, and a dial to one of them asks nothing either.
+func TestGroupEndpointsInOneLookup(t *testing.T) {
+	t.Setenv(boot.EnvEndpoints, "")
+	const n = 32
+	j := startRteJob(t, n, "auto")
+	j.nets[9].Close()
+	j.h.Exited(hostagent.ExitReport{Rank: 9, Pid: os.Getpid(), Signal: syscall.SIGKILL})
+	group := make([]int, n)
+	for i := range group {
+		group[i] = i
+	}
+	c := j.procs[0].Client() // the head handled 9's exit report (Exited returns after its step)
+	raw := rte.EndpointsOf(j.nets[0], group)
+	eps, err := dpm.DecodeEndpoints(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eps) != n-1 {
+		t.Fatalf("%d endpoints of the group of %d, want all but the dead process 9's", len(eps), n)
+	}
+	for _, ep := range eps {
+		if ep.Rank == 9 || ep.Addrs["unix"] == "" && ep.Addrs["tcp"] == "" {
+			t.Fatalf("endpoint %+v: the dead process, or no address", ep)
+		}
+	}
+	if r := c.LookupRequests(); r != 1 {
+		t.Fatalf("process 0 made %d lookup requests for a group of %d, want 1", r, n)
+	}
+	asked := c.Lookups()
+	if asked == 0 || asked >= n {
+		t.Fatalf("process 0 asked the head for %d endpoints, want those not near it (0 < k < %d)", asked, n)
+	}
+	if again := rte.EndpointsOf(j.nets[0], group); string(again) != string(raw) || c.LookupRequests() != 1 {
+		t.Fatalf("the group's endpoints again: %d requests in all, same bytes %v", c.LookupRequests(), string(again) == string(raw))
+	}
+	if err := j.send(0, 17); err != nil {
+		t.Fatalf("0 -> 17: %v", err)
+	}
+	if c.LookupRequests() != 1 {
+		t.Fatalf("a dial after the group's lookup asked the head again (%d requests)", c.LookupRequests())
 	}
 }

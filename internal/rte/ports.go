@@ -121,6 +121,7 @@ func (n portNet) Endpoint(p int) (boot.Endpoint, bool) {
 func EndpointsOf(n *Net, procs []int) []byte {
 	var eps []boot.Endpoint
 	if n != nil {
+		n.Prefetch(procs) // one lookup for the group, not one a process
 		for _, p := range procs {
 			if ep, ok := n.Endpoint(p); ok {
 				eps = append(eps, ep)

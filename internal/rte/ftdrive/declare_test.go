@@ -75,26 +75,3 @@ func TestSuspicionsBroadcastTogether(t *testing.T) {
 		})
 	}
 }
-
-// waitLostBut waits (bounded) until every rank not in skip knows that
-// victim failed.
-func waitLostBut(t *testing.T, rs []*rank, victim int, skip []int) {
-	t.Helper()
-	out := map[int]bool{}
-	for _, s := range skip {
-		out[s] = true
-	}
-	deadline := time.After(30 * time.Second)
-	for i, r := range rs {
-		if out[i] {
-			continue
-		}
-		for !r.eng.IsLost(victim) {
-			select {
-			case <-r.eng.FailureSignal():
-			case <-deadline:
-				t.Fatalf("rank %d never learnt that rank %d failed", i, victim)
-			}
-		}
-	}
-}

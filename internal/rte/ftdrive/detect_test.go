@@ -2,6 +2,7 @@ package ftdrive
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,13 +104,20 @@ func jobConfirm(t *testing.T, n int, cfg detector.Config, confirm func(self, ran
 	return rs
 }
 
-// waitLost waits (bounded) until every rank but skip knows that victim
+// waitLost waits (bounded) until every rank but victim knows that victim
 // failed.
 func waitLost(t *testing.T, rs []*rank, victim int) {
 	t.Helper()
+	waitLostBut(t, rs, victim, []int{victim})
+}
+
+// waitLostBut waits (bounded) until every rank not in skip knows that
+// victim failed.
+func waitLostBut(t *testing.T, rs []*rank, victim int, skip []int) {
+	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for i, r := range rs {
-		if i == victim {
+		if slices.Contains(skip, i) {
 			continue
 		}
 		for !r.eng.IsLost(victim) {
