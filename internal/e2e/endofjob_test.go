@@ -168,6 +168,10 @@ func TestEndOfJobFaultAtEachPhase(t *testing.T) {
 	}
 	for _, c := range eojCases(testing.Short()) {
 		t.Run(c.name(), func(t *testing.T) {
+			// Independent jobs (each its own launcher, mark and
+			// sockets), mostly waiting on the detector's timeout or
+			// the launcher's looks: -parallel (GOMAXPROCS) at a time.
+			t.Parallel()
 			var flags []string
 			if c.policy != "" {
 				flags = append(flags, "--on-failure", c.policy)
