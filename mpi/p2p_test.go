@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,19 @@ func runErr(t *testing.T, n int, fn func(w *mpi.World, c *mpi.Comm) error) error
 // runConfigErr is runErr with the ranks configured by cfg.
 func runConfigErr(t *testing.T, n int, cfg mpi.Config, fn func(w *mpi.World, c *mpi.Comm) error) error {
 	t.Helper()
+	return runWatched(t, n, cfg, nil, fn)
+}
+
+// jobStall is how long a job may go without ending (or, for a job that
+// counts its progress, without progress) before it is taken for hung.
+const jobStall = 60 * time.Second
+
+// runWatched is runConfigErr for a long job that counts its steps in
+// progress (nil: none): it is taken for hung only once progress stood
+// still for jobStall, so its length on a loaded machine (or under -race)
+// is no failure while it advances.
+func runWatched(t *testing.T, n int, cfg mpi.Config, progress *atomic.Int64, fn func(w *mpi.World, c *mpi.Comm) error) error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
 		done <- mpi.RunConfig(n, cfg, func(w *mpi.World) error {
@@ -37,14 +51,29 @@ func runConfigErr(t *testing.T, n int, cfg mpi.Config, fn func(w *mpi.World, c *
 			return fn(w, c)
 		})
 	}()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(60 * time.Second):
-		buf := make([]byte, 8<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		t.Fatalf("job of %d ranks did not finish within 60s (hang); goroutines:\n%s", n, buf)
-		return nil
+	var last int64
+	if progress != nil {
+		last = progress.Load()
+	}
+	stall := time.NewTimer(jobStall)
+	defer stall.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-stall.C:
+			if progress != nil {
+				if p := progress.Load(); p != last {
+					last = p
+					stall.Reset(jobStall)
+					continue
+				}
+			}
+			buf := make([]byte, 8<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("job of %d ranks did not finish (or advance) within %v (hang); goroutines:\n%s", n, jobStall, buf)
+			return nil
+		}
 	}
 }
 
