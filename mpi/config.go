@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
 )
@@ -160,13 +159,14 @@ type Config struct {
 	diag *rte.Diag
 }
 
-// Transport names accepted in Config.Transport. They have no MPI
+// Transport names accepted in Config.Transport, the same as
+// FTMPI_TRANSPORT's values (the launcher's). They have no MPI
 // counterpart (Config).
 const (
-	TransportAuto = boot.TransportAuto
-	TransportUnix = boot.TransportUnix
-	TransportTCP  = boot.TransportTCP
-	TransportShm  = boot.TransportShm
+	TransportAuto = "auto"
+	TransportUnix = "unix"
+	TransportTCP  = "tcp"
+	TransportShm  = "shm"
 )
 
 // SpinAuto, as Config.ReaderSpin, lets the runtime choose the reader spin

@@ -5,7 +5,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ftmpi/ftmpi/internal/boot"
 )
+
+// The public transport names are the values the launcher and the runtime
+// accept in FTMPI_TRANSPORT (a Config and the environment name the same
+// transports).
+func TestTransportNamesAreTheLaunchers(t *testing.T) {
+	for _, c := range []struct{ api, boot string }{
+		{TransportAuto, boot.TransportAuto}, {TransportUnix, boot.TransportUnix},
+		{TransportTCP, boot.TransportTCP}, {TransportShm, boot.TransportShm},
+	} {
+		if c.api != c.boot {
+			t.Errorf("mpi's transport %q, the launcher's %q", c.api, c.boot)
+		}
+	}
+}
 
 func TestDefaultConfigIsValid(t *testing.T) {
 	c := DefaultConfig()

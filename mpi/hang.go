@@ -68,15 +68,12 @@ func (w *World) hangAbort(reason string) {
 		w.run.Abort(w.rank, HangExitCode)
 	default:
 		w.writeTrace()
-		switch {
-		case w.rt.Client != nil:
-			w.rt.Client.Abort(HangExitCode, reason)
-		case w.proc != nil:
+		if w.proc != nil {
 			w.proc.Abort(HangExitCode, reason)
 		}
 		w.diag().Exit(HangExitCode)
 	}
 }
 
-// onLauncherHang is the launcher's request for a report (boot.EventHang).
+// onLauncherHang is the launcher's request for a report (rte.Hooks.Hang).
 func (w *World) onLauncherHang(reason string) { w.rt.LauncherHang(reason) }

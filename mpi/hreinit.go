@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
@@ -61,11 +60,6 @@ type hreinit struct {
 
 	mu   sync.Mutex // orders a failure against leaving Reinit (hreinitLost, leave)
 	prev *World     // the retired World whose connections are still kept
-}
-
-// newHReinit is the state of the start described by info.
-func newHReinit(info boot.Info) *hreinit {
-	return &hreinit{d: rte.NewHeadlessReinit(info)}
 }
 
 // driver is hr's driver (nil without headless Reinit).
@@ -148,7 +142,7 @@ func reinitHeadless(w *World, fn func(ctx context.Context, w *World, state Reini
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 	}
 	state := ReinitNew
-	if p.Info().Incarnation > 0 {
+	if p.Incarnation() > 0 {
 		state = ReinitRestarted
 	}
 	cur := w
@@ -243,7 +237,7 @@ func (hr *hreinit) join(p *process, old *World, next rte.ReinitState) (*World, e
 	// worth ending this process for (the new epoch enforces fail-stop).
 	old.rt.Fails.Headless(func(string) {}, p.Confirm(old.net))
 	hr.d.SetState(next)
-	if rank >= 0 && p.Info().Rank != rank {
+	if rank >= 0 && p.Rank() != rank {
 		p.Adopt(rank, next.Inc[rank], next.Epoch) // a spare taken as rank's new incarnation
 	}
 	// A member that sends no endpoint within half a heartbeat timeout is
@@ -255,10 +249,8 @@ func (hr *hreinit) join(p *process, old *World, next rte.ReinitState) (*World, e
 	if timeout <= 0 {
 		timeout = old.activationTimeout()
 	}
-	p.SetRejoin(func(epoch int, ep boot.Endpoint) ([]boot.Endpoint, []int, error) {
-		return hr.d.Exchange(old.eng, old.size, next, epoch, ep, timeout)
-	})
-	lay := &epochLayout{members: next.Procs, wrank: max(rank, 0), pool: next.Pool, isSpare: spare}
+	p.RejoinThrough(hr.d, old.eng, old.size, next, timeout)
+	lay := &rte.Layout{Members: next.Procs, WRank: max(rank, 0), Pool: next.Pool, IsSpare: spare}
 	nw, err := openEpoch(p, next.Epoch, old.cfg, hr, lay)
 	if err != nil {
 		return nil, err

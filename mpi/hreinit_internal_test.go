@@ -47,7 +47,7 @@ func newHRJob(t *testing.T, n, k int) *hrJob {
 	for i := range total {
 		eng := p2p.New(engineConfig(i, cfg))
 		info.Proc = i
-		sp := worldSpares{pool: pool, isSpare: i >= n, hr: newHReinit(info)}
+		sp := worldSpares{pool: pool, isSpare: i >= n, hr: &hreinit{d: rte.NewHeadlessReinit(info)}}
 		members, wrank := ranks, i
 		if sp.isSpare {
 			members, wrank = []int{i}, 0

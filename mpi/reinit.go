@@ -166,7 +166,7 @@ func isFailure(err error) bool {
 // announces the new epoch, or tears the job down). It reports true once
 // the epoch ended.
 func (w *World) awaitEpochEnd() bool {
-	if p := w.epochs(); p == nil || !p.Info().Reinit {
+	if p := w.epochs(); p == nil || !p.ReinitJob() {
 		return false
 	}
 	<-w.abort
@@ -246,11 +246,10 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	if w.run != nil {
 		head = runHead{w.run, w.rank} // the in-process job plays the launcher (run.go)
 	} else {
-		client, err := p.Head("MPI_Reinit without FTMPI_REINIT=1")
-		if err != nil {
+		if err := p.CheckHead("MPI_Reinit without FTMPI_REINIT=1"); err != nil {
 			return newErr(ErrOther, op, nil, NoPeer, "%v", err)
 		}
-		head = client
+		head = p
 	}
 	if err := p.BeginReinit(w); err != nil {
 		return newErr(ErrOther, op, nil, NoPeer, "%v", err)
@@ -265,7 +264,7 @@ func Reinit(w *World, fn func(ctx context.Context, w *World, state ReinitState) 
 	}
 	p.Advance(epoch, "a rank failed before this respawned process entered MPI_Reinit")
 	state := ReinitNew
-	if p.Info().Incarnation > 0 {
+	if p.Incarnation() > 0 {
 		state = ReinitRestarted
 	}
 	cur := w
@@ -364,7 +363,7 @@ func runResilient(fn func(context.Context, *World, ReinitState) error, w *World,
 
 // reinitHead is the launcher's part of Reinit: told when a rank enters
 // and leaves MPI_Reinit, it answers with the newest epoch (ftmpirun's
-// head: boot.Client; in process: the job, runHead).
+// head: the runtime, rte.Process; in process: the job, runHead).
 type reinitHead interface {
 	ReinitActive(active bool) (epoch int, err error)
 }

@@ -11,5 +11,5 @@ func (w *World) Restarted() int {
 	if w.proc == nil {
 		return 0
 	}
-	return w.proc.Info().Restart
+	return w.proc.Restarts()
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
 )
@@ -220,8 +219,7 @@ func (j *runState) aborted() {
 // epoch: what a launched process keeps across epochs (rte.Process),
 // without a launcher connection.
 func (j *runState) newProcess(rank, inc, epoch int) *process {
-	info := boot.Info{Rank: rank, Proc: rank, Size: j.n, Universe: j.n, Incarnation: inc, Epoch: epoch, Reinit: true, Host: "inproc"}
-	return rte.NewRunProcess(info, rte.Hooks[World]{EndEpoch: (*World).endEpoch})
+	return rte.NewRunProcess(rank, j.n, inc, epoch, rte.Hooks[World]{EndEpoch: (*World).endEpoch})
 }
 
 // openEpoch builds rank's World of a Reinit epoch (of the newest, if a
@@ -244,7 +242,7 @@ func (j *runState) openEpoch(p *process, epoch, rank int) (*World, error) {
 			epoch = got
 			continue
 		}
-		w := j.newWorld(newWorldIn(rank, j.n, nil, rank, eng, ep, "inproc", nil, nil, worldSpares{}), p.Info().Incarnation)
+		w := j.newWorld(newWorldIn(rank, j.n, nil, rank, eng, ep, "inproc", nil, nil, worldSpares{}), p.Incarnation())
 		w.epoch = epoch
 		w.rp = p
 		w.runWorlds = j.worlds
@@ -312,7 +310,7 @@ func (w *World) killInProc() {
 	var next *process
 	if p := w.rp; p != nil {
 		fab = w.run.Fabric(w.epoch)
-		f = w.run.Fail(w.rank, p.Info().Incarnation, cause, func(inc, epoch int) rte.Advancer {
+		f = w.run.Fail(w.rank, p.Incarnation(), cause, func(inc, epoch int) rte.Advancer {
 			next = w.rj.newProcess(w.rank, inc, epoch)
 			return next
 		})

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/rte"
 	"github.com/ftmpi/ftmpi/internal/trace"
 )
@@ -34,20 +33,12 @@ type spareState struct {
 	killed  chan struct{} // in process: the spare was killed (closed once)
 }
 
-// launcherTake is the launcher's activation of a spare (boot.EventActivate,
+// launcherTake is the launcher's activation of a spare (rte.Hooks.Spare,
 // --on-failure reinit): it becomes incarnation inc of rank and joins
 // Reinit epoch epoch.
 type launcherTake struct {
 	rank, inc, epoch int
 	next             *rte.ReinitState // without a head: the ranks' decision of a new epoch (hreinit.go); the other fields unused
-}
-
-// onLauncherSpare hands the launcher's events for a spare to the runtime
-// (rte.Hooks.Spare; rte.Rank.LauncherSpare).
-func (w *World) onLauncherSpare(ev boot.Event) {
-	if err := w.rt.LauncherSpare(ev); err != nil {
-		w.logf("%v", err)
-	}
 }
 
 // initSpares sets up w's spare bookkeeping around the runtime's driver

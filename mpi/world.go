@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
@@ -110,30 +109,15 @@ func InitConfig(cfg Config) (w *World, err error) {
 	if err != nil {
 		return nil, newErr(ErrArg, "MPI_Init", nil, NoPeer, "%v", err)
 	}
-	info, ok, err := boot.FromEnv()
+	p, err := rte.Launch(processHooks)
 	if err != nil {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
 	}
-	if !ok {
-		// Started by a foreign launcher (srun, mpiexec: PMI), or alone.
-		pinfo, job, pok, perr := boot.FromPMIEnv()
-		if perr != nil {
-			return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", perr)
-		}
-		if !pok {
-			return newSingleton(cfg), nil
-		}
-		cfg.Transport = pinfo.Transport
-		w, err = initPMI(pinfo, job, cfg)
-		if err != nil {
-			return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
-		}
-		return w, nil
+	if p == nil {
+		return newSingleton(cfg), nil
 	}
-	if info.Transport != "" {
-		cfg.Transport = info.Transport // the job's choice (boot validated it)
-	}
-	w, err = initProcess(info, cfg)
+	cfg.Transport = p.Transport(cfg.Transport) // the job's choice (the runtime validated it)
+	w, err = initProcess(p, cfg)
 	if err != nil {
 		return nil, newErr(ErrOther, "MPI_Init", nil, NoPeer, "%v", err)
 	}
@@ -182,11 +166,12 @@ type worldSpares struct {
 // 0..universe-1 (the engine's address space); CommWorld is the processes
 // members (nil: all of them, in order), proc being its rank wrank. Only
 // spawned worlds have members: their process ids follow the parents'.
-// client is the launcher connection (nil under Run and for a singleton),
-// peerInc the incarnation of each process in this epoch (nil: all 0).
-func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, client *boot.Client, peerInc []int, sp worldSpares) *World {
+// net is the launched process's communication in this epoch (nil under
+// Run and for a singleton), peerInc the incarnation of each process in
+// this epoch (nil: all 0).
+func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, net *rte.Net, peerInc []int, sp worldSpares) *World {
 	w := &World{rank: proc, size: universe, eng: eng, mode: mode, stop: make(chan struct{}), peerInc: peerInc, hr: sp.hr, calls: new(calls.Table)}
-	w.rt = rte.NewRank(rte.RankConfig{Proc: proc, Universe: universe, Eng: eng, Tr: tr, Client: client, PeerInc: peerInc, Stop: w.stop, WG: &w.bg,
+	w.rt = rte.NewRank(rte.RankConfig{Proc: proc, Universe: universe, Eng: eng, Tr: tr, Net: net, PeerInc: peerInc, Stop: w.stop, WG: &w.bg,
 		Hang: w.hangDelegate(), Fence: w.fenceDelegate(),
 		Spares: rte.SpareConfig{Pool: sp.pool, IsSpare: sp.isSpare, Pairs: ctxPairs, InEpoch: w.inEpoch},
 		Reinit: sp.hr.driver(),
@@ -243,44 +228,27 @@ func (cfg Config) netConfig() rte.NetConfig {
 // Worlds.
 type process = rte.Process[World]
 
-func initProcess(info boot.Info, cfg Config) (*World, error) {
-	p, err := rte.Connect(info, rte.Hooks[World]{
-		FailPeer: func(w *World, rank int, cause error) { w.eng.FailPeer(rank, cause) },
-		EndEpoch: (*World).endEpoch,
-		Spare:    (*World).onLauncherSpare,
-		Hang:     (*World).onLauncherHang,
-	})
-	if err != nil {
-		return nil, err
-	}
-	w, err := openEpoch(p, info.Epoch, cfg, nil, nil)
-	if err != nil {
-		p.Client().Close()
-		return nil, err
-	}
-	p.Start(w, w.epoch)
-	if err := p.Arm(cfg.FaultInjection); err != nil {
-		w.Finalize()
-		return nil, err
-	}
-	if w.spares.isSpare {
-		return w.spareInit()
-	}
-	return w, nil
+// processHooks are what a launched process's runtime does to the World
+// of its current epoch.
+var processHooks = rte.Hooks[World]{
+	FailPeer: func(w *World, rank int, cause error) { w.eng.FailPeer(rank, cause) },
+	EndEpoch: (*World).endEpoch,
+	Spare:    func(w *World) *rte.Rank { return w.rt },
+	Hang:     (*World).onLauncherHang,
 }
 
-// initPMI starts a process that a PMI launcher started (no ftmpirun
-// head): one PMI exchange, then the ranks detect and enforce failures
-// themselves.
-func initPMI(info boot.Info, job *boot.PMIJob, cfg Config) (*World, error) {
-	p := rte.ConnectPMI(info, job, rte.Hooks[World]{EndEpoch: (*World).endEpoch})
+// initProcess starts the World of a launched process p: under ftmpirun,
+// or under a PMI launcher (no ftmpirun head: one PMI exchange, then the
+// ranks detect and enforce failures themselves; with FTMPI_REINIT=1
+// Reinit without a head).
+func initProcess(p *process, cfg Config) (*World, error) {
 	var hr *hreinit
-	if info.Reinit {
-		hr = newHReinit(info)
+	if d := p.NewHeadlessReinit(); d != nil {
+		hr = &hreinit{d: d}
 	}
-	w, err := openEpoch(p, 0, cfg, hr, nil)
+	w, err := openEpoch(p, p.Latest(), cfg, hr, nil)
 	if err != nil {
-		job.Close()
+		p.Close()
 		return nil, err
 	}
 	p.Start(w, w.epoch)
@@ -288,7 +256,7 @@ func initPMI(info boot.Info, job *boot.PMIJob, cfg Config) (*World, error) {
 		w.Finalize()
 		return nil, err
 	}
-	if w.spares.isSpare { // the last FTMPI_SPARES tasks of the step
+	if w.spares.isSpare { // ftmpirun --spares, a process Replace spawned, or the last FTMPI_SPARES tasks of a PMI step
 		return w.spareInit()
 	}
 	return w, nil
@@ -332,8 +300,8 @@ func (w *World) spareInit() (*World, error) {
 	case err == nil:
 		// A repair of the ranks took it: for the launcher it is a rank now
 		// (its death a failure, no longer the pool's loss).
-		if p := w.proc; p != nil && p.Client() != nil { // none without a launcher (srun)
-			if err := p.Client().SpareTaken(); err != nil {
+		if p := w.proc; p != nil { // nothing to tell without a head (srun)
+			if err := p.SpareTaken(); err != nil {
 				return nil, err
 			}
 		}
@@ -351,16 +319,6 @@ func (w *World) spareInit() (*World, error) {
 	return nil, err
 }
 
-// epochLayout is who is who in a Reinit epoch without a head
-// (hreinit.go): CommWorld's processes in rank order, this process's rank
-// there, the waiting spares, and whether this process is one of them.
-type epochLayout struct {
-	members []int
-	wrank   int
-	pool    []int
-	isSpare bool
-}
-
 // openEpoch builds this process's World for a Reinit epoch (0: the first
 // start) around the communication the runtime opened for it
 // (rte.Process.OpenEpoch: nothing of an older epoch survives into it). If
@@ -368,43 +326,26 @@ type epochLayout struct {
 // hr is the headless Reinit state (nil: none); lay, when not nil, says
 // who is who (a headless Reinit epoch after the first), else the start
 // information does.
-func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout) (*World, error) {
-	info := p.Info()
+func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *rte.Layout) (*World, error) {
 	net, err := p.OpenEpoch(epoch, cfg.netConfig())
 	if err != nil {
 		return nil, err
 	}
-	var members []int
-	base := info.Proc - info.Rank
-	sp := worldSpares{hr: hr}
-	wrank := info.Rank
-	var starters []int // the epoch's ranks (process ids), also at a spare
+	proc, universe := p.Proc()
+	l := p.StartLayout()
 	if lay != nil {
-		members, wrank, sp.pool, sp.isSpare = lay.members, lay.wrank, lay.pool, lay.isSpare
-		starters = lay.members
-		if sp.isSpare {
-			members, wrank = []int{info.Proc}, 0
-		}
-	} else {
-		if info.Proc != info.Rank || info.Universe != info.Size || info.Spares > 0 {
-			for i := range info.WorldSize() {
-				members = append(members, base+i)
-			}
-		}
-		for i := range info.WorldSize() {
-			starters = append(starters, base+i)
-		}
-		for i := info.WorldSize(); i < info.Size; i++ {
-			sp.pool = append(sp.pool, base+i)
-		}
-		if sp.isSpare = info.IsSpare(); sp.isSpare {
-			members, wrank = []int{info.Proc}, 0 // in no CommWorld until a repair takes it
+		l = *lay
+		l.Starters = l.Members
+		if l.IsSpare {
+			l.Members, l.WRank = []int{proc}, 0
 		}
 	}
+	sp := worldSpares{hr: hr, pool: l.Pool, isSpare: l.IsSpare}
+	starters := l.Starters // the epoch's ranks (process ids), also at a spare
 	eng := net.Eng
-	w := newWorldIn(info.Proc, info.Universe, members, wrank, eng, net.Tr, net.Mode, p.Client(), net.PeerInc, sp)
+	w := newWorldIn(proc, universe, l.Members, l.WRank, eng, net.Tr, net.Mode, net, net.PeerInc, sp)
 	if p.Headless() {
-		w.rt.Fails.Headless(headlessExit(cfg.diag, info.Proc, p.RemoveDir), p.Confirm(net))
+		w.rt.Fails.Headless(headlessExit(cfg.diag, proc, p.RemoveDir), p.Confirm(net))
 		if gone := p.PeerGone(net); gone != nil {
 			w.rt.SetPeerGone(gone) // after the other subscribers
 		}
@@ -413,9 +354,9 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 	w.rt.SetDiag(cfg.diag)
 	w.proc = p
 	w.net = net
-	w.rt.Hosts.Add(net.Endpoints)
 	w.epoch = net.Epoch
-	w.startTrace(info.Incarnation, sp.isSpare)
+	inc := p.Incarnation()
+	w.startTrace(inc, sp.isSpare)
 	w.abort = make(chan struct{})
 	w.abortOnce = new(sync.Once)
 	// A broken connection is a suspicion: the launcher confirms it (the
@@ -429,14 +370,14 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *epochLayout)
 		eng.FailPeer(r, fmt.Errorf("rank %d died during start-up", r))
 	}
 	w.startHang()
-	if info.ParentProcs != nil && !sp.isSpare {
-		if err := w.joinParent(info.ParentPairs, info.ParentProcs); err != nil {
+	if pairs, parents := p.Parents(); parents != nil && !sp.isSpare {
+		if err := w.joinParent(pairs, parents); err != nil {
 			w.release()
 			return nil, err
 		}
 	}
 	if ring := w.heartbeatRing(starters); len(ring) > 1 && cfg.Detector {
-		hb := rte.Heartbeats{Period: cfg.HeartbeatPeriod, Timeout: cfg.HeartbeatTimeout, Incarnation: info.Incarnation}
+		hb := rte.Heartbeats{Period: cfg.HeartbeatPeriod, Timeout: cfg.HeartbeatTimeout, Incarnation: inc}
 		if err := w.rt.StartDetector(hb, ring, w.failedOrder(), w.epoch == 0); err != nil {
 			w.release()
 			return nil, err
@@ -527,8 +468,8 @@ func (w *World) Finalize() error {
 			// A killed rank takes no part in the fence.
 		case w.run != nil:
 			err = w.run.Fence()
-		case w.rt.Client != nil:
-			err = w.rt.Client.Finalize()
+		case w.proc != nil && !w.proc.Headless():
+			err = w.proc.Finalize() // ftmpirun's fence
 		case w.proc != nil:
 			// Under a PMI launcher: the ranks' own fence, then PMI's
 			// finalize (which is not a fence).
@@ -602,10 +543,6 @@ func (w *World) abortJob(code int, reason string, fatal bool) {
 		runtime.Goexit()
 	}
 	switch {
-	case w.rt.Client != nil && fatal:
-		w.rt.Client.AbortFatal(code, reason)
-	case w.rt.Client != nil:
-		w.rt.Client.Abort(code, reason)
 	case w.proc != nil && fatal:
 		w.proc.AbortFatal(code, reason)
 	case w.proc != nil:

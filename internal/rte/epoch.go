@@ -80,6 +80,8 @@ type Net struct {
 	local []string    // every process id's shared-memory address ("" for other hosts)
 
 	lazy *lazy // nil: every endpoint was read at start
+
+	client *boot.Client // the launcher connection of the process (nil without a head)
 }
 
 // useShm reports whether transport (as configured) puts shared memory in
@@ -304,7 +306,7 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			eng.SetPoller(tr, spin.Load())
 		}
 		n := &Net{Epoch: epoch, Eng: eng, Tr: top, Mode: string(mode), Endpoints: eps, PeerInc: incs, Dead: dead,
-			sock: tr, shm: sh, host: info.Host, self: info.Proc, peers: peers, local: local, lazy: z}
+			sock: tr, shm: sh, host: info.Host, self: info.Proc, peers: peers, local: local, lazy: z, client: p.client}
 		if z != nil {
 			// A peer's endpoint is read when a transport must dial it,
 			// on that peer's writer goroutine: never for a peer that

@@ -244,12 +244,12 @@ func (r *Rank) LauncherHang(reason string) {
 	if !r.reporter() {
 		return
 	}
-	if r.Client != nil {
-		_ = r.Client.HangReport(false)
+	if r.client != nil {
+		_ = r.client.HangReport(false)
 	}
 	r.ReportHang(reason)
-	if r.Client != nil {
-		_ = r.Client.HangReport(true)
+	if r.client != nil {
+		_ = r.client.HangReport(true)
 	}
 }
 

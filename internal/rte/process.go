@@ -47,10 +47,12 @@ type Hooks[W any] struct {
 	FailPeer func(w *W, rank int, cause error)
 	// EndEpoch ends w's epoch: a newer one was announced.
 	EndEpoch func(w *W, reason string)
-	// Spare hands a spare its launcher events (boot.EventActivate: the
-	// launcher took it as a rank's new incarnation; boot.EventRelease: the
-	// job ends without it). nil: they are dropped.
-	Spare func(w *W, ev boot.Event)
+	// Spare is the runtime of w's epoch, whose spare driver takes the
+	// launcher's events for a spare (Rank.LauncherSpare: boot.EventActivate,
+	// the launcher took it as a rank's new incarnation; boot.EventRelease,
+	// the job ends without it); a refused take is reported on its Diag.
+	// nil (or a nil Rank): they are dropped.
+	Spare func(w *W) *Rank
 	// LauncherLost is called when the launcher connection breaks before
 	// Finalize (nil: print a message and exit with status 1, so that no
 	// rank outlives its job).
@@ -412,9 +414,7 @@ func (p *Process[W]) watchLauncher() {
 			case boot.EventFailed:
 				p.hooks.FailPeer(p.Current(), ev.Rank, failedCause(ev))
 			case boot.EventActivate, boot.EventRelease:
-				if p.hooks.Spare != nil {
-					p.hooks.Spare(p.Current(), ev)
-				}
+				p.spareEvent(ev)
 			case boot.EventHang:
 				if h, w := p.hooks.Hang, p.Current(); h != nil && w != nil {
 					p.wg.Add(1)
@@ -442,6 +442,20 @@ func (p *Process[W]) watchLauncher() {
 			os.Exit(1)
 		case <-p.stopCh:
 			return
+		}
+	}
+}
+
+// spareEvent hands the launcher's event for a spare to the spare driver of
+// the current epoch (Hooks.Spare).
+func (p *Process[W]) spareEvent(ev boot.Event) {
+	w := p.Current()
+	if p.hooks.Spare == nil || w == nil {
+		return
+	}
+	if r := p.hooks.Spare(w); r != nil {
+		if err := r.LauncherSpare(ev); err != nil {
+			r.Diag().Logf("%v", err)
 		}
 	}
 }

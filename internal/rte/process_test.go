@@ -51,12 +51,12 @@ func (l *launcher) send(m ctlwire.Msg) {
 type world struct {
 	failed chan int
 	ended  chan string
-	spare  chan boot.Event // the Spare hook's events
-	hold   chan struct{}   // non-nil: the Spare hook waits for it to close
+	rank   *Rank         // the Spare hook's answer (nil: none)
+	hold   chan struct{} // non-nil: the EndEpoch hook waits for it to close
 }
 
 func newWorld() *world {
-	return &world{failed: make(chan int, 4), ended: make(chan string, 4), spare: make(chan boot.Event, 4)}
+	return &world{failed: make(chan int, 4), ended: make(chan string, 4)}
 }
 
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
@@ -89,13 +89,13 @@ func connect(t *testing.T, lost chan struct{}) (*Process[world], *launcher) {
 	go func() {
 		p, err := Connect(info, Hooks[world]{
 			FailPeer: func(w *world, rank int, _ error) { w.failed <- rank },
-			EndEpoch: func(w *world, reason string) { w.ended <- reason },
-			Spare: func(w *world, ev boot.Event) {
-				w.spare <- ev
+			EndEpoch: func(w *world, reason string) {
+				w.ended <- reason
 				if w.hold != nil {
 					<-w.hold
 				}
 			},
+			Spare:        func(w *world) *Rank { return w.rank },
 			LauncherLost: func() { close(lost) },
 		})
 		ch <- res{p, err}
@@ -140,16 +140,14 @@ func TestWatcherTurnsEventsIntoHooks(t *testing.T) {
 	if p.Latest() != 3 || !strings.Contains(p.LastNote(), "rank 1") {
 		t.Fatalf("Latest %d, LastNote %q", p.Latest(), p.LastNote())
 	}
-	// An older epoch, then a spare's release as a marker: the watcher
-	// handles its events in order, so when the marker arrives the old epoch
-	// was ignored. (A failure is no marker: it does not wait behind them.)
+	// An older epoch, then a newer one as a marker: the watcher handles
+	// its events in order, so the first end is the marker's when the old
+	// epoch was ignored. (A failure is no marker: it does not wait behind
+	// them.)
 	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventReinit, Rank: 1, Epoch: 2, Reason: "late"})
-	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventRelease, Rank: 1, Reason: "marker"})
-	recv(t, w.spare, "marker")
-	select {
-	case r := <-w.ended:
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventReinit, Rank: 1, Epoch: 4, Reason: "marker"})
+	if r := recv(t, w.ended, "marker"); !strings.Contains(r, "marker") {
 		t.Fatalf("an older epoch ended the World: %q", r)
-	default:
 	}
 	l.c.Close()
 	recv(t, lost, "launcher loss")
@@ -157,8 +155,8 @@ func TestWatcherTurnsEventsIntoHooks(t *testing.T) {
 
 // A failure event goes from the connection's reader to FailPeer without
 // waiting behind the watcher's other events (issue 25: one hand-off from
-// the socket to the blocked caller): with the watcher stuck in a Spare
-// hook, the failure still arrives.
+// the socket to the blocked caller): with the watcher stuck in an
+// EndEpoch hook, the failure still arrives.
 func TestFailureDoesNotWaitForTheWatcher(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	lost := make(chan struct{})
@@ -166,8 +164,8 @@ func TestFailureDoesNotWaitForTheWatcher(t *testing.T) {
 	w := newWorld()
 	w.hold = make(chan struct{})
 	p.Start(w, 0)
-	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventActivate, Rank: 1})
-	recv(t, w.spare, "activation") // the watcher is now held in the hook
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventReinit, Rank: 1, Epoch: 1})
+	recv(t, w.ended, "epoch end") // the watcher is now held in the hook
 	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: 1, Reason: "killed"})
 	if r := recv(t, w.failed, "failure while the watcher is busy"); r != 1 {
 		t.Fatalf("FailPeer(%d), want 1", r)
@@ -352,5 +350,34 @@ func TestFailedCauseNamesTheRankOnce(t *testing.T) {
 		if got := failedCause(boot.Event{Rank: 2, Reason: reason}).Error(); got != want {
 			t.Errorf("reason %q: cause %q, want %q", reason, got, want)
 		}
+	}
+}
+
+// The launcher's events for a spare reach the spare driver of the current
+// epoch's Rank (Hooks.Spare): a take as the driver's outcome, a take it
+// refuses (it is no longer waiting) on the Rank's diagnostics.
+func TestLauncherSpareEventsReachTheRank(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	j := newTestJob(2)
+	defer j.close()
+	cfg := j.config(1)
+	cfg.Spares = SpareConfig{Pool: []int{1}, IsSpare: true, Pairs: 4}
+	r := NewRank(cfg)
+	out := &syncBuf{wrote: make(chan struct{}, 16)}
+	r.SetDiag(&Diag{Out: out})
+	p, l := connect(t, make(chan struct{}))
+	defer p.Close()
+	w := newWorld()
+	w.rank = r
+	p.Start(w, 0)
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventActivate, Rank: 0, Incarnation: 2, Epoch: 3})
+	o := recv(t, r.Spares.Outcome(), "the take's outcome")
+	if o.Take == nil || o.Take.Rank != 0 || o.Take.Inc != 2 || o.Take.Epoch != 3 {
+		t.Fatalf("outcome %+v, want the launcher's take of rank 0, incarnation 2, epoch 3", o)
+	}
+	l.send(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventActivate, Rank: 0, Incarnation: 3, Epoch: 4})
+	recv(t, out.wrote, "the refused take's diagnostic")
+	if !strings.Contains(out.String(), "taken by the launcher as rank 0") {
+		t.Fatalf("diagnostic %q", out.String())
 	}
 }

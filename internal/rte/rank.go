@@ -31,9 +31,6 @@ type Rank struct {
 	Proc int
 	Eng  *p2p.Engine
 	Tr   transport.Transport
-	// Client is the launcher connection (nil under Run, for a singleton,
-	// and under a PMI launcher).
-	Client *boot.Client
 	// Ctl is the table of control frames: each part registers its types
 	// before Start.
 	Ctl ctl.Table
@@ -45,6 +42,7 @@ type Rank struct {
 	// Spares is this epoch's part in the spare processes (spares.go).
 	Spares *sparedrive.Spares
 
+	client   *boot.Client                   // the launcher connection (RankConfig.Net's; nil under Run, for a singleton, under a PMI launcher)
 	hang     hangState                      // hang reports (hang.go)
 	fence    *fencedrive.Fence              // the Finalize fence without a head (fence.go)
 	reinit   *HeadlessReinit                // RankConfig.Reinit (reinit.go)
@@ -62,7 +60,11 @@ type RankConfig struct {
 	Proc, Universe int
 	Eng            *p2p.Engine
 	Tr             transport.Transport
-	Client         *boot.Client // nil: none
+	// Net is the process's communication in this epoch, when it was
+	// launched (nil under Run and for a singleton): the hosts of its
+	// endpoints are recorded, and its launcher connection confirms
+	// suspicions and hears hang reports.
+	Net *Net
 	// PeerInc is the incarnation of each process in this epoch (nil: all
 	// 0).
 	PeerInc []int
@@ -124,14 +126,18 @@ func (f Frames) register(r *Rank) {
 // reports', the Finalize fence's and the spares' drivers made and their
 // ctl.Hang, ctl.Finalize and ctl.Spare frames registered, as are the
 // ctl.Reinit frames of the headless Reinit driver, the ctl.Port frames of
-// connect/accept's port table (made at its first use: Ports) and the API's
+// connect/accept's port table (made at its first use: portTable) and the API's
 // Frames.
 func NewRank(c RankConfig) *Rank {
 	c.Eng.SetTransport(c.Tr)
-	r := &Rank{Proc: c.Proc, Eng: c.Eng, Tr: c.Tr, Client: c.Client, stop: c.Stop, wg: c.WG, universe: c.Universe}
+	r := &Rank{Proc: c.Proc, Eng: c.Eng, Tr: c.Tr, stop: c.Stop, wg: c.WG, universe: c.Universe}
+	if c.Net != nil {
+		r.client = c.Net.client
+		r.Hosts.Add(c.Net.Endpoints)
+	}
 	env := ftdrive.Env{Eng: c.Eng, Self: c.Proc, N: c.Universe, PeerInc: c.PeerInc, Stop: c.Stop, WG: c.WG}
-	if c.Client != nil {
-		env.Confirm = c.Client.SuspectIncarnation
+	if r.client != nil {
+		env.Confirm = r.client.SuspectIncarnation
 	}
 	r.Fails = ftdrive.New(env)
 	r.Ctl.MustRegister(ctl.Heartbeat, r.Fails.OnHeartbeat)

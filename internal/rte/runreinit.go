@@ -252,12 +252,14 @@ func (j *Job) Rejoin(epoch, rank int, h transport.Handler) (ep *inproc.Endpoint,
 	}
 }
 
-// NewRunProcess is the Process of one incarnation of a rank of an
-// in-process job: no launcher connection (the Job plays its part), only
-// the Reinit epochs (Start, Advance, Install, BeginReinit ...). Close,
-// Head and Finalize are not for it.
-func NewRunProcess[W any](info boot.Info, hooks Hooks[W]) *Process[W] {
-	return &Process[W]{info: info, hooks: hooks, epoch: info.Epoch, stopCh: make(chan struct{})}
+// NewRunProcess is the Process of incarnation inc of rank among the n
+// ranks of an in-process job (Reinit on), joining epoch: no launcher
+// connection (the Job plays its part), only the Reinit epochs (Start,
+// Advance, Install, BeginReinit ...). Close, Head and Finalize are not
+// for it.
+func NewRunProcess[W any](rank, n, inc, epoch int, hooks Hooks[W]) *Process[W] {
+	info := boot.Info{Rank: rank, Proc: rank, Size: n, Universe: n, Incarnation: inc, Epoch: epoch, Reinit: true, Host: "inproc"}
+	return &Process[W]{info: info, hooks: hooks, epoch: epoch, stopCh: make(chan struct{})}
 }
 
 // advanceAll advances every Process of procs but skip's to epoch. Ending
