@@ -1,7 +1,7 @@
 package mpi
 
 import (
-	"github.com/ftmpi/ftmpi/internal/model/runthrough"
+	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
@@ -11,8 +11,9 @@ import (
 //   - ulfmModel (model_ulfm.go), the default: seed 002 appendix A. Wildcard
 //     receives raise ErrPending until FailureAck, collectives fail with
 //     ErrProcFailed (their context is poisoned) until Shrink.
-//   - rtModel (runthrough.go, runthrough_coll.go; pure parts in
-//     internal/model/runthrough): run-through stabilization, seed 003.
+//   - rtModel (runthrough.go, runthrough_coll.go; the collectives' view of
+//     the alive members is internal/coll's View): run-through
+//     stabilization, seed 003.
 //     Wildcard receives are disabled by a failure until ReenableAnySource,
 //     collectives are inactive until Validate and then run on the view of
 //     the alive members; creation is all-or-nothing.
@@ -153,6 +154,6 @@ func (w *World) modelsOnLost(comms []*commFT, peer int) {
 // groups' ranks onto it (runthrough_coll.go moves the arguments).
 type collView struct {
 	comm   *Comm
-	local  runthrough.Map // the (local) group
-	remote runthrough.Map // intercommunicators: the remote group
+	local  coll.View // the (local) group
+	remote coll.View // intercommunicators: the remote group
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ftmpi/ftmpi/internal/model/runthrough"
+	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
 
@@ -17,9 +17,8 @@ import (
 //
 // This file is the run-through fault-tolerance model (rtModel, an ftModel:
 // model.go) and its public calls; runthrough_coll.go routes collectives
-// (rtModel.collRoute) and maps their arguments onto the view, and
-// internal/model/runthrough holds the pure parts (maps onto the view, set
-// arithmetic).
+// (rtModel.collRoute) and maps their arguments onto the view, whose map and
+// block moving are the collective engine's (internal/coll's View).
 //
 // Two fault-tolerance models, one per communicator. A communicator follows
 // ULFM (seed 002: wildcard receives raise ErrPending until FailureAck,
@@ -70,11 +69,11 @@ type rtSnap struct {
 // agreed by the caller.
 func (c *Comm) makeSnap(op string, failed []int, window []uint64, w0, start int, seed uint64) (*rtSnap, error) {
 	snap := &rtSnap{recognized: failed}
-	local, aliveWorld := runthrough.NewMap(c.memberWorldRanks(), failed)
-	var remote runthrough.Map
+	local, aliveWorld := coll.NewView(c.memberWorldRanks(), failed)
+	var remote coll.View
 	var remoteWorld []int
 	if c.IsInter() {
-		remote, remoteWorld = runthrough.NewMap(c.remote, failed)
+		remote, remoteWorld = coll.NewView(c.remote, failed)
 	}
 	if local.Full() && remote.Full() {
 		return snap, nil
@@ -243,7 +242,7 @@ func (rt *rtModel) unrecognized(c *Comm) []int {
 	if lost == 0 || rt.activeAt.Load() == lost {
 		return nil
 	}
-	out := runthrough.Unrecognized(c.lostMembers(), rt.snap.Load().recognized)
+	out := unrecognizedOf(c.lostMembers(), rt.snap.Load().recognized)
 	if len(out) == 0 {
 		rt.activeAt.Store(lost)
 	}
@@ -281,7 +280,33 @@ func (rt *rtModel) wildFailed(c *Comm) bool {
 	failed := c.lostMembers()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return runthrough.WildcardsDisabled(failed, rt.reenabled)
+	return wildcardsDisabled(failed, rt.reenabled)
+}
+
+// unrecognizedOf returns the members of lost (ascending) that are not in
+// recognized (ascending): the failures that keep a communicator
+// collectively inactive until the next Validate (seed 003 17.7).
+func unrecognizedOf(lost, recognized []int) []int {
+	var out []int
+	for _, p := range lost {
+		if _, found := slices.BinarySearch(recognized, p); !found {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// wildcardsDisabled reports whether a process of failed (the members known
+// failed now) was not yet failed at the last ReenableAnySource, whose known
+// failures were reenabled: wildcard receives are then disabled (seed 003
+// 17.6).
+func wildcardsDisabled(failed, reenabled []int) bool {
+	for _, p := range failed {
+		if !slices.Contains(reenabled, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (*rtModel) wildRecvErr(c *Comm, op string) error {

@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/ftmpi/ftmpi/internal/coll"
-	"github.com/ftmpi/ftmpi/internal/model/runthrough"
 )
 
 // Collectives routed by the fault-tolerance model (model.go). The route*
@@ -177,7 +176,7 @@ func routeGather[T Elem](c *Comm, name string, send, recv []T, root int, ov ...*
 	run, err := gatherPrep(s.comm, name, send, tmp, vroot, ov...)
 	return s.done(c, run, err, func() {
 		if c.rank == root {
-			runthrough.Unpack(s.local, recv, tmp, n)
+			coll.UnpackView(s.local, recv, tmp, n)
 		}
 	})
 }
@@ -228,7 +227,7 @@ func routeScatter[T Elem](c *Comm, name string, send, recv []T, root int, ov ...
 	}
 	var tmp []T
 	if c.rank == root {
-		tmp = runthrough.Pack(s.local, send, n)
+		tmp = coll.PackView(s.local, send, n)
 	}
 	run, err := scatterPrep(s.comm, name, tmp, recv, vroot, ov...)
 	return s.done(c, run, err, nil)
@@ -314,10 +313,10 @@ func routeAlltoall[T Elem](c *Comm, name string, send, recv []T, ov ...*elemFact
 		run, err := alltoallvPrep(s.comm, name, send, counts, displs, recv, counts, displs, ov...)
 		return s.done(c, run, err, nil)
 	}
-	sb := runthrough.Pack(s.local, send, n)
+	sb := coll.PackView(s.local, send, n)
 	rb := make([]T, len(sb))
 	run, err := alltoallPrep(s.comm, name, sb, rb, ov...)
-	return s.done(c, run, err, func() { runthrough.Unpack(s.local, recv, rb, n) })
+	return s.done(c, run, err, func() { coll.UnpackView(s.local, recv, rb, n) })
 }
 
 func routeAlltoallv[T Elem](c *Comm, name string, send []T, sc, sd []int, recv []T, rc, rd []int, ov ...*elemFacts) (collRun, error, bool) {
@@ -350,7 +349,7 @@ func routeReduceScatterBlock[T Elem](c *Comm, name string, send, recv []T, op *O
 	if len(recv) < n {
 		return nil, c.handle(errf(ErrTruncate, name, c, "receive buffer of %d elements, %d needed", len(recv), n)), true
 	}
-	run, err := reduceScatterBlockPrep(s.comm, name, runthrough.Pack(s.local, send, n), recv, op, ov...)
+	run, err := reduceScatterBlockPrep(s.comm, name, coll.PackView(s.local, send, n), recv, op, ov...)
 	return s.done(c, run, err, nil)
 }
 
@@ -363,7 +362,7 @@ func routeReduceScatter[T Elem](c *Comm, name string, send, recv []T, counts []i
 	if err != nil {
 		return nil, c.handle(err), true
 	}
-	sb := runthrough.PackV(s.local, send, counts, d)
+	sb := coll.PackViewV(s.local, send, counts, d)
 	run, err := reduceScatterPrep(s.comm, name, sb, recv, s.local.Pick(counts), op, ov...)
 	return s.done(c, run, err, nil)
 }

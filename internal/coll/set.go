@@ -12,7 +12,9 @@
 // environment (the failures, revocations, abort and context cut that end
 // a wait, watched through ShmEngine and the caller's ShmComm; the call
 // table's record of a blocked wait) and the process's doorbell watcher
-// (ShmHost, the one goroutine of this package).
+// (ShmHost, the one goroutine of this package); and the view of a
+// communicator's alive members that the run-through model's collectives
+// run on (view.go: View, the arguments and blocks moved onto it).
 //
 // It talks to the point-to-point layer only through the Net interface
 // (start a send or a receive of a byte buffer to a member, wait for it,
