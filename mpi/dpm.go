@@ -7,9 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/rte/dpm"
 )
 
 // Establishing communication (MPI-4.1 11.8.3-11.8.6; seed 002 5.2.1 and
@@ -18,7 +16,8 @@ import (
 // jobs it spawned) or of one mpi.Run. This file holds the typed bindings
 // (argument checks, the communicators, the errors); the protocol (port
 // names, the port table, the ctl.Port frames between the two roots, the
-// rounds within a side, the decision's functions) is internal/rte/dpm's.
+// rounds within a side, the decision) is the runtime's, driven by
+// rte.Connection (internal/rte/connect.go over internal/rte/dpm).
 //
 // A connector's root sends its group to the port's process, whose
 // accepting root answers with its own. Each root broadcasts the remote
@@ -47,61 +46,49 @@ var ErrService = &Class{"MPI_ERR_SERVICE: name service error", 48}
 // within a group (on its collective context; see coll_util.go).
 const tagDPMLocal int32 = -6
 
-// dpmState is a World's part in connect/accept beside the runtime's port
-// table (rte.Rank.Ports: internal/rte/dpm, its ctl.Port frames the
-// runtime's): a singleton's name service and the tests' hook.
+// dpmState is a World's part in connect/accept beside the runtime's (its
+// port table, rte.Connection): a singleton's name service and the tests'
+// hook.
 type dpmState struct {
-	names boot.NameTable     // a singleton's name service
-	hook  func(stage string) // tests: called at a root's stages (in package tests only)
+	names rte.Names          // a singleton's name service (the zero value: its own table)
+	hook  func(stage string) // tests: called when a root found the other root (in package tests only)
 }
-
-// dpmT is the World's port table (the runtime's, made at its first use
-// from the World's rte.PortDelegate).
-func (w *World) dpmT() *dpm.Table { return w.rt.Ports() }
 
 // portDelegate is what the runtime's port table needs of the World.
 func (w *World) portDelegate() rte.PortDelegate {
 	return rte.PortDelegate{Job: w.jobID, Code: w.dpmCode, Net: func() *rte.Net { return w.net }}
 }
 
-// dpmErr is err as this package's error: an error of internal/rte/dpm
-// gets its class; any other is returned as it is.
+// dpmErr is err as this package's error: the runtime's rte.DPMError gets
+// the class of its fault; any other is returned as it is.
 func (w *World) dpmErr(op string, c *Comm, err error) error {
-	var e *dpm.Error
+	var e *rte.DPMError
 	if !errors.As(err, &e) {
 		return err
 	}
-	cls := ErrOther // dpm.ErrGaveUp, dpm.ErrJoin
-	switch {
-	case errors.Is(e, dpm.ErrAborted):
+	cls := ErrOther // rte.FaultOther: the other group gave up, Join's handshake
+	switch e.Fault {
+	case rte.FaultAborted:
 		return w.abortedErr(op, c)
-	case errors.Is(e, dpm.ErrPort):
+	case rte.FaultPort:
 		cls = ErrPort
-	case errors.Is(e, dpm.ErrPeerFailed):
+	case rte.FaultPeerFailed:
 		cls = ErrProcFailed
-	case errors.Is(e, dpm.ErrRemote):
+	case rte.FaultRemote:
 		cls = classOf(e.Code)
-	case errors.Is(e, dpm.ErrMalformed), errors.Is(e, dpm.ErrNoConn):
+	case rte.FaultInternal:
 		cls = ErrIntern
+	case rte.FaultNameUnknown:
+		cls = ErrName
+	case rte.FaultService:
+		cls = ErrService
 	}
 	return newErr(cls, op, c, NoPeer, "%s", e.Detail)
 }
 
-// dpmCode is the class code of err carried in verdicts (dpm.Config.Code).
+// dpmCode is the class code of err carried in verdicts
+// (rte.PortDelegate.Code).
 func (w *World) dpmCode(err error) int { return classCode(w.dpmErr("", nil, err)) }
-
-// dpmStage reports that a root reached stage: a trace line (written by
-// internal/rte/dpm to the World's diagnostics, rte.Diag: stderr unless a
-// test replaces it) if the call's info has "ftmpi_trace" = "true" (an
-// event to tie a fault injection to), and the tests' hook.
-func (w *World) dpmStage(op string, info *Info, stage string) {
-	if v, _ := info.Get("ftmpi_trace"); v == "true" {
-		w.dpmT().Trace(op, stage)
-	}
-	if h := w.dpm.hook; h != nil {
-		h(stage)
-	}
-}
 
 // jobID names this process's launch: ports of another launch are refused.
 func (w *World) jobID() string {
@@ -123,18 +110,15 @@ func (w *World) OpenPort(info *Info) (string, error) {
 	if w.finalized.Load() {
 		return "", newErr(ErrOther, op, nil, NoPeer, "called after MPI_Finalize")
 	}
-	return w.dpmT().Open(), nil
+	return w.rt.OpenPort(), nil
 }
 
 // ClosePort closes a port this process opened (MPI_Close_port): a pending
 // Accept on it fails with ErrPort, and the connectors it has not accepted
 // are refused (their Connect fails with ErrPort).
 func (w *World) ClosePort(port string) error {
-	return w.dpmErr("MPI_Close_port", nil, w.dpmT().Close(port))
+	return w.dpmErr("MPI_Close_port", nil, w.rt.ClosePort(port))
 }
-
-// addEndpoints makes processes of another job reachable (under ftmpirun).
-func (w *World) addEndpoints(eps []boot.Endpoint) { w.rt.AddEndpoints(w.net, eps) }
 
 // Accept accepts a connection on port (opened by this process with
 // OpenPort) and returns an intercommunicator whose remote group is the
@@ -208,11 +192,10 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 	}
 	procs := c.groupProcs()
 	rootProc := procs[root]
-	s := &dpm.Side{T: w.dpmT(), Root: root, Me: c.rank == root, Cancel: dpm.Cancel{Abort: w.abort, Stop: w.stop}}
 
 	// The local group the internal collectives run on: c, or the view of
 	// its alive members; none if c is collectively inactive here.
-	lc := c
+	lc, lroot := c, root
 	v, inactive, _ := c.route(op)
 	switch {
 	case inactive != nil:
@@ -220,22 +203,23 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 		lc = nil
 	case v != nil:
 		lc = v.comm
-		s.Root = slices.Index(lc.groupProcs(), rootProc)
+		lroot = slices.Index(lc.groupProcs(), rootProc)
 	}
+	x := w.rt.NewConnection(lroot, c.rank == root, w.abort)
 
 	// The roots find each other.
-	if s.Me && derr == nil {
-		fail(c.dpmRoot(op, accept, port, info, peer, s))
-		if s.Conn != nil && derr == nil {
-			w.dpmStage(op, info, fmt.Sprintf("connected to process %d", s.Conn.Peer()))
+	if c.rank == root && derr == nil {
+		fail(c.dpmRoot(op, accept, port, info, peer, x))
+		if h := w.dpm.hook; h != nil && derr == nil {
+			h("connected")
 		}
 	}
 
 	var ic *Comm
 	if lc != nil {
-		s.Local, s.N = collSet(lc, op, tagDPMLocal), lc.size
+		x.Within(collSet(lc, op, tagDPMLocal))
 		var err error
-		if ic, err = c.dpmBuild(op, s, derr); err != nil {
+		if ic, err = c.dpmBuild(op, x, derr); err != nil {
 			fail(err)
 		}
 	}
@@ -250,22 +234,20 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 		err = w.abortedErr(op, c)
 		fail(err)
 	}
-	d, decided := f.d.AgreeVerdict(s, side, rootProc, ErrProcFailed.code, w.abort)
+	d, decided := f.d.AgreeVerdict(x, side, rootProc, ErrProcFailed.code, w.abort)
 	err = nil
 	if !decided {
 		err = w.abortedErr(op, c)
 		fail(err)
 	}
-	if s.Conn != nil {
-		s.Conn.End()
-	}
+	x.End()
 	ok := d.OK
 	cls := decideClass(d.Codes)
 	if err == nil && !d.RootIn {
 		fail(newErr(ErrProcFailed, op, c, root, "the root failed during the call"))
 	}
 	if err == nil && ok && ic != nil {
-		if len(s.Remote.Rec) > 0 || len(c.ftm().recognized()) > 0 {
+		if _, rec := x.Remote(); len(rec) > 0 || len(c.ftm().recognized()) > 0 {
 			// Seed 003 17.10.1: recognised failures stay recognised (both
 			// sides know of the other's, so both validate).
 			if _, verr := inTurn(ic.takeTurn(), op, func() (*Group, error) { return ic.validate(op) }); verr != nil {
@@ -293,47 +275,39 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 	return nil, newErr(cls, op, c, NoPeer, "the connection failed at another process")
 }
 
-// dpmRoot is the root's part: it finds the other root (s.Conn) and learns
-// its group (s.Remote).
-func (c *Comm) dpmRoot(op string, accept bool, port string, info *Info, peer int, s *dpm.Side) error {
-	w := c.w
-	if _, err := dpm.ParsePort(port); err != nil {
-		return w.dpmErr(op, c, err)
-	}
-	deadline, stop, err := dpmDeadline(op, c, info)
+// dpmRoot is the root's part (the runtime's rte.Connection.Reach): it
+// finds the other root and learns its group. The info key "timeout"
+// (seconds) ends the wait; "ftmpi_trace" = "true" writes the trace line
+// (to the World's diagnostics, rte.Diag: stderr unless a test replaces
+// it) once the roots found each other.
+func (c *Comm) dpmRoot(op string, accept bool, port string, info *Info, peer int, x *rte.Connection) error {
+	timeout, err := dpmTimeout(op, c, info)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	cn := s.Cancel
-	cn.Deadline = deadline
-	t := w.dpmT()
-	mine := t.Mine(c.groupProcs(), c.ftm().recognized())
-	if accept {
-		s.Conn, s.Remote, err = t.Accept(port, mine, peer, cn)
-	} else {
-		s.Conn, s.Remote, err = t.Connect(port, mine, cn)
-	}
-	return w.dpmErr(op, c, err)
+	trace, _ := info.Get("ftmpi_trace")
+	return c.w.dpmErr(op, c, x.Reach(rte.RootCall{Op: op, Port: port, Accept: accept, Procs: c.groupProcs(),
+		Recognized: c.ftm().recognized(), Peer: peer, Timeout: timeout, Trace: trace == "true"}))
 }
 
 // dpmBuild broadcasts the other group within the side and agrees on the
 // context ids of the intercommunicator with the other group (rootErr: the
 // root's error so far, at the root).
-func (c *Comm) dpmBuild(op string, s *dpm.Side, rootErr error) (*Comm, error) {
+func (c *Comm) dpmBuild(op string, x *rte.Connection, rootErr error) (*Comm, error) {
 	w := c.w
-	id, err := s.Share(dpmCodeOf(rootErr))
+	id, err := x.Share(dpmCodeOf(rootErr))
 	if err != nil {
 		return nil, w.dpmErr(op, c, err)
 	}
 	mine := c.groupProcs()
-	for _, p := range s.Remote.Procs {
+	remote, _ := x.Remote()
+	for _, p := range remote {
 		if slices.Contains(mine, p) {
 			return nil, newErr(ErrGroup, op, c, NoPeer, "process %d is in both groups: the groups must be disjoint", p)
 		}
 	}
-	w.addEndpoints(s.Remote.Eps)
-	and := func(words []uint64) error { return w.dpmErr(op, c, s.AND(words)) }
+	x.AddRemoteEndpoints()
+	and := func(words []uint64) error { return w.dpmErr(op, c, x.AND(words)) }
 	pairs, err := ctxAgreement(w, c, op, 2, id|1<<59, true, and)
 	if err != nil {
 		return nil, err
@@ -342,7 +316,7 @@ func (c *Comm) dpmBuild(op string, s *dpm.Side, rootErr error) (*Comm, error) {
 	if op == "MPI_Comm_accept" {
 		kind = "accept"
 	}
-	return newInter(c, derivedName(kind, c), pairs, mine, s.Remote.Procs, c.rank), nil
+	return newInter(c, derivedName(kind, c), pairs, mine, remote, c.rank), nil
 }
 
 // dpmCodeOf is a process's error as a class code for the decision (0:
@@ -354,18 +328,17 @@ func dpmCodeOf(err error) int {
 	return classCode(err)
 }
 
-// dpmDeadline reads the info key "timeout" (seconds).
-func dpmDeadline(op string, c *Comm, info *Info) (<-chan time.Time, func(), error) {
+// dpmTimeout reads the info key "timeout" (seconds; 0: none).
+func dpmTimeout(op string, c *Comm, info *Info) (time.Duration, error) {
 	s, ok := info.Get("timeout")
 	if !ok {
-		return nil, func() {}, nil
+		return 0, nil
 	}
 	sec, err := strconv.ParseFloat(s, 64)
 	if err != nil || sec <= 0 {
-		return nil, nil, newErr(ErrInfoValue, op, c, NoPeer, "info timeout %q: want a positive number of seconds", s)
+		return 0, newErr(ErrInfoValue, op, c, NoPeer, "info timeout %q: want a positive number of seconds", s)
 	}
-	t := time.NewTimer(time.Duration(sec * float64(time.Second)))
-	return t.C, func() { t.Stop() }, nil
+	return max(time.Duration(sec*float64(time.Second)), 1), nil // a positive timeout too short for a Duration: at once
 }
 
 // dpmClasses are the classes a failed Accept or Connect can report, in

@@ -1,17 +1,13 @@
 package mpi
 
-import (
-	"net"
-
-	"github.com/ftmpi/ftmpi/internal/rte/dpm"
-)
+import "net"
 
 // Join returns an intercommunicator between this process and the process
 // at the other end of the connected socket conn, which calls Join on its
 // end (MPI_Comm_join). Both must be processes of this launcher (a job and
 // the jobs it spawned) or of this mpi.Run. The socket only carries the
 // handshake (each end's identity, then a port name from the process with
-// the lower id to the other; internal/rte/dpm); the intercommunicator is
+// the lower id to the other: the runtime's rte.Rank.JoinPort); the intercommunicator is
 // then built by Accept and Connect over CommSelf, with their failure
 // rules, the accepting end taking only the other end's connection and
 // failing with ErrProcFailed if that process fails first. Join does
@@ -27,24 +23,12 @@ func (w *World) Join(conn net.Conn) (*Comm, error) {
 	if w.finalized.Load() {
 		return nil, newErr(ErrOther, op, nil, NoPeer, "called after MPI_Finalize")
 	}
-	peer, err := dpm.JoinHello(conn, w.jobID(), w.rank)
+	peer, port, accept, err := w.rt.JoinPort(conn)
 	if err != nil {
 		return nil, w.dpmErr(op, nil, err)
 	}
-	if w.rank < peer {
-		port, err := w.OpenPort(nil)
-		if err != nil {
-			return nil, err
-		}
+	if accept {
 		defer w.ClosePort(port)
-		if err := dpm.SendPort(conn, port); err != nil {
-			return nil, w.dpmErr(op, nil, err)
-		}
-		return w.self.establish(op, true, port, nil, 0, peer)
 	}
-	port, err := dpm.ReadPort(conn)
-	if err != nil {
-		return nil, w.dpmErr(op, nil, err)
-	}
-	return w.self.establish(op, false, port, nil, 0, peer)
+	return w.self.establish(op, accept, port, nil, 0, peer)
 }

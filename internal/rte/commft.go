@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
-	"github.com/ftmpi/ftmpi/internal/rte/dpm"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
@@ -293,43 +292,4 @@ func (f *CommFT) AgreeFailed(known []int, window []uint64, abort <-chan struct{}
 		failed = append(failed, f.procs.At(i))
 	}
 	return failed, true
-}
-
-// ConnectVote is a side's verdict in connect/accept's all-or-nothing
-// decision, as its first agreement decided it (AgreeVote): the runtime's,
-// opaque to the API.
-type ConnectVote struct{ v agree.Value }
-
-// AgreeVote runs the first agreement of connect/accept's decision over
-// one side: every member's error class code (0: none).
-func (f *CommFT) AgreeVote(code int, abort <-chan struct{}) (ConnectVote, bool) {
-	val, _, ok := f.run(dpm.Vote(code), abort)
-	return ConnectVote{val}, ok
-}
-
-// ConnectDecision is a member's outcome of connect/accept's second
-// agreement (AgreeVerdict).
-type ConnectDecision struct {
-	// OK: the root contributed a yes.
-	OK bool
-	// Codes are the class codes seen (sorted), of which the API reports
-	// one, the same at every member.
-	Codes []int
-	// RootIn: the root contributed.
-	RootIn bool
-}
-
-// AgreeVerdict runs the second agreement of connect/accept's decision
-// over one side: the root (s.Me) exchanges its side's verdict with the
-// other root (dpm.Side.Verdict) and contributes both; root is the root's
-// process id, failed the class code of a process failure.
-func (f *CommFT) AgreeVerdict(s *dpm.Side, side ConnectVote, root, failed int, abort <-chan struct{}) (ConnectDecision, bool) {
-	verdict := agree.Value{Flags: 1}
-	if s.Me {
-		verdict = s.Verdict(side.v)
-	}
-	res, contrib, ok := f.run(verdict, abort)
-	pos := f.procs.Pos(root)
-	yes, codes := dpm.Decide(res, contrib, pos, failed)
-	return ConnectDecision{OK: yes, Codes: codes.Members(), RootIn: contrib.Has(pos)}, ok
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/ftmpi/ftmpi/internal/boot"
-
 	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
@@ -22,8 +20,8 @@ type Job struct {
 	abortCode int
 
 	// Names is the job's name service (MPI_Publish_name ...), the
-	// launcher's part under mpi.Run.
-	Names boot.NameTable
+	// launcher's part under mpi.Run: a table its ranks share.
+	Names Names
 
 	mu      sync.Mutex
 	arrived int

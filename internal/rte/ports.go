@@ -17,15 +17,15 @@ import (
 type PortDelegate struct {
 	// Job names this process's launch: ports of another are refused.
 	Job func() string
-	// Code is the class code of an error, carried in verdicts
-	// (dpm.Config.Code).
+	// Code is the class code of an error (a DPMError, or the API's own
+	// from a side's collectives), carried in verdicts.
 	Code func(err error) int
 	// Net is the epoch's sockets (nil under Run and for a singleton: no
 	// endpoints to add or read).
 	Net func() *Net
 }
 
-// ports is r's port table, made by the first call that needs it (Ports).
+// ports is r's port table, made by the first call that needs it (portTable).
 type ports struct {
 	d    PortDelegate
 	once sync.Once
@@ -33,16 +33,16 @@ type ports struct {
 	mu   sync.Mutex // guards t's publication to onPort
 }
 
-// Ports returns this process's port table (connect/accept/join's
-// protocol), made at the first call from RankConfig.Ports.
-func (r *Rank) Ports() *dpm.Table {
+// portTable returns this process's port table (connect/accept/join's
+// protocol: connect.go), made at the first call from RankConfig.Ports.
+func (r *Rank) portTable() *dpm.Table {
 	p := &r.ports
 	p.once.Do(func() {
-		job := fmt.Sprintf("rank-%p", r) // no delegate: ports of this runtime only
-		if p.d.Job != nil {
-			job = p.d.Job()
+		var code func(error) int
+		if c := p.d.Code; c != nil { // the API's classes of the errors as it sees them
+			code = func(err error) int { return c(dpmError(err)) }
 		}
-		t, err := dpm.New(dpm.Config{Self: r.Proc, Job: job, Net: portNet{r}, Code: p.d.Code, Log: r.Diag().Writer()})
+		t, err := dpm.New(dpm.Config{Self: r.Proc, Job: r.portJob(), Net: portNet{r}, Code: code, Log: r.Diag().Writer()})
 		if err != nil {
 			panic(fmt.Sprintf("rte: the port table of process %d: %v", r.Proc, err)) // a programming error: the config is the runtime's
 		}
@@ -51,6 +51,15 @@ func (r *Rank) Ports() *dpm.Table {
 		p.mu.Unlock()
 	})
 	return p.t
+}
+
+// portJob names this process's launch in its port names and Join's
+// handshake (PortDelegate.Job): ports of another launch are refused.
+func (r *Rank) portJob() string {
+	if f := r.ports.d.Job; f != nil {
+		return f()
+	}
+	return fmt.Sprintf("rank-%p", r) // no delegate: ports of this runtime only
 }
 
 // onPort handles a ctl.Port frame (on a transport goroutine: it does not

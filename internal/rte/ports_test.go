@@ -27,7 +27,7 @@ func TestRankPorts(t *testing.T) {
 		rs[i].Start()
 	}
 	connect := func(port string) error {
-		t := rs[1].Ports()
+		t := rs[1].portTable()
 		_, _, err := t.Connect(port, t.Mine([]int{1}, nil), dpm.Cancel{Stop: j.stop, Deadline: time.After(20 * time.Second)}) // before the runtime took ctl.Port: no answer, ErrPort "timed out"
 		return err
 	}
@@ -35,8 +35,8 @@ func TestRankPorts(t *testing.T) {
 	if err := connect(unopened); !errors.Is(err, dpm.ErrPort) || !strings.Contains(err.Error(), "not open") {
 		t.Fatalf("connect to a process without a table: %v, want a refusal (not open)", err)
 	}
-	tab := rs[0].Ports()
-	if rs[0].Ports() != tab {
+	tab := rs[0].portTable()
+	if rs[0].portTable() != tab {
 		t.Fatal("Ports made a second table")
 	}
 	port := tab.Open()
