@@ -94,7 +94,7 @@ func (w *World) dpmCode(err error) int { return classCode(w.dpmErr("", nil, err)
 func (w *World) jobID() string {
 	switch {
 	case w.proc != nil:
-		return w.proc.Info().Job
+		return w.proc.Job()
 	case w.run != nil:
 		return fmt.Sprintf("run-%p", w.run)
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/rte/dpm"
 	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
@@ -22,12 +21,6 @@ var ErrSpawn = &Class{"MPI_ERR_SPAWN: could not spawn processes", 50}
 // engine, the transports and communicators' member lists use process ids,
 // so parents and children talk as any two processes do once the launcher
 // has told each side where the other listens.
-
-// spawnState is a World's bookkeeping for Spawn: the calls of each parent
-// group, which name each call for the launcher (internal/rte/dpm).
-type spawnState struct {
-	dpm.Spawns
-}
 
 // Spawn starts maxprocs new processes running command with args and
 // returns an intercommunicator whose remote group is them
@@ -111,7 +104,7 @@ func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir str
 	}
 	procs := c.groupProcs()
 	pairs, perr := agreeOnParent(c, op, 2, true)
-	call := rte.SpawnCall{Key: w.spawn.Key(c.ctx, procs), Procs: procs, Pairs: pairs, Root: c.rank == root, Spares: spares}
+	call := rte.SpawnCall{Ctx: c.ctx, Procs: procs, Pairs: pairs, Root: c.rank == root, Spares: spares}
 	if len(apps) > 0 {
 		call.Cmds, call.Multiple = apps, true
 	} else {
@@ -125,7 +118,7 @@ func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir str
 			call.Failed = w.lostAmong(procs)
 		}
 	}
-	children, err := p.Spawn(w.net, &w.rt.Hosts, call)
+	children, err := p.Spawn(w.rt, w.net, call)
 	if err != nil {
 		if perr == nil {
 			w.ctxTable().release(pairs...)

@@ -50,7 +50,6 @@ type World struct {
 	net      *rte.Net    // the sockets of this epoch of a launched process; nil under Run and for a singleton
 	epoch    int         // Reinit epoch of this World (0: the first)
 	peerInc  []int       // incarnation of each rank's process in this epoch
-	spawn    spawnState  // Spawn bookkeeping (spawn.go)
 	parent   *Comm       // intercommunicator to the parents of a spawned World
 	ended    atomic.Bool // a Reinit rollback ended this World's epoch
 	failSeen atomic.Bool // an operation under a Reinit handler reported a process failure

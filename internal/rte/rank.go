@@ -8,6 +8,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
+	"github.com/ftmpi/ftmpi/internal/rte/dpm"
 	"github.com/ftmpi/ftmpi/internal/rte/fencedrive"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
 	"github.com/ftmpi/ftmpi/internal/rte/sparedrive"
@@ -50,6 +51,7 @@ type Rank struct {
 	stop     <-chan struct{}                // RankConfig.Stop
 	wg       *sync.WaitGroup                // RankConfig.WG
 	ports    ports                          // connect/accept's port table (ports.go)
+	spawns   dpm.Spawns                     // the spawn calls of each parent group this epoch, which name each call (spawn.go)
 	diag     atomic.Pointer[Diag]           // SetDiag
 	retired  atomic.Bool                    // Retire was called
 	peerGone atomic.Pointer[func(peer int)] // SetPeerGone

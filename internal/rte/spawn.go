@@ -23,10 +23,12 @@ type SpawnCmd struct {
 // MPI_Comm_spawn_multiple, or Replace's spawn of spares), as the API
 // makes it: the launcher starts the children once every parent asked.
 type SpawnCall struct {
-	Key   string // identifies the collective call: the same at every parent
-	Procs []int  // the parents' process ids, in rank order
-	Pairs []int  // the agreed context pairs of the intercommunicator (2)
-	Root  bool   // this is the root's part: Cmds count
+	Ctx uint32 // the parents' communicator's context: with Procs and the
+	// number of calls so far, the call's name for the launcher (the same
+	// at every parent, as each counts its group's calls alike)
+	Procs []int // the parents' process ids, in rank order
+	Pairs []int // the agreed context pairs of the intercommunicator (2)
+	Root  bool  // this is the root's part: Cmds count
 	// Cmds are the commands (at the root): one for MPI_Comm_spawn,
 	// Multiple for MPI_Comm_spawn_multiple (the children then know their
 	// command's index: Process.AppNum).
@@ -75,14 +77,16 @@ func (p *Process[W]) CheckHead(op string) error {
 // Spawn takes part in a collective spawn (call) and returns the children's
 // process ids, by their rank among themselves, once every one of them has
 // initialised; they are then reachable over the epoch's sockets n and
-// their hosts are in h. A refusal is a *SpawnError with the same class at
-// every parent; another error is the launcher connection's.
-func (p *Process[W]) Spawn(n *Net, h *Hosts, call SpawnCall) ([]int, error) {
+// their hosts are in r's table. The call is named for the launcher by r,
+// this epoch's rank, which counts its parent groups' calls. A refusal is a
+// *SpawnError with the same class at every parent; another error is the
+// launcher connection's.
+func (p *Process[W]) Spawn(r *Rank, n *Net, call SpawnCall) ([]int, error) {
 	head, err := p.Head("spawn")
 	if err != nil {
 		return nil, &SpawnError{Class: SpawnNotStarted, Reason: err.Error()}
 	}
-	req := spawnRequest(call)
+	req := spawnRequest(r.spawns.Key(call.Ctx, call.Procs), call)
 	eps, err := head.Spawn(req)
 	if err != nil {
 		var se *boot.SpawnError
@@ -97,7 +101,7 @@ func (p *Process[W]) Spawn(n *Net, h *Hosts, call SpawnCall) ([]int, error) {
 		return nil, err
 	}
 	n.AddPeers(eps)
-	h.Add(eps)
+	r.Hosts.Add(eps)
 	children := make([]int, len(eps))
 	for i, ep := range eps {
 		children[i] = ep.Rank
@@ -105,11 +109,11 @@ func (p *Process[W]) Spawn(n *Net, h *Hosts, call SpawnCall) ([]int, error) {
 	return children, nil
 }
 
-// spawnRequest is call as the launcher's request: at the root the
+// spawnRequest is call, named key, as the launcher's request: at the root the
 // command (or the commands with the sum of their processes), and the
 // refusal of a root whose number of processes is below 1.
-func spawnRequest(call SpawnCall) boot.SpawnRequest {
-	req := boot.SpawnRequest{Key: call.Key, Procs: call.Procs, Root: call.Root, Pairs: call.Pairs, Spares: call.Spares}
+func spawnRequest(key string, call SpawnCall) boot.SpawnRequest {
+	req := boot.SpawnRequest{Key: key, Procs: call.Procs, Root: call.Root, Pairs: call.Pairs, Spares: call.Spares}
 	if call.Root {
 		switch {
 		case call.Multiple:

@@ -3,6 +3,7 @@ package rte
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -25,21 +26,21 @@ func TestSpawnRequestFromCall(t *testing.T) {
 		call SpawnCall
 		want boot.SpawnRequest
 	}{
-		{"single", SpawnCall{Key: "k", Procs: []int{0, 1}, Pairs: []int{4, 5}, Root: true, Cmds: cmds[:1]},
+		{"single", SpawnCall{Procs: []int{0, 1}, Pairs: []int{4, 5}, Root: true, Cmds: cmds[:1]},
 			boot.SpawnRequest{Key: "k", Procs: []int{0, 1}, Pairs: []int{4, 5}, Root: true, Command: "a", Args: []string{"-x"}, MaxProcs: 2, Dir: "/d"}},
-		{"not root", SpawnCall{Key: "k", Cmds: cmds[:1], Spares: true},
+		{"not root", SpawnCall{Cmds: cmds[:1], Spares: true},
 			boot.SpawnRequest{Key: "k", Spares: true}},
-		{"multiple", SpawnCall{Key: "k", Root: true, Cmds: cmds, Multiple: true},
+		{"multiple", SpawnCall{Root: true, Cmds: cmds, Multiple: true},
 			boot.SpawnRequest{Key: "k", Root: true, MaxProcs: 5, Apps: []boot.SpawnApp{{Command: "a", Args: []string{"-x"}, MaxProcs: 2, Dir: "/d"}, {Command: "b", MaxProcs: 3}}}},
-		{"multiple, one empty", SpawnCall{Key: "k", Root: true, Cmds: []SpawnCmd{cmds[0], {MaxProcs: -1}, cmds[1]}, Multiple: true},
+		{"multiple, one empty", SpawnCall{Root: true, Cmds: []SpawnCmd{cmds[0], {MaxProcs: -1}, cmds[1]}, Multiple: true},
 			boot.SpawnRequest{Key: "k", Root: true, MaxProcs: -1, Error: "maxprocs -1 at the root: must be at least 1",
 				Apps: []boot.SpawnApp{{Command: "a", Args: []string{"-x"}, MaxProcs: 2, Dir: "/d"}, {MaxProcs: -1}, {Command: "b", MaxProcs: 3}}}},
-		{"maxprocs 0", SpawnCall{Key: "k", Root: true, Cmds: []SpawnCmd{{Command: "a"}}},
+		{"maxprocs 0", SpawnCall{Root: true, Cmds: []SpawnCmd{{Command: "a"}}},
 			boot.SpawnRequest{Key: "k", Root: true, Command: "a", Error: "maxprocs 0 at the root: must be at least 1"}},
-		{"refusal", SpawnCall{Key: "k", Root: true, Cmds: []SpawnCmd{{Command: "a"}}, Refusal: "rank 1 failed", Failed: []int{1}},
+		{"refusal", SpawnCall{Root: true, Cmds: []SpawnCmd{{Command: "a"}}, Refusal: "rank 1 failed", Failed: []int{1}},
 			boot.SpawnRequest{Key: "k", Root: true, Command: "a", Error: "rank 1 failed", Failed: []int{1}}},
 	} {
-		if got := spawnRequest(tc.call); !reflect.DeepEqual(got, tc.want) {
+		if got := spawnRequest("k", tc.call); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: request %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
@@ -52,34 +53,36 @@ func TestSpawnRefusalClasses(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	p, l := connect(t, make(chan struct{}))
 	defer p.Close()
+	r := new(Rank) // names the calls: the first of context c is "c/1"
 	for _, tc := range []struct {
 		call   SpawnCall
 		failed []int
 		want   SpawnClass
 	}{
-		{SpawnCall{Key: "1", Root: true, Cmds: []SpawnCmd{{Command: "a", MaxProcs: 2}}}, []int{1}, SpawnProcFailed},
-		{SpawnCall{Key: "2", Root: true, Cmds: []SpawnCmd{{Command: "a", MaxProcs: 0}}}, nil, SpawnBadArg},
-		{SpawnCall{Key: "3", Cmds: []SpawnCmd{{Command: "a", MaxProcs: 0}}}, nil, SpawnNotStarted}, // not the root's count
-		{SpawnCall{Key: "4", Root: true, Cmds: []SpawnCmd{{Command: "nope", MaxProcs: 1}}}, nil, SpawnNotStarted},
+		{SpawnCall{Ctx: 1, Root: true, Cmds: []SpawnCmd{{Command: "a", MaxProcs: 2}}}, []int{1}, SpawnProcFailed},
+		{SpawnCall{Ctx: 2, Root: true, Cmds: []SpawnCmd{{Command: "a", MaxProcs: 0}}}, nil, SpawnBadArg},
+		{SpawnCall{Ctx: 3, Cmds: []SpawnCmd{{Command: "a", MaxProcs: 0}}}, nil, SpawnNotStarted}, // not the root's count
+		{SpawnCall{Ctx: 4, Root: true, Cmds: []SpawnCmd{{Command: "nope", MaxProcs: 1}}}, nil, SpawnNotStarted},
 	} {
 		done := make(chan error, 1)
 		go func() {
-			_, err := p.Spawn(nil, nil, tc.call)
+			_, err := p.Spawn(r, nil, tc.call)
 			done <- err
 		}()
+		key := fmt.Sprintf("%d/1", tc.call.Ctx)
 		m := l.read()
 		if m.Op != ctlwire.OpSpawn {
-			t.Fatalf("call %s: launcher got %+v", tc.call.Key, m)
+			t.Fatalf("call %s: launcher got %+v", key, m)
 		}
 		var req ctlwire.SpawnRequest
-		if err := json.Unmarshal([]byte(m.Reason), &req); err != nil || req.Key != tc.call.Key {
-			t.Fatalf("call %s: request %q (%v)", tc.call.Key, m.Reason, err)
+		if err := json.Unmarshal([]byte(m.Reason), &req); err != nil || req.Key != key {
+			t.Fatalf("call %s: request %q (%v)", key, m.Reason, err)
 		}
-		l.send(ctlwire.Msg{Op: ctlwire.OpSpawn, ID: m.ID, Error: "refused " + tc.call.Key, Failed: tc.failed})
+		l.send(ctlwire.Msg{Op: ctlwire.OpSpawn, ID: m.ID, Error: "refused " + key, Failed: tc.failed})
 		err := recv(t, done, "Spawn's return")
 		var se *SpawnError
-		if !errors.As(err, &se) || se.Class != tc.want || !strings.Contains(se.Reason, "refused "+tc.call.Key) {
-			t.Errorf("call %s: error %v, want class %d", tc.call.Key, err, tc.want)
+		if !errors.As(err, &se) || se.Class != tc.want || !strings.Contains(se.Reason, "refused "+key) {
+			t.Errorf("call %s: error %v, want class %d", key, err, tc.want)
 		}
 	}
 }

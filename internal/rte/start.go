@@ -54,6 +54,14 @@ func (p *Process[W]) Incarnation() int {
 	return p.info.Incarnation
 }
 
+// Job names the process's launch (the launcher's job id): connect/accept
+// refuses a port of another launch.
+func (p *Process[W]) Job() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.info.Job
+}
+
 // ReinitJob reports whether the job recovers by Reinit (ftmpirun
 // --on-failure reinit, FTMPI_REINIT=1 under a PMI launcher, Run's
 // Reinit): a failure ends the epoch, failed ranks come back.
