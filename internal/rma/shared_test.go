@@ -6,60 +6,20 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 	"unsafe"
+
+	"github.com/ftmpi/ftmpi/internal/rma/segment/segtest"
 )
-
-// allgather is an in-memory allgather of n goroutine members, round by
-// round (each member's k-th call is round k).
-type allgather struct {
-	n    int
-	mu   sync.Mutex
-	rnds []*agRound
-}
-
-type agRound struct {
-	words [][]int64
-	in    int
-	done  chan struct{}
-}
-
-func (g *allgather) member(rank int) func([]int64) ([]int64, error) {
-	k := 0
-	return func(mine []int64) ([]int64, error) {
-		g.mu.Lock()
-		if k == len(g.rnds) {
-			g.rnds = append(g.rnds, &agRound{words: make([][]int64, g.n), done: make(chan struct{})})
-		}
-		r := g.rnds[k]
-		k++
-		r.words[rank] = append([]int64(nil), mine...)
-		if r.in++; r.in == g.n {
-			close(r.done)
-		}
-		g.mu.Unlock()
-		select {
-		case <-r.done:
-		case <-time.After(30 * time.Second):
-			return nil, errors.New("allgather: a member never came")
-		}
-		var out []int64
-		for _, w := range r.words {
-			out = append(out, w...)
-		}
-		return out, nil
-	}
-}
 
 // shareAll runs ShareWindow at every member of cfgs (Rank, Size and
 // Allgather are filled in).
 func shareAll(cfgs []SharedConfig) ([]*SharedMem, []error) {
-	g := &allgather{n: len(cfgs)}
+	g := &segtest.Gather{N: len(cfgs)}
 	segs, errs := make([]*SharedMem, len(cfgs)), make([]error, len(cfgs))
 	var wg sync.WaitGroup
 	for r := range cfgs {
 		c := cfgs[r]
-		c.Rank, c.Size, c.Allgather = r, len(cfgs), g.member(r)
+		c.Rank, c.Size, c.Allgather = r, len(cfgs), g.Member(r)
 		wg.Go(func() { segs[r], errs[r] = ShareWindow(c) })
 	}
 	wg.Wait()

@@ -5,65 +5,30 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/ftmpi/ftmpi/internal/rma/segment/segtest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // gather is an in-memory allgather of n goroutine members; fail, if set,
-// makes round fail's calls return errCut (every member's, the same round).
+// makes round fail's calls return segtest.ErrCut (every member's, the same
+// round).
 type gather struct {
 	n    int
 	fail int // 1-based round that fails; 0: none
-	mu   sync.Mutex
-	rnd  map[int]*round
+	g    *segtest.Gather
 }
-
-type round struct {
-	words [][]int64
-	in    int
-	done  chan struct{}
-}
-
-var errCut = errors.New("allgather cut")
 
 func (g *gather) members(rank int) Members {
-	calls := 0
-	return Members{Rank: rank, Size: g.n, Allgather: func(mine []int64) ([]int64, error) {
-		calls++
-		if calls == g.fail {
-			return nil, errCut
-		}
-		g.mu.Lock()
-		r := g.rnd[calls]
-		if r == nil {
-			r = &round{words: make([][]int64, g.n), done: make(chan struct{})}
-			g.rnd[calls] = r
-		}
-		r.words[rank] = append([]int64(nil), mine...)
-		if r.in++; r.in == g.n {
-			close(r.done)
-		}
-		g.mu.Unlock()
-		select {
-		case <-r.done:
-		case <-time.After(30 * time.Second):
-			return nil, errors.New("allgather: a member never came")
-		}
-		var out []int64
-		for _, w := range r.words {
-			out = append(out, w...)
-		}
-		return out, nil
-	}}
+	return Members{Rank: rank, Size: g.n, Allgather: g.g.Member(rank)}
 }
 
 // share runs Share at n goroutine members; refuse and layout are per rank.
 func share(t *testing.T, g *gather, refuse func(int) error, layout func(int, [][]int64) (*Segment, int)) ([]*Segment, []error) {
 	t.Helper()
-	g.rnd = map[int]*round{}
+	g.g = &segtest.Gather{N: g.n, Fail: g.fail} // fresh rounds
 	segs, errs := make([]*Segment, g.n), make([]error, g.n)
 	var wg sync.WaitGroup
 	for r := range g.n {
@@ -203,7 +168,7 @@ func TestShareAllgatherCut(t *testing.T) {
 		segs, errs := share(t, g, noRefusal, func(_ int, all [][]int64) (*Segment, int) { return sizesOf(all) })
 		left()
 		for r := range 2 {
-			if segs[r] != nil || errs[r] != errCut {
+			if segs[r] != nil || errs[r] != segtest.ErrCut {
 				t.Errorf("allgather %d cut: rank %d: Share = %v, %v; want the allgather's error", round, r, segs[r], errs[r])
 			}
 		}
