@@ -17,12 +17,12 @@
 // A verdict that arrives while a root waits for a step means the other
 // side gave up (ErrGaveUp).
 //
-// The package owns the protocol's state and codecs; it does not build
+// The package owns the protocol's state and codecs. It must not build
 // communicators, map errors to MPI classes (Config.Code does, given by
 // the binding), run collectives (a side's collectives come through
-// Local), or reach the transport other than through Net. It never
-// blocks a transport goroutine (OnFrame only queues), and every wait ends
-// on the peer's failure, the deadline or the job's end (Cancel). Dropped
+// Local), or reach the transport other than through Net; it must not
+// block a transport goroutine (OnFrame only queues), and every wait must
+// end on the peer's failure, the deadline or the job's end (Cancel). Dropped
 // frames and the trace lines of Trace go to Config.Log.
 package dpm
 
