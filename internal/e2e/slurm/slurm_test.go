@@ -556,14 +556,11 @@ func TestSrunJacobiReplacedFromSpare(t *testing.T) {
 	want := baseline(t, c, append([]string{"-n", "4"}, args...)...)
 	srun := []string{"--mpi=pmi2", "--no-kill", "--kill-on-bad-exit=0", "-N3", "-n", "5", "-l"}
 	j := start(t, c, 120*time.Second, []string{"FTMPI_SPARES=1"}, "srun", append(srun, args...)...)
+	// Rank 2's pid is found while the job runs up to the line, so the kill
+	// follows the line at once: looked for after it, across the nodes, a
+	// loaded machine let the job end first ("rank 2 not found").
+	pid := findTask(t, c, j, 2, "jacobi")
 	j.WaitLine("iteration 1000 committed")
-	pid := 0
-	for i := 1; i <= nodes && pid == 0; i++ {
-		pid = taskPid(c, i, 2, "jacobi")
-	}
-	if pid == 0 {
-		t.Fatalf("rank 2 not found on any node\nstdout:\n%s", j.Stdout())
-	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -604,6 +601,24 @@ func reinitReference(t *testing.T, c *slurmtest.Cluster) string {
 		t.Fatal("the failure-free reinit-async run failed")
 	}
 	return reinitRef.line
+}
+
+// findTask waits (at most 60 s) until task procid of the job runs on one
+// of the nodes and returns its pid.
+func findTask(t *testing.T, c *slurmtest.Cluster, j *job, procid int, comm string) int {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		for i := 1; i <= nodes; i++ {
+			if pid := taskPid(c, i, procid, comm); pid != 0 {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %d not found on any node within 60 s\nstdout:\n%s", procid, j.Stdout())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
 }
 
 // killTask SIGKILLs task procid of the job (whichever node runs it).
