@@ -609,10 +609,8 @@ func findTask(t *testing.T, c *slurmtest.Cluster, j *job, procid int, comm strin
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		for i := 1; i <= nodes; i++ {
-			if pid := taskPid(c, i, procid, comm); pid != 0 {
-				return pid
-			}
+		if pid := anyTaskPid(c, procid, comm); pid != 0 {
+			return pid
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("task %d not found on any node within 60 s\nstdout:\n%s", procid, j.Stdout())
@@ -621,13 +619,21 @@ func findTask(t *testing.T, c *slurmtest.Cluster, j *job, procid int, comm strin
 	}
 }
 
+// anyTaskPid is the pid of task procid on whichever node runs it, 0 if
+// none does.
+func anyTaskPid(c *slurmtest.Cluster, procid int, comm string) int {
+	for i := 1; i <= nodes; i++ {
+		if pid := taskPid(c, i, procid, comm); pid != 0 {
+			return pid
+		}
+	}
+	return 0
+}
+
 // killTask SIGKILLs task procid of the job (whichever node runs it).
 func killTask(t *testing.T, c *slurmtest.Cluster, j *job, procid int, comm string) {
 	t.Helper()
-	pid := 0
-	for i := 1; i <= nodes && pid == 0; i++ {
-		pid = taskPid(c, i, procid, comm)
-	}
+	pid := anyTaskPid(c, procid, comm)
 	if pid == 0 {
 		t.Fatalf("task %d not found on any node\nstdout:\n%s", procid, j.Stdout())
 	}
