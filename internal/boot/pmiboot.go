@@ -23,10 +23,10 @@ import (
 // the PMI environment (FromPMIEnv), and the one start-up exchange goes
 // through the launcher's PMI server: every process puts its endpoint (and
 // rank 0 the job's secret) and fences; then, under hydra or without a
-// readable layout, it gets everybody's and fences again (PMIJob.Exchange),
-// and under srun (the layout published: Nodes) it gets only the secret,
-// fences again (Settle), and gets a peer's endpoint when it first needs it
-// (Publish's PeerTable). After that, PMI is used only for those gets, to
+// readable layout, it gets everybody's (PMIJob.Exchange), and under srun
+// (the layout published: Nodes) it gets only the secret and a peer's
+// endpoint when it first needs it (Publish's PeerTable); either way it
+// fences again (Settle) once its transports take connections. After that, PMI is used only for those gets, to
 // finalize or to abort: no PMI fence is ever needed again, so no failure
 // can hang one. What only a head can do is refused with NoHeadError.
 
@@ -241,9 +241,10 @@ func NoHeadError(op, launcher string) error {
 // Exchange publishes self and returns every process's endpoint, by
 // process id, and the job's secret: Publish, then a get of every
 // endpoint (n gets: a process that does not need every peer at once uses
-// Publish's table instead), then a closing fence. It fails (never hangs)
-// when a process does not reach a fence within the fence deadline or the
-// launcher gives up on the job.
+// Publish's table instead). Settle is its closing fence, as Publish's: the
+// caller installs the secret and its peers first. It fails (never hangs)
+// when a process does not reach the fence within the fence deadline or
+// the launcher gives up on the job.
 func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 	t, key, err := j.Publish(self)
 	if err != nil {
@@ -252,17 +253,6 @@ func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 	eps, err := t.All()
 	if err != nil {
 		return nil, nil, err
-	}
-	// The closing fence: no process leaves the exchange before every
-	// process has its answers, so a process that fails once any process
-	// left Init has no PMI request outstanding. Hydra 4.0.2's proxy
-	// crashes when it answers a request of a process that died meanwhile
-	// (a write to the descriptor it closed), and takes the whole job down
-	// with it: a spare killed while it still read endpoints did that.
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if err := j.pc.Fence(); err != nil {
-		return nil, nil, j.fail(err)
 	}
 	return eps, key, nil
 }
@@ -277,7 +267,7 @@ func (j *PMIJob) Exchange(self Endpoint) ([]Endpoint, *wireauth.Key, error) {
 // Exchange), so a later get finds the endpoint even of a peer that died
 // since; reaching it is then the transport's failure, as with Exchange's
 // table. A get after the start-up is a PMI request that may be
-// outstanding when this process dies (see Exchange's closing fence about
+// outstanding when this process dies (see Settle about
 // hydra). Settle is its closing fence. It fails (never hangs) as Exchange
 // does.
 func (j *PMIJob) Publish(self Endpoint) (*PeerTable, *wireauth.Key, error) {
@@ -333,7 +323,7 @@ func (j *PMIJob) Publish(self Endpoint) (*PeerTable, *wireauth.Key, error) {
 // with FTMPI_PMI_ENDPOINTS=all. A get
 // made on first need is made at any time after Init, so a process killed
 // then (what a fault-tolerant program must survive) could take the job
-// down with it; Exchange's gets all end before its closing fence, before
+// down with it; Exchange's gets all end before the closing fence, before
 // any process leaves Init. Slurm's step daemon has no such fault: a dead
 // process's get is dropped with its connection. It has no MPI
 // counterpart.
@@ -357,11 +347,20 @@ func (j *PMIJob) Nodes() ([]int, error) {
 	return nodes, nil
 }
 
-// Settle is the closing fence of a Publish: once every process has its
-// secret installed (called after it), no process sends before its peers
-// can take the handshake (a peer still getting its secret would hold the
-// handshake, and at hundreds of processes on a loaded host for longer
-// than the connect deadline). It has no MPI counterpart.
+// Settle is the closing fence of a Publish or an Exchange, called once
+// this process takes connections: the job's secret and its peers
+// installed in its transports. A process released from it dials at once,
+// and a peer released later (descheduled, on a loaded host) must take the
+// handshake meanwhile, not hold it until it has the secret or its peers
+// (at 1,000 tasks under srun on 2 cores, past the dialler's connect
+// deadline: the peer was declared failed). It is also why an Exchange's
+// gets are safe under hydra: no process leaves the start-up before every
+// process has its answers, so a process that fails once any process left
+// Init has no PMI request outstanding (hydra 4.0.2's proxy crashes when it
+// answers a request of a process that died meanwhile, a write to the
+// descriptor it closed, and takes the whole job down with it: a spare
+// killed while it still read endpoints did that). It has no MPI
+// counterpart.
 func (j *PMIJob) Settle() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()

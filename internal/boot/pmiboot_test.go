@@ -54,6 +54,9 @@ func TestPMIExchange(t *testing.T) {
 					if err != nil {
 						return err
 					}
+					if err := job.Settle(); err != nil {
+						return err
+					}
 					for p, ep := range eps {
 						if ep.Rank != p || ep.Addrs["unix"] != "/x/"+strconv.Itoa(p) || ep.Host != HostID() {
 							return fmt.Errorf("endpoint %d: %+v", p, ep)
@@ -149,10 +152,10 @@ func TestPMISparesAndErrors(t *testing.T) {
 	}
 }
 
-// No process leaves the exchange while another still reads endpoints (the
-// closing fence): process 3's first endpoint get is held until either
-// another process's Exchange returned (the property broken) or every
-// other process waits in a second fence.
+// No process leaves the start-up while another still reads endpoints (the
+// closing fence, Settle, after Exchange): process 3's first endpoint get
+// is held until either another process's Exchange and Settle returned
+// (the property broken) or every other process waits in a second fence.
 func TestPMIExchangeEndsAfterEveryGet(t *testing.T) {
 	const n, slow = 4, 3
 	s := pmitest.New(n)
@@ -195,6 +198,9 @@ func TestPMIExchangeEndsAfterEveryGet(t *testing.T) {
 				return
 			}
 			_, _, errs[r] = job.Exchange(Endpoint{Addrs: map[string]string{"unix": "/x/" + strconv.Itoa(r)}})
+			if errs[r] == nil {
+				errs[r] = job.Settle() // the closing fence
+			}
 			returned <- r
 			if err := job.Finalize(); err != nil && errs[r] == nil {
 				errs[r] = err

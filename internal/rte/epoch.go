@@ -192,9 +192,8 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 				p.info.Auth = key
 				p.mu.Unlock()
 			}
-			if err == nil && table != nil {
-				err = p.pmi.Settle() // every process's secret installed before anyone sends
-			}
+			// The closing fence (Settle) comes once this process takes
+			// connections: its secret and its peers installed, below.
 		} else if lazyOn, lerr := p.client.Lazy(); lerr != nil {
 			err = lerr
 		} else if epoch == 0 {
@@ -317,6 +316,16 @@ func (p *Process[W]) OpenEpoch(epoch int, nc NetConfig) (*Net, error) {
 			}
 		}
 		eng.SetTransport(n.Tr)
+		if p.pmi != nil && epoch == 0 {
+			// The PMI start's closing fence: every process's secret and
+			// peers are installed before any process leaves it, so no
+			// process released from it dials a peer that would hold the
+			// handshake (a peer released later, on a loaded host).
+			if err := p.pmi.Settle(); err != nil {
+				n.Close()
+				return nil, err
+			}
+		}
 		return n, nil
 	}
 }

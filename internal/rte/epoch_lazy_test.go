@@ -22,10 +22,12 @@ import (
 // SLURM_STEP_ID set) whose epochs are opened, with the gets of endpoints
 // each process made.
 type pmiJob struct {
-	s     *pmitest.Server
-	procs []*Process[world]
-	nets  []*Net
-	gets  []atomic.Int64 // gets of endpoint keys, by process
+	s      *pmitest.Server
+	procs  []*Process[world]
+	nets   []*Net
+	gets   []atomic.Int64  // gets of endpoint keys, by process
+	errs   []error         // each process's start, once opened[r] is closed
+	opened []chan struct{} // closed when process r's OpenEpoch returned
 }
 
 // openPMIJob starts n processes against a PMI server publishing mapping
@@ -33,9 +35,27 @@ type pmiJob struct {
 // set, makes the server answer "not found" to the get of that key.
 func openPMIJob(t *testing.T, n int, v, mapping, transport, refuse string) *pmiJob {
 	t.Helper()
-	j := &pmiJob{s: pmitest.New(n), procs: make([]*Process[world], n), nets: make([]*Net, n), gets: make([]atomic.Int64, n)}
+	j := startPMIJob(t, n, v, mapping, transport, refuse, nil, nil)
+	for r := range n {
+		<-j.opened[r]
+	}
+	if err := errors.Join(j.errs...); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// startPMIJob is openPMIJob without the wait: each process opens its
+// epoch on a goroutine of its own (opened[r] is closed when it returned),
+// with env's variables added to its PMI environment and fenced, if set,
+// as the server's Fenced hook.
+func startPMIJob(t *testing.T, n int, v, mapping, transport, refuse string, env map[string]string, fenced func(rank, fence int)) *pmiJob {
+	t.Helper()
+	j := &pmiJob{s: pmitest.New(n), procs: make([]*Process[world], n), nets: make([]*Net, n), gets: make([]atomic.Int64, n),
+		errs: make([]error, n), opened: make([]chan struct{}, n)}
 	j.s.Errorf = t.Errorf
 	j.s.Mapping = mapping
+	j.s.Fenced = fenced
 	j.s.Reply = func(rank int, req pmi.Msg) (string, bool) {
 		if (req.Cmd == "get" || req.Cmd == "kvs-get") && strings.HasPrefix(req.Get("key"), "ftmpi-ep-") {
 			j.gets[rank].Add(1)
@@ -48,28 +68,29 @@ func openPMIJob(t *testing.T, n int, v, mapping, transport, refuse string) *pmiJ
 		}
 		return "", false
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
 	for r := range n {
-		wg.Add(1)
+		j.opened[r] = make(chan struct{})
 		go func() {
-			defer wg.Done()
-			env := map[string]string{"PMI_FD": "9", "PMI_RANK": strconv.Itoa(r), "PMI_SIZE": strconv.Itoa(n),
+			defer close(j.opened[r])
+			penv := map[string]string{"PMI_FD": "9", "PMI_RANK": strconv.Itoa(r), "PMI_SIZE": strconv.Itoa(n),
 				"FTMPI_PMI": v, "SLURM_STEP_ID": "0", "FTMPI_TRANSPORT": transport}
-			lookup := func(k string) (string, bool) { x, ok := env[k]; return x, ok }
+			for k, x := range env {
+				penv[k] = x
+			}
+			lookup := func(k string) (string, bool) { x, ok := penv[k]; return x, ok }
 			dial := func(e pmi.Env) (*pmi.Conn, error) { return pmi.Open(j.s.Conn(r), e, 5*time.Second) }
 			info, job, ok, err := boot.FromPMIWith(lookup, dial)
 			if err != nil || !ok {
-				errs[r] = fmt.Errorf("process %d: ok %v, %v", r, ok, err)
+				j.errs[r] = fmt.Errorf("process %d: ok %v, %v", r, ok, err)
 				return
 			}
 			j.procs[r] = ConnectPMI(info, job, Hooks[world]{})
-			j.nets[r], errs[r] = j.procs[r].OpenEpoch(0, NetConfig{Transport: transport, EagerLimit: 1 << 12, ReaderSpin: 0, ConnectTimeout: 5 * time.Second})
+			j.nets[r], j.errs[r] = j.procs[r].OpenEpoch(0, NetConfig{Transport: transport, EagerLimit: 1 << 12, ReaderSpin: 0, ConnectTimeout: 5 * time.Second})
 		}()
 	}
-	wg.Wait()
 	t.Cleanup(func() {
 		for r := range n {
+			<-j.opened[r]
 			if j.nets[r] != nil {
 				j.nets[r].Close()
 			}
@@ -79,9 +100,6 @@ func openPMIJob(t *testing.T, n int, v, mapping, transport, refuse string) *pmiJ
 		}
 		j.s.Wait()
 	})
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
 	return j
 }
 
@@ -306,6 +324,85 @@ func TestOpenEpochPMIPeerDiedMeanwhile(t *testing.T) {
 			// The others still talk.
 			if err := j.exchange(1, 0, 1); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestOpenEpochPMIEagerSecretBeforeClosingFence: a process released late
+// from the PMI start's closing fence (held between the fence's end and its
+// answer, as a descheduled process on a loaded host is) has already
+// installed the job's secret and its peers, so a peer released before it
+// connects to it at once: with every endpoint read at start
+// (FTMPI_PMI_ENDPOINTS=all under srun, or no layout) and on first use.
+// Before, the eager start installed the secret only after that fence (the
+// held process's handshake waited for it until the dialler's connect
+// deadline: the 1,000-task srun's failure), and both starts installed the
+// shared-memory peers after it (the set-up was refused: "not in the job").
+func TestOpenEpochPMIEagerSecretBeforeClosingFence(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, c := range []struct {
+		transport, mapping, endpoints string
+	}{{"auto", "(vector,(0,1,4))", "all"}, {"tcp", "(vector,(0,2,2))", "all"}, {"auto", "", "all"}, {"auto", "(vector,(0,1,4))", "lazy"}} {
+		t.Run(c.transport+"/"+c.mapping+"/"+c.endpoints, func(t *testing.T) {
+			const n, held = 4, 3
+			release := make(chan struct{})
+			var once sync.Once
+			free := func() { once.Do(func() { close(release) }) }
+			defer free()
+			j := startPMIJob(t, n, "2", c.mapping, c.transport, "", map[string]string{boot.EnvPMIEndpoints: c.endpoints}, func(rank, fence int) {
+				if rank == held && fence == 2 { // the closing fence (the first is the publication's)
+					<-release
+				}
+			})
+			for r := range held {
+				<-j.opened[r]
+				if j.errs[r] != nil {
+					t.Fatal(j.errs[r])
+				}
+			}
+			// Process 0 is out of Init; the held process is not. A send
+			// to it is written once its handshake is answered.
+			sent := make(chan error, 1)
+			go func() {
+				_, err := j.nets[0].Eng.Isend(0, 0, held, 9, p2p.DTByte, []byte("early"), false)
+				sent <- err
+			}()
+			deadline := time.NewTimer(20 * time.Second)
+			defer deadline.Stop()
+			select {
+			case err := <-sent:
+				if err != nil {
+					t.Fatalf("send to process %d, held after the closing fence: %v", held, err)
+				}
+			case <-deadline.C:
+				free()
+				t.Fatalf("send to process %d, held after the closing fence: not written within 20 s (its handshake waits for the secret)", held)
+			}
+			free()
+			<-j.opened[held]
+			if j.errs[held] != nil {
+				t.Fatal(j.errs[held])
+			}
+			if ended, _ := j.s.Fences(); ended != 2 {
+				t.Fatalf("%d PMI fences, want 2", ended)
+			}
+			want := int64(n) // the eager start reads every endpoint (its own too)
+			if c.endpoints == "lazy" {
+				want = 0 // it dialled nobody
+			}
+			if got := j.gets[held].Load(); got != want {
+				t.Fatalf("process %d read %d endpoints, want %d", held, got, want)
+			}
+			buf := make([]byte, 5)
+			rr, err := j.nets[held].Eng.Irecv(0, 0, 0, 9, p2p.DTByte, buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wait, stop := within(20 * time.Second)
+			defer stop()
+			if !rr.Wait(wait) || string(buf) != "early" {
+				t.Fatalf("process %d received %q, want \"early\"", held, buf)
 			}
 		})
 	}

@@ -31,6 +31,10 @@ type Server struct {
 	// Reply, if set, may replace the answer to a request of process rank:
 	// raw bytes to write instead (handled true), or close (raw "").
 	Reply func(rank int, req pmi.Msg) (raw string, handled bool)
+	// Fenced, if set, is called when fence number fence (1, 2, ...) has
+	// ended, before process rank is answered: it may block, holding that
+	// process between the fence and whatever it does next.
+	Fenced func(rank, fence int)
 	// Mapping, if set, is the job's PMI_process_mapping, answered as
 	// hydra's proxy (PMI-1 get) and Slurm (PMI-2 info-getjobattr) do.
 	Mapping string
@@ -213,7 +217,11 @@ func (s *Server) serve(c net.Conn, rank int) {
 			for s.gen == g {
 				s.cond.Wait()
 			}
+			fence := g + 1
 			s.mu.Unlock()
+			if s.Fenced != nil {
+				s.Fenced(rank, fence)
+			}
 			if v == 1 {
 				ok = answer("barrier_out")
 			} else {
