@@ -116,7 +116,8 @@ func (n portNet) net() *Net {
 	}
 	return nil
 }
-func (n portNet) AddEndpoints(eps []boot.Endpoint) { n.r.AddEndpoints(n.net(), eps) }
+func (n portNet) AddEndpoints(eps []boot.Endpoint)      { n.r.AddEndpoints(n.net(), eps) }
+func (n portNet) Endpoints(procs []int) []boot.Endpoint { return n.net().endpointsOf(procs) }
 func (n portNet) Endpoint(p int) (boot.Endpoint, bool) {
 	if net := n.net(); net != nil {
 		return net.Endpoint(p)
@@ -128,16 +129,24 @@ func (n portNet) Endpoint(p int) (boot.Endpoint, bool) {
 // n, encoded (dpm.EncodeEndpoints): what IntercommCreate's leader sends
 // the other group's (nil n: none known).
 func EndpointsOf(n *Net, procs []int) []byte {
+	return dpm.EncodeEndpoints(n.endpointsOf(procs))
+}
+
+// endpointsOf returns the endpoints of procs known on n (nil n: none),
+// in their order, those it cannot read left out: one lookup for the
+// group, not one a process (Prefetch).
+func (n *Net) endpointsOf(procs []int) []boot.Endpoint {
+	if n == nil {
+		return nil
+	}
+	n.Prefetch(procs)
 	var eps []boot.Endpoint
-	if n != nil {
-		n.Prefetch(procs) // one lookup for the group, not one a process
-		for _, p := range procs {
-			if ep, ok := n.Endpoint(p); ok {
-				eps = append(eps, ep)
-			}
+	for _, p := range procs {
+		if ep, ok := n.Endpoint(p); ok {
+			eps = append(eps, ep)
 		}
 	}
-	return dpm.EncodeEndpoints(eps)
+	return eps
 }
 
 // AddEncodedEndpoints decodes endpoints that EndpointsOf encoded at

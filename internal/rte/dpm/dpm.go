@@ -78,6 +78,10 @@ type Net interface {
 	FailureSignal() <-chan struct{}
 	// Endpoint is proc's address, if known (ftmpirun).
 	Endpoint(proc int) (boot.Endpoint, bool)
+	// Endpoints is the addresses known of procs, in their order (those
+	// not known left out), read in one lookup where the launcher takes
+	// several: a group's, not one lookup a process.
+	Endpoints(procs []int) []boot.Endpoint
 	// AddEndpoints makes processes of another job reachable.
 	AddEndpoints(eps []boot.Endpoint)
 }
@@ -497,12 +501,7 @@ func (t *Table) Accept(name string, mine Group, from int, cn Cancel) (*Conn, Gro
 
 // Mine is the Group a root of procs (rank order) tells the other root:
 // with the addresses known here and the recognised failed processes rec.
+// The addresses are read in one lookup (Net.Endpoints).
 func (t *Table) Mine(procs, rec []int) Group {
-	g := Group{Procs: procs, Rec: rec}
-	for _, p := range procs {
-		if ep, ok := t.cfg.Net.Endpoint(p); ok {
-			g.Eps = append(g.Eps, ep)
-		}
-	}
-	return g
+	return Group{Procs: procs, Rec: rec, Eps: t.cfg.Net.Endpoints(procs)}
 }

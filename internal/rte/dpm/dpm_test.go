@@ -3,6 +3,7 @@ package dpm
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,38 @@ func connectPair(t *testing.T, f *fabric, a, b *Table, port string) (acc, con co
 	})
 	con = within(t, "Connect", func() connResult { return <-ch })
 	return acc, con
+}
+
+// The group a root tells the other root carries its members' addresses,
+// read in one lookup of the runtime for the whole group (under ftmpirun's
+// lazy start one request to the head: rte's Endpoints), not one a member;
+// those not known are left out, the order kept.
+func TestMineReadsTheGroupInOneLookup(t *testing.T) {
+	f := newFabric()
+	procs := []int{0, 2, 4, 5, 7, 9, 11, 12}
+	for _, p := range procs {
+		if p != 7 {
+			f.eps[p] = boot.Endpoint{Rank: p, Addrs: map[string]string{"tcp": "127.0.0.1:" + strconv.Itoa(1000+p)}}
+		}
+	}
+	tb := f.table(t, 0, "job")
+	f.mu.Lock()
+	before := f.looked
+	f.mu.Unlock()
+	g := tb.Mine(procs, []int{7})
+	f.mu.Lock()
+	looked := f.looked - before
+	f.mu.Unlock()
+	if looked != 1 {
+		t.Fatalf("%d lookups for a group of %d, want 1", looked, len(procs))
+	}
+	var got []int
+	for _, ep := range g.Eps {
+		got = append(got, ep.Rank)
+	}
+	if want := []int{0, 2, 4, 5, 9, 11, 12}; !slices.Equal(got, want) || !slices.Equal(g.Procs, procs) || !slices.Equal(g.Rec, []int{7}) {
+		t.Fatalf("group %+v: addresses of %v, want %v (7 unknown)", g, got, want)
+	}
 }
 
 // Two roots find each other: the same connection id, each the other's

@@ -28,6 +28,7 @@ type fabric struct {
 	lost   map[int]bool
 	sig    chan struct{}
 	eps    map[int]boot.Endpoint // addresses the nodes know
+	looked int                   // lookups of addresses (Endpoint and Endpoints calls)
 	added  [][]boot.Endpoint     // AddEndpoints calls
 	sent   []sentFrame           // every frame sent (and handled), in order
 	more   chan struct{}         // closed when a frame is added to sent
@@ -171,8 +172,22 @@ func (n node) FailureSignal() <-chan struct{} {
 func (n node) Endpoint(p int) (boot.Endpoint, bool) {
 	n.f.mu.Lock()
 	defer n.f.mu.Unlock()
+	n.f.looked++
 	ep, ok := n.f.eps[p]
 	return ep, ok
+}
+
+func (n node) Endpoints(procs []int) []boot.Endpoint {
+	n.f.mu.Lock()
+	defer n.f.mu.Unlock()
+	n.f.looked++
+	var eps []boot.Endpoint
+	for _, p := range procs {
+		if ep, ok := n.f.eps[p]; ok {
+			eps = append(eps, ep)
+		}
+	}
+	return eps
 }
 
 func (n node) AddEndpoints(eps []boot.Endpoint) {
