@@ -92,6 +92,12 @@ type sproc struct {
 	released  bool // it was sent EventRelease
 	wasSpare  int  // the spare's process id it started as (-1: not a spare)
 
+	// The relayed protocol (relay_sim_test.go): what the process sent
+	// its host's agent, and what the agent forwarded to the head.
+	fencesSent int  // fences sent (held or forwarded)
+	rejoinSent int  // the newest epoch it sent a rejoin for (-1: none)
+	fwdHello   bool // its hello reached the head (the head knows its connection)
+
 	failedSeen map[int]int // rank -> failed events received (continue: one incarnation per rank)
 	reinitSeen map[int]int // epoch -> reinit events received
 }
@@ -106,6 +112,11 @@ type pendingCheck struct {
 type stats struct {
 	suspectKills, refused, stale, told, respawns, spawnsOK, spawnsFailed, codes, timeouts, teardowns, hostsLost int
 	adopted, released, sparesDied, fatalAborts                                                                  int
+	// The relayed protocol (relay_sim_test.go): requests sent and frames
+	// up, replies and notifications and frames down, timer flushes, held
+	// requests dropped with their connection, the largest batch, batches
+	// of two or more.
+	relayReqs, relayUp, relayMsgs, relayDown, relayFlushes, relayDropped, relayMaxBatch, relayBatches2 int
 }
 
 type sim struct {
@@ -148,6 +159,8 @@ type sim struct {
 	taken   map[int]bool // spares adopted (process ids)
 
 	idleStalls int // Stalls fed in a row while nothing else could move
+
+	relay relayState // the agents' aggregation (relay_sim_test.go); off: the star
 }
 
 func (s *sim) tracef(format string, args ...any) {
@@ -163,7 +176,7 @@ func (s *sim) fail(format string, args ...any) {
 func (s *sim) newProc(rank, inc int, child bool, epoch int) *sproc {
 	s.pid++
 	p := &sproc{id: len(s.procs), rank: rank, inc: inc, pid: 1000 + s.pid, child: child, epoch: epoch,
-		closedAt: -1, reapedAt: -1, failedSeen: map[int]int{}, reinitSeen: map[int]int{}, wasSpare: -1}
+		closedAt: -1, reapedAt: -1, rejoinSent: -1, failedSeen: map[int]int{}, reinitSeen: map[int]int{}, wasSpare: -1}
 	s.procs = append(s.procs, p)
 	s.cur[rank] = p
 	return p
@@ -207,9 +220,11 @@ func (s *sim) feed(ev Event) {
 				s.fail("notification %+v after a log line in the same step", a.Msg)
 			}
 			for _, c := range a.To {
+				s.relay.target(s.conns[c])
 				s.deliver(c, a.Msg)
 			}
 		case Reply:
+			s.relay.target(s.conns[a.Conn])
 			s.deliver(a.Conn, a.Msg)
 		case Drop:
 			if p := s.conns[a.Conn]; p != nil && !p.lost {
@@ -551,6 +566,7 @@ func (s *sim) moves(chaos bool) []choice {
 			add(1, func() { s.idleStalls++; s.feed(Stall{}) })
 		}
 	}
+	s.flushMoves(add)
 	if chaos {
 		add(1, func() { // the fault-injection plan
 			r := s.rng.IntN(s.m.Size())
@@ -697,6 +713,9 @@ func (s *sim) answer(i int) {
 func (s *sim) closeConn(p *sproc) {
 	p.connOpen, p.closedAt = false, s.step
 	delete(s.conns, p.conn)
+	if s.relay.on && !s.relay.closed(p) {
+		return // the head never knew the connection: its hello was held at the agent
+	}
 	s.feed(Closed{Conn: p.conn})
 }
 
@@ -723,17 +742,19 @@ func (s *sim) progress(p *sproc) func() {
 			p.conn, p.connOpen = s.next, true
 			s.conns[p.conn] = p
 			p.phase = phWaitHello
-			s.feed(Hello{Conn: p.conn, ID: 1, Job: "job", Rank: p.rank, Incarnation: p.inc, Pid: p.pid})
+			s.request(p, Hello{Conn: p.conn, ID: 1, Job: "job", Rank: p.rank, Incarnation: p.inc, Pid: p.pid})
 		})
 	case phFence:
 		return func() {
 			p.phase = phInFence
-			s.feed(Fence{Conn: p.conn, ID: 2, KV: map[string]string{ctlwire.EndpointKey(p.rank): fmt.Sprint("ep", p.rank)}})
+			p.fencesSent++
+			s.request(p, Fence{Conn: p.conn, ID: 2, KV: map[string]string{ctlwire.EndpointKey(p.rank): fmt.Sprint("ep", p.rank)}})
 		}
 	case phRejoin:
 		return func() {
 			p.phase = phInRejoin
-			s.feed(Rejoin{Conn: p.conn, ID: 3, Epoch: p.want, KV: map[string]string{ctlwire.EpochEndpointKey(p.want, p.rank): "x"}})
+			p.rejoinSent = max(p.rejoinSent, p.want)
+			s.request(p, Rejoin{Conn: p.conn, ID: 3, Epoch: p.want, KV: map[string]string{ctlwire.EpochEndpointKey(p.want, p.rank): "x"}})
 		}
 	case phWork:
 		if s.mode == ModeReinit && p.want > p.epoch {
@@ -780,7 +801,7 @@ func (s *sim) parents() []int {
 
 // run plays one schedule: a chaotic phase, then a drain in which every
 // process makes progress until the job ends.
-func runSim(seed int64, st *stats) (s *sim, err error) {
+func runSim(seed int64, st *stats, relay bool) (s *sim, err error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	n := 1 + rng.IntN(6)
 	mode := Mode(rng.IntN(3))
@@ -803,6 +824,7 @@ func runSim(seed int64, st *stats) (s *sim, err error) {
 	}
 	s = &sim{st: st, rng: rng, seed: seed, n: n, mode: mode, m: m, cur: map[int]*sproc{}, conns: map[Conn]*sproc{},
 		suspected: map[[2]int]bool{}, spawnOK: -1, nhosts: nh, lostHost: make([]bool, nh), nspares: nspares, taken: map[int]bool{}}
+	s.relay.on = relay
 	if mode == ModeReinit {
 		m.EnableRespawn(rng.IntN(4))
 	}
@@ -848,6 +870,9 @@ func runSim(seed int64, st *stats) (s *sim, err error) {
 		s.pick(cs)
 	}
 	st.hostsLost += s.hostLoss
+	if relay {
+		s.relay.account(st)
+	}
 	if len(s.errs) > 0 {
 		return s, errors.Join(s.errs...)
 	}
@@ -859,6 +884,11 @@ func runSim(seed int64, st *stats) (s *sim, err error) {
 // if there is none: then the policy is at fault (someone waits on the
 // launcher forever).
 func (s *sim) stuck() string {
+	for _, held := range s.relay.held {
+		if len(held) > 0 {
+			return "" // an agent holds a request: it must forward it (its timer), not wait for --timeout
+		}
+	}
 	for _, p := range s.procs {
 		// Not one whose finalize fence completed: the launcher looks at
 		// those itself (Stall) and must end them.
@@ -877,7 +907,10 @@ func (s *sim) pick(cs []choice) {
 	k := s.rng.IntN(total)
 	for _, c := range cs {
 		if k -= c.weight; k < 0 {
+			s.relay.begin()
 			c.do()
+			s.relay.end()
+			s.release()
 			return
 		}
 	}
@@ -889,6 +922,12 @@ func (s *sim) checkEnd() error {
 	for _, p := range s.procs {
 		if p.state != stReaped {
 			return fmt.Errorf("Done with rank %d incarnation %d not reaped", p.rank, p.inc)
+		}
+	}
+	// Nothing is left held at an agent (relayed).
+	for h, held := range s.relay.held {
+		if len(held) > 0 {
+			return fmt.Errorf("Done with %d requests held at host %d's agent (rank %d.%d's %s)", len(held), h, held[0].p.rank, held[0].p.inc, held[0].key.op)
 		}
 	}
 	// Every survivor is told of every failure exactly once (continue mode).
@@ -1029,7 +1068,9 @@ func (s *sim) isFailure(p *sproc) bool {
 	return p.helloOK || p.killOrder && p.exit.Signal == syscall.SIGKILL
 }
 
-func TestSimulate(t *testing.T) {
+func TestSimulate(t *testing.T) { simulate(t, false) }
+
+func simulate(t *testing.T, relay bool) stats {
 	sims := *flagSims
 	if sims == 0 {
 		sims = 10000
@@ -1044,14 +1085,19 @@ func TestSimulate(t *testing.T) {
 	modes := map[Mode]int{}
 	var st stats
 	for seed := first; seed < first+int64(sims); seed++ {
-		s, err := runSim(seed, &st)
+		s, err := runSim(seed, &st, relay)
 		if s != nil && *flagTrace {
 			t.Log("\n" + strings.Join(s.trace, "\n"))
 		}
 		if err != nil {
-			t.Fatalf("seed %d: %v\nreplay: go test ./internal/launch/policy -run TestSimulate -seed=%d -simtrace -v", seed, err, seed)
+			name := "TestSimulate$"
+			if relay {
+				name = "TestSimulateRelayed"
+			}
+			t.Fatalf("seed %d: %v\nreplay: go test ./internal/launch/policy -run '%s' -seed=%d -simtrace -v", seed, err, name, seed)
 		}
 		modes[s.mode]++
 	}
 	t.Logf("%d schedules (abort %d, continue %d, reinit %d): %+v", sims, modes[ModeAbort], modes[ModeContinue], modes[ModeReinit], st)
+	return st
 }
