@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"syscall"
@@ -419,7 +420,11 @@ func TestRelayedHeadMessages(t *testing.T) {
 	}
 	for _, c := range cases {
 		nh := c.n / c.perHost
-		for _, k := range []int{1, c.n / 100} {
+		ks := []int{1, c.n / 100}
+		if c.n > 16384 {
+			ks = ks[:1] // 1% at 10^5: each failure's notice and look at every survivor, 10^8 steps of the policy
+		}
+		for _, k := range ks {
 			failed := make([]int, k)
 			for i := range failed {
 				failed[i] = (i*c.n/k + c.n/2) % c.n // spread over the hosts
@@ -445,5 +450,59 @@ func TestRelayedHeadMessages(t *testing.T) {
 				t.Errorf("n=%d k=%d: a relayed epoch is %d frames at the head, want at most (k+2)·hosts + 2·min(k, hosts) = %d", c.n, k, epoch.upFrames+epoch.downFrames, max)
 			}
 		}
+	}
+}
+
+// TestRelayedStoppedRankNeedsTheTimer: why an agent flushes what it holds
+// after a while. Both ranks of a one-host job said hello; rank 0 entered
+// the start-up fence and rank 1 was stopped before it did (before any
+// heartbeat runs, so no rank can suspect it). The agent holds rank 0's
+// fence for rank 1: the head sees no waiter, so its Stall looks at nobody
+// and the job would hang until --timeout. Once the agent's timer forwards
+// the fence, the head has a waiter, its Stall finds rank 1 stopped and
+// kills it, and the fence completes without it.
+func TestRelayedStoppedRankNeedsTheTimer(t *testing.T) {
+	var st stats
+	m, err := New(Config{Job: "job", Size: 2, Mode: ModeContinue, Hosts: []Host{{Name: "h0", Slots: 2}}, Place: []int{0, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sim{st: &st, rng: rand.New(rand.NewPCG(1, 2)), n: 2, mode: ModeContinue, m: m, cur: map[int]*sproc{}, conns: map[Conn]*sproc{},
+		suspected: map[[2]int]bool{}, spawnOK: -1, nhosts: 1, lostHost: make([]bool, 1), taken: map[int]bool{}}
+	s.relay.on = true
+	move := func(f func()) { s.pick([]choice{{1, f}}) }
+	p0, p1 := s.newProc(0, 0, false, 0), s.newProc(1, 0, false, 0)
+	move(s.progress(p0))
+	move(s.progress(p1)) // the agent's hello frame goes up
+	if !p0.helloOK || !p1.helloOK {
+		t.Fatalf("hellos not answered: %v %v", p0.helloOK, p1.helloOK)
+	}
+	move(s.progress(p0)) // rank 0 enters the fence
+	p1.state = stStopped
+	for i := 0; i < 3; i++ {
+		move(func() { s.feed(Stall{}) })
+	}
+	if len(s.checks) != 0 || p0.phase != phInFence || len(s.relay.held[0]) != 1 {
+		t.Fatalf("the head looked at %d processes with rank 0's fence held (%d held, rank 0 phase %d): the model lost the point", len(s.checks), len(s.relay.held[0]), p0.phase)
+	}
+	var flush func()
+	s.flushMoves(func(_ int, f func()) { flush = f })
+	if flush == nil {
+		t.Fatal("no timer flush offered while the agent holds a request")
+	}
+	move(flush)
+	for i := 0; i < 2 && len(s.checks) == 0; i++ {
+		move(func() { s.feed(Stall{}) })
+	}
+	if len(s.checks) != 1 || s.checks[0].rank != 1 {
+		t.Fatalf("after the flush the head looks at %+v, want rank 1", s.checks)
+	}
+	move(func() { s.answer(0) })
+	if p1.state != stDead {
+		t.Fatalf("stopped rank 1 not killed (state %d)", p1.state)
+	}
+	move(func() { s.reap(p1) })
+	if p0.phase != phWork || len(s.errs) > 0 {
+		t.Fatalf("rank 0 did not leave the fence (phase %d): %v", p0.phase, s.errs)
 	}
 }
