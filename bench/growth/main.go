@@ -74,9 +74,21 @@ func ops() []op {
 			func(n int, seed uint64) (growth.Row, error) {
 				return growth.Detect(growth.DetectCase{N: n, Failed: pct(n, seed)})
 			}},
+		{"detector+rbcast", "detect+notify-1pct-forward-each", 16384, "as detect+notify-1pct, but each notice message received is forwarded at once, not merged with the others of its hop (the runtime's forwarding, internal/rte/ftdrive)",
+			func(n int, seed uint64) (growth.Row, error) {
+				return growth.Detect(growth.DetectCase{N: n, Failed: pct(n, seed), ForwardEach: true})
+			}},
 		{"detector+rbcast", "detect+notify-1pct-unbatched", 16384, "every failure is its own broadcast to every rank (before 2026-11-29): n/100 * n * 2log2(n) messages (1.4 billion at 65,536)",
 			func(n int, seed uint64) (growth.Row, error) {
 				return growth.Detect(growth.DetectCase{N: n, Failed: pct(n, seed), Unbatched: true})
+			}},
+		{"fence", "finalize", 1048576, "the headless Finalize fence (internal/ft/fence): every process's state, one message queue of a round",
+			func(n int, _ uint64) (growth.Row, error) {
+				return growth.Fence(growth.FenceCase{N: n})
+			}},
+		{"fence", "finalize-1pct", 1048576, "the headless Finalize fence, 1% of the processes failed before it and known failed at every survivor",
+			func(n int, seed uint64) (growth.Row, error) {
+				return growth.Fence(growth.FenceCase{N: n, Failed: pct(n, seed)})
 			}},
 		{"spare", "replace-1", 65536, "two agreements (see agree)",
 			func(n int, _ uint64) (growth.Row, error) {

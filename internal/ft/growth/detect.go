@@ -31,6 +31,13 @@ type DetectCase struct {
 	// costs a rank at most one message a neighbour for each hop at which it
 	// learnt something new (at most the diameter plus one), whatever f.
 	Unbatched bool
+	// ForwardEach is the runtime's forwarding (internal/rte/ftdrive): a
+	// rank handles the notice messages it receives one at a time and
+	// sends what each makes it send (the forwards and a re-link's
+	// re-sends, one message a neighbour) at once, not merged with what
+	// the other messages of the same hop make it send; its own
+	// suspicions of one period still go together. Ignored with Unbatched.
+	ForwardEach bool
 }
 
 const (
@@ -204,11 +211,19 @@ func Detect(c DetectCase) (Row, error) {
 				for _, h := range e.mhop {
 					hops = append(hops, int(h))
 				}
+				var held []rbcast.Msg[int32]
+				if c.ForwardEach && !c.Unbatched {
+					held, pending = pending, nil // this message's sends alone
+				}
 				out, del := rbs[r].StepBatch(rbcast.Batch[int32]{From: int(e.from), To: r, Items: items, Hops: hops})
 				sendRB(out)
 				for _, p := range del {
 					row.Rounds = max(row.Rounds, hops[slices.Index(items, p)])
 					learn(r, p)
+				}
+				if c.ForwardEach && !c.Unbatched {
+					flush()
+					pending = held
 				}
 				arm(r)
 			}

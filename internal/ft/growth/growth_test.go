@@ -89,3 +89,63 @@ func TestDriversReportErrors(t *testing.T) {
 		t.Error("Spare without a failure: no error")
 	}
 }
+
+// The headless Finalize fence (a tree) grows as log n: rounds at most
+// 2·log2 n + 1 and at most 6·log2 n + 4 messages sent plus received at
+// the busiest process (3·log2 n failure-free; a survivor adopts a failed
+// child's children), failure-free and with 1% failed (known at entry);
+// an all-to-all fence (2(n-1) a process) fails the bound.
+func TestGrowthFence(t *testing.T) {
+	rounds, busiest := Bound{C: 2, D: 1}, Bound{C: 6, D: 4}
+	ns := Sizes(1 << 20)
+	var rs, bs []float64
+	for _, failed := range []bool{false, true} {
+		rs, bs = rs[:0], bs[:0]
+		for _, n := range ns {
+			var f []int
+			if failed {
+				f = Failed(n, OnePercent(n), 3)
+			}
+			row, err := Fence(FenceCase{N: n, Failed: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, bs = append(rs, float64(row.Rounds)), append(bs, float64(row.MsgsMaxPerProc))
+		}
+		if err := rounds.Check("fence rounds", ns, rs); err != nil {
+			t.Errorf("failed %v: %v", failed, err)
+		}
+		if err := busiest.Check("fence busiest", ns, bs); err != nil {
+			t.Errorf("failed %v: %v", failed, err)
+		}
+	}
+	flat := make([]float64, len(ns))
+	for i, n := range ns {
+		flat[i] = float64(2 * (n - 1))
+	}
+	if busiest.Check("all-to-all", ns, flat) == nil {
+		t.Fatal("the bound lets an all-to-all fence through")
+	}
+}
+
+// ForwardEach (the runtime's forwarding: each notice message received is
+// forwarded on its own) costs the busiest rank as much as one broadcast a
+// failure does, where the batched simulation merges a hop's notices:
+// what holding a forward would save (docs/benchmarks.md, "What grows
+// faster than log n").
+func TestDetectForwardEach(t *testing.T) {
+	failed := Failed(256, 8, 1)
+	var rows [3]Row
+	for i, c := range []DetectCase{{N: 256, Failed: failed}, {N: 256, Failed: failed, ForwardEach: true}, {N: 256, Failed: failed, Unbatched: true}} {
+		row, err := Detect(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows[i] = row
+	}
+	batched, each, unbatched := rows[0].MsgsMaxPerProc, rows[1].MsgsMaxPerProc, rows[2].MsgsMaxPerProc
+	t.Logf("busiest rank, 8 of 256 failed: batched %d, forward-each %d, unbatched %d", batched, each, unbatched)
+	if each <= batched || each > unbatched {
+		t.Fatalf("busiest rank: forward-each %d, want above batched %d and at most unbatched %d", each, batched, unbatched)
+	}
+}
