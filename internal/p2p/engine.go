@@ -188,7 +188,7 @@ func (r *Req) Status() Status { return r.st }
 func (r *Req) IsRecv() bool { return r.isRecv }
 
 // Posted returns what r was posted with, for the call tracking of package
-// mpi (internal/calls): its tag, element type and buffer length in bytes
+// mpi (the call table, internal/rte): its tag, element type and buffer length in bytes
 // (-1 for a receive whose buffer the engine provides). Only the request's
 // owner calls it.
 func (r *Req) Posted() (tag int32, dt DType, n int) {
@@ -477,7 +477,9 @@ func (e *Engine) Release(r *Req) {
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
 	r.st = Status{}
 	r.done.Store(false)
-	r.waiter.Store(nil)
+	if r.waiter.Load() != nil { // most requests never had one: no store (an atomic exchange) for them
+		r.waiter.Store(nil)
+	}
 	reqPool.Put(r)
 }
 

@@ -235,11 +235,11 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 		if !held && t.handoff.Load() {
 			runtime.Gosched() // the receiver takes what was handed to it
 		} else if !held && t.rxLock.CompareAndSwap(0, rxByCaller) {
-			held = true
 			if t.stop.Load() {
 				t.rxLock.Store(0)
 				break
 			}
+			held = true
 		}
 		if held {
 			progress, leave := t.pollInline()
@@ -317,14 +317,36 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 			}
 		}
 	}
-	if held {
+	// The last caller to stop counting itself in the poll word owes a
+	// last look (lastLook); one that still holds the rings takes it
+	// before letting go of them, without taking them again (two atomic
+	// operations fewer on the way out of a ping-pong's every receive).
+	if t.bellPoll.Add(^uint32(0)) == 0 {
+		if held {
+			t.lastLookHeld()
+		} else {
+			t.lastLook()
+		}
+		t.unpark()
+	} else if held {
 		t.releaseCaller()
 	}
-	if t.bellPoll.Add(^uint32(0)) == 0 {
-		t.lastLook()
-		t.unpark()
-	}
 	return c.Done()
+}
+
+// lastLookHeld is lastLook for a caller that holds the rings: it polls
+// them once more and lets go of them. The poll word was decremented
+// before, so a record whose sender saw this caller counted is published
+// before this poll reads the tails.
+func (t *Transport) lastLookHeld() {
+	leave := false
+	if !t.stop.Load() && !t.handoff.Load() {
+		_, leave = t.pollInline()
+	}
+	t.releaseCaller()
+	if leave {
+		t.handOff()
+	}
 }
 
 // stalledChecks: a polling caller that finds a peer stalled (peerStalled)

@@ -66,6 +66,14 @@ func recLen(n uint64) uint64 {
 type ring struct {
 	data       []byte
 	tail, head *atomic.Uint64
+	// seenHead is the producer's last load of head (put): a value head
+	// had, so at most head now, and the room it leaves is at most the
+	// ring's. put reloads head only when seenHead leaves too little room
+	// for a record, so a producer does not read the consumer's line at
+	// every record (in a ping-pong that line was just written by the
+	// peer: a cache miss per send on the critical path). Written only
+	// by the producer (the pair's producer token orders its holders).
+	seenHead uint64
 }
 
 // maxRec is the largest record: a quarter of the ring plus a cache line,
@@ -83,9 +91,9 @@ func (r *ring) maxRec() uint64 { return uint64(len(r.data))/4 + lineSize }
 func (r *ring) put(h *transport.Header, payload []byte, before func()) bool {
 	size := uint64(len(r.data))
 	n := recLen(uint64(len(payload)))
-	t, hd := r.tail.Load(), r.head.Load()
-	if t&(lineSize-1) != 0 || t-hd > size {
-		return false // indices no producer or consumer wrote (a peer's bug): never write out of place
+	t, hd := r.tail.Load(), r.seenHead
+	if t&(lineSize-1) != 0 {
+		return false // an index no producer wrote (a peer's bug): never write out of place
 	}
 	pos := t & (size - 1)
 	toEnd := size - pos
@@ -93,8 +101,17 @@ func (r *ring) put(h *transport.Header, payload []byte, before func()) bool {
 	if n > toEnd {
 		need += toEnd
 	}
-	if size-(t-hd) < need {
-		return false
+	if hd > t || t-hd > size || size-(t-hd) < need {
+		// Too little room by the last look (or none taken yet): look at
+		// the consumer's index itself.
+		hd = r.head.Load()
+		if t-hd > size {
+			return false // an index no consumer wrote (a peer's bug): never write out of place
+		}
+		r.seenHead = hd
+		if size-(t-hd) < need {
+			return false
+		}
 	}
 	if n > toEnd {
 		pad := transport.Header{Kind: recPad, Flags: flagShm, N: toEnd - transport.HeaderSize}
