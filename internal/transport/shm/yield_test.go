@@ -58,12 +58,30 @@ func TestLongPollYieldsTheCore(t *testing.T) {
 	if !trs[1].PollUntil(doneFn(func() bool { return true }), time.Hour) || yields.Load() != 0 {
 		t.Fatalf("a wait already done: %d kernel yields", yields.Load())
 	}
-	if trs[1].PollUntil(doneFn(func() bool { return false }), 4*time.Millisecond) {
-		t.Fatal("PollUntil reported a request done that never is")
+	// A wait on a host found crowded (a gap of crowdedGap between two
+	// checks: the thread lost the core, as on a loaded machine) yields
+	// for that reason, and one that loses the core for its whole budget
+	// ends without a check past a quarter of it: such a wait proves
+	// nothing either way, so it is tried again, a bounded number of
+	// times. A wait that never saw the host crowded checked at least every
+	// crowdedGap, so one of its checks came past a quarter of the budget:
+	// it must have yielded.
+	const attempts = 200
+	for i := 0; i < attempts; i++ {
+		yields.Store(0)
+		trs[1].crowdedUntil.Store(0)
+		if trs[1].PollUntil(doneFn(func() bool { return false }), 4*time.Millisecond) {
+			t.Fatal("PollUntil reported a request done that never is")
+		}
+		if trs[1].crowdedUntil.Load() != 0 {
+			continue // the thread lost the core: inconclusive
+		}
+		if yields.Load() == 0 {
+			t.Fatal("a caller that polled out its budget never offered the core")
+		}
+		return
 	}
-	if yields.Load() == 0 {
-		t.Fatal("a caller that polled out its budget never offered the core")
-	}
+	t.Skipf("every one of %d waits lost the core for %v or more (a loaded host): the rule could not be observed", attempts, crowdedGap)
 }
 
 // A caller waiting while its peer polls without running (the peer's poll
