@@ -67,6 +67,7 @@ type Error struct {
 
 	cause error // a call cut by its context: the context's error (ctx.go)
 	sys   error // a file operation: the operating system's error (file.go)
+	first error // ErrInStatus: the first failed request's error (inStatus)
 }
 
 // NoPeer is Error.Peer when no single peer is involved. It has no MPI
@@ -135,6 +136,16 @@ func newErr(class *Class, op string, c *Comm, peer int, format string, args ...a
 	if c != nil {
 		e.Comm = c.name
 	}
+	return e
+}
+
+// inStatus is the ErrInStatus error of op (a Wait or Test of several
+// requests) whose first failed request failed with first; the statuses
+// tell the rest. It keeps first, so that Reinit's error handlers see a
+// process failure behind it (reinit.go).
+func inStatus(op string, c *Comm, first error) *Error {
+	e := newErr(ErrInStatus, op, c, NoPeer, "first failure: %v", first)
+	e.first = first
 	return e
 }
 

@@ -137,7 +137,7 @@ func (c *Comm) reinitHandle(h *Errhandler, err error) error {
 		w.fatal(err)
 		return err
 	}
-	if isFailure(err) {
+	if reportsFailure(err) {
 		// For TestFailure: the operation may have failed on a broken
 		// connection before the launcher confirmed the death (the engine
 		// counts no lost peer yet), and the launcher will end the epoch.
@@ -149,7 +149,7 @@ func (c *Comm) reinitHandle(h *Errhandler, err error) error {
 		// error (the epoch is over) is returned, not a second rollback.
 		return err
 	}
-	if w.ended.Load() || (isFailure(err) && w.awaitEpochEnd()) {
+	if w.ended.Load() || (reportsFailure(err) && w.awaitEpochEnd()) {
 		panic(&Rollback{Epoch: w.epoch, Reason: w.endReason()})
 	}
 	return err
@@ -159,6 +159,21 @@ func (c *Comm) reinitHandle(h *Errhandler, err error) error {
 func isFailure(err error) bool {
 	e, ok := err.(*Error)
 	return ok && e.Class == ErrProcFailed
+}
+
+// reportsFailure reports whether err reports a process failure, itself
+// or in the first failed request of a Wait or Test of several
+// (ErrInStatus): a Waitall with a receive from the failed process fails
+// that way, and under ErrorsReinitAsync it must roll back as a failed
+// Recv does, not return while the launcher ends the epoch (a C program's
+// loop went on stepping and overwrote the checkpoint the others resumed
+// from: libmpi/ctest TestFTReinit/async).
+func reportsFailure(err error) bool {
+	if isFailure(err) {
+		return true
+	}
+	e, ok := err.(*Error)
+	return ok && e.Class == ErrInStatus && isFailure(e.first)
 }
 
 // awaitEpochEnd waits until the launcher ends this World's epoch after a

@@ -354,7 +354,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 		return nil, err
 	}
 	sts := make([]Status, len(reqs))
-	var failed *Request
+	var failed, abortReq *Request
 	var failErr, abortErr error
 	for i, r := range reqs {
 		if r.inactive() {
@@ -364,7 +364,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 		if !r.done {
 			pending, aborted := r.waitOne("MPI_Waitall")
 			if aborted != nil {
-				abortErr = aborted
+				abortReq, abortErr = r, aborted
 				sts[i] = emptyStatus()
 				sts[i].Err = aborted
 				continue
@@ -389,13 +389,16 @@ func Waitall(reqs []*Request) ([]Status, error) {
 		retire(reqs, i)
 	}
 	if abortErr != nil {
-		return sts, abortErr
+		// Through the handler, as Wait's: under ErrorsReinitAsync a
+		// Waitall blocked when the epoch ends rolls back; it returned the
+		// error, and a C program's loop went on with the step's sums.
+		return sts, abortReq.c.handle(abortErr)
 	}
 	if isCut(failErr) {
 		return sts, failErr // a request cut by its view's context (ctx.go): the caller's own request
 	}
 	if failed != nil {
-		return sts, failed.c.handle(newErr(ErrInStatus, "MPI_Waitall", failed.c, NoPeer, "first failure: %v", failErr))
+		return sts, failed.c.handle(inStatus("MPI_Waitall", failed.c, failErr))
 	}
 	return sts, nil
 }
@@ -517,7 +520,7 @@ func testsome(reqs []*Request, op string) (idx []int, sts []Status, err error, a
 		retire(reqs, i)
 	}
 	if failed != nil {
-		return idx, sts, failed.c.handle(newErr(ErrInStatus, op, failed.c, NoPeer, "first failure: %v", failed.err)), active
+		return idx, sts, failed.c.handle(inStatus(op, failed.c, failed.err)), active
 	}
 	if len(idx) == 0 && len(pidx) > 0 {
 		for k, i := range pidx {
@@ -527,7 +530,7 @@ func testsome(reqs []*Request, op string) (idx []int, sts []Status, err error, a
 			idx = append(idx, i)
 		}
 		r := reqs[pidx[0]]
-		return idx, sts, r.c.handle(newErr(ErrInStatus, op, r.c, NoPeer, "first failure: %v", perrs[0])), active
+		return idx, sts, r.c.handle(inStatus(op, r.c, perrs[0])), active
 	}
 	return idx, sts, nil, active
 }
@@ -551,7 +554,7 @@ func Testall(reqs []*Request) ([]Status, bool, error) {
 			sts[i].Err = perrs[k]
 		}
 		r := reqs[pidx[0]]
-		return sts, false, r.c.handle(newErr(ErrInStatus, op, r.c, NoPeer, "first failure: %v", perrs[0]))
+		return sts, false, r.c.handle(inStatus(op, r.c, perrs[0]))
 	}
 	for _, r := range reqs {
 		if !r.inactive() && !r.ready() {

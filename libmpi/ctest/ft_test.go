@@ -250,6 +250,28 @@ func TestFTReinitRules(t *testing.T) {
 	}
 }
 
+// TestFTReinitAsyncWaitall: under MPI_ERRORS_REINIT_ASYNC an MPI_Waitall
+// blocked when a rank is killed rolls back in every survivor, whether the
+// failure reaches it as a failed request's error (MPI_ERR_IN_STATUS, the
+// receive from the killed rank: "failed") or as the end of the epoch (a
+// receive from a survivor that never sends: "ended"). Both returned, and
+// TestFTReinit/async's loop went on stepping after the kill and overwrote
+// the checkpoint the others resumed from ("no checkpoint of step 30").
+func TestFTReinitAsyncWaitall(t *testing.T) {
+	bin := Compile(t, "testdata/ft_reinit_waitall.c")
+	for _, mode := range []string{"failed", "ended"} {
+		t.Run(mode, func(t *testing.T) {
+			r := runC(t, "4", []string{"--on-failure", "reinit", "--inject", "kill:rank=2,on=waitall: every survivor waits"}, bin, mode)
+			if want := "result: waitall rc 0 ranks 4 returned 0\n"; r.Code != 0 || !strings.Contains(r.Stdout, want) {
+				t.Fatalf("exit %d, want 0 and %q\nstdout:\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, "every rank rolls back to MPI_Reinit") {
+				t.Fatalf("no rollback\nstdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+			}
+		})
+	}
+}
+
 // TestFTReinitLLNL: MPIX_Reinit, the form of LLNL's Reinit prototype
 // (argc, argv, a restart point that gets the state and returns an int),
 // survives the kill of rank 1 and returns the restart point's value.
