@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,30 +59,49 @@ func TestLongPollYieldsTheCore(t *testing.T) {
 	if !trs[1].PollUntil(doneFn(func() bool { return true }), time.Hour) || yields.Load() != 0 {
 		t.Fatalf("a wait already done: %d kernel yields", yields.Load())
 	}
-	// A wait on a host found crowded (a gap of crowdedGap between two
-	// checks: the thread lost the core, as on a loaded machine) yields
-	// for that reason, and one that loses the core for its whole budget
-	// ends without a check past a quarter of it: such a wait proves
-	// nothing either way, so it is tried again, a bounded number of
-	// times. A wait that never saw the host crowded checked at least every
-	// crowdedGap, so one of its checks came past a quarter of the budget:
-	// it must have yielded.
+	// Whether a wait had a check past a quarter of its budget depends on
+	// how the threads were scheduled (one that loses the core for the
+	// whole budget between two checks has none), so each wait's checks are
+	// recorded: the loop calls goYield at every check that does not end
+	// the wait, after reading the clock. Check k's clock read came after
+	// check k-1's goYield, and the first check's before the first goYield,
+	// so a check that follows a goYield made a quarter of the budget after
+	// the first one polled that long, and must have yielded. Waits with no
+	// such check, and waits that saw the host crowded (which yields for
+	// that reason), prove nothing and are tried again, a bounded number of
+	// times.
+	var checks []time.Time
+	defer func(f func()) { goYield = f }(goYield)
+	goYield = func() {
+		checks = append(checks, time.Now())
+		runtime.Gosched()
+	}
+	const budget = 4 * time.Millisecond
 	const attempts = 200
 	for i := 0; i < attempts; i++ {
 		yields.Store(0)
 		trs[1].crowdedUntil.Store(0)
-		if trs[1].PollUntil(doneFn(func() bool { return false }), 4*time.Millisecond) {
+		checks = checks[:0]
+		if trs[1].PollUntil(doneFn(func() bool { return false }), budget) {
 			t.Fatal("PollUntil reported a request done that never is")
 		}
-		if trs[1].crowdedUntil.Load() != 0 {
-			continue // the thread lost the core: inconclusive
+		late := 0 // checks that did not end the wait, a quarter of the budget after the first
+		for _, c := range checks {
+			if c.Sub(checks[0]) >= budget/yieldAfter {
+				late++
+			}
+		}
+		if late < 2 || trs[1].crowdedUntil.Load() != 0 {
+			// No check known to have polled that long, or the host was
+			// seen crowded (that yields too, for another reason).
+			continue
 		}
 		if yields.Load() == 0 {
-			t.Fatal("a caller that polled out its budget never offered the core")
+			t.Fatalf("a caller that polled out its budget never offered the core (%d checks, %d of them past a quarter of the budget)", len(checks), late)
 		}
 		return
 	}
-	t.Skipf("every one of %d waits lost the core for %v or more (a loaded host): the rule could not be observed", attempts, crowdedGap)
+	t.Skipf("none of %d waits had two checks a quarter of the budget after its first (a loaded host): the rule could not be observed", attempts)
 }
 
 // A caller waiting while its peer polls without running (the peer's poll
