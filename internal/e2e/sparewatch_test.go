@@ -19,6 +19,10 @@ func sparewatch(t *testing.T) string { return buildOnce(t, "sparewatch") }
 
 const sparewatchResult = "result: ranks=4 spares 1 -> 0, known at 4 of 4 ranks"
 
+// hydraLostAnswer is what hydra's proxy prints when it dies of writing a
+// PMI answer to a process that is gone.
+const hydraLostAnswer = "unable to forward PMI response to MPI process"
+
 // Under mpiexec.hydra with FTMPI_SPARES=1 (PMI rank 4 is the spare): the
 // spare SIGKILLed, or SIGSTOPped (its observer finds it stopped in /proc
 // and kills it: fail-stop without a head), once every rank is up.
@@ -34,10 +38,30 @@ func TestHydraSpareWatched(t *testing.T) {
 		{"stopped", syscall.SIGSTOP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tmp, check := jobtest.SockDir(t)
-			out, errOut, code := runSignalOnLine(t, tc.sig, h, []string{"-disable-auto-cleanup", "-n", "5", g, p},
-				"sparewatch: armed", p, 4, tmp, "FTMPI_SPARES=1")
-			check(out, errOut)
+			// The kill follows rank 0's line, printed after every rank's last
+			// PMI answer (their Barrier), but the spare prints nothing:
+			// hydra's PMI-2 fence answers each process on its own (up to
+			// 40 ms apart in an idle run, strace), so the spare's answer can
+			// still be on its way when the ranks are past the line, and
+			// hydra's proxy dies of writing it to the killed spare ("unable
+			// to forward PMI response to MPI process", the job torn down, its
+			// ranks' socket directories left): 3 of 60 runs at load 20-40.
+			// That is MPICH's launcher, not ftmpi, and no event of the
+			// spare's tells the test that its answer came: such a run is
+			// tried again, at most twice.
+			var out, errOut string
+			var code int
+			for try := 1; ; try++ {
+				tmp, check := jobtest.SockDir(t)
+				out, errOut, code = runSignalOnLine(t, tc.sig, h, []string{"-disable-auto-cleanup", "-n", "5", g, p},
+					"sparewatch: armed", p, 4, tmp, "FTMPI_SPARES=1")
+				if try < 3 && strings.Contains(errOut, hydraLostAnswer) {
+					t.Logf("try %d: hydra's proxy died answering the killed spare; again\nstderr:\n%s", try, errOut)
+					continue
+				}
+				check(out, errOut)
+				break
+			}
 			if !strings.Contains(out, sparewatchResult) {
 				t.Fatalf("exit %d; want %q\nstdout:\n%s\nstderr:\n%s", code, sparewatchResult, out, errOut)
 			}
