@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -173,11 +174,12 @@ func TestShmCollectivesResults(t *testing.T) {
 	}
 }
 
-// Gather, Allgatherv, Bcast and Reduce take the segment where coll.ShmUse
-// measured it faster: Gather at np >= 4 from 16 to 64 KiB, Allgatherv at
-// np >= 4, Bcast and Reduce at np >= 4 up to 8 KiB (the ring).
+// Gather, Allgatherv, Bcast, Reduce and Allreduce take the segment where
+// coll.ShmUse measured it faster: Gather at np >= 4 from 16 to 64 KiB,
+// Allgatherv at np >= 4, Bcast and Reduce at np >= 4 up to 8 KiB (the
+// ring), Allreduce at every size and np.
 func TestShmGatherAllgathervChoice(t *testing.T) {
-	for _, np := range []int{2, 4} {
+	for _, np := range []int{2, 4, 8} {
 		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
 			run(t, np, func(w *mpi.World, c *mpi.Comm) error {
 				if err := c.Barrier(); err != nil { // sets the segment up
@@ -199,6 +201,7 @@ func TestShmGatherAllgathervChoice(t *testing.T) {
 					{"bcast 8 KiB + 8", func() error { return mpi.Bcast(c, make([]int64, 1025), 0) }, false},
 					{"reduce 8 B", func() error { return mpi.Reduce(c, []int64{1}, make([]int64, 1), mpi.Sum, 1) }, np >= 4},
 					{"reduce 16 KiB", func() error { return mpi.Reduce(c, make([]int64, 2048), make([]int64, 2048), mpi.Sum, 0) }, false},
+					{"allreduce 128 KiB", func() error { return mpi.Allreduce(c, make([]float64, 16384), make([]float64, 16384), mpi.Sum) }, true},
 				} {
 					before := mpi.ShmCallsForTest(c)
 					if err := k.call(); err != nil {
@@ -206,6 +209,76 @@ func TestShmGatherAllgathervChoice(t *testing.T) {
 					}
 					if got := mpi.ShmCallsForTest(c) - before; got != map[bool]uint64{false: 0, true: 1}[k.seg] {
 						return fmt.Errorf("np %d %s: %d calls through the segment, want it %v", np, k.name, got, k.seg)
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// A float sum through the segment is the sum in rank order, x0 + (x1 +
+// (... + x(p-1))), bit for bit at every rank, on values whose sum depends on
+// the order of the additions: small (one step) and large (the reduce-scatter
+// of four ranks at a time and the allgather), float64 and float32, in place
+// and not.
+func TestShmAllreduceFloatSumInRankOrder(t *testing.T) {
+	val := func(r, i int) float64 {
+		v := float64(r+1) * math.Pow(10, float64((7*i+3*r)%31-15))
+		if (i+r)%3 == 0 {
+			v = -v / 3
+		}
+		return v
+	}
+	for _, np := range []int{3, 8, 13} {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			run(t, np, func(w *mpi.World, c *mpi.Comm) error {
+				for _, n := range []int{300, 20001} {
+					in64 := func(r int) []float64 {
+						v := make([]float64, n)
+						for i := range v {
+							v[i] = val(r, i)
+						}
+						return v
+					}
+					in32 := func(r int) []float32 {
+						v := make([]float32, n)
+						for i := range v {
+							v[i] = float32(val(r, i))
+						}
+						return v
+					}
+					want64, want32 := in64(np-1), in32(np-1)
+					for j := np - 2; j >= 0; j-- {
+						for i, x := range in64(j) {
+							want64[i] = x + want64[i]
+						}
+						for i, x := range in32(j) {
+							want32[i] = x + want32[i]
+						}
+					}
+					for _, inPlace := range []bool{false, true} {
+						before := mpi.ShmCallsForTest(c)
+						send64, send32 := in64(c.Rank()), in32(c.Rank())
+						recv64, recv32 := make([]float64, n), make([]float32, n)
+						if inPlace {
+							recv64, recv32 = send64, send32
+						}
+						if err := mpi.Allreduce(c, send64, recv64, mpi.Sum); err != nil {
+							return err
+						}
+						if err := mpi.Allreduce(c, send32, recv32, mpi.Sum); err != nil {
+							return err
+						}
+						for i := range n {
+							if math.Float64bits(recv64[i]) != math.Float64bits(want64[i]) || math.Float32bits(recv32[i]) != math.Float32bits(want32[i]) {
+								return fmt.Errorf("rank %d, %d elements (in place %v), element %d: %v and %v, want %v and %v",
+									c.Rank(), n, inPlace, i, recv64[i], recv32[i], want64[i], want32[i])
+							}
+						}
+						if got := mpi.ShmCallsForTest(c) - before; got != 2 {
+							return fmt.Errorf("%d of 2 calls through the segment", got)
+						}
 					}
 				}
 				return nil
@@ -245,14 +318,14 @@ func TestShmNotForNonblockingOrSelf(t *testing.T) {
 }
 
 // A rank killed at each point of the shared-memory Barrier, Allreduce
-// (one step, and two per slot), Allgather, Bcast and Reduce (three ring
+// (one step, and the reduce-scatter and allgather of a large one), Allgather, Bcast and Reduce (three ring
 // slots, root and not), Gather and Allgatherv (several slots); FTMPI_SHM_CRASH_RUNS repeats each case: every survivor's call, or if the victim had
 // already published its part, the survivor's next Barrier, fails with
 // ErrProcFailed (run's deadline: never a hang).
 func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 	defer func() { shmcoll.Hook = nil }()
 	const np = 4
-	big := 20000 // int64s: several slots, the two-step Allreduce
+	big := 20000 // int64s: several slots, the large Allreduce
 	calls := map[string]func(c *mpi.Comm) error{
 		"barrier": func(c *mpi.Comm) error { return c.Barrier() },
 		"allreduce": func(c *mpi.Comm) error {
@@ -282,7 +355,11 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 	var total, failed int
 	for _, name := range []string{"barrier", "allreduce", "allreduce-big", "allgather", "bcast", "reduce", "gather", "allgatherv"} {
 		kind := strings.TrimSuffix(name, "-big")
-		for _, point := range []string{"enter", "published", "read"} {
+		points := []string{"enter", "published", "read"}
+		if name == "allreduce-big" {
+			points = append(points, "reduced")
+		}
+		for _, point := range points {
 			for _, victim := range []int{0, 2} {
 				t.Run(fmt.Sprintf("%s/%s/victim%d", name, point, victim), func(t *testing.T) {
 					var kill [np]func()

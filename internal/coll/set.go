@@ -152,6 +152,13 @@ func (s *Set) phase2() *Set {
 // ReduceFn combines byte views of element slices: inout = in ∘ inout.
 type ReduceFn func(in, inout []byte)
 
+// ReduceFn4 is the four-input form of a ReduceFn f, for the operations
+// that have one (the predefined sum): inout = a ∘ (b ∘ (c ∘ (d ∘ inout)))
+// in one pass, each element's operations those of f(d, inout), f(c,
+// inout), f(b, inout), f(a, inout) in that order (the same result, bit
+// for bit). It has no MPI counterpart.
+type ReduceFn4 func(a, b, c, d, inout []byte)
+
 func (s *Set) isend(to int, b []byte) (Req, error)   { return s.Net.Isend(s, to, b) }
 func (s *Set) irecv(from int, b []byte) (Req, error) { return s.Net.Irecv(s, from, b) }
 

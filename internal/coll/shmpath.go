@@ -78,10 +78,17 @@ import (
 //     ones take the point-to-point algorithms: on the two data slots one
 //     side waits for the other every second slot (Bcast 1.3-14x, Reduce
 //     1.07-1.81x slower in the first session's runs).
-//   - Allreduce, Allgather: up to 64 KiB per member, and beyond when
-//     np <= 4 (Allreduce 8 B 0.13-0.55x, Allgather 8 B 0.10-0.49x; 1 MiB:
-//     0.53x at np 2, 0.81x at np 4, 1.31x at np 8, where every slot's two
-//     steps wait for all eight processes on two cores).
+//   - Allreduce: always (8 B 0.13-0.55x). Above 4 KiB it is a
+//     reduce-scatter and an allgather through slots of up to 1 MiB a
+//     member (shmcoll.BigSlot): two steps for a 1 MiB call at np 2-16
+//     (1 MiB, CPU time of all ranks a call against the point-to-point
+//     reduce and broadcast: 0.65-0.75x at np 8, 0.5-0.7x at np 16; 0.4x
+//     at np 2 against the segment's 32 steps of 64 KiB before; issue 28,
+//     session 14).
+//   - Allgather: up to 64 KiB per member, and beyond when np <= 4 (8 B
+//     0.10-0.49x; chosen with the first session's Allreduce, whose 1 MiB
+//     through the two slots was 1.31x at np 8: every slot's step waits for
+//     all eight processes on two cores).
 //   - Gather (n bytes per member): only np >= 4 and 16-64 KiB (64 KiB:
 //     0.41x at np 4, 0.53x at np 8; 8 B: 1.6-29x slower at np 2-8, 1 MiB
 //     1.8-4.1x slower at np 2-4, as Reduce: a contributor runs at most one
@@ -103,7 +110,9 @@ func ShmUse(kind, np, n int) bool {
 		return true
 	case KBcast, KReduce:
 		return np >= 4 && n <= shmcoll.RingMax
-	case KAllreduce, KAllgather:
+	case KAllreduce:
+		return true
+	case KAllgather:
 		return n <= 64<<10 || np <= 4
 	case KGather:
 		return np >= 4 && n > 16<<10 && n <= 64<<10
@@ -124,6 +133,7 @@ type ShmArgs struct {
 	PRecv       []byte // the point-to-point algorithm's receive buffer
 	Root, ESize int
 	F           ReduceFn
+	F4          ReduceFn4 // Allreduce: F's four-input form (nil: none)
 	Commut      bool
 	Counts      []int // Allgatherv: bytes per member
 	Displs      []int // Allgatherv: byte displacements
@@ -139,7 +149,7 @@ func (a *ShmArgs) onSegment(g *shmcoll.Group, call shmcoll.Call) error {
 	case KReduce:
 		return g.Reduce(call, a.Send, a.Recv, a.Root, a.ESize, a.F)
 	case KAllreduce:
-		return g.Allreduce(call, a.Send, a.Recv, a.ESize, a.F)
+		return g.Allreduce(call, a.Send, a.Recv, a.ESize, a.F, shmcoll.Fn4(a.F4))
 	case KGather:
 		return g.Gather(call, a.Send, a.Recv, a.Root)
 	case KAllgather:

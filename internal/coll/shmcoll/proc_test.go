@@ -72,7 +72,7 @@ func TestProcessesMemberKilledAtEveryPoint(t *testing.T) {
 	var total, failed, hung int
 	for _, c := range [][2]string{
 		{"barrier", "enter"}, {"barrier", "published"},
-		{"allreduce", "enter"}, {"allreduce", "published"}, {"allreduce", "read"},
+		{"allreduce", "enter"}, {"allreduce", "published"}, {"allreduce", "read"}, {"allreduce", "reduced"},
 		{"allgather", "enter"}, {"allgather", "published"},
 		{"bcast", "enter"}, {"bcast", "published"}, {"bcast", "read"},
 		{"reduce", "enter"}, {"reduce", "published"}, {"reduce", "read"},

@@ -98,13 +98,33 @@ const (
 	RingMax = 4 * RingSlot
 )
 
+// The large Allreduce's area (allreduceLarge): besides its data and ring
+// slots, each member owns one contribution slot of BigSlot(n) bytes, and
+// the members share one result area of the same size, in which each
+// member writes its part of the reduced vector. A call of more than
+// BigSlot(n) bytes goes a piece of that size at a time. The area is
+// large (about 16 MiB at every n from 16 up), but its pages take memory
+// only once a call touched them.
+const bigTotal = 16 << 20 // the members' slots together, at most (above 16 members)
+
+// bigMax is the largest contribution slot of a member (tests make it
+// smaller before they make a segment, to cover calls of several pieces).
+var bigMax = 1 << 20
+
+// BigSlot is the size of a member's contribution slot (and of the shared
+// result area) of the large Allreduce in a group of n members: a call of
+// at most this many bytes takes two steps. It has no MPI counterpart.
+func BigSlot(n int) int { return min(bigMax, bigTotal/n/page*page) }
+
 func dataOff(n int) int { return (hdrLines*line + n*line + page - 1) / page * page }
 
 func ringOff(n int) int { return dataOff(n) + 2*n*Chunk(n) }
 
+func bigOff(n int) int { return ringOff(n) + n*RingDepth*RingSlot }
+
 // Size is the byte size of the segment of a group of n members. It has no
 // MPI counterpart.
-func Size(n int) int { return ringOff(n) + n*RingDepth*RingSlot }
+func Size(n int) int { return bigOff(n) + (n+1)*BigSlot(n) }
 
 // Env is what a Group asks while a call waits (after every wake-up once
 // it stopped spinning, and at least every SleepBound): a non-nil error
@@ -159,7 +179,8 @@ func (e *MismatchError) Error() string {
 
 // Hook, when set (tests only, before any call), runs at each named point
 // of a call (kind: "barrier", "bcast", "reduce", "allreduce",
-// "allgather", "gather", "allgatherv"; point: "enter", "published", "read") with the member's
+// "allgather", "gather", "allgatherv"; point: "enter", "published",
+// "read", and "reduced" in an Allreduce above 4 KiB) with the member's
 // index; a non-nil error ends the call at once with it, publishing
 // nothing more (a crash test's victim stops there). It has no MPI
 // counterpart.
@@ -181,6 +202,8 @@ type Group struct {
 	ready, sig, dt         []*atomic.Uint64
 	slots                  [][2][]byte
 	rslots                 [][RingDepth][]byte // each member's ring slots
+	bslots                 [][]byte            // each member's contribution slot of the large Allreduce
+	result                 []byte              // the large Allreduce's shared result area
 
 	// Calls counts the calls this member made through the segment
 	// (tests: the shared path was taken).
@@ -206,8 +229,8 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 	g.bell, g.sleepers, g.poison = g.u32(0), g.u32(8), g.u32(line)
 	g.ready, g.done = make([]*atomic.Uint64, n), make([]*atomic.Uint32, n)
 	g.sig, g.dt, g.slots = make([]*atomic.Uint64, n), make([]*atomic.Uint64, n), make([][2][]byte, n)
-	g.rslots = make([][RingDepth][]byte, n)
-	d, ro := dataOff(n), ringOff(n)
+	g.rslots, g.bslots = make([][RingDepth][]byte, n), make([][]byte, n)
+	d, ro, bo, bs := dataOff(n), ringOff(n), bigOff(n), BigSlot(n)
 	for i := range n {
 		o := hdrLines*line + i*line
 		g.ready[i], g.done[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offReady])), g.u32(o+offDone)
@@ -221,7 +244,11 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 			s := ro + (i*RingDepth+k)*RingSlot
 			g.rslots[i][k] = mem[s : s+RingSlot : s+RingSlot]
 		}
+		s := bo + i*bs
+		g.bslots[i] = mem[s : s+bs : s+bs]
 	}
+	r := bo + n*bs
+	g.result = mem[r : r+bs : r+bs]
 	g.step = uint32(g.ready[me].Load()) // 0 in a new segment
 	g.last = Call{Sig: g.sig[me].Load(), DT: g.dt[me].Load()}
 	return g, nil
@@ -527,16 +554,9 @@ func (g *Group) Bcast(c Call, buf []byte, root int) error {
 }
 
 // shortAll is the largest Allreduce (bytes) that every member reduces
-// whole (one step); larger ones are reduced a part per member, then
-// gathered (two steps per slot).
+// whole (one step through the data slots); larger ones are reduced a part
+// per member, then gathered (allreduceLarge).
 const shortAll = 4 << 10
-
-// reduceInto sets out = slots[0] ∘ slots[1] ∘ ... ∘ slots[N-1] over
-// [lo, hi) of step parity p, in member order (fn(in, inout): inout = in ∘
-// inout).
-func (g *Group) reduceInto(out []byte, p uint32, lo, hi int, fn func(in, inout []byte)) {
-	g.reduceSlots(out, func(j int) []byte { return g.slots[j][p][lo:hi] }, fn)
-}
 
 // reduceSlots sets out = slot(0) ∘ slot(1) ∘ ... ∘ slot(N-1).
 func (g *Group) reduceSlots(out []byte, slot func(j int) []byte, fn func(in, inout []byte)) {
@@ -546,63 +566,142 @@ func (g *Group) reduceSlots(out []byte, slot func(j int) []byte, fn func(in, ino
 	}
 }
 
+// Fn4 combines four inputs into inout in one pass: inout = a ∘ (b ∘ (c ∘
+// (d ∘ inout))), every element's operations those of fn(d, inout), fn(c,
+// inout), fn(b, inout), fn(a, inout) in that order (so the same result,
+// bit for bit), for an operation fn whose caller has such a form (the
+// predefined sum: each element is loaded and stored once instead of four
+// times). It has no MPI counterpart.
+type Fn4 func(a, b, c, d, inout []byte)
+
+// reduceWaiting sets acc = x(0) ∘ x(1) ∘ ... ∘ x(N-1) in member order
+// (acc = x(N-1), then acc = x(j) ∘ acc for j from N-2 down to 0), calling
+// ready(j) before it reads x(j), with fn4 (nil: none) for four members at
+// a time.
+func (g *Group) reduceWaiting(acc []byte, x func(j int) []byte, ready func(j int) error, fn func(in, inout []byte), fn4 Fn4) error {
+	j := g.N - 1
+	if err := ready(j); err != nil {
+		return err
+	}
+	copy(acc, x(j))
+	for j--; j >= 0; {
+		if fn4 != nil && j >= 3 {
+			for k := j; k > j-4; k-- {
+				if err := ready(k); err != nil {
+					return err
+				}
+			}
+			fn4(x(j-3), x(j-2), x(j-1), x(j), acc)
+			j -= 4
+			continue
+		}
+		if err := ready(j); err != nil {
+			return err
+		}
+		fn(x(j), acc)
+		j--
+	}
+	return nil
+}
+
 // Allreduce combines send of every member with fn, in member order, into
 // recv of every member (MPI_Allreduce over the segment); esize is the
-// element size; send and recv may be the same slice.
-func (g *Group) Allreduce(c Call, send, recv []byte, esize int, fn func(in, inout []byte)) error {
+// element size; send and recv may be the same slice. fn4, if not nil, is
+// fn's four-input form (Fn4).
+func (g *Group) Allreduce(c Call, send, recv []byte, esize int, fn func(in, inout []byte), fn4 Fn4) error {
 	g.Calls.Add(1)
 	if err := g.hook("allreduce", "enter"); err != nil {
 		return err
 	}
-	chunk := g.chunk / esize * esize
 	n := len(send)
-	if n <= shortAll {
-		chunk = n
+	if n > shortAll {
+		return g.allreduceLarge(c, send, recv, esize, fn, fn4)
 	}
+	s := g.step + 1
+	g.step = s
+	if err := g.beforeWrite(s); err != nil {
+		return err
+	}
+	copy(g.slots[g.Me][s&1], send)
+	g.publish(c, s)
+	if err := g.hook("allreduce", "published"); err != nil {
+		return err
+	}
+	for j := range g.N {
+		if j != g.Me {
+			if err := g.waitReady(c, j, s); err != nil {
+				return err
+			}
+		}
+	}
+	g.reduceWaiting(recv[:n], func(j int) []byte { return g.slots[j][s&1][:n] }, func(int) error { return nil }, fn, fn4)
+	if err := g.hook("allreduce", "read"); err != nil {
+		return err
+	}
+	g.finish(s)
+	return nil
+}
+
+// allreduceLarge is Allreduce above shortAll: a reduce-scatter and an
+// allgather on the segment, two steps per piece of at most BigSlot(N)
+// bytes. At the first step each member copies its piece into its
+// contribution slot and publishes; then it reduces its part of the
+// elements (1/N of them) from every member's slot, in member order,
+// waiting for each member as its turn comes, writes the reduced part into
+// its part of the shared result area and publishes the second step; then
+// it copies every other member's part of the result area once that member
+// published it. So each member reads 1/N of every contribution and every
+// other part of the result once: about twice its vector, whatever N (a
+// binomial reduce and broadcast move 2 log2 N vectors on their critical
+// path).
+//
+// No step waits for a slot to be free: a member writes its contribution
+// slot at the first step of a piece after it saw every member's second
+// step of the piece before, which each publishes after it finished
+// reading the contribution slots; and it writes its part of the result
+// area after it saw every member's first step of this piece, which each
+// publishes after it finished reading the result area of the piece before.
+// Only this call uses these slots, and a call that fails turns the group
+// off (the caller's path: its step numbers no longer agree).
+func (g *Group) allreduceLarge(c Call, send, recv []byte, esize int, fn func(in, inout []byte), fn4 Fn4) error {
+	chunk := len(g.result) / esize * esize
+	n := len(send)
+	mine := g.bslots[g.Me]
 	for off := 0; off < n; off += chunk {
 		L := min(chunk, n-off)
-		in, out := send[off:off+L], recv[off:off+L]
+		out := recv[off : off+L]
 		s := g.step + 1
 		g.step = s
-		if err := g.beforeWrite(s); err != nil {
-			return err
-		}
-		copy(g.slots[g.Me][s&1], in)
+		copy(mine, send[off:off+L]) // send and out may be one slice: read before out is written
 		g.publish(c, s)
 		if err := g.hook("allreduce", "published"); err != nil {
 			return err
 		}
-		for j := range g.N {
-			if j != g.Me {
-				if err := g.waitReady(c, j, s); err != nil {
-					return err
-				}
-			}
-		}
-		if L <= shortAll {
-			g.reduceInto(out, s&1, 0, L, fn)
-			if err := g.hook("allreduce", "read"); err != nil {
-				return err
-			}
-			g.finish(s)
-			continue
-		}
-		// My part of the elements, reduced; then every part gathered.
 		elems := L / esize
 		part := func(i int) (int, int) { return i * elems / g.N * esize, (i + 1) * elems / g.N * esize }
 		lo, hi := part(g.Me)
-		g.reduceInto(out[lo:hi], s&1, lo, hi, fn)
+		acc := out[lo:hi]
+		err := g.reduceWaiting(acc, func(j int) []byte { return g.bslots[j][lo:hi] }, func(j int) error {
+			if j == g.Me {
+				return nil
+			}
+			return g.waitReady(c, j, s)
+		}, fn, fn4)
+		if err != nil {
+			return err
+		}
 		if err := g.hook("allreduce", "read"); err != nil {
 			return err
 		}
-		g.finish(s)
+		copy(g.result[lo:hi], acc)
+		raceRelease()
+		g.done[g.Me].Store(s)
 		s++
 		g.step = s
-		if err := g.beforeWrite(s); err != nil {
+		g.publish(c, s)
+		if err := g.hook("allreduce", "reduced"); err != nil {
 			return err
 		}
-		copy(g.slots[g.Me][s&1][lo:hi], out[lo:hi])
-		g.publish(c, s)
 		for j := range g.N {
 			if j == g.Me {
 				continue
@@ -611,7 +710,7 @@ func (g *Group) Allreduce(c Call, send, recv []byte, esize int, fn func(in, inou
 				return err
 			}
 			a, b := part(j)
-			copy(out[a:b], g.slots[j][s&1][a:b])
+			copy(out[a:b], g.result[a:b])
 		}
 		g.finish(s)
 	}

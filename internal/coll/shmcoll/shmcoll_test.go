@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -141,7 +142,7 @@ func TestCollectives(t *testing.T) {
 								if inPlace {
 									recv = send
 								}
-								if err := g.Allreduce(c, send, recv, 8, fn); err != nil {
+								if err := g.Allreduce(c, send, recv, 8, fn, nil); err != nil {
 									return err
 								}
 								if !bytes.Equal(recv, want) {
@@ -284,10 +285,10 @@ func TestMemberStopsAtEveryPoint(t *testing.T) {
 			return g.Reduce(Call{Sig: 12}, input(g.Me, big), make([]byte, 8*big), 1, 8, sum)
 		},
 		"allreduce": func(g *Group) error {
-			return g.Allreduce(Call{Sig: 3}, input(g.Me, 1), make([]byte, 8), 8, sum)
+			return g.Allreduce(Call{Sig: 3}, input(g.Me, 1), make([]byte, 8), 8, sum, nil)
 		},
 		"allreduce-big": func(g *Group) error {
-			return g.Allreduce(Call{Sig: 4}, input(g.Me, big), make([]byte, 8*big), 8, sum)
+			return g.Allreduce(Call{Sig: 4}, input(g.Me, big), make([]byte, 8*big), 8, sum, nil)
 		},
 		"reduce":    func(g *Group) error { return g.Reduce(Call{Sig: 5}, input(g.Me, 1), make([]byte, 8), 1, 8, sum) },
 		"allgather": func(g *Group) error { return g.Allgather(Call{Sig: 6}, input(g.Me, 1), make([]byte, 8*n)) },
@@ -299,7 +300,7 @@ func TestMemberStopsAtEveryPoint(t *testing.T) {
 	}
 	for name, call := range calls {
 		kind, _, _ := strings.Cut(name, "-")
-		for _, point := range []string{"enter", "published", "read"} {
+		for _, point := range []string{"enter", "published", "read", "reduced"} {
 			for _, victim := range []int{0, 1, n - 1} {
 				t.Run(fmt.Sprintf("%s/%s/victim%d", name, point, victim), func(t *testing.T) {
 					var dead atomic.Bool
@@ -388,7 +389,7 @@ func TestRejectEndsWaits(t *testing.T) {
 			g.Reject()
 			return nil
 		}
-		return g.Allreduce(Call{Sig: 3}, input(g.Me, 1), make([]byte, 8), 8, sum)
+		return g.Allreduce(Call{Sig: 3}, input(g.Me, 1), make([]byte, 8), 8, sum, nil)
 	})
 	for _, i := range []int{0, 2} {
 		var re *RejectedError
@@ -416,7 +417,7 @@ func TestBackToBackCallsNoFalseMismatch(t *testing.T) {
 			if err := g.Barrier(Call{Sig: 1}); err != nil {
 				return err
 			}
-			if err := g.Allreduce(Call{Sig: 2, DT: 3}, input(g.Me, 1), buf, 8, sum); err != nil {
+			if err := g.Allreduce(Call{Sig: 2, DT: 3}, input(g.Me, 1), buf, 8, sum, nil); err != nil {
 				return err
 			}
 			if err := g.Bcast(Call{Sig: 4}, buf, 0); err != nil {
@@ -611,6 +612,136 @@ func TestMismatchAfterRepeatedCallsReportsCurrentCall(t *testing.T) {
 		}
 		if got := (Call{Sig: mm.Sig, DT: mm.DT}); mm.Peer != 1-i || got != want[i] {
 			t.Errorf("member %d: mismatch with member %d's call %+v, want member %d's %+v", i, mm.Peer, got, 1-i, want[i])
+		}
+	}
+}
+
+// sum4 is sum's four-input form (Fn4): inout = a + (b + (c + (d + inout))).
+func sum4(a, b, c, d, inout []byte) {
+	sum(d, inout)
+	sum(c, inout)
+	sum(b, inout)
+	sum(a, inout)
+}
+
+// fsum adds float64s; fsum4 is its four-input form, one pass.
+func fsum(in, inout []byte) {
+	for i := 0; i+8 <= len(in); i += 8 {
+		v := math.Float64frombits(binary.LittleEndian.Uint64(in[i:])) + math.Float64frombits(binary.LittleEndian.Uint64(inout[i:]))
+		binary.LittleEndian.PutUint64(inout[i:], math.Float64bits(v))
+	}
+}
+
+func fsum4(a, b, c, d, inout []byte) {
+	f := func(x []byte, i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(x[i:])) }
+	for i := 0; i+8 <= len(inout); i += 8 {
+		binary.LittleEndian.PutUint64(inout[i:], math.Float64bits(f(a, i)+(f(b, i)+(f(c, i)+(f(d, i)+f(inout, i))))))
+	}
+}
+
+// finput is member r's float64s of magnitudes 1e-15 to 1e15: their sums
+// depend on the order of the additions.
+func finput(r, elems, round int) []byte {
+	b := make([]byte, 8*elems)
+	for i := range elems {
+		v := float64(r+1) * math.Pow(10, float64((7*i+3*r+round)%31-15))
+		if (i+r)%3 == 0 {
+			v = -v / 3
+		}
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+	}
+	return b
+}
+
+// The large Allreduce (a reduce-scatter and an allgather on the segment)
+// across its pieces: results against the sequential reduction in member
+// order, bit for bit for float64 sums whose value depends on the order, with
+// and without the four-input form, for a non-commutative operation, in
+// place and not; then many calls back to back of changing data between
+// other calls, each result checked (the slots are rewritten without a
+// wait: a slot rewritten too early shows as a wrong sum).
+func TestLargeAllreducePieces(t *testing.T) {
+	defer func(b int) { bigMax = b }(bigMax)
+	bigMax = 2 * page // pieces of 1024 float64s
+	piece := BigSlot(16) / 8
+	elems := []int{shortAll/8 + 1, piece - 1, piece, piece + 1, 2*piece + 5, 3 * piece}
+	ns := []int{1, 2, 3, 5, 8, 16}
+	if jobtest.RaceEnabled { // the byte loops under the race detector: the piece boundaries only
+		elems, ns = []int{shortAll/8 + 1, piece + 1, 2*piece + 5}, []int{2, 5, 16}
+	}
+	for _, n := range ns {
+		for _, crowded := range []bool{false, true} {
+			if crowded && n < 3 || !crowded && n > 8 {
+				continue // 16 goroutines on a few cores spin long: crowded as processes would be
+			}
+			t.Run(fmt.Sprintf("n%d/crowded=%v", n, crowded), func(t *testing.T) {
+				var dead atomic.Bool
+				gs := newGroups(t, n, crowded, &dead)
+				c := Call{Sig: 42, DT: 1}
+				for _, el := range elems {
+					for _, op := range []struct {
+						name  string
+						fn    func(in, inout []byte)
+						fn4   Fn4
+						input func(r, elems int) []byte
+					}{
+						{"float64 sum", fsum, nil, func(r, e int) []byte { return finput(r, e, 0) }},
+						{"float64 sum, four at a time", fsum, fsum4, func(r, e int) []byte { return finput(r, e, 0) }},
+						{"int64 sum, four at a time", sum, sum4, input},
+						{"affine", affine, nil, input},
+					} {
+						want := op.input(n-1, el)
+						for j := n - 2; j >= 0; j-- {
+							op.fn(op.input(j, el), want)
+						}
+						for _, inPlace := range []bool{false, true} {
+							check(t, each(t, gs, func(g *Group) error {
+								send := op.input(g.Me, el)
+								recv := make([]byte, len(send))
+								if inPlace {
+									recv = send
+								}
+								if err := g.Allreduce(c, send, recv, 8, op.fn, op.fn4); err != nil {
+									return err
+								}
+								if !bytes.Equal(recv, want) {
+									return fmt.Errorf("%s of %d elements (in place %v): member %d differs", op.name, el, inPlace, g.Me)
+								}
+								return nil
+							}))
+						}
+					}
+				}
+				rounds := 200
+				if jobtest.RaceEnabled {
+					rounds = 10
+				}
+				el := 2*piece + 5
+				wants := make([][]byte, rounds)
+				for r := range rounds {
+					wants[r] = finput(n-1, el, r)
+					for j := n - 2; j >= 0; j-- {
+						fsum(finput(j, el, r), wants[r])
+					}
+				}
+				check(t, each(t, gs, func(g *Group) error {
+					recv := make([]byte, 8*el)
+					for r := range rounds {
+						if err := g.Allreduce(c, finput(g.Me, el, r), recv, 8, fsum, fsum4); err != nil {
+							return err
+						}
+						if !bytes.Equal(recv, wants[r]) {
+							return fmt.Errorf("round %d: member %d differs", r, g.Me)
+						}
+						if r%3 == 0 {
+							if err := g.Barrier(Call{Sig: 5}); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				}))
+			})
 		}
 	}
 }
