@@ -256,7 +256,7 @@ func allreducePrep[T Elem](c *Comm, name string, send, recv []T, op *Op, ov ...*
 	if shmCand {
 		sig, dt := sigOf(coll.KAllreduce, op, 0, len(send)), factsFor[T](ov).dt
 		if run, ok := shmRun(c, name, sig, dt, coll.ShmArgs{Kind: coll.KAllreduce, Send: asBytes(send), Recv: asBytes(recv[:len(send)]),
-			PRecv: asBytes(recv), ESize: dtypeSize(dt), F: coll.ReduceFn(f), Commut: op.commutative}); ok {
+			PRecv: asBytes(recv), ESize: dtypeSize(dt), F: coll.ReduceFn(f), F4: coll.ReduceFn4(opFunc4[T](op, ov...)), Commut: op.commutative}); ok {
 			return run, nil
 		}
 	}
