@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 )
@@ -64,7 +63,7 @@ func (c *Comm) shmEligible() bool {
 // shmHost is w's side of the shared-memory collectives, made at its first
 // segment.
 func (w *World) shmHost() *coll.ShmHost {
-	w.shmOnce.Do(func() { w.shm = coll.NewShmHost(w.eng, w.calls, w.abort, w.stop, &w.bg) })
+	w.shmOnce.Do(func() { w.shm = coll.NewShmHost(w.eng, w.abort, w.stop, &w.bg) })
 	return w.shm
 }
 
@@ -116,12 +115,6 @@ func (s *shmComm) ShmFailed() error {
 }
 
 func (s *shmComm) ShmContext() context.Context { return s.cctx }
-
-func (s *shmComm) ShmEntry(op string, dt uint64) calls.Entry {
-	en := (*Comm)(s).entry(op)
-	en.Type = trackType(p2p.DType(dt))
-	return en
-}
 
 // ShmErr turns an error of the shared-memory call op (sequence number
 // seq, signature sig, element type dt) into the call's.

@@ -9,15 +9,15 @@ import (
 // The hang report (issue 23; docs/debugging.md) is made by the runtime
 // (internal/rte/hang.go: the watchdog, the reporter, the ctl.Hang queries
 // and answers through internal/rte/hangdrive, the report's output). The
-// World gives it what only the API knows, as a delegate: the table of the
-// calls this process waits in (track.go), CommWorld's members, the
-// failures in order, and what it knows of each call's communicator; and
-// how to end the job after a report.
+// World gives it what only the API knows, as a delegate: CommWorld's
+// members, the failures in order, and what it knows of each call's
+// communicator; and how to end the job after a report. The calls this
+// process waits in are the runtime's table (rte.Rank.Calls), which the
+// API fills (track.go).
 
 // hangDelegate is what the runtime's hang reports need of w.
 func (w *World) hangDelegate() rte.HangDelegate {
 	return rte.HangDelegate{
-		Calls: w.calls,
 		Members: func() []int {
 			if w.world == nil || w.rt.Spares.IsSpare() {
 				return nil

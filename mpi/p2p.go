@@ -535,7 +535,7 @@ func (c *Comm) Probe(source, tag int) (Status, error) {
 			en := c.entry(op)
 			c.setPeer(&en, source)
 			en.Tag = int32(tag)
-			slot = c.w.calls.Enter(&en)
+			slot = c.w.rt.Calls.Enter(&en)
 		}
 		if source == AnySource {
 			if ps, ok := e.Iprobe(c.ctx, int32(source), int32(tag)); ok {

@@ -33,7 +33,7 @@ func (w *World) startTrace(inc int, spare bool) {
 	if w.epoch > 0 {
 		label += fmt.Sprintf(" epoch %d", w.epoch)
 	}
-	w.trc = rte.StartTrace(rte.TraceConfig{Proc: w.rank, Label: label, Inc: inc, Epoch: w.epoch, Calls: w.calls})
+	w.trc = rte.StartTrace(rte.TraceConfig{Proc: w.rank, Label: label, Inc: inc, Epoch: w.epoch, Calls: w.rt.Calls})
 	w.trcInc = inc
 }
 

@@ -5,22 +5,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/calls"
+	"github.com/ftmpi/ftmpi/internal/coll"
+	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
 // waitEntry polls w's call table until an entry satisfies ok (deadline
 // 30 s) and returns it.
-func waitEntry(t *testing.T, w *World, ok func(e calls.Entry) bool) (calls.Entry, error) {
+func waitEntry(t *testing.T, w *World, ok func(e rte.Call) bool) (rte.Call, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, e := range w.calls.Snapshot(calls.Now()) {
+		for _, e := range w.rt.Calls.Snapshot(rte.CallNow()) {
 			if ok(e) {
 				return e, nil
 			}
 		}
 		time.Sleep(time.Millisecond) // polling the other rank's table for its entry
 	}
-	return calls.Entry{}, fmt.Errorf("no such entry in rank %d's table: %+v", w.rank, w.calls.Snapshot(calls.Now()))
+	return rte.Call{}, fmt.Errorf("no such entry in rank %d's table: %+v", w.rank, w.rt.Calls.Snapshot(rte.CallNow()))
 }
 
 // Every rank knows what it is waiting in (issue 23 item 1): a blocked
@@ -44,17 +46,17 @@ func TestCallTableRecordsBlockedCalls(t *testing.T) {
 				return err
 			}
 		} else {
-			e, err := waitEntry(t, peer, func(e calls.Entry) bool { return e.Op == "MPI_Recv" })
+			e, err := waitEntry(t, peer, func(e rte.Call) bool { return e.Op == "MPI_Recv" })
 			if err != nil {
 				return err
 			}
-			if e.Comm != "MPI_COMM_WORLD" || e.Peer != calls.Any || e.Tag != 3 || e.Count != 3 || e.Type != "float64" || e.Seq != calls.None {
+			if e.Comm != "MPI_COMM_WORLD" || e.Peer != rte.CallAny || e.Tag != 3 || e.Count != 3 || e.Type != "float64" || e.Seq != rte.CallNone {
 				return fmt.Errorf("wildcard receive recorded as %+v", e)
 			}
 			if err := Send(c, buf, 1, 3); err != nil {
 				return err
 			}
-			e, err = waitEntry(t, peer, func(e calls.Entry) bool { return e.Op == "MPI_Wait" })
+			e, err = waitEntry(t, peer, func(e rte.Call) bool { return e.Op == "MPI_Wait" })
 			if err != nil {
 				return err
 			}
@@ -72,11 +74,11 @@ func TestCallTableRecordsBlockedCalls(t *testing.T) {
 		}
 		// The third collective: rank 0 waits in it until rank 1 saw it.
 		if c.Rank() == 1 {
-			e, err := waitEntry(t, peer, func(e calls.Entry) bool { return e.Op == "MPI_Allreduce" && e.Seq == 3 })
+			e, err := waitEntry(t, peer, func(e rte.Call) bool { return e.Op == "MPI_Allreduce" && e.Seq == 3 })
 			if err != nil {
 				return err
 			}
-			if e.Count != 3 || e.Type != "float64" || e.Root != calls.None || e.Background {
+			if e.Count != 3 || e.Type != "float64" || e.Root != rte.CallNone || e.Background {
 				return fmt.Errorf("the third collective recorded as %+v", e)
 			}
 		}
@@ -86,15 +88,44 @@ func TestCallTableRecordsBlockedCalls(t *testing.T) {
 		if err := c.Barrier(); err != nil {
 			return err
 		}
-		if s := w.calls.Snapshot(calls.Now()); len(s) != 0 {
+		if s := w.rt.Calls.Snapshot(rte.CallNow()); len(s) != 0 {
 			return fmt.Errorf("rank %d: %+v still in the table after the calls returned", c.Rank(), s)
 		}
-		if w.calls.Progress() == 0 {
+		if w.rt.Calls.Progress() == 0 {
 			return fmt.Errorf("rank %d: no progress counted", c.Rank())
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkTrack measures one recorded wait, enter and leave, as the API
+// makes it on its wait paths (no MPI counterpart): a blocked call's
+// (trackOp, Comm.entry into the runtime's table, the path of p2p.go's
+// and request.go's waits) and a shared-memory collective's (through the
+// coll.ShmComm interface, as internal/coll's path calls it).
+func BenchmarkTrack(b *testing.B) {
+	err := Run(1, func(w *World) error {
+		c := w.CommWorld()
+		b.Run("op", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				c.w.leave(c.trackOp("MPI_Barrier"))
+			}
+		})
+		b.Run("shm", func(b *testing.B) {
+			var sc coll.ShmComm = (*shmComm)(c)
+			sig := coll.MakeSig(coll.KAllreduce, 1, 0, 1)
+			b.ReportAllocs()
+			for i := range b.N {
+				sc.ShmUnblock(sc.ShmBlock("MPI_Allreduce", uint64(p2p.DTFloat64), sig, uint32(i), 0, 0))
+			}
+		})
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }

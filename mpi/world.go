@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
@@ -60,11 +59,10 @@ type World struct {
 	reinitMu sync.Mutex
 	cancel   func() // cancels the resilient function's context of this epoch
 
-	calls *calls.Table // the calls in progress (track.go, internal/calls)
-	ft    ftWorld      // fault-tolerance state (ft.go)
-	bsend bsendState   // the attached buffer of buffered sends (bsend.go)
-	chk   checkState   // the checking mode's live requests and private communicators (check.go)
-	dpm   dpmState     // ports and connections in progress (dpm.go)
+	ft    ftWorld    // fault-tolerance state (ft.go)
+	bsend bsendState // the attached buffer of buffered sends (bsend.go)
+	chk   checkState // the checking mode's live requests and private communicators (check.go)
+	dpm   dpmState   // ports and connections in progress (dpm.go)
 
 	spares      spareState        // spare processes: this one as a spare, or the pool it may take (spare.go)
 	fence       finalFence        // MPI_Finalize without a head: who has entered it (finalize.go)
@@ -169,7 +167,7 @@ type worldSpares struct {
 // Run and for a singleton), peerInc the incarnation of each process in
 // this epoch (nil: all 0).
 func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, tr transport.Transport, mode string, net *rte.Net, peerInc []int, sp worldSpares) *World {
-	w := &World{rank: proc, size: universe, eng: eng, mode: mode, stop: make(chan struct{}), peerInc: peerInc, hr: sp.hr, calls: new(calls.Table)}
+	w := &World{rank: proc, size: universe, eng: eng, mode: mode, stop: make(chan struct{}), peerInc: peerInc, hr: sp.hr}
 	w.rt = rte.NewRank(rte.RankConfig{Proc: proc, Universe: universe, Eng: eng, Tr: tr, Net: net, PeerInc: peerInc, Stop: w.stop, WG: &w.bg,
 		Hang: w.hangDelegate(), Fence: w.fenceDelegate(),
 		Spares: rte.SpareConfig{Pool: sp.pool, IsSpare: sp.isSpare, Pairs: ctxPairs, InEpoch: w.inEpoch},

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"weak"
 
-	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/coll/shmcoll"
 	"github.com/ftmpi/ftmpi/internal/rma/segment"
 )
@@ -23,12 +22,12 @@ import (
 // path (ShmPath: its state, its segment set up collectively within its
 // first eligible call, the call prepared on it, the rejection of a call),
 // the waits' environment (the failures, revocations, job abort and
-// context cut that end a wait, the call table's record of a blocked wait)
-// and the process's doorbell watcher (ShmHost). The caller (package mpi)
-// gives what a communicator is (ShmComm: whether it may use a segment at
-// all, from values every member agrees on; its sequence of collective
-// calls; its failed members; its names; its error classes) and the typed
-// entries.
+// context cut that end a wait) and the process's doorbell watcher
+// (ShmHost). The caller (package mpi) gives what a communicator is
+// (ShmComm: whether it may use a segment at all, from values every member
+// agrees on; its sequence of collective calls; its failed members; its
+// names; its error classes; the record of a blocked wait in the call
+// table, which this package does not know) and the typed entries.
 //
 // The segment is set up at the first eligible call, collectively and
 // within that call (its sequence number, tag and signature: a member that
@@ -213,10 +212,15 @@ type ShmComm interface {
 	// ShmContext is the context of the handle (nil: none): its Done cuts
 	// a wait.
 	ShmContext() context.Context
-	// ShmEntry is the call table's record of the call op of element type
-	// dt on the handle, the fields the path does not fill set (Root,
-	// Count, Seq, Peer and PeerProc are the path's).
-	ShmEntry(op string, dt uint64) calls.Entry
+	// ShmBlock records in the process's table of calls in progress (hang
+	// reports, the trace timeline) that the call op (element type dt,
+	// signature sig, sequence number seq) waits for member peer (-1:
+	// none), process proc, and returns what to give ShmUnblock. It is
+	// called when a wait is about to sleep, so it must not allocate or
+	// block.
+	ShmBlock(op string, dt uint64, sig Sig, seq uint32, peer, proc int) int
+	// ShmUnblock ends the wait ShmBlock recorded (its result).
+	ShmUnblock(slot int)
 	// ShmErr turns the error of the call op (sequence number seq,
 	// signature sig, element type dt) into the caller's: a *ShmError, the
 	// error of ShmFailed, or another.
@@ -297,17 +301,16 @@ type ShmEngine interface {
 }
 
 // ShmHost is a process's side of the shared-memory collectives (one per
-// World): the failure state, the call table, the job's abort, and the
-// set of mapped segments whose sleepers its watcher (one goroutine,
-// started with the first segment, ended by stop, by the abort or by the
-// process's kill) wakes when the process learns of a peer loss, a newly
-// revoked or poisoned context or the job's abort: subscribed once, so
-// that a wait that goes to sleep starts nothing (a goroutine per sleeping
-// wait cost Allreduce and Allgather 64 KiB at np 8 about a fifth). It has
-// no MPI counterpart.
+// World): the failure state, the job's abort, and the set of mapped
+// segments whose sleepers its watcher (one goroutine, started with the
+// first segment, ended by stop, by the abort or by the process's kill)
+// wakes when the process learns of a peer loss, a newly revoked or
+// poisoned context or the job's abort: subscribed once, so that a wait
+// that goes to sleep starts nothing (a goroutine per sleeping wait cost
+// Allreduce and Allgather 64 KiB at np 8 about a fifth). It has no MPI
+// counterpart.
 type ShmHost struct {
 	eng         ShmEngine
-	calls       *calls.Table
 	abort, stop <-chan struct{}
 	bg          *sync.WaitGroup
 
@@ -327,12 +330,11 @@ type shmGroups struct {
 	m  map[weak.Pointer[shmcoll.Group]]struct{}
 }
 
-// NewShmHost is the side of a process whose engine is eng, whose blocked
-// calls are recorded in table, whose job's abort closes abort and whose
-// end closes stop; the watcher counts itself in bg. It has no MPI
-// counterpart.
-func NewShmHost(eng ShmEngine, table *calls.Table, abort, stop <-chan struct{}, bg *sync.WaitGroup) *ShmHost {
-	return &ShmHost{eng: eng, calls: table, abort: abort, stop: stop, bg: bg,
+// NewShmHost is the side of a process whose engine is eng, whose job's
+// abort closes abort and whose end closes stop; the watcher counts itself
+// in bg. It has no MPI counterpart.
+func NewShmHost(eng ShmEngine, abort, stop <-chan struct{}, bg *sync.WaitGroup) *ShmHost {
+	return &ShmHost{eng: eng, abort: abort, stop: stop, bg: bg,
 		set: &shmGroups{m: make(map[weak.Pointer[shmcoll.Group]]struct{})}}
 }
 
@@ -716,10 +718,11 @@ func (e *shmEnv) Check() error {
 }
 
 // Block records the wait for member peer in the call table (hang
-// reports). The events Check reports ring the doorbell through the
-// process's watcher (ShmHost), subscribed at the segment's set-up; only a
-// context view's wait arms a ring on its context (context.AfterFunc, no
-// goroutine until it fires), until Unblock.
+// reports) through the caller's ShmComm.ShmBlock. The events Check
+// reports ring the doorbell through the process's watcher (ShmHost),
+// subscribed at the segment's set-up; only a context view's wait arms a
+// ring on its context (context.AfterFunc, no goroutine until it fires),
+// until Unblock.
 func (e *shmEnv) Block(peer int) int {
 	if ctx := e.c.ShmContext(); ctx != nil {
 		wk := &shmWaker{}
@@ -727,23 +730,16 @@ func (e *shmEnv) Block(peer int) int {
 		wk.stop = context.AfterFunc(ctx, func() { wk.ring(g) })
 		e.wk = wk
 	}
-	en := e.c.ShmEntry(e.op, e.dt)
-	k := e.sig.Kind()
-	if Rooted(k) {
-		en.Root = int32(e.sig.Root())
-	}
-	if Counted(k) {
-		en.Count = int64(e.sig.Count())
-	}
-	en.Seq = int64(e.seq & seqMask)
+	proc := -1
 	if p := e.p; peer >= 0 && peer < p.n {
-		proc := peer
+		proc = peer
 		if p.procs != nil {
 			proc = p.procs[peer]
 		}
-		en.Peer, en.PeerProc = int32(peer), int32(proc)
+	} else {
+		peer = -1
 	}
-	return e.p.host.calls.Enter(&en)
+	return e.c.ShmBlock(e.op, e.dt, e.sig, e.seq&seqMask, peer, proc)
 }
 
 // Unblock ends the wait Block recorded.
@@ -755,5 +751,5 @@ func (e *shmEnv) Unblock(i int) {
 		k.mu.Unlock()
 		e.wk = nil
 	}
-	e.p.host.calls.Leave(i)
+	e.c.ShmUnblock(i)
 }

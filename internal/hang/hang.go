@@ -1,5 +1,5 @@
 // Package hang writes the hang report of a job: from what every rank says
-// it is waiting in (its internal/calls table, with what it knows of each
+// it is waiting in (its call table, internal/rte's, with what it knows of each
 // communicator) and the failures known, one text that groups the ranks by
 // the call they wait in, finds cycles of point-to-point waits, names
 // mismatched collectives with both sides, and flags waits on a
@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// Special values of Call fields (as internal/calls).
+// Special values of Call fields (as internal/rte's call table).
 const (
 	None = -2
 	Any  = -1

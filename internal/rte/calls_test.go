@@ -1,4 +1,4 @@
-package calls
+package rte
 
 import (
 	"fmt"
@@ -7,21 +7,21 @@ import (
 	"testing"
 )
 
-var names = []string{"MPI_Recv", "MPI_Send", "MPI_Allreduce", "MPI_Barrier"}
+var callNames = []string{"MPI_Recv", "MPI_Send", "MPI_Allreduce", "MPI_Barrier"}
 
-// entry i is self-consistent: every field derives from i, so a torn read
+// testCall(i) is self-consistent: every field derives from i, so a torn read
 // shows as a mismatch.
-func entry(i int) Entry {
-	e := Blank(names[i%len(names)], fmt.Sprint("comm", i%7), uint32(i))
+func testCall(i int) Call {
+	e := BlankCall(callNames[i%len(callNames)], fmt.Sprint("comm", i%7), uint32(i))
 	e.Peer, e.PeerProc, e.Root, e.Tag = int32(i%5), int32(i%5+100), int32(i%3), int32(i)
-	e.Count, e.Type, e.Seq = int64(i)*2, names[(i+1)%len(names)], int64(i)*3
-	e.Of, e.Background = names[(i+2)%len(names)], i%2 == 1
+	e.Count, e.Type, e.Seq = int64(i)*2, callNames[(i+1)%len(callNames)], int64(i)*3
+	e.Of, e.Background = callNames[(i+2)%len(callNames)], i%2 == 1
 	return e
 }
 
-func consistent(e Entry) error {
+func consistentCall(e Call) error {
 	i := int(e.Ctx)
-	w := entry(i)
+	w := testCall(i)
 	w.Since = e.Since
 	if e != w {
 		return fmt.Errorf("torn entry %+v, want %+v", e, w)
@@ -29,19 +29,19 @@ func consistent(e Entry) error {
 	return nil
 }
 
-func TestEnterLeaveSnapshot(t *testing.T) {
-	var tb Table
-	a := tb.Enter(ptr(entry(1)))
-	b := tb.Enter(ptr(entry(2)))
+func TestCallTableEnterLeaveSnapshot(t *testing.T) {
+	var tb CallTable
+	a := tb.Enter(callPtr(testCall(1)))
+	b := tb.Enter(callPtr(testCall(2)))
 	if a < 0 || b < 0 || a == b {
 		t.Fatalf("slots %d %d", a, b)
 	}
-	s := tb.Snapshot(Now())
+	s := tb.Snapshot(CallNow())
 	if len(s) != 2 || s[0].Ctx != 1 || s[1].Ctx != 2 {
 		t.Fatalf("snapshot %+v", s)
 	}
 	for _, e := range s {
-		if err := consistent(e); err != nil {
+		if err := consistentCall(e); err != nil {
 			t.Fatal(err)
 		}
 		if e.Since <= 0 {
@@ -53,11 +53,11 @@ func TestEnterLeaveSnapshot(t *testing.T) {
 	if tb.Progress() != p+1 {
 		t.Fatalf("progress %d after a leave, was %d", tb.Progress(), p)
 	}
-	if s := tb.Snapshot(Now()); len(s) != 1 || s[0].Ctx != 2 {
+	if s := tb.Snapshot(CallNow()); len(s) != 1 || s[0].Ctx != 2 {
 		t.Fatalf("after leave: %+v", s)
 	}
 	tb.Leave(b)
-	if s := tb.Snapshot(Now()); len(s) != 0 {
+	if s := tb.Snapshot(CallNow()); len(s) != 0 {
 		t.Fatalf("after both left: %+v", s)
 	}
 	tb.Leave(-1) // ignored
@@ -65,9 +65,9 @@ func TestEnterLeaveSnapshot(t *testing.T) {
 
 // A wait's Since is the first sample that saw it; a new occupant of the
 // same slot is a new wait; Moving follows the progress counter.
-func TestSampledTimes(t *testing.T) {
-	var tb Table
-	i := tb.Enter(ptr(entry(1)))
+func TestCallTableSampledTimes(t *testing.T) {
+	var tb CallTable
+	i := tb.Enter(callPtr(testCall(1)))
 	tb.Sample(100)
 	if s := tb.Snapshot(500); len(s) != 1 || s[0].Since != 100 {
 		t.Fatalf("snapshot %+v, want since 100", s)
@@ -76,7 +76,7 @@ func TestSampledTimes(t *testing.T) {
 		t.Fatalf("moving %d, want the first sample 100", m)
 	}
 	tb.Leave(i)
-	j := tb.Enter(ptr(entry(2)))
+	j := tb.Enter(callPtr(testCall(2)))
 	if j != i {
 		t.Fatalf("slot %d not reused (%d)", i, j)
 	}
@@ -93,56 +93,56 @@ func TestSampledTimes(t *testing.T) {
 	tb.Leave(j)
 }
 
-func TestNilTable(t *testing.T) {
-	var tb *Table
-	if i := tb.Enter(ptr(entry(1))); i != -1 {
+func TestCallTableNil(t *testing.T) {
+	var tb *CallTable
+	if i := tb.Enter(callPtr(testCall(1))); i != -1 {
 		t.Fatalf("nil table Enter = %d", i)
 	}
 	tb.Leave(0)
 	tb.Moved()
 	tb.Sample(1)
-	if tb.Snapshot(Now()) != nil || tb.Progress() != 0 || tb.Overflow() != 0 || tb.Moving() != 0 {
+	if tb.Snapshot(CallNow()) != nil || tb.Progress() != 0 || tb.Overflow() != 0 || tb.Moving() != 0 {
 		t.Fatal("nil table reports something")
 	}
 }
 
-func TestOverflowCounts(t *testing.T) {
-	var tb Table
+func TestCallTableOverflowCounts(t *testing.T) {
+	var tb CallTable
 	var got []int
-	for i := 0; i < Slots; i++ {
-		s := tb.Enter(ptr(entry(i)))
+	for i := 0; i < CallSlots; i++ {
+		s := tb.Enter(callPtr(testCall(i)))
 		if s < 0 {
 			t.Fatalf("enter %d: table full early", i)
 		}
 		got = append(got, s)
 	}
-	if s := tb.Enter(ptr(entry(Slots))); s != -1 {
-		t.Fatalf("enter beyond Slots = %d", s)
+	if s := tb.Enter(callPtr(testCall(CallSlots))); s != -1 {
+		t.Fatalf("enter beyond CallSlots = %d", s)
 	}
 	if tb.Overflow() != 1 {
 		t.Fatalf("overflow %d", tb.Overflow())
 	}
-	if n := len(tb.Snapshot(Now())); n != Slots {
+	if n := len(tb.Snapshot(CallNow())); n != CallSlots {
 		t.Fatalf("snapshot has %d entries", n)
 	}
 	tb.Leave(got[5])
-	if s := tb.Enter(ptr(entry(7))); s != got[5] {
+	if s := tb.Enter(callPtr(testCall(7))); s != got[5] {
 		t.Fatalf("freed slot not reused: %d", s)
 	}
 }
 
-func TestObserverSeesEnterAndLeave(t *testing.T) {
-	var tb Table
-	var evs []Event
-	tb.SetObserver(func(ev Event) { evs = append(evs, ev) })
-	i := tb.Enter(ptr(entry(3)))
+func TestCallTableObserverSeesEnterAndLeave(t *testing.T) {
+	var tb CallTable
+	var evs []CallEvent
+	tb.SetObserver(func(ev CallEvent) { evs = append(evs, ev) })
+	i := tb.Enter(callPtr(testCall(3)))
 	tb.Leave(i)
 	tb.SetObserver(nil)
-	tb.Leave(tb.Enter(ptr(entry(4))))
+	tb.Leave(tb.Enter(callPtr(testCall(4))))
 	if len(evs) != 2 || evs[0].Leave || !evs[1].Leave || evs[0].Slot != i || evs[1].Slot != i {
 		t.Fatalf("events %+v", evs)
 	}
-	if err := consistent(evs[1].Entry); err != nil {
+	if err := consistentCall(evs[1].Call); err != nil {
 		t.Fatal(err)
 	}
 	if evs[1].At < evs[0].At || evs[0].Since != evs[0].At || evs[0].At <= 0 {
@@ -152,8 +152,8 @@ func TestObserverSeesEnterAndLeave(t *testing.T) {
 
 // Many goroutines enter and leave while readers snapshot: every entry
 // read is whole, and every slot is free at the end.
-func TestConcurrentConsistent(t *testing.T) {
-	var tb Table
+func TestCallTableConcurrentConsistent(t *testing.T) {
+	var tb CallTable
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	const writers, rounds = 8, 2000
@@ -162,7 +162,7 @@ func TestConcurrentConsistent(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for r := 0; r < rounds; r++ {
-				i := tb.Enter(ptr(entry(g*rounds + r)))
+				i := tb.Enter(callPtr(testCall(g*rounds + r)))
 				tb.Leave(i)
 			}
 		}(g)
@@ -173,8 +173,8 @@ func TestConcurrentConsistent(t *testing.T) {
 	go func() {
 		defer rd.Done()
 		for !stop.Load() {
-			for _, e := range tb.Snapshot(Now()) {
-				if err := consistent(e); err != nil {
+			for _, e := range tb.Snapshot(CallNow()) {
+				if err := consistentCall(e); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -192,7 +192,7 @@ func TestConcurrentConsistent(t *testing.T) {
 		t.Fatal(err)
 	default:
 	}
-	if n := len(tb.Snapshot(Now())); n != 0 {
+	if n := len(tb.Snapshot(CallNow())); n != 0 {
 		t.Fatalf("%d entries left", n)
 	}
 	if p := tb.Progress(); p != writers*rounds {
@@ -200,21 +200,21 @@ func TestConcurrentConsistent(t *testing.T) {
 	}
 }
 
-func TestNoAllocation(t *testing.T) {
-	var tb Table
-	e := entry(1)
+func TestCallTableNoAllocation(t *testing.T) {
+	var tb CallTable
+	e := testCall(1)
 	if n := testing.AllocsPerRun(100, func() { tb.Leave(tb.Enter(&e)) }); n != 0 {
 		t.Fatalf("%v allocations per Enter/Leave", n)
 	}
-	tb.SetObserver(func(Event) {})
+	tb.SetObserver(func(CallEvent) {})
 	if n := testing.AllocsPerRun(100, func() { tb.Leave(tb.Enter(&e)) }); n != 0 {
 		t.Fatalf("%v allocations per Enter/Leave with an observer", n)
 	}
 }
 
-func BenchmarkEnterLeave(b *testing.B) {
-	var tb Table
-	e := entry(1)
+func BenchmarkCallTableEnterLeave(b *testing.B) {
+	var tb CallTable
+	e := testCall(1)
 	for i := 0; i < b.N; i++ {
 		tb.Leave(tb.Enter(&e))
 	}
@@ -222,12 +222,12 @@ func BenchmarkEnterLeave(b *testing.B) {
 
 // Two calls in turn: every field of the slot changes at each Enter (the
 // dearest case: every word is stored).
-func BenchmarkEnterLeaveChanging(b *testing.B) {
-	var tb Table
-	e := [2]Entry{entry(1), entry(2)}
+func BenchmarkCallTableEnterLeaveChanging(b *testing.B) {
+	var tb CallTable
+	e := [2]Call{testCall(1), testCall(2)}
 	for i := 0; i < b.N; i++ {
 		tb.Leave(tb.Enter(&e[i&1]))
 	}
 }
 
-func ptr(e Entry) *Entry { return &e }
+func callPtr(e Call) *Call { return &e }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/hang"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/rte/hangdrive"
@@ -16,8 +15,8 @@ import (
 )
 
 // The hang report (issue 23; docs/debugging.md), as the runtime makes it.
-// Every rank keeps the table of the calls it waits in (the API's
-// HangDelegate.Calls). A report is made by one rank, the reporter: the
+// Every rank keeps the table of the calls it waits in (Rank.Calls, which
+// the API fills: calls.go). A report is made by one rank, the reporter: the
 // lowest live member of CommWorld. It asks every other live member for its
 // calls with a ctl.Hang query over the job's own transport
 // (internal/rte/hangdrive: so it works under ftmpirun, srun or mpiexec
@@ -33,13 +32,12 @@ import (
 // tells the launcher it is done).
 
 // HangDelegate is what the hang reports need of the API above the runtime
-// (memberlist's delegates are the model): the calls this process waits in
-// and what it knows of their communicators. Every function must be safe
-// to call from any goroutine and must not block.
+// (memberlist's delegates are the model): CommWorld's members, the
+// failures in order and what this process knows of each call's
+// communicator (the calls themselves are the Rank's table, Rank.Calls).
+// Every function must be safe to call from any goroutine and must not
+// block.
 type HangDelegate struct {
-	// Calls is the table of the calls in progress (nil: none; the answers
-	// then say this process waits in nothing).
-	Calls *calls.Table
 	// Members is CommWorld's process ids in rank order; nil when this
 	// process makes no report (no CommWorld yet, or a waiting spare).
 	Members func() []int
@@ -91,7 +89,7 @@ type hangState struct {
 	// reported (no new report until it changes).
 	mu   sync.Mutex
 	seen int64
-	// asked: when (calls.Now) the watchdog last asked the ranks; it asks
+	// asked: when (CallNow) the watchdog last asked the ranks; it asks
 	// again only half a timeout later (a rank blocked for long while
 	// another computes costs two queries per timeout, not one per sample).
 	// Only the watchdog's goroutine reads and writes it.
@@ -150,9 +148,7 @@ func (r *Rank) StartHang(hw HangWatch) {
 				return
 			case <-tk.C:
 			}
-			if c := r.hang.del.Calls; c != nil {
-				c.Sample(calls.Now())
-			}
+			r.Calls.Sample(CallNow())
 			if hw.Timeout > 0 {
 				r.watchHang()
 			}
@@ -187,11 +183,11 @@ func (r *Rank) reporter() bool {
 func (r *Rank) watchHang() {
 	hw := &r.hang.watch
 	t := hw.Timeout
-	c := r.hang.del.Calls
-	if c == nil || !r.reporter() || hw.Finalized != nil && hw.Finalized() {
+	c := r.Calls
+	if !r.reporter() || hw.Finalized != nil && hw.Finalized() {
 		return
 	}
-	now := calls.Now()
+	now := CallNow()
 	moved := c.Moving()
 	r.hang.mu.Lock()
 	seen := r.hang.seen
@@ -267,11 +263,8 @@ func (r *Rank) gatherHang(reason string) hang.Input {
 // knows of their communicators.
 func (r *Rank) hangSelf() hang.Rank {
 	out := hang.Rank{Rank: r.Proc, Answered: true}
-	c := r.hang.del.Calls
-	if c == nil {
-		return out
-	}
-	now := calls.Now()
+	c := r.Calls
+	now := CallNow()
 	es := c.Snapshot(now)
 	out.Overflow = c.Overflow()
 	if m := c.Moving(); m > 0 {
@@ -286,7 +279,7 @@ func (r *Rank) hangSelf() hang.Rank {
 // maxMembers bounds the member list an answer carries.
 const maxMembers = 4096
 
-func (r *Rank) hangCall(e calls.Entry, now int64) hang.Call {
+func (r *Rank) hangCall(e Call, now int64) hang.Call {
 	hc := hang.Call{Op: e.Op, Of: e.Of, Comm: e.Comm, Ctx: e.Ctx, Peer: int(e.Peer), PeerProc: int(e.PeerProc),
 		Root: int(e.Root), Tag: int(e.Tag), Count: e.Count, Type: e.Type, Seq: e.Seq,
 		Waited: time.Duration(now - e.Since), Background: e.Background}

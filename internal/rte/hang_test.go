@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"github.com/ftmpi/ftmpi/internal/calls"
 )
 
 // The runtime makes the hang report from its delegates: both ranks of a
@@ -23,14 +21,11 @@ func TestRankHangReport(t *testing.T) {
 	defer j.close()
 	done := make(chan struct{})
 	ranks := make([]*Rank, n)
-	tables := make([]*calls.Table, n)
 	outs := make([]*syncBuf, n)
 	ended := make(chan string, n)
 	for i := range n {
-		tables[i] = new(calls.Table)
 		cfg := j.config(i)
 		cfg.Hang = HangDelegate{
-			Calls:   tables[i],
 			Members: func() []int { return []int{0, 1} },
 			Comm: func(ctx uint32) (HangComm, bool) {
 				return HangComm{Size: n, Lost: []int{1}, Acked: []int{1}, Revoked: true}, ctx == 9
@@ -41,9 +36,9 @@ func TestRankHangReport(t *testing.T) {
 	}
 	for i := range n {
 		ranks[i].Start()
-		e := calls.Blank("MPI_Recv", "MPI_COMM_WORLD", 9)
+		e := BlankCall("MPI_Recv", "MPI_COMM_WORLD", 9)
 		e.Peer, e.PeerProc, e.Tag = int32(1-i), int32(1-i), 5
-		tables[i].Enter(&e)
+		ranks[i].Calls.Enter(&e)
 	}
 	for i := range n {
 		i := i

@@ -13,8 +13,10 @@
 // control frames in internal/rte/ctl. NewRank builds and registers the
 // drivers the API does not run itself (hang reports, the headless Finalize
 // fence, spares, headless Reinit's frames) and registers the API's
-// handlers of the other control frames (Frames). A communicator's
-// fault-tolerance state is the runtime's too (CommFT, from
+// handlers of the other control frames (Frames); each Rank owns the
+// table of the calls its epoch waits in (CallTable, Rank.Calls), which
+// the API fills and the hang reports and the trace timeline read. A
+// communicator's fault-tolerance state is the runtime's too (CommFT, from
 // Rank.NewCommFT: its overlay, revocation and agreements, and the
 // agreements of the API's fault-tolerance calls in flags, process ids and
 // bitmap words, with a Replace attempt's spare side); the API keeps the

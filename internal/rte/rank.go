@@ -42,6 +42,10 @@ type Rank struct {
 	Hosts Hosts
 	// Spares is this epoch's part in the spare processes (spares.go).
 	Spares *sparedrive.Spares
+	// Calls is the table of the calls this epoch's goroutines wait in
+	// (calls.go): the API records its waits, the hang reports and the
+	// trace timeline read it.
+	Calls *CallTable
 
 	client   *boot.Client                   // the launcher connection (RankConfig.Net's; nil under Run, for a singleton, under a PMI launcher)
 	hang     hangState                      // hang reports (hang.go)
@@ -132,7 +136,7 @@ func (f Frames) register(r *Rank) {
 // Frames.
 func NewRank(c RankConfig) *Rank {
 	c.Eng.SetTransport(c.Tr)
-	r := &Rank{Proc: c.Proc, Eng: c.Eng, Tr: c.Tr, stop: c.Stop, wg: c.WG, universe: c.Universe}
+	r := &Rank{Proc: c.Proc, Eng: c.Eng, Tr: c.Tr, Calls: new(CallTable), stop: c.Stop, wg: c.WG, universe: c.Universe}
 	if c.Net != nil {
 		r.client = c.Net.client
 		r.Hosts.Add(c.Net.Endpoints)

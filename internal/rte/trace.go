@@ -4,7 +4,6 @@ import (
 	"os"
 	"sync/atomic"
 
-	"github.com/ftmpi/ftmpi/internal/calls"
 	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
@@ -19,7 +18,7 @@ type TraceConfig struct {
 	Inc, Epoch int
 	// Calls, if not nil, is the call table whose blocking waits become
 	// the MPI call spans, one lane per slot.
-	Calls *calls.Table
+	Calls *CallTable
 }
 
 // StartTrace makes the recorder of one World: its metadata (start time,
@@ -42,10 +41,10 @@ func StartTrace(c TraceConfig) *trace.Recorder {
 	if t := c.Calls; t != nil {
 		// The table's clock is monotonic (ns); off maps it onto the wall
 		// clock once.
-		off := trace.Now()*1000 - calls.Now()
+		off := trace.Now()*1000 - CallNow()
 		observe := func() {
-			var enter [calls.Slots]atomic.Int64 // 0: entered before this observer
-			t.SetObserver(func(ev calls.Event) {
+			var enter [CallSlots]atomic.Int64 // 0: entered before this observer
+			t.SetObserver(func(ev CallEvent) {
 				if !ev.Leave {
 					enter[ev.Slot].Store(ev.At)
 					return

@@ -9,7 +9,7 @@
 // What a Recorder keeps, per process: every fault-tolerance event
 // (failures, revocations, agreements, shrink, spawn, spares, Reinit
 // epochs, checkpoints; up to MaxFT, then counted as dropped), and MPI call
-// spans (from internal/calls' observer) up to Limits.Calls, plus
+// spans (from the call table's observer, internal/rte) up to Limits.Calls, plus
 // Limits.Window more after each fault-tolerance event, so the calls around
 // every recovery are in the file even when a long job used up the budget
 // long before; spans shorter than Limits.MinCall are not kept. What is not
@@ -37,7 +37,7 @@ import (
 
 // Categories of events (the "cat" field). Phases (phases.go) read them.
 const (
-	CatMPI        = "mpi"        // an MPI call span (internal/calls)
+	CatMPI        = "mpi"        // an MPI call span (internal/rte's call table)
 	CatFailure    = "failure"    // a failure: kill, exit, detection, notice
 	CatRevoke     = "revoke"     // a revocation sent or received
 	CatAgree      = "agree"      // an agreement span (args: result)
