@@ -146,7 +146,7 @@ func (e *Engine) cancelFrame(from int, h *transport.Header) {
 		putBuf(found.pooled)
 		freeMsg(found)
 	}
-	e.tr.Post(from, ack, nil, nil)
+	e.transport().Post(from, ack, nil, nil)
 }
 
 // cancelAck completes the cancellation a KindCancelAck answers.

@@ -160,3 +160,28 @@ func TestCancelSendReceiverLost(t *testing.T) {
 		t.Fatalf("cancel toward a lost peer: %+v", st)
 	}
 }
+
+// A peer's cancel request can arrive before this engine has its transport
+// (the transports deliver from the moment they listen, SetTransport comes
+// after the start-up exchange): the answer waits for the transport. It was
+// posted on a nil transport and crashed the process (libmpi/ctest
+// TestCancelSendC).
+func TestCancelRequestBeforeTransport(t *testing.T) {
+	e := New(Config{Self: 0})
+	defer e.Close()
+	rec := &postRecorder{}
+	set := make(chan struct{})
+	go func() {
+		defer close(set)
+		e.SetTransport(rec)
+	}()
+	if _, cookie := e.Frame(1, transport.Header{Kind: KindCancel, Ctx: 4, A: 9}); cookie != nil {
+		t.Fatalf("cancel request rejected: %v", cookie)
+	}
+	<-set
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.posts) != 1 || rec.posts[0].Kind != KindCancelAck || rec.posts[0].A != 9 || rec.posts[0].Flags&flagCancelled != 0 {
+		t.Fatalf("posted %+v, want one KindCancelAck of A 9, not cancelled", rec.posts)
+	}
+}
