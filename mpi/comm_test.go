@@ -351,7 +351,7 @@ func TestContextIDsExhaustion(t *testing.T) {
 	var dups atomic.Int64
 	start := time.Now()
 	defer func() { t.Logf("%d Dups (both ranks) in %v", dups.Load(), time.Since(start).Round(time.Millisecond)) }()
-	err := runWatched(t, 2, mpi.DefaultConfig(), &dups, func(w *mpi.World, c *mpi.Comm) error {
+	err := runWatched(t, 2, mpi.DefaultConfig(), dups.Load, func(w *mpi.World, c *mpi.Comm) error {
 		var live []*mpi.Comm
 		defer func() {
 			for _, x := range live {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,21 +26,42 @@ func runErr(t *testing.T, n int, fn func(w *mpi.World, c *mpi.Comm) error) error
 	return runConfigErr(t, n, mpi.DefaultConfig(), fn)
 }
 
-// runConfigErr is runErr with the ranks configured by cfg.
+// runConfigErr is runErr with the ranks configured by cfg. The job's
+// progress is the messages its ranks sent (World.MessagesSent): it is
+// taken for hung once none was sent for jobStall. A fixed 60 s took two
+// jobs that were still sending for hung (TestAllreduce/spread/p33 and
+// TestManyGoroutinesPerRank, -race, in a 1,359 s package run at load
+// 28-31).
 func runConfigErr(t *testing.T, n int, cfg mpi.Config, fn func(w *mpi.World, c *mpi.Comm) error) error {
 	t.Helper()
-	return runWatched(t, n, cfg, nil, fn)
+	var mu sync.Mutex
+	var worlds []*mpi.World
+	sent := func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		var s int64
+		for _, w := range worlds {
+			s += int64(w.MessagesSent())
+		}
+		return s
+	}
+	return runWatched(t, n, cfg, sent, func(w *mpi.World, c *mpi.Comm) error {
+		mu.Lock()
+		worlds = append(worlds, w)
+		mu.Unlock()
+		return fn(w, c)
+	})
 }
 
 // jobStall is how long a job may go without ending (or, for a job that
 // counts its progress, without progress) before it is taken for hung.
 const jobStall = 60 * time.Second
 
-// runWatched is runConfigErr for a long job that counts its steps in
-// progress (nil: none): it is taken for hung only once progress stood
-// still for jobStall, so its length on a loaded machine (or under -race)
-// is no failure while it advances.
-func runWatched(t *testing.T, n int, cfg mpi.Config, progress *atomic.Int64, fn func(w *mpi.World, c *mpi.Comm) error) error {
+// runWatched is runConfigErr for a job whose progress (nil: none) counts
+// its steps: it is taken for hung only once progress stood still for
+// jobStall, so its length on a loaded machine (or under -race) is no
+// failure while it advances.
+func runWatched(t *testing.T, n int, cfg mpi.Config, progress func() int64, fn func(w *mpi.World, c *mpi.Comm) error) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
@@ -53,7 +73,7 @@ func runWatched(t *testing.T, n int, cfg mpi.Config, progress *atomic.Int64, fn 
 	}()
 	var last int64
 	if progress != nil {
-		last = progress.Load()
+		last = progress()
 	}
 	stall := time.NewTimer(jobStall)
 	defer stall.Stop()
@@ -63,7 +83,7 @@ func runWatched(t *testing.T, n int, cfg mpi.Config, progress *atomic.Int64, fn 
 			return err
 		case <-stall.C:
 			if progress != nil {
-				if p := progress.Load(); p != last {
+				if p := progress(); p != last {
 					last = p
 					stall.Reset(jobStall)
 					continue
