@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -139,20 +138,6 @@ func (c *Comm) stepParked(step func(from int, h transport.Header, payload []byte
 	w.ft.mu.Unlock()
 	for _, p := range parked {
 		step(p.from, p.h, p.payload)
-	}
-}
-
-// observeAgreement records each agreement on c in the recovery timeline
-// (rte.CommFTConfig.Observe; nil without a timeline).
-func (c *Comm) observeAgreement() func() func(seq, flags uint64, decided bool) {
-	if c.w.trc == nil {
-		return nil
-	}
-	return func() func(seq, flags uint64, decided bool) {
-		start := c.w.trc.Begin()
-		return func(seq, flags uint64, decided bool) {
-			c.traceSpan(trace.CatAgree, trace.NameAgree, start, nil, map[string]any{"result": flags, "decided": decided, "seq": seq})
-		}
 	}
 }
 

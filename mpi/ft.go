@@ -9,7 +9,6 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -22,7 +21,6 @@ type ftWorld struct {
 	known  []uint64 // the same ranks, as a bitmap (hasBit)
 	parked map[uint32][]parkedMsg
 	byCtx  map[uint32]*Comm // live communicators of this process, by context id
-	traced map[int]bool     // failures recorded in the timeline (traceKnown)
 
 	losses    lossQueue    // the in-process fabric's losses, batched (batchLosses)
 	killsOnly atomic.Bool  // every transport loss is a kill that reaches the engine (batchLosses)
@@ -97,7 +95,7 @@ func (w *World) ftOf(c *Comm) *commFT {
 	d, err := w.rt.NewCommFT(rte.CommFTConfig{
 		Ctx: c.ctx, Members: c.sortedProcs(false), N: c.size,
 		Known: w.ft.order, Order: w.failedOrder, Failed: c.failedMembers, Apply: c.revokeLocal,
-		Segment: c.agreeSegPath, Parked: c.stepParked, Observe: c.observeAgreement(),
+		Segment: c.agreeSegPath, Parked: c.stepParked, Name: func() string { return c.name },
 	})
 	if err != nil {
 		panic(fmt.Sprintf("ftmpi: internal error: %v", err))
@@ -193,9 +191,6 @@ func (w *World) subscribeFT() {
 // communicators, and one step of each broadcast and agreement instance.
 func (w *World) onLostAll(peers []int, causes []error) {
 	w.ft.passes.Add(1)
-	for i, p := range peers {
-		w.traceKnown(p, causes[i]) // before the broadcast: the first knowledge here
-	}
 	w.rt.Fails.LostAll(peers) // one step of the detector and the broadcast for the batch
 	// Lock order: a commFT's mu is never taken while holding w.ft.mu.
 	w.ft.mu.Lock()
@@ -357,35 +352,10 @@ const killWait = 10 * time.Second
 // peer records it too, so GetFailed and AckFailed include the peer as soon
 // as the error is returned (the hook may still be running).
 func (w *World) recordFailure(peer int) {
-	w.traceKnown(peer, nil)
+	w.rt.TraceKnown(peer)
 	w.ft.mu.Lock()
 	w.recordFailureLocked(peer)
 	w.ft.mu.Unlock()
-}
-
-// traceKnown records, the first time, that this process learnt of peer's
-// failure (by the lost hook, with its cause; or by an operation's
-// ErrProcFailed, which may come before the hook runs) in the timeline.
-func (w *World) traceKnown(peer int, cause error) {
-	r := w.trc
-	if r == nil {
-		return
-	}
-	w.ft.mu.Lock()
-	if w.ft.traced == nil {
-		w.ft.traced = map[int]bool{}
-	}
-	first := !w.ft.traced[peer]
-	w.ft.traced[peer] = true
-	w.ft.mu.Unlock()
-	if !first {
-		return
-	}
-	a := map[string]any{"proc": peer, "cause": "an operation failed with MPI_ERR_PROC_FAILED"}
-	if cause != nil {
-		a["cause"] = cause.Error()
-	}
-	r.Instant(trace.CatFailure, trace.NameKnown, a)
 }
 
 func (w *World) recordFailureLocked(peer int) {
@@ -473,12 +443,7 @@ func (c *Comm) Revoke() error {
 	if err := checkComm(c, op); err != nil {
 		return err
 	}
-	f := c.w.ftOf(c)
-	if r := c.w.trc; r != nil {
-		r.Instant(trace.CatRevoke, trace.NameRevokeTx, map[string]any{"comm": c.name, "ctx": c.ctx, "already": c.IsRevoked()})
-	}
-	c.revokeLocal()
-	f.d.Revoke()
+	c.w.ftOf(c).d.RevokeCall() // recorded in the timeline, applied here (revokeLocal), broadcast
 	return nil
 }
 
@@ -495,14 +460,6 @@ func (c *Comm) IsRevoked() bool {
 
 func (w *World) onRevoke(from int, h transport.Header, _ []byte) {
 	ctx := h.Ctx
-	if w.trc != nil && !w.eng.IsRevoked(ctx) {
-		// The first notice that revokes the communicator here.
-		defer func() {
-			if w.eng.IsRevoked(ctx) {
-				w.trc.Instant(trace.CatRevoke, trace.NameRevokeRx, map[string]any{"ctx": ctx, "from": from})
-			}
-		}()
-	}
 	f := w.commFTByCtx(ctx)
 	if f == nil {
 		// This process does not know c yet: revoke its contexts (and, when

@@ -67,7 +67,7 @@ func (w *World) hangAbort(reason string) {
 	case w.run != nil:
 		w.run.Abort(w.rank, HangExitCode)
 	default:
-		w.writeTrace()
+		w.rt.WriteTrace()
 		if w.proc != nil {
 			w.proc.Abort(HangExitCode, reason)
 		}

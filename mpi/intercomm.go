@@ -3,9 +3,9 @@ package mpi
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/ftmpi/ftmpi/internal/trace"
 
 	"github.com/ftmpi/ftmpi/internal/coll"
+	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
 // Intercommunicators. An intercommunicator joins two disjoint groups; a
@@ -254,9 +254,8 @@ func (c *Comm) interDup(op string) (*Comm, error) {
 // inherits c's error handler.
 func (c *Comm) Merge(high bool) (mc *Comm, err error) {
 	const op = "MPI_Intercomm_merge"
-	if c != nil && c.w.trc != nil {
-		start := trace.Now()
-		defer func() { c.traceSpan(trace.CatRepair, trace.NameMerge, start, err, nil) }()
+	if end := c.traceRepair(rte.RepairMerge, nil); end != nil {
+		defer func() { end(err) }()
 	}
 	if err := checkLive(c, op); err != nil {
 		return nil, err

@@ -140,7 +140,7 @@ func (c *Comm) engineErr(op string, peer int, err error) error {
 				// runtime confirmed the failure (the confirmation adds
 				// it to the failures known here): the caller learns of
 				// it now, and the timeline says so.
-				c.w.traceKnown(wr, nil)
+				c.w.rt.TraceKnown(wr)
 			}
 		}
 		return newErr(ErrProcFailed, op, c, peer, "%s", engineDetail(err, p2p.ErrPeerLost))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
 // Global restart (seed 000, "Reinit"): when a process fails, ftmpirun
@@ -109,9 +108,7 @@ func (w *World) endEpoch(reason string) {
 	if w.ended.Swap(true) {
 		return
 	}
-	if r := w.trc; r != nil {
-		r.Instant(trace.CatReinit, trace.NameRollback, map[string]any{"epoch": w.epoch, "reason": reason})
-	}
+	w.rt.TraceRollback(reason)
 	w.reinitMu.Lock()
 	cancel := w.cancel
 	w.reinitMu.Unlock()

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/ftmpi/ftmpi/internal/trace"
+	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
 // Shrink creates a communicator of c's surviving processes, in their old
@@ -56,9 +56,8 @@ func (c *Comm) agreeDeadAndFree(op string, seed uint64) (window []uint64, dead [
 }
 
 func (c *Comm) shrink(op string) (nc *Comm, err error) {
-	if c.w.trc != nil {
-		start := trace.Now()
-		defer func() { c.traceSpan(trace.CatRepair, trace.NameShrink, start, err, nil) }()
+	if end := c.traceRepair(rte.RepairShrink, nil); end != nil {
+		defer func() { end(err) }()
 	}
 	if c.IsInter() {
 		return c.shrinkInter(op)

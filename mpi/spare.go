@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
 // Spare processes (Fenix's idea; ftmpirun --spares K, RunSpares): the
@@ -107,9 +106,7 @@ func (w *World) awaitActivation() (*launcherTake, error) {
 // never created a communicator) and the communicator becomes its
 // CommWorld.
 func (w *World) becomeRank(name string, pair int, members []int, rank int) error {
-	if r := w.trc; r != nil {
-		r.Instant(trace.CatRepair, trace.NameSpare, map[string]any{"proc": w.rank, "comm": name, "rank": rank})
-	}
+	w.rt.TraceSpareTaken(name, rank)
 	if !w.ctxTable().claim([]int{pair}) {
 		return fmt.Errorf("the context id %d of the repaired communicator is in use", pair)
 	}
@@ -166,9 +163,8 @@ var errRetryReplace = errors.New("repair attempt abandoned")
 // attempts.
 func (c *Comm) Replace() (rc *Comm, err error) {
 	const op = "MPIX_Comm_replace"
-	if c != nil && c.w.trc != nil {
-		start := trace.Now()
-		defer func() { c.traceSpan(trace.CatRepair, trace.NameReplace, start, err, nil) }()
+	if end := c.traceRepair(rte.RepairReplace, nil); end != nil {
+		defer func() { end(err) }()
 	}
 	if err := checkComm(c, op); err != nil {
 		return nil, err

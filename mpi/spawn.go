@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/trace"
 )
 
 // ErrSpawn is MPI_ERR_SPAWN: the processes could not be spawned (a
@@ -51,11 +50,9 @@ const dir0 = ""
 // "": the job's) and, for SpawnMultiple, the commands (apps, at root:
 // command, args, maxprocs and dir are then unused).
 func (c *Comm) spawnIn(op, command string, args []string, maxprocs int, dir string, apps []rte.SpawnCmd, root int) (ic *Comm, err error) {
-	if c != nil && c.w.trc != nil {
-		start := trace.Now()
-		defer func() {
-			c.traceSpan(trace.CatRepair, trace.NameSpawnR, start, err, map[string]any{"maxprocs": maxprocs})
-		}()
+	if c != nil && c.w.rt.Tracing() { // the map only when tracing
+		end := c.traceRepair(rte.RepairSpawn, map[string]any{"maxprocs": maxprocs})
+		defer func() { end(err) }()
 	}
 	if err := checkLive(c, op); err != nil {
 		return nil, err

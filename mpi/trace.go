@@ -8,13 +8,15 @@ import (
 )
 
 // The failure-and-recovery timeline (Config.Trace, FTMPI_TRACE, ftmpirun
-// --trace): each World records its events in a trace.Recorder (nil when
-// off: every recording site is one nil check), made by the runtime
-// (rte.StartTrace: the metadata, the MPI call spans of the call table) and
-// written by it (rte.WriteTrace) when the World is released or aborts.
-// Event names and categories are internal/trace's.
+// --trace) is the runtime's (rte.Rank.StartTrace): it records its events
+// where they happen (revocations, agreements, failures known) and writes
+// the file (rte.Rank.WriteTrace) when the World is released or aborts.
+// The API hands it what only the API sees: the spans of its repair calls
+// (traceRepair), a spare taken into the communicator it builds, the end
+// of its epoch, an operation's failure it raises first, and its users'
+// spans (TraceSpan).
 
-// startTrace starts this World's recorder if cfg.Trace asks for it; inc is
+// startTrace starts this World's timeline if cfg.Trace asks for it; inc is
 // the process's incarnation, spare whether it starts as a spare.
 func (w *World) startTrace(inc int, spare bool) {
 	if w.cfg.Trace == "" {
@@ -33,18 +35,7 @@ func (w *World) startTrace(inc int, spare bool) {
 	if w.epoch > 0 {
 		label += fmt.Sprintf(" epoch %d", w.epoch)
 	}
-	w.trc = rte.StartTrace(rte.TraceConfig{Proc: w.rank, Label: label, Inc: inc, Epoch: w.epoch, Calls: w.rt.Calls})
-	w.trcInc = inc
-}
-
-// writeTrace writes the timeline of this World (once).
-func (w *World) writeTrace() {
-	if w.trc == nil {
-		return
-	}
-	w.trcOnce.Do(func() {
-		rte.WriteTrace(w.trc, w.cfg.Trace, rte.TraceConfig{Proc: w.rank, Inc: w.trcInc, Epoch: w.epoch}, w.diag())
-	})
+	w.rt.StartTrace(rte.TraceConfig{Proc: w.rank, Label: label, Inc: inc, Epoch: w.epoch, Dir: w.cfg.Trace, Calls: w.rt.Calls})
 }
 
 // TraceSpan records a span from start to now named name in category cat
@@ -55,29 +46,33 @@ func (w *World) writeTrace() {
 // counterpart (MPI_Pcontrol is the standard's hook for profilers, without
 // names).
 func (w *World) TraceSpan(cat, name string, start time.Time, args map[string]any) {
-	if w == nil || w.trc == nil {
+	if w == nil || !w.rt.Tracing() {
 		return
 	}
-	w.trc.Span(cat, name, start.UnixMicro(), args)
+	w.rt.TraceSpan(cat, name, start.UnixMicro(), args)
 }
 
 // Tracing reports whether this process records its timeline
 // (Config.Trace). It has no MPI counterpart.
-func (w *World) Tracing() bool { return w != nil && w.trc != nil }
+func (w *World) Tracing() bool { return w != nil && w.rt.Tracing() }
 
-// traceSpan records a fault-tolerance span of c from start (trace.Now)
-// to now, with c's name and the error's class if any.
-func (c *Comm) traceSpan(cat, name string, start int64, err error, extra map[string]any) {
-	r := c.w.trc
-	if r == nil {
-		return
+// traceRepair starts the timeline's span of the repair call on c and
+// returns what ends it (with c's name and context, the error's text if
+// any, and extra), or nil when tracing is off: a call begins with
+// `if end := c.traceRepair(...); end != nil { defer func() { end(err) }() }`.
+func (c *Comm) traceRepair(call rte.RepairCall, extra map[string]any) func(err error) {
+	if c == nil || !c.w.rt.Tracing() {
+		return nil
 	}
-	a := map[string]any{"comm": c.name, "ctx": c.ctx}
-	for k, v := range extra {
-		a[k] = v
+	start := c.w.rt.TraceBegin()
+	return func(err error) {
+		a := map[string]any{"comm": c.name, "ctx": c.ctx}
+		for k, v := range extra {
+			a[k] = v
+		}
+		if err != nil {
+			a["error"] = err.Error()
+		}
+		c.w.rt.TraceRepair(call, start, a)
 	}
-	if err != nil {
-		a["error"] = err.Error()
-	}
-	r.Span(cat, name, start, a)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte"
-	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -69,10 +68,6 @@ type World struct {
 	replacement *Comm             // the communicator a repair took this spare into (Replacement)
 	runWorlds   []*World          // under Run: every process's World (tests reach a spare through it)
 	replaceHook func(step string) // tests: called at a step of Replace
-
-	trc     *trace.Recorder // the timeline (Config.Trace; trace.go); nil: off
-	trcOnce sync.Once       // the timeline is written once
-	trcInc  int             // the incarnation the timeline's file is named with
 }
 
 // Init initialises MPI for this process (MPI_Init) with DefaultConfig and
@@ -516,7 +511,7 @@ func (w *World) release() {
 		w.rt.Tr.Close()
 		w.eng.Close()
 		w.bg.Wait()
-		w.writeTrace()
+		w.rt.WriteTrace()
 	})
 }
 
@@ -534,7 +529,7 @@ func (w *World) Abort(code int) { w.abortJob(code, "MPI_Abort called", false) }
 // fatal error under MPI_ERRORS_ARE_FATAL (the launcher then takes the
 // job's exit code from the failure that caused it, if any).
 func (w *World) abortJob(code int, reason string, fatal bool) {
-	w.writeTrace() // the timeline up to the abort
+	w.rt.WriteTrace() // the timeline up to the abort
 	if w.run != nil {
 		w.run.Abort(w.rank, code)
 		runtime.Goexit()

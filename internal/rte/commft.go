@@ -5,6 +5,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
+	"github.com/ftmpi/ftmpi/internal/trace"
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
@@ -61,10 +62,9 @@ type CommFTConfig struct {
 	// agreement frames, for those that arrived before the communicator
 	// was known here.
 	Parked func(step func(from int, h transport.Header, payload []byte))
-	// Observe, if set, is called as each agreement starts to wait; the
-	// function it returns is called with the instance's number, the
-	// decided flags and whether it decided (the recovery timeline).
-	Observe func() func(seq, flags uint64, decided bool)
+	// Name returns the communicator's name (the recovery timeline's
+	// revocations and agreements carry it; nil: "").
+	Name func() string
 }
 
 // NewCommFT makes the fault-tolerance state of one communicator (no MPI
@@ -91,6 +91,26 @@ func (f *CommFT) Has(p int) bool {
 // Revoke broadcasts the communicator's revocation (the caller applied it
 // here already). It sends: not from a transport callback.
 func (f *CommFT) Revoke() { f.rv.Revoke() }
+
+// RevokeCall is MPI_Comm_revoke's part in the runtime: the revocation
+// sent is recorded in the recovery timeline (with whether the
+// communicator was revoked here already), applied here (Apply) and
+// broadcast. It sends: not from a transport callback.
+func (f *CommFT) RevokeCall() {
+	if t := f.r.rec(); t != nil {
+		t.Instant(trace.CatRevoke, trace.NameRevokeTx, map[string]any{"comm": f.name(), "ctx": f.cfg.Ctx, "already": f.r.Eng.IsRevoked(f.cfg.Ctx)})
+	}
+	f.cfg.Apply()
+	f.rv.Revoke()
+}
+
+// name is the communicator's name (CommFTConfig.Name).
+func (f *CommFT) name() string {
+	if f.cfg.Name == nil {
+		return ""
+	}
+	return f.cfg.Name()
+}
 
 // OnRevoke handles a ctl.Revoke frame for the communicator from process
 // from (a transport callback).
@@ -136,13 +156,11 @@ func (f *CommFT) run(v agree.Value, abort <-chan struct{}) (agree.Value, agree.S
 	if f.cfg.Parked != nil {
 		f.cfg.Parked(f.ag.Step)
 	}
-	var done func(seq, flags uint64, decided bool)
-	if f.cfg.Observe != nil {
-		done = f.cfg.Observe()
-	}
+	t := f.r.rec() // the recovery timeline: the agreement's span, from the wait's start
+	start := t.Begin()
 	val, contrib, ok := f.ag.Await(seq, v, f.cfg.Failed, abort, f.r.stop)
-	if done != nil {
-		done(seq, val.Flags, ok)
+	if t != nil {
+		t.Span(trace.CatAgree, trace.NameAgree, start, map[string]any{"comm": f.name(), "ctx": f.cfg.Ctx, "result": val.Flags, "decided": ok, "seq": seq})
 	}
 	return val, contrib, ok
 }

@@ -59,6 +59,7 @@ type Rank struct {
 	diag     atomic.Pointer[Diag]           // SetDiag
 	retired  atomic.Bool                    // Retire was called
 	peerGone atomic.Pointer[func(peer int)] // SetPeerGone
+	tl       timeline                       // the recovery timeline (trace.go)
 }
 
 // RankConfig is what NewRank builds a Rank from.
@@ -118,7 +119,7 @@ func (f Frames) register(r *Rank) {
 	for _, x := range []struct {
 		t ctl.Type
 		h func(int, transport.Header, []byte)
-	}{{ctl.Revoke, f.Revoke}, {ctl.Agree, f.Agree}, {ctl.CollFail, collFail}} {
+	}{{ctl.Revoke, r.traceRevokes(f.Revoke)}, {ctl.Agree, f.Agree}, {ctl.CollFail, collFail}} {
 		if x.h != nil {
 			t.MustRegister(x.t, x.h)
 		}
@@ -160,6 +161,7 @@ func NewRank(c RankConfig) *Rank {
 	r.ports.d = c.Ports
 	r.Ctl.MustRegister(ctl.Port, r.onPort)
 	c.Frames.register(r)
+	r.SubscribeLost(r.traceKnown) // the first subscriber: a failure known here before any part acts on it (trace.go)
 	return r
 }
 
