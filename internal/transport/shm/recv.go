@@ -390,14 +390,7 @@ func (t *Transport) peerStalled(held bool) bool {
 func (t *Transport) lastLook() {
 	for {
 		if t.rxLock.CompareAndSwap(0, rxByCaller) {
-			leave := false
-			if !t.stop.Load() && !t.handoff.Load() {
-				_, leave = t.pollInline()
-			}
-			t.releaseCaller()
-			if leave {
-				t.handOff()
-			}
+			t.lastLookHeld()
 			return
 		}
 		if t.rxLock.Load() == rxByReceiver || t.bellPoll.Load() != 0 || t.stop.Load() {
