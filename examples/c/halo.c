@@ -11,8 +11,19 @@
  *   ftmpirun -n 4 --on-failure continue --inject 'kill:rank=1,on=step 30 done' ./halo
  *
  * The update of a cell does not depend on the distribution, so the lowest
- * surviving rank prints the result of a failure-free run. */
+ * surviving rank prints the result of a failure-free run.
+ *
+ * MPI_Comm_agree is collective: every survivor must make the same number
+ * of agreements before MPI_Comm_shrink. A rank that fails the checkpoint
+ * made its agreement there (the same agreement as recover's at a rank
+ * that saw the failure in MPI_Sendrecv), so it recovers without another.
+ *
+ * With two arguments R S, rank R kills itself at step S between its two
+ * MPI_Sendrecv calls (a kill at an exact point: at a checkpoint step its
+ * right neighbour fails in MPI_Sendrecv while the ranks further right fail
+ * the checkpoint). */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +42,15 @@ static void block(int r, int n, int *lo, int *hi)
     *hi = (int)((long)N * (r + 1) / n);
 }
 
-/* recover revokes comm, agrees on failure, shrinks and frees comm. */
-static MPI_Comm recover(MPI_Comm comm, int *recoveries)
+/* recover revokes comm, agrees on failure unless the caller agreed
+ * already (at the checkpoint), shrinks and frees comm. */
+static MPI_Comm recover(MPI_Comm comm, int *recoveries, int agreed)
 {
     MPI_Comm_revoke(comm);
-    int ok = 0;
-    MPI_Comm_agree(comm, &ok);
+    if (!agreed) {
+        int ok = 0;
+        MPI_Comm_agree(comm, &ok);
+    }
     MPI_Comm nc;
     if (MPI_Comm_shrink(comm, &nc) != MPI_SUCCESS) {
         fprintf(stderr, "halo: MPI_Comm_shrink failed\n");
@@ -51,6 +65,12 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    int wrank, die_rank = -1, die_step = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    if (argc == 3) {
+        die_rank = atoi(argv[1]);
+        die_step = atoi(argv[2]);
+    }
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -76,10 +96,12 @@ restart:;
         u[0] = lo > 0 ? 0.0 : u[1];
         u[n + 1] = hi < N ? 0.0 : u[n];
         int rc = MPI_Sendrecv(&u[1], 1, MPI_DOUBLE, left, 0, &u[n + 1], 1, MPI_DOUBLE, right, 0, comm, MPI_STATUS_IGNORE);
+        if (wrank == die_rank && step + 1 == die_step && recoveries == 0)
+            raise(SIGKILL);
         if (rc == MPI_SUCCESS)
             rc = MPI_Sendrecv(&u[n], 1, MPI_DOUBLE, right, 1, &u[0], 1, MPI_DOUBLE, left, 1, comm, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
-            comm = recover(comm, &recoveries);
+            comm = recover(comm, &recoveries, 0);
             goto restart;
         }
         for (int i = 1; i <= n; i++)
@@ -98,7 +120,7 @@ restart:;
                 MPI_Comm_revoke(comm);
             MPI_Comm_agree(comm, &ok);
             if (!ok) {
-                comm = recover(comm, &recoveries);
+                comm = recover(comm, &recoveries, 1);
                 goto restart;
             }
             memcpy(ckpt, field, sizeof ckpt);
