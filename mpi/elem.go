@@ -314,14 +314,18 @@ func esizeOf[T any]() int {
 }
 
 func dtypeSize(d p2p.DType) int {
-	if d.Code() == p2p.DTStruct {
-		if n := p2p.LayoutSize(d); n > 0 {
+	// The predefined codes first (the common case): none of them is
+	// DTStruct, whose values are all at least len(numFacts).
+	if uint64(d) < uint64(len(numFacts)) {
+		if n := numFacts[d].size; n > 0 {
 			return n
 		}
 		return 1
 	}
-	if int(d) < len(numFacts) && numFacts[d].size > 0 {
-		return numFacts[d].size
+	if d.Code() == p2p.DTStruct {
+		if n := p2p.LayoutSize(d); n > 0 {
+			return n
+		}
 	}
 	return 1
 }

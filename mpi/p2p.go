@@ -164,7 +164,24 @@ func engineDetail(err, sentinel error) string {
 // Send performs a blocking standard-mode send of buf to rank dest
 // (MPI_Send). It returns once buf may be reused.
 func Send[T Elem](c *Comm, buf []T, dest, tag int) error {
+	// The common case (issue 28): arguments that pass every check send
+	// without the checks' calls; any other case goes through send,
+	// which finds and reports the error.
+	if c != nil && dest >= 0 && uint(tag) <= TagUB && dest < c.peerSize() && c.usable() {
+		if f := elemOf[T](); f.err == "" {
+			if _, err := c.sendBytes("MPI_Send", f.dt, asBytes(buf), dest, tag, false); err != nil {
+				return c.handle(err)
+			}
+			return nil
+		}
+	}
 	return send(c, "MPI_Send", buf, dest, tag, false)
+}
+
+// usable is checkComm's test of a non-nil c without its error: true
+// when checkComm(c, op) returns nil.
+func (c *Comm) usable() bool {
+	return !c.w.finalized.Load() && !c.freed.Load() && (c.done == nil || !c.badView())
 }
 
 // Ssend performs a synchronous send (MPI_Ssend): it returns only once the
@@ -211,6 +228,14 @@ func (c *Comm) sendBytes(op string, dt p2p.DType, b []byte, dest, tag int, sync 
 // tag may be AnyTag. A message longer than buf is an ErrTruncate error.
 func Recv[T Elem](c *Comm, buf []T, source, tag int) (Status, error) {
 	const op = "MPI_Recv"
+	// The common case (issue 28), as in Send: arguments that pass every
+	// check skip the checks' calls.
+	if c != nil && (source >= 0 || source == AnySource) && (uint(tag) <= TagUB || tag == AnyTag) &&
+		source < c.peerSize() && c.usable() {
+		if f := elemOf[T](); f.err == "" {
+			return c.recvBlocking(op, f.dt, asBytes(buf), source, tag)
+		}
+	}
 	dt, err := recvArgs[T](c, op, source, tag)
 	if err != nil {
 		return emptyStatus(), err
@@ -218,26 +243,38 @@ func Recv[T Elem](c *Comm, buf []T, source, tag int) (Status, error) {
 	if source == ProcNull {
 		return procNullStatus(), nil
 	}
+	return c.recvBlocking(op, dt, asBytes(buf), source, tag)
+}
+
+// recvBlocking is Recv after its argument checks, of b (elements of type
+// dt) from source (not ProcNull); the error has passed c's handler.
+func (c *Comm) recvBlocking(op string, dt p2p.DType, b []byte, source, tag int) (Status, error) {
 	// The fast path (issue 28): a message already here is received in
 	// this goroutine without a request; otherwise the receive is posted.
 	peer := -1
 	if source >= 0 {
 		peer = c.peerWorldRank(source)
 	}
-	ps, r, err := c.w.eng.RecvOrPost(c.ctx, int32(source), peer, int32(tag), dt, asBytes(buf))
+	ps, r, err := c.w.eng.RecvOrPost(c.ctx, int32(source), peer, int32(tag), dt, b)
 	if err != nil {
 		return emptyStatus(), c.handle(c.engineErr(op, source, err))
 	}
 	if r == nil {
 		st, err := c.recvStatus(op, ps, source)
-		return st, c.handle(err)
+		if err != nil {
+			return st, c.handle(err)
+		}
+		return st, nil
 	}
 	if err := c.waitRecv(op, r, source); err != nil {
 		return emptyStatus(), c.handle(err)
 	}
 	st, err := c.recvStatus(op, r.Status(), source)
 	c.w.eng.Release(r)
-	return st, c.handle(err)
+	if err != nil {
+		return st, c.handle(err)
+	}
+	return st, nil
 }
 
 // waitRecv waits for a blocking receive. A blocking wildcard receive whose
@@ -290,7 +327,11 @@ func (c *Comm) postRecv(source, tag int, dtype p2p.DType, buf []byte) (*p2p.Req,
 
 // recvStatus turns an engine status into an MPI status and error.
 func (c *Comm) recvStatus(op string, ps p2p.Status, source int) (Status, error) {
-	st := Status{Source: ps.Source, Tag: ps.Tag, Count: ps.Bytes / dtypeSize(ps.DType), Bytes: ps.Bytes, Cancelled: ps.Cancelled}
+	count := ps.Bytes
+	if n := dtypeSize(ps.DType); n != 1 {
+		count /= n
+	}
+	st := Status{Source: ps.Source, Tag: ps.Tag, Count: count, Bytes: ps.Bytes, Cancelled: ps.Cancelled}
 	if ps.Err != nil {
 		peer := ps.Source
 		if peer == AnySource {
