@@ -332,10 +332,8 @@ func (w *World) killInProc() {
 	}
 	w.run.Dead()
 	w.eng.Close()
-	w.stopBG() // its goroutines end (the shared segments' watcher, coll.ShmHost)
-	if w.spares.killed != nil {
-		close(w.spares.killed)
-	}
+	w.stopBG()       // its goroutines end (the shared segments' watcher, coll.ShmHost)
+	w.rt.KillSpare() // a waiting spare leaves its wait (rte.Rank.AwaitSpare)
 }
 
 // runHead is the in-process job as Reinit's launcher (reinitHead): rank

@@ -23,13 +23,13 @@ import (
 
 // spareState is a World's part in spares besides the runtime's driver
 // (rte.Rank.Spares, internal/rte/sparedrive: the spare's machine, the
-// pool, activations): what the World's own goroutines read.
+// pool, activations; rte.Rank.AwaitSpare: the spare's wait): what the
+// World's own goroutines read.
 type spareState struct {
 	// isSpare: this World waits in Init as a spare (set at the start,
 	// cleared by becomeRank; read and written by the Init goroutine only:
 	// other goroutines ask the driver, IsSpare).
 	isSpare bool
-	killed  chan struct{} // in process: the spare was killed (closed once)
 }
 
 // launcherTake is the launcher's activation of a spare (rte.Hooks.Spare,
@@ -38,17 +38,6 @@ type spareState struct {
 type launcherTake struct {
 	rank, inc, epoch int
 	next             *rte.ReinitState // without a head: the ranks' decision of a new epoch (hreinit.go); the other fields unused
-}
-
-// initSpares sets up w's spare bookkeeping around the runtime's driver
-// (rte.Rank.Spares, made with the pool and whether w is a spare; its
-// ctl.Spare frames are the runtime's): isSpare makes w a spare that
-// waits (awaitActivation).
-func (w *World) initSpares(isSpare bool) {
-	w.spares.isSpare = isSpare
-	if isSpare {
-		w.spares.killed = make(chan struct{})
-	}
 }
 
 // inEpoch reports whether process p is in w's Reinit epoch (a spare of
@@ -71,34 +60,30 @@ var errSpareOrphaned = errors.New("spare orphaned: every survivor of the repair 
 // spare left for every failed rank); the spare leaves as a failed process.
 var errSpareEnded = errors.New("the job cannot continue")
 
-// awaitActivation is a spare's wait inside Init. It returns nil when a
-// repair took the spare (CommWorld is then the repaired communicator, and
-// Replacement returns it), the launcher's take (the caller opens the
-// rank's epoch), errSpareReleased when the job ended without needing it,
+// awaitActivation is a spare's wait inside Init (the runtime's:
+// rte.Rank.AwaitSpare). It returns nil when a repair took the spare
+// (CommWorld is then the repaired communicator, and Replacement returns
+// it), the launcher's take (the caller opens the rank's epoch),
+// errSpareReleased when the job ended without needing it,
 // errSpareOrphaned when it must leave as a failed process, or the job's
 // abort.
 func (w *World) awaitActivation() (*launcherTake, error) {
-	s := &w.spares
-	select {
-	case o := <-w.rt.Spares.Outcome():
-		switch {
-		case o.Act != nil:
-			return nil, w.becomeRank(o.Act.Name, o.Act.Pair, o.Act.Members, o.Act.Rank)
-		case o.Take != nil:
-			return &launcherTake{rank: o.Take.Rank, inc: o.Take.Inc, epoch: o.Take.Epoch}, nil
-		case o.Next != nil:
-			return &launcherTake{next: o.Next}, nil
-		case o.Ended != "":
-			return nil, fmt.Errorf("%w: %s", errSpareEnded, o.Ended)
-		case o.Failed:
-			return nil, errSpareOrphaned
-		}
-		return nil, errSpareReleased
-	case <-s.killed:
+	res := w.rt.AwaitSpare(w.abort)
+	switch res.End {
+	case rte.SpareRepaired:
+		return nil, w.becomeRank(res.Act.Name, res.Act.Pair, res.Act.Members, res.Act.Rank)
+	case rte.SpareLauncherTake:
+		return &launcherTake{rank: res.Take.Rank, inc: res.Take.Inc, epoch: res.Take.Epoch}, nil
+	case rte.SpareNextEpoch:
+		return &launcherTake{next: res.Next}, nil
+	case rte.SpareEnded:
+		return nil, fmt.Errorf("%w: %s", errSpareEnded, res.Reason)
+	case rte.SpareOrphaned:
 		return nil, errSpareOrphaned
-	case <-w.abort:
+	case rte.SpareAborted:
 		return nil, w.abortedErr("MPI_Init", nil)
 	}
+	return nil, errSpareReleased
 }
 
 // becomeRank makes an activated spare a member of the repaired

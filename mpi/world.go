@@ -170,14 +170,15 @@ func newWorldIn(proc, universe int, members []int, wrank int, eng *p2p.Engine, t
 		Frames: rte.Frames{Revoke: w.onRevoke, Agree: w.onAgreeMsg, CollFail: w.onCollFail},
 		Ports:  w.portDelegate(),
 	})
-	w.initSpares(sp.isSpare)
+	w.spares.isSpare = sp.isSpare
 	w.rt.Start()
 	// A loss reaches every part that cares by subscription, in this order
-	// (the failure order first: the others read it).
-	w.subscribeFT()                                                        // failure order, revocation overlays, agreements, models, a batch at a time (ft.go)
-	w.rt.SubscribeLost(func(peer int, _ error) { w.rt.Spares.Lost(peer) }) // a spare held by a repair whose survivors all failed (spare.go)
-	w.rt.SubscribeLost(func(int, error) { w.rt.Fence().Wake() })           // a Finalize waiting for the peer need not any more (finalize.go)
-	w.rt.SubscribeLost(func(peer int, _ error) { w.hreinitLost(peer) })    // without a head, a failure ends the Reinit epoch (hreinit.go)
+	// (the failure order first: the others read it; the runtime's own
+	// subscribers, the spares' driver among them, ran before and read only
+	// the engine's state).
+	w.subscribeFT()                                                     // failure order, revocation overlays, agreements, models, a batch at a time (ft.go)
+	w.rt.SubscribeLost(func(int, error) { w.rt.Fence().Wake() })        // a Finalize waiting for the peer need not any more (finalize.go)
+	w.rt.SubscribeLost(func(peer int, _ error) { w.hreinitLost(peer) }) // without a head, a failure ends the Reinit epoch (hreinit.go)
 	wsize := universe
 	if members != nil {
 		wsize = len(members)

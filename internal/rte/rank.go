@@ -47,19 +47,20 @@ type Rank struct {
 	// trace timeline read it.
 	Calls *CallTable
 
-	client   *boot.Client                   // the launcher connection (RankConfig.Net's; nil under Run, for a singleton, under a PMI launcher)
-	hang     hangState                      // hang reports (hang.go)
-	fence    *fencedrive.Fence              // the Finalize fence without a head (fence.go)
-	reinit   *HeadlessReinit                // RankConfig.Reinit (reinit.go)
-	universe int                            // RankConfig.Universe
-	stop     <-chan struct{}                // RankConfig.Stop
-	wg       *sync.WaitGroup                // RankConfig.WG
-	ports    ports                          // connect/accept's port table (ports.go)
-	spawns   dpm.Spawns                     // the spawn calls of each parent group this epoch, which name each call (spawn.go)
-	diag     atomic.Pointer[Diag]           // SetDiag
-	retired  atomic.Bool                    // Retire was called
-	peerGone atomic.Pointer[func(peer int)] // SetPeerGone
-	tl       timeline                       // the recovery timeline (trace.go)
+	client    *boot.Client                   // the launcher connection (RankConfig.Net's; nil under Run, for a singleton, under a PMI launcher)
+	hang      hangState                      // hang reports (hang.go)
+	spareWait spareWait                      // a spare's wait in Init (spares.go)
+	fence     *fencedrive.Fence              // the Finalize fence without a head (fence.go)
+	reinit    *HeadlessReinit                // RankConfig.Reinit (reinit.go)
+	universe  int                            // RankConfig.Universe
+	stop      <-chan struct{}                // RankConfig.Stop
+	wg        *sync.WaitGroup                // RankConfig.WG
+	ports     ports                          // connect/accept's port table (ports.go)
+	spawns    dpm.Spawns                     // the spawn calls of each parent group this epoch, which name each call (spawn.go)
+	diag      atomic.Pointer[Diag]           // SetDiag
+	retired   atomic.Bool                    // Retire was called
+	peerGone  atomic.Pointer[func(peer int)] // SetPeerGone
+	tl        timeline                       // the recovery timeline (trace.go)
 }
 
 // RankConfig is what NewRank builds a Rank from.
@@ -162,6 +163,7 @@ func NewRank(c RankConfig) *Rank {
 	r.Ctl.MustRegister(ctl.Port, r.onPort)
 	c.Frames.register(r)
 	r.SubscribeLost(r.traceKnown) // the first subscriber: a failure known here before any part acts on it (trace.go)
+	r.SubscribeLost(r.spareLost)  // a spare held by a repair whose survivors all failed (spares.go)
 	return r
 }
 
