@@ -74,12 +74,15 @@ const (
 	TStdin    // head to agent: the next piece (Data) of a rank's stdin; Final: its end
 	TStdinAck // agent to head: the piece is written; Final: the rank's stdin is closed, send no more
 	TAgentErr // agent to head (tree launch): the agent of Host (Node) could not be started (Error)
+	TCtlUp    // agent to head (Hello.Relay): its ranks' control lines and closes, in order (Ctl)
+	TCtlDown  // head to agent (Hello.Relay): lines for its ranks' control connections, and closes (Ctl)
 	tEnd
 )
 
 var typeNames = [...]string{THello: "hello", TReady: "ready", TStart: "start", TStarted: "started",
 	TSignal: "signal", TSignalAll: "signal-all", TCheck: "check", TState: "state", TOutput: "output",
-	TExited: "exited", TPing: "ping", TBye: "bye", TFile: "file", TFileDone: "file-done", TStdin: "stdin", TStdinAck: "stdin-ack", TAgentErr: "agent-error"}
+	TExited: "exited", TPing: "ping", TBye: "bye", TFile: "file", TFileDone: "file-done", TStdin: "stdin", TStdinAck: "stdin-ack", TAgentErr: "agent-error",
+	TCtlUp: "ctl-up", TCtlDown: "ctl-down"}
 
 func (t Type) String() string {
 	if t > 0 && t < tEnd {
@@ -139,6 +142,52 @@ func checkTree(kids []Node, seen map[int]bool) error {
 	return nil
 }
 
+// CtlLine is one entry of a relayed control frame (TCtlUp, TCtlDown):
+// a line of the rank's control connection Conn (a number the agent gives
+// each connection its Unix control socket accepted; never reused within a
+// session), or its close. Up, the first entry of a connection has Open
+// set and Proc, the process id its wireauth handshake proved (-1: the job
+// has no secret); a close follows everything forwarded of its connection.
+// Down, a close asks the agent to close the rank's connection. Line is one
+// control message (a JSON line, package ctlwire) with its newline.
+type CtlLine struct {
+	Conn  uint32 `json:"c"`
+	Open  bool   `json:"o,omitempty"`
+	Proc  int    `json:"p,omitempty"`
+	Line  string `json:"l,omitempty"`
+	Close bool   `json:"x,omitempty"`
+}
+
+// maxCtl bounds the entries of a relayed control frame.
+const maxCtl = 1 << 20
+
+// checkCtl checks a relayed control frame's entries: each a line or a
+// close, lines single and newline-ended, Open only going up.
+func checkCtl(ctl []CtlLine, up bool) error {
+	if len(ctl) == 0 || len(ctl) > maxCtl {
+		return fmt.Errorf("%d control entries, want 1 to %d", len(ctl), maxCtl)
+	}
+	for _, e := range ctl {
+		switch {
+		case e.Conn == 0:
+			return errors.New("control entry of connection 0")
+		case e.Open && !up:
+			return fmt.Errorf("connection %d: an open going down", e.Conn)
+		case !e.Open && e.Proc != 0:
+			return fmt.Errorf("connection %d: a process id without an open", e.Conn)
+		case e.Proc < -1 || e.Proc >= maxRank:
+			return fmt.Errorf("connection %d: process id %d out of range", e.Conn, e.Proc)
+		case e.Close == (e.Line != ""):
+			return fmt.Errorf("connection %d: want a line or a close", e.Conn)
+		case e.Open && e.Close:
+			return fmt.Errorf("connection %d: opened and closed in one entry", e.Conn)
+		case e.Line != "" && strings.IndexByte(e.Line, '\n') != len(e.Line)-1:
+			return fmt.Errorf("connection %d: a line not ended by its only newline", e.Conn)
+		}
+	}
+	return nil
+}
+
 // Msg is one message; which fields mean something depends on Type.
 type Msg struct {
 	Type Type `json:"-"`
@@ -163,6 +212,11 @@ type Msg struct {
 	Tree   []Node   `json:"tree,omitempty"`
 	Launch []string `json:"launch,omitempty"`
 	Self   string   `json:"self,omitempty"`
+	// Relay: the agent serves its ranks' control connections on a Unix
+	// socket (Ready.Control) and relays them to the head as CtlUp and
+	// CtlDown frames, holding the collective phases' requests until all
+	// its ranks sent theirs (launch's relay.go).
+	Relay bool `json:"relay,omitempty"`
 
 	// Ready.
 	Pid    int    `json:"pid,omitempty"`
@@ -170,6 +224,12 @@ type Msg struct {
 	TmpDir string `json:"tmpdir,omitempty"`
 	Listen string `json:"listen,omitempty"` // the agent host's IP on the job's network
 	Error  string `json:"error,omitempty"`  // Ready: the agent cannot run the job
+	// Control (Ready, Hello.Relay): the control address of the ranks on
+	// the agent's host ("unix:PATH", the agent's socket).
+	Control string `json:"control,omitempty"`
+
+	// CtlUp, CtlDown.
+	Ctl []CtlLine `json:"ctl,omitempty"`
 
 	// Start, Started. Pids (Started): the process id of each rank of the
 	// Start, in its order (0: that one could not be started).
@@ -285,6 +345,9 @@ func Decode(b []byte) (Msg, error) {
 	if len(m.Pids) == 0 {
 		m.Pids = nil
 	}
+	if len(m.Ctl) == 0 {
+		m.Ctl = nil
+	}
 	for i := range m.Specs {
 		if len(m.Specs[i].Args) == 0 {
 			m.Specs[i].Args = nil
@@ -342,6 +405,8 @@ func (m *Msg) check() error {
 		if m.Node < 0 || m.Node >= maxRank {
 			return fmt.Errorf("node %d out of range", m.Node)
 		}
+	case TCtlUp, TCtlDown:
+		return checkCtl(m.Ctl, m.Type == TCtlUp)
 	case TAgentErr:
 		if m.Host == "" || m.Error == "" || m.Node < 0 || m.Node >= maxRank {
 			return fmt.Errorf("host %q, node %d or error %q missing or out of range", m.Host, m.Node, m.Error)

@@ -38,6 +38,11 @@ func samples() []Msg {
 			Tree: []Node{{Host: "h4", Index: 3, Kids: []Node{{Host: "h6", Index: 5}}}, {Host: "h5", Index: 4}}},
 		{Type: TReady, Pid: 42, Cores: 2, Host: "h4", Node: 3, Job: "ab12"},
 		{Type: TAgentErr, Host: "h6", Node: 5, Error: "ssh: exit status 255"},
+		{Type: THello, Version: Version, Job: "ab12", Host: "h2", HBPeriod: 1e8, HBTimeout: 1e9, Relay: true},
+		{Type: TReady, Pid: 42, Cores: 2, TmpDir: "/tmp/ftmpi-x", Control: "unix:/tmp/ftmpi-x/control"},
+		{Type: TCtlUp, Ctl: []CtlLine{{Conn: 1, Open: true, Proc: 3, Line: "{\"op\":\"hello\",\"id\":1}\n"}, {Conn: 2, Open: true, Proc: -1, Line: "{}\n"},
+			{Conn: 1, Line: "{\"op\":\"fence\",\"id\":2}\n"}, {Conn: 2, Close: true}}},
+		{Type: TCtlDown, Ctl: []CtlLine{{Conn: 1, Line: "{\"op\":\"hello\",\"id\":1}\n"}, {Conn: 1, Close: true}}},
 	}
 }
 
@@ -94,6 +99,16 @@ func TestDecodeRejects(t *testing.T) {
 		{frame(byte(TStdin), `{"rank":-2}`), "rank -2"},
 		{frame(byte(TStart), `{"specs":[{"rank":1,"path":"/p","bind":"board"}]}`), "unknown binding"},
 		{frame(byte(TStart), `{"specs":[{"rank":1,"path":"/p","slot":-1}]}`), "slot -1"},
+		{frame(byte(TCtlUp), `{}`), "0 control entries"},
+		{frame(byte(TCtlUp), `{"ctl":[{"c":0,"x":true}]}`), "connection 0"},
+		{frame(byte(TCtlUp), `{"ctl":[{"c":1}]}`), "a line or a close"},
+		{frame(byte(TCtlUp), `{"ctl":[{"c":1,"l":"a\n","x":true}]}`), "a line or a close"},
+		{frame(byte(TCtlUp), `{"ctl":[{"c":1,"l":"a"}]}`), "not ended"},
+		{frame(byte(TCtlUp), `{"ctl":[{"c":1,"l":"a\nb\n"}]}`), "not ended"},
+		{frame(byte(TCtlUp), `{"ctl":[{"c":1,"p":2,"l":"a\n"}]}`), "without an open"},
+		{frame(byte(TCtlUp), `{"ctl":[{"c":1,"o":true,"p":-2,"l":"a\n"}]}`), "process id -2"},
+		{frame(byte(TCtlUp), `{"ctl":[{"c":1,"o":true,"x":true}]}`), "opened and closed"},
+		{frame(byte(TCtlDown), `{"ctl":[{"c":1,"o":true,"l":"a\n"}]}`), "open going down"},
 	} {
 		_, err := Decode(c.b)
 		if err == nil || !errors.Is(err, ErrFrame) || !strings.Contains(err.Error(), c.want) {
