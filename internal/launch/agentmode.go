@@ -98,10 +98,22 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 	}
 	defer ownerdir.Remove(dir)
 
-	as := &agentSession{w: w, la: hostagent.NewLocalAgent(hello.Host, &wireReporter{w: w}), dir: dir, key: key, logf: logf,
+	rep := &wireReporter{w: w}
+	as := &agentSession{w: w, la: hostagent.NewLocalAgent(hello.Host, rep), dir: dir, key: key, logf: logf,
 		baseEnv: filterEnv(os.Environ()), files: map[string]*os.File{}, stdins: map[int]*stdinPipe{}}
+	control := ""
+	if hello.Relay {
+		// The ranks here dial this agent, which relays their control
+		// connections to the head (relay.go).
+		r, err := listenRelay(dir, w, key, logf)
+		if err != nil {
+			return fail("host %s: cannot listen for the ranks' control connections: %v", hello.Host, err)
+		}
+		defer r.stop()
+		as.relay, rep.relay, control = r, r, r.control()
+	}
 	w.send(agentwire.Msg{Type: agentwire.TReady, Pid: os.Getpid(), Cores: runtime.NumCPU(), TmpDir: dir, Listen: ip.String(),
-		Host: hello.Host, Node: hello.Node, Job: hello.Job})
+		Host: hello.Host, Node: hello.Node, Job: hello.Job, Control: control})
 	if len(hello.Tree) > 0 {
 		boots := startKids(hello, w)
 		defer stopBoots(boots)
@@ -159,6 +171,7 @@ type agentSession struct {
 	dir     string        // the job directory on this host
 	key     *wireauth.Key // the job's secret, handed to every rank started here
 	baseEnv []string      // the agent's environment, filtered: every rank's base
+	relay   *agentRelay   // the ranks' control connections (Hello.Relay), nil: they dial the head
 	logf    func(format string, args ...any)
 
 	starts       sync.WaitGroup      // starts under way
@@ -242,6 +255,10 @@ func (as *agentSession) handle(m agentwire.Msg) {
 		default: // the head sends one piece per ack: never full
 			w.send(agentwire.Msg{Type: agentwire.TStdinAck, Rank: m.Rank, Final: true})
 		}
+	case agentwire.TCtlDown:
+		if as.relay != nil {
+			as.relay.down(m.Ctl)
+		}
 	case agentwire.TPing:
 	default:
 		as.logf("unexpected %v from the head ignored", m.Type)
@@ -272,6 +289,11 @@ func (as *agentSession) start(m agentwire.Msg) {
 				as.stdinWriters.Add(1)
 				go func(rank int) { defer as.stdinWriters.Done(); sp.run(rank, as.w) }(s.Rank)
 			}
+		}
+	}
+	if as.relay != nil {
+		for _, s := range specs { // before any of them can connect
+			as.relay.started(s.Rank, s.Incarnation)
 		}
 	}
 	as.starts.Add(1)
@@ -378,8 +400,12 @@ func receiveFile(dir string, files map[string]*os.File, m agentwire.Msg) (path s
 	return path, false, err
 }
 
-// wireReporter relays a hostagent.LocalAgent's reports to the head.
-type wireReporter struct{ w *frameWriter }
+// wireReporter relays a hostagent.LocalAgent's reports to the head (and
+// its ranks' exits to the relay's gate).
+type wireReporter struct {
+	w     *frameWriter
+	relay *agentRelay
+}
 
 func (r *wireReporter) Output(rank int, stderr bool, line []byte) {
 	r.w.send(agentwire.Msg{Type: agentwire.TOutput, Rank: rank, Stderr: stderr, Line: line})
@@ -391,6 +417,9 @@ func (r *wireReporter) Exited(e hostagent.ExitReport) {
 		m.StartErr = e.StartErr.Error()
 	}
 	r.w.send(m)
+	if r.relay != nil {
+		r.relay.exited(e.Rank, e.Incarnation)
+	}
 }
 
 // frameWriter writes frames from a queue on its own goroutine: a sender

@@ -225,6 +225,11 @@ type Config struct {
 	// remote hosts than Fanout the agents are started through a tree
 	// (tree.go); up to Fanout, all by the head (flat).
 	Fanout int
+	// Relay: the ranks on remote hosts reach the head through their
+	// host's agent (relay.go: one connection a host, the collective
+	// phases' requests one frame a host), not each over a connection of
+	// its own; default $FTMPI_RELAY=1, else off.
+	Relay bool
 	// AgentPath is the ftmpirun binary run in agent mode on the remote
 	// hosts (the same path on every host); default: this executable.
 	AgentPath string
@@ -374,6 +379,8 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
   --fanout K       start the remote agents through a tree: ftmpirun starts K, each agent
                    the next K of its subtree (default $FTMPI_FANOUT, else 32: flat up to
                    32 remote hosts)
+                   ($FTMPI_RELAY=1: the ranks on remote hosts reach ftmpirun through their
+                   host's agent, one connection a host; default: each its own connection)
   -disable-auto-cleanup
                    (hydra's flag, which MPICH's fault-tolerance tests pass) --on-failure
                    continue unless --on-failure is given, failure notices only with -v,
@@ -811,6 +818,9 @@ func (cfg *Config) validateHosts() error {
 		if st, err := os.Stat(cfg.Wdir); err != nil || !st.IsDir() {
 			return &UsageError{fmt.Sprintf("invalid --wdir %q: not a directory", cfg.Wdir)}
 		}
+	}
+	if !cfg.Relay {
+		cfg.Relay = relayEnabled()
 	}
 	if cfg.Fanout == 0 {
 		cfg.Fanout = DefaultFanout

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
 	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
@@ -31,6 +32,14 @@ type ctlConn struct {
 	id  policy.Conn     // the policy's name of the connection
 
 	evAddr *eventSockaddr // the rank's event socket (boot.HelloEventAddr), nil if none; under head.mu
+
+	// A connection relayed by an agent (relay.go): nc and raw are nil;
+	// what is sent is queued for the agent's next CtlDown frame as a line
+	// of connection rid, and a close as its close. proc is the process id
+	// the agent's handshake proved (-1: none).
+	link *relayLink
+	rid  uint32
+	proc int
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -71,6 +80,12 @@ func (c *ctlConn) sendLine(line []byte) { c.sendParts(line) }
 func (c *ctlConn) sendParts(parts ...[]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.link != nil {
+		if !c.closed {
+			c.link.add(agentwire.CtlLine{Conn: c.rid, Line: string(bytes.Join(parts, nil))})
+		}
+		return
+	}
 	for _, line := range parts {
 		if c.closed {
 			return
@@ -202,11 +217,25 @@ func (c *ctlConn) close() {
 }
 
 func (c *ctlConn) closeLocked() {
+	if c.link != nil {
+		if !c.closed {
+			c.closed = true
+			c.link.add(agentwire.CtlLine{Conn: c.rid, Close: true}) // the agent's close comes back up
+		}
+		return
+	}
 	if !c.closed {
 		c.closed = true
 		c.nc.Close()
 		c.cond.Broadcast()
 	}
+}
+
+// isClosed tells whether the connection was closed.
+func (c *ctlConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // controlTimeout bounds the handshake of a control connection on an

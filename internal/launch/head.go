@@ -96,6 +96,13 @@ type head struct {
 	hostVars   [][]string
 	hostPath   []string // --preload-binary: the program's copy on each host ("": the shared path)
 	program    string   // the job's program (the path a preloaded copy replaces)
+
+	// The agents' relays (relay.go): every link, those with entries
+	// queued, and how many CtlUp frames are being fed (their end flushes).
+	relayMu    sync.Mutex
+	relays     []*relayLink
+	relayDirty []*relayLink
+	relayHold  atomic.Int32
 }
 
 // triggers is the fault-injection watch (inject.Watch) of a run and the
@@ -268,6 +275,7 @@ func (h *head) step(ev policy.Event) {
 		}
 	}
 	h.mu.Unlock()
+	h.flushRelays()
 	for _, a := range later {
 		h.execute(a)
 	}
@@ -580,6 +588,7 @@ func (h *head) close() {
 	for _, c := range conns {
 		c.close()
 	}
+	h.flushRelays()
 	h.wg.Wait()
 	h.refused.Stop()
 }
@@ -617,23 +626,31 @@ func (h *head) readLoop(c *ctlConn, proc int, p *acceptloop.Pending) {
 			}
 			p = nil
 		}
-		if m.Op == ctlwire.OpName {
-			c.send(h.names.Serve(m))
-			continue
-		}
-		if m.Op == ctlwire.OpHangDone {
-			h.hangDone(m.Kind)
-			c.send(ctlwire.Msg{Op: ctlwire.OpHangDone, ID: m.ID})
-			continue
-		}
-		if m.Op == ctlwire.OpHello {
+		h.request(c, m)
+	}
+}
+
+// request handles a decoded request of control connection c (a socket, or
+// a connection an agent relays): the name service and hang reports here,
+// everything else through the policy.
+func (h *head) request(c *ctlConn, m ctlwire.Msg) {
+	switch m.Op {
+	case ctlwire.OpName:
+		c.send(h.names.Serve(m))
+		return
+	case ctlwire.OpHangDone:
+		h.hangDone(m.Kind)
+		c.send(ctlwire.Msg{Op: ctlwire.OpHangDone, ID: m.ID})
+		return
+	case ctlwire.OpHello:
+		if c.link == nil { // a relayed rank's event socket is on its host, not here
 			a := eventAddr(m.KV[boot.HelloEventAddr]) // before the hello is answered: events may follow at once
 			h.mu.Lock()
 			c.evAddr = a
 			h.mu.Unlock()
 		}
-		h.step(requestEvent(c.id, m))
 	}
+	h.step(requestEvent(c.id, m))
 }
 
 // requestEvent is the policy event of request m on connection id.

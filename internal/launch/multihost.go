@@ -197,7 +197,8 @@ func (mh *multiHost) startRemotes(cfg Config, remote []int, job string, headIP n
 		_, _ = key.WriteTo(&secret)
 	}
 	hello := agentwire.Msg{Type: agentwire.THello, Version: agentwire.Version, Job: job, Secret: hex.EncodeToString(secret.Bytes()),
-		HBPeriod: int64(cfg.AgentHBPeriod), HBTimeout: int64(cfg.AgentHBTimeout), Interface: cfg.Interface, HeadAddr: headIP.String()}
+		HBPeriod: int64(cfg.AgentHBPeriod), HBTimeout: int64(cfg.AgentHBTimeout), Interface: cfg.Interface, HeadAddr: headIP.String(),
+		Relay: cfg.Relay}
 	if useTree(cfg, len(remote)) {
 		agents, boots, err := startTree(cfg, remote, hello, headIP, self, h, key, out.logf)
 		if err != nil {
@@ -276,7 +277,12 @@ func (mh *multiHost) remoteVars(cfg Config, remote []int, tcpControl string, var
 		ra := mh.agents[i].(*remoteAgent)
 		mh.h.addAgent(ra)
 		cores[i] = ra.ready.Cores
-		vars[i] = []string{boot.EnvHost + "=" + cfg.Hosts[i].Name, boot.EnvControl + "=" + tcpControl,
+		control := tcpControl
+		if ra.ready.Control != "" { // the agent relays its ranks' control connections (relay.go)
+			control = ra.ready.Control
+			ra.relay.Store(mh.h.newRelayLink(ra.w))
+		}
+		vars[i] = []string{boot.EnvHost + "=" + cfg.Hosts[i].Name, boot.EnvControl + "=" + control,
 			boot.EnvHostCores + "=" + strconv.Itoa(cores[i]), boot.EnvTmpDir + "=" + ra.ready.TmpDir,
 			boot.EnvListen + "=" + ra.ready.Listen}
 		if cfg.Verbose {

@@ -63,6 +63,8 @@ type remoteAgent struct {
 
 	stdinAck chan agentwire.Msg // the agent's StdinAck, awaited by forwardStdin
 
+	relay atomic.Pointer[relayLink] // the head's side of the agent's relay (Hello.Relay), nil: none
+
 	readDone   chan struct{}         // closed when the reader ends
 	onAgentErr func(m agentwire.Msg) // a tree launch's AgentErr (nil: ignored)
 }
@@ -269,6 +271,10 @@ func (a *remoteAgent) deliver(m agentwire.Msg) {
 		case a.stdinAck <- m:
 		default: // not awaited: dropped
 		}
+	case agentwire.TCtlUp:
+		if l := a.relay.Load(); l != nil {
+			l.upFrame(m.Ctl)
+		}
 	case agentwire.TAgentErr:
 		if a.onAgentErr != nil {
 			a.onAgentErr(m)
@@ -343,6 +349,9 @@ func (a *remoteAgent) lose(reason string) {
 	a.kill()
 	if !closing {
 		a.onLost(reason, pids)
+		if l := a.relay.Load(); l != nil {
+			l.lost() // its ranks' connections close, after the host's loss
+		}
 	}
 	for i := 0; i < n; i++ {
 		a.ranks.Done()

@@ -92,6 +92,13 @@ func runOnce(cfg Config, st *launchState) int {
 		}
 		defer mh.h.close()
 		defer mh.closeAgents(10 * time.Second)
+		if cfg.Verbose && cfg.Relay {
+			defer func() {
+				f := mh.h.relayCounts()
+				out.logf("relay: %d connections, %d frames up (hello %d, fence %d, rejoin %d), %d down",
+					f.conns, f.up, f.upOps["hello"], f.upOps["fence"], f.upOps["rejoin"], f.down)
+			}()
+		}
 	}
 	mh.h.trc.Store(cfg.trc)
 	if cfg.Verbose {

@@ -10,6 +10,8 @@
 //	                    the others wait in Finalize
 //	crashearly R BASE   rank R SIGKILLs itself before Exchange; the others get a
 //	                    *boot.FailedError naming R, then behave as in crash
+//	stopearly R BASE    as crashearly, but rank R SIGSTOPs itself (the launcher's
+//	                    stall look must find it)
 //	hang                connect, print "ready pid P tmp DIR", block forever
 //	hangterm            like hang but ignore SIGTERM
 //	lines K             print K numbered lines on stdout and stderr, then a partial line
@@ -109,6 +111,12 @@ func main() {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	}
+	if mode == "stopearly" && info.Rank == r.arg(0) {
+		// Stopped after its hello, before the exchange's fence: no
+		// heartbeat runs yet, only the launcher's stall look finds it.
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		select {}
+	}
 	if mode == "suspect" && info.Rank == 0 {
 		suspectStopped(c, info, r.arg(0))
 	}
@@ -145,7 +153,7 @@ func (r *rank) exchange(mode string) string {
 	self.Rank, self.Host = 0, ""
 	eps, err := r.c.Exchange(self)
 	var fe *boot.FailedError
-	if mode == "crashearly" {
+	if mode == "crashearly" || mode == "stopearly" {
 		if !errors.As(err, &fe) || len(fe.Ranks) != 1 || fe.Ranks[0] != r.arg(0) {
 			die("exchange: got %v, want a FailedError for rank %d", err, r.arg(0))
 		}
