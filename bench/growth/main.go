@@ -44,15 +44,19 @@ func ops() []op {
 	pct := func(n int, seed uint64) []int { return growth.Failed(n, growth.OnePercent(n), seed) }
 	notifyAt := func(n int) int { return 4*int(math.Ceil(growth.Log2(n))) + 8 }
 	return []op{
-		{"agree", "failure-free", 65536, "each process holds bitsets of up to n bits and every Decide carries one: n^2/8 bytes per set kind (16 GB at 262,144)",
+		{"agree", "failure-free", 1048576, "",
 			func(n int, _ uint64) (growth.Row, error) { return growth.Agree(growth.AgreeCase{N: n}) }},
-		{"agree", "1-failure-root-during", 65536, "as failure-free",
+		{"agree", "1-failure-root-during", 1048576, "",
 			func(n int, _ uint64) (growth.Row, error) {
 				return growth.Agree(growth.AgreeCase{N: n, Failed: []int{0}, NotifyAt: notifyAt(n)})
 			}},
-		{"agree", "1pct-failures-during", 65536, "as failure-free",
+		{"agree", "1pct-failures-during", 65536, "every survivor is notified of every failure on its own, as a detector does: n*n/100 notifications, each a set of its own at every process (4.3e7 at 65,536, 1.1e10 at 1,048,576); 1pct-known goes further",
 			func(n int, seed uint64) (growth.Row, error) {
 				return growth.Agree(growth.AgreeCase{N: n, Failed: pct(n, seed), NotifyAt: notifyAt(n)})
+			}},
+		{"agree", "1pct-known", 1048576, "",
+			func(n int, seed uint64) (growth.Row, error) {
+				return growth.Agree(growth.AgreeCase{N: n, Failed: pct(n, seed), Known: true})
 			}},
 		{"rbcast", "revoke", 1048576, "",
 			func(n int, _ uint64) (growth.Row, error) { return growth.Rbcast(growth.RbcastCase{N: n}) }},
@@ -90,17 +94,17 @@ func ops() []op {
 			func(n int, seed uint64) (growth.Row, error) {
 				return growth.Fence(growth.FenceCase{N: n, Failed: pct(n, seed)})
 			}},
-		{"spare", "replace-1", 65536, "two agreements (see agree)",
+		{"spare", "replace-1", 1048576, "",
 			func(n int, _ uint64) (growth.Row, error) {
-				return growth.Spare(growth.SpareCase{N: n, Failed: []int{n / 2}})
+				return growth.Spare(growth.SpareCase{N: n, Failed: []int{n / 2}, Tellers: spareTellers(n, 0)})
 			}},
-		{"spare", "replace-1pct", 65536, "two agreements (see agree)",
+		{"spare", "replace-1pct", 262144, "each of the k spares' spare.Machine keeps its Activate's survivor list (n ids): k*n ids, 5.4 GB at 262,144",
 			func(n int, seed uint64) (growth.Row, error) {
-				return growth.Spare(growth.SpareCase{N: n, Failed: pct(n, seed)})
+				return growth.Spare(growth.SpareCase{N: n, Failed: pct(n, seed), Tellers: spareTellers(n, 0)})
 			}},
-		{"spare", "replace-1pct-2-tellers-fail", 65536, "two agreements (see agree); the leader and the next survivor fail after their Commit",
+		{"spare", "replace-1pct-2-tellers-fail", 262144, "as replace-1pct; the leader and the next survivor fail after their Commit",
 			func(n int, seed uint64) (growth.Row, error) {
-				return growth.Spare(growth.SpareCase{N: n, Failed: pct(n, seed), TellersFail: 2})
+				return growth.Spare(growth.SpareCase{N: n, Failed: pct(n, seed), TellersFail: 2, Tellers: spareTellers(n, 2)})
 			}},
 		{"spare", "replace-1pct-commit-from-every", 65536, "every survivor commits every spare (before 2026-11-29): n-k Commits at a spare",
 			func(n int, seed uint64) (growth.Row, error) {
@@ -114,11 +118,23 @@ func ops() []op {
 			func(n int, _ uint64) (growth.Row, error) { return growth.StartupFence(n) }},
 		{"policy", "startup-fence-lazy", 1048576, "the default: the layout and O(log n) endpoints a rank, the rest looked up on first dial",
 			func(n int, _ uint64) (growth.Row, error) { return growth.StartupFenceLazy(n) }},
-		{"reincarnate", "reinit-epoch-no-launcher-1", 65536, "one agreement (see agree)",
+		{"policy", "spawn-replacement", 4096, "the head decodes every parent's request, each listing the n-1 parents: n^2 bytes of JSON (1.4 GB and minutes of the head at 16,384)",
+			func(n int, _ uint64) (growth.Row, error) { return growth.SpawnLauncher(n, 1) }},
+		{"reincarnate", "reinit-epoch-no-launcher-1", 1048576, "",
 			func(n int, _ uint64) (growth.Row, error) { return growth.ReinitNoLauncher(n, []int{n / 2}) }},
-		{"reincarnate", "reinit-epoch-no-launcher-1pct", 65536, "one agreement (see agree)",
+		{"reincarnate", "reinit-epoch-no-launcher-1pct", 1048576, "",
 			func(n int, seed uint64) (growth.Row, error) { return growth.ReinitNoLauncher(n, pct(n, seed)) }},
 	}
+}
+
+// spareTellers is growth.SpareCase.Tellers at n: every survivor's Outbox
+// (0) up to 65,536, beyond only those that speak in the run (each
+// survivor's spans of the survivors before it are O(n): n^2 in all).
+func spareTellers(n, fail int) int {
+	if n <= 65536 {
+		return 0
+	}
+	return fail + 1
 }
 
 // metrics fitted per curve: rounds (periods for detection) and the

@@ -182,10 +182,19 @@ func (a *Node) Start(v Value, failed Set) []Msg {
 	}
 	a.started = true
 	a.own = v.Clone()
-	for _, p := range failed.Members() {
-		if p < a.n && p != a.self {
-			a.failed.Add(p)
-		}
+	// The known failures less this process and ranks from N on, kept as
+	// a clone (copy-on-write: the failed set every process was handed
+	// is held once, not once per Node, in a simulation of many), with
+	// those notified before Start.
+	known := failed.Clone()
+	known.Remove(a.self)
+	if known.Bound() > a.n {
+		known.IntersectWith(fromRuns([]uint64{mkRun(0, a.n)}))
+	}
+	if a.failed.Empty() {
+		a.failed = known
+	} else {
+		a.failed.UnionWith(known)
 	}
 	a.resetBallot(1)
 	early := a.early

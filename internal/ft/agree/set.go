@@ -25,6 +25,12 @@ const maxMember = 1<<31 - 2
 // Set value aliases its storage, like a slice: use Clone for an independent
 // copy. Union and Intersect return fresh sets; Add, Remove, UnionWith and
 // IntersectWith modify the receiver.
+//
+// Clone is copy-on-write: the clone's storage is never written again, so
+// cloning a clone (a proposal handed down a tree, a decision passed on,
+// the failed set every process of a simulation starts from) shares it,
+// and a clone that is then modified copies it first. n processes holding
+// one decided set of f runs hold it once, not n times.
 type Set struct {
 	// w: with bitmap false, the runs: run k is [lo, hi) with lo in the
 	// high 32 bits of w[k] and hi in the low ones; sorted, disjoint and
@@ -34,6 +40,17 @@ type Set struct {
 	// words.
 	w      []uint64
 	bitmap bool
+	// shared: w may be held by other Sets and is never written: a
+	// modification copies it first (own).
+	shared bool
+}
+
+// own makes s's storage its own before a modification writes it.
+func (s *Set) own() {
+	if s.shared {
+		s.w = append(make([]uint64, 0, len(s.w)+1), s.w...)
+		s.shared = false
+	}
 }
 
 // A run packed in a word (the runs form's element).
@@ -69,6 +86,12 @@ func (s Set) runAt(p int) int {
 func (s *Set) Add(p int) {
 	if p < 0 || p > maxMember {
 		panic(fmt.Sprintf("agree: set member %d out of range", p))
+	}
+	if s.shared {
+		if s.Has(p) {
+			return
+		}
+		s.own()
 	}
 	if s.bitmap {
 		i := p >> 6
@@ -108,6 +131,12 @@ func (s *Set) Add(p int) {
 func (s *Set) Remove(p int) {
 	if p < 0 || p > maxMember {
 		return
+	}
+	if s.shared {
+		if !s.Has(p) {
+			return
+		}
+		s.own()
 	}
 	if s.bitmap {
 		if i := p >> 6; i < len(s.w) {
@@ -240,11 +269,22 @@ func (s Set) Bound() int {
 	return 0
 }
 
-// Clone returns an independent copy of s.
+// Clone returns an independent copy of s: a modification of either does
+// not show in the other. The copy's storage is shared: never written, and
+// cloned again without a copy (the first modification of a clone copies
+// it).
 func (s Set) Clone() Set {
 	if len(s.w) == 0 {
 		return Set{}
 	}
+	if s.shared {
+		return s
+	}
+	return Set{w: append([]uint64(nil), s.w...), bitmap: s.bitmap, shared: true}
+}
+
+// dup returns a copy of s whose storage is its own (to modify at once).
+func (s Set) dup() Set {
 	return Set{w: append([]uint64(nil), s.w...), bitmap: s.bitmap}
 }
 
@@ -306,7 +346,7 @@ func (s Set) SubsetOf(t Set) bool {
 // Union returns a new set with the members of s and of t.
 func (s Set) Union(t Set) Set {
 	if s.bitmap && t.bitmap {
-		r := s.Clone()
+		r := s.dup()
 		r.UnionWith(t)
 		return r
 	}
@@ -316,7 +356,7 @@ func (s Set) Union(t Set) Set {
 // Intersect returns a new set with the members common to s and t.
 func (s Set) Intersect(t Set) Set {
 	if s.bitmap && t.bitmap {
-		r := s.Clone()
+		r := s.dup()
 		r.IntersectWith(t)
 		return r
 	}
@@ -329,6 +369,7 @@ func (s *Set) UnionWith(t Set) {
 	case t.Empty():
 		return
 	case s.bitmap && t.bitmap:
+		s.own()
 		if len(t.w) > len(s.w) {
 			s.grow(len(t.w))
 		}
@@ -338,6 +379,7 @@ func (s *Set) UnionWith(t Set) {
 		s.settle()
 	case s.bitmap && (t.Bound()-1)>>6 < len(s.w):
 		// A few runs within the bitmap: set their bits.
+		s.own()
 		for _, x := range t.w {
 			setRange(s.w, runLo(x), runHi(x))
 		}
@@ -350,6 +392,7 @@ func (s *Set) UnionWith(t Set) {
 // IntersectWith removes from s the members not in t.
 func (s *Set) IntersectWith(t Set) {
 	if s.bitmap && t.bitmap {
+		s.own()
 		for i := range s.w {
 			if i < len(t.w) {
 				s.w[i] &= t.w[i]
@@ -394,9 +437,9 @@ func (s *Set) grow(words int) {
 }
 
 // clear empties s, keeping a runs list's storage (a bitmap's is dropped:
-// a set that fills again may well be sparse).
+// a set that fills again may well be sparse; shared storage is let go).
 func (s *Set) clear() {
-	if s.bitmap {
+	if s.bitmap || s.shared {
 		*s = Set{}
 		return
 	}

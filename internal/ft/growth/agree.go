@@ -46,6 +46,7 @@ func agreeRun(c AgreeCase) (Row, *counter, error) {
 		dead[p] = true
 		failed.Add(p)
 	}
+	failed = failed.Clone() // shared: every Node started with it holds it once (copy-on-write)
 	nodes := make([]*agree.Node, n)
 	cnt := newCounter(n)
 	clock := make([]int32, n)

@@ -2,6 +2,8 @@ package growth
 
 import (
 	"math"
+	"os"
+	"reflect"
 	"testing"
 )
 
@@ -148,4 +150,86 @@ func TestDetectForwardEach(t *testing.T) {
 	if each <= batched || each > unbatched {
 		t.Fatalf("busiest rank: forward-each %d, want above batched %d and at most unbatched %d", each, batched, unbatched)
 	}
+}
+
+// Giving an Outbox only to the survivors that can speak in the run (the
+// first TellersFail+1: bench/growth beyond 65,536) changes no count: the
+// others' Outboxes only hold their Commit, counted as owed.
+func TestSpareTellersSameCounts(t *testing.T) {
+	for _, n := range []int{64, 1024} {
+		for _, fail := range []int{0, 2} {
+			c := SpareCase{N: n, Failed: Failed(n, OnePercent(n)+1, 5), TellersFail: fail}
+			all, err := Spare(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Tellers = fail + 1
+			few, err := Spare(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(all, few) {
+				t.Errorf("n=%d, %d tellers failing: every survivor's Outbox %+v, the first %d's %+v", n, fail, all, fail+1, few)
+			}
+		}
+	}
+	if _, err := Spare(SpareCase{N: 64, Failed: []int{3}, TellersFail: 2, Tellers: 2}); err == nil {
+		t.Error("2 tellers modelled of which 2 fail: no error")
+	}
+}
+
+// TestGrowthSpawn measures the launcher's half of spawning a replacement
+// after a failure (SpawnLauncher: the head's policy.Machine) at n = 16 ...
+// 1,024 (256 under -race; 4,096 with FTMPI_GROWTH_FULL=1: the head's
+// decoding is n^2) and
+// asserts 5 rounds, 2 messages at every parent (its request and the
+// answer) and 5 at the child whatever n; an O(n) variant (a parent hearing
+// from every other) is refused by the parents' bound. The head is the
+// star and is asserted exactly so that it shows: 2(n-1) + 5 messages,
+// and at least (n-1)^2 bytes of requests (each lists the n-1 parents).
+func TestGrowthSpawn(t *testing.T) {
+	var ns []int
+	top := 1024
+	if race {
+		top = 256
+	}
+	for _, n := range Sizes(4096) {
+		if n <= top || os.Getenv("FTMPI_GROWTH_FULL") == "1" {
+			ns = append(ns, n)
+		}
+	}
+	rankB := Bound{C: 0, D: 2}
+	var rounds, rank, child []float64
+	for _, n := range ns {
+		r, err := SpawnLauncher(n, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rounds = append(rounds, float64(r.Rounds))
+		rank = append(rank, float64(r.Extra["max_per_rank"]))
+		child = append(child, float64(r.Extra["max_per_child"]))
+		if got, want := r.Extra["head_msgs"], int64(2*(n-1)+5); got != want {
+			t.Errorf("n=%d: %d messages at the head, want 2(n-1)+5 = %d", n, got, want)
+		}
+		if got, least := r.Extra["request_bytes_at_head"], int64(n-1)*int64(n-1); got < least {
+			t.Errorf("n=%d: %d bytes of requests at the head, want at least (n-1)^2 = %d (every request lists every parent)", n, got, least)
+		}
+	}
+	for _, err := range []error{
+		(Bound{C: 0, D: 5}).Check("rounds", ns, rounds),
+		rankB.Check("messages at the busiest parent", ns, rank),
+		(Bound{C: 0, D: 5}).Check("messages at the child", ns, child),
+	} {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	flat := make([]float64, len(ns))
+	for i, n := range ns {
+		flat[i] = float64(n - 1)
+	}
+	if rankB.Check("flat", ns, flat) == nil {
+		t.Error("the parents' bound accepts n-1 messages a parent")
+	}
+	t.Logf("n %v: rounds %v, busiest parent %v, child %v", ns, rounds, rank, child)
 }

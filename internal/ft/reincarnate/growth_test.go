@@ -9,7 +9,7 @@ import (
 // TestGrowthEpochChange measures one Reinit epoch change without a
 // launcher (internal/ft/growth.ReinitNoLauncher: the survivors' agreement
 // on the failed set, Decide, one activation per failed rank) at n = 16 ...
-// 4096 (1024 with -short, 65,536 with FTMPI_GROWTH_FULL=1), with one
+// 4096 (1024 with -short, 1,048,576 with FTMPI_GROWTH_FULL=1), with one
 // failure and with 1%, and asserts rounds <= 4*log2(n) + 1 and at most
 // 8*log2(n) + 4 messages at the busiest rank (the root adopts a failed
 // child's children) beyond one activation per failed rank (the leader
@@ -18,7 +18,7 @@ import (
 // linear so that it shows. A flat agreement (the root hears from all) is
 // refused by the per-rank bound (4(n-1) > 8*log2(n)+4 from n = 16).
 func TestGrowthEpochChange(t *testing.T) {
-	ns := growth.Sizes(65536)
+	ns := growth.Sizes(1 << 20)
 	if testing.Short() {
 		ns = ns[:4]
 	}
