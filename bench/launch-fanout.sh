@@ -7,6 +7,8 @@
 #   bench/launch-fanout.sh                       (root; about 5 minutes on 2 idle cores)
 #   SIZES=16,32 RUNS=5 FANOUT=4 IMPLS=flat,tree,openmpi bench/launch-fanout.sh
 #   SIZES=32 IMPLS=flat,tree:2,tree:4,tree:8 bench/launch-fanout.sh   (fan-outs side by side)
+#   SIZES=16,32 PPN=4 IMPLS=flat,relay,tree,relaytree bench/launch-fanout.sh
+#       (the star against the relay through the agents, FTMPI_RELAY=1, PPN ranks a host)
 #
 # Builds into bench/build/launchfan (gitignored): ftmpirun and examples/hello,
 # and bench/c/hello.c with mpicc.openmpi (Open MPI is skipped if it is missing).
@@ -19,6 +21,7 @@ SIZES=${SIZES:-16,32}
 RUNS=${RUNS:-5}
 FANOUT=${FANOUT:-4}
 IMPLS=${IMPLS:-flat,tree,openmpi}
+PPN=${PPN:-1}
 mkdir -p "$BUILD"
 BUILD=$(cd "$BUILD" && pwd)
 go build -o "$BUILD/ftmpirun" ./cmd/ftmpirun
@@ -32,5 +35,5 @@ if [[ $IMPLS == *openmpi* ]]; then
 	fi
 fi
 echo "# load at the start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores" >&2
-go run ./bench/launchfan -build "$BUILD" -sizes "$SIZES" -runs "$RUNS" -fanout "$FANOUT" -impls "$IMPLS"
+go run ./bench/launchfan -build "$BUILD" -sizes "$SIZES" -runs "$RUNS" -fanout "$FANOUT" -impls "$IMPLS" -ppn "$PPN"
 echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

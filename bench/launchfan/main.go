@@ -37,7 +37,19 @@ type rec struct {
 	// StartedMS (ftmpirun): from its start to every rank started, agents
 	// up included (its -v line "N ranks started in D").
 	StartedMS float64 `json:"started_ms,omitempty"`
-	Load1     float64 `json:"load1"`
+	// CPUms: the launcher's CPU time and that of the children it waited
+	// for (its ssh clients, the ranks of its own host).
+	CPUms float64 `json:"cpu_ms"`
+	// Relayed launches (FTMPI_RELAY=1): the connections relayed to the
+	// head, the frames it received and sent for them, and the up frames
+	// that carried hellos and fences (its -v line "relay: ...").
+	Relayed    int     `json:"relayed,omitempty"`
+	UpFrames   int     `json:"up_frames,omitempty"`
+	DownFrames int     `json:"down_frames,omitempty"`
+	HelloUp    int     `json:"hello_up,omitempty"`
+	FenceUp    int     `json:"fence_up,omitempty"`
+	PPN        int     `json:"ppn"`
+	Load1      float64 `json:"load1"`
 }
 
 func load1() float64 {
@@ -54,7 +66,8 @@ func main() {
 	sizes := flag.String("sizes", "16,32", "host counts (one rank per host)")
 	runs := flag.Int("runs", 5, "timed launches per launcher and size (after one warm-up)")
 	fanout := flag.Int("fanout", 4, "the tree launch's --fanout")
-	impls := flag.String("impls", "flat,tree,openmpi", "launchers: flat, tree (-fanout), tree:K, openmpi")
+	impls := flag.String("impls", "flat,tree,openmpi", "launchers: flat, tree (-fanout), tree:K, relay (flat, FTMPI_RELAY=1), relaytree (tree, relayed), openmpi")
+	ppnFlag := flag.Int("ppn", 1, "ranks per host")
 	limit := flag.Duration("timeout", 60*time.Second, "limit of one launch")
 	flag.Parse()
 
@@ -75,8 +88,8 @@ func main() {
 	}
 	list := strings.Split(*impls, ",")
 	for _, i := range list {
-		if _, ok := treeK(i, *fanout); !ok && i != "flat" && i != "openmpi" {
-			fmt.Fprintf(os.Stderr, "launchfan: unknown launcher %q (want flat, tree, tree:K, openmpi)\n", i)
+		if _, ok := treeK(i, *fanout); !ok && i != "flat" && i != "openmpi" && i != "relay" {
+			fmt.Fprintf(os.Stderr, "launchfan: unknown launcher %q (want flat, tree, tree:K, relay, relaytree, openmpi)\n", i)
 			os.Exit(2)
 		}
 	}
@@ -90,6 +103,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "launchfan:", err)
 		os.Exit(1)
 	}
+	ppn = max(1, *ppnFlag)
 	code := run(h, ns, list, *build, *runs, *fanout, *limit)
 	if err := h.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "launchfan: teardown:", err)
@@ -98,6 +112,11 @@ func main() {
 	os.Exit(code)
 }
 
+// ppn is the ranks per host (-ppn).
+var ppn = 1
+
+var relayRE = regexp.MustCompile(`relay: (\d+) connections, (\d+) frames up \(hello (\d+), fence (\d+), rejoin \d+\), (\d+) down`)
+
 func run(h *nshosts.Hosts, ns []int, list []string, build string, runs, fanout int, limit time.Duration) int {
 	var all []rec
 	failed := 0
@@ -105,13 +124,13 @@ func run(h *nshosts.Hosts, ns []int, list []string, build string, runs, fanout i
 	for _, n := range ns {
 		var hl []string
 		for i := 1; i <= n; i++ {
-			hl = append(hl, h.Name(i)+":1")
+			hl = append(hl, h.Name(i)+":"+strconv.Itoa(ppn))
 		}
 		hosts := strings.Join(hl, ",")
 		for k := 0; k <= runs; k++ {
 			for j := range list {
 				impl := list[(j+k)%len(list)]
-				name, args, env := launch(h, impl, hosts, n, build, fanout)
+				name, args, env := launch(h, impl, hosts, n*ppn, build, fanout)
 				l := load1()
 				ctx, cancel := context.WithTimeout(context.Background(), limit)
 				cmd := h.CommandContext(ctx, 1, name, args...)
@@ -121,14 +140,21 @@ func run(h *nshosts.Hosts, ns []int, list []string, build string, runs, fanout i
 				out, err := cmd.CombinedOutput()
 				ms := float64(time.Since(t0).Microseconds()) / 1000
 				cancel()
-				if err == nil && impl != "openmpi" && !strings.Contains(string(out), fmt.Sprintf("result: ranks=%d", n)) {
+				if err == nil && impl != "openmpi" && !strings.Contains(string(out), fmt.Sprintf("result: ranks=%d", n*ppn)) {
 					err = fmt.Errorf("no result line")
 				}
 				if err != nil {
 					failed++
 					fmt.Fprintf(os.Stderr, "# FAILED %s at %d hosts, round %d: %v\n%s\n", impl, n, k, err, tail(string(out)))
 				} else if k > 0 {
-					r := rec{Impl: impl, Hosts: n, Round: k, MS: ms, Load1: l}
+					r := rec{Impl: impl, Hosts: n, Round: k, MS: ms, Load1: l, PPN: ppn}
+					if ps := cmd.ProcessState; ps != nil {
+						r.CPUms = float64((ps.UserTime() + ps.SystemTime()).Microseconds()) / 1000
+					}
+					if m := relayRE.FindStringSubmatch(string(out)); m != nil {
+						v := func(i int) int { x, _ := strconv.Atoi(m[i]); return x }
+						r.Relayed, r.UpFrames, r.HelloUp, r.FenceUp, r.DownFrames = v(1), v(2), v(3), v(4), v(5)
+					}
 					if m := startedRE.FindStringSubmatch(string(out)); m != nil {
 						if d, err := time.ParseDuration(m[1]); err == nil {
 							r.StartedMS = float64(d.Microseconds()) / 1000
@@ -162,14 +188,18 @@ func launch(h *nshosts.Hosts, impl, hosts string, n int, build string, fanout in
 		if t, ok := treeK(impl, fanout); ok {
 			k = t
 		}
+		relay := "0"
+		if impl == "relay" || impl == "relaytree" {
+			relay = "1"
+		}
 		return build + "/ftmpirun", []string{"-v", "--host", hosts, "-n", strconv.Itoa(n), "--interface", h.Subnet4(),
-			"--fanout", strconv.Itoa(k), build + "/hello"}, []string{"FTMPI_SSH=" + h.SSH()}
+			"--fanout", strconv.Itoa(k), build + "/hello"}, []string{"FTMPI_SSH=" + h.SSH(), "FTMPI_RELAY=" + relay}
 	}
 }
 
 // treeK is the fan-out of launcher impl ("tree": fanout, "tree:K": K).
 func treeK(impl string, fanout int) (int, bool) {
-	if impl == "tree" {
+	if impl == "tree" || impl == "relaytree" {
 		return fanout, true
 	}
 	if v, ok := strings.CutPrefix(impl, "tree:"); ok {
@@ -203,13 +233,16 @@ func median(v []float64) float64 {
 // table prints the medians (min-max) in ms by size and launcher, and the
 // load averages seen.
 func table(all []rec, ns []int, list []string, fanout int) {
-	label := map[string]string{"flat": "ftmpirun, flat", "openmpi": "Open MPI 4.1 mpirun"}
+	label := map[string]string{"flat": "ftmpirun, flat", "relay": "ftmpirun, flat, relayed", "openmpi": "Open MPI 4.1 mpirun"}
 	for _, i := range list {
 		if k, ok := treeK(i, fanout); ok {
 			label[i] = fmt.Sprintf("ftmpirun, tree (--fanout %d)", k)
+			if i == "relaytree" {
+				label[i] += ", relayed"
+			}
 		}
 	}
-	fmt.Printf("\n| hosts (1 rank each) |")
+	fmt.Printf("\n| hosts (%d rank(s) each) |", ppn)
 	for _, i := range list {
 		fmt.Printf(" %s |", label[i])
 	}
@@ -272,6 +305,41 @@ func table(all []rec, ns []int, list []string, fanout int) {
 			s := append([]float64(nil), v...)
 			sort.Float64s(s)
 			fmt.Printf(" %.0f (%.0f-%.0f) |", median(v), s[0], s[len(s)-1])
+		}
+		fmt.Printf("\n")
+	}
+	fmt.Printf("\nCPU time of the launcher and the children it waited for (ssh clients, its host's ranks), medians, ms;" +
+		" relayed: connections at the head relayed / frames up (with hellos, with fences) / frames down, medians:\n\n| hosts |")
+	for _, i := range list {
+		fmt.Printf(" %s |", label[i])
+	}
+	fmt.Printf("\n|---|")
+	for range list {
+		fmt.Printf("---|")
+	}
+	fmt.Printf("\n")
+	for _, n := range ns {
+		fmt.Printf("| %d |", n)
+		for _, i := range list {
+			var cpu, conns, up, hello, fence, down []float64
+			for _, r := range all {
+				if r.Hosts == n && r.Impl == i {
+					cpu = append(cpu, r.CPUms)
+					if r.UpFrames > 0 {
+						conns, up, down = append(conns, float64(r.Relayed)), append(up, float64(r.UpFrames)), append(down, float64(r.DownFrames))
+						hello, fence = append(hello, float64(r.HelloUp)), append(fence, float64(r.FenceUp))
+					}
+				}
+			}
+			if len(cpu) == 0 {
+				fmt.Printf(" - |")
+				continue
+			}
+			fmt.Printf(" %.0f", median(cpu))
+			if len(up) > 0 {
+				fmt.Printf("; %.0f / %.0f (%.0f, %.0f) / %.0f", median(conns), median(up), median(hello), median(fence), median(down))
+			}
+			fmt.Printf(" |")
 		}
 		fmt.Printf("\n")
 	}

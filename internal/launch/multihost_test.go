@@ -173,34 +173,7 @@ func TestMultiHostAgentLost(t *testing.T) {
 // error. The run is killed after 60 s.
 func runKillingAgent(t *testing.T, cmd *exec.Cmd, dir, host string) (int, error, string) {
 	t.Helper()
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
-	defer timer.Stop()
-	sc := bufio.NewScanner(stderr)
-	var log strings.Builder
-	killed := false
-	for sc.Scan() {
-		line := sc.Text()
-		log.WriteString(line + "\n")
-		if !killed && strings.Contains(line, "ranks started") {
-			b, err := os.ReadFile(filepath.Join(dir, "agent-"+host+".pid"))
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil || pid <= 0 {
-				t.Fatalf("agent pid: %v %q", err, b)
-			}
-			syscall.Kill(pid, syscall.SIGKILL)
-			killed = true
-		}
-	}
-	err := cmd.Wait()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	return code, err, log.String()
+	return runKillingAgentWhen(t, cmd, dir, host, nil)
 }
 
 // TestMultiHostPreloadBinary: with --preload-binary the remote rank runs
