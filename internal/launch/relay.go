@@ -298,6 +298,7 @@ type agentRelay struct {
 	mu     sync.Mutex
 	g      *relayGate
 	conns  map[uint32]*ctlConn
+	hs     map[net.Conn]bool // connections in their handshake (closed by stop)
 	next   uint32
 	timer  *time.Timer
 	closed bool
@@ -316,7 +317,7 @@ func listenRelay(dir string, w *frameWriter, key *wireauth.Key, logf func(string
 		wait = d
 	}
 	r := &agentRelay{w: w, key: key, ln: ln, path: path, timeout: controlTimeout, wait: wait, logf: logf,
-		g: newRelayGate(), conns: map[uint32]*ctlConn{}}
+		g: newRelayGate(), conns: map[uint32]*ctlConn{}, hs: map[net.Conn]bool{}}
 	r.wg.Add(1)
 	go r.serve()
 	return r, nil
@@ -368,7 +369,18 @@ func (r *agentRelay) flush() {
 func (r *agentRelay) handle(nc net.Conn) {
 	proc := -1
 	if r.key != nil {
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			nc.Close()
+			return
+		}
+		r.hs[nc] = true
+		r.mu.Unlock()
 		hello, err := acceptControl(nc, r.key, r.timeout)
+		r.mu.Lock()
+		delete(r.hs, nc)
+		r.mu.Unlock()
 		if err != nil {
 			r.logf("refused a control connection: %v", err)
 			nc.Close()
@@ -453,6 +465,9 @@ func (r *agentRelay) stop() {
 	conns := make([]*ctlConn, 0, len(r.conns))
 	for _, c := range r.conns {
 		conns = append(conns, c)
+	}
+	for nc := range r.hs {
+		nc.Close() // its handshake fails at once
 	}
 	r.mu.Unlock()
 	r.ln.Close()

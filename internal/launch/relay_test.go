@@ -3,6 +3,8 @@ package launch
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -15,6 +17,7 @@ import (
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
 	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
+	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
 // gateLine feeds the gate a request of connection id and returns the
@@ -331,4 +334,46 @@ func runKillingAgentWhen(t *testing.T, cmd *exec.Cmd, dir, host string, ready fu
 		code = ee.ExitCode()
 	}
 	return code, err, log.String()
+}
+
+// TestAgentRelayStopEndsHandshakes: an agent that ends while a connection
+// to its control socket has not finished its handshake closes it at once,
+// instead of waiting for the handshake's bound (controlTimeout, 30 s).
+func TestAgentRelayStopEndsHandshakes(t *testing.T) {
+	key, err := wireauth.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newFrameWriter(io.Discard)
+	defer w.stop()
+	r, err := listenRelay(t.TempDir(), w, key, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := net.Dial("unix", r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		n := len(r.hs)
+		r.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the connection never reached its handshake")
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	t0 := time.Now()
+	r.stop()
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("stop took %v with a connection in its handshake", d)
+	}
+	if _, err := nc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the connection in its handshake is still open")
+	}
 }
