@@ -283,13 +283,7 @@ func (c *Comm) recvBlocking(op string, dt p2p.DType, b []byte, source, tag int) 
 // acknowledged), unless it already matched a message.
 func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 	w := c.w
-	// A receive answered within a brief poll (about a ping-pong's round
-	// trip) is not recorded in the call table, as one that found its
-	// message already there is not (issue 28: the record is about a
-	// seventh of a 1-byte round trip's instructions); a longer wait is
-	// recorded before it polls on, yields or sleeps, and every wait is
-	// when the trace timeline observes the table.
-	if !r.Done() && (w.rt.Calls.Observed() || !r.PollBrief()) {
+	if !r.Done() {
 		defer w.leave(c.trackReq(op, "", source, r))
 	}
 	if source != AnySource {

@@ -2,9 +2,6 @@ package mpi
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,77 +127,5 @@ func BenchmarkTrack(b *testing.B) {
 	})
 	if err != nil {
 		b.Fatal(err)
-	}
-}
-
-// briefPoller is a p2p.Poller whose every poll waits (deadline 30 s) for
-// its request, the message being delivered by the sender's goroutine
-// (Run's transport): it closes polling at its first call and counts the
-// brief polls (budget 0).
-type briefPoller struct {
-	polling chan struct{}
-	once    sync.Once
-	brief   atomic.Int32
-}
-
-func (p *briefPoller) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
-	if budget == 0 {
-		p.brief.Add(1)
-	}
-	p.once.Do(func() { close(p.polling) })
-	deadline := time.Now().Add(30 * time.Second)
-	for !c.Done() && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
-	return c.Done()
-}
-
-// A blocking receive that a brief poll completes (its reply came within
-// a ping-pong's round trip) records nothing in the call table (issue 28:
-// a record is about a seventh of a 1-byte round trip), as one that found
-// its message already there; with an observer on the table (the trace
-// timeline) it is recorded, so the observer sees every wait.
-func TestBriefReceiveIsNotRecorded(t *testing.T) {
-	for _, observed := range []bool{false, true} {
-		p := &briefPoller{polling: make(chan struct{})}
-		err := Run(2, func(w *World) error {
-			c := w.CommWorld()
-			buf := []byte{7}
-			if c.Rank() == 0 {
-				select {
-				case <-p.polling: // rank 1's receive is posted and polls
-				case <-time.After(30 * time.Second):
-					return fmt.Errorf("rank 1 never polled")
-				}
-				return Send(c, buf, 1, 5)
-			}
-			var entered atomic.Int32
-			if observed {
-				w.rt.Calls.SetObserver(func(ev rte.CallEvent) {
-					if !ev.Leave && ev.Op == "MPI_Recv" {
-						entered.Add(1)
-					}
-				})
-				defer w.rt.Calls.SetObserver(nil)
-			}
-			w.eng.SetPoller(p, time.Second)
-			before := w.rt.Calls.Progress()
-			if _, err := Recv(c, buf, 0, 5); err != nil {
-				return err
-			}
-			recorded := w.rt.Calls.Progress() - before
-			switch {
-			case observed && (recorded != 1 || entered.Load() != 1):
-				return fmt.Errorf("observed: the receive was recorded %d times, the observer saw %d", recorded, entered.Load())
-			case !observed && recorded != 0:
-				return fmt.Errorf("a receive completed by the brief poll was recorded %d times", recorded)
-			case !observed && p.brief.Load() != 1:
-				return fmt.Errorf("%d brief polls, want 1", p.brief.Load())
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("observed %v: %v", observed, err)
-		}
 	}
 }

@@ -262,8 +262,7 @@ func (r *Req) WaitCancel(abort, cancel <-chan struct{}) int {
 // PollUntil polls for at most budget, delivering frames to the engine from
 // the caller's goroutine, until c.Done(), and returns c.Done(). It must
 // not deliver control frames inline (their handler may take locks the
-// waiting goroutine holds). A budget of 0 is a brief poll (PollBrief): a
-// short stretch of polls, some microseconds, without yielding.
+// waiting goroutine holds).
 type Poller interface {
 	PollUntil(c interface{ Done() bool }, budget time.Duration) bool
 }
@@ -333,21 +332,6 @@ func (r *Req) WaitSignalCancel(abort, sig, cancel <-chan struct{}) int {
 		}
 	}
 	return WaitDone
-}
-
-// PollBrief polls the transport (SetPoller) for a short while, some
-// microseconds, without yielding or sleeping, and reports whether r
-// completed: a blocking wait calls it before it records itself as
-// blocked (the call table, package mpi), so that a wait answered within a
-// ping-pong's round trip records nothing. Without a poller it only looks.
-func (r *Req) PollBrief() bool {
-	if r.done.Load() {
-		return true
-	}
-	if pc := r.e.poller.Load(); pc != nil {
-		return pc.p.PollUntil(r, 0)
-	}
-	return false
 }
 
 // SetWaiter registers a channel signalled (non-blocking) on completion;

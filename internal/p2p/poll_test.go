@@ -92,33 +92,3 @@ func TestWaitPollsThePoller(t *testing.T) {
 		t.Fatalf("%d polls after SetPoller(p, 0), want none", p.calls-1)
 	}
 }
-
-// PollBrief polls the poller once with a budget of 0 (a brief poll) and
-// reports the receive it completed; a request already done or an engine
-// without a poller polls nothing.
-func TestPollBriefPollsOnceBriefly(t *testing.T) {
-	e := New(Config{Self: 0})
-	defer e.Close()
-	e.SetTransport(&postRecorder{})
-	msg := []byte("brief")
-	buf := make([]byte, len(msg))
-	r, err := e.Irecv(5, 1, 1, 3, DTByte, buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.PollBrief() {
-		t.Fatal("PollBrief without a poller reported a pending receive done")
-	}
-	p := &inlinePoller{e: e, h: transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 3, N: uint64(len(msg))}, data: msg}
-	e.SetPoller(p, time.Second)
-	if !r.PollBrief() || p.calls != 1 || p.budget != 0 {
-		t.Fatalf("PollBrief: done %v after %d polls with budget %v, want done after 1 with 0", r.Done(), p.calls, p.budget)
-	}
-	if !bytes.Equal(buf, msg) {
-		t.Fatalf("received %q, want %q", buf, msg)
-	}
-	if !r.PollBrief() || p.calls != 1 {
-		t.Fatalf("PollBrief of a completed receive polled (%d polls)", p.calls)
-	}
-	e.Release(r)
-}

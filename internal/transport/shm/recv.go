@@ -32,13 +32,6 @@ const (
 	pollCheck = 512
 )
 
-// pollBrief: PollUntil with a budget of 0 (p2p.Poller: a brief poll)
-// polls this many times, about 2 µs, and returns without reading the
-// clock or yielding: longer than a ping-pong's reply takes when the peer
-// runs (under a µs a hop), short enough that a longer wait reaches the
-// full poll's first check and yield only a quarter later than without it.
-const pollBrief = 2 * pollLetGo
-
 // lockedYieldAfter: a caller locked to its thread (transport.LockedCallers)
 // yields its processor only once it has polled for budget /
 // lockedYieldAfter (see PollUntil).
@@ -215,8 +208,7 @@ func (t *Transport) releaseCaller() {
 // caller holds; payloads read from the sender's memory, between whose
 // pieces urgent frames are delivered; a peer's end or a bad record) are
 // left in place and handed to the receiver goroutine with a wake-up. Only one goroutine polls at a time; the others wait for
-// c as before. The caller must hold no lock the handler takes. A budget
-// of 0 or less is a brief poll (pollBrief polls, no clock read, no yield).
+// c as before. The caller must hold no lock the handler takes.
 func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
 	if c.Done() {
 		return true
@@ -264,9 +256,6 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 			break
 		}
 		if i%pollLetGo == 0 {
-			if budget <= 0 && i >= pollBrief {
-				break // a brief poll (the way out takes the last look)
-			}
 			t.bellBeat.Add(1) // peers see this process run (peerStalled)
 			if i%pollCheck == 0 {
 				// Still holding the rings: the pairs stay mapped while

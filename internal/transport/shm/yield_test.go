@@ -157,32 +157,3 @@ func TestPollerParksForAStalledPeer(t *testing.T) {
 	}
 	waitFor(t, "the receiver to sleep without spinning", func() bool { return !trs[1].stalled.Load() && trs[1].receiverIdle() })
 }
-
-// A brief poll (budget 0, p2p.Req.PollBrief) polls pollBrief times and
-// returns without a check (a full poll's first check comes after
-// pollCheck polls): no yield, one look at the request a poll, and a
-// request that completes within it is reported done. (The kernel's
-// yields are not counted: the receiver goroutine makes them too.)
-func TestBriefPollNeitherYieldsNorChecks(t *testing.T) {
-	h0, h1 := newStackHandler(), newStackHandler()
-	trs := newPollJob(t, 2, sleepMax, h0, h1)
-	defer closeAll(trs)
-	var goroutine atomic.Int64
-	old := goYield
-	goYield = func() { goroutine.Add(1); runtime.Gosched() }
-	defer func() { goYield = old }()
-	looks := 0
-	if trs[1].PollUntil(doneFn(func() bool { looks++; return false }), 0) {
-		t.Fatal("a brief poll reported a request done that never is")
-	}
-	if goroutine.Load() != 0 {
-		t.Fatalf("a brief poll yielded to other goroutines %d times", goroutine.Load())
-	}
-	if looks < pollBrief || looks > pollBrief+pollLetGo {
-		t.Fatalf("a brief poll looked at its request %d times, want about %d (one a poll)", looks, pollBrief)
-	}
-	n := 0
-	if !trs[1].PollUntil(doneFn(func() bool { n++; return n > 100 }), 0) {
-		t.Fatal("a brief poll did not report a request that completed within it")
-	}
-}
