@@ -267,15 +267,24 @@ func runGrowth(n int) ([]growthRow, error) {
 // growthSizes are the sizes of TestGrowthInProcess: FTMPI_GROWTH_SIZES
 // (comma-separated) or 64 and 1024.
 func growthSizes(t *testing.T) []int {
-	v := os.Getenv("FTMPI_GROWTH_SIZES")
+	return SizesFromEnv(t, "FTMPI_GROWTH_SIZES", []int{64, 1024}, 16)
+}
+
+// SizesFromEnv returns the job sizes of a growth test: the comma-separated
+// sizes in the environment variable env, each at least least (the test
+// fails otherwise), or def if env is not set. It has no MPI counterpart
+// (the in-process growth tests', internal and external, reinit_scale_test.go).
+func SizesFromEnv(t testing.TB, env string, def []int, least int) []int {
+	t.Helper()
+	v := os.Getenv(env)
 	if v == "" {
-		return []int{64, 1024}
+		return def
 	}
 	var ns []int
 	for _, f := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 16 {
-			t.Fatalf("FTMPI_GROWTH_SIZES: %q is not a size of at least 16", f)
+		if err != nil || n < least {
+			t.Fatalf("%s: %q is not a size of at least %d", env, f, least)
 		}
 		ns = append(ns, n)
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,25 +149,6 @@ func TestScaleReinit(t *testing.T) {
 		n, n/3, r.Ms, r.CPUMs, r.KBPerRank*int64(n)>>10, r.KBPerRank, r.FramesMax, r.Load)
 }
 
-// reinitGrowthSizes are TestReinitGrowthInProcess's sizes:
-// FTMPI_REINIT_GROWTH_SIZES (comma-separated) or 16, 64 and 256 (a second
-// in all).
-func reinitGrowthSizes(t *testing.T) []int {
-	v := os.Getenv("FTMPI_REINIT_GROWTH_SIZES")
-	if v == "" {
-		return []int{16, 64, 256}
-	}
-	var ns []int
-	for _, f := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 16 {
-			t.Fatalf("FTMPI_REINIT_GROWTH_SIZES: %q is not a size of at least 16", f)
-		}
-		ns = append(ns, n)
-	}
-	return ns
-}
-
 // Reinit's epoch change in process as a curve (issue 24 item 1): one
 // epoch change at each size, and the frames the busiest rank sends from
 // the kill to its result in epoch 1 (the failure's notices, the new
@@ -179,7 +158,7 @@ func reinitGrowthSizes(t *testing.T) []int {
 // (REINIT lines, JSON) and the fits of the time, the CPU, the memory a
 // rank and the frames (FIT lines) are printed.
 func TestReinitGrowthInProcess(t *testing.T) {
-	ns := reinitGrowthSizes(t)
+	ns := mpi.SizesFromEnv(t, "FTMPI_REINIT_GROWTH_SIZES", []int{16, 64, 256}, 16) // a second in all by default
 	bound := growth.Bound{C: 4, D: 16}
 	var ms, cpu, kb, fmax []float64
 	for _, n := range ns {

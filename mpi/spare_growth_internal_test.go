@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,18 +95,8 @@ func replaceGrowth(n int) (replaceRow, error) {
 // lines) the spare receives at most 8 frames (an Activate, a Commit and a
 // few notices), where a Commit from every survivor is n-1 of them.
 func TestReplaceGrowthInProcess(t *testing.T) {
-	ns := []int{64, 512}
+	ns := SizesFromEnv(t, "FTMPI_REPLACE_GROWTH_SIZES", []int{64, 512}, 4)
 	env := os.Getenv("FTMPI_REPLACE_GROWTH_SIZES")
-	if env != "" {
-		ns = nil
-		for _, f := range strings.Split(env, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 4 {
-				t.Fatalf("FTMPI_REPLACE_GROWTH_SIZES: %q is not a size of at least 4", f)
-			}
-			ns = append(ns, n)
-		}
-	}
 	for _, n := range ns {
 		type result struct {
 			row replaceRow
