@@ -27,10 +27,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
 	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/launch/policy"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
+	"golang.org/x/sys/unix"
 )
 
 // EnvRelay, set to 1, makes ftmpirun relay the control connections of the
@@ -299,8 +301,11 @@ type agentRelay struct {
 	g      *relayGate
 	conns  map[uint32]*ctlConn
 	hs     map[net.Conn]bool // connections in their handshake (closed by stop)
+	ev     map[uint32]string // a connection's event socket (its hello's boot.HelloEventAddr)
+	evFD   int               // the datagram socket events are sent from (-1: none)
 	next   uint32
 	timer  *time.Timer
+	events int // events sent as datagrams
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -317,7 +322,10 @@ func listenRelay(dir string, w *frameWriter, key *wireauth.Key, logf func(string
 		wait = d
 	}
 	r := &agentRelay{w: w, key: key, ln: ln, path: path, timeout: controlTimeout, wait: wait, logf: logf,
-		g: newRelayGate(), conns: map[uint32]*ctlConn{}, hs: map[net.Conn]bool{}}
+		g: newRelayGate(), conns: map[uint32]*ctlConn{}, hs: map[net.Conn]bool{}, ev: map[uint32]string{}, evFD: -1}
+	if fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0); err == nil {
+		r.evFD = fd
+	}
 	r.wg.Add(1)
 	go r.serve()
 	return r, nil
@@ -406,6 +414,7 @@ func (r *agentRelay) handle(nc net.Conn) {
 		c.close()
 		r.mu.Lock()
 		delete(r.conns, id)
+		delete(r.ev, id)
 		r.sendLocked(r.g.closed(id))
 		r.mu.Unlock()
 	}()
@@ -418,6 +427,9 @@ func (r *agentRelay) handle(nc net.Conn) {
 		var m ctlwire.Msg
 		_ = json.Unmarshal(line, &m) // undecodable: up at once, the head refuses it
 		r.mu.Lock()
+		if m.Op == ctlwire.OpHello && eventAddr(m.KV[boot.HelloEventAddr]) != nil {
+			r.ev[id] = m.KV[boot.HelloEventAddr]
+		}
 		r.sendLocked(r.g.line(id, string(line), m))
 		r.mu.Unlock()
 	}
@@ -437,7 +449,10 @@ func (r *agentRelay) exited(rank, inc int) {
 }
 
 // down executes a CtlDown frame of the head: lines written to the ranks'
-// connections (never blocking), closes.
+// connections (never blocking), closes. An event goes to its rank's event
+// socket as a datagram, sealed with the job's key, as the head sends them
+// on its own host (the rank's event reader wakes at once); on the
+// connection if the rank has no event socket or the kernel did not take it.
 func (r *agentRelay) down(ctl []agentwire.CtlLine) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -448,10 +463,33 @@ func (r *agentRelay) down(ctl []agentwire.CtlLine) {
 		}
 		if e.Close {
 			c.close() // its reader ends and sends the close up
-		} else {
-			c.sendLine([]byte(e.Line))
+			continue
 		}
+		if path := r.ev[e.Conn]; path != "" && r.evFD >= 0 && isEvent(e.Line) {
+			b := []byte(e.Line)
+			if r.key != nil {
+				b = r.key.Seal(b)
+			}
+			if unix.Sendto(r.evFD, b, unix.MSG_DONTWAIT, &unix.SockaddrUnix{Name: path}) == nil {
+				r.events++
+				continue
+			}
+		}
+		c.sendLine([]byte(e.Line))
 	}
+}
+
+// isEvent tells whether a control line is an event (ctlwire.OpEvent, no
+// request id).
+func isEvent(line string) bool {
+	if !strings.Contains(line, `"`+ctlwire.OpEvent+`"`) {
+		return false
+	}
+	var m struct {
+		Op string `json:"op"`
+		ID uint64 `json:"id"`
+	}
+	return json.Unmarshal([]byte(line), &m) == nil && m.Op == ctlwire.OpEvent && m.ID == 0
 }
 
 // stop closes the socket and every connection and waits for them.
@@ -476,6 +514,12 @@ func (r *agentRelay) stop() {
 	}
 	r.wg.Wait()
 	os.Remove(r.path)
+	r.mu.Lock()
+	if r.evFD >= 0 {
+		unix.Close(r.evFD)
+		r.evFD = -1
+	}
+	r.mu.Unlock()
 }
 
 // relayLink is the head's side of one agent's relay: the policy

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ftmpi/ftmpi/internal/boot"
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 	"github.com/ftmpi/ftmpi/internal/launch/agentwire"
 	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
@@ -375,5 +376,72 @@ func TestAgentRelayStopEndsHandshakes(t *testing.T) {
 	}
 	if _, err := nc.Read(make([]byte, 1)); err == nil {
 		t.Fatal("the connection in its handshake is still open")
+	}
+}
+
+// TestAgentRelayEventsAsDatagrams: an event the head sends a relayed rank
+// reaches the rank's event socket (its hello named it) as a datagram sealed
+// with the job's key; a reply goes on the connection.
+func TestAgentRelayEventsAsDatagrams(t *testing.T) {
+	key, err := wireauth.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	w := newFrameWriter(io.Discard)
+	defer w.stop()
+	r, err := listenRelay(dir, w, key, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.stop()
+	evPath := dir + "/ev"
+	ev, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: evPath, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	nc, err := net.Dial("unix", r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	if err := wireauth.Dial(nc, key, wireauth.Hello{Proto: wireauth.ProtoControl, From: 1, To: wireauth.Launcher}); err != nil {
+		t.Fatal(err)
+	}
+	hello := ctlwire.Msg{Op: ctlwire.OpHello, ID: 1, Rank: 1, KV: map[string]string{boot.HelloEventAddr: evPath}}
+	if _, err := nc.Write(encodeLine(hello)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		got := r.ev[1]
+		r.mu.Unlock()
+		if got == evPath {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never read the hello's event socket")
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	event := string(encodeLine(ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: 3}))
+	reply := string(encodeLine(ctlwire.Msg{Op: ctlwire.OpHello, ID: 1}))
+	r.down([]agentwire.CtlLine{{Conn: 1, Line: reply}, {Conn: 1, Line: event}})
+	ev.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4096)
+	n, err := ev.Read(buf)
+	if err != nil {
+		t.Fatalf("no event datagram: %v", err)
+	}
+	opened, err := key.Open(buf[:n])
+	if err != nil || string(opened) != event {
+		t.Fatalf("datagram %q (%v), want the sealed %q", buf[:n], err, event)
+	}
+	line, err := bufio.NewReader(nc).ReadString('\n')
+	if err != nil || line != reply {
+		t.Fatalf("on the connection %q (%v), want only the reply %q", line, err, reply)
 	}
 }
