@@ -1059,6 +1059,7 @@ func (e *Engine) SetSuspectHook(f func(peer int, cause error)) { e.suspectHook.S
 // FailPeer completes with an error every pending operation that depends on
 // peer, and makes later ones fail at once.
 func (e *Engine) FailPeer(peer int, cause error) {
+	e.drainFrom(peer)
 	e.mu.Lock()
 	if _, ok := e.lost[peer]; ok {
 		e.mu.Unlock()
@@ -1133,6 +1134,7 @@ func (e *Engine) FailPeer(peer int, cause error) {
 // counterpart: an in-process kill of many ranks costs each survivor one
 // notification, not one per rank killed (issue 24).
 func (e *Engine) FailPeers(peers []int, causes []error) {
+	e.drainFrom(peers...)
 	e.mu.Lock()
 	var newPeers []int
 	var newCauses []error

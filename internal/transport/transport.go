@@ -179,6 +179,17 @@ type Transport interface {
 	Close() error
 }
 
+// Drainer is a Transport that can deliver, before Drain returns, every
+// whole frame a peer has already handed over (published, or arrived), so
+// that a peer's failure learnt from elsewhere (a launcher, another rank)
+// is acted on only after the frames it sent before dying: the order the
+// transport's own report of a lost peer keeps (PeerLost comes after the
+// peer's last frames). Drain may be called from inside a Handler call. It
+// has no MPI counterpart.
+type Drainer interface {
+	Drain(peer int)
+}
+
 // ErrClosed is returned by Send after Close.
 var ErrClosed = errors.New("transport closed")
 

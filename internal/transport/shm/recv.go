@@ -85,6 +85,7 @@ func (t *Transport) noteGap(gap time.Duration, now time.Time) bool {
 // to whatever else runs, not to the peer.)
 func (t *Transport) recvLoop() {
 	defer close(t.rxDone)
+	t.rxGoid.Store(goid())
 	spinning := false
 	var idleSince time.Time
 	for !t.stop.Load() {
@@ -483,7 +484,9 @@ func (t *Transport) pollAll() bool {
 		if p.finished {
 			continue
 		}
+		t.cur = p // a handler's Drain does not poll it (drain.go)
 		prog, fin := p.poll()
+		t.cur = nil
 		progress = progress || prog
 		ended = ended || fin
 	}

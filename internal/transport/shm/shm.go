@@ -215,14 +215,17 @@ type Transport struct {
 	closed   bool
 	closeBy  atomic.Int64 // unix nanos after which writers give up (0: not closing)
 
-	rx       atomic.Pointer[[]*pair] // the pairs the receiver polls
-	rxLock   atomic.Int32            // who polls the rings now: 0 nobody, rxByReceiver or rxByCaller
-	handoff  atomic.Bool             // a caller left frames to the receiver: callers do not poll until it has
-	rxMissed atomic.Int32            // the receiver found a caller holding the rings on its way to sleep
-	rxParked atomic.Int32            // the receiver waits on rxWake for callers to stop polling
-	rxWake   chan struct{}           // its token (capacity 1)
-	stop     atomic.Bool
-	rxDone   chan struct{}
+	rx        atomic.Pointer[[]*pair] // the pairs the receiver polls
+	rxLock    atomic.Int32            // who polls the rings now: 0 nobody, rxByReceiver, rxByCaller or rxByDrain
+	handoff   atomic.Bool             // a caller left frames to the receiver: callers do not poll until it has
+	rxMissed  atomic.Int32            // the receiver found a caller holding the rings on its way to sleep
+	rxGoid    atomic.Int64            // the receiver goroutine's id (Drain)
+	drainGoid atomic.Int64            // the id of the goroutine draining a pair (Drain), while rxLock is rxByDrain
+	cur       *pair                   // the pair whose frames the holder of rxLock delivers now (Drain); guarded by rxLock
+	rxParked  atomic.Int32            // the receiver waits on rxWake for callers to stop polling
+	rxWake    chan struct{}           // its token (capacity 1)
+	stop      atomic.Bool
+	rxDone    chan struct{}
 
 	crowdedUntil atomic.Int64 // unix nanos until which the host counts as crowded (noteGap)
 	stalled      atomic.Bool  // a caller stopped polling for a stalled peer: the receiver sleeps without spinning first

@@ -1,0 +1,109 @@
+package shm
+
+import (
+	"runtime"
+	"strconv"
+	"time"
+)
+
+// rxByDrain: rxLock held by Drain.
+const rxByDrain int32 = 3
+
+// drainPatience bounds Drain's wait for the rings held by a caller's poll
+// (PollUntil lets go of them every pollLetGo polls): past it Drain
+// returns without delivering, as before it existed (the loss is then
+// acted on with what was delivered so far), rather than risk waiting on
+// a holder that waits for the caller of Drain.
+const drainPatience = 2 * time.Second
+
+// Drain delivers to the handler, before it returns, every frame peer
+// published on its rings so far (transport.Drainer): the engine calls it
+// before it acts on peer's failure learnt another way (a launcher's
+// event, another rank's notice), so that what a dead peer sent before
+// dying is received, as when this transport sees the death itself (the
+// socket's break: then it drains the rings and only then reports the
+// peer lost). A frame cut short stays where it is: the receiver ends it
+// when it sees the peer gone. The rings are polled by one goroutine at a
+// time: Drain takes them, or, called from a frame's handler by the
+// goroutine that holds them (the receiver delivering another peer's
+// failure notice, or a drain), polls peer's rings in place; it never
+// polls the pair whose frame is being delivered. It has no MPI
+// counterpart.
+func (t *Transport) Drain(peer int) {
+	me := goid()
+	var deadline time.Time
+	for !t.stop.Load() {
+		switch h := t.rxLock.Load(); {
+		case h == rxByReceiver && t.rxGoid.Load() == me, h == rxByDrain && t.drainGoid.Load() == me:
+			t.drainPair(peer) // this goroutine holds the rings: it is inside a handler
+			return
+		case h == 0 && t.rxLock.CompareAndSwap(0, rxByDrain):
+			t.drainGoid.Store(me)
+			cur := t.cur
+			t.cur = nil
+			t.drainPair(peer)
+			t.cur = cur
+			t.drainGoid.Store(0)
+			t.releaseCaller()
+			return
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(drainPatience)
+		} else if time.Now().After(deadline) {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// drainPair delivers what peer published on its rings (rxLock held by
+// the caller), unless its pair is the one whose frame is being delivered
+// (t.cur). A bad record ends the pair, as the receiver's poll does.
+func (t *Transport) drainPair(peer int) {
+	for _, p := range *t.rx.Load() {
+		if p.rank != peer || p.finished || p == t.cur {
+			continue
+		}
+		t.cur = p
+		var err error
+		progress := false
+		bt := p.in.bulk.tail.Load()
+		progress, err = p.drainUrgent()
+		for err == nil && !p.ur.active && p.in.bulk.head.Load() != bt {
+			if err = consume(&p.in.bulk, &p.br, bt, p); err == nil {
+				_, err = p.drainUrgent()
+			}
+			progress = true
+		}
+		if progress && p.in.spaceWait.Load() != 0 {
+			p.in.spaceWait.Store(0)
+			p.in.wakeProducer()
+		}
+		if err != nil {
+			p.end(p.state.Load(), err)
+		}
+		t.cur = nil
+	}
+}
+
+// goid is the calling goroutine's id (from its stack trace's first
+// line, "goroutine N [...]"): Drain tells the goroutine holding the rings
+// from others by it. Only failure paths ask for it.
+func goid() int64 {
+	var b [64]byte
+	s := b[:runtime.Stack(b[:], false)]
+	const prefix = "goroutine "
+	if len(s) < len(prefix) {
+		return -1
+	}
+	s = s[len(prefix):]
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(string(s[:i]), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
