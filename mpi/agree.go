@@ -3,6 +3,7 @@ package mpi
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,23 +142,24 @@ func (c *Comm) stepParked(step func(from int, h transport.Header, payload []byte
 	}
 }
 
-// agreeFlags runs an agreement on c on the AND of the members' flags.
-// Finalized (stop; or, in process, killed and finalized by Run), a
-// nonblocking agreement still running in the background ends: every
-// agreement call returns the aborted error then.
-func (c *Comm) agreeFlags(op string, flags uint64) (uint64, error) {
-	out, ok := c.w.ftOf(c).d.AgreeFlags(flags, c.w.abort)
-	if !ok {
-		return 0, c.w.abortedErr(op, c)
+// agreeFlags runs an agreement on c on the AND of the members' flags,
+// step step of op (rte.AgreeKindOf: every member's instance must be of
+// the same kind). Finalized (stop; or, in process, killed and finalized
+// by Run), a nonblocking agreement still running in the background ends:
+// every agreement call returns the aborted error then.
+func (c *Comm) agreeFlags(op string, step rte.AgreeStep, flags uint64) (uint64, error) {
+	out, err := c.w.ftOf(c).d.AgreeFlags(rte.AgreeKindOf(op, step), flags, c.w.abort)
+	if err != nil {
+		return 0, c.agreeErr(op, err)
 	}
 	return out, nil
 }
 
 // agreeAnd runs an agreement on c on the AND of the members' bitmaps
-// words (replaced by the result).
+// words (replaced by the result): op's context-id bitmap agreement.
 func (c *Comm) agreeAnd(op string, words []uint64) error {
-	if !c.w.ftOf(c).d.AgreeAnd(words, c.w.abort) {
-		return c.w.abortedErr(op, c)
+	if err := c.w.ftOf(c).d.AgreeAnd(rte.AgreeKindOf(op, rte.StepAnd), words, c.w.abort); err != nil {
+		return c.agreeErr(op, err)
 	}
 	return nil
 }
@@ -166,11 +168,24 @@ func (c *Comm) agreeAnd(op string, words []uint64) error {
 // rte.CommFT.AgreeFailed): known here, known at some contributor, or
 // failed before contributing; window (nil: none) is ANDed in place.
 func (c *Comm) agreeFailed(op string, known []int, window []uint64) ([]int, error) {
-	failed, ok := c.w.ftOf(c).d.AgreeFailed(known, window, c.w.abort)
-	if !ok {
-		return nil, c.w.abortedErr(op, c)
+	failed, err := c.w.ftOf(c).d.AgreeFailed(rte.AgreeKindOf(op, rte.StepFailed), known, window, c.w.abort)
+	if err != nil {
+		return nil, c.agreeErr(op, err)
 	}
 	return failed, nil
+}
+
+// agreeErr is the API's error of an agreement of op on c that did not
+// decide (the job ended: abortedErr) or decided that the members called
+// different kinds of agreement on this instance (rte.AgreeMismatch):
+// MPI_ERR_OTHER at every member, naming both kinds
+// (docs/debugging.md, "A mismatched agreement").
+func (c *Comm) agreeErr(op string, err error) error {
+	var mm *rte.AgreeMismatch
+	if errors.As(err, &mm) {
+		return newErr(ErrOther, op, c, NoPeer, "%v", mm)
+	}
+	return c.w.abortedErr(op, c)
 }
 
 // Agree performs a fault-tolerant agreement on flag over c
@@ -206,7 +221,7 @@ func (c *Comm) AgreeBits(flags uint64) (uint64, error) {
 // agreeBits runs the agreement and returns the raw error.
 func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	f := c.w.ftOf(c)
-	call := rte.AgreeCall{Flags: flags, Failed: c.failedMembers()}
+	call := rte.AgreeCall{Flags: flags, Failed: c.failedMembers(), Kind: rte.AgreeKindOf(op, rte.StepCall)}
 	f.mu.Lock()
 	call.Acked = slices.Clone(f.acked)
 	f.mu.Unlock()
@@ -218,9 +233,9 @@ func (c *Comm) agreeBits(op string, flags uint64) (uint64, error) {
 	if c.IsInter() {
 		call.Local = c.memberWorldRanks()
 	}
-	out, ok := f.d.Agree(call, c.w.abort)
-	if !ok {
-		return 0, c.w.abortedErr(op, c)
+	out, err := f.d.Agree(call, c.w.abort)
+	if err != nil {
+		return 0, c.agreeErr(op, err)
 	}
 	// A process that did not contribute failed (the agreement excludes
 	// only failed processes), though this process may not have heard of

@@ -229,16 +229,20 @@ func (c *Comm) establishInTurn(op string, accept bool, port string, info *Info, 
 	// AgreeVerdict), the root exchanging its side's with the other root's.
 	f := w.ftOf(c)
 	var err error
-	side, decided := f.d.AgreeVote(dpmCodeOf(derr), w.abort)
-	if !decided {
-		err = w.abortedErr(op, c)
+	side, verr := f.d.AgreeVote(op, dpmCodeOf(derr), w.abort)
+	var d rte.ConnectDecision
+	if verr != nil {
+		err = c.agreeErr(op, verr)
 		fail(err)
 	}
-	d, decided := f.d.AgreeVerdict(x, side, rootProc, ErrProcFailed.code, w.abort)
-	err = nil
-	if !decided {
-		err = w.abortedErr(op, c)
-		fail(err)
+	var mm *rte.AgreeMismatch
+	if !errors.As(verr, &mm) { // (a mismatch is every member's: none runs the verdict)
+		d, verr = f.d.AgreeVerdict(op, x, side, rootProc, ErrProcFailed.code, w.abort)
+		err = nil
+		if verr != nil {
+			err = c.agreeErr(op, verr)
+			fail(err)
+		}
 	}
 	x.End()
 	ok := d.OK
@@ -394,7 +398,7 @@ func (c *Comm) Disconnect() error {
 	}
 	b := c.base
 	if _, err := inTurn(b.takeTurn(), op, func() (uint64, error) {
-		return b.agreeFlags(op, 1)
+		return b.agreeFlags(op, rte.StepCall, 1)
 	}); err != nil {
 		return c.handle(err) // the job ended
 	}

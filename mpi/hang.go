@@ -40,6 +40,8 @@ func (w *World) hangComm(ctx uint32) (rte.HangComm, bool) {
 	}
 	hc := rte.HangComm{Size: c.size, Members: c.members, Lost: c.failedMembers(), Revoked: c.IsRevoked()}
 	if f := c.ft.Load(); f != nil {
+		st := f.d.AgreeState()
+		hc.Agree = &st
 		f.mu.Lock()
 		for _, p := range f.acked {
 			if slices.Contains(hc.Lost, p) {

@@ -214,9 +214,12 @@ func (w *World) agreeFailed() ([]int, error) {
 	// The round's members are the epoch's ranks 0..size-1 (a world), so
 	// the failed set is the ranks known failed at some contributor and
 	// those that did not contribute, sorted.
-	failed, ok := w.ftOf(c).d.AgreeFailed(known, nil, nil)
-	if !ok {
+	failed, err := w.ftOf(c).d.AgreeFailed(rte.AgreeKindOf("MPI_Reinit", rte.StepFailed), known, nil, nil)
+	if errors.Is(err, rte.ErrAgreeStopped) {
 		return nil, errors.New("the failure round's agreement was stopped")
+	}
+	if err != nil {
+		return nil, err // (the round's communicator runs this agreement alone)
 	}
 	return failed, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ftmpi/ftmpi/internal/coll"
 	"github.com/ftmpi/ftmpi/internal/p2p"
+	"github.com/ftmpi/ftmpi/internal/rte"
 )
 
 // Run-through stabilization (seed 003: the MPI Forum draft chapter 17 of
@@ -459,7 +460,7 @@ func (c *Comm) rtViewPairs(op string, k int, window []uint64, w0, start int, see
 		if ok {
 			flag = 1
 		}
-		res, err := c.agreeFlags(op, flag)
+		res, err := c.agreeFlags(op, rte.StepFlags, flag)
 		if err != nil {
 			if ok {
 				t.release(pairs...)
@@ -555,7 +556,7 @@ func (rt *rtModel) createInTurn(c *Comm, op string, fn func() (*Comm, error)) (*
 	if err == nil {
 		flag = 1
 	}
-	res, aerr := c.agreeFlags(op, flag)
+	res, aerr := c.agreeFlags(op, rte.StepCall, flag)
 	if aerr != nil {
 		err = aerr
 	}

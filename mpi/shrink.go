@@ -114,7 +114,7 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 		if ok {
 			flag = 1
 		}
-		res, err := c.agreeFlags(op, flag)
+		res, err := c.agreeFlags(op, rte.StepFlags, flag)
 		if err != nil {
 			if ok {
 				t.release(pair)

@@ -247,9 +247,12 @@ func (c *Comm) replaceOnce(op string) (*Comm, error) {
 	if h := w.replaceHook; h != nil {
 		call.Activated = func() { h("activated") }
 	}
-	a, step, ok := w.ftOf(b).d.Replace(call, w.abort)
-	if !ok {
-		return nil, w.abortedErr(op, b)
+	a, step, err := w.ftOf(b).d.Replace(call, w.abort)
+	if err != nil {
+		if claimed {
+			t.release(pairs...)
+		}
+		return nil, b.agreeErr(op, err)
 	}
 	switch step {
 	case rte.ReplaceLeaderGone:

@@ -45,6 +45,18 @@ type Call struct {
 	Lost    []int `json:"lost,omitempty"`    // failed processes of Comm this rank knows of
 	Acked   []int `json:"acked,omitempty"`   // those of Lost it acknowledged
 	Revoked bool  `json:"revoked,omitempty"` // Comm is revoked at this rank
+	// Agree is this rank's agreements on Comm (nil: none made, or not
+	// known).
+	Agree *Agree `json:"agree,omitempty"`
+}
+
+// Agree is what a rank says of its agreements on a call's communicator.
+// Agreements match by their order, so ranks that made different numbers
+// of them before one waits are named ("agreements out of step").
+type Agree struct {
+	Begun   int64  `json:"begun"`          // agreements begun (instances 0..Begun-1)
+	Waiting int64  `json:"waiting"`        // the instance it waits in, None
+	Kind    string `json:"kind,omitempty"` // the waited instance's kind: "MPI_Comm_agree"
 }
 
 // Rank is what one rank answered (or that it did not).
@@ -282,6 +294,7 @@ func Report(in Input) string {
 	var findings []string
 	findings = append(findings, cycles(in, byRank, failed)...)
 	findings = append(findings, collectives(in, byRank, failed)...)
+	findings = append(findings, agreements(in, byRank, failed)...)
 	findings = append(findings, lost(in, byRank, failed)...)
 	if len(findings) > 0 {
 		b.WriteString("  diagnosis:\n")
@@ -463,6 +476,97 @@ func collectives(in Input, byRank map[int]*Rank, failed map[int]bool) []string {
 		}
 	}
 	return out
+}
+
+// agreements names, per communicator, ranks that wait in an agreement
+// instance the others are not in: agreements match by their order on a
+// communicator, so a rank that made one more agreement call than the
+// others waits for ever in it (ranks whose agreements of one instance
+// differ in kind get an error instead, MPI_ERR_OTHER, "mismatched
+// agreement"). The other members are named with how many agreements
+// they made on it, when their own call is on it, and what they wait in.
+func agreements(in Input, byRank map[int]*Rank, failed map[int]bool) []string {
+	type at struct {
+		rank int
+		call *Call // its main call, on the communicator
+	}
+	byCtx := map[uint32][]at{}
+	var ctxs []uint32
+	for i := range in.Ranks {
+		r := &in.Ranks[i]
+		if failed[r.Rank] || !r.Answered {
+			continue
+		}
+		m := r.main()
+		if m == nil || m.Agree == nil {
+			continue
+		}
+		if byCtx[m.Ctx] == nil {
+			ctxs = append(ctxs, m.Ctx)
+		}
+		byCtx[m.Ctx] = append(byCtx[m.Ctx], at{r.Rank, m})
+	}
+	slices.Sort(ctxs)
+	var out []string
+	for _, ctx := range ctxs {
+		list := byCtx[ctx]
+		var sides []string
+		ranksOf := map[string][]int{}
+		waiting := map[int64]bool{}
+		here := map[int]bool{}
+		for _, a := range list {
+			here[a.rank] = true
+			ag := a.call.Agree
+			var k string
+			if ag.Waiting != None {
+				waiting[ag.Waiting] = true
+				k = fmt.Sprintf("in agreement #%d (%s)", ag.Waiting, ag.Kind)
+			} else {
+				k = fmt.Sprintf("made %s on it, in %s", agreementsText(ag.Begun), describe(a.call))
+			}
+			if ranksOf[k] == nil {
+				sides = append(sides, k)
+			}
+			ranksOf[k] = append(ranksOf[k], a.rank)
+		}
+		if len(waiting) == 0 || len(sides) == 1 {
+			continue // no agreement waited in, or every rank in the same one
+		}
+		var parts []string
+		for _, k := range sides {
+			parts = append(parts, ranksText(ranksOf[k])+" "+k)
+		}
+		// Members of the communicator whose call is elsewhere.
+		for _, p := range members(list[0].call) {
+			if here[p] {
+				continue
+			}
+			r := byRank[p]
+			switch {
+			case failed[p]:
+			case r == nil || !r.Answered:
+				parts = append(parts, fmt.Sprintf("rank %d (no answer)", p))
+			case r.main() == nil:
+				parts = append(parts, fmt.Sprintf("rank %d not in MPI", p))
+			default:
+				parts = append(parts, fmt.Sprintf("rank %d in %s", p, describe(r.main())))
+			}
+		}
+		out = append(out, fmt.Sprintf("agreements out of step on %s (agreements match by their order: a rank made more agreement calls than the others): %s",
+			commName(list[0].call), strings.Join(parts, "; ")))
+	}
+	return out
+}
+
+// agreementsText is "no agreements", "agreement #0", "agreements #0-#4".
+func agreementsText(n int64) string {
+	switch n {
+	case 0:
+		return "no agreements"
+	case 1:
+		return "agreement #0"
+	}
+	return fmt.Sprintf("agreements #0-#%d", n-1)
 }
 
 func collect[T any](xs []T, f func(T) int) []int {

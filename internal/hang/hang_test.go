@@ -113,3 +113,21 @@ func TestNoAnswerAndBackground(t *testing.T) {
 		t.Error("Hung with no ranks")
 	}
 }
+
+// A rank waiting in an agreement instance the others never entered (it
+// made one agreement call more) is named with the others' count.
+func TestAgreementsOutOfStep(t *testing.T) {
+	ag := Call{Op: "MPI_Comm_agree", Comm: "MPI_COMM_WORLD", Peer: None, PeerProc: None, Root: None, Tag: None,
+		Count: None, Seq: None, Waited: 12 * time.Second, Size: 3, Agree: &Agree{Begun: 2, Waiting: 1, Kind: "MPI_Comm_agree"}}
+	bar := coll("MPI_Barrier", None, None, 1)
+	bar.Size = 3
+	bar.Agree = &Agree{Begun: 1, Waiting: None}
+	in := Input{Reason: "test", Ranks: ranks([]Call{ag}, []Call{bar}, []Call{bar})}
+	has(t, Report(in), "agreements out of step on MPI_COMM_WORLD (agreements match by their order: a rank made more agreement calls than the others): "+
+		"rank 0 in agreement #1 (MPI_Comm_agree); ranks 1,2 made agreement #0 on it, in MPI_Barrier on MPI_COMM_WORLD #1")
+	// Every rank in the same instance: nothing out of step.
+	in = Input{Reason: "test", Ranks: ranks([]Call{ag}, []Call{ag}, []Call{ag})}
+	if r := Report(in); strings.Contains(r, "out of step") {
+		t.Errorf("one instance reported out of step:\n%s", r)
+	}
+}

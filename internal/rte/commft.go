@@ -2,6 +2,7 @@ package rte
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
@@ -22,15 +23,21 @@ import (
 // the argument checks, the error classes, the index of its communicators
 // by context and the order in which failures became known.
 //
-// An agreement call returns ok false when abort (the caller's) or the
-// epoch's stop closed before the decision; every member must make the
-// same calls in the same order.
+// An agreement call returns ErrAgreeStopped when abort (the caller's) or
+// the epoch's stop closed before the decision. Every member must make the
+// same calls in the same order: each instance carries its kind
+// (AgreeKind, agreekind.go), and an instance whose members' kinds differ
+// fails at every member with the same *AgreeMismatch.
 type CommFT struct {
 	r     *Rank
 	cfg   CommFTConfig
 	procs ftdrive.Procs
 	rv    *ftdrive.Revocation
 	ag    *ftdrive.Agreements
+
+	// For the hang report (AgreeState): the agreements begun here, and
+	// the instance (+1; 0: none) and kind of the one waited in.
+	begun, waitSeq, waitKind atomic.Uint64
 }
 
 // CommFTConfig is what Rank.NewCommFT makes a communicator's
@@ -149,8 +156,11 @@ func (f *CommFT) useSegment() {
 	})
 }
 
-// run runs one agreement instance with contribution v.
-func (f *CommFT) run(v agree.Value, abort <-chan struct{}) (agree.Value, agree.Set, bool) {
+// run runs one agreement instance of kind kind with contribution v. The
+// error is ErrAgreeStopped (abort or the epoch's stop closed first) or,
+// when the members' kinds differed on this instance, an *AgreeMismatch,
+// the same at every member (the kinds are part of the decided value).
+func (f *CommFT) run(kind AgreeKind, v agree.Value, abort <-chan struct{}) (agree.Value, agree.Set, error) {
 	f.useSegment()
 	seq := f.ag.Begin()
 	if f.cfg.Parked != nil {
@@ -158,11 +168,47 @@ func (f *CommFT) run(v agree.Value, abort <-chan struct{}) (agree.Value, agree.S
 	}
 	t := f.r.rec() // the recovery timeline: the agreement's span, from the wait's start
 	start := t.Begin()
-	val, contrib, ok := f.ag.Await(seq, v, f.cfg.Failed, abort, f.r.stop)
+	f.begun.Store(seq + 1)
+	f.waitKind.Store(uint64(kind))
+	f.waitSeq.Store(seq + 1)
+	val, contrib, ok := f.ag.Await(seq, v.OfKind(uint32(kind)), f.cfg.Failed, abort, f.r.stop)
+	f.waitSeq.Store(0)
 	if t != nil {
-		t.Span(trace.CatAgree, trace.NameAgree, start, map[string]any{"comm": f.name(), "ctx": f.cfg.Ctx, "result": val.Flags, "decided": ok, "seq": seq})
+		t.Span(trace.CatAgree, trace.NameAgree, start, map[string]any{"comm": f.name(), "ctx": f.cfg.Ctx, "result": val.Flags, "decided": ok, "seq": seq, "kind": kind.String()})
 	}
-	return val, contrib, ok
+	if !ok {
+		return val, contrib, ErrAgreeStopped
+	}
+	if val.Mismatched() {
+		other := AgreeKind(val.KindMin)
+		if other == kind {
+			other = AgreeKind(val.KindMax)
+		}
+		return val, contrib, &AgreeMismatch{Mine: kind, Other: other, Seq: seq}
+	}
+	return val, contrib, nil
+}
+
+// AgreeState is what a hang answer says of a communicator's agreements
+// at one member (no MPI counterpart).
+type AgreeState struct {
+	// Begun is how many agreements this member began on it (instances
+	// 0..Begun-1).
+	Begun uint64
+	// Waiting: it waits in instance Seq, of kind Kind.
+	Waiting bool
+	Seq     uint64
+	Kind    AgreeKind
+}
+
+// AgreeState returns the communicator's agreements at this member, for a
+// hang answer (agreements out of step are named by the report).
+func (f *CommFT) AgreeState() AgreeState {
+	st := AgreeState{Begun: f.begun.Load()}
+	if s := f.waitSeq.Load(); s != 0 {
+		st.Waiting, st.Seq, st.Kind = true, s-1, AgreeKind(f.waitKind.Load())
+	}
+	return st
 }
 
 // addAll adds the overlay positions of the members among procs to s.
@@ -185,6 +231,9 @@ type AgreeCall struct {
 	// each group learns the AND of the other group's flags); nil for an
 	// intracommunicator.
 	Local []int
+	// Kind is the agreement's kind (AgreeKindOf: MPI_Comm_agree's, or a
+	// file's open or close verdict).
+	Kind AgreeKind
 }
 
 // AgreeOutcome is MPI_Comm_agree's decision at one member.
@@ -207,7 +256,9 @@ type AgreeOutcome struct {
 // group's flags travel in their own 64 positions of Inter above the
 // members' (seed 002 A.3.1), the other group's set to 1, so intersecting
 // gives each group's AND.
-func (f *CommFT) Agree(a AgreeCall, abort <-chan struct{}) (AgreeOutcome, bool) {
+//
+// The error is ErrAgreeStopped or an *AgreeMismatch (see run).
+func (f *CommFT) Agree(a AgreeCall, abort <-chan struct{}) (AgreeOutcome, error) {
 	var v agree.Value
 	v.Flags = a.Flags
 	f.addAll(&v.Union, a.Failed)
@@ -228,9 +279,9 @@ func (f *CommFT) Agree(a AgreeCall, abort <-chan struct{}) (AgreeOutcome, bool) 
 		}
 		v.Flags = ^uint64(0)
 	}
-	val, contrib, ok := f.run(v, abort)
-	if !ok {
-		return AgreeOutcome{}, false
+	val, contrib, err := f.run(a.Kind, v, abort)
+	if err != nil {
+		return AgreeOutcome{}, err
 	}
 	out := AgreeOutcome{Flags: val.Flags, Unacked: -1}
 	if inter {
@@ -255,7 +306,7 @@ func (f *CommFT) Agree(a AgreeCall, abort <-chan struct{}) (AgreeOutcome, bool) 
 			out.Unacked = p
 		}
 	}
-	return out, true
+	return out, nil
 }
 
 func containsProc(procs []int, p int) bool {
@@ -267,21 +318,23 @@ func containsProc(procs []int, p int) bool {
 	return false
 }
 
-// AgreeFlags runs an agreement on the AND of the members' flags.
-func (f *CommFT) AgreeFlags(flags uint64, abort <-chan struct{}) (uint64, bool) {
-	val, _, ok := f.run(agree.Value{Flags: flags}, abort)
-	return val.Flags, ok
+// AgreeFlags runs an agreement of kind kind on the AND of the members'
+// flags (the error as run's).
+func (f *CommFT) AgreeFlags(kind AgreeKind, flags uint64, abort <-chan struct{}) (uint64, error) {
+	val, _, err := f.run(kind, agree.Value{Flags: flags}, abort)
+	return val.Flags, err
 }
 
-// AgreeAnd runs an agreement on the AND of the members' bitmaps: words
-// is this member's, replaced by the result.
-func (f *CommFT) AgreeAnd(words []uint64, abort <-chan struct{}) bool {
-	val, _, ok := f.run(agree.Value{Flags: 1, Inter: agree.SetFromWords(words)}, abort)
-	if !ok {
-		return false
+// AgreeAnd runs an agreement of kind kind on the AND of the members'
+// bitmaps: words is this member's, replaced by the result (the error as
+// run's).
+func (f *CommFT) AgreeAnd(kind AgreeKind, words []uint64, abort <-chan struct{}) error {
+	val, _, err := f.run(kind, agree.Value{Flags: 1, Inter: agree.SetFromWords(words)}, abort)
+	if err != nil {
+		return err
 	}
 	copy(words, val.Inter.Words(len(words)))
-	return true
+	return nil
 }
 
 // AgreeFailed runs the agreement that decides who failed (Shrink's,
@@ -289,12 +342,14 @@ func (f *CommFT) AgreeAnd(words []uint64, abort <-chan struct{}) bool {
 // (known: here) and those that failed before contributing, as sorted
 // process ids; window, if not nil, is this member's bitmap, replaced by
 // the AND of the contributors' (the context-id pairs free at every one).
-func (f *CommFT) AgreeFailed(known []int, window []uint64, abort <-chan struct{}) ([]int, bool) {
+// kind is the calling API's (AgreeKindOf(op, StepFailed)); the error as
+// run's.
+func (f *CommFT) AgreeFailed(kind AgreeKind, known []int, window []uint64, abort <-chan struct{}) ([]int, error) {
 	v := agree.Value{Flags: 1, Inter: agree.SetFromWords(window)}
 	f.addAll(&v.Union, known)
-	val, contrib, ok := f.run(v, abort)
-	if !ok {
-		return nil, false
+	val, contrib, err := f.run(kind, v, abort)
+	if err != nil {
+		return nil, err
 	}
 	if window != nil {
 		copy(window, val.Inter.Words(len(window)))
@@ -309,5 +364,5 @@ func (f *CommFT) AgreeFailed(known []int, window []uint64, abort <-chan struct{}
 		}
 		failed = append(failed, f.procs.At(i))
 	}
-	return failed, true
+	return failed, nil
 }

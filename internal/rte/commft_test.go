@@ -100,8 +100,8 @@ func TestCommFTAgreements(t *testing.T) {
 	outs := make([]failedOut, n)
 	c.each(func(i int, f *CommFT) {
 		window := []uint64{^uint64(0) &^ (1 << i), 0xff}
-		failed, ok := f.AgreeFailed(nil, window, abort)
-		outs[i] = failedOut{failed, window, ok}
+		failed, err := f.AgreeFailed(AgreeKindOf("MPI_Comm_shrink", StepFailed), nil, window, abort)
+		outs[i] = failedOut{failed, window, err == nil}
 	})
 	for i, o := range outs {
 		if i == 3 {
@@ -115,8 +115,8 @@ func TestCommFTAgreements(t *testing.T) {
 	// AgreeFlags: the AND.
 	flags := make([]uint64, n)
 	c.each(func(i int, f *CommFT) {
-		v, ok := f.AgreeFlags(0b110|uint64(i&1), abort)
-		if !ok {
+		v, err := f.AgreeFlags(AgreeKindOf("MPI_Comm_shrink", StepFlags), 0b110|uint64(i&1), abort)
+		if err != nil {
 			v = 99
 		}
 		flags[i] = v
@@ -191,8 +191,8 @@ func TestCommFTAgreeAborted(t *testing.T) {
 	abort := make(chan struct{})
 	done := make(chan bool)
 	go func() {
-		_, ok := c.fts[0].AgreeFlags(1, abort)
-		done <- ok
+		_, err := c.fts[0].AgreeFlags(AgreeKindOf("MPI_Comm_shrink", StepFlags), 1, abort)
+		done <- err == nil
 	}()
 	close(abort)
 	select {

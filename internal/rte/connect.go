@@ -208,10 +208,11 @@ func (x *Connection) End() {
 type ConnectVote struct{ v agree.Value }
 
 // AgreeVote runs the first agreement of connect/accept's decision over
-// one side: every member's error class code (0: none).
-func (f *CommFT) AgreeVote(code int, abort <-chan struct{}) (ConnectVote, bool) {
-	val, _, ok := f.run(dpm.Vote(code), abort)
-	return ConnectVote{val}, ok
+// one side: every member's error class code (0: none). op is the API
+// call (its kind: AgreeKindOf(op, StepVote)); the error as run's.
+func (f *CommFT) AgreeVote(op string, code int, abort <-chan struct{}) (ConnectVote, error) {
+	val, _, err := f.run(AgreeKindOf(op, StepVote), dpm.Vote(code), abort)
+	return ConnectVote{val}, err
 }
 
 // ConnectDecision is a member's outcome of connect/accept's second
@@ -229,16 +230,19 @@ type ConnectDecision struct {
 // AgreeVerdict runs the second agreement of connect/accept's decision
 // over one side: x's root exchanges its side's verdict with the other
 // root and contributes both; root is the root's process id, failed the
-// class code of a process failure.
-func (f *CommFT) AgreeVerdict(x *Connection, side ConnectVote, root, failed int, abort <-chan struct{}) (ConnectDecision, bool) {
+// class code of a process failure; op as AgreeVote's, the error as run's.
+func (f *CommFT) AgreeVerdict(op string, x *Connection, side ConnectVote, root, failed int, abort <-chan struct{}) (ConnectDecision, error) {
 	verdict := agree.Value{Flags: 1}
 	if x.s.Me {
 		verdict = x.s.Verdict(side.v)
 	}
-	res, contrib, ok := f.run(verdict, abort)
+	res, contrib, err := f.run(AgreeKindOf(op, StepVerdict), verdict, abort)
+	if err != nil {
+		return ConnectDecision{}, err
+	}
 	pos := f.procs.Pos(root)
 	yes, codes := dpm.Decide(res, contrib, pos, failed)
-	return ConnectDecision{OK: yes, Codes: codes.Members(), RootIn: contrib.Has(pos)}, ok
+	return ConnectDecision{OK: yes, Codes: codes.Members(), RootIn: contrib.Has(pos)}, nil
 }
 
 // JoinPort runs MPI_Comm_join's socket handshake over conn: each end

@@ -56,6 +56,9 @@ type HangComm struct {
 	// Lost are its failed members (ranks), Acked those of them acknowledged.
 	Lost, Acked []int
 	Revoked     bool
+	// Agree is its agreements at this member (nil: no fault-tolerance
+	// state yet: none made).
+	Agree *AgreeState
 }
 
 // HangWatch is how a rank watches for hangs (StartHang).
@@ -297,5 +300,11 @@ func (r *Rank) hangCall(e Call, now int64) hang.Call {
 	hc.Lost = c.Lost
 	hc.Acked = c.Acked
 	hc.Revoked = c.Revoked
+	if a := c.Agree; a != nil {
+		hc.Agree = &hang.Agree{Begun: int64(a.Begun), Waiting: hang.None}
+		if a.Waiting {
+			hc.Agree.Waiting, hc.Agree.Kind = int64(a.Seq), a.Kind.String()
+		}
+	}
 	return hc
 }

@@ -66,9 +66,11 @@ type ReplaceAttempt struct {
 // spawned, whether every picked spare accepted). If every survivor
 // contributed, every claim held and every spare accepted, the attempt
 // commits (the spares are told: Commit); if spares were missing, the
-// caller spawns the rest (ReplaceSpawn); else it is abandoned. ok is false
-// if abort or the epoch's stop closed first.
-func (f *CommFT) Replace(c ReplaceCall, abort <-chan struct{}) (a *ReplaceAttempt, step ReplaceStep, ok bool) {
+// caller spawns the rest (ReplaceSpawn); else it is abandoned. The error
+// is ErrAgreeStopped if abort or the epoch's stop closed first, or an
+// *AgreeMismatch if another member's agreement was of another kind (its
+// attempt abandoned: the leader settles its picks).
+func (f *CommFT) Replace(c ReplaceCall, abort <-chan struct{}) (a *ReplaceAttempt, step ReplaceStep, err error) {
 	s := f.r.Spares
 	rp := &sparedrive.Repair{Pair: c.Pair, Members: c.Members, Lost: c.Lost, Survivors: c.Survivors,
 		Name: c.Name, Timeout: c.Timeout, Abort: abort, Stop: f.r.stop}
@@ -83,9 +85,12 @@ func (f *CommFT) Replace(c ReplaceCall, abort <-chan struct{}) (a *ReplaceAttemp
 	if c.Claimed {
 		flags = 1
 	}
-	res, contrib, ok := f.run(agree.Value{Flags: flags, Union: agree.SetFromWords(word)}, abort)
-	if !ok {
-		return nil, 0, false
+	res, contrib, err := f.run(AgreeKindOf("MPIX_Comm_replace", StepRepair), agree.Value{Flags: flags, Union: agree.SetFromWords(word)}, abort)
+	if err != nil {
+		if l, told := sparedrive.DecodeLeaderWord(word, len(c.Lost)); word != nil && told && err != ErrAgreeStopped {
+			s.Settle(l, false) // the leader's picks are available again
+		}
+		return nil, 0, err
 	}
 	all := true
 	for _, p := range c.Survivors {
@@ -93,19 +98,19 @@ func (f *CommFT) Replace(c ReplaceCall, abort <-chan struct{}) (a *ReplaceAttemp
 	}
 	got, told := s.Heard(rp, res.Union.Words(rp.WordLen()))
 	if !told {
-		return nil, ReplaceLeaderGone, true
+		return nil, ReplaceLeaderGone, nil
 	}
 	a = &ReplaceAttempt{s: s, rp: rp, word: got, chosen: got.Chosen}
 	agreed := res.Flags&1 == 1 && all
 	if agreed && got.Spawn > 0 {
-		return a, ReplaceSpawn, true
+		return a, ReplaceSpawn, nil
 	}
 	commit := agreed && got.Accepted
 	s.Settle(got, commit)
 	if !commit {
-		return nil, ReplaceAbandoned, true
+		return nil, ReplaceAbandoned, nil
 	}
-	return a, ReplaceCommit, true
+	return a, ReplaceCommit, nil
 }
 
 // Members returns the repaired communicator's members: the old ones with

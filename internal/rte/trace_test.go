@@ -102,7 +102,7 @@ func TestTimelineRecordsTheRuntimesEvents(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, ok := f.AgreeFlags(uint64(5+i%2), nil); !ok {
+			if _, err := f.AgreeFlags(AgreeKindOf("MPI_Comm_agree", StepCall), uint64(5+i%2), nil); err != nil {
 				t.Errorf("process %d: the agreement did not decide", i)
 			}
 		}()

@@ -311,6 +311,7 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 		b = append(b, byte(KindReport))
 		b = uv(b, 4)
 		b = binary.LittleEndian.AppendUint64(b, 0)
+		b = uv(b, 0, 0) // the value's kinds: none
 		b = append(b, c.set...)
 		b = append(b, 1, 1, 0) // Inter, Contrib, AccBallot, ...
 		_, err := DecodeMsg(b)

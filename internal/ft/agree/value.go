@@ -16,25 +16,56 @@ type Value struct {
 	// Inter is combined with set intersection (for example the failures
 	// that every contributor had acknowledged).
 	Inter Set
+	// KindMin and KindMax are the least and the greatest kind of call
+	// among the contributions (the runtime's code of the API call, and of
+	// which of its agreements this is), combined with min and max; 0 in
+	// both: no kind. A contributor sets both to its kind. The decision
+	// has KindMin != KindMax exactly when contributors called different
+	// kinds of agreement on the same instance: a mismatch that every
+	// process deciding sees the same way, since it is part of the
+	// decided value.
+	KindMin, KindMax uint32
 }
 
+// OfKind returns v with its kind set to k (both KindMin and KindMax).
+func (v Value) OfKind(k uint32) Value {
+	v.KindMin, v.KindMax = k, k
+	return v
+}
+
+// Mismatched reports whether v combines contributions of different kinds.
+func (v Value) Mismatched() bool { return v.KindMin != v.KindMax }
+
 // Combine returns the combination of v and w: Flags ANDed, Union united,
-// Inter intersected. The result shares no storage with v or w.
+// Inter intersected, the kinds' range widened. The result shares no
+// storage with v or w.
 func (v Value) Combine(w Value) Value {
-	return Value{Flags: v.Flags & w.Flags, Union: v.Union.Union(w.Union), Inter: v.Inter.Intersect(w.Inter)}
+	lo, hi := v.KindMin, max(v.KindMax, w.KindMax)
+	if w.KindMin != 0 && (lo == 0 || w.KindMin < lo) {
+		lo = w.KindMin
+	}
+	return Value{Flags: v.Flags & w.Flags, Union: v.Union.Union(w.Union), Inter: v.Inter.Intersect(w.Inter), KindMin: lo, KindMax: hi}
 }
 
 // Clone returns a copy of v sharing no storage with it.
 func (v Value) Clone() Value {
-	return Value{Flags: v.Flags, Union: v.Union.Clone(), Inter: v.Inter.Clone()}
+	return Value{Flags: v.Flags, Union: v.Union.Clone(), Inter: v.Inter.Clone(), KindMin: v.KindMin, KindMax: v.KindMax}
 }
 
 // Equal reports whether v and w are the same value.
 func (v Value) Equal(w Value) bool {
-	return v.Flags == w.Flags && v.Union.Equal(w.Union) && v.Inter.Equal(w.Inter)
+	return v.Flags == w.Flags && v.KindMin == w.KindMin && v.KindMax == w.KindMax && v.Union.Equal(w.Union) && v.Inter.Equal(w.Inter)
 }
 
 // String formats v for logs and test failures.
 func (v Value) String() string {
-	return fmt.Sprintf("{flags=%#x union=%v inter=%v}", v.Flags, v.Union, v.Inter)
+	s := fmt.Sprintf("{flags=%#x union=%v inter=%v", v.Flags, v.Union, v.Inter)
+	switch {
+	case v.KindMin == 0 && v.KindMax == 0:
+	case v.Mismatched():
+		s += fmt.Sprintf(" kinds=%d..%d", v.KindMin, v.KindMax)
+	default:
+		s += fmt.Sprintf(" kind=%d", v.KindMin)
+	}
+	return s + "}"
 }

@@ -58,8 +58,13 @@ func putSet(b []byte, s Set) []byte {
 // uvarintLen is the length of v's uvarint encoding.
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
+// putValue appends v: its flags, its kinds (KindMin, then KindMax -
+// KindMin: one byte each for a small kind contributed alone, one byte each
+// for no kind), its sets.
 func putValue(b []byte, v Value) []byte {
 	b = binary.LittleEndian.AppendUint64(b, v.Flags)
+	b = binary.AppendUvarint(b, uint64(v.KindMin))
+	b = binary.AppendUvarint(b, uint64(v.KindMax-v.KindMin))
 	b = putSet(b, v.Union)
 	return putSet(b, v.Inter)
 }
@@ -180,7 +185,12 @@ func (r *reader) set() Set {
 }
 
 func (r *reader) value() Value {
-	return Value{Flags: r.u64(), Union: r.set(), Inter: r.set()}
+	flags := r.u64()
+	lo, span := r.uvarint(), r.uvarint()
+	if r.err == nil && (lo > 1<<32-1 || span > 1<<32-1-lo || lo == 0 && span != 0) {
+		r.err = fmt.Errorf("agree: kinds %d..%d+%d out of range", lo, lo, span)
+	}
+	return Value{Flags: flags, KindMin: uint32(lo), KindMax: uint32(lo + span), Union: r.set(), Inter: r.set()}
 }
 
 // DecodeMsg parses the wire form made by EncodeMsg.
