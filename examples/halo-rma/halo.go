@@ -150,48 +150,29 @@ func (st *state) grid(ghost []float64) (cart *mpi.Comm, win *mpi.Win, up, down i
 }
 
 // iterate runs the iterations left, checkpointing, and ends with the
-// result line once every rank agrees that it was computed.
+// result line once every rank agrees that it was computed. Every rank
+// leaves it through that one agreement, whether it finished or failed
+// (after revoking the window and the communicator, which releases the
+// ranks still iterating): agreements match by their order on a
+// communicator, so a rank that went from a failed gather straight to
+// repair's Shrink while the others agreed on the result would meet their
+// Agree with its Shrink (MPI_ERR_OTHER, "mismatched agreement", at all of
+// them: TestHaloRMAKillInResultGather).
 func (st *state) iterate() error {
-	nx := st.p.nx
-	for st.iter < st.p.iters {
-		st.iter++
-		par := st.iter % 2
-		b := &st.b
-		// My first row is the bottom ghost of the rank above, my last
-		// row the top ghost of the rank below.
-		if st.up != mpi.ProcNull {
-			if err := mpi.Put(st.win, b.u[:nx], st.up, (2+par)*nx); err != nil {
-				return err
-			}
+	line, err := st.compute()
+	if err != nil {
+		if st.win != nil {
+			st.win.Revoke()
 		}
-		if st.down != mpi.ProcNull {
-			if err := mpi.Put(st.win, b.u[(b.m-1)*nx:], st.down, par*nx); err != nil {
-				return err
-			}
-		}
-		if at, ok := st.p.kills[st.w.Rank()]; ok && at == st.iter {
-			st.w.Kill() // SIGKILL in the middle of the epoch
-		}
-		if err := st.win.Fence(); err != nil {
-			return err
-		}
-		st.step(par)
-		if st.iter%st.p.ckpt == 0 {
-			if err := st.checkpoint(); err != nil {
-				return err
-			}
-			if st.p.progress && st.c.Rank() == 0 {
-				fmt.Fprintf(st.p.out, "halo-rma: checkpoint at iteration %d committed after %d repairs\n", st.iter, st.repairs)
-			}
-		}
+		st.c.Revoke()
 	}
-	line, err := st.result()
-	if err == nil {
-		// A failure during the gather must not leave rank 0 printing
-		// while the others repair: agree first (uniformly).
-		var ok bool
-		if ok, err = st.c.Agree(true); err == nil && !ok {
-			err = fmt.Errorf("result not agreed: %w", mpi.ErrProcFailed)
+	// A failure during the gather must not leave rank 0 printing while
+	// the others repair: agree first (uniformly).
+	ok, aerr := st.c.Agree(err == nil)
+	if err == nil && (aerr != nil || !ok) {
+		err = fmt.Errorf("result not agreed: %w", mpi.ErrProcFailed)
+		if aerr != nil && !isFailure(aerr) {
+			err = aerr
 		}
 	}
 	if err != nil {
@@ -202,6 +183,48 @@ func (st *state) iterate() error {
 		fmt.Fprint(st.p.out, line)
 	}
 	return nil
+}
+
+// compute runs the iterations left, checkpointing, and gathers the result
+// line at rank 0 (no agreement: iterate's).
+func (st *state) compute() (string, error) {
+	nx := st.p.nx
+	for st.iter < st.p.iters {
+		st.iter++
+		par := st.iter % 2
+		b := &st.b
+		// My first row is the bottom ghost of the rank above, my last
+		// row the top ghost of the rank below.
+		if st.up != mpi.ProcNull {
+			if err := mpi.Put(st.win, b.u[:nx], st.up, (2+par)*nx); err != nil {
+				return "", err
+			}
+		}
+		if st.down != mpi.ProcNull {
+			if err := mpi.Put(st.win, b.u[(b.m-1)*nx:], st.down, par*nx); err != nil {
+				return "", err
+			}
+		}
+		if at, ok := st.p.kills[st.w.Rank()]; ok && at == st.iter {
+			st.w.Kill() // SIGKILL in the middle of the epoch
+		}
+		if err := st.win.Fence(); err != nil {
+			return "", err
+		}
+		st.step(par)
+		if st.iter%st.p.ckpt == 0 {
+			if err := st.checkpoint(); err != nil {
+				return "", err
+			}
+			if st.p.progress && st.c.Rank() == 0 {
+				fmt.Fprintf(st.p.out, "halo-rma: checkpoint at iteration %d committed after %d repairs\n", st.iter, st.repairs)
+			}
+		}
+	}
+	if at, ok := st.p.kills[st.w.Rank()]; ok && at == st.p.iters+1 {
+		st.w.Kill() // iteration iters+1: in the result's gather, before contributing
+	}
+	return st.result()
 }
 
 // step is one Jacobi iteration of the block, with the ghost rows of

@@ -25,8 +25,8 @@
 // from the left neighbour's copy), split it over the survivors and go on;
 // the result line is that of a failure-free run. With -kill R@I world rank
 // R kills itself (SIGKILL) in iteration I, after its Puts and before the
-// fence (in the middle of an epoch); several kills are separated by
-// commas. A kill injected by the launcher works too:
+// fence (in the middle of an epoch; iteration ITERS+1 is the result's
+// gather, before R contributes); several kills are separated by commas. A kill injected by the launcher works too:
 //
 //	go run ./cmd/ftmpirun -n 4 --on-failure continue ./examples/halo-rma -kill 2@150
 //	go run ./cmd/ftmpirun -n 4 --on-failure continue --inject 'kill:rank=2,on=iteration 200 committed' ./examples/halo-rma -progress

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,26 @@ func TestHaloRMASameResultAfterKills(t *testing.T) {
 				t.Fatalf("no %q\noutput:\n%s", tc.repaired, out)
 			}
 		})
+	}
+}
+
+// A kill in the result's gather (iteration iters+1: rank 3 dies before
+// it contributes) fails the gather at rank 0 and at rank 3's parents while
+// other ranks finish it. Every rank must still make the same agreements:
+// the example's old iterate let the ranks that finished agree on the
+// result while the others went on to Shrink, an agreement apart (the
+// library reports that as a mismatched agreement; before it, a hang).
+func TestHaloRMAKillInResultGather(t *testing.T) {
+	l, _ := runInProcess(t, 1, nil)
+	want := resultOf(t, l)
+	for _, n := range []int{4, 5} {
+		l, out := runInProcess(t, n, map[int]int{3: 61})
+		if got := resultOf(t, l); got != want {
+			t.Fatalf("np %d: result %q, want %q\noutput:\n%s", n, got, want, out)
+		}
+		if !strings.Contains(out, "recovered: "+fmt.Sprint(n-1)+" ranks left, resuming from iteration 60") {
+			t.Fatalf("np %d: no repair from iteration 60\noutput:\n%s", n, out)
+		}
 	}
 }
 

@@ -35,6 +35,7 @@ type ftState struct {
 	cur, prev ckpt
 	lost      []int // old ranks replaced in the last repair
 	repairs   int   // repairs this process took part in (for -progress)
+	restoring bool  // a repair (or joining) set st.c: roll back first (run)
 }
 
 // isFailure tells whether err reports a failed process or a revoked
@@ -45,16 +46,10 @@ func isFailure(err error) bool {
 
 func runFT(w *mpi.World, p params) error {
 	st := &ftState{w: w, p: p}
+	var err error
 	if nc := w.Replacement(); nc != nil {
 		// A spare that Comm.Replace took: it holds no block yet.
-		if err := st.joinReplaced(nc); err != nil {
-			if !isFailure(err) {
-				return err
-			}
-			if err := st.repair(); err != nil { // a failure during the rollback
-				return err
-			}
-		}
+		st.joinReplaced(nc)
 	} else if parent := w.Parent(); parent != nil {
 		if err := st.joinAsReplacement(parent); err != nil {
 			return err
@@ -68,54 +63,56 @@ func runFT(w *mpi.World, p params) error {
 			return fmt.Errorf("%d grid points cannot be split over %d ranks", p.n, st.c.Size())
 		}
 		st.s = newSolver(p, st.c.Rank(), st.c.Size())
-		if err := st.checkpoint(); err != nil { // version 0: the initial state
-			if !isFailure(err) {
-				return err
-			}
-			if err := st.repair(); err != nil {
-				return err
-			}
-		}
+		err = st.checkpoint() // version 0: the initial state
 	}
 	for {
-		err := st.run()
-		if err == nil {
+		if err = st.run(err); err == nil {
 			return nil
 		}
 		if !isFailure(err) {
 			return err
 		}
-		if err := st.repair(); err != nil {
+		if err = st.repair(); err != nil {
 			return err
 		}
 	}
 }
 
-// run iterates until convergence, checkpointing every -ckpt iterations,
-// and prints the result once every rank agrees that it was computed.
-func (st *ftState) run() error {
-	for {
-		done, err := st.s.step(st.c)
-		if err != nil {
-			return err
-		}
-		if done {
-			break
-		}
-		if st.s.iters%st.p.ckpt == 0 {
-			if err := st.checkpoint(); err != nil {
-				return err
-			}
-			if st.p.progress && st.s.rank == 0 {
-				fmt.Printf("jacobi: checkpoint at iteration %d committed after %d repairs\n", st.s.iters, st.repairs)
-			}
+// run rolls back if a repair asked for it (restore), iterates until
+// convergence, checkpointing every -ckpt iterations, and prints the result
+// once every rank agrees that it was computed. Every rank leaves it through
+// that one agreement, whether it got that far or failed (failed: also when
+// prior, the failure of the step before, is not nil), having revoked the
+// communicator to release the ranks still computing. Agreements match by
+// their order on a communicator: a rank that went from a failed gather
+// or rollback straight to repair's Shrink while the others agreed on the
+// result would meet their Agree with its Shrink (MPI_ERR_OTHER,
+// "mismatched agreement", at every rank; before ftmpi named it, a hang).
+func (st *ftState) run(prior error) error {
+	err := prior
+	if err == nil && st.restoring {
+		if err = st.restore(); err == nil {
+			st.restoring = false
 		}
 	}
-	line, err := st.resultLine()
+	var line string
 	if err == nil {
-		// A failure during the gather must not leave rank 0 printing
-		// while the others repair: agree first (uniformly).
-		_, err = st.c.Agree(true)
+		line, err = st.compute()
+	}
+	if err != nil && !isFailure(err) {
+		return err
+	}
+	if err != nil {
+		st.c.Revoke()
+	}
+	// A failure during the gather must not leave rank 0 printing while
+	// the others repair: agree first (uniformly).
+	ok, aerr := st.c.Agree(err == nil)
+	if err == nil && (aerr != nil || !ok) {
+		err = fmt.Errorf("result not agreed: %w", mpi.ErrProcFailed)
+		if aerr != nil && !isFailure(aerr) {
+			err = aerr
+		}
 	}
 	if err != nil {
 		return err
@@ -124,6 +121,32 @@ func (st *ftState) run() error {
 		fmt.Print(line)
 	}
 	return nil
+}
+
+// compute iterates until convergence, checkpointing every -ckpt
+// iterations, and gathers the result line at rank 0 (no agreement: run's).
+func (st *ftState) compute() (string, error) {
+	for {
+		done, err := st.s.step(st.c)
+		if err != nil {
+			return "", err
+		}
+		if done {
+			break
+		}
+		if st.s.iters%st.p.ckpt == 0 {
+			if err := st.checkpoint(); err != nil {
+				return "", err
+			}
+			if st.p.progress && st.s.rank == 0 {
+				fmt.Printf("jacobi: checkpoint at iteration %d committed after %d repairs\n", st.s.iters, st.repairs)
+			}
+		}
+	}
+	if st.p.killAtGather == st.w.Rank() && st.w.Parent() == nil && st.w.Replacement() == nil {
+		st.w.Kill() // -kill-at-gather: SIGKILL before contributing to the result's gather
+	}
+	return st.resultLine()
 }
 
 func (st *ftState) resultLine() (string, error) {
@@ -206,7 +229,8 @@ func agreeAll(ic *mpi.Comm, ok bool) bool {
 }
 
 // repairOnce is one recovery attempt: revoke, shrink, spawn the
-// replacements, merge, split back to the old ranks, restore. The steps
+// replacements, merge, split back to the old ranks (the rollback is run's
+// restore, made by every rank after the same agreements). The steps
 // whose outcome may differ between processes are followed by agreements,
 // so every process abandons or completes the attempt alike.
 func (st *ftState) repairOnce() error {
@@ -258,7 +282,8 @@ func (st *ftState) repairOnce() error {
 	}
 	nc.SetErrhandler(mpi.ErrorsReturn)
 	st.c = nc // established at every process: later failures repair nc
-	return st.restore()
+	st.restoring = true
+	return nil
 }
 
 // repairReplace is repairOnce in one call: Comm.Replace (MPIX_Comm_replace)
@@ -279,16 +304,18 @@ func (st *ftState) repairReplace() error {
 		}
 	}
 	st.c = nc
-	return st.restore()
+	st.restoring = true
+	return nil
 }
 
-// joinReplaced is a taken spare's half of repairReplace.
-func (st *ftState) joinReplaced(nc *mpi.Comm) error {
+// joinReplaced is a taken spare's half of repairReplace (its rollback:
+// run's restore, as the survivors').
+func (st *ftState) joinReplaced(nc *mpi.Comm) {
 	nc.SetErrhandler(mpi.ErrorsReturn)
 	fmt.Printf("jacobi: spare process taken as rank %d\n", nc.Rank())
 	st.c = nc
 	st.s = newSolver(st.p, nc.Rank(), nc.Size())
-	return st.restore()
+	st.restoring = true
 }
 
 // joinAsReplacement is a spawned process's half of repairOnce. If the
@@ -316,7 +343,8 @@ func (st *ftState) joinAsReplacement(parent *mpi.Comm) error {
 	fmt.Printf("jacobi: spawned process joined as rank %d\n", nc.Rank())
 	st.c = nc
 	st.s = newSolver(st.p, nc.Rank(), nc.Size())
-	return st.restore()
+	st.restoring = true // run's restore, as the survivors'
+	return nil
 }
 
 // restore agrees on the checkpoint to roll back to (the newest every rank

@@ -39,6 +39,7 @@ type params struct {
 	tol                     float64
 	ft, progress            bool
 	replace                 bool // with ft: repair by Comm.Replace (spares, else spawn) instead of the spawn recipe
+	killAtGather            int  // with ft: this world rank kills itself before the result's gather (tests; -1 none)
 }
 
 // solver is one rank's part of the computation.
@@ -143,6 +144,7 @@ func main() {
 	flag.BoolVar(&p.ft, "ft", false, "survive process failures by replacement (run with ftmpirun --on-failure continue)")
 	flag.IntVar(&p.ckpt, "ckpt", 1000, "with -ft: iterations between in-memory checkpoints (a multiple of -check)")
 	flag.BoolVar(&p.replace, "replace", false, "with -ft: repair with one call, Comm.Replace (MPIX_Comm_replace): spare processes (ftmpirun --spares K), spawned ones when none are left")
+	flag.IntVar(&p.killAtGather, "kill-at-gather", -1, "with -ft: this rank of the first processes kills itself (SIGKILL) before it contributes to the result's gather (a point of the run for tests)")
 	flag.BoolVar(&p.progress, "progress", false, "with -ft: rank 0 prints a line at every checkpoint (points of the run a test can inject a fault at: ftmpirun --inject 'kill:rank=1,on=iteration 2000 committed')")
 	flag.Parse()
 

@@ -25,20 +25,27 @@ func TestJacobiSurvivesKillsByReplacement(t *testing.T) {
 		name      string
 		inject    []string
 		recovered int
+		extra     []string // more arguments of jacobi
 	}{
-		{"kill-rank2", []string{"kill:rank=2,on=iteration 2000 committed"}, 1},
-		{"kill-rank0", []string{"kill:rank=0,on=iteration 2000 committed"}, 1},
-		{"kill-last-rank", []string{"kill:rank=3,on=iteration 2000 committed"}, 1},
+		{"kill-rank2", []string{"kill:rank=2,on=iteration 2000 committed"}, 1, nil},
+		{"kill-rank0", []string{"kill:rank=0,on=iteration 2000 committed"}, 1, nil},
+		{"kill-last-rank", []string{"kill:rank=3,on=iteration 2000 committed"}, 1, nil},
 		// The second kill waits for the first checkpoint after the first
 		// repair: two repairs, whatever the machine's speed.
-		{"two-kills", []string{"kill:rank=1,on=iteration 1500 committed", "kill:rank=2,on=after 1 repairs"}, 2},
+		{"two-kills", []string{"kill:rank=1,on=iteration 1500 committed", "kill:rank=2,on=after 1 repairs"}, 2, nil},
+		// Rank 3 dies before it contributes to the result's gather: rank 0
+		// (and rank 3's parent in the gather's tree) fail it, the others
+		// finish it. Every rank must still leave through one agreement:
+		// the example's old run let the others agree on the result while
+		// rank 0 went on to Shrink (a mismatched agreement, MPI_ERR_OTHER).
+		{"kill-at-gather", nil, 1, []string{"-kill-at-gather", "3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := []string{"-n", "4", "--on-failure", "continue", "--timeout", "60s"}
 			for _, s := range tc.inject {
 				a = append(a, "--inject", s)
 			}
-			r := reinitRun(t, append(a, args...)...)
+			r := reinitRun(t, append(append(a, args...), tc.extra...)...)
 			if r.Code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 			}
