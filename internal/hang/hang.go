@@ -395,27 +395,7 @@ func tagText(c *Call) string {
 // sequence numbers), and the members a collective waits for that are not
 // in it.
 func collectives(in Input, byRank map[int]*Rank, failed map[int]bool) []string {
-	type at struct {
-		rank int
-		call *Call
-	}
-	byCtx := map[uint32][]at{}
-	var ctxs []uint32
-	for i := range in.Ranks {
-		r := &in.Ranks[i]
-		if failed[r.Rank] || !r.Answered {
-			continue
-		}
-		m := r.main()
-		if m == nil || m.Seq == None {
-			continue
-		}
-		if byCtx[m.Ctx] == nil {
-			ctxs = append(ctxs, m.Ctx)
-		}
-		byCtx[m.Ctx] = append(byCtx[m.Ctx], at{r.Rank, m})
-	}
-	slices.Sort(ctxs)
+	byCtx, ctxs := mainCallsByCtx(in, failed, func(m *Call) bool { return m.Seq != None })
 	var out []string
 	for _, ctx := range ctxs {
 		list := byCtx[ctx]
@@ -471,11 +451,41 @@ func collectives(in Input, byRank map[int]*Rank, failed map[int]bool) []string {
 			}
 		}
 		if len(missing) > 0 {
-			out = append(out, fmt.Sprintf("%s in %s waits for %s", ranksText(collect(list, func(a at) int { return a.rank })),
+			out = append(out, fmt.Sprintf("%s in %s waits for %s", ranksText(collect(list, func(a rankCall) int { return a.rank })),
 				describe(c0), strings.Join(missing, ", ")))
 		}
 	}
 	return out
+}
+
+// rankCall is a rank with the call its program waits in.
+type rankCall struct {
+	rank int
+	call *Call
+}
+
+// mainCallsByCtx groups the answered, live ranks whose main call keep
+// takes by the call's communicator (context id), and returns the context
+// ids in increasing order.
+func mainCallsByCtx(in Input, failed map[int]bool, keep func(*Call) bool) (map[uint32][]rankCall, []uint32) {
+	byCtx := map[uint32][]rankCall{}
+	var ctxs []uint32
+	for i := range in.Ranks {
+		r := &in.Ranks[i]
+		if failed[r.Rank] || !r.Answered {
+			continue
+		}
+		m := r.main()
+		if m == nil || !keep(m) {
+			continue
+		}
+		if byCtx[m.Ctx] == nil {
+			ctxs = append(ctxs, m.Ctx)
+		}
+		byCtx[m.Ctx] = append(byCtx[m.Ctx], rankCall{r.Rank, m})
+	}
+	slices.Sort(ctxs)
+	return byCtx, ctxs
 }
 
 // agreements names, per communicator, ranks that wait in an agreement
@@ -486,27 +496,7 @@ func collectives(in Input, byRank map[int]*Rank, failed map[int]bool) []string {
 // agreement"). The other members are named with how many agreements
 // they made on it, when their own call is on it, and what they wait in.
 func agreements(in Input, byRank map[int]*Rank, failed map[int]bool) []string {
-	type at struct {
-		rank int
-		call *Call // its main call, on the communicator
-	}
-	byCtx := map[uint32][]at{}
-	var ctxs []uint32
-	for i := range in.Ranks {
-		r := &in.Ranks[i]
-		if failed[r.Rank] || !r.Answered {
-			continue
-		}
-		m := r.main()
-		if m == nil || m.Agree == nil {
-			continue
-		}
-		if byCtx[m.Ctx] == nil {
-			ctxs = append(ctxs, m.Ctx)
-		}
-		byCtx[m.Ctx] = append(byCtx[m.Ctx], at{r.Rank, m})
-	}
-	slices.Sort(ctxs)
+	byCtx, ctxs := mainCallsByCtx(in, failed, func(m *Call) bool { return m.Agree != nil })
 	var out []string
 	for _, ctx := range ctxs {
 		list := byCtx[ctx]
