@@ -283,11 +283,28 @@ func (c *Comm) recvBlocking(op string, dt p2p.DType, b []byte, source, tag int) 
 // acknowledged), unless it already matched a message.
 func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 	w := c.w
+	// The wait is recorded in the call table once it goes on past the
+	// transport's brief poll (p2p.Req.OnBlock: recvHook), so a receive
+	// whose reply comes within a ping-pong's round trip records nothing,
+	// as one that found its message already there (issue 28: the record
+	// is about a seventh of a 1-byte round trip's instructions); slot is
+	// read from r before r is released. With an observer on the table
+	// (the trace timeline) every wait is recorded at once.
+	slot := -1
 	if !r.Done() {
-		defer w.leave(c.trackReq(op, "", source, r))
+		if w.rt.Calls.Observed() {
+			slot = c.trackReq(op, "", source, r)
+		} else {
+			r.OnBlock((*recvHook)(c), op, source)
+		}
+		defer func() { w.leave(slot) }()
 	}
 	if source != AnySource {
-		switch r.WaitCancel(w.abort, c.done) {
+		how := r.WaitCancel(w.abort, c.done)
+		if slot < 0 {
+			slot = r.BlockSlot()
+		}
+		switch how {
 		case p2p.WaitAborted:
 			return w.abortedErr(op, c)
 		case p2p.WaitCancelled:
@@ -303,10 +320,17 @@ func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 	for {
 		sig := w.eng.FailureSignal()
 		if !r.Done() && m.wildFailed(c) && w.eng.Cancel(r) {
+			if slot < 0 {
+				slot = r.BlockSlot()
+			}
 			w.eng.Release(r)
 			return m.wildRecvErr(c, op)
 		}
-		switch r.WaitSignalCancel(w.abort, sig, c.done) {
+		how := r.WaitSignalCancel(w.abort, sig, c.done)
+		if slot < 0 {
+			slot = r.BlockSlot()
+		}
+		switch how {
 		case p2p.WaitDone:
 			return nil
 		case p2p.WaitAborted:
@@ -315,6 +339,16 @@ func (c *Comm) waitRecv(op string, r *p2p.Req, source int) error {
 			return c.recvCut(op, r, source)
 		}
 	}
+}
+
+// recvHook is a communicator as the p2p.BlockHook of its blocking
+// receives (waitRecv): it records the wait in the call table.
+type recvHook Comm
+
+// Blocking implements p2p.BlockHook: r's wait goes on.
+func (h *recvHook) Blocking(r *p2p.Req) int {
+	op, source := r.BlockOp()
+	return (*Comm)(h).trackReq(op, "", source, r)
 }
 
 func (c *Comm) postRecv(source, tag int, dtype p2p.DType, buf []byte) (*p2p.Req, error) {

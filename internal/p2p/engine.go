@@ -140,7 +140,50 @@ type Req struct {
 	// so complete sends the token only then: a request completed while
 	// its owner polls costs no channel operation.
 	sleeping atomic.Bool
+
+	// The owner's hook (OnBlock), run once by Blocking; its op and peer,
+	// and the slot it returned plus one (0: not run). Only the owner's
+	// goroutine touches them.
+	hook     BlockHook
+	hookOp   string
+	hookPeer int
+	hookSlot int
 }
+
+// BlockHook is told, once, that a wait on a request goes on: its poll
+// passed a brief stretch (some microseconds) without the request
+// completing, or it is about to sleep (Req.OnBlock). Package mpi records
+// the wait in the call table then, so that a wait its reply ends within
+// a ping-pong's round trip records nothing. It returns a value the
+// request keeps for its owner (BlockSlot). No MPI counterpart.
+type BlockHook interface {
+	Blocking(r *Req) int
+}
+
+// OnBlock sets h to be told once (Blocking) that a wait on r goes on, with
+// op and peer kept for it (BlockOp); only r's owner calls it, before it
+// waits. No MPI counterpart.
+func (r *Req) OnBlock(h BlockHook, op string, peer int) {
+	r.hook, r.hookOp, r.hookPeer, r.hookSlot = h, op, peer, 0
+}
+
+// BlockOp returns what OnBlock kept. No MPI counterpart.
+func (r *Req) BlockOp() (op string, peer int) { return r.hookOp, r.hookPeer }
+
+// Blocking runs r's hook (OnBlock) if it has not run: a transport's
+// PollUntil calls it (through interface{ Blocking() }) when its poll goes
+// on past a brief stretch, and a wait before it sleeps. It is called on
+// the waiting goroutine. No MPI counterpart.
+func (r *Req) Blocking() {
+	if h := r.hook; h != nil {
+		r.hook = nil
+		r.hookSlot = h.Blocking(r) + 1
+	}
+}
+
+// BlockSlot returns what the hook returned, or -1 if it did not run.
+// No MPI counterpart.
+func (r *Req) BlockSlot() int { return r.hookSlot - 1 }
 
 // Where a request is linked.
 const (
@@ -242,6 +285,7 @@ func (r *Req) WaitCancel(abort, cancel <-chan struct{}) int {
 		return WaitDone
 	}
 	if spin := r.e.spin; spin > 0 {
+		r.Blocking()
 		start := time.Now()
 		for i := 0; ; i++ {
 			runtime.Gosched()
@@ -262,7 +306,8 @@ func (r *Req) WaitCancel(abort, cancel <-chan struct{}) int {
 // PollUntil polls for at most budget, delivering frames to the engine from
 // the caller's goroutine, until c.Done(), and returns c.Done(). It must
 // not deliver control frames inline (their handler may take locks the
-// waiting goroutine holds).
+// waiting goroutine holds). When c has a Blocking method (a Req), a poll
+// that goes on past a brief stretch calls it once (Req.Blocking).
 type Poller interface {
 	PollUntil(c interface{ Done() bool }, budget time.Duration) bool
 }
@@ -309,6 +354,7 @@ func (r *Req) WaitSignalCancel(abort, sig, cancel <-chan struct{}) int {
 		}
 	}
 	if !r.done.Load() {
+		r.Blocking()
 		r.sleeping.Store(true)
 	}
 	for !r.done.Load() {
@@ -503,6 +549,7 @@ func (e *Engine) Release(r *Req) {
 	r.alloc, r.pooled = false, nil
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
 	r.st = Status{}
+	r.hook, r.hookOp, r.hookPeer, r.hookSlot = nil, "", 0, 0
 	r.done.Store(false)
 	if r.waiter.Load() != nil { // most requests never had one: no store (an atomic exchange) for them
 		r.waiter.Store(nil)

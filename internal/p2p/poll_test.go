@@ -92,3 +92,70 @@ func TestWaitPollsThePoller(t *testing.T) {
 		t.Fatalf("%d polls after SetPoller(p, 0), want none", p.calls-1)
 	}
 }
+
+// countHook is a BlockHook that counts its calls and returns slot.
+type countHook struct {
+	calls int
+	slot  int
+	woke  chan struct{}
+}
+
+func (h *countHook) Blocking(r *Req) int {
+	h.calls++
+	if h.woke != nil {
+		close(h.woke)
+	}
+	return h.slot
+}
+
+// A wait runs its request's hook (OnBlock) once before it sleeps, and
+// BlockSlot returns what the hook returned; a wait that a poll completes
+// without the poller calling Blocking runs no hook; Release forgets it.
+func TestBlockHookRunsOnceBeforeSleeping(t *testing.T) {
+	e := New(Config{Self: 0})
+	defer e.Close()
+	e.SetTransport(&postRecorder{})
+	buf := make([]byte, 4)
+	r, err := e.Irecv(5, 1, 1, 3, DTByte, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &countHook{slot: 7, woke: make(chan struct{})}
+	r.OnBlock(h, "MPI_Recv", 1)
+	if op, peer := r.BlockOp(); op != "MPI_Recv" || peer != 1 || r.BlockSlot() != -1 {
+		t.Fatalf("OnBlock kept %q %d, slot %d", op, peer, r.BlockSlot())
+	}
+	done := make(chan int, 1)
+	go func() { done <- r.WaitSignalCancel(nil, nil, nil) }()
+	select {
+	case <-h.woke: // the wait is about to sleep
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait never ran its hook")
+	}
+	hd := transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 3, N: 4}
+	dst, cookie := e.Frame(1, hd)
+	e.Payload(1, hd, dst, cookie, nil)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait did not complete")
+	}
+	if h.calls != 1 || r.BlockSlot() != 7 {
+		t.Fatalf("hook ran %d times, slot %d; want 1, 7", h.calls, r.BlockSlot())
+	}
+	e.Release(r)
+
+	msg := []byte("poll")
+	p := &inlinePoller{e: e, h: transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 4, N: uint64(len(msg))}, data: msg}
+	e.SetPoller(p, time.Second)
+	r, err = e.Irecv(5, 1, 1, 4, DTByte, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2 := &countHook{}
+	r.OnBlock(h2, "MPI_Recv", 1)
+	if r.WaitSignalCancel(nil, nil, nil) != WaitDone || h2.calls != 0 || r.BlockSlot() != -1 {
+		t.Fatalf("a wait the poll completed ran its hook %d times (slot %d)", h2.calls, r.BlockSlot())
+	}
+	e.Release(r)
+}

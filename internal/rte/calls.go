@@ -180,6 +180,12 @@ func (t *CallTable) SetObserver(fn CallObserver) {
 	t.obs.Store(&fn)
 }
 
+// Observed reports whether an observer is set (SetObserver): a wait that
+// would be recorded only once it goes on (package mpi's blocking receive,
+// p2p.Req.OnBlock) is then recorded at once, so that the observer (the
+// trace timeline) sees every wait. No MPI counterpart.
+func (t *CallTable) Observed() bool { return t != nil && t.obs.Load() != nil }
+
 // Enter records that the calling goroutine waits in call *e and returns
 // the slot to give Leave, or -1 when the table is full (counted in
 // Overflow) or nil. It reads no clock (Sample dates the waits) unless an

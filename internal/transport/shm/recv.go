@@ -32,6 +32,11 @@ const (
 	pollCheck = 512
 )
 
+// pollBrief: a wait still polling after this many polls (about 2 µs,
+// longer than a ping-pong's reply takes when the peer runs) tells its
+// request it goes on (p2p.Req.Blocking), before its first check or yield.
+const pollBrief = 2 * pollLetGo
+
 // lockedYieldAfter: a caller locked to its thread (transport.LockedCallers)
 // yields its processor only once it has polled for budget /
 // lockedYieldAfter (see PollUntil).
@@ -257,6 +262,11 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 			break
 		}
 		if i%pollLetGo == 0 {
+			if i == pollBrief {
+				if b, ok := c.(interface{ Blocking() }); ok {
+					b.Blocking() // the wait goes on: its owner records it (package mpi)
+				}
+			}
 			t.bellBeat.Add(1) // peers see this process run (peerStalled)
 			if i%pollCheck == 0 {
 				// Still holding the rings: the pairs stay mapped while

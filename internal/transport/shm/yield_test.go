@@ -157,3 +157,34 @@ func TestPollerParksForAStalledPeer(t *testing.T) {
 	}
 	waitFor(t, "the receiver to sleep without spinning", func() bool { return !trs[1].stalled.Load() && trs[1].receiverIdle() })
 }
+
+// blockingDone is a request for PollUntil that counts its Blocking calls.
+type blockingDone struct {
+	done    func() bool
+	blocked int
+}
+
+func (b *blockingDone) Done() bool { return b.done() }
+func (b *blockingDone) Blocking()  { b.blocked++ }
+
+// A wait that polls past pollBrief polls tells its request once that it
+// goes on (p2p.Req.Blocking), before its first check; one that ends
+// sooner does not.
+func TestPollTellsAWaitThatGoesOnOnce(t *testing.T) {
+	h0, h1 := newStackHandler(), newStackHandler()
+	trs := newPollJob(t, 2, sleepMax, h0, h1)
+	defer closeAll(trs)
+	looks := 0
+	long := &blockingDone{done: func() bool { looks++; return false }}
+	if trs[1].PollUntil(long, time.Millisecond) {
+		t.Fatal("PollUntil reported a request done that never is")
+	}
+	if long.blocked != 1 {
+		t.Fatalf("a wait that polled out its budget was told %d times that it goes on, want 1", long.blocked)
+	}
+	n := 0
+	short := &blockingDone{done: func() bool { n++; return n > pollBrief/2 }}
+	if !trs[1].PollUntil(short, time.Hour) || short.blocked != 0 {
+		t.Fatalf("a wait done within %d polls: done %v, told %d times that it goes on", pollBrief/2, short.done(), short.blocked)
+	}
+}
