@@ -14,6 +14,11 @@ import "github.com/ftmpi/ftmpi/internal/transport"
 // sender (ft/failure_ack). The frames go through the handler (Frame,
 // Payload, Whole), which takes e.mu: not held here.
 func (e *Engine) drainFrom(peers ...int) {
+	select {
+	case <-e.trSet: // e.tr is set (and read after the close: no race with SetTransport)
+	default:
+		return // no transport yet (a peer lost during start-up): nothing it holds
+	}
 	d, ok := e.tr.(transport.Drainer)
 	if !ok {
 		return
