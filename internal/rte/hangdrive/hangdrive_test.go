@@ -23,6 +23,9 @@ type bus struct {
 	lost   map[int]bool
 	silent map[int]bool
 	wg     sync.WaitGroup
+	// handled, when set, is called once process to has handled a frame
+	// from process from (tests tie their waits to it).
+	handled func(from, to int)
 }
 
 type port struct {
@@ -44,6 +47,9 @@ func (p port) SendControl(to int, h transport.Header, payload []byte) error {
 		defer b.wg.Done()
 		if err := b.d[to].Handle(p.self, h, payload); err != nil {
 			b.t.Errorf("process %d: %v", to, err)
+		}
+		if b.handled != nil {
+			b.handled(p.self, to)
 		}
 	}()
 	return nil
@@ -80,9 +86,19 @@ func TestGather(t *testing.T) {
 		}
 	}
 
-	b = newBus(t, 4, time.Millisecond)
+	// The wait for the silent rank ends once the live one's answer is in
+	// (an event, not a wall-clock guess of how fast rank 1 answers: a
+	// 1 ms wait lost rank 1's answer on a loaded machine).
+	b = newBus(t, 4, time.Hour)
 	b.lost[2], b.silent[3] = true, true
-	in = b.d[0].Gather("again", []int{0, 1, 2, 3}, func() []int { return []int{2} }, nil)
+	answered := make(chan struct{})
+	var once sync.Once
+	b.handled = func(from, to int) {
+		if from == 1 && to == 0 {
+			once.Do(func() { close(answered) })
+		}
+	}
+	in = b.d[0].Gather("again", []int{0, 1, 2, 3}, func() []int { return []int{2} }, answered)
 	got := in.Ranks
 	if !got[1].Answered || !got[2].Failed || got[2].Answered || got[3].Answered || got[3].Failed || got[3].Rank != 3 {
 		t.Fatalf("ranks %+v", got)
