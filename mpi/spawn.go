@@ -101,7 +101,7 @@ func (c *Comm) spawnReq(op, command string, args []string, maxprocs int, dir str
 	}
 	procs := c.groupProcs()
 	pairs, perr := agreeOnParent(c, op, 2, true)
-	call := rte.SpawnCall{Ctx: c.ctx, Procs: procs, Pairs: pairs, Root: c.rank == root, Spares: spares}
+	call := rte.SpawnCall{Ctx: c.ctx, Procs: procs, RootProc: procs[root], Pairs: pairs, Root: c.rank == root, Spares: spares}
 	if len(apps) > 0 {
 		call.Cmds, call.Multiple = apps, true
 	} else {

@@ -26,9 +26,10 @@ type SpawnCall struct {
 	Ctx uint32 // the parents' communicator's context: with Procs and the
 	// number of calls so far, the call's name for the launcher (the same
 	// at every parent, as each counts its group's calls alike)
-	Procs []int // the parents' process ids, in rank order
-	Pairs []int // the agreed context pairs of the intercommunicator (2)
-	Root  bool  // this is the root's part: Cmds count
+	Procs    []int // the parents' process ids, in rank order
+	RootProc int   // the root's process id (sent by the others instead of Procs)
+	Pairs    []int // the agreed context pairs of the intercommunicator (2)
+	Root     bool  // this is the root's part: Cmds count
 	// Cmds are the commands (at the root): one for MPI_Comm_spawn,
 	// Multiple for MPI_Comm_spawn_multiple (the children then know their
 	// command's index: Process.AppNum).
@@ -113,8 +114,11 @@ func (p *Process[W]) Spawn(r *Rank, n *Net, call SpawnCall) ([]int, error) {
 // command (or the commands with the sum of their processes), and the
 // refusal of a root whose number of processes is below 1.
 func spawnRequest(key string, call SpawnCall) boot.SpawnRequest {
-	req := boot.SpawnRequest{Key: key, Procs: call.Procs, Root: call.Root, Pairs: call.Pairs, Spares: call.Spares}
+	req := boot.SpawnRequest{Key: key, Root: call.Root, Pairs: call.Pairs, Spares: call.Spares}
 	if call.Root {
+		// Only the root lists the parents: the launcher reads the list
+		// once, not from each of n parents (n^2 bytes at its head).
+		req.Procs = call.Procs
 		switch {
 		case call.Multiple:
 			for _, c := range call.Cmds {
@@ -134,6 +138,8 @@ func spawnRequest(key string, call SpawnCall) boot.SpawnRequest {
 		if req.MaxProcs < 1 && call.Refusal == "" {
 			req.Error = fmt.Sprintf("maxprocs %d at the root: must be at least 1", req.MaxProcs)
 		}
+	} else {
+		req.RootProc = call.RootProc
 	}
 	if call.Refusal != "" {
 		req.Error = call.Refusal

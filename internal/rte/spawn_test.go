@@ -30,6 +30,8 @@ func TestSpawnRequestFromCall(t *testing.T) {
 			boot.SpawnRequest{Key: "k", Procs: []int{0, 1}, Pairs: []int{4, 5}, Root: true, Command: "a", Args: []string{"-x"}, MaxProcs: 2, Dir: "/d"}},
 		{"not root", SpawnCall{Cmds: cmds[:1], Spares: true},
 			boot.SpawnRequest{Key: "k", Spares: true}},
+		{"not root, the parents listed", SpawnCall{Procs: []int{3, 5, 7}, RootProc: 5, Pairs: []int{4, 5}, Cmds: cmds[:1]},
+			boot.SpawnRequest{Key: "k", RootProc: 5, Pairs: []int{4, 5}}}, // only the root lists them
 		{"multiple", SpawnCall{Root: true, Cmds: cmds, Multiple: true},
 			boot.SpawnRequest{Key: "k", Root: true, MaxProcs: 5, Apps: []boot.SpawnApp{{Command: "a", Args: []string{"-x"}, MaxProcs: 2, Dir: "/d"}, {Command: "b", MaxProcs: 3}}}},
 		{"multiple, one empty", SpawnCall{Root: true, Cmds: []SpawnCmd{cmds[0], {MaxProcs: -1}, cmds[1]}, Multiple: true},
@@ -75,7 +77,7 @@ func TestSpawnRefusalClasses(t *testing.T) {
 			t.Fatalf("call %s: launcher got %+v", key, m)
 		}
 		var req ctlwire.SpawnRequest
-		if err := json.Unmarshal([]byte(m.Reason), &req); err != nil || req.Key != key {
+		if err := json.Unmarshal([]byte(m.Reason), &req); err != nil || !strings.HasPrefix(req.Key, key+"/") {
 			t.Fatalf("call %s: request %q (%v)", key, m.Reason, err)
 		}
 		l.send(ctlwire.Msg{Op: ctlwire.OpSpawn, ID: m.ID, Error: "refused " + key, Failed: tc.failed})

@@ -25,7 +25,7 @@ import (
 // the child). Not modelled: the parents' and children's connections and
 // the intercommunicator's set-up (peer to peer, after the answer), and the
 // launcher's processes (fork, exec). Extra: the bytes of the requests the
-// head receives (every request lists every parent: n ids), the parent list
+// head receives (only the root's lists the parents: n ids), the parent list
 // a child is started with, the survivors' failure notices before the
 // spawn, and the head's machine time.
 func SpawnLauncher(n, k int) (Row, error) {
@@ -103,9 +103,11 @@ func SpawnLauncher(n, k int) (Row, error) {
 	t0 := time.Now()
 	var reqBytes, maxReq int64
 	for _, r := range parents {
-		req := ctlwire.SpawnRequest{Key: "growth-spawn-1", Procs: parents, Root: r == parents[0], Pairs: []int{8, 9}}
-		if req.Root {
-			req.MaxProcs = k
+		req := ctlwire.SpawnRequest{Key: "growth-spawn-1", Root: r == parents[0], Pairs: []int{8, 9}}
+		if req.Root { // as the runtime sends them: only the root lists the parents
+			req.Procs, req.MaxProcs = parents, k
+		} else {
+			req.RootProc = parents[0]
 		}
 		b, err := json.Marshal(req)
 		if err != nil {

@@ -161,8 +161,15 @@ func EpochEndpointKey(epoch, rank int) string {
 // still sends one, with Error set, so that every parent gets the same
 // outcome.
 type SpawnRequest struct {
-	Key      string   // identifies the collective call: the same at every parent
-	Procs    []int    // process ids of the parents, in rank order
+	Key string // identifies the collective call: the same at every parent
+	// Procs are the process ids of the parents, in rank order: in the
+	// root's request, and optional in the others' (which name the root's
+	// process instead, RootProc), so that the launcher reads the list
+	// once, not once a parent (n^2 bytes at the head otherwise).
+	Procs []int `json:",omitempty"`
+	// RootProc is the root's process id, in a request without Procs: the
+	// launcher fails the spawn if the root is gone before its request.
+	RootProc int      `json:",omitempty"`
 	Root     bool     // this is the root's request: Command, Args and MaxProcs count
 	Command  string   // executable; "" means the job's own program
 	Args     []string // argv[1:]

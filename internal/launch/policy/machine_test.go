@@ -502,6 +502,86 @@ func TestSpawn(t *testing.T) {
 	}
 }
 
+// spawnReqOf is a non-root parent's request as the runtime sends it: the
+// root's process named, the parents not listed (only the root lists them:
+// n^2 bytes at the head otherwise).
+func spawnReqOf(t *testing.T, conn Conn, rootProc int) Spawn {
+	t.Helper()
+	b, err := json.Marshal(ctlwire.SpawnRequest{Key: "k", RootProc: rootProc, Pairs: []int{4, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "Procs\":[") {
+		t.Fatalf("a non-root request lists the parents: %s", b)
+	}
+	return Spawn{Conn: conn, ID: 7, Request: string(b)}
+}
+
+// Only the root's request lists the parents. The others name the root:
+// they wait for its list (the spawn starts once it came and every parent
+// asked), a root that dies first fails the spawn at every waiting parent
+// as a process failure, and a parent that turns out not to be among the
+// root's list is a mismatched collective for all.
+func TestSpawnOnlyTheRootListsTheParents(t *testing.T) {
+	m := newM(t, 3, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1, 2)
+	wantKinds(t, "first non-root", m.Step(spawnReqOf(t, 1, 2)), Mark)
+	wantKinds(t, "second non-root", m.Step(spawnReqOf(t, 2, 2)))
+	acts := m.Step(spawnReq(t, 3, true, 0, 1, 2)) // process 2 is the root
+	wantKinds(t, "root", acts, StartChildren)
+	if s := acts[0].Start; s.Base != 3 || s.K != 2 || s.Parent != ctlwire.FormatParent([]int{4, 5}, []int{0, 1, 2}) {
+		t.Errorf("%+v", s)
+	}
+
+	m = newM(t, 3, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1, 2)
+	m.Step(spawnReqOf(t, 1, 2))
+	m.Step(spawnReqOf(t, 2, 2))
+	acts = m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}})
+	var replies int
+	for _, a := range acts {
+		if a.Kind == Reply {
+			replies++
+			if !slices.Equal(a.Msg.Failed, []int{2}) || !strings.Contains(a.Msg.Error, "parent process 2 (the root) failed") {
+				t.Errorf("root died: %+v", a.Msg)
+			}
+		}
+	}
+	if replies != 2 {
+		t.Errorf("root died: %d replies, want 2: %v", replies, acts)
+	}
+
+	m = newM(t, 3, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1, 2)
+	m.Step(spawnReqOf(t, 1, 1))
+	m.Step(spawnReqOf(t, 3, 1))
+	acts = m.Step(spawnReq(t, 2, true, 0, 1)) // the root's group leaves process 2 out
+	replies = 0
+	for _, a := range acts {
+		if a.Kind == Reply {
+			replies++
+			if !strings.Contains(a.Msg.Error, "process 2 is not among the parents [0 1]: mismatched collective") {
+				t.Errorf("stray parent: %+v", a.Msg)
+			}
+		}
+	}
+	if replies != 3 {
+		t.Errorf("stray parent: %d replies, want 3: %v", replies, acts)
+	}
+	// Two parents naming different roots are a mismatched collective too.
+	m = newM(t, 3, ModeContinue)
+	m.EnableSpawn()
+	connect(t, m, 0, 1, 2)
+	m.Step(spawnReqOf(t, 1, 2))
+	acts = m.Step(spawnReqOf(t, 2, 0))
+	if r := find(acts, Reply); r == nil || !strings.Contains(r.Msg.Error, "takes process 0 for the root, another parent process 2") {
+		t.Errorf("two roots named: %v", acts)
+	}
+}
+
 func TestSpawnFailureIsUniform(t *testing.T) {
 	m := newM(t, 2, ModeContinue)
 	m.EnableSpawn()

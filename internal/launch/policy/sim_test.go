@@ -763,7 +763,10 @@ func (s *sim) progress(p *sproc) func() {
 		if s.spawnKey != "" && !p.child && !p.spawned {
 			return func() {
 				p.phase, p.spawned = phInSpawn, true
-				req := ctlwire.SpawnRequest{Key: s.spawnKey, Procs: s.parents(), Root: p.rank == 0, MaxProcs: 2, Pairs: []int{8, 9}}
+				req := ctlwire.SpawnRequest{Key: s.spawnKey, Root: p.rank == 0, MaxProcs: 2, Pairs: []int{8, 9}}
+				if req.Root || s.rng.IntN(4) == 0 { // the root lists the parents; another may (an older ftmpi's)
+					req.Procs = s.parents()
+				}
 				b, _ := json.Marshal(req)
 				s.feed(Spawn{Conn: p.conn, ID: 4, Request: string(b)})
 			}

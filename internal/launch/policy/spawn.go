@@ -13,7 +13,8 @@ import (
 
 // Dynamic processes (MPI_Comm_spawn): the launcher's half. Every parent of
 // the spawning communicator sends a SpawnRequest (the root's carries the
-// command); once all live parents have, the children get fresh process ids
+// command and lists the parents, the others name the root); once all live
+// parents have, the children get fresh process ids
 // after every id in use and are started (StartChildren), and every parent
 // is answered with their endpoints when all of them have initialised. The
 // outcome is the same at every parent: if a parent fails or reports an
@@ -27,7 +28,9 @@ import (
 
 type spawnOp struct {
 	key      string
-	procs    []int
+	procs    []int // the parents, from the first request that lists them (the root's)
+	member   map[int]bool
+	rootProc int            // the root's process id, from the first request naming it (-1: none yet)
 	waiters  map[int]waiter // by parent process id
 	root     *ctlwire.SpawnRequest
 	errs     []string
@@ -40,12 +43,23 @@ type spawnOp struct {
 // spawn handles parent r's spawn request.
 func (m *Machine) spawn(r int, e Spawn) {
 	var req ctlwire.SpawnRequest
-	if err := json.Unmarshal([]byte(e.Request), &req); err != nil || req.Key == "" || len(req.Procs) == 0 {
+	if err := json.Unmarshal([]byte(e.Request), &req); err != nil || req.Key == "" || (req.Root && len(req.Procs) == 0) || req.RootProc < 0 {
 		m.replyErr(e.Conn, e.ID, "spawn: malformed request")
 		return
 	}
-	if !slices.Contains(req.Procs, r) {
+	rootProc := -1 // the root this request names, if it names one
+	switch {
+	case req.Root:
+		rootProc = r
+	case len(req.Procs) == 0:
+		rootProc = req.RootProc
+	}
+	if len(req.Procs) > 0 && !slices.Contains(req.Procs, r) {
 		m.replyErr(e.Conn, e.ID, "spawn: process %d is not among the parents %v", r, req.Procs)
+		return
+	}
+	if op := m.spawns[req.Key]; op != nil && op.member != nil && !op.member[r] {
+		m.replyErr(e.Conn, e.ID, "spawn: process %d is not among the parents %v", r, op.procs)
 		return
 	}
 	if m.spawns == nil {
@@ -53,7 +67,7 @@ func (m *Machine) spawn(r int, e Spawn) {
 	}
 	op := m.spawns[req.Key]
 	if op == nil {
-		op = &spawnOp{key: req.Key, procs: req.Procs, waiters: make(map[int]waiter)}
+		op = &spawnOp{key: req.Key, rootProc: -1, waiters: make(map[int]waiter)}
 		m.spawns[req.Key] = op
 		m.spawnSeq = append(m.spawnSeq, op)
 		m.emit(Action{Kind: Mark, Text: "spawn " + req.Key})
@@ -65,8 +79,20 @@ func (m *Machine) spawn(r int, e Spawn) {
 		return
 	}
 	op.waiters[r] = waiter{e.Conn, e.ID}
-	if !slices.Equal(op.procs, req.Procs) {
+	listed := false // the parents became known with this request
+	switch {
+	case len(req.Procs) > 0 && op.procs == nil:
+		op.setProcs(req.Procs)
+		listed = true
+	case len(req.Procs) > 0 && !slices.Equal(op.procs, req.Procs):
 		op.errs = append(op.errs, fmt.Sprintf("process %d spawns from another group of parents (%v, not %v): mismatched collective", r, req.Procs, op.procs))
+	}
+	switch {
+	case rootProc < 0:
+	case op.rootProc < 0:
+		op.rootProc = rootProc
+	case rootProc != op.rootProc:
+		op.errs = append(op.errs, fmt.Sprintf("process %d takes process %d for the root, another parent process %d: mismatched collective", r, rootProc, op.rootProc))
 	}
 	if req.Error != "" {
 		op.errs = append(op.errs, fmt.Sprintf("process %d: %s", r, req.Error))
@@ -86,7 +112,35 @@ func (m *Machine) spawn(r int, e Spawn) {
 		root := req
 		op.root = &root
 	}
-	m.checkSpawn(op)
+	// A request changes what checkSpawn finds only when it ends the
+	// spawn (an error), lists the parents, or is the last one awaited: a
+	// parent's death re-examines the spawn on its own (checkSpawns). The
+	// scan of every parent on each of the n requests would be O(n^2) at
+	// the head.
+	if len(op.errs) > 0 || listed || op.procs == nil || len(op.waiters) >= len(op.procs) {
+		m.checkSpawn(op)
+	}
+}
+
+// setProcs records the parents, from the first request that lists them;
+// a parent whose request came before and is not among them is a
+// mismatched collective (found now, as it could not be then).
+func (op *spawnOp) setProcs(procs []int) {
+	op.procs = procs
+	op.member = make(map[int]bool, len(procs))
+	for _, p := range procs {
+		op.member[p] = true
+	}
+	var strays []int
+	for p := range op.waiters {
+		if !op.member[p] {
+			strays = append(strays, p)
+		}
+	}
+	slices.Sort(strays)
+	for _, p := range strays {
+		op.errs = append(op.errs, fmt.Sprintf("process %d is not among the parents %v: mismatched collective", p, procs))
+	}
 }
 
 // checkSpawns re-examines every pending spawn (a process is gone or
@@ -99,6 +153,20 @@ func (m *Machine) checkSpawns() {
 
 func (m *Machine) checkSpawn(op *spawnOp) {
 	if op.done || m.tearing() {
+		return
+	}
+	if op.procs == nil {
+		// Only the root's request lists the parents: until it came, the
+		// root's death is the one the launcher can tell the others of.
+		if p := op.rootProc; p >= 0 && (p >= len(m.procs) || m.procs[p].gone || m.procs[p].killedBy != "") {
+			if !slices.Contains(op.failed, p) {
+				op.failed = append(op.failed, p)
+				op.errs = append(op.errs, fmt.Sprintf("parent process %d (the root) failed", p))
+			}
+		}
+		if len(op.errs) > 0 {
+			m.finishSpawn(op)
+		}
 		return
 	}
 	waiting := false

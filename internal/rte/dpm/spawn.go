@@ -1,7 +1,9 @@
 package dpm
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,9 +32,18 @@ func (s *Spawns) Key(ctx uint32, procs []int) string {
 	b.WriteString(strconv.FormatUint(uint64(ctx), 10))
 	b.WriteByte('/')
 	b.WriteString(strconv.FormatUint(seq, 10))
+	// The group as its size and a hash of its ids, not the ids: the key
+	// travels in every parent's request (a list would be n^2 bytes at
+	// the launcher).
+	h := fnv.New64a()
+	var w [8]byte
 	for _, p := range procs {
-		b.WriteByte('/')
-		b.WriteString(strconv.Itoa(p))
+		binary.LittleEndian.PutUint64(w[:], uint64(p))
+		h.Write(w[:])
 	}
+	b.WriteByte('/')
+	b.WriteString(strconv.Itoa(len(procs)))
+	b.WriteByte('/')
+	b.WriteString(strconv.FormatUint(h.Sum64(), 16))
 	return b.String()
 }
