@@ -539,38 +539,19 @@ func TestSpawnOnlyTheRootListsTheParents(t *testing.T) {
 	connect(t, m, 0, 1, 2)
 	m.Step(spawnReqOf(t, 1, 2))
 	m.Step(spawnReqOf(t, 2, 2))
-	acts = m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}})
-	var replies int
-	for _, a := range acts {
-		if a.Kind == Reply {
-			replies++
-			if !slices.Equal(a.Msg.Failed, []int{2}) || !strings.Contains(a.Msg.Error, "parent process 2 (the root) failed") {
-				t.Errorf("root died: %+v", a.Msg)
-			}
-		}
-	}
-	if replies != 2 {
-		t.Errorf("root died: %d replies, want 2: %v", replies, acts)
-	}
+	wantReplies(t, "root died", m.Step(Exited{Exit{Rank: 2, Signal: syscall.SIGKILL}}), 2, func(msg ctlwire.Msg) bool {
+		return slices.Equal(msg.Failed, []int{2}) && strings.Contains(msg.Error, "parent process 2 (the root) failed")
+	})
 
 	m = newM(t, 3, ModeContinue)
 	m.EnableSpawn()
 	connect(t, m, 0, 1, 2)
 	m.Step(spawnReqOf(t, 1, 1))
 	m.Step(spawnReqOf(t, 3, 1))
-	acts = m.Step(spawnReq(t, 2, true, 0, 1)) // the root's group leaves process 2 out
-	replies = 0
-	for _, a := range acts {
-		if a.Kind == Reply {
-			replies++
-			if !strings.Contains(a.Msg.Error, "process 2 is not among the parents [0 1]: mismatched collective") {
-				t.Errorf("stray parent: %+v", a.Msg)
-			}
-		}
-	}
-	if replies != 3 {
-		t.Errorf("stray parent: %d replies, want 3: %v", replies, acts)
-	}
+	// The root's group leaves process 2 out.
+	wantReplies(t, "stray parent", m.Step(spawnReq(t, 2, true, 0, 1)), 3, func(msg ctlwire.Msg) bool {
+		return strings.Contains(msg.Error, "process 2 is not among the parents [0 1]: mismatched collective")
+	})
 	// Two parents naming different roots are a mismatched collective too.
 	m = newM(t, 3, ModeContinue)
 	m.EnableSpawn()
@@ -579,6 +560,23 @@ func TestSpawnOnlyTheRootListsTheParents(t *testing.T) {
 	acts = m.Step(spawnReqOf(t, 2, 0))
 	if r := find(acts, Reply); r == nil || !strings.Contains(r.Msg.Error, "takes process 0 for the root, another parent process 2") {
 		t.Errorf("two roots named: %v", acts)
+	}
+}
+
+// wantReplies checks that acts hold n replies, each one ok accepts.
+func wantReplies(t *testing.T, what string, acts []Action, n int, ok func(ctlwire.Msg) bool) {
+	t.Helper()
+	var got int
+	for _, a := range acts {
+		if a.Kind == Reply {
+			got++
+			if !ok(a.Msg) {
+				t.Errorf("%s: %+v", what, a.Msg)
+			}
+		}
+	}
+	if got != n {
+		t.Errorf("%s: %d replies, want %d: %v", what, got, n, acts)
 	}
 }
 
