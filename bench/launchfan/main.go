@@ -242,15 +242,8 @@ func table(all []rec, ns []int, list []string, fanout int) {
 			}
 		}
 	}
-	fmt.Printf("\n| hosts (%d rank(s) each) |", ppn)
-	for _, i := range list {
-		fmt.Printf(" %s |", label[i])
-	}
-	fmt.Printf(" load (1 min) |\n|---|")
-	for range list {
-		fmt.Printf("---|")
-	}
-	fmt.Printf("---|\n")
+	fmt.Printf("\n")
+	tableHeader(fmt.Sprintf("hosts (%d rank(s) each)", ppn), list, label, "load (1 min)")
 	for _, n := range ns {
 		fmt.Printf("| %d |", n)
 		lo, hi := 1e9, -1.0
@@ -309,15 +302,8 @@ func table(all []rec, ns []int, list []string, fanout int) {
 		fmt.Printf("\n")
 	}
 	fmt.Printf("\nCPU time of the launcher and the children it waited for (ssh clients, its host's ranks), medians, ms;" +
-		" relayed: connections at the head relayed / frames up (with hellos, with fences) / frames down, medians:\n\n| hosts |")
-	for _, i := range list {
-		fmt.Printf(" %s |", label[i])
-	}
-	fmt.Printf("\n|---|")
-	for range list {
-		fmt.Printf("---|")
-	}
-	fmt.Printf("\n")
+		" relayed: connections at the head relayed / frames up (with hellos, with fences) / frames down, medians:\n\n")
+	tableHeader("hosts", list, label, "")
 	for _, n := range ns {
 		fmt.Printf("| %d |", n)
 		for _, i := range list {
@@ -343,4 +329,24 @@ func table(all []rec, ns []int, list []string, fanout int) {
 		}
 		fmt.Printf("\n")
 	}
+}
+
+// tableHeader prints a Markdown table's header: the first column, one a
+// launcher (by its label), and an extra last column unless extra is "".
+func tableHeader(first string, list []string, label map[string]string, extra string) {
+	fmt.Printf("| %s |", first)
+	for _, i := range list {
+		fmt.Printf(" %s |", label[i])
+	}
+	if extra != "" {
+		fmt.Printf(" %s |", extra)
+	}
+	fmt.Printf("\n|---|")
+	for range list {
+		fmt.Printf("---|")
+	}
+	if extra != "" {
+		fmt.Printf("---|")
+	}
+	fmt.Printf("\n")
 }
