@@ -32,6 +32,14 @@ import (
 // communicator (colour Undefined in Split, non-members in Create)
 // contribute an all-free bitmap and claim nothing.
 //
+// A fault-tolerant agreement that decides more than the pair (Shrink's
+// failed-set agreement) reserves instead: each participant takes the
+// free pairs of its window in its table before contributing them
+// (ctxReservation), so every pair of the ANDed window is held at every
+// contributor, step 3 cannot fail and needs no agreement; each keeps the
+// chosen pair and returns the rest once the agreement decided (or all of
+// them on an error). Concurrent creations see reserved pairs as taken.
+//
 // Step 1 combines only a window of the bitmaps (ctxWindow words from the
 // start position), widened when it holds no common free pair, so the
 // messages stay small. The id space is capped at ctxPairs pairs per
@@ -72,6 +80,74 @@ func (t *ctxTable) freeMask(m []uint64, w0 int) {
 	}
 	t.mu.Unlock()
 }
+
+// ctxReservation is a window of the table whose free pairs a process took
+// before contributing them to an agreement (Shrink's failed-set
+// agreement, agreeDeadAndReserve): every pair of the agreed intersection
+// is then held by every contributor, so claiming one needs no agreement
+// of its own (no claim can fail), and concurrent creations on other
+// communicators see the reserved pairs as taken meanwhile. keep ends it,
+// keeping some pairs, release ends it keeping none; later calls do
+// nothing, so a deferred release after keep is safe.
+type ctxReservation struct {
+	t    *ctxTable
+	w0   int
+	held []uint64 // reserved pairs, word i of the window is table word (w0+i)%ctxWords; nil once ended
+}
+
+// reserve fills m (at most ctxWords words) with the bitmap of the pairs
+// free at this process from word w0 on (wrapping around), as freeMask,
+// and takes them in the table until the reservation ends.
+func (t *ctxTable) reserve(m []uint64, w0 int) *ctxReservation {
+	r := &ctxReservation{t: t, w0: w0, held: make([]uint64, len(m))}
+	t.mu.Lock()
+	for i := range m {
+		k := (w0 + i) % ctxWords
+		free := ^t.used[k]
+		m[i], r.held[i] = free, free
+		t.used[k] |= free
+		t.n += bits.OnesCount64(free)
+	}
+	t.mu.Unlock()
+	return r
+}
+
+// keep ends the reservation: pairs stay taken (a communicator's now), the
+// rest of the reserved pairs return to the table. It reports false, and
+// takes nothing, when a pair of pairs was not reserved (not from the
+// agreed window: a bug); nothing stays reserved either way.
+func (r *ctxReservation) keep(pairs ...int) bool {
+	t := r.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r.held == nil {
+		return len(pairs) == 0
+	}
+	held := r.held
+	r.held = nil
+	ok := true
+	for _, p := range pairs {
+		i := (p/64 - r.w0 + ctxWords) % ctxWords
+		if i >= len(held) || held[i]&(1<<(p%64)) == 0 {
+			ok = false
+		}
+	}
+	if ok {
+		for _, p := range pairs {
+			i := (p/64 - r.w0 + ctxWords) % ctxWords
+			held[i] &^= 1 << (p % 64)
+		}
+	}
+	for i, h := range held {
+		k := (r.w0 + i) % ctxWords
+		t.used[k] &^= h
+		t.n -= bits.OnesCount64(h)
+	}
+	return ok
+}
+
+// release ends the reservation, returning every reserved pair.
+func (r *ctxReservation) release() { r.keep() }
 
 // claim takes all of pairs, or none if one is already taken.
 func (t *ctxTable) claim(pairs []int) bool {

@@ -18,7 +18,8 @@ import (
 // communicator are both decided by fault-tolerant agreements, which are
 // uniform. A process that fails after the failed set was decided may be a
 // member of the result; its failure is then reported by the new
-// communicator like any other.
+// communicator like any other. In the common case this is one agreement
+// (the failed set and the context-id pair; shrink).
 func (c *Comm) Shrink() (*Comm, error) {
 	const op = "MPI_Comm_shrink"
 	if err := checkComm(c, op); err != nil {
@@ -46,13 +47,54 @@ func (c *Comm) Ishrink() (*RequestOf[*Comm], error) {
 // of what every contributor knew, plus the processes that failed before
 // contributing: dead, sorted process ids) and the context-id pairs free
 // at every contributor (window, the bitmaps intersected), the window
-// starting at start (from seed).
+// starting at start (from seed). Nothing is reserved: a pair of the
+// window may be taken here meanwhile by a concurrent creation on another
+// communicator, so a claim from it must be checked by an agreement
+// (Replace's second agreement does); agreeDeadAndReserve is the form
+// whose pairs are held.
 func (c *Comm) agreeDeadAndFree(op string, seed uint64) (window []uint64, dead []int, start int, err error) {
 	start = startPos(seed, 0)
 	window = make([]uint64, ctxWindow)
 	c.w.ctxTable().freeMask(window, start/64)
 	dead, err = c.agreeFailed(op, c.failedMembers(), window)
 	return window, dead, start, err
+}
+
+// agreeDeadAndReserve is agreeDeadAndFree with the window's free pairs
+// reserved in this process's table before it contributes them
+// (ctxReservation): the agreed window is the AND of the contributors'
+// reservations, so a survivor (a contributor: one that did not contribute
+// is in dead) holds every pair of it and claims one without another
+// agreement. On success the caller ends res (keep or release); on an
+// error nothing stays reserved.
+func (c *Comm) agreeDeadAndReserve(op string, seed uint64) (window []uint64, dead []int, start int, res *ctxReservation, err error) {
+	t := c.w.ctxTable()
+	start = startPos(seed, 0)
+	if t.lowFirst {
+		start = 0 // tests: overlap concurrent creations' first attempts
+	}
+	window = make([]uint64, ctxWindow)
+	res = t.reserve(window, start/64)
+	defer func() {
+		if err != nil {
+			res.release()
+		}
+	}()
+	shrinkStep(c.w, "reserved")
+	dead, err = c.agreeFailed(op, c.failedMembers(), window)
+	return window, dead, start, res, err
+}
+
+// shrinkHook, if set (tests), is called by each process at the steps of
+// an intracommunicator's Shrink ("reserved": its window reserved, before
+// the agreement; "decided": the agreement decided; "claimed": the pair
+// kept, the rest released; "built": the new communicator registered).
+var shrinkHook func(w *World, step string)
+
+func shrinkStep(w *World, step string) {
+	if h := shrinkHook; h != nil {
+		h(w, step)
+	}
 }
 
 func (c *Comm) shrink(op string) (nc *Comm, err error) {
@@ -63,14 +105,16 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 		return c.shrinkInter(op)
 	}
 	w := c.w
-	t := w.ctxTable()
 	seed := uint64(c.ctx) ^ 0x5368726b
-	// 1. One agreement decides who failed and the free context-id pairs.
-	window, dead, start, err := c.agreeDeadAndFree(op, seed)
-	w0 := start / 64
+	// 1. One agreement decides who failed and the free context-id pairs,
+	// the pairs offered reserved at every contributor.
+	window, dead, start, res, err := c.agreeDeadAndReserve(op, seed)
 	if err != nil {
 		return nil, err
 	}
+	defer res.release() // what was not kept, on every return
+	shrinkStep(w, "decided")
+	w0 := start / 64
 	var survivors []int
 	me := -1
 	if c.members == nil && c.size >= sharedListMin {
@@ -104,37 +148,29 @@ func (c *Comm) shrink(op string) (nc *Comm, err error) {
 	if me < 0 {
 		return nil, newErr(ErrIntern, op, c, NoPeer, "this process is not among the survivors")
 	}
-	// 2. Claim the first common free pair; a second agreement checks that
-	// every survivor could (a concurrent creation on another communicator
-	// may have taken it meanwhile).
+	// 2. The first common free pair. Every survivor contributed, so every
+	// survivor reserved it: it keeps it and releases the rest, with no
+	// agreement of its own, and every survivor returns the same
+	// communicator (the pair and the members are functions of the
+	// decision).
 	if rel := pickPairs(window, 1, start%64); rel != nil {
 		pair := (w0*64 + rel[0]) % ctxPairs
-		ok := t.claim([]int{pair})
-		var flag uint64
-		if ok {
-			flag = 1
+		if !res.keep(pair) {
+			return nil, newErr(ErrIntern, op, c, NoPeer, "the agreed context-id pair %d was not reserved here", pair)
 		}
-		res, err := c.agreeFlags(op, rte.StepFlags, flag)
-		if err != nil {
-			if ok {
-				t.release(pair)
-			}
-			return nil, err
+		shrinkStep(w, "claimed")
+		nc := newDerived(c, derivedName("shrink", c), pair, survivors, me)
+		if agreeShmEarly {
+			w.ftOf(nc).d.OpenSegment()
 		}
-		if res == 1 {
-			nc := newDerived(c, derivedName("shrink", c), pair, survivors, me)
-			if agreeShmEarly {
-				w.ftOf(nc).d.OpenSegment()
-			}
-			return nc, nil
-		}
-		if ok {
-			t.release(pair)
-		}
+		shrinkStep(w, "built")
+		return nc, nil
 	}
-	// 3. Rare: no common free pair in the window, or a claim collided. The
-	// general context-id agreement, its bitmap ANDs run as fault-tolerant
-	// agreements on c.
+	// 3. Rare: no common free pair in the window (the same at every
+	// survivor: the window is agreed). The reservation ends and the
+	// general context-id agreement runs, its bitmap ANDs and claim check
+	// as fault-tolerant agreements on c.
+	res.release()
 	pairs, err := ctxAgreement(w, c, op, 1, seed+1, true, c.agreedAnd(op))
 	if err != nil {
 		return nil, err
