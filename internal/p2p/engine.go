@@ -111,6 +111,9 @@ type Status struct {
 type Req struct {
 	e      *Engine
 	isRecv bool
+	// writing: a rendezvous send whose DATA the transport is writing
+	// (set at its clear to send): nothing it could read completes it.
+	writing atomic.Bool
 
 	// Matching parameters of a receive.
 	ctx   uint32
@@ -148,6 +151,12 @@ type Req struct {
 	hookOp   string
 	hookPeer int
 	hookSlot int
+
+	// direct: a blocking receive not posted, waiting to take its peer's
+	// next frame itself (fast.go); gen is the engine's gen it began at.
+	// Only the owner's goroutine touches them.
+	direct bool
+	gen    uint64
 }
 
 // BlockHook is told, once, that a wait on a request goes on: its poll
@@ -314,6 +323,7 @@ type Poller interface {
 
 type pollCfg struct {
 	p      Poller
+	d      transport.DirectPoller // p, when it is one (fast.go)
 	budget time.Duration
 }
 
@@ -325,7 +335,8 @@ func (e *Engine) SetPoller(p Poller, budget time.Duration) {
 		e.poller.Store(nil)
 		return
 	}
-	e.poller.Store(&pollCfg{p: p, budget: budget})
+	d, _ := p.(transport.DirectPoller)
+	e.poller.Store(&pollCfg{p: p, d: d, budget: budget})
 }
 
 // NewLocalReq returns a request that no message completes: its owner
@@ -349,9 +360,20 @@ func (r *Req) WaitSignal(abort, sig <-chan struct{}) int { return r.WaitSignalCa
 // closes first (nil never fires).
 func (r *Req) WaitSignalCancel(abort, sig, cancel <-chan struct{}) int {
 	if !r.done.Load() {
-		if pc := r.e.poller.Load(); pc != nil && pc.p.PollUntil(r, pc.budget) {
-			return WaitDone
+		if pc := r.e.poller.Load(); pc != nil {
+			if r.direct && pc.d != nil {
+				if pc.d.PollDirect((*directWait)(r), pc.budget) {
+					return WaitDone
+				}
+			} else if pc.p.PollUntil(r, pc.budget) {
+				return WaitDone
+			}
 		}
+	}
+	if r.direct {
+		// Its poll ended without a frame: the engine matches it from now
+		// on, and it sleeps (one poll a wait, as any other).
+		r.e.postDirect(r)
 	}
 	if !r.done.Load() {
 		r.Blocking()
@@ -447,6 +469,9 @@ type Engine struct {
 	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)
 	nTagPoison  atomic.Int32                  // len(tagPoison), read without the lock
 	nRevoked    atomic.Int32                  // len(revoked), read without the lock
+	nPosted     atomic.Int32                  // receives in posted, read without the lock (fast.go)
+	nUnex       atomic.Int32                  // messages in the unexpected queue, read without the lock
+	gen         atomic.Uint64                 // bumped after every change a direct receive (fast.go) must see: a message queued unexpected, a peer lost, a context or call poisoned, Close
 	control     atomic.Pointer[ControlHandler]
 	ctlMu       sync.Mutex                 // orders early control frames with the handler's installation
 	ctlEarly    []ctlFrame                 // control frames that arrived before the handler; ctlMu held
@@ -550,6 +575,7 @@ func (e *Engine) Release(r *Req) {
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
 	r.st = Status{}
 	r.hook, r.hookOp, r.hookPeer, r.hookSlot = nil, "", 0, 0
+	r.direct, r.gen = false, 0
 	r.done.Store(false)
 	if r.waiter.Load() != nil { // most requests never had one: no store (an atomic exchange) for them
 		r.waiter.Store(nil)
@@ -675,23 +701,34 @@ func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype DType, 
 	r := e.newReq()
 	r.isRecv, r.alloc = true, alloc
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.buf, r.sig = ctx, src, tag, dtype, peer, buf, sig
+	if err := e.post(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// post matches receive r, not yet posted, with the first queued message it
+// matches, or completes it at once (a poisoned context, a lost source), or
+// posts it; ErrClosed (r untouched) after Close.
+func (e *Engine) post(r *Req) error {
+	ctx, src, peer, tag, sig := r.ctx, r.src, r.peer, r.tag, r.sig
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	if err := e.ctxErrLocked(ctx, tag); err != nil {
 		e.mu.Unlock()
 		r.st = Status{Source: int(src), Tag: int(tag), Err: err}
 		r.complete()
-		return r, nil
+		return nil
 	}
 	for m := e.unexHead; m != nil; m = m.next {
 		if !matches(ctx, src, tag, &m.h) {
 			if sig != 0 && otherCall(r, &m.h) {
 				e.mu.Unlock()
 				completeOther(r, &m.h)
-				return r, nil
+				return nil
 			}
 			continue
 		}
@@ -708,16 +745,16 @@ func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype DType, 
 					r.mark = peerLost(m.from, cause)
 				}
 				e.mu.Unlock()
-				return r, nil
+				return nil
 			}
 			e.mu.Unlock()
 			e.deliverEager(r, m)
 			freeMsg(m)
-			return r, nil
+			return nil
 		case KindRTS:
 			e.acceptRTS(r, m.from, &m.h) // unlocks
 			freeMsg(m)
-			return r, nil
+			return nil
 		}
 	}
 	if peer >= 0 {
@@ -725,12 +762,12 @@ func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype DType, 
 			e.mu.Unlock()
 			r.st = Status{Source: int(src), Tag: int(tag), Err: peerLost(peer, err)}
 			r.complete()
-			return r, nil
+			return nil
 		}
 	}
 	e.appendPosted(r)
 	e.mu.Unlock()
-	return r, nil
+	return nil
 }
 
 // acceptRTS matches receive r with a rendezvous announcement; called with
@@ -975,6 +1012,7 @@ func (d *dataSent) SendDone(err error) {
 		err = e.sendErr(r.peer, err)
 	}
 	e.mu.Unlock()
+	r.writing.Store(false)
 	r.st.Err = err
 	r.complete()
 }
@@ -1115,6 +1153,7 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	e.lost[peer] = cause
 	e.lostOrder = append(e.lostOrder, peer)
 	e.lostCount.Add(1)
+	e.gen.Add(1)
 	var failed []*Req
 	for r := e.posted.head; r != nil; {
 		next := r.next
@@ -1203,6 +1242,7 @@ func (e *Engine) FailPeers(peers []int, causes []error) {
 		return
 	}
 	e.lostCount.Add(int64(len(newPeers)))
+	e.gen.Add(1)
 	type failedReq struct {
 		r   *Req
 		err error
@@ -1472,6 +1512,7 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 		e.mu.Unlock()
 		return
 	}
+	e.gen.Add(1)
 	var failed []*Req
 	var errs []error
 	for r := e.posted.head; r != nil; {
@@ -1645,6 +1686,8 @@ func (e *Engine) Close() {
 		pend = append(pend, r)
 	}
 	e.posted = reqList{}
+	e.nPosted.Store(0)
+	e.gen.Add(1)
 	for _, r := range e.sends {
 		pend = append(pend, r)
 	}
@@ -1676,10 +1719,18 @@ func (e *Engine) matchPosted(h *transport.Header) *Req {
 	return nil
 }
 
-func (e *Engine) appendPosted(r *Req) { e.posted.push(r, inPosted) }
+func (e *Engine) appendPosted(r *Req) {
+	e.posted.push(r, inPosted)
+	e.nPosted.Add(1)
+}
 
-func (e *Engine) unlinkPosted(r *Req) { e.posted.unlink(r) }
+func (e *Engine) unlinkPosted(r *Req) {
+	e.posted.unlink(r)
+	e.nPosted.Add(-1)
+}
 
+// appendUnex queues m unexpected; a direct receive waiting (fast.go) sees
+// the change (gen) and lets the engine match it from then on.
 func (e *Engine) appendUnex(m *msg) {
 	m.prev = e.unexTail
 	if e.unexTail != nil {
@@ -1688,9 +1739,12 @@ func (e *Engine) appendUnex(m *msg) {
 		e.unexHead = m
 	}
 	e.unexTail = m
+	e.nUnex.Add(1)
+	e.gen.Add(1)
 }
 
 func (e *Engine) unlinkMsg(m *msg) {
+	e.nUnex.Add(-1)
 	if m.prev != nil {
 		m.prev.next = m.next
 	} else {
@@ -1745,6 +1799,7 @@ func (e *Engine) PoisonTags(err error, ctx uint32, tags ...int32) {
 		e.mu.Unlock()
 		return
 	}
+	e.gen.Add(1)
 	hit := func(c uint32, t int32) error {
 		if c != ctx {
 			return nil
