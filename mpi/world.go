@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -371,7 +372,11 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *rte.Layout) 
 	}
 	if ring := w.heartbeatRing(starters); len(ring) > 1 && cfg.Detector {
 		hb := rte.Heartbeats{Period: cfg.HeartbeatPeriod, Timeout: cfg.HeartbeatTimeout, Incarnation: inc}
-		if err := w.rt.StartDetector(hb, ring, w.failedOrder(), w.epoch == 0); err != nil {
+		var world []int // CommWorld's agreement overlay (sorted process ids): a spare is no member
+		if !sp.isSpare {
+			world = slices.Sorted(slices.Values(w.world.memberWorldRanks()))
+		}
+		if err := w.rt.StartDetector(hb, ring, w.failedOrder(), w.epoch == 0, world); err != nil {
 			w.release()
 			return nil, err
 		}

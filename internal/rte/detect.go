@@ -31,7 +31,8 @@ func detectorConfig(hb Heartbeats, self, n int) detector.Config {
 // StartDetector starts the heartbeat detector of this process
 // (ftdrive.Failures.StartDetector) over ring, with failed the processes
 // known failed; warm opens the notice overlay's connections in the
-// background.
-func (r *Rank) StartDetector(hb Heartbeats, ring, failed []int, warm bool) error {
-	return r.Fails.StartDetector(detectorConfig(hb, r.Proc, r.universe), ring, failed, warm)
+// background, and this process's link in the tree of the agreements of
+// world (CommWorld's members, process ids in position order; nil: none).
+func (r *Rank) StartDetector(hb Heartbeats, ring, failed []int, warm bool, world []int) error {
+	return r.Fails.StartDetector(detectorConfig(hb, r.Proc, r.universe), ring, failed, warm, world)
 }

@@ -485,6 +485,18 @@ func (a *Node) span(v int) int {
 	return s
 }
 
+// TreeParent returns the parent of virtual rank v > 0 in the k-nomial
+// tree of radix k (k >= 2) rooted at virtual rank 0: v with its lowest
+// nonzero base-k digit cleared (the package comment's trees; a process's
+// virtual rank is its position minus the root's). No MPI counterpart.
+func TreeParent(v, k int) int {
+	s := 1
+	for v%(s*k) == 0 {
+		s *= k
+	}
+	return v - v%(s*k)
+}
+
 // subtree returns the range [lo, hi) of ranks in this process's subtree.
 func (a *Node) subtree(root int) (lo, hi int) {
 	v := a.self - root
@@ -505,7 +517,7 @@ func (a *Node) effParent(root int) int {
 		return -1
 	}
 	for v := a.self - root; v != 0; {
-		v -= v % (a.span(v) * a.k) // clear the lowest nonzero digit
+		v = TreeParent(v, a.k)
 		if p := root + v; !a.failed.Has(p) {
 			return p
 		}

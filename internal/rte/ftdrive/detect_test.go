@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ftmpi/ftmpi/internal/ft/agree"
 	"github.com/ftmpi/ftmpi/internal/ft/detector"
 	"github.com/ftmpi/ftmpi/internal/p2p"
 	"github.com/ftmpi/ftmpi/internal/rte/ctl"
@@ -85,7 +86,7 @@ func jobConfirm(t *testing.T, n int, cfg detector.Config, confirm func(self, ran
 	for i, r := range rs {
 		c := cfg
 		c.N, c.Self = n, i
-		if err := r.f.StartDetector(c, ring, nil, true); err != nil {
+		if err := r.f.StartDetector(c, ring, nil, true, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +162,7 @@ func TestStartDetectorTwice(t *testing.T) {
 	rs := job(t, 2, cfg)
 	c := cfg
 	c.N, c.Self = 2, 0
-	if err := rs[0].f.StartDetector(c, []int{0, 1}, nil, false); err == nil {
+	if err := rs[0].f.StartDetector(c, []int{0, 1}, nil, false, nil); err == nil {
 		t.Fatal("second StartDetector accepted")
 	}
 }
@@ -229,4 +230,83 @@ func TestRefusedSuspicionDeclaresNothing(t *testing.T) {
 	accept = true
 	mu.Unlock()
 	waitLost(t, rs, victim)
+}
+
+// posts records the (from, to) pairs of the heartbeat frames of epoch 0
+// (the warm-ups: claim nothing) that ranks posted.
+type posts struct {
+	transport.Transport
+	self int
+	seen *sync.Map
+	more chan struct{} // signalled (without blocking) after each record
+}
+
+func (p posts) Post(to int, h transport.Header, payload []byte, done transport.Done) {
+	if ctl.Type(h.Tag) == ctl.Heartbeat && h.A == 0 {
+		p.seen.Store([2]int{p.self, to}, true)
+		select {
+		case p.more <- struct{}{}:
+		default:
+		}
+	}
+	p.Transport.Post(to, h, payload, done)
+}
+
+// With warm and the world's members, each member's link to its parent in
+// the tree of the world's agreements (agree.TreeParent, radix AgreeRadix)
+// is set up at the start, by the child, unless the notice overlay's
+// warm-up sets it up (binomial-graph neighbours: the lower one dials). At
+// 20 processes rank 9's parent is 0, which is no neighbour of 9; rank 17's
+// is 16, a neighbour (16 dials it).
+func TestWarmAgreeTree(t *testing.T) {
+	const n = 20
+	fab := inproc.NewFabric(n)
+	var seen sync.Map
+	more := make(chan struct{}, 1)
+	var stops []func()
+	world := make([]int, n)
+	for i := range world {
+		world[i] = i
+	}
+	for i := range n {
+		r := &rank{eng: p2p.New(p2p.Config{Self: i}), stop: make(chan struct{})}
+		r.ep = fab.Attach(i, r.eng)
+		r.eng.SetTransport(posts{r.ep, i, &seen, more})
+		r.f = New(Env{Eng: r.eng, Self: i, N: n, Stop: r.stop, WG: &r.wg})
+		r.eng.SetControlHandler(func(int, transport.Header, []byte) {})
+		c := detector.DefaultConfig()
+		c.N, c.Self, c.Period, c.Timeout = n, i, time.Hour, 2*time.Hour
+		if err := r.f.StartDetector(c, world, nil, true, world); err != nil {
+			t.Fatal(err)
+		}
+		stops = append(stops, func() { r.halt(); r.ep.Close(); r.eng.Close() })
+	}
+	defer func() {
+		for _, s := range stops {
+			s()
+		}
+		goleak.VerifyNone(t)
+	}()
+	dialed := func(a, b int) bool {
+		_, ok1 := seen.Load([2]int{a, b})
+		_, ok2 := seen.Load([2]int{b, a})
+		return ok1 || ok2
+	}
+	deadline := time.After(30 * time.Second)
+	for p := 1; p < n; p++ {
+		q := agree.TreeParent(p, AgreeRadix)
+		for !dialed(p, q) {
+			select {
+			case <-more:
+			case <-deadline:
+				t.Fatalf("no warm-up between rank %d and its agreement parent %d", p, q)
+			}
+		}
+	}
+	if _, ok := seen.Load([2]int{9, 0}); !ok {
+		t.Error("rank 9 did not dial its parent 0 (no overlay neighbour)")
+	}
+	if _, ok := seen.Load([2]int{17, 16}); ok {
+		t.Error("rank 17 dialed its parent 16, which the overlay's warm-up dials")
+	}
 }
