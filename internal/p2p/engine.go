@@ -111,9 +111,6 @@ type Status struct {
 type Req struct {
 	e      *Engine
 	isRecv bool
-	// writing: a rendezvous send whose DATA the transport is writing
-	// (set at its clear to send): nothing it could read completes it.
-	writing atomic.Bool
 
 	// Matching parameters of a receive.
 	ctx   uint32
@@ -1000,6 +997,14 @@ func (e *Engine) Frame(from int, hv transport.Header) ([]byte, any) {
 // tells it the outcome.
 type dataSent Req
 
+// Deferrable implements transport.Deferrable: DATA is addressed to its
+// receive by id, so the frames sent after it (the next requests to send,
+// clears to send) may overtake it. Before, over TCP, a window of rendezvous
+// sends went one round trip per message: each request to send waited in
+// the socket's queue behind the previous message's payload, so its clear to
+// send could come only once that payload was read.
+func (d *dataSent) Deferrable() {}
+
 // SendDone implements transport.Done.
 func (d *dataSent) SendDone(err error) {
 	r := (*Req)(d)
@@ -1012,7 +1017,6 @@ func (d *dataSent) SendDone(err error) {
 		err = e.sendErr(r.peer, err)
 	}
 	e.mu.Unlock()
-	r.writing.Store(false)
 	r.st.Err = err
 	r.complete()
 }

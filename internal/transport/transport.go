@@ -32,7 +32,9 @@
 // revocations, agreement) are written before queued bulk frames and
 // between the chunks of a large payload being written, so control traffic
 // is never stuck behind bulk data. Frames on one lane to one peer keep
-// their order; an urgent frame may overtake bulk frames.
+// their order; an urgent frame may overtake bulk frames. A Posted frame
+// whose Done is Deferrable may itself be overtaken by the peer's later
+// bulk frames (see Deferrable).
 //
 // # Reserved header bits
 //
@@ -162,6 +164,17 @@ func (r *Reject) Error() string { return r.Err.Error() }
 // a transport lock held, and must not block.
 type Done interface {
 	SendDone(err error)
+}
+
+// Deferrable is a Done whose frame keeps no order with the peer's other
+// frames (a rendezvous payload, addressed to its receive by id): a
+// transport may write the frames Sent or Posted to that peer after it
+// before it, so that small protocol frames (a request to send, a clear to
+// send) do not wait behind a bulk payload being written. Deferrable frames
+// keep their order among themselves. No MPI counterpart.
+type Deferrable interface {
+	Done
+	Deferrable()
 }
 
 // Transport sends frames to the ranks of a job.

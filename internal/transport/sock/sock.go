@@ -35,7 +35,10 @@
 // caller-driven progress, see recv.go); one owner at a time reads a
 // connection.
 //
-// Writing: each peer has a send queue with two lanes (urgent and bulk) and
+// Writing: each peer has a send queue with three lanes (urgent, bulk and
+// deferred: the frames Posted with a transport.Deferrable Done, rendezvous
+// payloads, written once the other two are empty, so that a request or a
+// clear to send is never queued behind a payload) and
 // at most one goroutine writing to its connection at a time: a Send to an
 // idle connection writes from the caller's goroutine (the zero-copy fast
 // path: header and payload in one writev); otherwise the frame is queued
@@ -221,15 +224,19 @@ type peerState struct {
 	ready   chan struct{} // closed when send, err or dialing changes
 
 	// Sending; guarded by mu (never held across I/O).
-	mu      sync.Mutex
-	idle    sync.Cond // broadcast when busy clears
-	cc      *conn     // send, once established
-	urgent  fifo
-	bulk    fifo
-	busy    bool          // a goroutine owns the write side of cc
-	werr    error         // set once: every later frame fails with it
-	wake    chan struct{} // wakes the writer goroutine
-	writing bool          // the writer goroutine was started
+	mu     sync.Mutex
+	idle   sync.Cond // broadcast when busy clears
+	cc     *conn     // send, once established
+	urgent fifo
+	bulk   fifo
+	// deferred holds the frames Posted with a transport.Deferrable Done
+	// (rendezvous payloads): written after urgent and bulk, so a request
+	// or a clear to send never waits behind a queued payload.
+	deferred fifo
+	busy     bool          // a goroutine owns the write side of cc
+	werr     error         // set once: every later frame fails with it
+	wake     chan struct{} // wakes the writer goroutine
+	writing  bool          // the writer goroutine was started
 }
 
 func (ps *peerState) changed() {
@@ -239,7 +246,9 @@ func (ps *peerState) changed() {
 	ps.ready = make(chan struct{})
 }
 
-func (ps *peerState) queued() bool { return ps.urgent.len() > 0 || ps.bulk.len() > 0 }
+func (ps *peerState) queued() bool {
+	return ps.urgent.len() > 0 || ps.bulk.len() > 0 || ps.deferred.len() > 0
+}
 
 // item is a queued frame.
 type item struct {
@@ -924,7 +933,7 @@ func sendErr(to int, err error) error {
 
 // Send implements transport.Transport. On an idle connection the frame is
 // written from the caller's goroutine; otherwise it waits its turn in the
-// peer's queue.
+// peer's queue (a frame without payload is queued and not waited for).
 func (t *Transport) Send(to int, h transport.Header, payload []byte) error {
 	ps, err := t.peer(to)
 	if err != nil {
@@ -945,6 +954,19 @@ func (t *Transport) Send(to int, h transport.Header, payload []byte) error {
 		}
 		t.release(ps, err)
 		return err
+	}
+	if len(payload) == 0 && ps.cc != nil {
+		// Nothing for the caller to keep, and the connection is up (busy
+		// writing): the frame is queued, not waited for (a rendezvous
+		// send's request to send must not wait for the payload being
+		// written: the requests of a window of sends all go ahead of the
+		// payloads, see transport.Deferrable). It keeps its place on the
+		// bulk lane; a write that fails breaks the connection, and the
+		// peer is reported lost. Before the connection is up the caller
+		// waits, and learns if it cannot be made.
+		t.queueLocked(ps, item{h: h})
+		ps.mu.Unlock()
+		return nil
 	}
 	w := waiterPool.Get().(*waiter)
 	t.queueLocked(ps, item{h: h, payload: payload, w: w})
@@ -974,6 +996,8 @@ func (t *Transport) Post(to int, h transport.Header, payload []byte, done transp
 func (t *Transport) queueLocked(ps *peerState, it item) {
 	if it.h.Flags&transport.FlagUrgent != 0 {
 		ps.urgent.push(it)
+	} else if _, ok := it.done.(transport.Deferrable); ok {
+		ps.deferred.push(it)
 	} else {
 		ps.bulk.push(it)
 	}
@@ -1060,6 +1084,9 @@ func (ps *peerState) drainLocked() []item {
 	for ps.bulk.len() > 0 {
 		out = append(out, ps.bulk.pop())
 	}
+	for ps.deferred.len() > 0 {
+		out = append(out, ps.deferred.pop())
+	}
 	return out
 }
 
@@ -1104,10 +1131,13 @@ func (t *Transport) writeLoop(ps *peerState) {
 		}
 		ps.busy = true
 		var it item
-		if ps.urgent.len() > 0 {
+		switch {
+		case ps.urgent.len() > 0:
 			it = ps.urgent.pop()
-		} else {
+		case ps.bulk.len() > 0:
 			it = ps.bulk.pop()
+		default:
+			it = ps.deferred.pop()
 		}
 		ps.mu.Unlock()
 		err := t.write(ps, cc, it.h, it.payload)
