@@ -34,3 +34,16 @@ func Wait(w *atomic.Uint32, val uint32, d time.Duration) {
 func WakeAll(w *atomic.Uint32) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), opWake, uintptr(1<<31-1), 0, 0, 0)
 }
+
+// WaitHeld is Wait without telling the Go runtime: the calling thread
+// keeps its processor (P) while it sleeps, so the runtime neither hands
+// the P to another thread nor wakes one to take it (about two extra
+// thread switches a sleep when the process has one P: issue 28, session
+// 16), and no other goroutine of the process runs on that P until the
+// sleep ends. Callers bound d to a short time (a few ms) and then sleep
+// with Wait. A signal does not end the sleep early (the kernel restarts
+// a timed futex wait).
+func WaitHeld(w *atomic.Uint32, val uint32, d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), opWait, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+}

@@ -13,7 +13,7 @@ import (
 // The shared-memory collectives over real processes on one host (ftmpirun,
 // built binaries): results and the path taken, and a rank SIGKILLed by
 // the launcher when it stops at each point of the shared-memory Barrier,
-// Allreduce, Allgather, Bcast, Reduce, Gather and Allgatherv (the kill tied to the line the victim prints there,
+// Allreduce (8 B: gated, as Barrier; and large), Allgather, Bcast, Reduce, Gather and Allgatherv (the kill tied to the line the victim prints there,
 // not to a timer): every survivor's call, or its next Barrier, returns
 // ErrProcFailed, and the job ends within its deadline.
 
@@ -71,7 +71,8 @@ func TestProcessesMemberKilledAtEveryPoint(t *testing.T) {
 	start := time.Now()
 	var total, failed, hung int
 	for _, c := range [][2]string{
-		{"barrier", "enter"}, {"barrier", "published"},
+		{"barrier", "enter"}, {"barrier", "published"}, {"barrier", "arrived"}, {"barrier", "last"},
+		{"allreduce8", "enter"}, {"allreduce8", "published"}, {"allreduce8", "arrived"}, {"allreduce8", "last"}, {"allreduce8", "read"},
 		{"allreduce", "enter"}, {"allreduce", "published"}, {"allreduce", "read"}, {"allreduce", "reduced"},
 		{"allgather", "enter"}, {"allgather", "published"},
 		{"bcast", "enter"}, {"bcast", "published"}, {"bcast", "read"},

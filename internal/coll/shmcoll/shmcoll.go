@@ -12,7 +12,9 @@
 // once every reader finished the step that last used it. Data is copied
 // once into the segment and once out of it.
 //
-// A waiter spins briefly (a few loads when the members outnumber the
+// From GateMin members up, Barrier and the Allreduce of at most 4 KiB
+// are gated calls instead: one arrival counter and one wait a member
+// (gate). A waiter spins briefly (a few loads when the members outnumber the
 // cores), then yields the core a few times, and then sleeps on a futex
 // doorbell in the segment. Every publication rings the doorbell when
 // someone sleeps; what ends a call from outside (a failed member never
@@ -37,6 +39,8 @@ package shmcoll
 import (
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -48,8 +52,13 @@ import (
 
 // Layout of the segment.
 const (
-	line     = 128 // a control line (two cache lines: no false sharing with the adjacent-line prefetcher)
-	hdrLines = 2   // line 0: doorbell and sleepers; line 1: poison
+	line = 128 // a control line (two cache lines: no false sharing with the adjacent-line prefetcher)
+	// Header: line 0 doorbell and sleepers; line 1 poison; line 2 the
+	// gated calls' arrival counter; line 3 on their release word (8
+	// bytes) followed by their result (up to shortAll bytes).
+	hdrLines = 3 + (8+shortAll+line-1)/line
+	offArr   = 2 * line
+	offRel   = 3 * line
 	page     = 4096
 	// MaxMembers is the largest group a segment is made for (larger
 	// communicators use the point-to-point algorithms). It has no MPI
@@ -63,6 +72,7 @@ const (
 	offDT    = 8  // uint64: element type of the current call (error messages)
 	offSig   = 16 // uint64: signature of the current call (error messages)
 	offReady = 24 // uint64: the last step whose data this member published (low half) and its call's hash (high half), in one store
+	offPid   = 32 // uint32: this member's process id (gated waits: whether a sleep may hold the processor)
 )
 
 // Chunk is the size of one data slot for a group of n members: the
@@ -180,7 +190,11 @@ func (e *MismatchError) Error() string {
 // Hook, when set (tests only, before any call), runs at each named point
 // of a call (kind: "barrier", "bcast", "reduce", "allreduce",
 // "allgather", "gather", "allgatherv"; point: "enter", "published",
-// "read", and "reduced" in an Allreduce above 4 KiB) with the member's
+// "read", and "reduced" in an Allreduce above 4 KiB; in a gated call
+// (Barrier, Allreduce up to 4 KiB from GateMin members) "published" is
+// before the member counts itself, "arrived" after it when it is not the
+// last, "last" before the last arrival's check and release, "read" in an
+// Allreduce after the release) with the member's
 // index; a non-nil error ends the call at once with it, publishing
 // nothing more (a crash test's victim stops there). It has no MPI
 // counterpart.
@@ -198,6 +212,12 @@ type Group struct {
 	last    Call // the call in this member's sig and dt words (publish stores them when they change)
 
 	bell, sleepers, poison *atomic.Uint32
+	arrivals, release      *atomic.Uint64 // the gated calls' (gate)
+	small                  []byte         // the gated Allreduce's result, after the release word
+	gated                  uint32         // the last step this member passed through a gate (0: none)
+	pids                   []*atomic.Uint32
+	hold                   int8 // gated sleeps hold the processor: 0 not known yet, 1 yes (no other member in this process), -1 no
+	gateYield              bool // gated waits yield before they sleep (crowded, at most two members a core)
 	done                   []*atomic.Uint32
 	ready, sig, dt         []*atomic.Uint64
 	slots                  [][2][]byte
@@ -209,6 +229,7 @@ type Group struct {
 	// (tests: the shared path was taken).
 	Calls atomic.Uint64
 	wakes atomic.Uint64 // returns from doorbell sleeps (Wakes)
+	waits uint64        // points where this member waited for others (tests: one a gated call)
 }
 
 // New is member me's view of the segment mem (Size(n) bytes, zero when
@@ -227,15 +248,21 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 	}
 	g := &Group{mem: mem, N: n, Me: me, chunk: Chunk(n), crowded: crowded, env: env}
 	g.bell, g.sleepers, g.poison = g.u32(0), g.u32(8), g.u32(line)
+	g.arrivals = (*atomic.Uint64)(unsafe.Pointer(&mem[offArr]))
+	g.release = (*atomic.Uint64)(unsafe.Pointer(&mem[offRel]))
+	g.small = mem[offRel+8 : offRel+8+shortAll : offRel+8+shortAll]
 	g.ready, g.done = make([]*atomic.Uint64, n), make([]*atomic.Uint32, n)
 	g.sig, g.dt, g.slots = make([]*atomic.Uint64, n), make([]*atomic.Uint64, n), make([][2][]byte, n)
 	g.rslots, g.bslots = make([][RingDepth][]byte, n), make([][]byte, n)
+	g.pids = make([]*atomic.Uint32, n)
+	g.gateYield = crowded && n <= 2*runtime.NumCPU()
 	d, ro, bo, bs := dataOff(n), ringOff(n), bigOff(n), BigSlot(n)
 	for i := range n {
 		o := hdrLines*line + i*line
 		g.ready[i], g.done[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offReady])), g.u32(o+offDone)
 		g.sig[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offSig]))
 		g.dt[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offDT]))
+		g.pids[i] = g.u32(o + offPid)
 		for p := range 2 {
 			s := d + (2*i+p)*g.chunk
 			g.slots[i][p] = mem[s : s+g.chunk : s+g.chunk]
@@ -249,6 +276,7 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 	}
 	r := bo + n*bs
 	g.result = mem[r : r+bs : r+bs]
+	g.pids[me].Store(uint32(os.Getpid()))
 	g.step = uint32(g.ready[me].Load()) // 0 in a new segment
 	g.last = Call{Sig: g.sig[me].Load(), DT: g.dt[me].Load()}
 	return g, nil
@@ -333,6 +361,14 @@ const rejectHash = ^uint32(0)
 // is a locked instruction, and publish was 18% of an Allreduce 8 B at
 // np 2, issue 28).
 func (g *Group) publish(c Call, s uint32) {
+	g.publishQuiet(c, s)
+	g.ring()
+}
+
+// publishQuiet is publish without the ring: for a gated call, whose
+// step nobody waits for but a member of a mismatched call (found by the
+// gate's scan, or at its next wake-up).
+func (g *Group) publishQuiet(c Call, s uint32) {
 	if c != g.last {
 		g.sig[g.Me].Store(c.Sig)
 		g.dt[g.Me].Store(c.DT)
@@ -340,7 +376,6 @@ func (g *Group) publish(c Call, s uint32) {
 	}
 	raceRelease()
 	g.ready[g.Me].Store(uint64(callHash(c))<<32 | uint64(s))
-	g.ring()
 }
 
 // finish says this member read everything of step s.
@@ -362,18 +397,25 @@ func (g *Group) waitReady(c Call, j int, s uint32) error {
 			return false, nil
 		}
 		if r == s && rh != h {
-			if rh == rejectHash {
-				return false, &RejectedError{Peer: j}
-			}
-			sg, dt := g.sig[j].Load(), g.dt[j].Load() // its call, for the message (unless it moved on meanwhile)
-			g.poison.Store(1)
-			g.bell.Add(1)
-			futex.WakeAll(g.bell)
-			return false, &MismatchError{Peer: j, Sig: sg, DT: dt}
+			return false, g.mismatch(j, rh)
 		}
 		return true, nil
 	}
 	return g.wait(j, ok)
+}
+
+// mismatch is the error of a call that found member j at its step with
+// another call's digest rh: j's rejection, or mismatched calls (the group
+// is then poisoned and every sleeper woken).
+func (g *Group) mismatch(j int, rh uint32) error {
+	if rh == rejectHash {
+		return &RejectedError{Peer: j}
+	}
+	sg, dt := g.sig[j].Load(), g.dt[j].Load() // its call, for the message (unless it moved on meanwhile)
+	g.poison.Store(1)
+	g.bell.Add(1)
+	futex.WakeAll(g.bell)
+	return &MismatchError{Peer: j, Sig: sg, DT: dt}
 }
 
 // waitDone waits until member j finished reading step s.
@@ -426,6 +468,7 @@ var SleepBound = 100 * time.Millisecond
 // spinning, yielding, then sleeping on the doorbell until a ring (a
 // publication, Wake) or SleepBound, asking the Env after every wake-up.
 func (g *Group) wait(peer int, ok func() (bool, error)) error {
+	g.waits++
 	err := g.waitFor(peer, ok)
 	if err == nil {
 		raceAcquire()
@@ -480,8 +523,238 @@ func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 	}
 }
 
+// GateMin is the smallest group whose Barrier and Allreduce of at most
+// 4 KiB are gated calls (gate: one wait a member and call); smaller
+// groups take the member-by-member steps. Tests set it before they make
+// a group. It has no MPI counterpart.
+var GateMin = 3
+
+// Gated calls (issue 28, session 16). With more members than cores every
+// point where a member waits is a possible sleep and wake-up, and a member
+// that waits for each other member in turn, on a doorbell every
+// publication rings, is woken up to N-1 times a call (8-16 ranks on 2
+// cores: 53-75% of the ranks' time in sched_yield and futex). A gated call
+// has one wait a member: each member puts its data in its slot, publishes
+// its step and counts itself in the segment's arrival counter (one atomic
+// add); the member whose add completes the count (the last to arrive)
+// checks every member's call, computes the result (an Allreduce: the
+// reduction in member order, as every member computed it before, into the
+// result area after the release word), stores the release and rings the
+// doorbell once; the others wait for the release, then copy the result.
+// Nobody reads a member's slot after the release, so a member says it
+// finished the step (done) when it arrives, and the next gated call needs
+// no check before it writes its slot. Waiters spin only when every member
+// has a core; crowded, they sleep at once (GateYields).
+//
+// Failures: a member that dies before it counted itself, or as the last
+// arrival before its release, leaves the others asleep until the Env's
+// owner rings for the failure: they end with the Env's error, never with
+// a result. One that dies after the release ends the others' next call.
+// A waiter that sleeps also looks at every member's step (a rejection, a
+// mismatched call that does not count itself) before each sleep.
+
+// GateYields is how many times a waiter of a gated call gives up the core
+// before it sleeps when the members outnumber the cores but by at most
+// two a core (with more, it sleeps at once; with fewer, it spins and
+// yields as the other waits do). Measured at load 11-16 (np 4 / 8 / 16 on
+// 2 cores, µs of processor time a call over all ranks): Barrier 6.2 /
+// 69 / 275 with 8 yields, 21 / 37 / 107 with none. This is a wait
+// policy, not a choice of protocol: members may differ. It has no MPI
+// counterpart.
+var GateYields = 8
+
+// gate is a gated call's one wait for this member at step s, its data
+// (if any) already in its slot: kind names the hook points. If this
+// member arrives last, it runs last (nil: nothing) before the release.
+func (g *Group) gate(c Call, kind string, s uint32, last func()) error {
+	raceRelease()
+	g.done[g.Me].Store(s) // no member's slot is read after the release
+	g.publishQuiet(c, s)
+	if err := g.hook(kind, "published"); err != nil {
+		return err
+	}
+	n := uint64(g.N)
+	v := g.arrivals.Add(1)
+	target := (v + n - 1) / n * n // the arrivals of one call are (k-1)N+1 .. kN
+	if v == target {
+		if err := g.hook(kind, "last"); err != nil {
+			return err
+		}
+		raceAcquire()
+		err := g.checkArrived(c, s)
+		if err == nil && last != nil {
+			last()
+		}
+		raceRelease()
+		g.release.Store(target)
+		g.ring()
+		if err == nil {
+			g.gated = s
+		}
+		return err
+	}
+	if err := g.hook(kind, "arrived"); err != nil {
+		return err
+	}
+	if err := g.waitGate(c, s, target); err != nil {
+		return err
+	}
+	g.gated = s
+	return nil
+}
+
+// checkArrived is the last arrival's check that every member counted in
+// the gate made this call at this step (a mismatch poisons the group; the
+// others then see the poison with the release).
+func (g *Group) checkArrived(c Call, s uint32) error {
+	h := callHash(c)
+	for j := range g.N {
+		if j == g.Me {
+			continue
+		}
+		v := g.ready[j].Load()
+		if r, rh := uint32(v), uint32(v>>32); r != s || rh != h {
+			if rh == rejectHash { // not counted: cannot be, but never a result
+				rh--
+			}
+			return g.mismatch(j, rh)
+		}
+	}
+	return nil
+}
+
+// scanArrivals looks at every member's published step while a gated
+// call at step s waits: a member at s with another call (a rejection, a
+// mismatched call) ends the wait; peer is the first member not yet at s
+// (-1: none), for the call table.
+func (g *Group) scanArrivals(c Call, s uint32) (peer int, err error) {
+	h, peer := callHash(c), -1
+	for j := range g.N {
+		if j == g.Me {
+			continue
+		}
+		v := g.ready[j].Load()
+		r, rh := uint32(v), uint32(v>>32)
+		if r == s && rh != h {
+			return j, g.mismatch(j, rh)
+		}
+		if peer < 0 && !after(r, s) {
+			peer = j
+		}
+	}
+	return peer, nil
+}
+
+// waitGate waits until the release reaches target: spinning and yielding
+// when every member has a core, then asleep on the doorbell, asking the
+// Env and scanning the members' steps after every wake-up.
+func (g *Group) waitGate(c Call, s uint32, target uint64) error {
+	g.waits++
+	spin, yn := spinAlone, yields
+	if g.crowded {
+		spin, yn = 0, 0
+		if g.gateYield {
+			yn = GateYields
+		}
+	}
+	for i := 0; i < spin; i++ {
+		if g.release.Load() >= target {
+			return g.gateOpen()
+		}
+		if i&255 == 255 && g.poison.Load() != 0 {
+			return ErrPoisoned
+		}
+	}
+	for range yn {
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		if g.release.Load() >= target {
+			return g.gateOpen()
+		}
+	}
+	peer, err := g.scanArrivals(c, s)
+	if err != nil {
+		return err
+	}
+	slot := g.env.Block(peer)
+	defer g.env.Unblock(slot)
+	held := 0
+	for {
+		g.sleepers.Add(1)
+		b := g.bell.Load() // before the conditions, as in waitFor
+		open := g.release.Load() >= target
+		var err error
+		if !open {
+			if g.poison.Load() != 0 {
+				err = ErrPoisoned
+			} else if _, err = g.scanArrivals(c, s); err == nil {
+				err = g.env.Check()
+			}
+		}
+		if open || err != nil {
+			g.sleepers.Add(^uint32(0))
+			if open {
+				return g.gateOpen()
+			}
+			return err
+		}
+		if held < HeldSleeps && g.holdOK() {
+			held++
+			futex.WaitHeld(g.bell, b, HeldBound)
+		} else {
+			futex.Wait(g.bell, b, SleepBound)
+		}
+		g.sleepers.Add(^uint32(0))
+		g.wakes.Add(1)
+	}
+}
+
+// HeldSleeps and HeldBound: a gated call's waiter sleeps its first
+// HeldSleeps sleeps of at most HeldBound each holding its processor
+// (futex.WaitHeld), then as the other waits do; only when no other
+// member runs in its process (members that are goroutines of one
+// process need the processor to arrive). With ranks outnumbering cores
+// (one P a process), a sleep that lets the runtime hand its P to another
+// thread cost about three thread switches instead of one: at np 16 on 2
+// cores, load 14, Barrier 240 -> 98 µs of processor time a call over the
+// ranks, 46 -> 16 voluntary switches (issue 28, session 16). They have no
+// MPI counterpart.
+var (
+	HeldSleeps = 1
+	HeldBound  = time.Millisecond
+)
+
+// holdOK reports whether this member's gated sleeps may hold the
+// processor: every member's process id is known and none is this
+// member's (decided once all are known).
+func (g *Group) holdOK() bool {
+	if g.hold == 0 {
+		me := g.pids[g.Me].Load()
+		h := int8(1)
+		for j, p := range g.pids {
+			switch v := p.Load(); {
+			case j == g.Me:
+			case v == 0:
+				return false // not known yet: ask again at the next sleep
+			case v == me:
+				h = -1
+			}
+		}
+		g.hold = h
+	}
+	return g.hold > 0
+}
+
+// gateOpen is a released waiter's end: the last arrival's verdict.
+func (g *Group) gateOpen() error {
+	raceAcquire()
+	if g.poison.Load() != 0 {
+		return ErrPoisoned
+	}
+	return nil
+}
+
 // Barrier returns once every member called it (MPI_Barrier over the
-// segment).
+// segment): a gated call from GateMin members up.
 func (g *Group) Barrier(c Call) error {
 	g.Calls.Add(1)
 	if err := g.hook("barrier", "enter"); err != nil {
@@ -489,6 +762,9 @@ func (g *Group) Barrier(c Call) error {
 	}
 	s := g.step + 1
 	g.step = s
+	if g.N >= GateMin {
+		return g.gate(c, "barrier", s, nil)
+	}
 	raceRelease()
 	g.done[g.Me].Store(s) // a barrier reads no slot
 	g.publish(c, s)
@@ -619,6 +895,9 @@ func (g *Group) Allreduce(c Call, send, recv []byte, esize int, fn func(in, inou
 	}
 	s := g.step + 1
 	g.step = s
+	if g.N >= GateMin {
+		return g.allreduceGated(c, s, send, recv[:n], fn, fn4)
+	}
 	if err := g.beforeWrite(s); err != nil {
 		return err
 	}
@@ -640,6 +919,27 @@ func (g *Group) Allreduce(c Call, send, recv []byte, esize int, fn func(in, inou
 	}
 	g.finish(s)
 	return nil
+}
+
+// allreduceGated is Allreduce of at most shortAll bytes as a gated
+// call at step s: the last arrival reduces every member's slot into the
+// result area, the others copy it after the release.
+func (g *Group) allreduceGated(c Call, s uint32, send, recv []byte, fn func(in, inout []byte), fn4 Fn4) error {
+	n := len(recv)
+	if g.gated != s-1 { // the step before was not gated: a member may still read this slot
+		if err := g.beforeWrite(s); err != nil {
+			return err
+		}
+	}
+	copy(g.slots[g.Me][s&1], send)
+	err := g.gate(c, "allreduce", s, func() {
+		g.reduceWaiting(g.small[:n], func(j int) []byte { return g.slots[j][s&1][:n] }, func(int) error { return nil }, fn, fn4)
+	})
+	if err != nil {
+		return err
+	}
+	copy(recv, g.small[:n]) // rewritten only by the next gated call's last arrival, after this member arrived there
+	return g.hook("allreduce", "read")
 }
 
 // allreduceLarge is Allreduce above shortAll: a reduce-scatter and an

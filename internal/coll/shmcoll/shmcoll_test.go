@@ -745,3 +745,197 @@ func TestLargeAllreducePieces(t *testing.T) {
 		}
 	}
 }
+
+// A gated call (Barrier, Allreduce up to shortAll from GateMin members)
+// has one wait a member: over K calls the members waited K·(N-1) times
+// in all (the last arrival of each call does not wait), where waiting for
+// each member in turn is up to K·N·(N-1); and the results are those of
+// the reference, crowded or not.
+func TestGatedCallsWaitOnce(t *testing.T) {
+	const n, calls = 8, 200
+	for _, crowded := range []bool{false, true} {
+		var dead atomic.Bool
+		gs := newGroups(t, n, crowded, &dead)
+		want := reference(n, 3, sum)
+		errs := each(t, gs, func(g *Group) error {
+			for k := range calls {
+				if k%2 == 0 {
+					if err := g.Barrier(Call{Sig: 1}); err != nil {
+						return err
+					}
+					continue
+				}
+				got := make([]byte, len(want))
+				if err := g.Allreduce(Call{Sig: 2}, input(g.Me, 3), got, 8, sum, nil); err != nil {
+					return err
+				}
+				if !bytes.Equal(got, want) {
+					return fmt.Errorf("call %d: allreduce %x, want %x", k, got, want)
+				}
+			}
+			return nil
+		})
+		var waits uint64
+		for i, g := range gs {
+			if errs[i] != nil {
+				t.Fatalf("crowded %v: member %d: %v", crowded, i, errs[i])
+			}
+			waits += g.waits
+		}
+		if waits != calls*(n-1) {
+			t.Errorf("crowded %v: %d waits in %d calls of %d members, want %d (one a member and call, none at the last arrival)", crowded, waits, calls, n, calls*(n-1))
+		}
+	}
+}
+
+// Members that are goroutines of one process never hold the processor
+// while they sleep (the others need it to arrive); members whose process
+// ids are all known and differ from this one's do.
+func TestGatedSleepHoldsOnlyAlone(t *testing.T) {
+	const n = 3
+	var dead atomic.Bool
+	gs := newGroups(t, n, true, &dead)
+	if gs[0].holdOK() || gs[0].hold != -1 {
+		t.Fatalf("members of one process: hold %d, want -1", gs[0].hold)
+	}
+	mem, err := unix.Mmap(-1, 0, Size(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	g, err := New(mem, n, 0, true, env{&dead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.holdOK() || g.hold != 0 {
+		t.Fatalf("other members not known yet: hold %d, want 0 (ask again)", g.hold)
+	}
+	g.pids[1].Store(g.pids[0].Load() + 1) // as other processes' New stores them
+	g.pids[2].Store(g.pids[0].Load() + 2)
+	if !g.holdOK() {
+		t.Fatal("members of other processes: no hold")
+	}
+}
+
+// Mismatched gated calls (a Barrier where the others call Allreduce) are
+// found by the last arrival (or a sleeper's look at the members' steps):
+// it gets a MismatchError, the others a MismatchError or ErrPoisoned;
+// none returns a result or hangs.
+func TestGatedMismatchPoisons(t *testing.T) {
+	const n = 4
+	for odd := range n {
+		var dead atomic.Bool
+		gs := newGroups(t, n, false, &dead)
+		errs := each(t, gs, func(g *Group) error {
+			if g.Me == odd {
+				return g.Barrier(Call{Sig: 8})
+			}
+			return g.Allreduce(Call{Sig: 3}, input(g.Me, 1), make([]byte, 8), 8, sum, nil)
+		})
+		mismatches := 0
+		for i, err := range errs {
+			var mm *MismatchError
+			switch {
+			case errors.As(err, &mm):
+				mismatches++
+			case !errors.Is(err, ErrPoisoned):
+				t.Errorf("odd member %d: member %d: %v, want a mismatch or ErrPoisoned", odd, i, err)
+			}
+		}
+		if mismatches == 0 || !gs[0].Poisoned() {
+			t.Errorf("odd member %d: no mismatch found, poisoned %v: %v", odd, gs[0].Poisoned(), errs)
+		}
+	}
+}
+
+// A member that stops at every point of a gated Barrier and Allreduce
+// (before it counts itself, counted, as the last arrival before its
+// release, after the release): every other member ends with the Env's
+// error, from that call or from its next one, never with a result of the
+// stopped call it did not release, and never hangs. For "last" the victim
+// counts itself only once the others did, so it is the last arrival; for
+// "arrived" the others count themselves only once it stopped.
+func TestGatedMemberStopsAtEveryPoint(t *testing.T) {
+	defer func() { Hook = nil }()
+	const n = 4
+	calls := map[string]func(g *Group) error{
+		"barrier": func(g *Group) error { return g.Barrier(Call{Sig: 1}) },
+		"allreduce": func(g *Group) error {
+			got := make([]byte, 8)
+			if err := g.Allreduce(Call{Sig: 3}, input(g.Me, 1), got, 8, sum, nil); err != nil {
+				return err
+			}
+			if want := reference(n, 1, sum); !bytes.Equal(got, want) {
+				return fmt.Errorf("allreduce %x, want %x", got, want)
+			}
+			return nil
+		},
+	}
+	for _, kind := range []string{"barrier", "allreduce"} {
+		for _, point := range []string{"enter", "published", "arrived", "last", "read"} {
+			if kind == "barrier" && point == "read" {
+				continue
+			}
+			for _, victim := range []int{0, 1, n - 1} {
+				for _, crowded := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/%s/victim%d/crowded%v", kind, point, victim, crowded), func(t *testing.T) {
+						var dead atomic.Bool
+						gs := newGroups(t, n, crowded, &dead)
+						errVictim := errors.New("victim stopped")
+						var lastFailed atomic.Bool
+						Hook = func(me int, k, p string) error {
+							if k != kind {
+								return nil
+							}
+							if me != victim {
+								if point == "arrived" && p == "published" {
+									deadline := time.Now().Add(60 * time.Second)
+									for !dead.Load() && time.Now().Before(deadline) {
+										time.Sleep(time.Millisecond)
+									}
+								}
+								return nil
+							}
+							if point == "last" && p == "published" {
+								// Count in last: wait until the others counted themselves.
+								deadline := time.Now().Add(60 * time.Second)
+								for gs[me].arrivals.Load()%n != n-1 {
+									if time.Now().After(deadline) {
+										lastFailed.Store(true)
+										return errVictim
+									}
+									time.Sleep(time.Millisecond)
+								}
+							}
+							if p == point {
+								dead.Store(true)
+								gs[0].Wake() // as the Env's owner does on an event
+								return errVictim
+							}
+							return nil
+						}
+						errs := each(t, gs, func(g *Group) error {
+							err := calls[kind](g)
+							if err == nil { // the victim may have counted itself or released: the next call fails
+								err = g.Barrier(Call{Sig: 9})
+							}
+							return err
+						})
+						Hook = nil
+						if lastFailed.Load() || !dead.Load() {
+							t.Fatalf("the victim did not stop at %s", point)
+						}
+						for i, err := range errs {
+							switch {
+							case i == victim && err != errVictim:
+								t.Errorf("victim: %v", err)
+							case i != victim && err != errDead:
+								t.Errorf("member %d: %v, want %v", i, err, errDead)
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}

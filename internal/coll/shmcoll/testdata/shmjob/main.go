@@ -1,7 +1,9 @@
 // Command shmjob is the program of shmcoll's tests over real processes:
 // "results" checks the shared-memory collectives' results and that they
 // went through the segment (it prints "result: ok calls=N" at rank 0);
-// "kill KIND POINT VICTIM" stops rank VICTIM at POINT of its KIND call,
+// "kill KIND POINT VICTIM" stops rank VICTIM at POINT of its KIND call
+// (KIND allreduce8: an 8-byte Allreduce; barrier and allreduce8 repeat the
+// call until the victim stops: "last" is reached only as the last arrival),
 // printing "shmstall KIND POINT" for the launcher's --inject kill trigger,
 // and every survivor prints "result: rank R procfailed=BOOL".
 package main
@@ -12,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/coll/shmcoll"
@@ -34,8 +37,9 @@ func main() {
 		if p == "enter" {
 			calls.Add(1)
 		}
-		if me == victim && armed.Load() && k == kind && p == point {
-			fmt.Printf("shmstall %s %s\n", k, p)
+		if me == victim && armed.Load() && k == strings.TrimSuffix(kind, "8") && p == point {
+			// kind as given (allreduce8 for the hook's allreduce)
+			fmt.Printf("shmstall %s %s\n", kind, p)
 			select {} // until the launcher kills this process
 		}
 		return nil
@@ -65,8 +69,14 @@ func main() {
 	}
 	armed.Store(true) // the victim stops in the call below, not in the set-up's Allgather
 	switch kind {
-	case "barrier":
-		err = c.Barrier()
+	case "barrier": // gated (shmcoll.GateMin): repeated until the victim stops (it is the last arrival at "last" only in some calls)
+		for i := 0; i < gatedCalls && err == nil; i++ {
+			err = c.Barrier()
+		}
+	case "allreduce8": // 8 B: gated, repeated as Barrier
+		for i := 0; i < gatedCalls && err == nil; i++ {
+			err = mpi.Allreduce(c, []float64{1}, make([]float64, 1), mpi.Sum)
+		}
 	case "allreduce":
 		err = mpi.Allreduce(c, make([]float64, 20000), make([]float64, 20000), mpi.Sum)
 	case "bcast": // 5.6 KB: three ring slots (coll.ShmUse); the victim is the root at "published"
@@ -102,6 +112,10 @@ func main() {
 	fmt.Printf("result: rank %d procfailed=%v\n", r, errors.Is(err, mpi.ErrProcFailed))
 	w.Finalize()
 }
+
+// gatedCalls bounds the repeated gated calls of "kill barrier|allreduce8
+// POINT": the victim stops at the first call where it reaches POINT.
+const gatedCalls = 100000
 
 func results(c *mpi.Comm) error {
 	r, p := c.Rank(), c.Size()
