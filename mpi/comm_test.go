@@ -434,48 +434,15 @@ func testConcurrentCreation(t *testing.T, collide bool) (retries int) {
 		errs := make([]error, len(parents))
 		var wg sync.WaitGroup
 		for i, p := range parents {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for k := 0; k < per; k++ {
-					var nc *mpi.Comm
-					var err error
-					if k%2 == 0 {
-						nc, err = p.Dup()
-					} else {
-						nc, err = p.Split(0, 0)
-					}
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					made[i] = append(made[i], nc)
-					if k%10 == 9 { // free some on the way
-						if err := made[i][k-5].Free(); err != nil {
-							errs[i] = err
-							return
-						}
-						made[i][k-5] = nil
-					}
-				}
-			}()
+			wg.Go(func() { made[i], errs[i] = createAndFree(p, per) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
 		seen := map[uint32]string{mpi.CtxOf(c): "world", mpi.CtxOf(w.CommSelf()): "self", mpi.CtxOf(a): "a", mpi.CtxOf(b): "b"}
-		for i, list := range made {
-			for k, x := range list {
-				if x == nil {
-					continue
-				}
-				id := fmt.Sprintf("parent %d #%d", i, k)
-				if prev, dup := seen[mpi.CtxOf(x)]; dup {
-					return fmt.Errorf("context %d of %s collides with %s", mpi.CtxOf(x), id, prev)
-				}
-				seen[mpi.CtxOf(x)] = id
-			}
+		if err := distinctContexts(seen, made); err != nil {
+			return err
 		}
 		// Every communicator works (and is isolated from the others).
 		for i, list := range made {
@@ -487,13 +454,7 @@ func testConcurrentCreation(t *testing.T, collide bool) (retries int) {
 				}
 			}
 		}
-		for _, list := range made {
-			for _, x := range list {
-				if x != nil {
-					x.Free()
-				}
-			}
-		}
+		freeAll(made)
 		a.Free()
 		b.Free()
 		if n := mpi.CtxPairsInUse(w); n != 2 {
@@ -503,6 +464,63 @@ func testConcurrentCreation(t *testing.T, collide bool) (retries int) {
 	})
 	t.Logf("%d agreement retries", retries)
 	return retries
+}
+
+// createAndFree creates per communicators from p, Dup and Split(0, 0) in
+// turn, freeing some on the way (the fifth before every tenth); it
+// returns them, nil where freed.
+func createAndFree(p *mpi.Comm, per int) ([]*mpi.Comm, error) {
+	var made []*mpi.Comm
+	for k := 0; k < per; k++ {
+		var nc *mpi.Comm
+		var err error
+		if k%2 == 0 {
+			nc, err = p.Dup()
+		} else {
+			nc, err = p.Split(0, 0)
+		}
+		if err != nil {
+			return made, err
+		}
+		made = append(made, nc)
+		if k%10 == 9 { // free some on the way
+			if err := made[k-5].Free(); err != nil {
+				return made, err
+			}
+			made[k-5] = nil
+		}
+	}
+	return made, nil
+}
+
+// distinctContexts checks that no two of the live communicators of made
+// (list i, nil where freed) and of seen (context -> name, added to) share
+// a context.
+func distinctContexts(seen map[uint32]string, made [][]*mpi.Comm) error {
+	for i, list := range made {
+		for k, x := range list {
+			if x == nil {
+				continue
+			}
+			id := fmt.Sprintf("parent %d #%d", i, k)
+			if prev, dup := seen[mpi.CtxOf(x)]; dup {
+				return fmt.Errorf("context %d of %s collides with %s", mpi.CtxOf(x), id, prev)
+			}
+			seen[mpi.CtxOf(x)] = id
+		}
+	}
+	return nil
+}
+
+// freeAll frees the communicators of made (nil where freed already).
+func freeAll(made [][]*mpi.Comm) {
+	for _, list := range made {
+		for _, x := range list {
+			if x != nil {
+				x.Free()
+			}
+		}
+	}
 }
 
 func TestNestedSplits(t *testing.T) {

@@ -154,26 +154,7 @@ func TestShrinkConcurrentWithCreation(t *testing.T) {
 		errs := make([]error, len(parents)+1)
 		var wg sync.WaitGroup
 		for i, p := range parents {
-			wg.Go(func() {
-				for k := range per {
-					var nc *mpi.Comm
-					var err error
-					if k%2 == 0 {
-						nc, err = p.Dup()
-					} else {
-						nc, err = p.Split(0, 0)
-					}
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					made[i] = append(made[i], nc)
-					if k%10 == 9 {
-						made[i][k-5].Free()
-						made[i][k-5] = nil
-					}
-				}
-			})
+			wg.Go(func() { made[i], errs[i] = createAndFree(p, per) })
 		}
 		wg.Go(func() {
 			i := len(parents)
@@ -202,25 +183,10 @@ func TestShrinkConcurrentWithCreation(t *testing.T) {
 			return err
 		}
 		seen := map[uint32]string{mpi.CtxOf(c): "world", mpi.CtxOf(w.CommSelf()): "self", mpi.CtxOf(a): "a", mpi.CtxOf(b): "b", mpi.CtxOf(sh): "sh"}
-		for i, list := range made {
-			for k, x := range list {
-				if x == nil {
-					continue
-				}
-				id := fmt.Sprintf("parent %d #%d", i, k)
-				if prev, dup := seen[mpi.CtxOf(x)]; dup {
-					return fmt.Errorf("rank %d: context %d of %s is also %s's", c.Rank(), mpi.CtxOf(x), id, prev)
-				}
-				seen[mpi.CtxOf(x)] = id
-			}
+		if err := distinctContexts(seen, made); err != nil {
+			return fmt.Errorf("rank %d: %w", c.Rank(), err)
 		}
-		for _, list := range made {
-			for _, x := range list {
-				if x != nil {
-					x.Free()
-				}
-			}
-		}
+		freeAll(made)
 		for _, x := range []*mpi.Comm{a, b, sh} {
 			x.Free()
 		}
