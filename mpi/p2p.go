@@ -269,7 +269,7 @@ func (c *Comm) recvBlocking(op string, dt p2p.DType, b []byte, source, tag int) 
 	if err := c.waitRecv(op, r, source); err != nil {
 		return emptyStatus(), c.handle(err)
 	}
-	st, err := c.recvStatus(op, r.Status(), source)
+	st, err := c.recvStatusOf(op, r.StatusRef(), source)
 	c.w.eng.Release(r)
 	if err != nil {
 		return st, c.handle(err)
@@ -361,6 +361,12 @@ func (c *Comm) postRecv(source, tag int, dtype p2p.DType, buf []byte) (*p2p.Req,
 
 // recvStatus turns an engine status into an MPI status and error.
 func (c *Comm) recvStatus(op string, ps p2p.Status, source int) (Status, error) {
+	return c.recvStatusOf(op, &ps, source)
+}
+
+// recvStatusOf is recvStatus of the status at ps, read in place (a
+// blocking receive's, issue 28: not copied on the 1-byte path).
+func (c *Comm) recvStatusOf(op string, ps *p2p.Status, source int) (Status, error) {
 	count := ps.Bytes
 	if n := dtypeSize(ps.DType); n != 1 {
 		count /= n

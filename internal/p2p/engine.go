@@ -233,6 +233,10 @@ func (r *Req) Done() bool { return r.done.Load() }
 // Status returns the completion status; valid once Done.
 func (r *Req) Status() Status { return r.st }
 
+// StatusRef is Status read in place: valid once Done, until r is
+// released. No MPI counterpart.
+func (r *Req) StatusRef() *Status { return &r.st }
+
 // IsRecv reports whether r is a receive.
 func (r *Req) IsRecv() bool { return r.isRecv }
 
