@@ -1,8 +1,9 @@
 // collcpu: the small collectives' cost on CommWorld as processor time and
 // context switches, which the machine's other load moves much less than
 // wall time (issue 28, session 16: Barrier and Allreduce 8 B with ranks
-// outnumbering cores). Each rank times -calls calls of -op (barrier or
-// allreduce, 8 B) and reads its own getrusage around them; rank 0 prints
+// outnumbering cores). Each rank times -calls calls of -op (barrier,
+// allreduce or bcast, 8 B; -stagger delays rank 0) and reads its own
+// getrusage around them; rank 0 prints
 // the wall time a call (the slowest rank's), the processor time a call
 // summed over the ranks (user + system), and the voluntary and
 // involuntary context switches a call summed over the ranks. Results of
@@ -28,7 +29,8 @@ func usage() (cpu time.Duration, vol, invol int64) {
 
 func main() {
 	calls := flag.Int("calls", 5000, "calls timed")
-	op := flag.String("op", "barrier", "barrier or allreduce (8 B, sum)")
+	op := flag.String("op", "barrier", "barrier, allreduce (8 B, sum) or bcast (8 B from rank 0)")
+	stagger := flag.Duration("stagger", 0, "rank 0 sleeps this long before the timed calls (the others enter them first and go to sleep)")
 	flag.Parse()
 	w, err := mpi.Init()
 	if err != nil {
@@ -38,8 +40,11 @@ func main() {
 	c := w.CommWorld()
 	s, r := []float64{1}, []float64{0}
 	call := func() error {
-		if *op == "barrier" {
+		switch *op {
+		case "barrier":
 			return c.Barrier()
+		case "bcast":
+			return mpi.Bcast(c, s, 0)
 		}
 		return mpi.Allreduce(c, s, r, mpi.Sum)
 	}
@@ -50,6 +55,9 @@ func main() {
 		}
 	}
 	c.Barrier()
+	if c.Rank() == 0 {
+		time.Sleep(*stagger)
+	}
 	cpu0, v0, i0 := usage()
 	t0 := time.Now()
 	for range *calls {
