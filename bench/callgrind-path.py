@@ -3,7 +3,7 @@
 # SHORT and LONG are callgrind outputs of one rank of `bench/np2batch -op latency` run with two batch
 # counts; EXTRA_ROUNDTRIPS is the difference in round trips, so start-up cancels. Counted: self
 # instructions of ftmpi's packages, sync and main, without the waiting (the caller's poll loop and
-# per-check work, the receiver goroutine; a direct receive's Done and DirectPeer, called per poll) and without internal/coll/shmcoll (start-up barriers).
+# per-check work, the receiver goroutine) and without internal/coll/shmcoll (start-up barriers).
 # The call table is grouped as "calls" whether it lives in internal/calls (before df9f1bf) or rte.
 import re,subprocess,sys,collections
 def load(f):
@@ -15,7 +15,7 @@ def load(f):
     return s
 a,b,n=load(sys.argv[1]),load(sys.argv[2]),float(sys.argv[3])
 own=re.compile(r"^(github\.com/ftmpi/ftmpi/(?!internal/coll/shmcoll)|sync\.|main\.)")
-wait=re.compile(r"\.\(\*Transport\)\.(PollUntil|pollUntil|pollInline|peerStalled|noteGap|sysYield|releaseCaller|recvLoop|pollAll|tryPoll|pollHeld|pollOrMiss|sleep|park|unpark|readEventfd|crowded)$|\(\*pair\)\.(poll|drainUrgent)$|\(\*Req\)\.Done$|\(\*directWait\)\.(Done|DirectPeer)$")
+wait=re.compile(r"\.\(\*Transport\)\.(PollUntil|pollInline|peerStalled|noteGap|sysYield|releaseCaller|recvLoop|pollAll|tryPoll|pollHeld|pollOrMiss|sleep|park|unpark|readEventfd|crowded)$|\(\*pair\)\.(poll|drainUrgent)$|\(\*Req\)\.Done$")
 d={k:(b[k]-a[k])/n for k in set(a)|set(b) if own.search(k) and not wait.search(k)}
 def group(k):
     if "/mpi." in k: return "mpi"

@@ -148,12 +148,6 @@ type Req struct {
 	hookOp   string
 	hookPeer int
 	hookSlot int
-
-	// direct: a blocking receive not posted, waiting to take its peer's
-	// next frame itself (fast.go); gen is the engine's gen it began at.
-	// Only the owner's goroutine touches them.
-	direct bool
-	gen    uint64
 }
 
 // BlockHook is told, once, that a wait on a request goes on: its poll
@@ -324,7 +318,6 @@ type Poller interface {
 
 type pollCfg struct {
 	p      Poller
-	d      transport.DirectPoller // p, when it is one (fast.go)
 	budget time.Duration
 }
 
@@ -336,8 +329,7 @@ func (e *Engine) SetPoller(p Poller, budget time.Duration) {
 		e.poller.Store(nil)
 		return
 	}
-	d, _ := p.(transport.DirectPoller)
-	e.poller.Store(&pollCfg{p: p, d: d, budget: budget})
+	e.poller.Store(&pollCfg{p: p, budget: budget})
 }
 
 // NewLocalReq returns a request that no message completes: its owner
@@ -361,20 +353,9 @@ func (r *Req) WaitSignal(abort, sig <-chan struct{}) int { return r.WaitSignalCa
 // closes first (nil never fires).
 func (r *Req) WaitSignalCancel(abort, sig, cancel <-chan struct{}) int {
 	if !r.done.Load() {
-		if pc := r.e.poller.Load(); pc != nil {
-			if r.direct && pc.d != nil {
-				if pc.d.PollDirect((*directWait)(r), pc.budget) {
-					return WaitDone
-				}
-			} else if pc.p.PollUntil(r, pc.budget) {
-				return WaitDone
-			}
+		if pc := r.e.poller.Load(); pc != nil && pc.p.PollUntil(r, pc.budget) {
+			return WaitDone
 		}
-	}
-	if r.direct {
-		// Its poll ended without a frame: the engine matches it from now
-		// on, and it sleeps (one poll a wait, as any other).
-		r.e.postDirect(r)
 	}
 	if !r.done.Load() {
 		r.Blocking()
@@ -470,9 +451,6 @@ type Engine struct {
 	tagPoison   map[ctxTag]error              // poisoned (context, tag) pairs: one failed collective call (PoisonTags)
 	nTagPoison  atomic.Int32                  // len(tagPoison), read without the lock
 	nRevoked    atomic.Int32                  // len(revoked), read without the lock
-	nPosted     atomic.Int32                  // receives in posted, read without the lock (fast.go)
-	nUnex       atomic.Int32                  // messages in the unexpected queue, read without the lock
-	gen         atomic.Uint64                 // bumped after every change a direct receive (fast.go) must see: a message queued unexpected, a peer lost, a context or call poisoned, Close
 	control     atomic.Pointer[ControlHandler]
 	ctlMu       sync.Mutex                 // orders early control frames with the handler's installation
 	ctlEarly    []ctlFrame                 // control frames that arrived before the handler; ctlMu held
@@ -576,7 +554,6 @@ func (e *Engine) Release(r *Req) {
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
 	r.st = Status{}
 	r.hook, r.hookOp, r.hookPeer, r.hookSlot = nil, "", 0, 0
-	r.direct, r.gen = false, 0
 	r.done.Store(false)
 	if r.waiter.Load() != nil { // most requests never had one: no store (an atomic exchange) for them
 		r.waiter.Store(nil)
@@ -702,34 +679,23 @@ func (e *Engine) irecv(ctx uint32, src int32, peer int, tag int32, dtype DType, 
 	r := e.newReq()
 	r.isRecv, r.alloc = true, alloc
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.buf, r.sig = ctx, src, tag, dtype, peer, buf, sig
-	if err := e.post(r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// post matches receive r, not yet posted, with the first queued message it
-// matches, or completes it at once (a poisoned context, a lost source), or
-// posts it; ErrClosed (r untouched) after Close.
-func (e *Engine) post(r *Req) error {
-	ctx, src, peer, tag, sig := r.ctx, r.src, r.peer, r.tag, r.sig
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if err := e.ctxErrLocked(ctx, tag); err != nil {
 		e.mu.Unlock()
 		r.st = Status{Source: int(src), Tag: int(tag), Err: err}
 		r.complete()
-		return nil
+		return r, nil
 	}
 	for m := e.unexHead; m != nil; m = m.next {
 		if !matches(ctx, src, tag, &m.h) {
 			if sig != 0 && otherCall(r, &m.h) {
 				e.mu.Unlock()
 				completeOther(r, &m.h)
-				return nil
+				return r, nil
 			}
 			continue
 		}
@@ -746,16 +712,16 @@ func (e *Engine) post(r *Req) error {
 					r.mark = peerLost(m.from, cause)
 				}
 				e.mu.Unlock()
-				return nil
+				return r, nil
 			}
 			e.mu.Unlock()
 			e.deliverEager(r, m)
 			freeMsg(m)
-			return nil
+			return r, nil
 		case KindRTS:
 			e.acceptRTS(r, m.from, &m.h) // unlocks
 			freeMsg(m)
-			return nil
+			return r, nil
 		}
 	}
 	if peer >= 0 {
@@ -763,12 +729,12 @@ func (e *Engine) post(r *Req) error {
 			e.mu.Unlock()
 			r.st = Status{Source: int(src), Tag: int(tag), Err: peerLost(peer, err)}
 			r.complete()
-			return nil
+			return r, nil
 		}
 	}
 	e.appendPosted(r)
 	e.mu.Unlock()
-	return nil
+	return r, nil
 }
 
 // acceptRTS matches receive r with a rendezvous announcement; called with
@@ -1161,7 +1127,6 @@ func (e *Engine) FailPeer(peer int, cause error) {
 	e.lost[peer] = cause
 	e.lostOrder = append(e.lostOrder, peer)
 	e.lostCount.Add(1)
-	e.gen.Add(1)
 	var failed []*Req
 	for r := e.posted.head; r != nil; {
 		next := r.next
@@ -1250,7 +1215,6 @@ func (e *Engine) FailPeers(peers []int, causes []error) {
 		return
 	}
 	e.lostCount.Add(int64(len(newPeers)))
-	e.gen.Add(1)
 	type failedReq struct {
 		r   *Req
 		err error
@@ -1520,7 +1484,6 @@ func (e *Engine) Poison(err error, ctxs ...uint32) {
 		e.mu.Unlock()
 		return
 	}
-	e.gen.Add(1)
 	var failed []*Req
 	var errs []error
 	for r := e.posted.head; r != nil; {
@@ -1694,8 +1657,6 @@ func (e *Engine) Close() {
 		pend = append(pend, r)
 	}
 	e.posted = reqList{}
-	e.nPosted.Store(0)
-	e.gen.Add(1)
 	for _, r := range e.sends {
 		pend = append(pend, r)
 	}
@@ -1727,18 +1688,10 @@ func (e *Engine) matchPosted(h *transport.Header) *Req {
 	return nil
 }
 
-func (e *Engine) appendPosted(r *Req) {
-	e.posted.push(r, inPosted)
-	e.nPosted.Add(1)
-}
+func (e *Engine) appendPosted(r *Req) { e.posted.push(r, inPosted) }
 
-func (e *Engine) unlinkPosted(r *Req) {
-	e.posted.unlink(r)
-	e.nPosted.Add(-1)
-}
+func (e *Engine) unlinkPosted(r *Req) { e.posted.unlink(r) }
 
-// appendUnex queues m unexpected; a direct receive waiting (fast.go) sees
-// the change (gen) and lets the engine match it from then on.
 func (e *Engine) appendUnex(m *msg) {
 	m.prev = e.unexTail
 	if e.unexTail != nil {
@@ -1747,12 +1700,9 @@ func (e *Engine) appendUnex(m *msg) {
 		e.unexHead = m
 	}
 	e.unexTail = m
-	e.nUnex.Add(1)
-	e.gen.Add(1)
 }
 
 func (e *Engine) unlinkMsg(m *msg) {
-	e.nUnex.Add(-1)
 	if m.prev != nil {
 		m.prev.next = m.next
 	} else {
@@ -1807,7 +1757,6 @@ func (e *Engine) PoisonTags(err error, ctx uint32, tags ...int32) {
 		e.mu.Unlock()
 		return
 	}
-	e.gen.Add(1)
 	hit := func(c uint32, t int32) error {
 		if c != ctx {
 			return nil

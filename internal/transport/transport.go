@@ -54,7 +54,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync/atomic"
-	"time"
 )
 
 // HeaderSize is the encoded size of a Header in bytes.
@@ -202,29 +201,6 @@ type Transport interface {
 // has no MPI counterpart.
 type Drainer interface {
 	Drain(peer int)
-}
-
-// DirectWaiter is a blocking receive that a polling caller completes
-// from its peer's next frame itself, without the Handler (issue 28 item
-// 1: a receive not posted with the engine, vader's fast box): while it
-// waits (PollDirect), when the next record of peer DirectPeer's ring is a
-// frame whose payload is whole in it, TakeWhole is offered that frame
-// first, in the polling goroutine, payload valid during the call; true
-// means it took it, and the transport consumes the record without
-// delivering it. Frames are offered in the order the peer sent them, and
-// only while no urgent frame of that peer waits. DirectPeer returns -1
-// once the waiter takes nothing more (the receive is posted instead).
-// Done is the wait's end, as for PollUntil. No MPI counterpart.
-type DirectWaiter interface {
-	Done() bool
-	DirectPeer() int
-	TakeWhole(h *Header, payload []byte) bool
-}
-
-// DirectPoller is a transport whose polling callers can take frames for
-// a DirectWaiter (shm): PollDirect is PollUntil for c. No MPI counterpart.
-type DirectPoller interface {
-	PollDirect(c DirectWaiter, budget time.Duration) bool
 }
 
 // ErrClosed is returned by Send after Close.

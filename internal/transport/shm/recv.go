@@ -216,17 +216,6 @@ func (t *Transport) releaseCaller() {
 // left in place and handed to the receiver goroutine with a wake-up. Only one goroutine polls at a time; the others wait for
 // c as before. The caller must hold no lock the handler takes.
 func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
-	return t.pollUntil(c, nil, budget)
-}
-
-// PollDirect implements transport.DirectPoller: PollUntil for a receive
-// that takes its peer's next whole frame itself (takeDirect).
-func (t *Transport) PollDirect(c transport.DirectWaiter, budget time.Duration) bool {
-	return t.pollUntil(c, c, budget)
-}
-
-// pollUntil is PollUntil, offering dw (if not nil) its peer's frames.
-func (t *Transport) pollUntil(c interface{ Done() bool }, dw transport.DirectWaiter, budget time.Duration) bool {
 	if c.Done() {
 		return true
 	}
@@ -259,7 +248,7 @@ func (t *Transport) pollUntil(c interface{ Done() bool }, dw transport.DirectWai
 			held = true
 		}
 		if held {
-			progress, leave := t.pollInline(dw)
+			progress, leave := t.pollInline()
 			if leave {
 				t.releaseCaller()
 				held = false
@@ -363,7 +352,7 @@ func (t *Transport) pollUntil(c interface{ Done() bool }, dw transport.DirectWai
 func (t *Transport) lastLookHeld() {
 	leave := false
 	if !t.stop.Load() && !t.handoff.Load() {
-		_, leave = t.pollInline(nil)
+		_, leave = t.pollInline()
 	}
 	t.releaseCaller()
 	if leave {
@@ -434,13 +423,8 @@ func (t *Transport) handOff() {
 // deliver urgent frames between pieces) published by peers whose urgent
 // rings are empty, and reports whether
 // frames moved and whether any pair has something only the receiver
-// delivers (see PollUntil); rxLock held by the caller. A direct waiter
-// dw (not nil) is offered its peer's next record first (takeDirect).
-func (t *Transport) pollInline(dw transport.DirectWaiter) (progress, leave bool) {
-	direct := -1
-	if dw != nil {
-		direct = dw.DirectPeer()
-	}
+// delivers (see PollUntil); rxLock held by the caller.
+func (t *Transport) pollInline() (progress, leave bool) {
 	for _, p := range *t.rx.Load() {
 		if p.finished {
 			continue
@@ -452,13 +436,8 @@ func (t *Transport) pollInline(dw transport.DirectWaiter) (progress, leave bool)
 		prog := false
 		bt := p.in.bulk.tail.Load()
 		for p.in.bulk.head.Load() != bt {
-			if p.in.urgent.head.Load() != p.in.urgent.tail.Load() || inSenderMemory(&p.in.bulk, bt) {
-				leave = true
-				break
-			}
-			if p.rank == direct && !p.br.active && takeDirect(&p.in.bulk, bt, dw) {
-				direct = dw.DirectPeer()
-			} else if consume(&p.in.bulk, &p.br, bt, p) != nil {
+			if p.in.urgent.head.Load() != p.in.urgent.tail.Load() || inSenderMemory(&p.in.bulk, bt) ||
+				consume(&p.in.bulk, &p.br, bt, p) != nil {
 				leave = true
 				break
 			}

@@ -269,32 +269,6 @@ func consume(r *ring, rx *rxFrame, tail uint64, p *pair) error {
 	return nil
 }
 
-// takeDirect offers dw the next record of r (which holds tail-head > 0
-// published bytes) if it is a whole frame (not a record of this package,
-// a chunked frame or one in the sender's memory) and consumes it if dw
-// took it; a record it does not take, or one that breaks the record
-// rules, is left for consume (which reports a bad one).
-func takeDirect(r *ring, tail uint64, dw transport.DirectWaiter) bool {
-	size := uint64(len(r.data))
-	head := r.head.Load()
-	pos := head & (size - 1)
-	avail := tail - head
-	if avail < lineSize || avail > size || head&(lineSize-1) != 0 {
-		return false
-	}
-	var h transport.Header
-	h.Decode(r.data[pos:])
-	n := recLen(h.N)
-	if h.Flags&transport.FlagsReserved != 0 || h.N > size || n > avail || n > size-pos {
-		return false
-	}
-	if !dw.TakeWhole(&h, r.data[pos+transport.HeaderSize:pos+transport.HeaderSize+h.N]) {
-		return false
-	}
-	r.head.Store(head + n)
-	return true
-}
-
 // inSenderMemory reports whether the next record of r (below tail) is a
 // frame whose payload stays in the sender's memory (flagCMA). A record
 // too short to hold a header is not: consume reports it.
