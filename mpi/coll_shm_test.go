@@ -359,12 +359,22 @@ func TestShmMemberKilledAtEveryPoint(t *testing.T) {
 		if name == "allreduce-big" {
 			points = append(points, "reduced")
 		}
-		if name == "barrier" || name == "allreduce" { // gated (shmcoll.GateMin): counted, and the last arrival before its release
-			points = append(points, "arrived", "last")
+		if name == "barrier" || name == "allreduce" { // gated too (shmcoll.GateMin): counted, and the last arrival before its release
+			points = append(points, "gated-enter", "gated-published", "arrived", "last")
+			if name == "allreduce" {
+				points = append(points, "gated-read")
+			}
 		}
 		for _, point := range points {
+			gated := strings.HasPrefix(point, "gated-") || point == "arrived" || point == "last"
+			point := strings.TrimPrefix(point, "gated-")
 			for _, victim := range []int{0, 2} {
-				t.Run(fmt.Sprintf("%s/%s/victim%d", name, point, victim), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/gated=%v/victim%d", name, point, gated, victim), func(t *testing.T) {
+					if gated { // np 4 takes the member-by-member steps by default (GateMin)
+						old := shmcoll.GateMin
+						shmcoll.GateMin = 3
+						defer func() { shmcoll.GateMin = old }()
+					}
 					var kill [np]func()
 					var armed [np]bool // the victim's own goroutine sets and reads its flag
 					shmcoll.Hook = func(me int, k, p string) error {

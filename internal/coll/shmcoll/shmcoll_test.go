@@ -746,12 +746,22 @@ func TestLargeAllreducePieces(t *testing.T) {
 	}
 }
 
+// gateFrom makes the groups the test makes from now on gate their
+// Barrier and small Allreduce from n members up (GateMin; by default only
+// above four members a core), until the test ends.
+func gateFrom(t *testing.T, n int) {
+	old := GateMin
+	GateMin = n
+	t.Cleanup(func() { GateMin = old })
+}
+
 // A gated call (Barrier, Allreduce up to shortAll from GateMin members)
 // has one wait a member: over K calls the members waited K·(N-1) times
 // in all (the last arrival of each call does not wait), where waiting for
 // each member in turn is up to K·N·(N-1); and the results are those of
 // the reference, crowded or not.
 func TestGatedCallsWaitOnce(t *testing.T) {
+	gateFrom(t, 3)
 	const n, calls = 8, 200
 	for _, crowded := range []bool{false, true} {
 		var dead atomic.Bool
@@ -792,6 +802,7 @@ func TestGatedCallsWaitOnce(t *testing.T) {
 // while they sleep (the others need it to arrive); members whose process
 // ids are all known and differ from this one's do.
 func TestGatedSleepHoldsOnlyAlone(t *testing.T) {
+	gateFrom(t, 3)
 	const n = 3
 	var dead atomic.Bool
 	gs := newGroups(t, n, true, &dead)
@@ -822,6 +833,7 @@ func TestGatedSleepHoldsOnlyAlone(t *testing.T) {
 // it gets a MismatchError, the others a MismatchError or ErrPoisoned;
 // none returns a result or hangs.
 func TestGatedMismatchPoisons(t *testing.T) {
+	gateFrom(t, 3)
 	const n = 4
 	for odd := range n {
 		var dead atomic.Bool
@@ -856,6 +868,7 @@ func TestGatedMismatchPoisons(t *testing.T) {
 // counts itself only once the others did, so it is the last arrival; for
 // "arrived" the others count themselves only once it stopped.
 func TestGatedMemberStopsAtEveryPoint(t *testing.T) {
+	gateFrom(t, 3)
 	defer func() { Hook = nil }()
 	const n = 4
 	calls := map[string]func(g *Group) error{
