@@ -18,7 +18,10 @@ import (
 // hung. The np values cover the crowded choice (more ranks than the
 // launcher's core count) and, with FTMPI_HOST_CORES raised for rank 0 only,
 // the uncrowded one: the ranks publish the count with their endpoints and
-// all take the largest, so they still agree.
+// all take the largest, so they still agree. np 10 takes the shared
+// segment's gated Barrier and Allreduce (shmcoll.GateMin), whose choice
+// must not follow a rank's own CPU count either (it hung at np 5 when
+// GateMin was 4*NumCPU+1).
 func TestCollectivesAgreeAcrossAffinityAndGOMAXPROCS(t *testing.T) {
 	if err := exec.Command("taskset", "-c", "0", "true").Run(); err != nil {
 		t.Skipf("taskset unavailable: %v", err)
@@ -39,7 +42,7 @@ esac`, raise)
 	for _, tc := range []struct {
 		np    int
 		raise bool
-	}{{2, false}, {3, false}, {4, false}, {5, false}, {4, true}, {5, true}} {
+	}{{2, false}, {3, false}, {4, false}, {5, false}, {4, true}, {5, true}, {10, false}} {
 		t.Run(fmt.Sprintf("np%d/raised=%v", tc.np, tc.raise), func(t *testing.T) {
 			r := jobtest.Run(t, 120*time.Second, nil, bin["ftmpirun"], "-n", fmt.Sprint(tc.np), "sh", "-c", script(tc.raise), prog)
 			if r.Code != 0 {

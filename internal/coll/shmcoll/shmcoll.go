@@ -12,7 +12,7 @@
 // once every reader finished the step that last used it. Data is copied
 // once into the segment and once out of it.
 //
-// From GateMin members up (by default more than four a core), Barrier
+// From GateMin members up (9 by default), Barrier
 // and the Allreduce of at most 4 KiB are gated calls instead: one arrival counter and one wait a member
 // (gate). A waiter spins briefly (a few loads when the members outnumber the
 // cores), then yields the core a few times, and then sleeps on a futex
@@ -531,14 +531,18 @@ func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 // made (New); tests set it before they make one. It has no MPI
 // counterpart.
 //
-// The default gates only groups of more than four members a core: the
-// gate pays where members must sleep between calls (np 16 on 2 cores,
+// It must be the same at every member (every member must take the same
+// path): a constant, not a function of runtime.NumCPU, which follows each
+// process's own affinity mask (e2e TestCollectivesAgreeAcrossAffinityAndGOMAXPROCS
+// hung when it was 4*NumCPU+1). The default, 9, gates what was measured
+// to gain: on 2 cores, groups of more than four members a core. The gate
+// pays where members must sleep between calls (np 16 on 2 cores,
 // lead's quiet run of 30 Nov: Barrier 206 -> 69.5 µs, 1.10x Open MPI 4.1;
 // Allreduce 8 B 222 -> 80.1 µs, 0.97x), and costs where the member-by-
 // member waits still find their peers running (np 8 on 2 cores, the same
 // machine quiet: Barrier 13-17 -> 45-47 µs, Allreduce 8 B 27-31 -> 37-48
 // µs; np 4 Barrier 3.7-4.7 -> 5.2-6.8 µs).
-var GateMin = 4*runtime.NumCPU() + 1
+var GateMin = 9
 
 // Gated calls (issue 28, session 16). With more members than cores every
 // point where a member waits is a possible sleep and wake-up, and a member
