@@ -37,22 +37,34 @@ func holdBig(t *testing.T, trs []*Transport, rx *laneHandler, deferrable bool) (
 	return payload, done
 }
 
+// heldPair is a connected pair whose receiver rx holds the frames it gets
+// until release; when the test ends, rx is released if it was not and both
+// ends are closed.
+func heldPair(t *testing.T) (trs []*Transport, rx *laneHandler, release func()) {
+	rx = newLaneHandler(true)
+	trs = pairOf(t, newLaneHandler(false), rx)
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			close(rx.hold)
+		}
+	}
+	t.Cleanup(func() {
+		release()
+		trs[0].Close()
+		trs[1].Close()
+	})
+	return trs, rx, release
+}
+
 // A Send without payload (a request to send) returns while the peer's
 // connection is busy with a payload the peer does not read yet: it is
 // queued, not waited for. Before, it waited for the whole payload ahead of
 // it, so each request of a window of rendezvous sends went out only after
 // the previous message's data (the 1 MiB bandwidth gap between hosts).
 func TestSendWithoutPayloadDoesNotWaitForQueuedPayload(t *testing.T) {
-	rx := newLaneHandler(true)
-	trs := pairOf(t, newLaneHandler(false), rx)
-	released := false
-	defer func() {
-		if !released {
-			close(rx.hold)
-		}
-		trs[0].Close()
-		trs[1].Close()
-	}()
+	trs, rx, release := heldPair(t)
 	payload, bigDone := holdBig(t, trs, rx, true)
 	sent := make(chan error, 1)
 	go func() { sent <- trs[0].Send(1, transport.Header{Kind: 2}, nil) }()
@@ -64,8 +76,7 @@ func TestSendWithoutPayloadDoesNotWaitForQueuedPayload(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("a Send without payload waited for the payload queued before it")
 	}
-	close(rx.hold)
-	released = true
+	release()
 	for _, want := range []uint8{1, 2} {
 		select {
 		case k := <-rx.got:
@@ -90,16 +101,7 @@ func TestSendWithoutPayloadDoesNotWaitForQueuedPayload(t *testing.T) {
 // then a Send (2, with a payload: it waits) and a Post (4) are queued; they
 // arrive 2, 4, 3, and a second deferrable frame (5) after 3.
 func TestDeferrableFramesGoAfterLaterBulkFrames(t *testing.T) {
-	rx := newLaneHandler(true)
-	trs := pairOf(t, newLaneHandler(false), rx)
-	released := false
-	defer func() {
-		if !released {
-			close(rx.hold)
-		}
-		trs[0].Close()
-		trs[1].Close()
-	}()
+	trs, rx, release := heldPair(t)
 	_, bigDone := holdBig(t, trs, rx, false)
 	d3, d5 := make(deferDone, 1), make(deferDone, 1)
 	trs[0].Post(1, transport.Header{Kind: 3}, []byte("payload three"), d3)
@@ -119,8 +121,7 @@ func TestDeferrableFramesGoAfterLaterBulkFrames(t *testing.T) {
 	})
 	d4 := make(doneCh, 1)
 	trs[0].Post(1, transport.Header{Kind: 4}, []byte("posted"), d4)
-	close(rx.hold)
-	released = true
+	release()
 	for _, want := range []uint8{1, 2, 4, 3, 5} {
 		select {
 		case k := <-rx.got:
