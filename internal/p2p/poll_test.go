@@ -80,14 +80,7 @@ func TestWaitPollsThePoller(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { done <- r.WaitSignalCancel(nil, nil, nil) }()
-	h := transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 4, N: 1}
-	dst, cookie := e.Frame(1, h)
-	e.Payload(1, h, dst, cookie, nil)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the wait did not complete")
-	}
+	deliverAndWait(t, e, transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 4, N: 1}, done)
 	if p.calls != 1 {
 		t.Fatalf("%d polls after SetPoller(p, 0), want none", p.calls-1)
 	}
@@ -132,14 +125,7 @@ func TestBlockHookRunsOnceBeforeSleeping(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the wait never ran its hook")
 	}
-	hd := transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 3, N: 4}
-	dst, cookie := e.Frame(1, hd)
-	e.Payload(1, hd, dst, cookie, nil)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the wait did not complete")
-	}
+	deliverAndWait(t, e, transport.Header{Kind: KindEager, DType: uint8(DTByte), Ctx: 5, Src: 1, Tag: 3, N: 4}, done)
 	if h.calls != 1 || r.BlockSlot() != 7 {
 		t.Fatalf("hook ran %d times, slot %d; want 1, 7", h.calls, r.BlockSlot())
 	}
@@ -158,4 +144,18 @@ func TestBlockHookRunsOnceBeforeSleeping(t *testing.T) {
 		t.Fatalf("a wait the poll completed ran its hook %d times (slot %d)", h2.calls, r.BlockSlot())
 	}
 	e.Release(r)
+}
+
+// deliverAndWait delivers eager frame h from peer 1 to e (its payload left
+// as Frame gave it) and waits, within a deadline, for done: the wait it
+// completes.
+func deliverAndWait(t *testing.T, e *Engine, h transport.Header, done <-chan int) {
+	t.Helper()
+	dst, cookie := e.Frame(1, h)
+	e.Payload(1, h, dst, cookie, nil)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait did not complete")
+	}
 }

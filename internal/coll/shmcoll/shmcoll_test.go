@@ -28,6 +28,20 @@ type env struct{ dead *atomic.Bool }
 
 var errDead = errors.New("a member died")
 
+// checkStopped checks a call that a member stopped in: the victim returned
+// its own error (errVictim), every other member errDead.
+func checkStopped(t *testing.T, errs []error, victim int, errVictim error) {
+	t.Helper()
+	for i, err := range errs {
+		switch {
+		case i == victim && err != errVictim:
+			t.Errorf("victim: %v", err)
+		case i != victim && err != errDead:
+			t.Errorf("member %d: %v, want %v", i, err, errDead)
+		}
+	}
+}
+
 func (e env) Block(int) int { return 0 }
 func (e env) Unblock(int)   {}
 
@@ -325,14 +339,7 @@ func TestMemberStopsAtEveryPoint(t *testing.T) {
 					if !dead.Load() {
 						return // this call has no such point at this member
 					}
-					for i, err := range errs {
-						switch {
-						case i == victim && err != errVictim:
-							t.Errorf("victim: %v", err)
-						case i != victim && err != errDead:
-							t.Errorf("member %d: %v, want %v", i, err, errDead)
-						}
-					}
+					checkStopped(t, errs, victim, errVictim)
 				})
 			}
 		}
@@ -938,14 +945,7 @@ func TestGatedMemberStopsAtEveryPoint(t *testing.T) {
 						if lastFailed.Load() || !dead.Load() {
 							t.Fatalf("the victim did not stop at %s", point)
 						}
-						for i, err := range errs {
-							switch {
-							case i == victim && err != errVictim:
-								t.Errorf("victim: %v", err)
-							case i != victim && err != errDead:
-								t.Errorf("member %d: %v, want %v", i, err, errDead)
-							}
-						}
+						checkStopped(t, errs, victim, errVictim)
 					})
 				}
 			}

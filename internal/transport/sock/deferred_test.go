@@ -58,6 +58,22 @@ func heldPair(t *testing.T) (trs []*Transport, rx *laneHandler, release func()) 
 	return trs, rx, release
 }
 
+// wantOrder checks that rx completes frames of the given kinds in that
+// order (each within a deadline).
+func wantOrder(t *testing.T, rx *laneHandler, kinds ...uint8) {
+	t.Helper()
+	for _, want := range kinds {
+		select {
+		case k := <-rx.got:
+			if k != want {
+				t.Fatalf("frame of kind %d completed, want %d (order %v)", k, want, kinds)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("frame of kind %d not delivered", want)
+		}
+	}
+}
+
 // A Send without payload (a request to send) returns while the peer's
 // connection is busy with a payload the peer does not read yet: it is
 // queued, not waited for. Before, it waited for the whole payload ahead of
@@ -77,16 +93,7 @@ func TestSendWithoutPayloadDoesNotWaitForQueuedPayload(t *testing.T) {
 		t.Fatal("a Send without payload waited for the payload queued before it")
 	}
 	release()
-	for _, want := range []uint8{1, 2} {
-		select {
-		case k := <-rx.got:
-			if k != want {
-				t.Fatalf("frame of kind %d completed, want %d", k, want)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("frame of kind %d not delivered", want)
-		}
-	}
+	wantOrder(t, rx, 1, 2)
 	if err := <-bigDone; err != nil {
 		t.Fatal(err)
 	}
@@ -122,16 +129,7 @@ func TestDeferrableFramesGoAfterLaterBulkFrames(t *testing.T) {
 	d4 := make(doneCh, 1)
 	trs[0].Post(1, transport.Header{Kind: 4}, []byte("posted"), d4)
 	release()
-	for _, want := range []uint8{1, 2, 4, 3, 5} {
-		select {
-		case k := <-rx.got:
-			if k != want {
-				t.Fatalf("frame of kind %d completed, want %d (order 1, 2, 4, 3, 5)", k, want)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("frame of kind %d not delivered", want)
-		}
-	}
+	wantOrder(t, rx, 1, 2, 4, 3, 5)
 	for _, c := range []<-chan error{bigDone, sent, d4, d3, d5} {
 		if err := <-c; err != nil {
 			t.Fatal(err)
