@@ -296,6 +296,11 @@ func (m *Machine) finish(o Outcome) Outcome {
 // same bytes at every member, so the same error everywhere) is an error:
 // every member then falls back. It has no MPI counterpart.
 func Combine(vals [][]byte) (agree.Value, error) {
+	if allEqual(vals) {
+		// The common case (every member contributed the same): combining
+		// a value with itself gives it back, so decode it once.
+		return agree.DecodeValue(vals[0])
+	}
 	var out agree.Value
 	for i, b := range vals {
 		v, err := agree.DecodeValue(b)
@@ -309,4 +314,17 @@ func Combine(vals [][]byte) (agree.Value, error) {
 		}
 	}
 	return out, nil
+}
+
+// allEqual reports whether every value is the same bytes.
+func allEqual(vals [][]byte) bool {
+	if len(vals) == 0 {
+		return false
+	}
+	for _, b := range vals[1:] {
+		if string(b) != string(vals[0]) {
+			return false
+		}
+	}
+	return true
 }

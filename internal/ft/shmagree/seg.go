@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,9 +17,11 @@ import (
 	"github.com/ftmpi/ftmpi/internal/futex"
 )
 
-// Layout of the segment: a header of two lines (doorbell and sleepers;
-// the disabled flag), then per member two entries of EntrySize bytes:
-// the state word, the value's length, the value (whole words).
+// Layout of the segment: a header of four lines (doorbell and sleepers;
+// the disabled flag; the members' process ids, which tell a waiter whether
+// another member runs in its own process), then per member two entries of
+// EntrySize bytes: the state word, the value's length, the value (whole
+// words).
 const (
 	line = 128
 	// EntrySize is the size of one entry; values whose encoding is longer
@@ -28,7 +31,8 @@ const (
 	// MaxMembers is the largest communicator given a segment. It has no
 	// MPI counterpart.
 	MaxMembers = 64
-	hdr        = 2 * line
+	hdr        = 4 * line
+	offPids    = 2 * line // MaxMembers words of 4 bytes
 	maxData    = EntrySize - 16
 )
 
@@ -45,6 +49,16 @@ type Seg struct {
 	path  string
 
 	bell, sleepers, disabled *atomic.Uint32
+
+	// The wait policy (set by newSeg; members may differ): crowded, the
+	// members outnumber the host's cores; yields, how many times a crowded
+	// waiter gives up its core before it sleeps; hold, whether its first
+	// sleeps may keep the processor (0: not known yet, 1 yes, -1 no).
+	crowded bool
+	yields  int
+	hold    int8
+
+	rings, held atomic.Uint64 // ring calls and held sleeps (tests)
 
 	shared atomic.Bool // another member wrote this segment (Machine.Shared)
 
@@ -104,7 +118,35 @@ func Open(path string, n, me int) (*Seg, error) {
 func newSeg(mem []byte, n, me int) *Seg {
 	s := &Seg{mem: mem, n: n, me: me}
 	s.bell, s.sleepers, s.disabled = s.u32(0), s.u32(8), s.u32(line)
+	cpus := runtime.NumCPU()
+	s.crowded = n > cpus
+	if n <= 2*cpus {
+		s.yields = CrowdedYields
+	}
+	s.u32(offPids + 4*me).Store(uint32(os.Getpid()))
 	return s
+}
+
+// holdOK reports whether this member's first sleeps may hold the
+// processor: every member's process id is in the segment and none is
+// this member's (members that are goroutines of one process need the
+// processor to publish). Decided once every id is known.
+func (s *Seg) holdOK() bool {
+	if s.hold == 0 {
+		me := s.u32(offPids + 4*s.me).Load()
+		h := int8(1)
+		for j := range s.n {
+			switch v := s.u32(offPids + 4*j).Load(); {
+			case j == s.me:
+			case v == 0:
+				return false // not opened yet: ask again at the next sleep
+			case v == me:
+				h = -1
+			}
+		}
+		s.hold = h
+	}
+	return s.hold > 0
 }
 
 func (s *Seg) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&s.mem[off])) }
@@ -160,6 +202,7 @@ func (s *Seg) Wake() {
 }
 
 func (s *Seg) ring() {
+	s.rings.Add(1)
 	if s.sleepers.Load() != 0 {
 		s.bell.Add(1)
 		futex.WakeAll(s.bell)
@@ -204,12 +247,33 @@ func (s *Seg) Read(j, e int) []byte {
 func (s *Seg) Disabled() bool { return s.disabled.Load() != 0 }
 func (s *Seg) Disable()       { s.disabled.Store(1) }
 
-// Waiting: spin, then yield, then sleep on the doorbell.
+// Waiting: when every member has a core, spin, then yield, then sleep on
+// the doorbell; when the members outnumber the cores, sleep at once (after
+// CrowdedYields yields at no more than two members a core), the first
+// HeldSleeps sleeps holding the processor. This is a wait policy, not a
+// protocol choice: members may differ.
 var (
-	// Spin and Yields are the polls before a waiter sleeps. They have no
-	// MPI counterpart.
+	// Spin and Yields are the polls (passes over the entries) before a
+	// waiter sleeps when every member has a core. They have no MPI
+	// counterpart.
 	Spin   = 16
 	Yields = 8
+	// CrowdedYields is how many times a waiter gives up its core before
+	// it sleeps when the members outnumber the cores by at most two a
+	// core (with more, it sleeps at once: a yield then keeps every member
+	// runnable and each sleep is entered later; shmcoll.GateYields). It
+	// has no MPI counterpart.
+	CrowdedYields = 8
+	// HeldSleeps and HeldBound: a crowded waiter's first HeldSleeps
+	// sleeps, of at most HeldBound each, keep the processor
+	// (futex.WaitHeld) and need no helper goroutine for abort and stop
+	// (checked between them); only when no other member runs in this
+	// process. A sleep that lets the runtime hand the processor to another
+	// thread, with a helper goroutine to ring on abort, cost about three
+	// thread switches instead of one (issue 28, session 17). They have no
+	// MPI counterpart.
+	HeldSleeps = 1
+	HeldBound  = time.Millisecond
 	// SleepBound bounds one doorbell sleep (a safety net: events ring the
 	// doorbell). It has no MPI counterpart.
 	SleepBound = 50 * time.Millisecond
@@ -239,8 +303,12 @@ func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, st
 		}
 	}()
 	var start time.Time
-	polls := 0
-	sleeping, slept := false, false
+	polls, held := 0, 0
+	spin, yields := Spin, Yields
+	if s.crowded {
+		spin, yields = 0, s.yields
+	}
+	sleeping := false
 	for {
 		// A sleeper counts itself and reads the doorbell before its pass:
 		// a publication or fence after the pass's loads rings it (the
@@ -252,11 +320,12 @@ func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, st
 			b = s.bell.Load()
 		}
 		var o Outcome
+		patient := start.IsZero() || time.Since(start) < Patience // (read once a pass)
 		for {
 			if h := Hook; h != nil {
 				h(seq, m.phase)
 			}
-			o = m.Step(s, known, start.IsZero() || time.Since(start) < Patience)
+			o = m.Step(s, known, patient)
 			if m.Rang {
 				s.ring()
 			}
@@ -269,8 +338,16 @@ func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, st
 		}
 		switch o {
 		case Decided:
-			if !slept {
-				s.ring() // the last publisher: wake the sleepers
+			if start.IsZero() {
+				// Decided by the first pass after this member published:
+				// it may be the last publisher, whose first pass is the
+				// first to find every entry final; wake the sleepers. A
+				// member that was blocked saw an entry not yet written,
+				// whose publisher then decided at its first pass (or
+				// another did later) and rang: one ring an instance, not
+				// one a member (a publisher that dies before it rings is
+				// a failure, and the lost hook rings: Wake).
+				s.ring()
 			}
 			val, err := Combine(m.Values())
 			if err != nil {
@@ -292,16 +369,21 @@ func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, st
 		case <-stop:
 		default:
 			if sleeping {
-				slept = true
-				s.sleep(b, abort, stop)
+				if s.crowded && held < HeldSleeps && s.holdOK() {
+					held++
+					s.held.Add(1)
+					futex.WaitHeld(s.bell, b, HeldBound)
+				} else {
+					s.sleep(b, abort, stop)
+				}
 				s.sleepers.Add(^uint32(0))
 				continue
 			}
 			polls++
-			if polls > Spin {
+			if polls > spin && polls <= spin+yields {
 				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
-			sleeping = polls >= Spin+Yields
+			sleeping = polls >= spin+yields
 			continue
 		}
 		if sleeping {

@@ -2,6 +2,7 @@ package shmagree
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -223,4 +224,125 @@ func TestSegCloseRemovesOwnFileOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close(true)
+}
+
+// A member's first sleeps hold the processor only when no other member
+// runs in its process (members that are goroutines of one process need
+// it to publish); decided once every member's process id is known.
+func TestSegSleepHoldsOnlyAlone(t *testing.T) {
+	dir := t.TempDir()
+	a, b := open(t, filepath.Join(dir, "one"), 2, 0), open(t, filepath.Join(dir, "one"), 2, 1)
+	if a.holdOK() || b.holdOK() {
+		t.Fatal("members in one process hold the processor")
+	}
+	c := open(t, filepath.Join(dir, "two"), 2, 0)
+	if c.holdOK() {
+		t.Fatal("held before the other member's process id is known")
+	}
+	c.u32(offPids + 4).Store(uint32(os.Getpid()) + 1) // member 1 in another process
+	if !c.holdOK() {
+		t.Fatal("not held with every other member in another process")
+	}
+}
+
+// Crowded (more members than cores), a waiter sleeps at once, its first
+// sleep holding the processor, and is woken by the last publisher.
+func TestSegCrowdedSleepIsHeld(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seg")
+	a, b := open(t, path, 2, 0), open(t, path, 2, 1)
+	a.crowded, a.yields = true, 0
+	a.u32(offPids + 4).Store(uint32(os.Getpid()) + 1) // b as if in another process
+	done := make(chan agree.Value, 1)
+	go func() {
+		v, o, err := a.Agree(0, agree.Value{Flags: 3}, never, nil, nil)
+		if err != nil || o != Decided {
+			v = agree.Value{Flags: 1 << 63}
+		}
+		done <- v
+	}()
+	waitSleepers(t, a, 1)
+	v, o, err := b.Agree(0, agree.Value{Flags: 6}, never, nil, nil)
+	if err != nil || o != Decided || v.Flags != 2 {
+		t.Fatalf("b: %v %v %v, want flags 2 Decided", v, o, err)
+	}
+	select {
+	case v := <-done:
+		if v.Flags != 2 {
+			t.Fatalf("a decided %v, want flags 2", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sleeper was not woken")
+	}
+	if h := a.held.Load(); h == 0 {
+		t.Fatal("no held sleep")
+	}
+}
+
+// One ring an instance: only a member that decides at its first pass
+// (the last publisher is one) rings; a member that waited (spinning here)
+// for an entry does not, though another member still sleeps.
+func TestSegOneRingAnInstance(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seg")
+	const n = 3
+	segs := make([]*Seg, n)
+	for i := range n {
+		segs[i] = open(t, path, n, i)
+	}
+	segs[0].crowded, segs[0].yields = true, 0 // sleeps at once (not held: one process)
+	segs[1].crowded = false
+	spin := Spin
+	Spin = 1 << 40 // member 1 spins until it decides
+	t.Cleanup(func() { Spin = spin })
+	var wg sync.WaitGroup
+	out := make([]Outcome, n)
+	agreeAt := func(i int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, out[i], _ = segs[i].Agree(0, agree.Value{Flags: 1}, never, nil, nil)
+		}()
+	}
+	agreeAt(0)
+	waitSleepers(t, segs[0], 1)
+	agreeAt(1)
+	deadline := time.Now().Add(10 * time.Second)
+	for segs[2].Load(1, 0) != word(1, kindWritten) {
+		if time.Now().After(deadline) {
+			t.Fatal("member 1 did not publish")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, o, _ := segs[2].Agree(0, agree.Value{Flags: 1}, never, nil, nil); o != Decided {
+		t.Fatalf("member 2: %v", o)
+	}
+	wg.Wait()
+	var rings uint64
+	for i := range n {
+		if out[i] != Decided && i < 2 {
+			t.Fatalf("member %d: %v", i, out[i])
+		}
+		rings += segs[i].rings.Load()
+	}
+	if rings != 1 {
+		t.Fatalf("%d rings for one instance, want 1 (the last publisher's)", rings)
+	}
+}
+
+// Combine of equal contributions (decoded once) is the fold of them, as
+// of different ones.
+func TestCombineEqualValues(t *testing.T) {
+	v := agree.Value{Flags: 0xf0f0, Union: agree.SetOf(1, 5, 6, 7), Inter: agree.SetOf(0, 2, 9), KindMin: 3, KindMax: 3}
+	w := agree.Value{Flags: 0x0ff0, Union: agree.SetOf(2), Inter: agree.SetOf(0, 9), KindMin: 4, KindMax: 4}
+	b, c := agree.EncodeValue(v), agree.EncodeValue(w)
+	for _, vals := range [][][]byte{{b, b, b}, {b, c, b}, {c, c}} {
+		want, _ := agree.DecodeValue(vals[0])
+		for _, x := range vals[1:] {
+			y, _ := agree.DecodeValue(x)
+			want = want.Combine(y)
+		}
+		got, err := Combine(vals)
+		if err != nil || !got.Equal(want) {
+			t.Fatalf("Combine: %v %v, want %v", got, err, want)
+		}
+	}
 }

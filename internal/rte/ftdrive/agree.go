@@ -233,10 +233,15 @@ func (a *Agreements) instanceLocked(seq uint64) (*agreeInst, []agree.Msg) {
 		}
 		msgs = append(msgs, in.node.FailedAll(idx)...)
 		// Forget old instances (a decided node is needed only while its
-		// members may still be running it).
-		for s, old := range a.insts {
-			if s+keepDecided < seq && old.isDecided() {
-				delete(a.insts, s)
+		// members may still be running it): a look at every instance once
+		// the map holds twice the kept number, not at every instance (a
+		// failure-free agreement on a shared segment costs a few µs, and
+		// this look was a tenth of it).
+		if len(a.insts) > 2*keepDecided {
+			for s, old := range a.insts {
+				if s+keepDecided < seq && old.isDecided() {
+					delete(a.insts, s)
+				}
 			}
 		}
 	}
