@@ -140,6 +140,10 @@ type Req struct {
 	// so complete sends the token only then: a request completed while
 	// its owner polls costs no channel operation.
 	sleeping atomic.Bool
+	// xfer is the size of the rendezvous payload r moves, once known: a
+	// send's at Isend, a receive's when its request to send is accepted
+	// (0: eager, not yet matched, or dropped). See PollBytes.
+	xfer atomic.Int64
 
 	// The owner's hook (OnBlock), run once by Blocking; its op and peer,
 	// and the slot it returned plus one (0: not run). Only the owner's
@@ -223,6 +227,13 @@ func (l *reqList) unlink(r *Req) {
 
 // Done reports whether r has completed.
 func (r *Req) Done() bool { return r.done.Load() }
+
+// PollBytes is the size of the rendezvous payload r waits for, once known
+// (0 before, and for eager messages): a transport whose goroutines move a
+// payload that large anyway stops a waiting caller's polling (sock's
+// PollUntil), which would only take a processor from them. No MPI
+// counterpart.
+func (r *Req) PollBytes() int64 { return r.xfer.Load() }
 
 // Status returns the completion status; valid once Done.
 func (r *Req) Status() Status { return r.st }
@@ -554,6 +565,9 @@ func (e *Engine) Release(r *Req) {
 	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
 	r.st = Status{}
 	r.hook, r.hookOp, r.hookPeer, r.hookSlot = nil, "", 0, 0
+	if r.xfer.Load() != 0 { // eager and most small requests never set it: no store
+		r.xfer.Store(0)
+	}
 	r.done.Store(false)
 	if r.waiter.Load() != nil { // most requests never had one: no store (an atomic exchange) for them
 		r.waiter.Store(nil)
@@ -615,6 +629,7 @@ func (e *Engine) IsendMsg(ctx uint32, src int32, peer int, tag int32, dtype DTyp
 	}
 	e.nextID++
 	r.id = e.nextID
+	r.xfer.Store(int64(len(buf)))
 	e.sends[r.id] = r
 	e.mu.Unlock()
 	h := transport.Header{Kind: KindRTS, DType: uint8(dtype), Ctx: ctx, Src: src, Tag: tag, A: r.id, B: uint64(len(buf)), Seq: sig}
@@ -759,6 +774,8 @@ func (e *Engine) acceptRTS(r *Req, from int, h *transport.Header) {
 	if err := checkFit(r, d, int(h.B)); err != nil {
 		r.st.Err = err
 		flags = flagDiscard
+	} else {
+		r.xfer.Store(int64(h.B))
 	}
 	e.nextID++
 	r.id = e.nextID

@@ -65,6 +65,11 @@ const (
 	// pollYield polls and reads the clock every pollClock.
 	pollYield = 4
 	pollClock = 8
+	// bulkPoll is the smallest payload whose waiting caller does not
+	// poll (PollUntil, a request with PollBytes): the reader and writer
+	// goroutines move it anyway, and a caller spinning beside them only
+	// takes a processor from them.
+	bulkPoll = 256 << 10
 )
 
 // Who owns a connection's read side (rx.own).
@@ -509,9 +514,21 @@ func (x *rx) inlineOK() bool {
 // turn. Any number of goroutines may poll at once; one at a time reads a
 // connection. The caller must hold no lock the handler takes. Only where
 // ranks have a core each: it spins.
+//
+// A c with a PollBytes method (p2p.Req) that reports a payload of at
+// least bulkPoll bytes is not polled for, or no longer once it reports
+// one: the caller returns (false) to block while the connection's reader
+// goroutine, or the peer's writer goroutine, moves the payload. Over TCP
+// on two cores a caller spinning beside them made a 1 MiB window of
+// sends 15-20% slower (docs/benchmarks.md, "Session 17: TCP bandwidth").
 func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
 	if c.Done() {
 		return true
+	}
+	sized, _ := c.(interface{ PollBytes() int64 })
+	if sized != nil && sized.PollBytes() >= bulkPoll {
+		t.giveUp()
+		return c.Done()
 	}
 	t.polling.Add(1)
 	t.pollSeq.Add(1)
@@ -541,6 +558,9 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 				if spun = time.Since(start); spun >= budget {
 					break
 				}
+				if sized != nil && sized.PollBytes() >= bulkPoll {
+					break // a large payload was announced meanwhile
+				}
 			}
 			// A C thread's goroutine yields its processor only past a
 			// quarter of the budget (as internal/transport/shm's
@@ -564,19 +584,23 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	}
 	done := c.Done()
 	if !done {
-		// This caller gives up polling and will wait for a reader
-		// goroutine: those waiting out a quiet period (parkArm) arm
-		// readability now.
-		t.gaveUp.Add(1)
-		if p := t.rxs.Load(); p != nil {
-			for _, x := range *p {
-				if x.disarmed.Load() && x.c != nil {
-					x.c.SetReadDeadline(aLongTimeAgo)
-				}
+		t.giveUp()
+	}
+	return done
+}
+
+// giveUp is told that a caller gives up polling and will wait for a
+// reader goroutine: those waiting out a quiet period (parkArm) arm
+// readability now.
+func (t *Transport) giveUp() {
+	t.gaveUp.Add(1)
+	if p := t.rxs.Load(); p != nil {
+		for _, x := range *p {
+			if x.disarmed.Load() && x.c != nil {
+				x.c.SetReadDeadline(aLongTimeAgo)
 			}
 		}
 	}
-	return done
 }
 
 // callerTake tries to take x for a polling caller; false if another owner
