@@ -16,8 +16,13 @@
 // and the Allreduce of at most 4 KiB are gated calls instead: one arrival counter and one wait a member
 // (gate). A waiter spins briefly (a few loads when the members outnumber the
 // cores), then yields the core a few times, and then sleeps on a futex
-// doorbell in the segment. Every publication rings the doorbell when
-// someone sleeps; what ends a call from outside (a failed member never
+// doorbell in the segment: the doorbell of the member it waits for
+// (each member has one, in a line of its own), or the gate's for a gated
+// call. A member's publication rings its own doorbell when someone sleeps
+// on it, so it wakes only the members that wait for it (one doorbell for
+// everything woke every sleeper at every publication: after a gated
+// Barrier, a Bcast or Reduce at np 16 woke its sleepers up to 30 times a
+// call, issue 28 session 17); what ends a call from outside (a failed member never
 // publishes its step; a revoked communicator; an aborted job; a cut
 // context) must ring it too: the Env's owner calls Wake on such events
 // while a member sleeps. The sleeper asks its Env whether the call must
@@ -53,13 +58,18 @@ import (
 // Layout of the segment.
 const (
 	line = 128 // a control line (two cache lines: no false sharing with the adjacent-line prefetcher)
-	// Header: line 0 doorbell and sleepers; line 1 poison; line 2 the
-	// gated calls' arrival counter; line 3 on their release word (8
-	// bytes) followed by their result (up to shortAll bytes).
-	hdrLines = 3 + (8+shortAll+line-1)/line
-	offArr   = 2 * line
-	offRel   = 3 * line
-	page     = 4096
+	// Header: line 0 the gate's doorbell, its sleepers and the step of
+	// the gated call they wait in; line 1 poison; line 2 the gated calls'
+	// arrival counter; line 3 on their release word (8 bytes) followed
+	// by their result (up to shortAll bytes). After the header, one
+	// control line a member, then one doorbell line a member (its
+	// doorbell and its sleepers: written by the members that wait for
+	// it, so apart from the control line it writes).
+	hdrLines    = 3 + (8+shortAll+line-1)/line
+	offArr      = 2 * line
+	offRel      = 3 * line
+	offGateStep = 16
+	page        = 4096
 	// MaxMembers is the largest group a segment is made for (larger
 	// communicators use the point-to-point algorithms). It has no MPI
 	// counterpart.
@@ -126,7 +136,9 @@ var bigMax = 1 << 20
 // at most this many bytes takes two steps. It has no MPI counterpart.
 func BigSlot(n int) int { return min(bigMax, bigTotal/n/page*page) }
 
-func dataOff(n int) int { return (hdrLines*line + n*line + page - 1) / page * page }
+func dataOff(n int) int { return (hdrLines*line + 2*n*line + page - 1) / page * page }
+
+func bellOff(n, i int) int { return hdrLines*line + n*line + i*line }
 
 func ringOff(n int) int { return dataOff(n) + 2*n*Chunk(n) }
 
@@ -211,11 +223,13 @@ type Group struct {
 	env     Env
 	last    Call // the call in this member's sig and dt words (publish stores them when they change)
 
-	bell, sleepers, poison *atomic.Uint32
-	arrivals, release      *atomic.Uint64 // the gated calls' (gate)
-	small                  []byte         // the gated Allreduce's result, after the release word
-	gated                  uint32         // the last step this member passed through a gate (0: none)
-	gateOn                 bool           // Barrier and small Allreduce are gated calls (GateMin, read by New)
+	bell, sleepers, poison *atomic.Uint32   // the gate's doorbell and sleepers
+	gateStep               *atomic.Uint32   // the step of the gated call whose waiters sleep on the gate's doorbell
+	bells, bellSleepers    []*atomic.Uint32 // each member's doorbell and its sleepers (members waiting for it)
+	arrivals, release      *atomic.Uint64   // the gated calls' (gate)
+	small                  []byte           // the gated Allreduce's result, after the release word
+	gated                  uint32           // the last step this member passed through a gate (0: none)
+	gateOn                 bool             // Barrier and small Allreduce are gated calls (GateMin, read by New)
 	pids                   []*atomic.Uint32
 	hold                   int8 // gated sleeps hold the processor: 0 not known yet, 1 yes (no other member in this process), -1 no
 	gateYield              bool // gated waits yield before they sleep (crowded, at most two members a core)
@@ -248,7 +262,8 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 		return nil, errors.New("shmcoll: segment not aligned")
 	}
 	g := &Group{mem: mem, N: n, Me: me, chunk: Chunk(n), crowded: crowded, env: env}
-	g.bell, g.sleepers, g.poison = g.u32(0), g.u32(8), g.u32(line)
+	g.bell, g.sleepers, g.poison, g.gateStep = g.u32(0), g.u32(8), g.u32(line), g.u32(offGateStep)
+	g.bells, g.bellSleepers = make([]*atomic.Uint32, n), make([]*atomic.Uint32, n)
 	g.arrivals = (*atomic.Uint64)(unsafe.Pointer(&mem[offArr]))
 	g.release = (*atomic.Uint64)(unsafe.Pointer(&mem[offRel]))
 	g.small = mem[offRel+8 : offRel+8+shortAll : offRel+8+shortAll]
@@ -265,6 +280,7 @@ func New(mem []byte, n, me int, crowded bool, env Env) (*Group, error) {
 		g.sig[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offSig]))
 		g.dt[i] = (*atomic.Uint64)(unsafe.Pointer(&mem[o+offDT]))
 		g.pids[i] = g.u32(o + offPid)
+		g.bells[i], g.bellSleepers[i] = g.u32(bellOff(n, i)), g.u32(bellOff(n, i)+8)
 		for p := range 2 {
 			s := d + (2*i+p)*g.chunk
 			g.slots[i][p] = mem[s : s+g.chunk : s+g.chunk]
@@ -311,13 +327,26 @@ func (g *Group) hook(kind, point string) error {
 	return nil
 }
 
-// Wake wakes every member sleeping on the group's doorbell (in any
+// Wake wakes every member sleeping on the group's doorbells (in any
 // process), so that it asks its Env again: the Env's owner calls it when
 // something Check reports happened (a failure, a revocation, an abort),
 // after that is recorded. It has no MPI counterpart.
 func (g *Group) Wake() {
+	g.wakeAll()
+}
+
+// wakeAll rings every doorbell that has sleepers (a sleeper counts itself
+// before it reads its doorbell and looks at what it waits for, so one
+// that counts itself after this looks sees what the caller recorded).
+func (g *Group) wakeAll() {
 	g.bell.Add(1)
 	futex.WakeAll(g.bell)
+	for j, b := range g.bells {
+		b.Add(1)
+		if g.bellSleepers[j].Load() != 0 {
+			futex.WakeAll(b)
+		}
+	}
 }
 
 // Wakes counts this member's returns from its doorbell sleeps (tests:
@@ -326,12 +355,39 @@ func (g *Group) Wake() {
 func (g *Group) Wakes() uint64 { return g.wakes.Load() }
 
 // Sleepers is the number of members (of every process) asleep on the
-// doorbell or about to be (tests: wait until the others sleep). It has no
-// MPI counterpart.
-func (g *Group) Sleepers() int { return int(g.sleepers.Load()) }
+// group's doorbells or about to be (tests: wait until the others sleep).
+// It has no MPI counterpart.
+func (g *Group) Sleepers() int {
+	n := int(g.sleepers.Load())
+	for _, s := range g.bellSleepers {
+		n += int(s.Load())
+	}
+	return n
+}
 
-// ring wakes the sleepers, if any, after a publication.
+// ring wakes the members asleep on this member's doorbell, if any, after
+// it published or finished a step.
 func (g *Group) ring() {
+	if g.bellSleepers[g.Me].Load() != 0 {
+		b := g.bells[g.Me]
+		b.Add(1)
+		futex.WakeAll(b)
+	}
+}
+
+// ringGate wakes the waiters of a gated call at step s, if any sleep:
+// after this member published step s of another call (a mismatch they
+// must see: in matched calls they wait at a later step than any
+// publication but their own call's, which is quiet).
+func (g *Group) ringGate(s uint32) {
+	if g.sleepers.Load() != 0 && g.gateStep.Load() == s {
+		g.bell.Add(1)
+		futex.WakeAll(g.bell)
+	}
+}
+
+// releaseGate wakes the waiters of a gated call after its release.
+func (g *Group) releaseGate() {
 	if g.sleepers.Load() != 0 {
 		g.bell.Add(1)
 		futex.WakeAll(g.bell)
@@ -365,6 +421,7 @@ const rejectHash = ^uint32(0)
 func (g *Group) publish(c Call, s uint32) {
 	g.publishQuiet(c, s)
 	g.ring()
+	g.ringGate(s)
 }
 
 // publishQuiet is publish without the ring: for a gated call, whose
@@ -415,8 +472,7 @@ func (g *Group) mismatch(j int, rh uint32) error {
 	}
 	sg, dt := g.sig[j].Load(), g.dt[j].Load() // its call, for the message (unless it moved on meanwhile)
 	g.poison.Store(1)
-	g.bell.Add(1)
-	futex.WakeAll(g.bell)
+	g.wakeAll()
 	return &MismatchError{Peer: j, Sig: sg, DT: dt}
 }
 
@@ -501,12 +557,13 @@ func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 	}
 	slot := g.env.Block(peer)
 	defer g.env.Unblock(slot)
+	bell, sleepers := g.bells[peer], g.bellSleepers[peer] // peer rings its own doorbell when it publishes or finishes a step
 	for {
 		// The doorbell's value is read before the conditions: a ring
 		// (a publication, or Wake after an event is recorded) after this
 		// read ends the sleep; one before it is seen by the checks.
-		g.sleepers.Add(1)
-		b := g.bell.Load()
+		sleepers.Add(1)
+		b := bell.Load()
 		done, err := ok()
 		if !done && err == nil {
 			if g.poison.Load() != 0 {
@@ -516,11 +573,11 @@ func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 			}
 		}
 		if done || err != nil {
-			g.sleepers.Add(^uint32(0))
+			sleepers.Add(^uint32(0))
 			return err
 		}
-		futex.Wait(g.bell, b, SleepBound)
-		g.sleepers.Add(^uint32(0))
+		futex.Wait(bell, b, SleepBound)
+		sleepers.Add(^uint32(0))
 		g.wakes.Add(1)
 	}
 }
@@ -602,7 +659,7 @@ func (g *Group) gate(c Call, kind string, s uint32, last func()) error {
 		}
 		raceRelease()
 		g.release.Store(target)
-		g.ring()
+		g.releaseGate()
 		if err == nil {
 			g.gated = s
 		}
@@ -692,6 +749,7 @@ func (g *Group) waitGate(c Call, s uint32, target uint64) error {
 	}
 	slot := g.env.Block(peer)
 	defer g.env.Unblock(slot)
+	g.gateStep.Store(s) // before counting itself asleep: a member that publishes s in another call rings (ringGate)
 	held := 0
 	for {
 		g.sleepers.Add(1)
