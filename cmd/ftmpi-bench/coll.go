@@ -23,8 +23,9 @@ import (
 //	allgatherv rank i contributes (i+1)*size/np bytes (-bench coll only)
 //
 // Sizes 8 B, 64 KiB, 1 MiB restricted to [-min, -max]. 2 warm-up calls,
-// one timed calibration call whose maximum over ranks fixes the iteration
-// count (about -budget ms per repetition, 1..10000 calls); each repetition
+// then timed loops of 1, 2, 4, ... calls until one takes budget/8 at the
+// slowest rank, whose mean a call fixes the iteration count (about
+// -budget ms per repetition, 1..10000 calls: calibrate); each repetition
 // times the loop on every rank and the sample is the maximum of the
 // per-rank means; the median of -runs samples is reported.
 
@@ -77,42 +78,55 @@ func runCollOp(c *mpi.Comm, b *collBufs, op string, size int) error {
 }
 
 // timeColl returns the median over runs of the slowest rank's mean time
-// per call in microseconds (valid at rank 0).
-func timeColl(c *mpi.Comm, b *collBufs, op string, size, runs int, budget time.Duration) ([]float64, error) {
+// per call in microseconds (valid at rank 0). With afterBarrier each
+// iteration is a Barrier and then the call, and the time is the call's
+// alone (from the Barrier's return to the call's, summed over the loop):
+// what a call costs an application that calls it right after a Barrier.
+func timeColl(c *mpi.Comm, b *collBufs, op string, size, runs int, budget time.Duration, afterBarrier bool) ([]float64, error) {
+	f := func() error { return runCollOp(c, b, op, size) }
 	if err := c.Barrier(); err != nil {
 		return nil, err
 	}
-	for range 2 {
-		if err := runCollOp(c, b, op, size); err != nil {
-			return nil, err
+	if afterBarrier {
+		g := f
+		f = func() error {
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			return g()
 		}
 	}
-	if err := c.Barrier(); err != nil {
+	iters, err := calibrate(c, f, budget)
+	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
-	if err := runCollOp(c, b, op, size); err != nil {
-		return nil, err
-	}
-	one := []float64{time.Since(t0).Seconds()}
-	oneMax := []float64{0}
-	if err := mpi.Allreduce(c, one, oneMax, mpi.Max); err != nil {
-		return nil, err
-	}
-	want := budget.Seconds() / max(oneMax[0], 1e-9)
-	iters := int(min(10000, max(1, want)))
 	var samples []float64
 	for range runs {
 		if err := c.Barrier(); err != nil {
 			return nil, err
 		}
-		t0 := time.Now()
-		for range iters {
-			if err := runCollOp(c, b, op, size); err != nil {
-				return nil, err
+		var d time.Duration
+		if afterBarrier {
+			for range iters {
+				if err := c.Barrier(); err != nil {
+					return nil, err
+				}
+				t0 := time.Now()
+				if err := runCollOp(c, b, op, size); err != nil {
+					return nil, err
+				}
+				d += time.Since(t0)
 			}
+		} else {
+			t0 := time.Now()
+			for range iters {
+				if err := f(); err != nil {
+					return nil, err
+				}
+			}
+			d = time.Since(t0)
 		}
-		mean := []float64{float64(time.Since(t0).Nanoseconds()) / 1e3 / float64(iters)}
+		mean := []float64{float64(d.Nanoseconds()) / 1e3 / float64(iters)}
 		maxMean := []float64{0}
 		if err := mpi.Reduce(c, mean, maxMean, mpi.Max, 0); err != nil {
 			return nil, err
@@ -122,8 +136,45 @@ func timeColl(c *mpi.Comm, b *collBufs, op string, size, runs int, budget time.D
 	return samples, nil
 }
 
+// calibrate returns how many calls of f (a collective every rank makes)
+// take about budget: after 2 warm-up calls, loops of 1, 2, 4, ... calls
+// are timed until one of at least 2 calls takes budget/8 at the slowest
+// rank (or has 10000 calls), and that loop's mean a call sizes the count
+// (1..10000); the first loop (one call, right after the warm-up) only
+// warms. Sizing from one call timed right after a Barrier made the
+// count follow that call's cost, which is not a warmed call's: after
+// the gated Barrier at np 16 it met members asleep, and the short loop
+// carried that wake-up in its mean (issue 28, session 17).
+func calibrate(c *mpi.Comm, f func() error, budget time.Duration) (int, error) {
+	for range 2 {
+		if err := f(); err != nil {
+			return 0, err
+		}
+	}
+	for k := 1; ; k *= 2 {
+		t0 := time.Now()
+		for range k {
+			if err := f(); err != nil {
+				return 0, err
+			}
+		}
+		took, slowest := []float64{time.Since(t0).Seconds()}, []float64{0}
+		if err := mpi.Allreduce(c, took, slowest, mpi.Max); err != nil {
+			return 0, err
+		}
+		if k > 1 && (slowest[0] >= budget.Seconds()/8 || k >= 10000) {
+			one := slowest[0] / float64(k)
+			return int(min(10000, max(1, budget.Seconds()/max(one, 1e-9)))), nil
+		}
+	}
+}
+
 // coll runs the collective benchmarks on CommWorld (-bench coll).
-func (b *bench) coll(budget time.Duration, only string) {
+//
+// With afterBarrier, every operation but barrier is also timed right
+// after a Barrier (a Barrier, then the call, in a loop; the call's time
+// alone), reported as NAME_after_barrier in the same format.
+func (b *bench) coll(budget time.Duration, only string, afterBarrier bool) {
 	c := b.c
 	sizes := []int{8, 65536, 1 << 20}
 	maxSize := 8
@@ -148,9 +199,14 @@ func (b *bench) coll(budget time.Duration, only string) {
 			}
 			var samples []float64
 			var err error
-			phase(fmt.Sprintf("%s-%d", op, size), func() { samples, err = timeColl(c, bufs, op, size, b.runs, budget) })
+			phase(fmt.Sprintf("%s-%d", op, size), func() { samples, err = timeColl(c, bufs, op, size, b.runs, budget, false) })
 			check(err)
 			b.emit(op, size, samples, "us")
+			if afterBarrier && op != "barrier" {
+				phase(fmt.Sprintf("%s-%d-after-barrier", op, size), func() { samples, err = timeColl(c, bufs, op, size, b.runs, budget, true) })
+				check(err)
+				b.emit(op+"_after_barrier", size, samples, "us")
+			}
 		}
 	}
 }
@@ -175,7 +231,7 @@ func collGrowth(runs, maxP int, budget time.Duration) error {
 				if op == "barrier" {
 					size = 0
 				}
-				s, err := timeColl(c, bufs, op, size, runs, budget)
+				s, err := timeColl(c, bufs, op, size, runs, budget, false)
 				if err != nil {
 					return err
 				}

@@ -65,6 +65,7 @@ func main() {
 	replace := flag.Bool("replace", false, "hostloss: replace the lost ranks (revoke, shrink, spawn, merge, split back)")
 	bwBytes := flag.Int64("bytes", 0, "bw, bibw: move about this many bytes per repetition and direction, as bench/c/bw.c (1 to 100 windows; 0: windows scaled from -iters)")
 	collOnly := flag.String("ops", "", "coll: only these collectives, comma-separated (barrier, bcast, reduce, allreduce, allgather, alltoall, gather, allgatherv; default all)")
+	afterBarrier := flag.Bool("after-barrier", false, "coll: also time every operation but barrier right after a Barrier (a Barrier, then the call, in a loop; the call's time alone), reported as NAME_after_barrier")
 	cpuProfile := flag.String("cpuprofile", "", "write each rank's CPU profile to FILE.RANK (go tool pprof); samples carry a \"phase\" label (the operation being timed: go tool pprof -tagfocus phase=NAME); FTMPI_BENCH_PROFILE_HZ sets the sampling rate (default 100, too coarse for an operation of a few milliseconds)")
 	flag.Parse()
 
@@ -159,7 +160,7 @@ func main() {
 		if b.max == 0 {
 			b.max = 1 << 20
 		}
-		b.coll(*budget, *collOnly)
+		b.coll(*budget, *collOnly, *afterBarrier)
 	case "value":
 		if b.max == 0 {
 			b.max = 1 << 20

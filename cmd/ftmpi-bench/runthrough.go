@@ -101,7 +101,7 @@ func timeRT(c *mpi.Comm, b *collBufs, op string, size int, budget time.Duration)
 		f := func() error { return mpi.Scan(c, b.sf[:d], b.rf[:d], mpi.Sum) }
 		return timeFn(c, f, budget)
 	}
-	s, err := timeColl(c, b, op, size, 1, budget)
+	s, err := timeColl(c, b, op, size, 1, budget, false)
 	if err != nil {
 		return 0, err
 	}
@@ -110,23 +110,12 @@ func timeRT(c *mpi.Comm, b *collBufs, op string, size int, budget time.Duration)
 
 // timeFn times f like timeColl times a collective (one repetition).
 func timeFn(c *mpi.Comm, f func() error, budget time.Duration) (float64, error) {
-	for range 2 {
-		if err := f(); err != nil {
-			return 0, err
-		}
+	iters, err := calibrate(c, f, budget)
+	if err != nil {
+		return 0, err
 	}
 	check(c.Barrier())
 	t0 := time.Now()
-	if err := f(); err != nil {
-		return 0, err
-	}
-	one, oneMax := []float64{time.Since(t0).Seconds()}, []float64{0}
-	if err := mpi.Allreduce(c, one, oneMax, mpi.Max); err != nil {
-		return 0, err
-	}
-	iters := int(min(10000, max(1, budget.Seconds()/max(oneMax[0], 1e-9))))
-	check(c.Barrier())
-	t0 = time.Now()
 	for range iters {
 		if err := f(); err != nil {
 			return 0, err
