@@ -81,6 +81,19 @@ func (c *Comm) agreeSegPath() string {
 	return filepath.Join(dir, fmt.Sprintf("ftmpi-agree-%x", h.Sum(nil)[:16]))
 }
 
+// openWorldAgreeSeg maps CommWorld's agreement segment when the epoch
+// opens (the fast path on), not inside the first agreement that takes it:
+// after a failure that is often a Shrink's, where every member would
+// create, size and map the file while the others wait (issue 28, session
+// 17). A communicator made later maps its segment at its first agreement
+// on it (ftdrive.SegmentFrom).
+func (w *World) openWorldAgreeSeg() {
+	if !agreeShm || w.run != nil || w.proc == nil || w.world == nil || w.world.size < 2 {
+		return
+	}
+	w.ftOf(w.world).d.OpenSegment()
+}
+
 // The agreement instances of a communicator are driven by the runtime
 // (rte.CommFT, over internal/rte/ftdrive: commFT.d); what stays here is
 // the routing of their control frames to a communicator and the MPI

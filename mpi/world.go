@@ -382,6 +382,7 @@ func openEpoch(p *process, epoch int, cfg Config, hr *hreinit, lay *rte.Layout) 
 		}
 		w.rt.Fails.Joined(net.PeerInc)
 	}
+	w.openWorldAgreeSeg()
 	return w, nil
 }
 

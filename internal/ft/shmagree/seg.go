@@ -128,25 +128,37 @@ func newSeg(mem []byte, n, me int) *Seg {
 }
 
 // holdOK reports whether this member's first sleeps may hold the
-// processor: every member's process id is in the segment and none is
-// this member's (members that are goroutines of one process need the
-// processor to publish). Decided once every id is known.
+// processor: no member's process id in the segment is this member's
+// (members that are goroutines of one process need the processor to
+// publish). Decided once every id is known; until then a member that has
+// not opened the segment yet counts as another process (the fast path is
+// taken only by launched processes, one member each; in tests that put
+// members in one process, a held sleep only delays them, by at most
+// HeldBound).
 func (s *Seg) holdOK() bool {
 	if s.hold == 0 {
 		me := s.u32(offPids + 4*s.me).Load()
-		h := int8(1)
+		h, known := int8(1), true
 		for j := range s.n {
 			switch v := s.u32(offPids + 4*j).Load(); {
 			case j == s.me:
 			case v == 0:
-				return false // not opened yet: ask again at the next sleep
+				known = false // not opened yet: ask again at the next sleep
 			case v == me:
-				h = -1
+				return s.setHold(-1)
 			}
+		}
+		if !known {
+			return true
 		}
 		s.hold = h
 	}
 	return s.hold > 0
+}
+
+func (s *Seg) setHold(h int8) bool {
+	s.hold = h
+	return h > 0
 }
 
 func (s *Seg) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&s.mem[off])) }

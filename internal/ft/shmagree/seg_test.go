@@ -235,12 +235,21 @@ func TestSegSleepHoldsOnlyAlone(t *testing.T) {
 	if a.holdOK() || b.holdOK() {
 		t.Fatal("members in one process hold the processor")
 	}
-	c := open(t, filepath.Join(dir, "two"), 2, 0)
-	if c.holdOK() {
-		t.Fatal("held before the other member's process id is known")
+	c := open(t, filepath.Join(dir, "two"), 3, 0)
+	if !c.holdOK() {
+		t.Fatal("not held before the other members opened the segment")
 	}
 	c.u32(offPids + 4).Store(uint32(os.Getpid()) + 1) // member 1 in another process
-	if !c.holdOK() {
+	if !c.holdOK() || c.hold != 0 {
+		t.Fatal("not held, or decided, with member 2's process id unknown")
+	}
+	open(t, filepath.Join(dir, "two"), 3, 2) // member 2 in this process
+	if c.holdOK() || c.holdOK() {
+		t.Fatal("held with another member in this process")
+	}
+	d := open(t, filepath.Join(dir, "three"), 2, 0)
+	d.u32(offPids + 4).Store(uint32(os.Getpid()) + 1)
+	if !d.holdOK() || d.hold != 1 {
 		t.Fatal("not held with every other member in another process")
 	}
 }

@@ -113,6 +113,17 @@ func NewAgreements(ov *Overlay, known func() []int) *Agreements {
 	return &Agreements{Overlay: ov, known: known, EarlyReturn: AgreeEarlyReturn, insts: make(map[uint64]*agreeInst)}
 }
 
+// SegmentFrom is the first agreement instance of a communicator that
+// takes the shared segment (UseSegment); the ones before take the message
+// protocol. A communicator's first agreement is often its only one (the
+// context id of a Dup or Split, a shrunk communicator's first call right
+// after a failure), and its members would each create, size and map the
+// segment's file inside it, arriving at different times: at np 16 on 2
+// cores that first agreement took 1.1-1.4 ms on the segment against
+// 0.5-0.6 ms by messages (issue 28, session 17). The instance number is the
+// same at every member, so every member takes the same path.
+const SegmentFrom = 1
+
 // SegmentFits reports whether a communicator of n members may take the
 // agreements' fast path over a shared segment (UseSegment): from 2 to
 // shmagree.MaxMembers members.
@@ -376,7 +387,9 @@ func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort
 			fs.Add(i)
 		}
 	}
-	if seg := a.acquireSeg(); seg != nil {
+	if seq < SegmentFrom {
+		// (no segment: the instance number is the same at every member)
+	} else if seg := a.acquireSeg(); seg != nil {
 		known := func(j int) bool { return fs.Has(j) || a.eng.IsLost(a.procs.At(j)) }
 		val, o, err := seg.Agree(seq, v, known, abort, stop)
 		a.releaseSeg()

@@ -1,8 +1,9 @@
 // Command agreejob is the program of shmagree's tests over real processes
 // (ftmpirun, FTMPI_AGREE_SHM=1). "results" runs agreements and shrinks
 // without failures and checks their results; rank 0 prints "result: ok
-// fast=N fallback=M" (ftdrive.FastStats: the instances decided on the
-// segment and those that fell back). "kill POINT VICTIM" runs two
+// fast=N fallback=M segfiles=F" (ftdrive.FastStats: the instances decided
+// on the segment and those that fell back; F the agreement segments' files
+// in the job's directory before the first agreement). "kill POINT VICTIM" runs two
 // agreements, then an AgreeBits in which rank VICTIM stops at POINT of the
 // fast path (printing "agreestall POINT" for the launcher's --inject kill
 // trigger), or, for POINT "returned", returns from it, prints its decision
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 
@@ -47,11 +49,17 @@ func main() {
 		os.Exit(1)
 	}
 	if victim < 0 {
+		// CommWorld's segment is made when the job starts, before any
+		// agreement (mpi's openWorldAgreeSeg).
+		if err := c.Barrier(); err != nil {
+			fail("barrier: %v", err)
+		}
+		files, _ := filepath.Glob(filepath.Join(os.Getenv("FTMPI_TMPDIR"), "ftmpi-agree-*"))
 		if err := results(c); err != nil {
 			fail("%v", err)
 		}
 		if r == 0 {
-			fmt.Printf("result: ok fast=%d fallback=%d\n", ftdrive.FastStats.Decided.Load(), ftdrive.FastStats.Fallbacks.Load())
+			fmt.Printf("result: ok fast=%d fallback=%d segfiles=%d\n", ftdrive.FastStats.Decided.Load(), ftdrive.FastStats.Fallbacks.Load(), len(files))
 		}
 		w.Finalize()
 		return
@@ -92,7 +100,9 @@ func main() {
 }
 
 // results runs agreements on the world, a duplicate (freed, then another
-// duplicate reusing its context id) and a shrunk world, checking results.
+// duplicate reusing its context id) and a shrunk world, checking results:
+// 20 on the world, two on each of 3 duplicates, the shrink's one and two
+// on the shrunk world.
 func results(c *mpi.Comm) error {
 	r, p := c.Rank(), c.Size()
 	for i := range 20 {
@@ -113,9 +123,13 @@ func results(c *mpi.Comm) error {
 		if err != nil {
 			return err
 		}
-		ok, err := d.Agree(r != p-1)
-		if err != nil || ok {
-			return fmt.Errorf("agree on a duplicate: %v, %v; want false", ok, err)
+		// Two agreements: a communicator's first takes the message
+		// protocol (ftdrive.SegmentFrom), the second its segment.
+		for range 2 {
+			ok, err := d.Agree(r != p-1)
+			if err != nil || ok {
+				return fmt.Errorf("agree on a duplicate: %v, %v; want false", ok, err)
+			}
 		}
 		if err := d.Free(); err != nil {
 			return err
@@ -128,8 +142,10 @@ func results(c *mpi.Comm) error {
 	if s.Size() != p {
 		return fmt.Errorf("shrink without a failure: size %d, want %d", s.Size(), p)
 	}
-	if ok, err := s.Agree(true); err != nil || !ok {
-		return fmt.Errorf("agree on the shrunk communicator: %v, %v", ok, err)
+	for range 2 {
+		if ok, err := s.Agree(true); err != nil || !ok {
+			return fmt.Errorf("agree on the shrunk communicator: %v, %v", ok, err)
+		}
 	}
 	return nil
 }
