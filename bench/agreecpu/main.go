@@ -1,0 +1,75 @@
+// Command agreecpu times MPI_Comm_agree on CommWorld (no failure) in
+// every rank and reports, from rank 0, the slowest rank's wall time a
+// call and the processor time and context switches a call summed over
+// the ranks (getrusage around the timed calls): the measures that other
+// load on a shared machine moves least. With -trace, every rank also
+// prints, for a few calls, when it entered and left each one (ns from a
+// common Barrier), to see where a call's time goes.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/ftmpi/ftmpi/mpi"
+)
+
+func rusage() (cpu time.Duration, vol, invol int64) {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Nvcsw, ru.Nivcsw
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agreecpu:", err)
+		os.Exit(1)
+	}
+}
+
+func main() {
+	calls := flag.Int("calls", 2000, "agreements timed")
+	trace := flag.Int("trace", 0, "print per-rank enter/leave times of this many calls after the timed ones")
+	flag.Parse()
+	w, err := mpi.Init()
+	must(err)
+	c := w.CommWorld()
+	agree := func() { _, err := c.Agree(true); must(err) }
+	for range 100 {
+		agree()
+	}
+	must(c.Barrier())
+	cpu0, v0, i0 := rusage()
+	t0 := time.Now()
+	for range *calls {
+		agree()
+	}
+	wall := time.Since(t0)
+	cpu1, v1, i1 := rusage()
+	sum := make([]float64, 3)
+	must(mpi.Allreduce(c, []float64{float64(cpu1 - cpu0), float64(v1 - v0), float64(i1 - i0)}, sum, mpi.Sum))
+	slow := []float64{0}
+	must(mpi.Allreduce(c, []float64{float64(wall)}, slow, mpi.Max))
+	n := float64(*calls)
+	if c.Rank() == 0 {
+		fmt.Printf("agreecpu np %d wall_us %.2f cpu_us %.2f vcsw %.2f ivcsw %.2f\n", c.Size(), slow[0]/1e3/n, sum[0]/1e3/n, sum[1]/n, sum[2]/n)
+	}
+	if *trace > 0 {
+		must(c.Barrier())
+		base := time.Now()
+		in := make([]int64, *trace)
+		out := make([]int64, *trace)
+		for i := range *trace {
+			in[i] = int64(time.Since(base))
+			agree()
+			out[i] = int64(time.Since(base))
+		}
+		for i := range *trace {
+			fmt.Printf("agreetrace rank %d call %d in %d out %d\n", c.Rank(), i, in[i], out[i])
+		}
+	}
+	must(w.Finalize())
+}
