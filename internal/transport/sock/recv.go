@@ -519,8 +519,10 @@ func (x *rx) inlineOK() bool {
 // least bulkPoll bytes is not polled for, or no longer once it reports
 // one: the caller returns (false) to block while the connection's reader
 // goroutine, or the peer's writer goroutine, moves the payload. Over TCP
-// on two cores a caller spinning beside them made a 1 MiB window of
-// sends 15-20% slower (docs/benchmarks.md, "Session 17: TCP bandwidth").
+// on two cores a caller spinning beside them took a processor from the
+// copies: windows of 1 and 4 MiB sends were 4% and 16% slower with it
+// (paired runs on a loaded machine, docs/benchmarks.md, "Session 17: TCP
+// bandwidth").
 func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) bool {
 	if c.Done() {
 		return true
