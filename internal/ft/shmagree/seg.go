@@ -83,7 +83,8 @@ var PhaseNames = map[int]string{pDisabled: "start", pLoadOwn: "loadown", pWritin
 // Open creates or opens the segment file at path for n members and maps
 // it: every member does so at its first use, in any order (the file is
 // created empty, grown to its size by whoever finds it short, and zero
-// means "nothing written"). It has no MPI counterpart.
+// means "nothing written"); the last member to open it removes the name
+// (each member opens it once). It has no MPI counterpart.
 func Open(path string, n, me int) (*Seg, error) {
 	if n < 1 || n > MaxMembers || me < 0 || me >= n {
 		return nil, fmt.Errorf("shmagree: member %d of %d out of range (1..%d members)", me, n, MaxMembers)
@@ -112,7 +113,24 @@ func Open(path string, n, me int) (*Seg, error) {
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		s.ino = sys.Ino
 	}
+	if s.allOpened() {
+		// Every member has mapped the file (each writes its process id
+		// when it opens, and the last to do so sees all of them): the name
+		// is no longer needed, so nothing is left in the job's directory
+		// should the job be killed (e2e TestShmLauncherKilledLeavesNothing).
+		s.Remove()
+	}
 	return s, nil
+}
+
+// allOpened reports whether every member's process id is in the segment.
+func (s *Seg) allOpened() bool {
+	for j := range s.n {
+		if s.u32(offPids+4*j).Load() == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func newSeg(mem []byte, n, me int) *Seg {

@@ -355,3 +355,33 @@ func TestCombineEqualValues(t *testing.T) {
 		}
 	}
 }
+
+// The last member to open the segment removes its name (nothing is left
+// in the job's directory if the job is killed); the mapping still works.
+func TestSegNameRemovedOnceAllOpened(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seg")
+	a := open(t, path, 2, 0)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("removed before every member opened it: %v", err)
+	}
+	b := open(t, path, 2, 1)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the name is still there after every member opened it: %v", err)
+	}
+	done := make(chan Outcome, 1)
+	go func() {
+		_, o, _ := a.Agree(0, agree.Value{Flags: 1}, never, nil, nil)
+		done <- o
+	}()
+	if _, o, _ := b.Agree(0, agree.Value{Flags: 1}, never, nil, nil); o != Decided {
+		t.Fatalf("b: %v", o)
+	}
+	select {
+	case o := <-done:
+		if o != Decided {
+			t.Fatalf("a: %v", o)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a did not decide")
+	}
+}

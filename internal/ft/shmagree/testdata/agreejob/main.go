@@ -1,9 +1,10 @@
 // Command agreejob is the program of shmagree's tests over real processes
 // (ftmpirun, FTMPI_AGREE_SHM=1). "results" runs agreements and shrinks
 // without failures and checks their results; rank 0 prints "result: ok
-// fast=N fallback=M segfiles=F" (ftdrive.FastStats: the instances decided
-// on the segment and those that fell back; F the agreement segments' files
-// in the job's directory before the first agreement). "kill POINT VICTIM" runs two
+// fast=N fallback=M segmaps=S segfiles=F" (ftdrive.FastStats: the instances
+// decided on the segment and those that fell back; S the agreement segments
+// rank 0 maps and F their files in the job's directory, before the first
+// agreement). "kill POINT VICTIM" runs two
 // agreements, then an AgreeBits in which rank VICTIM stops at POINT of the
 // fast path (printing "agreestall POINT" for the launcher's --inject kill
 // trigger), or, for POINT "returned", returns from it, prints its decision
@@ -18,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/ftmpi/ftmpi/internal/ft/shmagree"
@@ -54,12 +56,14 @@ func main() {
 		if err := c.Barrier(); err != nil {
 			fail("barrier: %v", err)
 		}
+		maps, _ := os.ReadFile("/proc/self/maps")
+		segs := strings.Count(string(maps), "/ftmpi-agree-")
 		files, _ := filepath.Glob(filepath.Join(os.Getenv("FTMPI_TMPDIR"), "ftmpi-agree-*"))
 		if err := results(c); err != nil {
 			fail("%v", err)
 		}
 		if r == 0 {
-			fmt.Printf("result: ok fast=%d fallback=%d segfiles=%d\n", ftdrive.FastStats.Decided.Load(), ftdrive.FastStats.Fallbacks.Load(), len(files))
+			fmt.Printf("result: ok fast=%d fallback=%d segmaps=%d segfiles=%d\n", ftdrive.FastStats.Decided.Load(), ftdrive.FastStats.Fallbacks.Load(), segs, len(files))
 		}
 		w.Finalize()
 		return
