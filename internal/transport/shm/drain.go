@@ -67,7 +67,7 @@ func (t *Transport) drainPair(peer int) {
 		t.cur = p
 		var err error
 		progress := false
-		bt := p.in.bulk.tail.Load()
+		bt := p.in.bulk.next()
 		progress, err = p.drainUrgent()
 		for err == nil && !p.ur.active && p.in.bulk.head.Load() != bt {
 			if err = consume(&p.in.bulk, &p.br, bt, p); err == nil {

@@ -434,7 +434,7 @@ func (t *Transport) pollInline() (progress, leave bool) {
 			continue
 		}
 		prog := false
-		bt := p.in.bulk.tail.Load()
+		bt := p.in.bulk.next() // a short record's own sequence word, or the tail
 		for p.in.bulk.head.Load() != bt {
 			if p.in.urgent.head.Load() != p.in.urgent.tail.Load() || inSenderMemory(&p.in.bulk, bt) ||
 				consume(&p.in.bulk, &p.br, bt, p) != nil {
@@ -524,7 +524,7 @@ func (t *Transport) pollAll() bool {
 func (p *pair) poll() (progress, finished bool) {
 	st := p.state.Load()
 	var err error
-	bt := p.in.bulk.tail.Load()
+	bt := p.in.bulk.next()
 	progress, err = p.drainUrgent()
 	for err == nil && !p.ur.active && p.in.bulk.head.Load() != bt {
 		if err = consume(&p.in.bulk, &p.br, bt, p); err == nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/ftmpi/ftmpi/internal/futex"
 	"github.com/ftmpi/ftmpi/internal/transport"
@@ -63,6 +64,16 @@ func recLen(n uint64) uint64 {
 // count bytes since the start and only grow; the producer publishes with
 // a store of tail after the bytes are written, so a consumer never sees
 // part of a record.
+//
+// A record of one cache line whose payload is at most seqMaxPayload bytes
+// (a 1-byte message) is also published by its sequence word, the line's
+// last 8 bytes, stored after the record and before the tail (seqWord of
+// the record's index). A consumer looks at the record at its head first
+// (next) and reads the tail only when that record does not say it is
+// there: a short message's hand-off moves one cache line between the
+// cores (the record), not two (the tail, then the record). The tail stays
+// the authority for every other record, and a consumer may run one such
+// record ahead of it (the producer stores the tail right after).
 type ring struct {
 	data       []byte
 	tail, head *atomic.Uint64
@@ -124,8 +135,46 @@ func (r *ring) put(h *transport.Header, payload []byte, before func()) bool {
 	if before != nil {
 		before()
 	}
+	if n == lineSize && uint64(len(payload)) <= seqMaxPayload {
+		r.seqAt(pos).Store(seqWord(t))
+	}
 	r.tail.Store(t + n)
 	return true
+}
+
+// seqMaxPayload: a one-line record with at most this many payload bytes
+// carries its sequence word (the line's last 8 bytes, past the payload).
+const seqMaxPayload = lineSize - transport.HeaderSize - 8
+
+// seqWord is the sequence word of a record at index t: never 0 (fresh
+// memory), different for every index (an odd multiplier is a bijection),
+// and not a value a record's payload left there in an earlier lap is
+// likely to hold (a payload written at index t-k*size holds user data,
+// not this mix of t).
+func seqWord(t uint64) uint64 { return (t + 1) * 0x9E3779B97F4A7C15 }
+
+// seqAt is the sequence word of the line at pos.
+func (r *ring) seqAt(pos uint64) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&r.data[pos+lineSize-8]))
+}
+
+// next is the consumer's bound for its next consume: the end of the
+// record at head when its sequence word says it is published (without
+// reading the tail's cache line), else the tail. A tail one record behind
+// head (the producer between its sequence word and its tail store, or
+// killed there) means nothing more is published. Only the consumer calls it.
+func (r *ring) next() uint64 {
+	hd := r.head.Load()
+	pos := hd & uint64(len(r.data)-1)
+	if hd&(lineSize-1) == 0 && r.seqAt(pos).Load() == seqWord(hd) &&
+		binary.LittleEndian.Uint64(r.data[pos+16:]) <= seqMaxPayload {
+		return hd + lineSize
+	}
+	bt := r.tail.Load()
+	if bt < hd && hd-bt <= lineSize {
+		return hd
+	}
+	return bt
 }
 
 // dirView is one direction of a segment.
