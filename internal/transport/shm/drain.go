@@ -74,6 +74,13 @@ func (t *Transport) drainPair(peer int) {
 				_, err = p.drainUrgent()
 			}
 			progress = true
+			if err == nil && p.in.bulk.head.Load() == bt {
+				// Short records are published one by one (their
+				// words, not the tail): every one published so far.
+				if bt = p.in.bulk.next(); p.in.bulk.head.Load() != bt {
+					_, err = p.drainUrgent()
+				}
+			}
 		}
 		if progress && p.in.spaceWait.Load() != 0 {
 			p.in.spaceWait.Store(0)

@@ -533,6 +533,11 @@ func (p *pair) poll() (progress, finished bool) {
 			progress = progress || prog
 		}
 		progress = true
+		if st != alive && err == nil && p.in.bulk.head.Load() == bt {
+			// A gone peer's short records are published one by one
+			// (their words, not the tail): all of them are delivered.
+			bt = p.in.bulk.next()
+		}
 	}
 	if progress && p.in.spaceWait.Load() != 0 {
 		p.in.spaceWait.Store(0)

@@ -85,6 +85,23 @@ type ring struct {
 	// peer: a cache miss per send on the critical path). Written only
 	// by the producer (the pair's producer token orders its holders).
 	seenHead uint64
+	// lazy (the bulk ring): a record published by its sequence word is
+	// not also published by the tail; the tail is stored with the next
+	// record that has no word (and covers every record before it), so a
+	// ping-pong of short messages never moves the tail's cache line.
+	// pt is then the producer's own index (the tail it would have
+	// stored), ptSet once it was read from the tail.
+	lazy  bool
+	ptSet bool
+	pt    uint64
+}
+
+// index is the producer's index: the end of the last record it wrote.
+func (r *ring) index() uint64 {
+	if r.lazy && r.ptSet {
+		return r.pt
+	}
+	return r.tail.Load()
 }
 
 // maxRec is the largest record: a quarter of the ring plus a cache line,
@@ -102,7 +119,7 @@ func (r *ring) maxRec() uint64 { return uint64(len(r.data))/4 + lineSize }
 func (r *ring) put(h *transport.Header, payload []byte, before func()) bool {
 	size := uint64(len(r.data))
 	n := recLen(uint64(len(payload)))
-	t, hd := r.tail.Load(), r.seenHead
+	t, hd := r.index(), r.seenHead
 	if t&(lineSize-1) != 0 {
 		return false // an index no producer wrote (a peer's bug): never write out of place
 	}
@@ -124,6 +141,7 @@ func (r *ring) put(h *transport.Header, payload []byte, before func()) bool {
 			return false
 		}
 	}
+	padded := n > toEnd
 	if n > toEnd {
 		pad := transport.Header{Kind: recPad, Flags: flagShm, N: toEnd - transport.HeaderSize}
 		pad.Encode(r.data[pos:])
@@ -135,8 +153,15 @@ func (r *ring) put(h *transport.Header, payload []byte, before func()) bool {
 	if before != nil {
 		before()
 	}
-	if n == lineSize && uint64(len(payload)) <= seqMaxPayload {
+	seq := n == lineSize && uint64(len(payload)) <= seqMaxPayload
+	if seq {
 		r.seqAt(pos).Store(seqWord(t))
+	}
+	if r.lazy {
+		r.pt, r.ptSet = t+n, true
+		if seq && !padded {
+			return true // published by its word; the tail follows with a record that has none
+		}
 	}
 	r.tail.Store(t + n)
 	return true
@@ -160,9 +185,10 @@ func (r *ring) seqAt(pos uint64) *atomic.Uint64 {
 
 // next is the consumer's bound for its next consume: the end of the
 // record at head when its sequence word says it is published (without
-// reading the tail's cache line), else the tail. A tail one record behind
-// head (the producer between its sequence word and its tail store, or
-// killed there) means nothing more is published. Only the consumer calls it.
+// reading the tail's cache line), else the tail. A tail behind head (on a
+// lazy ring, the short records since the producer last stored it; else
+// one record: the producer between its word and its tail store, or killed
+// there) means nothing more is published. Only the consumer calls it.
 func (r *ring) next() uint64 {
 	hd := r.head.Load()
 	pos := hd & uint64(len(r.data)-1)
@@ -171,7 +197,7 @@ func (r *ring) next() uint64 {
 		return hd + lineSize
 	}
 	bt := r.tail.Load()
-	if bt < hd && hd-bt <= lineSize {
+	if bt < hd && (hd-bt <= lineSize || r.lazy) {
 		return hd
 	}
 	return bt
@@ -189,7 +215,7 @@ func viewDir(seg region, d int) dirView {
 	base := d * dirSize
 	return dirView{
 		urgent:    ring{data: seg.b[base+ctlSize : base+ctlSize+urgentSize], tail: seg.u64(base + offUTail), head: seg.u64(base + offUHead)},
-		bulk:      ring{data: seg.b[base+ctlSize+urgentSize : base+dirSize], tail: seg.u64(base + offBTail), head: seg.u64(base + offBHead)},
+		bulk:      ring{data: seg.b[base+ctlSize+urgentSize : base+dirSize], tail: seg.u64(base + offBTail), head: seg.u64(base + offBHead), lazy: true},
 		spaceSeq:  seg.u32(base + offSpaceSeq),
 		spaceWait: seg.u32(base + offSpaceWait),
 		cma:       seg.u32(base + offCMA),

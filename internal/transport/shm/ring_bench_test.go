@@ -31,7 +31,7 @@ func BenchmarkRingPutConsume(b *testing.B) {
 				if !p.out.bulk.put(&hd, payload, nil) {
 					b.Fatal("ring full")
 				}
-				for tail := p.in.bulk.tail.Load(); p.in.bulk.head.Load() != tail; { // a pad, then the record
+				for tail := p.in.bulk.next(); p.in.bulk.head.Load() != tail; tail = p.in.bulk.next() { // a pad, then the record
 					if err := consume(&p.in.bulk, &p.br, tail, p); err != nil {
 						b.Fatal(err)
 					}
@@ -71,7 +71,7 @@ func BenchmarkSendPath(b *testing.B) {
 					p.mu.Unlock()
 					p.wakePeer(sleeping)
 				}
-				for tail := p.in.bulk.tail.Load(); p.in.bulk.head.Load() != tail; {
+				for tail := p.in.bulk.next(); p.in.bulk.head.Load() != tail; tail = p.in.bulk.next() {
 					if err := consume(&p.in.bulk, &p.br, tail, p); err != nil {
 						b.Fatal(err)
 					}

@@ -314,7 +314,7 @@ func (p *pair) writeItem(r *ring, it *item) (finished, progressed bool) {
 		if !r.put(&h, body[:], before) {
 			return false, false
 		}
-		it.started, it.ack = true, r.tail.Load()
+		it.started, it.ack = true, r.index()
 		return false, true
 	}
 	if !it.started {
