@@ -13,16 +13,18 @@ import (
 	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
-// agreeShm is the agreements' failure-free fast path over a shared
+// agreeShm turns on the agreements' failure-free fast path over a shared
 // segment (internal/ft/shmagree) for communicators whose members are all
-// launched processes of one host: on by default since session 17 (a
-// failure-free agreement 3-4x faster than the message protocol at np 8-16
-// on 2 cores, the first agreements after a failure at par with it:
-// docs/benchmarks.md, "Session 17: the agreement"); FTMPI_AGREE_SHM=0 in
-// every process's environment turns it off (every member must make the
-// same choice: one that does not take part makes the others wait
-// shmagree.Patience once, then fall back).
-var agreeShm = os.Getenv("FTMPI_AGREE_SHM") != "0"
+// launched processes of one host: FTMPI_AGREE_SHM=1 in every process's
+// environment. Off by default: it is 3-4x faster than the message
+// protocol failure-free at np 8-16 on 2 cores and at par after a failure
+// (docs/benchmarks.md, "Session 17: the agreement"), but the segment's
+// file lives in the job's directory, which processes started through PMI
+// (internal/boot/pmiboot.go) make one each: their members never share a
+// segment, and each communicator would wait shmagree.Patience (2 s) once
+// before falling back. On by default needs a segment every member of a
+// host finds whatever launched it (the shared-memory transport's memfd).
+var agreeShm = os.Getenv("FTMPI_AGREE_SHM") == "1"
 
 // agreeShmEarly (FTMPI_AGREE_SHM_EARLY=1, measurements) maps a shrunk
 // communicator's segment in Shrink rather than in its first agreement.
