@@ -962,6 +962,23 @@ func startAsleep(t *testing.T, g *Group, sleepers int, errs chan<- error, fn fun
 	waitSleepers(t, g, sleepers)
 }
 
+// waitStarted waits (within the deadline) for k results of members
+// started by startAsleep and fails the test with the first error, or with
+// stuck when one does not come.
+func waitStarted(t *testing.T, errs <-chan error, k int, stuck string) {
+	t.Helper()
+	for range k {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal(stuck)
+		}
+	}
+}
+
 // A publication wakes only the members that wait for its publisher
 // (issue 28, session 17). Bcast readers asleep waiting for the root are
 // not woken by the other readers' publications, and members asleep in a
@@ -987,16 +1004,7 @@ func TestPublicationWakesOnlyItsWaiters(t *testing.T) {
 		if err := gs[0].Bcast(Call{Sig: 5}, slices.Clone(want), 0); err != nil {
 			t.Fatal(err)
 		}
-		for range n - 1 {
-			select {
-			case err := <-errs:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatal("a reader was not woken by the root's publication")
-			}
-		}
+		waitStarted(t, errs, n-1, "a reader was not woken by the root's publication")
 		for i := 1; i < n; i++ {
 			if !bytes.Equal(bufs[i], want) {
 				t.Errorf("reader %d: %x, want %x", i, bufs[i], want)
@@ -1029,16 +1037,7 @@ func TestPublicationWakesOnlyItsWaiters(t *testing.T) {
 		if err := gs[0].Barrier(Call{Sig: 7}); err != nil {
 			t.Fatal(err)
 		}
-		for range n - 1 {
-			select {
-			case err := <-errs:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatal("a member was not released from the gate")
-			}
-		}
+		waitStarted(t, errs, n-1, "a member was not released from the gate")
 		for i := 1; i < n; i++ {
 			if w := gs[i].Wakes(); w > 2 {
 				t.Errorf("member %d woke %d times in the gate, want at most 2 (the release and a spurious one)", i, w)

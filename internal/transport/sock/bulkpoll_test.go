@@ -4,8 +4,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/ftmpi/ftmpi/internal/transport"
 )
 
 // sizedDone is a chanDone that names the payload it waits for, as a
@@ -79,15 +77,5 @@ func TestPollUntilLeavesBulkPayloadsToGoroutines(t *testing.T) {
 	}
 
 	// What the callers gave up on is delivered by the reader goroutine.
-	if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: 7}, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case seq := <-b.got:
-		if seq != 7 {
-			t.Fatalf("got frame %d, want 7", seq)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the reader did not deliver a frame within 20 s")
-	}
+	sendAndExpect(t, trs[0], b.got, 7, "the reader")
 }

@@ -194,17 +194,7 @@ func TestIdleReaderArmsReadability(t *testing.T) {
 		ok, _ := readersParked(2)
 		return ok
 	})
-	if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: 7}, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case seq := <-b.got:
-		if seq != 7 {
-			t.Fatalf("got frame %d, want 7", seq)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the idle reader did not deliver a frame within 20 s")
-	}
+	sendAndExpect(t, trs[0], b.got, 7, "the idle reader")
 }
 
 // A caller that gives up polling (its budget spent) to wait for the
@@ -240,15 +230,22 @@ func TestGiveUpArmsReadability(t *testing.T) {
 	waitUntil(t, "the reader arms readability after the caller gave up", func() bool {
 		return x.fc.armed.Load() && !x.disarmed.Load()
 	})
-	if err := trs[0].Send(1, transport.Header{Kind: 1, Seq: 9}, nil); err != nil {
+	sendAndExpect(t, trs[0], b.got, 9, "the reader")
+}
+
+// sendAndExpect sends frame seq from tr to rank 1 and waits (20 s) for
+// who (rank 1's delivery) to hand it to got.
+func sendAndExpect(t *testing.T, tr *Transport, got <-chan uint64, seq uint64, who string) {
+	t.Helper()
+	if err := tr.Send(1, transport.Header{Kind: 1, Seq: seq}, nil); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case seq := <-b.got:
-		if seq != 9 {
-			t.Fatalf("got frame %d, want 9", seq)
+	case s := <-got:
+		if s != seq {
+			t.Fatalf("got frame %d, want %d", s, seq)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("the reader did not deliver a frame within 20 s")
+		t.Fatalf("%s did not deliver a frame within 20 s", who)
 	}
 }
