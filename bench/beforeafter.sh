@@ -12,6 +12,12 @@
 # Usage: bench/beforeafter.sh OLD [NEW]   (each a git revision or a source
 #        directory; NEW defaults to the work tree)
 #        ROUNDS=5 PARTS="p2p coll ft detect replace" COLL_NPS="2 4 8 16" FT_NPS="4 8 16"
+#        BENCH=new (default): both builds run NEW's benchmark (cmd/ftmpi-bench
+#        of NEW built against OLD's library), so a change to how the benchmark
+#        times is not read as a change of the library (session 17: the loop
+#        sizing alone moved Gather 8 B at np 8 from 9.5 to 21 us); BENCH=own:
+#        each build runs its own benchmark (when NEW's does not build
+#        against OLD). OLD given as a directory always runs its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD=${1:?usage: bench/beforeafter.sh OLD [NEW] (a git revision or a source directory each)}
@@ -20,6 +26,11 @@ ROUNDS=${ROUNDS:-5}
 PARTS=${PARTS:-"p2p coll ft detect replace"}
 COLL_NPS=${COLL_NPS:-"2 4 8 16"}
 FT_NPS=${FT_NPS:-"4 8 16"}
+BENCH=${BENCH:-new}
+case $BENCH in new | own) ;; *)
+  echo "beforeafter: BENCH=$BENCH: want new or own" >&2
+  exit 2 ;;
+esac
 OUT=${OUT:-bench/results/beforeafter-$(date +%Y%m%d-%H%M%S).txt}
 B=$(mktemp -d /tmp/ftmpi-beforeafter.XXXXXX)
 trap 'rm -rf "$B"' EXIT
@@ -32,10 +43,26 @@ build() { # build name rev
     mkdir -p "$B/src-$1"
     git archive "$2" | tar -x -C "$B/src-$1"
     dir="$B/src-$1"
+    if [ "$1" = old ] && [ "$BENCH" = new ]; then
+      rm -rf "$dir/cmd/ftmpi-bench"
+      if [ -z "$NEW" ]; then
+        cp -r cmd/ftmpi-bench "$dir/cmd/"
+      elif [ -d "$NEW" ]; then
+        cp -r "$NEW/cmd/ftmpi-bench" "$dir/cmd/"
+      else
+        git archive "$NEW" cmd/ftmpi-bench | tar -x -C "$dir"
+      fi
+      BENCH_NOTE="both builds run new's cmd/ftmpi-bench"
+    fi
   fi
   mkdir -p "$B/$1"
-  (cd "$dir" && go build -o "$B/$1/ftmpirun" ./cmd/ftmpirun && go build -o "$B/$1/ftmpi-bench" ./cmd/ftmpi-bench)
+  (cd "$dir" && go build -o "$B/$1/ftmpirun" ./cmd/ftmpirun) || exit 1
+  (cd "$dir" && go build -o "$B/$1/ftmpi-bench" ./cmd/ftmpi-bench) || {
+    echo "beforeafter: $1's ftmpi-bench does not build (BENCH=$BENCH); with BENCH=own each build runs its own benchmark" >&2
+    exit 2
+  }
 }
+BENCH_NOTE="each build runs its own cmd/ftmpi-bench"
 build old "$OLD"
 build new "$NEW"
 
@@ -65,7 +92,7 @@ measure() { # build
 }
 {
   desc() { if [ -d "$1" ]; then echo "directory $1"; else echo "$1 ($(git rev-parse --short "$1"))"; fi; }
-  echo "# old = $(desc "$OLD"), new = $( [ -n "$NEW" ] && desc "$NEW" || echo "work tree at $(git rev-parse --short HEAD)"); $ROUNDS rounds; parts: $PARTS; $(nproc) cores"
+  echo "# old = $(desc "$OLD"), new = $( [ -n "$NEW" ] && desc "$NEW" || echo "work tree at $(git rev-parse --short HEAD)"); $ROUNDS rounds; parts: $PARTS; $(nproc) cores; $BENCH_NOTE"
   for r in $(seq "$ROUNDS"); do
     if [ $((r % 2)) = 1 ]; then measure old; measure new; else measure new; measure old; fi
   done
