@@ -2,8 +2,6 @@ package p2p
 
 import (
 	"testing"
-
-	"github.com/ftmpi/ftmpi/internal/transport/inproc"
 )
 
 // A request names the rendezvous payload it waits for (PollBytes, read by
@@ -12,12 +10,7 @@ import (
 // receive that drops the message (no payload moves), and nothing once
 // released (the pool's next request starts at 0).
 func TestRendezvousRequestsNameTheirPayload(t *testing.T) {
-	fab := inproc.NewFabric(2)
-	a, b := New(Config{Self: 0}), New(Config{Self: 1})
-	ta, tb := fab.Attach(0, a), fab.Attach(1, b)
-	a.SetTransport(ta)
-	b.SetTransport(tb)
-	t.Cleanup(func() { ta.Close(); tb.Close(); a.Close(); b.Close() })
+	a, b := pair(t)
 	const n = 1 << 20 // above the eager limit
 	src, dst := make([]byte, n), make([]byte, n)
 	fillPattern(src)
