@@ -231,8 +231,8 @@ type Group struct {
 	gated                  uint32           // the last step this member passed through a gate (0: none)
 	gateOn                 bool             // Barrier and small Allreduce are gated calls (GateMin, read by New)
 	pids                   []*atomic.Uint32
-	hold                   int8 // gated sleeps hold the processor: 0 not known yet, 1 yes (no other member in this process), -1 no
-	gateYield              bool // gated waits yield before they sleep (crowded, at most two members a core)
+	hold                   futex.Hold // whether gated sleeps hold the processor
+	gateYield              bool       // gated waits yield before they sleep (crowded, at most two members a core)
 	done                   []*atomic.Uint32
 	ready, sig, dt         []*atomic.Uint64
 	slots                  [][2][]byte
@@ -770,9 +770,9 @@ func (g *Group) waitGate(c Call, s uint32, target uint64) error {
 			}
 			return err
 		}
-		if held < HeldSleeps && g.holdOK() {
+		if held < futex.HeldSleeps && g.holdOK() {
 			held++
-			futex.WaitHeld(g.bell, b, HeldBound)
+			futex.WaitHeld(g.bell, b, futex.HeldBound)
 		} else {
 			futex.Wait(g.bell, b, SleepBound)
 		}
@@ -781,40 +781,12 @@ func (g *Group) waitGate(c Call, s uint32, target uint64) error {
 	}
 }
 
-// HeldSleeps and HeldBound: a gated call's waiter sleeps its first
-// HeldSleeps sleeps of at most HeldBound each holding its processor
-// (futex.WaitHeld), then as the other waits do; only when no other
-// member runs in its process (members that are goroutines of one
-// process need the processor to arrive). With ranks outnumbering cores
-// (one P a process), a sleep that lets the runtime hand its P to another
-// thread cost about three thread switches instead of one: at np 16 on 2
-// cores, load 14, Barrier 240 -> 98 µs of processor time a call over the
-// ranks, 46 -> 16 voluntary switches (issue 28, session 16). They have no
-// MPI counterpart.
-var (
-	HeldSleeps = 1
-	HeldBound  = time.Millisecond
-)
-
 // holdOK reports whether this member's gated sleeps may hold the
-// processor: every member's process id is known and none is this
-// member's (decided once all are known).
+// processor (futex.Hold): not while a member's process id is unknown
+// (it may be a goroutine of this process, which needs the processor to
+// arrive).
 func (g *Group) holdOK() bool {
-	if g.hold == 0 {
-		me := g.pids[g.Me].Load()
-		h := int8(1)
-		for j, p := range g.pids {
-			switch v := p.Load(); {
-			case j == g.Me:
-			case v == 0:
-				return false // not known yet: ask again at the next sleep
-			case v == me:
-				h = -1
-			}
-		}
-		g.hold = h
-	}
-	return g.hold > 0
+	return g.hold.OK(len(g.pids), g.Me, func(j int) uint32 { return g.pids[j].Load() }, false)
 }
 
 // gateOpen is a released waiter's end: the last arrival's verdict.

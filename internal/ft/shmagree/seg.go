@@ -53,10 +53,10 @@ type Seg struct {
 	// The wait policy (set by newSeg; members may differ): crowded, the
 	// members outnumber the host's cores; yields, how many times a crowded
 	// waiter gives up its core before it sleeps; hold, whether its first
-	// sleeps may keep the processor (0: not known yet, 1 yes, -1 no).
+	// sleeps may keep the processor.
 	crowded bool
 	yields  int
-	hold    int8
+	hold    futex.Hold
 
 	rings, held atomic.Uint64 // ring calls and held sleeps (tests)
 
@@ -146,37 +146,13 @@ func newSeg(mem []byte, n, me int) *Seg {
 }
 
 // holdOK reports whether this member's first sleeps may hold the
-// processor: no member's process id in the segment is this member's
-// (members that are goroutines of one process need the processor to
-// publish). Decided once every id is known; until then a member that has
-// not opened the segment yet counts as another process (the fast path is
-// taken only by launched processes, one member each; in tests that put
-// members in one process, a held sleep only delays them, by at most
-// HeldBound).
+// processor (futex.Hold). A member that has not opened the segment yet
+// counts as another process: the waits are what late members join (the
+// fast path is taken only by launched processes, one member each; in
+// tests that put members in one process, a held sleep only delays them,
+// by at most futex.HeldBound).
 func (s *Seg) holdOK() bool {
-	if s.hold == 0 {
-		me := s.u32(offPids + 4*s.me).Load()
-		h, known := int8(1), true
-		for j := range s.n {
-			switch v := s.u32(offPids + 4*j).Load(); {
-			case j == s.me:
-			case v == 0:
-				known = false // not opened yet: ask again at the next sleep
-			case v == me:
-				return s.setHold(-1)
-			}
-		}
-		if !known {
-			return true
-		}
-		s.hold = h
-	}
-	return s.hold > 0
-}
-
-func (s *Seg) setHold(h int8) bool {
-	s.hold = h
-	return h > 0
+	return s.hold.OK(s.n, s.me, func(j int) uint32 { return s.u32(offPids + 4*j).Load() }, true)
 }
 
 func (s *Seg) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&s.mem[off])) }
@@ -280,8 +256,12 @@ func (s *Seg) Disable()       { s.disabled.Store(1) }
 // Waiting: when every member has a core, spin, then yield, then sleep on
 // the doorbell; when the members outnumber the cores, sleep at once (after
 // CrowdedYields yields at no more than two members a core), the first
-// HeldSleeps sleeps holding the processor. This is a wait policy, not a
-// protocol choice: members may differ.
+// futex.HeldSleeps sleeps holding the processor (futex.WaitHeld: no helper
+// goroutine for abort and stop, checked between them; a sleep that lets
+// the runtime hand the processor to another thread, with a helper to ring
+// on abort, cost about three thread switches instead of one, issue 28,
+// session 17). This is a wait policy, not a protocol choice: members may
+// differ.
 var (
 	// Spin and Yields are the polls (passes over the entries) before a
 	// waiter sleeps when every member has a core. They have no MPI
@@ -294,16 +274,6 @@ var (
 	// runnable and each sleep is entered later; shmcoll.GateYields). It
 	// has no MPI counterpart.
 	CrowdedYields = 8
-	// HeldSleeps and HeldBound: a crowded waiter's first HeldSleeps
-	// sleeps, of at most HeldBound each, keep the processor
-	// (futex.WaitHeld) and need no helper goroutine for abort and stop
-	// (checked between them); only when no other member runs in this
-	// process. A sleep that lets the runtime hand the processor to another
-	// thread, with a helper goroutine to ring on abort, cost about three
-	// thread switches instead of one (issue 28, session 17). They have no
-	// MPI counterpart.
-	HeldSleeps = 1
-	HeldBound  = time.Millisecond
 	// SleepBound bounds one doorbell sleep (a safety net: events ring the
 	// doorbell). It has no MPI counterpart.
 	SleepBound = 50 * time.Millisecond
@@ -399,10 +369,10 @@ func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, st
 		case <-stop:
 		default:
 			if sleeping {
-				if s.crowded && held < HeldSleeps && s.holdOK() {
+				if s.crowded && held < futex.HeldSleeps && s.holdOK() {
 					held++
 					s.held.Add(1)
-					futex.WaitHeld(s.bell, b, HeldBound)
+					futex.WaitHeld(s.bell, b, futex.HeldBound)
 				} else {
 					s.sleep(b, abort, stop)
 				}
