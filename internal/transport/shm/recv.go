@@ -98,9 +98,7 @@ func (t *Transport) recvLoop() {
 			spinning = false
 			continue
 		}
-		if t.cfg.SpinFn != nil && t.bellPoll.Load() == 0 && (spinning || !t.stalled.Swap(false)) {
-			// (Not when a caller just stopped polling for a stalled
-			// peer: then this core is better idle, PollUntil.)
+		if t.cfg.SpinFn != nil && t.bellPoll.Load() == 0 {
 			if spin := t.cfg.SpinFn(); spin > 0 {
 				if !spinning {
 					spinning, idleSince = true, time.Now()
@@ -236,7 +234,6 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 	// yields (sched_yield) at ~20-30 us, these at ~20 us and back to ~1 us
 	// more often).
 	locked := transport.LockedCallers()
-	offFor := 0 // consecutive checks that found a peer stalled (peerStalled)
 	for i := 1; ; i++ {
 		if !held && t.handoff.Load() {
 			runtime.Gosched() // the receiver takes what was handed to it
@@ -286,21 +283,17 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 				if spun >= budget {
 					break
 				}
-				if stalled {
-					offFor++
-				} else {
-					offFor = 0
-				}
-				if offFor >= stalledChecks {
-					// A peer waits in its own poll but has not run for
-					// that many checks: its thread waits for a core, and
-					// polling on keeps this one from it. The caller parks
-					// and the receiver sleeps on the doorbell (which the
-					// peer rings) without spinning first, so this core
-					// can go idle and take the peer.
-					t.stalled.Store(true)
-					break
-				}
+				// A stalled peer (peerStalled) is offered the core at
+				// every check (below), and this caller polls on to its
+				// budget. It does not stop early to let this core go
+				// idle for the peer (issue 28 session 12 did: at two
+				// stalled checks in a row the caller parked and its
+				// receiver slept without spinning). Beside a busy
+				// process that stop was what put a launch in a sleeping
+				// mode for good: the idle core took the peer, the
+				// kernel kept waking each rank on the other's core, and
+				// every hop became a sleep and a wake-up (10-50 µs a hop
+				// against 0.4-1.3 without the stop, session 18).
 				yielded := false
 				if !locked || spun >= budget/lockedYieldAfter {
 					goYield()
@@ -359,10 +352,6 @@ func (t *Transport) lastLookHeld() {
 		t.handOff()
 	}
 }
-
-// stalledChecks: a polling caller that finds a peer stalled (peerStalled)
-// at this many consecutive checks stops polling and parks.
-const stalledChecks = 2
 
 // peerStalled reports whether a peer polls for frames (a caller of its
 // process in PollUntil) without having polled since this process last

@@ -228,7 +228,6 @@ type Transport struct {
 	rxDone    chan struct{}
 
 	crowdedUntil atomic.Int64 // unix nanos until which the host counts as crowded (noteGap)
-	stalled      atomic.Bool  // a caller stopped polling for a stalled peer: the receiver sleeps without spinning first
 
 	wg sync.WaitGroup
 }
