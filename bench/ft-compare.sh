@@ -16,7 +16,7 @@
 #   FTMPI_REV=HEAD bench/ft-compare.sh   # build ftmpi from a commit (git archive), not the work tree
 #   WAIT_QUIET=600 QUIET_LOAD=1.0 bench/ft-compare.sh   # first wait (at most 600 s) for load < 1.0
 #   FT_TRANSPORT=unix bench/ft-compare.sh   # ftmpi's transport (default shm: shared memory, as auto on one host)
-#   FTMPI_AGREE_SHM=1 bench/ft-compare.sh   # ftmpi's agreements over a shared segment (internal/ft/shmagree; off by default)
+#   FTMPI_AGREE_SHM=0 bench/ft-compare.sh   # ftmpi's agreements by messages only (the shared segment, internal/ft/shmagree, is on by default)
 #
 # Output: every raw JSON line on stdout as produced, then the table; progress on
 # stderr. Saved: bench/results/ftcompare-<date>.raw.jsonl (one line per launch and
@@ -174,7 +174,7 @@ MD=bench/results/ftcompare-$STAMP.md
 {
   echo "# Fault tolerance: ftmpi vs $OMPI_VERSION ULFM, run $STAMP"
   echo
-  echo "Host: $(nproc) cores, $(uname -r); ftmpi: $FTMPI_DESC, \`--transport $FT_TRANSPORT\`, FTMPI_AGREE_SHM=${FTMPI_AGREE_SHM:-unset (off)};"
+  echo "Host: $(nproc) cores, $(uname -r); ftmpi: $FTMPI_DESC, \`--transport $FT_TRANSPORT\`, FTMPI_AGREE_SHM=${FTMPI_AGREE_SHM:-unset (the build default: on since session 18)};"
   echo "Open MPI: \`mpirun ${OMPI_FLAGS[*]}\` in a Debian 13 chroot ($ROOT)."
   echo "NPS=\"$NPS\" REPS=$REPS LAUNCHES=$LAUNCHES SPAWN_LAUNCHES=$SPAWN_LAUNCHES FT_RUNS=$FT_RUNS FT_ITERS=$FT_ITERS;"
   echo "load average before: $LOAD_BEFORE; after: $LOAD_AFTER; failed launches: $FAILED;"

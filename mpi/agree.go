@@ -1,12 +1,12 @@
 package mpi
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/ftmpi/ftmpi/internal/rte"
@@ -15,40 +15,40 @@ import (
 
 // agreeShm turns on the agreements' failure-free fast path over a shared
 // segment (internal/ft/shmagree) for communicators whose members are all
-// launched processes of one host: FTMPI_AGREE_SHM=1 in every process's
-// environment. Off by default: it is 3-4x faster than the message
-// protocol failure-free at np 8-16 on 2 cores and at par after a failure
-// (docs/benchmarks.md, "Session 17: the agreement"), but the segment's
-// file lives in the job's directory, which processes started through PMI
-// (internal/boot/pmiboot.go) make one each: their members never share a
-// segment, and each communicator would wait shmagree.Patience (2 s) once
-// before falling back. On by default needs a segment every member of a
-// host finds whatever launched it (the shared-memory transport's memfd).
-var agreeShm = os.Getenv("FTMPI_AGREE_SHM") == "1"
+// launched processes of one host; FTMPI_AGREE_SHM=0 in every process's
+// environment turns it off. Failure-free it is 3-4x faster than the
+// message protocol at np 8-16 on 2 cores, and at par after a failure
+// (docs/benchmarks.md, "Session 17: the agreement", "Session 18: the
+// agreement"). The members find the segment by a name derived from the
+// job's secret (agreeSegName), not by a file, so processes started
+// through PMI (srun, hydra), spawned or connected find it as ftmpirun's
+// do.
+var agreeShm = os.Getenv("FTMPI_AGREE_SHM") != "0"
 
 // agreeShmEarly (FTMPI_AGREE_SHM_EARLY=1, measurements) maps a shrunk
 // communicator's segment in Shrink rather than in its first agreement.
 var agreeShmEarly = os.Getenv("FTMPI_AGREE_SHM_EARLY") == "1"
 
-// agreeSegPath is the file of c's agreement segment, "" if c's agreements
-// do not use one: the fast path is on, this is a launched process (not a
-// rank of Run, which shares an address space, nor a singleton), the job
-// has its private directory, and every member runs on one known host (the
-// runtime asks only when a segment fits c's size: rte.CommFTConfig). The
-// name is a digest of the Reinit epoch, the context id and the members
-// with their incarnations: a communicator reusing the context id with the
-// same members exists only after every member freed the old one, and
-// Free removes the file (rte.CommFT.Close).
-func (c *Comm) agreeSegPath() string {
+// agreeSegName is the rendezvous name of c's agreement segment
+// (shmagree.Open: an abstract Unix socket name, never a file), "" if c's
+// agreements do not use one: the fast path is on, this is a launched
+// process (not a rank of Run, which shares an address space, nor a
+// singleton) that holds the job's secret, and every member runs on one
+// known host (the runtime asks only when a segment fits c's size:
+// rte.CommFTConfig). The name is an HMAC, keyed by the job's secret, of
+// the Reinit epoch, the context id and the members with their
+// incarnations: the same at every member however it was launched, unknown
+// to other jobs and other users until it is used, and, since a
+// communicator reusing the context id with the same members exists only
+// after every member freed the old one, dropped by then (Free:
+// rte.CommFT.Close).
+func (c *Comm) agreeSegName() string {
 	w := c.w
 	if !agreeShm || w.run != nil || w.proc == nil {
 		return ""
 	}
-	dir := os.Getenv("FTMPI_TMPDIR")
-	if d := os.Getenv("FTMPI_AGREE_SHM_DIR"); d != "" {
-		dir = d // measurements: a directory on tmpfs (FTMPI_TMPDIR may be on a disk)
-	}
-	if dir == "" {
+	key := w.proc.Info().Auth
+	if key == nil {
 		return ""
 	}
 	b := c.base
@@ -65,7 +65,8 @@ func (c *Comm) agreeSegPath() string {
 	if h0 == "" {
 		return ""
 	}
-	h := sha256.New()
+	h := hmac.New(sha256.New, key.Bytes())
+	h.Write([]byte("ftmpi agreement segment v1"))
 	var buf [8]byte
 	put := func(x int) {
 		binary.LittleEndian.PutUint64(buf[:], uint64(x))
@@ -83,7 +84,7 @@ func (c *Comm) agreeSegPath() string {
 			put(w.peerInc[p])
 		}
 	}
-	return filepath.Join(dir, fmt.Sprintf("ftmpi-agree-%x", h.Sum(nil)[:16]))
+	return fmt.Sprintf("%x", h.Sum(nil)[:16])
 }
 
 // openWorldAgreeSeg maps CommWorld's agreement segment when the epoch

@@ -95,7 +95,7 @@ func (w *World) ftOf(c *Comm) *commFT {
 	d, err := w.rt.NewCommFT(rte.CommFTConfig{
 		Ctx: c.ctx, Members: c.sortedProcs(false), N: c.size,
 		Known: w.ft.order, Order: w.failedOrder, Failed: c.failedMembers, Apply: c.revokeLocal,
-		Segment: c.agreeSegPath, Parked: c.stepParked, Name: func() string { return c.name },
+		Segment: c.agreeSegName, Parked: c.stepParked, Name: func() string { return c.name },
 	})
 	if err != nil {
 		panic(fmt.Sprintf("ftmpi: internal error: %v", err))

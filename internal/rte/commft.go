@@ -61,9 +61,10 @@ type CommFTConfig struct {
 	// Apply revokes the communicator in this process (a revocation's
 	// first arrival).
 	Apply func()
-	// Segment returns the file of the agreements' shared segment, ""
-	// for none (asked once, before the first agreement, and only for a
-	// communicator whose size a segment fits: ftdrive.SegmentFits).
+	// Segment returns the rendezvous name of the agreements' shared
+	// segment (shmagree.Open), "" for none (asked once, before the first
+	// agreement, and only for a communicator whose size a segment fits:
+	// ftdrive.SegmentFits).
 	Segment func() string
 	// Parked, if set, is called before each agreement with the step of
 	// agreement frames, for those that arrived before the communicator

@@ -34,7 +34,8 @@
 //
 // Machine is the protocol as a state machine with one shared-memory access
 // per Step, so that a simulator interleaves members at every point; Seg is
-// its segment (a file mapped by every member) and the waiting. It must not
+// its segment (a memory file the runtime passes between the members,
+// internal/rte/ftdrive, mapped by each) and the waiting. It must not
 // import package mpi, talk to other processes except through the segment,
 // or start goroutines other than the short-lived waker of a sleeping wait.
 package shmagree

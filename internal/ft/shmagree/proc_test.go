@@ -3,6 +3,7 @@ package shmagree_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,8 +12,8 @@ import (
 	"github.com/ftmpi/ftmpi/internal/jobtest"
 )
 
-// The fast path over real processes on one host (ftmpirun, built binaries,
-// FTMPI_AGREE_SHM=1): results and the path taken, and a member SIGKILLed
+// The fast path over real processes on one host (ftmpirun or hydra, built
+// binaries; on by default): results and the path taken, and a member SIGKILLed
 // by the launcher when it stops at each step of the fast path (the kill
 // tied to the line the victim prints there, not to a timer), or right
 // after it returned a decision: every survivor's agreement returns the
@@ -54,6 +55,25 @@ func TestProcessesResults(t *testing.T) {
 			t.Fatalf("np %d FTMPI_AGREE_SHM=%s: exit %d, want %q in\n%s\nstderr:\n%s", c.np, c.on, r.Code, want, r.Stdout, r.Stderr)
 		}
 	}
+}
+
+// Ranks started by MPICH's mpiexec.hydra (the PMI bootstrap, no ftmpirun,
+// each process its own job directory) find one segment: every agreement
+// after each communicator's first is decided on it and none falls back
+// (members that did not share it would wait shmagree.Patience, then fall
+// back, at each communicator's second agreement).
+func TestProcessesResultsUnderHydra(t *testing.T) {
+	h, err := exec.LookPath("mpiexec.hydra")
+	if err != nil {
+		t.Skip("mpiexec.hydra not found (Debian: apt-get install mpich)")
+	}
+	_, prog := bins(t)
+	r := jobtest.Run(t, 90*time.Second, []string{"GORACE=atexit_sleep_ms=0"}, h, "-n", "4", prog, "results")
+	want := "result: ok fast=24 fallback=0 segmaps=1 segfiles=0"
+	if r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("exit %d, want %q in\n%s\nstderr:\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+	t.Logf("np 4 under hydra: %v", r.Elapsed)
 }
 
 var resultRE = regexp.MustCompile(`result: rank (\d+) bits=(0x[0-9a-f]+) procfailed=(true|false)`)

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -45,8 +44,6 @@ func Size(n int) int { return hdr + 2*n*EntrySize }
 type Seg struct {
 	mem   []byte
 	n, me int
-	ino   uint64 // the file's inode (Remove removes only that file)
-	path  string
 
 	bell, sleepers, disabled *atomic.Uint32
 
@@ -80,57 +77,27 @@ const PhaseDecided = -1
 var PhaseNames = map[int]string{pDisabled: "start", pLoadOwn: "loadown", pWriting: "writing", pData: "data",
 	pPublish: "publish", pScan: "scan", pRead: "read", pCheck: "check", PhaseDecided: "decided"}
 
-// Open creates or opens the segment file at path for n members and maps
-// it: every member does so at its first use, in any order (the file is
-// created empty, grown to its size by whoever finds it short, and zero
-// means "nothing written"); the last member to open it removes the name
-// (each member opens it once). It has no MPI counterpart.
-func Open(path string, n, me int) (*Seg, error) {
+// Map maps the segment of n members held by the memory file fd (the
+// caller's descriptor, which stays the caller's): exactly Size(n) bytes,
+// zero meaning "nothing written". Every member maps its own descriptor of
+// the same file (the runtime passes it between the members:
+// internal/rte/ftdrive), once. It has no MPI counterpart.
+func Map(fd, n, me int) (*Seg, error) {
 	if n < 1 || n > MaxMembers || me < 0 || me >= n {
 		return nil, fmt.Errorf("shmagree: member %d of %d out of range (1..%d members)", me, n, MaxMembers)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("shmagree: the segment: %w", err)
+	}
+	if st.Size != int64(Size(n)) {
+		return nil, fmt.Errorf("shmagree: a segment of %d bytes, want %d for %d members", st.Size, Size(n), n)
+	}
+	mem, err := unix.Mmap(fd, 0, Size(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("shmagree: map the segment: %w", err)
 	}
-	defer f.Close()
-	size := Size(n)
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() < int64(size) {
-		if err := f.Truncate(int64(size)); err != nil {
-			return nil, err
-		}
-	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, err
-	}
-	s := newSeg(mem, n, me)
-	s.path = path
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		s.ino = sys.Ino
-	}
-	if s.allOpened() {
-		// Every member has mapped the file (each writes its process id
-		// when it opens, and the last to do so sees all of them): the name
-		// is no longer needed, so nothing is left in the job's directory
-		// should the job be killed (e2e TestShmLauncherKilledLeavesNothing).
-		s.Remove()
-	}
-	return s, nil
-}
-
-// allOpened reports whether every member's process id is in the segment.
-func (s *Seg) allOpened() bool {
-	for j := range s.n {
-		if s.u32(offPids+4*j).Load() == 0 {
-			return false
-		}
-	}
-	return true
+	return newSeg(mem, n, me), nil
 }
 
 func newSeg(mem []byte, n, me int) *Seg {
@@ -159,40 +126,15 @@ func (s *Seg) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Point
 func (s *Seg) u64(off int) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.mem[off])) }
 func (s *Seg) entry(j, e int) int         { return hdr + (2*j+e)*EntrySize }
 
-// Close unmaps the segment; with remove, it also removes its file if the
-// name is still this segment's (Free: a new communicator reusing the
-// context id with the same members finds no old file). It has no MPI
-// counterpart.
-func (s *Seg) Close(remove bool) {
+// Close unmaps the segment. It has no MPI counterpart.
+func (s *Seg) Close() {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed {
 		return
 	}
-	if remove && s.path != "" {
-		var st syscall.Stat_t
-		if syscall.Stat(s.path, &st) == nil && st.Ino == s.ino {
-			os.Remove(s.path)
-		}
-		s.path = ""
-	}
 	s.closed = true
 	unix.Munmap(s.mem)
-}
-
-// Remove removes the segment's file if the name is still this segment's
-// (the mapping stays). It has no MPI counterpart.
-func (s *Seg) Remove() {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.path == "" {
-		return
-	}
-	var st syscall.Stat_t
-	if syscall.Stat(s.path, &st) == nil && st.Ino == s.ino {
-		os.Remove(s.path)
-	}
-	s.path = ""
 }
 
 // Wake wakes every member sleeping on the segment's doorbell, so that it
@@ -279,7 +221,7 @@ var (
 	SleepBound = 50 * time.Millisecond
 	// Patience is how long a member waits for the others' entries before
 	// it fences them and disables the segment: members that do not share
-	// the segment (another file, another host) never write it, and the
+	// the segment (another segment, another host) never write it, and the
 	// message protocol decides instead. It has no MPI counterpart.
 	Patience = 2 * time.Second
 )

@@ -9,16 +9,48 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 )
 
-func open(t *testing.T, path string, n, me int) *Seg {
+// files are the memory files of the tests' segments, by name: members
+// opening one name map one file (each its own mapping, as processes do).
+var files = struct {
+	sync.Mutex
+	fd map[string]int
+}{fd: map[string]int{}}
+
+// open maps member me's view of the segment of n members named name
+// (made at its first open).
+func open(t *testing.T, name string, n, me int) *Seg {
 	t.Helper()
-	s, err := Open(path, n, me)
+	files.Lock()
+	fd, ok := files.fd[name]
+	if !ok {
+		var err error
+		if fd, err = unix.MemfdCreate("test", unix.MFD_CLOEXEC); err != nil {
+			files.Unlock()
+			t.Fatal(err)
+		}
+		if err := unix.Ftruncate(fd, int64(Size(n))); err != nil {
+			files.Unlock()
+			t.Fatal(err)
+		}
+		files.fd[name] = fd
+		t.Cleanup(func() {
+			files.Lock()
+			delete(files.fd, name)
+			files.Unlock()
+			unix.Close(fd)
+		})
+	}
+	files.Unlock()
+	s, err := Map(fd, n, me)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close(true) })
+	t.Cleanup(s.Close)
 	return s
 }
 
@@ -213,19 +245,6 @@ func TestSegAbortWakes(t *testing.T) {
 	}
 }
 
-// Close removes the file only if its name is still this segment's.
-func TestSegCloseRemovesOwnFileOnly(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seg")
-	a := open(t, path, 2, 0)
-	a.Remove()
-	b := open(t, path, 2, 1) // a new file under the same name
-	a.Close(true)
-	if _, err := Open(path, 2, 0); err != nil {
-		t.Fatal(err)
-	}
-	b.Close(true)
-}
-
 // A member's first sleeps hold the processor only as the sole process
 // among the members (futex.Hold), and, this package's choice, while a
 // member has not opened the segment yet (it counts as another process).
@@ -353,35 +372,5 @@ func TestCombineEqualValues(t *testing.T) {
 		if err != nil || !got.Equal(want) {
 			t.Fatalf("Combine: %v %v, want %v", got, err, want)
 		}
-	}
-}
-
-// The last member to open the segment removes its name (nothing is left
-// in the job's directory if the job is killed); the mapping still works.
-func TestSegNameRemovedOnceAllOpened(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seg")
-	a := open(t, path, 2, 0)
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("removed before every member opened it: %v", err)
-	}
-	b := open(t, path, 2, 1)
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the name is still there after every member opened it: %v", err)
-	}
-	done := make(chan Outcome, 1)
-	go func() {
-		_, o, _ := a.Agree(0, agree.Value{Flags: 1}, never, nil, nil)
-		done <- o
-	}()
-	if _, o, _ := b.Agree(0, agree.Value{Flags: 1}, never, nil, nil); o != Decided {
-		t.Fatalf("b: %v", o)
-	}
-	select {
-	case o := <-done:
-		if o != Decided {
-			t.Fatalf("a: %v", o)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a did not decide")
 	}
 }

@@ -1,6 +1,8 @@
 package ftdrive
 
 import (
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -72,10 +74,11 @@ var FastStats struct{ Decided, Fallbacks atomic.Uint64 }
 // opened at its first use, closed by Close once no agreement uses it.
 type segUse struct {
 	mu     sync.Mutex
-	path   string // "" no fast path
+	name   string // the segment's rendezvous name; "" no fast path
 	set    bool   // UseSegment was called
 	seg    *shmagree.Seg
-	failed bool // the open failed: the protocol only
+	srv    *server // this member made the segment and passes it to the others (segment.go)
+	failed error   // the open failed (why): the protocol only
 	closed bool
 	users  int
 }
@@ -130,22 +133,36 @@ const SegmentFrom = 1
 func SegmentFits(n int) bool { return n >= 2 && n <= shmagree.MaxMembers }
 
 // UseSegment makes the agreements of this communicator try the failure-free
-// fast path over the shared segment at path first (internal/ft/shmagree),
-// the message protocol being the fallback; path "" means never. Only the
-// first call counts; every member should make the same choice (one that
-// does not take part makes the others wait shmagree.Patience once, then
-// fall back: never a wrong decision). The file is created or opened, and
-// mapped, at the first agreement.
-func (a *Agreements) UseSegment(path func() string) {
-	p := path() // (outside the lock: path may take the caller's locks)
+// fast path over the shared segment of rendezvous name name first
+// (internal/ft/shmagree), the message protocol being the fallback; name ""
+// means never. Only the first call counts; every member should make the
+// same choice (one that does not take part makes the others wait
+// shmagree.Patience once, then fall back: never a wrong decision). The
+// segment is made or passed, and mapped, at the first agreement that
+// takes it (or OpenSegment).
+func (a *Agreements) UseSegment(name func() string) {
+	p := name() // (outside the lock: name may take the caller's locks)
 	u := &a.seg
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if !u.set {
 		u.set = true
-		u.path = p
+		u.name = p
 	}
 }
+
+// SegmentError is why this communicator's segment could not be opened
+// (its agreements then take the message protocol only), nil if it was or
+// was not tried.
+func (a *Agreements) SegmentError() error {
+	a.seg.mu.Lock()
+	defer a.seg.mu.Unlock()
+	return a.seg.failed
+}
+
+// segRefusals says once a process that a segment was refused (it is
+// not expected: another user's listener on its name, a failed memfd).
+var segRefusals sync.Once
 
 // SegmentSet reports whether UseSegment was called.
 func (a *Agreements) SegmentSet() bool {
@@ -168,16 +185,19 @@ func (a *Agreements) acquireSeg() *shmagree.Seg {
 	u := &a.seg
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.path == "" || u.failed || u.closed {
+	if u.name == "" || u.failed != nil || u.closed {
 		return nil
 	}
 	if u.seg == nil {
-		s, err := shmagree.Open(u.path, a.procs.Len(), a.self)
+		s, srv, err := openSegment(u.name, a.procs.Len(), a.self)
 		if err != nil {
-			u.failed = true
+			u.failed = err
+			segRefusals.Do(func() {
+				fmt.Fprintf(os.Stderr, "ftmpi: process %d: the agreements' shared segment of a communicator: %v; its agreements use messages\n", a.procs.At(a.self), err)
+			})
 			return nil
 		}
-		u.seg = s
+		u.seg, u.srv = s, srv
 	}
 	u.users++
 	return u.seg
@@ -189,7 +209,7 @@ func (a *Agreements) releaseSeg() {
 	defer u.mu.Unlock()
 	u.users--
 	if u.closed && u.users == 0 && u.seg != nil {
-		u.seg.Close(false)
+		u.seg.Close()
 		u.seg = nil
 	}
 }
@@ -204,10 +224,10 @@ func (a *Agreements) wakeSeg() {
 	u.mu.Unlock()
 }
 
-// Close removes the fast path's segment file (if it is still this
-// communicator's) and unmaps it once no agreement uses it (the
+// Close drops the fast path's segment's rendezvous name (if this member
+// still serves it) and unmaps it once no agreement uses it (the
 // communicator is freed: its context id may be reused by the same
-// members, who must find no old file).
+// members, who must not find the old segment).
 func (a *Agreements) Close() {
 	u := &a.seg
 	u.mu.Lock()
@@ -216,13 +236,13 @@ func (a *Agreements) Close() {
 		return
 	}
 	u.closed = true
-	if u.seg != nil {
-		if u.users == 0 {
-			u.seg.Close(true)
-			u.seg = nil
-		} else {
-			u.seg.Remove()
-		}
+	if u.srv != nil {
+		u.srv.stop()
+		u.srv = nil
+	}
+	if u.seg != nil && u.users == 0 {
+		u.seg.Close()
+		u.seg = nil
 	}
 }
 

@@ -1,15 +1,13 @@
 package ftdrive
 
 import (
-	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/ftmpi/ftmpi/internal/ft/shmagree"
 )
 
 // SegmentFits answers package mpi's choice of an agreement segment: a
-// communicator the segment can hold (shmagree.Open accepts it), and never
+// communicator the segment can hold (openSegment accepts it), and never
 // one of fewer than 2 members (an agreement of one needs no segment).
 func TestSegmentFits(t *testing.T) {
 	for _, n := range []int{-1, 0, 1, 2, 3, shmagree.MaxMembers, shmagree.MaxMembers + 1, 1000} {
@@ -20,12 +18,15 @@ func TestSegmentFits(t *testing.T) {
 		if n < 1 {
 			continue
 		}
-		s, err := shmagree.Open(filepath.Join(t.TempDir(), fmt.Sprint("seg-", n)), n, 0)
+		s, srv, err := openSegment(segName(t), n, 0)
 		if err == nil {
-			s.Close(true)
+			if srv != nil {
+				srv.stop()
+			}
+			s.Close()
 		}
 		if SegmentFits(n) && err != nil {
-			t.Errorf("SegmentFits(%d) but shmagree.Open refuses it: %v", n, err)
+			t.Errorf("SegmentFits(%d) but the segment is refused: %v", n, err)
 		}
 	}
 }

@@ -1,10 +1,11 @@
 // Command agreejob is the program of shmagree's tests over real processes
-// (ftmpirun, FTMPI_AGREE_SHM=1). "results" runs agreements and shrinks
-// without failures and checks their results; rank 0 prints "result: ok
-// fast=N fallback=M segmaps=S segfiles=F" (ftdrive.FastStats: the instances
-// decided on the segment and those that fell back; S the agreement segments
-// rank 0 maps and F their files in the job's directory, before the first
-// agreement). "kill POINT VICTIM" runs two
+// (ftmpirun; the fast path is on unless FTMPI_AGREE_SHM=0). "results" runs
+// agreements and shrinks without failures and checks their results; rank 0
+// prints "result: ok fast=N fallback=M segmaps=S segfiles=F"
+// (ftdrive.FastStats: the instances decided on the segment and those that
+// fell back; S the agreement segments rank 0 maps and F files named for
+// them in the job's directory or /dev/shm, before the first agreement:
+// none, the segment is a memfd). "kill POINT VICTIM" runs two
 // agreements, then an AgreeBits in which rank VICTIM stops at POINT of the
 // fast path (printing "agreestall POINT" for the launcher's --inject kill
 // trigger), or, for POINT "returned", returns from it, prints its decision
@@ -57,8 +58,10 @@ func main() {
 			fail("barrier: %v", err)
 		}
 		maps, _ := os.ReadFile("/proc/self/maps")
-		segs := strings.Count(string(maps), "/ftmpi-agree-")
+		segs := strings.Count(string(maps), "memfd:ftmpi-agree")
 		files, _ := filepath.Glob(filepath.Join(os.Getenv("FTMPI_TMPDIR"), "ftmpi-agree-*"))
+		shm, _ := filepath.Glob("/dev/shm/*ftmpi-agree*")
+		files = append(files, shm...)
 		if err := results(c); err != nil {
 			fail("%v", err)
 		}
