@@ -162,7 +162,8 @@ func TestMpirunTimestampOutput(t *testing.T) {
 }
 
 // --bind-to core binds each rank (every thread of it) to one core, the
-// one --report-bindings names; --bind-to none leaves them unbound.
+// one --report-bindings names; --bind-to none leaves them unbound; without
+// --bind-to a job of two ranks is bound to cores and one of three is not.
 func TestMpirunBindToCore(t *testing.T) {
 	t.Parallel()
 	probe := buildOnce(t, "ioprobe")
@@ -200,6 +201,25 @@ func TestMpirunBindToCore(t *testing.T) {
 	ps = probes(t, r, 1)
 	if !strings.Contains(r.Stderr, "ftmpirun: rank 0 (pid ") || !strings.Contains(r.Stderr, ") not bound: cpus ") || ps[0].cpus != self {
 		t.Fatalf("--bind-to none: cpus %s (test's %s), stderr:\n%s", ps[0].cpus, self, r.Stderr)
+	}
+
+	// Not named: bound to cores at np 2, as Open MPI does; not at np 3.
+	r = runIn(t, "", "-n", "2", "--report-bindings", probe)
+	ps = probes(t, r, 2)
+	if ms := report.FindAllStringSubmatch(r.Stderr, -1); len(ms) != 2 {
+		t.Fatalf("np 2, no --bind-to: want 2 binding reports, stderr:\n%s", r.Stderr)
+	}
+	for rank, p := range ps {
+		if multi && p.cpus == self || !p.agree {
+			t.Errorf("np 2, no --bind-to: rank %d runs on cpus %s (all threads: %v), the test's %s", rank, p.cpus, p.agree, self)
+		}
+	}
+	r = runIn(t, "", "-n", "3", "--report-bindings", probe)
+	ps = probes(t, r, 3)
+	for rank, p := range ps {
+		if p.cpus != self {
+			t.Errorf("np 3, no --bind-to: rank %d bound to cpus %s (test's %s), stderr:\n%s", rank, p.cpus, self, r.Stderr)
+		}
 	}
 }
 

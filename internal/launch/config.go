@@ -274,7 +274,9 @@ type Config struct {
 	MergeStderr bool
 	// BindTo (--bind-to) binds each rank to CPUs (sched_setaffinity) by
 	// its place among the ranks of its host: "core" (all hardware threads
-	// of one core), "socket", "hwthread", or "" / "none" (no binding).
+	// of one core), "socket", "hwthread", or "none" (no binding); ""
+	// (not named) is Open MPI's default: "core" for a job of at most two
+	// processes on this host alone, else "none" (defaultBind).
 	// Collective algorithms do not depend on it.
 	BindTo string
 	// ReportBindings (--report-bindings) prints one line per rank saying
@@ -364,7 +366,8 @@ const usageText = `usage: ftmpirun -n N [--tag-output] [--timeout DURATION] [--t
   -N, --npernode N N ranks on every host, whatever its slots (default -n: N per host)
   --oversubscribe  allow more ranks than slots
   --bind-to B      bind each rank to CPUs by its place on its host: core, socket, hwthread,
-                   or none (default); the CPUs ftmpirun may use, taken in order
+                   or none; the CPUs ftmpirun may use, taken in order (default: core for
+                   a job of at most 2 processes on this host, as Open MPI; else none)
   --report-bindings
                    print the CPUs each rank is bound to
   -x VAR[=VALUE]   export VAR (this process's value, or VALUE) to every rank (repeatable)

@@ -202,12 +202,40 @@ func (cfg *Config) validatePerNode() error {
 	return nil
 }
 
+// defaultBind is the binding of a job that does not name one (--bind-to
+// unset), Open MPI 4.1's at np <= 2: a job of at most two processes
+// (ranks and spares) on this host alone is bound to cores, one a rank;
+// any other is not (Open MPI binds those to sockets: on a one-socket host
+// that is no binding, and ranks that outnumber the cores are left to the
+// scheduler). Measured on 2 cores (docs/benchmarks.md, "Session 18: the
+// 1-byte path"): a bound np-2 ping-pong stays at Open MPI's latency under
+// load where an unbound one falls into 10-20 us hops; a bound Go rank runs
+// with GOMAXPROCS 1 (its affinity mask), which the fault-tolerance tests
+// pass with. A pure function of the configuration.
+func (cfg *Config) defaultBind() string {
+	if cfg.Hosts == nil && cfg.N+cfg.Spares <= 2 {
+		return hostagent.BindCore
+	}
+	return hostagent.BindNone
+}
+
+// rankBind is the binding a rank is started with (hostagent.RankSpec.Bind):
+// "" for none.
+func (cfg *Config) rankBind() string {
+	if cfg.BindTo == hostagent.BindNone {
+		return ""
+	}
+	return cfg.BindTo
+}
+
 // validateMpirun checks the settings of the mpirun flags.
 func (cfg *Config) validateMpirun() error {
 	b, _, _ := strings.Cut(strings.ToLower(cfg.BindTo), ":") // Open MPI's modifiers (overload-allowed...) change nothing here
 	switch b {
-	case "", hostagent.BindNone:
-		cfg.BindTo = ""
+	case "":
+		cfg.BindTo = cfg.defaultBind()
+	case hostagent.BindNone:
+		cfg.BindTo = hostagent.BindNone // said: kept, so that validating again does not bind
 	case hostagent.BindCore, hostagent.BindSocket, hostagent.BindHWThread:
 		cfg.BindTo = b
 	default:

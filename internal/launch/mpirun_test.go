@@ -59,7 +59,16 @@ func TestMpirunFlagsParse(t *testing.T) {
 		{[]string{"-n", "2", "--bind-to", "core", "--report-bindings", "prog"}, func(c Config) any { return [2]any{c.BindTo, c.ReportBindings} },
 			[2]any{hostagent.BindCore, true}},
 		{[]string{"-n", "2", "--bind-to", "socket:overload-allowed", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindSocket},
-		{[]string{"-n", "2", "--bind-to", "none", "prog"}, func(c Config) any { return c.BindTo }, ""},
+		{[]string{"-n", "2", "--bind-to", "none", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindNone},
+		// Not named: Open MPI 4.1's default, cores for a job of at most
+		// two processes on this host, else none (defaultBind).
+		{[]string{"-n", "2", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindCore},
+		{[]string{"-n", "1", "--spares", "1", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindCore},
+		{[]string{"-n", "3", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindNone},
+		{[]string{"-n", "2", "--spares", "1", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindNone},
+		{[]string{"-H", "a:1,b:1", "-n", "2", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindNone},
+		{[]string{"-N", "2", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindCore},
+		{[]string{"-N", "3", "prog"}, func(c Config) any { return c.BindTo }, hostagent.BindNone},
 		{[]string{"-n", "2", "--output-filename", "out", "--timestamp-output", "--merge-stderr-to-stdout", "prog"},
 			func(c Config) any { return [3]any{c.OutputDir, c.Timestamp, c.MergeStderr} }, [3]any{abs, true, true}},
 		{[]string{"-n", "2", "--timeout", "90s", "prog"}, func(c Config) any { return c.Timeout }, 90 * time.Second},

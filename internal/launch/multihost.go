@@ -318,7 +318,7 @@ func (mh *multiHost) buildSpecs(cfg Config, st *launchState, job, path string, b
 			p = hostPath[hi]
 		}
 		mh.specs[r] = hostagent.RankSpec{Rank: r, Path: p, Args: cfg.Args, Env: env, Dir: wdir, Auth: key,
-			Bind: cfg.BindTo, Slot: len(mh.groups[hi]), ReportBinding: cfg.ReportBindings}
+			Bind: cfg.rankBind(), Slot: len(mh.groups[hi]), ReportBinding: cfg.ReportBindings}
 		mh.groups[hi] = append(mh.groups[hi], mh.specs[r])
 	}
 }

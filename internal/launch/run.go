@@ -246,7 +246,7 @@ func setupLocal(cfg Config, st *launchState, out *output, job, path, tmpDir stri
 		env := make([]string, 0, len(env0)+8)
 		env = append(append(env, env0...), info.Env()...)
 		specs[r] = hostagent.RankSpec{Rank: r, Path: path, Args: cfg.Args, Env: env, Dir: cfg.Wdir, Auth: key,
-			Bind: cfg.BindTo, Slot: r, ReportBinding: cfg.ReportBindings}
+			Bind: cfg.rankBind(), Slot: r, ReportBinding: cfg.ReportBindings}
 	}
 	return &multiHost{h: h, place: make([]int, cfg.N), specs: specs, agents: []hostagent.Agent{la}, groups: [][]hostagent.RankSpec{slices.Clone(specs)}}
 }
