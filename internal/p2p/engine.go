@@ -540,14 +540,35 @@ func (e *Engine) transport() transport.Transport {
 
 var reqPool = sync.Pool{New: func() any { return &Req{ch: make(chan struct{}, 1)} }}
 
+// newReq takes a request from the pool and resets what Release left
+// (issue 28: the reset is done here, when a receive is posted, which in a
+// ping-pong is while the peer works, not between a receive's completion
+// and the reply; Release only drops the references).
 func (e *Engine) newReq() *Req {
 	r := reqPool.Get().(*Req)
+	r.reset()
 	r.e = e
 	return r
 }
 
+// reset clears what Release left of a request (newReq).
+func (r *Req) reset() {
+	r.isRecv, r.id, r.where = false, 0, nowhere
+	r.alloc = false
+	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
+	r.st = Status{}
+	r.hookPeer, r.hookSlot = 0, 0
+	if r.done.Load() { // a released request: done is reset here, an atomic exchange
+		r.done.Store(false)
+	}
+	if r.waiter.Load() != nil { // most requests never had one: no store (an atomic exchange) for them
+		r.waiter.Store(nil)
+	}
+}
+
 // Release returns a completed request to the pool. The caller must not use
-// r afterwards.
+// r afterwards. It drops r's references (the pool keeps no buffer or
+// error alive) and leaves the rest of the reset to newReq.
 func (e *Engine) Release(r *Req) {
 	if !r.done.Load() {
 		return
@@ -560,17 +581,11 @@ func (e *Engine) Release(r *Req) {
 		r.sleeping.Store(false)
 	}
 	putBuf(r.pooled)
-	r.e, r.isRecv, r.buf, r.id, r.prev, r.next, r.where, r.mark = nil, false, nil, 0, nil, nil, nowhere, nil
-	r.alloc, r.pooled = false, nil
-	r.ctx, r.src, r.tag, r.dtype, r.peer, r.sig = 0, 0, 0, 0, 0, 0
-	r.st = Status{}
-	r.hook, r.hookOp, r.hookPeer, r.hookSlot = nil, "", 0, 0
-	if r.xfer.Load() != 0 { // eager and most small requests never set it: no store
+	r.e, r.buf, r.prev, r.next, r.mark, r.pooled = nil, nil, nil, nil, nil, nil
+	r.st.Err = nil
+	r.hook, r.hookOp = nil, ""
+	if r.xfer.Load() != 0 { // a released request names no payload (PollBytes); eager ones never set it: no store
 		r.xfer.Store(0)
-	}
-	r.done.Store(false)
-	if r.waiter.Load() != nil { // most requests never had one: no store (an atomic exchange) for them
-		r.waiter.Store(nil)
 	}
 	reqPool.Put(r)
 }

@@ -321,20 +321,7 @@ func (t *Transport) PollUntil(c interface{ Done() bool }, budget time.Duration) 
 			}
 		}
 	}
-	// The last caller to stop counting itself in the poll word owes a
-	// last look (lastLook); one that still holds the rings takes it
-	// before letting go of them, without taking them again (two atomic
-	// operations fewer on the way out of a ping-pong's every receive).
-	if t.bellPoll.Add(^uint32(0)) == 0 {
-		if held {
-			t.lastLookHeld()
-		} else {
-			t.lastLook()
-		}
-		t.unpark()
-	} else if held {
-		t.releaseCaller()
-	}
+	t.leavePoll(held) // the last caller out looks again if the receiver sleeps
 	return c.Done()
 }
 

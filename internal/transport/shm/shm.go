@@ -134,6 +134,7 @@ type Config struct {
 	sleepMax      time.Duration                                                             // tests: the longest doorbell sleep, not scaled (0: sleepMax scaled by sleepBound), long to make a lost wake-up a hang
 	cores         int                                                                       // tests: the host's cores for sleepBound (0: runtime.NumCPU)
 	onSleep       func(time.Duration)                                                       // tests: called as the receiver goes to sleep on the doorbell, with the sleep's bound
+	onLastLook    func()                                                                    // tests: called as a caller polls once more on its way out of PollUntil (leavePoll)
 	vmRead        func(pid int, local []unix.Iovec, remote []unix.RemoteIovec) (int, error) // tests: replaces process_vm_readv (the probe and payload reads)
 }
 
