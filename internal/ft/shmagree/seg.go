@@ -59,6 +59,8 @@ type Seg struct {
 
 	shared atomic.Bool // another member wrote this segment (Machine.Shared)
 
+	spare atomic.Pointer[Machine] // the last run's Machine, reused by the next (Agree)
+
 	closeMu sync.Mutex // Close against Wake
 	closed  bool
 }
@@ -179,14 +181,19 @@ func (s *Seg) Write(e int, data []byte) bool {
 	return true
 }
 
-func (s *Seg) Read(j, e int) []byte {
+func (s *Seg) Read(j, e int, dst []byte) []byte {
 	o := s.entry(j, e)
 	n := s.u64(o + 8).Load()
 	if n > maxData {
 		return nil
 	}
-	out := make([]byte, (n+7)&^7)
-	for i := 0; i < len(out); i += 8 {
+	w := int(n+7) &^ 7
+	out := dst[:0]
+	if cap(out) < w {
+		out = make([]byte, w, maxData)
+	}
+	out = out[:w]
+	for i := 0; i < w; i += 8 {
 		*(*uint64)(unsafe.Pointer(&out[i])) = s.u64(o + 16 + i).Load()
 	}
 	return out[:n]
@@ -237,12 +244,17 @@ var ErrStopped = errors.New("shmagree: stopped")
 // Excluded (run the message protocol for seq), or ErrStopped. It has no
 // MPI counterpart.
 func (s *Seg) Agree(seq uint64, v agree.Value, known func(j int) bool, abort, stop <-chan struct{}) (agree.Value, Outcome, error) {
-	m := NewMachine(s.n, s.me, seq, agree.EncodeValue(v))
+	m := s.spare.Swap(nil) // (one run at a time reuses it; another makes its own)
+	if m == nil {
+		m = new(Machine)
+	}
+	m.Reset(s.n, s.me, seq, agree.EncodeValue(v))
 	m.Shared = s.shared.Load()
 	defer func() {
 		if m.Shared {
 			s.shared.Store(true)
 		}
+		s.spare.Store(m)
 	}()
 	var start time.Time
 	polls, held := 0, 0

@@ -60,7 +60,7 @@ func (v simView) Write(e int, d []byte) bool {
 	v.s.version++
 	return true
 }
-func (v simView) Read(j, e int) []byte { return append([]byte(nil), v.s.data[j][e]...) }
+func (v simView) Read(j, e int, dst []byte) []byte { return append(dst[:0], v.s.data[j][e]...) }
 func (v simView) Disabled() bool       { return v.s.disabled }
 func (v simView) Disable()             { v.s.disabled = true; v.s.version++ }
 

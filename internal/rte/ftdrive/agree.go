@@ -380,10 +380,29 @@ func (a *Agreements) Begin() uint64 {
 	a.mu.Lock()
 	seq := a.next
 	a.next++
+	if seq >= SegmentFrom && a.segOn() {
+		// The instance's node is made only if the segment does not decide
+		// (Await) or a frame of it arrives (Step): a node, its channel
+		// and its map entry were a tenth of a failure-free agreement on
+		// the segment (issue 28, session 17), and a node made later takes
+		// the failures known then (instanceLocked), as LostAll would have
+		// told it.
+		a.mu.Unlock()
+		return seq
+	}
 	_, early := a.instanceLocked(seq)
 	a.mu.Unlock()
 	a.send(early)
 	return seq
+}
+
+// segOn reports whether the agreements may take the segment (UseSegment
+// chose one, it did not fail to open, the communicator is not closed).
+func (a *Agreements) segOn() bool {
+	u := &a.seg
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.name != "" && u.failed == nil && !u.closed
 }
 
 // Await contributes v to instance seq (opened by Begin) and waits for the
@@ -397,10 +416,6 @@ func (a *Agreements) Begin() uint64 {
 // space that was n·f wake-ups for nothing). ok is false if abort or stop
 // closed first.
 func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort, stop <-chan struct{}) (val agree.Value, contrib agree.Set, ok bool) {
-	a.mu.Lock()
-	in, early := a.instanceLocked(seq)
-	a.mu.Unlock()
-	a.send(early)
 	var fs agree.Set
 	for _, p := range failed() {
 		if i, ok := a.procs.Index(p); ok {
@@ -421,7 +436,12 @@ func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort
 			// none runs the protocol for seq: the instance's node stays
 			// unstarted and sends nothing.
 			FastStats.Decided.Add(1)
-			in.markDecided()
+			a.mu.Lock()
+			in := a.insts[seq] // (made only if a frame of seq arrived)
+			a.mu.Unlock()
+			if in != nil {
+				in.markDecided()
+			}
 			var all agree.Set
 			for i := range a.procs.Len() {
 				all.Add(i)
@@ -430,6 +450,10 @@ func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort
 		}
 		FastStats.Fallbacks.Add(1)
 	}
+	a.mu.Lock()
+	in, early := a.instanceLocked(seq)
+	a.mu.Unlock()
+	a.send(early)
 	in.mu.Lock()
 	out := in.node.Start(v, fs)
 	decided := in.node.Decided()
