@@ -4,7 +4,9 @@
 // the ranks (getrusage around the timed calls): the measures that other
 // load on a shared machine moves least. With -trace, every rank also
 // prints, for a few calls, when it entered and left each one (ns from a
-// common Barrier), to see where a call's time goes.
+// common Barrier), to see where a call's time goes. First it prints the
+// slowest rank's time of CommWorld's and a Dup's first two agreements
+// ("agreefirst": a communicator's second is the first on its segment).
 package main
 
 import (
@@ -38,6 +40,30 @@ func main() {
 	must(err)
 	c := w.CommWorld()
 	agree := func() { _, err := c.Agree(true); must(err) }
+	// The first agreements, each after a Barrier: CommWorld's first two
+	// (the first by messages, the second the first on its segment, mapped
+	// at start), a Dup's first two (the second makes or is passed the
+	// Dup's segment: the rendezvous); the slowest rank's, in µs.
+	first := make([]float64, 4)
+	timeOne := func(d *mpi.Comm, k int) {
+		must(d.Barrier())
+		t := time.Now()
+		_, err := d.Agree(true)
+		must(err)
+		first[k] = float64(time.Since(t)) / 1e3
+	}
+	timeOne(c, 0)
+	timeOne(c, 1)
+	d, err := c.Dup()
+	must(err)
+	timeOne(d, 2)
+	timeOne(d, 3)
+	must(d.Free())
+	slowFirst := make([]float64, 4)
+	must(mpi.Allreduce(c, first, slowFirst, mpi.Max))
+	if c.Rank() == 0 {
+		fmt.Printf("agreefirst np %d world0_us %.1f world1_us %.1f dup0_us %.1f dup1_us %.1f\n", c.Size(), slowFirst[0], slowFirst[1], slowFirst[2], slowFirst[3])
+	}
 	for range 100 {
 		agree()
 	}
