@@ -280,6 +280,33 @@ func (r *Req) complete() {
 	}
 }
 
+// completeHeld is complete that returns the wake-up of r's waiters
+// instead of making it (nil when none sleeps or is registered); as in
+// complete, nothing of r is touched after done is set.
+func (r *Req) completeHeld() func() {
+	ch := r.ch
+	w := r.waiter.Load()
+	r.done.Store(true)
+	sleeping := r.sleeping.Load()
+	if !sleeping && w == nil {
+		return nil
+	}
+	return func() {
+		if sleeping {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+		if w != nil {
+			select {
+			case *w <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
 // Wait blocks until r completes or abort is closed (nil abort never fires).
 // It spins briefly (yielding the processor) before blocking.
 func (r *Req) Wait(abort <-chan struct{}) bool { return r.WaitCancel(abort, nil) == WaitDone }
@@ -1009,6 +1036,18 @@ func (d *dataSent) Deferrable() {}
 
 // SendDone implements transport.Done.
 func (d *dataSent) SendDone(err error) {
+	d.sent(err)
+	(*Req)(d).complete()
+}
+
+// SendDoneHeld implements transport.Held.
+func (d *dataSent) SendDoneHeld(err error) func() {
+	d.sent(err)
+	return (*Req)(d).completeHeld()
+}
+
+// sent records the outcome of the DATA frame (SendDone).
+func (d *dataSent) sent(err error) {
 	r := (*Req)(d)
 	e := r.e
 	e.mu.Lock()
@@ -1020,7 +1059,6 @@ func (d *dataSent) SendDone(err error) {
 	}
 	e.mu.Unlock()
 	r.st.Err = err
-	r.complete()
 }
 
 // Payload implements transport.Handler: the frame that Frame accepted is
@@ -1088,6 +1126,25 @@ func (e *Engine) Payload(from int, h transport.Header, dst []byte, cookie any, e
 
 // landed completes in-flight receive r, whose payload the transport is done
 // with (err says it was cut short).
+// PayloadHeld implements transport.HeldPayload: a rendezvous payload
+// that landed whole completes its receive and returns the wake-up of its
+// waiter; everything else (an eager message into a posted receive
+// included) is Payload.
+func (e *Engine) PayloadHeld(from int, h transport.Header, dst []byte, cookie any, err error) func() {
+	r, ok := cookie.(*Req)
+	if !ok || r == nil || err != nil || r.xfer.Load() == 0 {
+		e.Payload(from, h, dst, cookie, err)
+		return nil
+	}
+	e.mu.Lock()
+	fail := e.landedLocked(r, from, nil)
+	e.mu.Unlock()
+	if fail != nil {
+		r.st.Err = fail
+	}
+	return r.completeHeld()
+}
+
 func (e *Engine) landed(r *Req, from int, err error) {
 	e.mu.Lock()
 	fail := e.landedLocked(r, from, err)

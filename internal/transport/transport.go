@@ -176,6 +176,25 @@ type Deferrable interface {
 	Deferrable()
 }
 
+// Held is a Done whose waiter's wake-up a transport may hold back while
+// it goes on writing frames queued right behind it: SendDoneHeld is
+// SendDone (the request completes: a waiter that looks sees it done) that
+// leaves the wake-up of a sleeping waiter to the function it returns (nil:
+// nobody sleeps), which the transport calls once, before it waits for
+// anything. No MPI counterpart.
+type Held interface {
+	Done
+	SendDoneHeld(err error) (wake func())
+}
+
+// HeldPayload is a Handler whose Payload may complete a request without
+// waking its waiter: PayloadHeld is Payload that returns the wake-up (nil
+// when there is none to make), which the transport calls once, before it
+// waits for anything. No MPI counterpart.
+type HeldPayload interface {
+	PayloadHeld(from int, h Header, dst []byte, cookie any, err error) (wake func())
+}
+
 // Transport sends frames to the ranks of a job.
 type Transport interface {
 	// Send delivers h and payload to rank to. len(payload) must equal h.N.

@@ -61,6 +61,10 @@ type fdConn struct {
 	evs          [4]syscall.EpollEvent // the reader's
 	wevs         [4]syscall.EpollEvent // the writer's
 	iov          [2]syscall.Iovec      // the writer's
+	// onFull, when set by the write side's owner, is called before a
+	// write waits for room in the send buffer (the writer's held
+	// wake-ups, writeLoop).
+	onFull func()
 }
 
 // errClosedConn is what a call on a closed fdConn returns.
@@ -372,6 +376,9 @@ func (c *fdConn) writev(a, b []byte) (int, error) {
 		switch {
 		case err == syscall.EINTR:
 		case err == syscall.EAGAIN:
+			if f := c.onFull; f != nil {
+				f()
+			}
 			if werr := c.waitOut(); werr != nil {
 				return done, werr
 			}

@@ -126,6 +126,13 @@ type rx struct {
 	direct     *rxFrame
 	wouldBlock bool
 	frames     uint64 // frames delivered (Payload called)
+	// holding is set while the reader goroutine of a TCP connection
+	// (fdConn) processes frames: the wake-ups of the requests that whole
+	// (not chunked) rendezvous payloads complete are then held (held)
+	// while the next payload comes in, and made before the reader waits
+	// or looks elsewhere (wakeHeld).
+	holding bool
+	held    []func()
 
 	own     atomic.Int32
 	handoff atomic.Bool // a caller left something only the reader goroutine does
@@ -369,8 +376,14 @@ func (t *Transport) stopReaders() {
 // frame that breaks the wire rules, else why the connection broke). It
 // owns x when called and whenever it processes.
 func (x *rx) receive() error {
+	defer x.wakeHeld()
+	_, hold := x.t.cfg.Handler.(transport.HeldPayload)
+	hold = hold && x.fc != nil
 	for {
-		switch x.process(false) {
+		x.holding = hold
+		res := x.process(false)
+		x.holding = false
+		switch res {
 		case pBye:
 			return nil
 		case pFail:
@@ -378,6 +391,24 @@ func (x *rx) receive() error {
 		}
 		x.waitRead()
 	}
+}
+
+// heldMax bounds the wake-ups a reader or writer goroutine holds back.
+const heldMax = 8
+
+// wakeHeld makes the wake-ups the reader goroutine held back (holding):
+// before it waits for readability, lets go of x, finds the socket empty
+// between payloads, or ends, and once heldMax are held. A waiter for a
+// payload that landed is so woken once per run of payloads that come
+// back to back, not once per payload while the reader copies the next
+// one (each wake-up there started a second thread beside the reader on
+// two shared cores: docs/benchmarks.md, "Session 18: TCP bandwidth").
+func (x *rx) wakeHeld() {
+	for i, w := range x.held {
+		w()
+		x.held[i] = nil
+	}
+	x.held = x.held[:0]
 }
 
 // waitRead reads what comes next, waiting for it in the runtime's poller;
@@ -474,6 +505,10 @@ func (x *rx) readerTry(fd uintptr) bool {
 			x.got(n, err)
 			return true
 		}
+		if len(x.held) > 0 && x.st != stBody && x.st != stChunk {
+			// Between payloads: nothing more is coming in now.
+			x.wakeHeld()
+		}
 		if x.spin > 0 && x.t.polling.Load() == 0 {
 			if i == 0 {
 				x.spinStart = time.Now()
@@ -489,6 +524,7 @@ func (x *rx) readerTry(fd uintptr) bool {
 			}
 		}
 		x.spin = 0 // no spin after a wake-up: something came
+		x.wakeHeld()
 		if x.inlineOK() {
 			x.released = true
 			x.waiting.Store(1)
@@ -969,6 +1005,16 @@ func (x *rx) finish(f *rxFrame, err error) {
 	g := *f
 	*f = rxFrame{}
 	x.frames++
+	if x.holding && !g.chunked {
+		w := x.t.cfg.Handler.(transport.HeldPayload).PayloadHeld(x.peer, g.h, g.dst, g.cookie, err)
+		if w != nil {
+			x.held = append(x.held, w)
+			if len(x.held) >= heldMax {
+				x.wakeHeld()
+			}
+		}
+		return
+	}
 	x.t.cfg.Handler.Payload(x.peer, g.h, g.dst, g.cookie, err)
 }
 
