@@ -25,6 +25,9 @@ func cutOffset(mode string, i int) int64 {
 	if mode == "large" {
 		return 4<<20 + int64(i)*9_876_543%(120<<20)
 	}
+	if mode == "window" {
+		return 100_000 + int64(i)*777_777%(20<<20)
+	}
 	return 100_000 + int64(i)*777_777%(8<<20)
 }
 
@@ -38,13 +41,20 @@ func TestSenderKilledInsideMessage(t *testing.T) {
 		runs = n
 	}
 	cutcheck := buildOnce(t, "cutcheck")
-	for _, mode := range []string{"large", "medium"} {
+	// window: windows of 1 MiB rendezvous messages over TCP, whose
+	// transport holds the wake-ups of requests completed while the next
+	// payload moves (sock's writeLoop and reader).
+	for _, mode := range []string{"large", "medium", "window"} {
+		tr := "unix"
+		if mode == "window" {
+			tr = "tcp"
+		}
 		t.Run(mode, func(t *testing.T) {
 			for i := range runs {
 				off := cutOffset(mode, i)
 				// The kill counts the bytes written to sockets: the socket
 				// transport (internal/transport/shm has its own cut tests).
-				r := jobtest.Run(t, 90*time.Second, nil, bin["ftmpirun"], "-n", "2", "--on-failure", "continue", "--transport", "unix",
+				r := jobtest.Run(t, 90*time.Second, nil, bin["ftmpirun"], "-n", "2", "--on-failure", "continue", "--transport", tr,
 					"--timeout", "60s", cutcheck, mode, strconv.FormatInt(off, 10))
 				line := resultLine(t, r)
 				if !strings.HasPrefix(line, "result: cut procfailed=true intact=true ") || r.Code != 0 {

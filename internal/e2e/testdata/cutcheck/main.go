@@ -7,6 +7,11 @@
 //
 //	cutcheck large OFFSET    64 MiB messages (rendezvous)
 //	cutcheck medium OFFSET   48 KiB messages (eager)
+//	cutcheck window OFFSET   1 MiB messages (rendezvous, whole frames) in
+//	                         windows of 8 Isends and 8 Irecvs (the TCP
+//	                         transport's held wake-ups: receives completed
+//	                         while the next payload came in, sends while
+//	                         the next was written)
 package main
 
 import (
@@ -22,10 +27,14 @@ import (
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: cutcheck large|medium OFFSET")
+		fmt.Fprintln(os.Stderr, "usage: cutcheck large|medium|window OFFSET")
 		os.Exit(2)
 	}
-	size := map[string]int{"large": 64 << 20, "medium": 48 << 10}[os.Args[1]]
+	size := map[string]int{"large": 64 << 20, "medium": 48 << 10, "window": 1 << 20}[os.Args[1]]
+	win := 1
+	if os.Args[1] == "window" {
+		win = 8
+	}
 	offset, err := strconv.ParseInt(os.Args[2], 10, 64)
 	if size == 0 || err != nil || offset <= 0 {
 		fmt.Fprintf(os.Stderr, "cutcheck: bad arguments %q\n", os.Args[1:])
@@ -40,9 +49,9 @@ func main() {
 	c.SetErrhandler(mpi.ErrorsReturn)
 	switch c.Rank() {
 	case 0:
-		receive(c, size)
+		receive(c, size, win)
 	case 1:
-		send(c, size, offset)
+		send(c, size, win, offset)
 	}
 	w.Finalize()
 }
@@ -54,18 +63,33 @@ func fill(b []byte, i int) {
 	}
 }
 
-func receive(c *mpi.Comm, size int) {
-	buf, want := make([]byte, size), make([]byte, size)
+// receive takes messages in windows of win receives (posted together,
+// waited for in order) until one fails.
+func receive(c *mpi.Comm, size, win int) {
+	bufs, want := make([][]byte, win), make([]byte, size)
+	for k := range bufs {
+		bufs[k] = make([]byte, size)
+	}
+	reqs := make([]*mpi.Request, win)
 	intact := true
-	for i := 0; ; i++ {
-		_, err := mpi.Recv(c, buf, 1, 0)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "rank 0: receive %d: %v\n", i, err)
-			fmt.Printf("result: cut procfailed=%v intact=%v received=%d\n", errors.Is(err, mpi.ErrProcFailed), intact, i)
-			return
+	for i := 0; ; i += win {
+		for k := range reqs {
+			var err error
+			if reqs[k], err = mpi.Irecv(c, bufs[k], 1, 0); err != nil {
+				fmt.Fprintf(os.Stderr, "rank 0: post receive %d: %v\n", i+k, err)
+				fmt.Printf("result: cut procfailed=%v intact=%v received=%d\n", errors.Is(err, mpi.ErrProcFailed), intact, i)
+				return
+			}
 		}
-		fill(want, i)
-		intact = intact && bytes.Equal(buf, want)
+		for k, r := range reqs {
+			if _, err := r.Wait(); err != nil {
+				fmt.Fprintf(os.Stderr, "rank 0: receive %d: %v\n", i+k, err)
+				fmt.Printf("result: cut procfailed=%v intact=%v received=%d\n", errors.Is(err, mpi.ErrProcFailed), intact, i+k)
+				return
+			}
+			fill(want, i+k)
+			intact = intact && bytes.Equal(bufs[k], want)
+		}
 	}
 }
 
@@ -84,7 +108,7 @@ func wchar() int64 {
 	return n
 }
 
-func send(c *mpi.Comm, size int, offset int64) {
+func send(c *mpi.Comm, size, win int, offset int64) {
 	start := wchar()
 	go func() {
 		// The kill is tied to the bytes written, not to a time: it lands
@@ -93,12 +117,25 @@ func send(c *mpi.Comm, size int, offset int64) {
 		}
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}()
-	buf := make([]byte, size)
-	for i := 0; ; i++ {
-		fill(buf, i)
-		if err := mpi.Send(c, buf, 0, 0); err != nil {
-			fmt.Fprintf(os.Stderr, "rank 1: send %d: %v\n", i, err)
-			select {} // the kill comes
+	bufs := make([][]byte, win)
+	for k := range bufs {
+		bufs[k] = make([]byte, size)
+	}
+	reqs := make([]*mpi.Request, win)
+	for i := 0; ; i += win {
+		for k := range reqs {
+			fill(bufs[k], i+k)
+			var err error
+			if reqs[k], err = mpi.Isend(c, bufs[k], 0, 0); err != nil {
+				fmt.Fprintf(os.Stderr, "rank 1: send %d: %v\n", i+k, err)
+				select {} // the kill comes
+			}
+		}
+		for k, r := range reqs {
+			if _, err := r.Wait(); err != nil {
+				fmt.Fprintf(os.Stderr, "rank 1: send %d: %v\n", i+k, err)
+				select {} // the kill comes
+			}
 		}
 	}
 }
