@@ -266,7 +266,13 @@ func (r *Req) complete() {
 	// done is stored before sleeping is loaded, and a waiter stores
 	// sleeping before it loads done (both sequentially consistent): either
 	// the waiter sees done or this sees sleeping and sends the token.
-	if r.sleeping.Load() {
+	wakeWaiters(ch, r.sleeping.Load(), w)
+}
+
+// wakeWaiters sends the completion's tokens: on ch when a waiter may
+// sleep on it, and on w when one is registered (never blocking).
+func wakeWaiters(ch chan struct{}, sleeping bool, w *chan struct{}) {
+	if sleeping {
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -291,20 +297,7 @@ func (r *Req) completeHeld() func() {
 	if !sleeping && w == nil {
 		return nil
 	}
-	return func() {
-		if sleeping {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-		if w != nil {
-			select {
-			case *w <- struct{}{}:
-			default:
-			}
-		}
-	}
+	return func() { wakeWaiters(ch, sleeping, w) }
 }
 
 // Wait blocks until r completes or abort is closed (nil abort never fires).
