@@ -1,6 +1,7 @@
 package ftdrive
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -160,8 +161,9 @@ func (a *Agreements) SegmentError() error {
 	return a.seg.failed
 }
 
-// segRefusals says once a process that a segment was refused (it is
-// not expected: another user's listener on its name, a failed memfd).
+// segRefusals says once a process that a segment was refused or could
+// not be made (not expected: another user's listener on its name, a
+// failed memfd); a listener gone with its member is a failure, silent.
 var segRefusals sync.Once
 
 // SegmentSet reports whether UseSegment was called.
@@ -192,9 +194,11 @@ func (a *Agreements) acquireSeg() *shmagree.Seg {
 		s, srv, err := openSegment(u.name, a.procs.Len(), a.self)
 		if err != nil {
 			u.failed = err
-			segRefusals.Do(func() {
-				fmt.Fprintf(os.Stderr, "ftmpi: process %d: the agreements' shared segment of a communicator: %v; its agreements use messages\n", a.procs.At(a.self), err)
-			})
+			if errors.Is(err, errRefused) || errors.Is(err, errMake) {
+				segRefusals.Do(func() {
+					fmt.Fprintf(os.Stderr, "ftmpi: process %d: the agreements' shared segment of a communicator: %v; its agreements use messages\n", a.procs.At(a.self), err)
+				})
+			}
 			return nil
 		}
 		u.seg, u.srv = s, srv

@@ -142,7 +142,7 @@ func create(ln *net.UnixListener, n int) (int, *server, error) {
 			unix.Close(fd)
 		}
 		ln.Close()
-		return -1, nil, fmt.Errorf("agreement segment: make it: %w", err)
+		return -1, nil, fmt.Errorf("agreement segment: %w: %w", errMake, err)
 	}
 	srv := &server{ln: ln, fd: fd, n: n, done: make(chan struct{})}
 	go srv.serve()
@@ -203,11 +203,24 @@ func peerUID(c *net.UnixConn) (int, error) {
 	return int(cred.Uid), nil
 }
 
+// errRefused marks a segment refused for what its listener offered
+// (another user's process, a reply that is not a segment's, the wrong
+// size, seals or descriptors): worth a line on stderr. A listener that
+// went away before it replied (its member died or freed the communicator)
+// is not: that is a failure the agreements handle, and the fallback to
+// messages is silent (MPICH's fault-tolerance tests count any line a
+// rank prints as a failure).
+var errRefused = errors.New("agreement segment refused")
+
+// errMake marks a segment this member could not make (memfd_create,
+// ftruncate or the seals failed: a limit of the host): worth a line too.
+var errMake = errors.New("make it")
+
 // fetch reads the segment's memory file from the member that serves it on
 // c and checks it: the caller's descriptor.
 func fetch(c *net.UnixConn, n int, deadline time.Time) (int, error) {
 	if _, err := peerUID(c); err != nil {
-		return -1, fmt.Errorf("agreement segment refused: %w", err)
+		return -1, fmt.Errorf("%w: %w", errRefused, err)
 	}
 	c.SetReadDeadline(deadline)
 	var reply [replySize]byte
@@ -232,15 +245,17 @@ func fetch(c *net.UnixConn, n int, deadline time.Time) (int, error) {
 	switch {
 	case err != nil:
 		return bad(fmt.Errorf("agreement segment: none from its listener: %w", err))
+	case k == 0 && oobn == 0:
+		return bad(errors.New("agreement segment: none from its listener: it closed the connection"))
 	case k != replySize || binary.LittleEndian.Uint32(reply[0:]) != replyMagic:
-		return bad(errors.New("agreement segment refused: its listener's reply is not a segment's"))
+		return bad(fmt.Errorf("%w: its listener's reply is not a segment's", errRefused))
 	case binary.LittleEndian.Uint32(reply[4:]) != uint32(n):
-		return bad(fmt.Errorf("agreement segment refused: made for %d members, not %d", binary.LittleEndian.Uint32(reply[4:]), n))
+		return bad(fmt.Errorf("%w: made for %d members, not %d", errRefused, binary.LittleEndian.Uint32(reply[4:]), n))
 	case len(fds) != 1 || flags&unix.MSG_CTRUNC != 0:
-		return bad(fmt.Errorf("agreement segment refused: %d descriptors passed, want 1", len(fds)))
+		return bad(fmt.Errorf("%w: %d descriptors passed, want 1", errRefused, len(fds)))
 	}
 	if err := checkMemfd(fds[0], shmagree.Size(n)); err != nil {
-		return bad(fmt.Errorf("agreement segment refused: %w", err))
+		return bad(fmt.Errorf("%w: %w", errRefused, err))
 	}
 	return fds[0], nil
 }
