@@ -61,8 +61,8 @@ func (v simView) Write(e int, d []byte) bool {
 	return true
 }
 func (v simView) Read(j, e int, dst []byte) []byte { return append(dst[:0], v.s.data[j][e]...) }
-func (v simView) Disabled() bool       { return v.s.disabled }
-func (v simView) Disable()             { v.s.disabled = true; v.s.version++ }
+func (v simView) Disabled() bool                   { return v.s.disabled }
+func (v simView) Disable()                         { v.s.disabled = true; v.s.version++ }
 
 const (
 	stRun = iota
