@@ -187,3 +187,58 @@ func TestAgreementsFailureFreeFrames(t *testing.T) {
 		})
 	}
 }
+
+// On a shared segment, an agreement on a communicator with a failed
+// member is decided on the segment without it (its entry marked failed by
+// a member that knows), not by messages: every survivor decides the same
+// value and contributors, including survivors that had not heard of the
+// failure (known only at process 0 in the second case: they learn it from
+// the mark, uniformly). Each communicator's first agreement takes the
+// protocol (SegmentFrom), so the first round is failure-free.
+func TestAgreementsOnSegmentDecideWithoutAFailedMember(t *testing.T) {
+	for _, onlyOne := range []bool{false, true} {
+		t.Run(fmt.Sprintf("knownOnlyAt0=%v", onlyOne), func(t *testing.T) {
+			rs, fab := agreeJob(t, 5)
+			name := segName(t)
+			for _, r := range rs {
+				r.ag.UseSegment(func() string { return name })
+			}
+			all := []int{0, 1, 2, 3, 4}
+			for round := range 2 { // the protocol's, then the segment's
+				for i, d := range run(rs, all, []uint64{7, 7, 7, 7, 7}) {
+					if !d.ok || d.val.Flags != 7 || !d.contrib.Equal(agree.SetOf(all...)) {
+						t.Fatalf("round %d, process %d decided %+v", round, i, d)
+					}
+				}
+			}
+			const victim = 2
+			fab.Kill(victim, errors.New("killed"))
+			for i, r := range rs {
+				if i != victim && (!onlyOne || i == 0) {
+					r.eng.FailPeer(victim, errors.New("killed"))
+				}
+			}
+			dec, fb, without := FastStats.Decided.Load(), FastStats.Fallbacks.Load(), FastStats.DecidedWithout.Load()
+			survivors := []int{0, 1, 3, 4}
+			out := run(rs, survivors, []uint64{3, 3, 0, 1, 3})
+			want := agree.SetOf(0, 1, 3, 4)
+			for i, d := range out {
+				if !d.ok || d.val.Flags != 1 || !d.contrib.Equal(want) {
+					t.Fatalf("process %d decided %+v, want flags 1 from %v", i, d, want)
+				}
+			}
+			if got := FastStats.Fallbacks.Load() - fb; got != 0 {
+				t.Errorf("%d survivors fell back to the protocol, want 0", got)
+			}
+			if got := FastStats.Decided.Load() - dec; got != 4 {
+				t.Errorf("%d survivors decided on the segment, want 4", got)
+			}
+			if got := FastStats.DecidedWithout.Load() - without; got != 4 {
+				t.Errorf("%d survivors decided without a member, want 4", got)
+			}
+			for _, r := range rs {
+				r.ag.Close()
+			}
+		})
+	}
+}
