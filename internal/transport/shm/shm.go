@@ -222,6 +222,7 @@ type Transport struct {
 	rxMissed  atomic.Int32            // the receiver found a caller holding the rings on its way to sleep
 	rxGoid    atomic.Int64            // the receiver goroutine's id (Drain)
 	drainGoid atomic.Int64            // the id of the goroutine draining a pair (Drain), while rxLock is rxByDrain
+	goidAsked atomic.Int64            // how many times Drain asked for its caller's goroutine id (tests)
 	cur       *pair                   // the pair whose frames the holder of rxLock delivers now (Drain); guarded by rxLock
 	rxParked  atomic.Int32            // the receiver waits on rxWake for callers to stop polling
 	rxWake    chan struct{}           // its token (capacity 1)
