@@ -29,16 +29,31 @@ const drainPatience = 2 * time.Second
 // failure notice, or a drain), polls peer's rings in place; it never
 // polls the pair whose frame is being delivered. It has no MPI
 // counterpart.
+//
+// The caller's goroutine id (goid: a parse of runtime.Stack, a few
+// microseconds of a survivor's processor time on a failure's told path) is
+// computed only when it is needed: to tell whether a holder of the rings
+// is this goroutine, and, holding them, before a frame is delivered (whose
+// handler may call Drain again). Draining a pair with nothing published,
+// the common case, asks for none.
 func (t *Transport) Drain(peer int) {
-	me := goid()
+	var me int64 // the caller's goroutine id; 0 until asked for
+	self := func() int64 {
+		if me == 0 {
+			me = t.askGoid()
+		}
+		return me
+	}
 	var deadline time.Time
 	for !t.stop.Load() {
 		switch h := t.rxLock.Load(); {
-		case h == rxByReceiver && t.rxGoid.Load() == me, h == rxByDrain && t.drainGoid.Load() == me:
+		case h == rxByReceiver && t.rxGoid.Load() == self(), h == rxByDrain && t.isDrainer(self):
 			t.drainPair(peer) // this goroutine holds the rings: it is inside a handler
 			return
 		case h == 0 && t.rxLock.CompareAndSwap(0, rxByDrain):
-			t.drainGoid.Store(me)
+			// drainGoid stays 0 until drainPair is about to deliver a
+			// frame (noteDrainer): before that, no handler of this
+			// goroutine can call Drain again.
 			cur := t.cur
 			t.cur = nil
 			t.drainPair(peer)
@@ -56,14 +71,44 @@ func (t *Transport) Drain(peer int) {
 	}
 }
 
+// isDrainer reports whether the goroutine whose id self returns holds
+// the rings as a drain (rxLock is rxByDrain): a holder that has not set
+// drainGoid delivers nothing yet, so it is not a caller from a handler,
+// and self is not asked.
+func (t *Transport) isDrainer(self func() int64) bool {
+	id := t.drainGoid.Load()
+	return id != 0 && id == self()
+}
+
+// noteDrainer records the id of the goroutine that holds the rings as a
+// drain, before it delivers a frame (whose handler may call Drain).
+func (t *Transport) noteDrainer() {
+	if t.rxLock.Load() == rxByDrain && t.drainGoid.Load() == 0 {
+		t.drainGoid.Store(t.askGoid())
+	}
+}
+
+// askGoid is goid for Drain, counted (goidAsked: tests).
+func (t *Transport) askGoid() int64 {
+	t.goidAsked.Add(1)
+	return goid()
+}
+
+// pending reports whether p's peer published anything on its rings that
+// its receiver has not consumed.
+func (p *pair) pending() bool {
+	return p.in.urgent.head.Load() != p.in.urgent.tail.Load() || p.in.bulk.head.Load() != p.in.bulk.next()
+}
+
 // drainPair delivers what peer published on its rings (rxLock held by
 // the caller), unless its pair is the one whose frame is being delivered
 // (t.cur). A bad record ends the pair, as the receiver's poll does.
 func (t *Transport) drainPair(peer int) {
 	for _, p := range *t.rx.Load() {
-		if p.rank != peer || p.finished || p == t.cur {
+		if p.rank != peer || p.finished || p == t.cur || !p.pending() {
 			continue
 		}
+		t.noteDrainer()
 		t.cur = p
 		var err error
 		progress := false

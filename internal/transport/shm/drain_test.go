@@ -112,3 +112,46 @@ func TestDrainDeliversPublishedFrames(t *testing.T) {
 		})
 	}
 }
+
+// Drain asks for its caller's goroutine id (goid, a parse of
+// runtime.Stack) only when it needs it: not to drain a peer whose rings
+// hold nothing (a failure's common case: every survivor drains the dead
+// peer once it is told), once when a frame is there to deliver (a
+// handler of it may call Drain again, which must know its holder).
+func TestDrainAsksGoroutineIDOnlyToDeliver(t *testing.T) {
+	dir := t.TempDir()
+	h0 := &noticeHandler{drainIn: true, in: make(chan struct{}), resume: make(chan struct{})}
+	trs := newJob(t, dir, 3, h0, newRecorder(), newRecorder())
+	defer closeAll(trs)
+	h0.tr = trs[0]
+	for _, from := range []int{1, 2} {
+		if err := trs[from].Send(0, transport.Header{Kind: 1, N: 2}, []byte("up")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the set-up frames", func() bool { return len(h0.logged()) == 2 })
+	for range 3 {
+		trs[0].Drain(1)
+		trs[0].Drain(2)
+	}
+	if n := trs[0].goidAsked.Load(); n != 0 {
+		t.Fatalf("draining peers with nothing published asked for the goroutine id %d times, want 0", n)
+	}
+	// A frame to deliver: the receiver, inside rank 2's notice, drains
+	// rank 1 (whose frame it published meanwhile) and asks once.
+	if err := trs[2].Send(0, transport.Header{Kind: kindNotice, Flags: transport.FlagUrgent}, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-h0.in
+	if err := trs[1].Send(0, transport.Header{Kind: 5, N: 4}, []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	close(h0.resume)
+	waitFor(t, "the notice's handler", func() bool { return len(h0.logged()) >= 4 })
+	if got := h0.logged()[2:4]; got[0] != "1:5:data:<nil>" || got[1] != "drained" {
+		t.Fatalf("after the set-up: %q, want [1:5:data:<nil> drained]", got)
+	}
+	if n := trs[0].goidAsked.Load(); n != 1 {
+		t.Fatalf("a drain inside a handler asked for the goroutine id %d times, want 1", n)
+	}
+}
