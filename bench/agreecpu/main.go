@@ -7,12 +7,17 @@
 // common Barrier), to see where a call's time goes. First it prints the
 // slowest rank's time of CommWorld's and a Dup's first two agreements
 // ("agreefirst": a communicator's second is the first on its segment).
+// "allocs" is the heap allocations a call, a rank's (mean over the ranks:
+// runtime.MemStats around the timed calls); -memprofile writes rank 0's
+// allocation profile of them (go tool pprof -sample_index=alloc_objects).
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -35,6 +40,7 @@ func must(err error) {
 func main() {
 	calls := flag.Int("calls", 2000, "agreements timed")
 	trace := flag.Int("trace", 0, "print per-rank enter/leave times of this many calls after the timed ones")
+	memprof := flag.String("memprofile", "", "write rank 0's allocation profile of the timed calls (every allocation sampled) to this file")
 	flag.Parse()
 	w, err := mpi.Init()
 	must(err)
@@ -67,7 +73,12 @@ func main() {
 	for range 100 {
 		agree()
 	}
+	if *memprof != "" && c.Rank() == 0 {
+		runtime.MemProfileRate = 1
+	}
 	must(c.Barrier())
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	cpu0, v0, i0 := rusage()
 	t0 := time.Now()
 	for range *calls {
@@ -75,13 +86,21 @@ func main() {
 	}
 	wall := time.Since(t0)
 	cpu1, v1, i1 := rusage()
-	sum := make([]float64, 3)
-	must(mpi.Allreduce(c, []float64{float64(cpu1 - cpu0), float64(v1 - v0), float64(i1 - i0)}, sum, mpi.Sum))
+	runtime.ReadMemStats(&ms1)
+	if *memprof != "" && c.Rank() == 0 {
+		f, err := os.Create(*memprof)
+		must(err)
+		must(pprof.Lookup("allocs").WriteTo(f, 0))
+		f.Close()
+		runtime.MemProfileRate = 512 * 1024
+	}
+	sum := make([]float64, 4)
+	must(mpi.Allreduce(c, []float64{float64(cpu1 - cpu0), float64(v1 - v0), float64(i1 - i0), float64(ms1.Mallocs - ms0.Mallocs)}, sum, mpi.Sum))
 	slow := []float64{0}
 	must(mpi.Allreduce(c, []float64{float64(wall)}, slow, mpi.Max))
 	n := float64(*calls)
 	if c.Rank() == 0 {
-		fmt.Printf("agreecpu np %d wall_us %.2f cpu_us %.2f vcsw %.2f ivcsw %.2f\n", c.Size(), slow[0]/1e3/n, sum[0]/1e3/n, sum[1]/n, sum[2]/n)
+		fmt.Printf("agreecpu np %d wall_us %.2f cpu_us %.2f vcsw %.2f ivcsw %.2f allocs %.2f\n", c.Size(), slow[0]/1e3/n, sum[0]/1e3/n, sum[1]/n, sum[2]/n, sum[3]/n/float64(c.Size()))
 	}
 	if *trace > 0 {
 		must(c.Barrier())
