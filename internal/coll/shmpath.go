@@ -74,9 +74,17 @@ import (
 //     (Reduce) run up to shmcoll.RingDepth steps ahead (8 B: Bcast 0.70x
 //     at np 4, 0.16x at np 8; Reduce 0.43x, 0.74x; at np 2 2.7x and 1.4x
 //     slower, where a point-to-point call is one eager message). Larger
-//     ones take the point-to-point algorithms: on the two data slots one
-//     side waits for the other every second slot (Bcast 1.3-14x, Reduce
-//     1.07-1.81x slower in the first session's runs).
+//     Reduces take the point-to-point algorithms: on the two data slots
+//     one side waits for the other every second slot (Reduce 1.07-1.81x
+//     slower in the first session's runs). A Bcast of shmBcastBig (1 MiB)
+//     or more at np >= 4 goes through the root's contribution slot of the
+//     large Allreduce, one step for 1 MiB at up to 16 members (issue 28,
+//     session 19: each member woken once a call and one memcpy, where the
+//     point-to-point flat Bcast had every reader read the root's pages
+//     with process_vm_readv; np 8 1 MiB 0.58x at load 11). Between 8 KiB
+//     and 1 MiB the point-to-point algorithms stay: there the root must
+//     wait for every reader before its next call, where point-to-point
+//     roots run ahead (64 KiB at np 8: 2.4x slower through the slot).
 //   - Allreduce: always (8 B 0.13-0.55x). Above 4 KiB it is a
 //     reduce-scatter and an allgather through slots of up to 1 MiB a
 //     member (shmcoll.BigSlot): two steps for a 1 MiB call at np 2-16
@@ -107,7 +115,9 @@ func ShmUse(kind, np, n int) bool {
 	switch kind {
 	case KBarrier:
 		return true
-	case KBcast, KReduce:
+	case KBcast:
+		return np >= 4 && (n <= shmcoll.RingMax || n >= shmBcastBig)
+	case KReduce:
 		return np >= 4 && n <= shmcoll.RingMax
 	case KAllreduce:
 		return true
@@ -120,6 +130,10 @@ func ShmUse(kind, np, n int) bool {
 	}
 	return false
 }
+
+// shmBcastBig is the smallest Bcast (bytes) above shmcoll.RingMax that
+// takes the segment (ShmUse).
+const shmBcastBig = 1 << 20
 
 // ShmArgs is one call's arguments, for the segment and for the
 // point-to-point algorithm (a set-up the members refused), held by value:

@@ -13,7 +13,7 @@ import (
 // The shared-memory collectives over real processes on one host (ftmpirun,
 // built binaries): results and the path taken, and a rank SIGKILLed by
 // the launcher when it stops at each point of the shared-memory Barrier,
-// Allreduce (8 B: gated, as Barrier; and large), Allgather, Bcast, Reduce, Gather and Allgatherv (the kill tied to the line the victim prints there,
+// Allreduce (8 B: gated, as Barrier; and large), Allgather, Bcast (the ring, and 1 MiB through the root's slot), Reduce, Gather and Allgatherv (the kill tied to the line the victim prints there,
 // not to a timer): every survivor's call, or its next Barrier, returns
 // ErrProcFailed, and the job ends within its deadline.
 
@@ -41,11 +41,12 @@ func TestProcessesResults(t *testing.T) {
 		}
 		// Allreduce, Allgather and Barrier at each of 3 sizes through the
 		// segment (coll.ShmUse); at np >= 4 also the 3 Allgathervs, the np
-		// Gathers of 40 KB and the np Bcasts and np Reduces of 8 and 800
-		// bytes (the ring; not those of 40 KB).
+		// Gathers of 40 KB, the np Bcasts and np Reduces of 8 and 800
+		// bytes (the ring; not those of 40 KB) and the np Bcasts of 1 MiB
+		// (the root's contribution slot).
 		want := 3 * 3
 		if np >= 4 {
-			want += 3 + np + 2*2*np
+			want += 3 + np + 2*2*np + np
 		}
 		if calls != want {
 			t.Fatalf("np %d: %d calls through the shared segment, want %d", np, calls, want)
@@ -76,6 +77,7 @@ func TestProcessesMemberKilledAtEveryPoint(t *testing.T) {
 		{"allreduce", "enter"}, {"allreduce", "published"}, {"allreduce", "read"}, {"allreduce", "reduced"},
 		{"allgather", "enter"}, {"allgather", "published"},
 		{"bcast", "enter"}, {"bcast", "published"}, {"bcast", "read"},
+		{"bcastbig", "enter"}, {"bcastbig", "published"}, {"bcastbig", "read"},
 		{"reduce", "enter"}, {"reduce", "published"}, {"reduce", "read"},
 		{"gather", "enter"}, {"gather", "published"}, {"gather", "read"},
 		{"allgatherv", "enter"}, {"allgatherv", "published"}, {"allgatherv", "read"},

@@ -229,6 +229,7 @@ type Group struct {
 	arrivals, release      *atomic.Uint64   // the gated calls' (gate)
 	small                  []byte           // the gated Allreduce's result, after the release word
 	gated                  uint32           // the last step this member passed through a gate (0: none)
+	bbusy                  uint32           // the step of this member's last Bcast through its contribution slot whose readers may not have finished (0: none; bigFree)
 	gateOn                 bool             // Barrier and small Allreduce are gated calls (GateMin, read by New)
 	pids                   []*atomic.Uint32
 	hold                   futex.Hold // whether gated sleeps hold the processor
@@ -827,24 +828,24 @@ func (g *Group) Barrier(c Call) error {
 }
 
 // Bcast copies buf of member root into buf of every member (MPI_Bcast
-// over the segment), a slot at a time: ring slots up to RingMax bytes
-// (the root runs up to RingDepth steps ahead of its readers), the two
-// data slots above.
+// over the segment): up to RingMax bytes a ring slot at a time (the root
+// runs up to RingDepth steps ahead of its readers); above, through the
+// root's contribution slot of the large Allreduce (BigSlot(N) bytes: one
+// step for 1 MiB at up to 16 members), so that each member is woken once
+// a call and copies once (bcastBig).
 func (g *Group) Bcast(c Call, buf []byte, root int) error {
 	g.Calls.Add(1)
 	if err := g.hook("bcast", "enter"); err != nil {
 		return err
 	}
-	ringed := len(buf) <= RingMax
-	piece := g.chunk
-	if ringed {
-		piece = RingSlot
+	if len(buf) > RingMax {
+		return g.bcastBig(c, buf, root)
 	}
-	for off := 0; off < len(buf); off += piece {
-		part := buf[off:min(off+piece, len(buf))]
+	for off := 0; off < len(buf); off += RingSlot {
+		part := buf[off:min(off+RingSlot, len(buf))]
 		s := g.step + 1
 		g.step = s
-		slot, depth := g.slotOf(root, s, ringed)
+		slot, depth := g.slotOf(root, s, true)
 		if g.Me == root {
 			if err := g.beforeReuse(s, depth); err != nil {
 				return err
@@ -858,19 +859,85 @@ func (g *Group) Bcast(c Call, buf []byte, root int) error {
 			}
 			continue
 		}
-		g.publish(c, s) // nothing written: the step and the call, for the others' checks
+		if err := g.bcastRead(c, part, slot, root, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bcastRead is a reader's step s of a Bcast: the step published, then
+// root's slot copied into part once root published it.
+func (g *Group) bcastRead(c Call, part, slot []byte, root int, s uint32) error {
+	g.publish(c, s) // nothing written: the step and the call, for the others' checks
+	if err := g.hook("bcast", "published"); err != nil {
+		return err
+	}
+	if err := g.waitReady(c, root, s); err != nil {
+		return err
+	}
+	copy(part, slot)
+	if err := g.hook("bcast", "read"); err != nil {
+		return err
+	}
+	g.finish(s)
+	return nil
+}
+
+// bcastBig is the Bcast of more than RingMax bytes: the root copies a
+// piece of up to BigSlot(N) bytes into its contribution slot of the
+// large Allreduce (bslots) and publishes the step; every reader waits for
+// that one publication, copies the piece out and says it finished. The
+// root does not wait for its readers: it returns, and waits for them only
+// before it writes that slot again (bigFree: its next piece, its next
+// Bcast of this kind or large Allreduce). Each member is then woken once
+// a piece, where the two data slots of Chunk(N) bytes took 16 steps for
+// 1 MiB at 8 members, each a wait for every reader on a crowded host, and
+// where the point-to-point flat Bcast has every reader pin and read the
+// root's pages (process_vm_readv: 2-3x memcpy's time a byte here; issue
+// 28, session 19).
+func (g *Group) bcastBig(c Call, buf []byte, root int) error {
+	slot := g.bslots[root]
+	for off := 0; off < len(buf); off += len(slot) {
+		part := buf[off:min(off+len(slot), len(buf))]
+		s := g.step + 1
+		g.step = s
+		if g.Me != root {
+			if err := g.bcastRead(c, part, slot[:len(part)], root, s); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := g.bigFree(); err != nil {
+			return err
+		}
+		copy(slot, part)
+		raceRelease()
+		g.done[g.Me].Store(s)
+		g.publish(c, s)
+		g.bbusy = s
 		if err := g.hook("bcast", "published"); err != nil {
 			return err
 		}
-		if err := g.waitReady(c, root, s); err != nil {
-			return err
-		}
-		copy(part, slot)
-		if err := g.hook("bcast", "read"); err != nil {
-			return err
-		}
-		g.finish(s)
 	}
+	return nil
+}
+
+// bigFree waits until no reader of this member's last Bcast through its
+// contribution slot (step bbusy) still reads that slot, before the member
+// writes it again.
+func (g *Group) bigFree() error {
+	if g.bbusy == 0 {
+		return nil
+	}
+	for j := range g.N {
+		if j != g.Me {
+			if err := g.waitDone(j, g.bbusy); err != nil {
+				return err
+			}
+		}
+	}
+	g.bbusy = 0
 	return nil
 }
 
@@ -1015,6 +1082,9 @@ func (g *Group) allreduceLarge(c Call, send, recv []byte, esize int, fn func(in,
 	for off := 0; off < n; off += chunk {
 		L := min(chunk, n-off)
 		out := recv[off : off+L]
+		if err := g.bigFree(); err != nil { // a Bcast's readers may still read mine
+			return err
+		}
 		s := g.step + 1
 		g.step = s
 		copy(mine, send[off:off+L]) // send and out may be one slice: read before out is written

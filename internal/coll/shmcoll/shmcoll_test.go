@@ -1077,3 +1077,109 @@ func TestGateSleepersSeeMismatchedPublication(t *testing.T) {
 		}
 	}
 }
+
+// A Bcast above RingMax goes through the root's contribution slot of the
+// large Allreduce (bcastBig) and the root returns without waiting for
+// its readers; before it writes that slot again (its next piece, or a
+// large Allreduce) it waits for them (bigFree). Here the root makes a
+// Bcast of three pieces and then a large Allreduce before any reader
+// calls: it must stop at the second piece (the readers have not read the
+// first), so the readers get every piece intact and the Allreduce's sum
+// is right. Without the wait the root overwrites the slot and the readers
+// read the wrong piece.
+func TestBigBcastRootWaitsBeforeRewritingItsSlot(t *testing.T) {
+	defer func(b int) { bigMax = b }(bigMax)
+	bigMax = 8 * page
+	const n, root = 4, 2
+	piece := BigSlot(n) // 32 KiB
+	for _, then := range []string{"pieces", "allreduce"} {
+		t.Run(then, func(t *testing.T) {
+			var dead atomic.Bool
+			gs := newGroups(t, n, false, &dead)
+			size := 3 * piece
+			if then == "allreduce" {
+				size = RingMax + 8 // one piece: the root returns, then its Allreduce writes the slot
+			}
+			msg := input(7, size/8)
+			elems := piece / 8
+			want := reference(n, elems, sum)
+			errs := make(chan error, n)
+			call := func(g *Group, buf []byte) {
+				err := g.Bcast(Call{Sig: 2}, buf, root)
+				if err == nil && !bytes.Equal(buf, msg) {
+					err = fmt.Errorf("member %d: bcast differs", g.Me)
+				}
+				if err == nil {
+					out := make([]byte, 8*elems)
+					if err = g.Allreduce(Call{Sig: 3}, input(g.Me, elems), out, 8, sum, nil); err == nil && !bytes.Equal(out, want) {
+						err = fmt.Errorf("member %d: allreduce differs", g.Me)
+					}
+				}
+				errs <- err
+			}
+			go call(gs[root], slices.Clone(msg))
+			waitSleepers(t, gs[root], 1) // the root waits for a reader (its next piece, or bigFree, or the Allreduce's steps)
+			for i, g := range gs {
+				if i != root {
+					go call(g, make([]byte, size))
+				}
+			}
+			for range n {
+				select {
+				case err := <-errs:
+					if err != nil {
+						t.Fatal(err)
+					}
+				case <-time.After(60 * time.Second):
+					dead.Store(true)
+					gs[0].Wake()
+					t.Fatal("a member did not return within 60 s")
+				}
+			}
+		})
+	}
+}
+
+// A root's big Bcast returns before its readers read (it does not wait
+// for them), and its next one waits for them: two calls of one piece,
+// the second only once every reader read the first.
+func TestBigBcastRootReturnsBeforeReaders(t *testing.T) {
+	const n, root = 3, 0
+	var dead atomic.Bool
+	gs := newGroups(t, n, false, &dead)
+	msg := input(5, (RingMax+8)/8)
+	if err := gs[root].Bcast(Call{Sig: 2}, msg, root); err != nil { // no reader has called
+		t.Fatal(err)
+	}
+	errs := make(chan error, n)
+	go func() { errs <- gs[root].Bcast(Call{Sig: 2}, input(6, len(msg)/8), root) }()
+	waitSleepers(t, gs[root], 1) // the second waits for the readers of the first
+	for _, g := range gs[1:] {
+		go func() {
+			for k := 5; k <= 6; k++ {
+				buf := make([]byte, len(msg))
+				if err := g.Bcast(Call{Sig: 2}, buf, root); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(buf, input(k, len(msg)/8)) {
+					errs <- fmt.Errorf("member %d: bcast %d differs", g.Me, k)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(60 * time.Second):
+			dead.Store(true)
+			gs[0].Wake()
+			t.Fatal("a member did not return within 60 s")
+		}
+	}
+}

@@ -40,8 +40,8 @@ func main() {
 		if p == "enter" {
 			calls.Add(1)
 		}
-		if me == victim && armed.Load() && k == strings.TrimSuffix(kind, "8") && p == point {
-			// kind as given (allreduce8 for the hook's allreduce)
+		if me == victim && armed.Load() && k == strings.TrimSuffix(strings.TrimSuffix(kind, "8"), "big") && p == point {
+			// kind as given (allreduce8 for the hook's allreduce, bcastbig for its bcast)
 			fmt.Printf("shmstall %s %s\n", kind, p)
 			select {} // until the launcher kills this process
 		}
@@ -88,6 +88,16 @@ func main() {
 			root = victim
 		}
 		err = mpi.Bcast(c, make([]int64, 700), root)
+	case "bcastbig": // 1 MiB: the root's contribution slot (coll.ShmUse), twice; the victim is the root at "published"
+		// A reader killed at "read" leaves the root's second call waiting for it before it rewrites its slot.
+		root := 0
+		if point == "published" {
+			root = victim
+		}
+		buf := make([]int64, 1<<17)
+		for i := 0; i < 2 && err == nil; i++ {
+			err = mpi.Bcast(c, buf, root)
+		}
 	case "reduce": // 5.6 KB: three ring slots; the victim is the root at "read"
 		root := 0
 		if point == "read" {
@@ -200,6 +210,26 @@ func results(c *mpi.Comm) error {
 		}
 		if err := c.Barrier(); err != nil {
 			return err
+		}
+	}
+	// 1 MiB Bcasts from every root, back to back (the root's contribution
+	// slot at np >= 4: a root returns before its readers read), each
+	// checked against its root's data.
+	const big = 1 << 17
+	for root := range p {
+		buf := make([]int64, big)
+		if r == root {
+			for i := range buf {
+				buf[i] = int64(root<<20 + i)
+			}
+		}
+		if err := mpi.Bcast(c, buf, root); err != nil {
+			return err
+		}
+		for i, x := range buf {
+			if x != int64(root<<20+i) {
+				return fmt.Errorf("bcast of 1 MiB from %d differs at %d", root, i)
+			}
 		}
 	}
 	return nil
