@@ -12,6 +12,10 @@
 # Usage: bench/beforeafter.sh OLD [NEW]   (each a git revision or a source
 #        directory; NEW defaults to the work tree)
 #        ROUNDS=5 PARTS="p2p coll ft detect replace" COLL_NPS="2 4 8 16" FT_NPS="4 8 16"
+#        COLL_ARGS="-budget 100ms -ops bcast,allgatherv": more flags for every coll
+#        launch (ftmpi-bench -bench coll): longer launches (-budget, the time a
+#        repetition measures; default 30ms, a few milliseconds at np 8-16 land in
+#        whichever scheduling mode the kernel starts them in), fewer operations
 #        BENCH=new (default): both builds run NEW's benchmark (cmd/ftmpi-bench
 #        of NEW built against OLD's library), so a change to how the benchmark
 #        times is not read as a change of the library (session 17: the loop
@@ -26,6 +30,7 @@ ROUNDS=${ROUNDS:-5}
 PARTS=${PARTS:-"p2p coll ft detect replace"}
 COLL_NPS=${COLL_NPS:-"2 4 8 16"}
 FT_NPS=${FT_NPS:-"4 8 16"}
+read -r -a COLL_EXTRA <<<"${COLL_ARGS:-}"
 BENCH=${BENCH:-new}
 case $BENCH in new | own) ;; *)
   echo "beforeafter: BENCH=$BENCH: want new or own" >&2
@@ -80,7 +85,7 @@ measure() { # build
         run "$b" 120 -n 2 "$B/$b/ftmpi-bench" -bench latency -runs 5 -max 1048576
         run "$b" 120 -n 2 "$B/$b/ftmpi-bench" -bench bw -runs 3 -min 1024 -max 16777216 ;;
       coll)
-        for np in $COLL_NPS; do run "$b" 300 -n "$np" "$B/$b/ftmpi-bench" -bench coll -runs 3; done ;;
+        for np in $COLL_NPS; do run "$b" 300 -n "$np" "$B/$b/ftmpi-bench" -bench coll -runs 3 "${COLL_EXTRA[@]}"; done ;;
       ft)
         for np in $FT_NPS; do run "$b" 300 -n "$np" "$B/$b/ftmpi-bench" -bench ft -runs 5 -iters 300; done ;;
       detect)

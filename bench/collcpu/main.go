@@ -3,7 +3,7 @@
 // wall time (issue 28, sessions 16-17: Barrier and Allreduce 8 B with
 // ranks outnumbering cores, and the calls made right after a Barrier).
 // Each rank times -calls calls of -op (barrier; allreduce, bcast, reduce
-// or gather of 8 B, root 0; -stagger delays rank 0) and reads its own
+// or gather of -size bytes (default 8), root 0; -stagger delays rank 0) and reads its own
 // getrusage around them; rank 0 prints the wall time a call (the slowest
 // rank's), the processor time a call summed over the ranks (user +
 // system), and the voluntary and involuntary context switches a call
@@ -43,7 +43,8 @@ func fail(err error) {
 
 func main() {
 	calls := flag.Int("calls", 5000, "calls timed")
-	op := flag.String("op", "barrier", "barrier, allreduce, bcast, reduce or gather (8 B, sum, root 0)")
+	op := flag.String("op", "barrier", "barrier, allreduce, bcast, reduce or gather (-size bytes, sum, root 0)")
+	size := flag.Int("size", 8, "bytes of each rank's contribution (a multiple of 8; bcast: the message)")
 	stagger := flag.Duration("stagger", 0, "rank 0 sleeps this long before the timed calls (the others enter them first and go to sleep)")
 	pair := flag.Bool("pair", false, "also time pairs of Barrier then op")
 	alloc := flag.Int("alloc", 0, "bytes each call allocates (garbage, so that collections run during the loop); with it rank 0 also prints the collections' stop-the-world pauses")
@@ -53,8 +54,11 @@ func main() {
 		fail(err)
 	}
 	c := w.CommWorld()
-	s, r := []float64{1}, []float64{0}
-	g := make([]float64, c.Size())
+	if *size < 8 || *size%8 != 0 {
+		fail(fmt.Errorf("-size %d: want a positive multiple of 8", *size))
+	}
+	s, r := make([]float64, *size/8), make([]float64, *size/8)
+	g := make([]float64, c.Size()**size/8)
 	var call func() error
 	switch *op {
 	case "barrier":
