@@ -39,13 +39,19 @@ const (
 // checks, signals, starts and log lines. It does not know how ranks are
 // started: agents report to it (it is their hostagent.Reporter) and it kills through
 // them.
+// EnvExitBell, set to 0 in ftmpirun's environment, gives the ranks no exit
+// bells (package exitbell): a failure is then seen when the rank is reaped
+// or a survivor suspects it (for measurements).
+const EnvExitBell = "FTMPI_EXIT_BELL"
+
 type head struct {
-	trc      atomic.Pointer[trace.Recorder] // --trace: the launcher's timeline (trace.go)
-	size     int                            // processes of the job at start, spares included
-	out      *output
-	verbose  bool
-	quietLog bool          // the policy's messages only when verbose (Config.Hydra)
-	key      *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
+	exitBells bool                           // the ranks get exit bells (ExitBells)
+	trc       atomic.Pointer[trace.Recorder] // --trace: the launcher's timeline (trace.go)
+	size      int                            // processes of the job at start, spares included
+	out       *output
+	verbose   bool
+	quietLog  bool          // the policy's messages only when verbose (Config.Hydra)
+	key       *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
 
 	agentsMu sync.Mutex
 	agents   []hostagent.Agent
@@ -145,6 +151,7 @@ func newHeadHosts(job string, size int, onFailure string, out *output, verbose b
 		killGrace: DefaultKillGrace,
 	}
 	h.refused.Logf = func(msg string) { out.logf("%s", msg) }
+	h.exitBells = mode == policy.ModeContinue && os.Getenv(EnvExitBell) != "0"
 	return h
 }
 
@@ -422,6 +429,22 @@ func (h *head) Exited(e hostagent.ExitReport) {
 	}
 	h.mu.Unlock()
 	h.step(policy.Exited{Exit: policy.Exit(e)})
+}
+
+// ExitBells implements hostagent.DyingReporter: the ranks get exit bells
+// (package exitbell) under --on-failure continue, where a failure is told
+// to the survivors, unless FTMPI_EXIT_BELL=0 in ftmpirun's environment.
+func (h *head) ExitBells() bool { return h.exitBells }
+
+// Dying implements hostagent.DyingReporter: a rank's exit bell rang (its
+// process began to exit). The Dying of an adopted spare is its rank's.
+func (h *head) Dying(rank, inc, pid int) {
+	h.mu.Lock()
+	if ri, ok := h.adoptedBy[rank]; ok && inc == 0 {
+		rank, inc = ri[0], ri[1]
+	}
+	h.mu.Unlock()
+	h.step(policy.Dying{Rank: rank, Incarnation: inc, Pid: pid})
 }
 
 // exitCode computes ftmpirun's exit code once every rank is gone.

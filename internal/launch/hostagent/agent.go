@@ -69,6 +69,20 @@ type Reporter interface {
 	Exited(ExitReport)
 }
 
+// DyingReporter is a Reporter that wants to hear, before a rank's process
+// can be reaped, that it began to exit: its exit bell rang (package
+// exitbell; the rank arms it when it connects to the launcher and
+// disarms it at MPI_Finalize). A SIGKILLed rank spends milliseconds
+// unmapping its memory before its sockets close and it can be reaped; its
+// bell rings when its first threads leave. A LocalAgent gives each rank a
+// bell when its Reporter is one and ExitBells is true; Dying comes before
+// the rank's Exited, at most once a process.
+type DyingReporter interface {
+	Reporter
+	ExitBells() bool
+	Dying(rank, incarnation, pid int)
+}
+
 // Agent starts and supervises the ranks on one host. The head talks to
 // agents only through this interface: the local agent lives in the head's
 // process; a remote agent (remoteAgent) relays the same calls and reports

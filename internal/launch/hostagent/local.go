@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ftmpi/ftmpi/internal/exitbell"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
 )
 
@@ -106,8 +107,16 @@ func (a *LocalAgent) StartThen(specs []RankSpec, announce func()) {
 func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, release <-chan struct{}) {
 	defer a.wg.Done()
 	rep := ExitReport{Host: a.host, Rank: s.Rank, Incarnation: s.Incarnation}
-	pipes, err := openRankPipes(s, devnull)
+	var bell *exitbell.Bell
+	dr, _ := a.rep.(DyingReporter)
+	if dr != nil && dr.ExitBells() {
+		bell, _ = exitbell.New() // none: the rank's death is seen when it is reaped
+	}
+	pipes, err := openRankPipes(s, devnull, bell)
 	if err != nil {
+		if bell != nil {
+			bell.Stop()
+		}
 		started.Done()
 		rep.StartErr = err
 		a.rep.Exited(rep)
@@ -122,6 +131,16 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 	defer close(reaped)
 	p, cpus, bindDesc, err := a.startProc(s, pipes, reaped)
 	pipes.closeChildEnds()
+	stopBell := func() {}
+	if bell != nil {
+		if err != nil {
+			bell.Stop()
+		} else {
+			pid := p.Pid
+			bell.CloseFile()
+			stopBell = bell.Watch(func() { dr.Dying(s.Rank, s.Incarnation, pid) })
+		}
+	}
 	if err != nil {
 		lp.reaped = true
 		lp.mu.Unlock()
@@ -156,6 +175,7 @@ func (a *LocalAgent) run(s RankSpec, devnull *os.File, started *sync.WaitGroup, 
 		a.forward(s.Rank, true, drained{pipes.errR}, &readers, release)
 	}()
 	reap(p, lp, &rep)
+	stopBell() // after its Dying, if it rang: before its Exited
 
 	deadline := time.Now().Add(drainGrace)
 	_ = pipes.outR.SetReadDeadline(deadline)
@@ -214,8 +234,9 @@ type rankPipes struct {
 }
 
 // openRankPipes opens the pipes of the rank of s; on failure none is left
-// open.
-func openRankPipes(s RankSpec, devnull *os.File) (*rankPipes, error) {
+// open. A bell (nil: none) becomes one of the rank's descriptors, its
+// number in exitbell.EnvFD.
+func openRankPipes(s RankSpec, devnull *os.File, bell *exitbell.Bell) (*rankPipes, error) {
 	p := &rankPipes{env: s.Env}
 	var err error
 	if p.outR, p.outW, err = os.Pipe(); err != nil {
@@ -243,6 +264,10 @@ func openRankPipes(s RankSpec, devnull *os.File) (*rankPipes, error) {
 		}
 		p.files = append(p.files, p.secret)
 		p.env = SetEnv(p.env, wireauth.EnvFD, strconv.Itoa(len(p.files)-1))
+	}
+	if bell != nil {
+		p.files = append(p.files, bell.File())
+		p.env = SetEnv(p.env, exitbell.EnvFD, strconv.Itoa(len(p.files)-1))
 	}
 	return p, nil
 }

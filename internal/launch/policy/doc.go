@@ -92,5 +92,6 @@
 // # What it must not do
 //
 // No I/O, goroutines, clocks or randomness; it never decides a process is
-// dead on its own (only an Exited, or a Liveness the shell read, does).
+// dead on its own (only an Exited, a Liveness the shell read, or a Dying:
+// the process's exit bell rang, does).
 package policy

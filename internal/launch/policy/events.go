@@ -91,6 +91,19 @@ type Liveness struct {
 	Stopped bool // stopped or traced: hung, as opposed to exiting, dead or gone
 }
 
+// Dying: the process of Rank (incarnation Incarnation, Pid) began to exit:
+// its exit bell rang (package exitbell: a thread of it left, and the rank
+// had not disarmed the bell at MPI_Finalize). It comes before the
+// process's Exited, milliseconds before it when the process was killed (a
+// SIGKILLed process unmaps its memory before it can be reaped). A process
+// that left nothing behind cannot come back: under --on-failure continue
+// the survivors are told at once.
+type Dying struct {
+	Rank        int
+	Incarnation int
+	Pid         int
+}
+
 // SpareTaken: a repair of the ranks took the spare on Conn
 // (MPIX_Comm_replace): it is a rank from now on.
 type SpareTaken struct {
@@ -195,6 +208,7 @@ func (Finalize) isEvent()     {}
 func (Abort) isEvent()        {}
 func (Suspect) isEvent()      {}
 func (Liveness) isEvent()     {}
+func (Dying) isEvent()        {}
 func (ReinitActive) isEvent() {}
 func (Rejoin) isEvent()       {}
 func (Endpoints) isEvent()    {}

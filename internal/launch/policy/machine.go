@@ -79,6 +79,7 @@ type proc struct {
 	rejoined    int    // the last Reinit epoch it rejoined (0: the initial one)
 	cancelled   bool   // a child killed because its spawn failed: its death is no failure
 	notified    bool   // the survivors were sent its failed event
+	dying       bool   // its exit bell rang (Dying) before it was reaped
 	spawning    bool   // a child whose spawn has not completed: its death fails the spawn, not the job
 	spawnFailed bool   // a child of a spawn that failed: its exit code is not the job's
 	host        int    // index of the host it runs on (Config.Hosts)
@@ -255,6 +256,8 @@ func (m *Machine) Step(ev Event) []Action {
 		}
 	case Liveness:
 		m.liveness(e)
+	case Dying:
+		m.dying(e)
 	case ReinitActive:
 		if r, ok := m.rank(e.Conn, e.ID); ok {
 			m.reinitActive(r, e)
@@ -436,6 +439,9 @@ func (m *Machine) failedEvent(r int) ctlwire.Msg {
 	p := &m.procs[r]
 	if !p.gone {
 		how := fmt.Sprintf("rank %d (pid %d) killed: %s", r, p.pid, p.killedBy)
+		if p.killedBy == "" && p.dying {
+			how = fmt.Sprintf("rank %d (pid %d) exiting (its exit bell rang; not reaped yet)", r, p.pid)
+		}
 		return ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: r, Incarnation: p.inc, Reason: how}
 	}
 	return ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: r, Incarnation: p.exit.Incarnation, Reason: m.how(r, p.exit)}
@@ -487,6 +493,33 @@ func (m *Machine) releaseSpares() {
 			m.emit(Action{Kind: Notify, To: []Conn{p.conn}, Msg: ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventRelease, Rank: r}})
 		}
 	}
+}
+
+// dying handles an exit bell's ring (Dying): under --on-failure continue
+// a rank that connected and did not finalize is told failed to the
+// survivors now, as a confirmed suspicion is (notifyEarly); its Exited
+// finishes the rest (the log line, the exit code). In the other modes, or
+// for a process whose end is no failure to tell (finalized, a spare
+// nobody took, a child of a spawn not complete), it waits for the Exited.
+func (m *Machine) dying(e Dying) {
+	if e.Rank < 0 || e.Rank >= len(m.procs) {
+		m.logf("exit bell of unknown process %d ignored", e.Rank)
+		return
+	}
+	p := &m.procs[e.Rank]
+	if e.Incarnation != p.inc || (p.pid != 0 && e.Pid != 0 && e.Pid != p.pid) {
+		return // an older incarnation's, reported late
+	}
+	if m.cfg.Mode != ModeContinue || m.tearing() || p.gone || p.notified || !p.connected ||
+		p.finalized || p.cancelled || p.spawning || p.spare || p.aborted {
+		return
+	}
+	p.dying = true
+	if !m.anyFailure {
+		m.anyFailure = true
+		m.emit(Action{Kind: Mark, Text: MarkFailure})
+	}
+	m.notifyFailed(e.Rank)
 }
 
 // notifyFailed sends the failed event of process r to every other

@@ -1054,3 +1054,32 @@ func TestExitCodeRootCauseKilledBySuspicion(t *testing.T) {
 		t.Errorf("exit code %d, want the panic's 2", got)
 	}
 }
+
+// An exit bell's ring (Dying) under --on-failure continue tells the
+// survivors at once, before the rank is reaped; its Exited then only logs
+// (and looks at the others). A stale ring (another pid or incarnation), a
+// second one, and one of a rank that did not connect or finalized are
+// ignored; in abort mode the Exited does everything, as before.
+func TestDyingContinueMode(t *testing.T) {
+	m := newM(t, 4, ModeContinue)
+	connect(t, m, 0, 1, 2)
+	acts := m.Step(Dying{Rank: 1, Pid: 101})
+	wantKinds(t, "ring", acts, Mark, Notify)
+	if n := acts[1]; !slices.Equal(n.To, []Conn{1, 3}) || n.Msg.Kind != ctlwire.EventFailed || n.Msg.Rank != 1 ||
+		!strings.Contains(n.Msg.Reason, "exit bell") {
+		t.Errorf("notify %+v", n)
+	}
+	wantKinds(t, "second ring", m.Step(Dying{Rank: 1, Pid: 101}))
+	wantKinds(t, "exit", m.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}}), Log, Check, Check, Check)
+	wantKinds(t, "another pid", m.Step(Dying{Rank: 2, Pid: 999}))
+	wantKinds(t, "another incarnation", m.Step(Dying{Rank: 2, Incarnation: 1, Pid: 102}))
+	wantKinds(t, "not connected", m.Step(Dying{Rank: 3}))
+	wantKinds(t, "unknown", m.Step(Dying{Rank: 9}), Log)
+	m.Step(Finalize{Conn: 3, ID: 2})
+	wantKinds(t, "finalized", m.Step(Dying{Rank: 2, Pid: 102}))
+
+	a := newM(t, 2, ModeAbort)
+	connect(t, a, 0, 1)
+	wantKinds(t, "abort mode", a.Step(Dying{Rank: 1, Pid: 101}))
+	wantKinds(t, "abort mode exit", a.Step(Exited{Exit{Rank: 1, Pid: 101, Signal: syscall.SIGKILL}}), Mark, Log, TearDown, SignalAll)
+}

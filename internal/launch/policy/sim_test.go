@@ -69,6 +69,7 @@ type sproc struct {
 	spawned  bool // took part in the spawn
 
 	helloOK   bool // the machine accepted its hello
+	bell      bool // it died armed (connected, before Finalize): its exit bell may ring before it is reaped
 	finSent   bool // it called Finalize
 	finRet    bool // Finalize returned
 	exit      Exit
@@ -347,6 +348,7 @@ func (s *sim) die(p *sproc, e Exit) {
 	}
 	e.Rank, e.Incarnation, e.Pid = p.rank, p.inc, p.pid
 	p.state, p.exit = stDead, e
+	p.bell = p.helloOK && !p.finSent // armed at hello, disarmed at Finalize (package exitbell)
 }
 
 func (s *sim) signal(a Action) {
@@ -510,6 +512,9 @@ func (s *sim) moves(chaos bool) []choice {
 		case stDead:
 			if p.connOpen {
 				add(4, func() { s.closeConn(p) })
+			}
+			if p.bell {
+				add(4, func() { s.ring(p) })
 			}
 			add(3, func() { s.reap(p) })
 		case stRunning:
@@ -719,7 +724,15 @@ func (s *sim) closeConn(p *sproc) {
 	s.feed(Closed{Conn: p.conn})
 }
 
+// ring is the shell's Dying: p's exit bell rang (before it is reaped;
+// after, the agent has stopped watching it).
+func (s *sim) ring(p *sproc) {
+	p.bell = false
+	s.feed(Dying{Rank: p.rank, Incarnation: p.inc, Pid: p.pid}) // an adopted spare's is its rank's, as its Exited
+}
+
 func (s *sim) reap(p *sproc) {
+	p.bell = false
 	if p.connOpen {
 		s.closeConn(p)
 	}
