@@ -30,6 +30,11 @@ const (
 	OnFailureReinit   = "reinit" // respawn the failed rank; every rank rolls back into MPI_Reinit (seed 000)
 )
 
+// EnvExitBell, set to 0 in ftmpirun's environment, gives the ranks no exit
+// bells (package exitbell): a failure is then seen when the rank is reaped
+// or a survivor suspects it (for measurements).
+const EnvExitBell = "FTMPI_EXIT_BELL"
+
 // head is the control server of a job: the I/O shell around the job's
 // policy (package policy), which decides everything. The head turns
 // control messages, the agents' exit reports, /proc readings, the
@@ -39,19 +44,15 @@ const (
 // checks, signals, starts and log lines. It does not know how ranks are
 // started: agents report to it (it is their hostagent.Reporter) and it kills through
 // them.
-// EnvExitBell, set to 0 in ftmpirun's environment, gives the ranks no exit
-// bells (package exitbell): a failure is then seen when the rank is reaped
-// or a survivor suspects it (for measurements).
-const EnvExitBell = "FTMPI_EXIT_BELL"
-
 type head struct {
-	exitBells bool                           // the ranks get exit bells (ExitBells)
-	trc       atomic.Pointer[trace.Recorder] // --trace: the launcher's timeline (trace.go)
-	size      int                            // processes of the job at start, spares included
-	out       *output
-	verbose   bool
-	quietLog  bool          // the policy's messages only when verbose (Config.Hydra)
-	key       *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
+	trc      atomic.Pointer[trace.Recorder] // --trace: the launcher's timeline (trace.go)
+	size     int                            // processes of the job at start, spares included
+	out      *output
+	verbose  bool
+	quietLog bool          // the policy's messages only when verbose (Config.Hydra)
+	key      *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
+
+	exitBells bool // the ranks get exit bells (ExitBells)
 
 	agentsMu sync.Mutex
 	agents   []hostagent.Agent
