@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ftmpi/ftmpi/internal/acceptloop"
+	"github.com/ftmpi/ftmpi/internal/exitbell"
 	"github.com/ftmpi/ftmpi/internal/launch/ctlwire"
 	"github.com/ftmpi/ftmpi/internal/rankenv"
 	"github.com/ftmpi/ftmpi/internal/wireauth"
@@ -118,6 +119,8 @@ type Client struct {
 	evConn *net.UnixConn
 	evPath string
 
+	bell *exitbell.Armed // the launcher's exit bell (nil: none)
+
 	lookups    atomic.Int64 // endpoints asked of the launcher (lookup)
 	lookupReqs atomic.Int64 // requests that asked for them (one holds up to ctlwire.MaxLookup)
 }
@@ -202,6 +205,11 @@ func Connect(info Info) (*Client, error) {
 		return nil, fmt.Errorf("boot: unexpected reply %q from launcher", m.Op)
 	}
 	_ = conn.SetDeadline(time.Time{})
+	// The launcher's exit bell (ftmpirun --on-failure continue): armed
+	// now that the launcher counts this process as a rank, disarmed at
+	// Finalize. Without one (or if it cannot be armed) the launcher sees
+	// this process's death when it reaps it.
+	c.bell, _ = exitbell.ArmFromEnv()
 
 	c.wg.Add(2)
 	go c.readLoop(r)
@@ -555,6 +563,7 @@ func (c *Client) SuspectIncarnation(rank, inc int, reason string) error {
 // Finalize is a fence: it tells the launcher this rank has called
 // MPI_Finalize and returns when every rank has finalized or is dead.
 func (c *Client) Finalize() error {
+	c.bell.Disarm() // this process's exit is a normal end from now on
 	_, err := c.call(ctlwire.Msg{Op: ctlwire.OpFinalize, Rank: c.info.Rank})
 	return err
 }
