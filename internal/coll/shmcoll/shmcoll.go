@@ -229,6 +229,7 @@ type Group struct {
 	arrivals, release      *atomic.Uint64   // the gated calls' (gate)
 	small                  []byte           // the gated Allreduce's result, after the release word
 	gated                  uint32           // the last step this member passed through a gate (0: none)
+	long                   bool             // the waits are for others' large copies (bcastBig): with more than two members a core, sleep at once
 	bbusy                  uint32           // the step of this member's last Bcast through its contribution slot whose readers may not have finished (0: none; bigFree)
 	gateOn                 bool             // Barrier and small Allreduce are gated calls (GateMin, read by New)
 	pids                   []*atomic.Uint32
@@ -243,9 +244,10 @@ type Group struct {
 
 	// Calls counts the calls this member made through the segment
 	// (tests: the shared path was taken).
-	Calls atomic.Uint64
-	wakes atomic.Uint64 // returns from doorbell sleeps (Wakes)
-	waits uint64        // points where this member waited for others (tests: one a gated call)
+	Calls  atomic.Uint64
+	wakes  atomic.Uint64 // returns from doorbell sleeps (Wakes)
+	waits  uint64        // points where this member waited for others (tests: one a gated call)
+	yields uint64        // sched_yield calls of waitFor (tests)
 }
 
 // New is member me's view of the segment mem (Size(n) bytes, zero when
@@ -540,6 +542,10 @@ func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 	if g.crowded {
 		spin = spinCrowded
 	}
+	ny := yields
+	if g.long && g.crowded && !g.gateYield {
+		spin, ny = 1, 0 // bcastBig with more than two members a core: sleep at once (see long)
+	}
 	for i := 0; i < spin; i++ {
 		if done, err := ok(); done || err != nil {
 			return err
@@ -549,7 +555,8 @@ func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 		}
 	}
 	{ // the peer may be waiting for this core (members outnumber cores, or other processes load the host)
-		for range yields {
+		for range ny {
+			g.yields++
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			if done, err := ok(); done || err != nil {
 				return err
@@ -896,7 +903,18 @@ func (g *Group) bcastRead(c Call, part, slot []byte, root int, s uint32) error {
 // where the point-to-point flat Bcast has every reader pin and read the
 // root's pages (process_vm_readv: 2-3x memcpy's time a byte here; issue
 // 28, session 19).
+//
+// Its waits (a reader's for the root, the root's for its readers) last
+// other members' copies of up to a MiB: with more than two members a
+// core they sleep at once, without the spins and sched_yields of the
+// other waits, which there only made the woken readers preempt each
+// other mid-copy (np 8, 1 MiB, collcpu 4+4 at load 8: 1,006-1,394 ->
+// 636-953 us a call, processor time 1,980-2,397 -> 1,121-1,519 us,
+// involuntary switches 28-43 -> 7 a call; np 16 2,443-2,744 ->
+// 1,499-1,953 us). A wait policy: members may differ.
 func (g *Group) bcastBig(c Call, buf []byte, root int) error {
+	g.long = true
+	defer func() { g.long = false }()
 	slot := g.bslots[root]
 	for off := 0; off < len(buf); off += len(slot) {
 		part := buf[off:min(off+len(slot), len(buf))]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -1180,6 +1181,52 @@ func TestBigBcastRootReturnsBeforeReaders(t *testing.T) {
 			dead.Store(true)
 			gs[0].Wake()
 			t.Fatal("a member did not return within 60 s")
+		}
+	}
+}
+
+// With more than two members a core, the waits of a Bcast through the
+// root's contribution slot sleep at once: the readers, asleep before the
+// root calls, gave up the core by no sched_yield (the other waits yield
+// 32 times first).
+func TestBigBcastCrowdedWaitsSleepAtOnce(t *testing.T) {
+	n := 2*runtime.NumCPU() + 1
+	if n > MaxMembers {
+		t.Skipf("%d cores: a group of more than two members a core exceeds %d members", runtime.NumCPU(), MaxMembers)
+	}
+	var dead atomic.Bool
+	gs := newGroups(t, n, true, &dead)
+	msg := input(3, (RingMax+8)/8)
+	errs := make(chan error, n)
+	for _, g := range gs[1:] {
+		go func() {
+			buf := make([]byte, len(msg))
+			err := g.Bcast(Call{Sig: 2}, buf, 0)
+			if err == nil && !bytes.Equal(buf, msg) {
+				err = fmt.Errorf("member %d: bcast differs", g.Me)
+			}
+			errs <- err
+		}()
+	}
+	waitSleepers(t, gs[0], n-1)
+	if err := gs[0].Bcast(Call{Sig: 2}, msg, 0); err != nil {
+		t.Fatal(err)
+	}
+	for range n - 1 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(60 * time.Second):
+			dead.Store(true)
+			gs[0].Wake()
+			t.Fatal("a reader did not return within 60 s")
+		}
+	}
+	for _, g := range gs[1:] {
+		if g.yields != 0 {
+			t.Errorf("member %d yielded %d times before it slept", g.Me, g.yields)
 		}
 	}
 }
