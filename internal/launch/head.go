@@ -52,7 +52,9 @@ type head struct {
 	quietLog bool          // the policy's messages only when verbose (Config.Hydra)
 	key      *wireauth.Key // the job's secret (nil: connections are not authenticated; tests only)
 
-	exitBells bool // the ranks get exit bells (ExitBells)
+	exitBells    bool         // the ranks get exit bells (ExitBells)
+	noRT         bool         // broadcasts at normal priority (EnvNoRT)
+	rtBroadcasts atomic.Int64 // broadcasts sent real-time (sendEvents; tests)
 
 	agentsMu sync.Mutex
 	agents   []hostagent.Agent
@@ -153,6 +155,7 @@ func newHeadHosts(job string, size int, onFailure string, out *output, verbose b
 	}
 	h.refused.Logf = func(msg string) { out.logf("%s", msg) }
 	h.exitBells = mode == policy.ModeContinue && os.Getenv(EnvExitBell) != "0"
+	h.noRT = os.Getenv(EnvNoRT) == "1"
 	return h
 }
 

@@ -216,6 +216,13 @@ func TestFailedEventByDatagram(t *testing.T) {
 	}
 	h.notify([]policy.Conn{1, 2}, ctlwire.Msg{Op: ctlwire.OpEvent, Kind: ctlwire.EventFailed, Rank: 0, Reason: "rank 0 (pid 1234) killed: declared failed by rank 1: connection broken"})
 	h.mu.Unlock()
+	if restore, ok := rtFor(true); ok {
+		restore()
+		// Permitted here: the broadcast's sendmmsg ran real-time.
+		if n := h.rtBroadcasts.Load(); n != 1 {
+			t.Errorf("broadcasts sent real-time: %d, want 1", n)
+		}
+	}
 
 	parse := func(b []byte) ctlwire.Msg {
 		var m ctlwire.Msg
