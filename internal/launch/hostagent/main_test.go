@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -28,7 +29,12 @@ func TestMain(m *testing.M) {
 		default:
 			fmt.Println("armed")
 		}
-		select {}
+		// Wait to be killed. Not select{}: with every goroutine parked
+		// (the bell's holder too) the runtime may call that a deadlock
+		// and exit before the kill, a timer keeps it from doing so.
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	goleak.VerifyTestMain(m)
 }
