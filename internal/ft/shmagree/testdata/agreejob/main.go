@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/ftmpi/ftmpi/internal/ft/shmagree"
 	"github.com/ftmpi/ftmpi/internal/rte/ftdrive"
@@ -72,14 +71,6 @@ func main() {
 		w.Finalize()
 		return
 	}
-	// No member runs out of patience here (shmagree.Patience: a member
-	// 2 s late sends the instance to the message protocol): on a loaded
-	// host (load 20, 2 cores) a survivor waiting that long for a live
-	// member fenced it, so that the victim never reached its stop (then
-	// sat in its wait for the kill while the survivors' Shrink waited for
-	// it) or the survivors decided by messages. The kill is what is tested;
-	// the patience path is the simulator's and seg_test's.
-	shmagree.Patience = 20 * time.Second
 	if r == victim {
 		shmagree.Hook = func(seq uint64, phase int) {
 			if armed.Load() && shmagree.PhaseNames[phase] == point {
