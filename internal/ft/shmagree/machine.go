@@ -1,49 +1,36 @@
-// Package shmagree is the fast path of the fault-tolerant agreement
-// (internal/ft/agree) for a communicator whose members are all processes
-// of one host (issue 28 item 6): one segment per communicator, a slot per
-// member, and the agreement decided by reading the slots, with the message
-// protocol as the fallback where the segment cannot decide uniformly.
+// Package shmagree is the failure-free fast path of the fault-tolerant
+// agreement (internal/ft/agree) for a communicator whose members are all
+// processes of one host (issue 28 item 6): one segment per communicator,
+// a slot per member, and the agreement decided by reading the slots, with
+// the message protocol as the fallback whenever a member is missing.
 //
 // Each member owns one slot of two entries (instance numbers alternate
 // between them); an entry is a state word and a value. The state word
 // holds the entry's generation (instance + 1) and a kind: writing,
-// written, fenced or failed. For instance s (generation g = s+1, entry
-// s&1):
+// written or fenced. For instance s (generation g = s+1, entry s&1):
 //
 //   - The member marks its entry writing(g) by CAS from whatever older
 //     state it holds, writes its value, and publishes with
 //     CAS(writing(g) -> written(g)).
-//   - A member that knows another failed (the runtime's failure knowledge,
-//     which the message protocol trusts too: ftmpi kills a process it
-//     declares failed) marks that member's entry failed(g) by CAS from
-//     an older state or writing(g): the instance is decided without it.
-//   - A member that waited too long for another (members that do not share
-//     the segment, or one merely late), or whose own value does not fit
-//     an entry, marks the entry fenced(g): every member then runs the
-//     message protocol for the instance (a live member is never excluded
-//     for being slow: the protocol waits for it).
-//   - Once an entry is written(g), failed(g) or fenced(g) it never changes
-//     for instance s: every observer sees the same final states. A member
-//     decides only when every entry is final. None fenced: every member
-//     decides the combination of the written values, with the written
-//     members as the contributors (what the message protocol decides with
-//     those contributions and the others failed before contributing;
-//     failure-free, all n). Any fenced: every member runs the message
-//     protocol, which is uniform on its own.
+//   - A member that learns another failed (or waited too long for it)
+//     fences that member's entry: CAS(older or writing(g) -> fenced(g)).
+//     A fenced member's own CAS then fails and it takes the fallback too.
+//   - Once an entry is written(g) or fenced(g) it never changes for
+//     instance s: every observer sees the same final states. All written:
+//     every member decides the combination of all n values (what the
+//     protocol decides with those contributions and no failure: contributors
+//     all n). Any fenced: every member runs the message protocol for the
+//     instance, which is uniform on its own.
 //
-// So the fast path is uniform without trusting that a failed member is
-// dead: the decision is a function of the final states alone, and a member
-// marked failed while alive (falsely suspected, or declared and not yet
-// killed) finds out by its own failed CAS, waits for the others' entries
-// like everyone, and decides the same (itself not a contributor). A reader
-// checks that an entry is still written(g) after copying its value (a
-// seqlock): a member can only overwrite the entry of instance s at
-// instance s+2, after it decided s+1, which needs the reader's entry of
-// s+1 final; the reader has not written it, so it was marked failed: the
+// So the fast path is uniform without trusting that a fenced member is
+// dead: a member decides here only from n written entries, which nobody
+// can fence any more, and a member that was fenced finds out by its own
+// failed CAS. A reader checks that an entry is still written(g) after
+// copying its value (a seqlock): a member can only overwrite the entry of
+// instance s at instance s+2, after it decided s+1, which needs the reader's
+// entry of s+1 final; the reader has not written it, so it was fenced: the
 // reader is treated as failed by the others, and a reader that sees this
-// (Excluded) does not decide here (ftmpi kills it; it falls back to the
-// protocol meanwhile). Contributors reads the final states again after a
-// decision, for the runtime, with the same check.
+// (Excluded) does not decide here.
 //
 // Machine is the protocol as a state machine with one shared-memory access
 // per Step, so that a simulator interleaves members at every point; Seg is
@@ -57,17 +44,16 @@ import (
 	"github.com/ftmpi/ftmpi/internal/ft/agree"
 )
 
-// Entry kinds (the state word's low three bits).
+// Entry kinds (the state word's low two bits).
 const (
 	kindWriting = 1
 	kindWritten = 2
-	kindFenced  = 3 // every member falls back
-	kindFailed  = 4 // decided without the entry's member
+	kindFenced  = 3
 )
 
-func word(g uint64, kind uint64) uint64 { return g<<3 | kind }
-func gen(s uint64) uint64               { return s >> 3 }
-func kindOf(s uint64) uint64            { return s & 7 }
+func word(g uint64, kind uint64) uint64 { return g<<2 | kind }
+func gen(s uint64) uint64               { return s >> 2 }
+func kindOf(s uint64) uint64            { return s & 3 }
 
 // Mem is the shared memory a Machine works on: the members' entries, and
 // the segment's disabled flag. Every method is one atomic access (Read
@@ -104,15 +90,14 @@ const (
 	// wait for a change (a publication, a fence, a failure, patience
 	// running out) and call Step again.
 	Blocked
-	// Decided: every entry is written or failed; Values has the written
-	// ones (Contrib says whose).
+	// Decided: every entry is written; Values has them all.
 	Decided
 	// Fallback: some entry is fenced (possibly this member's): run the
 	// message protocol for this instance, as every member will.
 	Fallback
 	// Excluded: another member is two instances ahead, so this member was
-	// marked failed in the next instance (the others treat it as failed);
-	// it cannot decide here and falls back.
+	// fenced in the next instance (the others treat it as failed); it
+	// cannot decide here and falls back.
 	Excluded
 )
 
@@ -135,7 +120,6 @@ const (
 	pFence
 	pRead
 	pCheck
-	pOwnFenced
 	pDone
 )
 
@@ -151,25 +135,21 @@ type Machine struct {
 	j        int
 	own0     uint64 // this member's state word before its CAS
 	cur      uint64 // the state word of the entry being fenced
-	mark     uint64 // the kind it is being marked: kindFailed or kindFenced
 	pending  bool   // this pass found an entry not final
 	disabled bool   // this member disabled the segment (patience)
-	failed   uint64 // members whose entry is failed(g) (bit j; MaxMembers <= 64)
 	// Shared: another member's entry was seen writing or written (in this
 	// instance or, set by the driver, an earlier one): the members share
 	// the segment.
 	Shared bool
 	vals   [][]byte
-	ctb    [][]byte // Values' storage when some member failed
 
-	// Rang is set when a Step fenced or failed an entry: the driver then
-	// wakes the sleepers (and does after Decided).
+	// Rang is set when a Step fenced an entry: the driver then wakes the
+	// sleepers (and does after Decided).
 	Rang bool
 }
 
-// NewMachine returns member me's run (of n, at most MaxMembers) of
-// instance seq contributing data (its encoded value). It has no MPI
-// counterpart.
+// NewMachine returns member me's run (of n) of instance seq contributing
+// data (its encoded value). It has no MPI counterpart.
 func NewMachine(n, me int, seq uint64, data []byte) *Machine {
 	m := &Machine{}
 	m.Reset(n, me, seq, data)
@@ -181,43 +161,18 @@ func NewMachine(n, me int, seq uint64, data []byte) *Machine {
 // allocations were a tenth of a failure-free agreement, issue 28). It has
 // no MPI counterpart.
 func (m *Machine) Reset(n, me int, seq uint64, data []byte) {
-	vals, ctb := m.vals, m.ctb
+	vals := m.vals
 	if len(vals) != n {
 		vals = make([][]byte, n)
 	}
-	*m = Machine{n: n, me: me, g: seq + 1, e: int(seq & 1), data: data, vals: vals, ctb: ctb[:0]}
+	*m = Machine{n: n, me: me, g: seq + 1, e: int(seq & 1), data: data, vals: vals}
 }
 
-// Values returns the contributors' values in member order (this member's
-// own data at its place, if it contributed) after Decided. It has no MPI
-// counterpart.
+// Values returns every member's value (this member's own data at its
+// index) after Decided. It has no MPI counterpart.
 func (m *Machine) Values() [][]byte {
-	if m.failed&(1<<m.me) == 0 {
-		m.vals[m.me] = m.data
-	}
-	if m.failed == 0 {
-		return m.vals
-	}
-	out := m.ctb[:0]
-	for j, v := range m.vals {
-		if m.failed&(1<<j) == 0 {
-			out = append(out, v)
-		}
-	}
-	m.ctb = out
-	return out
-}
-
-// Contrib returns the contributors of a Decided run: bit j for member j
-// (the members whose entries were written; the others' were failed). It
-// has no MPI counterpart.
-func (m *Machine) Contrib() uint64 { return all(m.n) &^ m.failed }
-
-func all(n int) uint64 {
-	if n >= 64 {
-		return ^uint64(0)
-	}
-	return 1<<n - 1
+	m.vals[m.me] = m.data
+	return m.vals
 }
 
 // Step makes one shared-memory access. known reports whether member j is
@@ -235,8 +190,11 @@ func (m *Machine) Step(mem Mem, known func(j int) bool, patient bool) Outcome {
 		}
 	case pLoadOwn, pSelfFenceLoad:
 		s := mem.Load(m.me, m.e)
-		if gen(s) >= m.g { // marked by another (only this member writes writing/written)
-			return m.own(s)
+		switch {
+		case gen(s) > m.g:
+			return m.finish(Excluded)
+		case gen(s) == m.g: // fenced by another (only we write writing/written)
+			return m.finish(Fallback)
 		}
 		m.own0 = s
 		if m.phase == pLoadOwn {
@@ -262,24 +220,18 @@ func (m *Machine) Step(mem Mem, known func(j int) bool, patient bool) Outcome {
 		} else {
 			m.phase = pAbandon
 		}
-	case pAbandon: // too large: fence ourselves (fails only if marked already)
-		if mem.CAS(m.me, m.e, word(m.g, kindWriting), word(m.g, kindFenced)) {
-			m.Rang = true
-			return m.finish(Fallback)
-		}
-		m.phase = pOwnFenced
+	case pAbandon: // too large: fence ourselves (fails only if fenced already)
+		m.Rang = mem.CAS(m.me, m.e, word(m.g, kindWriting), word(m.g, kindFenced))
+		return m.finish(Fallback)
 	case pPublish:
 		if !mem.CAS(m.me, m.e, word(m.g, kindWriting), word(m.g, kindWritten)) {
-			m.phase = pOwnFenced // marked meanwhile: by which kind?
-			return Running
+			return m.finish(Fallback) // fenced meanwhile
 		}
 		// No ring here: waiters need waking only when every entry is
 		// final, which the last publisher's own scan finds (Decided) and
-		// a fencer causes: one wake-up of the sleepers per instance, not
-		// one per member.
+		// a fencer causes (Fallback): one wake-up of the sleepers per
+		// instance, not one per member.
 		m.phase, m.j, m.pending = pScan, 0, false
-	case pOwnFenced:
-		return m.own(mem.Load(m.me, m.e))
 	case pScan:
 		if m.j == m.me {
 			m.j++
@@ -301,22 +253,17 @@ func (m *Machine) Step(mem Mem, known func(j int) bool, patient bool) Outcome {
 			return m.finish(Excluded)
 		case gen(s) == m.g && kindOf(s) == kindWritten:
 			m.j++
-		case gen(s) == m.g && kindOf(s) == kindFailed:
-			m.failed |= 1 << m.j
-			m.j++
 		case gen(s) == m.g && kindOf(s) == kindFenced:
 			return m.finish(Fallback)
 		case known(m.j):
-			// Decided without it: every member will see it failed.
-			m.cur, m.mark, m.phase = s, kindFailed, pFence
+			m.cur, m.phase = s, pFence
 		case !patient:
-			// Out of patience: fence what is missing (every member falls
-			// back). If no other member ever wrote an entry of this
-			// one's segment, the others do not share it (another file):
-			// turn it off for good, so that later instances do not wait
-			// again. A member that is merely late leaves the segment on:
-			// the next instance may be fast.
-			m.cur, m.mark, m.phase = s, kindFenced, pFence
+			// Out of patience: fence what is missing. If no other member
+			// ever wrote an entry of this one's segment, the others do
+			// not share it (another file): turn it off for good, so that
+			// later instances do not wait again. A member that is merely
+			// late leaves the segment on: the next instance may be fast.
+			m.cur, m.phase = s, pFence
 			if !m.disabled && !m.Shared {
 				m.phase = pDisable
 			}
@@ -329,19 +276,13 @@ func (m *Machine) Step(mem Mem, known func(j int) bool, patient bool) Outcome {
 		m.disabled = true
 		m.phase = pFence
 	case pFence:
-		if !mem.CAS(m.j, m.e, m.cur, word(m.g, m.mark)) {
-			m.phase = pScan // changed meanwhile: look again
-			return Running
-		}
-		m.Rang = true
-		if m.mark == kindFenced {
+		if mem.CAS(m.j, m.e, m.cur, word(m.g, kindFenced)) {
+			m.Rang = true
 			return m.finish(Fallback)
 		}
-		m.failed |= 1 << m.j
-		m.j++
-		m.phase = pScan
+		m.phase = pScan // changed meanwhile: look again
 	case pRead:
-		for m.j < m.n && (m.j == m.me || m.failed&(1<<m.j) != 0) {
+		if m.j == m.me {
 			m.j++
 		}
 		if m.j >= m.n {
@@ -361,51 +302,9 @@ func (m *Machine) Step(mem Mem, known func(j int) bool, patient bool) Outcome {
 	return Running
 }
 
-// own handles this member's own entry found marked by another (s, of
-// generation g or later): failed, it waits for the others' entries and
-// decides without itself, as they do; fenced, it falls back, as they do;
-// later, it was overtaken (Excluded).
-func (m *Machine) own(s uint64) Outcome {
-	switch {
-	case gen(s) > m.g:
-		return m.finish(Excluded)
-	case gen(s) == m.g && kindOf(s) == kindFailed:
-		m.failed |= 1 << m.me
-		m.phase, m.j, m.pending = pScan, 0, false
-		return Running
-	default:
-		// fenced(g) (writing and written are only this member's own,
-		// and a failed CAS of it leaves neither)
-		return m.finish(Fallback)
-	}
-}
-
 func (m *Machine) finish(o Outcome) Outcome {
 	m.phase = pDone
 	return o
-}
-
-// Contributors returns the contributors (overlay positions) of instance
-// seq of the n members' segment mem, read from the entries' final states
-// after this member's run of it was Decided (the runtime's view of
-// Machine.Contrib, which Seg.Agree does not return), and false if an
-// entry of seq was overwritten since (another member is two instances
-// ahead: this member was marked failed in the next instance; it cannot
-// tell what was decided and falls back, as for Excluded). It has no MPI
-// counterpart.
-func Contributors(mem Mem, n int, seq uint64) (agree.Set, bool) {
-	g, e := seq+1, int(seq&1)
-	var c agree.Set
-	for j := range n {
-		switch mem.Load(j, e) {
-		case word(g, kindWritten):
-			c.Add(j)
-		case word(g, kindFailed):
-		default:
-			return agree.Set{}, false
-		}
-	}
-	return c, true
 }
 
 // Combine decodes the values of a Decided run and combines them: the

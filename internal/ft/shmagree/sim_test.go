@@ -16,20 +16,12 @@ import (
 // an entry, and several instances in a row (entries reused every second
 // instance). A member that falls back waits, as the message protocol
 // would, until every other member finished the instance or is known to it
-// as failed, then goes on. A member that decides here then reads the
-// contributors from the segment (Contributors, as the runtime does) at a
-// later step of its own, other members running in between. Checked, per
-// instance: every member that decides here (a member marked failed while
-// alive too) decides the same value and the same contributors
-// (uniformity); the value is the combination of the contributors' values
-// and is what the message protocol decides with those contributions and
-// the others failed before contributing (run alongside), and every
-// member left out crashed or was suspected (validity); the contributors
-// read afterwards are the Machine's, or the read says it was overtaken;
-// no member decides here in an instance where another falls back; a
-// member excluded was marked failed in the next instance or suspected;
-// every member that does not crash finishes every instance
-// (termination).
+// as failed, then goes on. Checked: every member that decides here
+// decides the combination of all n contributions, which is what the
+// protocol decides with those contributions and no failure (run
+// alongside); no member decides here in an instance where another falls
+// back; a member excluded was fenced in the next instance or suspected;
+// every member that does not crash finishes every instance.
 
 var (
 	simSeed  = flag.Int64("seed", -1, "run only this simulator seed")
@@ -75,8 +67,7 @@ func (v simView) Disable()                         { v.s.disabled = true; v.s.ve
 const (
 	stRun = iota
 	stBlocked
-	stProto   // fell back: waits as the protocol would
-	stContrib // decided: reads the contributors next
+	stProto // fell back: waits as the protocol would
 	stDone
 	stCrashed
 )
@@ -91,53 +82,30 @@ type simProc struct {
 	impatient bool // for the current instance
 	outcome   []Outcome
 	value     []agree.Value
-	contrib   []uint64
 }
 
-// protoDecide runs the message protocol on vals, the members of failed
-// (bit j) failed before contributing and known so to every other, and
-// returns its decision.
-func protoDecide(t *testing.T, vals []agree.Value, failed uint64) (agree.Value, agree.Set) {
+// protoDecide runs the message protocol failure-free on vals and returns
+// its decision.
+func protoDecide(t *testing.T, vals []agree.Value) (agree.Value, agree.Set) {
 	n := len(vals)
 	nodes := make([]*agree.Node, n)
-	var fs agree.Set
-	for i := range n {
-		if failed&(1<<i) != 0 {
-			fs.Add(i)
-		}
-	}
 	var q []agree.Msg
 	for i := range n {
 		nodes[i] = agree.New(agree.Config{Self: i, N: n, Instance: 7, Radix: 16})
 	}
-	live := -1
 	for i := range n {
-		if failed&(1<<i) == 0 {
-			q = append(q, nodes[i].Start(vals[i], fs)...)
-			live = i
-		}
+		q = append(q, nodes[i].Start(vals[i], agree.Set{})...)
 	}
 	for len(q) > 0 {
 		m := q[0]
 		q = q[1:]
-		if failed&(1<<m.To) == 0 {
-			q = append(q, nodes[m.To].Step(m)...)
-		}
+		q = append(q, nodes[m.To].Step(m)...)
 	}
-	v, c, ok := nodes[live].Decision()
+	v, c, ok := nodes[0].Decision()
 	if !ok {
 		t.Fatal("protocol did not decide")
 	}
 	return v, c
-}
-
-// setBits returns the members of c as bits (c's members below 64).
-func setBits(c agree.Set) uint64 {
-	var b uint64
-	for _, j := range c.Members() {
-		b |= 1 << j
-	}
-	return b
 }
 
 func randValue(r *rand.Rand, big bool) agree.Value {
@@ -183,16 +151,21 @@ func simulate(t *testing.T, seed int64) (fail string) {
 	}
 	mem := &simMem{n: n, st: make([][2]uint64, n), data: make([][2][]byte, n)}
 	vals := make([][]agree.Value, K)
+	want := make([]agree.Value, K)
 	for k := range K {
 		vals[k] = make([]agree.Value, n)
 		for p := range n {
 			vals[k][p] = randValue(r, bigs && r.Intn(4) == 0)
 		}
+		v, c := protoDecide(t, vals[k])
+		if c.Len() != n {
+			return fmt.Sprintf("protocol contributors %v", c)
+		}
+		want[k] = v
 	}
-	suspected := make([]bool, n) // crashed, or suspected while alive
 	ps := make([]*simProc, n)
 	for p := range ps {
-		ps[p] = &simProc{known: make([]bool, n), outcome: make([]Outcome, K), value: make([]agree.Value, K), contrib: make([]uint64, K)}
+		ps[p] = &simProc{known: make([]bool, n), outcome: make([]Outcome, K), value: make([]agree.Value, K)}
 		for k := range K {
 			ps[p].outcome[k] = Running
 		}
@@ -216,16 +189,7 @@ func simulate(t *testing.T, seed int64) (fail string) {
 			}
 		}
 		e := (k + 1) & 1
-		return mem.st[p][e] == word(uint64(k+2), kindFailed)
-	}
-	next := func(p int) {
-		pr := ps[p]
-		pr.k++
-		if pr.k == K {
-			pr.st = stDone
-		} else {
-			start(p)
-		}
+		return mem.st[p][e] == word(uint64(k+2), kindFenced)
 	}
 	finish := func(p int, o Outcome) string {
 		pr := ps[p]
@@ -239,14 +203,16 @@ func simulate(t *testing.T, seed int64) (fail string) {
 			if err != nil {
 				return fmt.Sprintf("member %d instance %d: %v", p, k, err)
 			}
-			pr.value[k], pr.contrib[k] = v, pr.m.Contrib()
-			if pr.contrib[k] != all(n) {
-				simExclusions++
+			pr.value[k] = v
+			if !v.Equal(want[k]) {
+				return fmt.Sprintf("member %d instance %d decided %v, the protocol %v", p, k, v, want[k])
 			}
-			if pr.contrib[k]&(1<<p) == 0 {
-				simSelfExcluded++
+			pr.k++
+			if pr.k == K {
+				pr.st = stDone
+			} else {
+				start(p)
 			}
-			pr.st = stContrib
 		case Excluded:
 			if !excludedOK(p, k) {
 				return fmt.Sprintf("member %d excluded from instance %d, neither suspected nor fenced in the next", p, k)
@@ -283,8 +249,6 @@ func simulate(t *testing.T, seed int64) (fail string) {
 				if protoReady(p) {
 					runnable = append(runnable, p)
 				}
-			case stContrib:
-				runnable = append(runnable, p)
 			}
 		}
 		// Events.
@@ -300,7 +264,6 @@ func simulate(t *testing.T, seed int64) (fail string) {
 			if len(alive) > 1 {
 				p := alive[r.Intn(len(alive))]
 				ps[p].st = stCrashed
-				suspected[p] = true
 				crashes--
 				logf("%d: crashes (instance %d)", p, ps[p].k)
 				for q := range n {
@@ -324,7 +287,6 @@ func simulate(t *testing.T, seed int64) (fail string) {
 			if q != p && ps[q].st != stCrashed && ps[p].st != stCrashed && !ps[q].known[p] {
 				falseSusp = false
 				ps[q].known[p] = true
-				suspected[p] = true
 				logf("%d: suspects %d (alive)", q, p)
 				mem.version++
 				continue
@@ -352,26 +314,11 @@ func simulate(t *testing.T, seed int64) (fail string) {
 		}
 		pr := ps[p]
 		if pr.st == stProto {
-			next(p)
-			continue
-		}
-		if pr.st == stContrib {
-			// The runtime's read of the contributors, some steps after
-			// the decision.
-			k := pr.k
-			c, ok := Contributors(simView{mem, p}, n, uint64(k))
-			switch {
-			case !ok:
-				logf("%d: instance %d contributors overwritten", p, k)
-				pr.outcome[k] = Excluded
-				if !excludedOK(p, k) {
-					return fmt.Sprintf("member %d: instance %d's contributors overwritten, neither suspected nor marked failed in the next", p, k)
-				}
-				pr.st = stProto
-			case setBits(c) != pr.contrib[k]:
-				return fmt.Sprintf("member %d instance %d: contributors read %v, decided %b", p, k, c, pr.contrib[k])
-			default:
-				next(p)
+			pr.k++
+			if pr.k == K {
+				pr.st = stDone
+			} else {
+				start(p)
 			}
 			continue
 		}
@@ -391,7 +338,7 @@ func simulate(t *testing.T, seed int64) (fail string) {
 			}
 		}
 	}
-	// Per instance: uniform, valid, exclusive outcomes.
+	// Exclusive outcomes per instance.
 	for k := range K {
 		var dec, fb []int
 		for p, pr := range ps {
@@ -404,42 +351,6 @@ func simulate(t *testing.T, seed int64) (fail string) {
 		}
 		if len(dec) > 0 && len(fb) > 0 {
 			return fmt.Sprintf("instance %d: %v decided on the segment, %v fell back", k, dec, fb)
-		}
-		if len(dec) == 0 {
-			continue
-		}
-		d := ps[dec[0]]
-		for _, p := range dec[1:] {
-			if !ps[p].value[k].Equal(d.value[k]) || ps[p].contrib[k] != d.contrib[k] {
-				return fmt.Sprintf("instance %d: member %d decided %v from %b, member %d %v from %b", k, dec[0], d.value[k], d.contrib[k], p, ps[p].value[k], ps[p].contrib[k])
-			}
-		}
-		c := d.contrib[k]
-		for j := range n {
-			if c&(1<<j) == 0 && !suspected[j] {
-				return fmt.Sprintf("instance %d: member %d left out of the decision, neither crashed nor suspected", k, j)
-			}
-		}
-		if c == 0 {
-			continue // every member marked failed: nothing to compare
-		}
-		var comb agree.Value
-		first := true
-		for j := range n {
-			if c&(1<<j) != 0 {
-				if first {
-					comb, first = vals[k][j], false
-				} else {
-					comb = comb.Combine(vals[k][j])
-				}
-			}
-		}
-		if !comb.Equal(d.value[k]) {
-			return fmt.Sprintf("instance %d: decided %v, the contributors' combination %v", k, d.value[k], comb)
-		}
-		pv, pc := protoDecide(t, vals[k], all(n)&^c)
-		if !pv.Equal(d.value[k]) || setBits(pc) != c {
-			return fmt.Sprintf("instance %d: decided %v from %b, the protocol %v from %v", k, d.value[k], c, pv, pc)
 		}
 	}
 	_ = log
@@ -465,16 +376,14 @@ func TestSimulate(t *testing.T) {
 }
 
 var (
-	simCounts       [5]int
-	simBig          int // values too large for an entry
-	simExclusions   int // decisions without some member
-	simSelfExcluded int // decisions by a member marked failed while alive
+	simCounts [5]int
+	simBig    int // values too large for an entry
 )
 
 // TestSimulateCovers checks that the seeds reach every outcome: decided
 // on the segment, fallen back, excluded.
 func TestSimulateCovers(t *testing.T) {
-	simCounts, simBig, simExclusions, simSelfExcluded = [5]int{}, 0, 0, 0
+	simCounts, simBig = [5]int{}, 0
 	seeds := 3000
 	if testing.Short() {
 		seeds = 1000
@@ -484,13 +393,9 @@ func TestSimulateCovers(t *testing.T) {
 			t.Fatalf("seed %d: %s", s, f)
 		}
 	}
-	t.Logf("outcomes over %d seeds: %d decided (%d without some member, %d by a member marked failed while alive), %d fell back, %d excluded; %d oversized values",
-		seeds, simCounts[Decided], simExclusions, simSelfExcluded, simCounts[Fallback], simCounts[Excluded], simBig)
+	t.Logf("outcomes over %d seeds: %d decided, %d fell back, %d excluded; %d oversized values", seeds, simCounts[Decided], simCounts[Fallback], simCounts[Excluded], simBig)
 	if simBig == 0 {
 		t.Error("no seed had a value too large for an entry")
-	}
-	if simExclusions == 0 || simSelfExcluded == 0 {
-		t.Error("no seed decided without a member, or none by a member marked failed while alive")
 	}
 	for _, o := range []Outcome{Decided, Fallback, Excluded} {
 		if simCounts[o] == 0 {

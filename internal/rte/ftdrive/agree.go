@@ -67,10 +67,9 @@ type Agreements struct {
 }
 
 // FastStats counts, in this process, the agreement instances decided on
-// a shared segment (and of them, those decided without some member, whose
-// entry a member that knew it failed marked so) and those that fell back
-// from it to the protocol (tests and benchmarks: the path taken).
-var FastStats struct{ Decided, DecidedWithout, Fallbacks atomic.Uint64 }
+// a shared segment and those that fell back from it to the protocol
+// (tests and benchmarks: the path taken).
+var FastStats struct{ Decided, Fallbacks atomic.Uint64 }
 
 // segUse is the fast path's segment of one communicator at one process:
 // opened at its first use, closed by Close once no agreement uses it.
@@ -432,19 +431,6 @@ func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort
 	} else if seg := a.acquireSeg(); seg != nil {
 		known := func(j int) bool { return fs.Has(j) || a.eng.IsLost(a.procs.At(j)) }
 		val, o, err := seg.Agree(seq, v, known, abort, stop)
-		var contrib agree.Set
-		if o == shmagree.Decided {
-			// Whose values were combined: the members whose entries were
-			// written (the others were marked failed, by a member that
-			// knew it, and are missing from the decision at every
-			// member). Read before the segment may be unmapped; not
-			// readable only at a member the others overtook, which they
-			// treat as failed (it runs the protocol meanwhile).
-			var ok bool
-			if contrib, ok = shmagree.Contributors(seg, a.procs.Len(), seq); !ok {
-				o = shmagree.Excluded
-			}
-		}
 		a.releaseSeg()
 		if err != nil {
 			return agree.Value{}, agree.Set{}, false
@@ -454,16 +440,17 @@ func (a *Agreements) Await(seq uint64, v agree.Value, failed func() []int, abort
 			// none runs the protocol for seq: the instance's node stays
 			// unstarted and sends nothing.
 			FastStats.Decided.Add(1)
-			if contrib.Len() < a.procs.Len() {
-				FastStats.DecidedWithout.Add(1)
-			}
 			a.mu.Lock()
 			in := a.insts[seq] // (made only if a frame of seq arrived)
 			a.mu.Unlock()
 			if in != nil {
 				in.markDecided()
 			}
-			return val, contrib, true
+			var all agree.Set
+			for i := range a.procs.Len() {
+				all.Add(i)
+			}
+			return val, all, true
 		}
 		FastStats.Fallbacks.Add(1)
 	}
