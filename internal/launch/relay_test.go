@@ -220,7 +220,11 @@ func ringProgram(t *testing.T) string {
 func TestRelayRankKilledInsideTheFence(t *testing.T) {
 	t.Parallel()
 	ssh, _ := fakeSSH(t)
-	r := jobtest.Run(t, 60*time.Second, []string{EnvRelay + "=1"}, ftmpirunBin, "-v", "--host", "localhost:1,fake2:3",
+	// The hold timer is an hour: the agent sends each phase's requests when
+	// all three ranks' are in, never because one was slower than the
+	// default hold (500 ms: three -race ranks on a loaded machine start
+	// further apart than that, and the hellos went up in 2 frames).
+	r := jobtest.Run(t, 60*time.Second, []string{EnvRelay + "=1", EnvRelayHold + "=1h"}, ftmpirunBin, "-v", "--host", "localhost:1,fake2:3",
 		"--interface", "lo", "--launch-agent", ssh, "--on-failure", "continue", rankprogBin, "crashearly", "2", "20")
 	res := result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 	expectCode(t, res, 20)
