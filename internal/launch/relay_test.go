@@ -183,7 +183,9 @@ func TestRelayFramesAtTheHead(t *testing.T) {
 	t.Parallel()
 	ssh, _ := fakeSSH(t)
 	ring := ringProgram(t)
-	r := jobtest.Run(t, 60*time.Second, []string{EnvRelay + "=1"}, ftmpirunBin, "-v", "--host", "localhost:1,fake2:2,fake3:3",
+	// An hour's hold (as TestRelayRankKilledInsideTheFence): one frame a
+	// host however far apart its ranks start.
+	r := jobtest.Run(t, 60*time.Second, []string{EnvRelay + "=1", EnvRelayHold + "=1h"}, ftmpirunBin, "-v", "--host", "localhost:1,fake2:2,fake3:3",
 		"--interface", "lo", "--launch-agent", ssh, "--tag-output", ring)
 	res := result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 	expectCode(t, res, 0)
