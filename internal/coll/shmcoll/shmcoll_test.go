@@ -89,6 +89,25 @@ func each(t *testing.T, gs []*Group, fn func(g *Group) error) []error {
 	return errs
 }
 
+// collect waits for k results on errs and fails the test at the first
+// error, or if one does not come within 60 s (then it marks the members
+// dead and wakes them, so that their calls return).
+func collect(t *testing.T, errs <-chan error, k int, gs []*Group, dead *atomic.Bool) {
+	t.Helper()
+	for range k {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(60 * time.Second):
+			dead.Store(true)
+			gs[0].Wake()
+			t.Fatal("a member did not return within 60 s")
+		}
+	}
+}
+
 func val(r, i int) int64 { return int64(3*r + 7*i + 1) }
 
 func input(r, elems int) []byte {
@@ -1125,18 +1144,7 @@ func TestBigBcastRootWaitsBeforeRewritingItsSlot(t *testing.T) {
 					go call(g, make([]byte, size))
 				}
 			}
-			for range n {
-				select {
-				case err := <-errs:
-					if err != nil {
-						t.Fatal(err)
-					}
-				case <-time.After(60 * time.Second):
-					dead.Store(true)
-					gs[0].Wake()
-					t.Fatal("a member did not return within 60 s")
-				}
-			}
+			collect(t, errs, n, gs, &dead)
 		})
 	}
 }
@@ -1171,18 +1179,7 @@ func TestBigBcastRootReturnsBeforeReaders(t *testing.T) {
 			errs <- nil
 		}()
 	}
-	for range n {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(60 * time.Second):
-			dead.Store(true)
-			gs[0].Wake()
-			t.Fatal("a member did not return within 60 s")
-		}
-	}
+	collect(t, errs, n, gs, &dead)
 }
 
 // With more than two members a core, the waits of a Bcast through the
@@ -1212,18 +1209,7 @@ func TestBigBcastCrowdedWaitsSleepAtOnce(t *testing.T) {
 	if err := gs[0].Bcast(Call{Sig: 2}, msg, 0); err != nil {
 		t.Fatal(err)
 	}
-	for range n - 1 {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(60 * time.Second):
-			dead.Store(true)
-			gs[0].Wake()
-			t.Fatal("a reader did not return within 60 s")
-		}
-	}
+	collect(t, errs, n-1, gs, &dead)
 	for _, g := range gs[1:] {
 		if g.yields != 0 {
 			t.Errorf("member %d yielded %d times before it slept", g.Me, g.yields)
