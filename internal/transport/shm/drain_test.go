@@ -63,18 +63,8 @@ func (h *noticeHandler) PeerLost(int, error) {}
 func TestDrainDeliversPublishedFrames(t *testing.T) {
 	for _, inside := range []bool{true, false} {
 		t.Run(fmt.Sprintf("inside=%v", inside), func(t *testing.T) {
-			dir := t.TempDir()
-			h0 := &noticeHandler{drainIn: inside, in: make(chan struct{}), resume: make(chan struct{})}
-			trs := newJob(t, dir, 3, h0, newRecorder(), newRecorder())
+			trs, h0 := drainJob(t, inside)
 			defer closeAll(trs)
-			h0.tr = trs[0]
-			// Both pairs are up before the test holds the receiver.
-			for _, from := range []int{1, 2} {
-				if err := trs[from].Send(0, transport.Header{Kind: 1, N: 2}, []byte("up")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			waitFor(t, "the set-up frames", func() bool { return len(h0.logged()) == 2 })
 			if err := trs[2].Send(0, transport.Header{Kind: kindNotice, Flags: transport.FlagUrgent}, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -119,17 +109,8 @@ func TestDrainDeliversPublishedFrames(t *testing.T) {
 // peer once it is told), once when a frame is there to deliver (a
 // handler of it may call Drain again, which must know its holder).
 func TestDrainAsksGoroutineIDOnlyToDeliver(t *testing.T) {
-	dir := t.TempDir()
-	h0 := &noticeHandler{drainIn: true, in: make(chan struct{}), resume: make(chan struct{})}
-	trs := newJob(t, dir, 3, h0, newRecorder(), newRecorder())
+	trs, h0 := drainJob(t, true)
 	defer closeAll(trs)
-	h0.tr = trs[0]
-	for _, from := range []int{1, 2} {
-		if err := trs[from].Send(0, transport.Header{Kind: 1, N: 2}, []byte("up")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, "the set-up frames", func() bool { return len(h0.logged()) == 2 })
 	for range 3 {
 		trs[0].Drain(1)
 		trs[0].Drain(2)
@@ -154,4 +135,22 @@ func TestDrainAsksGoroutineIDOnlyToDeliver(t *testing.T) {
 	if n := trs[0].goidAsked.Load(); n != 1 {
 		t.Fatalf("a drain inside a handler asked for the goroutine id %d times, want 1", n)
 	}
+}
+
+// drainJob starts a job of 3 whose rank 0 has a noticeHandler (drainIn:
+// whether its handler drains), with both of rank 0's pairs up (a frame
+// from ranks 1 and 2 delivered) before the test holds the receiver.
+func drainJob(t *testing.T, drainIn bool) ([]*Transport, *noticeHandler) {
+	t.Helper()
+	h0 := &noticeHandler{drainIn: drainIn, in: make(chan struct{}), resume: make(chan struct{})}
+	trs := newJob(t, t.TempDir(), 3, h0, newRecorder(), newRecorder())
+	h0.tr = trs[0]
+	for _, from := range []int{1, 2} {
+		if err := trs[from].Send(0, transport.Header{Kind: 1, N: 2}, []byte("up")); err != nil {
+			closeAll(trs)
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the set-up frames", func() bool { return len(h0.logged()) == 2 })
+	return trs, h0
 }
