@@ -94,18 +94,7 @@ func each(t *testing.T, gs []*Group, fn func(g *Group) error) []error {
 // dead and wakes them, so that their calls return).
 func collect(t *testing.T, errs <-chan error, k int, gs []*Group, dead *atomic.Bool) {
 	t.Helper()
-	for range k {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(60 * time.Second):
-			dead.Store(true)
-			gs[0].Wake()
-			t.Fatal("a member did not return within 60 s")
-		}
-	}
+	waitResults(t, errs, k, "a member did not return within 60 s", func() { dead.Store(true); gs[0].Wake() })
 }
 
 func val(r, i int) int64 { return int64(3*r + 7*i + 1) }
@@ -988,6 +977,14 @@ func startAsleep(t *testing.T, g *Group, sleepers int, errs chan<- error, fn fun
 // stuck when one does not come.
 func waitStarted(t *testing.T, errs <-chan error, k int, stuck string) {
 	t.Helper()
+	waitResults(t, errs, k, stuck, func() {})
+}
+
+// waitResults waits for k results on errs, each within 60 s, and fails
+// the test with the first error, or runs onStuck and fails with stuck
+// when one does not come.
+func waitResults(t *testing.T, errs <-chan error, k int, stuck string, onStuck func()) {
+	t.Helper()
 	for range k {
 		select {
 		case err := <-errs:
@@ -995,6 +992,7 @@ func waitStarted(t *testing.T, errs <-chan error, k int, stuck string) {
 				t.Fatal(err)
 			}
 		case <-time.After(60 * time.Second):
+			onStuck()
 			t.Fatal(stuck)
 		}
 	}
