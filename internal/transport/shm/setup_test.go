@@ -625,10 +625,18 @@ func TestCloseLetsItsOwnDialFinish(t *testing.T) {
 	b.SetPeers(addrs(dir, 2))
 	done := make(doneCh, 1)
 	a.Post(1, transport.Header{Kind: 1, Seq: 7}, make([]byte, 8), done)
-	waitFor(t, "process 1 to accept the dial", func() bool {
+	// Both ends hold the set-up: process 1 accepted it and process 0's
+	// dialler registered it (the kernel lets 1 accept before 0's connect
+	// returns; a Close in between ends the dial before its first byte, a
+	// plain hang-up the peer does not log, and this test would wait for a
+	// pair that never comes: CI failed so once).
+	waitFor(t, "process 1 to accept the dial and process 0 to register it", func() bool {
 		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.hs) == 1
+		accepted := len(b.hs) == 1
+		b.mu.Unlock()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return accepted && len(a.hs) == 1
 	})
 	closed := make(chan struct{})
 	go func() {
