@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,8 +48,8 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(errw, "ftmpirun agent: "+format+"\n", args...)
 	}
-	frames, readErr := readFrames(in) // ends with the process (in is the ssh session)
-	hello, ok := awaitHello(frames, readErr, logf)
+	head := readFrames(in) // ends with the process (in is the ssh session)
+	hello, ok := awaitHello(head, logf)
 	if !ok {
 		return 1
 	}
@@ -82,7 +83,7 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 		w.stop()
 		w = newFrameWriter(nc)
 		defer w.stop()
-		frames, readErr = readFrames(nc)
+		head = readFrames(nc)
 	}
 	ip, err := interfaceAddr(hello.Interface, hello.HeadAddr)
 	if err != nil {
@@ -119,7 +120,7 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 		defer stopBoots(boots)
 	}
 	defer as.closeInputs()
-	code := as.serve(frames, readErr, time.Duration(hello.HBPeriod), time.Duration(hello.HBTimeout))
+	code := as.serve(head, time.Duration(hello.HBPeriod), time.Duration(hello.HBTimeout))
 	as.la.SignalAll(syscall.SIGKILL)
 	as.starts.Wait()
 	as.la.SignalAll(syscall.SIGKILL) // ranks whose start was under way
@@ -131,15 +132,15 @@ func RunAgent(in io.Reader, out io.Writer, errw io.Writer) int {
 }
 
 // awaitHello waits (helloWait at most) for the head's first frame.
-func awaitHello(frames chan agentwire.Msg, readErr chan error, logf func(string, ...any)) (agentwire.Msg, bool) {
+func awaitHello(head *headInput, logf func(string, ...any)) (agentwire.Msg, bool) {
 	select {
-	case hello := <-frames:
+	case hello := <-head.frames:
 		return hello, true
-	case err := <-readErr:
+	case err := <-head.err:
 		// The reader sends a frame before the error that follows it:
 		// a tree launch closes the input right after the hello.
 		select {
-		case hello := <-frames:
+		case hello := <-head.frames:
 			return hello, true
 		default:
 			logf("no hello from the head: %v", err)
@@ -182,22 +183,24 @@ type agentSession struct {
 
 // serve handles the head's frames until its Bye (code 0), or until the
 // head is lost: its input ends or is bad, or it is silent for timeout
-// (code 1). Every period it pings the head.
-func (as *agentSession) serve(frames chan agentwire.Msg, readErr chan error, period, timeout time.Duration) int {
+// (code 1): no byte arrived, so a long frame still arriving (a preloaded
+// binary's 1 MiB piece on a loaded host) is not silence. Every period it
+// pings the head.
+func (as *agentSession) serve(head *headInput, period, timeout time.Duration) int {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	lastSeen := time.Now()
 	for {
 		select {
-		case m := <-frames:
+		case m := <-head.frames:
 			lastSeen = time.Now()
 			if m.Type == agentwire.TBye {
 				return 0
 			}
 			as.handle(m)
-		case err := <-readErr:
-			if len(frames) > 0 {
-				readErr <- err // the frames read before the error come first
+		case err := <-head.err:
+			if len(head.frames) > 0 {
+				head.err <- err // the frames read before the error come first
 				continue
 			}
 			if errors.Is(err, agentwire.ErrFrame) {
@@ -207,6 +210,9 @@ func (as *agentSession) serve(frames chan agentwire.Msg, readErr chan error, per
 			}
 			return 1
 		case <-tick.C:
+			if t := head.lastByte(); t.After(lastSeen) {
+				lastSeen = t
+			}
 			if d := time.Since(lastSeen); d > timeout {
 				as.logf("no heartbeat from the head for %v; killing the ranks", d.Round(time.Millisecond))
 				return 1
@@ -330,23 +336,47 @@ func (as *agentSession) closeInputs() {
 	}
 }
 
+// headInput is what the agent reads from the head: its frames, the
+// error that ends them, and when the last bytes arrived.
+type headInput struct {
+	frames chan agentwire.Msg
+	err    chan error   // capacity 1
+	moved  atomic.Int64 // Unix nanoseconds of the last read that returned bytes
+}
+
+// lastByte is when the last bytes of the head arrived (the zero time: none yet).
+func (h *headInput) lastByte() time.Time { return time.Unix(0, h.moved.Load()) }
+
+// progressReader notes in moved when a read returns bytes.
+type progressReader struct {
+	r     io.Reader
+	moved *atomic.Int64
+}
+
+func (p progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.moved.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
 // readFrames reads agentwire frames from in until an error, which it
-// sends on the second channel.
-func readFrames(in io.Reader) (chan agentwire.Msg, chan error) {
-	frames := make(chan agentwire.Msg, 64)
-	readErr := make(chan error, 1)
+// sends on head.err.
+func readFrames(in io.Reader) *headInput {
+	h := &headInput{frames: make(chan agentwire.Msg, 64), err: make(chan error, 1)}
 	go func() {
-		r := bufio.NewReaderSize(in, 64<<10)
+		r := bufio.NewReaderSize(progressReader{in, &h.moved}, 64<<10)
 		for {
 			m, err := agentwire.Read(r)
 			if err != nil {
-				readErr <- err
+				h.err <- err
 				return
 			}
-			frames <- m
+			h.frames <- m
 		}
 	}()
-	return frames, readErr
+	return h
 }
 
 // stdinPipe is a rank's stdin, filled with the head's Stdin messages.

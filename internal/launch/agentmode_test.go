@@ -123,6 +123,64 @@ func TestAgentKillsRanksWhenHeadSilent(t *testing.T) {
 	}
 }
 
+// TestAgentHeadSlowFrameIsNotSilence: a frame that takes longer than the
+// heartbeat timeout to arrive (a preloaded binary's 1 MiB piece through
+// ssh on a loaded host: CI's TestMultiHostRing lost a host "no heartbeat
+// from the head for 3.1 s" during --preload-binary) keeps the head alive
+// while its bytes move; the agent handles it once whole.
+func TestAgentHeadSlowFrameIsNotSilence(t *testing.T) {
+	a := startAgent(t)
+	h := agentHello()
+	h.HBTimeout = int64(time.Second)
+	a.send(t, h)
+	if m := a.next(t); m.Type != agentwire.TReady || m.Error != "" {
+		t.Fatalf("ready: %+v", m)
+	}
+	// The agent's frames (pings) are read until its answer to the frame.
+	answer := make(chan agentwire.Msg, 1)
+	go func() {
+		for {
+			m, err := agentwire.Read(a.from)
+			if err != nil || m.Type != agentwire.TPing {
+				answer <- m
+				return
+			}
+		}
+	}()
+	frame, err := agentwire.Encode(nil, agentwire.Msg{Type: agentwire.TFile, File: "slow", Data: bytes.Repeat([]byte{7}, 64<<10), Final: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 25 pieces 100 ms apart: 2.5 s, more than twice the timeout, with
+	// no frame whole before the last piece. The pipe returns a write once
+	// the agent read it.
+	const pieces = 25
+	step := (len(frame) + pieces - 1) / pieces
+	for off := 0; off < len(frame); off += step {
+		select {
+		case c := <-a.code:
+			t.Fatalf("the agent exited %d with the frame %d of %d bytes in: %s", c, off, len(frame), a.stderr.String())
+		default:
+		}
+		if _, err := a.toAgent.Write(frame[off:min(off+step, len(frame))]); err != nil {
+			t.Fatalf("writing the frame at %d: %v (stderr: %s)", off, err, a.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond) // the slow link under test, not a synchronisation
+	}
+	select {
+	case m := <-answer:
+		if m.Type != agentwire.TFileDone || m.File != "slow" || m.Error != "" || m.Path == "" {
+			t.Fatalf("the agent answered the slow frame with %+v (stderr: %s)", m, a.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no answer to the slow frame (stderr: %s)", a.stderr.String())
+	}
+	a.send(t, agentwire.Msg{Type: agentwire.TBye})
+	if c := a.exit(t, 10*time.Second); c != 0 {
+		t.Fatalf("exit %d, want 0 (a Bye after the slow frame): %s", c, a.stderr.String())
+	}
+}
+
 // TestAgentHeadClosed: the session ends (the head's host crashed): the
 // agent kills its rank and exits 1 at once.
 func TestAgentHeadClosed(t *testing.T) {
