@@ -3,7 +3,8 @@
 # ftmpi in one run (issue 28 item 1; docs/benchmarks.md "Session 17: the
 # 1-byte path"). ROUNDS rounds, each: bench/floor in its modes (one line a
 # hop, a record polled by its sequence word, ftmpi's ring's tail + record;
-# pinned and not), Open MPI 4.1's latency (bench/c/latency.c, vader, bound
+# pinned and not; a sleeping hand-off by futex across CPUs and on one),
+# Open MPI 4.1's latency (bench/c/latency.c, vader, bound
 # to cores as mpirun does at np 2), and ftmpi's np2batch -op latency over
 # shared memory (unbound, as ftmpirun's default, and --bind-to core).
 # One line per launch with the 1-minute load; OUT names the result file.
@@ -34,6 +35,11 @@ for r in $(seq "$ROUNDS"); do
 		done
 	done
 	echo "round $r load $(load) floor $("$TMP/floor" -mode ring -store mov -pin)" | tee -a "$OUT"
+	# The sleeping hand-off (a wake-up and a context switch a hop): across
+	# the two CPUs and on one.
+	for w in -pin -onecpu; do
+		echo "round $r load $(load) $("$TMP/floor" -mode wake -batches 100 "$w")" | tee -a "$OUT"
+	done
 	o=$(mpirun.openmpi "${root[@]}" -n 2 "$OMPI" -impl openmpi -transport shm -runs 10 -min 1 -max 1 | sed -n 's/.*"median":\([0-9.]*\).*/\1/p')
 	echo "round $r load $(load) openmpi median $(awk -v u="$o" 'BEGIN{printf "%.1f", u*1000}') ns" | tee -a "$OUT"
 	for bind in none core; do

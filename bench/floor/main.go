@@ -13,12 +13,19 @@
 //	            record, then stores the ring's tail on another line; the
 //	            consumer polls the tail, then reads the record and stores its
 //	            head (its own line): two lines cross a hop.
+//	-mode wake  one word each way, but the consumer sleeps on it (FUTEX_WAIT)
+//	            and the producer wakes it (FUTEX_WAKE) after the store: the
+//	            floor of a sleeping hand-off, a wake-up and a context switch
+//	            a hop (what ftmpi's waits pay when 8-16 ranks share 2 cores
+//	            and none can spin). Use fewer -batches: a hop costs µs.
 //
 // -store xchg publishes with sync/atomic's Store (an XCHG on amd64, a full
 // fence, as ftmpi's ring does); -store mov with a plain MOV (a release store
 // on amd64; an assembly helper, atomic Store on other architectures).
 // -pin binds the two processes to CPUs 0 and 1 (Open MPI binds at np 2;
-// ftmpirun does not by default). Rank 0 prints, like bench/np2batch, the
+// ftmpirun does not by default); -onecpu binds both to CPU 0 (a hop is
+// then a context switch on one core: mode wake only, the spinning modes
+// would wait for the time slice). Rank 0 prints, like bench/np2batch, the
 // fastest, 10th and 50th percentile batch in ns a hop (half a round trip).
 package main
 
@@ -81,11 +88,12 @@ func view(m []byte, d int) dir {
 }
 
 var (
-	mode    = flag.String("mode", "one", "one, seq or ring")
+	mode    = flag.String("mode", "one", "one, seq, ring or wake")
 	store   = flag.String("store", "xchg", "xchg (sync/atomic Store) or mov (plain store)")
 	batch   = flag.Int("batch", 200, "hops a batch (two a round trip)")
 	batches = flag.Int("batches", 3000, "batches")
 	pin     = flag.Bool("pin", false, "bind the processes to CPUs 0 and 1")
+	onecpu  = flag.Bool("onecpu", false, "bind both processes to CPU 0 (mode wake)")
 	child   = flag.Bool("child", false, "internal: the second process")
 	// ftmpi's bulk ring is 256 KiB: each record is a line not touched for
 	// 4,096 records, where a fixed record (Open MPI's fast box) is one line
@@ -106,6 +114,10 @@ func send(d dir, i uint64) {
 	switch *mode {
 	case "one":
 		publish(d.tail, i)
+	case "wake":
+		w := word(d)
+		atomic.StoreUint32(w, uint32(i))
+		futex(w, futexWake, 1)
 	case "seq":
 		// The payload first, the sequence word last (x86 keeps stores in order).
 		rec := d.at(i)
@@ -128,6 +140,15 @@ func recv(d dir, i uint64) {
 	case "one":
 		for atomic.LoadUint64(d.tail) != i {
 		}
+	case "wake":
+		w := word(d)
+		for {
+			v := atomic.LoadUint32(w)
+			if v == uint32(i) {
+				break
+			}
+			futex(w, futexWait, v)
+		}
 	case "seq":
 		rec := d.at(i)
 		for atomic.LoadUint64(&rec[0]) != i {
@@ -145,8 +166,33 @@ func recv(d dir, i uint64) {
 	}
 }
 
+// The futex operations (linux/futex.h; golang.org/x/sys/unix names none).
+const (
+	futexWait = 0
+	futexWake = 1
+)
+
+// word is d's hand-off word of mode wake (a futex is 32 bits: the tail's
+// low half).
+func word(d dir) *uint32 { return (*uint32)(unsafe.Pointer(d.tail)) }
+
+// futex is FUTEX_WAIT (until the word is not v or a wake) or FUTEX_WAKE
+// (of n waiters) on a word of the shared mapping (not private: two
+// processes).
+func futex(w *uint32, op int, v uint32) {
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), uintptr(op), uintptr(v), 0, 0, 0)
+}
+
 func main() {
 	flag.Parse()
+	switch *mode {
+	case "one", "seq", "ring", "wake":
+	default:
+		check(fmt.Errorf("-mode %q: want one, seq, ring or wake", *mode))
+	}
+	if *onecpu && *mode != "wake" {
+		check(fmt.Errorf("-onecpu with -mode %s: the spinning modes need a core each", *mode))
+	}
 	runtime.LockOSThread()
 	var f *os.File
 	if *child {
@@ -163,9 +209,13 @@ func main() {
 	if *child {
 		me = 1
 	}
-	if *pin {
+	if *pin || *onecpu {
 		var set unix.CPUSet
-		set.Set(me)
+		if *onecpu {
+			set.Set(0)
+		} else {
+			set.Set(me)
+		}
 		check(unix.SchedSetaffinity(0, &set))
 	}
 	out, in := view(m, me), view(m, 1-me)
@@ -198,7 +248,11 @@ func main() {
 	}
 	check(cmd.Wait())
 	slices.Sort(per)
-	fmt.Printf("floor mode %s ringbytes %d store %s pin %v min %.1f p10 %.1f p50 %.1f ns\n", *mode, *ringBytes, *store, *pin, per[0], per[len(per)/10], per[len(per)/2])
+	where := fmt.Sprint(*pin)
+	if *onecpu {
+		where = "onecpu"
+	}
+	fmt.Printf("floor mode %s ringbytes %d store %s pin %s min %.1f p10 %.1f p50 %.1f ns\n", *mode, *ringBytes, *store, where, per[0], per[len(per)/10], per[len(per)/2])
 }
 
 func check(err error) {
