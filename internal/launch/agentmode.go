@@ -344,7 +344,7 @@ type headInput struct {
 	moved  atomic.Int64 // Unix nanoseconds of the last read that returned bytes
 }
 
-// lastByte is when the last bytes of the head arrived (the zero time: none yet).
+// lastByte is when the last bytes of the head arrived (the Unix epoch: none yet).
 func (h *headInput) lastByte() time.Time { return time.Unix(0, h.moved.Load()) }
 
 // progressReader notes in moved when a read returns bytes.
