@@ -599,15 +599,21 @@ func (g *Group) waitFor(peer int, ok func() (bool, error)) error {
 // It must be the same at every member (every member must take the same
 // path): a constant, not a function of runtime.NumCPU, which follows each
 // process's own affinity mask (e2e TestCollectivesAgreeAcrossAffinityAndGOMAXPROCS
-// hung when it was 4*NumCPU+1). The default, 9, gates what was measured
-// to gain: on 2 cores, groups of more than four members a core. The gate
-// pays where members must sleep between calls (np 16 on 2 cores,
-// lead's quiet run of 30 Nov: Barrier 206 -> 69.5 µs, 1.10x Open MPI 4.1;
-// Allreduce 8 B 222 -> 80.1 µs, 0.97x), and costs where the member-by-
-// member waits still find their peers running (np 8 on 2 cores, the same
-// machine quiet: Barrier 13-17 -> 45-47 µs, Allreduce 8 B 27-31 -> 37-48
-// µs; np 4 Barrier 3.7-4.7 -> 5.2-6.8 µs).
-var GateMin = 9
+// hung when it was 4*NumCPU+1). The default, 5, gates groups of more than
+// two members a core on 2 cores. The gate pays where members must sleep
+// between calls, and how often they must depends on the machine's
+// wake-up cost:
+//   - Session 18's VM (a sleeping hand-off cheap enough that np 8's
+//     member-by-member waits mostly found their peers running): np 16
+//     Barrier 206 -> 69.5 µs, 1.10x Open MPI 4.1, Allreduce 8 B 222 ->
+//     80.1 µs, 0.97x; but np 8 Barrier 13-17 -> 45-47 µs, Allreduce 8 B
+//     27-31 -> 37-48; np 4 Barrier 3.7-4.7 -> 5.2-6.8. GateMin was 9.
+//   - Sessions 19-20's VM (a sleeping hand-off 12-15 µs, bench/floor
+//     -mode wake): np 8 member by member sleeps ~3 times a member a call,
+//     the gate once: Barrier 260-290 -> 82-84 µs (Open MPI 71-73),
+//     Allreduce 8 B 233-312 -> 83-86 µs (65-76), bench/collcpu, 3
+//     interleaved launches, quiet; np 4 the same either way (35-45 µs).
+var GateMin = 5
 
 // Gated calls (issue 28, session 16). With more members than cores every
 // point where a member waits is a possible sleep and wake-up, and a member

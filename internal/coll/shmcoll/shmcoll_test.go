@@ -764,7 +764,7 @@ func TestLargeAllreducePieces(t *testing.T) {
 
 // gateFrom makes the groups the test makes from now on gate their
 // Barrier and small Allreduce from n members up (GateMin; by default only
-// above four members a core), until the test ends.
+// above two members a core on 2 cores), until the test ends.
 func gateFrom(t *testing.T, n int) {
 	old := GateMin
 	GateMin = n

@@ -34,7 +34,7 @@ func main() {
 		os.Exit(2)
 	}
 	if kind == "barrier" || kind == "allreduce8" {
-		shmcoll.GateMin = 3 // gated calls at any size of job (by default only above four members a core)
+		shmcoll.GateMin = 3 // gated calls at any size of job (by default only above two members a core on 2 cores)
 	}
 	shmcoll.Hook = func(me int, k, p string) error {
 		if p == "enter" {
