@@ -41,6 +41,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ftmpi/ftmpi/internal/futex"
 )
 
 const (
@@ -116,8 +118,8 @@ func send(d dir, i uint64) {
 		publish(d.tail, i)
 	case "wake":
 		w := word(d)
-		atomic.StoreUint32(w, uint32(i))
-		futex(w, futexWake, 1)
+		w.Store(uint32(i))
+		futex.WakeAll(w)
 	case "seq":
 		// The payload first, the sequence word last (x86 keeps stores in order).
 		rec := d.at(i)
@@ -142,12 +144,8 @@ func recv(d dir, i uint64) {
 		}
 	case "wake":
 		w := word(d)
-		for {
-			v := atomic.LoadUint32(w)
-			if v == uint32(i) {
-				break
-			}
-			futex(w, futexWait, v)
+		for v := w.Load(); v != uint32(i); v = w.Load() {
+			futex.Wait(w, v, time.Second) // ftmpi's own futex: not private, two processes
 		}
 	case "seq":
 		rec := d.at(i)
@@ -166,22 +164,9 @@ func recv(d dir, i uint64) {
 	}
 }
 
-// The futex operations (linux/futex.h; golang.org/x/sys/unix names none).
-const (
-	futexWait = 0
-	futexWake = 1
-)
-
 // word is d's hand-off word of mode wake (a futex is 32 bits: the tail's
 // low half).
-func word(d dir) *uint32 { return (*uint32)(unsafe.Pointer(d.tail)) }
-
-// futex is FUTEX_WAIT (until the word is not v or a wake) or FUTEX_WAKE
-// (of n waiters) on a word of the shared mapping (not private: two
-// processes).
-func futex(w *uint32, op int, v uint32) {
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), uintptr(op), uintptr(v), 0, 0, 0)
-}
+func word(d dir) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(d.tail)) }
 
 func main() {
 	flag.Parse()

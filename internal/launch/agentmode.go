@@ -189,11 +189,10 @@ type agentSession struct {
 func (as *agentSession) serve(head *headInput, period, timeout time.Duration) int {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
-	lastSeen := time.Now()
+	start := time.Now()
 	for {
 		select {
-		case m := <-head.frames:
-			lastSeen = time.Now()
+		case m := <-head.frames: // its bytes moved lastByte
 			if m.Type == agentwire.TBye {
 				return 0
 			}
@@ -210,8 +209,9 @@ func (as *agentSession) serve(head *headInput, period, timeout time.Duration) in
 			}
 			return 1
 		case <-tick.C:
-			if t := head.lastByte(); t.After(lastSeen) {
-				lastSeen = t
+			lastSeen := head.lastByte()
+			if start.After(lastSeen) {
+				lastSeen = start
 			}
 			if d := time.Since(lastSeen); d > timeout {
 				as.logf("no heartbeat from the head for %v; killing the ranks", d.Round(time.Millisecond))
